@@ -1,0 +1,66 @@
+// The two questions (DESIGN.md): should this be sandboxed (intent, pure) and which backend is
+// available here (capability, by probing), then transform and exec through the chosen backend.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sbx/core/plugin_loader.hpp"
+#include "sbx/core/policy.hpp"
+#include "sbx/sdk/result.hpp"
+#include "sbx/sdk/types.hpp"
+
+namespace sbx {
+
+enum class SandboxPreference { kAuto, kRequire, kForbid };
+std::string_view to_string(SandboxPreference preference);
+Result<SandboxPreference> parse_sandbox_preference(std::string_view text);
+
+struct SandboxDecision {
+  bool sandbox = true;
+  std::string reason;
+};
+
+// Question 1, pure. auto: proxy network => sandbox; restricted network => sandbox unless the
+// filesystem is external; enabled network => sandbox only if writes are restricted.
+// forbid on a policy with a deny entry is an Error (such a policy never runs unsandboxed).
+Result<SandboxDecision> should_sandbox(const Policy& policy, SandboxPreference preference);
+
+// What a backend must be able to enforce for this policy.
+CapabilitySet required_capabilities(const ResolvedPolicy& policy);
+
+struct PassedOver {
+  std::string backend;
+  std::string reason;
+};
+
+struct BackendChoice {
+  std::optional<std::string> backend;  // nullopt: none available
+  std::string reason;                  // why this one, or why none
+  std::vector<PassedOver> passed_over;
+  std::vector<std::pair<std::string, ProbeReport>> probes;  // every backend probed, in order
+};
+
+class Manager {
+ public:
+  // `preference`: backend names in the caller's order; empty = every loaded plugin, in the
+  // default order (bwrap, landlock, seatbelt, windows, then others by name).
+  Manager(const PluginRegistry& registry, std::vector<std::string> preference);
+
+  // Question 2: the first backend, in preference order, that is available and covers what the
+  // policy needs; with the reason each other one was passed over.
+  BackendChoice available_backend(const ResolvedPolicy& policy) const;
+
+  Result<ExecPlan> transform(const std::string& backend, const TransformRequest& request) const;
+  Result<ExitStatus> exec(const std::string& backend, const ExecPlan& plan) const;
+
+  // The backends considered, in order (unknown names are reported by available_backend).
+  const std::vector<std::string>& order() const { return order_; }
+
+ private:
+  const PluginRegistry& registry_;
+  std::vector<std::string> order_;
+};
+
+}  // namespace sbx

@@ -1,0 +1,73 @@
+// Trusted discovery and loading of backend plugins (DESIGN.md "Trusted plugin paths").
+#pragma once
+
+#include <sys/types.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sbx/sdk/abi.h"
+#include "sbx/sdk/backend.hpp"
+
+namespace sbx {
+
+// Where a rejected candidate failed, in the order the checks run.
+enum class LoadStage {
+  kDirectory,    // the directory or its chain is not trusted / not readable
+  kTrust,        // the file: not regular, symlink, owner, mode
+  kInspect,      // not a loadable object exporting sbx_plugin_entry_v1
+  kLoad,         // dlopen failed (e.g. unresolved symbol)
+  kEntry,        // entry symbol missing or returned NULL
+  kAbi,          // major/minor/struct size
+  kFingerprint,  // toolchain fingerprint mismatch
+  kName,         // invalid or duplicate name
+  kCreate,       // create() returned NULL or threw
+};
+std::string_view to_string(LoadStage stage);
+
+struct RejectedPlugin {
+  std::string path;
+  LoadStage stage;
+  std::string message;  // names path, stage, expected and actual values
+};
+
+// A plugin that passed every check. The Backend lives as long as the registry; the library is
+// never unloaded (RTLD_NODELETE).
+struct LoadedPlugin {
+  std::string name;
+  std::string version;
+  std::string description;
+  std::string path;  // canonical path of the file that was checked and loaded
+  std::shared_ptr<Backend> backend;
+};
+
+struct LoaderOptions {
+  // Directories to scan, in order. Each must be absolute.
+  std::vector<std::string> directories;
+  // Besides root, the one uid allowed to own the files and directories (the owner of libsbx).
+  std::optional<uid_t> trusted_owner;
+  // Where the ownership/permission walk starts. "/" in production; tests (C++ API only) may
+  // start lower to use fixtures under a build tree. Never settable from the CLI or environment.
+  std::string trust_root = "/";
+  // The host table passed to create(); must outlive the registry.
+  const sbx_host_v1* host = nullptr;
+};
+
+class PluginRegistry {
+ public:
+  // Scans every directory; a bad candidate is recorded in rejected() and never stops the rest.
+  static PluginRegistry load(const LoaderOptions& options);
+
+  const std::vector<LoadedPlugin>& plugins() const { return plugins_; }
+  const std::vector<RejectedPlugin>& rejected() const { return rejected_; }
+  // nullptr when no plugin has that name.
+  const LoadedPlugin* find(std::string_view name) const;
+
+ private:
+  std::vector<LoadedPlugin> plugins_;
+  std::vector<RejectedPlugin> rejected_;
+};
+
+}  // namespace sbx

@@ -1,0 +1,36 @@
+// Running a process: absolute-path execve, an explicit environment, stray fds closed,
+// stdin/stdout/stderr/TTY inherited, signals forwarded, exit status mapped.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sbx/sdk/result.hpp"
+#include "sbx/sdk/types.hpp"
+
+namespace sbx {
+
+inline constexpr int kExitSbxFailure = 125;   // sbx itself failed; the command did not run
+inline constexpr int kExitNotExecutable = 126;
+inline constexpr int kExitNotFound = 127;
+
+// Starts plan.argv[0] (must be absolute) with exactly plan.env in plan.cwd, forwards SIGINT,
+// SIGTERM, SIGHUP, SIGQUIT, SIGUSR1/2, SIGWINCH to it, and waits. A command that cannot be
+// executed yields exit_code 127 (not found) or 126 (not executable) with a message on stderr.
+// Error only when sbx could not even fork.
+Result<ExitStatus> spawn_and_wait(const ExecPlan& plan);
+
+// Finds `command` the way a shell would (absolute, relative to cwd, or through PATH from `env`)
+// and returns an absolute path; Error says "command not found".
+Result<std::string> resolve_command(const std::string& command, const std::string& cwd,
+                                    const std::vector<std::string>& env);
+
+// Removes LD_*, DYLD_* and glibc's unsafe variables (GCONV_PATH, GLIBC_TUNABLES, ...):
+// used for the environment of helpers such as bwrap and sbx-stage2.
+std::vector<std::string> strip_unsafe_env(const std::vector<std::string>& env);
+
+// Hardens the sbx process itself at start: not dumpable, no core files, LD_* removed from
+// its own environment.
+void harden_current_process();
+
+}  // namespace sbx

@@ -1,0 +1,107 @@
+/* sbx plugin ABI, version 1 (C-compatible).
+ *
+ * A backend plugin is a shared object exporting exactly one symbol, sbx_plugin_entry_v1, which
+ * returns a pointer to a static sbx_plugin_v1 descriptor. The host validates the descriptor
+ * (struct size, ABI major/minor, toolchain fingerprint, name) before it calls create(); only
+ * then does any C++ object cross the boundary. Everything the plugin needs from the host comes
+ * through the sbx_host_v1 table passed to create(): plugins never link libsbx.
+ *
+ * Compatibility rules (enforced by the host, in this order):
+ *   abi_major == SBX_ABI_MAJOR, abi_minor <= SBX_ABI_MINOR (a newer plugin is refused),
+ *   struct_size >= SBX_PLUGIN_V1_MIN_SIZE, fingerprint == SBX_TOOLCHAIN_FINGERPRINT.
+ * Growth: new fields are appended and SBX_ABI_MINOR is bumped; an incompatible change bumps
+ * SBX_ABI_MAJOR and renames the entry symbol (sbx_plugin_entry_v2).
+ */
+#ifndef SBX_SDK_ABI_H_
+#define SBX_SDK_ABI_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SBX_ABI_MAJOR 1
+#define SBX_ABI_MINOR 0
+#define SBX_PLUGIN_ENTRY_SYMBOL "sbx_plugin_entry_v1"
+
+#if defined(_WIN32)
+#define SBX_PLUGIN_EXPORT __declspec(dllexport)
+#else
+#define SBX_PLUGIN_EXPORT __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Log levels passed to sbx_host_v1.log. */
+enum sbx_log_level {
+  SBX_LOG_TRACE = 0,
+  SBX_LOG_DEBUG = 1,
+  SBX_LOG_INFO = 2,
+  SBX_LOG_WARN = 3,
+  SBX_LOG_ERROR = 4
+};
+
+/* Services the host offers a plugin. Filled by core, valid for the life of the process. */
+typedef struct sbx_host_v1 {
+  uint32_t struct_size;
+  uint16_t abi_major;
+  uint16_t abi_minor;
+  const char* host_version;
+  /* Absolute path of the verified sbx-stage2 helper, or NULL where the host has none. */
+  const char* stage2_path;
+  void* ctx;
+  /* Writes one log line through the host's logger. Never NULL. */
+  void (*log)(void* ctx, int level, const char* message, size_t length);
+  /* Runs an sbx::ExecPlan (plan) and stores an sbx::ExitStatus (status_out). Returns 0 on
+   * success; otherwise writes a NUL-terminated message into error (at most error_size bytes)
+   * and returns non-zero. The C++ types are valid to pass because the fingerprint matched. */
+  int (*spawn)(void* ctx, const void* plan, void* status_out, char* error, size_t error_size);
+} sbx_host_v1;
+
+/* The plugin's self-description. Static storage in the plugin; never freed. */
+typedef struct sbx_plugin_v1 {
+  uint32_t struct_size;
+  uint16_t abi_major;
+  uint16_t abi_minor;
+  const char* name;        /* [a-z0-9-]{1,32}, unique among loaded plugins */
+  const char* version;     /* the plugin's own version, free-form */
+  const char* fingerprint; /* SBX_TOOLCHAIN_FINGERPRINT of the plugin's build */
+  const char* description; /* one line for `sbx backends` */
+  /* Returns an sbx::Backend* (as void*), or NULL on failure. Must not throw. */
+  void* (*create)(const sbx_host_v1* host);
+  /* Destroys an object returned by create(). */
+  void (*destroy)(void* backend);
+  void* reserved[4]; /* must be NULL */
+} sbx_plugin_v1;
+
+/* The smallest descriptor a v1.0 host accepts: everything up to and including destroy. */
+#define SBX_PLUGIN_V1_MIN_SIZE (offsetof(sbx_plugin_v1, destroy) + sizeof(void (*)(void*)))
+
+typedef const sbx_plugin_v1* (*sbx_plugin_entry_fn)(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+/* Toolchain fingerprint: everything that changes the layout of the C++ standard library types
+ * crossing the boundary (std::string, std::vector). Compiled into host and plugin alike. */
+#define SBX_FP_STR2(x) #x
+#define SBX_FP_STR(x) SBX_FP_STR2(x)
+#if defined(__GLIBCXX__)
+#if defined(_GLIBCXX_DEBUG)
+#define SBX_FP_DEBUG "-debug"
+#else
+#define SBX_FP_DEBUG ""
+#endif
+#define SBX_FP_LIB "libstdc++-cxx11abi" SBX_FP_STR(_GLIBCXX_USE_CXX11_ABI) SBX_FP_DEBUG
+#elif defined(_LIBCPP_VERSION)
+#define SBX_FP_LIB "libc++-abi" SBX_FP_STR(_LIBCPP_ABI_VERSION)
+#elif defined(_MSC_VER)
+#define SBX_FP_LIB "msvc-" SBX_FP_STR(_MSC_VER) "-idl" SBX_FP_STR(_ITERATOR_DEBUG_LEVEL)
+#else
+#define SBX_FP_LIB "unknown-stdlib"
+#endif
+#define SBX_TOOLCHAIN_FINGERPRINT \
+  "sbx-abi" SBX_FP_STR(SBX_ABI_MAJOR) ";" SBX_FP_LIB ";ptr" SBX_FP_STR(__SIZEOF_POINTER__)
+
+#endif /* SBX_SDK_ABI_H_ */

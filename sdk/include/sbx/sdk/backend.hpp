@@ -1,0 +1,72 @@
+// The C++ Backend interface a plugin implements, and HostServices, the plugin's only way back
+// into the host. A Backend is created by the plugin's sbx_plugin_v1::create() and destroyed by
+// its destroy(); the host never deletes it directly.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "sbx/sdk/abi.h"
+#include "sbx/sdk/result.hpp"
+#include "sbx/sdk/types.hpp"
+
+namespace sbx {
+
+// A thin, copyable view of the host's sbx_host_v1 table.
+class HostServices {
+ public:
+  explicit HostServices(const sbx_host_v1* host) : host_(host) {}
+
+  // The verified sbx-stage2 helper ("" where the host has none).
+  std::string_view stage2_path() const {
+    return host_ != nullptr && host_->stage2_path != nullptr ? host_->stage2_path : "";
+  }
+  std::string_view host_version() const {
+    return host_ != nullptr && host_->host_version != nullptr ? host_->host_version : "";
+  }
+  void log(sbx_log_level level, std::string_view message) const {
+    if (host_ != nullptr && host_->log != nullptr)
+      host_->log(host_->ctx, level, message.data(), message.size());
+  }
+  // Runs the plan with the host's spawner (absolute execve, clean fds, signals forwarded).
+  Result<ExitStatus> spawn(const ExecPlan& plan) const {
+    if (host_ == nullptr || host_->spawn == nullptr) return Error{"host offers no spawn service"};
+    ExitStatus status;
+    char error[1024] = {0};
+    if (host_->spawn(host_->ctx, &plan, &status, error, sizeof error) != 0)
+      return Error{error[0] != '\0' ? std::string(error) : std::string("spawn failed")};
+    return status;
+  }
+
+ private:
+  const sbx_host_v1* host_;
+};
+
+// One sandboxing mechanism. Every method is called from one thread. Implementations must not
+// let exceptions escape (the host still guards every call).
+class Backend {
+ public:
+  explicit Backend(HostServices host) : host_(host) {}
+  virtual ~Backend() = default;
+  Backend(const Backend&) = delete;
+  Backend& operator=(const Backend&) = delete;
+
+  // Checks, on this host and now, whether the backend can run, and what it can enforce.
+  // May touch the OS (stat files, try a namespace); must not change anything lasting.
+  virtual ProbeReport probe(const ProbeContext& context) = 0;
+
+  // Pure: turns a request into the process to start. Returns an Error naming the rule when the
+  // policy asks for something this backend cannot enforce; never drops a rule silently.
+  virtual Result<ExecPlan> transform(const TransformRequest& request) const = 0;
+
+  // Runs a plan produced by transform(). The default asks the host to spawn it.
+  virtual Result<ExitStatus> exec(const ExecPlan& plan) { return host_.spawn(plan); }
+
+ protected:
+  const HostServices& host() const { return host_; }
+
+ private:
+  HostServices host_;
+};
+
+}  // namespace sbx

@@ -1,0 +1,38 @@
+// SBX_DECLARE_BACKEND: defines the plugin's descriptor and its one exported entry point.
+//
+//   class AcmeBackend final : public sbx::Backend { ... explicit AcmeBackend(sbx::HostServices); };
+//   SBX_DECLARE_BACKEND(AcmeBackend, "acme", "1.0.0", "Confines commands with acme-jail")
+//
+// create() catches every exception and returns NULL instead (exceptions never cross the ABI).
+#pragma once
+
+#include <new>
+
+#include "sbx/sdk/abi.h"
+#include "sbx/sdk/backend.hpp"
+
+namespace sbx::sdk_detail {
+
+template <typename BackendClass>
+void* create_backend(const sbx_host_v1* host) noexcept {
+  try {
+    Backend* backend = new BackendClass(HostServices(host));
+    return static_cast<void*>(backend);
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+inline void destroy_backend(void* backend) noexcept { delete static_cast<Backend*>(backend); }
+
+}  // namespace sbx::sdk_detail
+
+#define SBX_DECLARE_BACKEND(BackendClass, kName, kVersion, kDescription)                     \
+  extern "C" SBX_PLUGIN_EXPORT const sbx_plugin_v1* sbx_plugin_entry_v1(void) {              \
+    static const sbx_plugin_v1 descriptor = {                                                \
+        sizeof(sbx_plugin_v1), SBX_ABI_MAJOR, SBX_ABI_MINOR, kName, kVersion,                \
+        SBX_TOOLCHAIN_FINGERPRINT, kDescription,                                             \
+        &::sbx::sdk_detail::create_backend<BackendClass>, &::sbx::sdk_detail::destroy_backend, \
+        {nullptr, nullptr, nullptr, nullptr}};                                               \
+    return &descriptor;                                                                      \
+  }
