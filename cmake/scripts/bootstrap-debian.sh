@@ -9,6 +9,7 @@ packages=(
   libseccomp-dev libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev
   bubblewrap firejail util-linux iproute2 procps
+  mingw-w64 wine64
 )
 
 missing=()

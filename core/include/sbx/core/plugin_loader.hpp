@@ -59,6 +59,9 @@ class PluginRegistry {
  public:
   // Scans every directory; a bad candidate is recorded in rejected() and never stops the rest.
   static PluginRegistry load(const LoaderOptions& options);
+  // A registry of backends built in-process (tests, embedders that link a backend statically).
+  static PluginRegistry from_plugins(std::vector<LoadedPlugin> plugins,
+                                     std::vector<RejectedPlugin> rejected = {});
 
   const std::vector<LoadedPlugin>& plugins() const { return plugins_; }
   const std::vector<RejectedPlugin>& rejected() const { return rejected_; }
