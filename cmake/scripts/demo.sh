@@ -35,7 +35,7 @@ echo "== sbx explain --preset workspace-write --cwd $workspace"
 echo
 echo "== sbx exec: write inside the workspace, then try to write outside it and reach the network"
 set +e
-"$sbx" exec --preset workspace-write --cwd "$workspace" -- /bin/sh -c "
+"$sbx" exec --preset workspace-write --cwd "$workspace" -- /bin/bash -c "
   echo 'written inside the sandbox' > inside.txt && echo 'inside.txt: ok'
   if echo escape > '$outside' 2>/dev/null; then echo 'outside write: ALLOWED'; else echo 'outside write: denied'; fi
   if (exec 3<>/dev/tcp/127.0.0.1/22) 2>/dev/null; then echo 'network: ALLOWED'; else echo 'network: denied'; fi
