@@ -1,0 +1,405 @@
+// Process spawning for sbx (see spawn.hpp for the contract).
+//
+// The child is started with fork + execve by absolute path so that nothing between sbx and the
+// command consults PATH or the caller's environment. Between fork and execve the child runs
+// only async-signal-safe code: the parent may be multi-threaded (an embedding agent), and a
+// lock held by another thread at fork time would deadlock malloc/stdio in the child.
+#include "sbx/core/spawn.hpp"
+
+#ifndef _WIN32
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+extern char** environ;  // NOLINT: POSIX global
+
+namespace sbx {
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Signal forwarding.
+//
+// Signals somebody sends to sbx explicitly (kill(1), a supervisor's SIGTERM, an agent's
+// SIGINT on timeout) must reach the command, or the command would outlive the request to stop
+// it. Signals the terminal generates (^C, ^\, hangup, window size change) are different: the
+// kernel already delivers them to the whole foreground process group, which contains the
+// command because sbx does not call setsid(). Forwarding those too would deliver them twice
+// (a command that counts ^C presses, or a shell that exits on the second one, would misbehave).
+// The kernel marks terminal-generated signals with si_code SI_KERNEL (> 0); kill(), tkill()
+// and sigqueue() give si_code <= 0 (SI_USER, SI_TKILL, SI_QUEUE). So only si_code <= 0 is
+// forwarded.
+//
+// Limitation, accepted: a kill() aimed at the whole process group (kill -TERM -PGID, or the
+// shell's SIGCONT on `fg`) also looks like SI_USER and reaches the command twice. For SIGCONT
+// that is harmless; for the others it is the caller's explicit choice to signal the group.
+constexpr std::array<int, 8> kForwardedSignals = {SIGINT,  SIGTERM, SIGHUP,   SIGQUIT,
+                                                   SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT};
+
+// Children currently being waited for, by any thread. A fixed array of lock-free atomics so
+// the signal handler can read it without locks or allocation. A child that finds no free slot
+// (more than kMaxChildren concurrent spawns) still runs; it just does not get forwarded signals.
+constexpr std::size_t kMaxChildren = 256;
+std::array<std::atomic<pid_t>, kMaxChildren> g_children{};
+
+std::mutex g_handlers_mutex;
+int g_handler_users = 0;  // guarded by g_handlers_mutex
+std::array<struct sigaction, kForwardedSignals.size()> g_previous_actions{};
+
+void forward_signal(int signal_number, siginfo_t* info, void* /*context*/) {
+  if (info != nullptr && info->si_code > 0) return;  // terminal/kernel generated: see above
+  const int saved_errno = errno;  // the interrupted code may be about to read errno
+  for (const std::atomic<pid_t>& child : g_children) {
+    const pid_t pid = child.load(std::memory_order_relaxed);
+    if (pid > 0) kill(pid, signal_number);
+  }
+  errno = saved_errno;
+}
+
+void install_forwarding() {
+  std::lock_guard<std::mutex> lock(g_handlers_mutex);
+  if (g_handler_users++ > 0) return;
+  struct sigaction action {};
+  action.sa_sigaction = forward_signal;
+  // SA_RESTART: the parent's read()/waitpid() continue after a forwarded signal.
+  action.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&action.sa_mask);
+  for (std::size_t i = 0; i < kForwardedSignals.size(); ++i)
+    sigaction(kForwardedSignals[i], &action, &g_previous_actions[i]);
+}
+
+void remove_forwarding() {
+  std::lock_guard<std::mutex> lock(g_handlers_mutex);
+  if (--g_handler_users > 0) return;
+  for (std::size_t i = 0; i < kForwardedSignals.size(); ++i)
+    sigaction(kForwardedSignals[i], &g_previous_actions[i], nullptr);
+}
+
+std::atomic<pid_t>* register_child(pid_t pid) {
+  for (std::atomic<pid_t>& slot : g_children) {
+    pid_t expected = 0;
+    if (slot.compare_exchange_strong(expected, pid)) return &slot;
+  }
+  return nullptr;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The child side. Everything here must be async-signal-safe (no malloc, no stdio, no locks).
+
+// What the child reports through the CLOEXEC pipe when sbx-side setup fails. A successful
+// execve closes the pipe, so the parent reads EOF; otherwise it reads exactly one of these.
+enum class ChildStage : int { kChdir = 1, kExec = 2 };
+struct ChildFailure {
+  ChildStage stage;
+  int error;
+};
+
+[[noreturn]] void child_fail(int report_fd, ChildStage stage, int exit_code) {
+  const ChildFailure failure{stage, errno};
+  // Best effort: if this write fails, the parent still sees the exit code below.
+  [[maybe_unused]] const ssize_t written = write(report_fd, &failure, sizeof failure);
+  _exit(exit_code);
+}
+
+// Default dispositions: a parent that ignores SIGPIPE or SIGINT (common in agents and
+// background jobs) must not pass that on, and our own forwarding handler must not survive
+// into the command. execve() keeps SIG_IGN, so this has to be done by hand.
+void reset_signal_dispositions() {
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (sig == SIGKILL || sig == SIGSTOP) continue;
+    struct sigaction action {};
+    action.sa_handler = SIG_DFL;
+    sigemptyset(&action.sa_mask);
+    sigaction(sig, &action, nullptr);  // fails harmlessly for reserved real-time signals
+  }
+}
+
+// Marks every fd >= 3 close-on-exec by walking /proc/self/fd with raw getdents64 (opendir
+// would allocate). Returns false when /proc is unavailable.
+bool cloexec_fds_from_proc() {
+#ifdef __linux__
+  const int dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) return false;
+  alignas(8) char buffer[4096];
+  for (;;) {
+    const long n = syscall(SYS_getdents64, dir, buffer, sizeof buffer);
+    if (n <= 0) break;
+    for (long offset = 0; offset < n;) {
+      const auto* entry = reinterpret_cast<const struct dirent64*>(buffer + offset);
+      offset += entry->d_reclen;
+      int fd = 0;
+      const char* p = entry->d_name;
+      if (*p < '0' || *p > '9') continue;  // "." and ".."
+      for (; *p >= '0' && *p <= '9'; ++p) fd = fd * 10 + (*p - '0');
+      if (fd >= 3 && fd != dir) fcntl(fd, F_SETFD, FD_CLOEXEC);
+    }
+  }
+  close(dir);
+  return true;
+#else
+  return false;
+#endif
+}
+
+// Stray descriptors (an agent's sockets, log files, another command's pipes) must not leak
+// into the command: they could give it access the policy does not grant, or keep a pipe open
+// so its reader never sees EOF. They are marked close-on-exec rather than closed so the
+// failure-report pipe stays usable until execve succeeds.
+void close_stray_fds() {
+#if defined(__linux__) && defined(CLOSE_RANGE_CLOEXEC)
+  if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) == 0) return;  // Linux >= 5.11
+#endif
+  if (cloexec_fds_from_proc()) return;
+  struct rlimit limit {};
+  rlim_t max_fd = 65536;
+  if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
+    max_fd = limit.rlim_cur;
+  for (rlim_t fd = 3; fd < max_fd; ++fd) fcntl(static_cast<int>(fd), F_SETFD, FD_CLOEXEC);
+}
+
+[[noreturn]] void run_child(const char* path, char* const argv[], char* const envp[],
+                            const char* cwd, int report_fd, const sigset_t& empty_mask) {
+  reset_signal_dispositions();
+  close_stray_fds();
+  if (chdir(cwd) != 0) child_fail(report_fd, ChildStage::kChdir, kExitSbxFailure);
+  // Unblock last: a signal that arrived since fork now acts on the command with its default
+  // disposition, exactly as if it had arrived a moment after execve.
+  sigprocmask(SIG_SETMASK, &empty_mask, nullptr);
+  execve(path, argv, envp);
+  child_fail(report_fd, ChildStage::kExec,
+             errno == ENOENT || errno == ENOTDIR ? kExitNotFound : kExitNotExecutable);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The parent side.
+
+std::vector<char*> c_strings(const std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  out.reserve(strings.size() + 1);
+  // execve() takes char* const[] but never writes through it.
+  for (const std::string& s : strings) out.push_back(const_cast<char*>(s.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
+
+// Reads the child's failure report; false means execve succeeded (EOF).
+bool read_child_failure(int fd, ChildFailure& failure) {
+  for (;;) {
+    const ssize_t n = read(fd, &failure, sizeof failure);
+    if (n == static_cast<ssize_t>(sizeof failure)) return true;
+    if (n < 0 && errno == EINTR) continue;
+    return false;
+  }
+}
+
+Result<ExitStatus> wait_for(pid_t pid) {
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return Error{std::string("waitpid failed: ") + std::strerror(errno)};
+  }
+  ExitStatus result;
+  if (WIFSIGNALED(status)) {
+    result.signal = WTERMSIG(status);
+  } else {
+    result.exit_code = WEXITSTATUS(status);
+  }
+  return result;
+}
+
+// Turns a failure the child reported into the shell's exit code and a message on stderr.
+ExitStatus report_failure(const ExecPlan& plan, const ChildFailure& failure) {
+  const std::string reason = std::strerror(failure.error);
+  std::string message;
+  ExitStatus status;
+  if (failure.stage == ChildStage::kChdir) {
+    status.exit_code = kExitSbxFailure;
+    message = "sbx: cannot change directory to '" + plan.cwd + "': " + reason +
+              " (check --cwd)";
+  } else if (failure.error == ENOENT || failure.error == ENOTDIR) {
+    status.exit_code = kExitNotFound;
+    message = "sbx: " + plan.argv[0] + ": command not found";
+  } else {
+    status.exit_code = kExitNotExecutable;
+    message = "sbx: " + plan.argv[0] + ": not executable: " + reason;
+  }
+  message += '\n';
+  std::fputs(message.c_str(), stderr);
+  std::fflush(stderr);
+  return status;
+}
+
+Status validate_plan(const ExecPlan& plan) {
+  if (plan.argv.empty() || plan.argv[0].empty()) return Error{"exec plan has an empty argv"};
+  if (plan.argv[0].front() != '/')
+    return Error{"exec plan's argv[0] '" + plan.argv[0] +
+                 "' is not an absolute path (resolve it with resolve_command first)"};
+  if (plan.cwd.empty() || plan.cwd.front() != '/')
+    return Error{"exec plan's cwd '" + plan.cwd + "' is not an absolute path"};
+  return {};
+}
+
+// Forks and execs; the child's pid is registered for forwarding before any signal the parent
+// receives can be handled, because every signal stays blocked in this thread until then.
+Result<ExitStatus> fork_exec_wait(const ExecPlan& plan, int report_read, int report_write) {
+  std::vector<char*> argv = c_strings(plan.argv);
+  std::vector<char*> envp = c_strings(plan.env);
+  sigset_t all;
+  sigset_t empty;
+  sigset_t previous;
+  sigfillset(&all);
+  sigemptyset(&empty);
+  install_forwarding();
+  pthread_sigmask(SIG_SETMASK, &all, &previous);
+  const pid_t pid = fork();
+  if (pid == 0) run_child(argv[0], argv.data(), envp.data(), plan.cwd.c_str(), report_write, empty);
+  const int fork_errno = errno;
+  std::atomic<pid_t>* slot = pid > 0 ? register_child(pid) : nullptr;
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  close(report_write);
+  Result<ExitStatus> result = Error{std::string("fork failed: ") + std::strerror(fork_errno)};
+  if (pid > 0) {
+    ChildFailure failure{};
+    const bool failed = read_child_failure(report_read, failure);
+    result = wait_for(pid);
+    if (failed && result.ok()) result = report_failure(plan, failure);
+  }
+  if (slot != nullptr) slot->store(0);
+  remove_forwarding();
+  return result;
+}
+
+bool is_executable_file(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(path.c_str(), X_OK) == 0;
+}
+
+std::string env_value(const std::vector<std::string>& env, std::string_view name,
+                      std::string_view fallback) {
+  for (const std::string& entry : env) {
+    if (entry.size() > name.size() && entry.compare(0, name.size(), name) == 0 &&
+        entry[name.size()] == '=')
+      return entry.substr(name.size() + 1);
+  }
+  return std::string(fallback);
+}
+
+std::string join_path(const std::string& directory, const std::string& name) {
+  if (directory.empty() || directory == "/") return "/" + name;
+  return directory.back() == '/' ? directory + name : directory + "/" + name;
+}
+
+}  // namespace
+
+Result<ExitStatus> spawn_and_wait(const ExecPlan& plan) {
+  if (Status valid = validate_plan(plan); !valid.ok()) return Error{valid.error()};
+  int pipe_fds[2];
+  // O_CLOEXEC on both ends: the write end must vanish at a successful execve (that EOF is the
+  // "exec worked" signal), and neither end may leak into other children spawned concurrently.
+  if (pipe2(pipe_fds, O_CLOEXEC) != 0)
+    return Error{std::string("cannot create a pipe to start the command: ") +
+                 std::strerror(errno)};
+  Result<ExitStatus> result = fork_exec_wait(plan, pipe_fds[0], pipe_fds[1]);
+  close(pipe_fds[0]);
+  return result;
+}
+
+Result<std::string> resolve_command(const std::string& command, const std::string& cwd,
+                                    const std::vector<std::string>& env) {
+  if (command.empty()) return Error{"command not found: the command is empty"};
+  if (cwd.empty() || cwd.front() != '/')
+    return Error{"cannot resolve '" + command + "': cwd '" + cwd + "' is not absolute"};
+  // Like a shell: a name containing '/' is a path (relative to cwd) and PATH is not searched.
+  if (command.find('/') != std::string::npos) {
+    const std::string path = command.front() == '/' ? command : join_path(cwd, command);
+    struct stat st {};
+    // Returned even when not executable, so that running it reports 126 like a shell does.
+    if (stat(path.c_str(), &st) == 0) return path;
+    return Error{"command not found: " + command + " (no such file: " + path + ")"};
+  }
+  const std::string search = env_value(env, "PATH", "/usr/bin:/bin");
+  std::size_t begin = 0;
+  while (begin <= search.size()) {
+    std::size_t end = search.find(':', begin);
+    if (end == std::string::npos) end = search.size();
+    std::string directory = search.substr(begin, end - begin);
+    // POSIX: an empty PATH element means the current directory; relative ones are under cwd.
+    if (directory.empty()) directory = cwd;
+    if (directory.front() != '/') directory = join_path(cwd, directory);
+    const std::string candidate = join_path(directory, command);
+    if (is_executable_file(candidate)) return candidate;
+    begin = end + 1;
+  }
+  return Error{"command not found: " + command + " (searched PATH=" + search + ")"};
+}
+
+std::vector<std::string> strip_unsafe_env(const std::vector<std::string>& env) {
+  // glibc's UNSECURE_ENVVARS (what ld.so drops for setuid programs): each changes how libc or
+  // the loader behaves (load a library, read a config or locale file an attacker chose).
+  // TMPDIR is on glibc's list but deliberately kept: it only steers temp-file placement,
+  // our helpers are not privileged beyond the caller, and the command (which inherits the
+  // helper's environment through bwrap/sbx-stage2) needs it for ":tmpdir".
+  static constexpr std::string_view kUnsafeNames[] = {
+      "GCONV_PATH", "GETCONF_DIR",  "GLIBC_TUNABLES",   "HOSTALIASES", "LOCALDOMAIN",
+      "LOCPATH",    "MALLOC_TRACE", "NIS_PATH",         "NLSPATH",     "RESOLV_HOST_CONF",
+      "RES_OPTIONS", "TZDIR"};
+  // Prefixes: the dynamic loaders' variables (Linux LD_*, macOS DYLD_*) and glibc's malloc
+  // tuning aliases (MALLOC_CHECK_, MALLOC_PERTURB_, MALLOC_ARENA_MAX, ...).
+  static constexpr std::string_view kUnsafePrefixes[] = {"LD_", "DYLD_", "MALLOC_"};
+  std::vector<std::string> out;
+  out.reserve(env.size());
+  for (const std::string& entry : env) {
+    const std::size_t equals = entry.find('=');
+    if (equals == std::string::npos || equals == 0) continue;  // not KEY=VALUE: meaningless
+    const std::string_view name(entry.data(), equals);
+    bool unsafe = false;
+    for (std::string_view unsafe_name : kUnsafeNames) unsafe = unsafe || name == unsafe_name;
+    for (std::string_view prefix : kUnsafePrefixes)
+      unsafe = unsafe || name.substr(0, prefix.size()) == prefix;
+    if (!unsafe) out.push_back(entry);
+  }
+  return out;
+}
+
+void harden_current_process() {
+#ifdef __linux__
+  // Not dumpable: another process of the same user cannot ptrace sbx or read its memory via
+  // /proc while it holds policy state and plugin code.
+  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+#endif
+  // No core files: a crash must not write sbx's memory to a file in the cwd.
+  struct rlimit no_core {};
+  setrlimit(RLIMIT_CORE, &no_core);
+  // LD_* must not reach anything sbx starts by inheriting environ (e.g. a helper that does not
+  // get an explicit environment). Names are collected first: unsetenv() edits environ.
+  std::vector<std::string> names;
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    const std::string_view text(*entry);
+    if (text.substr(0, 3) == "LD_") names.emplace_back(text.substr(0, text.find('=')));
+  }
+  for (const std::string& name : names) unsetenv(name.c_str());
+}
+
+}  // namespace sbx
+
+#endif  // !_WIN32
