@@ -1,0 +1,351 @@
+// The two questions and dispatch (see manager.hpp and DESIGN.md "The Backend interface").
+#include "sbx/core/manager.hpp"
+
+#include <algorithm>
+#include <array>
+#include <exception>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace sbx {
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// Question 1.
+
+std::string_view kind_name(FilesystemKind kind) {
+  switch (kind) {
+    case FilesystemKind::kRestricted: return "restricted";
+    case FilesystemKind::kUnrestricted: return "unrestricted";
+    case FilesystemKind::kExternal: return "external";
+  }
+  return "unknown";
+}
+
+// The first deny entry (path or glob), described for a person; empty when there is none.
+std::string first_deny_entry(const Policy& policy) {
+  for (const PolicyEntry& entry : policy.filesystem.entries) {
+    if (entry.access != Access::kDeny) continue;
+    return entry.glob.empty() ? "path '" + entry.path + "'" : "glob '" + entry.glob + "'";
+  }
+  return {};
+}
+
+// The auto rules of DESIGN.md, before the deny-entry override.
+SandboxDecision auto_decision(const Policy& policy) {
+  const FilesystemKind kind = policy.filesystem.kind;
+  switch (policy.network.mode) {
+    case NetworkMode::kProxy:
+      return {true, "network goes through a proxy, so the command is sandboxed"};
+    case NetworkMode::kRestricted:
+      if (kind == FilesystemKind::kExternal)
+        return {false,
+                "the filesystem is external (an outer sandbox owns it), so the command is not "
+                "sandboxed although the network is restricted"};
+      return {true, "network is restricted, so the command is sandboxed"};
+    case NetworkMode::kEnabled:
+      if (kind == FilesystemKind::kRestricted)
+        return {true, "network is enabled but writes are restricted, so the command is sandboxed"};
+      return {false, "network is enabled and the filesystem is " + std::string(kind_name(kind)) +
+                         ", so there is nothing to enforce and the command is not sandboxed"};
+  }
+  return {true, "unknown network mode; sandboxing to be safe"};
+}
+
+// ---------------------------------------------------------------------------------------------
+// What a policy needs enforced, with the rule behind each need (for "passed over" messages).
+
+struct Needs {
+  CapabilitySet capabilities;
+  std::array<std::string, std::size(kAllCapabilities)> why;  // indexed like kAllCapabilities
+
+  void add(Capability capability, std::string reason) {
+    if (capabilities.has(capability)) return;  // the first rule that needs it is enough
+    capabilities.add(capability);
+    for (std::size_t i = 0; i < std::size(kAllCapabilities); ++i) {
+      if (kAllCapabilities[i] == capability) why[i] = std::move(reason);
+    }
+  }
+  const std::string& reason(Capability capability) const {
+    std::size_t i = 0;
+    while (i + 1 < std::size(kAllCapabilities) && kAllCapabilities[i] != capability) ++i;
+    return why[i];
+  }
+};
+
+bool strictly_inside(std::string_view path, std::string_view ancestor) {
+  return path.size() != ancestor.size() && path_is_within(path, ancestor);
+}
+
+std::string_view access_name(Access access) {
+  switch (access) {
+    case Access::kRead: return "read";
+    case Access::kWrite: return "write";
+    case Access::kDeny: return "deny";
+  }
+  return "unknown";
+}
+
+// Write and read carve-outs: a narrower rule that takes away access a wider rule granted.
+// Rules are sorted parents first, so every ancestor of rules[i] has an index below i.
+void add_carveout_needs(const ResolvedPolicy& policy, Needs& needs) {
+  const std::vector<PathRule>& rules = policy.rules;
+  for (std::size_t i = 0; i < rules.size(); ++i) {
+    const PathRule& inner = rules[i];
+    if (inner.access == Access::kWrite) continue;
+    for (std::size_t j = 0; j < rules.size(); ++j) {
+      const PathRule& outer = rules[j];
+      if (outer.access == Access::kDeny || !strictly_inside(inner.path, outer.path)) continue;
+      const std::string rule = "'" + inner.path + "' (" + std::string(access_name(inner.access)) +
+                               ") inside '" + outer.path + "' (" +
+                               std::string(access_name(outer.access)) + ")";
+      if (outer.access == Access::kWrite) needs.add(Capability::kWriteCarveouts, rule);
+      if (inner.access == Access::kDeny) needs.add(Capability::kReadCarveouts, rule);
+    }
+  }
+}
+
+void add_filesystem_needs(const ResolvedPolicy& policy, Needs& needs) {
+  if (policy.filesystem_kind != FilesystemKind::kRestricted) return;
+  const std::vector<std::string> roots = writable_roots(policy);
+  needs.add(Capability::kWriteRestriction,
+            roots.empty() ? "the filesystem is restricted and nothing is writable"
+                          : "the filesystem is restricted: writes only under '" + roots.front() +
+                                "'" + (roots.size() > 1 ? " and other roots" : ""));
+  if (reads_restricted(policy))
+    needs.add(Capability::kReadRestriction, "no rule grants reading '/'");
+  add_carveout_needs(policy, needs);
+  if (!policy.protected_paths.empty())
+    needs.add(Capability::kProtectedNames,
+              "protected path '" + policy.protected_paths.front().path + "'");
+  if (!policy.deny_globs.empty())
+    needs.add(Capability::kDenyGlobs, "deny glob '" + policy.deny_globs.front() + "'");
+}
+
+void add_network_needs(const NetworkPolicy& network, Needs& needs) {
+  if (network.mode == NetworkMode::kRestricted)
+    needs.add(Capability::kNetworkBlock, "network mode restricted");
+  if (network.mode == NetworkMode::kProxy)
+    needs.add(Capability::kProxyNetwork, "network mode proxy");
+  // With the network enabled every socket is allowed anyway; otherwise only the listed ones.
+  if (network.mode != NetworkMode::kEnabled && !network.unix_sockets.empty())
+    needs.add(Capability::kUnixSocketAllowlist,
+              "unix socket '" + network.unix_sockets.front() + "' allowed");
+}
+
+Needs compute_needs(const ResolvedPolicy& policy) {
+  Needs needs;
+  add_filesystem_needs(policy, needs);
+  add_network_needs(policy.network, needs);
+  // DESIGN.md "Linux specifics": the dangerous-syscall filter applies in every sandboxed mode.
+  needs.add(Capability::kSyscallFilter, "every sandboxed command gets the dangerous-syscall filter");
+  return needs;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Question 2.
+
+std::vector<std::string> default_order(const PluginRegistry& registry) {
+  static constexpr std::string_view kPreferred[] = {"bwrap", "landlock", "seatbelt", "windows"};
+  std::vector<std::string> order;
+  for (std::string_view name : kPreferred) {
+    if (registry.find(name) != nullptr) order.emplace_back(name);
+  }
+  std::vector<std::string> others;
+  for (const LoadedPlugin& plugin : registry.plugins()) {
+    if (std::find(order.begin(), order.end(), plugin.name) == order.end())
+      others.push_back(plugin.name);
+  }
+  std::sort(others.begin(), others.end());
+  order.insert(order.end(), others.begin(), others.end());
+  return order;
+}
+
+std::vector<std::string> without_duplicates(std::vector<std::string> names) {
+  std::vector<std::string> out;
+  for (std::string& name : names) {
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(std::move(name));
+  }
+  return out;
+}
+
+std::string file_name(std::string_view path) {
+  const std::size_t slash = path.rfind('/');
+  return std::string(slash == std::string_view::npos ? path : path.substr(slash + 1));
+}
+
+// Why `name` is not among the loaded plugins: a rejected file that looks like it, or a hint.
+std::string not_loaded_reason(const PluginRegistry& registry, const std::string& name) {
+  for (const RejectedPlugin& rejected : registry.rejected()) {
+    if (file_name(rejected.path).find(name) != std::string::npos ||
+        rejected.message.find("'" + name + "'") != std::string::npos)
+      return "not loaded: " + rejected.message;
+  }
+  std::string loaded;
+  for (const LoadedPlugin& plugin : registry.plugins())
+    loaded += (loaded.empty() ? "" : ", ") + plugin.name;
+  return "not loaded: no plugin named '" + name + "' in the trusted plugin directories (loaded: " +
+         (loaded.empty() ? "none" : loaded) + "; see `sbx backends`)";
+}
+
+// Plugin code is untrusted to behave: a throwing probe means "unavailable", never a crash.
+ProbeReport guarded_probe(Backend& backend) {
+  try {
+    return backend.probe(ProbeContext{});
+  } catch (const std::exception& e) {
+    ProbeReport report;
+    report.summary = std::string("probe failed with an exception: ") + e.what();
+    return report;
+  } catch (...) {
+    ProbeReport report;
+    report.summary = "probe failed with an unknown exception";
+    return report;
+  }
+}
+
+std::string missing_reason(CapabilitySet missing, const Needs& needs) {
+  std::string text = "cannot enforce what the policy needs here: ";
+  bool first = true;
+  for (Capability capability : kAllCapabilities) {
+    if (!missing.has(capability)) continue;
+    text += (first ? "" : "; ") + std::string(to_string(capability)) + " (needed for " +
+            needs.reason(capability) + ")";
+    first = false;
+  }
+  return text;
+}
+
+std::string none_reason(const std::vector<PassedOver>& passed_over) {
+  if (passed_over.empty()) return "no sandbox backend is loaded (see `sbx backends`)";
+  std::string text = "no backend can enforce this policy here:";
+  for (const PassedOver& entry : passed_over) text += " " + entry.backend + ": " + entry.reason + ".";
+  return text;
+}
+
+std::string exception_text(const std::string& backend, std::string_view call) {
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    return "backend '" + backend + "' failed in " + std::string(call) + ": " + e.what();
+  } catch (...) {
+    return "backend '" + backend + "' failed in " + std::string(call) +
+           " with an unknown exception";
+  }
+}
+
+Status validate_plan(const std::string& backend, const ExecPlan& plan) {
+  if (plan.argv.empty() || plan.argv[0].empty() || plan.argv[0].front() != '/')
+    return Error{"backend '" + backend +
+                 "' returned a plan whose argv[0] is not an absolute path; this is a bug in "
+                 "the backend"};
+  return {};
+}
+
+}  // namespace
+
+std::string_view to_string(SandboxPreference preference) {
+  switch (preference) {
+    case SandboxPreference::kAuto: return "auto";
+    case SandboxPreference::kRequire: return "require";
+    case SandboxPreference::kForbid: return "forbid";
+  }
+  return "unknown";
+}
+
+Result<SandboxPreference> parse_sandbox_preference(std::string_view text) {
+  if (text == "auto") return SandboxPreference::kAuto;
+  if (text == "require") return SandboxPreference::kRequire;
+  if (text == "forbid") return SandboxPreference::kForbid;
+  return Error{"invalid sandbox preference '" + std::string(text) +
+               "': expected one of auto|require|forbid"};
+}
+
+Result<SandboxDecision> should_sandbox(const Policy& policy, SandboxPreference preference) {
+  // DESIGN.md "Permission algebra": a policy with any deny entry never runs unsandboxed, since
+  // nothing but a sandbox could keep the command away from what it denies.
+  const std::string deny = first_deny_entry(policy);
+  if (preference == SandboxPreference::kRequire)
+    return SandboxDecision{true, "the caller requires a sandbox (--sandbox require)"};
+  if (preference == SandboxPreference::kForbid) {
+    if (!deny.empty())
+      return Error{"--sandbox forbid is not allowed: the policy denies " + deny +
+                   ", and a policy with deny entries never runs unsandboxed (remove the deny "
+                   "entries or use --sandbox auto|require)"};
+    return SandboxDecision{false, "the caller forbids a sandbox (--sandbox forbid)"};
+  }
+  SandboxDecision decision = auto_decision(policy);
+  if (!decision.sandbox && !deny.empty())
+    return SandboxDecision{true, "the policy denies " + deny +
+                                     ", and a policy with deny entries never runs unsandboxed, "
+                                     "so the command is sandboxed"};
+  return decision;
+}
+
+CapabilitySet required_capabilities(const ResolvedPolicy& policy) {
+  return compute_needs(policy).capabilities;
+}
+
+Manager::Manager(const PluginRegistry& registry, std::vector<std::string> preference)
+    : registry_(registry),
+      order_(preference.empty() ? default_order(registry)
+                                : without_duplicates(std::move(preference))) {}
+
+BackendChoice Manager::available_backend(const ResolvedPolicy& policy) const {
+  const Needs needs = compute_needs(policy);
+  BackendChoice choice;
+  for (const std::string& name : order_) {
+    const LoadedPlugin* plugin = registry_.find(name);
+    if (plugin == nullptr) {
+      choice.passed_over.push_back({name, not_loaded_reason(registry_, name)});
+      continue;
+    }
+    ProbeReport report = guarded_probe(*plugin->backend);
+    choice.probes.emplace_back(name, report);
+    if (!report.available) {
+      choice.passed_over.push_back(
+          {name, "unavailable: " + (report.summary.empty() ? "probe gave no reason" : report.summary)});
+      continue;
+    }
+    const CapabilitySet missing = report.capabilities.missing_from(needs.capabilities);
+    if (!missing.empty()) {
+      choice.passed_over.push_back({name, missing_reason(missing, needs)});
+      continue;
+    }
+    choice.backend = name;
+    choice.reason = "'" + name + "' is the first backend in preference order that is available " +
+                    "and can enforce everything the policy needs";
+    return choice;
+  }
+  choice.reason = none_reason(choice.passed_over);
+  return choice;
+}
+
+Result<ExecPlan> Manager::transform(const std::string& backend,
+                                    const TransformRequest& request) const {
+  const LoadedPlugin* plugin = registry_.find(backend);
+  if (plugin == nullptr) return Error{"unknown backend '" + backend + "' (see `sbx backends`)"};
+  try {
+    Result<ExecPlan> plan = plugin->backend->transform(request);
+    if (!plan.ok()) return Error{"backend '" + backend + "' cannot run this: " + plan.error()};
+    if (Status valid = validate_plan(backend, *plan); !valid.ok()) return Error{valid.error()};
+    return plan;
+  } catch (...) {
+    return Error{exception_text(backend, "transform")};
+  }
+}
+
+Result<ExitStatus> Manager::exec(const std::string& backend, const ExecPlan& plan) const {
+  const LoadedPlugin* plugin = registry_.find(backend);
+  if (plugin == nullptr) return Error{"unknown backend '" + backend + "' (see `sbx backends`)"};
+  try {
+    Result<ExitStatus> status = plugin->backend->exec(plan);
+    if (!status.ok()) return Error{"backend '" + backend + "' could not run the plan: " + status.error()};
+    return status;
+  } catch (...) {
+    return Error{exception_text(backend, "exec")};
+  }
+}
+
+}  // namespace sbx
