@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,9 +48,30 @@ inline const std::vector<std::string> kDefaultProtectedNames = {".git", ".codex"
 // The full-form policy a preset stands for. Error for an unknown name (listing the valid ones).
 Result<Policy> preset_policy(std::string_view name);
 
+// The short-form options next to "preset". An option that is set (even to its default) but has
+// no meaning for the preset is an error naming it, e.g. "/exclude_slash_tmp: ..." for
+// danger-full-access: a policy should not say things that are silently ignored.
+struct PresetOptions {
+  std::optional<std::vector<std::string>> writable_roots;  // workspace-write only
+  std::optional<bool> network_access;          // read-only, workspace-write, external-sandbox
+  std::optional<bool> exclude_tmpdir_env_var;  // workspace-write only
+  std::optional<bool> exclude_slash_tmp;       // workspace-write only
+};
+
+// The short form: preset_policy(name) adjusted by `options`. Errors name the short-form pointer
+// ("/preset", "/writable_roots/2", "/network_access", ...). The result passed validate_policy().
+Result<Policy> preset_policy(std::string_view name, const PresetOptions& options);
+
+// Checks a full-form policy built in code (e.g. by the CLI from flags) exactly as parse_policy
+// checks a document, and returns it normalised (duplicate and trailing slashes removed, domains
+// lower-cased). Errors name the pointer the value would have in policy_to_json(policy).
+Result<Policy> validate_policy(Policy policy);
+
 // Parses either form. Strict: UTF-8, at most kMaxPolicyBytes, no duplicate or unknown keys,
 // nesting at most kMaxPolicyDepth. Every error starts with the JSON pointer of the offending
-// value, e.g. "/filesystem/entries/3/access: expected one of read|write|deny".
+// value, e.g. "/filesystem/entries/3/access: expected one of read|write|deny"; the document as a
+// whole is written "/". Syntax errors also give line, column and byte offset. The result is
+// normalised as by validate_policy(). Never throws.
 Result<Policy> parse_policy(std::string_view json_text);
 
 // Serializes the full form (stable key order, pretty-printed); parse_policy(to_json(p)) == p.

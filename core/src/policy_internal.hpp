@@ -1,0 +1,20 @@
+// Helpers shared by the policy translation units (validation, network rules, presets, JSON).
+// Private to libsbx.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "sbx/core/policy.hpp"
+#include "sbx/sdk/result.hpp"
+
+namespace sbx::policy_internal {
+
+// A filesystem entry path, normalised: special (":cwd/sub" included), absolute, "~" or "~/...".
+// Errors start with `pointer`.
+Result<std::string> normalize_entry_path(std::string_view raw, const std::string& pointer);
+
+// Validates and normalises /network (ports, domains, sockets and which fields the mode allows).
+Status check_network(NetworkPolicy& network);
+
+}  // namespace sbx::policy_internal
