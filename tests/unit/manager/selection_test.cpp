@@ -1,0 +1,296 @@
+// Question 2 and dispatch: Manager::available_backend over in-process fake backends registered
+// with PluginRegistry::from_plugins, and the guarded transform/exec calls.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "sbx/core/manager.hpp"
+
+namespace sbx {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+constexpr CapabilitySet kEverything = {
+    Capability::kWriteRestriction, Capability::kReadRestriction, Capability::kWriteCarveouts,
+    Capability::kReadCarveouts,    Capability::kProtectedNames,  Capability::kDenyGlobs,
+    Capability::kNetworkBlock,     Capability::kProxyNetwork,    Capability::kUnixSocketAllowlist,
+    Capability::kSyscallFilter};
+
+// A scripted backend: what probe() reports, and whether probe/transform/exec throw.
+struct FakeConfig {
+  bool available = true;
+  CapabilitySet capabilities = kEverything;
+  std::string summary = "fake backend ready";
+  bool probe_throws = false;
+  bool probe_throws_non_std = false;
+  bool transform_throws = false;
+  bool transform_fails = false;
+  bool transform_relative_argv = false;
+  bool exec_throws = false;
+};
+
+class FakeBackend final : public Backend {
+ public:
+  explicit FakeBackend(FakeConfig config) : Backend(HostServices(nullptr)), config_(config) {}
+
+  ProbeReport probe(const ProbeContext&) override {
+    ++probe_calls;
+    if (config_.probe_throws) throw std::runtime_error("probe exploded");
+    if (config_.probe_throws_non_std) throw 42;
+    ProbeReport report;
+    report.available = config_.available;
+    report.summary = config_.summary;
+    report.capabilities = config_.capabilities;
+    report.checks.push_back({"fake_check", config_.available ? CheckStatus::kPass
+                                                             : CheckStatus::kFail,
+                             "observed", config_.available ? "" : "install the fake"});
+    return report;
+  }
+
+  Result<ExecPlan> transform(const TransformRequest& request) const override {
+    if (config_.transform_throws) throw std::logic_error("transform exploded");
+    if (config_.transform_fails) return Error{"cannot enforce deny glob '**/*.pem'"};
+    ExecPlan plan;
+    plan.argv = {"/usr/bin/fake-wrapper"};
+    if (config_.transform_relative_argv) plan.argv = {"fake-wrapper"};
+    plan.argv.insert(plan.argv.end(), request.argv.begin(), request.argv.end());
+    plan.env = request.env;
+    plan.cwd = request.cwd;
+    return plan;
+  }
+
+  Result<ExitStatus> exec(const ExecPlan&) override {
+    if (config_.exec_throws) throw std::runtime_error("exec exploded");
+    return ExitStatus{7, 0};
+  }
+
+  int probe_calls = 0;
+
+ private:
+  FakeConfig config_;
+};
+
+struct Fakes {
+  PluginRegistry registry;
+  std::vector<std::shared_ptr<FakeBackend>> backends;
+};
+
+Fakes make_registry(const std::vector<std::pair<std::string, FakeConfig>>& specs,
+                    std::vector<RejectedPlugin> rejected = {}) {
+  Fakes fakes;
+  std::vector<LoadedPlugin> plugins;
+  for (const auto& [name, config] : specs) {
+    auto backend = std::make_shared<FakeBackend>(config);
+    fakes.backends.push_back(backend);
+    plugins.push_back({name, "1.0", "fake", "/fake/" + name + ".so", backend});
+  }
+  fakes.registry = PluginRegistry::from_plugins(std::move(plugins), std::move(rejected));
+  return fakes;
+}
+
+ResolvedPolicy workspace_policy() {
+  ResolvedPolicy policy;
+  policy.rules = {{"/", Access::kRead}, {"/w", Access::kWrite}};
+  policy.cwd = "/w";
+  return policy;
+}
+
+TEST(SelectionTest, PicksFirstInGivenOrderAndStopsProbing) {
+  Fakes fakes = make_registry({{"a", {}}, {"b", {}}});
+  Manager manager(fakes.registry, {"b", "a"});
+  BackendChoice choice = manager.available_backend(workspace_policy());
+  ASSERT_TRUE(choice.backend.has_value()) << choice.reason;
+  EXPECT_EQ(*choice.backend, "b");
+  EXPECT_THAT(choice.reason, HasSubstr("'b'"));
+  EXPECT_THAT(choice.passed_over, IsEmpty());
+  ASSERT_EQ(choice.probes.size(), 1u);
+  EXPECT_EQ(choice.probes[0].first, "b");
+  EXPECT_EQ(fakes.backends[0]->probe_calls, 0);  // "a" was never needed
+}
+
+TEST(SelectionTest, DefaultOrderIsWellKnownThenByName) {
+  Fakes fakes = make_registry(
+      {{"zeta", {}}, {"windows", {}}, {"landlock", {}}, {"alpha", {}}, {"bwrap", {}}});
+  Manager manager(fakes.registry, {});
+  EXPECT_THAT(manager.order(), ElementsAre("bwrap", "landlock", "windows", "alpha", "zeta"));
+}
+
+TEST(SelectionTest, DuplicateNamesInPreferenceAreConsideredOnce) {
+  Fakes fakes = make_registry({{"a", {}}});
+  Manager manager(fakes.registry, {"a", "a"});
+  EXPECT_THAT(manager.order(), ElementsAre("a"));
+}
+
+TEST(SelectionTest, UnavailableIsPassedOverWithItsSummary) {
+  FakeConfig down;
+  down.available = false;
+  down.summary = "user namespaces are disabled";
+  Fakes fakes = make_registry({{"a", down}, {"b", {}}});
+  Manager manager(fakes.registry, {"a", "b"});
+  BackendChoice choice = manager.available_backend(workspace_policy());
+  ASSERT_TRUE(choice.backend.has_value()) << choice.reason;
+  EXPECT_EQ(*choice.backend, "b");
+  ASSERT_EQ(choice.passed_over.size(), 1u);
+  EXPECT_EQ(choice.passed_over[0].backend, "a");
+  EXPECT_THAT(choice.passed_over[0].reason, HasSubstr("unavailable: user namespaces are disabled"));
+  ASSERT_EQ(choice.probes.size(), 2u);  // every probe report is kept
+  EXPECT_FALSE(choice.probes[0].second.available);
+  EXPECT_EQ(choice.probes[0].second.checks.size(), 1u);
+}
+
+TEST(SelectionTest, MissingCapabilityIsNamedWithTheRuleThatNeedsIt) {
+  FakeConfig weak;
+  weak.capabilities = kEverything;
+  weak.capabilities.remove(Capability::kWriteCarveouts);
+  weak.capabilities.remove(Capability::kDenyGlobs);
+  Fakes fakes = make_registry({{"weak", weak}, {"strong", {}}});
+  ResolvedPolicy policy = workspace_policy();
+  policy.rules.push_back({"/w/vendor", Access::kRead});
+  policy.deny_globs = {"/w/**/*.pem"};
+  Manager manager(fakes.registry, {"weak", "strong"});
+  BackendChoice choice = manager.available_backend(policy);
+  ASSERT_TRUE(choice.backend.has_value()) << choice.reason;
+  EXPECT_EQ(*choice.backend, "strong");
+  ASSERT_EQ(choice.passed_over.size(), 1u);
+  const std::string& reason = choice.passed_over[0].reason;
+  EXPECT_THAT(reason, HasSubstr("write_carveouts (needed for '/w/vendor' (read) inside '/w' (write))"));
+  EXPECT_THAT(reason, HasSubstr("deny_globs (needed for deny glob '/w/**/*.pem')"));
+  EXPECT_THAT(reason, ::testing::Not(HasSubstr("network_block")));
+}
+
+TEST(SelectionTest, ThrowingProbeCountsAsUnavailable) {
+  FakeConfig throws;
+  throws.probe_throws = true;
+  FakeConfig throws_int;
+  throws_int.probe_throws_non_std = true;
+  Fakes fakes = make_registry({{"t1", throws}, {"t2", throws_int}, {"ok", {}}});
+  Manager manager(fakes.registry, {"t1", "t2", "ok"});
+  BackendChoice choice = manager.available_backend(workspace_policy());
+  ASSERT_TRUE(choice.backend.has_value()) << choice.reason;
+  EXPECT_EQ(*choice.backend, "ok");
+  ASSERT_EQ(choice.passed_over.size(), 2u);
+  EXPECT_THAT(choice.passed_over[0].reason, HasSubstr("probe exploded"));
+  EXPECT_THAT(choice.passed_over[1].reason, HasSubstr("unknown exception"));
+  ASSERT_EQ(choice.probes.size(), 3u);
+  EXPECT_FALSE(choice.probes[0].second.available);
+}
+
+TEST(SelectionTest, UnknownNameReportsTheRejectionOrWhatIsLoaded) {
+  Fakes fakes = make_registry(
+      {{"ok", {}}},
+      {{"/lib/sbx/backends/libsbx_backend_landlock.so", LoadStage::kAbi,
+        "/lib/sbx/backends/libsbx_backend_landlock.so: abi: expected major 1, found 2"}});
+  Manager manager(fakes.registry, {"landlock", "nosuch", "ok"});
+  BackendChoice choice = manager.available_backend(workspace_policy());
+  ASSERT_TRUE(choice.backend.has_value()) << choice.reason;
+  ASSERT_EQ(choice.passed_over.size(), 2u);
+  EXPECT_THAT(choice.passed_over[0].reason, HasSubstr("not loaded: "));
+  EXPECT_THAT(choice.passed_over[0].reason, HasSubstr("expected major 1, found 2"));
+  EXPECT_THAT(choice.passed_over[1].reason, HasSubstr("no plugin named 'nosuch'"));
+  EXPECT_THAT(choice.passed_over[1].reason, HasSubstr("loaded: ok"));
+}
+
+TEST(SelectionTest, WantedButNoneAvailableGivesNulloptWithReason) {
+  FakeConfig down;
+  down.available = false;
+  down.summary = "bwrap not found";
+  FakeConfig weak;
+  weak.capabilities = {Capability::kSyscallFilter};
+  Fakes fakes = make_registry({{"down", down}, {"weak", weak}});
+  Manager manager(fakes.registry, {});
+  BackendChoice choice = manager.available_backend(workspace_policy());
+  EXPECT_FALSE(choice.backend.has_value());
+  EXPECT_THAT(choice.reason, HasSubstr("no backend can enforce this policy here"));
+  EXPECT_THAT(choice.reason, HasSubstr("down: unavailable: bwrap not found"));
+  EXPECT_THAT(choice.reason, HasSubstr("weak: cannot enforce"));
+  EXPECT_THAT(choice.reason, HasSubstr("write_restriction"));
+  EXPECT_EQ(choice.passed_over.size(), 2u);
+  EXPECT_EQ(choice.probes.size(), 2u);
+}
+
+TEST(SelectionTest, NoPluginsAtAll) {
+  PluginRegistry empty = PluginRegistry::from_plugins({});
+  Manager manager(empty, {});
+  BackendChoice choice = manager.available_backend(workspace_policy());
+  EXPECT_FALSE(choice.backend.has_value());
+  EXPECT_THAT(choice.reason, HasSubstr("no sandbox backend is loaded"));
+}
+
+TEST(DispatchTest, TransformReturnsThePlan) {
+  Fakes fakes = make_registry({{"a", {}}});
+  Manager manager(fakes.registry, {});
+  TransformRequest request{{"/bin/true"}, "/w", {"A=1"}, workspace_policy()};
+  Result<ExecPlan> plan = manager.transform("a", request);
+  ASSERT_TRUE(plan.ok()) << plan.error();
+  EXPECT_THAT(plan->argv, ElementsAre("/usr/bin/fake-wrapper", "/bin/true"));
+}
+
+TEST(DispatchTest, TransformFailuresBecomeErrors) {
+  FakeConfig throws;
+  throws.transform_throws = true;
+  FakeConfig fails;
+  fails.transform_fails = true;
+  FakeConfig relative;
+  relative.transform_relative_argv = true;
+  Fakes fakes = make_registry({{"throws", throws}, {"fails", fails}, {"relative", relative}});
+  Manager manager(fakes.registry, {});
+  TransformRequest request{{"/bin/true"}, "/w", {}, workspace_policy()};
+
+  Result<ExecPlan> thrown = manager.transform("throws", request);
+  ASSERT_FALSE(thrown.ok());
+  EXPECT_THAT(thrown.error(), HasSubstr("backend 'throws' failed in transform: transform exploded"));
+  Result<ExecPlan> failed = manager.transform("fails", request);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_THAT(failed.error(), HasSubstr("backend 'fails' cannot run this: cannot enforce deny glob"));
+  Result<ExecPlan> bad_plan = manager.transform("relative", request);
+  ASSERT_FALSE(bad_plan.ok());
+  EXPECT_THAT(bad_plan.error(), HasSubstr("not an absolute path"));
+  Result<ExecPlan> unknown = manager.transform("nosuch", request);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_THAT(unknown.error(), HasSubstr("unknown backend 'nosuch'"));
+}
+
+TEST(DispatchTest, ExecIsGuarded) {
+  FakeConfig throws;
+  throws.exec_throws = true;
+  Fakes fakes = make_registry({{"ok", {}}, {"throws", throws}});
+  Manager manager(fakes.registry, {});
+  ExecPlan plan{{"/bin/true"}, {}, "/", {}};
+  Result<ExitStatus> ok = manager.exec("ok", plan);
+  ASSERT_TRUE(ok.ok()) << ok.error();
+  EXPECT_EQ(ok->exit_code, 7);
+  Result<ExitStatus> thrown = manager.exec("throws", plan);
+  ASSERT_FALSE(thrown.ok());
+  EXPECT_THAT(thrown.error(), HasSubstr("backend 'throws' failed in exec: exec exploded"));
+  EXPECT_FALSE(manager.exec("nosuch", plan).ok());
+}
+
+TEST(RegistryTest, FromPluginsRejectsDuplicateEmptyAndNullBackends) {
+  std::vector<LoadedPlugin> plugins;
+  auto backend = std::make_shared<FakeBackend>(FakeConfig{});
+  plugins.push_back({"a", "1", "", "/p/a1.so", backend});
+  plugins.push_back({"a", "2", "", "/p/a2.so", backend});
+  plugins.push_back({"", "1", "", "/p/empty.so", backend});
+  plugins.push_back({"null", "1", "", "/p/null.so", nullptr});
+  PluginRegistry registry = PluginRegistry::from_plugins(std::move(plugins));
+  ASSERT_EQ(registry.plugins().size(), 1u);
+  ASSERT_NE(registry.find("a"), nullptr);
+  EXPECT_EQ(registry.find("a")->version, "1");  // the first one is kept
+  EXPECT_EQ(registry.find("null"), nullptr);
+  EXPECT_EQ(registry.find(""), nullptr);
+  ASSERT_EQ(registry.rejected().size(), 3u);
+  EXPECT_EQ(registry.rejected()[0].stage, LoadStage::kName);
+  EXPECT_THAT(registry.rejected()[0].message, HasSubstr("duplicate plugin name 'a'"));
+  EXPECT_EQ(registry.rejected()[1].stage, LoadStage::kName);
+  EXPECT_EQ(registry.rejected()[2].stage, LoadStage::kCreate);
+}
+
+}  // namespace
+}  // namespace sbx
