@@ -1,0 +1,48 @@
+// The model-facing description of a sandbox policy (`sbx context`): what an agent's model should
+// know about the limits its commands run under. It describes the policy's *intent*, never what
+// this host can enforce, so the same policy yields the same text everywhere. It is advice to the
+// model, never a security boundary.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sbx/core/report_json.hpp"
+#include "sbx/sdk/types.hpp"
+
+namespace sbx {
+
+// The facts the description is built from, derived from a ResolvedPolicy. Every list keeps the
+// policy's order (rules are sorted parents-first by resolution).
+struct SandboxContext {
+  // "read-only" (restricted, nothing writable), "workspace-write" (restricted, some writable
+  // roots), "full-access" (filesystem unrestricted), "external-sandbox" (an outer sandbox owns
+  // the filesystem).
+  std::string mode;
+  std::string cwd;
+  bool reads_restricted = false;             // reads limited to readable_roots
+  std::vector<std::string> readable_roots;   // only when reads_restricted
+  bool platform_defaults_readable = false;   // ":minimal" granted (only with reads_restricted)
+  std::vector<std::string> writable_roots;
+  std::vector<std::string> read_only_paths;  // inside writable roots: read rules, protected
+  std::vector<std::string> not_creatable;    // protected names that do not exist yet
+  std::vector<std::string> denied_paths;     // no read, no write
+  std::vector<std::string> denied_globs;
+  NetworkPolicy network;
+};
+
+SandboxContext describe_sandbox(const ResolvedPolicy& policy);
+
+// Stable plain text for a system prompt. Every value (path, glob, domain) is quoted with
+// control, bidi and invalid bytes escaped, so a crafted path cannot add lines to the text.
+std::string context_to_text(const SandboxContext& context);
+
+// The same facts as JSON:
+// {"mode","cwd","filesystem":{"reads":"all"|"restricted"|"unrestricted"|"external",
+//   "readable_roots","platform_defaults_readable","writable_roots","read_only_paths",
+//   "not_creatable","denied_paths","denied_globs"},
+//  "network":{"mode","allowed_domains","denied_domains","unix_sockets","allow_local_binding"}}
+// Strings are valid UTF-8 (invalid bytes become U+FFFD); JSON escaping does the rest.
+std::string context_to_json(const SandboxContext& context, JsonStyle style);
+
+}  // namespace sbx

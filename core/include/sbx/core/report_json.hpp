@@ -1,0 +1,86 @@
+// JSON rendering of what the CLI and embedders report: probe reports, the backend listing, the
+// two questions (explain), execution plans, a finished run, and the resolved policy. The shapes
+// are a stable, documented contract (core/cli/README.md); keys are never dropped, absent values
+// are null. Pure: nothing here touches the OS.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sbx/core/manager.hpp"
+#include "sbx/core/plugin_loader.hpp"
+#include "sbx/sdk/types.hpp"
+
+namespace sbx {
+
+enum class JsonStyle {
+  kPretty,   // two-space indentation, one key per line: for people
+  kCompact,  // one line: for logs and the last line of `exec --json`
+};
+
+// One row of `sbx backends`: a loaded plugin and, when it was probed, its report.
+struct BackendListing {
+  std::string name;
+  std::string version;
+  std::string description;
+  std::string path;
+  std::optional<ProbeReport> probe;  // nullopt: not probed (available/checks/... are null)
+};
+
+// {"backends":[{"name","version","description","path","available","summary",
+//   "checks":[{"name","status","observed","remedy"}],"capabilities":[...]}],
+//  "rejected":[{"path","stage","message"}]}
+std::string backends_to_json(const std::vector<BackendListing>& backends,
+                             const std::vector<RejectedPlugin>& rejected, JsonStyle style);
+
+// {"available","summary","checks":[...],"capabilities":[...]}
+std::string probe_report_to_json(const ProbeReport& report, JsonStyle style);
+
+// Everything `sbx explain` decides. `decision` is nullopt when should_sandbox refused the
+// preference (e.g. forbid on a policy with deny entries); `decision_error` then says why.
+struct ExplainReport {
+  SandboxPreference preference = SandboxPreference::kAuto;
+  std::optional<SandboxDecision> decision;
+  std::string decision_error;
+  CapabilitySet required;
+  BackendChoice choice;
+  ResolvedPolicy policy;
+};
+
+// The backend that would run the command: the chosen backend when the command should be
+// sandboxed and one is available, otherwise "none".
+std::string final_backend(const ExplainReport& report);
+
+// {"preference","should_sandbox","reason","required_capabilities","available_backend",
+//  "available_reason","final","passed_over":[{"backend","reason"}],"policy":{...}}
+// should_sandbox is null when the decision was an error (reason then holds the error).
+std::string explain_to_json(const ExplainReport& report, JsonStyle style);
+
+// {"backend","argv","env","cwd","notes"}; backend null for a plan run without a sandbox.
+std::string plan_to_json(const std::optional<std::string>& backend, const ExecPlan& plan,
+                         JsonStyle style);
+
+// How one `sbx exec` went.
+struct RunReport {
+  std::optional<bool> should_sandbox;  // nullopt: the decision itself failed
+  std::string reason;                  // why sandboxed or not
+  std::optional<std::string> backend;  // the available backend, if any
+  std::string final;                   // backend that ran it, or "none"
+  bool ran_unsandboxed_by_override = false;  // --allow-unsandboxed was used
+  bool dry_run = false;
+  std::optional<ExitStatus> status;  // nullopt when the command did not run
+  std::string error;                 // sbx's own failure, empty when none
+};
+
+// {"should_sandbox","reason","backend","final","allow_unsandboxed_used","dry_run",
+//  "exit":{"code","signal","shell_code"}|null,"error":string|null}
+std::string run_to_json(const RunReport& report, JsonStyle style);
+
+// {"filesystem_kind","rules":[{"path","access"}],"platform_defaults_readable",
+//  "protected_paths":[{"path","writable_root","exists","is_directory"}],"deny_globs":[...],
+//  "network":{"mode","proxy_ports","allowed_domains","denied_domains","unix_sockets",
+//  "allow_local_binding"},"cwd"}
+std::string resolved_policy_to_json(const ResolvedPolicy& policy, JsonStyle style);
+
+}  // namespace sbx
