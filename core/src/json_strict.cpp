@@ -203,6 +203,13 @@ Result<json::value> parse_strict(std::string_view text, std::size_t max_depth) {
   json::basic_parser<DuplicateKeyHandler> parser(strict_options(max_depth));
   json::error_code ec;
   std::size_t consumed = parser.write_some(false, text.data(), text.size(), ec);
+  if (!ec && consumed < text.size()) {
+    // write_some stops after one complete value; anything left is a second document.
+    auto [line, column] = line_column(text, consumed);
+    return error_at("", "invalid JSON at line " + std::to_string(line) + ", column " +
+                            std::to_string(column) + " (byte " + std::to_string(consumed) +
+                            "): extra data after the document");
+  }
   if (ec) {
     const DuplicateKeyHandler& handler = parser.handler();
     if (handler.duplicate()) {
