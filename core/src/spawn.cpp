@@ -331,7 +331,10 @@ Result<std::string> resolve_command(const std::string& command, const std::strin
     return Error{"cannot resolve '" + command + "': cwd '" + cwd + "' is not absolute"};
   // Like a shell: a name containing '/' is a path (relative to cwd) and PATH is not searched.
   if (command.find('/') != std::string::npos) {
-    const std::string path = command.front() == '/' ? command : join_path(cwd, command);
+    std::string_view relative(command);
+    while (relative.substr(0, 2) == "./") relative.remove_prefix(2);  // "./x" is "<cwd>/x"
+    const std::string path =
+        command.front() == '/' ? command : join_path(cwd, std::string(relative));
     struct stat st {};
     // Returned even when not executable, so that running it reports 126 like a shell does.
     if (stat(path.c_str(), &st) == 0) return path;
