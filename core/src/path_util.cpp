@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <vector>
 
 namespace sbx::path {
 
@@ -55,6 +56,28 @@ std::string parent(std::string_view path) {
   std::size_t slash = path.rfind('/');
   if (slash == std::string_view::npos || slash == 0) return "/";
   return std::string(path.substr(0, slash));
+}
+
+std::string lexically_normal(std::string_view path) {
+  std::vector<std::string_view> parts;
+  std::size_t start = 0;
+  while (start < path.size()) {
+    std::size_t end = path.find('/', start);
+    if (end == std::string_view::npos) end = path.size();
+    std::string_view part = path.substr(start, end - start);
+    if (part == "..") {
+      if (!parts.empty()) parts.pop_back();
+    } else if (!part.empty() && part != ".") {
+      parts.push_back(part);
+    }
+    start = end + 1;
+  }
+  std::string out;
+  for (std::string_view part : parts) {
+    out += "/";
+    out += part;
+  }
+  return out.empty() ? "/" : out;
 }
 
 std::optional<std::string> real_path(const std::string& path) {

@@ -29,6 +29,10 @@ std::size_t depth(std::string_view path);
 // The parent directory of an absolute normalised path ("/" for "/a" and for "/").
 std::string parent(std::string_view path);
 
+// Resolves "." and ".." lexically in an absolute path ("/a/b/../c" -> "/a/c"; ".." above "/"
+// stays at "/"). Only for paths sbx did not get from the policy (e.g. a .git file's gitdir).
+std::string lexically_normal(std::string_view path);
+
 // realpath(3) of an existing path; nullopt if it does not exist or cannot be resolved.
 std::optional<std::string> real_path(const std::string& path);
 

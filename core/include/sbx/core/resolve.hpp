@@ -5,6 +5,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "sbx/core/policy.hpp"
 #include "sbx/sdk/result.hpp"
@@ -24,6 +25,23 @@ Result<ResolveContext> current_resolve_context();
 // Resolves special paths and "~", normalises, applies most-specific-wins with deny > write >
 // read on ties, finds protected names under every writable root (a .git file adds the gitdir it
 // names), and rejects a writable root that crosses a symlink, naming the symlink.
+//
+// Details: ":root" is "/", ":cwd" and ":cwd/sub" hang off context.cwd, ":tmpdir" is $TMPDIR from
+// context.env when it is set, absolute and an existing directory, ":slash_tmp" is /tmp when it
+// is a directory (otherwise those entries are dropped, with a note), ":minimal" sets
+// platform_defaults_readable. Paths are canonicalised (realpath of the longest existing
+// ancestor). Deny globs become absolute: "/..." is kept, "~/..." expanded, anything else is
+// anchored at the cwd, and a glob without '/' matches at any depth ("<cwd>/**/<glob>").
+// Errors for a policy entry start with its pointer, e.g. "/filesystem/entries/2: writable root
+// ...". Never throws.
 Result<ResolvedPolicy> resolve_policy(const Policy& policy, const ResolveContext& context);
+
+// resolve_policy plus one line per thing a person may want to know that is not an error: an
+// entry that was dropped (":tmpdir" with TMPDIR unset) or a .git file whose gitdir is missing.
+struct Resolution {
+  ResolvedPolicy policy;
+  std::vector<std::string> notes;
+};
+Result<Resolution> resolve_policy_with_notes(const Policy& policy, const ResolveContext& context);
 
 }  // namespace sbx

@@ -1,0 +1,439 @@
+// Resolution against real temporary directories: special paths, "~", ties, protected names,
+// .git files, deny globs and the symlinked-writable-root rule. Each row of a table builds its
+// own tree under a fresh mkdtemp directory, removed afterwards.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "sbx/core/policy.hpp"
+#include "sbx/core/resolve.hpp"
+
+namespace sbx {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A canonical temporary directory (realpath, so expectations compare with resolved paths).
+class TempTree {
+ public:
+  TempTree() {
+    std::string pattern = (fs::temp_directory_path() / "sbx-resolve-XXXXXX").string();
+    char* made = ::mkdtemp(pattern.data());
+    EXPECT_NE(made, nullptr);
+    root_ = fs::canonical(pattern).string();
+  }
+  ~TempTree() {
+    std::error_code ec;
+    fs::remove_all(root_, ec);
+  }
+  TempTree(const TempTree&) = delete;
+  TempTree& operator=(const TempTree&) = delete;
+
+  std::string operator/(const std::string& rel) const { return root_ + "/" + rel; }
+  const std::string& root() const { return root_; }
+  void dir(const std::string& rel) const { fs::create_directories(*this / rel); }
+  void file(const std::string& rel, const std::string& text) const {
+    fs::create_directories(fs::path(*this / rel).parent_path());
+    std::ofstream(*this / rel) << text;
+  }
+  void symlink(const std::string& target, const std::string& rel) const {
+    fs::create_directories(fs::path(*this / rel).parent_path());
+    fs::create_directory_symlink(target, *this / rel);
+  }
+
+ private:
+  std::string root_;
+};
+
+// The tree every row starts from: cwd/ (a work tree), home/, elsewhere/.
+ResolveContext standard_context(const TempTree& t) {
+  t.dir("cwd/sub");
+  t.dir("home/.ssh");
+  t.dir("elsewhere");
+  return ResolveContext{t / "cwd", t / "home", {}};
+}
+
+Policy parse_ok(const std::string& json) {
+  Result<Policy> parsed = parse_policy(json);
+  EXPECT_TRUE(parsed.ok()) << parsed.error();
+  return parsed.ok() ? *parsed : Policy{};
+}
+
+std::string entries_policy(const std::string& entries, const std::string& extra = "") {
+  return R"({"version": 1, "filesystem": {"entries": [)" + entries + "]" + extra + "}}";
+}
+
+using Check = std::function<void(const TempTree&, const Resolution&)>;
+
+struct ResolveCase {
+  const char* name;
+  std::function<void(const TempTree&, ResolveContext&)> setup;  // extra files, context edits
+  std::string policy;
+  Check check;                // for a success
+  std::string error_pointer;  // for a failure: the message starts with "<pointer>: "
+  std::string error_detail;   // ... and contains this (with "@" replaced by the temp root)
+};
+
+std::vector<PathRule> rules(std::initializer_list<std::pair<std::string, Access>> items) {
+  std::vector<PathRule> out;
+  for (const auto& [path, access] : items) out.push_back(PathRule{path, access});
+  return out;
+}
+
+void no_setup(const TempTree&, ResolveContext&) {}
+
+std::string replace_root(std::string text, const std::string& root) {
+  for (std::size_t at = text.find('@'); at != std::string::npos; at = text.find('@', at)) {
+    text.replace(at, 1, root);
+    at += root.size();
+  }
+  return text;
+}
+
+constexpr Access r = Access::kRead;
+constexpr Access w = Access::kWrite;
+constexpr Access d = Access::kDeny;
+
+std::vector<ResolveCase> resolve_cases() {
+  return {
+      {"tie_write_beats_read", no_setup,
+       entries_policy(R"({"path": ":cwd", "access": "read"}, {"path": ":cwd", "access": "write"})"),
+       [](const TempTree& t, const Resolution& res) {
+         EXPECT_EQ(res.policy.rules, rules({{t / "cwd", w}}));
+       },
+       "", ""},
+      {"tie_deny_beats_write_across_spellings", no_setup,
+       entries_policy(R"({"path": ":cwd/sub", "access": "write"}, {"path": ":cwd//sub/", "access": "deny"},
+                         {"path": ":cwd/sub", "access": "read"})"),
+       [](const TempTree& t, const Resolution& res) {
+         EXPECT_EQ(res.policy.rules, rules({{t / "cwd/sub", d}}));
+       },
+       "", ""},
+      {"cwd_sub_and_root", no_setup,
+       entries_policy(R"({"path": ":root", "access": "read"}, {"path": ":cwd/sub", "access": "write"},
+                         {"path": ":cwd", "access": "read"})"),
+       [](const TempTree& t, const Resolution& res) {
+         // Sorted by depth, then path: parents before children.
+         EXPECT_EQ(res.policy.rules, rules({{"/", r}, {t / "cwd", r}, {t / "cwd/sub", w}}));
+         EXPECT_EQ(writable_roots(res.policy), std::vector<std::string>{t / "cwd/sub"});
+       },
+       "", ""},
+      {"cwd_sub_missing_stays_lexical", no_setup,
+       entries_policy(R"({"path": ":cwd/not/yet", "access": "write"})"),
+       [](const TempTree& t, const Resolution& res) {
+         EXPECT_EQ(res.policy.rules, rules({{t / "cwd/not/yet", w}}));
+       },
+       "", ""},
+      {"home_and_tilde_paths", no_setup,
+       entries_policy(R"({"path": "~", "access": "read"}, {"path": "~/.ssh", "access": "deny"})"),
+       [](const TempTree& t, const Resolution& res) {
+         EXPECT_EQ(res.policy.rules, rules({{t / "home", r}, {t / "home/.ssh", d}}));
+         EXPECT_EQ(rule_access(res.policy, t / "home/.ssh/id_rsa"), d);
+         EXPECT_EQ(rule_access(res.policy, t / "home/notes"), r);
+       },
+       "", ""},
+      {"tilde_without_home", [](const TempTree&, ResolveContext& c) { c.home.clear(); },
+       entries_policy(R"({"path": ":root", "access": "read"}, {"path": "~/.ssh", "access": "deny"})"),
+       nullptr, "/filesystem/entries/1/path", "\"~/.ssh\" needs the home directory"},
+      {"tilde_glob_without_home", [](const TempTree&, ResolveContext& c) { c.home = "relative"; },
+       entries_policy(R"({"glob": "~/.aws/**", "access": "deny"})"), nullptr,
+       "/filesystem/entries/0/glob", "needs the home directory"},
+      {"deny_globs_anchored", no_setup,
+       entries_policy(R"({"glob": "*.pem", "access": "deny"}, {"glob": "secrets/*.key", "access": "deny"},
+                         {"glob": "/etc/**/shadow", "access": "deny"}, {"glob": "~/.aws/**", "access": "deny"},
+                         {"glob": "**/*.pem", "access": "deny"})"),
+       [](const TempTree& t, const Resolution& res) {
+         // "*.pem" (no '/') matches at any depth, so it equals the explicit "**/*.pem": deduped.
+         EXPECT_EQ(res.policy.deny_globs,
+                   (std::vector<std::string>{t / "cwd/**/*.pem", t / "cwd/secrets/*.key",
+                                             "/etc/**/shadow", t / "home/.aws/**"}));
+         EXPECT_TRUE(res.policy.rules.empty());
+       },
+       "", ""},
+      {"protected_names_existing_and_missing",
+       [](const TempTree& t, ResolveContext&) {
+         t.dir("cwd/.git");
+         t.file("cwd/.agents", "a file");
+       },
+       entries_policy(R"({"path": ":cwd", "access": "write"}, {"path": ":root", "access": "read"})"),
+       [](const TempTree& t, const Resolution& res) {
+         std::string cwd = t / "cwd";
+         EXPECT_EQ(res.policy.protected_paths,
+                   (std::vector<ProtectedPath>{{cwd + "/.agents", cwd, true, false},
+                                               {cwd + "/.codex", cwd, false, false},
+                                               {cwd + "/.git", cwd, true, true}}));
+       },
+       "", ""},
+      {"protected_names_only_under_writable_roots", no_setup,
+       entries_policy(R"({"path": ":cwd", "access": "read"}, {"path": "~", "access": "read"})"),
+       [](const TempTree&, const Resolution& res) {
+         EXPECT_TRUE(res.policy.protected_paths.empty());
+       },
+       "", ""},
+      {"protected_names_custom_list", no_setup,
+       entries_policy(R"({"path": ":cwd/sub", "access": "write"})",
+                      R"(, "protected_names": [".hg"])"),
+       [](const TempTree& t, const Resolution& res) {
+         EXPECT_EQ(res.policy.protected_paths,
+                   (std::vector<ProtectedPath>{{t / "cwd/sub/.hg", t / "cwd/sub", false, false}}));
+       },
+       "", ""},
+      {"protected_names_nested_roots", no_setup,
+       entries_policy(R"({"path": ":cwd", "access": "write"}, {"path": ":cwd/sub", "access": "write"})",
+                      R"(, "protected_names": [".git"])"),
+       [](const TempTree& t, const Resolution& res) {
+         EXPECT_EQ(res.policy.protected_paths,
+                   (std::vector<ProtectedPath>{{t / "cwd/.git", t / "cwd", false, false},
+                                               {t / "cwd/sub/.git", t / "cwd/sub", false, false}}));
+       },
+       "", ""},
+      {"protected_symlink_is_protected_as_itself",
+       [](const TempTree& t, ResolveContext&) { t.symlink(t / "elsewhere", "cwd/.codex"); },
+       entries_policy(R"({"path": ":cwd", "access": "write"})", R"(, "protected_names": [".codex"])"),
+       [](const TempTree& t, const Resolution& res) {
+         EXPECT_EQ(res.policy.protected_paths,
+                   (std::vector<ProtectedPath>{{t / "cwd/.codex", t / "cwd", true, false}}));
+       },
+       "", ""},
+      {"git_file_with_relative_gitdir",
+       [](const TempTree& t, ResolveContext&) {
+         // A linked worktree: .git is a file naming its gitdir, which names the common dir.
+         t.dir("main/.git/worktrees/wt");
+         t.file("main/.git/worktrees/wt/commondir", "../..\n");
+         t.file("cwd/.git", "gitdir: ../main/.git/worktrees/wt\n");
+       },
+       entries_policy(R"({"path": ":cwd", "access": "write"})", R"(, "protected_names": [".git"])"),
+       [](const TempTree& t, const Resolution& res) {
+         std::string cwd = t / "cwd";
+         EXPECT_EQ(res.policy.protected_paths,
+                   (std::vector<ProtectedPath>{{cwd + "/.git", cwd, true, false},
+                                               {t / "main/.git", cwd, true, true},
+                                               {t / "main/.git/worktrees/wt", cwd, true, true}}));
+         EXPECT_TRUE(res.notes.empty());
+       },
+       "", ""},
+      {"git_file_with_missing_absolute_gitdir",
+       [](const TempTree& t, ResolveContext&) {
+         t.file("cwd/.git", "gitdir:   " + (t / "modules/gone") + "  \n");
+       },
+       entries_policy(R"({"path": ":cwd", "access": "write"})", R"(, "protected_names": [".git"])"),
+       [](const TempTree& t, const Resolution& res) {
+         std::string cwd = t / "cwd";
+         EXPECT_EQ(res.policy.protected_paths,
+                   (std::vector<ProtectedPath>{{cwd + "/.git", cwd, true, false},
+                                               {t / "modules/gone", cwd, false, false}}));
+         ASSERT_EQ(res.notes.size(), 1u);
+         EXPECT_NE(res.notes[0].find("does not exist; it is protected from being created"),
+                   std::string::npos);
+       },
+       "", ""},
+      {"git_file_without_gitdir_line",
+       [](const TempTree& t, ResolveContext&) { t.file("cwd/.git", "not a pointer\n"); },
+       entries_policy(R"({"path": ":cwd", "access": "write"})", R"(, "protected_names": [".git"])"),
+       [](const TempTree& t, const Resolution& res) {
+         EXPECT_EQ(res.policy.protected_paths,
+                   (std::vector<ProtectedPath>{{t / "cwd/.git", t / "cwd", true, false}}));
+         ASSERT_EQ(res.notes.size(), 1u);
+       },
+       "", ""},
+      {"symlinked_writable_root_rejected",
+       [](const TempTree& t, ResolveContext&) { t.symlink(t / "elsewhere", "cwd/link"); },
+       entries_policy(R"({"path": ":root", "access": "read"}, {"path": ":cwd/link", "access": "write"})"),
+       nullptr, "/filesystem/entries/1",
+       "writable root @/cwd/link: @/cwd/link is a symlink to @/elsewhere; name the real directory "
+       "instead"},
+      {"root_through_symlink_in_writable_dir_rejected",
+       [](const TempTree& t, ResolveContext&) {
+         t.dir("elsewhere/inner");
+         t.symlink(t / "elsewhere", "cwd/link");
+       },
+       entries_policy(R"({"path": ":cwd", "access": "write"}, {"path": ":cwd/link/inner", "access": "write"})"),
+       nullptr, "/filesystem/entries/1",
+       "writable root @/cwd/link/inner: @/cwd/link is a symlink to @/elsewhere inside the "
+       "writable directory @/cwd, so the sandboxed command could replace it"},
+      {"root_through_read_only_symlink_followed",
+       [](const TempTree& t, ResolveContext&) {
+         t.dir("elsewhere/inner");
+         t.symlink(t / "elsewhere", "cwd/link");
+       },
+       entries_policy(R"({"path": ":cwd", "access": "read"}, {"path": ":cwd/link/inner", "access": "write"})"),
+       [](const TempTree& t, const Resolution& res) {
+         // cwd/ is read-only for the command, so it cannot swap the link: resolved, not refused.
+         EXPECT_EQ(res.policy.rules, rules({{t / "cwd", r}, {t / "elsewhere/inner", w}}));
+       },
+       "", ""},
+      {"read_entry_through_symlink_canonicalised",
+       [](const TempTree& t, ResolveContext&) { t.symlink(t / "elsewhere", "cwd/link"); },
+       entries_policy(R"({"path": ":cwd", "access": "write"}, {"path": ":cwd/link", "access": "deny"})"),
+       [](const TempTree& t, const Resolution& res) {
+         EXPECT_EQ(res.policy.rules, rules({{t / "cwd", w}, {t / "elsewhere", d}}));
+       },
+       "", ""},
+      {"tmpdir_from_environment",
+       [](const TempTree& t, ResolveContext& c) {
+         t.dir("tmp//x/");
+         c.env["TMPDIR"] = t / "tmp//x/";
+       },
+       entries_policy(R"({"path": ":tmpdir", "access": "write"})"),
+       [](const TempTree& t, const Resolution& res) {
+         EXPECT_EQ(res.policy.rules, rules({{t / "tmp/x", w}}));
+         EXPECT_TRUE(res.notes.empty());
+       },
+       "", ""},
+      {"tmpdir_unset_dropped_with_note", no_setup,
+       entries_policy(R"({"path": ":root", "access": "read"}, {"path": ":tmpdir", "access": "write"})"),
+       [](const TempTree&, const Resolution& res) {
+         EXPECT_EQ(res.policy.rules, rules({{"/", r}}));
+         EXPECT_EQ(res.notes,
+                   std::vector<std::string>{"/filesystem/entries/1/path: :tmpdir dropped: TMPDIR is not set"});
+       },
+       "", ""},
+      {"tmpdir_relative_dropped", [](const TempTree&, ResolveContext& c) { c.env["TMPDIR"] = "tmp"; },
+       entries_policy(R"({"path": ":tmpdir", "access": "write"})"),
+       [](const TempTree&, const Resolution& res) {
+         EXPECT_TRUE(res.policy.rules.empty());
+         ASSERT_EQ(res.notes.size(), 1u);
+         EXPECT_NE(res.notes[0].find("is not absolute"), std::string::npos);
+       },
+       "", ""},
+      {"tmpdir_missing_dropped",
+       [](const TempTree& t, ResolveContext& c) { c.env["TMPDIR"] = t / "nope"; },
+       entries_policy(R"({"path": ":tmpdir", "access": "write"})"),
+       [](const TempTree&, const Resolution& res) {
+         EXPECT_TRUE(res.policy.rules.empty());
+         ASSERT_EQ(res.notes.size(), 1u);
+         EXPECT_NE(res.notes[0].find("is not an existing directory"), std::string::npos);
+       },
+       "", ""},
+      {"slash_tmp_and_minimal", no_setup,
+       entries_policy(R"({"path": ":slash_tmp", "access": "write"}, {"path": ":minimal", "access": "read"})"),
+       [](const TempTree&, const Resolution& res) {
+         EXPECT_EQ(res.policy.rules, rules({{fs::canonical("/tmp").string(), w}}));
+         EXPECT_TRUE(res.policy.platform_defaults_readable);
+       },
+       "", ""},
+      {"unrestricted_has_no_rules", no_setup,
+       R"({"version": 1, "preset": "danger-full-access"})",
+       [](const TempTree& t, const Resolution& res) {
+         EXPECT_EQ(res.policy.filesystem_kind, FilesystemKind::kUnrestricted);
+         EXPECT_TRUE(res.policy.rules.empty());
+         EXPECT_TRUE(res.policy.protected_paths.empty());
+         EXPECT_EQ(res.policy.network.mode, NetworkMode::kEnabled);
+         EXPECT_EQ(res.policy.cwd, t / "cwd");
+       },
+       "", ""},
+      {"workspace_write_preset",
+       [](const TempTree& t, ResolveContext& c) { c.env["TMPDIR"] = t / "home"; },
+       R"({"version": 1, "preset": "workspace-write", "exclude_slash_tmp": true})",
+       [](const TempTree& t, const Resolution& res) {
+         EXPECT_EQ(res.policy.rules, rules({{"/", r}, {t / "cwd", w}, {t / "home", w}}));
+         EXPECT_FALSE(reads_restricted(res.policy));
+         EXPECT_EQ(res.policy.protected_paths.size(), 6u);  // 3 names x 2 writable roots
+       },
+       "", ""},
+      {"unix_sockets_expanded", no_setup,
+       R"({"version": 1, "network": {"unix_sockets": ["~/agent.sock", "/run//x.sock"]}})",
+       [](const TempTree& t, const Resolution& res) {
+         EXPECT_EQ(res.policy.network.unix_sockets,
+                   (std::vector<std::string>{t / "home/agent.sock",
+                                             fs::weakly_canonical("/run").string() + "/x.sock"}));
+       },
+       "", ""},
+      {"cwd_must_be_absolute", [](const TempTree&, ResolveContext& c) { c.cwd = "rel/dir"; },
+       entries_policy(R"({"path": ":root", "access": "read"})"), nullptr, "",
+       "cannot resolve the policy: the working directory \"rel/dir\" is not an absolute path"},
+  };
+}
+
+TEST(Resolve, TableOfCases) {
+  std::size_t ran = 0;
+  for (const ResolveCase& c : resolve_cases()) {
+    SCOPED_TRACE(c.name);
+    TempTree tree;
+    ResolveContext context = standard_context(tree);
+    c.setup(tree, context);
+    Result<Resolution> resolved = resolve_policy_with_notes(parse_ok(c.policy), context);
+    ++ran;
+    if (c.check) {
+      ASSERT_TRUE(resolved.ok()) << resolved.error();
+      c.check(tree, *resolved);
+      continue;
+    }
+    ASSERT_FALSE(resolved.ok()) << "resolved although an error was expected";
+    const std::string& message = resolved.error();
+    if (!c.error_pointer.empty()) {
+      EXPECT_EQ(message.substr(0, c.error_pointer.size() + 2), c.error_pointer + ": ") << message;
+    }
+    EXPECT_NE(message.find(replace_root(c.error_detail, tree.root())), std::string::npos)
+        << message;
+  }
+  EXPECT_GE(ran, 28u);
+}
+
+TEST(Resolve, TiesAcrossSpellings) {
+  // ":cwd", its absolute spelling and "~/../cwd"-free aliases all land on one rule.
+  TempTree tree;
+  ResolveContext context = standard_context(tree);
+  Policy policy = parse_ok(entries_policy(
+      R"({"path": ":cwd", "access": "write"}, {"path": ")" + tree / "cwd" +
+      R"(/", "access": "read"}, {"path": ")" + tree.root() + R"(//cwd", "access": "deny"})"));
+  Result<ResolvedPolicy> resolved = resolve_policy(policy, context);
+  ASSERT_TRUE(resolved.ok()) << resolved.error();
+  EXPECT_EQ(resolved->rules, rules({{tree / "cwd", Access::kDeny}}));
+}
+
+TEST(Resolve, GlobThroughSymlinkIsCanonicalised) {
+  TempTree tree;
+  ResolveContext context = standard_context(tree);
+  tree.symlink(tree / "elsewhere", "alias");
+  Policy policy = parse_ok(entries_policy(R"({"glob": ")" + tree / "alias" +
+                                          R"(/keys/**/*.pem", "access": "deny"})"));
+  Result<ResolvedPolicy> resolved = resolve_policy(policy, context);
+  ASSERT_TRUE(resolved.ok()) << resolved.error();
+  EXPECT_EQ(resolved->deny_globs, std::vector<std::string>{tree / "elsewhere/keys/**/*.pem"});
+}
+
+TEST(Resolve, SymlinkedAbsoluteWritableRootNamesTheSymlink) {
+  TempTree tree;
+  ResolveContext context = standard_context(tree);
+  tree.symlink(tree / "elsewhere", "w");
+  Policy policy = parse_ok(R"({"version": 1, "preset": "workspace-write", "writable_roots": [")" +
+                           tree / "w" + R"("]})");
+  Result<ResolvedPolicy> resolved = resolve_policy(policy, context);
+  ASSERT_FALSE(resolved.ok());
+  // The writable root is the fifth entry of the expanded full form.
+  EXPECT_EQ(resolved.error(), "/filesystem/entries/4: writable root " + tree / "w" + ": " +
+                                  tree / "w" + " is a symlink to " + tree / "elsewhere" +
+                                  "; name the real directory instead");
+}
+
+TEST(Resolve, HandBuiltPolicyIsValidatedFirst) {
+  TempTree tree;
+  ResolveContext context = standard_context(tree);
+  Policy policy;
+  policy.filesystem.entries.push_back(PolicyEntry{"", "*.pem", Access::kRead});
+  Result<ResolvedPolicy> resolved = resolve_policy(policy, context);
+  ASSERT_FALSE(resolved.ok());
+  EXPECT_EQ(resolved.error().rfind("/filesystem/entries/0/access: globs are deny-only", 0), 0u);
+}
+
+TEST(Resolve, CurrentContextDescribesThisProcess) {
+  Result<ResolveContext> context = current_resolve_context();
+  ASSERT_TRUE(context.ok()) << context.error();
+  EXPECT_EQ(context->cwd, fs::current_path().string());
+  ASSERT_FALSE(context->home.empty());
+  EXPECT_EQ(context->home.front(), '/');
+  const char* path = ::getenv("PATH");
+  ASSERT_NE(path, nullptr);
+  EXPECT_EQ(context->env.at("PATH"), path);
+}
+
+}  // namespace
+}  // namespace sbx
