@@ -1,0 +1,99 @@
+// Shared pieces of the `sbx` front end: global and policy options, plugin loading, error
+// reporting, and one registration function per subcommand (DESIGN.md "`sbx` command line").
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sbx/core/manager.hpp"
+#include "sbx/core/plugin_loader.hpp"
+#include "sbx/core/policy.hpp"
+#include "sbx/core/report_json.hpp"
+#include "sbx/sdk/result.hpp"
+#include "sbx/sdk/types.hpp"
+
+namespace sbx::cli {
+
+// Exit status of `sbx policy check` for a policy that does not validate.
+inline constexpr int kExitInvalidPolicy = 2;
+
+// GLOBAL options: given before the subcommand.
+struct GlobalOptions {
+  std::vector<std::string> backends;     // --backends a,b: preference order; empty = default
+  std::vector<std::string> plugin_dirs;  // --plugin-dir: extra directories, same trust checks
+  std::string log_level = "warn";
+  std::string log_format = "text";
+};
+
+// POLICY options, shared by explain, exec, policy check|show, context and debug.
+struct PolicyOptions {
+  std::string policy_file;
+  std::string preset;
+  std::string cwd;
+  std::vector<std::string> writable_roots;
+  std::vector<std::string> denies;
+  std::string network;
+};
+
+// A policy ready to use: the full form (after the command-line additions), the cwd it was
+// resolved against, and the resolution.
+struct PolicyInput {
+  Policy policy;
+  std::string cwd;
+  ResolvedPolicy resolved;
+};
+
+// A registered subcommand and what to run when it was the one given.
+struct Command {
+  CLI::App* app;
+  std::function<int()> run;
+};
+
+// ---- errors ----
+// Prints "sbx: <what>; <todo>" on stderr and returns 125 (sbx itself failed).
+int fail(std::string_view what, std::string_view todo);
+// Prints "sbx: <message>" for a core error that already says what to do; returns 125.
+int fail(std::string_view message);
+
+// ---- global options and plugins ----
+void add_global_options(CLI::App& app, GlobalOptions& options);
+Status configure_logging_from(const GlobalOptions& options);
+// Loads the plugins from the trusted default directory, then each --plugin-dir.
+Result<PluginRegistry> load_registry(const GlobalOptions& options);
+
+// ---- policy options ----
+void add_policy_options(CLI::App& app, PolicyOptions& options);
+// Builds the policy (file, preset, or workspace-write), applies the command-line additions,
+// re-validates the result and resolves it against the effective cwd.
+Result<PolicyInput> load_policy(const PolicyOptions& options);
+// Like load_policy, without resolution (for `policy show`).
+Result<Policy> build_policy(const PolicyOptions& options, const std::string& cwd);
+Result<std::string> effective_cwd(const PolicyOptions& options);
+// The first deny entry, described ("path '~/.ssh'", "glob '**/*.pem'"); nullopt if none.
+std::optional<std::string> first_deny(const Policy& policy);
+
+// ---- the two questions ----
+// --sandbox auto|require|forbid.
+void add_sandbox_option(CLI::App& app, std::string& sandbox);
+// Question 1 always; question 2 (probing backends) when `always_probe` or when question 1 said
+// yes. A refused preference (forbid with deny entries) is recorded, not returned as an error.
+ExplainReport explain_policy(const PolicyInput& input, SandboxPreference preference,
+                             const Manager& manager, bool always_probe);
+
+// ---- the process environment ----
+std::vector<std::string> current_environment();
+
+// ---- subcommands ----
+Command register_backends(CLI::App& app, const GlobalOptions& globals);
+Command register_explain(CLI::App& app, const GlobalOptions& globals);
+Command register_exec(CLI::App& app, const GlobalOptions& globals);
+std::vector<Command> register_policy(CLI::App& app);
+Command register_context(CLI::App& app);
+Command register_debug(CLI::App& app, const GlobalOptions& globals);
+
+}  // namespace sbx::cli

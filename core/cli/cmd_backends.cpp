@@ -1,0 +1,126 @@
+// `sbx backends [--probe] [--json]`: the loaded plugins, the rejected ones, and (with --probe)
+// what each can do on this host.
+#include <exception>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli.hpp"
+#include "sbx/core/report_json.hpp"
+#include "text_table.hpp"
+
+namespace sbx::cli {
+namespace {
+
+struct BackendsOptions {
+  bool probe = false;
+  bool json = false;
+};
+
+// The manager guards its own probes; this listing calls probe() directly, so it guards too:
+// plugin code that throws must show up as "unavailable", never crash sbx.
+ProbeReport guarded_probe(Backend& backend) {
+  try {
+    return backend.probe(ProbeContext{});
+  } catch (const std::exception& e) {
+    ProbeReport report;
+    report.summary = std::string("probe failed with an exception: ") + e.what();
+    return report;
+  } catch (...) {
+    ProbeReport report;
+    report.summary = "probe failed with an unknown exception";
+    return report;
+  }
+}
+
+std::vector<BackendListing> list_backends(const PluginRegistry& registry, bool probe) {
+  std::vector<BackendListing> out;
+  for (const LoadedPlugin& plugin : registry.plugins()) {
+    BackendListing listing{plugin.name, plugin.version, plugin.description, plugin.path, {}};
+    if (probe) listing.probe = guarded_probe(*plugin.backend);
+    out.push_back(std::move(listing));
+  }
+  return out;
+}
+
+std::string status_marker(CheckStatus status) {
+  switch (status) {
+    case CheckStatus::kPass: return "pass";
+    case CheckStatus::kWarn: return "WARN";
+    case CheckStatus::kFail: return "FAIL";
+  }
+  return "????";
+}
+
+std::string join(const std::vector<std::string>& items, const std::string& separator) {
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : separator) + item;
+  return out;
+}
+
+void print_probed(const BackendListing& listing) {
+  const ProbeReport& report = *listing.probe;
+  std::cout << printable(listing.name) << ' ' << printable(listing.version) << "  "
+            << (report.available ? "available" : "NOT AVAILABLE") << " - "
+            << printable(report.summary) << '\n';
+  std::vector<std::vector<std::string>> rows = {{"path:", listing.path},
+                                                {"about:", listing.description}};
+  std::cout << render_table(rows, "  ");
+  std::vector<std::vector<std::string>> checks;
+  for (const ProbeCheck& check : report.checks) {
+    checks.push_back({status_marker(check.status), check.name, check.observed,
+                      check.remedy.empty() ? "" : "fix: " + check.remedy});
+  }
+  if (!checks.empty()) std::cout << "  checks:\n" << render_table(checks, "    ");
+  const std::vector<std::string> caps = capability_names(report.capabilities);
+  std::cout << "  enforces: " << (caps.empty() ? "nothing here" : join(caps, ", ")) << "\n\n";
+}
+
+void print_text(const std::vector<BackendListing>& listings,
+                const std::vector<RejectedPlugin>& rejected, bool probe) {
+  if (listings.empty()) std::cout << "No backends loaded.\n";
+  if (probe) {
+    for (const BackendListing& listing : listings) print_probed(listing);
+  } else if (!listings.empty()) {
+    std::vector<std::vector<std::string>> rows = {{"BACKEND", "VERSION", "PATH", "DESCRIPTION"}};
+    for (const BackendListing& listing : listings)
+      rows.push_back({listing.name, listing.version, listing.path, listing.description});
+    std::cout << render_table(rows);
+  }
+  if (rejected.empty()) return;
+  std::cout << (probe || listings.empty() ? "" : "\n") << "Rejected plugins:\n";
+  std::vector<std::vector<std::string>> rows = {{"STAGE", "PATH", "REASON"}};
+  for (const RejectedPlugin& plugin : rejected)
+    rows.push_back({std::string(to_string(plugin.stage)), plugin.path, plugin.message});
+  std::cout << render_table(rows, "  ");
+}
+
+int run_backends(const BackendsOptions& options, const GlobalOptions& globals) {
+  Result<PluginRegistry> registry = load_registry(globals);
+  if (!registry.ok()) return fail(registry.error());
+  const std::vector<BackendListing> listings = list_backends(*registry, options.probe);
+  if (options.json) {
+    std::cout << backends_to_json(listings, registry->rejected(), JsonStyle::kPretty) << '\n';
+  } else {
+    print_text(listings, registry->rejected(), options.probe);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command register_backends(CLI::App& app, const GlobalOptions& globals) {
+  auto options = std::make_shared<BackendsOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "backends", "List the loaded backend plugins and the rejected ones; --probe checks what "
+                  "each can enforce on this host");
+  sub->add_flag("--probe", options->probe,
+                "Probe each backend: availability, checks with remedies, capabilities");
+  sub->add_flag("--json", options->json,
+                "Print JSON: {\"backends\":[...],\"rejected\":[...]} (see core/cli/README.md)");
+  sub->footer("Examples:\n  sbx backends\n  sbx backends --probe\n  sbx backends --probe --json");
+  return {sub, [options, &globals] { return run_backends(*options, globals); }};
+}
+
+}  // namespace sbx::cli

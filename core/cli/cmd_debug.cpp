@@ -1,0 +1,73 @@
+// `sbx debug BACKEND [POLICY] -- CMD [ARG...]`: the plan BACKEND would run, as JSON, whatever
+// its probe says (transform is pure), so e.g. the seatbelt plan can be inspected on Linux.
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli.hpp"
+#include "sbx/core/report_json.hpp"
+#include "sbx/core/spawn.hpp"
+
+namespace sbx::cli {
+namespace {
+
+struct DebugOptions {
+  std::string backend;
+  PolicyOptions policy;
+  std::vector<std::string> command;
+};
+
+// argv[0] must be absolute for a plan. Resolved on this host when possible; otherwise an
+// absolute path is taken as given (the plan may be meant for another OS).
+Result<std::string> plan_argv0(const std::string& command, const std::string& cwd,
+                               const std::vector<std::string>& env) {
+  if (!command.empty() && command.front() == '/') return command;
+  Result<std::string> path = resolve_command(command, cwd, env);
+  if (!path.ok()) {
+    return Error{"'" + command + "': " + path.error() + "; give an absolute path"};
+  }
+  return path;
+}
+
+int run_debug(const DebugOptions& options, const GlobalOptions& globals) {
+  if (options.command.empty())
+    return fail("debug needs a command", "put it after --, e.g. sbx debug bwrap -- /bin/ls");
+  Result<PolicyInput> input = load_policy(options.policy);
+  if (!input.ok()) return fail(input.error());
+  Result<PluginRegistry> registry = load_registry(globals);
+  if (!registry.ok()) return fail(registry.error());
+  if (registry->find(options.backend) == nullptr) {
+    return fail("no backend named '" + options.backend + "' is loaded",
+                "`sbx backends` lists the loaded ones and why others were rejected");
+  }
+  TransformRequest request{options.command, input->cwd, current_environment(), input->resolved};
+  Result<std::string> argv0 = plan_argv0(options.command[0], input->cwd, request.env);
+  if (!argv0.ok()) return fail(argv0.error());
+  request.argv[0] = *argv0;
+  const Manager manager(*registry, {options.backend});
+  Result<ExecPlan> plan = manager.transform(options.backend, request);
+  if (!plan.ok()) return fail(plan.error(), "see `sbx explain` for what the policy needs");
+  std::cout << plan_to_json(options.backend, *plan, JsonStyle::kPretty) << '\n';
+  return 0;
+}
+
+}  // namespace
+
+Command register_debug(CLI::App& app, const GlobalOptions& globals) {
+  auto options = std::make_shared<DebugOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "debug", "Print, as JSON, the plan BACKEND would run for a command (backend, argv, env, "
+               "cwd, notes); works on any host because transform is pure");
+  sub->add_option("backend", options->backend, "The backend's name (see `sbx backends`)")
+      ->required()
+      ->type_name("BACKEND");
+  add_policy_options(*sub, options->policy);
+  sub->add_option("command", options->command, "The command and its arguments, after --")
+      ->type_name("CMD [ARG...]");
+  sub->footer("Examples:\n  sbx debug bwrap -- /bin/ls -l\n"
+              "  sbx debug seatbelt --preset read-only -- /bin/ls");
+  return {sub, [options, &globals] { return run_debug(*options, globals); }};
+}
+
+}  // namespace sbx::cli

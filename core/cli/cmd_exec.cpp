@@ -1,0 +1,187 @@
+// `sbx exec [POLICY] [--sandbox ...] [--allow-unsandboxed] [--dry-run] [--json] -- CMD [ARG...]`
+// Question 1, then (if a sandbox is wanted) question 2, then run through the chosen backend or
+// directly. "Wanted but none available" never silently becomes "unsandboxed": it exits 125
+// unless the caller passed --allow-unsandboxed, and never for a policy with deny entries.
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli.hpp"
+#include "sbx/core/report_json.hpp"
+#include "sbx/core/spawn.hpp"
+#include "text_table.hpp"
+
+namespace sbx::cli {
+namespace {
+
+struct ExecOptions {
+  PolicyOptions policy;
+  std::string sandbox = "auto";
+  bool allow_unsandboxed = false;
+  bool dry_run = false;
+  bool json = false;
+  std::vector<std::string> command;
+};
+
+// What one run needs while it goes through the steps; `report` becomes the --json line.
+struct ExecRun {
+  const ExecOptions& options;
+  PolicyInput input;
+  std::vector<std::string> argv;  // argv[0] resolved to an absolute path
+  std::vector<std::string> env;
+  RunReport report;
+};
+
+int failed(RunReport& report, const std::string& what, const std::string& todo) {
+  report.error = what + "; " + todo;
+  return fail(what, todo);
+}
+
+int failed(RunReport& report, const std::string& message) {
+  report.error = message;
+  return fail(message);
+}
+
+int finish(ExecRun& run, const Result<ExitStatus>& status) {
+  if (!status.ok()) return failed(run.report, status.error());
+  run.report.status = *status;
+  return status->shell_code();
+}
+
+int run_direct(ExecRun& run) {
+  ExecPlan plan{run.argv, run.env, run.input.cwd, {"not sandboxed: " + run.report.reason}};
+  run.report.final = "none";
+  if (run.options.dry_run) {
+    std::cout << plan_to_json(std::nullopt, plan, JsonStyle::kPretty) << '\n';
+    return 0;
+  }
+  return finish(run, spawn_and_wait(plan));
+}
+
+int run_sandboxed(ExecRun& run, const Manager& manager, const std::string& backend) {
+  const TransformRequest request{run.argv, run.input.cwd, run.env, run.input.resolved};
+  Result<ExecPlan> plan = manager.transform(backend, request);
+  if (!plan.ok()) {
+    return failed(run.report, plan.error(),
+                  "the command was not run; see `sbx explain` and `sbx debug " + backend + "`");
+  }
+  run.report.final = backend;
+  if (run.options.dry_run) {
+    std::cout << plan_to_json(backend, *plan, JsonStyle::kPretty) << '\n';
+    return 0;
+  }
+  return finish(run, manager.exec(backend, *plan));
+}
+
+// Question 2 said "none". Refuse (125) unless the caller explicitly accepted running without a
+// sandbox, and always refuse for a deny policy: only a sandbox could keep the command away
+// from what it denies.
+int none_available(ExecRun& run, const BackendChoice& choice) {
+  const std::optional<std::string> deny = first_deny(run.input.policy);
+  if (run.options.allow_unsandboxed && !deny) {
+    std::cerr << "sbx: warning: running the command WITHOUT a sandbox (--allow-unsandboxed): "
+              << "a sandbox was wanted (" << printable(run.report.reason)
+              << ") but none is available: " << printable(choice.reason) << '\n';
+    run.report.ran_unsandboxed_by_override = true;
+    return run_direct(run);
+  }
+  const std::string what =
+      deny ? "a sandbox is wanted but no backend is available here, and the policy denies " +
+                 *deny +
+                 ": a policy with deny entries never runs unsandboxed, not even with "
+                 "--allow-unsandboxed, so the command was not run"
+           : "a sandbox is wanted but no backend is available here, so the command was not run";
+  const std::string todo =
+      deny ? "make a backend available (`sbx backends --probe` shows what is missing) or "
+             "remove the deny entries"
+           : "make a backend available (`sbx backends --probe` shows what is missing), choose "
+             "others with --backends, or pass --allow-unsandboxed to run it without a sandbox";
+  const int code = failed(run.report, what, todo);
+  std::cerr << "  wanted: " << printable(run.report.reason) << '\n';
+  if (choice.passed_over.empty()) std::cerr << "  no backend is loaded\n";
+  for (const PassedOver& item : choice.passed_over)
+    std::cerr << "  passed over " << printable(item.backend) << ": " << printable(item.reason)
+              << '\n';
+  return code;
+}
+
+// Finds argv[0] like a shell would; 127 when it does not exist (nothing runs).
+std::optional<int> resolve_argv(ExecRun& run) {
+  Result<std::string> path = resolve_command(run.options.command[0], run.input.cwd, run.env);
+  if (!path.ok()) {
+    run.report.error = path.error();
+    std::cerr << "sbx: " << printable(run.options.command[0]) << ": " << path.error()
+              << "; check the name, or give an absolute path\n";
+    return kExitNotFound;
+  }
+  run.argv = run.options.command;
+  run.argv[0] = *path;
+  return std::nullopt;
+}
+
+int exec_steps(ExecRun& run, const GlobalOptions& globals) {
+  if (run.options.command.empty())
+    return failed(run.report, "exec needs a command", "put it after --, e.g. sbx exec -- ls -l");
+  Result<SandboxPreference> preference = parse_sandbox_preference(run.options.sandbox);
+  if (!preference.ok()) return failed(run.report, preference.error());
+  Result<PolicyInput> input = load_policy(run.options.policy);
+  if (!input.ok()) return failed(run.report, input.error());
+  run.input = std::move(*input);
+  Result<SandboxDecision> decision = should_sandbox(run.input.policy, *preference);
+  if (!decision.ok()) return failed(run.report, decision.error());
+  run.report.should_sandbox = decision->sandbox;
+  run.report.reason = decision->reason;
+  run.env = current_environment();
+  if (std::optional<int> code = resolve_argv(run)) return *code;
+  if (!decision->sandbox) return run_direct(run);
+
+  Result<PluginRegistry> registry = load_registry(globals);
+  if (!registry.ok()) return failed(run.report, registry.error());
+  const Manager manager(*registry, globals.backends);
+  const BackendChoice choice = manager.available_backend(run.input.resolved);
+  run.report.backend = choice.backend;
+  if (!choice.backend) return none_available(run, choice);
+  return run_sandboxed(run, manager, *choice.backend);
+}
+
+int run_exec(const ExecOptions& options, const GlobalOptions& globals) {
+  ExecRun run{options, {}, {}, {}, {}};
+  run.report.final = "none";
+  run.report.dry_run = options.dry_run;
+  const int code = exec_steps(run, globals);
+  // Last line on stderr, after everything the command and sbx printed; stdout stays the
+  // command's own.
+  if (options.json) std::cerr << run_to_json(run.report, JsonStyle::kCompact) << std::endl;
+  return code;
+}
+
+}  // namespace
+
+Command register_exec(CLI::App& app, const GlobalOptions& globals) {
+  auto options = std::make_shared<ExecOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "exec", "Run a command under the policy: sandboxed when it should be, refusing (exit 125) "
+              "when a sandbox is wanted but none is available");
+  add_policy_options(*sub, options->policy);
+  add_sandbox_option(*sub, options->sandbox);
+  sub->add_flag("--allow-unsandboxed", options->allow_unsandboxed,
+                "When a sandbox is wanted but none is available, run the command without one "
+                "(prints a warning; never for a policy with deny entries)");
+  sub->add_flag("--dry-run", options->dry_run,
+                "Print the plan (backend, argv, env, cwd, notes) as JSON instead of running it");
+  sub->add_flag("--json", options->json,
+                "After the run, write one JSON object describing it as the last line of stderr");
+  sub->add_option("command", options->command, "The command and its arguments, after --")
+      ->type_name("CMD [ARG...]");
+  sub->footer(
+      "Examples:\n  sbx exec -- make test\n  sbx exec --preset read-only -- ls -la\n"
+      "  sbx exec --network enabled --writable-root ~/.cache -- npm ci\n"
+      "  sbx exec --dry-run -- /bin/true\n\n"
+      "Exit status: the command's own; 128+N if it died of signal N; 125 when sbx failed or "
+      "refused; 126 not executable; 127 not found.");
+  return {sub, [options, &globals] { return run_exec(*options, globals); }};
+}
+
+}  // namespace sbx::cli

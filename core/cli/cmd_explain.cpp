@@ -1,0 +1,155 @@
+// `sbx explain [POLICY] [--sandbox auto|require|forbid] [--json]`: the two questions answered
+// for a policy, why other backends were passed over, and the resolved rules in plain words.
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli.hpp"
+#include "sbx/core/report_json.hpp"
+#include "text_table.hpp"
+
+namespace sbx::cli {
+namespace {
+
+struct ExplainOptions {
+  PolicyOptions policy;
+  std::string sandbox = "auto";
+  bool json = false;
+};
+
+std::string access_words(Access access) {
+  switch (access) {
+    case Access::kRead: return "read only";
+    case Access::kWrite: return "read and write";
+    case Access::kDeny: return "denied";
+  }
+  return "unknown";
+}
+
+std::string network_words(const NetworkPolicy& network) {
+  switch (network.mode) {
+    case NetworkMode::kRestricted: return "blocked (restricted)";
+    case NetworkMode::kEnabled: return "enabled";
+    case NetworkMode::kProxy: return "only through a proxy";
+  }
+  return "unknown";
+}
+
+void print_filesystem(const ResolvedPolicy& policy) {
+  if (policy.filesystem_kind == FilesystemKind::kUnrestricted) {
+    std::cout << "  filesystem: unrestricted\n";
+    return;
+  }
+  if (policy.filesystem_kind == FilesystemKind::kExternal) {
+    std::cout << "  filesystem: owned by an outer sandbox (external)\n";
+    return;
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (const PathRule& rule : policy.rules) rows.push_back({rule.path, access_words(rule.access)});
+  // No rule for "/" means everything not listed is denied; say so rather than leave it implied.
+  if (rule_access(policy, "/") == Access::kDeny) rows.push_back({"(anything else)", "denied"});
+  for (const ProtectedPath& path : policy.protected_paths)
+    rows.push_back(
+        {path.path, path.exists ? "protected: read only" : "protected: cannot be created"});
+  for (const std::string& glob : policy.deny_globs) rows.push_back({glob, "denied (glob)"});
+  std::cout << render_table(rows, "  ");
+  if (policy.platform_defaults_readable)
+    std::cout << "  (plus the platform files programs need to start, read only)\n";
+  if (!policy.deny_globs.empty())
+    std::cout << "  note: deny globs are expanded when the command starts; files created "
+                 "later are not covered\n";
+}
+
+void print_text(const ExplainReport& report) {
+  std::vector<std::vector<std::string>> rows;
+  if (report.decision) {
+    rows.push_back({"should sandbox:", (report.decision->sandbox ? "yes - " : "no - ") +
+                                           report.decision->reason});
+  } else {
+    rows.push_back({"should sandbox:", "refused - " + report.decision_error});
+  }
+  rows.push_back({"preference:", std::string(to_string(report.preference))});
+  std::string needs;
+  for (const std::string& name : capability_names(report.required))
+    needs += (needs.empty() ? "" : ", ") + name;
+  rows.push_back({"needs:", needs.empty() ? "nothing" : needs});
+  rows.push_back({"available backend:", report.choice.backend
+                                            ? *report.choice.backend + " - " + report.choice.reason
+                                            : "none - " + report.choice.reason});
+  rows.push_back({"final:", final_backend(report)});
+  std::cout << render_table(rows);
+  if (!report.choice.passed_over.empty()) {
+    std::cout << "passed over:\n";
+    std::vector<std::vector<std::string>> passed;
+    for (const PassedOver& item : report.choice.passed_over)
+      passed.push_back({item.backend, item.reason});
+    std::cout << render_table(passed, "  ");
+  }
+  std::cout << "policy (cwd " << printable(report.policy.cwd) << "):\n";
+  print_filesystem(report.policy);
+  std::cout << "  network: " << network_words(report.policy.network) << '\n';
+}
+
+int run_explain(const ExplainOptions& options, const GlobalOptions& globals) {
+  Result<SandboxPreference> preference = parse_sandbox_preference(options.sandbox);
+  if (!preference.ok()) return fail(preference.error());
+  Result<PolicyInput> input = load_policy(options.policy);
+  if (!input.ok()) return fail(input.error());
+  Result<PluginRegistry> registry = load_registry(globals);
+  if (!registry.ok()) return fail(registry.error());
+  const Manager manager(*registry, globals.backends);
+  const ExplainReport report = explain_policy(*input, *preference, manager, true);
+  if (options.json) {
+    std::cout << explain_to_json(report, JsonStyle::kPretty) << '\n';
+  } else {
+    print_text(report);
+  }
+  return 0;
+}
+
+}  // namespace
+
+ExplainReport explain_policy(const PolicyInput& input, SandboxPreference preference,
+                             const Manager& manager, bool always_probe) {
+  ExplainReport report;
+  report.preference = preference;
+  Result<SandboxDecision> decision = should_sandbox(input.policy, preference);
+  if (decision.ok()) {
+    report.decision = *decision;
+  } else {
+    report.decision_error = decision.error();
+  }
+  report.required = required_capabilities(input.resolved);
+  report.policy = input.resolved;
+  // Question 2 is independent of question 1; explain answers both, exec only when it matters.
+  if (always_probe || (report.decision && report.decision->sandbox))
+    report.choice = manager.available_backend(input.resolved);
+  return report;
+}
+
+void add_sandbox_option(CLI::App& app, std::string& sandbox) {
+  app.add_option("--sandbox", sandbox,
+                 "auto: sandbox when the policy needs it; require: always; forbid: never "
+                 "(refused for a policy with deny entries)")
+      ->check(CLI::IsMember({"auto", "require", "forbid"}))
+      ->capture_default_str();
+}
+
+Command register_explain(CLI::App& app, const GlobalOptions& globals) {
+  auto options = std::make_shared<ExplainOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "explain", "Answer the two questions for a policy: should the command be sandboxed, and "
+                 "which backend is available here (with why others were passed over)");
+  add_policy_options(*sub, options->policy);
+  add_sandbox_option(*sub, options->sandbox);
+  sub->add_flag("--json", options->json,
+                "Print JSON with should_sandbox, reason, required_capabilities, "
+                "available_backend, final, passed_over and policy");
+  sub->footer(
+      "Examples:\n  sbx explain\n  sbx explain --preset read-only --network enabled\n"
+      "  sbx --backends landlock explain --sandbox require --json");
+  return {sub, [options, &globals] { return run_explain(*options, globals); }};
+}
+
+}  // namespace sbx::cli

@@ -1,0 +1,55 @@
+// `sbx policy check [POLICY]` and `sbx policy show [POLICY]`.
+// check: exit 0 and "policy OK" when the policy parses and resolves here; exit 2 with the error
+// (naming its JSON pointer) when it does not; 125 for bad usage.
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli.hpp"
+
+namespace sbx::cli {
+namespace {
+
+int run_check(const PolicyOptions& options) {
+  Result<PolicyInput> input = load_policy(options);
+  if (!input.ok()) {
+    std::cerr << "sbx: " << input.error() << '\n';
+    return kExitInvalidPolicy;
+  }
+  std::cout << "policy OK\n";
+  return 0;
+}
+
+int run_show(const PolicyOptions& options) {
+  Result<std::string> cwd = effective_cwd(options);
+  if (!cwd.ok()) return fail(cwd.error());
+  Result<Policy> policy = build_policy(options, *cwd);
+  if (!policy.ok()) return fail(policy.error());
+  std::cout << policy_to_json(*policy) << '\n';
+  return 0;
+}
+
+}  // namespace
+
+std::vector<Command> register_policy(CLI::App& app) {
+  CLI::App* policy = app.add_subcommand("policy", "Validate a policy or print its full form");
+  policy->require_subcommand(1);
+  auto check_options = std::make_shared<PolicyOptions>();
+  CLI::App* check = policy->add_subcommand(
+      "check", "Validate the policy (parse and resolve against --cwd): prints \"policy OK\" and "
+               "exits 0, or prints the error with its JSON pointer and exits 2");
+  add_policy_options(*check, *check_options);
+  check->footer("Examples:\n  sbx policy check --policy policy.json\n"
+                "  sbx policy check --preset read-only --deny '**/*.key'");
+  auto show_options = std::make_shared<PolicyOptions>();
+  CLI::App* show = policy->add_subcommand(
+      "show", "Print the policy in its full JSON form, with the command-line additions applied");
+  add_policy_options(*show, *show_options);
+  show->footer("Examples:\n  sbx policy show\n  sbx policy show --preset read-only "
+               "--network enabled");
+  return {{check, [check_options] { return run_check(*check_options); }},
+          {show, [show_options] { return run_show(*show_options); }}};
+}
+
+}  // namespace sbx::cli

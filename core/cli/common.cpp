@@ -1,0 +1,83 @@
+// Errors, global options, logging and plugin loading for the `sbx` front end.
+#include <unistd.h>
+
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cli.hpp"
+#include "sbx/core/logging.hpp"
+#include "sbx/core/runtime.hpp"
+
+extern char** environ;  // NOLINT: POSIX
+
+namespace sbx::cli {
+
+int fail(std::string_view what, std::string_view todo) {
+  std::cerr << "sbx: " << what << "; " << todo << '\n';
+  return 125;
+}
+
+int fail(std::string_view message) {
+  std::cerr << "sbx: " << message << '\n';
+  return 125;
+}
+
+void add_global_options(CLI::App& app, GlobalOptions& options) {
+  app.add_option("--backends", options.backends,
+                 "Backends to consider, in preference order (comma-separated names, e.g. "
+                 "bwrap,landlock). Default: every loaded backend")
+      ->delimiter(',')
+      ->type_name("NAME[,NAME...]");
+  app.add_option("--plugin-dir", options.plugin_dirs,
+                 "Extra directory to load backend plugins from, after the trusted default. The "
+                 "same ownership and permission checks apply (repeatable)")
+      ->type_name("DIR")
+      ->allow_extra_args(false);
+  app.add_option("--log-level", options.log_level, "Log level on stderr")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
+      ->capture_default_str();
+  app.add_option("--log-format", options.log_format, "Log line format on stderr")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+}
+
+Status configure_logging_from(const GlobalOptions& options) {
+  return configure_logging(options.log_level,
+                           options.log_format == "json" ? LogFormat::kJson : LogFormat::kText);
+}
+
+Result<PluginRegistry> load_registry(const GlobalOptions& options) {
+  Result<InstallLayout> layout = install_layout();
+  if (!layout.ok()) {
+    return Error{"cannot locate the sbx installation (" + layout.error() +
+                 "); reinstall sbx or run the sbx that belongs to this libsbx"};
+  }
+  LoaderOptions loader;
+  loader.directories.push_back(layout->plugin_dir);
+  for (const std::string& dir : options.plugin_dirs) {
+    // The loader wants absolute paths; a relative --plugin-dir means "from here".
+    std::error_code error;
+    const std::filesystem::path absolute = std::filesystem::absolute(dir, error);
+    if (error || dir.empty()) {
+      return Error{"--plugin-dir '" + dir + "' is not a usable directory path; give an " +
+                   "existing directory"};
+    }
+    loader.directories.push_back(absolute.lexically_normal().string());
+  }
+  loader.trusted_owner = layout->libsbx_owner;
+  loader.host = host_services(*layout);
+  return PluginRegistry::load(loader);
+}
+
+std::vector<std::string> current_environment() {
+  std::vector<std::string> env;
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    env.emplace_back(*entry);
+  }
+  return env;
+}
+
+}  // namespace sbx::cli
