@@ -1,0 +1,152 @@
+// sbx-stage2: the last trusted step inside the bwrap sandbox (DESIGN.md "Linux specifics").
+//
+//   sbx-stage2 --net blocked|open [--env KEY=VALUE]... -- /abs/command [ARG]...
+//
+// In order: sets no_new_privs, verifies it holds no capability, installs the seccomp filter,
+// then runs the command by absolute path with exactly the --env environment. Any failed step
+// prints "sbx-stage2: <step>: <reason>" and exits 125; the command never runs. Exec failures:
+// 127 (not found), 126 (not executable).
+//
+// PID 1: bwrap runs it with --as-pid-1, so it is the init of the sandbox's pid namespace. It
+// then forks the command, forwards the usual terminal and job-control signals to it, reaps every
+// orphan re-parented to it, and exits with the command's status (128+N if it died of signal N;
+// init cannot re-raise a fatal signal on itself). When it exits, the kernel kills whatever else
+// is left in the namespace, so no grandchild outlives the command.
+#include <linux/capability.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "seccomp_filter.hpp"
+
+namespace {
+
+constexpr int kExitFailure = 125;
+constexpr int kExitNotExecutable = 126;
+constexpr int kExitNotFound = 127;
+constexpr int kForwarded[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2,
+                              SIGWINCH, SIGCONT, SIGALRM, SIGTSTP, SIGTTIN, SIGTTOU};
+
+[[noreturn]] void fail(const std::string& step, const std::string& reason) {
+  std::fprintf(stderr, "sbx-stage2: %s: %s\n", step.c_str(), reason.c_str());
+  std::fflush(stderr);
+  ::_exit(kExitFailure);
+}
+
+struct Options {
+  sbx::stage2::NetworkFilter network = sbx::stage2::NetworkFilter::kBlocked;
+  bool network_given = false;
+  std::vector<std::string> env;
+  std::vector<std::string> command;
+};
+
+Options parse(int argc, char** argv) {
+  Options o;
+  int i = 1;
+  for (; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") break;
+    if (i + 1 >= argc) fail("arguments", "'" + arg + "' needs a value");
+    const std::string value = argv[++i];
+    if (arg == "--net") {
+      auto net = sbx::stage2::parse_network_filter(value);
+      if (!net.ok()) fail("arguments", net.error());
+      o.network = *net;
+      o.network_given = true;
+    } else if (arg == "--env") {
+      if (value.find('=') == std::string::npos || value.front() == '=')
+        fail("arguments", "--env expects KEY=VALUE, got '" + value + "'");
+      o.env.push_back(value);
+    } else {
+      fail("arguments", "unknown option '" + arg + "'");
+    }
+  }
+  if (!o.network_given) fail("arguments", "--net blocked|open is required");
+  for (++i; i < argc; ++i) o.command.emplace_back(argv[i]);
+  if (o.command.empty()) fail("arguments", "no command after '--'");
+  if (o.command.front().empty() || o.command.front()[0] != '/')
+    fail("arguments", "the command must be an absolute path, got '" + o.command.front() + "'");
+  return o;
+}
+
+// Why: a sandbox that still holds a capability (bwrap misconfigured, setuid bwrap without
+// --cap-drop) could undo the filesystem view; refuse rather than run the command in it.
+void verify_no_capabilities() {
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
+  if (::syscall(SYS_capget, &header, data) != 0) fail("capabilities", std::strerror(errno));
+  for (const auto& d : data) {
+    if (d.effective != 0 || d.permitted != 0 || d.inheritable != 0)
+      fail("capabilities", "the sandbox still holds capabilities; refusing to run");
+  }
+}
+
+[[noreturn]] void exec_command(const Options& o) {
+  std::vector<char*> args;
+  for (const std::string& a : o.command) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  std::vector<char*> env;
+  for (const std::string& e : o.env) env.push_back(const_cast<char*>(e.c_str()));
+  env.push_back(nullptr);
+  ::execve(args[0], args.data(), env.data());
+  const int err = errno;
+  std::fprintf(stderr, "sbx-stage2: exec: %s: %s\n", args[0], std::strerror(err));
+  ::_exit(err == ENOENT || err == ENOTDIR ? kExitNotFound : kExitNotExecutable);
+}
+
+int status_to_code(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return kExitFailure;
+}
+
+// PID 1: run the command as a child; forward signals; reap everything; return its status.
+[[noreturn]] void run_as_init(const Options& o) {
+  sigset_t all;
+  sigset_t previous;
+  sigemptyset(&all);
+  for (int sig : kForwarded) sigaddset(&all, sig);
+  sigaddset(&all, SIGCHLD);
+  if (::sigprocmask(SIG_BLOCK, &all, &previous) != 0) fail("signals", std::strerror(errno));
+  const pid_t child = ::fork();
+  if (child < 0) fail("fork", std::strerror(errno));
+  if (child == 0) {
+    ::sigprocmask(SIG_SETMASK, &previous, nullptr);
+    exec_command(o);
+  }
+  for (;;) {
+    siginfo_t info{};
+    if (::sigwaitinfo(&all, &info) < 0) continue;  // EINTR
+    if (info.si_signo != SIGCHLD) {
+      ::kill(child, info.si_signo);
+      continue;
+    }
+    int status = 0;
+    pid_t pid = 0;
+    while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
+      if (pid == child) ::_exit(status_to_code(status));
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options options = parse(argc, argv);
+  // no_new_privs first: required for an unprivileged seccomp filter, and setuid binaries the
+  // command runs can no longer gain privileges.
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail("no_new_privs", std::strerror(errno));
+  verify_no_capabilities();
+  sbx::Status filtered = sbx::stage2::install_filter(options.network);
+  if (!filtered.ok()) fail("seccomp", filtered.error());
+  if (::getpid() == 1) run_as_init(options);
+  exec_command(options);
+}

@@ -1,0 +1,81 @@
+// The parts of the bwrap backend that look at the host: path facts for the translator, deny-glob
+// expansion, the registry of mount points bwrap creates on the host, and the probe. Kept apart
+// from translate.hpp so the translator stays pure.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "sbx/bwrap/translate.hpp"
+#include "sbx/sdk/result.hpp"
+#include "sbx/sdk/types.hpp"
+
+namespace sbx::bwrap {
+
+// lstat()s every path (and realpath()s symlinks) into facts.paths / facts.canonical.
+void gather_path_facts(const std::vector<std::string>& paths, HostFacts& facts);
+
+// True if the absolute `path` matches the absolute gitignore-style `pattern` ("**" any number of
+// components, "*" and "?" within one component, "[...]" classes with "!"/"^" negation,
+// "{a,b}" alternatives).
+bool glob_matches(const std::string& pattern, const std::string& path);
+
+// Brace alternatives expanded: "/a/{b,c}/*.pem" -> {"/a/b/*.pem", "/a/c/*.pem"}.
+std::vector<std::string> expand_braces(const std::string& pattern);
+
+// Walks the filesystem below each pattern's literal prefix (symlinks are not followed into) and
+// returns every matching path. Errors: a pattern without a literal directory prefix ("/**" would
+// mean walking the whole host), or more than `max_matches` matches (fail closed, never truncate).
+Result<std::vector<std::string>> expand_deny_globs(const std::vector<std::string>& patterns,
+                                                   std::size_t max_matches = 4096);
+
+// The fixed system locations bwrap is taken from, in order (never PATH).
+const std::vector<std::string>& bwrap_candidates();
+
+// The first candidate that canonicalises to a root-owned, non-group/world-writable executable;
+// Error says what was tried. `writable_roots`: a bwrap inside any of them is refused.
+Result<std::string> find_trusted_bwrap(const std::vector<std::string>& writable_roots);
+
+// "0.8.0" from `bwrap --version`, or Error.
+Result<std::string> bwrap_version(const std::string& bwrap_path);
+
+// Runs `bwrap ... --proc /proc /bin/true` in fresh namespaces: false when procfs cannot be
+// mounted here (the translator then uses the reported fallback).
+bool bwrap_can_mount_proc(const std::string& bwrap_path);
+
+// The probe of issue 3: bwrap found/version/setuid, user namespaces (tried), the AppArmor
+// restriction, proc, network namespace with loopback, seccomp, WSL1. The throwaway-sandbox
+// checks are cached in `cache_file` (per boot and bwrap binary; "" = no cache) once they pass.
+ProbeReport run_probe(const std::string& stage2_path, const std::string& cache_file);
+
+// The state directory for the mount-point registry: $XDG_RUNTIME_DIR-like /run/user/<euid>/sbx
+// when usable, else /tmp/sbx-<euid>; created 0700 and verified (owned by us, not a symlink).
+Result<std::string> ensure_state_dir();
+
+// Holds the registry locks of one run. Before the run, acquire() takes a shared lock for every
+// mount point bwrap will create (`synthetic`) and every existing protected path the run relies
+// on (`existing`: it may be another run's mount point); after the run, release_and_cleanup()
+// removes each mount point bwrap created on the host once no other run holds a lock on it.
+class MountRegistry {
+ public:
+  MountRegistry() = default;
+  ~MountRegistry();
+  MountRegistry(const MountRegistry&) = delete;
+  MountRegistry& operator=(const MountRegistry&) = delete;
+
+  Status acquire(const std::string& state_dir, const std::vector<std::string>& synthetic,
+                 const std::vector<std::string>& existing);
+  // Returns the paths it removed (for logs and tests).
+  std::vector<std::string> release_and_cleanup();
+
+ private:
+  struct Entry {
+    std::string path;
+    std::string marker;  // state_dir/<hash>.synthetic: "dev ino" of the mount point bwrap made
+    int lock_fd = -1;
+    bool made_by_us = false;  // planned as a mount point: the path was missing at launch
+  };
+  std::vector<Entry> entries_;
+};
+
+}  // namespace sbx::bwrap

@@ -1,0 +1,58 @@
+// The bwrap translator: a pure function from a resolved policy, the command and explicit facts
+// about the host to the argv that runs the command under bubblewrap and sbx-stage2.
+//
+// Pure means: it reads nothing but its arguments (no filesystem, no environment), so the same
+// inputs always give the same argv and golden tests can pin it. Everything it needs to know
+// about the host (bwrap's path and features, the stage-2 helper, which paths exist and what
+// they are, what the deny globs matched) is gathered beforehand by gather_host_facts() and
+// expand_deny_globs() and passed in.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sbx/sdk/result.hpp"
+#include "sbx/sdk/types.hpp"
+
+namespace sbx::bwrap {
+
+// What lstat() said about one path. Paths absent from HostFacts::paths count as kMissing.
+enum class PathKind : std::uint8_t { kMissing, kDirectory, kFile, kSymlink, kOther };
+
+std::string_view to_string(PathKind kind);
+
+struct HostFacts {
+  std::string bwrap_path;   // absolute, canonical, outside every writable root
+  std::string stage2_path;  // absolute path of sbx-stage2
+  bool can_mount_proc = true;  // false: /proc becomes an empty read-only tmpfs (reported)
+  // Where exec keeps its mount-point registry; masked inside the sandbox when visible there.
+  std::string state_dir;
+  std::map<std::string, PathKind> paths;       // lstat of every path the translator asks about
+  std::map<std::string, std::string> canonical;  // realpath of each kSymlink entry in `paths`
+  std::vector<std::string> glob_matches;        // deny-glob matches found at launch (absolute)
+};
+
+// The plan: bwrap argv, plus what a person should be told and what exec must clean up.
+struct Translation {
+  std::vector<std::string> argv;  // argv[0] == facts.bwrap_path
+  std::vector<std::string> notes;
+  // Mount points bwrap will have to create on the host (missing protected names and other
+  // missing read-only/denied paths under writable roots). Exec removes them after the run.
+  std::vector<std::string> synthetic_mount_points;
+};
+
+// Paths the translator will look up in HostFacts::paths for this policy: every rule path and
+// its ancestors, every protected path, the :minimal platform directories and the state dir.
+std::vector<std::string> paths_of_interest(const ResolvedPolicy& policy,
+                                           const std::string& state_dir);
+
+// The platform directories ":minimal" makes readable (those that exist get bound read-only).
+const std::vector<std::string>& minimal_platform_paths();
+
+// Translates. Errors name the rule that cannot be enforced (never a silent drop): unsupported
+// filesystem kinds, proxy network, unix-socket allow-lists, a relative command, a writable root
+// that is a symlink, and so on.
+Result<Translation> translate(const TransformRequest& request, const HostFacts& facts);
+
+}  // namespace sbx::bwrap

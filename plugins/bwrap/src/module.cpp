@@ -1,0 +1,113 @@
+// sbx-backend-bwrap: the thin module around the translator. probe() reports what this host
+// allows; transform() gathers the host facts the pure translator needs; exec() runs the plan
+// and removes the mount points bwrap had to create on the host.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sbx/bwrap/host.hpp"
+#include "sbx/bwrap/translate.hpp"
+#include "sbx/sdk/plugin.hpp"
+
+namespace sbx::bwrap {
+namespace {
+
+constexpr std::string_view kSyntheticPrefix = "sbx-bwrap:mount-point ";
+constexpr std::string_view kLockedPrefix = "sbx-bwrap:keeps ";
+constexpr std::string_view kStatePrefix = "sbx-bwrap:state-dir ";
+
+class BwrapBackend final : public Backend {
+ public:
+  explicit BwrapBackend(HostServices host) : Backend(host) {}
+
+  ProbeReport probe(const ProbeContext& /*context*/) override {
+    Result<std::string> state = ensure_state_dir();
+    ProbeReport report =
+        run_probe(std::string(host().stage2_path()), state.ok() ? *state + "/probe.cache" : "");
+    for (const ProbeCheck& c : report.checks) {
+      if (c.name == "proc_mount") can_mount_proc_ = c.status == CheckStatus::kPass;
+    }
+    if (!state.ok()) {
+      report.checks.push_back(
+          ProbeCheck{"state_dir", CheckStatus::kFail, state.error(),
+                     "make /run/user/<uid> or /tmp usable for a private 0700 directory"});
+      report.available = false;
+      report.summary = "state_dir: " + state.error();
+    }
+    return report;
+  }
+
+  Result<ExecPlan> transform(const TransformRequest& request) const override {
+    try {
+      return transform_unguarded(request);
+    } catch (const std::exception& e) {
+      return Error{std::string("bwrap: transform failed: ") + e.what()};
+    }
+  }
+
+  Result<ExitStatus> exec(const ExecPlan& plan) override {
+    std::string state_dir;
+    std::vector<std::string> synthetic;
+    std::vector<std::string> kept;
+    for (const std::string& note : plan.notes) {
+      if (note.rfind(kSyntheticPrefix, 0) == 0) synthetic.push_back(note.substr(kSyntheticPrefix.size()));
+      if (note.rfind(kLockedPrefix, 0) == 0) kept.push_back(note.substr(kLockedPrefix.size()));
+      if (note.rfind(kStatePrefix, 0) == 0) state_dir = note.substr(kStatePrefix.size());
+    }
+    MountRegistry registry;
+    if (!synthetic.empty() || !kept.empty()) {
+      Status locked = registry.acquire(state_dir, synthetic, kept);
+      if (!locked.ok()) return Error{"bwrap: " + locked.error()};
+    }
+    Result<ExitStatus> status = host().spawn(plan);
+    for (const std::string& removed : registry.release_and_cleanup())
+      host().log(SBX_LOG_DEBUG, "bwrap: removed mount point " + removed);
+    return status;
+  }
+
+ private:
+  Result<ExecPlan> transform_unguarded(const TransformRequest& request) const {
+    const ResolvedPolicy& policy = request.policy;
+    HostFacts facts;
+    Result<std::string> bwrap = find_trusted_bwrap(writable_roots(policy));
+    if (!bwrap.ok()) return Error{bwrap.error()};
+    facts.bwrap_path = *bwrap;
+    facts.stage2_path = std::string(host().stage2_path());
+    Result<std::string> state = ensure_state_dir();
+    if (!state.ok()) return Error{"bwrap: " + state.error()};
+    facts.state_dir = *state;
+    if (!can_mount_proc_.has_value()) can_mount_proc_ = bwrap_can_mount_proc(facts.bwrap_path);
+    facts.can_mount_proc = *can_mount_proc_;
+    if (policy.filesystem_kind == FilesystemKind::kRestricted && !policy.deny_globs.empty()) {
+      Result<std::vector<std::string>> matches = expand_deny_globs(policy.deny_globs);
+      if (!matches.ok()) return Error{matches.error()};
+      facts.glob_matches = *matches;
+    }
+    std::vector<std::string> paths = paths_of_interest(policy, facts.state_dir);
+    paths.insert(paths.end(), facts.glob_matches.begin(), facts.glob_matches.end());
+    gather_path_facts(paths, facts);
+    Result<Translation> translation = translate(request, facts);
+    if (!translation.ok()) return Error{translation.error()};
+    ExecPlan plan;
+    plan.argv = std::move(translation->argv);
+    plan.cwd = request.cwd;
+    // bwrap and sbx-stage2 run with an empty environment; the command's goes through stage 2.
+    plan.env = {};
+    plan.notes = std::move(translation->notes);
+    for (const std::string& m : translation->synthetic_mount_points)
+      plan.notes.push_back(std::string(kSyntheticPrefix) + m);
+    for (const ProtectedPath& p : policy.protected_paths) {
+      if (p.exists) plan.notes.push_back(std::string(kLockedPrefix) + p.path);
+    }
+    plan.notes.push_back(std::string(kStatePrefix) + facts.state_dir);
+    return plan;
+  }
+
+  mutable std::optional<bool> can_mount_proc_;
+};
+
+}  // namespace
+}  // namespace sbx::bwrap
+
+SBX_DECLARE_BACKEND(sbx::bwrap::BwrapBackend, "bwrap", "0.1.0",
+                    "bubblewrap namespaces + sbx-stage2 seccomp (Linux)")

@@ -1,0 +1,318 @@
+// Finding a trusted bwrap and probing what this host lets it do. Every check is tried for real
+// (a throwaway sandbox running /bin/true), never guessed from version strings or sysctls alone.
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "sbx/bwrap/host.hpp"
+
+namespace sbx::bwrap {
+namespace {
+
+struct RunResult {
+  int exit_code = -1;  // -1: could not run or timed out
+  std::string output;  // stdout and stderr, at most 4 KiB
+};
+
+// Runs argv (absolute argv[0]) with an empty environment, stdin from /dev/null, and collects
+// its output; killed after `timeout_ms`.
+RunResult run_capture(const std::vector<std::string>& argv, int timeout_ms) {
+  RunResult result;
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return result;
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return result;
+  }
+  if (pid == 0) {
+    const int devnull = ::open("/dev/null", O_RDONLY);
+    ::dup2(devnull, 0);
+    ::dup2(fds[1], 1);
+    ::dup2(fds[1], 2);
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    char* empty_env[] = {nullptr};
+    ::execve(args[0], args.data(), empty_env);
+    ::_exit(127);
+  }
+  ::close(fds[1]);
+  timespec start {};
+  ::clock_gettime(CLOCK_MONOTONIC, &start);
+  char buf[512];
+  for (;;) {
+    timespec now {};
+    ::clock_gettime(CLOCK_MONOTONIC, &now);
+    const long elapsed = (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
+    if (elapsed >= timeout_ms) {
+      ::kill(pid, SIGKILL);
+      break;
+    }
+    pollfd p{fds[0], POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(timeout_ms - elapsed)) <= 0) continue;
+    const ssize_t n = ::read(fds[0], buf, sizeof buf);
+    if (n <= 0) break;
+    if (result.output.size() < 4096) result.output.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  while (!result.output.empty() && result.output.back() == '\n') result.output.pop_back();
+  return result;
+}
+
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+// The file and every directory above it: owned by root, not writable by group or others.
+Status trusted_chain(const std::string& path) {
+  std::string current = path;
+  for (;;) {
+    struct stat st {};
+    if (::lstat(current.c_str(), &st) != 0)
+      return Error{"'" + current + "': " + std::strerror(errno)};
+    if (st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+      return Error{"'" + current + "' is not owned by root or is writable by group or others"};
+    if (current == "/") return {};
+    const std::size_t slash = current.rfind('/');
+    current = slash == 0 ? "/" : current.substr(0, slash);
+  }
+}
+
+ProbeCheck check(std::string name, bool ok, std::string observed, std::string remedy,
+                 CheckStatus failure = CheckStatus::kFail) {
+  return ProbeCheck{std::move(name), ok ? CheckStatus::kPass : failure, std::move(observed),
+                    ok ? std::string() : std::move(remedy)};
+}
+
+std::string read_small_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string s = ss.str();
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+bool is_wsl1(std::string version) {
+  for (char& c : version) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::size_t wsl = version.find("wsl");
+  if (wsl != std::string::npos && wsl + 3 < version.size() &&
+      std::isdigit(static_cast<unsigned char>(version[wsl + 3])))
+    return version[wsl + 3] == '1' &&
+           (wsl + 4 >= version.size() || !std::isdigit(static_cast<unsigned char>(version[wsl + 4])));
+  return version.find("microsoft") != std::string::npos &&
+         version.find("microsoft-standard") == std::string::npos;
+}
+
+// Versions compare numerically, component by component ("0.10.0" > "0.8.0").
+bool version_at_least(const std::string& version, int major, int minor) {
+  int a = 0;
+  int b = 0;
+  if (std::sscanf(version.c_str(), "%d.%d", &a, &b) != 2) return false;
+  return a > major || (a == major && b >= minor);
+}
+
+void probe_sandbox_checks_uncached(const std::string& bwrap, std::vector<ProbeCheck>& checks) {
+  const RunResult userns =
+      run_capture({bwrap, "--unshare-user", "--ro-bind", "/", "/", "--", "/bin/true"}, 5000);
+  checks.push_back(check("user_namespaces", userns.exit_code == 0,
+                         userns.exit_code == 0 ? "a new user namespace was created"
+                                               : "bwrap: " + first_line(userns.output),
+                         "allow unprivileged user namespaces (sysctl user.max_user_namespaces > 0; "
+                         "kernel.unprivileged_userns_clone=1; outside containers that block it)"));
+  const std::string apparmor =
+      read_small_file("/proc/sys/kernel/apparmor_restrict_unprivileged_userns");
+  const bool aa_restricts = apparmor == "1";
+  checks.push_back(check(
+      "apparmor_userns", !aa_restricts || userns.exit_code == 0,
+      apparmor.empty() ? "no AppArmor user-namespace restriction"
+                       : "kernel.apparmor_restrict_unprivileged_userns=" + apparmor,
+      "allow bwrap user namespaces (an AppArmor profile with 'userns' for bwrap, or "
+      "sysctl kernel.apparmor_restrict_unprivileged_userns=0)"));
+  const RunResult proc = run_capture({bwrap, "--unshare-user", "--unshare-pid", "--ro-bind", "/",
+                                      "/", "--proc", "/proc", "--", "/bin/true"},
+                                     5000);
+  checks.push_back(check("proc_mount", proc.exit_code == 0,
+                         proc.exit_code == 0 ? "procfs mounts in a new pid namespace"
+                                             : "bwrap: " + first_line(proc.output),
+                         "the sandbox gets an empty /proc; run outside a container that masks "
+                         "/proc to get a real one",
+                         CheckStatus::kWarn));
+  const RunResult net = run_capture({bwrap, "--unshare-user", "--unshare-net", "--ro-bind", "/",
+                                     "/", "--", "/bin/true"},
+                                    5000);
+  checks.push_back(check("network_namespace", net.exit_code == 0,
+                         net.exit_code == 0 ? "a network namespace with loopback was set up"
+                                            : "bwrap: " + first_line(net.output),
+                         "bwrap needs to create a network namespace and bring up loopback "
+                         "(see the user-namespace and AppArmor checks)"));
+}
+
+// The throwaway sandboxes cost ~15 ms each; their outcome is cached per boot and bwrap binary
+// in the private state directory (masked inside every sandbox), so `sbx exec` does not pay for
+// them on every run. A failure is never cached: the next probe tries again.
+std::string probe_cache_key(const std::string& bwrap) {
+  struct stat st {};
+  ::stat(bwrap.c_str(), &st);
+  return read_small_file("/proc/sys/kernel/random/boot_id") + "|" + bwrap + "|" +
+         std::to_string(st.st_ino) + "|" + std::to_string(st.st_mtime) + "|" +
+         std::to_string(::geteuid());
+}
+
+bool load_cached_checks(const std::string& cache, const std::string& key,
+                        std::vector<ProbeCheck>& checks) {
+  std::ifstream in(cache);
+  std::string line;
+  if (cache.empty() || !std::getline(in, line) || line != key) return false;
+  std::vector<ProbeCheck> loaded;
+  while (std::getline(in, line)) {
+    const std::size_t tab = line.find('\t');
+    if (tab == std::string::npos) return false;
+    loaded.push_back(ProbeCheck{line.substr(0, tab), CheckStatus::kPass,
+                                line.substr(tab + 1) + " (cached for this boot)", ""});
+  }
+  if (loaded.size() != 4) return false;
+  checks.insert(checks.end(), loaded.begin(), loaded.end());
+  return true;
+}
+
+void store_cached_checks(const std::string& cache, const std::string& key,
+                         const std::vector<ProbeCheck>& checks, std::size_t first) {
+  if (cache.empty()) return;
+  for (std::size_t i = first; i < checks.size(); ++i) {
+    if (checks[i].status != CheckStatus::kPass) return;
+  }
+  const std::string tmp = cache + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << key << '\n';
+    for (std::size_t i = first; i < checks.size(); ++i)
+      out << checks[i].name << '\t' << checks[i].observed << '\n';
+  }
+  ::rename(tmp.c_str(), cache.c_str());
+}
+
+void probe_sandbox_checks(const std::string& bwrap, const std::string& cache,
+                          std::vector<ProbeCheck>& checks) {
+  const std::string key = probe_cache_key(bwrap);
+  if (load_cached_checks(cache, key, checks)) return;
+  const std::size_t first = checks.size();
+  probe_sandbox_checks_uncached(bwrap, checks);
+  store_cached_checks(cache, key, checks, first);
+}
+
+}  // namespace
+
+const std::vector<std::string>& bwrap_candidates() {
+  static const std::vector<std::string> candidates = {"/usr/bin/bwrap", "/bin/bwrap"};
+  return candidates;
+}
+
+Result<std::string> find_trusted_bwrap(const std::vector<std::string>& writable_roots) {
+  std::string tried;
+  for (const std::string& candidate : bwrap_candidates()) {
+    char resolved[PATH_MAX];
+    if (::realpath(candidate.c_str(), resolved) == nullptr) {
+      tried += (tried.empty() ? "" : "; ") + candidate + ": " + std::strerror(errno);
+      continue;
+    }
+    const std::string path(resolved);
+    Status chain = trusted_chain(path);
+    bool in_writable = false;
+    for (const std::string& root : writable_roots) in_writable |= path_is_within(path, root);
+    struct stat st {};
+    const bool executable = ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+                            (st.st_mode & S_IXUSR) != 0;
+    if (chain.ok() && !in_writable && executable) return path;
+    tried += (tried.empty() ? "" : "; ") + candidate + " -> " + path + ": " +
+             (!chain.ok() ? chain.error()
+                          : in_writable ? std::string("inside a writable root")
+                                        : std::string("not an executable file"));
+  }
+  return Error{"no trusted bwrap (" + tried + "); install the 'bubblewrap' package"};
+}
+
+Result<std::string> bwrap_version(const std::string& bwrap_path) {
+  const RunResult r = run_capture({bwrap_path, "--version"}, 3000);
+  const std::string prefix = "bubblewrap ";
+  if (r.exit_code != 0 || r.output.rfind(prefix, 0) != 0)
+    return Error{"'" + bwrap_path + " --version' failed: " + first_line(r.output)};
+  return first_line(r.output).substr(prefix.size());
+}
+
+bool bwrap_can_mount_proc(const std::string& bwrap_path) {
+  return run_capture({bwrap_path, "--unshare-user", "--unshare-pid", "--ro-bind", "/", "/",
+                      "--proc", "/proc", "--", "/bin/true"},
+                     5000)
+             .exit_code == 0;
+}
+
+ProbeReport run_probe(const std::string& stage2_path, const std::string& cache_file) {
+  ProbeReport report;
+  std::vector<ProbeCheck>& checks = report.checks;
+  const std::string proc_version = read_small_file("/proc/version");
+  checks.push_back(check("wsl1", !is_wsl1(proc_version), first_line(proc_version),
+                         "WSL1 has no user namespaces: use WSL2"));
+  Result<std::string> bwrap = find_trusted_bwrap({});
+  checks.push_back(check("bwrap_found", bwrap.ok(), bwrap.ok() ? *bwrap : bwrap.error(),
+                         "apt-get install bubblewrap"));
+  if (bwrap.ok()) {
+    Result<std::string> version = bwrap_version(*bwrap);
+    const bool recent = version.ok() && version_at_least(*version, 0, 5);
+    checks.push_back(check("bwrap_version", recent, version.ok() ? *version : version.error(),
+                           "bubblewrap 0.5 or newer is needed (--perms, --as-pid-1)"));
+    struct stat st {};
+    const bool setuid = ::stat(bwrap->c_str(), &st) == 0 && (st.st_mode & S_ISUID) != 0;
+    checks.push_back(check("bwrap_setuid", !setuid, setuid ? "setuid root" : "not setuid",
+                           "a setuid bwrap works but offers fewer features; prefer the "
+                           "unprivileged user-namespace build",
+                           CheckStatus::kWarn));
+    probe_sandbox_checks(*bwrap, cache_file, checks);
+  }
+  const std::string actions = read_small_file("/proc/sys/kernel/seccomp/actions_avail");
+  const bool seccomp_ok = ::prctl(PR_GET_SECCOMP, 0, 0, 0, 0) == 0 &&
+                          actions.find("errno") != std::string::npos;
+  checks.push_back(check("seccomp", seccomp_ok,
+                         actions.empty() ? "no /proc/sys/kernel/seccomp/actions_avail"
+                                         : "actions: " + actions,
+                         "a kernel with CONFIG_SECCOMP_FILTER, not already in strict mode"));
+  const bool stage2_ok = !stage2_path.empty() && ::access(stage2_path.c_str(), X_OK) == 0;
+  checks.push_back(check("stage2_helper", stage2_ok,
+                         stage2_path.empty() ? "the host has no sbx-stage2" : stage2_path,
+                         "reinstall sbx: libexec/sbx/sbx-stage2 is missing"));
+  report.available = true;
+  for (const ProbeCheck& c : checks) report.available &= c.status != CheckStatus::kFail;
+  if (report.available) {
+    report.capabilities = {Capability::kWriteRestriction, Capability::kReadRestriction,
+                           Capability::kWriteCarveouts,   Capability::kReadCarveouts,
+                           Capability::kProtectedNames,   Capability::kDenyGlobs,
+                           Capability::kNetworkBlock,     Capability::kSyscallFilter};
+    report.summary = "bubblewrap " + (bwrap.ok() ? *bwrap : std::string()) +
+                     " with namespaces and the sbx-stage2 seccomp filter";
+  } else {
+    for (const ProbeCheck& c : checks) {
+      if (c.status == CheckStatus::kFail) {
+        report.summary = c.name + ": " + c.observed;
+        break;
+      }
+    }
+  }
+  return report;
+}
+
+}  // namespace sbx::bwrap

@@ -1,0 +1,356 @@
+// The bwrap translator. See translate.hpp for the contract and README.md for the mount order
+// and why each step is there.
+#include "sbx/bwrap/translate.hpp"
+
+#include <algorithm>
+#include <set>
+#include <string_view>
+#include <utility>
+
+namespace sbx::bwrap {
+namespace {
+
+std::string parent_of(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  return slash == 0 || slash == std::string::npos ? std::string("/") : path.substr(0, slash);
+}
+
+std::size_t depth_of(const std::string& path) {
+  return path == "/" ? 0 : static_cast<std::size_t>(std::count(path.begin(), path.end(), '/'));
+}
+
+// "/a/b/c" -> {"/a", "/a/b"} (strict ancestors, "/" excluded, shallowest first).
+std::vector<std::string> strict_ancestors(const std::string& path) {
+  std::vector<std::string> out;
+  for (std::size_t pos = path.find('/', 1); pos != std::string::npos;
+       pos = path.find('/', pos + 1))
+    out.push_back(path.substr(0, pos));
+  return out;
+}
+
+std::string_view access_word(Access access) {
+  switch (access) {
+    case Access::kRead: return "read";
+    case Access::kWrite: return "write";
+    case Access::kDeny: return "deny";
+  }
+  return "deny";
+}
+
+// Everything the mount planner needs, with the host facts and policy side by side.
+class MountPlanner {
+ public:
+  MountPlanner(const ResolvedPolicy& policy, const HostFacts& facts)
+      : policy_(policy), facts_(facts) {}
+
+  Status plan(Translation& out);
+
+ private:
+  PathKind kind(const std::string& path) const {
+    auto it = facts_.paths.find(path);
+    return it == facts_.paths.end() ? PathKind::kMissing : it->second;
+  }
+  bool inside_protected(const std::string& path) const;
+  bool inside_glob_match(const std::string& path) const;
+  Access visible_access(const std::string& path) const;
+  std::vector<std::string> items() const;
+  Status emit_base(Translation& out);
+  Status emit_item(const std::string& path, Translation& out);
+  Status emit_missing(const std::string& path, Access desired, Translation& out);
+  void emit_deny_existing(const std::string& path, PathKind path_kind, Translation& out);
+  bool has_visible_descendant(const std::string& path) const;
+  void mask_dir(const std::string& path, const char* perms, Translation& out);
+
+  const ResolvedPolicy& policy_;
+  const HostFacts& facts_;
+  std::set<std::string> pins_;  // ancestors of protected paths, bound so they cannot be renamed
+  std::vector<std::string> deferred_remounts_;
+  std::set<std::string> done_synthetic_;
+};
+
+bool MountPlanner::inside_protected(const std::string& path) const {
+  return std::any_of(policy_.protected_paths.begin(), policy_.protected_paths.end(),
+                     [&](const ProtectedPath& p) { return path_is_within(path, p.path); });
+}
+
+bool MountPlanner::inside_glob_match(const std::string& path) const {
+  for (const std::string& match : facts_.glob_matches) {
+    if (path_is_within(path, match)) return true;
+    auto canon = facts_.canonical.find(match);
+    if (canon != facts_.canonical.end() && path_is_within(path, canon->second)) return true;
+  }
+  return false;
+}
+
+// The access the sandbox must give `path`: the rules, narrowed by protected paths (write
+// becomes read), deny-glob matches and sbx's own state directory (both deny).
+Access MountPlanner::visible_access(const std::string& path) const {
+  if (inside_glob_match(path)) return Access::kDeny;
+  if (!facts_.state_dir.empty() && path_is_within(path, facts_.state_dir)) return Access::kDeny;
+  const Access access = rule_access(policy_, path);
+  if (access == Access::kWrite && inside_protected(path)) return Access::kRead;
+  return access;
+}
+
+// Every path where the access may change, shallowest first (a parent's mount must exist before
+// a child is mounted over it; a child mounted first would be hidden by the parent's mount).
+std::vector<std::string> MountPlanner::items() const {
+  std::set<std::string> all;
+  for (const PathRule& rule : policy_.rules) {
+    if (rule.path != "/") all.insert(rule.path);
+  }
+  for (const ProtectedPath& p : policy_.protected_paths) all.insert(p.path);
+  for (const std::string& match : facts_.glob_matches) {
+    all.insert(match);
+    auto canon = facts_.canonical.find(match);
+    if (canon != facts_.canonical.end()) all.insert(canon->second);
+  }
+  if (!facts_.state_dir.empty()) all.insert(facts_.state_dir);
+  for (const std::string& pin : pins_) all.insert(pin);
+  std::vector<std::string> out(all.begin(), all.end());
+  std::stable_sort(out.begin(), out.end(), [](const std::string& a, const std::string& b) {
+    return depth_of(a) < depth_of(b);
+  });
+  return out;
+}
+
+Status MountPlanner::emit_base(Translation& out) {
+  std::vector<std::string>& a = out.argv;
+  const bool whole_fs = policy_.filesystem_kind != FilesystemKind::kRestricted;
+  const Access root = whole_fs ? Access::kWrite : visible_access("/");
+  if (root == Access::kWrite) {
+    a.insert(a.end(), {"--bind", "/", "/"});
+  } else if (root == Access::kRead) {
+    // Read-only view of the whole host; bwrap's ro-bind is recursive and read-only throughout.
+    a.insert(a.end(), {"--ro-bind", "/", "/"});
+  } else {
+    // Reads restricted: start from an empty root; only granted roots are bound in below.
+    a.insert(a.end(), {"--tmpfs", "/"});
+    deferred_remounts_.push_back("/");
+    if (policy_.platform_defaults_readable) {
+      for (const std::string& dir : minimal_platform_paths()) {
+        if (kind(dir) != PathKind::kMissing) a.insert(a.end(), {"--ro-bind", dir, dir});
+      }
+    }
+  }
+  // A fresh minimal /dev (null, zero, random, tty, pts, shm) rather than the host's devices.
+  a.insert(a.end(), {"--dev", "/dev"});
+  return {};
+}
+
+void MountPlanner::mask_dir(const std::string& path, const char* perms, Translation& out) {
+  out.argv.insert(out.argv.end(), {"--perms", perms, "--tmpfs", path});
+  // Remounted read-only only after everything nested was mounted: bwrap creates the nested
+  // mount points inside this tmpfs, and --remount-ro is not recursive, so nested writable binds
+  // stay writable.
+  deferred_remounts_.push_back(path);
+}
+
+bool MountPlanner::has_visible_descendant(const std::string& path) const {
+  for (const std::string& item : items()) {
+    if (item != path && path_is_within(item, path) && visible_access(item) != Access::kDeny)
+      return true;
+  }
+  return false;
+}
+
+void MountPlanner::emit_deny_existing(const std::string& path, PathKind path_kind,
+                                      Translation& out) {
+  if (path_kind == PathKind::kDirectory) {
+    // An empty directory; traversable only (0111) when something below is granted again.
+    mask_dir(path, has_visible_descendant(path) ? "0111" : "0555", out);
+    return;
+  }
+  // A file (or socket, fifo, device): /dev/null bound over it. bwrap binds with nodev, so
+  // opening it fails with EACCES, and the read-only bind keeps it from being replaced.
+  out.argv.insert(out.argv.end(), {"--ro-bind", "/dev/null", path});
+}
+
+// A path that must not be writable (read or deny) does not exist. If its parent directory is
+// writable in the sandbox, the command could create it, so the first missing component is
+// masked with an empty read-only directory. bwrap must create that mount point on the host;
+// exec removes it after the run (synthetic_mount_points).
+Status MountPlanner::emit_missing(const std::string& path, Access desired, Translation& out) {
+  std::string first_missing = path;
+  for (const std::string& ancestor : strict_ancestors(path)) {
+    if (kind(ancestor) == PathKind::kMissing) {
+      first_missing = ancestor;
+      break;
+    }
+  }
+  if (visible_access(parent_of(first_missing)) != Access::kWrite) return {};
+  if (!done_synthetic_.insert(first_missing).second) return {};
+  mask_dir(first_missing, desired == Access::kDeny ? "0000" : "0555", out);
+  out.synthetic_mount_points.push_back(first_missing);
+  out.notes.push_back("'" + path + "' (" + std::string(access_word(desired)) +
+                      ") does not exist: '" + first_missing +
+                      "' is masked by an empty read-only directory; its mount point is created "
+                      "on the host for the run and removed afterwards");
+  return {};
+}
+
+Status MountPlanner::emit_item(const std::string& path, Translation& out) {
+  const Access desired = visible_access(path);
+  const Access inherited = visible_access(parent_of(path));
+  const PathKind path_kind = kind(path);
+  const bool is_write_rule = desired == Access::kWrite &&
+                             rule_access(policy_, path) == Access::kWrite &&
+                             std::any_of(policy_.rules.begin(), policy_.rules.end(),
+                                         [&](const PathRule& r) { return r.path == path; });
+  // Writable roots (and the ancestors of protected paths) are always bind-mounted, even inside
+  // another writable root: a mount point cannot be renamed or removed from inside the sandbox.
+  const bool force_bind = desired == Access::kWrite && (is_write_rule || pins_.count(path) > 0);
+  if (desired == inherited && !force_bind) return {};
+  if (path_kind == PathKind::kSymlink) {
+    if (desired == Access::kDeny) {
+      // Mounting over a symlink mounts over its target; the target is an item of its own.
+      return {};
+    }
+    if (inherited == Access::kWrite || desired == Access::kWrite)
+      return Error{"cannot enforce '" + path + "' (" + std::string(access_word(desired)) +
+                   "): it is a symlink inside a writable root, which the command could replace"};
+  }
+  if (path_kind == PathKind::kMissing) {
+    if (desired == Access::kWrite) {
+      out.notes.push_back("writable root '" + path + "' does not exist; it is not mounted");
+      return {};
+    }
+    return emit_missing(path, desired, out);
+  }
+  switch (desired) {
+    case Access::kWrite: out.argv.insert(out.argv.end(), {"--bind", path, path}); break;
+    case Access::kRead: out.argv.insert(out.argv.end(), {"--ro-bind", path, path}); break;
+    case Access::kDeny: emit_deny_existing(path, path_kind, out); break;
+  }
+  return {};
+}
+
+Status MountPlanner::plan(Translation& out) {
+  // Pin every existing directory between a writable root and a protected path below it.
+  for (const ProtectedPath& p : policy_.protected_paths) {
+    for (const std::string& a : strict_ancestors(p.path)) {
+      if (a.size() > p.writable_root.size() && path_is_within(a, p.writable_root) &&
+          kind(a) == PathKind::kDirectory)
+        pins_.insert(a);
+    }
+  }
+  Status status = emit_base(out);
+  if (!status.ok()) return status;
+  if (policy_.filesystem_kind != FilesystemKind::kRestricted) return {};
+  for (const std::string& path : items()) {
+    status = emit_item(path, out);
+    if (!status.ok()) return status;
+  }
+  for (const std::string& path : deferred_remounts_)
+    out.argv.insert(out.argv.end(), {"--remount-ro", path});
+  return {};
+}
+
+Status check_supported(const TransformRequest& request, const HostFacts& facts) {
+  const ResolvedPolicy& policy = request.policy;
+  if (facts.bwrap_path.empty() || facts.bwrap_path.front() != '/')
+    return Error{"bwrap: no trusted bubblewrap binary (install the 'bubblewrap' package)"};
+  if (facts.stage2_path.empty() || facts.stage2_path.front() != '/')
+    return Error{"bwrap: the host gave no sbx-stage2 helper path; reinstall sbx"};
+  if (request.argv.empty() || request.argv.front().empty() || request.argv.front()[0] != '/')
+    return Error{"bwrap: argv[0] must be an absolute path"};
+  if (request.cwd.empty() || request.cwd.front() != '/')
+    return Error{"bwrap: the working directory must be absolute"};
+  if (policy.network.mode == NetworkMode::kProxy)
+    return Error{"network.mode 'proxy': the bwrap backend cannot route traffic through a proxy"};
+  if (policy.network.mode != NetworkMode::kEnabled && !policy.network.unix_sockets.empty())
+    return Error{"network.unix_sockets '" + policy.network.unix_sockets.front() +
+                 "': the bwrap backend blocks every unix socket when the network is restricted "
+                 "and cannot allow single paths"};
+  for (const std::string& entry : request.env) {
+    if (entry.find('=') == std::string::npos)
+      return Error{"bwrap: environment entry '" + entry + "' has no '='"};
+  }
+  return {};
+}
+
+void append_namespaces(const ResolvedPolicy& policy, const HostFacts& facts, Translation& out) {
+  std::vector<std::string>& a = out.argv;
+  if (facts.can_mount_proc) {
+    a.insert(a.end(), {"--proc", "/proc"});
+  } else {
+    // Fallback, reported: the host cannot mount a fresh procfs here (e.g. a container with a
+    // masked /proc). The host's /proc is never shown; the sandbox gets an empty read-only one.
+    a.insert(a.end(), {"--perms", "0555", "--tmpfs", "/proc", "--remount-ro", "/proc"});
+    out.notes.push_back("this host cannot mount proc in a new pid namespace: /proc is empty "
+                        "inside the sandbox (programs that read /proc may fail)");
+  }
+  // New user, pid and ipc namespaces always (explicit: bwrap skips the user namespace for uid 0
+  // otherwise); a new network namespace (only loopback) unless the network is enabled.
+  a.insert(a.end(), {"--unshare-user", "--unshare-pid", "--unshare-ipc"});
+  if (policy.network.mode != NetworkMode::kEnabled) a.push_back("--unshare-net");
+  // The command dies with sbx, cannot reach the caller's terminal (TIOCSTI), keeps no
+  // capability, and sbx-stage2 is PID 1 of the namespace (it reaps and forwards signals).
+  a.insert(a.end(),
+           {"--die-with-parent", "--new-session", "--cap-drop", "ALL", "--as-pid-1"});
+}
+
+void append_stage2(const TransformRequest& request, const HostFacts& facts, Translation& out) {
+  std::vector<std::string>& a = out.argv;
+  a.insert(a.end(), {"--chdir", request.cwd, "--", facts.stage2_path, "--net"});
+  // blocked: no socket() but socketpair(AF_UNIX); open: every socket (network enabled).
+  a.push_back(request.policy.network.mode == NetworkMode::kEnabled ? "open" : "blocked");
+  // The command's environment goes to stage 2 as arguments: bwrap and stage 2 themselves run
+  // with an empty environment, so LD_PRELOAD and friends cannot act before the filter is on.
+  for (const std::string& entry : request.env) a.insert(a.end(), {"--env", entry});
+  a.push_back("--");
+  a.insert(a.end(), request.argv.begin(), request.argv.end());
+}
+
+}  // namespace
+
+std::string_view to_string(PathKind kind) {
+  switch (kind) {
+    case PathKind::kMissing: return "missing";
+    case PathKind::kDirectory: return "dir";
+    case PathKind::kFile: return "file";
+    case PathKind::kSymlink: return "symlink";
+    case PathKind::kOther: return "other";
+  }
+  return "missing";
+}
+
+const std::vector<std::string>& minimal_platform_paths() {
+  static const std::vector<std::string> paths = {"/bin",   "/etc",   "/lib",  "/lib32",
+                                                 "/lib64", "/libx32", "/sbin", "/usr"};
+  return paths;
+}
+
+std::vector<std::string> paths_of_interest(const ResolvedPolicy& policy,
+                                           const std::string& state_dir) {
+  std::set<std::string> out;
+  auto add_with_ancestors = [&out](const std::string& path) {
+    for (const std::string& a : strict_ancestors(path)) out.insert(a);
+    out.insert(path);
+  };
+  for (const PathRule& rule : policy.rules) add_with_ancestors(rule.path);
+  for (const ProtectedPath& p : policy.protected_paths) add_with_ancestors(p.path);
+  for (const std::string& dir : minimal_platform_paths()) out.insert(dir);
+  if (!state_dir.empty()) out.insert(state_dir);
+  out.erase("/");
+  return {out.begin(), out.end()};
+}
+
+Result<Translation> translate(const TransformRequest& request, const HostFacts& facts) {
+  Status status = check_supported(request, facts);
+  if (!status.ok()) return Error{status.error()};
+  Translation out;
+  out.argv.push_back(facts.bwrap_path);
+  MountPlanner planner(request.policy, facts);
+  status = planner.plan(out);
+  if (!status.ok()) return Error{status.error()};
+  append_namespaces(request.policy, facts, out);
+  append_stage2(request, facts, out);
+  if (!request.policy.deny_globs.empty())
+    out.notes.push_back("deny globs were expanded at launch (" +
+                        std::to_string(facts.glob_matches.size()) +
+                        " matches); files created later are not covered");
+  return out;
+}
+
+}  // namespace sbx::bwrap
