@@ -33,7 +33,7 @@ Result<std::vector<std::uint16_t>> proxy_ports(Context& ctx, const std::vector<s
     return Error{std::string("network mode is proxy but no loopback proxy port is known") +
                  (from_env.configured ? " (the proxy variables name no loopback host:port)" : "") +
                  ": set network.proxy_ports or HTTP_PROXY/HTTPS_PROXY/ALL_PROXY to "
-                 "http://127.0.0.1:PORT; refusing to run with the network open"};
+                 "http://127.0.0.1:PORT (failing closed rather than opening the network)"};
   }
   ctx.notes.push_back("network: only to loopback proxy port(s) " + join_ports(ports));
   return ports;
@@ -82,6 +82,8 @@ Result<std::string> network_section(Context& ctx, const std::vector<std::string>
     }
     case NetworkMode::kRestricted:
       ctx.notes.push_back("network: none");
+      if (!net.allow_local_binding && net.unix_sockets.empty())
+        return std::string("; Network: none (deny default).\n");
       if (net.allow_local_binding) out += local_binding_rules();
       return out + unix_socket_rules(ctx);
   }

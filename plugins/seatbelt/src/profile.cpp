@@ -154,7 +154,7 @@ Result<std::string> glob_section(Context& ctx) {
   std::string out = "; Deny globs: no read or write of matching paths or anything below them.\n";
   for (const std::string& glob : ctx.policy.deny_globs) {
     auto regexes = glob_regexes(glob);
-    if (!regexes) return Error{"deny glob: " + regexes.error()};
+    if (!regexes) return Error{regexes.error()};
     for (const std::string& r : *regexes)
       out += "(deny file-read* file-write* (regex #\"" + r + "\"))\n";
     // A directory on the glob's literal prefix inside a writable root could be renamed to
