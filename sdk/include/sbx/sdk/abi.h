@@ -20,6 +20,10 @@
 
 #define SBX_ABI_MAJOR 1
 #define SBX_ABI_MINOR 0
+/* SHA-256 of this file with the quoted value below left empty. Any edit to this header fails
+ * the ABI guard test (tests/unit/sdk) until someone reviews the ABI, bumps SBX_ABI_MINOR
+ * (append-only growth) or SBX_ABI_MAJOR (anything else) as needed, and records the new digest. */
+#define SBX_ABI_HEADER_SHA256 "666da687542ea4186073ee86f8237609221aa6feb9be04222380ee6676e3f698"
 #define SBX_PLUGIN_ENTRY_SYMBOL "sbx_plugin_entry_v1"
 
 #if defined(_WIN32)

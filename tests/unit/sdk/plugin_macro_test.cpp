@@ -1,0 +1,122 @@
+// SBX_DECLARE_BACKEND and HostServices: the descriptor a plugin exports, create() never
+// letting an exception out, and the host table used through its C++ view.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+
+#include "sbx/sdk/plugin.hpp"
+
+namespace {
+
+bool g_throw_in_constructor = false;
+int g_live_backends = 0;
+
+class MacroBackend final : public sbx::Backend {
+ public:
+  explicit MacroBackend(sbx::HostServices host) : Backend(host) {
+    if (g_throw_in_constructor) throw std::runtime_error("constructor failed");
+    ++g_live_backends;
+  }
+  ~MacroBackend() override { --g_live_backends; }
+  sbx::ProbeReport probe(const sbx::ProbeContext&) override { return {}; }
+  sbx::Result<sbx::ExecPlan> transform(const sbx::TransformRequest&) const override {
+    host().log(SBX_LOG_INFO, "transform");
+    return sbx::Error{"not in this test"};
+  }
+  sbx::HostServices services() const { return host(); }
+};
+
+}  // namespace
+
+SBX_DECLARE_BACKEND(MacroBackend, "macro-test", "9.9.9", "a backend for the SDK's own tests")
+
+namespace {
+
+struct Recorder {
+  std::string last;
+  int level = -1;
+  bool spawned = false;
+};
+
+void record_log(void* ctx, int level, const char* message, std::size_t length) {
+  auto* recorder = static_cast<Recorder*>(ctx);
+  recorder->last.assign(message, length);
+  recorder->level = level;
+}
+
+int fake_spawn(void* ctx, const void* plan, void* status_out, char* error, std::size_t size) {
+  static_cast<Recorder*>(ctx)->spawned = true;
+  if (static_cast<const sbx::ExecPlan*>(plan)->argv.empty()) {
+    std::snprintf(error, size, "empty argv");
+    return 1;
+  }
+  static_cast<sbx::ExitStatus*>(status_out)->exit_code = 7;
+  return 0;
+}
+
+TEST(SdkPluginMacro, DescriptorCarriesTheAbiAndIdentity) {
+  const sbx_plugin_v1* d = sbx_plugin_entry_v1();
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d, sbx_plugin_entry_v1()) << "one static descriptor";
+  EXPECT_EQ(d->struct_size, sizeof(sbx_plugin_v1));
+  EXPECT_EQ(d->abi_major, SBX_ABI_MAJOR);
+  EXPECT_EQ(d->abi_minor, SBX_ABI_MINOR);
+  EXPECT_STREQ(d->name, "macro-test");
+  EXPECT_STREQ(d->version, "9.9.9");
+  EXPECT_STREQ(d->fingerprint, SBX_TOOLCHAIN_FINGERPRINT);
+  for (void* reserved : d->reserved) EXPECT_EQ(reserved, nullptr);
+}
+
+TEST(SdkPluginMacro, CreateAndDestroyPairUp) {
+  const sbx_plugin_v1* d = sbx_plugin_entry_v1();
+  void* backend = d->create(nullptr);
+  ASSERT_NE(backend, nullptr);
+  EXPECT_EQ(g_live_backends, 1);
+  d->destroy(backend);
+  EXPECT_EQ(g_live_backends, 0);
+}
+
+TEST(SdkPluginMacro, ThrowingConstructorBecomesNull) {
+  g_throw_in_constructor = true;
+  void* backend = sbx_plugin_entry_v1()->create(nullptr);
+  g_throw_in_constructor = false;
+  EXPECT_EQ(backend, nullptr);
+}
+
+TEST(SdkHostServices, LogAndSpawnGoThroughTheTable) {
+  Recorder recorder;
+  const sbx_host_v1 host = {sizeof(sbx_host_v1), SBX_ABI_MAJOR, SBX_ABI_MINOR, "1.2.3",
+                            "/opt/sbx/libexec/sbx/sbx-stage2", &recorder, &record_log,
+                            &fake_spawn};
+  void* raw = sbx_plugin_entry_v1()->create(&host);
+  ASSERT_NE(raw, nullptr);
+  auto* backend = static_cast<MacroBackend*>(static_cast<sbx::Backend*>(raw));
+  EXPECT_FALSE(backend->transform({}).ok());
+  EXPECT_EQ(recorder.last, "transform");
+  EXPECT_EQ(recorder.level, SBX_LOG_INFO);
+  EXPECT_EQ(backend->services().stage2_path(), "/opt/sbx/libexec/sbx/sbx-stage2");
+  EXPECT_EQ(backend->services().host_version(), "1.2.3");
+  sbx::ExecPlan plan;
+  plan.argv = {"/bin/true"};
+  sbx::Result<sbx::ExitStatus> status = backend->exec(plan);  // default exec = host spawn
+  ASSERT_TRUE(status.ok()) << status.error();
+  EXPECT_EQ(status->exit_code, 7);
+  EXPECT_TRUE(recorder.spawned);
+  sbx::Result<sbx::ExitStatus> failed = backend->exec(sbx::ExecPlan{});
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.error(), "empty argv");
+  sbx_plugin_entry_v1()->destroy(raw);
+}
+
+TEST(SdkHostServices, MissingTableIsAnErrorNotACrash) {
+  const sbx::HostServices none(nullptr);
+  EXPECT_EQ(none.stage2_path(), "");
+  none.log(SBX_LOG_ERROR, "dropped");
+  sbx::Result<sbx::ExitStatus> status = none.spawn(sbx::ExecPlan{});
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.error().find("no spawn service"), std::string::npos);
+}
+
+}  // namespace
