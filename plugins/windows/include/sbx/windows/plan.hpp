@@ -1,0 +1,94 @@
+// The Windows plan: what the restricted-token backend does to run one command under a
+// ResolvedPolicy. Pure data plus the pure function that computes it, so every decision (which
+// SIDs, which ACEs on which paths, which names are created first, the exact command line and
+// environment, and what is refused) is unit-tested on any host. src/win32/ carries it out.
+//
+// The enforcement model, and its limits:
+//  * The command runs with CreateRestrictedToken(DISABLE_MAX_PRIVILEGE | LUA_TOKEN |
+//    WRITE_RESTRICTED) of the caller's own token. WRITE_RESTRICTED makes Windows check the
+//    restricting SIDs for write access only: a write must be allowed both to the user and to
+//    one of the restricting SIDs (a fresh random capability SID, the logon SID, Everyone).
+//  * Writable roots get an inheritable allow-write ACE for the capability SID; read-only
+//    carve-outs and protected names inside them get an inheritable deny-write ACE (deny ACEs
+//    for a restricting SID win over any allow, including Everyone's); the roots and every
+//    directory above a carve-out get a deny-delete ACE so they cannot be renamed away. The
+//    allow ACE never grants FILE_DELETE_CHILD, so a parent cannot override a child's deny.
+//  * Missing carve-outs are created (as directories) before the run so the command cannot
+//    create them, and removed afterwards if still empty; the ACEs are removed by SID after the
+//    run. The SID is new for every run, so ACEs left behind by a crash grant nothing to anyone.
+//  * Reads are the user's own: restricted reads, deny rules and deny globs are refused. Sockets
+//    are not covered by file ACLs and this backend has no firewall component: any network mode
+//    other than "enabled" is refused.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sbx/sdk/result.hpp"
+#include "sbx/sdk/types.hpp"
+
+namespace sbx::windows {
+
+// Symbolic SIDs. The plan is deterministic; the executor maps these to real SIDs at run time.
+enum class SidRef : std::uint8_t {
+  kWriteCapability,  // "cap:write": a random S-1-5-21-a-b-c-d SID generated for each run
+  kLogon,            // the logon session SID of the caller's token
+  kEveryone,         // S-1-1-0
+};
+std::string_view to_string(SidRef sid);
+
+enum class AceKind : std::uint8_t {
+  kAllowWrite,   // inheritable (OI|CI): write data, append, add file/dir, attributes, EA, DELETE
+  kDenyWrite,    // inheritable (OI|CI): the above plus FILE_DELETE_CHILD, WRITE_DAC, WRITE_OWNER
+  kDenyDelete,   // this object only: DELETE (no rename or removal of the directory itself)
+};
+std::string_view to_string(AceKind kind);
+
+struct Ace {
+  AceKind kind = AceKind::kDenyWrite;
+  SidRef sid = SidRef::kWriteCapability;
+  std::string path;  // Windows form
+  friend bool operator==(const Ace&, const Ace&) = default;
+};
+
+struct TokenPlan {
+  bool disable_max_privilege = true;
+  bool lua_token = true;
+  bool write_restricted = true;
+  std::vector<SidRef> restricting_sids;  // in order; empty when !write_restricted
+  std::vector<SidRef> default_dacl;      // GENERIC_ALL for each; empty = leave the default
+  friend bool operator==(const TokenPlan&, const TokenPlan&) = default;
+};
+
+struct WindowsPlan {
+  TokenPlan token;
+  std::vector<std::string> create_dirs;  // Windows form, parents first; created if missing
+  std::vector<Ace> aces;                 // applied in order, removed in reverse order
+  std::vector<std::string> argv;         // argv[0] = the application, in Windows form
+  std::string command_line;              // UTF-8; what CreateProcessAsUserW receives
+  std::vector<std::string> env;          // KEY=VALUE, sorted as CreateProcessW requires
+  std::string cwd;                       // Windows form
+  bool kill_on_job_close = true;         // the job object kills the whole tree on close
+  std::vector<std::string> info;         // explanations for a person; never parsed
+  friend bool operator==(const WindowsPlan&, const WindowsPlan&) = default;
+};
+
+// Computes the plan, or an Error naming the rule or input it cannot honour (see the model
+// above). Never touches the host.
+Result<WindowsPlan> build_plan(const TransformRequest& request);
+
+// What this backend can enforce on a Windows host (the probe reports it there).
+CapabilitySet windows_capabilities();
+
+// Checks that a plan can be carried out by the Win32 executor: every path fully qualified
+// (drive or UNC). A plan printed from POSIX-style paths fails here with the path named.
+Status check_runnable(const WindowsPlan& plan);
+
+// Sorts and validates an environment for CreateProcessW: each entry NAME=VALUE with a non-empty
+// name (a leading '=' is allowed, as in "=C:=C:\dir"), valid UTF-8, no NUL; names compared
+// case-insensitively, duplicates refused. Sorted by upper-cased name, as Win32 requires.
+Result<std::vector<std::string>> windows_environment(const std::vector<std::string>& env);
+
+}  // namespace sbx::windows

@@ -1,0 +1,368 @@
+#include "sbx/windows/plan.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "sbx/windows/command_line.hpp"
+#include "sbx/windows/win_path.hpp"
+
+namespace sbx::windows {
+namespace {
+
+constexpr std::string_view kWho = "windows backend: ";
+
+std::string rule_text(const PathRule& rule) {
+  const char* access = rule.access == Access::kRead    ? "read"
+                       : rule.access == Access::kWrite ? "write"
+                                                       : "deny";
+  return "{\"path\": \"" + rule.path + "\", \"access\": \"" + access + "\"}";
+}
+
+std::size_t depth(std::string_view path) {
+  return static_cast<std::size_t>(std::count(path.begin(), path.end(), '/'));
+}
+
+// The parent of a normalised absolute path ("/" and "X:/" have none: returns them unchanged).
+std::string parent_of(std::string_view path) {
+  const std::size_t slash = path.rfind('/');
+  if (slash == std::string_view::npos || path.size() <= 1) return std::string(path);
+  if (slash == 0) return "/";
+  if (slash == 2 && path[1] == ':') return std::string(path.substr(0, 3));
+  return std::string(path.substr(0, slash));
+}
+
+// True for "/", "X:/" and "//server/share": granting write there rewrites a whole volume.
+bool is_volume_root(std::string_view path) {
+  if (path == "/") return true;
+  if (path.size() == 3 && path[1] == ':' && path[2] == '/') return true;
+  return path.starts_with("//") && std::count(path.begin() + 2, path.end(), '/') <= 1;
+}
+
+// The most specific rule for `path`, excluding a rule on `path` itself when `strict`.
+const PathRule* nearest_rule(const ResolvedPolicy& policy, std::string_view path, bool strict) {
+  const PathRule* best = nullptr;
+  for (const PathRule& rule : policy.rules) {
+    if (strict && rule.path == path) continue;
+    if (path_is_within(path, rule.path) && (best == nullptr || rule.path.size() > best->path.size()))
+      best = &rule;
+  }
+  return best;
+}
+
+// The least specific write rule that covers `path`: every directory from it down can be
+// renamed by the command unless we say otherwise.
+const PathRule* outermost_write_rule(const ResolvedPolicy& policy, std::string_view path) {
+  const PathRule* best = nullptr;
+  for (const PathRule& rule : policy.rules) {
+    if (rule.access == Access::kWrite && path_is_within(path, rule.path) &&
+        (best == nullptr || rule.path.size() < best->path.size()))
+      best = &rule;
+  }
+  return best;
+}
+
+// Refuses, naming the rule, everything a write-restricted token cannot enforce.
+Status check_enforceable(const ResolvedPolicy& policy) {
+  if (policy.network.mode != NetworkMode::kEnabled) {
+    const char* mode = policy.network.mode == NetworkMode::kProxy ? "proxy" : "restricted";
+    return Error{std::string(kWho) + "cannot enforce network.mode=" + mode +
+                 ": a restricted token does not limit sockets and this backend has no firewall "
+                 "component; use --network enabled, or a backend that blocks the network"};
+  }
+  if (policy.filesystem_kind != FilesystemKind::kRestricted) return {};
+  if (reads_restricted(policy))
+    return Error{std::string(kWho) + "cannot enforce restricted reads (no rule grants read on "
+                 "'/'): a write-restricted token reads with the user's own rights; grant ':root' "
+                 "read, or use a backend with read restriction"};
+  for (const PathRule& rule : policy.rules) {
+    if (rule.access == Access::kDeny)
+      return Error{std::string(kWho) + "cannot enforce rule " + rule_text(rule) +
+                   ": a write-restricted token cannot deny reading; remove the rule, or use a "
+                   "backend with read carve-outs"};
+    if (rule.access == Access::kWrite && is_volume_root(rule.path))
+      return Error{std::string(kWho) + "refusing rule " + rule_text(rule) + ": it would rewrite "
+                   "the ACL of a whole volume; use filesystem kind 'unrestricted' instead"};
+  }
+  if (!policy.deny_globs.empty())
+    return Error{std::string(kWho) + "cannot enforce deny glob '" + policy.deny_globs.front() +
+                 "': a write-restricted token cannot deny reading; remove it, or use a backend "
+                 "with deny globs"};
+  return {};
+}
+
+// Accumulates the filesystem part of the plan in generic (forward-slash) paths.
+class FilesystemPlanner {
+ public:
+  explicit FilesystemPlanner(const ResolvedPolicy& policy) : policy_(policy) {}
+
+  void plan() {
+    for (const ProtectedPath& item : policy_.protected_paths) plan_protected(item);
+    for (const PathRule& rule : policy_.rules) {
+      if (rule.access == Access::kRead) plan_read_carveout(rule);
+    }
+    for (const PathRule& rule : policy_.rules) {
+      if (rule.access == Access::kWrite) plan_writable_root(rule);
+    }
+  }
+
+  std::vector<std::string> info;
+  std::set<std::string> creates;
+  std::map<AceKind, std::set<std::string>> aces;
+
+ private:
+  // A protected name must stay read-only and, when missing, must not become creatable.
+  void plan_protected(const ProtectedPath& item) {
+    if (rule_access(policy_, item.path) != Access::kWrite) {
+      info.push_back("protected path " + item.path + " is not writable under the rules: no ACE");
+      return;
+    }
+    protected_.push_back(item.path);
+    if (!item.exists) creates.insert(item.path);
+    deny_write_with_ancestors(item.path);
+  }
+
+  // A read rule directly inside a writable area is a read-only carve-out.
+  void plan_read_carveout(const PathRule& rule) {
+    const PathRule* parent = nearest_rule(policy_, rule.path, /*strict=*/true);
+    if (parent == nullptr || parent->access != Access::kWrite) return;
+    creates.insert(rule.path);  // existence is unknown here: the executor creates it if missing
+    deny_write_with_ancestors(rule.path);
+  }
+
+  void plan_writable_root(const PathRule& rule) {
+    for (const std::string& item : protected_) {
+      if (path_is_within(rule.path, item)) {
+        info.push_back("writable root " + rule.path + " lies inside protected path " + item +
+                       ": protected paths override write access, so it stays read-only");
+        return;
+      }
+    }
+    const PathRule* parent = nearest_rule(policy_, rule.path, /*strict=*/true);
+    // Inside another writable root the inherited allow already applies.
+    if (parent == nullptr || parent->access != Access::kWrite)
+      aces[AceKind::kAllowWrite].insert(rule.path);
+    // The root itself must not be renamed or removed.
+    aces[AceKind::kDenyDelete].insert(rule.path);
+  }
+
+  // Denies writing `target` and renaming any directory between its writable root and it
+  // (moving an ancestor away would let the command recreate the path unprotected).
+  void deny_write_with_ancestors(const std::string& target) {
+    aces[AceKind::kDenyWrite].insert(target);
+    const PathRule* root = outermost_write_rule(policy_, target);
+    if (root == nullptr) return;
+    for (std::string dir = parent_of(target); path_is_within(dir, root->path);
+         dir = parent_of(dir)) {
+      aces[AceKind::kDenyDelete].insert(dir);
+      if (dir == root->path) break;
+    }
+  }
+
+  const ResolvedPolicy& policy_;
+  std::vector<std::string> protected_;
+};
+
+bool by_depth(const std::string& a, const std::string& b) {
+  return std::make_pair(depth(a), a) < std::make_pair(depth(b), b);
+}
+
+std::vector<std::string> sorted_by_depth(const std::set<std::string>& paths) {
+  std::vector<std::string> out(paths.begin(), paths.end());
+  std::sort(out.begin(), out.end(), by_depth);
+  return out;
+}
+
+// Converts the planner's generic paths to Windows form, in the plan's fixed order.
+Status emit_filesystem(FilesystemPlanner& planner, WindowsPlan& plan, bool& drive_relative) {
+  const auto convert = [&](const std::string& path) -> Result<std::string> {
+    Result<WindowsPath> converted = to_windows_path(path);
+    if (!converted.ok()) return Error{std::string(kWho) + converted.error()};
+    drive_relative = drive_relative || !converted->fully_qualified;
+    return converted->path;
+  };
+  for (const std::string& path : sorted_by_depth(planner.creates)) {
+    Result<std::string> converted = convert(path);
+    if (!converted.ok()) return converted.status();
+    plan.create_dirs.push_back(*converted);
+  }
+  for (AceKind kind : {AceKind::kAllowWrite, AceKind::kDenyWrite, AceKind::kDenyDelete}) {
+    for (const std::string& path : sorted_by_depth(planner.aces[kind])) {
+      // A deny-write ACE already includes DELETE.
+      if (kind == AceKind::kDenyDelete && planner.aces[AceKind::kDenyWrite].contains(path))
+        continue;
+      Result<std::string> converted = convert(path);
+      if (!converted.ok()) return converted.status();
+      plan.aces.push_back(Ace{kind, SidRef::kWriteCapability, *converted});
+    }
+  }
+  plan.info.insert(plan.info.end(), planner.info.begin(), planner.info.end());
+  return {};
+}
+
+std::string lower(std::string_view text) {
+  std::string out;
+  for (char c : text) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// argv[0] in Windows form; batch files are refused (see the message).
+Status plan_command(const TransformRequest& request, WindowsPlan& plan, bool& drive_relative) {
+  if (request.argv.empty()) return Error{std::string(kWho) + "argv is empty: nothing to run"};
+  Result<WindowsPath> program = to_windows_path(request.argv[0]);
+  if (!program.ok()) return Error{std::string(kWho) + "argv[0]: " + program.error()};
+  drive_relative = drive_relative || !program->fully_qualified;
+  const std::string name = lower(program->path.substr(program->path.rfind('\\') + 1));
+  if (name.ends_with(".bat") || name.ends_with(".cmd"))
+    return Error{std::string(kWho) + "argv[0] '" + program->path + "' is a batch file: "
+                 "CreateProcess runs it through cmd.exe, which re-parses every argument with its "
+                 "own rules (& | < > ^ %), so arguments cannot be passed safely; run cmd.exe "
+                 "explicitly if that is really intended"};
+  if (name == "cmd.exe")
+    plan.info.push_back("cmd.exe parses its command line itself, not with CommandLineToArgvW: "
+                        "the quoting above is exact for other programs only");
+  plan.argv = request.argv;
+  plan.argv[0] = program->path;
+  Result<std::string> line = build_command_line(plan.argv);
+  if (!line.ok()) return Error{std::string(kWho) + line.error()};
+  plan.command_line = std::move(*line);
+  Result<WindowsPath> cwd = to_windows_path(request.cwd);
+  if (!cwd.ok()) return Error{std::string(kWho) + "cwd: " + cwd.error()};
+  drive_relative = drive_relative || !cwd->fully_qualified;
+  plan.cwd = cwd->path;
+  return {};
+}
+
+TokenPlan token_for(FilesystemKind kind) {
+  TokenPlan token;
+  if (kind != FilesystemKind::kRestricted) {
+    token.write_restricted = false;
+    return token;
+  }
+  // The capability SID first (it carries every allow and deny ACE of the plan); the logon SID
+  // and Everyone because the console, pipes, NUL and the process's own objects are granted to
+  // them, and a write-restricted token without them cannot even start.
+  token.restricting_sids = {SidRef::kWriteCapability, SidRef::kLogon, SidRef::kEveryone};
+  // Objects the command creates without an inheritable ACL (its pipes, events, threads) must be
+  // writable by the restricted half of its own access check.
+  token.default_dacl = {SidRef::kWriteCapability, SidRef::kLogon, SidRef::kEveryone};
+  return token;
+}
+
+void add_general_info(const ResolvedPolicy& policy, bool drive_relative, WindowsPlan& plan) {
+  if (policy.filesystem_kind != FilesystemKind::kRestricted) {
+    plan.info.insert(plan.info.begin(),
+                     "filesystem kind is not 'restricted': no write restriction; the token only "
+                     "drops administrator rights and privileges");
+  } else {
+    plan.info.insert(plan.info.begin(),
+                     {"reads are not restricted: the command reads what the user can read",
+                      "writes must pass both the user's and the restricting SIDs' check: "
+                      "locations where Everyone or the logon session may write stay writable",
+                      "after the run the ACEs are removed by SID and directories this plan "
+                      "created are removed if empty"});
+  }
+  if (drive_relative)
+    plan.info.push_back("some paths have no drive letter (a POSIX-style policy): this plan can be "
+                        "printed but the Windows executor refuses to run it");
+}
+
+}  // namespace
+
+std::string_view to_string(SidRef sid) {
+  switch (sid) {
+    case SidRef::kWriteCapability: return "cap:write";
+    case SidRef::kLogon: return "logon";
+    case SidRef::kEveryone: return "everyone";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(AceKind kind) {
+  switch (kind) {
+    case AceKind::kAllowWrite: return "allow-write";
+    case AceKind::kDenyWrite: return "deny-write";
+    case AceKind::kDenyDelete: return "deny-delete";
+  }
+  return "unknown";
+}
+
+CapabilitySet windows_capabilities() {
+  return {Capability::kWriteRestriction, Capability::kWriteCarveouts, Capability::kProtectedNames};
+}
+
+Result<WindowsPlan> build_plan(const TransformRequest& request) {
+  const ResolvedPolicy& policy = request.policy;
+  if (Status status = check_enforceable(policy); !status.ok()) return Error{status.error()};
+  WindowsPlan plan;
+  plan.token = token_for(policy.filesystem_kind);
+  bool drive_relative = false;
+  if (policy.filesystem_kind == FilesystemKind::kRestricted) {
+    FilesystemPlanner planner(policy);
+    planner.plan();
+    if (Status status = emit_filesystem(planner, plan, drive_relative); !status.ok())
+      return Error{status.error()};
+  }
+  if (Status status = plan_command(request, plan, drive_relative); !status.ok())
+    return Error{status.error()};
+  Result<std::vector<std::string>> env = windows_environment(request.env);
+  if (!env.ok()) return Error{std::string(kWho) + env.error()};
+  plan.env = std::move(*env);
+  add_general_info(policy, drive_relative, plan);
+  return plan;
+}
+
+Status check_runnable(const WindowsPlan& plan) {
+  const auto check = [](const std::string& path, std::string_view what) -> Status {
+    const bool drive = path.size() >= 3 && path[1] == ':' && path[2] == '\\';
+    if (drive || path.starts_with("\\\\")) return {};
+    return Error{std::string(kWho) + std::string(what) + " '" + path + "' has no drive letter or "
+                 "server: Windows would resolve it against the current drive; refusing to run"};
+  };
+  if (plan.argv.empty()) return Error{std::string(kWho) + "the plan has no argv"};
+  // Privileges and administrator rights are always dropped; a write restriction needs SIDs.
+  if (!plan.token.disable_max_privilege || !plan.token.lua_token)
+    return Error{std::string(kWho) + "the plan keeps privileges (DISABLE_MAX_PRIVILEGE and "
+                 "LUA_TOKEN are required)"};
+  if (plan.token.write_restricted && plan.token.restricting_sids.empty())
+    return Error{std::string(kWho) + "WRITE_RESTRICTED without restricting SIDs"};
+  if (Status s = check(plan.argv[0], "argv[0]"); !s.ok()) return s;
+  if (Status s = check(plan.cwd, "cwd"); !s.ok()) return s;
+  for (const std::string& dir : plan.create_dirs) {
+    if (Status s = check(dir, "directory to create"); !s.ok()) return s;
+  }
+  for (const Ace& ace : plan.aces) {
+    if (Status s = check(ace.path, "ACE path"); !s.ok()) return s;
+  }
+  return {};
+}
+
+Result<std::vector<std::string>> windows_environment(const std::vector<std::string>& env) {
+  std::map<std::string, std::string> by_upper_name;  // upper-cased name -> entry
+  for (const std::string& entry : env) {
+    // A leading '=' belongs to the name ("=C:=C:\dir" is the per-drive current directory).
+    const std::size_t equals = entry.find('=', 1);
+    if (entry.empty() || equals == std::string::npos)
+      return Error{"environment entry '" + printable(entry) + "' is not NAME=VALUE"};
+    if (entry.find('\0') != std::string::npos)
+      return Error{"environment entry '" + printable(entry) + "' contains a NUL byte"};
+    if (!utf8_to_utf16(entry).ok())
+      return Error{"environment entry '" + printable(entry) + "' is not valid UTF-8"};
+    std::string name = entry.substr(0, equals);
+    std::string upper_name;
+    for (char c : name) upper_name += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    // Windows names are case-insensitive: two spellings would leave the winner to chance.
+    auto [it, inserted] = by_upper_name.emplace(upper_name, entry);
+    if (!inserted)
+      return Error{"environment names '" + it->second.substr(0, it->second.find('=', 1)) +
+                   "' and '" + name + "' are the same variable on Windows; pass only one"};
+  }
+  std::vector<std::string> out;
+  for (auto& [name, entry] : by_upper_name) out.push_back(std::move(entry));
+  return out;
+}
+
+}  // namespace sbx::windows
