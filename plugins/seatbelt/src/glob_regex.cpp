@@ -42,14 +42,17 @@ std::size_t utf8_sequence_length(std::string_view s, std::size_t i) {
   return len;
 }
 
-// One printable ASCII byte outside any bracket expression.
-void append_ascii_literal(unsigned char c, std::string& out) {
+// One printable ASCII byte outside any bracket expression. In path mode nothing but
+// [A-Za-z0-9/_-] is copied, so a path's own spelling never appears in the policy text.
+void append_ascii_literal(unsigned char c, bool path_mode, std::string& out) {
   if (is_plain(c)) {
     out.push_back(static_cast<char>(c));
   } else if (c == '^') {
     out += "\\^";  // `[^]` would be a negation; `\^` is defined in ERE and ECMAScript
   } else if (c == ']') {
-    out.push_back(']');  // literal outside brackets in both dialects; `\]` is not valid ERE
+    // Literal outside brackets in both dialects (`\]` is not valid ERE, `[]]` not ECMAScript).
+    // Paths take the superset instead, so that no byte of them is copied unchanged.
+    out += path_mode ? kAnyByte : "]";
   } else if (c == '[') {
     out += "[[]";
   } else if (c == '"' || c == '\\' || c < 0x20 || c == 0x7F) {
@@ -66,11 +69,13 @@ std::size_t find_class_end(std::string_view s, std::size_t open);
 
 }  // namespace
 
-void append_literal_regex(std::string_view text, std::string& out) {
+namespace {
+
+void append_literal(std::string_view text, bool path_mode, std::string& out) {
   for (std::size_t i = 0; i < text.size();) {
     const auto c = static_cast<unsigned char>(text[i]);
     if (c < 0x80) {
-      append_ascii_literal(c, out);
+      append_ascii_literal(c, path_mode, out);
       ++i;
       continue;
     }
@@ -87,9 +92,15 @@ void append_literal_regex(std::string_view text, std::string& out) {
   }
 }
 
+}  // namespace
+
+void append_literal_regex(std::string_view text, std::string& out) {
+  append_literal(text, false, out);
+}
+
 std::string subtree_regex_for_path(std::string_view path) {
   std::string out = "^";
-  append_literal_regex(path, out);
+  append_literal(path, true, out);
   out += "(/.*)?$";
   return out;
 }

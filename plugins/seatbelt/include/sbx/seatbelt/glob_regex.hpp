@@ -33,7 +33,9 @@ inline constexpr std::size_t kMaxGlobLength = 4096;
 void append_literal_regex(std::string_view text, std::string& out);
 
 // `^<escaped path>(/.*)?$`: the path itself and everything below it. Used for protected names
-// so that they stay blocked even when they do not exist yet.
+// so that they stay blocked even when they do not exist yet. Same escaping as
+// append_literal_regex except that `]` also becomes `[^/]`, so no ASCII byte outside
+// [A-Za-z0-9/_-] is copied unchanged.
 std::string subtree_regex_for_path(std::string_view path);
 
 // Expands `{a,b}` groups (nested, with `\` escapes and `[...]` classes respected). A `{` with
