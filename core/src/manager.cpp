@@ -6,6 +6,7 @@
 #include <exception>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -75,10 +76,6 @@ struct Needs {
   }
 };
 
-bool strictly_inside(std::string_view path, std::string_view ancestor) {
-  return path.size() != ancestor.size() && path_is_within(path, ancestor);
-}
-
 std::string_view access_name(Access access) {
   switch (access) {
     case Access::kRead: return "read";
@@ -88,32 +85,50 @@ std::string_view access_name(Access access) {
   return "unknown";
 }
 
+// The parent directory of a normalised absolute path other than "/".
+std::string_view parent_of(std::string_view path) {
+  const std::size_t slash = path.rfind('/');
+  return slash == 0 ? std::string_view("/") : path.substr(0, slash);
+}
+
+std::string carveout_text(const PathRule& inner, std::string_view outer, Access outer_access) {
+  return "'" + inner.path + "' (" + std::string(access_name(inner.access)) + ") inside '" +
+         std::string(outer) + "' (" + std::string(access_name(outer_access)) + ")";
+}
+
 // Write and read carve-outs: a narrower rule that takes away access a wider rule granted.
-// Rules are sorted parents first, so every ancestor of rules[i] has an index below i.
+// Each rule's ancestors are looked up by path, so this is O(rules x depth), not quadratic.
 void add_carveout_needs(const ResolvedPolicy& policy, Needs& needs) {
-  const std::vector<PathRule>& rules = policy.rules;
-  for (std::size_t i = 0; i < rules.size(); ++i) {
-    const PathRule& inner = rules[i];
+  std::unordered_map<std::string_view, Access> by_path;
+  by_path.reserve(policy.rules.size());
+  for (const PathRule& rule : policy.rules) by_path.emplace(rule.path, rule.access);
+  for (const PathRule& inner : policy.rules) {
     if (inner.access == Access::kWrite) continue;
-    for (std::size_t j = 0; j < rules.size(); ++j) {
-      const PathRule& outer = rules[j];
-      if (outer.access == Access::kDeny || !strictly_inside(inner.path, outer.path)) continue;
-      const std::string rule = "'" + inner.path + "' (" + std::string(access_name(inner.access)) +
-                               ") inside '" + outer.path + "' (" +
-                               std::string(access_name(outer.access)) + ")";
-      if (outer.access == Access::kWrite) needs.add(Capability::kWriteCarveouts, rule);
-      if (inner.access == Access::kDeny) needs.add(Capability::kReadCarveouts, rule);
+    for (std::string_view outer = inner.path; outer != "/" && !outer.empty();) {
+      outer = parent_of(outer);
+      const auto found = by_path.find(outer);
+      if (found == by_path.end()) continue;
+      const Access outer_access = found->second;
+      // The first rule that needs a capability is the one messages name; skip building text
+      // for the rest.
+      if (outer_access == Access::kWrite && !needs.capabilities.has(Capability::kWriteCarveouts))
+        needs.add(Capability::kWriteCarveouts, carveout_text(inner, outer, outer_access));
+      if (inner.access == Access::kDeny && outer_access != Access::kDeny &&
+          !needs.capabilities.has(Capability::kReadCarveouts))
+        needs.add(Capability::kReadCarveouts, carveout_text(inner, outer, outer_access));
     }
   }
 }
 
 void add_filesystem_needs(const ResolvedPolicy& policy, Needs& needs) {
   if (policy.filesystem_kind != FilesystemKind::kRestricted) return;
-  const std::vector<std::string> roots = writable_roots(policy);
+  const auto root = std::find_if(policy.rules.begin(), policy.rules.end(),
+                                 [](const PathRule& rule) { return rule.access == Access::kWrite; });
   needs.add(Capability::kWriteRestriction,
-            roots.empty() ? "the filesystem is restricted and nothing is writable"
-                          : "the filesystem is restricted: writes only under '" + roots.front() +
-                                "'" + (roots.size() > 1 ? " and other roots" : ""));
+            root == policy.rules.end()
+                ? "the filesystem is restricted and nothing is writable"
+                : "the filesystem is restricted: writes only under writable roots such as '" +
+                      root->path + "'");
   if (reads_restricted(policy))
     needs.add(Capability::kReadRestriction, "no rule grants reading '/'");
   add_carveout_needs(policy, needs);
