@@ -213,10 +213,25 @@ bool read_child_failure(int fd, ChildFailure& failure) {
   }
 }
 
-Result<ExitStatus> wait_for(pid_t pid) {
+std::string wait_error(const char* call) {
+  const int error = errno;
+  std::string text = std::string(call) + " failed: " + std::strerror(error);
+  if (error == ECHILD)
+    text += " (is SIGCHLD ignored in this process? sbx must be able to wait for its child)";
+  return text;
+}
+
+// Waits for the child to end, then stops forwarding to it, and only then reaps it: once reaped,
+// its pid may be reused by an unrelated process, which a late forwarded signal must not hit.
+Result<ExitStatus> wait_for(pid_t pid, std::atomic<pid_t>* slot) {
+  siginfo_t ended{};
+  while (waitid(P_PID, static_cast<id_t>(pid), &ended, WEXITED | WNOWAIT) < 0) {
+    if (errno != EINTR) return Error{wait_error("waitid")};
+  }
+  if (slot != nullptr) slot->store(0);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return Error{std::string("waitpid failed: ") + std::strerror(errno)};
+    if (errno != EINTR) return Error{wait_error("waitpid")};
   }
   ExitStatus result;
   if (WIFSIGNALED(status)) {
@@ -259,8 +274,10 @@ Status validate_plan(const ExecPlan& plan) {
   return {};
 }
 
-// Forks and execs; the child's pid is registered for forwarding before any signal the parent
+// Forks and execs; the child's pid is registered for forwarding before any signal this thread
 // receives can be handled, because every signal stays blocked in this thread until then.
+// (A signal the kernel hands to another thread of an embedding process in that window of a
+// few microseconds finds no child and is not forwarded.)
 Result<ExitStatus> fork_exec_wait(const ExecPlan& plan, int report_read, int report_write) {
   std::vector<char*> argv = c_strings(plan.argv);
   std::vector<char*> envp = c_strings(plan.env);
@@ -269,8 +286,11 @@ Result<ExitStatus> fork_exec_wait(const ExecPlan& plan, int report_read, int rep
   sigset_t previous;
   sigfillset(&all);
   sigemptyset(&empty);
-  install_forwarding();
+  // Block first, then install: a signal arriving before the child is registered stays pending
+  // in this thread and is forwarded once the mask is restored, instead of being swallowed by a
+  // handler with no child to forward to.
   pthread_sigmask(SIG_SETMASK, &all, &previous);
+  install_forwarding();
   const pid_t pid = fork();
   if (pid == 0) run_child(argv[0], argv.data(), envp.data(), plan.cwd.c_str(), report_write, empty);
   const int fork_errno = errno;
@@ -281,10 +301,10 @@ Result<ExitStatus> fork_exec_wait(const ExecPlan& plan, int report_read, int rep
   if (pid > 0) {
     ChildFailure failure{};
     const bool failed = read_child_failure(report_read, failure);
-    result = wait_for(pid);
+    result = wait_for(pid, slot);
     if (failed && result.ok()) result = report_failure(plan, failure);
   }
-  if (slot != nullptr) slot->store(0);
+  if (slot != nullptr) slot->store(0);  // already cleared unless waiting failed
   remove_forwarding();
   return result;
 }

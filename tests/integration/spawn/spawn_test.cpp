@@ -7,8 +7,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "sbx/core/spawn.hpp"
 #include "spawn_helpers.hpp"
@@ -171,6 +174,30 @@ TEST(SpawnTest, LargeOutputAndInputPassThrough) {
   ASSERT_TRUE(echo.status.ok()) << echo.status.error();
   EXPECT_TRUE(echo.out == input) << "cat output differs from its stdin (" << echo.out.size()
                                  << " bytes vs " << input.size() << ")";
+}
+
+TEST(SpawnTest, ConcurrentSpawnsFromManyThreadsKeepTheirOwnResults) {
+  // Embedding agents run commands in parallel: each call must get its own child's status and
+  // its own exec-failure report (the report pipes are per call and close-on-exec).
+  ::testing::internal::CaptureStderr();
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([t, &wrong] {
+      for (int i = 0; i < 5; ++i) {
+        const bool missing = (t + i) % 4 == 0;
+        const int code = 10 * t + i;
+        Result<ExitStatus> status =
+            missing ? spawn_and_wait({{"/nonexistent-sbx/cmd"}, {}, "/", {}})
+                    : spawn_and_wait(sh("exit " + std::to_string(code)));
+        const int expected = missing ? kExitNotFound : code;
+        if (!status.ok() || status->exit_code != expected || status->signal != 0) ++wrong;
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(wrong.load(), 0);
 }
 
 TEST(SpawnTest, BadPlansAreErrors) {

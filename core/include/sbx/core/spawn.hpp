@@ -18,6 +18,14 @@ inline constexpr int kExitNotFound = 127;
 // SIGTERM, SIGHUP, SIGQUIT, SIGUSR1/2, SIGWINCH to it, and waits. A command that cannot be
 // executed yields exit_code 127 (not found) or 126 (not executable) with a message on stderr.
 // Error only when sbx could not even fork.
+// Details: the child gets default signal dispositions and an empty signal mask; every fd >= 3
+// is closed at exec; stdin/stdout/stderr and the controlling terminal are inherited and the
+// child stays in sbx's process group (no setsid), so job control and TTY programs work.
+// Forwarded are signals sent to sbx with kill()/sigqueue() (also SIGCONT); signals the
+// terminal generates already reach the whole foreground group and are not sent twice.
+// An unusable plan.cwd yields exit_code 125 (kExitSbxFailure) with a message; the command
+// does not run. Error also for a plan with an empty argv or a relative argv[0] or cwd.
+// Safe to call from several threads at once; SIGCHLD must not be ignored (SIG_IGN).
 Result<ExitStatus> spawn_and_wait(const ExecPlan& plan);
 
 // Finds `command` the way a shell would (absolute, relative to cwd, or through PATH from `env`)
