@@ -128,6 +128,10 @@ bool version_at_least(const std::string& version, int major, int minor) {
 }
 
 void probe_sandbox_checks_uncached(const std::string& bwrap, std::vector<ProbeCheck>& checks) {
+  Result<std::string> version = bwrap_version(bwrap);
+  const bool recent = version.ok() && version_at_least(*version, 0, 5);
+  checks.push_back(check("bwrap_version", recent, version.ok() ? *version : version.error(),
+                         "bubblewrap 0.5 or newer is needed (--perms, --as-pid-1)"));
   const RunResult userns =
       run_capture({bwrap, "--unshare-user", "--ro-bind", "/", "/", "--", "/bin/true"}, 5000);
   checks.push_back(check("user_namespaces", userns.exit_code == 0,
@@ -184,9 +188,9 @@ bool load_cached_checks(const std::string& cache, const std::string& key,
     const std::size_t tab = line.find('\t');
     if (tab == std::string::npos) return false;
     loaded.push_back(ProbeCheck{line.substr(0, tab), CheckStatus::kPass,
-                                line.substr(tab + 1) + " (cached for this boot)", ""});
+                                line.substr(tab + 1) + " (tried earlier this boot; cached)", ""});
   }
-  if (loaded.size() != 4) return false;
+  if (loaded.size() != 5) return false;
   checks.insert(checks.end(), loaded.begin(), loaded.end());
   return true;
 }
@@ -272,10 +276,6 @@ ProbeReport run_probe(const std::string& stage2_path, const std::string& cache_f
   checks.push_back(check("bwrap_found", bwrap.ok(), bwrap.ok() ? *bwrap : bwrap.error(),
                          "apt-get install bubblewrap"));
   if (bwrap.ok()) {
-    Result<std::string> version = bwrap_version(*bwrap);
-    const bool recent = version.ok() && version_at_least(*version, 0, 5);
-    checks.push_back(check("bwrap_version", recent, version.ok() ? *version : version.error(),
-                           "bubblewrap 0.5 or newer is needed (--perms, --as-pid-1)"));
     struct stat st {};
     const bool setuid = ::stat(bwrap->c_str(), &st) == 0 && (st.st_mode & S_ISUID) != 0;
     checks.push_back(check("bwrap_setuid", !setuid, setuid ? "setuid root" : "not setuid",
