@@ -11,6 +11,7 @@
 namespace sbx::windows {
 namespace {
 
+using testing::hostile_arguments;
 using testing::reference_command_line_to_argv;
 using Argv = std::vector<std::string>;
 
@@ -62,18 +63,6 @@ TEST_P(HostileArgument, RoundTripsBetweenNeighbours) {
   Result<std::string> line = build_command_line(argv);
   ASSERT_TRUE(line.ok()) << line.error();
   EXPECT_EQ(reference_command_line_to_argv(*line), argv) << "command line: " << *line;
-}
-
-const std::vector<std::string>& hostile_arguments() {
-  static const std::vector<std::string> cases = {
-      "plain", "", " ", "\t", "a b", "a\tb", "a\nb", "a\vb", "\"", "\"\"", "\"\"\"",
-      "a\"b", "a\"\"b", "\\", "\\\\", "a\\", "a b\\", "a b\\\\", "\\\"", "\\\\\"", "a\\\\\\\"b",
-      "\\\"\\\"", "x\\ \"", "  leading", "trailing  ", "C:\\Program Files\\x\\",
-      "\\\\server\\share\\", "a\\b\\c", "-Dx=\"y z\"", "\"a b\"", "%PATH%", "^&|<>()!",
-      "\xC3\xBC unicode \xC3\xA9", "\xE6\x97\xA5\xE6\x9C\xAC \xE8\xAA\x9E", "\xF0\x9F\x98\x80 x",
-      "end with quote\"", "\"start with quote", "tab\tthen quote\"\\", "\\\\\\\\\\", "*?[]{}",
-      std::string(5000, '\\') + "\"" + std::string(5000, ' ')};
-  return cases;
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, HostileArgument, ::testing::ValuesIn(hostile_arguments()));

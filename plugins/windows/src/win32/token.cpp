@@ -1,9 +1,7 @@
 // Restricted token construction. See plan.hpp for why these flags and SIDs.
+#include "win32.hpp"  // windows.h first: bcrypt.h needs its types
+
 #include <bcrypt.h>
-
-#include <cstring>
-
-#include "win32.hpp"
 
 namespace sbx::windows::win32 {
 namespace {
