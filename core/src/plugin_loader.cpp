@@ -64,7 +64,8 @@ constexpr std::size_t kMaxDescriptorString = 256;
 // first by the exact name given to dlopen(); once "/proc/self/fd/N" is closed, N is reused for
 // the next file, and dlopen("/proc/self/fd/N") would silently return the *earlier* library.
 // Keeping the descriptor open pins that name to that inode for as long as the object exists
-// (forever: RTLD_NODELETE), so a later load under the same number cannot happen.
+// (forever: RTLD_NODELETE), so a later load under the same number cannot happen. The open
+// descriptor also keeps the inode alive, so its (dev, ino) key can never name another file.
 struct RetainedLibrary {
   UniqueFd fd;
   boost::dll::shared_library library;
