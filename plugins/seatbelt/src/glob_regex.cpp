@@ -311,8 +311,15 @@ void emit_class(const ClassSet& set, std::string& out) {
   }
   std::vector<std::string> alts = set.wide;
   if (set.ascii.test(']')) alts.emplace_back("]");
-  const std::string members = bracket_members(writable_ascii(set.ascii));
-  if (!members.empty()) alts.push_back("[" + members + "]");
+  std::string members = bracket_members(writable_ascii(set.ascii));
+  // A leading `^` would negate a positive class: alone it is written `\^`, otherwise it
+  // moves behind the first member (`[`, `-` or any other; none of them forms `[^` or `[:`).
+  if (members == "^") {
+    alts.emplace_back("\\^");
+  } else if (!members.empty() && members.front() == '^') {
+    members = std::string(1, members[1]) + "^" + members.substr(2);
+  }
+  if (!members.empty() && members != "^") alts.push_back("[" + members + "]");
   if (alts.empty()) {
     out += kAnyByte;  // e.g. `[/]` matches nothing; any superset is fail-closed
   } else if (alts.size() == 1) {

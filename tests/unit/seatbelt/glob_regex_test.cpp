@@ -169,6 +169,11 @@ const std::vector<Case>& cases() {
       {"/a/[[]x", {"/a/[x"}, {"/a/x"}},
       {"/a/[.]x", {"/a/.x"}, {"/a/ax"}},
       {"/a/[!.]*", {"/a/b", "/a/bc"}, {"/a/.b"}},
+      // Found by the fuzzer: a positive class whose first written member is `^`.
+      {"/a/[\\^]x", {"/a/^x"}, {"/a/bx", "/a/\\x"}},
+      {"/a/[]\\^/]x", {"/a/]x", "/a/^x"}, {"/a/bx", "/a//x"}},
+      {"/a/[\\^-]x", {"/a/^x", "/a/-x"}, {"/a/bx"}},
+      {"/a/[\\^[]x", {"/a/^x", "/a/[x"}, {"/a/bx"}},
   };
   return kCases;
 }
