@@ -1,14 +1,12 @@
 #include "json_strict.hpp"
 
+#include <algorithm>
 #include <boost/json/basic_parser_impl.hpp>
 #include <boost/json/parse.hpp>
-
-#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <set>
 #include <vector>
-
 
 namespace sbx::json_util {
 
@@ -43,14 +41,20 @@ Error error_at(const std::string& pointer, std::string_view message) {
 
 std::string_view kind_name(const json::value& value) {
   switch (value.kind()) {
-    case json::kind::null: return "null";
-    case json::kind::bool_: return "a boolean";
+    case json::kind::null:
+      return "null";
+    case json::kind::bool_:
+      return "a boolean";
     case json::kind::int64:
     case json::kind::uint64:
-    case json::kind::double_: return "a number";
-    case json::kind::string: return "a string";
-    case json::kind::array: return "an array";
-    case json::kind::object: return "an object";
+    case json::kind::double_:
+      return "a number";
+    case json::kind::string:
+      return "a string";
+    case json::kind::array:
+      return "an array";
+    case json::kind::object:
+      return "an object";
   }
   return "a value";
 }
@@ -95,8 +99,8 @@ class DuplicateKeyHandler {
  private:
   struct Frame {
     bool is_object = false;
-    std::size_t index = 0;       // arrays: the element being parsed
-    std::string key;             // objects: the member being parsed
+    std::size_t index = 0;  // arrays: the element being parsed
+    std::string key;        // objects: the member being parsed
     bool has_key = false;
     std::set<std::string> keys;  // objects: keys seen so far
   };
@@ -170,8 +174,11 @@ std::optional<std::size_t> first_invalid_utf8(std::string_view text) {
   std::size_t i = 0;
   while (i < text.size()) {
     auto byte = static_cast<unsigned char>(text[i]);
-    std::size_t length = byte < 0x80 ? 1 : (byte >> 5) == 0x6 ? 2 : (byte >> 4) == 0xe ? 3
-                                                           : (byte >> 3) == 0x1e ? 4 : 0;
+    std::size_t length = byte < 0x80           ? 1
+                         : (byte >> 5) == 0x6  ? 2
+                         : (byte >> 4) == 0xe  ? 3
+                         : (byte >> 3) == 0x1e ? 4
+                                               : 0;
     if (length == 0 || i + length > text.size()) return i;
     std::uint32_t code = length == 1 ? byte : byte & (0x7fu >> length);
     for (std::size_t k = 1; k < length; ++k) {
@@ -219,8 +226,8 @@ Result<json::value> parse_strict(std::string_view text, std::size_t max_depth) {
     std::optional<std::size_t> bad_utf8 = first_invalid_utf8(text);
     std::size_t offset = bad_utf8.value_or(consumed);
     auto [line, column] = line_column(text, offset);
-    std::string where = " at line " + std::to_string(line) + ", column " +
-                        std::to_string(column) + " (byte " + std::to_string(offset) + ")";
+    std::string where = " at line " + std::to_string(line) + ", column " + std::to_string(column) +
+                        " (byte " + std::to_string(offset) + ")";
     if (bad_utf8) return error_at(handler.pointer(), "invalid UTF-8" + where);
     return error_at(handler.pointer(), "invalid JSON" + where + ": " + ec.message());
   }

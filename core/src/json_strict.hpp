@@ -2,11 +2,10 @@
 // rejects what Boost.JSON would silently accept (duplicate keys). Private to libsbx.
 #pragma once
 
+#include <boost/json/value.hpp>
 #include <cstddef>
 #include <string>
 #include <string_view>
-
-#include <boost/json/value.hpp>
 
 #include "sbx/sdk/result.hpp"
 

@@ -83,7 +83,7 @@ std::string lexically_normal(std::string_view path) {
 std::optional<std::string> real_path(const std::string& path) {
   // realpath(path, nullptr) allocates; wrap it so every return path frees.
   std::unique_ptr<char, decltype(&std::free)> resolved(::realpath(path.c_str(), nullptr),
-                                                        &std::free);
+                                                       &std::free);
   if (!resolved) return std::nullopt;
   return std::string(resolved.get());
 }

@@ -1,9 +1,8 @@
 // Policy v1 <-> JSON. Reading is strict (DESIGN.md): every key is known, every value has the
 // expected type, and every error names the JSON pointer of the offending value. Semantic rules
 // live in validate_policy() and the presets, which the reader ends with.
-#include <boost/json.hpp>
-
 #include <algorithm>
+#include <boost/json.hpp>
 #include <exception>
 #include <initializer_list>
 #include <string>
@@ -64,7 +63,8 @@ Result<bool> read_bool(const json::value& value, const std::string& pointer) {
   return value.get_bool();
 }
 
-Result<std::vector<std::string>> read_strings(const json::value& value, const std::string& pointer) {
+Result<std::vector<std::string>> read_strings(const json::value& value,
+                                              const std::string& pointer) {
   if (!value.is_array()) return type_error(value, pointer, "an array of strings");
   std::vector<std::string> out;
   const json::array& array = value.get_array();
@@ -76,7 +76,8 @@ Result<std::vector<std::string>> read_strings(const json::value& value, const st
   return out;
 }
 
-Result<std::vector<std::uint16_t>> read_ports(const json::value& value, const std::string& pointer) {
+Result<std::vector<std::uint16_t>> read_ports(const json::value& value,
+                                              const std::string& pointer) {
   if (!value.is_array()) return type_error(value, pointer, "an array of port numbers");
   std::vector<std::uint16_t> out;
   const json::array& array = value.get_array();
@@ -88,11 +89,10 @@ Result<std::vector<std::uint16_t>> read_ports(const json::value& value, const st
     }
     bool in_range = item.is_int64() ? (item.get_int64() >= 1 && item.get_int64() <= 65535)
                                     : item.get_uint64() <= 65535;
-    if (!in_range) return error_at(item_pointer, "port " + json::serialize(item) +
-                                                     " is not from 1 to 65535");
-    out.push_back(static_cast<std::uint16_t>(item.is_int64() ? item.get_int64()
-                                                             : static_cast<std::int64_t>(
-                                                                   item.get_uint64())));
+    if (!in_range)
+      return error_at(item_pointer, "port " + json::serialize(item) + " is not from 1 to 65535");
+    out.push_back(static_cast<std::uint16_t>(
+        item.is_int64() ? item.get_int64() : static_cast<std::int64_t>(item.get_uint64())));
   }
   return out;
 }
@@ -103,8 +103,8 @@ Result<Enum> read_enum(const json::value& value, const std::string& pointer,
   std::string names;
   for (Enum e : values) names += (names.empty() ? "" : "|") + std::string(to_string(e));
   if (!value.is_string()) {
-    return error_at(pointer, "expected one of " + names + ", got " +
-                                 std::string(json_util::kind_name(value)));
+    return error_at(
+        pointer, "expected one of " + names + ", got " + std::string(json_util::kind_name(value)));
   }
   std::string_view text(value.get_string().data(), value.get_string().size());
   for (Enum e : values) {
@@ -128,17 +128,19 @@ Result<PolicyEntry> read_entry(const json::value& value, const std::string& poin
   Result<std::string> text = read_string(path != nullptr ? *path : *glob, child(pointer, key));
   if (!text) return Error{text.error()};
   if (text->empty()) {
-    return error_at(child(pointer, key), "empty " + key + "; " +
-                                             (path != nullptr ? "write an absolute path, \"~/...\" or a special path such as :cwd"
-                                                              : "write a pattern such as \"**/*.pem\""));
+    return error_at(
+        child(pointer, key),
+        "empty " + key + "; " +
+            (path != nullptr ? "write an absolute path, \"~/...\" or a special path such as :cwd"
+                             : "write a pattern such as \"**/*.pem\""));
   }
   (path != nullptr ? entry.path : entry.glob) = std::move(*text);
   const json::value* access = find(**object, "access");
   if (access == nullptr) {
     return error_at(child(pointer, "access"), "required; expected one of read|write|deny");
   }
-  Result<Access> parsed = read_enum(*access, child(pointer, "access"),
-                                    {Access::kRead, Access::kWrite, Access::kDeny});
+  Result<Access> parsed =
+      read_enum(*access, child(pointer, "access"), {Access::kRead, Access::kWrite, Access::kDeny});
   if (!parsed) return Error{parsed.error()};
   entry.access = *parsed;
   return entry;
@@ -170,7 +172,8 @@ Result<FilesystemSpec> read_filesystem(const json::value& value) {
     }
   }
   if (const json::value* names = find(**object, "protected_names")) {
-    Result<std::vector<std::string>> parsed = read_strings(*names, child(pointer, "protected_names"));
+    Result<std::vector<std::string>> parsed =
+        read_strings(*names, child(pointer, "protected_names"));
     if (!parsed) return Error{parsed.error()};
     fs.protected_names = std::move(*parsed);
   }
@@ -221,10 +224,11 @@ Result<NetworkPolicy> read_network(const json::value& value) {
   return network;
 }
 
-constexpr std::string_view kShortOnlyKeys[] = {"writable_roots", "network_access", "exclude_tmpdir_env_var",
-                                 "exclude_slash_tmp"};
+constexpr std::string_view kShortOnlyKeys[] = {"writable_roots", "network_access",
+                                               "exclude_tmpdir_env_var", "exclude_slash_tmp"};
 
-Status read_optional_bool(const json::object& root, std::string_view key, std::optional<bool>& out) {
+Status read_optional_bool(const json::object& root, std::string_view key,
+                          std::optional<bool>& out) {
   if (const json::value* value = find(root, key)) {
     Result<bool> parsed = read_bool(*value, child("", key));
     if (!parsed) return Error{parsed.error()};
@@ -236,8 +240,9 @@ Status read_optional_bool(const json::object& root, std::string_view key, std::o
 Result<Policy> read_short_form(const json::object& root) {
   for (std::string_view key : {"filesystem", "network"}) {
     if (find(root, key) != nullptr) {
-      return error_at(child("", key), "cannot be combined with \"preset\"; write either the short "
-                                      "form (preset + options) or the full form");
+      return error_at(child("", key),
+                      "cannot be combined with \"preset\"; write either the short "
+                      "form (preset + options) or the full form");
     }
   }
   Result<std::string> preset = read_string(*find(root, "preset"), "/preset");
@@ -249,7 +254,8 @@ Result<Policy> read_short_form(const json::object& root) {
     options.writable_roots = std::move(*parsed);
   }
   Status status = read_optional_bool(root, "network_access", options.network_access);
-  if (status) status = read_optional_bool(root, "exclude_tmpdir_env_var", options.exclude_tmpdir_env_var);
+  if (status)
+    status = read_optional_bool(root, "exclude_tmpdir_env_var", options.exclude_tmpdir_env_var);
   if (status) status = read_optional_bool(root, "exclude_slash_tmp", options.exclude_slash_tmp);
   if (!status) return Error{status.error()};
   return preset_policy(*preset, options);
@@ -258,8 +264,9 @@ Result<Policy> read_short_form(const json::object& root) {
 Result<Policy> read_full_form(const json::object& root) {
   for (std::string_view key : kShortOnlyKeys) {
     if (find(root, key) != nullptr) {
-      return error_at(child("", key), "a short-form option needs \"preset\"; in the full form "
-                                      "use /filesystem and /network instead");
+      return error_at(child("", key),
+                      "a short-form option needs \"preset\"; in the full form "
+                      "use /filesystem and /network instead");
     }
   }
   Policy policy;
@@ -291,10 +298,10 @@ Status read_version(const json::object& root) {
 Result<Policy> read_policy(const json::value& document) {
   Result<const json::object*> root = as_object(document, "");
   if (!root) return Error{root.error()};
-  Status status = check_keys(**root, "",
-                             {"version", "preset", "writable_roots", "network_access",
-                              "exclude_tmpdir_env_var", "exclude_slash_tmp", "filesystem",
-                              "network"});
+  Status status =
+      check_keys(**root, "",
+                 {"version", "preset", "writable_roots", "network_access", "exclude_tmpdir_env_var",
+                  "exclude_slash_tmp", "filesystem", "network"});
   if (status) status = read_version(**root);
   if (!status) return Error{status.error()};
   if (find(**root, "preset") != nullptr) return read_short_form(**root);
@@ -306,8 +313,8 @@ Result<Policy> read_policy(const json::value& document) {
 Result<Policy> parse_policy(std::string_view json_text) {
   // The cap is checked before any parsing so an oversized document costs nothing.
   if (json_text.size() > kMaxPolicyBytes) {
-    return error_at("", "policy is " + std::to_string(json_text.size()) +
-                            " bytes; the limit is " + std::to_string(kMaxPolicyBytes));
+    return error_at("", "policy is " + std::to_string(json_text.size()) + " bytes; the limit is " +
+                            std::to_string(kMaxPolicyBytes));
   }
   try {
     Result<json::value> document = json_util::parse_strict(json_text, kMaxPolicyDepth);

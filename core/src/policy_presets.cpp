@@ -68,7 +68,8 @@ Result<Policy> workspace_write(const PresetOptions& options) {
   if (!options.exclude_tmpdir_env_var.value_or(false)) {
     fs.entries.push_back(path_entry(":tmpdir", Access::kWrite));
   }
-  Status roots = add_writable_roots(options.writable_roots.value_or(std::vector<std::string>{}), fs);
+  Status roots =
+      add_writable_roots(options.writable_roots.value_or(std::vector<std::string>{}), fs);
   if (!roots) return Error{roots.error()};
   policy.network = network_for(options.network_access.value_or(false));
   return policy;
@@ -97,9 +98,10 @@ Result<Policy> build_preset(std::string_view name, const PresetOptions& options)
     policy.network = network_for(options.network_access.value_or(false));
   } else {
     std::string names;
-    for (std::string_view known : kPresetNames) names += (names.empty() ? "" : "|") + std::string(known);
-    return error_at("/preset", "unknown preset \"" + std::string(name) + "\"; expected one of " +
-                                   names);
+    for (std::string_view known : kPresetNames)
+      names += (names.empty() ? "" : "|") + std::string(known);
+    return error_at("/preset",
+                    "unknown preset \"" + std::string(name) + "\"; expected one of " + names);
   }
   policy.filesystem.protected_names = kDefaultProtectedNames;
   return policy;
@@ -117,27 +119,36 @@ Result<Policy> preset_policy(std::string_view name, const PresetOptions& options
 
 std::string_view to_string(Access access) {
   switch (access) {
-    case Access::kRead: return "read";
-    case Access::kWrite: return "write";
-    case Access::kDeny: return "deny";
+    case Access::kRead:
+      return "read";
+    case Access::kWrite:
+      return "write";
+    case Access::kDeny:
+      return "deny";
   }
   return "unknown";
 }
 
 std::string_view to_string(FilesystemKind kind) {
   switch (kind) {
-    case FilesystemKind::kRestricted: return "restricted";
-    case FilesystemKind::kUnrestricted: return "unrestricted";
-    case FilesystemKind::kExternal: return "external";
+    case FilesystemKind::kRestricted:
+      return "restricted";
+    case FilesystemKind::kUnrestricted:
+      return "unrestricted";
+    case FilesystemKind::kExternal:
+      return "external";
   }
   return "unknown";
 }
 
 std::string_view to_string(NetworkMode mode) {
   switch (mode) {
-    case NetworkMode::kRestricted: return "restricted";
-    case NetworkMode::kEnabled: return "enabled";
-    case NetworkMode::kProxy: return "proxy";
+    case NetworkMode::kRestricted:
+      return "restricted";
+    case NetworkMode::kEnabled:
+      return "enabled";
+    case NetworkMode::kProxy:
+      return "proxy";
   }
   return "unknown";
 }

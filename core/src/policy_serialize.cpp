@@ -1,7 +1,6 @@
 // policy_to_json: the full form, keys in a fixed order, pretty-printed so that `sbx policy show`
 // output is readable and diffs stay small.
 #include <boost/json.hpp>
-
 #include <string>
 
 #include "sbx/core/policy.hpp"
@@ -98,9 +97,7 @@ void write_pretty(const json::value& value, std::size_t indent, std::string& out
   bool object = value.is_object();
   out += object ? "{\n" : "[\n";
   bool first = true;
-  auto item = [&](const json::value& child) {
-    write_pretty(child, indent + 2, out);
-  };
+  auto item = [&](const json::value& child) { write_pretty(child, indent + 2, out); };
   if (object) {
     for (const auto& member : value.get_object()) {
       out += (first ? "" : ",\n") + pad + json::serialize(json::string(member.key())) + ": ";

@@ -29,13 +29,13 @@ Result<std::string> normalize_special(std::string_view raw, const std::string& p
   static constexpr std::string_view kNames[] = {":root", ":cwd", ":tmpdir", ":slash_tmp",
                                                 ":minimal"};
   if (std::find(std::begin(kNames), std::end(kNames), name) == std::end(kNames)) {
-    return error_at(pointer, "unknown special path " + path::quote(name) + "; " +
-                                 std::string(kPathHint));
+    return error_at(pointer,
+                    "unknown special path " + path::quote(name) + "; " + std::string(kPathHint));
   }
   if (slash == std::string::npos) return collapsed;
   if (name != ":cwd") {
-    return error_at(pointer, "special path " + name +
-                                 " takes no subpath; only :cwd does (e.g. :cwd/sub/dir)");
+    return error_at(
+        pointer, "special path " + name + " takes no subpath; only :cwd does (e.g. :cwd/sub/dir)");
   }
   if (auto bad = path::check_components(collapsed.substr(slash))) {
     return error_at(pointer, path::quote(raw) + " " + *bad);
@@ -82,8 +82,8 @@ Status check_glob_syntax(std::string_view text, const std::string& ptr) {
       ++braces;
     } else if (c == '}') {
       if (--braces < 0) {
-        return error_at(ptr, "glob " + path::quote(text) + ": '}' at offset " +
-                                 std::to_string(i) + " has no matching '{'");
+        return error_at(ptr, "glob " + path::quote(text) + ": '}' at offset " + std::to_string(i) +
+                                 " has no matching '{'");
       }
     }
   }
@@ -104,8 +104,8 @@ Result<std::string> normalize_glob(std::string_view raw, const std::string& poin
   if (!syntax) return Error{syntax.error()};
   std::string out = path::collapse_slashes(raw);
   if (out == "/" || out == "~") {
-    return error_at(pointer, "glob " + path::quote(raw) +
-                                 " matches no file name; deny a path instead");
+    return error_at(pointer,
+                    "glob " + path::quote(raw) + " matches no file name; deny a path instead");
   }
   return out;
 }
@@ -122,12 +122,13 @@ Status check_entry(PolicyEntry& entry, const std::string& pointer) {
     if (!glob) return Error{glob.error()};
     entry.glob = std::move(*glob);
     if (entry.access != Access::kDeny) {
-      return error_at(access_pointer, "globs are deny-only; use \"access\": \"deny\" or name a path");
+      return error_at(access_pointer,
+                      "globs are deny-only; use \"access\": \"deny\" or name a path");
     }
     return {};
   }
-  Result<std::string> normalized = policy_internal::normalize_entry_path(entry.path,
-                                                                         child(pointer, "path"));
+  Result<std::string> normalized =
+      policy_internal::normalize_entry_path(entry.path, child(pointer, "path"));
   if (!normalized) return Error{normalized.error()};
   entry.path = std::move(*normalized);
   if (entry.path == ":minimal" && entry.access != Access::kRead) {
@@ -144,8 +145,8 @@ Status check_protected_names(const std::vector<std::string>& names, const std::s
     if (name.empty()) return error_at(item, "empty name; write a plain name such as \".git\"");
     if (name == "." || name == ".." || name.find('/') != std::string::npos ||
         name.find('\0') != std::string::npos) {
-      return error_at(item, path::quote(name) +
-                                " is not a plain file name (no '/', not \".\" or \"..\")");
+      return error_at(
+          item, path::quote(name) + " is not a plain file name (no '/', not \".\" or \"..\")");
     }
     auto first = std::find(names.begin(), names.end(), name);
     if (first != names.begin() + static_cast<std::ptrdiff_t>(i)) {

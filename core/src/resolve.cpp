@@ -30,16 +30,19 @@ struct Candidate {
   std::string lexical;    // absolute, as the policy spelled it (for messages)
   std::string canonical;  // what backends get
   Access access = Access::kDeny;
-  std::string pointer;    // /filesystem/entries/N
+  std::string pointer;       // /filesystem/entries/N
   bool system_path = false;  // :tmpdir / :slash_tmp: the final symlink may be followed
 };
 
 int strength(Access access) {
   // Ties on one path: deny > write > read (DESIGN.md).
   switch (access) {
-    case Access::kDeny: return 2;
-    case Access::kWrite: return 1;
-    case Access::kRead: return 0;
+    case Access::kDeny:
+      return 2;
+    case Access::kWrite:
+      return 1;
+    case Access::kRead:
+      return 0;
   }
   return 2;
 }
@@ -138,8 +141,8 @@ Status Resolver::collect_candidates() {
     if (!lexical) return Error{lexical.error()};
     if (!lexical->has_value()) continue;
     bool system_path = entry.path == ":tmpdir" || entry.path == ":slash_tmp";
-    candidates_.push_back(Candidate{**lexical, path::canonicalize(**lexical), entry.access,
-                                    pointer, system_path});
+    candidates_.push_back(
+        Candidate{**lexical, path::canonicalize(**lexical), entry.access, pointer, system_path});
   }
   return {};
 }
@@ -195,8 +198,8 @@ Status Resolver::check_writable_symlinks(const Candidate& candidate) const {
       real = here;
       continue;
     }
-    std::string head = "writable root " + candidate.lexical + ": " + lexical +
-                       " is a symlink to " + read_link(here);
+    std::string head = "writable root " + candidate.lexical + ": " + lexical + " is a symlink to " +
+                       read_link(here);
     if (last && !candidate.system_path) {
       return error_at(candidate.pointer, head + "; name the real directory instead");
     }
@@ -207,8 +210,9 @@ Status Resolver::check_writable_symlinks(const Candidate& candidate) const {
     }
     std::optional<std::string> resolved = path::real_path(here);
     if (!resolved) {
-      return error_at(candidate.pointer, head + ", which does not exist; name an existing "
-                                                "directory instead");
+      return error_at(candidate.pointer, head +
+                                             ", which does not exist; name an existing "
+                                             "directory instead");
     }
     real = *resolved;
   }
@@ -271,8 +275,7 @@ Status Resolver::resolve_network() {
 }
 
 Result<Resolution> Resolver::run() {
-  if (context_.cwd.empty() || context_.cwd.front() != '/' ||
-      path::check_components(context_.cwd)) {
+  if (context_.cwd.empty() || context_.cwd.front() != '/' || path::check_components(context_.cwd)) {
     return Error{"cannot resolve the policy: the working directory " + path::quote(context_.cwd) +
                  " is not an absolute path without \".\" or \"..\""};
   }
@@ -324,8 +327,8 @@ Result<ResolveContext> current_resolve_context() {
   std::vector<char> buffer(4096);
   while (::getcwd(buffer.data(), buffer.size()) == nullptr) {
     if (errno != ERANGE || buffer.size() > (1u << 20)) {
-      return Error{std::string("cannot determine the current directory: ") +
-                   std::strerror(errno) + "; run sbx from an existing directory or pass --cwd"};
+      return Error{std::string("cannot determine the current directory: ") + std::strerror(errno) +
+                   "; run sbx from an existing directory or pass --cwd"};
     }
     buffer.resize(buffer.size() * 2);
   }

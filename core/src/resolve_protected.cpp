@@ -103,11 +103,10 @@ std::vector<ProtectedPath> protected_paths(const std::vector<PathRule>& rules,
   std::sort(out.begin(), out.end(), [](const ProtectedPath& a, const ProtectedPath& b) {
     return a.path != b.path ? a.path < b.path : a.writable_root < b.writable_root;
   });
-  out.erase(std::unique(out.begin(), out.end(),
-                        [](const ProtectedPath& a, const ProtectedPath& b) {
-                          return a.path == b.path;
-                        }),
-            out.end());
+  out.erase(
+      std::unique(out.begin(), out.end(),
+                  [](const ProtectedPath& a, const ProtectedPath& b) { return a.path == b.path; }),
+      out.end());
   return out;
 }
 

@@ -50,14 +50,25 @@ TEST(PolicyForms, PresetsAndShortFormExpandToTheFullForm) {
        R"({"version": 1, "preset": "workspace-write", "exclude_tmpdir_env_var": true})",
        FilesystemKind::kRestricted, paths({{":root", r}, {":cwd", w}, {":slash_tmp", w}}),
        NetworkMode::kRestricted},
-      {"danger_full_access", R"({"version": 1, "preset": "danger-full-access"})",
-       FilesystemKind::kUnrestricted, {}, NetworkMode::kEnabled},
-      {"external_sandbox", R"({"version": 1, "preset": "external-sandbox"})",
-       FilesystemKind::kExternal, {}, NetworkMode::kRestricted},
+      {"danger_full_access",
+       R"({"version": 1, "preset": "danger-full-access"})",
+       FilesystemKind::kUnrestricted,
+       {},
+       NetworkMode::kEnabled},
+      {"external_sandbox",
+       R"({"version": 1, "preset": "external-sandbox"})",
+       FilesystemKind::kExternal,
+       {},
+       NetworkMode::kRestricted},
       {"external_sandbox_network",
        R"({"version": 1, "preset": "external-sandbox", "network_access": true})",
-       FilesystemKind::kExternal, {}, NetworkMode::kEnabled},
-      {"full_form_defaults", R"({"version": 1})", FilesystemKind::kRestricted, {},
+       FilesystemKind::kExternal,
+       {},
+       NetworkMode::kEnabled},
+      {"full_form_defaults",
+       R"({"version": 1})",
+       FilesystemKind::kRestricted,
+       {},
        NetworkMode::kRestricted},
       {"full_form_normalised_paths",
        R"({"version": 1, "filesystem": {"entries": [{"path": ":cwd//sub/dir/", "access": "write"},
@@ -100,10 +111,11 @@ TEST(PolicyForms, FullFormKeepsEveryField) {
     "network": {"mode": "proxy", "proxy_ports": [3128, 8080],
       "allowed_domains": ["*.Example.com", "pypi.org:443"], "denied_domains": ["evil.example.com"],
       "unix_sockets": ["/run//docker.sock", "~/.ssh/agent.sock"], "allow_local_binding": true}})");
-  const std::vector<PolicyEntry> expected = {
-      {":root", "", Access::kRead},       {":minimal", "", Access::kRead},
-      {"~/.ssh", "", Access::kDeny},      {"", "**/*.pem", Access::kDeny},
-      {"", "/etc/{shadow,gshadow}", Access::kDeny}};
+  const std::vector<PolicyEntry> expected = {{":root", "", Access::kRead},
+                                             {":minimal", "", Access::kRead},
+                                             {"~/.ssh", "", Access::kDeny},
+                                             {"", "**/*.pem", Access::kDeny},
+                                             {"", "/etc/{shadow,gshadow}", Access::kDeny}};
   EXPECT_EQ(policy.filesystem.entries, expected);
   EXPECT_EQ(policy.filesystem.protected_names, (std::vector<std::string>{".git", ".hg"}));
   EXPECT_EQ(policy.network.mode, NetworkMode::kProxy);

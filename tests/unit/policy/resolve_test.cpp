@@ -1,6 +1,8 @@
 // Resolution against real temporary directories: special paths, "~", ties, protected names,
 // .git files, deny globs and the symlinked-writable-root rule. Each row of a table builds its
 // own tree under a fresh mkdtemp directory, removed afterwards.
+#include "sbx/core/resolve.hpp"
+
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -13,7 +15,6 @@
 #include <vector>
 
 #include "sbx/core/policy.hpp"
-#include "sbx/core/resolve.hpp"
 
 namespace sbx {
 namespace {
@@ -110,14 +111,16 @@ std::vector<ResolveCase> resolve_cases() {
        },
        "", ""},
       {"tie_deny_beats_write_across_spellings", no_setup,
-       entries_policy(R"({"path": ":cwd/sub", "access": "write"}, {"path": ":cwd//sub/", "access": "deny"},
+       entries_policy(
+           R"({"path": ":cwd/sub", "access": "write"}, {"path": ":cwd//sub/", "access": "deny"},
                          {"path": ":cwd/sub", "access": "read"})"),
        [](const TempTree& t, const Resolution& res) {
          EXPECT_EQ(res.policy.rules, rules({{t / "cwd/sub", d}}));
        },
        "", ""},
       {"cwd_sub_and_root", no_setup,
-       entries_policy(R"({"path": ":root", "access": "read"}, {"path": ":cwd/sub", "access": "write"},
+       entries_policy(
+           R"({"path": ":root", "access": "read"}, {"path": ":cwd/sub", "access": "write"},
                          {"path": ":cwd", "access": "read"})"),
        [](const TempTree& t, const Resolution& res) {
          // Sorted by depth, then path: parents before children.
@@ -140,13 +143,15 @@ std::vector<ResolveCase> resolve_cases() {
        },
        "", ""},
       {"tilde_without_home", [](const TempTree&, ResolveContext& c) { c.home.clear(); },
-       entries_policy(R"({"path": ":root", "access": "read"}, {"path": "~/.ssh", "access": "deny"})"),
+       entries_policy(
+           R"({"path": ":root", "access": "read"}, {"path": "~/.ssh", "access": "deny"})"),
        nullptr, "/filesystem/entries/1/path", "\"~/.ssh\" needs the home directory"},
       {"tilde_glob_without_home", [](const TempTree&, ResolveContext& c) { c.home = "relative"; },
        entries_policy(R"({"glob": "~/.aws/**", "access": "deny"})"), nullptr,
        "/filesystem/entries/0/glob", "needs the home directory"},
       {"deny_globs_anchored", no_setup,
-       entries_policy(R"({"glob": "*.pem", "access": "deny"}, {"glob": "secrets/*.key", "access": "deny"},
+       entries_policy(
+           R"({"glob": "*.pem", "access": "deny"}, {"glob": "secrets/*.key", "access": "deny"},
                          {"glob": "/etc/**/shadow", "access": "deny"}, {"glob": "~/.aws/**", "access": "deny"},
                          {"glob": "**/*.pem", "access": "deny"})"),
        [](const TempTree& t, const Resolution& res) {
@@ -162,7 +167,8 @@ std::vector<ResolveCase> resolve_cases() {
          t.dir("cwd/.git");
          t.file("cwd/.agents", "a file");
        },
-       entries_policy(R"({"path": ":cwd", "access": "write"}, {"path": ":root", "access": "read"})"),
+       entries_policy(
+           R"({"path": ":cwd", "access": "write"}, {"path": ":root", "access": "read"})"),
        [](const TempTree& t, const Resolution& res) {
          std::string cwd = t / "cwd";
          EXPECT_EQ(res.policy.protected_paths,
@@ -186,8 +192,9 @@ std::vector<ResolveCase> resolve_cases() {
        },
        "", ""},
       {"protected_names_nested_roots", no_setup,
-       entries_policy(R"({"path": ":cwd", "access": "write"}, {"path": ":cwd/sub", "access": "write"})",
-                      R"(, "protected_names": [".git"])"),
+       entries_policy(
+           R"({"path": ":cwd", "access": "write"}, {"path": ":cwd/sub", "access": "write"})",
+           R"(, "protected_names": [".git"])"),
        [](const TempTree& t, const Resolution& res) {
          EXPECT_EQ(res.policy.protected_paths,
                    (std::vector<ProtectedPath>{{t / "cwd/.git", t / "cwd", false, false},
@@ -196,7 +203,8 @@ std::vector<ResolveCase> resolve_cases() {
        "", ""},
       {"protected_symlink_is_protected_as_itself",
        [](const TempTree& t, ResolveContext&) { t.symlink(t / "elsewhere", "cwd/.codex"); },
-       entries_policy(R"({"path": ":cwd", "access": "write"})", R"(, "protected_names": [".codex"])"),
+       entries_policy(R"({"path": ":cwd", "access": "write"})",
+                      R"(, "protected_names": [".codex"])"),
        [](const TempTree& t, const Resolution& res) {
          EXPECT_EQ(res.policy.protected_paths,
                    (std::vector<ProtectedPath>{{t / "cwd/.codex", t / "cwd", true, false}}));
@@ -245,7 +253,8 @@ std::vector<ResolveCase> resolve_cases() {
        "", ""},
       {"symlinked_writable_root_rejected",
        [](const TempTree& t, ResolveContext&) { t.symlink(t / "elsewhere", "cwd/link"); },
-       entries_policy(R"({"path": ":root", "access": "read"}, {"path": ":cwd/link", "access": "write"})"),
+       entries_policy(
+           R"({"path": ":root", "access": "read"}, {"path": ":cwd/link", "access": "write"})"),
        nullptr, "/filesystem/entries/1",
        "writable root @/cwd/link: @/cwd/link is a symlink to @/elsewhere; name the real directory "
        "instead"},
@@ -254,7 +263,8 @@ std::vector<ResolveCase> resolve_cases() {
          t.dir("elsewhere/inner");
          t.symlink(t / "elsewhere", "cwd/link");
        },
-       entries_policy(R"({"path": ":cwd", "access": "write"}, {"path": ":cwd/link/inner", "access": "write"})"),
+       entries_policy(
+           R"({"path": ":cwd", "access": "write"}, {"path": ":cwd/link/inner", "access": "write"})"),
        nullptr, "/filesystem/entries/1",
        "writable root @/cwd/link/inner: @/cwd/link is a symlink to @/elsewhere inside the "
        "writable directory @/cwd, so the sandboxed command could replace it"},
@@ -263,7 +273,8 @@ std::vector<ResolveCase> resolve_cases() {
          t.dir("elsewhere/inner");
          t.symlink(t / "elsewhere", "cwd/link");
        },
-       entries_policy(R"({"path": ":cwd", "access": "read"}, {"path": ":cwd/link/inner", "access": "write"})"),
+       entries_policy(
+           R"({"path": ":cwd", "access": "read"}, {"path": ":cwd/link/inner", "access": "write"})"),
        [](const TempTree& t, const Resolution& res) {
          // cwd/ is read-only for the command, so it cannot swap the link: resolved, not refused.
          EXPECT_EQ(res.policy.rules, rules({{t / "cwd", r}, {t / "elsewhere/inner", w}}));
@@ -271,7 +282,8 @@ std::vector<ResolveCase> resolve_cases() {
        "", ""},
       {"read_entry_through_symlink_canonicalised",
        [](const TempTree& t, ResolveContext&) { t.symlink(t / "elsewhere", "cwd/link"); },
-       entries_policy(R"({"path": ":cwd", "access": "write"}, {"path": ":cwd/link", "access": "deny"})"),
+       entries_policy(
+           R"({"path": ":cwd", "access": "write"}, {"path": ":cwd/link", "access": "deny"})"),
        [](const TempTree& t, const Resolution& res) {
          EXPECT_EQ(res.policy.rules, rules({{t / "cwd", w}, {t / "elsewhere", d}}));
        },
@@ -288,14 +300,17 @@ std::vector<ResolveCase> resolve_cases() {
        },
        "", ""},
       {"tmpdir_unset_dropped_with_note", no_setup,
-       entries_policy(R"({"path": ":root", "access": "read"}, {"path": ":tmpdir", "access": "write"})"),
+       entries_policy(
+           R"({"path": ":root", "access": "read"}, {"path": ":tmpdir", "access": "write"})"),
        [](const TempTree&, const Resolution& res) {
          EXPECT_EQ(res.policy.rules, rules({{"/", r}}));
          EXPECT_EQ(res.notes,
-                   std::vector<std::string>{"/filesystem/entries/1/path: :tmpdir dropped: TMPDIR is not set"});
+                   std::vector<std::string>{
+                       "/filesystem/entries/1/path: :tmpdir dropped: TMPDIR is not set"});
        },
        "", ""},
-      {"tmpdir_relative_dropped", [](const TempTree&, ResolveContext& c) { c.env["TMPDIR"] = "tmp"; },
+      {"tmpdir_relative_dropped",
+       [](const TempTree&, ResolveContext& c) { c.env["TMPDIR"] = "tmp"; },
        entries_policy(R"({"path": ":tmpdir", "access": "write"})"),
        [](const TempTree&, const Resolution& res) {
          EXPECT_TRUE(res.policy.rules.empty());
@@ -313,14 +328,14 @@ std::vector<ResolveCase> resolve_cases() {
        },
        "", ""},
       {"slash_tmp_and_minimal", no_setup,
-       entries_policy(R"({"path": ":slash_tmp", "access": "write"}, {"path": ":minimal", "access": "read"})"),
+       entries_policy(
+           R"({"path": ":slash_tmp", "access": "write"}, {"path": ":minimal", "access": "read"})"),
        [](const TempTree&, const Resolution& res) {
          EXPECT_EQ(res.policy.rules, rules({{fs::canonical("/tmp").string(), w}}));
          EXPECT_TRUE(res.policy.platform_defaults_readable);
        },
        "", ""},
-      {"unrestricted_has_no_rules", no_setup,
-       R"({"version": 1, "preset": "danger-full-access"})",
+      {"unrestricted_has_no_rules", no_setup, R"({"version": 1, "preset": "danger-full-access"})",
        [](const TempTree& t, const Resolution& res) {
          EXPECT_EQ(res.policy.filesystem_kind, FilesystemKind::kUnrestricted);
          EXPECT_TRUE(res.policy.rules.empty());
@@ -381,9 +396,9 @@ TEST(Resolve, TiesAcrossSpellings) {
   // ":cwd", its absolute spelling and "~/../cwd"-free aliases all land on one rule.
   TempTree tree;
   ResolveContext context = standard_context(tree);
-  Policy policy = parse_ok(entries_policy(
-      R"({"path": ":cwd", "access": "write"}, {"path": ")" + tree / "cwd" +
-      R"(/", "access": "read"}, {"path": ")" + tree.root() + R"(//cwd", "access": "deny"})"));
+  Policy policy = parse_ok(entries_policy(R"({"path": ":cwd", "access": "write"}, {"path": ")" +
+                                          tree / "cwd" + R"(/", "access": "read"}, {"path": ")" +
+                                          tree.root() + R"(//cwd", "access": "deny"})"));
   Result<ResolvedPolicy> resolved = resolve_policy(policy, context);
   ASSERT_TRUE(resolved.ok()) << resolved.error();
   EXPECT_EQ(resolved->rules, rules({{tree / "cwd", Access::kDeny}}));
@@ -393,8 +408,8 @@ TEST(Resolve, GlobThroughSymlinkIsCanonicalised) {
   TempTree tree;
   ResolveContext context = standard_context(tree);
   tree.symlink(tree / "elsewhere", "alias");
-  Policy policy = parse_ok(entries_policy(R"({"glob": ")" + tree / "alias" +
-                                          R"(/keys/**/*.pem", "access": "deny"})"));
+  Policy policy = parse_ok(
+      entries_policy(R"({"glob": ")" + tree / "alias" + R"(/keys/**/*.pem", "access": "deny"})"));
   Result<ResolvedPolicy> resolved = resolve_policy(policy, context);
   ASSERT_TRUE(resolved.ok()) << resolved.error();
   EXPECT_EQ(resolved->deny_globs, std::vector<std::string>{tree / "elsewhere/keys/**/*.pem"});

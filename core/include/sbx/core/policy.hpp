@@ -41,7 +41,7 @@ struct Policy {
 inline constexpr std::size_t kMaxPolicyBytes = 1 << 20;  // 1 MiB
 inline constexpr std::size_t kMaxPolicyDepth = 16;
 inline constexpr std::string_view kPresetNames[] = {"read-only", "workspace-write",
-                                                     "danger-full-access", "external-sandbox"};
+                                                    "danger-full-access", "external-sandbox"};
 // Protected names of the workspace-write preset and of a full form that omits them.
 inline const std::vector<std::string> kDefaultProtectedNames = {".git", ".codex", ".agents"};
 

@@ -14,8 +14,8 @@
 namespace sbx {
 
 struct ResolveContext {
-  std::string cwd;   // absolute; ":cwd"
-  std::string home;  // absolute; "~/"
+  std::string cwd;                         // absolute; ":cwd"
+  std::string home;                        // absolute; "~/"
   std::map<std::string, std::string> env;  // TMPDIR for ":tmpdir"
 };
 
