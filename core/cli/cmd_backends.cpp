@@ -69,7 +69,7 @@ void print_probed(const BackendListing& listing) {
   std::cout << render_table(rows, "  ");
   std::vector<std::vector<std::string>> checks;
   for (const ProbeCheck& check : report.checks) {
-    checks.push_back({status_marker(check.status), check.name, check.observed,
+    checks.push_back({status_marker(check.status), check.name, shorten(check.observed, 60),
                       check.remedy.empty() ? "" : "fix: " + check.remedy});
   }
   if (!checks.empty()) std::cout << "  checks:\n" << render_table(checks, "    ");

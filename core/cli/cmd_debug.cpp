@@ -1,5 +1,6 @@
 // `sbx debug BACKEND [POLICY] -- CMD [ARG...]`: the plan BACKEND would run, as JSON, whatever
 // its probe says (transform is pure), so e.g. the seatbelt plan can be inspected on Linux.
+#include <exception>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -30,6 +31,22 @@ Result<std::string> plan_argv0(const std::string& command, const std::string& cw
   return path;
 }
 
+// Calls the backend's transform directly rather than through Manager::transform: the manager
+// also checks that argv[0] is an absolute path *on this host* before anything may run it, and a
+// plan for another OS (C:\... for windows) fails that check although debug only prints it.
+// Plugin code is still guarded: an exception becomes an error, never a crash.
+Result<ExecPlan> guarded_transform(const LoadedPlugin& plugin, const TransformRequest& request) {
+  try {
+    Result<ExecPlan> plan = plugin.backend->transform(request);
+    if (!plan.ok()) return Error{"backend '" + plugin.name + "' cannot run this: " + plan.error()};
+    return plan;
+  } catch (const std::exception& e) {
+    return Error{"backend '" + plugin.name + "' failed in transform: " + e.what()};
+  } catch (...) {
+    return Error{"backend '" + plugin.name + "' failed in transform with an unknown exception"};
+  }
+}
+
 int run_debug(const DebugOptions& options, const GlobalOptions& globals) {
   if (options.command.empty())
     return fail("debug needs a command", "put it after --, e.g. sbx debug bwrap -- /bin/ls");
@@ -37,7 +54,8 @@ int run_debug(const DebugOptions& options, const GlobalOptions& globals) {
   if (!input.ok()) return fail(input.error());
   Result<PluginRegistry> registry = load_registry(globals);
   if (!registry.ok()) return fail(registry.error());
-  if (registry->find(options.backend) == nullptr) {
+  const LoadedPlugin* plugin = registry->find(options.backend);
+  if (plugin == nullptr) {
     return fail("no backend named '" + options.backend + "' is loaded",
                 "`sbx backends` lists the loaded ones and why others were rejected");
   }
@@ -45,8 +63,7 @@ int run_debug(const DebugOptions& options, const GlobalOptions& globals) {
   Result<std::string> argv0 = plan_argv0(options.command[0], input->cwd, request.env);
   if (!argv0.ok()) return fail(argv0.error());
   request.argv[0] = *argv0;
-  const Manager manager(*registry, {options.backend});
-  Result<ExecPlan> plan = manager.transform(options.backend, request);
+  Result<ExecPlan> plan = guarded_transform(*plugin, request);
   if (!plan.ok()) return fail(plan.error(), "see `sbx explain` for what the policy needs");
   std::cout << plan_to_json(options.backend, *plan, JsonStyle::kPretty) << '\n';
   return 0;

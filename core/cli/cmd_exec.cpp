@@ -45,7 +45,10 @@ int failed(RunReport& report, const std::string& message) {
 }
 
 int finish(ExecRun& run, const Result<ExitStatus>& status) {
-  if (!status.ok()) return failed(run.report, status.error());
+  if (!status.ok()) {
+    return failed(run.report, status.error(),
+                  "the command may not have completed; rerun with --log-level debug for details");
+  }
   run.report.status = *status;
   return status->shell_code();
 }
@@ -123,14 +126,16 @@ std::optional<int> resolve_argv(ExecRun& run) {
 
 int exec_steps(ExecRun& run, const GlobalOptions& globals) {
   if (run.options.command.empty())
-    return failed(run.report, "exec needs a command", "put it after --, e.g. sbx exec -- ls -l");
+    return failed(run.report, "exec needs a command",
+                  "put it after --, e.g. sbx exec -- ls -l");
   Result<SandboxPreference> preference = parse_sandbox_preference(run.options.sandbox);
-  if (!preference.ok()) return failed(run.report, preference.error());
+  if (!preference.ok())
+    return failed(run.report, preference.error(), "use --sandbox auto, require or forbid");
   Result<PolicyInput> input = load_policy(run.options.policy);
   if (!input.ok()) return failed(run.report, input.error());
   run.input = std::move(*input);
   Result<SandboxDecision> decision = should_sandbox(run.input.policy, *preference);
-  if (!decision.ok()) return failed(run.report, decision.error());
+  if (!decision.ok()) return failed(run.report, decision.error(), "the command was not run");
   run.report.should_sandbox = decision->sandbox;
   run.report.reason = decision->reason;
   run.env = current_environment();

@@ -93,7 +93,7 @@ void print_text(const ExplainReport& report) {
 
 int run_explain(const ExplainOptions& options, const GlobalOptions& globals) {
   Result<SandboxPreference> preference = parse_sandbox_preference(options.sandbox);
-  if (!preference.ok()) return fail(preference.error());
+  if (!preference.ok()) return fail(preference.error(), "use --sandbox auto, require or forbid");
   Result<PolicyInput> input = load_policy(options.policy);
   if (!input.ok()) return fail(input.error());
   Result<PluginRegistry> registry = load_registry(globals);

@@ -60,7 +60,7 @@ int run(int argc, char** argv) {
     return usage_error(app, error);
   }
   if (sbx::Status logging = sbx::cli::configure_logging_from(globals); !logging.ok()) {
-    return sbx::cli::fail(logging.error());
+    return sbx::cli::fail(logging.error(), "see sbx --help for the accepted values");
   }
   for (const sbx::cli::Command& command : commands) {
     if (command.app->parsed()) return command.run();

@@ -36,6 +36,18 @@ std::string printable(std::string_view text) {
   return out;
 }
 
+std::string shorten(const std::string& text, std::size_t width) {
+  if (display_width(text) <= width || width < 4) return text;
+  std::string out;
+  std::size_t points = 0;
+  for (char c : text) {
+    const bool starts_code_point = (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+    if (starts_code_point && ++points > width - 3) break;
+    out += c;
+  }
+  return out + "...";
+}
+
 std::string render_table(const std::vector<std::vector<std::string>>& rows,
                          const std::string& indent) {
   std::vector<std::size_t> widths;

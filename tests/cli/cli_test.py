@@ -538,10 +538,10 @@ class ExecSandboxed(SbxTestCase):
 
 
 class Debug(SbxTestCase):
-    def debug_plan(self, backend):
+    def debug_plan(self, backend, *options):
         if backend not in loaded_backends():
             self.skipTest(f"the {backend} plugin is not installed in this build")
-        result = self.run_ok("debug", backend, "--cwd", self.work, "--", "/bin/ls", "-l")
+        result = self.run_ok("debug", backend, "--cwd", self.work, *options, "--", "/bin/ls", "-l")
         plan = json.loads(result.stdout)
         self.assertEqual(set(plan), {"backend", "argv", "env", "cwd", "notes"})
         self.assertEqual(plan["backend"], backend)
@@ -555,7 +555,19 @@ class Debug(SbxTestCase):
         self.assertEqual(plan["argv"][0], "/usr/bin/sandbox-exec")
 
     def test_windows(self):
-        self.debug_plan("windows")
+        # A restricted token cannot block sockets, so a network-enabled policy is used here.
+        plan = self.debug_plan("windows", "--network", "enabled")
+        self.assertTrue(plan["notes"] or len(plan["argv"]) > 1)
+
+    def test_transform_refusal_is_reported(self):
+        if "windows" not in loaded_backends():
+            self.skipTest("the windows plugin is not installed in this build")
+        result = sbx("debug", "windows", "--cwd", self.work, "--", "/bin/ls")
+        if result.returncode == 0:
+            self.skipTest("the windows backend now enforces a restricted network; no refusal")
+        self.assert_exit(result, 125)
+        self.assert_house_error(result)
+        self.assertIn("windows", result.stderr)
 
     def test_bwrap(self):
         plan = self.debug_plan("bwrap")
