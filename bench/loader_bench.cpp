@@ -63,8 +63,8 @@ void run_scans(benchmark::State& state, const sbx::LoaderOptions& options) {
   }
   state.counters["loaded"] = static_cast<double>(loaded);
   state.counters["rejected"] = static_cast<double>(rejected);
-  state.counters["candidates/s"] = benchmark::Counter(static_cast<double>(loaded + rejected),
-                                                      benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["candidates/s"] = benchmark::Counter(
+      static_cast<double>(loaded + rejected), benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void BM_LoadInstalledPlugins(benchmark::State& state) {
@@ -152,8 +152,7 @@ int main(int argc, char** argv) {
   int rest_argc = static_cast<int>(rest.size());
   benchmark::Initialize(&rest_argc, rest.data());
   if (benchmark::ReportUnrecognizedArguments(rest_argc, rest.data())) return 1;
-  std::cerr << "plugin dir: " << layout().plugin_dir << "\nfixture dir: " << g_fixture_dir
-            << "\n";
+  std::cerr << "plugin dir: " << layout().plugin_dir << "\nfixture dir: " << g_fixture_dir << "\n";
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

@@ -2,7 +2,10 @@
 // boundary" and "Trusted plugin paths"). Checks run in a fixed order (LoadStage); every failure
 // becomes one RejectedPlugin whose message names the path, the stage, what was expected and
 // what was found, and no failure stops the other candidates.
+#include "sbx/core/plugin_loader.hpp"
+
 #include <dlfcn.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -17,29 +20,36 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <spdlog/spdlog.h>
 #include <string>
 #include <utility>
 #include <variant>
 #include <vector>
 
 #include "plugin_loader_internal.hpp"
-#include "sbx/core/plugin_loader.hpp"
 #include "trusted_fs.hpp"
 
 namespace sbx {
 
 std::string_view to_string(LoadStage stage) {
   switch (stage) {
-    case LoadStage::kDirectory: return "directory";
-    case LoadStage::kTrust: return "trust";
-    case LoadStage::kInspect: return "inspect";
-    case LoadStage::kLoad: return "load";
-    case LoadStage::kEntry: return "entry";
-    case LoadStage::kAbi: return "abi";
-    case LoadStage::kFingerprint: return "fingerprint";
-    case LoadStage::kName: return "name";
-    case LoadStage::kCreate: return "create";
+    case LoadStage::kDirectory:
+      return "directory";
+    case LoadStage::kTrust:
+      return "trust";
+    case LoadStage::kInspect:
+      return "inspect";
+    case LoadStage::kLoad:
+      return "load";
+    case LoadStage::kEntry:
+      return "entry";
+    case LoadStage::kAbi:
+      return "abi";
+    case LoadStage::kFingerprint:
+      return "fingerprint";
+    case LoadStage::kName:
+      return "name";
+    case LoadStage::kCreate:
+      return "create";
   }
   return "unknown";
 }
@@ -113,8 +123,9 @@ std::optional<std::string> inspect(const std::string& proc_path) {
   }
   if (std::find(symbols.begin(), symbols.end(), SBX_PLUGIN_ENTRY_SYMBOL) != symbols.end())
     return std::nullopt;
-  return "the file does not export " SBX_PLUGIN_ENTRY_SYMBOL
-         " (exported: " + join_symbols(symbols) + "); expected a plugin declared with "
+  return "the file does not export " SBX_PLUGIN_ENTRY_SYMBOL " (exported: " +
+         join_symbols(symbols) +
+         "); expected a plugin declared with "
          "SBX_DECLARE_BACKEND";
 }
 
@@ -194,7 +205,8 @@ std::optional<std::string> abi_problem(const sbx_plugin_v1& d) {
   if (d.struct_size >= kReservedEnd) {
     for (std::size_t i = 0; i < std::size(d.reserved); ++i) {
       if (d.reserved[i] != nullptr)
-        return "reserved[" + std::to_string(i) + "] is not NULL; expected every reserved field NULL";
+        return "reserved[" + std::to_string(i) +
+               "] is not NULL; expected every reserved field NULL";
     }
   }
   return std::nullopt;
@@ -219,10 +231,12 @@ std::variant<const sbx_plugin_v1*, RejectedPlugin> load_descriptor(TrustedFile f
   if (std::optional<std::string> problem = inspect(*proc_path))
     return reject(path, LoadStage::kInspect, *problem);
   std::variant<RetainedLibrary*, std::string> library = load_library(file, *proc_path);
-  if (auto* error = std::get_if<std::string>(&library)) return reject(path, LoadStage::kLoad, *error);
+  if (auto* error = std::get_if<std::string>(&library))
+    return reject(path, LoadStage::kLoad, *error);
   std::variant<const sbx_plugin_v1*, std::string> entry =
       call_entry(*std::get<RetainedLibrary*>(library));
-  if (auto* error = std::get_if<std::string>(&entry)) return reject(path, LoadStage::kEntry, *error);
+  if (auto* error = std::get_if<std::string>(&entry))
+    return reject(path, LoadStage::kEntry, *error);
   const sbx_plugin_v1* descriptor = std::get<const sbx_plugin_v1*>(entry);
   if (std::optional<std::string> problem = abi_problem(*descriptor))
     return reject(path, LoadStage::kAbi, *problem);
@@ -232,7 +246,8 @@ std::variant<const sbx_plugin_v1*, RejectedPlugin> load_descriptor(TrustedFile f
   if (fingerprint != SBX_TOOLCHAIN_FINGERPRINT) {
     return reject(path, LoadStage::kFingerprint,
                   "toolchain fingerprint is '" + fingerprint + "'; expected '" +
-                      SBX_TOOLCHAIN_FINGERPRINT + "' (rebuild the plugin with the same C++ "
+                      SBX_TOOLCHAIN_FINGERPRINT +
+                      "' (rebuild the plugin with the same C++ "
                       "standard library settings as sbx)");
   }
   return descriptor;
@@ -263,11 +278,10 @@ std::string join_path(const std::string& dir, const std::string& name) {
 // Stage kName: the name selects the backend everywhere (--backends, explain, JSON).
 std::optional<std::string> name_problem(const char* raw, const ScanState& state) {
   const std::string name = raw == nullptr ? "" : std::string(raw, strnlen(raw, 64));
-  const bool valid =
-      !name.empty() && name.size() <= loader_detail::kMaxNameLength &&
-      std::all_of(name.begin(), name.end(), [](char c) {
-        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
-      });
+  const bool valid = !name.empty() && name.size() <= loader_detail::kMaxNameLength &&
+                     std::all_of(name.begin(), name.end(), [](char c) {
+                       return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+                     });
   if (!valid) {
     return "name '" + (raw == nullptr ? std::string("(null)") : name) +
            "' is invalid; expected 1 to " + std::to_string(loader_detail::kMaxNameLength) +

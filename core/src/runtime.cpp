@@ -3,6 +3,7 @@
 #include "sbx/core/runtime.hpp"
 
 #include <dlfcn.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -14,7 +15,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <spdlog/spdlog.h>
 #include <string>
 #include <string_view>
 
@@ -36,18 +36,24 @@ std::string parent_of(const std::string& path) {
 
 spdlog::level::level_enum to_spdlog(int level) {
   switch (level) {
-    case SBX_LOG_TRACE: return spdlog::level::trace;
-    case SBX_LOG_DEBUG: return spdlog::level::debug;
-    case SBX_LOG_INFO: return spdlog::level::info;
-    case SBX_LOG_WARN: return spdlog::level::warn;
-    default: return spdlog::level::err;  // SBX_LOG_ERROR and anything unknown: never lost
+    case SBX_LOG_TRACE:
+      return spdlog::level::trace;
+    case SBX_LOG_DEBUG:
+      return spdlog::level::debug;
+    case SBX_LOG_INFO:
+      return spdlog::level::info;
+    case SBX_LOG_WARN:
+      return spdlog::level::warn;
+    default:
+      return spdlog::level::err;  // SBX_LOG_ERROR and anything unknown: never lost
   }
 }
 
 // sbx_host_v1::log. Plugin text is passed as an argument, never as a format string.
 void host_log(void* /*ctx*/, int level, const char* message, size_t length) noexcept {
   try {
-    const std::string_view text = message == nullptr ? std::string_view() : std::string_view(message, length);
+    const std::string_view text =
+        message == nullptr ? std::string_view() : std::string_view(message, length);
     spdlog::default_logger_raw()->log(to_spdlog(level), "{}", text);
   } catch (...) {
     // Logging must never take the plugin (or the host) down.
@@ -133,8 +139,8 @@ const sbx_host_v1* host_services(const InstallLayout& layout) {
   static auto* mutex = new std::mutex();
   static auto* tables = new std::map<std::string, std::unique_ptr<HostTable>>();
   const std::lock_guard<std::mutex> lock(*mutex);
-  const std::string key = layout.libsbx_path + '\0' + layout.stage2_path + '\0' +
-                          std::to_string(layout.libsbx_owner);
+  const std::string key =
+      layout.libsbx_path + '\0' + layout.stage2_path + '\0' + std::to_string(layout.libsbx_owner);
   std::unique_ptr<HostTable>& slot = (*tables)[key];
   if (!slot) {
     slot = std::make_unique<HostTable>();

@@ -28,8 +28,7 @@ std::string errno_text(int error) { return std::strerror(error); }
 // Splits an absolute path into its components. "." and ".." are refused: the walk compares
 // components lexically against the trust root, and ".." would make that comparison lie.
 Result<std::vector<std::string>> split_absolute(const std::string& path) {
-  if (path.empty() || path.front() != '/')
-    return Error{"'" + path + "' is not an absolute path"};
+  if (path.empty() || path.front() != '/') return Error{"'" + path + "' is not an absolute path"};
   if (path.find('\0') != std::string::npos) return Error{"path contains a NUL byte"};
   std::vector<std::string> parts;
   std::size_t start = 0;
@@ -73,8 +72,8 @@ std::string file_type(mode_t mode) {
 
 // Explains why openat(dir_fd, name, kDirectoryFlags) failed with `error`. ENOTDIR/ELOOP are
 // what O_NOFOLLOW|O_DIRECTORY give for a symlink, so look at the entry itself to name it.
-std::string describe_directory_failure(int dir_fd, const std::string& name,
-                                       const std::string& path, int error) {
+std::string describe_directory_failure(int dir_fd, const std::string& name, const std::string& path,
+                                       int error) {
   if (error == ENOENT) return path + " does not exist";
   if (error == ENOTDIR || error == ELOOP) {
     struct stat st {};
@@ -133,7 +132,8 @@ std::optional<std::string> check_owner_and_mode(const struct stat& st, const std
                                                 const Owners& owners) {
   // Whoever owns a plugin or a directory above it can replace the code sbx runs; only root and
   // the owner of libsbx itself (who could replace libsbx anyway) are no escalation.
-  const bool owner_ok = st.st_uid == 0 || (owners.trusted_owner && st.st_uid == *owners.trusted_owner);
+  const bool owner_ok =
+      st.st_uid == 0 || (owners.trusted_owner && st.st_uid == *owners.trusted_owner);
   if (!owner_ok) {
     std::string expected = "root (uid 0)";
     if (owners.trusted_owner && *owners.trusted_owner != 0)
@@ -190,7 +190,8 @@ Result<TrustedFile> open_trusted_file(int dir_fd, const std::string& dir_path,
     }
     return Error{"cannot open the file: " + errno_text(error)};
   }
-  if (fstat(file.fd.get(), &file.st) != 0) return Error{"cannot stat the file: " + errno_text(errno)};
+  if (fstat(file.fd.get(), &file.st) != 0)
+    return Error{"cannot stat the file: " + errno_text(errno)};
   if (!S_ISREG(file.st.st_mode))
     return Error{"the file is " + file_type(file.st.st_mode) + "; expected a regular file"};
   if (std::optional<std::string> why = check_owner_and_mode(file.st, "the file", owners))
@@ -240,8 +241,8 @@ Result<std::string> proc_fd_path(int fd, const struct stat& st) {
   // stat() follows the magic link to the open file. If /proc is missing (or something else is
   // mounted there) the inode differs and the caller must not load by any other name.
   if (stat(path.c_str(), &seen) != 0) {
-    return Error{"cannot reach the open file through " + path + " (is /proc mounted?): " +
-                 errno_text(errno) + "; refusing to load by path"};
+    return Error{"cannot reach the open file through " + path +
+                 " (is /proc mounted?): " + errno_text(errno) + "; refusing to load by path"};
   }
   if (seen.st_dev != st.st_dev || seen.st_ino != st.st_ino) {
     return Error{path + " does not lead to the checked file (is /proc mounted?); refusing to load"};

@@ -1,6 +1,7 @@
 // PluginRegistry::load against real plugin files (issue 2, acceptance point 4): every fixture is
 // rejected at its own stage with its own message, while the good plugin next to it still loads
 // and its create() works -- all bad ones together in one scan, and each one on its own.
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,8 +11,6 @@
 #include <ostream>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "sbx/core/plugin_loader.hpp"
 #include "sbx/core/runtime.hpp"
@@ -68,8 +67,7 @@ std::vector<FixtureCase> descriptor_cases() {
               "expected at least " + std::to_string(SBX_PLUGIN_V1_MIN_SIZE), "short struct"})},
       {"reserved", LoadStage::kAbi, false, copy_of("sbx-backend-fixture-reserved.so"),
        parts({"reserved[1] is not NULL", "expected every reserved field NULL"})},
-      {"fingerprint", LoadStage::kFingerprint, false,
-       copy_of("sbx-backend-fixture-fingerprint.so"),
+      {"fingerprint", LoadStage::kFingerprint, false, copy_of("sbx-backend-fixture-fingerprint.so"),
        parts({"toolchain fingerprint is 'sbx-abi1;libstdc++-cxx11abi0;ptr8'",
               std::string("expected '") + SBX_TOOLCHAIN_FINGERPRINT + "'"})},
       {"no_entry", LoadStage::kInspect, false, copy_of("sbx-backend-fixture-no-entry.so"),
@@ -89,8 +87,7 @@ std::vector<FixtureCase> descriptor_cases() {
        }},
       {"create_null", LoadStage::kCreate, false, copy_of("sbx-backend-fixture-create-null.so"),
        parts({"create() returned NULL"})},
-      {"create_throws", LoadStage::kCreate, false,
-       copy_of("sbx-backend-fixture-create-throws.so"),
+      {"create_throws", LoadStage::kCreate, false, copy_of("sbx-backend-fixture-create-throws.so"),
        parts({"create() threw an exception: fixture create() failure"})},
   };
 }
@@ -140,9 +137,9 @@ std::vector<FixtureCase> trust_cases() {
          return Arranged{{dir}, dir / "sbx-backend-via-link.so"};
        },
        [](const TestTree& tree, const Arranged&) {
-         return std::vector<std::string>{(tree.base() / "alias").string() +
-                                         " is a symlink (to real)",
-                                         "symlinked components are never followed"};
+         return std::vector<std::string>{
+             (tree.base() / "alias").string() + " is a symlink (to real)",
+             "symlinked components are never followed"};
        }},
       {"file_owned_by_other_uid", LoadStage::kTrust, true,
        [](const TestTree&, const fs::path& plugins) {

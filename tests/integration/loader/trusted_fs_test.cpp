@@ -3,6 +3,7 @@
 #include "trusted_fs.hpp"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -12,11 +13,9 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <vector>
 #include <string>
 #include <variant>
-
-#include <gtest/gtest.h>
+#include <vector>
 
 #include "plugin_loader_internal.hpp"
 #include "sbx/core/plugin_loader.hpp"
@@ -56,7 +55,8 @@ TEST(TrustedFs, WalkOpensTheDirectoryItChecked) {
   EXPECT_EQ(by_fd.st_ino, by_path.st_ino);
   EXPECT_EQ(by_fd.st_dev, by_path.st_dev);
   // Redundant slashes are harmless; the trust root may be the directory itself.
-  EXPECT_TRUE(trusted_fs::open_trusted_directory(dir.string() + "//", tree.base(), me()).fd.valid());
+  EXPECT_TRUE(
+      trusted_fs::open_trusted_directory(dir.string() + "//", tree.base(), me()).fd.valid());
   EXPECT_TRUE(trusted_fs::open_trusted_directory(dir, dir, me()).fd.valid());
 }
 
@@ -258,10 +258,10 @@ TEST(CheckThenLoad, NoProcMeansNoLoad) {
     if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) ::_exit(77);
     if (::mount("none", "/proc", "tmpfs", 0, nullptr) != 0) ::_exit(77);
     const PluginRegistry registry = PluginRegistry::load(options);
-    const bool refused = registry.plugins().empty() && registry.rejected().size() == 1 &&
-                         registry.rejected()[0].stage == LoadStage::kInspect &&
-                         registry.rejected()[0].message.find("is /proc mounted?") !=
-                             std::string::npos;
+    const bool refused =
+        registry.plugins().empty() && registry.rejected().size() == 1 &&
+        registry.rejected()[0].stage == LoadStage::kInspect &&
+        registry.rejected()[0].message.find("is /proc mounted?") != std::string::npos;
     ::_exit(refused ? 0 : 1);
   }
   int status = 0;

@@ -1,6 +1,7 @@
 // install_layout() and the host-services table plugins receive (core/src/runtime.cpp).
 #include "sbx/core/runtime.hpp"
 
+#include <gtest/gtest.h>
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
@@ -14,8 +15,6 @@
 #include <regex>
 #include <sstream>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "sbx/sdk/backend.hpp"
 #include "trusted_fs.hpp"
@@ -50,7 +49,7 @@ TEST(InstallLayout, FollowsTheRealLocationOfLibsbx) {
 TEST(InstallLayout, EnvironmentChangesNothing) {
   const InstallLayout before = layout_or_die();
   constexpr const char* kNames[] = {"SBX_PLUGIN_DIR", "SBX_PLUGIN_PATH", "SBX_STAGE2",
-                                     "SBX_PREFIX",     "SBX_LIBDIR",      "LD_LIBRARY_PATH"};
+                                    "SBX_PREFIX",     "SBX_LIBDIR",      "LD_LIBRARY_PATH"};
   for (const char* name : kNames) ::setenv(name, "/tmp/attacker", 1);
   const InstallLayout after = layout_or_die();
   for (const char* name : kNames) ::unsetenv(name);
@@ -126,9 +125,8 @@ class Stage2Path : public ::testing::Test {
     fs::create_directories(base_ / "libexec" / "sbx");
     for (const fs::path& p : {base_, base_ / "libexec", base_ / "libexec" / "sbx"})
       fs::permissions(p, fs::perms(0755));
-    trusted_fs::DirectoryWalk walk =
-        trusted_fs::open_trusted_directory(base_ / "libexec" / "sbx", "/",
-                                           trusted_fs::Owners{::geteuid()});
+    trusted_fs::DirectoryWalk walk = trusted_fs::open_trusted_directory(
+        base_ / "libexec" / "sbx", "/", trusted_fs::Owners{::geteuid()});
     if (!walk.fd.valid()) {
       skip_reason_ = "the build tree is not a trusted chain from / (" + walk.error + ")";
     }
