@@ -59,8 +59,8 @@ class FakeBackend final : public sbx::Backend {
     report.available = available_;
     report.summary = available_ ? "ready" : "kernel feature missing";
     report.capabilities = capabilities_;
-    report.checks.push_back({"feature", available_ ? sbx::CheckStatus::kPass
-                                                   : sbx::CheckStatus::kFail,
+    report.checks.push_back({"feature",
+                             available_ ? sbx::CheckStatus::kPass : sbx::CheckStatus::kFail,
                              "observed", ""});
     return report;
   }
@@ -83,11 +83,11 @@ sbx::PluginRegistry make_registry() {
   sbx::CapabilitySet weak = everything();
   weak.remove(sbx::Capability::kWriteCarveouts);
   std::vector<sbx::LoadedPlugin> plugins;
-  plugins.push_back({"down", "1", "", "/fake/down.so",
-                     std::make_shared<FakeBackend>(false, everything())});
+  plugins.push_back(
+      {"down", "1", "", "/fake/down.so", std::make_shared<FakeBackend>(false, everything())});
   plugins.push_back({"weak", "1", "", "/fake/weak.so", std::make_shared<FakeBackend>(true, weak)});
-  plugins.push_back({"good", "1", "", "/fake/good.so",
-                     std::make_shared<FakeBackend>(true, everything())});
+  plugins.push_back(
+      {"good", "1", "", "/fake/good.so", std::make_shared<FakeBackend>(true, everything())});
   return sbx::PluginRegistry::from_plugins(std::move(plugins));
 }
 

@@ -18,9 +18,12 @@ namespace {
 
 std::string_view kind_name(FilesystemKind kind) {
   switch (kind) {
-    case FilesystemKind::kRestricted: return "restricted";
-    case FilesystemKind::kUnrestricted: return "unrestricted";
-    case FilesystemKind::kExternal: return "external";
+    case FilesystemKind::kRestricted:
+      return "restricted";
+    case FilesystemKind::kUnrestricted:
+      return "unrestricted";
+    case FilesystemKind::kExternal:
+      return "external";
   }
   return "unknown";
 }
@@ -78,9 +81,12 @@ struct Needs {
 
 std::string_view access_name(Access access) {
   switch (access) {
-    case Access::kRead: return "read";
-    case Access::kWrite: return "write";
-    case Access::kDeny: return "deny";
+    case Access::kRead:
+      return "read";
+    case Access::kWrite:
+      return "write";
+    case Access::kDeny:
+      return "deny";
   }
   return "unknown";
 }
@@ -122,8 +128,9 @@ void add_carveout_needs(const ResolvedPolicy& policy, Needs& needs) {
 
 void add_filesystem_needs(const ResolvedPolicy& policy, Needs& needs) {
   if (policy.filesystem_kind != FilesystemKind::kRestricted) return;
-  const auto root = std::find_if(policy.rules.begin(), policy.rules.end(),
-                                 [](const PathRule& rule) { return rule.access == Access::kWrite; });
+  const auto root =
+      std::find_if(policy.rules.begin(), policy.rules.end(),
+                   [](const PathRule& rule) { return rule.access == Access::kWrite; });
   needs.add(Capability::kWriteRestriction,
             root == policy.rules.end()
                 ? "the filesystem is restricted and nothing is writable"
@@ -155,7 +162,8 @@ Needs compute_needs(const ResolvedPolicy& policy) {
   add_filesystem_needs(policy, needs);
   add_network_needs(policy.network, needs);
   // DESIGN.md "Linux specifics": the dangerous-syscall filter applies in every sandboxed mode.
-  needs.add(Capability::kSyscallFilter, "every sandboxed command gets the dangerous-syscall filter");
+  needs.add(Capability::kSyscallFilter,
+            "every sandboxed command gets the dangerous-syscall filter");
   return needs;
 }
 
@@ -201,8 +209,9 @@ std::string not_loaded_reason(const PluginRegistry& registry, const std::string&
   std::string loaded;
   for (const LoadedPlugin& plugin : registry.plugins())
     loaded += (loaded.empty() ? "" : ", ") + plugin.name;
-  return "not loaded: no plugin named '" + name + "' in the trusted plugin directories (loaded: " +
-         (loaded.empty() ? "none" : loaded) + "; see `sbx backends`)";
+  return "not loaded: no plugin named '" + name +
+         "' in the trusted plugin directories (loaded: " + (loaded.empty() ? "none" : loaded) +
+         "; see `sbx backends`)";
 }
 
 // Plugin code is untrusted to behave: a throwing probe means "unavailable", never a crash.
@@ -235,7 +244,8 @@ std::string missing_reason(CapabilitySet missing, const Needs& needs) {
 std::string none_reason(const std::vector<PassedOver>& passed_over) {
   if (passed_over.empty()) return "no sandbox backend is loaded (see `sbx backends`)";
   std::string text = "no backend can enforce this policy here:";
-  for (const PassedOver& entry : passed_over) text += " " + entry.backend + ": " + entry.reason + ".";
+  for (const PassedOver& entry : passed_over)
+    text += " " + entry.backend + ": " + entry.reason + ".";
   return text;
 }
 
@@ -262,9 +272,12 @@ Status validate_plan(const std::string& backend, const ExecPlan& plan) {
 
 std::string_view to_string(SandboxPreference preference) {
   switch (preference) {
-    case SandboxPreference::kAuto: return "auto";
-    case SandboxPreference::kRequire: return "require";
-    case SandboxPreference::kForbid: return "forbid";
+    case SandboxPreference::kAuto:
+      return "auto";
+    case SandboxPreference::kRequire:
+      return "require";
+    case SandboxPreference::kForbid:
+      return "forbid";
   }
   return "unknown";
 }
@@ -320,7 +333,8 @@ BackendChoice Manager::available_backend(const ResolvedPolicy& policy) const {
     choice.probes.emplace_back(name, report);
     if (!report.available) {
       choice.passed_over.push_back(
-          {name, "unavailable: " + (report.summary.empty() ? "probe gave no reason" : report.summary)});
+          {name,
+           "unavailable: " + (report.summary.empty() ? "probe gave no reason" : report.summary)});
       continue;
     }
     const CapabilitySet missing = report.capabilities.missing_from(needs.capabilities);
@@ -356,7 +370,8 @@ Result<ExitStatus> Manager::exec(const std::string& backend, const ExecPlan& pla
   if (plugin == nullptr) return Error{"unknown backend '" + backend + "' (see `sbx backends`)"};
   try {
     Result<ExitStatus> status = plugin->backend->exec(plan);
-    if (!status.ok()) return Error{"backend '" + backend + "' could not run the plan: " + status.error()};
+    if (!status.ok())
+      return Error{"backend '" + backend + "' could not run the plan: " + status.error()};
     return status;
   } catch (...) {
     return Error{exception_text(backend, "exec")};

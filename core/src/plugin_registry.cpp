@@ -21,8 +21,8 @@ PluginRegistry PluginRegistry::from_plugins(std::vector<LoadedPlugin> plugins,
         std::any_of(registry.plugins_.begin(), registry.plugins_.end(),
                     [&](const LoadedPlugin& kept) { return kept.name == plugin.name; });
     if (plugin.backend == nullptr) {
-      rejected.push_back({plugin.path, LoadStage::kCreate,
-                          "plugin '" + plugin.name + "' has no backend object"});
+      rejected.push_back(
+          {plugin.path, LoadStage::kCreate, "plugin '" + plugin.name + "' has no backend object"});
     } else if (plugin.name.empty() || duplicate) {
       rejected.push_back({plugin.path, LoadStage::kName,
                           plugin.name.empty() ? "plugin has an empty name"

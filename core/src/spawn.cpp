@@ -55,7 +55,7 @@ namespace {
 // shell's SIGCONT on `fg`) also looks like SI_USER and reaches the command twice. For SIGCONT
 // that is harmless; for the others it is the caller's explicit choice to signal the group.
 constexpr std::array<int, 8> kForwardedSignals = {SIGINT,  SIGTERM, SIGHUP,   SIGQUIT,
-                                                   SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT};
+                                                  SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT};
 
 // Children currently being waited for, by any thread. A fixed array of lock-free atomics so
 // the signal handler can read it without locks or allocation. A child that finds no free slot
@@ -249,8 +249,7 @@ ExitStatus report_failure(const ExecPlan& plan, const ChildFailure& failure) {
   ExitStatus status;
   if (failure.stage == ChildStage::kChdir) {
     status.exit_code = kExitSbxFailure;
-    message = "sbx: cannot change directory to '" + plan.cwd + "': " + reason +
-              " (check --cwd)";
+    message = "sbx: cannot change directory to '" + plan.cwd + "': " + reason + " (check --cwd)";
   } else if (failure.error == ENOENT || failure.error == ENOTDIR) {
     status.exit_code = kExitNotFound;
     message = "sbx: " + plan.argv[0] + ": command not found";
@@ -337,8 +336,7 @@ Result<ExitStatus> spawn_and_wait(const ExecPlan& plan) {
   // O_CLOEXEC on both ends: the write end must vanish at a successful execve (that EOF is the
   // "exec worked" signal), and neither end may leak into other children spawned concurrently.
   if (pipe2(pipe_fds, O_CLOEXEC) != 0)
-    return Error{std::string("cannot create a pipe to start the command: ") +
-                 std::strerror(errno)};
+    return Error{std::string("cannot create a pipe to start the command: ") + std::strerror(errno)};
   Result<ExitStatus> result = fork_exec_wait(plan, pipe_fds[0], pipe_fds[1]);
   close(pipe_fds[0]);
   return result;
@@ -383,9 +381,8 @@ std::vector<std::string> strip_unsafe_env(const std::vector<std::string>& env) {
   // our helpers are not privileged beyond the caller, and the command (which inherits the
   // helper's environment through bwrap/sbx-stage2) needs it for ":tmpdir".
   static constexpr std::string_view kUnsafeNames[] = {
-      "GCONV_PATH", "GETCONF_DIR",  "GLIBC_TUNABLES",   "HOSTALIASES", "LOCALDOMAIN",
-      "LOCPATH",    "MALLOC_TRACE", "NIS_PATH",         "NLSPATH",     "RESOLV_HOST_CONF",
-      "RES_OPTIONS", "TZDIR"};
+      "GCONV_PATH",   "GETCONF_DIR", "GLIBC_TUNABLES", "HOSTALIASES",      "LOCALDOMAIN", "LOCPATH",
+      "MALLOC_TRACE", "NIS_PATH",    "NLSPATH",        "RESOLV_HOST_CONF", "RES_OPTIONS", "TZDIR"};
   // Prefixes: the dynamic loaders' variables (Linux LD_*, macOS DYLD_*) and glibc's malloc
   // tuning aliases (MALLOC_CHECK_, MALLOC_PERTURB_, MALLOC_ARENA_MAX, ...).
   static constexpr std::string_view kUnsafePrefixes[] = {"LD_", "DYLD_", "MALLOC_"};

@@ -4,12 +4,11 @@
 //
 // Each test forks a process P that plays sbx: it calls spawn_and_wait on a helper (this test
 // executable in helper mode, see spawn_helpers.hpp) and exits with the helper's exit code.
+#include <gtest/gtest.h>
 #include <pty.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <string>
 

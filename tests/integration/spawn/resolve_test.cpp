@@ -1,12 +1,11 @@
 // resolve_command (shell-like lookup on the real filesystem), strip_unsafe_env and
 // harden_current_process (in a forked child, since it changes the process).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -57,7 +56,7 @@ TEST(ResolveCommandTest, SearchesPATHFromTheGivenEnvSkippingNonExecutables) {
   std::filesystem::create_directory(dir.file("b"));
   std::filesystem::create_directory(dir.file("c"));
   std::filesystem::create_directory(dir.file("a/tool"));  // a directory is not a command
-  dir.write("b/tool", "data", kPlain);                     // not executable
+  dir.write("b/tool", "data", kPlain);                    // not executable
   dir.write("c/tool", "#!/bin/sh\n", kExec);
   const std::vector<std::string> env = {
       "XPATH=/bin", "PATH=" + dir.file("a") + ":" + dir.file("b") + ":" + dir.file("c")};
@@ -71,8 +70,7 @@ TEST(ResolveCommandTest, EmptyAndRelativePATHElementsAreUnderCwd) {
   dir.write("here", "#!/bin/sh\n", kExec);
   std::filesystem::create_directory(dir.file("rel"));
   dir.write("rel/there", "#!/bin/sh\n", kExec);
-  EXPECT_EQ(resolve_command("here", dir.path(), {"PATH=/nonexistent:"}).value(),
-            dir.file("here"));
+  EXPECT_EQ(resolve_command("here", dir.path(), {"PATH=/nonexistent:"}).value(), dir.file("here"));
   EXPECT_EQ(resolve_command("there", dir.path(), {"PATH=rel"}).value(), dir.file("rel/there"));
 }
 
@@ -95,16 +93,32 @@ TEST(ResolveCommandTest, NotFoundErrorsNameTheCommandAndPATH) {
 }
 
 TEST(StripUnsafeEnvTest, RemovesLoaderAndGlibcUnsafeVariablesOnly) {
-  const std::vector<std::string> env = {
-      "PATH=/usr/bin",       "LD_PRELOAD=/tmp/evil.so", "LD_LIBRARY_PATH=/tmp",
-      "LD_AUDIT=/tmp/a.so",  "DYLD_INSERT_LIBRARIES=x", "GCONV_PATH=/tmp/gconv",
-      "GETCONF_DIR=/tmp",    "GLIBC_TUNABLES=glibc.malloc.check=3",
-      "HOSTALIASES=/tmp/h",  "LOCALDOMAIN=evil",        "LOCPATH=/tmp/loc",
-      "MALLOC_TRACE=/tmp/t", "MALLOC_CHECK_=3",         "MALLOC_ARENA_MAX=1",
-      "NIS_PATH=x",          "NLSPATH=/tmp/%N",         "RESOLV_HOST_CONF=/tmp/r",
-      "RES_OPTIONS=debug",   "TZDIR=/tmp/tz",           "TMPDIR=/tmp/mine",
-      "HOME=/home/u",        "LD=keep-not-a-prefix",    "OLD_LD_PRELOAD=kept",
-      "NOEQUALS",            "=nameless",               "TZ=UTC"};
+  const std::vector<std::string> env = {"PATH=/usr/bin",
+                                        "LD_PRELOAD=/tmp/evil.so",
+                                        "LD_LIBRARY_PATH=/tmp",
+                                        "LD_AUDIT=/tmp/a.so",
+                                        "DYLD_INSERT_LIBRARIES=x",
+                                        "GCONV_PATH=/tmp/gconv",
+                                        "GETCONF_DIR=/tmp",
+                                        "GLIBC_TUNABLES=glibc.malloc.check=3",
+                                        "HOSTALIASES=/tmp/h",
+                                        "LOCALDOMAIN=evil",
+                                        "LOCPATH=/tmp/loc",
+                                        "MALLOC_TRACE=/tmp/t",
+                                        "MALLOC_CHECK_=3",
+                                        "MALLOC_ARENA_MAX=1",
+                                        "NIS_PATH=x",
+                                        "NLSPATH=/tmp/%N",
+                                        "RESOLV_HOST_CONF=/tmp/r",
+                                        "RES_OPTIONS=debug",
+                                        "TZDIR=/tmp/tz",
+                                        "TMPDIR=/tmp/mine",
+                                        "HOME=/home/u",
+                                        "LD=keep-not-a-prefix",
+                                        "OLD_LD_PRELOAD=kept",
+                                        "NOEQUALS",
+                                        "=nameless",
+                                        "TZ=UTC"};
   EXPECT_THAT(strip_unsafe_env(env),
               ElementsAre("PATH=/usr/bin", "TMPDIR=/tmp/mine", "HOME=/home/u",
                           "LD=keep-not-a-prefix", "OLD_LD_PRELOAD=kept", "TZ=UTC"));

@@ -1,11 +1,12 @@
 // spawn_and_wait with real processes: exit status mapping, 126/127/125, exact environment,
 // cwd, stray fds, signal dispositions, and stdin/stdout passthrough of large data.
-#include <fcntl.h>
-#include <signal.h>
-#include <unistd.h>
+#include "sbx/core/spawn.hpp"
 
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -13,7 +14,6 @@
 #include <thread>
 #include <vector>
 
-#include "sbx/core/spawn.hpp"
 #include "spawn_helpers.hpp"
 
 namespace sbx {
@@ -187,9 +187,9 @@ TEST(SpawnTest, ConcurrentSpawnsFromManyThreadsKeepTheirOwnResults) {
       for (int i = 0; i < 5; ++i) {
         const bool missing = (t + i) % 4 == 0;
         const int code = 10 * t + i;
-        Result<ExitStatus> status =
-            missing ? spawn_and_wait({{"/nonexistent-sbx/cmd"}, {}, "/", {}})
-                    : spawn_and_wait(sh("exit " + std::to_string(code)));
+        Result<ExitStatus> status = missing
+                                        ? spawn_and_wait({{"/nonexistent-sbx/cmd"}, {}, "/", {}})
+                                        : spawn_and_wait(sh("exit " + std::to_string(code)));
         const int expected = missing ? kExitNotFound : code;
         if (!status.ok() || status->exit_code != expected || status->signal != 0) ++wrong;
       }

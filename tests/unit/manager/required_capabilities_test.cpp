@@ -41,23 +41,23 @@ TEST(RequiredCapabilitiesTest, ReadRestrictionWhenRootIsNotReadable) {
 }
 
 TEST(RequiredCapabilitiesTest, ReadOnlyInsideWritableIsAWriteCarveout) {
-  ResolvedPolicy policy = restricted(
-      {{"/", Access::kRead}, {"/w", Access::kWrite}, {"/w/vendor", Access::kRead}});
+  ResolvedPolicy policy =
+      restricted({{"/", Access::kRead}, {"/w", Access::kWrite}, {"/w/vendor", Access::kRead}});
   EXPECT_THAT(needs(policy), ElementsAreArray({"write_restriction", "write_carveouts",
                                                "network_block", "syscall_filter"}));
 }
 
 TEST(RequiredCapabilitiesTest, DenyInsideWritableIsBothCarveouts) {
-  ResolvedPolicy policy = restricted(
-      {{"/", Access::kRead}, {"/w", Access::kWrite}, {"/w/.env", Access::kDeny}});
+  ResolvedPolicy policy =
+      restricted({{"/", Access::kRead}, {"/w", Access::kWrite}, {"/w/.env", Access::kDeny}});
   EXPECT_THAT(needs(policy),
               ElementsAreArray({"write_restriction", "write_carveouts", "read_carveouts",
                                 "network_block", "syscall_filter"}));
 }
 
 TEST(RequiredCapabilitiesTest, DenyInsideReadableIsAReadCarveout) {
-  ResolvedPolicy policy = restricted(
-      {{"/", Access::kRead}, {"/home/u/.ssh", Access::kDeny}, {"/w", Access::kWrite}});
+  ResolvedPolicy policy =
+      restricted({{"/", Access::kRead}, {"/home/u/.ssh", Access::kDeny}, {"/w", Access::kWrite}});
   EXPECT_THAT(needs(policy), ElementsAreArray({"write_restriction", "read_carveouts",
                                                "network_block", "syscall_filter"}));
 }
@@ -81,9 +81,8 @@ TEST(RequiredCapabilitiesTest, ProtectedNamesAndDenyGlobs) {
   ResolvedPolicy policy = restricted({{"/", Access::kRead}, {"/w", Access::kWrite}});
   policy.protected_paths = {{"/w/.git", "/w", true, true}};
   policy.deny_globs = {"/w/**/*.pem"};
-  EXPECT_THAT(needs(policy),
-              ElementsAreArray({"write_restriction", "protected_names", "deny_globs",
-                                "network_block", "syscall_filter"}));
+  EXPECT_THAT(needs(policy), ElementsAreArray({"write_restriction", "protected_names", "deny_globs",
+                                               "network_block", "syscall_filter"}));
 }
 
 TEST(RequiredCapabilitiesTest, NetworkModes) {

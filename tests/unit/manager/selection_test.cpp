@@ -48,8 +48,8 @@ class FakeBackend final : public Backend {
     report.available = config_.available;
     report.summary = config_.summary;
     report.capabilities = config_.capabilities;
-    report.checks.push_back({"fake_check", config_.available ? CheckStatus::kPass
-                                                             : CheckStatus::kFail,
+    report.checks.push_back({"fake_check",
+                             config_.available ? CheckStatus::kPass : CheckStatus::kFail,
                              "observed", config_.available ? "" : "install the fake"});
     return report;
   }
@@ -160,7 +160,8 @@ TEST(SelectionTest, MissingCapabilityIsNamedWithTheRuleThatNeedsIt) {
   EXPECT_EQ(*choice.backend, "strong");
   ASSERT_EQ(choice.passed_over.size(), 1u);
   const std::string& reason = choice.passed_over[0].reason;
-  EXPECT_THAT(reason, HasSubstr("write_carveouts (needed for '/w/vendor' (read) inside '/w' (write))"));
+  EXPECT_THAT(reason,
+              HasSubstr("write_carveouts (needed for '/w/vendor' (read) inside '/w' (write))"));
   EXPECT_THAT(reason, HasSubstr("deny_globs (needed for deny glob '/w/**/*.pem')"));
   EXPECT_THAT(reason, ::testing::Not(HasSubstr("network_block")));
 }
@@ -245,10 +246,12 @@ TEST(DispatchTest, TransformFailuresBecomeErrors) {
 
   Result<ExecPlan> thrown = manager.transform("throws", request);
   ASSERT_FALSE(thrown.ok());
-  EXPECT_THAT(thrown.error(), HasSubstr("backend 'throws' failed in transform: transform exploded"));
+  EXPECT_THAT(thrown.error(),
+              HasSubstr("backend 'throws' failed in transform: transform exploded"));
   Result<ExecPlan> failed = manager.transform("fails", request);
   ASSERT_FALSE(failed.ok());
-  EXPECT_THAT(failed.error(), HasSubstr("backend 'fails' cannot run this: cannot enforce deny glob"));
+  EXPECT_THAT(failed.error(),
+              HasSubstr("backend 'fails' cannot run this: cannot enforce deny glob"));
   Result<ExecPlan> bad_plan = manager.transform("relative", request);
   ASSERT_FALSE(bad_plan.ok());
   EXPECT_THAT(bad_plan.error(), HasSubstr("not an absolute path"));

@@ -52,14 +52,14 @@ INSTANTIATE_TEST_SUITE_P(
                  "network is restricted"},
         AutoCase{FilesystemKind::kExternal, NetworkMode::kRestricted, false, "external"},
         // enabled => sandbox only if writes are restricted.
-        AutoCase{FilesystemKind::kRestricted, NetworkMode::kEnabled, true,
-                 "writes are restricted"},
+        AutoCase{FilesystemKind::kRestricted, NetworkMode::kEnabled, true, "writes are restricted"},
         AutoCase{FilesystemKind::kUnrestricted, NetworkMode::kEnabled, false, "unrestricted"},
         AutoCase{FilesystemKind::kExternal, NetworkMode::kEnabled, false, "external"}));
 
 TEST(ShouldSandboxTest, RequireAlwaysSandboxes) {
-  Result<SandboxDecision> decision = should_sandbox(
-      make_policy(FilesystemKind::kUnrestricted, NetworkMode::kEnabled), SandboxPreference::kRequire);
+  Result<SandboxDecision> decision =
+      should_sandbox(make_policy(FilesystemKind::kUnrestricted, NetworkMode::kEnabled),
+                     SandboxPreference::kRequire);
   ASSERT_TRUE(decision.ok()) << decision.error();
   EXPECT_TRUE(decision->sandbox);
   EXPECT_THAT(decision->reason, HasSubstr("requires"));

@@ -10,7 +10,7 @@
 
 namespace sbx {
 
-inline constexpr int kExitSbxFailure = 125;   // sbx itself failed; the command did not run
+inline constexpr int kExitSbxFailure = 125;  // sbx itself failed; the command did not run
 inline constexpr int kExitNotExecutable = 126;
 inline constexpr int kExitNotFound = 127;
 
