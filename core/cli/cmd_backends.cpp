@@ -53,10 +53,25 @@ std::string status_marker(CheckStatus status) {
   return "????";
 }
 
-std::string join(const std::vector<std::string>& items, const std::string& separator) {
-  std::string out;
-  for (const std::string& item : items) out += (out.empty() ? "" : separator) + item;
-  return out;
+// "  enforces: a, b, c" wrapped before 100 columns, continuation lines aligned after the label.
+std::string enforces_line(const std::vector<std::string>& caps) {
+  const std::string label = "  enforces: ";
+  if (caps.empty()) return label + "nothing here\n";
+  std::string out = label;
+  std::size_t column = label.size();
+  for (std::size_t i = 0; i < caps.size(); ++i) {
+    const std::string item = caps[i] + (i + 1 < caps.size() ? "," : "");
+    if (column > label.size() && column + 1 + item.size() > 100) {
+      out += "\n" + std::string(label.size(), ' ');
+      column = label.size();
+    } else if (column > label.size()) {
+      out += ' ';
+      ++column;
+    }
+    out += item;
+    column += item.size();
+  }
+  return out + "\n";
 }
 
 void print_probed(const BackendListing& listing) {
@@ -73,8 +88,7 @@ void print_probed(const BackendListing& listing) {
                       check.remedy.empty() ? "" : "fix: " + check.remedy});
   }
   if (!checks.empty()) std::cout << "  checks:\n" << render_table(checks, "    ");
-  const std::vector<std::string> caps = capability_names(report.capabilities);
-  std::cout << "  enforces: " << (caps.empty() ? "nothing here" : join(caps, ", ")) << "\n\n";
+  std::cout << enforces_line(capability_names(report.capabilities)) << '\n';
 }
 
 void print_text(const std::vector<BackendListing>& listings,

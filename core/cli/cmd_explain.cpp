@@ -133,6 +133,7 @@ void add_sandbox_option(CLI::App& app, std::string& sandbox) {
                  "auto: sandbox when the policy needs it; require: always; forbid: never "
                  "(refused for a policy with deny entries)")
       ->check(CLI::IsMember({"auto", "require", "forbid"}))
+      ->type_name("MODE")
       ->capture_default_str();
 }
 

@@ -38,9 +38,11 @@ void add_global_options(CLI::App& app, GlobalOptions& options) {
       ->allow_extra_args(false);
   app.add_option("--log-level", options.log_level, "Log level on stderr")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
+      ->type_name("LEVEL")
       ->capture_default_str();
   app.add_option("--log-format", options.log_format, "Log line format on stderr")
       ->check(CLI::IsMember({"text", "json"}))
+      ->type_name("FORMAT")
       ->capture_default_str();
 }
 

@@ -126,7 +126,7 @@ void add_policy_options(CLI::App& app, PolicyOptions& options) {
       ->group(group);
   app.add_option("--network", options.network, "Override the policy's network mode")
       ->check(CLI::IsMember({"restricted", "enabled", "proxy"}))
-      ->type_name("restricted|enabled|proxy")
+      ->type_name("MODE")
       ->group(group);
 }
 
