@@ -4,8 +4,10 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#if defined(__linux__)
 #include <sched.h>
 #include <sys/mount.h>
+#endif
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -244,6 +246,7 @@ TEST(CheckThenLoad, ASwapAfterTheCheckDoesNotChangeWhatLoads) {
   EXPECT_EQ(rescan.rejected()[0].stage, LoadStage::kCreate);
 }
 
+#if defined(__linux__)
 // Without /proc the checked descriptor cannot be named, and the loader must not fall back to
 // loading by path. Runs in a forked child with its own mount namespace and /proc hidden.
 TEST(CheckThenLoad, NoProcMeansNoLoad) {
@@ -270,6 +273,8 @@ TEST(CheckThenLoad, NoProcMeansNoLoad) {
   if (WEXITSTATUS(status) == 77) GTEST_SKIP() << "cannot hide /proc here (needs CAP_SYS_ADMIN)";
   EXPECT_EQ(WEXITSTATUS(status), 0) << "the loader loaded (or failed differently) without /proc";
 }
+
+#endif  // __linux__
 
 }  // namespace
 }  // namespace sbx
