@@ -5,6 +5,7 @@
 #define WIN32_LEAN_AND_MEAN
 #endif
 #include <windows.h>
+#include <aclapi.h>
 #include <shellapi.h>
 #include <gtest/gtest.h>
 
@@ -105,6 +106,113 @@ TEST(Win32Module, ProbeRunsTheRealChecks) {
   if (report.available) {
     EXPECT_EQ(report.capabilities, windows_capabilities());
   }
+  loaded.descriptor->destroy(loaded.backend);
+}
+
+std::string system_directory() {
+  wchar_t buffer[MAX_PATH];
+  const UINT length = GetSystemDirectoryW(buffer, MAX_PATH);
+  return *utf16_to_utf8(std::u16string(buffer, buffer + length));
+}
+
+// "C:\x\y" -> "C:/x/y": the form ResolvedPolicy paths take on Windows.
+std::string generic(std::string path) {
+  for (char& c : path) c = c == '\\' ? '/' : c;
+  return path;
+}
+
+// A fresh directory under %TEMP%, in generic form.
+std::string make_workspace() {
+  wchar_t temp[MAX_PATH];
+  const DWORD length = GetTempPathW(MAX_PATH, temp);
+  std::string dir = *utf16_to_utf8(std::u16string(temp, temp + length));
+  dir += "sbx-windows-test-" + std::to_string(GetCurrentProcessId());
+  Result<std::u16string> wide = utf8_to_utf16(dir);
+  CreateDirectoryW(std::wstring(wide->begin(), wide->end()).c_str(), nullptr);
+  return generic(dir);
+}
+
+bool exists(const std::string& generic_path) {
+  std::string path = generic_path;
+  for (char& c : path) c = c == '/' ? '\\' : c;
+  Result<std::u16string> wide = utf8_to_utf16(path);
+  return GetFileAttributesW(std::wstring(wide->begin(), wide->end()).c_str()) !=
+         INVALID_FILE_ATTRIBUTES;
+}
+
+// The number of ACEs in the DACL of `generic_path`, or -1.
+int ace_count(const std::string& generic_path) {
+  std::string path = generic_path;
+  for (char& c : path) c = c == '/' ? '\\' : c;
+  Result<std::u16string> wide = utf8_to_utf16(path);
+  PACL dacl = nullptr;
+  PSECURITY_DESCRIPTOR sd = nullptr;
+  if (GetNamedSecurityInfoW(std::wstring(wide->begin(), wide->end()).c_str(), SE_FILE_OBJECT,
+                            DACL_SECURITY_INFORMATION, nullptr, nullptr, &dacl, nullptr,
+                            &sd) != ERROR_SUCCESS)
+    return -1;
+  const int count = dacl == nullptr ? -1 : static_cast<int>(dacl->AceCount);
+  LocalFree(sd);
+  return count;
+}
+
+// Runs `cmd.exe /d /c exit <code>` through the module under `request`'s policy.
+Result<ExitStatus> run_exit(TransformRequest request, int code) {
+  LoadedModule loaded = load_module();
+  if (loaded.backend == nullptr) return Error{"module not loaded"};
+  if (!loaded.backend->probe(ProbeContext{}).available) return Error{"probe: unavailable"};
+  request.argv = {generic(system_directory()) + "/cmd.exe", "/d", "/c",
+                  "exit " + std::to_string(code)};
+  request.env = {"SystemRoot=C:\\windows"};
+  Result<ExecPlan> plan = loaded.backend->transform(request);
+  if (!plan.ok()) return Error{plan.error()};
+  Result<ExitStatus> status = loaded.backend->exec(*plan);
+  loaded.descriptor->destroy(loaded.backend);
+  return status;
+}
+
+TEST(Win32Exec, RunsInAJobWithTheRestrictedTokenAndReturnsTheExitCode) {
+  TransformRequest request = testing::request_for({});
+  request.policy.filesystem_kind = FilesystemKind::kUnrestricted;
+  request.cwd = generic(system_directory());
+  Result<ExitStatus> status = run_exit(request, 7);
+  ASSERT_TRUE(status.ok()) << status.error();
+  EXPECT_EQ(status->exit_code, 7);
+}
+
+TEST(Win32Exec, CreatesMissingProtectedNamesAndRemovesThemAfterwards) {
+  const std::string root = make_workspace();
+  TransformRequest request = testing::request_for(
+      {testing::rule("/", Access::kRead), testing::rule(root, Access::kWrite)},
+      {ProtectedPath{root + "/.codex", root, false, false}});
+  request.cwd = root;
+  const int aces_before = ace_count(root);
+  ASSERT_GE(aces_before, 1) << "cannot read the DACL of " << root;
+  Result<ExitStatus> status = run_exit(request, 3);
+  if (!status.ok() && status.error().find("SetNamedSecurityInfoW") != std::string::npos) {
+    GTEST_SKIP() << "this Windows (Wine?) cannot set file ACLs: " << status.error();
+  }
+  ASSERT_TRUE(status.ok()) << status.error();
+  EXPECT_EQ(status->exit_code, 3);
+  EXPECT_FALSE(exists(root + "/.codex")) << "the created protected name was not removed";
+  EXPECT_EQ(ace_count(root), aces_before) << "the ACEs added for the run were not removed";
+  std::string path = root;
+  for (char& c : path) c = c == '/' ? '\\' : c;
+  Result<std::u16string> wide = utf8_to_utf16(path);
+  RemoveDirectoryW(std::wstring(wide->begin(), wide->end()).c_str());
+}
+
+TEST(Win32Exec, RefusesAPlanWithoutDriveLetters) {
+  LoadedModule loaded = load_module();
+  ASSERT_NE(loaded.backend, nullptr);
+  TransformRequest request = testing::request_for({testing::rule("/", Access::kRead)});
+  request.argv = {"/usr/bin/true"};
+  Result<ExecPlan> plan = loaded.backend->transform(request);
+  ASSERT_TRUE(plan.ok()) << plan.error();
+  Result<ExitStatus> status = loaded.backend->exec(*plan);
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.error().find("has no drive letter or server"), std::string::npos)
+      << status.error();
   loaded.descriptor->destroy(loaded.backend);
 }
 
