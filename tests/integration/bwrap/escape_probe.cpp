@@ -1,0 +1,81 @@
+// sbx_bwrap_escape_probe OP [ARG...]: makes one forbidden attempt and reports it.
+// Exit 0 and "SUCCEEDED" if the operation worked (an escape), exit 1 and "BLOCKED: <errno>" if
+// the kernel refused it. Used by the bwrap escape suite inside the sandbox.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace {
+
+int report(long rc) {
+  if (rc >= 0) {
+    std::printf("SUCCEEDED\n");
+    return 0;
+  }
+  std::printf("BLOCKED: %s\n", std::strerror(errno));
+  return 1;
+}
+
+long connect_inet(int family, const char* addr, int port, int type) {
+  const int fd = ::socket(family, type, 0);
+  if (fd < 0) return -1;
+  if (family == AF_INET) {
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(static_cast<uint16_t>(port));
+    ::inet_pton(AF_INET, addr, &sa.sin_addr);
+    if (type == SOCK_DGRAM)
+      return ::sendto(fd, "x", 1, 0, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
+    return ::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
+  }
+  sockaddr_in6 sa{};
+  sa.sin6_family = AF_INET6;
+  sa.sin6_port = htons(static_cast<uint16_t>(port));
+  ::inet_pton(AF_INET6, addr, &sa.sin6_addr);
+  return ::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
+}
+
+long connect_unix(const char* path) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  std::snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
+  return ::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) return 2;
+  const std::string op = argv[1];
+  const char* arg = argc > 2 ? argv[2] : "";
+  const int port = argc > 3 ? std::atoi(argv[3]) : 0;
+  if (op == "tcp4") return report(connect_inet(AF_INET, arg, port, SOCK_STREAM));
+  if (op == "tcp6") return report(connect_inet(AF_INET6, arg, port, SOCK_STREAM));
+  if (op == "udp4") return report(connect_inet(AF_INET, arg, port, SOCK_DGRAM));
+  if (op == "unix") return report(connect_unix(arg));
+  if (op == "netlink") return report(::socket(AF_NETLINK, SOCK_RAW, 0));
+  if (op == "packet") return report(::socket(AF_PACKET, SOCK_RAW, 0));
+  if (op == "ptrace") return report(::ptrace(PTRACE_ATTACH, std::atoi(arg), nullptr, nullptr));
+  if (op == "io_uring") return report(::syscall(SYS_io_uring_setup, 4, nullptr));
+  if (op == "bpf") return report(::syscall(SYS_bpf, 0, nullptr, 0));
+  if (op == "keyctl") return report(::syscall(SYS_keyctl, 0 /*GET_KEYRING_ID*/, -3, 0));
+  if (op == "mount") return report(::mount("none", arg, "tmpfs", 0, nullptr));
+  if (op == "kill") return report(::kill(std::atoi(arg), SIGKILL));
+  if (op == "unshare") return report(::unshare(CLONE_NEWUSER));
+  return 2;
+}

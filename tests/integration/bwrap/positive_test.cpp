@@ -1,0 +1,142 @@
+// The positive suite (issue 3, acceptance 3): ordinary work succeeds under the bwrap backend
+// through the installed `sbx exec`, and exit statuses, stdin, large output and TTYs pass
+// through unchanged.
+#include <gtest/gtest.h>
+#include <grp.h>
+#include <pwd.h>
+
+#include "sbx_harness.hpp"
+
+namespace {
+
+using namespace sbx_it;
+
+class BwrapPositive : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!exists(sbx_path())) GTEST_SKIP() << "no installed sbx at " << sbx_path();
+    ASSERT_FALSE(ws_.path().empty());
+  }
+  TempDir ws_;
+};
+
+TEST_F(BwrapPositive, WritesInWorkspaceSlashTmpAndTmpdirReachTheHost) {
+  TempDir tmpdir("/var/tmp");
+  auto env = base_env();
+  env.push_back("TMPDIR=" + tmpdir.path());
+  const std::string in_tmp = "/tmp/sbx-bwrap-it-" + std::to_string(::getpid()) + ".txt";
+  const RunResult r = sh(ws_.path(),
+                         "echo ws > out.txt && mkdir -p sub/dir && echo tmp > " + in_tmp +
+                             " && echo td > \"$TMPDIR/td.txt\"",
+                         {"--preset", "workspace-write"}, env);
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_EQ(read_file(ws_ / "out.txt"), "ws\n");
+  EXPECT_TRUE(exists(ws_ / "sub/dir"));
+  EXPECT_EQ(read_file(in_tmp), "tmp\n");
+  EXPECT_EQ(read_file(tmpdir / "td.txt"), "td\n");
+  ::unlink(in_tmp.c_str());
+}
+
+// .git decision (README): with the default protected names, `git init` cannot create .git;
+// a policy whose protected_names leaves out ".git" lets git work normally.
+TEST_F(BwrapPositive, GitWorksOnlyWhenGitIsNotProtected) {
+  const std::string git = "git init -q . && git add a.txt && git -c user.name=t -c "
+                          "user.email=t@t commit -qm init && git log --oneline | wc -l";
+  write_file(ws_ / "a.txt", "a\n");
+  const RunResult blocked = sh(ws_.path(), git);
+  EXPECT_NE(blocked.code, 0) << describe(blocked);
+  EXPECT_FALSE(exists(ws_ / ".git"));
+
+  TempDir pol;
+  write_file(pol / "git.json", R"({"version": 1,
+    "filesystem": {"kind": "restricted",
+      "entries": [{"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"},
+                  {"path": ":slash_tmp", "access": "write"}],
+      "protected_names": [".codex", ".agents"]},
+    "network": {"mode": "restricted"}})");
+  const RunResult ok = sh(ws_.path(), git, {"--policy", pol / "git.json"});
+  EXPECT_EQ(ok.code, 0) << describe(ok);
+  EXPECT_EQ(ok.out, "1\n") << describe(ok);
+  EXPECT_TRUE(exists(ws_ / ".git/HEAD"));
+}
+
+TEST_F(BwrapPositive, StdinIsPiped) {
+  const RunResult r = sbx_exec({"--preset", "workspace-write"}, ws_.path(), {"/bin/cat"},
+                               base_env(), "hello through stdin\n");
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_EQ(r.out, "hello through stdin\n");
+}
+
+TEST_F(BwrapPositive, ExitCodesPassThrough) {
+  for (int code : {0, 1, 2, 3, 42, 64, 100, 124, 125, 126, 127, 128, 129, 200, 254, 255}) {
+    const RunResult r = sh(ws_.path(), "exit " + std::to_string(code));
+    EXPECT_EQ(r.code, code) << describe(r);
+  }
+}
+
+TEST_F(BwrapPositive, DeathBySignalIs128PlusN) {
+  EXPECT_EQ(sh(ws_.path(), "kill -TERM $$").code, 128 + SIGTERM);
+  EXPECT_EQ(sh(ws_.path(), "kill -KILL $$").code, 128 + SIGKILL);
+  EXPECT_EQ(sh(ws_.path(), "kill -SEGV $$").code, 128 + SIGSEGV);
+}
+
+TEST_F(BwrapPositive, NotFoundIs127AndNotExecutableIs126) {
+  const RunResult missing = sbx_exec({"--preset", "workspace-write"}, ws_.path(),
+                                     {ws_ / "no-such-command"});
+  EXPECT_EQ(missing.code, 127) << describe(missing);
+  write_file(ws_ / "plain.txt", "not a program\n");
+  const RunResult plain = sbx_exec({"--preset", "workspace-write"}, ws_.path(),
+                                   {ws_ / "plain.txt"});
+  EXPECT_EQ(plain.code, 126) << describe(plain);
+  // Found on the host but not inside the sandbox (a denied directory): also 127.
+  const RunResult in_sh = sh(ws_.path(), "/no/such/thing");
+  EXPECT_EQ(in_sh.code, 127) << describe(in_sh);
+}
+
+TEST_F(BwrapPositive, LargeOutputArrivesWhole) {
+  const RunResult r = sh(ws_.path(), "head -c 8000000 /dev/zero | tr '\\0' 'x'");
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_EQ(r.out.size(), 8000000u);
+}
+
+TEST_F(BwrapPositive, TtyProgramRunsUnderScript) {
+  if (!exists("/usr/bin/script")) GTEST_SKIP() << "/usr/bin/script (bsdutils) is not installed";
+  const RunResult r = sbx_exec({"--preset", "workspace-write"}, ws_.path(),
+                               {"/usr/bin/script", "-qec", "tty; test -t 0 && echo is-a-tty",
+                                "/dev/null"});
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_NE(r.out.find("/dev/pts/"), std::string::npos) << describe(r);
+  EXPECT_NE(r.out.find("is-a-tty"), std::string::npos) << describe(r);
+}
+
+// The same confinement for an unprivileged user, where the host lets one create namespaces.
+TEST_F(BwrapPositive, UnprivilegedUserIsConfinedToo) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to switch to an unprivileged user";
+  if (!exists("/usr/bin/setpriv")) GTEST_SKIP() << "setpriv (util-linux) is not installed";
+  const RunResult probe = run({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534",
+                               "--clear-groups", "/usr/bin/bwrap", "--unshare-user",
+                               "--ro-bind", "/", "/", "/bin/true"},
+                              base_env());
+  if (probe.code != 0)
+    GTEST_SKIP() << "user 65534 cannot create user namespaces here: " << probe.err;
+  if (!std::filesystem::exists(SBX_ESCAPE_PROBE))
+    GTEST_SKIP() << "escape probe missing";
+  ::chown(ws_.path().c_str(), 65534, 65534);
+  TempDir outside("/var/tmp");
+  ::chmod(outside.path().c_str(), 0777);
+  auto env = base_env();
+  env[1] = "HOME=/nonexistent";
+  const RunResult r = run({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                           sbx_path(), "--backends", "bwrap", "exec", "--preset",
+                           "workspace-write", "--cwd", ws_.path(), "--", "/bin/sh", "-c",
+                           "echo ok > in.txt; echo x > " + outside / "out.txt" +
+                               "; mkdir .codex; " + probe_path() + " tcp4 127.0.0.1 9; true"},
+                          env);
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_EQ(read_file(ws_ / "in.txt"), "ok\n");
+  EXPECT_FALSE(exists(outside / "out.txt"));
+  EXPECT_FALSE(exists(ws_ / ".codex"));
+  EXPECT_NE(r.out.find("BLOCKED"), std::string::npos) << describe(r);
+}
+
+}  // namespace
