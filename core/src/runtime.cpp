@@ -130,7 +130,10 @@ Result<InstallLayout> install_layout() {
   layout.libsbx_owner = st.st_uid;
   const std::string libdir = parent_of(layout.libsbx_path);
   layout.plugin_dir = libdir + "/" + SBX_PLUGIN_SUBDIR;
-  const std::string prefix = parent_of(libdir);
+  // The prefix is <libdir> minus as many components as CMAKE_INSTALL_LIBDIR has ("lib" → 1,
+  // Debian multiarch "lib/x86_64-linux-gnu" → 2), so libexec is found in both layouts.
+  std::string prefix = libdir;
+  for (int i = 0; i < SBX_LIBDIR_DEPTH; ++i) prefix = parent_of(prefix);
   layout.stage2_path = (prefix == "/" ? "" : prefix) + "/" + SBX_STAGE2_RELPATH;
   return layout;
 }
