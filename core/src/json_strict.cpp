@@ -36,7 +36,20 @@ std::string child(const std::string& pointer, std::size_t index) {
 }
 
 Error error_at(const std::string& pointer, std::string_view message) {
-  return Error{(pointer.empty() ? std::string("/") : pointer) + ": " + std::string(message)};
+  // Keys are attacker-chosen text: control bytes (terminal escape sequences) are shown as \xNN.
+  std::string shown = pointer.empty() ? std::string("/") : std::string();
+  for (char c : pointer) {
+    auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7f) {
+      static constexpr char kHex[] = "0123456789abcdef";
+      shown += "\\x";
+      shown += kHex[byte >> 4];
+      shown += kHex[byte & 0xf];
+    } else {
+      shown.push_back(c);
+    }
+  }
+  return Error{shown + ": " + std::string(message)};
 }
 
 std::string_view kind_name(const json::value& value) {

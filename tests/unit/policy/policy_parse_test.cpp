@@ -56,6 +56,8 @@ std::vector<ErrorCase> error_cases() {
       {"unknown_top_key", R"({"version": 1, "netwrk": {}})", "/netwrk",
        "unknown key; expected one of version|preset|"},
       {"unknown_key_escaped", R"({"version": 1, "a/b~c": 1})", "/a~1b~0c", "unknown key"},
+      {"unknown_key_control_bytes", R"({"version": 1, "\u001b[31m": 1})", "/\\x1b[31m",
+       "unknown key"},
       {"duplicate_top_key", R"({"version": 1, "version": 1})", "/version", "duplicate key"},
       {"duplicate_nested_key", network(R"("mode": "enabled", "mode": "restricted")"),
        "/network/mode", "duplicate key"},
