@@ -1,0 +1,108 @@
+/* The C API of libsbx: everything an agent written in another language needs (Python through
+ * ctypes, Go through cgo, Rust through bindgen, ...).
+ *
+ * Conventions (all functions):
+ *  - Handles are opaque; create with sbx_*_new, release with the matching sbx_*_free.
+ *  - Structured values cross as UTF-8 JSON text. A returned char* is owned by the caller and
+ *    must be released with sbx_string_free(). Policies are JSON in either form of DESIGN.md
+ *    "Policy (JSON v1)".
+ *  - On failure a function returns NULL (or a negative int) and, when `error` is not NULL,
+ *    stores a new sbx_error whose message says what was wrong and what to do; release it with
+ *    sbx_error_free(). On success *error is left untouched.
+ *  - No C++ exception ever crosses this boundary; nothing here calls exit() or abort().
+ *  - Functions may be called from any thread, except that only one sbx_exec() with
+ *    SBX_EXEC_CAPTURE_STDERR may run at a time in a process (it temporarily redirects fd 2).
+ */
+#ifndef SBX_SBX_H_
+#define SBX_SBX_H_
+
+#include <stddef.h>
+
+#if defined(_WIN32)
+#define SBX_API __declspec(dllexport)
+#else
+#define SBX_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct sbx_manager sbx_manager;
+typedef struct sbx_error sbx_error;
+
+/* The error's message (valid until sbx_error_free). */
+SBX_API const char* sbx_error_message(const sbx_error* error);
+SBX_API void sbx_error_free(sbx_error* error);
+/* Releases a string returned by this API. NULL is allowed. */
+SBX_API void sbx_string_free(char* text);
+/* The libsbx version, e.g. "0.1.0" (static storage). */
+SBX_API const char* sbx_version(void);
+
+/* A manager over the plugins in the trusted directory next to libsbx, in the preference order
+ * `backends` (comma-separated names, e.g. "bwrap,landlock"; NULL or "" = every loaded plugin,
+ * default order). Plugins that fail the trust checks are listed by sbx_backends_json. */
+SBX_API sbx_manager* sbx_manager_new(const char* backends, sbx_error** error);
+SBX_API void sbx_manager_free(sbx_manager* manager);
+
+/* The loaded and rejected plugins: {"backends":[...],"rejected":[...]}, as `sbx backends
+ * --json` (with probe reports when `probe` is non-zero). */
+SBX_API char* sbx_backends_json(sbx_manager* manager, int probe, sbx_error** error);
+
+/* Question 1 (pure): {"sandbox":bool,"reason":string}. `preference`: "auto" (NULL), "require"
+ * or "forbid". Error for forbid on a policy with deny entries. */
+SBX_API char* sbx_should_sandbox(const char* policy_json, const char* preference,
+                                 sbx_error** error);
+
+/* Both questions, as `sbx explain --json`. `cwd`: the working directory the policy is resolved
+ * against (NULL = the current one). */
+SBX_API char* sbx_explain(sbx_manager* manager, const char* policy_json, const char* cwd,
+                          const char* preference, sbx_error** error);
+
+/* The plan that would run `argv` (NULL-terminated; argv[0] is looked up in PATH like a shell):
+ * {"backend","argv","env","cwd","notes"}, backend null when it would run unsandboxed. Error
+ * when a sandbox is wanted but none is available. */
+SBX_API char* sbx_transform(sbx_manager* manager, const char* policy_json, const char* cwd,
+                            const char* const* argv, const char* preference, sbx_error** error);
+
+enum {
+  /* Run without a sandbox when one is wanted but none is available (never for a policy with
+   * deny entries). */
+  SBX_EXEC_ALLOW_UNSANDBOXED = 1u << 0,
+  /* Copy the command's stderr through (it still reaches this process's stderr) and keep the
+   * last 64 KiB for the denial classification; the command's stderr is then a pipe. */
+  SBX_EXEC_CAPTURE_STDERR = 1u << 1,
+};
+
+/* Runs `argv` under the policy, with this process's environment, stdin and stdout, and waits.
+ * Returns the report of `sbx exec --json` plus "denial" (sbx_classify_failure's object, null
+ * when the command did not run) and "stderr_tail" (string with SBX_EXEC_CAPTURE_STDERR, else
+ * null). A refusal (a sandbox is wanted but none is available) is a report with "error" set and
+ * "exit" null, not a C error; NULL is returned only for bad arguments or internal failures. */
+SBX_API char* sbx_exec(sbx_manager* manager, const char* policy_json, const char* cwd,
+                       const char* const* argv, const char* preference, unsigned flags,
+                       sbx_error** error);
+
+/* The permission algebra (DESIGN.md "Permission algebra"). widen: the widened policy (full
+ * form). approve: {"recorded":bool,"policy":object|null,"dropped":[string]}; recorded false
+ * means "nothing recorded" (keep earlier grants; it is not a refusal). */
+SBX_API char* sbx_policy_widen(const char* base_json, const char* extra_json, sbx_error** error);
+SBX_API char* sbx_policy_approve(const char* requested_json, const char* granted_json,
+                                 sbx_error** error);
+
+/* The model-facing description of the policy, resolved against `cwd` (NULL = current): plain
+ * text when `as_json` is 0, else the JSON form of `sbx context --json`. */
+SBX_API char* sbx_context(const char* policy_json, const char* cwd, int as_json,
+                          sbx_error** error);
+
+/* Was a failed command likely denied by the sandbox? `backend`: the backend it ran under (NULL
+ * or "none" = no sandbox); `stderr_text` may hold NUL bytes (length `stderr_len`).
+ * {"likely_sandbox_denial","kind","reason","evidence"}. */
+SBX_API char* sbx_classify_failure(int exit_code, int signal, const char* stderr_text,
+                                   size_t stderr_len, const char* backend, sbx_error** error);
+
+#ifdef __cplusplus
+}  /* extern "C" */
+#endif
+
+#endif /* SBX_SBX_H_ */
