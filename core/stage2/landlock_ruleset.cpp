@@ -1,0 +1,207 @@
+// See landlock_ruleset.hpp for what each ABI adds and why every right is handled.
+#include "landlock_ruleset.hpp"
+
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace sbx::stage2 {
+namespace {
+
+// uapi struct landlock_ruleset_attr as of ABI 6; older kernels accept the larger size as long
+// as the fields they do not know are zero.
+struct RulesetAttr {
+  std::uint64_t handled_access_fs;
+  std::uint64_t handled_access_net;
+  std::uint64_t scoped;
+};
+
+// uapi struct landlock_path_beneath_attr (packed).
+struct __attribute__((packed)) PathBeneathAttr {
+  std::uint64_t allowed_access;
+  std::int32_t parent_fd;
+};
+
+constexpr unsigned kCreateRulesetVersion = 1u << 0;
+constexpr unsigned kCreateRulesetErrata = 1u << 1;
+constexpr int kRulePathBeneath = 1;
+
+// Rights that make sense on a non-directory; the kernel rejects the others there (EINVAL).
+constexpr std::uint64_t kFileRights =
+    ll::kExecute | ll::kWriteFile | ll::kReadFile | ll::kTruncate | ll::kIoctlDev;
+
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+std::string errno_text(int err) { return std::strerror(err); }
+
+// Adds one path rule. A missing path is skipped: no rule means no access, which only denies
+// more. The rule is attached to what the path names now (symlinks followed for read and dev
+// rules); a writable path must not be a symlink (core rejects those; fail closed anyway).
+Status add_path_rule(int ruleset, const std::string& path, std::uint64_t rights, bool writable) {
+  const int flags = O_PATH | O_CLOEXEC | (writable ? O_NOFOLLOW : 0);
+  Fd fd(::open(path.c_str(), flags));
+  if (fd.get() < 0) {
+    if (errno == ENOENT) return {};
+    return Error{"open '" + path + "': " + errno_text(errno)};
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return Error{"fstat '" + path + "': " + errno_text(errno)};
+  if (S_ISLNK(st.st_mode)) return Error{"writable path '" + path + "' is a symlink"};
+  if (!S_ISDIR(st.st_mode)) rights &= kFileRights;
+  if (rights == 0) return {};
+  PathBeneathAttr attr{rights, fd.get()};
+  if (::syscall(SYS_landlock_add_rule, ruleset, kRulePathBeneath, &attr, 0) != 0)
+    return Error{"add rule for '" + path + "': " + errno_text(errno)};
+  return {};
+}
+
+Status add_rules(int ruleset, const std::vector<std::string>& paths, std::uint64_t rights,
+                 bool writable) {
+  for (const std::string& path : paths) {
+    Status s = add_path_rule(ruleset, path, rights, writable);
+    if (!s.ok()) return s;
+  }
+  return {};
+}
+
+Result<int> parse_abi(const std::string& value) {
+  if (value.size() != 1 || value[0] < '1' || value[0] > '0' + ll::kMaxKnownAbi)
+    return Error{"--landlock expects a minimum ABI 1.." + std::to_string(ll::kMaxKnownAbi) +
+                 ", got '" + value + "'"};
+  return value[0] - '0';
+}
+
+Result<bool> parse_bool(const std::string& arg, const std::string& value) {
+  if (value == "on") return true;
+  if (value == "off") return false;
+  return Error{arg + " expects on|off, got '" + value + "'"};
+}
+
+}  // namespace
+
+int landlock_abi() {
+  const long abi = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, kCreateRulesetVersion);
+  return abi < 0 ? -errno : static_cast<int>(abi);
+}
+
+long landlock_errata() {
+  const long errata = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, kCreateRulesetErrata);
+  return errata < 0 ? -errno : errata;
+}
+
+std::uint64_t handled_fs(int abi) {
+  std::uint64_t fs = (ll::kMakeSym << 1) - 1;  // the 13 rights of ABI 1
+  if (abi >= 2) fs |= ll::kRefer;
+  if (abi >= 3) fs |= ll::kTruncate;
+  if (abi >= 5) fs |= ll::kIoctlDev;
+  return fs;
+}
+
+std::uint64_t read_rights(int abi) {
+  return (ll::kExecute | ll::kReadFile | ll::kReadDir) & handled_fs(abi);
+}
+
+// Everything but creating device nodes (which needs CAP_MKNOD, never held in the sandbox).
+std::uint64_t write_rights(int abi) {
+  return handled_fs(abi) & ~(ll::kMakeChar | ll::kMakeBlock);
+}
+
+std::uint64_t dev_rights(int abi) {
+  return (ll::kReadFile | ll::kWriteFile | ll::kTruncate | ll::kIoctlDev) & handled_fs(abi);
+}
+
+Result<bool> parse_landlock_option(const std::string& arg, const std::string& value,
+                                   LandlockSpec& spec) {
+  if (arg == "--landlock") {
+    Result<int> abi = parse_abi(value);
+    if (!abi.ok()) return Error{abi.error()};
+    spec.enabled = true;
+    spec.min_abi = *abi;
+  } else if (arg == "--ll-fs") {
+    if (value != "restricted" && value != "unrestricted")
+      return Error{"--ll-fs expects restricted|unrestricted, got '" + value + "'"};
+    spec.restrict_filesystem = value == "restricted";
+  } else if (arg == "--ll-scope-abstract-unix") {
+    Result<bool> on = parse_bool(arg, value);
+    if (!on.ok()) return Error{on.error()};
+    spec.scope_abstract_unix = *on;
+  } else if (arg == "--ll-read" || arg == "--ll-write" || arg == "--ll-dev") {
+    if (value.empty() || value.front() != '/')
+      return Error{arg + " expects an absolute path, got '" + value + "'"};
+    (arg == "--ll-read" ? spec.read : arg == "--ll-write" ? spec.write : spec.dev)
+        .push_back(value);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+Status apply_landlock(const LandlockSpec& spec) {
+  const int abi = landlock_abi();
+  if (abi == -ENOSYS) return Error{"abi: Landlock is not built into this kernel"};
+  if (abi == -EOPNOTSUPP) return Error{"abi: Landlock is built but not enabled (boot lsm=)"};
+  if (abi < 0) return Error{"abi: " + errno_text(-abi)};
+  if (abi < spec.min_abi)
+    return Error{"abi: the policy needs Landlock ABI " + std::to_string(spec.min_abi) +
+                 ", the kernel has " + std::to_string(abi)};
+  RulesetAttr attr{};
+  attr.handled_access_fs = spec.restrict_filesystem ? handled_fs(abi) : 0;
+  if (abi >= 4 && spec.block_tcp) attr.handled_access_net = ll::kNetBindTcp | ll::kNetConnectTcp;
+  if (abi >= 6) attr.scoped = ll::kScopeSignal | (spec.scope_abstract_unix ? ll::kScopeAbstractUnix : 0);
+  if (attr.handled_access_fs == 0 && attr.handled_access_net == 0 && attr.scoped == 0)
+    return {};  // nothing this kernel could restrict for this policy (checked by min_abi)
+  const std::size_t size = abi >= 6 ? sizeof attr : abi >= 4 ? 2 * sizeof(std::uint64_t)
+                                                             : sizeof(std::uint64_t);
+  Fd ruleset(static_cast<int>(::syscall(SYS_landlock_create_ruleset, &attr, size, 0)));
+  if (ruleset.get() < 0) return Error{"create_ruleset: " + errno_text(errno)};
+  if (spec.restrict_filesystem) {
+    Status s = add_rules(ruleset.get(), spec.read, read_rights(abi), false);
+    if (s.ok()) s = add_rules(ruleset.get(), spec.write, write_rights(abi), true);
+    if (s.ok()) s = add_rules(ruleset.get(), spec.dev, dev_rights(abi), false);
+    if (!s.ok()) return s;
+  }
+  // TCP: handled with no port rule, so every bind and connect is denied.
+  if (::syscall(SYS_landlock_restrict_self, ruleset.get(), 0) != 0)
+    return Error{"restrict_self: " + errno_text(errno)};
+  return {};
+}
+
+Status drop_all_capabilities() {
+  // Ambient first (they would be re-granted at exec), then the bounding set (so a uid-0 exec
+  // cannot regain anything), then the three sets of this process.
+  if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL)
+    return Error{"clear ambient: " + errno_text(errno)};
+  for (unsigned long cap = 0; cap <= 63; ++cap) {
+    const int in_set = ::prctl(PR_CAPBSET_READ, cap, 0, 0, 0);
+    if (in_set < 0) break;  // past the last capability this kernel knows
+    if (in_set != 1 || ::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0) continue;
+    // Without CAP_SETPCAP a non-root user cannot shrink the set, and needs not: under
+    // no_new_privs a non-root exec gains no capability (no setuid, no file capabilities).
+    if (errno == EPERM && ::geteuid() != 0 && ::getuid() != 0) break;
+    return Error{"drop bounding capability " + std::to_string(cap) + ": " + errno_text(errno)};
+  }
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
+  if (::syscall(SYS_capset, &header, data) != 0) return Error{"capset: " + errno_text(errno)};
+  return {};
+}
+
+}  // namespace sbx::stage2

@@ -1,0 +1,96 @@
+// The Landlock part of sbx-stage2 (DESIGN.md "Linux specifics", plugins/landlock/README.md).
+//
+// The kernel headers of Debian 12 stop at Landlock ABI 3, so the constants and structs of ABI
+// 1..7 are spelled out here (values from the kernel's uapi/linux/landlock.h). Everything is
+// used only where the running kernel's ABI has it: the ruleset handles every access right the
+// ABI knows, so anything not granted by a rule below is denied.
+//
+//   ABI 1  filesystem rights (execute, read/write files, read dirs, make/remove entries)
+//   ABI 2  REFER (renames and links across directories; without it they are always denied)
+//   ABI 3  TRUNCATE (truncate(2), O_TRUNC; before ABI 3 truncation is not restricted at all)
+//   ABI 4  TCP bind/connect (restricted network: no TCP bind or connect at all)
+//   ABI 5  IOCTL_DEV (ioctl on device files)
+//   ABI 6  scoping: abstract unix sockets and signals cannot reach outside the domain
+//   ABI 7  audit-logging flags for restrict_self (defaults are kept)
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sbx/sdk/result.hpp"
+
+namespace sbx::stage2 {
+
+namespace ll {
+constexpr std::uint64_t kExecute = 1ull << 0;
+constexpr std::uint64_t kWriteFile = 1ull << 1;
+constexpr std::uint64_t kReadFile = 1ull << 2;
+constexpr std::uint64_t kReadDir = 1ull << 3;
+constexpr std::uint64_t kRemoveDir = 1ull << 4;
+constexpr std::uint64_t kRemoveFile = 1ull << 5;
+constexpr std::uint64_t kMakeChar = 1ull << 6;
+constexpr std::uint64_t kMakeDir = 1ull << 7;
+constexpr std::uint64_t kMakeReg = 1ull << 8;
+constexpr std::uint64_t kMakeSock = 1ull << 9;
+constexpr std::uint64_t kMakeFifo = 1ull << 10;
+constexpr std::uint64_t kMakeBlock = 1ull << 11;
+constexpr std::uint64_t kMakeSym = 1ull << 12;
+constexpr std::uint64_t kRefer = 1ull << 13;     // ABI 2
+constexpr std::uint64_t kTruncate = 1ull << 14;  // ABI 3
+constexpr std::uint64_t kIoctlDev = 1ull << 15;  // ABI 5
+constexpr std::uint64_t kNetBindTcp = 1ull << 0;     // ABI 4
+constexpr std::uint64_t kNetConnectTcp = 1ull << 1;  // ABI 4
+constexpr std::uint64_t kScopeAbstractUnix = 1ull << 0;  // ABI 6
+constexpr std::uint64_t kScopeSignal = 1ull << 1;        // ABI 6
+constexpr int kMaxKnownAbi = 7;
+}  // namespace ll
+
+// The highest ABI the kernel supports, or -errno: -ENOSYS when Landlock is not built into the
+// kernel, -EOPNOTSUPP when it is built but not enabled at boot (lsm=).
+int landlock_abi();
+// The errata bitmask (fixed issues) of the running kernel, or -errno.
+long landlock_errata();
+
+// What to enforce. Paths are absolute; a missing path is skipped (nothing can be reached through
+// a path that does not exist, so skipping only ever denies more).
+struct LandlockSpec {
+  bool enabled = false;            // stage2 runs in Landlock mode (no namespaces around it)
+  int min_abi = 1;                 // refuse to run below this ABI
+  bool restrict_filesystem = true;  // handle every filesystem right of the ABI
+  bool block_tcp = false;          // handle TCP bind+connect with no rule: none allowed
+  bool scope_abstract_unix = false;  // ABI 6+: no abstract unix socket outside the domain
+  std::vector<std::string> read;   // execute, read files, list directories
+  std::vector<std::string> write;  // read + create/remove/rename/truncate/write beneath
+  std::vector<std::string> dev;    // device files read+write+ioctl (e.g. /dev/null, /dev/tty)
+};
+
+// The access rights the ruleset handles on `abi` for filesystem, network and scope.
+std::uint64_t handled_fs(int abi);
+std::uint64_t read_rights(int abi);
+std::uint64_t write_rights(int abi);
+std::uint64_t dev_rights(int abi);
+
+// Consumes stage2 option `arg` with `value` into `spec`; false if `arg` is not a Landlock option.
+// Error on a bad value.
+Result<bool> parse_landlock_option(const std::string& arg, const std::string& value,
+                                   LandlockSpec& spec);
+
+// Creates the ruleset for the running kernel's ABI, adds the rules and restricts the calling
+// thread (and what it execs). Requires no_new_privs. Error names the step and path.
+Status apply_landlock(const LandlockSpec& spec);
+
+// Landlock mode has no user namespace to drop privileges in: clears the ambient and inheritable
+// sets and the bounding set, then effective/permitted, so even uid 0 execs the command with no
+// capability (Landlock does not stop e.g. init_module or reboot). Requires CAP_SETPCAP to clear
+// the bounding set when any bit is set; Error names what was left.
+Status drop_all_capabilities();
+
+// Runs `child_body` (which must exec or _exit) in a forked child while this process, outside
+// the child's Landlock domain (so the command cannot signal it when signals are scoped), acts
+// as a child subreaper: forwards terminal and job-control signals, waits for the command, then
+// kills every descendant left behind (there is no pid namespace to do it). Returns the
+// command's status in shell form (128+N for signal N); 125 if the supervisor itself failed.
+int supervise(void (*child_body)(void*), void* arg);
+
+}  // namespace sbx::stage2
