@@ -1,6 +1,14 @@
 // sbx-stage2: the last trusted step inside the bwrap sandbox (DESIGN.md "Linux specifics").
 //
 //   sbx-stage2 --net blocked|open [--env KEY=VALUE]... -- /abs/command [ARG]...
+//   sbx-stage2 --landlock MIN_ABI [--ll-fs restricted|unrestricted] [--ll-read PATH]...
+//              [--ll-write PATH]... [--ll-dev PATH]... [--ll-scope-abstract-unix on|off]
+//              --net blocked|open [--env KEY=VALUE]... -- /abs/command [ARG]...
+//
+// Landlock mode (the landlock backend, no namespaces around stage 2; landlock_ruleset.hpp):
+// a supervisor forks the command; the child sets no_new_privs, drops every capability,
+// applies the Landlock ruleset (TCP bind/connect handled when --net blocked), installs the
+// same seccomp filter and execs. The supervisor kills leftover descendants at the end.
 //
 // In order: sets no_new_privs, verifies it holds no capability, installs the seccomp filter,
 // then runs the command by absolute path with exactly the --env environment. Any failed step
@@ -25,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "landlock_ruleset.hpp"
 #include "seccomp_filter.hpp"
 
 namespace {
@@ -46,6 +55,7 @@ struct Options {
   bool network_given = false;
   std::vector<std::string> env;
   std::vector<std::string> command;
+  sbx::stage2::LandlockSpec landlock;
 };
 
 Options parse(int argc, char** argv) {
@@ -66,7 +76,9 @@ Options parse(int argc, char** argv) {
         fail("arguments", "--env expects KEY=VALUE, got '" + value + "'");
       o.env.push_back(value);
     } else {
-      fail("arguments", "unknown option '" + arg + "'");
+      sbx::Result<bool> landlock = sbx::stage2::parse_landlock_option(arg, value, o.landlock);
+      if (!landlock.ok()) fail("arguments", landlock.error());
+      if (!*landlock) fail("arguments", "unknown option '" + arg + "'");
     }
   }
   if (!o.network_given) fail("arguments", "--net blocked|open is required");
@@ -137,10 +149,28 @@ int status_to_code(int status) {
   }
 }
 
+// Landlock mode, in the supervised child: every step before the command, in the order of
+// DESIGN.md; fail() exits 125 and the supervisor returns that.
+[[noreturn]] void confine_and_exec(void* arg) {
+  Options& o = *static_cast<Options*>(arg);
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail("no_new_privs", std::strerror(errno));
+  // No user namespace took the capabilities away, so drop them here (uid 0 included).
+  sbx::Status dropped = sbx::stage2::drop_all_capabilities();
+  if (!dropped.ok()) fail("capabilities", dropped.error());
+  verify_no_capabilities();
+  o.landlock.block_tcp = o.network == sbx::stage2::NetworkFilter::kBlocked;
+  sbx::Status ruled = sbx::stage2::apply_landlock(o.landlock);
+  if (!ruled.ok()) fail("landlock", ruled.error());
+  sbx::Status filtered = sbx::stage2::install_filter(o.network);
+  if (!filtered.ok()) fail("seccomp", filtered.error());
+  exec_command(o);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const Options options = parse(argc, argv);
+  Options options = parse(argc, argv);
+  if (options.landlock.enabled) return sbx::stage2::supervise(confine_and_exec, &options);
   // no_new_privs first: required for an unprivileged seccomp filter, and setuid binaries the
   // command runs can no longer gain privileges.
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail("no_new_privs", std::strerror(errno));
