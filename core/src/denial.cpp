@@ -35,15 +35,16 @@ struct Keyword {
 };
 
 // strerror() texts of glibc (and musl) for the errors a Linux sandbox produces: Landlock and
-// mount-namespace denials give EACCES/EROFS, seccomp gives EPERM, a network namespace without
+// mount-namespace denials give EACCES/EROFS, sbx's seccomp filter answers EPERM (not SIGSYS), a network namespace without
 // interfaces gives ENETUNREACH, and name resolution fails without a resolver.
 constexpr std::array kLinuxKeywords = {
     Keyword{"Read-only file system", DenialKind::kFilesystem,
             "EROFS: a write outside the writable roots (or to a protected path)"},
     Keyword{"Permission denied", DenialKind::kFilesystem,
             "EACCES: access to a path the policy does not grant"},
-    Keyword{"Operation not permitted", DenialKind::kFilesystem,
-            "EPERM: an operation the sandbox forbids (a filtered system call or a protected path)"},
+    Keyword{"Operation not permitted", DenialKind::kSyscallFilter,
+            "EPERM: a system call the sandbox's seccomp filter refuses (ptrace, mount, new "
+            "namespaces, sockets with the network off, ...)"},
     Keyword{"Network is unreachable", DenialKind::kNetwork,
             "ENETUNREACH: network access while the policy restricts the network"},
     Keyword{"Temporary failure in name resolution", DenialKind::kNetwork,

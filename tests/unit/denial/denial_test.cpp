@@ -58,7 +58,7 @@ INSTANTIATE_TEST_SUITE_P(
              kFs, "touch: cannot touch '/usr/x': Read-only file system"},
         Case{"linux_eacces", L, 1, 0, "cat: /root/.ssh/id_rsa: Permission denied\n", true, kFs,
              "cat: /root/.ssh/id_rsa: Permission denied"},
-        Case{"linux_eperm", L, 1, 0, "unshare: unshare failed: Operation not permitted", true, kFs,
+        Case{"linux_eperm", L, 1, 0, "unshare: unshare failed: Operation not permitted", true, kSys,
              "unshare: unshare failed: Operation not permitted"},
         Case{"linux_netunreach", L, 7, 0, "curl: (7) Failed to connect: Network is unreachable\n",
              true, kNet, "curl: (7) Failed to connect: Network is unreachable"},

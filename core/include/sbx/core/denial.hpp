@@ -20,8 +20,8 @@ std::string_view to_string(Platform platform);
 
 enum class DenialKind {
   kNone,           // no sign of the sandbox
-  kSyscallFilter,  // killed by SIGSYS: a seccomp-style filter trapped a system call
-  kFilesystem,     // EACCES/EPERM/EROFS-style message
+  kSyscallFilter,  // SIGSYS, or (Linux) EPERM: a seccomp-style filter refused a system call
+  kFilesystem,     // EACCES/EROFS-style message (EPERM too on macOS, where Seatbelt uses it)
   kNetwork,        // the network was unreachable or name resolution failed
   kSandboxSetup,   // the sandbox itself failed (sbx-stage2, bwrap, sandbox-exec): nothing ran
 };

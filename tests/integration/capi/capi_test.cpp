@@ -1,0 +1,242 @@
+// The C API against libsbx from the build tree: error strings for bad input, the pure parts
+// (questions, algebra, context, classification), and a manager whose preference names no
+// loadable backend, so "wanted but none available" is deterministic on every host. Sandboxed
+// runs through real backends are covered by capi.python_example against the installed tree.
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "sbx/sbx.h"
+
+extern "C" int sbx_capi_header_check(void);
+
+namespace {
+
+namespace json = boost::json;
+
+// Takes ownership of a returned string (and of the error on failure).
+struct Call {
+  std::string text;
+  std::string error;
+  bool ok = false;
+};
+
+// `error` by address: it is read after the call that fills it (argument order is unspecified).
+Call take(char* result, sbx_error** error) {
+  Call call;
+  call.ok = result != nullptr;
+  if (result != nullptr) call.text = result;
+  if (*error != nullptr) call.error = sbx_error_message(*error);
+  sbx_string_free(result);
+  sbx_error_free(*error);
+  *error = nullptr;
+  return call;
+}
+
+const char* kWorkspace = R"({"version":1,"preset":"workspace-write"})";
+const char* kFull = R"({"version":1,"preset":"danger-full-access"})";
+const char* kDeny = R"({"version":1,"filesystem":{"kind":"restricted","entries":[
+  {"path":":root","access":"read"},{"path":":cwd","access":"write"},
+  {"path":"~/.ssh","access":"deny"}]}})";
+
+class TempDir {
+ public:
+  TempDir() {
+    char pattern[] = "/tmp/sbx-capi-test-XXXXXX";
+    path_ = std::filesystem::canonical(mkdtemp(pattern)).string();
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+TEST(CApi, HeaderIsValidC) { EXPECT_EQ(sbx_capi_header_check(), 0); }
+
+TEST(CApi, VersionAndErrorBasics) {
+  EXPECT_NE(std::string(sbx_version()), "");
+  EXPECT_STREQ(sbx_error_message(nullptr), "");
+  sbx_error_free(nullptr);
+  sbx_string_free(nullptr);
+  // A NULL error out-pointer is allowed: the failure is still reported by the NULL result.
+  EXPECT_EQ(sbx_should_sandbox(nullptr, nullptr, nullptr), nullptr);
+}
+
+TEST(CApi, BadInputGivesPreciseErrors) {
+  sbx_error* error = nullptr;
+  Call call = take(sbx_should_sandbox(nullptr, nullptr, &error), &error);
+  EXPECT_FALSE(call.ok);
+  EXPECT_EQ(call.error, "policy_json is NULL; pass a value");
+
+  error = nullptr;
+  call = take(sbx_should_sandbox(R"({"version":1,"filesystem":{"kind":"nope"}})", "auto", &error),
+              &error);
+  EXPECT_FALSE(call.ok);
+  EXPECT_NE(call.error.find("invalid policy: /filesystem/kind"), std::string::npos) << call.error;
+
+  error = nullptr;
+  call = take(sbx_should_sandbox(kWorkspace, "sometimes", &error), &error);
+  EXPECT_FALSE(call.ok);
+  EXPECT_NE(call.error.find("sometimes"), std::string::npos) << call.error;
+
+  error = nullptr;
+  call = take(sbx_context(kWorkspace, "relative/dir", 0, &error), &error);
+  EXPECT_NE(call.error.find("not absolute"), std::string::npos) << call.error;
+
+  error = nullptr;
+  call = take(sbx_classify_failure(1, 0, nullptr, 5, "bwrap", &error), &error);
+  EXPECT_EQ(call.error, "stderr_text is NULL but stderr_len is not 0");
+}
+
+TEST(CApi, ShouldSandboxAndForbidWithDeny) {
+  sbx_error* error = nullptr;
+  Call call = take(sbx_should_sandbox(kWorkspace, nullptr, &error), &error);
+  ASSERT_TRUE(call.ok) << call.error;
+  EXPECT_EQ(json::parse(call.text).at("sandbox").as_bool(), true);
+  error = nullptr;
+  call = take(sbx_should_sandbox(kDeny, "forbid", &error), &error);
+  EXPECT_FALSE(call.ok);
+  EXPECT_NE(call.error.find("deny"), std::string::npos) << call.error;
+}
+
+TEST(CApi, WidenAndApprove) {
+  const char* extra = R"({"version":1,"filesystem":{"kind":"restricted","entries":[
+    {"path":"~/.cache","access":"write"}]},"network":{"mode":"enabled"}})";
+  sbx_error* error = nullptr;
+  Call wide = take(sbx_policy_widen(kDeny, extra, &error), &error);
+  ASSERT_TRUE(wide.ok) << wide.error;
+  const json::value widened = json::parse(wide.text);
+  EXPECT_EQ(widened.at("network").at("mode").as_string(), "enabled");
+  EXPECT_EQ(widened.at("filesystem").at("entries").as_array().size(), 4u);
+
+  error = nullptr;
+  Call approved = take(sbx_policy_approve(kDeny, wide.text.c_str(), &error), &error);
+  ASSERT_TRUE(approved.ok) << approved.error;
+  const json::value approval = json::parse(approved.text);
+  EXPECT_TRUE(approval.at("recorded").as_bool());
+  EXPECT_EQ(approval.at("policy").at("network").at("mode").as_string(), "restricted");
+
+  error = nullptr;
+  Call nothing = take(sbx_policy_approve(R"({"version":1,"filesystem":{"kind":"restricted",
+      "entries":[{"path":"/opt/a","access":"write"}]}})",
+                                         R"({"version":1,"filesystem":{"kind":"restricted",
+      "entries":[{"path":"/opt/b","access":"write"}]}})",
+                                         &error),
+                      &error);
+  ASSERT_TRUE(nothing.ok) << nothing.error;
+  const json::value empty = json::parse(nothing.text);
+  EXPECT_FALSE(empty.at("recorded").as_bool());
+  EXPECT_TRUE(empty.at("policy").is_null());
+  EXPECT_EQ(empty.at("dropped").as_array().size(), 1u);
+
+  error = nullptr;
+  Call bad = take(sbx_policy_widen(kDeny, "{", &error), &error);
+  EXPECT_EQ(bad.error.rfind("extra: invalid policy: /", 0), 0u) << bad.error;
+}
+
+TEST(CApi, ContextTextAndJson) {
+  TempDir dir;
+  sbx_error* error = nullptr;
+  Call text = take(sbx_context(kDeny, dir.path().c_str(), 0, &error), &error);
+  ASSERT_TRUE(text.ok) << text.error;
+  EXPECT_NE(text.text.find("- Writing is allowed only in:\n  - \"" + dir.path() + "\""),
+            std::string::npos)
+      << text.text;
+  error = nullptr;
+  Call structured = take(sbx_context(kDeny, dir.path().c_str(), 1, &error), &error);
+  ASSERT_TRUE(structured.ok) << structured.error;
+  EXPECT_EQ(json::parse(structured.text).at("mode").as_string(), "workspace-write");
+}
+
+TEST(CApi, ClassifyHandlesBinaryStderr) {
+  const std::string err = std::string("bin") + '\0' +
+                          "ary\nsbx-stage2: seccomp: load failed: Invalid argument\n";
+  sbx_error* error = nullptr;
+  Call call = take(sbx_classify_failure(125, 0, err.data(), err.size(), "bwrap", &error), &error);
+  ASSERT_TRUE(call.ok) << call.error;
+  const json::value verdict = json::parse(call.text);
+  EXPECT_EQ(verdict.at("kind").as_string(), "sandbox_setup");
+  EXPECT_TRUE(verdict.at("likely_sandbox_denial").as_bool());
+}
+
+// A manager that prefers only a backend that does not exist: a sandbox is wanted but none is
+// available, on every host.
+class NoBackend : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    sbx_error* error = nullptr;
+    manager_ = sbx_manager_new("no-such-backend", &error);
+    ASSERT_NE(manager_, nullptr) << sbx_error_message(error);
+  }
+  void TearDown() override { sbx_manager_free(manager_); }
+
+  json::value exec(const char* policy, const char* script, unsigned flags) {
+    const char* argv[] = {"/bin/sh", "-c", script, nullptr};
+    sbx_error* error = nullptr;
+    Call call = take(sbx_exec(manager_, policy, dir_.path().c_str(), argv, nullptr, flags, &error),
+                     &error);
+    EXPECT_TRUE(call.ok) << call.error;
+    return call.ok ? json::parse(call.text) : json::value();
+  }
+
+  sbx_manager* manager_ = nullptr;
+  TempDir dir_;
+};
+
+TEST_F(NoBackend, ExplainSaysWantedButNone) {
+  sbx_error* error = nullptr;
+  Call call = take(sbx_explain(manager_, kWorkspace, dir_.path().c_str(), nullptr, &error), &error);
+  ASSERT_TRUE(call.ok) << call.error;
+  const json::value report = json::parse(call.text);
+  EXPECT_TRUE(report.at("should_sandbox").as_bool());
+  EXPECT_EQ(report.at("final").as_string(), "none");
+}
+
+TEST_F(NoBackend, TransformRefuses) {
+  const char* argv[] = {"true", nullptr};
+  sbx_error* error = nullptr;
+  Call call = take(sbx_transform(manager_, kWorkspace, dir_.path().c_str(), argv, nullptr, &error),
+                   &error);
+  EXPECT_FALSE(call.ok);
+  EXPECT_NE(call.error.find("no backend is available"), std::string::npos) << call.error;
+}
+
+TEST_F(NoBackend, ExecRefusesWithoutOverrideAndNeverForADenyPolicy) {
+  const std::string marker = dir_.path() + "/ran";
+  const std::string script = "touch " + marker;
+  json::value report = exec(kWorkspace, script.c_str(), 0);
+  EXPECT_TRUE(report.at("exit").is_null());
+  EXPECT_NE(std::string(report.at("error").as_string()).find("SBX_EXEC_ALLOW_UNSANDBOXED"),
+            std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(marker));
+
+  report = exec(kDeny, script.c_str(), SBX_EXEC_ALLOW_UNSANDBOXED);
+  EXPECT_TRUE(report.at("exit").is_null());
+  EXPECT_NE(std::string(report.at("error").as_string()).find("never runs unsandboxed"),
+            std::string::npos)
+      << report;
+  EXPECT_FALSE(std::filesystem::exists(marker)) << "a deny policy ran unsandboxed";
+
+  report = exec(kWorkspace, script.c_str(), SBX_EXEC_ALLOW_UNSANDBOXED);
+  EXPECT_EQ(report.at("exit").at("code").as_int64(), 0);
+  EXPECT_TRUE(report.at("allow_unsandboxed_used").as_bool());
+  EXPECT_TRUE(std::filesystem::exists(marker));
+}
+
+TEST_F(NoBackend, UnsandboxedFailureIsCapturedAndNotADenial) {
+  const json::value report =
+      exec(kFull, "echo 'x: Permission denied' >&2; exit 4", SBX_EXEC_CAPTURE_STDERR);
+  EXPECT_EQ(report.at("exit").at("code").as_int64(), 4);
+  EXPECT_EQ(report.at("stderr_tail").as_string(), "x: Permission denied\n");
+  EXPECT_FALSE(report.at("denial").at("likely_sandbox_denial").as_bool());
+  EXPECT_EQ(report.at("final").as_string(), "none");
+}
+
+}  // namespace
