@@ -1,0 +1,42 @@
+// sbx-backend-landlock: the thin module around the pure translator. probe() asks the kernel;
+// transform() is the translator with the host's trusted stage-2 path; exec() is the default
+// host spawn (stage 2 is the whole sandbox: no launcher, no host state to clean up).
+#include <exception>
+#include <string>
+
+#include "sbx/landlock/probe.hpp"
+#include "sbx/landlock/translate.hpp"
+#include "sbx/sdk/plugin.hpp"
+
+namespace sbx::landlock {
+namespace {
+
+class LandlockBackend final : public Backend {
+ public:
+  explicit LandlockBackend(HostServices host) : Backend(host) {}
+
+  ProbeReport probe(const ProbeContext& /*context*/) override {
+    return run_probe(std::string(host().stage2_path()));
+  }
+
+  Result<ExecPlan> transform(const TransformRequest& request) const override {
+    try {
+      Result<Translation> t = translate(request, std::string(host().stage2_path()));
+      if (!t.ok()) return Error{t.error()};
+      ExecPlan plan;
+      plan.argv = std::move(t->argv);
+      plan.cwd = request.cwd;
+      plan.env = {};  // stage 2 runs with an empty environment; the command's is in --env
+      plan.notes = std::move(t->notes);
+      return plan;
+    } catch (const std::exception& e) {
+      return Error{std::string("landlock: transform failed: ") + e.what()};
+    }
+  }
+};
+
+}  // namespace
+}  // namespace sbx::landlock
+
+SBX_DECLARE_BACKEND(sbx::landlock::LandlockBackend, "landlock", "0.1.0",
+                    "Landlock + seccomp via sbx-stage2, no namespaces (Linux)")

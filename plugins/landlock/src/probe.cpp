@@ -1,0 +1,167 @@
+// See probe.hpp. The ABI is asked of the kernel (landlock_create_ruleset with the VERSION
+// flag); restrict_self is really tried in a forked child, so a kernel that reports an ABI but
+// refuses the domain (nesting limit, an LSM stacking problem) is seen before a command runs.
+#include "sbx/landlock/probe.hpp"
+
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+
+#include "sbx/landlock/translate.hpp"
+
+namespace sbx::landlock {
+namespace {
+
+constexpr unsigned kVersion = 1u << 0;
+constexpr unsigned kErrata = 1u << 1;
+
+ProbeCheck check(std::string name, CheckStatus status, std::string observed,
+                 std::string remedy = {}) {
+  return ProbeCheck{std::move(name), status, std::move(observed),
+                    status == CheckStatus::kPass ? std::string() : std::move(remedy)};
+}
+
+int query_abi() {
+  const long abi = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, kVersion);
+  return abi < 0 ? -errno : static_cast<int>(abi);
+}
+
+ProbeCheck abi_check(int abi) {
+  if (abi == -ENOSYS)
+    return check("landlock_abi", CheckStatus::kFail, "ENOSYS: Landlock is not built into this kernel",
+                 "use a kernel built with CONFIG_SECURITY_LANDLOCK=y (Linux 5.13+)");
+  if (abi == -EOPNOTSUPP)
+    return check("landlock_abi", CheckStatus::kFail,
+                 "EOPNOTSUPP: Landlock is built in but not enabled",
+                 "add 'landlock' to the lsm= kernel boot parameter (or CONFIG_LSM)");
+  if (abi < 0)
+    return check("landlock_abi", CheckStatus::kFail, std::strerror(-abi),
+                 "check the kernel log; a seccomp profile may block landlock_* syscalls");
+  return check("landlock_abi", abi >= 3 ? CheckStatus::kPass : CheckStatus::kWarn,
+               "ABI " + std::to_string(abi),
+               "ABI < 3 cannot restrict truncate(2): writes are not enforced; use Linux 6.2+");
+}
+
+ProbeCheck errata_check() {
+  const long errata = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, kErrata);
+  if (errata < 0)
+    return check("landlock_errata", CheckStatus::kPass,
+                 std::string("not reported by this kernel (") + std::strerror(errno) + ")");
+  char hex[32];
+  std::snprintf(hex, sizeof hex, "0x%lx", static_cast<unsigned long>(errata));
+  return check("landlock_errata", CheckStatus::kPass, std::string("fixed-issue mask ") + hex);
+}
+
+// Applies a ruleset that handles every filesystem right of `abi` in a forked child. Returns 0
+// or the errno of the step that failed.
+int try_restrict_self(int abi) {
+  const pid_t pid = ::fork();
+  if (pid < 0) return errno;
+  if (pid == 0) {
+    std::uint64_t handled = (1ull << 13) - 1;
+    if (abi >= 2) handled |= 1ull << 13;
+    if (abi >= 3) handled |= 1ull << 14;
+    if (abi >= 5) handled |= 1ull << 15;
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) ::_exit(errno & 0x7f);
+    const long fd = ::syscall(SYS_landlock_create_ruleset, &handled, sizeof handled, 0);
+    if (fd < 0) ::_exit(errno & 0x7f);
+    if (::syscall(SYS_landlock_restrict_self, fd, 0) != 0) ::_exit(errno & 0x7f);
+    ::_exit(0);
+  }
+  int status = 0;
+  if (::waitpid(pid, &status, 0) != pid) return errno;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : EINTR;
+}
+
+ProbeCheck restrict_check(int abi) {
+  const int err = try_restrict_self(abi);
+  if (err == 0)
+    return check("restrict_self", CheckStatus::kPass, "a new domain was applied in a child");
+  if (err == E2BIG)
+    return check("restrict_self", CheckStatus::kFail,
+                 "E2BIG: this process is already inside 16 nested Landlock domains",
+                 "run sbx from a less deeply sandboxed parent");
+  return check("restrict_self", CheckStatus::kFail, std::strerror(err),
+               "a seccomp profile or LSM may block landlock_restrict_self");
+}
+
+// Honest limits: Landlock exposes no per-process domain state (nothing in /proc/self/status),
+// so an outer domain cannot be detected; restrict_self only ever stacks a new domain on it, so
+// an outer domain can make the command see fewer accesses, never more.
+ProbeCheck domain_check() {
+  return check("landlock_domain", CheckStatus::kPass,
+               "not detectable from inside (the kernel exposes no domain state); a new domain "
+               "stacks on any outer one and can only remove access");
+}
+
+std::vector<ProbeCheck> abi_rule_checks(int abi) {
+  auto rule = [abi](const char* name, int need, const char* given, const char* missing,
+                    const char* remedy) {
+    return abi >= need ? check(name, CheckStatus::kPass, given)
+                       : check(name, CheckStatus::kWarn, missing, remedy);
+  };
+  return {
+      rule("refer", 2, "renames and links across directories only within writable roots",
+           "ABI < 2: renames and links across directories are always denied", "use Linux 5.19+"),
+      rule("truncate", 3, "truncate restricted to writable roots",
+           "ABI < 3: truncate(2) is not restricted: write_restriction not offered", "use Linux 6.2+"),
+      rule("tcp", 4, "restricted network denies every TCP bind and connect",
+           "ABI < 4: no TCP rules: network_block not offered", "use Linux 6.7+"),
+      rule("ioctl_dev", 5, "ioctl on devices only for /dev/null, /dev/tty and writable roots",
+           "ABI < 5: ioctl on device files opened read-only is not restricted", "use Linux 6.10+"),
+      rule("scoping", 6, "signals and abstract unix sockets cannot reach outside the sandbox",
+           "ABI < 6: the command can signal host processes of the same user",
+           "use Linux 6.12+ (or the bwrap backend, whose pid namespace isolates processes)"),
+  };
+}
+
+ProbeCheck seccomp_check() {
+  const int mode = ::prctl(PR_GET_SECCOMP, 0, 0, 0, 0);
+  if (mode < 0 && errno == EINVAL)
+    return check("seccomp", CheckStatus::kFail, "seccomp is not built into this kernel",
+                 "use a kernel with CONFIG_SECCOMP_FILTER=y");
+  return check("seccomp", CheckStatus::kPass,
+               mode == 2 ? "available (this process already runs under a filter)" : "available");
+}
+
+ProbeCheck stage2_check(const std::string& path) {
+  struct stat st {};
+  if (path.empty() || ::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+    return check("stage2", CheckStatus::kFail, path.empty() ? "no helper path" : path + ": missing",
+                 "reinstall sbx: libexec/sbx/sbx-stage2 must sit next to libsbx");
+  return check("stage2", CheckStatus::kPass, path);
+}
+
+}  // namespace
+
+ProbeReport run_probe(const std::string& stage2_path) {
+  ProbeReport report;
+  const int abi = query_abi();
+  report.checks.push_back(abi_check(abi));
+  if (abi > 0) {
+    report.checks.push_back(errata_check());
+    report.checks.push_back(restrict_check(abi));
+    report.checks.push_back(domain_check());
+    for (ProbeCheck& c : abi_rule_checks(abi)) report.checks.push_back(std::move(c));
+  }
+  report.checks.push_back(seccomp_check());
+  report.checks.push_back(stage2_check(stage2_path));
+  for (const ProbeCheck& c : report.checks) {
+    if (c.status != CheckStatus::kFail) continue;
+    report.summary = c.name + ": " + c.observed;
+    return report;
+  }
+  report.available = true;
+  report.capabilities = capabilities_for_abi(abi);
+  report.summary = "Landlock ABI " + std::to_string(abi) +
+                   " with seccomp; cannot enforce carve-outs, protected names or deny globs";
+  return report;
+}
+
+}  // namespace sbx::landlock

@@ -1,0 +1,154 @@
+// See translate.hpp. Why refusal is the rule here: a Landlock ruleset is a union of "allow
+// beneath PATH" grants, so the only policies it expresses exactly are those where no narrower
+// rule takes away access a wider one grants. Everything else would be enforced more weakly
+// than written, which the backend must never do silently (plugins/landlock/README.md).
+#include "sbx/landlock/translate.hpp"
+
+#include <string_view>
+
+namespace sbx::landlock {
+namespace {
+
+constexpr int kAbiTruncate = 3;  // write restriction is incomplete without TRUNCATE
+constexpr int kAbiNetwork = 4;   // TCP bind/connect rules
+
+int strength(Access access) {
+  switch (access) {
+    case Access::kDeny: return 0;
+    case Access::kRead: return 1;
+    case Access::kWrite: return 2;
+  }
+  return 0;
+}
+
+std::string_view access_name(Access access) {
+  switch (access) {
+    case Access::kDeny: return "deny";
+    case Access::kRead: return "read";
+    case Access::kWrite: return "write";
+  }
+  return "unknown";
+}
+
+// The nearest rule strictly above `path`, or nullptr.
+const PathRule* nearest_ancestor(const ResolvedPolicy& policy, const std::string& path) {
+  const PathRule* best = nullptr;
+  for (const PathRule& rule : policy.rules) {
+    if (rule.path == path || !path_is_within(path, rule.path)) continue;
+    if (best == nullptr || rule.path.size() > best->path.size()) best = &rule;
+  }
+  return best;
+}
+
+std::string carveout(const ResolvedPolicy& policy) {
+  for (const PathRule& inner : policy.rules) {
+    const PathRule* outer = nearest_ancestor(policy, inner.path);
+    if (outer == nullptr || strength(inner.access) >= strength(outer->access)) continue;
+    const char* what = outer->access == Access::kWrite ? "write_carveouts" : "read_carveouts";
+    return std::string(what) + ": '" + inner.path + "' (" + std::string(access_name(inner.access)) +
+           ") inside '" + outer->path + "' (" + std::string(access_name(outer->access)) +
+           "): Landlock cannot take access away inside a tree it allows";
+  }
+  return {};
+}
+
+std::string filesystem_rule(const ResolvedPolicy& policy) {
+  if (policy.filesystem_kind != FilesystemKind::kRestricted) return {};
+  if (!policy.protected_paths.empty()) {
+    const ProtectedPath& p = policy.protected_paths.front();
+    return "protected_names: protected path '" + p.path + "' (" +
+           (p.exists ? "exists" : "missing") + ") under writable root '" + p.writable_root +
+           "': Landlock cannot keep a path inside a writable root read-only or uncreatable";
+  }
+  if (!policy.deny_globs.empty())
+    return "deny_globs: deny glob '" + policy.deny_globs.front() +
+           "': Landlock cannot deny paths inside a tree it allows";
+  return carveout(policy);
+}
+
+void add(Translation& t, const std::string& kind, const std::string& path) {
+  t.argv.push_back("--ll-" + kind);
+  t.argv.push_back(path);
+  t.rules.push_back({kind, path});
+}
+
+void add_filesystem(const ResolvedPolicy& policy, Translation& t) {
+  const bool restricted = policy.filesystem_kind == FilesystemKind::kRestricted;
+  t.argv.insert(t.argv.end(), {"--ll-fs", restricted ? "restricted" : "unrestricted"});
+  if (!restricted) return;
+  t.min_abi = kAbiTruncate;
+  // Deny rules add nothing: with no carve-out (checked), a deny rule is never inside a grant.
+  for (const PathRule& rule : policy.rules) {
+    if (rule.access != Access::kDeny) add(t, rule.access == Access::kWrite ? "write" : "read", rule.path);
+  }
+  if (policy.platform_defaults_readable) {
+    for (const std::string& path : minimal_paths()) add(t, "read", path);
+  }
+  for (const std::string& path : device_paths()) add(t, "dev", path);
+}
+
+}  // namespace
+
+const std::vector<std::string>& minimal_paths() {
+  static const std::vector<std::string> kPaths = {"/bin",   "/etc",    "/lib", "/lib32",
+                                                  "/lib64", "/libx32", "/sbin", "/usr"};
+  return kPaths;
+}
+
+const std::vector<std::string>& device_paths() {
+  static const std::vector<std::string> kPaths = {"/dev/null",   "/dev/zero",    "/dev/full",
+                                                  "/dev/random", "/dev/urandom", "/dev/tty"};
+  return kPaths;
+}
+
+std::string unenforceable_rule(const ResolvedPolicy& policy) {
+  if (policy.network.mode == NetworkMode::kProxy)
+    return "proxy_network: network mode proxy: Landlock cannot force traffic through a proxy";
+  if (policy.network.mode != NetworkMode::kEnabled && !policy.network.unix_sockets.empty())
+    return "unix_socket_allowlist: unix socket '" + policy.network.unix_sockets.front() +
+           "' allowed: the seccomp filter blocks every socket when the network is restricted";
+  return filesystem_rule(policy);
+}
+
+Result<Translation> translate(const TransformRequest& request, const std::string& stage2_path) {
+  if (stage2_path.empty() || stage2_path.front() != '/')
+    return Error{"landlock: no trusted sbx-stage2 helper (see `sbx backends --probe`)"};
+  if (request.argv.empty() || request.argv.front().empty() || request.argv.front()[0] != '/')
+    return Error{"landlock: the command must be an absolute path"};
+  const std::string rule = unenforceable_rule(request.policy);
+  if (!rule.empty()) return Error{"landlock cannot enforce " + rule};
+  Translation t;
+  t.argv = {stage2_path, "--landlock", "1"};
+  add_filesystem(request.policy, t);
+  const bool blocked = request.policy.network.mode == NetworkMode::kRestricted;
+  if (blocked) t.min_abi = kAbiNetwork;
+  t.argv[2] = std::to_string(t.min_abi);
+  // Restricted network: seccomp already blocks socket(); scoping also cuts inherited sockets
+  // off from abstract unix sockets outside (ABI 6+). Enabled network keeps them, like bwrap.
+  t.argv.insert(t.argv.end(), {"--ll-scope-abstract-unix", blocked ? "on" : "off", "--net",
+                               blocked ? "blocked" : "open"});
+  for (const std::string& e : request.env) t.argv.insert(t.argv.end(), {"--env", e});
+  t.argv.push_back("--");
+  t.argv.insert(t.argv.end(), request.argv.begin(), request.argv.end());
+  t.notes = {
+      "landlock: needs Landlock ABI " + std::to_string(t.min_abi) +
+          "+ (checked by sbx-stage2 at run time); newer rights are used where the kernel has them",
+      "landlock: no namespaces: /proc shows host processes, SysV IPC is shared; signals to "
+      "processes outside the sandbox are blocked only on ABI 6+",
+      "landlock: descendants left running are killed when the command exits (subreaper)"};
+  return t;
+}
+
+CapabilitySet capabilities_for_abi(int abi) {
+  CapabilitySet caps;
+  if (abi < 1) return caps;
+  caps.add(Capability::kSyscallFilter);
+  if (abi >= kAbiTruncate) {
+    caps.add(Capability::kWriteRestriction);
+    caps.add(Capability::kReadRestriction);
+  }
+  if (abi >= kAbiNetwork) caps.add(Capability::kNetworkBlock);
+  return caps;
+}
+
+}  // namespace sbx::landlock
