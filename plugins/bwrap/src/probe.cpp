@@ -170,12 +170,17 @@ void probe_sandbox_checks_uncached(const std::string& bwrap, std::vector<ProbeCh
 // The throwaway sandboxes cost ~15 ms each; their outcome is cached per boot and bwrap binary
 // in the private state directory (masked inside every sandbox), so `sbx exec` does not pay for
 // them on every run. A failure is never cached: the next probe tries again.
+// The key includes the user namespace: the same boot, binary and uid inside a sandbox that
+// denies user namespaces (bwrap --disable-userns, a container) must not reuse the host's pass.
 std::string probe_cache_key(const std::string& bwrap) {
   struct stat st {};
   ::stat(bwrap.c_str(), &st);
+  char userns[64] = {0};
+  const ssize_t n = ::readlink("/proc/self/ns/user", userns, sizeof userns - 1);
+  const std::string ns = n > 0 ? std::string(userns, static_cast<std::size_t>(n)) : "?";
   return read_small_file("/proc/sys/kernel/random/boot_id") + "|" + bwrap + "|" +
          std::to_string(st.st_ino) + "|" + std::to_string(st.st_mtime) + "|" +
-         std::to_string(::geteuid());
+         std::to_string(::geteuid()) + "|" + ns;
 }
 
 bool load_cached_checks(const std::string& cache, const std::string& key,
