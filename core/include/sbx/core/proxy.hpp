@@ -1,0 +1,125 @@
+// The filtering network proxy for `network.mode == proxy`: HTTP CONNECT, plain HTTP
+// (absolute-form requests) and SOCKS5 on 127.0.0.1 and/or a unix socket, enforcing
+// network.allowed_domains / denied_domains, refusing private destinations, and requiring a
+// per-run credential so that other local processes cannot use it.
+//
+// Destination rules:
+//  - A pattern is `host`, `*.host`, optionally followed by `:PORT`. Hosts compare
+//    case-insensitively and a trailing dot is ignored.
+//  - `*.example.com` matches the subdomains of example.com only, NOT example.com itself (list
+//    both to allow both). A pattern without a port matches every port.
+//  - denied_domains are checked first; then allowed_domains; no match = refused.
+//  - A name that resolves to a loopback, link-local (incl. 169.254.169.254), private (RFC 1918,
+//    ULA incl. fd00:ec2::254), CGNAT, unspecified, multicast or reserved address is refused
+//    unless the matching allowed pattern is that exact host with that exact port (no wildcard,
+//    port given). If any resolved address is refused the whole connection is (a mixed answer is
+//    a DNS-rebinding signal), and the proxy connects only to the addresses it checked.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sbx/sdk/result.hpp"
+
+namespace sbx::proxy {
+
+// One refused connection attempt: which destination, over which protocol, and the rule that
+// refused it (e.g. "denied_domains: *.evil.test", "not in allowed_domains",
+// "missing or wrong proxy credential").
+struct Refusal {
+  std::string host;  // as the client asked for it (lower-cased), or "" if it never said
+  std::uint16_t port = 0;
+  std::string protocol;  // "http-connect", "http", "socks5"
+  std::string rule;
+  friend bool operator==(const Refusal&, const Refusal&) = default;
+};
+
+// The verdict on a host:port before resolution.
+struct RuleMatch {
+  bool allowed = false;
+  bool exact = false;  // the allowing pattern names this host and this port exactly
+  std::string rule;    // the deciding pattern or reason
+};
+
+// Lower-cases `host` and drops one trailing dot. Pure.
+std::string normalize_host(std::string_view host);
+
+// Applies denied (first) then allowed patterns to host:port. Pure; patterns as validated by
+// validate_policy (lower-case, optional "*." prefix, optional ":PORT").
+RuleMatch match_destination(std::string_view host, std::uint16_t port,
+                            const std::vector<std::string>& allowed,
+                            const std::vector<std::string>& denied);
+
+// Why a literal IP address may not be reached without an exact allow entry ("loopback",
+// "private", "link-local", "cloud metadata", ...), or nullopt if it is a public address.
+// Error if `address` is not an IP literal. IPv4-mapped/NAT64 IPv6 addresses are judged by the
+// IPv4 address they carry.
+Result<std::optional<std::string>> special_address_reason(std::string_view address);
+
+// Resolves a host name to IP literals. The production resolver uses the system's; tests inject
+// a map so that no external name is ever looked up.
+using Resolver = std::function<Result<std::vector<std::string>>(const std::string& host)>;
+
+struct Limits {
+  std::size_t max_header_bytes = 16 * 1024;  // request line + headers / SOCKS handshake
+  std::size_t max_connections = 512;         // concurrent client connections; more are closed
+  std::chrono::milliseconds handshake_timeout{10'000};  // until the destination is connected
+  std::chrono::milliseconds idle_timeout{300'000};      // no bytes either way while relaying
+};
+
+struct Options {
+  std::vector<std::string> allowed_domains;
+  std::vector<std::string> denied_domains;
+  bool listen_tcp = true;          // on 127.0.0.1, an ephemeral port
+  std::string unix_socket_path;    // also listen here if set (created; removed on stop)
+  Resolver resolver;               // empty = the system resolver
+  Limits limits;
+  // Called on the proxy's thread for each refusal (in addition to refusals()). Must not block.
+  std::function<void(const Refusal&)> on_refusal;
+};
+
+// A running proxy. Starts listening and serving in start(); stop() (or the destructor) closes
+// every listener and connection, removes the unix socket and joins the thread, so the proxy
+// lives exactly as long as this object.
+class Proxy {
+ public:
+  // Error if a listener cannot be created or no listener was asked for.
+  static Result<std::unique_ptr<Proxy>> start(Options options);
+  ~Proxy();
+  Proxy(const Proxy&) = delete;
+  Proxy& operator=(const Proxy&) = delete;
+
+  void stop();
+  std::uint16_t port() const;  // 0 without a TCP listener
+  const std::string& unix_socket_path() const;
+  // The per-run credential: clients authenticate with user() and token() (HTTP
+  // Proxy-Authorization: Basic, a user:token URL, or SOCKS5 username/password).
+  const std::string& user() const;
+  const std::string& token() const;
+  // "http://USER:TOKEN@127.0.0.1:PORT" or "socks5h://USER:TOKEN@127.0.0.1:PORT".
+  std::string url(std::string_view scheme, std::uint16_t port) const;
+  // Snapshot of every refusal so far (thread-safe).
+  std::vector<Refusal> refusals() const;
+  // Client connections currently open (thread-safe).
+  std::size_t active_connections() const;
+
+  class Impl;
+
+ private:
+  explicit Proxy(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// The environment a proxied command should see: HTTP_PROXY, HTTPS_PROXY, ALL_PROXY in both
+// cases pointing at `port` with the credential, and NO_PROXY / no_proxy empty so that loopback
+// is not exempted (inside the sandbox only the proxy is reachable anyway).
+std::vector<std::string> proxy_environment(const Proxy& proxy, std::uint16_t port);
+
+}  // namespace sbx::proxy

@@ -1,0 +1,195 @@
+// Table tests of the proxy's pure parts: destination patterns, special addresses, the HTTP head
+// parser, credentials and the environment handed to a proxied command.
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "proxy_http.hpp"
+#include "sbx/core/proxy.hpp"
+
+namespace sbx::proxy {
+namespace {
+
+struct MatchCase {
+  std::string host;
+  std::uint16_t port;
+  std::vector<std::string> allowed;
+  std::vector<std::string> denied;
+  bool allowed_result;
+  bool exact;
+  std::string rule;
+};
+
+TEST(ProxyRules, MatchDestinationTable) {
+  const std::vector<MatchCase> cases = {
+      {"example.com", 443, {"example.com"}, {}, true, false, "allowed_domains: example.com"},
+      {"EXAMPLE.com.", 443, {"example.com"}, {}, true, false, "allowed_domains: example.com"},
+      {"example.com", 443, {"example.com:443"}, {}, true, true, "allowed_domains: example.com:443"},
+      {"example.com", 80, {"example.com:443"}, {}, false, false, "not in allowed_domains"},
+      // A wildcard covers subdomains only, never the apex.
+      {"example.com", 443, {"*.example.com"}, {}, false, false, "not in allowed_domains"},
+      {"a.example.com", 443, {"*.example.com"}, {}, true, false, "allowed_domains: *.example.com"},
+      {"a.b.example.com", 1, {"*.example.com"}, {}, true, false, "allowed_domains: *.example.com"},
+      {"badexample.com", 443, {"*.example.com"}, {}, false, false, "not in allowed_domains"},
+      {"example.com.evil", 443, {"example.com"}, {}, false, false, "not in allowed_domains"},
+      // Deny is checked first and wins over a more specific allow.
+      {"a.example.com", 443, {"a.example.com:443"}, {"*.example.com"}, false, false,
+       "denied_domains: *.example.com"},
+      {"a.example.com", 80, {"*.example.com"}, {"a.example.com:443"}, true, false,
+       "allowed_domains: *.example.com"},
+      {"127.0.0.1", 8080, {"127.0.0.1:8080"}, {}, true, true, "allowed_domains: 127.0.0.1:8080"},
+      // An IP literal never matches a wildcard.
+      {"127.0.0.1", 8080, {"*.0.0.1"}, {}, false, false, "not in allowed_domains"},
+      {"x.test", 1, {}, {}, false, false, "not in allowed_domains"},
+      // An exact entry is found even behind a wildcard that also matches.
+      {"b.test", 5, {"*.test", "b.test:5"}, {}, true, true, "allowed_domains: b.test:5"},
+      {"x.test", 1, {"x.test:bad", "x.test:0"}, {}, false, false, "not in allowed_domains"},
+  };
+  for (const MatchCase& c : cases) {
+    RuleMatch m = match_destination(c.host, c.port, c.allowed, c.denied);
+    EXPECT_EQ(m.allowed, c.allowed_result) << c.host << ":" << c.port;
+    EXPECT_EQ(m.exact, c.exact) << c.host << ":" << c.port;
+    EXPECT_EQ(m.rule, c.rule) << c.host << ":" << c.port;
+  }
+}
+
+TEST(ProxyRules, SpecialAddressTable) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"127.0.0.1", "loopback"},        {"127.255.0.9", "loopback"},
+      {"10.1.2.3", "private"},          {"172.16.0.1", "private"},
+      {"172.31.255.255", "private"},    {"192.168.1.1", "private"},
+      {"100.64.0.1", "CGNAT"},          {"169.254.169.254", "cloud metadata"},
+      {"169.254.1.1", "link-local"},    {"0.0.0.0", "unspecified"},
+      {"224.0.0.1", "multicast"},       {"255.255.255.255", "reserved"},
+      {"::1", "loopback"},              {"::", "unspecified"},
+      {"fe80::1", "link-local"},        {"fd12::1", "private"},
+      {"fd00:ec2::254", "cloud metadata"}, {"ff02::1", "multicast"},
+      {"::ffff:127.0.0.1", "loopback"}, {"::ffff:169.254.169.254", "cloud metadata"},
+      {"64:ff9b::a00:1", "private"},    {"::7f00:1", "reserved"},
+  };
+  for (const auto& [address, why] : cases) {
+    Result<std::optional<std::string>> r = special_address_reason(address);
+    ASSERT_TRUE(r.ok()) << address;
+    ASSERT_TRUE(r->has_value()) << address;
+    EXPECT_EQ(**r, why) << address;
+  }
+  for (const char* open : {"93.184.216.34", "172.32.0.1", "100.128.0.1", "2606:4700::1111",
+                           "::ffff:8.8.8.8"}) {
+    Result<std::optional<std::string>> r = special_address_reason(open);
+    ASSERT_TRUE(r.ok()) << open;
+    EXPECT_FALSE(r->has_value()) << open << " judged " << r->value_or("");
+  }
+  EXPECT_FALSE(special_address_reason("example.com").ok());
+}
+
+TEST(ProxyHttp, ParsesConnectAndAbsoluteForm) {
+  auto c = detail::parse_http_head("CONNECT Example.COM:443 HTTP/1.1\r\nHost: x\r\nA:  b \t");
+  ASSERT_TRUE(c.ok()) << c.error();
+  EXPECT_TRUE(c->is_connect);
+  EXPECT_EQ(c->destination.host, "example.com");
+  EXPECT_EQ(c->destination.port, 443);
+  EXPECT_EQ(detail::find_header(*c, "a").value_or("?"), "b");
+
+  auto g = detail::parse_http_head("GET http://h.test:8080/p?q=1#frag HTTP/1.0");
+  ASSERT_TRUE(g.ok()) << g.error();
+  EXPECT_FALSE(g->is_connect);
+  EXPECT_EQ(g->destination.host, "h.test");
+  EXPECT_EQ(g->destination.port, 8080);
+  EXPECT_EQ(g->origin_target, "/p?q=1");
+
+  auto d = detail::parse_http_head("GET HTTP://h.test HTTP/1.1");
+  ASSERT_TRUE(d.ok()) << d.error();
+  EXPECT_EQ(d->destination.port, 80);
+  EXPECT_EQ(d->origin_target, "/");
+
+  auto v6 = detail::parse_http_head("CONNECT [::1]:22 HTTP/1.1");
+  ASSERT_TRUE(v6.ok()) << v6.error();
+  EXPECT_EQ(v6->destination.host, "::1");
+  EXPECT_EQ(detail::host_port(v6->destination), "[::1]:22");
+}
+
+TEST(ProxyHttp, RejectsMalformedHeads) {
+  const std::vector<std::string> bad = {
+      "",
+      "GET",
+      "GET http://h.test/ HTTP/2.0",
+      "GET /relative HTTP/1.1",
+      "GET https://h.test/ HTTP/1.1",
+      "CONNECT h.test HTTP/1.1",
+      "CONNECT h.test:0 HTTP/1.1",
+      "CONNECT h.test:65536 HTTP/1.1",
+      "CONNECT h.test:80x HTTP/1.1",
+      "CONNECT user@h.test:80 HTTP/1.1",
+      "GET http://user:pw@h.test/ HTTP/1.1",
+      "CONNECT h.test:80  HTTP/1.1",
+      "CONNECT [::1:80 HTTP/1.1",
+      "CONNECT h/test:80 HTTP/1.1",
+      "GET http://h.test/ HTTP/1.1\r\nBad Name: x",
+      "GET http://h.test/ HTTP/1.1\r\n folded",
+      "GET http://h.test/ HTTP/1.1\r\nA: b\nC: d",
+      "GET http://h.test/ HTTP/1.1\r\nA: b\rC: d",
+      std::string("GET http://h.test/ HTTP/1.1\r\nA: b\0c", 35),
+      "GET http://h.test/ HTTP/1.1\r\nA: \x01",
+      "GET http://h.test/ HTTP/1.1\r\n",
+      "G(T http://h.test/ HTTP/1.1",
+  };
+  for (const std::string& head : bad) {
+    EXPECT_FALSE(detail::parse_http_head(head).ok()) << "accepted: " << head;
+  }
+}
+
+TEST(ProxyHttp, BasicCredentialsAndConstantTimeCompare) {
+  auto creds = detail::basic_credentials("Basic c2J4OnRva2Vu");  // sbx:token
+  ASSERT_TRUE(creds.has_value());
+  EXPECT_EQ(creds->first, "sbx");
+  EXPECT_EQ(creds->second, "token");
+  EXPECT_TRUE(detail::basic_credentials("basic  c2J4OnRva2Vu ").has_value());
+  EXPECT_FALSE(detail::basic_credentials("Bearer c2J4OnRva2Vu").has_value());
+  EXPECT_FALSE(detail::basic_credentials("Basic !!!").has_value());
+  EXPECT_FALSE(detail::basic_credentials("Basic c2J4").has_value());  // "sbx", no colon
+  EXPECT_TRUE(detail::constant_time_equal("abc", "abc"));
+  EXPECT_FALSE(detail::constant_time_equal("abc", "abd"));
+  EXPECT_FALSE(detail::constant_time_equal("abc", "abcd"));
+}
+
+TEST(ProxyHttp, UpstreamHeadDropsProxyHeadersAndClosesConnection) {
+  auto r = detail::parse_http_head(
+      "GET http://h.test:8080/x HTTP/1.1\r\nHost: other.test\r\nProxy-Authorization: Basic x\r\n"
+      "Proxy-Connection: keep-alive\r\nConnection: keep-alive\r\nAccept: */*");
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(detail::upstream_head(*r),
+            "GET /x HTTP/1.1\r\nHost: h.test:8080\r\nAccept: */*\r\nConnection: close\r\n\r\n");
+}
+
+TEST(ProxyEnvironment, BothCasesWithCredentialAndNoLoopbackExemption) {
+  Options options;
+  options.allowed_domains = {"example.com"};
+  Result<std::unique_ptr<Proxy>> proxy = Proxy::start(std::move(options));
+  ASSERT_TRUE(proxy.ok()) << proxy.error();
+  Proxy& p = **proxy;
+  EXPECT_EQ(p.token().size(), 32u);
+  std::vector<std::string> env = proxy_environment(p, 4321);
+  const std::string http = "http://sbx:" + p.token() + "@127.0.0.1:4321";
+  const std::string socks = "socks5h://sbx:" + p.token() + "@127.0.0.1:4321";
+  std::vector<std::string> expected = {"HTTP_PROXY=" + http,  "http_proxy=" + http,
+                                       "HTTPS_PROXY=" + http, "https_proxy=" + http,
+                                       "ALL_PROXY=" + socks,  "all_proxy=" + socks,
+                                       "NO_PROXY=",           "no_proxy="};
+  EXPECT_EQ(env, expected);
+  // Two runs never share a credential.
+  Result<std::unique_ptr<Proxy>> other = Proxy::start(Options{});
+  ASSERT_TRUE(other.ok()) << other.error();
+  EXPECT_NE((*other)->token(), p.token());
+}
+
+TEST(ProxyStart, NeedsAListener) {
+  Options options;
+  options.listen_tcp = false;
+  Result<std::unique_ptr<Proxy>> proxy = Proxy::start(std::move(options));
+  ASSERT_FALSE(proxy.ok());
+  EXPECT_NE(proxy.error().find("neither a TCP port nor a unix socket"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sbx::proxy
