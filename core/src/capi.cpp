@@ -230,8 +230,9 @@ std::string exec_report(const ExecOutcome& outcome) {
   boost::json::value report = parsed(run_to_json(outcome.report, JsonStyle::kCompact));
   boost::json::object& object = report.as_object();
   if (outcome.report.status) {
-    const FailedCommand failed{*outcome.report.status, outcome.tail.value_or(""),
-                               outcome.report.final};
+    // A named string: FailedCommand holds a view of it.
+    const std::string tail = outcome.tail.value_or("");
+    const FailedCommand failed{*outcome.report.status, tail, outcome.report.final};
     object["denial"] = parsed(denial_to_json(classify_failure(failed)));
   } else {
     object["denial"] = nullptr;

@@ -1,0 +1,299 @@
+#!/usr/bin/env python3
+"""Embedding sbx in a Python agent through the C API (sbx/sbx.h) with ctypes.
+
+    python3 sbx_example.py --prefix /usr/local        # an installed sbx
+    python3 sbx_example.py --lib /path/to/libsbx.so.0.1
+
+Walks through what an agent does: list the backends, ask the two questions, describe the
+sandbox to the model, widen a policy for one command and record what a person approves, run
+commands (and learn whether a failure was the sandbox's doing). Every step checks its result,
+so the script doubles as the C API's end-to-end test (ctest capi.python_example); it exits
+non-zero on the first wrong answer.
+"""
+import argparse
+import ctypes
+import glob
+import json
+import os
+import sys
+import tempfile
+
+SBX_EXEC_ALLOW_UNSANDBOXED = 1 << 0
+SBX_EXEC_CAPTURE_STDERR = 1 << 1
+
+
+class SbxError(Exception):
+    """An error reported by libsbx (the message says what was wrong and what to do)."""
+
+
+class Sbx:
+    """A thin, typed wrapper over libsbx's C API. Every call returns parsed JSON or text."""
+
+    def __init__(self, library_path):
+        self.lib = ctypes.CDLL(library_path)
+        lib = self.lib
+        err = ctypes.POINTER(ctypes.c_void_p)
+        # Returned strings are char* we must free, so declare them as c_void_p (not c_char_p,
+        # which would copy and lose the pointer).
+        for name, args in {
+            "sbx_backends_json": [ctypes.c_void_p, ctypes.c_int, err],
+            "sbx_should_sandbox": [ctypes.c_char_p, ctypes.c_char_p, err],
+            "sbx_explain": [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
+                            err],
+            "sbx_transform": [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p,
+                              ctypes.POINTER(ctypes.c_char_p), ctypes.c_char_p, err],
+            "sbx_exec": [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p,
+                         ctypes.POINTER(ctypes.c_char_p), ctypes.c_char_p, ctypes.c_uint, err],
+            "sbx_policy_widen": [ctypes.c_char_p, ctypes.c_char_p, err],
+            "sbx_policy_approve": [ctypes.c_char_p, ctypes.c_char_p, err],
+            "sbx_context": [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int, err],
+            "sbx_classify_failure": [ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t,
+                                     ctypes.c_char_p, err],
+        }.items():
+            function = getattr(lib, name)
+            function.argtypes = args
+            function.restype = ctypes.c_void_p
+        lib.sbx_manager_new.argtypes = [ctypes.c_char_p, err]
+        lib.sbx_manager_new.restype = ctypes.c_void_p
+        lib.sbx_manager_free.argtypes = [ctypes.c_void_p]
+        lib.sbx_string_free.argtypes = [ctypes.c_void_p]
+        lib.sbx_error_message.argtypes = [ctypes.c_void_p]
+        lib.sbx_error_message.restype = ctypes.c_char_p
+        lib.sbx_error_free.argtypes = [ctypes.c_void_p]
+        lib.sbx_version.restype = ctypes.c_char_p
+        self.manager = None
+
+    # -- plumbing --------------------------------------------------------------------------
+    def _call(self, name, *args):
+        """Calls an API function returning char*; raises SbxError with libsbx's message."""
+        error = ctypes.c_void_p()
+        result = getattr(self.lib, name)(*args, ctypes.byref(error))
+        if not result:
+            message = self.lib.sbx_error_message(error).decode("utf-8", "replace")
+            self.lib.sbx_error_free(error)
+            raise SbxError(message)
+        try:
+            return ctypes.string_at(result).decode("utf-8")
+        finally:
+            self.lib.sbx_string_free(result)
+
+    @staticmethod
+    def _argv(argv):
+        array = (ctypes.c_char_p * (len(argv) + 1))()
+        array[:-1] = [arg.encode() for arg in argv]
+        array[-1] = None
+        return array
+
+    @staticmethod
+    def _policy(policy):
+        return json.dumps(policy).encode()
+
+    # -- the API -----------------------------------------------------------------------------
+    def version(self):
+        return self.lib.sbx_version().decode()
+
+    def open(self, backends=None):
+        error = ctypes.c_void_p()
+        manager = self.lib.sbx_manager_new(backends.encode() if backends else None,
+                                           ctypes.byref(error))
+        if not manager:
+            message = self.lib.sbx_error_message(error).decode()
+            self.lib.sbx_error_free(error)
+            raise SbxError(message)
+        self.manager = ctypes.c_void_p(manager)
+
+    def close(self):
+        if self.manager:
+            self.lib.sbx_manager_free(self.manager)
+            self.manager = None
+
+    def backends(self, probe=True):
+        return json.loads(self._call("sbx_backends_json", self.manager, 1 if probe else 0))
+
+    def should_sandbox(self, policy, preference="auto"):
+        return json.loads(self._call("sbx_should_sandbox", self._policy(policy),
+                                     preference.encode()))
+
+    def explain(self, policy, cwd=None, preference="auto"):
+        return json.loads(self._call("sbx_explain", self.manager, self._policy(policy),
+                                     cwd.encode() if cwd else None, preference.encode()))
+
+    def transform(self, policy, argv, cwd=None, preference="auto"):
+        return json.loads(self._call("sbx_transform", self.manager, self._policy(policy),
+                                     cwd.encode() if cwd else None, self._argv(argv),
+                                     preference.encode()))
+
+    def exec(self, policy, argv, cwd=None, preference="auto", flags=0):
+        return json.loads(self._call("sbx_exec", self.manager, self._policy(policy),
+                                     cwd.encode() if cwd else None, self._argv(argv),
+                                     preference.encode(), flags))
+
+    def widen(self, base, extra):
+        return json.loads(self._call("sbx_policy_widen", self._policy(base), self._policy(extra)))
+
+    def approve(self, requested, granted):
+        return json.loads(self._call("sbx_policy_approve", self._policy(requested),
+                                     self._policy(granted)))
+
+    def context(self, policy, cwd=None, as_json=False):
+        text = self._call("sbx_context", self._policy(policy), cwd.encode() if cwd else None,
+                          1 if as_json else 0)
+        return json.loads(text) if as_json else text
+
+    def classify(self, exit_code, signal, stderr, backend):
+        data = stderr.encode()
+        return json.loads(self._call("sbx_classify_failure", exit_code, signal, data, len(data),
+                                     backend.encode() if backend else None))
+
+
+# -- the walk-through -------------------------------------------------------------------------
+
+def check(condition, what):
+    print(("ok   " if condition else "FAIL ") + what, flush=True)
+    if not condition:
+        sys.exit(1)
+
+
+def find_library(args):
+    if args.lib:
+        return args.lib
+    prefix = args.prefix or os.environ.get("SBX_PREFIX", "/usr/local")
+    for libdir in ("lib", "lib64", "lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu"):
+        # The versioned file: the unversioned libsbx.so link is a development file.
+        candidates = sorted(glob.glob(os.path.join(prefix, libdir, "libsbx.so*")), key=len)
+        if candidates:
+            return candidates[0]
+    sys.exit(f"no libsbx.so* under {prefix}/lib*; pass --prefix or --lib")
+
+
+WORKSPACE = {"version": 1, "preset": "workspace-write"}
+DENY_SSH = {"version": 1, "filesystem": {"kind": "restricted", "entries": [
+    {"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"},
+    {"path": "~/.ssh", "access": "deny"}]}}
+FULL = {"version": 1, "preset": "danger-full-access"}
+
+
+def walk_through_pure_parts(sbx, workdir):
+    check(sbx.version().count(".") == 2, f"sbx_version() = {sbx.version()}")
+
+    decision = sbx.should_sandbox(WORKSPACE)
+    check(decision["sandbox"] is True, f"workspace-write is sandboxed: {decision['reason']}")
+    check(sbx.should_sandbox(FULL)["sandbox"] is False, "danger-full-access is not sandboxed")
+    try:
+        sbx.should_sandbox(DENY_SSH, "forbid")
+        check(False, "forbid on a deny policy must be an error")
+    except SbxError as e:
+        check("deny" in str(e), f"forbid + deny entries refused: {e}")
+
+    try:
+        sbx.should_sandbox({"version": 1, "filesystem": {"kind": "nope"}})
+        check(False, "an invalid policy must be an error")
+    except SbxError as e:
+        check("/filesystem/kind" in str(e), f"invalid policy names its JSON pointer: {e}")
+
+    text = sbx.context(DENY_SSH, cwd=workdir)
+    check("Writing is allowed only in:" in text and ".ssh" in text,
+          "context (text) names writable roots and denied paths")
+    structured = sbx.context(DENY_SSH, cwd=workdir, as_json=True)
+    check(structured["filesystem"]["writable_roots"] == [workdir],
+          "context (JSON) has the same facts")
+
+    base = {"version": 1, "filesystem": {"kind": "restricted", "entries": [
+        {"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"}]}}
+    extra = {"version": 1, "filesystem": {"kind": "restricted", "entries": [
+        {"path": "~/.cache", "access": "write"}]}, "network": {"mode": "enabled"}}
+    wide = sbx.widen(base, extra)
+    paths = [e.get("path") for e in wide["filesystem"]["entries"]]
+    check(paths == [":root", ":cwd", "~/.cache"] and wide["network"]["mode"] == "enabled",
+          "widen unites entries in order and enables the network")
+
+    approval = sbx.approve(wide, {"version": 1, "filesystem": {"kind": "restricted", "entries": [
+        {"path": "~/.cache/pip", "access": "write"}, {"path": "/etc", "access": "write"}]}})
+    check(approval["recorded"] and approval["dropped"] ==
+          ['"/etc" (write): narrowed to read, the request asked only to read it'],
+          "approve keeps what lies inside the request and says what it narrowed")
+    only_cwd = {"version": 1, "filesystem": {"kind": "restricted", "entries": [
+        {"path": ":cwd", "access": "write"}]}}
+    nothing = sbx.approve(only_cwd, {"version": 1, "filesystem": {"kind": "restricted",
+                                                                  "entries": [
+        {"path": "/opt/elsewhere", "access": "write"}]}})
+    check(nothing["recorded"] is False and nothing["policy"] is None,
+          "an approval outside the request records nothing (and is not a refusal)")
+
+    verdict = sbx.classify(159, 0, "", "bwrap")
+    check(verdict["likely_sandbox_denial"] and verdict["kind"] == "syscall_filter",
+          "classify: exit 159 under a sandbox is SIGSYS")
+    verdict = sbx.classify(1, 0, "cat: x: Permission denied\n", None)
+    check(not verdict["likely_sandbox_denial"], "classify: never a denial without a sandbox")
+
+
+def walk_through_execution(sbx, workdir):
+    listing = sbx.backends(probe=True)
+    available = [b["name"] for b in listing["backends"] if b["available"]]
+    print(f"     backends: loaded {[b['name'] for b in listing['backends']]}, "
+          f"available {available}, rejected {len(listing['rejected'])}")
+
+    explained = sbx.explain(WORKSPACE, cwd=workdir)
+    check(explained["should_sandbox"] is True and
+          (explained["final"] in available or explained["final"] == "none"),
+          f"explain: final backend {explained['final']!r} ({explained['available_reason']})")
+
+    plan = sbx.transform(FULL, ["true"], cwd=workdir)
+    check(plan["backend"] is None and plan["argv"][0].endswith("/true"),
+          "transform: an unsandboxed plan with argv[0] resolved from PATH")
+
+    # An ordinary failure without a sandbox: reported, and classified as not a denial.
+    report = sbx.exec(FULL, ["sh", "-c", "echo 'oops: no such thing' >&2; exit 3"], cwd=workdir,
+                      flags=SBX_EXEC_CAPTURE_STDERR)
+    check(report["exit"]["code"] == 3 and report["final"] == "none",
+          "exec (unsandboxed): the command's own exit code")
+    check(report["stderr_tail"] == "oops: no such thing\n" and
+          report["denial"]["likely_sandbox_denial"] is False,
+          "exec: stderr captured, ordinary failure not classified as a denial")
+
+    if not available:
+        # No backend here: the deny policy is refused even with the override.
+        report = sbx.exec(DENY_SSH, ["true"], cwd=workdir, flags=SBX_EXEC_ALLOW_UNSANDBOXED)
+        check(report["exit"] is None and "deny" in report["error"],
+              "exec: a deny policy never runs unsandboxed, even with ALLOW_UNSANDBOXED")
+        print("skip sandboxed runs: no backend is available on this host")
+        return
+
+    report = sbx.exec(WORKSPACE, ["sh", "-c", "echo hello > made-inside.txt"], cwd=workdir)
+    check(report["exit"]["code"] == 0 and report["final"] in available and
+          os.path.exists(os.path.join(workdir, "made-inside.txt")),
+          f"exec (sandboxed by {report['final']}): writing inside the workspace works")
+
+    report = sbx.exec(WORKSPACE, ["sh", "-c", "echo x > /usr/sbx-python-example-denied"],
+                      cwd=workdir, flags=SBX_EXEC_CAPTURE_STDERR)
+    denial = report["denial"]
+    check(report["exit"]["code"] != 0 and denial["likely_sandbox_denial"] and
+          denial["kind"] == "filesystem" and "Read-only file system" in denial["evidence"] and
+          "/usr/sbx-python-example-denied" in report["stderr_tail"] and
+          not os.path.exists("/usr/sbx-python-example-denied"),
+          f"exec: a write outside the workspace is denied and classified ({denial['evidence']})")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--prefix", help="installation prefix holding lib/libsbx.so*")
+    parser.add_argument("--lib", help="path of libsbx.so* itself")
+    parser.add_argument("--backends", help="preference order, e.g. bwrap,landlock")
+    args = parser.parse_args()
+    library = find_library(args)
+    print(f"     libsbx: {library}")
+    sbx = Sbx(library)
+    # A fresh workspace (the policy's :cwd) so the example never writes into the caller's.
+    with tempfile.TemporaryDirectory(prefix="sbx-python-example-", dir="/tmp") as tmp:
+        workdir = os.path.realpath(tmp)
+        walk_through_pure_parts(sbx, workdir)
+        sbx.open(args.backends)
+        try:
+            walk_through_execution(sbx, workdir)
+        finally:
+            sbx.close()
+    print("all checks passed")
+
+
+if __name__ == "__main__":
+    main()
