@@ -15,7 +15,9 @@ bool is_tchar(char c) {
   return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
 }
 
-bool is_token(std::string_view s) { return !s.empty() && std::all_of(s.begin(), s.end(), is_tchar); }
+bool is_token(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), is_tchar);
+}
 
 bool iequals(std::string_view a, std::string_view b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
@@ -100,8 +102,8 @@ Status parse_target(std::string_view target, HttpRequest& out) {
   out.destination = std::move(*dest);
   std::string_view rest = end == std::string_view::npos ? "" : target.substr(end);
   rest = rest.substr(0, rest.find('#'));  // fragments are never sent
-  out.origin_target = rest.empty() || rest.front() != '/' ? "/" + std::string(rest)
-                                                          : std::string(rest);
+  out.origin_target =
+      rest.empty() || rest.front() != '/' ? "/" + std::string(rest) : std::string(rest);
   return {};
 }
 
@@ -154,7 +156,8 @@ Result<Destination> parse_authority(std::string_view authority, std::uint16_t de
     std::size_t colon = authority.find(':');
     host = authority.substr(0, colon);
     if (colon != std::string_view::npos) port_text = authority.substr(colon + 1);
-    if (host.empty() || host.size() > 253 || !std::all_of(host.begin(), host.end(), valid_host_char))
+    if (host.empty() || host.size() > 253 ||
+        !std::all_of(host.begin(), host.end(), valid_host_char))
       return Error{"malformed host name"};
   }
   if (port_text.empty() && (default_port == 0 || authority.back() == ':'))
@@ -216,8 +219,8 @@ bool constant_time_equal(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   unsigned char diff = 0;
   for (std::size_t i = 0; i < a.size(); ++i) {
-    diff = static_cast<unsigned char>(diff | (static_cast<unsigned char>(a[i]) ^
-                                              static_cast<unsigned char>(b[i])));
+    diff = static_cast<unsigned char>(
+        diff | (static_cast<unsigned char>(a[i]) ^ static_cast<unsigned char>(b[i])));
   }
   return diff == 0;
 }

@@ -20,7 +20,7 @@ struct Destination {
 
 struct HttpRequest {
   std::string method;
-  std::string version;  // "HTTP/1.0" or "HTTP/1.1"
+  std::string version;                                       // "HTTP/1.0" or "HTTP/1.1"
   std::vector<std::pair<std::string, std::string>> headers;  // in order, names as sent
   bool is_connect = false;
   Destination destination;

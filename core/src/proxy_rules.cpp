@@ -1,11 +1,10 @@
 // Pure destination checks of the filtering proxy: domain patterns and special addresses.
 #include <algorithm>
 #include <array>
+#include <boost/asio/ip/address.hpp>
 #include <cctype>
 #include <cstdint>
 #include <string>
-
-#include <boost/asio/ip/address.hpp>
 
 #include "sbx/core/proxy.hpp"
 
@@ -97,11 +96,11 @@ std::optional<std::string> v4_reason(std::uint32_t a) {
     const char* why;
   };
   static constexpr Net kNets[] = {
-      {v4(0, 0, 0, 0), 8, "unspecified"},        {v4(127, 0, 0, 0), 8, "loopback"},
-      {v4(10, 0, 0, 0), 8, "private"},           {v4(172, 16, 0, 0), 12, "private"},
-      {v4(192, 168, 0, 0), 16, "private"},       {v4(100, 64, 0, 0), 10, "CGNAT"},
-      {v4(169, 254, 0, 0), 16, "link-local"},    {v4(192, 0, 0, 0), 24, "IETF protocol"},
-      {v4(198, 18, 0, 0), 15, "benchmarking"},   {v4(224, 0, 0, 0), 4, "multicast"},
+      {v4(0, 0, 0, 0), 8, "unspecified"},      {v4(127, 0, 0, 0), 8, "loopback"},
+      {v4(10, 0, 0, 0), 8, "private"},         {v4(172, 16, 0, 0), 12, "private"},
+      {v4(192, 168, 0, 0), 16, "private"},     {v4(100, 64, 0, 0), 10, "CGNAT"},
+      {v4(169, 254, 0, 0), 16, "link-local"},  {v4(192, 0, 0, 0), 24, "IETF protocol"},
+      {v4(198, 18, 0, 0), 15, "benchmarking"}, {v4(224, 0, 0, 0), 4, "multicast"},
       {v4(240, 0, 0, 0), 4, "reserved"},
   };
   for (const Net& n : kNets) {

@@ -1,14 +1,13 @@
 // The filtering proxy's lifetime: listeners, the accept loops, the thread, the credential and
 // the refusal log (see sbx/core/proxy.hpp).
 #include <array>
-#include <cstdio>
-#include <random>
-#include <string>
-
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <cstdio>
+#include <random>
+#include <string>
 
 #if !defined(_WIN32)
 #include <sys/stat.h>
@@ -153,8 +152,8 @@ const std::string& Proxy::user() const { return impl_->user; }
 const std::string& Proxy::token() const { return impl_->token; }
 
 std::string Proxy::url(std::string_view scheme, std::uint16_t port) const {
-  return std::string(scheme) + "://" + impl_->user + ":" + impl_->token + "@127.0.0.1:" +
-         std::to_string(port);
+  return std::string(scheme) + "://" + impl_->user + ":" + impl_->token +
+         "@127.0.0.1:" + std::to_string(port);
 }
 
 std::vector<Refusal> Proxy::refusals() const {
@@ -170,9 +169,8 @@ std::vector<std::string> proxy_environment(const Proxy& proxy, std::uint16_t por
   // Both spellings: curl reads lower-case http_proxy only, most other tools the upper case.
   // NO_PROXY is set empty so a host value such as "localhost" cannot send loopback traffic
   // around the proxy (inside the sandbox only the proxy is reachable anyway).
-  return {"HTTP_PROXY=" + http,  "http_proxy=" + http,  "HTTPS_PROXY=" + http,
-          "https_proxy=" + http, "ALL_PROXY=" + socks,  "all_proxy=" + socks,
-          "NO_PROXY=",           "no_proxy="};
+  return {"HTTP_PROXY=" + http, "http_proxy=" + http, "HTTPS_PROXY=" + http, "https_proxy=" + http,
+          "ALL_PROXY=" + socks, "all_proxy=" + socks, "NO_PROXY=",           "no_proxy="};
 }
 
 }  // namespace sbx::proxy

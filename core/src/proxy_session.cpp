@@ -1,20 +1,20 @@
 // One client connection of the filtering proxy: protocol detection, HTTP (CONNECT and plain),
 // SOCKS5, the destination check, the connect to the checked address and the relay.
+#include "proxy_session.hpp"
+
 #include <algorithm>
 #include <array>
-#include <chrono>
-#include <memory>
-#include <string>
-#include <tuple>
-
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/experimental/as_tuple.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <tuple>
 
 #include "proxy_http.hpp"
-#include "proxy_session.hpp"
 
 namespace sbx::proxy::detail {
 namespace {
@@ -29,14 +29,16 @@ constexpr std::string_view kBadCredential = "missing or wrong proxy credential";
 // Outcome of checking a destination: endpoints to connect to, or why not.
 struct Checked {
   std::vector<tcp::endpoint> endpoints;
-  std::string refused_rule;     // set: a policy refusal (403 / SOCKS 0x02)
-  std::string unreachable;      // set: resolution failed (502 / SOCKS 0x04)
+  std::string refused_rule;  // set: a policy refusal (403 / SOCKS 0x02)
+  std::string unreachable;   // set: resolution failed (502 / SOCKS 0x04)
 };
 
 template <class Socket>
 struct Session {
   Session(Proxy::Impl& p, Socket c)
-      : proxy(p), client(std::move(c)), upstream(client.get_executor()),
+      : proxy(p),
+        client(std::move(c)),
+        upstream(client.get_executor()),
         deadline(Clock::now() + p.options.limits.handshake_timeout) {
     ++proxy.active;
   }
@@ -280,7 +282,8 @@ awaitable<void> serve_http(std::shared_ptr<S> s) {
   }
   Result<HttpRequest> request = parse_http_head(std::string_view(s->buffer).substr(0, end));
   if (!request) {
-    co_await send_client(*s, http_response(400, "Bad Request", "sbx proxy: " + request.error() + "\n"));
+    co_await send_client(*s,
+                         http_response(400, "Bad Request", "sbx proxy: " + request.error() + "\n"));
     co_await finish(*s);
     co_return;
   }
@@ -321,11 +324,13 @@ constexpr std::uint8_t kSocksOk = 0x00, kSocksFailure = 0x01, kSocksNotAllowed =
                        kSocksCommandUnsupported = 0x07, kSocksAddressUnsupported = 0x08;
 
 std::string socks_reply(std::uint8_t code) {
-  return std::string{'\x05', static_cast<char>(code), '\x00', '\x01', '\0', '\0', '\0', '\0',
-                     '\0', '\0'};
+  return std::string{'\x05', static_cast<char>(code), '\x00', '\x01', '\0', '\0', '\0', '\0', '\0',
+                     '\0'};
 }
 
-std::uint8_t byte_at(const std::string& b, std::size_t i) { return static_cast<std::uint8_t>(b[i]); }
+std::uint8_t byte_at(const std::string& b, std::size_t i) {
+  return static_cast<std::uint8_t>(b[i]);
+}
 
 // Method negotiation and RFC 1929 username/password. Only username/password is accepted: the
 // per-run credential is what keeps other local processes out, so "no authentication" is refused.

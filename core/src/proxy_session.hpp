@@ -3,6 +3,10 @@
 #pragma once
 
 #include <atomic>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
 #include <chrono>
 #include <cstddef>
 #include <memory>
@@ -11,11 +15,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <boost/asio/awaitable.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/local/stream_protocol.hpp>
 
 #include "sbx/core/proxy.hpp"
 

@@ -12,8 +12,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <mutex>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <thread>
 

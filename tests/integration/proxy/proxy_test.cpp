@@ -1,6 +1,9 @@
 // The filtering proxy against real loopback servers (issue 8, acceptance 1-3). Every destination
 // is 127.0.0.1; names are resolved by an injected map, so no test ever looks up or reaches
 // anything but loopback.
+#include "sbx/core/proxy.hpp"
+
+#include <gtest/gtest.h>
 #include <sys/resource.h>
 
 #include <filesystem>
@@ -9,10 +12,7 @@
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "loopback.hpp"
-#include "sbx/core/proxy.hpp"
 
 // The tests build Options with designated initializers; the fields left out keep their defaults
 // on purpose, which g++ 12 would otherwise warn about.
@@ -98,7 +98,8 @@ TEST_F(ProxyTest, ConnectToAllowedHostPortAnswers) {
 TEST_F(ProxyTest, PlainHttpAbsoluteFormIsForwardedWithoutTheCredential) {
   CountingServer server;
   std::string name = "localhost:" + std::to_string(server.port());
-  auto p = start({.allowed_domains = {name}, .resolver = map_resolver({{"localhost", {"127.0.0.1"}}})});
+  auto p =
+      start({.allowed_domains = {name}, .resolver = map_resolver({{"localhost", {"127.0.0.1"}}})});
   ASSERT_TRUE(p);
   int fd = connect_loopback(p->port());
   send_all(fd, "GET http://LOCALHOST.:" + std::to_string(server.port()) +
@@ -109,7 +110,8 @@ TEST_F(ProxyTest, PlainHttpAbsoluteFormIsForwardedWithoutTheCredential) {
   EXPECT_NE(out.find("hello GET /x?y HTTP/1.1"), std::string::npos) << out;
   std::string seen = server.last_request();
   EXPECT_NE(seen.find("Host: localhost:" + std::to_string(server.port()) + "\r\n"),
-            std::string::npos) << seen;
+            std::string::npos)
+      << seen;
   EXPECT_NE(seen.find("Connection: close\r\n"), std::string::npos) << seen;
   EXPECT_EQ(seen.find("Proxy-"), std::string::npos) << seen;
   EXPECT_EQ(seen.find(p->token()), std::string::npos) << seen;
@@ -235,7 +237,8 @@ TEST_F(ProxyTest, Socks5AllowedAnswersDeniedGetsRuleset0x02) {
   EXPECT_EQ(denied.accepts(), 0);
   EXPECT_EQ(allowed.accepts(), 1);
   ASSERT_EQ(p->refusals().size(), 1u);
-  EXPECT_EQ(p->refusals()[0], (Refusal{"127.0.0.1", denied.port(), "socks5", "not in allowed_domains"}));
+  EXPECT_EQ(p->refusals()[0],
+            (Refusal{"127.0.0.1", denied.port(), "socks5", "not in allowed_domains"}));
 }
 
 TEST_F(ProxyTest, Socks5WithoutTheCredentialIsRefused) {
@@ -255,11 +258,12 @@ TEST_F(ProxyTest, Socks5WithoutTheCredentialIsRefused) {
 
 TEST_F(ProxyTest, UnixSocketListenerServesAndIsRemovedOnStop) {
   CountingServer server;
-  std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                              ("sbx-proxy-test-" + std::to_string(::getpid()));
+  std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("sbx-proxy-test-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   std::string path = (dir / "proxy.sock").string();
-  auto p = start({.allowed_domains = {local(server)}, .listen_tcp = false, .unix_socket_path = path});
+  auto p =
+      start({.allowed_domains = {local(server)}, .listen_tcp = false, .unix_socket_path = path});
   ASSERT_TRUE(p);
   EXPECT_EQ(p->port(), 0);
   int fd = connect_unix(path);
@@ -272,7 +276,11 @@ TEST_F(ProxyTest, UnixSocketListenerServesAndIsRemovedOnStop) {
   p->stop();
   EXPECT_FALSE(std::filesystem::exists(path));
   // An existing file is never replaced.
-  { std::FILE* f = std::fopen(path.c_str(), "w"); ASSERT_NE(f, nullptr); std::fclose(f); }
+  {
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fclose(f);
+  }
   Options options{.listen_tcp = false, .unix_socket_path = path};
   EXPECT_FALSE(Proxy::start(std::move(options)).ok());
   EXPECT_TRUE(std::filesystem::exists(path));
@@ -371,13 +379,27 @@ std::string mutate(std::mt19937& rng, std::string s) {
   for (int e = 0; e < edits && !s.empty(); ++e) {
     std::size_t at = rng() % s.size();
     switch (op(rng)) {
-      case 0: s[at] = static_cast<char>(byte(rng)); break;
-      case 1: s.resize(at); break;
-      case 2: s.insert(at, 1, "\r\n\0 :@[]"[rng() % 8]); break;
-      case 3: s.insert(at, std::string(rng() % 3000, static_cast<char>(byte(rng)))); break;
-      case 4: s.erase(at, rng() % 8); break;
-      case 5: s.insert(at, s.substr(at, rng() % 64)); break;
-      default: s[at] = static_cast<char>(s[at] ^ (1 << (rng() % 8))); break;
+      case 0:
+        s[at] = static_cast<char>(byte(rng));
+        break;
+      case 1:
+        s.resize(at);
+        break;
+      case 2:
+        s.insert(at, 1, "\r\n\0 :@[]"[rng() % 8]);
+        break;
+      case 3:
+        s.insert(at, std::string(rng() % 3000, static_cast<char>(byte(rng))));
+        break;
+      case 4:
+        s.erase(at, rng() % 8);
+        break;
+      case 5:
+        s.insert(at, s.substr(at, rng() % 64));
+        break;
+      default:
+        s[at] = static_cast<char>(s[at] ^ (1 << (rng() % 8)));
+        break;
     }
   }
   return s;
@@ -393,7 +415,8 @@ TEST_F(ProxyTest, FuzzedRequestsNeverCrashOrLeakDescriptors) {
     std::string creds = auth(*p);
     const std::vector<std::string> seeds = {
         "CONNECT " + local(server) + " HTTP/1.1\r\nHost: a\r\n" + creds + "\r\n",
-        "GET http://" + local(server) + "/p HTTP/1.1\r\nHost: a\r\nAccept: */*\r\n" + creds + "\r\n",
+        "GET http://" + local(server) + "/p HTTP/1.1\r\nHost: a\r\nAccept: */*\r\n" + creds +
+            "\r\n",
         "CONNECT [::1]:1 HTTP/1.0\r\n" + creds + "\r\n",
         std::string("\x05\x01\x02\x01\x03sbx\x20", 10) + p->token() +
             std::string("\x05\x01\x00\x03\x09localhost\x01\xbb", 16),
@@ -428,8 +451,8 @@ TEST_F(ProxyTest, StopClosesOpenTunnelsAndEveryDescriptor) {
   send_all(fd, "CONNECT " + local(server) + " HTTP/1.1\r\n" + auth(*p) + "\r\n");
   ASSERT_NE(read_head(fd).find(" 200 "), std::string::npos);
   int idle = connect_loopback(p->port());  // a client that never says anything
-  p.reset();  // the command ended
-  EXPECT_EQ(read_all(fd), "");  // the tunnel is gone
+  p.reset();                               // the command ended
+  EXPECT_EQ(read_all(fd), "");             // the tunnel is gone
   EXPECT_EQ(read_all(idle), "");
   ::close(fd);
   ::close(idle);

@@ -1,9 +1,9 @@
 // Table tests of the proxy's pure parts: destination patterns, special addresses, the HTTP head
 // parser, credentials and the environment handed to a proxied command.
+#include <gtest/gtest.h>
+
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "proxy_http.hpp"
 #include "sbx/core/proxy.hpp"
@@ -34,9 +34,19 @@ TEST(ProxyRules, MatchDestinationTable) {
       {"badexample.com", 443, {"*.example.com"}, {}, false, false, "not in allowed_domains"},
       {"example.com.evil", 443, {"example.com"}, {}, false, false, "not in allowed_domains"},
       // Deny is checked first and wins over a more specific allow.
-      {"a.example.com", 443, {"a.example.com:443"}, {"*.example.com"}, false, false,
+      {"a.example.com",
+       443,
+       {"a.example.com:443"},
+       {"*.example.com"},
+       false,
+       false,
        "denied_domains: *.example.com"},
-      {"a.example.com", 80, {"*.example.com"}, {"a.example.com:443"}, true, false,
+      {"a.example.com",
+       80,
+       {"*.example.com"},
+       {"a.example.com:443"},
+       true,
+       false,
        "allowed_domains: *.example.com"},
       {"127.0.0.1", 8080, {"127.0.0.1:8080"}, {}, true, true, "allowed_domains: 127.0.0.1:8080"},
       // An IP literal never matches a wildcard.
@@ -56,17 +66,28 @@ TEST(ProxyRules, MatchDestinationTable) {
 
 TEST(ProxyRules, SpecialAddressTable) {
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"127.0.0.1", "loopback"},        {"127.255.0.9", "loopback"},
-      {"10.1.2.3", "private"},          {"172.16.0.1", "private"},
-      {"172.31.255.255", "private"},    {"192.168.1.1", "private"},
-      {"100.64.0.1", "CGNAT"},          {"169.254.169.254", "cloud metadata"},
-      {"169.254.1.1", "link-local"},    {"0.0.0.0", "unspecified"},
-      {"224.0.0.1", "multicast"},       {"255.255.255.255", "reserved"},
-      {"::1", "loopback"},              {"::", "unspecified"},
-      {"fe80::1", "link-local"},        {"fd12::1", "private"},
-      {"fd00:ec2::254", "cloud metadata"}, {"ff02::1", "multicast"},
-      {"::ffff:127.0.0.1", "loopback"}, {"::ffff:169.254.169.254", "cloud metadata"},
-      {"64:ff9b::a00:1", "private"},    {"::7f00:1", "reserved"},
+      {"127.0.0.1", "loopback"},
+      {"127.255.0.9", "loopback"},
+      {"10.1.2.3", "private"},
+      {"172.16.0.1", "private"},
+      {"172.31.255.255", "private"},
+      {"192.168.1.1", "private"},
+      {"100.64.0.1", "CGNAT"},
+      {"169.254.169.254", "cloud metadata"},
+      {"169.254.1.1", "link-local"},
+      {"0.0.0.0", "unspecified"},
+      {"224.0.0.1", "multicast"},
+      {"255.255.255.255", "reserved"},
+      {"::1", "loopback"},
+      {"::", "unspecified"},
+      {"fe80::1", "link-local"},
+      {"fd12::1", "private"},
+      {"fd00:ec2::254", "cloud metadata"},
+      {"ff02::1", "multicast"},
+      {"::ffff:127.0.0.1", "loopback"},
+      {"::ffff:169.254.169.254", "cloud metadata"},
+      {"64:ff9b::a00:1", "private"},
+      {"::7f00:1", "reserved"},
   };
   for (const auto& [address, why] : cases) {
     Result<std::optional<std::string>> r = special_address_reason(address);
@@ -74,8 +95,8 @@ TEST(ProxyRules, SpecialAddressTable) {
     ASSERT_TRUE(r->has_value()) << address;
     EXPECT_EQ(**r, why) << address;
   }
-  for (const char* open : {"93.184.216.34", "172.32.0.1", "100.128.0.1", "2606:4700::1111",
-                           "::ffff:8.8.8.8"}) {
+  for (const char* open :
+       {"93.184.216.34", "172.32.0.1", "100.128.0.1", "2606:4700::1111", "::ffff:8.8.8.8"}) {
     Result<std::optional<std::string>> r = special_address_reason(open);
     ASSERT_TRUE(r.ok()) << open;
     EXPECT_FALSE(r->has_value()) << open << " judged " << r->value_or("");
@@ -172,10 +193,9 @@ TEST(ProxyEnvironment, BothCasesWithCredentialAndNoLoopbackExemption) {
   std::vector<std::string> env = proxy_environment(p, 4321);
   const std::string http = "http://sbx:" + p.token() + "@127.0.0.1:4321";
   const std::string socks = "socks5h://sbx:" + p.token() + "@127.0.0.1:4321";
-  std::vector<std::string> expected = {"HTTP_PROXY=" + http,  "http_proxy=" + http,
-                                       "HTTPS_PROXY=" + http, "https_proxy=" + http,
-                                       "ALL_PROXY=" + socks,  "all_proxy=" + socks,
-                                       "NO_PROXY=",           "no_proxy="};
+  std::vector<std::string> expected = {
+      "HTTP_PROXY=" + http, "http_proxy=" + http, "HTTPS_PROXY=" + http, "https_proxy=" + http,
+      "ALL_PROXY=" + socks, "all_proxy=" + socks, "NO_PROXY=",           "no_proxy="};
   EXPECT_EQ(env, expected);
   // Two runs never share a credential.
   Result<std::unique_ptr<Proxy>> other = Proxy::start(Options{});
@@ -189,6 +209,40 @@ TEST(ProxyStart, NeedsAListener) {
   Result<std::unique_ptr<Proxy>> proxy = Proxy::start(std::move(options));
   ASSERT_FALSE(proxy.ok());
   EXPECT_NE(proxy.error().find("neither a TCP port nor a unix socket"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sbx::proxy
+
+namespace sbx::proxy {
+namespace {
+
+TEST(ProxyRequest, RewritesEnvironmentAndPortsForProxyMode) {
+  TransformRequest request;
+  request.argv = {"/bin/true"};
+  request.env = {"PATH=/bin", "http_proxy=http://evil.test:1", "NO_PROXY=localhost,127.0.0.1",
+                 "All_Proxy=socks5://x:1", "HOME=/root"};
+  request.policy.network.mode = NetworkMode::kProxy;
+  request.policy.network.allowed_domains = {"example.com"};
+  Result<std::unique_ptr<Proxy>> proxy = start_for_request(request);
+  ASSERT_TRUE(proxy.ok()) << proxy.error();
+  const std::uint16_t port = (*proxy)->port();
+  ASSERT_NE(port, 0);
+  EXPECT_EQ(request.policy.network.proxy_ports, std::vector<std::uint16_t>{port});
+  std::vector<std::string> expected = {"PATH=/bin", "HOME=/root"};
+  for (const std::string& e : proxy_environment(**proxy, port)) expected.push_back(e);
+  EXPECT_EQ(request.env, expected);
+}
+
+TEST(ProxyRequest, RefusesOtherModesAndLeavesTheRequestAlone) {
+  TransformRequest request;
+  request.env = {"http_proxy=http://corp.test:3128"};
+  request.policy.network.mode = NetworkMode::kEnabled;
+  Result<std::unique_ptr<Proxy>> proxy = start_for_request(request);
+  ASSERT_FALSE(proxy.ok());
+  EXPECT_NE(proxy.error().find("not \"proxy\""), std::string::npos);
+  EXPECT_EQ(request.env, std::vector<std::string>{"http_proxy=http://corp.test:3128"});
+  EXPECT_TRUE(request.policy.network.proxy_ports.empty());
 }
 
 }  // namespace

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "sbx/sdk/result.hpp"
+#include "sbx/sdk/types.hpp"
 
 namespace sbx::proxy {
 
@@ -77,9 +78,9 @@ struct Limits {
 struct Options {
   std::vector<std::string> allowed_domains;
   std::vector<std::string> denied_domains;
-  bool listen_tcp = true;          // on 127.0.0.1, an ephemeral port
-  std::string unix_socket_path;    // also listen here if set (created; removed on stop)
-  Resolver resolver;               // empty = the system resolver
+  bool listen_tcp = true;        // on 127.0.0.1, an ephemeral port
+  std::string unix_socket_path;  // also listen here if set (created; removed on stop)
+  Resolver resolver;             // empty = the system resolver
   Limits limits;
   // Called on the proxy's thread for each refusal (in addition to refusals()). Must not block.
   std::function<void(const Refusal&)> on_refusal;
@@ -121,5 +122,14 @@ class Proxy {
 // cases pointing at `port` with the credential, and NO_PROXY / no_proxy empty so that loopback
 // is not exempted (inside the sandbox only the proxy is reachable anyway).
 std::vector<std::string> proxy_environment(const Proxy& proxy, std::uint16_t port);
+
+// For a request whose policy has network.mode == proxy: starts a proxy enforcing the policy's
+// allowed/denied domains on 127.0.0.1, replaces every proxy variable in request.env (either case)
+// with proxy_environment(), and sets request.policy.network.proxy_ports to the proxy's port, so a
+// backend with the proxy_network capability confines the command to it. The caller keeps the
+// returned proxy alive until the command has exited. Error for another network mode or if the
+// proxy cannot start; the request is then unchanged.
+Result<std::unique_ptr<Proxy>> start_for_request(
+    TransformRequest& request, std::function<void(const Refusal&)> on_refusal = {});
 
 }  // namespace sbx::proxy
