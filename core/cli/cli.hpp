@@ -3,7 +3,6 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <functional>
 #include <optional>
 #include <string>
@@ -93,6 +92,8 @@ Command register_backends(CLI::App& app, const GlobalOptions& globals);
 Command register_explain(CLI::App& app, const GlobalOptions& globals);
 Command register_exec(CLI::App& app, const GlobalOptions& globals);
 std::vector<Command> register_policy(CLI::App& app);
+// `policy widen A B` and `policy approve REQUESTED GRANTED`, under the `policy` subcommand.
+std::vector<Command> register_policy_algebra(CLI::App& policy);
 Command register_context(CLI::App& app);
 Command register_debug(CLI::App& app, const GlobalOptions& globals);
 

@@ -46,9 +46,12 @@ std::vector<BackendListing> list_backends(const PluginRegistry& registry, bool p
 
 std::string status_marker(CheckStatus status) {
   switch (status) {
-    case CheckStatus::kPass: return "pass";
-    case CheckStatus::kWarn: return "WARN";
-    case CheckStatus::kFail: return "FAIL";
+    case CheckStatus::kPass:
+      return "pass";
+    case CheckStatus::kWarn:
+      return "WARN";
+    case CheckStatus::kFail:
+      return "FAIL";
   }
   return "????";
 }
@@ -127,8 +130,9 @@ int run_backends(const BackendsOptions& options, const GlobalOptions& globals) {
 Command register_backends(CLI::App& app, const GlobalOptions& globals) {
   auto options = std::make_shared<BackendsOptions>();
   CLI::App* sub = app.add_subcommand(
-      "backends", "List the loaded backend plugins and the rejected ones; --probe checks what "
-                  "each can enforce on this host");
+      "backends",
+      "List the loaded backend plugins and the rejected ones; --probe checks what "
+      "each can enforce on this host");
   sub->add_flag("--probe", options->probe,
                 "Probe each backend: availability, checks with remedies, capabilities");
   sub->add_flag("--json", options->json,

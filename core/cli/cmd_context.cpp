@@ -30,9 +30,10 @@ int run_context(const ContextOptions& options) {
 
 Command register_context(CLI::App& app) {
   auto options = std::make_shared<ContextOptions>();
-  CLI::App* sub = app.add_subcommand(
-      "context", "Describe the policy for a model's prompt: mode, writable roots, network, "
-                 "denied paths (what is intended, not what this host can enforce)");
+  CLI::App* sub =
+      app.add_subcommand("context",
+                         "Describe the policy for a model's prompt: mode, writable roots, network, "
+                         "denied paths (what is intended, not what this host can enforce)");
   add_policy_options(*sub, options->policy);
   sub->add_flag("--json", options->json, "Print the same facts as JSON");
   sub->footer("Examples:\n  sbx context\n  sbx context --preset read-only --json");

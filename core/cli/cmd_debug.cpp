@@ -74,16 +74,18 @@ int run_debug(const DebugOptions& options, const GlobalOptions& globals) {
 Command register_debug(CLI::App& app, const GlobalOptions& globals) {
   auto options = std::make_shared<DebugOptions>();
   CLI::App* sub = app.add_subcommand(
-      "debug", "Print, as JSON, the plan BACKEND would run for a command (backend, argv, env, "
-               "cwd, notes); works on any host because transform is pure");
+      "debug",
+      "Print, as JSON, the plan BACKEND would run for a command (backend, argv, env, "
+      "cwd, notes); works on any host because transform is pure");
   sub->add_option("backend", options->backend, "The backend's name (see `sbx backends`)")
       ->required()
       ->type_name("BACKEND");
   add_policy_options(*sub, options->policy);
   sub->add_option("command", options->command, "The command and its arguments, after --")
       ->type_name("CMD [ARG...]");
-  sub->footer("Examples:\n  sbx debug bwrap -- /bin/ls -l\n"
-              "  sbx debug seatbelt --preset read-only -- /bin/ls");
+  sub->footer(
+      "Examples:\n  sbx debug bwrap -- /bin/ls -l\n"
+      "  sbx debug seatbelt --preset read-only -- /bin/ls");
   return {sub, [options, &globals] { return run_debug(*options, globals); }};
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "sbx/core/denial.hpp"
 #include "sbx/core/report_json.hpp"
 #include "sbx/core/spawn.hpp"
 #include "text_table.hpp"
@@ -32,6 +33,7 @@ struct ExecRun {
   std::vector<std::string> argv;  // argv[0] resolved to an absolute path
   std::vector<std::string> env;
   RunReport report;
+  std::optional<std::string> stderr_tail;  // captured with --json, for the denial report
 };
 
 int failed(RunReport& report, const std::string& what, const std::string& todo) {
@@ -42,6 +44,21 @@ int failed(RunReport& report, const std::string& what, const std::string& todo) 
 int failed(RunReport& report, const std::string& message) {
   report.error = message;
   return fail(message);
+}
+
+// Runs the command; with --json, its stderr is copied through a pipe (it still reaches the
+// user) and the last 64 KiB are kept for the denial classification.
+template <typename Start>
+Result<ExitStatus> run_captured(ExecRun& run, Start&& start) {
+  std::unique_ptr<StderrCapture> capture;
+  if (run.options.json) {
+    Result<std::unique_ptr<StderrCapture>> started = StderrCapture::start();
+    if (!started.ok()) return Error{started.error() + "; run without --json"};
+    capture = std::move(*started);
+  }
+  Result<ExitStatus> status = start();
+  if (capture) run.stderr_tail = capture->stop();
+  return status;
 }
 
 int finish(ExecRun& run, const Result<ExitStatus>& status) {
@@ -60,7 +77,7 @@ int run_direct(ExecRun& run) {
     std::cout << plan_to_json(std::nullopt, plan, JsonStyle::kPretty) << '\n';
     return 0;
   }
-  return finish(run, spawn_and_wait(plan));
+  return finish(run, run_captured(run, [&] { return spawn_and_wait(plan); }));
 }
 
 int run_sandboxed(ExecRun& run, const Manager& manager, const std::string& backend) {
@@ -75,7 +92,7 @@ int run_sandboxed(ExecRun& run, const Manager& manager, const std::string& backe
     std::cout << plan_to_json(backend, *plan, JsonStyle::kPretty) << '\n';
     return 0;
   }
-  return finish(run, manager.exec(backend, *plan));
+  return finish(run, run_captured(run, [&] { return manager.exec(backend, *plan); }));
 }
 
 // Question 2 said "none". Refuse (125) unless the caller explicitly accepted running without a
@@ -91,11 +108,11 @@ int none_available(ExecRun& run, const BackendChoice& choice) {
     return run_direct(run);
   }
   const std::string what =
-      deny ? "a sandbox is wanted but no backend is available here, and the policy denies " +
-                 *deny +
-                 ": a policy with deny entries never runs unsandboxed, not even with "
-                 "--allow-unsandboxed, so the command was not run"
-           : "a sandbox is wanted but no backend is available here, so the command was not run";
+      deny
+          ? "a sandbox is wanted but no backend is available here, and the policy denies " + *deny +
+                ": a policy with deny entries never runs unsandboxed, not even with "
+                "--allow-unsandboxed, so the command was not run"
+          : "a sandbox is wanted but no backend is available here, so the command was not run";
   const std::string todo =
       deny ? "make a backend available (`sbx backends --probe` shows what is missing) or "
              "remove the deny entries"
@@ -126,8 +143,7 @@ std::optional<int> resolve_argv(ExecRun& run) {
 
 int exec_steps(ExecRun& run, const GlobalOptions& globals) {
   if (run.options.command.empty())
-    return failed(run.report, "exec needs a command",
-                  "put it after --, e.g. sbx exec -- ls -l");
+    return failed(run.report, "exec needs a command", "put it after --, e.g. sbx exec -- ls -l");
   Result<SandboxPreference> preference = parse_sandbox_preference(run.options.sandbox);
   if (!preference.ok())
     return failed(run.report, preference.error(), "use --sandbox auto, require or forbid");
@@ -151,14 +167,28 @@ int exec_steps(ExecRun& run, const GlobalOptions& globals) {
   return run_sandboxed(run, manager, *choice.backend);
 }
 
+// The --json line: the run report plus "denial" (sbx/core/denial.hpp; null when the command did
+// not run). run_to_json's compact object ends with '}', so the key goes right before it.
+std::string report_line(const ExecRun& run) {
+  std::string line = run_to_json(run.report, JsonStyle::kCompact);
+  std::string denial = "null";
+  if (run.report.status) {
+    const std::string tail = run.stderr_tail.value_or("");
+    denial = denial_to_json(
+        classify_failure(FailedCommand{*run.report.status, tail, run.report.final}));
+  }
+  line.insert(line.size() - 1, ",\"denial\":" + denial);
+  return line;
+}
+
 int run_exec(const ExecOptions& options, const GlobalOptions& globals) {
-  ExecRun run{options, {}, {}, {}, {}};
+  ExecRun run{options, {}, {}, {}, {}, std::nullopt};
   run.report.final = "none";
   run.report.dry_run = options.dry_run;
   const int code = exec_steps(run, globals);
   // Last line on stderr, after everything the command and sbx printed; stdout stays the
   // command's own.
-  if (options.json) std::cerr << run_to_json(run.report, JsonStyle::kCompact) << std::endl;
+  if (options.json) std::cerr << report_line(run) << std::endl;
   return code;
 }
 
@@ -167,8 +197,9 @@ int run_exec(const ExecOptions& options, const GlobalOptions& globals) {
 Command register_exec(CLI::App& app, const GlobalOptions& globals) {
   auto options = std::make_shared<ExecOptions>();
   CLI::App* sub = app.add_subcommand(
-      "exec", "Run a command under the policy: sandboxed when it should be, refusing (exit 125) "
-              "when a sandbox is wanted but none is available");
+      "exec",
+      "Run a command under the policy: sandboxed when it should be, refusing (exit 125) "
+      "when a sandbox is wanted but none is available");
   add_policy_options(*sub, options->policy);
   add_sandbox_option(*sub, options->sandbox);
   sub->add_flag("--allow-unsandboxed", options->allow_unsandboxed,
@@ -177,7 +208,9 @@ Command register_exec(CLI::App& app, const GlobalOptions& globals) {
   sub->add_flag("--dry-run", options->dry_run,
                 "Print the plan (backend, argv, env, cwd, notes) as JSON instead of running it");
   sub->add_flag("--json", options->json,
-                "After the run, write one JSON object describing it as the last line of stderr");
+                "After the run, write one JSON object describing it (with \"denial\": was a "
+                "failure likely the sandbox's doing) as the last line of stderr; the command's "
+                "stderr is then copied through a pipe");
   sub->add_option("command", options->command, "The command and its arguments, after --")
       ->type_name("CMD [ARG...]");
   sub->footer(

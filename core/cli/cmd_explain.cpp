@@ -20,18 +20,24 @@ struct ExplainOptions {
 
 std::string access_words(Access access) {
   switch (access) {
-    case Access::kRead: return "read only";
-    case Access::kWrite: return "read and write";
-    case Access::kDeny: return "denied";
+    case Access::kRead:
+      return "read only";
+    case Access::kWrite:
+      return "read and write";
+    case Access::kDeny:
+      return "denied";
   }
   return "unknown";
 }
 
 std::string network_words(const NetworkPolicy& network) {
   switch (network.mode) {
-    case NetworkMode::kRestricted: return "blocked (restricted)";
-    case NetworkMode::kEnabled: return "enabled";
-    case NetworkMode::kProxy: return "only through a proxy";
+    case NetworkMode::kRestricted:
+      return "blocked (restricted)";
+    case NetworkMode::kEnabled:
+      return "enabled";
+    case NetworkMode::kProxy:
+      return "only through a proxy";
   }
   return "unknown";
 }
@@ -64,8 +70,8 @@ void print_filesystem(const ResolvedPolicy& policy) {
 void print_text(const ExplainReport& report) {
   std::vector<std::vector<std::string>> rows;
   if (report.decision) {
-    rows.push_back({"should sandbox:", (report.decision->sandbox ? "yes - " : "no - ") +
-                                           report.decision->reason});
+    rows.push_back({"should sandbox:",
+                    (report.decision->sandbox ? "yes - " : "no - ") + report.decision->reason});
   } else {
     rows.push_back({"should sandbox:", "refused - " + report.decision_error});
   }
@@ -140,8 +146,9 @@ void add_sandbox_option(CLI::App& app, std::string& sandbox) {
 Command register_explain(CLI::App& app, const GlobalOptions& globals) {
   auto options = std::make_shared<ExplainOptions>();
   CLI::App* sub = app.add_subcommand(
-      "explain", "Answer the two questions for a policy: should the command be sandboxed, and "
-                 "which backend is available here (with why others were passed over)");
+      "explain",
+      "Answer the two questions for a policy: should the command be sandboxed, and "
+      "which backend is available here (with why others were passed over)");
   add_policy_options(*sub, options->policy);
   add_sandbox_option(*sub, options->sandbox);
   sub->add_flag("--json", options->json,

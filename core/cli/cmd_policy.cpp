@@ -33,23 +33,29 @@ int run_show(const PolicyOptions& options) {
 }  // namespace
 
 std::vector<Command> register_policy(CLI::App& app) {
-  CLI::App* policy = app.add_subcommand("policy", "Validate a policy or print its full form");
+  CLI::App* policy =
+      app.add_subcommand("policy", "Validate, show, widen or approve policies");
   policy->require_subcommand(1);
   auto check_options = std::make_shared<PolicyOptions>();
   CLI::App* check = policy->add_subcommand(
-      "check", "Validate the policy (parse and resolve against --cwd): prints \"policy OK\" and "
-               "exits 0, or prints the error with its JSON pointer and exits 2");
+      "check",
+      "Validate the policy (parse and resolve against --cwd): prints \"policy OK\" and "
+      "exits 0, or prints the error with its JSON pointer and exits 2");
   add_policy_options(*check, *check_options);
-  check->footer("Examples:\n  sbx policy check --policy policy.json\n"
-                "  sbx policy check --preset read-only --deny '**/*.key'");
+  check->footer(
+      "Examples:\n  sbx policy check --policy policy.json\n"
+      "  sbx policy check --preset read-only --deny '**/*.key'");
   auto show_options = std::make_shared<PolicyOptions>();
   CLI::App* show = policy->add_subcommand(
       "show", "Print the policy in its full JSON form, with the command-line additions applied");
   add_policy_options(*show, *show_options);
-  show->footer("Examples:\n  sbx policy show\n  sbx policy show --preset read-only "
-               "--network enabled");
-  return {{check, [check_options] { return run_check(*check_options); }},
-          {show, [show_options] { return run_show(*show_options); }}};
+  show->footer(
+      "Examples:\n  sbx policy show\n  sbx policy show --preset read-only "
+      "--network enabled");
+  std::vector<Command> commands = {{check, [check_options] { return run_check(*check_options); }},
+                                   {show, [show_options] { return run_show(*show_options); }}};
+  for (const Command& command : register_policy_algebra(*policy)) commands.push_back(command);
+  return commands;
 }
 
 }  // namespace sbx::cli

@@ -1,7 +1,6 @@
 // `sbx`: the command-line front end over libsbx. Parses arguments with CLI11, then runs exactly
 // one subcommand. Usage errors and sbx's own failures exit 125 (DESIGN.md).
 #include <CLI/CLI.hpp>
-
 #include <exception>
 #include <iostream>
 #include <string>
@@ -50,7 +49,7 @@ int run(int argc, char** argv) {
 
   std::vector<sbx::cli::Command> commands = {
       sbx::cli::register_backends(app, globals), sbx::cli::register_explain(app, globals),
-      sbx::cli::register_exec(app, globals),     sbx::cli::register_context(app),
+      sbx::cli::register_exec(app, globals), sbx::cli::register_context(app),
       sbx::cli::register_debug(app, globals)};
   for (sbx::cli::Command& command : sbx::cli::register_policy(app)) commands.push_back(command);
 

@@ -97,16 +97,15 @@ Status apply_additions(const PolicyOptions& options, const std::string& cwd, Pol
 
 void add_policy_options(CLI::App& app, PolicyOptions& options) {
   const std::string group = "Policy";
-  CLI::Option* file = app.add_option("--policy", options.policy_file,
-                                     "Policy file (JSON v1, either form)")
-                          ->type_name("FILE")
-                          ->group(group);
-  CLI::Option* preset =
-      app.add_option("--preset", options.preset,
-                     "Preset policy: read-only, workspace-write (the default), "
-                     "danger-full-access, external-sandbox")
-          ->type_name("NAME")
+  CLI::Option* file =
+      app.add_option("--policy", options.policy_file, "Policy file (JSON v1, either form)")
+          ->type_name("FILE")
           ->group(group);
+  CLI::Option* preset = app.add_option("--preset", options.preset,
+                                       "Preset policy: read-only, workspace-write (the default), "
+                                       "danger-full-access, external-sandbox")
+                            ->type_name("NAME")
+                            ->group(group);
   file->excludes(preset);
   app.add_option("--cwd", options.cwd,
                  "Working directory: what ':cwd' means and where the command runs "
@@ -132,9 +131,8 @@ void add_policy_options(CLI::App& app, PolicyOptions& options) {
 
 Result<std::string> effective_cwd(const PolicyOptions& options) {
   std::error_code error;
-  const std::filesystem::path given =
-      options.cwd.empty() ? std::filesystem::current_path(error)
-                          : std::filesystem::path(options.cwd);
+  const std::filesystem::path given = options.cwd.empty() ? std::filesystem::current_path(error)
+                                                          : std::filesystem::path(options.cwd);
   if (error) {
     return Error{"cannot determine the current directory (" + error.message() +
                  "); pass --cwd DIR"};

@@ -3,7 +3,6 @@
 #include "sbx/core/context.hpp"
 
 #include <boost/json.hpp>
-
 #include <string>
 #include <string_view>
 #include <vector>

@@ -2,7 +2,6 @@
 #include "json_render.hpp"
 
 #include <boost/json.hpp>
-
 #include <cstddef>
 #include <string>
 #include <string_view>

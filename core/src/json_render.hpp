@@ -3,7 +3,6 @@
 #pragma once
 
 #include <boost/json/value.hpp>
-
 #include <string>
 
 #include "sbx/core/report_json.hpp"

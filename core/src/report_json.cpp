@@ -3,13 +3,12 @@
 #include "sbx/core/report_json.hpp"
 
 #include <boost/json.hpp>
-
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "sbx/core/policy.hpp"
 #include "json_render.hpp"
+#include "sbx/core/policy.hpp"
 
 namespace sbx {
 namespace {

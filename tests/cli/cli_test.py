@@ -15,6 +15,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 SBX = os.environ.get("SBX_BIN", "")
@@ -33,6 +34,29 @@ def sbx(*args, stdin=None, cwd=None):
     """Runs sbx with args; returns CompletedProcess with text stdout/stderr."""
     return subprocess.run([SBX, *args], input=stdin, cwd=cwd, capture_output=True, text=True,
                           errors="replace", timeout=TIMEOUT, check=False)
+
+
+def signal_reaches_command(test, *options):
+    """Sends SIGTERM to sbx while the command waits; the command's trap must see it."""
+    ready = os.path.join(test.work, "READY")
+    script = f'trap "exit 42" TERM; touch {ready}; while :; do sleep 0.1; done'
+    proc = subprocess.Popen([SBX, "exec", "--cwd", test.work, *options, "--", "/bin/sh", "-c",
+                             script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 20
+        while not os.path.exists(ready):
+            if proc.poll() is not None:
+                test.fail(f"sbx exited ({proc.returncode}) before the command was ready: "
+                          + proc.stderr.read())
+            test.assertLess(time.monotonic(), deadline, "the command never became ready")
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=TIMEOUT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    test.assertEqual(proc.returncode, 42, f"the command's TERM trap did not run; stderr:\n{err}")
 
 
 def describe(result):
@@ -431,6 +455,9 @@ class ExecDirect(SbxTestCase):
         self.assert_exit(self.forbid(path), 126)
         self.assertFalse(os.path.exists(self.marker()))
 
+    def test_signal_to_sbx_reaches_command(self):
+        signal_reaches_command(self, "--sandbox", "forbid")
+
     def test_stdin_is_piped_through(self):
         result = self.forbid("/bin/cat", stdin="hello through sbx\n")
         self.assert_exit(result, 0)
@@ -535,6 +562,20 @@ class ExecSandboxed(SbxTestCase):
                                       "/bin/true").stdout)
         self.assertEqual(plan["backend"], doc["backend"])
         self.assertTrue(plan["argv"][0].startswith("/"))
+
+
+class ExecSandboxedSignals(SbxTestCase):
+    """DESIGN.md: signals sent to sbx reach the command, also inside a sandbox. Its own ctest
+    (cli.ExecSandboxedSignals) so that a backend that drops signals shows up on its own."""
+
+    def setUp(self):
+        super().setUp()
+        available = [n for n, b in loaded_backends().items() if b["available"]]
+        if not available:
+            self.skipTest("no backend is available on this host (see `sbx backends --probe`)")
+
+    def test_signal_to_sbx_reaches_command(self):
+        signal_reaches_command(self)
 
 
 class Debug(SbxTestCase):

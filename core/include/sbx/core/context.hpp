@@ -20,9 +20,9 @@ struct SandboxContext {
   // the filesystem).
   std::string mode;
   std::string cwd;
-  bool reads_restricted = false;             // reads limited to readable_roots
-  std::vector<std::string> readable_roots;   // only when reads_restricted
-  bool platform_defaults_readable = false;   // ":minimal" granted (only with reads_restricted)
+  bool reads_restricted = false;            // reads limited to readable_roots
+  std::vector<std::string> readable_roots;  // only when reads_restricted
+  bool platform_defaults_readable = false;  // ":minimal" granted (only with reads_restricted)
   std::vector<std::string> writable_roots;
   std::vector<std::string> read_only_paths;  // inside writable roots: read rules, protected
   std::vector<std::string> not_creatable;    // protected names that do not exist yet

@@ -63,10 +63,10 @@ std::string plan_to_json(const std::optional<std::string>& backend, const ExecPl
 
 // How one `sbx exec` went.
 struct RunReport {
-  std::optional<bool> should_sandbox;  // nullopt: the decision itself failed
-  std::string reason;                  // why sandboxed or not
-  std::optional<std::string> backend;  // the available backend, if any
-  std::string final;                   // backend that ran it, or "none"
+  std::optional<bool> should_sandbox;        // nullopt: the decision itself failed
+  std::string reason;                        // why sandboxed or not
+  std::optional<std::string> backend;        // the available backend, if any
+  std::string final;                         // backend that ran it, or "none"
   bool ran_unsandboxed_by_override = false;  // --allow-unsandboxed was used
   bool dry_run = false;
   std::optional<ExitStatus> status;  // nullopt when the command did not run
