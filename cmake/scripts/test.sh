@@ -29,4 +29,3 @@ cmake --preset ci >/dev/null
 cmake --build --preset ci
 stamp "ci: every test"
 ctest --preset ci
-stamp "done"
