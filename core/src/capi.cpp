@@ -1,12 +1,9 @@
 // The C API (sbx/sbx.h): thin wrappers over the C++ core. Every entry point catches every
 // exception (nothing may unwind into C), turns a Result error into an sbx_error, and returns
 // JSON built by the same renderers as the CLI, so both front ends report the same shapes.
-#include "sbx/sbx.h"
-
 #include <unistd.h>
 
 #include <boost/json.hpp>
-
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -27,6 +24,7 @@
 #include "sbx/core/resolve.hpp"
 #include "sbx/core/runtime.hpp"
 #include "sbx/core/spawn.hpp"
+#include "sbx/sbx.h"
 
 extern char** environ;  // NOLINT: POSIX
 
@@ -100,8 +98,10 @@ Result<Prepared> prepare(const char* policy_json, const char* cwd) {
   Result<ResolveContext> context = current_resolve_context();
   if (!context.ok()) return Error{context.error()};
   if (cwd != nullptr) {
-    if (cwd[0] != '/') return Error{"cwd '" + std::string(cwd) + "' is not absolute; pass an "
-                                    "absolute path or NULL for the current directory"};
+    if (cwd[0] != '/')
+      return Error{"cwd '" + std::string(cwd) +
+                   "' is not absolute; pass an "
+                   "absolute path or NULL for the current directory"};
     context->cwd = cwd;
   }
   Result<ResolvedPolicy> resolved = resolve_policy(*policy, *context);
@@ -132,7 +132,8 @@ std::vector<std::string> split_names(const char* backends) {
 
 std::vector<std::string> environment() {
   std::vector<std::string> env;
-  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) env.emplace_back(*entry);
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry)
+    env.emplace_back(*entry);
   return env;
 }
 
@@ -154,12 +155,12 @@ struct Planned {
   Prepared input;
   SandboxDecision decision;
   BackendChoice choice;
-  std::optional<ExecPlan> plan;  // nullopt: a sandbox is wanted but none is available
+  std::optional<ExecPlan> plan;        // nullopt: a sandbox is wanted but none is available
   std::optional<std::string> backend;  // the backend of the plan; nullopt = unsandboxed
 };
 
-Result<Planned> plan_command(const sbx_manager& manager, const char* policy_json,
-                             const char* cwd, const char* const* argv, const char* preference) {
+Result<Planned> plan_command(const sbx_manager& manager, const char* policy_json, const char* cwd,
+                             const char* const* argv, const char* preference) {
   Result<Prepared> input = prepare(policy_json, cwd);
   if (!input.ok()) return Error{input.error()};
   Result<SandboxPreference> pref = preference_from(preference);
@@ -171,8 +172,8 @@ Result<Planned> plan_command(const sbx_manager& manager, const char* policy_json
   if (!args.ok()) return Error{args.error()};
   Planned planned{std::move(*input), *decision, {}, std::nullopt, std::nullopt};
   if (!decision->sandbox) {
-    planned.plan = ExecPlan{*args, env, planned.input.resolved.cwd,
-                            {"not sandboxed: " + decision->reason}};
+    planned.plan =
+        ExecPlan{*args, env, planned.input.resolved.cwd, {"not sandboxed: " + decision->reason}};
     return planned;
   }
   planned.choice = manager.manager->available_backend(planned.input.resolved);
@@ -197,8 +198,7 @@ struct ExecOutcome {
 };
 
 // Runs the plan, or records the refusal when there is none.
-Status run_planned(const sbx_manager& manager, Planned& planned, unsigned flags,
-                   ExecOutcome& out) {
+Status run_planned(const sbx_manager& manager, Planned& planned, unsigned flags, ExecOutcome& out) {
   if (!planned.plan) {
     // Wanted but none available, and no accepted override (exec_command already built the
     // direct plan when the caller allowed it and the policy has no deny entries).
@@ -215,8 +215,9 @@ Status run_planned(const sbx_manager& manager, Planned& planned, unsigned flags,
     capture = std::move(*started);
   }
   out.report.final = planned.backend.value_or("none");
-  Result<ExitStatus> status = planned.backend ? manager.manager->exec(*planned.backend, *planned.plan)
-                                              : spawn_and_wait(*planned.plan);
+  Result<ExitStatus> status = planned.backend
+                                  ? manager.manager->exec(*planned.backend, *planned.plan)
+                                  : spawn_and_wait(*planned.plan);
   if (capture) out.tail = capture->stop();
   if (!status.ok()) {
     out.report.error = status.error();
@@ -247,8 +248,7 @@ std::string exec_report(const ExecOutcome& outcome) {
 }
 
 Result<std::string> exec_command(sbx_manager* manager, const char* policy_json, const char* cwd,
-                                 const char* const* argv, const char* preference,
-                                 unsigned flags) {
+                                 const char* const* argv, const char* preference, unsigned flags) {
   if (manager == nullptr) return Error{"manager is NULL; create one with sbx_manager_new"};
   Result<Planned> planned = plan_command(*manager, policy_json, cwd, argv, preference);
   if (!planned.ok()) return Error{planned.error()};
@@ -264,7 +264,9 @@ Result<std::string> exec_command(sbx_manager* manager, const char* policy_json, 
     Result<std::vector<std::string>> args =
         argv_from(argv, planned->input.resolved.cwd, environment());
     if (!args.ok()) return Error{args.error()};
-    planned->plan = ExecPlan{*args, environment(), planned->input.resolved.cwd,
+    planned->plan = ExecPlan{*args,
+                             environment(),
+                             planned->input.resolved.cwd,
                              {"not sandboxed: SBX_EXEC_ALLOW_UNSANDBOXED"}};
     outcome.report.ran_unsandboxed_by_override = true;
   }
@@ -393,7 +395,8 @@ char* sbx_should_sandbox(const char* policy_json, const char* preference, sbx_er
 
 char* sbx_explain(sbx_manager* manager, const char* policy_json, const char* cwd,
                   const char* preference, sbx_error** error) {
-  return sbx::guarded(error, [&] { return sbx::explain_json(manager, policy_json, cwd, preference); });
+  return sbx::guarded(error,
+                      [&] { return sbx::explain_json(manager, policy_json, cwd, preference); });
 }
 
 char* sbx_transform(sbx_manager* manager, const char* policy_json, const char* cwd,
@@ -408,11 +411,9 @@ char* sbx_transform(sbx_manager* manager, const char* policy_json, const char* c
 }
 
 char* sbx_exec(sbx_manager* manager, const char* policy_json, const char* cwd,
-               const char* const* argv, const char* preference, unsigned flags,
-               sbx_error** error) {
-  return sbx::guarded(error, [&] {
-    return sbx::exec_command(manager, policy_json, cwd, argv, preference, flags);
-  });
+               const char* const* argv, const char* preference, unsigned flags, sbx_error** error) {
+  return sbx::guarded(
+      error, [&] { return sbx::exec_command(manager, policy_json, cwd, argv, preference, flags); });
 }
 
 char* sbx_policy_widen(const char* base_json, const char* extra_json, sbx_error** error) {
@@ -427,8 +428,7 @@ char* sbx_policy_widen(const char* base_json, const char* extra_json, sbx_error*
   });
 }
 
-char* sbx_policy_approve(const char* requested_json, const char* granted_json,
-                         sbx_error** error) {
+char* sbx_policy_approve(const char* requested_json, const char* granted_json, sbx_error** error) {
   return sbx::guarded(error, [&] { return sbx::approve_json(requested_json, granted_json); });
 }
 

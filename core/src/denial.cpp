@@ -2,22 +2,21 @@
 // capture that feeds it.
 #include "sbx/core/denial.hpp"
 
-#include "json_render.hpp"
-
-#include <boost/json.hpp>
-
 #include <array>
 #include <atomic>
+#include <boost/json.hpp>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <exception>
 #include <mutex>
 #include <optional>
-#include <utility>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
+
+#include "json_render.hpp"
 
 #ifndef _WIN32
 #include <fcntl.h>
@@ -35,8 +34,9 @@ struct Keyword {
 };
 
 // strerror() texts of glibc (and musl) for the errors a Linux sandbox produces: Landlock and
-// mount-namespace denials give EACCES/EROFS, sbx's seccomp filter answers EPERM (not SIGSYS), a network namespace without
-// interfaces gives ENETUNREACH, and name resolution fails without a resolver.
+// mount-namespace denials give EACCES/EROFS, sbx's seccomp filter answers EPERM (not SIGSYS), a
+// network namespace without interfaces gives ENETUNREACH, and name resolution fails without a
+// resolver.
 constexpr std::array kLinuxKeywords = {
     Keyword{"Read-only file system", DenialKind::kFilesystem,
             "EROFS: a write outside the writable roots (or to a protected path)"},
@@ -101,9 +101,12 @@ std::vector<std::string_view> lines_of(std::string_view text) {
 int sigsys_number(Platform platform) {
   // SIGSYS is 31 on Linux (x86, arm, riscv) and 12 on macOS; Windows has no signals.
   switch (platform) {
-    case Platform::kLinux: return 31;
-    case Platform::kMacOS: return 12;
-    case Platform::kWindows: return 0;
+    case Platform::kLinux:
+      return 31;
+    case Platform::kMacOS:
+      return 12;
+    case Platform::kWindows:
+      return 0;
   }
   return 0;
 }
@@ -131,13 +134,14 @@ std::optional<DenialAssessment> setup_failure(const FailedCommand& command,
       const std::string_view rest = line->substr(12);
       const std::size_t colon = rest.find(": ");
       const std::string step(colon == std::string_view::npos ? rest : rest.substr(0, colon));
-      return DenialAssessment{true, DenialKind::kSandboxSetup,
-                              "the sandbox helper sbx-stage2 failed at step '" + step +
-                                  "', so the command did not run",
-                              clip(*line)};
+      return DenialAssessment{
+          true, DenialKind::kSandboxSetup,
+          "the sandbox helper sbx-stage2 failed at step '" + step + "', so the command did not run",
+          clip(*line)};
     }
   }
-  for (std::string_view launcher : {std::string_view("bwrap: "), std::string_view("sandbox-exec: ")}) {
+  for (std::string_view launcher :
+       {std::string_view("bwrap: "), std::string_view("sandbox-exec: ")}) {
     if (auto line = last_line_starting(lines, launcher)) {
       return DenialAssessment{true, DenialKind::kSandboxSetup,
                               "the sandbox launcher " +
@@ -183,9 +187,12 @@ std::optional<DenialAssessment> keyword_denial(const std::array<Keyword, N>& tab
 std::optional<DenialAssessment> message_denial(const FailedCommand& command,
                                                const std::vector<std::string_view>& lines) {
   switch (command.platform) {
-    case Platform::kLinux: return keyword_denial(kLinuxKeywords, lines);
-    case Platform::kMacOS: return keyword_denial(kMacOSKeywords, lines);
-    case Platform::kWindows: return keyword_denial(kWindowsKeywords, lines);
+    case Platform::kLinux:
+      return keyword_denial(kLinuxKeywords, lines);
+    case Platform::kMacOS:
+      return keyword_denial(kMacOSKeywords, lines);
+    case Platform::kWindows:
+      return keyword_denial(kWindowsKeywords, lines);
   }
   return std::nullopt;
 }
@@ -204,20 +211,28 @@ Platform current_platform() {
 
 std::string_view to_string(Platform platform) {
   switch (platform) {
-    case Platform::kLinux: return "linux";
-    case Platform::kMacOS: return "macos";
-    case Platform::kWindows: return "windows";
+    case Platform::kLinux:
+      return "linux";
+    case Platform::kMacOS:
+      return "macos";
+    case Platform::kWindows:
+      return "windows";
   }
   return "unknown";
 }
 
 std::string_view to_string(DenialKind kind) {
   switch (kind) {
-    case DenialKind::kNone: return "none";
-    case DenialKind::kSyscallFilter: return "syscall_filter";
-    case DenialKind::kFilesystem: return "filesystem";
-    case DenialKind::kNetwork: return "network";
-    case DenialKind::kSandboxSetup: return "sandbox_setup";
+    case DenialKind::kNone:
+      return "none";
+    case DenialKind::kSyscallFilter:
+      return "syscall_filter";
+    case DenialKind::kFilesystem:
+      return "filesystem";
+    case DenialKind::kNetwork:
+      return "network";
+    case DenialKind::kSandboxSetup:
+      return "sandbox_setup";
   }
   return "unknown";
 }
@@ -238,8 +253,9 @@ DenialAssessment classify_failure(const FailedCommand& command) {
                               ? "signal " + std::to_string(command.status.signal)
                               : "exit code " + std::to_string(command.status.exit_code);
   return {false, DenialKind::kNone,
-          "no sign of a sandbox denial (" + how + ", no denial message on stderr): most likely "
-          "an ordinary failure of the command",
+          "no sign of a sandbox denial (" + how +
+              ", no denial message on stderr): most likely "
+              "an ordinary failure of the command",
           ""};
 }
 

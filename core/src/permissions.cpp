@@ -34,18 +34,24 @@ std::string_view canonical(std::string_view path) { return path == "/" ? ":root"
 
 int rank(Access access) {
   switch (access) {
-    case Access::kDeny: return 0;
-    case Access::kRead: return 1;
-    case Access::kWrite: return 2;
+    case Access::kDeny:
+      return 0;
+    case Access::kRead:
+      return 1;
+    case Access::kWrite:
+      return 2;
   }
   return 0;
 }
 
 int rank(NetworkMode mode) {
   switch (mode) {
-    case NetworkMode::kRestricted: return 0;
-    case NetworkMode::kProxy: return 1;
-    case NetworkMode::kEnabled: return 2;
+    case NetworkMode::kRestricted:
+      return 0;
+    case NetworkMode::kProxy:
+      return 1;
+    case NetworkMode::kEnabled:
+      return 2;
   }
   return 0;
 }
@@ -290,11 +296,10 @@ Result<Approval> approve(const Policy& requested_in, const Policy& granted_in) {
     }
     append_globs(out.filesystem.entries, requested, granted);
   }
-  const bool grants_something = out.filesystem.kind != FilesystemKind::kRestricted ||
-                                has_grant(out.filesystem.entries) ||
-                                out.network.mode != NetworkMode::kRestricted ||
-                                !out.network.unix_sockets.empty() ||
-                                out.network.allow_local_binding;
+  const bool grants_something =
+      out.filesystem.kind != FilesystemKind::kRestricted || has_grant(out.filesystem.entries) ||
+      out.network.mode != NetworkMode::kRestricted || !out.network.unix_sockets.empty() ||
+      out.network.allow_local_binding;
   if (!grants_something) return approval;  // nothing recorded
   Result<Policy> valid = finish(std::move(out), "approve");
   if (!valid.ok()) return Error{valid.error()};

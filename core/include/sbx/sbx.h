@@ -92,8 +92,7 @@ SBX_API char* sbx_policy_approve(const char* requested_json, const char* granted
 
 /* The model-facing description of the policy, resolved against `cwd` (NULL = current): plain
  * text when `as_json` is 0, else the JSON form of `sbx context --json`. */
-SBX_API char* sbx_context(const char* policy_json, const char* cwd, int as_json,
-                          sbx_error** error);
+SBX_API char* sbx_context(const char* policy_json, const char* cwd, int as_json, sbx_error** error);
 
 /* Was a failed command likely denied by the sandbox? `backend`: the backend it ran under (NULL
  * or "none" = no sandbox); `stderr_text` may hold NUL bytes (length `stderr_len`).
@@ -102,7 +101,7 @@ SBX_API char* sbx_classify_failure(int exit_code, int signal, const char* stderr
                                    size_t stderr_len, const char* backend, sbx_error** error);
 
 #ifdef __cplusplus
-}  /* extern "C" */
+} /* extern "C" */
 #endif
 
 #endif /* SBX_SBX_H_ */

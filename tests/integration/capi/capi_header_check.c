@@ -1,7 +1,7 @@
 /* sbx/sbx.h must compile as strict C99 and be usable from C: one call of each kind. */
-#include "sbx/sbx.h"
-
 #include <stdio.h>
+
+#include "sbx/sbx.h"
 
 int sbx_capi_header_check(void);
 

@@ -3,11 +3,9 @@
 // loadable backend, so "wanted but none available" is deterministic on every host. Sandboxed
 // runs through real backends are covered by capi.python_example against the installed tree.
 #include <gtest/gtest.h>
-
-#include <boost/json.hpp>
-
 #include <unistd.h>
 
+#include <boost/json.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -156,8 +154,8 @@ TEST(CApi, ContextTextAndJson) {
 }
 
 TEST(CApi, ClassifyHandlesBinaryStderr) {
-  const std::string err = std::string("bin") + '\0' +
-                          "ary\nsbx-stage2: seccomp: load failed: Invalid argument\n";
+  const std::string err =
+      std::string("bin") + '\0' + "ary\nsbx-stage2: seccomp: load failed: Invalid argument\n";
   sbx_error* error = nullptr;
   Call call = take(sbx_classify_failure(125, 0, err.data(), err.size(), "bwrap", &error), &error);
   ASSERT_TRUE(call.ok) << call.error;
@@ -180,8 +178,8 @@ class NoBackend : public ::testing::Test {
   json::value exec(const char* policy, const char* script, unsigned flags) {
     const char* argv[] = {"/bin/sh", "-c", script, nullptr};
     sbx_error* error = nullptr;
-    Call call = take(sbx_exec(manager_, policy, dir_.path().c_str(), argv, nullptr, flags, &error),
-                     &error);
+    Call call =
+        take(sbx_exec(manager_, policy, dir_.path().c_str(), argv, nullptr, flags, &error), &error);
     EXPECT_TRUE(call.ok) << call.error;
     return call.ok ? json::parse(call.text) : json::value();
   }
@@ -202,8 +200,8 @@ TEST_F(NoBackend, ExplainSaysWantedButNone) {
 TEST_F(NoBackend, TransformRefuses) {
   const char* argv[] = {"true", nullptr};
   sbx_error* error = nullptr;
-  Call call = take(sbx_transform(manager_, kWorkspace, dir_.path().c_str(), argv, nullptr, &error),
-                   &error);
+  Call call =
+      take(sbx_transform(manager_, kWorkspace, dir_.path().c_str(), argv, nullptr, &error), &error);
   EXPECT_FALSE(call.ok);
   EXPECT_NE(call.error.find("no backend is available"), std::string::npos) << call.error;
 }

@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
-
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -43,7 +42,8 @@ TEST_F(AgentCli, ExecJsonReportsASandboxDenialAndStderrStillReachesTheUser) {
                workdir_);
   ASSERT_EQ(result.report.at("final"), "bwrap") << result.run.err;
   EXPECT_NE(result.command_stderr.find("Read-only file system"), std::string::npos)
-      << "the command's stderr must still reach the user:\n" << result.run.err;
+      << "the command's stderr must still reach the user:\n"
+      << result.run.err;
   const boost::json::object& denial = result.report.at("denial").as_object();
   EXPECT_TRUE(denial.at("likely_sandbox_denial").as_bool()) << result.run.err;
   EXPECT_EQ(denial.at("kind"), "filesystem");
@@ -52,10 +52,9 @@ TEST_F(AgentCli, ExecJsonReportsASandboxDenialAndStderrStillReachesTheUser) {
 }
 
 TEST_F(AgentCli, ExecJsonUnsandboxedFailureIsNotADenial) {
-  const ExecResult result =
-      sbx_exec({"exec", "--preset", "danger-full-access", "--json", "--", "/bin/sh", "-c",
-                "echo 'x: Permission denied' >&2; exit 1"},
-               workdir_);
+  const ExecResult result = sbx_exec({"exec", "--preset", "danger-full-access", "--json", "--",
+                                      "/bin/sh", "-c", "echo 'x: Permission denied' >&2; exit 1"},
+                                     workdir_);
   ASSERT_EQ(result.report.at("final"), "none") << result.run.err;
   EXPECT_EQ(result.command_stderr, "x: Permission denied\n");
   EXPECT_FALSE(result.report.at("denial").at("likely_sandbox_denial").as_bool());
@@ -63,18 +62,17 @@ TEST_F(AgentCli, ExecJsonUnsandboxedFailureIsNotADenial) {
 
 TEST_F(AgentCli, ADenyPolicyNeverRunsUnsandboxedEvenWithTheOverride) {
   const std::string marker = workdir_ + "/ran";
-  const ExecResult result =
-      sbx_exec({"--backends", "no-such-backend", "exec", "--deny", "~/.ssh",
-                "--allow-unsandboxed", "--json", "--", "/bin/touch", marker},
-               workdir_);
+  const ExecResult result = sbx_exec({"--backends", "no-such-backend", "exec", "--deny", "~/.ssh",
+                                      "--allow-unsandboxed", "--json", "--", "/bin/touch", marker},
+                                     workdir_);
   EXPECT_EQ(result.run.status.exit_code, 125) << result.run.err;
   EXPECT_FALSE(fs::exists(marker)) << "a deny policy ran without a sandbox";
   EXPECT_TRUE(result.report.at("exit").is_null());
   EXPECT_TRUE(result.report.at("denial").is_null()) << "nothing ran, so nothing to classify";
   // And --sandbox forbid is refused for it outright.
-  const ExecResult forbid = sbx_exec({"exec", "--deny", "~/.ssh", "--sandbox", "forbid", "--json",
-                                      "--", "/bin/touch", marker},
-                                     workdir_);
+  const ExecResult forbid = sbx_exec(
+      {"exec", "--deny", "~/.ssh", "--sandbox", "forbid", "--json", "--", "/bin/touch", marker},
+      workdir_);
   EXPECT_EQ(forbid.run.status.exit_code, 125);
   EXPECT_FALSE(fs::exists(marker));
 }

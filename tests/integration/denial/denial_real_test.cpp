@@ -3,15 +3,13 @@
 // and stderr, reads which backend ran it from the `exec --json` report (last stderr line), and
 // classifies that. Backends that run here: bwrap (skipped, with the reason, when its probe says
 // it is unavailable) and no sandbox at all.
-#include <gtest/gtest.h>
-
-#include <boost/json.hpp>
-
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
+#include <boost/json.hpp>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -26,9 +24,10 @@ namespace fs = std::filesystem;
 using namespace sbx::testing_sbx;  // NOLINT: test helpers
 
 DenialAssessment classify(const ExecResult& result) {
-  const std::string backend = result.report.contains("final") && result.report.at("final").is_string()
-                                  ? std::string(result.report.at("final").as_string())
-                                  : "";
+  const std::string backend =
+      result.report.contains("final") && result.report.at("final").is_string()
+          ? std::string(result.report.at("final").as_string())
+          : "";
   return classify_failure(FailedCommand{result.run.status, result.command_stderr, backend});
 }
 
@@ -114,10 +113,9 @@ TEST_F(RealFailures, UnsandboxedOrdinaryFailureIsNotADenial) {
 
 TEST_F(RealFailures, UnsandboxedPermissionErrorIsTheHostsNotTheSandboxs) {
   // The same words as a sandbox denial, from a command that ran without a sandbox.
-  const ExecResult result = sbx_exec(
-      {"exec", "--preset", "danger-full-access", "--json", "--", "/bin/sh", "-c",
-       "echo 'x: Permission denied' >&2; exit 1"},
-      workdir_);
+  const ExecResult result = sbx_exec({"exec", "--preset", "danger-full-access", "--json", "--",
+                                      "/bin/sh", "-c", "echo 'x: Permission denied' >&2; exit 1"},
+                                     workdir_);
   ASSERT_EQ(result.report.at("final"), "none") << result.run.err;
   const DenialAssessment verdict = classify(result);
   EXPECT_FALSE(verdict.likely_sandbox_denial) << verdict.reason;

@@ -3,15 +3,13 @@
 // from the command's own stderr.
 #pragma once
 
-#include <gtest/gtest.h>
-
-#include <boost/json.hpp>
-
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
+#include <boost/json.hpp>
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
@@ -70,8 +68,8 @@ inline Outcome run(const std::vector<std::string>& argv, const std::string& cwd 
   ::close(err_pipe[0]);
   int status = 0;
   ::waitpid(pid, &status, 0);
-  result.status = WIFSIGNALED(status) ? ExitStatus{0, WTERMSIG(status)}
-                                      : ExitStatus{WEXITSTATUS(status), 0};
+  result.status =
+      WIFSIGNALED(status) ? ExitStatus{0, WTERMSIG(status)} : ExitStatus{WEXITSTATUS(status), 0};
   std::rewind(out_file);
   result.out = drain(fileno(out_file));
   std::fclose(out_file);
@@ -121,8 +119,8 @@ inline std::string bwrap_unavailable() {
 
 // In a test body: skip the test, with the reason, unless bwrap is available (GTEST_SKIP must be
 // expanded in the test body itself to end it).
-#define SBX_REQUIRE_BWRAP()                                                   \
-  do {                                                                        \
+#define SBX_REQUIRE_BWRAP()                                                    \
+  do {                                                                         \
     const std::string sbx_bwrap_why = ::sbx::testing_sbx::bwrap_unavailable(); \
-    if (!sbx_bwrap_why.empty()) GTEST_SKIP() << sbx_bwrap_why;                \
+    if (!sbx_bwrap_why.empty()) GTEST_SKIP() << sbx_bwrap_why;                 \
   } while (0)

@@ -7,7 +7,6 @@
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -39,7 +38,8 @@ void write_file(const fs::path& path, const std::string& text) {
 }
 
 std::string replace_all(std::string text, const std::string& from, const std::string& to) {
-  for (std::size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+  for (std::size_t at = text.find(from); at != std::string::npos;
+       at = text.find(from, at + to.size()))
     text.replace(at, from.size(), to);
   return text;
 }
@@ -64,7 +64,8 @@ fs::path make_cwd(const boost::json::object& input) {
   const fs::path cwd = fs::canonical(made != nullptr ? made : "/tmp");
   if (const auto* setup = input.if_contains("setup")) {
     if (const auto* dirs = setup->as_object().if_contains("dirs")) {
-      for (const auto& dir : dirs->as_array()) fs::create_directories(cwd / dir.as_string().c_str());
+      for (const auto& dir : dirs->as_array())
+        fs::create_directories(cwd / dir.as_string().c_str());
     }
     if (const auto* files = setup->as_object().if_contains("files")) {
       for (const auto& [name, text] : files->as_object())
@@ -92,9 +93,9 @@ Rendered render_case(const std::string& name) {
   EXPECT_TRUE(resolved.ok()) << name << ": " << resolved.error();
   if (!resolved.ok()) return {};
   const SandboxContext described = describe_sandbox(*resolved);
-  return {replace_all(context_to_text(described), cwd.string(), "<cwd>"),
-          replace_all(context_to_json(described, JsonStyle::kPretty), cwd.string(), "<cwd>") +
-              "\n"};
+  return {
+      replace_all(context_to_text(described), cwd.string(), "<cwd>"),
+      replace_all(context_to_json(described, JsonStyle::kPretty), cwd.string(), "<cwd>") + "\n"};
 }
 
 bool updating() {
@@ -135,7 +136,8 @@ TEST(ContextGoldenSet, HasAtLeastFifteenCases) { EXPECT_GE(case_names().size(), 
 TEST(ContextEscaping, NoValueCanAddALineOrBreakTheJson) {
   // Every line of the text is either fixed wording or starts with "  - " and one quoted value:
   // a crafted path with a newline, U+2028 or a bidi override stays on its own line.
-  for (const std::string& name : {std::string("16-escaping"), std::string("18-control-characters")}) {
+  for (const std::string& name :
+       {std::string("16-escaping"), std::string("18-control-characters")}) {
     const Rendered got = render_case(name);
     std::istringstream lines(got.text);
     for (std::string line; std::getline(lines, line);) {

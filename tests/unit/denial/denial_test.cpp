@@ -1,14 +1,14 @@
 // Denial classification over the per-platform keyword tables and the decision order, and the
 // stderr capture that feeds `sbx exec --json` (real child processes). Classification of real
 // sandbox failures is in tests/integration/denial.
+#include "sbx/core/denial.hpp"
+
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
-
 #include <chrono>
 #include <string>
 
-#include "sbx/core/denial.hpp"
 #include "sbx/core/spawn.hpp"
 
 namespace sbx {
@@ -16,8 +16,8 @@ namespace {
 
 DenialAssessment classify(int exit_code, int signal, std::string_view err,
                           std::string backend = "bwrap", Platform platform = Platform::kLinux) {
-  return classify_failure(FailedCommand{ExitStatus{exit_code, signal}, err, std::move(backend),
-                                        platform});
+  return classify_failure(
+      FailedCommand{ExitStatus{exit_code, signal}, err, std::move(backend), platform});
 }
 
 struct Case {
@@ -78,25 +78,30 @@ INSTANTIATE_TEST_SUITE_P(
              "sbx-stage2: landlock: ruleset creation failed: Function not implemented\n", true,
              kSetup, "sbx-stage2: landlock: ruleset creation failed: Function not implemented"},
         Case{"linux_stage2_needs_125", L, 1, 0, "sbx-stage2: seccomp: nope\n", false, kNone, ""},
-        Case{"linux_bwrap", L, 1, 0, "bwrap: Can't bind mount /oldroot/x on /newroot/x: No such file\n",
-             true, kSetup, "bwrap: Can't bind mount /oldroot/x on /newroot/x: No such file"},
+        Case{"linux_bwrap", L, 1, 0,
+             "bwrap: Can't bind mount /oldroot/x on /newroot/x: No such file\n", true, kSetup,
+             "bwrap: Can't bind mount /oldroot/x on /newroot/x: No such file"},
         Case{"macos_eperm", M, 1, 0, "touch: /Users/me/x: Operation not permitted\n", true, kFs,
              "touch: /Users/me/x: Operation not permitted"},
         Case{"macos_sigsys_is_12", M, 0, 12, "", true, kSys, "signal 12"},
         Case{"macos_31_is_not_sigsys", M, 0, 31, "", false, kNone, ""},
-        Case{"macos_sandbox_exec", M, 71, 0, "sandbox-exec: sandbox_apply: Operation not permitted\n",
-             true, kSetup, "sandbox-exec: sandbox_apply: Operation not permitted"},
+        Case{"macos_sandbox_exec", M, 71, 0,
+             "sandbox-exec: sandbox_apply: Operation not permitted\n", true, kSetup,
+             "sandbox-exec: sandbox_apply: Operation not permitted"},
         Case{"macos_dns", M, 6, 0, "getaddrinfo: nodename nor servname provided, or not known\n",
              true, kNet, "getaddrinfo: nodename nor servname provided, or not known"},
         Case{"windows_access_denied", W, 1, 0, "Access is denied.\r\n", true, kFs,
              "Access is denied."},
-        Case{"windows_socket", W, 1, 0,
-             "An attempt was made to access a socket in a way forbidden by its access permissions.",
-             true, kNet,
-             "An attempt was made to access a socket in a way forbidden by its access permissions."},
+        Case{
+            "windows_socket", W, 1, 0,
+            "An attempt was made to access a socket in a way forbidden by its access permissions.",
+            true, kNet,
+            "An attempt was made to access a socket in a way forbidden by its access permissions."},
         Case{"windows_linux_text_not_in_table", W, 1, 0, "x: Read-only file system\n", false, kNone,
              ""}),
-    [](const ::testing::TestParamInfo<Case>& param_info) { return std::string(param_info.param.name); });
+    [](const ::testing::TestParamInfo<Case>& param_info) {
+      return std::string(param_info.param.name);
+    });
 
 TEST(Classify, SuccessIsNeverADenial) {
   EXPECT_FALSE(classify(0, 0, "x: Permission denied\n").likely_sandbox_denial);

@@ -17,26 +17,42 @@ namespace {
 
 constexpr int kIterations = 600;
 
-const std::vector<std::string> kEntryPaths = {
-    ":root", ":cwd", ":cwd/src", ":cwd/src/gen", ":cwd/docs", "~/.cache", "~/.ssh",
-    "/srv",  "/srv/data", ":tmpdir", ":slash_tmp", "/etc"};
+const std::vector<std::string> kEntryPaths = {":root",     ":cwd",     ":cwd/src",   ":cwd/src/gen",
+                                              ":cwd/docs", "~/.cache", "~/.ssh",     "/srv",
+                                              "/srv/data", ":tmpdir",  ":slash_tmp", "/etc"};
 // Entry paths plus paths below them and paths no entry names.
-const std::vector<std::string> kProbePaths = {
-    ":root", ":cwd", ":cwd/src", ":cwd/src/gen", ":cwd/src/gen/x.c", ":cwd/src/main.c",
-    ":cwd/docs", ":cwd/docs/a.md", ":cwd/other", "~/.cache", "~/.cache/pip", "~/.ssh",
-    "~/.ssh/id_rsa", "~/notes", "/srv", "/srv/data", "/srv/data/f", "/srv/www", ":tmpdir",
-    ":slash_tmp", "/etc", "/etc/passwd", "/usr/bin/env"};
+const std::vector<std::string> kProbePaths = {":root",
+                                              ":cwd",
+                                              ":cwd/src",
+                                              ":cwd/src/gen",
+                                              ":cwd/src/gen/x.c",
+                                              ":cwd/src/main.c",
+                                              ":cwd/docs",
+                                              ":cwd/docs/a.md",
+                                              ":cwd/other",
+                                              "~/.cache",
+                                              "~/.cache/pip",
+                                              "~/.ssh",
+                                              "~/.ssh/id_rsa",
+                                              "~/notes",
+                                              "/srv",
+                                              "/srv/data",
+                                              "/srv/data/f",
+                                              "/srv/www",
+                                              ":tmpdir",
+                                              ":slash_tmp",
+                                              "/etc",
+                                              "/etc/passwd",
+                                              "/usr/bin/env"};
 const std::vector<std::string> kGlobs = {"**/*.pem", "**/.env", "/srv/**/secret"};
 const std::vector<std::uint16_t> kPorts = {3128, 8080};
 const std::vector<std::string> kDomains = {"example.com", "*.github.com", "pypi.org"};
 const std::vector<std::string> kSockets = {"/run/a.sock", "/run/b.sock"};
 
-int rank(Access access) {
-  return access == Access::kWrite ? 2 : access == Access::kRead ? 1 : 0;
-}
+int rank(Access access) { return access == Access::kWrite ? 2 : access == Access::kRead ? 1 : 0; }
 
 struct GeneratorOptions {
-  bool allow_denies = true;      // deny entries, deny globs, denied domains
+  bool allow_denies = true;       // deny entries, deny globs, denied domains
   bool allow_other_kinds = true;  // unrestricted / external filesystems
   std::vector<std::string> protected_names = kDefaultProtectedNames;
 };
@@ -89,7 +105,7 @@ class Generator {
   NetworkPolicy network(const GeneratorOptions& options) {
     NetworkPolicy network;
     const int mode = std::uniform_int_distribution<int>(0, 2)(rng_);
-    network.mode = mode == 0 ? NetworkMode::kRestricted
+    network.mode = mode == 0   ? NetworkMode::kRestricted
                    : mode == 1 ? NetworkMode::kProxy
                                : NetworkMode::kEnabled;
     if (network.mode == NetworkMode::kProxy) {
@@ -183,9 +199,8 @@ TEST(PermissionProperties, ApproveIsTheIntersectionAndLiesWithinBoth) {
       ++nothing;
       // "Nothing recorded" must not hide a grant: both sides share no access at all.
       for (const std::string& path : kProbePaths) {
-        EXPECT_EQ(std::min(rank(granted_access(requested, path)),
-                           rank(granted_access(granted, path))),
-                  0)
+        EXPECT_EQ(
+            std::min(rank(granted_access(requested, path)), rank(granted_access(granted, path))), 0)
             << path;
       }
       continue;
@@ -195,8 +210,8 @@ TEST(PermissionProperties, ApproveIsTheIntersectionAndLiesWithinBoth) {
     EXPECT_TRUE(within(result, requested)) << policy_to_json(result);
     EXPECT_TRUE(within(result, granted)) << policy_to_json(result);
     for (const std::string& path : kProbePaths) {
-      EXPECT_EQ(rank(granted_access(result, path)),
-                std::min(rank(granted_access(requested, path)), rank(granted_access(granted, path))))
+      EXPECT_EQ(rank(granted_access(result, path)), std::min(rank(granted_access(requested, path)),
+                                                             rank(granted_access(granted, path))))
           << path;
     }
     EXPECT_EQ(network_rank(result.network.mode),
@@ -224,7 +239,8 @@ TEST(PermissionProperties, ApprovingAWiderGrantGivesExactlyTheRequest) {
                  policy_to_json(extra));
     if (!approval->policy) {
       // Only when the request itself grants nothing.
-      for (const std::string& path : kProbePaths) EXPECT_EQ(granted_access(requested, path), Access::kDeny);
+      for (const std::string& path : kProbePaths)
+        EXPECT_EQ(granted_access(requested, path), Access::kDeny);
       EXPECT_EQ(requested.network.mode, NetworkMode::kRestricted);
       continue;
     }
@@ -271,8 +287,7 @@ TEST(PermissionProperties, ADenyNeverRunsUnsandboxedWhateverTheEscalation) {
       Result<Policy> wide = widen(policy, escalation);
       ASSERT_TRUE(wide.ok()) << wide.error();
       EXPECT_TRUE(has_deny_entries(*wide));
-      EXPECT_FALSE(should_sandbox(*wide, SandboxPreference::kForbid).ok())
-          << policy_to_json(*wide);
+      EXPECT_FALSE(should_sandbox(*wide, SandboxPreference::kForbid).ok()) << policy_to_json(*wide);
       Result<Approval> approval = approve(policy, escalation);
       ASSERT_TRUE(approval.ok());
       if (approval->policy) {

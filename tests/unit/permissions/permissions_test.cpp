@@ -1,10 +1,11 @@
 // Worked examples of widen/approve: the semantics the property tests generalise, spelled out
 // on readable JSON policies.
+#include "sbx/core/permissions.hpp"
+
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "sbx/core/permissions.hpp"
 #include "sbx/core/policy.hpp"
 
 namespace sbx {
@@ -47,8 +48,8 @@ TEST(LexicallyWithin, SpecialAbsoluteAndHomePaths) {
 }
 
 TEST(Widen, UnitesEntriesInOrderWithoutDuplicates) {
-  Result<Policy> wide =
-      widen(fs({{":root", "read"}, {":cwd", "write"}}), fs({{":cwd", "write"}, {"/srv/cache", "write"}}));
+  Result<Policy> wide = widen(fs({{":root", "read"}, {":cwd", "write"}}),
+                              fs({{":cwd", "write"}, {"/srv/cache", "write"}}));
   ASSERT_TRUE(wide.ok()) << wide.error();
   const std::vector<PolicyEntry> expected = {{":root", "", Access::kRead},
                                              {":cwd", "", Access::kWrite},
@@ -58,13 +59,15 @@ TEST(Widen, UnitesEntriesInOrderWithoutDuplicates) {
 
 TEST(Widen, AMoreSpecificReadEntryDoesNotNarrowTheOtherSidesWrite) {
   // Raw entry union would make :cwd/docs read-only (most specific wins); widen keeps it writable.
-  Result<Policy> wide = widen(fs({{":root", "read"}, {":cwd", "write"}}), fs({{":cwd/docs", "read"}}));
+  Result<Policy> wide =
+      widen(fs({{":root", "read"}, {":cwd", "write"}}), fs({{":cwd/docs", "read"}}));
   ASSERT_TRUE(wide.ok());
   EXPECT_EQ(granted_access(*wide, ":cwd/docs/a.md"), Access::kWrite);
 }
 
 TEST(Widen, NeverLiftsADeny) {
-  Result<Policy> wide = widen(fs({{":root", "read"}, {"~/.ssh", "deny"}}), fs({{"~/.ssh", "write"}}));
+  Result<Policy> wide =
+      widen(fs({{":root", "read"}, {"~/.ssh", "deny"}}), fs({{"~/.ssh", "write"}}));
   ASSERT_TRUE(wide.ok());
   EXPECT_EQ(granted_access(*wide, "~/.ssh/id_rsa"), Access::kDeny);
   EXPECT_TRUE(has_deny_entries(*wide));
@@ -80,8 +83,8 @@ TEST(Widen, FullAccessWithDenyEntriesBecomesRootWritePlusTheDenies) {
 }
 
 TEST(Widen, FullAccessWithoutDeniesStaysUnrestricted) {
-  Result<Policy> wide = widen(fs({{":root", "read"}}),
-                              parse(R"({"version":1,"preset":"danger-full-access"})"));
+  Result<Policy> wide =
+      widen(fs({{":root", "read"}}), parse(R"({"version":1,"preset":"danger-full-access"})"));
   ASSERT_TRUE(wide.ok()) << wide.error();
   EXPECT_EQ(wide->filesystem.kind, FilesystemKind::kUnrestricted);
 }
@@ -118,7 +121,7 @@ TEST(Approve, KeepsOnlyWhatLiesInsideTheRequest) {
   ASSERT_TRUE(approval.ok()) << approval.error();
   ASSERT_TRUE(approval->policy);
   EXPECT_EQ(granted_access(*approval->policy, ":cwd/build/x"), Access::kWrite);
-  EXPECT_EQ(granted_access(*approval->policy, ":cwd/src"), Access::kDeny);  // not granted
+  EXPECT_EQ(granted_access(*approval->policy, ":cwd/src"), Access::kDeny);    // not granted
   EXPECT_EQ(granted_access(*approval->policy, "/srv/cache"), Access::kDeny);  // not requested
   EXPECT_EQ(granted_access(*approval->policy, "/etc"), Access::kRead);  // narrowed to the request
   EXPECT_EQ(approval->dropped,
@@ -158,11 +161,15 @@ TEST(Approve, NetworkOnlyIfBothEnableIt) {
 
 TEST(Approve, ProxyListsIntersectDeniedDomainsUnite) {
   Policy r = fs({});
-  r.network = {NetworkMode::kProxy, {3128, 8080}, {"example.com", "pypi.org"}, {"a.example"},
-               {"/run/a.sock"}, true};
+  r.network = {NetworkMode::kProxy, {3128, 8080},    {"example.com", "pypi.org"},
+               {"a.example"},       {"/run/a.sock"}, true};
   Policy g = fs({});
-  g.network = {NetworkMode::kProxy, {8080}, {"pypi.org", "other.org"}, {"b.example"},
-               {"/run/a.sock", "/run/b.sock"}, false};
+  g.network = {NetworkMode::kProxy,
+               {8080},
+               {"pypi.org", "other.org"},
+               {"b.example"},
+               {"/run/a.sock", "/run/b.sock"},
+               false};
   Result<Approval> approval = approve(r, g);
   ASSERT_TRUE(approval.ok() && approval->policy) << approval.error();
   const NetworkPolicy& net = approval->policy->network;
