@@ -1,8 +1,8 @@
 // Denial classification on REAL failures (issue 7, acceptance 3): each case runs the installed
 // sbx (SBX_TEST_PREFIX) so that a real backend produces a real failure, captures its exit status
 // and stderr, reads which backend ran it from the `exec --json` report (last stderr line), and
-// classifies that. Backends that run here: bwrap (skipped, with the reason, when its probe says
-// it is unavailable) and no sandbox at all.
+// classifies that. Backends that run here: bwrap and landlock (each skipped, with the reason,
+// when its probe says it is unavailable) and no sandbox at all.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -11,6 +11,7 @@
 #include <array>
 #include <boost/json.hpp>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -42,47 +43,67 @@ class RealFailures : public ::testing::Test {
     if (!workdir_.empty()) fs::remove_all(workdir_);
   }
 
-  // Skips (with the reason) unless the installed bwrap backend is loaded and available.
-  ExecResult bwrap(const std::string& script) {
-    return sbx_exec({"--backends", "bwrap", "exec", "--preset", "workspace-write", "--sandbox",
-                     "require", "--json", "--", "/bin/sh", "-c", script},
+  // Runs `script` through `backend` only (require: never unsandboxed) under a policy every
+  // Linux backend can enforce: read everywhere, write the working directory (no protected
+  // names, which Landlock cannot enforce).
+  ExecResult under(const std::string& backend, const std::string& script) {
+    const std::string policy = workdir_ + "/policy.json";
+    std::ofstream(policy) << R"({"version":1,"filesystem":{"kind":"restricted","entries":[
+        {"path":":root","access":"read"},{"path":":cwd","access":"write"}],
+        "protected_names":[]}})";
+    return sbx_exec({"--backends", backend, "exec", "--policy", policy, "--sandbox", "require",
+                     "--json", "--", "/bin/sh", "-c", script},
                     workdir_);
   }
 
   std::string workdir_;
 };
 
-TEST_F(RealFailures, BwrapWriteOutsideTheWorkspaceIsAFilesystemDenial) {
-  SBX_REQUIRE_BWRAP();
-  const ExecResult result = bwrap("echo x > /usr/sbx-denial-test");
-  ASSERT_EQ(result.report.at("final"), "bwrap") << result.run.err;
+// The same real failures through every Linux backend that can run here.
+class RealBackendFailures : public RealFailures,
+                            public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(RealBackendFailures, WriteOutsideTheWorkspaceIsAFilesystemDenial) {
+  SBX_REQUIRE_BACKEND(GetParam());
+  const std::string target = "/usr/sbx-denial-test-" + GetParam();
+  const ExecResult result = under(GetParam(), "echo x > " + target);
+  ASSERT_EQ(std::string(result.report.at("final").as_string()), GetParam()) << result.run.err;
   ASSERT_NE(result.run.status.exit_code, 0);
   const DenialAssessment verdict = classify(result);
   EXPECT_TRUE(verdict.likely_sandbox_denial) << verdict.reason << "\n" << result.run.err;
   EXPECT_EQ(verdict.kind, DenialKind::kFilesystem) << verdict.evidence;
-  EXPECT_NE(verdict.evidence.find("Read-only file system"), std::string::npos) << verdict.evidence;
-  EXPECT_FALSE(fs::exists("/usr/sbx-denial-test"));
+  // bwrap mounts / read-only (EROFS); Landlock refuses the open (EACCES).
+  EXPECT_TRUE(verdict.evidence.find("Read-only file system") != std::string::npos ||
+              verdict.evidence.find("Permission denied") != std::string::npos)
+      << verdict.evidence;
+  EXPECT_NE(verdict.evidence.find(target), std::string::npos) << verdict.evidence;
+  EXPECT_FALSE(fs::exists(target));
 }
 
-TEST_F(RealFailures, BwrapSeccompDeniedSyscallIsClassified) {
-  SBX_REQUIRE_BWRAP();
-  // unshare(CLONE_NEWUSER) is refused by the seccomp filter (EPERM) inside the sandbox.
-  const ExecResult result = bwrap("exec unshare --user /bin/true");
-  ASSERT_EQ(result.report.at("final"), "bwrap") << result.run.err;
+TEST_P(RealBackendFailures, SeccompDeniedSyscallIsClassified) {
+  SBX_REQUIRE_BACKEND(GetParam());
+  // unshare(CLONE_NEWUSER) is refused by sbx-stage2's seccomp filter (EPERM).
+  const ExecResult result = under(GetParam(), "exec unshare --user /bin/true");
+  ASSERT_EQ(std::string(result.report.at("final").as_string()), GetParam()) << result.run.err;
   ASSERT_NE(result.run.status.exit_code, 0) << "unshare --user succeeded inside the sandbox";
   const DenialAssessment verdict = classify(result);
   EXPECT_TRUE(verdict.likely_sandbox_denial) << verdict.reason << "\n" << result.run.err;
   EXPECT_EQ(verdict.kind, DenialKind::kSyscallFilter) << verdict.evidence;
 }
 
-TEST_F(RealFailures, BwrapOrdinaryFailureIsNotADenial) {
-  SBX_REQUIRE_BWRAP();
-  const ExecResult result = bwrap("ls /no-such-dir-sbx; exit 3");
-  ASSERT_EQ(result.report.at("final"), "bwrap") << result.run.err;
+TEST_P(RealBackendFailures, OrdinaryFailureIsNotADenial) {
+  SBX_REQUIRE_BACKEND(GetParam());
+  const ExecResult result = under(GetParam(), "ls /no-such-dir-sbx; exit 3");
+  ASSERT_EQ(std::string(result.report.at("final").as_string()), GetParam()) << result.run.err;
   EXPECT_EQ(result.run.status.exit_code, 3);
   const DenialAssessment verdict = classify(result);
   EXPECT_FALSE(verdict.likely_sandbox_denial) << verdict.reason << ": " << verdict.evidence;
 }
+
+INSTANTIATE_TEST_SUITE_P(Linux, RealBackendFailures, ::testing::Values("bwrap", "landlock"),
+                         [](const ::testing::TestParamInfo<std::string>& param_info) {
+                           return param_info.param;
+                         });
 
 TEST_F(RealFailures, Stage2FailureIsASetupFailure) {
   // sbx-stage2 refuses to run while it still holds capabilities (here: run directly as root,

@@ -99,28 +99,29 @@ inline ExecResult sbx_exec(const std::vector<std::string>& sbx_args, const std::
   return result;
 }
 
-// "" when the installed bwrap backend is loaded and available, else why not (for GTEST_SKIP).
-inline std::string bwrap_unavailable() {
+// "" when the installed backend `name` is loaded and available, else why not (for GTEST_SKIP).
+inline std::string backend_unavailable(const std::string& name) {
   const Outcome probe = run({kSbx, "backends", "--probe", "--json"});
   boost::json::error_code ec;
   const boost::json::value listing = boost::json::parse(probe.out, ec);
   if (ec) return "sbx backends --probe --json printed no JSON: " + probe.err;
   for (const auto& backend : listing.at("backends").as_array()) {
-    if (backend.at("name") != "bwrap") continue;
+    if (backend.at("name").as_string() != name.c_str()) continue;
     if (backend.at("available").as_bool()) return "";
-    return "the bwrap backend is installed but unavailable here: " +
+    return "the " + name + " backend is installed but unavailable here: " +
            std::string(backend.at("summary").as_string());
   }
-  return "the bwrap backend is not installed under " + kPrefix +
-         " (the bwrap plugin may still be landing)";
+  return "the " + name + " backend is not installed under " + kPrefix +
+         " (its plugin may still be landing)";
 }
 
 }  // namespace sbx::testing_sbx
 
-// In a test body: skip the test, with the reason, unless bwrap is available (GTEST_SKIP must be
-// expanded in the test body itself to end it).
-#define SBX_REQUIRE_BWRAP()                                                    \
-  do {                                                                         \
-    const std::string sbx_bwrap_why = ::sbx::testing_sbx::bwrap_unavailable(); \
-    if (!sbx_bwrap_why.empty()) GTEST_SKIP() << sbx_bwrap_why;                 \
+// In a test body: skip the test, with the reason, unless the backend is available (GTEST_SKIP
+// must be expanded in the test body itself to end it).
+#define SBX_REQUIRE_BACKEND(name)                                                      \
+  do {                                                                                 \
+    const std::string sbx_backend_why = ::sbx::testing_sbx::backend_unavailable(name); \
+    if (!sbx_backend_why.empty()) GTEST_SKIP() << sbx_backend_why;                     \
   } while (0)
+#define SBX_REQUIRE_BWRAP() SBX_REQUIRE_BACKEND("bwrap")
