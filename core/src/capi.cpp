@@ -8,6 +8,7 @@
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <optional>
 #include <string>
@@ -35,6 +36,9 @@ struct sbx_error {
 struct sbx_manager {
   sbx::PluginRegistry registry;
   std::unique_ptr<sbx::Manager> manager;
+  // Backends are called from one thread at a time (sbx/sdk/backend.hpp): every call that
+  // reaches a backend holds this.
+  std::mutex mutex;
 };
 
 namespace sbx {
@@ -250,6 +254,7 @@ std::string exec_report(const ExecOutcome& outcome) {
 Result<std::string> exec_command(sbx_manager* manager, const char* policy_json, const char* cwd,
                                  const char* const* argv, const char* preference, unsigned flags) {
   if (manager == nullptr) return Error{"manager is NULL; create one with sbx_manager_new"};
+  const std::lock_guard<std::mutex> lock(manager->mutex);
   Result<Planned> planned = plan_command(*manager, policy_json, cwd, argv, preference);
   if (!planned.ok()) return Error{planned.error()};
   ExecOutcome outcome;
@@ -311,6 +316,7 @@ Result<std::string> explain_json(sbx_manager* manager, const char* policy_json, 
     report.decision_error = decision.error();
   }
   report.required = required_capabilities(input->resolved);
+  const std::lock_guard<std::mutex> lock(manager->mutex);
   report.choice = manager->manager->available_backend(input->resolved);
   report.policy = input->resolved;
   return explain_to_json(report, JsonStyle::kPretty);
@@ -323,7 +329,8 @@ Result<std::unique_ptr<sbx_manager>> make_manager(const char* backends) {
   loader.directories.push_back(layout->plugin_dir);
   loader.trusted_owner = layout->libsbx_owner;
   loader.host = host_services(*layout);
-  auto manager = std::make_unique<sbx_manager>(sbx_manager{PluginRegistry::load(loader), nullptr});
+  auto manager = std::make_unique<sbx_manager>();
+  manager->registry = PluginRegistry::load(loader);
   manager->manager = std::make_unique<Manager>(manager->registry, split_names(backends));
   return manager;
 }
@@ -367,6 +374,7 @@ void sbx_manager_free(sbx_manager* manager) { delete manager; }
 char* sbx_backends_json(sbx_manager* manager, int probe, sbx_error** error) {
   return sbx::guarded(error, [&]() -> Result<std::string> {
     if (manager == nullptr) return Error{"manager is NULL; create one with sbx_manager_new"};
+    const std::lock_guard<std::mutex> lock(manager->mutex);
     std::vector<sbx::BackendListing> listings;
     for (const sbx::LoadedPlugin& plugin : manager->registry.plugins()) {
       sbx::BackendListing listing{plugin.name, plugin.version, plugin.description, plugin.path,
@@ -403,6 +411,7 @@ char* sbx_transform(sbx_manager* manager, const char* policy_json, const char* c
                     const char* const* argv, const char* preference, sbx_error** error) {
   return sbx::guarded(error, [&]() -> Result<std::string> {
     if (manager == nullptr) return Error{"manager is NULL; create one with sbx_manager_new"};
+    const std::lock_guard<std::mutex> lock(manager->mutex);
     Result<sbx::Planned> planned = sbx::plan_command(*manager, policy_json, cwd, argv, preference);
     if (!planned.ok()) return Error{planned.error()};
     if (!planned->plan) return Error{sbx::none_available_message(*planned)};

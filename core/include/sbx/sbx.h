@@ -10,8 +10,11 @@
  *    stores a new sbx_error whose message says what was wrong and what to do; release it with
  *    sbx_error_free(). On success *error is left untouched.
  *  - No C++ exception ever crosses this boundary; nothing here calls exit() or abort().
- *  - Functions may be called from any thread, except that only one sbx_exec() with
- *    SBX_EXEC_CAPTURE_STDERR may run at a time in a process (it temporarily redirects fd 2).
+ *  - Functions may be called from any thread. Calls on one manager are serialized (backends
+ *    are driven from one thread at a time), so a running sbx_exec() blocks other calls on the
+ *    same manager: create one manager per thread to run commands in parallel. Only one
+ *    sbx_exec() with SBX_EXEC_CAPTURE_STDERR may run at a time in a process (it temporarily
+ *    redirects fd 2; a second one fails with an error rather than waiting).
  */
 #ifndef SBX_SBX_H_
 #define SBX_SBX_H_
