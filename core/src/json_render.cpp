@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "text_escape.hpp"
 
@@ -72,14 +73,38 @@ void pretty_print(const json::value& value, int depth, std::string& out) {
   }
 }
 
+// Boost.JSON writes U+2028/U+2029 and the bidi controls raw. They are valid JSON, but a model or
+// a person reading the document sees lines break or text reorder inside a value (a crafted
+// path could disguise itself), and U+2028/9 end a line in JavaScript. Written as \uXXXX they
+// parse to the same strings. Keys are ASCII, so these sequences only occur inside values.
+std::string escape_invisible(std::string text) {
+  struct Sequence {
+    std::string_view utf8;
+    std::string_view escaped;
+  };
+  static constexpr Sequence kSequences[] = {
+      {"\xE2\x80\xA8", "\\u2028"}, {"\xE2\x80\xA9", "\\u2029"}, {"\xE2\x80\xAA", "\\u202a"},
+      {"\xE2\x80\xAB", "\\u202b"}, {"\xE2\x80\xAC", "\\u202c"}, {"\xE2\x80\xAD", "\\u202d"},
+      {"\xE2\x80\xAE", "\\u202e"}, {"\xE2\x81\xA6", "\\u2066"}, {"\xE2\x81\xA7", "\\u2067"},
+      {"\xE2\x81\xA8", "\\u2068"}, {"\xE2\x81\xA9", "\\u2069"}, {"\xE2\x80\x8E", "\\u200e"},
+      {"\xE2\x80\x8F", "\\u200f"}, {"\xD8\x9C", "\\u061c"}};
+  for (const Sequence& sequence : kSequences) {
+    for (std::size_t at = text.find(sequence.utf8); at != std::string::npos;
+         at = text.find(sequence.utf8, at + sequence.escaped.size())) {
+      text.replace(at, sequence.utf8.size(), sequence.escaped);
+    }
+  }
+  return text;
+}
+
 }  // namespace
 
 std::string render_json(json::value value, JsonStyle style) {
   make_valid_utf8(value);
-  if (style == JsonStyle::kCompact) return json::serialize(value);
+  if (style == JsonStyle::kCompact) return escape_invisible(json::serialize(value));
   std::string out;
   pretty_print(value, 0, out);
-  return out;
+  return escape_invisible(std::move(out));
 }
 
 }  // namespace sbx::detail

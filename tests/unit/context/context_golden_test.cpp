@@ -131,6 +131,16 @@ INSTANTIATE_TEST_SUITE_P(Context, ContextGolden, ::testing::ValuesIn(case_names(
                            return id;
                          });
 
+TEST(ContextEscaping, JsonEscapesRoundTrip) {
+  const Rendered got = render_case("16-escaping");
+  const boost::json::value parsed = boost::json::parse(got.json);
+  const auto& roots = parsed.at("filesystem").at("writable_roots").as_array();
+  ASSERT_EQ(roots.size(), 2u);
+  EXPECT_EQ(roots[1].as_string(), "/srv/rtl\u202e" "exe.txt");
+  EXPECT_EQ(parsed.at("filesystem").at("denied_paths").as_array()[0].as_string(),
+            "/srv/line\u2028" "break");
+}
+
 TEST(ContextGoldenSet, HasAtLeastFifteenCases) { EXPECT_GE(case_names().size(), 15u); }
 
 TEST(ContextEscaping, NoValueCanAddALineOrBreakTheJson) {
@@ -147,6 +157,9 @@ TEST(ContextEscaping, NoValueCanAddALineOrBreakTheJson) {
         EXPECT_TRUE(line.back() == '"') << "value line must end with its closing quote: " << line;
       }
     }
+    // The JSON form writes them as \uXXXX (same string once parsed), never raw.
+    EXPECT_EQ(got.json.find("\u2028"), std::string::npos) << got.json;
+    EXPECT_EQ(got.json.find("\u202e"), std::string::npos) << got.json;
     EXPECT_NO_THROW((void)boost::json::parse(got.json)) << got.json;
   }
 }
