@@ -120,6 +120,33 @@ int status_to_code(int status) {
   return kExitFailure;
 }
 
+void ignore_caught_signal(int /*sig*/) {}
+
+// Why handlers although every forwarded signal is blocked and taken with sigwaitinfo: while
+// sigwaitinfo sleeps, the kernel shows the waited-for signals as unblocked (/proc SigBlk 0), and
+// sbx (plugins/bwrap/src/spawn.cpp) holds a signal until /proc/<pid>/status shows that this
+// PID 1 will not drop it (a namespace init drops a signal from outside whose disposition is
+// SIG_DFL). A caught signal (SigCgt) is never dropped, so the handler is that visible promise.
+// It never runs: the signals stay blocked here, and the child resets them before unblocking.
+void catch_forwarded_signals() {
+  struct sigaction action {};
+  action.sa_handler = ignore_caught_signal;
+  sigemptyset(&action.sa_mask);
+  for (int sig : kForwarded) {
+    if (::sigaction(sig, &action, nullptr) != 0) fail("signals", std::strerror(errno));
+  }
+}
+
+// In the command's child: default dispositions again before the mask is restored, so a signal
+// arriving before execve acts on the command, not on the no-op handler.
+void restore_child_signals(const sigset_t& previous) {
+  struct sigaction action {};
+  action.sa_handler = SIG_DFL;
+  sigemptyset(&action.sa_mask);
+  for (int sig : kForwarded) ::sigaction(sig, &action, nullptr);
+  ::sigprocmask(SIG_SETMASK, &previous, nullptr);
+}
+
 // PID 1: run the command as a child; forward signals; reap everything; return its status.
 [[noreturn]] void run_as_init(const Options& o) {
   sigset_t all;
@@ -128,10 +155,11 @@ int status_to_code(int status) {
   for (int sig : kForwarded) sigaddset(&all, sig);
   sigaddset(&all, SIGCHLD);
   if (::sigprocmask(SIG_BLOCK, &all, &previous) != 0) fail("signals", std::strerror(errno));
+  catch_forwarded_signals();
   const pid_t child = ::fork();
   if (child < 0) fail("fork", std::strerror(errno));
   if (child == 0) {
-    ::sigprocmask(SIG_SETMASK, &previous, nullptr);
+    restore_child_signals(previous);
     exec_command(o);
   }
   for (;;) {

@@ -1,11 +1,13 @@
 // sbx-backend-bwrap: the thin module around the translator. probe() reports what this host
 // allows; transform() gathers the host facts the pure translator needs; exec() runs the plan
+// with its own spawner (signals go to the sandbox's PID 1, not to bwrap)
 // and removes the mount points bwrap had to create on the host.
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "sbx/bwrap/host.hpp"
+#include "sbx/bwrap/spawn.hpp"
 #include "sbx/bwrap/translate.hpp"
 #include "sbx/sdk/plugin.hpp"
 
@@ -59,7 +61,8 @@ class BwrapBackend final : public Backend {
       Status locked = registry.acquire(state_dir, synthetic, kept);
       if (!locked.ok()) return Error{"bwrap: " + locked.error()};
     }
-    Result<ExitStatus> status = host().spawn(plan);
+    // Not host().spawn(): core would forward signals to bwrap, which dies of them (spawn.hpp).
+    Result<ExitStatus> status = spawn_bwrap(plan);
     for (const std::string& removed : registry.release_and_cleanup())
       host().log(SBX_LOG_DEBUG, "bwrap: removed mount point " + removed);
     return status;

@@ -1,0 +1,35 @@
+// The bwrap backend's own spawner (the plugin may not link libsbx, whose spawner it replaces).
+//
+// Same contract as core's host spawn (absolute execve, exactly plan.env, every fd but 0-2
+// closed, plan.cwd, 125/126/127 for sbx/exec failures), plus what core cannot do for bwrap:
+// bwrap is started with "--info-fd 3", the pid of the sandbox's PID 1 (sbx-stage2 --as-pid-1)
+// is read from bwrap's JSON, and signals sent to sbx are forwarded to that process instead of
+// to bwrap (which would die of them and take the sandbox down with --die-with-parent).
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sbx/sdk/result.hpp"
+#include "sbx/sdk/types.hpp"
+
+namespace sbx::bwrap {
+
+// The descriptor number bwrap's --info-fd names in the bwrap process.
+inline constexpr int kInfoFd = 3;
+
+// plan.argv with "--info-fd 3" inserted right after argv[0] (bwrap's own path). The translator
+// stays pure: the option names an fd that only exists once this spawner provides it.
+std::vector<std::string> with_info_fd(const std::vector<std::string>& argv);
+
+// The "child-pid" member of bwrap's --info-fd JSON, or nullopt if absent or malformed.
+std::optional<pid_t> parse_child_pid(std::string_view info);
+
+// Runs bwrap per the plan and waits for it; see the file comment.
+Result<ExitStatus> spawn_bwrap(const ExecPlan& plan);
+
+}  // namespace sbx::bwrap

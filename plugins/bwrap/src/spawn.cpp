@@ -1,0 +1,454 @@
+// The bwrap backend's spawner (see spawn.hpp for the contract).
+//
+// Why not core's spawner: it forwards a signal to its direct child, which here is bwrap. bwrap
+// 0.8 has no handler for SIGTERM & co., dies of it, and --die-with-parent then SIGKILLs the
+// sandbox: the command never sees the signal (DESIGN.md says it must). So bwrap is started with
+// --info-fd, and signals go to the pid bwrap reports: sbx-stage2, PID 1 of the sandbox's pid
+// namespace, which blocks the forwarded signals, takes them with sigwaitinfo and passes them
+// on to the command (core/stage2/stage2_main.cpp, run_as_init).
+//
+// Terminal-generated signals (^C, ^\, SIGWINCH): bwrap runs the sandbox with --new-session, so
+// the command is never in the terminal's foreground process group and the kernel does not
+// deliver those signals to it. They must be forwarded like any other (unlike core's spawner,
+// which skips si_code > 0 because its command does get them from the terminal). bwrap itself,
+// though, would get ^C from the terminal and die of it; so bwrap is put in a process group of
+// its own (setpgid in the child) and only sbx, in the foreground group, receives ^C. Every
+// signal then reaches the command exactly once, whatever its source. (bwrap does no terminal
+// I/O, and the sandbox has no controlling terminal after setsid, so the background group costs
+// nothing; with `stty tostop`, a bwrap error message on the terminal would stop bwrap.)
+//
+// PID 1 of a pid namespace only receives signals from an ancestor namespace that it blocks or
+// has a handler for; one with default disposition is dropped. Before sbx-stage2 has set up its
+// signals (bwrap still setting up, stage2 installing seccomp) a forwarded signal would be lost,
+// so signals are held until /proc/<pid>/status shows them caught (SigCgt: stage 2 installs
+// handlers it never runs, precisely to make this visible; SigBlk does not work, as sigwaitinfo
+// shows the awaited signals unblocked while it sleeps), then delivered.
+// Signals that arrive before bwrap has reported the pid are held the same way.
+#include "sbx/bwrap/spawn.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+namespace sbx::bwrap {
+namespace {
+
+constexpr int kExitSbxFailure = 125;
+constexpr int kExitNotExecutable = 126;
+constexpr int kExitNotFound = 127;
+
+// What DESIGN.md promises to forward (SIGCONT is left out: sbx stopping does not stop the
+// sandbox, which is in its own session, so there is nothing to continue).
+constexpr std::array<int, 7> kForwardedSignals = {SIGINT,  SIGTERM, SIGHUP,  SIGQUIT,
+                                                  SIGUSR1, SIGUSR2, SIGWINCH};
+
+// How long to poll /proc while a signal is held for a PID 1 that has not blocked it yet.
+constexpr int kReadyPollMs = 5;
+
+// ---------------------------------------------------------------------------------------------
+// The child side: async-signal-safe only (sbx may be multi-threaded; see core/src/spawn.cpp).
+
+enum class ChildStage : int { kSetup = 1, kChdir = 2, kExec = 3 };
+struct ChildFailure {
+  ChildStage stage;
+  int error;
+};
+
+[[noreturn]] void child_fail(int report_fd, ChildStage stage, int exit_code) {
+  const ChildFailure failure{stage, errno};
+  [[maybe_unused]] const ssize_t written = write(report_fd, &failure, sizeof failure);
+  _exit(exit_code);
+}
+
+// bwrap must start with default dispositions: SIG_IGN survives execve and would be inherited
+// by the sandbox and the command.
+void reset_signal_dispositions() {
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (sig == SIGKILL || sig == SIGSTOP) continue;
+    struct sigaction action {};
+    action.sa_handler = SIG_DFL;
+    sigemptyset(&action.sa_mask);
+    sigaction(sig, &action, nullptr);  // fails harmlessly for reserved real-time signals
+  }
+}
+
+// Marks every fd >= 3 close-on-exec (raw getdents64: opendir would allocate).
+bool cloexec_fds_from_proc() {
+  const int dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) return false;
+  alignas(8) char buffer[4096];
+  for (;;) {
+    const long n = syscall(SYS_getdents64, dir, buffer, sizeof buffer);
+    if (n <= 0) break;
+    for (long offset = 0; offset < n;) {
+      const auto* entry = reinterpret_cast<const struct dirent64*>(buffer + offset);
+      offset += entry->d_reclen;
+      int fd = 0;
+      const char* p = entry->d_name;
+      if (*p < '0' || *p > '9') continue;
+      for (; *p >= '0' && *p <= '9'; ++p) fd = fd * 10 + (*p - '0');
+      if (fd >= 3 && fd != dir) fcntl(fd, F_SETFD, FD_CLOEXEC);
+    }
+  }
+  close(dir);
+  return true;
+}
+
+// Stray descriptors must not reach bwrap: it passes inherited fds on into the sandbox.
+void close_stray_fds() {
+#ifdef CLOSE_RANGE_CLOEXEC
+  if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) == 0) return;  // Linux >= 5.11
+#endif
+  if (cloexec_fds_from_proc()) return;
+  struct rlimit limit {};
+  rlim_t max_fd = 65536;
+  if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
+    max_fd = limit.rlim_cur;
+  for (rlim_t fd = 3; fd < max_fd; ++fd) fcntl(static_cast<int>(fd), F_SETFD, FD_CLOEXEC);
+}
+
+struct ChildArgs {
+  char* const* argv;
+  char* const* envp;
+  const char* cwd;
+  int report_fd;  // CLOEXEC; EOF at a successful execve
+  int info_fd;    // write end of the info pipe, becomes kInfoFd
+};
+
+[[noreturn]] void run_child(const ChildArgs& a) {
+  reset_signal_dispositions();
+  // Own process group: ^C from the terminal must reach sbx (which forwards it), not bwrap.
+  if (setpgid(0, 0) != 0) child_fail(a.report_fd, ChildStage::kSetup, kExitSbxFailure);
+  close_stray_fds();
+  // Move both pipe ends above kInfoFd first: either may currently *be* kInfoFd.
+  const int report = fcntl(a.report_fd, F_DUPFD_CLOEXEC, kInfoFd + 1);
+  const int info = fcntl(a.info_fd, F_DUPFD_CLOEXEC, kInfoFd + 1);
+  if (report < 0) child_fail(a.report_fd, ChildStage::kSetup, kExitSbxFailure);
+  if (info < 0) child_fail(report, ChildStage::kSetup, kExitSbxFailure);
+  // dup2 to a different number clears FD_CLOEXEC: kInfoFd is the one fd bwrap inherits.
+  if (dup2(info, kInfoFd) != kInfoFd) child_fail(report, ChildStage::kSetup, kExitSbxFailure);
+  if (chdir(a.cwd) != 0) child_fail(report, ChildStage::kChdir, kExitSbxFailure);
+  sigset_t empty;
+  sigemptyset(&empty);
+  sigprocmask(SIG_SETMASK, &empty, nullptr);
+  execve(a.argv[0], a.argv, a.envp);
+  child_fail(report, ChildStage::kExec,
+             errno == ENOENT || errno == ENOTDIR ? kExitNotFound : kExitNotExecutable);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The parent side.
+
+std::vector<char*> c_strings(const std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  out.reserve(strings.size() + 1);
+  for (const std::string& s : strings) out.push_back(const_cast<char*>(s.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
+
+int pidfd_open_raw(pid_t pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); }
+
+// Delivers signals to the sandbox's PID 1, holding them until it can receive them.
+class Forwarder {
+ public:
+  Forwarder() { sigemptyset(&held_); }
+  ~Forwarder() {
+    if (pidfd_ >= 0) close(pidfd_);
+  }
+  Forwarder(const Forwarder&) = delete;
+  Forwarder& operator=(const Forwarder&) = delete;
+
+  void set_target(pid_t pid) {
+    target_ = pid;
+    // A pidfd pins the process: once stage 2 has exited and bwrap reaped it, its pid may be
+    // reused, and a late signal must not hit an unrelated process. (kill() fallback: < 5.3.)
+    pidfd_ = pidfd_open_raw(pid);
+  }
+  // Called once bwrap has ended: nothing may be sent to the pid any more.
+  void stop() { target_ = 0; }
+  void receive(int sig) {
+    sigaddset(&held_, sig);
+    deliver_held();
+  }
+  bool holding() const { return target_ > 0 && !sigisemptyset(&held_); }
+
+  void deliver_held() {
+    if (target_ <= 0 || sigisemptyset(&held_)) return;
+    if (!ready_) ready_ = target_catches_forwarded();
+    if (!ready_) return;
+    for (int sig : kForwardedSignals) {
+      if (sigismember(&held_, sig)) send(sig);
+    }
+    sigemptyset(&held_);
+  }
+
+ private:
+  void send(int sig) const {
+    if (pidfd_ >= 0) {
+      syscall(SYS_pidfd_send_signal, pidfd_, sig, nullptr, 0);
+    } else {
+      kill(target_, sig);
+    }
+  }
+  // True once sbx-stage2 (as PID 1) catches every forwarded signal: from then on a signal is
+  // queued for its sigwaitinfo (they are blocked too) instead of being dropped by the kernel.
+  bool target_catches_forwarded() const {
+    std::ifstream status("/proc/" + std::to_string(target_) + "/status");
+    std::string line;
+    while (std::getline(status, line)) {
+      if (line.rfind("SigCgt:", 0) != 0) continue;
+      unsigned long long mask = 0;
+      const char* begin = line.c_str() + line.find_first_not_of(" \t", 7);
+      const auto parsed = std::from_chars(begin, line.c_str() + line.size(), mask, 16);
+      if (parsed.ec != std::errc()) return false;
+      for (int sig : kForwardedSignals) {
+        if ((mask & (1ULL << (sig - 1))) == 0) return false;
+      }
+      return true;
+    }
+    return false;  // gone, or /proc unreadable: keep holding until bwrap ends
+  }
+
+  pid_t target_ = 0;
+  int pidfd_ = -1;
+  bool ready_ = false;
+  sigset_t held_;
+};
+
+// Reads what is available on bwrap's info pipe; returns false at EOF or error.
+bool read_info(int fd, std::string& info) {
+  char buffer[512];
+  for (;;) {
+    const ssize_t n = read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    info.append(buffer, static_cast<std::size_t>(n));
+    return true;
+  }
+}
+
+// True once the child has ended (left unreaped, so its pid cannot be reused meanwhile).
+Result<bool> child_ended(pid_t pid) {
+  siginfo_t info{};
+  if (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0) {
+    if (errno == EINTR) return false;
+    std::string text = std::string("waitid failed: ") + std::strerror(errno);
+    if (errno == ECHILD) text += " (is SIGCHLD ignored in this process?)";
+    return Error{text};
+  }
+  return info.si_pid == pid;
+}
+
+struct Channels {
+  int signal_fd;
+  int info_fd;  // -1 once bwrap has closed it
+};
+
+// Reads every signal queued on the signalfd and hands the forwarded ones to the forwarder
+// (none when it is null: then they are only consumed).
+void drain_signals(int signal_fd, Forwarder* forwarder) {
+  signalfd_siginfo si{};
+  while (read(signal_fd, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
+    if (forwarder != nullptr && si.ssi_signo != SIGCHLD)
+      forwarder->receive(static_cast<int>(si.ssi_signo));
+  }
+}
+
+// The parent's loop: learns the PID 1 from bwrap, forwards signals, returns when bwrap ended.
+Status supervise(pid_t bwrap, Channels channels) {
+  Forwarder forwarder;
+  std::string info;
+  for (;;) {
+    Result<bool> ended = child_ended(bwrap);
+    if (!ended.ok()) return Error{ended.error()};
+    if (*ended) {
+      forwarder.stop();
+      break;
+    }
+    std::array<pollfd, 2> fds{{{channels.signal_fd, POLLIN, 0}, {channels.info_fd, POLLIN, 0}}};
+    const int timeout = forwarder.holding() ? kReadyPollMs : -1;
+    if (poll(fds.data(), channels.info_fd >= 0 ? 2 : 1, timeout) < 0 && errno != EINTR)
+      return Error{std::string("poll failed: ") + std::strerror(errno)};
+    if (channels.info_fd >= 0 && fds[1].revents != 0 && !read_info(channels.info_fd, info)) {
+      close(channels.info_fd);
+      channels.info_fd = -1;
+      // bwrap writes the JSON in one go right after clone and then closes the pipe.
+      if (std::optional<pid_t> pid = parse_child_pid(info)) forwarder.set_target(*pid);
+    }
+    if (fds[0].revents != 0) drain_signals(channels.signal_fd, &forwarder);
+    forwarder.deliver_held();
+  }
+  if (channels.info_fd >= 0) close(channels.info_fd);
+  return {};
+}
+
+Result<ExitStatus> reap(pid_t pid) {
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return Error{std::string("waitpid failed: ") + std::strerror(errno)};
+  }
+  ExitStatus result;
+  if (WIFSIGNALED(status)) {
+    result.signal = WTERMSIG(status);
+  } else {
+    result.exit_code = WEXITSTATUS(status);
+  }
+  return result;
+}
+
+bool read_child_failure(int fd, ChildFailure& failure) {
+  for (;;) {
+    const ssize_t n = read(fd, &failure, sizeof failure);
+    if (n == static_cast<ssize_t>(sizeof failure)) return true;
+    if (n < 0 && errno == EINTR) continue;
+    return false;
+  }
+}
+
+ExitStatus report_failure(const ExecPlan& plan, const ChildFailure& failure) {
+  const std::string reason = std::strerror(failure.error);
+  ExitStatus status;
+  std::string message;
+  if (failure.stage == ChildStage::kSetup) {
+    status.exit_code = kExitSbxFailure;
+    message = "sbx: bwrap: cannot prepare the process for bwrap: " + reason;
+  } else if (failure.stage == ChildStage::kChdir) {
+    status.exit_code = kExitSbxFailure;
+    message = "sbx: cannot change directory to '" + plan.cwd + "': " + reason + " (check --cwd)";
+  } else {
+    status.exit_code = failure.error == ENOENT || failure.error == ENOTDIR ? kExitNotFound
+                                                                            : kExitNotExecutable;
+    message = "sbx: bwrap: cannot run " + plan.argv[0] + ": " + reason;
+  }
+  message += '\n';
+  std::fputs(message.c_str(), stderr);
+  std::fflush(stderr);
+  return status;
+}
+
+Status validate_plan(const ExecPlan& plan) {
+  if (plan.argv.empty() || plan.argv[0].empty() || plan.argv[0].front() != '/')
+    return Error{"bwrap: exec plan's argv[0] is not an absolute path"};
+  if (plan.cwd.empty() || plan.cwd.front() != '/')
+    return Error{"bwrap: exec plan's cwd '" + plan.cwd + "' is not an absolute path"};
+  return {};
+}
+
+// Blocks the forwarded signals and SIGCHLD in this thread and opens a signalfd for them.
+// Blocked first: a signal arriving before bwrap's PID 1 is known stays queued, not lost.
+Result<int> open_signal_fd(sigset_t& previous) {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int sig : kForwardedSignals) sigaddset(&set, sig);
+  sigaddset(&set, SIGCHLD);
+  if (pthread_sigmask(SIG_BLOCK, &set, &previous) != 0)
+    return Error{"bwrap: cannot block signals"};
+  const int fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (fd < 0) {
+    const int error = errno;
+    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+    return Error{std::string("bwrap: signalfd failed: ") + std::strerror(error)};
+  }
+  return fd;
+}
+
+Result<ExitStatus> fork_and_supervise(const ExecPlan& plan, const int report[2],
+                                      const int info[2], int signal_fd) {
+  const std::vector<std::string> argv_strings = with_info_fd(plan.argv);
+  std::vector<char*> argv = c_strings(argv_strings);
+  std::vector<char*> envp = c_strings(plan.env);
+  const pid_t pid = fork();
+  if (pid == 0) run_child({argv.data(), envp.data(), plan.cwd.c_str(), report[1], info[1]});
+  const int fork_errno = errno;
+  close(report[1]);
+  close(info[1]);
+  if (pid < 0) {
+    close(info[0]);
+    return Error{std::string("bwrap: fork failed: ") + std::strerror(fork_errno)};
+  }
+  ChildFailure failure{};
+  const bool failed = read_child_failure(report[0], failure);
+  Status supervised = supervise(pid, {signal_fd, info[0]});
+  if (!supervised.ok()) return Error{"bwrap: " + supervised.error()};
+  Result<ExitStatus> status = reap(pid);
+  if (!status.ok()) return Error{"bwrap: " + status.error()};
+  if (failed) return report_failure(plan, failure);
+  return status;
+}
+
+}  // namespace
+
+std::vector<std::string> with_info_fd(const std::vector<std::string>& argv) {
+  std::vector<std::string> out;
+  out.reserve(argv.size() + 2);
+  for (std::size_t i = 0; i < argv.size(); ++i) {
+    out.push_back(argv[i]);
+    if (i == 0) {
+      out.emplace_back("--info-fd");
+      out.push_back(std::to_string(kInfoFd));
+    }
+  }
+  return out;
+}
+
+std::optional<pid_t> parse_child_pid(std::string_view info) {
+  constexpr std::string_view kKey = "\"child-pid\"";
+  const std::size_t key = info.find(kKey);
+  if (key == std::string_view::npos) return std::nullopt;
+  std::size_t i = key + kKey.size();
+  while (i < info.size() && (info[i] == ' ' || info[i] == '\t' || info[i] == '\n')) ++i;
+  if (i >= info.size() || info[i] != ':') return std::nullopt;
+  ++i;
+  while (i < info.size() && (info[i] == ' ' || info[i] == '\t' || info[i] == '\n')) ++i;
+  pid_t pid = 0;
+  const auto parsed = std::from_chars(info.data() + i, info.data() + info.size(), pid);
+  if (parsed.ec != std::errc() || pid <= 0) return std::nullopt;
+  return pid;
+}
+
+Result<ExitStatus> spawn_bwrap(const ExecPlan& plan) {
+  if (Status valid = validate_plan(plan); !valid.ok()) return Error{valid.error()};
+  int report[2];
+  int info[2];
+  // CLOEXEC on all ends: none may leak into other children spawned concurrently; the child
+  // gives bwrap its copy of info[1] as kInfoFd explicitly.
+  if (pipe2(report, O_CLOEXEC) != 0)
+    return Error{std::string("bwrap: cannot create a pipe: ") + std::strerror(errno)};
+  if (pipe2(info, O_CLOEXEC) != 0) {
+    const int error = errno;
+    close(report[0]);
+    close(report[1]);
+    return Error{std::string("bwrap: cannot create a pipe: ") + std::strerror(error)};
+  }
+  sigset_t previous;
+  Result<int> signal_fd = open_signal_fd(previous);
+  if (!signal_fd.ok()) {
+    for (int fd : {report[0], report[1], info[0], info[1]}) close(fd);
+    return Error{signal_fd.error()};
+  }
+  Result<ExitStatus> result = fork_and_supervise(plan, report, info, *signal_fd);
+  // Signals that came in after bwrap ended are consumed here rather than acting on sbx with
+  // their default disposition: the command they were meant for has already finished.
+  drain_signals(*signal_fd, nullptr);
+  close(*signal_fd);
+  close(report[0]);
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  return result;
+}
+
+}  // namespace sbx::bwrap
