@@ -21,6 +21,8 @@
 #ifndef _WIN32
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 #endif
 
@@ -362,9 +364,19 @@ Result<std::unique_ptr<StderrCapture>> StderrCapture::start(std::size_t max_byte
   }
   ::close(fds[1]);
   State* raw = state.get();
+  // The copy thread blocks every signal (it inherits the mask in force when it is created).
+  // Otherwise the kernel may deliver process-directed signals to it: SIGCHLD would never reach
+  // a spawner that waits for it through a signalfd (the bwrap backend does), and a SIGTERM
+  // meant to be forwarded to the command would kill sbx instead.
+  sigset_t all_signals;
+  sigset_t previous;
+  sigfillset(&all_signals);
+  pthread_sigmask(SIG_BLOCK, &all_signals, &previous);
   try {
     state->reader = std::thread([raw] { raw->run(); });
+    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   } catch (const std::exception& e) {
+    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
     ::dup2(state->saved_stderr, 2);
     ::close(state->saved_stderr);
     ::close(state->read_end);
