@@ -484,8 +484,10 @@ class ExecDirect(SbxTestCase):
         self.assertEqual(result.stderr.splitlines()[0], "err")
         doc = self.last_json_line(result.stderr)
         self.assertEqual(set(doc), {"should_sandbox", "reason", "backend", "final",
-                                    "allow_unsandboxed_used", "dry_run", "exit", "error"})
+                                    "allow_unsandboxed_used", "dry_run", "exit", "error", "denial"})
         self.assertIs(doc["should_sandbox"], False)
+        # An unsandboxed run is never classified as a sandbox denial.
+        self.assertIs(doc["denial"]["likely_sandbox_denial"], False)
         self.assertEqual(doc["final"], "none")
         self.assertEqual(doc["exit"], {"code": 3, "signal": None, "shell_code": 3})
         self.assertIsNone(doc["error"])
