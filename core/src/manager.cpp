@@ -16,18 +16,6 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 // Question 1.
 
-std::string_view kind_name(FilesystemKind kind) {
-  switch (kind) {
-    case FilesystemKind::kRestricted:
-      return "restricted";
-    case FilesystemKind::kUnrestricted:
-      return "unrestricted";
-    case FilesystemKind::kExternal:
-      return "external";
-  }
-  return "unknown";
-}
-
 // The first deny entry (path or glob), described for a person; empty when there is none.
 std::string first_deny_entry(const Policy& policy) {
   for (const PolicyEntry& entry : policy.filesystem.entries) {
@@ -52,7 +40,7 @@ SandboxDecision auto_decision(const Policy& policy) {
     case NetworkMode::kEnabled:
       if (kind == FilesystemKind::kRestricted)
         return {true, "network is enabled but writes are restricted, so the command is sandboxed"};
-      return {false, "network is enabled and the filesystem is " + std::string(kind_name(kind)) +
+      return {false, "network is enabled and the filesystem is " + std::string(to_string(kind)) +
                          ", so there is nothing to enforce and the command is not sandboxed"};
   }
   return {true, "unknown network mode; sandboxing to be safe"};
