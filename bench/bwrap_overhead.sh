@@ -23,6 +23,21 @@ for arg in "${plan[@]}"; do
   bare+=("$arg")
 done
 bare+=(-- /bin/true)
+
+# The bare bwrap runs create the plan's mount points for missing protected names on the host
+# (sbx removes its own; nobody removes bare bwrap's). Remove the empty ones this script made.
+mapfile -t mount_points < <("$sbx" --backends bwrap debug bwrap --preset workspace-write \
+                              --cwd "$work" -- /bin/true |
+                            sed -n 's/^ *"sbx-bwrap:mount-point \(.*\)",\{0,1\}$/\1/p')
+created=()
+for point in "${mount_points[@]}"; do
+  [[ -e "$point" ]] || created+=("$point")
+done
+cleanup() {
+  for point in "${created[@]}"; do rmdir "$point" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
 [[ "${bare[0]}" == /* ]] || { echo "could not read the plan from '$sbx debug'" >&2; exit 1; }
 
 now_us() { local t; t=$(date +%s%N); echo $((t / 1000)); }
