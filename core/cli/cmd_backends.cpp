@@ -18,21 +18,6 @@ struct BackendsOptions {
   bool json = false;
 };
 
-// The manager guards its own probes; this listing calls probe() directly, so it guards too:
-// plugin code that throws must show up as "unavailable", never crash sbx.
-ProbeReport guarded_probe(Backend& backend) {
-  try {
-    return backend.probe(ProbeContext{});
-  } catch (const std::exception& e) {
-    ProbeReport report;
-    report.summary = std::string("probe failed with an exception: ") + e.what();
-    return report;
-  } catch (...) {
-    ProbeReport report;
-    report.summary = "probe failed with an unknown exception";
-    return report;
-  }
-}
 
 std::vector<BackendListing> list_backends(const PluginRegistry& registry, bool probe) {
   std::vector<BackendListing> out;

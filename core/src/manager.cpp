@@ -202,20 +202,6 @@ std::string not_loaded_reason(const PluginRegistry& registry, const std::string&
          "; see `sbx backends`)";
 }
 
-// Plugin code is untrusted to behave: a throwing probe means "unavailable", never a crash.
-ProbeReport guarded_probe(Backend& backend) {
-  try {
-    return backend.probe(ProbeContext{});
-  } catch (const std::exception& e) {
-    ProbeReport report;
-    report.summary = std::string("probe failed with an exception: ") + e.what();
-    return report;
-  } catch (...) {
-    ProbeReport report;
-    report.summary = "probe failed with an unknown exception";
-    return report;
-  }
-}
 
 std::string missing_reason(CapabilitySet missing, const Needs& needs) {
   std::string text = "cannot enforce what the policy needs here: ";
@@ -363,6 +349,20 @@ Result<ExitStatus> Manager::exec(const std::string& backend, const ExecPlan& pla
     return status;
   } catch (...) {
     return Error{exception_text(backend, "exec")};
+  }
+}
+
+ProbeReport guarded_probe(Backend& backend) {
+  try {
+    return backend.probe(ProbeContext{});
+  } catch (const std::exception& e) {
+    ProbeReport report;
+    report.summary = std::string("probe failed with an exception: ") + e.what();
+    return report;
+  } catch (...) {
+    ProbeReport report;
+    report.summary = "probe failed with an unknown exception";
+    return report;
   }
 }
 

@@ -30,6 +30,10 @@ Result<SandboxDecision> should_sandbox(const Policy& policy, SandboxPreference p
 // What a backend must be able to enforce for this policy.
 CapabilitySet required_capabilities(const ResolvedPolicy& policy);
 
+// Calls backend.probe(); plugin code is not trusted to behave, so an exception becomes an
+// unavailable report naming it, never a crash.
+ProbeReport guarded_probe(Backend& backend);
+
 struct PassedOver {
   std::string backend;
   std::string reason;
