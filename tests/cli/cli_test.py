@@ -159,6 +159,19 @@ class VersionHelp(SbxTestCase):
     def test_log_options_accepted(self):
         self.run_ok("--log-level", "debug", "--log-format", "json", "policy", "check")
 
+    def test_json_log_lines_stay_json_with_hostile_paths(self):
+        # A rejected plugin's path is logged; quotes, backslashes and a newline in it must not
+        # break the one-object-per-line format.
+        hostile = os.path.join(self.tmp, 'we"ird\\dir\nx')
+        os.makedirs(hostile)
+        open(os.path.join(hostile, "sbx-backend-x.so"), "wb").close()
+        result = sbx("--log-level", "debug", "--log-format", "json", "--plugin-dir", hostile,
+                     "backends")
+        lines = [line for line in result.stderr.splitlines() if line.strip()]
+        self.assertTrue(lines, describe(result))
+        messages = [json.loads(line)["message"] for line in lines]  # every line is JSON
+        self.assertTrue(any('we"ird\\dir\nx' in m for m in messages), messages)
+
 
 class PolicyCommands(SbxTestCase):
     def test_presets_check_and_show(self):
