@@ -67,17 +67,6 @@ struct Needs {
   }
 };
 
-std::string_view access_name(Access access) {
-  switch (access) {
-    case Access::kRead:
-      return "read";
-    case Access::kWrite:
-      return "write";
-    case Access::kDeny:
-      return "deny";
-  }
-  return "unknown";
-}
 
 // The parent directory of a normalised absolute path other than "/".
 std::string_view parent_of(std::string_view path) {
@@ -86,8 +75,8 @@ std::string_view parent_of(std::string_view path) {
 }
 
 std::string carveout_text(const PathRule& inner, std::string_view outer, Access outer_access) {
-  return "'" + inner.path + "' (" + std::string(access_name(inner.access)) + ") inside '" +
-         std::string(outer) + "' (" + std::string(access_name(outer_access)) + ")";
+  return "'" + inner.path + "' (" + std::string(to_string(inner.access)) + ") inside '" +
+         std::string(outer) + "' (" + std::string(to_string(outer_access)) + ")";
 }
 
 // Write and read carve-outs: a narrower rule that takes away access a wider rule granted.
