@@ -42,9 +42,9 @@ static_assert(sizeof(sbx_host_v1) == 8 + 5 * kP);
 static_assert(SBX_LOG_TRACE == 0 && SBX_LOG_DEBUG == 1 && SBX_LOG_INFO == 2 &&
               SBX_LOG_WARN == 3 && SBX_LOG_ERROR == 4);
 
-TEST(SdkAbi, VersionIsOnePointZero) {
+TEST(SdkAbi, VersionIsOnePointOne) {
   EXPECT_EQ(SBX_ABI_MAJOR, 1);
-  EXPECT_EQ(SBX_ABI_MINOR, 0);
+  EXPECT_EQ(SBX_ABI_MINOR, 1);  // 1.1: TransformRequest::proxy_socket appended
   EXPECT_STREQ(SBX_PLUGIN_ENTRY_SYMBOL, "sbx_plugin_entry_v1");
 }
 

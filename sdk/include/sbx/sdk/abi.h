@@ -11,6 +11,9 @@
  *   struct_size >= SBX_PLUGIN_V1_MIN_SIZE, fingerprint == SBX_TOOLCHAIN_FINGERPRINT.
  * Growth: new fields are appended and SBX_ABI_MINOR is bumped; an incompatible change bumps
  * SBX_ABI_MAJOR and renames the entry symbol (sbx_plugin_entry_v2).
+ *
+ * History: 1.0 first release. 1.1 appended sbx::TransformRequest::proxy_socket (types.hpp) for
+ * network.mode == proxy; a 1.0 plugin never reads it, so the host still loads 1.0 plugins.
  */
 #ifndef SBX_SDK_ABI_H_
 #define SBX_SDK_ABI_H_
@@ -19,11 +22,11 @@
 #include <stdint.h>
 
 #define SBX_ABI_MAJOR 1
-#define SBX_ABI_MINOR 0
+#define SBX_ABI_MINOR 1
 /* SHA-256 of this file with the quoted value below left empty. Any edit to this header fails
  * the ABI guard test (tests/unit/sdk) until someone reviews the ABI, bumps SBX_ABI_MINOR
  * (append-only growth) or SBX_ABI_MAJOR (anything else) as needed, and records the new digest. */
-#define SBX_ABI_HEADER_SHA256 "666da687542ea4186073ee86f8237609221aa6feb9be04222380ee6676e3f698"
+#define SBX_ABI_HEADER_SHA256 "c5eb27080386966406fae570d9d511dc12081074c7bca4b4325d014508e25d13"
 #define SBX_PLUGIN_ENTRY_SYMBOL "sbx_plugin_entry_v1"
 
 #if defined(_WIN32)

@@ -173,6 +173,12 @@ struct TransformRequest {
   std::string cwd;                // absolute
   std::vector<std::string> env;   // KEY=VALUE, exactly what the command should see
   ResolvedPolicy policy;
+  // ABI 1.1 (appended; plugins built for 1.0 never read it): with network.mode == proxy, the
+  // filtering proxy's unix socket on the host (absolute, alone in a private 0700 directory
+  // created by core), for backends that reach the proxy through a bridge from inside a network
+  // namespace; empty otherwise. The proxy's TCP port is in policy.network.proxy_ports.
+  // (Default member initializer: partial aggregate initialisers stay warning-free.)
+  std::string proxy_socket{};
 };
 
 // What a backend hands back: the exact process to start. Pure data.
