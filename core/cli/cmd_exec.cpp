@@ -2,6 +2,15 @@
 // Question 1, then (if a sandbox is wanted) question 2, then run through the chosen backend or
 // directly. "Wanted but none available" never silently becomes "unsandboxed": it exits 125
 // unless the caller passed --allow-unsandboxed, and never for a policy with deny entries.
+//
+// network.mode == proxy: sbx starts its filtering proxy (sbx/core/proxy.hpp) before the
+// backend's transform, points the request at it (proxy variables, proxy_ports, proxy_socket)
+// and keeps it until the command has exited. Each refusal is one stderr line as it happens and
+// an entry of "network_refusals" in the --json report. The per-run credential is never printed:
+// the --dry-run plan shows "***" in its place.
+#include <unistd.h>
+
+#include <cerrno>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -10,6 +19,7 @@
 
 #include "cli.hpp"
 #include "sbx/core/denial.hpp"
+#include "sbx/core/proxy.hpp"
 #include "sbx/core/report_json.hpp"
 #include "sbx/core/spawn.hpp"
 #include "text_table.hpp"
@@ -34,6 +44,7 @@ struct ExecRun {
   std::vector<std::string> env;
   RunReport report;
   std::optional<std::string> stderr_tail;  // captured with --json, for the denial report
+  std::vector<proxy::Refusal> refusals;    // network.mode == proxy: every refused connection
 };
 
 int failed(RunReport& report, const std::string& what, const std::string& todo) {
@@ -80,19 +91,59 @@ int run_direct(ExecRun& run) {
   return finish(run, run_captured(run, [&] { return spawn_and_wait(plan); }));
 }
 
+// Writes one refusal as one line on stderr. Called on the proxy's thread: a single write()
+// keeps the line whole among the command's own output; the host name came from the command, so
+// control characters are escaped.
+void print_refusal(const proxy::Refusal& refusal) {
+  const std::string line = "sbx: proxy: " + printable(proxy::describe(refusal)) + "\n";
+  std::size_t done = 0;
+  while (done < line.size()) {
+    const ssize_t n = ::write(STDERR_FILENO, line.data() + done, line.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // stderr is gone; the --json report still lists it
+    done += static_cast<std::size_t>(n);
+  }
+}
+
+// The plan with the proxy credential replaced by "***" (for --dry-run output).
+ExecPlan redacted(ExecPlan plan, const proxy::RunProxy* run_proxy) {
+  if (run_proxy == nullptr) return plan;
+  const std::string& token = run_proxy->proxy().token();
+  for (std::string& arg : plan.argv) arg = proxy::redact(arg, token);
+  for (std::string& entry : plan.env) entry = proxy::redact(entry, token);
+  for (std::string& note : plan.notes) note = proxy::redact(note, token);
+  return plan;
+}
+
 int run_sandboxed(ExecRun& run, const Manager& manager, const std::string& backend) {
-  const TransformRequest request{run.argv, run.input.cwd, run.env, run.input.resolved};
+  TransformRequest request{run.argv, run.input.cwd, run.env, run.input.resolved};
+  // Lives until this function returns, i.e. until the command (and its sandbox) has exited.
+  std::unique_ptr<proxy::RunProxy> run_proxy;
+  if (request.policy.network.mode == NetworkMode::kProxy) {
+    Result<std::unique_ptr<proxy::RunProxy>> started =
+        proxy::RunProxy::start(request, print_refusal);
+    if (!started.ok())
+      return failed(run.report, started.error(), "the command was not run; retry, or choose "
+                                                 "another network mode");
+    run_proxy = std::move(*started);
+  }
   Result<ExecPlan> plan = manager.transform(backend, request);
   if (!plan.ok()) {
-    return failed(run.report, plan.error(),
+    const std::string error =
+        run_proxy ? proxy::redact(plan.error(), run_proxy->proxy().token()) : plan.error();
+    return failed(run.report, error,
                   "the command was not run; see `sbx explain` and `sbx debug " + backend + "`");
   }
   run.report.final = backend;
   if (run.options.dry_run) {
-    std::cout << plan_to_json(backend, *plan, JsonStyle::kPretty) << '\n';
+    std::cout << plan_to_json(backend, redacted(*plan, run_proxy.get()), JsonStyle::kPretty)
+              << '\n';
     return 0;
   }
-  return finish(run, run_captured(run, [&] { return manager.exec(backend, *plan); }));
+  const int code =
+      finish(run, run_captured(run, [&] { return manager.exec(backend, *plan); }));
+  if (run_proxy) run.refusals = run_proxy->proxy().refusals();
+  return code;
 }
 
 // Question 2 said "none". Refuse (125) unless the caller explicitly accepted running without a
@@ -168,7 +219,7 @@ int exec_steps(ExecRun& run, const GlobalOptions& globals) {
 }
 
 // The --json line: the run report plus "denial" (sbx/core/denial.hpp; null when the command did
-// not run). run_to_json's compact object ends with '}', so the key goes right before it.
+// not run) and "network_refusals" (what the proxy refused; [] without a proxy). run_to_json's compact object ends with '}', so the key goes right before it.
 std::string report_line(const ExecRun& run) {
   std::string line = run_to_json(run.report, JsonStyle::kCompact);
   std::string denial = "null";
@@ -177,12 +228,13 @@ std::string report_line(const ExecRun& run) {
     denial = denial_to_json(
         classify_failure(FailedCommand{*run.report.status, tail, run.report.final}));
   }
-  line.insert(line.size() - 1, ",\"denial\":" + denial);
+  line.insert(line.size() - 1, ",\"denial\":" + denial +
+                                  ",\"network_refusals\":" + proxy::refusals_to_json(run.refusals));
   return line;
 }
 
 int run_exec(const ExecOptions& options, const GlobalOptions& globals) {
-  ExecRun run{options, {}, {}, {}, {}, std::nullopt};
+  ExecRun run{options, {}, {}, {}, {}, std::nullopt, {}};
   run.report.final = "none";
   run.report.dry_run = options.dry_run;
   const int code = exec_steps(run, globals);
@@ -209,8 +261,9 @@ Command register_exec(CLI::App& app, const GlobalOptions& globals) {
                 "Print the plan (backend, argv, env, cwd, notes) as JSON instead of running it");
   sub->add_flag("--json", options->json,
                 "After the run, write one JSON object describing it (with \"denial\": was a "
-                "failure likely the sandbox's doing) as the last line of stderr; the command's "
-                "stderr is then copied through a pipe");
+                "failure likely the sandbox's doing, and \"network_refusals\": what the proxy "
+                "refused) as the last line of stderr; the command's stderr is then copied "
+                "through a pipe");
   sub->add_option("command", options->command, "The command and its arguments, after --")
       ->type_name("CMD [ARG...]");
   sub->footer(

@@ -2,7 +2,14 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <string>
+#include <vector>
+
+#if !defined(_WIN32)
+#include <unistd.h>
+#endif
 
 #include "sbx/core/proxy.hpp"
 
@@ -20,17 +27,13 @@ bool is_proxy_variable(std::string_view entry) {
   return std::find(kNames.begin(), kNames.end(), name) != kNames.end();
 }
 
-}  // namespace
-
-Result<std::unique_ptr<Proxy>> start_for_request(TransformRequest& request,
-                                                 std::function<void(const Refusal&)> on_refusal) {
+// Starts the proxy with `options` (domains filled in here) and points the request at it.
+Result<std::unique_ptr<Proxy>> start_with(TransformRequest& request, Options options) {
   const NetworkPolicy& network = request.policy.network;
   if (network.mode != NetworkMode::kProxy)
     return Error{"proxy: the policy's network mode is not \"proxy\""};
-  Options options;
   options.allowed_domains = network.allowed_domains;
   options.denied_domains = network.denied_domains;
-  options.on_refusal = std::move(on_refusal);
   Result<std::unique_ptr<Proxy>> proxy = Proxy::start(std::move(options));
   if (!proxy) return proxy;
   std::uint16_t port = (*proxy)->port();
@@ -40,6 +43,75 @@ Result<std::unique_ptr<Proxy>> start_for_request(TransformRequest& request,
   // The proxy's port is the only destination the backend lets the command reach.
   request.policy.network.proxy_ports = {port};
   return proxy;
+}
+
+#if !defined(_WIN32)
+// A fresh directory only this user can enter (mkdtemp creates it 0700 and never reuses a name).
+Result<std::string> make_private_directory(const std::string& parent) {
+  std::string pattern = parent + "/sbx-proxy-XXXXXX";
+  std::vector<char> buffer(pattern.begin(), pattern.end());
+  buffer.push_back('\0');
+  if (::mkdtemp(buffer.data()) == nullptr)
+    return Error{"proxy: cannot create a private directory under " + parent + ": " +
+                 std::strerror(errno)};
+  return std::string(buffer.data());
+}
+#endif
+
+}  // namespace
+
+Result<std::unique_ptr<Proxy>> start_for_request(TransformRequest& request,
+                                                 std::function<void(const Refusal&)> on_refusal) {
+  Options options;
+  options.on_refusal = std::move(on_refusal);
+  return start_with(request, std::move(options));
+}
+
+Result<std::unique_ptr<RunProxy>> RunProxy::start(TransformRequest& request,
+                                                  std::function<void(const Refusal&)> on_refusal,
+                                                  const std::string& parent) {
+  Options options;
+  options.on_refusal = std::move(on_refusal);
+  std::string directory;
+#if !defined(_WIN32)
+  Result<std::string> made = make_private_directory(parent);
+  if (!made) return Error{made.error()};
+  directory = *made;
+  // The socket's path must fit sockaddr_un (108 bytes); mkdtemp under a short parent does.
+  options.unix_socket_path = directory + "/proxy.sock";
+#else
+  (void)parent;
+#endif
+  Result<std::unique_ptr<Proxy>> proxy = start_with(request, std::move(options));
+  if (!proxy) {
+#if !defined(_WIN32)
+    ::rmdir(directory.c_str());
+#endif
+    return Error{proxy.error()};
+  }
+  request.proxy_socket = (*proxy)->unix_socket_path();
+  return std::unique_ptr<RunProxy>(new RunProxy(std::move(*proxy), std::move(directory)));
+}
+
+RunProxy::~RunProxy() {
+  proxy_->stop();  // removes the socket
+#if !defined(_WIN32)
+  if (!directory_.empty()) ::rmdir(directory_.c_str());
+#endif
+}
+
+std::string redact(std::string text, std::string_view secret) {
+  if (secret.empty()) return text;
+  for (std::size_t at = text.find(secret); at != std::string::npos;
+       at = text.find(secret, at + 3))
+    text.replace(at, secret.size(), "***");
+  return text;
+}
+
+std::string describe(const Refusal& refusal) {
+  const std::string host = refusal.host.empty() ? "?" : refusal.host;
+  return host + ":" + std::to_string(refusal.port) + " (" + refusal.protocol +
+         ") refused: " + refusal.rule;
 }
 
 }  // namespace sbx::proxy

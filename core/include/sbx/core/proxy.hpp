@@ -132,4 +132,41 @@ std::vector<std::string> proxy_environment(const Proxy& proxy, std::uint16_t por
 Result<std::unique_ptr<Proxy>> start_for_request(
     TransformRequest& request, std::function<void(const Refusal&)> on_refusal = {});
 
+// The proxy of one sandboxed run as `sbx exec` uses it: start_for_request() plus a unix socket
+// for backends that bridge into a network namespace (bwrap). The socket is "proxy.sock" alone in
+// a fresh private directory (mkdtemp under `parent`, mode 0700) so no other user can reach it
+// and the backend can bind the whole directory read-only into the sandbox. On success
+// request.proxy_socket names the socket. Destroying the object stops the proxy and removes the
+// socket and the directory.
+class RunProxy {
+ public:
+  static Result<std::unique_ptr<RunProxy>> start(
+      TransformRequest& request, std::function<void(const Refusal&)> on_refusal = {},
+      const std::string& parent = "/tmp");
+  ~RunProxy();
+  RunProxy(const RunProxy&) = delete;
+  RunProxy& operator=(const RunProxy&) = delete;
+
+  Proxy& proxy() { return *proxy_; }
+  const Proxy& proxy() const { return *proxy_; }
+  const std::string& directory() const { return directory_; }
+
+ private:
+  RunProxy(std::unique_ptr<Proxy> proxy, std::string directory)
+      : proxy_(std::move(proxy)), directory_(std::move(directory)) {}
+  std::unique_ptr<Proxy> proxy_;
+  std::string directory_;
+};
+
+// Replaces every occurrence of `secret` in `text` with "***" (for plans, logs and messages that
+// may contain the proxy credential). An empty secret leaves the text unchanged.
+std::string redact(std::string text, std::string_view secret);
+
+// The refusals as a compact JSON array, in order: [{"host","port","protocol","rule"}]
+// (`exec --json` "network_refusals"; host is null when the client never named one).
+std::string refusals_to_json(const std::vector<Refusal>& refusals);
+
+// One refusal as a line for people: "HOST:PORT (PROTOCOL) refused: RULE" (host "?" if none).
+std::string describe(const Refusal& refusal);
+
 }  // namespace sbx::proxy

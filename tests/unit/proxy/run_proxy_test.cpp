@@ -1,0 +1,128 @@
+// The proxy of one `sbx exec` run (RunProxy): its private socket directory, what it sets in the
+// request, that it removes everything when it ends, and the helpers that keep the credential
+// out of printed output and describe refusals.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <boost/json/parse.hpp>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "sbx/core/proxy.hpp"
+
+namespace sbx::proxy {
+namespace {
+
+TransformRequest proxy_request() {
+  TransformRequest request;
+  request.argv = {"/bin/true"};
+  request.env = {"PATH=/bin", "HTTPS_PROXY=http://elsewhere.test:1"};
+  request.policy.network.mode = NetworkMode::kProxy;
+  request.policy.network.allowed_domains = {"example.com"};
+  return request;
+}
+
+TEST(RunProxy, SocketAloneInAPrivateDirectoryAndRequestPointsAtIt) {
+  TransformRequest request = proxy_request();
+  Result<std::unique_ptr<RunProxy>> run = RunProxy::start(request);
+  ASSERT_TRUE(run.ok()) << run.error();
+  const std::string dir = (*run)->directory();
+  EXPECT_EQ(dir.rfind("/tmp/sbx-proxy-", 0), 0u) << dir;
+  struct stat st {};
+  ASSERT_EQ(::lstat(dir.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISDIR(st.st_mode));
+  EXPECT_EQ(st.st_mode & 07777, 0700u) << "only the owner may reach the socket";
+  EXPECT_EQ(request.proxy_socket, dir + "/proxy.sock");
+  ASSERT_EQ(::lstat(request.proxy_socket.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISSOCK(st.st_mode));
+  const std::uint16_t port = (*run)->proxy().port();
+  ASSERT_NE(port, 0);
+  EXPECT_EQ(request.policy.network.proxy_ports, std::vector<std::uint16_t>{port});
+  std::vector<std::string> expected = {"PATH=/bin"};
+  for (const std::string& e : proxy_environment((*run)->proxy(), port)) expected.push_back(e);
+  EXPECT_EQ(request.env, expected);
+}
+
+TEST(RunProxy, EndingRemovesSocketAndDirectory) {
+  TransformRequest request = proxy_request();
+  Result<std::unique_ptr<RunProxy>> run = RunProxy::start(request);
+  ASSERT_TRUE(run.ok()) << run.error();
+  const std::string dir = (*run)->directory();
+  const std::string socket_path = request.proxy_socket;
+  run->reset();
+  struct stat st {};
+  EXPECT_NE(::lstat(socket_path.c_str(), &st), 0);
+  EXPECT_NE(::lstat(dir.c_str(), &st), 0) << dir << " left behind";
+  // Nothing listens any more.
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, socket_path.c_str(), sizeof addr.sun_path - 1);
+  EXPECT_NE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ::close(fd);
+}
+
+TEST(RunProxy, OtherNetworkModeIsAnErrorAndLeavesNoDirectory) {
+  TransformRequest request = proxy_request();
+  request.policy.network.mode = NetworkMode::kRestricted;
+  const std::string parent = ::testing::TempDir() + "runproxy-parent-" + std::to_string(::getpid());
+  ASSERT_EQ(::mkdir(parent.c_str(), 0700), 0);
+  Result<std::unique_ptr<RunProxy>> run = RunProxy::start(request, {}, parent);
+  EXPECT_FALSE(run.ok());
+  EXPECT_TRUE(request.proxy_socket.empty());
+  EXPECT_EQ(::rmdir(parent.c_str()), 0) << "the failed start left something in " << parent;
+}
+
+TEST(RunProxy, MissingParentIsAPreciseError) {
+  TransformRequest request = proxy_request();
+  Result<std::unique_ptr<RunProxy>> run = RunProxy::start(request, {}, "/nonexistent-sbx-dir");
+  ASSERT_FALSE(run.ok());
+  EXPECT_NE(run.error().find("cannot create a private directory under /nonexistent-sbx-dir"),
+            std::string::npos)
+      << run.error();
+}
+
+TEST(ProxyRedact, ReplacesEveryOccurrence) {
+  EXPECT_EQ(redact("http://u:abc@h:1 and abc", "abc"), "http://u:***@h:1 and ***");
+  EXPECT_EQ(redact("abcabc", "abc"), "******");
+  EXPECT_EQ(redact("nothing here", "abc"), "nothing here");
+  EXPECT_EQ(redact("text", ""), "text");
+}
+
+TEST(ProxyRedact, TokenNeverSurvivesInTheEnvironment) {
+  TransformRequest request = proxy_request();
+  Result<std::unique_ptr<RunProxy>> run = RunProxy::start(request);
+  ASSERT_TRUE(run.ok()) << run.error();
+  const std::string& token = (*run)->proxy().token();
+  ASSERT_FALSE(token.empty());
+  for (const std::string& entry : request.env)
+    EXPECT_EQ(redact(entry, token).find(token), std::string::npos);
+}
+
+TEST(ProxyRefusals, DescribeAndJson) {
+  const std::vector<Refusal> refusals = {
+      {"evil.test", 443, "http-connect", "denied_domains: evil.test"},
+      {"", 0, "socks5", "missing or wrong proxy credential"},
+      {"x\ny.test", 80, "http", "not in allowed_domains"}};
+  EXPECT_EQ(describe(refusals[0]), "evil.test:443 (http-connect) refused: denied_domains: evil.test");
+  EXPECT_EQ(describe(refusals[1]), "?:0 (socks5) refused: missing or wrong proxy credential");
+  const std::string json = refusals_to_json(refusals);
+  EXPECT_EQ(json.find('\n'), std::string::npos) << "one line: " << json;
+  const boost::json::value parsed = boost::json::parse(json);
+  const boost::json::array& array = parsed.as_array();
+  ASSERT_EQ(array.size(), 3u);
+  EXPECT_EQ(array[0].at("host").as_string(), "evil.test");
+  EXPECT_EQ(array[0].at("port").to_number<int>(), 443);
+  EXPECT_EQ(array[0].at("protocol").as_string(), "http-connect");
+  EXPECT_EQ(array[0].at("rule").as_string(), "denied_domains: evil.test");
+  EXPECT_TRUE(array[1].at("host").is_null());
+  EXPECT_EQ(array[2].at("host").as_string(), "x\ny.test");
+  EXPECT_EQ(refusals_to_json({}), "[]");
+}
+
+}  // namespace
+}  // namespace sbx::proxy
