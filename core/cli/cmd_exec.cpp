@@ -123,8 +123,9 @@ int run_sandboxed(ExecRun& run, const Manager& manager, const std::string& backe
     Result<std::unique_ptr<proxy::RunProxy>> started =
         proxy::RunProxy::start(request, print_refusal);
     if (!started.ok())
-      return failed(run.report, started.error(), "the command was not run; retry, or choose "
-                                                 "another network mode");
+      return failed(run.report, started.error(),
+                    "the command was not run; retry, or choose "
+                    "another network mode");
     run_proxy = std::move(*started);
   }
   Result<ExecPlan> plan = manager.transform(backend, request);
@@ -140,8 +141,7 @@ int run_sandboxed(ExecRun& run, const Manager& manager, const std::string& backe
               << '\n';
     return 0;
   }
-  const int code =
-      finish(run, run_captured(run, [&] { return manager.exec(backend, *plan); }));
+  const int code = finish(run, run_captured(run, [&] { return manager.exec(backend, *plan); }));
   if (run_proxy) run.refusals = run_proxy->proxy().refusals();
   return code;
 }
@@ -219,17 +219,18 @@ int exec_steps(ExecRun& run, const GlobalOptions& globals) {
 }
 
 // The --json line: the run report plus "denial" (sbx/core/denial.hpp; null when the command did
-// not run) and "network_refusals" (what the proxy refused; [] without a proxy). run_to_json's compact object ends with '}', so the key goes right before it.
+// not run) and "network_refusals" (what the proxy refused; [] without a proxy). run_to_json's
+// compact object ends with '}', so the key goes right before it.
 std::string report_line(const ExecRun& run) {
   std::string line = run_to_json(run.report, JsonStyle::kCompact);
   std::string denial = "null";
   if (run.report.status) {
     const std::string tail = run.stderr_tail.value_or("");
-    denial = denial_to_json(
-        classify_failure(FailedCommand{*run.report.status, tail, run.report.final}));
+    denial =
+        denial_to_json(classify_failure(FailedCommand{*run.report.status, tail, run.report.final}));
   }
-  line.insert(line.size() - 1, ",\"denial\":" + denial +
-                                  ",\"network_refusals\":" + proxy::refusals_to_json(run.refusals));
+  line.insert(line.size() - 1, ",\"denial\":" + denial + ",\"network_refusals\":" +
+                                   proxy::refusals_to_json(run.refusals));
   return line;
 }
 

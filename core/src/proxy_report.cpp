@@ -14,8 +14,8 @@ std::string refusals_to_json(const std::vector<Refusal>& refusals) {
     boost::json::object item;
     // The host came from the sandboxed command; render_json makes every string valid UTF-8 and
     // escapes what could break a line.
-    item["host"] = refusal.host.empty() ? boost::json::value(nullptr)
-                                        : boost::json::value(refusal.host);
+    item["host"] =
+        refusal.host.empty() ? boost::json::value(nullptr) : boost::json::value(refusal.host);
     item["port"] = refusal.port;
     item["protocol"] = refusal.protocol;
     item["rule"] = refusal.rule;

@@ -102,8 +102,7 @@ RunProxy::~RunProxy() {
 
 std::string redact(std::string text, std::string_view secret) {
   if (secret.empty()) return text;
-  for (std::size_t at = text.find(secret); at != std::string::npos;
-       at = text.find(secret, at + 3))
+  for (std::size_t at = text.find(secret); at != std::string::npos; at = text.find(secret, at + 3))
     text.replace(at, secret.size(), "***");
   return text;
 }

@@ -28,6 +28,13 @@ struct __attribute__((packed)) PathBeneathAttr {
   std::int32_t parent_fd;
 };
 
+// uapi struct landlock_net_port_attr (packed), rule type LANDLOCK_RULE_NET_PORT (ABI 4).
+struct __attribute__((packed)) NetPortAttr {
+  std::uint64_t allowed_access;
+  std::uint64_t port;
+};
+constexpr int kRuleNetPort = 2;
+
 constexpr unsigned kCreateRulesetVersion = 1u << 0;
 constexpr unsigned kCreateRulesetErrata = 1u << 1;
 constexpr int kRulePathBeneath = 1;
@@ -162,6 +169,10 @@ Status apply_landlock(const LandlockSpec& spec) {
   if (abi < spec.min_abi)
     return Error{"abi: the policy needs Landlock ABI " + std::to_string(spec.min_abi) +
                  ", the kernel has " + std::to_string(abi)};
+  // A port allow-list is only meaningful where TCP is handled at all; fail closed otherwise.
+  if (!spec.connect_tcp_ports.empty() && (abi < 4 || !spec.block_tcp))
+    return Error{"abi: a TCP connect port rule needs Landlock ABI 4 with TCP handled, the kernel "
+                 "has " + std::to_string(abi)};
   RulesetAttr attr{};
   attr.handled_access_fs = spec.restrict_filesystem ? handled_fs(abi) : 0;
   if (abi >= 4 && spec.block_tcp) attr.handled_access_net = ll::kNetBindTcp | ll::kNetConnectTcp;
@@ -178,7 +189,14 @@ Status apply_landlock(const LandlockSpec& spec) {
     if (s.ok()) s = add_rules(ruleset.get(), spec.dev, dev_rights(abi), false);
     if (!s.ok()) return s;
   }
-  // TCP: handled with no port rule, so every bind and connect is denied.
+  // TCP: handled, so every bind and connect is denied except connect() to the listed ports.
+  if (abi >= 4 && spec.block_tcp) {
+    for (std::uint16_t port : spec.connect_tcp_ports) {
+      NetPortAttr rule{ll::kNetConnectTcp, port};
+      if (::syscall(SYS_landlock_add_rule, ruleset.get(), kRuleNetPort, &rule, 0) != 0)
+        return Error{"add rule for TCP port " + std::to_string(port) + ": " + errno_text(errno)};
+    }
+  }
   if (::syscall(SYS_landlock_restrict_self, ruleset.get(), 0) != 0)
     return Error{"restrict_self: " + errno_text(errno)};
   return {};

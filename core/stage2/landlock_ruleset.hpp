@@ -59,6 +59,9 @@ struct LandlockSpec {
   int min_abi = 1;                 // refuse to run below this ABI
   bool restrict_filesystem = true;  // handle every filesystem right of the ABI
   bool block_tcp = false;          // handle TCP bind+connect with no rule: none allowed
+  // With block_tcp (ABI 4+): the TCP ports connect() may still reach, on any address (Landlock
+  // port rules are not per address). Network mode proxy: the proxy's port only.
+  std::vector<std::uint16_t> connect_tcp_ports;
   bool scope_abstract_unix = false;  // ABI 6+: no abstract unix socket outside the domain
   std::vector<std::string> read;   // execute, read files, list directories
   std::vector<std::string> write;  // read + create/remove/rename/truncate/write beneath

@@ -2,6 +2,7 @@
 #include "seccomp_filter.hpp"
 
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <sys/ioctl.h>
@@ -12,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <vector>
 
 namespace sbx::stage2 {
 namespace {
@@ -41,6 +43,8 @@ constexpr scmp_datum_t kCloneNewTime = 0x00000080;  // CLONE_NEWTIME (unshare on
 // Restricted network: no way to create or use a network endpoint.
 constexpr const char* kNetworkDenied[] = {"connect", "bind", "listen", "accept", "accept4",
                                           "sendmmsg"};
+
+constexpr scmp_datum_t kTcpFastopenConnect = 30;  // TCP_FASTOPEN_CONNECT (linux/tcp.h)
 
 Status errno_status(int rc, const std::string& step) {
   if (rc == 0) return {};
@@ -91,6 +95,49 @@ Status add_network_rules(scmp_filter_ctx ctx) {
   return s;
 }
 
+// Proxy mode: only TCP over IPv4/IPv6 may be created. Each deny rule below names one way a
+// socket() call falls outside that (libseccomp compares one argument once per rule, so the
+// complement is spelled out); any upper 32 bits set in an argument also lands in a ">=" rule.
+Status add_proxy_socket_rules(scmp_filter_ctx ctx) {
+  std::vector<scmp_arg_cmp> denied = {SCMP_A0(SCMP_CMP_LE, AF_INET - 1),
+                                      SCMP_A0(SCMP_CMP_GE, AF_INET6 + 1)};
+  for (scmp_datum_t family = AF_INET + 1; family < AF_INET6; ++family)
+    denied.push_back(SCMP_A0(SCMP_CMP_EQ, family));
+  // The type without SOCK_NONBLOCK/SOCK_CLOEXEC (low 4 bits) must be SOCK_STREAM.
+  for (scmp_datum_t type = 0; type <= 0xf; ++type) {
+    if (type != SOCK_STREAM) denied.push_back(SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, type));
+  }
+  // Protocol 0 (default TCP) or IPPROTO_TCP; not e.g. IPPROTO_MPTCP (262).
+  for (scmp_datum_t protocol = 1; protocol < IPPROTO_TCP; ++protocol)
+    denied.push_back(SCMP_A2(SCMP_CMP_EQ, protocol));
+  denied.push_back(SCMP_A2(SCMP_CMP_GE, IPPROTO_TCP + 1));
+  Status s;
+  for (const scmp_arg_cmp& cmp : denied) {
+    if (s.ok()) s = deny(ctx, "socket", 1, &cmp);
+  }
+  return s;
+}
+
+Status add_proxy_rules(scmp_filter_ctx ctx) {
+  Status s = add_proxy_socket_rules(ctx);
+  const scmp_arg_cmp not_unix = SCMP_A0(SCMP_CMP_NE, AF_UNIX);
+  if (s.ok()) s = deny(ctx, "socketpair", 1, &not_unix);
+  // No listening endpoint (allow_local_binding is not offered) and no batch sends.
+  for (const char* name : {"bind", "listen", "accept", "accept4", "sendmmsg"}) {
+    if (s.ok()) s = deny(ctx, name);
+  }
+  // TCP Fast Open connects from inside a send, where Landlock's connect check does not look.
+  const scmp_arg_cmp sendto_fastopen = SCMP_A3(SCMP_CMP_MASKED_EQ, MSG_FASTOPEN, MSG_FASTOPEN);
+  if (s.ok()) s = deny(ctx, "sendto", 1, &sendto_fastopen);
+  const scmp_arg_cmp sendmsg_fastopen = SCMP_A2(SCMP_CMP_MASKED_EQ, MSG_FASTOPEN, MSG_FASTOPEN);
+  if (s.ok()) s = deny(ctx, "sendmsg", 1, &sendmsg_fastopen);
+  const scmp_arg_cmp tcp_level = SCMP_A1(SCMP_CMP_EQ, IPPROTO_TCP);
+  const scmp_arg_cmp fastopen_connect[] = {tcp_level,
+                                           SCMP_A2(SCMP_CMP_EQ, kTcpFastopenConnect)};
+  if (s.ok()) s = deny(ctx, "setsockopt", 2, fastopen_connect);
+  return s;
+}
+
 Result<FilterPtr> build(NetworkFilter network) {
   FilterPtr ctx(seccomp_init(SCMP_ACT_ALLOW), seccomp_release);
   if (!ctx) return Error{"seccomp_init failed"};
@@ -98,6 +145,7 @@ Result<FilterPtr> build(NetworkFilter network) {
       seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS), "badarch");
   if (s.ok()) s = add_always_rules(ctx.get());
   if (s.ok() && network == NetworkFilter::kBlocked) s = add_network_rules(ctx.get());
+  if (s.ok() && network == NetworkFilter::kProxy) s = add_proxy_rules(ctx.get());
   if (!s.ok()) return Error{s.error()};
   return ctx;
 }
@@ -107,7 +155,8 @@ Result<FilterPtr> build(NetworkFilter network) {
 Result<NetworkFilter> parse_network_filter(const std::string& word) {
   if (word == "blocked") return NetworkFilter::kBlocked;
   if (word == "open") return NetworkFilter::kOpen;
-  return Error{"--net expects 'blocked' or 'open', got '" + word + "'"};
+  if (word == "proxy") return NetworkFilter::kProxy;
+  return Error{"--net expects 'blocked', 'open' or 'proxy', got '" + word + "'"};
 }
 
 Status install_filter(NetworkFilter network) {

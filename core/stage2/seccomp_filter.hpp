@@ -9,6 +9,13 @@
 // Network kBlocked also denies socket() for every family (AF_UNIX included: that is how host
 // unix sockets stay unreachable, see plugins/bwrap/README.md), socketpair() except AF_UNIX,
 // connect, bind, listen, accept, accept4, sendmmsg, and sendto with a destination address.
+// Network kProxy (network.mode proxy; the command reaches only the proxy's loopback port,
+// enforced by bwrap's empty network namespace or by Landlock's TCP connect rule) allows
+// socket() only for AF_INET/AF_INET6 stream sockets with protocol 0 or IPPROTO_TCP (no unix,
+// netlink, packet, UDP, raw or MPTCP sockets: host unix sockets stay unreachable, and UDP is not
+// covered by Landlock), socketpair() only for AF_UNIX, and connect(); it denies bind, listen,
+// accept, accept4, sendmmsg, TCP Fast Open (MSG_FASTOPEN on sendto/sendmsg,
+// TCP_FASTOPEN_CONNECT): a Fast Open connect is made by a send, not by connect().
 // Syscalls of another architecture (e.g. i386 on x86_64) kill the process.
 #pragma once
 
@@ -18,9 +25,9 @@
 
 namespace sbx::stage2 {
 
-enum class NetworkFilter { kBlocked, kOpen };
+enum class NetworkFilter { kBlocked, kOpen, kProxy };
 
-// Parses "blocked" / "open".
+// Parses "blocked" / "open" / "proxy".
 Result<NetworkFilter> parse_network_filter(const std::string& word);
 
 // Installs the filter on the calling thread (and everything it execs). Requires no_new_privs

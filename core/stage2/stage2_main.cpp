@@ -1,9 +1,15 @@
 // sbx-stage2: the last trusted step inside the bwrap sandbox (DESIGN.md "Linux specifics").
 //
 //   sbx-stage2 --net blocked|open [--env KEY=VALUE]... -- /abs/command [ARG]...
+//   sbx-stage2 --net proxy --proxy-port PORT --proxy-socket PATH [--env KEY=VALUE]... -- ...
 //   sbx-stage2 --landlock MIN_ABI [--ll-fs restricted|unrestricted] [--ll-read PATH]...
 //              [--ll-write PATH]... [--ll-dev PATH]... [--ll-scope-abstract-unix on|off]
-//              --net blocked|open [--env KEY=VALUE]... -- /abs/command [ARG]...
+//              --net blocked|open|proxy [--proxy-port PORT] [--env KEY=VALUE]... -- ...
+//
+// Network proxy (network.mode proxy): under bwrap (an empty network namespace) stage 2 first
+// starts the relay of proxy_relay.hpp on 127.0.0.1:PORT to the proxy's unix socket PATH; in
+// Landlock mode the ruleset allows TCP connect to PORT only. Either way the command gets the
+// proxy-mode seccomp filter (seccomp_filter.hpp).
 //
 // Landlock mode (the landlock backend, no namespaces around stage 2; landlock_ruleset.hpp):
 // a supervisor forks the command; the child sets no_new_privs, drops every capability,
@@ -34,6 +40,7 @@
 #include <vector>
 
 #include "landlock_ruleset.hpp"
+#include "proxy_relay.hpp"
 #include "seccomp_filter.hpp"
 
 namespace {
@@ -56,7 +63,24 @@ struct Options {
   std::vector<std::string> env;
   std::vector<std::string> command;
   sbx::stage2::LandlockSpec landlock;
+  sbx::stage2::RelaySpec relay;  // --net proxy: the proxy's port (and socket under bwrap)
 };
+
+// --net proxy needs the port, and the socket exactly when there is a network namespace to
+// bridge (not in Landlock mode); the other modes take neither.
+void check_proxy_options(const Options& o) {
+  const bool proxy = o.network == sbx::stage2::NetworkFilter::kProxy;
+  if (!proxy) {
+    if (o.relay.port != 0 || !o.relay.socket_path.empty())
+      fail("arguments", "--proxy-port/--proxy-socket need --net proxy");
+    return;
+  }
+  if (o.relay.port == 0) fail("arguments", "--net proxy needs --proxy-port");
+  if (o.landlock.enabled && !o.relay.socket_path.empty())
+    fail("arguments", "--proxy-socket is for a network namespace, not Landlock mode");
+  if (!o.landlock.enabled && o.relay.socket_path.empty())
+    fail("arguments", "--net proxy needs --proxy-socket");
+}
 
 Options parse(int argc, char** argv) {
   Options o;
@@ -71,6 +95,14 @@ Options parse(int argc, char** argv) {
       if (!net.ok()) fail("arguments", net.error());
       o.network = *net;
       o.network_given = true;
+    } else if (arg == "--proxy-port") {
+      sbx::Result<std::uint16_t> port = sbx::stage2::parse_port(value);
+      if (!port.ok()) fail("arguments", "--proxy-port: " + port.error());
+      o.relay.port = *port;
+    } else if (arg == "--proxy-socket") {
+      if (value.empty() || value.front() != '/')
+        fail("arguments", "--proxy-socket expects an absolute path, got '" + value + "'");
+      o.relay.socket_path = value;
     } else if (arg == "--env") {
       if (value.find('=') == std::string::npos || value.front() == '=')
         fail("arguments", "--env expects KEY=VALUE, got '" + value + "'");
@@ -81,7 +113,8 @@ Options parse(int argc, char** argv) {
       if (!*landlock) fail("arguments", "unknown option '" + arg + "'");
     }
   }
-  if (!o.network_given) fail("arguments", "--net blocked|open is required");
+  if (!o.network_given) fail("arguments", "--net blocked|open|proxy is required");
+  check_proxy_options(o);
   for (++i; i < argc; ++i) o.command.emplace_back(argv[i]);
   if (o.command.empty()) fail("arguments", "no command after '--'");
   if (o.command.front().empty() || o.command.front()[0] != '/')
@@ -186,7 +219,10 @@ void restore_child_signals(const sigset_t& previous) {
   sbx::Status dropped = sbx::stage2::drop_all_capabilities();
   if (!dropped.ok()) fail("capabilities", dropped.error());
   verify_no_capabilities();
-  o.landlock.block_tcp = o.network == sbx::stage2::NetworkFilter::kBlocked;
+  // Restricted: no TCP at all. Proxy: connect() only to the proxy's port.
+  o.landlock.block_tcp = o.network != sbx::stage2::NetworkFilter::kOpen;
+  if (o.network == sbx::stage2::NetworkFilter::kProxy)
+    o.landlock.connect_tcp_ports = {o.relay.port};
   sbx::Status ruled = sbx::stage2::apply_landlock(o.landlock);
   if (!ruled.ok()) fail("landlock", ruled.error());
   sbx::Status filtered = sbx::stage2::install_filter(o.network);
@@ -203,6 +239,12 @@ int main(int argc, char** argv) {
   // command runs can no longer gain privileges.
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail("no_new_privs", std::strerror(errno));
   verify_no_capabilities();
+  // The relay is forked before the filter: it needs the unix socket the command must not get.
+  // It is a child of this PID 1 and dies with it, i.e. with the command.
+  if (options.network == sbx::stage2::NetworkFilter::kProxy) {
+    sbx::Result<pid_t> relay = sbx::stage2::start_relay(options.relay);
+    if (!relay.ok()) fail("proxy relay", relay.error());
+  }
   sbx::Status filtered = sbx::stage2::install_filter(options.network);
   if (!filtered.ok()) fail("seccomp", filtered.error());
   if (::getpid() == 1) run_as_init(options);

@@ -29,6 +29,10 @@ class BwrapBackend final : public Backend {
     for (const ProbeCheck& c : report.checks) {
       if (c.name == "proc_mount") can_mount_proc_ = c.status == CheckStatus::kPass;
     }
+    // Proxy-only network rests on what network_block does (an empty network namespace and the
+    // seccomp filter) plus sbx-stage2's relay, which needs nothing more from the host.
+    if (report.capabilities.has(Capability::kNetworkBlock))
+      report.capabilities.add(Capability::kProxyNetwork);
     if (!state.ok()) {
       report.checks.push_back(
           ProbeCheck{"state_dir", CheckStatus::kFail, state.error(),

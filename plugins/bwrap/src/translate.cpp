@@ -40,8 +40,9 @@ std::string_view access_word(Access access) {
 // Everything the mount planner needs, with the host facts and policy side by side.
 class MountPlanner {
  public:
-  MountPlanner(const ResolvedPolicy& policy, const HostFacts& facts)
-      : policy_(policy), facts_(facts) {}
+  MountPlanner(const ResolvedPolicy& policy, const HostFacts& facts,
+               const std::string& proxy_socket)
+      : policy_(policy), facts_(facts), proxy_socket_(proxy_socket) {}
 
   Status plan(Translation& out);
 
@@ -61,8 +62,11 @@ class MountPlanner {
   bool has_visible_descendant(const std::string& path) const;
   void mask_dir(const std::string& path, const char* perms, Translation& out);
 
+  void emit_proxy_socket(Translation& out);
+
   const ResolvedPolicy& policy_;
   const HostFacts& facts_;
+  const std::string& proxy_socket_;  // network.mode proxy: the proxy's unix socket, else ""
   std::set<std::string> pins_;  // ancestors of protected paths, bound so they cannot be renamed
   std::vector<std::string> deferred_remounts_;
   std::set<std::string> done_synthetic_;
@@ -225,6 +229,17 @@ Status MountPlanner::emit_item(const std::string& path, Translation& out) {
   return {};
 }
 
+// Network mode proxy: the directory holding the proxy's unix socket (private to the user,
+// created by core for this run) is bound read-only at the same path, after every other mount
+// so no rule can hide it, and before the deferred read-only remounts (bwrap may have to create
+// its mount point). Read-only and a mount point: the command can neither replace the socket
+// nor rename the directory, so sbx-stage2's relay reaches exactly the proxy.
+void MountPlanner::emit_proxy_socket(Translation& out) {
+  if (proxy_socket_.empty()) return;
+  const std::string directory = parent_of(proxy_socket_);
+  out.argv.insert(out.argv.end(), {"--ro-bind", directory, directory});
+}
+
 Status MountPlanner::plan(Translation& out) {
   // Pin every existing directory between a writable root and a protected path below it.
   for (const ProtectedPath& p : policy_.protected_paths) {
@@ -236,13 +251,32 @@ Status MountPlanner::plan(Translation& out) {
   }
   Status status = emit_base(out);
   if (!status.ok()) return status;
-  if (policy_.filesystem_kind != FilesystemKind::kRestricted) return {};
-  for (const std::string& path : items()) {
-    status = emit_item(path, out);
-    if (!status.ok()) return status;
+  if (policy_.filesystem_kind == FilesystemKind::kRestricted) {
+    for (const std::string& path : items()) {
+      status = emit_item(path, out);
+      if (!status.ok()) return status;
+    }
   }
+  emit_proxy_socket(out);
   for (const std::string& path : deferred_remounts_)
     out.argv.insert(out.argv.end(), {"--remount-ro", path});
+  return {};
+}
+
+// Network mode proxy needs the running proxy: its port (the relay listens on it inside the
+// namespace) and its unix socket (what the relay forwards to). `sbx exec` starts the proxy and
+// fills both in; without them the mode cannot be enforced.
+Status check_proxy(const TransformRequest& request) {
+  const NetworkPolicy& network = request.policy.network;
+  if (network.proxy_ports.size() != 1 || network.proxy_ports.front() == 0)
+    return Error{"network.mode 'proxy': the bwrap backend needs exactly one proxy port in "
+                 "network.proxy_ports (sbx exec starts the proxy and sets it)"};
+  const std::string& socket = request.proxy_socket;
+  if (socket.empty() || socket.front() != '/' || socket.back() == '/' ||
+      socket.find("/../") != std::string::npos || socket.rfind('/') == 0)
+    return Error{"network.mode 'proxy': the bwrap backend needs the proxy's unix socket as an "
+                 "absolute path inside a private directory (TransformRequest::proxy_socket, set "
+                 "by sbx exec), got '" + socket + "'"};
   return {};
 }
 
@@ -256,8 +290,10 @@ Status check_supported(const TransformRequest& request, const HostFacts& facts) 
     return Error{"bwrap: argv[0] must be an absolute path"};
   if (request.cwd.empty() || request.cwd.front() != '/')
     return Error{"bwrap: the working directory must be absolute"};
-  if (policy.network.mode == NetworkMode::kProxy)
-    return Error{"network.mode 'proxy': the bwrap backend cannot route traffic through a proxy"};
+  if (policy.network.mode == NetworkMode::kProxy) {
+    Status proxy = check_proxy(request);
+    if (!proxy.ok()) return proxy;
+  }
   if (policy.network.mode != NetworkMode::kEnabled && !policy.network.unix_sockets.empty())
     return Error{"network.unix_sockets '" + policy.network.unix_sockets.front() +
                  "': the bwrap backend blocks every unix socket when the network is restricted "
@@ -293,8 +329,17 @@ void append_namespaces(const ResolvedPolicy& policy, const HostFacts& facts, Tra
 void append_stage2(const TransformRequest& request, const HostFacts& facts, Translation& out) {
   std::vector<std::string>& a = out.argv;
   a.insert(a.end(), {"--chdir", request.cwd, "--", facts.stage2_path, "--net"});
-  // blocked: no socket() but socketpair(AF_UNIX); open: every socket (network enabled).
-  a.push_back(request.policy.network.mode == NetworkMode::kEnabled ? "open" : "blocked");
+  // blocked: no socket() but socketpair(AF_UNIX); open: every socket (network enabled);
+  // proxy: TCP sockets only, inside the empty namespace, plus the relay to the proxy's socket.
+  switch (request.policy.network.mode) {
+    case NetworkMode::kEnabled: a.push_back("open"); break;
+    case NetworkMode::kRestricted: a.push_back("blocked"); break;
+    case NetworkMode::kProxy:
+      a.insert(a.end(), {"proxy", "--proxy-port",
+                         std::to_string(request.policy.network.proxy_ports.front()),
+                         "--proxy-socket", request.proxy_socket});
+      break;
+  }
   // The command's environment goes to stage 2 as arguments: bwrap and stage 2 themselves run
   // with an empty environment, so LD_PRELOAD and friends cannot act before the filter is on.
   for (const std::string& entry : request.env) a.insert(a.end(), {"--env", entry});
@@ -341,11 +386,21 @@ Result<Translation> translate(const TransformRequest& request, const HostFacts& 
   if (!status.ok()) return Error{status.error()};
   Translation out;
   out.argv.push_back(facts.bwrap_path);
-  MountPlanner planner(request.policy, facts);
+  const std::string no_socket;
+  MountPlanner planner(request.policy, facts,
+                       request.policy.network.mode == NetworkMode::kProxy ? request.proxy_socket
+                                                                          : no_socket);
   status = planner.plan(out);
   if (!status.ok()) return Error{status.error()};
   append_namespaces(request.policy, facts, out);
   append_stage2(request, facts, out);
+  if (request.policy.network.mode == NetworkMode::kProxy)
+    out.notes.push_back(
+        "network only through sbx's filtering proxy: the sandbox has an empty network namespace; "
+        "sbx-stage2 relays 127.0.0.1:" + std::to_string(request.policy.network.proxy_ports.front()) +
+        " inside it to the proxy's unix socket " + request.proxy_socket +
+        " (its directory bound read-only); the command may open TCP sockets only, no unix "
+        "sockets");
   if (!request.policy.deny_globs.empty())
     out.notes.push_back("deny globs were expanded at launch (" +
                         std::to_string(facts.glob_matches.size()) +

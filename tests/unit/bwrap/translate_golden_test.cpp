@@ -72,6 +72,10 @@ sbx::ResolvedPolicy parse_policy(const json::object& p) {
                         : mode == "proxy"   ? sbx::NetworkMode::kProxy
                                             : sbx::NetworkMode::kRestricted;
   policy.network.unix_sockets = strings(net.if_contains("unix_sockets"));
+  if (const json::value* ports = net.if_contains("proxy_ports")) {
+    for (const json::value& port : ports->as_array())
+      policy.network.proxy_ports.push_back(static_cast<std::uint16_t>(port.to_number<int>()));
+  }
   policy.cwd = std::string(p.at("cwd").as_string());
   return policy;
 }
@@ -104,6 +108,8 @@ std::string render(const fs::path& policy_file) {
   request.argv = strings(req.if_contains("argv"));
   request.cwd = std::string(req.at("cwd").as_string());
   request.env = strings(req.if_contains("env"));
+  if (const json::value* socket = req.if_contains("proxy_socket"))
+    request.proxy_socket = std::string(socket->as_string());
   request.policy = parse_policy(root.at("policy").as_object());
   const HostFacts facts = parse_facts(root.at("facts").as_object());
   sbx::Result<sbx::bwrap::Translation> t = sbx::bwrap::translate(request, facts);

@@ -2,8 +2,8 @@
 // request, that it removes everything when it ends, and the helpers that keep the credential
 // out of printed output and describe refusals.
 #include <gtest/gtest.h>
-#include <sys/stat.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -108,7 +108,8 @@ TEST(ProxyRefusals, DescribeAndJson) {
       {"evil.test", 443, "http-connect", "denied_domains: evil.test"},
       {"", 0, "socks5", "missing or wrong proxy credential"},
       {"x\ny.test", 80, "http", "not in allowed_domains"}};
-  EXPECT_EQ(describe(refusals[0]), "evil.test:443 (http-connect) refused: denied_domains: evil.test");
+  EXPECT_EQ(describe(refusals[0]),
+            "evil.test:443 (http-connect) refused: denied_domains: evil.test");
   EXPECT_EQ(describe(refusals[1]), "?:0 (socks5) refused: missing or wrong proxy credential");
   const std::string json = refusals_to_json(refusals);
   EXPECT_EQ(json.find('\n'), std::string::npos) << "one line: " << json;

@@ -1,0 +1,188 @@
+// sbx-stage2's proxy relay (core/stage2/proxy_relay.hpp), run for real: it forwards a loopback
+// TCP connection byte for byte (both directions, half-close included) to one unix socket, keeps
+// reaching that socket when its directory is renamed and replaced, and refuses a path that is
+// not a socket or is a symlink. Everything stays on 127.0.0.1 and in a private temp directory.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "proxy_relay.hpp"
+
+namespace {
+
+// A unix-socket server that answers each connection with TAG + everything it received, after
+// the client ended its side.
+class TaggedEchoServer {
+ public:
+  TaggedEchoServer(const std::string& path, std::string tag) : tag_(std::move(tag)) {
+    fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::strncpy(address.sun_path, path.c_str(), sizeof address.sun_path - 1);
+    ok_ = ::bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
+          ::listen(fd_, 16) == 0;
+    if (ok_) thread_ = std::thread([this] { serve(); });
+  }
+  ~TaggedEchoServer() {
+    ::shutdown(fd_, SHUT_RDWR);
+    ::close(fd_);
+    if (thread_.joinable()) thread_.join();
+  }
+  bool ok() const { return ok_; }
+
+ private:
+  void serve() {
+    for (;;) {
+      const int client = ::accept(fd_, nullptr, nullptr);
+      if (client < 0) return;
+      std::string data;
+      char buffer[4096];
+      ssize_t n = 0;
+      while ((n = ::read(client, buffer, sizeof buffer)) > 0)
+        data.append(buffer, static_cast<std::size_t>(n));
+      const std::string reply = tag_ + data;
+      (void)!::write(client, reply.data(), reply.size());
+      ::close(client);
+    }
+  }
+  std::string tag_;
+  int fd_ = -1;
+  bool ok_ = false;
+  std::thread thread_;
+};
+
+std::uint16_t free_loopback_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
+  socklen_t length = sizeof address;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  ::close(fd);
+  return ntohs(address.sin_port);
+}
+
+// Connects to 127.0.0.1:port, sends `message`, ends its side, returns everything it reads.
+std::string exchange(std::uint16_t port, const std::string& message) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(port);
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+    ::close(fd);
+    return "<connect failed: " + std::string(std::strerror(errno)) + ">";
+  }
+  (void)!::write(fd, message.data(), message.size());
+  ::shutdown(fd, SHUT_WR);
+  std::string out;
+  char buffer[4096];
+  ssize_t n = 0;
+  while ((n = ::read(fd, buffer, sizeof buffer)) > 0)
+    out.append(buffer, static_cast<std::size_t>(n));
+  ::close(fd);
+  return out;
+}
+
+class RelayTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/sbx-relay-test-XXXXXX";
+    ASSERT_NE(::mkdtemp(pattern), nullptr);
+    root_ = pattern;
+    dir_ = root_ + "/d";
+    ASSERT_EQ(::mkdir(dir_.c_str(), 0700), 0);
+    socket_ = dir_ + "/proxy.sock";
+  }
+  void TearDown() override {
+    if (relay_ > 0) {
+      ::kill(relay_, SIGKILL);
+      ::waitpid(relay_, nullptr, 0);
+    }
+    std::string command = "rm -rf '" + root_ + "'";
+    (void)!std::system(command.c_str());
+  }
+  std::string root_, dir_, socket_;
+  pid_t relay_ = -1;
+};
+
+TEST_F(RelayTest, ForwardsBothDirectionsToTheSocket) {
+  TaggedEchoServer server(socket_, "proxy:");
+  ASSERT_TRUE(server.ok());
+  const std::uint16_t port = free_loopback_port();
+  sbx::Result<pid_t> relay = sbx::stage2::start_relay({port, socket_});
+  ASSERT_TRUE(relay.ok()) << relay.error();
+  relay_ = *relay;
+  EXPECT_EQ(exchange(port, "hello"), "proxy:hello");
+  // A large message exercises partial reads and writes; several connections in a row.
+  const std::string big(300 * 1024, 'x');
+  EXPECT_EQ(exchange(port, big), "proxy:" + big);
+  EXPECT_EQ(exchange(port, ""), "proxy:");
+}
+
+TEST_F(RelayTest, KeepsReachingTheCheckedSocketAfterItsDirectoryIsReplaced) {
+  TaggedEchoServer original(socket_, "original:");
+  ASSERT_TRUE(original.ok());
+  const std::uint16_t port = free_loopback_port();
+  sbx::Result<pid_t> relay = sbx::stage2::start_relay({port, socket_});
+  ASSERT_TRUE(relay.ok()) << relay.error();
+  relay_ = *relay;
+  // What a command with a writable parent could try: move the directory away and put its own
+  // socket where the path pointed.
+  ASSERT_EQ(::rename(dir_.c_str(), (root_ + "/moved").c_str()), 0);
+  ASSERT_EQ(::mkdir(dir_.c_str(), 0700), 0);
+  TaggedEchoServer impostor(socket_, "impostor:");
+  ASSERT_TRUE(impostor.ok());
+  EXPECT_EQ(exchange(port, "x"), "original:x");
+}
+
+TEST_F(RelayTest, RefusesWhatIsNotASocket) {
+  const std::uint16_t port = free_loopback_port();
+  sbx::Result<pid_t> missing = sbx::stage2::start_relay({port, socket_});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.error().find("is not a socket"), std::string::npos) << missing.error();
+
+  TaggedEchoServer server(root_ + "/real.sock", "x");
+  ASSERT_TRUE(server.ok());
+  ASSERT_EQ(::symlink((root_ + "/real.sock").c_str(), socket_.c_str()), 0);
+  sbx::Result<pid_t> symlink = sbx::stage2::start_relay({port, socket_});
+  ASSERT_FALSE(symlink.ok()) << "a symlink in place of the socket must not be followed";
+
+  sbx::Result<pid_t> relative = sbx::stage2::start_relay({port, "proxy.sock"});
+  ASSERT_FALSE(relative.ok());
+  EXPECT_NE(relative.error().find("absolute"), std::string::npos);
+}
+
+TEST_F(RelayTest, PortInUseIsAnError) {
+  TaggedEchoServer server(socket_, "x");
+  ASSERT_TRUE(server.ok());
+  const std::uint16_t port = free_loopback_port();
+  sbx::Result<pid_t> first = sbx::stage2::start_relay({port, socket_});
+  ASSERT_TRUE(first.ok()) << first.error();
+  relay_ = *first;
+  sbx::Result<pid_t> second = sbx::stage2::start_relay({port, socket_});
+  ASSERT_FALSE(second.ok());
+  EXPECT_NE(second.error().find("listen on 127.0.0.1:" + std::to_string(port)), std::string::npos)
+      << second.error();
+}
+
+TEST(RelayPort, ParsesOnlyValidPorts) {
+  EXPECT_EQ(*sbx::stage2::parse_port("1"), 1);
+  EXPECT_EQ(*sbx::stage2::parse_port("65535"), 65535);
+  for (const char* bad : {"", "0", "65536", "-1", "12a", " 80", "123456", "99999"})
+    EXPECT_FALSE(sbx::stage2::parse_port(bad).ok()) << bad;
+}
+
+}  // namespace
