@@ -102,8 +102,6 @@ const std::vector<std::string>& device_paths() {
 }
 
 std::string unenforceable_rule(const ResolvedPolicy& policy) {
-  if (policy.network.mode == NetworkMode::kProxy)
-    return "proxy_network: network mode proxy: Landlock cannot force traffic through a proxy";
   if (policy.network.mode != NetworkMode::kEnabled && !policy.network.unix_sockets.empty())
     return "unix_socket_allowlist: unix socket '" + policy.network.unix_sockets.front() +
            "' allowed: the seccomp filter blocks every socket when the network is restricted";
@@ -117,16 +115,30 @@ Result<Translation> translate(const TransformRequest& request, const std::string
     return Error{"landlock: the command must be an absolute path"};
   const std::string rule = unenforceable_rule(request.policy);
   if (!rule.empty()) return Error{"landlock cannot enforce " + rule};
+  const NetworkPolicy& network = request.policy.network;
+  const bool proxy = network.mode == NetworkMode::kProxy;
+  if (proxy && (network.proxy_ports.size() != 1 || network.proxy_ports.front() == 0))
+    return Error{"landlock cannot enforce proxy_network: it needs exactly one proxy port in "
+                 "network.proxy_ports (sbx exec starts the proxy and sets it)"};
   Translation t;
   t.argv = {stage2_path, "--landlock", "1"};
   add_filesystem(request.policy, t);
-  const bool blocked = request.policy.network.mode == NetworkMode::kRestricted;
-  if (blocked) t.min_abi = kAbiNetwork;
+  // Restricted and proxy network both need TCP rules (ABI 4); without them nothing would stop
+  // a direct connection, so stage 2 refuses to run below that ABI.
+  const bool confined = network.mode != NetworkMode::kEnabled;
+  if (confined) t.min_abi = kAbiNetwork;
   t.argv[2] = std::to_string(t.min_abi);
-  // Restricted network: seccomp already blocks socket(); scoping also cuts inherited sockets
-  // off from abstract unix sockets outside (ABI 6+). Enabled network keeps them, like bwrap.
-  t.argv.insert(t.argv.end(), {"--ll-scope-abstract-unix", blocked ? "on" : "off", "--net",
-                               blocked ? "blocked" : "open"});
+  // Restricted and proxy: seccomp already refuses AF_UNIX sockets; scoping also cuts inherited
+  // sockets off from abstract unix sockets outside (ABI 6+). Enabled network keeps them.
+  t.argv.insert(t.argv.end(), {"--ll-scope-abstract-unix", confined ? "on" : "off", "--net"});
+  if (proxy) {
+    // TCP connect only to the proxy's port; no bind; the proxy-mode seccomp filter (TCP
+    // sockets only, so no UDP, which Landlock does not cover).
+    t.argv.insert(t.argv.end(),
+                  {"proxy", "--proxy-port", std::to_string(network.proxy_ports.front())});
+  } else {
+    t.argv.push_back(confined ? "blocked" : "open");
+  }
   for (const std::string& e : request.env) t.argv.insert(t.argv.end(), {"--env", e});
   t.argv.push_back("--");
   t.argv.insert(t.argv.end(), request.argv.begin(), request.argv.end());
@@ -136,6 +148,15 @@ Result<Translation> translate(const TransformRequest& request, const std::string
       "landlock: no namespaces: /proc shows host processes, SysV IPC is shared; signals to "
       "processes outside the sandbox are blocked only on ABI 6+",
       "landlock: descendants left running are killed when the command exits (subreaper)"};
+  if (proxy)
+    t.notes.push_back(
+        "landlock: network only through sbx's filtering proxy: TCP connect is allowed to port " +
+        std::to_string(network.proxy_ports.front()) +
+        " only, but on ANY address (Landlock port rules are not per address): a service "
+        "listening on that port elsewhere (another host, or another local address) is "
+        "reachable directly. The port is the proxy's ephemeral loopback port, new for each run; "
+        "UDP and every non-TCP socket are refused by seccomp. bwrap (an empty network "
+        "namespace) has no such gap");
   return t;
 }
 
@@ -147,7 +168,11 @@ CapabilitySet capabilities_for_abi(int abi) {
     caps.add(Capability::kWriteRestriction);
     caps.add(Capability::kReadRestriction);
   }
-  if (abi >= kAbiNetwork) caps.add(Capability::kNetworkBlock);
+  if (abi >= kAbiNetwork) {
+    caps.add(Capability::kNetworkBlock);
+    // TCP connect to the proxy's port only (with the residual gap of translate's note).
+    caps.add(Capability::kProxyNetwork);
+  }
   return caps;
 }
 

@@ -70,7 +70,9 @@ TEST(LandlockTranslate, RefusalsNameTheRule) {
   auto glob = request({{"/", Access::kRead}});
   glob.policy.deny_globs = {"/ws/**/*.pem"};
   cases.push_back({glob, "deny_globs: deny glob '/ws/**/*.pem'"});
-  cases.push_back({request({{"/", Access::kRead}}, NetworkMode::kProxy), "proxy_network"});
+  // Proxy mode without the running proxy's port (sbx exec sets it) cannot be enforced.
+  cases.push_back({request({{"/", Access::kRead}}, NetworkMode::kProxy),
+                   "proxy_network: it needs exactly one proxy port"});
   auto sock = request({{"/", Access::kRead}});
   sock.policy.network.unix_sockets = {"/run/agent.sock"};
   cases.push_back({sock, "unix_socket_allowlist: unix socket '/run/agent.sock'"});
@@ -88,9 +90,11 @@ TEST(LandlockTranslate, CapabilitiesFollowTheAbi) {
   EXPECT_TRUE(landlock::capabilities_for_abi(3).has(Capability::kWriteRestriction));
   EXPECT_FALSE(landlock::capabilities_for_abi(3).has(Capability::kNetworkBlock));
   EXPECT_TRUE(landlock::capabilities_for_abi(4).has(Capability::kNetworkBlock));
+  EXPECT_FALSE(landlock::capabilities_for_abi(3).has(Capability::kProxyNetwork));
+  EXPECT_TRUE(landlock::capabilities_for_abi(4).has(Capability::kProxyNetwork));
   for (Capability never : {Capability::kWriteCarveouts, Capability::kReadCarveouts,
                            Capability::kProtectedNames, Capability::kDenyGlobs,
-                           Capability::kProxyNetwork, Capability::kUnixSocketAllowlist})
+                           Capability::kUnixSocketAllowlist})
     EXPECT_FALSE(landlock::capabilities_for_abi(7).has(never)) << to_string(never);
 }
 

@@ -32,7 +32,8 @@ const std::vector<std::string>& device_paths();
 // The first rule of `policy` Landlock cannot enforce exactly, described for a person (empty if
 // none). Landlock only ever adds access beneath a path, so anything that takes access away
 // inside an allowed tree is refused: write or read carve-outs, protected names, deny globs;
-// also proxy-only network and a unix-socket allow-list.
+// also a unix-socket allow-list. Proxy-only network is enforced (ABI 4: TCP connect only to the
+// proxy's port, on any address; see README.md) and needs network.proxy_ports from sbx exec.
 std::string unenforceable_rule(const ResolvedPolicy& policy);
 
 // Pure: the plan's argv for `request` with the trusted stage-2 path. Error names the rule it
