@@ -9,6 +9,7 @@ packages=(
   libseccomp-dev libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev
   bubblewrap firejail util-linux iproute2 procps
+  curl  # the proxy end-to-end tests (tests/integration/proxy) run it inside the sandbox
   mingw-w64 wine64
 )
 
