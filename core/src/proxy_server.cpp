@@ -10,6 +10,8 @@
 #include <string>
 
 #if !defined(_WIN32)
+#include <pthread.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #endif
@@ -120,11 +122,27 @@ Result<std::unique_ptr<Proxy>> Proxy::start(Options options) {
     return Error{"proxy: unix sockets are not supported on this platform"};
 #endif
   }
+#if !defined(_WIN32)
+  // The proxy's thread blocks every signal (it inherits the mask at creation): a
+  // process-directed signal must reach the thread that waits for it. Otherwise SIGCHLD of a
+  // backend's child (e.g. bwrap, waited for through a signalfd) could be taken here and
+  // discarded, and sbx would wait for it forever; the same holds for forwarded signals.
+  sigset_t all;
+  sigset_t previous;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &previous);
+#endif
   try {
     in.thread = std::thread([&in] { in.io->run(); });
   } catch (const std::system_error& e) {
+#if !defined(_WIN32)
+    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+#endif
     return Error{std::string("proxy: cannot start its thread: ") + e.what()};
   }
+#if !defined(_WIN32)
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+#endif
   return proxy;
 }
 

@@ -2,6 +2,8 @@
 // request, that it removes everything when it ends, and the helpers that keep the credential
 // out of printed output and describe refusals.
 #include <gtest/gtest.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -9,6 +11,9 @@
 
 #include <boost/json/parse.hpp>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -84,6 +89,39 @@ TEST(RunProxy, MissingParentIsAPreciseError) {
   EXPECT_NE(run.error().find("cannot create a private directory under /nonexistent-sbx-dir"),
             std::string::npos)
       << run.error();
+}
+
+std::set<std::string> thread_ids() {
+  std::set<std::string> out;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task"))
+    out.insert(entry.path().filename().string());
+  return out;
+}
+
+// Why: a backend waits for its child's SIGCHLD (bwrap: through a signalfd); a proxy thread
+// with SIGCHLD unblocked could take that process-directed signal and discard it (a hang).
+TEST(RunProxy, ItsThreadBlocksEverySignal) {
+  const std::set<std::string> before = thread_ids();
+  TransformRequest request = proxy_request();
+  Result<std::unique_ptr<RunProxy>> run = RunProxy::start(request);
+  ASSERT_TRUE(run.ok()) << run.error();
+  std::vector<std::string> added;
+  for (const std::string& tid : thread_ids()) {
+    if (before.count(tid) == 0) added.push_back(tid);
+  }
+  ASSERT_EQ(added.size(), 1u) << "expected exactly the proxy's thread";
+  std::ifstream status("/proc/self/task/" + added.front() + "/status");
+  std::string line;
+  unsigned long long blocked = 0;
+  while (std::getline(status, line)) {
+    if (line.rfind("SigBlk:", 0) == 0) blocked = std::stoull(line.substr(7), nullptr, 16);
+  }
+  for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGWINCH, SIGUSR1})
+    EXPECT_NE(blocked & (1ull << (sig - 1)), 0u) << "signal " << sig << " not blocked";
+  // The caller's own mask is unchanged.
+  sigset_t mine;
+  pthread_sigmask(SIG_SETMASK, nullptr, &mine);
+  EXPECT_EQ(sigismember(&mine, SIGCHLD), 0);
 }
 
 TEST(ProxyRedact, ReplacesEveryOccurrence) {
