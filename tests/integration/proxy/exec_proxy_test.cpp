@@ -1,0 +1,275 @@
+// Issue 8, acceptance 1, end to end: the installed `sbx exec` in network mode proxy, through the
+// bwrap and the landlock backend, with local HTTP servers on 127.0.0.1 (host side) and curl
+// inside the sandbox:
+//  - an allowed host:port answers through the proxy (HTTP, HTTP CONNECT and SOCKS5);
+//  - an unlisted or denied one is refused by the proxy (403 / SOCKS failure), its server sees no
+//    request, and the refusal is on stderr and in `exec --json` "network_refusals";
+//  - a direct connection that bypasses the proxy fails and its server sees nothing;
+//  - unix sockets (the proxy's own, any host one) cannot be opened from inside;
+//  - the proxy lives exactly as long as the command; --dry-run never shows the credential.
+// Only loopback is used: every server listens on 127.0.0.1, every URL names 127.0.0.1.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/json/parse.hpp>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "loopback.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+using sbx::proxy::testing::CountingServer;
+
+struct RunResult {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs argv with a small fixed environment; collects stdout and stderr.
+RunResult run(const std::vector<std::string>& argv) {
+  int out[2], err[2];
+  if (::pipe(out) != 0 || ::pipe(err) != 0) return {};
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(out[1], 1);
+    ::dup2(err[1], 2);
+    for (int fd : {out[0], out[1], err[0], err[1]}) ::close(fd);
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    // The caller's proxy settings must not matter: sbx replaces them anyway.
+    char path[] = "PATH=/usr/local/bin:/usr/bin:/bin";
+    char home[] = "HOME=/root";
+    char proxy[] = "http_proxy=http://198.51.100.1:9";
+    char* env[] = {path, home, proxy, nullptr};
+    ::execve(args[0], args.data(), env);
+    ::_exit(127);
+  }
+  ::close(out[1]);
+  ::close(err[1]);
+  RunResult r;
+  pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
+  int open = 2;
+  char buffer[65536];
+  while (open > 0 && ::poll(fds, 2, -1) >= 0) {
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
+      const ssize_t n = ::read(fds[i].fd, buffer, sizeof buffer);
+      if (n <= 0) {
+        ::close(fds[i].fd);
+        fds[i].fd = -1;
+        --open;
+      } else {
+        (i == 0 ? r.out : r.err).append(buffer, static_cast<std::size_t>(n));
+      }
+    }
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+std::string describe(const RunResult& r) {
+  return "exit " + std::to_string(r.code) + "\nstdout: " + r.out.substr(0, 3000) +
+         "\nstderr: " + r.err.substr(0, 3000);
+}
+
+// The last line of stderr: the `exec --json` report.
+json::object report_of(const RunResult& r) {
+  std::string err = r.err;
+  while (!err.empty() && err.back() == '\n') err.pop_back();
+  const std::size_t start = err.rfind('\n');
+  return json::parse(start == std::string::npos ? err : err.substr(start + 1)).as_object();
+}
+
+class ProxyExec : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/sbx-proxy-e2e-XXXXXX";
+    ASSERT_NE(::mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+    policy_ = dir_ + "/policy.json";
+    // protected_names [] so that the landlock backend can express the filesystem part.
+    std::ofstream(policy_) << R"({"version": 1,
+      "filesystem": {"kind": "restricted", "protected_names": [],
+        "entries": [{"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"}]},
+      "network": {"mode": "proxy",
+        "allowed_domains": ["127.0.0.1:)"
+                           << allowed_.port() << R"("],
+        "denied_domains": ["127.0.0.1:)"
+                           << denied_.port() << R"("]}})";
+    const RunResult explain = run(
+        {sbx(), "--backends", GetParam(), "explain", "--policy", policy_, "--cwd", dir_, "--json"});
+    const json::value report = json::parse(explain.out.empty() ? "{}" : explain.out);
+    const json::value* available = report.as_object().if_contains("available_backend");
+    if (available == nullptr || !available->is_string() || available->as_string() != GetParam())
+      GTEST_SKIP() << GetParam() << " cannot run network mode proxy here: " << explain.out
+                   << explain.err;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  static std::string sbx() { return std::string(SBX_TEST_PREFIX) + "/bin/sbx"; }
+
+  // `sbx --backends B exec --policy P --cwd D --json -- /bin/sh -c SCRIPT`
+  RunResult exec_sh(const std::string& script, const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> argv = {sbx(),      "--backends", GetParam(), "exec",
+                                     "--policy", policy_,      "--cwd",    dir_};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    argv.insert(argv.end(), {"--json", "--", "/bin/sh", "-c", script});
+    return run(argv);
+  }
+
+  std::string url(const CountingServer& server, const std::string& path) const {
+    return "http://127.0.0.1:" + std::to_string(server.port()) + path;
+  }
+
+  CountingServer allowed_;
+  CountingServer unlisted_;
+  CountingServer denied_;
+  std::string dir_;
+  std::string policy_;
+};
+
+TEST_P(ProxyExec, AllowedHostPortAnswersThroughTheProxy) {
+  // Plain HTTP through HTTP_PROXY, then the same through a CONNECT tunnel (-p).
+  const RunResult r = exec_sh("curl -sS -m 20 " + url(allowed_, "/plain") + " && echo && " +
+                              "curl -sS -m 20 -p " + url(allowed_, "/tunnel"));
+  ASSERT_EQ(r.code, 0) << describe(r);
+  EXPECT_NE(r.out.find("hello GET /plain"), std::string::npos) << describe(r);
+  EXPECT_NE(r.out.find("hello GET /tunnel"), std::string::npos) << describe(r);
+  EXPECT_EQ(allowed_.accepts(), 2);
+  EXPECT_EQ(report_of(r).at("network_refusals").as_array().size(), 0u) << describe(r);
+  EXPECT_EQ(report_of(r).at("final").as_string(), GetParam());
+}
+
+TEST_P(ProxyExec, UnlistedAndDeniedAreRefusedAndTheirServersSeeNothing) {
+  const RunResult r =
+      exec_sh("curl -sS -m 20 -o /dev/null -w '%{http_code}\\n' " + url(unlisted_, "/u") +
+              "; curl -sS -m 20 -o /dev/null -w '%{http_code}\\n' " + url(denied_, "/d"));
+  ASSERT_EQ(r.code, 0) << describe(r);
+  EXPECT_EQ(r.out, "403\n403\n") << describe(r);
+  EXPECT_EQ(unlisted_.accepts(), 0);
+  EXPECT_EQ(denied_.accepts(), 0);
+  const std::string unlisted = "127.0.0.1:" + std::to_string(unlisted_.port());
+  const std::string denied = "127.0.0.1:" + std::to_string(denied_.port());
+  EXPECT_NE(r.err.find("sbx: proxy: " + unlisted + " (http) refused: not in allowed_domains\n"),
+            std::string::npos)
+      << describe(r);
+  EXPECT_NE(r.err.find("sbx: proxy: " + denied + " (http) refused: denied_domains: " + denied),
+            std::string::npos)
+      << describe(r);
+  const json::object report = report_of(r);
+  const json::array& refusals = report.at("network_refusals").as_array();
+  ASSERT_EQ(refusals.size(), 2u) << describe(r);
+  EXPECT_EQ(refusals[0].at("host").as_string(), "127.0.0.1");
+  EXPECT_EQ(refusals[0].at("port").to_number<int>(), unlisted_.port());
+  EXPECT_EQ(refusals[0].at("protocol").as_string(), "http");
+  EXPECT_EQ(refusals[0].at("rule").as_string(), "not in allowed_domains");
+  EXPECT_EQ(refusals[1].at("port").to_number<int>(), denied_.port());
+  EXPECT_EQ(refusals[1].at("rule").as_string(), "denied_domains: " + denied);
+}
+
+TEST_P(ProxyExec, DirectConnectionBypassingTheProxyFails) {
+  // --noproxy '*': curl connects to the server itself. curl exit 7 = could not connect.
+  const RunResult r =
+      exec_sh("curl -sS -m 10 --noproxy '*' " + url(allowed_, "/direct") + "; echo \"curl=$?\"");
+  ASSERT_EQ(r.code, 0) << describe(r);
+  EXPECT_NE(r.out.find("curl=7"), std::string::npos) << describe(r);
+  EXPECT_EQ(allowed_.accepts(), 0) << "the direct connection reached the host's server";
+}
+
+TEST_P(ProxyExec, Socks5AllowsTheAllowedAndRefusesTheRest) {
+  // ALL_PROXY is socks5h://USER:TOKEN@127.0.0.1:PORT; -x makes curl use it for http URLs too.
+  const RunResult r = exec_sh("curl -sS -m 20 -x \"$ALL_PROXY\" " + url(allowed_, "/socks") +
+                              "; echo; curl -sS -m 20 -x \"$ALL_PROXY\" " + url(denied_, "/s") +
+                              "; echo \"curl=$?\"");
+  ASSERT_EQ(r.code, 0) << describe(r);
+  EXPECT_NE(r.out.find("hello GET /socks"), std::string::npos) << describe(r);
+  EXPECT_EQ(r.out.find("curl=0"), std::string::npos) << "the denied SOCKS5 request succeeded";
+  EXPECT_EQ(allowed_.accepts(), 1);
+  EXPECT_EQ(denied_.accepts(), 0);
+  const json::object report = report_of(r);
+  const json::array& refusals = report.at("network_refusals").as_array();
+  ASSERT_EQ(refusals.size(), 1u) << describe(r);
+  EXPECT_EQ(refusals[0].at("protocol").as_string(), "socks5");
+  EXPECT_EQ(refusals[0].at("port").to_number<int>(), denied_.port());
+}
+
+TEST_P(ProxyExec, WithoutTheCredentialTheProxyRefuses) {
+  // The proxy's address without USER:TOKEN: refused (407), nothing forwarded.
+  const RunResult r = exec_sh(
+      "p=${HTTP_PROXY##*@}; curl -sS -m 20 -o /dev/null -w '%{http_code}\\n' -x \"http://$p\" " +
+      url(allowed_, "/nocred"));
+  ASSERT_EQ(r.code, 0) << describe(r);
+  EXPECT_EQ(r.out, "407\n") << describe(r);
+  EXPECT_EQ(allowed_.accepts(), 0);
+  const json::object report = report_of(r);
+  const json::array& refusals = report.at("network_refusals").as_array();
+  ASSERT_EQ(refusals.size(), 1u) << describe(r);
+  EXPECT_EQ(refusals[0].at("rule").as_string(), "missing or wrong proxy credential");
+}
+
+TEST_P(ProxyExec, UnixSocketsCannotBeOpened) {
+  // A host unix socket the test listens on, inside the sandbox's writable cwd.
+  const std::string path = dir_ + "/host.sock";
+  const int server = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::strncpy(address.sun_path, path.c_str(), sizeof address.sun_path - 1);
+  ASSERT_EQ(::bind(server, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  ASSERT_EQ(::listen(server, 4), 0);
+  // Also the proxy's own socket, wherever the plan put it (its directory is bound under bwrap).
+  const RunResult r =
+      exec_sh("curl -sS -m 5 --unix-socket " + path +
+              " http://x/; echo \"host=$?\"; "
+              "for s in /tmp/sbx-proxy-*/proxy.sock; do [ -S \"$s\" ] || continue; "
+              "curl -sS -m 5 --unix-socket \"$s\" http://x/; echo \"proxy=$?\"; done");
+  ASSERT_EQ(r.code, 0) << describe(r);
+  EXPECT_NE(r.out.find("host=7"), std::string::npos) << describe(r);
+  EXPECT_EQ(r.out.find("proxy=0"), std::string::npos) << describe(r);
+  EXPECT_LT(::accept(server, nullptr, nullptr), 0) << "the host unix socket was reached";
+  ::close(server);
+}
+
+TEST_P(ProxyExec, TheProxyLivesExactlyAsLongAsTheCommand) {
+  const RunResult r = exec_sh("p=${HTTP_PROXY##*:}; echo \"$p\"");
+  ASSERT_EQ(r.code, 0) << describe(r);
+  const int port = std::atoi(r.out.c_str());
+  ASSERT_GT(port, 0) << describe(r);
+  const int fd = sbx::proxy::testing::connect_loopback(static_cast<std::uint16_t>(port));
+  EXPECT_LT(fd, 0) << "the proxy on port " << port << " still accepts after the command ended";
+  if (fd >= 0) ::close(fd);
+}
+
+TEST_P(ProxyExec, DryRunNeverShowsTheCredential) {
+  const RunResult r = run({sbx(), "--backends", GetParam(), "exec", "--policy", policy_, "--cwd",
+                           dir_, "--dry-run", "--", "/bin/true"});
+  ASSERT_EQ(r.code, 0) << describe(r);
+  EXPECT_NE(r.out.find("HTTP_PROXY=http://sbx:***@127.0.0.1:"), std::string::npos) << r.out;
+  // The credential is 32 hex digits; none may appear after "sbx:".
+  EXPECT_FALSE(std::regex_search(r.out, std::regex("sbx:[0-9a-f]{32}"))) << r.out;
+  EXPECT_EQ(r.out.find("198.51.100.1"), std::string::npos) << "the caller's proxy was kept";
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, ProxyExec, ::testing::Values("bwrap", "landlock"),
+                         [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
+
+}  // namespace
