@@ -36,8 +36,18 @@ std::string network_words(const NetworkPolicy& network) {
       return "blocked (restricted)";
     case NetworkMode::kEnabled:
       return "enabled";
-    case NetworkMode::kProxy:
-      return "only through a proxy";
+    case NetworkMode::kProxy: {
+      // The domains come from the policy file: printable() keeps them from forging lines.
+      auto list = [](const std::vector<std::string>& items) {
+        std::string out;
+        for (const std::string& item : items) out += (out.empty() ? "" : ", ") + printable(item);
+        return out.empty() ? std::string("(none)") : out;
+      };
+      return "only through sbx's filtering proxy (started by `sbx exec` for the run, with a "
+             "per-run credential); allowed: " + list(network.allowed_domains) +
+             "; denied: " + list(network.denied_domains) +
+             " (landlock: connect is limited to the proxy's port, on any address)";
+    }
   }
   return "unknown";
 }
