@@ -497,8 +497,11 @@ class ExecDirect(SbxTestCase):
         self.assertEqual(result.stderr.splitlines()[0], "err")
         doc = self.last_json_line(result.stderr)
         self.assertEqual(set(doc), {"should_sandbox", "reason", "backend", "final",
-                                    "allow_unsandboxed_used", "dry_run", "exit", "error", "denial"})
+                                    "allow_unsandboxed_used", "dry_run", "exit", "error", "denial",
+                                    "network_refusals"})
         self.assertIs(doc["should_sandbox"], False)
+        # No proxy ran (network mode is not proxy): nothing was refused.
+        self.assertEqual(doc["network_refusals"], [])
         # An unsandboxed run is never classified as a sandbox denial.
         self.assertIs(doc["denial"]["likely_sandbox_denial"], False)
         self.assertEqual(doc["final"], "none")
