@@ -8,7 +8,11 @@
 // and keeps it until the command has exited. Each refusal is one stderr line as it happens and
 // an entry of "network_refusals" in the --json report. The per-run credential is never printed:
 // the --dry-run plan shows "***" in its place.
+#if defined(_WIN32)
+#include <cstdio>
+#else
 #include <unistd.h>
+#endif
 
 #include <cerrno>
 #include <iostream>
@@ -96,6 +100,9 @@ int run_direct(ExecRun& run) {
 // control characters are escaped.
 void print_refusal(const proxy::Refusal& refusal) {
   const std::string line = "sbx: proxy: " + printable(proxy::describe(refusal)) + "\n";
+#if defined(_WIN32)
+  std::fwrite(line.data(), 1, line.size(), stderr);
+#else
   std::size_t done = 0;
   while (done < line.size()) {
     const ssize_t n = ::write(STDERR_FILENO, line.data() + done, line.size() - done);
@@ -103,6 +110,7 @@ void print_refusal(const proxy::Refusal& refusal) {
     if (n <= 0) return;  // stderr is gone; the --json report still lists it
     done += static_cast<std::size_t>(n);
   }
+#endif
 }
 
 // The plan with the proxy credential replaced by "***" (for --dry-run output).
