@@ -11,6 +11,8 @@
 #include <unistd.h>
 #endif
 
+#include <spdlog/spdlog.h>
+
 #include "sbx/core/proxy.hpp"
 
 namespace sbx::proxy {
@@ -90,6 +92,10 @@ Result<std::unique_ptr<RunProxy>> RunProxy::start(TransformRequest& request,
     return Error{proxy.error()};
   }
   request.proxy_socket = (*proxy)->unix_socket_path();
+  // Never the credential (nor the URLs that carry it) in a log line.
+  spdlog::debug("proxy: started for this run on 127.0.0.1:{}{}{} (credential not logged)",
+                (*proxy)->port(), request.proxy_socket.empty() ? "" : " and ",
+                request.proxy_socket);
   return std::unique_ptr<RunProxy>(new RunProxy(std::move(*proxy), std::move(directory)));
 }
 

@@ -269,6 +269,23 @@ TEST_P(ProxyExec, DryRunNeverShowsTheCredential) {
   EXPECT_EQ(r.out.find("198.51.100.1"), std::string::npos) << "the caller's proxy was kept";
 }
 
+TEST_P(ProxyExec, TraceLogsNeverShowTheCredential) {
+  // --log-level is a global option: before the subcommand.
+  const RunResult traced =
+      run({sbx(), "--log-level", "trace", "--backends", GetParam(), "exec", "--policy", policy_,
+           "--cwd", dir_, "--", "/bin/sh", "-c", "echo \"$HTTP_PROXY\""});
+  ASSERT_EQ(traced.code, 0) << describe(traced);
+  std::smatch match;
+  ASSERT_TRUE(std::regex_search(traced.out, match, std::regex("sbx:([0-9a-f]{32})@")))
+      << describe(traced);
+  EXPECT_NE(traced.err.find("proxy: started for this run"), std::string::npos)
+      << "no debug log line: the test would prove nothing\n"
+      << describe(traced);
+  EXPECT_EQ(traced.err.find(match[1].str()), std::string::npos)
+      << "the credential is in sbx's log output\n"
+      << describe(traced);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, ProxyExec, ::testing::Values("bwrap", "landlock"),
                          [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
 
