@@ -1,9 +1,16 @@
 // Process spawning for sbx (see spawn.hpp for the contract).
 //
-// The child is started with fork + execve by absolute path so that nothing between sbx and the
-// command consults PATH or the caller's environment. Between fork and execve the child runs
-// only async-signal-safe code: the parent may be multi-threaded (an embedding agent), and a
-// lock held by another thread at fork time would deadlock malloc/stdio in the child.
+// The child is started with vfork + execve by absolute path so that nothing between sbx and the
+// command consults PATH or the caller's environment. Between vfork and execve the child runs
+// only async-signal-safe code that writes nothing but its own stack: it shares the parent's
+// memory (the parent may be multi-threaded, an embedding agent, and other threads keep running),
+// and a lock held by another thread would deadlock malloc/stdio in the child.
+//
+// Why vfork and not fork: fork copies the page tables of a process that has mapped libsbx,
+// Boost and the plugins, and then write-faults every page either side touches; on a VM that
+// is several milliseconds per command (bench/README.md). vfork shares the memory until execve,
+// as posix_spawn does; it is safe here because every signal is blocked in the child until its
+// dispositions are back to SIG_DFL, so no handler of the parent ever runs on the shared memory.
 #include "sbx/core/spawn.hpp"
 
 #ifndef _WIN32
@@ -290,13 +297,13 @@ Result<ExitStatus> fork_exec_wait(const ExecPlan& plan, int report_read, int rep
   // handler with no child to forward to.
   pthread_sigmask(SIG_SETMASK, &all, &previous);
   install_forwarding();
-  const pid_t pid = fork();
+  const pid_t pid = vfork();
   if (pid == 0) run_child(argv[0], argv.data(), envp.data(), plan.cwd.c_str(), report_write, empty);
-  const int fork_errno = errno;
+  const int fork_errno = errno;  // meaningful only when pid < 0
   std::atomic<pid_t>* slot = pid > 0 ? register_child(pid) : nullptr;
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   close(report_write);
-  Result<ExitStatus> result = Error{std::string("fork failed: ") + std::strerror(fork_errno)};
+  Result<ExitStatus> result = Error{std::string("vfork failed: ") + std::strerror(fork_errno)};
   if (pid > 0) {
     ChildFailure failure{};
     const bool failed = read_child_failure(report_read, failure);

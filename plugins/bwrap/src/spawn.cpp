@@ -60,7 +60,9 @@ constexpr std::array<int, 7> kForwardedSignals = {SIGINT,  SIGTERM, SIGHUP,  SIG
 constexpr int kReadyPollMs = 5;
 
 // ---------------------------------------------------------------------------------------------
-// The child side: async-signal-safe only (sbx may be multi-threaded; see core/src/spawn.cpp).
+// The child side: async-signal-safe only, writing nothing but its own stack: it is started
+// with vfork and shares sbx's memory until execve (why vfork, and why that is safe: see
+// core/src/spawn.cpp; here too every signal is blocked until the dispositions are reset).
 
 enum class ChildStage : int { kSetup = 1, kChdir = 2, kExec = 3 };
 struct ChildFailure {
@@ -372,14 +374,21 @@ Result<ExitStatus> fork_and_supervise(const ExecPlan& plan, const int report[2],
   const std::vector<std::string> argv_strings = with_info_fd(plan.argv);
   std::vector<char*> argv = c_strings(argv_strings);
   std::vector<char*> envp = c_strings(plan.env);
-  const pid_t pid = fork();
+  // Every signal blocked across vfork: a handler of sbx (or of an embedding process) must never
+  // run in the child, which shares this memory; the child unblocks after resetting them.
+  sigset_t all;
+  sigset_t supervising;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &supervising);
+  const pid_t pid = vfork();
   if (pid == 0) run_child({argv.data(), envp.data(), plan.cwd.c_str(), report[1], info[1]});
-  const int fork_errno = errno;
+  const int fork_errno = errno;  // meaningful only when pid < 0
+  pthread_sigmask(SIG_SETMASK, &supervising, nullptr);
   close(report[1]);
   close(info[1]);
   if (pid < 0) {
     close(info[0]);
-    return Error{std::string("bwrap: fork failed: ") + std::strerror(fork_errno)};
+    return Error{std::string("bwrap: vfork failed: ") + std::strerror(fork_errno)};
   }
   ChildFailure failure{};
   const bool failed = read_child_failure(report[0], failure);

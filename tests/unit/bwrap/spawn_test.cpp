@@ -1,0 +1,158 @@
+// The bwrap backend's spawner: the --info-fd plumbing (pure parts) and the spawn contract
+// (exact argv/env/cwd, only fds 0-2 and the info fd inherited, 126/127 for exec failures),
+// checked with a stand-in "bwrap" script so that every case is fast and deterministic. The
+// real bwrap path is covered end to end by tests/integration/bwrap.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "sbx/bwrap/spawn.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using sbx::ExecPlan;
+using sbx::bwrap::parse_child_pid;
+using sbx::bwrap::spawn_bwrap;
+using sbx::bwrap::with_info_fd;
+
+TEST(BwrapInfoFd, InsertedRightAfterBwrapPath) {
+  const std::vector<std::string> argv = {"/usr/bin/bwrap", "--ro-bind", "/", "/", "--", "/bin/true"};
+  const std::vector<std::string> expected = {"/usr/bin/bwrap", "--info-fd", "3", "--ro-bind",
+                                             "/",              "/",         "--", "/bin/true"};
+  EXPECT_EQ(with_info_fd(argv), expected);
+  EXPECT_EQ(with_info_fd({"/usr/bin/bwrap"}),
+            (std::vector<std::string>{"/usr/bin/bwrap", "--info-fd", "3"}));
+  EXPECT_TRUE(with_info_fd({}).empty());
+}
+
+TEST(BwrapInfoFd, ParsesChildPidAsBwrapWritesIt) {
+  EXPECT_EQ(parse_child_pid("{\n    \"child-pid\": 4242\n}\n"), 4242);
+  EXPECT_EQ(parse_child_pid("{\"child-pid\":7}"), 7);
+  EXPECT_EQ(parse_child_pid("{ \"cgroup-namespace\": 1, \"child-pid\" :\t 99 }"), 99);
+}
+
+TEST(BwrapInfoFd, RejectsMissingOrMalformedChildPid) {
+  EXPECT_EQ(parse_child_pid(""), std::nullopt);
+  EXPECT_EQ(parse_child_pid("{}"), std::nullopt);
+  EXPECT_EQ(parse_child_pid("{\"child-pid\": }"), std::nullopt);
+  EXPECT_EQ(parse_child_pid("{\"child-pid\": \"12\"}"), std::nullopt);
+  EXPECT_EQ(parse_child_pid("{\"child-pid\" 12}"), std::nullopt);
+  EXPECT_EQ(parse_child_pid("{\"child-pid\": 0}"), std::nullopt);
+  EXPECT_EQ(parse_child_pid("{\"child-pid\": -5}"), std::nullopt);
+  EXPECT_EQ(parse_child_pid("{\"child-pid\": 99999999999999999999}"), std::nullopt);
+  EXPECT_EQ(parse_child_pid("{\"child-pid\""), std::nullopt);  // truncated
+}
+
+// A scratch directory holding a stand-in bwrap: a shell script that records what it was
+// given (argv, environment, cwd, open fds) and exits with a chosen code.
+class BwrapSpawn : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = fs::temp_directory_path().string() + "/sbx-bwrap-spawn-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+    script_ = dir_ + "/fake-bwrap";
+    std::ofstream(script_) << "#!/bin/sh\n"
+                              "out=\"$SBX_TEST_OUT\"\n"
+                              "printf '%s\\n' \"$@\" > \"$out/argv\"\n"
+                              "env > \"$out/env\"\n"
+                              "pwd > \"$out/cwd\"\n"
+                              "ls /proc/$$/fd > \"$out/fds\"\n"
+                              "printf '{\"child-pid\": %d}' $$ >&3\n"
+                              "exit \"$SBX_TEST_EXIT\"\n";
+    ASSERT_EQ(::chmod(script_.c_str(), 0755), 0);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  ExecPlan plan(int exit_code) const {
+    return ExecPlan{{script_, "--ro-bind", "/", "/", "--", "/bin/true"},
+                    {"SBX_TEST_OUT=" + dir_, "SBX_TEST_EXIT=" + std::to_string(exit_code),
+                     "PATH=/usr/bin:/bin"},
+                    dir_,
+                    {}};
+  }
+  std::vector<std::string> lines(const std::string& name) const {
+    std::ifstream in(dir_ + "/" + name);
+    std::vector<std::string> out;
+    for (std::string line; std::getline(in, line);) out.push_back(line);
+    return out;
+  }
+
+  std::string dir_;
+  std::string script_;
+};
+
+TEST_F(BwrapSpawn, RunsTheExactPlanAndReturnsItsStatus) {
+  sbx::Result<sbx::ExitStatus> status = spawn_bwrap(plan(7));
+  ASSERT_TRUE(status.ok()) << status.error();
+  EXPECT_EQ(status->exit_code, 7);
+  EXPECT_EQ(status->signal, 0);
+  EXPECT_EQ(lines("argv"), (std::vector<std::string>{"--info-fd", "3", "--ro-bind", "/", "/",
+                                                     "--", "/bin/true"}));
+  EXPECT_EQ(lines("cwd"), std::vector<std::string>{fs::canonical(dir_).string()});
+  // Exactly the plan's environment (sh adds PWD, SHLVL and `_` itself).
+  for (const std::string& entry : lines("env")) {
+    const std::string name = entry.substr(0, entry.find('='));
+    EXPECT_TRUE(name == "SBX_TEST_OUT" || name == "SBX_TEST_EXIT" || name == "PATH" ||
+                name == "PWD" || name == "SHLVL" || name == "_" || name == "OLDPWD")
+        << "leaked into bwrap's environment: " << entry;
+  }
+}
+
+TEST_F(BwrapSpawn, StrayDescriptorsDoNotReachBwrap) {
+  // A descriptor the caller left inheritable must not reach bwrap (it would pass it on into
+  // the sandbox); the info pipe must, as fd 3.
+  const int opened = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(opened, 0);
+  constexpr int kStray = 57;
+  ASSERT_EQ(::fcntl(opened, F_DUPFD, kStray), kStray);  // F_DUPFD: no close-on-exec
+  ::close(opened);
+  sbx::Result<sbx::ExitStatus> status = spawn_bwrap(plan(0));
+  ::close(kStray);
+  ASSERT_TRUE(status.ok()) << status.error();
+  const std::vector<std::string> fds = lines("fds");  // the shell's own descriptors
+  auto has = [&](const std::string& fd) {
+    return std::find(fds.begin(), fds.end(), fd) != fds.end();
+  };
+  for (const char* fd : {"0", "1", "2", "3"}) EXPECT_TRUE(has(fd)) << "fd " << fd << " missing";
+  EXPECT_FALSE(has(std::to_string(kStray))) << "an inherited descriptor reached bwrap";
+}
+
+TEST_F(BwrapSpawn, MissingBwrapIs127AndNotExecutableIs126) {
+  ExecPlan missing = plan(0);
+  missing.argv[0] = dir_ + "/no-such-bwrap";
+  sbx::Result<sbx::ExitStatus> status = spawn_bwrap(missing);
+  ASSERT_TRUE(status.ok()) << status.error();
+  EXPECT_EQ(status->exit_code, 127);
+
+  const std::string plain = dir_ + "/not-executable";
+  std::ofstream(plain) << "#!/bin/sh\nexit 0\n";
+  ASSERT_EQ(::chmod(plain.c_str(), 0644), 0);
+  ExecPlan not_executable = plan(0);
+  not_executable.argv[0] = plain;
+  status = spawn_bwrap(not_executable);
+  ASSERT_TRUE(status.ok()) << status.error();
+  EXPECT_EQ(status->exit_code, 126);
+}
+
+TEST_F(BwrapSpawn, MissingWorkingDirectoryFailsBeforeBwrapRuns) {
+  ExecPlan bad_cwd = plan(0);
+  bad_cwd.cwd = dir_ + "/gone";
+  sbx::Result<sbx::ExitStatus> status = spawn_bwrap(bad_cwd);
+  // Either an error or sbx's own failure code; bwrap must not have run.
+  if (status.ok()) {
+    EXPECT_EQ(status->exit_code, 125);
+  }
+  EXPECT_FALSE(fs::exists(dir_ + "/argv")) << "bwrap ran despite the missing cwd";
+}
+
+}  // namespace
