@@ -62,8 +62,14 @@ int fail(std::string_view message);
 // ---- global options and plugins ----
 void add_global_options(CLI::App& app, GlobalOptions& options);
 Status configure_logging_from(const GlobalOptions& options);
+// Which plugins load_registry opens.
+enum class RegistryScope {
+  kWanted,  // with --backends: only the named ones (all if a named one is not found that way)
+  kAll,     // every candidate (for listings)
+};
 // Loads the plugins from the trusted default directory, then each --plugin-dir.
-Result<PluginRegistry> load_registry(const GlobalOptions& options);
+Result<PluginRegistry> load_registry(const GlobalOptions& options,
+                                     RegistryScope scope = RegistryScope::kWanted);
 
 // ---- policy options ----
 void add_policy_options(CLI::App& app, PolicyOptions& options);

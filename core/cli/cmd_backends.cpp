@@ -99,7 +99,7 @@ void print_text(const std::vector<BackendListing>& listings,
 }
 
 int run_backends(const BackendsOptions& options, const GlobalOptions& globals) {
-  Result<PluginRegistry> registry = load_registry(globals);
+  Result<PluginRegistry> registry = load_registry(globals, RegistryScope::kAll);
   if (!registry.ok()) return fail(registry.error());
   const std::vector<BackendListing> listings = list_backends(*registry, options.probe);
   if (options.json) {

@@ -1,6 +1,7 @@
 // Errors, global options, logging and plugin loading for the `sbx` front end.
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <string>
@@ -51,7 +52,16 @@ Status configure_logging_from(const GlobalOptions& options) {
                            options.log_format == "json" ? LogFormat::kJson : LogFormat::kText);
 }
 
-Result<PluginRegistry> load_registry(const GlobalOptions& options) {
+namespace {
+
+bool has_every(const PluginRegistry& registry, const std::vector<std::string>& names) {
+  return std::all_of(names.begin(), names.end(),
+                     [&](const std::string& name) { return registry.find(name) != nullptr; });
+}
+
+}  // namespace
+
+Result<PluginRegistry> load_registry(const GlobalOptions& options, RegistryScope scope) {
   Result<InstallLayout> layout = install_layout();
   if (!layout.ok()) {
     return Error{"cannot locate the sbx installation (" + layout.error() +
@@ -71,6 +81,15 @@ Result<PluginRegistry> load_registry(const GlobalOptions& options) {
   }
   loader.trusted_owner = layout->libsbx_owner;
   loader.host = host_services(*layout);
+  if (scope == RegistryScope::kWanted && !options.backends.empty()) {
+    // Only the plugins the preference names are opened (each costs about a millisecond of
+    // start-up). If one of them is not found that way (a file named unlike its backend, or a
+    // rejected plugin) the full scan runs, so that the reasons given are the complete ones.
+    loader.only_names = options.backends;
+    PluginRegistry wanted = PluginRegistry::load(loader);
+    if (has_every(wanted, options.backends)) return wanted;
+    loader.only_names.clear();
+  }
   return PluginRegistry::load(loader);
 }
 

@@ -358,6 +358,17 @@ void reject_directory(const std::string& dir, const std::string& why, ScanState&
     record(state, reject(join_path(dir, name), LoadStage::kDirectory, why));
 }
 
+// True if the candidate file `name` (sbx-backend-<NAME>.so) is wanted: every file when
+// `only_names` is empty, else the files whose <NAME> is listed.
+bool selected(std::string_view name, const std::vector<std::string>& only_names) {
+  if (only_names.empty()) return true;
+  using loader_detail::kCandidatePrefix;
+  using loader_detail::kCandidateSuffix;
+  const std::string_view stem = name.substr(
+      kCandidatePrefix.size(), name.size() - kCandidatePrefix.size() - kCandidateSuffix.size());
+  return std::find(only_names.begin(), only_names.end(), stem) != only_names.end();
+}
+
 void scan_directory(const std::string& dir, const LoaderOptions& options, ScanState& state) {
   trusted_fs::DirectoryWalk walk = trusted_fs::open_trusted_directory(
       dir, options.trust_root, trusted_fs::Owners{options.trusted_owner});
@@ -373,6 +384,10 @@ void scan_directory(const std::string& dir, const LoaderOptions& options, ScanSt
     if (!loader_detail::is_candidate_name(name)) {
       spdlog::debug("plugin directory {}: ignoring {} (not named sbx-backend-*{})", dir, name,
                     loader_detail::kCandidateSuffix);
+      continue;
+    }
+    if (!selected(name, options.only_names)) {
+      spdlog::debug("plugin directory {}: skipping {} (not among the wanted backends)", dir, name);
       continue;
     }
     load_candidate(walk.fd.get(), dir, name, options, state);

@@ -262,6 +262,29 @@ TEST(PluginLoader, IgnoresFilesNotNamedLikePlugins) {
   EXPECT_TRUE(registry.rejected().empty());
 }
 
+TEST(PluginLoader, OnlyNamesOpensJustTheWantedFiles) {
+  TestTree tree("only-names");
+  const fs::path plugins = tree.dir("plugins");
+  TestTree::copy_fixture(kGood, plugins);
+  // A broken candidate next to it: a full scan rejects it; a scan for other names never
+  // opens it, so it is neither loaded nor rejected.
+  TestTree::copy_fixture("sbx-backend-garbage.so", plugins);
+  LoaderOptions full = tree.options({plugins});
+  ASSERT_EQ(PluginRegistry::load(full).rejected().size(), 1u);
+
+  LoaderOptions wanted = tree.options({plugins});
+  wanted.only_names = {"fixture-good"};
+  const PluginRegistry registry = PluginRegistry::load(wanted);
+  expect_good_loaded(registry, plugins);
+  EXPECT_TRUE(registry.rejected().empty());
+
+  LoaderOptions other = tree.options({plugins});
+  other.only_names = {"bwrap"};
+  const PluginRegistry none = PluginRegistry::load(other);
+  EXPECT_TRUE(none.plugins().empty());
+  EXPECT_TRUE(none.rejected().empty());
+}
+
 TEST(PluginLoader, MissingDirectoryContributesNothing) {
   TestTree tree("missing");
   const PluginRegistry registry = PluginRegistry::load(tree.options({tree.base() / "nope"}));
