@@ -1,6 +1,7 @@
 // sbx-stage2: the last trusted step inside the bwrap sandbox (DESIGN.md "Linux specifics").
 //
-//   sbx-stage2 --net blocked|open [--env KEY=VALUE]... -- /abs/command [ARG]...
+//   sbx-stage2 --net blocked|open [--env KEY=VALUE]... [--env-fd N | --env-environ]
+//              -- /abs/command [ARG]...
 //   sbx-stage2 --net proxy --proxy-port PORT --proxy-socket PATH [--env KEY=VALUE]... -- ...
 //   sbx-stage2 --landlock MIN_ABI [--ll-fs restricted|unrestricted] [--ll-read PATH]...
 //              [--ll-write PATH]... [--ll-dev PATH]... [--ll-scope-abstract-unix on|off]
@@ -17,7 +18,9 @@
 // same seccomp filter and execs. The supervisor kills leftover descendants at the end.
 //
 // In order: sets no_new_privs, verifies it holds no capability, installs the seccomp filter,
-// then runs the command by absolute path with exactly the --env environment. Any failed step
+// then runs the command by absolute path with exactly the --env environment (plus the entries
+// read from --env-fd, or stage 2's own environment with --env-environ: env_block.hpp says why
+// secrets do not travel as arguments). Any failed step
 // prints "sbx-stage2: <step>: <reason>" and exits 125; the command never runs. Exec failures:
 // 127 (not found), 126 (not executable).
 //
@@ -33,12 +36,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "env_block.hpp"
 #include "landlock_ruleset.hpp"
 #include "proxy_relay.hpp"
 #include "seccomp_filter.hpp"
@@ -82,12 +88,49 @@ void check_proxy_options(const Options& o) {
     fail("arguments", "--net proxy needs --proxy-socket");
 }
 
+// Reads the --env-fd block to EOF and closes the descriptor, so that neither the relay nor
+// the command inherits it.
+std::vector<std::string> read_env_fd(const std::string& value) {
+  char* end = nullptr;
+  const long fd = std::strtol(value.c_str(), &end, 10);
+  if (value.empty() || *end != '\0' || fd < 3 || fd > 1'000'000)
+    fail("arguments", "--env-fd expects a descriptor number >= 3, got '" + value + "'");
+  std::string block;
+  char buffer[65536];
+  for (;;) {
+    const ssize_t n = ::read(static_cast<int>(fd), buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail("environment", "cannot read --env-fd " + value + ": " + std::strerror(errno));
+    if (n == 0) break;
+    block.append(buffer, static_cast<std::size_t>(n));
+    if (block.size() > sbx::stage2::kMaxEnvBlock)
+      fail("environment", "--env-fd holds more than 16 MiB");
+  }
+  ::close(static_cast<int>(fd));
+  sbx::Result<std::vector<std::string>> entries = sbx::stage2::parse_env_block(block);
+  if (!entries.ok()) fail("environment", entries.error());
+  return std::move(*entries);
+}
+
+std::vector<std::string> own_environment() {
+  std::vector<std::string> entries;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    if (sbx::stage2::valid_env_entry(*e)) entries.emplace_back(*e);
+  }
+  return entries;
+}
+
 Options parse(int argc, char** argv) {
   Options o;
   int i = 1;
   for (; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--") break;
+    if (arg == "--env-environ") {
+      const std::vector<std::string> own = own_environment();
+      o.env.insert(o.env.end(), own.begin(), own.end());
+      continue;
+    }
     if (i + 1 >= argc) fail("arguments", "'" + arg + "' needs a value");
     const std::string value = argv[++i];
     if (arg == "--net") {
@@ -107,6 +150,9 @@ Options parse(int argc, char** argv) {
       if (value.find('=') == std::string::npos || value.front() == '=')
         fail("arguments", "--env expects KEY=VALUE, got '" + value + "'");
       o.env.push_back(value);
+    } else if (arg == "--env-fd") {
+      const std::vector<std::string> block = read_env_fd(value);
+      o.env.insert(o.env.end(), block.begin(), block.end());
     } else {
       sbx::Result<bool> landlock = sbx::stage2::parse_landlock_option(arg, value, o.landlock);
       if (!landlock.ok()) fail("arguments", landlock.error());

@@ -30,12 +30,14 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <charconv>
@@ -129,6 +131,7 @@ struct ChildArgs {
   const char* cwd;
   int report_fd;  // CLOEXEC; EOF at a successful execve
   int info_fd;    // write end of the info pipe, becomes kInfoFd
+  int env_fd;     // the environment block (CLOEXEC), becomes kEnvFd; -1 if there is none
 };
 
 [[noreturn]] void run_child(const ChildArgs& a) {
@@ -136,13 +139,18 @@ struct ChildArgs {
   // Own process group: ^C from the terminal must reach sbx (which forwards it), not bwrap.
   if (setpgid(0, 0) != 0) child_fail(a.report_fd, ChildStage::kSetup, kExitSbxFailure);
   close_stray_fds();
-  // Move both pipe ends above kInfoFd first: either may currently *be* kInfoFd.
-  const int report = fcntl(a.report_fd, F_DUPFD_CLOEXEC, kInfoFd + 1);
-  const int info = fcntl(a.info_fd, F_DUPFD_CLOEXEC, kInfoFd + 1);
+  // Move every descriptor above kEnvFd first: any of them may currently *be* kInfoFd/kEnvFd.
+  const int report = fcntl(a.report_fd, F_DUPFD_CLOEXEC, kEnvFd + 1);
   if (report < 0) child_fail(a.report_fd, ChildStage::kSetup, kExitSbxFailure);
+  const int info = fcntl(a.info_fd, F_DUPFD_CLOEXEC, kEnvFd + 1);
   if (info < 0) child_fail(report, ChildStage::kSetup, kExitSbxFailure);
-  // dup2 to a different number clears FD_CLOEXEC: kInfoFd is the one fd bwrap inherits.
+  const int env = a.env_fd < 0 ? -1 : fcntl(a.env_fd, F_DUPFD_CLOEXEC, kEnvFd + 1);
+  if (a.env_fd >= 0 && env < 0) child_fail(report, ChildStage::kSetup, kExitSbxFailure);
+  // dup2 to a different number clears FD_CLOEXEC: kInfoFd and kEnvFd are the fds bwrap
+  // inherits (and passes on to stage 2, which closes kEnvFd once read).
   if (dup2(info, kInfoFd) != kInfoFd) child_fail(report, ChildStage::kSetup, kExitSbxFailure);
+  if (env >= 0 && dup2(env, kEnvFd) != kEnvFd)
+    child_fail(report, ChildStage::kSetup, kExitSbxFailure);
   if (chdir(a.cwd) != 0) child_fail(report, ChildStage::kChdir, kExitSbxFailure);
   sigset_t empty;
   sigemptyset(&empty);
@@ -369,9 +377,56 @@ Result<int> open_signal_fd(sigset_t& previous) {
   return fd;
 }
 
+// vfork + run_child, kept apart so that no local of the caller lives across vfork (the child
+// shares this stack frame's memory until execve).
+[[gnu::noinline]] pid_t vfork_child(const ChildArgs& args, int& vfork_errno) {
+  const pid_t pid = vfork();
+  if (pid == 0) run_child(args);
+  vfork_errno = errno;
+  return pid;
+}
+
+// A sealed memfd holding `block`, positioned at its start; -1 (errno set) on failure.
+int env_memfd(const std::string& block) {
+  const int fd = static_cast<int>(
+      syscall(SYS_memfd_create, "sbx-env", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  if (fd < 0) return -1;
+  std::size_t written = 0;
+  while (written < block.size()) {
+    const ssize_t n = write(fd, block.data() + written, block.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int error = errno;
+      close(fd);
+      errno = error;
+      return -1;
+    }
+    written += static_cast<std::size_t>(n);
+  }
+  // Sealed: nothing that later holds the descriptor can change what stage 2 reads.
+  fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL);
+  if (lseek(fd, 0, SEEK_SET) != 0) {
+    const int error = errno;
+    close(fd);
+    errno = error;
+    return -1;
+  }
+  return fd;
+}
+
 Result<ExitStatus> fork_and_supervise(const ExecPlan& plan, const int report[2],
                                       const int info[2], int signal_fd) {
-  const std::vector<std::string> argv_strings = with_info_fd(plan.argv);
+  const EnvOnFd moved = move_env_to_fd(with_info_fd(plan.argv));
+  const int env_fd = moved.block.empty() ? -1 : env_memfd(moved.block);
+  if (!moved.block.empty() && env_fd < 0) {
+    const int error = errno;
+    close(report[1]);
+    close(info[1]);
+    close(info[0]);
+    return Error{std::string("bwrap: cannot hand the environment to sbx-stage2 (memfd): ") +
+                 std::strerror(error)};
+  }
+  const std::vector<std::string>& argv_strings = moved.argv;
   std::vector<char*> argv = c_strings(argv_strings);
   std::vector<char*> envp = c_strings(plan.env);
   // Every signal blocked across vfork: a handler of sbx (or of an embedding process) must never
@@ -380,10 +435,12 @@ Result<ExitStatus> fork_and_supervise(const ExecPlan& plan, const int report[2],
   sigset_t supervising;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &supervising);
-  const pid_t pid = vfork();
-  if (pid == 0) run_child({argv.data(), envp.data(), plan.cwd.c_str(), report[1], info[1]});
-  const int fork_errno = errno;  // meaningful only when pid < 0
+  int fork_errno = 0;  // meaningful only when pid < 0
+  const pid_t pid =
+      vfork_child({argv.data(), envp.data(), plan.cwd.c_str(), report[1], info[1], env_fd},
+                  fork_errno);
   pthread_sigmask(SIG_SETMASK, &supervising, nullptr);
+  if (env_fd >= 0) close(env_fd);
   close(report[1]);
   close(info[1]);
   if (pid < 0) {
@@ -412,6 +469,30 @@ std::vector<std::string> with_info_fd(const std::vector<std::string>& argv) {
       out.push_back(std::to_string(kInfoFd));
     }
   }
+  return out;
+}
+
+EnvOnFd move_env_to_fd(const std::vector<std::string>& argv) {
+  const auto bwrap_end = std::find(argv.begin(), argv.end(), "--");
+  if (bwrap_end == argv.end() || std::next(bwrap_end) == argv.end()) return {argv, {}};
+  const auto stage2 = std::next(bwrap_end);  // stage 2's path
+  EnvOnFd out;
+  out.argv.assign(argv.begin(), std::next(stage2));
+  std::vector<std::string> stage2_args;
+  auto it = std::next(stage2);
+  for (; it != argv.end() && *it != "--"; ++it) {
+    if (*it == "--env" && std::next(it) != argv.end()) {
+      ++it;
+      out.block += *it;
+      out.block.push_back('\0');
+    } else {
+      stage2_args.push_back(*it);
+    }
+  }
+  if (out.block.empty()) return {argv, {}};
+  out.argv.insert(out.argv.end(), {"--env-fd", std::to_string(kEnvFd)});
+  out.argv.insert(out.argv.end(), stage2_args.begin(), stage2_args.end());
+  out.argv.insert(out.argv.end(), it, argv.end());
   return out;
 }
 

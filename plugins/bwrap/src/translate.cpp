@@ -340,8 +340,10 @@ void append_stage2(const TransformRequest& request, const HostFacts& facts, Tran
                          "--proxy-socket", request.proxy_socket});
       break;
   }
-  // The command's environment goes to stage 2 as arguments: bwrap and stage 2 themselves run
+  // The command's environment goes to stage 2, not to bwrap: bwrap and stage 2 themselves run
   // with an empty environment, so LD_PRELOAD and friends cannot act before the filter is on.
+  // The plan shows it as --env pairs; the spawner moves them to a descriptor (--env-fd,
+  // spawn.hpp) so that they are not world-readable in /proc while the command runs.
   for (const std::string& entry : request.env) a.insert(a.end(), {"--env", entry});
   a.push_back("--");
   a.insert(a.end(), request.argv.begin(), request.argv.end());

@@ -26,7 +26,9 @@ class LandlockBackend final : public Backend {
       ExecPlan plan;
       plan.argv = std::move(t->argv);
       plan.cwd = request.cwd;
-      plan.env = {};  // stage 2 runs with an empty environment; the command's is in --env
+      // Stage 2 (static: no LD_* acts on it) runs with the command's environment and hands it
+      // on (--env-environ); as arguments it would be world-readable in /proc.
+      plan.env = std::move(t->env);
       plan.notes = std::move(t->notes);
       return plan;
     } catch (const std::exception& e) {

@@ -139,7 +139,10 @@ Result<Translation> translate(const TransformRequest& request, const std::string
   } else {
     t.argv.push_back(confined ? "blocked" : "open");
   }
-  for (const std::string& e : request.env) t.argv.insert(t.argv.end(), {"--env", e});
+  // The command's environment is stage 2's own, not arguments: arguments are world-readable
+  // in /proc while the command runs, an environment holds secrets (core/stage2/env_block.hpp).
+  t.argv.push_back("--env-environ");
+  t.env = request.env;
   t.argv.push_back("--");
   t.argv.insert(t.argv.end(), request.argv.begin(), request.argv.end());
   t.notes = {

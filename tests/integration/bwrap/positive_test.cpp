@@ -60,6 +60,22 @@ TEST_F(BwrapPositive, GitWorksOnlyWhenGitIsNotProtected) {
   EXPECT_TRUE(exists(ws_ / ".git/HEAD"));
 }
 
+// The command's environment arrives whole, but not through arguments: those are
+// world-readable in /proc for the whole run (sbx-stage2 is the sandbox's PID 1).
+TEST_F(BwrapPositive, EnvironmentArrivesWithoutAppearingInAnyArguments) {
+  auto env = base_env();
+  env.push_back("SBX_IT_SECRET=sbx-it-secret-value-4711");
+  const RunResult r = sh(ws_.path(),
+                         "printf '%s\\n' \"$SBX_IT_SECRET\"; tr '\\0' '\\n' < /proc/1/cmdline > pid1.txt",
+                         {"--preset", "workspace-write"}, env);
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_EQ(r.out, "sbx-it-secret-value-4711\n") << describe(r);
+  const std::string pid1 = read_file(ws_ / "pid1.txt");
+  EXPECT_NE(pid1.find("sbx-stage2"), std::string::npos) << pid1;
+  EXPECT_NE(pid1.find("--env-fd"), std::string::npos) << pid1;
+  EXPECT_EQ(pid1.find("sbx-it-secret-value"), std::string::npos) << pid1;
+}
+
 TEST_F(BwrapPositive, StdinIsPiped) {
   const RunResult r = sbx_exec({"--preset", "workspace-write"}, ws_.path(), {"/bin/cat"},
                                base_env(), "hello through stdin\n");

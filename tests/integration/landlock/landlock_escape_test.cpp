@@ -58,6 +58,25 @@ class LandlockEscape : public ::testing::Test {
   std::string policy_;
 };
 
+// The command's environment arrives whole, but not through arguments: the supervising
+// sbx-stage2 (the command's parent) runs for the whole command, and arguments are
+// world-readable in /proc.
+TEST_F(LandlockEscape, EnvironmentArrivesWithoutAppearingInAnyArguments) {
+  auto env = base_env();
+  env.push_back("SBX_IT_SECRET=sbx-it-secret-value-4711");
+  std::vector<std::string> argv = {sbx_path(), "--backends", "landlock", "exec", "--policy",
+                                   policy_,    "--cwd",      ws_.path(),  "--", "/bin/sh", "-c",
+                                   "printf '%s\\n' \"$SBX_IT_SECRET\"; tr '\\0' '\\n' < "
+                                   "/proc/$PPID/cmdline > pid1.txt"};
+  const RunResult r = run(argv, env, "");
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_EQ(r.out, "sbx-it-secret-value-4711\n") << describe(r);
+  const std::string parent = read_file(ws_ / "pid1.txt");
+  EXPECT_NE(parent.find("sbx-stage2"), std::string::npos) << parent;
+  EXPECT_NE(parent.find("--env-environ"), std::string::npos) << parent;
+  EXPECT_EQ(parent.find("sbx-it-secret-value"), std::string::npos) << parent;
+}
+
 TEST_F(LandlockEscape, WritesOutsideWritableRootsAndIntoHomeFail) {
   const std::string home_target = "/root/sbx-ll-escape-" + std::to_string(::getpid());
   const RunResult r = sh("echo x > " + outside_ / "new.txt" + "; echo x >> " + outside_ /

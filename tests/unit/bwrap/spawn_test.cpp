@@ -52,6 +52,31 @@ TEST(BwrapInfoFd, RejectsMissingOrMalformedChildPid) {
   EXPECT_EQ(parse_child_pid("{\"child-pid\""), std::nullopt);  // truncated
 }
 
+TEST(BwrapEnvFd, StageTwoEnvironmentMovesToTheDescriptor) {
+  const std::vector<std::string> argv = {
+      "/usr/bin/bwrap", "--info-fd", "3", "--ro-bind", "/", "/", "--",
+      "/s2", "--net", "blocked", "--env", "PATH=/bin", "--env", "TOKEN=s3cr=t",
+      "--", "/bin/echo", "--env", "NOT_MINE=1"};
+  const sbx::bwrap::EnvOnFd moved = sbx::bwrap::move_env_to_fd(argv);
+  const std::vector<std::string> expected = {
+      "/usr/bin/bwrap", "--info-fd", "3", "--ro-bind", "/", "/", "--",
+      "/s2", "--env-fd", "4", "--net", "blocked", "--", "/bin/echo", "--env", "NOT_MINE=1"};
+  EXPECT_EQ(moved.argv, expected);
+  EXPECT_EQ(moved.block, std::string("PATH=/bin\0TOKEN=s3cr=t\0", 23));
+  for (const std::string& arg : moved.argv)
+    EXPECT_EQ(arg.find("s3cr"), std::string::npos) << "a secret stayed in the arguments";
+}
+
+TEST(BwrapEnvFd, WithoutEnvironmentNothingChanges) {
+  const std::vector<std::string> argv = {"/usr/bin/bwrap", "--", "/s2", "--net", "open", "--",
+                                         "/bin/true"};
+  const sbx::bwrap::EnvOnFd moved = sbx::bwrap::move_env_to_fd(argv);
+  EXPECT_EQ(moved.argv, argv);
+  EXPECT_TRUE(moved.block.empty());
+  const std::vector<std::string> no_stage2 = {"/usr/bin/bwrap", "--env", "A=1"};
+  EXPECT_EQ(sbx::bwrap::move_env_to_fd(no_stage2).argv, no_stage2);
+}
+
 // A scratch directory holding a stand-in bwrap: a shell script that records what it was
 // given (argv, environment, cwd, open fds) and exits with a chosen code.
 class BwrapSpawn : public ::testing::Test {

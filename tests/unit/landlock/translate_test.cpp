@@ -27,9 +27,11 @@ TEST(LandlockTranslate, WorkspacePolicyBecomesExactStage2Argv) {
       "/s2", "--landlock", "4", "--ll-fs", "restricted", "--ll-read", "/", "--ll-write", "/ws",
       "--ll-dev", "/dev/null", "--ll-dev", "/dev/zero", "--ll-dev", "/dev/full", "--ll-dev",
       "/dev/random", "--ll-dev", "/dev/urandom", "--ll-dev", "/dev/tty",
-      "--ll-scope-abstract-unix", "on", "--net", "blocked", "--env", "PATH=/bin", "--",
+      "--ll-scope-abstract-unix", "on", "--net", "blocked", "--env-environ", "--",
       "/bin/true"};
   EXPECT_EQ(t->argv, expected);
+  // The environment travels as stage 2's own, never as (world-readable) arguments.
+  EXPECT_EQ(t->env, std::vector<std::string>{"PATH=/bin"});
   EXPECT_EQ(t->min_abi, 4);
   ASSERT_GE(t->rules.size(), 2u);
   EXPECT_EQ(t->rules[0], (landlock::RuleLine{"read", "/"}));

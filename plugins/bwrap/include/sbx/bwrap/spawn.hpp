@@ -2,7 +2,8 @@
 //
 // Same contract as core's host spawn (absolute execve, exactly plan.env, every fd but 0-2
 // closed, plan.cwd, 125/126/127 for sbx/exec failures), plus what core cannot do for bwrap:
-// bwrap is started with "--info-fd 3", the pid of the sandbox's PID 1 (sbx-stage2 --as-pid-1)
+// bwrap is started with "--info-fd 3" and the command's environment on fd 4 (move_env_to_fd),
+// the pid of the sandbox's PID 1 (sbx-stage2 --as-pid-1)
 // is read from bwrap's JSON, and signals sent to sbx are forwarded to that process instead of
 // to bwrap (which would die of them and take the sandbox down with --die-with-parent).
 #pragma once
@@ -21,6 +22,21 @@ namespace sbx::bwrap {
 
 // The descriptor number bwrap's --info-fd names in the bwrap process.
 inline constexpr int kInfoFd = 3;
+// The descriptor holding the command's environment for sbx-stage2 (--env-fd): bwrap passes it
+// on into the sandbox, stage 2 reads and closes it before anything else runs.
+inline constexpr int kEnvFd = 4;
+
+// plan.argv with stage 2's "--env KEY=VALUE" pairs taken out and "--env-fd 4" put right after
+// stage 2's path, plus the block of NUL-terminated entries for that descriptor. Why: arguments
+// are world-readable in /proc for as long as bwrap and stage 2 run; an environment holds
+// secrets (core/stage2/env_block.hpp). Stage 2's arguments are those between the first "--"
+// (the end of bwrap's options) and stage 2's own "--"; nothing else is touched. Without --env
+// pairs the argv is returned unchanged and the block is empty.
+struct EnvOnFd {
+  std::vector<std::string> argv;
+  std::string block;
+};
+EnvOnFd move_env_to_fd(const std::vector<std::string>& argv);
 
 // plan.argv with "--info-fd 3" inserted right after argv[0] (bwrap's own path). The translator
 // stays pure: the option names an fd that only exists once this spawner provides it.

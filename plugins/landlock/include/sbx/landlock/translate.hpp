@@ -21,6 +21,7 @@ struct Translation {
   std::vector<std::string> argv;  // sbx-stage2 --landlock ... -- command...
   std::vector<RuleLine> rules;    // exactly the path rules in argv, in order
   int min_abi = 1;                // stage 2 refuses to run on a lower ABI
+  std::vector<std::string> env;   // stage 2's environment = the command's (--env-environ)
   std::vector<std::string> notes;
 };
 
