@@ -157,8 +157,23 @@ int run_sandboxed(ExecRun& run, const Manager& manager, const std::string& backe
 // Question 2 said "none". Refuse (125) unless the caller explicitly accepted running without a
 // sandbox, and always refuse for a deny policy: only a sandbox could keep the command away
 // from what it denies.
+// Why this policy may never run without a sandbox, even with --allow-unsandboxed: a deny entry
+// (the denied paths would be readable) or network mode proxy (the domain rules would not
+// apply: the command would have the whole network). nullopt if neither.
+std::optional<std::string> never_unsandboxed(const Policy& policy) {
+  if (std::optional<std::string> deny = first_deny(policy)) {
+    return "the policy denies " + *deny +
+           ": a policy with deny entries never runs unsandboxed";
+  }
+  if (policy.network.mode == NetworkMode::kProxy) {
+    return "the policy allows the network only through sbx's proxy: a policy with network mode "
+           "proxy never runs unsandboxed";
+  }
+  return std::nullopt;
+}
+
 int none_available(ExecRun& run, const BackendChoice& choice) {
-  const std::optional<std::string> deny = first_deny(run.input.policy);
+  const std::optional<std::string> deny = never_unsandboxed(run.input.policy);
   if (run.options.allow_unsandboxed && !deny) {
     std::cerr << "sbx: warning: running the command WITHOUT a sandbox (--allow-unsandboxed): "
               << "a sandbox was wanted (" << printable(run.report.reason)
@@ -168,13 +183,12 @@ int none_available(ExecRun& run, const BackendChoice& choice) {
   }
   const std::string what =
       deny
-          ? "a sandbox is wanted but no backend is available here, and the policy denies " + *deny +
-                ": a policy with deny entries never runs unsandboxed, not even with "
-                "--allow-unsandboxed, so the command was not run"
+          ? "a sandbox is wanted but no backend is available here, and " + *deny +
+                ", not even with --allow-unsandboxed, so the command was not run"
           : "a sandbox is wanted but no backend is available here, so the command was not run";
   const std::string todo =
       deny ? "make a backend available (`sbx backends --probe` shows what is missing) or "
-             "remove the deny entries"
+             "remove what the policy restricts"
            : "make a backend available (`sbx backends --probe` shows what is missing), choose "
              "others with --backends, or pass --allow-unsandboxed to run it without a sandbox";
   const int code = failed(run.report, what, todo);
@@ -265,7 +279,7 @@ Command register_exec(CLI::App& app, const GlobalOptions& globals) {
   add_sandbox_option(*sub, options->sandbox);
   sub->add_flag("--allow-unsandboxed", options->allow_unsandboxed,
                 "When a sandbox is wanted but none is available, run the command without one "
-                "(prints a warning; never for a policy with deny entries)");
+                "(prints a warning; never for a policy with deny entries or network mode proxy)");
   sub->add_flag("--dry-run", options->dry_run,
                 "Print the plan (backend, argv, env, cwd, notes) as JSON instead of running it");
   sub->add_flag("--json", options->json,

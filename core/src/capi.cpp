@@ -196,6 +196,11 @@ std::string none_available_message(const Planned& planned) {
          "; make one available (see sbx_backends_json with probe) or choose others";
 }
 
+// A policy that only a sandbox can honour: deny entries, or network only through the proxy.
+bool never_unsandboxed(const Policy& policy) {
+  return has_deny_entries(policy) || policy.network.mode == NetworkMode::kProxy;
+}
+
 struct ExecOutcome {
   RunReport report;
   std::optional<std::string> tail;
@@ -207,8 +212,9 @@ Status run_planned(const sbx_manager& manager, Planned& planned, unsigned flags,
     // Wanted but none available, and no accepted override (exec_command already built the
     // direct plan when the caller allowed it and the policy has no deny entries).
     out.report.error = none_available_message(planned) +
-                       (has_deny_entries(planned.input.policy)
-                            ? " (the policy has deny entries, so it never runs unsandboxed)"
+                       (never_unsandboxed(planned.input.policy)
+                            ? " (the policy has deny entries or network mode proxy, so it never "
+                              "runs unsandboxed)"
                             : " (or pass SBX_EXEC_ALLOW_UNSANDBOXED)");
     return {};
   }
@@ -263,9 +269,10 @@ Result<std::string> exec_command(sbx_manager* manager, const char* policy_json, 
   outcome.report.backend = planned->choice.backend;
   outcome.report.final = "none";
   if (!planned->plan && (flags & SBX_EXEC_ALLOW_UNSANDBOXED) != 0 &&
-      !has_deny_entries(planned->input.policy)) {
+      !never_unsandboxed(planned->input.policy)) {
     // The caller accepted running without a sandbox: the direct plan, clearly reported. Never
-    // for a deny policy: only a sandbox could keep the command away from what it denies.
+    // for a deny policy (only a sandbox could keep the command away from what it denies) nor
+    // for network mode proxy (unsandboxed, the domain rules would not apply).
     Result<std::vector<std::string>> args =
         argv_from(argv, planned->input.resolved.cwd, environment());
     if (!args.ok()) return Error{args.error()};

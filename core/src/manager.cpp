@@ -260,6 +260,11 @@ Result<SandboxDecision> should_sandbox(const Policy& policy, SandboxPreference p
   if (preference == SandboxPreference::kRequire)
     return SandboxDecision{true, "the caller requires a sandbox (--sandbox require)"};
   if (preference == SandboxPreference::kForbid) {
+    // Unsandboxed, network mode proxy would mean the whole network, not the allowed domains.
+    if (policy.network.mode == NetworkMode::kProxy)
+      return Error{"--sandbox forbid is not allowed: the policy allows the network only through "
+                   "sbx's proxy, and a policy with network mode proxy never runs unsandboxed "
+                   "(use --sandbox auto|require or another network mode)"};
     if (!deny.empty())
       return Error{"--sandbox forbid is not allowed: the policy denies " + deny +
                    ", and a policy with deny entries never runs unsandboxed (remove the deny "

@@ -405,6 +405,13 @@ class ExecNoneAvailable(SbxTestCase):
             self.assertFalse(os.path.exists(self.marker()), f"ran with --deny {deny}")
             self.assertIn("deny entries never runs unsandboxed", result.stderr)
 
+    def test_proxy_policy_never_runs_unsandboxed(self):
+        # Unsandboxed, the command would have the whole network, not the allowed domains.
+        result = self.exec_touch("--allow-unsandboxed", "--network", "proxy")
+        self.assert_exit(result, 125)
+        self.assertFalse(os.path.exists(self.marker()), "ran with --network proxy")
+        self.assertIn("network mode proxy never runs unsandboxed", result.stderr)
+
     def test_json_report(self):
         result = self.exec_touch("--json")
         self.assert_exit(result, 125)

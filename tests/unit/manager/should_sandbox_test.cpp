@@ -66,11 +66,20 @@ TEST(ShouldSandboxTest, RequireAlwaysSandboxes) {
 }
 
 TEST(ShouldSandboxTest, ForbidNeverSandboxes) {
-  Result<SandboxDecision> decision = should_sandbox(
-      make_policy(FilesystemKind::kRestricted, NetworkMode::kProxy), SandboxPreference::kForbid);
+  Result<SandboxDecision> decision =
+      should_sandbox(make_policy(FilesystemKind::kRestricted, NetworkMode::kRestricted),
+                     SandboxPreference::kForbid);
   ASSERT_TRUE(decision.ok()) << decision.error();
   EXPECT_FALSE(decision->sandbox);
   EXPECT_THAT(decision->reason, HasSubstr("forbids"));
+}
+
+TEST(ShouldSandboxTest, ForbidWithProxyNetworkIsAnError) {
+  // Unsandboxed, the command would reach the whole network instead of the allowed domains.
+  Result<SandboxDecision> decision = should_sandbox(
+      make_policy(FilesystemKind::kRestricted, NetworkMode::kProxy), SandboxPreference::kForbid);
+  ASSERT_FALSE(decision.ok());
+  EXPECT_THAT(decision.error(), HasSubstr("network mode proxy never runs unsandboxed"));
 }
 
 TEST(ShouldSandboxTest, ForbidWithDenyPathIsAnError) {
