@@ -589,6 +589,22 @@ class ExecSandboxed(SbxTestCase):
         self.assertTrue(plan["argv"][0].startswith("/"))
 
 
+    def test_default_order_loads_only_bwrap_when_it_can_run_the_command(self):
+        backends = loaded_backends()
+        if not backends.get("bwrap", {}).get("available"):
+            self.skipTest("bwrap is not available here, so the default order goes past it")
+        result = sbx("--log-level", "debug", "exec", "--json", "--cwd", self.work, "--",
+                     "/bin/true")
+        self.assert_exit(result, 0)
+        self.assertEqual(self.last_json_line(result.stderr)["backend"], "bwrap")
+        for other in [n for n in backends if n != "bwrap"]:
+            self.assertIn(f"skipping sbx-backend-{other}.so", result.stderr)
+        # The same command with landlock first loads both and still runs.
+        result = sbx("--backends", "landlock,bwrap", "exec", "--json", "--cwd", self.work,
+                     "--", "/bin/true")
+        self.assert_exit(result, 0)
+
+
 class ExecSandboxedSignals(SbxTestCase):
     """DESIGN.md: signals sent to sbx reach the command, also inside a sandbox. Its own ctest
     (cli.ExecSandboxedSignals) so that a backend that drops signals shows up on its own."""
