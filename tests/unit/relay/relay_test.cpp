@@ -25,7 +25,9 @@
 namespace {
 
 // A unix-socket server that answers each connection with TAG + everything it received, after
-// the client ended its side.
+// the client ended its side. It is a forked process, not a thread: start_relay forks, and a
+// fork while another thread holds an allocator lock deadlocks the child's first malloc (it did
+// under ASan). sbx-stage2 is single-threaded when it starts the relay; so are these tests.
 class TaggedEchoServer {
  public:
   TaggedEchoServer(const std::string& path, std::string tag) : tag_(std::move(tag)) {
@@ -34,21 +36,34 @@ class TaggedEchoServer {
     address.sun_family = AF_UNIX;
     std::strncpy(address.sun_path, path.c_str(), sizeof address.sun_path - 1);
     ok_ = ::bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
-          ::listen(fd_, 16) == 0;
-    if (ok_) thread_ = std::thread([this] { serve(); });
+          ::listen(fd_, 256) == 0;
+    if (!ok_) return;
+    server_ = ::fork();
+    if (server_ == 0) {
+      serve();
+      ::_exit(0);
+    }
+    ok_ = server_ > 0;
   }
   ~TaggedEchoServer() {
-    ::shutdown(fd_, SHUT_RDWR);
+    if (server_ > 0) {
+      ::kill(server_, SIGKILL);
+      ::waitpid(server_, nullptr, 0);
+    }
     ::close(fd_);
-    if (thread_.joinable()) thread_.join();
   }
+  TaggedEchoServer(const TaggedEchoServer&) = delete;
+  TaggedEchoServer& operator=(const TaggedEchoServer&) = delete;
   bool ok() const { return ok_; }
 
  private:
   void serve() {
     for (;;) {
       const int client = ::accept(fd_, nullptr, nullptr);
-      if (client < 0) return;
+      if (client < 0) {
+        if (errno == EINTR) continue;
+        return;
+      }
       std::string data;
       char buffer[4096];
       ssize_t n = 0;
@@ -62,7 +77,7 @@ class TaggedEchoServer {
   std::string tag_;
   int fd_ = -1;
   bool ok_ = false;
-  std::thread thread_;
+  pid_t server_ = -1;
 };
 
 std::uint16_t free_loopback_port() {
