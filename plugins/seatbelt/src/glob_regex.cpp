@@ -15,6 +15,21 @@ constexpr std::string_view kAnyByte = "[^/]";
 // Matches one or more component bytes: a superset of "one character" under both byte- and
 // character-oriented regex engines (a UTF-8 character is 1-4 bytes).
 constexpr std::string_view kAnyChars = "[^/]+";
+// Matches any byte that is not printable ASCII (a byte of a multi-byte UTF-8 character, a
+// control character, or one of the few printable bytes a bracket cannot hold: `"`, `\`, `]`).
+// Never `/`.
+constexpr std::string_view kNonPrintable =
+    "[^ !#$%&'()*+,./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ_`abcdefghijklmnopqrstuvwxyz{|}~^[-]";
+
+// `one_byte` (a bracket expression for one ASCII byte) or a run of 2 to 4 non-printable bytes:
+// one character of a path component. Why: `?` and negated classes must also match a
+// multi-byte UTF-8 character, or a deny glob like `secret?.txt` would miss `secretü.txt`
+// (fail-open) under a byte-oriented engine. The run is a superset (it also takes 2-4 control
+// bytes), which for a deny glob is fail-closed; for ASCII names the match stays exact.
+std::string one_character(std::string_view one_byte) {
+  const std::string nb(kNonPrintable);
+  return "(" + std::string(one_byte) + "|" + nb + nb + "(" + nb + nb + "?)?)";
+}
 
 bool is_plain(unsigned char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '/' ||
@@ -302,7 +317,7 @@ std::bitset<128> writable_ascii(std::bitset<128> ascii) {
 // widens the whole class to "any character".
 void emit_class(const ClassSet& set, std::string& out) {
   if (set.negated) {
-    out += "[^/" + bracket_members(writable_ascii(set.ascii)) + "]";
+    out += one_character("[^/" + bracket_members(writable_ascii(set.ascii)) + "]");
     return;
   }
   if (set.inexact || has_unwritable_ascii(set.ascii)) {
@@ -374,7 +389,7 @@ std::string compile_alternative(std::string_view p) {
     } else if (c == '*') {
       i = compile_stars(p, i, out);
     } else if (c == '?') {
-      out += kAnyByte;
+      out += one_character(kAnyByte);
       ++i;
     } else if (c == '[') {
       const std::size_t end = find_class_end(p, i);

@@ -69,6 +69,30 @@ bool class_match(const std::string& body, char c) {
   return c != '/' && hit != neg;
 }
 
+// Not printable ASCII, or one of the printable bytes a bracket cannot hold (glob_regex.cpp's
+// kNonPrintable): the bytes of a multi-byte UTF-8 character are all of this kind.
+bool non_printable(char c) {
+  const auto b = static_cast<unsigned char>(c);
+  return b < 0x20 || b >= 0x7F || c == '"' || c == '\\' || c == ']';
+}
+
+bool wildmatch(const std::string& p, std::size_t pi, const std::string& s, std::size_t si);
+
+// The documented meaning of `?` and of a negated class at s[si]: one byte (for which `one_byte`
+// holds), or a run of 2 to 4 non-printable bytes: a multi-byte UTF-8 character, with a
+// superset (any such run) because the profile's regex can only be written in printable ASCII.
+template <typename OneByte>
+bool one_character(const std::string& p, std::size_t next, const std::string& s, std::size_t si,
+                   OneByte one_byte) {
+  if (one_byte(s[si]) && wildmatch(p, next, s, si + 1)) return true;
+  std::size_t run = 0;
+  while (run < 4 && si + run < s.size() && non_printable(s[si + run])) {
+    ++run;
+    if (run >= 2 && wildmatch(p, next, s, si + run)) return true;
+  }
+  return false;
+}
+
 bool wildmatch(const std::string& p, std::size_t pi, const std::string& s, std::size_t si) {
   if (pi == p.size()) return si == s.size();
   const char c = p[pi];
@@ -90,14 +114,19 @@ bool wildmatch(const std::string& p, std::size_t pi, const std::string& s, std::
     }
   }
   if (si == s.size()) return false;
-  if (c == '?') return s[si] != '/' && wildmatch(p, pi + 1, s, si + 1);
+  if (c == '?') return one_character(p, pi + 1, s, si, [](char b) { return b != '/'; });
   if (c == '[') {
     std::size_t j = pi + 1;
-    if (j < p.size() && (p[j] == '!' || p[j] == '^')) ++j;
+    const bool negated = j < p.size() && (p[j] == '!' || p[j] == '^');
+    if (negated) ++j;
     if (j < p.size() && p[j] == ']') ++j;
     while (j < p.size() && p[j] != ']') j += p[j] == '\\' ? 2u : 1u;
-    if (j < p.size())
-      return class_match(p.substr(pi + 1, j - pi - 1), s[si]) && wildmatch(p, j + 1, s, si + 1);
+    if (j < p.size()) {
+      const std::string body = p.substr(pi + 1, j - pi - 1);
+      if (negated)
+        return one_character(p, j + 1, s, si, [&](char b) { return class_match(body, b); });
+      return class_match(body, s[si]) && wildmatch(p, j + 1, s, si + 1);
+    }
   }
   if (c == '\\' && pi + 1 < p.size())
     return p[pi + 1] == s[si] && wildmatch(p, pi + 2, s, si + 1);
@@ -174,6 +203,12 @@ const std::vector<Case>& cases() {
       {"/a/[]\\^/]x", {"/a/]x", "/a/^x"}, {"/a/bx", "/a//x"}},
       {"/a/[\\^-]x", {"/a/^x", "/a/-x"}, {"/a/bx"}},
       {"/a/[\\^[]x", {"/a/^x", "/a/[x"}, {"/a/bx"}},
+      // `?` and negated classes match one character, also a multi-byte one (2, 3, 4 bytes);
+      // a deny glob that missed them would fail open.
+      {"/a/secret?.txt", {"/a/secretx.txt", "/a/secretü.txt", "/a/secret€.txt", "/a/secret😀.txt"},
+       {"/a/secret.txt", "/a/secretab.txt", "/a/secretüx.txt", "/a/secret/.txt"}},
+      {"/a/[!x].md", {"/a/y.md", "/a/ü.md", "/a/€.md", "/a/😀.md"}, {"/a/x.md", "/a/yy.md", "/a/.md"}},
+      {"/a/??", {"/a/üü", "/a/xü", "/a/ab"}, {"/a/abc", "/a/x"}},
   };
   return kCases;
 }
@@ -234,7 +269,11 @@ TEST(GlobRegex, OutputUsesOnlyTheCommonSubsetAndNoLiteralBreakers) {
 TEST(GlobRegex, ExactOutputForTypicalPatterns) {
   EXPECT_EQ(glob_to_regex("/w/**/*.pem").value(), "^/w/(.*/)?[^/]*[.]pem(/.*)?$");
   EXPECT_EQ(glob_to_regex("/w/{a,b}/.env").value(), "^(/w/a/[.]env|/w/b/[.]env)(/.*)?$");
-  EXPECT_EQ(glob_to_regex("/w/[!x]?").value(), "^/w/[^/x][^/](/.*)?$");
+  // `?` and a negated class: one byte, or 2-4 non-printable bytes (a multi-byte character).
+  const std::string nb =
+      "[^ !#$%&'()*+,./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ_`abcdefghijklmnopqrstuvwxyz{|}~^[-]";
+  auto one = [&](const std::string& byte) { return "(" + byte + "|" + nb + nb + "(" + nb + nb + "?)?)"; };
+  EXPECT_EQ(glob_to_regex("/w/[!x]?").value(), "^/w/" + one("[^/x]") + one("[^/]") + "(/.*)?$");
 }
 
 // Characters the common subset cannot spell make the regex match MORE (fail-closed for denies).
