@@ -47,7 +47,9 @@ Result<std::vector<std::string>> expand_braces(std::string_view glob,
 // Compiles an absolute gitignore-style glob into one anchored regex with subtree semantics (a
 // match on a directory covers everything below it): `**/` = zero or more directories, a final
 // `/**` = everything below, any other `**` = `*`, `*` = any run of non-`/`, `?` = one
-// non-`/`, `[...]`/`[!...]`/`[^...]` classes (never matching `/`; an unclosed `[` is literal),
+// non-`/` character, `[...]`/`[!...]`/`[^...]` classes (never matching `/`; an unclosed `[` is
+// literal; `?` and negated classes also take a multi-byte character, as a run of 2-4
+// non-printable bytes: a superset, see glob_regex.cpp),
 // `{a,b}` alternation, `\x` = literal x. Errors on a relative, empty or oversized glob.
 Result<std::string> glob_to_regex(std::string_view glob);
 
