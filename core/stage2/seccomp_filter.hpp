@@ -1,22 +1,46 @@
-// The dangerous-syscall filter sbx-stage2 installs before it runs the command (DESIGN.md
-// "Linux specifics"). Built with libseccomp; every denial returns EPERM except clone3, which
-// returns ENOSYS so that libc falls back to clone(), whose flags the filter can inspect.
+// The seccomp filter sbx-stage2 installs before it runs the command (DESIGN.md "Linux
+// specifics"), built with libseccomp for the native architecture. It is two BPF programs, both
+// loaded; the kernel runs both on every call and the most restrictive answer wins (an error
+// over ALLOW), so each program stays one simple shape:
 //
-// Always denied: ptrace, process_vm_readv/writev, io_uring_setup/enter/register, keyctl,
-// add_key, request_key, bpf, perf_event_open, userfaultfd, ioctl(TIOCSTI), setns, mount,
-// umount2, pivot_root, chroot and the new mount API (open_tree, move_mount, fsopen, fsconfig,
-// fsmount, fspick, mount_setattr); unshare and clone with any namespace flag.
-// Network kBlocked also denies socket() for every family (AF_UNIX included: that is how host
-// unix sockets stay unreachable, see plugins/bwrap/README.md), socketpair() except AF_UNIX,
-// connect, bind, listen, accept, accept4, sendmmsg, and sendto with a destination address.
-// Network kProxy (network.mode proxy; the command reaches only the proxy's loopback port,
-// enforced by bwrap's empty network namespace or by Landlock's TCP connect rule) allows
-// socket() only for AF_INET/AF_INET6 stream sockets with protocol 0 or IPPROTO_TCP (no unix,
-// netlink, packet, UDP, raw or MPTCP sockets: host unix sockets stay unreachable, and UDP is not
-// covered by Landlock), socketpair() only for AF_UNIX, and connect(); it denies bind, listen,
-// accept, accept4, sendmmsg, TCP Fast Open (MSG_FASTOPEN on sendto/sendmsg,
-// TCP_FASTOPEN_CONNECT): a Fast Open connect is made by a send, not by connect().
-// Syscalls of another architecture (e.g. i386 on x86_64) kill the process.
+// 1. The syscall table (default ENOSYS). An allow-list anchored on Docker's default profile,
+//    grouped and commented in seccomp_syscalls.hpp (including where it differs from Docker).
+//    Anything not listed fails with ENOSYS so programs fall back as on an older kernel, and a
+//    call added by a later kernel (open_tree_attr, file_setattr...) stays closed. Notably not
+//    listed: clone3 (its flags are in memory the filter cannot read; libc falls back to clone(),
+//    whose flags it can), openat2 (its mode is in a struct the filter cannot read; libc and
+//    programs fall back to openat()), personality() other than Docker's values. Refused with
+//    EPERM: ptrace, process_vm_readv/writev, io_uring_setup/enter/register, keyctl, add_key,
+//    request_key, bpf, perf_event_open, userfaultfd, setns, mount, umount2, pivot_root, chroot
+//    and the new mount API (open_tree, move_mount, fsopen, fsconfig, fsmount, fspick,
+//    mount_setattr); with network kBlocked also socket() for every family (AF_UNIX included:
+//    that is how host unix sockets stay unreachable, see plugins/bwrap/README.md), connect,
+//    bind, listen, accept, accept4 and sendmmsg; with kProxy bind, listen, accept, accept4 and
+//    sendmmsg. execve/execveat and seccomp(2) (any flags: a filter added later, e.g. a
+//    user-notification filter, can only restrict further) are allowed.
+// 2. The argument rules (default ALLOW; every rule EPERM, only on calls the table allows):
+//    - unshare and clone with any namespace flag;
+//    - ioctl TIOCSTI, TIOCLINUX, TIOCCONS, TIOCSETD, KDSKBENT, KDSKBSENT, KDSKBDIACR,
+//      KDSKBDIACRUC, KDSETKEYCODE: requests that inject input into, or re-route, a terminal the
+//      command inherited;
+//    - set-user-ID/set-group-ID bits: chmod, fchmod, fchmodat, fchmodat2 with S_ISUID or
+//      S_ISGID in the mode; open/openat with O_CREAT or O_TMPFILE and such a mode; creat,
+//      mknod, mknodat with such a mode; mknod/mknodat of character or block devices. mkdir is
+//      not concerned: the kernel drops S_ISUID/S_ISGID from mkdir's mode, a directory gets
+//      S_ISGID only by inheriting it from its parent, and neither bit on a directory runs
+//      anything with another identity. Limit: the filter reads registers, never memory, so a
+//      mode passed in memory cannot be checked; that is why openat2 answers ENOSYS and io_uring
+//      is refused;
+//    - kBlocked: socketpair() except AF_UNIX, sendto with a destination address;
+//    - kProxy (network.mode proxy; the command reaches only the proxy's loopback port,
+//      enforced by bwrap's empty network namespace or by Landlock's TCP connect rule): socket()
+//      other than AF_INET/AF_INET6 stream sockets with protocol 0 or IPPROTO_TCP (no unix,
+//      netlink, packet, UDP, raw or MPTCP sockets: host unix sockets stay unreachable, and UDP
+//      is not covered by Landlock), socketpair() except AF_UNIX, TCP Fast Open (MSG_FASTOPEN on
+//      sendto/sendmsg, TCP_FASTOPEN_CONNECT): a Fast Open connect is made by a send, not by
+//      connect();
+//    - kOpen: socket(AF_VSOCK) (the hypervisor host, not the network; Docker refuses it too).
+// Calls of another architecture (e.g. i386 or x32 on x86_64) kill the process.
 #pragma once
 
 #include <string>
@@ -30,11 +54,13 @@ enum class NetworkFilter { kBlocked, kOpen, kProxy };
 // Parses "blocked" / "open" / "proxy".
 Result<NetworkFilter> parse_network_filter(const std::string& word);
 
-// Installs the filter on the calling thread (and everything it execs). Requires no_new_privs
-// (set by the caller first). Error names the libseccomp step that failed.
+// Installs both programs on the calling thread (and everything it execs). Requires
+// no_new_privs (set by the caller first). Error names the libseccomp step that failed; the
+// caller must then not run the command.
 Status install_filter(NetworkFilter network);
 
-// The filter in libseccomp's pseudo-filter-code text form (for golden tests and debugging).
+// Both programs in libseccomp's pseudo-filter-code text form, table first (for golden tests
+// and debugging).
 Result<std::string> export_filter_text(NetworkFilter network);
 
 }  // namespace sbx::stage2
