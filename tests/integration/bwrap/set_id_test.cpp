@@ -1,0 +1,32 @@
+// Set-user-ID and set-group-ID files cannot be planted from a bwrap sandbox: as root a
+// set-user-ID copy of a program in the workspace would run as root for every user of the host.
+// Each attempt must fail (the stage-2 seccomp filter answers EPERM) and, checked from the host
+// afterwards, no file in the workspace carries either bit.
+#include <gtest/gtest.h>
+
+#include "sbx_harness.hpp"
+#include "set_id_attempts.hpp"
+
+namespace {
+
+using namespace sbx_it;
+
+TEST(BwrapSetId, NoSetIdFileCanBeCreatedInTheWorkspace) {
+  if (!exists(sbx_path())) GTEST_SKIP() << "no installed sbx at " << sbx_path();
+  TempDir ws;
+  ASSERT_FALSE(ws.path().empty());
+  const RunResult r = sh(ws.path(), set_id_script(ws.path()));
+  EXPECT_EQ(r.code, 0) << describe(r);
+  for (const std::string& attempt : set_id_attempts()) {
+    EXPECT_NE(r.out.find(attempt + "="), std::string::npos) << attempt << " did not run\n"
+                                                            << describe(r);
+    EXPECT_EQ(r.out.find(attempt + "=0"), std::string::npos) << attempt << " succeeded\n"
+                                                             << describe(r);
+  }
+  EXPECT_NE(r.out.find("chmod_x=0"), std::string::npos) << describe(r);
+  EXPECT_NE(r.err.find("Operation not permitted"), std::string::npos) << describe(r);
+  EXPECT_EQ(set_id_files(ws.path()), std::vector<std::string>{});
+  EXPECT_TRUE(exists(ws / "x")) << "the copy itself is allowed; only the bits are refused";
+}
+
+}  // namespace

@@ -1,0 +1,40 @@
+// Set-user-ID and set-group-ID files cannot be planted from a Landlock sandbox (Landlock has no
+// right for modes; the stage-2 seccomp filter refuses the set-ID bits with EPERM). Checked from
+// the host afterwards: no file in the workspace carries either bit.
+#include <gtest/gtest.h>
+
+#include "sbx_harness.hpp"
+#include "set_id_attempts.hpp"
+
+namespace {
+
+using namespace sbx_it;
+
+TEST(LandlockSetId, NoSetIdFileCanBeCreatedInTheWorkspace) {
+  if (!exists(sbx_path())) GTEST_SKIP() << "no installed sbx at " << sbx_path();
+  TempDir ws{"/var/tmp"};
+  TempDir conf{"/var/tmp"};
+  ASSERT_FALSE(ws.path().empty());
+  ASSERT_FALSE(conf.path().empty());
+  const std::string policy = conf / "policy.json";
+  write_file(policy, R"({"version":1,"filesystem":{"kind":"restricted","entries":[)"
+                     R"({"path":":root","access":"read"},{"path":":cwd","access":"write"}],)"
+                     R"("protected_names":[]},)"
+                     R"("network":{"mode":"restricted"}})");
+  const RunResult r = run({sbx_path(), "--backends", "landlock", "exec", "--policy", policy,
+                           "--cwd", ws.path(), "--", "/bin/sh", "-c", set_id_script(ws.path())},
+                          base_env());
+  EXPECT_EQ(r.code, 0) << describe(r);
+  for (const std::string& attempt : set_id_attempts()) {
+    EXPECT_NE(r.out.find(attempt + "="), std::string::npos) << attempt << " did not run\n"
+                                                            << describe(r);
+    EXPECT_EQ(r.out.find(attempt + "=0"), std::string::npos) << attempt << " succeeded\n"
+                                                             << describe(r);
+  }
+  EXPECT_NE(r.out.find("chmod_x=0"), std::string::npos) << describe(r);
+  EXPECT_NE(r.err.find("Operation not permitted"), std::string::npos) << describe(r);
+  EXPECT_EQ(set_id_files(ws.path()), std::vector<std::string>{});
+  EXPECT_TRUE(exists(ws / "x")) << "the copy itself is allowed; only the bits are refused";
+}
+
+}  // namespace
