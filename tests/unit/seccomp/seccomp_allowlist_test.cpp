@@ -14,6 +14,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/personality.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/xattr.h>
@@ -233,6 +234,16 @@ TEST(SeccompTable, OrdinaryTerminalIoctlsStillWork) {
                 },
                 0),
             "ok");
+}
+
+// AF_VSOCK reaches the hypervisor's host, not the network: refused even with the network open
+// (as Docker does), and in the other modes with every other non-TCP socket.
+TEST(SeccompTable, VsockSocketsAreRefusedInEveryMode) {
+  for (NetworkFilter net : kAllModes) {
+    EXPECT_EQ(run_filtered(
+                  net, [] { return raw(SYS_socket, 40 /*AF_VSOCK*/, SOCK_STREAM, 0); }, EPERM),
+              "ok");
+  }
 }
 
 }  // namespace
