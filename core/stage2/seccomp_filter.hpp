@@ -1,7 +1,7 @@
-// The seccomp filter sbx-stage2 installs before it runs the command (DESIGN.md "Linux
-// specifics"), built with libseccomp for the native architecture. It is two BPF programs, both
-// loaded; the kernel runs both on every call and the most restrictive answer wins (an error
-// over ALLOW), so each program stays one simple shape:
+// The seccomp filter sbx-stage2 installs before it runs the command, built with libseccomp for
+// the native architecture. It is two BPF programs, both loaded; the kernel runs both on every
+// call and the most restrictive answer wins (an error over ALLOW), so each program stays one
+// simple shape:
 //
 // 1. The syscall table (default ENOSYS). An allow-list anchored on Docker's default profile,
 //    grouped and commented in seccomp_syscalls.hpp (including where it differs from Docker).
