@@ -64,11 +64,13 @@ constexpr const char* kBlockedNetworkDenied[] = {"socket", "connect", "bind",   
 // Proxy: no listening endpoint (allow_local_binding is not offered) and no batch sends.
 constexpr const char* kProxyNetworkDenied[] = {"bind", "listen", "accept", "accept4", "sendmmsg"};
 
-// personality() values Docker allows: PER_LINUX, PER_LINUX32, UNAME26 (alone and with
-// PER_LINUX32) and the 0xffffffff query. Not ADDR_NO_RANDOMIZE, READ_IMPLIES_EXEC and the
-// like, which weaken the memory layout of what the process runs next (ENOSYS, the table's
-// default).
-constexpr scmp_datum_t kPersonalities[] = {0x0, 0x8, 0x20000, 0x20008, 0xffffffff};
+// personality() values allowed: Docker's (PER_LINUX, PER_LINUX32, UNAME26 alone and with
+// PER_LINUX32, and the 0xffffffff query) plus ADDR_NO_RANDOMIZE alone and with PER_LINUX32,
+// which ThreadSanitizer and `setarch -R` re-exec with: under no_new_privs nothing the command
+// runs gains privileges, so a layout without ASLR weakens only the command's own processes.
+// Not READ_IMPLIES_EXEC, MMAP_PAGE_ZERO and the rest (ENOSYS, the table's default).
+constexpr scmp_datum_t kPersonalities[] = {0x0,     0x8,     0x20000,   0x20008,
+                                           0x40000, 0x40008, 0xffffffff};
 
 // New namespaces would give the command a fresh user namespace with full capabilities in it,
 // the usual first step of kernel exploits; unshare(CLONE_FILES) and plain fork stay allowed.

@@ -5,19 +5,19 @@
 //
 // 1. The syscall table (default ENOSYS). An allow-list anchored on Docker's default profile,
 //    grouped and commented in seccomp_syscalls.hpp (including where it differs from Docker).
-//    Anything not listed fails with ENOSYS so programs fall back as on an older kernel, and a
-//    call added by a later kernel (open_tree_attr, file_setattr...) stays closed. Notably not
-//    listed: clone3 (its flags are in memory the filter cannot read; libc falls back to clone(),
-//    whose flags it can), openat2 (its mode is in a struct the filter cannot read; libc and
-//    programs fall back to openat()), personality() other than Docker's values. Refused with
-//    EPERM: ptrace, process_vm_readv/writev, io_uring_setup/enter/register, keyctl, add_key,
-//    request_key, bpf, perf_event_open, userfaultfd, setns, mount, umount2, pivot_root, chroot
-//    and the new mount API (open_tree, move_mount, fsopen, fsconfig, fsmount, fspick,
-//    mount_setattr); with network kBlocked also socket() for every family (AF_UNIX included:
-//    that is how host unix sockets stay unreachable, see plugins/bwrap/README.md), connect,
-//    bind, listen, accept, accept4 and sendmmsg; with kProxy bind, listen, accept, accept4 and
-//    sendmmsg. execve/execveat and seccomp(2) (any flags: a filter added later, e.g. a
-//    user-notification filter, can only restrict further) are allowed.
+//    Anything not listed fails with ENOSYS so programs fall back as on an older kernel, and a call
+//    added by a later kernel (open_tree_attr, file_setattr...) stays closed. Notably not listed:
+//    clone3 (its flags are in memory the filter cannot read; libc falls back to clone(), whose
+//    flags it can), openat2 (its mode is in a struct the filter cannot read; libc and programs fall
+//    back to openat()), personality() other than Docker's values and ADDR_NO_RANDOMIZE. Refused
+//    with EPERM: ptrace, process_vm_readv/writev, io_uring_setup/enter/register, keyctl, add_key,
+//    request_key, bpf, perf_event_open, userfaultfd, setns, mount, umount2, pivot_root, chroot and
+//    the new mount API (open_tree, move_mount, fsopen, fsconfig, fsmount, fspick, mount_setattr);
+//    with network kBlocked also socket() for every family (AF_UNIX included: that is how host unix
+//    sockets stay unreachable, see plugins/bwrap/README.md), connect, bind, listen, accept, accept4
+//    and sendmmsg; with kProxy bind, listen, accept, accept4 and sendmmsg. execve/execveat and
+//    seccomp(2) (any flags: a filter added later, e.g. a user-notification filter, can only
+//    restrict further) are allowed.
 // 2. The argument rules (default ALLOW; every rule EPERM, only on calls the table allows):
 //    - unshare and clone with any namespace flag;
 //    - ioctl TIOCSTI, TIOCLINUX, TIOCCONS, TIOCSETD, KDSKBENT, KDSKBSENT, KDSKBDIACR,

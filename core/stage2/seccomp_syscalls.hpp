@@ -13,6 +13,7 @@
 //    needs);
 //  * allowed here although Docker needs CAP_SYS_ADMIN: unshare, but only without namespace
 //    flags (the argument rules refuse those), because unshare(CLONE_FILES/CLONE_FS) is ordinary;
+//  * personality() takes Docker's values plus ADDR_NO_RANDOMIZE (seccomp_filter.cpp says why);
 //  * the calls Docker grants only with a capability (mount, chroot, syslog, kexec, modules,
 //    quotactl, open_by_handle_at, kcmp, pidfd_getfd, NUMA policy...) are absent: the command
 //    holds no capability anyway, so the kernel would refuse most of them, and the rest (the NUMA

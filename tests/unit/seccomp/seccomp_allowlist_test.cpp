@@ -61,7 +61,7 @@ std::vector<Probe> unlisted_calls() {
        }},
       {"clone3", [] { return raw(SYS_clone3, 0, 0); }},
       {"kcmp", [] { return raw(SYS_kcmp, ::getpid(), ::getpid(), 0 /*KCMP_FILE*/, 0, 0); }},
-      {"personality_addr_no_randomize", [] { return raw(SYS_personality, ADDR_NO_RANDOMIZE); }},
+      {"personality_read_implies_exec", [] { return raw(SYS_personality, READ_IMPLIES_EXEC); }},
       {"get_mempolicy", [] { return raw(SYS_get_mempolicy, 0, 0, 0, 0, 0); }},
 #ifdef SYS_modify_ldt
       {"modify_ldt",
@@ -126,6 +126,7 @@ std::vector<Probe> listed_calls(const std::string& file) {
        }},
       {"epoll_create1", [] { return raw(SYS_epoll_create1, 0); }},
       {"personality_query", [] { return raw(SYS_personality, 0xffffffff); }},
+      {"personality_addr_no_randomize", [] { return raw(SYS_personality, ADDR_NO_RANDOMIZE); }},
       {"prctl_no_new_privs",
        [] { return ::prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1 ? 0L : -1L; }},
       {"landlock_abi_version",
