@@ -22,6 +22,10 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -246,5 +250,82 @@ TEST(SeccompTable, VsockSocketsAreRefusedInEveryMode) {
               "ok");
   }
 }
+
+// The table as a reviewable list, one "name (number): action" line per call it names, parsed
+// from the exported text of the first program; pinned per network mode.
+std::string table_listing(const std::string& pfc) {
+  const std::string table = pfc.substr(0, pfc.find("filter 2 of 2"));
+  std::istringstream in(table);
+  std::map<int, std::string> rows;
+  std::string line;
+  std::string current;
+  int number = -1;
+  std::set<std::string> actions;
+  bool conditional = false;
+  auto flush = [&] {
+    if (number < 0) return;
+    std::string row = current + " (" + std::to_string(number) + "):";
+    if (conditional) row += " by argument";
+    for (const std::string& a : actions) row += " " + a;
+    rows[number] = row;
+  };
+  while (std::getline(in, line)) {
+    const auto header = line.find("# filter for syscall \"");
+    if (header != std::string::npos) {
+      flush();
+      const auto name_start = header + 22;
+      const auto name_end = line.find('"', name_start);
+      current = line.substr(name_start, name_end - name_start);
+      number = std::stoi(line.substr(line.find('(', name_end) + 1));
+      actions.clear();
+      conditional = false;
+    } else if (line.find("else") != std::string::npos ||
+               line.find("$syscall >") != std::string::npos ||
+               line.find("default action") != std::string::npos) {
+      flush();
+      number = -1;
+    } else if (line.find("$a") != std::string::npos) {
+      conditional = true;
+    } else if (const auto a = line.find("action "); a != std::string::npos) {
+      actions.insert(line.substr(a + 7, line.find(';') - a - 7));
+    }
+  }
+  flush();
+  std::string text;
+  for (const auto& [nr, row] : rows) text += row + "\n";
+  return text;
+}
+
+class SeccompTableGolden : public ::testing::TestWithParam<std::pair<const char*, NetworkFilter>> {
+};
+
+TEST_P(SeccompTableGolden, ListingMatches) {
+#if !defined(__x86_64__)
+  GTEST_SKIP() << "the golden listing is for x86_64 syscall numbers";
+#endif
+  const auto& [name, net] = GetParam();
+  const std::filesystem::path file =
+      std::filesystem::path(SBX_GOLDEN_DIR) / "seccomp" / ("table-" + std::string(name) + ".txt");
+  sbx::Result<std::string> text = sbx::stage2::export_filter_text(net);
+  ASSERT_TRUE(text.ok()) << text.error();
+  const std::string listing = table_listing(*text);
+  if (std::getenv("SBX_UPDATE_GOLDEN") != nullptr) {
+    std::ofstream(file, std::ios::trunc) << listing;
+    GTEST_SKIP() << "SBX_UPDATE_GOLDEN set: rewrote " << file << " for review";
+  }
+  std::ifstream in(file);
+  ASSERT_TRUE(in) << "missing " << file << " (run with SBX_UPDATE_GOLDEN=1)";
+  std::stringstream ss;
+  ss << in.rdbuf();
+  EXPECT_EQ(ss.str(), listing);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, SeccompTableGolden,
+                         ::testing::Values(std::make_pair("blocked", NetworkFilter::kBlocked),
+                                           std::make_pair("open", NetworkFilter::kOpen),
+                                           std::make_pair("proxy", NetworkFilter::kProxy)),
+                         [](const ::testing::TestParamInfo<SeccompTableGolden::ParamType>& p) {
+                           return std::string(p.param.first);
+                         });
 
 }  // namespace
