@@ -31,32 +31,16 @@ using FilterPtr = std::unique_ptr<void, void (*)(scmp_filter_ctx)>;
 // userfaultfd are classic kernel attack surface; setns, mount, the new mount API, pivot_root
 // and chroot would rebuild the filesystem view. EPERM (not the table's ENOSYS): these exist,
 // they are refused, and a program should not go looking for a fallback.
+// clang-format off
 constexpr const char* kAlwaysDenied[] = {
-    "ptrace",
-    "process_vm_readv",
-    "process_vm_writev",
-    "io_uring_setup",
-    "io_uring_enter",
-    "io_uring_register",
-    "keyctl",
-    "add_key",
-    "request_key",
-    "bpf",
-    "perf_event_open",
-    "userfaultfd",
-    "setns",
-    "mount",
-    "umount2",
-    "pivot_root",
-    "chroot",
-    "open_tree",
-    "move_mount",
-    "fsopen",
-    "fsconfig",
-    "fsmount",
-    "fspick",
-    "mount_setattr",
+    "ptrace",       "process_vm_readv", "process_vm_writev", "io_uring_setup",
+    "io_uring_enter", "io_uring_register", "keyctl",        "add_key",
+    "request_key",  "bpf",              "perf_event_open",   "userfaultfd",
+    "setns",        "mount",            "umount2",           "pivot_root",
+    "chroot",       "open_tree",        "move_mount",        "fsopen",
+    "fsconfig",     "fsmount",          "fspick",            "mount_setattr",
 };
+// clang-format on
 
 // Restricted network: no way to create or use a network endpoint.
 constexpr const char* kBlockedNetworkDenied[] = {"socket", "connect", "bind",    "listen",
