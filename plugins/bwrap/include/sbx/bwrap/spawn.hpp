@@ -25,6 +25,11 @@ inline constexpr int kInfoFd = 3;
 // The descriptor holding the command's environment for sbx-stage2 (--env-fd): bwrap passes it
 // on into the sandbox, stage 2 reads and closes it before anything else runs.
 inline constexpr int kEnvFd = 4;
+// The write end of the ready pipe for sbx-stage2 (--ready-fd): stage 2 writes one byte as its
+// first act, so sbx can tell bwrap's own failures (no byte) from the command's exit status.
+inline constexpr int kReadyFd = 5;
+// The planned mounts for sbx-stage2 to verify (--mounts-fd; core/stage2/bwrap_checks.hpp).
+inline constexpr int kMountsFd = 6;
 
 // plan.argv with stage 2's "--env KEY=VALUE" pairs taken out and "--env-fd 4" put right after
 // stage 2's path, plus the block of NUL-terminated entries for that descriptor. Why: arguments
@@ -41,6 +46,11 @@ EnvOnFd move_env_to_fd(const std::vector<std::string>& argv);
 // plan.argv with "--info-fd 3" inserted right after argv[0] (bwrap's own path). The translator
 // stays pure: the option names an fd that only exists once this spawner provides it.
 std::vector<std::string> with_info_fd(const std::vector<std::string>& argv);
+
+// argv with `options` inserted right after stage 2's path (the first argument after bwrap's
+// "--"); unchanged if there is no such argument.
+std::vector<std::string> with_stage2_options(const std::vector<std::string>& argv,
+                                             const std::vector<std::string>& options);
 
 // The "child-pid" member of bwrap's --info-fd JSON, or nullopt if absent or malformed.
 std::optional<pid_t> parse_child_pid(std::string_view info);
