@@ -91,7 +91,13 @@ class BwrapBackend final : public Backend {
       facts.glob_matches = *matches;
     }
     std::vector<std::string> paths = paths_of_interest(policy, facts.state_dir);
-    paths.insert(paths.end(), facts.glob_matches.begin(), facts.glob_matches.end());
+    // Matches and their ancestors: the ancestors below a writable root get pinned.
+    for (const std::string& match : facts.glob_matches) {
+      for (std::size_t slash = match.find('/', 1); slash != std::string::npos;
+           slash = match.find('/', slash + 1))
+        paths.push_back(match.substr(0, slash));
+      paths.push_back(match);
+    }
     gather_path_facts(paths, facts);
     Result<Translation> translation = translate(request, facts);
     if (!translation.ok()) return Error{translation.error()};
