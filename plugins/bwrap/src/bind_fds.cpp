@@ -38,7 +38,7 @@ class Fd {
 
 int openat2_no_symlinks(const std::string& path) {
   open_how how{};
-  how.flags = O_PATH | O_CLOEXEC | O_NOFOLLOW;
+  how.flags = O_PATH | O_CLOEXEC;  // a symlink anywhere, the last component included: ELOOP
   how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
   return static_cast<int>(::syscall(SYS_openat2, AT_FDCWD, path.c_str(), &how, sizeof how));
 }
