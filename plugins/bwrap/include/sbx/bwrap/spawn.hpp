@@ -3,9 +3,11 @@
 // Same contract as core's host spawn (absolute execve, exactly plan.env, every fd but 0-2
 // closed, plan.cwd, 125/126/127 for sbx/exec failures), plus what core cannot do for bwrap:
 // bwrap is started with "--info-fd 3" and the command's environment on fd 4 (move_env_to_fd),
-// the pid of the sandbox's PID 1 (sbx-stage2 --as-pid-1)
+// bind sources as checked descriptors (bind_fds.hpp), stage 2's ready pipe on fd 5 and its mount
+// list on fd 6; the pid of the sandbox's PID 1 (sbx-stage2 --as-pid-1)
 // is read from bwrap's JSON, and signals sent to sbx are forwarded to that process instead of
-// to bwrap (which would die of them and take the sandbox down with --die-with-parent).
+// to bwrap (which would die of them and take the sandbox down with --die-with-parent). When
+// bwrap ends before stage 2 wrote its ready byte, the result is 125 (bwrap's own failure).
 #pragma once
 
 #include <sys/types.h>
