@@ -54,7 +54,9 @@ std::vector<std::string_view> split_spaces(std::string_view line) {
 
 // bwrap's own mounts: a fresh /dev (tmpfs, devpts, shm, device-node binds) and /proc. They
 // hold nothing of the host's filesystem, so they may be writable wherever the plan put them.
-bool own_writable_tree(std::string_view path) { return within(path, "/dev") || within(path, "/proc"); }
+bool own_writable_tree(std::string_view path) {
+  return within(path, "/dev") || within(path, "/proc");
+}
 
 }  // namespace
 
@@ -156,7 +158,8 @@ Status verify_mounts_from_fd(int fd) {
   Result<std::vector<PlannedMount>> planned = parse_planned_mounts(*block);
   if (!planned.ok()) return Error{"--mounts-fd: " + planned.error()};
   const int info = ::open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
-  if (info < 0) return Error{std::string("cannot open /proc/self/mountinfo: ") + std::strerror(errno)};
+  if (info < 0)
+    return Error{std::string("cannot open /proc/self/mountinfo: ") + std::strerror(errno)};
   Result<std::string> text = read_and_close(info);
   if (!text.ok()) return Error{"/proc/self/mountinfo: " + text.error()};
   Result<std::vector<ActualMount>> actual = parse_mountinfo(*text);

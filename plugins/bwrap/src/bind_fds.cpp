@@ -10,13 +10,13 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
-#include <set>
+#include <optional>
 #include <string_view>
 
 namespace sbx::bwrap {
 namespace {
 
-// Closes the descriptor on scope exit unless released.
+// Closes the descriptor on scope exit.
 class Fd {
  public:
   explicit Fd(int fd) : fd_(fd) {}
@@ -26,11 +26,6 @@ class Fd {
   Fd(const Fd&) = delete;
   Fd& operator=(const Fd&) = delete;
   int get() const { return fd_; }
-  int release() {
-    const int fd = fd_;
-    fd_ = -1;
-    return fd;
-  }
 
  private:
   int fd_;
@@ -94,6 +89,33 @@ std::string path_of_fd(int fd) {
 
 bool is_bind(std::string_view option) { return option == "--bind" || option == "--ro-bind"; }
 
+// What an option of the translator's vocabulary does to the mount list: how many values it
+// takes, and whether its last value is a mount that may be writable or must be read-only
+// (--remount-ro marks an earlier mount read-only).
+enum class MountEffect : std::uint8_t { kNone, kWritable, kReadOnly };
+struct BwrapOption {
+  std::size_t values;
+  MountEffect effect;
+};
+
+std::optional<BwrapOption> bwrap_option(std::string_view option) {
+  static const std::map<std::string_view, BwrapOption> kOptions = {
+      {"--bind", {2, MountEffect::kWritable}},        {"--bind-fd", {2, MountEffect::kWritable}},
+      {"--ro-bind", {2, MountEffect::kReadOnly}},     {"--ro-bind-fd", {2, MountEffect::kReadOnly}},
+      {"--tmpfs", {1, MountEffect::kWritable}},       {"--dev", {1, MountEffect::kWritable}},
+      {"--proc", {1, MountEffect::kWritable}},        {"--remount-ro", {1, MountEffect::kReadOnly}},
+      {"--perms", {1, MountEffect::kNone}},           {"--cap-drop", {1, MountEffect::kNone}},
+      {"--chdir", {1, MountEffect::kNone}},           {"--info-fd", {1, MountEffect::kNone}},
+      {"--unshare-user", {0, MountEffect::kNone}},    {"--unshare-pid", {0, MountEffect::kNone}},
+      {"--unshare-ipc", {0, MountEffect::kNone}},     {"--unshare-net", {0, MountEffect::kNone}},
+      {"--unshare-uts", {0, MountEffect::kNone}},     {"--unshare-cgroup", {0, MountEffect::kNone}},
+      {"--die-with-parent", {0, MountEffect::kNone}}, {"--new-session", {0, MountEffect::kNone}},
+      {"--as-pid-1", {0, MountEffect::kNone}}};
+  auto it = kOptions.find(option);
+  if (it == kOptions.end()) return std::nullopt;
+  return it->second;
+}
+
 }  // namespace
 
 Result<int> open_bind_source(const std::string& path, bool allow_char_device) {
@@ -112,14 +134,14 @@ Result<int> open_bind_source(const std::string& path, bool allow_char_device) {
     return Error{"cannot stat bind source '" + path + "': " + std::strerror(errno)};
   const bool type_ok =
       S_ISDIR(st.st_mode) || S_ISREG(st.st_mode) || (allow_char_device && S_ISCHR(st.st_mode));
-  if (!type_ok)
-    return Error{"bind source '" + path + "' is no longer a directory or regular file"};
+  if (!type_ok) return Error{"bind source '" + path + "' is no longer a directory or regular file"};
   const std::string actual = path_of_fd(fd.get());
   if (actual != path)
     return Error{"bind source '" + path + "' resolved to '" + actual +
                  "' (the path was changed after the plan was made)"};
   const int high = ::fcntl(fd.get(), F_DUPFD_CLOEXEC, kFirstBindFd);
-  if (high < 0) return Error{"cannot move the descriptor of '" + path + "': " + std::strerror(errno)};
+  if (high < 0)
+    return Error{"cannot move the descriptor of '" + path + "': " + std::strerror(errno)};
   return high;
 }
 
@@ -153,38 +175,19 @@ Result<BoundArgv> bind_sources_by_fd(const std::vector<std::string>& argv) {
 }
 
 Result<std::string> planned_mounts_block(const std::vector<std::string>& argv) {
-  // Options that take no value / one value and mount nothing.
-  static const std::set<std::string_view> kFlags = {
-      "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-net", "--unshare-uts",
-      "--unshare-cgroup", "--die-with-parent", "--new-session", "--as-pid-1"};
-  static const std::set<std::string_view> kOneValue = {"--perms", "--cap-drop", "--chdir",
-                                                       "--info-fd"};
   std::vector<std::string> order;
   std::map<std::string, bool> writable;
-  auto mount = [&](const std::string& dest, bool w) {
-    if (writable.find(dest) == writable.end()) order.push_back(dest);
-    writable[dest] = w;
-  };
   for (std::size_t i = 1; i < argv.size() && argv[i] != "--"; ++i) {
-    const std::string& o = argv[i];
-    const std::size_t values = kFlags.count(o) ? 0
-                               : kOneValue.count(o) || o == "--tmpfs" || o == "--dev" ||
-                                         o == "--proc" || o == "--remount-ro"
-                                   ? 1
-                               : o == "--bind" || o == "--ro-bind" || o == "--bind-fd" ||
-                                         o == "--ro-bind-fd"
-                                   ? 2
-                                   : 99;
-    if (values == 99) return Error{"bwrap: cannot verify the mounts of option '" + o + "'"};
-    if (i + values >= argv.size()) return Error{"bwrap: option '" + o + "' lacks its value"};
-    const std::string& dest = argv[i + values];
-    if (o == "--bind" || o == "--bind-fd" || o == "--tmpfs" || o == "--dev" || o == "--proc")
-      mount(dest, true);
-    else if (o == "--ro-bind" || o == "--ro-bind-fd")
-      mount(dest, false);
-    else if (o == "--remount-ro")
-      mount(dest, false);
-    i += values;
+    const std::string& option = argv[i];
+    const std::optional<BwrapOption> known = bwrap_option(option);
+    if (!known) return Error{"bwrap: cannot verify the mounts of option '" + option + "'"};
+    if (i + known->values >= argv.size())
+      return Error{"bwrap: option '" + option + "' lacks its value"};
+    i += known->values;
+    if (known->effect == MountEffect::kNone) continue;
+    const std::string& dest = argv[i];  // the destination is always the last value
+    if (writable.find(dest) == writable.end()) order.push_back(dest);
+    writable[dest] = known->effect == MountEffect::kWritable;
   }
   std::string block;
   for (const std::string& dest : order) {

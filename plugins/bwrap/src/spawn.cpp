@@ -26,8 +26,6 @@
 // Signals that arrive before bwrap has reported the pid are held the same way.
 #include "sbx/bwrap/spawn.hpp"
 
-#include "sbx/bwrap/bind_fds.hpp"
-
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -47,6 +45,8 @@
 #include <cstring>
 #include <fstream>
 #include <string>
+
+#include "sbx/bwrap/bind_fds.hpp"
 
 namespace sbx::bwrap {
 namespace {

@@ -44,9 +44,9 @@ pid_t start_swapper(const std::string& a, const std::string& b) {
 // Where a refusal came from, for the summary: sbx's message with the paths left out.
 std::string reason_of(const std::string& err) {
   std::string line = err.substr(0, err.find('\n'));
-  for (const char* marker : {"changed while", "is a symlink", "cannot open bind source",
-                             "resolved to", "planned mount point", "mounted writable",
-                             "bwrap failed"}) {
+  for (const char* marker :
+       {"changed while", "is a symlink", "cannot open bind source", "resolved to",
+        "planned mount point", "mounted writable", "bwrap failed"}) {
     if (line.find(marker) != std::string::npos || err.find(marker) != std::string::npos)
       return marker;
   }
@@ -61,9 +61,9 @@ void stop(pid_t pid) {
 
 TEST(BwrapBindRace, SwappingAWritableRootForASymlinkNeverMountsItsTarget) {
   if (!exists(sbx_path())) GTEST_SKIP() << "no installed sbx at " << sbx_path();
-  TempDir t("/tmp");            // holds the victim and the symlink (outside every writable root)
-  TempDir target("/var/tmp");   // outside the policy: must never become writable
-  TempDir ws("/var/tmp");       // the cwd (writable)
+  TempDir t("/tmp");           // holds the victim and the symlink (outside every writable root)
+  TempDir target("/var/tmp");  // outside the policy: must never become writable
+  TempDir ws("/var/tmp");      // the cwd (writable)
   ASSERT_FALSE(t.path().empty() || target.path().empty() || ws.path().empty());
   fs::create_directory(t / "victim");
   fs::create_symlink(target.path(), t / "swapl");
@@ -97,8 +97,8 @@ TEST(BwrapBindRace, SwappingAWritableRootForASymlinkNeverMountsItsTarget) {
   stop(swapper);
   std::cout << attempts << " attempts: " << ran << " ran, " << refused << " refused (125)\n";
   for (const auto& [reason, count] : reasons) std::cout << "  " << count << "x " << reason << "\n";
-  EXPECT_FALSE(exists(target / "PWNED")) << "a run wrote into " << target.path()
-                                         << " after " << attempts << " attempts";
+  EXPECT_FALSE(exists(target / "PWNED"))
+      << "a run wrote into " << target.path() << " after " << attempts << " attempts";
   EXPECT_TRUE(listing(target.path()).empty()) << "the target directory was written to";
   EXPECT_TRUE(unexpected.empty()) << "neither ran nor refused with 125: " << unexpected;
   EXPECT_GT(attempts, 0);

@@ -52,7 +52,8 @@ TEST_F(BwrapCarveOutRename, ReadOnlyPathTwoLevelsDownCannotBeMovedAway) {
   write_file(pol_ / "p.json", R"({"version": 1,
     "filesystem": {"kind": "restricted",
       "entries": [{"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"},
-                  {"path": ")" + ws_.path() + R"(/vendor/lib", "access": "read"}]},
+                  {"path": ")" + ws_.path() +
+                                  R"(/vendor/lib", "access": "read"}]},
     "network": {"mode": "restricted"}})");
   const std::vector<std::string> policy = {"--policy", pol_ / "p.json"};
   const RunResult first = sh(ws_.path(),

@@ -34,8 +34,11 @@ TEST_F(BwrapRestrictedReads, MinimalPlatformAndWritableCwdRunAndEnforce) {
   const std::string p = policy(entry(":minimal", "read") + "," + entry(":cwd", "write"));
   const RunResult r = sh(ws_.path(),
                          "echo ws > out.txt && cat out.txt && test -r /etc/passwd && echo etc-ok; "
-                         "cat " + outside_ / "secret.txt" + "; ls /root /home 2>/dev/null; "
-                         "echo x > " + outside_ / "new.txt" + "; true",
+                         "cat " +
+                             outside_ / "secret.txt" +
+                             "; ls /root /home 2>/dev/null; "
+                             "echo x > " +
+                             outside_ / "new.txt" + "; true",
                          {"--policy", p});
   EXPECT_EQ(r.code, 0) << describe(r);
   EXPECT_NE(r.out.find("ws\netc-ok\n"), std::string::npos) << describe(r);
@@ -53,10 +56,9 @@ TEST_F(BwrapRestrictedReads, SplitCarveOutsUnderAnUnreadableParentRunAndEnforce)
   write_file(ws_ / "parent/docs/readme.txt", "readable\n");
   write_file(ws_ / "parent/docs/private/key", "TOPSECRET-PRIVATE\n");
   write_file(ws_ / "parent/other/file.txt", "TOPSECRET-OTHER\n");
-  const std::string p =
-      policy(entry(":minimal", "read") + "," + entry(ws_ / "parent/docs", "read") + "," +
-             entry(ws_ / "parent/docs/out", "write") + "," +
-             entry(ws_ / "parent/docs/private", "deny"));
+  const std::string p = policy(
+      entry(":minimal", "read") + "," + entry(ws_ / "parent/docs", "read") + "," +
+      entry(ws_ / "parent/docs/out", "write") + "," + entry(ws_ / "parent/docs/private", "deny"));
   const RunResult r = sh(ws_ / "parent/docs/out",
                          "cat ../readme.txt; echo made > made.txt; cat ../private/key "
                          "../../other/file.txt 2>/dev/null; echo x > ../new.txt; true",
@@ -93,8 +95,8 @@ TEST_F(BwrapRestrictedReads, DeniedSlashTmpRunsAndHidesIt) {
   ASSERT_FALSE(in_tmp.path().empty());
   write_file(in_tmp / "secret.txt", "TOPSECRET-TMP\n");
   for (const char* base : {":minimal", ":root"}) {
-    const std::string p = policy(entry(base, "read") + "," + entry(":cwd", "write") + "," +
-                                 entry("/tmp", "deny"));
+    const std::string p =
+        policy(entry(base, "read") + "," + entry(":cwd", "write") + "," + entry("/tmp", "deny"));
     const RunResult r = sh(ws_.path(),
                            "echo ws > out.txt; cat " + in_tmp / "secret.txt" +
                                " 2>/dev/null; ls /tmp; echo x > /tmp/sbx-denied-tmp; true",
@@ -115,10 +117,10 @@ TEST_F(BwrapRestrictedReads, DeniedSlashTmpRunsAndHidesIt) {
 TEST_F(BwrapRestrictedReads, BwrapFailingBeforeTheCommandIs125WithItsMessage) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root for a private mount namespace";
   if (!exists("/usr/bin/unshare")) GTEST_SKIP() << "unshare (util-linux) is not installed";
-  const std::string script = "mount --make-rprivate / && mount --bind -o ro " + ws_.path() +
-                             " " + ws_.path() + " && exec " + sbx_path() +
-                             " --backends bwrap exec --preset workspace-write --cwd " +
-                             ws_.path() + " -- /bin/sh -c 'echo ran; exit 1'";
+  const std::string script = "mount --make-rprivate / && mount --bind -o ro " + ws_.path() + " " +
+                             ws_.path() + " && exec " + sbx_path() +
+                             " --backends bwrap exec --preset workspace-write --cwd " + ws_.path() +
+                             " -- /bin/sh -c 'echo ran; exit 1'";
   const RunResult r = run({"/usr/bin/unshare", "-m", "/bin/sh", "-c", script}, base_env());
   EXPECT_EQ(r.code, 125) << describe(r);
   EXPECT_EQ(r.out.find("ran"), std::string::npos) << describe(r);

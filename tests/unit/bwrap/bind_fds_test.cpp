@@ -1,6 +1,8 @@
 // Exec-time binding by descriptor (bind_fds.hpp): sources are opened without following any
 // symlink and checked, the argv names the descriptors, and the mount list for sbx-stage2 is
 // derived from bwrap's options.
+#include "sbx/bwrap/bind_fds.hpp"
+
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -9,8 +11,6 @@
 #include <fstream>
 #include <string>
 #include <vector>
-
-#include "sbx/bwrap/bind_fds.hpp"
 
 namespace {
 
@@ -73,38 +73,93 @@ TEST_F(BindFds, RefusesMissingSourcesAndDevicesUnlessAllowed) {
 }
 
 TEST_F(BindFds, ReplacesBindOptionsOnlyBeforeTheSeparator) {
-  const std::vector<std::string> argv = {
-      "/usr/bin/bwrap", "--ro-bind", "/", "/", "--bind", dir_ + "/real", dir_ + "/real",
-      "--ro-bind", "/dev/null", dir_ + "/real/file.txt", "--tmpfs", "/x", "--",
-      "/stage2", "--bind", "a", "b"};
+  const std::vector<std::string> argv = {"/usr/bin/bwrap",
+                                         "--ro-bind",
+                                         "/",
+                                         "/",
+                                         "--bind",
+                                         dir_ + "/real",
+                                         dir_ + "/real",
+                                         "--ro-bind",
+                                         "/dev/null",
+                                         dir_ + "/real/file.txt",
+                                         "--tmpfs",
+                                         "/x",
+                                         "--",
+                                         "/stage2",
+                                         "--bind",
+                                         "a",
+                                         "b"};
   sbx::Result<sbx::bwrap::BoundArgv> bound = bind_sources_by_fd(argv);
   ASSERT_TRUE(bound.ok()) << bound.error();
   ASSERT_EQ(bound->fds.size(), 3u);
-  const std::vector<std::string> expected = {
-      "/usr/bin/bwrap", "--ro-bind-fd", std::to_string(bound->fds[0]), "/", "--bind-fd",
-      std::to_string(bound->fds[1]), dir_ + "/real", "--ro-bind-fd",
-      std::to_string(bound->fds[2]), dir_ + "/real/file.txt", "--tmpfs", "/x", "--",
-      "/stage2", "--bind", "a", "b"};
+  const std::vector<std::string> expected = {"/usr/bin/bwrap",
+                                             "--ro-bind-fd",
+                                             std::to_string(bound->fds[0]),
+                                             "/",
+                                             "--bind-fd",
+                                             std::to_string(bound->fds[1]),
+                                             dir_ + "/real",
+                                             "--ro-bind-fd",
+                                             std::to_string(bound->fds[2]),
+                                             dir_ + "/real/file.txt",
+                                             "--tmpfs",
+                                             "/x",
+                                             "--",
+                                             "/stage2",
+                                             "--bind",
+                                             "a",
+                                             "b"};
   EXPECT_EQ(bound->argv, expected);
   for (int fd : bound->fds) ::close(fd);
 }
 
 TEST_F(BindFds, OneBadSourceFailsTheWholeArgvAndClosesTheOthers) {
   const std::size_t before = open_fd_count();
-  sbx::Result<sbx::bwrap::BoundArgv> bound = bind_sources_by_fd(
-      {"/usr/bin/bwrap", "--ro-bind", "/", "/", "--bind", dir_ + "/link", dir_ + "/link", "--",
-       "/stage2"});
+  sbx::Result<sbx::bwrap::BoundArgv> bound =
+      bind_sources_by_fd({"/usr/bin/bwrap", "--ro-bind", "/", "/", "--bind", dir_ + "/link",
+                          dir_ + "/link", "--", "/stage2"});
   EXPECT_FALSE(bound.ok());
   EXPECT_EQ(open_fd_count(), before);
 }
 
 TEST(BwrapPlannedMounts, ListsEveryMountWithItsFinalWritability) {
-  sbx::Result<std::string> block = planned_mounts_block(
-      {"/usr/bin/bwrap", "--tmpfs", "/", "--ro-bind-fd", "10", "/usr", "--dev", "/dev",
-       "--bind-fd", "11", "/w", "--perms", "0555", "--tmpfs", "/w/.git", "--ro-bind", "/dev/null",
-       "/w/secret", "--proc", "/proc", "--remount-ro", "/w/.git", "--remount-ro", "/",
-       "--unshare-user", "--cap-drop", "ALL", "--chdir", "/w", "--info-fd", "3", "--",
-       "/stage2", "--bind", "/x", "/x"});
+  sbx::Result<std::string> block = planned_mounts_block({"/usr/bin/bwrap",
+                                                         "--tmpfs",
+                                                         "/",
+                                                         "--ro-bind-fd",
+                                                         "10",
+                                                         "/usr",
+                                                         "--dev",
+                                                         "/dev",
+                                                         "--bind-fd",
+                                                         "11",
+                                                         "/w",
+                                                         "--perms",
+                                                         "0555",
+                                                         "--tmpfs",
+                                                         "/w/.git",
+                                                         "--ro-bind",
+                                                         "/dev/null",
+                                                         "/w/secret",
+                                                         "--proc",
+                                                         "/proc",
+                                                         "--remount-ro",
+                                                         "/w/.git",
+                                                         "--remount-ro",
+                                                         "/",
+                                                         "--unshare-user",
+                                                         "--cap-drop",
+                                                         "ALL",
+                                                         "--chdir",
+                                                         "/w",
+                                                         "--info-fd",
+                                                         "3",
+                                                         "--",
+                                                         "/stage2",
+                                                         "--bind",
+                                                         "/x",
+                                                         "/x"});
   ASSERT_TRUE(block.ok()) << block.error();
   using namespace std::string_literals;
   EXPECT_EQ(*block, "r /\0r /usr\0w /dev\0w /w\0r /w/.git\0r /w/secret\0w /proc\0"s);

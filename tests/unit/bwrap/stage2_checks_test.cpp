@@ -28,8 +28,11 @@ const std::string kMountinfo =
     "66 60 0:32 / /proc rw,nosuid,nodev - proc proc rw\n";
 
 std::vector<PlannedMount> planned() {
-  return {{"/", false}, {"/dev", true}, {"/home/u/my proj", true},
-          {"/home/u/my proj/.codex", false}, {"/proc", true}};
+  return {{"/", false},
+          {"/dev", true},
+          {"/home/u/my proj", true},
+          {"/home/u/my proj/.codex", false},
+          {"/proc", true}};
 }
 
 TEST(Stage2Mounts, ParsesMountinfoUnescapingMountPoints) {
