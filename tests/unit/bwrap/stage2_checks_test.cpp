@@ -1,8 +1,12 @@
 // What sbx-stage2 checks of bwrap's work (core/stage2/bwrap_checks.hpp): the mount list it is
 // given against /proc/self/mountinfo, and the ready byte.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -96,6 +100,68 @@ TEST(Stage2Ready, WritesOneByteAndClosesTheDescriptor) {
   EXPECT_EQ(::read(fds[0], buffer, sizeof buffer), 1);  // one byte, then EOF: the end was closed
   EXPECT_EQ(::read(fds[0], buffer, sizeof buffer), 0);
   ::close(fds[0]);
+}
+
+// The real thing: bwrap runs the built sbx-stage2 with a mount list on fd 6. A list that matches
+// what bwrap mounted lets the command run; a list that does not (a writable bind the list calls
+// read-only) is refused with 125 before the command runs.
+class Stage2MountsUnderBwrap : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    stage2_ = std::string(SBX_BUILD_TREE) + "/libexec/sbx/sbx-stage2";
+    if (!std::filesystem::exists("/usr/bin/bwrap")) GTEST_SKIP() << "bwrap is not installed";
+    if (!std::filesystem::exists(stage2_)) GTEST_SKIP() << "no sbx-stage2 at " << stage2_;
+    char tmpl[] = "/tmp/sbx-stage2-mounts-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+  }
+  // Exit status of bwrap running stage 2 (which runs `touch DIR/ran`) with `list` on fd 6.
+  int run(const std::string& list) const {
+    const int memfd = ::memfd_create("mounts", 0);
+    if (memfd < 0 || ::write(memfd, list.data(), list.size()) != static_cast<ssize_t>(list.size()))
+      return -1;
+    ::lseek(memfd, 0, SEEK_SET);
+    const std::string ran = dir_ + "/ran";
+    // As sbx's plan does: no capability left (stage 2 refuses otherwise), stage 2 as PID 1.
+    std::vector<std::string> args = {"/usr/bin/bwrap", "--ro-bind", "/", "/", "--dev", "/dev"};
+    args.insert(args.end(), {"--bind", dir_, dir_, "--proc", "/proc", "--unshare-user"});
+    args.insert(args.end(), {"--unshare-pid", "--unshare-net", "--die-with-parent"});
+    args.insert(args.end(), {"--cap-drop", "ALL", "--as-pid-1", "--", stage2_});
+    args.insert(args.end(), {"--mounts-fd", "6", "--net", "blocked", "--", "/usr/bin/touch", ran});
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::dup2(memfd, 6);
+      const int null = ::open("/dev/null", O_WRONLY);
+      ::dup2(null, 2);
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+    ::close(memfd);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  std::string stage2_;
+  std::string dir_;
+};
+
+TEST_F(Stage2MountsUnderBwrap, MatchingListRunsTheCommandAndAMismatchIsRefused) {
+  const std::string ok = "r /\0w /dev\0w "s + dir_ + "\0w /proc\0"s;
+  EXPECT_EQ(run(ok), 0);
+  EXPECT_TRUE(std::filesystem::exists(dir_ + "/ran"));
+  std::filesystem::remove(dir_ + "/ran");
+  const std::string says_read_only = "r /\0w /dev\0r "s + dir_ + "\0w /proc\0"s;
+  EXPECT_EQ(run(says_read_only), 125);
+  const std::string names_a_missing_mount =
+      "r /\0w /dev\0w "s + dir_ + "\0w "s + dir_ + "/elsewhere\0w /proc\0"s;
+  EXPECT_EQ(run(names_a_missing_mount), 125);
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/ran")) << "the command ran despite a mismatch";
 }
 
 }  // namespace
