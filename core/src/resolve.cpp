@@ -216,6 +216,15 @@ Status Resolver::check_writable_symlinks(const Candidate& candidate) const {
     }
     real = *resolved;
   }
+  // The walk above and the canonical path were computed at different moments. If they differ,
+  // the path changed in between (e.g. the root was swapped with a symlink by another process),
+  // and the canonical path may name a directory the policy never meant: refuse.
+  if (real != candidate.canonical) {
+    return error_at(candidate.pointer, "writable root " + candidate.lexical +
+                                           " changed while it was being resolved (" +
+                                           candidate.canonical + ", then " + real +
+                                           "); is another process renaming it?");
+  }
   return {};
 }
 

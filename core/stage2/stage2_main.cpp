@@ -1,7 +1,7 @@
 // sbx-stage2: the last trusted step inside the bwrap sandbox (DESIGN.md "Linux specifics").
 //
 //   sbx-stage2 --net blocked|open [--env KEY=VALUE]... [--env-fd N | --env-environ]
-//              -- /abs/command [ARG]...
+//              [--ready-fd N] [--mounts-fd N] -- /abs/command [ARG]...
 //   sbx-stage2 --net proxy --proxy-port PORT --proxy-socket PATH [--env KEY=VALUE]... -- ...
 //   sbx-stage2 --landlock MIN_ABI [--ll-fs restricted|unrestricted] [--ll-read PATH]...
 //              [--ll-write PATH]... [--ll-dev PATH]... [--ll-scope-abstract-unix on|off]
@@ -44,6 +44,7 @@
 #include <string>
 #include <vector>
 
+#include "bwrap_checks.hpp"
 #include "env_block.hpp"
 #include "landlock_ruleset.hpp"
 #include "proxy_relay.hpp"
@@ -70,7 +71,17 @@ struct Options {
   std::vector<std::string> command;
   sbx::stage2::LandlockSpec landlock;
   sbx::stage2::RelaySpec relay;  // --net proxy: the proxy's port (and socket under bwrap)
+  int ready_fd = -1;   // bwrap mode: told "bwrap's setup worked" (bwrap_checks.hpp)
+  int mounts_fd = -1;  // bwrap mode: the planned mounts to verify (bwrap_checks.hpp)
 };
+
+int parse_fd(const std::string& option, const std::string& value) {
+  char* end = nullptr;
+  const long fd = std::strtol(value.c_str(), &end, 10);
+  if (value.empty() || *end != '\0' || fd < 3 || fd > 1'000'000)
+    fail("arguments", option + " expects a descriptor number >= 3, got '" + value + "'");
+  return static_cast<int>(fd);
+}
 
 // --net proxy needs the port, and the socket exactly when there is a network namespace to
 // bridge (not in Landlock mode); the other modes take neither.
@@ -150,6 +161,10 @@ Options parse(int argc, char** argv) {
       if (value.find('=') == std::string::npos || value.front() == '=')
         fail("arguments", "--env expects KEY=VALUE, got '" + value + "'");
       o.env.push_back(value);
+    } else if (arg == "--ready-fd") {
+      o.ready_fd = parse_fd(arg, value);
+    } else if (arg == "--mounts-fd") {
+      o.mounts_fd = parse_fd(arg, value);
     } else if (arg == "--env-fd") {
       const std::vector<std::string> block = read_env_fd(value);
       o.env.insert(o.env.end(), block.begin(), block.end());
@@ -278,8 +293,22 @@ void restore_child_signals(const sigset_t& previous) {
 
 }  // namespace
 
+// bwrap mode, before anything else: tell sbx that bwrap's setup worked, then verify the
+// mounts bwrap made against the plan (bwrap_checks.hpp says why both).
+void check_bwrap_setup(const Options& o) {
+  if (o.ready_fd >= 0) {
+    sbx::Status ready = sbx::stage2::signal_ready(o.ready_fd);
+    if (!ready.ok()) fail("ready", ready.error());
+  }
+  if (o.mounts_fd >= 0) {
+    sbx::Status mounts = sbx::stage2::verify_mounts_from_fd(o.mounts_fd);
+    if (!mounts.ok()) fail("mounts", mounts.error());
+  }
+}
+
 int main(int argc, char** argv) {
   Options options = parse(argc, argv);
+  check_bwrap_setup(options);
   if (options.landlock.enabled) return sbx::stage2::supervise(confine_and_exec, &options);
   // no_new_privs first: required for an unprivileged seccomp filter, and setuid binaries the
   // command runs can no longer gain privileges.

@@ -18,6 +18,13 @@ constexpr std::string_view kSyntheticPrefix = "sbx-bwrap:mount-point ";
 constexpr std::string_view kLockedPrefix = "sbx-bwrap:keeps ";
 constexpr std::string_view kStatePrefix = "sbx-bwrap:state-dir ";
 
+// "/a/b/c" -> appends "/a", "/a/b".
+void append_ancestors(const std::string& path, std::vector<std::string>& out) {
+  for (std::size_t slash = path.find('/', 1); slash != std::string::npos;
+       slash = path.find('/', slash + 1))
+    out.push_back(path.substr(0, slash));
+}
+
 class BwrapBackend final : public Backend {
  public:
   explicit BwrapBackend(HostServices host) : Backend(host) {}
@@ -91,8 +98,17 @@ class BwrapBackend final : public Backend {
       facts.glob_matches = *matches;
     }
     std::vector<std::string> paths = paths_of_interest(policy, facts.state_dir);
-    paths.insert(paths.end(), facts.glob_matches.begin(), facts.glob_matches.end());
+    // Matches and their ancestors: the ancestors below a writable root get pinned.
+    for (const std::string& match : facts.glob_matches) {
+      append_ancestors(match, paths);
+      paths.push_back(match);
+    }
     gather_path_facts(paths, facts);
+    // A symlinked deny-glob match masks its target: the target's ancestors are looked up too,
+    // so that those below a writable root get pinned like any carve-out's.
+    std::vector<std::string> target_ancestors;
+    for (const auto& [link, target] : facts.canonical) append_ancestors(target, target_ancestors);
+    gather_path_facts(target_ancestors, facts);
     Result<Translation> translation = translate(request, facts);
     if (!translation.ok()) return Error{translation.error()};
     ExecPlan plan;

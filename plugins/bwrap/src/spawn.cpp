@@ -46,6 +46,8 @@
 #include <fstream>
 #include <string>
 
+#include "sbx/bwrap/bind_fds.hpp"
+
 namespace sbx::bwrap {
 namespace {
 
@@ -132,25 +134,43 @@ struct ChildArgs {
   int report_fd;  // CLOEXEC; EOF at a successful execve
   int info_fd;    // write end of the info pipe, becomes kInfoFd
   int env_fd;     // the environment block (CLOEXEC), becomes kEnvFd; -1 if there is none
+  int ready_fd;   // write end of the ready pipe (CLOEXEC), becomes kReadyFd
+  int mounts_fd;  // the planned-mounts block (CLOEXEC), becomes kMountsFd; -1 if none
+  const int* bind_fds;  // bind sources (CLOEXEC, >= kFirstBindFd): made inheritable as they are
+  std::size_t bind_fd_count;
 };
+
+// Moves `fd` above every descriptor number the child places itself; -1 stays -1.
+int move_up(int fd) { return fd < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, kMountsFd + 1); }
 
 [[noreturn]] void run_child(const ChildArgs& a) {
   reset_signal_dispositions();
   // Own process group: ^C from the terminal must reach sbx (which forwards it), not bwrap.
   if (setpgid(0, 0) != 0) child_fail(a.report_fd, ChildStage::kSetup, kExitSbxFailure);
   close_stray_fds();
-  // Move every descriptor above kEnvFd first: any of them may currently *be* kInfoFd/kEnvFd.
-  const int report = fcntl(a.report_fd, F_DUPFD_CLOEXEC, kEnvFd + 1);
+  // Move every descriptor above kMountsFd first: any of them may currently *be* one of the
+  // numbers placed below. (Bind sources are at kFirstBindFd or above and are not moved.)
+  const int report = move_up(a.report_fd);
   if (report < 0) child_fail(a.report_fd, ChildStage::kSetup, kExitSbxFailure);
-  const int info = fcntl(a.info_fd, F_DUPFD_CLOEXEC, kEnvFd + 1);
-  if (info < 0) child_fail(report, ChildStage::kSetup, kExitSbxFailure);
-  const int env = a.env_fd < 0 ? -1 : fcntl(a.env_fd, F_DUPFD_CLOEXEC, kEnvFd + 1);
-  if (a.env_fd >= 0 && env < 0) child_fail(report, ChildStage::kSetup, kExitSbxFailure);
-  // dup2 to a different number clears FD_CLOEXEC: kInfoFd and kEnvFd are the fds bwrap
-  // inherits (and passes on to stage 2, which closes kEnvFd once read).
+  const int info = move_up(a.info_fd);
+  const int env = move_up(a.env_fd);
+  const int ready = move_up(a.ready_fd);
+  const int mounts = move_up(a.mounts_fd);
+  if (info < 0 || ready < 0 || (a.env_fd >= 0 && env < 0) || (a.mounts_fd >= 0 && mounts < 0))
+    child_fail(report, ChildStage::kSetup, kExitSbxFailure);
+  // dup2 to a different number clears FD_CLOEXEC: these are the fds bwrap inherits (and passes
+  // on to stage 2, which closes kEnvFd, kReadyFd and kMountsFd once used).
   if (dup2(info, kInfoFd) != kInfoFd) child_fail(report, ChildStage::kSetup, kExitSbxFailure);
   if (env >= 0 && dup2(env, kEnvFd) != kEnvFd)
     child_fail(report, ChildStage::kSetup, kExitSbxFailure);
+  if (dup2(ready, kReadyFd) != kReadyFd) child_fail(report, ChildStage::kSetup, kExitSbxFailure);
+  if (mounts >= 0 && dup2(mounts, kMountsFd) != kMountsFd)
+    child_fail(report, ChildStage::kSetup, kExitSbxFailure);
+  // bwrap uses each bind source for its mount and closes it before running stage 2.
+  for (std::size_t i = 0; i < a.bind_fd_count; ++i) {
+    if (fcntl(a.bind_fds[i], F_SETFD, 0) != 0)
+      child_fail(report, ChildStage::kSetup, kExitSbxFailure);
+  }
   if (chdir(a.cwd) != 0) child_fail(report, ChildStage::kChdir, kExitSbxFailure);
   sigset_t empty;
   sigemptyset(&empty);
@@ -387,9 +407,9 @@ Result<int> open_signal_fd(sigset_t& previous) {
 }
 
 // A sealed memfd holding `block`, positioned at its start; -1 (errno set) on failure.
-int env_memfd(const std::string& block) {
+int sealed_memfd(const char* name, const std::string& block) {
   const int fd = static_cast<int>(
-      syscall(SYS_memfd_create, "sbx-env", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+      syscall(SYS_memfd_create, name, MFD_CLOEXEC | MFD_ALLOW_SEALING));
   if (fd < 0) return -1;
   std::size_t written = 0;
   while (written < block.size()) {
@@ -414,20 +434,110 @@ int env_memfd(const std::string& block) {
   return fd;
 }
 
+// Everything prepared for one bwrap run beyond the plan: the final argv and the descriptors
+// bwrap and stage 2 get (all close-on-exec here; closed when the run is over).
+struct Launch {
+  std::vector<std::string> argv;
+  int env_fd = -1;
+  int mounts_fd = -1;
+  int ready_read = -1;
+  int ready_write = -1;
+  std::vector<int> bind_fds;
+
+  Launch() = default;
+  Launch(const Launch&) = delete;
+  Launch& operator=(const Launch&) = delete;
+  ~Launch() {
+    close_after_fork();
+    if (ready_read >= 0) close(ready_read);
+  }
+  // What only the child needed: closed in sbx as soon as bwrap has been started.
+  void close_after_fork() {
+    for (int* fd : {&env_fd, &mounts_fd, &ready_write}) {
+      if (*fd >= 0) close(*fd);
+      *fd = -1;
+    }
+    for (int fd : bind_fds) close(fd);
+    bind_fds.clear();
+  }
+};
+
+bool has_proc_mount(const std::vector<std::string>& argv) {
+  const auto end = std::find(argv.begin(), argv.end(), "--");
+  return std::find(argv.begin(), end, "--proc") != end;
+}
+
+// The plan as bwrap gets it: bind sources as checked descriptors (bind_fds.hpp), --info-fd,
+// the environment on kEnvFd, and stage 2 told where its ready pipe and mount list are. The
+// mount list needs a procfs inside (stage 2 reads /proc/self/mountinfo); with the empty-/proc
+// fallback there is none, and only the descriptors guard the binds.
+Status prepare_launch(const ExecPlan& plan, Launch& launch) {
+  Result<BoundArgv> bound = bind_sources_by_fd(plan.argv);
+  if (!bound.ok()) return Error{bound.error()};
+  launch.bind_fds = bound->fds;
+  std::vector<std::string> stage2_options = {"--ready-fd", std::to_string(kReadyFd)};
+  if (has_proc_mount(bound->argv)) {
+    Result<std::string> mounts = planned_mounts_block(bound->argv);
+    if (!mounts.ok()) return Error{mounts.error()};
+    launch.mounts_fd = sealed_memfd("sbx-mounts", *mounts);
+    if (launch.mounts_fd < 0)
+      return Error{std::string("bwrap: cannot hand the mount list to sbx-stage2 (memfd): ") +
+                   std::strerror(errno)};
+    stage2_options.insert(stage2_options.end(), {"--mounts-fd", std::to_string(kMountsFd)});
+  }
+  const EnvOnFd moved = move_env_to_fd(with_info_fd(bound->argv));
+  if (!moved.block.empty()) {
+    launch.env_fd = sealed_memfd("sbx-env", moved.block);
+    if (launch.env_fd < 0)
+      return Error{std::string("bwrap: cannot hand the environment to sbx-stage2 (memfd): ") +
+                   std::strerror(errno)};
+  }
+  launch.argv = with_stage2_options(moved.argv, stage2_options);
+  int ready[2];
+  if (pipe2(ready, O_CLOEXEC) != 0)
+    return Error{std::string("bwrap: cannot create a pipe: ") + std::strerror(errno)};
+  launch.ready_read = ready[0];
+  launch.ready_write = ready[1];
+  return {};
+}
+
+// True if sbx-stage2 wrote its ready byte, i.e. bwrap's setup worked and stage 2 started.
+// Read after bwrap ended: the byte waits in the pipe.
+bool stage2_started(int ready_read) {
+  fcntl(ready_read, F_SETFL, O_NONBLOCK);
+  char byte = 0;
+  ssize_t n = 0;
+  do {
+    n = read(ready_read, &byte, 1);
+  } while (n < 0 && errno == EINTR);
+  return n == 1;
+}
+
+// bwrap ended without starting stage 2: its own failure (it printed why), never the command's
+// status. 125 like every other failure of sbx's own, so no exit status of bwrap (1 for most of
+// its errors) can pass for the command's.
+ExitStatus report_bwrap_failure(const ExitStatus& bwrap) {
+  const std::string how = bwrap.signal != 0 ? "killed by signal " + std::to_string(bwrap.signal)
+                                            : "exit " + std::to_string(bwrap.exit_code);
+  const std::string message =
+      "sbx: bwrap failed before the command started (" + how + "; its message is above)\n";
+  std::fputs(message.c_str(), stderr);
+  std::fflush(stderr);
+  ExitStatus status;
+  status.exit_code = kExitSbxFailure;
+  return status;
+}
+
 Result<ExitStatus> fork_and_supervise(const ExecPlan& plan, const int report[2],
                                       const int info[2], int signal_fd) {
-  const EnvOnFd moved = move_env_to_fd(with_info_fd(plan.argv));
-  const int env_fd = moved.block.empty() ? -1 : env_memfd(moved.block);
-  if (!moved.block.empty() && env_fd < 0) {
-    const int error = errno;
+  Launch launch;
+  if (Status prepared = prepare_launch(plan, launch); !prepared.ok()) {
     close(report[1]);
     close(info[1]);
     close(info[0]);
-    return Error{std::string("bwrap: cannot hand the environment to sbx-stage2 (memfd): ") +
-                 std::strerror(error)};
+    return Error{prepared.error()};
   }
-  const std::vector<std::string>& argv_strings = moved.argv;
-  std::vector<char*> argv = c_strings(argv_strings);
+  std::vector<char*> argv = c_strings(launch.argv);
   std::vector<char*> envp = c_strings(plan.env);
   // Every signal blocked across vfork: a handler of sbx (or of an embedding process) must never
   // run in the child, which shares this memory; the child unblocks after resetting them.
@@ -436,11 +546,13 @@ Result<ExitStatus> fork_and_supervise(const ExecPlan& plan, const int report[2],
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &supervising);
   int fork_errno = 0;  // meaningful only when pid < 0
-  const pid_t pid =
-      vfork_child({argv.data(), envp.data(), plan.cwd.c_str(), report[1], info[1], env_fd},
-                  fork_errno);
+  const pid_t pid = vfork_child({argv.data(), envp.data(), plan.cwd.c_str(), report[1], info[1],
+                                 launch.env_fd, launch.ready_write, launch.mounts_fd,
+                                 launch.bind_fds.data(), launch.bind_fds.size()},
+                                fork_errno);
   pthread_sigmask(SIG_SETMASK, &supervising, nullptr);
-  if (env_fd >= 0) close(env_fd);
+  // Only bwrap may hold these: in sbx they are closed now (bind sources included).
+  launch.close_after_fork();
   close(report[1]);
   close(info[1]);
   if (pid < 0) {
@@ -454,6 +566,7 @@ Result<ExitStatus> fork_and_supervise(const ExecPlan& plan, const int report[2],
   Result<ExitStatus> status = reap(pid);
   if (!status.ok()) return Error{"bwrap: " + status.error()};
   if (failed) return report_failure(plan, failure);
+  if (!stage2_started(launch.ready_read)) return report_bwrap_failure(*status);
   return status;
 }
 
@@ -469,6 +582,17 @@ std::vector<std::string> with_info_fd(const std::vector<std::string>& argv) {
       out.push_back(std::to_string(kInfoFd));
     }
   }
+  return out;
+}
+
+std::vector<std::string> with_stage2_options(const std::vector<std::string>& argv,
+                                             const std::vector<std::string>& options) {
+  const auto bwrap_end = std::find(argv.begin(), argv.end(), "--");
+  if (bwrap_end == argv.end() || std::next(bwrap_end) == argv.end()) return argv;
+  const auto after_stage2 = std::next(bwrap_end, 2);
+  std::vector<std::string> out(argv.begin(), after_stage2);
+  out.insert(out.end(), options.begin(), options.end());
+  out.insert(out.end(), after_stage2, argv.end());
   return out;
 }
 

@@ -56,18 +56,23 @@ class MountPlanner {
   Access visible_access(const std::string& path) const;
   std::vector<std::string> items() const;
   Status emit_base(Translation& out);
+  Status emit_read_only_bind(const std::string& path, Translation& out);
   Status emit_item(const std::string& path, Translation& out);
   Status emit_missing(const std::string& path, Access desired, Translation& out);
   void emit_deny_existing(const std::string& path, PathKind path_kind, Translation& out);
   bool has_visible_descendant(const std::string& path) const;
+  bool strictly_below_writable_root(const std::string& path) const;
+  void pin_carve_out_ancestors();
   void mask_dir(const std::string& path, const char* perms, Translation& out);
 
   void emit_proxy_socket(Translation& out);
+  void emit_proc(Translation& out);
+  void emit_stage2(Translation& out);
 
   const ResolvedPolicy& policy_;
   const HostFacts& facts_;
   const std::string& proxy_socket_;  // network.mode proxy: the proxy's unix socket, else ""
-  std::set<std::string> pins_;  // ancestors of protected paths, bound so they cannot be renamed
+  std::set<std::string> pins_;  // ancestors of carve-outs, bound so they cannot be renamed
   std::vector<std::string> deferred_remounts_;
   std::set<std::string> done_synthetic_;
 };
@@ -133,12 +138,29 @@ Status MountPlanner::emit_base(Translation& out) {
     deferred_remounts_.push_back("/");
     if (policy_.platform_defaults_readable) {
       for (const std::string& dir : minimal_platform_paths()) {
-        if (kind(dir) != PathKind::kMissing) a.insert(a.end(), {"--ro-bind", dir, dir});
+        if (kind(dir) == PathKind::kMissing) continue;
+        Status bound = emit_read_only_bind(dir, out);
+        if (!bound.ok()) return bound;
       }
     }
   }
   // A fresh minimal /dev (null, zero, random, tty, pts, shm) rather than the host's devices.
   a.insert(a.end(), {"--dev", "/dev"});
+  return {};
+}
+
+// A read-only bind of `path`. Bind sources are opened at exec time by a walk that refuses
+// symlinks (bind_fds.hpp), so a symlink (e.g. /bin -> usr/bin on merged-/usr systems) is bound
+// from the target it resolved to when the plan was made: the same view bwrap gave before.
+Status MountPlanner::emit_read_only_bind(const std::string& path, Translation& out) {
+  std::string source = path;
+  if (kind(path) == PathKind::kSymlink) {
+    auto canon = facts_.canonical.find(path);
+    if (canon == facts_.canonical.end() || canon->second.empty() || canon->second.front() != '/')
+      return Error{"cannot bind '" + path + "': it is a symlink whose target is unknown"};
+    source = canon->second;
+  }
+  out.argv.insert(out.argv.end(), {"--ro-bind", source, path});
   return {};
 }
 
@@ -201,7 +223,7 @@ Status MountPlanner::emit_item(const std::string& path, Translation& out) {
                              rule_access(policy_, path) == Access::kWrite &&
                              std::any_of(policy_.rules.begin(), policy_.rules.end(),
                                          [&](const PathRule& r) { return r.path == path; });
-  // Writable roots (and the ancestors of protected paths) are always bind-mounted, even inside
+  // Writable roots (and the pinned ancestors of carve-outs) are always bind-mounted, even inside
   // another writable root: a mount point cannot be renamed or removed from inside the sandbox.
   const bool force_bind = desired == Access::kWrite && (is_write_rule || pins_.count(path) > 0);
   if (desired == inherited && !force_bind) return {};
@@ -223,7 +245,7 @@ Status MountPlanner::emit_item(const std::string& path, Translation& out) {
   }
   switch (desired) {
     case Access::kWrite: out.argv.insert(out.argv.end(), {"--bind", path, path}); break;
-    case Access::kRead: out.argv.insert(out.argv.end(), {"--ro-bind", path, path}); break;
+    case Access::kRead: return emit_read_only_bind(path, out);
     case Access::kDeny: emit_deny_existing(path, path_kind, out); break;
   }
   return {};
@@ -240,15 +262,68 @@ void MountPlanner::emit_proxy_socket(Translation& out) {
   out.argv.insert(out.argv.end(), {"--ro-bind", directory, directory});
 }
 
-Status MountPlanner::plan(Translation& out) {
-  // Pin every existing directory between a writable root and a protected path below it.
-  for (const ProtectedPath& p : policy_.protected_paths) {
-    for (const std::string& a : strict_ancestors(p.path)) {
-      if (a.size() > p.writable_root.size() && path_is_within(a, p.writable_root) &&
-          kind(a) == PathKind::kDirectory)
+// sbx-stage2 is what bwrap runs: when the policy leaves it unreadable (restricted reads such as
+// :minimal, or a denied install prefix) the file alone is bound read-only at its path, after
+// every rule's mount (none can hide it) and before the read-only remounts (bwrap may have to
+// create its mount point in a tmpfs).
+void MountPlanner::emit_stage2(Translation& out) {
+  if (policy_.filesystem_kind != FilesystemKind::kRestricted) return;  // all of / is visible
+  if (visible_access(facts_.stage2_path) != Access::kDeny) return;
+  out.argv.insert(out.argv.end(), {"--ro-bind", facts_.stage2_path, facts_.stage2_path});
+}
+
+// /proc is mounted after every other mount but before the deferred read-only remounts: with
+// restricted reads the root is an empty tmpfs, and bwrap must still be able to create the /proc
+// mount point in it (after `--remount-ro /` it fails with "Can't mkdir /proc").
+void MountPlanner::emit_proc(Translation& out) {
+  if (facts_.can_mount_proc) {
+    out.argv.insert(out.argv.end(), {"--proc", "/proc"});
+    return;
+  }
+  // Fallback, reported: the host cannot mount a fresh procfs here (e.g. a container with a
+  // masked /proc). The host's /proc is never shown; the sandbox gets an empty read-only one.
+  out.argv.insert(out.argv.end(), {"--perms", "0555", "--tmpfs", "/proc"});
+  deferred_remounts_.push_back("/proc");
+  out.notes.push_back("this host cannot mount proc in a new pid namespace: /proc is empty "
+                      "inside the sandbox (programs that read /proc may fail)");
+}
+
+bool MountPlanner::strictly_below_writable_root(const std::string& path) const {
+  return std::any_of(policy_.rules.begin(), policy_.rules.end(), [&](const PathRule& r) {
+    return r.access == Access::kWrite && r.path != path && path_is_within(path, r.path);
+  });
+}
+
+// A carve-out (a denied or read-only path, a protected name, a deny-glob match, sbx's state
+// directory) below a writable root is a mount point, so it cannot be renamed itself; but an
+// ancestor between it and the writable root could be (`mv config cfg2` moves config/secrets
+// out from under the path the next run will mask). So every existing writable directory
+// strictly between a writable root and a carve-out is pinned: bound onto itself (keeping its
+// access), shallowest first, before the carve-outs below it. A mount point cannot be renamed or
+// removed from inside the sandbox (EBUSY).
+void MountPlanner::pin_carve_out_ancestors() {
+  std::vector<std::string> carve_outs;
+  for (const PathRule& rule : policy_.rules) {
+    if (rule.access != Access::kWrite) carve_outs.push_back(rule.path);
+  }
+  for (const ProtectedPath& p : policy_.protected_paths) carve_outs.push_back(p.path);
+  for (const std::string& match : facts_.glob_matches) {
+    carve_outs.push_back(match);
+    auto canon = facts_.canonical.find(match);
+    if (canon != facts_.canonical.end()) carve_outs.push_back(canon->second);
+  }
+  if (!facts_.state_dir.empty()) carve_outs.push_back(facts_.state_dir);
+  for (const std::string& carve_out : carve_outs) {
+    for (const std::string& a : strict_ancestors(carve_out)) {
+      if (kind(a) == PathKind::kDirectory && strictly_below_writable_root(a) &&
+          visible_access(a) == Access::kWrite)
         pins_.insert(a);
     }
   }
+}
+
+Status MountPlanner::plan(Translation& out) {
+  pin_carve_out_ancestors();
   Status status = emit_base(out);
   if (!status.ok()) return status;
   if (policy_.filesystem_kind == FilesystemKind::kRestricted) {
@@ -258,6 +333,8 @@ Status MountPlanner::plan(Translation& out) {
     }
   }
   emit_proxy_socket(out);
+  emit_stage2(out);
+  emit_proc(out);
   for (const std::string& path : deferred_remounts_)
     out.argv.insert(out.argv.end(), {"--remount-ro", path});
   return {};
@@ -305,17 +382,8 @@ Status check_supported(const TransformRequest& request, const HostFacts& facts) 
   return {};
 }
 
-void append_namespaces(const ResolvedPolicy& policy, const HostFacts& facts, Translation& out) {
+void append_namespaces(const ResolvedPolicy& policy, Translation& out) {
   std::vector<std::string>& a = out.argv;
-  if (facts.can_mount_proc) {
-    a.insert(a.end(), {"--proc", "/proc"});
-  } else {
-    // Fallback, reported: the host cannot mount a fresh procfs here (e.g. a container with a
-    // masked /proc). The host's /proc is never shown; the sandbox gets an empty read-only one.
-    a.insert(a.end(), {"--perms", "0555", "--tmpfs", "/proc", "--remount-ro", "/proc"});
-    out.notes.push_back("this host cannot mount proc in a new pid namespace: /proc is empty "
-                        "inside the sandbox (programs that read /proc may fail)");
-  }
   // New user, pid and ipc namespaces always (explicit: bwrap skips the user namespace for uid 0
   // otherwise); a new network namespace (only loopback) unless the network is enabled.
   a.insert(a.end(), {"--unshare-user", "--unshare-pid", "--unshare-ipc"});
@@ -394,7 +462,7 @@ Result<Translation> translate(const TransformRequest& request, const HostFacts& 
                                                                           : no_socket);
   status = planner.plan(out);
   if (!status.ok()) return Error{status.error()};
-  append_namespaces(request.policy, facts, out);
+  append_namespaces(request.policy, out);
   append_stage2(request, facts, out);
   if (request.policy.network.mode == NetworkMode::kProxy)
     out.notes.push_back(

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "sbx/bwrap/bind_fds.hpp"
 #include "sbx/bwrap/spawn.hpp"
 
 namespace {
@@ -93,15 +94,18 @@ class BwrapSpawn : public ::testing::Test {
                               "pwd > \"$out/cwd\"\n"
                               "ls /proc/$$/fd > \"$out/fds\"\n"
                               "printf '{\"child-pid\": %d}' $$ >&3\n"
+                              // What sbx-stage2 does first (--ready-fd 5), unless the stand-in
+                              // plays a bwrap that failed before starting it.
+                              "[ \"$SBX_TEST_READY\" = 0 ] || printf R >&5\n"
                               "exit \"$SBX_TEST_EXIT\"\n";
     ASSERT_EQ(::chmod(script_.c_str(), 0755), 0);
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  ExecPlan plan(int exit_code) const {
+  ExecPlan plan(int exit_code, bool ready = true) const {
     return ExecPlan{{script_, "--ro-bind", "/", "/", "--", "/bin/true"},
                     {"SBX_TEST_OUT=" + dir_, "SBX_TEST_EXIT=" + std::to_string(exit_code),
-                     "PATH=/usr/bin:/bin"},
+                     "SBX_TEST_READY=" + std::string(ready ? "1" : "0"), "PATH=/usr/bin:/bin"},
                     dir_,
                     {}};
   }
@@ -121,13 +125,20 @@ TEST_F(BwrapSpawn, RunsTheExactPlanAndReturnsItsStatus) {
   ASSERT_TRUE(status.ok()) << status.error();
   EXPECT_EQ(status->exit_code, 7);
   EXPECT_EQ(status->signal, 0);
-  EXPECT_EQ(lines("argv"), (std::vector<std::string>{"--info-fd", "3", "--ro-bind", "/", "/",
-                                                     "--", "/bin/true"}));
+  // The bind source went as a checked descriptor; stage 2 (here /bin/true) got --ready-fd.
+  const std::vector<std::string> argv = lines("argv");
+  ASSERT_EQ(argv.size(), 9u);
+  EXPECT_EQ(std::vector<std::string>(argv.begin(), argv.begin() + 3),
+            (std::vector<std::string>{"--info-fd", "3", "--ro-bind-fd"}));
+  EXPECT_GE(std::stoi(argv[3]), sbx::bwrap::kFirstBindFd);
+  EXPECT_EQ(std::vector<std::string>(argv.begin() + 4, argv.end()),
+            (std::vector<std::string>{"/", "--", "/bin/true", "--ready-fd", "5"}));
   EXPECT_EQ(lines("cwd"), std::vector<std::string>{fs::canonical(dir_).string()});
   // Exactly the plan's environment (sh adds PWD, SHLVL and `_` itself).
   for (const std::string& entry : lines("env")) {
     const std::string name = entry.substr(0, entry.find('='));
     EXPECT_TRUE(name == "SBX_TEST_OUT" || name == "SBX_TEST_EXIT" || name == "PATH" ||
+                name == "SBX_TEST_READY" ||
                 name == "PWD" || name == "SHLVL" || name == "_" || name == "OLDPWD")
         << "leaked into bwrap's environment: " << entry;
   }
@@ -178,6 +189,44 @@ TEST_F(BwrapSpawn, MissingWorkingDirectoryFailsBeforeBwrapRuns) {
     EXPECT_EQ(status->exit_code, 125);
   }
   EXPECT_FALSE(fs::exists(dir_ + "/argv")) << "bwrap ran despite the missing cwd";
+}
+
+// bwrap ending before stage 2 said it started is bwrap's own failure: 125, whatever bwrap's
+// exit status was; once stage 2 has started, every status is the command's.
+TEST_F(BwrapSpawn, ExitBeforeStageTwoStartedIs125AndAfterwardsPassesThrough) {
+  for (int code : {0, 1, 2, 125, 126, 127}) {
+    sbx::Result<sbx::ExitStatus> failed = spawn_bwrap(plan(code, /*ready=*/false));
+    ASSERT_TRUE(failed.ok()) << failed.error();
+    EXPECT_EQ(failed->exit_code, 125) << "bwrap exit " << code;
+    sbx::Result<sbx::ExitStatus> ran = spawn_bwrap(plan(code, /*ready=*/true));
+    ASSERT_TRUE(ran.ok()) << ran.error();
+    EXPECT_EQ(ran->exit_code, code);
+  }
+}
+
+// The same with the real bwrap refusing its arguments: 125, and bwrap's own message is shown.
+TEST_F(BwrapSpawn, RealBwrapSetupFailureIs125WithBwrapsMessage) {
+  if (!fs::exists("/usr/bin/bwrap")) GTEST_SKIP() << "/usr/bin/bwrap is not installed";
+  const std::string err_path = dir_ + "/stderr";
+  const int saved = ::dup(2);
+  const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  ASSERT_GE(err, 0);
+  ::dup2(err, 2);
+  ExecPlan bad{{"/usr/bin/bwrap", "--ro-bind", "/", "/", "--no-such-bwrap-option", "--",
+                "/bin/true"},
+               {},
+               dir_,
+               {}};
+  sbx::Result<sbx::ExitStatus> status = spawn_bwrap(bad);
+  ::dup2(saved, 2);
+  ::close(saved);
+  ::close(err);
+  ASSERT_TRUE(status.ok()) << status.error();
+  EXPECT_EQ(status->exit_code, 125);
+  std::ifstream in(err_path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("bwrap: Unknown option --no-such-bwrap-option"), std::string::npos) << text;
+  EXPECT_NE(text.find("sbx: bwrap failed before the command started"), std::string::npos) << text;
 }
 
 }  // namespace

@@ -3,9 +3,11 @@
 // Same contract as core's host spawn (absolute execve, exactly plan.env, every fd but 0-2
 // closed, plan.cwd, 125/126/127 for sbx/exec failures), plus what core cannot do for bwrap:
 // bwrap is started with "--info-fd 3" and the command's environment on fd 4 (move_env_to_fd),
-// the pid of the sandbox's PID 1 (sbx-stage2 --as-pid-1)
+// bind sources as checked descriptors (bind_fds.hpp), stage 2's ready pipe on fd 5 and its mount
+// list on fd 6; the pid of the sandbox's PID 1 (sbx-stage2 --as-pid-1)
 // is read from bwrap's JSON, and signals sent to sbx are forwarded to that process instead of
-// to bwrap (which would die of them and take the sandbox down with --die-with-parent).
+// to bwrap (which would die of them and take the sandbox down with --die-with-parent). When
+// bwrap ends before stage 2 wrote its ready byte, the result is 125 (bwrap's own failure).
 #pragma once
 
 #include <sys/types.h>
@@ -25,6 +27,11 @@ inline constexpr int kInfoFd = 3;
 // The descriptor holding the command's environment for sbx-stage2 (--env-fd): bwrap passes it
 // on into the sandbox, stage 2 reads and closes it before anything else runs.
 inline constexpr int kEnvFd = 4;
+// The write end of the ready pipe for sbx-stage2 (--ready-fd): stage 2 writes one byte as its
+// first act, so sbx can tell bwrap's own failures (no byte) from the command's exit status.
+inline constexpr int kReadyFd = 5;
+// The planned mounts for sbx-stage2 to verify (--mounts-fd; core/stage2/bwrap_checks.hpp).
+inline constexpr int kMountsFd = 6;
 
 // plan.argv with stage 2's "--env KEY=VALUE" pairs taken out and "--env-fd 4" put right after
 // stage 2's path, plus the block of NUL-terminated entries for that descriptor. Why: arguments
@@ -41,6 +48,11 @@ EnvOnFd move_env_to_fd(const std::vector<std::string>& argv);
 // plan.argv with "--info-fd 3" inserted right after argv[0] (bwrap's own path). The translator
 // stays pure: the option names an fd that only exists once this spawner provides it.
 std::vector<std::string> with_info_fd(const std::vector<std::string>& argv);
+
+// argv with `options` inserted right after stage 2's path (the first argument after bwrap's
+// "--"); unchanged if there is no such argument.
+std::vector<std::string> with_stage2_options(const std::vector<std::string>& argv,
+                                             const std::vector<std::string>& options);
 
 // The "child-pid" member of bwrap's --info-fd JSON, or nullopt if absent or malformed.
 std::optional<pid_t> parse_child_pid(std::string_view info);
