@@ -120,6 +120,20 @@ TEST_F(InstallProtect, BwrapPlanBindsTheInstallReadOnly) {
       << describe(r);
 }
 
+TEST_F(InstallProtect, ExplainMarksTheInstallReadOnlyAlways) {
+  const RunResult r =
+      run({prefix_ + "/bin/sbx", "explain", "--policy", policy_, "--cwd", ws_}, base_env());
+  ASSERT_EQ(r.code, 0) << describe(r);
+  for (const std::string& dir : {prefix_ + "/bin", prefix_ + "/lib", prefix_ + "/libexec/sbx"}) {
+    const std::size_t at = r.out.find("  " + dir + " ");
+    ASSERT_NE(at, std::string::npos) << dir << "\n" << describe(r);
+    const std::size_t end = r.out.find('\n', at);
+    EXPECT_NE(r.out.substr(at, end - at).find("sbx's install: read only (always)"),
+              std::string::npos)
+        << describe(r);
+  }
+}
+
 TEST_F(InstallProtect, LandlockRefusesNamingTheInstall) {
   const std::string marker = ws_ + "/ran";  // writable: only a refusal keeps it absent
   const RunResult r = copied_sbx("landlock", "touch '" + marker + "'");
