@@ -77,8 +77,8 @@ void print_filesystem(const ResolvedPolicy& policy) {
   for (const PathRule& rule : policy.rules) {
     const bool carved = rule.access == Access::kRead && is_install(rule.path) &&
                         rule_access(policy, parent_path(rule.path)) == Access::kWrite;
-    rows.push_back({rule.path, carved ? "sbx's install: read only (always)"
-                                      : access_words(rule.access)});
+    rows.push_back(
+        {rule.path, carved ? "sbx's install: read only (always)" : access_words(rule.access)});
   }
   // No rule for "/" means everything not listed is denied; say so rather than leave it implied.
   if (rule_access(policy, "/") == Access::kDeny) rows.push_back({"(anything else)", "denied"});

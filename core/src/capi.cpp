@@ -227,9 +227,9 @@ Status run_planned(const sbx_manager& manager, Planned& planned, unsigned flags,
   }
   out.report.final = planned.backend.value_or("none");
   // Only a sandboxed run is watched for protected names created deep in its writable roots.
-  const CreatedNamesWatch watch = planned.backend ? created_names_watch(planned.input.policy,
-                                                                        planned.input.resolved)
-                                                  : CreatedNamesWatch{};
+  const CreatedNamesWatch watch =
+      planned.backend ? created_names_watch(planned.input.policy, planned.input.resolved)
+                      : CreatedNamesWatch{};
   const std::int64_t started = created_names_clock();
   Result<ExitStatus> status = planned.backend
                                   ? manager.manager->exec(*planned.backend, *planned.plan)

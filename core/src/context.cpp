@@ -2,8 +2,8 @@
 // put it into prompts and golden tests pin it, so change it deliberately.
 #include "sbx/core/context.hpp"
 
-#include <boost/json.hpp>
 #include <algorithm>
+#include <boost/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>

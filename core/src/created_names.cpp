@@ -133,8 +133,8 @@ Walker::DirResult Walker::walk_dir(int dir_fd, const std::string& path, dev_t de
       if (depth >= limits_.max_depth) {
         truncated_ = true;
       } else {
-        const int fd = ::openat(::dirfd(dir), entry->d_name,
-                                O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        const int fd =
+            ::openat(::dirfd(dir), entry->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd >= 0) {
           const DirResult inner = walk_dir(fd, child, device, depth + 1);
           changed = changed || inner.changed;

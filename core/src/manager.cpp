@@ -108,9 +108,9 @@ void add_carveout_needs(const ResolvedPolicy& policy, Needs& needs) {
 // The writable root around sbx's install directory `dir` when resolution carved `dir` out of
 // it (a read rule at `dir` under a write rule); empty otherwise.
 std::string install_carveout_root(const ResolvedPolicy& policy, const std::string& dir) {
-  const bool read_rule = std::any_of(policy.rules.begin(), policy.rules.end(), [&](const PathRule& r) {
-    return r.path == dir && r.access == Access::kRead;
-  });
+  const bool read_rule =
+      std::any_of(policy.rules.begin(), policy.rules.end(),
+                  [&](const PathRule& r) { return r.path == dir && r.access == Access::kRead; });
   if (!read_rule || dir == "/") return {};
   const std::string parent(parent_of(dir));
   if (rule_access(policy, parent) != Access::kWrite) return {};

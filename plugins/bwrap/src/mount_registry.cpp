@@ -96,8 +96,8 @@ bool remove_if_marked(const std::string& marker, const std::string& path) {
 // to by any shipped preset, unlike /tmp. Only a root-owned, non-group/world-writable /run is used.
 bool run_is_private_to_root() {
   struct stat st {};
-  return ::geteuid() == 0 && ::lstat("/run", &st) == 0 && S_ISDIR(st.st_mode) &&
-         st.st_uid == 0 && (st.st_mode & 022) == 0;
+  return ::geteuid() == 0 && ::lstat("/run", &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == 0 &&
+         (st.st_mode & 022) == 0;
 }
 
 }  // namespace

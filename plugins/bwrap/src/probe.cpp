@@ -237,8 +237,10 @@ void store_cached_checks(const std::string& cache, const std::string& key,
   if (fd < 0) return;
   const bool complete = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
   ::close(fd);
-  if (complete) ::rename(tmp.c_str(), cache.c_str());
-  else ::unlink(tmp.c_str());
+  if (complete)
+    ::rename(tmp.c_str(), cache.c_str());
+  else
+    ::unlink(tmp.c_str());
 }
 
 void probe_sandbox_checks(const std::string& bwrap, const std::string& cache,

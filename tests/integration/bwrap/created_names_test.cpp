@@ -38,7 +38,7 @@ class CreatedNames : public ::testing::TestWithParam<std::string> {
   }
   RunResult exec(const std::string& script, bool json) {
     std::vector<std::string> argv = {sbx_path(), "--backends", GetParam(), "exec",
-                                     "--policy", policy_, "--cwd", ws_.path()};
+                                     "--policy", policy_,      "--cwd",    ws_.path()};
     if (json) argv.push_back("--json");
     argv.insert(argv.end(), {"--", "/bin/sh", "-c", script});
     std::vector<std::string> env = base_env();
@@ -77,8 +77,7 @@ TEST_P(CreatedNames, NestedGitInitIsListedAndWarned) {
 TEST_P(CreatedNames, RunCreatingNothingListsNothing) {
   const RunResult r = exec("echo hi > note.txt", true);
   ASSERT_EQ(r.code, 0) << describe(r);
-  EXPECT_NE(report_of(r).find("\"protected_names_created\":[],"), std::string::npos)
-      << describe(r);
+  EXPECT_NE(report_of(r).find("\"protected_names_created\":[],"), std::string::npos) << describe(r);
   EXPECT_EQ(r.err.find("sbx: warning"), std::string::npos) << describe(r);
 }
 
@@ -88,8 +87,8 @@ TEST_P(CreatedNames, ExistingNestedGitNotTouchedIsNotListed) {
   ASSERT_EQ(init.code, 0) << describe(init);
   // Past the coarse clock tick of its creation, so "created during the run" cannot match it.
   ::usleep(100 * 1000);
-  const RunResult r = exec("echo hi > old/note.txt && mkdir -p new/a && cd new/a && git init -q",
-                           true);
+  const RunResult r =
+      exec("echo hi > old/note.txt && mkdir -p new/a && cd new/a && git init -q", true);
   ASSERT_EQ(r.code, 0) << describe(r);
   EXPECT_NE(report_of(r).find("\"protected_names_created\":[\"" + ws_.path() + "/new/a/.git\"]"),
             std::string::npos)
@@ -101,11 +100,9 @@ TEST_P(CreatedNames, ChangedConfigOfAnExistingNestedRepoIsListed) {
                              {"PATH=/usr/bin:/bin", "HOME=" + ws_.path(), "GIT_CONFIG_NOSYSTEM=1"});
   ASSERT_EQ(init.code, 0) << describe(init);
   ::usleep(100 * 1000);
-  const RunResult r =
-      exec("cd old/repo && git config core.fsmonitor 'touch /tmp/never'", true);
+  const RunResult r = exec("cd old/repo && git config core.fsmonitor 'touch /tmp/never'", true);
   ASSERT_EQ(r.code, 0) << describe(r);
-  EXPECT_NE(report_of(r).find("\"protected_names_created\":[\"" + ws_.path() +
-                              "/old/repo/.git\"]"),
+  EXPECT_NE(report_of(r).find("\"protected_names_created\":[\"" + ws_.path() + "/old/repo/.git\"]"),
             std::string::npos)
       << describe(r);
 }

@@ -67,8 +67,8 @@ class InstallProtect : public ::testing::Test {
     if (!ws_.empty()) fs::remove_all(ws_, ec);
   }
   RunResult copied_sbx(const std::string& backend, const std::string& script) {
-    return run({prefix_ + "/bin/sbx", "--backends", backend, "exec", "--policy", policy_,
-                "--cwd", ws_, "--", "/bin/sh", "-c", script},
+    return run({prefix_ + "/bin/sbx", "--backends", backend, "exec", "--policy", policy_, "--cwd",
+                ws_, "--", "/bin/sh", "-c", script},
                base_env());
   }
   std::string ws_;
@@ -89,10 +89,9 @@ TEST_F(InstallProtect, BwrapCannotReplaceRemoveOrRenameSbxFiles) {
     script += "mv '" + t + "' '" + t + ".old' 2>/dev/null && echo 'WROTE mv-away " + t + "'; ";
     script += "rm -f '" + t + "' 2>/dev/null; [ -e '" + t + "' ] || echo 'WROTE rm " + t + "'; ";
   }
-  for (const std::string& dir : {prefix_, prefix_ + "/bin", prefix_ + "/lib", prefix_ + "/libexec/sbx",
-                                 prefix_ + "/lib/sbx/backends"}) {
-    script += "mv '" + dir + "' '" + dir + ".old' 2>/dev/null && echo 'WROTE mv-dir " + dir +
-              "'; ";
+  for (const std::string& dir : {prefix_, prefix_ + "/bin", prefix_ + "/lib",
+                                 prefix_ + "/libexec/sbx", prefix_ + "/lib/sbx/backends"}) {
+    script += "mv '" + dir + "' '" + dir + ".old' 2>/dev/null && echo 'WROTE mv-dir " + dir + "'; ";
   }
   script += "cp /tmp/sbx-evil-$$ '" + prefix_ +
             "/lib/sbx/backends/sbx-backend-evil.so' 2>/dev/null && echo 'WROTE new plugin'; ";
@@ -139,8 +138,7 @@ TEST_F(InstallProtect, LandlockRefusesNamingTheInstall) {
   const RunResult r = copied_sbx("landlock", "touch '" + marker + "'");
   EXPECT_EQ(r.code, 125) << describe(r);
   EXPECT_NE(r.err.find("sbx's install '" + prefix_), std::string::npos) << describe(r);
-  EXPECT_NE(r.err.find("install sbx outside the writable roots"), std::string::npos)
-      << describe(r);
+  EXPECT_NE(r.err.find("install sbx outside the writable roots"), std::string::npos) << describe(r);
   EXPECT_FALSE(exists(marker)) << "the command ran although the policy was refused";
 }
 

@@ -164,7 +164,8 @@ TEST(BwrapRegistry, PlantedMarkerSymlinkIsNotWrittenThrough) {
   fs::create_symlink(victim, base + ".synthetic");
   fs::create_directory(mount_point);  // as bwrap would have made it
   registry.release_and_cleanup();
-  EXPECT_FALSE(fs::exists(fs::symlink_status(victim))) << "the marker was written through a symlink";
+  EXPECT_FALSE(fs::exists(fs::symlink_status(victim)))
+      << "the marker was written through a symlink";
   EXPECT_TRUE(fs::is_directory(mount_point)) << "an unrecorded mount point was removed";
 }
 

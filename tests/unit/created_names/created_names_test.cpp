@@ -98,8 +98,7 @@ TEST(CreatedNames, NestedRootIsWalkedOnce) {
   Tree tree;
   const std::int64_t start = start_after_setup();
   tree.file("inner/x/.git/config");
-  const CreatedNames found =
-      find_created_names(watch_of({tree.root(), tree / "inner"}), start);
+  const CreatedNames found = find_created_names(watch_of({tree.root(), tree / "inner"}), start);
   EXPECT_EQ(found.paths, std::vector<std::string>{tree / "inner/x/.git"});
 }
 

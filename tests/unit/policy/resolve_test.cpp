@@ -465,9 +465,9 @@ TEST(ResolveInstall, CarvedOutOnlyInsideAWritableRoot) {
   tree.dir("cwd/prefix/lib");
   tree.dir("elsewhere/lib");
   context.install_dirs = {tree / "cwd/prefix/lib", tree / "elsewhere/lib"};
-  Policy policy = parse_ok(entries_policy(
-      R"({"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"})",
-      R"(, "protected_names": [])"));
+  Policy policy = parse_ok(
+      entries_policy(R"({"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"})",
+                     R"(, "protected_names": [])"));
   Result<Resolution> resolved = resolve_policy_with_notes(policy, context);
   ASSERT_TRUE(resolved.ok()) << resolved.error();
   EXPECT_EQ(resolved->policy.rules, rules({{"/", Access::kRead},
@@ -483,13 +483,12 @@ TEST(ResolveInstall, NothingAddedWhenNoInstallDirectoryIsWritable) {
   ResolveContext context = standard_context(tree);
   tree.dir("elsewhere/lib");
   context.install_dirs = {tree / "elsewhere/lib"};
-  Policy policy = parse_ok(entries_policy(
-      R"({"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"})",
-      R"(, "protected_names": [])"));
+  Policy policy = parse_ok(
+      entries_policy(R"({"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"})",
+                     R"(, "protected_names": [])"));
   Result<Resolution> resolved = resolve_policy_with_notes(policy, context);
   ASSERT_TRUE(resolved.ok()) << resolved.error();
-  EXPECT_EQ(resolved->policy.rules,
-            rules({{"/", Access::kRead}, {tree / "cwd", Access::kWrite}}));
+  EXPECT_EQ(resolved->policy.rules, rules({{"/", Access::kRead}, {tree / "cwd", Access::kWrite}}));
   EXPECT_TRUE(resolved->policy.protected_paths.empty());
   EXPECT_TRUE(resolved->install_carveouts.empty());
 }
@@ -500,16 +499,15 @@ TEST(ResolveInstall, WritableRootInsideTheInstallBecomesReadOnly) {
   ResolveContext context = standard_context(tree);
   tree.dir("elsewhere/lib/sbx/backends");
   context.install_dirs = {tree / "elsewhere/lib"};
-  Policy policy = parse_ok(entries_policy(R"({"path": ":root", "access": "read"}, {"path": ")" +
-                                              tree / "elsewhere/lib/sbx/backends" +
-                                              R"(", "access": "write"})",
-                                          R"(, "protected_names": [])"));
+  Policy policy =
+      parse_ok(entries_policy(R"({"path": ":root", "access": "read"}, {"path": ")" +
+                                  tree / "elsewhere/lib/sbx/backends" + R"(", "access": "write"})",
+                              R"(, "protected_names": [])"));
   Result<Resolution> resolved = resolve_policy_with_notes(policy, context);
   ASSERT_TRUE(resolved.ok()) << resolved.error();
-  EXPECT_EQ(resolved->policy.rules,
-            rules({{"/", Access::kRead},
-                   {tree / "elsewhere/lib", Access::kRead},
-                   {tree / "elsewhere/lib/sbx/backends", Access::kRead}}));
+  EXPECT_EQ(resolved->policy.rules, rules({{"/", Access::kRead},
+                                           {tree / "elsewhere/lib", Access::kRead},
+                                           {tree / "elsewhere/lib/sbx/backends", Access::kRead}}));
   EXPECT_EQ(resolved->install_carveouts, std::vector<std::string>{tree / "elsewhere/lib"});
 }
 
@@ -532,9 +530,9 @@ TEST(ResolveInstall, SymlinkedLayoutProtectsBothNames) {
             (std::vector<std::string>{tree / "cwd/prefix/lib", tree / "cwd/prefix/lib/sbx/backends",
                                       tree / "cwd/prefix/libexec/sbx",
                                       tree / "cwd/prefix/real-libexec/sbx"}));
-  Policy policy = parse_ok(entries_policy(
-      R"({"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"})",
-      R"(, "protected_names": [])"));
+  Policy policy = parse_ok(
+      entries_policy(R"({"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"})",
+                     R"(, "protected_names": [])"));
   Result<Resolution> resolved = resolve_policy_with_notes(policy, context);
   ASSERT_TRUE(resolved.ok()) << resolved.error();
   EXPECT_EQ(resolved->install_carveouts,

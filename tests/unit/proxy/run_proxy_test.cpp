@@ -36,10 +36,10 @@ TEST(RunProxy, PrivateDirectoryIsOutsideTmpWhereThereIsSuchAPlace) {
   // does not hide /tmp) must not reach this run's socket directory.
   struct stat st {};
   const std::string run_user = "/run/user/" + std::to_string(::geteuid());
-  const bool has_run_user = ::lstat(run_user.c_str(), &st) == 0 && st.st_uid == ::geteuid() &&
-                            (st.st_mode & 077) == 0;
-  const bool root_run = ::geteuid() == 0 && ::lstat("/run", &st) == 0 && st.st_uid == 0 &&
-                        (st.st_mode & 022) == 0;
+  const bool has_run_user =
+      ::lstat(run_user.c_str(), &st) == 0 && st.st_uid == ::geteuid() && (st.st_mode & 077) == 0;
+  const bool root_run =
+      ::geteuid() == 0 && ::lstat("/run", &st) == 0 && st.st_uid == 0 && (st.st_mode & 022) == 0;
   if (!has_run_user && !root_run)
     GTEST_SKIP() << "neither " << run_user << " nor (as root) a private /run exists here";
   EXPECT_EQ(private_runtime_parent(), has_run_user ? run_user : "/run");
