@@ -131,8 +131,8 @@ void add_install_needs(const ResolvedPolicy& policy, Needs& needs) {
     const std::string root = install_carveout_root(policy, dir);
     if (root.empty()) continue;
     needs.add(Capability::kWriteCarveouts,
-              "sbx's install '" + dir + "' lies inside the writable root '" + root +
-                  "' and is always kept read-only, so that the command cannot replace sbx's "
+              "sbx's install '" + dir + "', which lies inside the writable root '" + root +
+                  "' and is always kept read-only so that the command cannot replace sbx's "
                   "code; install sbx outside the writable roots, or use a backend that can "
                   "carve out (bwrap)");
     return;
