@@ -451,12 +451,6 @@ TEST(Resolve, CurrentContextDescribesThisProcess) {
   EXPECT_EQ(context->env.at("PATH"), path);
 }
 
-}  // namespace
-}  // namespace sbx
-
-namespace sbx {
-namespace {
-
 // sbx's own install directories: carved out read-only (and protected) only where the policy
 // would let the command write them.
 TEST(ResolveInstall, CarvedOutOnlyInsideAWritableRoot) {
