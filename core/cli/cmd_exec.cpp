@@ -15,6 +15,7 @@
 #endif
 
 #include <cerrno>
+#include <cstdint>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "sbx/core/created_names.hpp"
 #include "sbx/core/denial.hpp"
 #include "sbx/core/proxy.hpp"
 #include "sbx/core/report_json.hpp"
@@ -123,6 +125,20 @@ ExecPlan redacted(ExecPlan plan, const proxy::RunProxy* run_proxy) {
   return plan;
 }
 
+// Protected names the command created below the top of its writable roots, where no backend
+// keeps them (created_names.hpp): listed in the --json report, one warning line each otherwise.
+void report_created_names(ExecRun& run, const CreatedNamesWatch& watch, std::int64_t started) {
+  CreatedNames created = find_created_names(watch, started);
+  run.report.protected_names_created = std::move(created.paths);
+  run.report.protected_names_truncated = created.truncated;
+  if (run.options.json) return;
+  for (const std::string& path : run.report.protected_names_created)
+    std::cerr << "sbx: warning: " << printable(created_name_warning(path)) << '\n';
+  if (created.truncated)
+    std::cerr << "sbx: warning: the writable roots are too large to check completely for "
+                 "protected names the command created\n";
+}
+
 int run_sandboxed(ExecRun& run, const Manager& manager, const std::string& backend) {
   TransformRequest request{run.argv, run.input.cwd, run.env, run.input.resolved};
   // Lives until this function returns, i.e. until the command (and its sandbox) has exited.
@@ -149,7 +165,10 @@ int run_sandboxed(ExecRun& run, const Manager& manager, const std::string& backe
               << '\n';
     return 0;
   }
+  const CreatedNamesWatch watch = created_names_watch(run.input.policy, request.policy);
+  const std::int64_t started = created_names_clock();
   const int code = finish(run, run_captured(run, [&] { return manager.exec(backend, *plan); }));
+  report_created_names(run, watch, started);
   if (run_proxy) run.refusals = run_proxy->proxy().refusals();
   return code;
 }

@@ -1,5 +1,6 @@
 // `sbx explain [POLICY] [--sandbox auto|require|forbid] [--json]`: the two questions answered
 // for a policy, why other backends were passed over, and the resolved rules in plain words.
+#include <algorithm>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -7,6 +8,7 @@
 
 #include "cli.hpp"
 #include "sbx/core/report_json.hpp"
+#include "sbx/core/runtime.hpp"
 #include "text_table.hpp"
 
 namespace sbx::cli {
@@ -17,6 +19,11 @@ struct ExplainOptions {
   std::string sandbox = "auto";
   bool json = false;
 };
+
+std::string parent_path(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  return slash == 0 || slash == std::string::npos ? std::string("/") : path.substr(0, slash);
+}
 
 std::string access_words(Access access) {
   switch (access) {
@@ -62,12 +69,24 @@ void print_filesystem(const ResolvedPolicy& policy) {
     return;
   }
   std::vector<std::vector<std::string>> rows;
-  for (const PathRule& rule : policy.rules) rows.push_back({rule.path, access_words(rule.access)});
+  // sbx's own install, carved out of a writable root by resolution whatever the policy says.
+  const std::vector<std::string> install = current_install_directories();
+  auto is_install = [&install](const std::string& path) {
+    return std::find(install.begin(), install.end(), path) != install.end();
+  };
+  for (const PathRule& rule : policy.rules) {
+    const bool carved = rule.access == Access::kRead && is_install(rule.path) &&
+                        rule_access(policy, parent_path(rule.path)) == Access::kWrite;
+    rows.push_back(
+        {rule.path, carved ? "sbx's install: read only (always)" : access_words(rule.access)});
+  }
   // No rule for "/" means everything not listed is denied; say so rather than leave it implied.
   if (rule_access(policy, "/") == Access::kDeny) rows.push_back({"(anything else)", "denied"});
-  for (const ProtectedPath& path : policy.protected_paths)
+  for (const ProtectedPath& path : policy.protected_paths) {
+    if (is_install(path.path)) continue;  // shown above
     rows.push_back(
         {path.path, path.exists ? "protected: read only" : "protected: cannot be created"});
+  }
   for (const std::string& glob : policy.deny_globs) rows.push_back({glob, "denied (glob)"});
   std::cout << render_table(rows, "  ");
   if (policy.platform_defaults_readable)

@@ -16,6 +16,7 @@
 
 #include "json_render.hpp"
 #include "sbx/core/context.hpp"
+#include "sbx/core/created_names.hpp"
 #include "sbx/core/denial.hpp"
 #include "sbx/core/manager.hpp"
 #include "sbx/core/permissions.hpp"
@@ -225,10 +226,18 @@ Status run_planned(const sbx_manager& manager, Planned& planned, unsigned flags,
     capture = std::move(*started);
   }
   out.report.final = planned.backend.value_or("none");
+  // Only a sandboxed run is watched for protected names created deep in its writable roots.
+  const CreatedNamesWatch watch =
+      planned.backend ? created_names_watch(planned.input.policy, planned.input.resolved)
+                      : CreatedNamesWatch{};
+  const std::int64_t started = created_names_clock();
   Result<ExitStatus> status = planned.backend
                                   ? manager.manager->exec(*planned.backend, *planned.plan)
                                   : spawn_and_wait(*planned.plan);
   if (capture) out.tail = capture->stop();
+  CreatedNames created = find_created_names(watch, started);
+  out.report.protected_names_created = std::move(created.paths);
+  out.report.protected_names_truncated = created.truncated;
   if (!status.ok()) {
     out.report.error = status.error();
     return {};

@@ -2,6 +2,7 @@
 // put it into prompts and golden tests pin it, so change it deliberately.
 #include "sbx/core/context.hpp"
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <string>
 #include <string_view>
@@ -48,7 +49,9 @@ void describe_restricted(const ResolvedPolicy& policy, SandboxContext& out) {
     if (rule.access == Access::kDeny && rule.path != "/") out.denied_paths.push_back(rule.path);
   }
   for (const ProtectedPath& path : policy.protected_paths) {
-    (path.exists ? out.read_only_paths : out.not_creatable).push_back(path.path);
+    std::vector<std::string>& list = path.exists ? out.read_only_paths : out.not_creatable;
+    // sbx's install is both a read rule and a protected path (resolve.hpp): list it once.
+    if (std::find(list.begin(), list.end(), path.path) == list.end()) list.push_back(path.path);
   }
   out.denied_globs = policy.deny_globs;
 }

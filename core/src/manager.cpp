@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "sbx/core/runtime.hpp"
+
 namespace sbx {
 namespace {
 
@@ -103,6 +105,40 @@ void add_carveout_needs(const ResolvedPolicy& policy, Needs& needs) {
   }
 }
 
+// The writable root around sbx's install directory `dir` when resolution carved `dir` out of
+// it (a read rule at `dir` under a write rule); empty otherwise.
+std::string install_carveout_root(const ResolvedPolicy& policy, const std::string& dir) {
+  const bool read_rule =
+      std::any_of(policy.rules.begin(), policy.rules.end(),
+                  [&](const PathRule& r) { return r.path == dir && r.access == Access::kRead; });
+  if (!read_rule || dir == "/") return {};
+  const std::string parent(parent_of(dir));
+  if (rule_access(policy, parent) != Access::kWrite) return {};
+  std::string root;
+  for (const PathRule& rule : policy.rules) {
+    if (rule.access == Access::kWrite && path_is_within(parent, rule.path) &&
+        rule.path.size() > root.size())
+      root = rule.path;
+  }
+  return root;
+}
+
+// sbx's install kept read-only inside a writable root (resolve.hpp) needs write carve-outs; it
+// is named first, with what to do, so a backend passed over for it (or a refused run) says why
+// in words a person can act on.
+void add_install_needs(const ResolvedPolicy& policy, Needs& needs) {
+  for (const std::string& dir : current_install_directories()) {
+    const std::string root = install_carveout_root(policy, dir);
+    if (root.empty()) continue;
+    needs.add(Capability::kWriteCarveouts,
+              "sbx's install '" + dir + "', which lies inside the writable root '" + root +
+                  "' and is always kept read-only so that the command cannot replace sbx's "
+                  "code; install sbx outside the writable roots, or use a backend that can "
+                  "carve out (bwrap)");
+    return;
+  }
+}
+
 void add_filesystem_needs(const ResolvedPolicy& policy, Needs& needs) {
   if (policy.filesystem_kind != FilesystemKind::kRestricted) return;
   const auto root =
@@ -115,6 +151,7 @@ void add_filesystem_needs(const ResolvedPolicy& policy, Needs& needs) {
                       root->path + "'");
   if (reads_restricted(policy))
     needs.add(Capability::kReadRestriction, "no rule grants reading '/'");
+  add_install_needs(policy, needs);
   add_carveout_needs(policy, needs);
   if (!policy.protected_paths.empty())
     needs.add(Capability::kProtectedNames,

@@ -8,6 +8,7 @@
 #include <vector>
 
 #if !defined(_WIN32)
+#include <sys/stat.h>
 #include <unistd.h>
 #endif
 
@@ -61,6 +62,22 @@ Result<std::string> make_private_directory(const std::string& parent) {
 #endif
 
 }  // namespace
+
+std::string private_runtime_parent() {
+#if defined(_WIN32)
+  return {};
+#else
+  struct stat st {};
+  const std::string run_user = "/run/user/" + std::to_string(::geteuid());
+  if (::lstat(run_user.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == ::geteuid() &&
+      (st.st_mode & 077) == 0)
+    return run_user;
+  if (::geteuid() == 0 && ::lstat("/run", &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == 0 &&
+      (st.st_mode & 022) == 0)
+    return "/run";
+  return "/tmp";
+#endif
+}
 
 Result<std::unique_ptr<Proxy>> start_for_request(TransformRequest& request,
                                                  std::function<void(const Refusal&)> on_refusal) {

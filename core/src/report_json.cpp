@@ -190,6 +190,10 @@ std::string run_to_json(const RunReport& report, JsonStyle style) {
   out["dry_run"] = report.dry_run;
   out["exit"] = exit_json(report.status);
   out["error"] = report.error.empty() ? json::value(nullptr) : json::value(report.error);
+  json::array created;
+  for (const std::string& path : report.protected_names_created) created.emplace_back(path);
+  out["protected_names_created"] = std::move(created);
+  out["protected_names_truncated"] = report.protected_names_truncated;
   return detail::render_json(out, style);
 }
 

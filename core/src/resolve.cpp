@@ -16,6 +16,7 @@
 #include "json_strict.hpp"
 #include "path_util.hpp"
 #include "resolve_internal.hpp"
+#include "sbx/core/runtime.hpp"
 
 extern char** environ;  // NOLINT: POSIX
 
@@ -47,6 +48,15 @@ int strength(Access access) {
   return 2;
 }
 
+// Parents before children: (depth, path).
+void sort_rules(std::vector<PathRule>& rules) {
+  std::sort(rules.begin(), rules.end(), [](const PathRule& a, const PathRule& b) {
+    std::size_t da = path::depth(a.path);
+    std::size_t db = path::depth(b.path);
+    return da != db ? da < db : a.path < b.path;
+  });
+}
+
 bool is_directory(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
@@ -65,6 +75,8 @@ class Resolver {
   Result<std::string> expand_home(const std::string& path, const std::string& pointer);
   Status collect_candidates();
   void merge_rules();
+  void add_install_carveouts();
+  void protect_install_carveouts();
   Status check_writable_symlinks(const Candidate& candidate) const;
   Status collect_globs();
   Status resolve_network();
@@ -159,11 +171,59 @@ void Resolver::merge_rules() {
       same->access = candidate.access;
     }
   }
-  std::sort(rules.begin(), rules.end(), [](const PathRule& a, const PathRule& b) {
-    std::size_t da = path::depth(a.path);
-    std::size_t db = path::depth(b.path);
-    return da != db ? da < db : a.path < b.path;
+  sort_rules(rules);
+}
+
+// True if some write rule grants writing `dir` or anything below it.
+bool writable_at_or_below(const ResolvedPolicy& policy, const std::string& dir) {
+  if (rule_access(policy, dir) == Access::kWrite) return true;
+  return std::any_of(policy.rules.begin(), policy.rules.end(), [&](const PathRule& rule) {
+    return rule.access == Access::kWrite && path_is_within(rule.path, dir);
   });
+}
+
+// sbx's own code must stay read-only in every sandbox: a command that could write libsbx, a
+// plugin, sbx-stage2 or the sbx executable would plant code that the next `sbx` runs on the
+// host, outside any sandbox. Each install directory the rules would let the command write
+// becomes a read rule (a carve-out inside the writable root), and write rules inside it become
+// read. A backend that cannot carve out is then passed over (the manager names the install).
+void Resolver::add_install_carveouts() {
+  std::vector<PathRule>& rules = out_.policy.rules;
+  for (const std::string& dir : context_.install_dirs) {
+    if (dir.empty() || dir.front() != '/' || !writable_at_or_below(out_.policy, dir)) continue;
+    bool has_rule = false;
+    for (PathRule& rule : rules) {
+      if (!path_is_within(rule.path, dir)) continue;
+      has_rule = has_rule || rule.path == dir;
+      if (rule.access == Access::kWrite) rule.access = Access::kRead;
+    }
+    if (!has_rule) rules.push_back(PathRule{dir, Access::kRead});
+    out_.install_carveouts.push_back(dir);
+  }
+  sort_rules(rules);
+}
+
+// A read-only directory inside a writable root can still be moved away with its parent (and a
+// new one put in its place), so each install carve-out is also a protected path: backends that
+// enforce protected paths keep it read-only and pin every directory between it and its
+// writable root (types.hpp ProtectedPath).
+void Resolver::protect_install_carveouts() {
+  std::vector<ProtectedPath>& protected_paths = out_.policy.protected_paths;
+  for (const std::string& dir : out_.install_carveouts) {
+    std::string root;
+    for (const PathRule& rule : out_.policy.rules) {
+      if (rule.access == Access::kWrite && path_is_within(dir, rule.path) &&
+          rule.path.size() > root.size())
+        root = rule.path;
+    }
+    if (root.empty()) continue;  // only a writable root inside it was taken away: nothing to pin
+    auto same = std::find_if(protected_paths.begin(), protected_paths.end(),
+                             [&](const ProtectedPath& p) { return p.path == dir; });
+    if (same != protected_paths.end()) continue;
+    protected_paths.push_back(ProtectedPath{dir, root, true, is_directory(dir)});
+  }
+  std::sort(protected_paths.begin(), protected_paths.end(),
+            [](const ProtectedPath& a, const ProtectedPath& b) { return a.path < b.path; });
 }
 
 std::string read_link(const std::string& path) {
@@ -301,8 +361,10 @@ Result<Resolution> Resolver::run() {
       status = check_writable_symlinks(candidate);
       if (!status) return Error{status.error()};
     }
+    add_install_carveouts();
     out_.policy.protected_paths = resolve_internal::protected_paths(
         out_.policy.rules, policy_.filesystem.protected_names, out_.notes);
+    protect_install_carveouts();
     status = collect_globs();
     if (!status) return Error{status.error()};
   }
@@ -349,6 +411,13 @@ Result<ResolveContext> current_resolve_context() {
     // The first definition wins, as with getenv(3).
     context.env.emplace(std::string(text.substr(0, eq)), std::string(text.substr(eq + 1)));
   }
+  Result<InstallLayout> layout = install_layout();
+  if (!layout) {
+    // Without it sbx's own install could not be kept read-only in the sandbox: fail closed.
+    return Error{"cannot find sbx's install to keep it read-only in the sandbox: " +
+                 layout.error()};
+  }
+  context.install_dirs = install_directories(*layout);
   auto home = context.env.find("HOME");
   if (home != context.env.end() && !home->second.empty() && home->second.front() == '/') {
     context.home = home->second;

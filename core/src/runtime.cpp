@@ -135,7 +135,33 @@ Result<InstallLayout> install_layout() {
   std::string prefix = libdir;
   for (int i = 0; i < SBX_LIBDIR_DEPTH; ++i) prefix = parent_of(prefix);
   layout.stage2_path = (prefix == "/" ? "" : prefix) + "/" + SBX_STAGE2_RELPATH;
+  layout.bin_dir = (prefix == "/" ? "" : prefix) + "/" + SBX_BINDIR_RELPATH;
   return layout;
+}
+
+std::vector<std::string> install_directories(const InstallLayout& layout) {
+  std::vector<std::string> out;
+  auto add = [&out](const std::string& path) {
+    if (path.empty() || std::find(out.begin(), out.end(), path) != out.end()) return;
+    out.push_back(path);
+  };
+  for (const std::string& dir : {parent_of(layout.libsbx_path), layout.plugin_dir,
+                                 parent_of(layout.stage2_path), layout.bin_dir}) {
+    struct stat st {};
+    // Only existing directories matter: a missing one holds nothing that could be run.
+    if (dir.empty() || ::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+    add(dir);
+    // Both names: the layout's path is how sbx finds its files, the real one is where the
+    // kernel writes; a symlink between them must not let the command reach either.
+    char real[PATH_MAX];
+    if (::realpath(dir.c_str(), real) != nullptr) add(real);
+  }
+  return out;
+}
+
+std::vector<std::string> current_install_directories() {
+  Result<InstallLayout> layout = install_layout();
+  return layout ? install_directories(*layout) : std::vector<std::string>{};
 }
 
 const sbx_host_v1* host_services(const InstallLayout& layout) {

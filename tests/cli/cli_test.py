@@ -505,7 +505,10 @@ class ExecDirect(SbxTestCase):
         doc = self.last_json_line(result.stderr)
         self.assertEqual(set(doc), {"should_sandbox", "reason", "backend", "final",
                                     "allow_unsandboxed_used", "dry_run", "exit", "error", "denial",
-                                    "network_refusals"})
+                                    "network_refusals", "protected_names_created",
+                                    "protected_names_truncated"})
+        # Not sandboxed: nothing is watched for protected names.
+        self.assertEqual(doc["protected_names_created"], [])
         self.assertIs(doc["should_sandbox"], False)
         # No proxy ran (network mode is not proxy): nothing was refused.
         self.assertEqual(doc["network_refusals"], [])

@@ -20,8 +20,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <sstream>
+#include <string>
 
 #include "sbx/bwrap/host.hpp"
 
@@ -49,19 +48,39 @@ Status verify_private_dir(const std::string& dir) {
   return {};
 }
 
+// The state directory may lie where a sandboxed command of this user can write (the /tmp
+// fallback under a Landlock run with /tmp writable), so nothing in it is trusted to be what sbx
+// left there: markers are created with O_EXCL|O_NOFOLLOW (a planted symlink cannot make sbx
+// write through it) and read only if they are regular files of ours.
 void write_marker(const std::string& marker, const std::string& path) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) return;
-  std::ofstream out(marker, std::ios::trunc);
-  out << st.st_dev << ' ' << st.st_ino << '\n';
+  const int fd = ::open(marker.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return;
+  const std::string text = std::to_string(st.st_dev) + ' ' + std::to_string(st.st_ino) + '\n';
+  const ssize_t written = ::write(fd, text.data(), text.size());
+  (void)written;  // a short marker is unreadable later: the mount point is then kept, not removed
+  ::close(fd);
+}
+
+// "dev ino" from a marker that is a regular file owned by this user; false otherwise.
+bool read_marker(const std::string& marker, unsigned long long& dev, unsigned long long& ino) {
+  const int fd = ::open(marker.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat st {};
+  char buf[64] = {0};
+  ssize_t n = -1;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid())
+    n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  return n > 0 && std::sscanf(buf, "%llu %llu", &dev, &ino) == 2;
 }
 
 // Removes `path` if it is still the empty directory or empty file recorded in `marker`.
 bool remove_if_marked(const std::string& marker, const std::string& path) {
-  std::ifstream in(marker);
   unsigned long long dev = 0;
   unsigned long long ino = 0;
-  if (!(in >> dev >> ino)) return false;
+  if (!read_marker(marker, dev, ino)) return false;
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) return false;
   if (static_cast<unsigned long long>(st.st_dev) != dev ||
@@ -73,6 +92,14 @@ bool remove_if_marked(const std::string& marker, const std::string& path) {
   return false;
 }
 
+// root: /run (root-owned, not writable by others) holds state no sandbox is given write access
+// to by any shipped preset, unlike /tmp. Only a root-owned, non-group/world-writable /run is used.
+bool run_is_private_to_root() {
+  struct stat st {};
+  return ::geteuid() == 0 && ::lstat("/run", &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == 0 &&
+         (st.st_mode & 022) == 0;
+}
+
 }  // namespace
 
 Result<std::string> ensure_state_dir() {
@@ -80,8 +107,13 @@ Result<std::string> ensure_state_dir() {
   std::string dir;
   struct stat st {};
   const std::string run_user = "/run/user/" + uid;
+  // Outside /tmp where there is such a place: /tmp is writable in the workspace-write preset,
+  // so a Landlock-sandboxed command of the same user could tamper with state kept there (its use
+  // is made robust to that, see write_marker; the probe cache in probe.cpp likewise).
   if (::lstat(run_user.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == ::geteuid())
     dir = run_user + "/sbx-bwrap";
+  else if (run_is_private_to_root())
+    dir = "/run/sbx-bwrap";
   else
     dir = "/tmp/sbx-bwrap-" + uid;
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
@@ -106,8 +138,15 @@ Status MountRegistry::acquire(const std::string& state_dir,
   for (const auto& [path, made_by_us] : all) {
     const std::string base = state_dir + "/" + hash_name(path);
     const std::string lock = base + ".lock";
-    const int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    const int fd =
+        ::open(lock.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
     if (fd < 0) return Error{"mount registry '" + lock + "': " + std::strerror(errno)};
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      // Something else was put there (a fifo, a device): never lock through it.
+      ::close(fd);
+      return Error{"mount registry '" + lock + "' is not a regular file; remove it"};
+    }
     entries_.push_back(Entry{path, base + ".synthetic", fd, made_by_us});
     // Blocks while another run is removing this mount point, so we never start half-way.
     if (::flock(fd, LOCK_SH) != 0)

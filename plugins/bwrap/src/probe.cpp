@@ -183,11 +183,31 @@ std::string probe_cache_key(const std::string& bwrap) {
          std::to_string(::geteuid()) + "|" + ns;
 }
 
+// The cache's text if it is a regular file owned by this user (never through a symlink), else "".
+// Its content is still only as trustworthy as the state directory: a forged "pass" can only
+// make bwrap be tried where it then fails to start (the checks gate availability, never how a
+// policy is enforced).
+std::string read_cache_file(const std::string& cache) {
+  const int fd = ::open(cache.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return {};
+  std::string text;
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid() &&
+      st.st_size < 65536) {
+    text.resize(static_cast<std::size_t>(st.st_size));
+    const ssize_t n = ::read(fd, text.data(), text.size());
+    text.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+  }
+  ::close(fd);
+  return text;
+}
+
 bool load_cached_checks(const std::string& cache, const std::string& key,
                         std::vector<ProbeCheck>& checks) {
-  std::ifstream in(cache);
+  if (cache.empty()) return false;
+  std::istringstream in(read_cache_file(cache));
   std::string line;
-  if (cache.empty() || !std::getline(in, line) || line != key) return false;
+  if (!std::getline(in, line) || line != key) return false;
   std::vector<ProbeCheck> loaded;
   while (std::getline(in, line)) {
     const std::size_t tab = line.find('\t');
@@ -206,14 +226,21 @@ void store_cached_checks(const std::string& cache, const std::string& key,
   for (std::size_t i = first; i < checks.size(); ++i) {
     if (checks[i].status != CheckStatus::kPass) return;
   }
+  std::string text = key + '\n';
+  for (std::size_t i = first; i < checks.size(); ++i)
+    text += checks[i].name + '\t' + checks[i].observed + '\n';
+  // A fresh file (O_EXCL|O_NOFOLLOW after unlinking whatever is there): a symlink planted at
+  // the temporary name must not make sbx truncate or write the file it points to.
   const std::string tmp = cache + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << key << '\n';
-    for (std::size_t i = first; i < checks.size(); ++i)
-      out << checks[i].name << '\t' << checks[i].observed << '\n';
-  }
-  ::rename(tmp.c_str(), cache.c_str());
+  ::unlink(tmp.c_str());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return;
+  const bool complete = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ::close(fd);
+  if (complete)
+    ::rename(tmp.c_str(), cache.c_str());
+  else
+    ::unlink(tmp.c_str());
 }
 
 void probe_sandbox_checks(const std::string& bwrap, const std::string& cache,

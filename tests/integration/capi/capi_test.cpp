@@ -226,6 +226,10 @@ TEST_F(NoBackend, ExecRefusesWithoutOverrideAndNeverForADenyPolicy) {
   EXPECT_EQ(report.at("exit").at("code").as_int64(), 0);
   EXPECT_TRUE(report.at("allow_unsandboxed_used").as_bool());
   EXPECT_TRUE(std::filesystem::exists(marker));
+  // The exec report carries the created-protected-names fields; an unsandboxed run is not
+  // watched, so the list is empty.
+  EXPECT_TRUE(report.at("protected_names_created").as_array().empty()) << report;
+  EXPECT_FALSE(report.at("protected_names_truncated").as_bool()) << report;
 }
 
 TEST_F(NoBackend, UnsandboxedFailureIsCapturedAndNotADenial) {

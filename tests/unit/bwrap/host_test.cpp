@@ -114,4 +114,98 @@ TEST(BwrapStateDir, IsPrivateToTheUser) {
   EXPECT_EQ(st.st_uid, ::geteuid());
 }
 
+TEST(BwrapStateDir, RootKeepsItOutOfTmp) {
+  // /tmp is writable in the workspace-write preset; a Landlock-sandboxed command of the same
+  // user must not find bwrap's state there when a private place exists.
+  struct stat run {};
+  if (::geteuid() != 0 || ::lstat("/run", &run) != 0 || run.st_uid != 0 || (run.st_mode & 022))
+    GTEST_SKIP() << "needs root and a root-owned /run not writable by others";
+  auto dir = ensure_state_dir();
+  ASSERT_TRUE(dir.ok()) << dir.error();
+  EXPECT_EQ(dir->rfind("/run/", 0), 0u) << *dir;
+}
+
+// A private scratch directory standing in for the state directory.
+class ScratchDir {
+ public:
+  ScratchDir() {
+    std::string pattern = (fs::temp_directory_path() / "sbx-state-XXXXXX").string();
+    EXPECT_NE(::mkdtemp(pattern.data()), nullptr);
+    path_ = pattern;
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+TEST(BwrapRegistry, PlantedMarkerSymlinkIsNotWrittenThrough) {
+  // Someone who can write the state directory plants "<hash>.synthetic" as a symlink to a file
+  // of their choosing: cleaning up must not create or write that file.
+  ScratchDir state;
+  ScratchDir work;
+  const std::string mount_point = work.path() + "/.codex";
+  const std::string victim = work.path() + "/victim";
+  MountRegistry registry;
+  ASSERT_TRUE(registry.acquire(state.path(), {mount_point}, {}).ok());
+  std::string base;
+  for (const auto& entry : fs::directory_iterator(state.path())) {
+    const std::string name = entry.path().string();
+    if (name.size() > 5 && name.compare(name.size() - 5, 5, ".lock") == 0)
+      base = name.substr(0, name.size() - 5);
+  }
+  ASSERT_FALSE(base.empty());
+  fs::create_symlink(victim, base + ".synthetic");
+  fs::create_directory(mount_point);  // as bwrap would have made it
+  registry.release_and_cleanup();
+  EXPECT_FALSE(fs::exists(fs::symlink_status(victim)))
+      << "the marker was written through a symlink";
+  EXPECT_TRUE(fs::is_directory(mount_point)) << "an unrecorded mount point was removed";
+}
+
+TEST(BwrapRegistry, LockThatIsNotARegularFileIsRefused) {
+  ScratchDir state;
+  ScratchDir work;
+  const std::string mount_point = work.path() + "/.codex";
+  {
+    MountRegistry first;
+    ASSERT_TRUE(first.acquire(state.path(), {mount_point}, {}).ok());
+    first.release_and_cleanup();
+  }
+  std::string lock;
+  for (const auto& entry : fs::directory_iterator(state.path())) lock = entry.path().string();
+  ASSERT_FALSE(lock.empty());
+  fs::remove(lock);
+  ASSERT_EQ(::mkfifo(lock.c_str(), 0600), 0);
+  MountRegistry registry;
+  const sbx::Status status = registry.acquire(state.path(), {mount_point}, {});
+  EXPECT_FALSE(status.ok());
+}
+
+TEST(BwrapProbeCache, PlantedTemporarySymlinkIsNotWrittenThrough) {
+  ScratchDir state;
+  ScratchDir work;
+  const std::string victim = work.path() + "/precious";
+  std::ofstream(victim) << "keep\n";
+  const std::string cache = state.path() + "/probe.cache";
+  fs::create_symlink(victim, cache + ".tmp");
+  const sbx::ProbeReport report = run_probe("", cache);
+  bool all_passed = true;
+  for (const sbx::ProbeCheck& check : report.checks) {
+    if (check.name == "user_namespaces" || check.name == "network_namespace")
+      all_passed = all_passed && check.status == sbx::CheckStatus::kPass;
+  }
+  if (!all_passed) GTEST_SKIP() << "bwrap cannot run here, so nothing would be cached";
+  std::ifstream in(victim);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "keep\n");
+  EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(cache))) << "the cache was not stored";
+}
+
 }  // namespace

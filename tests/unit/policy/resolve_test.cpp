@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "sbx/core/policy.hpp"
+#include "sbx/core/runtime.hpp"
 
 namespace sbx {
 namespace {
@@ -448,6 +449,103 @@ TEST(Resolve, CurrentContextDescribesThisProcess) {
   const char* path = ::getenv("PATH");
   ASSERT_NE(path, nullptr);
   EXPECT_EQ(context->env.at("PATH"), path);
+}
+
+// sbx's own install directories: carved out read-only (and protected) only where the policy
+// would let the command write them.
+TEST(ResolveInstall, CarvedOutOnlyInsideAWritableRoot) {
+  TempTree tree;
+  ResolveContext context = standard_context(tree);
+  tree.dir("cwd/prefix/lib");
+  tree.dir("elsewhere/lib");
+  context.install_dirs = {tree / "cwd/prefix/lib", tree / "elsewhere/lib"};
+  Policy policy = parse_ok(
+      entries_policy(R"({"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"})",
+                     R"(, "protected_names": [])"));
+  Result<Resolution> resolved = resolve_policy_with_notes(policy, context);
+  ASSERT_TRUE(resolved.ok()) << resolved.error();
+  EXPECT_EQ(resolved->policy.rules, rules({{"/", Access::kRead},
+                                           {tree / "cwd", Access::kWrite},
+                                           {tree / "cwd/prefix/lib", Access::kRead}}));
+  EXPECT_EQ(resolved->policy.protected_paths,
+            (std::vector<ProtectedPath>{{tree / "cwd/prefix/lib", tree / "cwd", true, true}}));
+  EXPECT_EQ(resolved->install_carveouts, std::vector<std::string>{tree / "cwd/prefix/lib"});
+}
+
+TEST(ResolveInstall, NothingAddedWhenNoInstallDirectoryIsWritable) {
+  TempTree tree;
+  ResolveContext context = standard_context(tree);
+  tree.dir("elsewhere/lib");
+  context.install_dirs = {tree / "elsewhere/lib"};
+  Policy policy = parse_ok(
+      entries_policy(R"({"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"})",
+                     R"(, "protected_names": [])"));
+  Result<Resolution> resolved = resolve_policy_with_notes(policy, context);
+  ASSERT_TRUE(resolved.ok()) << resolved.error();
+  EXPECT_EQ(resolved->policy.rules, rules({{"/", Access::kRead}, {tree / "cwd", Access::kWrite}}));
+  EXPECT_TRUE(resolved->policy.protected_paths.empty());
+  EXPECT_TRUE(resolved->install_carveouts.empty());
+}
+
+TEST(ResolveInstall, WritableRootInsideTheInstallBecomesReadOnly) {
+  // The policy names the plugin directory itself as writable: it still may not be written.
+  TempTree tree;
+  ResolveContext context = standard_context(tree);
+  tree.dir("elsewhere/lib/sbx/backends");
+  context.install_dirs = {tree / "elsewhere/lib"};
+  Policy policy =
+      parse_ok(entries_policy(R"({"path": ":root", "access": "read"}, {"path": ")" +
+                                  tree / "elsewhere/lib/sbx/backends" + R"(", "access": "write"})",
+                              R"(, "protected_names": [])"));
+  Result<Resolution> resolved = resolve_policy_with_notes(policy, context);
+  ASSERT_TRUE(resolved.ok()) << resolved.error();
+  EXPECT_EQ(resolved->policy.rules, rules({{"/", Access::kRead},
+                                           {tree / "elsewhere/lib", Access::kRead},
+                                           {tree / "elsewhere/lib/sbx/backends", Access::kRead}}));
+  EXPECT_EQ(resolved->install_carveouts, std::vector<std::string>{tree / "elsewhere/lib"});
+}
+
+TEST(ResolveInstall, SymlinkedLayoutProtectsBothNames) {
+  // libexec is a symlink inside the prefix: the layout's name and the real directory are both
+  // kept read-only.
+  TempTree tree;
+  ResolveContext context = standard_context(tree);
+  tree.file("cwd/prefix/lib/libsbx.so.0", "");
+  tree.dir("cwd/prefix/lib/sbx/backends");
+  tree.dir("cwd/prefix/real-libexec/sbx");
+  tree.symlink(tree / "cwd/prefix/real-libexec", "cwd/prefix/libexec");
+  InstallLayout layout;
+  layout.libsbx_path = tree / "cwd/prefix/lib/libsbx.so.0";
+  layout.plugin_dir = tree / "cwd/prefix/lib/sbx/backends";
+  layout.stage2_path = tree / "cwd/prefix/libexec/sbx/sbx-stage2";
+  layout.bin_dir = tree / "cwd/prefix/bin";  // missing: nothing to protect
+  context.install_dirs = install_directories(layout);
+  EXPECT_EQ(context.install_dirs,
+            (std::vector<std::string>{tree / "cwd/prefix/lib", tree / "cwd/prefix/lib/sbx/backends",
+                                      tree / "cwd/prefix/libexec/sbx",
+                                      tree / "cwd/prefix/real-libexec/sbx"}));
+  Policy policy = parse_ok(
+      entries_policy(R"({"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"})",
+                     R"(, "protected_names": [])"));
+  Result<Resolution> resolved = resolve_policy_with_notes(policy, context);
+  ASSERT_TRUE(resolved.ok()) << resolved.error();
+  EXPECT_EQ(resolved->install_carveouts,
+            (std::vector<std::string>{tree / "cwd/prefix/lib", tree / "cwd/prefix/libexec/sbx",
+                                      tree / "cwd/prefix/real-libexec/sbx"}));
+  EXPECT_EQ(rule_access(resolved->policy, tree / "cwd/prefix/real-libexec/sbx/sbx-stage2"),
+            Access::kRead);
+  EXPECT_EQ(rule_access(resolved->policy, tree / "cwd/prefix/lib/sbx/backends/x.so"),
+            Access::kRead);
+}
+
+TEST(ResolveInstall, ProcessContextNamesTheRunningInstall) {
+  // current_resolve_context() fills in the directories of the libsbx this test runs with.
+  Result<ResolveContext> context = current_resolve_context();
+  ASSERT_TRUE(context.ok()) << context.error();
+  Result<InstallLayout> layout = install_layout();
+  ASSERT_TRUE(layout.ok()) << layout.error();
+  EXPECT_EQ(context->install_dirs, install_directories(*layout));
+  EXPECT_FALSE(context->install_dirs.empty());
 }
 
 }  // namespace

@@ -132,6 +132,12 @@ std::vector<std::string> proxy_environment(const Proxy& proxy, std::uint16_t por
 Result<std::unique_ptr<Proxy>> start_for_request(
     TransformRequest& request, std::function<void(const Refusal&)> on_refusal = {});
 
+// Where RunProxy makes its private directory by default: /run/user/<uid> when it exists and is
+// this user's, /run for root, else /tmp. The first two are not writable in any shipped preset,
+// so a sandboxed command of the same user (Landlock does not hide /tmp) cannot reach another
+// run's socket directory.
+std::string private_runtime_parent();
+
 // The proxy of one sandboxed run as `sbx exec` uses it: start_for_request() plus a unix socket
 // for backends that bridge into a network namespace (bwrap). The socket is "proxy.sock" alone in
 // a fresh private directory (mkdtemp under `parent`, mode 0700) so no other user can reach it
@@ -142,7 +148,7 @@ class RunProxy {
  public:
   static Result<std::unique_ptr<RunProxy>> start(
       TransformRequest& request, std::function<void(const Refusal&)> on_refusal = {},
-      const std::string& parent = "/tmp");
+      const std::string& parent = private_runtime_parent());
   ~RunProxy();
   RunProxy(const RunProxy&) = delete;
   RunProxy& operator=(const RunProxy&) = delete;

@@ -71,10 +71,15 @@ struct RunReport {
   bool dry_run = false;
   std::optional<ExitStatus> status;  // nullopt when the command did not run
   std::string error;                 // sbx's own failure, empty when none
+  // Protected names created or changed under the writable roots during a sandboxed run
+  // (created_names.hpp); empty when nothing was, or the command did not run sandboxed.
+  std::vector<std::string> protected_names_created{};
+  bool protected_names_truncated = false;  // the walk hit its bounds: the list may be short
 };
 
 // {"should_sandbox","reason","backend","final","allow_unsandboxed_used","dry_run",
-//  "exit":{"code","signal","shell_code"}|null,"error":string|null}
+//  "exit":{"code","signal","shell_code"}|null,"error":string|null,
+//  "protected_names_created":[path...],"protected_names_truncated":bool}
 std::string run_to_json(const RunReport& report, JsonStyle style);
 
 // {"filesystem_kind","rules":[{"path","access"}],"platform_defaults_readable",

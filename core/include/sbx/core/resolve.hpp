@@ -17,14 +17,21 @@ struct ResolveContext {
   std::string cwd;                         // absolute; ":cwd"
   std::string home;                        // absolute; "~/"
   std::map<std::string, std::string> env;  // TMPDIR for ":tmpdir"
+  // Absolute directories holding sbx's own code (runtime.hpp install_directories): kept
+  // read-only in every restricted sandbox whatever the policy grants.
+  std::vector<std::string> install_dirs{};
 };
 
-// Builds the context of this process (getcwd, $HOME or the passwd entry, environ).
+// Builds the context of this process (getcwd, $HOME or the passwd entry, environ, and the
+// install directories of the libsbx that runs).
 Result<ResolveContext> current_resolve_context();
 
 // Resolves special paths and "~", normalises, applies most-specific-wins with deny > write >
 // read on ties, finds protected names under every writable root (a .git file adds the gitdir it
 // names), and rejects a writable root that crosses a symlink, naming the symlink.
+// Every context.install_dirs entry that would be writable (it lies inside a writable root, or a
+// writable root lies inside it) becomes a read rule, and write rules inside it become read:
+// sbx's install is read-only in every restricted sandbox, whatever the policy says.
 //
 // Details: ":root" is "/", ":cwd" and ":cwd/sub" hang off context.cwd, ":tmpdir" is $TMPDIR from
 // context.env when it is set, absolute and an existing directory, ":slash_tmp" is /tmp when it
@@ -41,6 +48,7 @@ Result<ResolvedPolicy> resolve_policy(const Policy& policy, const ResolveContext
 struct Resolution {
   ResolvedPolicy policy;
   std::vector<std::string> notes;
+  std::vector<std::string> install_carveouts;  // install_dirs made read-only, in context order
 };
 Result<Resolution> resolve_policy_with_notes(const Policy& policy, const ResolveContext& context);
 

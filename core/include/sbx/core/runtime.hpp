@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <string>
+#include <vector>
 
 #include "sbx/sdk/abi.h"
 #include "sbx/sdk/result.hpp"
@@ -17,9 +18,21 @@ struct InstallLayout {
   uid_t libsbx_owner = 0;
   std::string plugin_dir;    // <libdir>/sbx/backends
   std::string stage2_path;   // <prefix>/libexec/sbx/sbx-stage2
+  std::string bin_dir;       // <prefix>/bin, where the sbx executable is installed
 };
 
 Result<InstallLayout> install_layout();
+
+// The existing directories that hold sbx's own code: the directory of libsbx (with the plugin
+// directory below it), the plugin directory, the directory of sbx-stage2 and the bin directory
+// of the sbx executable. Each as the layout names it and, when that differs, canonicalised
+// (realpath). A sandboxed command able to write any of them could plant code that the next
+// `sbx` runs on the host, so resolution keeps them read-only in every sandbox.
+std::vector<std::string> install_directories(const InstallLayout& layout);
+
+// install_directories() of the libsbx that runs; empty when its layout cannot be found (for
+// messages and annotations only: resolution fails closed on its own).
+std::vector<std::string> current_install_directories();
 
 // The process-wide host table handed to plugins (logging through spdlog, spawn_and_wait,
 // the stage-2 path). Valid for the life of the process.

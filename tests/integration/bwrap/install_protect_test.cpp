@@ -1,0 +1,145 @@
+// sbx's own install stays read-only in every sandbox, whatever the policy grants: a copy of the
+// installed tree is put inside a directory the policy makes writable and driven from there.
+// Through bwrap every attempt to replace, remove or rename sbx's files fails and the host files
+// are unchanged afterwards; through Landlock (which cannot carve out) the run is refused with
+// the install path named.
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <map>
+
+#include "sbx_harness.hpp"
+
+namespace {
+
+using namespace sbx_it;
+
+// The workspace-write shape without protected names, so only the install carve-out could stop
+// Landlock from running it.
+std::string write_policy(const std::string& dir) {
+  const std::string path = dir + "/policy.json";
+  write_file(path, R"({"version":1,"filesystem":{"kind":"restricted","entries":[)"
+                   R"({"path":":root","access":"read"},{"path":":cwd","access":"write"},)"
+                   R"({"path":":slash_tmp","access":"write"}],"protected_names":[]},)"
+                   R"("network":{"mode":"restricted"}})");
+  return path;
+}
+
+struct FileState {
+  std::string content;
+  ino_t inode = 0;
+};
+
+FileState state_of(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return {};
+  return {read_file(path), st.st_ino};
+}
+
+class InstallProtect : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0)
+      GTEST_SKIP() << "needs root: the copied install must sit in a root-owned chain the plugin "
+                      "loader trusts";
+    if (!exists(sbx_path())) GTEST_SKIP() << "no installed sbx at " << sbx_path();
+    // Next to the test prefix (root-owned, not group/world-writable, unlike /tmp), so the
+    // plugin loader trusts the copy.
+    const std::string parent = fs::path(SBX_TEST_PREFIX).parent_path();
+    std::string tmpl = parent + "/protect-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr) << std::strerror(errno);
+    ws_ = tmpl;
+    prefix_ = ws_ + "/prefix";
+    const RunResult copied = run({"/bin/cp", "-a", SBX_TEST_PREFIX, prefix_}, base_env());
+    ASSERT_EQ(copied.code, 0) << describe(copied);
+    policy_ = write_policy(conf_.path());
+    targets_ = {prefix_ + "/bin/sbx", prefix_ + "/libexec/sbx/sbx-stage2",
+                prefix_ + "/lib/sbx/backends/sbx-backend-bwrap.so",
+                prefix_ + "/lib/sbx/backends/sbx-backend-landlock.so"};
+    for (const auto& entry : fs::directory_iterator(prefix_ + "/lib")) {
+      if (entry.path().filename().string().rfind("libsbx.so", 0) == 0)
+        targets_.push_back(entry.path());
+    }
+    for (const std::string& target : targets_) before_[target] = state_of(target);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    if (!ws_.empty()) fs::remove_all(ws_, ec);
+  }
+  RunResult copied_sbx(const std::string& backend, const std::string& script) {
+    return run({prefix_ + "/bin/sbx", "--backends", backend, "exec", "--policy", policy_, "--cwd",
+                ws_, "--", "/bin/sh", "-c", script},
+               base_env());
+  }
+  std::string ws_;
+  std::string prefix_;
+  TempDir conf_{"/var/tmp"};
+  std::string policy_;
+  std::vector<std::string> targets_;
+  std::map<std::string, FileState> before_;
+};
+
+TEST_F(InstallProtect, BwrapCannotReplaceRemoveOrRenameSbxFiles) {
+  // Every attempt prints "WROTE <what>" when it succeeds; none may.
+  std::string script = "echo evil > /tmp/sbx-evil-$$; ";
+  for (const std::string& t : targets_) {
+    script += "cp /tmp/sbx-evil-$$ '" + t + "' 2>/dev/null && echo 'WROTE cp " + t + "'; ";
+    script += "mv /tmp/sbx-evil-$$ '" + t + "' 2>/dev/null && echo 'WROTE mv-over " + t +
+              "'; echo evil > /tmp/sbx-evil-$$; ";
+    script += "mv '" + t + "' '" + t + ".old' 2>/dev/null && echo 'WROTE mv-away " + t + "'; ";
+    script += "rm -f '" + t + "' 2>/dev/null; [ -e '" + t + "' ] || echo 'WROTE rm " + t + "'; ";
+  }
+  for (const std::string& dir : {prefix_, prefix_ + "/bin", prefix_ + "/lib",
+                                 prefix_ + "/libexec/sbx", prefix_ + "/lib/sbx/backends"}) {
+    script += "mv '" + dir + "' '" + dir + ".old' 2>/dev/null && echo 'WROTE mv-dir " + dir + "'; ";
+  }
+  script += "cp /tmp/sbx-evil-$$ '" + prefix_ +
+            "/lib/sbx/backends/sbx-backend-evil.so' 2>/dev/null && echo 'WROTE new plugin'; ";
+  script += "echo planted > '" + ws_ + "/workspace-ok' && echo 'workspace writable'; ";
+  script += "rm -f /tmp/sbx-evil-$$";
+  const RunResult r = copied_sbx("bwrap", script);
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_EQ(r.out.find("WROTE"), std::string::npos) << describe(r);
+  // The policy itself still works: the rest of the workspace is writable.
+  EXPECT_NE(r.out.find("workspace writable"), std::string::npos) << describe(r);
+  for (const std::string& t : targets_) {
+    const FileState after = state_of(t);
+    EXPECT_EQ(after.inode, before_[t].inode) << t << " was replaced";
+    EXPECT_TRUE(after.content == before_[t].content) << t << " was changed";
+  }
+  EXPECT_FALSE(exists(prefix_ + "/lib/sbx/backends/sbx-backend-evil.so"));
+}
+
+TEST_F(InstallProtect, BwrapPlanBindsTheInstallReadOnly) {
+  const RunResult r = run({prefix_ + "/bin/sbx", "--backends", "bwrap", "exec", "--dry-run",
+                           "--policy", policy_, "--cwd", ws_, "--", "/bin/true"},
+                          base_env());
+  ASSERT_EQ(r.code, 0) << describe(r);
+  EXPECT_NE(r.out.find("\"--ro-bind\",\n    \"" + prefix_ + "/lib\""), std::string::npos)
+      << describe(r);
+}
+
+TEST_F(InstallProtect, ExplainMarksTheInstallReadOnlyAlways) {
+  const RunResult r =
+      run({prefix_ + "/bin/sbx", "explain", "--policy", policy_, "--cwd", ws_}, base_env());
+  ASSERT_EQ(r.code, 0) << describe(r);
+  for (const std::string& dir : {prefix_ + "/bin", prefix_ + "/lib", prefix_ + "/libexec/sbx"}) {
+    const std::size_t at = r.out.find("  " + dir + " ");
+    ASSERT_NE(at, std::string::npos) << dir << "\n" << describe(r);
+    const std::size_t end = r.out.find('\n', at);
+    EXPECT_NE(r.out.substr(at, end - at).find("sbx's install: read only (always)"),
+              std::string::npos)
+        << describe(r);
+  }
+}
+
+TEST_F(InstallProtect, LandlockRefusesNamingTheInstall) {
+  const std::string marker = ws_ + "/ran";  // writable: only a refusal keeps it absent
+  const RunResult r = copied_sbx("landlock", "touch '" + marker + "'");
+  EXPECT_EQ(r.code, 125) << describe(r);
+  EXPECT_NE(r.err.find("sbx's install '" + prefix_), std::string::npos) << describe(r);
+  EXPECT_NE(r.err.find("install sbx outside the writable roots"), std::string::npos) << describe(r);
+  EXPECT_FALSE(exists(marker)) << "the command ran although the policy was refused";
+}
+
+}  // namespace
