@@ -66,6 +66,10 @@ std::string filesystem_rule(const ResolvedPolicy& policy) {
   return carveout(policy);
 }
 
+bool restricted_filesystem(const ResolvedPolicy& policy) {
+  return policy.filesystem_kind == FilesystemKind::kRestricted;
+}
+
 void add(Translation& t, const std::string& kind, const std::string& path) {
   t.argv.push_back("--ll-" + kind);
   t.argv.push_back(path);
@@ -96,8 +100,12 @@ const std::vector<std::string>& minimal_paths() {
 }
 
 const std::vector<std::string>& device_paths() {
+  // /dev/ptmx: opening it only allocates a new pseudo-terminal pair. The peer (/dev/pts/N)
+  // is not granted: stage 2's supervisor opens it for the holder of the master
+  // (ioctl TIOCGPTPEER, core/stage2/metadata_notify.hpp), so other terminals stay closed.
   static const std::vector<std::string> kPaths = {"/dev/null",   "/dev/zero",    "/dev/full",
-                                                  "/dev/random", "/dev/urandom", "/dev/tty"};
+                                                  "/dev/random", "/dev/urandom", "/dev/tty",
+                                                  "/dev/ptmx"};
   return kPaths;
 }
 
@@ -151,6 +159,13 @@ Result<Translation> translate(const TransformRequest& request, const std::string
       "landlock: no namespaces: /proc shows host processes, SysV IPC is shared; signals to "
       "processes outside the sandbox are blocked only on ABI 6+",
       "landlock: descendants left running are killed when the command exits (subreaper)"};
+  if (restricted_filesystem(request.policy))
+    t.notes.push_back(
+        "landlock: chmod, chown, file times and extended attributes are emulated by sbx-stage2's "
+        "supervisor and allowed only on files inside the writable roots (Landlock has no right "
+        "for them); set-user-ID/set-group-ID modes and chattr flags are refused everywhere. "
+        "A file hard-linked into a writable root before the run can still be changed through "
+        "that link");
   if (proxy)
     t.notes.push_back(
         "landlock: network only through sbx's filtering proxy: TCP connect is allowed to port " +

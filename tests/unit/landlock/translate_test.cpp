@@ -27,6 +27,7 @@ TEST(LandlockTranslate, WorkspacePolicyBecomesExactStage2Argv) {
       "/s2", "--landlock", "4", "--ll-fs", "restricted", "--ll-read", "/", "--ll-write", "/ws",
       "--ll-dev", "/dev/null", "--ll-dev", "/dev/zero", "--ll-dev", "/dev/full", "--ll-dev",
       "/dev/random", "--ll-dev", "/dev/urandom", "--ll-dev", "/dev/tty",
+      "--ll-dev", "/dev/ptmx",
       "--ll-scope-abstract-unix", "on", "--net", "blocked", "--env-environ", "--",
       "/bin/true"};
   EXPECT_EQ(t->argv, expected);
