@@ -568,7 +568,10 @@ void serve_pty_peer(int listener, const seccomp_notif& req) {
   add.flags = SECCOMP_ADDFD_FLAG_SEND;  // installs the descriptor and returns it as the result
   add.srcfd = static_cast<std::uint32_t>(peer.get());
   add.newfd_flags = static_cast<std::uint32_t>(flags & O_CLOEXEC);
-  ::ioctl(listener, SECCOMP_IOCTL_NOTIF_ADDFD, &add);  // fails only if the caller is gone
+  if (::ioctl(listener, SECCOMP_IOCTL_NOTIF_ADDFD, &add) >= 0) return;
+  // ENOENT: the caller is gone. Anything else (no ADDFD_FLAG_SEND before Linux 5.14, no free
+  // descriptor in the caller): answer, so the caller never waits for ever.
+  if (errno != ENOENT) respond(listener, req.id, errno == EINVAL ? ENOSYS : errno);
 }
 
 }  // namespace
