@@ -70,6 +70,15 @@ bool restricted_filesystem(const ResolvedPolicy& policy) {
   return policy.filesystem_kind == FilesystemKind::kRestricted;
 }
 
+// Landlock cannot take /dev/pts out of a read rule that covers it (e.g. `:root`).
+bool reads_host_terminals(const ResolvedPolicy& policy) {
+  if (!restricted_filesystem(policy)) return false;  // everything is open: nothing to add
+  for (const PathRule& rule : policy.rules) {
+    if (rule.access != Access::kDeny && path_is_within("/dev/pts", rule.path)) return true;
+  }
+  return false;
+}
+
 void add(Translation& t, const std::string& kind, const std::string& path) {
   t.argv.push_back("--ll-" + kind);
   t.argv.push_back(path);
@@ -166,6 +175,11 @@ Result<Translation> translate(const TransformRequest& request, const std::string
         "for them); set-user-ID/set-group-ID modes and chattr flags are refused everywhere. "
         "A file hard-linked into a writable root before the run can still be changed through "
         "that link");
+  if (reads_host_terminals(request.policy))
+    t.notes.push_back(
+        "landlock: a read rule covers /dev/pts, so the command can read (not write) the host's "
+        "other terminals of the same user; its own pseudo-terminals come from openpty() "
+        "(/dev/ptmx, the peer opened by the supervisor), not from /dev/pts");
   if (proxy)
     t.notes.push_back(
         "landlock: network only through sbx's filtering proxy: TCP connect is allowed to port " +
