@@ -18,6 +18,7 @@
 #include <utime.h>
 
 #include <linux/fs.h>
+#include <linux/fsverity.h>
 
 #include <algorithm>
 #include <array>
@@ -115,10 +116,16 @@ Status build_rules(scmp_filter_ctx ctx) {
   const scmp_arg_cmp peer = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, kTiocgptpeer);
   if (rule(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(ioctl), 1, &peer) != 0)
     return Error{"rule for ioctl(TIOCGPTPEER)"};
-  // chattr-style inode flags and fsxattr: not emulated, refused on every file.
+  // Inode changes through ioctls that need only ownership (or DAC write access), not an open
+  // for writing: chattr flags, fsxattr, the generation number, fs-verity and encryption
+  // policies (both make a file or directory unchangeable). Not emulated: refused on every file.
   for (unsigned long cmd : {static_cast<unsigned long>(FS_IOC_SETFLAGS),
                             static_cast<unsigned long>(FS_IOC32_SETFLAGS),
-                            static_cast<unsigned long>(FS_IOC_FSSETXATTR)}) {
+                            static_cast<unsigned long>(FS_IOC_FSSETXATTR),
+                            static_cast<unsigned long>(FS_IOC_SETVERSION),
+                            static_cast<unsigned long>(FS_IOC32_SETVERSION),
+                            static_cast<unsigned long>(FS_IOC_ENABLE_VERITY),
+                            static_cast<unsigned long>(FS_IOC_SET_ENCRYPTION_POLICY)}) {
     const scmp_arg_cmp cmp = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, cmd);
     if (rule(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1, &cmp) != 0)
       return Error{"rule for ioctl " + std::to_string(cmd)};

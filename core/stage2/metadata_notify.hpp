@@ -32,7 +32,8 @@
 // peer itself (O_NOCTTY forced) and installs it in the caller (SECCOMP_IOCTL_NOTIF_ADDFD).
 //
 // Refused outright (EPERM) by the same filter, being metadata changes the supervisor does not
-// emulate: the FS_IOC_SETFLAGS / FS_IOC_FSSETXATTR ioctls (chattr). ENOSYS for setxattrat,
+// emulate: the FS_IOC_SETFLAGS / FS_IOC_FSSETXATTR (chattr), FS_IOC_SETVERSION,
+// FS_IOC_ENABLE_VERITY and FS_IOC_SET_ENCRYPTION_POLICY ioctls. ENOSYS for setxattrat,
 // removexattrat and file_setattr, so that programs fall back to the emulated calls.
 #pragma once
 

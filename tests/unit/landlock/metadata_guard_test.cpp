@@ -334,6 +334,11 @@ TEST_F(MetadataGuard, NewerAttributeCallsAndChattrAreRefused) {
               long flags = 0;
               return result(::ioctl(fd, FS_IOC_SETFLAGS, &flags));
             }), EPERM);
+  EXPECT_EQ(guarded(ws_.path(), [] {
+              const int fd = ::open("out", O_RDONLY);
+              long version = 7;
+              return result(::ioctl(fd, FS_IOC_SETVERSION, &version));
+            }), EPERM);
 }
 
 TEST_F(MetadataGuard, TheCommandNeverHoldsTheListener) {
