@@ -147,6 +147,29 @@ bool handle_signal(const signalfd_siginfo& info, pid_t child, int* code) {
   return false;
 }
 
+// Serves signals and (while it has users) the guard's listener until the command exits;
+// returns its status. Closes the listener.
+int serve(int signals, int listener, const MetadataEmulator* emulator, pid_t child) {
+  for (;;) {
+    pollfd fds[2] = {{signals, POLLIN, 0}, {listener, POLLIN, 0}};
+    if (::poll(fds, listener >= 0 ? 2 : 1, -1) < 0) continue;  // EINTR
+    if (listener >= 0 && (fds[1].revents & POLLIN) != 0) {
+      emulator->serve_one(listener);
+    } else if (listener >= 0 && fds[1].revents != 0) {
+      // POLLHUP: no task uses the filter any more (or the listener broke): stop watching it.
+      ::close(listener);
+      listener = -1;
+    }
+    signalfd_siginfo info{};
+    while (::read(signals, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
+      int code = 0;
+      if (!handle_signal(info, child, &code)) continue;
+      if (listener >= 0) ::close(listener);
+      return code;
+    }
+  }
+}
+
 }  // namespace
 
 int supervise(void (*child_body)(void*, int), void* arg, const SuperviseOptions& options) {
@@ -200,30 +223,14 @@ int supervise(void (*child_body)(void*, int), void* arg, const SuperviseOptions&
   const int signals = ::signalfd(-1, &all, SFD_CLOEXEC | SFD_NONBLOCK);
   if (signals < 0) {
     std::fprintf(stderr, "sbx-stage2: signalfd: %s\n", std::strerror(errno));
+    if (listener >= 0) ::close(listener);
     ::kill(child, SIGKILL);
     kill_descendants();
     return kExitFailure;
   }
-  for (;;) {
-    pollfd fds[2] = {{signals, POLLIN, 0}, {listener, POLLIN, 0}};
-    if (::poll(fds, listener >= 0 ? 2 : 1, -1) < 0) continue;  // EINTR
-    if (listener >= 0 && (fds[1].revents & POLLIN) != 0) {
-      emulator->serve_one(listener);
-    } else if (listener >= 0 && fds[1].revents != 0) {
-      // POLLHUP: no task uses the filter any more (or the listener broke): stop watching it.
-      ::close(listener);
-      listener = -1;
-    }
-    signalfd_siginfo info{};
-    while (::read(signals, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
-      int code = 0;
-      if (handle_signal(info, child, &code)) {
-        ::close(signals);
-        if (listener >= 0) ::close(listener);
-        return code;
-      }
-    }
-  }
+  const int code = serve(signals, listener, emulator ? &*emulator : nullptr, child);
+  ::close(signals);
+  return code;
 }
 
 }  // namespace sbx::stage2

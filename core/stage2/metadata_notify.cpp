@@ -4,6 +4,8 @@
 #include "metadata_notify.hpp"
 
 #include <fcntl.h>
+#include <linux/fs.h>
+#include <linux/fsverity.h>
 #include <linux/seccomp.h>
 #include <seccomp.h>
 #include <sys/fsuid.h>
@@ -16,9 +18,6 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 #include <utime.h>
-
-#include <linux/fs.h>
-#include <linux/fsverity.h>
 
 #include <algorithm>
 #include <array>
@@ -48,8 +47,8 @@ constexpr bool kUnifiedNumbers = false;
 constexpr unsigned long kTiocgptpeer = TIOCGPTPEER;
 constexpr unsigned kPtmxMajor = 5;  // TTYAUX_MAJOR: /dev/ptmx and /dev/pts/ptmx are 5:2
 constexpr unsigned kPtmxMinor = 2;
-constexpr std::size_t kMaxPath = 4096;       // PATH_MAX, NUL included
-constexpr std::size_t kMaxXattrName = 256;   // XATTR_NAME_MAX + NUL
+constexpr std::size_t kMaxPath = 4096;         // PATH_MAX, NUL included
+constexpr std::size_t kMaxXattrName = 256;     // XATTR_NAME_MAX + NUL
 constexpr std::size_t kMaxXattrValue = 65536;  // XATTR_SIZE_MAX
 
 class Fd {
@@ -88,9 +87,9 @@ using FilterPtr = std::unique_ptr<void, void (*)(scmp_filter_ctx)>;
 // Emulated by the supervisor: every call that changes a file's mode, owner, times or extended
 // attributes by path or descriptor.
 constexpr const char* kEmulated[] = {
-    "chmod",  "fchmod",   "fchmodat", "chown",    "fchown",      "lchown",       "fchownat",
-    "utime",  "utimes",   "futimesat", "utimensat", "setxattr",  "lsetxattr",    "fsetxattr",
-    "removexattr", "lremovexattr", "fremovexattr"};
+    "chmod",     "fchmod",    "fchmodat",    "chown",        "fchown",      "lchown",
+    "fchownat",  "utime",     "utimes",      "futimesat",    "utimensat",   "setxattr",
+    "lsetxattr", "fsetxattr", "removexattr", "lremovexattr", "fremovexattr"};
 
 int rule(scmp_filter_ctx ctx, std::uint32_t action, int nr, unsigned count = 0,
          const scmp_arg_cmp* cmp = nullptr) {
@@ -99,8 +98,9 @@ int rule(scmp_filter_ctx ctx, std::uint32_t action, int nr, unsigned count = 0,
 
 Status build_rules(scmp_filter_ctx ctx) {
   if (!kUnifiedNumbers)
-    return Error{"the numbers of fchmodat2/setxattrat/removexattrat/file_setattr on this "
-                 "architecture are not known to sbx-stage2"};
+    return Error{
+        "the numbers of fchmodat2/setxattrat/removexattrat/file_setattr on this "
+        "architecture are not known to sbx-stage2"};
   for (const char* name : kEmulated) {
     const int nr = seccomp_syscall_resolve_name(name);
     // A call this libseccomp cannot name would pass unseen: fail closed.
@@ -119,13 +119,13 @@ Status build_rules(scmp_filter_ctx ctx) {
   // Inode changes through ioctls that need only ownership (or DAC write access), not an open
   // for writing: chattr flags, fsxattr, the generation number, fs-verity and encryption
   // policies (both make a file or directory unchangeable). Not emulated: refused on every file.
-  for (unsigned long cmd : {static_cast<unsigned long>(FS_IOC_SETFLAGS),
-                            static_cast<unsigned long>(FS_IOC32_SETFLAGS),
-                            static_cast<unsigned long>(FS_IOC_FSSETXATTR),
-                            static_cast<unsigned long>(FS_IOC_SETVERSION),
-                            static_cast<unsigned long>(FS_IOC32_SETVERSION),
-                            static_cast<unsigned long>(FS_IOC_ENABLE_VERITY),
-                            static_cast<unsigned long>(FS_IOC_SET_ENCRYPTION_POLICY)}) {
+  for (unsigned long cmd :
+       {static_cast<unsigned long>(FS_IOC_SETFLAGS), static_cast<unsigned long>(FS_IOC32_SETFLAGS),
+        static_cast<unsigned long>(FS_IOC_FSSETXATTR),
+        static_cast<unsigned long>(FS_IOC_SETVERSION),
+        static_cast<unsigned long>(FS_IOC32_SETVERSION),
+        static_cast<unsigned long>(FS_IOC_ENABLE_VERITY),
+        static_cast<unsigned long>(FS_IOC_SET_ENCRYPTION_POLICY)}) {
     const scmp_arg_cmp cmp = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, cmd);
     if (rule(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1, &cmp) != 0)
       return Error{"rule for ioctl " + std::to_string(cmd)};
@@ -148,7 +148,8 @@ Status send_fd(int socket, int fd) {
   c->cmsg_len = CMSG_LEN(sizeof(int));
   std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
   ssize_t n = 0;
-  do n = ::sendmsg(socket, &msg, MSG_NOSIGNAL); while (n < 0 && errno == EINTR);
+  do n = ::sendmsg(socket, &msg, MSG_NOSIGNAL);
+  while (n < 0 && errno == EINTR);
   if (n != 1) return Error{"send listener: " + errno_text(n < 0 ? errno : EIO)};
   return {};
 }
@@ -174,8 +175,8 @@ bool read_exact(const Caller& caller, std::uint64_t address, void* out, std::siz
   auto* dest = static_cast<char*>(out);
   std::size_t done = 0;
   while (done < size) {
-    const ssize_t n = ::pread(caller.mem.get(), dest + done, size - done,
-                              static_cast<off_t>(address + done));
+    const ssize_t n =
+        ::pread(caller.mem.get(), dest + done, size - done, static_cast<off_t>(address + done));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return false;
     done += static_cast<std::size_t>(n);
@@ -196,8 +197,8 @@ Result<std::string> read_string(const Caller& caller, std::uint64_t address, std
   constexpr std::uint64_t kPage = 4096;
   std::uint64_t at = address;
   while (out.size() < max) {
-    const std::size_t chunk = static_cast<std::size_t>(
-        std::min<std::uint64_t>(kPage - at % kPage, max - out.size()));
+    const std::size_t chunk =
+        static_cast<std::size_t>(std::min<std::uint64_t>(kPage - at % kPage, max - out.size()));
     char buffer[kPage];
     ssize_t n = 0;
     do n = ::pread(caller.mem.get(), buffer, chunk, static_cast<off_t>(at));
@@ -244,115 +245,120 @@ enum class TimeForm { kUtimbuf, kTimeval, kTimespec };
 
 struct Call {
   Op op = Op::kChmod;
-  bool fd_only = false;      // the object is the caller's descriptor `base` (fchmod, ...)
-  long long base = AT_FDCWD; // AT_FDCWD or a descriptor number
-  std::uint64_t path = 0;    // address of the path (0 with fd_only, or utimensat's NULL)
+  bool fd_only = false;       // the object is the caller's descriptor `base` (fchmod, ...)
+  long long base = AT_FDCWD;  // AT_FDCWD or a descriptor number
+  std::uint64_t path = 0;     // address of the path (0 with fd_only, or utimensat's NULL)
   bool follow = true;
-  bool empty_path = false;   // AT_EMPTY_PATH: an empty path names `base`
+  bool empty_path = false;  // AT_EMPTY_PATH: an empty path names `base`
   std::uint64_t mode = 0;
   std::uint64_t uid = 0, gid = 0;
   TimeForm time_form = TimeForm::kTimespec;
-  std::uint64_t times = 0;   // address, 0 = now
+  std::uint64_t times = 0;  // address, 0 = now
   std::uint64_t name = 0, value = 0, size = 0, xattr_flags = 0;
 };
 
-// Decodes notification `d` into `call`; 0, or the errno for a malformed call.
-int decode(const seccomp_data& d, Call& call) {
-  const auto& a = d.args;
-  const long long dirfd = static_cast<int>(a[0]);  // the kernel reads dirfd as an int
-  const int nr = d.nr;
-  auto at_flags = [&](std::uint64_t flags, std::uint64_t allowed) {
-    if ((flags & ~allowed) != 0) return EINVAL;
-    call.follow = (flags & AT_SYMLINK_NOFOLLOW) == 0;
-    call.empty_path = (flags & AT_EMPTY_PATH) != 0;
-    return 0;
-  };
-  const std::uint64_t nofollow_empty = AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH;
+using Args = decltype(seccomp_data::args);
+constexpr int kNotMine = -1;  // a decoder's answer for a call of another family
+constexpr std::uint64_t kNofollowEmpty = AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH;
+
+// The *at flags of `call`; 0, or EINVAL for flags the call does not take.
+int at_flags(std::uint64_t flags, Call& call) {
+  if ((flags & ~kNofollowEmpty) != 0) return EINVAL;
+  call.follow = (flags & AT_SYMLINK_NOFOLLOW) == 0;
+  call.empty_path = (flags & AT_EMPTY_PATH) != 0;
+  return 0;
+}
+
+// dirfd/fd arguments are ints to the kernel, whatever the upper bits hold.
+long long fd_arg(std::uint64_t value) { return static_cast<int>(value); }
+
+int decode_mode(int nr, const Args& a, Call& call) {
+  call = {Op::kChmod};
   if (nr == SCMP_SYS(chmod)) {
-    call = {Op::kChmod};
-    call.path = a[0];
-    call.mode = a[1];
+    call.path = a[0], call.mode = a[1];
   } else if (nr == SCMP_SYS(fchmod)) {
-    call = {Op::kChmod};
-    call.fd_only = true;
-    call.base = dirfd;
-    call.mode = a[1];
+    call.fd_only = true, call.base = fd_arg(a[0]), call.mode = a[1];
   } else if (nr == SCMP_SYS(fchmodat) || nr == kNrFchmodat2) {
-    call = {Op::kChmod};
-    call.base = dirfd;
-    call.path = a[1];
-    call.mode = a[2];
-    if (nr == kNrFchmodat2) return at_flags(a[3], nofollow_empty);
-  } else if (nr == SCMP_SYS(chown) || nr == SCMP_SYS(lchown)) {
-    call = {Op::kChown};
-    call.path = a[0];
-    call.uid = a[1];
-    call.gid = a[2];
-    call.follow = nr == SCMP_SYS(chown);
-  } else if (nr == SCMP_SYS(fchown)) {
-    call = {Op::kChown};
-    call.fd_only = true;
-    call.base = dirfd;
-    call.uid = a[1];
-    call.gid = a[2];
-  } else if (nr == SCMP_SYS(fchownat)) {
-    call = {Op::kChown};
-    call.base = dirfd;
-    call.path = a[1];
-    call.uid = a[2];
-    call.gid = a[3];
-    return at_flags(a[4], nofollow_empty);
-  } else if (nr == SCMP_SYS(utime) || nr == SCMP_SYS(utimes)) {
-    call = {Op::kTimes};
-    call.path = a[0];
-    call.times = a[1];
-    call.time_form = nr == SCMP_SYS(utime) ? TimeForm::kUtimbuf : TimeForm::kTimeval;
-  } else if (nr == SCMP_SYS(futimesat) || nr == SCMP_SYS(utimensat)) {
-    call = {Op::kTimes};
-    call.base = dirfd;
-    call.path = a[1];
-    call.times = a[2];
-    call.time_form = nr == SCMP_SYS(futimesat) ? TimeForm::kTimeval : TimeForm::kTimespec;
-    if (nr == SCMP_SYS(utimensat)) {
-      const int err = at_flags(a[3], nofollow_empty);
-      if (err != 0) return err;
-    }
-    // A NULL path changes the times of the descriptor itself (futimens); no NOFOLLOW then.
-    if (call.path == 0) {
-      if (!call.follow) return EINVAL;
-      call.fd_only = true;
-    }
-  } else if (nr == SCMP_SYS(setxattr) || nr == SCMP_SYS(lsetxattr)) {
-    call = {Op::kSetXattr};
-    call.path = a[0];
-    call.follow = nr == SCMP_SYS(setxattr);
-    call.name = a[1], call.value = a[2], call.size = a[3], call.xattr_flags = a[4];
-  } else if (nr == SCMP_SYS(fsetxattr)) {
-    call = {Op::kSetXattr};
-    call.fd_only = true;
-    call.base = dirfd;
-    call.name = a[1], call.value = a[2], call.size = a[3], call.xattr_flags = a[4];
-  } else if (nr == SCMP_SYS(removexattr) || nr == SCMP_SYS(lremovexattr)) {
-    call = {Op::kRemoveXattr};
-    call.path = a[0];
-    call.follow = nr == SCMP_SYS(removexattr);
-    call.name = a[1];
-  } else if (nr == SCMP_SYS(fremovexattr)) {
-    call = {Op::kRemoveXattr};
-    call.fd_only = true;
-    call.base = dirfd;
-    call.name = a[1];
+    call.base = fd_arg(a[0]), call.path = a[1], call.mode = a[2];
+    if (nr == kNrFchmodat2) return at_flags(a[3], call);
   } else {
-    return EPERM;  // not a call this emulator knows: refuse
+    return kNotMine;
   }
   return 0;
+}
+
+int decode_owner(int nr, const Args& a, Call& call) {
+  call = {Op::kChown};
+  if (nr == SCMP_SYS(chown) || nr == SCMP_SYS(lchown)) {
+    call.path = a[0], call.uid = a[1], call.gid = a[2];
+    call.follow = nr == SCMP_SYS(chown);
+  } else if (nr == SCMP_SYS(fchown)) {
+    call.fd_only = true, call.base = fd_arg(a[0]), call.uid = a[1], call.gid = a[2];
+  } else if (nr == SCMP_SYS(fchownat)) {
+    call.base = fd_arg(a[0]), call.path = a[1], call.uid = a[2], call.gid = a[3];
+    return at_flags(a[4], call);
+  } else {
+    return kNotMine;
+  }
+  return 0;
+}
+
+int decode_times(int nr, const Args& a, Call& call) {
+  call = {Op::kTimes};
+  if (nr == SCMP_SYS(utime) || nr == SCMP_SYS(utimes)) {
+    call.path = a[0], call.times = a[1];
+    call.time_form = nr == SCMP_SYS(utime) ? TimeForm::kUtimbuf : TimeForm::kTimeval;
+    return 0;
+  }
+  if (nr != SCMP_SYS(futimesat) && nr != SCMP_SYS(utimensat)) return kNotMine;
+  call.base = fd_arg(a[0]), call.path = a[1], call.times = a[2];
+  call.time_form = nr == SCMP_SYS(futimesat) ? TimeForm::kTimeval : TimeForm::kTimespec;
+  if (nr == SCMP_SYS(utimensat)) {
+    const int err = at_flags(a[3], call);
+    if (err != 0) return err;
+  }
+  // A NULL path changes the times of the descriptor itself (futimens); no NOFOLLOW then.
+  if (call.path == 0) {
+    if (!call.follow) return EINVAL;
+    call.fd_only = true;
+  }
+  return 0;
+}
+
+int decode_xattr(int nr, const Args& a, Call& call) {
+  const bool set =
+      nr == SCMP_SYS(setxattr) || nr == SCMP_SYS(lsetxattr) || nr == SCMP_SYS(fsetxattr);
+  const bool remove =
+      nr == SCMP_SYS(removexattr) || nr == SCMP_SYS(lremovexattr) || nr == SCMP_SYS(fremovexattr);
+  if (!set && !remove) return kNotMine;
+  call = {set ? Op::kSetXattr : Op::kRemoveXattr};
+  if (nr == SCMP_SYS(fsetxattr) || nr == SCMP_SYS(fremovexattr)) {
+    call.fd_only = true, call.base = fd_arg(a[0]);
+  } else {
+    call.path = a[0];
+    call.follow = nr == SCMP_SYS(setxattr) || nr == SCMP_SYS(removexattr);
+  }
+  call.name = a[1];
+  if (set) call.value = a[2], call.size = a[3], call.xattr_flags = a[4];
+  return 0;
+}
+
+// Decodes notification `d` into `call`; 0, or the errno for a malformed call (EPERM for a call
+// this emulator does not know: refused).
+int decode(const seccomp_data& d, Call& call) {
+  for (int (*decoder)(int, const Args&, Call&) :
+       {decode_mode, decode_owner, decode_times, decode_xattr}) {
+    const int err = decoder(d.nr, d.args, call);
+    if (err != kNotMine) return err;
+  }
+  return EPERM;
 }
 
 // ---- resolving the object ----
 
 bool is_o_path_descriptor(const Caller& caller, long long fd) {
-  Fd info(::openat(caller.proc.get(), ("fdinfo/" + std::to_string(fd)).c_str(),
-                   O_RDONLY | O_CLOEXEC));
+  Fd info(
+      ::openat(caller.proc.get(), ("fdinfo/" + std::to_string(fd)).c_str(), O_RDONLY | O_CLOEXEC));
   if (!info.ok()) return true;  // unknown: treated as unusable
   char text[512];
   const ssize_t n = ::read(info.get(), text, sizeof text - 1);
@@ -378,8 +384,7 @@ Result<Fd> open_base(const Caller& caller, long long fd, int* err) {
     *err = EBADF;
     return Error{"bad fd"};
   }
-  Fd base(::openat(caller.proc.get(), ("fd/" + std::to_string(fd)).c_str(),
-                   O_PATH | O_CLOEXEC));
+  Fd base(::openat(caller.proc.get(), ("fd/" + std::to_string(fd)).c_str(), O_PATH | O_CLOEXEC));
   if (!base.ok()) {
     *err = errno == ENOENT ? EBADF : EPERM;
     return Error{"fd"};
@@ -392,8 +397,8 @@ Result<Fd> open_base(const Caller& caller, long long fd, int* err) {
 std::string caller_view(const std::string& path, pid_t tid) {
   const std::string self = "/proc/" + std::to_string(tid);
   for (const auto& [prefix, replacement] :
-       {std::pair<std::string, std::string>{"/proc/thread-self", self + "/task/" +
-                                                                     std::to_string(tid)},
+       {std::pair<std::string, std::string>{"/proc/thread-self",
+                                            self + "/task/" + std::to_string(tid)},
         std::pair<std::string, std::string>{"/proc/self", self}}) {
     if (path.compare(0, prefix.size(), prefix) == 0 &&
         (path.size() == prefix.size() || path[prefix.size()] == '/'))
@@ -563,8 +568,8 @@ void serve_pty_peer(int listener, const seccomp_notif& req) {
   if (!master.ok()) return respond(listener, req.id, errno == EBADF ? EBADF : EPERM);
   struct stat st {};
   // Only /dev/ptmx's masters: the same ioctl number may mean something else to another driver.
-  if (::fstat(master.get(), &st) != 0 || !S_ISCHR(st.st_mode) ||
-      major(st.st_rdev) != kPtmxMajor || minor(st.st_rdev) != kPtmxMinor)
+  if (::fstat(master.get(), &st) != 0 || !S_ISCHR(st.st_mode) || major(st.st_rdev) != kPtmxMajor ||
+      minor(st.st_rdev) != kPtmxMinor)
     return respond(listener, req.id, ENOTTY);
   // O_NOCTTY always: the terminal must never become the supervisor's controlling terminal.
   const int open_flags = static_cast<int>(flags & (O_ACCMODE | O_NONBLOCK)) | O_NOCTTY | O_CLOEXEC;
@@ -639,7 +644,8 @@ Result<int> receive_metadata_listener(int socket) {
   msg.msg_control = control;
   msg.msg_controllen = sizeof control;
   ssize_t n = 0;
-  do n = ::recvmsg(socket, &msg, MSG_CMSG_CLOEXEC); while (n < 0 && errno == EINTR);
+  do n = ::recvmsg(socket, &msg, MSG_CMSG_CLOEXEC);
+  while (n < 0 && errno == EINTR);
   if (n != 1) return Error{n == 0 ? "the child closed the socket" : errno_text(errno)};
   const cmsghdr* c = CMSG_FIRSTHDR(&msg);
   if (c == nullptr || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
@@ -694,10 +700,9 @@ void MetadataEmulator::serve_one(int listener) const {
   if (err != 0) return respond(listener, req.id, err);
   Caller caller;
   caller.tid = static_cast<pid_t>(req.pid);
-  caller.proc = Fd(::open(("/proc/" + std::to_string(req.pid)).c_str(),
-                          O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (caller.proc.ok())
-    caller.mem = Fd(::openat(caller.proc.get(), "mem", O_RDONLY | O_CLOEXEC));
+  caller.proc =
+      Fd(::open(("/proc/" + std::to_string(req.pid)).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (caller.proc.ok()) caller.mem = Fd(::openat(caller.proc.get(), "mem", O_RDONLY | O_CLOEXEC));
   // The TID names the caller only while its notification is pending: check after opening.
   if (!caller.mem.ok() || !id_valid(listener, req.id)) return respond(listener, req.id, EPERM);
   // The supervisor acts with its own credentials; they must be the caller's.
@@ -717,11 +722,19 @@ void MetadataEmulator::serve_one(int listener) const {
   struct stat st {};
   if (::fstat(object->get(), &st) != 0) return respond(listener, req.id, EPERM);
   switch (call.op) {
-    case Op::kChmod: err = do_chmod(call, object->get(), st); break;
-    case Op::kChown: err = do_chown(call, object->get()); break;
-    case Op::kTimes: err = do_times(inputs, object->get()); break;
+    case Op::kChmod:
+      err = do_chmod(call, object->get(), st);
+      break;
+    case Op::kChown:
+      err = do_chown(call, object->get());
+      break;
+    case Op::kTimes:
+      err = do_times(inputs, object->get());
+      break;
     case Op::kSetXattr:
-    case Op::kRemoveXattr: err = do_xattr(call, inputs, object->get(), st); break;
+    case Op::kRemoveXattr:
+      err = do_xattr(call, inputs, object->get(), st);
+      break;
   }
   respond(listener, req.id, err);
 }

@@ -53,14 +53,14 @@ TEST_F(LandlockMetadata, ChangesOutsideTheWritableRootsFailAndTheHostFileIsUncha
   const struct stat before = stat_of(victim_);
   const std::string v = victim_;
   const RunResult r = sh(
-      "chmod 4777 " + v + "; echo setuid=$?; chmod 0666 " + v + "; echo mode=$?; chown 65534 " +
-      v + "; echo chown=$?; chown 0:0 " + v + "; echo chown_self=$?; touch -d 2001-01-01 " + v +
+      "chmod 4777 " + v + "; echo setuid=$?; chmod 0666 " + v + "; echo mode=$?; chown 65534 " + v +
+      "; echo chown=$?; chown 0:0 " + v + "; echo chown_self=$?; touch -d 2001-01-01 " + v +
       "; echo touch=$?; " + kPython + " -c \"import os; os.setxattr('" + v +
       "', 'user.evil', b'1')\" 2>/dev/null; echo setxattr=$?; " + kPython +
       " -c \"import os; os.removexattr('" + v + "', 'user.keep')\" 2>/dev/null; echo rmxattr=$?");
   EXPECT_EQ(r.code, 0) << describe(r);
-  for (const char* step : {"setuid=0", "mode=0", "chown=0", "chown_self=0", "touch=0",
-                           "setxattr=0", "rmxattr=0"})
+  for (const char* step :
+       {"setuid=0", "mode=0", "chown=0", "chown_self=0", "touch=0", "setxattr=0", "rmxattr=0"})
     EXPECT_EQ(r.out.find(step), std::string::npos) << step << " succeeded: " << describe(r);
   EXPECT_NE(r.out.find("rmxattr="), std::string::npos) << describe(r);
   const struct stat after = stat_of(victim_);
@@ -74,11 +74,12 @@ TEST_F(LandlockMetadata, ChangesOutsideTheWritableRootsFailAndTheHostFileIsUncha
 }
 
 TEST_F(LandlockMetadata, BuildOutputsInsideTheWorkspaceCanBeMadeExecutableAndTouched) {
-  const RunResult r = sh(
-      "printf '#!/bin/sh\\necho built\\n' > out.sh && chmod +x out.sh && ./out.sh && "
-      "touch -d 2001-01-01 out.sh && chown \"$(id -u):$(id -g)\" out.sh && " +
-      std::string(kPython) + " -c \"import os; os.setxattr('out.sh', 'user.k', b'v')\" && "
-      "echo done");
+  const RunResult r =
+      sh("printf '#!/bin/sh\\necho built\\n' > out.sh && chmod +x out.sh && ./out.sh && "
+         "touch -d 2001-01-01 out.sh && chown \"$(id -u):$(id -g)\" out.sh && " +
+         std::string(kPython) +
+         " -c \"import os; os.setxattr('out.sh', 'user.k', b'v')\" && "
+         "echo done");
   EXPECT_EQ(r.code, 0) << describe(r);
   EXPECT_NE(r.out.find("built\ndone"), std::string::npos) << describe(r);
   const struct stat st = stat_of(ws_ / "out.sh");
@@ -87,7 +88,8 @@ TEST_F(LandlockMetadata, BuildOutputsInsideTheWorkspaceCanBeMadeExecutableAndTou
 }
 
 TEST_F(LandlockMetadata, ASymlinkInsidePointingOutsideDoesNotLetChmodThrough) {
-  const RunResult r = sh("ln -s " + victim_ + " link && chmod 0666 link; echo chmod=$?; "
+  const RunResult r = sh("ln -s " + victim_ +
+                         " link && chmod 0666 link; echo chmod=$?; "
                          "touch -d 2001-01-01 link; echo touch=$?");
   EXPECT_NE(r.out.find("chmod=1"), std::string::npos) << describe(r);
   EXPECT_EQ(r.out.find("touch=0"), std::string::npos) << describe(r);
@@ -95,8 +97,9 @@ TEST_F(LandlockMetadata, ASymlinkInsidePointingOutsideDoesNotLetChmodThrough) {
 }
 
 TEST_F(LandlockMetadata, SetuidBitsCannotBeSetInsideTheWorkspaceEither) {
-  const RunResult r = sh("cp /bin/true t && chmod 4755 t; echo suid=$?; chmod 2755 t; "
-                         "echo sgid=$?");
+  const RunResult r =
+      sh("cp /bin/true t && chmod 4755 t; echo suid=$?; chmod 2755 t; "
+         "echo sgid=$?");
   EXPECT_NE(r.out.find("suid=1"), std::string::npos) << describe(r);
   EXPECT_NE(r.out.find("sgid=1"), std::string::npos) << describe(r);
   EXPECT_EQ(stat_of(ws_ / "t").st_mode & (S_ISUID | S_ISGID), 0u);

@@ -4,6 +4,7 @@
 // capability, trying one call and reporting its errno as the exit code.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/fs.h>
 #include <pty.h>
 #include <stdlib.h>
 #include <sys/fsuid.h>
@@ -15,8 +16,6 @@
 #include <sys/xattr.h>
 #include <termios.h>
 #include <unistd.h>
-
-#include <linux/fs.h>
 
 #include <cerrno>
 #include <cstring>
@@ -181,44 +180,47 @@ TEST_F(MetadataGuard, EveryFormOfTheCallIsGuarded) {
   const std::string victim = outside_ / "victim";
   const std::string dir = outside_.path();
   const auto outside_calls = std::vector<std::pair<const char*, std::function<int()>>>{
-      {"fchmod", [&] {
+      {"fchmod",
+       [&] {
          const int fd = ::open(victim.c_str(), O_RDONLY);
          return result(::fchmod(fd, 0666));
        }},
-      {"fchmodat dirfd", [&] {
+      {"fchmodat dirfd",
+       [&] {
          const int fd = ::open(dir.c_str(), O_PATH);
          return result(::fchmodat(fd, "victim", 0666, 0));
        }},
-      {"fchmodat nofollow (glibc: /proc/self/fd)", [&] {
-         return result(::fchmodat(AT_FDCWD, victim.c_str(), 0666, AT_SYMLINK_NOFOLLOW));
-       }},
-      {"fchmodat2", [&] {
-         return result(::syscall(kNrFchmodat2, AT_FDCWD, victim.c_str(), 0666, 0));
-       }},
-      {"relative ..", [&] {
-         return result(::chmod(("../../.." + victim).c_str(), 0666));
-       }},
+      {"fchmodat nofollow (glibc: /proc/self/fd)",
+       [&] { return result(::fchmodat(AT_FDCWD, victim.c_str(), 0666, AT_SYMLINK_NOFOLLOW)); }},
+      {"fchmodat2",
+       [&] { return result(::syscall(kNrFchmodat2, AT_FDCWD, victim.c_str(), 0666, 0)); }},
+      {"relative ..", [&] { return result(::chmod(("../../.." + victim).c_str(), 0666)); }},
       {"chown", [&] { return result(::chown(victim.c_str(), 0, 0)); }},
       {"lchown", [&] { return result(::lchown(victim.c_str(), 0, 0)); }},
-      {"fchown", [&] {
+      {"fchown",
+       [&] {
          const int fd = ::open(victim.c_str(), O_RDONLY);
          return result(::fchown(fd, 0, 0));
        }},
-      {"utimensat", [&] {
+      {"utimensat",
+       [&] {
          const timespec ts[2] = {{1, 0}, {1, 0}};
          return result(::utimensat(AT_FDCWD, victim.c_str(), ts, 0));
        }},
-      {"futimens", [&] {
+      {"futimens",
+       [&] {
          const int fd = ::open(victim.c_str(), O_RDONLY);
          const timespec ts[2] = {{1, 0}, {1, 0}};
          return result(::futimens(fd, ts));
        }},
-      {"utimes", [&] {
+      {"utimes",
+       [&] {
          const timeval tv[2] = {{1, 0}, {1, 0}};
          return result(::utimes(victim.c_str(), tv));
        }},
       {"setxattr", [&] { return result(::setxattr(victim.c_str(), "user.sbx", "1", 1, 0)); }},
-      {"fsetxattr", [&] {
+      {"fsetxattr",
+       [&] {
          const int fd = ::open(victim.c_str(), O_RDONLY);
          return result(::fsetxattr(fd, "user.sbx", "1", 1, 0));
        }},
@@ -241,26 +243,33 @@ TEST_F(MetadataGuard, EveryFormOfTheCallIsGuarded) {
 
 TEST_F(MetadataGuard, TheSameFormsWorkInside) {
   const std::string out = ws_ / "out";
-  EXPECT_EQ(guarded(ws_.path(), [] {
-              const int fd = ::open("out", O_RDONLY);
-              return result(::fchmod(fd, 0700));
-            }), 0);
+  EXPECT_EQ(guarded(ws_.path(),
+                    [] {
+                      const int fd = ::open("out", O_RDONLY);
+                      return result(::fchmod(fd, 0700));
+                    }),
+            0);
   EXPECT_EQ(mode_of(out), 0700u);
-  EXPECT_EQ(guarded(ws_.path(), [] { return result(::fchmodat(AT_FDCWD, "out", 0750,
-                                                               AT_SYMLINK_NOFOLLOW)); }), 0);
+  EXPECT_EQ(guarded(ws_.path(),
+                    [] { return result(::fchmodat(AT_FDCWD, "out", 0750, AT_SYMLINK_NOFOLLOW)); }),
+            0);
   EXPECT_EQ(mode_of(out), 0750u);
-  EXPECT_EQ(guarded(ws_.path(), [] {
-              const timespec ts[2] = {{1000, 0}, {2000, 5}};
-              return result(::utimensat(AT_FDCWD, "out", ts, 0));
-            }), 0);
+  EXPECT_EQ(guarded(ws_.path(),
+                    [] {
+                      const timespec ts[2] = {{1000, 0}, {2000, 5}};
+                      return result(::utimensat(AT_FDCWD, "out", ts, 0));
+                    }),
+            0);
   struct stat st {};
   ASSERT_EQ(::stat(out.c_str(), &st), 0);
   EXPECT_EQ(st.st_mtim.tv_sec, 2000);
   EXPECT_EQ(st.st_mtim.tv_nsec, 5);
-  EXPECT_EQ(guarded(ws_.path(), [] {
-              const timeval tv[2] = {{3000, 0}, {4000, 0}};
-              return result(::utimes("out", tv));
-            }), 0);
+  EXPECT_EQ(guarded(ws_.path(),
+                    [] {
+                      const timeval tv[2] = {{3000, 0}, {4000, 0}};
+                      return result(::utimes("out", tv));
+                    }),
+            0);
   ASSERT_EQ(::stat(out.c_str(), &st), 0);
   EXPECT_EQ(st.st_mtim.tv_sec, 4000);
   EXPECT_EQ(guarded(ws_.path(), [] { return result(::setxattr("out", "user.sbx", "v", 1, 0)); }),
@@ -268,8 +277,7 @@ TEST_F(MetadataGuard, TheSameFormsWorkInside) {
   char value[8] = {};
   EXPECT_EQ(::getxattr(out.c_str(), "user.sbx", value, sizeof value), 1);
   EXPECT_EQ(guarded(ws_.path(), [] { return result(::removexattr("out", "user.sbx")); }), 0);
-  EXPECT_EQ(guarded(ws_.path(), [] { return result(::chown("out", ::getuid(), ::getgid())); }),
-            0);
+  EXPECT_EQ(guarded(ws_.path(), [] { return result(::chown("out", ::getuid(), ::getgid())); }), 0);
 }
 
 TEST_F(MetadataGuard, ASymlinkInsidePointingOutsideDoesNotLetTheCallThrough) {
@@ -288,7 +296,8 @@ TEST_F(MetadataGuard, ASiblingWithTheRootAsPrefixIsOutside) {
   const std::string sibling = ws_.path() + "2";
   ASSERT_TRUE(fs::create_directory(sibling));
   write(sibling + "/f");
-  const int rc = guarded(ws_.path(), [&] { return result(::chmod((sibling + "/f").c_str(), 0666)); });
+  const int rc =
+      guarded(ws_.path(), [&] { return result(::chmod((sibling + "/f").c_str(), 0666)); });
   const mode_t mode = mode_of(sibling + "/f");
   fs::remove_all(sibling);
   EXPECT_EQ(rc, EPERM);
@@ -296,14 +305,16 @@ TEST_F(MetadataGuard, ASiblingWithTheRootAsPrefixIsOutside) {
 }
 
 TEST_F(MetadataGuard, TheSupervisorActsWithoutCapabilities) {
-  if (::geteuid() != 0) GTEST_SKIP() << "needs root: checks the supervisor dropped root's capabilities";
+  if (::geteuid() != 0)
+    GTEST_SKIP() << "needs root: checks the supervisor dropped root's capabilities";
   // Root without CAP_CHOWN cannot give a file away, nor set file capabilities: the supervisor
   // must not be able to either, inside the workspace too.
   EXPECT_EQ(guarded(ws_.path(), [] { return result(::chown("out", 65534, 65534)); }), EPERM);
   const unsigned char cap[20] = {0x01, 0, 0, 0x02};
-  EXPECT_EQ(guarded(ws_.path(), [&] {
-              return result(::setxattr("out", "security.capability", cap, sizeof cap, 0));
-            }), EPERM);
+  EXPECT_EQ(
+      guarded(ws_.path(),
+              [&] { return result(::setxattr("out", "security.capability", cap, sizeof cap, 0)); }),
+      EPERM);
   struct stat st {};
   ASSERT_EQ(::stat((ws_ / "out").c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, 0u);
@@ -316,63 +327,79 @@ TEST_F(MetadataGuard, ACallerWithOtherFilesystemCredentialsIsRefused) {
   // layers refuse it: the supervisor's fsuid/fsgid comparison, and before it the kernel's
   // ptrace check on /proc/TID/mem (such a caller is no longer dumpable, or holds capabilities
   // the supervisor does not), so the comparison alone cannot be observed from here.
-  EXPECT_EQ(guarded(ws_.path(), [] {
-              ::setfsuid(65534);
-              return ::setfsuid(static_cast<uid_t>(-1)) == 65534 ? result(::chmod("out", 0600))
-                                                                 : kSetupFailed + 9;
-            }, /*keep_capabilities=*/true),
+  EXPECT_EQ(guarded(
+                ws_.path(),
+                [] {
+                  ::setfsuid(65534);
+                  return ::setfsuid(static_cast<uid_t>(-1)) == 65534 ? result(::chmod("out", 0600))
+                                                                     : kSetupFailed + 9;
+                },
+                /*keep_capabilities=*/true),
             EPERM);
   EXPECT_EQ(mode_of(ws_ / "out"), 0644u);
 }
 
 TEST_F(MetadataGuard, NewerAttributeCallsAndChattrAreRefused) {
-  EXPECT_EQ(guarded(ws_.path(), [] {
-              return result(::syscall(kNrSetxattrat, AT_FDCWD, "out", 0, "user.x", nullptr, 0));
-            }), ENOSYS);
-  EXPECT_EQ(guarded(ws_.path(), [] {
-              const int fd = ::open("out", O_RDONLY);
-              long flags = 0;  // the current flags again: the kernel would allow that
-              if (::ioctl(fd, FS_IOC_GETFLAGS, &flags) != 0) return kSetupFailed + 8;
-              return result(::ioctl(fd, FS_IOC_SETFLAGS, &flags));
-            }), EPERM);
-  EXPECT_EQ(guarded(ws_.path(), [] {
-              const int fd = ::open("out", O_RDONLY);
-              long version = 7;
-              return result(::ioctl(fd, FS_IOC_SETVERSION, &version));
-            }), EPERM);
+  EXPECT_EQ(
+      guarded(ws_.path(),
+              [] {
+                return result(::syscall(kNrSetxattrat, AT_FDCWD, "out", 0, "user.x", nullptr, 0));
+              }),
+      ENOSYS);
+  EXPECT_EQ(guarded(ws_.path(),
+                    [] {
+                      const int fd = ::open("out", O_RDONLY);
+                      long flags = 0;  // the current flags again: the kernel would allow that
+                      if (::ioctl(fd, FS_IOC_GETFLAGS, &flags) != 0) return kSetupFailed + 8;
+                      return result(::ioctl(fd, FS_IOC_SETFLAGS, &flags));
+                    }),
+            EPERM);
+  EXPECT_EQ(guarded(ws_.path(),
+                    [] {
+                      const int fd = ::open("out", O_RDONLY);
+                      long version = 7;
+                      return result(::ioctl(fd, FS_IOC_SETVERSION, &version));
+                    }),
+            EPERM);
 }
 
 TEST_F(MetadataGuard, TheCommandNeverHoldsTheListener) {
-  EXPECT_EQ(guarded(ws_.path(), [] {
-              for (const auto& entry : fs::directory_iterator("/proc/self/fd")) {
-                std::error_code ec;
-                const std::string target = fs::read_symlink(entry.path(), ec).string();
-                if (target.find("seccomp") != std::string::npos) return 1;
-              }
-              return 0;
-            }), 0);
+  EXPECT_EQ(guarded(ws_.path(),
+                    [] {
+                      for (const auto& entry : fs::directory_iterator("/proc/self/fd")) {
+                        std::error_code ec;
+                        const std::string target = fs::read_symlink(entry.path(), ec).string();
+                        if (target.find("seccomp") != std::string::npos) return 1;
+                      }
+                      return 0;
+                    }),
+            0);
 }
 
 TEST_F(MetadataGuard, OpenptyWorksWithoutAccessToDevPts) {
-  EXPECT_EQ(guarded(ws_.path(), [] {
-              int master = -1, peer = -1;
-              if (::openpty(&master, &peer, nullptr, nullptr, nullptr) != 0) return errno;
-              // The peer works as a terminal; /dev/pts itself stays closed.
-              termios t {};
-              if (::tcgetattr(peer, &t) != 0) return 100;
-              if (::write(master, "x\n", 2) != 2) return 101;
-              char c = 0;
-              if (::read(peer, &c, 1) != 1 || c != 'x') return 102;
-              if (::open(::ptsname(master), O_RDWR | O_NOCTTY) >= 0) return 103;
-              return 0;
-            }), 0);
+  EXPECT_EQ(guarded(ws_.path(),
+                    [] {
+                      int master = -1, peer = -1;
+                      if (::openpty(&master, &peer, nullptr, nullptr, nullptr) != 0) return errno;
+                      // The peer works as a terminal; /dev/pts itself stays closed.
+                      termios t{};
+                      if (::tcgetattr(peer, &t) != 0) return 100;
+                      if (::write(master, "x\n", 2) != 2) return 101;
+                      char c = 0;
+                      if (::read(peer, &c, 1) != 1 || c != 'x') return 102;
+                      if (::open(::ptsname(master), O_RDWR | O_NOCTTY) >= 0) return 103;
+                      return 0;
+                    }),
+            0);
 }
 
 TEST_F(MetadataGuard, OnlyPtmxMastersGetAPeer) {
-  EXPECT_EQ(guarded(ws_.path(), [] {
-              const int fd = ::open("out", O_RDONLY);
-              return result(::ioctl(fd, TIOCGPTPEER, O_RDWR | O_NOCTTY));
-            }), ENOTTY);
+  EXPECT_EQ(guarded(ws_.path(),
+                    [] {
+                      const int fd = ::open("out", O_RDONLY);
+                      return result(::ioctl(fd, TIOCGPTPEER, O_RDWR | O_NOCTTY));
+                    }),
+            ENOTTY);
 }
 
 }  // namespace
