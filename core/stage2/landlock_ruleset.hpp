@@ -89,11 +89,23 @@ Status apply_landlock(const LandlockSpec& spec);
 // the bounding set when any bit is set; Error names what was left.
 Status drop_all_capabilities();
 
+// What the supervisor guards besides the command's life (metadata_notify.hpp).
+struct SuperviseOptions {
+  // Emulate metadata changes (chmod, chown, times, xattrs) and pty peers for the command:
+  // allowed only inside `writable_roots`. Off when the filesystem is not restricted.
+  bool guard_metadata = false;
+  std::vector<std::string> writable_roots;
+};
+
 // Runs `child_body` (which must exec or _exit) in a forked child while this process, outside
 // the child's Landlock domain (so the command cannot signal it when signals are scoped), acts
 // as a child subreaper: forwards terminal and job-control signals, waits for the command, then
-// kills every descendant left behind (there is no pid namespace to do it). Returns the
-// command's status in shell form (128+N for signal N); 125 if the supervisor itself failed.
-int supervise(void (*child_body)(void*), void* arg);
+// kills every descendant left behind (there is no pid namespace to do it). With
+// guard_metadata, `child_body` gets a socket to pass install_metadata_guard() (else -1), this
+// process drops every capability once the child runs and answers the guard's notifications.
+// Returns the command's status in shell form (128+N for signal N); 125 if the supervisor
+// itself failed.
+int supervise(void (*child_body)(void*, int metadata_socket), void* arg,
+              const SuperviseOptions& options);
 
 }  // namespace sbx::stage2

@@ -6,9 +6,17 @@
 // has exited the remaining descendants are exactly our children: kill and reap them until
 // waitpid() reports none. The supervisor stays outside the Landlock domain (only the child
 // applies it), so with signal scoping (ABI 6+) the command cannot kill its supervisor either.
+// With the metadata guard it also answers the guard's notifications (metadata_notify.hpp); one
+// poll() over a signalfd and the listener serves both, and the supervisor then holds no
+// capability, since it acts for the command.
 #include <dirent.h>
+#include <linux/capability.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,10 +26,12 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "landlock_ruleset.hpp"
+#include "metadata_notify.hpp"
 
 namespace sbx::stage2 {
 namespace {
@@ -82,9 +92,87 @@ void kill_descendants() {
   }
 }
 
+// The supervisor acts for the command (metadata_notify.hpp) and must not do so with more
+// rights than it: as root it would otherwise still hold every capability (CAP_CHOWN,
+// CAP_FOWNER, CAP_SETFCAP, ...). Only this thread exists, so capset covers the process.
+Status drop_own_capabilities() {
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
+  if (::syscall(SYS_capset, &header, data) != 0)
+    return Error{std::string("capset: ") + std::strerror(errno)};
+  if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL)
+    return Error{std::string("clear ambient: ") + std::strerror(errno)};
+  return {};
+}
+
+// Takes the listener from the child and gets ready to answer it. On failure the child is
+// killed (it must not run unguarded) and Error says why (empty when the child reported it).
+Result<int> start_guard(int socket, const SuperviseOptions& options,
+                        std::optional<MetadataEmulator>& emulator) {
+  Result<int> listener = receive_metadata_listener(socket);
+  ::close(socket);
+  // EOF: the child failed before sending and said so itself (or died).
+  if (!listener.ok()) return Error{""};
+  Status dropped = drop_own_capabilities();
+  Result<MetadataEmulator> opened = dropped.ok()
+                                        ? MetadataEmulator::open(options.writable_roots)
+                                        : Result<MetadataEmulator>(Error{dropped.error()});
+  if (!opened.ok()) {
+    ::close(*listener);
+    return Error{opened.error()};
+  }
+  emulator.emplace(std::move(*opened));
+  return *listener;
+}
+
+// Forwards one signal the supervisor received; true when the command has exited (status in
+// *code).
+bool handle_signal(const signalfd_siginfo& info, pid_t child, int* code) {
+  if (info.ssi_signo != SIGCHLD) {
+    // Terminal-generated signals (SI_KERNEL) already reached the command's process group;
+    // forward only what a process sent to us (e.g. sbx forwarding its own signals).
+    if (info.ssi_code == SI_USER || info.ssi_code == SI_QUEUE)
+      ::kill(child, static_cast<int>(info.ssi_signo));
+    return false;
+  }
+  // Reap orphans that ended on their own as well, so no zombie piles up meanwhile.
+  int status = 0;
+  pid_t pid = 0;
+  while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
+    if (pid != child) continue;
+    kill_descendants();
+    *code = shell_code(status);
+    return true;
+  }
+  return false;
+}
+
+// Serves signals and (while it has users) the guard's listener until the command exits;
+// returns its status. Closes the listener.
+int serve(int signals, int listener, const MetadataEmulator* emulator, pid_t child) {
+  for (;;) {
+    pollfd fds[2] = {{signals, POLLIN, 0}, {listener, POLLIN, 0}};
+    if (::poll(fds, listener >= 0 ? 2 : 1, -1) < 0) continue;  // EINTR
+    if (listener >= 0 && (fds[1].revents & POLLIN) != 0) {
+      emulator->serve_one(listener);
+    } else if (listener >= 0 && fds[1].revents != 0) {
+      // POLLHUP: no task uses the filter any more (or the listener broke): stop watching it.
+      ::close(listener);
+      listener = -1;
+    }
+    signalfd_siginfo info{};
+    while (::read(signals, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
+      int code = 0;
+      if (!handle_signal(info, child, &code)) continue;
+      if (listener >= 0) ::close(listener);
+      return code;
+    }
+  }
+}
+
 }  // namespace
 
-int supervise(void (*child_body)(void*), void* arg) {
+int supervise(void (*child_body)(void*, int), void* arg, const SuperviseOptions& options) {
   // Orphans come to us, not to init, so none escapes kill_descendants().
   if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
     std::fprintf(stderr, "sbx-stage2: subreaper: %s\n", std::strerror(errno));
@@ -96,6 +184,12 @@ int supervise(void (*child_body)(void*), void* arg) {
   for (int sig : kForwarded) sigaddset(&all, sig);
   sigaddset(&all, SIGCHLD);
   if (::sigprocmask(SIG_BLOCK, &all, &previous) != 0) return kExitFailure;
+  int sockets[2] = {-1, -1};
+  if (options.guard_metadata &&
+      ::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sockets) != 0) {
+    std::fprintf(stderr, "sbx-stage2: metadata guard: socketpair: %s\n", std::strerror(errno));
+    return kExitFailure;
+  }
   const pid_t parent = ::getpid();
   const pid_t child = ::fork();
   if (child < 0) {
@@ -106,27 +200,37 @@ int supervise(void (*child_body)(void*), void* arg) {
     ::sigprocmask(SIG_SETMASK, &previous, nullptr);
     // If the supervisor is killed, the command goes with it rather than running on unwatched.
     if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || ::getppid() != parent) ::_exit(125);
-    child_body(arg);
+    if (sockets[0] >= 0) ::close(sockets[0]);
+    child_body(arg, sockets[1]);
     ::_exit(kExitFailure);  // child_body must not return
   }
-  for (;;) {
-    siginfo_t info{};
-    if (::sigwaitinfo(&all, &info) < 0) continue;  // EINTR
-    if (info.si_signo != SIGCHLD) {
-      // Terminal-generated signals (SI_KERNEL) already reached the command's process group;
-      // forward only what a process sent to us (e.g. sbx forwarding its own signals).
-      if (info.si_code == SI_USER || info.si_code == SI_QUEUE) ::kill(child, info.si_signo);
-      continue;
-    }
-    // Reap orphans that ended on their own as well, so no zombie piles up meanwhile.
-    int status = 0;
-    pid_t pid = 0;
-    while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
-      if (pid != child) continue;
+  std::optional<MetadataEmulator> emulator;
+  int listener = -1;
+  if (options.guard_metadata) {
+    ::close(sockets[1]);
+    Result<int> started = start_guard(sockets[0], options, emulator);
+    if (!started.ok()) {
+      if (!started.error().empty())
+        std::fprintf(stderr, "sbx-stage2: metadata guard: %s\n", started.error().c_str());
+      ::kill(child, SIGKILL);
       kill_descendants();
-      return shell_code(status);
+      return kExitFailure;
     }
+    listener = *started;
   }
+  // Signals stay blocked and are read from a signalfd, so that one poll() serves them and
+  // the guard's notifications alike; nothing here blocks on a single caller.
+  const int signals = ::signalfd(-1, &all, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (signals < 0) {
+    std::fprintf(stderr, "sbx-stage2: signalfd: %s\n", std::strerror(errno));
+    if (listener >= 0) ::close(listener);
+    ::kill(child, SIGKILL);
+    kill_descendants();
+    return kExitFailure;
+  }
+  const int code = serve(signals, listener, emulator ? &*emulator : nullptr, child);
+  ::close(signals);
+  return code;
 }
 
 }  // namespace sbx::stage2

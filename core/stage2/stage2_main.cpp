@@ -14,8 +14,11 @@
 //
 // Landlock mode (the landlock backend, no namespaces around stage 2; landlock_ruleset.hpp):
 // a supervisor forks the command; the child sets no_new_privs, drops every capability,
-// applies the Landlock ruleset (TCP bind/connect handled when --net blocked), installs the
-// same seccomp filter and execs. The supervisor kills leftover descendants at the end.
+// installs the metadata guard (metadata_notify.hpp: chmod/chown/utimes/xattrs and pty peers,
+// emulated by the supervisor inside the writable roots only) when the filesystem is
+// restricted, applies the Landlock ruleset (TCP bind/connect handled when --net blocked),
+// installs the same seccomp filter and execs. The supervisor kills leftover descendants at the
+// end.
 //
 // In order: sets no_new_privs, verifies it holds no capability, installs the seccomp filter,
 // then runs the command by absolute path with exactly the --env environment (plus the entries
@@ -47,6 +50,7 @@
 #include "bwrap_checks.hpp"
 #include "env_block.hpp"
 #include "landlock_ruleset.hpp"
+#include "metadata_notify.hpp"
 #include "proxy_relay.hpp"
 #include "seccomp_filter.hpp"
 
@@ -273,13 +277,20 @@ void restore_child_signals(const sigset_t& previous) {
 
 // Landlock mode, in the supervised child: every step before the command, in the order of
 // DESIGN.md; fail() exits 125 and the supervisor returns that.
-[[noreturn]] void confine_and_exec(void* arg) {
+[[noreturn]] void confine_and_exec(void* arg, int metadata_socket) {
   Options& o = *static_cast<Options*>(arg);
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail("no_new_privs", std::strerror(errno));
   // No user namespace took the capabilities away, so drop them here (uid 0 included).
   sbx::Status dropped = sbx::stage2::drop_all_capabilities();
   if (!dropped.ok()) fail("capabilities", dropped.error());
   verify_no_capabilities();
+  // Landlock has no right for chmod/chown/utimes/xattrs: those go to the supervisor, which
+  // allows them only inside the writable roots. Installed before the main filter, which need
+  // not allow seccomp() or sendmsg() for it.
+  if (metadata_socket >= 0) {
+    sbx::Status guarded = sbx::stage2::install_metadata_guard(metadata_socket);
+    if (!guarded.ok()) fail("metadata guard", guarded.error());
+  }
   // Restricted: no TCP at all. Proxy: connect() only to the proxy's port.
   o.landlock.block_tcp = o.network != sbx::stage2::NetworkFilter::kOpen;
   if (o.network == sbx::stage2::NetworkFilter::kProxy)
@@ -309,7 +320,14 @@ void check_bwrap_setup(const Options& o) {
 int main(int argc, char** argv) {
   Options options = parse(argc, argv);
   check_bwrap_setup(options);
-  if (options.landlock.enabled) return sbx::stage2::supervise(confine_and_exec, &options);
+  if (options.landlock.enabled) {
+    // A restricted filesystem has writable roots to keep metadata changes in; an unrestricted
+    // one lets the command write (and so chmod) anywhere already.
+    sbx::stage2::SuperviseOptions supervise;
+    supervise.guard_metadata = options.landlock.restrict_filesystem;
+    supervise.writable_roots = options.landlock.write;
+    return sbx::stage2::supervise(confine_and_exec, &options, supervise);
+  }
   // no_new_privs first: required for an unprivileged seccomp filter, and setuid binaries the
   // command runs can no longer gain privileges.
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail("no_new_privs", std::strerror(errno));

@@ -3,6 +3,8 @@
 // refuses the domain (nesting limit, an LSM stacking problem) is seen before a command runs.
 #include "sbx/landlock/probe.hpp"
 
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -20,6 +22,7 @@
 namespace sbx::landlock {
 namespace {
 
+constexpr int kNotifyStep = 0x80;  // exit-code bit: the user-notification filter failed
 constexpr unsigned kVersion = 1u << 0;
 constexpr unsigned kErrata = 1u << 1;
 
@@ -84,6 +87,13 @@ int try_restrict_self(int abi) {
     const long fd = ::syscall(SYS_landlock_create_ruleset, &handled, sizeof handled, 0);
     if (fd < 0) ::_exit(errno & 0x7f);
     if (::syscall(SYS_landlock_restrict_self, fd, 0) != 0) ::_exit(errno & 0x7f);
+    // Stage 2's metadata guard needs a filter with a user-notification listener: try one
+    // (allowing everything) in the same child; its failure is reported apart (kNotifyStep).
+    sock_filter allow = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+    sock_fprog program{1, &allow};
+    if (::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
+                  &program) < 0)
+      ::_exit(kNotifyStep | (errno & 0x7f));
     ::_exit(0);
   }
   int status = 0;
@@ -91,9 +101,8 @@ int try_restrict_self(int abi) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : EINTR;
 }
 
-ProbeCheck restrict_check(int abi) {
-  const int err = try_restrict_self(abi);
-  if (err == 0)
+ProbeCheck restrict_check(int err) {
+  if ((err & kNotifyStep) != 0 || err == 0)
     return check("restrict_self", CheckStatus::kPass, "a new domain was applied in a child");
   if (err == E2BIG)
     return check("restrict_self", CheckStatus::kFail,
@@ -101,6 +110,16 @@ ProbeCheck restrict_check(int abi) {
                  "run sbx from a less deeply sandboxed parent");
   return check("restrict_self", CheckStatus::kFail, std::strerror(err),
                "a seccomp profile or LSM may block landlock_restrict_self");
+}
+
+// The metadata guard's listener (core/stage2/metadata_notify.hpp), tried by the same child.
+ProbeCheck notify_check(int err) {
+  if ((err & kNotifyStep) == 0)
+    return check("seccomp_user_notify", CheckStatus::kPass,
+                 "a filter with a user-notification listener was installed in a child");
+  return check("seccomp_user_notify", CheckStatus::kFail, std::strerror(err & 0x7f),
+               "sbx-stage2 needs SECCOMP_FILTER_FLAG_NEW_LISTENER (Linux 5.0) to keep chmod, "
+               "chown, utimes and xattrs inside the writable roots; a seccomp profile may block it");
 }
 
 // Honest limits: Landlock exposes no per-process domain state (nothing in /proc/self/status),
@@ -158,7 +177,10 @@ ProbeReport run_probe(const std::string& stage2_path) {
   report.checks.push_back(abi_check(abi));
   if (abi > 0) {
     report.checks.push_back(errata_check());
-    report.checks.push_back(restrict_check(abi));
+    const int restricted = try_restrict_self(abi);
+    report.checks.push_back(restrict_check(restricted));
+    if (restricted == 0 || (restricted & kNotifyStep) != 0)
+      report.checks.push_back(notify_check(restricted));
     report.checks.push_back(domain_check());
     for (ProbeCheck& c : abi_rule_checks(abi)) report.checks.push_back(std::move(c));
   }

@@ -66,6 +66,19 @@ std::string filesystem_rule(const ResolvedPolicy& policy) {
   return carveout(policy);
 }
 
+bool restricted_filesystem(const ResolvedPolicy& policy) {
+  return policy.filesystem_kind == FilesystemKind::kRestricted;
+}
+
+// Landlock cannot take /dev/pts out of a read rule that covers it (e.g. `:root`).
+bool reads_host_terminals(const ResolvedPolicy& policy) {
+  if (!restricted_filesystem(policy)) return false;  // everything is open: nothing to add
+  for (const PathRule& rule : policy.rules) {
+    if (rule.access != Access::kDeny && path_is_within("/dev/pts", rule.path)) return true;
+  }
+  return false;
+}
+
 void add(Translation& t, const std::string& kind, const std::string& path) {
   t.argv.push_back("--ll-" + kind);
   t.argv.push_back(path);
@@ -96,8 +109,12 @@ const std::vector<std::string>& minimal_paths() {
 }
 
 const std::vector<std::string>& device_paths() {
+  // /dev/ptmx: opening it only allocates a new pseudo-terminal pair. The peer (/dev/pts/N)
+  // is not granted: stage 2's supervisor opens it for the holder of the master
+  // (ioctl TIOCGPTPEER, core/stage2/metadata_notify.hpp), so other terminals stay closed.
   static const std::vector<std::string> kPaths = {"/dev/null",   "/dev/zero",    "/dev/full",
-                                                  "/dev/random", "/dev/urandom", "/dev/tty"};
+                                                  "/dev/random", "/dev/urandom", "/dev/tty",
+                                                  "/dev/ptmx"};
   return kPaths;
 }
 
@@ -151,6 +168,18 @@ Result<Translation> translate(const TransformRequest& request, const std::string
       "landlock: no namespaces: /proc shows host processes, SysV IPC is shared; signals to "
       "processes outside the sandbox are blocked only on ABI 6+",
       "landlock: descendants left running are killed when the command exits (subreaper)"};
+  if (restricted_filesystem(request.policy))
+    t.notes.push_back(
+        "landlock: chmod, chown, file times and extended attributes are emulated by sbx-stage2's "
+        "supervisor and allowed only on files inside the writable roots (Landlock has no right "
+        "for them); set-user-ID/set-group-ID modes and chattr flags are refused everywhere. "
+        "A file hard-linked into a writable root before the run can still be changed through "
+        "that link");
+  if (reads_host_terminals(request.policy))
+    t.notes.push_back(
+        "landlock: a read rule covers /dev/pts, so the command can read (not write) the host's "
+        "other terminals of the same user; its own pseudo-terminals come from openpty() "
+        "(/dev/ptmx, the peer opened by the supervisor), not from /dev/pts");
   if (proxy)
     t.notes.push_back(
         "landlock: network only through sbx's filtering proxy: TCP connect is allowed to port " +

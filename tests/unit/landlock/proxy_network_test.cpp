@@ -55,6 +55,8 @@ TEST(LandlockProxy, ExactStage2ArgvWithTheProxyPort) {
                                              "/dev/urandom",
                                              "--ll-dev",
                                              "/dev/tty",
+                                             "--ll-dev",
+                                             "/dev/ptmx",
                                              "--ll-scope-abstract-unix",
                                              "on",
                                              "--net",

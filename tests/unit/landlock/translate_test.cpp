@@ -2,6 +2,8 @@
 // naming the rule for what it cannot, and the capabilities each ABI offers.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "sbx/landlock/translate.hpp"
 
 namespace {
@@ -27,6 +29,7 @@ TEST(LandlockTranslate, WorkspacePolicyBecomesExactStage2Argv) {
       "/s2", "--landlock", "4", "--ll-fs", "restricted", "--ll-read", "/", "--ll-write", "/ws",
       "--ll-dev", "/dev/null", "--ll-dev", "/dev/zero", "--ll-dev", "/dev/full", "--ll-dev",
       "/dev/random", "--ll-dev", "/dev/urandom", "--ll-dev", "/dev/tty",
+      "--ll-dev", "/dev/ptmx",
       "--ll-scope-abstract-unix", "on", "--net", "blocked", "--env-environ", "--",
       "/bin/true"};
   EXPECT_EQ(t->argv, expected);
@@ -36,6 +39,25 @@ TEST(LandlockTranslate, WorkspacePolicyBecomesExactStage2Argv) {
   ASSERT_GE(t->rules.size(), 2u);
   EXPECT_EQ(t->rules[0], (landlock::RuleLine{"read", "/"}));
   EXPECT_EQ(t->rules[1], (landlock::RuleLine{"write", "/ws"}));
+}
+
+bool has_note(const landlock::Translation& t, const std::string& needle) {
+  return std::any_of(t.notes.begin(), t.notes.end(),
+                     [&](const std::string& n) { return n.find(needle) != std::string::npos; });
+}
+
+TEST(LandlockTranslate, NotesSayHowMetadataAndTerminalsAreHandled) {
+  auto t = translate(request({{"/", Access::kRead}, {"/ws", Access::kWrite}}), "/s2");
+  ASSERT_TRUE(t.ok()) << t.error();
+  EXPECT_TRUE(has_note(*t, "chmod, chown, file times and extended attributes are emulated"));
+  EXPECT_TRUE(has_note(*t, "can read (not write) the host's other terminals"));
+  // Without a read rule over /dev/pts the terminals are not readable: no such note.
+  auto minimal = request({{"/ws", Access::kWrite}});
+  minimal.policy.platform_defaults_readable = true;
+  auto m = translate(minimal, "/s2");
+  ASSERT_TRUE(m.ok()) << m.error();
+  EXPECT_FALSE(has_note(*m, "other terminals"));
+  EXPECT_TRUE(has_note(*m, "emulated"));
 }
 
 TEST(LandlockTranslate, NetworkEnabledNeedsOnlyTruncateAndDoesNotScopeAbstractSockets) {

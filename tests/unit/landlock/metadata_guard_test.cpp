@@ -1,0 +1,405 @@
+// Landlock mode's metadata guard (core/stage2/metadata_notify.hpp): the pure inside/outside
+// decision with hostile paths, then the whole mechanism as stage 2 runs it: supervise() in a
+// forked process, its child installing the guard and the Landlock ruleset, dropping every
+// capability, trying one call and reporting its errno as the exit code.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <linux/fs.h>
+#include <pty.h>
+#include <stdlib.h>
+#include <sys/fsuid.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "landlock_ruleset.hpp"
+#include "metadata_notify.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using sbx::stage2::within_writable_roots;
+
+constexpr int kSetupFailed = 200;
+constexpr long kNrFchmodat2 = 452;
+constexpr long kNrSetxattrat = 463;
+
+// ---- the decision ----
+
+TEST(MetadataDecision, InsideARootOrTheRootItselfIsAllowed) {
+  const std::vector<std::string> roots = {"/work/ws", "/tmp"};
+  EXPECT_TRUE(within_writable_roots("/work/ws", roots));
+  EXPECT_TRUE(within_writable_roots("/work/ws/build/out", roots));
+  EXPECT_TRUE(within_writable_roots("/tmp/x", roots));
+  EXPECT_TRUE(within_writable_roots("/anything", {"/"}));
+}
+
+TEST(MetadataDecision, PrefixesThatAreNotComponentsAreOutside) {
+  const std::vector<std::string> roots = {"/work/ws"};
+  EXPECT_FALSE(within_writable_roots("/work/ws2", roots));
+  EXPECT_FALSE(within_writable_roots("/work/ws2/file", roots));
+  EXPECT_FALSE(within_writable_roots("/work/w", roots));
+  EXPECT_FALSE(within_writable_roots("/work", roots));
+  EXPECT_FALSE(within_writable_roots("/", roots));
+}
+
+TEST(MetadataDecision, NonCanonicalOrUnusualPathsAreNeverInside) {
+  const std::vector<std::string> roots = {"/work/ws"};
+  for (const char* hostile :
+       {"/work/ws/../etc/shadow", "/work/ws/..", "/work/ws/./x", "/work/ws//x", "/work/ws/",
+        "work/ws/x", "", "/work/ws/x (deleted)", "pipe:[1234]", "anon_inode:[seccomp notify]",
+        "/work/ws/a/../../../etc"}) {
+    EXPECT_FALSE(within_writable_roots(hostile, roots)) << hostile;
+  }
+}
+
+TEST(MetadataDecision, NonCanonicalRootsGrantNothing) {
+  EXPECT_FALSE(within_writable_roots("/work/ws/x", {"work/ws"}));
+  EXPECT_FALSE(within_writable_roots("/work/ws/x", {"/work/ws/"}));
+  EXPECT_FALSE(within_writable_roots("/etc/x", {"/work/ws/../../etc"}));
+  EXPECT_FALSE(within_writable_roots("/work/ws/x", {""}));
+  EXPECT_FALSE(within_writable_roots("/work/ws/x", {}));
+}
+
+// ---- the mechanism, as stage 2 runs it ----
+
+class Dir {
+ public:
+  explicit Dir(const char* base = "/tmp") {
+    std::string tmpl = std::string(base) + "/sbx-ll-meta-XXXXXX";
+    path_ = ::mkdtemp(tmpl.data()) != nullptr ? tmpl : "";
+  }
+  ~Dir() {
+    if (!path_.empty()) fs::remove_all(path_);
+  }
+  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+void write(const std::string& path, const char* text = "x\n", mode_t mode = 0644) {
+  std::ofstream(path) << text;
+  ::chmod(path.c_str(), mode);
+}
+
+mode_t mode_of(const std::string& path) {
+  struct stat st {};
+  ::lstat(path.c_str(), &st);
+  return st.st_mode & 07777;
+}
+
+struct Attempt {
+  std::string writable;
+  std::function<int()> body;
+  bool keep_capabilities = false;  // only to let a test change its fsuid
+};
+
+// stage2_main.cpp's confine_and_exec, with the attempt instead of the exec.
+[[noreturn]] void confined_child(void* arg, int metadata_socket) {
+  auto& attempt = *static_cast<Attempt*>(arg);
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) ::_exit(kSetupFailed);
+  if (!attempt.keep_capabilities && !sbx::stage2::drop_all_capabilities().ok())
+    ::_exit(kSetupFailed + 1);
+  if (metadata_socket < 0 || !sbx::stage2::install_metadata_guard(metadata_socket).ok())
+    ::_exit(kSetupFailed + 2);
+  sbx::stage2::LandlockSpec spec;
+  spec.enabled = true;
+  spec.read = {"/"};
+  spec.write = {attempt.writable};
+  spec.dev = {"/dev/null", "/dev/ptmx"};
+  if (!sbx::stage2::apply_landlock(spec).ok()) ::_exit(kSetupFailed + 3);
+  if (::chdir(attempt.writable.c_str()) != 0) ::_exit(kSetupFailed + 4);
+  ::_exit(attempt.body());
+}
+
+// Runs `body` in a guarded, Landlock-confined child under the supervisor (itself forked:
+// supervise() makes its process a subreaper and drops its capabilities). 0 = the call
+// succeeded, else its errno.
+int guarded(const std::string& writable, const std::function<int()>& body,
+            bool keep_capabilities = false) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    Attempt attempt{writable, body, keep_capabilities};
+    sbx::stage2::SuperviseOptions options;
+    options.guard_metadata = true;
+    options.writable_roots = {writable};
+    ::_exit(sbx::stage2::supervise(confined_child, &attempt, options));
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 255;
+}
+
+int result(long rc) { return rc < 0 ? errno : 0; }
+
+class MetadataGuard : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const int abi = sbx::stage2::landlock_abi();
+    if (abi < 1) GTEST_SKIP() << "no Landlock on this kernel (" << abi << "): nothing to guard";
+    ASSERT_FALSE(ws_.path().empty());
+    ASSERT_FALSE(outside_.path().empty());
+    write(outside_ / "victim");
+    write(ws_ / "out");
+  }
+  Dir ws_;
+  Dir outside_{"/var/tmp"};
+};
+
+TEST_F(MetadataGuard, ChmodOutsideTheWritableRootsFailsInsideWorks) {
+  const std::string victim = outside_ / "victim";
+  EXPECT_EQ(guarded(ws_.path(), [&] { return result(::chmod(victim.c_str(), 04777)); }), EPERM);
+  EXPECT_EQ(guarded(ws_.path(), [&] { return result(::chmod(victim.c_str(), 0666)); }), EPERM);
+  EXPECT_EQ(mode_of(victim), 0644u);
+  EXPECT_EQ(guarded(ws_.path(), [] { return result(::chmod("out", 0755)); }), 0);
+  EXPECT_EQ(mode_of(ws_ / "out"), 0755u);
+}
+
+TEST_F(MetadataGuard, SetuidAndSetgidModesAreRefusedEvenInside) {
+  EXPECT_EQ(guarded(ws_.path(), [] { return result(::chmod("out", 04755)); }), EPERM);
+  EXPECT_EQ(guarded(ws_.path(), [] { return result(::chmod("out", 02755)); }), EPERM);
+  EXPECT_EQ(mode_of(ws_ / "out"), 0644u);
+}
+
+TEST_F(MetadataGuard, EveryFormOfTheCallIsGuarded) {
+  const std::string victim = outside_ / "victim";
+  const std::string dir = outside_.path();
+  const auto outside_calls = std::vector<std::pair<const char*, std::function<int()>>>{
+      {"fchmod",
+       [&] {
+         const int fd = ::open(victim.c_str(), O_RDONLY);
+         return result(::fchmod(fd, 0666));
+       }},
+      {"fchmodat dirfd",
+       [&] {
+         const int fd = ::open(dir.c_str(), O_PATH);
+         return result(::fchmodat(fd, "victim", 0666, 0));
+       }},
+      {"fchmodat nofollow (glibc: /proc/self/fd)",
+       [&] { return result(::fchmodat(AT_FDCWD, victim.c_str(), 0666, AT_SYMLINK_NOFOLLOW)); }},
+      {"fchmodat2",
+       [&] { return result(::syscall(kNrFchmodat2, AT_FDCWD, victim.c_str(), 0666, 0)); }},
+      {"relative ..", [&] { return result(::chmod(("../../.." + victim).c_str(), 0666)); }},
+      {"chown", [&] { return result(::chown(victim.c_str(), 0, 0)); }},
+      {"lchown", [&] { return result(::lchown(victim.c_str(), 0, 0)); }},
+      {"fchown",
+       [&] {
+         const int fd = ::open(victim.c_str(), O_RDONLY);
+         return result(::fchown(fd, 0, 0));
+       }},
+      {"utimensat",
+       [&] {
+         const timespec ts[2] = {{1, 0}, {1, 0}};
+         return result(::utimensat(AT_FDCWD, victim.c_str(), ts, 0));
+       }},
+      {"futimens",
+       [&] {
+         const int fd = ::open(victim.c_str(), O_RDONLY);
+         const timespec ts[2] = {{1, 0}, {1, 0}};
+         return result(::futimens(fd, ts));
+       }},
+      {"utimes",
+       [&] {
+         const timeval tv[2] = {{1, 0}, {1, 0}};
+         return result(::utimes(victim.c_str(), tv));
+       }},
+      {"setxattr", [&] { return result(::setxattr(victim.c_str(), "user.sbx", "1", 1, 0)); }},
+      {"fsetxattr",
+       [&] {
+         const int fd = ::open(victim.c_str(), O_RDONLY);
+         return result(::fsetxattr(fd, "user.sbx", "1", 1, 0));
+       }},
+      {"removexattr", [&] { return result(::removexattr(victim.c_str(), "user.keep")); }},
+  };
+  ASSERT_EQ(::setxattr(victim.c_str(), "user.keep", "1", 1, 0), 0) << std::strerror(errno);
+  struct stat before {};
+  ASSERT_EQ(::stat(victim.c_str(), &before), 0);
+  for (const auto& [name, call] : outside_calls)
+    EXPECT_EQ(guarded(ws_.path(), call), EPERM) << name;
+  struct stat after {};
+  ASSERT_EQ(::stat(victim.c_str(), &after), 0);
+  EXPECT_EQ(after.st_mode, before.st_mode);
+  EXPECT_EQ(after.st_mtim.tv_sec, before.st_mtim.tv_sec);
+  EXPECT_EQ(after.st_atim.tv_sec, before.st_atim.tv_sec);
+  char value[8] = {};
+  EXPECT_EQ(::getxattr(victim.c_str(), "user.keep", value, sizeof value), 1);
+  EXPECT_EQ(::getxattr(victim.c_str(), "user.sbx", value, sizeof value), -1);
+}
+
+TEST_F(MetadataGuard, TheSameFormsWorkInside) {
+  const std::string out = ws_ / "out";
+  EXPECT_EQ(guarded(ws_.path(),
+                    [] {
+                      const int fd = ::open("out", O_RDONLY);
+                      return result(::fchmod(fd, 0700));
+                    }),
+            0);
+  EXPECT_EQ(mode_of(out), 0700u);
+  EXPECT_EQ(guarded(ws_.path(),
+                    [] { return result(::fchmodat(AT_FDCWD, "out", 0750, AT_SYMLINK_NOFOLLOW)); }),
+            0);
+  EXPECT_EQ(mode_of(out), 0750u);
+  EXPECT_EQ(guarded(ws_.path(),
+                    [] {
+                      const timespec ts[2] = {{1000, 0}, {2000, 5}};
+                      return result(::utimensat(AT_FDCWD, "out", ts, 0));
+                    }),
+            0);
+  struct stat st {};
+  ASSERT_EQ(::stat(out.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mtim.tv_sec, 2000);
+  EXPECT_EQ(st.st_mtim.tv_nsec, 5);
+  EXPECT_EQ(guarded(ws_.path(),
+                    [] {
+                      const timeval tv[2] = {{3000, 0}, {4000, 0}};
+                      return result(::utimes("out", tv));
+                    }),
+            0);
+  ASSERT_EQ(::stat(out.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mtim.tv_sec, 4000);
+  EXPECT_EQ(guarded(ws_.path(), [] { return result(::setxattr("out", "user.sbx", "v", 1, 0)); }),
+            0);
+  char value[8] = {};
+  EXPECT_EQ(::getxattr(out.c_str(), "user.sbx", value, sizeof value), 1);
+  EXPECT_EQ(guarded(ws_.path(), [] { return result(::removexattr("out", "user.sbx")); }), 0);
+  EXPECT_EQ(guarded(ws_.path(), [] { return result(::chown("out", ::getuid(), ::getgid())); }), 0);
+}
+
+TEST_F(MetadataGuard, ASymlinkInsidePointingOutsideDoesNotLetTheCallThrough) {
+  ASSERT_EQ(::symlink((outside_ / "victim").c_str(), (ws_ / "link").c_str()), 0);
+  EXPECT_EQ(guarded(ws_.path(), [] { return result(::chmod("link", 0666)); }), EPERM);
+  EXPECT_EQ(guarded(ws_.path(), [] { return result(::chown("link", 0, 0)); }), EPERM);
+  EXPECT_EQ(guarded(ws_.path(), [] { return result(::utimensat(AT_FDCWD, "link", nullptr, 0)); }),
+            EPERM);
+  EXPECT_EQ(mode_of(outside_ / "victim"), 0644u);
+  // The link itself is inside: changing the link (not its target) is the command's business.
+  EXPECT_EQ(guarded(ws_.path(), [] { return result(::lchown("link", ::getuid(), ::getgid())); }),
+            0);
+}
+
+TEST_F(MetadataGuard, ASiblingWithTheRootAsPrefixIsOutside) {
+  const std::string sibling = ws_.path() + "2";
+  ASSERT_TRUE(fs::create_directory(sibling));
+  write(sibling + "/f");
+  const int rc =
+      guarded(ws_.path(), [&] { return result(::chmod((sibling + "/f").c_str(), 0666)); });
+  const mode_t mode = mode_of(sibling + "/f");
+  fs::remove_all(sibling);
+  EXPECT_EQ(rc, EPERM);
+  EXPECT_EQ(mode, 0644u);
+}
+
+TEST_F(MetadataGuard, TheSupervisorActsWithoutCapabilities) {
+  if (::geteuid() != 0)
+    GTEST_SKIP() << "needs root: checks the supervisor dropped root's capabilities";
+  // Root without CAP_CHOWN cannot give a file away, nor set file capabilities: the supervisor
+  // must not be able to either, inside the workspace too.
+  EXPECT_EQ(guarded(ws_.path(), [] { return result(::chown("out", 65534, 65534)); }), EPERM);
+  const unsigned char cap[20] = {0x01, 0, 0, 0x02};
+  EXPECT_EQ(
+      guarded(ws_.path(),
+              [&] { return result(::setxattr("out", "security.capability", cap, sizeof cap, 0)); }),
+      EPERM);
+  struct stat st {};
+  ASSERT_EQ(::stat((ws_ / "out").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 0u);
+}
+
+TEST_F(MetadataGuard, ACallerWithOtherFilesystemCredentialsIsRefused) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root: changes the caller's fsuid";
+  // The caller (fsuid 65534; the kernel clears its filesystem capabilities with that) does not
+  // own root's file and may not chmod it; the supervisor (fsuid 0) would, as its owner. Two
+  // layers refuse it: the supervisor's fsuid/fsgid comparison, and before it the kernel's
+  // ptrace check on /proc/TID/mem (such a caller is no longer dumpable, or holds capabilities
+  // the supervisor does not), so the comparison alone cannot be observed from here.
+  EXPECT_EQ(guarded(
+                ws_.path(),
+                [] {
+                  ::setfsuid(65534);
+                  return ::setfsuid(static_cast<uid_t>(-1)) == 65534 ? result(::chmod("out", 0600))
+                                                                     : kSetupFailed + 9;
+                },
+                /*keep_capabilities=*/true),
+            EPERM);
+  EXPECT_EQ(mode_of(ws_ / "out"), 0644u);
+}
+
+TEST_F(MetadataGuard, NewerAttributeCallsAndChattrAreRefused) {
+  EXPECT_EQ(
+      guarded(ws_.path(),
+              [] {
+                return result(::syscall(kNrSetxattrat, AT_FDCWD, "out", 0, "user.x", nullptr, 0));
+              }),
+      ENOSYS);
+  EXPECT_EQ(guarded(ws_.path(),
+                    [] {
+                      const int fd = ::open("out", O_RDONLY);
+                      long flags = 0;  // the current flags again: the kernel would allow that
+                      if (::ioctl(fd, FS_IOC_GETFLAGS, &flags) != 0) return kSetupFailed + 8;
+                      return result(::ioctl(fd, FS_IOC_SETFLAGS, &flags));
+                    }),
+            EPERM);
+  EXPECT_EQ(guarded(ws_.path(),
+                    [] {
+                      const int fd = ::open("out", O_RDONLY);
+                      long version = 7;
+                      return result(::ioctl(fd, FS_IOC_SETVERSION, &version));
+                    }),
+            EPERM);
+}
+
+TEST_F(MetadataGuard, TheCommandNeverHoldsTheListener) {
+  EXPECT_EQ(guarded(ws_.path(),
+                    [] {
+                      for (const auto& entry : fs::directory_iterator("/proc/self/fd")) {
+                        std::error_code ec;
+                        const std::string target = fs::read_symlink(entry.path(), ec).string();
+                        if (target.find("seccomp") != std::string::npos) return 1;
+                      }
+                      return 0;
+                    }),
+            0);
+}
+
+TEST_F(MetadataGuard, OpenptyWorksWithoutAccessToDevPts) {
+  EXPECT_EQ(guarded(ws_.path(),
+                    [] {
+                      int master = -1, peer = -1;
+                      if (::openpty(&master, &peer, nullptr, nullptr, nullptr) != 0) return errno;
+                      // The peer works as a terminal; /dev/pts itself stays closed.
+                      termios t{};
+                      if (::tcgetattr(peer, &t) != 0) return 100;
+                      if (::write(master, "x\n", 2) != 2) return 101;
+                      char c = 0;
+                      if (::read(peer, &c, 1) != 1 || c != 'x') return 102;
+                      if (::open(::ptsname(master), O_RDWR | O_NOCTTY) >= 0) return 103;
+                      return 0;
+                    }),
+            0);
+}
+
+TEST_F(MetadataGuard, OnlyPtmxMastersGetAPeer) {
+  EXPECT_EQ(guarded(ws_.path(),
+                    [] {
+                      const int fd = ::open("out", O_RDONLY);
+                      return result(::ioctl(fd, TIOCGPTPEER, O_RDWR | O_NOCTTY));
+                    }),
+            ENOTTY);
+}
+
+}  // namespace
