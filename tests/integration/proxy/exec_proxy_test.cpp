@@ -157,6 +157,7 @@ TEST_P(ProxyExec, AllowedHostPortAnswersThroughTheProxy) {
   EXPECT_NE(r.out.find("hello GET /tunnel"), std::string::npos) << describe(r);
   EXPECT_EQ(allowed_.accepts(), 2);
   EXPECT_EQ(report_of(r).at("network_refusals").as_array().size(), 0u) << describe(r);
+  EXPECT_EQ(report_of(r).at("network_refusals_total").to_number<int>(), 0) << describe(r);
   EXPECT_EQ(report_of(r).at("final").as_string(), GetParam());
 }
 
@@ -225,6 +226,29 @@ TEST_P(ProxyExec, WithoutTheCredentialTheProxyRefuses) {
   const json::array& refusals = report.at("network_refusals").as_array();
   ASSERT_EQ(refusals.size(), 1u) << describe(r);
   EXPECT_EQ(refusals[0].at("rule").as_string(), "missing or wrong proxy credential");
+}
+
+// A command that is refused 130 times: the first 100 refusals are printed and listed, the rest
+// only counted (stderr and the report stay bounded however many there are).
+TEST_P(ProxyExec, ManyRefusalsArePrintedAndListedUpToALimitThenCounted) {
+  constexpr int kRefused = 130;
+  std::string urls;
+  for (int i = 0; i < kRefused; ++i) urls += " " + url(unlisted_, "/" + std::to_string(i));
+  const RunResult r = exec_sh("curl -s -m 60 -o /dev/null -w '%{http_code} '" + urls);
+  ASSERT_EQ(r.code, 0) << describe(r);
+  EXPECT_EQ(unlisted_.accepts(), 0);
+  const std::string unlisted = "127.0.0.1:" + std::to_string(unlisted_.port());
+  const std::string line = "sbx: proxy: " + unlisted + " (http) refused: not in allowed_domains\n";
+  std::size_t printed = 0;
+  for (std::size_t at = r.err.find(line); at != std::string::npos; at = r.err.find(line, at + 1))
+    ++printed;
+  EXPECT_EQ(printed, 100u) << describe(r);
+  EXPECT_NE(r.err.find("sbx: proxy: 30 more refusals not listed: 127.0.0.1 30\n"),
+            std::string::npos)
+      << describe(r);
+  const json::object report = report_of(r);
+  EXPECT_EQ(report.at("network_refusals").as_array().size(), 100u) << describe(r);
+  EXPECT_EQ(report.at("network_refusals_total").to_number<int>(), kRefused) << describe(r);
 }
 
 TEST_P(ProxyExec, UnixSocketsCannotBeOpened) {
