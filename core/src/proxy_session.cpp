@@ -65,9 +65,11 @@ struct Session final : PendingClient {
     pool = nullptr;
   }
   // The credential was right: the connection moves to the run's own connections, if there is
-  // room (false: over max_connections; the caller closes it), and gets the full handshake time.
+  // room (false: over max_connections, or evicted while its request was being read; the caller
+  // ends it), and gets the full handshake time.
   bool authenticate() {
     leave_pool();
+    if (!client.is_open()) return false;
     if (proxy.authenticated >= limits().max_connections) return false;
     ++proxy.authenticated;
     authenticated = true;
