@@ -580,7 +580,9 @@ TEST_F(ProxyTest, HostileLocalFloodDoesNotStarveTheRunsOwnRequests) {
   // Memory stays bounded: 100 entries refused by a rule, 10 for the credential, counts.
   const RefusalLog log = p->refusal_log();
   EXPECT_LE(log.entries.size(), 110u);
-  EXPECT_EQ(log.total, static_cast<std::uint64_t>(refused_sent.load()));
+  // Every request the proxy read was counted (some were closed unread to make room).
+  EXPECT_GE(log.total, 500u);  // far more than are kept
+  EXPECT_LE(log.total, static_cast<std::uint64_t>(refused_sent.load()));
   EXPECT_LE(log.omitted_by_host.size(), 32u);
   for (int i = 0; i < 300 && p->active_connections() != 0; ++i) usleep(10'000);
   EXPECT_EQ(p->active_connections(), 0u);
