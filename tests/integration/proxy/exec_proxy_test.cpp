@@ -12,12 +12,14 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <boost/json/parse.hpp>
 #include <cstdlib>
 #include <cstring>
@@ -249,6 +251,99 @@ TEST_P(ProxyExec, ManyRefusalsArePrintedAndListedUpToALimitThenCounted) {
   const json::object report = report_of(r);
   EXPECT_EQ(report.at("network_refusals").as_array().size(), 100u) << describe(r);
   EXPECT_EQ(report.at("network_refusals_total").to_number<int>(), kRefused) << describe(r);
+}
+
+// A loopback connection whose connect() gives up after a second (SO_SNDTIMEO bounds connect on
+// Linux), so a flooding thread notices the end of the test; -1 on failure.
+int connect_quickly(std::uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  sbx::proxy::testing::set_timeout(fd, 1);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// While the command runs, the test (standing in for another local user, without the
+// credential) floods the proxy's TCP port from the host: silent connections held open and
+// requests without the credential. The command's own requests, made during the flood, all
+// succeed; sbx prints and lists a bounded number of refusals.
+TEST_P(ProxyExec, TheCommandsRequestsSucceedWhileAnotherLocalUserFloodsTheProxy) {
+  rlimit limit{};
+  ::getrlimit(RLIMIT_NOFILE, &limit);
+  limit.rlim_cur = std::min<rlim_t>(limit.rlim_max, 4096);
+  ::setrlimit(RLIMIT_NOFILE, &limit);
+  if (limit.rlim_cur < 4096) GTEST_SKIP() << "needs 4096 descriptors (RLIMIT_NOFILE)";
+  constexpr int kRequests = 10;
+  const std::string script =
+      "p=${HTTP_PROXY##*:}; echo \"$p\" > proxy-port; "
+      "while [ ! -e flood-started ]; do sleep 0.05; done; i=0; "
+      "while [ $i -lt " +
+      std::to_string(kRequests) + " ]; do curl -sS -m 30 " + url(allowed_, "/r$i") +
+      "; echo; i=$((i+1)); done";
+  RunResult r;
+  std::thread runner([&] { r = exec_sh(script); });
+  std::string port_text;
+  for (int i = 0; i < 400 && port_text.empty(); ++i) {
+    usleep(50'000);
+    std::ifstream(dir_ + "/proxy-port") >> port_text;
+  }
+  const auto port = static_cast<std::uint16_t>(std::atoi(port_text.c_str()));
+  std::atomic<bool> stop{false};
+  std::atomic<int> flood{0};
+  std::thread holder([&] {
+    std::vector<int> held;
+    while (!stop) {
+      const int fd = connect_quickly(port);
+      if (fd >= 0) {
+        held.push_back(fd);
+        ++flood;
+      }
+      if (held.size() >= 1500 || (fd < 0 && !held.empty())) {
+        for (int h : held) ::close(h);
+        held.clear();
+      }
+    }
+    for (int h : held) ::close(h);
+  });
+  std::thread refuser([&] {
+    for (int i = 0; !stop; ++i) {
+      const int fd = connect_quickly(port);
+      if (fd < 0) continue;
+      sbx::proxy::testing::send_all(fd,
+                                    "CONNECT h" + std::to_string(i) + ".test:443 HTTP/1.1\r\n\r\n");
+      ++flood;
+      ::close(fd);
+    }
+  });
+  for (int i = 0; i < 2000 && flood < 1000; ++i) usleep(10'000);
+  std::ofstream(dir_ + "/flood-started") << "go\n";
+  runner.join();
+  stop = true;
+  holder.join();
+  refuser.join();
+  ASSERT_GT(port, 0) << describe(r);
+  ASSERT_GE(flood.load(), 1000) << "the flood did not happen; nothing was shown";
+  ASSERT_EQ(r.code, 0) << describe(r);
+  for (int i = 0; i < kRequests; ++i)
+    EXPECT_NE(r.out.find("hello GET /r" + std::to_string(i) + " "), std::string::npos)
+        << i << "\n"
+        << describe(r);
+  EXPECT_EQ(allowed_.accepts(), kRequests);
+  std::size_t lines = 0;
+  for (std::size_t at = r.err.find("sbx: proxy: "); at != std::string::npos;
+       at = r.err.find("sbx: proxy: ", at + 1))
+    ++lines;
+  EXPECT_LE(lines, 111u) << "flood of " << flood << " connections";  // 110 entries, 1 summary
+  const json::object report = report_of(r);
+  EXPECT_LE(report.at("network_refusals").as_array().size(), 110u);
+  EXPECT_GT(report.at("network_refusals_total").to_number<int>(), 110) << describe(r);
 }
 
 TEST_P(ProxyExec, UnixSocketsCannotBeOpened) {
