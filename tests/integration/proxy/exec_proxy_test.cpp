@@ -6,7 +6,9 @@
 //    request, and the refusal is on stderr and in `exec --json` "network_refusals";
 //  - a direct connection that bypasses the proxy fails and its server sees nothing;
 //  - unix sockets (the proxy's own, any host one) cannot be opened from inside;
-//  - the proxy lives exactly as long as the command; --dry-run never shows the credential.
+//  - the proxy lives exactly as long as the command; --dry-run never shows the credential;
+//  - many refusals, or a flood from another local user without the credential, cost bounded
+//    output, and the command's own requests still succeed during such a flood.
 // Only loopback is used: every server listens on 127.0.0.1, every URL names 127.0.0.1.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
