@@ -7,6 +7,7 @@
 #include <boost/asio/experimental/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <cstdio>
+#include <exception>
 #include <random>
 #include <string>
 
@@ -58,7 +59,11 @@ asio::awaitable<void> accept_loop(Proxy::Impl& proxy, Acceptor& acceptor, detail
     // connections, and a client that sends its credential at once gets through.
     if (pool.size() >= std::max<std::size_t>(proxy.options.limits.max_pending_connections, 1))
       pool.front()->evict();
-    serve(proxy, pool, std::move(socket));
+    try {
+      serve(proxy, pool, std::move(socket));
+    } catch (const std::exception&) {
+      // Out of memory for this connection's session: it is dropped, the loop keeps accepting.
+    }
   }
 }
 
