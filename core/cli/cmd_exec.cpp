@@ -5,9 +5,11 @@
 //
 // network.mode == proxy: sbx starts its filtering proxy (sbx/core/proxy.hpp) before the
 // backend's transform, points the request at it (proxy variables, proxy_ports, proxy_socket)
-// and keeps it until the command has exited. Each refusal is one stderr line as it happens and
-// an entry of "network_refusals" in the --json report. The per-run credential is never printed:
-// the --dry-run plan shows "***" in its place.
+// and keeps it until the command has exited. Each refusal the proxy keeps (the first ones; see
+// proxy::Limits) is one stderr line as it happens and an entry of "network_refusals" in the
+// --json report; the rest are counted per host in one stderr line after the command and in
+// "network_refusals_total". The per-run credential is never printed: the --dry-run plan shows
+// "***" in its place.
 #if defined(_WIN32)
 #include <cstdio>
 #else
@@ -50,7 +52,7 @@ struct ExecRun {
   std::vector<std::string> env;
   RunReport report;
   std::optional<std::string> stderr_tail;  // captured with --json, for the denial report
-  std::vector<proxy::Refusal> refusals;    // network.mode == proxy: every refused connection
+  proxy::RefusalLog refusals;              // network.mode == proxy: the refused connections
 };
 
 int failed(RunReport& report, const std::string& what, const std::string& todo) {
@@ -97,11 +99,11 @@ int run_direct(ExecRun& run) {
   return finish(run, run_captured(run, [&] { return spawn_and_wait(plan); }));
 }
 
-// Writes one refusal as one line on stderr. Called on the proxy's thread: a single write()
-// keeps the line whole among the command's own output; the host name came from the command, so
-// control characters are escaped.
-void print_refusal(const proxy::Refusal& refusal) {
-  const std::string line = "sbx: proxy: " + printable(proxy::describe(refusal)) + "\n";
+// Writes "sbx: proxy: TEXT" as one line on stderr. A single write() keeps the line whole among
+// the command's own output; host names came from the command, so control characters are
+// escaped.
+void print_proxy_line(const std::string& text) {
+  const std::string line = "sbx: proxy: " + printable(text) + "\n";
 #if defined(_WIN32)
   std::fwrite(line.data(), 1, line.size(), stderr);
 #else
@@ -114,6 +116,9 @@ void print_refusal(const proxy::Refusal& refusal) {
   }
 #endif
 }
+
+// One refusal, as it happens (called on the proxy's thread for the refusals it keeps).
+void print_refusal(const proxy::Refusal& refusal) { print_proxy_line(proxy::describe(refusal)); }
 
 // The plan with the proxy credential replaced by "***" (for --dry-run output).
 ExecPlan redacted(ExecPlan plan, const proxy::RunProxy* run_proxy) {
@@ -169,7 +174,12 @@ int run_sandboxed(ExecRun& run, const Manager& manager, const std::string& backe
   const std::int64_t started = created_names_clock();
   const int code = finish(run, run_captured(run, [&] { return manager.exec(backend, *plan); }));
   report_created_names(run, watch, started);
-  if (run_proxy) run.refusals = run_proxy->proxy().refusals();
+  if (run_proxy) {
+    run.refusals = run_proxy->proxy().refusal_log();
+    // The refusals not printed as they happened, counted per host in one line.
+    if (std::optional<std::string> rest = proxy::describe_omitted(run.refusals))
+      print_proxy_line(*rest);
+  }
   return code;
 }
 
@@ -286,8 +296,9 @@ int exec_steps(ExecRun& run, const GlobalOptions& globals) {
 }
 
 // The --json line: the run report plus "denial" (sbx/core/denial.hpp; null when the command did
-// not run) and "network_refusals" (what the proxy refused; [] without a proxy). run_to_json's
-// compact object ends with '}', so the key goes right before it.
+// not run), "network_refusals" (the refusals the proxy kept; [] without a proxy) and
+// "network_refusals_total" (every refusal, kept or not). run_to_json's compact object ends with
+// '}', so the keys go right before it.
 std::string report_line(const ExecRun& run) {
   std::string line = run_to_json(run.report, JsonStyle::kCompact);
   std::string denial = "null";
@@ -296,8 +307,10 @@ std::string report_line(const ExecRun& run) {
     denial =
         denial_to_json(classify_failure(FailedCommand{*run.report.status, tail, run.report.final}));
   }
-  line.insert(line.size() - 1, ",\"denial\":" + denial + ",\"network_refusals\":" +
-                                   proxy::refusals_to_json(run.refusals));
+  line.insert(line.size() - 1,
+              ",\"denial\":" + denial +
+                  ",\"network_refusals\":" + proxy::refusals_to_json(run.refusals.entries) +
+                  ",\"network_refusals_total\":" + std::to_string(run.refusals.total));
   return line;
 }
 
@@ -329,9 +342,9 @@ Command register_exec(CLI::App& app, const GlobalOptions& globals) {
                 "Print the plan (backend, argv, env, cwd, notes) as JSON instead of running it");
   sub->add_flag("--json", options->json,
                 "After the run, write one JSON object describing it (with \"denial\": was a "
-                "failure likely the sandbox's doing, and \"network_refusals\": what the proxy "
-                "refused) as the last line of stderr; the command's stderr is then copied "
-                "through a pipe");
+                "failure likely the sandbox's doing, and \"network_refusals\": the first "
+                "connections the proxy refused) as the last line of stderr; the command's stderr "
+                "is then copied through a pipe");
   sub->add_option("command", options->command, "The command and its arguments, after --")
       ->type_name("CMD [ARG...]");
   sub->footer(

@@ -1,11 +1,13 @@
 // The filtering proxy's lifetime: listeners, the accept loops, the thread, the credential and
 // the refusal log (see sbx/core/proxy.hpp).
+#include <algorithm>
 #include <array>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <cstdio>
+#include <exception>
 #include <random>
 #include <string>
 
@@ -45,15 +47,23 @@ std::string random_token() {
 void ignore_exception(const std::exception_ptr&) {}
 
 template <class Acceptor, class Serve>
-asio::awaitable<void> accept_loop(Proxy::Impl& proxy, Acceptor& acceptor, Serve serve) {
+asio::awaitable<void> accept_loop(Proxy::Impl& proxy, Acceptor& acceptor, detail::PendingPool& pool,
+                                  Serve serve) {
   for (;;) {
     auto [ec, socket] = co_await acceptor.async_accept(kTuple);
     if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
     // Out of descriptors and similar: keep serving the connections that exist.
     if (ec) continue;
-    // Over the limit the connection is closed at once rather than left in the backlog.
-    if (proxy.active.load() >= proxy.options.limits.max_connections) continue;
-    asio::co_spawn(acceptor.get_executor(), serve(proxy, std::move(socket)), ignore_exception);
+    // Nobody is known yet, so the connection takes an unauthenticated place of this listener.
+    // Over the quota the oldest such connection goes: a flood then only churns its own
+    // connections, and a client that sends its credential at once gets through.
+    if (pool.size() >= std::max<std::size_t>(proxy.options.limits.max_pending_connections, 1))
+      pool.front()->evict();
+    try {
+      serve(proxy, pool, std::move(socket));
+    } catch (const std::exception&) {
+      // Out of memory for this connection's session: it is dropped, the loop keeps accepting.
+    }
   }
 }
 
@@ -66,7 +76,8 @@ Status listen_tcp(Proxy::Impl& impl) {
   if (ec) return Error{"proxy: cannot listen on 127.0.0.1: " + ec.message()};
   impl.port = acceptor.local_endpoint(ec).port();
   if (ec) return Error{"proxy: cannot read the listening port: " + ec.message()};
-  asio::co_spawn(*impl.io, accept_loop(impl, acceptor, detail::serve_tcp), ignore_exception);
+  asio::co_spawn(*impl.io, accept_loop(impl, acceptor, impl.tcp_pending, detail::serve_tcp),
+                 ignore_exception);
   return {};
 }
 
@@ -83,19 +94,57 @@ Status listen_unix(Proxy::Impl& impl, const std::string& path) {
   ::chmod(path.c_str(), S_IRUSR | S_IWUSR);
   acceptor.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) return Error{"proxy: cannot listen on unix socket " + path + ": " + ec.message()};
-  asio::co_spawn(*impl.io, accept_loop(impl, acceptor, detail::serve_unix), ignore_exception);
+  asio::co_spawn(*impl.io, accept_loop(impl, acceptor, impl.unix_pending, detail::serve_unix),
+                 ignore_exception);
   return {};
 }
 #endif
 
 }  // namespace
 
-void Proxy::Impl::refuse(Refusal refusal) {
+namespace detail {
+
+bool RefusalRecorder::record(const Refusal& refusal, const Limits& limits) {
+  ++log_.total;
+  // Credential refusals have their own budget: any local user can cause them, and they must
+  // not push the run's own refusals out of the entries.
+  const bool credential = refusal.rule == kBadCredential;
+  std::size_t& kept = credential ? credential_entries_ : rule_entries_;
+  const std::size_t budget =
+      credential ? limits.max_credential_refusal_entries : limits.max_refusal_entries;
+  if (kept < budget) {
+    ++kept;
+    log_.entries.push_back(refusal);
+    return true;
+  }
+  auto same_host = [&](const HostCount& c) { return c.host == refusal.host; };
+  auto it = std::find_if(log_.omitted_by_host.begin(), log_.omitted_by_host.end(), same_host);
+  if (it != log_.omitted_by_host.end()) {
+    ++it->count;
+  } else if (log_.omitted_by_host.size() < limits.max_refusal_hosts) {
+    log_.omitted_by_host.push_back({refusal.host, 1});
+  } else {
+    ++log_.omitted_other_hosts;
+  }
+  return false;
+}
+
+RefusalLog RefusalRecorder::snapshot() const {
+  RefusalLog out = log_;
+  std::stable_sort(out.omitted_by_host.begin(), out.omitted_by_host.end(),
+                   [](const HostCount& a, const HostCount& b) { return a.count > b.count; });
+  return out;
+}
+
+}  // namespace detail
+
+void Proxy::Impl::refuse(const Refusal& refusal) {
+  bool kept = false;
   {
     std::lock_guard<std::mutex> lock(mutex);
-    refusals.push_back(refusal);
+    kept = refusals.record(refusal, options.limits);
   }
-  if (options.on_refusal) options.on_refusal(refusal);
+  if (kept && options.on_refusal) options.on_refusal(refusal);
 }
 
 Proxy::Proxy(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -176,7 +225,12 @@ std::string Proxy::url(std::string_view scheme, std::uint16_t port) const {
 
 std::vector<Refusal> Proxy::refusals() const {
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  return impl_->refusals;
+  return impl_->refusals.snapshot().entries;
+}
+
+RefusalLog Proxy::refusal_log() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->refusals.snapshot();
 }
 
 std::size_t Proxy::active_connections() const { return impl_->active.load(); }

@@ -24,7 +24,6 @@ using asio::awaitable;
 using asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 constexpr auto kTuple = asio::experimental::as_tuple(asio::use_awaitable);
-constexpr std::string_view kBadCredential = "missing or wrong proxy credential";
 
 // Outcome of checking a destination: endpoints to connect to, or why not.
 struct Checked {
@@ -33,21 +32,50 @@ struct Checked {
   std::string unreachable;   // set: resolution failed (502 / SOCKS 0x04)
 };
 
+// A client connection. It starts in its listener's pool of unauthenticated connections, with
+// the short auth_timeout as its deadline, and leaves the pool once the credential is checked.
 template <class Socket>
-struct Session {
-  Session(Proxy::Impl& p, Socket c)
+struct Session final : PendingClient {
+  Session(Proxy::Impl& p, PendingPool& pending, Socket c)
       : proxy(p),
         client(std::move(c)),
         upstream(client.get_executor()),
-        deadline(Clock::now() + p.options.limits.handshake_timeout) {
+        accepted(Clock::now()),
+        deadline(accepted +
+                 std::min(p.options.limits.auth_timeout, p.options.limits.handshake_timeout)),
+        pool(&pending),
+        in_pool(pending.insert(pending.end(), this)) {
     ++proxy.active;
   }
   ~Session() {
     if (watchdog_timer != nullptr) watchdog_timer->cancel();
+    leave_pool();
+    if (authenticated) --proxy.authenticated;
     --proxy.active;
   }
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
+
+  void evict() override {
+    leave_pool();
+    close_all();
+  }
+  void leave_pool() {
+    if (pool != nullptr) pool->erase(in_pool);
+    pool = nullptr;
+  }
+  // The credential was right: the connection moves to the run's own connections, if there is
+  // room (false: over max_connections, or evicted while its request was being read; the caller
+  // ends it), and gets the full handshake time.
+  bool authenticate() {
+    leave_pool();
+    if (!client.is_open()) return false;
+    if (proxy.authenticated >= limits().max_connections) return false;
+    ++proxy.authenticated;
+    authenticated = true;
+    deadline = accepted + limits().handshake_timeout;
+    return true;
+  }
 
   void touch() { deadline = Clock::now() + proxy.options.limits.idle_timeout; }
   void close_all() {
@@ -61,7 +89,11 @@ struct Session {
   Socket client;
   tcp::socket upstream;
   asio::steady_timer* watchdog_timer = nullptr;  // owned by the watchdog coroutine
+  Clock::time_point accepted;
   Clock::time_point deadline;
+  PendingPool* pool;  // while unauthenticated (and not evicted); else null
+  PendingPool::iterator in_pool;
+  bool authenticated = false;
   std::string buffer;  // bytes from the client not consumed yet
 };
 
@@ -296,6 +328,11 @@ awaitable<void> serve_http(std::shared_ptr<S> s) {
                          "Proxy-Authenticate: Basic realm=\"sbx\"\r\n");
     co_return;
   }
+  if (!s->authenticate()) {
+    co_await send_client(
+        *s, http_response(503, "Service Unavailable", "sbx proxy: too many connections\n"));
+    co_return;
+  }
   Checked checked = co_await check_destination(s->proxy, request->destination);
   if (!checked.refused_rule.empty()) {
     refusal.rule = checked.refused_rule;
@@ -364,6 +401,8 @@ awaitable<bool> socks_authenticate(S& s) {
     co_await send_client(s, std::string_view("\x01\x01", 2));
     co_return false;
   }
+  // Over max_connections the connection is closed without an answer.
+  if (!s.authenticate()) co_return false;
   co_await send_client(s, std::string_view("\x01\x00", 2));
   co_return true;
 }
@@ -450,25 +489,30 @@ awaitable<void> dispatch(std::shared_ptr<S> s) {
   }
 }
 
+// The session is created (and joins the pool) here, synchronously, so that the accept loop's
+// quota check sees it before the next connection is accepted.
 template <class Socket>
-awaitable<void> serve(Proxy::Impl& proxy, Socket client) {
-  auto s = std::make_shared<Session<Socket>>(proxy, std::move(client));
-  asio::co_spawn(s->client.get_executor(), watchdog(std::weak_ptr<Session<Socket>>(s)),
+void serve(Proxy::Impl& proxy, PendingPool& pool, Socket client) {
+  auto s = std::make_shared<Session<Socket>>(proxy, pool, std::move(client));
+  auto executor = s->client.get_executor();
+  asio::co_spawn(executor, watchdog(std::weak_ptr<Session<Socket>>(s)),
                  [](const std::exception_ptr&) {});
-  co_await dispatch(s);
+  // A session that fails with an exception (e.g. out of memory) only ends that connection.
+  asio::co_spawn(executor, dispatch(std::move(s)), [](const std::exception_ptr&) {});
 }
 
 }  // namespace
 
-awaitable<void> serve_tcp(Proxy::Impl& proxy, tcp::socket client) {
+void serve_tcp(Proxy::Impl& proxy, PendingPool& pool, tcp::socket client) {
   boost::system::error_code ignored;
   client.set_option(tcp::no_delay(true), ignored);
-  co_await serve(proxy, std::move(client));
+  serve(proxy, pool, std::move(client));
 }
 
 #if defined(BOOST_ASIO_HAS_LOCAL_SOCKETS)
-awaitable<void> serve_unix(Proxy::Impl& proxy, asio::local::stream_protocol::socket client) {
-  co_await serve(proxy, std::move(client));
+void serve_unix(Proxy::Impl& proxy, PendingPool& pool,
+                asio::local::stream_protocol::socket client) {
+  serve(proxy, pool, std::move(client));
 }
 #endif
 

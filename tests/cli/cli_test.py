@@ -505,13 +505,15 @@ class ExecDirect(SbxTestCase):
         doc = self.last_json_line(result.stderr)
         self.assertEqual(set(doc), {"should_sandbox", "reason", "backend", "final",
                                     "allow_unsandboxed_used", "dry_run", "exit", "error", "denial",
-                                    "network_refusals", "protected_names_created",
+                                    "network_refusals", "network_refusals_total",
+                                    "protected_names_created",
                                     "protected_names_truncated"})
         # Not sandboxed: nothing is watched for protected names.
         self.assertEqual(doc["protected_names_created"], [])
         self.assertIs(doc["should_sandbox"], False)
         # No proxy ran (network mode is not proxy): nothing was refused.
         self.assertEqual(doc["network_refusals"], [])
+        self.assertEqual(doc["network_refusals_total"], 0)
         # An unsandboxed run is never classified as a sandbox denial.
         self.assertIs(doc["denial"]["likely_sandbox_denial"], False)
         self.assertEqual(doc["final"], "none")

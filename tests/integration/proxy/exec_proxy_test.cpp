@@ -6,18 +6,22 @@
 //    request, and the refusal is on stderr and in `exec --json` "network_refusals";
 //  - a direct connection that bypasses the proxy fails and its server sees nothing;
 //  - unix sockets (the proxy's own, any host one) cannot be opened from inside;
-//  - the proxy lives exactly as long as the command; --dry-run never shows the credential.
+//  - the proxy lives exactly as long as the command; --dry-run never shows the credential;
+//  - many refusals, or a flood from another local user without the credential, cost bounded
+//    output, and the command's own requests still succeed during such a flood.
 // Only loopback is used: every server listens on 127.0.0.1, every URL names 127.0.0.1.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <boost/json/parse.hpp>
 #include <cstdlib>
 #include <cstring>
@@ -157,6 +161,7 @@ TEST_P(ProxyExec, AllowedHostPortAnswersThroughTheProxy) {
   EXPECT_NE(r.out.find("hello GET /tunnel"), std::string::npos) << describe(r);
   EXPECT_EQ(allowed_.accepts(), 2);
   EXPECT_EQ(report_of(r).at("network_refusals").as_array().size(), 0u) << describe(r);
+  EXPECT_EQ(report_of(r).at("network_refusals_total").to_number<int>(), 0) << describe(r);
   EXPECT_EQ(report_of(r).at("final").as_string(), GetParam());
 }
 
@@ -225,6 +230,122 @@ TEST_P(ProxyExec, WithoutTheCredentialTheProxyRefuses) {
   const json::array& refusals = report.at("network_refusals").as_array();
   ASSERT_EQ(refusals.size(), 1u) << describe(r);
   EXPECT_EQ(refusals[0].at("rule").as_string(), "missing or wrong proxy credential");
+}
+
+// A command that is refused 130 times: the first 100 refusals are printed and listed, the rest
+// only counted (stderr and the report stay bounded however many there are).
+TEST_P(ProxyExec, ManyRefusalsArePrintedAndListedUpToALimitThenCounted) {
+  constexpr int kRefused = 130;
+  std::string urls;
+  for (int i = 0; i < kRefused; ++i) urls += " " + url(unlisted_, "/" + std::to_string(i));
+  const RunResult r = exec_sh("curl -s -m 60 -o /dev/null -w '%{http_code} '" + urls);
+  ASSERT_EQ(r.code, 0) << describe(r);
+  EXPECT_EQ(unlisted_.accepts(), 0);
+  const std::string unlisted = "127.0.0.1:" + std::to_string(unlisted_.port());
+  const std::string line = "sbx: proxy: " + unlisted + " (http) refused: not in allowed_domains\n";
+  std::size_t printed = 0;
+  for (std::size_t at = r.err.find(line); at != std::string::npos; at = r.err.find(line, at + 1))
+    ++printed;
+  EXPECT_EQ(printed, 100u) << describe(r);
+  EXPECT_NE(r.err.find("sbx: proxy: 30 more refusals not listed: 127.0.0.1 30\n"),
+            std::string::npos)
+      << describe(r);
+  const json::object report = report_of(r);
+  EXPECT_EQ(report.at("network_refusals").as_array().size(), 100u) << describe(r);
+  EXPECT_EQ(report.at("network_refusals_total").to_number<int>(), kRefused) << describe(r);
+}
+
+// A loopback connection whose connect() gives up after a second (SO_SNDTIMEO bounds connect on
+// Linux), so a flooding thread notices the end of the test; -1 on failure.
+int connect_quickly(std::uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  sbx::proxy::testing::set_timeout(fd, 1);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// While the command runs, the test (standing in for another local user, without the
+// credential) floods the proxy's TCP port from the host: silent connections held open and
+// requests without the credential. The command's own requests, made during the flood, all
+// succeed; sbx prints and lists a bounded number of refusals.
+TEST_P(ProxyExec, TheCommandsRequestsSucceedWhileAnotherLocalUserFloodsTheProxy) {
+  rlimit limit{};
+  ::getrlimit(RLIMIT_NOFILE, &limit);
+  limit.rlim_cur = std::min<rlim_t>(limit.rlim_max, 4096);
+  ::setrlimit(RLIMIT_NOFILE, &limit);
+  if (limit.rlim_cur < 4096) GTEST_SKIP() << "needs 4096 descriptors (RLIMIT_NOFILE)";
+  constexpr int kRequests = 10;
+  const std::string script =
+      "p=${HTTP_PROXY##*:}; echo \"$p\" > proxy-port; "
+      "while [ ! -e flood-started ]; do sleep 0.05; done; i=0; "
+      "while [ $i -lt " +
+      std::to_string(kRequests) + " ]; do curl -sS -m 30 " + url(allowed_, "/r$i") +
+      "; echo; i=$((i+1)); done";
+  RunResult r;
+  std::thread runner([&] { r = exec_sh(script); });
+  std::string port_text;
+  for (int i = 0; i < 400 && port_text.empty(); ++i) {
+    usleep(50'000);
+    std::ifstream(dir_ + "/proxy-port") >> port_text;
+  }
+  const auto port = static_cast<std::uint16_t>(std::atoi(port_text.c_str()));
+  std::atomic<bool> stop{false};
+  std::atomic<int> flood{0};
+  std::thread holder([&] {
+    std::vector<int> held;
+    while (!stop) {
+      const int fd = connect_quickly(port);
+      if (fd >= 0) {
+        held.push_back(fd);
+        ++flood;
+      }
+      if (held.size() >= 1500 || (fd < 0 && !held.empty())) {
+        for (int h : held) ::close(h);
+        held.clear();
+      }
+    }
+    for (int h : held) ::close(h);
+  });
+  std::thread refuser([&] {
+    for (int i = 0; !stop; ++i) {
+      const int fd = connect_quickly(port);
+      if (fd < 0) continue;
+      sbx::proxy::testing::send_all(fd,
+                                    "CONNECT h" + std::to_string(i) + ".test:443 HTTP/1.1\r\n\r\n");
+      ++flood;
+      ::close(fd);
+    }
+  });
+  for (int i = 0; i < 2000 && flood < 1000; ++i) usleep(10'000);
+  std::ofstream(dir_ + "/flood-started") << "go\n";
+  runner.join();
+  stop = true;
+  holder.join();
+  refuser.join();
+  ASSERT_GT(port, 0) << describe(r);
+  ASSERT_GE(flood.load(), 1000) << "the flood did not happen; nothing was shown";
+  ASSERT_EQ(r.code, 0) << describe(r);
+  for (int i = 0; i < kRequests; ++i)
+    EXPECT_NE(r.out.find("hello GET /r" + std::to_string(i) + " "), std::string::npos)
+        << i << "\n"
+        << describe(r);
+  EXPECT_EQ(allowed_.accepts(), kRequests);
+  std::size_t lines = 0;
+  for (std::size_t at = r.err.find("sbx: proxy: "); at != std::string::npos;
+       at = r.err.find("sbx: proxy: ", at + 1))
+    ++lines;
+  EXPECT_LE(lines, 111u) << "flood of " << flood << " connections";  // 110 entries, 1 summary
+  const json::object report = report_of(r);
+  EXPECT_LE(report.at("network_refusals").as_array().size(), 110u);
+  EXPECT_GT(report.at("network_refusals_total").to_number<int>(), 110) << describe(r);
 }
 
 TEST_P(ProxyExec, UnixSocketsCannotBeOpened) {

@@ -6,10 +6,14 @@
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
+#include <atomic>
+#include <chrono>
+#include <deque>
 #include <filesystem>
 #include <map>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "loopback.hpp"
@@ -310,20 +314,136 @@ TEST_F(ProxyTest, SilentClientIsDisconnectedAfterTheHandshakeTimeout) {
   EXPECT_EQ(p->active_connections(), 0u);
 }
 
-TEST_F(ProxyTest, ConnectionsOverTheLimitAreClosed) {
-  auto p = start({.allowed_domains = {"x.test"}, .limits = {.max_connections = 4}});
+TEST_F(ProxyTest, AuthenticatedConnectionsOverTheLimitAreAnswered503) {
+  CountingServer server;
+  auto p = start({.allowed_domains = {local(server)}, .limits = {.max_connections = 4}});
   ASSERT_TRUE(p);
-  std::vector<int> held;
+  const std::string request = "CONNECT " + local(server) + " HTTP/1.1\r\n" + auth(*p) + "\r\n";
+  std::vector<int> tunnels;
   for (int i = 0; i < 4; ++i) {
-    held.push_back(connect_loopback(p->port()));
-    send_all(held.back(), "C");  // an unfinished request keeps each session open
+    tunnels.push_back(connect_loopback(p->port()));
+    send_all(tunnels.back(), request);
+    ASSERT_NE(read_head(tunnels.back()).find(" 200 "), std::string::npos) << i;
+  }
+  ASSERT_EQ(p->active_connections(), 4u);
+  int extra = connect_loopback(p->port());
+  send_all(extra, request);
+  EXPECT_NE(read_all(extra).find("HTTP/1.1 503 "), std::string::npos);
+  ::close(extra);
+  for (int fd : tunnels) ::close(fd);
+  // A place is free again once a tunnel has gone.
+  for (int i = 0; i < 100 && p->active_connections() != 0; ++i) usleep(10'000);
+  std::string out = connect_and_get(*p, local(server), auth(*p));
+  EXPECT_NE(out.find("hello GET /tunneled"), std::string::npos) << out;
+}
+
+// Over the quota of connections without the credential yet, the oldest is closed, not the new
+// one: silent connections cannot lock out a client that sends its credential.
+TEST_F(ProxyTest, UnauthenticatedOverTheQuotaLoseTheOldestPlace) {
+  CountingServer server;
+  auto p = start({.allowed_domains = {local(server)},
+                  .limits = {.max_pending_connections = 4,
+                             .auth_timeout = std::chrono::milliseconds(10'000)}});
+  ASSERT_TRUE(p);
+  std::vector<int> silent;
+  for (int i = 0; i < 4; ++i) {
+    silent.push_back(connect_loopback(p->port()));
+    send_all(silent.back(), "C");  // an unfinished request
   }
   for (int i = 0; i < 100 && p->active_connections() < 4; ++i) usleep(10'000);
   ASSERT_EQ(p->active_connections(), 4u);
-  int extra = connect_loopback(p->port());
-  EXPECT_EQ(read_all(extra), "");  // closed at once, without an answer
-  ::close(extra);
-  for (int fd : held) ::close(fd);
+  const auto begin = std::chrono::steady_clock::now();
+  std::string out = connect_and_get(*p, local(server), auth(*p));
+  EXPECT_NE(out.find("hello GET /tunneled"), std::string::npos) << out;
+  EXPECT_EQ(read_all(silent[0]), "");  // the oldest was closed to make room
+  EXPECT_LT(std::chrono::steady_clock::now() - begin, std::chrono::seconds(5));
+  // The three others still hold their places (once the finished tunnel is gone).
+  for (int i = 0; i < 100 && p->active_connections() != 3; ++i) usleep(10'000);
+  EXPECT_EQ(p->active_connections(), 3u);
+  for (int fd : silent) ::close(fd);
+}
+
+TEST_F(ProxyTest, ClientWithoutTheCredentialIsClosedAfterTheAuthTimeout) {
+  auto p = start(
+      {.allowed_domains = {"x.test"}, .limits = {.auth_timeout = std::chrono::milliseconds(200)}});
+  ASSERT_TRUE(p);
+  int fd = connect_loopback(p->port());
+  send_all(fd, "CONNECT x.test:443 HTTP/1.1\r\n");  // the head never ends
+  const auto begin = std::chrono::steady_clock::now();
+  EXPECT_EQ(read_all(fd), "");
+  EXPECT_LT(std::chrono::steady_clock::now() - begin, std::chrono::seconds(5));
+  ::close(fd);
+  for (int i = 0; i < 100 && p->active_connections() != 0; ++i) usleep(10'000);
+  EXPECT_EQ(p->active_connections(), 0u);
+}
+
+// Connections to the TCP port never take the places of the unix socket's (which only this user
+// can reach, and which bwrap's relay uses).
+TEST_F(ProxyTest, TheUnixSocketKeepsItsOwnQuotaWhenTheTcpPortIsFlooded) {
+  CountingServer server;
+  std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("sbx-proxy-quota-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "proxy.sock").string();
+  auto p = start({.allowed_domains = {local(server)},
+                  .unix_socket_path = path,
+                  .limits = {.max_pending_connections = 2,
+                             .auth_timeout = std::chrono::milliseconds(10'000)}});
+  ASSERT_TRUE(p);
+  int early = connect_unix(path);  // connected, credential not sent yet
+  ASSERT_GE(early, 0);
+  for (int i = 0; i < 100 && p->active_connections() < 1; ++i) usleep(10'000);
+  std::vector<int> flood;
+  for (int i = 0; i < 20; ++i) flood.push_back(connect_loopback(p->port()));
+  for (int i = 0; i < 100 && p->active_connections() < 3; ++i) usleep(10'000);
+  send_all(early, "CONNECT " + local(server) + " HTTP/1.1\r\n" + auth(*p) + "\r\n");
+  EXPECT_NE(read_head(early).find(" 200 "), std::string::npos);
+  send_all(early, "GET /unix HTTP/1.0\r\n\r\n");
+  EXPECT_NE(read_all(early).find("hello GET /unix"), std::string::npos);
+  ::close(early);
+  for (int fd : flood) ::close(fd);
+  p.reset();
+  std::filesystem::remove_all(dir);
+}
+
+// Beyond the first entries, refusals are only counted, per host up to a number of hosts; those
+// for a missing credential have their own small budget of entries.
+TEST_F(ProxyTest, RefusalsBeyondTheFirstAreCountedPerHost) {
+  std::vector<Refusal> heard;
+  std::mutex mutex;
+  auto p = start({.allowed_domains = {"ok.test"},
+                  .limits = {.max_refusal_entries = 3,
+                             .max_credential_refusal_entries = 1,
+                             .max_refusal_hosts = 2},
+                  .on_refusal = [&](const Refusal& r) {
+                    std::lock_guard<std::mutex> lock(mutex);
+                    heard.push_back(r);
+                  }});
+  ASSERT_TRUE(p);
+  for (const char* host :
+       {"a.test", "a.test", "a.test", "a.test", "b.test", "b.test", "c.test", "d.test"}) {
+    std::string out = connect_and_get(*p, std::string(host) + ":443", auth(*p));
+    EXPECT_NE(out.find(" 403 "), std::string::npos) << host << "\n" << out;
+  }
+  for (int i = 0; i < 3; ++i) {
+    std::string out = connect_and_get(*p, "x.test:443", "");
+    EXPECT_NE(out.find(" 407 "), std::string::npos) << out;
+  }
+  const RefusalLog log = p->refusal_log();
+  const std::vector<Refusal> expected = {
+      {"a.test", 443, "http-connect", "not in allowed_domains"},
+      {"a.test", 443, "http-connect", "not in allowed_domains"},
+      {"a.test", 443, "http-connect", "not in allowed_domains"},
+      {"x.test", 443, "http-connect", "missing or wrong proxy credential"}};
+  EXPECT_EQ(log.entries, expected);
+  EXPECT_EQ(p->refusals(), expected);
+  EXPECT_EQ(log.total, 11u);
+  EXPECT_EQ(log.omitted_by_host, (std::vector<HostCount>{{"b.test", 2}, {"a.test", 1}}));
+  EXPECT_EQ(log.omitted_other_hosts, 4u);  // c.test, d.test and x.test twice
+  EXPECT_EQ(describe_omitted(log),
+            "7 more refusals not listed: b.test 2, a.test 1 and 4 to other hosts");
+  std::lock_guard<std::mutex> lock(mutex);
+  EXPECT_EQ(heard, expected);  // the callback hears the kept ones only
 }
 
 TEST_F(ProxyTest, TwoHundredConcurrentTunnels) {
@@ -356,6 +476,116 @@ TEST_F(ProxyTest, TwoHundredConcurrentTunnels) {
     ::close(fds[static_cast<std::size_t>(i)]);
   }
   EXPECT_EQ(server.accepts(), kClients);
+}
+
+// Raises the soft descriptor limit to at least `wanted` if the hard limit allows; the new soft
+// limit.
+rlim_t raise_fd_limit(rlim_t wanted) {
+  rlimit limit{};
+  ::getrlimit(RLIMIT_NOFILE, &limit);
+  if (limit.rlim_cur < wanted) {
+    limit.rlim_cur = std::min<rlim_t>(limit.rlim_max, wanted);
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+  }
+  ::getrlimit(RLIMIT_NOFILE, &limit);
+  return limit.rlim_cur;
+}
+
+// A loopback connection whose connect() gives up after a second (SO_SNDTIMEO bounds connect on
+// Linux), so a flooding thread always notices the end of the test; -1 on failure.
+int connect_quickly(std::uint16_t port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  set_timeout(fd, 1);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Another local user attacks the proxy's TCP port without the credential, for a bounded time:
+// one thread holds as many silent connections open as it can (up to 1500, replacing the oldest),
+// another sends request after request without the credential (each one a refusal, each to a new
+// host name). Meanwhile the run's own client, with the credential, makes its requests one after
+// the other: every one must succeed, and the proxy must keep only a bounded number of refusals.
+TEST_F(ProxyTest, HostileLocalFloodDoesNotStarveTheRunsOwnRequests) {
+  if (raise_fd_limit(4096) < 4096) GTEST_SKIP() << "needs 4096 descriptors (RLIMIT_NOFILE)";
+  CountingServer server;
+  auto p = start({.allowed_domains = {local(server)}});
+  ASSERT_TRUE(p);
+  const std::uint16_t port = p->port();
+  std::atomic<bool> stop{false};
+  std::atomic<int> silent_opened{0};
+  std::atomic<int> refused_sent{0};
+  std::thread holder([&] {
+    std::deque<int> held;
+    while (!stop) {
+      int fd = connect_quickly(port);
+      if (fd >= 0) {
+        held.push_back(fd);
+        ++silent_opened;
+      }
+      if (held.size() > 1500 || (fd < 0 && !held.empty())) {
+        ::close(held.front());
+        held.pop_front();
+      }
+    }
+    for (int fd : held) ::close(fd);
+  });
+  std::thread refuser([&] {
+    for (int i = 0; !stop; ++i) {
+      int fd = connect_quickly(port);
+      if (fd < 0) continue;
+      send_all(fd, "CONNECT h" + std::to_string(i) + ".test:443 HTTP/1.1\r\n\r\n");
+      ++refused_sent;
+      ::close(fd);
+    }
+  });
+  const auto begin = std::chrono::steady_clock::now();
+  // The flood is under way before the run's client starts.
+  while (silent_opened < 1000 &&
+         std::chrono::steady_clock::now() - begin < std::chrono::seconds(10))
+    usleep(1000);
+  constexpr int kRequests = 20;
+  int answered = 0;
+  std::string last_failure;
+  std::chrono::steady_clock::duration slowest{};
+  for (int i = 0; i < kRequests; ++i) {
+    const auto sent = std::chrono::steady_clock::now();
+    std::string out = connect_and_get(*p, local(server), auth(*p));
+    slowest = std::max(slowest, std::chrono::steady_clock::now() - sent);
+    if (out.find("hello GET /tunneled") != std::string::npos) {
+      ++answered;
+    } else {
+      last_failure = out;
+    }
+  }
+  // Keep flooding until the attacker has made thousands of connections (bounded in time).
+  while (silent_opened + refused_sent < 5000 &&
+         std::chrono::steady_clock::now() - begin < std::chrono::seconds(20))
+    usleep(10'000);
+  stop = true;
+  holder.join();
+  refuser.join();
+  std::cerr << "flood: " << silent_opened << " silent connections, " << refused_sent
+            << " requests without the credential; the run's slowest request took "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(slowest).count() << " ms\n";
+  ASSERT_GE(silent_opened + refused_sent, 5000) << "the flood did not happen; nothing was shown";
+  EXPECT_EQ(answered, kRequests) << "last failed answer: " << last_failure;
+  // Memory stays bounded: 100 entries refused by a rule, 10 for the credential, counts.
+  const RefusalLog log = p->refusal_log();
+  EXPECT_LE(log.entries.size(), 110u);
+  // Every request the proxy read was counted (some were closed unread to make room).
+  EXPECT_GE(log.total, 500u);  // far more than are kept
+  EXPECT_LE(log.total, static_cast<std::uint64_t>(refused_sent.load()));
+  EXPECT_LE(log.omitted_by_host.size(), 32u);
+  for (int i = 0; i < 300 && p->active_connections() != 0; ++i) usleep(10'000);
+  EXPECT_EQ(p->active_connections(), 0u);
 }
 
 // The descriptor count once the test's own server thread has closed the connection it was

@@ -1,11 +1,12 @@
 // Table tests of the proxy's pure parts: destination patterns, special addresses, the HTTP head
-// parser, credentials and the environment handed to a proxied command.
+// parser, credentials, the environment handed to a proxied command and the bounded refusal log.
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
 #include "proxy_http.hpp"
+#include "proxy_session.hpp"
 #include "sbx/core/proxy.hpp"
 
 namespace sbx::proxy {
@@ -243,6 +244,45 @@ TEST(ProxyRequest, RefusesOtherModesAndLeavesTheRequestAlone) {
   EXPECT_NE(proxy.error().find("not \"proxy\""), std::string::npos);
   EXPECT_EQ(request.env, std::vector<std::string>{"http_proxy=http://corp.test:3128"});
   EXPECT_TRUE(request.policy.network.proxy_ports.empty());
+}
+
+Refusal refused(std::string host, std::string rule = "not in allowed_domains") {
+  return Refusal{std::move(host), 443, "http-connect", std::move(rule)};
+}
+
+TEST(ProxyRefusalLog, KeepsTheFirstEntriesPerBudgetAndCountsTheRestPerHost) {
+  Limits limits;
+  limits.max_refusal_entries = 2;
+  limits.max_credential_refusal_entries = 1;
+  limits.max_refusal_hosts = 2;
+  detail::RefusalRecorder recorder;
+  const std::string credential(detail::kBadCredential);
+  // Credential refusals first: they must not use up the budget of the rule refusals.
+  EXPECT_TRUE(recorder.record(refused("", credential), limits));
+  EXPECT_FALSE(recorder.record(refused("", credential), limits));
+  EXPECT_TRUE(recorder.record(refused("a.test"), limits));
+  EXPECT_TRUE(recorder.record(refused("b.test"), limits));
+  for (const char* host : {"c.test", "d.test", "d.test", "e.test", "c.test", "d.test"})
+    EXPECT_FALSE(recorder.record(refused(host), limits)) << host;
+  const RefusalLog log = recorder.snapshot();
+  EXPECT_EQ(log.entries,
+            (std::vector<Refusal>{refused("", credential), refused("a.test"), refused("b.test")}));
+  EXPECT_EQ(log.total, 10u);
+  // "" (the unnamed host) and c.test were omitted first; d.test and e.test come after the two
+  // counted hosts and are summed.
+  EXPECT_EQ(log.omitted_by_host, (std::vector<HostCount>{{"c.test", 2}, {"", 1}}));
+  EXPECT_EQ(log.omitted_other_hosts, 4u);
+  EXPECT_EQ(describe_omitted(log),
+            "7 more refusals not listed: c.test 2, ? 1 and 4 to other hosts");
+}
+
+TEST(ProxyRefusalLog, DescribeOmittedWording) {
+  EXPECT_EQ(describe_omitted(RefusalLog{}), std::nullopt);
+  EXPECT_EQ(describe_omitted(RefusalLog{{refused("a.test")}, 1, {}, 0}), std::nullopt);
+  EXPECT_EQ(describe_omitted(RefusalLog{{}, 1, {{"a.test", 1}}, 0}),
+            "1 more refusal not listed: a.test 1");
+  EXPECT_EQ(describe_omitted(RefusalLog{{}, 5, {}, 5}),
+            "5 more refusals not listed: 5 to other hosts");
 }
 
 }  // namespace

@@ -68,11 +68,43 @@ Result<std::optional<std::string>> special_address_reason(std::string_view addre
 // a map so that no external name is ever looked up.
 using Resolver = std::function<Result<std::vector<std::string>>(const std::string& host)>;
 
+// Every bound below holds whatever clients do; the defaults are what `sbx exec` uses.
 struct Limits {
   std::size_t max_header_bytes = 16 * 1024;  // request line + headers / SOCKS handshake
-  std::size_t max_connections = 512;         // concurrent client connections; more are closed
+  // Client connections that have presented the credential (the run's own), open at once. One
+  // more is answered 503 (HTTP) or closed (SOCKS5).
+  std::size_t max_connections = 512;
+  // Client connections that have not presented the credential yet, per listener. Any local
+  // user can open these, so they never take the authenticated connections' places: when a
+  // listener's quota is full, its oldest unauthenticated connection is closed to admit the new
+  // one (closing the new one instead would let a few silent connections lock the run out).
+  std::size_t max_pending_connections = 64;
+  std::chrono::milliseconds auth_timeout{2'000};  // from accept until the credential is checked
   std::chrono::milliseconds handshake_timeout{10'000};  // until the destination is connected
   std::chrono::milliseconds idle_timeout{300'000};      // no bytes either way while relaying
+  // Refusals kept in order (refusals(), on_refusal): the first this many refused by a rule, and
+  // separately the first max_credential_refusal_entries refused for a missing or wrong
+  // credential (which any local user can cause, so they never crowd out the run's own). The
+  // rest are only counted: per host for up to max_refusal_hosts hosts, then as one sum.
+  std::size_t max_refusal_entries = 100;
+  std::size_t max_credential_refusal_entries = 10;
+  std::size_t max_refusal_hosts = 32;
+};
+
+// The refusals not kept as entries, counted for one host ("" when the client never named one).
+struct HostCount {
+  std::string host;
+  std::uint64_t count = 0;
+  friend bool operator==(const HostCount&, const HostCount&) = default;
+};
+
+// Every refusal of a proxy so far in bounded memory: the kept entries (see Limits) and counts.
+struct RefusalLog {
+  std::vector<Refusal> entries;  // the kept refusals, in order
+  std::uint64_t total = 0;       // every refusal, kept or not
+  // The refusals not kept, per host, most frequent first (ties: first refused first).
+  std::vector<HostCount> omitted_by_host;
+  std::uint64_t omitted_other_hosts = 0;  // not kept, of hosts beyond max_refusal_hosts
 };
 
 struct Options {
@@ -82,7 +114,8 @@ struct Options {
   std::string unix_socket_path;  // also listen here if set (created; removed on stop)
   Resolver resolver;             // empty = the system resolver
   Limits limits;
-  // Called on the proxy's thread for each refusal (in addition to refusals()). Must not block.
+  // Called on the proxy's thread for each refusal kept as an entry (see Limits; the others are
+  // only counted in refusal_log()). Must not block.
   std::function<void(const Refusal&)> on_refusal;
 };
 
@@ -106,8 +139,10 @@ class Proxy {
   const std::string& token() const;
   // "http://USER:TOKEN@127.0.0.1:PORT" or "socks5h://USER:TOKEN@127.0.0.1:PORT".
   std::string url(std::string_view scheme, std::uint16_t port) const;
-  // Snapshot of every refusal so far (thread-safe).
+  // Snapshot of the refusals kept as entries so far, in order (thread-safe).
   std::vector<Refusal> refusals() const;
+  // Snapshot of the entries and the counts of every refusal so far (thread-safe).
+  RefusalLog refusal_log() const;
   // Client connections currently open (thread-safe).
   std::size_t active_connections() const;
 
@@ -174,5 +209,10 @@ std::string refusals_to_json(const std::vector<Refusal>& refusals);
 
 // One refusal as a line for people: "HOST:PORT (PROTOCOL) refused: RULE" (host "?" if none).
 std::string describe(const Refusal& refusal);
+
+// The refusals a log did not keep as entries, as one line for people: "N more refusals not
+// listed: HOST N, HOST N, ... and N to other hosts" (host "?" if none); nullopt when every
+// refusal was kept.
+std::optional<std::string> describe_omitted(const RefusalLog& log);
 
 }  // namespace sbx::proxy
