@@ -3,11 +3,11 @@
 // directly. "Wanted but none available" never silently becomes "unsandboxed": it exits 125
 // unless the caller passed --allow-unsandboxed, and never for a policy with deny entries.
 //
-// network.mode == proxy: sbx starts its filtering proxy (sbx/core/proxy.hpp) before the
-// backend's transform, points the request at it (proxy variables, proxy_ports, proxy_socket)
-// and keeps it until the command has exited. Each refusal is one stderr line as it happens and
-// an entry of "network_refusals" in the --json report. The per-run credential is never printed:
-// the --dry-run plan shows "***" in its place.
+// network.mode == proxy: Manager::plan_run starts sbx's filtering proxy (sbx/core/proxy.hpp)
+// before the backend's transform and points the request at it (proxy variables, proxy_ports,
+// proxy_socket); the run keeps it until the command has exited. Each refusal is one stderr line
+// as it happens and an entry of "network_refusals" in the --json report. The per-run credential
+// is never printed: the --dry-run plan shows "***" in its place.
 #if defined(_WIN32)
 #include <cstdio>
 #else
@@ -113,44 +113,25 @@ void print_refusal(const proxy::Refusal& refusal) {
 #endif
 }
 
-// The plan with the proxy credential replaced by "***" (for --dry-run output).
-ExecPlan redacted(ExecPlan plan, const proxy::RunProxy* run_proxy) {
-  if (run_proxy == nullptr) return plan;
-  const std::string& token = run_proxy->proxy().token();
-  for (std::string& arg : plan.argv) arg = proxy::redact(arg, token);
-  for (std::string& entry : plan.env) entry = proxy::redact(entry, token);
-  for (std::string& note : plan.notes) note = proxy::redact(note, token);
-  return plan;
-}
-
 int run_sandboxed(ExecRun& run, const Manager& manager, const std::string& backend) {
   TransformRequest request{run.argv, run.input.cwd, run.env, run.input.resolved};
-  // Lives until this function returns, i.e. until the command (and its sandbox) has exited.
-  std::unique_ptr<proxy::RunProxy> run_proxy;
-  if (request.policy.network.mode == NetworkMode::kProxy) {
-    Result<std::unique_ptr<proxy::RunProxy>> started =
-        proxy::RunProxy::start(request, print_refusal);
-    if (!started.ok())
-      return failed(run.report, started.error(),
-                    "the command was not run; retry, or choose "
-                    "another network mode");
-    run_proxy = std::move(*started);
-  }
-  Result<ExecPlan> plan = manager.transform(backend, request);
-  if (!plan.ok()) {
-    const std::string error =
-        run_proxy ? proxy::redact(plan.error(), run_proxy->proxy().token()) : plan.error();
-    return failed(run.report, error,
+  // Holds sbx's proxy (network mode proxy) until this function returns, i.e. until the command
+  // (and its sandbox) has exited.
+  Result<SandboxedRun> planned = manager.plan_run(backend, std::move(request), print_refusal);
+  if (!planned.ok()) {
+    return failed(run.report, planned.error(),
                   "the command was not run; see `sbx explain` and `sbx debug " + backend + "`");
   }
   run.report.final = backend;
   if (run.options.dry_run) {
-    std::cout << plan_to_json(backend, redacted(*plan, run_proxy.get()), JsonStyle::kPretty)
+    std::cout << plan_to_json(backend, proxy::redact_plan(planned->plan, planned->proxy.get()),
+                              JsonStyle::kPretty)
               << '\n';
     return 0;
   }
-  const int code = finish(run, run_captured(run, [&] { return manager.exec(backend, *plan); }));
-  if (run_proxy) run.refusals = run_proxy->proxy().refusals();
+  const int code =
+      finish(run, run_captured(run, [&] { return manager.exec(backend, planned->plan); }));
+  if (planned->proxy) run.refusals = planned->proxy->proxy().refusals();
   return code;
 }
 

@@ -21,6 +21,7 @@
 #include "sbx/core/permissions.hpp"
 #include "sbx/core/plugin_loader.hpp"
 #include "sbx/core/policy.hpp"
+#include "sbx/core/proxy.hpp"
 #include "sbx/core/report_json.hpp"
 #include "sbx/core/resolve.hpp"
 #include "sbx/core/runtime.hpp"
@@ -161,6 +162,9 @@ struct Planned {
   BackendChoice choice;
   std::optional<ExecPlan> plan;        // nullopt: a sandbox is wanted but none is available
   std::optional<std::string> backend;  // the backend of the plan; nullopt = unsandboxed
+  // Network mode proxy: sbx's proxy for this run (Manager::plan_run); it must outlive the
+  // command, and its credential is redacted from a plan that is only printed.
+  std::unique_ptr<proxy::RunProxy> proxy;
 };
 
 Result<Planned> plan_command(const sbx_manager& manager, const char* policy_json, const char* cwd,
@@ -174,7 +178,7 @@ Result<Planned> plan_command(const sbx_manager& manager, const char* policy_json
   const std::vector<std::string> env = environment();
   Result<std::vector<std::string>> args = argv_from(argv, input->resolved.cwd, env);
   if (!args.ok()) return Error{args.error()};
-  Planned planned{std::move(*input), *decision, {}, std::nullopt, std::nullopt};
+  Planned planned{std::move(*input), *decision, {}, std::nullopt, std::nullopt, nullptr};
   if (!decision->sandbox) {
     planned.plan =
         ExecPlan{*args, env, planned.input.resolved.cwd, {"not sandboxed: " + decision->reason}};
@@ -182,10 +186,12 @@ Result<Planned> plan_command(const sbx_manager& manager, const char* policy_json
   }
   planned.choice = manager.manager->available_backend(planned.input.resolved);
   if (!planned.choice.backend) return planned;
-  const TransformRequest request{*args, planned.input.resolved.cwd, env, planned.input.resolved};
-  Result<ExecPlan> plan = manager.manager->transform(*planned.choice.backend, request);
-  if (!plan.ok()) return Error{plan.error()};
-  planned.plan = std::move(*plan);
+  TransformRequest request{*args, planned.input.resolved.cwd, env, planned.input.resolved};
+  Result<SandboxedRun> run =
+      manager.manager->plan_run(*planned.choice.backend, std::move(request));
+  if (!run.ok()) return Error{run.error()};
+  planned.plan = std::move(run->plan);
+  planned.proxy = std::move(run->proxy);
   planned.backend = planned.choice.backend;
   return planned;
 }
@@ -204,6 +210,7 @@ bool never_unsandboxed(const Policy& policy) {
 struct ExecOutcome {
   RunReport report;
   std::optional<std::string> tail;
+  std::vector<proxy::Refusal> refusals;  // what sbx's proxy refused during the run
 };
 
 // Runs the plan, or records the refusal when there is none.
@@ -229,6 +236,7 @@ Status run_planned(const sbx_manager& manager, Planned& planned, unsigned flags,
                                   ? manager.manager->exec(*planned.backend, *planned.plan)
                                   : spawn_and_wait(*planned.plan);
   if (capture) out.tail = capture->stop();
+  if (planned.proxy) out.refusals = planned.proxy->proxy().refusals();
   if (!status.ok()) {
     out.report.error = status.error();
     return {};
@@ -253,6 +261,7 @@ std::string exec_report(const ExecOutcome& outcome) {
   } else {
     object["stderr_tail"] = nullptr;
   }
+  object["network_refusals"] = parsed(proxy::refusals_to_json(outcome.refusals));
   // render_json makes stderr bytes valid UTF-8.
   return detail::render_json(std::move(report), JsonStyle::kCompact);
 }
@@ -422,7 +431,9 @@ char* sbx_transform(sbx_manager* manager, const char* policy_json, const char* c
     Result<sbx::Planned> planned = sbx::plan_command(*manager, policy_json, cwd, argv, preference);
     if (!planned.ok()) return Error{planned.error()};
     if (!planned->plan) return Error{sbx::none_available_message(*planned)};
-    return sbx::plan_to_json(planned->backend, *planned->plan, sbx::JsonStyle::kPretty);
+    return sbx::plan_to_json(planned->backend,
+                             sbx::proxy::redact_plan(*planned->plan, planned->proxy.get()),
+                             sbx::JsonStyle::kPretty);
   });
 }
 
