@@ -45,8 +45,8 @@ std::string network_words(const NetworkPolicy& network) {
         return out.empty() ? std::string("(none)") : out;
       };
       return "only through sbx's filtering proxy (started by sbx for each run, with a "
-             "per-run credential); allowed: " + list(network.allowed_domains) +
-             "; denied: " + list(network.denied_domains);
+             "per-run credential); allowed: " +
+             list(network.allowed_domains) + "; denied: " + list(network.denied_domains);
     }
   }
   return "unknown";

@@ -187,8 +187,7 @@ Result<Planned> plan_command(const sbx_manager& manager, const char* policy_json
   planned.choice = manager.manager->available_backend(planned.input.resolved);
   if (!planned.choice.backend) return planned;
   TransformRequest request{*args, planned.input.resolved.cwd, env, planned.input.resolved};
-  Result<SandboxedRun> run =
-      manager.manager->plan_run(*planned.choice.backend, std::move(request));
+  Result<SandboxedRun> run = manager.manager->plan_run(*planned.choice.backend, std::move(request));
   if (!run.ok()) return Error{run.error()};
   planned.plan = std::move(run->plan);
   planned.proxy = std::move(run->proxy);

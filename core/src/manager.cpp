@@ -319,8 +319,9 @@ BackendChoice Manager::available_backend(const ResolvedPolicy& policy) const {
   return choice;
 }
 
-Result<SandboxedRun> Manager::plan_run(const std::string& backend, TransformRequest request,
-                                       std::function<void(const proxy::Refusal&)> on_refusal) const {
+Result<SandboxedRun> Manager::plan_run(
+    const std::string& backend, TransformRequest request,
+    std::function<void(const proxy::Refusal&)> on_refusal) const {
   SandboxedRun run;
   if (request.policy.network.mode == NetworkMode::kProxy) {
     Result<std::unique_ptr<proxy::RunProxy>> started =
@@ -344,9 +345,10 @@ Result<SandboxedRun> Manager::plan_run(const std::string& backend, TransformRequ
 Result<ExecPlan> Manager::transform(const std::string& backend,
                                     const TransformRequest& request) const {
   if (request.policy.network.mode == NetworkMode::kProxy)
-    return Error{"network mode proxy runs only through sbx's own proxy, started for the run "
-                 "(Manager::plan_run); this request carries none, so no backend is asked to "
-                 "confine the command to the port it names"};
+    return Error{
+        "network mode proxy runs only through sbx's own proxy, started for the run "
+        "(Manager::plan_run); this request carries none, so no backend is asked to "
+        "confine the command to the port it names"};
   return transform_unchecked(backend, request);
 }
 

@@ -37,8 +37,7 @@ Result<std::unique_ptr<Proxy>> start_with(TransformRequest& request, Options opt
   // The command may reach exactly one port: this proxy's. A port the policy names would reach a
   // backend as if it were sbx's proxy (under Landlock a connect rule for that port on every
   // address), with nothing of sbx's filtering what goes through it.
-  if (!network.proxy_ports.empty())
-    return Error{policy_ports_refusal(network.proxy_ports)};
+  if (!network.proxy_ports.empty()) return Error{policy_ports_refusal(network.proxy_ports)};
   options.allowed_domains = network.allowed_domains;
   options.denied_domains = network.denied_domains;
   Result<std::unique_ptr<Proxy>> proxy = Proxy::start(std::move(options));

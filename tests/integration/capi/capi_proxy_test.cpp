@@ -12,12 +12,11 @@
 #include <pthread.h>
 #include <unistd.h>
 
-#include <csignal>
-#include <memory>
-
 #include <boost/json.hpp>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 
@@ -118,12 +117,12 @@ class CApiProxy : public ::testing::TestWithParam<std::string> {
     sbx_error* error = nullptr;
     manager_ = lib_.manager_new(GetParam().c_str(), &error);
     ASSERT_NE(manager_, nullptr) << lib_.error_message(error);
-    const Call explain = take(
-        lib_.explain(manager_, policy().c_str(), dir_.c_str(), nullptr, &(error = nullptr)),
-        &error);
+    const Call explain =
+        take(lib_.explain(manager_, policy().c_str(), dir_.c_str(), nullptr, &(error = nullptr)),
+             &error);
     ASSERT_TRUE(explain.ok) << explain.error;
-    const json::value* available = json::parse(explain.text).as_object().if_contains(
-        "available_backend");
+    const json::value* available =
+        json::parse(explain.text).as_object().if_contains("available_backend");
     if (available == nullptr || !available->is_string() || available->as_string() != GetParam())
       GTEST_SKIP() << GetParam() << " cannot run network mode proxy here: " << explain.text;
   }
@@ -185,12 +184,12 @@ class CApiProxy : public ::testing::TestWithParam<std::string> {
 TEST_P(CApiProxy, AllowedHostAnswersThroughSbxProxyAndDirectConnectionsFail) {
   // 1: through the proxy (HTTP_PROXY set by sbx); 2: an unlisted server through the proxy
   // (403); 3 and 4: straight to each server, bypassing the proxy (curl exit 7 = no connection).
-  const std::string script =
-      "exec >out 2>&1; curl -sS -m 20 " + url(*allowed_, "/via-proxy") +
-      "; echo; curl -sS -m 20 -o /dev/null -w 'unlisted=%{http_code}\\n' " +
-      url(*unlisted_, "/u") + "; curl -sS -m 10 --noproxy '*' " + url(*allowed_, "/direct") +
-      "; echo \"direct=$?\"; curl -sS -m 10 --noproxy '*' " + url(*unlisted_, "/direct") +
-      "; echo \"direct_unlisted=$?\"";
+  const std::string script = "exec >out 2>&1; curl -sS -m 20 " + url(*allowed_, "/via-proxy") +
+                             "; echo; curl -sS -m 20 -o /dev/null -w 'unlisted=%{http_code}\\n' " +
+                             url(*unlisted_, "/u") + "; curl -sS -m 10 --noproxy '*' " +
+                             url(*allowed_, "/direct") +
+                             "; echo \"direct=$?\"; curl -sS -m 10 --noproxy '*' " +
+                             url(*unlisted_, "/direct") + "; echo \"direct_unlisted=$?\"";
   const Call call = exec(policy(), script);
   ASSERT_TRUE(call.ok) << call.error;
   const json::object report = json::parse(call.text).as_object();
@@ -214,9 +213,9 @@ TEST_P(CApiProxy, PolicyProxyPortsNeverReachABackend) {
   const std::unique_ptr<CountingServer> server = quiet_server();
   CountingServer& service = *server;
   const std::string marker = dir_ + "/ran";
-  const Call call = exec(policy(R"("proxy_ports": [)" + std::to_string(service.port()) + "], "),
-                         "touch " + marker + "; curl -sS -m 10 --noproxy '*' " +
-                             url(service, "/direct"));
+  const Call call =
+      exec(policy(R"("proxy_ports": [)" + std::to_string(service.port()) + "], "),
+           "touch " + marker + "; curl -sS -m 10 --noproxy '*' " + url(service, "/direct"));
   EXPECT_FALSE(call.ok) << "the run was not refused: " << call.text;
   EXPECT_NE(call.error.find("remove proxy_ports"), std::string::npos) << call.error;
   EXPECT_FALSE(fs::exists(marker)) << "the command ran";

@@ -297,19 +297,20 @@ TEST_P(ProxyExec, APolicyThatNamesProxyPortsNeverRuns) {
         "entries": [{"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"}]},
       "network": {"mode": "proxy", "proxy_ports": [)"
                            << service.port() << R"(],
-        "allowed_domains": ["127.0.0.1:)" << allowed_.port() << R"("]}})";
+        "allowed_domains": ["127.0.0.1:)"
+                           << allowed_.port() << R"("]}})";
   const std::string marker = dir_ + "/ran";
   const RunResult r =
       run({sbx(), "--backends", GetParam(), "exec", "--policy", own_ports, "--cwd", dir_, "--",
-           "/bin/sh", "-c", "touch " + marker + "; curl -sS -m 10 --noproxy '*' " +
-                                url(service, "/direct")});
+           "/bin/sh", "-c",
+           "touch " + marker + "; curl -sS -m 10 --noproxy '*' " + url(service, "/direct")});
   EXPECT_EQ(r.code, 125) << describe(r);
   EXPECT_NE(r.err.find("remove proxy_ports from the policy"), std::string::npos) << describe(r);
   EXPECT_FALSE(fs::exists(marker)) << "the command ran\n" << describe(r);
   EXPECT_EQ(service.accepts(), 0) << "the command reached the policy's proxy_ports directly";
 
-  const RunResult debug = run({sbx(), "debug", GetParam(), "--policy", own_ports, "--cwd", dir_,
-                               "--", "/bin/true"});
+  const RunResult debug =
+      run({sbx(), "debug", GetParam(), "--policy", own_ports, "--cwd", dir_, "--", "/bin/true"});
   EXPECT_EQ(debug.code, 125) << describe(debug);
   EXPECT_NE(debug.err.find("remove proxy_ports from the policy"), std::string::npos)
       << describe(debug);

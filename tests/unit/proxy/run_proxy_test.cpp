@@ -99,8 +99,7 @@ TEST(RunProxy, PolicyThatNamesProxyPortsIsRefusedAndTheRequestUnchanged) {
   const TransformRequest before = request;
   Result<std::unique_ptr<RunProxy>> run = RunProxy::start(request);
   ASSERT_FALSE(run.ok());
-  EXPECT_NE(run.error().find("network.proxy_ports [18080] is set by the policy"),
-            std::string::npos)
+  EXPECT_NE(run.error().find("network.proxy_ports [18080] is set by the policy"), std::string::npos)
       << run.error();
   EXPECT_NE(run.error().find("remove proxy_ports from the policy"), std::string::npos)
       << run.error();

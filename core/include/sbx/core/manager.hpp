@@ -72,9 +72,8 @@ class Manager {
   // proxy_ports itself) and points the request at it. The one way to plan a sandboxed command
   // (`sbx exec`, the C API). `on_refusal` is called on the proxy's thread for each refused
   // connection. Errors never contain the proxy's credential.
-  Result<SandboxedRun> plan_run(
-      const std::string& backend, TransformRequest request,
-      std::function<void(const proxy::Refusal&)> on_refusal = {}) const;
+  Result<SandboxedRun> plan_run(const std::string& backend, TransformRequest request,
+                                std::function<void(const proxy::Refusal&)> on_refusal = {}) const;
 
   // The backend's plan for a request as it is. Refuses network mode proxy: a proxy-mode request
   // built outside plan_run carries no proxy of sbx's running for it, and the backend would
