@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "sbx/core/proxy.hpp"
 #include "sbx/core/report_json.hpp"
 #include "sbx/core/spawn.hpp"
 
@@ -63,9 +64,24 @@ int run_debug(const DebugOptions& options, const GlobalOptions& globals) {
   Result<std::string> argv0 = plan_argv0(options.command[0], input->cwd, request.env);
   if (!argv0.ok()) return fail(argv0.error());
   request.argv[0] = *argv0;
+  // Network mode proxy: the plan is made for sbx's own proxy, started here as `sbx exec
+  // --dry-run` does (it refuses a policy that names proxy_ports itself), never for a port the
+  // policy names. It stops when debug returns; the printed plan shows "***" for the credential.
+  std::unique_ptr<proxy::RunProxy> run_proxy;
+  if (request.policy.network.mode == NetworkMode::kProxy) {
+    Result<std::unique_ptr<proxy::RunProxy>> started = proxy::RunProxy::start(request);
+    if (!started.ok()) return fail(started.error());
+    run_proxy = std::move(*started);
+  }
   Result<ExecPlan> plan = guarded_transform(*plugin, request);
-  if (!plan.ok()) return fail(plan.error(), "see `sbx explain` for what the policy needs");
-  std::cout << plan_to_json(options.backend, *plan, JsonStyle::kPretty) << '\n';
+  if (!plan.ok()) {
+    const std::string error =
+        run_proxy ? proxy::redact(plan.error(), run_proxy->proxy().token()) : plan.error();
+    return fail(error, "see `sbx explain` for what the policy needs");
+  }
+  std::cout << plan_to_json(options.backend, proxy::redact_plan(*plan, run_proxy.get()),
+                            JsonStyle::kPretty)
+            << '\n';
   return 0;
 }
 

@@ -3,13 +3,13 @@
 // directly. "Wanted but none available" never silently becomes "unsandboxed": it exits 125
 // unless the caller passed --allow-unsandboxed, and never for a policy with deny entries.
 //
-// network.mode == proxy: sbx starts its filtering proxy (sbx/core/proxy.hpp) before the
-// backend's transform, points the request at it (proxy variables, proxy_ports, proxy_socket)
-// and keeps it until the command has exited. Each refusal the proxy keeps (the first ones; see
-// proxy::Limits) is one stderr line as it happens and an entry of "network_refusals" in the
-// --json report; the rest are counted per host in one stderr line after the command and in
-// "network_refusals_total". The per-run credential is never printed: the --dry-run plan shows
-// "***" in its place.
+// network.mode == proxy: Manager::plan_run starts sbx's filtering proxy (sbx/core/proxy.hpp)
+// before the backend's transform and points the request at it (proxy variables, proxy_ports,
+// proxy_socket); the run keeps it until the command has exited. Each refusal the proxy keeps
+// (the first ones; see proxy::Limits) is one stderr line as it happens and an entry of
+// "network_refusals" in the --json report; the rest are counted per host in one stderr line
+// after the command and in "network_refusals_total". The per-run credential is never printed:
+// the --dry-run plan shows "***" in its place.
 #if defined(_WIN32)
 #include <cstdio>
 #else
@@ -120,16 +120,6 @@ void print_proxy_line(const std::string& text) {
 // One refusal, as it happens (called on the proxy's thread for the refusals it keeps).
 void print_refusal(const proxy::Refusal& refusal) { print_proxy_line(proxy::describe(refusal)); }
 
-// The plan with the proxy credential replaced by "***" (for --dry-run output).
-ExecPlan redacted(ExecPlan plan, const proxy::RunProxy* run_proxy) {
-  if (run_proxy == nullptr) return plan;
-  const std::string& token = run_proxy->proxy().token();
-  for (std::string& arg : plan.argv) arg = proxy::redact(arg, token);
-  for (std::string& entry : plan.env) entry = proxy::redact(entry, token);
-  for (std::string& note : plan.notes) note = proxy::redact(note, token);
-  return plan;
-}
-
 // Protected names the command created below the top of its writable roots, where no backend
 // keeps them (created_names.hpp): listed in the --json report, one warning line each otherwise.
 void report_created_names(ExecRun& run, const CreatedNamesWatch& watch, std::int64_t started) {
@@ -146,36 +136,27 @@ void report_created_names(ExecRun& run, const CreatedNamesWatch& watch, std::int
 
 int run_sandboxed(ExecRun& run, const Manager& manager, const std::string& backend) {
   TransformRequest request{run.argv, run.input.cwd, run.env, run.input.resolved};
-  // Lives until this function returns, i.e. until the command (and its sandbox) has exited.
-  std::unique_ptr<proxy::RunProxy> run_proxy;
-  if (request.policy.network.mode == NetworkMode::kProxy) {
-    Result<std::unique_ptr<proxy::RunProxy>> started =
-        proxy::RunProxy::start(request, print_refusal);
-    if (!started.ok())
-      return failed(run.report, started.error(),
-                    "the command was not run; retry, or choose "
-                    "another network mode");
-    run_proxy = std::move(*started);
-  }
-  Result<ExecPlan> plan = manager.transform(backend, request);
-  if (!plan.ok()) {
-    const std::string error =
-        run_proxy ? proxy::redact(plan.error(), run_proxy->proxy().token()) : plan.error();
-    return failed(run.report, error,
+  // Holds sbx's proxy (network mode proxy) until this function returns, i.e. until the command
+  // (and its sandbox) has exited.
+  Result<SandboxedRun> planned = manager.plan_run(backend, std::move(request), print_refusal);
+  if (!planned.ok()) {
+    return failed(run.report, planned.error(),
                   "the command was not run; see `sbx explain` and `sbx debug " + backend + "`");
   }
   run.report.final = backend;
   if (run.options.dry_run) {
-    std::cout << plan_to_json(backend, redacted(*plan, run_proxy.get()), JsonStyle::kPretty)
+    std::cout << plan_to_json(backend, proxy::redact_plan(planned->plan, planned->proxy.get()),
+                              JsonStyle::kPretty)
               << '\n';
     return 0;
   }
-  const CreatedNamesWatch watch = created_names_watch(run.input.policy, request.policy);
+  const CreatedNamesWatch watch = created_names_watch(run.input.policy, run.input.resolved);
   const std::int64_t started = created_names_clock();
-  const int code = finish(run, run_captured(run, [&] { return manager.exec(backend, *plan); }));
+  const int code =
+      finish(run, run_captured(run, [&] { return manager.exec(backend, planned->plan); }));
   report_created_names(run, watch, started);
-  if (run_proxy) {
-    run.refusals = run_proxy->proxy().refusal_log();
+  if (planned->proxy) {
+    run.refusals = planned->proxy->proxy().refusal_log();
     // The refusals not printed as they happened, counted per host in one line.
     if (std::optional<std::string> rest = proxy::describe_omitted(run.refusals))
       print_proxy_line(*rest);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "sbx/core/context.hpp"
 #include "sbx/core/report_json.hpp"
 #include "sbx/core/runtime.hpp"
 #include "text_table.hpp"
@@ -50,10 +51,9 @@ std::string network_words(const NetworkPolicy& network) {
         for (const std::string& item : items) out += (out.empty() ? "" : ", ") + printable(item);
         return out.empty() ? std::string("(none)") : out;
       };
-      return "only through sbx's filtering proxy (started by `sbx exec` for the run, with a "
-             "per-run credential); allowed: " + list(network.allowed_domains) +
-             "; denied: " + list(network.denied_domains) +
-             " (landlock: connect is limited to the proxy's port, on any address)";
+      return "only through sbx's filtering proxy (started by sbx for each run, with a "
+             "per-run credential); allowed: " +
+             list(network.allowed_domains) + "; denied: " + list(network.denied_domains);
     }
   }
   return "unknown";
@@ -124,6 +124,8 @@ void print_text(const ExplainReport& report) {
   std::cout << "policy (cwd " << printable(report.policy.cwd) << "):\n";
   print_filesystem(report.policy);
   std::cout << "  network: " << network_words(report.policy.network) << '\n';
+  for (const std::string& limit : network_limits(report.policy.network))
+    std::cout << "  network limit: " << limit << '\n';
 }
 
 int run_explain(const ExplainOptions& options, const GlobalOptions& globals) {

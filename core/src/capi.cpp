@@ -22,6 +22,7 @@
 #include "sbx/core/permissions.hpp"
 #include "sbx/core/plugin_loader.hpp"
 #include "sbx/core/policy.hpp"
+#include "sbx/core/proxy.hpp"
 #include "sbx/core/report_json.hpp"
 #include "sbx/core/resolve.hpp"
 #include "sbx/core/runtime.hpp"
@@ -162,6 +163,9 @@ struct Planned {
   BackendChoice choice;
   std::optional<ExecPlan> plan;        // nullopt: a sandbox is wanted but none is available
   std::optional<std::string> backend;  // the backend of the plan; nullopt = unsandboxed
+  // Network mode proxy: sbx's proxy for this run (Manager::plan_run); it must outlive the
+  // command, and its credential is redacted from a plan that is only printed.
+  std::unique_ptr<proxy::RunProxy> proxy;
 };
 
 Result<Planned> plan_command(const sbx_manager& manager, const char* policy_json, const char* cwd,
@@ -175,7 +179,7 @@ Result<Planned> plan_command(const sbx_manager& manager, const char* policy_json
   const std::vector<std::string> env = environment();
   Result<std::vector<std::string>> args = argv_from(argv, input->resolved.cwd, env);
   if (!args.ok()) return Error{args.error()};
-  Planned planned{std::move(*input), *decision, {}, std::nullopt, std::nullopt};
+  Planned planned{std::move(*input), *decision, {}, std::nullopt, std::nullopt, nullptr};
   if (!decision->sandbox) {
     planned.plan =
         ExecPlan{*args, env, planned.input.resolved.cwd, {"not sandboxed: " + decision->reason}};
@@ -183,10 +187,11 @@ Result<Planned> plan_command(const sbx_manager& manager, const char* policy_json
   }
   planned.choice = manager.manager->available_backend(planned.input.resolved);
   if (!planned.choice.backend) return planned;
-  const TransformRequest request{*args, planned.input.resolved.cwd, env, planned.input.resolved};
-  Result<ExecPlan> plan = manager.manager->transform(*planned.choice.backend, request);
-  if (!plan.ok()) return Error{plan.error()};
-  planned.plan = std::move(*plan);
+  TransformRequest request{*args, planned.input.resolved.cwd, env, planned.input.resolved};
+  Result<SandboxedRun> run = manager.manager->plan_run(*planned.choice.backend, std::move(request));
+  if (!run.ok()) return Error{run.error()};
+  planned.plan = std::move(run->plan);
+  planned.proxy = std::move(run->proxy);
   planned.backend = planned.choice.backend;
   return planned;
 }
@@ -205,6 +210,7 @@ bool never_unsandboxed(const Policy& policy) {
 struct ExecOutcome {
   RunReport report;
   std::optional<std::string> tail;
+  proxy::RefusalLog refusals;  // what sbx's proxy refused during the run (bounded)
 };
 
 // Runs the plan, or records the refusal when there is none.
@@ -238,6 +244,7 @@ Status run_planned(const sbx_manager& manager, Planned& planned, unsigned flags,
   CreatedNames created = find_created_names(watch, started);
   out.report.protected_names_created = std::move(created.paths);
   out.report.protected_names_truncated = created.truncated;
+  if (planned.proxy) out.refusals = planned.proxy->proxy().refusal_log();
   if (!status.ok()) {
     out.report.error = status.error();
     return {};
@@ -262,6 +269,8 @@ std::string exec_report(const ExecOutcome& outcome) {
   } else {
     object["stderr_tail"] = nullptr;
   }
+  object["network_refusals"] = parsed(proxy::refusals_to_json(outcome.refusals.entries));
+  object["network_refusals_total"] = outcome.refusals.total;
   // render_json makes stderr bytes valid UTF-8.
   return detail::render_json(std::move(report), JsonStyle::kCompact);
 }
@@ -431,7 +440,9 @@ char* sbx_transform(sbx_manager* manager, const char* policy_json, const char* c
     Result<sbx::Planned> planned = sbx::plan_command(*manager, policy_json, cwd, argv, preference);
     if (!planned.ok()) return Error{planned.error()};
     if (!planned->plan) return Error{sbx::none_available_message(*planned)};
-    return sbx::plan_to_json(planned->backend, *planned->plan, sbx::JsonStyle::kPretty);
+    return sbx::plan_to_json(planned->backend,
+                             sbx::proxy::redact_plan(*planned->plan, planned->proxy.get()),
+                             sbx::JsonStyle::kPretty);
   });
 }
 

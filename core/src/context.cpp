@@ -10,6 +10,7 @@
 
 #include "json_render.hpp"
 #include "sbx/core/policy.hpp"
+#include "sbx/core/proxy.hpp"
 #include "text_escape.hpp"
 
 namespace sbx {
@@ -117,6 +118,8 @@ void append_network(const NetworkPolicy& network, std::string& out) {
       out += "Network: only through the sandbox's proxy.\n";
       append_list("- Allowed domains:", network.allowed_domains, "", out);
       append_list("- Denied domains:", network.denied_domains, "", out);
+      // Fixed sentences with numbers only: nothing from the policy to escape.
+      for (const std::string& limit : network_limits(network)) out += "- " + limit + "\n";
       break;
   }
   append_list("- Local sockets that may be used:", network.unix_sockets, "", out);
@@ -136,6 +139,22 @@ std::string_view reads_word(const SandboxContext& context) {
 }
 
 }  // namespace
+
+std::vector<std::string> network_limits(const NetworkPolicy& network) {
+  std::vector<std::string> out;
+  if (network.mode != NetworkMode::kProxy) return out;
+  // Landlock's TCP rules name a port, never an address (the kernel has no per-address rule).
+  out.push_back(
+      "Under Landlock, a TCP port rule allows that port on EVERY address (Landlock port rules "
+      "are address-blind): commands may connect to the port of sbx's proxy on any address or "
+      "host, not just to the proxy, so a service listening on that port elsewhere is reachable "
+      "directly. The port is the proxy's own, chosen afresh for each run; bwrap (an empty "
+      "network namespace) has no such gap.");
+  if (!network.proxy_ports.empty())
+    out.push_back("Runs of this policy are refused: " +
+                  proxy::policy_ports_refusal(network.proxy_ports) + ".");
+  return out;
+}
 
 SandboxContext describe_sandbox(const ResolvedPolicy& policy) {
   SandboxContext out;
@@ -187,6 +206,7 @@ std::string context_to_json(const SandboxContext& context, JsonStyle style) {
   network["denied_domains"] = string_array(context.network.denied_domains);
   network["unix_sockets"] = string_array(context.network.unix_sockets);
   network["allow_local_binding"] = context.network.allow_local_binding;
+  network["limits"] = string_array(network_limits(context.network));
   json::object out;
   out["mode"] = context.mode;
   out["cwd"] = context.cwd;

@@ -356,8 +356,41 @@ BackendChoice Manager::available_backend(const ResolvedPolicy& policy) const {
   return choice;
 }
 
+Result<SandboxedRun> Manager::plan_run(
+    const std::string& backend, TransformRequest request,
+    std::function<void(const proxy::Refusal&)> on_refusal) const {
+  SandboxedRun run;
+  if (request.policy.network.mode == NetworkMode::kProxy) {
+    Result<std::unique_ptr<proxy::RunProxy>> started =
+        proxy::RunProxy::start(request, std::move(on_refusal));
+    if (!started.ok()) return Error{started.error()};
+    run.proxy = std::move(*started);
+    // Belt and braces: the backend must see this run's proxy and nothing else.
+    if (!run.proxy->serves(request))
+      return Error{"internal error: the request does not point at the proxy started for it"};
+  }
+  Result<ExecPlan> plan = transform_unchecked(backend, request);
+  if (!plan.ok()) {
+    // A backend's message may quote the environment, which holds the credential.
+    return Error{run.proxy ? proxy::redact(plan.error(), run.proxy->proxy().token())
+                           : plan.error()};
+  }
+  run.plan = std::move(*plan);
+  return run;
+}
+
 Result<ExecPlan> Manager::transform(const std::string& backend,
                                     const TransformRequest& request) const {
+  if (request.policy.network.mode == NetworkMode::kProxy)
+    return Error{
+        "network mode proxy runs only through sbx's own proxy, started for the run "
+        "(Manager::plan_run); this request carries none, so no backend is asked to "
+        "confine the command to the port it names"};
+  return transform_unchecked(backend, request);
+}
+
+Result<ExecPlan> Manager::transform_unchecked(const std::string& backend,
+                                              const TransformRequest& request) const {
   const LoadedPlugin* plugin = registry_.find(backend);
   if (plugin == nullptr) return Error{"unknown backend '" + backend + "' (see `sbx backends`)"};
   try {

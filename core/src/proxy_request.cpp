@@ -35,6 +35,10 @@ Result<std::unique_ptr<Proxy>> start_with(TransformRequest& request, Options opt
   const NetworkPolicy& network = request.policy.network;
   if (network.mode != NetworkMode::kProxy)
     return Error{"proxy: the policy's network mode is not \"proxy\""};
+  // The command may reach exactly one port: this proxy's. A port the policy names would reach a
+  // backend as if it were sbx's proxy (under Landlock a connect rule for that port on every
+  // address), with nothing of sbx's filtering what goes through it.
+  if (!network.proxy_ports.empty()) return Error{policy_ports_refusal(network.proxy_ports)};
   options.allowed_domains = network.allowed_domains;
   options.denied_domains = network.denied_domains;
   Result<std::unique_ptr<Proxy>> proxy = Proxy::start(std::move(options));
@@ -79,6 +83,16 @@ std::string private_runtime_parent() {
 #endif
 }
 
+std::string policy_ports_refusal(const std::vector<std::uint16_t>& ports) {
+  std::string list;
+  for (std::uint16_t port : ports) list += (list.empty() ? "" : ", ") + std::to_string(port);
+  return "network.proxy_ports [" + list +
+         "] is set by the policy, but in network mode proxy a command reaches only sbx's own "
+         "filtering proxy, started for each run on a port of its own, never a port a policy "
+         "names (nothing of sbx's would filter it, and under Landlock the port would be open on "
+         "every address): remove proxy_ports from the policy";
+}
+
 Result<std::unique_ptr<Proxy>> start_for_request(TransformRequest& request,
                                                  std::function<void(const Refusal&)> on_refusal) {
   Options options;
@@ -116,6 +130,13 @@ Result<std::unique_ptr<RunProxy>> RunProxy::start(TransformRequest& request,
   return std::unique_ptr<RunProxy>(new RunProxy(std::move(*proxy), std::move(directory)));
 }
 
+bool RunProxy::serves(const TransformRequest& request) const {
+  const NetworkPolicy& network = request.policy.network;
+  return network.mode == NetworkMode::kProxy && network.proxy_ports.size() == 1 &&
+         network.proxy_ports.front() == proxy_->port() &&
+         request.proxy_socket == proxy_->unix_socket_path();
+}
+
 RunProxy::~RunProxy() {
   proxy_->stop();  // removes the socket
 #if !defined(_WIN32)
@@ -128,6 +149,15 @@ std::string redact(std::string text, std::string_view secret) {
   for (std::size_t at = text.find(secret); at != std::string::npos; at = text.find(secret, at + 3))
     text.replace(at, secret.size(), "***");
   return text;
+}
+
+ExecPlan redact_plan(ExecPlan plan, const RunProxy* run_proxy) {
+  if (run_proxy == nullptr) return plan;
+  const std::string& token = run_proxy->proxy().token();
+  for (std::string& arg : plan.argv) arg = redact(arg, token);
+  for (std::string& entry : plan.env) entry = redact(entry, token);
+  for (std::string& note : plan.notes) note = redact(note, token);
+  return plan;
 }
 
 std::string describe(const Refusal& refusal) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "json_render.hpp"
+#include "sbx/core/context.hpp"
 #include "sbx/core/policy.hpp"
 
 namespace sbx {
@@ -165,6 +166,7 @@ std::string explain_to_json(const ExplainReport& report, JsonStyle style) {
   }
   out["passed_over"] = std::move(passed);
   out["policy"] = resolved_json(report.policy);
+  out["network_limits"] = string_array(network_limits(report.policy.network));
   return detail::render_json(out, style);
 }
 

@@ -64,7 +64,9 @@ SBX_API char* sbx_explain(sbx_manager* manager, const char* policy_json, const c
 
 /* The plan that would run `argv` (NULL-terminated; argv[0] is looked up in PATH like a shell):
  * {"backend","argv","env","cwd","notes"}, backend null when it would run unsandboxed. Error
- * when a sandbox is wanted but none is available. */
+ * when a sandbox is wanted but none is available. In network mode proxy the plan is made for
+ * sbx's own proxy, started for the call and stopped before it returns (the credential shows as
+ * "***"), as `sbx exec --dry-run` does. */
 SBX_API char* sbx_transform(sbx_manager* manager, const char* policy_json, const char* cwd,
                             const char* const* argv, const char* preference, sbx_error** error);
 
@@ -79,9 +81,14 @@ enum {
 
 /* Runs `argv` under the policy, with this process's environment, stdin and stdout, and waits.
  * Returns the report of `sbx exec --json` plus "denial" (sbx_classify_failure's object, null
- * when the command did not run) and "stderr_tail" (string with SBX_EXEC_CAPTURE_STDERR, else
- * null). A refusal (a sandbox is wanted but none is available) is a report with "error" set and
- * "exit" null, not a C error; NULL is returned only for bad arguments or internal failures. */
+ * when the command did not run), "stderr_tail" (string with SBX_EXEC_CAPTURE_STDERR, else
+ * null) and "network_refusals" (what sbx's proxy refused, as in `sbx exec --json`; [] without
+ * one). In network mode proxy sbx starts its own filtering proxy for the run, exactly as
+ * `sbx exec` does, and stops it when the command has exited; a policy that names
+ * network.proxy_ports itself is refused (a C error; the command does not run). A refusal (a
+ * sandbox is wanted but none is available) is a report with "error" set and "exit" null, not a
+ * C error; NULL is returned only for bad arguments, a plan the backend refuses, or internal
+ * failures. */
 SBX_API char* sbx_exec(sbx_manager* manager, const char* policy_json, const char* cwd,
                        const char* const* argv, const char* preference, unsigned flags,
                        sbx_error** error);

@@ -407,6 +407,48 @@ TEST_P(ProxyExec, TraceLogsNeverShowTheCredential) {
       << describe(traced);
 }
 
+// A policy that names proxy_ports itself: its port must never reach the backend as if it were
+// sbx's proxy (under Landlock a connect rule for it, on every address). `exec` and `debug`
+// refuse it; the loopback server on that port sees nothing.
+TEST_P(ProxyExec, APolicyThatNamesProxyPortsNeverRuns) {
+  CountingServer service;
+  const std::string own_ports = dir_ + "/own-ports.json";
+  std::ofstream(own_ports) << R"({"version": 1,
+      "filesystem": {"kind": "restricted", "protected_names": [],
+        "entries": [{"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"}]},
+      "network": {"mode": "proxy", "proxy_ports": [)"
+                           << service.port() << R"(],
+        "allowed_domains": ["127.0.0.1:)"
+                           << allowed_.port() << R"("]}})";
+  const std::string marker = dir_ + "/ran";
+  const RunResult r =
+      run({sbx(), "--backends", GetParam(), "exec", "--policy", own_ports, "--cwd", dir_, "--",
+           "/bin/sh", "-c",
+           "touch " + marker + "; curl -sS -m 10 --noproxy '*' " + url(service, "/direct")});
+  EXPECT_EQ(r.code, 125) << describe(r);
+  EXPECT_NE(r.err.find("remove proxy_ports from the policy"), std::string::npos) << describe(r);
+  EXPECT_FALSE(fs::exists(marker)) << "the command ran\n" << describe(r);
+  EXPECT_EQ(service.accepts(), 0) << "the command reached the policy's proxy_ports directly";
+
+  const RunResult debug =
+      run({sbx(), "debug", GetParam(), "--policy", own_ports, "--cwd", dir_, "--", "/bin/true"});
+  EXPECT_EQ(debug.code, 125) << describe(debug);
+  EXPECT_NE(debug.err.find("remove proxy_ports from the policy"), std::string::npos)
+      << describe(debug);
+  EXPECT_EQ(debug.out.find(std::to_string(service.port())), std::string::npos)
+      << "debug printed a plan for the policy's port\n"
+      << describe(debug);
+}
+
+// `sbx debug` plans for sbx's own proxy, like `exec --dry-run`, and never prints its credential.
+TEST_P(ProxyExec, DebugPlansForSbxOwnProxyWithoutTheCredential) {
+  const RunResult r =
+      run({sbx(), "debug", GetParam(), "--policy", policy_, "--cwd", dir_, "--", "/bin/true"});
+  ASSERT_EQ(r.code, 0) << describe(r);
+  EXPECT_NE(r.out.find("HTTP_PROXY=http://sbx:***@127.0.0.1:"), std::string::npos) << r.out;
+  EXPECT_FALSE(std::regex_search(r.out, std::regex("sbx:[0-9a-f]{32}"))) << r.out;
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, ProxyExec, ::testing::Values("bwrap", "landlock"),
                          [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
 

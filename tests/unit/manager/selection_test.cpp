@@ -55,6 +55,8 @@ class FakeBackend final : public Backend {
   }
 
   Result<ExecPlan> transform(const TransformRequest& request) const override {
+    ++transform_calls;
+    last_request = request;
     if (config_.transform_throws) throw std::logic_error("transform exploded");
     if (config_.transform_fails) return Error{"cannot enforce deny glob '**/*.pem'"};
     ExecPlan plan;
@@ -72,6 +74,8 @@ class FakeBackend final : public Backend {
   }
 
   int probe_calls = 0;
+  mutable int transform_calls = 0;
+  mutable TransformRequest last_request;
 
  private:
   FakeConfig config_;
@@ -258,6 +262,66 @@ TEST(DispatchTest, TransformFailuresBecomeErrors) {
   Result<ExecPlan> unknown = manager.transform("nosuch", request);
   ASSERT_FALSE(unknown.ok());
   EXPECT_THAT(unknown.error(), HasSubstr("unknown backend 'nosuch'"));
+}
+
+ResolvedPolicy proxy_policy() {
+  ResolvedPolicy policy = workspace_policy();
+  policy.network.mode = NetworkMode::kProxy;
+  policy.network.allowed_domains = {"example.com"};
+  return policy;
+}
+
+// A proxy-mode request that did not come through plan_run carries no running proxy of sbx's:
+// no backend may be asked to confine the command to the port it names.
+TEST(DispatchTest, TransformRefusesProxyModeWithoutSbxOwnProxy) {
+  Fakes fakes = make_registry({{"a", {}}});
+  Manager manager(fakes.registry, {});
+  ResolvedPolicy policy = proxy_policy();
+  policy.network.proxy_ports = {18080};
+  TransformRequest request{{"/bin/true"}, "/w", {}, policy};
+  request.proxy_socket = "/tmp/somewhere/proxy.sock";
+  Result<ExecPlan> plan = manager.transform("a", request);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_THAT(plan.error(), HasSubstr("only through sbx's own proxy"));
+  EXPECT_EQ(fakes.backends[0]->transform_calls, 0);
+}
+
+TEST(DispatchTest, PlanRunStartsSbxProxyAndTheBackendSeesOnlyIt) {
+  Fakes fakes = make_registry({{"a", {}}});
+  Manager manager(fakes.registry, {});
+  TransformRequest request{{"/bin/true"}, "/w", {"HTTP_PROXY=http://elsewhere:1"}, proxy_policy()};
+  Result<SandboxedRun> run = manager.plan_run("a", request);
+  ASSERT_TRUE(run.ok()) << run.error();
+  ASSERT_NE(run->proxy, nullptr);
+  const TransformRequest& seen = fakes.backends[0]->last_request;
+  EXPECT_TRUE(run->proxy->serves(seen));
+  EXPECT_EQ(seen.policy.network.proxy_ports,
+            std::vector<std::uint16_t>{run->proxy->proxy().port()});
+  EXPECT_EQ(seen.proxy_socket, run->proxy->proxy().unix_socket_path());
+  EXPECT_THAT(run->plan.env, ::testing::Not(::testing::Contains("HTTP_PROXY=http://elsewhere:1")));
+  const ExecPlan shown = proxy::redact_plan(run->plan, run->proxy.get());
+  for (const std::string& entry : shown.env)
+    EXPECT_EQ(entry.find(run->proxy->proxy().token()), std::string::npos) << entry;
+}
+
+TEST(DispatchTest, PlanRunRefusesAPolicyThatNamesProxyPorts) {
+  Fakes fakes = make_registry({{"a", {}}});
+  Manager manager(fakes.registry, {});
+  ResolvedPolicy policy = proxy_policy();
+  policy.network.proxy_ports = {18080};
+  Result<SandboxedRun> run = manager.plan_run("a", {{"/bin/true"}, "/w", {}, policy});
+  ASSERT_FALSE(run.ok());
+  EXPECT_THAT(run.error(), HasSubstr("remove proxy_ports from the policy"));
+  EXPECT_EQ(fakes.backends[0]->transform_calls, 0);
+}
+
+TEST(DispatchTest, PlanRunWithoutProxyModeStartsNoProxy) {
+  Fakes fakes = make_registry({{"a", {}}});
+  Manager manager(fakes.registry, {});
+  Result<SandboxedRun> run = manager.plan_run("a", {{"/bin/true"}, "/w", {}, workspace_policy()});
+  ASSERT_TRUE(run.ok()) << run.error();
+  EXPECT_EQ(run->proxy, nullptr);
+  EXPECT_TRUE(fakes.backends[0]->last_request.proxy_socket.empty());
 }
 
 TEST(DispatchTest, ExecIsGuarded) {

@@ -105,6 +105,39 @@ TEST(RunProxy, MissingParentIsAPreciseError) {
       << run.error();
 }
 
+// A port the policy names is never handed on as if it were sbx's proxy: nothing would filter
+// it, and under Landlock the connect rule for it would hold on every address.
+TEST(RunProxy, PolicyThatNamesProxyPortsIsRefusedAndTheRequestUnchanged) {
+  TransformRequest request = proxy_request();
+  request.policy.network.proxy_ports = {18080};
+  const TransformRequest before = request;
+  Result<std::unique_ptr<RunProxy>> run = RunProxy::start(request);
+  ASSERT_FALSE(run.ok());
+  EXPECT_NE(run.error().find("network.proxy_ports [18080] is set by the policy"), std::string::npos)
+      << run.error();
+  EXPECT_NE(run.error().find("remove proxy_ports from the policy"), std::string::npos)
+      << run.error();
+  EXPECT_EQ(request.policy.network.proxy_ports, before.policy.network.proxy_ports);
+  EXPECT_EQ(request.env, before.env);
+  EXPECT_TRUE(request.proxy_socket.empty());
+}
+
+TEST(RunProxy, ServesOnlyARequestPointingAtItself) {
+  TransformRequest request = proxy_request();
+  Result<std::unique_ptr<RunProxy>> run = RunProxy::start(request);
+  ASSERT_TRUE(run.ok()) << run.error();
+  EXPECT_TRUE((*run)->serves(request));
+  TransformRequest other_port = request;
+  other_port.policy.network.proxy_ports = {18080};
+  EXPECT_FALSE((*run)->serves(other_port));
+  TransformRequest two_ports = request;
+  two_ports.policy.network.proxy_ports.push_back(18080);
+  EXPECT_FALSE((*run)->serves(two_ports));
+  TransformRequest other_socket = request;
+  other_socket.proxy_socket = "/tmp/elsewhere/proxy.sock";
+  EXPECT_FALSE((*run)->serves(other_socket));
+}
+
 std::set<std::string> thread_ids() {
   std::set<std::string> out;
   for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task"))

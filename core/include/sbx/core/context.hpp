@@ -33,6 +33,12 @@ struct SandboxContext {
 
 SandboxContext describe_sandbox(const ResolvedPolicy& policy);
 
+// What the network rules do not hold to, as plain sentences (`context` and `explain`, text and
+// JSON): in network mode proxy, that under Landlock the proxy's TCP port is allowed on every
+// address (port rules are address-blind), and, when the policy names proxy_ports itself, that
+// its runs are refused and why. Empty in the other modes. Pure.
+std::vector<std::string> network_limits(const NetworkPolicy& network);
+
 // Stable plain text for a system prompt. Every value (path, glob, domain) is quoted with
 // control, bidi and invalid bytes escaped, so a crafted path cannot add lines to the text.
 std::string context_to_text(const SandboxContext& context);
@@ -41,7 +47,8 @@ std::string context_to_text(const SandboxContext& context);
 // {"mode","cwd","filesystem":{"reads":"all"|"restricted"|"unrestricted"|"external",
 //   "readable_roots","platform_defaults_readable","writable_roots","read_only_paths",
 //   "not_creatable","denied_paths","denied_globs"},
-//  "network":{"mode","allowed_domains","denied_domains","unix_sockets","allow_local_binding"}}
+//  "network":{"mode","allowed_domains","denied_domains","unix_sockets","allow_local_binding",
+//   "limits":[network_limits()]}}
 // Strings are valid UTF-8 (invalid bytes become U+FFFD); JSON escaping does the rest.
 std::string context_to_json(const SandboxContext& context, JsonStyle style);
 

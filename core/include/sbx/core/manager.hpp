@@ -2,12 +2,15 @@
 // available here (capability, by probing), then transform and exec through the chosen backend.
 #pragma once
 
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "sbx/core/plugin_loader.hpp"
 #include "sbx/core/policy.hpp"
+#include "sbx/core/proxy.hpp"
 #include "sbx/sdk/result.hpp"
 #include "sbx/sdk/types.hpp"
 
@@ -46,6 +49,14 @@ struct BackendChoice {
   std::vector<std::pair<std::string, ProbeReport>> probes;  // every backend probed, in order
 };
 
+// One sandboxed command, ready to run: the backend's plan and, in network mode proxy, sbx's own
+// filtering proxy started for this run. The proxy serves the command only while this object
+// lives: keep it until the command has exited.
+struct SandboxedRun {
+  ExecPlan plan;
+  std::unique_ptr<proxy::RunProxy> proxy;  // network mode proxy only, else null
+};
+
 class Manager {
  public:
   // `preference`: backend names in the caller's order; empty = every loaded plugin, in the
@@ -56,6 +67,17 @@ class Manager {
   // policy needs; with the reason each other one was passed over.
   BackendChoice available_backend(const ResolvedPolicy& policy) const;
 
+  // The plan of `backend` for the request, with the proxy's lifecycle: in network mode proxy it
+  // first starts sbx's own proxy for this run (proxy::RunProxy: it refuses a policy that names
+  // proxy_ports itself) and points the request at it. The one way to plan a sandboxed command
+  // (`sbx exec`, the C API). `on_refusal` is called on the proxy's thread for each refused
+  // connection. Errors never contain the proxy's credential.
+  Result<SandboxedRun> plan_run(const std::string& backend, TransformRequest request,
+                                std::function<void(const proxy::Refusal&)> on_refusal = {}) const;
+
+  // The backend's plan for a request as it is. Refuses network mode proxy: a proxy-mode request
+  // built outside plan_run carries no proxy of sbx's running for it, and the backend would
+  // confine the command to whatever port the request names.
   Result<ExecPlan> transform(const std::string& backend, const TransformRequest& request) const;
   Result<ExitStatus> exec(const std::string& backend, const ExecPlan& plan) const;
 
@@ -63,6 +85,9 @@ class Manager {
   const std::vector<std::string>& order() const { return order_; }
 
  private:
+  Result<ExecPlan> transform_unchecked(const std::string& backend,
+                                       const TransformRequest& request) const;
+
   const PluginRegistry& registry_;
   std::vector<std::string> order_;
 };

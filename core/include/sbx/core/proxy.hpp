@@ -158,12 +158,17 @@ class Proxy {
 // is not exempted (inside the sandbox only the proxy is reachable anyway).
 std::vector<std::string> proxy_environment(const Proxy& proxy, std::uint16_t port);
 
+// Why a policy that names network.proxy_ports itself is refused in network mode proxy (the
+// message of start_for_request and RunProxy::start; `explain` and `context` say it too).
+std::string policy_ports_refusal(const std::vector<std::uint16_t>& ports);
+
 // For a request whose policy has network.mode == proxy: starts a proxy enforcing the policy's
 // allowed/denied domains on 127.0.0.1, replaces every proxy variable in request.env (either case)
 // with proxy_environment(), and sets request.policy.network.proxy_ports to the proxy's port, so a
 // backend with the proxy_network capability confines the command to it. The caller keeps the
-// returned proxy alive until the command has exited. Error for another network mode or if the
-// proxy cannot start; the request is then unchanged.
+// returned proxy alive until the command has exited. Error for another network mode, for a
+// policy that names proxy_ports itself (policy_ports_refusal: only sbx's own proxy is ever a
+// destination), or if the proxy cannot start; the request is then unchanged.
 Result<std::unique_ptr<Proxy>> start_for_request(
     TransformRequest& request, std::function<void(const Refusal&)> on_refusal = {});
 
@@ -188,6 +193,10 @@ class RunProxy {
   RunProxy(const RunProxy&) = delete;
   RunProxy& operator=(const RunProxy&) = delete;
 
+  // True when `request` points at this running proxy: network mode proxy, proxy_ports exactly
+  // this proxy's port and proxy_socket this proxy's socket.
+  bool serves(const TransformRequest& request) const;
+
   Proxy& proxy() { return *proxy_; }
   const Proxy& proxy() const { return *proxy_; }
   const std::string& directory() const { return directory_; }
@@ -202,6 +211,10 @@ class RunProxy {
 // Replaces every occurrence of `secret` in `text` with "***" (for plans, logs and messages that
 // may contain the proxy credential). An empty secret leaves the text unchanged.
 std::string redact(std::string text, std::string_view secret);
+
+// The plan with the run proxy's credential replaced by "***" in argv, env and notes (for
+// printing a plan); unchanged when `run_proxy` is null.
+ExecPlan redact_plan(ExecPlan plan, const RunProxy* run_proxy);
 
 // The refusals as a compact JSON array, in order: [{"host","port","protocol","rule"}]
 // (`exec --json` "network_refusals"; host is null when the client never named one).

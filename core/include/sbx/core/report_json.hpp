@@ -53,7 +53,8 @@ struct ExplainReport {
 std::string final_backend(const ExplainReport& report);
 
 // {"preference","should_sandbox","reason","required_capabilities","available_backend",
-//  "available_reason","final","passed_over":[{"backend","reason"}],"policy":{...}}
+//  "available_reason","final","passed_over":[{"backend","reason"}],"policy":{...},
+//  "network_limits":[string]} (network_limits in context.hpp).
 // should_sandbox is null when the decision was an error (reason then holds the error).
 std::string explain_to_json(const ExplainReport& report, JsonStyle style);
 
