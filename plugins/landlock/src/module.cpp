@@ -1,7 +1,16 @@
 // sbx-backend-landlock: the thin module around the pure translator. probe() asks the kernel;
-// transform() is the translator with the host's trusted stage-2 path; exec() is the default
+// transform() gathers the host facts (the trusted stage-2 path, the entries of / when a rule
+// covers /dev) and runs the translator; exec() is the default
 // host spawn (stage 2 is the whole sandbox: no launcher, no host state to clean up).
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <exception>
+#include <memory>
 #include <string>
 
 #include "sbx/landlock/probe.hpp"
@@ -10,6 +19,34 @@
 
 namespace sbx::landlock {
 namespace {
+
+// The entries of / for a rule that covers /dev (translate.hpp): names and whether each is a
+// symlink, sorted so the plan is stable.
+void list_root(HostFacts& facts) {
+  std::unique_ptr<DIR, int (*)(DIR*)> dir(::opendir("/"), ::closedir);
+  if (!dir) {
+    facts.root_error = std::strerror(errno);
+    return;
+  }
+  while (const dirent* entry = ::readdir(dir.get())) {
+    const std::string name = entry->d_name;
+    if (name == "." || name == "..") continue;
+    struct stat st {};
+    // Gone since readdir: nothing to grant.
+    if (::fstatat(::dirfd(dir.get()), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    facts.root_entries.push_back({name, S_ISLNK(st.st_mode)});
+  }
+  std::sort(facts.root_entries.begin(), facts.root_entries.end(),
+            [](const RootEntry& a, const RootEntry& b) { return a.name < b.name; });
+  facts.root_listed = true;
+}
+
+HostFacts gather_facts(const TransformRequest& request, std::string stage2_path) {
+  HostFacts facts;
+  facts.stage2_path = std::move(stage2_path);
+  if (needs_root_entries(request.policy)) list_root(facts);
+  return facts;
+}
 
 class LandlockBackend final : public Backend {
  public:
@@ -21,7 +58,8 @@ class LandlockBackend final : public Backend {
 
   Result<ExecPlan> transform(const TransformRequest& request) const override {
     try {
-      Result<Translation> t = translate(request, std::string(host().stage2_path()));
+      Result<Translation> t =
+          translate(request, gather_facts(request, std::string(host().stage2_path())));
       if (!t.ok()) return Error{t.error()};
       ExecPlan plan;
       plan.argv = std::move(t->argv);

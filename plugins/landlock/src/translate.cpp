@@ -70,11 +70,20 @@ bool restricted_filesystem(const ResolvedPolicy& policy) {
   return policy.filesystem_kind == FilesystemKind::kRestricted;
 }
 
-// Landlock cannot take /dev/pts out of a read rule that covers it (e.g. `:root`).
-bool reads_host_terminals(const ResolvedPolicy& policy) {
-  if (!restricted_filesystem(policy)) return false;  // everything is open: nothing to add
-  for (const PathRule& rule : policy.rules) {
-    if (rule.access != Access::kDeny && path_is_within("/dev/pts", rule.path)) return true;
+constexpr std::string_view kDev = "/dev";
+constexpr std::string_view kTerminals = "/dev/pts";
+
+bool is_grant(const PathRule& rule) { return rule.access != Access::kDeny; }
+
+// A grant on / or /dev itself: inherited beneath, it would open every device node.
+bool covers_dev(const PathRule& rule) { return is_grant(rule) && path_is_within(kDev, rule.path); }
+
+// Reading a terminal under /dev/pts consumes what is typed there: only an entry the policy
+// names beneath /dev can grant it now (rules on / and /dev are split), so say so.
+bool reads_host_terminals(const Translation& t) {
+  for (const RuleLine& rule : t.rules) {
+    if (rule.kind != "read" && rule.kind != "write") continue;
+    if (path_is_within(rule.path, kTerminals) || path_is_within(kTerminals, rule.path)) return true;
   }
   return false;
 }
@@ -85,22 +94,85 @@ void add(Translation& t, const std::string& kind, const std::string& path) {
   t.rules.push_back({kind, path});
 }
 
-void add_filesystem(const ResolvedPolicy& policy, Translation& t) {
+// An entry of / that gets the root rule's right. /dev never does (that is the point). Symlinks
+// are skipped: Landlock would attach the rule to the target, which lies either in another entry
+// of / (granted on its own: /bin -> usr/bin) or beneath /dev (never to be granted through it).
+bool granted_root_entry(const RootEntry& entry) {
+  if (entry.symlink) return false;
+  if (entry.name.empty() || entry.name == "." || entry.name == ".." ||
+      entry.name.find('/') != std::string::npos)
+    return false;
+  return "/" + entry.name != kDev;
+}
+
+// The rule on / as Landlock may grant it: its right on each entry but /dev, listing on /.
+void add_root_split(const std::string& kind, const HostFacts& facts, Translation& t) {
+  add(t, "list", "/");
+  for (const RootEntry& entry : facts.root_entries) {
+    if (granted_root_entry(entry)) add(t, kind, "/" + entry.name);
+  }
+}
+
+std::string rule_kind(const PathRule& rule) {
+  return rule.access == Access::kWrite ? "write" : "read";
+}
+
+Status add_filesystem(const ResolvedPolicy& policy, const HostFacts& facts, Translation& t) {
   const bool restricted = policy.filesystem_kind == FilesystemKind::kRestricted;
   t.argv.insert(t.argv.end(), {"--ll-fs", restricted ? "restricted" : "unrestricted"});
-  if (!restricted) return;
+  if (!restricted) return {};
   t.min_abi = kAbiTruncate;
+  if (needs_root_entries(policy) && !facts.root_listed)
+    return Error{"landlock: cannot grant / without /dev: listing / failed: " + facts.root_error};
+  bool dev_split = false;
   // Deny rules add nothing: with no carve-out (checked), a deny rule is never inside a grant.
   for (const PathRule& rule : policy.rules) {
-    if (rule.access != Access::kDeny) add(t, rule.access == Access::kWrite ? "write" : "read", rule.path);
+    if (!is_grant(rule)) continue;
+    if (!covers_dev(rule)) {
+      add(t, rule_kind(rule), rule.path);
+      continue;
+    }
+    dev_split = true;
+    // A rule on /dev itself only lists it (below): its device files are the allow-list's.
+    if (rule.path == "/") add_root_split(rule_kind(rule), facts, t);
   }
+  if (dev_split) add(t, "list", std::string(kDev));
   if (policy.platform_defaults_readable) {
     for (const std::string& path : minimal_paths()) add(t, "read", path);
   }
   for (const std::string& path : device_paths()) add(t, "dev", path);
+  return {};
+}
+
+void add_dev_notes(const ResolvedPolicy& policy, Translation& t) {
+  if (!needs_root_entries(policy)) return;
+  std::string devices;
+  for (const std::string& path : device_paths()) devices += (devices.empty() ? "" : ", ") + path;
+  std::string note =
+      "landlock: /dev is never granted whole (Landlock rights reach everything beneath a rule, "
+      "so a rule on / would open raw disks and the host's other terminals): a rule on / is "
+      "applied to each entry of / except /dev, as listed when the plan was made (an entry "
+      "added to / later is not reachable; a top-level symlink is reached through its target), "
+      "/ and /dev can be listed, and the device files are " +
+      devices + " plus entries beneath /dev the policy names itself";
+  for (const PathRule& rule : policy.rules) {
+    if (!covers_dev(rule)) continue;
+    if (rule.path == "/" && rule.access == Access::kWrite)
+      note += "; narrower than written: nothing can be created, renamed or removed directly in /";
+    if (rule.path == kDev) note += "; narrower than written: the rule on /dev only lists it";
+  }
+  t.notes.push_back(note);
 }
 
 }  // namespace
+
+bool needs_root_entries(const ResolvedPolicy& policy) {
+  if (policy.filesystem_kind != FilesystemKind::kRestricted) return false;
+  for (const PathRule& rule : policy.rules) {
+    if (covers_dev(rule)) return true;
+  }
+  return false;
+}
 
 const std::vector<std::string>& minimal_paths() {
   static const std::vector<std::string> kPaths = {"/bin",   "/etc",    "/lib", "/lib32",
@@ -125,7 +197,8 @@ std::string unenforceable_rule(const ResolvedPolicy& policy) {
   return filesystem_rule(policy);
 }
 
-Result<Translation> translate(const TransformRequest& request, const std::string& stage2_path) {
+Result<Translation> translate(const TransformRequest& request, const HostFacts& facts) {
+  const std::string& stage2_path = facts.stage2_path;
   if (stage2_path.empty() || stage2_path.front() != '/')
     return Error{"landlock: no trusted sbx-stage2 helper (see `sbx backends --probe`)"};
   if (request.argv.empty() || request.argv.front().empty() || request.argv.front()[0] != '/')
@@ -139,7 +212,8 @@ Result<Translation> translate(const TransformRequest& request, const std::string
                  "network.proxy_ports (sbx exec starts the proxy and sets it)"};
   Translation t;
   t.argv = {stage2_path, "--landlock", "1"};
-  add_filesystem(request.policy, t);
+  Status filesystem = add_filesystem(request.policy, facts, t);
+  if (!filesystem.ok()) return Error{filesystem.error()};
   // Restricted and proxy network both need TCP rules (ABI 4); without them nothing would stop
   // a direct connection, so stage 2 refuses to run below that ABI.
   const bool confined = network.mode != NetworkMode::kEnabled;
@@ -175,11 +249,14 @@ Result<Translation> translate(const TransformRequest& request, const std::string
         "for them); set-user-ID/set-group-ID modes and chattr flags are refused everywhere. "
         "A file hard-linked into a writable root before the run can still be changed through "
         "that link");
-  if (reads_host_terminals(request.policy))
+  add_dev_notes(request.policy, t);
+  if (reads_host_terminals(t))
     t.notes.push_back(
-        "landlock: a read rule covers /dev/pts, so the command can read (not write) the host's "
-        "other terminals of the same user; its own pseudo-terminals come from openpty() "
-        "(/dev/ptmx, the peer opened by the supervisor), not from /dev/pts");
+        "landlock: the policy names /dev/pts itself, so the command can read (with a write "
+        "entry also type into) the host's other terminals of the same user (as root: every "
+        "terminal), consuming what is typed there; "
+        "its own pseudo-terminals come from openpty() (/dev/ptmx, the peer opened by the "
+        "supervisor) and need no such entry");
   if (proxy)
     t.notes.push_back(
         "landlock: network only through sbx's filtering proxy: TCP connect is allowed to port " +

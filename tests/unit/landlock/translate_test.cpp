@@ -9,7 +9,41 @@
 namespace {
 
 using namespace sbx;
+using sbx::landlock::HostFacts;
+using sbx::landlock::RuleLine;
 using sbx::landlock::translate;
+
+// A host's / as the module would list it: directories, a file, merged-/usr symlinks and /dev.
+HostFacts host_facts() {
+  return {"/s2",
+          true,
+          {{"bin", true},
+           {"dev", false},
+           {"etc", false},
+           {"home", false},
+           {"lib64", true},
+           {"proc", false},
+           {"swapfile", false},
+           {"tmp", false},
+           {"usr", false}},
+          ""};
+}
+
+bool has_note(const landlock::Translation& t, const std::string& needle) {
+  return std::any_of(t.notes.begin(), t.notes.end(),
+                     [&](const std::string& n) { return n.find(needle) != std::string::npos; });
+}
+
+bool has_rule(const landlock::Translation& t, const RuleLine& rule) {
+  return std::find(t.rules.begin(), t.rules.end(), rule) != t.rules.end();
+}
+
+bool has_rule_within(const landlock::Translation& t, const std::string& kind,
+                     const std::string& dir) {
+  return std::any_of(t.rules.begin(), t.rules.end(), [&](const RuleLine& r) {
+    return r.kind == kind && sbx::path_is_within(r.path, dir);
+  });
+}
 
 TransformRequest request(std::vector<PathRule> rules, NetworkMode net = NetworkMode::kRestricted) {
   TransformRequest r;
@@ -23,11 +57,12 @@ TransformRequest request(std::vector<PathRule> rules, NetworkMode net = NetworkM
 }
 
 TEST(LandlockTranslate, WorkspacePolicyBecomesExactStage2Argv) {
-  auto t = translate(request({{"/", Access::kRead}, {"/ws", Access::kWrite}}), "/s2");
+  auto t = translate(request({{"/", Access::kRead}, {"/ws", Access::kWrite}}), host_facts());
   ASSERT_TRUE(t.ok()) << t.error();
   const std::vector<std::string> expected = {
-      "/s2", "--landlock", "4", "--ll-fs", "restricted", "--ll-read", "/", "--ll-write", "/ws",
-      "--ll-dev", "/dev/null", "--ll-dev", "/dev/zero", "--ll-dev", "/dev/full", "--ll-dev",
+      "/s2", "--landlock", "4", "--ll-fs", "restricted", "--ll-list", "/", "--ll-read", "/etc",
+      "--ll-read", "/home", "--ll-read", "/proc", "--ll-read", "/swapfile", "--ll-read", "/tmp",
+      "--ll-read", "/usr", "--ll-write", "/ws", "--ll-list", "/dev", "--ll-dev", "/dev/null", "--ll-dev", "/dev/zero", "--ll-dev", "/dev/full", "--ll-dev",
       "/dev/random", "--ll-dev", "/dev/urandom", "--ll-dev", "/dev/tty",
       "--ll-dev", "/dev/ptmx",
       "--ll-scope-abstract-unix", "on", "--net", "blocked", "--env-environ", "--",
@@ -36,33 +71,90 @@ TEST(LandlockTranslate, WorkspacePolicyBecomesExactStage2Argv) {
   // The environment travels as stage 2's own, never as (world-readable) arguments.
   EXPECT_EQ(t->env, std::vector<std::string>{"PATH=/bin"});
   EXPECT_EQ(t->min_abi, 4);
-  ASSERT_GE(t->rules.size(), 2u);
-  EXPECT_EQ(t->rules[0], (landlock::RuleLine{"read", "/"}));
-  EXPECT_EQ(t->rules[1], (landlock::RuleLine{"write", "/ws"}));
+  ASSERT_GE(t->rules.size(), 8u);
+  EXPECT_EQ(t->rules[0], (RuleLine{"list", "/"}));
+  EXPECT_EQ(t->rules[1], (RuleLine{"read", "/etc"}));
+  EXPECT_EQ(t->rules[7], (RuleLine{"write", "/ws"}));
 }
 
-bool has_note(const landlock::Translation& t, const std::string& needle) {
-  return std::any_of(t.notes.begin(), t.notes.end(),
-                     [&](const std::string& n) { return n.find(needle) != std::string::npos; });
+// Landlock rights reach everything beneath a rule: a read rule on / would open raw disks and the
+// host's other terminals. / is granted entry by entry instead, never /dev, never through a
+// symlink (its target is another entry, or beneath /dev).
+TEST(LandlockTranslate, ReadingRootGrantsEachEntryButDev) {
+  auto t = translate(request({{"/", Access::kRead}, {"/ws", Access::kWrite}}), host_facts());
+  ASSERT_TRUE(t.ok()) << t.error();
+  for (const char* entry : {"/etc", "/home", "/proc", "/swapfile", "/tmp", "/usr"})
+    EXPECT_TRUE(has_rule(*t, {"read", entry})) << entry;
+  EXPECT_FALSE(has_rule_within(*t, "read", "/dev"));
+  EXPECT_FALSE(has_rule_within(*t, "write", "/dev"));
+  EXPECT_FALSE(has_rule(*t, {"read", "/"}));
+  EXPECT_FALSE(has_rule(*t, {"read", "/bin"})) << "a symlink: /usr/bin is granted through /usr";
+  EXPECT_FALSE(has_rule(*t, {"read", "/lib64"}));
+  EXPECT_TRUE(has_rule(*t, {"list", "/"}));
+  EXPECT_TRUE(has_rule(*t, {"list", "/dev"}));
+  EXPECT_TRUE(has_rule(*t, {"dev", "/dev/null"}));
+  EXPECT_TRUE(has_rule(*t, {"dev", "/dev/ptmx"}));
+  EXPECT_FALSE(has_rule_within(*t, "dev", "/dev/pts"));
+  EXPECT_TRUE(landlock::needs_root_entries(request({{"/", Access::kRead}}).policy));
+  EXPECT_FALSE(landlock::needs_root_entries(request({{"/ws", Access::kWrite}}).policy));
+}
+
+TEST(LandlockTranslate, WritingRootOrNamingDevIsNarrowedAndSaysSo) {
+  auto t = translate(request({{"/", Access::kWrite}}), host_facts());
+  ASSERT_TRUE(t.ok()) << t.error();
+  EXPECT_TRUE(has_rule(*t, {"write", "/tmp"}));
+  EXPECT_FALSE(has_rule(*t, {"write", "/"}));
+  EXPECT_FALSE(has_rule_within(*t, "write", "/dev"));
+  EXPECT_FALSE(has_rule_within(*t, "read", "/dev"));
+  EXPECT_TRUE(has_rule(*t, {"list", "/"}));
+  EXPECT_TRUE(has_note(*t, "nothing can be created, renamed or removed directly in /"));
+  // /dev itself (here without /): listing only; its devices are the allow-list's.
+  auto d = translate(request({{"/dev", Access::kRead}, {"/ws", Access::kWrite}}), host_facts());
+  ASSERT_TRUE(d.ok()) << d.error();
+  EXPECT_FALSE(has_rule_within(*d, "read", "/dev"));
+  EXPECT_TRUE(has_rule(*d, {"list", "/dev"}));
+  EXPECT_FALSE(has_rule(*d, {"list", "/"}));
+  EXPECT_FALSE(has_rule(*d, {"read", "/usr"})) << "only a rule on / grants the entries of /";
+  EXPECT_TRUE(has_note(*d, "the rule on /dev only lists it"));
+}
+
+TEST(LandlockTranslate, AnEntryBeneathDevNamedByThePolicyStays) {
+  auto t = translate(request({{"/", Access::kRead}, {"/dev/pts", Access::kRead}}), host_facts());
+  ASSERT_TRUE(t.ok()) << t.error();
+  EXPECT_TRUE(has_rule(*t, {"read", "/dev/pts"}));
+  EXPECT_TRUE(has_note(*t, "the policy names /dev/pts itself"));
+}
+
+TEST(LandlockTranslate, RootThatCouldNotBeListedFailsClosed) {
+  HostFacts unlisted{"/s2", false, {}, "Permission denied"};
+  auto t = translate(request({{"/", Access::kRead}}), unlisted);
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.error().find("listing / failed: Permission denied"), std::string::npos) << t.error();
+  // Not needed without a rule over /dev: no listing, no error.
+  auto m = request({{"/ws", Access::kWrite}});
+  m.policy.platform_defaults_readable = true;
+  EXPECT_TRUE(translate(m, unlisted).ok());
 }
 
 TEST(LandlockTranslate, NotesSayHowMetadataAndTerminalsAreHandled) {
-  auto t = translate(request({{"/", Access::kRead}, {"/ws", Access::kWrite}}), "/s2");
+  auto t = translate(request({{"/", Access::kRead}, {"/ws", Access::kWrite}}), host_facts());
   ASSERT_TRUE(t.ok()) << t.error();
   EXPECT_TRUE(has_note(*t, "chmod, chown, file times and extended attributes are emulated"));
-  EXPECT_TRUE(has_note(*t, "can read (not write) the host's other terminals"));
-  // Without a read rule over /dev/pts the terminals are not readable: no such note.
+  EXPECT_TRUE(has_note(*t, "/dev is never granted whole"));
+  EXPECT_FALSE(has_note(*t, "the policy names /dev/pts")) << "/ no longer reaches /dev/pts";
+  // Without a rule over /dev there is nothing to split: no such notes.
   auto minimal = request({{"/ws", Access::kWrite}});
   minimal.policy.platform_defaults_readable = true;
-  auto m = translate(minimal, "/s2");
+  auto m = translate(minimal, host_facts());
   ASSERT_TRUE(m.ok()) << m.error();
-  EXPECT_FALSE(has_note(*m, "other terminals"));
+  EXPECT_FALSE(has_note(*m, "the policy names /dev/pts"));
+  EXPECT_FALSE(has_note(*m, "/dev is never granted whole"));
   EXPECT_TRUE(has_note(*m, "emulated"));
 }
 
 TEST(LandlockTranslate, NetworkEnabledNeedsOnlyTruncateAndDoesNotScopeAbstractSockets) {
   auto t = translate(request({{"/", Access::kRead}, {"/ws", Access::kWrite}},
-                             NetworkMode::kEnabled), "/s2");
+                             NetworkMode::kEnabled), host_facts());
   ASSERT_TRUE(t.ok()) << t.error();
   EXPECT_EQ(t->min_abi, 3);
   EXPECT_NE(std::find(t->argv.begin(), t->argv.end(), "open"), t->argv.end());
@@ -71,7 +163,7 @@ TEST(LandlockTranslate, NetworkEnabledNeedsOnlyTruncateAndDoesNotScopeAbstractSo
 TEST(LandlockTranslate, MinimalAndWriteUnderReadAreExpressible) {
   auto r = request({{"/ws", Access::kWrite}, {"/ws/out", Access::kWrite}});
   r.policy.platform_defaults_readable = true;
-  auto t = translate(r, "/s2");
+  auto t = translate(r, host_facts());
   ASSERT_TRUE(t.ok()) << t.error();
   EXPECT_NE(std::find(t->rules.begin(), t->rules.end(), landlock::RuleLine{"read", "/usr"}),
             t->rules.end());
@@ -101,11 +193,11 @@ TEST(LandlockTranslate, RefusalsNameTheRule) {
   sock.policy.network.unix_sockets = {"/run/agent.sock"};
   cases.push_back({sock, "unix_socket_allowlist: unix socket '/run/agent.sock'"});
   for (const Case& c : cases) {
-    auto t = translate(c.req, "/s2");
+    auto t = translate(c.req, host_facts());
     ASSERT_FALSE(t.ok()) << c.needle;
     EXPECT_NE(t.error().find(c.needle), std::string::npos) << t.error();
   }
-  EXPECT_FALSE(translate(request({{"/", Access::kRead}}), "").ok()) << "no stage 2";
+  EXPECT_FALSE(translate(request({{"/", Access::kRead}}), HostFacts{}).ok()) << "no stage 2";
 }
 
 TEST(LandlockTranslate, CapabilitiesFollowTheAbi) {
