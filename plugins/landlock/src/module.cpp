@@ -31,10 +31,16 @@ void list_root(HostFacts& facts) {
   while (const dirent* entry = ::readdir(dir.get())) {
     const std::string name = entry->d_name;
     if (name == "." || name == "..") continue;
-    struct stat st {};
-    // Gone since readdir: nothing to grant.
-    if (::fstatat(::dirfd(dir.get()), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-    facts.root_entries.push_back({name, S_ISLNK(st.st_mode)});
+    // The directory's own entry type where the filesystem gives one: no stat, so a mount on
+    // an entry (a network filesystem, say) is not touched here.
+    bool symlink = entry->d_type == DT_LNK;
+    if (entry->d_type == DT_UNKNOWN) {
+      struct stat st {};
+      // Gone since readdir: nothing to grant.
+      if (::fstatat(::dirfd(dir.get()), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+      symlink = S_ISLNK(st.st_mode);
+    }
+    facts.root_entries.push_back({name, symlink});
   }
   std::sort(facts.root_entries.begin(), facts.root_entries.end(),
             [](const RootEntry& a, const RootEntry& b) { return a.name < b.name; });
