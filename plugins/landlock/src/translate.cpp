@@ -4,6 +4,7 @@
 // than written, which the backend must never do silently (plugins/landlock/README.md).
 #include "sbx/landlock/translate.hpp"
 
+#include <algorithm>
 #include <string_view>
 
 namespace sbx::landlock {
@@ -75,11 +76,26 @@ constexpr std::string_view kTerminals = "/dev/pts";
 
 bool is_grant(const PathRule& rule) { return rule.access != Access::kDeny; }
 
-// A grant on / or /dev itself: inherited beneath, it would open every device node.
-bool covers_dev(const PathRule& rule) { return is_grant(rule) && path_is_within(kDev, rule.path); }
+std::string rule_kind(const PathRule& rule) {
+  return rule.access == Access::kWrite ? "write" : "read";
+}
+
+// True if a grant on `path` would reach a closed path (or is one).
+bool covers_closed(const std::vector<std::string>& closed, const std::string& path) {
+  return std::any_of(closed.begin(), closed.end(),
+                     [&](const std::string& c) { return path_is_within(c, path); });
+}
+
+bool is_closed(const std::vector<std::string>& closed, const std::string& path) {
+  return std::find(closed.begin(), closed.end(), path) != closed.end();
+}
+
+std::string child_of(const std::string& dir, const std::string& name) {
+  return dir == "/" ? "/" + name : dir + "/" + name;
+}
 
 // Reading a terminal under /dev/pts consumes what is typed there: only an entry the policy
-// names beneath /dev can grant it now (rules on / and /dev are split), so say so.
+// names beneath /dev can grant it now (rules over /dev are split), so say so.
 bool reads_host_terminals(const Translation& t) {
   for (const RuleLine& rule : t.rules) {
     if (rule.kind != "read" && rule.kind != "write") continue;
@@ -94,84 +110,139 @@ void add(Translation& t, const std::string& kind, const std::string& path) {
   t.rules.push_back({kind, path});
 }
 
-// An entry of / that gets the root rule's right. /dev never does (that is the point). Symlinks
-// are skipped: Landlock would attach the rule to the target, which lies either in another entry
-// of / (granted on its own: /bin -> usr/bin) or beneath /dev (never to be granted through it).
-bool granted_root_entry(const RootEntry& entry) {
-  if (entry.symlink) return false;
-  if (entry.name.empty() || entry.name == "." || entry.name == ".." ||
-      entry.name.find('/') != std::string::npos)
-    return false;
-  return "/" + entry.name != kDev;
+// An entry that gets the split rule's right on its own. Symlinks never do: Landlock would
+// attach the rule to the target, which lies in another entry of the tree (granted on its own:
+// /bin -> usr/bin) or outside the rule's tree (never granted by it), possibly beneath a closed
+// path (never to be granted through a link).
+bool grantable_entry(const DirEntry& entry) {
+  return !entry.symlink && !entry.name.empty() && entry.name != "." && entry.name != ".." &&
+         entry.name.find('/') == std::string::npos;
 }
 
-// The rule on / as Landlock may grant it: its right on each entry but /dev, listing on /.
-void add_root_split(const std::string& kind, const HostFacts& facts, Translation& t) {
-  add(t, "list", "/");
-  for (const RootEntry& entry : facts.root_entries) {
-    if (granted_root_entry(entry)) add(t, kind, "/" + entry.name);
+// Applies read or write rules so that no closed path is reached whole (translate.hpp).
+class RuleSplitter {
+ public:
+  RuleSplitter(const HostFacts& facts, Translation& t)
+      : facts_(facts), closed_(closed_paths(facts.device_mounts)), t_(t) {}
+
+  Status grant(const std::string& kind, const std::string& path) {
+    if (!covers_closed(closed_, path)) {
+      add(t_, kind, path);
+      return {};
+    }
+    split_ = true;
+    list(path);
+    if (is_closed(closed_, path)) return {};  // listed, nothing opened beneath
+    auto listing = facts_.listings.find(path);
+    if (listing == facts_.listings.end())
+      return Error{"landlock: cannot grant '" + path + "' without the device files beneath it: " +
+                   (facts_.listing_error.empty() ? "it was not listed" : facts_.listing_error)};
+    for (const DirEntry& entry : listing->second) {
+      if (!grantable_entry(entry)) continue;
+      Status s = grant(kind, child_of(path, entry.name));
+      if (!s.ok()) return s;
+    }
+    return {};
   }
-}
+  bool split() const { return split_; }
 
-std::string rule_kind(const PathRule& rule) {
-  return rule.access == Access::kWrite ? "write" : "read";
-}
+ private:
+  void list(const std::string& path) {
+    if (std::find(listed_.begin(), listed_.end(), path) != listed_.end()) return;
+    listed_.push_back(path);
+    add(t_, "list", path);
+  }
+  const HostFacts& facts_;
+  std::vector<std::string> closed_;
+  Translation& t_;
+  std::vector<std::string> listed_;
+  bool split_ = false;
+};
 
-Status add_filesystem(const ResolvedPolicy& policy, const HostFacts& facts, Translation& t) {
+Result<bool> add_filesystem(const ResolvedPolicy& policy, const HostFacts& facts, Translation& t) {
   const bool restricted = policy.filesystem_kind == FilesystemKind::kRestricted;
   t.argv.insert(t.argv.end(), {"--ll-fs", restricted ? "restricted" : "unrestricted"});
-  if (!restricted) return {};
+  if (!restricted) return false;
   t.min_abi = kAbiTruncate;
-  if (needs_root_entries(policy) && !facts.root_listed)
-    return Error{"landlock: cannot grant / without /dev: listing / failed: " + facts.root_error};
-  bool dev_split = false;
+  // Without the mount table a device filesystem mounted outside /dev could be granted whole.
+  if (!facts.mounts_known)
+    return Error{"landlock: the mount table was not read: device filesystems mounted outside "
+                 "/dev are unknown"};
+  RuleSplitter splitter(facts, t);
   // Deny rules add nothing: with no carve-out (checked), a deny rule is never inside a grant.
   for (const PathRule& rule : policy.rules) {
     if (!is_grant(rule)) continue;
-    if (!covers_dev(rule)) {
-      add(t, rule_kind(rule), rule.path);
-      continue;
-    }
-    dev_split = true;
-    // A rule on /dev itself only lists it (below): its device files are the allow-list's.
-    if (rule.path == "/") add_root_split(rule_kind(rule), facts, t);
+    Status s = splitter.grant(rule_kind(rule), rule.path);
+    if (!s.ok()) return Error{s.error()};
   }
-  if (dev_split) add(t, "list", std::string(kDev));
   if (policy.platform_defaults_readable) {
     for (const std::string& path : minimal_paths()) add(t, "read", path);
   }
   for (const std::string& path : device_paths()) add(t, "dev", path);
-  return {};
+  return splitter.split();
 }
 
-void add_dev_notes(const ResolvedPolicy& policy, Translation& t) {
-  if (!needs_root_entries(policy)) return;
+void add_split_notes(const ResolvedPolicy& policy, const HostFacts& facts, Translation& t) {
   std::string devices;
   for (const std::string& path : device_paths()) devices += (devices.empty() ? "" : ", ") + path;
+  std::string elsewhere;
+  for (const std::string& m : facts.device_mounts) elsewhere += ", " + m;
   std::string note =
-      "landlock: /dev is never granted whole (Landlock rights reach everything beneath a rule, "
-      "so a rule on / would open raw disks and the host's other terminals): a rule on / is "
-      "applied to each entry of / except /dev, as listed when the plan was made (an entry "
-      "added to / later is not reachable; a top-level symlink is reached through its target), "
-      "/ and /dev can be listed, and the device files are " +
+      "landlock: device files are never granted whole (/dev" + elsewhere +
+      "; Landlock rights reach everything beneath a rule, so a rule on / "
+      "would open raw disks and the host's other terminals): a rule over it is applied to each "
+      "entry of its directories instead, as listed when the plan was made (an entry added later "
+      "is not reachable; a symlink is reached through its target), those directories and /dev "
+      "can be listed, and the device files are " +
       devices + " plus entries beneath /dev the policy names itself";
+  const std::vector<std::string> closed = closed_paths(facts.device_mounts);
+  bool narrowed_write = false;
   for (const PathRule& rule : policy.rules) {
-    if (!covers_dev(rule)) continue;
-    if (rule.path == "/" && rule.access == Access::kWrite)
-      note += "; narrower than written: nothing can be created, renamed or removed directly in /";
-    if (rule.path == kDev) note += "; narrower than written: the rule on /dev only lists it";
+    if (!is_grant(rule) || !covers_closed(closed, rule.path)) continue;
+    if (is_closed(closed, rule.path))
+      note += "; narrower than written: the rule on " + rule.path + " only lists it";
+    else if (rule.access == Access::kWrite && !narrowed_write) {
+      narrowed_write = true;
+      note += "; narrower than written: nothing can be created, renamed or removed directly in "
+              "the directories split ('" + rule.path + "' and those down to the device files)";
+    }
   }
   t.notes.push_back(note);
 }
 
 }  // namespace
 
-bool needs_root_entries(const ResolvedPolicy& policy) {
-  if (policy.filesystem_kind != FilesystemKind::kRestricted) return false;
-  for (const PathRule& rule : policy.rules) {
-    if (covers_dev(rule)) return true;
+std::vector<std::string> closed_paths(const std::vector<std::string>& device_mounts) {
+  std::vector<std::string> closed = {std::string(kDev)};
+  for (const std::string& m : device_mounts) {
+    if (m.empty() || m.front() != '/' || path_is_within(m, kDev)) continue;
+    closed.push_back(m);
   }
-  return false;
+  return closed;
+}
+
+std::vector<std::string> directories_to_list(const ResolvedPolicy& policy,
+                                             const std::vector<std::string>& device_mounts) {
+  std::vector<std::string> dirs;
+  if (policy.filesystem_kind != FilesystemKind::kRestricted) return dirs;
+  auto want = [&](const std::string& dir) {
+    if (std::find(dirs.begin(), dirs.end(), dir) == dirs.end()) dirs.push_back(dir);
+  };
+  const std::vector<std::string> closed = closed_paths(device_mounts);
+  for (const PathRule& rule : policy.rules) {
+    if (!is_grant(rule)) continue;
+    for (const std::string& c : closed) {
+      if (c == rule.path || !path_is_within(c, rule.path)) continue;
+      // The rule's path, then each directory on the way down to c's parent.
+      std::string dir = rule.path;
+      want(dir);
+      for (std::size_t slash = c.find('/', dir == "/" ? 1 : dir.size() + 1);
+           slash != std::string::npos; slash = c.find('/', slash + 1)) {
+        want(c.substr(0, slash));
+      }
+    }
+  }
+  return dirs;
 }
 
 const std::vector<std::string>& minimal_paths() {
@@ -212,8 +283,8 @@ Result<Translation> translate(const TransformRequest& request, const HostFacts& 
                  "network.proxy_ports (sbx exec starts the proxy and sets it)"};
   Translation t;
   t.argv = {stage2_path, "--landlock", "1"};
-  Status filesystem = add_filesystem(request.policy, facts, t);
-  if (!filesystem.ok()) return Error{filesystem.error()};
+  Result<bool> split = add_filesystem(request.policy, facts, t);
+  if (!split.ok()) return Error{split.error()};
   // Restricted and proxy network both need TCP rules (ABI 4); without them nothing would stop
   // a direct connection, so stage 2 refuses to run below that ABI.
   const bool confined = network.mode != NetworkMode::kEnabled;
@@ -249,7 +320,7 @@ Result<Translation> translate(const TransformRequest& request, const HostFacts& 
         "for them); set-user-ID/set-group-ID modes and chattr flags are refused everywhere. "
         "A file hard-linked into a writable root before the run can still be changed through "
         "that link");
-  add_dev_notes(request.policy, t);
+  if (*split) add_split_notes(request.policy, facts, t);
   if (reads_host_terminals(t))
     t.notes.push_back(
         "landlock: the policy names /dev/pts itself, so the command can read (with a write "

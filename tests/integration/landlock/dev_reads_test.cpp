@@ -187,6 +187,38 @@ TEST_F(LandlockDev, OrdinaryProgramsAndTopLevelSymlinksKeepWorking) {
   EXPECT_EQ(read_file(ws_ / "out.txt"), "built\n");
 }
 
+// A second mount of the device filesystem (a chroot's /dev, say) opens the same nodes: it is
+// closed like /dev. The mount is made in a private mount namespace of the test's own, in which
+// sbx (no namespaces of its own under Landlock) then runs.
+TEST_F(LandlockDev, ADeviceFilesystemMountedElsewhereIsClosedToo) {
+  TempDir chroot{"/var/tmp"};
+  const std::string dev = chroot / "dev";
+  ASSERT_EQ(::mkdir(dev.c_str(), 0755), 0) << std::strerror(errno);
+  HostTerminal terminal;
+  ASSERT_FALSE(terminal.name().empty()) << std::strerror(errno);
+  const std::string pts = dev + terminal.name().substr(std::strlen("/dev"));
+  const std::string device = openable_block_device();
+  std::vector<std::string> argv = {
+      "/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c",
+      "mount --rbind /dev \"$1\" || exit 99; shift; exec \"$@\"", "sh", dev, sbx_path(),
+      "--backends", "landlock", "exec", "--policy", policy_, "--cwd", ws_.path(), "--", kPython,
+      "-c", kOpenEach, pts, dev + "/tty1", dev + "/null"};
+  if (!device.empty()) argv.push_back(dev + device.substr(std::strlen("/dev")));
+  if (!exists("/usr/bin/unshare")) GTEST_SKIP() << "no /usr/bin/unshare to make a mount namespace";
+  const RunResult r = run(argv, base_env());
+  if (r.code == 99) GTEST_SKIP() << "could not bind /dev in a private mount namespace: " << r.err;
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_NE(r.out.find(pts + " EACCES"), std::string::npos) << describe(r);
+  if (exists("/dev/tty1")) {
+    EXPECT_NE(r.out.find(dev + "/tty1 EACCES"), std::string::npos) << describe(r);
+  }
+  if (!device.empty()) {
+    EXPECT_NE(r.out.find(dev + device.substr(4) + " EACCES"), std::string::npos) << describe(r);
+  }
+  // A granted device file is granted as a file (its inode), whichever mount reaches it.
+  EXPECT_NE(r.out.find(dev + "/null opened"), std::string::npos) << describe(r);
+}
+
 TEST_F(LandlockDev, AnExplicitEntryBeneathDevIsTheUsersChoiceAndStays) {
   use_policy(R"(,{"path":"/dev/pts","access":"read"})");
   HostTerminal terminal;

@@ -2,6 +2,7 @@
 // capabilities a given Landlock ABI can enforce. Nothing here touches the host.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -25,28 +26,37 @@ struct Translation {
   std::vector<std::string> notes;
 };
 
-// One entry of the host's root directory, as the module saw it when the plan was made.
-struct RootEntry {
+// One entry of a host directory, as the module saw it when the plan was made.
+struct DirEntry {
   std::string name;      // a single component, never "." or ".."
-  bool symlink = false;  // lstat says symlink (e.g. /bin -> usr/bin on merged-/usr hosts)
-  friend bool operator==(const RootEntry&, const RootEntry&) = default;
+  bool symlink = false;  // a symlink (e.g. /bin -> usr/bin on merged-/usr hosts)
+  friend bool operator==(const DirEntry&, const DirEntry&) = default;
 };
 
 // What the module gathers on the host for the pure translator.
 struct HostFacts {
   std::string stage2_path;  // the trusted sbx-stage2 (absolute)
-  // The entries of /, gathered only when a rule covers /dev (needs_root_entries); otherwise
-  // root_listed stays false and root_error empty.
-  bool root_listed = false;
-  std::vector<RootEntry> root_entries{};
-  std::string root_error{};  // why / could not be listed
+  // Mount points of device filesystems outside /dev (devtmpfs, devpts, or /dev's own
+  // filesystem bound elsewhere, e.g. a chroot's /dev), from the mount table. Only meaningful
+  // with mounts_known; the translator refuses a restricted filesystem without it.
+  bool mounts_known = false;
+  std::vector<std::string> device_mounts{};
+  // The entries of each directory directories_to_list() named (sorted by name); a directory
+  // that could not be listed is missing, and listing_error says why.
+  std::map<std::string, std::vector<DirEntry>> listings{};
+  std::string listing_error{};
 };
 
-// True when a read or write rule of `policy` names / or /dev itself. Landlock rights are
-// inherited by everything beneath a rule's path, so such a rule would open every device node
-// (raw disks, the host's other terminals, /dev/kmsg); the translator grants the entries of /
-// one by one instead and needs them from the host.
-bool needs_root_entries(const ResolvedPolicy& policy);
+// Paths no rule may reach whole: /dev and every device mount outside it. Landlock rights are
+// inherited by everything beneath a rule's path, so a rule on / (`:root`) would open every
+// device node: raw disks, the host's other terminals, /dev/kmsg.
+std::vector<std::string> closed_paths(const std::vector<std::string>& device_mounts);
+
+// The directories translate() needs listed for `policy`: for each read or write rule that
+// covers a closed path, the rule's path and every directory below it down to the closed
+// path's parent (the rule is granted entry by entry along that way). Empty: nothing to list.
+std::vector<std::string> directories_to_list(const ResolvedPolicy& policy,
+                                             const std::vector<std::string>& device_mounts);
 
 // Paths readable for ":minimal" (the same set the bwrap backend binds).
 const std::vector<std::string>& minimal_paths();
@@ -61,10 +71,12 @@ const std::vector<std::string>& device_paths();
 std::string unenforceable_rule(const ResolvedPolicy& policy);
 
 // Pure: the plan's argv for `request` with the host's facts. Error names the rule it cannot
-// enforce (see unenforceable_rule) or a bad request (no trusted stage 2; / needed but not
-// listed). A read or write rule on / becomes: the same rule on every entry of / except /dev and
-// symlinks, and a listing-only rule on / ("list"); a rule on /dev itself becomes a listing-only
-// rule on /dev. Entries beneath /dev the policy names stay as written.
+// enforce (see unenforceable_rule) or a bad request (no trusted stage 2; a directory it needs
+// not listed; the mount table unknown). A read or write rule that covers a closed path is
+// split: a listing-only rule ("list") on its path and the same rule on each entry there, except
+// symlinks (their targets are other entries, or closed), recursing into entries that still
+// cover a closed path; a closed path itself is only listed. Rules beneath a closed path (e.g.
+// /dev/pts named by the policy) stay as written.
 Result<Translation> translate(const TransformRequest& request, const HostFacts& facts);
 
 // What Landlock ABI `abi` lets this backend enforce (0 or less: nothing).
