@@ -1,7 +1,8 @@
 // sbx-backend-landlock: the thin module around the pure translator. probe() asks the kernel;
 // transform() gathers the host facts (the trusted stage-2 path, device filesystems mounted
-// outside /dev, the directories a rule over them is split along) and runs the translator; exec() is the default
-// host spawn (stage 2 is the whole sandbox: no launcher, no host state to clean up).
+// outside /dev, the directories a rule over them is split along) and runs the translator;
+// exec() is the default host spawn (stage 2 is the whole sandbox: no launcher, no host state
+// to clean up).
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>

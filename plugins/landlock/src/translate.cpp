@@ -185,17 +185,17 @@ Result<bool> add_filesystem(const ResolvedPolicy& policy, const HostFacts& facts
 void add_split_notes(const ResolvedPolicy& policy, const HostFacts& facts, Translation& t) {
   std::string devices;
   for (const std::string& path : device_paths()) devices += (devices.empty() ? "" : ", ") + path;
-  std::string elsewhere;
-  for (const std::string& m : facts.device_mounts) elsewhere += ", " + m;
+  const std::vector<std::string> closed = closed_paths(facts.device_mounts);
+  std::string closed_list;
+  for (const std::string& c : closed) closed_list += (closed_list.empty() ? "" : ", ") + c;
   std::string note =
-      "landlock: device files are never granted whole (/dev" + elsewhere +
+      "landlock: device files are never granted whole (" + closed_list +
       "; Landlock rights reach everything beneath a rule, so a rule on / "
       "would open raw disks and the host's other terminals): a rule over it is applied to each "
       "entry of its directories instead, as listed when the plan was made (an entry added later "
       "is not reachable; a symlink is reached through its target), those directories and /dev "
       "can be listed, and the device files are " +
       devices + " plus entries beneath /dev the policy names itself";
-  const std::vector<std::string> closed = closed_paths(facts.device_mounts);
   bool narrowed_write = false;
   for (const PathRule& rule : policy.rules) {
     if (!is_grant(rule) || !covers_closed(closed, rule.path)) continue;
