@@ -59,11 +59,23 @@ class Fd {
 
 std::string errno_text(int err) { return std::strerror(err); }
 
+// How a rule's path is opened and checked.
+struct RuleKind {
+  std::uint64_t rights;
+  bool writable;         // opened without following a final symlink
+  bool keep_dev_closed;  // refuse the root directory and /dev themselves (LandlockSpec)
+};
+
+bool same_object(const struct stat& st, const char* path) {
+  struct stat other {};
+  return ::stat(path, &other) == 0 && other.st_dev == st.st_dev && other.st_ino == st.st_ino;
+}
+
 // Adds one path rule. A missing path is skipped: no rule means no access, which only denies
 // more. The rule is attached to what the path names now (symlinks followed for read and dev
 // rules); a writable path must not be a symlink (core rejects those; fail closed anyway).
-Status add_path_rule(int ruleset, const std::string& path, std::uint64_t rights, bool writable) {
-  const int flags = O_PATH | O_CLOEXEC | (writable ? O_NOFOLLOW : 0);
+Status add_path_rule(int ruleset, const std::string& path, RuleKind kind) {
+  const int flags = O_PATH | O_CLOEXEC | (kind.writable ? O_NOFOLLOW : 0);
   Fd fd(::open(path.c_str(), flags));
   if (fd.get() < 0) {
     if (errno == ENOENT) return {};
@@ -72,6 +84,11 @@ Status add_path_rule(int ruleset, const std::string& path, std::uint64_t rights,
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return Error{"fstat '" + path + "': " + errno_text(errno)};
   if (S_ISLNK(st.st_mode)) return Error{"writable path '" + path + "' is a symlink"};
+  // Decided on the opened object, so a path that became a symlink to / or /dev since the plan
+  // was made is caught too: such a rule would open every device node (raw disks, terminals).
+  if (kind.keep_dev_closed && (same_object(st, "/") || same_object(st, "/dev")))
+    return Error{"rule for '" + path + "' would open the whole of /dev (it names / or /dev)"};
+  std::uint64_t rights = kind.rights;
   if (!S_ISDIR(st.st_mode)) rights &= kFileRights;
   if (rights == 0) return {};
   PathBeneathAttr attr{rights, fd.get()};
@@ -80,10 +97,9 @@ Status add_path_rule(int ruleset, const std::string& path, std::uint64_t rights,
   return {};
 }
 
-Status add_rules(int ruleset, const std::vector<std::string>& paths, std::uint64_t rights,
-                 bool writable) {
+Status add_rules(int ruleset, const std::vector<std::string>& paths, RuleKind kind) {
   for (const std::string& path : paths) {
-    Status s = add_path_rule(ruleset, path, rights, writable);
+    Status s = add_path_rule(ruleset, path, kind);
     if (!s.ok()) return s;
   }
   return {};
@@ -135,6 +151,9 @@ std::uint64_t dev_rights(int abi) {
   return (ll::kReadFile | ll::kWriteFile | ll::kTruncate | ll::kIoctlDev) & handled_fs(abi);
 }
 
+// Listing only: READ_DIR is inherited beneath the path, but lets nothing be opened for reading.
+std::uint64_t list_rights(int abi) { return ll::kReadDir & handled_fs(abi); }
+
 Result<bool> parse_landlock_option(const std::string& arg, const std::string& value,
                                    LandlockSpec& spec) {
   if (arg == "--landlock") {
@@ -150,10 +169,14 @@ Result<bool> parse_landlock_option(const std::string& arg, const std::string& va
     Result<bool> on = parse_bool(arg, value);
     if (!on.ok()) return Error{on.error()};
     spec.scope_abstract_unix = *on;
-  } else if (arg == "--ll-read" || arg == "--ll-write" || arg == "--ll-dev") {
+  } else if (arg == "--ll-read" || arg == "--ll-write" || arg == "--ll-dev" ||
+             arg == "--ll-list") {
     if (value.empty() || value.front() != '/')
       return Error{arg + " expects an absolute path, got '" + value + "'"};
-    (arg == "--ll-read" ? spec.read : arg == "--ll-write" ? spec.write : spec.dev)
+    (arg == "--ll-read"    ? spec.read
+     : arg == "--ll-write" ? spec.write
+     : arg == "--ll-dev"   ? spec.dev
+                           : spec.list)
         .push_back(value);
   } else {
     return false;
@@ -184,9 +207,12 @@ Status apply_landlock(const LandlockSpec& spec) {
   Fd ruleset(static_cast<int>(::syscall(SYS_landlock_create_ruleset, &attr, size, 0)));
   if (ruleset.get() < 0) return Error{"create_ruleset: " + errno_text(errno)};
   if (spec.restrict_filesystem) {
-    Status s = add_rules(ruleset.get(), spec.read, read_rights(abi), false);
-    if (s.ok()) s = add_rules(ruleset.get(), spec.write, write_rights(abi), true);
-    if (s.ok()) s = add_rules(ruleset.get(), spec.dev, dev_rights(abi), false);
+    const bool closed = spec.keep_dev_closed;
+    Status s = add_rules(ruleset.get(), spec.read, {read_rights(abi), false, closed});
+    if (s.ok()) s = add_rules(ruleset.get(), spec.write, {write_rights(abi), true, closed});
+    // Device files and listings are meant for /dev and / themselves.
+    if (s.ok()) s = add_rules(ruleset.get(), spec.dev, {dev_rights(abi), false, false});
+    if (s.ok()) s = add_rules(ruleset.get(), spec.list, {list_rights(abi), false, false});
     if (!s.ok()) return s;
   }
   // TCP: handled, so every bind and connect is denied except connect() to the listed ports.

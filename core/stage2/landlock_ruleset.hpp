@@ -66,6 +66,12 @@ struct LandlockSpec {
   std::vector<std::string> read;   // execute, read files, list directories
   std::vector<std::string> write;  // read + create/remove/rename/truncate/write beneath
   std::vector<std::string> dev;    // device files read+write+ioctl (e.g. /dev/null, /dev/tty)
+  std::vector<std::string> list;   // list directories only (READ_DIR, inherited beneath)
+  // Refuse a read or write rule whose path opens the root directory or /dev itself: either
+  // would grant every device node under /dev (raw disks, other terminals). The translator
+  // never asks for one (it splits / into its entries); this catches a path swapped for a
+  // symlink after the plan was made. Tests that confine with / readable turn it off.
+  bool keep_dev_closed = true;
 };
 
 // The access rights the ruleset handles on `abi` for filesystem, network and scope.
@@ -73,6 +79,7 @@ std::uint64_t handled_fs(int abi);
 std::uint64_t read_rights(int abi);
 std::uint64_t write_rights(int abi);
 std::uint64_t dev_rights(int abi);
+std::uint64_t list_rights(int abi);
 
 // Consumes stage2 option `arg` with `value` into `spec`; false if `arg` is not a Landlock option.
 // Error on a bad value.

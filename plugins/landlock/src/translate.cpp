@@ -4,6 +4,7 @@
 // than written, which the backend must never do silently (plugins/landlock/README.md).
 #include "sbx/landlock/translate.hpp"
 
+#include <algorithm>
 #include <string_view>
 
 namespace sbx::landlock {
@@ -70,11 +71,35 @@ bool restricted_filesystem(const ResolvedPolicy& policy) {
   return policy.filesystem_kind == FilesystemKind::kRestricted;
 }
 
-// Landlock cannot take /dev/pts out of a read rule that covers it (e.g. `:root`).
-bool reads_host_terminals(const ResolvedPolicy& policy) {
-  if (!restricted_filesystem(policy)) return false;  // everything is open: nothing to add
-  for (const PathRule& rule : policy.rules) {
-    if (rule.access != Access::kDeny && path_is_within("/dev/pts", rule.path)) return true;
+constexpr std::string_view kDev = "/dev";
+constexpr std::string_view kTerminals = "/dev/pts";
+
+bool is_grant(const PathRule& rule) { return rule.access != Access::kDeny; }
+
+std::string rule_kind(const PathRule& rule) {
+  return rule.access == Access::kWrite ? "write" : "read";
+}
+
+// True if a grant on `path` would reach a closed path (or is one).
+bool covers_closed(const std::vector<std::string>& closed, const std::string& path) {
+  return std::any_of(closed.begin(), closed.end(),
+                     [&](const std::string& c) { return path_is_within(c, path); });
+}
+
+bool is_closed(const std::vector<std::string>& closed, const std::string& path) {
+  return std::find(closed.begin(), closed.end(), path) != closed.end();
+}
+
+std::string child_of(const std::string& dir, const std::string& name) {
+  return dir == "/" ? "/" + name : dir + "/" + name;
+}
+
+// Reading a terminal under /dev/pts consumes what is typed there: only an entry the policy
+// names beneath /dev can grant it now (rules over /dev are split), so say so.
+bool reads_host_terminals(const Translation& t) {
+  for (const RuleLine& rule : t.rules) {
+    if (rule.kind != "read" && rule.kind != "write") continue;
+    if (path_is_within(rule.path, kTerminals) || path_is_within(kTerminals, rule.path)) return true;
   }
   return false;
 }
@@ -85,22 +110,140 @@ void add(Translation& t, const std::string& kind, const std::string& path) {
   t.rules.push_back({kind, path});
 }
 
-void add_filesystem(const ResolvedPolicy& policy, Translation& t) {
+// An entry that gets the split rule's right on its own. Symlinks never do: Landlock would
+// attach the rule to the target, which lies in another entry of the tree (granted on its own:
+// /bin -> usr/bin) or outside the rule's tree (never granted by it), possibly beneath a closed
+// path (never to be granted through a link).
+bool grantable_entry(const DirEntry& entry) {
+  return !entry.symlink && !entry.name.empty() && entry.name != "." && entry.name != ".." &&
+         entry.name.find('/') == std::string::npos;
+}
+
+// Applies read or write rules so that no closed path is reached whole (translate.hpp).
+class RuleSplitter {
+ public:
+  RuleSplitter(const HostFacts& facts, Translation& t)
+      : facts_(facts), closed_(closed_paths(facts.device_mounts)), t_(t) {}
+
+  Status grant(const std::string& kind, const std::string& path) {
+    if (!covers_closed(closed_, path)) {
+      add(t_, kind, path);
+      return {};
+    }
+    split_ = true;
+    list(path);
+    if (is_closed(closed_, path)) return {};  // listed, nothing opened beneath
+    auto listing = facts_.listings.find(path);
+    if (listing == facts_.listings.end())
+      return Error{"landlock: cannot grant '" + path + "' without the device files beneath it: " +
+                   (facts_.listing_error.empty() ? "it was not listed" : facts_.listing_error)};
+    for (const DirEntry& entry : listing->second) {
+      if (!grantable_entry(entry)) continue;
+      Status s = grant(kind, child_of(path, entry.name));
+      if (!s.ok()) return s;
+    }
+    return {};
+  }
+  bool split() const { return split_; }
+
+ private:
+  void list(const std::string& path) {
+    if (std::find(listed_.begin(), listed_.end(), path) != listed_.end()) return;
+    listed_.push_back(path);
+    add(t_, "list", path);
+  }
+  const HostFacts& facts_;
+  std::vector<std::string> closed_;
+  Translation& t_;
+  std::vector<std::string> listed_;
+  bool split_ = false;
+};
+
+Result<bool> add_filesystem(const ResolvedPolicy& policy, const HostFacts& facts, Translation& t) {
   const bool restricted = policy.filesystem_kind == FilesystemKind::kRestricted;
   t.argv.insert(t.argv.end(), {"--ll-fs", restricted ? "restricted" : "unrestricted"});
-  if (!restricted) return;
+  if (!restricted) return false;
   t.min_abi = kAbiTruncate;
+  // Without the mount table a device filesystem mounted outside /dev could be granted whole.
+  if (!facts.mounts_known)
+    return Error{"landlock: the mount table was not read: device filesystems mounted outside "
+                 "/dev are unknown"};
+  RuleSplitter splitter(facts, t);
   // Deny rules add nothing: with no carve-out (checked), a deny rule is never inside a grant.
   for (const PathRule& rule : policy.rules) {
-    if (rule.access != Access::kDeny) add(t, rule.access == Access::kWrite ? "write" : "read", rule.path);
+    if (!is_grant(rule)) continue;
+    Status s = splitter.grant(rule_kind(rule), rule.path);
+    if (!s.ok()) return Error{s.error()};
   }
   if (policy.platform_defaults_readable) {
     for (const std::string& path : minimal_paths()) add(t, "read", path);
   }
   for (const std::string& path : device_paths()) add(t, "dev", path);
+  return splitter.split();
+}
+
+void add_split_notes(const ResolvedPolicy& policy, const HostFacts& facts, Translation& t) {
+  std::string devices;
+  for (const std::string& path : device_paths()) devices += (devices.empty() ? "" : ", ") + path;
+  const std::vector<std::string> closed = closed_paths(facts.device_mounts);
+  std::string closed_list;
+  for (const std::string& c : closed) closed_list += (closed_list.empty() ? "" : ", ") + c;
+  std::string note =
+      "landlock: device files are never granted whole (" + closed_list +
+      "; Landlock rights reach everything beneath a rule, so a rule on / "
+      "would open raw disks and the host's other terminals): a rule over it is applied to each "
+      "entry of its directories instead, as listed when the plan was made (an entry added later "
+      "is not reachable; a symlink is reached through its target), those directories and /dev "
+      "can be listed, and the device files are " +
+      devices + " plus entries beneath /dev the policy names itself";
+  bool narrowed_write = false;
+  for (const PathRule& rule : policy.rules) {
+    if (!is_grant(rule) || !covers_closed(closed, rule.path)) continue;
+    if (is_closed(closed, rule.path))
+      note += "; narrower than written: the rule on " + rule.path + " only lists it";
+    else if (rule.access == Access::kWrite && !narrowed_write) {
+      narrowed_write = true;
+      note += "; narrower than written: nothing can be created, renamed or removed directly in "
+              "the directories split ('" + rule.path + "' and those down to the device files)";
+    }
+  }
+  t.notes.push_back(note);
 }
 
 }  // namespace
+
+std::vector<std::string> closed_paths(const std::vector<std::string>& device_mounts) {
+  std::vector<std::string> closed = {std::string(kDev)};
+  for (const std::string& m : device_mounts) {
+    if (m.empty() || m.front() != '/' || path_is_within(m, kDev)) continue;
+    closed.push_back(m);
+  }
+  return closed;
+}
+
+std::vector<std::string> directories_to_list(const ResolvedPolicy& policy,
+                                             const std::vector<std::string>& device_mounts) {
+  std::vector<std::string> dirs;
+  if (policy.filesystem_kind != FilesystemKind::kRestricted) return dirs;
+  auto want = [&](const std::string& dir) {
+    if (std::find(dirs.begin(), dirs.end(), dir) == dirs.end()) dirs.push_back(dir);
+  };
+  const std::vector<std::string> closed = closed_paths(device_mounts);
+  for (const PathRule& rule : policy.rules) {
+    if (!is_grant(rule)) continue;
+    for (const std::string& c : closed) {
+      if (c == rule.path || !path_is_within(c, rule.path)) continue;
+      // The rule's path, then each directory on the way down to c's parent.
+      std::string dir = rule.path;
+      want(dir);
+      for (std::size_t slash = c.find('/', dir == "/" ? 1 : dir.size() + 1);
+           slash != std::string::npos; slash = c.find('/', slash + 1)) {
+        want(c.substr(0, slash));
+      }
+    }
+  }
+  return dirs;
+}
 
 const std::vector<std::string>& minimal_paths() {
   static const std::vector<std::string> kPaths = {"/bin",   "/etc",    "/lib", "/lib32",
@@ -125,7 +268,8 @@ std::string unenforceable_rule(const ResolvedPolicy& policy) {
   return filesystem_rule(policy);
 }
 
-Result<Translation> translate(const TransformRequest& request, const std::string& stage2_path) {
+Result<Translation> translate(const TransformRequest& request, const HostFacts& facts) {
+  const std::string& stage2_path = facts.stage2_path;
   if (stage2_path.empty() || stage2_path.front() != '/')
     return Error{"landlock: no trusted sbx-stage2 helper (see `sbx backends --probe`)"};
   if (request.argv.empty() || request.argv.front().empty() || request.argv.front()[0] != '/')
@@ -139,7 +283,8 @@ Result<Translation> translate(const TransformRequest& request, const std::string
                  "network.proxy_ports (sbx exec starts the proxy and sets it)"};
   Translation t;
   t.argv = {stage2_path, "--landlock", "1"};
-  add_filesystem(request.policy, t);
+  Result<bool> split = add_filesystem(request.policy, facts, t);
+  if (!split.ok()) return Error{split.error()};
   // Restricted and proxy network both need TCP rules (ABI 4); without them nothing would stop
   // a direct connection, so stage 2 refuses to run below that ABI.
   const bool confined = network.mode != NetworkMode::kEnabled;
@@ -175,11 +320,14 @@ Result<Translation> translate(const TransformRequest& request, const std::string
         "for them); set-user-ID/set-group-ID modes and chattr flags are refused everywhere. "
         "A file hard-linked into a writable root before the run can still be changed through "
         "that link");
-  if (reads_host_terminals(request.policy))
+  if (*split) add_split_notes(request.policy, facts, t);
+  if (reads_host_terminals(t))
     t.notes.push_back(
-        "landlock: a read rule covers /dev/pts, so the command can read (not write) the host's "
-        "other terminals of the same user; its own pseudo-terminals come from openpty() "
-        "(/dev/ptmx, the peer opened by the supervisor), not from /dev/pts");
+        "landlock: the policy names /dev/pts itself, so the command can read (with a write "
+        "entry also type into) the host's other terminals of the same user (as root: every "
+        "terminal), consuming what is typed there; "
+        "its own pseudo-terminals come from openpty() (/dev/ptmx, the peer opened by the "
+        "supervisor) and need no such entry");
   if (proxy)
     t.notes.push_back(
         "landlock: network only through sbx's filtering proxy: TCP connect is allowed to port " +

@@ -115,8 +115,8 @@ TEST_F(LandlockMetadata, PseudoTerminalsWork) {
 }
 
 // The peer of /dev/ptmx is never granted as a path, so another terminal of the host cannot be
-// written to (typed into a user's session). Reading one is another matter: a read rule that
-// covers /dev (`:root`) grants it, as the README states.
+// written to (typed into a user's session); nor read, since `:root` no longer reaches /dev
+// (dev_reads_test.cpp).
 TEST_F(LandlockMetadata, TheHostsOtherTerminalsCannotBeWritten) {
   int master = -1;
   int peer = -1;

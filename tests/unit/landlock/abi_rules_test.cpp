@@ -72,6 +72,8 @@ LandlockSpec filesystem(std::vector<std::string> read, std::vector<std::string> 
   spec.read = std::move(read);
   spec.write = std::move(write);
   spec.dev = std::move(dev);
+  // These tests isolate one right each with "/" readable; stage 2 itself never reads "/" whole.
+  spec.keep_dev_closed = false;
   return spec;
 }
 
@@ -126,6 +128,56 @@ TEST(LandlockAbiRules, IoctlOnDevicesOnlyWhereGranted) {
   };
   EXPECT_EQ(confined(filesystem({"/"}, {}), tcgets), EACCES);
   EXPECT_EQ(confined(filesystem({"/"}, {}, {"/dev/null"}), tcgets), ENOTTY);
+}
+
+// A listing rule lets a directory and everything beneath it be listed, nothing be opened for
+// reading: how / and /dev stay listable without opening the device nodes under /dev.
+TEST(LandlockAbiRules, AListingRuleListsButOpensNothingBeneath) {
+  Dir tree;
+  ASSERT_TRUE(fs::create_directory(tree / "sub"));
+  std::ofstream(tree / "sub/file") << "secret";
+  LandlockSpec spec = filesystem({}, {});
+  spec.list = {tree.path()};
+  auto list_sub = [&] {
+    const int fd = ::open((tree / "sub").c_str(), O_RDONLY | O_DIRECTORY);
+    if (fd < 0) return errno;
+    ::close(fd);
+    return 0;
+  };
+  auto read_file = [&] { return result(::open((tree / "sub/file").c_str(), O_RDONLY)); };
+  EXPECT_EQ(confined(spec, list_sub), 0);
+  EXPECT_EQ(confined(spec, read_file), EACCES);
+}
+
+// Stage 2 refuses a read or write rule that opens / or /dev itself (even through a symlink made
+// after the plan): either would open every device node under /dev.
+TEST(LandlockAbiRules, ARuleOpeningRootOrDevIsRefused) {
+  Dir links;
+  ASSERT_EQ(::symlink("/dev", (links / "to-dev").c_str()), 0);
+  ASSERT_EQ(::symlink("/", (links / "to-root").c_str()), 0);
+  auto nothing = [] { return 0; };
+  for (const std::string& path : {std::string("/"), std::string("/dev"), links / "to-dev",
+                                  links / "to-root"}) {
+    LandlockSpec spec = filesystem({path}, {});
+    spec.keep_dev_closed = true;
+    EXPECT_EQ(confined(spec, nothing), kSetupFailed) << path;
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+      const sbx::Status s = sbx::stage2::apply_landlock(spec);
+      ::_exit(!s.ok() && s.error().find("whole of /dev") != std::string::npos ? 0 : 1);
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << path << ": the error names /dev";
+  }
+  LandlockSpec write_root = filesystem({}, {"/dev"});
+  write_root.keep_dev_closed = true;
+  EXPECT_EQ(confined(write_root, nothing), kSetupFailed) << "write /dev";
+  // Beneath /dev is the policy's own choice.
+  LandlockSpec pts = filesystem({"/dev/pts"}, {});
+  pts.keep_dev_closed = true;
+  EXPECT_EQ(confined(pts, nothing), 0);
 }
 
 class Tcp {

@@ -120,6 +120,7 @@ struct Attempt {
   sbx::stage2::LandlockSpec spec;
   spec.enabled = true;
   spec.read = {"/"};
+  spec.keep_dev_closed = false;  // "/" readable for brevity; the guard is what is tested here
   spec.write = {attempt.writable};
   spec.dev = {"/dev/null", "/dev/ptmx"};
   if (!sbx::stage2::apply_landlock(spec).ok()) ::_exit(kSetupFailed + 3);

@@ -31,16 +31,27 @@ TransformRequest proxy_request(std::vector<std::uint16_t> ports) {
   return r;
 }
 
+// A host whose / holds only /usr (the policy reads /, which is granted entry by entry).
+landlock::HostFacts host_facts() {
+  landlock::HostFacts facts;
+  facts.stage2_path = "/s2";
+  facts.mounts_known = true;
+  facts.listings["/"] = {{"usr", false}};
+  return facts;
+}
+
 TEST(LandlockProxy, ExactStage2ArgvWithTheProxyPort) {
-  auto t = landlock::translate(proxy_request({41234}), "/s2");
+  auto t = landlock::translate(proxy_request({41234}), host_facts());
   ASSERT_TRUE(t.ok()) << t.error();
   const std::vector<std::string> expected = {"/s2",
                                              "--landlock",
                                              "4",
                                              "--ll-fs",
                                              "restricted",
-                                             "--ll-read",
+                                             "--ll-list",
                                              "/",
+                                             "--ll-read",
+                                             "/usr",
                                              "--ll-write",
                                              "/ws",
                                              "--ll-dev",
@@ -82,14 +93,14 @@ TEST(LandlockProxy, RefusedWithoutExactlyOnePortOrWithUnixSockets) {
   for (const std::vector<std::uint16_t>& ports :
        {std::vector<std::uint16_t>{}, std::vector<std::uint16_t>{0},
         std::vector<std::uint16_t>{1, 2}}) {
-    auto t = landlock::translate(proxy_request(ports), "/s2");
+    auto t = landlock::translate(proxy_request(ports), host_facts());
     ASSERT_FALSE(t.ok());
     EXPECT_NE(t.error().find("proxy_network: it needs exactly one proxy port"), std::string::npos)
         << t.error();
   }
   auto sockets = proxy_request({41234});
   sockets.policy.network.unix_sockets = {"/run/agent.sock"};
-  auto t = landlock::translate(sockets, "/s2");
+  auto t = landlock::translate(sockets, host_facts());
   ASSERT_FALSE(t.ok());
   EXPECT_NE(t.error().find("unix_socket_allowlist"), std::string::npos) << t.error();
 }
