@@ -55,13 +55,16 @@ constexpr int kExitSbxFailure = 125;
 constexpr int kExitNotExecutable = 126;
 constexpr int kExitNotFound = 127;
 
-// What DESIGN.md promises to forward (SIGCONT is left out: sbx stopping does not stop the
+// The signals forwarded to the sandbox (SIGCONT is left out: sbx stopping does not stop the
 // sandbox, which is in its own session, so there is nothing to continue).
 constexpr std::array<int, 7> kForwardedSignals = {SIGINT,  SIGTERM, SIGHUP,  SIGQUIT,
                                                   SIGUSR1, SIGUSR2, SIGWINCH};
 
 // How long to poll /proc while a signal is held for a PID 1 that has not blocked it yet.
 constexpr int kReadyPollMs = 5;
+// Without a pidfd for bwrap (Linux < 5.3): how often to look whether bwrap has ended, in case
+// another thread of this process took its SIGCHLD.
+constexpr int kNoPidfdPollMs = 100;
 
 // ---------------------------------------------------------------------------------------------
 // The child side: async-signal-safe only, writing nothing but its own stack: it is started
@@ -300,21 +303,34 @@ void drain_signals(int signal_fd, Forwarder* forwarder) {
 }
 
 // The parent's loop: learns the PID 1 from bwrap, forwards signals, returns when bwrap ended.
+// bwrap's end is watched through a pidfd as well as SIGCHLD: in a process with other threads
+// (an agent embedding libsbx) a thread that does not block SIGCHLD may take it, and the
+// signalfd alone would then wait forever. Without pidfds (Linux < 5.3) a 100 ms poll bounds it.
 Status supervise(pid_t bwrap, Channels channels) {
   Forwarder forwarder;
   std::string info;
+  const int exit_fd = pidfd_open_raw(bwrap);
   for (;;) {
     Result<bool> ended = child_ended(bwrap);
-    if (!ended.ok()) return Error{ended.error()};
+    if (!ended.ok()) {
+      if (exit_fd >= 0) close(exit_fd);
+      return Error{ended.error()};
+    }
     if (*ended) {
       forwarder.stop();
       break;
     }
-    std::array<pollfd, 2> fds{{{channels.signal_fd, POLLIN, 0}, {channels.info_fd, POLLIN, 0}}};
-    const int timeout = forwarder.holding() ? kReadyPollMs : -1;
-    if (poll(fds.data(), channels.info_fd >= 0 ? 2 : 1, timeout) < 0 && errno != EINTR)
-      return Error{std::string("poll failed: ") + std::strerror(errno)};
-    if (channels.info_fd >= 0 && fds[1].revents != 0 && !read_info(channels.info_fd, info)) {
+    std::array<pollfd, 3> fds{{{channels.signal_fd, POLLIN, 0},
+                               {exit_fd, POLLIN, 0},
+                               {channels.info_fd, POLLIN, 0}}};
+    int timeout = forwarder.holding() ? kReadyPollMs : -1;
+    if (exit_fd < 0 && (timeout < 0 || timeout > kNoPidfdPollMs)) timeout = kNoPidfdPollMs;
+    if (poll(fds.data(), channels.info_fd >= 0 ? 3 : 2, timeout) < 0 && errno != EINTR) {
+      const int error = errno;
+      if (exit_fd >= 0) close(exit_fd);
+      return Error{std::string("poll failed: ") + std::strerror(error)};
+    }
+    if (channels.info_fd >= 0 && fds[2].revents != 0 && !read_info(channels.info_fd, info)) {
       close(channels.info_fd);
       channels.info_fd = -1;
       // bwrap writes the JSON in one go right after clone and then closes the pipe.
@@ -323,6 +339,7 @@ Status supervise(pid_t bwrap, Channels channels) {
     if (fds[0].revents != 0) drain_signals(channels.signal_fd, &forwarder);
     forwarder.deliver_held();
   }
+  if (exit_fd >= 0) close(exit_fd);
   if (channels.info_fd >= 0) close(channels.info_fd);
   return {};
 }

@@ -5,13 +5,16 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "sbx/bwrap/bind_fds.hpp"
@@ -230,3 +233,41 @@ TEST_F(BwrapSpawn, RealBwrapSetupFailureIs125WithBwrapsMessage) {
 }
 
 }  // namespace
+
+// An agent embedding libsbx has other threads, and a process-directed SIGCHLD goes to any
+// thread that does not block it. If bwrap ends between the spawner's last look and its poll and
+// another thread consumes the SIGCHLD, the signalfd alone never wakes; the spawner watches a
+// pidfd of bwrap too. The window is narrow, so this runs many spawns against such a thread (a
+// regression shows up as an occasional failure here, not a deterministic one), in a forked
+// child with a deadline so that a hang fails instead of hanging the suite.
+TEST_F(BwrapSpawn, BwrapsEndIsSeenWhenAnotherThreadTakesSigchld) {
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    std::thread taker([] {
+      sigset_t chld;
+      sigemptyset(&chld);
+      sigaddset(&chld, SIGCHLD);
+      pthread_sigmask(SIG_UNBLOCK, &chld, nullptr);
+      for (;;) ::usleep(1000);  // wakes for each signal; SIGCHLD's default action drops it
+    });
+    taker.detach();
+    for (int i = 0; i < 50; ++i) {
+      sbx::Result<sbx::ExitStatus> status = spawn_bwrap(plan(3));
+      if (!status.ok() || status->exit_code != 3) ::_exit(1);
+    }
+    ::_exit(0);
+  }
+  int status = 0;
+  for (int waited_ms = 0; waited_ms < 30000; waited_ms += 10) {
+    if (::waitpid(child, &status, WNOHANG) == child) break;
+    ::usleep(10000);
+  }
+  if (::waitpid(child, &status, WNOHANG) == 0) {
+    ::kill(child, SIGKILL);
+    ::waitpid(child, &status, 0);
+    FAIL() << "spawn_bwrap did not return within 30 s while another thread took SIGCHLD";
+  }
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
