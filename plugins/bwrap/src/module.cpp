@@ -43,7 +43,8 @@ class BwrapBackend final : public Backend {
     if (!state.ok()) {
       report.checks.push_back(
           ProbeCheck{"state_dir", CheckStatus::kFail, state.error(),
-                     "make /run/user/<uid> or /tmp usable for a private 0700 directory"});
+                     "give this user a private runtime directory ($XDG_RUNTIME_DIR, "
+                     "/run/user/<uid>) or a home directory for ~/.cache/sbx"});
       report.available = false;
       report.summary = "state_dir: " + state.error();
     }
@@ -90,6 +91,10 @@ class BwrapBackend final : public Backend {
     Result<std::string> state = ensure_state_dir();
     if (!state.ok()) return Error{"bwrap: " + state.error()};
     facts.state_dir = *state;
+    // Before the host is looked at: what killed runs left behind is removed first, so this
+    // run's plan sees the host as it really is (and makes its own, recorded, mount points).
+    for (const std::string& removed : sweep_stale_entries(facts.state_dir))
+      host().log(SBX_LOG_DEBUG, "bwrap: removed a killed run's mount point " + removed);
     if (!can_mount_proc_.has_value()) can_mount_proc_ = bwrap_can_mount_proc(facts.bwrap_path);
     facts.can_mount_proc = *can_mount_proc_;
     if (policy.filesystem_kind == FilesystemKind::kRestricted && !policy.deny_globs.empty()) {
