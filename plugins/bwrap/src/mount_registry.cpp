@@ -120,26 +120,85 @@ std::optional<Marker> read_marker(const std::string& marker) {
   return out;
 }
 
+// The parent directory of the absolute `path`, opened without following any symlink on the
+// way (O_PATH, one component at a time), and the last component. Why: the parent lies in a
+// writable root, where a sandboxed command (of this run or a concurrent one) can swap a
+// directory for a symlink; sbx runs outside every sandbox and must not mkdir or rmdir through
+// it. -1 when a component is a symlink or missing.
+int open_parent_no_symlinks(const std::string& path, std::string& name) {
+  const std::size_t slash = path.rfind('/');
+  if (path.empty() || path.front() != '/' || slash == std::string::npos || slash + 1 >= path.size())
+    return -1;
+  name = path.substr(slash + 1);
+  if (name == "." || name == "..") return -1;
+  int fd = ::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  std::size_t begin = 1;
+  while (fd >= 0 && begin < slash + 1) {
+    std::size_t end = path.find('/', begin);
+    const std::string component = path.substr(begin, end - begin);
+    begin = end + 1;
+    if (component.empty() || component == ".") continue;
+    if (component == "..") {
+      ::close(fd);
+      return -1;
+    }
+    const int next = ::openat(fd, component.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    ::close(fd);
+    fd = next;
+  }
+  return fd;
+}
+
 // Removes `path` if it is still the empty directory recorded in `marker` (mount points are
-// always directories); rmdir never removes content.
+// always directories); rmdir never removes content, and no symlink is followed to it.
 bool remove_if_marked(const std::string& marker, const std::string& path) {
   const std::optional<Marker> record = read_marker(marker);
   if (!record || record->path != path) return false;
+  std::string name;
+  const int parent = open_parent_no_symlinks(path, name);
+  if (parent < 0) return false;
   struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return false;
-  if (!same_identity(identity_of(st), record->id)) return false;
-  return ::rmdir(path.c_str()) == 0;
+  const bool same = ::fstatat(parent, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                    S_ISDIR(st.st_mode) && same_identity(identity_of(st), record->id);
+  const bool removed = same && ::unlinkat(parent, name.c_str(), AT_REMOVEDIR) == 0;
+  ::close(parent);
+  return removed;
 }
 
-// Makes the mount point bwrap would make and records it. Not made (EEXIST: another run's mount
-// point or a person's directory appeared meanwhile; any other error: bwrap reports its own):
-// nothing recorded, so nothing of it is ever removed.
-void make_and_mark(const std::string& marker, const std::string& path) {
-  if (::mkdir(path.c_str(), 0755) != 0) return;
+// Records the directory now at `path` (reached without following symlinks) in `marker`.
+bool mark_existing(const std::string& marker, const std::string& path) {
+  std::string name;
+  const int parent = open_parent_no_symlinks(path, name);
+  if (parent < 0) return false;
   struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return;
-  write_marker(marker, path, identity_of(st));
+  const bool marked = ::fstatat(parent, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                      S_ISDIR(st.st_mode) && write_marker(marker, path, identity_of(st));
+  ::close(parent);
+  return marked;
 }
+
+}  // namespace
+
+// Makes the mount point bwrap would make and records it. kExisted (another run's mount point or
+// a person's directory appeared meanwhile): nothing recorded, so it is never removed. kNotMade
+// (a symlink on the way, or another error): bwrap makes it (inside its own mount namespace) or
+// reports its own error, and the run records it when it ends (release_and_cleanup).
+MountRegistry::Made MountRegistry::make_and_mark(const std::string& marker,
+                                                 const std::string& path) {
+  std::string name;
+  const int parent = open_parent_no_symlinks(path, name);
+  if (parent < 0) return Made::kNotMade;
+  Made made = Made::kNotMade;
+  if (::mkdirat(parent, name.c_str(), 0755) == 0)
+    made = Made::kMade;
+  else if (errno == EEXIST)
+    made = Made::kExisted;
+  ::close(parent);
+  if (made == Made::kMade) mark_existing(marker, path);
+  return made;
+}
+
+namespace {
 
 // True if `fd` (locked) is still the file named `path`: a cleaner deletes a lock file while
 // holding it exclusively, and a run that locked the deleted inode must not rely on it.
@@ -331,9 +390,10 @@ Status MountRegistry::acquire(const std::string& state_dir,
     const std::string base = state_dir + "/" + hash_name(path);
     Result<int> fd = lock_shared(base + ".lock");
     if (!fd.ok()) return Error{fd.error()};
-    entries_.push_back(Entry{path, base + ".synthetic", base + ".lock", *fd});
     // Made here, under the lock and before bwrap, so the record exists even if sbx is killed.
-    if (planned) make_and_mark(base + ".synthetic", path);
+    const Made made = planned ? make_and_mark(base + ".synthetic", path) : Made::kExisted;
+    entries_.push_back(Entry{path, base + ".synthetic", base + ".lock", *fd,
+                             made == Made::kNotMade});
   }
   return {};
 }
@@ -342,6 +402,9 @@ std::vector<std::string> MountRegistry::release_and_cleanup() {
   std::vector<std::string> removed;
   for (Entry& e : entries_) {
     if (e.lock_fd < 0) continue;
+    // bwrap made this mount point (sbx could not, see make_and_mark): record it now so that it
+    // can be removed. A kill before this point leaves it unrecorded, and kept.
+    if (e.mark_at_end) mark_existing(e.marker, e.path);
     ::flock(e.lock_fd, LOCK_UN);
     // Last out (no other run holds it): remove the mount point if it is still the recorded
     // empty one, then the entry itself. A run waiting for this lock re-checks the name.

@@ -401,4 +401,32 @@ TEST(StateDirectory, AnotherUsersSquatInTmpNeitherBlocksNorRedirectsBwrap) {
   EXPECT_EQ(st.st_mode & 07777, 0700u);
 }
 
+// A user with no runtime directory and no home (a service account): bwrap stays available, and
+// nothing goes to /tmp; without a registry nobody may remove the mount points, so they stay.
+TEST(StateDirectory, WithoutAnyPrivatePlaceBwrapRunsAndKeepsItsMountPoints) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to switch to an unprivileged user";
+  if (!exists("/usr/bin/setpriv")) GTEST_SKIP() << "setpriv (util-linux) is not installed";
+  if (exists("/run/user/65534")) GTEST_SKIP() << "/run/user/65534 exists here";
+  const RunResult probe = run({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534",
+                               "--clear-groups", "/usr/bin/bwrap", "--unshare-user",
+                               "--ro-bind", "/", "/", "/bin/true"},
+                              base_env());
+  if (probe.code != 0)
+    GTEST_SKIP() << "user 65534 cannot create user namespaces here: " << probe.err;
+  TempDir ws;
+  ASSERT_EQ(::chown(ws.path().c_str(), 65534, 65534), 0);
+  const bool old_name_existed = exists("/tmp/sbx-bwrap-65534");
+  const RunResult r = run({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                           sbx_path(), "--backends", "bwrap", "exec", "--preset",
+                           "workspace-write", "--cwd", ws.path(), "--", "/bin/sh", "-c",
+                           "echo ok > out; mkdir .codex 2>/dev/null; true"},
+                          {"PATH=/usr/bin:/bin", "HOME=/nonexistent", "LANG=C.UTF-8"});
+  ASSERT_EQ(r.code, 0) << describe(r);
+  EXPECT_EQ(read_file(ws / "out"), "ok\n");
+  EXPECT_TRUE(fs::is_empty(ws / ".codex")) << "the command created content in .codex";
+  if (!old_name_existed) {
+    EXPECT_FALSE(exists("/tmp/sbx-bwrap-65534")) << "state went to /tmp";
+  }
+}
+
 }  // namespace

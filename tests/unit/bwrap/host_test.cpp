@@ -259,6 +259,22 @@ TEST(BwrapRegistry, StaleLockFilesAreRemoved) {
   EXPECT_TRUE(fs::exists(state.path() + "/probe.cache"));
 }
 
+TEST(BwrapRegistry, NeverMakesOrRemovesAMountPointThroughASymlink) {
+  // A sandboxed command can swap a directory in a writable root for a symlink; sbx works
+  // outside every sandbox and must not mkdir (or rmdir) where that symlink points.
+  ScratchDir state;
+  ScratchDir work;
+  ScratchDir target;
+  fs::create_directory_symlink(target.path(), work.path() + "/swapped");
+  const std::string planned = work.path() + "/swapped/.codex";
+  MountRegistry run;
+  ASSERT_TRUE(run.acquire(state.path(), {planned}, {}).ok());
+  EXPECT_TRUE(fs::is_empty(target.path())) << "sbx made a directory through a symlink";
+  fs::create_directory(target.path() + "/.codex");  // bwrap would make it in its namespace
+  EXPECT_TRUE(run.release_and_cleanup().empty());
+  EXPECT_TRUE(fs::is_directory(target.path() + "/.codex"));
+}
+
 // Another user (or their sandbox) can create any name in /tmp first; sbx's state must not be
 // reachable that way, and must not depend on a directory someone else owns.
 TEST(BwrapStateDir, NeverInASharedDirectoryNorInAnotherUsersOne) {

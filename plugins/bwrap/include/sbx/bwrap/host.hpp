@@ -94,12 +94,15 @@ class MountRegistry {
 
  private:
   static Result<int> lock_shared(const std::string& lock);
+  enum class Made { kMade, kExisted, kNotMade };
+  static Made make_and_mark(const std::string& marker, const std::string& path);
 
   struct Entry {
     std::string path;
     std::string marker;  // state_dir/<hash>.synthetic: identity of the mount point a run made
     std::string lock;    // state_dir/<hash>.lock
     int lock_fd = -1;
+    bool mark_at_end = false;  // planned, but bwrap (not sbx) had to make it
   };
   std::vector<Entry> entries_;
 };
