@@ -8,6 +8,9 @@
 #include <vector>
 
 #if !defined(_WIN32)
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #endif
@@ -53,15 +56,66 @@ Result<std::unique_ptr<Proxy>> start_with(TransformRequest& request, Options opt
 }
 
 #if !defined(_WIN32)
-// A fresh directory only this user can enter (mkdtemp creates it 0700 and never reuses a name).
-Result<std::string> make_private_directory(const std::string& parent) {
-  std::string pattern = parent + "/sbx-proxy-XXXXXX";
-  std::vector<char> buffer(pattern.begin(), pattern.end());
-  buffer.push_back('\0');
-  if (::mkdtemp(buffer.data()) == nullptr)
-    return Error{"proxy: cannot create a private directory under " + parent + ": " +
-                 std::strerror(errno)};
-  return std::string(buffer.data());
+constexpr std::string_view kDirectoryPrefix = "sbx-proxy-";
+constexpr std::string_view kSocketName = "proxy.sock";
+
+// True if `fd` is still the directory named `path` (a sweeper may have removed it meanwhile).
+bool still_named(int fd, const std::string& path) {
+  struct stat held {};
+  struct stat named {};
+  return ::fstat(fd, &held) == 0 && ::lstat(path.c_str(), &named) == 0 &&
+         held.st_dev == named.st_dev && held.st_ino == named.st_ino;
+}
+
+// A fresh directory only this user can enter (mkdtemp creates it 0700 and never reuses a name),
+// held with an exclusive flock for the whole run: the lock is what tells a later run that this
+// directory is still in use (see sweep_stale_directories). Returns the path and the lock's fd.
+Result<std::pair<std::string, int>> make_private_directory(const std::string& parent) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    std::string pattern = parent + "/" + std::string(kDirectoryPrefix) + "XXXXXX";
+    std::vector<char> buffer(pattern.begin(), pattern.end());
+    buffer.push_back('\0');
+    if (::mkdtemp(buffer.data()) == nullptr)
+      return Error{"proxy: cannot create a private directory under " + parent + ": " +
+                   std::strerror(errno)};
+    const std::string directory(buffer.data());
+    const int fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    // Locked before anything is put in it; a sweeper that took it first (it was empty and
+    // unlocked for a moment) has removed it: start over with a new name.
+    if (fd >= 0 && ::flock(fd, LOCK_EX) == 0 && still_named(fd, directory))
+      return std::make_pair(directory, fd);
+    if (fd >= 0) ::close(fd);
+  }
+  return Error{"proxy: cannot create and lock a private directory under " + parent};
+}
+
+// "sbx-proxy-" and mkdtemp's six characters.
+bool has_our_name(const std::string& name) {
+  if (name.size() != kDirectoryPrefix.size() + 6 || name.rfind(kDirectoryPrefix, 0) != 0)
+    return false;
+  return std::all_of(name.begin() + static_cast<std::ptrdiff_t>(kDirectoryPrefix.size()),
+                     name.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)); });
+}
+
+// Removes `directory` if it is a run's private directory whose run has ended without cleaning
+// up (sbx killed): ours by name, owner and mode, not locked by a live run, holding nothing but
+// the socket. Anything else is left alone.
+void remove_if_stale(const std::string& directory) {
+  struct stat st {};
+  if (::lstat(directory.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) ||
+      st.st_uid != ::geteuid() || (st.st_mode & 07777) != 0700)
+    return;
+  const int fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return;
+  if (::flock(fd, LOCK_EX | LOCK_NB) == 0 && still_named(fd, directory)) {
+    struct stat socket_st {};
+    const std::string socket_name(kSocketName);
+    if (::fstatat(fd, socket_name.c_str(), &socket_st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISSOCK(socket_st.st_mode))
+      ::unlinkat(fd, socket_name.c_str(), 0);
+    ::rmdir(directory.c_str());  // fails, and keeps it, if anything else is inside
+  }
+  ::close(fd);
 }
 #endif
 
@@ -93,6 +147,21 @@ std::string policy_ports_refusal(const std::vector<std::uint16_t>& ports) {
          "every address): remove proxy_ports from the policy";
 }
 
+void sweep_stale_directories(const std::string& parent) {
+#if defined(_WIN32)
+  (void)parent;
+#else
+  std::vector<std::string> candidates;
+  if (DIR* dir = ::opendir(parent.c_str())) {
+    while (const dirent* entry = ::readdir(dir)) {
+      if (has_our_name(entry->d_name)) candidates.push_back(parent + "/" + entry->d_name);
+    }
+    ::closedir(dir);
+  }
+  for (const std::string& candidate : candidates) remove_if_stale(candidate);
+#endif
+}
+
 Result<std::unique_ptr<Proxy>> start_for_request(TransformRequest& request,
                                                  std::function<void(const Refusal&)> on_refusal) {
   Options options;
@@ -106,10 +175,14 @@ Result<std::unique_ptr<RunProxy>> RunProxy::start(TransformRequest& request,
   Options options;
   options.on_refusal = std::move(on_refusal);
   std::string directory;
+  int lock = -1;
 #if !defined(_WIN32)
-  Result<std::string> made = make_private_directory(parent);
+  // What killed runs left here goes first (a SIGKILLed sbx cannot remove its directory).
+  sweep_stale_directories(parent);
+  Result<std::pair<std::string, int>> made = make_private_directory(parent);
   if (!made) return Error{made.error()};
-  directory = *made;
+  directory = made->first;
+  lock = made->second;
   // The socket's path must fit sockaddr_un (108 bytes); mkdtemp under a short parent does.
   options.unix_socket_path = directory + "/proxy.sock";
 #else
@@ -119,6 +192,7 @@ Result<std::unique_ptr<RunProxy>> RunProxy::start(TransformRequest& request,
   if (!proxy) {
 #if !defined(_WIN32)
     ::rmdir(directory.c_str());
+    ::close(lock);
 #endif
     return Error{proxy.error()};
   }
@@ -127,7 +201,7 @@ Result<std::unique_ptr<RunProxy>> RunProxy::start(TransformRequest& request,
   spdlog::debug("proxy: started for this run on 127.0.0.1:{}{}{} (credential not logged)",
                 (*proxy)->port(), request.proxy_socket.empty() ? "" : " and ",
                 request.proxy_socket);
-  return std::unique_ptr<RunProxy>(new RunProxy(std::move(*proxy), std::move(directory)));
+  return std::unique_ptr<RunProxy>(new RunProxy(std::move(*proxy), std::move(directory), lock));
 }
 
 bool RunProxy::serves(const TransformRequest& request) const {
@@ -141,6 +215,7 @@ RunProxy::~RunProxy() {
   proxy_->stop();  // removes the socket
 #if !defined(_WIN32)
   if (!directory_.empty()) ::rmdir(directory_.c_str());
+  if (lock_ >= 0) ::close(lock_);  // after the rmdir: a sweeper never sees it unlocked
 #endif
 }
 

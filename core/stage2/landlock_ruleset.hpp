@@ -14,6 +14,8 @@
 //   ABI 7  audit-logging flags for restrict_self (defaults are kept)
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -102,6 +104,9 @@ struct SuperviseOptions {
   // allowed only inside `writable_roots`. Off when the filesystem is not restricted.
   bool guard_metadata = false;
   std::vector<std::string> writable_roots;
+  // The process that started stage 2 (sbx): when it dies, everything under the supervisor is
+  // killed. 0: the parent observed at the start.
+  pid_t parent = 0;
 };
 
 // Runs `child_body` (which must exec or _exit) in a forked child while this process, outside
@@ -110,7 +115,8 @@ struct SuperviseOptions {
 // kills every descendant left behind (there is no pid namespace to do it). With
 // guard_metadata, `child_body` gets a socket to pass install_metadata_guard() (else -1), this
 // process drops every capability once the child runs and answers the guard's notifications.
-// Returns the command's status in shell form (128+N for signal N); 125 if the supervisor
+// Tied to `options.parent`: if that process dies (sbx SIGKILLed), the supervisor kills every
+// descendant and returns 128+SIGKILL. Returns the command's status in shell form (128+N for signal N); 125 if the supervisor
 // itself failed.
 int supervise(void (*child_body)(void*, int metadata_socket), void* arg,
               const SuperviseOptions& options);

@@ -9,6 +9,13 @@
 // With the metadata guard it also answers the guard's notifications (metadata_notify.hpp); one
 // poll() over a signalfd and the listener serves both, and the supervisor then holds no
 // capability, since it acts for the command.
+//
+// Why a parent-death signal: without a pid namespace, a SIGKILLed sbx would leave the
+// supervisor and the command running, re-parented to init (bwrap mode has --die-with-parent).
+// The kernel sends kParentGone when the thread that started stage 2 exits; the supervisor then
+// checks getppid() against sbx's pid (another sender, or an exiting non-main thread of sbx,
+// changes nothing) and kills the whole tree. The check right after arming the signal closes
+// the race with an sbx that died before stage 2 got that far.
 #include <dirent.h>
 #include <linux/capability.h>
 #include <poll.h>
@@ -21,6 +28,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -39,6 +47,8 @@ namespace {
 constexpr int kExitFailure = 125;
 constexpr int kForwarded[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2,
                               SIGWINCH, SIGCONT, SIGALRM, SIGTSTP, SIGTTIN, SIGTTOU};
+// Not forwarded, catchable, unused by sbx and the usual commands: the parent-death signal.
+constexpr int kParentGone = SIGPWR;
 
 int shell_code(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
@@ -125,9 +135,16 @@ Result<int> start_guard(int socket, const SuperviseOptions& options,
   return *listener;
 }
 
-// Forwards one signal the supervisor received; true when the command has exited (status in
-// *code).
-bool handle_signal(const signalfd_siginfo& info, pid_t child, int* code) {
+// Forwards one signal the supervisor received; true when the command has exited or sbx is
+// gone and the tree was killed (status in *code).
+bool handle_signal(const signalfd_siginfo& info, pid_t child, pid_t parent, int* code) {
+  if (info.ssi_signo == static_cast<std::uint32_t>(kParentGone)) {
+    if (::getppid() == parent) return false;  // not a parent death: sbx is still there
+    ::kill(child, SIGKILL);
+    kill_descendants();
+    *code = 128 + SIGKILL;
+    return true;
+  }
   if (info.ssi_signo != SIGCHLD) {
     // Terminal-generated signals (SI_KERNEL) already reached the command's process group;
     // forward only what a process sent to us (e.g. sbx forwarding its own signals).
@@ -149,7 +166,8 @@ bool handle_signal(const signalfd_siginfo& info, pid_t child, int* code) {
 
 // Serves signals and (while it has users) the guard's listener until the command exits;
 // returns its status. Closes the listener.
-int serve(int signals, int listener, const MetadataEmulator* emulator, pid_t child) {
+int serve(int signals, int listener, const MetadataEmulator* emulator, pid_t child,
+          pid_t parent) {
   for (;;) {
     pollfd fds[2] = {{signals, POLLIN, 0}, {listener, POLLIN, 0}};
     if (::poll(fds, listener >= 0 ? 2 : 1, -1) < 0) continue;  // EINTR
@@ -163,7 +181,7 @@ int serve(int signals, int listener, const MetadataEmulator* emulator, pid_t chi
     signalfd_siginfo info{};
     while (::read(signals, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
       int code = 0;
-      if (!handle_signal(info, child, &code)) continue;
+      if (!handle_signal(info, child, parent, &code)) continue;
       if (listener >= 0) ::close(listener);
       return code;
     }
@@ -183,7 +201,15 @@ int supervise(void (*child_body)(void*, int), void* arg, const SuperviseOptions&
   sigemptyset(&all);
   for (int sig : kForwarded) sigaddset(&all, sig);
   sigaddset(&all, SIGCHLD);
+  sigaddset(&all, kParentGone);
   if (::sigprocmask(SIG_BLOCK, &all, &previous) != 0) return kExitFailure;
+  const pid_t sbx = options.parent != 0 ? options.parent : ::getppid();
+  if (::prctl(PR_SET_PDEATHSIG, kParentGone, 0, 0, 0) != 0) {
+    std::fprintf(stderr, "sbx-stage2: parent-death signal: %s\n", std::strerror(errno));
+    return kExitFailure;
+  }
+  // sbx died before the signal was armed: nothing was started, nothing to kill.
+  if (::getppid() != sbx) return 128 + SIGKILL;
   int sockets[2] = {-1, -1};
   if (options.guard_metadata &&
       ::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sockets) != 0) {
@@ -228,7 +254,7 @@ int supervise(void (*child_body)(void*, int), void* arg, const SuperviseOptions&
     kill_descendants();
     return kExitFailure;
   }
-  const int code = serve(signals, listener, emulator ? &*emulator : nullptr, child);
+  const int code = serve(signals, listener, emulator ? &*emulator : nullptr, child, sbx);
   ::close(signals);
   return code;
 }

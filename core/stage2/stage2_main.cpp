@@ -5,7 +5,7 @@
 //   sbx-stage2 --net proxy --proxy-port PORT --proxy-socket PATH [--env KEY=VALUE]... -- ...
 //   sbx-stage2 --landlock MIN_ABI [--ll-fs restricted|unrestricted] [--ll-read PATH]...
 //              [--ll-write PATH]... [--ll-dev PATH]... [--ll-list PATH]...
-//              [--ll-scope-abstract-unix on|off]
+//              [--ll-scope-abstract-unix on|off] [--parent-pid PID]
 //              --net blocked|open|proxy [--proxy-port PORT] [--env KEY=VALUE]... -- ...
 //
 // Network proxy (network.mode proxy): under bwrap (an empty network namespace) stage 2 first
@@ -19,7 +19,7 @@
 // emulated by the supervisor inside the writable roots only) when the filesystem is
 // restricted, applies the Landlock ruleset (TCP bind/connect handled when --net blocked),
 // installs the same seccomp filter and execs. The supervisor kills leftover descendants at the
-// end.
+// end, and the whole tree when the process that started it (--parent-pid, sbx) dies.
 //
 // In order: sets no_new_privs, verifies it holds no capability, installs the seccomp filter,
 // then runs the command by absolute path with exactly the --env environment (plus the entries
@@ -78,6 +78,7 @@ struct Options {
   sbx::stage2::RelaySpec relay;  // --net proxy: the proxy's port (and socket under bwrap)
   int ready_fd = -1;   // bwrap mode: told "bwrap's setup worked" (bwrap_checks.hpp)
   int mounts_fd = -1;  // bwrap mode: the planned mounts to verify (bwrap_checks.hpp)
+  pid_t parent_pid = 0;  // Landlock mode: sbx, whose death ends the run (landlock_ruleset.hpp)
 };
 
 int parse_fd(const std::string& option, const std::string& value) {
@@ -168,6 +169,12 @@ Options parse(int argc, char** argv) {
       o.env.push_back(value);
     } else if (arg == "--ready-fd") {
       o.ready_fd = parse_fd(arg, value);
+    } else if (arg == "--parent-pid") {
+      char* end = nullptr;
+      const long pid = std::strtol(value.c_str(), &end, 10);
+      if (value.empty() || *end != '\0' || pid <= 0 || pid > 4'194'304)
+        fail("arguments", "--parent-pid expects a process id, got '" + value + "'");
+      o.parent_pid = static_cast<pid_t>(pid);
     } else if (arg == "--mounts-fd") {
       o.mounts_fd = parse_fd(arg, value);
     } else if (arg == "--env-fd") {
@@ -327,6 +334,7 @@ int main(int argc, char** argv) {
     sbx::stage2::SuperviseOptions supervise;
     supervise.guard_metadata = options.landlock.restrict_filesystem;
     supervise.writable_roots = options.landlock.write;
+    supervise.parent = options.parent_pid;
     return sbx::stage2::supervise(confine_and_exec, &options, supervise);
   }
   // no_new_privs first: required for an unprivileged seccomp filter, and setuid binaries the

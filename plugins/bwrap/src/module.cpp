@@ -2,6 +2,7 @@
 // allows; transform() gathers the host facts the pure translator needs; exec() runs the plan
 // with its own spawner (signals go to the sandbox's PID 1, not to bwrap)
 // and removes the mount points bwrap had to create on the host.
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,6 +18,12 @@ namespace {
 constexpr std::string_view kSyntheticPrefix = "sbx-bwrap:mount-point ";
 constexpr std::string_view kLockedPrefix = "sbx-bwrap:keeps ";
 constexpr std::string_view kStatePrefix = "sbx-bwrap:state-dir ";
+
+bool translation_has_no_mount_points(const std::vector<std::string>& notes) {
+  return std::none_of(notes.begin(), notes.end(), [](const std::string& note) {
+    return note.rfind(kSyntheticPrefix, 0) == 0;
+  });
+}
 
 // "/a/b/c" -> appends "/a", "/a/b".
 void append_ancestors(const std::string& path, std::vector<std::string>& out) {
@@ -40,12 +47,15 @@ class BwrapBackend final : public Backend {
     // seccomp filter) plus sbx-stage2's relay, which needs nothing more from the host.
     if (report.capabilities.has(Capability::kNetworkBlock))
       report.capabilities.add(Capability::kProxyNetwork);
+    // Without a private state directory bwrap still runs (the mounts do not depend on it), but
+    // nothing may remove a mount point: without the registry a run could not tell whether
+    // another one still relies on it. So they stay on the host, and the probe says so.
     if (!state.ok()) {
-      report.checks.push_back(
-          ProbeCheck{"state_dir", CheckStatus::kFail, state.error(),
-                     "make /run/user/<uid> or /tmp usable for a private 0700 directory"});
-      report.available = false;
-      report.summary = "state_dir: " + state.error();
+      report.checks.push_back(ProbeCheck{
+          "state_dir", CheckStatus::kWarn,
+          state.error() + "; mount points made for missing protected names stay on the host",
+          "give this user a private runtime directory ($XDG_RUNTIME_DIR, /run/user/<uid>) or a "
+          "home directory for ~/.cache/sbx"});
     }
     return report;
   }
@@ -68,7 +78,8 @@ class BwrapBackend final : public Backend {
       if (note.rfind(kStatePrefix, 0) == 0) state_dir = note.substr(kStatePrefix.size());
     }
     MountRegistry registry;
-    if (!synthetic.empty() || !kept.empty()) {
+    // No state directory (the plan says so): no registry, and no mount point is removed.
+    if (!state_dir.empty() && (!synthetic.empty() || !kept.empty())) {
       Status locked = registry.acquire(state_dir, synthetic, kept);
       if (!locked.ok()) return Error{"bwrap: " + locked.error()};
     }
@@ -88,8 +99,17 @@ class BwrapBackend final : public Backend {
     facts.bwrap_path = *bwrap;
     facts.stage2_path = std::string(host().stage2_path());
     Result<std::string> state = ensure_state_dir();
-    if (!state.ok()) return Error{"bwrap: " + state.error()};
-    facts.state_dir = *state;
+    std::string no_state_note;
+    if (state.ok()) {
+      facts.state_dir = *state;
+      // Before the host is looked at: what killed runs left behind is removed first, so this
+      // run's plan sees the host as it really is (and makes its own, recorded, mount points).
+      for (const std::string& removed : sweep_stale_entries(facts.state_dir))
+        host().log(SBX_LOG_DEBUG, "bwrap: removed a killed run's mount point " + removed);
+    } else {
+      no_state_note = "no private state directory (" + state.error() +
+                      "): mount points made for missing protected names stay on the host";
+    }
     if (!can_mount_proc_.has_value()) can_mount_proc_ = bwrap_can_mount_proc(facts.bwrap_path);
     facts.can_mount_proc = *can_mount_proc_;
     if (policy.filesystem_kind == FilesystemKind::kRestricted && !policy.deny_globs.empty()) {
@@ -122,7 +142,10 @@ class BwrapBackend final : public Backend {
     for (const ProtectedPath& p : policy.protected_paths) {
       if (p.exists) plan.notes.push_back(std::string(kLockedPrefix) + p.path);
     }
-    plan.notes.push_back(std::string(kStatePrefix) + facts.state_dir);
+    if (!facts.state_dir.empty())
+      plan.notes.push_back(std::string(kStatePrefix) + facts.state_dir);
+    else if (!translation_has_no_mount_points(plan.notes))
+      plan.notes.push_back(no_state_note);
     return plan;
   }
 

@@ -9,9 +9,17 @@
 // the mount in every other namespace (Linux >= 3.18), so removing it while another run still
 // relies on the mask would let that run create the protected name. Each run holds a shared
 // flock per mount point for its whole duration; whoever finds itself last (an exclusive flock
-// succeeds) removes the mount point, and only if it is still the empty inode bwrap made
+// succeeds) removes the mount point, and only if it is still the empty inode the run made
 // (recorded in a marker file), never a directory a person created meanwhile.
+//
+// Why the run makes the mount point itself, before bwrap: the marker must exist while the run
+// does, so that a run killed with SIGKILL (no cleanup) still leaves a record the next run can
+// act on. Any later run of the same user sweeps the registry first: a lock no live run holds
+// and whose marker is gone or stale is deleted, and a marked mount point that is still the
+// recorded empty inode is removed.
+#include <dirent.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -19,7 +27,9 @@
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "sbx/bwrap/host.hpp"
@@ -38,89 +48,312 @@ std::string hash_name(const std::string& path) {
   return buf;
 }
 
-Status verify_private_dir(const std::string& dir) {
+// What a marker records: the mount point's identity. dev+ino alone could match a directory a
+// person made later on a reused inode number; the change time (ns) tells them apart.
+struct Identity {
+  unsigned long long dev = 0;
+  unsigned long long ino = 0;
+  long long ctime_sec = 0;
+  long long ctime_nsec = 0;
+};
+
+Identity identity_of(const struct stat& st) {
+  return Identity{static_cast<unsigned long long>(st.st_dev),
+                  static_cast<unsigned long long>(st.st_ino),
+                  static_cast<long long>(st.st_ctim.tv_sec),
+                  static_cast<long long>(st.st_ctim.tv_nsec)};
+}
+
+bool same_identity(const Identity& a, const Identity& b) {
+  return a.dev == b.dev && a.ino == b.ino && a.ctime_sec == b.ctime_sec &&
+         a.ctime_nsec == b.ctime_nsec;
+}
+
+// The state directory may lie where a sandboxed command of this user can write (a Landlock run
+// whose writable roots include it), so nothing in it is trusted to be what sbx left there:
+// markers are created with O_EXCL|O_NOFOLLOW (a planted symlink cannot make sbx write through
+// it) and read only if they are regular files of ours. Format: "dev ino ctime_sec ctime_nsec\n"
+// then the mount point's path.
+bool write_marker(const std::string& marker, const std::string& path, const Identity& id) {
+  ::unlink(marker.c_str());  // a stale record of an earlier inode at this path
+  const int fd = ::open(marker.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return false;
+  const std::string text = std::to_string(id.dev) + ' ' + std::to_string(id.ino) + ' ' +
+                           std::to_string(id.ctime_sec) + ' ' + std::to_string(id.ctime_nsec) +
+                           '\n' + path;
+  const ssize_t written = ::write(fd, text.data(), text.size());
+  ::close(fd);
+  // A short marker is unreadable later: the mount point is then kept, not removed.
+  return written == static_cast<ssize_t>(text.size());
+}
+
+struct Marker {
+  Identity id;
+  std::string path;
+};
+
+// The record in `marker` if it is a regular file owned by this user whose path hashes to the
+// marker's own name; nullopt otherwise.
+std::optional<Marker> read_marker(const std::string& marker) {
+  const int fd = ::open(marker.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
   struct stat st {};
-  if (::lstat(dir.c_str(), &st) != 0)
-    return Error{"state directory '" + dir + "': " + std::strerror(errno)};
-  if (!S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() || (st.st_mode & 077) != 0)
+  std::string text(8192, '\0');
+  ssize_t n = -1;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid())
+    n = ::read(fd, text.data(), text.size());
+  ::close(fd);
+  if (n <= 0) return std::nullopt;
+  text.resize(static_cast<std::size_t>(n));
+  Marker out;
+  if (std::sscanf(text.c_str(), "%llu %llu %lld %lld", &out.id.dev, &out.id.ino,
+                  &out.id.ctime_sec, &out.id.ctime_nsec) != 4)
+    return std::nullopt;
+  const std::size_t newline = text.find('\n');
+  if (newline == std::string::npos) return std::nullopt;
+  out.path = text.substr(newline + 1);
+  const std::size_t slash = marker.rfind('/');
+  const std::string name = marker.substr(slash + 1);
+  if (out.path.empty() || out.path.front() != '/' ||
+      name != hash_name(out.path) + ".synthetic")
+    return std::nullopt;
+  return out;
+}
+
+// The parent directory of the absolute `path`, opened without following any symlink on the
+// way (O_PATH, one component at a time), and the last component. Why: the parent lies in a
+// writable root, where a sandboxed command (of this run or a concurrent one) can swap a
+// directory for a symlink; sbx runs outside every sandbox and must not mkdir or rmdir through
+// it. -1 when a component is a symlink or missing.
+int open_parent_no_symlinks(const std::string& path, std::string& name) {
+  const std::size_t slash = path.rfind('/');
+  if (path.empty() || path.front() != '/' || slash == std::string::npos || slash + 1 >= path.size())
+    return -1;
+  name = path.substr(slash + 1);
+  if (name == "." || name == "..") return -1;
+  int fd = ::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  std::size_t begin = 1;
+  while (fd >= 0 && begin < slash + 1) {
+    std::size_t end = path.find('/', begin);
+    const std::string component = path.substr(begin, end - begin);
+    begin = end + 1;
+    if (component.empty() || component == ".") continue;
+    if (component == "..") {
+      ::close(fd);
+      return -1;
+    }
+    const int next = ::openat(fd, component.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    ::close(fd);
+    fd = next;
+  }
+  return fd;
+}
+
+// Removes `path` if it is still the empty directory recorded in `marker` (mount points are
+// always directories); rmdir never removes content, and no symlink is followed to it.
+bool remove_if_marked(const std::string& marker, const std::string& path) {
+  const std::optional<Marker> record = read_marker(marker);
+  if (!record || record->path != path) return false;
+  std::string name;
+  const int parent = open_parent_no_symlinks(path, name);
+  if (parent < 0) return false;
+  struct stat st {};
+  const bool same = ::fstatat(parent, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                    S_ISDIR(st.st_mode) && same_identity(identity_of(st), record->id);
+  const bool removed = same && ::unlinkat(parent, name.c_str(), AT_REMOVEDIR) == 0;
+  ::close(parent);
+  return removed;
+}
+
+// Records the directory now at `path` (reached without following symlinks) in `marker`.
+bool mark_existing(const std::string& marker, const std::string& path) {
+  std::string name;
+  const int parent = open_parent_no_symlinks(path, name);
+  if (parent < 0) return false;
+  struct stat st {};
+  const bool marked = ::fstatat(parent, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                      S_ISDIR(st.st_mode) && write_marker(marker, path, identity_of(st));
+  ::close(parent);
+  return marked;
+}
+
+}  // namespace
+
+// Makes the mount point bwrap would make and records it. kExisted (another run's mount point or
+// a person's directory appeared meanwhile): nothing recorded, so it is never removed. kNotMade
+// (a symlink on the way, or another error): bwrap makes it (inside its own mount namespace) or
+// reports its own error, and the run records it when it ends (release_and_cleanup).
+MountRegistry::Made MountRegistry::make_and_mark(const std::string& marker,
+                                                 const std::string& path) {
+  std::string name;
+  const int parent = open_parent_no_symlinks(path, name);
+  if (parent < 0) return Made::kNotMade;
+  Made made = Made::kNotMade;
+  if (::mkdirat(parent, name.c_str(), 0755) == 0)
+    made = Made::kMade;
+  else if (errno == EEXIST)
+    made = Made::kExisted;
+  ::close(parent);
+  if (made == Made::kMade) mark_existing(marker, path);
+  return made;
+}
+
+namespace {
+
+// True if `fd` (locked) is still the file named `path`: a cleaner deletes a lock file while
+// holding it exclusively, and a run that locked the deleted inode must not rely on it.
+bool still_named(int fd, const std::string& path) {
+  struct stat held {};
+  struct stat named {};
+  return ::fstat(fd, &held) == 0 && ::lstat(path.c_str(), &named) == 0 &&
+         held.st_dev == named.st_dev && held.st_ino == named.st_ino;
+}
+
+// Opens the lock file `lock` (created if missing) and refuses anything but a regular file of
+// ours (a fifo or device planted there must never be locked through).
+Result<int> open_lock(const std::string& lock, bool create) {
+  const int flags = O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | (create ? O_CREAT : 0);
+  const int fd = ::open(lock.c_str(), flags, 0600);
+  if (fd < 0) return Error{"mount registry '" + lock + "': " + std::strerror(errno)};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) {
+    ::close(fd);
+    return Error{"mount registry '" + lock + "' is not a regular file of this user; remove it"};
+  }
+  return fd;
+}
+
+// Why these places and never /tmp: a predictable name in a shared directory can be taken by
+// any other user first (bwrap would then be unavailable, or the state redirected). A runtime
+// directory must be this user's own, mode 0700; /run is root's only; a cache directory is in
+// the user's home, which nobody else can write.
+bool is_private_dir_of(const std::string& dir, uid_t uid) {
+  struct stat st {};
+  return !dir.empty() && dir.front() == '/' && ::lstat(dir.c_str(), &st) == 0 &&
+         S_ISDIR(st.st_mode) && st.st_uid == uid && (st.st_mode & 077) == 0;
+}
+
+// The cache base ($XDG_CACHE_HOME or ~/.cache) may be a symlink the user made; it must lead to
+// a directory of this user that nobody else can write. Created 0700 when missing.
+Result<std::string> cache_base(const StateDirSources& sources) {
+  std::string base = sources.xdg_cache_home;
+  if (base.empty() || base.front() != '/') {
+    if (sources.home.empty() || sources.home.front() != '/')
+      return Error{"no private place for sbx's state: no usable runtime directory "
+                   "($XDG_RUNTIME_DIR, /run/user/<uid>) and no home directory for ~/.cache"};
+    base = sources.home + "/.cache";
+  }
+  if (::mkdir(base.c_str(), 0700) != 0 && errno != EEXIST)
+    return Error{"cannot create '" + base + "': " + std::strerror(errno)};
+  struct stat st {};
+  if (::stat(base.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != sources.uid ||
+      (st.st_mode & 022) != 0)
+    return Error{"'" + base + "' is not a directory of this user that only it can write"};
+  return base;
+}
+
+// mkdir 0700 (EEXIST is fine) and then the owner/mode check, which also refuses a symlink.
+Status make_private_dir(const std::string& dir, uid_t uid) {
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+    return Error{"cannot create state directory '" + dir + "': " + std::strerror(errno)};
+  if (!is_private_dir_of(dir, uid))
     return Error{"state directory '" + dir +
                  "' is not a private directory owned by this user (mode 0700); remove it"};
   return {};
 }
 
-// The state directory may lie where a sandboxed command of this user can write (the /tmp
-// fallback under a Landlock run with /tmp writable), so nothing in it is trusted to be what sbx
-// left there: markers are created with O_EXCL|O_NOFOLLOW (a planted symlink cannot make sbx
-// write through it) and read only if they are regular files of ours.
-void write_marker(const std::string& marker, const std::string& path) {
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0) return;
-  const int fd = ::open(marker.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) return;
-  const std::string text = std::to_string(st.st_dev) + ' ' + std::to_string(st.st_ino) + '\n';
-  const ssize_t written = ::write(fd, text.data(), text.size());
-  (void)written;  // a short marker is unreadable later: the mount point is then kept, not removed
-  ::close(fd);
+std::string env_or_empty(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr ? value : "";
 }
 
-// "dev ino" from a marker that is a regular file owned by this user; false otherwise.
-bool read_marker(const std::string& marker, unsigned long long& dev, unsigned long long& ino) {
-  const int fd = ::open(marker.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return false;
-  struct stat st {};
-  char buf[64] = {0};
-  ssize_t n = -1;
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid())
-    n = ::read(fd, buf, sizeof buf - 1);
-  ::close(fd);
-  return n > 0 && std::sscanf(buf, "%llu %llu", &dev, &ino) == 2;
-}
-
-// Removes `path` if it is still the empty directory or empty file recorded in `marker`.
-bool remove_if_marked(const std::string& marker, const std::string& path) {
-  unsigned long long dev = 0;
-  unsigned long long ino = 0;
-  if (!read_marker(marker, dev, ino)) return false;
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0) return false;
-  if (static_cast<unsigned long long>(st.st_dev) != dev ||
-      static_cast<unsigned long long>(st.st_ino) != ino)
-    return false;
-  // rmdir only removes an empty directory; a file must still be empty.
-  if (S_ISDIR(st.st_mode)) return ::rmdir(path.c_str()) == 0;
-  if (S_ISREG(st.st_mode) && st.st_size == 0) return ::unlink(path.c_str()) == 0;
-  return false;
-}
-
-// root: /run (root-owned, not writable by others) holds state no sandbox is given write access
-// to by any shipped preset, unlike /tmp. Only a root-owned, non-group/world-writable /run is used.
-bool run_is_private_to_root() {
-  struct stat st {};
-  return ::geteuid() == 0 && ::lstat("/run", &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == 0 &&
-         (st.st_mode & 022) == 0;
+// The registry entry behind `lock` ("<dir>/<hash>.lock"), swept when no live run holds it.
+// Returns the mount point it removed, or "".
+std::string sweep_one(const std::string& lock) {
+  Result<int> fd = open_lock(lock, /*create=*/false);
+  if (!fd.ok()) return {};
+  std::string removed;
+  // A live run holds a shared lock for its whole duration: leave its entry alone.
+  if (::flock(*fd, LOCK_EX | LOCK_NB) == 0 && still_named(*fd, lock)) {
+    const std::string marker = lock.substr(0, lock.size() - 5) + ".synthetic";
+    const std::optional<Marker> record = read_marker(marker);
+    if (record && remove_if_marked(marker, record->path)) removed = record->path;
+    // Either removed now, or the record no longer describes what is there: the entry is stale.
+    ::unlink(marker.c_str());
+    ::unlink(lock.c_str());
+  }
+  ::close(*fd);
+  return removed;
 }
 
 }  // namespace
 
-Result<std::string> ensure_state_dir() {
-  const std::string uid = std::to_string(::geteuid());
-  std::string dir;
-  struct stat st {};
-  const std::string run_user = "/run/user/" + uid;
-  // Outside /tmp where there is such a place: /tmp is writable in the workspace-write preset,
-  // so a Landlock-sandboxed command of the same user could tamper with state kept there (its use
-  // is made robust to that, see write_marker; the probe cache in probe.cpp likewise).
-  if (::lstat(run_user.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == ::geteuid())
-    dir = run_user + "/sbx-bwrap";
-  else if (run_is_private_to_root())
-    dir = "/run/sbx-bwrap";
-  else
-    dir = "/tmp/sbx-bwrap-" + uid;
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
-    return Error{"cannot create state directory '" + dir + "': " + std::strerror(errno)};
-  Status ok = verify_private_dir(dir);
-  if (!ok.ok()) return Error{ok.error()};
+Result<std::string> ensure_state_dir(const StateDirSources& sources) {
+  const std::string uid = std::to_string(sources.uid);
+  if (is_private_dir_of(sources.xdg_runtime_dir, sources.uid)) {
+    const std::string dir = sources.xdg_runtime_dir + "/sbx-bwrap";
+    if (Status ok = make_private_dir(dir, sources.uid); !ok.ok()) return Error{ok.error()};
+    return dir;
+  }
+  const std::string run_user = sources.run_user_root + "/" + uid;
+  if (is_private_dir_of(run_user, sources.uid)) {
+    const std::string dir = run_user + "/sbx-bwrap";
+    if (Status ok = make_private_dir(dir, sources.uid); !ok.ok()) return Error{ok.error()};
+    return dir;
+  }
+  if (!sources.root_run.empty()) {
+    const std::string dir = sources.root_run + "/sbx-bwrap";
+    if (Status ok = make_private_dir(dir, sources.uid); !ok.ok()) return Error{ok.error()};
+    return dir;
+  }
+  Result<std::string> base = cache_base(sources);
+  if (!base.ok()) return Error{base.error()};
+  const std::string sbx_dir = *base + "/sbx";
+  if (Status ok = make_private_dir(sbx_dir, sources.uid); !ok.ok()) return Error{ok.error()};
+  const std::string dir = sbx_dir + "/bwrap";
+  if (Status ok = make_private_dir(dir, sources.uid); !ok.ok()) return Error{ok.error()};
   return dir;
+}
+
+StateDirSources state_dir_sources() {
+  StateDirSources sources;
+  sources.uid = ::geteuid();
+  sources.xdg_runtime_dir = env_or_empty("XDG_RUNTIME_DIR");
+  sources.xdg_cache_home = env_or_empty("XDG_CACHE_HOME");
+  sources.home = env_or_empty("HOME");
+  if (sources.home.empty()) {
+    if (const passwd* pw = ::getpwuid(sources.uid); pw != nullptr && pw->pw_dir != nullptr)
+      sources.home = pw->pw_dir;
+  }
+  // root: /run (root-owned, not writable by others) holds state no sandbox is given write
+  // access to by any shipped preset. Only such a /run is used.
+  struct stat st {};
+  if (sources.uid == 0 && ::lstat("/run", &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == 0 &&
+      (st.st_mode & 022) == 0)
+    sources.root_run = "/run";
+  return sources;
+}
+
+Result<std::string> ensure_state_dir() { return ensure_state_dir(state_dir_sources()); }
+
+std::vector<std::string> sweep_stale_entries(const std::string& state_dir) {
+  std::vector<std::string> locks;
+  if (DIR* dir = ::opendir(state_dir.c_str())) {
+    while (const dirent* entry = ::readdir(dir)) {
+      const std::string name = entry->d_name;
+      // "<16 hex digits>.lock": only names the registry makes.
+      if (name.size() == 21 && name.compare(16, 5, ".lock") == 0 &&
+          name.find_first_not_of("0123456789abcdef") == 16)
+        locks.push_back(state_dir + "/" + name);
+    }
+    ::closedir(dir);
+  }
+  std::vector<std::string> removed;
+  for (const std::string& lock : locks) {
+    std::string path = sweep_one(lock);
+    if (!path.empty()) removed.push_back(std::move(path));
+  }
+  return removed;
 }
 
 MountRegistry::~MountRegistry() {
@@ -129,28 +362,38 @@ MountRegistry::~MountRegistry() {
   }
 }
 
+// A shared lock on `lock` that is still the file of that name (see still_named); retried when a
+// cleaner deleted the file between our open and our lock.
+Result<int> MountRegistry::lock_shared(const std::string& lock) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    Result<int> fd = open_lock(lock, /*create=*/true);
+    if (!fd.ok()) return fd;
+    // Blocks while another run is removing this mount point, so we never start half-way.
+    if (::flock(*fd, LOCK_SH) != 0) {
+      const int err = errno;
+      ::close(*fd);
+      return Error{"mount registry lock '" + lock + "': " + std::strerror(err)};
+    }
+    if (still_named(*fd, lock)) return fd;
+    ::close(*fd);
+  }
+  return Error{"mount registry lock '" + lock + "' keeps being replaced; giving up"};
+}
+
 Status MountRegistry::acquire(const std::string& state_dir,
                               const std::vector<std::string>& synthetic,
                               const std::vector<std::string>& existing) {
   std::vector<std::pair<std::string, bool>> all;
   for (const std::string& path : synthetic) all.emplace_back(path, true);
   for (const std::string& path : existing) all.emplace_back(path, false);
-  for (const auto& [path, made_by_us] : all) {
+  for (const auto& [path, planned] : all) {
     const std::string base = state_dir + "/" + hash_name(path);
-    const std::string lock = base + ".lock";
-    const int fd =
-        ::open(lock.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
-    if (fd < 0) return Error{"mount registry '" + lock + "': " + std::strerror(errno)};
-    struct stat st {};
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-      // Something else was put there (a fifo, a device): never lock through it.
-      ::close(fd);
-      return Error{"mount registry '" + lock + "' is not a regular file; remove it"};
-    }
-    entries_.push_back(Entry{path, base + ".synthetic", fd, made_by_us});
-    // Blocks while another run is removing this mount point, so we never start half-way.
-    if (::flock(fd, LOCK_SH) != 0)
-      return Error{"mount registry lock '" + lock + "': " + std::strerror(errno)};
+    Result<int> fd = lock_shared(base + ".lock");
+    if (!fd.ok()) return Error{fd.error()};
+    // Made here, under the lock and before bwrap, so the record exists even if sbx is killed.
+    const Made made = planned ? make_and_mark(base + ".synthetic", path) : Made::kExisted;
+    entries_.push_back(Entry{path, base + ".synthetic", base + ".lock", *fd,
+                             made == Made::kNotMade});
   }
   return {};
 }
@@ -159,13 +402,16 @@ std::vector<std::string> MountRegistry::release_and_cleanup() {
   std::vector<std::string> removed;
   for (Entry& e : entries_) {
     if (e.lock_fd < 0) continue;
-    // Only a run that planned a mount point there (the path was missing when it started)
-    // records the inode bwrap made; a run that found the path existing just keeps it alive.
-    if (e.made_by_us && ::access(e.marker.c_str(), F_OK) != 0) write_marker(e.marker, e.path);
+    // bwrap made this mount point (sbx could not, see make_and_mark): record it now so that it
+    // can be removed. A kill before this point leaves it unrecorded, and kept.
+    if (e.mark_at_end) mark_existing(e.marker, e.path);
     ::flock(e.lock_fd, LOCK_UN);
-    if (::flock(e.lock_fd, LOCK_EX | LOCK_NB) == 0) {
+    // Last out (no other run holds it): remove the mount point if it is still the recorded
+    // empty one, then the entry itself. A run waiting for this lock re-checks the name.
+    if (::flock(e.lock_fd, LOCK_EX | LOCK_NB) == 0 && still_named(e.lock_fd, e.lock)) {
       if (remove_if_marked(e.marker, e.path)) removed.push_back(e.path);
       ::unlink(e.marker.c_str());
+      ::unlink(e.lock.c_str());
     }
     ::close(e.lock_fd);
     e.lock_fd = -1;

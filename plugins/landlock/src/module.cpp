@@ -1,11 +1,12 @@
 // sbx-backend-landlock: the thin module around the pure translator. probe() asks the kernel;
 // transform() gathers the host facts (the trusted stage-2 path, device filesystems mounted
 // outside /dev, the directories a rule over them is split along) and runs the translator;
-// exec() is the default host spawn (stage 2 is the whole sandbox: no launcher, no host state
-// to clean up).
+// exec() is the host spawn (stage 2 is the whole sandbox: no launcher, no host state to clean
+// up) with sbx's pid added.
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -145,6 +146,16 @@ class LandlockBackend final : public Backend {
     } catch (const std::exception& e) {
       return Error{std::string("landlock: transform failed: ") + e.what()};
     }
+  }
+
+  // Stage 2 learns which process started it, so that it can kill the command's whole tree when
+  // that process dies (no pid namespace does it here). Added at exec, not in the plan: a plan
+  // run by someone else has no such parent, and stage 2 then uses the parent it finds.
+  Result<ExitStatus> exec(const ExecPlan& plan) override {
+    ExecPlan tied = plan;
+    if (!tied.argv.empty())
+      tied.argv.insert(tied.argv.begin() + 1, {"--parent-pid", std::to_string(::getpid())});
+    return host().spawn(tied);
   }
 };
 

@@ -140,8 +140,12 @@ TEST_F(BwrapPositive, UnprivilegedUserIsConfinedToo) {
   ::chown(ws_.path().c_str(), 65534, 65534);
   TempDir outside("/var/tmp");
   ::chmod(outside.path().c_str(), 0777);
+  // A home of its own: bwrap's state (and so the removal of its mount points) lives in
+  // ~/.cache/sbx when there is no runtime directory.
+  TempDir home("/var/tmp");
+  ::chown(home.path().c_str(), 65534, 65534);
   auto env = base_env();
-  env[1] = "HOME=/nonexistent";
+  env[1] = "HOME=" + home.path();
   const RunResult r = run({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
                            sbx_path(), "--backends", "bwrap", "exec", "--preset",
                            "workspace-write", "--cwd", ws_.path(), "--", "/bin/sh", "-c",

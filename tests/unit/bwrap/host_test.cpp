@@ -1,8 +1,12 @@
 // The host-facing pieces of the bwrap backend: the deny-glob matcher and expansion, the
 // mount-point registry, and the trusted-bwrap lookup.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <algorithm>
 
 #include <filesystem>
 #include <fstream>
@@ -145,47 +149,190 @@ class ScratchDir {
   std::string path_;
 };
 
-TEST(BwrapRegistry, PlantedMarkerSymlinkIsNotWrittenThrough) {
-  // Someone who can write the state directory plants "<hash>.synthetic" as a symlink to a file
-  // of their choosing: cleaning up must not create or write that file.
-  ScratchDir state;
-  ScratchDir work;
-  const std::string mount_point = work.path() + "/.codex";
-  const std::string victim = work.path() + "/victim";
-  MountRegistry registry;
-  ASSERT_TRUE(registry.acquire(state.path(), {mount_point}, {}).ok());
+// The registry entry ("<hash>.lock" without the suffix) a run makes for one mount point.
+std::string entry_base(const std::string& state, const std::string& mount_point) {
+  MountRegistry probe;
+  EXPECT_TRUE(probe.acquire(state, {}, {mount_point}).ok());
   std::string base;
-  for (const auto& entry : fs::directory_iterator(state.path())) {
+  for (const auto& entry : fs::directory_iterator(state)) {
     const std::string name = entry.path().string();
     if (name.size() > 5 && name.compare(name.size() - 5, 5, ".lock") == 0)
       base = name.substr(0, name.size() - 5);
   }
+  probe.release_and_cleanup();
+  return base;
+}
+
+TEST(BwrapRegistry, PlantedMarkerSymlinkIsNotWrittenThrough) {
+  // Someone who can write the state directory plants "<hash>.synthetic" as a symlink to a file
+  // of their choosing: recording the mount point must not create or write that file.
+  ScratchDir state;
+  ScratchDir work;
+  const std::string mount_point = work.path() + "/.codex";
+  const std::string victim = work.path() + "/victim";
+  const std::string base = entry_base(state.path(), mount_point);
   ASSERT_FALSE(base.empty());
   fs::create_symlink(victim, base + ".synthetic");
-  fs::create_directory(mount_point);  // as bwrap would have made it
-  registry.release_and_cleanup();
+  MountRegistry registry;
+  ASSERT_TRUE(registry.acquire(state.path(), {mount_point}, {}).ok());
   EXPECT_FALSE(fs::exists(fs::symlink_status(victim)))
       << "the marker was written through a symlink";
-  EXPECT_TRUE(fs::is_directory(mount_point)) << "an unrecorded mount point was removed";
+  EXPECT_FALSE(fs::is_symlink(base + ".synthetic"));
+  registry.release_and_cleanup();
+  EXPECT_FALSE(fs::exists(fs::symlink_status(victim)));
 }
 
 TEST(BwrapRegistry, LockThatIsNotARegularFileIsRefused) {
   ScratchDir state;
   ScratchDir work;
   const std::string mount_point = work.path() + "/.codex";
-  {
-    MountRegistry first;
-    ASSERT_TRUE(first.acquire(state.path(), {mount_point}, {}).ok());
-    first.release_and_cleanup();
-  }
-  std::string lock;
-  for (const auto& entry : fs::directory_iterator(state.path())) lock = entry.path().string();
-  ASSERT_FALSE(lock.empty());
-  fs::remove(lock);
-  ASSERT_EQ(::mkfifo(lock.c_str(), 0600), 0);
+  const std::string base = entry_base(state.path(), mount_point);
+  ASSERT_FALSE(base.empty());
+  ASSERT_EQ(::mkfifo((base + ".lock").c_str(), 0600), 0);
   MountRegistry registry;
   const sbx::Status status = registry.acquire(state.path(), {mount_point}, {});
   EXPECT_FALSE(status.ok());
+}
+
+// A run killed with SIGKILL: it acquires (and so makes and records its mount point) in a child
+// that then dies without any cleanup; the kernel drops its locks.
+void killed_run(const std::string& state, const std::vector<std::string>& planned) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    auto* registry = new MountRegistry();  // never destroyed: nothing runs at the end
+    const bool ok = registry->acquire(state, planned, {}).ok();
+    ::kill(::getpid(), SIGKILL);
+    ::_exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+}
+
+TEST(BwrapRegistry, AKilledRunsMountPointsAreRemovedByTheNextRun) {
+  ScratchDir state;
+  ScratchDir work;
+  const std::string codex = work.path() + "/.codex";
+  const std::string agents = work.path() + "/.agents";
+  killed_run(state.path(), {codex, agents});
+  ASSERT_TRUE(fs::is_directory(codex)) << "the killed run made no mount point";
+  ASSERT_TRUE(fs::is_directory(agents));
+  std::vector<std::string> removed = sweep_stale_entries(state.path());
+  std::sort(removed.begin(), removed.end());
+  EXPECT_EQ(removed, (std::vector<std::string>{agents, codex}));
+  EXPECT_FALSE(fs::exists(codex));
+  EXPECT_FALSE(fs::exists(agents));
+  EXPECT_TRUE(fs::is_empty(state.path())) << "stale registry entries stay";
+}
+
+TEST(BwrapRegistry, SweepKeepsLiveRunsPersonsDirectoriesAndContent) {
+  ScratchDir state;
+  ScratchDir work;
+  const std::string live = work.path() + "/.codex";
+  MountRegistry running;  // a live run: its mount point and entry stay
+  ASSERT_TRUE(running.acquire(state.path(), {live}, {}).ok());
+  const std::string filled = work.path() + "/.agents";
+  killed_run(state.path(), {filled});
+  std::ofstream(filled + "/notes") << "written after the run";  // content: never removed
+  const std::string mine = work.path() + "/.git";  // a person's empty directory, no record
+  fs::create_directory(mine);
+  EXPECT_TRUE(sweep_stale_entries(state.path()).empty());
+  EXPECT_TRUE(fs::is_directory(live));
+  EXPECT_TRUE(fs::exists(filled + "/notes"));
+  EXPECT_TRUE(fs::is_directory(mine));
+  EXPECT_EQ(running.release_and_cleanup(), std::vector<std::string>{live});
+  EXPECT_TRUE(fs::is_empty(state.path())) << "the last run out leaves no registry entry";
+}
+
+TEST(BwrapRegistry, StaleLockFilesAreRemoved) {
+  ScratchDir state;
+  ScratchDir work;
+  // Entries of earlier runs whose mount points are gone (or that recorded nothing).
+  for (int i = 0; i < 5; ++i) {
+    const std::string gone = work.path() + "/gone" + std::to_string(i);
+    killed_run(state.path(), {gone});
+    fs::remove(gone);
+  }
+  std::ofstream(state.path() + "/00000000000000aa.lock");  // no marker at all
+  std::ofstream(state.path() + "/probe.cache") << "kept";  // not a registry entry
+  EXPECT_TRUE(sweep_stale_entries(state.path()).empty());
+  EXPECT_EQ(std::distance(fs::directory_iterator(state.path()), fs::directory_iterator()), 1);
+  EXPECT_TRUE(fs::exists(state.path() + "/probe.cache"));
+}
+
+TEST(BwrapRegistry, NeverMakesOrRemovesAMountPointThroughASymlink) {
+  // A sandboxed command can swap a directory in a writable root for a symlink; sbx works
+  // outside every sandbox and must not mkdir (or rmdir) where that symlink points.
+  ScratchDir state;
+  ScratchDir work;
+  ScratchDir target;
+  fs::create_directory_symlink(target.path(), work.path() + "/swapped");
+  const std::string planned = work.path() + "/swapped/.codex";
+  MountRegistry run;
+  ASSERT_TRUE(run.acquire(state.path(), {planned}, {}).ok());
+  EXPECT_TRUE(fs::is_empty(target.path())) << "sbx made a directory through a symlink";
+  fs::create_directory(target.path() + "/.codex");  // bwrap would make it in its namespace
+  EXPECT_TRUE(run.release_and_cleanup().empty());
+  EXPECT_TRUE(fs::is_directory(target.path() + "/.codex"));
+}
+
+// Another user (or their sandbox) can create any name in /tmp first; sbx's state must not be
+// reachable that way, and must not depend on a directory someone else owns.
+TEST(BwrapStateDir, NeverInASharedDirectoryNorInAnotherUsersOne) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to make a directory owned by another uid";
+  ScratchDir home;
+  ScratchDir foreign;  // a 0700 "runtime directory" that belongs to someone else
+  ASSERT_EQ(::chown(foreign.path().c_str(), 65534, 65534), 0);
+  StateDirSources sources;
+  sources.uid = ::geteuid();
+  sources.xdg_runtime_dir = foreign.path();
+  sources.run_user_root = home.path() + "/no-run-user";
+  sources.home = home.path();
+  auto dir = ensure_state_dir(sources);
+  ASSERT_TRUE(dir.ok()) << dir.error();
+  EXPECT_EQ(*dir, home.path() + "/.cache/sbx/bwrap");
+  EXPECT_TRUE(fs::is_empty(foreign.path()));
+  struct stat st {};
+  ASSERT_EQ(::lstat(dir->c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 077, 0u);
+  sources.xdg_runtime_dir = "/tmp";  // world-writable: never used
+  auto again = ensure_state_dir(sources);
+  ASSERT_TRUE(again.ok()) << again.error();
+  EXPECT_EQ(*again, *dir);
+}
+
+TEST(BwrapStateDir, UsesTheUsersOwnRuntimeDirectory) {
+  ScratchDir runtime;
+  ::chmod(runtime.path().c_str(), 0700);
+  StateDirSources sources;
+  sources.uid = ::geteuid();
+  sources.xdg_runtime_dir = runtime.path();
+  auto dir = ensure_state_dir(sources);
+  ASSERT_TRUE(dir.ok()) << dir.error();
+  EXPECT_EQ(*dir, runtime.path() + "/sbx-bwrap");
+}
+
+TEST(BwrapStateDir, ACacheDirectoryOfAnotherUserIsRefusedNotFollowed) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to make a directory owned by another uid";
+  ScratchDir home;
+  fs::create_directories(home.path() + "/.cache/sbx");
+  ASSERT_EQ(::chown((home.path() + "/.cache/sbx").c_str(), 65534, 65534), 0);
+  StateDirSources sources;
+  sources.uid = ::geteuid();
+  sources.run_user_root = home.path() + "/no-run-user";
+  sources.home = home.path();
+  auto dir = ensure_state_dir(sources);
+  ASSERT_FALSE(dir.ok()) << *dir;
+  EXPECT_NE(dir.error().find("not a private directory owned by this user"), std::string::npos)
+      << dir.error();
+}
+
+TEST(BwrapStateDir, NoPrivatePlaceIsAnErrorNotTmp) {
+  StateDirSources sources;
+  sources.uid = ::geteuid();
+  sources.run_user_root = "/nonexistent-sbx-run-user";
+  auto dir = ensure_state_dir(sources);
+  ASSERT_FALSE(dir.ok()) << *dir;
+  EXPECT_NE(dir.error().find("no private place"), std::string::npos) << dir.error();
 }
 
 TEST(BwrapProbeCache, PlantedTemporarySymlinkIsNotWrittenThrough) {

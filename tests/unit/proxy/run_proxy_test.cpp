@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <boost/json/parse.hpp>
@@ -136,6 +137,62 @@ TEST(RunProxy, ServesOnlyARequestPointingAtItself) {
   TransformRequest other_socket = request;
   other_socket.proxy_socket = "/tmp/elsewhere/proxy.sock";
   EXPECT_FALSE((*run)->serves(other_socket));
+}
+
+// A run whose sbx is killed with SIGKILL: its proxy starts in a child that then dies without
+// any cleanup (the kernel drops its lock). Returns the directory it left.
+std::string killed_run_directory(const std::string& parent) {
+  int report[2];
+  if (::pipe(report) != 0) return {};
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    TransformRequest request = proxy_request();
+    auto* run = new Result<std::unique_ptr<RunProxy>>(RunProxy::start(request, {}, parent));
+    const std::string dir = run->ok() ? (**run)->directory() : "";
+    (void)!::write(report[1], dir.data(), dir.size());
+    ::kill(::getpid(), SIGKILL);
+    ::_exit(1);
+  }
+  ::close(report[1]);
+  char buffer[4096];
+  const ssize_t n = ::read(report[0], buffer, sizeof buffer);
+  ::close(report[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return n > 0 ? std::string(buffer, static_cast<std::size_t>(n)) : "";
+}
+
+TEST(RunProxy, AKilledRunsDirectoryIsRemovedByTheNextRunAndNothingElse) {
+  const std::string parent = ::testing::TempDir() + "runproxy-sweep-" + std::to_string(::getpid());
+  ASSERT_EQ(::mkdir(parent.c_str(), 0700), 0);
+  const std::string left = killed_run_directory(parent);
+  ASSERT_FALSE(left.empty());
+  struct stat st {};
+  ASSERT_EQ(::lstat((left + "/proxy.sock").c_str(), &st), 0) << "the killed run left no socket";
+  // Not ours to remove: another name, other content, another mode, a live run.
+  const std::string other_name = parent + "/sbx-proxy-not-mine";
+  const std::string with_content = parent + "/sbx-proxy-abc123";
+  const std::string open_mode = parent + "/sbx-proxy-def456";
+  ASSERT_EQ(::mkdir(other_name.c_str(), 0700), 0);
+  ASSERT_EQ(::mkdir(with_content.c_str(), 0700), 0);
+  std::ofstream(with_content + "/notes") << "a person's file";
+  ASSERT_EQ(::mkdir(open_mode.c_str(), 0755), 0);
+  ::chmod(open_mode.c_str(), 0755);
+  TransformRequest live_request = proxy_request();
+  Result<std::unique_ptr<RunProxy>> live = RunProxy::start(live_request, {}, parent);
+  ASSERT_TRUE(live.ok()) << live.error();
+  EXPECT_NE(::lstat(left.c_str(), &st), 0) << left << " was not removed by the next run";
+  TransformRequest next_request = proxy_request();
+  Result<std::unique_ptr<RunProxy>> next = RunProxy::start(next_request, {}, parent);
+  ASSERT_TRUE(next.ok()) << next.error();
+  EXPECT_EQ(::lstat((*live)->directory().c_str(), &st), 0) << "a live run's directory was removed";
+  EXPECT_EQ(::lstat(live_request.proxy_socket.c_str(), &st), 0);
+  EXPECT_EQ(::lstat(other_name.c_str(), &st), 0);
+  EXPECT_EQ(::lstat((with_content + "/notes").c_str(), &st), 0);
+  EXPECT_EQ(::lstat(open_mode.c_str(), &st), 0);
+  live->reset();
+  next->reset();
+  std::filesystem::remove_all(parent);
 }
 
 std::set<std::string> thread_ids() {

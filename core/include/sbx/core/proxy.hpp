@@ -178,12 +178,19 @@ Result<std::unique_ptr<Proxy>> start_for_request(
 // run's socket directory.
 std::string private_runtime_parent();
 
+// Removes from `parent` every "sbx-proxy-XXXXXX" directory that a run left behind (its sbx was
+// killed): a directory of this user, mode 0700, that no live run holds locked, with nothing in
+// it but the socket "proxy.sock". Anything else is never touched.
+void sweep_stale_directories(const std::string& parent);
+
 // The proxy of one sandboxed run as `sbx exec` uses it: start_for_request() plus a unix socket
 // for backends that bridge into a network namespace (bwrap). The socket is "proxy.sock" alone in
 // a fresh private directory (mkdtemp under `parent`, mode 0700) so no other user can reach it
 // and the backend can bind the whole directory read-only into the sandbox. On success
 // request.proxy_socket names the socket. Destroying the object stops the proxy and removes the
-// socket and the directory.
+// socket and the directory. The directory is flock()ed for the run's lifetime, and start()
+// first removes the directories of runs that ended without cleaning up
+// (sweep_stale_directories).
 class RunProxy {
  public:
   static Result<std::unique_ptr<RunProxy>> start(
@@ -202,10 +209,11 @@ class RunProxy {
   const std::string& directory() const { return directory_; }
 
  private:
-  RunProxy(std::unique_ptr<Proxy> proxy, std::string directory)
-      : proxy_(std::move(proxy)), directory_(std::move(directory)) {}
+  RunProxy(std::unique_ptr<Proxy> proxy, std::string directory, int lock)
+      : proxy_(std::move(proxy)), directory_(std::move(directory)), lock_(lock) {}
   std::unique_ptr<Proxy> proxy_;
   std::string directory_;
+  int lock_ = -1;  // the directory's flock: this run is alive
 };
 
 // Replaces every occurrence of `secret` in `text` with "***" (for plans, logs and messages that

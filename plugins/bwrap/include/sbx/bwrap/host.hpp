@@ -3,6 +3,8 @@
 // from translate.hpp so the translator stays pure.
 #pragma once
 
+#include <sys/types.h>
+
 #include <string>
 #include <vector>
 
@@ -48,14 +50,36 @@ bool bwrap_can_mount_proc(const std::string& bwrap_path);
 // checks are cached in `cache_file` (per boot and bwrap binary; "" = no cache) once they pass.
 ProbeReport run_probe(const std::string& stage2_path, const std::string& cache_file);
 
-// The state directory for the mount-point registry: $XDG_RUNTIME_DIR-like /run/user/<euid>/sbx
-// when usable, else /tmp/sbx-<euid>; created 0700 and verified (owned by us, not a symlink).
+// Where the state directory may go, read from the process (state_dir_sources) or given by a
+// test.
+struct StateDirSources {
+  uid_t uid = 0;
+  std::string xdg_runtime_dir;           // used only if it is this uid's own 0700 directory
+  std::string run_user_root = "/run/user";  // <root>/<uid>: the same condition
+  std::string root_run;                  // root: "/run" when it is root's and not writable by others
+  std::string xdg_cache_home;            // else <this or home/.cache>/sbx/bwrap
+  std::string home;
+};
+StateDirSources state_dir_sources();
+
+// The state directory for the mount-point registry and the probe cache, never a predictable
+// name in a shared directory: <runtime dir>/sbx-bwrap, root: /run/sbx-bwrap, else
+// <cache>/sbx/bwrap. Created 0700 and verified (owned by us, not a symlink); Error when none
+// of these is usable (bwrap is then unavailable with that reason).
+Result<std::string> ensure_state_dir(const StateDirSources& sources);
 Result<std::string> ensure_state_dir();
+
+// Sweeps the registry in `state_dir` of entries no live run holds (a run killed with SIGKILL
+// leaves them): removes each recorded mount point that is still the recorded empty directory,
+// and deletes the stale lock and marker files. Returns the mount points it removed.
+std::vector<std::string> sweep_stale_entries(const std::string& state_dir);
 
 // Holds the registry locks of one run. Before the run, acquire() takes a shared lock for every
 // mount point bwrap will create (`synthetic`) and every existing protected path the run relies
-// on (`existing`: it may be another run's mount point); after the run, release_and_cleanup()
-// removes each mount point bwrap created on the host once no other run holds a lock on it.
+// on (`existing`: it may be another run's mount point), and makes each planned mount point
+// itself, recording its identity in a marker (so a killed run still leaves a record); after the
+// run, release_and_cleanup() removes each recorded mount point once no other run holds a lock
+// on it, together with its registry entry.
 class MountRegistry {
  public:
   MountRegistry() = default;
@@ -69,11 +93,16 @@ class MountRegistry {
   std::vector<std::string> release_and_cleanup();
 
  private:
+  static Result<int> lock_shared(const std::string& lock);
+  enum class Made { kMade, kExisted, kNotMade };
+  static Made make_and_mark(const std::string& marker, const std::string& path);
+
   struct Entry {
     std::string path;
-    std::string marker;  // state_dir/<hash>.synthetic: "dev ino" of the mount point bwrap made
+    std::string marker;  // state_dir/<hash>.synthetic: identity of the mount point a run made
+    std::string lock;    // state_dir/<hash>.lock
     int lock_fd = -1;
-    bool made_by_us = false;  // planned as a mount point: the path was missing at launch
+    bool mark_at_end = false;  // planned, but bwrap (not sbx) had to make it
   };
   std::vector<Entry> entries_;
 };
