@@ -40,6 +40,7 @@
 #include <cstring>
 #ifdef __linux__
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #endif
 #endif
 
@@ -162,7 +163,10 @@ bool write_all(int fd, const std::string& data) {
 #endif
   try {
     const std::string wire = to_wire(probe_in_process(backend));
-    ::_exit(write_all(out, wire) ? 0 : 124);
+    const bool written = write_all(out, wire);
+    // End of file now, so the parent reads the answer while this process is torn down.
+    ::close(out);
+    ::_exit(written ? 0 : 124);
   } catch (...) {
     ::_exit(123);
   }
@@ -205,25 +209,49 @@ ChildOutput read_until_eof(int in, Clock::time_point deadline) {
   }
 }
 
-// Reaps the child. It normally exits right after closing the pipe, so the first looks come
-// quickly; a child that closed the pipe but keeps running is killed at the deadline.
-// nullopt: the status is unknown (an embedder's SIGCHLD handler reaped it first).
+// A descriptor that becomes readable when `pid` has exited (Linux 5.3+), or -1.
+int open_pidfd(pid_t pid) {
+#if defined(__linux__) && defined(SYS_pidfd_open)
+  return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+#else
+  (void)pid;
+  return -1;
+#endif
+}
+
+// Reaps the child. It normally exits right after closing the pipe; until it has, wait on a
+// pidfd (or, without one, look again after growing pauses). A child that closed the pipe but
+// keeps running is killed at the deadline. nullopt: the status is unknown (an embedder's
+// SIGCHLD handler reaped it first).
 std::optional<int> reap(pid_t pid, Clock::time_point deadline, bool& timed_out) {
+  int pidfd = -2;  // not opened yet: the first look usually finds the child gone already
   auto pause = std::chrono::microseconds(20);
+  std::optional<int> result;
   for (;;) {
     int status = 0;
     const pid_t done = ::waitpid(pid, &status, timed_out ? 0 : WNOHANG);
-    if (done == pid) return status;
+    if (done == pid) {
+      result = status;
+      break;
+    }
     if (done < 0 && errno == EINTR) continue;
-    if (done < 0) return std::nullopt;
+    if (done < 0) break;
     if (Clock::now() >= deadline) {
       timed_out = true;
       ::kill(pid, SIGKILL);
       continue;
     }
-    ::usleep(static_cast<useconds_t>(pause.count()));
-    pause = std::min(pause * 2, std::chrono::microseconds(10000));
+    if (pidfd == -2) pidfd = open_pidfd(pid);
+    if (pidfd >= 0) {
+      pollfd exited{pidfd, POLLIN, 0};
+      ::poll(&exited, 1, remaining_ms(deadline));
+    } else {
+      ::usleep(static_cast<useconds_t>(pause.count()));
+      pause = std::min(pause * 2, std::chrono::microseconds(10000));
+    }
   }
+  if (pidfd >= 0) ::close(pidfd);
+  return result;
 }
 
 ProbeReport probe_in_child(Backend& backend, std::chrono::milliseconds limit) {
