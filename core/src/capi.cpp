@@ -404,7 +404,7 @@ char* sbx_backends_json(sbx_manager* manager, int probe, sbx_error** error) {
     for (const sbx::LoadedPlugin& plugin : manager->registry.plugins()) {
       sbx::BackendListing listing{plugin.name, plugin.version, plugin.description, plugin.path,
                                   std::nullopt};
-      if (probe != 0) listing.probe = plugin.backend->probe(sbx::ProbeContext{});
+      if (probe != 0) listing.probe = sbx::guarded_probe(*plugin.backend);
       listings.push_back(std::move(listing));
     }
     return sbx::backends_to_json(listings, manager->registry.rejected(), sbx::JsonStyle::kPretty);

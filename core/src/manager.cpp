@@ -416,18 +416,4 @@ Result<ExitStatus> Manager::exec(const std::string& backend, const ExecPlan& pla
   }
 }
 
-ProbeReport guarded_probe(Backend& backend) {
-  try {
-    return backend.probe(ProbeContext{});
-  } catch (const std::exception& e) {
-    ProbeReport report;
-    report.summary = std::string("probe failed with an exception: ") + e.what();
-    return report;
-  } catch (...) {
-    ProbeReport report;
-    report.summary = "probe failed with an unknown exception";
-    return report;
-  }
-}
-
 }  // namespace sbx

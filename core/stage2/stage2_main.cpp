@@ -325,7 +325,18 @@ void check_bwrap_setup(const Options& o) {
   }
 }
 
+// Every role of stage 2 that outlives the start of the command (PID 1 under bwrap, the proxy
+// relay it forks, the Landlock supervisor) shares the command's uid. Dumpable, its /proc files
+// would be the command's to open: /proc/PID/mem read-write, environ, fd/N to reopen its
+// descriptors, and ptrace access checks such as pidfd_getfd's would pass. Not dumpable, each of
+// them needs CAP_SYS_PTRACE, which the command never has. Inherited by every fork; the command's
+// execve makes the command itself dumpable again, which is intended.
+void make_undumpable() {
+  if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) fail("dumpable", std::strerror(errno));
+}
+
 int main(int argc, char** argv) {
+  make_undumpable();
   Options options = parse(argc, argv);
   check_bwrap_setup(options);
   if (options.landlock.enabled) {

@@ -49,7 +49,11 @@ SBX_API sbx_manager* sbx_manager_new(const char* backends, sbx_error** error);
 SBX_API void sbx_manager_free(sbx_manager* manager);
 
 /* The loaded and rejected plugins: {"backends":[...],"rejected":[...]}, as `sbx backends
- * --json` (with probe reports when `probe` is non-zero). */
+ * --json` (with probe reports when `probe` is non-zero).
+ * Every probe (here, in explain and in exec) runs in a child forked from the calling process,
+ * with a 10 s deadline (core/cli/README.md). In a process with other threads, the child has
+ * only the calling thread: a probe that needs a lock another thread held at the fork counts as
+ * not answering. */
 SBX_API char* sbx_backends_json(sbx_manager* manager, int probe, sbx_error** error);
 
 /* Question 1 (pure): {"sandbox":bool,"reason":string}. `preference`: "auto" (NULL), "require"

@@ -110,6 +110,10 @@ class BwrapBackend final : public Backend {
       no_state_note = "no private state directory (" + state.error() +
                       "): mount points made for missing protected names stay on the host";
     }
+    // probe() ran in a child (core isolates probes), so can_mount_proc_ is usually unset here:
+    // the probe's cache answers without another throwaway sandbox.
+    if (!can_mount_proc_.has_value() && state.ok())
+      can_mount_proc_ = cached_proc_mount(facts.bwrap_path, facts.state_dir + "/probe.cache");
     if (!can_mount_proc_.has_value()) can_mount_proc_ = bwrap_can_mount_proc(facts.bwrap_path);
     facts.can_mount_proc = *can_mount_proc_;
     if (policy.filesystem_kind == FilesystemKind::kRestricted && !policy.deny_globs.empty()) {

@@ -298,6 +298,16 @@ bool bwrap_can_mount_proc(const std::string& bwrap_path) {
              .exit_code == 0;
 }
 
+std::optional<bool> cached_proc_mount(const std::string& bwrap_path,
+                                      const std::string& cache_file) {
+  std::vector<ProbeCheck> checks;
+  if (!load_cached_checks(cache_file, probe_cache_key(bwrap_path), checks)) return std::nullopt;
+  for (const ProbeCheck& c : checks) {
+    if (c.name == "proc_mount") return true;
+  }
+  return std::nullopt;
+}
+
 ProbeReport run_probe(const std::string& stage2_path, const std::string& cache_file) {
   ProbeReport report;
   std::vector<ProbeCheck>& checks = report.checks;

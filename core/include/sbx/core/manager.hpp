@@ -2,6 +2,7 @@
 // available here (capability, by probing), then transform and exec through the chosen backend.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -33,9 +34,15 @@ Result<SandboxDecision> should_sandbox(const Policy& policy, SandboxPreference p
 // What a backend must be able to enforce for this policy.
 CapabilitySet required_capabilities(const ResolvedPolicy& policy);
 
-// Calls backend.probe(); plugin code is not trusted to behave, so an exception becomes an
-// unavailable report naming it, never a crash.
-ProbeReport guarded_probe(Backend& backend);
+// How long a backend's probe may take before the backend counts as unavailable.
+inline constexpr std::chrono::milliseconds kProbeDeadline{10'000};
+
+// Calls backend.probe(); plugin code is not trusted to behave. It runs in a forked child
+// (probe_isolation.cpp; in process on Windows): an exception, a crash ("probe crashed with
+// SIGSEGV") or no answer by the deadline ("probe did not answer within 10 s") becomes an
+// unavailable report naming it, never a crash or a hang of sbx. A probe that answers gives
+// exactly its own report.
+ProbeReport guarded_probe(Backend& backend, std::chrono::milliseconds deadline = kProbeDeadline);
 
 struct PassedOver {
   std::string backend;

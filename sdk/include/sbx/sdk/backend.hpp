@@ -53,6 +53,8 @@ class Backend {
 
   // Checks, on this host and now, whether the backend can run, and what it can enforce.
   // May touch the OS (stat files, try a namespace); must not change anything lasting.
+  // The host may run it in a separate process (sbx does, with a deadline): only the returned
+  // report comes back, so transform() and exec() must not rely on state set here.
   virtual ProbeReport probe(const ProbeContext& context) = 0;
 
   // Pure: turns a request into the process to start. Returns an Error naming the rule when the

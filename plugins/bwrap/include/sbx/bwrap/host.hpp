@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,12 @@ Result<std::string> bwrap_version(const std::string& bwrap_path);
 // Runs `bwrap ... --proc /proc /bin/true` in fresh namespaces: false when procfs cannot be
 // mounted here (the translator then uses the reported fallback).
 bool bwrap_can_mount_proc(const std::string& bwrap_path);
+
+// What an earlier probe with the same `cache_file` found for procfs (see run_probe): true when
+// the cache is valid for this boot, binary, uid and user namespace (only passing checks are
+// cached), nullopt when there is no valid cache. Lets transform() skip bwrap_can_mount_proc
+// when the probe ran in another process (core isolates probes in a child).
+std::optional<bool> cached_proc_mount(const std::string& bwrap_path, const std::string& cache_file);
 
 // The probe of issue 3: bwrap found/version/setuid, user namespaces (tried), the AppArmor
 // restriction, proc, network namespace with loopback, seccomp, WSL1. The throwaway-sandbox

@@ -1,0 +1,41 @@
+// sbx-stage2 stays out of the command's reach: run through the installed `sbx exec` (bwrap),
+// the command (same uid, no capability) finds the sandbox's PID 1 and, with network mode proxy,
+// the relay, and tries to read their environment, open their memory for writing, look at or
+// reopen their descriptors through /proc, and copy a descriptor with pidfd_getfd. Every attempt
+// must fail; the command itself still runs normally.
+#include <gtest/gtest.h>
+
+#include "sbx_harness.hpp"
+#include "stage2_attempts.hpp"
+
+namespace {
+
+using namespace sbx_it;
+
+class Stage2Memory : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!exists(sbx_path())) GTEST_SKIP() << "no installed sbx at " << sbx_path();
+    ASSERT_FALSE(ws_.path().empty());
+  }
+  TempDir ws_;
+};
+
+TEST_F(Stage2Memory, PidOneIsNotReachable) {
+  const RunResult r = sh(ws_.path(), stage2_attempts_script(probe_path()));
+  expect_stage2_unreachable(r, /*expected_at_least=*/1);
+  EXPECT_NE(r.out.find("stage2 1\n"), std::string::npos) << "PID 1 is not sbx-stage2: "
+                                                         << describe(r);
+}
+
+TEST_F(Stage2Memory, ProxyRelayIsNotReachable) {
+  const std::string policy = ws_ / "policy.json";
+  write_file(policy, R"({"version": 1, "filesystem": {"kind": "restricted", "entries": [)"
+                     R"({"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"}]},)"
+                     R"( "network": {"mode": "proxy", "allowed_domains": ["127.0.0.1:9"]}})");
+  const RunResult r = sh(ws_.path(), stage2_attempts_script(probe_path()), {"--policy", policy});
+  // PID 1 and the relay.
+  expect_stage2_unreachable(r, /*expected_at_least=*/2);
+}
+
+}  // namespace

@@ -1,0 +1,37 @@
+// sbx-stage2's supervisor stays out of the command's reach in Landlock mode: it is the
+// command's parent (same uid, outside the Landlock domain, holding the command's environment),
+// and the command tries to read its environment, open its memory for writing, look at or
+// reopen its descriptors through /proc, and copy a descriptor with pidfd_getfd. Every attempt
+// must fail.
+#include <gtest/gtest.h>
+
+#include "sbx_harness.hpp"
+#include "stage2_attempts.hpp"
+
+namespace {
+
+using namespace sbx_it;
+
+TEST(LandlockStage2Memory, SupervisorIsNotReachable) {
+  if (!exists(sbx_path())) GTEST_SKIP() << "no installed sbx at " << sbx_path();
+  TempDir ws;
+  TempDir conf{"/var/tmp"};
+  ASSERT_FALSE(ws.path().empty());
+  const std::string policy = conf / "policy.json";
+  write_file(policy, R"({"version": 1, "filesystem": {"kind": "restricted",)"
+                     R"( "protected_names": [], "entries": [{"path": ":root", "access": "read"},)"
+                     R"( {"path": ":cwd", "access": "write"}]}, "network": {"mode": "restricted"}})");
+  const std::vector<std::string> argv = {
+      sbx_path(), "--backends", "landlock", "exec", "--policy", policy, "--cwd", ws.path(), "--",
+      "/bin/sh",  "-c",         "echo parent $PPID; " + stage2_attempts_script(probe_path())};
+  const RunResult r = run(argv, base_env());
+  expect_stage2_unreachable(r, /*expected_at_least=*/1);
+  // The supervisor is the command's parent.
+  const std::size_t at = r.out.find("parent ");
+  ASSERT_NE(at, std::string::npos) << describe(r);
+  const std::string ppid = r.out.substr(at + 7, r.out.find('\n', at) - at - 7);
+  EXPECT_NE(r.out.find("stage2 " + ppid + "\n"), std::string::npos)
+      << "the command's parent is not sbx-stage2: " << describe(r);
+}
+
+}  // namespace
