@@ -29,7 +29,7 @@ struct LimitField {
 
 constexpr LimitField kFields[] = {
     {"processes", &Limits::processes, 8, 4194304, "processes"},  // PID_MAX_LIMIT
-    {"open_files", &Limits::open_files, 16, 1048576, "descriptors"},  // default fs.nr_open
+    {"open_files", &Limits::open_files, 32, 1048576, "descriptors"},  // default fs.nr_open
     {"file_size_bytes", &Limits::file_size_bytes, 1, UINT64_MAX / 2, "bytes"},
     {"address_space_bytes", &Limits::address_space_bytes, 64 * kMiB, UINT64_MAX / 2, "bytes"},
     {"memory_bytes", &Limits::memory_bytes, 16 * kMiB, UINT64_MAX / 2, "bytes"},

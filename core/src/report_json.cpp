@@ -165,6 +165,21 @@ std::string explain_to_json(const ExplainReport& report, JsonStyle style) {
   }
   out["passed_over"] = std::move(passed);
   out["policy"] = resolved_json(report.policy);
+  json::object cgroups;
+  cgroups["available"] = report.cgroups.available;
+  cgroups["kind"] = report.cgroups.kind;
+  cgroups["reason"] = report.cgroups.reason;
+  out["cgroups"] = std::move(cgroups);
+  json::array limits;
+  for (const LimitEnforcement& limit : report.limits) {
+    json::object entry;
+    entry["name"] = limit.name;
+    entry["value"] = limit.value ? json::value(*limit.value) : json::value(nullptr);
+    entry["enforced"] = limit.enforced;
+    entry["how"] = limit.how;
+    limits.emplace_back(std::move(entry));
+  }
+  out["limits"] = std::move(limits);
   return detail::render_json(out, style);
 }
 
@@ -194,6 +209,7 @@ std::string run_to_json(const RunReport& report, JsonStyle style) {
   for (const std::string& path : report.protected_names_created) created.emplace_back(path);
   out["protected_names_created"] = std::move(created);
   out["protected_names_truncated"] = report.protected_names_truncated;
+  out["limit_hit"] = optional_string(report.limit_hit);
   return detail::render_json(out, style);
 }
 

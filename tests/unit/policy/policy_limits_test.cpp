@@ -41,7 +41,7 @@ TEST(PolicyLimits, RejectionsNameTheirPointer) {
       {"processes_too_many", with_limits(R"("processes": 5000000)"), "/limits/processes",
        "is not from 8 to 4194304"},
       {"open_files_too_few", with_limits(R"("open_files": 3)"), "/limits/open_files",
-       "3 is not from 16 to 1048576 descriptors"},
+       "3 is not from 32 to 1048576 descriptors"},
       {"file_size_zero", with_limits(R"("file_size_bytes": 0)"), "/limits/file_size_bytes",
        "0 is not from 1 to"},
       {"address_space_tiny", with_limits(R"("address_space_bytes": 4096)"),

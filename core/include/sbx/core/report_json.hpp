@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sbx/core/manager.hpp"
+#include "sbx/core/run_limits.hpp"
 #include "sbx/core/plugin_loader.hpp"
 #include "sbx/sdk/types.hpp"
 
@@ -46,6 +47,9 @@ struct ExplainReport {
   CapabilitySet required;
   BackendChoice choice;
   ResolvedPolicy policy;
+  // How each resource limit of the policy holds for a run here (run_limits.hpp).
+  CgroupSupport cgroups{};
+  std::vector<LimitEnforcement> limits{};
 };
 
 // The backend that would run the command: the chosen backend when the command should be
@@ -53,7 +57,8 @@ struct ExplainReport {
 std::string final_backend(const ExplainReport& report);
 
 // {"preference","should_sandbox","reason","required_capabilities","available_backend",
-//  "available_reason","final","passed_over":[{"backend","reason"}],"policy":{...}}
+//  "available_reason","final","passed_over":[{"backend","reason"}],"policy":{...},
+//  "cgroups":{"available","kind","reason"},"limits":[{"name","value","enforced","how"}]}
 // should_sandbox is null when the decision was an error (reason then holds the error).
 std::string explain_to_json(const ExplainReport& report, JsonStyle style);
 
@@ -75,11 +80,15 @@ struct RunReport {
   // (created_names.hpp); empty when nothing was, or the command did not run sandboxed.
   std::vector<std::string> protected_names_created{};
   bool protected_names_truncated = false;  // the walk hit its bounds: the list may be short
+  // The resource limit that ended the run: "timeout", "memory", "processes", "cpu_seconds",
+  // "file_size_bytes"; nullopt when none did (or it could not be told: run_limits.hpp).
+  std::optional<std::string> limit_hit{};
 };
 
 // {"should_sandbox","reason","backend","final","allow_unsandboxed_used","dry_run",
 //  "exit":{"code","signal","shell_code"}|null,"error":string|null,
-//  "protected_names_created":[path...],"protected_names_truncated":bool}
+//  "protected_names_created":[path...],"protected_names_truncated":bool,
+//  "limit_hit":string|null}
 std::string run_to_json(const RunReport& report, JsonStyle style);
 
 // {"filesystem_kind","rules":[{"path","access"}],"platform_defaults_readable",
