@@ -28,7 +28,7 @@ struct LimitField {
 };
 
 constexpr LimitField kFields[] = {
-    {"processes", &Limits::processes, 8, 4194304, "processes"},  // PID_MAX_LIMIT
+    {"processes", &Limits::processes, 8, 4194304, "processes"},       // PID_MAX_LIMIT
     {"open_files", &Limits::open_files, 32, 1048576, "descriptors"},  // default fs.nr_open
     {"file_size_bytes", &Limits::file_size_bytes, 1, UINT64_MAX / 2, "bytes"},
     {"address_space_bytes", &Limits::address_space_bytes, 64 * kMiB, UINT64_MAX / 2, "bytes"},
@@ -56,11 +56,11 @@ Result<std::uint64_t> read_count(const json::value& value, const std::string& po
                                std::string(json_util::kind_name(value)));
 }
 
-Status check_range(std::uint64_t value, std::uint64_t min, std::uint64_t max,
-                   std::string_view unit, const std::string& pointer) {
+Status check_range(std::uint64_t value, std::uint64_t min, std::uint64_t max, std::string_view unit,
+                   const std::string& pointer) {
   if (value >= min && value <= max) return {};
-  return error_at(pointer, std::to_string(value) + " is not from " + std::to_string(min) +
-                               " to " + std::to_string(max) + " " + std::string(unit));
+  return error_at(pointer, std::to_string(value) + " is not from " + std::to_string(min) + " to " +
+                               std::to_string(max) + " " + std::string(unit));
 }
 
 }  // namespace
@@ -81,7 +81,8 @@ Result<Limits> read_limits(const json::value& value) {
     }
     const LimitField* field = nullptr;
     for (const LimitField& candidate : kFields) field = candidate.key == key ? &candidate : field;
-    if (field == nullptr) return error_at(key_pointer, "unknown key; expected one of " + known_keys());
+    if (field == nullptr)
+      return error_at(key_pointer, "unknown key; expected one of " + known_keys());
     if (member.value().is_null()) {
       limits.*(field->member) = std::nullopt;  // explicitly no limit (e.g. the default process one)
       continue;
@@ -97,8 +98,8 @@ Status check_limits(const Limits& limits) {
   for (const LimitField& field : kFields) {
     const std::optional<std::uint64_t>& value = limits.*(field.member);
     if (!value) continue;
-    Status status = check_range(*value, field.min, field.max, field.unit,
-                                child("/limits", field.key));
+    Status status =
+        check_range(*value, field.min, field.max, field.unit, child("/limits", field.key));
     if (!status) return status;
   }
   return check_range(limits.timeout_grace_seconds, 0, kMaxGraceSeconds, "seconds",

@@ -168,6 +168,7 @@ std::string explain_to_json(const ExplainReport& report, JsonStyle style) {
   json::object cgroups;
   cgroups["available"] = report.cgroups.available;
   cgroups["kind"] = report.cgroups.kind;
+  cgroups["parent"] = report.cgroups.parent;
   cgroups["reason"] = report.cgroups.reason;
   out["cgroups"] = std::move(cgroups);
   json::array limits;

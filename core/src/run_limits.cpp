@@ -8,7 +8,9 @@ namespace {
 
 constexpr std::string_view kNotLimited = "not limited by sbx: the caller's own limit is inherited";
 
-std::string seconds(std::uint64_t n) { return std::to_string(n) + (n == 1 ? " second" : " seconds"); }
+std::string seconds(std::uint64_t n) {
+  return std::to_string(n) + (n == 1 ? " second" : " seconds");
+}
 
 LimitEnforcement processes_enforcement(std::optional<std::uint64_t> value,
                                        const CgroupSupport& cgroups, bool root) {
@@ -23,13 +25,17 @@ LimitEnforcement processes_enforcement(std::optional<std::uint64_t> value,
   if (root) {
     // The kernel skips the RLIMIT_NPROC check for root (and CAP_SYS_RESOURCE/CAP_SYS_ADMIN):
     // setting it would be a limit on paper only.
-    out.how = "NOT ENFORCED: sbx runs as root, whom RLIMIT_NPROC does not bind, and no cgroup "
-              "is available (" + cgroups.reason + "); a fork bomb can use every PID of the host";
+    out.how =
+        "NOT ENFORCED: sbx runs as root, whom RLIMIT_NPROC does not bind, and no cgroup "
+        "is available (" +
+        cgroups.reason + "); a fork bomb can use every PID of the host";
     return out;
   }
   out.enforced = true;
-  out.how = "RLIMIT_NPROC only: it counts every process of your user on the host, not just "
-            "this run's (no cgroup: " + cgroups.reason + ")";
+  out.how =
+      "RLIMIT_NPROC only: it counts every process of your user on the host, not just "
+      "this run's (no cgroup: " +
+      cgroups.reason + ")";
   return out;
 }
 
@@ -46,8 +52,9 @@ LimitEnforcement memory_enforcement(std::optional<std::uint64_t> value,
   if (!value) return out;
   if (cgroups.available && cgroups.memory) {
     out.enforced = true;
-    out.how = "cgroup memory.max: the memory of the whole run (the kernel's OOM killer acts "
-              "inside the run at the limit)";
+    out.how =
+        "cgroup memory.max: the memory of the whole run (the kernel's OOM killer acts "
+        "inside the run at the limit)";
     return out;
   }
   out.how = std::string("NOT ENFORCED: no cgroup v2 memory controller for sbx here (") +

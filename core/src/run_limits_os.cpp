@@ -8,6 +8,7 @@
 #include <linux/magic.h>
 #include <pthread.h>
 #include <signal.h>
+#include <spdlog/spdlog.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -25,8 +26,6 @@
 #include <mutex>
 #include <sstream>
 #include <thread>
-
-#include <spdlog/spdlog.h>
 
 namespace sbx {
 namespace {
@@ -189,8 +188,8 @@ CgroupSupport probe_v2(CgroupSupport out) {
     out.reason = "cgroup2: the pids controller cannot be enabled for " + parent;
     return out;
   }
-  out.memory = has_word(below, "memory") &&
-               write_text(parent + "/cgroup.subtree_control", "+memory");
+  out.memory =
+      has_word(below, "memory") && write_text(parent + "/cgroup.subtree_control", "+memory");
   out.available = true;
   out.kind = "cgroup2";
   out.parent = parent;
@@ -227,6 +226,26 @@ CgroupSupport probe_v1_pids(const CgroupSupport& v2) {
 // ---------------------------------------------------------------------------------------------
 // The run's cgroup.
 
+// True while `pid` exists and has not exited (a killed sbx may stay a zombie for a while when
+// its parent is slow to reap it). When unsure, alive: a live run is never touched.
+bool is_alive(pid_t pid) {
+  if (kill(pid, 0) != 0 && errno == ESRCH) return false;
+  const std::optional<std::string> stat = read_text("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat) return true;
+  const std::size_t end = stat->rfind(')');
+  return end == std::string::npos || end + 2 >= stat->size() || (*stat)[end + 2] != 'Z';
+}
+
+ino_t pid_namespace() {
+  struct stat st {};
+  return stat("/proc/self/ns/pid", &st) == 0 ? st.st_ino : 0;
+}
+
+// "run-<pid namespace>-<pid>-": the names of this sbx's run cgroups begin with it.
+std::string run_prefix() {
+  return "run-" + std::to_string(pid_namespace()) + "-" + std::to_string(getpid()) + "-";
+}
+
 class RunCgroup {
  public:
   static std::unique_ptr<RunCgroup> create(const CgroupSupport& support, const Limits& limits,
@@ -234,8 +253,7 @@ class RunCgroup {
     static std::atomic<unsigned> sequence{0};
     auto group = std::unique_ptr<RunCgroup>(new RunCgroup());
     group->v2_ = support.kind == "cgroup2";
-    group->path_ = support.parent + "/run-" + std::to_string(getpid()) + "-" +
-                   std::to_string(sequence++);
+    group->path_ = support.parent + "/" + run_prefix() + std::to_string(sequence++);
     if (mkdir(group->path_.c_str(), 0755) != 0) {
       error = "cannot create the run's cgroup " + group->path_ + ": " + std::strerror(errno);
       return nullptr;
@@ -260,6 +278,30 @@ class RunCgroup {
     }
     close(fd);
     return group;
+  }
+
+  // A run cgroup left by an sbx that was killed before it could remove it: whatever still runs
+  // in it is killed and it is removed. Its name holds the pid namespace and pid of the sbx that
+  // made it; only names from this pid namespace whose pid no longer exists are stale (the
+  // hierarchy may be shared with other containers, whose pids mean nothing here).
+  static void remove_stale(const CgroupSupport& support) {
+    const std::string prefix = "run-" + std::to_string(pid_namespace()) + "-";
+    std::error_code error;
+    for (const fs::directory_entry& entry : fs::directory_iterator(support.parent, error)) {
+      const std::string name = entry.path().filename().string();
+      if (name.rfind(prefix, 0) != 0) continue;
+      const std::string rest = name.substr(prefix.size());
+      const std::string pid_text = rest.substr(0, rest.find('-'));
+      if (pid_text.empty() || pid_text.size() > 9 ||
+          pid_text.find_first_not_of("0123456789") != std::string::npos)
+        continue;
+      const pid_t owner = static_cast<pid_t>(std::stol(pid_text));
+      if (owner == getpid() || is_alive(owner)) continue;
+      auto stale = std::unique_ptr<RunCgroup>(new RunCgroup());
+      stale->v2_ = support.kind == "cgroup2";
+      stale->path_ = entry.path().string();
+      stale->created_ = true;  // the destructor kills and removes
+    }
   }
 
   ~RunCgroup() {
@@ -333,11 +375,13 @@ void ignore_signal(int /*signal*/) {}
 
 class LimitedRunImpl final : public LimitedRun {
  public:
-  LimitedRunImpl(const Limits& limits, CgroupSupport support)
-      : limits_(limits), support_(std::move(support)) {}
+  LimitedRunImpl(const Limits& limits, CgroupSupport support, Signals signals)
+      : limits_(limits), support_(std::move(support)), signals_(signals) {}
 
   Status start() {
-    if (support_.available && (limits_.processes || limits_.memory_bytes || limits_.timeout_seconds)) {
+    if (support_.available &&
+        (limits_.processes || limits_.memory_bytes || limits_.timeout_seconds)) {
+      RunCgroup::remove_stale(support_);
       std::string error;
       cgroup_ = RunCgroup::create(support_, limits_, error);
       // Fail closed: the host offers a cgroup and the policy asks for what only it enforces.
@@ -347,7 +391,9 @@ class LimitedRunImpl final : public LimitedRun {
     }
     add_rlimits();
     t_armed = &child_;
-    if (limits_.timeout_seconds) start_watchdog();
+    // Run-only: without a cgroup there is nothing the watchdog could end without touching
+    // the embedding process (plan_limits says so).
+    if (limits_.timeout_seconds && (signals_ == Signals::kProcessWide || cgroup_)) start_watchdog();
     return {};
   }
 
@@ -392,6 +438,10 @@ class LimitedRunImpl final : public LimitedRun {
   }
 
   void start_watchdog() {
+    if (signals_ == Signals::kRunOnly) {
+      watchdog_ = std::thread([this] { watch(); });
+      return;
+    }
     // A handler that does nothing: the spawners replace it with their forwarding while the
     // command runs; outside that window a late SIGTERM from the watchdog must not end sbx.
     struct sigaction action {};
@@ -411,13 +461,17 @@ class LimitedRunImpl final : public LimitedRun {
 
   void watch() {
     std::unique_lock<std::mutex> lock(mutex_);
-    const auto term_at = std::chrono::steady_clock::now() +
-                         std::chrono::seconds(*limits_.timeout_seconds);
+    const auto term_at =
+        std::chrono::steady_clock::now() + std::chrono::seconds(*limits_.timeout_seconds);
     if (wake_.wait_until(lock, term_at, [this] { return stop_; })) return;
     timed_out_ = true;
+    if (signals_ == Signals::kRunOnly) {
+      cgroup_->kill_all();
+      return;
+    }
     kill(getpid(), SIGTERM);  // forwarded to the command by the spawner
-    const auto kill_at = std::chrono::steady_clock::now() +
-                         std::chrono::seconds(limits_.timeout_grace_seconds);
+    const auto kill_at =
+        std::chrono::steady_clock::now() + std::chrono::seconds(limits_.timeout_grace_seconds);
     if (wake_.wait_until(lock, kill_at, [this] { return stop_; })) return;
     if (cgroup_) {
       cgroup_->kill_all();
@@ -434,17 +488,18 @@ class LimitedRunImpl final : public LimitedRun {
     }
     wake_.notify_all();
     watchdog_.join();
-    sigaction(SIGTERM, &previous_term_, nullptr);
+    if (signals_ == Signals::kProcessWide) sigaction(SIGTERM, &previous_term_, nullptr);
   }
 
   Limits limits_;
   CgroupSupport support_;
+  Signals signals_;
   std::unique_ptr<RunCgroup> cgroup_;
   ChildLimits child_;
   std::thread watchdog_;
   std::mutex mutex_;
   std::condition_variable wake_;
-  bool stop_ = false;                   // guarded by mutex_
+  bool stop_ = false;  // guarded by mutex_
   std::atomic<bool> timed_out_{false};
   struct sigaction previous_term_ {};
 };
@@ -457,8 +512,8 @@ CgroupSupport probe_cgroups() {
   return probe_v1_pids(v2);
 }
 
-Result<std::unique_ptr<LimitedRun>> LimitedRun::start(const Limits& limits) {
-  auto run = std::make_unique<LimitedRunImpl>(limits, probe_cgroups());
+Result<std::unique_ptr<LimitedRun>> LimitedRun::start(const Limits& limits, Signals signals) {
+  auto run = std::make_unique<LimitedRunImpl>(limits, probe_cgroups(), signals);
   if (Status started = run->start(); !started.ok()) return Error{started.error()};
   return std::unique_ptr<LimitedRun>(std::move(run));
 }
@@ -482,7 +537,9 @@ int prepare_child_for_run() {
     if (getrlimit(limit.resource, &current) != 0) return errno;
     // Never above the caller's own hard limit: sbx only ever lowers limits.
     const rlim_t value = current.rlim_max < limit.value ? current.rlim_max : limit.value;
-    struct rlimit wanted {value, value};
+    struct rlimit wanted {
+      value, value
+    };
     // CPU: SIGXCPU at the soft limit, SIGKILL one second later at the hard one.
     if (limit.resource == RLIMIT_CPU && value < current.rlim_max) wanted.rlim_max = value + 1;
     if (setrlimit(limit.resource, &wanted) != 0) return errno;
@@ -514,7 +571,7 @@ CgroupSupport probe_cgroups() {
   return out;
 }
 
-Result<std::unique_ptr<LimitedRun>> LimitedRun::start(const Limits&) {
+Result<std::unique_ptr<LimitedRun>> LimitedRun::start(const Limits&, Signals) {
   return std::unique_ptr<LimitedRun>(std::make_unique<UnlimitedRun>());
 }
 

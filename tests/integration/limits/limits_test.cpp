@@ -3,6 +3,7 @@
 // limit and leaves nothing behind on the host; a wall-clock timeout ends the command (SIGTERM,
 // then SIGKILL for one that ignores it); the command sees its open-files and file-size limits.
 // Every run is bounded in time: a timeout in the policy and a cap in every loop.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -74,7 +75,8 @@ class Limits : public ::testing::TestWithParam<std::string> {
     const std::string path = workdir_ + "/policy.json";
     std::ofstream(path) << R"({"version":1,"filesystem":{"kind":"restricted","entries":[
         {"path":":root","access":"read"},{"path":":cwd","access":"write"}],
-        "protected_names":[]},"limits":{)" << limits << "}}";
+        "protected_names":[]},"limits":{)"
+                        << limits << "}}";
     return path;
   }
 
@@ -93,10 +95,12 @@ TEST_P(Limits, ForkBombStopsNearTheProcessLimitAndLeavesNothingOnTheHost) {
   const boost::json::object how = explained_limit(policy(limits), "processes");
   ASSERT_FALSE(how.empty()) << "sbx explain --json lists no processes limit";
   // Never run the fork bomb where nothing would stop it (root without a cgroup).
-  if (!how.at("enforced").as_bool()) GTEST_SKIP() << "no process limit here: " << text_of(how, "how");
+  if (!how.at("enforced").as_bool())
+    GTEST_SKIP() << "no process limit here: " << text_of(how, "how");
   if (text_of(how, "how").find("cgroup") == std::string::npos)
     GTEST_SKIP() << "the process limit is RLIMIT_NPROC only here, which counts every process "
-                    "of the user and cannot be attributed to the run: " << text_of(how, "how");
+                    "of the user and cannot be attributed to the run: "
+                 << text_of(how, "how");
   // Up to 10000 sleeping children, each fork counted in a file (echo is a builtin: no fork).
   // dash gives up at the first fork that fails.
   const ExecResult result = under(
@@ -120,8 +124,8 @@ TEST_P(Limits, ForkBombStopsNearTheProcessLimitAndLeavesNothingOnTheHost) {
 
 TEST_P(Limits, TimeoutEndsTheCommandWithSigtermAndSaysSo) {
   const auto start = std::chrono::steady_clock::now();
-  const ExecResult result = under(R"("timeout_seconds": 1, "timeout_grace_seconds": 5)",
-                                  "exec sleep 100");
+  const ExecResult result =
+      under(R"("timeout_seconds": 1, "timeout_grace_seconds": 5)", "exec sleep 100");
   const auto elapsed = std::chrono::steady_clock::now() - start;
   EXPECT_EQ(text_of(result.report, "limit_hit"), "timeout") << result.run.err;
   EXPECT_EQ(result.run.status.shell_code(), 128 + SIGTERM) << result.run.err;
@@ -145,10 +149,10 @@ TEST_P(Limits, TimeoutKillsACommandThatIgnoresSigtermAfterTheGracePeriod) {
 }
 
 TEST_P(Limits, TheCommandSeesItsOpenFilesAndFileSizeLimits) {
-  const ExecResult result = under(
-      R"("open_files": 64, "file_size_bytes": 4096, "timeout_seconds": 30)",
-      "ulimit -n; head -c 10000 /dev/zero > big; echo signalled=$?; "
-      "(trap '' XFSZ; exec head -c 10000 /dev/zero > quiet); echo ignored=$?");
+  const ExecResult result =
+      under(R"("open_files": 64, "file_size_bytes": 4096, "timeout_seconds": 30)",
+            "ulimit -n; head -c 10000 /dev/zero > big; echo signalled=$?; "
+            "(trap '' XFSZ; exec head -c 10000 /dev/zero > quiet); echo ignored=$?");
   EXPECT_EQ(result.run.status.shell_code(), 0) << result.run.err;
   EXPECT_NE(result.run.out.find("64\n"), std::string::npos) << result.run.out;
   // Past the limit the writer gets SIGXFSZ; with it ignored, write() fails with EFBIG.
@@ -160,6 +164,60 @@ TEST_P(Limits, TheCommandSeesItsOpenFilesAndFileSizeLimits) {
   EXPECT_EQ(fs::file_size(workdir_ + "/big"), 4096u);
   EXPECT_EQ(fs::file_size(workdir_ + "/quiet"), 4096u);
   EXPECT_EQ(result.report.at("limit_hit"), nullptr) << "the command itself went on";
+}
+
+// Starts sbx in the background (output discarded); the caller reaps it.
+pid_t start_sbx(const std::vector<std::string>& args, const std::string& cwd) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int null = ::open("/dev/null", O_RDWR);
+    ::dup2(null, 1);
+    ::dup2(null, 2);
+    if (::chdir(cwd.c_str()) != 0) ::_exit(120);
+    std::vector<char*> argv = {const_cast<char*>(kSbx.c_str())};
+    for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    ::_exit(121);
+  }
+  return pid;
+}
+
+TEST_P(Limits, TheNextRunRemovesTheCgroupOfAKilledRunAndWhatStillRunsInIt) {
+  const std::string file = policy(R"("timeout_seconds": 60)");
+  const Outcome explained = run({kSbx, "explain", "--policy", file, "--json"});
+  const boost::json::value report = boost::json::parse(explained.out);
+  const boost::json::object& cgroups = report.at("cgroups").as_object();
+  if (!cgroups.at("available").as_bool())
+    GTEST_SKIP() << "no cgroup for sbx here: " << text_of(cgroups, "reason");
+  const std::string parent = text_of(cgroups, "parent");
+  const pid_t sbx = start_sbx({"--backends", GetParam(), "exec", "--policy", file, "--sandbox",
+                               "require", "--", "/bin/sleep", "161803"},
+                              workdir_);
+  ASSERT_GT(sbx, 0);
+  for (int i = 0; i < 250 && count_host_processes({"/bin/sleep", "161803"}) == 0; ++i)
+    ::usleep(20 * 1000);
+  ASSERT_EQ(count_host_processes({"/bin/sleep", "161803"}), 1) << "the command did not start";
+  ::kill(sbx, SIGKILL);
+  int status = 0;
+  ::waitpid(sbx, &status, 0);
+  auto leftovers = [&] {
+    int count = 0;
+    for (const fs::directory_entry& entry : fs::directory_iterator(parent)) {
+      const std::string name = entry.path().filename().string();
+      if (name.rfind("run-", 0) == 0 &&
+          name.find("-" + std::to_string(sbx) + "-") != std::string::npos)
+        ++count;
+    }
+    return count;
+  };
+  EXPECT_EQ(leftovers(), 1) << "the killed run's cgroup should still be there";
+  const ExecResult next = under(R"("timeout_seconds": 30)", "true");
+  EXPECT_EQ(next.run.status.shell_code(), 0) << next.run.err;
+  EXPECT_EQ(leftovers(), 0) << "the next run did not remove the killed run's cgroup";
+  for (int i = 0; i < 100 && count_host_processes({"/bin/sleep", "161803"}) > 0; ++i)
+    ::usleep(20 * 1000);
+  EXPECT_EQ(count_host_processes({"/bin/sleep", "161803"}), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, Limits, ::testing::Values("bwrap", "landlock"),

@@ -28,8 +28,8 @@ TEST(PolicyLimits, RejectionsNameTheirPointer) {
        "expected an object, got a number"},
       {"unknown_key", with_limits(R"("procs": 5)"), "/limits/procs",
        "unknown key; expected one of processes|open_files|"},
-      {"duplicate_key", with_limits(R"("processes": 100, "processes": 200)"),
-       "/limits/processes", "duplicate key"},
+      {"duplicate_key", with_limits(R"("processes": 100, "processes": 200)"), "/limits/processes",
+       "duplicate key"},
       {"string_value", with_limits(R"("processes": "100")"), "/limits/processes",
        "expected a non-negative integer or null (no limit), got a string"},
       {"fraction", with_limits(R"("cpu_seconds": 1.5)"), "/limits/cpu_seconds",
@@ -54,8 +54,9 @@ TEST(PolicyLimits, RejectionsNameTheirPointer) {
        "/limits/timeout_grace_seconds", "expected a non-negative integer, got null"},
       {"grace_too_long", with_limits(R"("timeout_grace_seconds": 7200)"),
        "/limits/timeout_grace_seconds", "7200 is not from 0 to 3600 seconds"},
-      {"short_form_bad_limit", R"({"version": 1, "preset": "read-only", "limits": {"processes": 1}})",
-       "/limits/processes", "1 is not from 8"},
+      {"short_form_bad_limit",
+       R"({"version": 1, "preset": "read-only", "limits": {"processes": 1}})", "/limits/processes",
+       "1 is not from 8"},
   };
   for (const ErrorCase& c : cases) {
     SCOPED_TRACE(c.name);

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "sbx/core/manager.hpp"
-#include "sbx/core/run_limits.hpp"
 #include "sbx/core/plugin_loader.hpp"
+#include "sbx/core/run_limits.hpp"
 #include "sbx/sdk/types.hpp"
 
 namespace sbx {
@@ -58,7 +58,7 @@ std::string final_backend(const ExplainReport& report);
 
 // {"preference","should_sandbox","reason","required_capabilities","available_backend",
 //  "available_reason","final","passed_over":[{"backend","reason"}],"policy":{...},
-//  "cgroups":{"available","kind","reason"},"limits":[{"name","value","enforced","how"}]}
+//  "cgroups":{"available","kind","parent","reason"},"limits":[{"name","value","enforced","how"}]}
 // should_sandbox is null when the decision was an error (reason then holds the error).
 std::string explain_to_json(const ExplainReport& report, JsonStyle style);
 

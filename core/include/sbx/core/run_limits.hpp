@@ -41,8 +41,8 @@ CgroupSupport probe_cgroups();
 
 // How one limit of the policy holds for a run on this host.
 struct LimitEnforcement {
-  std::string name;                   // the /limits key, e.g. "processes"
-  std::optional<std::uint64_t> value; // nullopt: the policy sets no limit
+  std::string name;                    // the /limits key, e.g. "processes"
+  std::optional<std::uint64_t> value;  // nullopt: the policy sets no limit
   bool enforced = false;
   std::string how;  // e.g. "cgroup pids.max (every task of the run)"; or why it does not hold
 };
@@ -59,7 +59,18 @@ std::vector<LimitEnforcement> plan_limits(const Limits& limits, const CgroupSupp
 // is left of the run and removes the cgroup, and says which limit, if any, ended the run.
 class LimitedRun {
  public:
-  static Result<std::unique_ptr<LimitedRun>> start(const Limits& limits);
+  // How the timeout may end the command.
+  enum class Signals {
+    // sbx's own process: the watchdog sends SIGTERM to sbx itself, which the spawner forwards
+    // to the command, and SIGKILL after the grace period. For the CLI only: in a library every
+    // concurrent command of the process would get the SIGTERM.
+    kProcessWide,
+    // An embedding process: at the timeout the run's cgroup is killed (SIGKILL, no grace);
+    // without a cgroup the timeout is not enforced.
+    kRunOnly,
+  };
+  static Result<std::unique_ptr<LimitedRun>> start(const Limits& limits,
+                                                   Signals signals = Signals::kProcessWide);
   virtual ~LimitedRun() = default;
   // "timeout", "memory", "processes", "cpu_seconds", "file_size", or nullopt. `signal` is the
   // signal that ended the command (0 if none): SIGXCPU and SIGXFSZ name their rlimit.
