@@ -104,8 +104,8 @@ void print_limits(const ExplainReport& report) {
   std::cout << "limits (cgroups: " << printable(report.cgroups.reason) << "):\n";
   std::vector<std::vector<std::string>> rows;
   for (const LimitEnforcement& limit : report.limits) {
-    rows.push_back({limit.name, limit.value ? std::to_string(*limit.value) : "-",
-                    printable(limit.how)});
+    rows.push_back(
+        {limit.name, limit.value ? std::to_string(*limit.value) : "-", printable(limit.how)});
   }
   std::cout << render_table(rows, "  ");
 }

@@ -2,10 +2,9 @@
 // Private to libsbx.
 #pragma once
 
+#include <boost/json/fwd.hpp>
 #include <string>
 #include <string_view>
-
-#include <boost/json/fwd.hpp>
 
 #include "sbx/core/policy.hpp"
 #include "sbx/sdk/result.hpp"

@@ -538,9 +538,8 @@ ExitStatus report_bwrap_failure(const ExitStatus& bwrap) {
   return status;
 }
 
-Result<ExitStatus> fork_and_supervise(const ExecPlan& plan, const int report[2],
-                                      const int info[2], int signal_fd,
-                                      HostServices::ChildHook prepare_child) {
+Result<ExitStatus> fork_and_supervise(const ExecPlan& plan, const int report[2], const int info[2],
+                                      int signal_fd, HostServices::ChildHook prepare_child) {
   Launch launch;
   if (Status prepared = prepare_launch(plan, launch); !prepared.ok()) {
     close(report[1]);

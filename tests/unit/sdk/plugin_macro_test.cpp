@@ -91,9 +91,15 @@ TEST(SdkPluginMacro, ThrowingConstructorBecomesNull) {
 
 TEST(SdkHostServices, LogAndSpawnGoThroughTheTable) {
   Recorder recorder;
-  const sbx_host_v1 host = {sizeof(sbx_host_v1), SBX_ABI_MAJOR, SBX_ABI_MINOR, "1.2.3",
-                            "/opt/sbx/libexec/sbx/sbx-stage2", &recorder, &record_log,
-                            &fake_spawn, &fake_prepare_child};
+  const sbx_host_v1 host = {sizeof(sbx_host_v1),
+                            SBX_ABI_MAJOR,
+                            SBX_ABI_MINOR,
+                            "1.2.3",
+                            "/opt/sbx/libexec/sbx/sbx-stage2",
+                            &recorder,
+                            &record_log,
+                            &fake_spawn,
+                            &fake_prepare_child};
   void* raw = sbx_plugin_entry_v1()->create(&host);
   ASSERT_NE(raw, nullptr);
   auto* backend = static_cast<MacroBackend*>(static_cast<sbx::Backend*>(raw));
@@ -116,8 +122,9 @@ TEST(SdkHostServices, LogAndSpawnGoThroughTheTable) {
 
 TEST(SdkHostServices, ChildHookIsTheTablesPrepareChildWhenTheHostHasOne) {
   Recorder recorder;
-  sbx_host_v1 host = {sizeof(sbx_host_v1), SBX_ABI_MAJOR, SBX_ABI_MINOR, "1.2.3", nullptr,
-                      &recorder, &record_log, &fake_spawn, &fake_prepare_child};
+  sbx_host_v1 host = {
+      sizeof(sbx_host_v1), SBX_ABI_MAJOR, SBX_ABI_MINOR,      "1.2.3", nullptr, &recorder,
+      &record_log,         &fake_spawn,   &fake_prepare_child};
   EXPECT_EQ(sbx::HostServices(&host).child_hook()(), EPERM);  // the host's answer
   recorder.spawned = true;
   EXPECT_EQ(sbx::HostServices(&host).child_hook()(), 0);

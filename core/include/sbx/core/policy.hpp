@@ -40,7 +40,7 @@ inline constexpr std::uint64_t kDefaultTimeoutGraceSeconds = 5;
 // this host) is decided at run time and shown by `sbx explain`.
 struct Limits {
   std::optional<std::uint64_t> processes = kDefaultProcessLimit;  // tasks of the whole run
-  std::optional<std::uint64_t> open_files;           // per process (RLIMIT_NOFILE)
+  std::optional<std::uint64_t> open_files;                        // per process (RLIMIT_NOFILE)
   std::optional<std::uint64_t> file_size_bytes;      // largest file written (RLIMIT_FSIZE)
   std::optional<std::uint64_t> address_space_bytes;  // per process (RLIMIT_AS)
   std::optional<std::uint64_t> memory_bytes;         // the whole run (cgroup memory.max)
