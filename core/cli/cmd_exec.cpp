@@ -87,7 +87,7 @@ Result<ExitStatus> run_captured(ExecRun& run, Start&& start) {
     capture = std::move(*started);
   }
   Result<ExitStatus> status = start();
-  run.report.limit_hit = (*limited)->finish(status.ok() ? status->signal : 0);
+  run.report.limit_hit = (*limited)->finish(status.ok() ? status->shell_code() : -1);
   if (capture) run.stderr_tail = capture->stop();
   report_limit_hit(run);
   return status;

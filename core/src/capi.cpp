@@ -240,7 +240,7 @@ Status run_planned(const sbx_manager& manager, Planned& planned, unsigned flags,
   Result<ExitStatus> status = planned.backend
                                   ? manager.manager->exec(*planned.backend, *planned.plan)
                                   : spawn_and_wait(*planned.plan);
-  out.report.limit_hit = (*limited)->finish(status.ok() ? status->signal : 0);
+  out.report.limit_hit = (*limited)->finish(status.ok() ? status->shell_code() : -1);
   if (capture) out.tail = capture->stop();
   CreatedNames created = find_created_names(watch, started);
   out.report.protected_names_created = std::move(created.paths);

@@ -402,7 +402,7 @@ class LimitedRunImpl final : public LimitedRun {
     t_armed = nullptr;
   }
 
-  std::optional<std::string> finish(int signal) override {
+  std::optional<std::string> finish(int shell_code) override {
     stop_watchdog();
     t_armed = nullptr;
     std::optional<std::string> hit;
@@ -412,9 +412,9 @@ class LimitedRunImpl final : public LimitedRun {
       hit = "memory";
     } else if (cgroup_ && cgroup_->hit_pids_limit()) {
       hit = "processes";
-    } else if (signal == SIGXCPU && limits_.cpu_seconds) {
+    } else if (shell_code == 128 + SIGXCPU && limits_.cpu_seconds) {
       hit = "cpu_seconds";
-    } else if (signal == SIGXFSZ && limits_.file_size_bytes) {
+    } else if (shell_code == 128 + SIGXFSZ && limits_.file_size_bytes) {
       hit = "file_size_bytes";
     }
     cgroup_.reset();  // kills what is left of the run, removes the cgroup

@@ -220,6 +220,19 @@ TEST_P(Limits, TheNextRunRemovesTheCgroupOfAKilledRunAndWhatStillRunsInIt) {
   EXPECT_EQ(count_host_processes({"/bin/sleep", "161803"}), 0);
 }
 
+TEST_P(Limits, ACommandKilledByItsFileSizeOrCpuLimitIsReportedAsSuch) {
+  const ExecResult big = under(R"("file_size_bytes": 4096, "timeout_seconds": 30)",
+                               "exec head -c 10000 /dev/zero > big");
+  EXPECT_EQ(big.run.status.shell_code(), 128 + SIGXFSZ) << big.run.err;
+  EXPECT_EQ(text_of(big.report, "limit_hit"), "file_size_bytes") << big.run.err;
+  const auto start = std::chrono::steady_clock::now();
+  const ExecResult busy =
+      under(R"("cpu_seconds": 1, "timeout_seconds": 30)", "while :; do :; done");
+  EXPECT_EQ(busy.run.status.shell_code(), 128 + SIGXCPU) << busy.run.err;
+  EXPECT_EQ(text_of(busy.report, "limit_hit"), "cpu_seconds") << busy.run.err;
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, Limits, ::testing::Values("bwrap", "landlock"),
                          [](const auto& test_info) { return test_info.param; });
 

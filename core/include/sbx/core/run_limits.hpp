@@ -72,9 +72,10 @@ class LimitedRun {
   static Result<std::unique_ptr<LimitedRun>> start(const Limits& limits,
                                                    Signals signals = Signals::kProcessWide);
   virtual ~LimitedRun() = default;
-  // "timeout", "memory", "processes", "cpu_seconds", "file_size", or nullopt. `signal` is the
-  // signal that ended the command (0 if none): SIGXCPU and SIGXFSZ name their rlimit.
-  virtual std::optional<std::string> finish(int signal) = 0;
+  // "timeout", "memory", "processes", "cpu_seconds", "file_size_bytes", or nullopt.
+  // `shell_code` is how the command ended (ExitStatus::shell_code, -1 if unknown): 128+SIGXCPU
+  // and 128+SIGXFSZ name their rlimit (a sandbox's PID 1 reports a signal as that exit code).
+  virtual std::optional<std::string> finish(int shell_code) = 0;
   virtual const CgroupSupport& cgroups() const = 0;
 };
 
