@@ -116,10 +116,20 @@ json::value exit_json(const std::optional<ExitStatus>& status) {
   return out;
 }
 
+json::object cgroups_json(const CgroupSupport& cgroups) {
+  json::object out;
+  out["available"] = cgroups.available;
+  out["kind"] = cgroups.kind;
+  out["parent"] = cgroups.parent;
+  out["reason"] = cgroups.reason;
+  return out;
+}
+
 }  // namespace
 
 std::string backends_to_json(const std::vector<BackendListing>& backends,
-                             const std::vector<RejectedPlugin>& rejected, JsonStyle style) {
+                             const std::vector<RejectedPlugin>& rejected, JsonStyle style,
+                             const std::optional<CgroupSupport>& cgroups) {
   json::array loaded;
   for (const BackendListing& listing : backends) loaded.emplace_back(listing_json(listing));
   json::array failed;
@@ -133,6 +143,7 @@ std::string backends_to_json(const std::vector<BackendListing>& backends,
   json::object out;
   out["backends"] = std::move(loaded);
   out["rejected"] = std::move(failed);
+  if (cgroups) out["cgroups"] = cgroups_json(*cgroups);
   return detail::render_json(out, style);
 }
 
@@ -165,12 +176,7 @@ std::string explain_to_json(const ExplainReport& report, JsonStyle style) {
   }
   out["passed_over"] = std::move(passed);
   out["policy"] = resolved_json(report.policy);
-  json::object cgroups;
-  cgroups["available"] = report.cgroups.available;
-  cgroups["kind"] = report.cgroups.kind;
-  cgroups["parent"] = report.cgroups.parent;
-  cgroups["reason"] = report.cgroups.reason;
-  out["cgroups"] = std::move(cgroups);
+  out["cgroups"] = cgroups_json(report.cgroups);
   json::array limits;
   for (const LimitEnforcement& limit : report.limits) {
     json::object entry;

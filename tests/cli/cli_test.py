@@ -349,6 +349,11 @@ class Backends(SbxTestCase):
 
     def test_json_shape_with_probe(self):
         doc = json.loads(self.run_ok("backends", "--probe", "--json").stdout)
+        # The per-run cgroup that holds the resource limits of every backend's runs.
+        self.assertEqual(set(doc["cgroups"]), {"available", "kind", "parent", "reason"})
+        self.assertIsInstance(doc["cgroups"]["available"], bool)
+        self.assertIn("resource limits (every backend): ",
+                      self.run_ok("backends", "--probe").stdout)
         for backend in doc["backends"]:
             self.assertIsInstance(backend["available"], bool)
             self.assertIsInstance(backend["summary"], str)
