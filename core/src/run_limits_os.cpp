@@ -424,9 +424,9 @@ class LimitedRunImpl final : public LimitedRun {
   const CgroupSupport& cgroups() const override { return support_; }
 
  private:
-  void add(int resource, std::optional<std::uint64_t> value, std::uint64_t hard_extra = 0) {
+  void add(int resource, std::optional<std::uint64_t> value) {
     if (!value) return;
-    child_.limits[child_.count++] = {resource, static_cast<rlim_t>(*value + hard_extra)};
+    child_.limits[child_.count++] = {resource, static_cast<rlim_t>(*value)};
   }
 
   void add_rlimits() {
@@ -438,19 +438,18 @@ class LimitedRunImpl final : public LimitedRun {
   }
 
   void start_watchdog() {
-    if (signals_ == Signals::kRunOnly) {
-      watchdog_ = std::thread([this] { watch(); });
-      return;
+    if (signals_ == Signals::kProcessWide) {
+      // A handler that does nothing: the spawners replace it with their forwarding while the
+      // command runs; outside that window a late SIGTERM from the watchdog must not end sbx.
+      struct sigaction action {};
+      action.sa_handler = ignore_signal;
+      sigemptyset(&action.sa_mask);
+      action.sa_flags = SA_RESTART;
+      sigaction(SIGTERM, &action, &previous_term_);
     }
-    // A handler that does nothing: the spawners replace it with their forwarding while the
-    // command runs; outside that window a late SIGTERM from the watchdog must not end sbx.
-    struct sigaction action {};
-    action.sa_handler = ignore_signal;
-    sigemptyset(&action.sa_mask);
-    action.sa_flags = SA_RESTART;
-    sigaction(SIGTERM, &action, &previous_term_);
     // The watchdog thread blocks every signal, so the SIGTERM it sends to sbx is taken by the
-    // spawner (its handler or signalfd) and forwarded to the command, never by this thread.
+    // spawner (its handler or signalfd) and forwarded to the command, never by this thread;
+    // nor does it take signals meant for an embedding process.
     sigset_t all;
     sigset_t previous;
     sigfillset(&all);
