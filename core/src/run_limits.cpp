@@ -74,10 +74,8 @@ LimitEnforcement timeout_enforcement(const Limits& limits, const CgroupSupport& 
   return out;
 }
 
-}  // namespace
-
-std::vector<LimitEnforcement> plan_limits(const Limits& limits, const CgroupSupport& cgroups,
-                                          bool root) {
+std::vector<LimitEnforcement> plan_on_linux(const Limits& limits, const CgroupSupport& cgroups,
+                                            bool root) {
   std::vector<LimitEnforcement> out;
   out.push_back(processes_enforcement(limits.processes, cgroups, root));
   out.push_back(rlimit_enforcement("open_files", limits.open_files,
@@ -92,6 +90,21 @@ std::vector<LimitEnforcement> plan_limits(const Limits& limits, const CgroupSupp
       "cpu_seconds", limits.cpu_seconds,
       "RLIMIT_CPU: CPU time per process (SIGXCPU at the limit, SIGKILL a second later)"));
   out.push_back(timeout_enforcement(limits, cgroups));
+  return out;
+}
+
+}  // namespace
+
+std::vector<LimitEnforcement> plan_limits(const Limits& limits, const CgroupSupport& cgroups,
+                                          bool root) {
+  std::vector<LimitEnforcement> out = plan_on_linux(limits, cgroups, root);
+#ifndef __linux__
+  // Elsewhere sbx sets neither rlimits nor a cgroup yet (run_limits_os.cpp).
+  for (LimitEnforcement& limit : out) {
+    limit.enforced = false;
+    if (limit.value) limit.how = "NOT ENFORCED: sbx applies resource limits on Linux only";
+  }
+#endif
   return out;
 }
 
