@@ -8,6 +8,7 @@
 
 #include "cli.hpp"
 #include "sbx/core/report_json.hpp"
+#include "sbx/core/run_limits.hpp"
 #include "text_table.hpp"
 
 namespace sbx::cli {
@@ -102,10 +103,18 @@ int run_backends(const BackendsOptions& options, const GlobalOptions& globals) {
   Result<PluginRegistry> registry = load_registry(globals, RegistryScope::kAll);
   if (!registry.ok()) return fail(registry.error());
   const std::vector<BackendListing> listings = list_backends(*registry, options.probe);
+  // The run cgroup is core's, the same for every backend: reported next to their probes.
+  const std::optional<CgroupSupport> cgroups =
+      options.probe ? std::optional<CgroupSupport>(probe_cgroups()) : std::nullopt;
   if (options.json) {
-    std::cout << backends_to_json(listings, registry->rejected(), JsonStyle::kPretty) << '\n';
+    std::cout << backends_to_json(listings, registry->rejected(), JsonStyle::kPretty, cgroups)
+              << '\n';
   } else {
     print_text(listings, registry->rejected(), options.probe);
+    if (cgroups)
+      std::cout << "resource limits (every backend): "
+                << (cgroups->available ? "a cgroup per run: " : "no cgroup per run: ")
+                << printable(cgroups->reason) << '\n';
   }
   return 0;
 }

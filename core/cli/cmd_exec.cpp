@@ -29,6 +29,7 @@
 #include "sbx/core/denial.hpp"
 #include "sbx/core/proxy.hpp"
 #include "sbx/core/report_json.hpp"
+#include "sbx/core/run_limits.hpp"
 #include "sbx/core/spawn.hpp"
 #include "text_table.hpp"
 
@@ -65,10 +66,22 @@ int failed(RunReport& report, const std::string& message) {
   return fail(message);
 }
 
+// Names the resource limit that ended the run, on stderr unless --json reports it.
+void report_limit_hit(const ExecRun& run) {
+  if (!run.report.limit_hit || run.options.json) return;
+  std::cerr << "sbx: the run was stopped by its " << *run.report.limit_hit
+            << " limit (policy /limits; `sbx explain` shows how each limit holds)\n";
+}
+
 // Runs the command; with --json, its stderr is copied through a pipe (it still reaches the
-// user) and the last 64 KiB are kept for the denial classification.
+// user) and the last 64 KiB are kept for the denial classification. The run's resource limits
+// (run_limits.hpp) hold from the first process the backend starts until finish() has killed
+// whatever is left of the run.
 template <typename Start>
 Result<ExitStatus> run_captured(ExecRun& run, Start&& start) {
+  Result<std::unique_ptr<LimitedRun>> limited = LimitedRun::start(run.input.policy.limits);
+  if (!limited.ok())
+    return Error{"the command was not run: cannot set up its resource limits: " + limited.error()};
   std::unique_ptr<StderrCapture> capture;
   if (run.options.json) {
     Result<std::unique_ptr<StderrCapture>> started = StderrCapture::start();
@@ -76,7 +89,9 @@ Result<ExitStatus> run_captured(ExecRun& run, Start&& start) {
     capture = std::move(*started);
   }
   Result<ExitStatus> status = start();
+  run.report.limit_hit = (*limited)->finish(status.ok() ? status->shell_code() : -1);
   if (capture) run.stderr_tail = capture->stop();
+  report_limit_hit(run);
   return status;
 }
 

@@ -1,5 +1,7 @@
 // `sbx explain [POLICY] [--sandbox auto|require|forbid] [--json]`: the two questions answered
 // for a policy, why other backends were passed over, and the resolved rules in plain words.
+#include <unistd.h>
+
 #include <algorithm>
 #include <iostream>
 #include <memory>
@@ -9,6 +11,7 @@
 #include "cli.hpp"
 #include "sbx/core/context.hpp"
 #include "sbx/core/report_json.hpp"
+#include "sbx/core/run_limits.hpp"
 #include "sbx/core/runtime.hpp"
 #include "text_table.hpp"
 
@@ -96,6 +99,17 @@ void print_filesystem(const ResolvedPolicy& policy) {
                  "later are not covered\n";
 }
 
+// Every /limits key: its value and how it holds here, or why it does not.
+void print_limits(const ExplainReport& report) {
+  std::cout << "limits (cgroups: " << printable(report.cgroups.reason) << "):\n";
+  std::vector<std::vector<std::string>> rows;
+  for (const LimitEnforcement& limit : report.limits) {
+    rows.push_back(
+        {limit.name, limit.value ? std::to_string(*limit.value) : "-", printable(limit.how)});
+  }
+  std::cout << render_table(rows, "  ");
+}
+
 void print_text(const ExplainReport& report) {
   std::vector<std::vector<std::string>> rows;
   if (report.decision) {
@@ -126,6 +140,7 @@ void print_text(const ExplainReport& report) {
   std::cout << "  network: " << network_words(report.policy.network) << '\n';
   for (const std::string& limit : network_limits(report.policy.network))
     std::cout << "  network limit: " << limit << '\n';
+  print_limits(report);
 }
 
 int run_explain(const ExplainOptions& options, const GlobalOptions& globals) {
@@ -159,6 +174,8 @@ ExplainReport explain_policy(const PolicyInput& input, SandboxPreference prefere
   }
   report.required = required_capabilities(input.resolved);
   report.policy = input.resolved;
+  report.cgroups = probe_cgroups();
+  report.limits = plan_limits(input.policy.limits, report.cgroups, geteuid() == 0);
   // Question 2 is independent of question 1; explain answers both, exec only when it matters.
   if (always_probe || (report.decision && report.decision->sandbox))
     report.choice = manager.available_backend(input.resolved);

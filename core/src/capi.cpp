@@ -25,6 +25,7 @@
 #include "sbx/core/proxy.hpp"
 #include "sbx/core/report_json.hpp"
 #include "sbx/core/resolve.hpp"
+#include "sbx/core/run_limits.hpp"
 #include "sbx/core/runtime.hpp"
 #include "sbx/core/spawn.hpp"
 #include "sbx/sbx.h"
@@ -237,9 +238,15 @@ Status run_planned(const sbx_manager& manager, Planned& planned, unsigned flags,
       planned.backend ? created_names_watch(planned.input.policy, planned.input.resolved)
                       : CreatedNamesWatch{};
   const std::int64_t started = created_names_clock();
+  // The policy's resource limits; a timeout ends only this run's cgroup (never a signal to the
+  // embedding process, whose other commands would get it too).
+  Result<std::unique_ptr<LimitedRun>> limited =
+      LimitedRun::start(planned.input.policy.limits, LimitedRun::Signals::kRunOnly);
+  if (!limited.ok()) return Error{"cannot set up the run's resource limits: " + limited.error()};
   Result<ExitStatus> status = planned.backend
                                   ? manager.manager->exec(*planned.backend, *planned.plan)
                                   : spawn_and_wait(*planned.plan);
+  out.report.limit_hit = (*limited)->finish(status.ok() ? status->shell_code() : -1);
   if (capture) out.tail = capture->stop();
   CreatedNames created = find_created_names(watch, started);
   out.report.protected_names_created = std::move(created.paths);

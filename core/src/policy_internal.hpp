@@ -2,6 +2,7 @@
 // Private to libsbx.
 #pragma once
 
+#include <boost/json/fwd.hpp>
 #include <string>
 #include <string_view>
 
@@ -16,5 +17,11 @@ Result<std::string> normalize_entry_path(std::string_view raw, const std::string
 
 // Validates and normalises /network (ports, domains, sockets and which fields the mode allows).
 Status check_network(NetworkPolicy& network);
+
+// /limits: reads the object strictly (null: no limit), checks every value's range (errors name
+// "/limits/<key>"), and writes the full form (every key; null where unset).
+Result<Limits> read_limits(const boost::json::value& value);
+Status check_limits(const Limits& limits);
+boost::json::object limits_json(const Limits& limits);
 
 }  // namespace sbx::policy_internal

@@ -258,7 +258,16 @@ Result<Policy> read_short_form(const json::object& root) {
     status = read_optional_bool(root, "exclude_tmpdir_env_var", options.exclude_tmpdir_env_var);
   if (status) status = read_optional_bool(root, "exclude_slash_tmp", options.exclude_slash_tmp);
   if (!status) return Error{status.error()};
-  return preset_policy(*preset, options);
+  Result<Policy> policy = preset_policy(*preset, options);
+  if (!policy) return policy;
+  // Limits are the same in both forms: next to "preset" they replace the preset's defaults.
+  if (const json::value* limits = find(root, "limits")) {
+    Result<Limits> parsed = policy_internal::read_limits(*limits);
+    if (!parsed) return Error{parsed.error()};
+    policy->limits = *parsed;
+    return validate_policy(std::move(*policy));
+  }
+  return policy;
 }
 
 Result<Policy> read_full_form(const json::object& root) {
@@ -281,6 +290,11 @@ Result<Policy> read_full_form(const json::object& root) {
     if (!parsed) return Error{parsed.error()};
     policy.network = std::move(*parsed);
   }
+  if (const json::value* limits = find(root, "limits")) {
+    Result<Limits> parsed = policy_internal::read_limits(*limits);
+    if (!parsed) return Error{parsed.error()};
+    policy.limits = *parsed;
+  }
   return validate_policy(std::move(policy));
 }
 
@@ -301,7 +315,7 @@ Result<Policy> read_policy(const json::value& document) {
   Status status =
       check_keys(**root, "",
                  {"version", "preset", "writable_roots", "network_access", "exclude_tmpdir_env_var",
-                  "exclude_slash_tmp", "filesystem", "network"});
+                  "exclude_slash_tmp", "filesystem", "network", "limits"});
   if (status) status = read_version(**root);
   if (!status) return Error{status.error()};
   if (find(**root, "preset") != nullptr) return read_short_form(**root);

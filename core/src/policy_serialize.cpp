@@ -3,6 +3,7 @@
 #include <boost/json.hpp>
 #include <string>
 
+#include "policy_internal.hpp"
 #include "sbx/core/policy.hpp"
 
 namespace sbx {
@@ -121,6 +122,7 @@ std::string policy_to_json(const Policy& policy) {
   root["version"] = policy.version;
   root["filesystem"] = filesystem_json(policy.filesystem);
   root["network"] = network_json(policy.network);
+  root["limits"] = policy_internal::limits_json(policy.limits);
   std::string out;
   write_pretty(root, 0, out);
   out += "\n";

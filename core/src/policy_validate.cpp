@@ -210,6 +210,8 @@ Result<Policy> validate_policy(Policy policy) {
   if (!fs) return Error{fs.error()};
   Status net = policy_internal::check_network(policy.network);
   if (!net) return Error{net.error()};
+  Status limits = policy_internal::check_limits(policy.limits);
+  if (!limits) return Error{limits.error()};
   return policy;
 }
 

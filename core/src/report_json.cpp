@@ -117,10 +117,20 @@ json::value exit_json(const std::optional<ExitStatus>& status) {
   return out;
 }
 
+json::object cgroups_json(const CgroupSupport& cgroups) {
+  json::object out;
+  out["available"] = cgroups.available;
+  out["kind"] = cgroups.kind;
+  out["parent"] = cgroups.parent;
+  out["reason"] = cgroups.reason;
+  return out;
+}
+
 }  // namespace
 
 std::string backends_to_json(const std::vector<BackendListing>& backends,
-                             const std::vector<RejectedPlugin>& rejected, JsonStyle style) {
+                             const std::vector<RejectedPlugin>& rejected, JsonStyle style,
+                             const std::optional<CgroupSupport>& cgroups) {
   json::array loaded;
   for (const BackendListing& listing : backends) loaded.emplace_back(listing_json(listing));
   json::array failed;
@@ -134,6 +144,7 @@ std::string backends_to_json(const std::vector<BackendListing>& backends,
   json::object out;
   out["backends"] = std::move(loaded);
   out["rejected"] = std::move(failed);
+  if (cgroups) out["cgroups"] = cgroups_json(*cgroups);
   return detail::render_json(out, style);
 }
 
@@ -167,6 +178,17 @@ std::string explain_to_json(const ExplainReport& report, JsonStyle style) {
   out["passed_over"] = std::move(passed);
   out["policy"] = resolved_json(report.policy);
   out["network_limits"] = string_array(network_limits(report.policy.network));
+  out["cgroups"] = cgroups_json(report.cgroups);
+  json::array limits;
+  for (const LimitEnforcement& limit : report.limits) {
+    json::object entry;
+    entry["name"] = limit.name;
+    entry["value"] = limit.value ? json::value(*limit.value) : json::value(nullptr);
+    entry["enforced"] = limit.enforced;
+    entry["how"] = limit.how;
+    limits.emplace_back(std::move(entry));
+  }
+  out["limits"] = std::move(limits);
   return detail::render_json(out, style);
 }
 
@@ -196,6 +218,7 @@ std::string run_to_json(const RunReport& report, JsonStyle style) {
   for (const std::string& path : report.protected_names_created) created.emplace_back(path);
   out["protected_names_created"] = std::move(created);
   out["protected_names_truncated"] = report.protected_names_truncated;
+  out["limit_hit"] = optional_string(report.limit_hit);
   return detail::render_json(out, style);
 }
 

@@ -18,6 +18,7 @@
 #include <string>
 #include <string_view>
 
+#include "sbx/core/run_limits.hpp"
 #include "sbx/core/spawn.hpp"
 #include "sbx_config.hpp"
 #include "trusted_fs.hpp"
@@ -66,6 +67,9 @@ void write_error(char* error, size_t size, std::string_view text) noexcept {
   std::memcpy(error, text.data(), n);
   error[n] = '\0';
 }
+
+// sbx_host_v1::prepare_child (ABI 1.2): the run's cgroup and rlimits, in a plugin's own child.
+int host_prepare_child(void* /*ctx*/) noexcept { return prepare_child_for_run(); }
 
 // sbx_host_v1::spawn: runs a plan through core's spawner. Nothing may escape into plugin code.
 int host_spawn(void* /*ctx*/, const void* plan, void* status_out, char* error,
@@ -182,6 +186,7 @@ const sbx_host_v1* host_services(const InstallLayout& layout) {
     host.ctx = nullptr;
     host.log = &host_log;
     host.spawn = &host_spawn;
+    host.prepare_child = &host_prepare_child;
   }
   return &slot->table;
 }

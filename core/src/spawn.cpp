@@ -13,6 +13,8 @@
 // dispositions are back to SIG_DFL, so no handler of the parent ever runs on the shared memory.
 #include "sbx/core/spawn.hpp"
 
+#include "sbx/core/run_limits.hpp"
+
 #ifndef _WIN32
 
 #include <dirent.h>
@@ -116,7 +118,7 @@ std::atomic<pid_t>* register_child(pid_t pid) {
 
 // What the child reports through the CLOEXEC pipe when sbx-side setup fails. A successful
 // execve closes the pipe, so the parent reads EOF; otherwise it reads exactly one of these.
-enum class ChildStage : int { kChdir = 1, kExec = 2 };
+enum class ChildStage : int { kChdir = 1, kExec = 2, kLimits = 3 };
 struct ChildFailure {
   ChildStage stage;
   int error;
@@ -190,6 +192,12 @@ void close_stray_fds() {
   reset_signal_dispositions();
   close_stray_fds();
   if (chdir(cwd) != 0) child_fail(report_fd, ChildStage::kChdir, kExitSbxFailure);
+  // The run's cgroup and rlimits (run_limits.hpp), when a run under limits is in progress on
+  // this thread: last before execve, so they bind what runs and nothing of sbx's own setup.
+  if (const int error = prepare_child_for_run(); error != 0) {
+    errno = error;
+    child_fail(report_fd, ChildStage::kLimits, kExitSbxFailure);
+  }
   // Unblock last: a signal that arrived since fork now acts on the command with its default
   // disposition, exactly as if it had arrived a moment after execve.
   sigprocmask(SIG_SETMASK, &empty_mask, nullptr);
@@ -257,6 +265,9 @@ ExitStatus report_failure(const ExecPlan& plan, const ChildFailure& failure) {
   if (failure.stage == ChildStage::kChdir) {
     status.exit_code = kExitSbxFailure;
     message = "sbx: cannot change directory to '" + plan.cwd + "': " + reason + " (check --cwd)";
+  } else if (failure.stage == ChildStage::kLimits) {
+    status.exit_code = kExitSbxFailure;
+    message = "sbx: cannot put the command under the run's resource limits: " + reason;
   } else if (failure.error == ENOENT || failure.error == ENOTDIR) {
     status.exit_code = kExitNotFound;
     message = "sbx: " + plan.argv[0] + ": command not found";

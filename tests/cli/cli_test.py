@@ -210,6 +210,26 @@ class PolicyCommands(SbxTestCase):
         self.assert_exit(result, 2)
         self.assertIn("/colour", result.stderr)
 
+    def test_limits_are_shown_checked_and_explained(self):
+        shown = json.loads(self.run_ok("policy", "show", "--preset", "read-only").stdout)
+        self.assertEqual(shown["limits"]["processes"], 4096)
+        self.assertIsNone(shown["limits"]["timeout_seconds"])
+        path = self.write_policy('{"version": 1, "preset": "read-only", '
+                                 '"limits": {"open_files": 1}}')
+        result = sbx("policy", "check", "--policy", path)
+        self.assert_exit(result, 2)
+        self.assertIn("/limits/open_files", result.stderr)
+        doc = json.loads(self.run_ok("explain", "--json", "--preset", "read-only").stdout)
+        self.assertEqual([limit["name"] for limit in doc["limits"]],
+                         ["processes", "open_files", "file_size_bytes", "address_space_bytes",
+                          "memory_bytes", "cpu_seconds", "timeout_seconds"])
+        self.assertEqual(set(doc["cgroups"]), {"available", "kind", "parent", "reason"})
+        processes = doc["limits"][0]
+        # Whatever the host: either it holds and says how, or it says plainly that it does not.
+        self.assertTrue(processes["enforced"] or "NOT ENFORCED" in processes["how"], processes)
+        text = self.run_ok("explain", "--preset", "read-only").stdout
+        self.assertIn("limits (cgroups: ", text)
+
     def test_malformed_json_and_missing_file(self):
         path = self.write_policy('{"version": 1,')
         self.assert_exit(sbx("policy", "check", "--policy", path), 2)
@@ -353,6 +373,11 @@ class Backends(SbxTestCase):
 
     def test_json_shape_with_probe(self):
         doc = json.loads(self.run_ok("backends", "--probe", "--json").stdout)
+        # The per-run cgroup that holds the resource limits of every backend's runs.
+        self.assertEqual(set(doc["cgroups"]), {"available", "kind", "parent", "reason"})
+        self.assertIsInstance(doc["cgroups"]["available"], bool)
+        self.assertIn("resource limits (every backend): ",
+                      self.run_ok("backends", "--probe").stdout)
         for backend in doc["backends"]:
             self.assertIsInstance(backend["available"], bool)
             self.assertIsInstance(backend["summary"], str)
@@ -471,6 +496,18 @@ class ExecDirect(SbxTestCase):
         return sbx("exec", "--sandbox", "forbid", "--cwd", self.work, *options, "--", *command,
                    stdin=stdin)
 
+    def test_timeout_ends_a_direct_run_and_json_names_it(self):
+        path = self.write_policy('{"version": 1, "preset": "danger-full-access", '
+                                 '"limits": {"timeout_seconds": 1, "timeout_grace_seconds": 1}}')
+        result = sbx("exec", "--sandbox", "forbid", "--policy", path, "--cwd", self.work,
+                     "--json", "--", "/bin/sleep", "30")
+        self.assert_exit(result, 128 + 15)
+        self.assertEqual(self.last_json_line(result.stderr)["limit_hit"], "timeout")
+        plain = sbx("exec", "--sandbox", "forbid", "--policy", path, "--cwd", self.work, "--",
+                    "/bin/sleep", "30")
+        self.assert_exit(plain, 128 + 15)
+        self.assertIn("stopped by its timeout limit", plain.stderr)
+
     def test_runs_directly(self):
         self.assert_exit(self.forbid("/bin/sh", "-c", "touch MARKER"), 0)
         self.assertTrue(os.path.exists(self.marker()))
@@ -531,7 +568,8 @@ class ExecDirect(SbxTestCase):
                                     "allow_unsandboxed_used", "dry_run", "exit", "error", "denial",
                                     "network_refusals", "network_refusals_total",
                                     "protected_names_created",
-                                    "protected_names_truncated"})
+                                    "protected_names_truncated", "limit_hit"})
+        self.assertIsNone(doc["limit_hit"])  # the command ended on its own
         # Not sandboxed: nothing is watched for protected names.
         self.assertEqual(doc["protected_names_created"], [])
         self.assertIs(doc["should_sandbox"], False)

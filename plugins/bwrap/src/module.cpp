@@ -84,7 +84,7 @@ class BwrapBackend final : public Backend {
       if (!locked.ok()) return Error{"bwrap: " + locked.error()};
     }
     // Not host().spawn(): core would forward signals to bwrap, which dies of them (spawn.hpp).
-    Result<ExitStatus> status = spawn_bwrap(plan);
+    Result<ExitStatus> status = spawn_bwrap(plan, host().child_hook());
     for (const std::string& removed : registry.release_and_cleanup())
       host().log(SBX_LOG_DEBUG, "bwrap: removed mount point " + removed);
     return status;

@@ -71,7 +71,7 @@ constexpr int kNoPidfdPollMs = 100;
 // with vfork and shares sbx's memory until execve (why vfork, and why that is safe: see
 // core/src/spawn.cpp; here too every signal is blocked until the dispositions are reset).
 
-enum class ChildStage : int { kSetup = 1, kChdir = 2, kExec = 3 };
+enum class ChildStage : int { kSetup = 1, kChdir = 2, kExec = 3, kLimits = 4 };
 struct ChildFailure {
   ChildStage stage;
   int error;
@@ -141,6 +141,7 @@ struct ChildArgs {
   int mounts_fd;  // the planned-mounts block (CLOEXEC), becomes kMountsFd; -1 if none
   const int* bind_fds;  // bind sources (CLOEXEC, >= kFirstBindFd): made inheritable as they are
   std::size_t bind_fd_count;
+  HostServices::ChildHook prepare_child;  // the run's cgroup and rlimits (core, async-signal-safe)
 };
 
 // Moves `fd` above every descriptor number the child places itself; -1 stays -1.
@@ -175,6 +176,12 @@ int move_up(int fd) { return fd < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, kMountsFd 
       child_fail(report, ChildStage::kSetup, kExitSbxFailure);
   }
   if (chdir(a.cwd) != 0) child_fail(report, ChildStage::kChdir, kExitSbxFailure);
+  // Last before execve: the run's limits (a low open-files limit, say) must not hinder the
+  // descriptor moves above, and bwrap with everything below it starts inside the run's cgroup.
+  if (const int error = a.prepare_child(); error != 0) {
+    errno = error;
+    child_fail(report, ChildStage::kLimits, kExitSbxFailure);
+  }
   sigset_t empty;
   sigemptyset(&empty);
   sigprocmask(SIG_SETMASK, &empty, nullptr);
@@ -374,6 +381,9 @@ ExitStatus report_failure(const ExecPlan& plan, const ChildFailure& failure) {
   if (failure.stage == ChildStage::kSetup) {
     status.exit_code = kExitSbxFailure;
     message = "sbx: bwrap: cannot prepare the process for bwrap: " + reason;
+  } else if (failure.stage == ChildStage::kLimits) {
+    status.exit_code = kExitSbxFailure;
+    message = "sbx: cannot put the sandbox under the run's resource limits: " + reason;
   } else if (failure.stage == ChildStage::kChdir) {
     status.exit_code = kExitSbxFailure;
     message = "sbx: cannot change directory to '" + plan.cwd + "': " + reason + " (check --cwd)";
@@ -545,8 +555,8 @@ ExitStatus report_bwrap_failure(const ExitStatus& bwrap) {
   return status;
 }
 
-Result<ExitStatus> fork_and_supervise(const ExecPlan& plan, const int report[2],
-                                      const int info[2], int signal_fd) {
+Result<ExitStatus> fork_and_supervise(const ExecPlan& plan, const int report[2], const int info[2],
+                                      int signal_fd, HostServices::ChildHook prepare_child) {
   Launch launch;
   if (Status prepared = prepare_launch(plan, launch); !prepared.ok()) {
     close(report[1]);
@@ -565,7 +575,7 @@ Result<ExitStatus> fork_and_supervise(const ExecPlan& plan, const int report[2],
   int fork_errno = 0;  // meaningful only when pid < 0
   const pid_t pid = vfork_child({argv.data(), envp.data(), plan.cwd.c_str(), report[1], info[1],
                                  launch.env_fd, launch.ready_write, launch.mounts_fd,
-                                 launch.bind_fds.data(), launch.bind_fds.size()},
+                                 launch.bind_fds.data(), launch.bind_fds.size(), prepare_child},
                                 fork_errno);
   pthread_sigmask(SIG_SETMASK, &supervising, nullptr);
   // Only bwrap may hold these: in sbx they are closed now (bind sources included).
@@ -652,7 +662,7 @@ std::optional<pid_t> parse_child_pid(std::string_view info) {
   return pid;
 }
 
-Result<ExitStatus> spawn_bwrap(const ExecPlan& plan) {
+Result<ExitStatus> spawn_bwrap(const ExecPlan& plan, HostServices::ChildHook prepare_child) {
   if (Status valid = validate_plan(plan); !valid.ok()) return Error{valid.error()};
   int report[2];
   int info[2];
@@ -672,7 +682,7 @@ Result<ExitStatus> spawn_bwrap(const ExecPlan& plan) {
     for (int fd : {report[0], report[1], info[0], info[1]}) close(fd);
     return Error{signal_fd.error()};
   }
-  Result<ExitStatus> result = fork_and_supervise(plan, report, info, *signal_fd);
+  Result<ExitStatus> result = fork_and_supervise(plan, report, info, *signal_fd, prepare_child);
   // Signals that came in after bwrap ended are consumed here rather than acting on sbx with
   // their default disposition: the command they were meant for has already finished.
   drain_signals(*signal_fd, nullptr);

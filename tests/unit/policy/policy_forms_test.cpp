@@ -175,6 +175,16 @@ TEST(PolicyForms, FullFormTextIsStableAndOrdered) {
     "denied_domains": [],
     "unix_sockets": [],
     "allow_local_binding": false
+  },
+  "limits": {
+    "processes": 4096,
+    "open_files": null,
+    "file_size_bytes": null,
+    "address_space_bytes": null,
+    "memory_bytes": null,
+    "cpu_seconds": null,
+    "timeout_seconds": null,
+    "timeout_grace_seconds": 5
   }
 }
 )");

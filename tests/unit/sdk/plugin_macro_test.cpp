@@ -2,6 +2,8 @@
 // letting an exception out, and the host table used through its C++ view.
 #include <gtest/gtest.h>
 
+#include <cerrno>
+#include <cstddef>
 #include <cstdio>
 #include <stdexcept>
 #include <string>
@@ -56,6 +58,8 @@ int fake_spawn(void* ctx, const void* plan, void* status_out, char* error, std::
   return 0;
 }
 
+int fake_prepare_child(void* ctx) { return static_cast<Recorder*>(ctx)->spawned ? 0 : EPERM; }
+
 TEST(SdkPluginMacro, DescriptorCarriesTheAbiAndIdentity) {
   const sbx_plugin_v1* d = sbx_plugin_entry_v1();
   ASSERT_NE(d, nullptr);
@@ -87,9 +91,15 @@ TEST(SdkPluginMacro, ThrowingConstructorBecomesNull) {
 
 TEST(SdkHostServices, LogAndSpawnGoThroughTheTable) {
   Recorder recorder;
-  const sbx_host_v1 host = {sizeof(sbx_host_v1), SBX_ABI_MAJOR, SBX_ABI_MINOR, "1.2.3",
-                            "/opt/sbx/libexec/sbx/sbx-stage2", &recorder, &record_log,
-                            &fake_spawn};
+  const sbx_host_v1 host = {sizeof(sbx_host_v1),
+                            SBX_ABI_MAJOR,
+                            SBX_ABI_MINOR,
+                            "1.2.3",
+                            "/opt/sbx/libexec/sbx/sbx-stage2",
+                            &recorder,
+                            &record_log,
+                            &fake_spawn,
+                            &fake_prepare_child};
   void* raw = sbx_plugin_entry_v1()->create(&host);
   ASSERT_NE(raw, nullptr);
   auto* backend = static_cast<MacroBackend*>(static_cast<sbx::Backend*>(raw));
@@ -108,6 +118,21 @@ TEST(SdkHostServices, LogAndSpawnGoThroughTheTable) {
   ASSERT_FALSE(failed.ok());
   EXPECT_EQ(failed.error(), "empty argv");
   sbx_plugin_entry_v1()->destroy(raw);
+}
+
+TEST(SdkHostServices, ChildHookIsTheTablesPrepareChildWhenTheHostHasOne) {
+  Recorder recorder;
+  sbx_host_v1 host = {
+      sizeof(sbx_host_v1), SBX_ABI_MAJOR, SBX_ABI_MINOR,      "1.2.3", nullptr, &recorder,
+      &record_log,         &fake_spawn,   &fake_prepare_child};
+  EXPECT_EQ(sbx::HostServices(&host).child_hook()(), EPERM);  // the host's answer
+  recorder.spawned = true;
+  EXPECT_EQ(sbx::HostServices(&host).child_hook()(), 0);
+  // A 1.1 host's table ends before prepare_child: the hook does nothing and is never read.
+  recorder.spawned = false;
+  host.struct_size = static_cast<uint32_t>(offsetof(sbx_host_v1, prepare_child));
+  EXPECT_EQ(sbx::HostServices(&host).child_hook()(), 0);
+  EXPECT_EQ(sbx::HostServices(nullptr).child_hook()(), 0);
 }
 
 TEST(SdkHostServices, MissingTableIsAnErrorNotACrash) {

@@ -30,11 +30,32 @@ struct FilesystemSpec {
   friend bool operator==(const FilesystemSpec&, const FilesystemSpec&) = default;
 };
 
+// The default process limit of a run: generous for a parallel build (make -j, test runners),
+// small enough that a fork bomb cannot take the host's PIDs (pid_max is often 32768).
+inline constexpr std::uint64_t kDefaultProcessLimit = 4096;
+inline constexpr std::uint64_t kDefaultTimeoutGraceSeconds = 5;
+
+// Resource limits of one run. nullopt: sbx sets no limit and the caller's own is inherited.
+// How each one is enforced (rlimit of every process, cgroup of the whole run, or not at all on
+// this host) is decided at run time and shown by `sbx explain`.
+struct Limits {
+  std::optional<std::uint64_t> processes = kDefaultProcessLimit;  // tasks of the whole run
+  std::optional<std::uint64_t> open_files;                        // per process (RLIMIT_NOFILE)
+  std::optional<std::uint64_t> file_size_bytes;      // largest file written (RLIMIT_FSIZE)
+  std::optional<std::uint64_t> address_space_bytes;  // per process (RLIMIT_AS)
+  std::optional<std::uint64_t> memory_bytes;         // the whole run (cgroup memory.max)
+  std::optional<std::uint64_t> cpu_seconds;          // per process (RLIMIT_CPU)
+  std::optional<std::uint64_t> timeout_seconds;      // wall clock: SIGTERM, then SIGKILL
+  std::uint64_t timeout_grace_seconds = kDefaultTimeoutGraceSeconds;  // SIGTERM -> SIGKILL
+  friend bool operator==(const Limits&, const Limits&) = default;
+};
+
 // The full form. Every short form and preset converts to this.
 struct Policy {
   int version = 1;
   FilesystemSpec filesystem;
   NetworkPolicy network;
+  Limits limits;
   friend bool operator==(const Policy&, const Policy&) = default;
 };
 

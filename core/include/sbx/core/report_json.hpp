@@ -10,6 +10,7 @@
 
 #include "sbx/core/manager.hpp"
 #include "sbx/core/plugin_loader.hpp"
+#include "sbx/core/run_limits.hpp"
 #include "sbx/sdk/types.hpp"
 
 namespace sbx {
@@ -30,9 +31,11 @@ struct BackendListing {
 
 // {"backends":[{"name","version","description","path","available","summary",
 //   "checks":[{"name","status","observed","remedy"}],"capabilities":[...]}],
-//  "rejected":[{"path","stage","message"}]}
+//  "rejected":[{"path","stage","message"}]}, plus "cgroups":{"available","kind","parent",
+//  "reason"} when `cgroups` is given (what holds the resource limits of every backend's runs).
 std::string backends_to_json(const std::vector<BackendListing>& backends,
-                             const std::vector<RejectedPlugin>& rejected, JsonStyle style);
+                             const std::vector<RejectedPlugin>& rejected, JsonStyle style,
+                             const std::optional<CgroupSupport>& cgroups = std::nullopt);
 
 // {"available","summary","checks":[...],"capabilities":[...]}
 std::string probe_report_to_json(const ProbeReport& report, JsonStyle style);
@@ -46,6 +49,9 @@ struct ExplainReport {
   CapabilitySet required;
   BackendChoice choice;
   ResolvedPolicy policy;
+  // How each resource limit of the policy holds for a run here (run_limits.hpp).
+  CgroupSupport cgroups{};
+  std::vector<LimitEnforcement> limits{};
 };
 
 // The backend that would run the command: the chosen backend when the command should be
@@ -54,7 +60,8 @@ std::string final_backend(const ExplainReport& report);
 
 // {"preference","should_sandbox","reason","required_capabilities","available_backend",
 //  "available_reason","final","passed_over":[{"backend","reason"}],"policy":{...},
-//  "network_limits":[string]} (network_limits in context.hpp).
+//  "network_limits":[string] (network_limits in context.hpp),
+//  "cgroups":{"available","kind","parent","reason"},"limits":[{"name","value","enforced","how"}]}
 // should_sandbox is null when the decision was an error (reason then holds the error).
 std::string explain_to_json(const ExplainReport& report, JsonStyle style);
 
@@ -76,11 +83,15 @@ struct RunReport {
   // (created_names.hpp); empty when nothing was, or the command did not run sandboxed.
   std::vector<std::string> protected_names_created{};
   bool protected_names_truncated = false;  // the walk hit its bounds: the list may be short
+  // The resource limit that ended the run: "timeout", "memory", "processes", "cpu_seconds",
+  // "file_size_bytes"; nullopt when none did (or it could not be told: run_limits.hpp).
+  std::optional<std::string> limit_hit{};
 };
 
 // {"should_sandbox","reason","backend","final","allow_unsandboxed_used","dry_run",
 //  "exit":{"code","signal","shell_code"}|null,"error":string|null,
-//  "protected_names_created":[path...],"protected_names_truncated":bool}
+//  "protected_names_created":[path...],"protected_names_truncated":bool,
+//  "limit_hit":string|null}
 std::string run_to_json(const RunReport& report, JsonStyle style);
 
 // {"filesystem_kind","rules":[{"path","access"}],"platform_defaults_readable",

@@ -46,8 +46,9 @@ int test_spawn(void* /*ctx*/, const void* plan_ptr, void* status_out, char* erro
 
 void test_log(void*, int, const char*, std::size_t) {}
 
-const sbx_host_v1 kHost = {sizeof(sbx_host_v1), SBX_ABI_MAJOR, SBX_ABI_MINOR, "test", nullptr,
-                           nullptr, &test_log, &test_spawn};
+const sbx_host_v1 kHost = {
+    sizeof(sbx_host_v1), SBX_ABI_MAJOR, SBX_ABI_MINOR, "test", nullptr, nullptr,
+    &test_log,           &test_spawn,   nullptr};
 
 class PluginModule : public ::testing::Test {
  protected:

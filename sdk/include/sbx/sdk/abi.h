@@ -14,6 +14,8 @@
  *
  * History: 1.0 first release. 1.1 appended sbx::TransformRequest::proxy_socket (types.hpp) for
  * network.mode == proxy; a 1.0 plugin never reads it, so the host still loads 1.0 plugins.
+ * 1.2 appended sbx_host_v1.prepare_child, which a plugin that starts processes itself calls in
+ * the child before execve so the run's resource limits hold; the host still loads older plugins.
  */
 #ifndef SBX_SDK_ABI_H_
 #define SBX_SDK_ABI_H_
@@ -22,11 +24,11 @@
 #include <stdint.h>
 
 #define SBX_ABI_MAJOR 1
-#define SBX_ABI_MINOR 1
+#define SBX_ABI_MINOR 2
 /* SHA-256 of this file with the quoted value below left empty. Any edit to this header fails
  * the ABI guard test (tests/unit/sdk) until someone reviews the ABI, bumps SBX_ABI_MINOR
  * (append-only growth) or SBX_ABI_MAJOR (anything else) as needed, and records the new digest. */
-#define SBX_ABI_HEADER_SHA256 "c5eb27080386966406fae570d9d511dc12081074c7bca4b4325d014508e25d13"
+#define SBX_ABI_HEADER_SHA256 "e23b408671f9bcae7b4fba17c919b01a6c22b80a125a9db00a34ff64169f6837"
 #define SBX_PLUGIN_ENTRY_SYMBOL "sbx_plugin_entry_v1"
 
 #if defined(_WIN32)
@@ -63,6 +65,13 @@ typedef struct sbx_host_v1 {
    * success; otherwise writes a NUL-terminated message into error (at most error_size bytes)
    * and returns non-zero. The C++ types are valid to pass because the fingerprint matched. */
   int (*spawn)(void* ctx, const void* plan, void* status_out, char* error, size_t error_size);
+  /* ABI 1.2. For a plugin that starts the sandbox's first process itself instead of through
+   * spawn: call it in that child after fork/vfork and before execve. It puts the child under
+   * the resource limits of the run in progress on the calling thread (its cgroup, its rlimits);
+   * with no run in progress it does nothing. Async-signal-safe and writes no memory but its own
+   * stack. Returns 0, or an errno value: the child must then report failure and not exec.
+   * Read it only when struct_size covers it. */
+  int (*prepare_child)(void* ctx);
 } sbx_host_v1;
 
 /* The plugin's self-description. Static storage in the plugin; never freed. */

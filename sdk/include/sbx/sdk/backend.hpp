@@ -3,6 +3,7 @@
 // its destroy(); the host never deletes it directly.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -36,6 +37,21 @@ class HostServices {
     if (host_->spawn(host_->ctx, &plan, &status, error, sizeof error) != 0)
       return Error{error[0] != '\0' ? std::string(error) : std::string("spawn failed")};
     return status;
+  }
+
+  // The host's prepare_child (ABI 1.2), for a plugin that starts processes itself: call it in
+  // the child right before execve; a non-zero result is an errno and the child must not exec.
+  // Calls nothing (returns 0) on a host without it.
+  struct ChildHook {
+    int (*function)(void* ctx) = nullptr;
+    void* ctx = nullptr;
+    int operator()() const { return function != nullptr ? function(ctx) : 0; }
+  };
+  ChildHook child_hook() const {
+    if (host_ == nullptr ||
+        host_->struct_size < offsetof(sbx_host_v1, prepare_child) + sizeof host_->prepare_child)
+      return {};
+    return {host_->prepare_child, host_->ctx};
   }
 
  private:

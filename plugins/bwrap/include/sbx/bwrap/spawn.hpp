@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sbx/sdk/backend.hpp"
 #include "sbx/sdk/result.hpp"
 #include "sbx/sdk/types.hpp"
 
@@ -57,7 +58,9 @@ std::vector<std::string> with_stage2_options(const std::vector<std::string>& arg
 // The "child-pid" member of bwrap's --info-fd JSON, or nullopt if absent or malformed.
 std::optional<pid_t> parse_child_pid(std::string_view info);
 
-// Runs bwrap per the plan and waits for it; see the file comment.
-Result<ExitStatus> spawn_bwrap(const ExecPlan& plan);
+// Runs bwrap per the plan and waits for it; see the file comment. `prepare_child` (the host's
+// resource-limit hook) runs in bwrap's process right before execve; if it fails, bwrap does not
+// run and the result is 125 with a message.
+Result<ExitStatus> spawn_bwrap(const ExecPlan& plan, HostServices::ChildHook prepare_child = {});
 
 }  // namespace sbx::bwrap
