@@ -45,6 +45,7 @@ struct PolicyInput {
   Policy policy;
   std::string cwd;
   ResolvedPolicy resolved;
+  std::string policy_file;  // real path of --policy (kept read-only in the sandbox); or empty
 };
 
 // A registered subcommand and what to run when it was the one given.

@@ -254,7 +254,7 @@ std::optional<int> run_with_preferred_backend(ExecRun& run, const GlobalOptions&
   preferred.backends = {kPreferred};
   Result<PluginRegistry> registry = load_registry(preferred);
   if (!registry.ok() || registry->find(kPreferred) == nullptr) return std::nullopt;
-  const Manager manager(*registry, {});
+  const Manager manager(*registry, {}, run.input.policy_file);
   const BackendChoice choice = manager.available_backend(run.input.resolved);
   if (choice.backend != kPreferred) return std::nullopt;
   run.report.backend = choice.backend;
@@ -284,7 +284,7 @@ int exec_steps(ExecRun& run, const GlobalOptions& globals) {
   if (std::optional<int> code = run_with_preferred_backend(run, globals)) return *code;
   Result<PluginRegistry> registry = load_registry(globals);
   if (!registry.ok()) return failed(run.report, registry.error());
-  const Manager manager(*registry, globals.backends);
+  const Manager manager(*registry, globals.backends, run.input.policy_file);
   const BackendChoice choice = manager.available_backend(run.input.resolved);
   run.report.backend = choice.backend;
   if (!choice.backend) return none_available(run, choice);

@@ -62,7 +62,8 @@ std::string network_words(const NetworkPolicy& network) {
   return "unknown";
 }
 
-void print_filesystem(const ResolvedPolicy& policy) {
+// `policy_file`: the real path of --policy, which resolution keeps read-only (or empty).
+void print_filesystem(const ResolvedPolicy& policy, const std::string& policy_file) {
   if (policy.filesystem_kind == FilesystemKind::kUnrestricted) {
     std::cout << "  filesystem: unrestricted\n";
     return;
@@ -78,15 +79,17 @@ void print_filesystem(const ResolvedPolicy& policy) {
     return std::find(install.begin(), install.end(), path) != install.end();
   };
   for (const PathRule& rule : policy.rules) {
-    const bool carved = rule.access == Access::kRead && is_install(rule.path) &&
+    const bool carved = rule.access == Access::kRead &&
                         rule_access(policy, parent_path(rule.path)) == Access::kWrite;
-    rows.push_back(
-        {rule.path, carved ? "sbx's install: read only (always)" : access_words(rule.access)});
+    std::string words = access_words(rule.access);
+    if (carved && is_install(rule.path)) words = "sbx's install: read only (always)";
+    if (carved && rule.path == policy_file) words = "policy file: read only (always)";
+    rows.push_back({rule.path, words});
   }
   // No rule for "/" means everything not listed is denied; say so rather than leave it implied.
   if (rule_access(policy, "/") == Access::kDeny) rows.push_back({"(anything else)", "denied"});
   for (const ProtectedPath& path : policy.protected_paths) {
-    if (is_install(path.path)) continue;  // shown above
+    if (is_install(path.path) || path.path == policy_file) continue;  // shown above
     rows.push_back(
         {path.path, path.exists ? "protected: read only" : "protected: cannot be created"});
   }
@@ -110,7 +113,7 @@ void print_limits(const ExplainReport& report) {
   std::cout << render_table(rows, "  ");
 }
 
-void print_text(const ExplainReport& report) {
+void print_text(const ExplainReport& report, const std::string& policy_file) {
   std::vector<std::vector<std::string>> rows;
   if (report.decision) {
     rows.push_back({"should sandbox:",
@@ -136,7 +139,7 @@ void print_text(const ExplainReport& report) {
     std::cout << render_table(passed, "  ");
   }
   std::cout << "policy (cwd " << printable(report.policy.cwd) << "):\n";
-  print_filesystem(report.policy);
+  print_filesystem(report.policy, policy_file);
   std::cout << "  network: " << network_words(report.policy.network) << '\n';
   for (const std::string& limit : network_limits(report.policy.network))
     std::cout << "  network limit: " << limit << '\n';
@@ -150,12 +153,12 @@ int run_explain(const ExplainOptions& options, const GlobalOptions& globals) {
   if (!input.ok()) return fail(input.error());
   Result<PluginRegistry> registry = load_registry(globals);
   if (!registry.ok()) return fail(registry.error());
-  const Manager manager(*registry, globals.backends);
+  const Manager manager(*registry, globals.backends, input->policy_file);
   const ExplainReport report = explain_policy(*input, *preference, manager, true);
   if (options.json) {
     std::cout << explain_to_json(report, JsonStyle::kPretty) << '\n';
   } else {
-    print_text(report);
+    print_text(report, input->policy_file);
   }
   return 0;
 }

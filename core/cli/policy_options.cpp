@@ -178,12 +178,23 @@ Result<PolicyInput> load_policy(const PolicyOptions& options) {
                  "); check $HOME and the current directory"};
   }
   context->cwd = *cwd;
+  std::string policy_file;
+  if (!options.policy_file.empty()) {
+    // The file just read, by its real path: resolution keeps it read-only in the sandbox.
+    std::error_code error;
+    policy_file = std::filesystem::canonical(options.policy_file, error).string();
+    if (error) {
+      return Error{"cannot find the real path of the policy file '" + options.policy_file +
+                   "' (" + error.message() + ") to keep it read-only in the sandbox"};
+    }
+    context->policy_file = policy_file;
+  }
   Result<ResolvedPolicy> resolved = resolve_policy(*policy, *context);
   if (!resolved.ok()) {
     return Error{"the policy cannot be applied here: " + resolved.error() +
                  "; fix the policy or choose another --cwd"};
   }
-  return PolicyInput{std::move(*policy), *cwd, std::move(*resolved)};
+  return PolicyInput{std::move(*policy), *cwd, std::move(*resolved), std::move(policy_file)};
 }
 
 std::optional<std::string> first_deny(const Policy& policy) {

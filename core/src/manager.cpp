@@ -139,7 +139,22 @@ void add_install_needs(const ResolvedPolicy& policy, Needs& needs) {
   }
 }
 
-void add_filesystem_needs(const ResolvedPolicy& policy, Needs& needs) {
+// The policy file kept read-only inside a writable root (resolve.hpp) needs write carve-outs
+// too; named with what to do, unless sbx's install was already named.
+void add_policy_file_needs(const ResolvedPolicy& policy, const std::string& policy_file,
+                           Needs& needs) {
+  if (policy_file.empty() || needs.capabilities.has(Capability::kWriteCarveouts)) return;
+  const std::string root = install_carveout_root(policy, policy_file);
+  if (root.empty()) return;
+  needs.add(Capability::kWriteCarveouts,
+            "the policy file '" + policy_file + "', which lies inside the writable root '" + root +
+                "' and is always kept read-only so that the command cannot rewrite its own "
+                "policy; keep the policy file outside the writable roots, or use a backend that "
+                "can carve out (bwrap)");
+}
+
+void add_filesystem_needs(const ResolvedPolicy& policy, const std::string& policy_file,
+                          Needs& needs) {
   if (policy.filesystem_kind != FilesystemKind::kRestricted) return;
   const auto root =
       std::find_if(policy.rules.begin(), policy.rules.end(),
@@ -152,6 +167,7 @@ void add_filesystem_needs(const ResolvedPolicy& policy, Needs& needs) {
   if (reads_restricted(policy))
     needs.add(Capability::kReadRestriction, "no rule grants reading '/'");
   add_install_needs(policy, needs);
+  add_policy_file_needs(policy, policy_file, needs);
   add_carveout_needs(policy, needs);
   if (!policy.protected_paths.empty())
     needs.add(Capability::kProtectedNames,
@@ -171,9 +187,9 @@ void add_network_needs(const NetworkPolicy& network, Needs& needs) {
               "unix socket '" + network.unix_sockets.front() + "' allowed");
 }
 
-Needs compute_needs(const ResolvedPolicy& policy) {
+Needs compute_needs(const ResolvedPolicy& policy, const std::string& policy_file = {}) {
   Needs needs;
-  add_filesystem_needs(policy, needs);
+  add_filesystem_needs(policy, policy_file, needs);
   add_network_needs(policy.network, needs);
   // DESIGN.md "Linux specifics": the dangerous-syscall filter applies in every sandboxed mode.
   needs.add(Capability::kSyscallFilter,
@@ -320,13 +336,15 @@ CapabilitySet required_capabilities(const ResolvedPolicy& policy) {
   return compute_needs(policy).capabilities;
 }
 
-Manager::Manager(const PluginRegistry& registry, std::vector<std::string> preference)
+Manager::Manager(const PluginRegistry& registry, std::vector<std::string> preference,
+                 std::string policy_file)
     : registry_(registry),
       order_(preference.empty() ? default_order(registry)
-                                : without_duplicates(std::move(preference))) {}
+                                : without_duplicates(std::move(preference))),
+      policy_file_(std::move(policy_file)) {}
 
 BackendChoice Manager::available_backend(const ResolvedPolicy& policy) const {
-  const Needs needs = compute_needs(policy);
+  const Needs needs = compute_needs(policy, policy_file_);
   BackendChoice choice;
   for (const std::string& name : order_) {
     const LoadedPlugin* plugin = registry_.find(name);

@@ -77,6 +77,7 @@ class Resolver {
   void merge_rules();
   void add_install_carveouts();
   void protect_install_carveouts();
+  void add_policy_file_carveout();
   Status check_writable_symlinks(const Candidate& candidate) const;
   Status collect_globs();
   Status resolve_network();
@@ -226,6 +227,41 @@ void Resolver::protect_install_carveouts() {
             [](const ProtectedPath& a, const ProtectedPath& b) { return a.path < b.path; });
 }
 
+// The policy file must stay read-only like sbx's install: a command that could rewrite it would
+// choose the sandbox of the next run started with the same --policy. Its real path is what is
+// protected (a symlink in a writable root could be repointed, but the file it named stays
+// intact). A read rule keeps it read-only; a protected path makes backends pin the directories
+// between it and its writable root, so renaming a parent cannot move it away, and a rename or
+// symlink swap over it fails on the bind mount.
+void Resolver::add_policy_file_carveout() {
+  if (context_.policy_file.empty() || context_.policy_file.front() != '/') return;
+  std::optional<std::string> real = path::real_path(context_.policy_file);
+  if (!real || is_directory(*real) || rule_access(out_.policy, *real) != Access::kWrite) return;
+  std::string root;
+  for (const PathRule& rule : out_.policy.rules) {
+    if (rule.access == Access::kWrite && path_is_within(*real, rule.path) &&
+        rule.path.size() > root.size())
+      root = rule.path;
+  }
+  std::vector<PathRule>& rules = out_.policy.rules;
+  auto same = std::find_if(rules.begin(), rules.end(),
+                           [&](const PathRule& rule) { return rule.path == *real; });
+  if (same == rules.end()) {
+    rules.push_back(PathRule{*real, Access::kRead});
+  } else {
+    same->access = Access::kRead;
+  }
+  sort_rules(rules);
+  out_.policy_file_carveout = *real;
+  if (root.empty()) return;
+  std::vector<ProtectedPath>& protected_paths = out_.policy.protected_paths;
+  if (std::none_of(protected_paths.begin(), protected_paths.end(),
+                   [&](const ProtectedPath& p) { return p.path == *real; }))
+    protected_paths.push_back(ProtectedPath{*real, root, true, false});
+  std::sort(protected_paths.begin(), protected_paths.end(),
+            [](const ProtectedPath& a, const ProtectedPath& b) { return a.path < b.path; });
+}
+
 std::string read_link(const std::string& path) {
   std::string target(4096, '\0');
   ssize_t n = ::readlink(path.c_str(), target.data(), target.size());
@@ -365,6 +401,7 @@ Result<Resolution> Resolver::run() {
     out_.policy.protected_paths = resolve_internal::protected_paths(
         out_.policy.rules, policy_.filesystem.protected_names, out_.notes);
     protect_install_carveouts();
+    add_policy_file_carveout();
     status = collect_globs();
     if (!status) return Error{status.error()};
   }

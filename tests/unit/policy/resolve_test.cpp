@@ -472,6 +472,42 @@ TEST(ResolveInstall, CarvedOutOnlyInsideAWritableRoot) {
   EXPECT_EQ(resolved->install_carveouts, std::vector<std::string>{tree / "cwd/prefix/lib"});
 }
 
+// The policy file given with --policy: its real path is carved out read-only (and protected)
+// only where the policy would let the command write it; a symlink to it is followed.
+TEST(ResolvePolicyFile, CarvedOutByItsRealPathInsideAWritableRoot) {
+  TempTree tree;
+  ResolveContext context = standard_context(tree);
+  tree.file("cwd/conf/pol.json", "{}");
+  fs::create_symlink(tree / "cwd/conf/pol.json", tree / "cwd/link.json");
+  context.policy_file = tree / "cwd/link.json";
+  Policy policy = parse_ok(
+      entries_policy(R"({"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"})",
+                     R"(, "protected_names": [])"));
+  Result<Resolution> resolved = resolve_policy_with_notes(policy, context);
+  ASSERT_TRUE(resolved.ok()) << resolved.error();
+  EXPECT_EQ(resolved->policy.rules, rules({{"/", Access::kRead},
+                                           {tree / "cwd", Access::kWrite},
+                                           {tree / "cwd/conf/pol.json", Access::kRead}}));
+  EXPECT_EQ(resolved->policy.protected_paths,
+            (std::vector<ProtectedPath>{{tree / "cwd/conf/pol.json", tree / "cwd", true, false}}));
+  EXPECT_EQ(resolved->policy_file_carveout, tree / "cwd/conf/pol.json");
+}
+
+TEST(ResolvePolicyFile, NothingAddedOutsideTheWritableRoots) {
+  TempTree tree;
+  ResolveContext context = standard_context(tree);
+  tree.file("elsewhere/pol.json", "{}");
+  context.policy_file = tree / "elsewhere/pol.json";
+  Policy policy = parse_ok(
+      entries_policy(R"({"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"})",
+                     R"(, "protected_names": [])"));
+  Result<Resolution> resolved = resolve_policy_with_notes(policy, context);
+  ASSERT_TRUE(resolved.ok()) << resolved.error();
+  EXPECT_EQ(resolved->policy.rules, rules({{"/", Access::kRead}, {tree / "cwd", Access::kWrite}}));
+  EXPECT_TRUE(resolved->policy.protected_paths.empty());
+  EXPECT_TRUE(resolved->policy_file_carveout.empty());
+}
+
 TEST(ResolveInstall, NothingAddedWhenNoInstallDirectoryIsWritable) {
   TempTree tree;
   ResolveContext context = standard_context(tree);

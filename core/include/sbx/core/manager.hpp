@@ -68,7 +68,10 @@ class Manager {
  public:
   // `preference`: backend names in the caller's order; empty = every loaded plugin, in the
   // default order (bwrap, landlock, seatbelt, windows, then others by name).
-  Manager(const PluginRegistry& registry, std::vector<std::string> preference);
+  // `policy_file`: the real path of the file the policy was read from (resolve.hpp keeps it
+  // read-only), so that a backend passed over for it is passed over with the file named.
+  Manager(const PluginRegistry& registry, std::vector<std::string> preference,
+          std::string policy_file = {});
 
   // Question 2: the first backend, in preference order, that is available and covers what the
   // policy needs; with the reason each other one was passed over.
@@ -97,6 +100,7 @@ class Manager {
 
   const PluginRegistry& registry_;
   std::vector<std::string> order_;
+  std::string policy_file_;
 };
 
 }  // namespace sbx

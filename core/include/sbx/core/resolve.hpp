@@ -20,6 +20,10 @@ struct ResolveContext {
   // Absolute directories holding sbx's own code (runtime.hpp install_directories): kept
   // read-only in every restricted sandbox whatever the policy grants.
   std::vector<std::string> install_dirs{};
+  // The file the policy was read from (`--policy`), absolute; empty when there is none. Its
+  // real path is kept read-only in every restricted sandbox whatever the policy grants, so a
+  // command cannot rewrite the policy of the next run.
+  std::string policy_file{};
 };
 
 // Builds the context of this process (getcwd, $HOME or the passwd entry, environ, and the
@@ -32,6 +36,9 @@ Result<ResolveContext> current_resolve_context();
 // Every context.install_dirs entry that would be writable (it lies inside a writable root, or a
 // writable root lies inside it) becomes a read rule, and write rules inside it become read:
 // sbx's install is read-only in every restricted sandbox, whatever the policy says.
+// Likewise the real path of context.policy_file (symlinks followed): when a writable root holds
+// it, it becomes a read rule and a protected path (backends pin the directories above it).
+// A symlink that led to it is not protected (only the real file is).
 //
 // Details: ":root" is "/", ":cwd" and ":cwd/sub" hang off context.cwd, ":tmpdir" is $TMPDIR from
 // context.env when it is set, absolute and an existing directory, ":slash_tmp" is /tmp when it
@@ -49,6 +56,7 @@ struct Resolution {
   ResolvedPolicy policy;
   std::vector<std::string> notes;
   std::vector<std::string> install_carveouts;  // install_dirs made read-only, in context order
+  std::string policy_file_carveout;  // the policy file's real path when it was made read-only
 };
 Result<Resolution> resolve_policy_with_notes(const Policy& policy, const ResolveContext& context);
 
