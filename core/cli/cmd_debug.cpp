@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "sbx/core/environment.hpp"
 #include "sbx/core/proxy.hpp"
 #include "sbx/core/report_json.hpp"
 #include "sbx/core/spawn.hpp"
@@ -60,7 +61,9 @@ int run_debug(const DebugOptions& options, const GlobalOptions& globals) {
     return fail("no backend named '" + options.backend + "' is loaded",
                 "`sbx backends` lists the loaded ones and why others were rejected");
   }
-  TransformRequest request{options.command, input->cwd, current_environment(), input->resolved};
+  TransformRequest request{options.command, input->cwd,
+                           filter_environment(input->policy.environment, current_environment()).env,
+                           input->resolved};
   Result<std::string> argv0 = plan_argv0(options.command[0], input->cwd, request.env);
   if (!argv0.ok()) return fail(argv0.error());
   request.argv[0] = *argv0;

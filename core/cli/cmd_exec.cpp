@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "sbx/core/environment.hpp"
 #include "sbx/core/created_names.hpp"
 #include "sbx/core/denial.hpp"
 #include "sbx/core/proxy.hpp"
@@ -274,7 +275,9 @@ int exec_steps(ExecRun& run, const GlobalOptions& globals) {
   if (!decision.ok()) return failed(run.report, decision.error(), "the command was not run");
   run.report.should_sandbox = decision->sandbox;
   run.report.reason = decision->reason;
-  run.env = current_environment();
+  // The policy's /environment (secrets dropped by default) on every path, sandboxed or not;
+  // sbx's own proxy variables are added later, by plan_run.
+  run.env = filter_environment(run.input.policy.environment, current_environment()).env;
   if (std::optional<int> code = resolve_argv(run)) return *code;
   if (!decision->sandbox) return run_direct(run);
 

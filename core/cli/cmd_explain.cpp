@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "sbx/core/environment.hpp"
 #include "sbx/core/context.hpp"
 #include "sbx/core/report_json.hpp"
 #include "sbx/core/run_limits.hpp"
@@ -113,6 +114,27 @@ void print_limits(const ExplainReport& report) {
   std::cout << render_table(rows, "  ");
 }
 
+// The policy's /environment and the names it removes here; never a value (they may be secrets).
+void print_environment(const ExplainReport& report) {
+  const EnvironmentPolicy& env = report.environment;
+  auto list = [](const std::vector<std::string>& items) {
+    std::string out;
+    for (const std::string& item : items) out += (out.empty() ? "" : ", ") + printable(item);
+    return out.empty() ? std::string("(none)") : out;
+  };
+  std::vector<std::string> set_names;
+  for (const auto& [name, value] : env.set) set_names.push_back(name);
+  std::cout << "environment:\n";
+  std::vector<std::vector<std::string>> rows;
+  rows.push_back({"inherit:", std::string(to_string(env.inherit))});
+  rows.push_back({"secrets kept (keep):", list(env.keep)});
+  rows.push_back({"exclude:", list(env.exclude)});
+  rows.push_back({"include only:", env.include_only.empty() ? "(any)" : list(env.include_only)});
+  rows.push_back({"set:", list(set_names)});
+  rows.push_back({"removed here:", list(report.environment_removed)});
+  std::cout << render_table(rows, "  ");
+}
+
 void print_text(const ExplainReport& report, const std::string& policy_file) {
   std::vector<std::vector<std::string>> rows;
   if (report.decision) {
@@ -144,6 +166,7 @@ void print_text(const ExplainReport& report, const std::string& policy_file) {
   for (const std::string& limit : network_limits(report.policy.network))
     std::cout << "  network limit: " << limit << '\n';
   print_limits(report);
+  print_environment(report);
 }
 
 int run_explain(const ExplainOptions& options, const GlobalOptions& globals) {
@@ -179,6 +202,9 @@ ExplainReport explain_policy(const PolicyInput& input, SandboxPreference prefere
   report.policy = input.resolved;
   report.cgroups = probe_cgroups();
   report.limits = plan_limits(input.policy.limits, report.cgroups, geteuid() == 0);
+  report.environment = input.policy.environment;
+  report.environment_removed =
+      filter_environment(input.policy.environment, current_environment()).removed;
   // Question 2 is independent of question 1; explain answers both, exec only when it matters.
   if (always_probe || (report.decision && report.decision->sandbox))
     report.choice = manager.available_backend(input.resolved);

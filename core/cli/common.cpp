@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "sbx/core/environment.hpp"
 #include "sbx/core/logging.hpp"
 #include "sbx/core/runtime.hpp"
 
-extern char** environ;  // NOLINT: POSIX
 
 namespace sbx::cli {
 
@@ -93,12 +93,6 @@ Result<PluginRegistry> load_registry(const GlobalOptions& options, RegistryScope
   return PluginRegistry::load(loader);
 }
 
-std::vector<std::string> current_environment() {
-  std::vector<std::string> env;
-  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
-    env.emplace_back(*entry);
-  }
-  return env;
-}
+std::vector<std::string> current_environment() { return process_environment(); }
 
 }  // namespace sbx::cli

@@ -18,6 +18,7 @@
 #include "sbx/core/context.hpp"
 #include "sbx/core/created_names.hpp"
 #include "sbx/core/denial.hpp"
+#include "sbx/core/environment.hpp"
 #include "sbx/core/manager.hpp"
 #include "sbx/core/permissions.hpp"
 #include "sbx/core/plugin_loader.hpp"
@@ -30,7 +31,6 @@
 #include "sbx/core/spawn.hpp"
 #include "sbx/sbx.h"
 
-extern char** environ;  // NOLINT: POSIX
 
 struct sbx_error {
   std::string message;
@@ -137,11 +137,10 @@ std::vector<std::string> split_names(const char* backends) {
   return names;
 }
 
-std::vector<std::string> environment() {
-  std::vector<std::string> env;
-  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry)
-    env.emplace_back(*entry);
-  return env;
+// The command's environment: this process's, under the policy's /environment (the same
+// function as `sbx exec`; the proxy's variables are added later, by plan_run).
+std::vector<std::string> environment(const Policy& policy) {
+  return filter_environment(policy.environment, process_environment()).env;
 }
 
 Result<std::vector<std::string>> argv_from(const char* const* argv, const std::string& cwd,
@@ -177,7 +176,7 @@ Result<Planned> plan_command(const sbx_manager& manager, const char* policy_json
   if (!pref.ok()) return Error{pref.error()};
   Result<SandboxDecision> decision = should_sandbox(input->policy, *pref);
   if (!decision.ok()) return Error{decision.error()};
-  const std::vector<std::string> env = environment();
+  const std::vector<std::string> env = environment(input->policy);
   Result<std::vector<std::string>> args = argv_from(argv, input->resolved.cwd, env);
   if (!args.ok()) return Error{args.error()};
   Planned planned{std::move(*input), *decision, {}, std::nullopt, std::nullopt, nullptr};
@@ -299,10 +298,10 @@ Result<std::string> exec_command(sbx_manager* manager, const char* policy_json, 
     // for a deny policy (only a sandbox could keep the command away from what it denies) nor
     // for network mode proxy (unsandboxed, the domain rules would not apply).
     Result<std::vector<std::string>> args =
-        argv_from(argv, planned->input.resolved.cwd, environment());
+        argv_from(argv, planned->input.resolved.cwd, environment(planned->input.policy));
     if (!args.ok()) return Error{args.error()};
     planned->plan = ExecPlan{*args,
-                             environment(),
+                             environment(planned->input.policy),
                              planned->input.resolved.cwd,
                              {"not sandboxed: SBX_EXEC_ALLOW_UNSANDBOXED"}};
     outcome.report.ran_unsandboxed_by_override = true;
@@ -351,6 +350,9 @@ Result<std::string> explain_json(sbx_manager* manager, const char* policy_json, 
   const std::lock_guard<std::mutex> lock(manager->mutex);
   report.choice = manager->manager->available_backend(input->resolved);
   report.policy = input->resolved;
+  report.environment = input->policy.environment;
+  report.environment_removed =
+      filter_environment(input->policy.environment, process_environment()).removed;
   return explain_to_json(report, JsonStyle::kPretty);
 }
 

@@ -24,4 +24,10 @@ Result<Limits> read_limits(const boost::json::value& value);
 Status check_limits(const Limits& limits);
 boost::json::object limits_json(const Limits& limits);
 
+// /environment: reads the object strictly, checks names and patterns (errors name
+// "/environment/<key>/..."), and writes the full form (every key).
+Result<EnvironmentPolicy> read_environment(const boost::json::value& value);
+Status check_environment(const EnvironmentPolicy& environment);
+boost::json::object environment_json(const EnvironmentPolicy& environment);
+
 }  // namespace sbx::policy_internal

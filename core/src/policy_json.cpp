@@ -260,13 +260,21 @@ Result<Policy> read_short_form(const json::object& root) {
   if (!status) return Error{status.error()};
   Result<Policy> policy = preset_policy(*preset, options);
   if (!policy) return policy;
-  // Limits are the same in both forms: next to "preset" they replace the preset's defaults.
-  if (const json::value* limits = find(root, "limits")) {
+  // Limits and the environment are the same in both forms: next to "preset" they replace the
+  // preset's defaults.
+  const json::value* limits = find(root, "limits");
+  if (limits != nullptr) {
     Result<Limits> parsed = policy_internal::read_limits(*limits);
     if (!parsed) return Error{parsed.error()};
     policy->limits = *parsed;
-    return validate_policy(std::move(*policy));
   }
+  const json::value* environment = find(root, "environment");
+  if (environment != nullptr) {
+    Result<EnvironmentPolicy> parsed = policy_internal::read_environment(*environment);
+    if (!parsed) return Error{parsed.error()};
+    policy->environment = std::move(*parsed);
+  }
+  if (limits != nullptr || environment != nullptr) return validate_policy(std::move(*policy));
   return policy;
 }
 
@@ -295,6 +303,11 @@ Result<Policy> read_full_form(const json::object& root) {
     if (!parsed) return Error{parsed.error()};
     policy.limits = *parsed;
   }
+  if (const json::value* environment = find(root, "environment")) {
+    Result<EnvironmentPolicy> parsed = policy_internal::read_environment(*environment);
+    if (!parsed) return Error{parsed.error()};
+    policy.environment = std::move(*parsed);
+  }
   return validate_policy(std::move(policy));
 }
 
@@ -315,7 +328,7 @@ Result<Policy> read_policy(const json::value& document) {
   Status status =
       check_keys(**root, "",
                  {"version", "preset", "writable_roots", "network_access", "exclude_tmpdir_env_var",
-                  "exclude_slash_tmp", "filesystem", "network", "limits"});
+                  "exclude_slash_tmp", "filesystem", "network", "limits", "environment"});
   if (status) status = read_version(**root);
   if (!status) return Error{status.error()};
   if (find(**root, "preset") != nullptr) return read_short_form(**root);

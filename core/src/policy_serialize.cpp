@@ -123,6 +123,7 @@ std::string policy_to_json(const Policy& policy) {
   root["filesystem"] = filesystem_json(policy.filesystem);
   root["network"] = network_json(policy.network);
   root["limits"] = policy_internal::limits_json(policy.limits);
+  root["environment"] = policy_internal::environment_json(policy.environment);
   std::string out;
   write_pretty(root, 0, out);
   out += "\n";

@@ -212,6 +212,8 @@ Result<Policy> validate_policy(Policy policy) {
   if (!net) return Error{net.error()};
   Status limits = policy_internal::check_limits(policy.limits);
   if (!limits) return Error{limits.error()};
+  Status environment = policy_internal::check_environment(policy.environment);
+  if (!environment) return Error{environment.error()};
   return policy;
 }
 

@@ -189,6 +189,16 @@ std::string explain_to_json(const ExplainReport& report, JsonStyle style) {
     limits.emplace_back(std::move(entry));
   }
   out["limits"] = std::move(limits);
+  json::object environment;
+  environment["inherit"] = std::string(to_string(report.environment.inherit));
+  environment["keep"] = string_array(report.environment.keep);
+  environment["exclude"] = string_array(report.environment.exclude);
+  environment["include_only"] = string_array(report.environment.include_only);
+  std::vector<std::string> set_names;
+  for (const auto& [name, value] : report.environment.set) set_names.push_back(name);
+  environment["set"] = string_array(set_names);
+  environment["removed"] = string_array(report.environment_removed);
+  out["environment"] = std::move(environment);
   return detail::render_json(out, style);
 }
 

@@ -185,6 +185,13 @@ TEST(PolicyForms, FullFormTextIsStableAndOrdered) {
     "cpu_seconds": null,
     "timeout_seconds": null,
     "timeout_grace_seconds": 5
+  },
+  "environment": {
+    "inherit": "all",
+    "keep": [],
+    "exclude": [],
+    "include_only": [],
+    "set": {}
   }
 }
 )");

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -50,12 +51,41 @@ struct Limits {
   friend bool operator==(const Limits&, const Limits&) = default;
 };
 
+// Which variables of the caller's environment the command starts from: every one, the small
+// core set (kCoreEnvironmentPatterns) or none.
+enum class EnvInherit : std::uint8_t { kAll, kCore, kNone };
+
+// Names kept by "inherit": "core" (patterns as in EnvironmentPolicy).
+inline const std::vector<std::string> kCoreEnvironmentPatterns = {
+    "HOME", "LANG", "LANGUAGE", "LC_*", "LOGNAME", "PATH", "PWD",
+    "SHELL", "TERM", "TMPDIR", "TZ", "USER"};
+
+// Name parts that mark a variable as a secret, dropped by default (case-insensitive).
+inline const std::vector<std::string> kSecretNameParts = {"KEY", "SECRET", "TOKEN", "PASSWORD",
+                                                          "CREDENTIAL"};
+
+// /environment: what the command's environment holds, on every backend and unsandboxed. Applied
+// in this order (environment.hpp filter_environment): start from `inherit`; drop every name
+// containing a kSecretNameParts word unless it matches a `keep` pattern; drop names matching an
+// `exclude` pattern; when `include_only` is not empty, drop names matching none of its
+// patterns; finally add `set` (which wins over everything above). Patterns are
+// case-insensitive; '*' matches any run of characters (also none), everything else itself.
+struct EnvironmentPolicy {
+  EnvInherit inherit = EnvInherit::kAll;
+  std::vector<std::string> keep;
+  std::vector<std::string> exclude;
+  std::vector<std::string> include_only;
+  std::map<std::string, std::string> set;
+  friend bool operator==(const EnvironmentPolicy&, const EnvironmentPolicy&) = default;
+};
+
 // The full form. Every short form and preset converts to this.
 struct Policy {
   int version = 1;
   FilesystemSpec filesystem;
   NetworkPolicy network;
   Limits limits;
+  EnvironmentPolicy environment;
   friend bool operator==(const Policy&, const Policy&) = default;
 };
 
@@ -101,5 +131,6 @@ std::string policy_to_json(const Policy& policy);
 std::string_view to_string(Access access);
 std::string_view to_string(FilesystemKind kind);
 std::string_view to_string(NetworkMode mode);
+std::string_view to_string(EnvInherit inherit);
 
 }  // namespace sbx

@@ -52,6 +52,10 @@ struct ExplainReport {
   // How each resource limit of the policy holds for a run here (run_limits.hpp).
   CgroupSupport cgroups{};
   std::vector<LimitEnforcement> limits{};
+  // The policy's /environment and the names it takes away from this process's environment
+  // (environment.hpp; never the values).
+  EnvironmentPolicy environment{};
+  std::vector<std::string> environment_removed{};
 };
 
 // The backend that would run the command: the chosen backend when the command should be
@@ -61,7 +65,9 @@ std::string final_backend(const ExplainReport& report);
 // {"preference","should_sandbox","reason","required_capabilities","available_backend",
 //  "available_reason","final","passed_over":[{"backend","reason"}],"policy":{...},
 //  "network_limits":[string] (network_limits in context.hpp),
-//  "cgroups":{"available","kind","parent","reason"},"limits":[{"name","value","enforced","how"}]}
+//  "cgroups":{"available","kind","parent","reason"},"limits":[{"name","value","enforced","how"}],
+//  "environment":{"inherit","keep","exclude","include_only","set":[names],"removed":[names]}}
+// (set lists only the names: a value may be a secret the policy sets on purpose)
 // should_sandbox is null when the decision was an error (reason then holds the error).
 std::string explain_to_json(const ExplainReport& report, JsonStyle style);
 
