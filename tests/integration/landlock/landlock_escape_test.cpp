@@ -63,10 +63,10 @@ class LandlockEscape : public ::testing::Test {
 // world-readable in /proc.
 TEST_F(LandlockEscape, EnvironmentArrivesWithoutAppearingInAnyArguments) {
   auto env = base_env();
-  env.push_back("SBX_IT_SECRET=sbx-it-secret-value-4711");
+  env.push_back("SBX_IT_PRIVATE=sbx-it-secret-value-4711");
   std::vector<std::string> argv = {sbx_path(), "--backends", "landlock", "exec", "--policy",
                                    policy_,    "--cwd",      ws_.path(),  "--", "/bin/sh", "-c",
-                                   "printf '%s\\n' \"$SBX_IT_SECRET\"; tr '\\0' '\\n' < "
+                                   "printf '%s\\n' \"$SBX_IT_PRIVATE\"; tr '\\0' '\\n' < "
                                    "/proc/$PPID/cmdline > pid1.txt"};
   const RunResult r = run(argv, env, "");
   EXPECT_EQ(r.code, 0) << describe(r);
