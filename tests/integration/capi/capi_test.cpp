@@ -8,6 +8,8 @@
 #include <boost/json.hpp>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "sbx/sbx.h"
@@ -239,6 +241,43 @@ TEST_F(NoBackend, UnsandboxedFailureIsCapturedAndNotADenial) {
   EXPECT_EQ(report.at("stderr_tail").as_string(), "x: Permission denied\n");
   EXPECT_FALSE(report.at("denial").at("likely_sandbox_denial").as_bool());
   EXPECT_EQ(report.at("final").as_string(), "none");
+}
+
+}  // namespace
+
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// The C API builds the command's environment with the same filter as `sbx exec`: a
+// secret-looking variable of the embedding process is gone unless the policy keeps it, and
+// explain names it without its value.
+TEST_F(NoBackend, EnvironmentPolicyAppliesAndExplainNamesWhatItRemoves) {
+  ASSERT_EQ(::setenv("SBX_CAPI_API_KEY", "capi-secret-value", 1), 0);
+  const std::string out = dir_.path() + "/env.txt";
+  const std::string script = "env > " + out;
+  json::value report = exec(kFull, script.c_str(), 0);
+  ASSERT_EQ(report.at("exit").at("code").as_int64(), 0) << report;
+  std::string seen = read_text(out);
+  EXPECT_EQ(seen.find("SBX_CAPI_API_KEY"), std::string::npos) << seen;
+  EXPECT_NE(seen.find("PATH="), std::string::npos) << seen;
+
+  const char* keeps = R"({"version": 1, "preset": "danger-full-access",
+                          "environment": {"keep": ["SBX_CAPI_*"]}})";
+  report = exec(keeps, script.c_str(), 0);
+  ASSERT_EQ(report.at("exit").at("code").as_int64(), 0) << report;
+  seen = read_text(out);
+  EXPECT_NE(seen.find("SBX_CAPI_API_KEY=capi-secret-value\n"), std::string::npos) << seen;
+
+  sbx_error* error = nullptr;
+  Call call = take(sbx_explain(manager_, kFull, dir_.path().c_str(), nullptr, &error), &error);
+  ASSERT_TRUE(call.ok) << call.error;
+  EXPECT_NE(call.text.find("\"SBX_CAPI_API_KEY\""), std::string::npos) << call.text;
+  EXPECT_EQ(call.text.find("capi-secret-value"), std::string::npos) << call.text;
+  ::unsetenv("SBX_CAPI_API_KEY");
 }
 
 }  // namespace
