@@ -179,8 +179,11 @@ Result<PolicyInput> load_policy(const PolicyOptions& options) {
   }
   context->cwd = *cwd;
   std::string policy_file;
-  if (!options.policy_file.empty()) {
-    // The file just read, by its real path: resolution keeps it read-only in the sandbox.
+  struct stat st {};
+  // The file just read, by its real path: resolution keeps it read-only in the sandbox. A pipe
+  // (`--policy <(...)`, /dev/stdin) or a device has no file on disk a command could rewrite.
+  if (!options.policy_file.empty() &&
+      (::stat(options.policy_file.c_str(), &st) != 0 || S_ISREG(st.st_mode))) {
     std::error_code error;
     policy_file = std::filesystem::canonical(options.policy_file, error).string();
     if (error) {

@@ -116,6 +116,15 @@ TEST_F(PolicyProtect, LandlockRefusesNamingThePolicyFile) {
   expect_unchanged();
 }
 
+// A policy read from a pipe has no file on disk to protect: it runs as before.
+TEST_F(PolicyProtect, PolicyFromAPipeStillRuns) {
+  const RunResult r = run({sbx_path(), "--backends", "bwrap", "exec", "--policy", "/dev/stdin",
+                           "--cwd", ws_.path(), "--", "/bin/sh", "-c", "echo ran"},
+                          base_env(), kPolicy);
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_EQ(r.out, "ran\n") << describe(r);
+}
+
 // Outside the writable roots the file needs no carve-out, and Landlock runs the command.
 TEST_F(PolicyProtect, LandlockRunsWithThePolicyFileOutsideTheWritableRoots) {
   TempDir conf{"/var/tmp"};
