@@ -12,8 +12,9 @@ namespace {
 char upper(char c) { return static_cast<char>(std::toupper(static_cast<unsigned char>(c))); }
 
 bool matches_any(const std::vector<std::string>& patterns, std::string_view name) {
-  return std::any_of(patterns.begin(), patterns.end(),
-                     [&](const std::string& pattern) { return env_pattern_matches(pattern, name); });
+  return std::any_of(patterns.begin(), patterns.end(), [&](const std::string& pattern) {
+    return env_pattern_matches(pattern, name);
+  });
 }
 
 bool inherited(EnvInherit inherit, std::string_view name) {
@@ -65,9 +66,9 @@ bool env_pattern_matches(std::string_view pattern, std::string_view name) {
 bool looks_like_secret(std::string_view name) {
   std::string upper_name(name);
   std::transform(upper_name.begin(), upper_name.end(), upper_name.begin(), upper);
-  return std::any_of(kSecretNameParts.begin(), kSecretNameParts.end(), [&](const std::string& part) {
-    return upper_name.find(part) != std::string::npos;
-  });
+  return std::any_of(
+      kSecretNameParts.begin(), kSecretNameParts.end(),
+      [&](const std::string& part) { return upper_name.find(part) != std::string::npos; });
 }
 
 FilteredEnvironment filter_environment(const EnvironmentPolicy& policy,

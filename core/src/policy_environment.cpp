@@ -115,9 +115,9 @@ Result<EnvironmentPolicy> read_environment(const boost::json::value& value) {
     } else if (key == "keep" || key == "exclude" || key == "include_only") {
       Result<std::vector<std::string>> patterns = read_patterns(member.value(), key_pointer);
       if (!patterns) return Error{patterns.error()};
-      (key == "keep" ? environment.keep
-                     : key == "exclude" ? environment.exclude : environment.include_only) =
-          std::move(*patterns);
+      (key == "keep"      ? environment.keep
+       : key == "exclude" ? environment.exclude
+                          : environment.include_only) = std::move(*patterns);
     } else if (key == "set") {
       Result<std::map<std::string, std::string>> set = read_set(member.value(), key_pointer);
       if (!set) return Error{set.error()};

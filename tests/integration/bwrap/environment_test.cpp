@@ -59,14 +59,14 @@ class Environment : public ::testing::TestWithParam<std::string> {
     write_file(policy, policy_text(GetParam(), environment));
     std::vector<std::string> argv = {sbx_path()};
     if (GetParam() != "unsandboxed") argv.insert(argv.end(), {"--backends", GetParam()});
-    argv.insert(argv.end(), {"exec", "--json", "--policy", policy, "--cwd", ws_.path(), "--",
-                             "/usr/bin/env"});
+    argv.insert(argv.end(),
+                {"exec", "--json", "--policy", policy, "--cwd", ws_.path(), "--", "/usr/bin/env"});
     return run(argv, caller_env());
   }
   // exec --json puts its report on stderr; it says whether a sandbox ran.
   void expect_ran_as_asked(const RunResult& r) {
-    const std::string want = GetParam() == "unsandboxed" ? R"("backend":null)"
-                                                         : R"("backend":")" + GetParam() + "\"";
+    const std::string want =
+        GetParam() == "unsandboxed" ? R"("backend":null)" : R"("backend":")" + GetParam() + "\"";
     EXPECT_NE(r.err.find(want), std::string::npos) << describe(r);
   }
   TempDir ws_{"/var/tmp"};
@@ -137,8 +137,7 @@ TEST(EnvironmentExplain, ListsRemovedNamesNeverValues) {
     for (const std::string& name : kSecrets)
       EXPECT_NE(r.out.find(name), std::string::npos) << name << describe(r);
     EXPECT_EQ(r.out.find("value-of-"), std::string::npos) << describe(r);
-    EXPECT_NE(r.out.find(json ? "\"removed\"" : "removed here:"), std::string::npos)
-        << describe(r);
+    EXPECT_NE(r.out.find(json ? "\"removed\"" : "removed here:"), std::string::npos) << describe(r);
   }
 }
 

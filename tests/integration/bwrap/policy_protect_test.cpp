@@ -43,8 +43,8 @@ class PolicyProtect : public ::testing::Test {
     before_ = state_of(policy_);
   }
   RunResult exec(const std::string& backend, const std::string& policy, const std::string& script) {
-    return run({sbx_path(), "--backends", backend, "exec", "--policy", policy, "--cwd",
-                ws_.path(), "--", "/bin/sh", "-c", script},
+    return run({sbx_path(), "--backends", backend, "exec", "--policy", policy, "--cwd", ws_.path(),
+                "--", "/bin/sh", "-c", script},
                base_env());
   }
   // Every attempt prints "WROTE <what>" when it succeeds; none may.
@@ -107,7 +107,8 @@ TEST_F(PolicyProtect, ExplainMarksThePolicyFileReadOnlyAlways) {
 
 TEST_F(PolicyProtect, LandlockRefusesNamingThePolicyFile) {
   const std::string marker = ws_ / "ran";  // writable: only a refusal keeps it absent
-  const RunResult r = exec("landlock", policy_, "echo '{}' > '" + policy_ + "'; touch '" + marker + "'");
+  const RunResult r =
+      exec("landlock", policy_, "echo '{}' > '" + policy_ + "'; touch '" + marker + "'");
   EXPECT_EQ(r.code, 125) << describe(r);
   EXPECT_NE(r.err.find("the policy file '" + policy_ + "'"), std::string::npos) << describe(r);
   EXPECT_NE(r.err.find("keep the policy file outside the writable roots"), std::string::npos)

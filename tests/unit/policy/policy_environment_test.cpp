@@ -109,11 +109,18 @@ TEST(PolicyEnvironment, ValidatePolicyChecksEnvironmentBuiltInCode) {
 
 // ---- the filter ----
 
-const std::vector<std::string> kCaller = {
-    "PATH=/usr/bin:/bin",        "HOME=/home/me",          "LANG=C.UTF-8",
-    "LC_ALL=C",                  "OPENAI_API_KEY=sk-live", "GITHUB_TOKEN=ghp_x",
-    "AWS_SECRET_ACCESS_KEY=aws", "DB_PASSWORD=pw",         "gcp_credentials=c",
-    "EDITOR=vi",                 "AWS_REGION=eu",          "keyboard=us"};
+const std::vector<std::string> kCaller = {"PATH=/usr/bin:/bin",
+                                          "HOME=/home/me",
+                                          "LANG=C.UTF-8",
+                                          "LC_ALL=C",
+                                          "OPENAI_API_KEY=sk-live",
+                                          "GITHUB_TOKEN=ghp_x",
+                                          "AWS_SECRET_ACCESS_KEY=aws",
+                                          "DB_PASSWORD=pw",
+                                          "gcp_credentials=c",
+                                          "EDITOR=vi",
+                                          "AWS_REGION=eu",
+                                          "keyboard=us"};
 
 std::vector<std::string> names_of(const std::vector<std::string>& env) {
   std::vector<std::string> names;
@@ -136,8 +143,8 @@ TEST(EnvironmentFilter, PatternsIgnoreCaseAndStarMatchesAnyRun) {
 
 TEST(EnvironmentFilter, SecretsAreRemovedByDefaultNamesOnly) {
   const FilteredEnvironment out = filter_environment(EnvironmentPolicy{}, kCaller);
-  EXPECT_EQ(names_of(out.env), (std::vector<std::string>{"PATH", "HOME", "LANG", "LC_ALL",
-                                                         "EDITOR", "AWS_REGION"}));
+  EXPECT_EQ(names_of(out.env),
+            (std::vector<std::string>{"PATH", "HOME", "LANG", "LC_ALL", "EDITOR", "AWS_REGION"}));
   EXPECT_EQ(out.removed,
             (std::vector<std::string>{"AWS_SECRET_ACCESS_KEY", "DB_PASSWORD", "GITHUB_TOKEN",
                                       "OPENAI_API_KEY", "gcp_credentials", "keyboard"}));
@@ -151,8 +158,8 @@ TEST(EnvironmentFilter, KeepExcludeIncludeOnlyAndSetApplyInOrder) {
   policy.set = {{"FOO", "bar"}, {"PATH", "/opt/bin"}};
   FilteredEnvironment out = filter_environment(policy, kCaller);
   EXPECT_EQ(out.env, (std::vector<std::string>{"HOME=/home/me", "LANG=C.UTF-8", "LC_ALL=C",
-                                               "GITHUB_TOKEN=ghp_x", "AWS_REGION=eu",
-                                               "FOO=bar", "PATH=/opt/bin"}));
+                                               "GITHUB_TOKEN=ghp_x", "AWS_REGION=eu", "FOO=bar",
+                                               "PATH=/opt/bin"}));
   EXPECT_EQ(out.removed,
             (std::vector<std::string>{"AWS_SECRET_ACCESS_KEY", "DB_PASSWORD", "EDITOR",
                                       "OPENAI_API_KEY", "gcp_credentials", "keyboard"}));
