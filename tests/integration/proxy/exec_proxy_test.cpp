@@ -110,7 +110,9 @@ class ProxyExec : public ::testing::TestWithParam<std::string> {
     char pattern[] = "/tmp/sbx-proxy-e2e-XXXXXX";
     ASSERT_NE(::mkdtemp(pattern), nullptr);
     dir_ = pattern;
-    policy_ = dir_ + "/policy.json";
+    // Beside the workspace, not in it: sbx keeps a --policy file inside a writable root
+    // read-only, which Landlock cannot do, and would pass Landlock over.
+    policy_ = dir_ + ".policy.json";
     // protected_names [] so that the landlock backend can express the filesystem part.
     std::ofstream(policy_) << R"({"version": 1,
       "filesystem": {"kind": "restricted", "protected_names": [],
@@ -128,7 +130,11 @@ class ProxyExec : public ::testing::TestWithParam<std::string> {
       GTEST_SKIP() << GetParam() << " cannot run network mode proxy here: " << explain.out
                    << explain.err;
   }
-  void TearDown() override { fs::remove_all(dir_); }
+  void TearDown() override {
+    fs::remove_all(dir_);
+    fs::remove(policy_);
+    fs::remove(dir_ + ".own-ports.json");
+  }
 
   static std::string sbx() { return std::string(SBX_TEST_PREFIX) + "/bin/sbx"; }
 
@@ -412,7 +418,7 @@ TEST_P(ProxyExec, TraceLogsNeverShowTheCredential) {
 // refuse it; the loopback server on that port sees nothing.
 TEST_P(ProxyExec, APolicyThatNamesProxyPortsNeverRuns) {
   CountingServer service;
-  const std::string own_ports = dir_ + "/own-ports.json";
+  const std::string own_ports = dir_ + ".own-ports.json";
   std::ofstream(own_ports) << R"({"version": 1,
       "filesystem": {"kind": "restricted", "protected_names": [],
         "entries": [{"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"}]},
