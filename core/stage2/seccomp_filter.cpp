@@ -288,6 +288,38 @@ Status add_proxy_rules(scmp_filter_ctx ctx) {
   return s;
 }
 
+// Private network namespace (bwrap's --unshare-net: restricted, or proxy with the relay): the
+// namespace's only interface is its own loopback, which is not the host's, so TCP and UDP over
+// IPv4/IPv6 may bind, listen, accept, connect and send anywhere: nothing beyond the namespace
+// exists to reach. Every other socket stays refused: AF_UNIX because a host pathname socket is
+// reachable through the bind-mounted filesystem whatever the network namespace; netlink (even
+// route netlink of this namespace: nothing the command needs, and kernel attack surface),
+// packet, raw, vsock and the rest because they are not the loopback TCP/UDP this mode offers.
+Status add_private_socket_rules(scmp_filter_ctx ctx) {
+  std::vector<scmp_arg_cmp> denied = {SCMP_A0(SCMP_CMP_LE, AF_INET - 1),
+                                      SCMP_A0(SCMP_CMP_GE, AF_INET6 + 1)};
+  for (scmp_datum_t family = AF_INET + 1; family < AF_INET6; ++family)
+    denied.push_back(SCMP_A0(SCMP_CMP_EQ, family));
+  // The type without SOCK_NONBLOCK/SOCK_CLOEXEC (low 4 bits): SOCK_STREAM or SOCK_DGRAM.
+  for (scmp_datum_t type = 0; type <= 0xf; ++type) {
+    if (type != SOCK_STREAM && type != SOCK_DGRAM)
+      denied.push_back(SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, type));
+  }
+  // Protocol 0 (the type's default), IPPROTO_TCP or IPPROTO_UDP; not ICMP ping sockets,
+  // UDP-Lite, SCTP or MPTCP: less kernel code for the same loopback service.
+  for (scmp_datum_t protocol = 1; protocol < IPPROTO_UDP; ++protocol) {
+    if (protocol != IPPROTO_TCP) denied.push_back(SCMP_A2(SCMP_CMP_EQ, protocol));
+  }
+  denied.push_back(SCMP_A2(SCMP_CMP_GE, IPPROTO_UDP + 1));
+  Status s;
+  for (const scmp_arg_cmp& cmp : denied) {
+    if (s.ok()) s = refuse_if(ctx, "socket", {&cmp, 1});
+  }
+  const scmp_arg_cmp not_unix[] = {SCMP_A0(SCMP_CMP_NE, AF_UNIX)};
+  if (s.ok()) s = refuse_if(ctx, "socketpair", not_unix);
+  return s;
+}
+
 // Open network: every socket but AF_VSOCK, which reaches the hypervisor host (a virtual
 // machine's host services) rather than the network; Docker refuses it too.
 Status add_open_network_rules(scmp_filter_ctx ctx) {
@@ -303,6 +335,7 @@ Status add_argument_rules(scmp_filter_ctx ctx, NetworkFilter network) {
   if (s.ok() && network == NetworkFilter::kBlocked) s = add_blocked_network_rules(ctx);
   if (s.ok() && network == NetworkFilter::kProxy) s = add_proxy_rules(ctx);
   if (s.ok() && network == NetworkFilter::kOpen) s = add_open_network_rules(ctx);
+  if (s.ok() && network == NetworkFilter::kPrivate) s = add_private_socket_rules(ctx);
   return s;
 }
 
@@ -357,7 +390,8 @@ Result<NetworkFilter> parse_network_filter(const std::string& word) {
   if (word == "blocked") return NetworkFilter::kBlocked;
   if (word == "open") return NetworkFilter::kOpen;
   if (word == "proxy") return NetworkFilter::kProxy;
-  return Error{"--net expects 'blocked', 'open' or 'proxy', got '" + word + "'"};
+  if (word == "private") return NetworkFilter::kPrivate;
+  return Error{"--net expects 'blocked', 'open', 'proxy' or 'private', got '" + word + "'"};
 }
 
 Status install_filter(NetworkFilter network) {
