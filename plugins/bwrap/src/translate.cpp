@@ -397,11 +397,12 @@ void append_namespaces(const ResolvedPolicy& policy, Translation& out) {
 void append_stage2(const TransformRequest& request, const HostFacts& facts, Translation& out) {
   std::vector<std::string>& a = out.argv;
   a.insert(a.end(), {"--chdir", request.cwd, "--", facts.stage2_path, "--net"});
-  // blocked: no socket() but socketpair(AF_UNIX); open: every socket (network enabled);
-  // proxy: TCP sockets only, inside the empty namespace, plus the relay to the proxy's socket.
+  // open: every socket (network enabled); private (restricted, inside --unshare-net's empty
+  // namespace): TCP/UDP over IPv4/IPv6 on the namespace's own loopback, no unix socket() but
+  // socketpair(AF_UNIX); proxy: the same filter plus the relay to the proxy's socket.
   switch (request.policy.network.mode) {
     case NetworkMode::kEnabled: a.push_back("open"); break;
-    case NetworkMode::kRestricted: a.push_back("blocked"); break;
+    case NetworkMode::kRestricted: a.push_back("private"); break;
     case NetworkMode::kProxy:
       a.insert(a.end(), {"proxy", "--proxy-port",
                          std::to_string(request.policy.network.proxy_ports.front()),
