@@ -3,6 +3,13 @@
 // UDP servers and clients, while the host's loopback services stay out of reach. Real programs:
 // Python's http.server and urllib, run by the installed `sbx exec`.
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstring>
 
 #include "sbx_harness.hpp"
 
@@ -17,9 +24,9 @@ class BwrapLoopback : public ::testing::Test {
     if (!exists("/usr/bin/python3")) GTEST_SKIP() << "no /usr/bin/python3 for the servers";
     ASSERT_FALSE(ws_.path().empty());
   }
-  RunResult python(const std::string& script) {
-    return sbx_exec({"--preset", "workspace-write"}, ws_.path(),
-                    {"/usr/bin/python3", "-c", script});
+  RunResult python(const std::string& script,
+                   const std::vector<std::string>& policy = {"--preset", "workspace-write"}) {
+    return sbx_exec(policy, ws_.path(), {"/usr/bin/python3", "-c", script});
   }
   TempDir ws_;
 };
@@ -104,6 +111,62 @@ TEST_F(BwrapLoopback, UnixSocketsAndNetlinkStayRefused) {
   EXPECT_NE(r.out.find("refused AF_UNIX\nrefused AF_NETLINK\n"),
             std::string::npos)
       << describe(r);
+}
+
+// A host-side listener on an abstract unix socket name (no file: no mount can hide it), with the
+// number of connections it accepted.
+class AbstractListener {
+ public:
+  explicit AbstractListener(const std::string& name) {
+    fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    sockaddr_un sa{};
+    sa.sun_family = AF_UNIX;
+    std::memcpy(sa.sun_path + 1, name.data(), name.size());
+    const auto length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+    ok_ = fd_ >= 0 && ::bind(fd_, reinterpret_cast<sockaddr*>(&sa), length) == 0 &&
+          ::listen(fd_, 4) == 0;
+  }
+  ~AbstractListener() { ::close(fd_); }
+  AbstractListener(const AbstractListener&) = delete;
+  AbstractListener& operator=(const AbstractListener&) = delete;
+  bool ok() const { return ok_; }
+  int accepted() const {
+    int n = 0;
+    while (::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC) >= 0) ++n;  // non-blocking listener
+    return n;
+  }
+
+ private:
+  int fd_ = -1;
+  bool ok_ = false;
+};
+
+// With the network enabled the command shares the host's network namespace, and with it the
+// host's abstract unix sockets: a Landlock scope (ABI 6+) keeps a socket bound outside the
+// sandbox unreachable, while an abstract socket the command binds itself still works.
+TEST_F(BwrapLoopback, HostAbstractUnixSocketIsUnreachableWithTheNetworkEnabled) {
+  const long abi = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, 1UL /* VERSION */);
+  if (abi < 6) GTEST_SKIP() << "Landlock ABI " << abi << " < 6: abstract sockets are not scoped";
+  const std::string name = "sbx-it-abstract-" + std::to_string(::getpid());
+  AbstractListener host(name);
+  ASSERT_TRUE(host.ok());
+  const RunResult r = python(
+      "import socket, threading\n"
+      "c = socket.socket(socket.AF_UNIX)\n"
+      "try:\n"
+      "    c.connect('\\0" + name + "'); print('host reached')\n"
+      "except PermissionError:\n"
+      "    print('host refused')\n"
+      "srv = socket.socket(socket.AF_UNIX); srv.bind('\\0" + name + "-inside'); srv.listen()\n"
+      "def serve():\n"
+      "    a, _ = srv.accept(); a.sendall(b'inside'); a.close()\n"
+      "threading.Thread(target=serve).start()\n"
+      "c = socket.socket(socket.AF_UNIX); c.connect('\\0" + name + "-inside')\n"
+      "print(c.recv(16))\n",
+      {"--preset", "workspace-write", "--network", "enabled"});
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_NE(r.out.find("host refused\nb'inside'\n"), std::string::npos) << describe(r);
+  EXPECT_EQ(host.accepted(), 0) << "the command reached the host's abstract socket";
 }
 
 }  // namespace
