@@ -32,8 +32,9 @@
 //      mode passed in memory cannot be checked; that is why openat2 answers ENOSYS and io_uring
 //      is refused;
 //    - kBlocked: socketpair() except AF_UNIX, sendto with a destination address;
-//    - kProxy (network.mode proxy; the command reaches only the proxy's loopback port,
-//      enforced by bwrap's empty network namespace or by Landlock's TCP connect rule): socket()
+//    - kProxy (network.mode proxy in Landlock mode; the command reaches only the proxy's
+//      loopback port, enforced by Landlock's TCP connect rule; under bwrap proxy mode gets
+//      kPrivate, its namespace's only way out being the relay): socket()
 //      other than AF_INET/AF_INET6 stream sockets with protocol 0 or IPPROTO_TCP (no unix,
 //      netlink, packet, UDP, raw or MPTCP sockets: host unix sockets stay unreachable, and UDP
 //      is not covered by Landlock), socketpair() except AF_UNIX, TCP Fast Open (MSG_FASTOPEN on

@@ -10,8 +10,10 @@
 //
 // Network proxy (network.mode proxy): under bwrap (an empty network namespace) stage 2 first
 // starts the relay of proxy_relay.hpp on 127.0.0.1:PORT to the proxy's unix socket PATH; in
-// Landlock mode the ruleset allows TCP connect to PORT only. Either way the command gets the
-// proxy-mode seccomp filter (seccomp_filter.hpp).
+// Landlock mode the ruleset allows TCP connect to PORT only. Under bwrap the command then gets
+// the private-namespace seccomp filter (loopback TCP/UDP of its own), in Landlock mode the
+// proxy-mode filter (seccomp_filter.hpp). Under bwrap, in every network mode, stage 2 also
+// enters a Landlock domain scoping abstract unix sockets and signals when the kernel has ABI 6.
 //
 // Landlock mode (the landlock backend, no namespaces around stage 2; landlock_ruleset.hpp):
 // a supervisor forks the command; the child sets no_new_privs, drops every capability,

@@ -470,8 +470,8 @@ Result<Translation> translate(const TransformRequest& request, const HostFacts& 
         "network only through sbx's filtering proxy: the sandbox has an empty network namespace; "
         "sbx-stage2 relays 127.0.0.1:" + std::to_string(request.policy.network.proxy_ports.front()) +
         " inside it to the proxy's unix socket " + request.proxy_socket +
-        " (its directory bound read-only); the command may open TCP sockets only, no unix "
-        "sockets");
+        " (its directory bound read-only), a port the command cannot take; the command may use "
+        "TCP/UDP on the namespace's own loopback (IPv4/IPv6), no unix sockets");
   if (!request.policy.deny_globs.empty())
     out.notes.push_back("deny globs were expanded at launch (" +
                         std::to_string(facts.glob_matches.size()) +
