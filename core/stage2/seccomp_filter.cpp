@@ -240,10 +240,22 @@ Status add_device_node_rules(scmp_filter_ctx ctx) {
   return s;
 }
 
-// Restricted network (socket() itself is refused by the table).
-Status add_blocked_network_rules(scmp_filter_ctx ctx) {
+// socketpair(): only AF_UNIX, and not datagram. A unix datagram socket may name a destination
+// path on every send (sendmsg's msg_name, which the filter cannot read, or sendto's), and the
+// kernel then delivers to whatever socket is bound at that path, connected pair or not: a host
+// datagram socket visible through the bind-mounted filesystem (the journal's, a notify socket)
+// would be reachable. Stream and seqpacket pairs ignore or refuse a destination.
+Status add_socketpair_rules(scmp_filter_ctx ctx) {
   const scmp_arg_cmp not_unix[] = {SCMP_A0(SCMP_CMP_NE, AF_UNIX)};
   Status s = refuse_if(ctx, "socketpair", not_unix);
+  const scmp_arg_cmp datagram[] = {SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_DGRAM)};
+  if (s.ok()) s = refuse_if(ctx, "socketpair", datagram);
+  return s;
+}
+
+// Restricted network (socket() itself is refused by the table).
+Status add_blocked_network_rules(scmp_filter_ctx ctx) {
+  Status s = add_socketpair_rules(ctx);
   // send()/write() on an already connected socket pass; naming a destination does not.
   const scmp_arg_cmp has_dest[] = {SCMP_A4(SCMP_CMP_NE, 0)};
   if (s.ok()) s = refuse_if(ctx, "sendto", has_dest);
@@ -275,8 +287,7 @@ Status add_proxy_socket_rules(scmp_filter_ctx ctx) {
 
 Status add_proxy_rules(scmp_filter_ctx ctx) {
   Status s = add_proxy_socket_rules(ctx);
-  const scmp_arg_cmp not_unix[] = {SCMP_A0(SCMP_CMP_NE, AF_UNIX)};
-  if (s.ok()) s = refuse_if(ctx, "socketpair", not_unix);
+  if (s.ok()) s = add_socketpair_rules(ctx);
   // TCP Fast Open connects from inside a send, where Landlock's connect check does not look.
   const scmp_arg_cmp sendto_fastopen[] = {SCMP_A3(SCMP_CMP_MASKED_EQ, MSG_FASTOPEN, MSG_FASTOPEN)};
   if (s.ok()) s = refuse_if(ctx, "sendto", sendto_fastopen);
@@ -315,8 +326,7 @@ Status add_private_socket_rules(scmp_filter_ctx ctx) {
   for (const scmp_arg_cmp& cmp : denied) {
     if (s.ok()) s = refuse_if(ctx, "socket", {&cmp, 1});
   }
-  const scmp_arg_cmp not_unix[] = {SCMP_A0(SCMP_CMP_NE, AF_UNIX)};
-  if (s.ok()) s = refuse_if(ctx, "socketpair", not_unix);
+  if (s.ok()) s = add_socketpair_rules(ctx);
   return s;
 }
 

@@ -31,7 +31,9 @@
 //      anything with another identity. Limit: the filter reads registers, never memory, so a
 //      mode passed in memory cannot be checked; that is why openat2 answers ENOSYS and io_uring
 //      is refused;
-//    - kBlocked: socketpair() except AF_UNIX, sendto with a destination address;
+//    - kBlocked, kProxy, kPrivate: socketpair() except AF_UNIX stream/seqpacket pairs (a unix
+//      datagram socket can send to any bound path named in sendmsg, host sockets included);
+//    - kBlocked: sendto with a destination address;
 //    - kProxy (network.mode proxy in Landlock mode; the command reaches only the proxy's
 //      loopback port, enforced by Landlock's TCP connect rule; under bwrap proxy mode gets
 //      kPrivate, its namespace's only way out being the relay): socket()

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cstddef>
+#include <cstdio>
 #include <cstring>
 
 #include "sbx_harness.hpp"
@@ -167,6 +168,36 @@ TEST_F(BwrapLoopback, HostAbstractUnixSocketIsUnreachableWithTheNetworkEnabled) 
   EXPECT_EQ(r.code, 0) << describe(r);
   EXPECT_NE(r.out.find("host refused\nb'inside'\n"), std::string::npos) << describe(r);
   EXPECT_EQ(host.accepted(), 0) << "the command reached the host's abstract socket";
+}
+
+// A unix datagram socket can name a destination path on every send, and the kernel delivers to
+// whatever is bound there: a socketpair would reach a host datagram socket visible through the
+// filesystem. Datagram pairs are refused; stream and seqpacket pairs ignore or refuse the path.
+TEST_F(BwrapLoopback, HostUnixDatagramSocketIsUnreachableThroughASocketpair) {
+  const std::string path = ws_ / "host-dgram.sock";
+  const int host = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  std::snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path.c_str());
+  ASSERT_EQ(::bind(host, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+  const RunResult r = python(
+      "import socket\n"
+      "for kind in ('SOCK_DGRAM', 'SOCK_SEQPACKET', 'SOCK_STREAM'):\n"
+      "    try:\n"
+      "        a, b = socket.socketpair(socket.AF_UNIX, getattr(socket, kind))\n"
+      "    except PermissionError:\n"
+      "        print(kind, 'pair refused'); continue\n"
+      "    for send in (lambda: a.sendto(b'x', '" + path + "'),\n"
+      "                 lambda: a.sendmsg([b'y'], [], 0, '" + path + "')):\n"
+      "        try:\n"
+      "            send(); print(kind, 'sent')\n"
+      "        except OSError as e:\n"
+      "            print(kind, 'not sent')\n");
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_NE(r.out.find("SOCK_DGRAM pair refused\n"), std::string::npos) << describe(r);
+  char buffer[8];
+  EXPECT_LT(::recv(host, buffer, sizeof buffer, 0), 0) << "a datagram reached the host's socket";
+  ::close(host);
 }
 
 }  // namespace

@@ -118,6 +118,27 @@ TEST(SeccompPrivateNet, EveryOtherSocketIsRefused) {
   }
 }
 
+// A unix datagram pair could send to any bound path (sendmsg's msg_name), host sockets
+// included; refused in every mode without the open network.
+TEST(SeccompPrivateNet, NoUnixDatagramSocketpairInAnyClosedMode) {
+  for (NetworkFilter net : {NetworkFilter::kBlocked, NetworkFilter::kProxy, NetworkFilter::kPrivate}) {
+    for (long type : {long{SOCK_DGRAM}, long{SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK}}) {
+      EXPECT_EQ(run_filtered(net, [type] {
+                  int sv[2];
+                  return raw(SYS_socketpair, AF_UNIX, type, 0, reinterpret_cast<long>(sv));
+                }, EPERM),
+                "ok")
+          << static_cast<int>(net) << " type " << type;
+    }
+    EXPECT_EQ(run_filtered(net, [] {
+                int sv[2];
+                return static_cast<long>(::socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv));
+              }, 0),
+              "ok")
+        << static_cast<int>(net);
+  }
+}
+
 TEST(SeccompPrivateNet, SocketpairOnlyForUnix) {
   EXPECT_EQ(run_private([] {
               int sv[2];
