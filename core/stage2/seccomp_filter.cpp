@@ -240,10 +240,22 @@ Status add_device_node_rules(scmp_filter_ctx ctx) {
   return s;
 }
 
-// Restricted network (socket() itself is refused by the table).
-Status add_blocked_network_rules(scmp_filter_ctx ctx) {
+// socketpair(): only AF_UNIX, and not datagram. A unix datagram socket may name a destination
+// path on every send (sendmsg's msg_name, which the filter cannot read, or sendto's), and the
+// kernel then delivers to whatever socket is bound at that path, connected pair or not: a host
+// datagram socket visible through the bind-mounted filesystem (the journal's, a notify socket)
+// would be reachable. Stream and seqpacket pairs ignore or refuse a destination.
+Status add_socketpair_rules(scmp_filter_ctx ctx) {
   const scmp_arg_cmp not_unix[] = {SCMP_A0(SCMP_CMP_NE, AF_UNIX)};
   Status s = refuse_if(ctx, "socketpair", not_unix);
+  const scmp_arg_cmp datagram[] = {SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_DGRAM)};
+  if (s.ok()) s = refuse_if(ctx, "socketpair", datagram);
+  return s;
+}
+
+// Restricted network (socket() itself is refused by the table).
+Status add_blocked_network_rules(scmp_filter_ctx ctx) {
+  Status s = add_socketpair_rules(ctx);
   // send()/write() on an already connected socket pass; naming a destination does not.
   const scmp_arg_cmp has_dest[] = {SCMP_A4(SCMP_CMP_NE, 0)};
   if (s.ok()) s = refuse_if(ctx, "sendto", has_dest);
@@ -275,8 +287,7 @@ Status add_proxy_socket_rules(scmp_filter_ctx ctx) {
 
 Status add_proxy_rules(scmp_filter_ctx ctx) {
   Status s = add_proxy_socket_rules(ctx);
-  const scmp_arg_cmp not_unix[] = {SCMP_A0(SCMP_CMP_NE, AF_UNIX)};
-  if (s.ok()) s = refuse_if(ctx, "socketpair", not_unix);
+  if (s.ok()) s = add_socketpair_rules(ctx);
   // TCP Fast Open connects from inside a send, where Landlock's connect check does not look.
   const scmp_arg_cmp sendto_fastopen[] = {SCMP_A3(SCMP_CMP_MASKED_EQ, MSG_FASTOPEN, MSG_FASTOPEN)};
   if (s.ok()) s = refuse_if(ctx, "sendto", sendto_fastopen);
@@ -285,6 +296,37 @@ Status add_proxy_rules(scmp_filter_ctx ctx) {
   const scmp_arg_cmp fastopen_connect[] = {SCMP_A1(SCMP_CMP_EQ, IPPROTO_TCP),
                                            SCMP_A2(SCMP_CMP_EQ, kTcpFastopenConnect)};
   if (s.ok()) s = refuse_if(ctx, "setsockopt", fastopen_connect);
+  return s;
+}
+
+// Private network namespace (bwrap's --unshare-net: restricted, or proxy with the relay): the
+// namespace's only interface is its own loopback, which is not the host's, so TCP and UDP over
+// IPv4/IPv6 may bind, listen, accept, connect and send anywhere: nothing beyond the namespace
+// exists to reach. Every other socket stays refused: AF_UNIX because a host pathname socket is
+// reachable through the bind-mounted filesystem whatever the network namespace; netlink (even
+// route netlink of this namespace: nothing the command needs, and kernel attack surface),
+// packet, raw, vsock and the rest because they are not the loopback TCP/UDP this mode offers.
+Status add_private_socket_rules(scmp_filter_ctx ctx) {
+  std::vector<scmp_arg_cmp> denied = {SCMP_A0(SCMP_CMP_LE, AF_INET - 1),
+                                      SCMP_A0(SCMP_CMP_GE, AF_INET6 + 1)};
+  for (scmp_datum_t family = AF_INET + 1; family < AF_INET6; ++family)
+    denied.push_back(SCMP_A0(SCMP_CMP_EQ, family));
+  // The type without SOCK_NONBLOCK/SOCK_CLOEXEC (low 4 bits): SOCK_STREAM or SOCK_DGRAM.
+  for (scmp_datum_t type = 0; type <= 0xf; ++type) {
+    if (type != SOCK_STREAM && type != SOCK_DGRAM)
+      denied.push_back(SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, type));
+  }
+  // Protocol 0 (the type's default), IPPROTO_TCP or IPPROTO_UDP; not ICMP ping sockets,
+  // UDP-Lite, SCTP or MPTCP: less kernel code for the same loopback service.
+  for (scmp_datum_t protocol = 1; protocol < IPPROTO_UDP; ++protocol) {
+    if (protocol != IPPROTO_TCP) denied.push_back(SCMP_A2(SCMP_CMP_EQ, protocol));
+  }
+  denied.push_back(SCMP_A2(SCMP_CMP_GE, IPPROTO_UDP + 1));
+  Status s;
+  for (const scmp_arg_cmp& cmp : denied) {
+    if (s.ok()) s = refuse_if(ctx, "socket", {&cmp, 1});
+  }
+  if (s.ok()) s = add_socketpair_rules(ctx);
   return s;
 }
 
@@ -303,6 +345,7 @@ Status add_argument_rules(scmp_filter_ctx ctx, NetworkFilter network) {
   if (s.ok() && network == NetworkFilter::kBlocked) s = add_blocked_network_rules(ctx);
   if (s.ok() && network == NetworkFilter::kProxy) s = add_proxy_rules(ctx);
   if (s.ok() && network == NetworkFilter::kOpen) s = add_open_network_rules(ctx);
+  if (s.ok() && network == NetworkFilter::kPrivate) s = add_private_socket_rules(ctx);
   return s;
 }
 
@@ -357,7 +400,8 @@ Result<NetworkFilter> parse_network_filter(const std::string& word) {
   if (word == "blocked") return NetworkFilter::kBlocked;
   if (word == "open") return NetworkFilter::kOpen;
   if (word == "proxy") return NetworkFilter::kProxy;
-  return Error{"--net expects 'blocked', 'open' or 'proxy', got '" + word + "'"};
+  if (word == "private") return NetworkFilter::kPrivate;
+  return Error{"--net expects 'blocked', 'open', 'proxy' or 'private', got '" + word + "'"};
 }
 
 Status install_filter(NetworkFilter network) {

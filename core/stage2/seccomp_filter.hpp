@@ -31,14 +31,24 @@
 //      anything with another identity. Limit: the filter reads registers, never memory, so a
 //      mode passed in memory cannot be checked; that is why openat2 answers ENOSYS and io_uring
 //      is refused;
-//    - kBlocked: socketpair() except AF_UNIX, sendto with a destination address;
-//    - kProxy (network.mode proxy; the command reaches only the proxy's loopback port,
-//      enforced by bwrap's empty network namespace or by Landlock's TCP connect rule): socket()
+//    - kBlocked, kProxy, kPrivate: socketpair() except AF_UNIX stream/seqpacket pairs (a unix
+//      datagram socket can send to any bound path named in sendmsg, host sockets included);
+//    - kBlocked: sendto with a destination address;
+//    - kProxy (network.mode proxy in Landlock mode; the command reaches only the proxy's
+//      loopback port, enforced by Landlock's TCP connect rule; under bwrap proxy mode gets
+//      kPrivate, its namespace's only way out being the relay): socket()
 //      other than AF_INET/AF_INET6 stream sockets with protocol 0 or IPPROTO_TCP (no unix,
 //      netlink, packet, UDP, raw or MPTCP sockets: host unix sockets stay unreachable, and UDP
 //      is not covered by Landlock), socketpair() except AF_UNIX, TCP Fast Open (MSG_FASTOPEN on
 //      sendto/sendmsg, TCP_FASTOPEN_CONNECT): a Fast Open connect is made by a send, not by
 //      connect();
+//    - kPrivate (a private network namespace whose only interface is its own loopback: bwrap's
+//      --unshare-net, network restricted, or proxy with stage 2's relay): socket() other than
+//      AF_INET/AF_INET6 stream or datagram sockets with protocol 0, IPPROTO_TCP or IPPROTO_UDP
+//      (no unix, netlink, packet, raw, ping, SCTP or MPTCP sockets), socketpair() except
+//      AF_UNIX. bind, listen, accept, connect and sends with a destination are allowed: the
+//      namespace's loopback is the sandbox's own, not the host's. Never for the Landlock
+//      backend, which shares the host's network namespace;
 //    - kOpen: socket(AF_VSOCK) (the hypervisor host, not the network; Docker refuses it too).
 // Calls of another architecture (e.g. i386 or x32 on x86_64) kill the process.
 #pragma once
@@ -49,9 +59,9 @@
 
 namespace sbx::stage2 {
 
-enum class NetworkFilter { kBlocked, kOpen, kProxy };
+enum class NetworkFilter { kBlocked, kOpen, kProxy, kPrivate };
 
-// Parses "blocked" / "open" / "proxy".
+// Parses "blocked" / "open" / "proxy" / "private".
 Result<NetworkFilter> parse_network_filter(const std::string& word);
 
 // Installs both programs on the calling thread (and everything it execs). Requires

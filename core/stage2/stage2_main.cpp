@@ -1,6 +1,6 @@
 // sbx-stage2: the last trusted step inside the bwrap sandbox (DESIGN.md "Linux specifics").
 //
-//   sbx-stage2 --net blocked|open [--env KEY=VALUE]... [--env-fd N | --env-environ]
+//   sbx-stage2 --net blocked|open|private [--env KEY=VALUE]... [--env-fd N | --env-environ]
 //              [--ready-fd N] [--mounts-fd N] -- /abs/command [ARG]...
 //   sbx-stage2 --net proxy --proxy-port PORT --proxy-socket PATH [--env KEY=VALUE]... -- ...
 //   sbx-stage2 --landlock MIN_ABI [--ll-fs restricted|unrestricted] [--ll-read PATH]...
@@ -10,8 +10,10 @@
 //
 // Network proxy (network.mode proxy): under bwrap (an empty network namespace) stage 2 first
 // starts the relay of proxy_relay.hpp on 127.0.0.1:PORT to the proxy's unix socket PATH; in
-// Landlock mode the ruleset allows TCP connect to PORT only. Either way the command gets the
-// proxy-mode seccomp filter (seccomp_filter.hpp).
+// Landlock mode the ruleset allows TCP connect to PORT only. Under bwrap the command then gets
+// the private-namespace seccomp filter (loopback TCP/UDP of its own), in Landlock mode the
+// proxy-mode filter (seccomp_filter.hpp). Under bwrap, in every network mode, stage 2 also
+// enters a Landlock domain scoping abstract unix sockets and signals when the kernel has ABI 6.
 //
 // Landlock mode (the landlock backend, no namespaces around stage 2; landlock_ruleset.hpp):
 // a supervisor forks the command; the child sets no_new_privs, drops every capability,
@@ -34,6 +36,7 @@
 // init cannot re-raise a fatal signal on itself). When it exits, the kernel kills whatever else
 // is left in the namespace, so no grandchild outlives the command.
 #include <linux/capability.h>
+#include <net/if.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -186,7 +189,10 @@ Options parse(int argc, char** argv) {
       if (!*landlock) fail("arguments", "unknown option '" + arg + "'");
     }
   }
-  if (!o.network_given) fail("arguments", "--net blocked|open|proxy is required");
+  if (!o.network_given) fail("arguments", "--net blocked|open|proxy|private is required");
+  // The Landlock backend shares the host's network namespace: there, loopback is the host's.
+  if (o.landlock.enabled && o.network == sbx::stage2::NetworkFilter::kPrivate)
+    fail("arguments", "--net private needs a private network namespace, not Landlock mode");
   check_proxy_options(o);
   for (++i; i < argc; ++i) o.command.emplace_back(argv[i]);
   if (o.command.empty()) fail("arguments", "no command after '--'");
@@ -335,6 +341,48 @@ void make_undumpable() {
   if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) fail("dumpable", std::strerror(errno));
 }
 
+// bwrap mode: proxy means bwrap's empty network namespace with the relay in it, so the command
+// gets the private-namespace filter (loopback TCP/UDP of its own; the relay is the only way
+// out). The relay binds its port before the filter and the command exist, so the command cannot
+// take that port: its bind() answers EADDRINUSE.
+sbx::stage2::NetworkFilter bwrap_filter(sbx::stage2::NetworkFilter network) {
+  if (network == sbx::stage2::NetworkFilter::kProxy) return sbx::stage2::NetworkFilter::kPrivate;
+  return network;
+}
+
+// Why: the private-namespace filter lets the command bind, listen and connect on loopback,
+// which is harmless only when that loopback is not the host's. bwrap's --unshare-net leaves
+// exactly one interface, `lo`; any other interface means the namespace is shared (or something
+// was added to it), so refuse to run rather than open the host's loopback.
+void verify_private_network() {
+  struct if_nameindex* names = ::if_nameindex();
+  if (names == nullptr) fail("network namespace", std::strerror(errno));
+  std::string other;
+  for (struct if_nameindex* n = names; n->if_index != 0; ++n) {
+    if (std::strcmp(n->if_name, "lo") != 0) other = n->if_name;
+  }
+  ::if_freenameindex(names);
+  if (!other.empty())
+    fail("network namespace", "interface '" + other + "' present; not a private namespace");
+}
+
+// bwrap mode, every network mode: with the network enabled the command shares the host's
+// network namespace, where abstract unix sockets (no file, so no mount hides them) of host
+// services (D-Bus, X11, tmux-like tools) would be reachable. A Landlock domain that handles no
+// filesystem or network right and scopes abstract unix sockets (ABI 6+) keeps connect() and
+// sendto() to an abstract socket bound outside the domain from working, while sockets bound
+// inside it work. It also scopes signals, so nothing in the sandbox can signal a process outside
+// the domain (the proxy relay, forked before, included). Below ABI 6 there is nothing to scope
+// with; sbx's plan says so (plugins/bwrap/README.md).
+void scope_abstract_unix_sockets() {
+  if (sbx::stage2::landlock_abi() < 6) return;
+  sbx::stage2::LandlockSpec scope;
+  scope.restrict_filesystem = false;
+  scope.scope_abstract_unix = true;
+  sbx::Status scoped = sbx::stage2::apply_landlock(scope);
+  if (!scoped.ok()) fail("landlock scope", scoped.error());
+}
+
 int main(int argc, char** argv) {
   make_undumpable();
   Options options = parse(argc, argv);
@@ -354,11 +402,14 @@ int main(int argc, char** argv) {
   verify_no_capabilities();
   // The relay is forked before the filter: it needs the unix socket the command must not get.
   // It is a child of this PID 1 and dies with it, i.e. with the command.
+  if (bwrap_filter(options.network) == sbx::stage2::NetworkFilter::kPrivate)
+    verify_private_network();
   if (options.network == sbx::stage2::NetworkFilter::kProxy) {
     sbx::Result<pid_t> relay = sbx::stage2::start_relay(options.relay);
     if (!relay.ok()) fail("proxy relay", relay.error());
   }
-  sbx::Status filtered = sbx::stage2::install_filter(options.network);
+  scope_abstract_unix_sockets();
+  sbx::Status filtered = sbx::stage2::install_filter(bwrap_filter(options.network));
   if (!filtered.ok()) fail("seccomp", filtered.error());
   if (::getpid() == 1) run_as_init(options);
   exec_command(options);

@@ -2,6 +2,9 @@
 // allows; transform() gathers the host facts the pure translator needs; exec() runs the plan
 // with its own spawner (signals go to the sandbox's PID 1, not to bwrap)
 // and removes the mount points bwrap had to create on the host.
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <optional>
 #include <string>
@@ -18,6 +21,18 @@ namespace {
 constexpr std::string_view kSyntheticPrefix = "sbx-bwrap:mount-point ";
 constexpr std::string_view kLockedPrefix = "sbx-bwrap:keeps ";
 constexpr std::string_view kStatePrefix = "sbx-bwrap:state-dir ";
+
+// sbx-stage2 scopes abstract unix sockets with a Landlock domain when the kernel has ABI 6+.
+// With the network enabled the sandbox shares the host's network namespace, so below ABI 6 the
+// host's abstract unix sockets stay reachable: the plan says so.
+std::optional<std::string> abstract_unix_scope_note() {
+  constexpr unsigned long kLandlockCreateRulesetVersion = 1;
+  const long abi = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, kLandlockCreateRulesetVersion);
+  if (abi >= 6) return std::nullopt;
+  return "Landlock ABI " + std::to_string(abi < 0 ? 0 : abi) +
+         " (< 6): abstract unix sockets are not scoped; with the network enabled the command can "
+         "reach the host's abstract unix sockets";
+}
 
 bool translation_has_no_mount_points(const std::vector<std::string>& notes) {
   return std::none_of(notes.begin(), notes.end(), [](const std::string& note) {
@@ -145,6 +160,10 @@ class BwrapBackend final : public Backend {
       plan.notes.push_back(std::string(kSyntheticPrefix) + m);
     for (const ProtectedPath& p : policy.protected_paths) {
       if (p.exists) plan.notes.push_back(std::string(kLockedPrefix) + p.path);
+    }
+    if (request.policy.network.mode == NetworkMode::kEnabled) {
+      const std::optional<std::string> note = abstract_unix_scope_note();
+      if (note) plan.notes.push_back(*note);
     }
     if (!facts.state_dir.empty())
       plan.notes.push_back(std::string(kStatePrefix) + facts.state_dir);

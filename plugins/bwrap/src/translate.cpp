@@ -397,11 +397,12 @@ void append_namespaces(const ResolvedPolicy& policy, Translation& out) {
 void append_stage2(const TransformRequest& request, const HostFacts& facts, Translation& out) {
   std::vector<std::string>& a = out.argv;
   a.insert(a.end(), {"--chdir", request.cwd, "--", facts.stage2_path, "--net"});
-  // blocked: no socket() but socketpair(AF_UNIX); open: every socket (network enabled);
-  // proxy: TCP sockets only, inside the empty namespace, plus the relay to the proxy's socket.
+  // open: every socket (network enabled); private (restricted, inside --unshare-net's empty
+  // namespace): TCP/UDP over IPv4/IPv6 on the namespace's own loopback, no unix socket() but
+  // socketpair(AF_UNIX); proxy: the same filter plus the relay to the proxy's socket.
   switch (request.policy.network.mode) {
     case NetworkMode::kEnabled: a.push_back("open"); break;
-    case NetworkMode::kRestricted: a.push_back("blocked"); break;
+    case NetworkMode::kRestricted: a.push_back("private"); break;
     case NetworkMode::kProxy:
       a.insert(a.end(), {"proxy", "--proxy-port",
                          std::to_string(request.policy.network.proxy_ports.front()),
@@ -469,8 +470,8 @@ Result<Translation> translate(const TransformRequest& request, const HostFacts& 
         "network only through sbx's filtering proxy: the sandbox has an empty network namespace; "
         "sbx-stage2 relays 127.0.0.1:" + std::to_string(request.policy.network.proxy_ports.front()) +
         " inside it to the proxy's unix socket " + request.proxy_socket +
-        " (its directory bound read-only); the command may open TCP sockets only, no unix "
-        "sockets");
+        " (its directory bound read-only), a port the command cannot take; the command may use "
+        "TCP/UDP on the namespace's own loopback (IPv4/IPv6), no unix sockets");
   if (!request.policy.deny_globs.empty())
     out.notes.push_back("deny globs were expanded at launch (" +
                         std::to_string(facts.glob_matches.size()) +

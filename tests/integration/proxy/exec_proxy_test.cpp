@@ -207,6 +207,55 @@ TEST_P(ProxyExec, DirectConnectionBypassingTheProxyFails) {
   EXPECT_EQ(allowed_.accepts(), 0) << "the direct connection reached the host's server";
 }
 
+// The command's own loopback server, in one run with the proxy: under bwrap (a private network
+// namespace) it works, and the command cannot take the relay's port on 127.0.0.1 (the relay
+// bound it before the command started), so the proxy still answers and stays the only way out.
+// The landlock backend shares the host's network namespace: there binding stays refused.
+constexpr const char* kLoopbackInProxyMode = R"(
+import os, socket, threading, urllib.parse, urllib.request, http.server
+port = urllib.parse.urlsplit(os.environ['HTTP_PROXY']).port
+for family, host in ((socket.AF_INET, '127.0.0.1'), (socket.AF_INET, '0.0.0.0'), (socket.AF_INET6, '::')):
+    s = socket.socket(family)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    if family == socket.AF_INET6: s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+    try:
+        s.bind((host, port)); s.listen(); print('relay port taken on', host)
+    except PermissionError:
+        print('bind refused')
+    except OSError as e:
+        print('relay port busy' if e.errno == 98 else 'relay port error %d' % e.errno)
+    s.close()
+try:
+    srv = http.server.ThreadingHTTPServer(('127.0.0.1', 0), http.server.SimpleHTTPRequestHandler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    print('local server', direct.open('http://127.0.0.1:%d/' % srv.server_address[1], timeout=10).status)
+except PermissionError:
+    print('local server refused')
+)";
+
+TEST_P(ProxyExec, CommandsOwnLoopbackServerWorksUnderBwrapAndTheProxyStaysTheWayOut) {
+  std::ofstream(dir_ + "/loopback.py") << kLoopbackInProxyMode;
+  const RunResult r = exec_sh("python3 loopback.py; curl -sS -m 20 " + url(allowed_, "/via") +
+                              "; echo; curl -sS -m 10 --noproxy '*' " + url(unlisted_, "/direct") +
+                              "; echo \"curl=$?\"");
+  ASSERT_EQ(r.code, 0) << describe(r);
+  if (GetParam() == "bwrap") {
+    EXPECT_NE(r.out.find("relay port busy\nrelay port busy\nrelay port busy\nlocal server 200\n"),
+              std::string::npos)
+        << describe(r);
+  } else {
+    EXPECT_NE(r.out.find("bind refused\nbind refused\nbind refused\nlocal server refused\n"),
+              std::string::npos)
+        << describe(r);
+  }
+  EXPECT_NE(r.out.find("hello GET /via"), std::string::npos) << describe(r);
+  EXPECT_NE(r.out.find("curl=7"), std::string::npos) << describe(r);
+  EXPECT_EQ(allowed_.accepts(), 1);
+  EXPECT_EQ(unlisted_.accepts(), 0) << "the direct connection reached the host's server";
+}
+
 TEST_P(ProxyExec, Socks5AllowsTheAllowedAndRefusesTheRest) {
   // ALL_PROXY is socks5h://USER:TOKEN@127.0.0.1:PORT; -x makes curl use it for http URLs too.
   const RunResult r = exec_sh("curl -sS -m 20 -x \"$ALL_PROXY\" " + url(allowed_, "/socks") +

@@ -323,7 +323,8 @@ TEST_P(SeccompTableGolden, ListingMatches) {
 INSTANTIATE_TEST_SUITE_P(Modes, SeccompTableGolden,
                          ::testing::Values(std::make_pair("blocked", NetworkFilter::kBlocked),
                                            std::make_pair("open", NetworkFilter::kOpen),
-                                           std::make_pair("proxy", NetworkFilter::kProxy)),
+                                           std::make_pair("proxy", NetworkFilter::kProxy),
+                                           std::make_pair("private", NetworkFilter::kPrivate)),
                          [](const ::testing::TestParamInfo<SeccompTableGolden::ParamType>& p) {
                            return std::string(p.param.first);
                          });

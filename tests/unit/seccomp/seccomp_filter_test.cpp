@@ -115,8 +115,9 @@ std::vector<Rule> network_denied() {
   };
 }
 
-TEST(SeccompFilter, AlwaysDeniedInBothModes) {
-  for (NetworkFilter net : {NetworkFilter::kBlocked, NetworkFilter::kOpen}) {
+TEST(SeccompFilter, AlwaysDeniedInEveryMode) {
+  for (NetworkFilter net : {NetworkFilter::kBlocked, NetworkFilter::kOpen, NetworkFilter::kProxy,
+                            NetworkFilter::kPrivate}) {
     for (const Rule& rule : always_denied())
       EXPECT_EQ(run_filtered(net, rule.call, EPERM), "ok") << rule.name;
   }
@@ -168,6 +169,9 @@ TEST(SeccompFilter, OrdinaryWorkStillRuns) {
 TEST(SeccompFilter, ParsesNetworkWords) {
   EXPECT_TRUE(sbx::stage2::parse_network_filter("blocked").ok());
   EXPECT_TRUE(sbx::stage2::parse_network_filter("open").ok());
+  const auto private_net = sbx::stage2::parse_network_filter("private");
+  ASSERT_TRUE(private_net.ok());
+  EXPECT_EQ(*private_net, NetworkFilter::kPrivate);
   const auto bad = sbx::stage2::parse_network_filter("restricted");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().find("'restricted'"), std::string::npos);
@@ -197,7 +201,9 @@ TEST_P(SeccompGolden, ExportedTextMatches) {
 
 INSTANTIATE_TEST_SUITE_P(Modes, SeccompGolden,
                          ::testing::Values(std::make_pair("blocked", NetworkFilter::kBlocked),
-                                           std::make_pair("open", NetworkFilter::kOpen)),
+                                           std::make_pair("open", NetworkFilter::kOpen),
+                                           std::make_pair("proxy", NetworkFilter::kProxy),
+                                           std::make_pair("private", NetworkFilter::kPrivate)),
                          [](const ::testing::TestParamInfo<SeccompGolden::ParamType>& p) {
                            return std::string(p.param.first);
                          });

@@ -1,0 +1,203 @@
+// Loopback networking inside the bwrap sandbox with the network restricted: the command has its
+// own network namespace, whose loopback (IPv4, IPv6, IPv4-mapped IPv6) it may use for TCP and
+// UDP servers and clients, while the host's loopback services stay out of reach. Real programs:
+// Python's http.server and urllib, run by the installed `sbx exec`.
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdio>
+#include <cstring>
+
+#include "sbx_harness.hpp"
+
+using namespace sbx_it;
+
+namespace {
+
+class BwrapLoopback : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!exists(sbx_path())) GTEST_SKIP() << "no installed sbx at " << sbx_path();
+    if (!exists("/usr/bin/python3")) GTEST_SKIP() << "no /usr/bin/python3 for the servers";
+    ASSERT_FALSE(ws_.path().empty());
+  }
+  RunResult python(const std::string& script,
+                   const std::vector<std::string>& policy = {"--preset", "workspace-write"}) {
+    return sbx_exec(policy, ws_.path(), {"/usr/bin/python3", "-c", script});
+  }
+  TempDir ws_;
+};
+
+// An HTTP server on `host` in a thread of the same process, fetched with urllib from `url_host`.
+std::string http_round_trip(const std::string& family, const std::string& host,
+                            const std::string& url_host, const std::string& label) {
+  return "class S(http.server.ThreadingHTTPServer): address_family = socket." + family +
+         "\n"
+         "s = S(('" + host + "', 0), http.server.SimpleHTTPRequestHandler)\n"
+         "threading.Thread(target=s.serve_forever, daemon=True).start()\n"
+         "r = urllib.request.urlopen('http://" + url_host + ":%d/' % s.server_address[1], "
+         "timeout=10)\n"
+         "print('" + label + "', r.status)\n"
+         "s.shutdown()\n";
+}
+
+constexpr const char* kImports =
+    "import http.server, os, socket, threading, urllib.request\n"
+    "os.environ.pop('http_proxy', None); os.environ.pop('HTTP_PROXY', None)\n";
+
+TEST_F(BwrapLoopback, HttpServerAndClientWorkOnIpv4Ipv6AndMappedAddresses) {
+  const RunResult r = python(std::string(kImports) +
+                             http_round_trip("AF_INET", "127.0.0.1", "127.0.0.1", "v4") +
+                             http_round_trip("AF_INET6", "::1", "[::1]", "v6") +
+                             http_round_trip("AF_INET6", "::", "[::ffff:127.0.0.1]", "mapped"));
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_NE(r.out.find("v4 200\nv6 200\nmapped 200\n"), std::string::npos) << describe(r);
+}
+
+// The same port number on 127.0.0.1: the host's server is not reachable from inside (connect is
+// refused: nothing listens there in the sandbox's namespace), and a server the command starts
+// on that port answers the command, not the host's.
+TEST_F(BwrapLoopback, HostLoopbackServerIsNotTheSandboxsLoopback) {
+  Listener host(Listener::kTcp4);
+  ASSERT_TRUE(host.ok());
+  const std::string port = std::to_string(host.port());
+  const RunResult r = python(
+      "import socket, threading\n"
+      "try:\n"
+      "    socket.create_connection(('127.0.0.1', " + port + "), timeout=5)\n"
+      "    print('host reached')\n"
+      "except ConnectionRefusedError:\n"
+      "    print('host refused')\n"
+      "srv = socket.socket(); srv.bind(('127.0.0.1', " + port + ")); srv.listen()\n"
+      "def serve():\n"
+      "    c, _ = srv.accept(); c.sendall(b'inside'); c.close()\n"
+      "threading.Thread(target=serve).start()\n"
+      "print(socket.create_connection(('127.0.0.1', " + port + "), timeout=5).recv(16))\n");
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_NE(r.out.find("host refused\nb'inside'\n"), std::string::npos) << describe(r);
+  ::usleep(200 * 1000);
+  EXPECT_EQ(host.hits(), 0) << "the command reached the host's loopback server";
+}
+
+TEST_F(BwrapLoopback, UdpEchoOnIpv4AndIpv6Loopback) {
+  const RunResult r = python(
+      "import socket\n"
+      "for fam, host in ((socket.AF_INET, '127.0.0.1'), (socket.AF_INET6, '::1')):\n"
+      "    srv = socket.socket(fam, socket.SOCK_DGRAM); srv.bind((host, 0))\n"
+      "    cli = socket.socket(fam, socket.SOCK_DGRAM); cli.settimeout(5)\n"
+      "    cli.sendto(b'ping', srv.getsockname()[:2])\n"
+      "    data, peer = srv.recvfrom(16); srv.sendto(data.upper(), peer)\n"
+      "    print(cli.recvfrom(16)[0])\n");
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_NE(r.out.find("b'PING'\nb'PING'\n"), std::string::npos) << describe(r);
+}
+
+// Unix sockets are not part of this: socket(AF_UNIX) stays refused with the network restricted
+// (a host pathname socket is reachable through the bind-mounted filesystem, and the filter
+// cannot tell which path a connect() names). So Python's multiprocessing.Manager, which
+// listens on a unix socket on Linux, still fails here.
+TEST_F(BwrapLoopback, UnixSocketsAndNetlinkStayRefused) {
+  const RunResult r = python(
+      "import socket\n"
+      "for name in ('AF_UNIX', 'AF_NETLINK'):\n"
+      "    try:\n"
+      "        socket.socket(getattr(socket, name), socket.SOCK_DGRAM); print('created', name)\n"
+      "    except PermissionError:\n"
+      "        print('refused', name)\n");
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_NE(r.out.find("refused AF_UNIX\nrefused AF_NETLINK\n"),
+            std::string::npos)
+      << describe(r);
+}
+
+// A host-side listener on an abstract unix socket name (no file: no mount can hide it), with the
+// number of connections it accepted.
+class AbstractListener {
+ public:
+  explicit AbstractListener(const std::string& name) {
+    fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    sockaddr_un sa{};
+    sa.sun_family = AF_UNIX;
+    std::memcpy(sa.sun_path + 1, name.data(), name.size());
+    const auto length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+    ok_ = fd_ >= 0 && ::bind(fd_, reinterpret_cast<sockaddr*>(&sa), length) == 0 &&
+          ::listen(fd_, 4) == 0;
+  }
+  ~AbstractListener() { ::close(fd_); }
+  AbstractListener(const AbstractListener&) = delete;
+  AbstractListener& operator=(const AbstractListener&) = delete;
+  bool ok() const { return ok_; }
+  int accepted() const {
+    int n = 0;
+    while (::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC) >= 0) ++n;  // non-blocking listener
+    return n;
+  }
+
+ private:
+  int fd_ = -1;
+  bool ok_ = false;
+};
+
+// With the network enabled the command shares the host's network namespace, and with it the
+// host's abstract unix sockets: a Landlock scope (ABI 6+) keeps a socket bound outside the
+// sandbox unreachable, while an abstract socket the command binds itself still works.
+TEST_F(BwrapLoopback, HostAbstractUnixSocketIsUnreachableWithTheNetworkEnabled) {
+  const long abi = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, 1UL /* VERSION */);
+  if (abi < 6) GTEST_SKIP() << "Landlock ABI " << abi << " < 6: abstract sockets are not scoped";
+  const std::string name = "sbx-it-abstract-" + std::to_string(::getpid());
+  AbstractListener host(name);
+  ASSERT_TRUE(host.ok());
+  const RunResult r = python(
+      "import socket, threading\n"
+      "c = socket.socket(socket.AF_UNIX)\n"
+      "try:\n"
+      "    c.connect('\\0" + name + "'); print('host reached')\n"
+      "except PermissionError:\n"
+      "    print('host refused')\n"
+      "srv = socket.socket(socket.AF_UNIX); srv.bind('\\0" + name + "-inside'); srv.listen()\n"
+      "def serve():\n"
+      "    a, _ = srv.accept(); a.sendall(b'inside'); a.close()\n"
+      "threading.Thread(target=serve).start()\n"
+      "c = socket.socket(socket.AF_UNIX); c.connect('\\0" + name + "-inside')\n"
+      "print(c.recv(16))\n",
+      {"--preset", "workspace-write", "--network", "enabled"});
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_NE(r.out.find("host refused\nb'inside'\n"), std::string::npos) << describe(r);
+  EXPECT_EQ(host.accepted(), 0) << "the command reached the host's abstract socket";
+}
+
+// A unix datagram socket can name a destination path on every send, and the kernel delivers to
+// whatever is bound there: a socketpair would reach a host datagram socket visible through the
+// filesystem. Datagram pairs are refused; stream and seqpacket pairs ignore or refuse the path.
+TEST_F(BwrapLoopback, HostUnixDatagramSocketIsUnreachableThroughASocketpair) {
+  const std::string path = ws_ / "host-dgram.sock";
+  const int host = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  std::snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path.c_str());
+  ASSERT_EQ(::bind(host, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+  const RunResult r = python(
+      "import socket\n"
+      "for kind in ('SOCK_DGRAM', 'SOCK_SEQPACKET', 'SOCK_STREAM'):\n"
+      "    try:\n"
+      "        a, b = socket.socketpair(socket.AF_UNIX, getattr(socket, kind))\n"
+      "    except PermissionError:\n"
+      "        print(kind, 'pair refused'); continue\n"
+      "    for send in (lambda: a.sendto(b'x', '" + path + "'),\n"
+      "                 lambda: a.sendmsg([b'y'], [], 0, '" + path + "')):\n"
+      "        try:\n"
+      "            send(); print(kind, 'sent')\n"
+      "        except OSError as e:\n"
+      "            print(kind, 'not sent')\n");
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_NE(r.out.find("SOCK_DGRAM pair refused\n"), std::string::npos) << describe(r);
+  char buffer[8];
+  EXPECT_LT(::recv(host, buffer, sizeof buffer, 0), 0) << "a datagram reached the host's socket";
+  ::close(host);
+}
+
+}  // namespace
