@@ -67,12 +67,14 @@ class Limits : public ::testing::TestWithParam<std::string> {
   }
   void TearDown() override {
     if (!workdir_.empty()) fs::remove_all(workdir_);
+    if (!workdir_.empty()) fs::remove(workdir_ + ".policy.json");
   }
 
   // A policy every Linux backend can enforce (read everywhere, write the working directory, no
   // protected names, which Landlock cannot enforce) with `limits` as its /limits members.
   std::string policy(const std::string& limits) {
-    const std::string path = workdir_ + "/policy.json";
+    const std::string path = workdir_ + ".policy.json";  // beside the workspace: a --policy
+    // file inside a writable root is kept read-only, which Landlock cannot do
     std::ofstream(path) << R"({"version":1,"filesystem":{"kind":"restricted","entries":[
         {"path":":root","access":"read"},{"path":":cwd","access":"write"}],
         "protected_names":[]},"limits":{)"

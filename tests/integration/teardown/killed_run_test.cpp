@@ -117,12 +117,14 @@ std::string sbx_log(const TempDir& scratch) { return read_file(scratch / "sbx.lo
 
 // workspace-write for bwrap; for landlock the same without protected names (it cannot keep
 // them), written to `scratch`.
+// The Landlock policy lives in `scratch`, outside its only writable root (the working
+// directory): a --policy file inside a writable root is kept read-only, which Landlock cannot do.
 std::vector<std::string> policy_for(const std::string& backend, const TempDir& scratch) {
   if (backend == "bwrap") return {"--preset", "workspace-write"};
   write_file(scratch / "policy.json",
              R"({"version":1,"filesystem":{"kind":"restricted","entries":[)"
-             R"({"path":":root","access":"read"},{"path":":cwd","access":"write"},)"
-             R"({"path":":slash_tmp","access":"write"}],"protected_names":[]},)"
+             R"({"path":":root","access":"read"},{"path":":cwd","access":"write"}],)"
+             R"("protected_names":[]},)"
              R"("network":{"mode":"restricted"}})");
   return {"--policy", scratch / "policy.json"};
 }
