@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Exec overhead of the bwrap backend (issue 3, acceptance 5).
+# Exec overhead of the bwrap backend.
 #
 #   bench/bwrap_overhead.sh [SBX] [RUNS]
 #

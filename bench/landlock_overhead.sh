@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Exec overhead of the landlock backend (issue 4, acceptance 4).
+# Exec overhead of the landlock backend.
 #
 #   bench/landlock_overhead.sh [SBX] [RUNS] [PRESET]
 #

@@ -1,4 +1,4 @@
-// Plugin discovery and loading (issue 2, point 8): what `sbx` pays at start to find, check and
+// Plugin discovery and loading: what `sbx` pays at start to find, check and
 // load its backends.
 //
 //   sbx_bench_loader [--fixture-dir=DIR] [benchmark flags]

@@ -1,4 +1,4 @@
-// Parse and resolve a 200-entry policy against a real directory tree (issue 2, point 8).
+// Parse and resolve a 200-entry policy against a real directory tree.
 // The tree lives in a fresh mkdtemp directory and is removed at exit.
 #include <benchmark/benchmark.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 // Shared pieces of the `sbx` front end: global and policy options, plugin loading, error
-// reporting, and one registration function per subcommand (DESIGN.md "`sbx` command line").
+// reporting, and one registration function per subcommand (core/cli/README.md).
 #pragma once
 
 #include <CLI/CLI.hpp>

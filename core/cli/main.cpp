@@ -1,5 +1,6 @@
 // `sbx`: the command-line front end over libsbx. Parses arguments with CLI11, then runs exactly
-// one subcommand. Usage errors and sbx's own failures exit 125 (DESIGN.md).
+// one subcommand. Usage errors and sbx's own failures exit 125, as env(1) and timeout(1) do when
+// they fail themselves (core/cli/README.md, "Exit status").
 #include <CLI/CLI.hpp>
 #include <exception>
 #include <iostream>

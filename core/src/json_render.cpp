@@ -32,9 +32,58 @@ void make_valid_utf8(json::value& value) {
   }
 }
 
-// Boost.JSON 1.81 has no pretty printer; scalars reuse its serializer so escaping stays exact.
-void pretty_print(const json::value& value, int depth, std::string& out) {
+bool is_scalar(const json::value& value) { return !value.is_object() && !value.is_array(); }
+
+// render_json_short_inline: objects and arrays made only of scalars that fit on one line.
+bool fits_inline(const json::value& value) {
+  if (is_scalar(value)) return true;
   if (value.is_object()) {
+    for (const auto& member : value.get_object()) {
+      if (!is_scalar(member.value())) return false;
+    }
+  } else {
+    for (const json::value& item : value.get_array()) {
+      if (!is_scalar(item)) return false;
+    }
+  }
+  return json::serialize(value).size() <= 72;
+}
+
+// One line with a space after each ',' and ':' ({"a": 1, "b": [2, 3]}).
+void write_inline(const json::value& value, std::string& out) {
+  if (value.is_object()) {
+    out += "{";
+    bool first = true;
+    for (const auto& member : value.get_object()) {
+      out += first ? "" : ", ";
+      out += json::serialize(json::string(member.key())) + ": " + json::serialize(member.value());
+      first = false;
+    }
+    out += "}";
+  } else if (value.is_array()) {
+    out += "[";
+    bool first = true;
+    for (const json::value& item : value.get_array()) {
+      out += (first ? "" : ", ") + json::serialize(item);
+      first = false;
+    }
+    out += "]";
+  } else {
+    out += json::serialize(value);
+  }
+}
+
+enum class Layout {
+  kOneValuePerLine,  // JsonStyle::kPretty
+  kShortInline,      // render_json_short_inline
+};
+
+// Boost.JSON 1.81 has no pretty printer; scalars reuse its serializer so escaping stays exact.
+void pretty_print(const json::value& value, int depth, std::string& out,
+                  Layout layout = Layout::kOneValuePerLine) {
+  if (layout == Layout::kShortInline && fits_inline(value)) {
+    write_inline(value, out);
+  } else if (value.is_object()) {
     const json::object& object = value.get_object();
     if (object.empty()) {
       out += "{}";
@@ -48,7 +97,7 @@ void pretty_print(const json::value& value, int depth, std::string& out) {
       append_indent(out, depth + 1);
       out += json::serialize(json::string(member.key()));
       out += ": ";
-      pretty_print(member.value(), depth + 1, out);
+      pretty_print(member.value(), depth + 1, out, layout);
     }
     out += "\n";
     append_indent(out, depth);
@@ -63,7 +112,7 @@ void pretty_print(const json::value& value, int depth, std::string& out) {
     for (std::size_t i = 0; i < array.size(); ++i) {
       if (i != 0) out += ",\n";
       append_indent(out, depth + 1);
-      pretty_print(array[i], depth + 1, out);
+      pretty_print(array[i], depth + 1, out, layout);
     }
     out += "\n";
     append_indent(out, depth);
@@ -104,6 +153,13 @@ std::string render_json(json::value value, JsonStyle style) {
   if (style == JsonStyle::kCompact) return escape_invisible(json::serialize(value));
   std::string out;
   pretty_print(value, 0, out);
+  return escape_invisible(std::move(out));
+}
+
+std::string render_json_short_inline(json::value value) {
+  make_valid_utf8(value);
+  std::string out;
+  pretty_print(value, 0, out, Layout::kShortInline);
   return escape_invisible(std::move(out));
 }
 

@@ -1,5 +1,7 @@
-// Internal: renders a Boost.JSON value in the styles of report_json.hpp, after making every
-// string valid UTF-8. Shared by report_json.cpp and context.cpp.
+// Internal: the one JSON writer of libsbx. Renders a Boost.JSON value in the styles of
+// report_json.hpp (or the layout of policy_to_json), after making every string valid UTF-8 and
+// writing invisible and bidi characters as \uXXXX. Shared by report_json.cpp, context.cpp and
+// policy_serialize.cpp, so every document sbx writes escapes the same way.
 #pragma once
 
 #include <boost/json/value.hpp>
@@ -10,5 +12,11 @@
 namespace sbx::detail {
 
 std::string render_json(boost::json::value value, JsonStyle style);
+
+// The layout of policy_to_json: like JsonStyle::kPretty, except that an object or array made
+// only of scalars whose compact form fits in 72 characters stays on one line
+// ({"path": ":root", "access": "read"}), so that `sbx policy show` reads well and diffs stay
+// small. Same UTF-8 repair and escaping as render_json.
+std::string render_json_short_inline(boost::json::value value);
 
 }  // namespace sbx::detail

@@ -1,4 +1,4 @@
-// The two questions and dispatch (see manager.hpp and DESIGN.md "The Backend interface").
+// The two questions and dispatch (see manager.hpp and docs/ARCHITECTURE.md, "One `sbx exec`").
 #include "sbx/core/manager.hpp"
 
 #include <algorithm>
@@ -27,7 +27,7 @@ std::string first_deny_entry(const Policy& policy) {
   return {};
 }
 
-// The auto rules of DESIGN.md, before the deny-entry override.
+// The auto rules (documented on should_sandbox in manager.hpp), before the deny-entry override.
 SandboxDecision auto_decision(const Policy& policy) {
   const FilesystemKind kind = policy.filesystem.kind;
   switch (policy.network.mode) {
@@ -191,7 +191,8 @@ Needs compute_needs(const ResolvedPolicy& policy, const std::string& policy_file
   Needs needs;
   add_filesystem_needs(policy, policy_file, needs);
   add_network_needs(policy.network, needs);
-  // DESIGN.md "Linux specifics": the dangerous-syscall filter applies in every sandboxed mode.
+  // The dangerous-syscall filter applies in every sandboxed mode: a sandbox without it would
+  // leave kernel attack surface (e.g. namespace or keyring calls) that no path rule covers.
   needs.add(Capability::kSyscallFilter,
             "every sandboxed command gets the dangerous-syscall filter");
   return needs;
@@ -307,8 +308,8 @@ Result<SandboxPreference> parse_sandbox_preference(std::string_view text) {
 }
 
 Result<SandboxDecision> should_sandbox(const Policy& policy, SandboxPreference preference) {
-  // DESIGN.md "Permission algebra": a policy with any deny entry never runs unsandboxed, since
-  // nothing but a sandbox could keep the command away from what it denies.
+  // A policy with any deny entry never runs unsandboxed, since nothing but a sandbox could keep
+  // the command away from what it denies.
   const std::string deny = first_deny_entry(policy);
   if (preference == SandboxPreference::kRequire)
     return SandboxDecision{true, "the caller requires a sandbox (--sandbox require)"};

@@ -1,6 +1,6 @@
-// Policy v1 <-> JSON. Reading is strict (DESIGN.md): every key is known, every value has the
-// expected type, and every error names the JSON pointer of the offending value. Semantic rules
-// live in validate_policy() and the presets, which the reader ends with.
+// Policy v1 <-> JSON. Reading is strict: every key is known, every value has the expected type,
+// and every error names the JSON pointer of the offending value. Semantic rules live in
+// validate_policy() and the presets, which the reader ends with.
 #include <algorithm>
 #include <boost/json.hpp>
 #include <exception>

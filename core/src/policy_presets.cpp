@@ -1,5 +1,5 @@
-// The four presets (DESIGN.md "Policy (JSON v1)") and the short form, each defined as the full
-// form it converts to.
+// The four presets (docs/ARCHITECTURE.md, "The policy model") and the short form, each defined
+// as the full form it converts to.
 #include <string>
 #include <vector>
 

@@ -1,8 +1,10 @@
-// policy_to_json: the full form, keys in a fixed order, pretty-printed so that `sbx policy show`
-// output is readable and diffs stay small.
+// policy_to_json: the full form, keys in a fixed order, in the short-inline layout of
+// json_render.hpp so that `sbx policy show` output is readable and diffs stay small.
 #include <boost/json.hpp>
 #include <string>
+#include <utility>
 
+#include "json_render.hpp"
 #include "policy_internal.hpp"
 #include "sbx/core/policy.hpp"
 
@@ -49,72 +51,6 @@ json::object network_json(const NetworkPolicy& network) {
   return out;
 }
 
-bool is_scalar(const json::value& value) { return !value.is_object() && !value.is_array(); }
-
-// Objects and arrays made only of scalars that fit on one line are written inline.
-bool fits_inline(const json::value& value) {
-  if (is_scalar(value)) return true;
-  if (value.is_object()) {
-    for (const auto& member : value.get_object()) {
-      if (!is_scalar(member.value())) return false;
-    }
-  } else {
-    for (const json::value& item : value.get_array()) {
-      if (!is_scalar(item)) return false;
-    }
-  }
-  return json::serialize(value).size() <= 72;
-}
-
-void write_inline(const json::value& value, std::string& out) {
-  if (value.is_object()) {
-    out += "{";
-    bool first = true;
-    for (const auto& member : value.get_object()) {
-      out += first ? "" : ", ";
-      out += json::serialize(json::string(member.key())) + ": " + json::serialize(member.value());
-      first = false;
-    }
-    out += "}";
-  } else if (value.is_array()) {
-    out += "[";
-    bool first = true;
-    for (const json::value& item : value.get_array()) {
-      out += (first ? "" : ", ") + json::serialize(item);
-      first = false;
-    }
-    out += "]";
-  } else {
-    out += json::serialize(value);
-  }
-}
-
-void write_pretty(const json::value& value, std::size_t indent, std::string& out) {
-  if (fits_inline(value)) {
-    write_inline(value, out);
-    return;
-  }
-  std::string pad(indent + 2, ' ');
-  bool object = value.is_object();
-  out += object ? "{\n" : "[\n";
-  bool first = true;
-  auto item = [&](const json::value& child) { write_pretty(child, indent + 2, out); };
-  if (object) {
-    for (const auto& member : value.get_object()) {
-      out += (first ? "" : ",\n") + pad + json::serialize(json::string(member.key())) + ": ";
-      item(member.value());
-      first = false;
-    }
-  } else {
-    for (const json::value& child : value.get_array()) {
-      out += (first ? "" : ",\n") + pad;
-      item(child);
-      first = false;
-    }
-  }
-  out += "\n" + std::string(indent, ' ') + (object ? "}" : "]");
-}
-
 }  // namespace
 
 std::string policy_to_json(const Policy& policy) {
@@ -124,10 +60,10 @@ std::string policy_to_json(const Policy& policy) {
   root["network"] = network_json(policy.network);
   root["limits"] = policy_internal::limits_json(policy.limits);
   root["environment"] = policy_internal::environment_json(policy.environment);
-  std::string out;
-  write_pretty(root, 0, out);
-  out += "\n";
-  return out;
+  // The one JSON writer (json_render.hpp): paths are arbitrary bytes, and a serialized policy is
+  // read by people and models like every report, so it gets the same UTF-8 repair and escaping
+  // of invisible and bidi characters.
+  return detail::render_json_short_inline(std::move(root)) + "\n";
 }
 
 }  // namespace sbx

@@ -36,7 +36,8 @@ struct Candidate {
 };
 
 int strength(Access access) {
-  // Ties on one path: deny > write > read (DESIGN.md).
+  // Ties on one path: deny > write > read, the most restrictive wins (docs/ARCHITECTURE.md,
+  // "The policy model").
   switch (access) {
     case Access::kDeny:
       return 2;

@@ -1,6 +1,6 @@
-// Protected names under writable roots (DESIGN.md "Protected names"). Existing ones must stay
-// read-only and missing ones uncreatable, so that a sandboxed command cannot plant git hooks or
-// agent configuration that would later run outside the sandbox.
+// Protected names under writable roots (docs/ARCHITECTURE.md, "The policy model"). Existing ones
+// must stay read-only and missing ones uncreatable, so that a sandboxed command cannot plant git
+// hooks or agent configuration that would later run outside the sandbox.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-// The Landlock part of sbx-stage2 (DESIGN.md "Linux specifics", plugins/landlock/README.md).
+// The Landlock part of sbx-stage2 (docs/ARCHITECTURE.md "sbx-stage2", plugins/landlock/README.md).
 //
 // The kernel headers of Debian 12 stop at Landlock ABI 3, so the constants and structs of ABI
 // 1..7 are spelled out here (values from the kernel's uapi/linux/landlock.h). Everything is

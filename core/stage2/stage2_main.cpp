@@ -1,4 +1,4 @@
-// sbx-stage2: the last trusted step inside the bwrap sandbox (DESIGN.md "Linux specifics").
+// sbx-stage2: the last trusted step before the command (docs/ARCHITECTURE.md, "sbx-stage2").
 //
 //   sbx-stage2 --net blocked|open|private [--env KEY=VALUE]... [--env-fd N | --env-environ]
 //              [--ready-fd N] [--mounts-fd N] -- /abs/command [ARG]...
@@ -289,8 +289,8 @@ void restore_child_signals(const sigset_t& previous) {
   }
 }
 
-// Landlock mode, in the supervised child: every step before the command, in the order of
-// DESIGN.md; fail() exits 125 and the supervisor returns that.
+// Landlock mode, in the supervised child: every step before the command, in the order the
+// comment at the top of this file gives; fail() exits 125 and the supervisor returns that.
 [[noreturn]] void confine_and_exec(void* arg, int metadata_socket) {
   Options& o = *static_cast<Options*>(arg);
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail("no_new_privs", std::strerror(errno));

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""End-to-end tests of the installed `sbx` command line (DESIGN.md "`sbx` command line").
+"""End-to-end tests of the installed `sbx` command line (core/cli/README.md).
 
 Drives the real binary given by $SBX_BIN (ctest passes ${SBX_TEST_PREFIX}/bin/sbx). Each
 TestCase class is one ctest entry (`cli.<Class>`); a failed assertion makes the process exit
@@ -425,7 +425,7 @@ class Backends(SbxTestCase):
 
 
 class ExecNoneAvailable(SbxTestCase):
-    """Issue 2, point 3: wanted but none available → 125 without running the command."""
+    """A sandbox wanted but none available → 125 without running the command."""
 
     def exec_touch(self, *options, backends="nonexistent"):
         return sbx("--backends", backends, "exec", "--cwd", self.work, *options, "--",
@@ -673,7 +673,7 @@ class ExecSandboxed(SbxTestCase):
 
 
 class ExecSandboxedSignals(SbxTestCase):
-    """DESIGN.md: signals sent to sbx reach the command, also inside a sandbox. Its own ctest
+    """Signals sent to sbx reach the command, also inside a sandbox. Its own ctest
     (cli.ExecSandboxedSignals) so that a backend that drops signals shows up on its own."""
 
     def setUp(self):

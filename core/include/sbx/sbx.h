@@ -4,8 +4,8 @@
  * Conventions (all functions):
  *  - Handles are opaque; create with sbx_*_new, release with the matching sbx_*_free.
  *  - Structured values cross as UTF-8 JSON text. A returned char* is owned by the caller and
- *    must be released with sbx_string_free(). Policies are JSON in either form of DESIGN.md
- *    "Policy (JSON v1)".
+ *    must be released with sbx_string_free(). Policies are JSON in either form (full or
+ *    short; README.md "Policies", docs/ARCHITECTURE.md "The policy model").
  *  - On failure a function returns NULL (or a negative int) and, when `error` is not NULL,
  *    stores a new sbx_error whose message says what was wrong and what to do; release it with
  *    sbx_error_free(). On success *error is left untouched.
@@ -97,7 +97,7 @@ SBX_API char* sbx_exec(sbx_manager* manager, const char* policy_json, const char
                        const char* const* argv, const char* preference, unsigned flags,
                        sbx_error** error);
 
-/* The permission algebra (DESIGN.md "Permission algebra"). widen: the widened policy (full
+/* The permission algebra (sbx/core/permissions.hpp). widen: the widened policy (full
  * form). approve: {"recorded":bool,"policy":object|null,"dropped":[string]}; recorded false
  * means "nothing recorded" (keep earlier grants; it is not a refusal). */
 SBX_API char* sbx_policy_widen(const char* base_json, const char* extra_json, sbx_error** error);

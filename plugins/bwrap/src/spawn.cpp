@@ -2,7 +2,7 @@
 //
 // Why not core's spawner: it forwards a signal to its direct child, which here is bwrap. bwrap
 // 0.8 has no handler for SIGTERM & co., dies of it, and --die-with-parent then SIGKILLs the
-// sandbox: the command never sees the signal (DESIGN.md says it must). So bwrap is started with
+// sandbox: the command never sees the signal (sbx promises that it does). So bwrap is started with
 // --info-fd, and signals go to the pid bwrap reports: sbx-stage2, PID 1 of the sandbox's pid
 // namespace, which blocks the forwarded signals, takes them with sigwaitinfo and passes them
 // on to the command (core/stage2/stage2_main.cpp, run_as_init).

@@ -1,4 +1,4 @@
-// The escape suite (issue 3, acceptance 2): every test runs a hostile command through the
+// The escape suite: every test runs a hostile command through the
 // installed `sbx exec` with the bwrap backend and then checks, from outside, that the host is
 // untouched. Only loopback traffic is ever attempted.
 #include <gtest/gtest.h>

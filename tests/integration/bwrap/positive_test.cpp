@@ -1,4 +1,4 @@
-// The positive suite (issue 3, acceptance 3): ordinary work succeeds under the bwrap backend
+// The positive suite: ordinary work succeeds under the bwrap backend
 // through the installed `sbx exec`, and exit statuses, stdin, large output and TTYs pass
 // through unchanged.
 #include <gtest/gtest.h>

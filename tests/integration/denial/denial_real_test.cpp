@@ -1,4 +1,4 @@
-// Denial classification on REAL failures (issue 7, acceptance 3): each case runs the installed
+// Denial classification on REAL failures: each case runs the installed
 // sbx (SBX_TEST_PREFIX) so that a real backend produces a real failure, captures its exit status
 // and stderr, reads which backend ran it from the `exec --json` report (last stderr line), and
 // classifies that. Backends that run here: bwrap and landlock (each skipped, with the reason,

@@ -1,4 +1,4 @@
-// Automatic fallback (issue 4, acceptance 2): the installed sbx runs inside a bwrap sandbox
+// Automatic fallback from bwrap to landlock: the installed sbx runs inside a bwrap sandbox
 // that denies user namespaces (--unshare-user --disable-userns), with the default backend
 // order. The bwrap probe must really fail to create a user namespace there, so explain and
 // exec choose landlock and say why bwrap was passed over; the command runs confined.

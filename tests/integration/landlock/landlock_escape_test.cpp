@@ -1,5 +1,5 @@
-// The bwrap escape suite (issue 3, acceptance 2) replayed with `sbx --backends landlock exec`
-// (issue 4, acceptance 1). What Landlock can enforce is attempted and the host inspected
+// The bwrap escape suite (tests/integration/bwrap/escape_test.cpp) replayed with
+// `sbx --backends landlock exec`. What Landlock can enforce is attempted and the host inspected
 // afterwards; what it cannot enforce (protected names, carve-outs, deny globs) must be refused:
 // exit 125, the rule named, and the command never run (its marker file stays absent).
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// PluginRegistry::load against real plugin files (issue 2, acceptance point 4): every fixture is
+// PluginRegistry::load against real plugin files: every fixture is
 // rejected at its own stage with its own message, while the good plugin next to it still loads
 // and its create() works -- all bad ones together in one scan, and each one on its own.
 #include <gtest/gtest.h>

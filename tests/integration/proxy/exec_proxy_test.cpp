@@ -1,4 +1,4 @@
-// Issue 8, acceptance 1, end to end: the installed `sbx exec` in network mode proxy, through the
+// Network mode proxy end to end: the installed `sbx exec` in network mode proxy, through the
 // bwrap and the landlock backend, with local HTTP servers on 127.0.0.1 (host side) and curl
 // inside the sandbox:
 //  - an allowed host:port answers through the proxy (HTTP, HTTP CONNECT and SOCKS5);

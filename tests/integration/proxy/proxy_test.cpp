@@ -1,6 +1,7 @@
-// The filtering proxy against real loopback servers (issue 8, acceptance 1-3). Every destination
-// is 127.0.0.1; names are resolved by an injected map, so no test ever looks up or reaches
-// anything but loopback.
+// The filtering proxy against real loopback servers: allowed and denied destinations (HTTP,
+// CONNECT, SOCKS5), the credential, limits under floods, the refusal log and a clean stop. Every
+// destination is 127.0.0.1; names are resolved by an injected map, so no test ever looks up or
+// reaches anything but loopback.
 #include "sbx/core/proxy.hpp"
 
 #include <gtest/gtest.h>

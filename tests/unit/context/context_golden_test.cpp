@@ -1,4 +1,4 @@
-// Golden tests for the model-facing context (`sbx context`, issue 7 acceptance 2). Each case
+// Golden tests for the model-facing context (`sbx context`). Each case
 // tests/golden/context/NAME.input.json holds a policy (either form) and an optional "setup" of
 // directories and files to create in a fresh working directory; the expected outputs are
 // NAME.txt (context_to_text) and NAME.json (context_to_json, pretty). The working directory is a

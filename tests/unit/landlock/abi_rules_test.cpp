@@ -1,4 +1,4 @@
-// One test per ABI-dependent Landlock rule sbx-stage2 applies (issue 4, acceptance 3), each in
+// One test per ABI-dependent Landlock rule sbx-stage2 applies, each in
 // a forked child that sets no_new_privs, applies the ruleset with apply_landlock() exactly as
 // stage 2 does, tries the operation and reports its errno as the exit code. A test skips, with
 // the reason printed, only when the running kernel's ABI lacks the rule.

@@ -1,4 +1,4 @@
-// Property tests for the permission algebra (issue 7, acceptance 1) over policies from a
+// Property tests for the permission algebra (widen, approve) over policies from a
 // deterministic generator (fixed seed, so a failure reproduces exactly). Each property is
 // checked pointwise on a fixed universe of probe paths, with granted_access() as the meaning
 // of a policy, and over the network and deny parts.

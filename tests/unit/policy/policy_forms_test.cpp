@@ -197,6 +197,38 @@ TEST(PolicyForms, FullFormTextIsStableAndOrdered) {
 )");
 }
 
+// Paths are arbitrary bytes: a serialized policy is read by people (`sbx policy show`) and
+// models, so it escapes what would break or reorder a line exactly as every report does:
+// control characters, U+2028/U+2029 and the bidi controls appear as \uXXXX, never raw, and the
+// document still parses back to the same policy.
+TEST(PolicyForms, SerializedPathsEscapeControlAndBidiCharacters) {
+  const std::string rlo = "\xE2\x80\xAE";   // U+202E RIGHT-TO-LEFT OVERRIDE
+  const std::string isolate = "\xE2\x81\xA6";  // U+2066 LEFT-TO-RIGHT ISOLATE
+  const std::string line_sep = "\xE2\x80\xA8";  // U+2028 LINE SEPARATOR
+  Policy policy = *preset_policy("workspace-write");
+  policy.filesystem.entries.push_back(
+      PolicyEntry{"/srv/evil" + rlo + "txt.sh", {}, Access::kDeny});
+  policy.filesystem.entries.push_back(
+      PolicyEntry{"/srv/a\x01" "b\tc\x1f" + isolate + line_sep + "d", {}, Access::kRead});
+  policy.filesystem.entries.push_back(PolicyEntry{{}, "/srv/**/*" + rlo + ".pem", Access::kDeny});
+  Result<Policy> checked = validate_policy(policy);
+  ASSERT_TRUE(checked.ok()) << checked.error();
+
+  const std::string json = policy_to_json(*checked);
+  SCOPED_TRACE(json);
+  for (const std::string& raw : {rlo, isolate, line_sep, std::string("\x01"), std::string("\t")}) {
+    EXPECT_EQ(json.find(raw), std::string::npos) << "a raw invisible character in the output";
+  }
+  EXPECT_NE(json.find(R"("/srv/evil\u202etxt.sh")"), std::string::npos);
+  EXPECT_NE(json.find(R"("/srv/a\u0001b\tc\u001f\u2066\u2028d")"), std::string::npos);
+  EXPECT_NE(json.find(R"("/srv/**/*\u202e.pem")"), std::string::npos);
+
+  Result<Policy> again = parse_policy(json);
+  ASSERT_TRUE(again.ok()) << again.error();
+  EXPECT_EQ(*again, *checked);
+  EXPECT_EQ(policy_to_json(*again), json);
+}
+
 TEST(PolicyForms, ValidatePolicyChecksCodeBuiltPolicies) {
   Policy policy = *preset_policy("workspace-write");
   policy.filesystem.entries.push_back(PolicyEntry{"relative", {}, Access::kDeny});

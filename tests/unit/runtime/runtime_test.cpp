@@ -45,7 +45,8 @@ TEST(InstallLayout, FollowsTheRealLocationOfLibsbx) {
   EXPECT_EQ(layout.libsbx_owner, st.st_uid);
 }
 
-// DESIGN.md: no environment variable can add or change a plugin directory or the stage-2 path.
+// No environment variable can add or change a plugin directory or the stage-2 path: both are
+// found from libsbx's real location (docs/ARCHITECTURE.md, "The plugin boundary and trust rules").
 TEST(InstallLayout, EnvironmentChangesNothing) {
   const InstallLayout before = layout_or_die();
   constexpr const char* kNames[] = {"SBX_PLUGIN_DIR", "SBX_PLUGIN_PATH", "SBX_STAGE2",

@@ -21,7 +21,7 @@ struct LoadedPlugin {
   Backend* backend = nullptr;
   ~LoadedPlugin() {
     if (backend != nullptr) descriptor->destroy(backend);
-    // Never dlclose: plugins are never unloaded (DESIGN.md).
+    // Never dlclose: the host never unloads a plugin (RTLD_NODELETE), so neither does this test.
   }
 };
 

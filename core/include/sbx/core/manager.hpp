@@ -1,5 +1,6 @@
-// The two questions (DESIGN.md): should this be sandboxed (intent, pure) and which backend is
-// available here (capability, by probing), then transform and exec through the chosen backend.
+// The two questions (docs/ARCHITECTURE.md, "One `sbx exec`"): should this be sandboxed
+// (intent, pure) and which backend is available here (capability, by probing), then transform
+// and exec through the chosen backend.
 #pragma once
 
 #include <chrono>

@@ -1,6 +1,6 @@
-// The permission algebra (DESIGN.md "Permission algebra"): widen a policy when one command asks
-// for more, and approve (intersect) what a person grants against what was requested. Pure: no
-// filesystem access, no resolution.
+// The permission algebra: widen a policy when one command asks for more, and approve
+// (intersect) what a person grants against what was requested. Pure: no filesystem access, no
+// resolution.
 //
 // The model. Both operations work on the policy's own spelling of paths, lexically: ":root" (or
 // "/") contains every path; "A/B" lies inside "A" (":cwd/src" inside ":cwd", "~/x/y" inside

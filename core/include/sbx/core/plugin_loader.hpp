@@ -1,4 +1,5 @@
-// Trusted discovery and loading of backend plugins (DESIGN.md "Trusted plugin paths").
+// Trusted discovery and loading of backend plugins (docs/ARCHITECTURE.md, "The plugin boundary
+// and trust rules").
 #pragma once
 
 #include <sys/types.h>

@@ -1,5 +1,5 @@
-// Policy v1: the user-facing model, its strict JSON form (DESIGN.md "Policy (JSON v1)") and the
-// four presets. Pure: nothing here touches the OS.
+// Policy v1: the user-facing model, its strict JSON form (docs/ARCHITECTURE.md, "The policy
+// model") and the four presets. Pure: nothing here touches the OS.
 #pragma once
 
 #include <cstddef>

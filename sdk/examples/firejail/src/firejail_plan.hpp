@@ -11,7 +11,8 @@
 
 namespace firejail_backend {
 
-// Fixed absolute paths, never looked up in PATH (DESIGN.md: launchers come from fixed paths).
+// Fixed absolute paths, never looked up in PATH: a launcher found through PATH could be any
+// program the caller's environment points at.
 inline constexpr const char* kFirejailPath = "/usr/bin/firejail";
 // setsid(1) from util-linux: the command gets a new session without a controlling terminal, so
 // with every capability dropped it cannot push input into the caller's terminal (TIOCSTI).

@@ -52,7 +52,7 @@ bool bwrap_can_mount_proc(const std::string& bwrap_path);
 // when the probe ran in another process (core isolates probes in a child).
 std::optional<bool> cached_proc_mount(const std::string& bwrap_path, const std::string& cache_file);
 
-// The probe of issue 3: bwrap found/version/setuid, user namespaces (tried), the AppArmor
+// The bwrap probe's checks: bwrap found/version/setuid, user namespaces (tried), the AppArmor
 // restriction, proc, network namespace with loopback, seccomp, WSL1. The throwaway-sandbox
 // checks are cached in `cache_file` (per boot and bwrap binary; "" = no cache) once they pass.
 ProbeReport run_probe(const std::string& stage2_path, const std::string& cache_file);
