@@ -64,7 +64,10 @@ LimitEnforcement memory_enforcement(std::optional<std::uint64_t> value,
 }
 
 LimitEnforcement timeout_enforcement(const Limits& limits, const CgroupSupport& cgroups) {
-  LimitEnforcement out{"timeout_seconds", limits.timeout_seconds, false, std::string(kNotLimited)};
+  // There is no caller's limit to inherit for wall-clock time: unset means the run may take as
+  // long as the command does.
+  LimitEnforcement out{"timeout_seconds", limits.timeout_seconds, false,
+                       "not limited: the run may take as long as the command does"};
   if (!limits.timeout_seconds) return out;
   out.enforced = true;
   out.how = "sbx's watchdog: SIGTERM to the command after " + seconds(*limits.timeout_seconds) +

@@ -38,6 +38,10 @@ TEST(LimitsPlan, OneEntryPerLimitInPolicyOrder) {
   const LimitEnforcement files = entry(plan, "open_files");
   EXPECT_FALSE(files.enforced);
   EXPECT_NE(files.how.find("inherited"), std::string::npos) << files.how;
+  // No caller's limit exists for wall-clock time, so an unset timeout does not claim one.
+  const LimitEnforcement timeout = entry(plan, "timeout_seconds");
+  EXPECT_FALSE(timeout.enforced);
+  EXPECT_EQ(timeout.how, "not limited: the run may take as long as the command does");
 }
 
 TEST(LimitsPlan, RootWithoutACgroupHasNoProcessLimitAndIsToldSo) {
