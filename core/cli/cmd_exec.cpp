@@ -246,7 +246,7 @@ std::optional<int> resolve_argv(ExecRun& run) {
 // plugin and asks them in order, so the outcome is the same as without this shortcut.
 std::optional<int> run_with_preferred_backend(ExecRun& run, const GlobalOptions& globals) {
 #ifdef __linux__
-  constexpr const char* kPreferred = "bwrap";  // first in the default order (manager.cpp)
+  constexpr const char* kPreferred = "bwrap";  // first in the default order (core/src/run/manager.cpp)
 #else
   constexpr const char* kPreferred = nullptr;
 #endif

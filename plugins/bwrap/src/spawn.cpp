@@ -69,7 +69,7 @@ constexpr int kNoPidfdPollMs = 100;
 // ---------------------------------------------------------------------------------------------
 // The child side: async-signal-safe only, writing nothing but its own stack: it is started
 // with vfork and shares sbx's memory until execve (why vfork, and why that is safe: see
-// core/src/spawn.cpp; here too every signal is blocked until the dispositions are reset).
+// core/src/run/spawn.cpp; here too every signal is blocked until the dispositions are reset).
 
 enum class ChildStage : int { kSetup = 1, kChdir = 2, kExec = 3, kLimits = 4 };
 struct ChildFailure {

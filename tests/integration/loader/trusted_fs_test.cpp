@@ -1,6 +1,6 @@
 // The fd-based trust walk (core/src/trusted_fs.*) on real directory trees, and the
 // check-then-load window: what was checked is what loads, whatever happens to the path.
-#include "trusted_fs.hpp"
+#include "plugins/trusted_fs.hpp"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -19,7 +19,7 @@
 #include <variant>
 #include <vector>
 
-#include "plugin_loader_internal.hpp"
+#include "plugins/loader_internal.hpp"
 #include "sbx/core/plugin_loader.hpp"
 #include "test_tree.hpp"
 

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "proxy_http.hpp"
-#include "proxy_session.hpp"
+#include "proxy/http.hpp"
+#include "proxy/session.hpp"
 #include "sbx/core/proxy.hpp"
 
 namespace sbx::proxy {

@@ -1,4 +1,4 @@
-// install_layout() and the host-services table plugins receive (core/src/runtime.cpp).
+// install_layout() and the host-services table plugins receive (core/src/plugins/runtime.cpp).
 #include "sbx/core/runtime.hpp"
 
 #include <gtest/gtest.h>
@@ -17,7 +17,7 @@
 #include <string>
 
 #include "sbx/sdk/backend.hpp"
-#include "trusted_fs.hpp"
+#include "plugins/trusted_fs.hpp"
 
 namespace sbx {
 namespace {

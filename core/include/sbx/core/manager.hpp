@@ -39,7 +39,7 @@ CapabilitySet required_capabilities(const ResolvedPolicy& policy);
 inline constexpr std::chrono::milliseconds kProbeDeadline{10'000};
 
 // Calls backend.probe(); plugin code is not trusted to behave. It runs in a forked child
-// (probe_isolation.cpp; in process on Windows): an exception, a crash ("probe crashed with
+// (core/src/plugins/probe_isolation.cpp; in process on Windows): an exception, a crash ("probe crashed with
 // SIGSEGV") or no answer by the deadline ("probe did not answer within 10 s") becomes an
 // unavailable report naming it, never a crash or a hang of sbx. A probe that answers gives
 // exactly its own report.

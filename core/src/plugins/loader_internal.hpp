@@ -1,0 +1,27 @@
+// The per-file steps of the plugin loader, exposed (privately to libsbx and its tests) so that a
+// test can change the filesystem between the trust check and the load. PluginRegistry::load is
+// the only production caller.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "sbx/core/plugin_loader.hpp"
+#include "plugins/trusted_fs.hpp"
+
+namespace sbx::loader_detail {
+
+// "sbx-backend-*.so" (".dylib" on macOS): the only names the loader considers.
+bool is_candidate_name(std::string_view name);
+
+// A rejection with the message "<path>: <stage>: <detail>".
+RejectedPlugin reject(const std::string& path, LoadStage stage, const std::string& detail);
+
+// Stages kInspect, kLoad, kEntry, kAbi and kFingerprint for a file that passed the trust checks.
+// Loads exactly the inode behind file.fd (through /proc/self/fd, failing closed without /proc),
+// with RTLD_NOW|RTLD_LOCAL|RTLD_NODELETE; the library is never unloaded. On success the
+// descriptor fd is kept open for the life of the process (see loader.cpp for why).
+std::variant<const sbx_plugin_v1*, RejectedPlugin> load_descriptor(trusted_fs::TrustedFile file);
+
+}  // namespace sbx::loader_detail

@@ -1,0 +1,46 @@
+// PluginRegistry helpers that do not load anything: building a registry from in-process
+// backends and looking a plugin up by name. Loading from disk is PluginRegistry::load
+// (loader.cpp).
+#include <algorithm>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "sbx/core/plugin_loader.hpp"
+
+namespace sbx {
+
+PluginRegistry PluginRegistry::from_plugins(std::vector<LoadedPlugin> plugins,
+                                            std::vector<RejectedPlugin> rejected) {
+  PluginRegistry registry;
+  // Names identify backends everywhere (--backends, explain, JSON); a second plugin with a name
+  // already taken, or with no backend object, must not shadow or crash the first, so it is
+  // recorded as rejected exactly like the loader does for files.
+  for (LoadedPlugin& plugin : plugins) {
+    const bool duplicate =
+        std::any_of(registry.plugins_.begin(), registry.plugins_.end(),
+                    [&](const LoadedPlugin& kept) { return kept.name == plugin.name; });
+    if (plugin.backend == nullptr) {
+      rejected.push_back(
+          {plugin.path, LoadStage::kCreate, "plugin '" + plugin.name + "' has no backend object"});
+    } else if (plugin.name.empty() || duplicate) {
+      rejected.push_back({plugin.path, LoadStage::kName,
+                          plugin.name.empty() ? "plugin has an empty name"
+                                              : "duplicate plugin name '" + plugin.name +
+                                                    "' (the first one is kept)"});
+    } else {
+      registry.plugins_.push_back(std::move(plugin));
+    }
+  }
+  registry.rejected_ = std::move(rejected);
+  return registry;
+}
+
+const LoadedPlugin* PluginRegistry::find(std::string_view name) const {
+  for (const LoadedPlugin& plugin : plugins_) {
+    if (plugin.name == name) return &plugin;
+  }
+  return nullptr;
+}
+
+}  // namespace sbx

@@ -1,0 +1,196 @@
+// Installation layout (found from the real location of libsbx, never from the environment) and
+// the host-services table handed to every plugin's create().
+#include "sbx/core/runtime.hpp"
+
+#include <dlfcn.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "sbx/core/run_limits.hpp"
+#include "sbx/core/spawn.hpp"
+#include "sbx_config.hpp"
+#include "plugins/trusted_fs.hpp"
+
+namespace sbx {
+namespace {
+
+// Any object inside libsbx: dladdr() on its address names the file libsbx was loaded from.
+const char kLibsbxAnchor = 0;
+
+std::string parent_of(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+spdlog::level::level_enum to_spdlog(int level) {
+  switch (level) {
+    case SBX_LOG_TRACE:
+      return spdlog::level::trace;
+    case SBX_LOG_DEBUG:
+      return spdlog::level::debug;
+    case SBX_LOG_INFO:
+      return spdlog::level::info;
+    case SBX_LOG_WARN:
+      return spdlog::level::warn;
+    default:
+      return spdlog::level::err;  // SBX_LOG_ERROR and anything unknown: never lost
+  }
+}
+
+// sbx_host_v1::log. Plugin text is passed as an argument, never as a format string.
+void host_log(void* /*ctx*/, int level, const char* message, size_t length) noexcept {
+  try {
+    const std::string_view text =
+        message == nullptr ? std::string_view() : std::string_view(message, length);
+    spdlog::default_logger_raw()->log(to_spdlog(level), "{}", text);
+  } catch (...) {
+    // Logging must never take the plugin (or the host) down.
+  }
+}
+
+void write_error(char* error, size_t size, std::string_view text) noexcept {
+  if (error == nullptr || size == 0) return;
+  const size_t n = std::min(text.size(), size - 1);
+  std::memcpy(error, text.data(), n);
+  error[n] = '\0';
+}
+
+// sbx_host_v1::prepare_child (ABI 1.2): the run's cgroup and rlimits, in a plugin's own child.
+int host_prepare_child(void* /*ctx*/) noexcept { return prepare_child_for_run(); }
+
+// sbx_host_v1::spawn: runs a plan through core's spawner. Nothing may escape into plugin code.
+int host_spawn(void* /*ctx*/, const void* plan, void* status_out, char* error,
+               size_t error_size) noexcept {
+  if (plan == nullptr || status_out == nullptr) {
+    write_error(error, error_size, "spawn: plan and status must not be NULL");
+    return 1;
+  }
+  try {
+    Result<ExitStatus> status = spawn_and_wait(*static_cast<const ExecPlan*>(plan));
+    if (!status) {
+      write_error(error, error_size, status.error());
+      return 1;
+    }
+    *static_cast<ExitStatus*>(status_out) = *status;
+    return 0;
+  } catch (const std::exception& e) {
+    write_error(error, error_size, std::string("spawn failed: ") + e.what());
+  } catch (...) {
+    write_error(error, error_size, "spawn failed: unknown exception");
+  }
+  return 1;
+}
+
+// The helper is handed to plugins, which run it inside the sandbox as the confinement step;
+// it gets the same ownership/permission walk as a plugin, from "/".
+const char* verified_stage2(const InstallLayout& layout, std::string& storage) {
+  Result<trusted_fs::TrustedFile> file = trusted_fs::open_trusted_path(
+      layout.stage2_path, "/", trusted_fs::Owners{layout.libsbx_owner});
+  if (!file) {
+    spdlog::debug("stage-2 helper not offered to plugins: {}", file.error());
+    return nullptr;
+  }
+  storage = layout.stage2_path;
+  return storage.c_str();
+}
+
+// One table per distinct layout, never freed: plugins keep the pointer for the whole process.
+struct HostTable {
+  std::string stage2;
+  sbx_host_v1 table{};
+};
+
+}  // namespace
+
+Result<InstallLayout> install_layout() {
+  Dl_info info{};
+  if (dladdr(&kLibsbxAnchor, &info) == 0 || info.dli_fname == nullptr)
+    return Error{"cannot find where libsbx was loaded from (dladdr failed)"};
+  // realpath: a symlinked libsbx.so (e.g. the SONAME link) must lead to the real install, so
+  // the plugin directory is the one next to the file that actually runs.
+  char resolved[PATH_MAX];
+  if (realpath(info.dli_fname, resolved) == nullptr) {
+    return Error{std::string("cannot resolve the path of libsbx (") + info.dli_fname +
+                 "): " + std::strerror(errno)};
+  }
+  struct stat st {};
+  if (stat(resolved, &st) != 0)
+    return Error{std::string("cannot stat libsbx at ") + resolved + ": " + std::strerror(errno)};
+  InstallLayout layout;
+  layout.libsbx_path = resolved;
+  layout.libsbx_owner = st.st_uid;
+  const std::string libdir = parent_of(layout.libsbx_path);
+  layout.plugin_dir = libdir + "/" + SBX_PLUGIN_SUBDIR;
+  // The prefix is <libdir> minus as many components as CMAKE_INSTALL_LIBDIR has ("lib" → 1,
+  // Debian multiarch "lib/x86_64-linux-gnu" → 2), so libexec is found in both layouts.
+  std::string prefix = libdir;
+  for (int i = 0; i < SBX_LIBDIR_DEPTH; ++i) prefix = parent_of(prefix);
+  layout.stage2_path = (prefix == "/" ? "" : prefix) + "/" + SBX_STAGE2_RELPATH;
+  layout.bin_dir = (prefix == "/" ? "" : prefix) + "/" + SBX_BINDIR_RELPATH;
+  return layout;
+}
+
+std::vector<std::string> install_directories(const InstallLayout& layout) {
+  std::vector<std::string> out;
+  auto add = [&out](const std::string& path) {
+    if (path.empty() || std::find(out.begin(), out.end(), path) != out.end()) return;
+    out.push_back(path);
+  };
+  for (const std::string& dir : {parent_of(layout.libsbx_path), layout.plugin_dir,
+                                 parent_of(layout.stage2_path), layout.bin_dir}) {
+    struct stat st {};
+    // Only existing directories matter: a missing one holds nothing that could be run.
+    if (dir.empty() || ::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+    add(dir);
+    // Both names: the layout's path is how sbx finds its files, the real one is where the
+    // kernel writes; a symlink between them must not let the command reach either.
+    char real[PATH_MAX];
+    if (::realpath(dir.c_str(), real) != nullptr) add(real);
+  }
+  return out;
+}
+
+std::vector<std::string> current_install_directories() {
+  Result<InstallLayout> layout = install_layout();
+  return layout ? install_directories(*layout) : std::vector<std::string>{};
+}
+
+const sbx_host_v1* host_services(const InstallLayout& layout) {
+  static auto* mutex = new std::mutex();
+  static auto* tables = new std::map<std::string, std::unique_ptr<HostTable>>();
+  const std::lock_guard<std::mutex> lock(*mutex);
+  const std::string key =
+      layout.libsbx_path + '\0' + layout.stage2_path + '\0' + std::to_string(layout.libsbx_owner);
+  std::unique_ptr<HostTable>& slot = (*tables)[key];
+  if (!slot) {
+    slot = std::make_unique<HostTable>();
+    sbx_host_v1& host = slot->table;
+    host.struct_size = sizeof(sbx_host_v1);
+    host.abi_major = SBX_ABI_MAJOR;
+    host.abi_minor = SBX_ABI_MINOR;
+    host.host_version = SBX_VERSION_STRING;
+    host.stage2_path = verified_stage2(layout, slot->stage2);
+    host.ctx = nullptr;
+    host.log = &host_log;
+    host.spawn = &host_spawn;
+    host.prepare_child = &host_prepare_child;
+  }
+  return &slot->table;
+}
+
+const char* sbx_version() { return SBX_VERSION_STRING; }
+
+}  // namespace sbx

@@ -1,0 +1,123 @@
+// /limits of a policy: reading (strict, like every policy field), range checks and the JSON
+// form. One table lists every limit, so the three stay in step.
+#include <boost/json.hpp>
+#include <optional>
+#include <string>
+
+#include "policy/json_strict.hpp"
+#include "policy/internal.hpp"
+#include "sbx/core/policy.hpp"
+
+namespace sbx::policy_internal {
+namespace {
+
+namespace json = boost::json;
+using json_util::child;
+using json_util::error_at;
+
+constexpr std::uint64_t kMiB = 1024 * 1024;
+
+// One key of /limits. The bounds keep a run startable: bwrap, sbx-stage2 and the dynamic
+// loader need a few processes, descriptors and megabytes before the command's first line.
+struct LimitField {
+  std::string_view key;
+  std::optional<std::uint64_t> Limits::*member;
+  std::uint64_t min;
+  std::uint64_t max;
+  std::string_view unit;  // for messages
+};
+
+constexpr LimitField kFields[] = {
+    {"processes", &Limits::processes, 8, 4194304, "processes"},       // PID_MAX_LIMIT
+    {"open_files", &Limits::open_files, 32, 1048576, "descriptors"},  // default fs.nr_open
+    {"file_size_bytes", &Limits::file_size_bytes, 1, UINT64_MAX / 2, "bytes"},
+    {"address_space_bytes", &Limits::address_space_bytes, 64 * kMiB, UINT64_MAX / 2, "bytes"},
+    {"memory_bytes", &Limits::memory_bytes, 16 * kMiB, UINT64_MAX / 2, "bytes"},
+    {"cpu_seconds", &Limits::cpu_seconds, 1, 365ULL * 24 * 3600, "seconds"},
+    {"timeout_seconds", &Limits::timeout_seconds, 1, 365ULL * 24 * 3600, "seconds"},
+};
+constexpr std::string_view kGraceKey = "timeout_grace_seconds";
+constexpr std::uint64_t kMaxGraceSeconds = 3600;
+
+std::string known_keys() {
+  std::string out;
+  for (const LimitField& field : kFields) out += std::string(field.key) + "|";
+  return out + std::string(kGraceKey);
+}
+
+Result<std::uint64_t> read_count(const json::value& value, const std::string& pointer,
+                                 bool nullable) {
+  if (value.is_uint64()) return value.get_uint64();
+  if (value.is_int64() && value.get_int64() >= 0)
+    return static_cast<std::uint64_t>(value.get_int64());
+  if (value.is_int64()) return error_at(pointer, "must not be negative");
+  return error_at(pointer, std::string("expected a non-negative integer") +
+                               (nullable ? " or null (no limit)" : "") + ", got " +
+                               std::string(json_util::kind_name(value)));
+}
+
+Status check_range(std::uint64_t value, std::uint64_t min, std::uint64_t max, std::string_view unit,
+                   const std::string& pointer) {
+  if (value >= min && value <= max) return {};
+  return error_at(pointer, std::to_string(value) + " is not from " + std::to_string(min) + " to " +
+                               std::to_string(max) + " " + std::string(unit));
+}
+
+}  // namespace
+
+Result<Limits> read_limits(const json::value& value) {
+  const std::string pointer = "/limits";
+  if (!value.is_object())
+    return error_at(pointer, "expected an object, got " + std::string(json_util::kind_name(value)));
+  Limits limits;
+  for (const auto& member : value.get_object()) {
+    const std::string_view key(member.key().data(), member.key().size());
+    const std::string key_pointer = child(pointer, key);
+    if (key == kGraceKey) {
+      Result<std::uint64_t> grace = read_count(member.value(), key_pointer, false);
+      if (!grace) return Error{grace.error()};
+      limits.timeout_grace_seconds = *grace;
+      continue;
+    }
+    const LimitField* field = nullptr;
+    for (const LimitField& candidate : kFields) field = candidate.key == key ? &candidate : field;
+    if (field == nullptr)
+      return error_at(key_pointer, "unknown key; expected one of " + known_keys());
+    if (member.value().is_null()) {
+      limits.*(field->member) = std::nullopt;  // explicitly no limit (e.g. the default process one)
+      continue;
+    }
+    Result<std::uint64_t> count = read_count(member.value(), key_pointer, true);
+    if (!count) return Error{count.error()};
+    limits.*(field->member) = *count;
+  }
+  return limits;
+}
+
+Status check_limits(const Limits& limits) {
+  for (const LimitField& field : kFields) {
+    const std::optional<std::uint64_t>& value = limits.*(field.member);
+    if (!value) continue;
+    Status status =
+        check_range(*value, field.min, field.max, field.unit, child("/limits", field.key));
+    if (!status) return status;
+  }
+  return check_range(limits.timeout_grace_seconds, 0, kMaxGraceSeconds, "seconds",
+                     child("/limits", kGraceKey));
+}
+
+json::object limits_json(const Limits& limits) {
+  json::object out;
+  for (const LimitField& field : kFields) {
+    const std::optional<std::uint64_t>& value = limits.*(field.member);
+    if (value) {
+      out[field.key] = *value;
+    } else {
+      out[field.key] = nullptr;
+    }
+  }
+  out[kGraceKey] = limits.timeout_grace_seconds;
+  return out;
+}
+
+}  // namespace sbx::policy_internal

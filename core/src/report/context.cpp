@@ -1,0 +1,218 @@
+// The model-facing description (see context.hpp). The wording is part of the contract: agents
+// put it into prompts and golden tests pin it, so change it deliberately.
+#include "sbx/core/context.hpp"
+
+#include <algorithm>
+#include <boost/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "report/json_render.hpp"
+#include "sbx/core/policy.hpp"
+#include "sbx/core/proxy.hpp"
+#include "report/text_escape.hpp"
+
+namespace sbx {
+namespace {
+
+namespace json = boost::json;
+
+bool within_any(std::string_view path, const std::vector<std::string>& roots, bool strictly) {
+  for (const std::string& root : roots) {
+    if (path_is_within(path, root) && (!strictly || path != root)) return true;
+  }
+  return false;
+}
+
+// Readable roots when reads are restricted: the top-most read/write rules (a rule below another
+// readable rule adds nothing a model needs to know).
+std::vector<std::string> top_readable_roots(const ResolvedPolicy& policy) {
+  std::vector<std::string> roots;
+  for (const PathRule& rule : policy.rules) {
+    if (rule.access != Access::kDeny && !within_any(rule.path, roots, false))
+      roots.push_back(rule.path);
+  }
+  return roots;
+}
+
+void describe_restricted(const ResolvedPolicy& policy, SandboxContext& out) {
+  out.writable_roots = writable_roots(policy);
+  out.mode = out.writable_roots.empty() ? "read-only" : "workspace-write";
+  out.reads_restricted = reads_restricted(policy);
+  if (out.reads_restricted) {
+    out.readable_roots = top_readable_roots(policy);
+    out.platform_defaults_readable = policy.platform_defaults_readable;
+  }
+  for (const PathRule& rule : policy.rules) {
+    if (rule.access == Access::kRead && within_any(rule.path, out.writable_roots, true))
+      out.read_only_paths.push_back(rule.path);
+    if (rule.access == Access::kDeny && rule.path != "/") out.denied_paths.push_back(rule.path);
+  }
+  for (const ProtectedPath& path : policy.protected_paths) {
+    std::vector<std::string>& list = path.exists ? out.read_only_paths : out.not_creatable;
+    // sbx's install is both a read rule and a protected path (resolve.hpp): list it once.
+    if (std::find(list.begin(), list.end(), path.path) == list.end()) list.push_back(path.path);
+  }
+  out.denied_globs = policy.deny_globs;
+}
+
+// "  - <value>" lines, each value quoted and escaped.
+void append_list(std::string_view heading, const std::vector<std::string>& items,
+                 std::string_view prefix, std::string& out) {
+  if (items.empty()) return;
+  if (!heading.empty()) {
+    out += heading;
+    out += '\n';
+  }
+  for (const std::string& item : items) {
+    out += "  - ";
+    out += prefix;
+    out += detail::quote_for_text(item);
+    out += '\n';
+  }
+}
+
+void append_reads(const SandboxContext& context, std::string& out) {
+  if (!context.reads_restricted) {
+    out += "- Reading is allowed everywhere except the denied paths below.\n";
+    return;
+  }
+  append_list("- Reading is allowed only in:", context.readable_roots, "", out);
+  if (context.readable_roots.empty()) out += "- Reading is not allowed anywhere.\n";
+  if (context.platform_defaults_readable)
+    out += "- The system files programs need to start are also readable.\n";
+}
+
+void append_filesystem(const SandboxContext& context, std::string& out) {
+  if (context.mode == "full-access") {
+    out += "Filesystem: no restrictions.\n";
+    return;
+  }
+  if (context.mode == "external-sandbox") {
+    out += "Filesystem: limited by an outer sandbox that is not described here.\n";
+    return;
+  }
+  out += "Filesystem:\n";
+  append_reads(context, out);
+  if (context.writable_roots.empty()) out += "- Writing is not allowed anywhere.\n";
+  append_list("- Writing is allowed only in:", context.writable_roots, "", out);
+  append_list("- Read-only even inside those:", context.read_only_paths, "", out);
+  append_list("- Must not be created:", context.not_creatable, "", out);
+  if (!context.denied_paths.empty() || !context.denied_globs.empty()) {
+    out += "- Denied (no reading or writing):\n";
+    append_list("", context.denied_paths, "", out);
+    append_list("", context.denied_globs, "paths matching ", out);
+  }
+}
+
+void append_network(const NetworkPolicy& network, std::string& out) {
+  switch (network.mode) {
+    case NetworkMode::kEnabled:
+      out += "Network: unrestricted.\n";
+      return;
+    case NetworkMode::kRestricted:
+      out += "Network: blocked; commands cannot open network connections.\n";
+      break;
+    case NetworkMode::kProxy:
+      out += "Network: only through the sandbox's proxy.\n";
+      append_list("- Allowed domains:", network.allowed_domains, "", out);
+      append_list("- Denied domains:", network.denied_domains, "", out);
+      // Fixed sentences with numbers only: nothing from the policy to escape.
+      for (const std::string& limit : network_limits(network)) out += "- " + limit + "\n";
+      break;
+  }
+  append_list("- Local sockets that may be used:", network.unix_sockets, "", out);
+  if (network.allow_local_binding) out += "- Listening on local ports is allowed.\n";
+}
+
+json::array string_array(const std::vector<std::string>& items) {
+  json::array out;
+  for (const std::string& item : items) out.emplace_back(item);
+  return out;
+}
+
+std::string_view reads_word(const SandboxContext& context) {
+  if (context.mode == "full-access") return "unrestricted";
+  if (context.mode == "external-sandbox") return "external";
+  return context.reads_restricted ? "restricted" : "all";
+}
+
+}  // namespace
+
+std::vector<std::string> network_limits(const NetworkPolicy& network) {
+  std::vector<std::string> out;
+  if (network.mode != NetworkMode::kProxy) return out;
+  // Landlock's TCP rules name a port, never an address (the kernel has no per-address rule).
+  out.push_back(
+      "Under Landlock, a TCP port rule allows that port on EVERY address (Landlock port rules "
+      "are address-blind): commands may connect to the port of sbx's proxy on any address or "
+      "host, not just to the proxy, so a service listening on that port elsewhere is reachable "
+      "directly. The port is the proxy's own, chosen afresh for each run; bwrap (an empty "
+      "network namespace) has no such gap.");
+  if (!network.proxy_ports.empty())
+    out.push_back("Runs of this policy are refused: " +
+                  proxy::policy_ports_refusal(network.proxy_ports) + ".");
+  return out;
+}
+
+SandboxContext describe_sandbox(const ResolvedPolicy& policy) {
+  SandboxContext out;
+  out.cwd = policy.cwd;
+  out.network = policy.network;
+  switch (policy.filesystem_kind) {
+    case FilesystemKind::kUnrestricted:
+      out.mode = "full-access";
+      break;
+    case FilesystemKind::kExternal:
+      out.mode = "external-sandbox";
+      break;
+    case FilesystemKind::kRestricted:
+      describe_restricted(policy, out);
+      break;
+  }
+  return out;
+}
+
+std::string context_to_text(const SandboxContext& context) {
+  std::string out = "Sandbox policy for the commands you run (mode: " + context.mode + ").\n";
+  out += "Working directory: " + detail::quote_for_text(context.cwd) + "\n";
+  append_filesystem(context, out);
+  append_network(context.network, out);
+  const bool unrestricted =
+      context.mode == "full-access" && context.network.mode == NetworkMode::kEnabled;
+  if (!unrestricted) {
+    out +=
+        "Actions outside these limits fail with errors such as \"Permission denied\", "
+        "\"Read-only file system\" or \"Operation not permitted\". Do not try to work around "
+        "the sandbox; ask the user when you need more access.\n";
+  }
+  return out;
+}
+
+std::string context_to_json(const SandboxContext& context, JsonStyle style) {
+  json::object filesystem;
+  filesystem["reads"] = reads_word(context);
+  filesystem["readable_roots"] = string_array(context.readable_roots);
+  filesystem["platform_defaults_readable"] = context.platform_defaults_readable;
+  filesystem["writable_roots"] = string_array(context.writable_roots);
+  filesystem["read_only_paths"] = string_array(context.read_only_paths);
+  filesystem["not_creatable"] = string_array(context.not_creatable);
+  filesystem["denied_paths"] = string_array(context.denied_paths);
+  filesystem["denied_globs"] = string_array(context.denied_globs);
+  json::object network;
+  network["mode"] = std::string(to_string(context.network.mode));
+  network["allowed_domains"] = string_array(context.network.allowed_domains);
+  network["denied_domains"] = string_array(context.network.denied_domains);
+  network["unix_sockets"] = string_array(context.network.unix_sockets);
+  network["allow_local_binding"] = context.network.allow_local_binding;
+  network["limits"] = string_array(network_limits(context.network));
+  json::object out;
+  out["mode"] = context.mode;
+  out["cwd"] = context.cwd;
+  out["filesystem"] = std::move(filesystem);
+  out["network"] = std::move(network);
+  return detail::render_json(std::move(out), style);
+}
+
+}  // namespace sbx

@@ -1,0 +1,425 @@
+// Denial classification (a heuristic for agents, never a security decision) and the stderr
+// capture that feeds it.
+#include "sbx/core/denial.hpp"
+
+#include <array>
+#include <atomic>
+#include <boost/json.hpp>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "report/json_render.hpp"
+
+#ifndef _WIN32
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+#endif
+
+namespace sbx {
+namespace {
+
+struct Keyword {
+  std::string_view text;
+  DenialKind kind;
+  std::string_view meaning;  // what the sandbox most likely refused
+};
+
+// strerror() texts of glibc (and musl) for the errors a Linux sandbox produces: Landlock and
+// mount-namespace denials give EACCES/EROFS, sbx's seccomp filter answers EPERM (not SIGSYS), a
+// network namespace without interfaces gives ENETUNREACH, and name resolution fails without a
+// resolver.
+constexpr std::array kLinuxKeywords = {
+    Keyword{"Read-only file system", DenialKind::kFilesystem,
+            "EROFS: a write outside the writable roots (or to a protected path)"},
+    Keyword{"Permission denied", DenialKind::kFilesystem,
+            "EACCES: access to a path the policy does not grant"},
+    Keyword{"Operation not permitted", DenialKind::kSyscallFilter,
+            "EPERM: a system call the sandbox's seccomp filter refuses (ptrace, mount, new "
+            "namespaces, sockets with the network off, ...)"},
+    Keyword{"Network is unreachable", DenialKind::kNetwork,
+            "ENETUNREACH: network access while the policy restricts the network"},
+    Keyword{"Temporary failure in name resolution", DenialKind::kNetwork,
+            "name resolution failed: the policy restricts the network"},
+    Keyword{"Could not resolve host", DenialKind::kNetwork,
+            "name resolution failed: the policy restricts the network"},
+};
+
+// macOS: Seatbelt denials surface as EPERM ("Operation not permitted"), sometimes EACCES;
+// sandbox-exec's own failures are handled as setup errors.
+constexpr std::array kMacOSKeywords = {
+    Keyword{"Operation not permitted", DenialKind::kFilesystem,
+            "EPERM: Seatbelt refused an operation the profile does not allow"},
+    Keyword{"Permission denied", DenialKind::kFilesystem,
+            "EACCES: access to a path the policy does not grant"},
+    Keyword{"Read-only file system", DenialKind::kFilesystem,
+            "EROFS: a write the policy does not allow"},
+    Keyword{"Could not resolve host", DenialKind::kNetwork,
+            "name resolution failed: the policy restricts the network"},
+    Keyword{"nodename nor servname provided", DenialKind::kNetwork,
+            "name resolution failed: the policy restricts the network"},
+};
+
+// Windows: the restricted token and ACLs give ERROR_ACCESS_DENIED; firewall rules give
+// WSAEACCES.
+constexpr std::array kWindowsKeywords = {
+    Keyword{"Access is denied", DenialKind::kFilesystem,
+            "ERROR_ACCESS_DENIED: the restricted token or an ACL refused access"},
+    Keyword{"A required privilege is not held by the client", DenialKind::kFilesystem,
+            "ERROR_PRIVILEGE_NOT_HELD: the restricted token lacks a privilege"},
+    Keyword{"forbidden by its access permissions", DenialKind::kNetwork,
+            "WSAEACCES: the network is blocked for the sandbox"},
+};
+
+// Lines with a keyword that has nothing to do with a local sandbox.
+constexpr std::array kUnrelated = {
+    std::string_view("Permission denied (publickey"),  // ssh authentication
+    std::string_view("Permission denied, please try again"),
+};
+
+std::vector<std::string_view> lines_of(std::string_view text) {
+  std::vector<std::string_view> lines;
+  while (!text.empty()) {
+    const std::size_t end = text.find('\n');
+    std::string_view line = text.substr(0, end);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (!line.empty()) lines.push_back(line);
+    if (end == std::string_view::npos) break;
+    text.remove_prefix(end + 1);
+  }
+  return lines;
+}
+
+int sigsys_number(Platform platform) {
+  // SIGSYS is 31 on Linux (x86, arm, riscv) and 12 on macOS; Windows has no signals.
+  switch (platform) {
+    case Platform::kLinux:
+      return 31;
+    case Platform::kMacOS:
+      return 12;
+    case Platform::kWindows:
+      return 0;
+  }
+  return 0;
+}
+
+std::string clip(std::string_view line) {
+  constexpr std::size_t kMaxEvidence = 300;
+  if (line.size() <= kMaxEvidence) return std::string(line);
+  return std::string(line.substr(0, kMaxEvidence)) + "...";
+}
+
+// The last line that starts with `prefix`, or nullopt.
+std::optional<std::string_view> last_line_starting(const std::vector<std::string_view>& lines,
+                                                   std::string_view prefix) {
+  for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
+    if (it->substr(0, prefix.size()) == prefix) return *it;
+  }
+  return std::nullopt;
+}
+
+std::optional<DenialAssessment> setup_failure(const FailedCommand& command,
+                                              const std::vector<std::string_view>& lines) {
+  // sbx-stage2 exits 125 after printing the step that failed; the command never ran.
+  if (command.status.signal == 0 && command.status.exit_code == 125) {
+    if (auto line = last_line_starting(lines, "sbx-stage2: ")) {
+      const std::string_view rest = line->substr(12);
+      const std::size_t colon = rest.find(": ");
+      const std::string step(colon == std::string_view::npos ? rest : rest.substr(0, colon));
+      return DenialAssessment{
+          true, DenialKind::kSandboxSetup,
+          "the sandbox helper sbx-stage2 failed at step '" + step + "', so the command did not run",
+          clip(*line)};
+    }
+  }
+  for (std::string_view launcher :
+       {std::string_view("bwrap: "), std::string_view("sandbox-exec: ")}) {
+    if (auto line = last_line_starting(lines, launcher)) {
+      return DenialAssessment{true, DenialKind::kSandboxSetup,
+                              "the sandbox launcher " +
+                                  std::string(launcher.substr(0, launcher.size() - 2)) +
+                                  " reported an error, so the command most likely did not run",
+                              clip(*line)};
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<DenialAssessment> signal_denial(const FailedCommand& command) {
+  const int sigsys = sigsys_number(command.platform);
+  if (sigsys == 0) return std::nullopt;
+  // A launcher that is the sandbox's init (bwrap) reports a child's death as 128+N.
+  const bool killed = command.status.signal == sigsys ||
+                      (command.status.signal == 0 && command.status.exit_code == 128 + sigsys);
+  if (!killed) return std::nullopt;
+  return DenialAssessment{true, DenialKind::kSyscallFilter,
+                          "the command was killed by SIGSYS (" + std::to_string(sigsys) +
+                              "): the sandbox's system-call filter trapped a call it forbids",
+                          "signal " + std::to_string(sigsys)};
+}
+
+template <std::size_t N>
+std::optional<DenialAssessment> keyword_denial(const std::array<Keyword, N>& table,
+                                               const std::vector<std::string_view>& lines) {
+  for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
+    bool unrelated = false;
+    for (std::string_view skip : kUnrelated) unrelated = unrelated || it->find(skip) != it->npos;
+    if (unrelated) continue;
+    for (const Keyword& keyword : table) {
+      if (it->find(keyword.text) == std::string_view::npos) continue;
+      return DenialAssessment{true, keyword.kind,
+                              "stderr reports \"" + std::string(keyword.text) + "\": likely " +
+                                  std::string(keyword.meaning),
+                              clip(*it)};
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<DenialAssessment> message_denial(const FailedCommand& command,
+                                               const std::vector<std::string_view>& lines) {
+  switch (command.platform) {
+    case Platform::kLinux:
+      return keyword_denial(kLinuxKeywords, lines);
+    case Platform::kMacOS:
+      return keyword_denial(kMacOSKeywords, lines);
+    case Platform::kWindows:
+      return keyword_denial(kWindowsKeywords, lines);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Platform current_platform() {
+#if defined(_WIN32)
+  return Platform::kWindows;
+#elif defined(__APPLE__)
+  return Platform::kMacOS;
+#else
+  return Platform::kLinux;
+#endif
+}
+
+std::string_view to_string(Platform platform) {
+  switch (platform) {
+    case Platform::kLinux:
+      return "linux";
+    case Platform::kMacOS:
+      return "macos";
+    case Platform::kWindows:
+      return "windows";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(DenialKind kind) {
+  switch (kind) {
+    case DenialKind::kNone:
+      return "none";
+    case DenialKind::kSyscallFilter:
+      return "syscall_filter";
+    case DenialKind::kFilesystem:
+      return "filesystem";
+    case DenialKind::kNetwork:
+      return "network";
+    case DenialKind::kSandboxSetup:
+      return "sandbox_setup";
+  }
+  return "unknown";
+}
+
+DenialAssessment classify_failure(const FailedCommand& command) {
+  if (command.status.signal == 0 && command.status.exit_code == 0) {
+    return {false, DenialKind::kNone, "the command succeeded", ""};
+  }
+  if (command.backend.empty() || command.backend == "none") {
+    return {false, DenialKind::kNone,
+            "the command ran without a sandbox, so the sandbox cannot have denied it", ""};
+  }
+  const std::vector<std::string_view> lines = lines_of(command.stderr_tail);
+  if (auto found = setup_failure(command, lines)) return *found;
+  if (auto found = signal_denial(command)) return *found;
+  if (auto found = message_denial(command, lines)) return *found;
+  const std::string how = command.status.signal != 0
+                              ? "signal " + std::to_string(command.status.signal)
+                              : "exit code " + std::to_string(command.status.exit_code);
+  return {false, DenialKind::kNone,
+          "no sign of a sandbox denial (" + how +
+              ", no denial message on stderr): most likely "
+              "an ordinary failure of the command",
+          ""};
+}
+
+std::string denial_to_json(const DenialAssessment& assessment) {
+  boost::json::object out;
+  out["likely_sandbox_denial"] = assessment.likely_sandbox_denial;
+  out["kind"] = std::string(to_string(assessment.kind));
+  out["reason"] = assessment.reason;
+  if (assessment.evidence.empty()) {
+    out["evidence"] = nullptr;
+  } else {
+    out["evidence"] = assessment.evidence;
+  }
+  // render_json makes every string valid UTF-8: stderr is arbitrary bytes.
+  return detail::render_json(std::move(out), JsonStyle::kCompact);
+}
+
+// ---- StderrCapture ----
+
+#ifndef _WIN32
+
+namespace {
+std::atomic<bool> g_capture_active{false};
+
+bool write_all(int fd, const char* data, std::size_t size) {
+  while (size > 0) {
+    const ssize_t written = ::write(fd, data, size);
+    if (written < 0 && errno == EINTR) continue;
+    if (written <= 0) return false;
+    data += written;
+    size -= static_cast<std::size_t>(written);
+  }
+  return true;
+}
+}  // namespace
+
+struct StderrCapture::State {
+  std::size_t max_bytes = 0;
+  int saved_stderr = -1;  // the original fd 2, where every byte is copied
+  int read_end = -1;
+  std::atomic<bool> stopping{false};
+  std::mutex mutex;
+  std::string tail;
+  bool truncated = false;
+  std::thread reader;
+  bool stopped = false;
+
+  void keep(const char* data, std::size_t size) {
+    std::lock_guard<std::mutex> lock(mutex);
+    tail.append(data, size);
+    if (tail.size() > max_bytes) {
+      tail.erase(0, tail.size() - max_bytes);
+      truncated = true;
+    }
+  }
+
+  // Copies until EOF; once stop() has restored fd 2, gives a process that still holds the
+  // pipe (a backgrounded grandchild) 200 ms of silence before giving up on it.
+  void run() {
+    std::array<char, 4096> buffer{};
+    for (;;) {
+      pollfd fd{read_end, POLLIN, 0};
+      const int ready = ::poll(&fd, 1, stopping.load() ? 200 : 1000);
+      if (ready < 0 && errno == EINTR) continue;
+      if (ready == 0) {
+        if (stopping.load()) return;
+        continue;
+      }
+      const ssize_t got = ::read(read_end, buffer.data(), buffer.size());
+      if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+      if (got <= 0) return;  // EOF: every writer is gone
+      const auto size = static_cast<std::size_t>(got);
+      // The person still sees everything, as it comes.
+      (void)write_all(saved_stderr, buffer.data(), size);
+      keep(buffer.data(), size);
+    }
+  }
+};
+
+StderrCapture::StderrCapture(std::unique_ptr<State> state) : state_(std::move(state)) {}
+
+Result<std::unique_ptr<StderrCapture>> StderrCapture::start(std::size_t max_bytes) {
+  if (g_capture_active.exchange(true)) return Error{"a stderr capture is already active"};
+  auto state = std::make_unique<State>();
+  state->max_bytes = max_bytes == 0 ? 1 : max_bytes;
+  std::fflush(stderr);
+  int fds[2] = {-1, -1};
+  state->saved_stderr = ::fcntl(2, F_DUPFD_CLOEXEC, 3);
+  if (state->saved_stderr < 0 || ::pipe2(fds, O_CLOEXEC) != 0) {
+    const int error = errno;
+    if (state->saved_stderr >= 0) ::close(state->saved_stderr);
+    g_capture_active = false;
+    return Error{std::string("cannot capture stderr: ") + std::strerror(error)};
+  }
+  state->read_end = fds[0];
+  // dup2 clears close-on-exec on the new fd 2, so children inherit the pipe as their stderr.
+  if (::dup2(fds[1], 2) < 0) {
+    const int error = errno;
+    ::close(fds[0]);
+    ::close(fds[1]);
+    ::close(state->saved_stderr);
+    g_capture_active = false;
+    return Error{std::string("cannot capture stderr: dup2: ") + std::strerror(error)};
+  }
+  ::close(fds[1]);
+  State* raw = state.get();
+  // The copy thread blocks every signal (it inherits the mask in force when it is created).
+  // Otherwise the kernel may deliver process-directed signals to it: SIGCHLD would never reach
+  // a spawner that waits for it through a signalfd (the bwrap backend does), and a SIGTERM
+  // meant to be forwarded to the command would kill sbx instead.
+  sigset_t all_signals;
+  sigset_t previous;
+  sigfillset(&all_signals);
+  pthread_sigmask(SIG_BLOCK, &all_signals, &previous);
+  try {
+    state->reader = std::thread([raw] { raw->run(); });
+    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  } catch (const std::exception& e) {
+    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+    ::dup2(state->saved_stderr, 2);
+    ::close(state->saved_stderr);
+    ::close(state->read_end);
+    g_capture_active = false;
+    return Error{std::string("cannot capture stderr: no copy thread: ") + e.what()};
+  }
+  return std::unique_ptr<StderrCapture>(new StderrCapture(std::move(state)));
+}
+
+std::string StderrCapture::stop() {
+  State& state = *state_;
+  if (!state.stopped) {
+    state.stopped = true;
+    std::fflush(stderr);
+    // Restoring fd 2 drops our own write end; EOF follows once the children's copies are gone.
+    ::dup2(state.saved_stderr, 2);
+    state.stopping = true;
+    if (state.reader.joinable()) state.reader.join();
+    ::close(state.read_end);
+    ::close(state.saved_stderr);
+    g_capture_active = false;
+  }
+  std::lock_guard<std::mutex> lock(state.mutex);
+  if (!state.truncated) return state.tail;
+  // Start at a line boundary so the first line is not a fragment.
+  const std::size_t newline = state.tail.find('\n');
+  return newline == std::string::npos ? state.tail : state.tail.substr(newline + 1);
+}
+
+StderrCapture::~StderrCapture() {
+  if (state_) (void)stop();
+}
+
+#else  // _WIN32
+
+struct StderrCapture::State {};
+StderrCapture::StderrCapture(std::unique_ptr<State> state) : state_(std::move(state)) {}
+Result<std::unique_ptr<StderrCapture>> StderrCapture::start(std::size_t) {
+  return Error{"capturing stderr is not implemented on Windows yet; run without --json"};
+}
+std::string StderrCapture::stop() { return {}; }
+StderrCapture::~StderrCapture() = default;
+
+#endif
+
+}  // namespace sbx

@@ -1,0 +1,239 @@
+// JSON rendering of reports (see report_json.hpp for the shapes). Boost.JSON objects keep
+// insertion order, so the key order written here is the order users see.
+#include "sbx/core/report_json.hpp"
+
+#include <boost/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "report/json_render.hpp"
+#include "sbx/core/context.hpp"
+#include "sbx/core/policy.hpp"
+
+namespace sbx {
+namespace {
+
+namespace json = boost::json;
+
+json::array string_array(const std::vector<std::string>& items) {
+  json::array out;
+  for (const std::string& item : items) out.emplace_back(item);
+  return out;
+}
+
+json::value optional_string(const std::optional<std::string>& text) {
+  if (!text) return nullptr;
+  return json::value(*text);
+}
+
+json::object check_json(const ProbeCheck& check) {
+  json::object out;
+  out["name"] = check.name;
+  out["status"] = std::string(to_string(check.status));
+  out["observed"] = check.observed;
+  out["remedy"] = check.remedy;
+  return out;
+}
+
+json::object probe_json(const ProbeReport& report) {
+  json::object out;
+  out["available"] = report.available;
+  out["summary"] = report.summary;
+  json::array checks;
+  for (const ProbeCheck& check : report.checks) checks.emplace_back(check_json(check));
+  out["checks"] = std::move(checks);
+  out["capabilities"] = string_array(capability_names(report.capabilities));
+  return out;
+}
+
+json::object listing_json(const BackendListing& listing) {
+  json::object out;
+  out["name"] = listing.name;
+  out["version"] = listing.version;
+  out["description"] = listing.description;
+  out["path"] = listing.path;
+  if (listing.probe) {
+    for (auto& member : probe_json(*listing.probe)) out[member.key()] = member.value();
+  } else {
+    // Not probed: the keys stay so the shape is the same with and without --probe.
+    for (std::string_view key : {"available", "summary", "checks", "capabilities"})
+      out[key] = nullptr;
+  }
+  return out;
+}
+
+json::object network_json(const NetworkPolicy& network) {
+  json::object out;
+  out["mode"] = std::string(to_string(network.mode));
+  json::array ports;
+  for (std::uint16_t port : network.proxy_ports) ports.emplace_back(port);
+  out["proxy_ports"] = std::move(ports);
+  out["allowed_domains"] = string_array(network.allowed_domains);
+  out["denied_domains"] = string_array(network.denied_domains);
+  out["unix_sockets"] = string_array(network.unix_sockets);
+  out["allow_local_binding"] = network.allow_local_binding;
+  return out;
+}
+
+json::array protected_paths_json(const std::vector<ProtectedPath>& paths) {
+  json::array out;
+  for (const ProtectedPath& path : paths) {
+    json::object item;
+    item["path"] = path.path;
+    item["writable_root"] = path.writable_root;
+    item["exists"] = path.exists;
+    item["is_directory"] = path.is_directory;
+    out.emplace_back(std::move(item));
+  }
+  return out;
+}
+
+json::object resolved_json(const ResolvedPolicy& policy) {
+  json::object out;
+  out["filesystem_kind"] = std::string(to_string(policy.filesystem_kind));
+  json::array rules;
+  for (const PathRule& rule : policy.rules) {
+    json::object item;
+    item["path"] = rule.path;
+    item["access"] = std::string(to_string(rule.access));
+    rules.emplace_back(std::move(item));
+  }
+  out["rules"] = std::move(rules);
+  out["platform_defaults_readable"] = policy.platform_defaults_readable;
+  out["protected_paths"] = protected_paths_json(policy.protected_paths);
+  out["deny_globs"] = string_array(policy.deny_globs);
+  out["network"] = network_json(policy.network);
+  out["cwd"] = policy.cwd;
+  return out;
+}
+
+json::value exit_json(const std::optional<ExitStatus>& status) {
+  if (!status) return nullptr;
+  json::object out;
+  out["code"] = status->signal != 0 ? json::value(nullptr) : json::value(status->exit_code);
+  out["signal"] = status->signal != 0 ? json::value(status->signal) : json::value(nullptr);
+  out["shell_code"] = status->shell_code();
+  return out;
+}
+
+json::object cgroups_json(const CgroupSupport& cgroups) {
+  json::object out;
+  out["available"] = cgroups.available;
+  out["kind"] = cgroups.kind;
+  out["parent"] = cgroups.parent;
+  out["reason"] = cgroups.reason;
+  return out;
+}
+
+}  // namespace
+
+std::string backends_to_json(const std::vector<BackendListing>& backends,
+                             const std::vector<RejectedPlugin>& rejected, JsonStyle style,
+                             const std::optional<CgroupSupport>& cgroups) {
+  json::array loaded;
+  for (const BackendListing& listing : backends) loaded.emplace_back(listing_json(listing));
+  json::array failed;
+  for (const RejectedPlugin& plugin : rejected) {
+    json::object item;
+    item["path"] = plugin.path;
+    item["stage"] = std::string(to_string(plugin.stage));
+    item["message"] = plugin.message;
+    failed.emplace_back(std::move(item));
+  }
+  json::object out;
+  out["backends"] = std::move(loaded);
+  out["rejected"] = std::move(failed);
+  if (cgroups) out["cgroups"] = cgroups_json(*cgroups);
+  return detail::render_json(out, style);
+}
+
+std::string probe_report_to_json(const ProbeReport& report, JsonStyle style) {
+  return detail::render_json(probe_json(report), style);
+}
+
+std::string final_backend(const ExplainReport& report) {
+  if (report.decision && report.decision->sandbox && report.choice.backend)
+    return *report.choice.backend;
+  return "none";
+}
+
+std::string explain_to_json(const ExplainReport& report, JsonStyle style) {
+  json::object out;
+  out["preference"] = std::string(to_string(report.preference));
+  out["should_sandbox"] =
+      report.decision ? json::value(report.decision->sandbox) : json::value(nullptr);
+  out["reason"] = report.decision ? report.decision->reason : report.decision_error;
+  out["required_capabilities"] = string_array(capability_names(report.required));
+  out["available_backend"] = optional_string(report.choice.backend);
+  out["available_reason"] = report.choice.reason;
+  out["final"] = final_backend(report);
+  json::array passed;
+  for (const PassedOver& item : report.choice.passed_over) {
+    json::object entry;
+    entry["backend"] = item.backend;
+    entry["reason"] = item.reason;
+    passed.emplace_back(std::move(entry));
+  }
+  out["passed_over"] = std::move(passed);
+  out["policy"] = resolved_json(report.policy);
+  out["network_limits"] = string_array(network_limits(report.policy.network));
+  out["cgroups"] = cgroups_json(report.cgroups);
+  json::array limits;
+  for (const LimitEnforcement& limit : report.limits) {
+    json::object entry;
+    entry["name"] = limit.name;
+    entry["value"] = limit.value ? json::value(*limit.value) : json::value(nullptr);
+    entry["enforced"] = limit.enforced;
+    entry["how"] = limit.how;
+    limits.emplace_back(std::move(entry));
+  }
+  out["limits"] = std::move(limits);
+  json::object environment;
+  environment["inherit"] = std::string(to_string(report.environment.inherit));
+  environment["keep"] = string_array(report.environment.keep);
+  environment["exclude"] = string_array(report.environment.exclude);
+  environment["include_only"] = string_array(report.environment.include_only);
+  std::vector<std::string> set_names;
+  for (const auto& [name, value] : report.environment.set) set_names.push_back(name);
+  environment["set"] = string_array(set_names);
+  environment["removed"] = string_array(report.environment_removed);
+  out["environment"] = std::move(environment);
+  return detail::render_json(out, style);
+}
+
+std::string plan_to_json(const std::optional<std::string>& backend, const ExecPlan& plan,
+                         JsonStyle style) {
+  json::object out;
+  out["backend"] = optional_string(backend);
+  out["argv"] = string_array(plan.argv);
+  out["env"] = string_array(plan.env);
+  out["cwd"] = plan.cwd;
+  out["notes"] = string_array(plan.notes);
+  return detail::render_json(out, style);
+}
+
+std::string run_to_json(const RunReport& report, JsonStyle style) {
+  json::object out;
+  out["should_sandbox"] =
+      report.should_sandbox ? json::value(*report.should_sandbox) : json::value(nullptr);
+  out["reason"] = report.reason;
+  out["backend"] = optional_string(report.backend);
+  out["final"] = report.final;
+  out["allow_unsandboxed_used"] = report.ran_unsandboxed_by_override;
+  out["dry_run"] = report.dry_run;
+  out["exit"] = exit_json(report.status);
+  out["error"] = report.error.empty() ? json::value(nullptr) : json::value(report.error);
+  json::array created;
+  for (const std::string& path : report.protected_names_created) created.emplace_back(path);
+  out["protected_names_created"] = std::move(created);
+  out["protected_names_truncated"] = report.protected_names_truncated;
+  out["limit_hit"] = optional_string(report.limit_hit);
+  return detail::render_json(out, style);
+}
+
+std::string resolved_policy_to_json(const ResolvedPolicy& policy, JsonStyle style) {
+  return detail::render_json(resolved_json(policy), style);
+}
+
+}  // namespace sbx

@@ -1,0 +1,474 @@
+// Resolution of a Policy into the ResolvedPolicy backends enforce (see resolve.hpp).
+#include "sbx/core/resolve.hpp"
+
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <exception>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "policy/json_strict.hpp"
+#include "policy/path_util.hpp"
+#include "resolution/internal.hpp"
+#include "sbx/core/runtime.hpp"
+
+extern char** environ;  // NOLINT: POSIX
+
+namespace sbx {
+namespace {
+
+using json_util::child;
+using json_util::error_at;
+
+// One path entry after special paths and "~" were expanded.
+struct Candidate {
+  std::string lexical;    // absolute, as the policy spelled it (for messages)
+  std::string canonical;  // what backends get
+  Access access = Access::kDeny;
+  std::string pointer;       // /filesystem/entries/N
+  bool system_path = false;  // :tmpdir / :slash_tmp: the final symlink may be followed
+};
+
+int strength(Access access) {
+  // Ties on one path: deny > write > read, the most restrictive wins (docs/ARCHITECTURE.md,
+  // "The policy model").
+  switch (access) {
+    case Access::kDeny:
+      return 2;
+    case Access::kWrite:
+      return 1;
+    case Access::kRead:
+      return 0;
+  }
+  return 2;
+}
+
+// Parents before children: (depth, path).
+void sort_rules(std::vector<PathRule>& rules) {
+  std::sort(rules.begin(), rules.end(), [](const PathRule& a, const PathRule& b) {
+    std::size_t da = path::depth(a.path);
+    std::size_t db = path::depth(b.path);
+    return da != db ? da < db : a.path < b.path;
+  });
+}
+
+bool is_directory(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+class Resolver {
+ public:
+  Resolver(const Policy& policy, const ResolveContext& context)
+      : policy_(policy), context_(context) {}
+
+  Result<Resolution> run();
+
+ private:
+  Result<std::optional<std::string>> expand(const std::string& path, const std::string& pointer);
+  std::optional<std::string> expand_tmpdir(const std::string& pointer);
+  Result<std::string> expand_home(const std::string& path, const std::string& pointer);
+  Status collect_candidates();
+  void merge_rules();
+  void add_install_carveouts();
+  void protect_install_carveouts();
+  void add_policy_file_carveout();
+  Status check_writable_symlinks(const Candidate& candidate) const;
+  Status collect_globs();
+  Status resolve_network();
+
+  const Policy& policy_;
+  const ResolveContext& context_;
+  std::string cwd_;  // context_.cwd with duplicate and trailing slashes removed
+  std::vector<Candidate> candidates_;
+  Resolution out_;
+};
+
+Result<std::string> Resolver::expand_home(const std::string& path, const std::string& pointer) {
+  if (context_.home.empty() || context_.home.front() != '/') {
+    return error_at(pointer, path::quote(path) +
+                                 " needs the home directory, but none is known (set HOME to an "
+                                 "absolute path)");
+  }
+  return path::join(path::collapse_slashes(context_.home), path.substr(1));
+}
+
+std::optional<std::string> Resolver::expand_tmpdir(const std::string& pointer) {
+  auto it = context_.env.find("TMPDIR");
+  std::string why;
+  if (it == context_.env.end() || it->second.empty()) {
+    why = "TMPDIR is not set";
+  } else if (it->second.front() != '/') {
+    why = "TMPDIR " + path::quote(it->second) + " is not absolute";
+  } else if (path::check_components(it->second)) {
+    why = "TMPDIR " + path::quote(it->second) + " has \".\" or \"..\" components";
+  } else if (!is_directory(it->second)) {
+    why = "TMPDIR " + path::quote(it->second) + " is not an existing directory";
+  } else {
+    return path::collapse_slashes(it->second);
+  }
+  out_.notes.push_back(pointer + ": :tmpdir dropped: " + why);
+  return std::nullopt;
+}
+
+// The absolute lexical path an entry names; nullopt when the entry is dropped.
+Result<std::optional<std::string>> Resolver::expand(const std::string& path,
+                                                    const std::string& pointer) {
+  if (path == ":root") return std::optional<std::string>("/");
+  if (path == ":cwd") return std::optional<std::string>(cwd_);
+  if (path.rfind(":cwd/", 0) == 0) {
+    return std::optional<std::string>(path::join(cwd_, path.substr(5)));
+  }
+  if (path == ":tmpdir") return expand_tmpdir(pointer);
+  if (path == ":slash_tmp") {
+    if (is_directory("/tmp")) return std::optional<std::string>("/tmp");
+    out_.notes.push_back(pointer + ": :slash_tmp dropped: /tmp is not a directory");
+    return std::optional<std::string>();
+  }
+  if (path == "~" || path.rfind("~/", 0) == 0) {
+    Result<std::string> home = expand_home(path, pointer);
+    if (!home) return Error{home.error()};
+    return std::optional<std::string>(*home);
+  }
+  if (!path.empty() && path.front() == '/') return std::optional<std::string>(path);
+  // validate_policy() rejects everything else; a hand-built Policy may not have been validated.
+  return error_at(pointer, "cannot resolve " + path::quote(path) + "; validate the policy first");
+}
+
+Status Resolver::collect_candidates() {
+  const std::vector<PolicyEntry>& entries = policy_.filesystem.entries;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const PolicyEntry& entry = entries[i];
+    if (entry.path.empty()) continue;  // a glob
+    std::string pointer = child("/filesystem/entries", i);
+    if (entry.path == ":minimal") {
+      out_.policy.platform_defaults_readable = true;
+      continue;
+    }
+    Result<std::optional<std::string>> lexical = expand(entry.path, child(pointer, "path"));
+    if (!lexical) return Error{lexical.error()};
+    if (!lexical->has_value()) continue;
+    bool system_path = entry.path == ":tmpdir" || entry.path == ":slash_tmp";
+    candidates_.push_back(
+        Candidate{**lexical, path::canonicalize(**lexical), entry.access, pointer, system_path});
+  }
+  return {};
+}
+
+void Resolver::merge_rules() {
+  std::vector<PathRule>& rules = out_.policy.rules;
+  for (const Candidate& candidate : candidates_) {
+    auto same = std::find_if(rules.begin(), rules.end(), [&](const PathRule& rule) {
+      return rule.path == candidate.canonical;
+    });
+    if (same == rules.end()) {
+      rules.push_back(PathRule{candidate.canonical, candidate.access});
+    } else if (strength(candidate.access) > strength(same->access)) {
+      same->access = candidate.access;
+    }
+  }
+  sort_rules(rules);
+}
+
+// True if some write rule grants writing `dir` or anything below it.
+bool writable_at_or_below(const ResolvedPolicy& policy, const std::string& dir) {
+  if (rule_access(policy, dir) == Access::kWrite) return true;
+  return std::any_of(policy.rules.begin(), policy.rules.end(), [&](const PathRule& rule) {
+    return rule.access == Access::kWrite && path_is_within(rule.path, dir);
+  });
+}
+
+// sbx's own code must stay read-only in every sandbox: a command that could write libsbx, a
+// plugin, sbx-stage2 or the sbx executable would plant code that the next `sbx` runs on the
+// host, outside any sandbox. Each install directory the rules would let the command write
+// becomes a read rule (a carve-out inside the writable root), and write rules inside it become
+// read. A backend that cannot carve out is then passed over (the manager names the install).
+void Resolver::add_install_carveouts() {
+  std::vector<PathRule>& rules = out_.policy.rules;
+  for (const std::string& dir : context_.install_dirs) {
+    if (dir.empty() || dir.front() != '/' || !writable_at_or_below(out_.policy, dir)) continue;
+    bool has_rule = false;
+    for (PathRule& rule : rules) {
+      if (!path_is_within(rule.path, dir)) continue;
+      has_rule = has_rule || rule.path == dir;
+      if (rule.access == Access::kWrite) rule.access = Access::kRead;
+    }
+    if (!has_rule) rules.push_back(PathRule{dir, Access::kRead});
+    out_.install_carveouts.push_back(dir);
+  }
+  sort_rules(rules);
+}
+
+// A read-only directory inside a writable root can still be moved away with its parent (and a
+// new one put in its place), so each install carve-out is also a protected path: backends that
+// enforce protected paths keep it read-only and pin every directory between it and its
+// writable root (types.hpp ProtectedPath).
+void Resolver::protect_install_carveouts() {
+  std::vector<ProtectedPath>& protected_paths = out_.policy.protected_paths;
+  for (const std::string& dir : out_.install_carveouts) {
+    std::string root;
+    for (const PathRule& rule : out_.policy.rules) {
+      if (rule.access == Access::kWrite && path_is_within(dir, rule.path) &&
+          rule.path.size() > root.size())
+        root = rule.path;
+    }
+    if (root.empty()) continue;  // only a writable root inside it was taken away: nothing to pin
+    auto same = std::find_if(protected_paths.begin(), protected_paths.end(),
+                             [&](const ProtectedPath& p) { return p.path == dir; });
+    if (same != protected_paths.end()) continue;
+    protected_paths.push_back(ProtectedPath{dir, root, true, is_directory(dir)});
+  }
+  std::sort(protected_paths.begin(), protected_paths.end(),
+            [](const ProtectedPath& a, const ProtectedPath& b) { return a.path < b.path; });
+}
+
+// The policy file must stay read-only like sbx's install: a command that could rewrite it would
+// choose the sandbox of the next run started with the same --policy. Its real path is what is
+// protected (a symlink in a writable root could be repointed, but the file it named stays
+// intact). A read rule keeps it read-only; a protected path makes backends pin the directories
+// between it and its writable root, so renaming a parent cannot move it away, and a rename or
+// symlink swap over it fails on the bind mount.
+void Resolver::add_policy_file_carveout() {
+  if (context_.policy_file.empty() || context_.policy_file.front() != '/') return;
+  std::optional<std::string> real = path::real_path(context_.policy_file);
+  if (!real || is_directory(*real) || rule_access(out_.policy, *real) != Access::kWrite) return;
+  std::string root;
+  for (const PathRule& rule : out_.policy.rules) {
+    if (rule.access == Access::kWrite && path_is_within(*real, rule.path) &&
+        rule.path.size() > root.size())
+      root = rule.path;
+  }
+  std::vector<PathRule>& rules = out_.policy.rules;
+  auto same = std::find_if(rules.begin(), rules.end(),
+                           [&](const PathRule& rule) { return rule.path == *real; });
+  if (same == rules.end()) {
+    rules.push_back(PathRule{*real, Access::kRead});
+  } else {
+    same->access = Access::kRead;
+  }
+  sort_rules(rules);
+  out_.policy_file_carveout = *real;
+  if (root.empty()) return;
+  std::vector<ProtectedPath>& protected_paths = out_.policy.protected_paths;
+  if (std::none_of(protected_paths.begin(), protected_paths.end(),
+                   [&](const ProtectedPath& p) { return p.path == *real; }))
+    protected_paths.push_back(ProtectedPath{*real, root, true, false});
+  std::sort(protected_paths.begin(), protected_paths.end(),
+            [](const ProtectedPath& a, const ProtectedPath& b) { return a.path < b.path; });
+}
+
+std::string read_link(const std::string& path) {
+  std::string target(4096, '\0');
+  ssize_t n = ::readlink(path.c_str(), target.data(), target.size());
+  if (n < 0) return "(unreadable)";
+  target.resize(static_cast<std::size_t>(n));
+  return target;
+}
+
+// A writable root must name the directory the kernel will let the command write. If the path
+// crosses a symlink that the command itself can replace (its directory is writable), the root
+// could be redirected after resolution; and a root that is itself a symlink hides where writes
+// really go. Both are errors naming the symlink. Symlinks the command cannot touch (system ones
+// such as /lib -> usr/lib) are followed.
+Status Resolver::check_writable_symlinks(const Candidate& candidate) const {
+  if (candidate.access != Access::kWrite) return {};
+  std::string real = "/";
+  std::string lexical = "/";
+  std::size_t start = 1;
+  while (start < candidate.lexical.size()) {
+    std::size_t end = candidate.lexical.find('/', start);
+    if (end == std::string::npos) end = candidate.lexical.size();
+    std::string name = candidate.lexical.substr(start, end - start);
+    bool last = end == candidate.lexical.size();
+    start = end + 1;
+    lexical = path::join(lexical, name);
+    std::string here = path::join(real, name);
+    struct stat st {};
+    if (::lstat(here.c_str(), &st) != 0) return {};  // the rest does not exist yet
+    if (!S_ISLNK(st.st_mode)) {
+      real = here;
+      continue;
+    }
+    std::string head = "writable root " + candidate.lexical + ": " + lexical + " is a symlink to " +
+                       read_link(here);
+    if (last && !candidate.system_path) {
+      return error_at(candidate.pointer, head + "; name the real directory instead");
+    }
+    if (rule_access(out_.policy, real) == Access::kWrite) {
+      return error_at(candidate.pointer, head + " inside the writable directory " + real +
+                                             ", so the sandboxed command could replace it; "
+                                             "name the real directory instead");
+    }
+    std::optional<std::string> resolved = path::real_path(here);
+    if (!resolved) {
+      return error_at(candidate.pointer, head +
+                                             ", which does not exist; name an existing "
+                                             "directory instead");
+    }
+    real = *resolved;
+  }
+  // The walk above and the canonical path were computed at different moments. If they differ,
+  // the path changed in between (e.g. the root was swapped with a symlink by another process),
+  // and the canonical path may name a directory the policy never meant: refuse.
+  if (real != candidate.canonical) {
+    return error_at(candidate.pointer, "writable root " + candidate.lexical +
+                                           " changed while it was being resolved (" +
+                                           candidate.canonical + ", then " + real +
+                                           "); is another process renaming it?");
+  }
+  return {};
+}
+
+bool has_glob_magic(std::string_view component) {
+  return component.find_first_of("*?[{\\") != std::string_view::npos;
+}
+
+// Canonicalises the literal directories in front of the first wildcard, so the pattern names
+// the paths the kernel sees (e.g. /tmp -> /private/tmp on macOS).
+std::string canonical_glob(const std::string& pattern) {
+  std::size_t literal_end = 0;
+  std::size_t start = 1;
+  while (start < pattern.size()) {
+    std::size_t end = pattern.find('/', start);
+    if (end == std::string::npos) break;  // the last component is the pattern's own name
+    if (has_glob_magic(std::string_view(pattern).substr(start, end - start))) break;
+    literal_end = end;
+    start = end + 1;
+  }
+  if (literal_end == 0) return pattern;
+  return path::join(path::canonicalize(pattern.substr(0, literal_end)),
+                    pattern.substr(literal_end + 1));
+}
+
+Status Resolver::collect_globs() {
+  const std::vector<PolicyEntry>& entries = policy_.filesystem.entries;
+  std::vector<std::string>& globs = out_.policy.deny_globs;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    std::string glob = entries[i].glob;
+    if (glob.empty()) continue;
+    if (glob.rfind("~/", 0) == 0) {
+      Result<std::string> home = expand_home(glob, child(child("/filesystem/entries", i), "glob"));
+      if (!home) return Error{home.error()};
+      glob = *home;
+    } else if (glob.front() != '/') {
+      // gitignore style: a pattern without '/' matches a name at any depth below the cwd.
+      if (glob.find('/') == std::string::npos) glob = "**/" + glob;
+      glob = path::join(cwd_, glob);
+    }
+    glob = canonical_glob(glob);
+    if (std::find(globs.begin(), globs.end(), glob) == globs.end()) globs.push_back(glob);
+  }
+  return {};
+}
+
+Status Resolver::resolve_network() {
+  std::vector<std::string>& sockets = out_.policy.network.unix_sockets;
+  for (std::size_t i = 0; i < sockets.size(); ++i) {
+    if (sockets[i].rfind("~/", 0) == 0) {
+      Result<std::string> home = expand_home(sockets[i], child("/network/unix_sockets", i));
+      if (!home) return Error{home.error()};
+      sockets[i] = *home;
+    }
+    sockets[i] = path::canonicalize(sockets[i]);
+  }
+  return {};
+}
+
+Result<Resolution> Resolver::run() {
+  if (context_.cwd.empty() || context_.cwd.front() != '/' || path::check_components(context_.cwd)) {
+    return Error{"cannot resolve the policy: the working directory " + path::quote(context_.cwd) +
+                 " is not an absolute path without \".\" or \"..\""};
+  }
+  cwd_ = path::collapse_slashes(context_.cwd);
+  out_.policy.filesystem_kind = policy_.filesystem.kind;
+  out_.policy.network = policy_.network;
+  out_.policy.cwd = path::canonicalize(cwd_);
+  Status status;
+  if (policy_.filesystem.kind == FilesystemKind::kRestricted) {
+    status = collect_candidates();
+    if (!status) return Error{status.error()};
+    merge_rules();
+    for (const Candidate& candidate : candidates_) {
+      status = check_writable_symlinks(candidate);
+      if (!status) return Error{status.error()};
+    }
+    add_install_carveouts();
+    out_.policy.protected_paths = resolve_internal::protected_paths(
+        out_.policy.rules, policy_.filesystem.protected_names, out_.notes);
+    protect_install_carveouts();
+    add_policy_file_carveout();
+    status = collect_globs();
+    if (!status) return Error{status.error()};
+  }
+  status = resolve_network();
+  if (!status) return Error{status.error()};
+  return std::move(out_);
+}
+
+}  // namespace
+
+Result<Resolution> resolve_policy_with_notes(const Policy& policy, const ResolveContext& context) {
+  try {
+    // Resolution relies on validated, normalised entries; a Policy built in code gets the same
+    // checks (and messages) as a parsed one.
+    Result<Policy> valid = validate_policy(policy);
+    if (!valid) return Error{valid.error()};
+    return Resolver(*valid, context).run();
+  } catch (const std::exception& e) {
+    return Error{std::string("cannot resolve the policy: ") + e.what()};
+  }
+}
+
+Result<ResolvedPolicy> resolve_policy(const Policy& policy, const ResolveContext& context) {
+  Result<Resolution> resolution = resolve_policy_with_notes(policy, context);
+  if (!resolution) return Error{resolution.error()};
+  return std::move(resolution->policy);
+}
+
+Result<ResolveContext> current_resolve_context() {
+  ResolveContext context;
+  std::vector<char> buffer(4096);
+  while (::getcwd(buffer.data(), buffer.size()) == nullptr) {
+    if (errno != ERANGE || buffer.size() > (1u << 20)) {
+      return Error{std::string("cannot determine the current directory: ") + std::strerror(errno) +
+                   "; run sbx from an existing directory or pass --cwd"};
+    }
+    buffer.resize(buffer.size() * 2);
+  }
+  context.cwd = buffer.data();
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    std::string_view text(*entry);
+    std::size_t eq = text.find('=');
+    if (eq == std::string_view::npos) continue;
+    // The first definition wins, as with getenv(3).
+    context.env.emplace(std::string(text.substr(0, eq)), std::string(text.substr(eq + 1)));
+  }
+  Result<InstallLayout> layout = install_layout();
+  if (!layout) {
+    // Without it sbx's own install could not be kept read-only in the sandbox: fail closed.
+    return Error{"cannot find sbx's install to keep it read-only in the sandbox: " +
+                 layout.error()};
+  }
+  context.install_dirs = install_directories(*layout);
+  auto home = context.env.find("HOME");
+  if (home != context.env.end() && !home->second.empty() && home->second.front() == '/') {
+    context.home = home->second;
+  } else {
+    struct passwd pw {};
+    struct passwd* found = nullptr;
+    std::vector<char> pw_buffer(16384);
+    if (::getpwuid_r(::getuid(), &pw, pw_buffer.data(), pw_buffer.size(), &found) == 0 &&
+        found != nullptr && found->pw_dir != nullptr && found->pw_dir[0] == '/') {
+      context.home = found->pw_dir;
+    }
+  }
+  return context;
+}
+
+}  // namespace sbx
