@@ -278,7 +278,7 @@ std::string exec_report(const ExecOutcome& outcome) {
   object["network_refusals"] = parsed(proxy::refusals_to_json(outcome.refusals.entries));
   object["network_refusals_total"] = outcome.refusals.total;
   // render_json makes stderr bytes valid UTF-8.
-  return detail::render_json(std::move(report), JsonStyle::kCompact);
+  return report::render_json(std::move(report), JsonStyle::kCompact);
 }
 
 Result<std::string> exec_command(sbx_manager* manager, const char* policy_json, const char* cwd,
@@ -328,7 +328,7 @@ Result<std::string> approve_json(const char* requested_json, const char* granted
   boost::json::array dropped;
   for (const std::string& line : approval->dropped) dropped.emplace_back(line);
   out["dropped"] = std::move(dropped);
-  return detail::render_json(std::move(out), JsonStyle::kPretty);
+  return report::render_json(std::move(out), JsonStyle::kPretty);
 }
 
 Result<std::string> explain_json(sbx_manager* manager, const char* policy_json, const char* cwd,
@@ -431,7 +431,7 @@ char* sbx_should_sandbox(const char* policy_json, const char* preference, sbx_er
     boost::json::object out;
     out["sandbox"] = decision->sandbox;
     out["reason"] = decision->reason;
-    return sbx::detail::render_json(std::move(out), sbx::JsonStyle::kCompact);
+    return sbx::report::render_json(std::move(out), sbx::JsonStyle::kCompact);
   });
 }
 

@@ -54,11 +54,11 @@ std::string_view to_string(LoadStage stage) {
   return "unknown";
 }
 
-namespace loader_detail {
+namespace plugins {
 namespace {
 
-using trusted_fs::TrustedFile;
-using trusted_fs::UniqueFd;
+using plugins::TrustedFile;
+using plugins::UniqueFd;
 
 constexpr std::string_view kCandidatePrefix = "sbx-backend-";
 #if defined(__APPLE__)
@@ -226,7 +226,7 @@ RejectedPlugin reject(const std::string& path, LoadStage stage, const std::strin
 
 std::variant<const sbx_plugin_v1*, RejectedPlugin> load_descriptor(TrustedFile file) {
   const std::string path = file.path;
-  Result<std::string> proc_path = trusted_fs::proc_fd_path(file.fd.get(), file.st);
+  Result<std::string> proc_path = plugins::proc_fd_path(file.fd.get(), file.st);
   if (!proc_path) return reject(path, LoadStage::kInspect, proc_path.error());
   if (std::optional<std::string> problem = inspect(*proc_path))
     return reject(path, LoadStage::kInspect, *problem);
@@ -253,11 +253,11 @@ std::variant<const sbx_plugin_v1*, RejectedPlugin> load_descriptor(TrustedFile f
   return descriptor;
 }
 
-}  // namespace loader_detail
+}  // namespace plugins
 
 namespace {
 
-using loader_detail::reject;
+using plugins::reject;
 
 struct ScanState {
   std::vector<LoadedPlugin> plugins;
@@ -278,13 +278,13 @@ std::string join_path(const std::string& dir, const std::string& name) {
 // Stage kName: the name selects the backend everywhere (--backends, explain, JSON).
 std::optional<std::string> name_problem(const char* raw, const ScanState& state) {
   const std::string name = raw == nullptr ? "" : std::string(raw, strnlen(raw, 64));
-  const bool valid = !name.empty() && name.size() <= loader_detail::kMaxNameLength &&
+  const bool valid = !name.empty() && name.size() <= plugins::kMaxNameLength &&
                      std::all_of(name.begin(), name.end(), [](char c) {
                        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
                      });
   if (!valid) {
     return "name '" + (raw == nullptr ? std::string("(null)") : name) +
-           "' is invalid; expected 1 to " + std::to_string(loader_detail::kMaxNameLength) +
+           "' is invalid; expected 1 to " + std::to_string(plugins::kMaxNameLength) +
            " characters from [a-z0-9-]";
   }
   for (const LoadedPlugin& plugin : state.plugins) {
@@ -321,11 +321,11 @@ std::variant<std::shared_ptr<Backend>, std::string> create_backend(const sbx_plu
 void load_candidate(int dir_fd, const std::string& dir, const std::string& name,
                     const LoaderOptions& options, ScanState& state) {
   const std::string path = join_path(dir, name);
-  Result<trusted_fs::TrustedFile> file =
-      trusted_fs::open_trusted_file(dir_fd, dir, name, trusted_fs::Owners{options.trusted_owner});
+  Result<plugins::TrustedFile> file =
+      plugins::open_trusted_file(dir_fd, dir, name, plugins::Owners{options.trusted_owner});
   if (!file) return record(state, reject(path, LoadStage::kTrust, file.error()));
   const struct stat st = file->st;
-  auto outcome = loader_detail::load_descriptor(std::move(file).value());
+  auto outcome = plugins::load_descriptor(std::move(file).value());
   if (auto* rejection = std::get_if<RejectedPlugin>(&outcome))
     return record(state, std::move(*rejection));
   const sbx_plugin_v1& d = *std::get<const sbx_plugin_v1*>(outcome);
@@ -350,7 +350,7 @@ void reject_directory(const std::string& dir, const std::string& why, ScanState&
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
-    if (loader_detail::is_candidate_name(name)) candidates.push_back(name);
+    if (plugins::is_candidate_name(name)) candidates.push_back(name);
   }
   std::sort(candidates.begin(), candidates.end());
   if (candidates.empty()) return record(state, reject(dir, LoadStage::kDirectory, why));
@@ -362,28 +362,28 @@ void reject_directory(const std::string& dir, const std::string& why, ScanState&
 // `only_names` is empty, else the files whose <NAME> is listed.
 bool selected(std::string_view name, const std::vector<std::string>& only_names) {
   if (only_names.empty()) return true;
-  using loader_detail::kCandidatePrefix;
-  using loader_detail::kCandidateSuffix;
+  using plugins::kCandidatePrefix;
+  using plugins::kCandidateSuffix;
   const std::string_view stem = name.substr(
       kCandidatePrefix.size(), name.size() - kCandidatePrefix.size() - kCandidateSuffix.size());
   return std::find(only_names.begin(), only_names.end(), stem) != only_names.end();
 }
 
 void scan_directory(const std::string& dir, const LoaderOptions& options, ScanState& state) {
-  trusted_fs::DirectoryWalk walk = trusted_fs::open_trusted_directory(
-      dir, options.trust_root, trusted_fs::Owners{options.trusted_owner});
+  plugins::DirectoryWalk walk = plugins::open_trusted_directory(
+      dir, options.trust_root, plugins::Owners{options.trusted_owner});
   if (walk.missing) {
     // Nothing there to load (e.g. no plugin installed yet); not a rejection.
     spdlog::debug("plugin directory {}: {}", dir, walk.error);
     return;
   }
   if (!walk.fd.valid()) return reject_directory(dir, walk.error, state);
-  Result<std::vector<std::string>> names = trusted_fs::list_directory(walk.fd.get());
+  Result<std::vector<std::string>> names = plugins::list_directory(walk.fd.get());
   if (!names) return record(state, reject(dir, LoadStage::kDirectory, names.error()));
   for (const std::string& name : *names) {
-    if (!loader_detail::is_candidate_name(name)) {
+    if (!plugins::is_candidate_name(name)) {
       spdlog::debug("plugin directory {}: ignoring {} (not named sbx-backend-*{})", dir, name,
-                    loader_detail::kCandidateSuffix);
+                    plugins::kCandidateSuffix);
       continue;
     }
     if (!selected(name, options.only_names)) {

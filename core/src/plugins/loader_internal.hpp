@@ -10,7 +10,7 @@
 #include "sbx/core/plugin_loader.hpp"
 #include "plugins/trusted_fs.hpp"
 
-namespace sbx::loader_detail {
+namespace sbx::plugins {
 
 // "sbx-backend-*.so" (".dylib" on macOS): the only names the loader considers.
 bool is_candidate_name(std::string_view name);
@@ -22,6 +22,6 @@ RejectedPlugin reject(const std::string& path, LoadStage stage, const std::strin
 // Loads exactly the inode behind file.fd (through /proc/self/fd, failing closed without /proc),
 // with RTLD_NOW|RTLD_LOCAL|RTLD_NODELETE; the library is never unloaded. On success the
 // descriptor fd is kept open for the life of the process (see loader.cpp for why).
-std::variant<const sbx_plugin_v1*, RejectedPlugin> load_descriptor(trusted_fs::TrustedFile file);
+std::variant<const sbx_plugin_v1*, RejectedPlugin> load_descriptor(plugins::TrustedFile file);
 
-}  // namespace sbx::loader_detail
+}  // namespace sbx::plugins

@@ -97,8 +97,8 @@ int host_spawn(void* /*ctx*/, const void* plan, void* status_out, char* error,
 // The helper is handed to plugins, which run it inside the sandbox as the confinement step;
 // it gets the same ownership/permission walk as a plugin, from "/".
 const char* verified_stage2(const InstallLayout& layout, std::string& storage) {
-  Result<trusted_fs::TrustedFile> file = trusted_fs::open_trusted_path(
-      layout.stage2_path, "/", trusted_fs::Owners{layout.libsbx_owner});
+  Result<plugins::TrustedFile> file = plugins::open_trusted_path(
+      layout.stage2_path, "/", plugins::Owners{layout.libsbx_owner});
   if (!file) {
     spdlog::debug("stage-2 helper not offered to plugins: {}", file.error());
     return nullptr;

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <string_view>
 
-namespace sbx::trusted_fs {
+namespace sbx::plugins {
 namespace {
 
 #ifdef O_PATH
@@ -250,4 +250,4 @@ Result<std::string> proc_fd_path(int fd, const struct stat& st) {
   return path;
 }
 
-}  // namespace sbx::trusted_fs
+}  // namespace sbx::plugins

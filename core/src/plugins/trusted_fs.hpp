@@ -18,7 +18,7 @@
 
 #include "sbx/sdk/result.hpp"
 
-namespace sbx::trusted_fs {
+namespace sbx::plugins {
 
 // Owns a file descriptor and closes it on destruction.
 class UniqueFd {
@@ -106,4 +106,4 @@ Result<std::vector<std::string>> list_directory(int dir_fd);
 // when /proc is not mounted or disagrees: callers fail closed rather than fall back to a path.
 Result<std::string> proc_fd_path(int fd, const struct stat& st);
 
-}  // namespace sbx::trusted_fs
+}  // namespace sbx::plugins

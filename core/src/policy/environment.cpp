@@ -23,19 +23,19 @@ std::string_view to_string(EnvInherit inherit) {
   return "unknown";
 }
 
-namespace policy_internal {
+namespace policy {
 namespace {
 
 namespace json = boost::json;
-using json_util::child;
-using json_util::error_at;
+using policy::strict::child;
+using policy::strict::error_at;
 
 constexpr std::string_view kPointer = "/environment";
 constexpr std::string_view kKeys = "inherit|keep|exclude|include_only|set";
 
 Error type_error(const json::value& value, const std::string& pointer, std::string_view wanted) {
   return error_at(pointer, "expected " + std::string(wanted) + ", got " +
-                               std::string(json_util::kind_name(value)));
+                               std::string(policy::strict::kind_name(value)));
 }
 
 Result<std::vector<std::string>> read_patterns(const json::value& value,
@@ -54,12 +54,12 @@ Result<std::vector<std::string>> read_patterns(const json::value& value,
 Result<EnvInherit> read_inherit(const json::value& value, const std::string& pointer) {
   const std::string wanted = "expected one of all|core|none";
   if (!value.is_string())
-    return error_at(pointer, wanted + ", got " + std::string(json_util::kind_name(value)));
+    return error_at(pointer, wanted + ", got " + std::string(policy::strict::kind_name(value)));
   const std::string_view text(value.get_string().data(), value.get_string().size());
   for (EnvInherit inherit : {EnvInherit::kAll, EnvInherit::kCore, EnvInherit::kNone}) {
     if (to_string(inherit) == text) return inherit;
   }
-  return error_at(pointer, wanted + ", got " + path::quote(text));
+  return error_at(pointer, wanted + ", got " + policy::path::quote(text));
 }
 
 Result<std::map<std::string, std::string>> read_set(const json::value& value,
@@ -79,7 +79,7 @@ Result<std::map<std::string, std::string>> read_set(const json::value& value,
 Status check_name(const std::string& name, const std::string& pointer, std::string_view what) {
   if (name.empty()) return error_at(pointer, "empty " + std::string(what));
   if (name.find('=') != std::string::npos || name.find('\0') != std::string::npos)
-    return error_at(pointer, std::string(what) + " " + path::quote(name) +
+    return error_at(pointer, std::string(what) + " " + policy::path::quote(name) +
                                  " has '=' or a NUL byte, which no variable name can hold");
   return {};
 }
@@ -140,7 +140,7 @@ Status check_environment(const EnvironmentPolicy& environment) {
     if (!status) return status;
     if (name.find('*') != std::string::npos)
       return error_at(child(set_pointer, name),
-                      "variable name " + path::quote(name) + " has '*'; set names one variable");
+                      "variable name " + policy::path::quote(name) + " has '*'; set names one variable");
     if (value.find('\0') != std::string::npos)
       return error_at(child(set_pointer, name), "value has a NUL byte, which no variable can hold");
   }
@@ -159,5 +159,5 @@ boost::json::object environment_json(const EnvironmentPolicy& environment) {
   return out;
 }
 
-}  // namespace policy_internal
+}  // namespace policy
 }  // namespace sbx

@@ -9,7 +9,7 @@
 #include "sbx/core/policy.hpp"
 #include "sbx/sdk/result.hpp"
 
-namespace sbx::policy_internal {
+namespace sbx::policy {
 
 // A filesystem entry path, normalised: special (":cwd/sub" included), absolute, "~" or "~/...".
 // Errors start with `pointer`.
@@ -30,4 +30,4 @@ Result<EnvironmentPolicy> read_environment(const boost::json::value& value);
 Status check_environment(const EnvironmentPolicy& environment);
 boost::json::object environment_json(const EnvironmentPolicy& environment);
 
-}  // namespace sbx::policy_internal
+}  // namespace sbx::policy

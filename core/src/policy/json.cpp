@@ -17,8 +17,8 @@ namespace sbx {
 namespace {
 
 namespace json = boost::json;
-using json_util::child;
-using json_util::error_at;
+using policy::strict::child;
+using policy::strict::error_at;
 using Keys = std::initializer_list<std::string_view>;
 
 std::string join_keys(Keys keys) {
@@ -29,7 +29,7 @@ std::string join_keys(Keys keys) {
 
 Error type_error(const json::value& value, const std::string& pointer, std::string_view wanted) {
   return error_at(pointer, "expected " + std::string(wanted) + ", got " +
-                               std::string(json_util::kind_name(value)));
+                               std::string(policy::strict::kind_name(value)));
 }
 
 // The first key (in document order) that is not in `allowed`.
@@ -104,13 +104,13 @@ Result<Enum> read_enum(const json::value& value, const std::string& pointer,
   for (Enum e : values) names += (names.empty() ? "" : "|") + std::string(to_string(e));
   if (!value.is_string()) {
     return error_at(
-        pointer, "expected one of " + names + ", got " + std::string(json_util::kind_name(value)));
+        pointer, "expected one of " + names + ", got " + std::string(policy::strict::kind_name(value)));
   }
   std::string_view text(value.get_string().data(), value.get_string().size());
   for (Enum e : values) {
     if (to_string(e) == text) return e;
   }
-  return error_at(pointer, "expected one of " + names + ", got " + path::quote(text));
+  return error_at(pointer, "expected one of " + names + ", got " + policy::path::quote(text));
 }
 
 Result<PolicyEntry> read_entry(const json::value& value, const std::string& pointer) {
@@ -264,13 +264,13 @@ Result<Policy> read_short_form(const json::object& root) {
   // preset's defaults.
   const json::value* limits = find(root, "limits");
   if (limits != nullptr) {
-    Result<Limits> parsed = policy_internal::read_limits(*limits);
+    Result<Limits> parsed = policy::read_limits(*limits);
     if (!parsed) return Error{parsed.error()};
     policy->limits = *parsed;
   }
   const json::value* environment = find(root, "environment");
   if (environment != nullptr) {
-    Result<EnvironmentPolicy> parsed = policy_internal::read_environment(*environment);
+    Result<EnvironmentPolicy> parsed = policy::read_environment(*environment);
     if (!parsed) return Error{parsed.error()};
     policy->environment = std::move(*parsed);
   }
@@ -299,12 +299,12 @@ Result<Policy> read_full_form(const json::object& root) {
     policy.network = std::move(*parsed);
   }
   if (const json::value* limits = find(root, "limits")) {
-    Result<Limits> parsed = policy_internal::read_limits(*limits);
+    Result<Limits> parsed = policy::read_limits(*limits);
     if (!parsed) return Error{parsed.error()};
     policy.limits = *parsed;
   }
   if (const json::value* environment = find(root, "environment")) {
-    Result<EnvironmentPolicy> parsed = policy_internal::read_environment(*environment);
+    Result<EnvironmentPolicy> parsed = policy::read_environment(*environment);
     if (!parsed) return Error{parsed.error()};
     policy.environment = std::move(*parsed);
   }
@@ -344,7 +344,7 @@ Result<Policy> parse_policy(std::string_view json_text) {
                             std::to_string(kMaxPolicyBytes));
   }
   try {
-    Result<json::value> document = json_util::parse_strict(json_text, kMaxPolicyDepth);
+    Result<json::value> document = policy::strict::parse_strict(json_text, kMaxPolicyDepth);
     if (!document) return Error{document.error()};
     return read_policy(*document);
   } catch (const std::exception& e) {

@@ -8,7 +8,7 @@
 #include <set>
 #include <vector>
 
-namespace sbx::json_util {
+namespace sbx::policy::strict {
 
 namespace json = boost::json;
 
@@ -252,4 +252,4 @@ Result<json::value> parse_strict(std::string_view text, std::size_t max_depth) {
   return value;
 }
 
-}  // namespace sbx::json_util
+}  // namespace sbx::policy::strict

@@ -9,7 +9,7 @@
 
 #include "sbx/sdk/result.hpp"
 
-namespace sbx::json_util {
+namespace sbx::policy::strict {
 
 // Escapes one reference token (RFC 6901: '~' -> "~0", '/' -> "~1").
 std::string escape_token(std::string_view token);
@@ -32,4 +32,4 @@ Result<boost::json::value> parse_strict(std::string_view text, std::size_t max_d
 // "string", "number", ... for "expected X, got Y" messages.
 std::string_view kind_name(const boost::json::value& value);
 
-}  // namespace sbx::json_util
+}  // namespace sbx::policy::strict

@@ -8,12 +8,12 @@
 #include "policy/internal.hpp"
 #include "sbx/core/policy.hpp"
 
-namespace sbx::policy_internal {
+namespace sbx::policy {
 namespace {
 
 namespace json = boost::json;
-using json_util::child;
-using json_util::error_at;
+using policy::strict::child;
+using policy::strict::error_at;
 
 constexpr std::uint64_t kMiB = 1024 * 1024;
 
@@ -53,7 +53,7 @@ Result<std::uint64_t> read_count(const json::value& value, const std::string& po
   if (value.is_int64()) return error_at(pointer, "must not be negative");
   return error_at(pointer, std::string("expected a non-negative integer") +
                                (nullable ? " or null (no limit)" : "") + ", got " +
-                               std::string(json_util::kind_name(value)));
+                               std::string(policy::strict::kind_name(value)));
 }
 
 Status check_range(std::uint64_t value, std::uint64_t min, std::uint64_t max, std::string_view unit,
@@ -68,7 +68,7 @@ Status check_range(std::uint64_t value, std::uint64_t min, std::uint64_t max, st
 Result<Limits> read_limits(const json::value& value) {
   const std::string pointer = "/limits";
   if (!value.is_object())
-    return error_at(pointer, "expected an object, got " + std::string(json_util::kind_name(value)));
+    return error_at(pointer, "expected an object, got " + std::string(policy::strict::kind_name(value)));
   Limits limits;
   for (const auto& member : value.get_object()) {
     const std::string_view key(member.key().data(), member.key().size());
@@ -120,4 +120,4 @@ json::object limits_json(const Limits& limits) {
   return out;
 }
 
-}  // namespace sbx::policy_internal
+}  // namespace sbx::policy

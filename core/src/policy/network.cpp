@@ -8,11 +8,11 @@
 #include "policy/path_util.hpp"
 #include "policy/internal.hpp"
 
-namespace sbx::policy_internal {
+namespace sbx::policy {
 namespace {
 
-using json_util::child;
-using json_util::error_at;
+using policy::strict::child;
+using policy::strict::error_at;
 
 constexpr std::string_view kDomainHint =
     "expected a host name such as example.com or *.example.com, optionally with :PORT";
@@ -38,7 +38,7 @@ std::optional<std::string> host_error(std::string_view host) {
       return "'*' is allowed only as the whole first label (*.example.com)";
     }
     if (!valid_label(label)) {
-      return "label " + path::quote(label) +
+      return "label " + policy::path::quote(label) +
              " must be 1-63 letters, digits or '-', not starting or ending with '-'";
     }
     start = end + 1;
@@ -49,7 +49,7 @@ std::optional<std::string> host_error(std::string_view host) {
 std::optional<std::string> port_error(std::string_view port) {
   if (port.empty() || port.size() > 5 ||
       !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-    return "port " + path::quote(port) + " is not a number from 1 to 65535";
+    return "port " + policy::path::quote(port) + " is not a number from 1 to 65535";
   }
   int value = std::stoi(std::string(port));
   if (value < 1 || value > 65535) return "port " + std::string(port) + " is not from 1 to 65535";
@@ -65,7 +65,7 @@ Result<std::string> normalize_domain(std::string_view raw, const std::string& po
   });
   auto fail = [&](const std::string& why) {
     return error_at(pointer,
-                    "domain " + path::quote(raw) + ": " + why + "; " + std::string(kDomainHint));
+                    "domain " + policy::path::quote(raw) + ": " + why + "; " + std::string(kDomainHint));
   };
   std::size_t colon = domain.find(':');
   std::string_view host = std::string_view(domain).substr(0, colon);
@@ -89,7 +89,7 @@ Status check_domains(std::vector<std::string>& domains, const std::string& point
     auto first = std::find(domains.begin(), domains.end(), domains[i]);
     if (first != domains.begin() + static_cast<std::ptrdiff_t>(i)) {
       return error_at(child(pointer, i),
-                      "duplicate domain " + path::quote(domains[i]) + ", already at " +
+                      "duplicate domain " + policy::path::quote(domains[i]) + ", already at " +
                           child(pointer, static_cast<std::size_t>(first - domains.begin())));
     }
   }
@@ -114,15 +114,15 @@ Status check_sockets(std::vector<std::string>& sockets, const std::string& point
     std::string item = child(pointer, i);
     if (sockets[i].empty()) return error_at(item, "empty socket path");
     if (sockets[i].front() != '/' && sockets[i].substr(0, 2) != "~/") {
-      return error_at(item, "socket path " + path::quote(sockets[i]) +
+      return error_at(item, "socket path " + policy::path::quote(sockets[i]) +
                                 " must be absolute or start with \"~/\"");
     }
-    if (auto bad = path::check_components(sockets[i])) {
-      return error_at(item, path::quote(sockets[i]) + " " + *bad);
+    if (auto bad = policy::path::check_components(sockets[i])) {
+      return error_at(item, policy::path::quote(sockets[i]) + " " + *bad);
     }
-    sockets[i] = path::collapse_slashes(sockets[i]);
+    sockets[i] = policy::path::collapse_slashes(sockets[i]);
     if (sockets[i] == "/" || sockets[i] == "~") {
-      return error_at(item, path::quote(sockets[i]) + " is a directory, not a socket");
+      return error_at(item, policy::path::quote(sockets[i]) + " is a directory, not a socket");
     }
     auto first = std::find(sockets.begin(), sockets.end(), sockets[i]);
     if (first != sockets.begin() + static_cast<std::ptrdiff_t>(i)) {
@@ -158,4 +158,4 @@ Status check_network(NetworkPolicy& network) {
   return status;
 }
 
-}  // namespace sbx::policy_internal
+}  // namespace sbx::policy

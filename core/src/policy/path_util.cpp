@@ -6,7 +6,7 @@
 #include <memory>
 #include <vector>
 
-namespace sbx::path {
+namespace sbx::policy::path {
 
 std::string collapse_slashes(std::string_view path) {
   std::string out;
@@ -122,4 +122,4 @@ std::string quote(std::string_view text) {
   return out;
 }
 
-}  // namespace sbx::path
+}  // namespace sbx::policy::path

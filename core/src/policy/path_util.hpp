@@ -9,7 +9,7 @@
 
 #include "sbx/sdk/result.hpp"
 
-namespace sbx::path {
+namespace sbx::policy::path {
 
 // Collapses runs of '/' and drops a trailing '/' (but keeps "/" itself). Does not touch "."
 // or ".." components; see check_components().
@@ -44,4 +44,4 @@ std::string canonicalize(const std::string& path);
 // Quotes `text` for an error message: "..." with control bytes, '"' and '\' escaped.
 std::string quote(std::string_view text);
 
-}  // namespace sbx::path
+}  // namespace sbx::policy::path

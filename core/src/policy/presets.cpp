@@ -10,8 +10,8 @@
 namespace sbx {
 namespace {
 
-using json_util::child;
-using json_util::error_at;
+using policy::strict::child;
+using policy::strict::error_at;
 
 PolicyEntry path_entry(std::string path, Access access) {
   return PolicyEntry{std::move(path), {}, access};
@@ -49,7 +49,7 @@ NetworkPolicy network_for(bool enabled) {
 Status add_writable_roots(const std::vector<std::string>& roots, FilesystemSpec& fs) {
   for (std::size_t i = 0; i < roots.size(); ++i) {
     std::string pointer = child("/writable_roots", i);
-    Result<std::string> path = policy_internal::normalize_entry_path(roots[i], pointer);
+    Result<std::string> path = policy::normalize_entry_path(roots[i], pointer);
     if (!path) return Error{path.error()};
     if (*path == ":minimal") return error_at(pointer, ":minimal can only be granted read");
     fs.entries.push_back(path_entry(std::move(*path), Access::kWrite));

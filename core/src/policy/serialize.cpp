@@ -58,12 +58,12 @@ std::string policy_to_json(const Policy& policy) {
   root["version"] = policy.version;
   root["filesystem"] = filesystem_json(policy.filesystem);
   root["network"] = network_json(policy.network);
-  root["limits"] = policy_internal::limits_json(policy.limits);
-  root["environment"] = policy_internal::environment_json(policy.environment);
+  root["limits"] = policy::limits_json(policy.limits);
+  root["environment"] = policy::environment_json(policy.environment);
   // The one JSON writer (report/json_render.hpp): paths are arbitrary bytes, and a serialized policy is
   // read by people and models like every report, so it gets the same UTF-8 repair and escaping
   // of invisible and bidi characters.
-  return detail::render_json_short_inline(std::move(root)) + "\n";
+  return report::render_json_short_inline(std::move(root)) + "\n";
 }
 
 }  // namespace sbx

@@ -15,30 +15,30 @@
 namespace sbx {
 namespace {
 
-using json_util::child;
-using json_util::error_at;
+using policy::strict::child;
+using policy::strict::error_at;
 
 constexpr std::string_view kPathHint =
     "write an absolute path, \"~/...\", or one of :root, :cwd, :cwd/SUB, :tmpdir, :slash_tmp, "
     ":minimal";
 
 Result<std::string> normalize_special(std::string_view raw, const std::string& pointer) {
-  std::string collapsed = path::collapse_slashes(raw);
+  std::string collapsed = policy::path::collapse_slashes(raw);
   std::size_t slash = collapsed.find('/');
   std::string name = collapsed.substr(0, slash);
   static constexpr std::string_view kNames[] = {":root", ":cwd", ":tmpdir", ":slash_tmp",
                                                 ":minimal"};
   if (std::find(std::begin(kNames), std::end(kNames), name) == std::end(kNames)) {
     return error_at(pointer,
-                    "unknown special path " + path::quote(name) + "; " + std::string(kPathHint));
+                    "unknown special path " + policy::path::quote(name) + "; " + std::string(kPathHint));
   }
   if (slash == std::string::npos) return collapsed;
   if (name != ":cwd") {
     return error_at(
         pointer, "special path " + name + " takes no subpath; only :cwd does (e.g. :cwd/sub/dir)");
   }
-  if (auto bad = path::check_components(collapsed.substr(slash))) {
-    return error_at(pointer, path::quote(raw) + " " + *bad);
+  if (auto bad = policy::path::check_components(collapsed.substr(slash))) {
+    return error_at(pointer, policy::path::quote(raw) + " " + *bad);
   }
   return collapsed;
 }
@@ -56,7 +56,7 @@ Result<std::size_t> scan_bracket(std::string_view text, std::size_t i, const std
       return j;
     }
   }
-  return error_at(ptr, "glob " + path::quote(text) + ": '[' at offset " + std::to_string(i) +
+  return error_at(ptr, "glob " + policy::path::quote(text) + ": '[' at offset " + std::to_string(i) +
                            " is never closed with ']'");
 }
 
@@ -68,7 +68,7 @@ Status check_glob_syntax(std::string_view text, const std::string& ptr) {
     char c = text[i];
     if (c == '\\') {
       if (i + 1 == text.size()) {
-        return error_at(ptr, "glob " + path::quote(text) + " ends with a lone backslash");
+        return error_at(ptr, "glob " + policy::path::quote(text) + " ends with a lone backslash");
       }
       ++i;
     } else if (c == '[') {
@@ -76,36 +76,36 @@ Status check_glob_syntax(std::string_view text, const std::string& ptr) {
       if (!end) return Error{end.error()};
       i = *end;
     } else if (c == ']') {
-      return error_at(ptr, "glob " + path::quote(text) + ": ']' at offset " + std::to_string(i) +
+      return error_at(ptr, "glob " + policy::path::quote(text) + ": ']' at offset " + std::to_string(i) +
                                " has no matching '['");
     } else if (c == '{') {
       ++braces;
     } else if (c == '}') {
       if (--braces < 0) {
-        return error_at(ptr, "glob " + path::quote(text) + ": '}' at offset " + std::to_string(i) +
+        return error_at(ptr, "glob " + policy::path::quote(text) + ": '}' at offset " + std::to_string(i) +
                                  " has no matching '{'");
       }
     }
   }
-  if (braces != 0) return error_at(ptr, "glob " + path::quote(text) + ": '{' is never closed");
+  if (braces != 0) return error_at(ptr, "glob " + policy::path::quote(text) + ": '{' is never closed");
   return {};
 }
 
 Result<std::string> normalize_glob(std::string_view raw, const std::string& pointer) {
   if (raw.empty()) return error_at(pointer, "empty glob; write a pattern such as \"**/*.pem\"");
   if (raw.front() == '~' && raw.substr(0, 2) != "~/") {
-    return error_at(pointer, "glob " + path::quote(raw) +
+    return error_at(pointer, "glob " + policy::path::quote(raw) +
                                  ": only \"~/\" is expanded; \"~user\" is not supported");
   }
-  if (auto bad = path::check_components(raw)) {
-    return error_at(pointer, "glob " + path::quote(raw) + " " + *bad);
+  if (auto bad = policy::path::check_components(raw)) {
+    return error_at(pointer, "glob " + policy::path::quote(raw) + " " + *bad);
   }
   Status syntax = check_glob_syntax(raw, pointer);
   if (!syntax) return Error{syntax.error()};
-  std::string out = path::collapse_slashes(raw);
+  std::string out = policy::path::collapse_slashes(raw);
   if (out == "/" || out == "~") {
     return error_at(pointer,
-                    "glob " + path::quote(raw) + " matches no file name; deny a path instead");
+                    "glob " + policy::path::quote(raw) + " matches no file name; deny a path instead");
   }
   return out;
 }
@@ -128,7 +128,7 @@ Status check_entry(PolicyEntry& entry, const std::string& pointer) {
     return {};
   }
   Result<std::string> normalized =
-      policy_internal::normalize_entry_path(entry.path, child(pointer, "path"));
+      policy::normalize_entry_path(entry.path, child(pointer, "path"));
   if (!normalized) return Error{normalized.error()};
   entry.path = std::move(*normalized);
   if (entry.path == ":minimal" && entry.access != Access::kRead) {
@@ -146,11 +146,11 @@ Status check_protected_names(const std::vector<std::string>& names, const std::s
     if (name == "." || name == ".." || name.find('/') != std::string::npos ||
         name.find('\0') != std::string::npos) {
       return error_at(
-          item, path::quote(name) + " is not a plain file name (no '/', not \".\" or \"..\")");
+          item, policy::path::quote(name) + " is not a plain file name (no '/', not \".\" or \"..\")");
     }
     auto first = std::find(names.begin(), names.end(), name);
     if (first != names.begin() + static_cast<std::ptrdiff_t>(i)) {
-      return error_at(item, "duplicate name " + path::quote(name) + ", already at " +
+      return error_at(item, "duplicate name " + policy::path::quote(name) + ", already at " +
                                 child(pointer, static_cast<std::size_t>(first - names.begin())));
     }
   }
@@ -173,7 +173,7 @@ Status check_filesystem(FilesystemSpec& fs) {
 
 }  // namespace
 
-namespace policy_internal {
+namespace policy {
 
 Result<std::string> normalize_entry_path(std::string_view raw, const std::string& pointer) {
   if (raw.empty()) return error_at(pointer, "empty path; " + std::string(kPathHint));
@@ -185,21 +185,21 @@ Result<std::string> normalize_entry_path(std::string_view raw, const std::string
   bool home = raw == "~" || raw.substr(0, 2) == "~/";
   if (!absolute && !home) {
     if (raw.front() == '~') {
-      return error_at(pointer, path::quote(raw) +
+      return error_at(pointer, policy::path::quote(raw) +
                                    ": \"~user\" is not supported; write \"~/...\" for your home "
                                    "directory or an absolute path");
     }
-    return error_at(pointer, "relative path " + path::quote(raw) +
+    return error_at(pointer, "relative path " + policy::path::quote(raw) +
                                  "; write it as an absolute path, \"~/" + std::string(raw) +
                                  "\" or \":cwd/" + std::string(raw) + "\"");
   }
-  if (auto bad = path::check_components(raw)) {
-    return error_at(pointer, path::quote(raw) + " " + *bad);
+  if (auto bad = policy::path::check_components(raw)) {
+    return error_at(pointer, policy::path::quote(raw) + " " + *bad);
   }
-  return path::collapse_slashes(raw);
+  return policy::path::collapse_slashes(raw);
 }
 
-}  // namespace policy_internal
+}  // namespace policy
 
 Result<Policy> validate_policy(Policy policy) {
   if (policy.version != 1) {
@@ -208,11 +208,11 @@ Result<Policy> validate_policy(Policy policy) {
   }
   Status fs = check_filesystem(policy.filesystem);
   if (!fs) return Error{fs.error()};
-  Status net = policy_internal::check_network(policy.network);
+  Status net = policy::check_network(policy.network);
   if (!net) return Error{net.error()};
-  Status limits = policy_internal::check_limits(policy.limits);
+  Status limits = policy::check_limits(policy.limits);
   if (!limits) return Error{limits.error()};
-  Status environment = policy_internal::check_environment(policy.environment);
+  Status environment = policy::check_environment(policy.environment);
   if (!environment) return Error{environment.error()};
   return policy;
 }

@@ -24,7 +24,7 @@ std::string refusals_to_json(const std::vector<Refusal>& refusals) {
     item["rule"] = refusal.rule;
     out.push_back(std::move(item));
   }
-  return detail::render_json(std::move(out), JsonStyle::kCompact);
+  return report::render_json(std::move(out), JsonStyle::kCompact);
 }
 
 std::optional<std::string> describe_omitted(const RefusalLog& log) {

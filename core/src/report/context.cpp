@@ -68,7 +68,7 @@ void append_list(std::string_view heading, const std::vector<std::string>& items
   for (const std::string& item : items) {
     out += "  - ";
     out += prefix;
-    out += detail::quote_for_text(item);
+    out += report::quote_for_text(item);
     out += '\n';
   }
 }
@@ -176,7 +176,7 @@ SandboxContext describe_sandbox(const ResolvedPolicy& policy) {
 
 std::string context_to_text(const SandboxContext& context) {
   std::string out = "Sandbox policy for the commands you run (mode: " + context.mode + ").\n";
-  out += "Working directory: " + detail::quote_for_text(context.cwd) + "\n";
+  out += "Working directory: " + report::quote_for_text(context.cwd) + "\n";
   append_filesystem(context, out);
   append_network(context.network, out);
   const bool unrestricted =
@@ -212,7 +212,7 @@ std::string context_to_json(const SandboxContext& context, JsonStyle style) {
   out["cwd"] = context.cwd;
   out["filesystem"] = std::move(filesystem);
   out["network"] = std::move(network);
-  return detail::render_json(std::move(out), style);
+  return report::render_json(std::move(out), style);
 }
 
 }  // namespace sbx

@@ -272,7 +272,7 @@ std::string denial_to_json(const DenialAssessment& assessment) {
     out["evidence"] = assessment.evidence;
   }
   // render_json makes every string valid UTF-8: stderr is arbitrary bytes.
-  return detail::render_json(std::move(out), JsonStyle::kCompact);
+  return report::render_json(std::move(out), JsonStyle::kCompact);
 }
 
 // ---- StderrCapture ----

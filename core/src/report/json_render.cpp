@@ -9,7 +9,7 @@
 
 #include "report/text_escape.hpp"
 
-namespace sbx::detail {
+namespace sbx::report {
 namespace {
 
 namespace json = boost::json;
@@ -163,4 +163,4 @@ std::string render_json_short_inline(json::value value) {
   return escape_invisible(std::move(out));
 }
 
-}  // namespace sbx::detail
+}  // namespace sbx::report

@@ -9,7 +9,7 @@
 
 #include "sbx/core/report_json.hpp"
 
-namespace sbx::detail {
+namespace sbx::report {
 
 std::string render_json(boost::json::value value, JsonStyle style);
 
@@ -19,4 +19,4 @@ std::string render_json(boost::json::value value, JsonStyle style);
 // small. Same UTF-8 repair and escaping as render_json.
 std::string render_json_short_inline(boost::json::value value);
 
-}  // namespace sbx::detail
+}  // namespace sbx::report

@@ -145,11 +145,11 @@ std::string backends_to_json(const std::vector<BackendListing>& backends,
   out["backends"] = std::move(loaded);
   out["rejected"] = std::move(failed);
   if (cgroups) out["cgroups"] = cgroups_json(*cgroups);
-  return detail::render_json(out, style);
+  return report::render_json(out, style);
 }
 
 std::string probe_report_to_json(const ProbeReport& report, JsonStyle style) {
-  return detail::render_json(probe_json(report), style);
+  return report::render_json(probe_json(report), style);
 }
 
 std::string final_backend(const ExplainReport& report) {
@@ -199,7 +199,7 @@ std::string explain_to_json(const ExplainReport& report, JsonStyle style) {
   environment["set"] = string_array(set_names);
   environment["removed"] = string_array(report.environment_removed);
   out["environment"] = std::move(environment);
-  return detail::render_json(out, style);
+  return report::render_json(out, style);
 }
 
 std::string plan_to_json(const std::optional<std::string>& backend, const ExecPlan& plan,
@@ -210,7 +210,7 @@ std::string plan_to_json(const std::optional<std::string>& backend, const ExecPl
   out["env"] = string_array(plan.env);
   out["cwd"] = plan.cwd;
   out["notes"] = string_array(plan.notes);
-  return detail::render_json(out, style);
+  return report::render_json(out, style);
 }
 
 std::string run_to_json(const RunReport& report, JsonStyle style) {
@@ -229,11 +229,11 @@ std::string run_to_json(const RunReport& report, JsonStyle style) {
   out["protected_names_created"] = std::move(created);
   out["protected_names_truncated"] = report.protected_names_truncated;
   out["limit_hit"] = optional_string(report.limit_hit);
-  return detail::render_json(out, style);
+  return report::render_json(out, style);
 }
 
 std::string resolved_policy_to_json(const ResolvedPolicy& policy, JsonStyle style) {
-  return detail::render_json(resolved_json(policy), style);
+  return report::render_json(resolved_json(policy), style);
 }
 
 }  // namespace sbx

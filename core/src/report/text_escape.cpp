@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-namespace sbx::detail {
+namespace sbx::report {
 namespace {
 
 struct CodePoint {
@@ -138,4 +138,4 @@ std::string quote_for_text(std::string_view text) {
   return out;
 }
 
-}  // namespace sbx::detail
+}  // namespace sbx::report

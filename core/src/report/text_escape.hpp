@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace sbx::detail {
+namespace sbx::report {
 
 // The string with every invalid UTF-8 sequence replaced by U+FFFD, so JSON built from it is
 // valid UTF-8 (Boost.JSON copies bytes through unchecked).
@@ -18,4 +18,4 @@ std::string valid_utf8(std::string_view text);
 // A value rendered this way cannot end its line or its quotes early.
 std::string quote_for_text(std::string_view text);
 
-}  // namespace sbx::detail
+}  // namespace sbx::report

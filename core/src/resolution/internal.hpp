@@ -6,7 +6,7 @@
 
 #include "sbx/sdk/types.hpp"
 
-namespace sbx::resolve_internal {
+namespace sbx::resolution {
 
 // For every write rule R and protected name N: R/N (existing or not). A .git regular file under
 // R adds the gitdir it names and that gitdir's commondir (where hooks and config live).
@@ -15,4 +15,4 @@ std::vector<ProtectedPath> protected_paths(const std::vector<PathRule>& rules,
                                            const std::vector<std::string>& names,
                                            std::vector<std::string>& notes);
 
-}  // namespace sbx::resolve_internal
+}  // namespace sbx::resolution

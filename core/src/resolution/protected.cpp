@@ -13,7 +13,7 @@
 #include "policy/path_util.hpp"
 #include "resolution/internal.hpp"
 
-namespace sbx::resolve_internal {
+namespace sbx::resolution {
 namespace {
 
 // A .git or commondir file is a few hundred bytes; anything longer is not one we understand.
@@ -41,9 +41,9 @@ std::optional<std::string> read_first_line(const std::string& path) {
 
 // `target` as written in a pointer file inside `dir`: absolute, or relative to `dir`.
 std::string pointer_target(const std::string& dir, const std::string& target) {
-  std::string joined = target.front() == '/' ? target : path::join(dir, target);
-  if (std::optional<std::string> real = path::real_path(joined)) return *real;
-  return path::canonicalize(path::lexically_normal(joined));
+  std::string joined = target.front() == '/' ? target : policy::path::join(dir, target);
+  if (std::optional<std::string> real = policy::path::real_path(joined)) return *real;
+  return policy::path::canonicalize(policy::path::lexically_normal(joined));
 }
 
 ProtectedPath describe(std::string path, const std::string& root) {
@@ -60,7 +60,7 @@ ProtectedPath describe(std::string path, const std::string& root) {
 // elsewhere, and its hooks run outside the sandbox, so it is protected too.
 void add_gitdir(const std::string& root, std::vector<ProtectedPath>& out,
                 std::vector<std::string>& notes) {
-  std::string dot_git = path::join(root, ".git");
+  std::string dot_git = policy::path::join(root, ".git");
   std::optional<std::string> line = read_first_line(dot_git);
   if (!line) return;
   constexpr std::string_view kPrefix = "gitdir:";
@@ -82,7 +82,7 @@ void add_gitdir(const std::string& root, std::vector<ProtectedPath>& out,
     return;
   }
   // A linked worktree's gitdir holds "commondir", naming the main .git with hooks and config.
-  if (std::optional<std::string> common = read_first_line(path::join(gitdir, "commondir"))) {
+  if (std::optional<std::string> common = read_first_line(policy::path::join(gitdir, "commondir"))) {
     if (!common->empty()) out.push_back(describe(pointer_target(gitdir, *common), root));
   }
 }
@@ -96,7 +96,7 @@ std::vector<ProtectedPath> protected_paths(const std::vector<PathRule>& rules,
   for (const PathRule& rule : rules) {
     if (rule.access != Access::kWrite) continue;
     for (const std::string& name : names) {
-      out.push_back(describe(path::join(rule.path, name), rule.path));
+      out.push_back(describe(policy::path::join(rule.path, name), rule.path));
       if (name == ".git") add_gitdir(rule.path, out, notes);
     }
   }
@@ -110,4 +110,4 @@ std::vector<ProtectedPath> protected_paths(const std::vector<PathRule>& rules,
   return out;
 }
 
-}  // namespace sbx::resolve_internal
+}  // namespace sbx::resolution

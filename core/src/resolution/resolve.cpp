@@ -23,8 +23,8 @@ extern char** environ;  // NOLINT: POSIX
 namespace sbx {
 namespace {
 
-using json_util::child;
-using json_util::error_at;
+using policy::strict::child;
+using policy::strict::error_at;
 
 // One path entry after special paths and "~" were expanded.
 struct Candidate {
@@ -52,8 +52,8 @@ int strength(Access access) {
 // Parents before children: (depth, path).
 void sort_rules(std::vector<PathRule>& rules) {
   std::sort(rules.begin(), rules.end(), [](const PathRule& a, const PathRule& b) {
-    std::size_t da = path::depth(a.path);
-    std::size_t db = path::depth(b.path);
+    std::size_t da = policy::path::depth(a.path);
+    std::size_t db = policy::path::depth(b.path);
     return da != db ? da < db : a.path < b.path;
   });
 }
@@ -92,11 +92,11 @@ class Resolver {
 
 Result<std::string> Resolver::expand_home(const std::string& path, const std::string& pointer) {
   if (context_.home.empty() || context_.home.front() != '/') {
-    return error_at(pointer, path::quote(path) +
+    return error_at(pointer, policy::path::quote(path) +
                                  " needs the home directory, but none is known (set HOME to an "
                                  "absolute path)");
   }
-  return path::join(path::collapse_slashes(context_.home), path.substr(1));
+  return policy::path::join(policy::path::collapse_slashes(context_.home), path.substr(1));
 }
 
 std::optional<std::string> Resolver::expand_tmpdir(const std::string& pointer) {
@@ -105,13 +105,13 @@ std::optional<std::string> Resolver::expand_tmpdir(const std::string& pointer) {
   if (it == context_.env.end() || it->second.empty()) {
     why = "TMPDIR is not set";
   } else if (it->second.front() != '/') {
-    why = "TMPDIR " + path::quote(it->second) + " is not absolute";
-  } else if (path::check_components(it->second)) {
-    why = "TMPDIR " + path::quote(it->second) + " has \".\" or \"..\" components";
+    why = "TMPDIR " + policy::path::quote(it->second) + " is not absolute";
+  } else if (policy::path::check_components(it->second)) {
+    why = "TMPDIR " + policy::path::quote(it->second) + " has \".\" or \"..\" components";
   } else if (!is_directory(it->second)) {
-    why = "TMPDIR " + path::quote(it->second) + " is not an existing directory";
+    why = "TMPDIR " + policy::path::quote(it->second) + " is not an existing directory";
   } else {
-    return path::collapse_slashes(it->second);
+    return policy::path::collapse_slashes(it->second);
   }
   out_.notes.push_back(pointer + ": :tmpdir dropped: " + why);
   return std::nullopt;
@@ -123,7 +123,7 @@ Result<std::optional<std::string>> Resolver::expand(const std::string& path,
   if (path == ":root") return std::optional<std::string>("/");
   if (path == ":cwd") return std::optional<std::string>(cwd_);
   if (path.rfind(":cwd/", 0) == 0) {
-    return std::optional<std::string>(path::join(cwd_, path.substr(5)));
+    return std::optional<std::string>(policy::path::join(cwd_, path.substr(5)));
   }
   if (path == ":tmpdir") return expand_tmpdir(pointer);
   if (path == ":slash_tmp") {
@@ -138,7 +138,7 @@ Result<std::optional<std::string>> Resolver::expand(const std::string& path,
   }
   if (!path.empty() && path.front() == '/') return std::optional<std::string>(path);
   // validate_policy() rejects everything else; a hand-built Policy may not have been validated.
-  return error_at(pointer, "cannot resolve " + path::quote(path) + "; validate the policy first");
+  return error_at(pointer, "cannot resolve " + policy::path::quote(path) + "; validate the policy first");
 }
 
 Status Resolver::collect_candidates() {
@@ -156,7 +156,7 @@ Status Resolver::collect_candidates() {
     if (!lexical->has_value()) continue;
     bool system_path = entry.path == ":tmpdir" || entry.path == ":slash_tmp";
     candidates_.push_back(
-        Candidate{**lexical, path::canonicalize(**lexical), entry.access, pointer, system_path});
+        Candidate{**lexical, policy::path::canonicalize(**lexical), entry.access, pointer, system_path});
   }
   return {};
 }
@@ -236,7 +236,7 @@ void Resolver::protect_install_carveouts() {
 // symlink swap over it fails on the bind mount.
 void Resolver::add_policy_file_carveout() {
   if (context_.policy_file.empty() || context_.policy_file.front() != '/') return;
-  std::optional<std::string> real = path::real_path(context_.policy_file);
+  std::optional<std::string> real = policy::path::real_path(context_.policy_file);
   if (!real || is_directory(*real) || rule_access(out_.policy, *real) != Access::kWrite) return;
   std::string root;
   for (const PathRule& rule : out_.policy.rules) {
@@ -287,8 +287,8 @@ Status Resolver::check_writable_symlinks(const Candidate& candidate) const {
     std::string name = candidate.lexical.substr(start, end - start);
     bool last = end == candidate.lexical.size();
     start = end + 1;
-    lexical = path::join(lexical, name);
-    std::string here = path::join(real, name);
+    lexical = policy::path::join(lexical, name);
+    std::string here = policy::path::join(real, name);
     struct stat st {};
     if (::lstat(here.c_str(), &st) != 0) return {};  // the rest does not exist yet
     if (!S_ISLNK(st.st_mode)) {
@@ -305,7 +305,7 @@ Status Resolver::check_writable_symlinks(const Candidate& candidate) const {
                                              ", so the sandboxed command could replace it; "
                                              "name the real directory instead");
     }
-    std::optional<std::string> resolved = path::real_path(here);
+    std::optional<std::string> resolved = policy::path::real_path(here);
     if (!resolved) {
       return error_at(candidate.pointer, head +
                                              ", which does not exist; name an existing "
@@ -342,7 +342,7 @@ std::string canonical_glob(const std::string& pattern) {
     start = end + 1;
   }
   if (literal_end == 0) return pattern;
-  return path::join(path::canonicalize(pattern.substr(0, literal_end)),
+  return policy::path::join(policy::path::canonicalize(pattern.substr(0, literal_end)),
                     pattern.substr(literal_end + 1));
 }
 
@@ -359,7 +359,7 @@ Status Resolver::collect_globs() {
     } else if (glob.front() != '/') {
       // gitignore style: a pattern without '/' matches a name at any depth below the cwd.
       if (glob.find('/') == std::string::npos) glob = "**/" + glob;
-      glob = path::join(cwd_, glob);
+      glob = policy::path::join(cwd_, glob);
     }
     glob = canonical_glob(glob);
     if (std::find(globs.begin(), globs.end(), glob) == globs.end()) globs.push_back(glob);
@@ -375,20 +375,20 @@ Status Resolver::resolve_network() {
       if (!home) return Error{home.error()};
       sockets[i] = *home;
     }
-    sockets[i] = path::canonicalize(sockets[i]);
+    sockets[i] = policy::path::canonicalize(sockets[i]);
   }
   return {};
 }
 
 Result<Resolution> Resolver::run() {
-  if (context_.cwd.empty() || context_.cwd.front() != '/' || path::check_components(context_.cwd)) {
-    return Error{"cannot resolve the policy: the working directory " + path::quote(context_.cwd) +
+  if (context_.cwd.empty() || context_.cwd.front() != '/' || policy::path::check_components(context_.cwd)) {
+    return Error{"cannot resolve the policy: the working directory " + policy::path::quote(context_.cwd) +
                  " is not an absolute path without \".\" or \"..\""};
   }
-  cwd_ = path::collapse_slashes(context_.cwd);
+  cwd_ = policy::path::collapse_slashes(context_.cwd);
   out_.policy.filesystem_kind = policy_.filesystem.kind;
   out_.policy.network = policy_.network;
-  out_.policy.cwd = path::canonicalize(cwd_);
+  out_.policy.cwd = policy::path::canonicalize(cwd_);
   Status status;
   if (policy_.filesystem.kind == FilesystemKind::kRestricted) {
     status = collect_candidates();
@@ -399,7 +399,7 @@ Result<Resolution> Resolver::run() {
       if (!status) return Error{status.error()};
     }
     add_install_carveouts();
-    out_.policy.protected_paths = resolve_internal::protected_paths(
+    out_.policy.protected_paths = resolution::protected_paths(
         out_.policy.rules, policy_.filesystem.protected_names, out_.notes);
     protect_install_carveouts();
     add_policy_file_carveout();

@@ -27,8 +27,8 @@ namespace sbx {
 namespace {
 
 using testing::TestTree;
-using trusted_fs::DirectoryWalk;
-using trusted_fs::Owners;
+using plugins::DirectoryWalk;
+using plugins::Owners;
 namespace fs = std::filesystem;
 
 constexpr const char* kGood = "sbx-backend-fixture-good.so";
@@ -40,15 +40,15 @@ void expect_contains(const std::string& text, const std::string& part) {
 }
 
 TEST(TrustedFs, ModeStringLooksLikeChmod) {
-  EXPECT_EQ(trusted_fs::mode_string(0755), "0755");
-  EXPECT_EQ(trusted_fs::mode_string(S_IFDIR | 01777), "1777");
-  EXPECT_EQ(trusted_fs::mode_string(0), "0000");
+  EXPECT_EQ(plugins::mode_string(0755), "0755");
+  EXPECT_EQ(plugins::mode_string(S_IFDIR | 01777), "1777");
+  EXPECT_EQ(plugins::mode_string(0), "0000");
 }
 
 TEST(TrustedFs, WalkOpensTheDirectoryItChecked) {
   TestTree tree("walk-ok");
   const fs::path dir = tree.dir("a/b/c");
-  DirectoryWalk walk = trusted_fs::open_trusted_directory(dir, tree.base(), me());
+  DirectoryWalk walk = plugins::open_trusted_directory(dir, tree.base(), me());
   ASSERT_TRUE(walk.fd.valid()) << walk.error;
   struct stat by_fd {};
   struct stat by_path {};
@@ -58,15 +58,15 @@ TEST(TrustedFs, WalkOpensTheDirectoryItChecked) {
   EXPECT_EQ(by_fd.st_dev, by_path.st_dev);
   // Redundant slashes are harmless; the trust root may be the directory itself.
   EXPECT_TRUE(
-      trusted_fs::open_trusted_directory(dir.string() + "//", tree.base(), me()).fd.valid());
-  EXPECT_TRUE(trusted_fs::open_trusted_directory(dir, dir, me()).fd.valid());
+      plugins::open_trusted_directory(dir.string() + "//", tree.base(), me()).fd.valid());
+  EXPECT_TRUE(plugins::open_trusted_directory(dir, dir, me()).fd.valid());
 }
 
 TEST(TrustedFs, TheTrustRootItselfIsChecked) {
   TestTree tree("walk-root");
   const fs::path dir = tree.dir("plugins");
   testing::chmod_or_throw(tree.base(), 0775);
-  DirectoryWalk walk = trusted_fs::open_trusted_directory(dir, tree.base(), me());
+  DirectoryWalk walk = plugins::open_trusted_directory(dir, tree.base(), me());
   EXPECT_FALSE(walk.fd.valid());
   expect_contains(walk.error, tree.base().string() + " is writable by group (mode 0775)");
 }
@@ -75,7 +75,7 @@ TEST(TrustedFs, WalkNamesTheFirstBadComponentOnly) {
   TestTree tree("walk-first");
   tree.dir("a", 0777);
   const fs::path dir = tree.dir("a/b", 0775);
-  DirectoryWalk walk = trusted_fs::open_trusted_directory(dir, tree.base(), me());
+  DirectoryWalk walk = plugins::open_trusted_directory(dir, tree.base(), me());
   EXPECT_FALSE(walk.fd.valid());
   EXPECT_FALSE(walk.missing);
   EXPECT_EQ(walk.error, (tree.base() / "a").string() +
@@ -88,13 +88,13 @@ TEST(TrustedFs, SymlinkedComponentIsNamedNotFollowed) {
   tree.dir("real/plugins");
   fs::create_directory_symlink(tree.base() / "real", tree.base() / "link");
   DirectoryWalk walk =
-      trusted_fs::open_trusted_directory(tree.base() / "link" / "plugins", tree.base(), me());
+      plugins::open_trusted_directory(tree.base() / "link" / "plugins", tree.base(), me());
   EXPECT_FALSE(walk.fd.valid());
   expect_contains(walk.error, (tree.base() / "link").string() + " is a symlink (to " +
                                   (tree.base() / "real").string() + ")");
   // A symlink as the last component is refused just the same.
   fs::create_directory_symlink(tree.base() / "real" / "plugins", tree.base() / "last");
-  walk = trusted_fs::open_trusted_directory(tree.base() / "last", tree.base(), me());
+  walk = plugins::open_trusted_directory(tree.base() / "last", tree.base(), me());
   EXPECT_FALSE(walk.fd.valid());
   expect_contains(walk.error, (tree.base() / "last").string() + " is a symlink");
 }
@@ -103,21 +103,21 @@ TEST(TrustedFs, BadPathsAreRefusedLexically) {
   TestTree tree("walk-lexical");
   tree.dir("a");
   const std::string base = tree.base().string();
-  EXPECT_EQ(trusted_fs::open_trusted_directory(base + "/a/..", base, me()).error,
+  EXPECT_EQ(plugins::open_trusted_directory(base + "/a/..", base, me()).error,
             "'" + base + "/a/..' contains a '..' component");
-  EXPECT_EQ(trusted_fs::open_trusted_directory("relative/dir", base, me()).error,
+  EXPECT_EQ(plugins::open_trusted_directory("relative/dir", base, me()).error,
             "'relative/dir' is not an absolute path");
-  EXPECT_EQ(trusted_fs::open_trusted_directory("/usr", base, me()).error,
+  EXPECT_EQ(plugins::open_trusted_directory("/usr", base, me()).error,
             "/usr is outside the trust root " + base);
   // A sibling that shares a string prefix is not inside the root.
-  EXPECT_EQ(trusted_fs::open_trusted_directory(base + "x", base, me()).error,
+  EXPECT_EQ(plugins::open_trusted_directory(base + "x", base, me()).error,
             base + "x is outside the trust root " + base);
 }
 
 TEST(TrustedFs, MissingDirectoryIsReportedAsMissing) {
   TestTree tree("walk-missing");
   DirectoryWalk walk =
-      trusted_fs::open_trusted_directory(tree.base() / "no" / "such", tree.base(), me());
+      plugins::open_trusted_directory(tree.base() / "no" / "such", tree.base(), me());
   EXPECT_FALSE(walk.fd.valid());
   EXPECT_TRUE(walk.missing);
   EXPECT_EQ(walk.error, (tree.base() / "no").string() + " does not exist");
@@ -128,11 +128,11 @@ TEST(TrustedFs, TrustedOwnerIsAcceptedOthersAreNot) {
   TestTree tree("walk-owner");
   const fs::path dir = tree.dir("vendor");
   ASSERT_EQ(::chown(dir.c_str(), 4242, static_cast<gid_t>(-1)), 0) << std::strerror(errno);
-  EXPECT_TRUE(trusted_fs::open_trusted_directory(dir, tree.base(), Owners{4242}).fd.valid());
-  DirectoryWalk walk = trusted_fs::open_trusted_directory(dir, tree.base(), Owners{});
+  EXPECT_TRUE(plugins::open_trusted_directory(dir, tree.base(), Owners{4242}).fd.valid());
+  DirectoryWalk walk = plugins::open_trusted_directory(dir, tree.base(), Owners{});
   EXPECT_FALSE(walk.fd.valid());
   EXPECT_EQ(walk.error, dir.string() + " is owned by uid 4242; expected root (uid 0)");
-  walk = trusted_fs::open_trusted_directory(dir, tree.base(), Owners{1000});
+  walk = plugins::open_trusted_directory(dir, tree.base(), Owners{1000});
   expect_contains(walk.error, "expected root (uid 0) or uid 1000 (the owner of libsbx)");
 }
 
@@ -146,12 +146,12 @@ TEST(TrustedFs, FileChecksNameWhatIsWrong) {
   tree.dir("d/subdir.so");
   ASSERT_EQ(::mkfifo((dir / "fifo.so").c_str(), 0644), 0);
   fs::create_symlink("good.so", dir / "link.so");
-  DirectoryWalk walk = trusted_fs::open_trusted_directory(dir, tree.base(), me());
+  DirectoryWalk walk = plugins::open_trusted_directory(dir, tree.base(), me());
   ASSERT_TRUE(walk.fd.valid()) << walk.error;
   auto check = [&](const std::string& name) {
-    return trusted_fs::open_trusted_file(walk.fd.get(), dir.string(), name, me());
+    return plugins::open_trusted_file(walk.fd.get(), dir.string(), name, me());
   };
-  Result<trusted_fs::TrustedFile> good = check("good.so");
+  Result<plugins::TrustedFile> good = check("good.so");
   ASSERT_TRUE(good.ok()) << good.error();
   EXPECT_EQ(good->path, (dir / "good.so").string());
   EXPECT_EQ(check("group.so").error(),
@@ -170,15 +170,15 @@ TEST(TrustedFs, OpenTrustedPathPrefixesThePath) {
   TestTree tree("path-checks");
   const fs::path dir = tree.dir("libexec", 0775);
   const fs::path helper = TestTree::copy_fixture(kGood, dir, "helper", 0755);
-  Result<trusted_fs::TrustedFile> file = trusted_fs::open_trusted_path(helper, tree.base(), me());
+  Result<plugins::TrustedFile> file = plugins::open_trusted_path(helper, tree.base(), me());
   ASSERT_FALSE(file.ok());
   EXPECT_EQ(file.error().rfind(helper.string() + ": " + dir.string() + " is writable by group", 0),
             0u)
       << file.error();
   testing::chmod_or_throw(dir, 0755);
-  file = trusted_fs::open_trusted_path(helper, tree.base(), me());
+  file = plugins::open_trusted_path(helper, tree.base(), me());
   ASSERT_TRUE(file.ok()) << file.error();
-  EXPECT_EQ(trusted_fs::open_trusted_path("relative", tree.base(), me()).error(),
+  EXPECT_EQ(plugins::open_trusted_path("relative", tree.base(), me()).error(),
             "'relative' is not an absolute file path");
 }
 
@@ -188,9 +188,9 @@ TEST(TrustedFs, ListDirectoryIsSortedAndComplete) {
   for (const char* name : {"b", "a", "sbx-backend-z.so", "C"}) {
     std::ofstream(dir / name) << "x";
   }
-  DirectoryWalk walk = trusted_fs::open_trusted_directory(dir, tree.base(), me());
+  DirectoryWalk walk = plugins::open_trusted_directory(dir, tree.base(), me());
   ASSERT_TRUE(walk.fd.valid());
-  Result<std::vector<std::string>> names = trusted_fs::list_directory(walk.fd.get());
+  Result<std::vector<std::string>> names = plugins::list_directory(walk.fd.get());
   ASSERT_TRUE(names.ok()) << names.error();
   EXPECT_EQ(*names, (std::vector<std::string>{"C", "a", "b", "sbx-backend-z.so"}));
 }
@@ -198,25 +198,25 @@ TEST(TrustedFs, ListDirectoryIsSortedAndComplete) {
 TEST(TrustedFs, ProcFdPathLeadsToTheOpenFile) {
   TestTree tree("proc");
   const fs::path file = TestTree::copy_fixture(kGood, tree.dir("d"));
-  trusted_fs::UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+  plugins::UniqueFd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
   ASSERT_TRUE(fd.valid());
   struct stat st {};
   ASSERT_EQ(::fstat(fd.get(), &st), 0);
-  Result<std::string> path = trusted_fs::proc_fd_path(fd.get(), st);
+  Result<std::string> path = plugins::proc_fd_path(fd.get(), st);
   ASSERT_TRUE(path.ok()) << path.error();
   EXPECT_EQ(*path, "/proc/self/fd/" + std::to_string(fd.get()));
   struct stat other = st;
   other.st_ino += 1;
-  EXPECT_FALSE(trusted_fs::proc_fd_path(fd.get(), other).ok());
+  EXPECT_FALSE(plugins::proc_fd_path(fd.get(), other).ok());
 }
 
 TEST(LoaderDetail, CandidateNames) {
-  EXPECT_TRUE(loader_detail::is_candidate_name("sbx-backend-bwrap.so"));
-  EXPECT_TRUE(loader_detail::is_candidate_name("sbx-backend-.so"));
-  EXPECT_FALSE(loader_detail::is_candidate_name("sbx-backend-bwrap.so.1"));
-  EXPECT_FALSE(loader_detail::is_candidate_name("libsbx-backend-bwrap.so"));
-  EXPECT_FALSE(loader_detail::is_candidate_name("sbx-backend.so"));
-  EXPECT_FALSE(loader_detail::is_candidate_name("sbx-backend-x.so~"));
+  EXPECT_TRUE(plugins::is_candidate_name("sbx-backend-bwrap.so"));
+  EXPECT_TRUE(plugins::is_candidate_name("sbx-backend-.so"));
+  EXPECT_FALSE(plugins::is_candidate_name("sbx-backend-bwrap.so.1"));
+  EXPECT_FALSE(plugins::is_candidate_name("libsbx-backend-bwrap.so"));
+  EXPECT_FALSE(plugins::is_candidate_name("sbx-backend.so"));
+  EXPECT_FALSE(plugins::is_candidate_name("sbx-backend-x.so~"));
 }
 
 // The attacker's move: after the loader checked (and opened) a plugin, atomically rename a
@@ -227,15 +227,15 @@ TEST(CheckThenLoad, ASwapAfterTheCheckDoesNotChangeWhatLoads) {
   const fs::path plugins = tree.dir("plugins");
   TestTree::copy_fixture(kGood, plugins, "sbx-backend-target.so");
   TestTree::copy_fixture("sbx-backend-fixture-create-null.so", plugins, "replacement.tmp");
-  DirectoryWalk walk = trusted_fs::open_trusted_directory(plugins, tree.base(), me());
+  DirectoryWalk walk = plugins::open_trusted_directory(plugins, tree.base(), me());
   ASSERT_TRUE(walk.fd.valid()) << walk.error;
-  Result<trusted_fs::TrustedFile> checked =
-      trusted_fs::open_trusted_file(walk.fd.get(), plugins, "sbx-backend-target.so", me());
+  Result<plugins::TrustedFile> checked =
+      plugins::open_trusted_file(walk.fd.get(), plugins, "sbx-backend-target.so", me());
   ASSERT_TRUE(checked.ok()) << checked.error();
 
   fs::rename(plugins / "replacement.tmp", plugins / "sbx-backend-target.so");
 
-  auto outcome = loader_detail::load_descriptor(std::move(checked).value());
+  auto outcome = plugins::load_descriptor(std::move(checked).value());
   const sbx_plugin_v1* const* descriptor = std::get_if<const sbx_plugin_v1*>(&outcome);
   ASSERT_NE(descriptor, nullptr) << std::get<RejectedPlugin>(outcome).message;
   EXPECT_STREQ((*descriptor)->name, "fixture-good");

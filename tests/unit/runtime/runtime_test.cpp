@@ -128,8 +128,8 @@ class Stage2Path : public ::testing::Test {
     fs::create_directories(base_ / "libexec" / "sbx");
     for (const fs::path& p : {base_, base_ / "libexec", base_ / "libexec" / "sbx"})
       fs::permissions(p, fs::perms(0755));
-    trusted_fs::DirectoryWalk walk = trusted_fs::open_trusted_directory(
-        base_ / "libexec" / "sbx", "/", trusted_fs::Owners{::geteuid()});
+    plugins::DirectoryWalk walk = plugins::open_trusted_directory(
+        base_ / "libexec" / "sbx", "/", plugins::Owners{::geteuid()});
     if (!walk.fd.valid()) {
       skip_reason_ = "the build tree is not a trusted chain from / (" + walk.error + ")";
     }
