@@ -112,7 +112,13 @@ void append_network(const NetworkPolicy& network, std::string& out) {
       out += "Network: unrestricted.\n";
       return;
     case NetworkMode::kRestricted:
-      out += "Network: blocked; commands cannot open network connections.\n";
+      // Not "no connections at all": under bwrap the command has a loopback of its own (the
+      // limit below says which backend gives what), so the claim is about what lies outside.
+      out +=
+          "Network: blocked; commands cannot reach the internet, other machines or services "
+          "running outside the sandbox";
+      out += network.unix_sockets.empty() ? ".\n" : " (except the local sockets listed below).\n";
+      for (const std::string& limit : network_limits(network)) out += "- " + limit + "\n";
       break;
     case NetworkMode::kProxy:
       out += "Network: only through the sandbox's proxy.\n";
@@ -123,7 +129,9 @@ void append_network(const NetworkPolicy& network, std::string& out) {
       break;
   }
   append_list("- Local sockets that may be used:", network.unix_sockets, "", out);
-  if (network.allow_local_binding) out += "- Listening on local ports is allowed.\n";
+  // Landlock cannot grant it (its filter refuses bind() in every closed network mode).
+  if (network.allow_local_binding)
+    out += "- Listening on local ports is allowed where the backend supports it.\n";
 }
 
 json::array string_array(const std::vector<std::string>& items) {
@@ -142,6 +150,20 @@ std::string_view reads_word(const SandboxContext& context) {
 
 std::vector<std::string> network_limits(const NetworkPolicy& network) {
   std::vector<std::string> out;
+  // Restricted does not mean the same loopback everywhere: bwrap's private network namespace
+  // has a loopback of its own (no route beyond it, not the host's), Landlock shares the host's
+  // namespace, whose loopback is the host's, so it refuses every inet socket. Seatbelt and
+  // Windows are not described here: the sentence names the backends it is true for.
+  if (network.mode == NetworkMode::kRestricted) {
+    out.push_back(
+        "Loopback depends on the sandbox backend: under bwrap each command gets a network "
+        "namespace of its own, whose loopback (127.0.0.1, ::1) it may use for TCP and UDP "
+        "servers and clients it starts itself, reachable by that command and its child "
+        "processes only (not by later commands, and the host's own loopback services are not "
+        "reachable there); under Landlock no network socket can be created, loopback "
+        "included.");
+    return out;
+  }
   if (network.mode != NetworkMode::kProxy) return out;
   // Landlock's TCP rules name a port, never an address (the kernel has no per-address rule).
   out.push_back(

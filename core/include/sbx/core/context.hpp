@@ -34,9 +34,11 @@ struct SandboxContext {
 SandboxContext describe_sandbox(const ResolvedPolicy& policy);
 
 // What the network rules do not hold to, as plain sentences (`context` and `explain`, text and
-// JSON): in network mode proxy, that under Landlock the proxy's TCP port is allowed on every
-// address (port rules are address-blind), and, when the policy names proxy_ports itself, that
-// its runs are refused and why. Empty in the other modes. Pure.
+// JSON): in network mode restricted, which backend gives the command a loopback of its own
+// (bwrap: its private network namespace) and which refuses every inet socket (Landlock: the
+// host's namespace); in network mode proxy, that under Landlock the proxy's TCP port is allowed
+// on every address (port rules are address-blind), and, when the policy names proxy_ports
+// itself, that its runs are refused and why. Empty with the network enabled. Pure.
 std::vector<std::string> network_limits(const NetworkPolicy& network);
 
 // Stable plain text for a system prompt. Every value (path, glob, domain) is quoted with
