@@ -1,8 +1,13 @@
 // Loopback networking inside the bwrap sandbox with the network restricted: the command has its
 // own network namespace, whose loopback (IPv4, IPv6, IPv4-mapped IPv6) it may use for TCP and
-// UDP servers and clients, while the host's loopback services stay out of reach. Real programs:
+// UDP servers and clients, while the host's loopback services and every other address stay out
+// of reach. Real programs:
 // Python's http.server and urllib, run by the installed `sbx exec`.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -11,6 +16,8 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "sbx_harness.hpp"
 
@@ -94,6 +101,103 @@ TEST_F(BwrapLoopback, UdpEchoOnIpv4AndIpv6Loopback) {
       "    print(cli.recvfrom(16)[0])\n");
   EXPECT_EQ(r.code, 0) << describe(r);
   EXPECT_NE(r.out.find("b'PING'\nb'PING'\n"), std::string::npos) << describe(r);
+}
+
+// A TCP listener on every host address (dual-stack `::`), counting the connections that
+// reached it: the host's interface addresses are what a command might try instead of loopback.
+class AnyAddressListener {
+ public:
+  AnyAddressListener() {
+    fd_ = ::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    const int no = 0;
+    ::setsockopt(fd_, IPPROTO_IPV6, IPV6_V6ONLY, &no, sizeof no);
+    sockaddr_in6 sa{};
+    sa.sin6_family = AF_INET6;
+    sa.sin6_addr = in6addr_any;
+    socklen_t length = sizeof sa;
+    if (fd_ >= 0 && ::bind(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0 &&
+        ::listen(fd_, 16) == 0 &&
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&sa), &length) == 0)
+      port_ = ntohs(sa.sin6_port);
+  }
+  ~AnyAddressListener() { ::close(fd_); }
+  AnyAddressListener(const AnyAddressListener&) = delete;
+  AnyAddressListener& operator=(const AnyAddressListener&) = delete;
+  int port() const { return port_; }
+  int accepted() const {
+    int n = 0;
+    while (true) {  // non-blocking: a completed handshake waits in the backlog until accepted
+      const int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (c < 0) return n;
+      ::close(c);
+      ++n;
+    }
+  }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
+// The host's own addresses, loopback and link-local (which need a scope) left out.
+std::vector<std::string> host_interface_addresses() {
+  std::vector<std::string> out;
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return out;
+  for (ifaddrs* a = list; a != nullptr; a = a->ifa_next) {
+    if (a->ifa_addr == nullptr || (a->ifa_flags & IFF_LOOPBACK) != 0) continue;
+    char text[INET6_ADDRSTRLEN] = {};
+    if (a->ifa_addr->sa_family == AF_INET) {
+      const auto* in = reinterpret_cast<const sockaddr_in*>(a->ifa_addr);
+      ::inet_ntop(AF_INET, &in->sin_addr, text, sizeof text);
+    } else if (a->ifa_addr->sa_family == AF_INET6) {
+      const auto* in6 = reinterpret_cast<const sockaddr_in6*>(a->ifa_addr);
+      if (IN6_IS_ADDR_LINKLOCAL(&in6->sin6_addr)) continue;
+      ::inet_ntop(AF_INET6, &in6->sin6_addr, text, sizeof text);
+    } else {
+      continue;
+    }
+    out.emplace_back(text);
+  }
+  ::freeifaddrs(list);
+  return out;
+}
+
+// The namespace has `lo` and nothing else, so no route leads anywhere else: TCP connect and UDP
+// sendto to a documentation address or to the host's own interface addresses fail with
+// ENETUNREACH, and the host listener on every address sees no connection.
+TEST_F(BwrapLoopback, NonLoopbackAddressesAreUnreachable) {
+  AnyAddressListener host;
+  ASSERT_GT(host.port(), 0);
+  std::vector<std::string> targets = {"192.0.2.1", "198.51.100.7", "2001:db8::1"};
+  const std::vector<std::string> own = host_interface_addresses();
+  targets.insert(targets.end(), own.begin(), own.end());
+  std::string list;
+  for (const std::string& t : targets) list += "'" + t + "', ";
+  const RunResult r = python(
+      "import errno, socket\n"
+      "for host in (" + list + "):\n"
+      "    fam = socket.AF_INET6 if ':' in host else socket.AF_INET\n"
+      "    for kind, send in (('tcp', lambda s: s.connect((host, " + std::to_string(host.port()) +
+      "))),\n"
+      "                       ('udp', lambda s: s.sendto(b'x', (host, " +
+      std::to_string(host.port()) + ")))):\n"
+      "        s = socket.socket(fam, socket.SOCK_STREAM if kind == 'tcp' else socket.SOCK_DGRAM)\n"
+      "        s.settimeout(5)\n"
+      "        try:\n"
+      "            send(s); print(kind, host, 'REACHED')\n"
+      "        except OSError as e:\n"
+      "            print(kind, host, errno.errorcode.get(e.errno, e))\n");
+  EXPECT_EQ(r.code, 0) << describe(r);
+  for (const std::string& t : targets) {
+    for (const std::string kind : {"tcp", "udp"}) {
+      EXPECT_NE(r.out.find(kind + " " + t + " ENETUNREACH\n"), std::string::npos)
+          << kind << " " << t << ": " << describe(r);
+    }
+  }
+  EXPECT_EQ(r.out.find("REACHED"), std::string::npos) << describe(r);
+  ::usleep(200 * 1000);
+  EXPECT_EQ(host.accepted(), 0) << "the command reached a host address";
 }
 
 // Unix sockets are not part of this: socket(AF_UNIX) stays refused with the network restricted

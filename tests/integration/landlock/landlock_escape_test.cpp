@@ -181,6 +181,26 @@ TEST_F(LandlockEscape, LoopbackTcpUdpAndDevTcpReachNothing) {
   EXPECT_EQ(udp4.hits(), 0);
 }
 
+// Landlock shares the host's network namespace, whose loopback is the host's: with the network
+// restricted no inet socket may be created at all (bwrap, with a namespace of its own, lets the
+// command use its own loopback instead), so a server of the command's own cannot start either.
+TEST_F(LandlockEscape, InetSocketsAreRefusedWithTheNetworkRestricted) {
+  if (!exists("/usr/bin/python3")) GTEST_SKIP() << "no /usr/bin/python3 for the attempts";
+  const RunResult r = ll_exec(
+      {"--policy", policy_}, ws_.path(),
+      {"/usr/bin/python3", "-c",
+       "import socket\n"
+       "for fam, host in ((socket.AF_INET, '127.0.0.1'), (socket.AF_INET6, '::1')):\n"
+       "    for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):\n"
+       "        try:\n"
+       "            s = socket.socket(fam, kind); s.bind((host, 0)); print('created', host)\n"
+       "        except PermissionError:\n"
+       "            print('refused', host)\n"});
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_EQ(r.out, "refused 127.0.0.1\nrefused 127.0.0.1\nrefused ::1\nrefused ::1\n")
+      << describe(r);
+}
+
 TEST_F(LandlockEscape, NetlinkPacketAndHostUnixSocketsAreBlocked) {
   Listener unix_sock(Listener::kUnix, ws_ / "host.sock");
   ASSERT_TRUE(unix_sock.ok());
