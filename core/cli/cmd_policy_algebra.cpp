@@ -16,6 +16,7 @@
 
 #include "cli.hpp"
 #include "sbx/core/permissions.hpp"
+#include "sbx/core/report_json.hpp"
 #include "text_table.hpp"
 
 namespace sbx::cli {
@@ -51,27 +52,6 @@ std::optional<Policy> read_policy(const std::string& file, int& code) {
   return std::move(*policy);
 }
 
-// A JSON string literal (the dropped lines are plain ASCII built by the algebra from policy
-// paths, which are valid UTF-8 after parsing; '"', '\\' and controls are escaped).
-std::string json_string(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (byte < 0x20) {
-      static const char* kHex = "0123456789abcdef";
-      out += "\\u00";
-      out += kHex[byte >> 4];
-      out += kHex[byte & 0xf];
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
 int run_widen(const AlgebraOptions& options) {
   int code = 0;
   std::optional<Policy> base = read_policy(options.first, code);
@@ -92,13 +72,7 @@ int run_approve(const AlgebraOptions& options) {
   if (!granted) return code;
   Result<Approval> approval = approve(*requested, *granted);
   if (!approval.ok()) return fail(approval.error());
-  std::string policy_json = approval->policy ? policy_to_json(*approval->policy) : "null";
-  while (!policy_json.empty() && policy_json.back() == '\n') policy_json.pop_back();
-  std::cout << "{\n  \"recorded\": " << (approval->policy ? "true" : "false")
-            << ",\n  \"policy\": " << policy_json << ",\n  \"dropped\": [";
-  for (std::size_t i = 0; i < approval->dropped.size(); ++i)
-    std::cout << (i == 0 ? "" : ", ") << json_string(approval->dropped[i]);
-  std::cout << "]\n}\n";
+  std::cout << approval_to_json(*approval) << '\n';
   return 0;
 }
 

@@ -318,17 +318,7 @@ Result<std::string> approve_json(const char* requested_json, const char* granted
   if (!granted.ok()) return Error{"granted: " + granted.error()};
   Result<Approval> approval = approve(*requested, *granted);
   if (!approval.ok()) return Error{approval.error()};
-  boost::json::object out;
-  out["recorded"] = approval->policy.has_value();
-  if (approval->policy) {
-    out["policy"] = parsed(policy_to_json(*approval->policy));
-  } else {
-    out["policy"] = nullptr;
-  }
-  boost::json::array dropped;
-  for (const std::string& line : approval->dropped) dropped.emplace_back(line);
-  out["dropped"] = std::move(dropped);
-  return report::render_json(std::move(out), JsonStyle::kPretty);
+  return approval_to_json(*approval);
 }
 
 Result<std::string> explain_json(sbx_manager* manager, const char* policy_json, const char* cwd,

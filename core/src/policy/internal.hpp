@@ -30,4 +30,7 @@ Result<EnvironmentPolicy> read_environment(const boost::json::value& value);
 Status check_environment(const EnvironmentPolicy& environment);
 boost::json::object environment_json(const EnvironmentPolicy& environment);
 
+// policy_to_json's object before rendering, for documents that embed a policy (an approval).
+boost::json::object policy_json(const Policy& policy);
+
 }  // namespace sbx::policy

@@ -53,17 +53,21 @@ json::object network_json(const NetworkPolicy& network) {
 
 }  // namespace
 
-std::string policy_to_json(const Policy& policy) {
+json::object policy::policy_json(const Policy& policy) {
   json::object root;
   root["version"] = policy.version;
   root["filesystem"] = filesystem_json(policy.filesystem);
   root["network"] = network_json(policy.network);
   root["limits"] = policy::limits_json(policy.limits);
   root["environment"] = policy::environment_json(policy.environment);
-  // The one JSON writer (report/json_render.hpp): paths are arbitrary bytes, and a serialized policy is
-  // read by people and models like every report, so it gets the same UTF-8 repair and escaping
-  // of invisible and bidi characters.
-  return report::render_json_short_inline(std::move(root)) + "\n";
+  return root;
+}
+
+std::string policy_to_json(const Policy& policy) {
+  // The one JSON writer (report/json_render.hpp): paths are arbitrary bytes, and a serialized
+  // policy is read by people and models like every report, so it gets the same UTF-8 repair and
+  // escaping of invisible and bidi characters.
+  return report::render_json_short_inline(policy::policy_json(policy)) + "\n";
 }
 
 }  // namespace sbx

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "policy/internal.hpp"
 #include "report/json_render.hpp"
 #include "sbx/core/context.hpp"
 #include "sbx/core/policy.hpp"
@@ -234,6 +235,18 @@ std::string run_to_json(const RunReport& report, JsonStyle style) {
 
 std::string resolved_policy_to_json(const ResolvedPolicy& policy, JsonStyle style) {
   return report::render_json(resolved_json(policy), style);
+}
+
+std::string approval_to_json(const Approval& approval) {
+  json::object out;
+  out["recorded"] = approval.policy.has_value();
+  out["policy"] = approval.policy ? json::value(policy::policy_json(*approval.policy))
+                                  : json::value(nullptr);
+  json::array dropped;
+  // The dropped lines quote policy paths: render_json escapes them like every report.
+  for (const std::string& line : approval.dropped) dropped.emplace_back(line);
+  out["dropped"] = std::move(dropped);
+  return report::render_json_short_inline(std::move(out));
 }
 
 }  // namespace sbx

@@ -5,6 +5,6 @@ target_compile_definitions(${target} PRIVATE
     SBX_LOADER_FIXTURE_DIR="${SBX_LOADER_FIXTURE_DIR}"
     SBX_LOADER_TEST_TMP="${CMAKE_BINARY_DIR}/loader-test-tmp")
 # White-box tests of the fd-based trust walk and of the check-then-load window use the private
-# headers of libsbx.
-target_include_directories(${target} PRIVATE "${PROJECT_SOURCE_DIR}/core/src")
+# headers of libsbx (sbx_core_private).
+target_link_libraries(${target} PRIVATE sbx_core_private)
 add_dependencies(${target} sbx_loader_fixtures)

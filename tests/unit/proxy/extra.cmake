@@ -1,3 +1,3 @@
 # The pure protocol helpers (core/src/proxy/http.hpp) are private to libsbx; their table tests
-# include the private header directly.
-target_include_directories(${target} PRIVATE "${PROJECT_SOURCE_DIR}/core/src")
+# include the private header through sbx_core_private.
+target_link_libraries(${target} PRIVATE sbx_core_private)

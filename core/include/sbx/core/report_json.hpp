@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sbx/core/manager.hpp"
+#include "sbx/core/permissions.hpp"
 #include "sbx/core/plugin_loader.hpp"
 #include "sbx/core/run_limits.hpp"
 #include "sbx/sdk/types.hpp"
@@ -105,5 +106,10 @@ std::string run_to_json(const RunReport& report, JsonStyle style);
 //  "network":{"mode","proxy_ports","allowed_domains","denied_domains","unix_sockets",
 //  "allow_local_binding"},"cwd"}
 std::string resolved_policy_to_json(const ResolvedPolicy& policy, JsonStyle style);
+
+// {"recorded":bool,"policy":object|null,"dropped":[string]} (`sbx policy approve`,
+// sbx_policy_approve), in policy_to_json's layout (no final newline); "policy" is
+// policy_to_json's object.
+std::string approval_to_json(const Approval& approval);
 
 }  // namespace sbx
