@@ -153,16 +153,8 @@ Result<ExitStatus> wait_for(pid_t pid, std::atomic<pid_t>* slot) {
     if (errno != EINTR) return Error{wait_error("waitid")};
   }
   if (slot != nullptr) slot->store(0);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return Error{wait_error("waitpid")};
-  }
   ExitStatus result;
-  if (WIFSIGNALED(status)) {
-    result.signal = WTERMSIG(status);
-  } else {
-    result.exit_code = WEXITSTATUS(status);
-  }
+  if (!child::reap(pid, result)) return Error{wait_error("waitpid")};
   return result;
 }
 

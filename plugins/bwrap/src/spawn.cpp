@@ -278,20 +278,6 @@ Status supervise(pid_t bwrap, Channels channels) {
   return {};
 }
 
-Result<ExitStatus> reap(pid_t pid) {
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return Error{std::string("waitpid failed: ") + std::strerror(errno)};
-  }
-  ExitStatus result;
-  if (WIFSIGNALED(status)) {
-    result.signal = WTERMSIG(status);
-  } else {
-    result.exit_code = WEXITSTATUS(status);
-  }
-  return result;
-}
-
 ExitStatus report_failure(const ExecPlan& plan, const child::Failure& failure) {
   const std::string reason = std::strerror(failure.error);
   ExitStatus status;
@@ -507,10 +493,11 @@ Result<ExitStatus> fork_and_supervise(const ExecPlan& plan, const int report[2],
   const bool failed = child::read_failure(report[0], failure);
   Status supervised = supervise(pid, {signal_fd, info[0]});
   if (!supervised.ok()) return Error{"bwrap: " + supervised.error()};
-  Result<ExitStatus> status = reap(pid);
-  if (!status.ok()) return Error{"bwrap: " + status.error()};
+  ExitStatus status;
+  if (!child::reap(pid, status))
+    return Error{std::string("bwrap: waitpid failed: ") + std::strerror(errno)};
   if (failed) return report_failure(plan, failure);
-  if (!stage2_started(launch.ready_read)) return report_bwrap_failure(*status);
+  if (!stage2_started(launch.ready_read)) return report_bwrap_failure(status);
   return status;
 }
 

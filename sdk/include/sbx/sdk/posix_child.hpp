@@ -56,6 +56,7 @@ constexpr int exit_code_for_exec_error(int error) noexcept {
 #include <vector>
 
 #include "sbx/sdk/result.hpp"
+#include "sbx/sdk/types.hpp"
 
 namespace sbx::sdk {
 
@@ -221,6 +222,21 @@ inline bool read_failure(int fd, Failure& failure) noexcept {
   }
 }
 
+// Reaps `pid` (retrying on EINTR) into `status`; false with errno set when waitpid fails.
+inline bool reap(pid_t pid, ExitStatus& status) noexcept {
+  int wait_status = 0;
+  while (::waitpid(pid, &wait_status, 0) < 0) {
+    if (errno != EINTR) return false;
+  }
+  status = ExitStatus{};
+  if (WIFSIGNALED(wait_status)) {
+    status.signal = WTERMSIG(wait_status);
+  } else {
+    status.exit_code = WEXITSTATUS(wait_status);
+  }
+  return true;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Running a short helper (a probe's trial, `tool --version`) and capturing its output. Not for
 // the sandboxed command itself: that goes through the host's spawn service.
@@ -355,11 +371,11 @@ inline Result<Captured> run_capture(const std::vector<std::string>& argv,
     ::kill(pid, SIGKILL);
   }
   ::close(out[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
-  if (WIFEXITED(status) && !result.timed_out) result.exit_code = WEXITSTATUS(status);
+  ExitStatus status;
+  if (!reap(pid, status))
+    return Error{std::string("run_capture: waitpid failed: ") + std::strerror(errno)};
+  result.signal = status.signal;
+  if (status.signal == 0 && !result.timed_out) result.exit_code = status.exit_code;
   return result;
 }
 
