@@ -40,11 +40,12 @@
 
 #include "landlock_ruleset.hpp"
 #include "metadata_notify.hpp"
+#include "sbx/sdk/posix_child.hpp"
 
 namespace sbx::stage2 {
 namespace {
 
-constexpr int kExitFailure = 125;
+constexpr int kExitFailure = sdk::kExitSandboxFailure;
 constexpr int kForwarded[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2,
                               SIGWINCH, SIGCONT, SIGALRM, SIGTSTP, SIGTTIN, SIGTTOU};
 // Not forwarded, catchable, unused by sbx and the usual commands: the parent-death signal.
@@ -222,10 +223,14 @@ int supervise(void (*child_body)(void*, int), void* arg, const SuperviseOptions&
     std::fprintf(stderr, "sbx-stage2: fork: %s\n", std::strerror(errno));
     return kExitFailure;
   }
+  // The child may allocate (child_body builds the Landlock ruleset): the supervisor has a single
+  // thread, so no lock can be held across this fork. In sbx-stage2 the body ends in
+  // exec_command, which leaves only stdin, stdout and stderr to the command.
   if (child == 0) {
     ::sigprocmask(SIG_SETMASK, &previous, nullptr);
     // If the supervisor is killed, the command goes with it rather than running on unwatched.
-    if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || ::getppid() != parent) ::_exit(125);
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || ::getppid() != parent)
+      ::_exit(kExitFailure);
     if (sockets[0] >= 0) ::close(sockets[0]);
     child_body(arg, sockets[1]);
     ::_exit(kExitFailure);  // child_body must not return

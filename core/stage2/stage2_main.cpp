@@ -51,6 +51,8 @@
 #include <string>
 #include <vector>
 
+#include "sbx/sdk/posix_child.hpp"
+
 #include "bwrap_checks.hpp"
 #include "env_block.hpp"
 #include "landlock_ruleset.hpp"
@@ -60,9 +62,9 @@
 
 namespace {
 
-constexpr int kExitFailure = 125;
-constexpr int kExitNotExecutable = 126;
-constexpr int kExitNotFound = 127;
+namespace child = sbx::sdk::posix_child;
+
+constexpr int kExitFailure = sbx::sdk::kExitSandboxFailure;
 constexpr int kForwarded[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2,
                               SIGWINCH, SIGCONT, SIGALRM, SIGTSTP, SIGTTIN, SIGTTOU};
 
@@ -82,7 +84,16 @@ struct Options {
   int ready_fd = -1;   // bwrap mode: told "bwrap's setup worked" (bwrap_checks.hpp)
   int mounts_fd = -1;  // bwrap mode: the planned mounts to verify (bwrap_checks.hpp)
   pid_t parent_pid = 0;  // Landlock mode: sbx, whose death ends the run (landlock_ruleset.hpp)
+  // command and env as execve takes them, pointing into those two; built once parsing is
+  // done (prepare_exec), before any fork: a forked child may not allocate.
+  std::vector<char*> exec_argv;
+  std::vector<char*> exec_envp;
 };
+
+void prepare_exec(Options& o) {
+  o.exec_argv = child::c_string_array(o.command);
+  o.exec_envp = child::c_string_array(o.env);
+}
 
 int parse_fd(const std::string& option, const std::string& value) {
   char* end = nullptr;
@@ -213,17 +224,15 @@ void verify_no_capabilities() {
   }
 }
 
+// Only stdin, stdout and stderr reach the command: whatever bwrap or a step of stage 2 may have
+// left open without close-on-exec (a ruleset, a listener) is closed at execve. Then execve, and
+// if it fails, 127 (not found) or 126 (not executable) with the reason on stderr.
 [[noreturn]] void exec_command(const Options& o) {
-  std::vector<char*> args;
-  for (const std::string& a : o.command) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  std::vector<char*> env;
-  for (const std::string& e : o.env) env.push_back(const_cast<char*>(e.c_str()));
-  env.push_back(nullptr);
-  ::execve(args[0], args.data(), env.data());
+  child::close_on_exec_all_but(nullptr, 0);
+  ::execve(o.exec_argv[0], o.exec_argv.data(), o.exec_envp.data());
   const int err = errno;
-  std::fprintf(stderr, "sbx-stage2: exec: %s: %s\n", args[0], std::strerror(err));
-  ::_exit(err == ENOENT || err == ENOTDIR ? kExitNotFound : kExitNotExecutable);
+  std::fprintf(stderr, "sbx-stage2: exec: %s: %s\n", o.exec_argv[0], std::strerror(err));
+  ::_exit(sbx::sdk::exit_code_for_exec_error(err));
 }
 
 int status_to_code(int status) {
@@ -249,42 +258,51 @@ void catch_forwarded_signals() {
   }
 }
 
-// In the command's child: default dispositions again before the mask is restored, so a signal
-// arriving before execve acts on the command, not on the no-op handler.
-void restore_child_signals(const sigset_t& previous) {
-  struct sigaction action {};
-  action.sa_handler = SIG_DFL;
-  sigemptyset(&action.sa_mask);
-  for (int sig : kForwarded) ::sigaction(sig, &action, nullptr);
-  ::sigprocmask(SIG_SETMASK, &previous, nullptr);
+// The command's child of PID 1: async-signal-safe only (the toolkit's child side). Default
+// dispositions again before the mask is emptied, so a signal arriving before execve acts on the
+// command, not on the no-op handler; a failed execve goes to PID 1 over `report_fd`.
+[[noreturn]] void exec_command_from_init(const Options& o, int report_fd) {
+  child::reset_signal_dispositions();
+  child::close_on_exec_all_but(nullptr, 0);
+  child::unblock_all_signals();
+  child::exec_or_fail(report_fd, o.exec_argv.data(), o.exec_envp.data());
+}
+
+// PID 1's side of a failed execve in its child: the message the child could not print safely.
+void report_exec_failure(const Options& o, int report_read) {
+  child::Failure failure{};
+  if (!child::read_failure(report_read, failure)) return;  // EOF: the command runs
+  std::fprintf(stderr, "sbx-stage2: exec: %s: %s\n", o.exec_argv[0], std::strerror(failure.error));
+  std::fflush(stderr);
 }
 
 // PID 1: run the command as a child; forward signals; reap everything; return its status.
 [[noreturn]] void run_as_init(const Options& o) {
   sigset_t all;
-  sigset_t previous;
   sigemptyset(&all);
   for (int sig : kForwarded) sigaddset(&all, sig);
   sigaddset(&all, SIGCHLD);
-  if (::sigprocmask(SIG_BLOCK, &all, &previous) != 0) fail("signals", std::strerror(errno));
+  if (::sigprocmask(SIG_BLOCK, &all, nullptr) != 0) fail("signals", std::strerror(errno));
   catch_forwarded_signals();
-  const pid_t child = ::fork();
-  if (child < 0) fail("fork", std::strerror(errno));
-  if (child == 0) {
-    restore_child_signals(previous);
-    exec_command(o);
-  }
+  int report[2];
+  if (!child::open_report_pipe(report)) fail("pipe", std::strerror(errno));
+  const pid_t command = ::fork();
+  if (command < 0) fail("fork", std::strerror(errno));
+  if (command == 0) exec_command_from_init(o, report[1]);
+  ::close(report[1]);
+  report_exec_failure(o, report[0]);
+  ::close(report[0]);
   for (;;) {
     siginfo_t info{};
     if (::sigwaitinfo(&all, &info) < 0) continue;  // EINTR
     if (info.si_signo != SIGCHLD) {
-      ::kill(child, info.si_signo);
+      ::kill(command, info.si_signo);
       continue;
     }
     int status = 0;
     pid_t pid = 0;
     while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
-      if (pid == child) ::_exit(status_to_code(status));
+      if (pid == command) ::_exit(status_to_code(status));
     }
   }
 }
@@ -386,6 +404,7 @@ void scope_abstract_unix_sockets() {
 int main(int argc, char** argv) {
   make_undumpable();
   Options options = parse(argc, argv);
+  prepare_exec(options);
   check_bwrap_setup(options);
   if (options.landlock.enabled) {
     // A restricted filesystem has writable roots to keep metadata changes in; an unrestricted

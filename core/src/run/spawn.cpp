@@ -14,15 +14,14 @@
 #include "sbx/core/spawn.hpp"
 
 #include "sbx/core/run_limits.hpp"
+#include "sbx/sdk/posix_child.hpp"
 
 #ifndef _WIN32
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -114,119 +113,29 @@ std::atomic<pid_t>* register_child(pid_t pid) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The child side. Everything here must be async-signal-safe (no malloc, no stdio, no locks).
+// The child side: only the async-signal-safe pieces of the POSIX child toolkit
+// (sbx/sdk/posix_child.hpp), on data prepared before vfork.
 
-// What the child reports through the CLOEXEC pipe when sbx-side setup fails. A successful
-// execve closes the pipe, so the parent reads EOF; otherwise it reads exactly one of these.
-enum class ChildStage : int { kChdir = 1, kExec = 2, kLimits = 3 };
-struct ChildFailure {
-  ChildStage stage;
-  int error;
-};
+namespace child = sdk::posix_child;
 
-[[noreturn]] void child_fail(int report_fd, ChildStage stage, int exit_code) {
-  const ChildFailure failure{stage, errno};
-  // Best effort: if this write fails, the parent still sees the exit code below.
-  [[maybe_unused]] const ssize_t written = write(report_fd, &failure, sizeof failure);
-  _exit(exit_code);
-}
-
-// Default dispositions: a parent that ignores SIGPIPE or SIGINT (common in agents and
-// background jobs) must not pass that on, and our own forwarding handler must not survive
-// into the command. execve() keeps SIG_IGN, so this has to be done by hand.
-void reset_signal_dispositions() {
-  for (int sig = 1; sig < NSIG; ++sig) {
-    if (sig == SIGKILL || sig == SIGSTOP) continue;
-    struct sigaction action {};
-    action.sa_handler = SIG_DFL;
-    sigemptyset(&action.sa_mask);
-    sigaction(sig, &action, nullptr);  // fails harmlessly for reserved real-time signals
-  }
-}
-
-// Marks every fd >= 3 close-on-exec by walking /proc/self/fd with raw getdents64 (opendir
-// would allocate). Returns false when /proc is unavailable.
-bool cloexec_fds_from_proc() {
-#ifdef __linux__
-  const int dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir < 0) return false;
-  alignas(8) char buffer[4096];
-  for (;;) {
-    const long n = syscall(SYS_getdents64, dir, buffer, sizeof buffer);
-    if (n <= 0) break;
-    for (long offset = 0; offset < n;) {
-      const auto* entry = reinterpret_cast<const struct dirent64*>(buffer + offset);
-      offset += entry->d_reclen;
-      int fd = 0;
-      const char* p = entry->d_name;
-      if (*p < '0' || *p > '9') continue;  // "." and ".."
-      for (; *p >= '0' && *p <= '9'; ++p) fd = fd * 10 + (*p - '0');
-      if (fd >= 3 && fd != dir) fcntl(fd, F_SETFD, FD_CLOEXEC);
-    }
-  }
-  close(dir);
-  return true;
-#else
-  return false;
-#endif
-}
-
-// Stray descriptors (an agent's sockets, log files, another command's pipes) must not leak
-// into the command: they could give it access the policy does not grant, or keep a pipe open
-// so its reader never sees EOF. They are marked close-on-exec rather than closed so the
-// failure-report pipe stays usable until execve succeeds.
-void close_stray_fds() {
-#if defined(__linux__) && defined(CLOSE_RANGE_CLOEXEC)
-  if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) == 0) return;  // Linux >= 5.11
-#endif
-  if (cloexec_fds_from_proc()) return;
-  struct rlimit limit {};
-  rlim_t max_fd = 65536;
-  if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
-    max_fd = limit.rlim_cur;
-  for (rlim_t fd = 3; fd < max_fd; ++fd) fcntl(static_cast<int>(fd), F_SETFD, FD_CLOEXEC);
-}
-
-[[noreturn]] void run_child(const char* path, char* const argv[], char* const envp[],
-                            const char* cwd, int report_fd, const sigset_t& empty_mask) {
-  reset_signal_dispositions();
-  close_stray_fds();
-  if (chdir(cwd) != 0) child_fail(report_fd, ChildStage::kChdir, kExitSbxFailure);
+[[noreturn]] void run_child(char* const argv[], char* const envp[], const char* cwd,
+                            int report_fd) {
+  child::reset_signal_dispositions();
+  // Only stdin, stdout and stderr reach the command; the report pipe is close-on-exec already.
+  child::close_on_exec_all_but(nullptr, 0);
+  if (chdir(cwd) != 0) child::fail(report_fd, child::Step::kChdir, kExitSbxFailure);
   // The run's cgroup and rlimits (run_limits.hpp), when a run under limits is in progress on
   // this thread: last before execve, so they bind what runs and nothing of sbx's own setup.
   if (const int error = prepare_child_for_run(); error != 0) {
     errno = error;
-    child_fail(report_fd, ChildStage::kLimits, kExitSbxFailure);
+    child::fail(report_fd, child::Step::kLimits, kExitSbxFailure);
   }
-  // Unblock last: a signal that arrived since fork now acts on the command with its default
-  // disposition, exactly as if it had arrived a moment after execve.
-  sigprocmask(SIG_SETMASK, &empty_mask, nullptr);
-  execve(path, argv, envp);
-  child_fail(report_fd, ChildStage::kExec,
-             errno == ENOENT || errno == ENOTDIR ? kExitNotFound : kExitNotExecutable);
+  child::unblock_all_signals();
+  child::exec_or_fail(report_fd, argv, envp);
 }
 
 // ---------------------------------------------------------------------------------------------
 // The parent side.
-
-std::vector<char*> c_strings(const std::vector<std::string>& strings) {
-  std::vector<char*> out;
-  out.reserve(strings.size() + 1);
-  // execve() takes char* const[] but never writes through it.
-  for (const std::string& s : strings) out.push_back(const_cast<char*>(s.c_str()));
-  out.push_back(nullptr);
-  return out;
-}
-
-// Reads the child's failure report; false means execve succeeded (EOF).
-bool read_child_failure(int fd, ChildFailure& failure) {
-  for (;;) {
-    const ssize_t n = read(fd, &failure, sizeof failure);
-    if (n == static_cast<ssize_t>(sizeof failure)) return true;
-    if (n < 0 && errno == EINTR) continue;
-    return false;
-  }
-}
 
 std::string wait_error(const char* call) {
   const int error = errno;
@@ -244,31 +153,23 @@ Result<ExitStatus> wait_for(pid_t pid, std::atomic<pid_t>* slot) {
     if (errno != EINTR) return Error{wait_error("waitid")};
   }
   if (slot != nullptr) slot->store(0);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return Error{wait_error("waitpid")};
-  }
   ExitStatus result;
-  if (WIFSIGNALED(status)) {
-    result.signal = WTERMSIG(status);
-  } else {
-    result.exit_code = WEXITSTATUS(status);
-  }
+  if (!child::reap(pid, result)) return Error{wait_error("waitpid")};
   return result;
 }
 
 // Turns a failure the child reported into the shell's exit code and a message on stderr.
-ExitStatus report_failure(const ExecPlan& plan, const ChildFailure& failure) {
+ExitStatus report_failure(const ExecPlan& plan, const child::Failure& failure) {
   const std::string reason = std::strerror(failure.error);
   std::string message;
   ExitStatus status;
-  if (failure.stage == ChildStage::kChdir) {
+  if (failure.step == child::Step::kChdir) {
     status.exit_code = kExitSbxFailure;
     message = "sbx: cannot change directory to '" + plan.cwd + "': " + reason + " (check --cwd)";
-  } else if (failure.stage == ChildStage::kLimits) {
+  } else if (failure.step == child::Step::kLimits) {
     status.exit_code = kExitSbxFailure;
     message = "sbx: cannot put the command under the run's resource limits: " + reason;
-  } else if (failure.error == ENOENT || failure.error == ENOTDIR) {
+  } else if (sdk::exit_code_for_exec_error(failure.error) == kExitNotFound) {
     status.exit_code = kExitNotFound;
     message = "sbx: " + plan.argv[0] + ": command not found";
   } else {
@@ -296,28 +197,26 @@ Status validate_plan(const ExecPlan& plan) {
 // (A signal the kernel hands to another thread of an embedding process in that window of a
 // few microseconds finds no child and is not forwarded.)
 Result<ExitStatus> fork_exec_wait(const ExecPlan& plan, int report_read, int report_write) {
-  std::vector<char*> argv = c_strings(plan.argv);
-  std::vector<char*> envp = c_strings(plan.env);
+  std::vector<char*> argv = child::c_string_array(plan.argv);
+  std::vector<char*> envp = child::c_string_array(plan.env);
   sigset_t all;
-  sigset_t empty;
   sigset_t previous;
   sigfillset(&all);
-  sigemptyset(&empty);
   // Block first, then install: a signal arriving before the child is registered stays pending
   // in this thread and is forwarded once the mask is restored, instead of being swallowed by a
   // handler with no child to forward to.
   pthread_sigmask(SIG_SETMASK, &all, &previous);
   install_forwarding();
   const pid_t pid = vfork();
-  if (pid == 0) run_child(argv[0], argv.data(), envp.data(), plan.cwd.c_str(), report_write, empty);
+  if (pid == 0) run_child(argv.data(), envp.data(), plan.cwd.c_str(), report_write);
   const int fork_errno = errno;  // meaningful only when pid < 0
   std::atomic<pid_t>* slot = pid > 0 ? register_child(pid) : nullptr;
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   close(report_write);
   Result<ExitStatus> result = Error{std::string("vfork failed: ") + std::strerror(fork_errno)};
   if (pid > 0) {
-    ChildFailure failure{};
-    const bool failed = read_child_failure(report_read, failure);
+    child::Failure failure{};
+    const bool failed = child::read_failure(report_read, failure);
     result = wait_for(pid, slot);
     if (failed && result.ok()) result = report_failure(plan, failure);
   }
@@ -351,9 +250,7 @@ std::string join_path(const std::string& directory, const std::string& name) {
 Result<ExitStatus> spawn_and_wait(const ExecPlan& plan) {
   if (Status valid = validate_plan(plan); !valid.ok()) return Error{valid.error()};
   int pipe_fds[2];
-  // O_CLOEXEC on both ends: the write end must vanish at a successful execve (that EOF is the
-  // "exec worked" signal), and neither end may leak into other children spawned concurrently.
-  if (pipe2(pipe_fds, O_CLOEXEC) != 0)
+  if (!sdk::posix_child::open_report_pipe(pipe_fds))
     return Error{std::string("cannot create a pipe to start the command: ") + std::strerror(errno)};
   Result<ExitStatus> result = fork_exec_wait(plan, pipe_fds[0], pipe_fds[1]);
   close(pipe_fds[0]);

@@ -1,11 +1,8 @@
 // Finding a trusted bwrap and probing what this host lets it do. Every check is tried for real
 // (a throwaway sandbox running /bin/true), never guessed from version strings or sysctls alone.
 #include <fcntl.h>
-#include <poll.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -16,62 +13,25 @@
 #include <sstream>
 
 #include "sbx/bwrap/host.hpp"
+#include "sbx/sdk/posix_child.hpp"
 
 namespace sbx::bwrap {
 namespace {
 
-struct RunResult {
-  int exit_code = -1;  // -1: could not run or timed out
-  std::string output;  // stdout and stderr, at most 4 KiB
-};
-
-// Runs argv (absolute argv[0]) with an empty environment, stdin from /dev/null, and collects
-// its output; killed after `timeout_ms`.
-RunResult run_capture(const std::vector<std::string>& argv, int timeout_ms) {
-  RunResult result;
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return result;
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    ::close(fds[0]);
-    ::close(fds[1]);
-    return result;
-  }
-  if (pid == 0) {
-    const int devnull = ::open("/dev/null", O_RDONLY);
-    ::dup2(devnull, 0);
-    ::dup2(fds[1], 1);
-    ::dup2(fds[1], 2);
-    std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    char* empty_env[] = {nullptr};
-    ::execve(args[0], args.data(), empty_env);
-    ::_exit(127);
-  }
-  ::close(fds[1]);
-  timespec start {};
-  ::clock_gettime(CLOCK_MONOTONIC, &start);
-  char buf[512];
-  for (;;) {
-    timespec now {};
-    ::clock_gettime(CLOCK_MONOTONIC, &now);
-    const long elapsed = (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000;
-    if (elapsed >= timeout_ms) {
-      ::kill(pid, SIGKILL);
-      break;
-    }
-    pollfd p{fds[0], POLLIN, 0};
-    if (::poll(&p, 1, static_cast<int>(timeout_ms - elapsed)) <= 0) continue;
-    const ssize_t n = ::read(fds[0], buf, sizeof buf);
-    if (n <= 0) break;
-    if (result.output.size() < 4096) result.output.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fds[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+// Runs argv (absolute argv[0]) with an empty environment, stdin from /dev/null, no other
+// descriptor of this process, default signal dispositions and mask, and collects its output;
+// killed after `timeout_ms`. The probe runs inside sbx, possibly a multi-threaded embedding
+// process, and its trials are sandboxes: the toolkit's child side allocates nothing after fork
+// and lets no inherited descriptor through bwrap into the trial sandbox.
+ProbeRun run_capture(const std::vector<std::string>& argv, int timeout_ms) {
+  sdk::posix_child::CaptureOptions options;
+  options.timeout_ms = timeout_ms;
+  options.max_output = 4096;
+  Result<sdk::posix_child::Captured> captured = sdk::posix_child::run_capture(argv, options);
+  ProbeRun result;
+  if (!captured.ok()) return result;
+  result.exit_code = captured->exit_code;
+  result.output = std::move(captured->output);
   while (!result.output.empty() && result.output.back() == '\n') result.output.pop_back();
   return result;
 }
@@ -132,8 +92,8 @@ void probe_sandbox_checks_uncached(const std::string& bwrap, std::vector<ProbeCh
   const bool recent = version.ok() && version_at_least(*version, 0, 5);
   checks.push_back(check("bwrap_version", recent, version.ok() ? *version : version.error(),
                          "bubblewrap 0.5 or newer is needed (--perms, --as-pid-1)"));
-  const RunResult userns =
-      run_capture({bwrap, "--unshare-user", "--ro-bind", "/", "/", "--", "/bin/true"}, 5000);
+  const ProbeRun userns =
+      run_trial_sandbox(bwrap, {"--unshare-user", "--ro-bind", "/", "/"}, {"/bin/true"}, 5000);
   checks.push_back(check("user_namespaces", userns.exit_code == 0,
                          userns.exit_code == 0 ? "a new user namespace was created"
                                                : "bwrap: " + first_line(userns.output),
@@ -148,18 +108,17 @@ void probe_sandbox_checks_uncached(const std::string& bwrap, std::vector<ProbeCh
                        : "kernel.apparmor_restrict_unprivileged_userns=" + apparmor,
       "allow bwrap user namespaces (an AppArmor profile with 'userns' for bwrap, or "
       "sysctl kernel.apparmor_restrict_unprivileged_userns=0)"));
-  const RunResult proc = run_capture({bwrap, "--unshare-user", "--unshare-pid", "--ro-bind", "/",
-                                      "/", "--proc", "/proc", "--", "/bin/true"},
-                                     5000);
+  const ProbeRun proc = run_trial_sandbox(
+      bwrap, {"--unshare-user", "--unshare-pid", "--ro-bind", "/", "/", "--proc", "/proc"},
+      {"/bin/true"}, 5000);
   checks.push_back(check("proc_mount", proc.exit_code == 0,
                          proc.exit_code == 0 ? "procfs mounts in a new pid namespace"
                                              : "bwrap: " + first_line(proc.output),
                          "the sandbox gets an empty /proc; run outside a container that masks "
                          "/proc to get a real one",
                          CheckStatus::kWarn));
-  const RunResult net = run_capture({bwrap, "--unshare-user", "--unshare-net", "--ro-bind", "/",
-                                     "/", "--", "/bin/true"},
-                                    5000);
+  const ProbeRun net = run_trial_sandbox(
+      bwrap, {"--unshare-user", "--unshare-net", "--ro-bind", "/", "/"}, {"/bin/true"}, 5000);
   checks.push_back(check("network_namespace", net.exit_code == 0,
                          net.exit_code == 0 ? "a network namespace with loopback was set up"
                                             : "bwrap: " + first_line(net.output),
@@ -283,8 +242,18 @@ Result<std::string> find_trusted_bwrap(const std::vector<std::string>& writable_
   return Error{"no trusted bwrap (" + tried + "); install the 'bubblewrap' package"};
 }
 
+ProbeRun run_trial_sandbox(const std::string& bwrap_path,
+                           const std::vector<std::string>& bwrap_args,
+                           const std::vector<std::string>& command, int timeout_ms) {
+  std::vector<std::string> argv = {bwrap_path};
+  argv.insert(argv.end(), bwrap_args.begin(), bwrap_args.end());
+  argv.emplace_back("--");
+  argv.insert(argv.end(), command.begin(), command.end());
+  return run_capture(argv, timeout_ms);
+}
+
 Result<std::string> bwrap_version(const std::string& bwrap_path) {
-  const RunResult r = run_capture({bwrap_path, "--version"}, 3000);
+  const ProbeRun r = run_capture({bwrap_path, "--version"}, 3000);
   const std::string prefix = "bubblewrap ";
   if (r.exit_code != 0 || r.output.rfind(prefix, 0) != 0)
     return Error{"'" + bwrap_path + " --version' failed: " + first_line(r.output)};
@@ -292,9 +261,10 @@ Result<std::string> bwrap_version(const std::string& bwrap_path) {
 }
 
 bool bwrap_can_mount_proc(const std::string& bwrap_path) {
-  return run_capture({bwrap_path, "--unshare-user", "--unshare-pid", "--ro-bind", "/", "/",
-                      "--proc", "/proc", "--", "/bin/true"},
-                     5000)
+  return run_trial_sandbox(
+             bwrap_path,
+             {"--unshare-user", "--unshare-pid", "--ro-bind", "/", "/", "--proc", "/proc"},
+             {"/bin/true"}, 5000)
              .exit_code == 0;
 }
 

@@ -26,12 +26,10 @@
 // Signals that arrive before bwrap has reported the pid are held the same way.
 #include "sbx/bwrap/spawn.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -47,13 +45,13 @@
 #include <string>
 
 #include "sbx/bwrap/bind_fds.hpp"
+#include "sbx/sdk/posix_child.hpp"
 
 namespace sbx::bwrap {
 namespace {
 
-constexpr int kExitSbxFailure = 125;
-constexpr int kExitNotExecutable = 126;
-constexpr int kExitNotFound = 127;
+namespace child = sdk::posix_child;
+using sdk::kExitSandboxFailure;
 
 // The signals forwarded to the sandbox (SIGCONT is left out: sbx stopping does not stop the
 // sandbox, which is in its own session, so there is nothing to continue).
@@ -67,68 +65,10 @@ constexpr int kReadyPollMs = 5;
 constexpr int kNoPidfdPollMs = 100;
 
 // ---------------------------------------------------------------------------------------------
-// The child side: async-signal-safe only, writing nothing but its own stack: it is started
-// with vfork and shares sbx's memory until execve (why vfork, and why that is safe: see
+// The child side: only the async-signal-safe pieces of the POSIX child toolkit
+// (sbx/sdk/posix_child.hpp), writing nothing but its own stack: it is started with vfork and
+// shares sbx's memory until execve (why vfork, and why that is safe: see
 // core/src/run/spawn.cpp; here too every signal is blocked until the dispositions are reset).
-
-enum class ChildStage : int { kSetup = 1, kChdir = 2, kExec = 3, kLimits = 4 };
-struct ChildFailure {
-  ChildStage stage;
-  int error;
-};
-
-[[noreturn]] void child_fail(int report_fd, ChildStage stage, int exit_code) {
-  const ChildFailure failure{stage, errno};
-  [[maybe_unused]] const ssize_t written = write(report_fd, &failure, sizeof failure);
-  _exit(exit_code);
-}
-
-// bwrap must start with default dispositions: SIG_IGN survives execve and would be inherited
-// by the sandbox and the command.
-void reset_signal_dispositions() {
-  for (int sig = 1; sig < NSIG; ++sig) {
-    if (sig == SIGKILL || sig == SIGSTOP) continue;
-    struct sigaction action {};
-    action.sa_handler = SIG_DFL;
-    sigemptyset(&action.sa_mask);
-    sigaction(sig, &action, nullptr);  // fails harmlessly for reserved real-time signals
-  }
-}
-
-// Marks every fd >= 3 close-on-exec (raw getdents64: opendir would allocate).
-bool cloexec_fds_from_proc() {
-  const int dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir < 0) return false;
-  alignas(8) char buffer[4096];
-  for (;;) {
-    const long n = syscall(SYS_getdents64, dir, buffer, sizeof buffer);
-    if (n <= 0) break;
-    for (long offset = 0; offset < n;) {
-      const auto* entry = reinterpret_cast<const struct dirent64*>(buffer + offset);
-      offset += entry->d_reclen;
-      int fd = 0;
-      const char* p = entry->d_name;
-      if (*p < '0' || *p > '9') continue;
-      for (; *p >= '0' && *p <= '9'; ++p) fd = fd * 10 + (*p - '0');
-      if (fd >= 3 && fd != dir) fcntl(fd, F_SETFD, FD_CLOEXEC);
-    }
-  }
-  close(dir);
-  return true;
-}
-
-// Stray descriptors must not reach bwrap: it passes inherited fds on into the sandbox.
-void close_stray_fds() {
-#ifdef CLOSE_RANGE_CLOEXEC
-  if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) == 0) return;  // Linux >= 5.11
-#endif
-  if (cloexec_fds_from_proc()) return;
-  struct rlimit limit {};
-  rlim_t max_fd = 65536;
-  if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
-    max_fd = limit.rlim_cur;
-  for (rlim_t fd = 3; fd < max_fd; ++fd) fcntl(static_cast<int>(fd), F_SETFD, FD_CLOEXEC);
-}
 
 struct ChildArgs {
   char* const* argv;
@@ -144,62 +84,49 @@ struct ChildArgs {
   HostServices::ChildHook prepare_child;  // the run's cgroup and rlimits (core, async-signal-safe)
 };
 
-// Moves `fd` above every descriptor number the child places itself; -1 stays -1.
-int move_up(int fd) { return fd < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, kMountsFd + 1); }
+// Every failure of the child's own setup: bwrap did not run.
+[[noreturn]] void setup_failed(int report_fd) {
+  child::fail(report_fd, child::Step::kSetup, kExitSandboxFailure);
+}
 
 [[noreturn]] void run_child(const ChildArgs& a) {
-  reset_signal_dispositions();
+  // Default dispositions: SIG_IGN survives execve and would reach the sandbox and the command.
+  child::reset_signal_dispositions();
   // Own process group: ^C from the terminal must reach sbx (which forwards it), not bwrap.
-  if (setpgid(0, 0) != 0) child_fail(a.report_fd, ChildStage::kSetup, kExitSbxFailure);
-  close_stray_fds();
+  if (setpgid(0, 0) != 0) setup_failed(a.report_fd);
+  // Stray descriptors must not reach bwrap: it passes inherited fds on into the sandbox. The
+  // bind sources (>= kFirstBindFd, never moved) are the only ones kept as they are: bwrap uses
+  // each for its mount and closes it before running stage 2.
+  if (!child::close_on_exec_all_but(a.bind_fds, a.bind_fd_count)) setup_failed(a.report_fd);
   // Move every descriptor above kMountsFd first: any of them may currently *be* one of the
-  // numbers placed below. (Bind sources are at kFirstBindFd or above and are not moved.)
-  const int report = move_up(a.report_fd);
-  if (report < 0) child_fail(a.report_fd, ChildStage::kSetup, kExitSbxFailure);
-  const int info = move_up(a.info_fd);
-  const int env = move_up(a.env_fd);
-  const int ready = move_up(a.ready_fd);
-  const int mounts = move_up(a.mounts_fd);
+  // numbers placed below.
+  const int report = child::move_above(a.report_fd, kMountsFd + 1);
+  if (report < 0) setup_failed(a.report_fd);
+  const int info = child::move_above(a.info_fd, kMountsFd + 1);
+  const int env = child::move_above(a.env_fd, kMountsFd + 1);
+  const int ready = child::move_above(a.ready_fd, kMountsFd + 1);
+  const int mounts = child::move_above(a.mounts_fd, kMountsFd + 1);
   if (info < 0 || ready < 0 || (a.env_fd >= 0 && env < 0) || (a.mounts_fd >= 0 && mounts < 0))
-    child_fail(report, ChildStage::kSetup, kExitSbxFailure);
-  // dup2 to a different number clears FD_CLOEXEC: these are the fds bwrap inherits (and passes
-  // on to stage 2, which closes kEnvFd, kReadyFd and kMountsFd once used).
-  if (dup2(info, kInfoFd) != kInfoFd) child_fail(report, ChildStage::kSetup, kExitSbxFailure);
-  if (env >= 0 && dup2(env, kEnvFd) != kEnvFd)
-    child_fail(report, ChildStage::kSetup, kExitSbxFailure);
-  if (dup2(ready, kReadyFd) != kReadyFd) child_fail(report, ChildStage::kSetup, kExitSbxFailure);
-  if (mounts >= 0 && dup2(mounts, kMountsFd) != kMountsFd)
-    child_fail(report, ChildStage::kSetup, kExitSbxFailure);
-  // bwrap uses each bind source for its mount and closes it before running stage 2.
-  for (std::size_t i = 0; i < a.bind_fd_count; ++i) {
-    if (fcntl(a.bind_fds[i], F_SETFD, 0) != 0)
-      child_fail(report, ChildStage::kSetup, kExitSbxFailure);
-  }
-  if (chdir(a.cwd) != 0) child_fail(report, ChildStage::kChdir, kExitSbxFailure);
+    setup_failed(report);
+  // The fds bwrap inherits (and passes on to stage 2, which closes kEnvFd, kReadyFd and
+  // kMountsFd once used).
+  if (!child::place_fd(info, kInfoFd)) setup_failed(report);
+  if (env >= 0 && !child::place_fd(env, kEnvFd)) setup_failed(report);
+  if (!child::place_fd(ready, kReadyFd)) setup_failed(report);
+  if (mounts >= 0 && !child::place_fd(mounts, kMountsFd)) setup_failed(report);
+  if (chdir(a.cwd) != 0) child::fail(report, child::Step::kChdir, kExitSandboxFailure);
   // Last before execve: the run's limits (a low open-files limit, say) must not hinder the
   // descriptor moves above, and bwrap with everything below it starts inside the run's cgroup.
   if (const int error = a.prepare_child(); error != 0) {
     errno = error;
-    child_fail(report, ChildStage::kLimits, kExitSbxFailure);
+    child::fail(report, child::Step::kLimits, kExitSandboxFailure);
   }
-  sigset_t empty;
-  sigemptyset(&empty);
-  sigprocmask(SIG_SETMASK, &empty, nullptr);
-  execve(a.argv[0], a.argv, a.envp);
-  child_fail(report, ChildStage::kExec,
-             errno == ENOENT || errno == ENOTDIR ? kExitNotFound : kExitNotExecutable);
+  child::unblock_all_signals();
+  child::exec_or_fail(report, a.argv, a.envp);
 }
 
 // ---------------------------------------------------------------------------------------------
 // The parent side.
-
-std::vector<char*> c_strings(const std::vector<std::string>& strings) {
-  std::vector<char*> out;
-  out.reserve(strings.size() + 1);
-  for (const std::string& s : strings) out.push_back(const_cast<char*>(s.c_str()));
-  out.push_back(nullptr);
-  return out;
-}
 
 int pidfd_open_raw(pid_t pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); }
 
@@ -351,45 +278,21 @@ Status supervise(pid_t bwrap, Channels channels) {
   return {};
 }
 
-Result<ExitStatus> reap(pid_t pid) {
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return Error{std::string("waitpid failed: ") + std::strerror(errno)};
-  }
-  ExitStatus result;
-  if (WIFSIGNALED(status)) {
-    result.signal = WTERMSIG(status);
-  } else {
-    result.exit_code = WEXITSTATUS(status);
-  }
-  return result;
-}
-
-bool read_child_failure(int fd, ChildFailure& failure) {
-  for (;;) {
-    const ssize_t n = read(fd, &failure, sizeof failure);
-    if (n == static_cast<ssize_t>(sizeof failure)) return true;
-    if (n < 0 && errno == EINTR) continue;
-    return false;
-  }
-}
-
-ExitStatus report_failure(const ExecPlan& plan, const ChildFailure& failure) {
+ExitStatus report_failure(const ExecPlan& plan, const child::Failure& failure) {
   const std::string reason = std::strerror(failure.error);
   ExitStatus status;
   std::string message;
-  if (failure.stage == ChildStage::kSetup) {
-    status.exit_code = kExitSbxFailure;
+  if (failure.step == child::Step::kSetup) {
+    status.exit_code = kExitSandboxFailure;
     message = "sbx: bwrap: cannot prepare the process for bwrap: " + reason;
-  } else if (failure.stage == ChildStage::kLimits) {
-    status.exit_code = kExitSbxFailure;
+  } else if (failure.step == child::Step::kLimits) {
+    status.exit_code = kExitSandboxFailure;
     message = "sbx: cannot put the sandbox under the run's resource limits: " + reason;
-  } else if (failure.stage == ChildStage::kChdir) {
-    status.exit_code = kExitSbxFailure;
+  } else if (failure.step == child::Step::kChdir) {
+    status.exit_code = kExitSandboxFailure;
     message = "sbx: cannot change directory to '" + plan.cwd + "': " + reason + " (check --cwd)";
   } else {
-    status.exit_code = failure.error == ENOENT || failure.error == ENOTDIR ? kExitNotFound
-                                                                            : kExitNotExecutable;
+    status.exit_code = sdk::exit_code_for_exec_error(failure.error);
     message = "sbx: bwrap: cannot run " + plan.argv[0] + ": " + reason;
   }
   message += '\n';
@@ -551,7 +454,7 @@ ExitStatus report_bwrap_failure(const ExitStatus& bwrap) {
   std::fputs(message.c_str(), stderr);
   std::fflush(stderr);
   ExitStatus status;
-  status.exit_code = kExitSbxFailure;
+  status.exit_code = kExitSandboxFailure;
   return status;
 }
 
@@ -564,8 +467,8 @@ Result<ExitStatus> fork_and_supervise(const ExecPlan& plan, const int report[2],
     close(info[0]);
     return Error{prepared.error()};
   }
-  std::vector<char*> argv = c_strings(launch.argv);
-  std::vector<char*> envp = c_strings(plan.env);
+  std::vector<char*> argv = child::c_string_array(launch.argv);
+  std::vector<char*> envp = child::c_string_array(plan.env);
   // Every signal blocked across vfork: a handler of sbx (or of an embedding process) must never
   // run in the child, which shares this memory; the child unblocks after resetting them.
   sigset_t all;
@@ -586,14 +489,15 @@ Result<ExitStatus> fork_and_supervise(const ExecPlan& plan, const int report[2],
     close(info[0]);
     return Error{std::string("bwrap: vfork failed: ") + std::strerror(fork_errno)};
   }
-  ChildFailure failure{};
-  const bool failed = read_child_failure(report[0], failure);
+  child::Failure failure{};
+  const bool failed = child::read_failure(report[0], failure);
   Status supervised = supervise(pid, {signal_fd, info[0]});
   if (!supervised.ok()) return Error{"bwrap: " + supervised.error()};
-  Result<ExitStatus> status = reap(pid);
-  if (!status.ok()) return Error{"bwrap: " + status.error()};
+  ExitStatus status;
+  if (!child::reap(pid, status))
+    return Error{std::string("bwrap: waitpid failed: ") + std::strerror(errno)};
   if (failed) return report_failure(plan, failure);
-  if (!stage2_started(launch.ready_read)) return report_bwrap_failure(*status);
+  if (!stage2_started(launch.ready_read)) return report_bwrap_failure(status);
   return status;
 }
 
@@ -668,7 +572,7 @@ Result<ExitStatus> spawn_bwrap(const ExecPlan& plan, HostServices::ChildHook pre
   int info[2];
   // CLOEXEC on all ends: none may leak into other children spawned concurrently; the child
   // gives bwrap its copy of info[1] as kInfoFd explicitly.
-  if (pipe2(report, O_CLOEXEC) != 0)
+  if (!child::open_report_pipe(report))
     return Error{std::string("bwrap: cannot create a pipe: ") + std::strerror(errno)};
   if (pipe2(info, O_CLOEXEC) != 0) {
     const int error = errno;

@@ -104,6 +104,12 @@ TEST_F(BwrapPositive, NotFoundIs127AndNotExecutableIs126) {
   const RunResult plain = sbx_exec({"--preset", "workspace-write"}, ws_.path(),
                                    {ws_ / "plain.txt"});
   EXPECT_EQ(plain.code, 126) << describe(plain);
+  // The exec failed in the command's child of sbx-stage2 (PID 1), which learnt its errno over
+  // the report pipe and says why.
+  EXPECT_NE(plain.err.find("sbx-stage2: exec: " + (ws_ / "plain.txt") +
+                           ": Permission denied"),
+            std::string::npos)
+      << describe(plain);
   // Found on the host but not inside the sandbox (a denied directory): also 127.
   const RunResult in_sh = sh(ws_.path(), "/no/such/thing");
   EXPECT_EQ(in_sh.code, 127) << describe(in_sh);

@@ -5,14 +5,16 @@
 #include <string>
 #include <vector>
 
+#include "sbx/sdk/posix_child.hpp"
 #include "sbx/sdk/result.hpp"
 #include "sbx/sdk/types.hpp"
 
 namespace sbx {
 
-inline constexpr int kExitSbxFailure = 125;  // sbx itself failed; the command did not run
-inline constexpr int kExitNotExecutable = 126;
-inline constexpr int kExitNotFound = 127;
+// The child exit codes, defined once in the SDK's POSIX child toolkit (every spawner uses them).
+inline constexpr int kExitSbxFailure = sdk::kExitSandboxFailure;  // the command did not run
+inline constexpr int kExitNotExecutable = sdk::kExitNotExecutable;
+inline constexpr int kExitNotFound = sdk::kExitNotFound;
 
 // Starts plan.argv[0] (must be absolute) with exactly plan.env in plan.cwd, forwards SIGINT,
 // SIGTERM, SIGHUP, SIGQUIT, SIGUSR1/2, SIGWINCH to it, and waits. A command that cannot be

@@ -11,17 +11,30 @@
 #include <vector>
 
 #include "firejail_plan.hpp"
-#include "run_capture.hpp"
+#include "sbx/sdk/posix_child.hpp"
 
 namespace firejail_backend {
 namespace {
 
 using sbx::CheckStatus;
 using sbx::ProbeCheck;
+using sbx::sdk::posix_child::Captured;
 
 constexpr int kHelperTimeoutMs = 10000;
 // The helpers see a fixed, minimal environment: nothing from the caller can steer them.
 const std::vector<std::string> kHelperEnv = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C"};
+
+// Runs a helper of the probe (argv[0] absolute, never searched in PATH) through the SDK's POSIX
+// child toolkit: exactly kHelperEnv, in "/", stdin from /dev/null, no descriptor of the host
+// process, default signals, killed after kHelperTimeoutMs. Not for the sandboxed command
+// itself: that goes through the host's spawn service (HostServices::spawn).
+sbx::Result<Captured> run_helper(const std::vector<std::string>& argv) {
+  sbx::sdk::posix_child::CaptureOptions options;
+  options.env = kHelperEnv;
+  options.cwd = "/";
+  options.timeout_ms = kHelperTimeoutMs;
+  return sbx::sdk::posix_child::run_capture(argv, options);
+}
 
 // Runs inside the trial sandbox and checks that the confinement really took hold: /tmp (world-
 // writable on every Linux host, and not a writable root in the trial) must not be writable, a
@@ -90,7 +103,7 @@ ProbeCheck check_helpers() {
 }
 
 ProbeCheck check_version() {
-  sbx::Result<Captured> run = run_capture({kFirejailPath, "--version"}, kHelperEnv, kHelperTimeoutMs);
+  sbx::Result<Captured> run = run_helper({kFirejailPath, "--version"});
   if (!run.ok()) return fail("firejail_version", run.error(), "check that firejail can be executed");
   const std::optional<std::array<int, 3>> version = parse_version(run->output);
   if (!version)
@@ -148,7 +161,7 @@ ProbeCheck check_trial_run() {
                            "/bin/sh", "-c", kCanaryScript})
     argv.emplace_back(flag);
   const auto start = std::chrono::steady_clock::now();
-  sbx::Result<Captured> run = run_capture(argv, kHelperEnv, kHelperTimeoutMs);
+  sbx::Result<Captured> run = run_helper(argv);
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                       std::chrono::steady_clock::now() - start).count();
   if (!run.ok()) return fail("trial_run", run.error(), "check that firejail can be executed");

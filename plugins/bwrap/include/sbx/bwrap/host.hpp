@@ -39,6 +39,21 @@ const std::vector<std::string>& bwrap_candidates();
 // Error says what was tried. `writable_roots`: a bwrap inside any of them is refused.
 Result<std::string> find_trusted_bwrap(const std::vector<std::string>& writable_roots);
 
+// How a helper the probe ran ended: exit_code -1 when it could not run, died of a signal or
+// timed out.
+struct ProbeRun {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr, at most 4 KiB, trailing newlines removed
+};
+
+// One throwaway sandbox, run exactly as the probe runs each of its trials:
+// `bwrap <bwrap_args> -- <command>` with an empty environment, stdin from /dev/null, no
+// descriptor of this process but the output pipe, default signal dispositions and mask
+// (sbx/sdk/posix_child.hpp), killed after `timeout_ms`. The probe's checks run /bin/true; a
+// test runs a command that reports what the sandbox was given.
+ProbeRun run_trial_sandbox(const std::string& bwrap_path, const std::vector<std::string>& bwrap_args,
+                           const std::vector<std::string>& command, int timeout_ms);
+
 // "0.8.0" from `bwrap --version`, or Error.
 Result<std::string> bwrap_version(const std::string& bwrap_path);
 
