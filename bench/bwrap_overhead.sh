@@ -35,9 +35,11 @@ mapfile -t full < <("$sbx" --backends bwrap debug bwrap --preset workspace-write
 
 # The bare bwrap runs create the plan's mount points for missing protected names on the host
 # (sbx removes its own; nobody removes bare bwrap's). Remove the empty ones this script made.
+# The plan lists them in host_paths.created (sbx debug prints the plan as JSON).
 mapfile -t mount_points < <("$sbx" --backends bwrap debug bwrap --preset workspace-write \
                               --cwd "$work" -- /bin/true |
-                            sed -n 's/^ *"sbx-bwrap:mount-point \(.*\)",\{0,1\}$/\1/p')
+                            python3 -c 'import json, sys
+print("\n".join(json.load(sys.stdin)["host_paths"]["created"]))' | sed '/^$/d')
 created=()
 for point in "${mount_points[@]}"; do
   [[ -e "$point" ]] || created+=("$point")

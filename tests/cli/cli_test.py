@@ -612,7 +612,7 @@ class ExecDirect(SbxTestCase):
         self.assert_exit(result, 0)
         self.assertFalse(os.path.exists(self.marker()))
         plan = json.loads(result.stdout)
-        self.assertEqual(set(plan), {"backend", "argv", "env", "cwd", "notes"})
+        self.assertEqual(set(plan), {"backend", "argv", "env", "cwd", "notes", "host_paths"})
         self.assertIsNone(plan["backend"])
         self.assertTrue(plan["argv"][0].startswith("/"))
         self.assertEqual(plan["argv"][1:], ["-c", "touch MARKER"])
@@ -708,12 +708,20 @@ class Debug(SbxTestCase):
             self.skipTest(f"the {backend} plugin is not installed in this build")
         result = self.run_ok("debug", backend, "--cwd", self.work, *options, "--", "/bin/ls", "-l")
         plan = json.loads(result.stdout)
-        self.assertEqual(set(plan), {"backend", "argv", "env", "cwd", "notes"})
+        self.assertEqual(set(plan), {"backend", "argv", "env", "cwd", "notes", "host_paths"})
         self.assertEqual(plan["backend"], backend)
         self.assertTrue(plan["argv"] and all(isinstance(a, str) for a in plan["argv"]))
         self.assertIsInstance(plan["env"], list)
         self.assertIsInstance(plan["cwd"], str)
         return plan
+
+    def test_bwrap_plan_data_is_typed(self):
+        # What bwrap's exec needs travels in host_paths; notes are text for people only.
+        plan = self.debug_plan("bwrap")
+        self.assertEqual([n for n in plan["notes"] if n.startswith("sbx-bwrap:")], [])
+        self.assertEqual(set(plan["host_paths"]), {"created", "kept", "state_dir"})
+        self.assertTrue(all(p.startswith("/") for p in plan["host_paths"]["created"]))
+        self.assertTrue(all(p.startswith("/") for p in plan["host_paths"]["kept"]))
 
     def test_seatbelt(self):
         plan = self.debug_plan("seatbelt")

@@ -25,6 +25,7 @@
 #include <variant>
 #include <vector>
 
+#include "plugins/abi_compat.hpp"
 #include "plugins/loader_internal.hpp"
 #include "plugins/trusted_fs.hpp"
 
@@ -336,7 +337,8 @@ void load_candidate(int dir_fd, const std::string& dir, const std::string& name,
     return record(state, reject(path, LoadStage::kCreate, *error));
   LoadedPlugin plugin{d.name, d.version == nullptr ? "" : d.version,
                       d.description == nullptr ? "" : d.description, path,
-                      std::move(std::get<std::shared_ptr<Backend>>(backend))};
+                      plugins::adapt_to_current_abi(
+                          std::move(std::get<std::shared_ptr<Backend>>(backend)), d.abi_minor)};
   spdlog::debug("plugin loaded: {} (dev {}, inode {}): name {}, version {}, fingerprint {}", path,
                 st.st_dev, st.st_ino, plugin.name, plugin.version, d.fingerprint);
   state.plugins.push_back(std::move(plugin));

@@ -79,7 +79,14 @@ int host_spawn(void* /*ctx*/, const void* plan, void* status_out, char* error,
     return 1;
   }
   try {
-    Result<ExitStatus> status = spawn_and_wait(*static_cast<const ExecPlan*>(plan));
+    // A plugin built for ABI 1.0-1.2 passes the older, shorter ExecPlan. Today's starts with
+    // the same members, and the spawner needs nothing after them: read only those.
+    const auto& given = *static_cast<const ExecPlanAbi1_2*>(plan);
+    ExecPlan process;
+    process.argv = given.argv;
+    process.env = given.env;
+    process.cwd = given.cwd;
+    Result<ExitStatus> status = spawn_and_wait(process);
     if (!status) {
       write_error(error, error_size, status.error());
       return 1;

@@ -211,6 +211,11 @@ std::string plan_to_json(const std::optional<std::string>& backend, const ExecPl
   out["env"] = string_array(plan.env);
   out["cwd"] = plan.cwd;
   out["notes"] = string_array(plan.notes);
+  json::object host_paths;
+  host_paths["created"] = string_array(plan.host_paths.created);
+  host_paths["kept"] = string_array(plan.host_paths.kept);
+  host_paths["state_dir"] = plan.host_paths.state_dir;
+  out["host_paths"] = std::move(host_paths);
   return report::render_json(out, style);
 }
 

@@ -5,22 +5,19 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sbx/bwrap/host.hpp"
+#include "sbx/bwrap/plan.hpp"
 #include "sbx/bwrap/spawn.hpp"
 #include "sbx/bwrap/translate.hpp"
 #include "sbx/sdk/plugin.hpp"
 
 namespace sbx::bwrap {
 namespace {
-
-constexpr std::string_view kSyntheticPrefix = "sbx-bwrap:mount-point ";
-constexpr std::string_view kLockedPrefix = "sbx-bwrap:keeps ";
-constexpr std::string_view kStatePrefix = "sbx-bwrap:state-dir ";
 
 // sbx-stage2 scopes abstract unix sockets with a Landlock domain when the kernel has ABI 6+.
 // With the network enabled the sandbox shares the host's network namespace, so below ABI 6 the
@@ -32,12 +29,6 @@ std::optional<std::string> abstract_unix_scope_note() {
   return "Landlock ABI " + std::to_string(abi < 0 ? 0 : abi) +
          " (< 6): abstract unix sockets are not scoped; with the network enabled the command can "
          "reach the host's abstract unix sockets";
-}
-
-bool translation_has_no_mount_points(const std::vector<std::string>& notes) {
-  return std::none_of(notes.begin(), notes.end(), [](const std::string& note) {
-    return note.rfind(kSyntheticPrefix, 0) == 0;
-  });
 }
 
 // "/a/b/c" -> appends "/a", "/a/b".
@@ -84,20 +75,10 @@ class BwrapBackend final : public Backend {
   }
 
   Result<ExitStatus> exec(const ExecPlan& plan) override {
-    std::string state_dir;
-    std::vector<std::string> synthetic;
-    std::vector<std::string> kept;
-    for (const std::string& note : plan.notes) {
-      if (note.rfind(kSyntheticPrefix, 0) == 0) synthetic.push_back(note.substr(kSyntheticPrefix.size()));
-      if (note.rfind(kLockedPrefix, 0) == 0) kept.push_back(note.substr(kLockedPrefix.size()));
-      if (note.rfind(kStatePrefix, 0) == 0) state_dir = note.substr(kStatePrefix.size());
-    }
     MountRegistry registry;
     // No state directory (the plan says so): no registry, and no mount point is removed.
-    if (!state_dir.empty() && (!synthetic.empty() || !kept.empty())) {
-      Status locked = registry.acquire(state_dir, synthetic, kept);
-      if (!locked.ok()) return Error{"bwrap: " + locked.error()};
-    }
+    if (Status held = hold_host_paths(registry, plan.host_paths); !held.ok())
+      return Error{"bwrap: " + held.error()};
     // Not host().spawn(): core would forward signals to bwrap, which dies of them (spawn.hpp).
     Result<ExitStatus> status = spawn_bwrap(plan, host().child_hook());
     for (const std::string& removed : registry.release_and_cleanup())
@@ -114,7 +95,7 @@ class BwrapBackend final : public Backend {
     facts.bwrap_path = *bwrap;
     facts.stage2_path = std::string(host().stage2_path());
     Result<std::string> state = ensure_state_dir();
-    std::string no_state_note;
+    PlanContext context;
     if (state.ok()) {
       facts.state_dir = *state;
       // Before the host is looked at: what killed runs left behind is removed first, so this
@@ -122,8 +103,7 @@ class BwrapBackend final : public Backend {
       for (const std::string& removed : sweep_stale_entries(facts.state_dir))
         host().log(SBX_LOG_DEBUG, "bwrap: removed a killed run's mount point " + removed);
     } else {
-      no_state_note = "no private state directory (" + state.error() +
-                      "): mount points made for missing protected names stay on the host";
+      context.no_state_dir_reason = state.error();
     }
     // probe() ran in a child (core isolates probes), so can_mount_proc_ is usually unset here:
     // the probe's cache answers without another throwaway sandbox.
@@ -150,26 +130,10 @@ class BwrapBackend final : public Backend {
     gather_path_facts(target_ancestors, facts);
     Result<Translation> translation = translate(request, facts);
     if (!translation.ok()) return Error{translation.error()};
-    ExecPlan plan;
-    plan.argv = std::move(translation->argv);
-    plan.cwd = request.cwd;
-    // bwrap and sbx-stage2 run with an empty environment; the command's goes through stage 2.
-    plan.env = {};
-    plan.notes = std::move(translation->notes);
-    for (const std::string& m : translation->synthetic_mount_points)
-      plan.notes.push_back(std::string(kSyntheticPrefix) + m);
-    for (const ProtectedPath& p : policy.protected_paths) {
-      if (p.exists) plan.notes.push_back(std::string(kLockedPrefix) + p.path);
-    }
-    if (request.policy.network.mode == NetworkMode::kEnabled) {
-      const std::optional<std::string> note = abstract_unix_scope_note();
-      if (note) plan.notes.push_back(*note);
-    }
-    if (!facts.state_dir.empty())
-      plan.notes.push_back(std::string(kStatePrefix) + facts.state_dir);
-    else if (!translation_has_no_mount_points(plan.notes))
-      plan.notes.push_back(no_state_note);
-    return plan;
+    context.state_dir = facts.state_dir;
+    if (request.policy.network.mode == NetworkMode::kEnabled)
+      context.network_note = abstract_unix_scope_note();
+    return make_plan(request, std::move(*translation), context);
   }
 
   mutable std::optional<bool> can_mount_proc_;

@@ -250,6 +250,39 @@ INSTANTIATE_TEST_SUITE_P(PluginLoader, EachFixture, ::testing::ValuesIn(all_case
                            return param_info.param.label;
                          });
 
+// A plugin built against the ABI 1.2 headers, whose ExecPlan ends at notes, still loads; its
+// plans come back whole with empty host_paths, and its exec() gets the plan its transform()
+// made and runs it through the host's spawn service.
+TEST(PluginLoader, PluginBuiltForAbi1_2StillTransformsAndRuns) {
+  TestTree tree("abi-1-2");
+  const fs::path plugins = tree.dir("plugins");
+  TestTree::copy_fixture("sbx-backend-fixture-abi-1-2.so", plugins);
+  const PluginRegistry registry = PluginRegistry::load(tree.options({plugins}));
+  ASSERT_TRUE(registry.rejected().empty()) << registry.rejected().front().message;
+  const LoadedPlugin* plugin = registry.find("fixture-abi-1-2");
+  ASSERT_NE(plugin, nullptr);
+  EXPECT_EQ(plugin->backend->probe(ProbeContext{}).summary, "ABI 1.2 test fixture only");
+
+  TransformRequest request;
+  request.argv = {"/bin/sh", "-c", "exit 7"};
+  request.env = {"PATH=/usr/bin:/bin"};
+  request.cwd = "/";
+  Result<ExecPlan> plan = plugin->backend->transform(request);
+  ASSERT_TRUE(plan.ok()) << plan.error();
+  EXPECT_EQ(plan->argv, request.argv);
+  EXPECT_EQ(plan->env, request.env);
+  EXPECT_EQ(plan->cwd, request.cwd);
+  EXPECT_EQ(plan->notes, std::vector<std::string>{"fixture-abi-1-2 plan"});
+  EXPECT_EQ(plan->host_paths, PlanHostPaths{});
+
+  // Fields the old plugin does not know never reach it (it would misread them).
+  plan->host_paths.created = {"/nonexistent/never-made"};
+  Result<ExitStatus> status = plugin->backend->exec(*plan);
+  ASSERT_TRUE(status.ok()) << status.error();
+  EXPECT_EQ(status->signal, 0);
+  EXPECT_EQ(status->exit_code, 7);
+}
+
 TEST(PluginLoader, IgnoresFilesNotNamedLikePlugins) {
   TestTree tree("names");
   const fs::path plugins = tree.dir("plugins");

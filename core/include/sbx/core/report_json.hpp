@@ -72,7 +72,9 @@ std::string final_backend(const ExplainReport& report);
 // should_sandbox is null when the decision was an error (reason then holds the error).
 std::string explain_to_json(const ExplainReport& report, JsonStyle style);
 
-// {"backend","argv","env","cwd","notes"}; backend null for a plan run without a sandbox.
+// {"backend","argv","env","cwd","notes","host_paths"}; backend null for a plan run without a
+// sandbox. notes are text for people; host_paths is ExecPlan::host_paths as
+// {"created":[...],"kept":[...],"state_dir":"..."}.
 std::string plan_to_json(const std::optional<std::string>& backend, const ExecPlan& plan,
                          JsonStyle style);
 

@@ -16,6 +16,10 @@
  * network.mode == proxy; a 1.0 plugin never reads it, so the host still loads 1.0 plugins.
  * 1.2 appended sbx_host_v1.prepare_child, which a plugin that starts processes itself calls in
  * the child before execve so the run's resource limits hold; the host still loads older plugins.
+ * 1.3 appended sbx::ExecPlan::host_paths (types.hpp): what exec() must manage on the host,
+ * which used to travel as text in the notes. A plugin built for 1.0-1.2 returns and takes the
+ * older, shorter ExecPlan (sbx::ExecPlanAbi1_2): the host calls it through that layout and
+ * converts, so it still loads and runs, with empty host_paths.
  */
 #ifndef SBX_SDK_ABI_H_
 #define SBX_SDK_ABI_H_
@@ -24,11 +28,11 @@
 #include <stdint.h>
 
 #define SBX_ABI_MAJOR 1
-#define SBX_ABI_MINOR 2
+#define SBX_ABI_MINOR 3
 /* SHA-256 of this file with the quoted value below left empty. Any edit to this header fails
  * the ABI guard test (tests/unit/sdk) until someone reviews the ABI, bumps SBX_ABI_MINOR
  * (append-only growth) or SBX_ABI_MAJOR (anything else) as needed, and records the new digest. */
-#define SBX_ABI_HEADER_SHA256 "e23b408671f9bcae7b4fba17c919b01a6c22b80a125a9db00a34ff64169f6837"
+#define SBX_ABI_HEADER_SHA256 "1a1e076829b2b909144138f4c685f0fa683e49a3f2635eff9df872ecbbfa93f3"
 #define SBX_PLUGIN_ENTRY_SYMBOL "sbx_plugin_entry_v1"
 
 #if defined(_WIN32)

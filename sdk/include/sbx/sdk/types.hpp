@@ -181,12 +181,47 @@ struct TransformRequest {
   std::string proxy_socket{};
 };
 
+// Host state a plan changes outside the sandbox, which the backend's exec() must manage around
+// the run. transform() fills it; exec() acts on it; reports print it (JSON "host_paths").
+// Empty for a backend that leaves the host as it is.
+struct PlanHostPaths {
+  // Paths that do not exist on the host and that the run creates there (e.g. mount points a
+  // namespace tool must make before it can mount over a missing name), absolute and
+  // normalised. exec() removes them after the run, once no concurrent run still relies on them.
+  std::vector<std::string> created;
+  // Existing host paths the run relies on staying in place (e.g. protected paths it mounts
+  // over, which may be another run's created path). exec() holds them so that a concurrent
+  // run's cleanup does not remove them while this run needs them.
+  std::vector<std::string> kept;
+  // The backend's private directory where runs record what they created (so a killed run's
+  // leftovers can be found and removed). Empty: no record can be kept, and exec() removes
+  // nothing it did not record, so created paths stay on the host.
+  std::string state_dir;
+  friend bool operator==(const PlanHostPaths&, const PlanHostPaths&) = default;
+};
+
 // What a backend hands back: the exact process to start. Pure data.
+// Everything exec() needs from transform() travels in typed fields; `notes` are for people
+// only and no code parses them.
 struct ExecPlan {
   std::vector<std::string> argv;  // argv[0] is an absolute path
   std::vector<std::string> env;   // KEY=VALUE, the full environment of argv[0]
   std::string cwd;
   std::vector<std::string> notes;  // things `explain`/`debug` should tell a person
+  // ABI 1.3 (appended): see PlanHostPaths. The host never hands a plugin built for an older
+  // ABI a plan with this field, nor reads it from such a plugin's plans (abi.h, History).
+  // (Default member initializer: partial aggregate initialisers stay warning-free.)
+  PlanHostPaths host_paths{};
+};
+
+// The ExecPlan layout of ABI 1.0-1.2, which plugins built for those versions return and take.
+// The host converts at the boundary; a plugin never needs it. ExecPlan starts with the same
+// members in the same order, so an ExecPlan may be read through this view.
+struct ExecPlanAbi1_2 {
+  std::vector<std::string> argv;
+  std::vector<std::string> env;
+  std::string cwd;
+  std::vector<std::string> notes;
 };
 
 // How the command ended.

@@ -1,0 +1,41 @@
+// From a translation to the ExecPlan transform() returns, and from a plan's typed host paths to
+// what exec() must do about them. Pure: what touches the host (the Landlock ABI, the state
+// directory) is looked up by the module and passed in, so tests can pin both directions.
+// hold_host_paths() is the one step that touches the host: it is exec()'s use of the plan.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "sbx/bwrap/host.hpp"
+#include "sbx/bwrap/translate.hpp"
+#include "sbx/sdk/types.hpp"
+
+namespace sbx::bwrap {
+
+// What transform() knows about the host besides the translation.
+struct PlanContext {
+  // The private state directory, or "" when there is none (then `no_state_dir_reason` says why).
+  std::string state_dir;
+  std::string no_state_dir_reason;
+  // A note on what the kernel cannot scope with the network enabled, if anything.
+  std::optional<std::string> network_note;
+};
+
+// The plan for a translation: bwrap's argv, an empty environment (the command's goes through
+// sbx-stage2), the notes for people, and in host_paths the mount points bwrap will create
+// (created), the existing protected paths the run relies on (kept) and the state directory.
+ExecPlan make_plan(const TransformRequest& request, Translation translation,
+                   const PlanContext& context);
+
+// True if exec() must take the mount-point registry before the run: there is a state
+// directory to keep it in and the plan creates or keeps a host path. Without a state directory
+// nothing is recorded, so nothing is removed afterwards (a created path stays on the host).
+bool needs_mount_registry(const PlanHostPaths& paths);
+
+// What exec() does with a plan's host paths before the run: when needs_mount_registry(), takes
+// the registry's locks on every created and kept path and makes the created ones (recorded, so
+// registry.release_and_cleanup() removes them after the run); otherwise does nothing.
+Status hold_host_paths(MountRegistry& registry, const PlanHostPaths& paths);
+
+}  // namespace sbx::bwrap

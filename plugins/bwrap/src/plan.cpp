@@ -1,0 +1,39 @@
+#include "sbx/bwrap/plan.hpp"
+
+#include <utility>
+
+namespace sbx::bwrap {
+
+ExecPlan make_plan(const TransformRequest& request, Translation translation,
+                   const PlanContext& context) {
+  ExecPlan plan;
+  plan.argv = std::move(translation.argv);
+  plan.cwd = request.cwd;
+  // bwrap and sbx-stage2 run with an empty environment; the command's goes through stage 2.
+  plan.env = {};
+  plan.notes = std::move(translation.notes);
+  plan.host_paths.created = std::move(translation.synthetic_mount_points);
+  // An existing protected path may be another run's mount point: holding it keeps that run's
+  // cleanup from removing it while this sandbox has it mounted over.
+  for (const ProtectedPath& p : request.policy.protected_paths) {
+    if (p.exists) plan.host_paths.kept.push_back(p.path);
+  }
+  plan.host_paths.state_dir = context.state_dir;
+  if (context.network_note) plan.notes.push_back(*context.network_note);
+  if (context.state_dir.empty() && !plan.host_paths.created.empty()) {
+    plan.notes.push_back("no private state directory (" + context.no_state_dir_reason +
+                         "): mount points made for missing protected names stay on the host");
+  }
+  return plan;
+}
+
+bool needs_mount_registry(const PlanHostPaths& paths) {
+  return !paths.state_dir.empty() && (!paths.created.empty() || !paths.kept.empty());
+}
+
+Status hold_host_paths(MountRegistry& registry, const PlanHostPaths& paths) {
+  if (!needs_mount_registry(paths)) return {};
+  return registry.acquire(paths.state_dir, paths.created, paths.kept);
+}
+
+}  // namespace sbx::bwrap

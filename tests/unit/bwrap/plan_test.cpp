@@ -1,0 +1,148 @@
+// The bwrap plan: transform() hands exec() what it must manage on the host (the mount points
+// bwrap will create, the existing protected paths the run relies on, the state directory) in
+// the plan's typed host_paths, never in its notes; and exec() acts on exactly those fields.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "sbx/bwrap/plan.hpp"
+#include "sbx/bwrap/translate.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace sbx;
+using namespace sbx::bwrap;
+
+struct Scratch {
+  Scratch() {
+    std::string tmpl = fs::temp_directory_path().string() + "/sbx-bwrap-plan-XXXXXX";
+    path = ::mkdtemp(tmpl.data());
+    ::chmod(path.c_str(), 0700);
+  }
+  ~Scratch() { fs::remove_all(path); }
+  std::string path;
+};
+
+bool has_machine_prefix(const std::vector<std::string>& notes) {
+  return std::any_of(notes.begin(), notes.end(), [](const std::string& note) {
+    return note.rfind("sbx-bwrap:", 0) == 0;
+  });
+}
+
+// A workspace-write request on /w with one missing protected name (/w/.codex, which bwrap has
+// to create as a mount point) and one existing one (/w/.git).
+TransformRequest workspace_request() {
+  TransformRequest request;
+  request.argv = {"/bin/true"};
+  request.cwd = "/w";
+  request.policy.filesystem_kind = FilesystemKind::kRestricted;
+  request.policy.rules = {{"/", Access::kRead}, {"/w", Access::kWrite}};
+  request.policy.protected_paths = {{"/w/.codex", "/w", false, false},
+                                    {"/w/.git", "/w", true, true}};
+  return request;
+}
+
+HostFacts workspace_facts(const std::string& state_dir) {
+  HostFacts facts;
+  facts.bwrap_path = "/usr/bin/bwrap";
+  facts.stage2_path = "/usr/libexec/sbx/sbx-stage2";
+  facts.state_dir = state_dir;
+  facts.paths = {{"/w", PathKind::kDirectory}, {"/w/.git", PathKind::kDirectory}};
+  return facts;
+}
+
+TEST(BwrapPlan, TransformFillsTheTypedHostPathsAndLeavesNotesToPeople) {
+  const TransformRequest request = workspace_request();
+  Result<Translation> translation = translate(request, workspace_facts("/run/user/0/sbx"));
+  ASSERT_TRUE(translation.ok()) << translation.error();
+  const std::vector<std::string> translated_notes = translation->notes;
+  ASSERT_EQ(translation->synthetic_mount_points, std::vector<std::string>{"/w/.codex"});
+
+  PlanContext context;
+  context.state_dir = "/run/user/0/sbx";
+  context.network_note = "a note for people";
+  const ExecPlan plan = make_plan(request, std::move(*translation), context);
+
+  EXPECT_EQ(plan.argv.front(), "/usr/bin/bwrap");
+  EXPECT_EQ(plan.cwd, "/w");
+  EXPECT_TRUE(plan.env.empty());
+  EXPECT_EQ(plan.host_paths.created, std::vector<std::string>{"/w/.codex"});
+  EXPECT_EQ(plan.host_paths.kept, std::vector<std::string>{"/w/.git"});
+  EXPECT_EQ(plan.host_paths.state_dir, "/run/user/0/sbx");
+  std::vector<std::string> expected_notes = translated_notes;
+  expected_notes.push_back("a note for people");
+  EXPECT_EQ(plan.notes, expected_notes);
+  EXPECT_FALSE(has_machine_prefix(plan.notes));
+  EXPECT_TRUE(needs_mount_registry(plan.host_paths));
+}
+
+TEST(BwrapPlan, WithoutAStateDirectoryTheNoteSaysMountPointsStay) {
+  const TransformRequest request = workspace_request();
+  Result<Translation> translation = translate(request, workspace_facts(""));
+  ASSERT_TRUE(translation.ok()) << translation.error();
+  PlanContext context;
+  context.no_state_dir_reason = "no home directory";
+  const ExecPlan plan = make_plan(request, std::move(*translation), context);
+
+  EXPECT_EQ(plan.host_paths.created, std::vector<std::string>{"/w/.codex"});
+  EXPECT_TRUE(plan.host_paths.state_dir.empty());
+  EXPECT_FALSE(needs_mount_registry(plan.host_paths));
+  ASSERT_FALSE(plan.notes.empty());
+  EXPECT_EQ(plan.notes.back(),
+            "no private state directory (no home directory): mount points made for missing "
+            "protected names stay on the host");
+  EXPECT_FALSE(has_machine_prefix(plan.notes));
+}
+
+TEST(BwrapPlan, NoCreatedPathMeansNoStateDirectoryNote) {
+  TransformRequest request = workspace_request();
+  request.policy.protected_paths.clear();
+  Result<Translation> translation = translate(request, workspace_facts(""));
+  ASSERT_TRUE(translation.ok()) << translation.error();
+  PlanContext context;
+  context.no_state_dir_reason = "no home directory";
+  const ExecPlan plan = make_plan(request, std::move(*translation), context);
+  EXPECT_EQ(plan.host_paths, PlanHostPaths{});
+  EXPECT_TRUE(std::none_of(plan.notes.begin(), plan.notes.end(), [](const std::string& n) {
+    return n.find("no private state directory") != std::string::npos;
+  }));
+}
+
+TEST(BwrapPlan, RegistryIsNeededOnlyWithAStateDirectoryAndSomethingToHold) {
+  EXPECT_FALSE(needs_mount_registry({}));
+  EXPECT_FALSE(needs_mount_registry({{"/w/.codex"}, {"/w/.git"}, ""}));
+  EXPECT_FALSE(needs_mount_registry({{}, {}, "/state"}));
+  EXPECT_TRUE(needs_mount_registry({{"/w/.codex"}, {}, "/state"}));
+  EXPECT_TRUE(needs_mount_registry({{}, {"/w/.git"}, "/state"}));
+}
+
+// exec()'s use of the plan: the created path is made and recorded, and removed after the run.
+TEST(BwrapPlan, ExecMakesAndRemovesTheCreatedPathsThePlanNames) {
+  Scratch state, ws;
+  const std::string codex = ws.path + "/.codex";
+  MountRegistry registry;
+  ASSERT_TRUE(hold_host_paths(registry, {{codex}, {}, state.path}).ok());
+  EXPECT_TRUE(fs::is_directory(codex)) << "the registry makes each planned mount point";
+  EXPECT_EQ(registry.release_and_cleanup(), std::vector<std::string>{codex});
+  EXPECT_FALSE(fs::exists(codex));
+}
+
+// Without a state directory in the plan, exec() records nothing and removes nothing.
+TEST(BwrapPlan, ExecWithoutAStateDirectoryTouchesNothing) {
+  Scratch ws;
+  const std::string codex = ws.path + "/.codex";
+  MountRegistry registry;
+  ASSERT_TRUE(hold_host_paths(registry, {{codex}, {}, ""}).ok());
+  EXPECT_FALSE(fs::exists(codex));
+  fs::create_directory(codex);  // what bwrap would do on the host
+  EXPECT_TRUE(registry.release_and_cleanup().empty());
+  EXPECT_TRUE(fs::exists(codex));
+}
+
+}  // namespace
