@@ -5,14 +5,11 @@
 #include <string>
 #include <vector>
 
+#include "sbx/core/exit_codes.hpp"
 #include "sbx/sdk/result.hpp"
 #include "sbx/sdk/types.hpp"
 
 namespace sbx {
-
-inline constexpr int kExitSbxFailure = 125;  // sbx itself failed; the command did not run
-inline constexpr int kExitNotExecutable = 126;
-inline constexpr int kExitNotFound = 127;
 
 // Starts plan.argv[0] (must be absolute) with exactly plan.env in plan.cwd, forwards SIGINT,
 // SIGTERM, SIGHUP, SIGQUIT, SIGUSR1/2, SIGWINCH to it, and waits. A command that cannot be
