@@ -4,22 +4,22 @@
 
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "sbx/core/exit_codes.hpp"
 #include "sbx/core/manager.hpp"
 #include "sbx/core/plugin_loader.hpp"
 #include "sbx/core/policy.hpp"
 #include "sbx/core/report_json.hpp"
+#include "sbx/core/run.hpp"
 #include "sbx/sdk/result.hpp"
 #include "sbx/sdk/types.hpp"
 
 namespace sbx::cli {
-
-// Exit status of `sbx policy check` for a policy that does not validate.
-inline constexpr int kExitInvalidPolicy = 2;
 
 // GLOBAL options: given before the subcommand.
 struct GlobalOptions {
@@ -72,6 +72,27 @@ enum class RegistryScope {
 Result<PluginRegistry> load_registry(const GlobalOptions& options,
                                      RegistryScope scope = RegistryScope::kWanted);
 
+// The backends of one run (sbx/core/run.hpp), loaded only when the run asks for them: the
+// preferred one alone (unless --backends names others), or every one --backends allows.
+class CliBackends final : public RunBackends {
+ public:
+  // `policy_file`: see Manager.
+  CliBackends(const GlobalOptions& globals, std::string policy_file)
+      : globals_(globals), policy_file_(std::move(policy_file)) {}
+  Result<const Manager*> all() override;
+  const Manager* only(const std::string& backend) override;
+
+ private:
+  struct Loaded {
+    PluginRegistry registry;
+    std::unique_ptr<Manager> manager;
+  };
+  const GlobalOptions& globals_;
+  std::string policy_file_;
+  std::unique_ptr<Loaded> only_;
+  std::unique_ptr<Loaded> all_;
+};
+
 // ---- policy options ----
 void add_policy_options(CLI::App& app, PolicyOptions& options);
 // Builds the policy (file, preset, or workspace-write), applies the command-line additions,
@@ -80,16 +101,18 @@ Result<PolicyInput> load_policy(const PolicyOptions& options);
 // Like load_policy, without resolution (for `policy show`).
 Result<Policy> build_policy(const PolicyOptions& options, const std::string& cwd);
 Result<std::string> effective_cwd(const PolicyOptions& options);
-// The first deny entry, described ("path '~/.ssh'", "glob '**/*.pem'"); nullopt if none.
-std::optional<std::string> first_deny(const Policy& policy);
 
 // ---- the two questions ----
 // --sandbox auto|require|forbid.
 void add_sandbox_option(CLI::App& app, std::string& sandbox);
-// Question 1 always; question 2 (probing backends) when `always_probe` or when question 1 said
-// yes. A refused preference (forbid with deny entries) is recorded, not returned as an error.
-ExplainReport explain_policy(const PolicyInput& input, SandboxPreference preference,
-                             const Manager& manager, bool always_probe);
+
+// ---- runs and plans ----
+// The request of a run (sbx/core/run.hpp) for `command` under the policy, with this process's
+// environment.
+RunRequest run_request(PolicyInput input, const std::vector<std::string>& command);
+// Prints a plan as `sbx debug` and `sbx exec --dry-run` show it (pretty JSON on stdout);
+// `backend` nullopt for a plan that runs without a sandbox.
+void print_plan(const std::optional<std::string>& backend, const ExecPlan& plan);
 
 // ---- the process environment ----
 std::vector<std::string> current_environment();

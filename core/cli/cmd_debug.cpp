@@ -1,16 +1,12 @@
 // `sbx debug BACKEND [POLICY] -- CMD [ARG...]`: the plan BACKEND would run, as JSON, whatever
-// its probe says (transform is pure), so e.g. the seatbelt plan can be inspected on Linux.
-#include <exception>
-#include <iostream>
-#include <memory>
+// its probe says (transform is pure), so e.g. the seatbelt plan can be inspected on Linux. The
+// same core entry point as `sbx exec --dry-run` (sbx/core/run.hpp, plan_for_backend): for the
+// backend exec would choose, both print the same plan.
 #include <string>
 #include <vector>
 
 #include "cli.hpp"
-#include "sbx/core/environment.hpp"
-#include "sbx/core/proxy.hpp"
-#include "sbx/core/report_json.hpp"
-#include "sbx/core/spawn.hpp"
+#include "sbx/core/run.hpp"
 
 namespace sbx::cli {
 namespace {
@@ -21,34 +17,6 @@ struct DebugOptions {
   std::vector<std::string> command;
 };
 
-// argv[0] must be absolute for a plan. Resolved on this host when possible; otherwise an
-// absolute path is taken as given (the plan may be meant for another OS).
-Result<std::string> plan_argv0(const std::string& command, const std::string& cwd,
-                               const std::vector<std::string>& env) {
-  if (!command.empty() && command.front() == '/') return command;
-  Result<std::string> path = resolve_command(command, cwd, env);
-  if (!path.ok()) {
-    return Error{"'" + command + "': " + path.error() + "; give an absolute path"};
-  }
-  return path;
-}
-
-// Calls the backend's transform directly rather than through Manager::transform: the manager
-// also checks that argv[0] is an absolute path *on this host* before anything may run it, and a
-// plan for another OS (C:\... for windows) fails that check although debug only prints it.
-// Plugin code is still guarded: an exception becomes an error, never a crash.
-Result<ExecPlan> guarded_transform(const LoadedPlugin& plugin, const TransformRequest& request) {
-  try {
-    Result<ExecPlan> plan = plugin.backend->transform(request);
-    if (!plan.ok()) return Error{"backend '" + plugin.name + "' cannot run this: " + plan.error()};
-    return plan;
-  } catch (const std::exception& e) {
-    return Error{"backend '" + plugin.name + "' failed in transform: " + e.what()};
-  } catch (...) {
-    return Error{"backend '" + plugin.name + "' failed in transform with an unknown exception"};
-  }
-}
-
 int run_debug(const DebugOptions& options, const GlobalOptions& globals) {
   if (options.command.empty())
     return fail("debug needs a command", "put it after --, e.g. sbx debug bwrap -- /bin/ls");
@@ -56,35 +24,18 @@ int run_debug(const DebugOptions& options, const GlobalOptions& globals) {
   if (!input.ok()) return fail(input.error());
   Result<PluginRegistry> registry = load_registry(globals);
   if (!registry.ok()) return fail(registry.error());
-  const LoadedPlugin* plugin = registry->find(options.backend);
-  if (plugin == nullptr) {
+  if (registry->find(options.backend) == nullptr) {
     return fail("no backend named '" + options.backend + "' is loaded",
                 "`sbx backends` lists the loaded ones and why others were rejected");
   }
-  TransformRequest request{options.command, input->cwd,
-                           filter_environment(input->policy.environment, current_environment()).env,
-                           input->resolved};
-  Result<std::string> argv0 = plan_argv0(options.command[0], input->cwd, request.env);
-  if (!argv0.ok()) return fail(argv0.error());
-  request.argv[0] = *argv0;
-  // Network mode proxy: the plan is made for sbx's own proxy, started here as `sbx exec
-  // --dry-run` does (it refuses a policy that names proxy_ports itself), never for a port the
-  // policy names. It stops when debug returns; the printed plan shows "***" for the credential.
-  std::unique_ptr<proxy::RunProxy> run_proxy;
-  if (request.policy.network.mode == NetworkMode::kProxy) {
-    Result<std::unique_ptr<proxy::RunProxy>> started = proxy::RunProxy::start(request);
-    if (!started.ok()) return fail(started.error());
-    run_proxy = std::move(*started);
-  }
-  Result<ExecPlan> plan = guarded_transform(*plugin, request);
-  if (!plan.ok()) {
-    const std::string error =
-        run_proxy ? proxy::redact(plan.error(), run_proxy->proxy().token()) : plan.error();
-    return fail(error, "see `sbx explain` for what the policy needs");
-  }
-  std::cout << plan_to_json(options.backend, proxy::redact_plan(*plan, run_proxy.get()),
-                            JsonStyle::kPretty)
-            << '\n';
+  const Manager manager(*registry, {}, input->policy_file);
+  // The core plans as for a run (network mode proxy: sbx's own proxy, started for the plan and
+  // stopped before this returns; the printed plan shows "***" for the credential).
+  RunOutcome planned =
+      plan_for_backend(manager, options.backend, run_request(std::move(*input), options.command));
+  if (planned.stop == RunStop::kCommandNotFound) return fail(planned.error);
+  if (!planned.plan) return fail(planned.error, "see `sbx explain` for what the policy needs");
+  print_plan(options.backend, *planned.plan);
   return 0;
 }
 

@@ -1,7 +1,5 @@
 // `sbx explain [POLICY] [--sandbox auto|require|forbid] [--json]`: the two questions answered
 // for a policy, why other backends were passed over, and the resolved rules in plain words.
-#include <unistd.h>
-
 #include <algorithm>
 #include <iostream>
 #include <memory>
@@ -9,10 +7,10 @@
 #include <vector>
 
 #include "cli.hpp"
-#include "sbx/core/environment.hpp"
 #include "sbx/core/context.hpp"
+#include "sbx/core/environment.hpp"
 #include "sbx/core/report_json.hpp"
-#include "sbx/core/run_limits.hpp"
+#include "sbx/core/run.hpp"
 #include "sbx/core/runtime.hpp"
 #include "text_table.hpp"
 
@@ -177,7 +175,8 @@ int run_explain(const ExplainOptions& options, const GlobalOptions& globals) {
   Result<PluginRegistry> registry = load_registry(globals);
   if (!registry.ok()) return fail(registry.error());
   const Manager manager(*registry, globals.backends, input->policy_file);
-  const ExplainReport report = explain_policy(*input, *preference, manager, true);
+  const ExplainReport report =
+      explain_run(input->policy, input->resolved, *preference, manager, current_environment());
   if (options.json) {
     std::cout << explain_to_json(report, JsonStyle::kPretty) << '\n';
   } else {
@@ -187,29 +186,6 @@ int run_explain(const ExplainOptions& options, const GlobalOptions& globals) {
 }
 
 }  // namespace
-
-ExplainReport explain_policy(const PolicyInput& input, SandboxPreference preference,
-                             const Manager& manager, bool always_probe) {
-  ExplainReport report;
-  report.preference = preference;
-  Result<SandboxDecision> decision = should_sandbox(input.policy, preference);
-  if (decision.ok()) {
-    report.decision = *decision;
-  } else {
-    report.decision_error = decision.error();
-  }
-  report.required = required_capabilities(input.resolved);
-  report.policy = input.resolved;
-  report.cgroups = probe_cgroups();
-  report.limits = plan_limits(input.policy.limits, report.cgroups, geteuid() == 0);
-  report.environment = input.policy.environment;
-  report.environment_removed =
-      filter_environment(input.policy.environment, current_environment()).removed;
-  // Question 2 is independent of question 1; explain answers both, exec only when it matters.
-  if (always_probe || (report.decision && report.decision->sandbox))
-    report.choice = manager.available_backend(input.resolved);
-  return report;
-}
 
 void add_sandbox_option(CLI::App& app, std::string& sandbox) {
   app.add_option("--sandbox", sandbox,

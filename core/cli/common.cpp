@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,12 +19,12 @@ namespace sbx::cli {
 
 int fail(std::string_view what, std::string_view todo) {
   std::cerr << "sbx: " << what << "; " << todo << '\n';
-  return 125;
+  return kExitSbxFailure;
 }
 
 int fail(std::string_view message) {
   std::cerr << "sbx: " << message << '\n';
-  return 125;
+  return kExitSbxFailure;
 }
 
 void add_global_options(CLI::App& app, GlobalOptions& options) {
@@ -94,5 +95,43 @@ Result<PluginRegistry> load_registry(const GlobalOptions& options, RegistryScope
 }
 
 std::vector<std::string> current_environment() { return process_environment(); }
+
+Result<const Manager*> CliBackends::all() {
+  if (!all_) {
+    Result<PluginRegistry> registry = load_registry(globals_);
+    if (!registry.ok()) return Error{registry.error()};
+    all_ = std::make_unique<Loaded>(Loaded{std::move(*registry), nullptr});
+    all_->manager = std::make_unique<Manager>(all_->registry, globals_.backends, policy_file_);
+  }
+  return all_->manager.get();
+}
+
+const Manager* CliBackends::only(const std::string& backend) {
+  if (!globals_.backends.empty()) return nullptr;  // the caller's own order decides
+  if (!only_) {
+    GlobalOptions preferred = globals_;
+    preferred.backends = {backend};
+    Result<PluginRegistry> registry = load_registry(preferred);
+    if (!registry.ok() || registry->find(backend) == nullptr) return nullptr;
+    only_ = std::make_unique<Loaded>(Loaded{std::move(*registry), nullptr});
+    only_->manager =
+        std::make_unique<Manager>(only_->registry, std::vector<std::string>{}, policy_file_);
+  }
+  return only_->manager.get();
+}
+
+RunRequest run_request(PolicyInput input, const std::vector<std::string>& command) {
+  RunRequest request;
+  request.policy = std::move(input.policy);
+  request.resolved = std::move(input.resolved);
+  request.cwd = std::move(input.cwd);
+  request.command = command;
+  request.environment = current_environment();
+  return request;
+}
+
+void print_plan(const std::optional<std::string>& backend, const ExecPlan& plan) {
+  std::cout << plan_to_json(backend, plan, JsonStyle::kPretty) << '\n';
+}
 
 }  // namespace sbx::cli

@@ -200,12 +200,4 @@ Result<PolicyInput> load_policy(const PolicyOptions& options) {
   return PolicyInput{std::move(*policy), *cwd, std::move(*resolved), std::move(policy_file)};
 }
 
-std::optional<std::string> first_deny(const Policy& policy) {
-  for (const PolicyEntry& entry : policy.filesystem.entries) {
-    if (entry.access != Access::kDeny) continue;
-    return entry.glob.empty() ? "path '" + entry.path + "'" : "glob '" + entry.glob + "'";
-  }
-  return std::nullopt;
-}
-
 }  // namespace sbx::cli

@@ -746,6 +746,63 @@ class Debug(SbxTestCase):
         plan = self.debug_plan("bwrap")
         self.assertIn("/bin/ls", plan["argv"])
 
+    def runnable_backends(self):
+        available = [n for n, b in loaded_backends().items() if b["available"]]
+        if not available:
+            self.skipTest("no backend is available on this host (see `sbx backends --probe`)")
+        return available
+
+    def test_debug_and_dry_run_print_the_same_plan(self):
+        # One core entry point plans both: for the backend exec chooses, the same text.
+        compared = []
+        for backend in self.runnable_backends():
+            with self.subTest(backend=backend):
+                command = ("--cwd", self.work, "--", "ls", "-l")
+                dry = sbx("--backends", backend, "exec", "--dry-run", *command)
+                if dry.returncode != 0:
+                    print(f"\n  {backend} cannot run the default policy here: {dry.stderr}")
+                    continue
+                debug = self.run_ok("debug", backend, *command)
+                self.assertEqual(debug.stdout, dry.stdout, describe(debug) + describe(dry))
+                compared.append(backend)
+        if not compared:
+            self.skipTest("no available backend can run the default policy here")
+
+    def test_debug_plans_network_mode_proxy_like_dry_run(self):
+        # `sbx debug` in proxy mode: sbx's own proxy is started for the plan, as for --dry-run;
+        # the plans differ only in the proxy's port and directory (a fresh proxy each time).
+        policy = os.path.join(self.tmp, "proxy.json")
+        with open(policy, "w", encoding="utf-8") as f:
+            json.dump({"version": 1, "filesystem": {
+                "kind": "restricted", "protected_names": [], "entries": [
+                    {"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"}]},
+                "network": {"mode": "proxy", "allowed_domains": ["example.com"]}}, f)
+        work = os.path.join(self.work, "w")
+        os.mkdir(work)
+
+        def normalized(stdout):
+            plan = json.loads(stdout)
+            proxy = [e for e in plan["env"] + plan["argv"] if "HTTP_PROXY=" in e]
+            self.assertTrue(proxy and "sbx:***@127.0.0.1:" in proxy[0],
+                            f"the plan does not point at sbx's proxy: {stdout}")
+            port = proxy[0].rsplit(":", 1)[1]
+            text = re.sub(r"sbx-proxy-[A-Za-z0-9]+", "sbx-proxy-DIR", stdout)
+            return re.sub(rf"\b{port}\b", "PORT", text)
+
+        compared = []
+        for backend in self.runnable_backends():
+            with self.subTest(backend=backend):
+                command = ("--policy", policy, "--cwd", work, "--", "/bin/true")
+                dry = sbx("--backends", backend, "exec", "--dry-run", *command)
+                if dry.returncode != 0:
+                    print(f"\n  {backend} cannot run network mode proxy here: {dry.stderr}")
+                    continue
+                debug = self.run_ok("debug", backend, *command)
+                self.assertEqual(normalized(debug.stdout), normalized(dry.stdout))
+                compared.append(backend)
+        if not compared:
+            self.skipTest("no available backend can run network mode proxy here")
+
     def test_unknown_backend(self):
         result = sbx("debug", "nonexistent", "--", "/bin/ls")
         self.assert_exit(result, 125)

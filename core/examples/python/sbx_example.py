@@ -6,17 +6,22 @@
 
 Walks through what an agent does: list the backends, ask the two questions, describe the
 sandbox to the model, widen a policy for one command and record what a person approves, run
-commands (and learn whether a failure was the sandbox's doing). Every step checks its result,
+commands (and learn whether a failure was the sandbox's doing), and run one whose network goes
+only through sbx's filtering proxy (network.mode proxy: an allowed host answers, an unlisted one
+is refused and listed in the report). Every step checks its result,
 so the script doubles as the C API's end-to-end test (ctest capi.python_example); it exits
 non-zero on the first wrong answer.
 """
 import argparse
 import ctypes
 import glob
+import http.server
 import json
 import os
+import signal
 import sys
 import tempfile
+import threading
 
 SBX_EXEC_ALLOW_UNSANDBOXED = 1 << 0
 SBX_EXEC_CAPTURE_STDERR = 1 << 1
@@ -274,6 +279,113 @@ def walk_through_execution(sbx, workdir):
           f"exec: a write outside the workspace is denied and classified ({denial['evidence']})")
 
 
+class LoopbackServer:
+    """An HTTP server on 127.0.0.1 (a "host" for the proxy rules) that answers "hello PATH" and
+    counts the requests that reach it."""
+
+    def __init__(self):
+        self.requests = []
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                server.requests.append(self.path)
+                body = f"hello {self.path}".encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.httpd.server_address[1]
+        # The serving thread blocks every signal. Why: a sandbox backend may wait for its
+        # child's SIGCHLD in the calling thread (bwrap: a signalfd); a thread of this process
+        # that left SIGCHLD unblocked would take that process-directed signal and drop it.
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+        try:
+            self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+            self.thread.start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+    def url(self, path):
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+# Runs inside the sandbox: each URL through the proxy the environment names (sbx sets
+# HTTP_PROXY), then the first one directly (no proxy), writing one line per attempt to `out`.
+FETCH = r"""
+import sys, urllib.error, urllib.request
+def fetch(opener, url):
+    try:
+        with opener.open(url, timeout=20) as reply:
+            return f"{reply.status} {reply.read().decode()}"
+    except urllib.error.HTTPError as e:
+        return f"{e.code}"
+    except Exception as e:
+        return f"failed {type(e).__name__}"
+proxied = urllib.request.build_opener()
+direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+with open("out", "w") as out:
+    for url in sys.argv[1:]:
+        out.write(f"proxied {fetch(proxied, url)}\n")
+    out.write(f"direct {fetch(direct, sys.argv[1])}\n")
+"""
+
+
+def walk_through_proxy(sbx, workdir):
+    allowed, unlisted = LoopbackServer(), LoopbackServer()
+    try:
+        # network.mode proxy: only 127.0.0.1:<allowed port>, through sbx's own proxy, which
+        # libsbx starts for the run and stops when the command has exited. protected_names []
+        # lets the landlock backend express the filesystem part too.
+        policy = {"version": 1,
+                  "filesystem": {"kind": "restricted", "protected_names": [], "entries": [
+                      {"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"}]},
+                  "network": {"mode": "proxy",
+                              "allowed_domains": [f"127.0.0.1:{allowed.port}"]}}
+        explained = sbx.explain(policy, cwd=workdir)
+        if explained["final"] == "none":
+            print(f"skip network mode proxy: no backend here can run it "
+                  f"({explained['available_reason']})")
+            return
+        plan = sbx.transform(policy, [sys.executable, "-c", FETCH], cwd=workdir)
+        # bwrap hands the environment to its stage 2 through argv, others keep it in "env".
+        check(any(e.startswith("HTTP_PROXY=") and "sbx:***@" in e
+                  for e in plan["env"] + plan["argv"]),
+              "transform (proxy): the plan points at sbx's proxy, credential shown as ***")
+        report = sbx.exec(policy, [sys.executable, "-c", FETCH, allowed.url("/via-proxy"),
+                                   unlisted.url("/unlisted")], cwd=workdir)
+        check(report["exit"] is not None and report["exit"]["code"] == 0 and
+              report["final"] == explained["final"],
+              f"exec (proxy, {report['final']}): the command ran: {report['error']}")
+        with open(os.path.join(workdir, "out")) as f:
+            lines = f.read().splitlines()
+        check(lines[:1] == ["proxied 200 hello /via-proxy"] and allowed.requests == ["/via-proxy"],
+              f"exec (proxy): the allowed host answers through sbx's proxy: {lines}")
+        check(lines[1:2] == ["proxied 403"] and unlisted.requests == [],
+              f"exec (proxy): the unlisted host is refused and never reached: {lines}")
+        check(lines[2:3] != [] and lines[2].startswith("direct failed") and
+              allowed.requests == ["/via-proxy"],
+              f"exec (proxy): a direct connection around the proxy fails: {lines}")
+        refusals = report["network_refusals"]
+        check(len(refusals) == 1 and refusals[0]["port"] == unlisted.port and
+              refusals[0]["host"] == "127.0.0.1" and
+              refusals[0]["rule"] == "not in allowed_domains" and
+              report["network_refusals_total"] == 1,
+              f"exec (proxy): the report lists the refused host: {refusals}")
+    finally:
+        allowed.close()
+        unlisted.close()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--prefix", help="installation prefix holding lib/libsbx.so*")
@@ -290,6 +402,7 @@ def main():
         sbx.open(args.backends)
         try:
             walk_through_execution(sbx, workdir)
+            walk_through_proxy(sbx, workdir)
         finally:
             sbx.close()
     print("all checks passed")

@@ -1,6 +1,8 @@
 // The C API (sbx/sbx.h): thin wrappers over the C++ core. Every entry point catches every
 // exception (nothing may unwind into C), turns a Result error into an sbx_error, and returns
 // JSON built by the same renderers as the CLI, so both front ends report the same shapes.
+// sbx_explain, sbx_transform and sbx_exec are adapters over the core's run (sbx/core/run.hpp),
+// the pipeline `sbx explain`, `sbx exec --dry-run` and `sbx exec` use.
 #include <unistd.h>
 
 #include <boost/json.hpp>
@@ -16,19 +18,17 @@
 
 #include "report/json_render.hpp"
 #include "sbx/core/context.hpp"
-#include "sbx/core/created_names.hpp"
 #include "sbx/core/denial.hpp"
 #include "sbx/core/environment.hpp"
 #include "sbx/core/manager.hpp"
 #include "sbx/core/permissions.hpp"
 #include "sbx/core/plugin_loader.hpp"
 #include "sbx/core/policy.hpp"
-#include "sbx/core/proxy.hpp"
 #include "sbx/core/report_json.hpp"
 #include "sbx/core/resolve.hpp"
+#include "sbx/core/run.hpp"
 #include "sbx/core/run_limits.hpp"
 #include "sbx/core/runtime.hpp"
-#include "sbx/core/spawn.hpp"
 #include "sbx/sbx.h"
 
 
@@ -137,179 +137,114 @@ std::vector<std::string> split_names(const char* backends) {
   return names;
 }
 
-// The command's environment: this process's, under the policy's /environment (the same
-// function as `sbx exec`; the proxy's variables are added later, by plan_run).
-std::vector<std::string> environment(const Policy& policy) {
-  return filter_environment(policy.environment, process_environment()).env;
-}
+// The backends of a C API handle: one manager, loaded by sbx_manager_new.
+class HandleBackends final : public RunBackends {
+ public:
+  explicit HandleBackends(const Manager& manager) : manager_(manager) {}
+  Result<const Manager*> all() override { return &manager_; }
 
-Result<std::vector<std::string>> argv_from(const char* const* argv, const std::string& cwd,
-                                           const std::vector<std::string>& env) {
+ private:
+  const Manager& manager_;
+};
+
+Result<std::vector<std::string>> argv_from(const char* const* argv) {
   if (argv == nullptr || argv[0] == nullptr) return Error{"argv is empty; pass the command"};
   std::vector<std::string> out;
   for (const char* const* arg = argv; *arg != nullptr; ++arg) out.emplace_back(*arg);
-  Result<std::string> path = resolve_command(out[0], cwd, env);
-  if (!path.ok()) return Error{out[0] + ": " + path.error()};
-  out[0] = *path;
   return out;
 }
 
-boost::json::value parsed(const std::string& json) { return boost::json::parse(json); }
-
-// The decision and the plan for one command, shared by transform and exec.
-struct Planned {
-  Prepared input;
-  SandboxDecision decision;
-  BackendChoice choice;
-  std::optional<ExecPlan> plan;        // nullopt: a sandbox is wanted but none is available
-  std::optional<std::string> backend;  // the backend of the plan; nullopt = unsandboxed
-  // Network mode proxy: sbx's proxy for this run (Manager::plan_run); it must outlive the
-  // command, and its credential is redacted from a plan that is only printed.
-  std::unique_ptr<proxy::RunProxy> proxy;
-};
-
-Result<Planned> plan_command(const sbx_manager& manager, const char* policy_json, const char* cwd,
-                             const char* const* argv, const char* preference) {
+// The request of one command: the policy resolved against `cwd`, this process's environment.
+Result<RunRequest> request_from(const char* policy_json, const char* cwd, const char* const* argv,
+                                const char* preference) {
   Result<Prepared> input = prepare(policy_json, cwd);
   if (!input.ok()) return Error{input.error()};
   Result<SandboxPreference> pref = preference_from(preference);
   if (!pref.ok()) return Error{pref.error()};
-  Result<SandboxDecision> decision = should_sandbox(input->policy, *pref);
-  if (!decision.ok()) return Error{decision.error()};
-  const std::vector<std::string> env = environment(input->policy);
-  Result<std::vector<std::string>> args = argv_from(argv, input->resolved.cwd, env);
-  if (!args.ok()) return Error{args.error()};
-  Planned planned{std::move(*input), *decision, {}, std::nullopt, std::nullopt, nullptr};
-  if (!decision->sandbox) {
-    planned.plan =
-        ExecPlan{*args, env, planned.input.resolved.cwd, {"not sandboxed: " + decision->reason}};
-    return planned;
-  }
-  planned.choice = manager.manager->available_backend(planned.input.resolved);
-  if (!planned.choice.backend) return planned;
-  TransformRequest request{*args, planned.input.resolved.cwd, env, planned.input.resolved};
-  Result<SandboxedRun> run = manager.manager->plan_run(*planned.choice.backend, std::move(request));
-  if (!run.ok()) return Error{run.error()};
-  planned.plan = std::move(run->plan);
-  planned.proxy = std::move(run->proxy);
-  planned.backend = planned.choice.backend;
-  return planned;
+  Result<std::vector<std::string>> command = argv_from(argv);
+  if (!command.ok()) return Error{command.error()};
+  RunRequest request;
+  request.policy = std::move(input->policy);
+  request.cwd = input->resolved.cwd;
+  request.resolved = std::move(input->resolved);
+  request.command = std::move(*command);
+  request.environment = process_environment();
+  request.preference = *pref;
+  return request;
 }
 
-std::string none_available_message(const Planned& planned) {
-  return "a sandbox is wanted (" + planned.decision.reason +
-         ") but no backend is available here: " + planned.choice.reason +
-         "; make one available (see sbx_backends_json with probe) or choose others";
-}
-
-// A policy that only a sandbox can honour: deny entries, or network only through the proxy.
-bool never_unsandboxed(const Policy& policy) {
-  return has_deny_entries(policy) || policy.network.mode == NetworkMode::kProxy;
-}
-
-struct ExecOutcome {
-  RunReport report;
-  std::optional<std::string> tail;
-  proxy::RefusalLog refusals;  // what sbx's proxy refused during the run (bounded)
-};
-
-// Runs the plan, or records the refusal when there is none.
-Status run_planned(const sbx_manager& manager, Planned& planned, unsigned flags, ExecOutcome& out) {
-  if (!planned.plan) {
-    // Wanted but none available, and no accepted override (exec_command already built the
-    // direct plan when the caller allowed it and the policy has no deny entries).
-    out.report.error = none_available_message(planned) +
-                       (never_unsandboxed(planned.input.policy)
-                            ? " (the policy has deny entries or network mode proxy, so it never "
-                              "runs unsandboxed)"
-                            : " (or pass SBX_EXEC_ALLOW_UNSANDBOXED)");
-    return {};
+// The C API's words for a run that stopped. A refusal (a sandbox is wanted but none is
+// available) and a failed run are reports with "error" set; every other stop is a C error.
+Status describe_stop(RunOutcome& run, const std::vector<std::string>& command) {
+  switch (run.stop) {
+    case RunStop::kNone:
+      return {};
+    case RunStop::kNoBackend:
+      run.report.error = "a sandbox is wanted (" + run.report.reason +
+                         ") but no backend is available here: " + run.error +
+                         "; make one available (see sbx_backends_json with probe) or choose "
+                         "others";
+      return {};
+    case RunStop::kRunFailed:
+      run.report.error = run.error;
+      return {};
+    case RunStop::kCommandNotFound:
+      return Error{command.front() + ": " + run.error};
+    case RunStop::kLimitsUnavailable:
+      return Error{"cannot set up the run's resource limits: " + run.error};
+    case RunStop::kInvalidRequest:
+    case RunStop::kBackendsUnavailable:
+    case RunStop::kPlanRefused:
+    case RunStop::kCaptureUnavailable:
+      return Error{run.error};
   }
-  std::unique_ptr<StderrCapture> capture;
-  if ((flags & SBX_EXEC_CAPTURE_STDERR) != 0) {
-    Result<std::unique_ptr<StderrCapture>> started = StderrCapture::start();
-    if (!started.ok()) return Error{started.error()};
-    capture = std::move(*started);
-  }
-  out.report.final = planned.backend.value_or("none");
-  // Only a sandboxed run is watched for protected names created deep in its writable roots.
-  const CreatedNamesWatch watch =
-      planned.backend ? created_names_watch(planned.input.policy, planned.input.resolved)
-                      : CreatedNamesWatch{};
-  const std::int64_t started = created_names_clock();
-  // The policy's resource limits; a timeout ends only this run's cgroup (never a signal to the
-  // embedding process, whose other commands would get it too).
-  Result<std::unique_ptr<LimitedRun>> limited =
-      LimitedRun::start(planned.input.policy.limits, LimitedRun::Signals::kRunOnly);
-  if (!limited.ok()) return Error{"cannot set up the run's resource limits: " + limited.error()};
-  Result<ExitStatus> status = planned.backend
-                                  ? manager.manager->exec(*planned.backend, *planned.plan)
-                                  : spawn_and_wait(*planned.plan);
-  out.report.limit_hit = (*limited)->finish(status.ok() ? status->shell_code() : -1);
-  if (capture) out.tail = capture->stop();
-  CreatedNames created = find_created_names(watch, started);
-  out.report.protected_names_created = std::move(created.paths);
-  out.report.protected_names_truncated = created.truncated;
-  if (planned.proxy) out.refusals = planned.proxy->proxy().refusal_log();
-  if (!status.ok()) {
-    out.report.error = status.error();
-    return {};
-  }
-  out.report.status = *status;
-  return {};
-}
-
-std::string exec_report(const ExecOutcome& outcome) {
-  boost::json::value report = parsed(run_to_json(outcome.report, JsonStyle::kCompact));
-  boost::json::object& object = report.as_object();
-  if (outcome.report.status) {
-    // A named string: FailedCommand holds a view of it.
-    const std::string tail = outcome.tail.value_or("");
-    const FailedCommand failed{*outcome.report.status, tail, outcome.report.final};
-    object["denial"] = parsed(denial_to_json(classify_failure(failed)));
-  } else {
-    object["denial"] = nullptr;
-  }
-  if (outcome.tail) {
-    object["stderr_tail"] = *outcome.tail;
-  } else {
-    object["stderr_tail"] = nullptr;
-  }
-  object["network_refusals"] = parsed(proxy::refusals_to_json(outcome.refusals.entries));
-  object["network_refusals_total"] = outcome.refusals.total;
-  // render_json makes stderr bytes valid UTF-8.
-  return report::render_json(std::move(report), JsonStyle::kCompact);
+  return Error{"internal error: unknown run outcome"};
 }
 
 Result<std::string> exec_command(sbx_manager* manager, const char* policy_json, const char* cwd,
                                  const char* const* argv, const char* preference, unsigned flags) {
   if (manager == nullptr) return Error{"manager is NULL; create one with sbx_manager_new"};
   const std::lock_guard<std::mutex> lock(manager->mutex);
-  Result<Planned> planned = plan_command(*manager, policy_json, cwd, argv, preference);
-  if (!planned.ok()) return Error{planned.error()};
-  ExecOutcome outcome;
-  outcome.report.should_sandbox = planned->decision.sandbox;
-  outcome.report.reason = planned->decision.reason;
-  outcome.report.backend = planned->choice.backend;
-  outcome.report.final = "none";
-  if (!planned->plan && (flags & SBX_EXEC_ALLOW_UNSANDBOXED) != 0 &&
-      !never_unsandboxed(planned->input.policy)) {
-    // The caller accepted running without a sandbox: the direct plan, clearly reported. Never
-    // for a deny policy (only a sandbox could keep the command away from what it denies) nor
-    // for network mode proxy (unsandboxed, the domain rules would not apply).
-    Result<std::vector<std::string>> args =
-        argv_from(argv, planned->input.resolved.cwd, environment(planned->input.policy));
-    if (!args.ok()) return Error{args.error()};
-    planned->plan = ExecPlan{*args,
-                             environment(planned->input.policy),
-                             planned->input.resolved.cwd,
-                             {"not sandboxed: SBX_EXEC_ALLOW_UNSANDBOXED"}};
-    outcome.report.ran_unsandboxed_by_override = true;
+  Result<RunRequest> request = request_from(policy_json, cwd, argv, preference);
+  if (!request.ok()) return Error{request.error()};
+  const std::vector<std::string> command = request->command;
+  request->allow_unsandboxed = (flags & SBX_EXEC_ALLOW_UNSANDBOXED) != 0;
+  request->capture_stderr = (flags & SBX_EXEC_CAPTURE_STDERR) != 0;
+  // A timeout ends only this run's cgroup, never a signal to the embedding process, whose other
+  // commands would get it too.
+  request->limit_signals = LimitedRun::Signals::kRunOnly;
+  HandleBackends backends(*manager->manager);
+  RunOutcome run = run_command(std::move(*request), backends);
+  if (Status stopped = describe_stop(run, command); !stopped.ok()) return Error{stopped.error()};
+  if (run.stop == RunStop::kNoBackend) {
+    // What the caller can do about it: only sbx_exec has the override flag.
+    run.report.error += run.never_unsandboxed
+                            ? " (the policy has deny entries or network mode proxy, so it never "
+                              "runs unsandboxed)"
+                            : " (or pass SBX_EXEC_ALLOW_UNSANDBOXED)";
   }
-  Status status = run_planned(*manager, *planned, flags, outcome);
-  if (!status.ok()) return Error{status.error()};
-  return exec_report(outcome);
+  return exec_report_to_json(run.report, ExecReportKeys::kWithStderrTail);
 }
+
+Result<std::string> transform_command(sbx_manager* manager, const char* policy_json,
+                                      const char* cwd, const char* const* argv,
+                                      const char* preference) {
+  if (manager == nullptr) return Error{"manager is NULL; create one with sbx_manager_new"};
+  const std::lock_guard<std::mutex> lock(manager->mutex);
+  Result<RunRequest> request = request_from(policy_json, cwd, argv, preference);
+  if (!request.ok()) return Error{request.error()};
+  const std::vector<std::string> command = request->command;
+  HandleBackends backends(*manager->manager);
+  RunOutcome planned = plan_command(std::move(*request), backends);
+  if (Status stopped = describe_stop(planned, command); !stopped.ok())
+    return Error{stopped.error()};
+  if (!planned.plan) return Error{planned.report.error};  // no backend available
+  const bool sandboxed = planned.report.final != "none";
+  return plan_to_json(sandboxed ? std::optional(planned.report.final) : std::nullopt, *planned.plan,
+                      JsonStyle::kPretty);
+}
+
+boost::json::value parsed(const std::string& json) { return boost::json::parse(json); }
 
 Result<std::string> approve_json(const char* requested_json, const char* granted_json) {
   Result<Policy> requested = policy_from(requested_json);
@@ -328,21 +263,9 @@ Result<std::string> explain_json(sbx_manager* manager, const char* policy_json, 
   if (!input.ok()) return Error{input.error()};
   Result<SandboxPreference> pref = preference_from(preference);
   if (!pref.ok()) return Error{pref.error()};
-  ExplainReport report;
-  report.preference = *pref;
-  Result<SandboxDecision> decision = should_sandbox(input->policy, *pref);
-  if (decision.ok()) {
-    report.decision = *decision;
-  } else {
-    report.decision_error = decision.error();
-  }
-  report.required = required_capabilities(input->resolved);
   const std::lock_guard<std::mutex> lock(manager->mutex);
-  report.choice = manager->manager->available_backend(input->resolved);
-  report.policy = input->resolved;
-  report.environment = input->policy.environment;
-  report.environment_removed =
-      filter_environment(input->policy.environment, process_environment()).removed;
+  const ExplainReport report =
+      explain_run(input->policy, input->resolved, *pref, *manager->manager, process_environment());
   return explain_to_json(report, JsonStyle::kPretty);
 }
 
@@ -433,16 +356,8 @@ char* sbx_explain(sbx_manager* manager, const char* policy_json, const char* cwd
 
 char* sbx_transform(sbx_manager* manager, const char* policy_json, const char* cwd,
                     const char* const* argv, const char* preference, sbx_error** error) {
-  return sbx::guarded(error, [&]() -> Result<std::string> {
-    if (manager == nullptr) return Error{"manager is NULL; create one with sbx_manager_new"};
-    const std::lock_guard<std::mutex> lock(manager->mutex);
-    Result<sbx::Planned> planned = sbx::plan_command(*manager, policy_json, cwd, argv, preference);
-    if (!planned.ok()) return Error{planned.error()};
-    if (!planned->plan) return Error{sbx::none_available_message(*planned)};
-    return sbx::plan_to_json(planned->backend,
-                             sbx::proxy::redact_plan(*planned->plan, planned->proxy.get()),
-                             sbx::JsonStyle::kPretty);
-  });
+  return sbx::guarded(
+      error, [&] { return sbx::transform_command(manager, policy_json, cwd, argv, preference); });
 }
 
 char* sbx_exec(sbx_manager* manager, const char* policy_json, const char* cwd,

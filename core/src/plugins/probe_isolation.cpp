@@ -27,6 +27,7 @@
 #include <string_view>
 #include <utility>
 
+#include "sbx/core/exit_codes.hpp"
 #include "sbx/core/manager.hpp"
 
 #ifndef _WIN32
@@ -157,7 +158,7 @@ bool write_all(int fd, const std::string& data) {
 [[noreturn]] void run_child(Backend& backend, int out, pid_t parent) {
 #ifdef __linux__
   // A probe that hangs must not outlive an sbx that was killed meanwhile.
-  if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || ::getppid() != parent) ::_exit(125);
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || ::getppid() != parent) ::_exit(kExitSbxFailure);
 #else
   (void)parent;
 #endif

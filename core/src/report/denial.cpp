@@ -17,6 +17,8 @@
 #include <vector>
 
 #include "report/json_render.hpp"
+#include "report/objects.hpp"
+#include "sbx/core/exit_codes.hpp"
 
 #ifndef _WIN32
 #include <fcntl.h>
@@ -131,7 +133,7 @@ std::optional<std::string_view> last_line_starting(const std::vector<std::string
 std::optional<DenialAssessment> setup_failure(const FailedCommand& command,
                                               const std::vector<std::string_view>& lines) {
   // sbx-stage2 exits 125 after printing the step that failed; the command never ran.
-  if (command.status.signal == 0 && command.status.exit_code == 125) {
+  if (command.status.signal == 0 && command.status.exit_code == kExitSbxFailure) {
     if (auto line = last_line_starting(lines, "sbx-stage2: ")) {
       const std::string_view rest = line->substr(12);
       const std::size_t colon = rest.find(": ");
@@ -262,6 +264,13 @@ DenialAssessment classify_failure(const FailedCommand& command) {
 }
 
 std::string denial_to_json(const DenialAssessment& assessment) {
+  // render_json makes every string valid UTF-8: stderr is arbitrary bytes.
+  return report::render_json(report::denial_object(assessment), JsonStyle::kCompact);
+}
+
+namespace report {
+
+boost::json::object denial_object(const DenialAssessment& assessment) {
   boost::json::object out;
   out["likely_sandbox_denial"] = assessment.likely_sandbox_denial;
   out["kind"] = std::string(to_string(assessment.kind));
@@ -271,9 +280,10 @@ std::string denial_to_json(const DenialAssessment& assessment) {
   } else {
     out["evidence"] = assessment.evidence;
   }
-  // render_json makes every string valid UTF-8: stderr is arbitrary bytes.
-  return report::render_json(std::move(out), JsonStyle::kCompact);
+  return out;
 }
+
+}  // namespace report
 
 // ---- StderrCapture ----
 

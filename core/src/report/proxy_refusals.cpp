@@ -7,24 +7,13 @@
 #include <string>
 
 #include "report/json_render.hpp"
+#include "report/objects.hpp"
 #include "sbx/core/proxy.hpp"
 
 namespace sbx::proxy {
 
 std::string refusals_to_json(const std::vector<Refusal>& refusals) {
-  boost::json::array out;
-  for (const Refusal& refusal : refusals) {
-    boost::json::object item;
-    // The host came from the sandboxed command; render_json makes every string valid UTF-8 and
-    // escapes what could break a line.
-    item["host"] =
-        refusal.host.empty() ? boost::json::value(nullptr) : boost::json::value(refusal.host);
-    item["port"] = refusal.port;
-    item["protocol"] = refusal.protocol;
-    item["rule"] = refusal.rule;
-    out.push_back(std::move(item));
-  }
-  return report::render_json(std::move(out), JsonStyle::kCompact);
+  return report::render_json(report::refusals_array(refusals), JsonStyle::kCompact);
 }
 
 std::optional<std::string> describe_omitted(const RefusalLog& log) {

@@ -9,7 +9,9 @@
 
 #include "policy/internal.hpp"
 #include "report/json_render.hpp"
+#include "report/objects.hpp"
 #include "sbx/core/context.hpp"
+#include "sbx/core/denial.hpp"
 #include "sbx/core/policy.hpp"
 
 namespace sbx {
@@ -220,6 +222,35 @@ std::string plan_to_json(const std::optional<std::string>& backend, const ExecPl
 }
 
 std::string run_to_json(const RunReport& report, JsonStyle style) {
+  return report::render_json(report::run_object(report), style);
+}
+
+std::string exec_report_to_json(const RunReport& report, ExecReportKeys keys) {
+  json::object out = report::run_object(report);
+  if (report.status) {
+    // A named string: FailedCommand holds a view of it.
+    const std::string tail = report.stderr_tail.value_or("");
+    out["denial"] =
+        report::denial_object(classify_failure(FailedCommand{*report.status, tail, report.final}));
+  } else {
+    out["denial"] = nullptr;
+  }
+  if (keys == ExecReportKeys::kWithStderrTail)
+    out["stderr_tail"] = optional_string(report.stderr_tail);
+  out["network_refusals"] = report::refusals_array(report.refusals.entries);
+  out["network_refusals_total"] = report.refusals.total;
+  // render_json makes every string valid UTF-8: the stderr tail and refused host names came
+  // from the command.
+  return report::render_json(std::move(out), JsonStyle::kCompact);
+}
+
+std::string resolved_policy_to_json(const ResolvedPolicy& policy, JsonStyle style) {
+  return report::render_json(resolved_json(policy), style);
+}
+
+namespace report {
+
+boost::json::object run_object(const RunReport& report) {
   json::object out;
   out["should_sandbox"] =
       report.should_sandbox ? json::value(*report.should_sandbox) : json::value(nullptr);
@@ -235,12 +266,25 @@ std::string run_to_json(const RunReport& report, JsonStyle style) {
   out["protected_names_created"] = std::move(created);
   out["protected_names_truncated"] = report.protected_names_truncated;
   out["limit_hit"] = optional_string(report.limit_hit);
-  return report::render_json(out, style);
+  return out;
 }
 
-std::string resolved_policy_to_json(const ResolvedPolicy& policy, JsonStyle style) {
-  return report::render_json(resolved_json(policy), style);
+boost::json::array refusals_array(const std::vector<proxy::Refusal>& refusals) {
+  json::array out;
+  for (const proxy::Refusal& refusal : refusals) {
+    json::object item;
+    // The host came from the sandboxed command; render_json makes every string valid UTF-8 and
+    // escapes what could break a line.
+    item["host"] = refusal.host.empty() ? json::value(nullptr) : json::value(refusal.host);
+    item["port"] = refusal.port;
+    item["protocol"] = refusal.protocol;
+    item["rule"] = refusal.rule;
+    out.push_back(std::move(item));
+  }
+  return out;
 }
+
+}  // namespace report
 
 std::string approval_to_json(const Approval& approval) {
   json::object out;

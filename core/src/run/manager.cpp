@@ -18,15 +18,6 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 // Question 1.
 
-// The first deny entry (path or glob), described for a person; empty when there is none.
-std::string first_deny_entry(const Policy& policy) {
-  for (const PolicyEntry& entry : policy.filesystem.entries) {
-    if (entry.access != Access::kDeny) continue;
-    return entry.glob.empty() ? "path '" + entry.path + "'" : "glob '" + entry.glob + "'";
-  }
-  return {};
-}
-
 // The auto rules (documented on should_sandbox in manager.hpp), before the deny-entry override.
 SandboxDecision auto_decision(const Policy& policy) {
   const FilesystemKind kind = policy.filesystem.kind;
@@ -202,9 +193,8 @@ Needs compute_needs(const ResolvedPolicy& policy, const std::string& policy_file
 // Question 2.
 
 std::vector<std::string> default_order(const PluginRegistry& registry) {
-  static constexpr std::string_view kPreferred[] = {"bwrap", "landlock", "seatbelt", "windows"};
   std::vector<std::string> order;
-  for (std::string_view name : kPreferred) {
+  for (std::string_view name : kDefaultBackendOrder) {
     if (registry.find(name) != nullptr) order.emplace_back(name);
   }
   std::vector<std::string> others;
@@ -307,10 +297,18 @@ Result<SandboxPreference> parse_sandbox_preference(std::string_view text) {
                "': expected one of auto|require|forbid"};
 }
 
+std::optional<std::string> first_deny(const Policy& policy) {
+  for (const PolicyEntry& entry : policy.filesystem.entries) {
+    if (entry.access != Access::kDeny) continue;
+    return entry.glob.empty() ? "path '" + entry.path + "'" : "glob '" + entry.glob + "'";
+  }
+  return std::nullopt;
+}
+
 Result<SandboxDecision> should_sandbox(const Policy& policy, SandboxPreference preference) {
   // A policy with any deny entry never runs unsandboxed, since nothing but a sandbox could keep
   // the command away from what it denies.
-  const std::string deny = first_deny_entry(policy);
+  const std::string deny = first_deny(policy).value_or("");
   if (preference == SandboxPreference::kRequire)
     return SandboxDecision{true, "the caller requires a sandbox (--sandbox require)"};
   if (preference == SandboxPreference::kForbid) {
@@ -375,9 +373,9 @@ BackendChoice Manager::available_backend(const ResolvedPolicy& policy) const {
   return choice;
 }
 
-Result<SandboxedRun> Manager::plan_run(
-    const std::string& backend, TransformRequest request,
-    std::function<void(const proxy::Refusal&)> on_refusal) const {
+Result<SandboxedRun> Manager::plan_run(const std::string& backend, TransformRequest request,
+                                       std::function<void(const proxy::Refusal&)> on_refusal,
+                                       PlanUse use) const {
   SandboxedRun run;
   if (request.policy.network.mode == NetworkMode::kProxy) {
     Result<std::unique_ptr<proxy::RunProxy>> started =
@@ -388,7 +386,7 @@ Result<SandboxedRun> Manager::plan_run(
     if (!run.proxy->serves(request))
       return Error{"internal error: the request does not point at the proxy started for it"};
   }
-  Result<ExecPlan> plan = transform_unchecked(backend, request);
+  Result<ExecPlan> plan = transform_unchecked(backend, request, use);
   if (!plan.ok()) {
     // A backend's message may quote the environment, which holds the credential.
     return Error{run.proxy ? proxy::redact(plan.error(), run.proxy->proxy().token())
@@ -409,13 +407,17 @@ Result<ExecPlan> Manager::transform(const std::string& backend,
 }
 
 Result<ExecPlan> Manager::transform_unchecked(const std::string& backend,
-                                              const TransformRequest& request) const {
+                                              const TransformRequest& request, PlanUse use) const {
   const LoadedPlugin* plugin = registry_.find(backend);
   if (plugin == nullptr) return Error{"unknown backend '" + backend + "' (see `sbx backends`)"};
   try {
     Result<ExecPlan> plan = plugin->backend->transform(request);
     if (!plan.ok()) return Error{"backend '" + backend + "' cannot run this: " + plan.error()};
-    if (Status valid = validate_plan(backend, *plan); !valid.ok()) return Error{valid.error()};
+    // Only a plan that runs must start an absolute path here; one that is shown may be for
+    // another OS, and nothing ever executes it.
+    if (use == PlanUse::kRun) {
+      if (Status valid = validate_plan(backend, *plan); !valid.ok()) return Error{valid.error()};
+    }
     return plan;
   } catch (...) {
     return Error{exception_text(backend, "transform")};

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sbx/core/plugin_loader.hpp"
@@ -31,6 +32,10 @@ struct SandboxDecision {
 // filesystem is external; enabled network => sandbox only if writes are restricted.
 // forbid on a policy with a deny entry is an Error (such a policy never runs unsandboxed).
 Result<SandboxDecision> should_sandbox(const Policy& policy, SandboxPreference preference);
+
+// The first deny entry, described for a person ("path '~/.ssh'", "glob '**/*.pem'"); nullopt if
+// there is none.
+std::optional<std::string> first_deny(const Policy& policy);
 
 // What a backend must be able to enforce for this policy.
 CapabilitySet required_capabilities(const ResolvedPolicy& policy);
@@ -65,10 +70,20 @@ struct SandboxedRun {
   std::unique_ptr<proxy::RunProxy> proxy;  // network mode proxy only, else null
 };
 
+// The default backend order: these first, in this order (those that are loaded), then every
+// other loaded plugin by name. The first one is the run's start-up fast path on Linux
+// (sbx/core/run.hpp).
+inline constexpr std::string_view kDefaultBackendOrder[] = {"bwrap", "landlock", "seatbelt",
+                                                            "windows"};
+
+// What a plan is for. A plan that will run must start an absolute path on this host; a plan
+// that is only shown (`sbx debug`) may be meant for another OS (C:\... for windows).
+enum class PlanUse { kRun, kShowOnly };
+
 class Manager {
  public:
-  // `preference`: backend names in the caller's order; empty = every loaded plugin, in the
-  // default order (bwrap, landlock, seatbelt, windows, then others by name).
+  // `preference`: backend names in the caller's order; empty = every loaded plugin, in
+  // kDefaultBackendOrder.
   // `policy_file`: the real path of the file the policy was read from (resolve.hpp keeps it
   // read-only), so that a backend passed over for it is passed over with the file named.
   Manager(const PluginRegistry& registry, std::vector<std::string> preference,
@@ -81,10 +96,11 @@ class Manager {
   // The plan of `backend` for the request, with the proxy's lifecycle: in network mode proxy it
   // first starts sbx's own proxy for this run (proxy::RunProxy: it refuses a policy that names
   // proxy_ports itself) and points the request at it. The one way to plan a sandboxed command
-  // (`sbx exec`, the C API). `on_refusal` is called on the proxy's thread for each refused
-  // connection. Errors never contain the proxy's credential.
+  // (sbx/core/run.hpp: `sbx exec`, `sbx debug`, the C API). `on_refusal` is called on the
+  // proxy's thread for each refused connection. Errors never contain the proxy's credential.
   Result<SandboxedRun> plan_run(const std::string& backend, TransformRequest request,
-                                std::function<void(const proxy::Refusal&)> on_refusal = {}) const;
+                                std::function<void(const proxy::Refusal&)> on_refusal = {},
+                                PlanUse use = PlanUse::kRun) const;
 
   // The backend's plan for a request as it is. Refuses network mode proxy: a proxy-mode request
   // built outside plan_run carries no proxy of sbx's running for it, and the backend would
@@ -96,8 +112,8 @@ class Manager {
   const std::vector<std::string>& order() const { return order_; }
 
  private:
-  Result<ExecPlan> transform_unchecked(const std::string& backend,
-                                       const TransformRequest& request) const;
+  Result<ExecPlan> transform_unchecked(const std::string& backend, const TransformRequest& request,
+                                       PlanUse use = PlanUse::kRun) const;
 
   const PluginRegistry& registry_;
   std::vector<std::string> order_;

@@ -11,6 +11,7 @@
 #include "sbx/core/manager.hpp"
 #include "sbx/core/permissions.hpp"
 #include "sbx/core/plugin_loader.hpp"
+#include "sbx/core/proxy.hpp"
 #include "sbx/core/run_limits.hpp"
 #include "sbx/sdk/types.hpp"
 
@@ -95,6 +96,11 @@ struct RunReport {
   // The resource limit that ended the run: "timeout", "memory", "processes", "cpu_seconds",
   // "file_size_bytes"; nullopt when none did (or it could not be told: run_limits.hpp).
   std::optional<std::string> limit_hit{};
+  // The last 64 KiB of the command's stderr when it was captured (for the denial
+  // classification); nullopt when it was not.
+  std::optional<std::string> stderr_tail{};
+  // What sbx's proxy refused during the run (network mode proxy; empty without one).
+  proxy::RefusalLog refusals{};
 };
 
 // {"should_sandbox","reason","backend","final","allow_unsandboxed_used","dry_run",
@@ -102,6 +108,19 @@ struct RunReport {
 //  "protected_names_created":[path...],"protected_names_truncated":bool,
 //  "limit_hit":string|null}
 std::string run_to_json(const RunReport& report, JsonStyle style);
+
+// Which keys the exec report has beyond run_to_json's.
+enum class ExecReportKeys {
+  kCli,             // `sbx exec --json`: denial, network_refusals, network_refusals_total
+  kWithStderrTail,  // sbx_exec: the same plus "stderr_tail" (string, or null when not captured)
+};
+
+// The one report of a finished (or refused) run, shared by `sbx exec --json` and sbx_exec, as
+// one compact line: run_to_json's keys, then "denial" (denial_to_json's object for the
+// command's exit status and stderr tail; null when the command did not run), ["stderr_tail"],
+// "network_refusals" (refusals_to_json: the refusals the proxy kept; [] without a proxy) and
+// "network_refusals_total" (every refusal, kept or not).
+std::string exec_report_to_json(const RunReport& report, ExecReportKeys keys);
 
 // {"filesystem_kind","rules":[{"path","access"}],"platform_defaults_readable",
 //  "protected_paths":[{"path","writable_root","exists","is_directory"}],"deny_globs":[...],

@@ -5,16 +5,18 @@
 #include <string>
 #include <vector>
 
+#include "sbx/core/exit_codes.hpp"
 #include "sbx/sdk/posix_child.hpp"
 #include "sbx/sdk/result.hpp"
 #include "sbx/sdk/types.hpp"
 
 namespace sbx {
 
-// The child exit codes, defined once in the SDK's POSIX child toolkit (every spawner uses them).
-inline constexpr int kExitSbxFailure = sdk::kExitSandboxFailure;  // the command did not run
-inline constexpr int kExitNotExecutable = sdk::kExitNotExecutable;
-inline constexpr int kExitNotFound = sdk::kExitNotFound;
+// Children exit with the SDK toolkit's codes; sbx's own are defined in exit_codes.hpp. They
+// must be the same numbers, or a report would misread a child's failure.
+static_assert(kExitSbxFailure == sdk::kExitSandboxFailure);
+static_assert(kExitNotExecutable == sdk::kExitNotExecutable);
+static_assert(kExitNotFound == sdk::kExitNotFound);
 
 // Starts plan.argv[0] (must be absolute) with exactly plan.env in plan.cwd, forwards SIGINT,
 // SIGTERM, SIGHUP, SIGQUIT, SIGUSR1/2, SIGWINCH to it, and waits. A command that cannot be

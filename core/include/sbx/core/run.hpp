@@ -1,0 +1,127 @@
+// One run of a command under a policy, from the policy to the report: the one pipeline that
+// `sbx exec`, `sbx explain`, `sbx debug` and the C API (sbx/sbx.h) adapt. It owns
+//  - the two questions (should_sandbox, then Manager::available_backend when a sandbox is
+//    wanted) and the rules of what never runs unsandboxed (never_unsandboxed);
+//  - the plan (Manager::plan_run, which starts sbx's own proxy for network mode proxy and keeps
+//    it until the command has exited);
+//  - the run: resource limits (run_limits.hpp), the stderr capture for the denial
+//    classification (denial.hpp), the protected names the command created (created_names.hpp)
+//    and the proxy's refusals, all recorded in one RunReport (exec_report_to_json in
+//    report_json.hpp writes it for both front ends).
+// The front ends keep only their words: how they phrase a stop, and what they print while the
+// command runs (the callbacks of RunRequest).
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sbx/core/manager.hpp"
+#include "sbx/core/policy.hpp"
+#include "sbx/core/proxy.hpp"
+#include "sbx/core/report_json.hpp"
+#include "sbx/core/run_limits.hpp"
+#include "sbx/sdk/result.hpp"
+#include "sbx/sdk/types.hpp"
+
+namespace sbx {
+
+// Where a run gets its backends. A front end loads plugins its own way (the CLI only when a
+// sandbox is wanted, and the preferred backend alone first; the C API once per handle); each
+// manager returned stays valid while this object lives.
+class RunBackends {
+ public:
+  virtual ~RunBackends() = default;
+  // The manager over every backend the caller allows, in its preference order (question 2).
+  virtual Result<const Manager*> all() = 0;
+  // A manager over `backend` alone (the start-up fast path of the default order: each further
+  // plugin costs about a millisecond of start-up); nullptr when the caller named its own
+  // backends or `backend` is not loaded. The run then asks all(), with the same outcome.
+  virtual const Manager* only(const std::string& backend) {
+    (void)backend;
+    return nullptr;
+  }
+};
+
+// What a front end asks to run.
+struct RunRequest {
+  Policy policy;                         // the full form
+  ResolvedPolicy resolved;               // resolved against `cwd`
+  std::string cwd;                       // the command's working directory (absolute)
+  std::vector<std::string> command;      // argv as given; argv[0] is found like a shell would
+  std::vector<std::string> environment;  // the caller's; the policy's /environment applies
+  SandboxPreference preference = SandboxPreference::kAuto;
+  // When a sandbox is wanted but none is available, run without one; never for a policy that
+  // never_unsandboxed names.
+  bool allow_unsandboxed = false;
+  // Copy the command's stderr through a pipe (it still reaches this process's stderr) and keep
+  // the last 64 KiB in RunReport::stderr_tail for the denial classification.
+  bool capture_stderr = false;
+  // How the timeout ends the command (kRunOnly in a library: see LimitedRun::Signals).
+  LimitedRun::Signals limit_signals = LimitedRun::Signals::kProcessWide;
+  // Network mode proxy: called on the proxy's thread for each refusal it keeps.
+  std::function<void(const proxy::Refusal&)> on_refusal{};
+  // Called once, before anything runs, when the command is about to run (or be planned)
+  // without a sandbox because the caller allowed it although one was wanted: `wanted` says why
+  // one was wanted, `choice` why none is available.
+  std::function<void(const std::string& wanted, const BackendChoice& choice)>
+      on_unsandboxed_override{};
+};
+
+// Where a run stopped before the command completed; kNone when it ran (or was planned).
+enum class RunStop {
+  kNone,
+  kInvalidRequest,       // no command, or should_sandbox refused the preference
+  kCommandNotFound,      // argv[0] was not found (exit 127)
+  kBackendsUnavailable,  // the plugins could not be loaded
+  kNoBackend,            // a sandbox is wanted, none is available, no accepted override
+  kPlanRefused,          // the backend's transform (or sbx's proxy) refused the request
+  kLimitsUnavailable,    // the resource limits could not be set up; nothing ran
+  kCaptureUnavailable,   // the stderr capture could not be set up; nothing ran
+  kRunFailed,            // the backend or the spawner failed; the command may not have completed
+};
+
+struct RunOutcome {
+  RunReport report;
+  RunStop stop = RunStop::kNone;
+  std::string error;     // the core's words for `stop` (a front end adds what to do)
+  BackendChoice choice;  // question 2, when it was asked
+  // kNoBackend: why this policy may never run unsandboxed, if that is why it did not.
+  std::optional<std::string> never_unsandboxed;
+  // plan_command: the plan that would run, the proxy's credential shown as "***".
+  std::optional<ExecPlan> plan;
+
+  // The exit status a front end gives: the command's own (ExitStatus::shell_code), 0 for a
+  // plan, kExitNotFound when the command was not found, else kExitSbxFailure.
+  int exit_code() const;
+};
+
+// Why `policy` may never run without a sandbox, even when the caller allows it: a deny entry
+// (the denied paths would be readable) or network mode proxy (the domain rules would not apply:
+// the command would have the whole network). nullopt if neither.
+std::optional<std::string> never_unsandboxed(const Policy& policy);
+
+// Runs the command and waits: question 1, argv[0], question 2, the plan, the run.
+RunOutcome run_command(RunRequest request, RunBackends& backends);
+
+// Exactly what run_command would run, without running it (`sbx exec --dry-run`,
+// sbx_transform): RunOutcome::plan, report.dry_run set. In network mode proxy the proxy is
+// started for the plan and stopped before this returns.
+RunOutcome plan_command(RunRequest request, RunBackends& backends);
+
+// The plan `backend` would run, whatever its probe says (`sbx debug`): through
+// Manager::plan_run like every plan (sbx's proxy in network mode proxy), for showing only
+// (PlanUse::kShowOnly: an absolute argv[0] is taken as given, for a plan meant for another OS).
+// Stops with kCommandNotFound or kPlanRefused. The question-2 fields stay empty.
+RunOutcome plan_for_backend(const Manager& manager, const std::string& backend, RunRequest request);
+
+// Both questions for a policy (`sbx explain`, sbx_explain): question 1, what the policy needs,
+// question 2 (always probed), how each resource limit holds here, and the environment names
+// the policy takes away from `environment`. A refused preference is recorded in
+// decision_error, not returned as an error.
+ExplainReport explain_run(const Policy& policy, const ResolvedPolicy& resolved,
+                          SandboxPreference preference, const Manager& manager,
+                          const std::vector<std::string>& environment);
+
+}  // namespace sbx

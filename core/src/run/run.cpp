@@ -1,0 +1,257 @@
+// One run, from the policy to the report (see sbx/core/run.hpp).
+#include "sbx/core/run.hpp"
+
+#include <unistd.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sbx/core/created_names.hpp"
+#include "sbx/core/denial.hpp"
+#include "sbx/core/environment.hpp"
+#include "sbx/core/exit_codes.hpp"
+#include "sbx/core/spawn.hpp"
+
+namespace sbx {
+namespace {
+
+// What the steps before the run produce: the plan and what must live as long as the command.
+struct Prepared {
+  const Manager* manager = nullptr;    // the manager of `backend`
+  std::optional<std::string> backend;  // nullopt: the plan runs without a sandbox
+  ExecPlan plan;
+  // Network mode proxy: sbx's proxy for this run; it serves the command only while it lives.
+  std::unique_ptr<proxy::RunProxy> proxy;
+};
+
+bool stop(RunOutcome& out, RunStop why, std::string error) {
+  out.stop = why;
+  out.error = std::move(error);
+  return false;
+}
+
+// Question 2: the preferred backend of the default order alone when it is available and can
+// enforce the policy (Linux only: elsewhere the first loaded one differs by platform), else
+// every backend the caller allows, in its order. nullptr when the plugins cannot be loaded.
+const Manager* choose_backend(const RunRequest& request, RunBackends& backends, RunOutcome& out) {
+#ifdef __linux__
+  const std::string preferred(kDefaultBackendOrder[0]);
+  if (const Manager* only = backends.only(preferred)) {
+    BackendChoice choice = only->available_backend(request.resolved);
+    if (choice.backend == preferred) {
+      out.choice = std::move(choice);
+      return only;
+    }
+  }
+#endif
+  Result<const Manager*> all = backends.all();
+  if (!all.ok()) {
+    stop(out, RunStop::kBackendsUnavailable, all.error());
+    return nullptr;
+  }
+  out.choice = (*all)->available_backend(request.resolved);
+  return *all;
+}
+
+ExecPlan direct_plan(const RunRequest& request, std::vector<std::string> argv,
+                     std::vector<std::string> env, const std::string& reason) {
+  return ExecPlan{std::move(argv), std::move(env), request.cwd, {"not sandboxed: " + reason}};
+}
+
+// Question 2 said "none". Only an explicit override runs the command without a sandbox, and
+// never for a policy that only a sandbox can honour.
+bool none_available(const RunRequest& request, std::vector<std::string> argv,
+                    std::vector<std::string> env, RunOutcome& out, Prepared& prepared) {
+  out.never_unsandboxed = never_unsandboxed(request.policy);
+  if (!request.allow_unsandboxed || out.never_unsandboxed)
+    return stop(out, RunStop::kNoBackend, out.choice.reason);
+  if (request.on_unsandboxed_override)
+    request.on_unsandboxed_override(out.report.reason, out.choice);
+  out.report.ran_unsandboxed_by_override = true;
+  prepared.plan = direct_plan(request, std::move(argv), std::move(env), out.report.reason);
+  return true;
+}
+
+// Everything before the run: question 1, argv[0], question 2, the plan (and its proxy).
+// false when the run stops (`out` says why).
+bool prepare(RunRequest& request, RunBackends& backends, RunOutcome& out, Prepared& prepared) {
+  Result<SandboxDecision> decision = should_sandbox(request.policy, request.preference);
+  if (!decision.ok()) return stop(out, RunStop::kInvalidRequest, decision.error());
+  out.report.should_sandbox = decision->sandbox;
+  out.report.reason = decision->reason;
+  // The policy's /environment (secrets dropped by default) on every path, sandboxed or not;
+  // sbx's own proxy variables are added by plan_run.
+  std::vector<std::string> env =
+      filter_environment(request.policy.environment, request.environment).env;
+  if (request.command.empty()) return stop(out, RunStop::kInvalidRequest, "no command given");
+  Result<std::string> path = resolve_command(request.command[0], request.cwd, env);
+  if (!path.ok()) return stop(out, RunStop::kCommandNotFound, path.error());
+  std::vector<std::string> argv = request.command;
+  argv[0] = *path;
+  if (!decision->sandbox) {
+    prepared.plan = direct_plan(request, std::move(argv), std::move(env), decision->reason);
+    return true;
+  }
+  const Manager* manager = choose_backend(request, backends, out);
+  if (manager == nullptr) return false;
+  out.report.backend = out.choice.backend;
+  if (!out.choice.backend)
+    return none_available(request, std::move(argv), std::move(env), out, prepared);
+  const std::string& backend = *out.choice.backend;
+  Result<SandboxedRun> planned = manager->plan_run(
+      backend, TransformRequest{std::move(argv), request.cwd, std::move(env), request.resolved},
+      request.on_refusal);
+  if (!planned.ok()) return stop(out, RunStop::kPlanRefused, planned.error());
+  out.report.final = backend;
+  prepared.manager = manager;
+  prepared.backend = backend;
+  prepared.plan = std::move(planned->plan);
+  prepared.proxy = std::move(planned->proxy);
+  return true;
+}
+
+// Protected names the command created below the top of its writable roots, where no backend
+// keeps them (created_names.hpp).
+void record_created_names(const CreatedNamesWatch& watch, std::int64_t started, RunReport& report) {
+  CreatedNames created = find_created_names(watch, started);
+  report.protected_names_created = std::move(created.paths);
+  report.protected_names_truncated = created.truncated;
+}
+
+// The run: its resource limits hold from the first process the backend starts until finish()
+// has killed whatever is left of it; with capture_stderr its stderr goes through a pipe.
+void run_prepared(const RunRequest& request, Prepared& prepared, RunOutcome& out) {
+  // Only a sandboxed run is watched for protected names created deep in its writable roots.
+  const CreatedNamesWatch watch = prepared.backend
+                                      ? created_names_watch(request.policy, request.resolved)
+                                      : CreatedNamesWatch{};
+  const std::int64_t started = created_names_clock();
+  Result<std::unique_ptr<LimitedRun>> limited =
+      LimitedRun::start(request.policy.limits, request.limit_signals);
+  if (!limited.ok()) {
+    stop(out, RunStop::kLimitsUnavailable, limited.error());
+    return;
+  }
+  std::unique_ptr<StderrCapture> capture;
+  if (request.capture_stderr) {
+    Result<std::unique_ptr<StderrCapture>> capturing = StderrCapture::start();
+    if (!capturing.ok()) {
+      stop(out, RunStop::kCaptureUnavailable, capturing.error());
+      return;
+    }
+    capture = std::move(*capturing);
+  }
+  Result<ExitStatus> status = prepared.backend
+                                  ? prepared.manager->exec(*prepared.backend, prepared.plan)
+                                  : spawn_and_wait(prepared.plan);
+  out.report.limit_hit = (*limited)->finish(status.ok() ? status->shell_code() : -1);
+  if (capture) out.report.stderr_tail = capture->stop();
+  if (status.ok()) {
+    out.report.status = *status;
+  } else {
+    stop(out, RunStop::kRunFailed, status.error());
+  }
+  if (prepared.backend) record_created_names(watch, started, out.report);
+  if (prepared.proxy) out.report.refusals = prepared.proxy->proxy().refusal_log();
+}
+
+RunOutcome new_outcome(bool dry_run) {
+  RunOutcome out;
+  out.report.final = "none";
+  out.report.dry_run = dry_run;
+  return out;
+}
+
+}  // namespace
+
+int RunOutcome::exit_code() const {
+  if (stop == RunStop::kCommandNotFound) return kExitNotFound;
+  if (stop != RunStop::kNone) return kExitSbxFailure;
+  return report.status ? report.status->shell_code() : 0;
+}
+
+std::optional<std::string> never_unsandboxed(const Policy& policy) {
+  if (std::optional<std::string> deny = first_deny(policy)) {
+    return "the policy denies " + *deny + ": a policy with deny entries never runs unsandboxed";
+  }
+  if (policy.network.mode == NetworkMode::kProxy) {
+    return "the policy allows the network only through sbx's proxy: a policy with network mode "
+           "proxy never runs unsandboxed";
+  }
+  return std::nullopt;
+}
+
+RunOutcome run_command(RunRequest request, RunBackends& backends) {
+  RunOutcome out = new_outcome(false);
+  Prepared prepared;
+  if (prepare(request, backends, out, prepared)) run_prepared(request, prepared, out);
+  return out;
+}
+
+RunOutcome plan_command(RunRequest request, RunBackends& backends) {
+  RunOutcome out = new_outcome(true);
+  Prepared prepared;
+  if (prepare(request, backends, out, prepared))
+    out.plan = proxy::redact_plan(std::move(prepared.plan), prepared.proxy.get());
+  return out;
+}
+
+RunOutcome plan_for_backend(const Manager& manager, const std::string& backend,
+                            RunRequest request) {
+  RunOutcome out = new_outcome(true);
+  if (request.command.empty()) {
+    stop(out, RunStop::kInvalidRequest, "no command given");
+    return out;
+  }
+  std::vector<std::string> env =
+      filter_environment(request.policy.environment, request.environment).env;
+  std::vector<std::string> argv = request.command;
+  // argv[0] must be absolute for a plan. Resolved on this host when possible; otherwise an
+  // absolute path is taken as given (the plan may be meant for another OS).
+  if (argv[0].empty() || argv[0].front() != '/') {
+    Result<std::string> path = resolve_command(argv[0], request.cwd, env);
+    if (!path.ok()) {
+      stop(out, RunStop::kCommandNotFound,
+           "'" + argv[0] + "': " + path.error() + "; give an absolute path");
+      return out;
+    }
+    argv[0] = *path;
+  }
+  Result<SandboxedRun> planned = manager.plan_run(
+      backend, TransformRequest{std::move(argv), request.cwd, std::move(env), request.resolved},
+      request.on_refusal, PlanUse::kShowOnly);
+  if (!planned.ok()) {
+    stop(out, RunStop::kPlanRefused, planned.error());
+    return out;
+  }
+  out.report.final = backend;
+  out.plan = proxy::redact_plan(std::move(planned->plan), planned->proxy.get());
+  return out;
+}
+
+ExplainReport explain_run(const Policy& policy, const ResolvedPolicy& resolved,
+                          SandboxPreference preference, const Manager& manager,
+                          const std::vector<std::string>& environment) {
+  ExplainReport report;
+  report.preference = preference;
+  Result<SandboxDecision> decision = should_sandbox(policy, preference);
+  if (decision.ok()) {
+    report.decision = *decision;
+  } else {
+    report.decision_error = decision.error();
+  }
+  report.required = required_capabilities(resolved);
+  report.policy = resolved;
+  report.cgroups = probe_cgroups();
+  report.limits = plan_limits(policy.limits, report.cgroups, ::geteuid() == 0);
+  report.environment = policy.environment;
+  report.environment_removed = filter_environment(policy.environment, environment).removed;
+  // Question 2 is independent of question 1; explain answers both, a run only when it matters.
+  report.choice = manager.available_backend(resolved);
+  return report;
+}
+
+}  // namespace sbx

@@ -1,0 +1,302 @@
+// One run end to end (sbx/core/run.hpp) over in-process fake backends:
+//  - a policy with a deny entry or network mode proxy never runs unsandboxed, even when the
+//    caller allows it; another policy does, and the caller hears of it before it runs;
+//  - `sbx debug` (plan_for_backend) and `sbx exec --dry-run` (plan_command) make the same plan
+//    through Manager::plan_run, also in network mode proxy (sbx's own proxy, credential "***");
+//    only a plan that is shown may start a path that is not absolute here;
+//  - the default order's preferred backend alone decides when it can run the policy (the
+//    start-up fast path), and every backend is asked otherwise;
+//  - the report of a run is one JSON document with the keys each front end promises.
+#include "sbx/core/run.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sbx/core/exit_codes.hpp"
+#include "sbx/core/manager.hpp"
+#include "sbx/core/policy.hpp"
+#include "sbx/core/report_json.hpp"
+
+namespace sbx {
+namespace {
+
+using ::testing::HasSubstr;
+
+CapabilitySet every_capability() {
+  CapabilitySet all;
+  for (Capability capability : kAllCapabilities) all.add(capability);
+  return all;
+}
+
+// Wraps the command in "/usr/bin/fake-wrapper" (or a relative "fake-wrapper", as a plan for
+// another OS would start); never runs anything.
+class FakeBackend final : public Backend {
+ public:
+  FakeBackend(bool available, bool relative_argv)
+      : Backend(HostServices(nullptr)), available_(available), relative_argv_(relative_argv) {}
+
+  ProbeReport probe(const ProbeContext&) override {
+    ProbeReport report;
+    report.available = available_;
+    report.summary = available_ ? "fake ready" : "fake is switched off";
+    report.capabilities = every_capability();
+    return report;
+  }
+
+  Result<ExecPlan> transform(const TransformRequest& request) const override {
+    ExecPlan plan;
+    plan.argv = {relative_argv_ ? "fake-wrapper" : "/usr/bin/fake-wrapper"};
+    plan.argv.insert(plan.argv.end(), request.argv.begin(), request.argv.end());
+    plan.env = request.env;
+    plan.cwd = request.cwd;
+    plan.notes = {"proxy_ports: " + std::to_string(request.policy.network.proxy_ports.size())};
+    return plan;
+  }
+
+  Result<ExitStatus> exec(const ExecPlan&) override { return ExitStatus{7, 0}; }
+
+ private:
+  bool available_;
+  bool relative_argv_;
+};
+
+PluginRegistry registry_of(const std::vector<std::pair<std::string, bool>>& backends,
+                           bool relative_argv = false) {
+  std::vector<LoadedPlugin> plugins;
+  for (const auto& [name, available] : backends) {
+    plugins.push_back({name, "1.0", "fake", "/fake/" + name + ".so",
+                       std::make_shared<FakeBackend>(available, relative_argv)});
+  }
+  return PluginRegistry::from_plugins(std::move(plugins), {});
+}
+
+// The run's backends: every call counted, so a test sees which ones the run asked for.
+class CountingBackends final : public RunBackends {
+ public:
+  CountingBackends(const Manager& all, const Manager* only) : all_(all), only_(only) {}
+  Result<const Manager*> all() override {
+    ++all_calls;
+    return &all_;
+  }
+  const Manager* only(const std::string& backend) override {
+    only_asked.push_back(backend);
+    return only_;
+  }
+  int all_calls = 0;
+  std::vector<std::string> only_asked;
+
+ private:
+  const Manager& all_;
+  const Manager* only_;
+};
+
+constexpr const char* kWorkspace =
+    R"({"version": 1, "filesystem": {"kind": "restricted", "entries": [
+        {"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"}]}})";
+constexpr const char* kDenySsh =
+    R"({"version": 1, "filesystem": {"kind": "restricted", "entries": [
+        {"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"},
+        {"path": "~/.ssh", "access": "deny"}]}})";
+constexpr const char* kProxy =
+    R"({"version": 1, "filesystem": {"kind": "restricted", "entries": [
+        {"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"}]},
+        "network": {"mode": "proxy", "allowed_domains": ["example.com"]}})";
+
+RunRequest request_for(const char* policy_json, std::vector<std::string> command) {
+  Result<Policy> policy = parse_policy(policy_json);
+  EXPECT_TRUE(policy.ok()) << policy.error();
+  RunRequest request;
+  request.policy = *policy;
+  request.resolved.rules = {{"/", Access::kRead}, {"/tmp", Access::kWrite}};
+  request.resolved.network = policy->network;
+  request.resolved.cwd = "/tmp";
+  request.cwd = "/tmp";
+  request.command = std::move(command);
+  request.environment = {"PATH=/usr/bin:/bin", "HOME=/root"};
+  request.limit_signals = LimitedRun::Signals::kRunOnly;
+  return request;
+}
+
+bool has_entry_with(const std::vector<std::string>& env, const std::string& prefix,
+                    const std::string& part) {
+  for (const std::string& entry : env) {
+    if (entry.rfind(prefix, 0) == 0 && entry.find(part) != std::string::npos) return true;
+  }
+  return false;
+}
+
+TEST(RunTest, DenyPolicyNeverRunsUnsandboxedEvenWhenAllowed) {
+  const PluginRegistry registry = registry_of({{"off", false}});
+  const Manager manager(registry, {});
+  CountingBackends backends(manager, nullptr);
+  RunRequest request = request_for(kDenySsh, {"/bin/true"});
+  request.allow_unsandboxed = true;
+  int warned = 0;
+  request.on_unsandboxed_override = [&](const std::string&, const BackendChoice&) { ++warned; };
+  const RunOutcome run = run_command(std::move(request), backends);
+  EXPECT_EQ(run.stop, RunStop::kNoBackend) << run.error;
+  ASSERT_TRUE(run.never_unsandboxed.has_value());
+  EXPECT_THAT(*run.never_unsandboxed, HasSubstr("path '~/.ssh'"));
+  EXPECT_FALSE(run.report.status.has_value()) << "the command ran";
+  EXPECT_FALSE(run.report.ran_unsandboxed_by_override);
+  EXPECT_EQ(run.exit_code(), kExitSbxFailure);
+  EXPECT_EQ(warned, 0);
+}
+
+TEST(RunTest, ProxyPolicyNeverRunsUnsandboxedEvenWhenAllowed) {
+  const PluginRegistry registry = registry_of({{"off", false}});
+  const Manager manager(registry, {});
+  CountingBackends backends(manager, nullptr);
+  RunRequest request = request_for(kProxy, {"/bin/true"});
+  request.allow_unsandboxed = true;
+  const RunOutcome run = run_command(std::move(request), backends);
+  EXPECT_EQ(run.stop, RunStop::kNoBackend) << run.error;
+  ASSERT_TRUE(run.never_unsandboxed.has_value());
+  EXPECT_THAT(*run.never_unsandboxed, HasSubstr("network mode proxy never runs unsandboxed"));
+  EXPECT_FALSE(run.report.status.has_value()) << "the command ran";
+}
+
+TEST(RunTest, OtherPolicyRunsUnsandboxedOnlyWhenAllowedAndSaysSoFirst) {
+  const PluginRegistry registry = registry_of({{"off", false}});
+  const Manager manager(registry, {});
+  CountingBackends backends(manager, nullptr);
+  const RunOutcome refused =
+      run_command(request_for(kWorkspace, {"/bin/sh", "-c", "exit 3"}), backends);
+  EXPECT_EQ(refused.stop, RunStop::kNoBackend);
+  EXPECT_FALSE(refused.never_unsandboxed.has_value());
+  EXPECT_FALSE(refused.report.status.has_value());
+
+  RunRequest request = request_for(kWorkspace, {"/bin/sh", "-c", "exit 3"});
+  request.allow_unsandboxed = true;
+  std::string wanted;
+  request.on_unsandboxed_override = [&](const std::string& why, const BackendChoice& choice) {
+    wanted = why;
+    EXPECT_FALSE(choice.backend.has_value());
+  };
+  const RunOutcome run = run_command(std::move(request), backends);
+  EXPECT_EQ(run.stop, RunStop::kNone) << run.error;
+  EXPECT_THAT(wanted, HasSubstr("sandboxed"));
+  EXPECT_TRUE(run.report.ran_unsandboxed_by_override);
+  EXPECT_EQ(run.report.final, "none");
+  ASSERT_TRUE(run.report.status.has_value());
+  EXPECT_EQ(run.report.status->exit_code, 3);
+  EXPECT_EQ(run.exit_code(), 3);
+}
+
+TEST(RunTest, CommandNotFoundExits127AndRunsNothing) {
+  const PluginRegistry registry = registry_of({{"fake", true}});
+  const Manager manager(registry, {});
+  CountingBackends backends(manager, nullptr);
+  const RunOutcome run =
+      run_command(request_for(kWorkspace, {"sbx-no-such-command-anywhere"}), backends);
+  EXPECT_EQ(run.stop, RunStop::kCommandNotFound);
+  EXPECT_EQ(run.exit_code(), kExitNotFound);
+  EXPECT_EQ(backends.all_calls, 0) << "no backend is needed for a command that does not exist";
+}
+
+TEST(RunTest, DebugAndDryRunMakeTheSamePlan) {
+  const PluginRegistry registry = registry_of({{"fake", true}});
+  const Manager manager(registry, {});
+  CountingBackends backends(manager, nullptr);
+  const RunOutcome dry = plan_command(request_for(kWorkspace, {"ls", "-l"}), backends);
+  ASSERT_TRUE(dry.plan.has_value()) << dry.error;
+  EXPECT_EQ(dry.report.final, "fake");
+  EXPECT_TRUE(dry.report.dry_run);
+  const RunOutcome debug = plan_for_backend(manager, "fake", request_for(kWorkspace, {"ls", "-l"}));
+  ASSERT_TRUE(debug.plan.has_value()) << debug.error;
+  EXPECT_EQ(plan_to_json("fake", *debug.plan, JsonStyle::kPretty),
+            plan_to_json("fake", *dry.plan, JsonStyle::kPretty));
+  EXPECT_EQ(debug.plan->argv[1].front(), '/') << "argv[0] of the command is resolved";
+}
+
+TEST(RunTest, ProxyModeIsPlannedForSbxOwnProxyInDebugAndDryRun) {
+  const PluginRegistry registry = registry_of({{"fake", true}});
+  const Manager manager(registry, {});
+  CountingBackends backends(manager, nullptr);
+  for (const bool debug : {false, true}) {
+    SCOPED_TRACE(debug ? "plan_for_backend" : "plan_command");
+    RunOutcome planned = debug
+                             ? plan_for_backend(manager, "fake", request_for(kProxy, {"/bin/true"}))
+                             : plan_command(request_for(kProxy, {"/bin/true"}), backends);
+    ASSERT_TRUE(planned.plan.has_value()) << planned.error;
+    EXPECT_TRUE(has_entry_with(planned.plan->env, "HTTP_PROXY=", "***"))
+        << "the plan does not point at sbx's proxy with the credential hidden";
+    EXPECT_EQ(planned.plan->notes.back(), "proxy_ports: 1") << "the backend saw no proxy port";
+  }
+}
+
+TEST(RunTest, OnlyAShownPlanMayStartARelativePath) {
+  const PluginRegistry registry = registry_of({{"fake", true}}, /*relative_argv=*/true);
+  const Manager manager(registry, {});
+  CountingBackends backends(manager, nullptr);
+  const RunOutcome shown =
+      plan_for_backend(manager, "fake", request_for(kWorkspace, {"/bin/true"}));
+  ASSERT_TRUE(shown.plan.has_value()) << shown.error;
+  EXPECT_EQ(shown.plan->argv[0], "fake-wrapper");
+  const RunOutcome dry = plan_command(request_for(kWorkspace, {"/bin/true"}), backends);
+  EXPECT_EQ(dry.stop, RunStop::kPlanRefused);
+  EXPECT_THAT(dry.error, HasSubstr("not an absolute path"));
+  const RunOutcome run = run_command(request_for(kWorkspace, {"/bin/true"}), backends);
+  EXPECT_EQ(run.stop, RunStop::kPlanRefused);
+  EXPECT_FALSE(run.report.status.has_value());
+}
+
+TEST(RunTest, PreferredBackendAloneDecidesWhenItCanRunThePolicy) {
+#ifndef __linux__
+  GTEST_SKIP() << "the start-up fast path of the default order is Linux only";
+#else
+  const std::string preferred(kDefaultBackendOrder[0]);
+  const PluginRegistry all_registry = registry_of({{preferred, true}, {"other", true}});
+  const Manager all(all_registry, {"other", preferred});
+  const PluginRegistry only_registry = registry_of({{preferred, true}});
+  const Manager only(only_registry, {});
+  CountingBackends fast(all, &only);
+  const RunOutcome run = run_command(request_for(kWorkspace, {"/bin/true"}), fast);
+  EXPECT_EQ(run.report.final, preferred) << run.error;
+  EXPECT_EQ(run.report.status->exit_code, 7) << "the fake backend's exec did not run it";
+  EXPECT_EQ(fast.only_asked, std::vector<std::string>{preferred});
+  EXPECT_EQ(fast.all_calls, 0);
+
+  // Unavailable alone: every backend is asked, in the caller's order.
+  const PluginRegistry off_registry = registry_of({{preferred, false}});
+  const Manager off(off_registry, {});
+  CountingBackends slow(all, &off);
+  const RunOutcome fallback = run_command(request_for(kWorkspace, {"/bin/true"}), slow);
+  EXPECT_EQ(slow.all_calls, 1);
+  EXPECT_EQ(fallback.report.final, "other") << fallback.error;
+#endif
+}
+
+TEST(RunTest, OneReportWriterForBothFrontEnds) {
+  const PluginRegistry registry = registry_of({{"fake", true}});
+  const Manager manager(registry, {});
+  CountingBackends backends(manager, nullptr);
+  RunOutcome run = run_command(request_for(kWorkspace, {"/bin/true"}), backends);
+  ASSERT_EQ(run.stop, RunStop::kNone) << run.error;
+  run.report.stderr_tail = "cat: /etc/shadow: Permission denied\n";
+  run.report.refusals.entries = {{"evil.example", 443, "http-connect", "not in allowed_domains"}};
+  run.report.refusals.total = 3;
+  const boost::json::object cli =
+      boost::json::parse(exec_report_to_json(run.report, ExecReportKeys::kCli)).as_object();
+  const boost::json::object capi =
+      boost::json::parse(exec_report_to_json(run.report, ExecReportKeys::kWithStderrTail))
+          .as_object();
+  EXPECT_FALSE(cli.contains("stderr_tail"));
+  EXPECT_EQ(capi.at("stderr_tail").as_string(), "cat: /etc/shadow: Permission denied\n");
+  for (const boost::json::object* report : {&cli, &capi}) {
+    EXPECT_EQ(report->at("final").as_string(), "fake");
+    EXPECT_EQ(report->at("exit").at("code").to_number<int>(), 7);
+    EXPECT_TRUE(report->at("denial").is_object());
+    EXPECT_EQ(report->at("network_refusals").as_array().at(0).at("host").as_string(),
+              "evil.example");
+    EXPECT_EQ(report->at("network_refusals_total").to_number<int>(), 3);
+  }
+}
+
+}  // namespace
+}  // namespace sbx
