@@ -12,9 +12,12 @@
 #include <cstdio>
 #include <cstring>
 
-#include "sbx_harness.hpp"
+#include "sbx_test/files.hpp"
+#include "sbx_test/installed_sbx.hpp"
+#include "sbx_test/listener.hpp"
+#include "sbx_test/temp_dir.hpp"
 
-using namespace sbx_it;
+using namespace sbx::test;
 
 namespace {
 
