@@ -176,13 +176,14 @@ TEST_P(Limits, TheCommandSeesItsOpenFilesAndFileSizeLimits) {
 
 // Starts sbx in the background (output discarded); the caller reaps it.
 pid_t start_sbx(const std::vector<std::string>& args, const std::string& cwd) {
+  const std::string sbx = sbx_path();  // outlives the argv that points into it
   const pid_t pid = ::fork();
   if (pid == 0) {
     const int null = ::open("/dev/null", O_RDWR);
     ::dup2(null, 1);
     ::dup2(null, 2);
     if (::chdir(cwd.c_str()) != 0) ::_exit(120);
-    std::vector<char*> argv = {const_cast<char*>(sbx_path().c_str())};
+    std::vector<char*> argv = {const_cast<char*>(sbx.c_str())};
     for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
     argv.push_back(nullptr);
     ::execv(argv[0], argv.data());
