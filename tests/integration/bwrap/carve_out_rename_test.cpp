@@ -2,11 +2,14 @@
 // one run must not move the denied or read-only path out from under the next run's mask.
 #include <gtest/gtest.h>
 
-#include "sbx_harness.hpp"
+#include "sbx_test/files.hpp"
+#include "sbx_test/installed_sbx.hpp"
+#include "sbx_test/listener.hpp"
+#include "sbx_test/temp_dir.hpp"
 
 namespace {
 
-using namespace sbx_it;
+using namespace sbx::test;
 
 class BwrapCarveOutRename : public ::testing::Test {
  protected:

@@ -3,11 +3,14 @@
 // prints one warning line each. Driven through the installed sbx with bwrap and with Landlock.
 #include <gtest/gtest.h>
 
-#include "sbx_harness.hpp"
+#include "sbx_test/files.hpp"
+#include "sbx_test/installed_sbx.hpp"
+#include "sbx_test/listener.hpp"
+#include "sbx_test/temp_dir.hpp"
 
 namespace {
 
-using namespace sbx_it;
+using namespace sbx::test;
 
 // The workspace writable, without protected names, so Landlock (which cannot keep them) runs it
 // too; the nested names are reported whatever the policy lists. /tmp stays read-only: other

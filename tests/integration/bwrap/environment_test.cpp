@@ -7,11 +7,14 @@
 
 #include <set>
 
-#include "sbx_harness.hpp"
+#include "sbx_test/files.hpp"
+#include "sbx_test/installed_sbx.hpp"
+#include "sbx_test/listener.hpp"
+#include "sbx_test/temp_dir.hpp"
 
 namespace {
 
-using namespace sbx_it;
+using namespace sbx::test;
 
 const std::vector<std::string> kSecrets = {"OPENAI_API_KEY", "GITHUB_TOKEN",
                                            "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD"};

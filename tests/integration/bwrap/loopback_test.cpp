@@ -19,9 +19,12 @@
 #include <string>
 #include <vector>
 
-#include "sbx_harness.hpp"
+#include "sbx_test/files.hpp"
+#include "sbx_test/installed_sbx.hpp"
+#include "sbx_test/listener.hpp"
+#include "sbx_test/temp_dir.hpp"
 
-using namespace sbx_it;
+using namespace sbx::test;
 
 namespace {
 

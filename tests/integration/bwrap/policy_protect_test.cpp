@@ -7,11 +7,14 @@
 
 #include <cerrno>
 
-#include "sbx_harness.hpp"
+#include "sbx_test/files.hpp"
+#include "sbx_test/installed_sbx.hpp"
+#include "sbx_test/listener.hpp"
+#include "sbx_test/temp_dir.hpp"
 
 namespace {
 
-using namespace sbx_it;
+using namespace sbx::test;
 
 // The workspace-write shape without protected names, so only the policy file's carve-out could
 // stop Landlock from running it.

@@ -3,11 +3,14 @@
 // back as 125 with bwrap's message, never as an exit status the command could have produced.
 #include <gtest/gtest.h>
 
-#include "sbx_harness.hpp"
+#include "sbx_test/files.hpp"
+#include "sbx_test/installed_sbx.hpp"
+#include "sbx_test/listener.hpp"
+#include "sbx_test/temp_dir.hpp"
 
 namespace {
 
-using namespace sbx_it;
+using namespace sbx::test;
 
 class BwrapRestrictedReads : public ::testing::Test {
  protected:

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace sbx_it {
+namespace sbx::test {
 
 // Each attempt prints "<name>=<exit status>"; `chmod +x` of a build output must keep working.
 inline std::string set_id_script(const std::string& workspace) {
@@ -45,4 +45,4 @@ inline std::vector<std::string> set_id_files(const std::string& dir) {
   return found;
 }
 
-}  // namespace sbx_it
+}  // namespace sbx::test

@@ -4,12 +4,15 @@
 // afterwards, no file in the workspace carries either bit.
 #include <gtest/gtest.h>
 
-#include "sbx_harness.hpp"
+#include "sbx_test/files.hpp"
+#include "sbx_test/installed_sbx.hpp"
+#include "sbx_test/listener.hpp"
+#include "sbx_test/temp_dir.hpp"
 #include "set_id_attempts.hpp"
 
 namespace {
 
-using namespace sbx_it;
+using namespace sbx::test;
 
 TEST(BwrapSetId, NoSetIdFileCanBeCreatedInTheWorkspace) {
   if (!exists(sbx_path())) GTEST_SKIP() << "no installed sbx at " << sbx_path();

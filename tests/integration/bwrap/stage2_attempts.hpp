@@ -6,9 +6,12 @@
 
 #include <string>
 
-#include "sbx_harness.hpp"
+#include "sbx_test/files.hpp"
+#include "sbx_test/installed_sbx.hpp"
+#include "sbx_test/listener.hpp"
+#include "sbx_test/temp_dir.hpp"
 
-namespace sbx_it {
+namespace sbx::test {
 
 // Prints "stage2 PID" for each sbx-stage2 process found, then one line per attempt that worked:
 // "READ environ PID", "OPENED mem PID", "SAW fd PID N", "REOPENED fd PID N",
@@ -46,4 +49,4 @@ inline void expect_stage2_unreachable(const RunResult& r, int expected_at_least)
         << "the command reached sbx-stage2 (" << escape << "): " << describe(r);
 }
 
-}  // namespace sbx_it
+}  // namespace sbx::test

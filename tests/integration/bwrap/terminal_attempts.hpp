@@ -13,9 +13,12 @@
 #include <string>
 #include <vector>
 
-#include "sbx_harness.hpp"
+#include "sbx_test/files.hpp"
+#include "sbx_test/installed_sbx.hpp"
+#include "sbx_test/listener.hpp"
+#include "sbx_test/temp_dir.hpp"
 
-namespace sbx_it {
+namespace sbx::test {
 
 // Prints "<request>=<errno or 0>" for each attempt on standard input.
 inline std::string terminal_script() {
@@ -82,4 +85,4 @@ inline void expect_terminal_injection_refused(const RunResult& r) {
   EXPECT_NE(r.out.find("tcsetattr=0\n"), std::string::npos) << describe(r);
 }
 
-}  // namespace sbx_it
+}  // namespace sbx::test

@@ -2,12 +2,15 @@
 // (terminal_attempts.hpp): the stage-2 seccomp filter refuses those ioctls with EPERM.
 #include <gtest/gtest.h>
 
-#include "sbx_harness.hpp"
+#include "sbx_test/files.hpp"
+#include "sbx_test/installed_sbx.hpp"
+#include "sbx_test/listener.hpp"
+#include "sbx_test/temp_dir.hpp"
 #include "terminal_attempts.hpp"
 
 namespace {
 
-using namespace sbx_it;
+using namespace sbx::test;
 
 TEST(BwrapTerminal, InheritedTerminalRefusesInjectionIoctls) {
   if (!exists(sbx_path())) GTEST_SKIP() << "no installed sbx at " << sbx_path();

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "sbx/sbx.h"
+#include "sbx_test/temp_dir.hpp"
 
 extern "C" int sbx_capi_header_check(void);
 
@@ -45,18 +46,7 @@ const char* kDeny = R"({"version":1,"filesystem":{"kind":"restricted","entries":
   {"path":":root","access":"read"},{"path":":cwd","access":"write"},
   {"path":"~/.ssh","access":"deny"}]}})";
 
-class TempDir {
- public:
-  TempDir() {
-    char pattern[] = "/tmp/sbx-capi-test-XXXXXX";
-    path_ = std::filesystem::canonical(mkdtemp(pattern)).string();
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using sbx::test::TempDir;
 
 TEST(CApi, HeaderIsValidC) { EXPECT_EQ(sbx_capi_header_check(), 0); }
 

@@ -8,36 +8,33 @@
 #include <fstream>
 #include <string>
 
-#include "run_sbx.hpp"
+#include "sbx_test/installed_sbx.hpp"
+#include "sbx_test/temp_dir.hpp"
 
 namespace sbx {
 namespace {
 
 namespace fs = std::filesystem;
-using namespace sbx::testing_sbx;  // NOLINT: test helpers
+using namespace sbx::test;  // NOLINT: test helpers
 
 class AgentCli : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!fs::exists(kSbx)) GTEST_SKIP() << "no installed sbx at " << kSbx;
-    char pattern[] = "/tmp/sbx-agent-cli-XXXXXX";
-    workdir_ = fs::canonical(::mkdtemp(pattern)).string();
-  }
-  void TearDown() override {
-    if (!workdir_.empty()) fs::remove_all(workdir_);
+    if (!fs::exists(sbx_path())) GTEST_SKIP() << "no installed sbx at " << sbx_path();
   }
   std::string file(const std::string& name, const std::string& text) {
     const std::string path = workdir_ + "/" + name;
     std::ofstream(path) << text;
     return path;
   }
-  std::string workdir_;
+  TempDir work_;
+  const std::string workdir_ = work_.path();
 };
 
 TEST_F(AgentCli, ExecJsonReportsASandboxDenialAndStderrStillReachesTheUser) {
   SBX_REQUIRE_BWRAP();
-  const ExecResult result =
-      sbx_exec({"--backends", "bwrap", "exec", "--preset", "workspace-write", "--json", "--",
+  const JsonExec result =
+      sbx_exec_json({"--backends", "bwrap", "exec", "--preset", "workspace-write", "--json", "--",
                 "/bin/sh", "-c", "echo x > /usr/sbx-agent-cli-test"},
                workdir_);
   ASSERT_EQ(result.report.at("final"), "bwrap") << result.run.err;
@@ -52,7 +49,7 @@ TEST_F(AgentCli, ExecJsonReportsASandboxDenialAndStderrStillReachesTheUser) {
 }
 
 TEST_F(AgentCli, ExecJsonUnsandboxedFailureIsNotADenial) {
-  const ExecResult result = sbx_exec({"exec", "--preset", "danger-full-access", "--json", "--",
+  const JsonExec result = sbx_exec_json({"exec", "--preset", "danger-full-access", "--json", "--",
                                       "/bin/sh", "-c", "echo 'x: Permission denied' >&2; exit 1"},
                                      workdir_);
   ASSERT_EQ(result.report.at("final"), "none") << result.run.err;
@@ -62,18 +59,18 @@ TEST_F(AgentCli, ExecJsonUnsandboxedFailureIsNotADenial) {
 
 TEST_F(AgentCli, ADenyPolicyNeverRunsUnsandboxedEvenWithTheOverride) {
   const std::string marker = workdir_ + "/ran";
-  const ExecResult result = sbx_exec({"--backends", "no-such-backend", "exec", "--deny", "~/.ssh",
+  const JsonExec result = sbx_exec_json({"--backends", "no-such-backend", "exec", "--deny", "~/.ssh",
                                       "--allow-unsandboxed", "--json", "--", "/bin/touch", marker},
                                      workdir_);
-  EXPECT_EQ(result.run.status.exit_code, 125) << result.run.err;
+  EXPECT_EQ(result.run.exit_code, 125) << result.run.err;
   EXPECT_FALSE(fs::exists(marker)) << "a deny policy ran without a sandbox";
   EXPECT_TRUE(result.report.at("exit").is_null());
   EXPECT_TRUE(result.report.at("denial").is_null()) << "nothing ran, so nothing to classify";
   // And --sandbox forbid is refused for it outright.
-  const ExecResult forbid = sbx_exec(
+  const JsonExec forbid = sbx_exec_json(
       {"exec", "--deny", "~/.ssh", "--sandbox", "forbid", "--json", "--", "/bin/touch", marker},
       workdir_);
-  EXPECT_EQ(forbid.run.status.exit_code, 125);
+  EXPECT_EQ(forbid.run.exit_code, 125);
   EXPECT_FALSE(fs::exists(marker));
 }
 
@@ -83,8 +80,8 @@ TEST_F(AgentCli, PolicyWidenPrintsTheWidenedFullForm) {
   const std::string extra = file("extra.json", R"({"version":1,"filesystem":{"kind":"restricted",
     "entries":[{"path":":cwd","access":"write"},{"path":"~/.ssh","access":"write"}]},
     "network":{"mode":"enabled"}})");
-  const Outcome out = run({kSbx, "policy", "widen", base, extra});
-  ASSERT_EQ(out.status.exit_code, 0) << out.err;
+  const RunResult out = run({sbx_path(), "policy", "widen", base, extra});
+  ASSERT_EQ(out.exit_code, 0) << out.err;
   const boost::json::value policy = boost::json::parse(out.out);
   EXPECT_EQ(policy.at("network").at("mode"), "enabled");
   const boost::json::array& entries = policy.at("filesystem").at("entries").as_array();
@@ -100,8 +97,8 @@ TEST_F(AgentCli, PolicyApproveRecordsTheIntersectionOrNothing) {
   const std::string granted = file("granted.json", R"({"version":1,"filesystem":{
     "kind":"restricted","entries":[{"path":":cwd/build","access":"write"},
     {"path":"/etc","access":"write"}]}})");
-  Outcome out = run({kSbx, "policy", "approve", requested, granted});
-  ASSERT_EQ(out.status.exit_code, 0) << out.err;
+  RunResult out = run({sbx_path(), "policy", "approve", requested, granted});
+  ASSERT_EQ(out.exit_code, 0) << out.err;
   boost::json::value approval = boost::json::parse(out.out);
   EXPECT_TRUE(approval.at("recorded").as_bool());
   EXPECT_EQ(approval.at("policy").at("filesystem").at("entries").as_array().size(), 1u);
@@ -109,8 +106,8 @@ TEST_F(AgentCli, PolicyApproveRecordsTheIntersectionOrNothing) {
 
   const std::string elsewhere = file("elsewhere.json", R"({"version":1,"filesystem":{
     "kind":"restricted","entries":[{"path":"/opt/x","access":"write"}]}})");
-  out = run({kSbx, "policy", "approve", requested, elsewhere});
-  ASSERT_EQ(out.status.exit_code, 0) << "nothing recorded is not a failure: " << out.err;
+  out = run({sbx_path(), "policy", "approve", requested, elsewhere});
+  ASSERT_EQ(out.exit_code, 0) << "nothing recorded is not a failure: " << out.err;
   approval = boost::json::parse(out.out);
   EXPECT_FALSE(approval.at("recorded").as_bool());
   EXPECT_TRUE(approval.at("policy").is_null());
@@ -119,8 +116,8 @@ TEST_F(AgentCli, PolicyApproveRecordsTheIntersectionOrNothing) {
 TEST_F(AgentCli, PolicyAlgebraRejectsAnInvalidPolicyNamingFileAndPointer) {
   const std::string good = file("good.json", R"({"version":1,"preset":"read-only"})");
   const std::string bad = file("bad.json", R"({"version":1,"filesystem":{"kind":"nope"}})");
-  const Outcome out = run({kSbx, "policy", "widen", good, bad});
-  EXPECT_EQ(out.status.exit_code, 2);
+  const RunResult out = run({sbx_path(), "policy", "widen", good, bad});
+  EXPECT_EQ(out.exit_code, 2);
   EXPECT_NE(out.err.find("bad.json: /filesystem/kind"), std::string::npos) << out.err;
 }
 

@@ -15,50 +15,50 @@
 #include <string>
 #include <vector>
 
-#include "run_sbx.hpp"
+#include "sbx_test/installed_sbx.hpp"
+#include "sbx_test/temp_dir.hpp"
 #include "sbx/core/denial.hpp"
 
 namespace sbx {
 namespace {
 
 namespace fs = std::filesystem;
-using namespace sbx::testing_sbx;  // NOLINT: test helpers
+using namespace sbx::test;  // NOLINT: test helpers
 
-DenialAssessment classify(const ExecResult& result) {
+DenialAssessment classify(const JsonExec& result) {
   const std::string backend =
       result.report.contains("final") && result.report.at("final").is_string()
           ? std::string(result.report.at("final").as_string())
           : "";
-  return classify_failure(FailedCommand{result.run.status, result.command_stderr, backend});
+  return classify_failure(FailedCommand{ExitStatus{result.run.exit_code, result.run.signal},
+                                        result.command_stderr, backend});
 }
 
 class RealFailures : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!fs::exists(kSbx)) GTEST_SKIP() << "no installed sbx at " << kSbx;
-    char pattern[] = "/tmp/sbx-denial-real-XXXXXX";
-    workdir_ = fs::canonical(::mkdtemp(pattern)).string();
+    if (!fs::exists(sbx_path())) GTEST_SKIP() << "no installed sbx at " << sbx_path();
   }
   void TearDown() override {
-    if (!workdir_.empty()) fs::remove_all(workdir_);
     if (!workdir_.empty()) fs::remove(workdir_ + ".policy.json");
   }
 
   // Runs `script` through `backend` only (require: never unsandboxed) under a policy every
   // Linux backend can enforce: read everywhere, write the working directory (no protected
   // names, which Landlock cannot enforce).
-  ExecResult under(const std::string& backend, const std::string& script) {
+  JsonExec under(const std::string& backend, const std::string& script) {
     const std::string policy = workdir_ + ".policy.json";  // beside the workspace: a --policy
     // file inside a writable root is kept read-only, which Landlock cannot do
     std::ofstream(policy) << R"({"version":1,"filesystem":{"kind":"restricted","entries":[
         {"path":":root","access":"read"},{"path":":cwd","access":"write"}],
         "protected_names":[]}})";
-    return sbx_exec({"--backends", backend, "exec", "--policy", policy, "--sandbox", "require",
+    return sbx_exec_json({"--backends", backend, "exec", "--policy", policy, "--sandbox", "require",
                      "--json", "--", "/bin/sh", "-c", script},
                     workdir_);
   }
 
-  std::string workdir_;
+  TempDir work_;
+  const std::string workdir_ = work_.path();
 };
 
 // The same real failures through every Linux backend that can run here.
@@ -68,9 +68,9 @@ class RealBackendFailures : public RealFailures,
 TEST_P(RealBackendFailures, WriteOutsideTheWorkspaceIsAFilesystemDenial) {
   SBX_REQUIRE_BACKEND(GetParam());
   const std::string target = "/usr/sbx-denial-test-" + GetParam();
-  const ExecResult result = under(GetParam(), "echo x > " + target);
+  const JsonExec result = under(GetParam(), "echo x > " + target);
   ASSERT_EQ(std::string(result.report.at("final").as_string()), GetParam()) << result.run.err;
-  ASSERT_NE(result.run.status.exit_code, 0);
+  ASSERT_NE(result.run.exit_code, 0);
   const DenialAssessment verdict = classify(result);
   EXPECT_TRUE(verdict.likely_sandbox_denial) << verdict.reason << "\n" << result.run.err;
   EXPECT_EQ(verdict.kind, DenialKind::kFilesystem) << verdict.evidence;
@@ -85,9 +85,9 @@ TEST_P(RealBackendFailures, WriteOutsideTheWorkspaceIsAFilesystemDenial) {
 TEST_P(RealBackendFailures, SeccompDeniedSyscallIsClassified) {
   SBX_REQUIRE_BACKEND(GetParam());
   // unshare(CLONE_NEWUSER) is refused by sbx-stage2's seccomp filter (EPERM).
-  const ExecResult result = under(GetParam(), "exec unshare --user /bin/true");
+  const JsonExec result = under(GetParam(), "exec unshare --user /bin/true");
   ASSERT_EQ(std::string(result.report.at("final").as_string()), GetParam()) << result.run.err;
-  ASSERT_NE(result.run.status.exit_code, 0) << "unshare --user succeeded inside the sandbox";
+  ASSERT_NE(result.run.exit_code, 0) << "unshare --user succeeded inside the sandbox";
   const DenialAssessment verdict = classify(result);
   EXPECT_TRUE(verdict.likely_sandbox_denial) << verdict.reason << "\n" << result.run.err;
   EXPECT_EQ(verdict.kind, DenialKind::kSyscallFilter) << verdict.evidence;
@@ -95,9 +95,9 @@ TEST_P(RealBackendFailures, SeccompDeniedSyscallIsClassified) {
 
 TEST_P(RealBackendFailures, OrdinaryFailureIsNotADenial) {
   SBX_REQUIRE_BACKEND(GetParam());
-  const ExecResult result = under(GetParam(), "ls /no-such-dir-sbx; exit 3");
+  const JsonExec result = under(GetParam(), "ls /no-such-dir-sbx; exit 3");
   ASSERT_EQ(std::string(result.report.at("final").as_string()), GetParam()) << result.run.err;
-  EXPECT_EQ(result.run.status.exit_code, 3);
+  EXPECT_EQ(result.run.exit_code, 3);
   const DenialAssessment verdict = classify(result);
   EXPECT_FALSE(verdict.likely_sandbox_denial) << verdict.reason << ": " << verdict.evidence;
 }
@@ -110,33 +110,34 @@ INSTANTIATE_TEST_SUITE_P(Linux, RealBackendFailures, ::testing::Values("bwrap", 
 TEST_F(RealFailures, Stage2FailureIsASetupFailure) {
   // sbx-stage2 refuses to run while it still holds capabilities (here: run directly as root,
   // outside bwrap), or rejects its arguments: either way it names the step and exits 125.
-  const std::string stage2 = kPrefix + "/libexec/sbx/sbx-stage2";
+  const std::string stage2 = installed_prefix() + "/libexec/sbx/sbx-stage2";
   if (!fs::exists(stage2)) GTEST_SKIP() << "no installed sbx-stage2 at " << stage2;
   const std::vector<std::string> argv =
       ::geteuid() == 0 ? std::vector<std::string>{stage2, "--net", "blocked", "--", "/bin/true"}
                        : std::vector<std::string>{stage2, "--net", "blocked", "--", "true"};
-  const Outcome result = run(argv);
-  ASSERT_EQ(result.status.exit_code, 125) << result.err;
+  const RunResult result = run(argv);
+  ASSERT_EQ(result.exit_code, 125) << result.err;
   const DenialAssessment verdict =
-      classify_failure(FailedCommand{result.status, result.err, "bwrap"});
+      classify_failure(
+          FailedCommand{ExitStatus{result.exit_code, result.signal}, result.err, "bwrap"});
   EXPECT_TRUE(verdict.likely_sandbox_denial) << verdict.reason;
   EXPECT_EQ(verdict.kind, DenialKind::kSandboxSetup);
   EXPECT_EQ(verdict.evidence.rfind("sbx-stage2: ", 0), 0u) << verdict.evidence;
 }
 
 TEST_F(RealFailures, UnsandboxedOrdinaryFailureIsNotADenial) {
-  const ExecResult result = sbx_exec({"exec", "--preset", "danger-full-access", "--json", "--",
+  const JsonExec result = sbx_exec_json({"exec", "--preset", "danger-full-access", "--json", "--",
                                       "/bin/sh", "-c", "cat /no-such-file-sbx; exit 2"},
                                      workdir_);
   ASSERT_EQ(result.report.at("final"), "none") << result.run.err;
-  EXPECT_EQ(result.run.status.exit_code, 2);
+  EXPECT_EQ(result.run.exit_code, 2);
   const DenialAssessment verdict = classify(result);
   EXPECT_FALSE(verdict.likely_sandbox_denial) << verdict.reason;
 }
 
 TEST_F(RealFailures, UnsandboxedPermissionErrorIsTheHostsNotTheSandboxs) {
   // The same words as a sandbox denial, from a command that ran without a sandbox.
-  const ExecResult result = sbx_exec({"exec", "--preset", "danger-full-access", "--json", "--",
+  const JsonExec result = sbx_exec_json({"exec", "--preset", "danger-full-access", "--json", "--",
                                       "/bin/sh", "-c", "echo 'x: Permission denied' >&2; exit 1"},
                                      workdir_);
   ASSERT_EQ(result.report.at("final"), "none") << result.run.err;

@@ -2,16 +2,20 @@
 // wholesale. The host's other terminals and its raw block devices stay closed (a raw disk read
 // would bypass every read restriction), while `ls /`, `ls /dev`, the granted device files,
 // openpty() and ordinary programs keep working (plugins/landlock/README.md, "/dev").
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <pty.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
-#include "sbx_harness.hpp"
+#include "sbx_test/files.hpp"
+#include "sbx_test/installed_sbx.hpp"
+#include "sbx_test/listener.hpp"
+#include "sbx_test/temp_dir.hpp"
 
 namespace {
 
-using namespace sbx_it;
+using namespace sbx::test;
 
 constexpr const char* kPython = "/usr/bin/python3";
 

@@ -4,11 +4,14 @@
 // exec choose landlock and say why bwrap was passed over; the command runs confined.
 #include <gtest/gtest.h>
 
-#include "sbx_harness.hpp"
+#include "sbx_test/files.hpp"
+#include "sbx_test/installed_sbx.hpp"
+#include "sbx_test/listener.hpp"
+#include "sbx_test/temp_dir.hpp"
 
 namespace {
 
-using namespace sbx_it;
+using namespace sbx::test;
 
 constexpr const char* kBwrap = "/usr/bin/bwrap";
 

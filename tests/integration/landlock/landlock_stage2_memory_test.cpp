@@ -5,12 +5,15 @@
 // must fail.
 #include <gtest/gtest.h>
 
-#include "sbx_harness.hpp"
+#include "sbx_test/files.hpp"
+#include "sbx_test/installed_sbx.hpp"
+#include "sbx_test/listener.hpp"
+#include "sbx_test/temp_dir.hpp"
 #include "stage2_attempts.hpp"
 
 namespace {
 
-using namespace sbx_it;
+using namespace sbx::test;
 
 TEST(LandlockStage2Memory, SupervisorIsNotReachable) {
   if (!exists(sbx_path())) GTEST_SKIP() << "no installed sbx at " << sbx_path();

@@ -7,11 +7,14 @@
 #include <sys/stat.h>
 #include <sys/xattr.h>
 
-#include "sbx_harness.hpp"
+#include "sbx_test/files.hpp"
+#include "sbx_test/installed_sbx.hpp"
+#include "sbx_test/listener.hpp"
+#include "sbx_test/temp_dir.hpp"
 
 namespace {
 
-using namespace sbx_it;
+using namespace sbx::test;
 
 constexpr const char* kPython = "/usr/bin/python3";
 

@@ -16,13 +16,14 @@
 #include <string>
 #include <vector>
 
-#include "run_sbx.hpp"
+#include "sbx_test/installed_sbx.hpp"
+#include "sbx_test/temp_dir.hpp"
 
 namespace sbx {
 namespace {
 
 namespace fs = std::filesystem;
-using namespace sbx::testing_sbx;  // NOLINT: test helpers
+using namespace sbx::test;  // NOLINT: test helpers
 
 // Processes on the host whose command line is exactly `argv` (joined by NULs), seen from the
 // test, outside any sandbox.
@@ -41,7 +42,7 @@ int count_host_processes(const std::vector<std::string>& argv) {
 
 // How `sbx explain` says the limit `name` holds here for `policy` (empty if not listed).
 boost::json::object explained_limit(const std::string& policy, const std::string& name) {
-  const Outcome explained = run({kSbx, "explain", "--policy", policy, "--json"});
+  const RunResult explained = run({sbx_path(), "explain", "--policy", policy, "--json"});
   boost::json::error_code ec;
   const boost::json::value report = boost::json::parse(explained.out, ec);
   if (ec) return {};
@@ -60,13 +61,10 @@ std::string text_of(const boost::json::object& object, const char* key) {
 class Limits : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    if (!fs::exists(kSbx)) GTEST_SKIP() << "no installed sbx at " << kSbx;
+    if (!fs::exists(sbx_path())) GTEST_SKIP() << "no installed sbx at " << sbx_path();
     SBX_REQUIRE_BACKEND(GetParam());
-    char pattern[] = "/tmp/sbx-limits-XXXXXX";
-    workdir_ = fs::canonical(::mkdtemp(pattern)).string();
   }
   void TearDown() override {
-    if (!workdir_.empty()) fs::remove_all(workdir_);
     if (!workdir_.empty()) fs::remove(workdir_ + ".policy.json");
   }
 
@@ -82,9 +80,9 @@ class Limits : public ::testing::TestWithParam<std::string> {
     return path;
   }
 
-  ExecResult under(const std::string& limits, const std::string& script) {
+  JsonExec under(const std::string& limits, const std::string& script) {
     const std::string file = policy(limits);
-    return sbx_exec({"--backends", GetParam(), "exec", "--policy", file, "--sandbox", "require",
+    return sbx_exec_json({"--backends", GetParam(), "exec", "--policy", file, "--sandbox", "require",
                      "--json", "--", "/bin/sh", "-c", script},
                     workdir_);
   }
@@ -95,7 +93,8 @@ class Limits : public ::testing::TestWithParam<std::string> {
     return base + (GetParam() == "bwrap" ? "1" : "2");
   }
 
-  std::string workdir_;
+  TempDir work_;
+  const std::string workdir_ = work_.path();
 };
 
 TEST_P(Limits, ForkBombStopsNearTheProcessLimitAndLeavesNothingOnTheHost) {
@@ -111,11 +110,11 @@ TEST_P(Limits, ForkBombStopsNearTheProcessLimitAndLeavesNothingOnTheHost) {
                  << text_of(how, "how");
   // Up to 10000 sleeping children, each fork counted in a file (echo is a builtin: no fork).
   // dash gives up at the first fork that fails.
-  const ExecResult result =
+  const JsonExec result =
       under(limits, "i=0; while [ $i -lt 10000 ]; do sleep " + marker("314159") +
                         " & i=$((i+1)); echo $i > forks; done");
   EXPECT_EQ(text_of(result.report, "limit_hit"), "processes") << result.run.err;
-  EXPECT_NE(result.run.status.shell_code(), 0) << result.run.err;
+  EXPECT_NE(result.run.code, 0) << result.run.err;
   std::ifstream in(workdir_ + "/forks");
   int forks = 0;
   in >> forks;
@@ -133,21 +132,21 @@ TEST_P(Limits, ForkBombStopsNearTheProcessLimitAndLeavesNothingOnTheHost) {
 
 TEST_P(Limits, TimeoutEndsTheCommandWithSigtermAndSaysSo) {
   const auto start = std::chrono::steady_clock::now();
-  const ExecResult result =
+  const JsonExec result =
       under(R"("timeout_seconds": 1, "timeout_grace_seconds": 5)", "exec sleep 100");
   const auto elapsed = std::chrono::steady_clock::now() - start;
   EXPECT_EQ(text_of(result.report, "limit_hit"), "timeout") << result.run.err;
-  EXPECT_EQ(result.run.status.shell_code(), 128 + SIGTERM) << result.run.err;
+  EXPECT_EQ(result.run.code, 128 + SIGTERM) << result.run.err;
   EXPECT_LT(elapsed, std::chrono::seconds(5)) << "SIGTERM should end sleep at once";
 }
 
 TEST_P(Limits, TimeoutKillsACommandThatIgnoresSigtermAfterTheGracePeriod) {
   const auto start = std::chrono::steady_clock::now();
-  const ExecResult result = under(R"("timeout_seconds": 1, "timeout_grace_seconds": 1)",
+  const JsonExec result = under(R"("timeout_seconds": 1, "timeout_grace_seconds": 1)",
                                   "trap '' TERM; sleep " + marker("271828") + "; echo survived");
   const auto elapsed = std::chrono::steady_clock::now() - start;
   EXPECT_EQ(text_of(result.report, "limit_hit"), "timeout") << result.run.err;
-  EXPECT_EQ(result.run.status.shell_code(), 128 + SIGKILL) << result.run.err;
+  EXPECT_EQ(result.run.code, 128 + SIGKILL) << result.run.err;
   EXPECT_EQ(result.run.out.find("survived"), std::string::npos);
   EXPECT_LT(elapsed, std::chrono::seconds(10));
   // The sleeper (which ignored SIGTERM too) did not outlive the run. Landlock mode without a
@@ -158,11 +157,11 @@ TEST_P(Limits, TimeoutKillsACommandThatIgnoresSigtermAfterTheGracePeriod) {
 }
 
 TEST_P(Limits, TheCommandSeesItsOpenFilesAndFileSizeLimits) {
-  const ExecResult result =
+  const JsonExec result =
       under(R"("open_files": 64, "file_size_bytes": 4096, "timeout_seconds": 30)",
             "ulimit -n; head -c 10000 /dev/zero > big; echo signalled=$?; "
             "(trap '' XFSZ; exec head -c 10000 /dev/zero > quiet); echo ignored=$?");
-  EXPECT_EQ(result.run.status.shell_code(), 0) << result.run.err;
+  EXPECT_EQ(result.run.code, 0) << result.run.err;
   EXPECT_NE(result.run.out.find("64\n"), std::string::npos) << result.run.out;
   // Past the limit the writer gets SIGXFSZ; with it ignored, write() fails with EFBIG.
   EXPECT_NE(result.run.out.find("signalled=" + std::to_string(128 + SIGXFSZ)), std::string::npos)
@@ -177,13 +176,14 @@ TEST_P(Limits, TheCommandSeesItsOpenFilesAndFileSizeLimits) {
 
 // Starts sbx in the background (output discarded); the caller reaps it.
 pid_t start_sbx(const std::vector<std::string>& args, const std::string& cwd) {
+  const std::string sbx = sbx_path();  // outlives the argv that points into it
   const pid_t pid = ::fork();
   if (pid == 0) {
     const int null = ::open("/dev/null", O_RDWR);
     ::dup2(null, 1);
     ::dup2(null, 2);
     if (::chdir(cwd.c_str()) != 0) ::_exit(120);
-    std::vector<char*> argv = {const_cast<char*>(kSbx.c_str())};
+    std::vector<char*> argv = {const_cast<char*>(sbx.c_str())};
     for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
     argv.push_back(nullptr);
     ::execv(argv[0], argv.data());
@@ -194,7 +194,7 @@ pid_t start_sbx(const std::vector<std::string>& args, const std::string& cwd) {
 
 TEST_P(Limits, TheNextRunRemovesTheCgroupOfAKilledRunAndWhatStillRunsInIt) {
   const std::string file = policy(R"("timeout_seconds": 60)");
-  const Outcome explained = run({kSbx, "explain", "--policy", file, "--json"});
+  const RunResult explained = run({sbx_path(), "explain", "--policy", file, "--json"});
   const boost::json::value report = boost::json::parse(explained.out);
   const boost::json::object& cgroups = report.at("cgroups").as_object();
   if (!cgroups.at("available").as_bool())
@@ -223,8 +223,8 @@ TEST_P(Limits, TheNextRunRemovesTheCgroupOfAKilledRunAndWhatStillRunsInIt) {
   };
   // (Not checked here that the killed run's cgroup is still there: a run of another test in
   // parallel may already have removed it, which is the behaviour under test.)
-  const ExecResult next = under(R"("timeout_seconds": 30)", "true");
-  EXPECT_EQ(next.run.status.shell_code(), 0) << next.run.err;
+  const JsonExec next = under(R"("timeout_seconds": 30)", "true");
+  EXPECT_EQ(next.run.code, 0) << next.run.err;
   EXPECT_EQ(leftovers(), 0) << "the next run did not remove the killed run's cgroup";
   for (int i = 0; i < 100 && count_host_processes({"/bin/sleep", marker("161803")}) > 0; ++i)
     ::usleep(20 * 1000);
@@ -232,14 +232,14 @@ TEST_P(Limits, TheNextRunRemovesTheCgroupOfAKilledRunAndWhatStillRunsInIt) {
 }
 
 TEST_P(Limits, ACommandKilledByItsFileSizeOrCpuLimitIsReportedAsSuch) {
-  const ExecResult big = under(R"("file_size_bytes": 4096, "timeout_seconds": 30)",
+  const JsonExec big = under(R"("file_size_bytes": 4096, "timeout_seconds": 30)",
                                "exec head -c 10000 /dev/zero > big");
-  EXPECT_EQ(big.run.status.shell_code(), 128 + SIGXFSZ) << big.run.err;
+  EXPECT_EQ(big.run.code, 128 + SIGXFSZ) << big.run.err;
   EXPECT_EQ(text_of(big.report, "limit_hit"), "file_size_bytes") << big.run.err;
   const auto start = std::chrono::steady_clock::now();
-  const ExecResult busy =
+  const JsonExec busy =
       under(R"("cpu_seconds": 1, "timeout_seconds": 30)", "while :; do :; done");
-  EXPECT_EQ(busy.run.status.shell_code(), 128 + SIGXCPU) << busy.run.err;
+  EXPECT_EQ(busy.run.code, 128 + SIGXCPU) << busy.run.err;
   EXPECT_EQ(text_of(busy.report, "limit_hit"), "cpu_seconds") << busy.run.err;
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
 }

@@ -11,11 +11,14 @@
 #include <string>
 #include <vector>
 
-#include "sbx_harness.hpp"
+#include "sbx_test/files.hpp"
+#include "sbx_test/installed_sbx.hpp"
+#include "sbx_test/listener.hpp"
+#include "sbx_test/temp_dir.hpp"
 
 namespace {
 
-using namespace sbx_it;
+using namespace sbx::test;
 namespace json = boost::json;
 using Clock = std::chrono::steady_clock;
 

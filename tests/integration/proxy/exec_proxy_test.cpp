@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "loopback.hpp"
+#include "sbx_test/process.hpp"
 
 namespace {
 
@@ -40,60 +41,14 @@ namespace fs = std::filesystem;
 namespace json = boost::json;
 using sbx::proxy::testing::CountingServer;
 
-struct RunResult {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
+using sbx::test::describe;
+using sbx::test::RunResult;
 
-// Runs argv with a small fixed environment; collects stdout and stderr.
+// Runs argv with a small fixed environment. The caller's proxy settings must not matter: sbx
+// replaces them anyway.
 RunResult run(const std::vector<std::string>& argv) {
-  int out[2], err[2];
-  if (::pipe(out) != 0 || ::pipe(err) != 0) return {};
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::dup2(out[1], 1);
-    ::dup2(err[1], 2);
-    for (int fd : {out[0], out[1], err[0], err[1]}) ::close(fd);
-    std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    // The caller's proxy settings must not matter: sbx replaces them anyway.
-    char path[] = "PATH=/usr/local/bin:/usr/bin:/bin";
-    char home[] = "HOME=/root";
-    char proxy[] = "http_proxy=http://198.51.100.1:9";
-    char* env[] = {path, home, proxy, nullptr};
-    ::execve(args[0], args.data(), env);
-    ::_exit(127);
-  }
-  ::close(out[1]);
-  ::close(err[1]);
-  RunResult r;
-  pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
-  int open = 2;
-  char buffer[65536];
-  while (open > 0 && ::poll(fds, 2, -1) >= 0) {
-    for (int i = 0; i < 2; ++i) {
-      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
-      const ssize_t n = ::read(fds[i].fd, buffer, sizeof buffer);
-      if (n <= 0) {
-        ::close(fds[i].fd);
-        fds[i].fd = -1;
-        --open;
-      } else {
-        (i == 0 ? r.out : r.err).append(buffer, static_cast<std::size_t>(n));
-      }
-    }
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
-}
-
-std::string describe(const RunResult& r) {
-  return "exit " + std::to_string(r.code) + "\nstdout: " + r.out.substr(0, 3000) +
-         "\nstderr: " + r.err.substr(0, 3000);
+  return sbx::test::run(argv, {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/root",
+                               "http_proxy=http://198.51.100.1:9"});
 }
 
 // The last line of stderr: the `exec --json` report.

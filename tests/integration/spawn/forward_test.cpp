@@ -18,10 +18,10 @@
 namespace sbx {
 namespace {
 
-using spawn_test::read_file;
+using sbx::test::read_file;
 using spawn_test::record_helper_plan;
-using spawn_test::TempDir;
-using spawn_test::wait_for_file;
+using sbx::test::TempDir;
+using sbx::test::wait_for_file;
 
 [[noreturn]] void play_sbx(const ExecPlan& plan) {
   Result<ExitStatus> status = spawn_and_wait(plan);

@@ -18,7 +18,7 @@
 namespace sbx {
 namespace {
 
-using spawn_test::TempDir;
+using sbx::test::TempDir;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 

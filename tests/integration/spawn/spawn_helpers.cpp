@@ -1,5 +1,7 @@
 #include "spawn_helpers.hpp"
 
+#include "sbx_test/capture.hpp"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -68,90 +70,13 @@ struct HelperHook {
 };
 const HelperHook g_helper_hook;
 
-std::string read_fd(int fd) {
-  std::string out;
-  char buffer[65536];
-  lseek(fd, 0, SEEK_SET);
-  for (;;) {
-    const ssize_t n = read(fd, buffer, sizeof buffer);
-    if (n <= 0) break;
-    out.append(buffer, static_cast<std::size_t>(n));
-  }
-  return out;
-}
-
-int temp_fd() {
-  char name[] = "/tmp/sbx-spawn-capture-XXXXXX";
-  const int fd = mkstemp(name);
-  if (fd < 0) throw std::runtime_error("mkstemp failed");
-  unlink(name);
-  return fd;
-}
-
 }  // namespace
-
-TempDir::TempDir() {
-  char name[] = "/tmp/sbx-spawn-test-XXXXXX";
-  if (mkdtemp(name) == nullptr) throw std::runtime_error("mkdtemp failed");
-  path_ = std::filesystem::canonical(name).string();
-}
-
-TempDir::~TempDir() {
-  std::error_code ignored;
-  std::filesystem::remove_all(path_, ignored);
-}
-
-std::string TempDir::write(const std::string& name, const std::string& content,
-                           unsigned mode) const {
-  const std::string path = file(name);
-  {
-    std::ofstream out(path, std::ios::binary);
-    out << content;
-  }
-  chmod(path.c_str(), static_cast<mode_t>(mode));
-  return path;
-}
 
 Captured run_capturing(const ExecPlan& plan, const std::string* stdin_text) {
   Captured captured;
-  const int out_fd = temp_fd();
-  int in_fd = -1;
-  if (stdin_text != nullptr) {
-    in_fd = temp_fd();
-    if (write(in_fd, stdin_text->data(), stdin_text->size()) !=
-        static_cast<ssize_t>(stdin_text->size()))
-      throw std::runtime_error("cannot write stdin file");
-    lseek(in_fd, 0, SEEK_SET);
-  }
-  std::fflush(stdout);
-  const int saved_out = dup(1);
-  const int saved_in = dup(0);
-  dup2(out_fd, 1);
-  if (in_fd >= 0) dup2(in_fd, 0);
-  captured.status = spawn_and_wait(plan);
-  dup2(saved_out, 1);
-  dup2(saved_in, 0);
-  close(saved_out);
-  close(saved_in);
-  captured.out = read_fd(out_fd);
-  close(out_fd);
-  if (in_fd >= 0) close(in_fd);
+  captured.out =
+      sbx::test::capture_stdout([&] { captured.status = spawn_and_wait(plan); }, stdin_text);
   return captured;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
-bool wait_for_file(const std::string& path, int timeout_ms) {
-  for (int waited = 0; waited < timeout_ms; waited += 10) {
-    if (access(path.c_str(), F_OK) == 0) return true;
-    usleep(10000);
-  }
-  return false;
 }
 
 std::string self_exe() { return std::filesystem::read_symlink("/proc/self/exe").string(); }
@@ -162,7 +87,7 @@ ExecPlan record_helper_plan(const std::string& ready_file, const std::string& re
   plan.argv = {self_exe()};
   plan.env = {"SBX_SPAWN_HELPER=record", "SBX_READY=" + ready_file, "SBX_RESULT=" + result_file};
   if (own_process_group) plan.env.push_back("SBX_OWN_PGRP=1");
-  plan.cwd = "/";
+  plan.cwd.assign(1, '/');  // not = "/": GCC 12 reports a false -Wrestrict on that here
   return plan;
 }
 

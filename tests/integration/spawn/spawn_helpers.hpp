@@ -1,31 +1,18 @@
-// Shared helpers for the spawn integration tests: temp dirs, output capture, and the test
-// binary's own "helper" mode (a child process with scripted signal behaviour).
+// The spawn integration tests' own helpers: spawn_and_wait with the child's stdout captured, and
+// the test binary's "helper" mode (a child process with scripted signal behaviour). Scratch
+// directories and files come from the shared test support (sbx_test/).
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "sbx/core/spawn.hpp"
+#include "sbx_test/files.hpp"
+#include "sbx_test/temp_dir.hpp"
 #include "sbx/sdk/result.hpp"
 #include "sbx/sdk/types.hpp"
 
 namespace sbx::spawn_test {
-
-// A fresh directory under /tmp (canonical path), removed with its contents on destruction.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-  // Writes `content` to name with `mode`; returns the full path.
-  std::string write(const std::string& name, const std::string& content, unsigned mode) const;
-
- private:
-  std::string path_;
-};
 
 struct Captured {
   Result<ExitStatus> status = Error{"not run"};
@@ -35,11 +22,6 @@ struct Captured {
 // Runs spawn_and_wait with fd 1 redirected to a temporary file (and fd 0 from `stdin_text`
 // when given), then returns the status and everything the command wrote to stdout.
 Captured run_capturing(const ExecPlan& plan, const std::string* stdin_text = nullptr);
-
-std::string read_file(const std::string& path);
-
-// Polls until `path` exists; false after `timeout_ms`.
-bool wait_for_file(const std::string& path, int timeout_ms);
 
 // The canonical path of this test executable (used as a helper child).
 std::string self_exe();

@@ -21,7 +21,7 @@ namespace {
 
 using spawn_test::Captured;
 using spawn_test::run_capturing;
-using spawn_test::TempDir;
+using sbx::test::TempDir;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 

@@ -2,6 +2,7 @@
 // keep running, and what it left on the host (mount points, the proxy's socket directory) is
 // removed by the next run, while nothing that is not sbx's is touched. Checked from outside
 // through /proc and the host's filesystem.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <grp.h>
 #include <pwd.h>
@@ -19,11 +20,14 @@
 #include <thread>
 #include <vector>
 
-#include "sbx_harness.hpp"
+#include "sbx_test/files.hpp"
+#include "sbx_test/installed_sbx.hpp"
+#include "sbx_test/listener.hpp"
+#include "sbx_test/temp_dir.hpp"
 
 namespace {
 
-using namespace sbx_it;
+using namespace sbx::test;
 
 // Starts argv in the background (output to `log`); returns its pid.
 pid_t start(const std::vector<std::string>& argv, const std::vector<std::string>& env,

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "sbx_test/temp_dir.hpp"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -29,15 +31,12 @@ std::size_t open_fd_count() {
 class BindFds : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl = fs::temp_directory_path().string() + "/sbx-bind-fds-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    dir_ = fs::canonical(tmpl).string();
     fs::create_directories(dir_ + "/real/sub");
     std::ofstream(dir_ + "/real/file.txt") << "x";
     fs::create_directory_symlink(dir_ + "/real", dir_ + "/link");
   }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string dir_;
+  sbx::test::TempDir scratch_;
+  const std::string dir_ = scratch_.path();
 };
 
 TEST_F(BindFds, OpensADirectoryAndAFileAboveTheSpawnersDescriptors) {

@@ -13,19 +13,14 @@
 
 #include "sbx/bwrap/host.hpp"
 
+#include "sbx_test/temp_dir.hpp"
+
 namespace {
 
 namespace fs = std::filesystem;
 using namespace sbx::bwrap;
 
-struct Scratch {
-  Scratch() {
-    std::string tmpl = fs::temp_directory_path().string() + "/sbx-bwrap-unit-XXXXXX";
-    path = ::mkdtemp(tmpl.data());
-  }
-  ~Scratch() { fs::remove_all(path); }
-  std::string path;
-};
+using Scratch = sbx::test::TempDir;
 
 TEST(BwrapGlob, MatchesGitignoreStylePatterns) {
   EXPECT_TRUE(glob_matches("/w/**/*.pem", "/w/a.pem"));
@@ -49,30 +44,30 @@ TEST(BwrapGlob, ExpandsBraces) {
 
 TEST(BwrapGlob, ExpandsAgainstTheFilesystemAndFailsClosed) {
   Scratch s;
-  fs::create_directories(s.path + "/k/deep");
-  std::ofstream(s.path + "/a.pem") << "x";
-  std::ofstream(s.path + "/k/deep/b.pem") << "x";
-  std::ofstream(s.path + "/c.txt") << "x";
-  auto matches = expand_deny_globs({s.path + "/**/*.pem"});
+  fs::create_directories(s.path() + "/k/deep");
+  std::ofstream(s.path() + "/a.pem") << "x";
+  std::ofstream(s.path() + "/k/deep/b.pem") << "x";
+  std::ofstream(s.path() + "/c.txt") << "x";
+  auto matches = expand_deny_globs({s.path() + "/**/*.pem"});
   ASSERT_TRUE(matches.ok()) << matches.error();
-  EXPECT_EQ(*matches, (std::vector<std::string>{s.path + "/a.pem", s.path + "/k/deep/b.pem"}));
+  EXPECT_EQ(*matches, (std::vector<std::string>{s.path() + "/a.pem", s.path() + "/k/deep/b.pem"}));
   auto root = expand_deny_globs({"/**/*.pem"});
   ASSERT_FALSE(root.ok());
   EXPECT_NE(root.error().find("no literal directory prefix"), std::string::npos);
-  auto many = expand_deny_globs({s.path + "/**"}, 2);
+  auto many = expand_deny_globs({s.path() + "/**"}, 2);
   ASSERT_FALSE(many.ok());
   EXPECT_NE(many.error().find("more than 2"), std::string::npos);
 }
 
 TEST(BwrapMountRegistry, RemovesTheMountPointItPlannedOnceLastOut) {
   Scratch state, ws;
-  ::chmod(state.path.c_str(), 0700);
-  const std::string codex = ws.path + "/.codex";
+  ::chmod(state.path().c_str(), 0700);
+  const std::string codex = ws.path() + "/.codex";
   MountRegistry first;
-  ASSERT_TRUE(first.acquire(state.path, {codex}, {}).ok());
+  ASSERT_TRUE(first.acquire(state.path(), {codex}, {}).ok());
   fs::create_directory(codex);  // what bwrap does on the host
   MountRegistry second;         // a concurrent run that found .codex existing
-  ASSERT_TRUE(second.acquire(state.path, {}, {codex}).ok());
+  ASSERT_TRUE(second.acquire(state.path(), {}, {codex}).ok());
   EXPECT_TRUE(first.release_and_cleanup().empty()) << "removed while another run holds it";
   EXPECT_TRUE(fs::exists(codex));
   EXPECT_EQ(second.release_and_cleanup(), std::vector<std::string>{codex});
@@ -81,18 +76,18 @@ TEST(BwrapMountRegistry, RemovesTheMountPointItPlannedOnceLastOut) {
 
 TEST(BwrapMountRegistry, NeverRemovesContentOrAPersonsDirectory) {
   Scratch state, ws;
-  const std::string planned = ws.path + "/.agents";
+  const std::string planned = ws.path() + "/.agents";
   MountRegistry run;
-  ASSERT_TRUE(run.acquire(state.path, {planned}, {}).ok());
+  ASSERT_TRUE(run.acquire(state.path(), {planned}, {}).ok());
   fs::create_directory(planned);
   std::ofstream(planned + "/real") << "data";
   EXPECT_TRUE(run.release_and_cleanup().empty());
   EXPECT_TRUE(fs::exists(planned + "/real"));
 
-  const std::string mine = ws.path + "/.git";  // existed before: no marker, never removed
+  const std::string mine = ws.path() + "/.git";  // existed before: no marker, never removed
   fs::create_directory(mine);
   MountRegistry other;
-  ASSERT_TRUE(other.acquire(state.path, {}, {mine}).ok());
+  ASSERT_TRUE(other.acquire(state.path(), {}, {mine}).ok());
   EXPECT_TRUE(other.release_and_cleanup().empty());
   EXPECT_TRUE(fs::exists(mine));
 }
@@ -130,24 +125,7 @@ TEST(BwrapStateDir, RootKeepsItOutOfTmp) {
 }
 
 // A private scratch directory standing in for the state directory.
-class ScratchDir {
- public:
-  ScratchDir() {
-    std::string pattern = (fs::temp_directory_path() / "sbx-state-XXXXXX").string();
-    EXPECT_NE(::mkdtemp(pattern.data()), nullptr);
-    path_ = pattern;
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using ScratchDir = sbx::test::TempDir;
 
 // The registry entry ("<hash>.lock" without the suffix) a run makes for one mount point.
 std::string entry_base(const std::string& state, const std::string& mount_point) {

@@ -11,23 +11,18 @@
 
 #include "sbx/bwrap/host.hpp"
 
+#include "sbx_test/temp_dir.hpp"
+
 namespace {
 
 namespace fs = std::filesystem;
 using namespace sbx::bwrap;
 
-struct CacheDir {
-  CacheDir() {
-    std::string tmpl = fs::temp_directory_path().string() + "/sbx-bwrap-cache-XXXXXX";
-    path = ::mkdtemp(tmpl.data());
-  }
-  ~CacheDir() { fs::remove_all(path); }
-  std::string path;
-};
+using CacheDir = sbx::test::TempDir;
 
 TEST(BwrapProbeCache, WithoutAValidCacheTheAnswerIsUnknown) {
   CacheDir dir;
-  const std::string cache = dir.path + "/probe.cache";
+  const std::string cache = dir.path() + "/probe.cache";
   EXPECT_FALSE(cached_proc_mount("/usr/bin/bwrap", cache).has_value());
   EXPECT_FALSE(cached_proc_mount("/usr/bin/bwrap", "").has_value());
   std::ofstream(cache) << "another-boot|/usr/bin/bwrap|1|2|0|user:[1]\n"
@@ -40,7 +35,7 @@ TEST(BwrapProbeCache, APassingProbeLeavesTheAnswerInItsCache) {
   sbx::Result<std::string> bwrap = find_trusted_bwrap({});
   if (!bwrap.ok()) GTEST_SKIP() << "no trusted bwrap here: " << bwrap.error();
   CacheDir dir;
-  const std::string cache = dir.path + "/probe.cache";
+  const std::string cache = dir.path() + "/probe.cache";
   const sbx::ProbeReport report = run_probe("", cache);
   bool sandbox_checks_pass = true;
   for (const sbx::ProbeCheck& c : report.checks) {

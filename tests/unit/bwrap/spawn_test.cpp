@@ -20,6 +20,8 @@
 #include "sbx/bwrap/bind_fds.hpp"
 #include "sbx/bwrap/spawn.hpp"
 
+#include "sbx_test/temp_dir.hpp"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -86,9 +88,6 @@ TEST(BwrapEnvFd, WithoutEnvironmentNothingChanges) {
 class BwrapSpawn : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl = fs::temp_directory_path().string() + "/sbx-bwrap-spawn-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
     script_ = dir_ + "/fake-bwrap";
     std::ofstream(script_) << "#!/bin/sh\n"
                               "out=\"$SBX_TEST_OUT\"\n"
@@ -103,7 +102,6 @@ class BwrapSpawn : public ::testing::Test {
                               "exit \"$SBX_TEST_EXIT\"\n";
     ASSERT_EQ(::chmod(script_.c_str(), 0755), 0);
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
   ExecPlan plan(int exit_code, bool ready = true) const {
     return ExecPlan{{script_, "--ro-bind", "/", "/", "--", "/bin/true"},
@@ -119,7 +117,8 @@ class BwrapSpawn : public ::testing::Test {
     return out;
   }
 
-  std::string dir_;
+  sbx::test::TempDir scratch_;
+  const std::string dir_ = scratch_.path();
   std::string script_;
 };
 

@@ -14,6 +14,8 @@
 
 #include "bwrap_checks.hpp"
 
+#include "sbx_test/temp_dir.hpp"
+
 namespace {
 
 using namespace std::string_literals;
@@ -113,12 +115,6 @@ class Stage2MountsUnderBwrap : public ::testing::Test {
     stage2_ = std::string(SBX_BUILD_TREE) + "/libexec/sbx/sbx-stage2";
     if (!std::filesystem::exists("/usr/bin/bwrap")) GTEST_SKIP() << "bwrap is not installed";
     if (!std::filesystem::exists(stage2_)) GTEST_SKIP() << "no sbx-stage2 at " << stage2_;
-    char tmpl[] = "/tmp/sbx-stage2-mounts-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override {
-    if (!dir_.empty()) std::filesystem::remove_all(dir_);
   }
   // Exit status of bwrap running stage 2 (which runs `touch DIR/ran`) with `list` on fd 6.
   int run(const std::string& list) const {
@@ -150,7 +146,8 @@ class Stage2MountsUnderBwrap : public ::testing::Test {
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   }
   std::string stage2_;
-  std::string dir_;
+  sbx::test::TempDir scratch_;
+  const std::string dir_ = scratch_.path();
 };
 
 TEST_F(Stage2MountsUnderBwrap, MatchingListRunsTheCommandAndAMismatchIsRefused) {

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "sbx/bwrap/translate.hpp"
+#include "sbx_test/golden.hpp"
 
 namespace {
 
@@ -139,15 +140,7 @@ TEST_P(BwrapGolden, MatchesExpectedArgv) {
   const fs::path policy = kDir / (GetParam() + ".policy.json");
   const fs::path expected_file = kDir / (GetParam() + ".argv");
   const std::string actual = render(policy);
-  if (std::getenv("SBX_UPDATE_GOLDEN") != nullptr) {
-    std::ofstream(expected_file, std::ios::trunc) << actual;
-    GTEST_SKIP() << "SBX_UPDATE_GOLDEN set: rewrote " << expected_file << " for review";
-  }
-  std::ifstream in(expected_file);
-  ASSERT_TRUE(in) << "missing golden " << expected_file << " (run with SBX_UPDATE_GOLDEN=1)";
-  std::stringstream ss;
-  ss << in.rdbuf();
-  EXPECT_EQ(ss.str(), actual) << "golden mismatch for " << GetParam();
+  sbx::test::expect_golden(expected_file, actual);
 }
 
 TEST(BwrapGoldenSet, HasAtLeastTwelvePolicies) { EXPECT_GE(golden_names().size(), 12u); }

@@ -17,6 +17,7 @@
 #include "sbx/core/context.hpp"
 #include "sbx/core/policy.hpp"
 #include "sbx/core/resolve.hpp"
+#include "sbx_test/golden.hpp"
 
 namespace sbx {
 namespace {
@@ -98,11 +99,6 @@ Rendered render_case(const std::string& name) {
       replace_all(context_to_json(described, JsonStyle::kPretty), cwd.string(), "<cwd>") + "\n"};
 }
 
-bool updating() {
-  const char* update = std::getenv("SBX_UPDATE_GOLDEN");
-  return update != nullptr && std::string(update) == "1";
-}
-
 class ContextGolden : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ContextGolden, TextAndJsonMatch) {
@@ -110,14 +106,8 @@ TEST_P(ContextGolden, TextAndJsonMatch) {
   const Rendered got = render_case(name);
   const fs::path text_file = kGoldenDir / (name + ".txt");
   const fs::path json_file = kGoldenDir / (name + ".json");
-  if (updating()) {
-    write_file(text_file, got.text);
-    write_file(json_file, got.json);
-    GTEST_SKIP() << "SBX_UPDATE_GOLDEN=1: rewrote " << text_file << " and " << json_file;
-  }
-  ASSERT_TRUE(fs::exists(text_file)) << "missing golden; run with SBX_UPDATE_GOLDEN=1 and review";
-  EXPECT_EQ(got.text, read_file(text_file));
-  EXPECT_EQ(got.json, read_file(json_file));
+  sbx::test::expect_golden(text_file, got.text);
+  sbx::test::expect_golden(json_file, got.json);
   // The same policy gives the same description every time (stable text).
   EXPECT_EQ(render_case(name).text, got.text);
 }

@@ -11,33 +11,25 @@
 #include <string>
 #include <vector>
 
+#include "sbx_test/temp_dir.hpp"
+
 namespace sbx {
 namespace {
 
 namespace fs = std::filesystem;
 
+// A scratch tree with a helper to lay out files in it.
 class Tree {
  public:
-  Tree() {
-    std::string pattern = (fs::temp_directory_path() / "sbx-created-XXXXXX").string();
-    EXPECT_NE(::mkdtemp(pattern.data()), nullptr);
-    root_ = fs::canonical(pattern).string();
-  }
-  ~Tree() {
-    std::error_code ec;
-    fs::remove_all(root_, ec);
-  }
-  Tree(const Tree&) = delete;
-  Tree& operator=(const Tree&) = delete;
-  std::string operator/(const std::string& rel) const { return root_ + "/" + rel; }
-  const std::string& root() const { return root_; }
+  std::string operator/(const std::string& rel) const { return dir_ / rel; }
+  const std::string& root() const { return dir_.path(); }
   void file(const std::string& rel, const std::string& text = "x") const {
     fs::create_directories(fs::path(*this / rel).parent_path());
     std::ofstream(*this / rel) << text;
   }
 
  private:
-  std::string root_;
+  sbx::test::TempDir dir_;
 };
 
 CreatedNamesWatch watch_of(const std::vector<std::string>& roots) {

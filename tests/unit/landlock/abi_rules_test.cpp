@@ -27,6 +27,8 @@
 
 #include "landlock_ruleset.hpp"
 
+#include "sbx_test/temp_dir.hpp"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -51,19 +53,7 @@ int confined(const LandlockSpec& spec, const std::function<int()>& attempt) {
 
 int result(long rc) { return rc < 0 ? errno : 0; }
 
-class Dir {
- public:
-  Dir() {
-    char tmpl[] = "/tmp/sbx-ll-unit-XXXXXX";
-    path_ = ::mkdtemp(tmpl);
-  }
-  ~Dir() { fs::remove_all(path_); }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using Dir = sbx::test::TempDir;
 
 LandlockSpec filesystem(std::vector<std::string> read, std::vector<std::string> write,
                         std::vector<std::string> dev = {}) {

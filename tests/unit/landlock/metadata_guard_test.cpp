@@ -28,6 +28,8 @@
 #include "landlock_ruleset.hpp"
 #include "metadata_notify.hpp"
 
+#include "sbx_test/temp_dir.hpp"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -76,21 +78,7 @@ TEST(MetadataDecision, NonCanonicalRootsGrantNothing) {
 
 // ---- the mechanism, as stage 2 runs it ----
 
-class Dir {
- public:
-  explicit Dir(const char* base = "/tmp") {
-    std::string tmpl = std::string(base) + "/sbx-ll-meta-XXXXXX";
-    path_ = ::mkdtemp(tmpl.data()) != nullptr ? tmpl : "";
-  }
-  ~Dir() {
-    if (!path_.empty()) fs::remove_all(path_);
-  }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using Dir = sbx::test::TempDir;
 
 void write(const std::string& path, const char* text = "x\n", mode_t mode = 0644) {
   std::ofstream(path) << text;

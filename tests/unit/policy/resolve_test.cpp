@@ -1,6 +1,6 @@
 // Resolution against real temporary directories: special paths, "~", ties, protected names,
 // .git files, deny globs and the symlinked-writable-root rule. Each row of a table builds its
-// own tree under a fresh mkdtemp directory, removed afterwards.
+// own tree under a fresh scratch directory, removed afterwards.
 #include "sbx/core/resolve.hpp"
 
 #include <gtest/gtest.h>
@@ -17,29 +17,19 @@
 #include "sbx/core/policy.hpp"
 #include "sbx/core/runtime.hpp"
 
+#include "sbx_test/temp_dir.hpp"
+
 namespace sbx {
 namespace {
 
 namespace fs = std::filesystem;
 
-// A canonical temporary directory (realpath, so expectations compare with resolved paths).
+// A scratch tree (canonical, so expectations compare with resolved paths) with helpers to lay
+// out directories, files and symlinks in it.
 class TempTree {
  public:
-  TempTree() {
-    std::string pattern = (fs::temp_directory_path() / "sbx-resolve-XXXXXX").string();
-    char* made = ::mkdtemp(pattern.data());
-    EXPECT_NE(made, nullptr);
-    root_ = fs::canonical(pattern).string();
-  }
-  ~TempTree() {
-    std::error_code ec;
-    fs::remove_all(root_, ec);
-  }
-  TempTree(const TempTree&) = delete;
-  TempTree& operator=(const TempTree&) = delete;
-
-  std::string operator/(const std::string& rel) const { return root_ + "/" + rel; }
-  const std::string& root() const { return root_; }
+  std::string operator/(const std::string& rel) const { return dir_ / rel; }
+  const std::string& root() const { return dir_.path(); }
   void dir(const std::string& rel) const { fs::create_directories(*this / rel); }
   void file(const std::string& rel, const std::string& text) const {
     fs::create_directories(fs::path(*this / rel).parent_path());
@@ -51,7 +41,7 @@ class TempTree {
   }
 
  private:
-  std::string root_;
+  sbx::test::TempDir dir_;
 };
 
 // The tree every row starts from: cwd/ (a work tree), home/, elsewhere/.

@@ -13,6 +13,7 @@
 
 #include "sbx/seatbelt/profile.hpp"
 #include "sexpr.hpp"
+#include "sbx_test/golden.hpp"
 
 namespace {
 
@@ -118,20 +119,6 @@ std::string slurp(const fs::path& path) {
   return ss.str();
 }
 
-bool updating() {
-  const char* v = std::getenv("SBX_UPDATE_GOLDEN");
-  return v != nullptr && std::string(v) == "1";
-}
-
-void check_file(const fs::path& path, const std::string& actual) {
-  if (updating()) {
-    std::ofstream(path, std::ios::binary) << actual;
-    return;
-  }
-  ASSERT_TRUE(fs::exists(path)) << path << " missing; run with SBX_UPDATE_GOLDEN=1 to create it";
-  EXPECT_EQ(slurp(path), actual) << "golden mismatch: " << path;
-}
-
 std::vector<std::string> golden_names() {
   std::vector<std::string> names;
   if (fs::is_directory(kDir))
@@ -149,17 +136,17 @@ TEST_P(SeatbeltGolden, MatchesExpectedPlan) {
   auto plan = seatbelt::build_exec_plan(request_of(input));
   const fs::path error_file = base.string() + ".error";
   if (!plan.ok()) {
-    check_file(error_file, plan.error() + "\n");
+    sbx::test::expect_golden(error_file, plan.error() + "\n");
     return;
   }
-  ASSERT_FALSE(fs::exists(error_file) && !updating()) << "expected an error: " << slurp(error_file);
+  ASSERT_FALSE(fs::exists(error_file) && !sbx::test::updating_goldens()) << "expected an error: " << slurp(error_file);
   ASSERT_GE(plan->argv.size(), 4u);
   const std::string& text = plan->argv[2];
   std::vector<seatbelt::testing::Node> forms;
   seatbelt::testing::SexprReader reader(text);
   EXPECT_TRUE(reader.read_all(forms)) << reader.error();
-  check_file(base.string() + ".sbpl", text);
-  check_file(base.string() + ".plan", render_plan(*plan));
+  sbx::test::expect_golden(base.string() + ".sbpl", text);
+  sbx::test::expect_golden(base.string() + ".plan", render_plan(*plan));
 }
 
 INSTANTIATE_TEST_SUITE_P(Seatbelt, SeatbeltGolden, ::testing::ValuesIn(golden_names()),

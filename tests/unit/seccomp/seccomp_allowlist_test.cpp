@@ -30,6 +30,9 @@
 #include <vector>
 
 #include "filtered_child.hpp"
+#include "sbx_test/golden.hpp"
+
+#include "sbx_test/temp_dir.hpp"
 
 namespace {
 
@@ -84,22 +87,7 @@ TEST(SeccompTable, UnlistedCallsAnswerEnosys) {
   }
 }
 
-// A scratch file for the probes that need a path; removed with its directory.
-class ScratchDir {
- public:
-  ScratchDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "sbx-seccomp-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using ScratchDir = sbx::test::TempDir;  // a scratch directory for the probes that need a path
 
 // Calls an agent's tools make all the time; each must reach the kernel and succeed.
 std::vector<Probe> listed_calls(const std::string& file) {
@@ -309,15 +297,7 @@ TEST_P(SeccompTableGolden, ListingMatches) {
   sbx::Result<std::string> text = sbx::stage2::export_filter_text(net);
   ASSERT_TRUE(text.ok()) << text.error();
   const std::string listing = table_listing(*text);
-  if (std::getenv("SBX_UPDATE_GOLDEN") != nullptr) {
-    std::ofstream(file, std::ios::trunc) << listing;
-    GTEST_SKIP() << "SBX_UPDATE_GOLDEN set: rewrote " << file << " for review";
-  }
-  std::ifstream in(file);
-  ASSERT_TRUE(in) << "missing " << file << " (run with SBX_UPDATE_GOLDEN=1)";
-  std::stringstream ss;
-  ss << in.rdbuf();
-  EXPECT_EQ(ss.str(), listing);
+  sbx::test::expect_golden(file, listing);
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, SeccompTableGolden,

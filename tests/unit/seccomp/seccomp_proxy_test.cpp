@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "seccomp_filter.hpp"
+#include "sbx_test/golden.hpp"
 
 namespace {
 
@@ -205,15 +206,7 @@ TEST(SeccompProxy, ExportedTextMatchesGolden) {
       std::filesystem::path(SBX_GOLDEN_DIR) / "seccomp" / "proxy.pfc";
   sbx::Result<std::string> text = sbx::stage2::export_filter_text(NetworkFilter::kProxy);
   ASSERT_TRUE(text.ok()) << text.error();
-  if (std::getenv("SBX_UPDATE_GOLDEN") != nullptr) {
-    std::ofstream(file, std::ios::trunc) << *text;
-    GTEST_SKIP() << "SBX_UPDATE_GOLDEN set: rewrote " << file << " for review";
-  }
-  std::ifstream in(file);
-  ASSERT_TRUE(in) << "missing " << file << " (run with SBX_UPDATE_GOLDEN=1)";
-  std::stringstream ss;
-  ss << in.rdbuf();
-  EXPECT_EQ(ss.str(), *text);
+  sbx::test::expect_golden(file, *text);
 }
 
 }  // namespace

@@ -15,6 +15,8 @@
 
 #include "filtered_child.hpp"
 
+#include "sbx_test/temp_dir.hpp"
+
 // The probes use the legacy calls (open, creat, chmod, mknod, mkdir) that x86_64 still has;
 // the generic architectures only have the *at forms, which the same rules cover.
 #if defined(SYS_open) && defined(SYS_creat) && defined(SYS_chmod) && defined(SYS_mknod)
@@ -33,16 +35,9 @@ long path_arg(const std::string& p) { return reinterpret_cast<long>(p.c_str()); 
 class SeccompSetId : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "sbx-setid-XXXXXX").string();
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
     file_ = dir_ + "/tool";
     ASSERT_EQ(::close(::open(file_.c_str(), O_CREAT | O_WRONLY, 0755)), 0);
     ASSERT_EQ(::chmod(file_.c_str(), 0755), 0);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
   }
   // Every file in the directory: none may carry S_ISUID or S_ISGID, none may be a device.
   void expect_no_set_id_or_device_files() {
@@ -56,7 +51,8 @@ class SeccompSetId : public ::testing::Test {
   }
   std::string in_dir(const char* name) const { return dir_ + "/" + name; }
 
-  std::string dir_;
+  sbx::test::TempDir scratch_;
+  const std::string dir_ = scratch_.path();
   std::string file_;
 };
 

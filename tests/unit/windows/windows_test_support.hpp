@@ -13,6 +13,7 @@
 #include "sbx/sdk/types.hpp"
 #include "sbx/windows/plan.hpp"
 #include "sbx/windows/plan_text.hpp"
+#include "sbx_test/golden.hpp"
 
 namespace sbx::windows::testing {
 
@@ -148,17 +149,7 @@ inline std::string describe(const ExecPlan& plan) {
 
 // Compares `actual` with tests/golden/windows/<name>.txt. SBX_UPDATE_GOLDEN=1 rewrites it.
 inline void expect_golden(const std::string& name, const std::string& actual) {
-  const std::string path = std::string(SBX_GOLDEN_DIR) + "/windows/" + name + ".txt";
-  const char* update = std::getenv("SBX_UPDATE_GOLDEN");
-  if (update != nullptr && std::string_view(update) == "1") {
-    std::ofstream(path, std::ios::binary) << actual;
-  }
-  std::ifstream in(path, std::ios::binary);
-  ASSERT_TRUE(in.good()) << "missing golden file " << path
-                         << " (run with SBX_UPDATE_GOLDEN=1 to create it)";
-  std::stringstream expected;
-  expected << in.rdbuf();
-  EXPECT_EQ(expected.str(), actual) << "golden " << path;
+  sbx::test::expect_golden(std::string(SBX_GOLDEN_DIR) + "/windows/" + name + ".txt", actual);
 }
 
 }  // namespace sbx::windows::testing

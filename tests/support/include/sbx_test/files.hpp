@@ -1,0 +1,23 @@
+// Small file helpers for checking the host from outside a sandbox.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace sbx::test {
+
+namespace fs = std::filesystem;  // the tests that use these helpers all say fs::
+
+// The whole file ("" when it cannot be read).
+std::string read_file(const std::string& path);
+// Replaces the file's content.
+void write_file(const std::string& path, const std::string& text);
+// True when anything (even a dangling symlink) exists at `path`.
+bool exists(const std::string& path);
+// The sorted names directly inside `dir` (to prove nothing new appeared).
+std::vector<std::string> listing(const std::string& dir);
+// Polls until `path` exists; false after `timeout_ms`.
+bool wait_for_file(const std::string& path, int timeout_ms);
+
+}  // namespace sbx::test
