@@ -244,8 +244,6 @@ Result<std::string> transform_command(sbx_manager* manager, const char* policy_j
                       JsonStyle::kPretty);
 }
 
-boost::json::value parsed(const std::string& json) { return boost::json::parse(json); }
-
 Result<std::string> approve_json(const char* requested_json, const char* granted_json) {
   Result<Policy> requested = policy_from(requested_json);
   if (!requested.ok()) return Error{"requested: " + requested.error()};
