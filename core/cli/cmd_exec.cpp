@@ -96,7 +96,7 @@ int none_available(RunOutcome& run) {
   return code;
 }
 
-constexpr const char* kRunFailedTodo =
+constexpr const char* kRunFailedWhatToDo =
     "the command may not have completed; rerun with --log-level debug for details";
 
 // A run that stopped before the command completed: the house message for each stop.
@@ -122,11 +122,11 @@ int stopped(const ExecOptions& options, RunOutcome& run) {
     case RunStop::kLimitsUnavailable:
       return failed(run.report,
                     "the command was not run: cannot set up its resource limits: " + run.error,
-                    kRunFailedTodo);
+                    kRunFailedWhatToDo);
     case RunStop::kCaptureUnavailable:
-      return failed(run.report, run.error + "; run without --json", kRunFailedTodo);
+      return failed(run.report, run.error + "; run without --json", kRunFailedWhatToDo);
     case RunStop::kRunFailed:
-      return failed(run.report, run.error, kRunFailedTodo);
+      return failed(run.report, run.error, kRunFailedWhatToDo);
   }
   return failed(run.report, "internal error: unknown run outcome");
 }
