@@ -17,7 +17,8 @@ fi
 mkdir -p "$out"
 cmake -S "$src/plugins/windows/cross" -B "$out" -G Ninja \
       -DCMAKE_TOOLCHAIN_FILE="$src/plugins/windows/cmake/mingw-w64-x86_64.cmake" \
-      -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSBX_WERROR=ON >"$out/configure.log" 2>&1 ||
+      -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSBX_WERROR=ON \
+      -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -DNDEBUG" >"$out/configure.log" 2>&1 ||
   { cat "$out/configure.log" >&2; echo "cross_build: configure failed" >&2; exit 1; }
 
 dll="$out/plugins/sbx-backend-windows.dll"
