@@ -2,13 +2,13 @@
 // each network mode, generated at build time for the target architecture by sbx-seccomp-gen
 // (seccomp_gen_main.cpp, which links the same seccomp_filter.cpp) and compiled in as data.
 //
-// Why precompiled: building the filter with libseccomp costs a run a few milliseconds (about
-// 350 table entries, optimised into a binary tree) and needs libseccomp in the process that
-// builds it. A program that is data costs nothing: the bwrap backend hands it to bwrap
-// (--add-seccomp-fd), which installs it right before it execs the command, so no helper inside
-// the sandbox has to build or load it. The programs are pinned by golden tests of their bytes,
-// by a test that they equal what libseccomp builds at run time, and by forked-child tests that
-// load them and check what they refuse (tests/unit/seccomp).
+// Why precompiled: building the filter with libseccomp (about 350 table entries, optimised
+// into a binary tree) was nearly all of what sbx-stage2 cost a run (bench/README.md), and needs
+// libseccomp in the process that builds it. A program that is data costs a seccomp(2) call:
+// sbx-stage2 loads these, and they can be handed to bwrap as they are (--add-seccomp-fd,
+// plugins/bwrap/include/sbx/bwrap/seccomp_fds.hpp). The programs are pinned by golden tests of
+// their bytes, by a test that they equal what libseccomp builds at run time, and by
+// forked-child tests that load them and check what they refuse (tests/unit/seccomp).
 //
 // This library links neither libseccomp nor anything of libsbx: the bwrap plugin links it.
 #pragma once
