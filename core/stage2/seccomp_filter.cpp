@@ -16,6 +16,7 @@
 #include <cstring>
 #include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "seccomp_syscalls.hpp"
@@ -394,6 +395,24 @@ Result<std::string> pfc_text(scmp_filter_ctx ctx) {
   return text;
 }
 
+// The BPF program libseccomp would load for `ctx`, through a temporary file (libseccomp 2.5
+// exports to a descriptor only).
+Result<std::string> bpf_bytes(scmp_filter_ctx ctx) {
+  std::FILE* tmp = std::tmpfile();
+  if (tmp == nullptr) return Error{"tmpfile failed"};
+  const int rc = seccomp_export_bpf(ctx, fileno(tmp));
+  std::string bytes;
+  if (rc == 0) {
+    std::rewind(tmp);
+    char buf[4096];
+    std::size_t n = 0;
+    while ((n = std::fread(buf, 1, sizeof buf, tmp)) > 0) bytes.append(buf, n);
+  }
+  std::fclose(tmp);
+  if (rc != 0) return Error{std::string("seccomp_export_bpf: ") + std::strerror(-rc)};
+  return bytes;
+}
+
 }  // namespace
 
 Result<NetworkFilter> parse_network_filter(const std::string& word) {
@@ -427,6 +446,18 @@ Result<std::string> export_filter_text(NetworkFilter network) {
   if (!rules_text.ok()) return rules_text;
   return "# sbx-stage2 filter 1 of 2: the syscall table (default ENOSYS)\n" + *table_text +
          "# sbx-stage2 filter 2 of 2: the argument rules (default ALLOW)\n" + *rules_text;
+}
+
+Result<std::vector<std::string>> export_filter_bpf(NetworkFilter network) {
+  Result<FilterPtr> table = build_table(network);
+  if (!table.ok()) return Error{table.error()};
+  Result<FilterPtr> rules = build_argument_rules(network);
+  if (!rules.ok()) return Error{rules.error()};
+  Result<std::string> table_bytes = bpf_bytes(table->get());
+  if (!table_bytes.ok()) return Error{table_bytes.error()};
+  Result<std::string> rules_bytes = bpf_bytes(rules->get());
+  if (!rules_bytes.ok()) return Error{rules_bytes.error()};
+  return std::vector<std::string>{std::move(*table_bytes), std::move(*rules_bytes)};
 }
 
 }  // namespace sbx::stage2

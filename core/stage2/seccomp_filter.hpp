@@ -54,6 +54,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "sbx/sdk/result.hpp"
 
@@ -68,6 +69,11 @@ Result<NetworkFilter> parse_network_filter(const std::string& word);
 // no_new_privs (set by the caller first). Error names the libseccomp step that failed; the
 // caller must then not run the command.
 Status install_filter(NetworkFilter network);
+
+// Both programs as the kernel takes them (struct sock_filter arrays, native byte order), table
+// first: exactly what install_filter loads, in the same order. For the build-time generator of
+// the precompiled programs (seccomp_programs.hpp) and its tests.
+Result<std::vector<std::string>> export_filter_bpf(NetworkFilter network);
 
 // Both programs in libseccomp's pseudo-filter-code text form, table first (for golden tests
 // and debugging).

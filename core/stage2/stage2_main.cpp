@@ -23,7 +23,9 @@
 // installs the same seccomp filter and execs. The supervisor kills leftover descendants at the
 // end, and the whole tree when the process that started it (--parent-pid, sbx) dies.
 //
-// In order: sets no_new_privs, verifies it holds no capability, installs the seccomp filter,
+// In order: sets no_new_privs, verifies it holds no capability, installs the seccomp filter
+// (precompiled at build time, seccomp_programs.hpp: building it with libseccomp cost every run
+// several milliseconds, loading the data costs microseconds),
 // then runs the command by absolute path with exactly the --env environment (plus the entries
 // read from --env-fd, or stage 2's own environment with --env-environ: env_block.hpp says why
 // secrets do not travel as arguments). Any failed step
@@ -59,6 +61,7 @@
 #include "metadata_notify.hpp"
 #include "proxy_relay.hpp"
 #include "seccomp_filter.hpp"
+#include "seccomp_programs.hpp"
 
 namespace {
 
@@ -329,7 +332,7 @@ void report_exec_failure(const Options& o, int report_read) {
     o.landlock.connect_tcp_ports = {o.relay.port};
   sbx::Status ruled = sbx::stage2::apply_landlock(o.landlock);
   if (!ruled.ok()) fail("landlock", ruled.error());
-  sbx::Status filtered = sbx::stage2::install_filter(o.network);
+  sbx::Status filtered = sbx::stage2::load_precompiled_filter(o.network);
   if (!filtered.ok()) fail("seccomp", filtered.error());
   exec_command(o);
 }
@@ -428,7 +431,7 @@ int main(int argc, char** argv) {
     if (!relay.ok()) fail("proxy relay", relay.error());
   }
   scope_abstract_unix_sockets();
-  sbx::Status filtered = sbx::stage2::install_filter(bwrap_filter(options.network));
+  sbx::Status filtered = sbx::stage2::load_precompiled_filter(bwrap_filter(options.network));
   if (!filtered.ok()) fail("seccomp", filtered.error());
   if (::getpid() == 1) run_as_init(options);
   exec_command(options);

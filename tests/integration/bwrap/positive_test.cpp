@@ -5,6 +5,8 @@
 #include <grp.h>
 #include <pwd.h>
 
+#include <cstdlib>
+
 #include "sbx_test/files.hpp"
 #include "sbx_test/installed_sbx.hpp"
 #include "sbx_test/listener.hpp"
@@ -77,6 +79,21 @@ TEST_F(BwrapPositive, EnvironmentArrivesWithoutAppearingInAnyArguments) {
   EXPECT_NE(pid1.find("sbx-stage2"), std::string::npos) << pid1;
   EXPECT_NE(pid1.find("--env-fd"), std::string::npos) << pid1;
   EXPECT_EQ(pid1.find("sbx-it-secret-value"), std::string::npos) << pid1;
+}
+
+// The filter is on for the command itself, both programs of it (the syscall table and the
+// argument rules; a later layer may stack more), with no_new_privs: whichever process installs
+// them (sbx-stage2 today), this is what the command must see.
+TEST_F(BwrapPositive, TheCommandRunsUnderTheSeccompProgramsWithNoNewPrivs) {
+  const RunResult r =
+      sh(ws_.path(), "grep -E '^(NoNewPrivs|Seccomp|Seccomp_filters):' /proc/self/status",
+         {"--preset", "workspace-write"});
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_NE(r.out.find("NoNewPrivs:\t1\n"), std::string::npos) << describe(r);
+  EXPECT_NE(r.out.find("Seccomp:\t2\n"), std::string::npos) << describe(r);
+  const std::size_t at = r.out.find("Seccomp_filters:\t");
+  ASSERT_NE(at, std::string::npos) << describe(r);
+  EXPECT_GE(std::atoi(r.out.c_str() + at + 17), 2) << describe(r);
 }
 
 TEST_F(BwrapPositive, StdinIsPiped) {

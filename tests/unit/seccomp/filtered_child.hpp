@@ -18,13 +18,15 @@ namespace sbx_seccomp_test {
 
 // "ok" when the probe's call failed with `expected_errno` (or succeeded when it is 0),
 // otherwise a readable verdict: "succeeded", "errno N (name)", "filter not installed", or the
-// signal that killed the child.
-inline std::string run_filtered(sbx::stage2::NetworkFilter net, const std::function<long()>& probe,
-                                int expected_errno) {
+// signal that killed the child. `install` installs the filter in the child (after
+// no_new_privs) and returns whether it did.
+inline std::string run_in_filtered_child(const std::function<bool()>& install,
+                                         const std::function<long()>& probe,
+                                         int expected_errno) {
   const pid_t pid = ::fork();
   if (pid == 0) {
     if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) ::_exit(254);
-    if (!sbx::stage2::install_filter(net).ok()) ::_exit(254);
+    if (!install()) ::_exit(254);
     errno = 0;
     const long rc = probe();
     const int err = rc < 0 ? errno : 0;
@@ -47,6 +49,13 @@ inline std::string run_filtered(sbx::stage2::NetworkFilter net, const std::funct
     default:
       return "errno " + std::to_string(code) + " (" + std::strerror(code) + ")";
   }
+}
+
+// The filter as stage 2 builds and installs it with libseccomp.
+inline std::string run_filtered(sbx::stage2::NetworkFilter net, const std::function<long()>& probe,
+                                int expected_errno) {
+  return run_in_filtered_child([net] { return sbx::stage2::install_filter(net).ok(); }, probe,
+                               expected_errno);
 }
 
 inline long raw(long nr, long a = 0, long b = 0, long c = 0, long d = 0, long e = 0) {

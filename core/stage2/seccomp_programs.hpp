@@ -1,0 +1,50 @@
+// The seccomp filter of seccomp_filter.hpp, precompiled: the BPF programs libseccomp makes for
+// each network mode, generated at build time for the target architecture by sbx-seccomp-gen
+// (seccomp_gen_main.cpp, which links the same seccomp_filter.cpp) and compiled in as data.
+//
+// Why precompiled: building the filter with libseccomp (about 350 table entries, optimised
+// into a binary tree) was nearly all of what sbx-stage2 cost a run (bench/README.md), and needs
+// libseccomp in the process that builds it. A program that is data costs a seccomp(2) call:
+// sbx-stage2 loads these, and they can be handed to bwrap as they are (--add-seccomp-fd,
+// plugins/bwrap/include/sbx/bwrap/seccomp_fds.hpp). The programs are pinned by golden tests of
+// their bytes, by a test that they equal what libseccomp builds at run time, and by
+// forked-child tests that load them and check what they refuse (tests/unit/seccomp).
+//
+// This library links neither libseccomp nor anything of libsbx: the bwrap plugin links it.
+#pragma once
+
+#include <linux/filter.h>
+
+#include <span>
+#include <string_view>
+
+#include "sbx/sdk/result.hpp"
+#include "seccomp_filter.hpp"
+
+namespace sbx::stage2 {
+
+// The two programs of one network mode, in the order they must be installed (the kernel runs
+// every installed program and keeps the most restrictive answer; between two errno answers the
+// program installed last wins, so the argument rules' EPERM must come after the table's ENOSYS,
+// as install_filter loads them).
+struct PrecompiledFilter {
+  std::span<const sock_filter> table;
+  std::span<const sock_filter> rules;
+};
+
+// The programs for `network` (every NetworkFilter has them).
+PrecompiledFilter precompiled_filter(NetworkFilter network);
+
+// The architecture the programs were generated for ("x86_64", "aarch64"...: the one this code
+// is compiled for). Calls of any other architecture kill the process.
+std::string_view precompiled_architecture();
+
+// A program's bytes, as bwrap's --add-seccomp-fd and SECCOMP_SET_MODE_FILTER take them.
+std::string_view program_bytes(std::span<const sock_filter> program);
+
+// Installs both programs of `network` on the calling thread, table first. Requires
+// no_new_privs (set by the caller first). For tests and for callers without bwrap; allocates
+// only to describe a failure.
+Status load_precompiled_filter(NetworkFilter network);
+
+}  // namespace sbx::stage2

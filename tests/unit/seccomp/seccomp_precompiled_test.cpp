@@ -1,0 +1,215 @@
+// The precompiled seccomp programs (seccomp_programs.hpp), which the bwrap backend hands to
+// bwrap: they are exactly what libseccomp builds from seccomp_filter.cpp at run time (so the
+// rest of this suite, which installs that, speaks for them too), their bytes are pinned by
+// golden files, and loaded on their own in a forked child (SECCOMP_SET_MODE_FILTER after
+// no_new_privs, as bwrap does) they refuse what the filter must refuse.
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "filtered_child.hpp"
+#include "sbx_test/golden.hpp"
+#include "seccomp_programs.hpp"
+
+namespace {
+
+using sbx::stage2::NetworkFilter;
+using sbx_seccomp_test::raw;
+
+constexpr NetworkFilter kEveryMode[] = {NetworkFilter::kBlocked, NetworkFilter::kOpen,
+                                        NetworkFilter::kProxy, NetworkFilter::kPrivate};
+constexpr int kAfVsock = 40;
+
+const char* mode_name(NetworkFilter net) {
+  switch (net) {
+    case NetworkFilter::kBlocked: return "blocked";
+    case NetworkFilter::kOpen: return "open";
+    case NetworkFilter::kProxy: return "proxy";
+    case NetworkFilter::kPrivate: return "private";
+  }
+  return "?";
+}
+
+// The probe under the precompiled programs only (no libseccomp involved in the child).
+std::string run_precompiled(NetworkFilter net, const std::function<long()>& probe,
+                            int expected_errno) {
+  return sbx_seccomp_test::run_in_filtered_child(
+      [net] { return sbx::stage2::load_precompiled_filter(net).ok(); }, probe, expected_errno);
+}
+
+// One instruction a line: code jt jf k, in hex, so a change reads as a diff of instructions.
+std::string dump(std::span<const sock_filter> program) {
+  std::string out;
+  char line[48];
+  for (const sock_filter& insn : program) {
+    std::snprintf(line, sizeof line, "%04x %02x %02x %08x\n", insn.code, insn.jt, insn.jf, insn.k);
+    out += line;
+  }
+  return out;
+}
+
+long socket_and_close(int family, int type) {
+  const long fd = raw(SYS_socket, family, type, 0);
+  if (fd >= 0) ::close(static_cast<int>(fd));
+  return fd < 0 ? -1 : 0;
+}
+
+TEST(SeccompPrecompiled, ProgramsAreWhatLibseccompBuildsAtRunTime) {
+  for (NetworkFilter net : kEveryMode) {
+    sbx::Result<std::vector<std::string>> built = sbx::stage2::export_filter_bpf(net);
+    ASSERT_TRUE(built.ok()) << built.error();
+    ASSERT_EQ(built->size(), 2u);
+    const sbx::stage2::PrecompiledFilter pre = sbx::stage2::precompiled_filter(net);
+    EXPECT_EQ(sbx::stage2::program_bytes(pre.table), (*built)[0]) << mode_name(net);
+    EXPECT_EQ(sbx::stage2::program_bytes(pre.rules), (*built)[1]) << mode_name(net);
+  }
+}
+
+TEST(SeccompPrecompiled, ProgramBytesMatchTheGoldenFiles) {
+#if !defined(__x86_64__)
+  GTEST_SKIP() << "the golden programs are for x86_64 (syscall numbers and audit arch)";
+#endif
+  EXPECT_EQ(sbx::stage2::precompiled_architecture(), "x86_64");
+  for (NetworkFilter net : kEveryMode) {
+    const sbx::stage2::PrecompiledFilter pre = sbx::stage2::precompiled_filter(net);
+    const std::filesystem::path dir = std::filesystem::path(SBX_GOLDEN_DIR) / "seccomp";
+    const std::string name = mode_name(net);
+    sbx::test::expect_golden(dir / ("bpf-" + name + "-table.txt"), dump(pre.table));
+    sbx::test::expect_golden(dir / ("bpf-" + name + "-rules.txt"), dump(pre.rules));
+  }
+}
+
+TEST(SeccompPrecompiled, AlwaysDeniedCallsAreRefusedInEveryMode) {
+  const std::vector<std::pair<const char*, std::function<long()>>> denied = {
+      {"ptrace", [] { return raw(SYS_ptrace, 0); }},
+      {"process_vm_readv", [] { return raw(SYS_process_vm_readv, ::getppid()); }},
+      {"io_uring_setup", [] { return raw(SYS_io_uring_setup, 1, 0); }},
+      {"keyctl", [] { return raw(SYS_keyctl, 0); }},
+      {"bpf", [] { return raw(SYS_bpf, 0); }},
+      {"perf_event_open", [] { return raw(SYS_perf_event_open, 0); }},
+      {"userfaultfd", [] { return raw(SYS_userfaultfd, 0); }},
+      {"setns", [] { return raw(SYS_setns, -1, 0); }},
+      {"mount", [] { return raw(SYS_mount, 0); }},
+      {"umount2", [] { return raw(SYS_umount2, reinterpret_cast<long>("/"), 0); }},
+      {"chroot", [] { return raw(SYS_chroot, reinterpret_cast<long>("/")); }},
+      {"open_tree", [] { return raw(SYS_open_tree, -1); }},
+      {"fsopen", [] { return raw(SYS_fsopen, 0); }},
+      {"unshare_user", [] { return raw(SYS_unshare, CLONE_NEWUSER); }},
+      {"clone_newns", [] { return raw(SYS_clone, CLONE_NEWNS | SIGCHLD, 0); }},
+      {"ioctl_TIOCSTI", [] { char c = 'x'; return raw(SYS_ioctl, 0, TIOCSTI, reinterpret_cast<long>(&c)); }},
+      {"fchmodat_setuid", [] { return raw(SYS_fchmodat, AT_FDCWD, reinterpret_cast<long>("/nonexistent"), S_ISUID | 0755); }},
+      {"mknodat_chardev", [] { return raw(SYS_mknodat, AT_FDCWD, reinterpret_cast<long>("/nonexistent"), S_IFCHR | 0600, 0); }},
+  };
+  for (NetworkFilter net : kEveryMode) {
+    for (const auto& [name, call] : denied)
+      EXPECT_EQ(run_precompiled(net, call, EPERM), "ok") << mode_name(net) << ": " << name;
+  }
+}
+
+TEST(SeccompPrecompiled, UnlistedCallsAnswerEnosys) {
+  for (NetworkFilter net : kEveryMode) {
+    EXPECT_EQ(run_precompiled(net, [] { return raw(SYS_clone3, 0, 0); }, ENOSYS), "ok")
+        << mode_name(net);
+    EXPECT_EQ(run_precompiled(net, [] { return raw(SYS_openat2, AT_FDCWD, 0, 0, 0); }, ENOSYS),
+              "ok")
+        << mode_name(net);
+  }
+}
+
+TEST(SeccompPrecompiled, EachNetworkModeRefusesItsSockets) {
+  // Restricted without a namespace of its own: no socket at all.
+  for (int family : {AF_UNIX, AF_INET, AF_INET6, AF_NETLINK})
+    EXPECT_EQ(run_precompiled(NetworkFilter::kBlocked,
+                              [family] { return socket_and_close(family, SOCK_STREAM); }, EPERM),
+              "ok")
+        << "blocked, family " << family;
+  EXPECT_EQ(run_precompiled(NetworkFilter::kBlocked, [] { return raw(SYS_connect, 0, 0, 0); },
+                            EPERM),
+            "ok");
+  // Private namespace: loopback TCP/UDP yes, unix/netlink/raw no.
+  EXPECT_EQ(run_precompiled(NetworkFilter::kPrivate,
+                            [] { return socket_and_close(AF_INET, SOCK_STREAM); }, 0),
+            "ok");
+  EXPECT_EQ(run_precompiled(NetworkFilter::kPrivate,
+                            [] { return socket_and_close(AF_INET6, SOCK_DGRAM); }, 0),
+            "ok");
+  for (int family : {AF_UNIX, AF_NETLINK, AF_PACKET})
+    EXPECT_EQ(run_precompiled(NetworkFilter::kPrivate,
+                              [family] { return socket_and_close(family, SOCK_DGRAM); }, EPERM),
+              "ok")
+        << "private, family " << family;
+  EXPECT_EQ(run_precompiled(NetworkFilter::kPrivate, [] {
+              int sv[2];
+              return raw(SYS_socketpair, AF_UNIX, SOCK_DGRAM, 0, reinterpret_cast<long>(sv));
+            }, EPERM),
+            "ok");
+  // Proxy (Landlock mode): TCP only, no listening.
+  EXPECT_EQ(run_precompiled(NetworkFilter::kProxy,
+                            [] { return socket_and_close(AF_INET, SOCK_STREAM); }, 0),
+            "ok");
+  EXPECT_EQ(run_precompiled(NetworkFilter::kProxy,
+                            [] { return socket_and_close(AF_UNIX, SOCK_STREAM); }, EPERM),
+            "ok");
+  EXPECT_EQ(run_precompiled(NetworkFilter::kProxy, [] { return raw(SYS_listen, 0, 0); }, EPERM),
+            "ok");
+  // Enabled: every socket but vsock.
+  EXPECT_EQ(run_precompiled(NetworkFilter::kOpen,
+                            [] { return socket_and_close(AF_UNIX, SOCK_STREAM); }, 0),
+            "ok");
+  EXPECT_EQ(run_precompiled(NetworkFilter::kOpen,
+                            [] { return socket_and_close(kAfVsock, SOCK_STREAM); }, EPERM),
+            "ok");
+}
+
+TEST(SeccompPrecompiled, OrdinaryWorkStillRuns) {
+  for (NetworkFilter net : kEveryMode) {
+    EXPECT_EQ(run_precompiled(net, [] {
+                if (raw(SYS_unshare, CLONE_FILES) != 0) return -1L;
+                const pid_t child = ::fork();
+                if (child == 0) ::_exit(0);
+                int st = 0;
+                return ::waitpid(child, &st, 0) == child && WIFEXITED(st) ? 0L : -1L;
+              }, 0),
+              "ok")
+        << mode_name(net);
+  }
+}
+
+#if defined(__x86_64__)
+// getpid through the i386 entry point (number 20 there): a call of another architecture.
+long i386_getpid() {
+  long rc = 20;
+  asm volatile("int $0x80" : "+a"(rc) : : "memory");
+  return rc;
+}
+
+TEST(SeccompPrecompiled, CallsOfAnotherArchitectureKillTheProcess) {
+  // Without a filter first: a kernel without IA-32 emulation faults instead, and there is
+  // nothing to check.
+  const pid_t control = ::fork();
+  if (control == 0) ::_exit(i386_getpid() == ::getpid() ? 0 : 1);
+  int status = 0;
+  ::waitpid(control, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    GTEST_SKIP() << "this kernel does not run i386 system calls (no IA-32 emulation)";
+  EXPECT_EQ(run_precompiled(NetworkFilter::kOpen, [] { return i386_getpid(); }, 0),
+            "child died of signal " + std::to_string(SIGSYS));
+}
+#endif
+
+}  // namespace
