@@ -127,14 +127,16 @@ TEST_F(BwrapSpawn, RunsTheExactPlanAndReturnsItsStatus) {
   ASSERT_TRUE(status.ok()) << status.error();
   EXPECT_EQ(status->exit_code, 7);
   EXPECT_EQ(status->signal, 0);
-  // The bind source went as a checked descriptor; stage 2 (here /bin/true) got --ready-fd.
+  // The bind source went as a checked descriptor; stage 2 (here /bin/true) got --ready-fd and
+  // was told the unix-socket supervisor runs.
   const std::vector<std::string> argv = lines("argv");
-  ASSERT_EQ(argv.size(), 9u);
+  ASSERT_EQ(argv.size(), 10u);
   EXPECT_EQ(std::vector<std::string>(argv.begin(), argv.begin() + 3),
             (std::vector<std::string>{"--info-fd", "3", "--ro-bind-fd"}));
   EXPECT_GE(std::stoi(argv[3]), sbx::bwrap::kFirstBindFd);
   EXPECT_EQ(std::vector<std::string>(argv.begin() + 4, argv.end()),
-            (std::vector<std::string>{"/", "--", "/bin/true", "--ready-fd", "5"}));
+            (std::vector<std::string>{"/", "--", "/bin/true", "--ready-fd", "5",
+                                      "--unix-supervised"}));
   EXPECT_EQ(lines("cwd"), std::vector<std::string>{fs::canonical(dir_).string()});
   // Exactly the plan's environment (sh adds PWD, SHLVL and `_` itself).
   for (const std::string& entry : lines("env")) {
