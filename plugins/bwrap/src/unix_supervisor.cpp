@@ -706,7 +706,13 @@ void handle(State& state, const seccomp_notif& request) {
   const int length = static_cast<int>(request.data.args[2]);
   Fd pidfd(pidfd_open_thread(call.pid));
   // The pid may have been reused if the caller died: valid still means it is our caller.
-  if (!pidfd.ok() || !still_valid(state, call.id)) return;
+  if (!still_valid(state, call.id)) return;
+  if (!pidfd.ok()) {
+    // Out of descriptors, say: a bind goes ahead unrecorded (nothing may connect to it), a
+    // connect fails.
+    if (call.nr == __NR_bind) return bind_continues(state, request, Fd{}, -1);
+    return respond_result(state, call.id, -1, EAGAIN);
+  }
   call.socket = Fd(static_cast<int>(syscall(SYS_pidfd_getfd, pidfd.get(), fd, 0)));
   const int getfd_error = errno;
   int domain = 0;
