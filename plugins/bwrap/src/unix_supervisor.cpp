@@ -324,6 +324,23 @@ bool still_valid(State& state, std::uint64_t id) {
   return ioctl(state.listener.get(), SECCOMP_IOCTL_NOTIF_ID_VALID, &copy) == 0;
 }
 
+// The thread group of `tid` (/proc/TID/status), or 0.
+pid_t thread_group_of(pid_t tid) {
+  std::ifstream status("/proc/" + std::to_string(tid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("Tgid:", 0) != 0) continue;
+    try {
+      return static_cast<pid_t>(std::stol(line.substr(5)));
+    } catch (...) {
+      return 0;
+    }
+  }
+  return 0;
+}
+
+// A pidfd for the calling thread (PIDFD_THREAD, Linux 6.9), else for its thread group, whose
+// descriptor table the thread shares (the caller's validity is checked on the notification).
 int pidfd_open_thread(pid_t tid) {
 #ifndef PIDFD_THREAD
   constexpr unsigned kPidfdThread = O_EXCL;
@@ -331,8 +348,11 @@ int pidfd_open_thread(pid_t tid) {
   constexpr unsigned kPidfdThread = PIDFD_THREAD;
 #endif
   int fd = static_cast<int>(syscall(SYS_pidfd_open, tid, kPidfdThread));
-  if (fd < 0 && errno == EINVAL) fd = static_cast<int>(syscall(SYS_pidfd_open, tid, 0));
-  return fd;
+  if (fd >= 0 || errno != EINVAL) return fd;
+  fd = static_cast<int>(syscall(SYS_pidfd_open, tid, 0));
+  if (fd >= 0 || errno != EINVAL) return fd;
+  const pid_t group = thread_group_of(tid);
+  return group > 0 ? static_cast<int>(syscall(SYS_pidfd_open, group, 0)) : -1;
 }
 
 void record_refusal(State& state, std::string address) {
@@ -537,10 +557,11 @@ void connect_pathname(State& state, Call call, const std::string& path) {
   Fd file(open_in_caller_root(call.pid, *absolute, O_PATH));
   if (!file.ok()) {
     const int error = errno;
-    // A magic link is how /proc/self/root/... or /proc/PID/cwd/... would leave the caller's
-    // view; the kernel would have followed it, the supervisor does not: counted as a refusal.
-    if (error == ELOOP || error == EXDEV) record_refusal(state, path);
-    return respond_result(state, call.id, -1, error == EXDEV ? kRefusalErrno : error);
+    // A magic link (/proc/PID/root/..., /proc/PID/cwd/...) would leave the caller's view; the
+    // kernel would have followed it, the supervisor does not (openat2 says ELOOP): a refusal.
+    if (error != ELOOP) return respond_result(state, call.id, -1, error);
+    record_refusal(state, path);
+    return respond_result(state, call.id, -1, kRefusalErrno);
   }
   struct stat st{};
   if (fstat(file.get(), &st) != 0) return respond_result(state, call.id, -1, errno);

@@ -4,23 +4,24 @@
 // spawner therefore installs, in the child that execs bwrap, a notification-only filter
 // (unix_notify_program): every connect() and bind() of everything in the sandbox (bwrap, stage
 // 2, the command) is handed to this supervisor, a thread of the waiting sbx process, through
-// the filter's listener. The supervisor copies the address, decides, and performs the call
-// itself on a duplicate of the caller's socket (pidfd_getfd) with its private copy of the
-// address, then injects the result: it never lets the kernel continue a call whose decision
-// rests on memory the command can still change. The filter also refuses creating unix
-// datagram sockets (socket and socketpair, EPERM): a datagram send may name any path per
-// message, and sends are not supervised. io_uring, whose socket operations seccomp does not
-// see, is refused (EPERM) for the same reason.
+// the filter's listener. For a connect the supervisor copies the address, decides, and
+// performs the call itself on a duplicate of the caller's socket (pidfd_getfd) with its
+// private copy of the address, then injects the result: it never lets the kernel continue a
+// call whose decision rests on memory the command can still change. The filter also refuses
+// creating unix datagram sockets (socket and socketpair, EPERM): a datagram send may name any
+// path per message, and sends are not supervised. io_uring, whose socket operations seccomp
+// does not see, is refused (EPERM) for the same reason.
 //
-// Decisions (plugins/bwrap/README.md, "Unix sockets", has the threat model):
+// Decisions (plugins/bwrap/README.md, "Unix sockets: the supervisor", has the threat model):
 // * pathname connect: the path is resolved as the caller sees it (its root and working
 //   directory, openat2 RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS) to an O_PATH descriptor of a
 //   socket; allowed iff that inode is a listed host socket or one a bind of this sandbox
 //   created, and then connected through that very descriptor (/proc/self/fd/N), so the checked
 //   inode is the connected one. Refused: EACCES.
-// * pathname bind: performed in the parent directory resolved the same way (the sandbox's own
-//   mounts, read-only ones included); the created inode is recorded (SIOCUNIXFILE, or the
-//   socket diagnostics of the host's namespace) and held open so its number is never reused.
+// * bind: never refused, so the kernel continues it as the caller's own call (the decision
+//   does not rest on the address); the file a unix bind created is then recorded from the
+//   socket itself (SIOCUNIXFILE, or the socket diagnostics of the host's namespace) and held
+//   open so its inode number is never reused.
 // * abstract names: in a private network namespace every name is the sandbox's: allowed. In
 //   the host's namespace only names bound by this sandbox (checked on the socket currently
 //   bound to the name) are allowed.
