@@ -416,7 +416,27 @@ bool has_proc_mount(const std::vector<std::string>& argv) {
 // the environment on kEnvFd, and stage 2 told where its ready pipe and mount list are. The
 // mount list needs a procfs inside (stage 2 reads /proc/self/mountinfo); with the empty-/proc
 // fallback there is none, and only the descriptors guard the binds.
+// The command inherits stdin, stdout and stderr and nothing else. A unix datagram socket among
+// them could send to any socket path on every message, which the supervisor does not see (it
+// refuses creating such sockets inside): the run is refused instead.
+Status check_inherited_descriptors() {
+  for (int fd = 0; fd <= 2; ++fd) {
+    int domain = 0;
+    int type = 0;
+    socklen_t size = sizeof domain;
+    if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &size) != 0) continue;  // not a socket
+    size = sizeof type;
+    if (domain == AF_UNIX && getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &size) == 0 &&
+        type == SOCK_DGRAM)
+      return Error{"bwrap: descriptor " + std::to_string(fd) +
+                   " is a unix datagram socket, which could send to any host socket from inside "
+                   "the sandbox; give the command a pipe, a file or a stream socket instead"};
+  }
+  return {};
+}
+
 Status prepare_launch(const ExecPlan& plan, Launch& launch) {
+  if (Status inherited = check_inherited_descriptors(); !inherited.ok()) return inherited;
   SupervisedArgv supervised = take_supervisor_options(plan.argv);
   launch.unix_rules = std::move(supervised.rules);
   Result<BoundArgv> bound = bind_sources_by_fd(supervised.argv);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -146,6 +147,31 @@ TEST_F(BwrapSpawn, RunsTheExactPlanAndReturnsItsStatus) {
                 name == "PWD" || name == "SHLVL" || name == "_" || name == "OLDPWD")
         << "leaked into bwrap's environment: " << entry;
   }
+}
+
+// An inherited unix datagram socket could name any host socket on each send: refused before
+// bwrap starts (a stream socket, as journald gives services, is fine).
+TEST_F(BwrapSpawn, InheritedUnixDatagramSocketIsRefused) {
+  const int saved = ::dup(0);
+  ASSERT_GE(saved, 0);
+  // stdin becomes one end of a pair of `type`, then the plan runs.
+  auto run_with_stdin = [this](int type) {
+    int pair[2];
+    if (::socketpair(AF_UNIX, type | SOCK_CLOEXEC, 0, pair) != 0 || ::dup2(pair[0], 0) != 0)
+      return sbx::Result<sbx::ExitStatus>(sbx::Error{"cannot set up stdin"});
+    ::close(pair[0]);
+    sbx::Result<sbx::ExitStatus> result = spawn_bwrap(plan(7));
+    ::close(pair[1]);
+    return result;
+  };
+  sbx::Result<sbx::ExitStatus> refused = run_with_stdin(SOCK_DGRAM);
+  sbx::Result<sbx::ExitStatus> stream = run_with_stdin(SOCK_STREAM);
+  ::dup2(saved, 0);
+  ::close(saved);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().find("unix datagram socket"), std::string::npos) << refused.error();
+  ASSERT_TRUE(stream.ok()) << stream.error();
+  EXPECT_EQ(stream->exit_code, 7);
 }
 
 TEST_F(BwrapSpawn, StrayDescriptorsDoNotReachBwrap) {
