@@ -307,11 +307,9 @@ Status add_proxy_rules(scmp_filter_ctx ctx) {
 // reachable through the bind-mounted filesystem whatever the network namespace; netlink (even
 // route netlink of this namespace: nothing the command needs, and kernel attack surface),
 // packet, raw, vsock and the rest because they are not the loopback TCP/UDP this mode offers.
-Status add_private_socket_rules(scmp_filter_ctx ctx) {
-  std::vector<scmp_arg_cmp> denied = {SCMP_A0(SCMP_CMP_LE, AF_INET - 1),
-                                      SCMP_A0(SCMP_CMP_GE, AF_INET6 + 1)};
-  for (scmp_datum_t family = AF_INET + 1; family < AF_INET6; ++family)
-    denied.push_back(SCMP_A0(SCMP_CMP_EQ, family));
+// The inet socket types and protocols kPrivate refuses (each one comparison).
+std::vector<scmp_arg_cmp> inet_type_and_protocol_refusals() {
+  std::vector<scmp_arg_cmp> denied;
   // The type without SOCK_NONBLOCK/SOCK_CLOEXEC (low 4 bits): SOCK_STREAM or SOCK_DGRAM.
   for (scmp_datum_t type = 0; type <= 0xf; ++type) {
     if (type != SOCK_STREAM && type != SOCK_DGRAM)
@@ -323,10 +321,54 @@ Status add_private_socket_rules(scmp_filter_ctx ctx) {
     if (protocol != IPPROTO_TCP) denied.push_back(SCMP_A2(SCMP_CMP_EQ, protocol));
   }
   denied.push_back(SCMP_A2(SCMP_CMP_GE, IPPROTO_UDP + 1));
+  return denied;
+}
+
+Status add_private_socket_rules(scmp_filter_ctx ctx) {
+  std::vector<scmp_arg_cmp> denied = {SCMP_A0(SCMP_CMP_LE, AF_INET - 1),
+                                      SCMP_A0(SCMP_CMP_GE, AF_INET6 + 1)};
+  for (scmp_datum_t family = AF_INET + 1; family < AF_INET6; ++family)
+    denied.push_back(SCMP_A0(SCMP_CMP_EQ, family));
+  for (const scmp_arg_cmp& cmp : inet_type_and_protocol_refusals()) denied.push_back(cmp);
   Status s;
   for (const scmp_arg_cmp& cmp : denied) {
     if (s.ok()) s = refuse_if(ctx, "socket", {&cmp, 1});
   }
+  if (s.ok()) s = add_socketpair_rules(ctx);
+  return s;
+}
+
+// kPrivate with bwrap's unix-socket supervisor: the supervisor decides which unix socket a
+// connect() reaches (host pathname sockets only when listed) and performs every bind, so unix
+// stream and seqpacket sockets may be created. Unix datagram sockets stay refused: a datagram
+// send names its destination per message, which nothing supervises (the supervisor's own
+// filter refuses them as well). Each rule pairs the family with one refused property, so the
+// inet rules of kPrivate do not touch AF_UNIX and the other way round.
+Status add_private_supervised_socket_rules(scmp_filter_ctx ctx) {
+  std::vector<scmp_arg_cmp> families = {SCMP_A0(SCMP_CMP_EQ, AF_UNSPEC),
+                                        SCMP_A0(SCMP_CMP_GE, AF_INET6 + 1)};
+  for (scmp_datum_t family = AF_INET + 1; family < AF_INET6; ++family)
+    families.push_back(SCMP_A0(SCMP_CMP_EQ, family));
+  Status s;
+  for (const scmp_arg_cmp& cmp : families) {
+    if (s.ok()) s = refuse_if(ctx, "socket", {&cmp, 1});
+  }
+  for (scmp_datum_t family : {scmp_datum_t{AF_INET}, scmp_datum_t{AF_INET6}}) {
+    for (const scmp_arg_cmp& cmp : inet_type_and_protocol_refusals()) {
+      const scmp_arg_cmp pair[] = {SCMP_A0(SCMP_CMP_EQ, family), cmp};
+      if (s.ok()) s = refuse_if(ctx, "socket", pair);
+    }
+  }
+  for (scmp_datum_t type = 0; type <= 0xf; ++type) {
+    if (type == SOCK_STREAM || type == SOCK_SEQPACKET) continue;
+    const scmp_arg_cmp pair[] = {SCMP_A0(SCMP_CMP_EQ, AF_UNIX),
+                                 SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, type)};
+    if (s.ok()) s = refuse_if(ctx, "socket", pair);
+  }
+  // Protocol 0 or PF_UNIX (1), the only ones the kernel takes for AF_UNIX.
+  const scmp_arg_cmp unix_protocol[] = {SCMP_A0(SCMP_CMP_EQ, AF_UNIX),
+                                        SCMP_A2(SCMP_CMP_GE, 2)};
+  if (s.ok()) s = refuse_if(ctx, "socket", unix_protocol);
   if (s.ok()) s = add_socketpair_rules(ctx);
   return s;
 }
@@ -347,6 +389,8 @@ Status add_argument_rules(scmp_filter_ctx ctx, NetworkFilter network) {
   if (s.ok() && network == NetworkFilter::kProxy) s = add_proxy_rules(ctx);
   if (s.ok() && network == NetworkFilter::kOpen) s = add_open_network_rules(ctx);
   if (s.ok() && network == NetworkFilter::kPrivate) s = add_private_socket_rules(ctx);
+  if (s.ok() && network == NetworkFilter::kPrivateUnixSupervised)
+    s = add_private_supervised_socket_rules(ctx);
   return s;
 }
 

@@ -49,6 +49,10 @@
 //      AF_UNIX. bind, listen, accept, connect and sends with a destination are allowed: the
 //      namespace's loopback is the sandbox's own, not the host's. Never for the Landlock
 //      backend, which shares the host's network namespace;
+//    - kPrivateUnixSupervised (kPrivate under bwrap's unix-socket supervisor,
+//      plugins/bwrap/include/sbx/bwrap/unix_supervisor.hpp, which decides every connect and
+//      bind and refuses unix datagram sockets itself): as kPrivate, plus AF_UNIX stream and
+//      seqpacket sockets with protocol 0 or 1; unix datagram sockets stay refused here too;
 //    - kOpen: socket(AF_VSOCK) (the hypervisor host, not the network; Docker refuses it too).
 // Calls of another architecture (e.g. i386 or x32 on x86_64) kill the process.
 #pragma once
@@ -60,7 +64,7 @@
 
 namespace sbx::stage2 {
 
-enum class NetworkFilter { kBlocked, kOpen, kProxy, kPrivate };
+enum class NetworkFilter { kBlocked, kOpen, kProxy, kPrivate, kPrivateUnixSupervised };
 
 // Parses "blocked" / "open" / "proxy" / "private".
 Result<NetworkFilter> parse_network_filter(const std::string& word);

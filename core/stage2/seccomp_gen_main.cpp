@@ -52,7 +52,8 @@ struct Mode {
 constexpr Mode kModes[] = {{"Blocked", NetworkFilter::kBlocked},
                            {"Open", NetworkFilter::kOpen},
                            {"Proxy", NetworkFilter::kProxy},
-                           {"Private", NetworkFilter::kPrivate}};
+                           {"Private", NetworkFilter::kPrivate},
+                           {"PrivateUnixSupervised", NetworkFilter::kPrivateUnixSupervised}};
 
 // One array of sock_filter initialisers from libseccomp's exported bytes.
 bool write_program(std::ostream& out, const std::string& name, const std::string& bytes) {

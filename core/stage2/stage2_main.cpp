@@ -80,6 +80,8 @@ constexpr int kForwarded[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2
 struct Options {
   sbx::stage2::NetworkFilter network = sbx::stage2::NetworkFilter::kBlocked;
   bool network_given = false;
+  // bwrap mode: sbx's unix-socket supervisor watches every connect and bind of the sandbox.
+  bool unix_supervised = false;
   std::vector<std::string> env;
   std::vector<std::string> command;
   sbx::stage2::LandlockSpec landlock;
@@ -160,6 +162,10 @@ Options parse(int argc, char** argv) {
   for (; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--") break;
+    if (arg == "--unix-supervised") {
+      o.unix_supervised = true;
+      continue;
+    }
     if (arg == "--env-environ") {
       const std::vector<std::string> own = own_environment();
       o.env.insert(o.env.end(), own.begin(), own.end());
@@ -205,6 +211,8 @@ Options parse(int argc, char** argv) {
   }
   if (!o.network_given) fail("arguments", "--net blocked|open|proxy|private is required");
   // The Landlock backend shares the host's network namespace: there, loopback is the host's.
+  if (o.landlock.enabled && o.unix_supervised)
+    fail("arguments", "--unix-supervised is for bwrap mode, not Landlock mode");
   if (o.landlock.enabled && o.network == sbx::stage2::NetworkFilter::kPrivate)
     fail("arguments", "--net private needs a private network namespace, not Landlock mode");
   check_proxy_options(o);
@@ -366,8 +374,14 @@ void make_undumpable() {
 // gets the private-namespace filter (loopback TCP/UDP of its own; the relay is the only way
 // out). The relay binds its port before the filter and the command exist, so the command cannot
 // take that port: its bind() answers EADDRINUSE.
-sbx::stage2::NetworkFilter bwrap_filter(sbx::stage2::NetworkFilter network) {
-  if (network == sbx::stage2::NetworkFilter::kProxy) return sbx::stage2::NetworkFilter::kPrivate;
+sbx::stage2::NetworkFilter bwrap_filter(const Options& o) {
+  using sbx::stage2::NetworkFilter;
+  const NetworkFilter network = o.network == NetworkFilter::kProxy ? NetworkFilter::kPrivate
+                                                                   : o.network;
+  // Unix sockets made inside the private namespace are safe only with the supervisor deciding
+  // what each connect() reaches; sbx passes --unix-supervised only when it runs one.
+  if (network == NetworkFilter::kPrivate && o.unix_supervised)
+    return NetworkFilter::kPrivateUnixSupervised;
   return network;
 }
 
@@ -424,14 +438,15 @@ int main(int argc, char** argv) {
   verify_no_capabilities();
   // The relay is forked before the filter: it needs the unix socket the command must not get.
   // It is a child of this PID 1 and dies with it, i.e. with the command.
-  if (bwrap_filter(options.network) == sbx::stage2::NetworkFilter::kPrivate)
+  if (bwrap_filter(options) == sbx::stage2::NetworkFilter::kPrivate ||
+      bwrap_filter(options) == sbx::stage2::NetworkFilter::kPrivateUnixSupervised)
     verify_private_network();
   if (options.network == sbx::stage2::NetworkFilter::kProxy) {
     sbx::Result<pid_t> relay = sbx::stage2::start_relay(options.relay);
     if (!relay.ok()) fail("proxy relay", relay.error());
   }
   scope_abstract_unix_sockets();
-  sbx::Status filtered = sbx::stage2::load_precompiled_filter(bwrap_filter(options.network));
+  sbx::Status filtered = sbx::stage2::load_precompiled_filter(bwrap_filter(options));
   if (!filtered.ok()) fail("seccomp", filtered.error());
   if (::getpid() == 1) run_as_init(options);
   exec_command(options);

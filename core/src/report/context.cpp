@@ -106,10 +106,34 @@ void append_filesystem(const SandboxContext& context, std::string& out) {
   }
 }
 
-void append_network(const NetworkPolicy& network, std::string& out) {
+// Enabled means the internet, not the host's local services: under bwrap its unix-socket
+// supervisor keeps host unix sockets out unless listed; Landlock cannot. Only said where a
+// sandbox runs at all (not for full-access or an external sandbox).
+constexpr const char* kEnabledUnixSocketsLimit =
+    "Unix sockets of the host (Docker, ssh-agent, D-Bus, X11, any socket bound outside the "
+    "sandbox) depend on the sandbox backend: under bwrap they cannot be connected to unless "
+    "listed as local sockets that may be used (unix sockets the command creates itself work); "
+    "under Landlock they are reachable.";
+
+bool sandboxed(const SandboxContext& context) {
+  return context.mode != "full-access" && context.mode != "external-sandbox";
+}
+
+std::vector<std::string> context_network_limits(const SandboxContext& context) {
+  std::vector<std::string> out = network_limits(context.network);
+  if (context.network.mode == NetworkMode::kEnabled && sandboxed(context))
+    out.emplace_back(kEnabledUnixSocketsLimit);
+  return out;
+}
+
+void append_network(const SandboxContext& context, std::string& out) {
+  const NetworkPolicy& network = context.network;
   switch (network.mode) {
     case NetworkMode::kEnabled:
       out += "Network: unrestricted.\n";
+      for (const std::string& limit : context_network_limits(context)) out += "- " + limit + "\n";
+      if (sandboxed(context))
+        append_list("- Local sockets that may be used:", network.unix_sockets, "", out);
       return;
     case NetworkMode::kRestricted:
       // Not "no connections at all": under bwrap the command has a loopback of its own (the
@@ -200,7 +224,7 @@ std::string context_to_text(const SandboxContext& context) {
   std::string out = "Sandbox policy for the commands you run (mode: " + context.mode + ").\n";
   out += "Working directory: " + report::quote_for_text(context.cwd) + "\n";
   append_filesystem(context, out);
-  append_network(context.network, out);
+  append_network(context, out);
   const bool unrestricted =
       context.mode == "full-access" && context.network.mode == NetworkMode::kEnabled;
   if (!unrestricted) {
@@ -228,7 +252,7 @@ std::string context_to_json(const SandboxContext& context, JsonStyle style) {
   network["denied_domains"] = string_array(context.network.denied_domains);
   network["unix_sockets"] = string_array(context.network.unix_sockets);
   network["allow_local_binding"] = context.network.allow_local_binding;
-  network["limits"] = string_array(network_limits(context.network));
+  network["limits"] = string_array(context_network_limits(context));
   json::object out;
   out["mode"] = context.mode;
   out["cwd"] = context.cwd;

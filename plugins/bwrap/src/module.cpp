@@ -13,6 +13,7 @@
 #include "sbx/bwrap/host.hpp"
 #include "sbx/bwrap/plan.hpp"
 #include "sbx/bwrap/spawn.hpp"
+#include "sbx/bwrap/unix_supervisor.hpp"
 #include "sbx/bwrap/translate.hpp"
 #include "sbx/sdk/plugin.hpp"
 
@@ -48,6 +49,16 @@ class BwrapBackend final : public Backend {
         run_probe(std::string(host().stage2_path()), state.ok() ? *state + "/probe.cache" : "");
     for (const ProbeCheck& c : report.checks) {
       if (c.name == "proc_mount") can_mount_proc_ = c.status == CheckStatus::kPass;
+    }
+    // Every run is watched by the unix-socket supervisor (unix_supervisor.hpp): without it bwrap
+    // cannot keep host unix sockets out, so it is not offered at all.
+    if (const std::string missing = unix_supervisor_unavailable(); !missing.empty()) {
+      report.available = false;
+      report.summary = "bwrap: " + missing + ": host unix sockets could not be kept out";
+      report.checks.push_back(ProbeCheck{"unix_supervisor", CheckStatus::kFail, missing,
+                                         "use Linux 5.6 or later"});
+    } else if (report.available) {
+      report.capabilities.add(Capability::kUnixSocketAllowlist);
     }
     // Proxy-only network rests on what network_block does (an empty network namespace and the
     // seccomp filter) plus sbx-stage2's relay, which needs nothing more from the host.

@@ -31,6 +31,7 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -42,9 +43,11 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <string>
 
 #include "sbx/bwrap/bind_fds.hpp"
+#include "sbx/bwrap/unix_supervisor.hpp"
 #include "sbx/sdk/posix_child.hpp"
 
 namespace sbx::bwrap {
@@ -82,6 +85,7 @@ struct ChildArgs {
   const int* bind_fds;  // bind sources (CLOEXEC, >= kFirstBindFd): made inheritable as they are
   std::size_t bind_fd_count;
   HostServices::ChildHook prepare_child;  // the run's cgroup and rlimits (core, async-signal-safe)
+  int supervisor_channel;  // CLOEXEC unix socket: the seccomp listener goes to sbx over it
 };
 
 // Every failure of the child's own setup: bwrap did not run.
@@ -106,7 +110,9 @@ struct ChildArgs {
   const int env = child::move_above(a.env_fd, kMountsFd + 1);
   const int ready = child::move_above(a.ready_fd, kMountsFd + 1);
   const int mounts = child::move_above(a.mounts_fd, kMountsFd + 1);
-  if (info < 0 || ready < 0 || (a.env_fd >= 0 && env < 0) || (a.mounts_fd >= 0 && mounts < 0))
+  const int channel = child::move_above(a.supervisor_channel, kMountsFd + 1);
+  if (info < 0 || ready < 0 || channel < 0 || (a.env_fd >= 0 && env < 0) ||
+      (a.mounts_fd >= 0 && mounts < 0))
     setup_failed(report);
   // The fds bwrap inherits (and passes on to stage 2, which closes kEnvFd, kReadyFd and
   // kMountsFd once used).
@@ -121,6 +127,11 @@ struct ChildArgs {
     errno = error;
     child::fail(report, child::Step::kLimits, kExitSandboxFailure);
   }
+  // Very last: the unix-socket supervisor's filter (unix_supervisor.hpp) covers bwrap and all it
+  // starts; its listener goes to sbx, whose supervisor thread answers from now on.
+  const int listener = install_unix_notify_filter();
+  if (listener < 0 || !send_descriptor(channel, listener)) setup_failed(report);
+  close(listener);
   child::unblock_all_signals();
   child::exec_or_fail(report, a.argv, a.envp);
 }
@@ -372,6 +383,9 @@ struct Launch {
   int mounts_fd = -1;
   int ready_read = -1;
   int ready_write = -1;
+  int channel_child = -1;   // the child's end: sends the seccomp listener
+  int channel_parent = -1;  // sbx's end: receives it
+  UnixSocketRules unix_rules;
   std::vector<int> bind_fds;
 
   Launch() = default;
@@ -380,10 +394,11 @@ struct Launch {
   ~Launch() {
     close_after_fork();
     if (ready_read >= 0) close(ready_read);
+    if (channel_parent >= 0) close(channel_parent);
   }
   // What only the child needed: closed in sbx as soon as bwrap has been started.
   void close_after_fork() {
-    for (int* fd : {&env_fd, &mounts_fd, &ready_write}) {
+    for (int* fd : {&env_fd, &mounts_fd, &ready_write, &channel_child}) {
       if (*fd >= 0) close(*fd);
       *fd = -1;
     }
@@ -401,11 +416,34 @@ bool has_proc_mount(const std::vector<std::string>& argv) {
 // the environment on kEnvFd, and stage 2 told where its ready pipe and mount list are. The
 // mount list needs a procfs inside (stage 2 reads /proc/self/mountinfo); with the empty-/proc
 // fallback there is none, and only the descriptors guard the binds.
+// The command inherits stdin, stdout and stderr and nothing else. A unix datagram socket among
+// them could send to any socket path on every message, which the supervisor does not see (it
+// refuses creating such sockets inside): the run is refused instead.
+Status check_inherited_descriptors() {
+  for (int fd = 0; fd <= 2; ++fd) {
+    int domain = 0;
+    int type = 0;
+    socklen_t size = sizeof domain;
+    if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &size) != 0) continue;  // not a socket
+    size = sizeof type;
+    if (domain == AF_UNIX && getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &size) == 0 &&
+        type == SOCK_DGRAM)
+      return Error{"bwrap: descriptor " + std::to_string(fd) +
+                   " is a unix datagram socket, which could send to any host socket from inside "
+                   "the sandbox; give the command a pipe, a file or a stream socket instead"};
+  }
+  return {};
+}
+
 Status prepare_launch(const ExecPlan& plan, Launch& launch) {
-  Result<BoundArgv> bound = bind_sources_by_fd(plan.argv);
+  if (Status inherited = check_inherited_descriptors(); !inherited.ok()) return inherited;
+  SupervisedArgv supervised = take_supervisor_options(plan.argv);
+  launch.unix_rules = std::move(supervised.rules);
+  Result<BoundArgv> bound = bind_sources_by_fd(supervised.argv);
   if (!bound.ok()) return Error{bound.error()};
   launch.bind_fds = bound->fds;
-  std::vector<std::string> stage2_options = {"--ready-fd", std::to_string(kReadyFd)};
+  std::vector<std::string> stage2_options = {"--ready-fd", std::to_string(kReadyFd),
+                                             kUnixSupervisedOption};
   if (has_proc_mount(bound->argv)) {
     Result<std::string> mounts = planned_mounts_block(bound->argv);
     if (!mounts.ok()) return Error{mounts.error()};
@@ -428,7 +466,28 @@ Status prepare_launch(const ExecPlan& plan, Launch& launch) {
     return Error{std::string("bwrap: cannot create a pipe: ") + std::strerror(errno)};
   launch.ready_read = ready[0];
   launch.ready_write = ready[1];
+  int channel[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, channel) != 0)
+    return Error{std::string("bwrap: cannot create a socket pair: ") + std::strerror(errno)};
+  launch.channel_parent = channel[0];
+  launch.channel_child = channel[1];
   return {};
+}
+
+// bwrap runs under the supervisor's filter: without a supervisor its first bind would wait
+// forever, and nothing may run unsupervised. So it is killed and the run fails.
+Error abandon_bwrap(pid_t pid, const std::string& why) {
+  kill(pid, SIGKILL);
+  ExitStatus ignored;
+  child::reap(pid, ignored);
+  return Error{"bwrap: " + why};
+}
+
+// The supervisor for the bwrap just started: its listener was sent before execve.
+Result<std::unique_ptr<UnixSupervisor>> start_supervisor(Launch& launch) {
+  const int listener = receive_descriptor(launch.channel_parent);
+  if (listener < 0) return Error{"the child sent no seccomp listener for the unix-socket supervisor"};
+  return UnixSupervisor::start(listener, std::move(launch.unix_rules));
 }
 
 // True if sbx-stage2 wrote its ready byte, i.e. bwrap's setup worked and stage 2 started.
@@ -478,7 +537,8 @@ Result<ExitStatus> fork_and_supervise(const ExecPlan& plan, const int report[2],
   int fork_errno = 0;  // meaningful only when pid < 0
   const pid_t pid = vfork_child({argv.data(), envp.data(), plan.cwd.c_str(), report[1], info[1],
                                  launch.env_fd, launch.ready_write, launch.mounts_fd,
-                                 launch.bind_fds.data(), launch.bind_fds.size(), prepare_child},
+                                 launch.bind_fds.data(), launch.bind_fds.size(), prepare_child,
+                                 launch.channel_child},
                                 fork_errno);
   pthread_sigmask(SIG_SETMASK, &supervising, nullptr);
   // Only bwrap may hold these: in sbx they are closed now (bind sources included).
@@ -491,7 +551,18 @@ Result<ExitStatus> fork_and_supervise(const ExecPlan& plan, const int report[2],
   }
   child::Failure failure{};
   const bool failed = child::read_failure(report[0], failure);
+  std::unique_ptr<UnixSupervisor> unix_supervisor;
+  if (!failed) {
+    Result<std::unique_ptr<UnixSupervisor>> started = start_supervisor(launch);
+    if (!started.ok()) {
+      close(info[0]);
+      return abandon_bwrap(pid, started.error());
+    }
+    unix_supervisor = std::move(*started);
+  }
   Status supervised = supervise(pid, {signal_fd, info[0]});
+  // bwrap has ended, and the whole sandbox with it (its PID 1 is gone).
+  if (unix_supervisor) unix_supervisor->stop();
   if (!supervised.ok()) return Error{"bwrap: " + supervised.error()};
   ExitStatus status;
   if (!child::reap(pid, status))

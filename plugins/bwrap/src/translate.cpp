@@ -7,6 +7,8 @@
 #include <string_view>
 #include <utility>
 
+#include "sbx/bwrap/unix_supervisor.hpp"
+
 namespace sbx::bwrap {
 namespace {
 
@@ -371,10 +373,6 @@ Status check_supported(const TransformRequest& request, const HostFacts& facts) 
     Status proxy = check_proxy(request);
     if (!proxy.ok()) return proxy;
   }
-  if (policy.network.mode != NetworkMode::kEnabled && !policy.network.unix_sockets.empty())
-    return Error{"network.unix_sockets '" + policy.network.unix_sockets.front() +
-                 "': the bwrap backend blocks every unix socket when the network is restricted "
-                 "and cannot allow single paths"};
   for (const std::string& entry : request.env) {
     if (entry.find('=') == std::string::npos)
       return Error{"bwrap: environment entry '" + entry + "' has no '='"};
@@ -409,6 +407,10 @@ void append_stage2(const TransformRequest& request, const HostFacts& facts, Tran
                          "--proxy-socket", request.proxy_socket});
       break;
   }
+  // The host unix sockets the command may connect to, for sbx's unix-socket supervisor
+  // (unix_supervisor.hpp): the spawner takes them out before bwrap runs.
+  for (const std::string& socket : request.policy.network.unix_sockets)
+    a.insert(a.end(), {kAllowUnixSocketOption, socket});
   // The command's environment goes to stage 2, not to bwrap: bwrap and stage 2 themselves run
   // with an empty environment, so LD_PRELOAD and friends cannot act before the filter is on.
   // The plan shows it as --env pairs; the spawner moves them to a descriptor (--env-fd,

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -127,14 +128,16 @@ TEST_F(BwrapSpawn, RunsTheExactPlanAndReturnsItsStatus) {
   ASSERT_TRUE(status.ok()) << status.error();
   EXPECT_EQ(status->exit_code, 7);
   EXPECT_EQ(status->signal, 0);
-  // The bind source went as a checked descriptor; stage 2 (here /bin/true) got --ready-fd.
+  // The bind source went as a checked descriptor; stage 2 (here /bin/true) got --ready-fd and
+  // was told the unix-socket supervisor runs.
   const std::vector<std::string> argv = lines("argv");
-  ASSERT_EQ(argv.size(), 9u);
+  ASSERT_EQ(argv.size(), 10u);
   EXPECT_EQ(std::vector<std::string>(argv.begin(), argv.begin() + 3),
             (std::vector<std::string>{"--info-fd", "3", "--ro-bind-fd"}));
   EXPECT_GE(std::stoi(argv[3]), sbx::bwrap::kFirstBindFd);
   EXPECT_EQ(std::vector<std::string>(argv.begin() + 4, argv.end()),
-            (std::vector<std::string>{"/", "--", "/bin/true", "--ready-fd", "5"}));
+            (std::vector<std::string>{"/", "--", "/bin/true", "--ready-fd", "5",
+                                      "--unix-supervised"}));
   EXPECT_EQ(lines("cwd"), std::vector<std::string>{fs::canonical(dir_).string()});
   // Exactly the plan's environment (sh adds PWD, SHLVL and `_` itself).
   for (const std::string& entry : lines("env")) {
@@ -144,6 +147,31 @@ TEST_F(BwrapSpawn, RunsTheExactPlanAndReturnsItsStatus) {
                 name == "PWD" || name == "SHLVL" || name == "_" || name == "OLDPWD")
         << "leaked into bwrap's environment: " << entry;
   }
+}
+
+// An inherited unix datagram socket could name any host socket on each send: refused before
+// bwrap starts (a stream socket, as journald gives services, is fine).
+TEST_F(BwrapSpawn, InheritedUnixDatagramSocketIsRefused) {
+  const int saved = ::dup(0);
+  ASSERT_GE(saved, 0);
+  // stdin becomes one end of a pair of `type`, then the plan runs.
+  auto run_with_stdin = [this](int type) {
+    int pair[2];
+    if (::socketpair(AF_UNIX, type | SOCK_CLOEXEC, 0, pair) != 0 || ::dup2(pair[0], 0) != 0)
+      return sbx::Result<sbx::ExitStatus>(sbx::Error{"cannot set up stdin"});
+    ::close(pair[0]);
+    sbx::Result<sbx::ExitStatus> result = spawn_bwrap(plan(7));
+    ::close(pair[1]);
+    return result;
+  };
+  sbx::Result<sbx::ExitStatus> refused = run_with_stdin(SOCK_DGRAM);
+  sbx::Result<sbx::ExitStatus> stream = run_with_stdin(SOCK_STREAM);
+  ::dup2(saved, 0);
+  ::close(saved);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().find("unix datagram socket"), std::string::npos) << refused.error();
+  ASSERT_TRUE(stream.ok()) << stream.error();
+  EXPECT_EQ(stream->exit_code, 7);
 }
 
 TEST_F(BwrapSpawn, StrayDescriptorsDoNotReachBwrap) {

@@ -32,7 +32,8 @@ using sbx::stage2::NetworkFilter;
 using sbx_seccomp_test::raw;
 
 constexpr NetworkFilter kEveryMode[] = {NetworkFilter::kBlocked, NetworkFilter::kOpen,
-                                        NetworkFilter::kProxy, NetworkFilter::kPrivate};
+                                        NetworkFilter::kProxy, NetworkFilter::kPrivate,
+                                        NetworkFilter::kPrivateUnixSupervised};
 constexpr int kAfVsock = 40;
 
 const char* mode_name(NetworkFilter net) {
@@ -41,6 +42,7 @@ const char* mode_name(NetworkFilter net) {
     case NetworkFilter::kOpen: return "open";
     case NetworkFilter::kProxy: return "proxy";
     case NetworkFilter::kPrivate: return "private";
+    case NetworkFilter::kPrivateUnixSupervised: return "private-unix-supervised";
   }
   return "?";
 }

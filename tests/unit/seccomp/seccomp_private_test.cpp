@@ -152,4 +152,50 @@ TEST(SeccompPrivateNet, SocketpairOnlyForUnix) {
             "ok");
 }
 
+// Under bwrap's unix-socket supervisor (which decides every connect), the private-namespace
+// filter also lets unix stream and seqpacket sockets be created; nothing else changes.
+TEST(SeccompPrivateNet, UnixStreamAndSeqpacketOnlyWhenSupervised) {
+  struct Case {
+    const char* name;
+    long family, type, protocol;
+    int expected;  // errno under kPrivateUnixSupervised (0: created)
+  };
+  const Case cases[] = {
+      {"unix stream", AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, 0},
+      {"unix seqpacket", AF_UNIX, SOCK_SEQPACKET, 0, 0},
+      {"unix stream PF_UNIX", AF_UNIX, SOCK_STREAM, 1, 0},
+      {"unix datagram", AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK, 0, EPERM},
+      {"unix raw", AF_UNIX, SOCK_RAW, 0, EPERM},
+      {"unix protocol 2", AF_UNIX, SOCK_STREAM, 2, EPERM},
+      {"unix datagram upper bits", (1L << 32) | AF_UNIX, SOCK_DGRAM, 0, EPERM},
+      {"inet stream", AF_INET, SOCK_STREAM, 0, 0},
+      {"inet6 datagram", AF_INET6, SOCK_DGRAM, 0, 0},
+      {"inet raw", AF_INET, SOCK_RAW, IPPROTO_ICMP, EPERM},
+      {"inet seqpacket", AF_INET, SOCK_SEQPACKET, 0, EPERM},
+      {"inet ping", AF_INET, SOCK_DGRAM, IPPROTO_ICMP, EPERM},
+      {"mptcp", AF_INET, SOCK_STREAM, 262, EPERM},
+      {"unspec", AF_UNSPEC, SOCK_STREAM, 0, EPERM},
+      {"netlink route", AF_NETLINK, SOCK_RAW, 0, EPERM},
+      {"packet", AF_PACKET, SOCK_RAW, 0, EPERM},
+      {"vsock", 40, SOCK_STREAM, 0, EPERM},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(run_filtered(NetworkFilter::kPrivateUnixSupervised,
+                           [&c] { return raw(SYS_socket, c.family, c.type, c.protocol); },
+                           c.expected),
+              "ok")
+        << c.name;
+  }
+  EXPECT_EQ(run_filtered(NetworkFilter::kPrivateUnixSupervised,
+                         [] {
+                           int sv[2];
+                           return raw(SYS_socketpair, AF_UNIX, SOCK_DGRAM, 0,
+                                      reinterpret_cast<long>(sv));
+                         },
+                         EPERM),
+            "ok");
+  // Without the supervisor, unix stream sockets stay refused.
+  EXPECT_EQ(run_private([] { return raw(SYS_socket, AF_UNIX, SOCK_STREAM, 0); }, EPERM), "ok");
+}
+
 }  // namespace

@@ -50,7 +50,8 @@ std::string context_to_text(const SandboxContext& context);
 //   "readable_roots","platform_defaults_readable","writable_roots","read_only_paths",
 //   "not_creatable","denied_paths","denied_globs"},
 //  "network":{"mode","allowed_domains","denied_domains","unix_sockets","allow_local_binding",
-//   "limits":[network_limits()]}}
+//   "limits":[network_limits(), and with the network enabled in a sandboxed mode the sentence
+//   on the host's unix sockets (kept out under bwrap unless listed, reachable under Landlock)]}}
 // Strings are valid UTF-8 (invalid bytes become U+FFFD); JSON escaping does the rest.
 std::string context_to_json(const SandboxContext& context, JsonStyle style);
 

@@ -1,0 +1,110 @@
+// The unix-socket supervisor: which unix sockets a bwrap-sandboxed command may reach.
+//
+// Seccomp sees registers, never memory, so it cannot tell which socket a connect() names. The
+// spawner therefore installs, in the child that execs bwrap, a notification-only filter
+// (unix_notify_program): every connect() and bind() of everything in the sandbox (bwrap, stage
+// 2, the command) is handed to this supervisor, a thread of the waiting sbx process, through
+// the filter's listener. For a connect the supervisor copies the address, decides, and
+// performs the call itself on a duplicate of the caller's socket (pidfd_getfd) with its
+// private copy of the address, then injects the result: it never lets the kernel continue a
+// call whose decision rests on memory the command can still change. The filter also refuses
+// creating unix datagram sockets (socket and socketpair, EPERM): a datagram send may name any
+// path per message, and sends are not supervised. io_uring, whose socket operations seccomp
+// does not see, is refused (EPERM) for the same reason.
+//
+// Decisions (plugins/bwrap/README.md, "Unix sockets: the supervisor", has the threat model):
+// * pathname connect: the path is resolved as the caller sees it (its root and working
+//   directory, openat2 RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS) to an O_PATH descriptor of a
+//   socket; allowed iff that inode is a listed host socket or one a bind of this sandbox
+//   created, and then connected through that very descriptor (/proc/self/fd/N), so the checked
+//   inode is the connected one. Refused: EACCES.
+// * bind: never refused, so the kernel continues it as the caller's own call (the decision
+//   does not rest on the address); the file a unix bind created is then recorded from the
+//   socket itself (SIOCUNIXFILE, or the socket diagnostics of the host's namespace) and held
+//   open so its inode number is never reused.
+// * abstract names: in a private network namespace every name is the sandbox's: allowed. In
+//   the host's namespace only names bound by this sandbox (checked on the socket currently
+//   bound to the name) are allowed.
+// * every other family: allowed, but performed by the supervisor like the rest.
+#pragma once
+
+#include <linux/filter.h>
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sbx/sdk/result.hpp"
+
+namespace sbx::bwrap {
+
+struct UnixSocketRules {
+  // The sandbox has a network namespace of its own: every abstract name in it is its own.
+  bool private_network = false;
+  // Host pathname sockets the command may connect to (policy network.unix_sockets, plus the
+  // proxy's socket in proxy mode). Resolved and identified (device, inode) when the supervisor
+  // starts; a listed path that does not exist then is not allowed.
+  std::vector<std::string> allowed_paths;
+};
+
+// One connection the supervisor refused: "unix" and the path or "@name" as the caller gave it.
+struct UnixRefusal {
+  std::string kind;
+  std::string address;
+};
+
+// Why the supervisor cannot run on this kernel (seccomp user notification, pidfd_getfd and
+// openat2 are needed: Linux 5.6), or empty when it can. Every bwrap run needs it.
+std::string unix_supervisor_unavailable();
+
+// The notification filter (static, built at compile time: usable after vfork).
+const sock_fprog& unix_notify_program() noexcept;
+
+// Child side, async-signal-safe: sets no_new_privs and installs unix_notify_program() with a
+// listener; returns the listener (close-on-exec) or -1 with errno set.
+int install_unix_notify_filter() noexcept;
+
+// Passes `fd` over the unix socket `channel` (SCM_RIGHTS). Async-signal-safe. False on error.
+bool send_descriptor(int channel, int fd) noexcept;
+// Receives one descriptor sent by send_descriptor, without blocking; -1 if none is there.
+int receive_descriptor(int channel) noexcept;
+
+// The options the bwrap plan carries for the supervisor in sbx-stage2's argument section:
+// `--allow-unix-socket PATH` (one per listed socket). They are removed from the argv before
+// bwrap runs (stage 2 never sees them).
+inline constexpr const char* kAllowUnixSocketOption = "--allow-unix-socket";
+// The option the spawner adds for sbx-stage2 once the supervisor runs: stage 2 may then let the
+// command create unix stream and seqpacket sockets in a private network namespace.
+inline constexpr const char* kUnixSupervisedOption = "--unix-supervised";
+
+struct SupervisedArgv {
+  std::vector<std::string> argv;  // without the supervisor's options
+  UnixSocketRules rules;
+};
+// Splits the supervisor's options out of a bwrap plan's argv; the network namespace is private
+// when bwrap gets --unshare-net; in proxy mode the proxy's socket (--proxy-socket) is allowed.
+SupervisedArgv take_supervisor_options(const std::vector<std::string>& argv);
+
+class UnixSupervisor {
+ public:
+  // Takes ownership of `listener` (closed even on failure).
+  static Result<std::unique_ptr<UnixSupervisor>> start(int listener, UnixSocketRules rules);
+  ~UnixSupervisor();
+  UnixSupervisor(const UnixSupervisor&) = delete;
+  UnixSupervisor& operator=(const UnixSupervisor&) = delete;
+
+  // Stops supervising (pending calls of a sandbox that is gone are dropped) and joins every
+  // thread. Idempotent; the destructor calls it.
+  void stop();
+  std::vector<UnixRefusal> refusals() const;
+
+  struct State;
+
+ private:
+  explicit UnixSupervisor(std::shared_ptr<State> state);
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace sbx::bwrap

@@ -1,0 +1,877 @@
+// The unix-socket supervisor (see unix_supervisor.hpp for what it decides and why).
+#include "sbx/bwrap/unix_supervisor.hpp"
+
+#include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/capability.h>
+#include <linux/netlink.h>
+#include <linux/openat2.h>
+#include <linux/seccomp.h>
+#include <linux/sock_diag.h>
+#include <linux/sockios.h>
+#include <linux/unix_diag.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cerrno>
+#include <cstddef>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string_view>
+#include <thread>
+#include <utility>
+
+#ifndef SIOCUNIXFILE  // <linux/un.h> clashes with <sys/un.h>
+#define SIOCUNIXFILE (SIOCPROTOPRIVATE + 0)
+#endif
+
+namespace sbx::bwrap {
+
+// ---------------------------------------------------------------------------------------------
+// The filter.
+
+namespace {
+
+#if defined(__x86_64__)
+constexpr std::uint32_t kNativeArch = AUDIT_ARCH_X86_64;
+#elif defined(__aarch64__)
+constexpr std::uint32_t kNativeArch = AUDIT_ARCH_AARCH64;
+#else
+#error "the unix-socket supervisor knows the system call numbers of x86_64 and aarch64 only"
+#endif
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "the filter reads the low 32 bits of an argument at its first word");
+
+constexpr std::uint32_t kNr = offsetof(seccomp_data, nr);
+constexpr std::uint32_t kArch = offsetof(seccomp_data, arch);
+constexpr std::uint32_t kArg0 = offsetof(seccomp_data, args[0]);
+constexpr std::uint32_t kArg1 = offsetof(seccomp_data, args[1]);
+// x32 system calls (x86_64 numbers with this bit) would name other calls: killed, like every
+// call of a foreign architecture (stage 2's filter does the same later on).
+constexpr std::uint32_t kX32Bit = 0x40000000;
+
+// Jump offsets are relative to the next instruction; the labels are the indices noted below.
+// The kernel reads int arguments (family, type) as their low 32 bits, so the filter compares
+// exactly those: upper bits set by the caller cannot slip a unix datagram socket past it.
+constexpr sock_filter kProgram[] = {
+    /* 0 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, kArch),
+    /* 1 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, kNativeArch, 0, 17),  // else -> 19 kill
+    /* 2 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, kNr),
+    /* 3 */ BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, kX32Bit, 15, 0),  // -> 19 kill
+    /* 4 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_connect, 12, 0),  // -> 17 notify
+    /* 5 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_bind, 11, 0),     // -> 17 notify
+    /* 6 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 11, 0),     // -> 18 EPERM
+    /* 7 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_enter, 10, 0),     // -> 18 EPERM
+    /* 8 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_register, 9, 0),   // -> 18 EPERM
+    /* 9 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socket, 1, 0),              // -> 11
+    /* 10 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socketpair, 0, 5),         // else -> 16
+    /* 11 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, kArg0),
+    /* 12 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_UNIX, 0, 3),  // else -> 16 allow
+    /* 13 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, kArg1),
+    /* 14 */ BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0xf),  // the type without SOCK_NONBLOCK/CLOEXEC
+    /* 15 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOCK_DGRAM, 2, 0),  // -> 18 EPERM
+    /* 16 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    /* 17 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
+    /* 18 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+    /* 19 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+};
+
+const sock_fprog kProgramDescriptor = {static_cast<unsigned short>(std::size(kProgram)),
+                                       const_cast<sock_filter*>(kProgram)};
+
+}  // namespace
+
+std::string unix_supervisor_unavailable() {
+  seccomp_notif_sizes sizes{};
+  if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) != 0)
+    return "seccomp user notification is not available (Linux 5.0)";
+  if (syscall(SYS_pidfd_getfd, -1, -1, 0) != 0 && errno == ENOSYS)
+    return "pidfd_getfd is not available (Linux 5.6)";
+  if (syscall(SYS_openat2, -1, "", nullptr, 0) != 0 && errno == ENOSYS)
+    return "openat2 is not available (Linux 5.6)";
+  return {};
+}
+
+const sock_fprog& unix_notify_program() noexcept { return kProgramDescriptor; }
+
+int install_unix_notify_filter() noexcept {
+  // Required to install a filter without CAP_SYS_ADMIN; bwrap (not set-user-ID here) and stage
+  // 2 (which sets it anyway) run the same with it.
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return -1;
+  // WAIT_KILLABLE_RECV: once the supervisor has taken a call, only a fatal signal interrupts
+  // the caller. Otherwise a signal would abort the wait while the supervisor performs the call
+  // anyway, and the restarted call would find the socket already bound or connected.
+  int fd = static_cast<int>(syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+                                    SECCOMP_FILTER_FLAG_NEW_LISTENER |
+                                        SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV,
+                                    &kProgramDescriptor));
+  if (fd < 0 && errno == EINVAL)  // kernels before 5.19
+    fd = static_cast<int>(syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+                                  SECCOMP_FILTER_FLAG_NEW_LISTENER, &kProgramDescriptor));
+  return fd;
+}
+
+bool send_descriptor(int channel, int fd) noexcept {
+  char byte = 0;
+  iovec iov{&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
+  cmsg->cmsg_level = SOL_SOCKET;
+  cmsg->cmsg_type = SCM_RIGHTS;
+  cmsg->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(cmsg), &fd, sizeof fd);
+  ssize_t n = 0;
+  do {
+    n = sendmsg(channel, &msg, MSG_NOSIGNAL);
+  } while (n < 0 && errno == EINTR);
+  return n == 1;
+}
+
+int receive_descriptor(int channel) noexcept {
+  char byte = 0;
+  iovec iov{&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  ssize_t n = 0;
+  do {
+    n = recvmsg(channel, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+  } while (n < 0 && errno == EINTR);
+  if (n != 1) return -1;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+        c->cmsg_len == CMSG_LEN(sizeof(int))) {
+      int fd = -1;
+      std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
+      return fd;
+    }
+  }
+  return -1;
+}
+
+SupervisedArgv take_supervisor_options(const std::vector<std::string>& argv) {
+  SupervisedArgv out;
+  const auto bwrap_end = std::find(argv.begin(), argv.end(), "--");
+  out.rules.private_network =
+      std::find(argv.begin(), bwrap_end, "--unshare-net") != bwrap_end;
+  bool in_stage2_options = false;
+  bool after_command = false;
+  for (std::size_t i = 0; i < argv.size(); ++i) {
+    const std::string& arg = argv[i];
+    if (!after_command && in_stage2_options && arg == "--") after_command = true;
+    if (!in_stage2_options && arg == "--") in_stage2_options = true;
+    const bool option_with_value = !after_command && in_stage2_options && i + 1 < argv.size();
+    if (option_with_value && arg == kAllowUnixSocketOption) {
+      out.rules.allowed_paths.push_back(argv[++i]);
+      continue;
+    }
+    if (option_with_value && arg == "--proxy-socket")
+      out.rules.allowed_paths.push_back(argv[i + 1]);
+    out.argv.push_back(arg);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The supervisor.
+
+namespace {
+
+constexpr int kRefusalErrno = EACCES;
+// Blocking connects run in worker threads (a TCP handshake or a full backlog must not stall
+// every other call of the sandbox); beyond this many at once, one runs in the supervisor's
+// thread.
+constexpr int kMaxWorkers = 128;
+// Recorded bound sockets beyond this many are pruned of those whose file is gone.
+constexpr std::size_t kPruneAbove = 256;
+// Sockets whose bind is not seen done yet, kept at most (a failed bind never completes).
+constexpr std::size_t kMaxPending = 256;
+
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() { reset(); }
+  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  Fd& operator=(Fd&& other) noexcept {
+    if (this != &other) {
+      reset();
+      fd_ = std::exchange(other.fd_, -1);
+    }
+    return *this;
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  bool ok() const { return fd_ >= 0; }
+  int release() { return std::exchange(fd_, -1); }
+  void reset() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+struct Identity {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  friend auto operator<=>(const Identity&, const Identity&) = default;
+};
+
+std::optional<Identity> identity_of(int fd) {
+  struct stat st{};
+  if (fstat(fd, &st) != 0) return std::nullopt;
+  return Identity{st.st_dev, st.st_ino};
+}
+
+int openat2_raw(int dirfd, const char* path, std::uint64_t flags, std::uint64_t resolve) {
+  open_how how{};
+  how.flags = flags;
+  how.resolve = resolve;
+  return static_cast<int>(syscall(SYS_openat2, dirfd, path, &how, sizeof how));
+}
+
+// The caller's address and socket, copied out of the sandbox.
+struct Call {
+  std::uint64_t id = 0;
+  int nr = 0;
+  Fd socket;  // our duplicate of the caller's socket
+  sockaddr_storage address{};
+  socklen_t length = 0;
+  pid_t pid = 0;
+};
+
+// What the supervisor knows of unix sockets (guarded by State::mutex).
+struct PendingBind {
+  Fd socket;     // our duplicate of the socket the sandbox is binding
+  pid_t binder;  // who asked (its view resolves the name, diagnostics fallback)
+};
+
+struct Known {
+  std::map<Identity, Fd> listed;          // host sockets of the policy (held open)
+  std::map<Identity, Fd> bound;           // socket files a bind of this sandbox created
+  std::deque<PendingBind> pending;        // binds let through, file not yet recorded
+  std::set<ino_t> abstract_binders;       // sockfs inodes of unix sockets the sandbox bound
+  std::vector<UnixRefusal> refusals;
+};
+
+}  // namespace
+
+struct UnixSupervisor::State : std::enable_shared_from_this<UnixSupervisor::State> {
+  UnixSocketRules rules;
+  Fd listener;
+  Fd stop_event;
+  mutable std::mutex mutex;
+  Known known;
+  std::thread thread;
+  std::condition_variable workers_done;  // signalled when active_workers drops (mutex)
+  std::set<int> busy_sockets;            // sockets workers are connecting (mutex)
+  std::atomic<int> active_workers{0};
+  std::atomic<bool> stopping{false};
+  bool stopped = false;  // stop() ran (only the owner's thread touches it)
+};
+
+namespace {
+
+using State = UnixSupervisor::State;
+
+void respond(State& state, std::uint64_t id, std::int64_t value, int error) {
+  seccomp_notif_resp resp{};
+  resp.id = id;
+  resp.val = value;
+  resp.error = error == 0 ? 0 : -error;
+  // ENOENT: the caller is gone or was interrupted by a fatal signal; nothing to answer.
+  ioctl(state.listener.get(), SECCOMP_IOCTL_NOTIF_SEND, &resp);
+}
+
+void respond_result(State& state, std::uint64_t id, int rc, int error) {
+  respond(state, id, rc == 0 ? 0 : -1, rc == 0 ? 0 : error);
+}
+
+bool still_valid(State& state, std::uint64_t id) {
+  std::uint64_t copy = id;
+  return ioctl(state.listener.get(), SECCOMP_IOCTL_NOTIF_ID_VALID, &copy) == 0;
+}
+
+// The thread group of `tid` (/proc/TID/status), or 0.
+pid_t thread_group_of(pid_t tid) {
+  std::ifstream status("/proc/" + std::to_string(tid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("Tgid:", 0) != 0) continue;
+    try {
+      return static_cast<pid_t>(std::stol(line.substr(5)));
+    } catch (...) {
+      return 0;
+    }
+  }
+  return 0;
+}
+
+// A pidfd for the calling thread (PIDFD_THREAD, Linux 6.9), else for its thread group, whose
+// descriptor table the thread shares (the caller's validity is checked on the notification).
+int pidfd_open_thread(pid_t tid) {
+#ifndef PIDFD_THREAD
+  constexpr unsigned kPidfdThread = O_EXCL;
+#else
+  constexpr unsigned kPidfdThread = PIDFD_THREAD;
+#endif
+  int fd = static_cast<int>(syscall(SYS_pidfd_open, tid, kPidfdThread));
+  if (fd >= 0 || errno != EINVAL) return fd;
+  fd = static_cast<int>(syscall(SYS_pidfd_open, tid, 0));
+  if (fd >= 0 || errno != EINVAL) return fd;
+  const pid_t group = thread_group_of(tid);
+  return group > 0 ? static_cast<int>(syscall(SYS_pidfd_open, group, 0)) : -1;
+}
+
+void record_refusal(State& state, std::string address) {
+  std::lock_guard lock(state.mutex);
+  if (state.known.refusals.size() < 1000)
+    state.known.refusals.push_back({"unix", std::move(address)});
+}
+
+// ---- resolution as the caller sees it ----
+
+std::string proc_path(pid_t pid, const char* what) {
+  return "/proc/" + std::to_string(pid) + "/" + what;
+}
+
+// The caller's working directory as a path inside its own root (procfs prints it relative to
+// the root of the caller's mount namespace, which bwrap made the sandbox's /).
+std::optional<std::string> working_directory(pid_t pid) {
+  char buffer[PATH_MAX + 1];
+  const ssize_t n = readlink(proc_path(pid, "cwd").c_str(), buffer, PATH_MAX);
+  if (n <= 0 || buffer[0] != '/') return std::nullopt;
+  std::string cwd(buffer, static_cast<std::size_t>(n));
+  if (cwd.ends_with(" (deleted)")) return std::nullopt;
+  return cwd;
+}
+
+// `path` made absolute against the caller's working directory; nullopt (errno) if impossible.
+std::optional<std::string> absolute_in_caller(pid_t pid, const std::string& path) {
+  if (!path.empty() && path.front() == '/') return path;
+  std::optional<std::string> cwd = working_directory(pid);
+  if (!cwd) {
+    errno = ENOENT;
+    return std::nullopt;
+  }
+  return *cwd + "/" + path;
+}
+
+// Opens `path` (absolute, as the caller sees it) inside the caller's root: `..` cannot climb
+// above that root, absolute symlinks resolve against it, and magic links (/proc/PID/root,
+// /proc/PID/cwd, /proc/self/fd/N) are refused, so whatever is opened is something the caller
+// can name by a plain path in its own view. -1 with errno on failure.
+int open_in_caller_root(pid_t pid, const std::string& path, std::uint64_t flags) {
+  Fd root(open(proc_path(pid, "root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!root.ok()) return -1;
+  return openat2_raw(root.get(), path.c_str(), flags | O_CLOEXEC,
+                     RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
+}
+
+// ---- socket diagnostics (the network namespace of this process) ----
+
+struct DiagEntry {
+  ino_t socket_ino = 0;
+  std::string name;  // UNIX_DIAG_NAME: "\0abstract" or a path
+  std::optional<Identity> file;
+};
+
+constexpr std::size_t align4(std::size_t n) { return (n + 3) & ~std::size_t{3}; }
+
+// Every unix socket of this process's network namespace (or the one with `socket_ino`), with
+// its name and bound file. Unprivileged (what `ss -x` reads).
+std::vector<DiagEntry> diag_unix(ino_t socket_ino = 0) {
+  std::vector<DiagEntry> out;
+  Fd nl(socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_SOCK_DIAG));
+  if (!nl.ok()) return out;
+  struct {
+    nlmsghdr header;
+    unix_diag_req request;
+  } message{};
+  message.header.nlmsg_len = sizeof message;
+  message.header.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+  message.header.nlmsg_flags = NLM_F_REQUEST | (socket_ino == 0 ? NLM_F_DUMP : 0);
+  message.request.sdiag_family = AF_UNIX;
+  message.request.udiag_states = ~0U;
+  message.request.udiag_ino = static_cast<__u32>(socket_ino);
+  message.request.udiag_show = UDIAG_SHOW_NAME | UDIAG_SHOW_VFS;
+  message.request.udiag_cookie[0] = ~0U;  // INET_DIAG_NOCOOKIE
+  message.request.udiag_cookie[1] = ~0U;
+  if (send(nl.get(), &message, sizeof message, 0) != static_cast<ssize_t>(sizeof message))
+    return out;
+  alignas(nlmsghdr) char buffer[32768];
+  for (;;) {
+    const ssize_t n = recv(nl.get(), buffer, sizeof buffer, 0);
+    if (n <= 0) return out;
+    std::size_t offset = 0;
+    const auto total = static_cast<std::size_t>(n);
+    while (offset + sizeof(nlmsghdr) <= total) {
+      nlmsghdr header{};
+      std::memcpy(&header, buffer + offset, sizeof header);
+      if (header.nlmsg_len < sizeof header || offset + header.nlmsg_len > total) return out;
+      if (header.nlmsg_type == NLMSG_DONE || header.nlmsg_type == NLMSG_ERROR) return out;
+      const std::size_t payload = offset + align4(sizeof(nlmsghdr));
+      const std::size_t end_of_message = offset + header.nlmsg_len;
+      offset += align4(header.nlmsg_len);
+      if (payload + sizeof(unix_diag_msg) > end_of_message) continue;
+      unix_diag_msg msg{};
+      std::memcpy(&msg, buffer + payload, sizeof msg);
+      DiagEntry entry;
+      entry.socket_ino = msg.udiag_ino;
+      std::size_t at = payload + align4(sizeof msg);
+      while (at + sizeof(nlattr) <= end_of_message) {
+        nlattr attribute{};
+        std::memcpy(&attribute, buffer + at, sizeof attribute);
+        if (attribute.nla_len < sizeof attribute || at + attribute.nla_len > end_of_message) break;
+        const char* data = buffer + at + align4(sizeof(nlattr));
+        const std::size_t size = attribute.nla_len - align4(sizeof(nlattr));
+        if (attribute.nla_type == UNIX_DIAG_NAME) entry.name.assign(data, size);
+        if (attribute.nla_type == UNIX_DIAG_VFS && size >= sizeof(unix_diag_vfs)) {
+          unix_diag_vfs vfs{};
+          std::memcpy(&vfs, data, sizeof vfs);
+          // The kernel's own device encoding (major << 20 | minor), not stat's.
+          entry.file = Identity{makedev(vfs.udiag_vfs_dev >> 20, vfs.udiag_vfs_dev & 0xfffff),
+                                vfs.udiag_vfs_ino};
+        }
+        at += align4(attribute.nla_len);
+      }
+      out.push_back(std::move(entry));
+      if (socket_ino != 0) return out;
+    }
+  }
+}
+
+// ---- performing calls ----
+
+int do_call(int nr, int socket, const sockaddr* address, socklen_t length) {
+  const int rc = nr == __NR_bind ? bind(socket, address, length) : connect(socket, address, length);
+  return rc == 0 ? 0 : errno;
+}
+
+bool is_blocking(int socket) {
+  const int flags = fcntl(socket, F_GETFL);
+  return flags >= 0 && (flags & O_NONBLOCK) == 0;
+}
+
+// Connects in a worker thread when the socket blocks, else here; answers the caller either way.
+// `keep` (an O_PATH descriptor the address names) lives until the connect is done.
+void connect_and_respond(State& state, Call call, sockaddr_storage address, socklen_t length,
+                         Fd keep = {}) {
+  const bool worker = is_blocking(call.socket.get()) &&
+                      state.active_workers.load() < kMaxWorkers && !state.stopping.load();
+  if (!worker) {
+    const int error = do_call(__NR_connect, call.socket.get(),
+                              reinterpret_cast<const sockaddr*>(&address), length);
+    respond_result(state, call.id, error == 0 ? 0 : -1, error);
+    return;
+  }
+  // Detached, holding the state alive: a worker never outlives what it uses, and a finished
+  // one leaves nothing behind (a long run makes many connects).
+  std::lock_guard lock(state.mutex);
+  state.active_workers.fetch_add(1);
+  const int socket_number = call.socket.get();
+  state.busy_sockets.insert(socket_number);
+  std::shared_ptr<State> shared = state.shared_from_this();
+  try {
+    std::thread([shared, id = call.id, socket = std::move(call.socket), address, length,
+                 keep = std::move(keep)]() {
+      const int error = do_call(__NR_connect, socket.get(),
+                                reinterpret_cast<const sockaddr*>(&address), length);
+      respond_result(*shared, id, error == 0 ? 0 : -1, error);
+      std::lock_guard done(shared->mutex);
+      shared->busy_sockets.erase(socket.get());
+      shared->active_workers.fetch_sub(1);
+      shared->workers_done.notify_all();
+    }).detach();
+  } catch (const std::system_error&) {
+    // No thread: the lambda (and the socket) is gone; the caller gets EAGAIN.
+    state.busy_sockets.erase(socket_number);
+    state.active_workers.fetch_sub(1);
+    respond_result(state, call.id, -1, EAGAIN);
+  }
+}
+
+void perform_as_given(State& state, Call call) {
+  if (call.nr == __NR_connect) {
+    const sockaddr_storage address = call.address;
+    const socklen_t length = call.length;
+    connect_and_respond(state, std::move(call), address, length);
+    return;
+  }
+  const int error = do_call(call.nr, call.socket.get(),
+                            reinterpret_cast<const sockaddr*>(&call.address), call.length);
+  respond_result(state, call.id, error == 0 ? 0 : -1, error);
+}
+
+sockaddr_storage unix_address(const std::string& path, socklen_t& length) {
+  sockaddr_storage storage{};
+  auto* un = reinterpret_cast<sockaddr_un*>(&storage);
+  un->sun_family = AF_UNIX;
+  std::memcpy(un->sun_path, path.data(), std::min(path.size(), sizeof un->sun_path - 1));
+  length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size() + 1);
+  return storage;
+}
+
+// ---- unix pathname sockets ----
+
+bool allowed_file(State& state, const Identity& id) {
+  std::lock_guard lock(state.mutex);
+  return state.known.listed.contains(id) || state.known.bound.contains(id);
+}
+
+void connect_pathname(State& state, Call call, const std::string& path) {
+  std::optional<std::string> absolute = absolute_in_caller(call.pid, path);
+  if (!absolute) return respond_result(state, call.id, -1, errno);
+  Fd file(open_in_caller_root(call.pid, *absolute, O_PATH));
+  if (!file.ok()) {
+    const int error = errno;
+    // A magic link (/proc/PID/root/..., /proc/PID/cwd/...) would leave the caller's view; the
+    // kernel would have followed it, the supervisor does not (openat2 says ELOOP): a refusal.
+    if (error != ELOOP) return respond_result(state, call.id, -1, error);
+    record_refusal(state, path);
+    return respond_result(state, call.id, -1, kRefusalErrno);
+  }
+  struct stat st{};
+  if (fstat(file.get(), &st) != 0) return respond_result(state, call.id, -1, errno);
+  // What the kernel answers for a path that is not a socket.
+  if (!S_ISSOCK(st.st_mode)) return respond_result(state, call.id, -1, ECONNREFUSED);
+  if (!allowed_file(state, Identity{st.st_dev, st.st_ino})) {
+    record_refusal(state, path);
+    return respond_result(state, call.id, -1, kRefusalErrno);
+  }
+  // Through the very descriptor that was checked: a rename or symlink swap after the check
+  // changes nothing.
+  socklen_t length = 0;
+  const sockaddr_storage address =
+      unix_address("/proc/self/fd/" + std::to_string(file.get()), length);
+  connect_and_respond(state, std::move(call), address, length, std::move(file));
+}
+
+void prune_bound(Known& known) {
+  if (known.bound.size() <= kPruneAbove) return;
+  for (auto it = known.bound.begin(); it != known.bound.end();) {
+    struct stat st{};
+    if (fstat(it->second.get(), &st) == 0 && st.st_nlink == 0) {
+      it = known.bound.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+// The socket file `socket` is bound to, identified from the socket itself: SIOCUNIXFILE opens
+// it (needs CAP_NET_ADMIN over the socket's network namespace, which sbx's user has over the
+// private one bwrap made, as owner of the sandbox's user namespace); otherwise (the network
+// enabled: the sandbox's namespace is this process's) the socket diagnostics give its device
+// and inode, and the name the socket reports is opened in the binder's view and compared.
+// Never by the name alone: the command could swap another socket file in under that name.
+// Empty when the socket is not bound to a file (yet) or the file cannot be identified.
+Fd bound_socket_file(int socket, pid_t binder) {
+  Fd file(ioctl(socket, SIOCUNIXFILE));
+  if (file.ok() || errno != EPERM) return file;
+  std::optional<Identity> sock = identity_of(socket);
+  if (!sock) return {};
+  const std::vector<DiagEntry> entries = diag_unix(sock->ino);
+  if (entries.empty() || !entries.front().file) return {};
+  sockaddr_un name{};
+  socklen_t length = sizeof name;
+  if (getsockname(socket, reinterpret_cast<sockaddr*>(&name), &length) != 0 ||
+      length <= offsetof(sockaddr_un, sun_path) || name.sun_path[0] == '\0')
+    return {};
+  const std::string path(name.sun_path,
+                         strnlen(name.sun_path, length - offsetof(sockaddr_un, sun_path)));
+  std::optional<std::string> absolute = absolute_in_caller(binder, path);
+  if (!absolute) return {};
+  Fd opened(open_in_caller_root(binder, *absolute, O_PATH | O_NOFOLLOW));
+  if (!opened.ok()) return {};
+  std::optional<Identity> found = identity_of(opened.get());
+  if (!found || *found != *entries.front().file) return {};
+  return opened;
+}
+
+bool is_bound(int socket) {
+  sockaddr_un name{};
+  socklen_t length = sizeof name;
+  return getsockname(socket, reinterpret_cast<sockaddr*>(&name), &length) == 0 &&
+         length > offsetof(sockaddr_un, sun_path);
+}
+
+// Sockets of the sandbox that asked to bind since the last look: each one bound to a file has
+// that file recorded (and held open, so its inode number is never reused for a host socket)
+// and is let go; one bound to an abstract name is let go; one not bound yet stays (its bind
+// may still be on its way) until the list is long, oldest first.
+void settle_pending_binds(State& state) {
+  std::lock_guard lock(state.mutex);
+  Known& known = state.known;
+  for (auto it = known.pending.begin(); it != known.pending.end();) {
+    if (!is_bound(it->socket.get())) {
+      ++it;
+      continue;
+    }
+    Fd file = bound_socket_file(it->socket.get(), it->binder);
+    if (std::optional<Identity> id = file.ok() ? identity_of(file.get()) : std::nullopt) {
+      prune_bound(known);
+      known.bound.insert_or_assign(*id, std::move(file));
+    }
+    it = known.pending.erase(it);
+  }
+  while (known.pending.size() > kMaxPending) known.pending.pop_front();
+}
+
+// bind() is never refused (a bind only names the caller's own socket, in a place the kernel
+// checks as the caller's), so it is the one call the kernel is let to continue: the decision
+// does not rest on the address. Performing it here instead would store sbx's view of the name
+// (getsockname, which multiprocessing hands to its clients, would answer it). The socket is
+// kept until the bind is seen done, to record which file it created.
+void bind_continues(State& state, const seccomp_notif& request, Fd socket, int domain) {
+  if (socket.ok() && domain == AF_UNIX) {
+    // First let go of the sockets whose binds are done: a held socket would keep an abstract
+    // name taken after the sandbox closed it (a rebind of the name would fail).
+    settle_pending_binds(state);
+    std::lock_guard lock(state.mutex);
+    if (std::optional<Identity> id = identity_of(socket.get()))
+      state.known.abstract_binders.insert(id->ino);
+    state.known.pending.push_back({std::move(socket), static_cast<pid_t>(request.pid)});
+  }
+  seccomp_notif_resp resp{};
+  resp.id = request.id;
+  resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+  ioctl(state.listener.get(), SECCOMP_IOCTL_NOTIF_SEND, &resp);
+}
+
+// ---- unix abstract names ----
+
+std::string printable_abstract(const std::string& name) {
+  std::string out = "@";
+  for (char c : name) out.push_back(c == '\0' ? '@' : c);
+  return out;
+}
+
+// With the host's network namespace: is the socket bound to `name` right now one this sandbox
+// bound? (sockfs inode numbers come from a counter, so a closed socket's number is not
+// handed to a host socket in any realistic time.)
+bool abstract_name_is_ours(State& state, const std::string& name) {
+  const std::string wanted = std::string(1, '\0') + name;
+  for (const DiagEntry& entry : diag_unix()) {
+    if (entry.name != wanted) continue;
+    std::lock_guard lock(state.mutex);
+    if (state.known.abstract_binders.contains(entry.socket_ino)) return true;
+  }
+  return false;
+}
+
+// connect() on a unix socket.
+void unix_connect(State& state, Call call) {
+  const socklen_t path_offset = offsetof(sockaddr_un, sun_path);
+  const auto* un = reinterpret_cast<const sockaddr_un*>(&call.address);
+  // No name (too short to carry one), or not AF_UNIX: the kernel fails (EINVAL) or, for
+  // AF_UNSPEC, disconnects, without looking anything up; performed as given.
+  if (call.length <= path_offset || un->sun_family != AF_UNIX)
+    return perform_as_given(state, std::move(call));
+  // Binds are let through: their files are recorded here, before anything is decided.
+  settle_pending_binds(state);
+  const std::size_t size = call.length - path_offset;
+  if (un->sun_path[0] == '\0') {
+    const std::string name(un->sun_path + 1, size - 1);
+    if (state.rules.private_network || abstract_name_is_ours(state, name))
+      return perform_as_given(state, std::move(call));
+    record_refusal(state, printable_abstract(name));
+    return respond_result(state, call.id, -1, kRefusalErrno);
+  }
+  connect_pathname(state, std::move(call), std::string(un->sun_path, strnlen(un->sun_path, size)));
+}
+
+// ---- one notification ----
+
+void handle(State& state, const seccomp_notif& request) {
+  Call call;
+  call.id = request.id;
+  call.nr = request.data.nr;
+  call.pid = static_cast<pid_t>(request.pid);
+  if (call.nr != __NR_connect && call.nr != __NR_bind)
+    return respond_result(state, call.id, -1, ENOSYS);
+  // int arguments: the kernel reads the low 32 bits.
+  const int fd = static_cast<int>(request.data.args[0]);
+  const int length = static_cast<int>(request.data.args[2]);
+  Fd pidfd(pidfd_open_thread(call.pid));
+  // The pid may have been reused if the caller died: valid still means it is our caller.
+  if (!still_valid(state, call.id)) return;
+  if (!pidfd.ok()) {
+    // Out of descriptors, say: a bind goes ahead unrecorded (nothing may connect to it), a
+    // connect fails.
+    if (call.nr == __NR_bind) return bind_continues(state, request, Fd{}, -1);
+    return respond_result(state, call.id, -1, EAGAIN);
+  }
+  call.socket = Fd(static_cast<int>(syscall(SYS_pidfd_getfd, pidfd.get(), fd, 0)));
+  const int getfd_error = errno;
+  int domain = 0;
+  socklen_t domain_size = sizeof domain;
+  if (call.socket.ok() &&
+      getsockopt(call.socket.get(), SOL_SOCKET, SO_DOMAIN, &domain, &domain_size) != 0)
+    domain = -1;
+  if (call.nr == __NR_bind) return bind_continues(state, request, std::move(call.socket), domain);
+  if (!call.socket.ok()) return respond_result(state, call.id, -1, getfd_error == EBADF ? EBADF : EPERM);
+  if (domain < 0) return respond_result(state, call.id, -1, ENOTSOCK);
+  if (length < 0 || static_cast<std::size_t>(length) > sizeof(sockaddr_storage))
+    return respond_result(state, call.id, -1, EINVAL);
+  call.length = static_cast<socklen_t>(length);
+  if (call.length > 0) {
+    iovec local{&call.address, call.length};
+    iovec remote{reinterpret_cast<void*>(request.data.args[1]), call.length};
+    if (process_vm_readv(call.pid, &local, 1, &remote, 1, 0) != static_cast<ssize_t>(call.length))
+      return respond_result(state, call.id, -1, EFAULT);
+  }
+  // From here on only the private copy counts; checked again that it is the caller's.
+  if (!still_valid(state, call.id)) return;
+  if (domain != AF_UNIX) return perform_as_given(state, std::move(call));
+  unix_connect(state, std::move(call));
+}
+
+void block_all_signals() {
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, nullptr);
+}
+
+// The supervisor acts with the sandbox's own privileges, not sbx's: without effective
+// capabilities (a root sbx would otherwise bind privileged ports of the host's namespace or
+// create socket files where the command's user may not write for it). Reaching the sandbox's
+// processes needs none: sbx's user owns the sandbox's user namespace. Threads start with their
+// creator's capabilities, so the workers have none either.
+bool drop_effective_capabilities() {
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
+  if (syscall(SYS_capget, &header, data) != 0) return false;
+  for (auto& d : data) d.effective = 0;
+  return syscall(SYS_capset, &header, data) == 0;
+}
+
+void run(State& state) {
+  block_all_signals();
+  if (!drop_effective_capabilities()) {
+    // Fail closed: every call is refused rather than performed with sbx's privileges.
+    for (;;) {
+      std::array<pollfd, 2> fds{{{state.listener.get(), POLLIN, 0},
+                                 {state.stop_event.get(), POLLIN, 0}}};
+      if (poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR) return;
+      if (fds[1].revents != 0 || (fds[0].revents & (POLLHUP | POLLERR | POLLNVAL)) != 0) return;
+      seccomp_notif request{};
+      if (ioctl(state.listener.get(), SECCOMP_IOCTL_NOTIF_RECV, &request) == 0)
+        respond_result(state, request.id, -1, EPERM);
+    }
+  }
+  for (;;) {
+    std::array<pollfd, 2> fds{{{state.listener.get(), POLLIN, 0},
+                               {state.stop_event.get(), POLLIN, 0}}};
+    if (poll(fds.data(), fds.size(), -1) < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    if (fds[1].revents != 0) return;
+    if ((fds[0].revents & POLLIN) == 0) {
+      if ((fds[0].revents & (POLLHUP | POLLERR | POLLNVAL)) != 0) return;  // no caller left
+      continue;
+    }
+    seccomp_notif request{};
+    if (ioctl(state.listener.get(), SECCOMP_IOCTL_NOTIF_RECV, &request) != 0) continue;
+    handle(state, request);
+  }
+}
+
+Status load_listed(State& state) {
+  for (const std::string& path : state.rules.allowed_paths) {
+    Fd file(open(path.c_str(), O_PATH | O_CLOEXEC));
+    if (!file.ok()) continue;  // absent now: not allowed (the README says so)
+    struct stat st{};
+    if (fstat(file.get(), &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+    state.known.listed.insert_or_assign(Identity{st.st_dev, st.st_ino}, std::move(file));
+  }
+  return {};
+}
+
+}  // namespace
+
+UnixSupervisor::UnixSupervisor(std::shared_ptr<State> state) : state_(std::move(state)) {}
+
+Result<std::unique_ptr<UnixSupervisor>> UnixSupervisor::start(int listener,
+                                                               UnixSocketRules rules) {
+  auto state = std::make_shared<State>();
+  state->listener = Fd(listener);
+  state->rules = std::move(rules);
+  state->stop_event = Fd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!state->listener.ok()) return Error{"unix-socket supervisor: no seccomp listener"};
+  if (!state->stop_event.ok())
+    return Error{std::string("unix-socket supervisor: eventfd failed: ") + std::strerror(errno)};
+  if (Status listed = load_listed(*state); !listed.ok()) return Error{listed.error()};
+  // Created with every signal blocked, so the thread never takes a signal meant for sbx's
+  // signalfd (threads inherit the creator's mask).
+  sigset_t all;
+  sigset_t previous;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &previous);
+  try {
+    State* raw = state.get();
+    state->thread = std::thread([raw] { run(*raw); });
+  } catch (const std::system_error& e) {
+    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+    return Error{std::string("unix-socket supervisor: cannot start its thread: ") + e.what()};
+  }
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  return std::unique_ptr<UnixSupervisor>(new UnixSupervisor(std::move(state)));
+}
+
+void UnixSupervisor::stop() {
+  if (!state_ || state_->stopped) return;
+  state_->stopped = true;
+  state_->stopping.store(true);
+  const std::uint64_t one = 1;
+  (void)!write(state_->stop_event.get(), &one, sizeof one);
+  if (state_->thread.joinable()) state_->thread.join();
+  std::unique_lock lock(state_->mutex);
+  // A connect still blocking (a TCP handshake to a silent host) is cut short: the sandbox that
+  // waited for it is gone. Workers hold the state, so a late one is harmless; wait briefly.
+  for (int socket : state_->busy_sockets) shutdown(socket, SHUT_RDWR);
+  state_->workers_done.wait_for(lock, std::chrono::seconds(5),
+                                [this] { return state_->active_workers.load() == 0; });
+}
+
+UnixSupervisor::~UnixSupervisor() { stop(); }
+
+std::vector<UnixRefusal> UnixSupervisor::refusals() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->known.refusals;
+}
+
+}  // namespace sbx::bwrap
