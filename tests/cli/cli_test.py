@@ -23,7 +23,7 @@ TIMEOUT = 60
 CAPABILITIES = {
     "write_restriction", "read_restriction", "write_carveouts", "read_carveouts",
     "protected_names", "deny_globs", "network_block", "proxy_network",
-    "unix_socket_allowlist", "syscall_filter",
+    "unix_socket_allowlist", "syscall_filter", "local_binding",
 }
 PRESETS = ["read-only", "workspace-write", "danger-full-access", "external-sandbox"]
 SUBCOMMANDS = ["backends", "explain", "exec", "policy", "context", "debug"]

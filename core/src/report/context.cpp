@@ -130,7 +130,8 @@ void append_network(const NetworkPolicy& network, std::string& out) {
       break;
   }
   append_list("- Local sockets that may be used:", network.unix_sockets, "", out);
-  // Landlock cannot grant it (its filter refuses bind() in every closed network mode).
+  // Only backends that offer it are chosen (capability local_binding; Landlock's filter refuses
+  // bind() in every closed network mode, so it is passed over).
   if (network.allow_local_binding)
     out += "- Listening on local ports is allowed where the backend supports it.\n";
 }

@@ -23,7 +23,8 @@
  * 1.4 appended sbx::ExecPlan::windows (types.hpp): the windows backend's token and ACL plan,
  * which used to travel as text in the notes. A plugin built for 1.3 returns and takes the
  * ExecPlan of that time (sbx::ExecPlanAbi1_3) and is converted the same way, with empty
- * windows; older plugins as above.
+ * windows; older plugins as above. 1.4 also appended sbx::Capability::kLocalBinding, which
+ * older plugins never declare: the manager passes them over for policies that need it.
  */
 #ifndef SBX_SDK_ABI_H_
 #define SBX_SDK_ABI_H_
@@ -36,7 +37,7 @@
 /* SHA-256 of this file with the quoted value below left empty. Any edit to this header fails
  * the ABI guard test (tests/unit/sdk) until someone reviews the ABI, bumps SBX_ABI_MINOR
  * (append-only growth) or SBX_ABI_MAJOR (anything else) as needed, and records the new digest. */
-#define SBX_ABI_HEADER_SHA256 "5f747157448b54517aead0c6757a118f08473a29e5e2ec209a06f372e48f049f"
+#define SBX_ABI_HEADER_SHA256 "01c3961418aedf7d0a9df4ae9f3b0aab55fd98772816e611accafd7809031a7b"
 #define SBX_PLUGIN_ENTRY_SYMBOL "sbx_plugin_entry_v1"
 
 #if defined(_WIN32)

@@ -78,6 +78,10 @@ enum class Capability : std::uint32_t {
   kProxyNetwork = 1u << 7,       // network only through a local proxy
   kUnixSocketAllowlist = 1u << 8,  // host unix sockets only from network.unix_sockets
   kSyscallFilter = 1u << 9,      // the seccomp-style dangerous-syscall filter
+  // ABI 1.4: listening on local ports (bind/listen on loopback) while the network is
+  // restricted or proxied (network.allow_local_binding). Plugins built for older ABIs never
+  // declare it, so the manager passes them over for such policies.
+  kLocalBinding = 1u << 10,
 };
 
 class CapabilitySet {
@@ -108,7 +112,7 @@ inline constexpr Capability kAllCapabilities[] = {
     Capability::kWriteRestriction, Capability::kReadRestriction, Capability::kWriteCarveouts,
     Capability::kReadCarveouts,    Capability::kProtectedNames,  Capability::kDenyGlobs,
     Capability::kNetworkBlock,     Capability::kProxyNetwork,    Capability::kUnixSocketAllowlist,
-    Capability::kSyscallFilter,
+    Capability::kSyscallFilter,    Capability::kLocalBinding,
 };
 
 // Stable snake_case name, used in JSON output and messages.
@@ -124,6 +128,7 @@ constexpr std::string_view to_string(Capability c) {
     case Capability::kProxyNetwork: return "proxy_network";
     case Capability::kUnixSocketAllowlist: return "unix_socket_allowlist";
     case Capability::kSyscallFilter: return "syscall_filter";
+    case Capability::kLocalBinding: return "local_binding";
   }
   return "unknown";
 }
