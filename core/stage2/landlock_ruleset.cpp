@@ -11,6 +11,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "sbx/sdk/unique_fd.hpp"
+
 namespace sbx::stage2 {
 namespace {
 
@@ -43,20 +45,6 @@ constexpr int kRulePathBeneath = 1;
 constexpr std::uint64_t kFileRights =
     ll::kExecute | ll::kWriteFile | ll::kReadFile | ll::kTruncate | ll::kIoctlDev;
 
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
 std::string errno_text(int err) { return std::strerror(err); }
 
 // How a rule's path is opened and checked.
@@ -76,7 +64,7 @@ bool same_object(const struct stat& st, const char* path) {
 // rules); a writable path must not be a symlink (core rejects those; fail closed anyway).
 Status add_path_rule(int ruleset, const std::string& path, RuleKind kind) {
   const int flags = O_PATH | O_CLOEXEC | (kind.writable ? O_NOFOLLOW : 0);
-  Fd fd(::open(path.c_str(), flags));
+  UniqueFd fd(::open(path.c_str(), flags));
   if (fd.get() < 0) {
     if (errno == ENOENT) return {};
     return Error{"open '" + path + "': " + errno_text(errno)};
@@ -204,7 +192,7 @@ Status apply_landlock(const LandlockSpec& spec) {
     return {};  // nothing this kernel could restrict for this policy (checked by min_abi)
   const std::size_t size = abi >= 6 ? sizeof attr : abi >= 4 ? 2 * sizeof(std::uint64_t)
                                                              : sizeof(std::uint64_t);
-  Fd ruleset(static_cast<int>(::syscall(SYS_landlock_create_ruleset, &attr, size, 0)));
+  UniqueFd ruleset(static_cast<int>(::syscall(SYS_landlock_create_ruleset, &attr, size, 0)));
   if (ruleset.get() < 0) return Error{"create_ruleset: " + errno_text(errno)};
   if (spec.restrict_filesystem) {
     const bool closed = spec.keep_dev_closed;

@@ -29,6 +29,8 @@
 #include <optional>
 #include <utility>
 
+#include "sbx/sdk/unique_fd.hpp"
+
 namespace sbx::stage2 {
 namespace {
 
@@ -50,33 +52,6 @@ constexpr unsigned kPtmxMinor = 2;
 constexpr std::size_t kMaxPath = 4096;         // PATH_MAX, NUL included
 constexpr std::size_t kMaxXattrName = 256;     // XATTR_NAME_MAX + NUL
 constexpr std::size_t kMaxXattrValue = 65536;  // XATTR_SIZE_MAX
-
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(Fd&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
-  Fd& operator=(Fd&& o) noexcept {
-    if (this != &o) {
-      reset();
-      fd_ = o.fd_;
-      o.fd_ = -1;
-    }
-    return *this;
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() { reset(); }
-  int get() const { return fd_; }
-  bool ok() const { return fd_ >= 0; }
-
- private:
-  void reset() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-  int fd_ = -1;
-};
 
 std::string errno_text(int err) { return std::strerror(err); }
 
@@ -164,8 +139,8 @@ bool id_valid(int listener, std::uint64_t id) {
 }
 
 struct Caller {
-  Fd proc;  // /proc/TID
-  Fd mem;   // /proc/TID/mem
+  UniqueFd proc;  // /proc/TID
+  UniqueFd mem;   // /proc/TID/mem
   pid_t tid = 0;
 };
 
@@ -221,8 +196,8 @@ Result<std::string> read_string(const Caller& caller, std::uint64_t address, std
 
 // fsuid and fsgid of the caller (the 4th field of the Uid:/Gid: lines of /proc/TID/status).
 bool caller_fs_ids(const Caller& caller, uid_t* uid, gid_t* gid) {
-  Fd status(::openat(caller.proc.get(), "status", O_RDONLY | O_CLOEXEC));
-  if (!status.ok()) return false;
+  UniqueFd status(::openat(caller.proc.get(), "status", O_RDONLY | O_CLOEXEC));
+  if (!status.valid()) return false;
   char text[8192];
   const ssize_t n = ::read(status.get(), text, sizeof text - 1);
   if (n <= 0) return false;
@@ -357,9 +332,9 @@ int decode(const seccomp_data& d, Call& call) {
 // ---- resolving the object ----
 
 bool is_o_path_descriptor(const Caller& caller, long long fd) {
-  Fd info(
+  UniqueFd info(
       ::openat(caller.proc.get(), ("fdinfo/" + std::to_string(fd)).c_str(), O_RDONLY | O_CLOEXEC));
-  if (!info.ok()) return true;  // unknown: treated as unusable
+  if (!info.valid()) return true;  // unknown: treated as unusable
   char text[512];
   const ssize_t n = ::read(info.get(), text, sizeof text - 1);
   if (n <= 0) return true;
@@ -371,10 +346,10 @@ bool is_o_path_descriptor(const Caller& caller, long long fd) {
 }
 
 // The caller's descriptor `fd` (the object it names), or the caller's cwd for AT_FDCWD.
-Result<Fd> open_base(const Caller& caller, long long fd, int* err) {
+Result<UniqueFd> open_base(const Caller& caller, long long fd, int* err) {
   if (fd == AT_FDCWD) {
-    Fd cwd(::openat(caller.proc.get(), "cwd", O_PATH | O_CLOEXEC));
-    if (!cwd.ok()) {
+    UniqueFd cwd(::openat(caller.proc.get(), "cwd", O_PATH | O_CLOEXEC));
+    if (!cwd.valid()) {
       *err = EPERM;
       return Error{"cwd"};
     }
@@ -384,8 +359,9 @@ Result<Fd> open_base(const Caller& caller, long long fd, int* err) {
     *err = EBADF;
     return Error{"bad fd"};
   }
-  Fd base(::openat(caller.proc.get(), ("fd/" + std::to_string(fd)).c_str(), O_PATH | O_CLOEXEC));
-  if (!base.ok()) {
+  UniqueFd base(
+      ::openat(caller.proc.get(), ("fd/" + std::to_string(fd)).c_str(), O_PATH | O_CLOEXEC));
+  if (!base.valid()) {
     *err = errno == ENOENT ? EBADF : EPERM;
     return Error{"fd"};
   }
@@ -408,7 +384,7 @@ std::string caller_view(const std::string& path, pid_t tid) {
 }
 
 // Opens the object the call names, O_PATH, as the caller would reach it.
-Result<Fd> open_object(const Caller& caller, const Call& call, int* err) {
+Result<UniqueFd> open_object(const Caller& caller, const Call& call, int* err) {
   if (call.fd_only) {
     // The *at-less descriptor calls need a real descriptor, as in the kernel.
     if (call.base < 0 || is_o_path_descriptor(caller, call.base)) {
@@ -428,15 +404,15 @@ Result<Fd> open_object(const Caller& caller, const Call& call, int* err) {
   }
   const int flags = O_PATH | O_CLOEXEC | (call.follow ? 0 : O_NOFOLLOW);
   if ((*path)[0] == '/') {
-    Fd object(::openat(AT_FDCWD, caller_view(*path, caller.tid).c_str(), flags));
-    if (!object.ok()) *err = errno;
-    if (!object.ok()) return Error{"open"};
+    UniqueFd object(::openat(AT_FDCWD, caller_view(*path, caller.tid).c_str(), flags));
+    if (!object.valid()) *err = errno;
+    if (!object.valid()) return Error{"open"};
     return object;
   }
-  Result<Fd> base = open_base(caller, call.base, err);
+  Result<UniqueFd> base = open_base(caller, call.base, err);
   if (!base.ok()) return Error{base.error()};
-  Fd object(::openat(base->get(), path->c_str(), flags));
-  if (!object.ok()) {
+  UniqueFd object(::openat(base->get(), path->c_str(), flags));
+  if (!object.valid()) {
     *err = errno;
     return Error{"open"};
   }
@@ -562,10 +538,10 @@ void serve_pty_peer(int listener, const seccomp_notif& req) {
   constexpr unsigned kPidfdThread = O_EXCL;
   int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, req.pid, kPidfdThread));
   if (pidfd < 0 && errno == EINVAL) pidfd = static_cast<int>(::syscall(SYS_pidfd_open, req.pid, 0));
-  Fd task(pidfd);
-  if (!task.ok() || !id_valid(listener, req.id)) return respond(listener, req.id, EPERM);
-  Fd master(static_cast<int>(::syscall(SYS_pidfd_getfd, task.get(), fd, 0)));
-  if (!master.ok()) return respond(listener, req.id, errno == EBADF ? EBADF : EPERM);
+  UniqueFd task(pidfd);
+  if (!task.valid() || !id_valid(listener, req.id)) return respond(listener, req.id, EPERM);
+  UniqueFd master(static_cast<int>(::syscall(SYS_pidfd_getfd, task.get(), fd, 0)));
+  if (!master.valid()) return respond(listener, req.id, errno == EBADF ? EBADF : EPERM);
   struct stat st {};
   // Only /dev/ptmx's masters: the same ioctl number may mean something else to another driver.
   if (::fstat(master.get(), &st) != 0 || !S_ISCHR(st.st_mode) || major(st.st_rdev) != kPtmxMajor ||
@@ -573,8 +549,8 @@ void serve_pty_peer(int listener, const seccomp_notif& req) {
     return respond(listener, req.id, ENOTTY);
   // O_NOCTTY always: the terminal must never become the supervisor's controlling terminal.
   const int open_flags = static_cast<int>(flags & (O_ACCMODE | O_NONBLOCK)) | O_NOCTTY | O_CLOEXEC;
-  Fd peer(::ioctl(master.get(), kTiocgptpeer, open_flags));
-  if (!peer.ok()) return respond(listener, req.id, errno);
+  UniqueFd peer(::ioctl(master.get(), kTiocgptpeer, open_flags));
+  if (!peer.valid()) return respond(listener, req.id, errno);
   seccomp_notif_addfd add{};
   add.id = req.id;
   add.flags = SECCOMP_ADDFD_FLAG_SEND;  // installs the descriptor and returns it as the result
@@ -627,8 +603,8 @@ Status install_metadata_guard(int socket) {
   if (!built.ok()) return built;
   const int rc = seccomp_load(ctx.get());
   if (rc != 0) return Error{"load: " + errno_text(-rc)};
-  Fd listener(seccomp_notify_fd(ctx.get()));
-  if (!listener.ok()) return Error{"no listener"};
+  UniqueFd listener(seccomp_notify_fd(ctx.get()));
+  if (!listener.valid()) return Error{"no listener"};
   Status sent = send_fd(socket, listener.get());
   ::close(socket);
   return sent;
@@ -700,11 +676,12 @@ void MetadataEmulator::serve_one(int listener) const {
   if (err != 0) return respond(listener, req.id, err);
   Caller caller;
   caller.tid = static_cast<pid_t>(req.pid);
-  caller.proc =
-      Fd(::open(("/proc/" + std::to_string(req.pid)).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (caller.proc.ok()) caller.mem = Fd(::openat(caller.proc.get(), "mem", O_RDONLY | O_CLOEXEC));
+  caller.proc = UniqueFd(
+      ::open(("/proc/" + std::to_string(req.pid)).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (caller.proc.valid())
+    caller.mem = UniqueFd(::openat(caller.proc.get(), "mem", O_RDONLY | O_CLOEXEC));
   // The TID names the caller only while its notification is pending: check after opening.
-  if (!caller.mem.ok() || !id_valid(listener, req.id)) return respond(listener, req.id, EPERM);
+  if (!caller.mem.valid() || !id_valid(listener, req.id)) return respond(listener, req.id, EPERM);
   // The supervisor acts with its own credentials; they must be the caller's.
   uid_t uid = 0;
   gid_t gid = 0;
@@ -713,7 +690,7 @@ void MetadataEmulator::serve_one(int listener) const {
   Inputs inputs;
   err = read_inputs(caller, call, inputs);
   if (err != 0) return respond(listener, req.id, err);
-  Result<Fd> object = open_object(caller, call, &err);
+  Result<UniqueFd> object = open_object(caller, call, &err);
   if (!object.ok()) return respond(listener, req.id, err != 0 ? err : EPERM);
   // Everything the decision needs has been read: the caller must still be the same task.
   if (!id_valid(listener, req.id)) return;

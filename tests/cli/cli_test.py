@@ -23,7 +23,7 @@ TIMEOUT = 60
 CAPABILITIES = {
     "write_restriction", "read_restriction", "write_carveouts", "read_carveouts",
     "protected_names", "deny_globs", "network_block", "proxy_network",
-    "unix_socket_allowlist", "syscall_filter",
+    "unix_socket_allowlist", "syscall_filter", "local_binding",
 }
 PRESETS = ["read-only", "workspace-write", "danger-full-access", "external-sandbox"]
 SUBCOMMANDS = ["backends", "explain", "exec", "policy", "context", "debug"]
@@ -612,7 +612,8 @@ class ExecDirect(SbxTestCase):
         self.assert_exit(result, 0)
         self.assertFalse(os.path.exists(self.marker()))
         plan = json.loads(result.stdout)
-        self.assertEqual(set(plan), {"backend", "argv", "env", "cwd", "notes", "host_paths"})
+        self.assertEqual(set(plan), {"backend", "argv", "env", "cwd", "notes", "host_paths",
+                                     "windows"})
         self.assertIsNone(plan["backend"])
         self.assertTrue(plan["argv"][0].startswith("/"))
         self.assertEqual(plan["argv"][1:], ["-c", "touch MARKER"])
@@ -708,7 +709,8 @@ class Debug(SbxTestCase):
             self.skipTest(f"the {backend} plugin is not installed in this build")
         result = self.run_ok("debug", backend, "--cwd", self.work, *options, "--", "/bin/ls", "-l")
         plan = json.loads(result.stdout)
-        self.assertEqual(set(plan), {"backend", "argv", "env", "cwd", "notes", "host_paths"})
+        self.assertEqual(set(plan), {"backend", "argv", "env", "cwd", "notes", "host_paths",
+                                     "windows"})
         self.assertEqual(plan["backend"], backend)
         self.assertTrue(plan["argv"] and all(isinstance(a, str) for a in plan["argv"]))
         self.assertIsInstance(plan["env"], list)
@@ -722,6 +724,7 @@ class Debug(SbxTestCase):
         self.assertEqual(set(plan["host_paths"]), {"created", "kept", "state_dir"})
         self.assertTrue(all(p.startswith("/") for p in plan["host_paths"]["created"]))
         self.assertTrue(all(p.startswith("/") for p in plan["host_paths"]["kept"]))
+        self.assertIsNone(plan["windows"])
 
     def test_seatbelt(self):
         plan = self.debug_plan("seatbelt")
@@ -731,6 +734,22 @@ class Debug(SbxTestCase):
         # A restricted token cannot block sockets, so a network-enabled policy is used here.
         plan = self.debug_plan("windows", "--network", "enabled")
         self.assertTrue(plan["notes"] or len(plan["argv"]) > 1)
+
+    def test_windows_plan_data_is_typed(self):
+        # What the windows exec needs (token, ACEs, directories to create) travels in the typed
+        # "windows" object; the notes describe the same plan for people.
+        plan = self.debug_plan("windows", "--network", "enabled")
+        windows = plan["windows"]
+        self.assertEqual(set(windows), {"token", "create_dirs", "aces", "kill_on_job_close"})
+        self.assertEqual(set(windows["token"]), {"disable_max_privilege", "lua_token",
+                                                 "write_restricted", "restricting_sids",
+                                                 "default_dacl"})
+        self.assertTrue(windows["token"]["disable_max_privilege"])
+        self.assertTrue(windows["token"]["lua_token"])
+        self.assertTrue(windows["kill_on_job_close"])
+        for ace in windows["aces"]:
+            self.assertEqual(set(ace), {"kind", "sid", "path"})
+            self.assertIn(f"ace: {ace['kind']} {ace['sid']} {ace['path']}", plan["notes"])
 
     def test_transform_refusal_is_reported(self):
         if "windows" not in loaded_backends():

@@ -4,54 +4,79 @@
 
 namespace sbx::plugins {
 
-// The Backend interface exactly as a plugin built for ABI 1.0-1.2 compiled it: the same
+// The Backend interface exactly as a plugin built for an older minor ABI compiled it: the same
 // virtual functions in the same order (hence the same vtable slots), with the ExecPlan of that
-// time. Calling an old plugin's object through this declaration is what the toolchain
-// fingerprint makes sound: both sides agree on the C++ ABI, and only the plan type differs.
-// External linkage on purpose: in an anonymous namespace the compiler would see that no class
-// derives from it and devirtualize every call to the pure declaration (a crash).
-class BackendAbi1_2 {
+// time (`OldPlan`). Calling an old plugin's object through this declaration is what the
+// toolchain fingerprint makes sound: both sides agree on the C++ ABI, and only the plan type
+// differs. External linkage on purpose: in an anonymous namespace the compiler would see that
+// no class derives from it and devirtualize every call to the pure declaration (a crash).
+template <typename OldPlan>
+class BackendWithOldPlan {
  public:
-  BackendAbi1_2(const BackendAbi1_2&) = delete;
-  BackendAbi1_2& operator=(const BackendAbi1_2&) = delete;
-  virtual ~BackendAbi1_2() = default;
+  BackendWithOldPlan(const BackendWithOldPlan&) = delete;
+  BackendWithOldPlan& operator=(const BackendWithOldPlan&) = delete;
+  virtual ~BackendWithOldPlan() = default;
   virtual ProbeReport probe(const ProbeContext& context) = 0;
-  virtual Result<ExecPlanAbi1_2> transform(const TransformRequest& request) const = 0;
-  virtual Result<ExitStatus> exec(const ExecPlanAbi1_2& plan) = 0;
+  virtual Result<OldPlan> transform(const TransformRequest& request) const = 0;
+  virtual Result<ExitStatus> exec(const OldPlan& plan) = 0;
 };
 
 namespace {
 
-ExecPlan from_abi1_2(ExecPlanAbi1_2 old) {
+// Conversions between today's ExecPlan and an older layout: the fields the old layout has are
+// copied; the others stay empty on the way in (an old plugin cannot have filled them) and are
+// dropped on the way out (it would misread them).
+ExecPlan from_old(ExecPlanAbi1_2 old) {
   ExecPlan plan;
   plan.argv = std::move(old.argv);
   plan.env = std::move(old.env);
   plan.cwd = std::move(old.cwd);
   plan.notes = std::move(old.notes);
-  return plan;  // host_paths stays empty: an old plugin cannot have filled it
+  return plan;
 }
 
-ExecPlanAbi1_2 to_abi1_2(const ExecPlan& plan) {
+ExecPlan from_old(ExecPlanAbi1_3 old) {
+  ExecPlan plan = from_old(ExecPlanAbi1_2{std::move(old.argv), std::move(old.env),
+                                          std::move(old.cwd), std::move(old.notes)});
+  plan.host_paths = std::move(old.host_paths);
+  return plan;
+}
+
+template <typename OldPlan>
+OldPlan to_old(const ExecPlan& plan);
+
+template <>
+ExecPlanAbi1_2 to_old<ExecPlanAbi1_2>(const ExecPlan& plan) {
   return ExecPlanAbi1_2{plan.argv, plan.env, plan.cwd, plan.notes};
 }
 
-class Abi1_2Adapter final : public Backend {
+template <>
+ExecPlanAbi1_3 to_old<ExecPlanAbi1_3>(const ExecPlan& plan) {
+  return ExecPlanAbi1_3{plan.argv, plan.env, plan.cwd, plan.notes, plan.host_paths};
+}
+
+template <typename OldPlan>
+class OldAbiAdapter final : public Backend {
  public:
-  explicit Abi1_2Adapter(std::shared_ptr<Backend> plugin)
+  explicit OldAbiAdapter(std::shared_ptr<Backend> plugin)
       : Backend(HostServices(nullptr)), plugin_(std::move(plugin)) {}
 
   ProbeReport probe(const ProbeContext& context) override { return old().probe(context); }
 
   Result<ExecPlan> transform(const TransformRequest& request) const override {
-    Result<ExecPlanAbi1_2> plan = old().transform(request);
+    Result<OldPlan> plan = old().transform(request);
     if (!plan.ok()) return Error{plan.error()};
-    return from_abi1_2(std::move(*plan));
+    return from_old(std::move(*plan));
   }
 
-  Result<ExitStatus> exec(const ExecPlan& plan) override { return old().exec(to_abi1_2(plan)); }
+  Result<ExitStatus> exec(const ExecPlan& plan) override {
+    return old().exec(to_old<OldPlan>(plan));
+  }
 
  private:
-  BackendAbi1_2& old() const { return *reinterpret_cast<BackendAbi1_2*>(plugin_.get()); }
+  BackendWithOldPlan<OldPlan>& old() const {
+    return *reinterpret_cast<BackendWithOldPlan<OldPlan>*>(plugin_.get());
+  }
 
   std::shared_ptr<Backend> plugin_;
 };
@@ -60,8 +85,10 @@ class Abi1_2Adapter final : public Backend {
 
 std::shared_ptr<Backend> adapt_to_current_abi(std::shared_ptr<Backend> plugin,
                                               std::uint16_t abi_minor) {
-  if (abi_minor >= kAbiMinorPlanHostPaths) return plugin;
-  return std::make_shared<Abi1_2Adapter>(std::move(plugin));
+  if (abi_minor >= kAbiMinorPlanWindows) return plugin;
+  if (abi_minor >= kAbiMinorPlanHostPaths)
+    return std::make_shared<OldAbiAdapter<ExecPlanAbi1_3>>(std::move(plugin));
+  return std::make_shared<OldAbiAdapter<ExecPlanAbi1_2>>(std::move(plugin));
 }
 
 }  // namespace sbx::plugins

@@ -1,11 +1,12 @@
 // Plugins built for an older minor ABI, seen through today's Backend interface.
 //
-// ABI 1.3 appended ExecPlan::host_paths. A plugin built for 1.0-1.2 returns the older, shorter
-// ExecPlan from transform() and reads that layout in exec(); handing it today's would have it
-// write a Result<ExecPlan> of the wrong size. The loader therefore wraps such a plugin's
-// Backend in an adapter that calls it through the 1.2 layout and converts plans at the
-// boundary: an old plugin's plans carry empty host_paths, and its exec() gets the fields it
-// knows. Later appended fields get the same treatment here.
+// ABI 1.3 appended ExecPlan::host_paths and 1.4 appended ExecPlan::windows. A plugin built for
+// an older minor returns the ExecPlan of its time from transform() and reads that layout in
+// exec(); handing it today's would have it write a Result<ExecPlan> of the wrong size. The
+// loader therefore wraps such a plugin's Backend in an adapter that calls it through its own
+// layout and converts plans at the boundary: the fields an old plugin cannot know come back
+// empty, and its exec() gets the fields it knows. Later appended fields get the same treatment
+// here.
 #pragma once
 
 #include <cstdint>
@@ -17,10 +18,11 @@ namespace sbx::plugins {
 
 // The first minor ABI whose ExecPlan has host_paths.
 inline constexpr std::uint16_t kAbiMinorPlanHostPaths = 3;
+// The first minor ABI whose ExecPlan has windows (today's layout).
+inline constexpr std::uint16_t kAbiMinorPlanWindows = 4;
 
 // `plugin` is the Backend the plugin's create() returned (owned through its destroy()). Returns
-// it unchanged for a plugin built for ABI minor >= kAbiMinorPlanHostPaths, an adapter
-// otherwise.
+// it unchanged for a plugin built for ABI minor >= kAbiMinorPlanWindows, an adapter otherwise.
 std::shared_ptr<Backend> adapt_to_current_abi(std::shared_ptr<Backend> plugin,
                                               std::uint16_t abi_minor);
 

@@ -116,11 +116,6 @@ bool is_prefix(const std::vector<std::string>& prefix, const std::vector<std::st
 
 }  // namespace
 
-void UniqueFd::reset() {
-  if (fd_ >= 0) close(fd_);
-  fd_ = -1;
-}
-
 std::string mode_string(mode_t mode) {
   std::string out(4, '0');
   unsigned bits = static_cast<unsigned>(mode) & 07777u;

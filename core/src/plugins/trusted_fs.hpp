@@ -13,39 +13,14 @@
 
 #include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "sbx/sdk/result.hpp"
+#include "sbx/sdk/unique_fd.hpp"
 
 namespace sbx::plugins {
 
-// Owns a file descriptor and closes it on destruction.
-class UniqueFd {
- public:
-  UniqueFd() = default;
-  explicit UniqueFd(int fd) : fd_(fd) {}
-  ~UniqueFd() { reset(); }
-  UniqueFd(UniqueFd&& other) noexcept : fd_(other.release()) {}
-  UniqueFd& operator=(UniqueFd&& other) noexcept {
-    if (this != &other) {
-      reset();
-      fd_ = other.release();
-    }
-    return *this;
-  }
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
-
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  // Gives up ownership: the caller must close the returned descriptor.
-  int release() { return std::exchange(fd_, -1); }
-  void reset();
-
- private:
-  int fd_ = -1;
-};
+using sbx::UniqueFd;  // owns a file descriptor (sbx/sdk/unique_fd.hpp)
 
 // Who may own a trusted file or directory: root always, and optionally one more uid (the owner
 // of libsbx, so a per-user or build-tree install works without root).

@@ -4,9 +4,10 @@
 #include <string>
 #include <vector>
 
+#include "policy/internal.hpp"
 #include "policy/json_strict.hpp"
 #include "policy/path_util.hpp"
-#include "policy/internal.hpp"
+#include "report/json_render.hpp"
 #include "sbx/core/policy.hpp"
 
 namespace sbx {
@@ -27,6 +28,7 @@ namespace policy {
 namespace {
 
 namespace json = boost::json;
+using report::string_array;
 using policy::strict::child;
 using policy::strict::error_at;
 
@@ -91,12 +93,6 @@ Status check_patterns(const std::vector<std::string>& patterns, std::string_view
     if (!status) return status;
   }
   return {};
-}
-
-json::array string_array(const std::vector<std::string>& items) {
-  json::array out;
-  for (const std::string& item : items) out.emplace_back(item);
-  return out;
 }
 
 }  // namespace

@@ -12,12 +12,7 @@ namespace sbx {
 namespace {
 
 namespace json = boost::json;
-
-json::array string_array(const std::vector<std::string>& items) {
-  json::array out;
-  for (const std::string& item : items) out.emplace_back(item);
-  return out;
-}
+using report::string_array;
 
 json::object filesystem_json(const FilesystemSpec& fs) {
   json::object out;

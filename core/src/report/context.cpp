@@ -17,6 +17,7 @@ namespace sbx {
 namespace {
 
 namespace json = boost::json;
+using report::string_array;
 
 bool within_any(std::string_view path, const std::vector<std::string>& roots, bool strictly) {
   for (const std::string& root : roots) {
@@ -153,15 +154,10 @@ void append_network(const SandboxContext& context, std::string& out) {
       break;
   }
   append_list("- Local sockets that may be used:", network.unix_sockets, "", out);
-  // Landlock cannot grant it (its filter refuses bind() in every closed network mode).
+  // Only backends that offer it are chosen (capability local_binding; Landlock's filter refuses
+  // bind() in every closed network mode, so it is passed over).
   if (network.allow_local_binding)
     out += "- Listening on local ports is allowed where the backend supports it.\n";
-}
-
-json::array string_array(const std::vector<std::string>& items) {
-  json::array out;
-  for (const std::string& item : items) out.emplace_back(item);
-  return out;
 }
 
 std::string_view reads_word(const SandboxContext& context) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "report/text_escape.hpp"
 
@@ -147,6 +148,12 @@ std::string escape_invisible(std::string text) {
 }
 
 }  // namespace
+
+json::array string_array(const std::vector<std::string>& items) {
+  json::array out;
+  for (const std::string& item : items) out.emplace_back(item);
+  return out;
+}
 
 std::string render_json(json::value value, JsonStyle style) {
   make_valid_utf8(value);

@@ -4,12 +4,17 @@
 // policy/serialize.cpp, so every document sbx writes escapes the same way.
 #pragma once
 
+#include <boost/json/array.hpp>
 #include <boost/json/value.hpp>
 #include <string>
+#include <vector>
 
 #include "sbx/core/report_json.hpp"
 
 namespace sbx::report {
+
+// A JSON array of the strings, in order (rendered, like every string, by render_json).
+boost::json::array string_array(const std::vector<std::string>& items);
 
 std::string render_json(boost::json::value value, JsonStyle style);
 

@@ -18,10 +18,36 @@ namespace sbx {
 namespace {
 
 namespace json = boost::json;
+using report::string_array;
 
-json::array string_array(const std::vector<std::string>& items) {
+json::array sid_array(const std::vector<WindowsSid>& sids) {
   json::array out;
-  for (const std::string& item : items) out.emplace_back(item);
+  for (WindowsSid sid : sids) out.emplace_back(std::string(to_string(sid)));
+  return out;
+}
+
+// ExecPlan::windows, or null for a plan without a Windows part (every other backend's).
+json::value windows_json(const PlanWindows& windows) {
+  if (windows == PlanWindows{}) return nullptr;
+  json::object token;
+  token["disable_max_privilege"] = windows.token.disable_max_privilege;
+  token["lua_token"] = windows.token.lua_token;
+  token["write_restricted"] = windows.token.write_restricted;
+  token["restricting_sids"] = sid_array(windows.token.restricting_sids);
+  token["default_dacl"] = sid_array(windows.token.default_dacl);
+  json::array aces;
+  for (const WindowsAce& ace : windows.aces) {
+    json::object entry;
+    entry["kind"] = std::string(to_string(ace.kind));
+    entry["sid"] = std::string(to_string(ace.sid));
+    entry["path"] = ace.path;
+    aces.emplace_back(std::move(entry));
+  }
+  json::object out;
+  out["token"] = std::move(token);
+  out["create_dirs"] = string_array(windows.create_dirs);
+  out["aces"] = std::move(aces);
+  out["kill_on_job_close"] = windows.kill_on_job_close;
   return out;
 }
 
@@ -218,6 +244,7 @@ std::string plan_to_json(const std::optional<std::string>& backend, const ExecPl
   host_paths["kept"] = string_array(plan.host_paths.kept);
   host_paths["state_dir"] = plan.host_paths.state_dir;
   out["host_paths"] = std::move(host_paths);
+  out["windows"] = windows_json(plan.windows);
   return report::render_json(out, style);
 }
 

@@ -176,6 +176,9 @@ void add_network_needs(const NetworkPolicy& network, Needs& needs) {
   if (network.mode != NetworkMode::kEnabled && !network.unix_sockets.empty())
     needs.add(Capability::kUnixSocketAllowlist,
               "unix socket '" + network.unix_sockets.front() + "' allowed");
+  // Likewise listening on local ports: only a closed network needs a backend that offers it.
+  if (network.mode != NetworkMode::kEnabled && network.allow_local_binding)
+    needs.add(Capability::kLocalBinding, "network.allow_local_binding: listening on local ports");
 }
 
 Needs compute_needs(const ResolvedPolicy& policy, const std::string& policy_file = {}) {

@@ -13,23 +13,10 @@
 #include <optional>
 #include <string_view>
 
+#include "sbx/sdk/unique_fd.hpp"
+
 namespace sbx::bwrap {
 namespace {
-
-// Closes the descriptor on scope exit.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 int openat2_no_symlinks(const std::string& path) {
   open_how how{};
@@ -121,7 +108,7 @@ std::optional<BwrapOption> bwrap_option(std::string_view option) {
 Result<int> open_bind_source(const std::string& path, bool allow_char_device) {
   if (path.empty() || path.front() != '/')
     return Error{"bind source '" + path + "' is not an absolute path"};
-  Fd fd(open_no_symlinks(path));
+  UniqueFd fd(open_no_symlinks(path));
   if (fd.get() < 0) {
     const int error = errno;
     std::string reason = std::strerror(error);

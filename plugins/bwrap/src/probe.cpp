@@ -313,7 +313,10 @@ ProbeReport run_probe(const std::string& stage2_path, const std::string& cache_f
     report.capabilities = {Capability::kWriteRestriction, Capability::kReadRestriction,
                            Capability::kWriteCarveouts,   Capability::kReadCarveouts,
                            Capability::kProtectedNames,   Capability::kDenyGlobs,
-                           Capability::kNetworkBlock,     Capability::kSyscallFilter};
+                           Capability::kNetworkBlock,     Capability::kSyscallFilter,
+                           // The private network namespace's own loopback (stage 2's
+                           // private filter lets TCP/UDP bind and listen there).
+                           Capability::kLocalBinding};
     report.summary = "bubblewrap " + (bwrap.ok() ? *bwrap : std::string()) +
                      " with namespaces and the sbx-stage2 seccomp filter";
   } else {

@@ -265,6 +265,13 @@ std::string unenforceable_rule(const ResolvedPolicy& policy) {
   if (policy.network.mode != NetworkMode::kEnabled && !policy.network.unix_sockets.empty())
     return "unix_socket_allowlist: unix socket '" + policy.network.unix_sockets.front() +
            "' allowed: the seccomp filter blocks every socket when the network is restricted";
+  // Without a network namespace a listening socket would listen on the host's own loopback,
+  // reachable by everything there; stage 2's filter refuses bind and listen (and every inet
+  // socket when the network is restricted), so the grant would silently not hold.
+  if (policy.network.mode != NetworkMode::kEnabled && policy.network.allow_local_binding)
+    return "local_binding: network.allow_local_binding is set: the seccomp filter refuses bind "
+           "and listen (and every inet socket when the network is restricted), and Landlock "
+           "mode has no private network namespace whose loopback it could offer instead";
   return filesystem_rule(policy);
 }
 

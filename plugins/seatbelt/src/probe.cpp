@@ -22,7 +22,7 @@ CapabilitySet seatbelt_capabilities() {
           Capability::kWriteCarveouts,   Capability::kReadCarveouts,
           Capability::kProtectedNames,   Capability::kDenyGlobs,
           Capability::kNetworkBlock,     Capability::kProxyNetwork,
-          Capability::kUnixSocketAllowlist};
+          Capability::kUnixSocketAllowlist, Capability::kLocalBinding};
 }
 
 ProbeReport evaluate_probe(const ProbeFacts& facts) {

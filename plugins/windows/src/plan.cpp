@@ -237,18 +237,11 @@ Status plan_command(const TransformRequest& request, WindowsPlan& plan, bool& dr
 }
 
 TokenPlan token_for(FilesystemKind kind) {
+  if (kind == FilesystemKind::kRestricted) return write_restricted_token();
+  // No write restriction: the token only drops privileges and administrator rights.
   TokenPlan token;
-  if (kind != FilesystemKind::kRestricted) {
-    token.write_restricted = false;
-    return token;
-  }
-  // The capability SID first (it carries every allow and deny ACE of the plan); the logon SID
-  // and Everyone because the console, pipes, NUL and the process's own objects are granted to
-  // them, and a write-restricted token without them cannot even start.
-  token.restricting_sids = {SidRef::kWriteCapability, SidRef::kLogon, SidRef::kEveryone};
-  // Objects the command creates without an inheritable ACL (its pipes, events, threads) must be
-  // writable by the restricted half of its own access check.
-  token.default_dacl = {SidRef::kWriteCapability, SidRef::kLogon, SidRef::kEveryone};
+  token.disable_max_privilege = true;
+  token.lua_token = true;
   return token;
 }
 
@@ -272,22 +265,19 @@ void add_general_info(const ResolvedPolicy& policy, bool drive_relative, Windows
 
 }  // namespace
 
-std::string_view to_string(SidRef sid) {
-  switch (sid) {
-    case SidRef::kWriteCapability: return "cap:write";
-    case SidRef::kLogon: return "logon";
-    case SidRef::kEveryone: return "everyone";
-  }
-  return "unknown";
-}
-
-std::string_view to_string(AceKind kind) {
-  switch (kind) {
-    case AceKind::kAllowWrite: return "allow-write";
-    case AceKind::kDenyWrite: return "deny-write";
-    case AceKind::kDenyDelete: return "deny-delete";
-  }
-  return "unknown";
+TokenPlan write_restricted_token() {
+  TokenPlan token;
+  token.disable_max_privilege = true;
+  token.lua_token = true;
+  token.write_restricted = true;
+  // The capability SID first (it carries every allow and deny ACE of the plan); the logon SID
+  // and Everyone because the console, pipes, NUL and the process's own objects are granted to
+  // them, and a write-restricted token without them cannot even start.
+  token.restricting_sids = {SidRef::kWriteCapability, SidRef::kLogon, SidRef::kEveryone};
+  // Objects the command creates without an inheritable ACL (its pipes, events, threads) must be
+  // writable by the restricted half of its own access check.
+  token.default_dacl = {SidRef::kWriteCapability, SidRef::kLogon, SidRef::kEveryone};
+  return token;
 }
 
 CapabilitySet windows_capabilities() {

@@ -5,8 +5,8 @@
 // the install path named.
 #include <gtest/gtest.h>
 
-#include <cerrno>
 #include <map>
+#include <memory>
 
 #include "sbx_test/files.hpp"
 #include "sbx_test/installed_sbx.hpp"
@@ -49,9 +49,8 @@ class InstallProtect : public ::testing::Test {
     // Next to the test prefix (root-owned, not group/world-writable, unlike /tmp), so the
     // plugin loader trusts the copy.
     const std::string parent = fs::path(SBX_TEST_PREFIX).parent_path();
-    std::string tmpl = parent + "/protect-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr) << std::strerror(errno);
-    ws_ = tmpl;
+    workspace_ = std::make_unique<TempDir>(parent);
+    ws_ = workspace_->path();
     prefix_ = ws_ + "/prefix";
     const RunResult copied = run({"/bin/cp", "-a", SBX_TEST_PREFIX, prefix_}, base_env());
     ASSERT_EQ(copied.code, 0) << describe(copied);
@@ -65,15 +64,12 @@ class InstallProtect : public ::testing::Test {
     }
     for (const std::string& target : targets_) before_[target] = state_of(target);
   }
-  void TearDown() override {
-    std::error_code ec;
-    if (!ws_.empty()) fs::remove_all(ws_, ec);
-  }
   RunResult copied_sbx(const std::string& backend, const std::string& script) {
     return run({prefix_ + "/bin/sbx", "--backends", backend, "exec", "--policy", policy_, "--cwd",
                 ws_, "--", "/bin/sh", "-c", script},
                base_env());
   }
+  std::unique_ptr<TempDir> workspace_;  // made in SetUp: its parent is known only there
   std::string ws_;
   std::string prefix_;
   TempDir conf_{"/var/tmp"};

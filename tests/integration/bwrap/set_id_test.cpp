@@ -7,8 +7,8 @@
 #include "sbx_test/files.hpp"
 #include "sbx_test/installed_sbx.hpp"
 #include "sbx_test/listener.hpp"
+#include "sbx_test/set_id_attempts.hpp"
 #include "sbx_test/temp_dir.hpp"
-#include "set_id_attempts.hpp"
 
 namespace {
 

@@ -8,8 +8,8 @@
 #include "sbx_test/files.hpp"
 #include "sbx_test/installed_sbx.hpp"
 #include "sbx_test/listener.hpp"
+#include "sbx_test/stage2_attempts.hpp"
 #include "sbx_test/temp_dir.hpp"
-#include "stage2_attempts.hpp"
 
 namespace {
 

@@ -6,7 +6,7 @@
 #include "sbx_test/installed_sbx.hpp"
 #include "sbx_test/listener.hpp"
 #include "sbx_test/temp_dir.hpp"
-#include "terminal_attempts.hpp"
+#include "sbx_test/terminal_attempts.hpp"
 
 namespace {
 

@@ -22,6 +22,7 @@
 
 #include "../proxy/loopback.hpp"
 #include "sbx/sbx.h"
+#include "sbx_test/temp_dir.hpp"
 
 namespace {
 
@@ -111,9 +112,6 @@ class CApiProxy : public ::testing::TestWithParam<std::string> {
     ASSERT_NE(lib_.exec, nullptr);
     allowed_ = quiet_server();
     unlisted_ = quiet_server();
-    char pattern[] = "/tmp/sbx-capi-proxy-XXXXXX";
-    ASSERT_NE(::mkdtemp(pattern), nullptr);
-    dir_ = pattern;
     sbx_error* error = nullptr;
     manager_ = lib_.manager_new(GetParam().c_str(), &error);
     ASSERT_NE(manager_, nullptr) << lib_.error_message(error);
@@ -128,7 +126,6 @@ class CApiProxy : public ::testing::TestWithParam<std::string> {
   }
   void TearDown() override {
     if (manager_ != nullptr) lib_.manager_free(manager_);
-    if (!dir_.empty()) fs::remove_all(dir_);
     // The library stays loaded: its proxy threads are joined, but unloading a C++ library with
     // static state mid-process gains nothing for a test.
   }
@@ -176,7 +173,8 @@ class CApiProxy : public ::testing::TestWithParam<std::string> {
 
   Library lib_;
   sbx_manager* manager_ = nullptr;
-  std::string dir_;
+  sbx::test::TempDir work_;
+  const std::string dir_ = work_.path();
   std::unique_ptr<CountingServer> allowed_;
   std::unique_ptr<CountingServer> unlisted_;
 };

@@ -3,6 +3,7 @@
 // limit and leaves nothing behind on the host; a wall-clock timeout ends the command (SIGTERM,
 // then SIGKILL for one that ignores it); the command sees its open-files and file-size limits.
 // Every run is bounded in time: a timeout in the policy and a cap in every loop.
+#include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -10,9 +11,12 @@
 #include <unistd.h>
 
 #include <boost/json.hpp>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,19 +29,78 @@ namespace {
 namespace fs = std::filesystem;
 using namespace sbx::test;  // NOLINT: test helpers
 
+// A process that exits while /proc is read makes its entries fail with ENOENT or ESRCH: it is
+// gone, which is not an error for a scan that looks for live processes.
+bool process_gone(int error) { return error == ENOENT || error == ESRCH; }
+
+bool is_pid(const char* name) {
+  if (*name == '\0') return false;
+  for (; *name != '\0'; ++name) {
+    if (*name < '0' || *name > '9') return false;
+  }
+  return true;
+}
+
+// /proc/<pid>/cmdline, or nullopt when the process is gone. Any other error fails the test.
+std::optional<std::string> read_cmdline(const std::string& pid) {
+  const std::string path = "/proc/" + pid + "/cmdline";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (!process_gone(errno)) ADD_FAILURE() << "open " << path << ": " << std::strerror(errno);
+    return std::nullopt;
+  }
+  std::string cmdline;
+  char buffer[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n > 0) {
+      cmdline.append(buffer, static_cast<std::size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    const int error = n < 0 ? errno : 0;
+    ::close(fd);
+    if (error == 0) return cmdline;
+    if (!process_gone(error)) ADD_FAILURE() << "read " << path << ": " << std::strerror(error);
+    return std::nullopt;
+  }
+}
+
+// One pass over /proc counting the processes whose command line is `wanted`. nullopt when the
+// listing itself failed because a process vanished under it (the pass is then unreliable).
+std::optional<int> count_in_one_pass(const std::string& wanted) {
+  DIR* proc = ::opendir("/proc");
+  if (proc == nullptr) {
+    ADD_FAILURE() << "opendir /proc: " << std::strerror(errno);
+    return 0;
+  }
+  int count = 0;
+  for (;;) {
+    errno = 0;
+    const dirent* entry = ::readdir(proc);
+    if (entry == nullptr) break;
+    if (!is_pid(entry->d_name)) continue;
+    const std::optional<std::string> cmdline = read_cmdline(entry->d_name);
+    if (cmdline && *cmdline == wanted) ++count;
+  }
+  const int error = errno;
+  ::closedir(proc);
+  if (error == 0) return count;
+  if (!process_gone(error)) ADD_FAILURE() << "readdir /proc: " << std::strerror(error);
+  return std::nullopt;
+}
+
 // Processes on the host whose command line is exactly `argv` (joined by NULs), seen from the
-// test, outside any sandbox.
+// test, outside any sandbox. Processes that exit during the scan are simply not counted.
 int count_host_processes(const std::vector<std::string>& argv) {
   std::string wanted;
   for (const std::string& arg : argv) wanted += arg + '\0';
-  int count = 0;
-  std::error_code error;
-  for (const fs::directory_entry& entry : fs::directory_iterator("/proc", error)) {
-    std::ifstream in(entry.path() / "cmdline", std::ios::binary);
-    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (cmdline == wanted) ++count;
+  constexpr int kPasses = 10;
+  for (int pass = 0; pass < kPasses; ++pass) {
+    if (const std::optional<int> count = count_in_one_pass(wanted)) return *count;
   }
-  return count;
+  ADD_FAILURE() << "/proc could not be listed in " << kPasses << " passes";
+  return -1;
 }
 
 // How `sbx explain` says the limit `name` holds here for `policy` (empty if not listed).

@@ -250,37 +250,82 @@ INSTANTIATE_TEST_SUITE_P(PluginLoader, EachFixture, ::testing::ValuesIn(all_case
                            return param_info.param.label;
                          });
 
-// A plugin built against the ABI 1.2 headers, whose ExecPlan ends at notes, still loads; its
-// plans come back whole with empty host_paths, and its exec() gets the plan its transform()
-// made and runs it through the host's spawn service.
-TEST(PluginLoader, PluginBuiltForAbi1_2StillTransformsAndRuns) {
-  TestTree tree("abi-1-2");
-  const fs::path plugins = tree.dir("plugins");
-  TestTree::copy_fixture("sbx-backend-fixture-abi-1-2.so", plugins);
-  const PluginRegistry registry = PluginRegistry::load(tree.options({plugins}));
-  ASSERT_TRUE(registry.rejected().empty()) << registry.rejected().front().message;
-  const LoadedPlugin* plugin = registry.find("fixture-abi-1-2");
-  ASSERT_NE(plugin, nullptr);
-  EXPECT_EQ(plugin->backend->probe(ProbeContext{}).summary, "ABI 1.2 test fixture only");
-
+TransformRequest exit_7_request() {
   TransformRequest request;
   request.argv = {"/bin/sh", "-c", "exit 7"};
   request.env = {"PATH=/usr/bin:/bin"};
   request.cwd = "/";
-  Result<ExecPlan> plan = plugin->backend->transform(request);
-  ASSERT_TRUE(plan.ok()) << plan.error();
-  EXPECT_EQ(plan->argv, request.argv);
-  EXPECT_EQ(plan->env, request.env);
-  EXPECT_EQ(plan->cwd, request.cwd);
-  EXPECT_EQ(plan->notes, std::vector<std::string>{"fixture-abi-1-2 plan"});
-  EXPECT_EQ(plan->host_paths, PlanHostPaths{});
+  return request;
+}
 
-  // Fields the old plugin does not know never reach it (it would misread them).
-  plan->host_paths.created = {"/nonexistent/never-made"};
-  Result<ExitStatus> status = plugin->backend->exec(*plan);
+void expect_exit_7(const Result<ExitStatus>& status) {
   ASSERT_TRUE(status.ok()) << status.error();
   EXPECT_EQ(status->signal, 0);
   EXPECT_EQ(status->exit_code, 7);
+}
+
+// A fixture plugin built for an older minor ABI, loaded alone, and the plan it made.
+struct OldAbiRun {
+  PluginRegistry registry;
+  const LoadedPlugin* plugin = nullptr;
+  Result<ExecPlan> plan = Error{"not planned"};
+};
+
+// Loads fixture-abi-1-<minor> alone and has it plan exit_7_request(). Checks what every older
+// layout carries (argv, env, cwd, its notes) and that ExecPlan::windows, which none of them
+// has, comes back empty.
+void load_and_plan(const TestTree& tree, const std::string& minor, OldAbiRun& run) {
+  const std::string name = "fixture-abi-1-" + minor;
+  const fs::path plugins = tree.dir("plugins");
+  TestTree::copy_fixture("sbx-backend-" + name + ".so", plugins);
+  run.registry = PluginRegistry::load(tree.options({plugins}));
+  ASSERT_TRUE(run.registry.rejected().empty()) << run.registry.rejected().front().message;
+  run.plugin = run.registry.find(name);
+  ASSERT_NE(run.plugin, nullptr);
+  EXPECT_EQ(run.plugin->backend->probe(ProbeContext{}).summary,
+            "ABI 1." + minor + " test fixture only");
+  const TransformRequest request = exit_7_request();
+  run.plan = run.plugin->backend->transform(request);
+  ASSERT_TRUE(run.plan.ok()) << run.plan.error();
+  EXPECT_EQ(run.plan->argv, request.argv);
+  EXPECT_EQ(run.plan->env, request.env);
+  EXPECT_EQ(run.plan->cwd, request.cwd);
+  EXPECT_EQ(run.plan->notes, std::vector<std::string>{name + " plan"});
+  EXPECT_EQ(run.plan->windows, PlanWindows{});
+}
+
+// A plugin built against the ABI 1.2 headers, whose ExecPlan ends at notes, still loads; its
+// plans come back whole with empty host_paths and windows, and its exec() gets the plan its
+// transform() made and runs it through the host's spawn service.
+TEST(PluginLoader, PluginBuiltForAbi1_2StillTransformsAndRuns) {
+  TestTree tree("abi-1-2");
+  OldAbiRun run;
+  ASSERT_NO_FATAL_FAILURE(load_and_plan(tree, "2", run));
+  EXPECT_EQ(run.plan->host_paths, PlanHostPaths{});
+
+  // Fields the old plugin does not know never reach it (it would misread them).
+  run.plan->host_paths.created = {"/nonexistent/never-made"};
+  run.plan->windows.create_dirs = {"C:\\never-made"};
+  expect_exit_7(run.plugin->backend->exec(*run.plan));
+}
+
+// A plugin built against the ABI 1.3 headers, whose ExecPlan ends at host_paths, still loads;
+// the host_paths its transform() fills come back, windows stays empty, and its exec() gets
+// its own host_paths back (it refuses a plan without them) and runs the command.
+TEST(PluginLoader, PluginBuiltForAbi1_3KeepsItsHostPathsAndRuns) {
+  TestTree tree("abi-1-3");
+  OldAbiRun run;
+  ASSERT_NO_FATAL_FAILURE(load_and_plan(tree, "3", run));
+  EXPECT_EQ(run.plan->host_paths.kept, std::vector<std::string>{"/fixture-abi-1-3/kept"});
+  EXPECT_EQ(run.plan->host_paths.state_dir, "/fixture-abi-1-3/state");
+
+  // The field it does not know never reaches it; the ones it knows do.
+  run.plan->windows.create_dirs = {"C:\\never-made"};
+  expect_exit_7(run.plugin->backend->exec(*run.plan));
+  run.plan->host_paths.kept.clear();
+  Result<ExitStatus> refused = run.plugin->backend->exec(*run.plan);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().find("host_paths its transform did not make"), std::string::npos);
 }
 
 TEST(PluginLoader, IgnoresFilesNotNamedLikePlugins) {

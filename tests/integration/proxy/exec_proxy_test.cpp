@@ -34,6 +34,7 @@
 
 #include "loopback.hpp"
 #include "sbx_test/process.hpp"
+#include "sbx_test/temp_dir.hpp"
 
 namespace {
 
@@ -62,9 +63,6 @@ json::object report_of(const RunResult& r) {
 class ProxyExec : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    char pattern[] = "/tmp/sbx-proxy-e2e-XXXXXX";
-    ASSERT_NE(::mkdtemp(pattern), nullptr);
-    dir_ = pattern;
     // Beside the workspace, not in it: sbx keeps a --policy file inside a writable root
     // read-only, which Landlock cannot do, and would pass Landlock over.
     policy_ = dir_ + ".policy.json";
@@ -86,7 +84,6 @@ class ProxyExec : public ::testing::TestWithParam<std::string> {
                    << explain.err;
   }
   void TearDown() override {
-    fs::remove_all(dir_);
     fs::remove(policy_);
     fs::remove(dir_ + ".own-ports.json");
   }
@@ -109,7 +106,8 @@ class ProxyExec : public ::testing::TestWithParam<std::string> {
   CountingServer allowed_;
   CountingServer unlisted_;
   CountingServer denied_;
-  std::string dir_;
+  sbx::test::TempDir work_;
+  const std::string dir_ = work_.path();
   std::string policy_;
 };
 

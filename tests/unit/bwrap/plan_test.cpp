@@ -2,8 +2,6 @@
 // bwrap will create, the existing protected paths the run relies on, the state directory) in
 // the plan's typed host_paths, never in its notes; and exec() acts on exactly those fields.
 #include <gtest/gtest.h>
-#include <stdlib.h>
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -12,6 +10,7 @@
 
 #include "sbx/bwrap/plan.hpp"
 #include "sbx/bwrap/translate.hpp"
+#include "sbx_test/temp_dir.hpp"
 
 namespace {
 
@@ -19,15 +18,7 @@ namespace fs = std::filesystem;
 using namespace sbx;
 using namespace sbx::bwrap;
 
-struct Scratch {
-  Scratch() {
-    std::string tmpl = fs::temp_directory_path().string() + "/sbx-bwrap-plan-XXXXXX";
-    path = ::mkdtemp(tmpl.data());
-    ::chmod(path.c_str(), 0700);
-  }
-  ~Scratch() { fs::remove_all(path); }
-  std::string path;
-};
+using sbx::test::TempDir;
 
 bool has_machine_prefix(const std::vector<std::string>& notes) {
   return std::any_of(notes.begin(), notes.end(), [](const std::string& note) {
@@ -124,10 +115,10 @@ TEST(BwrapPlan, RegistryIsNeededOnlyWithAStateDirectoryAndSomethingToHold) {
 
 // exec()'s use of the plan: the created path is made and recorded, and removed after the run.
 TEST(BwrapPlan, ExecMakesAndRemovesTheCreatedPathsThePlanNames) {
-  Scratch state, ws;
-  const std::string codex = ws.path + "/.codex";
+  TempDir state, ws;
+  const std::string codex = ws / ".codex";
   MountRegistry registry;
-  ASSERT_TRUE(hold_host_paths(registry, {{codex}, {}, state.path}).ok());
+  ASSERT_TRUE(hold_host_paths(registry, {{codex}, {}, state.path()}).ok());
   EXPECT_TRUE(fs::is_directory(codex)) << "the registry makes each planned mount point";
   EXPECT_EQ(registry.release_and_cleanup(), std::vector<std::string>{codex});
   EXPECT_FALSE(fs::exists(codex));
@@ -135,8 +126,8 @@ TEST(BwrapPlan, ExecMakesAndRemovesTheCreatedPathsThePlanNames) {
 
 // Without a state directory in the plan, exec() records nothing and removes nothing.
 TEST(BwrapPlan, ExecWithoutAStateDirectoryTouchesNothing) {
-  Scratch ws;
-  const std::string codex = ws.path + "/.codex";
+  TempDir ws;
+  const std::string codex = ws / ".codex";
   MountRegistry registry;
   ASSERT_TRUE(hold_host_paths(registry, {{codex}, {}, ""}).ok());
   EXPECT_FALSE(fs::exists(codex));

@@ -18,6 +18,7 @@
 #include "sbx/core/policy.hpp"
 #include "sbx/core/resolve.hpp"
 #include "sbx_test/golden.hpp"
+#include "sbx_test/temp_dir.hpp"
 
 namespace sbx {
 namespace {
@@ -57,12 +58,8 @@ std::vector<std::string> case_names() {
   return names;
 }
 
-// A fresh working directory with the case's setup in it.
-fs::path make_cwd(const boost::json::object& input) {
-  char pattern[] = "/tmp/sbx-context-golden-XXXXXX";
-  const char* made = mkdtemp(pattern);
-  EXPECT_NE(made, nullptr);
-  const fs::path cwd = fs::canonical(made != nullptr ? made : "/tmp");
+// Puts the case's setup into the fresh working directory `cwd`.
+void set_up_cwd(const fs::path& cwd, const boost::json::object& input) {
   if (const auto* setup = input.if_contains("setup")) {
     if (const auto* dirs = setup->as_object().if_contains("dirs")) {
       for (const auto& dir : dirs->as_array())
@@ -73,7 +70,6 @@ fs::path make_cwd(const boost::json::object& input) {
         write_file(cwd / std::string(name), std::string(text.as_string()));
     }
   }
-  return cwd;
 }
 
 struct Rendered {
@@ -87,10 +83,11 @@ Rendered render_case(const std::string& name) {
   Result<Policy> policy = parse_policy(boost::json::serialize(input.at("policy")));
   EXPECT_TRUE(policy.ok()) << name << ": " << policy.error();
   if (!policy.ok()) return {};
-  const fs::path cwd = make_cwd(input);
+  const sbx::test::TempDir scratch;
+  const fs::path cwd = scratch.path();
+  set_up_cwd(cwd, input);
   const ResolveContext context{cwd.string(), "/home/agent", {}};
   Result<ResolvedPolicy> resolved = resolve_policy(*policy, context);
-  fs::remove_all(cwd);
   EXPECT_TRUE(resolved.ok()) << name << ": " << resolved.error();
   if (!resolved.ok()) return {};
   const SandboxContext described = describe_sandbox(*resolved);

@@ -89,7 +89,7 @@ TEST(LandlockProxy, ExactStage2ArgvWithTheProxyPort) {
   EXPECT_TRUE(gap_noted) << "the per-address gap must be stated in the plan's notes";
 }
 
-TEST(LandlockProxy, RefusedWithoutExactlyOnePortOrWithUnixSockets) {
+TEST(LandlockProxy, RefusedWithoutExactlyOnePortOrWithUnixSocketsOrLocalBinding) {
   for (const std::vector<std::uint16_t>& ports :
        {std::vector<std::uint16_t>{}, std::vector<std::uint16_t>{0},
         std::vector<std::uint16_t>{1, 2}}) {
@@ -103,6 +103,13 @@ TEST(LandlockProxy, RefusedWithoutExactlyOnePortOrWithUnixSockets) {
   auto t = landlock::translate(sockets, host_facts());
   ASSERT_FALSE(t.ok());
   EXPECT_NE(t.error().find("unix_socket_allowlist"), std::string::npos) << t.error();
+  // No bind or listen in proxy mode either: local binding is refused by name.
+  auto binding = proxy_request({41234});
+  binding.policy.network.allow_local_binding = true;
+  t = landlock::translate(binding, host_facts());
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.error().find("local_binding: network.allow_local_binding"), std::string::npos)
+      << t.error();
 }
 
 // ---- the ruleset, for real ----

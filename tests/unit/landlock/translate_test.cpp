@@ -240,12 +240,25 @@ TEST(LandlockTranslate, RefusalsNameTheRule) {
   auto sock = request({{"/", Access::kRead}});
   sock.policy.network.unix_sockets = {"/run/agent.sock"};
   cases.push_back({sock, "unix_socket_allowlist: unix socket '/run/agent.sock'"});
+  auto binding = request({{"/", Access::kRead}});
+  binding.policy.network.allow_local_binding = true;
+  cases.push_back({binding, "local_binding: network.allow_local_binding is set: the seccomp "
+                            "filter refuses bind and listen"});
   for (const Case& c : cases) {
     auto t = translate(c.req, host_facts());
     ASSERT_FALSE(t.ok()) << c.needle;
     EXPECT_NE(t.error().find(c.needle), std::string::npos) << t.error();
   }
   EXPECT_FALSE(translate(request({{"/", Access::kRead}}), HostFacts{}).ok()) << "no stage 2";
+}
+
+// With the network enabled every socket is the command's anyway: local binding then needs
+// nothing from the backend.
+TEST(LandlockTranslate, LocalBindingWithTheNetworkEnabledIsNotRefused) {
+  auto binding = request({{"/", Access::kRead}}, NetworkMode::kEnabled);
+  binding.policy.network.allow_local_binding = true;
+  auto t = translate(binding, host_facts());
+  ASSERT_TRUE(t.ok()) << t.error();
 }
 
 TEST(LandlockTranslate, CapabilitiesFollowTheAbi) {
@@ -258,7 +271,7 @@ TEST(LandlockTranslate, CapabilitiesFollowTheAbi) {
   EXPECT_TRUE(landlock::capabilities_for_abi(4).has(Capability::kProxyNetwork));
   for (Capability never : {Capability::kWriteCarveouts, Capability::kReadCarveouts,
                            Capability::kProtectedNames, Capability::kDenyGlobs,
-                           Capability::kUnixSocketAllowlist})
+                           Capability::kUnixSocketAllowlist, Capability::kLocalBinding})
     EXPECT_FALSE(landlock::capabilities_for_abi(7).has(never)) << to_string(never);
 }
 

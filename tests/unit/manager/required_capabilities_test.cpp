@@ -102,6 +102,18 @@ TEST(RequiredCapabilitiesTest, UnixSocketsOnlyMatterWhenNetworkIsLimited) {
   EXPECT_THAT(needs(policy), ElementsAreArray({"write_restriction", "syscall_filter"}));
 }
 
+TEST(RequiredCapabilitiesTest, LocalBindingOnlyMattersWhenNetworkIsLimited) {
+  ResolvedPolicy policy = restricted({{"/", Access::kRead}}, NetworkMode::kRestricted);
+  policy.network.allow_local_binding = true;
+  EXPECT_THAT(needs(policy), ElementsAreArray({"write_restriction", "network_block",
+                                               "syscall_filter", "local_binding"}));
+  policy.network.mode = NetworkMode::kProxy;
+  EXPECT_THAT(needs(policy), ElementsAreArray({"write_restriction", "proxy_network",
+                                               "syscall_filter", "local_binding"}));
+  policy.network.mode = NetworkMode::kEnabled;
+  EXPECT_THAT(needs(policy), ElementsAreArray({"write_restriction", "syscall_filter"}));
+}
+
 TEST(RequiredCapabilitiesTest, UnrestrictedAndExternalNeedOnlyNetworkAndSyscallFilter) {
   for (FilesystemKind kind : {FilesystemKind::kUnrestricted, FilesystemKind::kExternal}) {
     ResolvedPolicy policy = restricted({{"/w", Access::kWrite}, {"/w/x", Access::kDeny}});

@@ -21,7 +21,7 @@ constexpr CapabilitySet kEverything = {
     Capability::kWriteRestriction, Capability::kReadRestriction, Capability::kWriteCarveouts,
     Capability::kReadCarveouts,    Capability::kProtectedNames,  Capability::kDenyGlobs,
     Capability::kNetworkBlock,     Capability::kProxyNetwork,    Capability::kUnixSocketAllowlist,
-    Capability::kSyscallFilter};
+    Capability::kSyscallFilter,    Capability::kLocalBinding};
 
 // A scripted backend: what probe() reports, and whether probe/transform/exec throw.
 struct FakeConfig {
@@ -168,6 +168,48 @@ TEST(SelectionTest, MissingCapabilityIsNamedWithTheRuleThatNeedsIt) {
               HasSubstr("write_carveouts (needed for '/w/vendor' (read) inside '/w' (write))"));
   EXPECT_THAT(reason, HasSubstr("deny_globs (needed for deny glob '/w/**/*.pem')"));
   EXPECT_THAT(reason, ::testing::Not(HasSubstr("network_block")));
+}
+
+// Local binding with a closed network is a capability of its own: a backend that cannot offer
+// it (Landlock: no network namespace, bind and listen filtered) is passed over naming it, and
+// automatic selection falls to one that can (bwrap: its namespace's own loopback).
+TEST(SelectionTest, LocalBindingFallsToABackendThatOffersIt) {
+  FakeConfig no_binding;  // what the landlock backend declares
+  no_binding.capabilities = {Capability::kWriteRestriction, Capability::kReadRestriction,
+                             Capability::kNetworkBlock, Capability::kProxyNetwork,
+                             Capability::kSyscallFilter};
+  Fakes fakes = make_registry({{"landlock", no_binding}, {"bwrap", {}}});
+  ResolvedPolicy policy = workspace_policy();
+  policy.network.allow_local_binding = true;
+  Manager manager(fakes.registry, {"landlock", "bwrap"});
+  for (NetworkMode mode : {NetworkMode::kRestricted, NetworkMode::kProxy}) {
+    policy.network.mode = mode;
+    BackendChoice choice = manager.available_backend(policy);
+    ASSERT_TRUE(choice.backend.has_value()) << choice.reason;
+    EXPECT_EQ(*choice.backend, "bwrap");
+    ASSERT_EQ(choice.passed_over.size(), 1u);
+    EXPECT_EQ(choice.passed_over[0].backend, "landlock");
+    EXPECT_THAT(choice.passed_over[0].reason,
+                HasSubstr("local_binding (needed for network.allow_local_binding"));
+  }
+  // With the network enabled every socket is the command's anyway.
+  policy.network.mode = NetworkMode::kEnabled;
+  BackendChoice enabled = manager.available_backend(policy);
+  ASSERT_TRUE(enabled.backend.has_value()) << enabled.reason;
+  EXPECT_EQ(*enabled.backend, "landlock");
+}
+
+TEST(SelectionTest, LocalBindingWithNoBackendOfferingItIsRefused) {
+  FakeConfig no_binding;
+  no_binding.capabilities = kEverything;
+  no_binding.capabilities.remove(Capability::kLocalBinding);
+  Fakes fakes = make_registry({{"landlock", no_binding}});
+  ResolvedPolicy policy = workspace_policy();
+  policy.network.allow_local_binding = true;
+  Manager manager(fakes.registry, {"landlock"});
+  BackendChoice choice = manager.available_backend(policy);
+  EXPECT_FALSE(choice.backend.has_value());
+  EXPECT_THAT(choice.reason, HasSubstr("local_binding"));
 }
 
 TEST(SelectionTest, ThrowingProbeCountsAsUnavailable) {

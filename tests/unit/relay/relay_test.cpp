@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "proxy_relay.hpp"
+#include "sbx_test/temp_dir.hpp"
 
 namespace {
 
@@ -117,9 +118,6 @@ std::string exchange(std::uint16_t port, const std::string& message) {
 class RelayTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char pattern[] = "/tmp/sbx-relay-test-XXXXXX";
-    ASSERT_NE(::mkdtemp(pattern), nullptr);
-    root_ = pattern;
     dir_ = root_ + "/d";
     ASSERT_EQ(::mkdir(dir_.c_str(), 0700), 0);
     socket_ = dir_ + "/proxy.sock";
@@ -129,10 +127,10 @@ class RelayTest : public ::testing::Test {
       ::kill(relay_, SIGKILL);
       ::waitpid(relay_, nullptr, 0);
     }
-    std::string command = "rm -rf '" + root_ + "'";
-    (void)!std::system(command.c_str());
   }
-  std::string root_, dir_, socket_;
+  sbx::test::TempDir scratch_;
+  const std::string root_ = scratch_.path();
+  std::string dir_, socket_;
   pid_t relay_ = -1;
 };
 

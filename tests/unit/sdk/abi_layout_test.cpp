@@ -43,10 +43,10 @@ static_assert(sizeof(sbx_host_v1) == 8 + 6 * kP);
 static_assert(SBX_LOG_TRACE == 0 && SBX_LOG_DEBUG == 1 && SBX_LOG_INFO == 2 &&
               SBX_LOG_WARN == 3 && SBX_LOG_ERROR == 4);
 
-TEST(SdkAbi, VersionIsOnePointThree) {
+TEST(SdkAbi, VersionIsOnePointFour) {
   EXPECT_EQ(SBX_ABI_MAJOR, 1);
-  EXPECT_EQ(SBX_ABI_MINOR, 3);  // 1.1: TransformRequest::proxy_socket; 1.2: host prepare_child;
-                                // 1.3: ExecPlan::host_paths
+  EXPECT_EQ(SBX_ABI_MINOR, 4);  // 1.1: TransformRequest::proxy_socket; 1.2: host prepare_child;
+                                // 1.3: ExecPlan::host_paths; 1.4: ExecPlan::windows
   EXPECT_STREQ(SBX_PLUGIN_ENTRY_SYMBOL, "sbx_plugin_entry_v1");
 }
 

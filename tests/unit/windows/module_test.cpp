@@ -11,6 +11,7 @@
 
 #include "sbx/sdk/abi.h"
 #include "sbx/sdk/backend.hpp"
+#include "sbx/windows/plan.hpp"
 #include "windows_test_support.hpp"
 
 namespace sbx::windows {
@@ -73,6 +74,11 @@ TEST(WindowsModule, TransformReturnsThePlanOnAnyHost) {
   Result<ExecPlan> plan = module->backend->transform(request);
   ASSERT_TRUE(plan.ok()) << plan.error();
   EXPECT_EQ(plan->argv[0], "C:\\Windows\\System32\\where.exe");
+  // The plan exec() follows is typed; the notes describe the same plan for a person.
+  const Ace allow{AceKind::kAllowWrite, SidRef::kWriteCapability, "C:\\w"};
+  EXPECT_NE(std::find(plan->windows.aces.begin(), plan->windows.aces.end(), allow),
+            plan->windows.aces.end());
+  EXPECT_EQ(plan->windows.token, write_restricted_token());
   EXPECT_NE(std::find(plan->notes.begin(), plan->notes.end(), "ace: allow-write cap:write C:\\w"),
             plan->notes.end());
 }

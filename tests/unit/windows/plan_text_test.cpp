@@ -1,5 +1,6 @@
-// The plan travels to exec() inside ExecPlan notes: it must decode exactly, and anything
-// unknown, missing, duplicated or tampered with must be refused.
+// The plan travels to exec() in the typed ExecPlan::windows: it must come back exactly, the
+// notes only describe it (nothing in them is read back), and a plan without a Windows part or
+// without the tree-killing job must be refused.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,7 +17,7 @@ namespace {
 using testing::request_for;
 using testing::rule;
 
-ExecPlan sample_exec_plan() {
+WindowsPlan sample_plan() {
   TransformRequest request = request_for(
       {rule("/", Access::kRead), rule("C:/w", Access::kWrite), rule("C:/w/ro", Access::kRead),
        rule("C:/Program Files/x y", Access::kWrite)},
@@ -24,28 +25,19 @@ ExecPlan sample_exec_plan() {
   request.argv = {"C:/Program Files/app.exe", "a b", "", "q\"uote\\"};
   Result<WindowsPlan> plan = build_plan(request);
   EXPECT_TRUE(plan.ok()) << plan.error();
-  return to_exec_plan(*plan);
+  return plan.ok() ? *plan : WindowsPlan{};
 }
 
-Result<WindowsPlan> decode_with(std::vector<std::string> notes) {
-  ExecPlan exec_plan = sample_exec_plan();
-  exec_plan.notes = std::move(notes);
-  return from_exec_plan(exec_plan);
+WindowsPlan without_info(WindowsPlan plan) {
+  plan.info.clear();
+  return plan;
 }
 
 TEST(PlanText, RoundTripsEverythingButTheExplanations) {
-  TransformRequest request = request_for(
-      {rule("/", Access::kRead), rule("C:/w", Access::kWrite), rule("C:/w/ro", Access::kRead),
-       rule("C:/Program Files/x y", Access::kWrite)},
-      {ProtectedPath{"C:/w/.codex", "C:/w", false, false}});
-  request.argv = {"C:/Program Files/app.exe", "a b", "", "q\"uote\\"};
-  Result<WindowsPlan> plan = build_plan(request);
-  ASSERT_TRUE(plan.ok()) << plan.error();
-  Result<WindowsPlan> decoded = from_exec_plan(to_exec_plan(*plan));
+  const WindowsPlan plan = sample_plan();
+  Result<WindowsPlan> decoded = from_exec_plan(to_exec_plan(plan));
   ASSERT_TRUE(decoded.ok()) << decoded.error();
-  WindowsPlan expected = *plan;
-  expected.info.clear();
-  EXPECT_EQ(*decoded, expected);
+  EXPECT_EQ(*decoded, without_info(plan));
 }
 
 TEST(PlanText, RoundTripsAnUnrestrictedPlan) {
@@ -54,77 +46,92 @@ TEST(PlanText, RoundTripsAnUnrestrictedPlan) {
   Result<WindowsPlan> plan = build_plan(request);
   ASSERT_TRUE(plan.ok()) << plan.error();
   const ExecPlan exec_plan = to_exec_plan(*plan);
+  EXPECT_TRUE(exec_plan.windows.token.disable_max_privilege);
+  EXPECT_TRUE(exec_plan.windows.token.lua_token);
+  EXPECT_FALSE(exec_plan.windows.token.write_restricted);
   EXPECT_EQ(exec_plan.notes[0], "token: flags DISABLE_MAX_PRIVILEGE|LUA_TOKEN");
   EXPECT_EQ(exec_plan.notes[1], "token: restricting_sids none");
   Result<WindowsPlan> decoded = from_exec_plan(exec_plan);
   ASSERT_TRUE(decoded.ok()) << decoded.error();
-  EXPECT_FALSE(decoded->token.write_restricted);
-  EXPECT_TRUE(decoded->token.restricting_sids.empty());
+  EXPECT_EQ(*decoded, without_info(*plan));
 }
 
-TEST(PlanText, ExecPlanCarriesArgvEnvAndCwdThemselves) {
-  const ExecPlan exec_plan = sample_exec_plan();
+TEST(PlanText, ExecPlanCarriesTheTokenAndAclsTyped) {
+  const WindowsPlan plan = sample_plan();
+  const ExecPlan exec_plan = to_exec_plan(plan);
   EXPECT_EQ(exec_plan.argv[0], "C:\\Program Files\\app.exe");
   EXPECT_EQ(exec_plan.cwd, "C:\\work\\proj");
   EXPECT_EQ(exec_plan.env.size(), 2u);
+  EXPECT_EQ(exec_plan.windows.token, write_restricted_token());
+  EXPECT_EQ(exec_plan.windows.create_dirs, plan.create_dirs);
+  EXPECT_EQ(exec_plan.windows.aces, plan.aces);
+  EXPECT_TRUE(exec_plan.windows.kill_on_job_close);
+  const Ace allow{AceKind::kAllowWrite, SidRef::kWriteCapability, "C:\\Program Files\\x y"};
+  EXPECT_NE(std::find(exec_plan.windows.aces.begin(), exec_plan.windows.aces.end(), allow),
+            exec_plan.windows.aces.end());
+  // The notes describe the same step for a person.
   EXPECT_NE(std::find(exec_plan.notes.begin(), exec_plan.notes.end(),
                       "ace: allow-write cap:write C:\\Program Files\\x y"),
             exec_plan.notes.end());
 }
 
-TEST(PlanText, RefusesUnknownLines) {
-  std::vector<std::string> notes = sample_exec_plan().notes;
-  notes.push_back("ace-ish: something");
-  Result<WindowsPlan> decoded = decode_with(notes);
-  ASSERT_FALSE(decoded.ok());
-  EXPECT_NE(decoded.error().find("'ace-ish: something': not a line this backend writes"),
-            std::string::npos);
+TEST(PlanText, NotesAreNeverRead) {
+  const WindowsPlan plan = sample_plan();
+  ExecPlan exec_plan = to_exec_plan(plan);
+  exec_plan.notes = {"ace: allow-write cap:write C:\\Windows", "token: flags none",
+                     "not a line this backend writes"};
+  Result<WindowsPlan> decoded = from_exec_plan(exec_plan);
+  ASSERT_TRUE(decoded.ok()) << decoded.error();
+  EXPECT_EQ(*decoded, without_info(plan));
+  exec_plan.notes.clear();
+  decoded = from_exec_plan(exec_plan);
+  ASSERT_TRUE(decoded.ok()) << decoded.error();
+  EXPECT_EQ(*decoded, without_info(plan));
 }
 
-TEST(PlanText, RefusesMalformedAceSidAndFlag) {
-  const std::vector<std::pair<std::string, std::string>> cases = {
-      {"ace: allow-write cap:write", "expected '<kind> <sid> <path>'"},
-      {"ace: allow-all cap:write C:\\x", "unknown ACE kind"},
-      {"ace: deny-write admins C:\\x", "unknown SID 'admins'"},
-      {"token: flags DISABLE_MAX_PRIVILEGE|SANDBOX_INERT", "unknown token flag 'SANDBOX_INERT'"},
-  };
-  for (const auto& [line, reason] : cases) {
-    std::vector<std::string> notes = sample_exec_plan().notes;
-    notes.push_back(line);
-    Result<WindowsPlan> decoded = decode_with(notes);
-    ASSERT_FALSE(decoded.ok()) << line;
-    EXPECT_NE(decoded.error().find(reason), std::string::npos) << decoded.error();
-  }
+TEST(PlanText, TheTypedFieldsDecideWhatRuns) {
+  ExecPlan exec_plan = to_exec_plan(sample_plan());
+  const Ace extra{AceKind::kDenyWrite, SidRef::kWriteCapability, "C:\\w\\extra"};
+  exec_plan.windows.aces.push_back(extra);
+  exec_plan.windows.create_dirs.push_back("C:\\w\\extra");
+  Result<WindowsPlan> decoded = from_exec_plan(exec_plan);
+  ASSERT_TRUE(decoded.ok()) << decoded.error();
+  EXPECT_EQ(decoded->aces.back(), extra);
+  EXPECT_EQ(decoded->create_dirs.back(), "C:\\w\\extra");
 }
 
-TEST(PlanText, RefusesMissingOrDuplicatedTokenLines) {
-  std::vector<std::string> notes = sample_exec_plan().notes;
-  notes.erase(notes.begin());  // "token: flags ..."
-  Result<WindowsPlan> decoded = decode_with(notes);
-  ASSERT_FALSE(decoded.ok());
-  EXPECT_NE(decoded.error().find("exactly one 'token: flags' note, found 0"), std::string::npos);
-  notes = sample_exec_plan().notes;
-  notes.push_back("job: kill_on_job_close");
-  decoded = decode_with(notes);
-  ASSERT_FALSE(decoded.ok());
-  EXPECT_NE(decoded.error().find("exactly one 'job:' note, found 2"), std::string::npos);
-}
-
-TEST(PlanText, RefusesACommandLineThatDoesNotMatchArgv) {
-  ExecPlan exec_plan = sample_exec_plan();
-  exec_plan.argv.push_back("added-later");
+TEST(PlanText, RefusesAPlanWithoutAWindowsPart) {
+  ExecPlan exec_plan = to_exec_plan(sample_plan());
+  exec_plan.windows = PlanWindows{};
   Result<WindowsPlan> decoded = from_exec_plan(exec_plan);
   ASSERT_FALSE(decoded.ok());
-  EXPECT_NE(decoded.error().find("does not match the command line built from argv"),
-            std::string::npos);
+  EXPECT_NE(decoded.error().find("the plan has no Windows part"), std::string::npos)
+      << decoded.error();
 }
 
-TEST(PlanText, InfoLinesAreNotInstructions) {
-  std::vector<std::string> notes = sample_exec_plan().notes;
-  notes.push_back("info: ace: allow-write cap:write C:\\Windows");
-  Result<WindowsPlan> decoded = decode_with(notes);
+TEST(PlanText, RefusesAJobThatWouldNotKillTheProcessTree) {
+  ExecPlan exec_plan = to_exec_plan(sample_plan());
+  exec_plan.windows.kill_on_job_close = false;
+  Result<WindowsPlan> decoded = from_exec_plan(exec_plan);
+  ASSERT_FALSE(decoded.ok());
+  EXPECT_NE(decoded.error().find("does not kill the process tree"), std::string::npos)
+      << decoded.error();
+}
+
+TEST(PlanText, TheCommandLineIsRebuiltFromArgv) {
+  ExecPlan exec_plan = to_exec_plan(sample_plan());
+  exec_plan.argv.push_back("added later");
+  Result<WindowsPlan> decoded = from_exec_plan(exec_plan);
   ASSERT_TRUE(decoded.ok()) << decoded.error();
-  for (const Ace& ace : decoded->aces) EXPECT_NE(ace.path, "C:\\Windows");
+  EXPECT_TRUE(decoded->command_line.ends_with(" \"added later\"")) << decoded->command_line;
+}
+
+TEST(PlanText, RefusesArgvThatCannotBeACommandLine) {
+  ExecPlan exec_plan = to_exec_plan(sample_plan());
+  exec_plan.argv.push_back(std::string("nul\0byte", 8));
+  Result<WindowsPlan> decoded = from_exec_plan(exec_plan);
+  ASSERT_FALSE(decoded.ok());
+  EXPECT_NE(decoded.error().find("windows backend: "), std::string::npos) << decoded.error();
 }
 
 }  // namespace

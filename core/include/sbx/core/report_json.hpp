@@ -73,9 +73,12 @@ std::string final_backend(const ExplainReport& report);
 // should_sandbox is null when the decision was an error (reason then holds the error).
 std::string explain_to_json(const ExplainReport& report, JsonStyle style);
 
-// {"backend","argv","env","cwd","notes","host_paths"}; backend null for a plan run without a
-// sandbox. notes are text for people; host_paths is ExecPlan::host_paths as
-// {"created":[...],"kept":[...],"state_dir":"..."}.
+// {"backend","argv","env","cwd","notes","host_paths","windows"}; backend null for a plan run
+// without a sandbox. notes are text for people; host_paths is ExecPlan::host_paths as
+// {"created":[...],"kept":[...],"state_dir":"..."}; windows is ExecPlan::windows as
+// {"token":{"disable_max_privilege","lua_token","write_restricted","restricting_sids":[...],
+// "default_dacl":[...]},"create_dirs":[...],"aces":[{"kind","sid","path"}],
+// "kill_on_job_close"}, or null for a plan without a Windows part.
 std::string plan_to_json(const std::optional<std::string>& backend, const ExecPlan& plan,
                          JsonStyle style);
 

@@ -13,9 +13,7 @@ ProbeCheck token_check() {
     check.remedy = "run sbx as an ordinary interactive user";
     return check;
   }
-  TokenPlan plan;
-  plan.restricting_sids = {SidRef::kWriteCapability, SidRef::kLogon, SidRef::kEveryone};
-  plan.default_dacl = plan.restricting_sids;
+  const TokenPlan plan = write_restricted_token();
   Result<UniqueHandle> token = make_restricted_token(base->get(), plan, *sids);
   if (!token.ok()) {
     check.observed = token.error();

@@ -20,6 +20,11 @@
  * which used to travel as text in the notes. A plugin built for 1.0-1.2 returns and takes the
  * older, shorter ExecPlan (sbx::ExecPlanAbi1_2): the host calls it through that layout and
  * converts, so it still loads and runs, with empty host_paths.
+ * 1.4 appended sbx::ExecPlan::windows (types.hpp): the windows backend's token and ACL plan,
+ * which used to travel as text in the notes. A plugin built for 1.3 returns and takes the
+ * ExecPlan of that time (sbx::ExecPlanAbi1_3) and is converted the same way, with empty
+ * windows; older plugins as above. 1.4 also appended sbx::Capability::kLocalBinding, which
+ * older plugins never declare: the manager passes them over for policies that need it.
  */
 #ifndef SBX_SDK_ABI_H_
 #define SBX_SDK_ABI_H_
@@ -28,11 +33,11 @@
 #include <stdint.h>
 
 #define SBX_ABI_MAJOR 1
-#define SBX_ABI_MINOR 3
+#define SBX_ABI_MINOR 4
 /* SHA-256 of this file with the quoted value below left empty. Any edit to this header fails
  * the ABI guard test (tests/unit/sdk) until someone reviews the ABI, bumps SBX_ABI_MINOR
  * (append-only growth) or SBX_ABI_MAJOR (anything else) as needed, and records the new digest. */
-#define SBX_ABI_HEADER_SHA256 "1a1e076829b2b909144138f4c685f0fa683e49a3f2635eff9df872ecbbfa93f3"
+#define SBX_ABI_HEADER_SHA256 "01c3961418aedf7d0a9df4ae9f3b0aab55fd98772816e611accafd7809031a7b"
 #define SBX_PLUGIN_ENTRY_SYMBOL "sbx_plugin_entry_v1"
 
 #if defined(_WIN32)

@@ -78,6 +78,10 @@ enum class Capability : std::uint32_t {
   kProxyNetwork = 1u << 7,       // network only through a local proxy
   kUnixSocketAllowlist = 1u << 8,  // host unix sockets only from network.unix_sockets
   kSyscallFilter = 1u << 9,      // the seccomp-style dangerous-syscall filter
+  // ABI 1.4: listening on local ports (bind/listen on loopback) while the network is
+  // restricted or proxied (network.allow_local_binding). Plugins built for older ABIs never
+  // declare it, so the manager passes them over for such policies.
+  kLocalBinding = 1u << 10,
 };
 
 class CapabilitySet {
@@ -108,7 +112,7 @@ inline constexpr Capability kAllCapabilities[] = {
     Capability::kWriteRestriction, Capability::kReadRestriction, Capability::kWriteCarveouts,
     Capability::kReadCarveouts,    Capability::kProtectedNames,  Capability::kDenyGlobs,
     Capability::kNetworkBlock,     Capability::kProxyNetwork,    Capability::kUnixSocketAllowlist,
-    Capability::kSyscallFilter,
+    Capability::kSyscallFilter,    Capability::kLocalBinding,
 };
 
 // Stable snake_case name, used in JSON output and messages.
@@ -124,6 +128,7 @@ constexpr std::string_view to_string(Capability c) {
     case Capability::kProxyNetwork: return "proxy_network";
     case Capability::kUnixSocketAllowlist: return "unix_socket_allowlist";
     case Capability::kSyscallFilter: return "syscall_filter";
+    case Capability::kLocalBinding: return "local_binding";
   }
   return "unknown";
 }
@@ -200,6 +205,69 @@ struct PlanHostPaths {
   friend bool operator==(const PlanHostPaths&, const PlanHostPaths&) = default;
 };
 
+// The Windows restricted-token backend's plan: the token it builds and the ACL changes it makes
+// for one run, which its exec() carries out (plugins/windows/README.md has the model). transform()
+// fills it; reports print it (JSON "windows"). Every other backend leaves it empty, and empty
+// (all flags false, no SIDs, no paths) never stands for a runnable Windows plan.
+
+// Symbolic SIDs; the executor maps them to real SIDs at run time.
+enum class WindowsSid : std::uint8_t {
+  kWriteCapability,  // "cap:write": a random S-1-5-21-a-b-c-d SID generated for each run
+  kLogon,            // the logon session SID of the caller's token
+  kEveryone,         // S-1-1-0
+};
+
+enum class WindowsAceKind : std::uint8_t {
+  kAllowWrite,  // inheritable (OI|CI): write data, append, add file/dir, attributes, EA, DELETE
+  kDenyWrite,   // inheritable (OI|CI): the above plus FILE_DELETE_CHILD, WRITE_DAC, WRITE_OWNER
+  kDenyDelete,  // this object only: DELETE (no rename or removal of the directory itself)
+};
+
+// Stable names, used in plans printed for people and in JSON.
+constexpr std::string_view to_string(WindowsSid sid) {
+  switch (sid) {
+    case WindowsSid::kWriteCapability: return "cap:write";
+    case WindowsSid::kLogon: return "logon";
+    case WindowsSid::kEveryone: return "everyone";
+  }
+  return "unknown";
+}
+
+constexpr std::string_view to_string(WindowsAceKind kind) {
+  switch (kind) {
+    case WindowsAceKind::kAllowWrite: return "allow-write";
+    case WindowsAceKind::kDenyWrite: return "deny-write";
+    case WindowsAceKind::kDenyDelete: return "deny-delete";
+  }
+  return "unknown";
+}
+
+struct WindowsAce {
+  WindowsAceKind kind = WindowsAceKind::kDenyWrite;
+  WindowsSid sid = WindowsSid::kWriteCapability;
+  std::string path;  // Windows form
+  friend bool operator==(const WindowsAce&, const WindowsAce&) = default;
+};
+
+// The CreateRestrictedToken call: its flags, restricting SIDs (in order) and the default DACL
+// (GENERIC_ALL for each SID; empty leaves the token's default).
+struct WindowsToken {
+  bool disable_max_privilege = false;
+  bool lua_token = false;
+  bool write_restricted = false;
+  std::vector<WindowsSid> restricting_sids;
+  std::vector<WindowsSid> default_dacl;
+  friend bool operator==(const WindowsToken&, const WindowsToken&) = default;
+};
+
+struct PlanWindows {
+  WindowsToken token;
+  std::vector<std::string> create_dirs;  // Windows form, parents first; created if missing
+  std::vector<WindowsAce> aces;          // applied in order, removed in reverse order
+  bool kill_on_job_close = false;        // the job object kills the whole tree on close
+  friend bool operator==(const PlanWindows&, const PlanWindows&) = default;
+};
+
 // What a backend hands back: the exact process to start. Pure data.
 // Everything exec() needs from transform() travels in typed fields; `notes` are for people
 // only and no code parses them.
@@ -212,6 +280,9 @@ struct ExecPlan {
   // ABI a plan with this field, nor reads it from such a plugin's plans (abi.h, History).
   // (Default member initializer: partial aggregate initialisers stay warning-free.)
   PlanHostPaths host_paths{};
+  // ABI 1.4 (appended): see PlanWindows; empty for every backend but windows. Same rule as
+  // host_paths for plugins built for an older ABI.
+  PlanWindows windows{};
 };
 
 // The ExecPlan layout of ABI 1.0-1.2, which plugins built for those versions return and take.
@@ -222,6 +293,16 @@ struct ExecPlanAbi1_2 {
   std::vector<std::string> env;
   std::string cwd;
   std::vector<std::string> notes;
+};
+
+// The ExecPlan layout of ABI 1.3 (ExecPlan up to host_paths), for plugins built for it. Same
+// rules as ExecPlanAbi1_2.
+struct ExecPlanAbi1_3 {
+  std::vector<std::string> argv;
+  std::vector<std::string> env;
+  std::string cwd;
+  std::vector<std::string> notes;
+  PlanHostPaths host_paths;
 };
 
 // How the command ended.

@@ -66,7 +66,8 @@ const std::vector<std::string>& device_paths();
 // The first rule of `policy` Landlock cannot enforce exactly, described for a person (empty if
 // none). Landlock only ever adds access beneath a path, so anything that takes access away
 // inside an allowed tree is refused: write or read carve-outs, protected names, deny globs;
-// also a unix-socket allow-list. Proxy-only network is enforced (ABI 4: TCP connect only to the
+// also a unix-socket allow-list, and local binding (network.allow_local_binding) unless the
+// network is enabled. Proxy-only network is enforced (ABI 4: TCP connect only to the
 // proxy's port, on any address; see README.md) and needs network.proxy_ports from sbx exec.
 std::string unenforceable_rule(const ResolvedPolicy& policy);
 

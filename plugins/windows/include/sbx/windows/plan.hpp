@@ -31,36 +31,12 @@
 
 namespace sbx::windows {
 
-// Symbolic SIDs. The plan is deterministic; the executor maps these to real SIDs at run time.
-enum class SidRef : std::uint8_t {
-  kWriteCapability,  // "cap:write": a random S-1-5-21-a-b-c-d SID generated for each run
-  kLogon,            // the logon session SID of the caller's token
-  kEveryone,         // S-1-1-0
-};
-std::string_view to_string(SidRef sid);
-
-enum class AceKind : std::uint8_t {
-  kAllowWrite,   // inheritable (OI|CI): write data, append, add file/dir, attributes, EA, DELETE
-  kDenyWrite,    // inheritable (OI|CI): the above plus FILE_DELETE_CHILD, WRITE_DAC, WRITE_OWNER
-  kDenyDelete,   // this object only: DELETE (no rename or removal of the directory itself)
-};
-std::string_view to_string(AceKind kind);
-
-struct Ace {
-  AceKind kind = AceKind::kDenyWrite;
-  SidRef sid = SidRef::kWriteCapability;
-  std::string path;  // Windows form
-  friend bool operator==(const Ace&, const Ace&) = default;
-};
-
-struct TokenPlan {
-  bool disable_max_privilege = true;
-  bool lua_token = true;
-  bool write_restricted = true;
-  std::vector<SidRef> restricting_sids;  // in order; empty when !write_restricted
-  std::vector<SidRef> default_dacl;      // GENERIC_ALL for each; empty = leave the default
-  friend bool operator==(const TokenPlan&, const TokenPlan&) = default;
-};
+// The token and ACL vocabulary is the SDK's (sbx/sdk/types.hpp, with its to_string names):
+// the plan's token and ACL part travels to exec() in ExecPlan::windows as exactly these values.
+using SidRef = WindowsSid;
+using AceKind = WindowsAceKind;
+using Ace = WindowsAce;
+using TokenPlan = WindowsToken;
 
 struct WindowsPlan {
   TokenPlan token;
@@ -78,6 +54,10 @@ struct WindowsPlan {
 // Computes the plan, or an Error naming the rule or input it cannot honour (see the model
 // above). Never touches the host.
 Result<WindowsPlan> build_plan(const TransformRequest& request);
+
+// The token of a run with filesystem kind "restricted": every flag, and the capability SID,
+// the logon SID and Everyone as restricting SIDs and default DACL (the probe tries this one).
+TokenPlan write_restricted_token();
 
 // What this backend can enforce on a Windows host (the probe reports it there).
 CapabilitySet windows_capabilities();

@@ -1,6 +1,6 @@
-// sbx_bwrap_escape_probe OP [ARG...]: makes one forbidden attempt and reports it.
+// sbx_escape_probe OP [ARG...]: makes one forbidden attempt and reports it.
 // Exit 0 and "SUCCEEDED" if the operation worked (an escape), exit 1 and "BLOCKED: <errno>" if
-// the kernel refused it. Used by the bwrap escape suite inside the sandbox.
+// the kernel refused it. Run inside the sandbox by the escape suites of every Linux backend.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sched.h>
