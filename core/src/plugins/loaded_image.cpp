@@ -25,6 +25,7 @@
 namespace sbx::plugins {
 namespace {
 
+#if defined(__linux__) || defined(__APPLE__)
 // The path must still name the checked inode after the load. It cannot change while the chain
 // holds; if it did, the chain assumption is broken and nothing loaded from it is trusted.
 std::optional<std::string> path_still_names_checked_file(const TrustedFile& file) {
@@ -35,6 +36,7 @@ std::optional<std::string> path_still_names_checked_file(const TrustedFile& file
     return std::string("the checked path names another file after loading; refusing the image");
   return std::nullopt;
 }
+#endif
 
 #if defined(__linux__)
 
