@@ -106,8 +106,13 @@ int run_backends(const BackendsOptions& options, const GlobalOptions& globals) {
   // The run cgroup is core's, the same for every backend: reported next to their probes.
   const std::optional<CgroupSupport> cgroups =
       options.probe ? std::optional<CgroupSupport>(probe_cgroups()) : std::nullopt;
+  // How the plugins were loaded (through the checked descriptor, or by path where /proc/self/fd
+  // is unusable): part of what the probe reports about this host.
+  const std::optional<PluginLoading> loading =
+      options.probe ? std::optional<PluginLoading>(registry->loading()) : std::nullopt;
   if (options.json) {
-    std::cout << backends_to_json(listings, registry->rejected(), JsonStyle::kPretty, cgroups)
+    std::cout << backends_to_json(listings, registry->rejected(), JsonStyle::kPretty, cgroups,
+                                  loading)
               << '\n';
   } else {
     print_text(listings, registry->rejected(), options.probe);
@@ -115,6 +120,9 @@ int run_backends(const BackendsOptions& options, const GlobalOptions& globals) {
       std::cout << "resource limits (every backend): "
                 << (cgroups->available ? "a cgroup per run: " : "no cgroup per run: ")
                 << printable(cgroups->reason) << '\n';
+    if (loading)
+      std::cout << "plugin loading: " << to_string(loading->mode) << " - "
+                << printable(loading->reason) << '\n';
   }
   return 0;
 }

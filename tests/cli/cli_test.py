@@ -404,6 +404,46 @@ class Backends(SbxTestCase):
                 if check["status"] != "pass":
                     self.assertTrue(check["remedy"], f"{backend['name']}/{check['name']}")
         self.assertIsInstance(doc["rejected"], list)
+        # How the plugins were loaded: through the checked descriptor wherever /proc works.
+        self.assertEqual(set(doc["plugin_loading"]), {"mode", "reason"})
+        self.assertEqual(doc["plugin_loading"]["mode"], "descriptor",
+                         doc["plugin_loading"]["reason"])
+        self.assertIn("plugin loading: descriptor - ", self.run_ok("backends", "--probe").stdout)
+
+    def test_without_procfs_the_same_backends_load_by_path(self):
+        # macOS has no /proc: the loader loads by path there. Hiding /proc here (a private mount
+        # namespace with an empty tmpfs over it) drives that same code with the real binary.
+        if os.geteuid() != 0:
+            self.skipTest("hiding /proc needs root (unshare -m and mount)")
+        hide = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                'mount -t tmpfs -o ro none /proc || exit 77; exec "$@"', "sh", SBX]
+        probe = subprocess.run(hide[:-2] + ["sh", "true"], capture_output=True, text=True,
+                               timeout=TIMEOUT, check=False)
+        if probe.returncode != 0:
+            self.skipTest("cannot hide /proc here: " + (probe.stderr.strip() or "exit "
+                                                         + str(probe.returncode)))
+        evil = os.path.join(self.work, "plugins")
+        os.mkdir(evil)
+        shutil.copy("/bin/true", os.path.join(evil, "sbx-backend-evil.so"))
+        # glibc finds $ORIGIN (sbx's RPATH to libsbx) through /proc/self/exe; without /proc it
+        # reads LD_ORIGIN_PATH instead: the directory the kernel would have named.
+        env = dict(os.environ, LD_ORIGIN_PATH=os.path.dirname(os.path.realpath(SBX)))
+        result = subprocess.run(hide + ["--plugin-dir", evil, "backends", "--probe", "--json"],
+                                capture_output=True, text=True, timeout=TIMEOUT, check=False,
+                                env=env)
+        self.assertEqual(result.returncode, 0, describe(result))
+        doc = json.loads(result.stdout)
+        self.assertEqual(doc["plugin_loading"]["mode"], "path", doc["plugin_loading"]["reason"])
+        self.assertIn("/proc/self/fd is not reachable", doc["plugin_loading"]["reason"])
+        with_proc = json.loads(self.run_ok("backends", "--json").stdout)
+        self.assertEqual([b["name"] for b in doc["backends"]],
+                         [b["name"] for b in with_proc["backends"]])
+        # The untrusted directory (below the world-writable /tmp) is still refused, with why.
+        mine = [r for r in doc["rejected"] if r["path"].startswith(evil)]
+        self.assertEqual(len(mine), 1, json.dumps(doc["rejected"], indent=1))
+        self.assertEqual(mine[0]["stage"], "directory")
+        self.assertIn("is writable by group and others (mode 1777)", mine[0]["message"])
+        self.assertEqual(len(doc["rejected"]), len(with_proc["rejected"]) + 1)
 
     def test_untrusted_plugin_dir_is_rejected_and_listed(self):
         # A fresh temporary directory lives below the world-writable /tmp: never trusted.

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "plugins/abi_compat.hpp"
+#include "plugins/loaded_image.hpp"
 #include "plugins/loader_internal.hpp"
 #include "plugins/trusted_fs.hpp"
 
@@ -55,6 +56,18 @@ std::string_view to_string(LoadStage stage) {
   return "unknown";
 }
 
+std::string_view to_string(LoadingMode mode) {
+  switch (mode) {
+    case LoadingMode::kNone:
+      return "none";
+    case LoadingMode::kDescriptor:
+      return "descriptor";
+    case LoadingMode::kPath:
+      return "path";
+  }
+  return "unknown";
+}
+
 namespace plugins {
 namespace {
 
@@ -76,7 +89,8 @@ constexpr std::size_t kMaxDescriptorString = 256;
 // the next file, and dlopen("/proc/self/fd/N") would silently return the *earlier* library.
 // Keeping the descriptor open pins that name to that inode for as long as the object exists
 // (forever: RTLD_NODELETE), so a later load under the same number cannot happen. The open
-// descriptor also keeps the inode alive, so its (dev, ino) key can never name another file.
+// descriptor also keeps the inode alive, so its (dev, ino) key can never name another file
+// (in either loading mode).
 struct RetainedLibrary {
   UniqueFd fd;
   boost::dll::shared_library library;
@@ -109,11 +123,12 @@ std::string join_symbols(const std::vector<std::string>& symbols) {
 
 // Stage kInspect: read the object's symbol table without loading it, so no constructor of a
 // file that is not an sbx plugin ever runs. Boost throws unhelpful stream errors on files that
-// are not objects, so every exception becomes one clean sentence.
-std::optional<std::string> inspect(const std::string& proc_path) {
+// are not objects, so every exception becomes one clean sentence. `load_name` is what dlopen
+// will be given: /proc/self/fd/N, or the checked path when loading by path.
+std::optional<std::string> inspect(const std::string& load_name) {
   std::vector<std::string> symbols;
   try {
-    boost::dll::library_info info{std::filesystem::path(proc_path)};
+    boost::dll::library_info info{std::filesystem::path(load_name)};
     symbols = info.symbols();
   } catch (const std::ios_base::failure&) {
     return "the file is not a shared object (unrecognised or truncated format); expected an ELF "
@@ -132,7 +147,7 @@ std::optional<std::string> inspect(const std::string& proc_path) {
 
 // Boost.DLL's text is "boost::dll::shared_library::load() failed (dlerror system message:
 // /proc/self/fd/N: undefined symbol: foo): Bad file descriptor"; keep only dlerror's words.
-std::string dlerror_text(std::string_view what, std::string_view proc_path) {
+std::string dlerror_text(std::string_view what, std::string_view load_name) {
   constexpr std::string_view kMarker = "dlerror system message: ";
   std::size_t begin = what.find(kMarker);
   if (begin == std::string_view::npos) return std::string(what);
@@ -140,31 +155,48 @@ std::string dlerror_text(std::string_view what, std::string_view proc_path) {
   std::size_t end = what.rfind("): ");
   if (end == std::string_view::npos || end < begin) end = what.size();
   std::string text(what.substr(begin, end - begin));
-  const std::string prefix = std::string(proc_path) + ": ";
+  const std::string prefix = std::string(load_name) + ": ";
   if (text.rfind(prefix, 0) == 0) text.erase(0, prefix.size());
   return text;
 }
 
-// Stage kLoad. Loads the checked inode by its /proc/self/fd name: RTLD_NOW so an unresolved
-// symbol fails here and not at the first call, RTLD_LOCAL so plugins cannot interpose on each
-// other, RTLD_NODELETE so no object or exception from the plugin can outlive its code.
+// Stage kLoad. Loads the checked inode by `load_name` (its /proc/self/fd name, or in path mode
+// its checked path): RTLD_NOW so an unresolved symbol fails here and not at the first call,
+// RTLD_LOCAL so plugins cannot interpose on each other, RTLD_NODELETE so no object or exception
+// from the plugin can outlive its code. In path mode the loaded image is compared with the
+// checked file before anything in it is called (loaded_image.hpp).
 std::variant<RetainedLibrary*, std::string> load_library(TrustedFile& file,
-                                                         const std::string& proc_path) {
+                                                         const std::string& load_name,
+                                                         LoadingMode mode) {
   const std::lock_guard<std::mutex> lock(retained_mutex());
   const InodeKey key{file.st.st_dev, file.st.st_ino};
   // The same inode is already loaded (glibc would hand back the same object anyway).
   if (auto found = retained_libraries().find(key); found != retained_libraries().end())
     return found->second;
-  const auto mode = boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local |
-                    static_cast<boost::dll::load_mode::type>(RTLD_NODELETE);
+  const auto flags = boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local |
+                     static_cast<boost::dll::load_mode::type>(RTLD_NODELETE);
+  boost::dll::shared_library library;
   try {
-    boost::dll::shared_library library(std::filesystem::path(proc_path), mode);
-    auto* retained = new RetainedLibrary{std::move(file.fd), std::move(library)};
-    retained_libraries().emplace(key, retained);
-    return retained;
+    library = boost::dll::shared_library(std::filesystem::path(load_name), flags);
   } catch (const std::exception& e) {
-    return "dlopen failed: " + dlerror_text(e.what(), proc_path);
+    return "dlopen failed: " + dlerror_text(e.what(), load_name);
   }
+  if (mode == LoadingMode::kPath) {
+    // Not retained when refused: the object stays mapped (RTLD_NODELETE) but nothing in it is
+    // ever called, and a later scan compares again.
+    if (std::optional<std::string> problem = loaded_image_problem(library.native(), file))
+      return *problem;
+  }
+  auto* retained = new RetainedLibrary{std::move(file.fd), std::move(library)};
+  retained_libraries().emplace(key, retained);
+  return retained;
+}
+
+// The name dlopen is given for `file` in `mode`, or why the file cannot be loaded.
+Result<std::string> load_name_for(const TrustedFile& file, LoadingMode mode) {
+  if (mode == LoadingMode::kDescriptor) return proc_fd_path(file.fd.get(), file.st);
+  if (std::optional<std::string> problem = path_loading_problem()) return Error{*problem};
+  return file.path;
 }
 
 // Stage kEntry: resolve and call the entry point (plugin code: guarded, though it is C).
@@ -226,12 +258,17 @@ RejectedPlugin reject(const std::string& path, LoadStage stage, const std::strin
 }
 
 std::variant<const sbx_plugin_v1*, RejectedPlugin> load_descriptor(TrustedFile file) {
+  return load_descriptor(std::move(file), LoadingMode::kDescriptor);
+}
+
+std::variant<const sbx_plugin_v1*, RejectedPlugin> load_descriptor(TrustedFile file,
+                                                                   LoadingMode mode) {
   const std::string path = file.path;
-  Result<std::string> proc_path = plugins::proc_fd_path(file.fd.get(), file.st);
-  if (!proc_path) return reject(path, LoadStage::kInspect, proc_path.error());
-  if (std::optional<std::string> problem = inspect(*proc_path))
+  Result<std::string> load_name = load_name_for(file, mode);
+  if (!load_name) return reject(path, LoadStage::kInspect, load_name.error());
+  if (std::optional<std::string> problem = inspect(*load_name))
     return reject(path, LoadStage::kInspect, *problem);
-  std::variant<RetainedLibrary*, std::string> library = load_library(file, *proc_path);
+  std::variant<RetainedLibrary*, std::string> library = load_library(file, *load_name, mode);
   if (auto* error = std::get_if<std::string>(&library))
     return reject(path, LoadStage::kLoad, *error);
   std::variant<const sbx_plugin_v1*, std::string> entry =
@@ -263,6 +300,7 @@ using plugins::reject;
 struct ScanState {
   std::vector<LoadedPlugin> plugins;
   std::vector<RejectedPlugin> rejected;
+  PluginLoading loading;
 };
 
 void record(ScanState& state, RejectedPlugin rejection) {
@@ -321,12 +359,13 @@ std::variant<std::shared_ptr<Backend>, std::string> create_backend(const sbx_plu
 
 void load_candidate(int dir_fd, const std::string& dir, const std::string& name,
                     const LoaderOptions& options, ScanState& state) {
+  const LoadingMode mode = state.loading.mode;
   const std::string path = join_path(dir, name);
   Result<plugins::TrustedFile> file =
       plugins::open_trusted_file(dir_fd, dir, name, plugins::Owners{options.trusted_owner});
   if (!file) return record(state, reject(path, LoadStage::kTrust, file.error()));
   const struct stat st = file->st;
-  auto outcome = plugins::load_descriptor(std::move(file).value());
+  auto outcome = plugins::load_descriptor(std::move(file).value(), mode);
   if (auto* rejection = std::get_if<RejectedPlugin>(&outcome))
     return record(state, std::move(*rejection));
   const sbx_plugin_v1& d = *std::get<const sbx_plugin_v1*>(outcome);
@@ -371,9 +410,18 @@ bool selected(std::string_view name, const std::vector<std::string>& only_names)
   return std::find(only_names.begin(), only_names.end(), stem) != only_names.end();
 }
 
+// The directory walk for the scan's loading mode. Loading by path looks the path up again, so
+// every directory from "/" must be checked, not just those below the trust root.
+plugins::DirectoryWalk walk_directory(const std::string& dir, const LoaderOptions& options,
+                                      LoadingMode mode) {
+  const plugins::Owners owners{options.trusted_owner};
+  if (mode == LoadingMode::kPath)
+    return plugins::open_trusted_directory_chain(dir, options.trust_root, owners);
+  return plugins::open_trusted_directory(dir, options.trust_root, owners);
+}
+
 void scan_directory(const std::string& dir, const LoaderOptions& options, ScanState& state) {
-  plugins::DirectoryWalk walk = plugins::open_trusted_directory(
-      dir, options.trust_root, plugins::Owners{options.trusted_owner});
+  plugins::DirectoryWalk walk = walk_directory(dir, options, state.loading.mode);
   if (walk.missing) {
     // Nothing there to load (e.g. no plugin installed yet); not a rejection.
     spdlog::debug("plugin directory {}: {}", dir, walk.error);
@@ -396,14 +444,29 @@ void scan_directory(const std::string& dir, const LoaderOptions& options, ScanSt
   }
 }
 
+// Descriptor loading wherever /proc/self/fd works: it loads the checked inode whatever happens
+// to the path. Only where it cannot (no procfs at /proc, macOS) is the file loaded by path,
+// under the stricter chain rule. Decided once per scan; in descriptor mode every file's
+// /proc/self/fd name is still verified, and a failure there refuses the file (no fallback).
+PluginLoading choose_loading() {
+  plugins::DescriptorNaming naming = plugins::probe_descriptor_naming();
+  if (naming.usable) return {LoadingMode::kDescriptor, std::move(naming.reason)};
+  return {LoadingMode::kPath,
+          std::move(naming.reason) + "; loading by path under the ownership-chain rule from /"};
+}
+
 }  // namespace
 
 PluginRegistry PluginRegistry::load(const LoaderOptions& options) {
   ScanState state;
+  state.loading = choose_loading();
+  spdlog::debug("plugin loading mode: {} ({})", to_string(state.loading.mode),
+                state.loading.reason);
   for (const std::string& dir : options.directories) scan_directory(dir, options, state);
   PluginRegistry registry;
   registry.plugins_ = std::move(state.plugins);
   registry.rejected_ = std::move(state.rejected);
+  registry.loading_ = std::move(state.loading);
   return registry;
 }
 

@@ -3,10 +3,15 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
+#if defined(__linux__)
+#include <linux/magic.h>
+#include <sys/vfs.h>
+#endif
 
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <string_view>
 
@@ -172,6 +177,17 @@ DirectoryWalk open_trusted_directory(const std::string& directory, const std::st
   return walk;
 }
 
+DirectoryWalk open_trusted_directory_chain(const std::string& directory,
+                                           const std::string& trust_root, const Owners& owners) {
+  Result<std::vector<std::string>> root_parts = split_absolute(trust_root);
+  Result<std::vector<std::string>> parts = split_absolute(directory);
+  if (!root_parts || !parts || !is_prefix(*root_parts, *parts)) {
+    // The same refusals, with the same words, as the walk from the trust root.
+    return open_trusted_directory(directory, trust_root, owners);
+  }
+  return open_trusted_directory(directory, "/", owners);
+}
+
 Result<TrustedFile> open_trusted_file(int dir_fd, const std::string& dir_path,
                                       const std::string& name, const Owners& owners) {
   TrustedFile file;
@@ -243,6 +259,36 @@ Result<std::string> proc_fd_path(int fd, const struct stat& st) {
     return Error{path + " does not lead to the checked file (is /proc mounted?); refusing to load"};
   }
   return path;
+}
+
+DescriptorNaming probe_descriptor_naming() {
+#if defined(__linux__)
+  constexpr const char* kFdDir = "/proc/self/fd";
+  struct statfs fs {};
+  if (statfs(kFdDir, &fs) != 0) {
+    return {false, std::string(kFdDir) + " is not reachable (" + errno_text(errno) +
+                       "): /proc is not mounted here"};
+  }
+  // Only the kernel's procfs resolves /proc/self/fd/N to the open file; anything else mounted
+  // at /proc (a tmpfs, a bind mount) could hold links to files of someone else's choosing.
+  if (fs.f_type != PROC_SUPER_MAGIC) {
+    std::array<char, 32> type{};
+    std::snprintf(type.data(), type.size(), "0x%lx", static_cast<unsigned long>(fs.f_type));
+    return {false, std::string(kFdDir) + " is not on a procfs (filesystem type " + type.data() +
+                       "): /proc is hidden or replaced here"};
+  }
+  UniqueFd probe(open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  struct stat st {};
+  if (!probe.valid() || fstat(probe.get(), &st) != 0)
+    return {false, "cannot open / to probe " + std::string(kFdDir) + ": " + errno_text(errno)};
+  const std::string named = std::string(kFdDir) + "/" + std::to_string(probe.get());
+  struct stat seen {};
+  if (stat(named.c_str(), &seen) != 0 || seen.st_dev != st.st_dev || seen.st_ino != st.st_ino)
+    return {false, named + " does not lead to the open descriptor: /proc/self/fd is unusable"};
+  return {true, "/proc/self/fd is a procfs that names open descriptors"};
+#else
+  return {false, "this platform has no /proc/self/fd"};
+#endif
 }
 
 }  // namespace sbx::plugins

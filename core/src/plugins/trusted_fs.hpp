@@ -5,7 +5,10 @@
 // directory chain is walked one component at a time with openat(O_PATH|O_NOFOLLOW) + fstat, and
 // a file is opened with O_NOFOLLOW relative to the checked directory. What is checked is what
 // the caller then uses (for a plugin: /proc/self/fd/N), so renaming or swapping a path after the
-// check cannot change what is loaded or executed.
+// check cannot change what is loaded or executed. Where /proc/self/fd is not usable (macOS, a
+// Linux without procfs at /proc) a plugin can only be loaded by its path: then the whole chain
+// from "/" must be unwritable by anyone but root and the trusted owner
+// (open_trusted_directory_chain), so nobody else can make the path name another file.
 #pragma once
 
 #include <sys/stat.h>
@@ -53,6 +56,13 @@ struct DirectoryWalk {
 DirectoryWalk open_trusted_directory(const std::string& directory, const std::string& trust_root,
                                      const Owners& owners);
 
+// open_trusted_directory, but the walk starts at "/" whatever the trust root, so every directory
+// above the trust root is checked too (the trust root still bounds where `directory` may be).
+// For a caller that will look the path up again by name (loading by path): any directory in
+// the chain that someone else can write would let them swap what that later lookup finds.
+DirectoryWalk open_trusted_directory_chain(const std::string& directory,
+                                           const std::string& trust_root, const Owners& owners);
+
 // A file that passed the checks, held open.
 struct TrustedFile {
   UniqueFd fd;        // O_RDONLY|O_CLOEXEC descriptor of the checked inode
@@ -80,5 +90,15 @@ Result<std::vector<std::string>> list_directory(int dir_fd);
 // "/proc/self/fd/<fd>" after verifying that it names the same inode as `st` (fstat of fd). Error
 // when /proc is not mounted or disagrees: callers fail closed rather than fall back to a path.
 Result<std::string> proc_fd_path(int fd, const struct stat& st);
+
+// Whether a checked descriptor can be named as /proc/self/fd/N here: /proc/self/fd must be on a
+// procfs (statfs says PROC_SUPER_MAGIC; a directory that is merely named /proc proves nothing,
+// anyone who can mount can put files there) and must lead to the inode of a descriptor opened
+// for the probe. `reason` says what was found, for `sbx backends --probe`.
+struct DescriptorNaming {
+  bool usable = false;
+  std::string reason;
+};
+DescriptorNaming probe_descriptor_naming();
 
 }  // namespace sbx::plugins

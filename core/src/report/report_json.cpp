@@ -159,7 +159,8 @@ json::object cgroups_json(const CgroupSupport& cgroups) {
 
 std::string backends_to_json(const std::vector<BackendListing>& backends,
                              const std::vector<RejectedPlugin>& rejected, JsonStyle style,
-                             const std::optional<CgroupSupport>& cgroups) {
+                             const std::optional<CgroupSupport>& cgroups,
+                             const std::optional<PluginLoading>& loading) {
   json::array loaded;
   for (const BackendListing& listing : backends) loaded.emplace_back(listing_json(listing));
   json::array failed;
@@ -174,6 +175,12 @@ std::string backends_to_json(const std::vector<BackendListing>& backends,
   out["backends"] = std::move(loaded);
   out["rejected"] = std::move(failed);
   if (cgroups) out["cgroups"] = cgroups_json(*cgroups);
+  if (loading) {
+    json::object mode;
+    mode["mode"] = std::string(to_string(loading->mode));
+    mode["reason"] = loading->reason;
+    out["plugin_loading"] = std::move(mode);
+  }
   return report::render_json(out, style);
 }
 

@@ -19,18 +19,20 @@ inline constexpr std::string_view kBase = R"SBPL((version 1)
 (allow file-read* file-write-data
   (require-all (literal "/dev/null") (vnode-type CHARACTER-DEVICE)))
 
-; Read-only hardware and kernel facts runtimes ask for (CPU count and features, page size,
-; OS version, semaphore limits for Python's ProcessPoolExecutor), and Java's cputype switch.
+; Read-only hardware and kernel facts runtimes ask for (CPU count and features, page size --
+; Go's runtime aborts without hw.pagesize --, CPU frequency, OS version, semaphore limits for
+; Python's ProcessPoolExecutor, process-group listings), and Java's cputype switch.
 (allow sysctl-read
   (sysctl-name "hw.activecpu") (sysctl-name "hw.busfrequency_compat")
   (sysctl-name "hw.byteorder") (sysctl-name "hw.cacheconfig")
   (sysctl-name "hw.cachelinesize_compat") (sysctl-name "hw.cpufamily")
-  (sysctl-name "hw.cpufrequency_compat") (sysctl-name "hw.cputype")
+  (sysctl-name "hw.cpufrequency") (sysctl-name "hw.cpufrequency_compat")
+  (sysctl-name "hw.cputype")
   (sysctl-name "hw.l1dcachesize_compat") (sysctl-name "hw.l1icachesize_compat")
   (sysctl-name "hw.l2cachesize_compat") (sysctl-name "hw.l3cachesize_compat")
   (sysctl-name "hw.logicalcpu") (sysctl-name "hw.logicalcpu_max") (sysctl-name "hw.machine")
   (sysctl-name "hw.memsize") (sysctl-name "hw.model") (sysctl-name "hw.ncpu")
-  (sysctl-name "hw.nperflevels") (sysctl-name "hw.packages")
+  (sysctl-name "hw.nperflevels") (sysctl-name "hw.packages") (sysctl-name "hw.pagesize")
   (sysctl-name "hw.pagesize_compat") (sysctl-name "hw.physicalcpu")
   (sysctl-name "hw.physicalcpu_max") (sysctl-name "hw.tbfrequency_compat")
   (sysctl-name "hw.vectorunit") (sysctl-name-prefix "hw.optional.")
@@ -40,7 +42,7 @@ inline constexpr std::string_view kBase = R"SBPL((version 1)
   (sysctl-name "kern.osrelease") (sysctl-name "kern.ostype") (sysctl-name "kern.osvariant_status")
   (sysctl-name "kern.osversion") (sysctl-name "kern.secure_kernel")
   (sysctl-name "kern.sysv.semmns") (sysctl-name "kern.usrstack64") (sysctl-name "kern.version")
-  (sysctl-name-prefix "kern.proc.pid.")
+  (sysctl-name-prefix "kern.proc.pgrp.") (sysctl-name-prefix "kern.proc.pid.")
   (sysctl-name "machdep.cpu.brand_string") (sysctl-name-prefix "machdep.cpu.")
   (sysctl-name "sysctl.proc_cputype") (sysctl-name "vm.loadavg"))
 (allow sysctl-write (sysctl-name "kern.grade_cputype"))
@@ -94,13 +96,16 @@ inline constexpr std::string_view kPreferences = R"SBPL(; User preferences (only
 )SBPL";
 
 // ":minimal" with restricted reads: read-only system locations a program needs to start, link
-// the system libraries and log. Grants no write anywhere.
+// the system libraries and log, and what the developer-tool shims in /usr/bin (git, clang,
+// make: xcrun underneath) need to find and run the selected Xcode or Command Line Tools: the
+// xcode-select link, /Applications/Xcode*.app and /Library/Developer. Grants no write anywhere.
 inline constexpr std::string_view kPlatformDefaults = R"SBPL(; Platform defaults (":minimal"): system files needed to start programs. Read-only.
 (allow file-read-metadata
   (literal "/") (literal "/etc") (literal "/tmp") (literal "/var") (literal "/private")
   (literal "/private/etc") (literal "/private/tmp") (literal "/private/var")
   (literal "/System") (literal "/System/Volumes") (literal "/Library") (literal "/Users")
-  (literal "/usr") (literal "/usr/local") (literal "/opt") (literal "/opt/homebrew"))
+  (literal "/usr") (literal "/usr/local") (literal "/opt") (literal "/opt/homebrew")
+  (literal "/Applications") (literal "/private/var/db"))
 (allow file-read*
   (subpath "/bin") (subpath "/sbin") (subpath "/usr/bin") (subpath "/usr/sbin")
   (subpath "/usr/lib") (subpath "/usr/libexec") (subpath "/usr/share")
@@ -109,14 +114,16 @@ inline constexpr std::string_view kPlatformDefaults = R"SBPL(; Platform defaults
   (subpath "/System/Volumes/Preboot/Cryptexes")
   (subpath "/Library/Apple/System/Library") (subpath "/Library/Preferences")
   (subpath "/private/etc") (subpath "/private/var/db/timezone")
-  (subpath "/private/var/db/dyld")
+  (subpath "/private/var/db/dyld") (literal "/private/var/db/xcode_select_link")
+  (subpath "/Library/Developer") (regex #"^/Applications/Xcode[^/]*[.]app(/|$)")
   (literal "/dev/random") (literal "/dev/urandom") (literal "/dev/zero")
   (literal "/dev/autofs_nowait") (subpath "/dev/fd"))
 (allow file-read* file-write-data file-ioctl
   (require-all (literal "/dev/dtracehelper") (vnode-type CHARACTER-DEVICE)))
 (allow file-map-executable
   (subpath "/usr/lib") (subpath "/System/Library") (subpath "/System/Cryptexes")
-  (subpath "/System/Volumes/Preboot/Cryptexes") (subpath "/Library/Apple/System/Library"))
+  (subpath "/System/Volumes/Preboot/Cryptexes") (subpath "/Library/Apple/System/Library")
+  (subpath "/Library/Developer") (regex #"^/Applications/Xcode[^/]*[.]app/"))
 (allow system-mac-syscall (mac-policy-name "vnguard"))
 (allow system-mac-syscall
   (require-all (mac-policy-name "Sandbox") (mac-syscall-number 67)))

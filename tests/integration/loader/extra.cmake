@@ -8,3 +8,14 @@ target_compile_definitions(${target} PRIVATE
 # headers of libsbx (sbx_core_private).
 target_link_libraries(${target} PRIVATE sbx_core_private)
 add_dependencies(${target} sbx_loader_fixtures)
+# The whole loader suite again with /proc hidden (an empty tmpfs over it in a private mount
+# namespace), where the loader must load by path: every fixture must still be refused at its
+# own stage with its own reason, and the good plugin must load. Needs root (unshare -m, mount);
+# the script exits 77 (skipped, with the reason printed) where it cannot hide /proc. Not under
+# sanitizers: their runtimes read /proc/self/maps and abort without it.
+if(NOT SBX_SANITIZE)
+  add_test(NAME sbx_integration_loader_without_procfs
+           COMMAND sh "${CMAKE_CURRENT_LIST_DIR}/without_procfs.sh" $<TARGET_FILE:${target}>)
+  set_tests_properties(sbx_integration_loader_without_procfs PROPERTIES
+                       SKIP_RETURN_CODE 77 LABELS integration)
+endif()

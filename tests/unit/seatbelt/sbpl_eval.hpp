@@ -1,8 +1,9 @@
 // A tiny evaluator for the file-operation subset of SBPL the generator emits, used to check the
 // generated profile against the ResolvedPolicy semantics in types.hpp. Models: last matching
 // rule wins, `(deny default)`, operation wildcards (`file-read*`), filters subpath, literal,
-// regex (POSIX extended), require-all/any/not, param. Anything else never matches a file path
-// except vnode-type, which is taken as satisfied under /dev only.
+// regex (POSIX extended), require-all/any/not, param, and sysctl-name(-prefix) for sysctl-read
+// (the "path" is then the sysctl name). Anything else never matches a file path except
+// vnode-type, which is taken as satisfied under /dev only.
 #pragma once
 
 #include <map>
@@ -81,6 +82,9 @@ class SbplEvaluator {
       return false;
     }
     if (f.is_call("vnode-type")) return path.rfind("/dev/", 0) == 0;
+    // For sysctl-read, `path` is the sysctl name.
+    if (f.is_call("sysctl-name")) return path == value(f.children.at(1));
+    if (f.is_call("sysctl-name-prefix")) return path.rfind(value(f.children.at(1)), 0) == 0;
     return false;
   }
 

@@ -28,6 +28,26 @@ enum class LoadStage {
 };
 std::string_view to_string(LoadStage stage);
 
+// How PluginRegistry::load turned a file that passed the trust checks into a loaded library.
+enum class LoadingMode {
+  kNone,  // nothing was loaded from files (from_plugins)
+  // The checked, still open descriptor, named /proc/self/fd/N: what is loaded is the inode
+  // that was checked, whatever happens to its path. Linux with a working procfs.
+  kDescriptor,
+  // The checked path, where no descriptor can be named (macOS, Linux without procfs at /proc):
+  // every directory from "/" and the file must be unwritable by anyone but root and the trusted
+  // owner, so nobody else can swap the file between the check and dlopen; after dlopen the
+  // loaded image is compared with the checked file and refused if it differs.
+  kPath,
+};
+std::string_view to_string(LoadingMode mode);
+
+// The mode one PluginRegistry::load used, and why (for `sbx backends --probe`).
+struct PluginLoading {
+  LoadingMode mode = LoadingMode::kNone;
+  std::string reason;
+};
+
 struct RejectedPlugin {
   std::string path;
   LoadStage stage;
@@ -74,10 +94,13 @@ class PluginRegistry {
   const std::vector<RejectedPlugin>& rejected() const { return rejected_; }
   // nullptr when no plugin has that name.
   const LoadedPlugin* find(std::string_view name) const;
+  // How load() loaded the plugins (kNone for from_plugins).
+  const PluginLoading& loading() const { return loading_; }
 
  private:
   std::vector<LoadedPlugin> plugins_;
   std::vector<RejectedPlugin> rejected_;
+  PluginLoading loading_;
 };
 
 }  // namespace sbx

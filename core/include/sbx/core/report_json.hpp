@@ -34,10 +34,13 @@ struct BackendListing {
 // {"backends":[{"name","version","description","path","available","summary",
 //   "checks":[{"name","status","observed","remedy"}],"capabilities":[...]}],
 //  "rejected":[{"path","stage","message"}]}, plus "cgroups":{"available","kind","parent",
-//  "reason"} when `cgroups` is given (what holds the resource limits of every backend's runs).
+//  "reason"} when `cgroups` is given (what holds the resource limits of every backend's runs)
+//  and "plugin_loading":{"mode","reason"} when `loading` is given (how the plugins were loaded:
+//  mode "descriptor" or "path", see LoadingMode).
 std::string backends_to_json(const std::vector<BackendListing>& backends,
                              const std::vector<RejectedPlugin>& rejected, JsonStyle style,
-                             const std::optional<CgroupSupport>& cgroups = std::nullopt);
+                             const std::optional<CgroupSupport>& cgroups = std::nullopt,
+                             const std::optional<PluginLoading>& loading = std::nullopt);
 
 // {"available","summary","checks":[...],"capabilities":[...]}
 std::string probe_report_to_json(const ProbeReport& report, JsonStyle style);
