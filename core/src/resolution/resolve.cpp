@@ -79,6 +79,9 @@ class Resolver {
   void add_install_carveouts();
   void protect_install_carveouts();
   void add_policy_file_carveout();
+  // Keeps the file at `path` (real path taken) read-only; its real path, or nullopt when no
+  // writable rule reached it.
+  std::optional<std::string> add_file_carveout(const std::string& path);
   Status check_writable_symlinks(const Candidate& candidate) const;
   Status collect_globs();
   Status resolve_network();
@@ -235,9 +238,17 @@ void Resolver::protect_install_carveouts() {
 // between it and its writable root, so renaming a parent cannot move it away, and a rename or
 // symlink swap over it fails on the bind mount.
 void Resolver::add_policy_file_carveout() {
-  if (context_.policy_file.empty() || context_.policy_file.front() != '/') return;
-  std::optional<std::string> real = policy::path::real_path(context_.policy_file);
-  if (!real || is_directory(*real) || rule_access(out_.policy, *real) != Access::kWrite) return;
+  if (std::optional<std::string> real = add_file_carveout(context_.policy_file))
+    out_.policy_file_carveout = *real;
+  // The settings files the same way: each of them chooses part of the next run's sandbox.
+  for (const std::string& file : context_.settings_files) add_file_carveout(file);
+}
+
+std::optional<std::string> Resolver::add_file_carveout(const std::string& path) {
+  if (path.empty() || path.front() != '/') return std::nullopt;
+  std::optional<std::string> real = policy::path::real_path(path);
+  if (!real || is_directory(*real) || rule_access(out_.policy, *real) != Access::kWrite)
+    return std::nullopt;
   std::string root;
   for (const PathRule& rule : out_.policy.rules) {
     if (rule.access == Access::kWrite && path_is_within(*real, rule.path) &&
@@ -253,14 +264,14 @@ void Resolver::add_policy_file_carveout() {
     same->access = Access::kRead;
   }
   sort_rules(rules);
-  out_.policy_file_carveout = *real;
-  if (root.empty()) return;
+  if (root.empty()) return real;
   std::vector<ProtectedPath>& protected_paths = out_.policy.protected_paths;
   if (std::none_of(protected_paths.begin(), protected_paths.end(),
                    [&](const ProtectedPath& p) { return p.path == *real; }))
     protected_paths.push_back(ProtectedPath{*real, root, true, false});
   std::sort(protected_paths.begin(), protected_paths.end(),
             [](const ProtectedPath& a, const ProtectedPath& b) { return a.path < b.path; });
+  return real;
 }
 
 std::string read_link(const std::string& path) {
