@@ -139,7 +139,7 @@ Sources current_sources(const std::string& cwd, const std::map<std::string, std:
   return sources;
 }
 
-Result<Settings> load_settings(const Sources& sources) {
+Result<Settings> load_settings(const Sources& sources, const ScopeSettings* caller) {
   std::vector<std::pair<Scope, ScopeSettings>> scopes;
   std::vector<Sourced<std::string>> files;
   Result<std::optional<std::string>> managed = read_managed(sources);
@@ -183,6 +183,7 @@ Result<Settings> load_settings(const Sources& sources) {
       }
     }
   }
+  if (caller != nullptr) scopes.emplace_back(Scope::kCommandLine, *caller);
   Result<Settings> merged = merge_settings(scopes);
   if (!merged) return merged;
   merged->files = std::move(files);

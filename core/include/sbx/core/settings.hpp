@@ -128,7 +128,9 @@ struct Settings {
 // Reads and merges every scope. Errors: an unsafe managed file (naming the check that failed),
 // a file that does not parse (its path, then the pointer), a scope's value a lock forbids
 // (naming the lock), and settings whose policies cannot be widened together.
-Result<Settings> load_settings(const Sources& sources);
+// `caller`: an embedder's own scope (the C API's settings argument), merged last like the
+// command line; it may not hold locks or trusted_projects (parse it with Scope::kCommandLine).
+Result<Settings> load_settings(const Sources& sources, const ScopeSettings* caller = nullptr);
 
 // Merges scopes already read (load_settings after reading; tests). `scopes` in any order.
 Result<Settings> merge_settings(const std::vector<std::pair<Scope, ScopeSettings>>& scopes);
