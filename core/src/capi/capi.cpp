@@ -160,6 +160,7 @@ Result<Prepared> prepare_with_settings(const settings::Settings& loaded, const c
   Result<ResolveContext> context = context_for(cwd);
   if (!context.ok()) return Error{context.error()};
   for (const auto& file : loaded.files) context->settings_files.push_back(file.value);
+  context->absent_settings_files = loaded.absent_files;
   Result<ResolvedPolicy> resolved = resolve_policy(decided->policy, *context);
   if (!resolved.ok()) return Error{resolved.error()};
   return Prepared{decided->policy, std::move(*resolved), decided->sandbox.value,

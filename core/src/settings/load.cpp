@@ -123,6 +123,23 @@ Result<ScopeSettings> parse_file(const std::string& text, Scope scope, const std
   return parsed;
 }
 
+// The files the next run would read once they exist (Settings::absent_files).
+std::vector<std::string> absent_files(const Sources& sources, const std::vector<std::string>& trusted) {
+  std::vector<std::string> out;
+  // Not the managed file: only root can create /etc/sbx, and a command given write access to
+  // /etc can already change what every later program does.
+  if (!sources.user_file.empty() && sources.user_file.front() == '/' && !exists(sources.user_file))
+    out.push_back(sources.user_file);
+  for (const std::string& dir : trusted) {
+    const std::string real = real_or_same(dir);
+    const bool at_or_above = sources.cwd == real || real == "/" ||
+                             sources.cwd.rfind(real + "/", 0) == 0;
+    const std::string file = policy::path::join(real, std::string(kProjectFile));
+    if (at_or_above && !exists(file)) out.push_back(file);
+  }
+  return out;
+}
+
 }  // namespace
 
 Sources current_sources(const std::string& cwd, const std::map<std::string, std::string>& env) {
@@ -186,6 +203,7 @@ Result<Settings> load_settings(const Sources& sources, const ScopeSettings* call
   if (caller != nullptr) scopes.emplace_back(Scope::kCommandLine, *caller);
   Result<Settings> merged = merge_settings(scopes);
   if (!merged) return merged;
+  merged->absent_files = absent_files(sources, trusted);
   merged->files = std::move(files);
   merged->project_root = project;
   merged->project_trusted = project_trusted;

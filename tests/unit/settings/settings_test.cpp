@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "sbx/core/permissions.hpp"
+#include "sbx/core/resolve.hpp"
 #include "sbx/core/settings.hpp"
 #include "sbx_test/files.hpp"
 #include "sbx_test/temp_dir.hpp"
@@ -534,6 +535,51 @@ TEST(Sources, XdgConfigHomeThenHome) {
             "/etc/sbx/managed.json");
   EXPECT_EQ(current_sources("/w", {}).managed_trust_root, "/");
   EXPECT_FALSE(current_sources("/w", {}).managed_owner);
+}
+
+}  // namespace
+}  // namespace sbx::settings
+
+namespace sbx::settings {
+namespace {
+
+// Self-protection of the settings files (resolve.hpp settings_files, absent_settings_files):
+// an existing file under a writable root becomes read-only, and a missing one (the user file,
+// a trusted project's file) uncreatable, so a command cannot plant settings for the next run.
+TEST_F(Files, SettingsFilesAreReadOnlyOrUncreatableInTheSandbox) {
+  fs::create_directories(tmp_.path() + "/work/repo/.sbx");
+  const std::string project_file = tmp_.path() + "/work/repo/.sbx/settings.json";
+  write(project_file, R"({"sandbox":"require"})");
+  ASSERT_TRUE(trust_project(sources_.user_file, tmp_.path() + "/work/repo").ok());
+  ASSERT_TRUE(trust_project(sources_.user_file, tmp_.path() + "/work/repo/sub").ok());
+  Result<Settings> loaded = load_settings(sources_);
+  ASSERT_TRUE(loaded.ok()) << loaded.error();
+  // The cwd's own trusted project has no file yet: it would be read once created.
+  EXPECT_EQ(loaded->absent_files,
+            std::vector<std::string>{tmp_.path() + "/work/repo/sub/.sbx/settings.json"});
+  ResolveContext context;
+  context.cwd = tmp_.path() + "/work/repo";
+  context.home = tmp_.path() + "/home";
+  for (const auto& file : loaded->files) context.settings_files.push_back(file.value);
+  context.absent_settings_files = loaded->absent_files;
+  context.absent_settings_files.push_back(tmp_.path() + "/home/.config/new/sbx/settings.json");
+  Policy policy = preset_policy("workspace-write").value();
+  policy.filesystem.entries.push_back(PolicyEntry{"~", "", Access::kWrite});
+  Result<ResolvedPolicy> resolved = resolve_policy(policy, context);
+  ASSERT_TRUE(resolved.ok()) << resolved.error();
+  auto find = [&](const std::string& path) -> const ProtectedPath* {
+    for (const ProtectedPath& p : resolved->protected_paths)
+      if (p.path == path) return &p;
+    return nullptr;
+  };
+  EXPECT_EQ(rule_access(*resolved, project_file), Access::kRead);
+  EXPECT_EQ(rule_access(*resolved, sources_.user_file), Access::kRead);
+  ASSERT_NE(find(project_file), nullptr);
+  EXPECT_TRUE(find(project_file)->exists);
+  const ProtectedPath* missing_dir = find(tmp_.path() + "/work/repo/sub/.sbx");
+  ASSERT_NE(missing_dir, nullptr);
+  EXPECT_FALSE(missing_dir->exists);
+  EXPECT_NE(find(tmp_.path() + "/home/.config/new"), nullptr);
 }
 
 }  // namespace

@@ -120,6 +120,10 @@ struct Settings {
   Locks locks;                                // managed scope
   // Files read, scope by scope (real paths; resolution keeps them read-only in the sandbox).
   std::vector<Sourced<std::string>> files;
+  // Files that would be read if they existed: the user file when missing, and
+  // .sbx/settings.json of each trusted project at or above the cwd that has none. Resolution
+  // keeps them uncreatable, so a command cannot plant settings for the next run.
+  std::vector<std::string> absent_files;
   std::optional<std::string> project_root;  // the directory holding .sbx/, trusted or not
   bool project_trusted = false;
   std::vector<std::string> notes;  // e.g. an untrusted project file that was skipped
