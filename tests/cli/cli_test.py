@@ -947,7 +947,7 @@ class Context(SbxTestCase):
     def test_json(self):
         doc = json.loads(self.run_ok("context", "--json", "--cwd", self.work,
                                      "--deny", "**/*.pem").stdout)
-        self.assertEqual(set(doc), {"mode", "cwd", "filesystem", "network"})
+        self.assertEqual(set(doc), {"mode", "cwd", "filesystem", "network", "unsandboxed_runs"})
         self.assertEqual(doc["mode"], "workspace-write")
         self.assertEqual(doc["cwd"], self.work)
         self.assertIn(self.work, doc["filesystem"]["writable_roots"])

@@ -44,6 +44,12 @@ Result<SandboxDecision> decide_sandbox(const Policy& policy, SandboxPreference p
                                        const SettingsSummary& settings,
                                        std::vector<std::string>& excluded_by) {
   Result<SandboxDecision> decision = should_sandbox(policy, preference);
+  // A preference that came from a settings file says so: the reason names the flag it stands
+  // for, which the caller did not give.
+  const std::string& from = settings.sandbox_scope;
+  if (decision.ok() && from != "built-in" && from != "command line")
+    decision->reason += " (sandbox: " + std::string(to_string(preference)) + " in the " + from +
+                        " settings)";
   if (!decision.ok() || !decision->sandbox) return decision;
   std::optional<std::vector<std::string>> matched =
       excluded_command(policy, preference, command, settings);

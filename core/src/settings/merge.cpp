@@ -18,6 +18,13 @@ std::string who(Scope scope) {
   return "the " + std::string(to_string(scope)) + " settings";
 }
 
+// "the user settings' policy", "the command line's policy".
+std::string policy_of(Scope scope) {
+  if (scope == Scope::kCommandLine) return "the command line's policy";
+  if (scope == Scope::kBuiltin) return "the built-in default policy (workspace-write)";
+  return who(scope) + "' policy";
+}
+
 std::string lock_error(std::string_view lock, const std::string& what) {
   return "refused by the administrator's lock /locks/" + std::string(lock) +
          " (managed settings): " + what;
@@ -196,7 +203,7 @@ Result<Settings> merge_settings(const std::vector<std::pair<Scope, ScopeSettings
     if (file.policy) {
       std::vector<std::string> presets;
       if (file.preset) presets.push_back(*file.preset);
-      Status locked = check_policy_locks(out.locks, *file.policy, presets, who(scope) + "' policy");
+      Status locked = check_policy_locks(out.locks, *file.policy, presets, policy_of(scope));
       if (!locked) return Error{locked.error()};
       if (!out.policy) {
         out.policy = Sourced<Policy>{*file.policy, scope};
@@ -244,7 +251,7 @@ Result<Decided> decide(const Settings& settings, const Overrides& overrides, Pol
   } else {
     presets.push_back("workspace-write");
   }
-  Status locked = check_policy_locks(locks, policy, presets, who(out.policy_scope) + "'s policy");
+  Status locked = check_policy_locks(locks, policy, presets, policy_of(out.policy_scope));
   if (!locked) return Error{locked.error()};
   out.sandbox = overrides.sandbox ? Sourced<SandboxPreference>{*overrides.sandbox,
                                                                Scope::kCommandLine}
