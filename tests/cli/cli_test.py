@@ -808,6 +808,12 @@ class Settings(SbxTestCase):
         self.assertNotEqual(result.returncode, 0, describe(result))
         with open(path, encoding="utf-8") as f:
             self.assertEqual(f.read(), '{"sandbox": "require"}')
+        # A trusted project without a settings file: the file cannot be created either.
+        os.remove(path)
+        result = self.sbx_env("exec", "--", "/bin/sh", "-c",
+                              'echo \'{"sandbox":"forbid"}\' > .sbx/settings.json')
+        self.assertNotEqual(result.returncode, 0, describe(result))
+        self.assertFalse(os.path.exists(path), describe(result))
         # The workspace itself stays writable.
         self.assert_exit(self.sbx_env("exec", "--", "/bin/sh", "-c", "touch MARKER"), 0)
         self.assertTrue(os.path.exists(os.path.join(self.project, "MARKER")))
