@@ -16,6 +16,7 @@
 #include "sbx/core/policy.hpp"
 #include "sbx/core/report_json.hpp"
 #include "sbx/core/run.hpp"
+#include "sbx/core/settings.hpp"
 #include "sbx/sdk/result.hpp"
 #include "sbx/sdk/types.hpp"
 
@@ -39,13 +40,28 @@ struct PolicyOptions {
   std::string network;
 };
 
-// A policy ready to use: the full form (after the command-line additions), the cwd it was
-// resolved against, and the resolution.
+// What the command line asks for beyond the policy: --sandbox (nullopt: not given, the
+// settings decide) and --allow-unsandboxed. Both are checked against the administrator's locks.
+struct RunChoices {
+  std::optional<SandboxPreference> sandbox;
+  bool allow_unsandboxed = false;
+};
+
+// The policy after the settings scopes and their locks (sbx/core/settings.hpp), not resolved.
+struct DecidedPolicy {
+  settings::Settings settings;
+  settings::Decided decided;  // decided.policy is the final full form
+};
+
+// A policy ready to use: the full form (after the settings, the command-line additions and the
+// administrator's deny entries), the cwd it was resolved against, and the resolution.
 struct PolicyInput {
   Policy policy;
   std::string cwd;
   ResolvedPolicy resolved;
   std::string policy_file;  // real path of --policy (kept read-only in the sandbox); or empty
+  settings::Settings settings;
+  settings::Decided decided;
 };
 
 // A registered subcommand and what to run when it was the one given.
@@ -95,16 +111,23 @@ class CliBackends final : public RunBackends {
 
 // ---- policy options ----
 void add_policy_options(CLI::App& app, PolicyOptions& options);
-// Builds the policy (file, preset, or workspace-write), applies the command-line additions,
-// re-validates the result and resolves it against the effective cwd.
-Result<PolicyInput> load_policy(const PolicyOptions& options);
+// Reads the settings scopes for `cwd` (this process's environment gives $XDG_CONFIG_HOME/$HOME).
+Result<settings::Settings> load_cli_settings(const std::string& cwd);
+// Builds the policy (--policy, --preset, else the settings' policy, else workspace-write),
+// applies the command-line additions, re-validates the result, applies the settings' locks
+// (refusing what they forbid, naming the lock) and resolves it against the effective cwd. The
+// settings files read are kept read-only in the sandbox like the policy file.
+Result<PolicyInput> load_policy(const PolicyOptions& options, const RunChoices& choices = {});
 // Like load_policy, without resolution (for `policy show`).
-Result<Policy> build_policy(const PolicyOptions& options, const std::string& cwd);
+Result<DecidedPolicy> decide_policy(const PolicyOptions& options, const std::string& cwd,
+                                    const RunChoices& choices = {});
 Result<std::string> effective_cwd(const PolicyOptions& options);
 
 // ---- the two questions ----
-// --sandbox auto|require|forbid.
+// --sandbox auto|require|forbid; `sandbox` stays empty when it is not given.
 void add_sandbox_option(CLI::App& app, std::string& sandbox);
+// --sandbox as given: nullopt when it was not (the settings decide).
+Result<std::optional<SandboxPreference>> sandbox_choice(const std::string& sandbox);
 
 // ---- runs and plans ----
 // The request of a run (sbx/core/run.hpp) for `command` under the policy, with this process's
@@ -125,6 +148,8 @@ std::vector<Command> register_policy(CLI::App& app);
 // `policy widen A B` and `policy approve REQUESTED GRANTED`, under the `policy` subcommand.
 std::vector<Command> register_policy_algebra(CLI::App& policy);
 Command register_context(CLI::App& app);
+// `config show [--json]` and `config trust [DIR]`.
+std::vector<Command> register_config(CLI::App& app);
 Command register_debug(CLI::App& app, const GlobalOptions& globals);
 
 }  // namespace sbx::cli

@@ -17,7 +17,8 @@ struct ContextOptions {
 int run_context(const ContextOptions& options) {
   Result<PolicyInput> input = load_policy(options.policy);
   if (!input.ok()) return fail(input.error());
-  const SandboxContext context = describe_sandbox(input->resolved);
+  SandboxContext context = describe_sandbox(input->resolved);
+  context.unsandboxed_locked = input->decided.escape_hatch_locked;
   if (options.json) {
     std::cout << context_to_json(context, JsonStyle::kPretty) << '\n';
   } else {

@@ -36,7 +36,7 @@ namespace {
 
 struct ExecOptions {
   PolicyOptions policy;
-  std::string sandbox = "auto";
+  std::string sandbox;  // empty: not given (the settings decide)
   bool allow_unsandboxed = false;
   bool dry_run = false;
   bool json = false;
@@ -170,15 +170,15 @@ int finish(const ExecOptions& options, RunOutcome& run) {
 int exec_steps(const ExecOptions& options, const GlobalOptions& globals, RunOutcome& run) {
   if (options.command.empty())
     return failed(run.report, "exec needs a command", "put it after --, e.g. sbx exec -- ls -l");
-  Result<SandboxPreference> preference = parse_sandbox_preference(options.sandbox);
+  Result<std::optional<SandboxPreference>> preference = sandbox_choice(options.sandbox);
   if (!preference.ok())
     return failed(run.report, preference.error(), "use --sandbox auto, require or forbid");
-  Result<PolicyInput> input = load_policy(options.policy);
+  Result<PolicyInput> input =
+      load_policy(options.policy, RunChoices{*preference, options.allow_unsandboxed});
   if (!input.ok()) return failed(run.report, input.error());
+  for (const std::string& note : input->settings.notes) std::cerr << "sbx: note: " << printable(note) << '\n';
   CliBackends backends(globals, input->policy_file);
   RunRequest request = run_request(std::move(*input), options.command);
-  request.preference = *preference;
-  request.allow_unsandboxed = options.allow_unsandboxed;
   // With --json the command's stderr is copied through a pipe (it still reaches the user) and
   // its tail kept for the denial classification.
   request.capture_stderr = options.json && !options.dry_run;
@@ -222,7 +222,8 @@ Command register_exec(CLI::App& app, const GlobalOptions& globals) {
   add_sandbox_option(*sub, options->sandbox);
   sub->add_flag("--allow-unsandboxed", options->allow_unsandboxed,
                 "When a sandbox is wanted but none is available, run the command without one "
-                "(prints a warning; never for a policy with deny entries or network mode proxy)");
+                "(prints a warning; never for a policy with deny entries or network mode proxy; "
+                "refused when the administrator locks it)");
   sub->add_flag("--dry-run", options->dry_run,
                 "Print the plan (backend, argv, env, cwd, notes) as JSON instead of running it");
   sub->add_flag("--json", options->json,

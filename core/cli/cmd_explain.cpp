@@ -19,8 +19,9 @@ namespace {
 
 struct ExplainOptions {
   PolicyOptions policy;
-  std::string sandbox = "auto";
+  std::string sandbox;  // empty: not given (the settings decide)
   bool json = false;
+  std::vector<std::string> command;  // optional: is it an excluded command?
 };
 
 std::string parent_path(const std::string& path) {
@@ -133,6 +134,29 @@ void print_environment(const ExplainReport& report) {
   std::cout << render_table(rows, "  ");
 }
 
+// Which scope decided what (settings.hpp), the excluded commands and the locks that apply.
+void print_settings(const ExplainReport& report) {
+  const SettingsSummary& settings = report.settings;
+  auto list = [](const std::vector<std::string>& items) {
+    std::string out;
+    for (const std::string& item : items) out += (out.empty() ? "" : ", ") + printable(item);
+    return out.empty() ? std::string("(none)") : out;
+  };
+  std::cout << "settings:\n";
+  std::vector<std::vector<std::string>> rows;
+  rows.push_back({"policy decided by:", settings.policy_scope});
+  rows.push_back({"sandbox decided by:", settings.sandbox_scope});
+  rows.push_back({"unsandboxed runs:", settings.escape_hatch_locked ? "locked by the administrator"
+                                       : settings.unsandboxed_permitted ? "permitted"
+                                                                        : "not permitted"});
+  if (settings.require_backend_available)
+    rows.push_back({"backend:", "required by the administrator (no fallback without a sandbox)"});
+  rows.push_back({"excluded commands:", list(settings.excluded_commands)});
+  if (!report.excluded_by.empty()) rows.push_back({"command matched:", list(report.excluded_by)});
+  std::cout << render_table(rows, "  ");
+  for (const std::string& note : settings.notes) std::cout << "  note: " << printable(note) << '\n';
+}
+
 void print_text(const ExplainReport& report, const std::string& policy_file) {
   std::vector<std::vector<std::string>> rows;
   if (report.decision) {
@@ -165,18 +189,20 @@ void print_text(const ExplainReport& report, const std::string& policy_file) {
     std::cout << "  network limit: " << limit << '\n';
   print_limits(report);
   print_environment(report);
+  print_settings(report);
 }
 
 int run_explain(const ExplainOptions& options, const GlobalOptions& globals) {
-  Result<SandboxPreference> preference = parse_sandbox_preference(options.sandbox);
+  Result<std::optional<SandboxPreference>> preference = sandbox_choice(options.sandbox);
   if (!preference.ok()) return fail(preference.error(), "use --sandbox auto, require or forbid");
-  Result<PolicyInput> input = load_policy(options.policy);
+  Result<PolicyInput> input = load_policy(options.policy, RunChoices{*preference, false});
   if (!input.ok()) return fail(input.error());
   Result<PluginRegistry> registry = load_registry(globals);
   if (!registry.ok()) return fail(registry.error());
   const Manager manager(*registry, globals.backends, input->policy_file);
-  const ExplainReport report =
-      explain_run(input->policy, input->resolved, *preference, manager, current_environment());
+  const ExplainReport report = explain_run(
+      input->policy, input->resolved, input->decided.sandbox.value, manager,
+      current_environment(), options.command, settings::summarize(input->settings, input->decided));
   if (options.json) {
     std::cout << explain_to_json(report, JsonStyle::kPretty) << '\n';
   } else {
@@ -190,10 +216,10 @@ int run_explain(const ExplainOptions& options, const GlobalOptions& globals) {
 void add_sandbox_option(CLI::App& app, std::string& sandbox) {
   app.add_option("--sandbox", sandbox,
                  "auto: sandbox when the policy needs it; require: always; forbid: never "
-                 "(refused for a policy with deny entries)")
+                 "(refused for a policy with deny entries, and when the administrator locks "
+                 "unsandboxed runs). Default: the settings' \"sandbox\", else auto")
       ->check(CLI::IsMember({"auto", "require", "forbid"}))
-      ->type_name("MODE")
-      ->capture_default_str();
+      ->type_name("MODE");
 }
 
 Command register_explain(CLI::App& app, const GlobalOptions& globals) {
@@ -206,10 +232,14 @@ Command register_explain(CLI::App& app, const GlobalOptions& globals) {
   add_sandbox_option(*sub, options->sandbox);
   sub->add_flag("--json", options->json,
                 "Print JSON with should_sandbox, reason, required_capabilities, "
-                "available_backend, final, passed_over and policy");
+                "available_backend, final, passed_over, policy, settings and excluded_by");
+  sub->add_option("command", options->command,
+                  "Optional, after --: a command, to tell whether it is an excluded command")
+      ->type_name("CMD [ARG...]");
   sub->footer(
       "Examples:\n  sbx explain\n  sbx explain --preset read-only --network enabled\n"
-      "  sbx --backends landlock explain --sandbox require --json");
+      "  sbx --backends landlock explain --sandbox require --json\n"
+      "  sbx explain -- docker ps");
   return {sub, [options, &globals] { return run_explain(*options, globals); }};
 }
 

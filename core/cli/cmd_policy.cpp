@@ -24,9 +24,9 @@ int run_check(const PolicyOptions& options) {
 int run_show(const PolicyOptions& options) {
   Result<std::string> cwd = effective_cwd(options);
   if (!cwd.ok()) return fail(cwd.error());
-  Result<Policy> policy = build_policy(options, *cwd);
+  Result<DecidedPolicy> policy = decide_policy(options, *cwd);
   if (!policy.ok()) return fail(policy.error());
-  std::cout << policy_to_json(*policy) << '\n';
+  std::cout << policy_to_json(policy->decided.policy) << '\n';
   return 0;
 }
 

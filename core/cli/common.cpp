@@ -96,6 +96,13 @@ Result<PluginRegistry> load_registry(const GlobalOptions& options, RegistryScope
 
 std::vector<std::string> current_environment() { return process_environment(); }
 
+Result<std::optional<SandboxPreference>> sandbox_choice(const std::string& sandbox) {
+  if (sandbox.empty()) return std::optional<SandboxPreference>{};
+  Result<SandboxPreference> preference = parse_sandbox_preference(sandbox);
+  if (!preference.ok()) return Error{preference.error()};
+  return std::optional<SandboxPreference>(*preference);
+}
+
 Result<const Manager*> CliBackends::all() {
   if (!all_) {
     Result<PluginRegistry> registry = load_registry(globals_);
@@ -122,6 +129,9 @@ const Manager* CliBackends::only(const std::string& backend) {
 
 RunRequest run_request(PolicyInput input, const std::vector<std::string>& command) {
   RunRequest request;
+  request.settings = settings::summarize(input.settings, input.decided);
+  request.preference = input.decided.sandbox.value;
+  request.allow_unsandboxed = input.decided.allow_unsandboxed;
   request.policy = std::move(input.policy);
   request.resolved = std::move(input.resolved);
   request.cwd = std::move(input.cwd);

@@ -20,6 +20,7 @@ constexpr const char* kFooter = R"(Examples:
   sbx exec --network enabled -- npm ci      the same, with network access
   sbx policy check --policy p.json          validate a policy file
   sbx context --json                        what a model should know about the sandbox
+  sbx config show                           the settings, each value with its scope
   sbx debug seatbelt -- /bin/ls             the plan the seatbelt backend would run
 
 Exit status of exec: the command's own; 128+N when it died of signal N; 125 when sbx failed
@@ -53,6 +54,7 @@ int run(int argc, char** argv) {
       sbx::cli::register_exec(app, globals), sbx::cli::register_context(app),
       sbx::cli::register_debug(app, globals)};
   for (sbx::cli::Command& command : sbx::cli::register_policy(app)) commands.push_back(command);
+  for (sbx::cli::Command& command : sbx::cli::register_config(app)) commands.push_back(command);
 
   try {
     app.parse(argc, argv);

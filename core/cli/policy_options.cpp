@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -18,8 +19,6 @@
 
 namespace sbx::cli {
 namespace {
-
-constexpr std::string_view kDefaultPreset = "workspace-write";
 
 // Reads at most one byte more than the parser accepts, so an oversized file is reported by
 // parse_policy without being read whole.
@@ -35,7 +34,10 @@ Result<std::string> read_policy_file(const std::string& path) {
   return text;
 }
 
-Result<Policy> base_policy(const PolicyOptions& options) {
+// The command line's own policy (--policy FILE or --preset NAME); nullopt when neither is
+// given, so that the settings decide. `preset` gets the preset it names, if any.
+Result<std::optional<Policy>> command_line_policy(const PolicyOptions& options,
+                                                  std::optional<std::string>& preset) {
   if (!options.policy_file.empty()) {
     Result<std::string> text = read_policy_file(options.policy_file);
     if (!text.ok()) return Error{text.error()};
@@ -44,12 +46,23 @@ Result<Policy> base_policy(const PolicyOptions& options) {
       return Error{"invalid policy in '" + options.policy_file + "': " + policy.error() +
                    "; fix the file (sbx policy check --policy FILE validates it)"};
     }
-    return policy;
+    preset = settings::preset_name(*text);
+    return std::optional<Policy>(std::move(*policy));
   }
-  const std::string_view name = options.preset.empty() ? kDefaultPreset : options.preset;
-  Result<Policy> policy = preset_policy(name);
+  if (options.preset.empty()) return std::optional<Policy>{};
+  Result<Policy> policy = preset_policy(options.preset);
   if (!policy.ok()) return Error{policy.error() + "; pick one with --preset NAME"};
-  return policy;
+  preset = options.preset;
+  return std::optional<Policy>(std::move(*policy));
+}
+
+std::map<std::string, std::string> environment_map() {
+  std::map<std::string, std::string> env;
+  for (const std::string& entry : current_environment()) {
+    const std::size_t eq = entry.find('=');
+    if (eq != std::string::npos) env.emplace(entry.substr(0, eq), entry.substr(eq + 1));
+  }
+  return env;
 }
 
 bool has_glob_metacharacter(std::string_view value) {
@@ -148,36 +161,63 @@ Result<std::string> effective_cwd(const PolicyOptions& options) {
   return canonical.string();
 }
 
-Result<Policy> build_policy(const PolicyOptions& options, const std::string& cwd) {
-  Result<Policy> policy = base_policy(options);
-  if (!policy.ok()) return policy;
-  const bool has_additions =
-      !options.writable_roots.empty() || !options.denies.empty() || !options.network.empty();
-  if (!has_additions) return policy;
-  if (Status applied = apply_additions(options, cwd, *policy); !applied.ok()) {
-    return Error{applied.error()};
-  }
-  // The additions bypass the JSON parser, so the combined policy goes through it again: the
-  // same strict checks apply whatever the source of an entry.
-  Result<Policy> checked = parse_policy(policy_to_json(*policy));
-  if (!checked.ok()) {
-    return Error{"the policy with the --writable-root/--deny/--network additions is invalid: " +
-                 checked.error() + "; fix the values given on the command line"};
-  }
-  return checked;
+Result<settings::Settings> load_cli_settings(const std::string& cwd) {
+  Result<settings::Settings> loaded =
+      settings::load_settings(settings::current_sources(cwd, environment_map()));
+  if (!loaded.ok()) return Error{"cannot use the settings: " + loaded.error()};
+  return loaded;
 }
 
-Result<PolicyInput> load_policy(const PolicyOptions& options) {
+Result<DecidedPolicy> decide_policy(const PolicyOptions& options, const std::string& cwd,
+                                    const RunChoices& choices) {
+  Result<settings::Settings> loaded = load_cli_settings(cwd);
+  if (!loaded.ok()) return Error{loaded.error()};
+  settings::Overrides overrides;
+  Result<std::optional<Policy>> given = command_line_policy(options, overrides.preset);
+  if (!given.ok()) return Error{given.error()};
+  overrides.policy = std::move(*given);
+  overrides.sandbox = choices.sandbox;
+  overrides.allow_unsandboxed = choices.allow_unsandboxed;
+  Policy policy = settings::base_policy(*loaded, overrides).value;
+  overrides.policy_changed =
+      !options.writable_roots.empty() || !options.denies.empty() || !options.network.empty();
+  if (overrides.policy_changed) {
+    if (Status applied = apply_additions(options, cwd, policy); !applied.ok()) {
+      return Error{applied.error()};
+    }
+    // The additions bypass the JSON parser, so the combined policy goes through it again: the
+    // same strict checks apply whatever the source of an entry.
+    Result<Policy> checked = parse_policy(policy_to_json(policy));
+    if (!checked.ok()) {
+      return Error{"the policy with the --writable-root/--deny/--network additions is invalid: " +
+                   checked.error() + "; fix the values given on the command line"};
+    }
+    policy = std::move(*checked);
+  }
+  Result<settings::Decided> decided = settings::decide(*loaded, overrides, std::move(policy));
+  if (!decided.ok()) {
+    return Error{decided.error() +
+                 "; ask for less, or ask the administrator (`sbx config show` shows the locks)"};
+  }
+  return DecidedPolicy{std::move(*loaded), std::move(*decided)};
+}
+
+Result<PolicyInput> load_policy(const PolicyOptions& options, const RunChoices& choices) {
   Result<std::string> cwd = effective_cwd(options);
   if (!cwd.ok()) return Error{cwd.error()};
-  Result<Policy> policy = build_policy(options, *cwd);
-  if (!policy.ok()) return Error{policy.error()};
+  Result<DecidedPolicy> decided = decide_policy(options, *cwd, choices);
+  if (!decided.ok()) return Error{decided.error()};
+  const Policy& policy = decided->decided.policy;
   Result<ResolveContext> context = current_resolve_context();
   if (!context.ok()) {
     return Error{"cannot read this process's environment (" + context.error() +
                  "); check $HOME and the current directory"};
   }
   context->cwd = *cwd;
+  // Every settings file read is kept read-only in the sandbox too: a command that could rewrite
+  // one would choose the sandbox (or the locks) of the next run.
+  for (const auto& file : decided->settings.files) context->settings_files.push_back(file.value);
+  context->absent_settings_files = decided->settings.absent_files;
   std::string policy_file;
   struct stat st {};
   // The file just read, by its real path: resolution keeps it read-only in the sandbox. A pipe
@@ -192,12 +232,14 @@ Result<PolicyInput> load_policy(const PolicyOptions& options) {
     }
     context->policy_file = policy_file;
   }
-  Result<ResolvedPolicy> resolved = resolve_policy(*policy, *context);
+  Result<ResolvedPolicy> resolved = resolve_policy(policy, *context);
   if (!resolved.ok()) {
     return Error{"the policy cannot be applied here: " + resolved.error() +
                  "; fix the policy or choose another --cwd"};
   }
-  return PolicyInput{std::move(*policy), *cwd, std::move(*resolved), std::move(policy_file)};
+  PolicyInput input{policy, *cwd, std::move(*resolved), std::move(policy_file),
+                    std::move(decided->settings), std::move(decided->decided)};
+  return input;
 }
 
 }  // namespace sbx::cli

@@ -26,7 +26,7 @@ CAPABILITIES = {
     "unix_socket_allowlist", "syscall_filter", "local_binding",
 }
 PRESETS = ["read-only", "workspace-write", "danger-full-access", "external-sandbox"]
-SUBCOMMANDS = ["backends", "explain", "exec", "policy", "context", "debug"]
+SUBCOMMANDS = ["backends", "explain", "exec", "policy", "context", "debug", "config"]
 POLICY_OPTIONS = ["--policy", "--preset", "--cwd", "--writable-root", "--deny", "--network"]
 
 
@@ -624,7 +624,7 @@ class ExecDirect(SbxTestCase):
                                     "allow_unsandboxed_used", "dry_run", "exit", "error", "denial",
                                     "network_refusals", "network_refusals_total",
                                     "protected_names_created",
-                                    "protected_names_truncated", "limit_hit"})
+                                    "protected_names_truncated", "limit_hit", "excluded_by"})
         self.assertIsNone(doc["limit_hit"])  # the command ended on its own
         # Not sandboxed: nothing is watched for protected names.
         self.assertEqual(doc["protected_names_created"], [])
@@ -741,6 +741,123 @@ class ExecSandboxedSignals(SbxTestCase):
 
     def test_signal_to_sbx_reaches_command(self):
         signal_reaches_command(self)
+
+
+class Settings(SbxTestCase):
+    """The user and project settings scopes, excluded commands and `sbx config` (the managed
+    scope's file is fixed at /etc/sbx/managed.json: its checks and locks are unit- and
+    C-API-tested with a file the tests own)."""
+
+    def setUp(self):
+        super().setUp()
+        self.config = os.path.join(self.work, "config")
+        self.project = os.path.join(self.work, "project")
+        os.makedirs(os.path.join(self.config, "sbx"))
+        os.makedirs(os.path.join(self.project, ".sbx"))
+        self.env = dict(os.environ, XDG_CONFIG_HOME=self.config)
+
+    def sbx_env(self, *args, cwd=None):
+        return subprocess.run([SBX, *args], cwd=cwd or self.project, env=self.env,
+                              capture_output=True, text=True, errors="replace",
+                              timeout=TIMEOUT, check=False)
+
+    def user(self, text):
+        with open(os.path.join(self.config, "sbx", "settings.json"), "w", encoding="utf-8") as f:
+            f.write(text)
+
+    def project_file(self, text=None):
+        path = os.path.join(self.project, ".sbx", "settings.json")
+        if text is not None:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+        return path
+
+    def test_untrusted_project_is_ignored_with_a_note_until_trusted(self):
+        self.project_file('{"sandbox": "forbid", "excluded_commands": ["*"]}')
+        result = self.sbx_env("config", "show", "--json")
+        self.assert_exit(result, 0)
+        doc = json.loads(result.stdout)
+        self.assertEqual(doc["project"], {"root": self.project, "trusted": False})
+        self.assertEqual(doc["sandbox"], {"value": "auto", "scope": "built-in"})
+        self.assertEqual(doc["excluded_commands"], [])
+        self.assertIn("not a trusted project", " ".join(doc["notes"]))
+        result = self.sbx_env("exec", "--dry-run", "--", "/bin/true")
+        self.assertIn("sbx: note: project settings", result.stderr)
+        self.assert_exit(self.sbx_env("config", "trust"), 0)
+        doc = json.loads(self.sbx_env("config", "show", "--json").stdout)
+        self.assertEqual(doc["project"]["trusted"], True)
+        self.assertEqual(doc["sandbox"], {"value": "forbid", "scope": "project"})
+        self.assertEqual(doc["trusted_projects"], [self.project])
+        explain = json.loads(self.sbx_env("explain", "--json").stdout)
+        self.assertEqual(explain["settings"]["sandbox_scope"], "project")
+        self.assertIs(explain["should_sandbox"], False)
+
+    def test_invalid_settings_name_the_file_and_pointer(self):
+        self.user('{"sandbox": "sometimes"}')
+        result = self.sbx_env("exec", "--", "/bin/true")
+        self.assert_exit(result, 125)
+        self.assertIn(os.path.join(self.config, "sbx", "settings.json"), result.stderr)
+        self.assertIn("/sandbox: expected one of auto|require|forbid", result.stderr)
+
+    def test_user_policy_and_command_line_scopes(self):
+        self.user('{"policy": {"version": 1, "preset": "read-only"}}')
+        explain = json.loads(self.sbx_env("explain", "--json").stdout)
+        self.assertEqual(explain["settings"]["policy_scope"], "user")
+        shown = json.loads(self.sbx_env("policy", "show").stdout)
+        self.assertEqual(shown["filesystem"]["entries"], [{"path": ":root", "access": "read"}])
+        explain = json.loads(self.sbx_env("explain", "--json", "--preset", "workspace-write").stdout)
+        self.assertEqual(explain["settings"]["policy_scope"], "command line")
+        text = self.sbx_env("explain").stdout
+        self.assertIn("policy decided by:", text)
+
+    def test_excluded_commands_every_part_must_match(self):
+        self.user('{"excluded_commands": ["echo *"]}')
+        result = self.sbx_env("exec", "--json", "--", "/bin/sh", "-c", "echo a && echo b")
+        self.assert_exit(result, 0)
+        self.assertEqual(result.stdout, "a\nb\n")
+        doc = self.last_json_line(result.stderr)
+        self.assertIs(doc["should_sandbox"], False)
+        self.assertEqual(doc["excluded_by"], ["echo *", "echo *"])
+        self.assertIn("excluded command", doc["reason"])
+        for hostile in ["echo a; touch x", "echo $(touch x)", "echo `touch x`", "echo a > x",
+                        "echo a\ntouch x", "cat <<EOF\nx\nEOF"]:
+            result = self.sbx_env("exec", "--dry-run", "--", "/bin/sh", "-c", hostile)
+            explain = json.loads(self.sbx_env("explain", "--json", "--", "/bin/sh", "-c",
+                                          hostile).stdout)
+            self.assertEqual(explain["excluded_by"], [], hostile)
+            self.assertIs(explain["should_sandbox"], True, hostile)
+        explain = json.loads(self.sbx_env("explain", "--json", "--", "/bin/sh", "-c",
+                                      "echo a | echo b").stdout)
+        self.assertEqual(explain["excluded_by"], ["echo *", "echo *"])
+        # A policy with deny entries never runs unsandboxed, excluded or not.
+        explain = json.loads(self.sbx_env("explain", "--json", "--deny", "/etc/shadow", "--",
+                                      "echo", "a").stdout)
+        self.assertEqual(explain["excluded_by"], [])
+        # --sandbox require asks for a sandbox: no exclusion.
+        explain = json.loads(self.sbx_env("explain", "--json", "--sandbox", "require", "--",
+                                      "echo", "a").stdout)
+        self.assertEqual(explain["excluded_by"], [])
+
+    def test_sandboxed_command_cannot_rewrite_the_project_settings(self):
+        available = [n for n, b in loaded_backends().items() if b["available"]]
+        if not available:
+            self.skipTest("no backend is available on this host (see `sbx backends --probe`)")
+        path = self.project_file('{"sandbox": "require"}')
+        self.assert_exit(self.sbx_env("config", "trust"), 0)
+        result = self.sbx_env("exec", "--", "/bin/sh", "-c",
+                          'echo \'{"sandbox":"forbid"}\' > .sbx/settings.json')
+        self.assertNotEqual(result.returncode, 0, describe(result))
+        with open(path, encoding="utf-8") as f:
+            self.assertEqual(f.read(), '{"sandbox": "require"}')
+        # A trusted project without a settings file: the file cannot be created either.
+        os.remove(path)
+        result = self.sbx_env("exec", "--", "/bin/sh", "-c",
+                              'echo \'{"sandbox":"forbid"}\' > .sbx/settings.json')
+        self.assertNotEqual(result.returncode, 0, describe(result))
+        self.assertFalse(os.path.exists(path), describe(result))
+        # The workspace itself stays writable.
+        self.assert_exit(self.sbx_env("exec", "--", "/bin/sh", "-c", "touch MARKER"), 0)
+        self.assertTrue(os.path.exists(os.path.join(self.project, "MARKER")))
 
 
 class Debug(SbxTestCase):
@@ -895,7 +1012,7 @@ class Context(SbxTestCase):
     def test_json(self):
         doc = json.loads(self.run_ok("context", "--json", "--cwd", self.work,
                                      "--deny", "**/*.pem").stdout)
-        self.assertEqual(set(doc), {"mode", "cwd", "filesystem", "network"})
+        self.assertEqual(set(doc), {"mode", "cwd", "filesystem", "network", "unsandboxed_runs"})
         self.assertEqual(doc["mode"], "workspace-write")
         self.assertEqual(doc["cwd"], self.work)
         self.assertIn(self.work, doc["filesystem"]["writable_roots"])

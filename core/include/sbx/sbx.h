@@ -46,6 +46,20 @@ SBX_API const char* sbx_version(void);
  * `backends` (comma-separated names, e.g. "bwrap,landlock"; NULL or "" = every loaded plugin,
  * default order). Plugins that fail the trust checks are listed by sbx_backends_json. */
 SBX_API sbx_manager* sbx_manager_new(const char* backends, sbx_error** error);
+/* A manager that also uses the settings scopes, exactly as the `sbx` command does (README.md,
+ * "Settings"): the administrator's /etc/sbx/managed.json (checked like the plugin directories;
+ * an unsafe file is an error) with its locks, the user settings ($XDG_CONFIG_HOME/sbx/
+ * settings.json, default ~/.config/sbx/settings.json) and, when the user trusts the project, the
+ * project's .sbx/settings.json found from `cwd` upward (NULL = the current directory), all read
+ * once, here. `settings_json` (NULL = none) is the caller's own scope, merged last: the keys of a
+ * settings file except "locks" and "trusted_projects".
+ * On such a manager, sbx_explain, sbx_transform and sbx_exec take the settings' policy when
+ * `policy_json` is NULL and the settings' sandbox preference when `preference` is NULL; a policy,
+ * preference or SBX_EXEC_ALLOW_UNSANDBOXED that a lock forbids is a C error naming the lock;
+ * excluded commands run without a sandbox as with `sbx exec` ("excluded_by" in the report);
+ * sbx_explain's "settings" object says which scope decided. Release with sbx_manager_free. */
+SBX_API sbx_manager* sbx_manager_new_with_settings(const char* backends, const char* cwd,
+                                                   const char* settings_json, sbx_error** error);
 SBX_API void sbx_manager_free(sbx_manager* manager);
 
 /* The loaded and rejected plugins: {"backends":[...],"rejected":[...]}, as `sbx backends

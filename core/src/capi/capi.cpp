@@ -29,6 +29,8 @@
 #include "sbx/core/run.hpp"
 #include "sbx/core/run_limits.hpp"
 #include "sbx/core/runtime.hpp"
+#include "sbx/core/settings.hpp"
+#include "capi/capi_internal.hpp"
 #include "sbx/sbx.h"
 
 
@@ -39,6 +41,9 @@ struct sbx_error {
 struct sbx_manager {
   sbx::PluginRegistry registry;
   std::unique_ptr<sbx::Manager> manager;
+  // sbx_manager_new_with_settings: the scopes read when the manager was made; every call then
+  // goes through them and their locks as `sbx` does. nullopt for sbx_manager_new.
+  std::optional<sbx::settings::Settings> settings;
   // Backends are called from one thread at a time (sbx/sdk/backend.hpp): every call that
   // reaches a backend holds this.
   std::mutex mutex;
@@ -94,14 +99,7 @@ Result<Policy> policy_from(const char* policy_json) {
   return policy;
 }
 
-struct Prepared {
-  Policy policy;
-  ResolvedPolicy resolved;
-};
-
-Result<Prepared> prepare(const char* policy_json, const char* cwd) {
-  Result<Policy> policy = policy_from(policy_json);
-  if (!policy.ok()) return Error{policy.error()};
+Result<ResolveContext> context_for(const char* cwd) {
   Result<ResolveContext> context = current_resolve_context();
   if (!context.ok()) return Error{context.error()};
   if (cwd != nullptr) {
@@ -111,6 +109,22 @@ Result<Prepared> prepare(const char* policy_json, const char* cwd) {
                    "absolute path or NULL for the current directory"};
     context->cwd = cwd;
   }
+  return context;
+}
+
+struct Prepared {
+  Policy policy;
+  ResolvedPolicy resolved;
+  SandboxPreference preference = SandboxPreference::kAuto;
+  bool allow_unsandboxed = false;
+  SettingsSummary settings{};
+};
+
+Result<Prepared> prepare(const char* policy_json, const char* cwd) {
+  Result<Policy> policy = policy_from(policy_json);
+  if (!policy.ok()) return Error{policy.error()};
+  Result<ResolveContext> context = context_for(cwd);
+  if (!context.ok()) return Error{context.error()};
   Result<ResolvedPolicy> resolved = resolve_policy(*policy, *context);
   if (!resolved.ok()) return Error{resolved.error()};
   return Prepared{std::move(*policy), std::move(*resolved)};
@@ -119,6 +133,54 @@ Result<Prepared> prepare(const char* policy_json, const char* cwd) {
 Result<SandboxPreference> preference_from(const char* preference) {
   if (preference == nullptr || preference[0] == '\0') return SandboxPreference::kAuto;
   return parse_sandbox_preference(preference);
+}
+
+// One call on a manager with settings: the caller's arguments are the highest scope (like the
+// command line), the locks refuse what asks for more (a C error naming the lock), and the
+// settings files are kept read-only in the sandbox.
+Result<Prepared> prepare_with_settings(const settings::Settings& loaded, const char* policy_json,
+                                       const char* cwd, const char* preference,
+                                       bool allow_unsandboxed) {
+  settings::Overrides overrides;
+  if (policy_json != nullptr) {
+    Result<Policy> policy = policy_from(policy_json);
+    if (!policy.ok()) return Error{policy.error()};
+    overrides.policy = std::move(*policy);
+    overrides.preset = settings::preset_name(policy_json);
+  }
+  if (preference != nullptr && preference[0] != '\0') {
+    Result<SandboxPreference> pref = parse_sandbox_preference(preference);
+    if (!pref.ok()) return Error{pref.error()};
+    overrides.sandbox = *pref;
+  }
+  overrides.allow_unsandboxed = allow_unsandboxed;
+  Result<settings::Decided> decided =
+      settings::decide(loaded, overrides, settings::base_policy(loaded, overrides).value);
+  if (!decided.ok()) return Error{decided.error()};
+  Result<ResolveContext> context = context_for(cwd);
+  if (!context.ok()) return Error{context.error()};
+  for (const auto& file : loaded.files) context->settings_files.push_back(file.value);
+  context->absent_settings_files = loaded.absent_files;
+  Result<ResolvedPolicy> resolved = resolve_policy(decided->policy, *context);
+  if (!resolved.ok()) return Error{resolved.error()};
+  return Prepared{decided->policy, std::move(*resolved), decided->sandbox.value,
+                  decided->allow_unsandboxed, settings::summarize(loaded, *decided)};
+}
+
+// Every call that takes a manager: through its settings when it has them, else the policy and
+// preference exactly as given.
+Result<Prepared> prepare_call(const sbx_manager& manager, const char* policy_json,
+                              const char* cwd, const char* preference, bool allow_unsandboxed) {
+  if (manager.settings)
+    return prepare_with_settings(*manager.settings, policy_json, cwd, preference,
+                                 allow_unsandboxed);
+  Result<Prepared> input = prepare(policy_json, cwd);
+  if (!input.ok()) return input;
+  Result<SandboxPreference> pref = preference_from(preference);
+  if (!pref.ok()) return Error{pref.error()};
+  input->preference = *pref;
+  input->allow_unsandboxed = allow_unsandboxed;
+  return input;
 }
 
 std::vector<std::string> split_names(const char* backends) {
@@ -155,12 +217,11 @@ Result<std::vector<std::string>> argv_from(const char* const* argv) {
 }
 
 // The request of one command: the policy resolved against `cwd`, this process's environment.
-Result<RunRequest> request_from(const char* policy_json, const char* cwd, const char* const* argv,
-                                const char* preference) {
-  Result<Prepared> input = prepare(policy_json, cwd);
+Result<RunRequest> request_from(const sbx_manager& manager, const char* policy_json,
+                                const char* cwd, const char* const* argv, const char* preference,
+                                bool allow_unsandboxed) {
+  Result<Prepared> input = prepare_call(manager, policy_json, cwd, preference, allow_unsandboxed);
   if (!input.ok()) return Error{input.error()};
-  Result<SandboxPreference> pref = preference_from(preference);
-  if (!pref.ok()) return Error{pref.error()};
   Result<std::vector<std::string>> command = argv_from(argv);
   if (!command.ok()) return Error{command.error()};
   RunRequest request;
@@ -169,7 +230,9 @@ Result<RunRequest> request_from(const char* policy_json, const char* cwd, const 
   request.resolved = std::move(input->resolved);
   request.command = std::move(*command);
   request.environment = process_environment();
-  request.preference = *pref;
+  request.preference = input->preference;
+  request.allow_unsandboxed = input->allow_unsandboxed;
+  request.settings = std::move(input->settings);
   return request;
 }
 
@@ -205,10 +268,10 @@ Result<std::string> exec_command(sbx_manager* manager, const char* policy_json, 
                                  const char* const* argv, const char* preference, unsigned flags) {
   if (manager == nullptr) return Error{"manager is NULL; create one with sbx_manager_new"};
   const std::lock_guard<std::mutex> lock(manager->mutex);
-  Result<RunRequest> request = request_from(policy_json, cwd, argv, preference);
+  Result<RunRequest> request = request_from(*manager, policy_json, cwd, argv, preference,
+                                            (flags & SBX_EXEC_ALLOW_UNSANDBOXED) != 0);
   if (!request.ok()) return Error{request.error()};
   const std::vector<std::string> command = request->command;
-  request->allow_unsandboxed = (flags & SBX_EXEC_ALLOW_UNSANDBOXED) != 0;
   request->capture_stderr = (flags & SBX_EXEC_CAPTURE_STDERR) != 0;
   // A timeout ends only this run's cgroup, never a signal to the embedding process, whose other
   // commands would get it too.
@@ -231,7 +294,7 @@ Result<std::string> transform_command(sbx_manager* manager, const char* policy_j
                                       const char* preference) {
   if (manager == nullptr) return Error{"manager is NULL; create one with sbx_manager_new"};
   const std::lock_guard<std::mutex> lock(manager->mutex);
-  Result<RunRequest> request = request_from(policy_json, cwd, argv, preference);
+  Result<RunRequest> request = request_from(*manager, policy_json, cwd, argv, preference, false);
   if (!request.ok()) return Error{request.error()};
   const std::vector<std::string> command = request->command;
   HandleBackends backends(*manager->manager);
@@ -257,13 +320,12 @@ Result<std::string> approve_json(const char* requested_json, const char* granted
 Result<std::string> explain_json(sbx_manager* manager, const char* policy_json, const char* cwd,
                                  const char* preference) {
   if (manager == nullptr) return Error{"manager is NULL; create one with sbx_manager_new"};
-  Result<Prepared> input = prepare(policy_json, cwd);
+  Result<Prepared> input = prepare_call(*manager, policy_json, cwd, preference, false);
   if (!input.ok()) return Error{input.error()};
-  Result<SandboxPreference> pref = preference_from(preference);
-  if (!pref.ok()) return Error{pref.error()};
   const std::lock_guard<std::mutex> lock(manager->mutex);
   const ExplainReport report =
-      explain_run(input->policy, input->resolved, *pref, *manager->manager, process_environment());
+      explain_run(input->policy, input->resolved, input->preference, *manager->manager,
+                  process_environment(), {}, input->settings);
   return explain_to_json(report, JsonStyle::kPretty);
 }
 
@@ -280,7 +342,55 @@ Result<std::unique_ptr<sbx_manager>> make_manager(const char* backends) {
   return manager;
 }
 
+// The caller's settings document, a scope above the project (like the command line).
+Result<std::optional<settings::ScopeSettings>> caller_settings(const char* settings_json) {
+  if (settings_json == nullptr) return std::optional<settings::ScopeSettings>{};
+  Result<settings::ScopeSettings> parsed =
+      settings::parse_settings(settings_json, settings::Scope::kCommandLine);
+  if (!parsed.ok()) return Error{"invalid settings_json: " + parsed.error()};
+  return std::optional<settings::ScopeSettings>(std::move(*parsed));
+}
+
+Result<std::unique_ptr<sbx_manager>> manager_with_sources(const char* backends,
+                                                          const settings::Sources& sources,
+                                                          const char* settings_json) {
+  Result<std::optional<settings::ScopeSettings>> caller = caller_settings(settings_json);
+  if (!caller.ok()) return Error{caller.error()};
+  Result<settings::Settings> loaded =
+      settings::load_settings(sources, *caller ? &**caller : nullptr);
+  if (!loaded.ok()) return Error{"cannot use the settings: " + loaded.error()};
+  Result<std::unique_ptr<sbx_manager>> manager = make_manager(backends);
+  if (!manager.ok()) return manager;
+  (*manager)->settings = std::move(*loaded);
+  return manager;
+}
+
+Result<std::unique_ptr<sbx_manager>> make_manager_with_settings(const char* backends,
+                                                                const char* cwd,
+                                                                const char* settings_json) {
+  Result<ResolveContext> context = context_for(cwd);
+  if (!context.ok()) return Error{context.error()};
+  // The production places only: the managed file binds the embedding program as it binds `sbx`.
+  return manager_with_sources(backends, settings::current_sources(context->cwd, context->env),
+                              settings_json);
+}
+
 }  // namespace
+
+namespace capi {
+
+sbx_manager* make_manager_with_sources(const char* backends, const settings::Sources& sources,
+                                       const char* settings_json, std::string& error) {
+  Result<std::unique_ptr<sbx_manager>> manager =
+      manager_with_sources(backends, sources, settings_json);
+  if (!manager.ok()) {
+    error = manager.error();
+    return nullptr;
+  }
+  return manager->release();
+}
+
+}  // namespace capi
 }  // namespace sbx
 
 using sbx::Error;
@@ -301,6 +411,24 @@ const char* sbx_version(void) { return sbx::sbx_version(); }
 sbx_manager* sbx_manager_new(const char* backends, sbx_error** error) {
   try {
     Result<std::unique_ptr<sbx_manager>> manager = sbx::make_manager(backends);
+    if (!manager.ok()) {
+      sbx::set_error(error, manager.error());
+      return nullptr;
+    }
+    return manager->release();
+  } catch (const std::exception& e) {
+    sbx::set_error(error, std::string("internal error in libsbx: ") + e.what());
+  } catch (...) {
+    sbx::set_error(error, "internal error in libsbx (unknown exception)");
+  }
+  return nullptr;
+}
+
+sbx_manager* sbx_manager_new_with_settings(const char* backends, const char* cwd,
+                                           const char* settings_json, sbx_error** error) {
+  try {
+    Result<std::unique_ptr<sbx_manager>> manager =
+        sbx::make_manager_with_settings(backends, cwd, settings_json);
     if (!manager.ok()) {
       sbx::set_error(error, manager.error());
       return nullptr;

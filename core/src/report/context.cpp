@@ -229,6 +229,13 @@ std::string context_to_text(const SandboxContext& context) {
         "\"Read-only file system\" or \"Operation not permitted\". Do not try to work around "
         "the sandbox; ask the user when you need more access.\n";
   }
+  if (context.unsandboxed_locked) {
+    // The model must not be told (or tell itself) to retry a failed command without the
+    // sandbox: that would only produce refusals.
+    out +=
+        "Running commands outside the sandbox is locked by the administrator: never retry a "
+        "command unsandboxed or ask for that; ask the user when you need more access.\n";
+  }
   return out;
 }
 
@@ -254,6 +261,7 @@ std::string context_to_json(const SandboxContext& context, JsonStyle style) {
   out["cwd"] = context.cwd;
   out["filesystem"] = std::move(filesystem);
   out["network"] = std::move(network);
+  out["unsandboxed_runs"] = context.unsandboxed_locked ? "locked" : "allowed";
   return report::render_json(std::move(out), style);
 }
 

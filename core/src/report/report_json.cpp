@@ -235,6 +235,16 @@ std::string explain_to_json(const ExplainReport& report, JsonStyle style) {
   environment["set"] = string_array(set_names);
   environment["removed"] = string_array(report.environment_removed);
   out["environment"] = std::move(environment);
+  json::object settings;
+  settings["policy_scope"] = report.settings.policy_scope;
+  settings["sandbox_scope"] = report.settings.sandbox_scope;
+  settings["unsandboxed_permitted"] = report.settings.unsandboxed_permitted;
+  settings["escape_hatch_locked"] = report.settings.escape_hatch_locked;
+  settings["require_backend_available"] = report.settings.require_backend_available;
+  settings["excluded_commands"] = string_array(report.settings.excluded_commands);
+  settings["notes"] = string_array(report.settings.notes);
+  out["settings"] = std::move(settings);
+  out["excluded_by"] = string_array(report.excluded_by);
   return report::render_json(out, style);
 }
 
@@ -300,6 +310,7 @@ boost::json::object run_object(const RunReport& report) {
   out["protected_names_created"] = std::move(created);
   out["protected_names_truncated"] = report.protected_names_truncated;
   out["limit_hit"] = optional_string(report.limit_hit);
+  out["excluded_by"] = string_array(report.excluded_by);
   return out;
 }
 

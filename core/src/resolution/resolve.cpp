@@ -79,6 +79,11 @@ class Resolver {
   void add_install_carveouts();
   void protect_install_carveouts();
   void add_policy_file_carveout();
+  // Keeps the file at `path` (real path taken) read-only; its real path, or nullopt when no
+  // writable rule reached it.
+  std::optional<std::string> add_file_carveout(const std::string& path);
+  // Makes the first missing component of `path` uncreatable when a writable rule reaches it.
+  void protect_absent_file(const std::string& path);
   Status check_writable_symlinks(const Candidate& candidate) const;
   Status collect_globs();
   Status resolve_network();
@@ -235,9 +240,51 @@ void Resolver::protect_install_carveouts() {
 // between it and its writable root, so renaming a parent cannot move it away, and a rename or
 // symlink swap over it fails on the bind mount.
 void Resolver::add_policy_file_carveout() {
-  if (context_.policy_file.empty() || context_.policy_file.front() != '/') return;
-  std::optional<std::string> real = policy::path::real_path(context_.policy_file);
-  if (!real || is_directory(*real) || rule_access(out_.policy, *real) != Access::kWrite) return;
+  if (std::optional<std::string> real = add_file_carveout(context_.policy_file))
+    out_.policy_file_carveout = *real;
+  // The settings files the same way: each of them chooses part of the next run's sandbox.
+  for (const std::string& file : context_.settings_files) add_file_carveout(file);
+  // A settings file that does not exist yet would be read by the next run once created (a user
+  // file listing excluded commands, say): it must not be creatable either.
+  for (const std::string& file : context_.absent_settings_files) protect_absent_file(file);
+}
+
+void Resolver::protect_absent_file(const std::string& path) {
+  if (path.empty() || path.front() != '/' || policy::path::check_components(path)) return;
+  // The longest existing ancestor, then the component below it: protecting that one keeps the
+  // whole missing chain (a directory, then the file) from being created.
+  std::string existing = policy::path::collapse_slashes(path);
+  std::string missing;
+  struct stat st {};
+  while (existing != "/" && ::lstat(existing.c_str(), &st) != 0) {
+    missing = existing;
+    existing = policy::path::parent(existing);
+  }
+  if (missing.empty()) return;  // it exists after all: add_file_carveout's case
+  const std::string real_parent = policy::path::real_path(existing).value_or(existing);
+  const std::string first = policy::path::join(real_parent, missing.substr(missing.rfind('/') + 1));
+  if (rule_access(out_.policy, first) != Access::kWrite) return;
+  std::string root;
+  for (const PathRule& rule : out_.policy.rules) {
+    if (rule.access == Access::kWrite && path_is_within(first, rule.path) &&
+        rule.path.size() > root.size())
+      root = rule.path;
+  }
+  if (root.empty()) return;
+  std::vector<ProtectedPath>& protected_paths = out_.policy.protected_paths;
+  if (std::any_of(protected_paths.begin(), protected_paths.end(),
+                  [&](const ProtectedPath& p) { return p.path == first; }))
+    return;
+  protected_paths.push_back(ProtectedPath{first, root, false, false});
+  std::sort(protected_paths.begin(), protected_paths.end(),
+            [](const ProtectedPath& a, const ProtectedPath& b) { return a.path < b.path; });
+}
+
+std::optional<std::string> Resolver::add_file_carveout(const std::string& path) {
+  if (path.empty() || path.front() != '/') return std::nullopt;
+  std::optional<std::string> real = policy::path::real_path(path);
+  if (!real || is_directory(*real) || rule_access(out_.policy, *real) != Access::kWrite)
+    return std::nullopt;
   std::string root;
   for (const PathRule& rule : out_.policy.rules) {
     if (rule.access == Access::kWrite && path_is_within(*real, rule.path) &&
@@ -253,14 +300,14 @@ void Resolver::add_policy_file_carveout() {
     same->access = Access::kRead;
   }
   sort_rules(rules);
-  out_.policy_file_carveout = *real;
-  if (root.empty()) return;
+  if (root.empty()) return real;
   std::vector<ProtectedPath>& protected_paths = out_.policy.protected_paths;
   if (std::none_of(protected_paths.begin(), protected_paths.end(),
                    [&](const ProtectedPath& p) { return p.path == *real; }))
     protected_paths.push_back(ProtectedPath{*real, root, true, false});
   std::sort(protected_paths.begin(), protected_paths.end(),
             [](const ProtectedPath& a, const ProtectedPath& b) { return a.path < b.path; });
+  return real;
 }
 
 std::string read_link(const std::string& path) {

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "sbx/core/command_patterns.hpp"
 #include "sbx/core/created_names.hpp"
 #include "sbx/core/denial.hpp"
 #include "sbx/core/environment.hpp"
@@ -26,6 +27,38 @@ struct Prepared {
   // Network mode proxy: sbx's proxy for this run; it serves the command only while it lives.
   std::unique_ptr<proxy::RunProxy> proxy;
 };
+
+std::string quoted_list(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& item : items) {
+    const std::string quoted = "'" + item + "'";
+    if (out.find(quoted) == std::string::npos) out += (out.empty() ? "" : ", ") + quoted;
+  }
+  return out;
+}
+
+// Question 1, then the excluded commands of the settings: `excluded_by` gets the pattern of
+// each part when the command runs without a sandbox for that reason.
+Result<SandboxDecision> decide_sandbox(const Policy& policy, SandboxPreference preference,
+                                       const std::vector<std::string>& command,
+                                       const SettingsSummary& settings,
+                                       std::vector<std::string>& excluded_by) {
+  Result<SandboxDecision> decision = should_sandbox(policy, preference);
+  // A preference that came from a settings file says so: the reason names the flag it stands
+  // for, which the caller did not give.
+  const std::string& from = settings.sandbox_scope;
+  if (decision.ok() && from != "built-in" && from != "command line")
+    decision->reason += " (sandbox: " + std::string(to_string(preference)) + " in the " + from +
+                        " settings)";
+  if (!decision.ok() || !decision->sandbox) return decision;
+  std::optional<std::vector<std::string>> matched =
+      excluded_command(policy, preference, command, settings);
+  if (!matched) return decision;
+  excluded_by = *matched;
+  return SandboxDecision{false, "the command is an excluded command (settings "
+                                "excluded_commands: " +
+                                    quoted_list(*matched) + ")"};
+}
 
 bool stop(RunOutcome& out, RunStop why, std::string error) {
   out.stop = why;
@@ -78,7 +111,9 @@ bool none_available(const RunRequest& request, std::vector<std::string> argv,
 // Everything before the run: question 1, argv[0], question 2, the plan (and its proxy).
 // false when the run stops (`out` says why).
 bool prepare(RunRequest& request, RunBackends& backends, RunOutcome& out, Prepared& prepared) {
-  Result<SandboxDecision> decision = should_sandbox(request.policy, request.preference);
+  Result<SandboxDecision> decision = decide_sandbox(request.policy, request.preference,
+                                                    request.command, request.settings,
+                                                    out.report.excluded_by);
   if (!decision.ok()) return stop(out, RunStop::kInvalidRequest, decision.error());
   out.report.should_sandbox = decision->sandbox;
   out.report.reason = decision->reason;
@@ -184,6 +219,19 @@ std::optional<std::string> never_unsandboxed(const Policy& policy) {
   return std::nullopt;
 }
 
+std::optional<std::vector<std::string>> excluded_command(const Policy& policy,
+                                                         SandboxPreference preference,
+                                                         const std::vector<std::string>& command,
+                                                         const SettingsSummary& settings) {
+  // Only "auto" leaves the choice to sbx: "require" asked for a sandbox, and an excluded
+  // command may never take away what only a sandbox can hold (deny entries, proxy rules).
+  if (preference != SandboxPreference::kAuto || !settings.unsandboxed_permitted ||
+      settings.escape_hatch_locked || settings.excluded_commands.empty() ||
+      never_unsandboxed(policy))
+    return std::nullopt;
+  return settings::match_excluded_command(command, settings.excluded_commands);
+}
+
 RunOutcome run_command(RunRequest request, RunBackends& backends) {
   RunOutcome out = new_outcome(false);
   Prepared prepared;
@@ -234,10 +282,14 @@ RunOutcome plan_for_backend(const Manager& manager, const std::string& backend,
 
 ExplainReport explain_run(const Policy& policy, const ResolvedPolicy& resolved,
                           SandboxPreference preference, const Manager& manager,
-                          const std::vector<std::string>& environment) {
+                          const std::vector<std::string>& environment,
+                          const std::vector<std::string>& command,
+                          const SettingsSummary& settings) {
   ExplainReport report;
   report.preference = preference;
-  Result<SandboxDecision> decision = should_sandbox(policy, preference);
+  report.settings = settings;
+  Result<SandboxDecision> decision =
+      decide_sandbox(policy, preference, command, settings, report.excluded_by);
   if (decision.ok()) {
     report.decision = *decision;
   } else {

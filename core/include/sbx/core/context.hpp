@@ -29,6 +29,10 @@ struct SandboxContext {
   std::vector<std::string> denied_paths;     // no read, no write
   std::vector<std::string> denied_globs;
   NetworkPolicy network;
+  // The administrator locked runs without a sandbox (settings.hpp, lock allow_unsandboxed):
+  // the model is told never to retry a command unsandboxed. Not derived from the policy; the
+  // front end sets it from the settings.
+  bool unsandboxed_locked = false;
 };
 
 SandboxContext describe_sandbox(const ResolvedPolicy& policy);
@@ -51,7 +55,8 @@ std::string context_to_text(const SandboxContext& context);
 //   "not_creatable","denied_paths","denied_globs"},
 //  "network":{"mode","allowed_domains","denied_domains","unix_sockets","allow_local_binding",
 //   "limits":[network_limits(), and with the network enabled in a sandboxed mode the sentence
-//   on the host's unix sockets (kept out under bwrap unless listed, reachable under Landlock)]}}
+//   on the host's unix sockets (kept out under bwrap unless listed, reachable under Landlock)]},
+//  "unsandboxed_runs":"allowed"|"locked"}
 // Strings are valid UTF-8 (invalid bytes become U+FFFD); JSON escaping does the rest.
 std::string context_to_json(const SandboxContext& context, JsonStyle style);
 

@@ -45,6 +45,19 @@ std::string backends_to_json(const std::vector<BackendListing>& backends,
 // {"available","summary","checks":[...],"capabilities":[...]}
 std::string probe_report_to_json(const ProbeReport& report, JsonStyle style);
 
+// What the settings scopes (settings.hpp) decided for a run: which scope set the policy and the
+// sandbox preference, and what they allow. The built-in values are those of a run without any
+// settings file.
+struct SettingsSummary {
+  std::string policy_scope = "built-in";   // settings::to_string(Scope)
+  std::string sandbox_scope = "built-in";
+  bool unsandboxed_permitted = true;       // may a run go without a sandbox (excluded commands)
+  bool escape_hatch_locked = false;        // the administrator's lock allow_unsandboxed: false
+  bool require_backend_available = false;  // the administrator's lock of that name
+  std::vector<std::string> excluded_commands{};  // the patterns in effect
+  std::vector<std::string> notes{};              // e.g. an untrusted project file was skipped
+};
+
 // Everything `sbx explain` decides. `decision` is nullopt when should_sandbox refused the
 // preference (e.g. forbid on a policy with deny entries); `decision_error` then says why.
 struct ExplainReport {
@@ -61,6 +74,10 @@ struct ExplainReport {
   // (environment.hpp; never the values).
   EnvironmentPolicy environment{};
   std::vector<std::string> environment_removed{};
+  SettingsSummary settings{};
+  // The excluded-command pattern each part of the command matched (command_patterns.hpp), when
+  // a command was given and it runs without a sandbox for that reason; else empty.
+  std::vector<std::string> excluded_by{};
 };
 
 // The backend that would run the command: the chosen backend when the command should be
@@ -71,7 +88,10 @@ std::string final_backend(const ExplainReport& report);
 //  "available_reason","final","passed_over":[{"backend","reason"}],"policy":{...},
 //  "network_limits":[string] (network_limits in context.hpp),
 //  "cgroups":{"available","kind","parent","reason"},"limits":[{"name","value","enforced","how"}],
-//  "environment":{"inherit","keep","exclude","include_only","set":[names],"removed":[names]}}
+//  "environment":{"inherit","keep","exclude","include_only","set":[names],"removed":[names]},
+//  "settings":{"policy_scope","sandbox_scope","unsandboxed_permitted","escape_hatch_locked",
+//   "require_backend_available","excluded_commands":[patterns],"notes":[string]},
+//  "excluded_by":[pattern per part of the command]}
 // (set lists only the names: a value may be a secret the policy sets on purpose)
 // should_sandbox is null when the decision was an error (reason then holds the error).
 std::string explain_to_json(const ExplainReport& report, JsonStyle style);
@@ -107,12 +127,15 @@ struct RunReport {
   std::optional<std::string> stderr_tail{};
   // What sbx's proxy refused during the run (network mode proxy; empty without one).
   proxy::RefusalLog refusals{};
+  // The excluded-command pattern each part of the command matched when it ran without a
+  // sandbox for that reason (command_patterns.hpp); empty otherwise.
+  std::vector<std::string> excluded_by{};
 };
 
 // {"should_sandbox","reason","backend","final","allow_unsandboxed_used","dry_run",
 //  "exit":{"code","signal","shell_code"}|null,"error":string|null,
 //  "protected_names_created":[path...],"protected_names_truncated":bool,
-//  "limit_hit":string|null}
+//  "limit_hit":string|null,"excluded_by":[pattern...]}
 std::string run_to_json(const RunReport& report, JsonStyle style);
 
 // Which keys the exec report has beyond run_to_json's.

@@ -24,6 +24,13 @@ struct ResolveContext {
   // real path is kept read-only in every restricted sandbox whatever the policy grants, so a
   // command cannot rewrite the policy of the next run.
   std::string policy_file{};
+  // The settings files the run's settings were read from (settings.hpp), absolute: kept
+  // read-only exactly like policy_file, so a command cannot rewrite the settings of the next run.
+  std::vector<std::string> settings_files{};
+  // Settings files that would be read if they existed (settings.hpp Settings::absent_files),
+  // absolute: the first missing component of each is made uncreatable (a protected path that
+  // does not exist) where a writable root would let a command create it.
+  std::vector<std::string> absent_settings_files{};
 };
 
 // Builds the context of this process (getcwd, $HOME or the passwd entry, environ, and the

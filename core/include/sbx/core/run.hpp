@@ -60,6 +60,9 @@ struct RunRequest {
   bool capture_stderr = false;
   // How the timeout ends the command (kRunOnly in a library: see LimitedRun::Signals).
   LimitedRun::Signals limit_signals = LimitedRun::Signals::kProcessWide;
+  // What the settings scopes decided (settings.hpp). Its excluded_commands run without a
+  // sandbox when excluded_command() says so; the rest is reported.
+  SettingsSummary settings{};
   // Network mode proxy: called on the proxy's thread for each refusal it keeps.
   std::function<void(const proxy::Refusal&)> on_refusal{};
   // Called once, before anything runs, when the command is about to run (or be planned)
@@ -102,7 +105,17 @@ struct RunOutcome {
 // the command would have the whole network). nullopt if neither.
 std::optional<std::string> never_unsandboxed(const Policy& policy);
 
-// Runs the command and waits: question 1, argv[0], question 2, the plan, the run.
+// The excluded-command pattern each part of `command` matches (command_patterns.hpp), when it
+// is to run without a sandbox for that reason: the preference is auto, the settings permit
+// unsandboxed runs, the policy has nothing only a sandbox can hold (never_unsandboxed) and
+// every part matches. nullopt otherwise: the command runs as question 1 says.
+std::optional<std::vector<std::string>> excluded_command(const Policy& policy,
+                                                         SandboxPreference preference,
+                                                         const std::vector<std::string>& command,
+                                                         const SettingsSummary& settings);
+
+// Runs the command and waits: question 1 (with the excluded commands), argv[0], question 2,
+// the plan, the run.
 RunOutcome run_command(RunRequest request, RunBackends& backends);
 
 // Exactly what run_command would run, without running it (`sbx exec --dry-run`,
@@ -120,8 +133,12 @@ RunOutcome plan_for_backend(const Manager& manager, const std::string& backend, 
 // question 2 (always probed), how each resource limit holds here, and the environment names
 // the policy takes away from `environment`. A refused preference is recorded in
 // decision_error, not returned as an error.
+// With `command` (optional) and `settings`, question 1 also says whether the command is an
+// excluded one (ExplainReport::excluded_by).
 ExplainReport explain_run(const Policy& policy, const ResolvedPolicy& resolved,
                           SandboxPreference preference, const Manager& manager,
-                          const std::vector<std::string>& environment);
+                          const std::vector<std::string>& environment,
+                          const std::vector<std::string>& command = {},
+                          const SettingsSummary& settings = {});
 
 }  // namespace sbx

@@ -1,0 +1,40 @@
+// Excluded commands (settings "excluded_commands"): command patterns that run without a sandbox
+// when the merged settings permit unsandboxed runs and the policy has nothing only a sandbox
+// can hold (run.hpp never_unsandboxed). A command given as `sh -c SCRIPT` (bash, dash, zsh,
+// ksh too) is split into its simple commands by a conservative shell-syntax splitter, and every
+// one must match; anything the splitter is not sure about means "sandbox". Pure.
+//
+// Patterns, compared with the command's words (quotes removed, joined by one space):
+//   "git status"   exact: these words and no others
+//   "docker *"     prefix: a final " *" (and no other '*') matches these words followed by any
+//                  (also none)
+//   "npm run t*"   wildcard: any other '*' matches any run of characters of the joined words
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sbx::settings {
+
+// One simple command: its words, quotes removed.
+using SimpleCommand = std::vector<std::string>;
+
+// Splits a shell script into simple commands at ;, &, &&, ||, |, |&, newlines and the
+// parentheses of a subshell. nullopt ("in doubt") for anything that could run or name code the
+// words do not show: $ (expansions, $(...)), backticks, backslashes, redirections (< >,
+// here-docs), braces, glob characters (* ? [ ]), a leading ~ or #, an assignment before the
+// command (NAME=value cmd), a reserved word (if, for, while, function, !, ...), control
+// characters, unbalanced quotes or parentheses, and empty commands (`a && && b`).
+std::optional<std::vector<SimpleCommand>> split_shell_command(std::string_view script);
+
+// True if `pattern` (see above) matches the command `words`.
+bool command_pattern_matches(std::string_view pattern, const SimpleCommand& words);
+
+// The pattern that matched each part of `argv`, in order (one per simple command); nullopt
+// when some part matches none, the script is in doubt, or there are no patterns.
+std::optional<std::vector<std::string>> match_excluded_command(
+    const std::vector<std::string>& argv, const std::vector<std::string>& patterns);
+
+}  // namespace sbx::settings

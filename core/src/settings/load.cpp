@@ -1,0 +1,214 @@
+// Finding and reading the settings files of every scope (sbx/core/settings.hpp). The managed
+// file goes through the plugin loader's descriptor-based trust checks: it binds every user of
+// the host, so a file anyone but root could have written is refused, loudly.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "plugins/trusted_fs.hpp"
+#include "policy/path_util.hpp"
+#include "sbx/core/settings.hpp"
+
+namespace sbx::settings {
+namespace {
+
+constexpr std::string_view kUserFile = "sbx/settings.json";
+constexpr std::string_view kProjectFile = ".sbx/settings.json";
+
+// Reads at most one byte more than the parser accepts, so an oversized file is reported by the
+// parser without being read whole.
+Result<std::string> read_fd(int fd) {
+  std::string text(kMaxSettingsBytes + 1, '\0');
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::read(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Error{std::string("cannot read it: ") + std::strerror(errno)};
+    if (n == 0) break;
+    done += static_cast<std::size_t>(n);
+  }
+  text.resize(done);
+  return text;
+}
+
+bool exists(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0;
+}
+
+// The managed file, or nullopt when there is none. A missing directory or file means no managed
+// settings; anything else that fails a check (owner, group/other write on the file or any
+// directory above it, a symlink, not a regular file) is an error: silently skipping an unsafe
+// file would drop the administrator's locks.
+Result<std::optional<std::string>> read_managed(const Sources& sources) {
+  const std::string& path = sources.managed_file;
+  const std::size_t slash = path.rfind('/');
+  if (path.empty() || path.front() != '/' || slash + 1 == path.size())
+    return Error{"the managed settings path '" + path + "' is not an absolute file path"};
+  const std::string dir = slash == 0 ? "/" : path.substr(0, slash);
+  const plugins::Owners owners{sources.managed_owner};
+  plugins::DirectoryWalk walk =
+      plugins::open_trusted_directory(dir, sources.managed_trust_root, owners);
+  if (!walk.fd.valid()) {
+    if (walk.missing) return std::optional<std::string>{};
+    return Error{"refusing the managed settings " + path + ": " + walk.error};
+  }
+  struct stat st {};
+  if (::fstatat(walk.fd.get(), path.substr(slash + 1).c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 &&
+      errno == ENOENT)
+    return std::optional<std::string>{};
+  // An empty file would pass every check but the loader's "a shared object is not empty";
+  // reported as the JSON error it is, not as that.
+  if (S_ISREG(st.st_mode) && st.st_size == 0)
+    return Error{"invalid managed settings " + path + ": the file is empty; expected an object"};
+  Result<plugins::TrustedFile> file =
+      plugins::open_trusted_file(walk.fd.get(), dir, path.substr(slash + 1), owners);
+  if (!file) return Error{"refusing the managed settings " + path + ": " + file.error()};
+  Result<std::string> text = read_fd(file->fd.get());
+  if (!text) return Error{"cannot read the managed settings " + path + ": " + text.error()};
+  return std::optional<std::string>(std::move(*text));
+}
+
+// A file of the user or project scope: the user's own, read as any file they could edit.
+Result<std::optional<std::string>> read_plain(const std::string& path) {
+  if (path.empty() || !exists(path)) return std::optional<std::string>{};
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return Error{"cannot open " + path + ": " + std::strerror(errno)};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Error{"cannot read the settings " + path + ": not a regular file"};
+  }
+  Result<std::string> text = read_fd(fd);
+  ::close(fd);
+  if (!text) return Error{"cannot read the settings " + path + ": " + text.error()};
+  return std::optional<std::string>(std::move(*text));
+}
+
+// The directory holding .sbx/settings.json: the cwd or the nearest directory above it.
+std::optional<std::string> find_project(const std::string& cwd) {
+  std::string dir = cwd;
+  while (!dir.empty()) {
+    if (exists(policy::path::join(dir, std::string(kProjectFile)))) return dir;
+    if (dir == "/") break;
+    const std::size_t slash = dir.rfind('/');
+    dir = slash == 0 ? "/" : dir.substr(0, slash);
+  }
+  return std::nullopt;
+}
+
+std::string real_or_same(const std::string& path) {
+  return policy::path::real_path(path).value_or(path);
+}
+
+bool is_trusted(const std::string& root, const std::vector<std::string>& trusted) {
+  const std::string real = real_or_same(root);
+  for (const std::string& dir : trusted) {
+    if (real_or_same(dir) == real) return true;
+  }
+  return false;
+}
+
+Result<ScopeSettings> parse_file(const std::string& text, Scope scope, const std::string& path) {
+  Result<ScopeSettings> parsed = parse_settings(text, scope);
+  if (!parsed)
+    return Error{"invalid " + std::string(to_string(scope)) + " settings in " + path + ": " +
+                 parsed.error() + "; fix the file (sbx config show reads it)"};
+  return parsed;
+}
+
+// The files the next run would read once they exist (Settings::absent_files).
+std::vector<std::string> absent_files(const Sources& sources, const std::vector<std::string>& trusted) {
+  std::vector<std::string> out;
+  // Not the managed file: only root can create /etc/sbx, and a command given write access to
+  // /etc can already change what every later program does.
+  if (!sources.user_file.empty() && sources.user_file.front() == '/' && !exists(sources.user_file))
+    out.push_back(sources.user_file);
+  for (const std::string& dir : trusted) {
+    const std::string real = real_or_same(dir);
+    const bool at_or_above = sources.cwd == real || real == "/" ||
+                             sources.cwd.rfind(real + "/", 0) == 0;
+    const std::string file = policy::path::join(real, std::string(kProjectFile));
+    if (at_or_above && !exists(file)) out.push_back(file);
+  }
+  return out;
+}
+
+}  // namespace
+
+Sources current_sources(const std::string& cwd, const std::map<std::string, std::string>& env) {
+  Sources sources;
+  sources.cwd = cwd;
+  auto xdg = env.find("XDG_CONFIG_HOME");
+  auto home = env.find("HOME");
+  // XDG Base Directory: a relative XDG_CONFIG_HOME is invalid and ignored.
+  if (xdg != env.end() && !xdg->second.empty() && xdg->second.front() == '/') {
+    sources.user_file = policy::path::join(xdg->second, std::string(kUserFile));
+  } else if (home != env.end() && !home->second.empty() && home->second.front() == '/') {
+    sources.user_file = policy::path::join(home->second, ".config/" + std::string(kUserFile));
+  }
+  return sources;
+}
+
+Result<Settings> load_settings(const Sources& sources, const ScopeSettings* caller) {
+  std::vector<std::pair<Scope, ScopeSettings>> scopes;
+  std::vector<Sourced<std::string>> files;
+  Result<std::optional<std::string>> managed = read_managed(sources);
+  if (!managed) return Error{managed.error()};
+  if (*managed) {
+    Result<ScopeSettings> parsed = parse_file(**managed, Scope::kManaged, sources.managed_file);
+    if (!parsed) return Error{parsed.error()};
+    scopes.emplace_back(Scope::kManaged, std::move(*parsed));
+    files.push_back({sources.managed_file, Scope::kManaged});
+  }
+  std::vector<std::string> trusted;
+  Result<std::optional<std::string>> user = read_plain(sources.user_file);
+  if (!user) return Error{user.error()};
+  if (*user) {
+    Result<ScopeSettings> parsed = parse_file(**user, Scope::kUser, sources.user_file);
+    if (!parsed) return Error{parsed.error()};
+    trusted = parsed->trusted_projects;
+    scopes.emplace_back(Scope::kUser, std::move(*parsed));
+    files.push_back({real_or_same(sources.user_file), Scope::kUser});
+  }
+  std::vector<std::string> notes;
+  const std::optional<std::string> project = find_project(sources.cwd);
+  bool project_trusted = false;
+  if (project) {
+    const std::string path = policy::path::join(*project, std::string(kProjectFile));
+    project_trusted = is_trusted(*project, trusted);
+    if (!project_trusted) {
+      // Never read: an untrusted repository must not widen its own sandbox (nor fail the run
+      // with a file it wrote).
+      notes.push_back("project settings " + path + " ignored: " + *project +
+                      " is not a trusted project (trust it with `sbx config trust " + *project +
+                      "`)");
+    } else {
+      Result<std::optional<std::string>> text = read_plain(path);
+      if (!text) return Error{text.error()};
+      if (*text) {
+        Result<ScopeSettings> parsed = parse_file(**text, Scope::kProject, path);
+        if (!parsed) return Error{parsed.error()};
+        scopes.emplace_back(Scope::kProject, std::move(*parsed));
+        files.push_back({real_or_same(path), Scope::kProject});
+      }
+    }
+  }
+  if (caller != nullptr) scopes.emplace_back(Scope::kCommandLine, *caller);
+  Result<Settings> merged = merge_settings(scopes);
+  if (!merged) return merged;
+  merged->absent_files = absent_files(sources, trusted);
+  merged->files = std::move(files);
+  merged->project_root = project;
+  merged->project_trusted = project_trusted;
+  merged->notes.insert(merged->notes.begin(), notes.begin(), notes.end());
+  return merged;
+}
+
+}  // namespace sbx::settings

@@ -1,0 +1,186 @@
+// The C API with settings (sbx_manager_new_with_settings): the same scopes, locks and excluded
+// commands as the `sbx` command line. The managed scope is pointed at a file the test owns
+// through libsbx's private test entry (capi/capi_internal.hpp); the public function always reads
+// /etc/sbx/managed.json. The preference names no loadable backend, so "wanted but none
+// available" is deterministic on every host.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <boost/json.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "capi/capi_internal.hpp"
+#include "sbx/sbx.h"
+#include "sbx_test/files.hpp"
+#include "sbx_test/temp_dir.hpp"
+
+namespace {
+
+namespace json = boost::json;
+namespace fs = std::filesystem;
+
+struct Call {
+  std::string text;
+  std::string error;
+  bool ok = false;
+};
+
+Call take(char* result, sbx_error** error) {
+  Call call;
+  call.ok = result != nullptr;
+  if (result != nullptr) call.text = result;
+  if (*error != nullptr) call.error = sbx_error_message(*error);
+  sbx_string_free(result);
+  sbx_error_free(*error);
+  *error = nullptr;
+  return call;
+}
+
+class CApiSettings : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::geteuid() != 0) GTEST_SKIP() << "the managed file must be owned by root";
+    ::chmod(tmp_.path().c_str(), 0755);
+    fs::create_directories(tmp_.path() + "/etc/sbx");
+    fs::create_directories(tmp_.path() + "/home/sbx");
+    fs::create_directories(tmp_.path() + "/work");
+    sources_.managed_file = tmp_.path() + "/etc/sbx/managed.json";
+    sources_.managed_trust_root = tmp_.path();
+    sources_.user_file = tmp_.path() + "/home/sbx/settings.json";
+    sources_.cwd = work();
+  }
+
+  std::string work() const { return tmp_.path() + "/work"; }
+
+  void managed(const std::string& text, mode_t mode = 0644) {
+    sbx::test::write_file(sources_.managed_file, text);
+    ::chmod(sources_.managed_file.c_str(), mode);
+  }
+
+  // A manager over no loadable backend, with the test's sources.
+  sbx_manager* make(const char* settings_json, std::string* error_out = nullptr) {
+    std::string error;
+    sbx_manager* made =
+        sbx::capi::make_manager_with_sources("no-such-backend", sources_, settings_json, error);
+    if (error_out != nullptr) *error_out = error;
+    return made;
+  }
+
+  Call exec(sbx_manager* manager, const char* policy, const char* script, unsigned flags,
+            const char* preference = nullptr) {
+    const char* argv[] = {"/bin/sh", "-c", script, nullptr};
+    sbx_error* error = nullptr;
+    return take(sbx_exec(manager, policy, work().c_str(), argv, preference, flags, &error), &error);
+  }
+
+  sbx::test::TempDir tmp_;
+  sbx::settings::Sources sources_;
+};
+
+TEST_F(CApiSettings, PublicEntryReadsTheProductionPlaces) {
+  // No managed file on this host: the public entry point works and uses the caller's scope.
+  if (fs::exists("/etc/sbx/managed.json")) GTEST_SKIP() << "this host has managed settings";
+  sbx_error* error = nullptr;
+  sbx_manager* manager = sbx_manager_new_with_settings(
+      "no-such-backend", work().c_str(), R"({"excluded_commands":["true"]})", &error);
+  ASSERT_NE(manager, nullptr) << sbx_error_message(error);
+  const char* argv[] = {"true", nullptr};
+  Call call = take(sbx_exec(manager, nullptr, work().c_str(), argv, nullptr, 0, &error), &error);
+  sbx_manager_free(manager);
+  ASSERT_TRUE(call.ok) << call.error;
+  const json::value report = json::parse(call.text);
+  EXPECT_EQ(report.at("exit").at("code"), 0) << call.text;
+  EXPECT_EQ(report.at("excluded_by"), json::parse(R"(["true"])")) << call.text;
+  // A caller scope may not hold locks (only the administrator's file may).
+  manager = sbx_manager_new_with_settings(nullptr, nullptr,
+                                          R"({"locks":{"allow_unsandboxed":true}})", &error);
+  EXPECT_EQ(manager, nullptr);
+  ASSERT_NE(error, nullptr);
+  EXPECT_NE(std::string(sbx_error_message(error)).find("/locks: only the managed settings"),
+            std::string::npos)
+      << sbx_error_message(error);
+  sbx_error_free(error);
+}
+
+TEST_F(CApiSettings, ExcludedCommandsRunUnsandboxedOnlyWhenEveryPartMatches) {
+  sbx_manager* manager = make(R"({"excluded_commands":["echo *"]})");
+  ASSERT_NE(manager, nullptr);
+  Call ran = exec(manager, nullptr, "echo a && echo b", 0);
+  ASSERT_TRUE(ran.ok) << ran.error;
+  json::value report = json::parse(ran.text);
+  EXPECT_EQ(report.at("should_sandbox"), false) << ran.text;
+  EXPECT_EQ(report.at("excluded_by"), json::parse(R"(["echo *","echo *"])"));
+  // One part that does not match: sandboxed, so refused here (no backend).
+  Call refused = exec(manager, nullptr, "echo a && touch x", 0);
+  ASSERT_TRUE(refused.ok) << refused.error;
+  report = json::parse(refused.text);
+  EXPECT_EQ(report.at("should_sandbox"), true) << refused.text;
+  EXPECT_EQ(report.at("exit"), nullptr);
+  EXPECT_FALSE(fs::exists(work() + "/x"));
+  sbx_manager_free(manager);
+}
+
+TEST_F(CApiSettings, LocksRefuseTheFlagAndForbidNamingTheLock) {
+  managed(R"({"locks":{"allow_unsandboxed":false,"network_modes":["restricted"]}})");
+  sbx_manager* manager = make(nullptr);
+  ASSERT_NE(manager, nullptr);
+  Call flagged = exec(manager, nullptr, "true", SBX_EXEC_ALLOW_UNSANDBOXED);
+  EXPECT_FALSE(flagged.ok);
+  EXPECT_NE(flagged.error.find("/locks/allow_unsandboxed"), std::string::npos) << flagged.error;
+  Call forbidden = exec(manager, nullptr, "true", 0, "forbid");
+  EXPECT_FALSE(forbidden.ok);
+  EXPECT_NE(forbidden.error.find("/locks/allow_unsandboxed"), std::string::npos)
+      << forbidden.error;
+  Call network = exec(manager, R"({"version":1,"preset":"read-only","network_access":true})",
+                      "true", 0);
+  EXPECT_FALSE(network.ok);
+  EXPECT_NE(network.error.find("/locks/network_modes"), std::string::npos) << network.error;
+  sbx_error* error = nullptr;
+  Call explained =
+      take(sbx_explain(manager, nullptr, work().c_str(), nullptr, &error), &error);
+  ASSERT_TRUE(explained.ok) << explained.error;
+  const json::value report = json::parse(explained.text);
+  EXPECT_EQ(report.at("settings").at("escape_hatch_locked"), true);
+  EXPECT_EQ(report.at("settings").at("policy_scope"), "built-in");
+  sbx_manager_free(manager);
+  // Excluded commands asked for by the caller while the hatch is locked: refused up front.
+  std::string why;
+  EXPECT_EQ(make(R"({"excluded_commands":["true"]})", &why), nullptr);
+  EXPECT_NE(why.find("/locks/allow_unsandboxed"), std::string::npos) << why;
+}
+
+TEST_F(CApiSettings, AHostileManagedFileIsRefused) {
+  managed(R"({"locks":{"allow_unsandboxed":false}})", 0666);
+  std::string why;
+  EXPECT_EQ(make(nullptr, &why), nullptr);
+  EXPECT_NE(why.find("refusing the managed settings"), std::string::npos) << why;
+}
+
+TEST_F(CApiSettings, ExplainSaysWhichScopeDecided) {
+  sbx::test::write_file(sources_.user_file,
+                        R"({"policy":{"version":1,"preset":"read-only"},"sandbox":"require"})");
+  sbx_manager* manager = make(nullptr);
+  ASSERT_NE(manager, nullptr);
+  sbx_error* error = nullptr;
+  Call call = take(sbx_explain(manager, nullptr, work().c_str(), nullptr, &error), &error);
+  ASSERT_TRUE(call.ok) << call.error;
+  json::value report = json::parse(call.text);
+  EXPECT_EQ(report.at("settings").at("policy_scope"), "user") << call.text;
+  EXPECT_EQ(report.at("settings").at("sandbox_scope"), "user");
+  EXPECT_EQ(report.at("preference"), "require");
+  // The caller's own arguments are the highest scope.
+  call = take(sbx_explain(manager, R"({"version":1,"preset":"workspace-write"})", work().c_str(),
+                          "auto", &error),
+              &error);
+  ASSERT_TRUE(call.ok) << call.error;
+  report = json::parse(call.text);
+  EXPECT_EQ(report.at("settings").at("policy_scope"), "command line");
+  EXPECT_EQ(report.at("settings").at("sandbox_scope"), "command line");
+  sbx_manager_free(manager);
+}
+
+}  // namespace

@@ -1,0 +1,184 @@
+// The shell-syntax splitter and the command patterns of excluded commands
+// (sbx/core/command_patterns.hpp). Table-driven; the hostile rows are the point: whatever could
+// run something the words do not show must come back "in doubt" (nullopt), which sandboxes.
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sbx/core/command_patterns.hpp"
+#include "sbx/core/manager.hpp"
+#include "sbx/core/policy.hpp"
+#include "sbx/core/run.hpp"
+
+namespace sbx::settings {
+namespace {
+
+using Parts = std::vector<SimpleCommand>;
+
+struct SplitCase {
+  std::string script;
+  std::optional<Parts> parts;  // nullopt: in doubt
+};
+
+TEST(Splitter, Table) {
+  const std::vector<SplitCase> cases = {
+      // Plain commands and every separator.
+      {"docker ps", Parts{{"docker", "ps"}}},
+      {"  docker   ps  ", Parts{{"docker", "ps"}}},
+      {"a && b", Parts{{"a"}, {"b"}}},
+      {"a&&b||c", Parts{{"a"}, {"b"}, {"c"}}},
+      {"a | b |& c", Parts{{"a"}, {"b"}, {"c"}}},
+      {"a; b;", Parts{{"a"}, {"b"}}},
+      {"a & b &", Parts{{"a"}, {"b"}}},
+      {"a\nb\n\n", Parts{{"a"}, {"b"}}},
+      {"a &&\nb", Parts{{"a"}, {"b"}}},
+      {"(a; b) && c", Parts{{"a"}, {"b"}, {"c"}}},
+      {"a && (b | c)", Parts{{"a"}, {"b"}, {"c"}}},
+      // Quotes are removed; what they hold is literal.
+      {"echo 'a;b && c'", Parts{{"echo", "a;b && c"}}},
+      {"echo \"a | b\" 'x'y", Parts{{"echo", "a | b", "xy"}}},
+      {"docker ps --format '{{.ID}} $HOME `x`'", Parts{{"docker", "ps", "--format", "{{.ID}} $HOME `x`"}}},
+      {"echo ''", Parts{{"echo", ""}}},
+      {"a#b", Parts{{"a#b"}}},
+      // Expansions and substitutions: in doubt.
+      {"echo $(rm -rf ~)", std::nullopt},
+      {"echo `rm -rf ~`", std::nullopt},
+      {"echo $HOME", std::nullopt},
+      {"echo \"$(id)\"", std::nullopt},
+      {"echo \"`id`\"", std::nullopt},
+      {"echo \"\\\"\"", std::nullopt},
+      {"echo $((1+1))", std::nullopt},
+      {"((x=1))", std::nullopt},
+      {"docker ps <(evil)", std::nullopt},
+      // Redirections and here-docs.
+      {"docker ps > ~/.bashrc", std::nullopt},
+      {"docker ps >out", std::nullopt},
+      {"cat <<EOF\nrm -rf /\nEOF", std::nullopt},
+      {"docker ps &>log", std::nullopt},
+      {"docker ps 2>&1", std::nullopt},
+      // Escapes, comments, tildes, globs, braces.
+      {"docker ps \\; rm -rf /", std::nullopt},
+      {"docker ps \\\nrm", std::nullopt},
+      {"docker ps # && rm -rf /", std::nullopt},
+      {"~/bin/docker ps", std::nullopt},
+      {"doc*er ps", std::nullopt},
+      {"docker rm ?", std::nullopt},
+      {"docker rm [ab]", std::nullopt},
+      {"{ a; b; }", std::nullopt},
+      {"echo {a,b}", std::nullopt},
+      // Reserved words and assignments.
+      {"if true; then rm -rf /; fi", std::nullopt},
+      {"for x in a; do b; done", std::nullopt},
+      {"while :; do :; done", std::nullopt},
+      {"! docker ps", std::nullopt},
+      {"function f", std::nullopt},
+      {"time docker ps", std::nullopt},
+      {"PATH=/tmp docker ps", std::nullopt},
+      {"LD_PRELOAD=/x.so docker ps", std::nullopt},
+      {"docker ps && X=1 rm", std::nullopt},
+      // Malformed: unbalanced, empty commands, case terminators, stray parentheses.
+      {"echo 'open", std::nullopt},
+      {"echo \"open", std::nullopt},
+      {"(a", std::nullopt},
+      {"a)", std::nullopt},
+      {"a && && b", std::nullopt},
+      {"; a", std::nullopt},
+      {"a &&", std::nullopt},
+      {"a |", std::nullopt},
+      {"a ;; b", std::nullopt},
+      {"f() (a)", std::nullopt},
+      {"(a) b", std::nullopt},
+      {"(a)(b)", std::nullopt},
+      {"(a) 'b'", std::nullopt},
+      {"", std::nullopt},
+      {"   \n", std::nullopt},
+      // Control characters (a terminal escape, a carriage return, NUL).
+      {"docker ps\r\nrm", std::nullopt},
+      {std::string("docker ps\0rm", 12), std::nullopt},
+      {"docker ps\x1b[2K", std::nullopt},
+      {"echo 'a\nb'", std::nullopt},
+  };
+  for (const SplitCase& c : cases) {
+    const std::optional<Parts> got = split_shell_command(c.script);
+    EXPECT_EQ(got, c.parts) << "script: [" << c.script << "]";
+  }
+}
+
+struct PatternCase {
+  std::string pattern;
+  SimpleCommand words;
+  bool matches;
+};
+
+TEST(CommandPatterns, Table) {
+  const std::vector<PatternCase> cases = {
+      {"git status", {"git", "status"}, true},
+      {"git status", {"git", "status", "-s"}, false},
+      {"git status", {"git"}, false},
+      {"docker *", {"docker"}, true},
+      {"docker *", {"docker", "ps", "-a"}, true},
+      {"docker *", {"dockerd"}, false},
+      {"docker *", {"/usr/bin/docker", "ps"}, false},
+      {"docker compose *", {"docker", "compose", "up"}, true},
+      {"docker compose *", {"docker", "ps"}, false},
+      {"npm run test*", {"npm", "run", "test:unit"}, true},
+      {"npm run test*", {"npm", "run", "build"}, false},
+      {"*", {"anything", "at", "all"}, true},
+      {"git * --version", {"git", "x", "--version"}, true},
+      {"git * --version", {"git", "--version", "x"}, false},
+      {"", {"git"}, false},
+      {"git", {}, false},
+  };
+  for (const PatternCase& c : cases) {
+    EXPECT_EQ(command_pattern_matches(c.pattern, c.words), c.matches)
+        << "pattern [" << c.pattern << "] words " << testing::PrintToString(c.words);
+  }
+}
+
+TEST(ExcludedCommand, EveryPartMustMatch) {
+  const std::vector<std::string> patterns = {"docker *", "git status"};
+  using Match = std::optional<std::vector<std::string>>;
+  EXPECT_EQ(match_excluded_command({"docker", "ps"}, patterns), Match({"docker *"}));
+  EXPECT_EQ(match_excluded_command({"sh", "-c", "docker ps && git status"}, patterns),
+            Match({"docker *", "git status"}));
+  EXPECT_EQ(match_excluded_command({"/bin/bash", "-c", "docker ps | docker images"}, patterns),
+            Match({"docker *", "docker *"}));
+  EXPECT_EQ(match_excluded_command({"sh", "-c", "docker ps && rm -rf ~"}, patterns),
+            std::nullopt);
+  EXPECT_EQ(match_excluded_command({"sh", "-c", "docker ps $(rm -rf ~)"}, patterns),
+            std::nullopt);
+  EXPECT_EQ(match_excluded_command({"sh", "-c", "docker ps\nrm -rf ~"}, patterns), std::nullopt);
+  // Without a shell there is no splitting: the argv is the one command.
+  EXPECT_EQ(match_excluded_command({"docker", "ps;", "rm"}, patterns), Match({"docker *"}));
+  EXPECT_EQ(match_excluded_command({"rm", "-rf", "/"}, patterns), std::nullopt);
+  EXPECT_EQ(match_excluded_command({"docker", "ps"}, {}), std::nullopt);
+  EXPECT_EQ(match_excluded_command({}, patterns), std::nullopt);
+}
+
+// The run pipeline's rule (run.hpp excluded_command): only with auto, only when the settings
+// permit unsandboxed runs, never for a policy with deny entries or network mode proxy.
+TEST(ExcludedCommand, OnlyWhenTheSettingsAndThePolicyAllowIt) {
+  SettingsSummary settings;
+  settings.excluded_commands = {"docker *"};
+  const Policy workspace = preset_policy("workspace-write").value();
+  const std::vector<std::string> docker = {"docker", "ps"};
+  EXPECT_TRUE(excluded_command(workspace, SandboxPreference::kAuto, docker, settings));
+  EXPECT_FALSE(excluded_command(workspace, SandboxPreference::kRequire, docker, settings));
+  Policy denied = workspace;
+  denied.filesystem.entries.push_back(PolicyEntry{"~/.ssh", "", Access::kDeny});
+  EXPECT_FALSE(excluded_command(denied, SandboxPreference::kAuto, docker, settings));
+  Policy proxied = workspace;
+  proxied.network.mode = NetworkMode::kProxy;
+  EXPECT_FALSE(excluded_command(proxied, SandboxPreference::kAuto, docker, settings));
+  SettingsSummary not_permitted = settings;
+  not_permitted.unsandboxed_permitted = false;
+  EXPECT_FALSE(excluded_command(workspace, SandboxPreference::kAuto, docker, not_permitted));
+  SettingsSummary locked = settings;
+  locked.escape_hatch_locked = true;
+  EXPECT_FALSE(excluded_command(workspace, SandboxPreference::kAuto, docker, locked));
+}
+
+}  // namespace
+}  // namespace sbx::settings
