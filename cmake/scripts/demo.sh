@@ -18,6 +18,8 @@ else
 fi
 # The loader trusts plugins only in directories nobody else can write: install with umask 022.
 (umask 022 && cmake --install build/release --prefix "$prefix" >/dev/null)
+mapfile -t installed < build/release/install_manifest.txt
+bash cmake/scripts/check_no_debug_info.sh "${installed[@]}"
 sbx="$prefix/bin/sbx"
 echo "== installed sbx $("$sbx" --version) into $prefix"
 

@@ -62,6 +62,14 @@ SBX_API sbx_manager* sbx_manager_new_with_settings(const char* backends, const c
                                                    const char* settings_json, sbx_error** error);
 SBX_API void sbx_manager_free(sbx_manager* manager);
 
+/* A manager is warm: the first sbx_explain, sbx_transform or sbx_exec that needs a backend's
+ * probe keeps its answer, and later calls on the same manager reuse it, so a run costs only the
+ * transform and the spawn. An answer is kept as it was (an unavailable backend stays passed over)
+ * until this call, which forgets every kept answer and probes the manager's backends again now
+ * (call it after installing bwrap or changing what the host allows). sbx_backends_json with
+ * `probe` always probes afresh and keeps nothing. 0 on success, -1 with `error` set. */
+SBX_API int sbx_manager_reprobe(sbx_manager* manager, sbx_error** error);
+
 /* The loaded and rejected plugins: {"backends":[...],"rejected":[...]}, as `sbx backends
  * --json` (with probe reports when `probe` is non-zero).
  * Every probe (here, in explain and in exec) runs in a child forked from the calling process,

@@ -339,6 +339,8 @@ Result<std::unique_ptr<sbx_manager>> make_manager(const char* backends) {
   auto manager = std::make_unique<sbx_manager>();
   manager->registry = PluginRegistry::load(loader);
   manager->manager = std::make_unique<Manager>(manager->registry, split_names(backends));
+  // Warm: each backend is probed once per handle (sbx_manager_reprobe asks again).
+  manager->manager->keep_probe_answers(true);
   return manager;
 }
 
@@ -443,6 +445,18 @@ sbx_manager* sbx_manager_new_with_settings(const char* backends, const char* cwd
 }
 
 void sbx_manager_free(sbx_manager* manager) { delete manager; }
+
+int sbx_manager_reprobe(sbx_manager* manager, sbx_error** error) {
+  char* done = sbx::guarded(error, [&]() -> Result<std::string> {
+    if (manager == nullptr) return Error{"manager is NULL; create one with sbx_manager_new"};
+    const std::lock_guard<std::mutex> lock(manager->mutex);
+    manager->manager->reprobe();
+    return std::string();
+  });
+  if (done == nullptr) return -1;
+  std::free(done);
+  return 0;
+}
 
 char* sbx_backends_json(sbx_manager* manager, int probe, sbx_error** error) {
   return sbx::guarded(error, [&]() -> Result<std::string> {

@@ -354,7 +354,7 @@ BackendChoice Manager::available_backend(const ResolvedPolicy& policy) const {
       choice.passed_over.push_back({name, not_loaded_reason(registry_, name)});
       continue;
     }
-    ProbeReport report = guarded_probe(*plugin->backend);
+    ProbeReport report = probe_answer(*plugin);
     choice.probes.emplace_back(name, report);
     if (!report.available) {
       choice.passed_over.push_back(
@@ -374,6 +374,28 @@ BackendChoice Manager::available_backend(const ResolvedPolicy& policy) const {
   }
   choice.reason = none_reason(choice.passed_over);
   return choice;
+}
+
+ProbeReport Manager::probe_answer(const LoadedPlugin& plugin) const {
+  if (!keep_probe_answers_) return guarded_probe(*plugin.backend);
+  const auto kept = kept_probes_.find(plugin.name);
+  if (kept != kept_probes_.end()) return kept->second;
+  ProbeReport report = guarded_probe(*plugin.backend);
+  kept_probes_.emplace(plugin.name, report);
+  return report;
+}
+
+void Manager::keep_probe_answers(bool keep) {
+  keep_probe_answers_ = keep;
+  if (!keep) kept_probes_.clear();
+}
+
+void Manager::reprobe() {
+  kept_probes_.clear();
+  if (!keep_probe_answers_) return;  // nothing is kept: every question probes afresh anyway
+  for (const std::string& name : order_) {
+    if (const LoadedPlugin* plugin = registry_.find(name)) (void)probe_answer(*plugin);
+  }
 }
 
 Result<SandboxedRun> Manager::plan_run(const std::string& backend, TransformRequest request,

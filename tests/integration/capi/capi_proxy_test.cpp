@@ -5,7 +5,8 @@
 //  - a direct connection (curl --noproxy '*') to a loopback server fails and that server sees
 //    nothing; an unlisted one is refused by the proxy and reported in "network_refusals";
 //  - a policy that names proxy_ports itself never runs: its port never reaches a backend as if
-//    it were sbx's proxy, so the loopback server on that port sees no connection.
+//    it were sbx's proxy, so the loopback server on that port sees no connection;
+//  - a warm handle (probe answers kept) runs again and again, and after sbx_manager_reprobe.
 // Only loopback is used: every server listens on 127.0.0.1, every URL names 127.0.0.1.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
@@ -35,6 +36,7 @@ struct Library {
   void* handle = nullptr;
   decltype(&sbx_manager_new) manager_new = nullptr;
   decltype(&sbx_manager_free) manager_free = nullptr;
+  decltype(&sbx_manager_reprobe) manager_reprobe = nullptr;
   decltype(&sbx_exec) exec = nullptr;
   decltype(&sbx_explain) explain = nullptr;
   decltype(&sbx_string_free) string_free = nullptr;
@@ -76,6 +78,7 @@ Library load_library(std::string& why) {
   }
   bind(lib.handle, "sbx_manager_new", lib.manager_new);
   bind(lib.handle, "sbx_manager_free", lib.manager_free);
+  bind(lib.handle, "sbx_manager_reprobe", lib.manager_reprobe);
   bind(lib.handle, "sbx_exec", lib.exec);
   bind(lib.handle, "sbx_explain", lib.explain);
   bind(lib.handle, "sbx_string_free", lib.string_free);
@@ -218,6 +221,24 @@ TEST_P(CApiProxy, PolicyProxyPortsNeverReachABackend) {
   EXPECT_NE(call.error.find("remove proxy_ports"), std::string::npos) << call.error;
   EXPECT_FALSE(fs::exists(marker)) << "the command ran";
   EXPECT_EQ(service.accepts(), 0) << "the command reached the policy's proxy_ports directly";
+}
+
+TEST_P(CApiProxy, WarmManagerRunsEachTimeAndAfterReprobe) {
+  // SetUp's explain probed the backend and the handle kept the answer: these runs reuse it (a
+  // fresh proxy per run all the same), then reprobe asks the backend again.
+  ASSERT_NE(lib_.manager_reprobe, nullptr) << "libsbx exports no sbx_manager_reprobe";
+  for (int run = 0; run < 3; ++run) {
+    if (run == 2) {
+      sbx_error* error = nullptr;
+      ASSERT_EQ(lib_.manager_reprobe(manager_, &error), 0) << lib_.error_message(error);
+    }
+    const std::string path = "/warm-" + std::to_string(run);
+    const Call call = exec(policy(), "exec >out 2>&1; curl -sS -m 20 " + url(*allowed_, path));
+    ASSERT_TRUE(call.ok) << call.error;
+    EXPECT_EQ(json::parse(call.text).at("final").as_string(), GetParam()) << call.text;
+    EXPECT_NE(out().find("hello GET " + path), std::string::npos) << out();
+  }
+  EXPECT_EQ(allowed_->accepts(), 3);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, CApiProxy, ::testing::Values("bwrap", "landlock"),

@@ -224,6 +224,22 @@ TEST_F(NoBackend, ExecRefusesWithoutOverrideAndNeverForADenyPolicy) {
   EXPECT_FALSE(report.at("protected_names_truncated").as_bool()) << report;
 }
 
+TEST_F(NoBackend, ReprobeKeepsTheHandleUsable) {
+  sbx_error* error = nullptr;
+  EXPECT_EQ(sbx_manager_reprobe(nullptr, &error), -1);
+  ASSERT_NE(error, nullptr);
+  EXPECT_STREQ(sbx_error_message(error), "manager is NULL; create one with sbx_manager_new");
+  sbx_error_free(error);
+  error = nullptr;
+  // Warm calls, a reprobe, and the same answer after it (the backend is still not loadable).
+  const std::string before = exec(kWorkspace, "true", 0).at("error").as_string().c_str();
+  EXPECT_EQ(sbx_manager_reprobe(manager_, &error), 0);
+  EXPECT_EQ(error, nullptr);
+  const std::string after = exec(kWorkspace, "true", 0).at("error").as_string().c_str();
+  EXPECT_EQ(before, after);
+  EXPECT_NE(after.find("no backend is available"), std::string::npos) << after;
+}
+
 TEST_F(NoBackend, UnsandboxedFailureIsCapturedAndNotADenial) {
   const json::value report =
       exec(kFull, "echo 'x: Permission denied' >&2; exit 4", SBX_EXEC_CAPTURE_STDERR);

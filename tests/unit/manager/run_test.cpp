@@ -12,7 +12,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <boost/json.hpp>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -296,6 +301,86 @@ TEST(RunTest, OneReportWriterForBothFrontEnds) {
               "evil.example");
     EXPECT_EQ(report->at("network_refusals_total").to_number<int>(), 3);
   }
+}
+
+}  // namespace
+}  // namespace sbx
+
+namespace sbx {
+namespace {
+// A warm manager (Manager::keep_probe_answers, the C API's handles).
+
+// Appends one byte to `counter` on every probe. The probe runs in a forked child
+// (guarded_probe), so only a file sees how many probes ran.
+class ProbeCountingBackend final : public Backend {
+ public:
+  explicit ProbeCountingBackend(std::string counter)
+      : Backend(HostServices(nullptr)), counter_(std::move(counter)) {}
+
+  ProbeReport probe(const ProbeContext&) override {
+    std::ofstream(counter_, std::ios::app) << 'p';
+    ProbeReport report;
+    report.available = true;
+    report.summary = "counting";
+    report.capabilities = every_capability();
+    return report;
+  }
+  Result<ExecPlan> transform(const TransformRequest& request) const override {
+    return ExecPlan{request.argv, request.env, request.cwd, {}};
+  }
+  Result<ExitStatus> exec(const ExecPlan&) override { return ExitStatus{0, 0}; }
+
+ private:
+  std::string counter_;
+};
+
+std::size_t probes_so_far(const std::string& counter) {
+  std::ifstream in(counter);
+  return std::string(std::istreambuf_iterator<char>(in), {}).size();
+}
+
+class WarmManagerTest : public ::testing::Test {
+ protected:
+  void TearDown() override { std::filesystem::remove(counter_); }
+  const std::string counter_ = (std::filesystem::temp_directory_path() /
+                                ("sbx-warm-probes-" + std::to_string(::getpid())))
+                                   .string();
+};
+
+TEST_F(WarmManagerTest, KeptAnswersAreReusedUntilReprobe) {
+  const PluginRegistry registry = PluginRegistry::from_plugins(
+      {{"counting", "1.0", "fake", "/fake/counting.so",
+        std::make_shared<ProbeCountingBackend>(counter_)}},
+      {});
+  Manager manager(registry, {});
+  manager.keep_probe_answers(true);
+  CountingBackends backends(manager, nullptr);
+  for (int run = 0; run < 3; ++run) {
+    const RunOutcome out = run_command(request_for(kWorkspace, {"/bin/true"}), backends);
+    EXPECT_EQ(out.stop, RunStop::kNone) << out.error;
+    EXPECT_EQ(out.report.final, "counting");
+  }
+  EXPECT_EQ(probes_so_far(counter_), 1U) << "a warm manager probes each backend once";
+  EXPECT_EQ(plan_command(request_for(kWorkspace, {"/bin/true"}), backends).report.final,
+            "counting");
+  EXPECT_EQ(probes_so_far(counter_), 1U) << "a plan reuses the kept answer too";
+
+  manager.reprobe();
+  EXPECT_EQ(probes_so_far(counter_), 2U) << "reprobe probes again at once";
+  EXPECT_EQ(run_command(request_for(kWorkspace, {"/bin/true"}), backends).stop, RunStop::kNone);
+  EXPECT_EQ(probes_so_far(counter_), 2U) << "and the run after it uses the new answer";
+}
+
+TEST_F(WarmManagerTest, WithoutKeepingEveryQuestionProbes) {
+  const PluginRegistry registry = PluginRegistry::from_plugins(
+      {{"counting", "1.0", "fake", "/fake/counting.so",
+        std::make_shared<ProbeCountingBackend>(counter_)}},
+      {});
+  const Manager manager(registry, {});
+  CountingBackends backends(manager, nullptr);
+  EXPECT_EQ(run_command(request_for(kWorkspace, {"/bin/true"}), backends).stop, RunStop::kNone);
+  EXPECT_EQ(run_command(request_for(kWorkspace, {"/bin/true"}), backends).stop, RunStop::kNone);
+  EXPECT_EQ(probes_so_far(counter_), 2U);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "sbx/core/plugin_loader.hpp"
@@ -111,13 +112,29 @@ class Manager {
   // The backends considered, in order (unknown names are reported by available_backend).
   const std::vector<std::string>& order() const { return order_; }
 
+  // A warm manager (the C API's handle) keeps each backend's probe answer after the first
+  // available_backend that needs it, so a later run costs only the transform and the spawn.
+  // Off by default: a CLI run asks once per process anyway. Every answer is kept, an
+  // unavailable one too (it stays refused until reprobe: a kept answer never makes a run less
+  // confined, since a plan the backend can no longer run fails, it does not run unsandboxed).
+  // Not thread-safe: the caller serialises calls, as it must for the backends anyway.
+  void keep_probe_answers(bool keep);
+  // Forgets every kept answer and probes each backend of order() again now.
+  void reprobe();
+
  private:
   Result<ExecPlan> transform_unchecked(const std::string& backend, const TransformRequest& request,
                                        PlanUse use = PlanUse::kRun) const;
 
+  // The answer of `plugin`'s probe: the kept one when answers are kept, else a fresh one.
+  ProbeReport probe_answer(const LoadedPlugin& plugin) const;
+
   const PluginRegistry& registry_;
   std::vector<std::string> order_;
   std::string policy_file_;
+  bool keep_probe_answers_ = false;
+  // Kept probe answers by backend name (keep_probe_answers); filled by const available_backend.
+  mutable std::unordered_map<std::string, ProbeReport> kept_probes_;
 };
 
 }  // namespace sbx
