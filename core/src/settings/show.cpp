@@ -23,12 +23,6 @@ namespace json = boost::json;
 
 json::value scope_value(Scope scope) { return json::string(std::string(to_string(scope))); }
 
-json::array strings(const std::vector<std::string>& items) {
-  json::array out;
-  for (const std::string& item : items) out.emplace_back(item);
-  return out;
-}
-
 template <typename T>
 json::value names(const std::optional<std::vector<T>>& items) {
   if (!items) return nullptr;
@@ -39,7 +33,7 @@ json::value names(const std::optional<std::vector<T>>& items) {
 
 json::value optional_strings(const std::optional<std::vector<std::string>>& items) {
   if (!items) return nullptr;
-  return strings(*items);
+  return report::string_array(*items);
 }
 
 json::value optional_bool(const std::optional<bool>& value) {
@@ -54,7 +48,7 @@ json::object locks_json(const Locks& locks) {
   out["network_modes"] = names(locks.network_modes);
   out["writable_roots"] = optional_strings(locks.writable_roots);
   out["allowed_domains"] = optional_strings(locks.allowed_domains);
-  out["deny"] = strings(locks.deny);
+  out["deny"] = report::string_array(locks.deny);
   out["allow_unsandboxed"] = optional_bool(locks.allow_unsandboxed);
   out["require_backend_available"] = optional_bool(locks.require_backend_available);
   return out;
@@ -129,7 +123,7 @@ std::string settings_to_json(const Settings& settings) {
     excluded.push_back(
         json::object{{"pattern", pattern.value}, {"scope", scope_value(pattern.scope)}});
   out["excluded_commands"] = std::move(excluded);
-  out["trusted_projects"] = strings(settings.trusted_projects);
+  out["trusted_projects"] = report::string_array(settings.trusted_projects);
   out["locks"] = locks_json(settings.locks);
   json::array files;
   for (const auto& file : settings.files)
@@ -138,7 +132,7 @@ std::string settings_to_json(const Settings& settings) {
   out["project"] = json::object{
       {"root", settings.project_root ? json::value(*settings.project_root) : json::value(nullptr)},
       {"trusted", settings.project_trusted}};
-  out["notes"] = strings(settings.notes);
+  out["notes"] = report::string_array(settings.notes);
   return report::render_json(std::move(out), JsonStyle::kPretty);
 }
 
