@@ -91,9 +91,28 @@ std::string describe_directory_failure(int dir_fd, const std::string& name, cons
   return "cannot open " + path + ": " + errno_text(error);
 }
 
+// Which owner/mode rule a directory of a walk must pass.
+enum class DirectoryRule {
+  kStrict,          // the trust root and everything below it: nobody else may add entries
+  kAboveTrustRoot,  // a directory above the trust root, walked only for loading by path
+};
+
+// A sticky directory above the trust root (/tmp holding a checkout) is no risk for loading by
+// path: the kernel lets only an entry's owner, the directory's owner or a CAP_FOWNER process
+// rename or remove an entry there, and the next component must itself be owned by root or the
+// trusted owner, so nobody else can make the path name another directory. Others may add
+// entries of their own, which is harmless above the trust root. The directory itself must
+// still be owned by root or the trusted owner.
+bool sticky_ancestor_passes(const struct stat& st, const Owners& owners) {
+  const bool owner_ok =
+      st.st_uid == 0 || (owners.trusted_owner && st.st_uid == *owners.trusted_owner);
+  return owner_ok && (st.st_mode & S_ISVTX) != 0;
+}
+
 // Opens `name` below dir_fd as a directory and applies the owner/mode rule to it.
 DirectoryWalk open_checked_directory(int dir_fd, const std::string& name, const std::string& path,
-                                     const Owners& owners) {
+                                     const Owners& owners,
+                                     DirectoryRule rule = DirectoryRule::kStrict) {
   DirectoryWalk walk;
   UniqueFd fd(openat(dir_fd, name.c_str(), kDirectoryFlags));
   if (!fd.valid()) {
@@ -107,9 +126,13 @@ DirectoryWalk open_checked_directory(int dir_fd, const std::string& name, const 
     walk.error = "cannot stat " + path + ": " + errno_text(errno);
     return walk;
   }
-  if (std::optional<std::string> why = check_owner_and_mode(st, path, owners)) {
-    walk.error = *why;
-    return walk;
+  const bool sticky_pass =
+      rule == DirectoryRule::kAboveTrustRoot && sticky_ancestor_passes(st, owners);
+  if (!sticky_pass) {
+    if (std::optional<std::string> why = check_owner_and_mode(st, path, owners)) {
+      walk.error = *why;
+      return walk;
+    }
   }
   walk.fd = std::move(fd);
   return walk;
@@ -185,7 +208,19 @@ DirectoryWalk open_trusted_directory_chain(const std::string& directory,
     // The same refusals, with the same words, as the walk from the trust root.
     return open_trusted_directory(directory, trust_root, owners);
   }
-  return open_trusted_directory(directory, "/", owners);
+  // From "/" down: directories strictly above the trust root may be sticky (see
+  // sticky_ancestor_passes); the trust root and everything below it get the strict rule.
+  const std::size_t root_depth = root_parts->size();
+  auto rule_at = [root_depth](std::size_t depth) {
+    return depth < root_depth ? DirectoryRule::kAboveTrustRoot : DirectoryRule::kStrict;
+  };
+  DirectoryWalk walk = open_checked_directory(AT_FDCWD, "/", "/", owners, rule_at(0));
+  for (std::size_t i = 0; i < parts->size() && walk.fd.valid(); ++i) {
+    DirectoryWalk next = open_checked_directory(walk.fd.get(), (*parts)[i],
+                                                join_parts(*parts, i + 1), owners, rule_at(i + 1));
+    walk = std::move(next);
+  }
+  return walk;
 }
 
 Result<TrustedFile> open_trusted_file(int dir_fd, const std::string& dir_path,

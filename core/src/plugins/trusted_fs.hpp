@@ -8,7 +8,8 @@
 // check cannot change what is loaded or executed. Where /proc/self/fd is not usable (macOS, a
 // Linux without procfs at /proc) a plugin can only be loaded by its path: then the whole chain
 // from "/" must be unwritable by anyone but root and the trusted owner
-// (open_trusted_directory_chain), so nobody else can make the path name another file.
+// (open_trusted_directory_chain; above the trust root a root- or owner-owned sticky directory
+// such as /tmp also passes), so nobody else can make the path name another file.
 #pragma once
 
 #include <sys/stat.h>
@@ -60,6 +61,9 @@ DirectoryWalk open_trusted_directory(const std::string& directory, const std::st
 // above the trust root is checked too (the trust root still bounds where `directory` may be).
 // For a caller that will look the path up again by name (loading by path): any directory in
 // the chain that someone else can write would let them swap what that later lookup finds.
+// Above the trust root (never at or below it) a sticky directory owned by root or the trusted
+// owner passes although others may write it: the kernel lets nobody else rename or remove the
+// root- or owner-owned entry below it, so the path keeps naming the checked directories.
 DirectoryWalk open_trusted_directory_chain(const std::string& directory,
                                            const std::string& trust_root, const Owners& owners);
 

@@ -79,6 +79,27 @@ TEST(PathLoading, TheChainWalkChecksEveryDirectoryAboveTheTrustRoot) {
   ASSERT_TRUE(walk.fd.valid()) << walk.error;
 }
 
+// A sticky directory above the trust root (a checkout in /tmp) passes: others cannot rename or
+// remove the entry below it, which must be owned by root or the trusted owner anyway. The same
+// mode without the sticky bit, or on the trust root itself (others could add plugins), fails.
+TEST(PathLoading, AStickyDirectoryAboveTheTrustRootPassesButNotAsTheTrustRoot) {
+  TestTree tree("sticky");
+  const fs::path shared = tree.dir("shared", 01777);
+  const fs::path root = tree.dir("shared/root");
+  const fs::path dir = tree.dir("shared/root/plugins");
+  DirectoryWalk walk = plugins::open_trusted_directory_chain(dir, root, me());
+  EXPECT_TRUE(walk.fd.valid()) << walk.error;
+
+  DirectoryWalk as_root = plugins::open_trusted_directory_chain(dir, shared, me());
+  EXPECT_FALSE(as_root.fd.valid());
+  expect_contains(as_root.error, shared.string() + " is writable by group and others (mode 1777)");
+
+  testing::chmod_or_throw(shared, 0777);
+  walk = plugins::open_trusted_directory_chain(dir, root, me());
+  EXPECT_FALSE(walk.fd.valid());
+  expect_contains(walk.error, shared.string() + " is writable by group and others (mode 0777)");
+}
+
 TEST(PathLoading, LoadsTheCheckedFile) {
   TestTree tree("path-load");
   const fs::path dir = tree.dir("plugins");
