@@ -19,24 +19,13 @@ using namespace sbx::test;
 
 // The workspace-write shape without protected names, so only the install carve-out could stop
 // Landlock from running it.
-std::string write_policy(const std::string& dir) {
+std::string write_install_policy(const std::string& dir) {
   const std::string path = dir + "/policy.json";
   write_file(path, R"({"version":1,"filesystem":{"kind":"restricted","entries":[)"
                    R"({"path":":root","access":"read"},{"path":":cwd","access":"write"},)"
                    R"({"path":":slash_tmp","access":"write"}],"protected_names":[]},)"
                    R"("network":{"mode":"restricted"}})");
   return path;
-}
-
-struct FileState {
-  std::string content;
-  ino_t inode = 0;
-};
-
-FileState state_of(const std::string& path) {
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0) return {};
-  return {read_file(path), st.st_ino};
 }
 
 class InstallProtect : public ::testing::Test {
@@ -54,7 +43,7 @@ class InstallProtect : public ::testing::Test {
     prefix_ = ws_ + "/prefix";
     const RunResult copied = run({"/bin/cp", "-a", SBX_TEST_PREFIX, prefix_}, base_env());
     ASSERT_EQ(copied.code, 0) << describe(copied);
-    policy_ = write_policy(conf_.path());
+    policy_ = write_install_policy(conf_.path());
     targets_ = {prefix_ + "/bin/sbx", prefix_ + "/libexec/sbx/sbx-stage2",
                 prefix_ + "/lib/sbx/backends/sbx-backend-bwrap.so",
                 prefix_ + "/lib/sbx/backends/sbx-backend-landlock.so"};

@@ -24,17 +24,6 @@ constexpr const char* kPolicy =
     R"({"path":":slash_tmp","access":"write"}],"protected_names":[]},)"
     R"("network":{"mode":"restricted"}})";
 
-struct FileState {
-  std::string content;
-  ino_t inode = 0;
-};
-
-FileState state_of(const std::string& path) {
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0) return {};
-  return {read_file(path), st.st_ino};
-}
-
 class PolicyProtect : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "capi/capi_internal.hpp"
+#include "capi_call.hpp"
 #include "sbx/sbx.h"
 #include "sbx_test/files.hpp"
 #include "sbx_test/temp_dir.hpp"
@@ -23,22 +24,8 @@ namespace {
 namespace json = boost::json;
 namespace fs = std::filesystem;
 
-struct Call {
-  std::string text;
-  std::string error;
-  bool ok = false;
-};
-
-Call take(char* result, sbx_error** error) {
-  Call call;
-  call.ok = result != nullptr;
-  if (result != nullptr) call.text = result;
-  if (*error != nullptr) call.error = sbx_error_message(*error);
-  sbx_string_free(result);
-  sbx_error_free(*error);
-  *error = nullptr;
-  return call;
-}
+using sbx_capi_test::Call;
+using sbx_capi_test::take;
 
 class CApiSettings : public ::testing::Test {
  protected:

@@ -12,6 +12,7 @@
 #include <iterator>
 #include <string>
 
+#include "capi_call.hpp"
 #include "sbx/sbx.h"
 #include "sbx_test/temp_dir.hpp"
 
@@ -21,24 +22,8 @@ namespace {
 
 namespace json = boost::json;
 
-// Takes ownership of a returned string (and of the error on failure).
-struct Call {
-  std::string text;
-  std::string error;
-  bool ok = false;
-};
-
-// `error` by address: it is read after the call that fills it (argument order is unspecified).
-Call take(char* result, sbx_error** error) {
-  Call call;
-  call.ok = result != nullptr;
-  if (result != nullptr) call.text = result;
-  if (*error != nullptr) call.error = sbx_error_message(*error);
-  sbx_string_free(result);
-  sbx_error_free(*error);
-  *error = nullptr;
-  return call;
-}
+using sbx_capi_test::Call;
+using sbx_capi_test::take;
 
 const char* kWorkspace = R"({"version":1,"preset":"workspace-write"})";
 const char* kFull = R"({"version":1,"preset":"danger-full-access"})";

@@ -16,7 +16,7 @@ namespace {
 
 using namespace sbx::test;
 
-constexpr const char* kPython = "/usr/bin/python3";
+constexpr const char* kPtyPython = "/usr/bin/python3";
 
 class LandlockMetadata : public ::testing::Test {
  protected:
@@ -58,8 +58,8 @@ TEST_F(LandlockMetadata, ChangesOutsideTheWritableRootsFailAndTheHostFileIsUncha
   const RunResult r = sh(
       "chmod 4777 " + v + "; echo setuid=$?; chmod 0666 " + v + "; echo mode=$?; chown 65534 " + v +
       "; echo chown=$?; chown 0:0 " + v + "; echo chown_self=$?; touch -d 2001-01-01 " + v +
-      "; echo touch=$?; " + kPython + " -c \"import os; os.setxattr('" + v +
-      "', 'user.evil', b'1')\" 2>/dev/null; echo setxattr=$?; " + kPython +
+      "; echo touch=$?; " + kPtyPython + " -c \"import os; os.setxattr('" + v +
+      "', 'user.evil', b'1')\" 2>/dev/null; echo setxattr=$?; " + kPtyPython +
       " -c \"import os; os.removexattr('" + v + "', 'user.keep')\" 2>/dev/null; echo rmxattr=$?");
   EXPECT_EQ(r.code, 0) << describe(r);
   for (const char* step :
@@ -80,7 +80,7 @@ TEST_F(LandlockMetadata, BuildOutputsInsideTheWorkspaceCanBeMadeExecutableAndTou
   const RunResult r =
       sh("printf '#!/bin/sh\\necho built\\n' > out.sh && chmod +x out.sh && ./out.sh && "
          "touch -d 2001-01-01 out.sh && chown \"$(id -u):$(id -g)\" out.sh && " +
-         std::string(kPython) +
+         std::string(kPtyPython) +
          " -c \"import os; os.setxattr('out.sh', 'user.k', b'v')\" && "
          "echo done");
   EXPECT_EQ(r.code, 0) << describe(r);
@@ -109,7 +109,7 @@ TEST_F(LandlockMetadata, SetuidBitsCannotBeSetInsideTheWorkspaceEither) {
 }
 
 TEST_F(LandlockMetadata, PseudoTerminalsWork) {
-  const RunResult r = sh(std::string(kPython) +
+  const RunResult r = sh(std::string(kPtyPython) +
                          " -c 'import os; m, s = os.openpty(); print(\"pty\", os.isatty(s))' && "
                          "script -qc true /dev/null && echo script-ok");
   EXPECT_EQ(r.code, 0) << describe(r);

@@ -20,9 +20,8 @@ namespace sbx {
 namespace {
 
 using testing::TestTree;
+using testing::kGood;
 namespace fs = std::filesystem;
-
-constexpr const char* kGood = "sbx-backend-fixture-good.so";
 
 // What one case set up: extra directories to scan and the path the loader must reject.
 struct Arranged {

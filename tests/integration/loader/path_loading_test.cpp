@@ -33,15 +33,10 @@ namespace {
 using plugins::DirectoryWalk;
 using plugins::Owners;
 using testing::TestTree;
+using testing::kGood;
+using testing::me;
+using testing::expect_contains;
 namespace fs = std::filesystem;
-
-constexpr const char* kGood = "sbx-backend-fixture-good.so";
-
-Owners me() { return Owners{::geteuid()}; }
-
-void expect_contains(const std::string& text, const std::string& part) {
-  EXPECT_NE(text.find(part), std::string::npos) << text << "\nmissing: " << part;
-}
 
 // The checks the registry makes in path mode: the chain from "/", then the file.
 Result<plugins::TrustedFile> check_by_chain(const TestTree& tree, const fs::path& dir,

@@ -14,7 +14,10 @@
 #include <system_error>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "sbx/core/plugin_loader.hpp"
+#include "plugins/trusted_fs.hpp"
 #include "sbx/core/runtime.hpp"
 
 namespace sbx::testing {
@@ -92,5 +95,15 @@ class TestTree {
 };
 
 inline bool running_as_root() { return ::geteuid() == 0; }
+
+// The fixture plugin every loader suite loads when it needs one that works.
+inline constexpr const char* kGood = "sbx-backend-fixture-good.so";
+
+// The owners the trust checks accept in these tests: the user running them.
+inline plugins::Owners me() { return plugins::Owners{::geteuid()}; }
+
+inline void expect_contains(const std::string& text, const std::string& part) {
+  EXPECT_NE(text.find(part), std::string::npos) << text << "\nmissing: " << part;
+}
 
 }  // namespace sbx::testing

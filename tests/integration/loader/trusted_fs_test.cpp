@@ -23,17 +23,12 @@ namespace sbx {
 namespace {
 
 using testing::TestTree;
+using testing::kGood;
+using testing::me;
+using testing::expect_contains;
 using plugins::DirectoryWalk;
 using plugins::Owners;
 namespace fs = std::filesystem;
-
-constexpr const char* kGood = "sbx-backend-fixture-good.so";
-
-Owners me() { return Owners{::geteuid()}; }
-
-void expect_contains(const std::string& text, const std::string& part) {
-  EXPECT_NE(text.find(part), std::string::npos) << text << "\nmissing: " << part;
-}
 
 TEST(TrustedFs, ModeStringLooksLikeChmod) {
   EXPECT_EQ(plugins::mode_string(0755), "0755");

@@ -42,4 +42,10 @@ bool wait_for_file(const std::string& path, int timeout_ms) {
   return false;
 }
 
+FileState state_of(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return {};
+  return {read_file(path), st.st_ino};
+}
+
 }  // namespace sbx::test

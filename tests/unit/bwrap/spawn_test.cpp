@@ -259,8 +259,6 @@ TEST_F(BwrapSpawn, RealBwrapSetupFailureIs125WithBwrapsMessage) {
   EXPECT_NE(text.find("sbx: bwrap failed before the command started"), std::string::npos) << text;
 }
 
-}  // namespace
-
 // An agent embedding libsbx has other threads, and a process-directed SIGCHLD goes to any
 // thread that does not block it. If bwrap ends between the spawner's last look and its poll and
 // another thread consumes the SIGCHLD, the signalfd alone never wakes; the spawner watches a
@@ -298,3 +296,5 @@ TEST_F(BwrapSpawn, BwrapsEndIsSeenWhenAnotherThreadTakesSigchld) {
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);
 }
+
+}  // namespace

@@ -35,7 +35,7 @@ namespace {
 namespace fs = std::filesystem;
 using sbx::stage2::within_writable_roots;
 
-constexpr int kSetupFailed = 200;
+constexpr int kGuardSetupFailed = 200;
 constexpr long kNrFchmodat2 = 452;
 constexpr long kNrSetxattrat = 463;
 
@@ -100,19 +100,19 @@ struct Attempt {
 // stage2_main.cpp's confine_and_exec, with the attempt instead of the exec.
 [[noreturn]] void confined_child(void* arg, int metadata_socket) {
   auto& attempt = *static_cast<Attempt*>(arg);
-  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) ::_exit(kSetupFailed);
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) ::_exit(kGuardSetupFailed);
   if (!attempt.keep_capabilities && !sbx::stage2::drop_all_capabilities().ok())
-    ::_exit(kSetupFailed + 1);
+    ::_exit(kGuardSetupFailed + 1);
   if (metadata_socket < 0 || !sbx::stage2::install_metadata_guard(metadata_socket).ok())
-    ::_exit(kSetupFailed + 2);
+    ::_exit(kGuardSetupFailed + 2);
   sbx::stage2::LandlockSpec spec;
   spec.enabled = true;
   spec.read = {"/"};
   spec.keep_dev_closed = false;  // "/" readable for brevity; the guard is what is tested here
   spec.write = {attempt.writable};
   spec.dev = {"/dev/null", "/dev/ptmx"};
-  if (!sbx::stage2::apply_landlock(spec).ok()) ::_exit(kSetupFailed + 3);
-  if (::chdir(attempt.writable.c_str()) != 0) ::_exit(kSetupFailed + 4);
+  if (!sbx::stage2::apply_landlock(spec).ok()) ::_exit(kGuardSetupFailed + 3);
+  if (::chdir(attempt.writable.c_str()) != 0) ::_exit(kGuardSetupFailed + 4);
   ::_exit(attempt.body());
 }
 
@@ -134,7 +134,7 @@ int guarded(const std::string& writable, const std::function<int()>& body,
   return WIFEXITED(status) ? WEXITSTATUS(status) : 255;
 }
 
-int result(long rc) { return rc < 0 ? errno : 0; }
+int errno_of(long rc) { return rc < 0 ? errno : 0; }
 
 class MetadataGuard : public ::testing::Test {
  protected:
@@ -152,16 +152,16 @@ class MetadataGuard : public ::testing::Test {
 
 TEST_F(MetadataGuard, ChmodOutsideTheWritableRootsFailsInsideWorks) {
   const std::string victim = outside_ / "victim";
-  EXPECT_EQ(guarded(ws_.path(), [&] { return result(::chmod(victim.c_str(), 04777)); }), EPERM);
-  EXPECT_EQ(guarded(ws_.path(), [&] { return result(::chmod(victim.c_str(), 0666)); }), EPERM);
+  EXPECT_EQ(guarded(ws_.path(), [&] { return errno_of(::chmod(victim.c_str(), 04777)); }), EPERM);
+  EXPECT_EQ(guarded(ws_.path(), [&] { return errno_of(::chmod(victim.c_str(), 0666)); }), EPERM);
   EXPECT_EQ(mode_of(victim), 0644u);
-  EXPECT_EQ(guarded(ws_.path(), [] { return result(::chmod("out", 0755)); }), 0);
+  EXPECT_EQ(guarded(ws_.path(), [] { return errno_of(::chmod("out", 0755)); }), 0);
   EXPECT_EQ(mode_of(ws_ / "out"), 0755u);
 }
 
 TEST_F(MetadataGuard, SetuidAndSetgidModesAreRefusedEvenInside) {
-  EXPECT_EQ(guarded(ws_.path(), [] { return result(::chmod("out", 04755)); }), EPERM);
-  EXPECT_EQ(guarded(ws_.path(), [] { return result(::chmod("out", 02755)); }), EPERM);
+  EXPECT_EQ(guarded(ws_.path(), [] { return errno_of(::chmod("out", 04755)); }), EPERM);
+  EXPECT_EQ(guarded(ws_.path(), [] { return errno_of(::chmod("out", 02755)); }), EPERM);
   EXPECT_EQ(mode_of(ws_ / "out"), 0644u);
 }
 
@@ -172,48 +172,48 @@ TEST_F(MetadataGuard, EveryFormOfTheCallIsGuarded) {
       {"fchmod",
        [&] {
          const int fd = ::open(victim.c_str(), O_RDONLY);
-         return result(::fchmod(fd, 0666));
+         return errno_of(::fchmod(fd, 0666));
        }},
       {"fchmodat dirfd",
        [&] {
          const int fd = ::open(dir.c_str(), O_PATH);
-         return result(::fchmodat(fd, "victim", 0666, 0));
+         return errno_of(::fchmodat(fd, "victim", 0666, 0));
        }},
       {"fchmodat nofollow (glibc: /proc/self/fd)",
-       [&] { return result(::fchmodat(AT_FDCWD, victim.c_str(), 0666, AT_SYMLINK_NOFOLLOW)); }},
+       [&] { return errno_of(::fchmodat(AT_FDCWD, victim.c_str(), 0666, AT_SYMLINK_NOFOLLOW)); }},
       {"fchmodat2",
-       [&] { return result(::syscall(kNrFchmodat2, AT_FDCWD, victim.c_str(), 0666, 0)); }},
-      {"relative ..", [&] { return result(::chmod(("../../.." + victim).c_str(), 0666)); }},
-      {"chown", [&] { return result(::chown(victim.c_str(), 0, 0)); }},
-      {"lchown", [&] { return result(::lchown(victim.c_str(), 0, 0)); }},
+       [&] { return errno_of(::syscall(kNrFchmodat2, AT_FDCWD, victim.c_str(), 0666, 0)); }},
+      {"relative ..", [&] { return errno_of(::chmod(("../../.." + victim).c_str(), 0666)); }},
+      {"chown", [&] { return errno_of(::chown(victim.c_str(), 0, 0)); }},
+      {"lchown", [&] { return errno_of(::lchown(victim.c_str(), 0, 0)); }},
       {"fchown",
        [&] {
          const int fd = ::open(victim.c_str(), O_RDONLY);
-         return result(::fchown(fd, 0, 0));
+         return errno_of(::fchown(fd, 0, 0));
        }},
       {"utimensat",
        [&] {
          const timespec ts[2] = {{1, 0}, {1, 0}};
-         return result(::utimensat(AT_FDCWD, victim.c_str(), ts, 0));
+         return errno_of(::utimensat(AT_FDCWD, victim.c_str(), ts, 0));
        }},
       {"futimens",
        [&] {
          const int fd = ::open(victim.c_str(), O_RDONLY);
          const timespec ts[2] = {{1, 0}, {1, 0}};
-         return result(::futimens(fd, ts));
+         return errno_of(::futimens(fd, ts));
        }},
       {"utimes",
        [&] {
          const timeval tv[2] = {{1, 0}, {1, 0}};
-         return result(::utimes(victim.c_str(), tv));
+         return errno_of(::utimes(victim.c_str(), tv));
        }},
-      {"setxattr", [&] { return result(::setxattr(victim.c_str(), "user.sbx", "1", 1, 0)); }},
+      {"setxattr", [&] { return errno_of(::setxattr(victim.c_str(), "user.sbx", "1", 1, 0)); }},
       {"fsetxattr",
        [&] {
          const int fd = ::open(victim.c_str(), O_RDONLY);
-         return result(::fsetxattr(fd, "user.sbx", "1", 1, 0));
+         return errno_of(::fsetxattr(fd, "user.sbx", "1", 1, 0));
        }},
-      {"removexattr", [&] { return result(::removexattr(victim.c_str(), "user.keep")); }},
+      {"removexattr", [&] { return errno_of(::removexattr(victim.c_str(), "user.keep")); }},
   };
   ASSERT_EQ(::setxattr(victim.c_str(), "user.keep", "1", 1, 0), 0) << std::strerror(errno);
   struct stat before {};
@@ -235,18 +235,18 @@ TEST_F(MetadataGuard, TheSameFormsWorkInside) {
   EXPECT_EQ(guarded(ws_.path(),
                     [] {
                       const int fd = ::open("out", O_RDONLY);
-                      return result(::fchmod(fd, 0700));
+                      return errno_of(::fchmod(fd, 0700));
                     }),
             0);
   EXPECT_EQ(mode_of(out), 0700u);
   EXPECT_EQ(guarded(ws_.path(),
-                    [] { return result(::fchmodat(AT_FDCWD, "out", 0750, AT_SYMLINK_NOFOLLOW)); }),
+                    [] { return errno_of(::fchmodat(AT_FDCWD, "out", 0750, AT_SYMLINK_NOFOLLOW)); }),
             0);
   EXPECT_EQ(mode_of(out), 0750u);
   EXPECT_EQ(guarded(ws_.path(),
                     [] {
                       const timespec ts[2] = {{1000, 0}, {2000, 5}};
-                      return result(::utimensat(AT_FDCWD, "out", ts, 0));
+                      return errno_of(::utimensat(AT_FDCWD, "out", ts, 0));
                     }),
             0);
   struct stat st {};
@@ -256,28 +256,28 @@ TEST_F(MetadataGuard, TheSameFormsWorkInside) {
   EXPECT_EQ(guarded(ws_.path(),
                     [] {
                       const timeval tv[2] = {{3000, 0}, {4000, 0}};
-                      return result(::utimes("out", tv));
+                      return errno_of(::utimes("out", tv));
                     }),
             0);
   ASSERT_EQ(::stat(out.c_str(), &st), 0);
   EXPECT_EQ(st.st_mtim.tv_sec, 4000);
-  EXPECT_EQ(guarded(ws_.path(), [] { return result(::setxattr("out", "user.sbx", "v", 1, 0)); }),
+  EXPECT_EQ(guarded(ws_.path(), [] { return errno_of(::setxattr("out", "user.sbx", "v", 1, 0)); }),
             0);
   char value[8] = {};
   EXPECT_EQ(::getxattr(out.c_str(), "user.sbx", value, sizeof value), 1);
-  EXPECT_EQ(guarded(ws_.path(), [] { return result(::removexattr("out", "user.sbx")); }), 0);
-  EXPECT_EQ(guarded(ws_.path(), [] { return result(::chown("out", ::getuid(), ::getgid())); }), 0);
+  EXPECT_EQ(guarded(ws_.path(), [] { return errno_of(::removexattr("out", "user.sbx")); }), 0);
+  EXPECT_EQ(guarded(ws_.path(), [] { return errno_of(::chown("out", ::getuid(), ::getgid())); }), 0);
 }
 
 TEST_F(MetadataGuard, ASymlinkInsidePointingOutsideDoesNotLetTheCallThrough) {
   ASSERT_EQ(::symlink((outside_ / "victim").c_str(), (ws_ / "link").c_str()), 0);
-  EXPECT_EQ(guarded(ws_.path(), [] { return result(::chmod("link", 0666)); }), EPERM);
-  EXPECT_EQ(guarded(ws_.path(), [] { return result(::chown("link", 0, 0)); }), EPERM);
-  EXPECT_EQ(guarded(ws_.path(), [] { return result(::utimensat(AT_FDCWD, "link", nullptr, 0)); }),
+  EXPECT_EQ(guarded(ws_.path(), [] { return errno_of(::chmod("link", 0666)); }), EPERM);
+  EXPECT_EQ(guarded(ws_.path(), [] { return errno_of(::chown("link", 0, 0)); }), EPERM);
+  EXPECT_EQ(guarded(ws_.path(), [] { return errno_of(::utimensat(AT_FDCWD, "link", nullptr, 0)); }),
             EPERM);
   EXPECT_EQ(mode_of(outside_ / "victim"), 0644u);
   // The link itself is inside: changing the link (not its target) is the command's business.
-  EXPECT_EQ(guarded(ws_.path(), [] { return result(::lchown("link", ::getuid(), ::getgid())); }),
+  EXPECT_EQ(guarded(ws_.path(), [] { return errno_of(::lchown("link", ::getuid(), ::getgid())); }),
             0);
 }
 
@@ -286,7 +286,7 @@ TEST_F(MetadataGuard, ASiblingWithTheRootAsPrefixIsOutside) {
   ASSERT_TRUE(fs::create_directory(sibling));
   write(sibling + "/f");
   const int rc =
-      guarded(ws_.path(), [&] { return result(::chmod((sibling + "/f").c_str(), 0666)); });
+      guarded(ws_.path(), [&] { return errno_of(::chmod((sibling + "/f").c_str(), 0666)); });
   const mode_t mode = mode_of(sibling + "/f");
   fs::remove_all(sibling);
   EXPECT_EQ(rc, EPERM);
@@ -298,11 +298,11 @@ TEST_F(MetadataGuard, TheSupervisorActsWithoutCapabilities) {
     GTEST_SKIP() << "needs root: checks the supervisor dropped root's capabilities";
   // Root without CAP_CHOWN cannot give a file away, nor set file capabilities: the supervisor
   // must not be able to either, inside the workspace too.
-  EXPECT_EQ(guarded(ws_.path(), [] { return result(::chown("out", 65534, 65534)); }), EPERM);
+  EXPECT_EQ(guarded(ws_.path(), [] { return errno_of(::chown("out", 65534, 65534)); }), EPERM);
   const unsigned char cap[20] = {0x01, 0, 0, 0x02};
   EXPECT_EQ(
       guarded(ws_.path(),
-              [&] { return result(::setxattr("out", "security.capability", cap, sizeof cap, 0)); }),
+              [&] { return errno_of(::setxattr("out", "security.capability", cap, sizeof cap, 0)); }),
       EPERM);
   struct stat st {};
   ASSERT_EQ(::stat((ws_ / "out").c_str(), &st), 0);
@@ -320,8 +320,8 @@ TEST_F(MetadataGuard, ACallerWithOtherFilesystemCredentialsIsRefused) {
                 ws_.path(),
                 [] {
                   ::setfsuid(65534);
-                  return ::setfsuid(static_cast<uid_t>(-1)) == 65534 ? result(::chmod("out", 0600))
-                                                                     : kSetupFailed + 9;
+                  return ::setfsuid(static_cast<uid_t>(-1)) == 65534 ? errno_of(::chmod("out", 0600))
+                                                                     : kGuardSetupFailed + 9;
                 },
                 /*keep_capabilities=*/true),
             EPERM);
@@ -332,22 +332,22 @@ TEST_F(MetadataGuard, NewerAttributeCallsAndChattrAreRefused) {
   EXPECT_EQ(
       guarded(ws_.path(),
               [] {
-                return result(::syscall(kNrSetxattrat, AT_FDCWD, "out", 0, "user.x", nullptr, 0));
+                return errno_of(::syscall(kNrSetxattrat, AT_FDCWD, "out", 0, "user.x", nullptr, 0));
               }),
       ENOSYS);
   EXPECT_EQ(guarded(ws_.path(),
                     [] {
                       const int fd = ::open("out", O_RDONLY);
                       long flags = 0;  // the current flags again: the kernel would allow that
-                      if (::ioctl(fd, FS_IOC_GETFLAGS, &flags) != 0) return kSetupFailed + 8;
-                      return result(::ioctl(fd, FS_IOC_SETFLAGS, &flags));
+                      if (::ioctl(fd, FS_IOC_GETFLAGS, &flags) != 0) return kGuardSetupFailed + 8;
+                      return errno_of(::ioctl(fd, FS_IOC_SETFLAGS, &flags));
                     }),
             EPERM);
   EXPECT_EQ(guarded(ws_.path(),
                     [] {
                       const int fd = ::open("out", O_RDONLY);
                       long version = 7;
-                      return result(::ioctl(fd, FS_IOC_SETVERSION, &version));
+                      return errno_of(::ioctl(fd, FS_IOC_SETVERSION, &version));
                     }),
             EPERM);
 }
@@ -386,7 +386,7 @@ TEST_F(MetadataGuard, OnlyPtmxMastersGetAPeer) {
   EXPECT_EQ(guarded(ws_.path(),
                     [] {
                       const int fd = ::open("out", O_RDONLY);
-                      return result(::ioctl(fd, TIOCGPTPEER, O_RDWR | O_NOCTTY));
+                      return errno_of(::ioctl(fd, TIOCGPTPEER, O_RDWR | O_NOCTTY));
                     }),
             ENOTTY);
 }

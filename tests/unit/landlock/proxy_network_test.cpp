@@ -32,7 +32,7 @@ TransformRequest proxy_request(std::vector<std::uint16_t> ports) {
 }
 
 // A host whose / holds only /usr (the policy reads /, which is granted entry by entry).
-landlock::HostFacts host_facts() {
+landlock::HostFacts proxy_host_facts() {
   landlock::HostFacts facts;
   facts.stage2_path = "/s2";
   facts.mounts_known = true;
@@ -41,7 +41,7 @@ landlock::HostFacts host_facts() {
 }
 
 TEST(LandlockProxy, ExactStage2ArgvWithTheProxyPort) {
-  auto t = landlock::translate(proxy_request({41234}), host_facts());
+  auto t = landlock::translate(proxy_request({41234}), proxy_host_facts());
   ASSERT_TRUE(t.ok()) << t.error();
   const std::vector<std::string> expected = {"/s2",
                                              "--landlock",
@@ -93,20 +93,20 @@ TEST(LandlockProxy, RefusedWithoutExactlyOnePortOrWithUnixSocketsOrLocalBinding)
   for (const std::vector<std::uint16_t>& ports :
        {std::vector<std::uint16_t>{}, std::vector<std::uint16_t>{0},
         std::vector<std::uint16_t>{1, 2}}) {
-    auto t = landlock::translate(proxy_request(ports), host_facts());
+    auto t = landlock::translate(proxy_request(ports), proxy_host_facts());
     ASSERT_FALSE(t.ok());
     EXPECT_NE(t.error().find("proxy_network: it needs exactly one proxy port"), std::string::npos)
         << t.error();
   }
   auto sockets = proxy_request({41234});
   sockets.policy.network.unix_sockets = {"/run/agent.sock"};
-  auto t = landlock::translate(sockets, host_facts());
+  auto t = landlock::translate(sockets, proxy_host_facts());
   ASSERT_FALSE(t.ok());
   EXPECT_NE(t.error().find("unix_socket_allowlist"), std::string::npos) << t.error();
   // No bind or listen in proxy mode either: local binding is refused by name.
   auto binding = proxy_request({41234});
   binding.policy.network.allow_local_binding = true;
-  t = landlock::translate(binding, host_facts());
+  t = landlock::translate(binding, proxy_host_facts());
   ASSERT_FALSE(t.ok());
   EXPECT_NE(t.error().find("local_binding: network.allow_local_binding"), std::string::npos)
       << t.error();

@@ -40,9 +40,9 @@ CapabilitySet every_capability() {
 
 // Wraps the command in "/usr/bin/fake-wrapper" (or a relative "fake-wrapper", as a plan for
 // another OS would start); never runs anything.
-class FakeBackend final : public Backend {
+class RunFakeBackend final : public Backend {
  public:
-  FakeBackend(bool available, bool relative_argv)
+  RunFakeBackend(bool available, bool relative_argv)
       : Backend(HostServices(nullptr)), available_(available), relative_argv_(relative_argv) {}
 
   ProbeReport probe(const ProbeContext&) override {
@@ -75,7 +75,7 @@ PluginRegistry registry_of(const std::vector<std::pair<std::string, bool>>& back
   std::vector<LoadedPlugin> plugins;
   for (const auto& [name, available] : backends) {
     plugins.push_back({name, "1.0", "fake", "/fake/" + name + ".so",
-                       std::make_shared<FakeBackend>(available, relative_argv)});
+                       std::make_shared<RunFakeBackend>(available, relative_argv)});
   }
   return PluginRegistry::from_plugins(std::move(plugins), {});
 }

@@ -15,7 +15,7 @@ std::string with_limits(const std::string& members) {
   return R"({"version": 1, "limits": {)" + members + "}}";
 }
 
-struct ErrorCase {
+struct LimitsErrorCase {
   const char* name;
   std::string json;
   std::string pointer;
@@ -23,7 +23,7 @@ struct ErrorCase {
 };
 
 TEST(PolicyLimits, RejectionsNameTheirPointer) {
-  const std::vector<ErrorCase> cases = {
+  const std::vector<LimitsErrorCase> cases = {
       {"not_object", R"({"version": 1, "limits": 5})", "/limits",
        "expected an object, got a number"},
       {"unknown_key", with_limits(R"("procs": 5)"), "/limits/procs",
@@ -58,7 +58,7 @@ TEST(PolicyLimits, RejectionsNameTheirPointer) {
        R"({"version": 1, "preset": "read-only", "limits": {"processes": 1}})", "/limits/processes",
        "1 is not from 8"},
   };
-  for (const ErrorCase& c : cases) {
+  for (const LimitsErrorCase& c : cases) {
     SCOPED_TRACE(c.name);
     Result<Policy> parsed = parse_policy(c.json);
     ASSERT_FALSE(parsed.ok()) << "accepted: " << c.json;

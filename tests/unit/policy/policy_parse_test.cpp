@@ -10,7 +10,7 @@
 namespace sbx {
 namespace {
 
-struct ErrorCase {
+struct ParseErrorCase {
   const char* name;
   std::string json;
   std::string pointer;  // the message must start with "<pointer>: "
@@ -32,7 +32,7 @@ std::string deeply_nested(int depth) {
          std::string(static_cast<std::size_t>(depth), ']') + "}";
 }
 
-std::vector<ErrorCase> error_cases() {
+std::vector<ParseErrorCase> error_cases() {
   return {
       // Document level.
       {"not_an_object", "[]", "/", "expected an object, got an array"},
@@ -257,9 +257,9 @@ std::vector<ErrorCase> error_cases() {
 }
 
 TEST(PolicyParseErrors, EveryErrorStartsWithItsJsonPointer) {
-  std::vector<ErrorCase> cases = error_cases();
+  std::vector<ParseErrorCase> cases = error_cases();
   ASSERT_GE(cases.size(), 40u);
-  for (const ErrorCase& c : cases) {
+  for (const ParseErrorCase& c : cases) {
     SCOPED_TRACE(c.name);
     Result<Policy> parsed = parse_policy(c.json);
     ASSERT_FALSE(parsed.ok()) << "accepted: " << c.json;

@@ -52,7 +52,7 @@ ResolveContext standard_context(const TempTree& t) {
   return ResolveContext{t / "cwd", t / "home", {}};
 }
 
-Policy parse_ok(const std::string& json) {
+Policy parse_resolvable(const std::string& json) {
   Result<Policy> parsed = parse_policy(json);
   EXPECT_TRUE(parsed.ok()) << parsed.error();
   return parsed.ok() ? *parsed : Policy{};
@@ -365,7 +365,7 @@ TEST(Resolve, TableOfCases) {
     TempTree tree;
     ResolveContext context = standard_context(tree);
     c.setup(tree, context);
-    Result<Resolution> resolved = resolve_policy_with_notes(parse_ok(c.policy), context);
+    Result<Resolution> resolved = resolve_policy_with_notes(parse_resolvable(c.policy), context);
     ++ran;
     if (c.check) {
       ASSERT_TRUE(resolved.ok()) << resolved.error();
@@ -387,7 +387,7 @@ TEST(Resolve, TiesAcrossSpellings) {
   // ":cwd", its absolute spelling and "~/../cwd"-free aliases all land on one rule.
   TempTree tree;
   ResolveContext context = standard_context(tree);
-  Policy policy = parse_ok(entries_policy(R"({"path": ":cwd", "access": "write"}, {"path": ")" +
+  Policy policy = parse_resolvable(entries_policy(R"({"path": ":cwd", "access": "write"}, {"path": ")" +
                                           tree / "cwd" + R"(/", "access": "read"}, {"path": ")" +
                                           tree.root() + R"(//cwd", "access": "deny"})"));
   Result<ResolvedPolicy> resolved = resolve_policy(policy, context);
@@ -399,7 +399,7 @@ TEST(Resolve, GlobThroughSymlinkIsCanonicalised) {
   TempTree tree;
   ResolveContext context = standard_context(tree);
   tree.symlink(tree / "elsewhere", "alias");
-  Policy policy = parse_ok(
+  Policy policy = parse_resolvable(
       entries_policy(R"({"glob": ")" + tree / "alias" + R"(/keys/**/*.pem", "access": "deny"})"));
   Result<ResolvedPolicy> resolved = resolve_policy(policy, context);
   ASSERT_TRUE(resolved.ok()) << resolved.error();
@@ -410,7 +410,7 @@ TEST(Resolve, SymlinkedAbsoluteWritableRootNamesTheSymlink) {
   TempTree tree;
   ResolveContext context = standard_context(tree);
   tree.symlink(tree / "elsewhere", "w");
-  Policy policy = parse_ok(R"({"version": 1, "preset": "workspace-write", "writable_roots": [")" +
+  Policy policy = parse_resolvable(R"({"version": 1, "preset": "workspace-write", "writable_roots": [")" +
                            tree / "w" + R"("]})");
   Result<ResolvedPolicy> resolved = resolve_policy(policy, context);
   ASSERT_FALSE(resolved.ok());
@@ -449,7 +449,7 @@ TEST(ResolveInstall, CarvedOutOnlyInsideAWritableRoot) {
   tree.dir("cwd/prefix/lib");
   tree.dir("elsewhere/lib");
   context.install_dirs = {tree / "cwd/prefix/lib", tree / "elsewhere/lib"};
-  Policy policy = parse_ok(
+  Policy policy = parse_resolvable(
       entries_policy(R"({"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"})",
                      R"(, "protected_names": [])"));
   Result<Resolution> resolved = resolve_policy_with_notes(policy, context);
@@ -470,7 +470,7 @@ TEST(ResolvePolicyFile, CarvedOutByItsRealPathInsideAWritableRoot) {
   tree.file("cwd/conf/pol.json", "{}");
   fs::create_symlink(tree / "cwd/conf/pol.json", tree / "cwd/link.json");
   context.policy_file = tree / "cwd/link.json";
-  Policy policy = parse_ok(
+  Policy policy = parse_resolvable(
       entries_policy(R"({"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"})",
                      R"(, "protected_names": [])"));
   Result<Resolution> resolved = resolve_policy_with_notes(policy, context);
@@ -488,7 +488,7 @@ TEST(ResolvePolicyFile, NothingAddedOutsideTheWritableRoots) {
   ResolveContext context = standard_context(tree);
   tree.file("elsewhere/pol.json", "{}");
   context.policy_file = tree / "elsewhere/pol.json";
-  Policy policy = parse_ok(
+  Policy policy = parse_resolvable(
       entries_policy(R"({"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"})",
                      R"(, "protected_names": [])"));
   Result<Resolution> resolved = resolve_policy_with_notes(policy, context);
@@ -503,7 +503,7 @@ TEST(ResolveInstall, NothingAddedWhenNoInstallDirectoryIsWritable) {
   ResolveContext context = standard_context(tree);
   tree.dir("elsewhere/lib");
   context.install_dirs = {tree / "elsewhere/lib"};
-  Policy policy = parse_ok(
+  Policy policy = parse_resolvable(
       entries_policy(R"({"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"})",
                      R"(, "protected_names": [])"));
   Result<Resolution> resolved = resolve_policy_with_notes(policy, context);
@@ -520,7 +520,7 @@ TEST(ResolveInstall, WritableRootInsideTheInstallBecomesReadOnly) {
   tree.dir("elsewhere/lib/sbx/backends");
   context.install_dirs = {tree / "elsewhere/lib"};
   Policy policy =
-      parse_ok(entries_policy(R"({"path": ":root", "access": "read"}, {"path": ")" +
+      parse_resolvable(entries_policy(R"({"path": ":root", "access": "read"}, {"path": ")" +
                                   tree / "elsewhere/lib/sbx/backends" + R"(", "access": "write"})",
                               R"(, "protected_names": [])"));
   Result<Resolution> resolved = resolve_policy_with_notes(policy, context);
@@ -550,7 +550,7 @@ TEST(ResolveInstall, SymlinkedLayoutProtectsBothNames) {
             (std::vector<std::string>{tree / "cwd/prefix/lib", tree / "cwd/prefix/lib/sbx/backends",
                                       tree / "cwd/prefix/libexec/sbx",
                                       tree / "cwd/prefix/real-libexec/sbx"}));
-  Policy policy = parse_ok(
+  Policy policy = parse_resolvable(
       entries_policy(R"({"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"})",
                      R"(, "protected_names": [])"));
   Result<Resolution> resolved = resolve_policy_with_notes(policy, context);

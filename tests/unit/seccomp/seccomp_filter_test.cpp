@@ -19,6 +19,7 @@
 
 #include <gtest/gtest.h>
 
+#include "filtered_child.hpp"
 #include "seccomp_filter.hpp"
 #include "sbx_test/golden.hpp"
 
@@ -26,39 +27,13 @@ namespace {
 
 using sbx::stage2::NetworkFilter;
 
-// Runs `probe` in a child after installing the filter; the child exits 0 if the syscall it
-// made failed with `expected_errno` (or succeeded when expected_errno == 0), otherwise 1, or 2
-// if the filter could not be installed. Returns a readable verdict for the assertion.
-std::string run_filtered(NetworkFilter net, const std::function<long()>& probe,
-                         int expected_errno) {
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) ::_exit(2);
-    if (!sbx::stage2::install_filter(net).ok()) ::_exit(2);
-    errno = 0;
-    const long rc = probe();
-    const int err = rc < 0 ? errno : 0;
-    ::_exit(err == expected_errno ? 0 : (err == 0 ? 3 : 10 + (err % 100)));
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  if (!WIFEXITED(status)) return "child died of signal " + std::to_string(WTERMSIG(status));
-  switch (WEXITSTATUS(status)) {
-    case 0: return "ok";
-    case 2: return "filter not installed";
-    case 3: return "syscall succeeded";
-    default: return "syscall failed with errno " + std::to_string(WEXITSTATUS(status) - 10);
-  }
-}
+using sbx_seccomp_test::raw;
+using sbx_seccomp_test::run_filtered;
 
 struct Rule {
   const char* name;
   std::function<long()> call;
 };
-
-long raw(long nr, long a = 0, long b = 0, long c = 0, long d = 0, long e = 0) {
-  return ::syscall(nr, a, b, c, d, e);
-}
 
 std::vector<Rule> always_denied() {
   return {

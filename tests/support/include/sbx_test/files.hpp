@@ -1,6 +1,8 @@
 // Small file helpers for checking the host from outside a sandbox.
 #pragma once
 
+#include <sys/types.h>
+
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -19,5 +21,13 @@ bool exists(const std::string& path);
 std::vector<std::string> listing(const std::string& dir);
 // Polls until `path` exists; false after `timeout_ms`.
 bool wait_for_file(const std::string& path, int timeout_ms);
+
+// What a file was (content and inode), to prove a run left it untouched, even replaced by rename.
+struct FileState {
+  std::string content;
+  ino_t inode = 0;
+};
+// The state of `path` without following a final symlink ({} when nothing is there).
+FileState state_of(const std::string& path);
 
 }  // namespace sbx::test
