@@ -17,21 +17,35 @@ if ((${#targets[@]} == 0)); then
   echo "run_fuzzers: no fuzz targets were built" >&2
   exit 1
 fi
+# The targets run side by side (each libFuzzer process is single-threaded): the wall time is one
+# target's, not the sum. Each keeps its own log, printed after all have finished.
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
+pids=()
 for target in "${targets[@]}"; do
   name=$(basename "$target")
   area=${name#sbx_fuzz_}
   area=${area%%_*}
-  work=$(mktemp -d)
+  mkdir -p "$logs/$name.work"
   seeds=()
   [[ -d "tests/fuzz/$area/corpus" ]] && seeds=("tests/fuzz/$area/corpus")
   echo "run_fuzzers: $name for ${seconds}s"
   "$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-    "$work" "${seeds[@]}" 2>&1 | tail -n 12
-  rc=${PIPESTATUS[0]}
-  rm -rf "$work"
+    "$logs/$name.work" "${seeds[@]}" >"$logs/$name.log" 2>&1 &
+  pids+=($!)
+done
+failed=0
+for i in "${!targets[@]}"; do
+  name=$(basename "${targets[$i]}")
+  rc=0
+  wait "${pids[$i]}" || rc=$?
+  echo "== $name"
+  tail -n 12 "$logs/$name.log"
   if ((rc != 0)); then
-    echo "run_fuzzers: $name failed (exit $rc)" >&2
-    exit 1
+    echo "run_fuzzers: $name failed (exit $rc); full log:" >&2
+    cat "$logs/$name.log" >&2
+    failed=1
   fi
 done
+((failed == 0)) || exit 1
 echo "run_fuzzers: ${#targets[@]} targets ran ${seconds}s each without a crash"
