@@ -248,7 +248,7 @@ void srt_filesystem(const json::object& fs, Draft& draft) {
             std::string glob = path.text.rfind("./", 0) == 0 ? path.text.substr(2) : path.text;
             draft.entry(item, "glob", glob, "deny");
           } else {
-            draft.unmap(item, "a " + key + " glob: sbx globs are deny-only (they deny reading)");
+            draft.unmap(item, "a glob in " + key + ": sbx globs are deny-only (they deny reading)");
           }
           continue;
         }
@@ -475,7 +475,8 @@ void codex_filesystem(const TomlValue& fs, const std::string& parent, Draft& dra
   for (const auto& [key, value] : fs.as_table()) {
     const std::string name = toml_key(parent, "\"" + key + "\"");
     if (key == "glob_scan_max_depth") {
-      draft.notes.push_back(name + ": sbx's deny globs have no depth limit (they hold at any depth)");
+      draft.notes.push_back(name +
+                            ": sbx's deny globs have no depth limit (they hold at any depth)");
       continue;
     }
     bool workspace = key == ":workspace_roots" || key == ":project_roots";
@@ -486,6 +487,12 @@ void codex_filesystem(const TomlValue& fs, const std::string& parent, Draft& dra
         std::string base = workspace ? ":cwd" : key;
         if (!workspace && !key.empty() && key.front() == ':') {
           draft.unmap(item, "special path " + key + " takes no subpaths in sbx");
+          continue;
+        }
+        if (workspace && *mode == "deny" && has_glob_chars(sub)) {
+          // A relative sbx glob is taken from the working directory, as Codex takes it from
+          // the workspace root.
+          draft.entry(item, "glob", sub, "deny");
           continue;
         }
         codex_fs_entry(item, sub == "." ? base : base + "/" + sub, *mode, draft);
@@ -547,8 +554,9 @@ void codex_permissions(const TomlValue& config, const std::string& profile, Draf
         if (net_key == "enabled") {
           draft.mode = toml_bool(net_value, net_name) ? "enabled" : "restricted";
         } else {
-          draft.unmap(net_name, "Codex's managed network proxy settings; sbx's proxy mode is "
-                                "set with network.mode proxy and network.allowed_domains");
+          draft.unmap(net_name,
+                      "Codex's managed network proxy settings; sbx's proxy mode is "
+                      "set with network.mode proxy and network.allowed_domains");
         }
       }
     } else {
@@ -594,11 +602,13 @@ void codex_environment(const TomlValue& table, Draft& draft) {
     }
   }
   if (!ignore_defaults_set) {
-    draft.notes.push_back(parent + ".ignore_default_excludes is not set: Codex then passes "
+    draft.notes.push_back(parent +
+                          ".ignore_default_excludes is not set: Codex then passes "
                           "secret-named variables; sbx drops them (add environment.keep)");
   }
   if (environment.contains("include_only") && environment.contains("set")) {
-    draft.notes.push_back(parent + ": Codex applies include_only after set, sbx before it: "
+    draft.notes.push_back(parent +
+                          ": Codex applies include_only after set, sbx before it: "
                           "variables in set are kept even when include_only does not name them");
   }
   draft.environment = Sourced{parent, std::move(environment)};
@@ -606,9 +616,9 @@ void codex_environment(const TomlValue& table, Draft& draft) {
 
 // The keys of config.toml the import reads; every other top-level key is not about the sandbox.
 bool codex_sandbox_key(const std::string& key) {
-  return key == "sandbox_mode" || key == "sandbox_workspace_write" || key == "default_permissions" ||
-         key == "permissions" || key == "profile" || key == "profiles" ||
-         key == "shell_environment_policy";
+  return key == "sandbox_mode" || key == "sandbox_workspace_write" ||
+         key == "default_permissions" || key == "permissions" || key == "profile" ||
+         key == "profiles" || key == "shell_environment_policy";
 }
 
 // Which profile of [profiles] is selected and the sandbox_mode it sets, if any.
@@ -639,13 +649,20 @@ std::optional<std::string> codex_profile_mode(const TomlValue& config, const std
 }
 
 Draft import_codex(const std::string& text, const std::string& file,
-                           const std::string& profile_option) {
+                   const std::string& profile_option) {
   std::istringstream stream(text);
   TomlValue config;
   try {
     config = toml::parse<toml::discard_comments, std::map, std::vector>(stream, file);
   } catch (const std::exception& e) {
-    throw InvalidInput{std::string("not TOML: ") + e.what()};
+    // toml11 draws the place on several lines; one line is enough here.
+    std::string message;
+    std::istringstream lines(e.what());
+    for (std::string line; std::getline(lines, line);) {
+      std::size_t start = line.find_first_not_of(" |");
+      if (start != std::string::npos) message += (message.empty() ? "" : " ") + line.substr(start);
+    }
+    throw InvalidInput{"not TOML: " + message};
   }
   Draft draft;
   std::string chosen = profile_option;
@@ -787,8 +804,9 @@ Command register_policy_import(CLI::App& policy) {
       ->required()
       ->check(CLI::IsMember({"codex", "srt"}))
       ->type_name("FORMAT");
-  import->add_option("--profile", options->profile,
-                     "codex: the [profiles.NAME] to apply (default: the file's `profile`)")
+  import
+      ->add_option("--profile", options->profile,
+                   "codex: the [profiles.NAME] to apply (default: the file's `profile`)")
       ->type_name("NAME");
   import->add_flag("--json", options->json,
                    "Print {\"policy\", \"unmapped\", \"ignored\", \"notes\"} instead");
