@@ -120,7 +120,8 @@ def preformatted(text):
 
 
 def man_header(title, description):
-    return [f'.TH {title} 1 "" "sbx {VERSION}" "User Commands"', ".SH NAME",
+    # No hyphenation and ragged right: option names and paths must stay whole and greppable.
+    return [f'.TH {title} 1 "" "sbx {VERSION}" "User Commands"', ".nh", ".ad l", ".SH NAME",
             roff(title.lower()) + " \\- " + roff(description)]
 
 

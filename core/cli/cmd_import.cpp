@@ -11,6 +11,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <toml.hpp>
@@ -67,8 +68,21 @@ struct Draft {
   std::vector<Listed> ignored;
   std::vector<std::string> notes;
 
+  // Adds an entry; with `replace`, an earlier entry for the same path or glob is replaced (a
+  // Codex profile's key replaces its parent's), so a parent's grant cannot outlive the child's
+  // narrower access through sbx's deny > write > read tie-break.
   void entry(std::string source, std::string_view key, const std::string& path,
-             std::string_view access) {
+             std::string_view access, bool replace = false) {
+    if (replace) {
+      for (Sourced& existing : entries) {
+        json::object& object = existing.value.as_object();
+        if (object.contains(key) && object[key] == json::value(path)) {
+          object["access"] = access;
+          existing.source = std::move(source);
+          return;
+        }
+      }
+    }
     json::object object;
     object[key] = path;
     object["access"] = access;
@@ -463,11 +477,11 @@ void codex_fs_entry(const std::string& name, const std::string& path, const std:
     if (access != "deny") {
       draft.unmap(name, "a read or write glob; sbx globs are deny-only");
     } else {
-      draft.entry(name, "glob", target, "deny");
+      draft.entry(name, "glob", target, "deny", true);
     }
     return;
   }
-  draft.entry(name, "path", target, access);
+  draft.entry(name, "path", target, access, true);
 }
 
 void codex_filesystem(const TomlValue& fs, const std::string& parent, Draft& draft) {
@@ -492,7 +506,7 @@ void codex_filesystem(const TomlValue& fs, const std::string& parent, Draft& dra
         if (workspace && *mode == "deny" && has_glob_chars(sub)) {
           // A relative sbx glob is taken from the working directory, as Codex takes it from
           // the workspace root.
-          draft.entry(item, "glob", sub, "deny");
+          draft.entry(item, "glob", sub, "deny", true);
           continue;
         }
         codex_fs_entry(item, sub == "." ? base : base + "/" + sub, *mode, draft);
@@ -522,7 +536,8 @@ void codex_builtin_parent(const std::string& parent, const std::string& source, 
 }
 
 void codex_permissions(const TomlValue& config, const std::string& profile, Draft& draft,
-                       int depth = 0) {
+                       std::set<std::string>& used, int depth = 0) {
+  used.insert(profile);
   const std::string parent = "permissions." + profile;
   const TomlValue* permissions = toml_find(config, "permissions");
   const TomlValue* table = permissions == nullptr ? nullptr : toml_find(*permissions, profile);
@@ -538,7 +553,7 @@ void codex_permissions(const TomlValue& config, const std::string& profile, Draf
     } else if (!base.empty() && base.front() == ':') {
       draft.unmap(parent + ".extends", "built-in profile " + base + " cannot be extended here");
     } else {
-      codex_permissions(config, base, draft, depth + 1);
+      codex_permissions(config, base, draft, used, depth + 1);
     }
   }
   for (const auto& [key, value] : table->as_table()) {
@@ -640,6 +655,8 @@ std::optional<std::string> codex_profile_mode(const TomlValue& config, const std
         draft.ignore(setting, "the profile is not selected (see --profile)");
       } else if (key == "sandbox_mode") {
         mode = toml_string(value, setting);
+      } else if (codex_sandbox_key(key)) {
+        draft.unmap(setting, "this import reads only sandbox_mode from a profile");
       } else {
         draft.ignore(setting, "not a sandbox setting");
       }
@@ -699,7 +716,14 @@ Draft import_codex(const std::string& text, const std::string& file,
     } else if (!name.empty() && name.front() == ':') {
       throw InvalidInput{"default_permissions: unknown built-in profile \"" + name + "\""};
     } else {
-      codex_permissions(config, name, draft);
+      std::set<std::string> used;
+      codex_permissions(config, name, draft, used);
+      const TomlValue* permissions = toml_find(config, "permissions");
+      for (const auto& [profile, value] : permissions->as_table()) {
+        if (used.count(profile) == 0) {
+          draft.ignore("permissions." + profile, "not selected by default_permissions");
+        }
+      }
       if (workspace != nullptr) {
         draft.ignore("sandbox_workspace_write", "a permissions profile is selected instead");
       }

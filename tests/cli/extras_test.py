@@ -395,7 +395,8 @@ class CliDocs(ExtrasCase):
 
     def sbx_man(self, page):
         result = run(["man", "-l", os.path.join(SHARE, "man", "man1", page)],
-                     env={**self.env, "MANWIDTH": "100", "MANPAGER": "cat", "PAGER": "cat"})
+                     env={**self.env, "MANWIDTH": "100", "MANPAGER": "cat", "PAGER": "cat",
+                          "LANG": "C", "LC_ALL": "C"})  # ASCII: '-' stays '-'
         self.assertEqual(result.returncode, 0, shown(result))
         return result.stdout
 
@@ -541,8 +542,16 @@ class PolicyImport(ExtrasCase):
             ("~/.ssh", "deny")]))
         self.assertEqual(report["policy"]["network"]["mode"], "enabled")
         self.assertEqual(report["unmapped"], [])
-        self.assertEqual(self.names(report["ignored"]), ["permissions.dev.description"])
+        self.assertEqual(self.names(report["ignored"]),
+                         ["permissions.dev.description", "permissions.other"])
         self.assertTrue(any("glob_scan_max_depth" in note for note in report["notes"]))
+
+    def test_codex_child_profile_replaces_its_parents_key(self):
+        report = self.imported("codex", "codex-permissions-extends.toml")
+        # Not (":cwd", "write") next to (":cwd", "read"): sbx's tie-break would let write win.
+        self.assertEqual(self.entries(report), [(":root", "read"), (":cwd", "read"),
+                                                ("~/.ssh", "deny")])
+        self.assertEqual((report["unmapped"], report["ignored"]), ([], []))
 
     def test_codex_settings_without_equivalent_are_listed_and_exit_3(self):
         report = self.imported("codex", "codex-permissions-proxy.toml", code=3)
