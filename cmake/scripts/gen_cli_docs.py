@@ -80,6 +80,8 @@ def option_text(option):
         text += " (one of: " + ", ".join(option["choices"]) + ")"
     if option["repeatable"] and not option["positional"] and "repeatable" not in text:
         text += " (repeatable)"
+    if option.get("default"):
+        text += " (default: " + option["default"] + ")"
     if option["required"]:
         text += " (required)"
     return roff(text)

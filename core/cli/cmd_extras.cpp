@@ -54,6 +54,7 @@ json::object describe_option(const CLI::Option& option) {
   out["takes_value"] = option.get_expected_max() > 0;
   out["repeatable"] = option.get_items_expected_max() > 1 ||
                       option.get_multi_option_policy() == CLI::MultiOptionPolicy::TakeAll;
+  out["default"] = option.get_default_str();
   out["required"] = option.get_required();
   out["group"] = option.get_group();
   return out;

@@ -750,6 +750,7 @@ Result<std::string> read_source(const std::string& file) {
   if (!in) return Error{"cannot read '" + printable(file) + "'"};
   std::string text(kMaxImportBytes + 1, '\0');
   in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (in.bad()) return Error{"cannot read '" + printable(file) + "' (is it a directory?)"};
   text.resize(static_cast<std::size_t>(in.gcount()));
   if (text.size() > kMaxImportBytes) {
     return Error{"'" + printable(file) + "' is larger than 1 MiB"};

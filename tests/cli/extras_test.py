@@ -627,7 +627,8 @@ class PolicyImport(ExtrasCase):
         for args in [["--from", "yaml", os.path.join(FIXTURES, "srt-settings.json")],
                      ["--from", "srt"],
                      ["--from", "srt", "--profile", "x", os.path.join(FIXTURES, "srt-settings.json")],
-                     ["--from", "srt", os.path.join(self.tmp, "missing.json")]]:
+                     ["--from", "srt", os.path.join(self.tmp, "missing.json")],
+                     ["--from", "codex", self.tmp]]:
             with self.subTest(args=args):
                 result = self.sbx("policy", "import", *args)
                 self.assertEqual(result.returncode, 125, shown(result))
