@@ -6,6 +6,7 @@
 // silently. The policy is built as a document and run through sbx's strict parser; a value the
 // parser refuses is moved to "unmapped" with the parser's reason, so the printed policy is always
 // one `sbx policy check` accepts.
+#include <algorithm>
 #include <boost/json.hpp>
 #include <fstream>
 #include <iostream>
@@ -665,8 +666,41 @@ std::optional<std::string> codex_profile_mode(const TomlValue& config, const std
   return mode;
 }
 
+// toml11 parses nested arrays and inline tables recursively: a file nesting them thousands
+// deep would overflow the stack. This scan follows TOML's strings and comments far enough to
+// count the brackets that nest values, and refuses deep nesting before toml11 sees the text.
+constexpr int kMaxTomlNesting = 64;
+
+void check_toml_nesting(std::string_view text) {
+  int depth = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '#') {
+      i = std::min(text.find('\n', i), text.size());
+    } else if (c == '"' || c == '\'') {
+      bool multi = text.compare(i, 3, std::string(3, c)) == 0;
+      std::string_view end = multi ? std::string_view(c == '"' ? "\"\"\"" : "\'\'\'")
+                                   : std::string_view(c == '"' ? "\"" : "'");
+      std::size_t j = i + (multi ? 3 : 1);
+      while (j < text.size() && text.compare(j, end.size(), end) != 0 &&
+             (multi || text[j] != '\n')) {
+        j += (c == '"' && text[j] == '\\') ? 2 : 1;
+      }
+      i = j + (multi ? 2 : 0);
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxTomlNesting) {
+        throw InvalidInput{"arrays or inline tables nested deeper than " +
+                           std::to_string(kMaxTomlNesting)};
+      }
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+}
+
 Draft import_codex(const std::string& text, const std::string& file,
                    const std::string& profile_option) {
+  check_toml_nesting(text);
   std::istringstream stream(text);
   TomlValue config;
   try {

@@ -624,6 +624,18 @@ class PolicyImport(ExtrasCase):
                 self.assertEqual(result.returncode, 2, shown(result))
                 self.assertRegex(result.stderr, r"^sbx: invalid .+; fix the file\n$")
                 self.assertEqual(result.stdout, "")
+        # Deep nesting is refused before a recursive parser could overflow the stack.
+        deep = 100000
+        for source, text in [("codex", "a = " + "[" * deep + "]" * deep + "\n"),
+                             ("codex", 'a = "[[[[" # ' + "[" * deep + "\n" + "b = [[1], [2]]\n"),
+                             ("srt", '{"network": ' + "[" * deep + "]" * deep + "}")]:
+            with self.subTest(deep=text[:12]):
+                result = self.sbx("policy", "import", "--from", source, self.write("deep", text))
+                if "b = " in text:  # brackets in strings and comments do not count
+                    self.assertEqual(result.returncode, 0, shown(result))
+                    continue
+                self.assertEqual(result.returncode, 2, shown(result))
+                self.assertRegex(result.stderr, r"^sbx: invalid .+(deeper than 64|too deep)")
         for args in [["--from", "yaml", os.path.join(FIXTURES, "srt-settings.json")],
                      ["--from", "srt"],
                      ["--from", "srt", "--profile", "x", os.path.join(FIXTURES, "srt-settings.json")],
