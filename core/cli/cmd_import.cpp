@@ -684,9 +684,9 @@ void check_toml_nesting(std::string_view text) {
       std::size_t j = i + (multi ? 3 : 1);
       while (j < text.size() && text.compare(j, end.size(), end) != 0 &&
              (multi || text[j] != '\n')) {
-        j += (c == '"' && text[j] == '\\') ? 2 : 1;
+        j += (c == '"' && text[j] == '\\') ? 2U : 1U;
       }
-      i = j + (multi ? 2 : 0);
+      i = j + (multi ? 2U : 0U);
     } else if (c == '[' || c == '{') {
       if (++depth > kMaxTomlNesting) {
         throw InvalidInput{"arrays or inline tables nested deeper than " +
