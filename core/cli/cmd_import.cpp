@@ -231,6 +231,26 @@ bool lexically_inside(const std::string& inner, const std::string& outer) {
   return inner.rfind(prefix, 0) == 0;
 }
 
+// denyWrite beats allowWrite in srt, also from above: a write grant at or below a denyWrite
+// is read-only, and a denyWrite inside a denied read stays denied.
+void apply_deny_write(const std::vector<std::pair<std::string, std::string>>& deny_write,
+                      const std::vector<std::string>& deny_read, Draft& draft) {
+  for (const auto& [source, target] : deny_write) {
+    bool unreadable = false;
+    for (const std::string& denied : deny_read) unreadable |= lexically_inside(target, denied);
+    for (Sourced& entry : draft.entries) {
+      json::object& object = entry.value.as_object();
+      if (object.contains("path") && object["access"] == "write" &&
+          lexically_inside(std::string(object["path"].as_string()), target)) {
+        object["access"] = "read";
+        draft.notes.push_back(entry.source + " is read-only: " + source +
+                              " covers it (denyWrite beats allowWrite in srt)");
+      }
+    }
+    draft.entry(source, "path", target, unreadable ? "deny" : "read");
+  }
+}
+
 void srt_filesystem(const json::object& fs, Draft& draft) {
   const json::value* disabled = fs.if_contains("disabled");
   if (disabled != nullptr && disabled->is_bool() && disabled->get_bool()) {
@@ -244,7 +264,6 @@ void srt_filesystem(const json::object& fs, Draft& draft) {
   }
   draft.entry("filesystem (reads are allowed everywhere by default)", "path", ":root", "read");
   std::vector<std::string> deny_read;
-  std::vector<std::string> allow_write;
   std::vector<std::pair<std::string, std::string>> deny_write;  // {source, path}
   for (const auto& member : fs) {
     const std::string key(member.key());
@@ -274,7 +293,6 @@ void srt_filesystem(const json::object& fs, Draft& draft) {
         } else if (key == "allowRead") {
           draft.entry(item, "path", target, "read");
         } else if (key == "allowWrite") {
-          allow_write.push_back(target);
           draft.entry(item, "path", target, "write");
         } else {
           deny_write.emplace_back(item, target);
@@ -286,23 +304,7 @@ void srt_filesystem(const json::object& fs, Draft& draft) {
       draft.unmap(name, "sbx has no equivalent");
     }
   }
-  // denyWrite beats allowWrite in srt, also from above: a write grant at or below a denyWrite
-  // is read-only, and a denyWrite inside a denied read stays denied.
-  for (const auto& [source, target] : deny_write) {
-    bool unreadable = false;
-    for (const std::string& denied : deny_read) unreadable |= lexically_inside(target, denied);
-    for (Sourced& entry : draft.entries) {
-      json::object& object = entry.value.as_object();
-      if (object.contains("path") && object["access"] == "write" &&
-          lexically_inside(std::string(object["path"].as_string()), target)) {
-        object["access"] = "read";
-        draft.notes.push_back(entry.source + " is read-only: " + source +
-                              " covers it (denyWrite beats allowWrite in srt)");
-      }
-    }
-    draft.entry(source, "path", target, unreadable ? "deny" : "read");
-  }
-  (void)allow_write;
+  apply_deny_write(deny_write, deny_read, draft);
 }
 
 std::vector<std::string> srt_strings(const json::value& value, const std::string& name) {
