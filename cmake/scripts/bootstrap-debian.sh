@@ -10,6 +10,8 @@ packages=(
   clang libclang-rt-14-dev
   bubblewrap firejail util-linux iproute2 procps
   curl  # the proxy end-to-end tests (tests/integration/proxy) run it inside the sandbox
+  libtoml11-dev  # `sbx policy import --from codex` reads config.toml
+  python3-jsonschema man-db zsh fish  # tests/cli/extras_test.py: schema, man pages, completions
   mingw-w64 wine64
 )
 

@@ -33,8 +33,8 @@ int run_show(const PolicyOptions& options) {
 }  // namespace
 
 std::vector<Command> register_policy(CLI::App& app) {
-  CLI::App* policy =
-      app.add_subcommand("policy", "Validate, show, widen or approve policies");
+  CLI::App* policy = app.add_subcommand(
+      "policy", "Validate, show, widen, approve or import policies, or print their JSON Schema");
   policy->require_subcommand(1);
   auto check_options = std::make_shared<PolicyOptions>();
   CLI::App* check = policy->add_subcommand(

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "extras.hpp"
 #include "sbx/core/runtime.hpp"
 #include "sbx/core/spawn.hpp"
 
@@ -55,6 +56,8 @@ int run(int argc, char** argv) {
       sbx::cli::register_debug(app, globals)};
   for (sbx::cli::Command& command : sbx::cli::register_policy(app)) commands.push_back(command);
   for (sbx::cli::Command& command : sbx::cli::register_config(app)) commands.push_back(command);
+  // Last: `__describe-cli` describes every subcommand registered before it.
+  for (sbx::cli::Command& command : sbx::cli::register_extras(app)) commands.push_back(command);
 
   try {
     app.parse(argc, argv);
