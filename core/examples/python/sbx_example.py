@@ -23,7 +23,7 @@ import threading
 try:
     import sbx as sbxlib  # the binding: bindings/python (pip install ./bindings/python)
 except ImportError:  # run from a checkout without installing it
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..",
                                     "bindings", "python", "src"))
     import sbx as sbxlib
 from sbx import SbxError
