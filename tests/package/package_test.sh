@@ -9,6 +9,8 @@
 #   exec      a sandboxed write inside the workspace passes, one outside is denied
 #   c         a C consumer built with `pkg-config --cflags --libs sbx` against the package
 #   cxx       a C++ consumer built with find_package(sbx) against the package
+#   node      bindings/node built standalone (what `npm install` runs) against the package, then
+#             a sandboxed write inside the workspace through it
 # usage: package_test.sh STEP BUILD_DIR WORK_DIR DEB_ROOT SOURCE_DIR
 set -euo pipefail
 step=$1 build=$2 work=$3 root=$4 source=$5
@@ -144,6 +146,27 @@ cxx)
   ldd "$work/cxx/build/consumer_cxx" | grep -F "$usr/lib/libsbx.so" ||
     fail "consumer_cxx is not linked to the package's libsbx"
   "$work/cxx/build/consumer_cxx" "$work/cxx/ws" "$work/cxx/outside.txt"
+  ;;
+node)
+  command -v node >/dev/null || { echo "SKIPPED: node is not installed"; exit 0; }
+  rm -rf "$work/node" && mkdir -p "$work/node/ws"
+  cmake -S "$source/bindings/node" -B "$work/node/build" -G Ninja -DCMAKE_PREFIX_PATH="$usr" \
+        -DCMAKE_BUILD_TYPE=Release
+  cmake --build "$work/node/build"
+  [[ -f "$work/node/build/sbx.node" ]] || { echo "SKIPPED: no Node-API headers here"; exit 0; }
+  SBX_NODE_ADDON="$work/node/build/sbx.node" node -e '
+    const sbx = require(process.argv[1]);
+    const fs = require("fs");
+    const ws = process.argv[2];
+    new sbx.Sbx().exec({version: 1, preset: "workspace-write"},
+                       ["sh", "-c", "echo hi > from-node.txt"], {cwd: ws, preference: "require"})
+      .then((r) => {
+        console.log(JSON.stringify(r));
+        if (r.exit.code !== 0 || fs.readFileSync(ws + "/from-node.txt", "utf8") !== "hi\n")
+          process.exit(1);
+      }, (e) => { console.error(e); process.exit(1); });' "$source/bindings/node" "$work/node/ws"
+  ldd "$work/node/build/sbx.node" | grep -F "$usr/lib/libsbx.so" ||
+    fail "the standalone addon is not linked to the package's libsbx"
   ;;
 *)
   fail "unknown step $step"
