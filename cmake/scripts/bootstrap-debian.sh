@@ -12,7 +12,7 @@ packages=(
   curl  # the proxy end-to-end tests (tests/integration/proxy) run it inside the sandbox
   mingw-w64 wine64
   dpkg-dev  # cpack's .deb: dpkg-shlibdeps declares the shared libraries (tests/package)
-  python3-venv python3-pytest  # bindings/python: pip install into a venv, its pytest suite
+  python3-pip python3-venv python3-pytest  # bindings/python: pip install into a venv, pytest
   nodejs node-typescript       # bindings/node: node --test, tsc checks index.d.ts
 )
 # The Node-API headers: Debian's nodejs has none (libnode-dev does); a nodejs that ships its own

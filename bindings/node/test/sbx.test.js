@@ -116,13 +116,14 @@ test('exec: a write inside the workspace passes', async (t) => {
 
 test('exec: a write outside is denied and classified', async (t) => {
   const s = new sbx.Sbx();
+  let outsideDir = null;
   try {
     const ws = workspace();
     const backend = backendOrSkip(t, s, ws);
     if (!backend) return;
-    // A directory this process can write, outside the workspace and outside /tmp.
-    const outsideDir = fs.mkdtempSync(path.join(process.env.SBX_NODE_OUTSIDE_DIR || '/var/tmp',
-                                                'sbx-node-outside-'));
+    // A directory this process can write (only the sandbox can stop the write), outside the
+    // workspace, /tmp and $TMPDIR: under the current directory (ctest: the build tree).
+    outsideDir = fs.mkdtempSync(path.join(process.cwd(), 'sbx-node-outside-'));
     const target = path.join(fs.realpathSync(outsideDir), 'denied.txt');
     const report = await s.exec(WORKSPACE, ['sh', '-c', `echo x > '${target}'`],
                                 { cwd: ws, captureStderr: true });
@@ -132,8 +133,8 @@ test('exec: a write outside is denied and classified', async (t) => {
     assert.strictEqual(report.denial.likely_sandbox_denial, true);
     assert.strictEqual(report.denial.kind, 'filesystem');
     assert.ok(report.stderr_tail.includes(target), report.stderr_tail);
-    fs.rmSync(outsideDir, { recursive: true, force: true });
   } finally {
+    if (outsideDir) fs.rmSync(outsideDir, { recursive: true, force: true });
     s.close();
   }
 });

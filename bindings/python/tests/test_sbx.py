@@ -1,8 +1,10 @@
 """The Python binding against a real libsbx: every call of the C API, real sandboxed runs."""
 import http.server
 import os
+import shutil
 import signal
 import sys
+import tempfile
 import threading
 
 import pytest
@@ -99,25 +101,22 @@ def test_exec_write_inside_passes(s, workspace, backend):
         assert f.read() == "hello\n"
 
 
-def test_exec_write_outside_is_denied_and_classified(s, workspace, backend, tmp_path_factory):
+def test_exec_write_outside_is_denied_and_classified(s, workspace, backend):
     # A directory this process can write (so only the sandbox can stop the write), outside the
-    # workspace and outside /tmp (which workspace-write leaves writable).
-    outside = os.path.join(os.path.dirname(os.path.realpath(sbx.find_library())), "..",
-                           "sbx-pytest-outside")
-    if not os.access(os.path.dirname(outside), os.W_OK):
-        outside = "/var/tmp/sbx-pytest-outside"
-    target = os.path.realpath(outside) + f"-{os.getpid()}"
-    report = s.exec(WORKSPACE, ["sh", "-c", f"echo x > '{target}'"], cwd=workspace,
-                    flags=sbx.EXEC_CAPTURE_STDERR)
+    # workspace and outside /tmp and $TMPDIR (which workspace-write leaves writable): under the
+    # current directory (ctest: the build tree).
+    outside = tempfile.mkdtemp(prefix="sbx-pytest-outside-", dir=os.getcwd())
+    target = os.path.join(os.path.realpath(outside), "denied.txt")
     try:
+        report = s.exec(WORKSPACE, ["sh", "-c", f"echo x > '{target}'"], cwd=workspace,
+                        flags=sbx.EXEC_CAPTURE_STDERR)
         assert report["exit"]["code"] != 0 and report["final"] == backend
         assert not os.path.exists(target)
         denial = report["denial"]
         assert denial["likely_sandbox_denial"] is True and denial["kind"] == "filesystem"
         assert target in report["stderr_tail"]
     finally:
-        if os.path.exists(target):
-            os.unlink(target)
+        shutil.rmtree(outside, ignore_errors=True)
 
 
 def test_exec_runs_off_the_gil(s, workspace, backend):
