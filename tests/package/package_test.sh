@@ -44,6 +44,9 @@ deb)
   printf 'Source: sbx-depends-check\n\nPackage: sbx-depends-check\nArchitecture: any\n' \
     >"$work/control"
   dpkg-checkbuilddeps -d "$depends" "$work/control" || fail "Depends is not satisfied here"
+  # libsbx enters the dynamic linker's cache on install (ctypes.util.find_library finds it).
+  dpkg-deb -I "$deb" triggers | grep -q 'ldconfig' || fail "no ldconfig trigger in the .deb"
+  dpkg-deb -I "$deb" shlibs | grep -q '^libsbx ' || fail "no shlibs entry for libsbx"
   listing=$(dpkg-deb -c "$deb")
   echo "$listing"
   # Owned by root, nothing (but symbolic links) group- or world-writable.

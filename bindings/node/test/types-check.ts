@@ -33,3 +33,20 @@ const badGlob: Policy = { version: 1, filesystem: { entries: [{ glob: '*.key', a
 // @ts-expect-error: version 2 does not exist
 const badVersion: Policy = { version: 2, preset: 'read-only' };
 void [badPreset, badGlob, badVersion];
+
+// README.md's "run a tool call" loop, verbatim (so the example stays true to the types).
+namespace readme {
+const s = new Sbx();
+let policy: Policy = { version: 1, preset: 'workspace-write' };
+async function runToolCall(argv: string[], cwd: string,
+                           askUser: (why: string) => Promise<Policy | null>): Promise<ExecReport> {
+  const report = await s.exec(policy, argv, { cwd, captureStderr: true });
+  if (report.exit === null) throw new SbxError(report.error ?? 'refused');        // no sandbox here
+  if (report.exit.code !== 0 && report.denial?.likely_sandbox_denial) {
+    const grant = await askUser(report.denial.evidence);                            // a person decides
+    if (grant) { policy = s.widen(policy, grant); return runToolCall(argv, cwd, askUser); }
+  }
+  return report;
+}
+void runToolCall;
+}
