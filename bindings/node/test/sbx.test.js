@@ -53,6 +53,16 @@ test('errors are SbxError carrying libsbx message; bad arguments are TypeError',
   assert.throws(() => s.explain(WORKSPACE), TypeError, 'a closed handle');
 });
 
+test('exec rejects with SbxError carrying libsbx message', async () => {
+  const s = new sbx.Sbx();
+  try {
+    await assert.rejects(s.exec({ version: 1, preset: 'no-such-preset' }, ['true']),
+                         (e) => e instanceof sbx.SbxError && e.message.includes('preset'));
+  } finally {
+    s.close();
+  }
+});
+
 test('widen and approve', () => {
   const extra = { version: 1, filesystem: { entries: [{ path: '/srv/data', access: 'write' }] } };
   const wide = sbx.widen({ version: 1, preset: 'read-only' }, extra);

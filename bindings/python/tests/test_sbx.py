@@ -46,6 +46,8 @@ def test_errors_are_sbx_errors_with_libsbx_message(s):
         s.should_sandbox({"version": 1, "preset": "no-such-preset"})
     with pytest.raises(sbx.SbxError):
         s.exec(WORKSPACE, [])
+    with pytest.raises(sbx.SbxError, match="preset"):
+        s.exec({"version": 1, "preset": "no-such-preset"}, ["true"])
 
 
 def test_widen_and_approve(s):
