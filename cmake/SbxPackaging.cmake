@@ -41,7 +41,7 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION "admin")
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "bubblewrap")
-# A shlibs file for libsbx and the ldconfig trigger, so /usr/lib/libsbx.so.* enters the cache.
+# A shlibs file for libsbx and ldconfig on install, so /usr/lib/libsbx.so.* enters the cache.
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
 # Every directory 0755: the plugin loader refuses a plugin directory anyone but root can write
 # (the archive's owner is root:root, CPack writes it so without fakeroot).

@@ -45,7 +45,9 @@ deb)
     >"$work/control"
   dpkg-checkbuilddeps -d "$depends" "$work/control" || fail "Depends is not satisfied here"
   # libsbx enters the dynamic linker's cache on install (ctypes.util.find_library finds it).
-  dpkg-deb -I "$deb" triggers | grep -q 'ldconfig' || fail "no ldconfig trigger in the .deb"
+  # (CPack writes it as a postinst running ldconfig, or as an ldconfig trigger.)
+  { dpkg-deb -I "$deb" postinst 2>/dev/null; dpkg-deb -I "$deb" triggers 2>/dev/null; } |
+    grep -q 'ldconfig' || fail "the .deb does not run ldconfig on install"
   dpkg-deb -I "$deb" shlibs | grep -q '^libsbx ' || fail "no shlibs entry for libsbx"
   listing=$(dpkg-deb -c "$deb")
   echo "$listing"
