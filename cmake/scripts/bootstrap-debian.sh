@@ -13,7 +13,15 @@ packages=(
   libtoml11-dev  # `sbx policy import --from codex` reads config.toml
   python3-jsonschema man-db zsh fish  # tests/cli/extras_test.py: schema, man pages, completions
   mingw-w64 wine64
+  dpkg-dev  # cpack's .deb: dpkg-shlibdeps declares the shared libraries (tests/package)
+  python3-pip python3-venv python3-pytest  # bindings/python: pip install into a venv, pytest
+  nodejs node-typescript       # bindings/node: node --test, tsc checks index.d.ts
 )
+# The Node-API headers: Debian's nodejs has none (libnode-dev does); a nodejs that ships its own
+# (e.g. NodeSource's, /usr/include/node) conflicts with libnode-dev, so it is only added if missing.
+if [[ ! -e /usr/include/node/node_api.h ]]; then
+  packages+=(libnode-dev)
+fi
 
 missing=()
 for pkg in "${packages[@]}"; do

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Embedding sbx in a Python agent through the C API (sbx/sbx.h) with ctypes.
+"""Embedding sbx in a Python agent with the `sbx` package (bindings/python, over the C API).
 
     python3 sbx_example.py --prefix /usr/local        # an installed sbx
     python3 sbx_example.py --lib /path/to/libsbx.so.0.1
@@ -13,142 +13,23 @@ so the script doubles as the C API's end-to-end test (ctest capi.python_example)
 non-zero on the first wrong answer.
 """
 import argparse
-import ctypes
-import glob
 import http.server
-import json
 import os
 import signal
 import sys
 import tempfile
 import threading
 
-SBX_EXEC_ALLOW_UNSANDBOXED = 1 << 0
-SBX_EXEC_CAPTURE_STDERR = 1 << 1
+try:
+    import sbx as sbxlib  # the binding: bindings/python (pip install ./bindings/python)
+except ImportError:  # run from a checkout without installing it
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..",
+                                    "bindings", "python", "src"))
+    import sbx as sbxlib
+from sbx import SbxError
 
-
-class SbxError(Exception):
-    """An error reported by libsbx (the message says what was wrong and what to do)."""
-
-
-class Sbx:
-    """A thin, typed wrapper over libsbx's C API. Every call returns parsed JSON or text."""
-
-    def __init__(self, library_path):
-        self.lib = ctypes.CDLL(library_path)
-        lib = self.lib
-        err = ctypes.POINTER(ctypes.c_void_p)
-        # Returned strings are char* we must free, so declare them as c_void_p (not c_char_p,
-        # which would copy and lose the pointer).
-        for name, args in {
-            "sbx_backends_json": [ctypes.c_void_p, ctypes.c_int, err],
-            "sbx_should_sandbox": [ctypes.c_char_p, ctypes.c_char_p, err],
-            "sbx_explain": [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
-                            err],
-            "sbx_transform": [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p,
-                              ctypes.POINTER(ctypes.c_char_p), ctypes.c_char_p, err],
-            "sbx_exec": [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p,
-                         ctypes.POINTER(ctypes.c_char_p), ctypes.c_char_p, ctypes.c_uint, err],
-            "sbx_policy_widen": [ctypes.c_char_p, ctypes.c_char_p, err],
-            "sbx_policy_approve": [ctypes.c_char_p, ctypes.c_char_p, err],
-            "sbx_context": [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int, err],
-            "sbx_classify_failure": [ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t,
-                                     ctypes.c_char_p, err],
-        }.items():
-            function = getattr(lib, name)
-            function.argtypes = args
-            function.restype = ctypes.c_void_p
-        lib.sbx_manager_new.argtypes = [ctypes.c_char_p, err]
-        lib.sbx_manager_new.restype = ctypes.c_void_p
-        lib.sbx_manager_free.argtypes = [ctypes.c_void_p]
-        lib.sbx_string_free.argtypes = [ctypes.c_void_p]
-        lib.sbx_error_message.argtypes = [ctypes.c_void_p]
-        lib.sbx_error_message.restype = ctypes.c_char_p
-        lib.sbx_error_free.argtypes = [ctypes.c_void_p]
-        lib.sbx_version.restype = ctypes.c_char_p
-        self.manager = None
-
-    # -- plumbing --------------------------------------------------------------------------
-    def _call(self, name, *args):
-        """Calls an API function returning char*; raises SbxError with libsbx's message."""
-        error = ctypes.c_void_p()
-        result = getattr(self.lib, name)(*args, ctypes.byref(error))
-        if not result:
-            message = self.lib.sbx_error_message(error).decode("utf-8", "replace")
-            self.lib.sbx_error_free(error)
-            raise SbxError(message)
-        try:
-            return ctypes.string_at(result).decode("utf-8")
-        finally:
-            self.lib.sbx_string_free(result)
-
-    @staticmethod
-    def _argv(argv):
-        array = (ctypes.c_char_p * (len(argv) + 1))()
-        array[:-1] = [arg.encode() for arg in argv]
-        array[-1] = None
-        return array
-
-    @staticmethod
-    def _policy(policy):
-        return json.dumps(policy).encode()
-
-    # -- the API -----------------------------------------------------------------------------
-    def version(self):
-        return self.lib.sbx_version().decode()
-
-    def open(self, backends=None):
-        error = ctypes.c_void_p()
-        manager = self.lib.sbx_manager_new(backends.encode() if backends else None,
-                                           ctypes.byref(error))
-        if not manager:
-            message = self.lib.sbx_error_message(error).decode()
-            self.lib.sbx_error_free(error)
-            raise SbxError(message)
-        self.manager = ctypes.c_void_p(manager)
-
-    def close(self):
-        if self.manager:
-            self.lib.sbx_manager_free(self.manager)
-            self.manager = None
-
-    def backends(self, probe=True):
-        return json.loads(self._call("sbx_backends_json", self.manager, 1 if probe else 0))
-
-    def should_sandbox(self, policy, preference="auto"):
-        return json.loads(self._call("sbx_should_sandbox", self._policy(policy),
-                                     preference.encode()))
-
-    def explain(self, policy, cwd=None, preference="auto"):
-        return json.loads(self._call("sbx_explain", self.manager, self._policy(policy),
-                                     cwd.encode() if cwd else None, preference.encode()))
-
-    def transform(self, policy, argv, cwd=None, preference="auto"):
-        return json.loads(self._call("sbx_transform", self.manager, self._policy(policy),
-                                     cwd.encode() if cwd else None, self._argv(argv),
-                                     preference.encode()))
-
-    def exec(self, policy, argv, cwd=None, preference="auto", flags=0):
-        return json.loads(self._call("sbx_exec", self.manager, self._policy(policy),
-                                     cwd.encode() if cwd else None, self._argv(argv),
-                                     preference.encode(), flags))
-
-    def widen(self, base, extra):
-        return json.loads(self._call("sbx_policy_widen", self._policy(base), self._policy(extra)))
-
-    def approve(self, requested, granted):
-        return json.loads(self._call("sbx_policy_approve", self._policy(requested),
-                                     self._policy(granted)))
-
-    def context(self, policy, cwd=None, as_json=False):
-        text = self._call("sbx_context", self._policy(policy), cwd.encode() if cwd else None,
-                          1 if as_json else 0)
-        return json.loads(text) if as_json else text
-
-    def classify(self, exit_code, signal, stderr, backend):
-        data = stderr.encode()
-        return json.loads(self._call("sbx_classify_failure", exit_code, signal, data, len(data),
-                                     backend.encode() if backend else None))
+SBX_EXEC_ALLOW_UNSANDBOXED = sbxlib.EXEC_ALLOW_UNSANDBOXED
+SBX_EXEC_CAPTURE_STDERR = sbxlib.EXEC_CAPTURE_STDERR
 
 
 # -- the walk-through -------------------------------------------------------------------------
@@ -162,13 +43,10 @@ def check(condition, what):
 def find_library(args):
     if args.lib:
         return args.lib
-    prefix = args.prefix or os.environ.get("SBX_PREFIX", "/usr/local")
-    for libdir in ("lib", "lib64", "lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu"):
-        # The versioned file: the unversioned libsbx.so link is a development file.
-        candidates = sorted(glob.glob(os.path.join(prefix, libdir, "libsbx.so*")), key=len)
-        if candidates:
-            return candidates[0]
-    sys.exit(f"no libsbx.so* under {prefix}/lib*; pass --prefix or --lib")
+    try:
+        return sbxlib.find_library(args.prefix or os.environ.get("SBX_PREFIX", "/usr/local"))
+    except SbxError as e:
+        sys.exit(f"{e}; pass --prefix or --lib")
 
 
 WORKSPACE = {"version": 1, "preset": "workspace-write"}
@@ -394,12 +272,12 @@ def main():
     args = parser.parse_args()
     library = find_library(args)
     print(f"     libsbx: {library}")
-    sbx = Sbx(library)
+    sbx = sbxlib.Sbx(library, backends=args.backends)
     # A fresh workspace (the policy's :cwd) so the example never writes into the caller's.
     with tempfile.TemporaryDirectory(prefix="sbx-python-example-", dir="/tmp") as tmp:
         workdir = os.path.realpath(tmp)
         walk_through_pure_parts(sbx, workdir)
-        sbx.open(args.backends)
+        sbx.open()
         try:
             walk_through_execution(sbx, workdir)
             walk_through_proxy(sbx, workdir)

@@ -1,0 +1,202 @@
+// Types of the `sbx` package (index.js). Policies are those of README.md "Policies" (the model
+// is documented in core/include/sbx/core/policy.hpp); reports are those of `sbx ... --json`.
+// A report may carry more keys than typed here: these are the ones an agent relies on.
+
+export type Access = 'read' | 'write' | 'deny';
+export type PresetName = 'read-only' | 'workspace-write' | 'danger-full-access' | 'external-sandbox';
+export type Preference = 'auto' | 'require' | 'forbid';
+export type NetworkMode = 'restricted' | 'enabled' | 'proxy';
+
+/** A path entry (absolute, "~/...", or ":root", ":cwd", ":cwd/sub", ":tmpdir", ":slash_tmp", ":minimal"). */
+export interface PathEntry { path: string; access: Access; }
+/** A deny-only glob entry, e.g. {"glob": "**\/*.pem", "access": "deny"}. */
+export interface GlobEntry { glob: string; access: 'deny'; }
+
+export interface FilesystemSpec {
+  kind?: 'restricted' | 'unrestricted' | 'external';
+  entries?: Array<PathEntry | GlobEntry>;
+  /** Plain names (no '/') kept read-only at the top of every writable root. */
+  protected_names?: string[];
+}
+
+export interface NetworkPolicy {
+  mode: NetworkMode;
+  /** network mode proxy: "host", "*.host", "host:port". */
+  allowed_domains?: string[];
+  denied_domains?: string[];
+  /** Host unix sockets a command may connect to (an allow-list, every mode). */
+  unix_sockets?: string[];
+  allow_local_binding?: boolean;
+  proxy_ports?: number[];
+}
+
+export interface Limits {
+  processes?: number | null;
+  open_files?: number | null;
+  file_size_bytes?: number | null;
+  address_space_bytes?: number | null;
+  memory_bytes?: number | null;
+  cpu_seconds?: number | null;
+  timeout_seconds?: number | null;
+  timeout_grace_seconds?: number;
+}
+
+export interface EnvironmentPolicy {
+  inherit?: 'all' | 'core' | 'none';
+  keep?: string[];
+  exclude?: string[];
+  include_only?: string[];
+  set?: Record<string, string>;
+}
+
+/** The full form. */
+export interface FullPolicy {
+  version: 1;
+  filesystem?: FilesystemSpec;
+  network?: NetworkPolicy;
+  limits?: Limits;
+  environment?: EnvironmentPolicy;
+}
+
+/** The short form: a preset and its options. */
+export interface ShortPolicy {
+  version: 1;
+  preset: PresetName;
+  writable_roots?: string[];
+  network_access?: boolean;
+  exclude_tmpdir_env_var?: boolean;
+  exclude_slash_tmp?: boolean;
+  limits?: Limits;
+  environment?: EnvironmentPolicy;
+}
+
+/** A policy object, or its JSON text (parsed strictly by libsbx). */
+export type Policy = FullPolicy | ShortPolicy | string;
+
+// ---- reports -------------------------------------------------------------------------------
+
+/** Question 1: does the policy need a sandbox at all? */
+export interface Decision { sandbox: boolean; reason: string; }
+
+export interface BackendInfo {
+  name: string;
+  available?: boolean;
+  reason?: string;
+  [key: string]: unknown;
+}
+export interface BackendsReport { backends: BackendInfo[]; rejected: Array<Record<string, unknown>>; }
+
+/** Both questions, as `sbx explain --json`. */
+export interface Explanation {
+  should_sandbox: boolean;
+  /** The backend that would run the command, or "none". */
+  final: string;
+  available_reason: string;
+  [key: string]: unknown;
+}
+
+/** The plan that would run (backend null: unsandboxed). */
+export interface Plan {
+  backend: string | null;
+  argv: string[];
+  env: string[];
+  cwd: string;
+  notes: string[];
+}
+
+export type DenialKind = 'none' | 'filesystem' | 'network' | 'syscall_filter' | 'sandbox_setup' | string;
+
+/** Was a failure most likely the sandbox's doing? Advice, never a security decision. */
+export interface Denial {
+  likely_sandbox_denial: boolean;
+  kind: DenialKind;
+  reason: string;
+  evidence: string;
+}
+
+export interface ExitStatus { code: number | null; signal: number | null; [key: string]: unknown; }
+
+/** What sbx's proxy refused during a run. */
+export interface NetworkRefusal { host: string; port: number; rule: string; [key: string]: unknown; }
+
+/** The report of exec: `sbx exec --json` plus the C API's additions. */
+export interface ExecReport {
+  /** The backend that ran the command, or "none". */
+  final: string;
+  /** null when the command did not run (then `error` says why). */
+  exit: ExitStatus | null;
+  error: string | null;
+  denial: Denial | null;
+  /** The last 64 KiB of stderr with {captureStderr: true}, else null. */
+  stderr_tail: string | null;
+  network_refusals: NetworkRefusal[];
+  network_refusals_total?: number;
+  [key: string]: unknown;
+}
+
+/** approve: recorded false means "nothing recorded" (keep earlier grants), not a refusal. */
+export interface Approval { recorded: boolean; policy: FullPolicy | null; dropped: string[]; }
+
+/** The JSON form of the model-facing description (`sbx context --json`). */
+export interface ContextReport { [key: string]: unknown; }
+
+// ---- the API -------------------------------------------------------------------------------
+
+/** An error reported by libsbx; `message` is libsbx's (what was wrong and what to do). */
+export class SbxError extends Error {
+  readonly name: 'SbxError';
+  readonly code: 'SBX_ERROR';
+}
+
+export interface SbxOptions {
+  /** Preference order, e.g. "bwrap,landlock" (default: every trusted plugin). */
+  backends?: string;
+  /** Use the settings scopes and the administrator's locks as the `sbx` command does. */
+  settings?: boolean;
+  /** Where the project's .sbx/settings.json is looked up from (with settings). */
+  settingsCwd?: string;
+  /** The caller's own settings scope, merged last (implies settings). */
+  settingsJson?: Record<string, unknown> | string;
+}
+
+export interface RunOptions { cwd?: string; preference?: Preference; }
+export interface ExecOptions extends RunOptions {
+  /** Run without a sandbox when none is available (never for a policy with deny entries). */
+  allowUnsandboxed?: boolean;
+  /** Tee stderr and keep its tail for the classification (one capturing exec at a time). */
+  captureStderr?: boolean;
+}
+export interface Failure {
+  exitCode: number;
+  signal?: number;
+  stderr?: string | Uint8Array;
+  /** The backend it ran under (null/undefined or "none": no sandbox). */
+  backend?: string | null;
+}
+
+export function version(): string;
+export function shouldSandbox(policy: Policy, preference?: Preference): Decision;
+export function widen(base: Policy, extra: Policy): FullPolicy;
+export function approve(requested: Policy, granted: Policy): Approval;
+export function context(policy: Policy, options?: { cwd?: string; json?: false }): string;
+export function context(policy: Policy, options: { cwd?: string; json: true }): ContextReport;
+export function classify(failure: Failure): Denial;
+
+export class Sbx {
+  constructor(options?: SbxOptions);
+  close(): void;
+  version(): string;
+  backends(options?: { probe?: boolean }): BackendsReport;
+  reprobe(): void;
+  shouldSandbox(policy: Policy, preference?: Preference): Decision;
+  /** policy null/undefined: the settings' policy (a manager opened with settings). */
+  explain(policy: Policy | null | undefined, options?: RunOptions): Explanation;
+  transform(policy: Policy | null | undefined, argv: string[], options?: RunOptions): Plan;
+  /** Runs off the event loop; resolves with the report, rejects with SbxError. */
+  exec(policy: Policy | null | undefined, argv: string[], options?: ExecOptions): Promise<ExecReport>;
+  widen(base: Policy, extra: Policy): FullPolicy;
+  approve(requested: Policy, granted: Policy): Approval;
+  context(policy: Policy, options?: { cwd?: string; json?: false }): string;
+  context(policy: Policy, options: { cwd?: string; json: true }): ContextReport;
+  classify(failure: Failure): Denial;
+}

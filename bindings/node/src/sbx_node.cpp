@@ -1,0 +1,434 @@
+// The Node-API addon under the `sbx` npm package (bindings/node): one native function per C API
+// call of libsbx (sbx/sbx.h). Values cross as JSON text; index.js parses them and turns errors
+// whose code is "SBX_ERROR" into SbxError. exec runs on libuv's thread pool (napi async work)
+// and settles a Promise, so the event loop keeps running while the command does.
+#define NAPI_VERSION 8
+#include <node_api.h>
+
+#include <sbx/sbx.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace {
+
+// Throws a JavaScript exception and returns nullptr (the caller returns it to Node).
+napi_value throw_type(napi_env env, const std::string& message) {
+  napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", message.c_str());
+  return nullptr;
+}
+
+napi_value throw_sbx(napi_env env, sbx_error* error) {
+  const std::string message = error != nullptr ? sbx_error_message(error) : "libsbx failed";
+  if (error != nullptr) sbx_error_free(error);
+  napi_throw_error(env, "SBX_ERROR", message.c_str());
+  return nullptr;
+}
+
+// Arguments of one call, read with checks (a wrong type is a TypeError naming the argument).
+class Args {
+ public:
+  Args(napi_env env, napi_callback_info info, size_t expected) : env_(env), values_(expected) {
+    size_t count = expected;
+    napi_get_cb_info(env, info, &count, values_.data(), nullptr, nullptr);
+    for (size_t i = count; i < expected; ++i) napi_get_undefined(env, &values_[i]);
+  }
+  napi_value at(size_t i) const { return values_[i]; }
+  bool absent(size_t i) const {
+    napi_valuetype type = napi_undefined;
+    napi_typeof(env_, values_[i], &type);
+    return type == napi_undefined || type == napi_null;
+  }
+  // A string, or nullopt for undefined/null; `ok` false (TypeError thrown) for anything else.
+  std::optional<std::string> text(size_t i, const char* name, bool& ok) const {
+    if (absent(i)) return std::nullopt;
+    size_t length = 0;
+    if (napi_get_value_string_utf8(env_, values_[i], nullptr, 0, &length) != napi_ok) {
+      throw_type(env_, std::string(name) + " must be a string");
+      ok = false;
+      return std::nullopt;
+    }
+    std::string out(length, '\0');
+    napi_get_value_string_utf8(env_, values_[i], out.data(), length + 1, &length);
+    return out;
+  }
+  std::optional<int64_t> integer(size_t i, const char* name, bool& ok) const {
+    int64_t value = 0;
+    if (napi_get_value_int64(env_, values_[i], &value) != napi_ok) {
+      throw_type(env_, std::string(name) + " must be a number");
+      ok = false;
+      return std::nullopt;
+    }
+    return value;
+  }
+  // An array of strings (argv); `ok` false with a TypeError otherwise.
+  std::vector<std::string> strings(size_t i, const char* name, bool& ok) const {
+    std::vector<std::string> out;
+    bool is_array = false;
+    napi_is_array(env_, values_[i], &is_array);
+    uint32_t length = 0;
+    if (is_array) napi_get_array_length(env_, values_[i], &length);
+    if (!is_array || length == 0) {
+      throw_type(env_, std::string(name) + " must be a non-empty array of strings");
+      ok = false;
+      return out;
+    }
+    for (uint32_t k = 0; k < length && ok; ++k) {
+      napi_value element = nullptr;
+      napi_get_element(env_, values_[i], k, &element);
+      size_t len = 0;
+      if (napi_get_value_string_utf8(env_, element, nullptr, 0, &len) != napi_ok) {
+        throw_type(env_, std::string(name) + "[" + std::to_string(k) + "] must be a string");
+        ok = false;
+        break;
+      }
+      std::string s(len, '\0');
+      napi_get_value_string_utf8(env_, element, s.data(), len + 1, &len);
+      out.push_back(std::move(s));
+    }
+    return out;
+  }
+  // The sbx_manager of a handle made by managerNew (TypeError otherwise or once closed).
+  sbx_manager* manager(size_t i, bool& ok) const;
+
+ private:
+  napi_env env_;
+  std::vector<napi_value> values_;
+};
+
+const char* c_str(const std::optional<std::string>& s) { return s ? s->c_str() : nullptr; }
+
+napi_value js_string(napi_env env, const std::string& text) {
+  napi_value out = nullptr;
+  napi_create_string_utf8(env, text.data(), text.size(), &out);
+  return out;
+}
+
+// A returned char* becomes a JS string (and is freed), NULL a thrown SBX_ERROR. `error` is
+// read here, after the call that filled it (an argument's evaluation order is unspecified).
+napi_value take(napi_env env, char* text, sbx_error** error) {
+  if (text == nullptr) return throw_sbx(env, *error);
+  napi_value out = js_string(env, text);
+  sbx_string_free(text);
+  return out;
+}
+
+// A manager handle: a JS object wrapping this box; closing frees the manager early, the
+// finalizer frees it otherwise. `busy` counts running async execs, which hold a reference.
+struct ManagerBox {
+  sbx_manager* manager = nullptr;
+  int busy = 0;
+  bool close_requested = false;
+};
+
+void finalize_box(napi_env, void* data, void*) {
+  auto* box = static_cast<ManagerBox*>(data);
+  if (box->manager != nullptr) sbx_manager_free(box->manager);
+  delete box;
+}
+
+ManagerBox* unwrap_box(napi_env env, napi_value value) {
+  void* data = nullptr;
+  if (napi_unwrap(env, value, &data) != napi_ok) return nullptr;
+  return static_cast<ManagerBox*>(data);
+}
+
+sbx_manager* Args::manager(size_t i, bool& ok) const {
+  ManagerBox* box = unwrap_box(env_, values_[i]);
+  if (box == nullptr || box->manager == nullptr || box->close_requested) {
+    throw_type(env_, "the Sbx handle is closed or not a handle");
+    ok = false;
+    return nullptr;
+  }
+  return box->manager;
+}
+
+// managerNew(backends?, withSettings, cwd?, settingsJson?) -> handle
+napi_value manager_new(napi_env env, napi_callback_info info) {
+  Args args(env, info, 4);
+  bool ok = true;
+  auto backends = args.text(0, "backends", ok);
+  if (!ok) return nullptr;
+  bool with_settings = false;
+  if (!args.absent(1)) napi_get_value_bool(env, args.at(1), &with_settings);
+  auto cwd = args.text(2, "cwd", ok);
+  if (!ok) return nullptr;
+  auto settings = args.text(3, "settings", ok);
+  if (!ok) return nullptr;
+  sbx_error* error = nullptr;
+  sbx_manager* manager =
+      with_settings ? sbx_manager_new_with_settings(c_str(backends), c_str(cwd), c_str(settings),
+                                                    &error)
+                    : sbx_manager_new(c_str(backends), &error);
+  if (manager == nullptr) return throw_sbx(env, error);
+  napi_value handle = nullptr;
+  napi_create_object(env, &handle);
+  auto* box = new ManagerBox{manager, 0, false};
+  if (napi_wrap(env, handle, box, finalize_box, nullptr, nullptr) != napi_ok) {
+    sbx_manager_free(manager);
+    delete box;
+    napi_throw_error(env, nullptr, "napi_wrap failed");
+    return nullptr;
+  }
+  return handle;
+}
+
+// managerClose(handle): frees the manager now, or after the running execs end.
+napi_value manager_close(napi_env env, napi_callback_info info) {
+  Args args(env, info, 1);
+  ManagerBox* box = unwrap_box(env, args.at(0));
+  if (box != nullptr && box->manager != nullptr) {
+    box->close_requested = true;
+    if (box->busy == 0) {
+      sbx_manager_free(box->manager);
+      box->manager = nullptr;
+    }
+  }
+  return nullptr;
+}
+
+napi_value manager_reprobe(napi_env env, napi_callback_info info) {
+  Args args(env, info, 1);
+  bool ok = true;
+  sbx_manager* manager = args.manager(0, ok);
+  if (!ok) return nullptr;
+  sbx_error* error = nullptr;
+  if (sbx_manager_reprobe(manager, &error) != 0) return throw_sbx(env, error);
+  return nullptr;
+}
+
+napi_value version(napi_env env, napi_callback_info) { return js_string(env, sbx_version()); }
+
+// backends(handle, probe) -> JSON
+napi_value backends(napi_env env, napi_callback_info info) {
+  Args args(env, info, 2);
+  bool ok = true;
+  sbx_manager* manager = args.manager(0, ok);
+  if (!ok) return nullptr;
+  bool probe = false;
+  napi_get_value_bool(env, args.at(1), &probe);
+  sbx_error* error = nullptr;
+  return take(env, sbx_backends_json(manager, probe ? 1 : 0, &error), &error);
+}
+
+// shouldSandbox(policy, preference?) -> JSON
+napi_value should_sandbox(napi_env env, napi_callback_info info) {
+  Args args(env, info, 2);
+  bool ok = true;
+  auto policy = args.text(0, "policy", ok);
+  auto preference = ok ? args.text(1, "preference", ok) : std::nullopt;
+  if (!ok) return nullptr;
+  sbx_error* error = nullptr;
+  return take(env, sbx_should_sandbox(c_str(policy), c_str(preference), &error), &error);
+}
+
+// explain(handle, policy?, cwd?, preference?) -> JSON
+napi_value explain(napi_env env, napi_callback_info info) {
+  Args args(env, info, 4);
+  bool ok = true;
+  sbx_manager* manager = args.manager(0, ok);
+  auto policy = ok ? args.text(1, "policy", ok) : std::nullopt;
+  auto cwd = ok ? args.text(2, "cwd", ok) : std::nullopt;
+  auto preference = ok ? args.text(3, "preference", ok) : std::nullopt;
+  if (!ok) return nullptr;
+  sbx_error* error = nullptr;
+  return take(env, sbx_explain(manager, c_str(policy), c_str(cwd), c_str(preference), &error),
+              &error);
+}
+
+std::vector<const char*> argv_pointers(const std::vector<std::string>& argv) {
+  std::vector<const char*> out;
+  for (const std::string& arg : argv) out.push_back(arg.c_str());
+  out.push_back(nullptr);
+  return out;
+}
+
+// transform(handle, policy?, cwd?, argv, preference?) -> JSON
+napi_value transform(napi_env env, napi_callback_info info) {
+  Args args(env, info, 5);
+  bool ok = true;
+  sbx_manager* manager = args.manager(0, ok);
+  auto policy = ok ? args.text(1, "policy", ok) : std::nullopt;
+  auto cwd = ok ? args.text(2, "cwd", ok) : std::nullopt;
+  auto argv = ok ? args.strings(3, "argv", ok) : std::vector<std::string>{};
+  auto preference = ok ? args.text(4, "preference", ok) : std::nullopt;
+  if (!ok) return nullptr;
+  const std::vector<const char*> pointers = argv_pointers(argv);
+  sbx_error* error = nullptr;
+  return take(env,
+              sbx_transform(manager, c_str(policy), c_str(cwd), pointers.data(),
+                            c_str(preference), &error),
+              &error);
+}
+
+// exec(handle, policy?, cwd?, argv, preference?, flags) -> Promise<JSON>
+struct ExecWork {
+  napi_async_work work = nullptr;
+  napi_deferred deferred = nullptr;
+  napi_ref handle_ref = nullptr;  // keeps the handle (and its manager) alive while running
+  ManagerBox* box = nullptr;
+  std::optional<std::string> policy, cwd, preference;
+  std::vector<std::string> argv;
+  unsigned flags = 0;
+  char* result = nullptr;
+  sbx_error* error = nullptr;
+};
+
+void exec_execute(napi_env, void* data) {  // a libuv pool thread: no JS here
+  auto* w = static_cast<ExecWork*>(data);
+  const std::vector<const char*> pointers = argv_pointers(w->argv);
+  w->result = sbx_exec(w->box->manager, c_str(w->policy), c_str(w->cwd), pointers.data(),
+                       c_str(w->preference), w->flags, &w->error);
+}
+
+void exec_complete(napi_env env, napi_status status, void* data) {
+  auto* w = static_cast<ExecWork*>(data);
+  if (w->result != nullptr) {
+    napi_resolve_deferred(env, w->deferred, js_string(env, w->result));
+    sbx_string_free(w->result);
+  } else {
+    const std::string message =
+        w->error != nullptr ? sbx_error_message(w->error)
+                            : (status == napi_cancelled ? "exec was cancelled" : "libsbx failed");
+    if (w->error != nullptr) sbx_error_free(w->error);
+    napi_value code = js_string(env, "SBX_ERROR");
+    napi_value error = nullptr;
+    napi_create_error(env, code, js_string(env, message), &error);
+    napi_set_named_property(env, error, "code", code);
+    napi_reject_deferred(env, w->deferred, error);
+  }
+  if (--w->box->busy == 0 && w->box->close_requested && w->box->manager != nullptr) {
+    sbx_manager_free(w->box->manager);
+    w->box->manager = nullptr;
+  }
+  napi_delete_reference(env, w->handle_ref);
+  napi_delete_async_work(env, w->work);
+  delete w;
+}
+
+napi_value exec(napi_env env, napi_callback_info info) {
+  Args args(env, info, 6);
+  bool ok = true;
+  args.manager(0, ok);
+  if (!ok) return nullptr;
+  auto* w = new ExecWork;
+  w->box = unwrap_box(env, args.at(0));
+  w->policy = args.text(1, "policy", ok);
+  if (ok) w->cwd = args.text(2, "cwd", ok);
+  if (ok) w->argv = args.strings(3, "argv", ok);
+  if (ok) w->preference = args.text(4, "preference", ok);
+  std::optional<int64_t> flags;
+  if (ok) flags = args.integer(5, "flags", ok);
+  if (!ok) {
+    delete w;
+    return nullptr;
+  }
+  w->flags = static_cast<unsigned>(*flags);
+  napi_value promise = nullptr;
+  napi_create_promise(env, &w->deferred, &promise);
+  napi_create_reference(env, args.at(0), 1, &w->handle_ref);
+  napi_create_async_work(env, nullptr, js_string(env, "sbx.exec"), exec_execute, exec_complete, w,
+                         &w->work);
+  ++w->box->busy;
+  napi_queue_async_work(env, w->work);
+  return promise;
+}
+
+// widen(base, extra) / approve(requested, granted) -> JSON
+napi_value widen(napi_env env, napi_callback_info info) {
+  Args args(env, info, 2);
+  bool ok = true;
+  auto base = args.text(0, "base", ok);
+  auto extra = ok ? args.text(1, "extra", ok) : std::nullopt;
+  if (!ok) return nullptr;
+  sbx_error* error = nullptr;
+  return take(env, sbx_policy_widen(c_str(base), c_str(extra), &error), &error);
+}
+
+napi_value approve(napi_env env, napi_callback_info info) {
+  Args args(env, info, 2);
+  bool ok = true;
+  auto requested = args.text(0, "requested", ok);
+  auto granted = ok ? args.text(1, "granted", ok) : std::nullopt;
+  if (!ok) return nullptr;
+  sbx_error* error = nullptr;
+  return take(env, sbx_policy_approve(c_str(requested), c_str(granted), &error), &error);
+}
+
+// context(policy, cwd?, asJson) -> text or JSON
+napi_value context(napi_env env, napi_callback_info info) {
+  Args args(env, info, 3);
+  bool ok = true;
+  auto policy = args.text(0, "policy", ok);
+  auto cwd = ok ? args.text(1, "cwd", ok) : std::nullopt;
+  if (!ok) return nullptr;
+  bool as_json = false;
+  napi_get_value_bool(env, args.at(2), &as_json);
+  sbx_error* error = nullptr;
+  return take(env, sbx_context(c_str(policy), c_str(cwd), as_json ? 1 : 0, &error), &error);
+}
+
+// classify(exitCode, signal, stderr (string or Buffer), backend?) -> JSON
+napi_value classify(napi_env env, napi_callback_info info) {
+  Args args(env, info, 4);
+  bool ok = true;
+  auto code = args.integer(0, "exitCode", ok);
+  auto signal = ok ? args.integer(1, "signal", ok) : std::nullopt;
+  if (!ok) return nullptr;
+  std::string stderr_text;
+  bool is_buffer = false;
+  napi_is_buffer(env, args.at(2), &is_buffer);
+  if (is_buffer) {
+    void* data = nullptr;
+    size_t length = 0;
+    napi_get_buffer_info(env, args.at(2), &data, &length);
+    stderr_text.assign(static_cast<const char*>(data), length);
+  } else {
+    auto text = args.text(2, "stderr", ok);
+    if (!ok) return nullptr;
+    stderr_text = text.value_or("");
+  }
+  auto backend = args.text(3, "backend", ok);
+  if (!ok) return nullptr;
+  sbx_error* error = nullptr;
+  return take(env,
+              sbx_classify_failure(static_cast<int>(*code), static_cast<int>(*signal),
+                                   stderr_text.data(), stderr_text.size(), c_str(backend),
+                                   &error),
+              &error);
+}
+
+napi_value init(napi_env env, napi_value exports) {
+  const napi_property_descriptor functions[] = {
+      {"version", nullptr, version, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"managerNew", nullptr, manager_new, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"managerClose", nullptr, manager_close, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"managerReprobe", nullptr, manager_reprobe, nullptr, nullptr, nullptr, napi_default,
+       nullptr},
+      {"backends", nullptr, backends, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"shouldSandbox", nullptr, should_sandbox, nullptr, nullptr, nullptr, napi_default,
+       nullptr},
+      {"explain", nullptr, explain, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"transform", nullptr, transform, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"exec", nullptr, exec, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"widen", nullptr, widen, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"approve", nullptr, approve, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"context", nullptr, context, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"classify", nullptr, classify, nullptr, nullptr, nullptr, napi_default, nullptr},
+  };
+  napi_define_properties(env, exports, sizeof(functions) / sizeof(functions[0]), functions);
+  napi_value flags = nullptr;
+  napi_create_uint32(env, SBX_EXEC_ALLOW_UNSANDBOXED, &flags);
+  napi_set_named_property(env, exports, "EXEC_ALLOW_UNSANDBOXED", flags);
+  napi_create_uint32(env, SBX_EXEC_CAPTURE_STDERR, &flags);
+  napi_set_named_property(env, exports, "EXEC_CAPTURE_STDERR", flags);
+  return exports;
+}
+
+}  // namespace
+
+NAPI_MODULE(NODE_GYP_MODULE_NAME, init)

@@ -1,0 +1,223 @@
+'use strict';
+// The Node binding against a real libsbx (ctest runs it against the installed tree: the addon
+// finds libsbx through LD_LIBRARY_PATH). Real sandboxed runs: a write inside passes, one
+// outside is denied and classified, the proxy refuses an unlisted host.
+const test = require('node:test');
+const assert = require('node:assert');
+const fs = require('node:fs');
+const http = require('node:http');
+const path = require('node:path');
+const sbx = require('..');
+
+const WORKSPACE = { version: 1, preset: 'workspace-write' };
+const FULL = { version: 1, preset: 'danger-full-access' };
+const DENY_SSH = { version: 1, filesystem: { kind: 'restricted', entries: [
+  { path: ':root', access: 'read' }, { path: ':cwd', access: 'write' },
+  { path: '~/.ssh', access: 'deny' }] } };
+
+function workspace() {
+  return fs.realpathSync(fs.mkdtempSync(path.join('/tmp', 'sbx-node-test-')));
+}
+
+// The backend a workspace-write run uses here; the test is skipped (with the reason) without one.
+function backendOrSkip(t, s, ws) {
+  const explained = s.explain(WORKSPACE, { cwd: ws });
+  if (explained.final === 'none') {
+    t.skip(`no sandbox backend is available here: ${explained.available_reason}`);
+    return null;
+  }
+  return explained.final;
+}
+
+test('version and the pure questions', () => {
+  assert.match(sbx.version(), /^\d+\.\d+\.\d+$/);
+  const decision = sbx.shouldSandbox(WORKSPACE);
+  assert.strictEqual(decision.sandbox, true);
+  assert.ok(decision.reason.length > 0);
+  assert.strictEqual(sbx.shouldSandbox(FULL).sandbox, false);
+  assert.strictEqual(sbx.shouldSandbox('{"version":1,"preset":"read-only"}').sandbox, true);
+});
+
+test('errors are SbxError carrying libsbx message; bad arguments are TypeError', () => {
+  assert.throws(() => sbx.shouldSandbox(DENY_SSH, 'forbid'),
+                (e) => e instanceof sbx.SbxError && e.code === 'SBX_ERROR' && /forbid/.test(e.message));
+  assert.throws(() => sbx.shouldSandbox({ version: 1, filesystem: { kind: 'nope' } }),
+                (e) => e instanceof sbx.SbxError && e.message.includes('/filesystem/kind'));
+  const s = new sbx.Sbx();
+  try {
+    assert.throws(() => s.transform(FULL, []), TypeError);
+    assert.throws(() => s.transform(FULL, ['true', 42]), TypeError);
+  } finally {
+    s.close();
+  }
+  assert.throws(() => s.explain(WORKSPACE), TypeError, 'a closed handle');
+});
+
+test('exec rejects with SbxError carrying libsbx message', async () => {
+  const s = new sbx.Sbx();
+  try {
+    await assert.rejects(s.exec({ version: 1, preset: 'no-such-preset' }, ['true']),
+                         (e) => e instanceof sbx.SbxError && e.message.includes('preset'));
+  } finally {
+    s.close();
+  }
+});
+
+test('widen and approve', () => {
+  const extra = { version: 1, filesystem: { entries: [{ path: '/srv/data', access: 'write' }] } };
+  const wide = sbx.widen({ version: 1, preset: 'read-only' }, extra);
+  const access = Object.fromEntries(wide.filesystem.entries.map((e) => [e.path, e.access]));
+  assert.strictEqual(access[':root'], 'read');
+  assert.strictEqual(access['/srv/data'], 'write');
+  const granted = sbx.approve(wide, { version: 1, filesystem: { entries: [
+    { path: '/srv/data/sub', access: 'write' }] } });
+  assert.strictEqual(granted.recorded, true);
+  const nothing = sbx.approve(extra, { version: 1, filesystem: { entries: [
+    { path: '/elsewhere', access: 'write' }] } });
+  assert.strictEqual(nothing.recorded, false);
+  assert.strictEqual(nothing.policy, null);
+});
+
+test('context as text and JSON', () => {
+  const ws = workspace();
+  const text = sbx.context(DENY_SSH, { cwd: ws });
+  assert.ok(text.includes('Writing is allowed only in:') && text.includes(ws), text);
+  const data = sbx.context(DENY_SSH, { cwd: ws, json: true });
+  assert.deepStrictEqual(data.filesystem.writable_roots, [ws]);
+});
+
+test('classify', () => {
+  const denied = sbx.classify({ exitCode: 1, stderr: 'sh: 1: cannot create /usr/x: Read-only file system\n',
+                                backend: 'bwrap' });
+  assert.strictEqual(denied.likely_sandbox_denial, true);
+  assert.strictEqual(denied.kind, 'filesystem');
+  assert.strictEqual(sbx.classify({ exitCode: 159, backend: 'bwrap' }).kind, 'syscall_filter');
+  assert.strictEqual(sbx.classify({ exitCode: 1, stderr: Buffer.from('Permission denied\n') })
+    .likely_sandbox_denial, false);
+});
+
+test('backends, explain, transform', () => {
+  const s = new sbx.Sbx();
+  try {
+    const names = s.backends().backends.map((b) => b.name);
+    assert.ok(names.includes('bwrap') && names.includes('landlock'), names.join(','));
+    const plan = s.transform(FULL, ['true'], { cwd: workspace() });
+    assert.strictEqual(plan.backend, null);
+    assert.ok(plan.argv[0].endsWith('/true'));
+  } finally {
+    s.close();
+  }
+});
+
+test('exec: a write inside the workspace passes', async (t) => {
+  const s = new sbx.Sbx();
+  try {
+    const ws = workspace();
+    const backend = backendOrSkip(t, s, ws);
+    if (!backend) return;
+    const report = await s.exec(WORKSPACE, ['sh', '-c', 'echo hello > inside.txt'], { cwd: ws });
+    assert.strictEqual(report.exit.code, 0, JSON.stringify(report));
+    assert.strictEqual(report.final, backend);
+    assert.strictEqual(fs.readFileSync(path.join(ws, 'inside.txt'), 'utf8'), 'hello\n');
+  } finally {
+    s.close();
+  }
+});
+
+test('exec: a write outside is denied and classified', async (t) => {
+  const s = new sbx.Sbx();
+  let outsideDir = null;
+  try {
+    const ws = workspace();
+    const backend = backendOrSkip(t, s, ws);
+    if (!backend) return;
+    // A directory this process can write (only the sandbox can stop the write), outside the
+    // workspace, /tmp and $TMPDIR: under the current directory (ctest: the build tree).
+    outsideDir = fs.mkdtempSync(path.join(process.cwd(), 'sbx-node-outside-'));
+    const target = path.join(fs.realpathSync(outsideDir), 'denied.txt');
+    const report = await s.exec(WORKSPACE, ['sh', '-c', `echo x > '${target}'`],
+                                { cwd: ws, captureStderr: true });
+    assert.notStrictEqual(report.exit.code, 0);
+    assert.strictEqual(report.final, backend);
+    assert.strictEqual(fs.existsSync(target), false);
+    assert.strictEqual(report.denial.likely_sandbox_denial, true);
+    assert.strictEqual(report.denial.kind, 'filesystem');
+    assert.ok(report.stderr_tail.includes(target), report.stderr_tail);
+  } finally {
+    if (outsideDir) fs.rmSync(outsideDir, { recursive: true, force: true });
+    s.close();
+  }
+});
+
+test('exec does not block the event loop', async (t) => {
+  const s = new sbx.Sbx();
+  try {
+    const ws = workspace();
+    if (!backendOrSkip(t, s, ws)) return;
+    let ticks = 0;
+    const timer = setInterval(() => { ticks += 1; }, 10);
+    const report = await s.exec(WORKSPACE, ['sleep', '1'], { cwd: ws });
+    clearInterval(timer);
+    assert.strictEqual(report.exit.code, 0);
+    assert.ok(ticks >= 20, `the event loop ran ${ticks} timer ticks during a 1 s exec`);
+  } finally {
+    s.close();
+  }
+});
+
+function listen(server) {
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server.address().port)));
+}
+
+// Runs inside the sandbox: fetches each URL through the proxy sbx names in HTTP_PROXY.
+const FETCH = `
+import sys, urllib.error, urllib.request
+opener = urllib.request.build_opener()
+with open("out", "w") as out:
+    for url in sys.argv[1:]:
+        try:
+            with opener.open(url, timeout=20) as reply:
+                out.write(f"{reply.status} {reply.read().decode()}\\n")
+        except urllib.error.HTTPError as e:
+            out.write(f"{e.code}\\n")
+        except Exception as e:
+            out.write(f"failed {type(e).__name__}\\n")
+`;
+
+test('the proxy refuses an unlisted host (the servers answer from this event loop)', async (t) => {
+  const seen = { allowed: [], unlisted: [] };
+  const serve = (name) => http.createServer((req, res) => {
+    seen[name].push(req.url);
+    res.end(`hello ${req.url}`);
+  });
+  const allowed = serve('allowed');
+  const unlisted = serve('unlisted');
+  const allowedPort = await listen(allowed);
+  const unlistedPort = await listen(unlisted);
+  const s = new sbx.Sbx();
+  try {
+    const ws = workspace();
+    const policy = { version: 1,
+      filesystem: { kind: 'restricted', protected_names: [], entries: [
+        { path: ':root', access: 'read' }, { path: ':cwd', access: 'write' }] },
+      network: { mode: 'proxy', allowed_domains: [`127.0.0.1:${allowedPort}`] } };
+    const explained = s.explain(policy, { cwd: ws });
+    if (explained.final === 'none') {
+      t.skip(`no backend here runs network mode proxy: ${explained.available_reason}`);
+      return;
+    }
+    const report = await s.exec(policy, ['/usr/bin/python3', '-c', FETCH,
+      `http://127.0.0.1:${allowedPort}/ok`, `http://127.0.0.1:${unlistedPort}/no`], { cwd: ws });
+    assert.strictEqual(report.exit.code, 0, JSON.stringify(report));
+    const lines = fs.readFileSync(path.join(ws, 'out'), 'utf8').trim().split('\n');
+    assert.deepStrictEqual(lines, ['200 hello /ok', '403']);
+    assert.deepStrictEqual(seen, { allowed: ['/ok'], unlisted: [] });
+    assert.deepStrictEqual(report.network_refusals.map((r) => [r.host, r.port]),
+                           [['127.0.0.1', unlistedPort]]);
+  } finally {
+    s.close();
+    allowed.close();
+    unlisted.close();
+  }
+});
+

@@ -1,0 +1,209 @@
+"""The Python binding against a real libsbx: every call of the C API, real sandboxed runs."""
+import http.server
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+
+import pytest
+
+import sbx
+from conftest import WORKSPACE
+
+DENY_SSH = {"version": 1, "filesystem": {"kind": "restricted", "entries": [
+    {"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"},
+    {"path": "~/.ssh", "access": "deny"}]}}
+FULL = {"version": 1, "preset": "danger-full-access"}
+
+
+def test_the_installed_package_is_tested():
+    # ctest installs the package with pip into a venv; SBX_EXPECT_INSTALLED names its prefix.
+    expected = os.environ.get("SBX_EXPECT_INSTALLED")
+    if not expected:
+        pytest.skip("SBX_EXPECT_INSTALLED not set: testing whichever sbx is importable")
+    assert os.path.realpath(sbx.__file__).startswith(os.path.realpath(expected))
+    assert os.path.exists(os.path.join(os.path.dirname(sbx.__file__), "py.typed"))
+
+
+def test_version_matches_the_package(s):
+    assert s.version() == sbx.__version__
+
+
+def test_should_sandbox(s):
+    decision = s.should_sandbox(WORKSPACE)
+    assert decision["sandbox"] is True and decision["reason"]
+    assert s.should_sandbox(FULL)["sandbox"] is False
+    # The policy as text works the same.
+    assert s.should_sandbox('{"version":1,"preset":"read-only"}')["sandbox"] is True
+
+
+def test_errors_are_sbx_errors_with_libsbx_message(s):
+    with pytest.raises(sbx.SbxError, match="forbid"):
+        s.should_sandbox(DENY_SSH, "forbid")
+    with pytest.raises(sbx.SbxError, match="preset"):
+        s.should_sandbox({"version": 1, "preset": "no-such-preset"})
+    with pytest.raises(sbx.SbxError):
+        s.exec(WORKSPACE, [])
+    with pytest.raises(sbx.SbxError, match="preset"):
+        s.exec({"version": 1, "preset": "no-such-preset"}, ["true"])
+
+
+def test_widen_and_approve(s):
+    extra = {"version": 1, "filesystem": {"entries": [{"path": "/srv/data", "access": "write"}]}}
+    widened = s.widen({"version": 1, "preset": "read-only"}, extra)
+    entries = {e["path"]: e["access"] for e in widened["filesystem"]["entries"]}
+    assert entries[":root"] == "read" and entries["/srv/data"] == "write"
+    approval = s.approve(widened, {"version": 1, "filesystem": {"entries": [
+        {"path": "/srv/data/sub", "access": "write"}]}})
+    assert approval["recorded"] is True
+    outside = s.approve(extra, {"version": 1, "filesystem": {"entries": [
+        {"path": "/elsewhere", "access": "write"}]}})
+    assert outside["recorded"] is False and outside["dropped"]
+
+
+def test_context(s, workspace):
+    text = s.context(WORKSPACE, cwd=workspace)
+    assert isinstance(text, str) and workspace in text
+    data = s.context(WORKSPACE, cwd=workspace, as_json=True)
+    assert isinstance(data, dict)
+
+
+def test_classify(s):
+    denial = s.classify(1, 0, "sh: 1: cannot create /usr/x: Read-only file system\n", "bwrap")
+    assert denial["likely_sandbox_denial"] is True and denial["kind"] == "filesystem"
+    assert s.classify(1, 0, "Read-only file system\n", None)["likely_sandbox_denial"] is False
+    assert s.classify(0, 0, b"", "bwrap")["likely_sandbox_denial"] is False
+
+
+def test_backends(s):
+    report = s.backends(probe=True)
+    names = [b["name"] for b in report["backends"]]
+    assert "bwrap" in names and "landlock" in names
+
+
+def test_transform_resolves_argv0(s, workspace):
+    plan = s.transform(FULL, ["true"], cwd=workspace)
+    assert plan["backend"] is None and plan["argv"][0].endswith("/true")
+
+
+def test_exec_unsandboxed_failure_is_not_a_denial(s, workspace):
+    report = s.exec(FULL, ["sh", "-c", "echo 'oops' >&2; exit 3"], cwd=workspace,
+                    flags=sbx.EXEC_CAPTURE_STDERR)
+    assert report["exit"]["code"] == 3 and report["final"] == "none"
+    assert report["stderr_tail"] == "oops\n"
+    assert report["denial"]["likely_sandbox_denial"] is False
+
+
+def test_exec_write_inside_passes(s, workspace, backend):
+    report = s.exec(WORKSPACE, ["sh", "-c", "echo hello > inside.txt"], cwd=workspace)
+    assert report["exit"]["code"] == 0 and report["final"] == backend
+    with open(os.path.join(workspace, "inside.txt")) as f:
+        assert f.read() == "hello\n"
+
+
+def test_exec_write_outside_is_denied_and_classified(s, workspace, backend):
+    # A directory this process can write (so only the sandbox can stop the write), outside the
+    # workspace and outside /tmp and $TMPDIR (which workspace-write leaves writable): under the
+    # current directory (ctest: the build tree).
+    outside = tempfile.mkdtemp(prefix="sbx-pytest-outside-", dir=os.getcwd())
+    target = os.path.join(os.path.realpath(outside), "denied.txt")
+    try:
+        report = s.exec(WORKSPACE, ["sh", "-c", f"echo x > '{target}'"], cwd=workspace,
+                        flags=sbx.EXEC_CAPTURE_STDERR)
+        assert report["exit"]["code"] != 0 and report["final"] == backend
+        assert not os.path.exists(target)
+        denial = report["denial"]
+        assert denial["likely_sandbox_denial"] is True and denial["kind"] == "filesystem"
+        assert target in report["stderr_tail"]
+    finally:
+        shutil.rmtree(outside, ignore_errors=True)
+
+
+def test_exec_runs_off_the_gil(s, workspace, backend):
+    # While a sandboxed `sleep` runs in one thread, this thread keeps running Python.
+    done = []
+    thread = threading.Thread(target=lambda: done.append(
+        s.exec(WORKSPACE, ["sleep", "1"], cwd=workspace)))
+    thread.start()
+    ticks = 0
+    while thread.is_alive():
+        ticks += 1
+        thread.join(0.01)
+    assert done and done[0]["exit"]["code"] == 0
+    assert ticks > 10
+
+
+class _Loopback:
+    """An HTTP server on 127.0.0.1 answering "hello PATH", counting what reaches it."""
+
+    def __init__(self):
+        self.requests = []
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                outer.requests.append(self.path)
+                body = f"hello {self.path}".encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.httpd.server_address[1]
+        # The serving thread blocks every signal: a backend may wait for its child's SIGCHLD in
+        # the calling thread, and a thread with SIGCHLD unblocked would take it.
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+        try:
+            threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+FETCH = r"""
+import sys, urllib.error, urllib.request
+opener = urllib.request.build_opener()
+with open("out", "w") as out:
+    for url in sys.argv[1:]:
+        try:
+            with opener.open(url, timeout=20) as reply:
+                out.write(f"{reply.status} {reply.read().decode()}\n")
+        except urllib.error.HTTPError as e:
+            out.write(f"{e.code}\n")
+        except Exception as e:
+            out.write(f"failed {type(e).__name__}\n")
+"""
+
+
+def test_proxy_refuses_an_unlisted_host(s, workspace):
+    allowed, unlisted = _Loopback(), _Loopback()
+    try:
+        policy = {"version": 1,
+                  "filesystem": {"kind": "restricted", "protected_names": [], "entries": [
+                      {"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"}]},
+                  "network": {"mode": "proxy", "allowed_domains": [f"127.0.0.1:{allowed.port}"]}}
+        explained = s.explain(policy, cwd=workspace)
+        if explained["final"] == "none":
+            pytest.skip(f"no backend here runs network mode proxy: {explained['available_reason']}")
+        report = s.exec(policy, [sys.executable, "-c", FETCH,
+                                 f"http://127.0.0.1:{allowed.port}/ok",
+                                 f"http://127.0.0.1:{unlisted.port}/no"], cwd=workspace)
+        assert report["exit"]["code"] == 0, report
+        with open(os.path.join(workspace, "out")) as f:
+            lines = f.read().splitlines()
+        assert lines == ["200 hello /ok", "403"]
+        assert allowed.requests == ["/ok"] and unlisted.requests == []
+        refusals = report["network_refusals"]
+        assert [(r["host"], r["port"]) for r in refusals] == [("127.0.0.1", unlisted.port)]
+    finally:
+        allowed.close()
+        unlisted.close()
