@@ -169,7 +169,12 @@ int command_child(void* arg) {
   // Only stdin, stdout and stderr reach the command.
   child::close_on_exec_all_but(nullptr, 0);
   child::unblock_all_signals();
-  if (a.body != nullptr) ::_exit(a.body(a.body_arg));
+  if (a.body != nullptr) {
+    // What execve would do for the command: it is dumpable again (the supervisor reads its
+    // memory to answer the guard), the supervisor is not.
+    ::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+    ::_exit(a.body(a.body_arg));
+  }
   ::execve(a.argv[0], a.argv, a.envp);
   const int err = errno;
   child_failed(a, Step::kExec, err, sdk::exit_code_for_exec_error(err));
