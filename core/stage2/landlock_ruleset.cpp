@@ -172,7 +172,7 @@ Result<bool> parse_landlock_option(const std::string& arg, const std::string& va
   return true;
 }
 
-Status apply_landlock(const LandlockSpec& spec) {
+Result<UniqueFd> build_landlock_ruleset(const LandlockSpec& spec) {
   const int abi = landlock_abi();
   if (abi == -ENOSYS) return Error{"abi: Landlock is not built into this kernel"};
   if (abi == -EOPNOTSUPP) return Error{"abi: Landlock is built but not enabled (boot lsm=)"};
@@ -189,7 +189,7 @@ Status apply_landlock(const LandlockSpec& spec) {
   if (abi >= 4 && spec.block_tcp) attr.handled_access_net = ll::kNetBindTcp | ll::kNetConnectTcp;
   if (abi >= 6) attr.scoped = ll::kScopeSignal | (spec.scope_abstract_unix ? ll::kScopeAbstractUnix : 0);
   if (attr.handled_access_fs == 0 && attr.handled_access_net == 0 && attr.scoped == 0)
-    return {};  // nothing this kernel could restrict for this policy (checked by min_abi)
+    return UniqueFd();  // nothing this kernel could restrict for this policy (checked by min_abi)
   const std::size_t size = abi >= 6 ? sizeof attr : abi >= 4 ? 2 * sizeof(std::uint64_t)
                                                              : sizeof(std::uint64_t);
   UniqueFd ruleset(static_cast<int>(::syscall(SYS_landlock_create_ruleset, &attr, size, 0)));
@@ -201,7 +201,7 @@ Status apply_landlock(const LandlockSpec& spec) {
     // Device files and listings are meant for /dev and / themselves.
     if (s.ok()) s = add_rules(ruleset.get(), spec.dev, {dev_rights(abi), false, false});
     if (s.ok()) s = add_rules(ruleset.get(), spec.list, {list_rights(abi), false, false});
-    if (!s.ok()) return s;
+    if (!s.ok()) return Error{s.error()};
   }
   // TCP: handled, so every bind and connect is denied except connect() to the listed ports.
   if (abi >= 4 && spec.block_tcp) {
@@ -211,16 +211,29 @@ Status apply_landlock(const LandlockSpec& spec) {
         return Error{"add rule for TCP port " + std::to_string(port) + ": " + errno_text(errno)};
     }
   }
-  if (::syscall(SYS_landlock_restrict_self, ruleset.get(), 0) != 0)
-    return Error{"restrict_self: " + errno_text(errno)};
+  return ruleset;
+}
+
+int restrict_self(int ruleset) noexcept {
+  if (ruleset < 0) return 0;
+  return ::syscall(SYS_landlock_restrict_self, ruleset, 0) == 0 ? 0 : errno;
+}
+
+Status apply_landlock(const LandlockSpec& spec) {
+  Result<UniqueFd> ruleset = build_landlock_ruleset(spec);
+  if (!ruleset.ok()) return Error{ruleset.error()};
+  if (const int err = restrict_self(ruleset->get()); err != 0)
+    return Error{"restrict_self: " + errno_text(err)};
   return {};
 }
 
-Status drop_all_capabilities() {
+int drop_all_capabilities_raw(const char** step) noexcept {
   // Ambient first (they would be re-granted at exec), then the bounding set (so a uid-0 exec
   // cannot regain anything), then the three sets of this process.
+  *step = "clear ambient";
   if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL)
-    return Error{"clear ambient: " + errno_text(errno)};
+    return errno;
+  *step = "drop bounding capabilities";
   for (unsigned long cap = 0; cap <= 63; ++cap) {
     const int in_set = ::prctl(PR_CAPBSET_READ, cap, 0, 0, 0);
     if (in_set < 0) break;  // past the last capability this kernel knows
@@ -228,11 +241,25 @@ Status drop_all_capabilities() {
     // Without CAP_SETPCAP a non-root user cannot shrink the set, and needs not: under
     // no_new_privs a non-root exec gains no capability (no setuid, no file capabilities).
     if (errno == EPERM && ::geteuid() != 0 && ::getuid() != 0) break;
-    return Error{"drop bounding capability " + std::to_string(cap) + ": " + errno_text(errno)};
+    return errno;
   }
+  *step = "capset";
   __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
   __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
-  if (::syscall(SYS_capset, &header, data) != 0) return Error{"capset: " + errno_text(errno)};
+  if (::syscall(SYS_capset, &header, data) != 0) return errno;
+  // Verified, not assumed: a capability left in any set could undo the confinement.
+  *step = "verify capabilities";
+  if (::syscall(SYS_capget, &header, data) != 0) return errno;
+  for (const auto& d : data) {
+    if (d.effective != 0 || d.permitted != 0 || d.inheritable != 0) return EPERM;
+  }
+  return 0;
+}
+
+Status drop_all_capabilities() {
+  const char* step = "";
+  const int err = drop_all_capabilities_raw(&step);
+  if (err != 0) return Error{std::string(step) + ": " + errno_text(err)};
   return {};
 }
 

@@ -1,4 +1,5 @@
-// The Landlock part of sbx-stage2 (docs/ARCHITECTURE.md "sbx-stage2", plugins/landlock/README.md).
+// The Landlock ruleset of Landlock mode (docs/ARCHITECTURE.md, plugins/landlock/README.md),
+// built by the launcher (landlock_launch.hpp) in sbx and applied in the command's child.
 //
 // The kernel headers of Debian 12 stop at Landlock ABI 3, so the constants and structs of ABI
 // 1..7 are spelled out here (values from the kernel's uapi/linux/landlock.h). Everything is
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "sbx/sdk/result.hpp"
+#include "sbx/sdk/unique_fd.hpp"
 
 namespace sbx::stage2 {
 
@@ -88,37 +90,25 @@ std::uint64_t list_rights(int abi);
 Result<bool> parse_landlock_option(const std::string& arg, const std::string& value,
                                    LandlockSpec& spec);
 
-// Creates the ruleset for the running kernel's ABI, adds the rules and restricts the calling
-// thread (and what it execs). Requires no_new_privs. Error names the step and path.
+// Creates the ruleset for the running kernel's ABI and adds the rules; checks min_abi. An empty
+// descriptor when this kernel restricts nothing for `spec`. Error names the step and path. May
+// allocate: the launcher calls it in sbx, before any child exists.
+Result<UniqueFd> build_landlock_ruleset(const LandlockSpec& spec);
+
+// landlock_restrict_self(ruleset) on the calling thread (and what it execs); nothing for -1.
+// Requires no_new_privs. 0 or errno. Async-signal-safe.
+int restrict_self(int ruleset) noexcept;
+
+// Both of the above (for tests and callers that need no fork in between). Error names the step.
 Status apply_landlock(const LandlockSpec& spec);
 
 // Landlock mode has no user namespace to drop privileges in: clears the ambient and inheritable
 // sets and the bounding set, then effective/permitted, so even uid 0 execs the command with no
 // capability (Landlock does not stop e.g. init_module or reboot). Requires CAP_SETPCAP to clear
-// the bounding set when any bit is set; Error names what was left.
+// the bounding set when any bit is set; Error names what was left. Then checks that no
+// capability is left in the effective, permitted or inheritable set.
 Status drop_all_capabilities();
-
-// What the supervisor guards besides the command's life (metadata_notify.hpp).
-struct SuperviseOptions {
-  // Emulate metadata changes (chmod, chown, times, xattrs) and pty peers for the command:
-  // allowed only inside `writable_roots`. Off when the filesystem is not restricted.
-  bool guard_metadata = false;
-  std::vector<std::string> writable_roots;
-  // The process that started stage 2 (sbx): when it dies, everything under the supervisor is
-  // killed. 0: the parent observed at the start.
-  pid_t parent = 0;
-};
-
-// Runs `child_body` (which must exec or _exit) in a forked child while this process, outside
-// the child's Landlock domain (so the command cannot signal it when signals are scoped), acts
-// as a child subreaper: forwards terminal and job-control signals, waits for the command, then
-// kills every descendant left behind (there is no pid namespace to do it). With
-// guard_metadata, `child_body` gets a socket to pass install_metadata_guard() (else -1), this
-// process drops every capability once the child runs and answers the guard's notifications.
-// Tied to `options.parent`: if that process dies (sbx SIGKILLed), the supervisor kills every
-// descendant and returns 128+SIGKILL. Returns the command's status in shell form (128+N for signal N); 125 if the supervisor
-// itself failed.
-int supervise(void (*child_body)(void*, int metadata_socket), void* arg,
-              const SuperviseOptions& options);
+// The same, async-signal-safe: 0 or errno, *step naming the step that failed.
+int drop_all_capabilities_raw(const char** step) noexcept;
 
 }  // namespace sbx::stage2

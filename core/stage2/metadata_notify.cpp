@@ -7,7 +7,7 @@
 #include <linux/fs.h>
 #include <linux/fsverity.h>
 #include <linux/seccomp.h>
-#include <seccomp.h>
+#include <seccomp.h>  // SCMP_SYS: the native numbers, header only (nothing of libseccomp is linked)
 #include <sys/fsuid.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -29,22 +29,12 @@
 #include <optional>
 #include <utility>
 
+#include "metadata_filter.hpp"
 #include "sbx/sdk/unique_fd.hpp"
+#include "seccomp_programs.hpp"
 
 namespace sbx::stage2 {
 namespace {
-
-// Syscall numbers newer than Debian 12's headers and libseccomp 2.5.4. They come from the
-// unified table every architecture but alpha, ia64 and mips shares since Linux 5.1.
-constexpr int kNrFchmodat2 = 452;
-constexpr int kNrSetxattrat = 463;
-constexpr int kNrRemovexattrat = 466;
-constexpr int kNrFileSetattr = 469;
-#if defined(__x86_64__) || defined(__aarch64__)
-constexpr bool kUnifiedNumbers = true;
-#else
-constexpr bool kUnifiedNumbers = false;
-#endif
 
 constexpr unsigned long kTiocgptpeer = TIOCGPTPEER;
 constexpr unsigned kPtmxMajor = 5;  // TTYAUX_MAJOR: /dev/ptmx and /dev/pts/ptmx are 5:2
@@ -55,60 +45,10 @@ constexpr std::size_t kMaxXattrValue = 65536;  // XATTR_SIZE_MAX
 
 std::string errno_text(int err) { return std::strerror(err); }
 
-// ---- the filter (child side) ----
+// ---- the child side ----
 
-using FilterPtr = std::unique_ptr<void, void (*)(scmp_filter_ctx)>;
-
-// Emulated by the supervisor: every call that changes a file's mode, owner, times or extended
-// attributes by path or descriptor.
-constexpr const char* kEmulated[] = {
-    "chmod",     "fchmod",    "fchmodat",    "chown",        "fchown",      "lchown",
-    "fchownat",  "utime",     "utimes",      "futimesat",    "utimensat",   "setxattr",
-    "lsetxattr", "fsetxattr", "removexattr", "lremovexattr", "fremovexattr"};
-
-int rule(scmp_filter_ctx ctx, std::uint32_t action, int nr, unsigned count = 0,
-         const scmp_arg_cmp* cmp = nullptr) {
-  return seccomp_rule_add_array(ctx, action, nr, count, cmp);
-}
-
-Status build_rules(scmp_filter_ctx ctx) {
-  if (!kUnifiedNumbers)
-    return Error{
-        "the numbers of fchmodat2/setxattrat/removexattrat/file_setattr on this "
-        "architecture are not known to sbx-stage2"};
-  for (const char* name : kEmulated) {
-    const int nr = seccomp_syscall_resolve_name(name);
-    // A call this libseccomp cannot name would pass unseen: fail closed.
-    if (nr == __NR_SCMP_ERROR) return Error{std::string("unknown syscall ") + name};
-    if (rule(ctx, SCMP_ACT_NOTIFY, nr) != 0) return Error{std::string("rule for ") + name};
-  }
-  if (rule(ctx, SCMP_ACT_NOTIFY, kNrFchmodat2) != 0) return Error{"rule for fchmodat2"};
-  // Newer *at variants: ENOSYS makes a program fall back to the calls emulated above.
-  for (int nr : {kNrSetxattrat, kNrRemovexattrat, kNrFileSetattr}) {
-    if (rule(ctx, SCMP_ACT_ERRNO(ENOSYS), nr) != 0)
-      return Error{"rule for syscall " + std::to_string(nr)};
-  }
-  const scmp_arg_cmp peer = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, kTiocgptpeer);
-  if (rule(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(ioctl), 1, &peer) != 0)
-    return Error{"rule for ioctl(TIOCGPTPEER)"};
-  // Inode changes through ioctls that need only ownership (or DAC write access), not an open
-  // for writing: chattr flags, fsxattr, the generation number, fs-verity and encryption
-  // policies (both make a file or directory unchangeable). Not emulated: refused on every file.
-  for (unsigned long cmd :
-       {static_cast<unsigned long>(FS_IOC_SETFLAGS), static_cast<unsigned long>(FS_IOC32_SETFLAGS),
-        static_cast<unsigned long>(FS_IOC_FSSETXATTR),
-        static_cast<unsigned long>(FS_IOC_SETVERSION),
-        static_cast<unsigned long>(FS_IOC32_SETVERSION),
-        static_cast<unsigned long>(FS_IOC_ENABLE_VERITY),
-        static_cast<unsigned long>(FS_IOC_SET_ENCRYPTION_POLICY)}) {
-    const scmp_arg_cmp cmp = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, cmd);
-    if (rule(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1, &cmp) != 0)
-      return Error{"rule for ioctl " + std::to_string(cmd)};
-  }
-  return {};
-}
-
-Status send_fd(int socket, int fd) {
+// Async-signal-safe: 0 or errno.
+int send_fd(int socket, int fd) noexcept {
   char byte = 'L';
   iovec iov{&byte, 1};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
@@ -125,8 +65,8 @@ Status send_fd(int socket, int fd) {
   ssize_t n = 0;
   do n = ::sendmsg(socket, &msg, MSG_NOSIGNAL);
   while (n < 0 && errno == EINTR);
-  if (n != 1) return Error{"send listener: " + errno_text(n < 0 ? errno : EIO)};
-  return {};
+  if (n == 1) return 0;
+  return n < 0 ? errno : EIO;
 }
 
 // ---- reading the caller ----
@@ -593,19 +533,11 @@ bool within_writable_roots(std::string_view object, const std::vector<std::strin
   return false;
 }
 
-Status install_metadata_guard(int socket) {
-  FilterPtr ctx(seccomp_init(SCMP_ACT_ALLOW), seccomp_release);
-  if (!ctx) return Error{"seccomp_init failed"};
-  // Another architecture's calls would bypass the rules: the main filter kills them too.
-  if (seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS) != 0)
-    return Error{"badarch"};
-  Status built = build_rules(ctx.get());
-  if (!built.ok()) return built;
-  const int rc = seccomp_load(ctx.get());
-  if (rc != 0) return Error{"load: " + errno_text(-rc)};
-  UniqueFd listener(seccomp_notify_fd(ctx.get()));
-  if (!listener.valid()) return Error{"no listener"};
-  Status sent = send_fd(socket, listener.get());
+int install_metadata_guard(int socket) noexcept {
+  const int listener = load_metadata_guard_program();
+  if (listener < 0) return -listener;
+  const int sent = send_fd(socket, listener);
+  ::close(listener);
   ::close(socket);
   return sent;
 }

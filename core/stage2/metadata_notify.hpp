@@ -4,7 +4,7 @@
 // Landlock restricts opening, creating, removing and truncating, but not chmod, chown, utimes
 // or setxattr: a command could make any file it owns (as root: any file) outside its writable
 // roots setuid or world-writable. So the command's child installs, besides the normal filter,
-// a second seccomp filter whose listener (SECCOMP_FILTER_FLAG_NEW_LISTENER) goes to the
+// a second seccomp filter (metadata_filter.hpp, precompiled) whose listener (SECCOMP_FILTER_FLAG_NEW_LISTENER) goes to the
 // supervisor, which stays outside the Landlock domain and EMULATES each call:
 //
 //   - the call's arguments are read from the caller's memory (/proc/TID/mem) and the
@@ -53,10 +53,11 @@ namespace sbx::stage2 {
 // (empty, '.', '..' components, '//', a trailing '/'), or marked " (deleted)" is never inside.
 bool within_writable_roots(std::string_view object, const std::vector<std::string>& roots);
 
-// In the command's child, after no_new_privs: installs the metadata filter and sends its
-// listener over `socket` (SCM_RIGHTS), then closes both; the command never holds the listener.
-// Error names the step.
-Status install_metadata_guard(int socket);
+// In the command's child, after no_new_privs: installs the metadata filter (precompiled,
+// metadata_filter.hpp) and sends its listener over `socket` (SCM_RIGHTS), then closes both; the
+// command never holds the listener. 0, or the errno of the step that failed. Async-signal-safe:
+// it runs between the clone of the command's child and its execve.
+int install_metadata_guard(int socket) noexcept;
 
 // Receives the listener sent by install_metadata_guard(); Error on EOF (the child died or
 // failed before sending) or anything else.

@@ -1,6 +1,7 @@
 // sbx-seccomp-gen: a build-time tool, never installed. Builds the seccomp filter of
-// seccomp_filter.hpp for every network mode with libseccomp and writes the programs as a C++
-// source file (the data of seccomp_programs.hpp), so that no run has to build a filter.
+// seccomp_filter.hpp for every network mode, and the metadata guard of metadata_filter.hpp, with
+// libseccomp and writes the programs as a C++ source file (the data of seccomp_programs.hpp), so
+// that no run has to build a filter.
 //
 //   sbx-seccomp-gen OUTPUT.cpp
 //
@@ -16,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "metadata_filter.hpp"
 #include "seccomp_filter.hpp"
 
 namespace {
@@ -92,7 +94,14 @@ bool write_source(std::ostream& out, const std::string& machine) {
       return false;
     out << "\n";
   }
-  out << "}  // namespace\n\n"
+  sbx::Result<std::string> guard = sbx::stage2::export_metadata_guard_bpf();
+  if (!guard.ok()) {
+    std::fprintf(stderr, "sbx-seccomp-gen: metadata guard: %s\n", guard.error().c_str());
+    return false;
+  }
+  if (!write_program(out, "kMetadataGuard", *guard)) return false;
+  out << "\n}  // namespace\n\n"
+         "std::span<const sock_filter> metadata_guard_program() { return kMetadataGuard; }\n\n"
          "PrecompiledFilter precompiled_filter(NetworkFilter network) {\n"
          "  switch (network) {\n";
   for (const Mode& mode : kModes) {

@@ -15,11 +15,11 @@ namespace {
 
 // Raw seccomp(2): no libseccomp here, and the flags are libseccomp's default (none: no TSYNC,
 // no logging), so the result is what seccomp_load would install.
-int load_program(std::span<const sock_filter> program) {
+int load_program(std::span<const sock_filter> program, unsigned flags = 0) noexcept {
   sock_fprog fprog{};
   fprog.len = static_cast<unsigned short>(program.size());
   fprog.filter = const_cast<sock_filter*>(program.data());
-  return static_cast<int>(::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fprog));
+  return static_cast<int>(::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &fprog));
 }
 
 }  // namespace
@@ -35,6 +35,20 @@ Status load_precompiled_filter(NetworkFilter network) {
   if (load_program(filter.rules) != 0)
     return Error{std::string("seccomp (argument rules): ") + std::strerror(errno)};
   return {};
+}
+
+int load_precompiled_filter_raw(NetworkFilter network) noexcept {
+  const PrecompiledFilter filter = precompiled_filter(network);
+  if (load_program(filter.table) != 0) return errno;
+  if (load_program(filter.rules) != 0) return errno;
+  return 0;
+}
+
+// The listener comes back close-on-exec (the kernel's anon inode flags): only the supervisor,
+// which receives it, may keep it.
+int load_metadata_guard_program() noexcept {
+  const int listener = load_program(metadata_guard_program(), SECCOMP_FILTER_FLAG_NEW_LISTENER);
+  return listener < 0 ? -errno : listener;
 }
 
 }  // namespace sbx::stage2

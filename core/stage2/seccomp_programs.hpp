@@ -10,7 +10,8 @@
 // their bytes, by a test that they equal what libseccomp builds at run time, and by
 // forked-child tests that load them and check what they refuse (tests/unit/seccomp).
 //
-// This library links neither libseccomp nor anything of libsbx: the bwrap plugin links it.
+// This library links neither libseccomp nor anything of libsbx: the bwrap and landlock plugins
+// link it.
 #pragma once
 
 #include <linux/filter.h>
@@ -46,5 +47,16 @@ std::string_view program_bytes(std::span<const sock_filter> program);
 // no_new_privs (set by the caller first). For tests and for callers without bwrap; allocates
 // only to describe a failure.
 Status load_precompiled_filter(NetworkFilter network);
+
+// The same, async-signal-safe (for a child between fork or vfork and execve): 0, or the errno
+// of the seccomp(2) call that failed.
+int load_precompiled_filter_raw(NetworkFilter network) noexcept;
+
+// Landlock mode's metadata guard (metadata_filter.hpp), precompiled like the filter above.
+std::span<const sock_filter> metadata_guard_program();
+
+// Installs the metadata guard on the calling thread with a user-notification listener and
+// returns the listener (close-on-exec), or -errno. Requires no_new_privs. Async-signal-safe.
+int load_metadata_guard_program() noexcept;
 
 }  // namespace sbx::stage2

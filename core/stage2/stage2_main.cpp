@@ -15,15 +15,12 @@
 // proxy-mode filter (seccomp_filter.hpp). Under bwrap, in every network mode, stage 2 also
 // enters a Landlock domain scoping abstract unix sockets and signals when the kernel has ABI 6.
 //
-// Landlock mode (the landlock backend, no namespaces around stage 2; landlock_ruleset.hpp):
-// a supervisor forks the command; the child sets no_new_privs, drops every capability,
-// installs the metadata guard (metadata_notify.hpp: chmod/chown/utimes/xattrs and pty peers,
-// emulated by the supervisor inside the writable roots only) when the filesystem is
-// restricted, applies the Landlock ruleset (TCP bind/connect handled when --net blocked),
-// installs the same seccomp filter and execs. The supervisor kills leftover descendants at the
-// end, and the whole tree when the process that started it (--parent-pid, sbx) dies.
+// Landlock mode (--landlock, the landlock backend's plan): a thin wrapper over the launcher of
+// landlock_launch.hpp, which the landlock plugin runs inside sbx itself; this entry point is for
+// a plan run by hand (the plan's argv names sbx-stage2). --parent-pid ties it to the process
+// that started it: when that dies, so does this one, and with it the whole run.
 //
-// In order: sets no_new_privs, verifies it holds no capability, installs the seccomp filter
+// bwrap mode, in order: sets no_new_privs, verifies it holds no capability, installs the seccomp filter
 // (precompiled at build time, seccomp_programs.hpp: building it with libseccomp cost every run
 // several milliseconds, loading the data costs microseconds),
 // then runs the command by absolute path with exactly the --env environment (plus the entries
@@ -57,8 +54,8 @@
 
 #include "bwrap_checks.hpp"
 #include "env_block.hpp"
+#include "landlock_launch.hpp"
 #include "landlock_ruleset.hpp"
-#include "metadata_notify.hpp"
 #include "proxy_relay.hpp"
 #include "seccomp_filter.hpp"
 #include "seccomp_programs.hpp"
@@ -84,11 +81,9 @@ struct Options {
   bool unix_supervised = false;
   std::vector<std::string> env;
   std::vector<std::string> command;
-  sbx::stage2::LandlockSpec landlock;
   sbx::stage2::RelaySpec relay;  // --net proxy: the proxy's port (and socket under bwrap)
   int ready_fd = -1;   // bwrap mode: told "bwrap's setup worked" (bwrap_checks.hpp)
   int mounts_fd = -1;  // bwrap mode: the planned mounts to verify (bwrap_checks.hpp)
-  pid_t parent_pid = 0;  // Landlock mode: sbx, whose death ends the run (landlock_ruleset.hpp)
   // command and env as execve takes them, pointing into those two; built once parsing is
   // done (prepare_exec), before any fork: a forked child may not allocate.
   std::vector<char*> exec_argv;
@@ -108,8 +103,7 @@ int parse_fd(const std::string& option, const std::string& value) {
   return static_cast<int>(fd);
 }
 
-// --net proxy needs the port, and the socket exactly when there is a network namespace to
-// bridge (not in Landlock mode); the other modes take neither.
+// --net proxy needs the port and the socket of the proxy; the other modes take neither.
 void check_proxy_options(const Options& o) {
   const bool proxy = o.network == sbx::stage2::NetworkFilter::kProxy;
   if (!proxy) {
@@ -118,10 +112,7 @@ void check_proxy_options(const Options& o) {
     return;
   }
   if (o.relay.port == 0) fail("arguments", "--net proxy needs --proxy-port");
-  if (o.landlock.enabled && !o.relay.socket_path.empty())
-    fail("arguments", "--proxy-socket is for a network namespace, not Landlock mode");
-  if (!o.landlock.enabled && o.relay.socket_path.empty())
-    fail("arguments", "--net proxy needs --proxy-socket");
+  if (o.relay.socket_path.empty()) fail("arguments", "--net proxy needs --proxy-socket");
 }
 
 // Reads the --env-fd block to EOF and closes the descriptor, so that neither the relay nor
@@ -192,29 +183,16 @@ Options parse(int argc, char** argv) {
       o.env.push_back(value);
     } else if (arg == "--ready-fd") {
       o.ready_fd = parse_fd(arg, value);
-    } else if (arg == "--parent-pid") {
-      char* end = nullptr;
-      const long pid = std::strtol(value.c_str(), &end, 10);
-      if (value.empty() || *end != '\0' || pid <= 0 || pid > 4'194'304)
-        fail("arguments", "--parent-pid expects a process id, got '" + value + "'");
-      o.parent_pid = static_cast<pid_t>(pid);
     } else if (arg == "--mounts-fd") {
       o.mounts_fd = parse_fd(arg, value);
     } else if (arg == "--env-fd") {
       const std::vector<std::string> block = read_env_fd(value);
       o.env.insert(o.env.end(), block.begin(), block.end());
     } else {
-      sbx::Result<bool> landlock = sbx::stage2::parse_landlock_option(arg, value, o.landlock);
-      if (!landlock.ok()) fail("arguments", landlock.error());
-      if (!*landlock) fail("arguments", "unknown option '" + arg + "'");
+      fail("arguments", "unknown option '" + arg + "'");
     }
   }
   if (!o.network_given) fail("arguments", "--net blocked|open|proxy|private is required");
-  // The Landlock backend shares the host's network namespace: there, loopback is the host's.
-  if (o.landlock.enabled && o.unix_supervised)
-    fail("arguments", "--unix-supervised is for bwrap mode, not Landlock mode");
-  if (o.landlock.enabled && o.network == sbx::stage2::NetworkFilter::kPrivate)
-    fail("arguments", "--net private needs a private network namespace, not Landlock mode");
   check_proxy_options(o);
   for (++i; i < argc; ++i) o.command.emplace_back(argv[i]);
   if (o.command.empty()) fail("arguments", "no command after '--'");
@@ -318,33 +296,6 @@ void report_exec_failure(const Options& o, int report_read) {
   }
 }
 
-// Landlock mode, in the supervised child: every step before the command, in the order the
-// comment at the top of this file gives; fail() exits 125 and the supervisor returns that.
-[[noreturn]] void confine_and_exec(void* arg, int metadata_socket) {
-  Options& o = *static_cast<Options*>(arg);
-  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail("no_new_privs", std::strerror(errno));
-  // No user namespace took the capabilities away, so drop them here (uid 0 included).
-  sbx::Status dropped = sbx::stage2::drop_all_capabilities();
-  if (!dropped.ok()) fail("capabilities", dropped.error());
-  verify_no_capabilities();
-  // Landlock has no right for chmod/chown/utimes/xattrs: those go to the supervisor, which
-  // allows them only inside the writable roots. Installed before the main filter, which need
-  // not allow seccomp() or sendmsg() for it.
-  if (metadata_socket >= 0) {
-    sbx::Status guarded = sbx::stage2::install_metadata_guard(metadata_socket);
-    if (!guarded.ok()) fail("metadata guard", guarded.error());
-  }
-  // Restricted: no TCP at all. Proxy: connect() only to the proxy's port.
-  o.landlock.block_tcp = o.network != sbx::stage2::NetworkFilter::kOpen;
-  if (o.network == sbx::stage2::NetworkFilter::kProxy)
-    o.landlock.connect_tcp_ports = {o.relay.port};
-  sbx::Status ruled = sbx::stage2::apply_landlock(o.landlock);
-  if (!ruled.ok()) fail("landlock", ruled.error());
-  sbx::Status filtered = sbx::stage2::load_precompiled_filter(o.network);
-  if (!filtered.ok()) fail("seccomp", filtered.error());
-  exec_command(o);
-}
-
 }  // namespace
 
 // bwrap mode, before anything else: tell sbx that bwrap's setup worked, then verify the
@@ -361,7 +312,7 @@ void check_bwrap_setup(const Options& o) {
 }
 
 // Every role of stage 2 that outlives the start of the command (PID 1 under bwrap, the proxy
-// relay it forks, the Landlock supervisor) shares the command's uid. Dumpable, its /proc files
+// relay it forks, the Landlock-mode wrapper) shares the command's uid. Dumpable, its /proc files
 // would be the command's to open: /proc/PID/mem read-write, environ, fd/N to reopen its
 // descriptors, and ptrace access checks such as pidfd_getfd's would pass. Not dumpable, each of
 // them needs CAP_SYS_PTRACE, which the command never has. Inherited by every fork; the command's
@@ -418,20 +369,31 @@ void scope_abstract_unix_sockets() {
   if (!scoped.ok()) fail("landlock scope", scoped.error());
 }
 
+// Landlock mode: see the file comment. The environment is this process's own
+// (--env-environ), never an argument.
+[[noreturn]] void landlock_main(int argc, char** argv) {
+  const std::vector<std::string> args(argv, argv + argc);
+  sbx::Result<sbx::stage2::LandlockLaunch> launch = sbx::stage2::parse_landlock_argv(args);
+  if (!launch.ok()) fail("arguments", launch.error());
+  if (launch->parent != 0) {
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0)
+      fail("parent-death signal", std::strerror(errno));
+    if (::getppid() != launch->parent) ::_exit(128 + SIGKILL);  // already gone: nothing ran
+  }
+  sbx::stage2::LaunchOptions options;
+  if (launch->env_environ) options.env = own_environment();
+  sbx::Result<sbx::ExitStatus> status = sbx::stage2::run_landlock(*launch, options);
+  if (!status.ok()) fail("landlock", status.error());
+  ::_exit(status->shell_code());
+}
+
 int main(int argc, char** argv) {
   make_undumpable();
+  if (sbx::stage2::is_landlock_argv(std::vector<std::string>(argv, argv + argc)))
+    landlock_main(argc, argv);
   Options options = parse(argc, argv);
   prepare_exec(options);
   check_bwrap_setup(options);
-  if (options.landlock.enabled) {
-    // A restricted filesystem has writable roots to keep metadata changes in; an unrestricted
-    // one lets the command write (and so chmod) anywhere already.
-    sbx::stage2::SuperviseOptions supervise;
-    supervise.guard_metadata = options.landlock.restrict_filesystem;
-    supervise.writable_roots = options.landlock.write;
-    supervise.parent = options.parent_pid;
-    return sbx::stage2::supervise(confine_and_exec, &options, supervise);
-  }
   // no_new_privs first: required for an unprivileged seccomp filter, and setuid binaries the
   // command runs can no longer gain privileges.
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail("no_new_privs", std::strerror(errno));

@@ -1,8 +1,10 @@
 // sbx-backend-landlock: the thin module around the pure translator. probe() asks the kernel;
 // transform() gathers the host facts (the trusted stage-2 path, device filesystems mounted
 // outside /dev, the directories a rule over them is split along) and runs the translator;
-// exec() is the host spawn (stage 2 is the whole sandbox: no launcher, no host state to clean
-// up) with sbx's pid added.
+// exec() runs the plan itself, inside sbx, with the launcher of core/stage2/landlock_launch.hpp:
+// the plan's argv is `sbx-stage2 --landlock ...` (what a person or an SDK user would run by
+// hand), but no helper is exec'd here: sbx builds the ruleset, forks the supervisor, and the
+// command's child confines itself and execs the command.
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "sbx/landlock/probe.hpp"
+#include "landlock_launch.hpp"
 #include "sbx/landlock/translate.hpp"
 #include "sbx/sdk/plugin.hpp"
 
@@ -148,19 +151,36 @@ class LandlockBackend final : public Backend {
     }
   }
 
-  // Stage 2 learns which process started it, so that it can kill the command's whole tree when
-  // that process dies (no pid namespace does it here). Added at exec, not in the plan: a plan
-  // run by someone else has no such parent, and stage 2 then uses the parent it finds.
+  // The plan is parsed exactly as sbx-stage2 would parse it, and run by the same launcher; the
+  // run is tied to this process (the supervisor's parent-death signal), the command's
+  // environment goes only into its execve, and the host's prepare_child (the run's cgroup and
+  // rlimits) runs in the command's child.
   Result<ExitStatus> exec(const ExecPlan& plan) override {
-    ExecPlan tied = plan;
-    if (!tied.argv.empty())
-      tied.argv.insert(tied.argv.begin() + 1, {"--parent-pid", std::to_string(::getpid())});
-    return host().spawn(tied);
+    try {
+      Result<stage2::LandlockLaunch> launch = stage2::parse_landlock_argv(plan.argv);
+      if (!launch.ok()) return Error{"landlock: the plan is not a Landlock plan: " + launch.error()};
+      if (!launch->env_environ) return Error{"landlock: the plan does not pass its environment"};
+      stage2::LaunchOptions options;
+      options.env = plan.env;
+      options.cwd = plan.cwd;
+      hook_ = host().child_hook();
+      options.prepare_child = &LandlockBackend::prepare_child;
+      options.prepare_child_ctx = &hook_;
+      return stage2::run_landlock(*launch, options);
+    } catch (const std::exception& e) {
+      return Error{std::string("landlock: exec failed: ") + e.what()};
+    }
   }
+
+ private:
+  // Async-signal-safe: calls the host's hook, which is.
+  static int prepare_child(void* ctx) { return (*static_cast<HostServices::ChildHook*>(ctx))(); }
+
+  HostServices::ChildHook hook_;
 };
 
 }  // namespace
 }  // namespace sbx::landlock
 
 SBX_DECLARE_BACKEND(sbx::landlock::LandlockBackend, "landlock", "0.1.0",
-                    "Landlock + seccomp via sbx-stage2, no namespaces (Linux)")
+                    "Landlock + seccomp, no namespaces (Linux)")

@@ -253,7 +253,7 @@ const std::vector<std::string>& minimal_paths() {
 
 const std::vector<std::string>& device_paths() {
   // /dev/ptmx: opening it only allocates a new pseudo-terminal pair. The peer (/dev/pts/N)
-  // is not granted: stage 2's supervisor opens it for the holder of the master
+  // is not granted: the run's supervisor opens it for the holder of the master
   // (ioctl TIOCGPTPEER, core/stage2/metadata_notify.hpp), so other terminals stay closed.
   static const std::vector<std::string> kPaths = {"/dev/null",   "/dev/zero",    "/dev/full",
                                                   "/dev/random", "/dev/urandom", "/dev/tty",
@@ -293,7 +293,7 @@ Result<Translation> translate(const TransformRequest& request, const HostFacts& 
   Result<bool> split = add_filesystem(request.policy, facts, t);
   if (!split.ok()) return Error{split.error()};
   // Restricted and proxy network both need TCP rules (ABI 4); without them nothing would stop
-  // a direct connection, so stage 2 refuses to run below that ABI.
+  // a direct connection, so the launcher refuses to run below that ABI.
   const bool confined = network.mode != NetworkMode::kEnabled;
   if (confined) t.min_abi = kAbiNetwork;
   t.argv[2] = std::to_string(t.min_abi);
@@ -308,21 +308,23 @@ Result<Translation> translate(const TransformRequest& request, const HostFacts& 
   } else {
     t.argv.push_back(confined ? "blocked" : "open");
   }
-  // The command's environment is stage 2's own, not arguments: arguments are world-readable
+  // The command's environment is the plan's env, not arguments: arguments are world-readable
   // in /proc while the command runs, an environment holds secrets (core/stage2/env_block.hpp).
+  // The launcher puts it only into the command's execve (sbx-stage2 run by hand: its own).
   t.argv.push_back("--env-environ");
   t.env = request.env;
   t.argv.push_back("--");
   t.argv.insert(t.argv.end(), request.argv.begin(), request.argv.end());
   t.notes = {
       "landlock: needs Landlock ABI " + std::to_string(t.min_abi) +
-          "+ (checked by sbx-stage2 at run time); newer rights are used where the kernel has them",
+          "+ (checked at run time, before the command starts); newer rights are used where the "
+          "kernel has them",
       "landlock: no namespaces: /proc shows host processes, SysV IPC is shared; signals to "
       "processes outside the sandbox are blocked only on ABI 6+",
       "landlock: descendants left running are killed when the command exits (subreaper)"};
   if (restricted_filesystem(request.policy))
     t.notes.push_back(
-        "landlock: chmod, chown, file times and extended attributes are emulated by sbx-stage2's "
+        "landlock: chmod, chown, file times and extended attributes are emulated by the run's "
         "supervisor and allowed only on files inside the writable roots (Landlock has no right "
         "for them); set-user-ID/set-group-ID modes and chattr flags are refused everywhere. "
         "A file hard-linked into a writable root before the run can still be changed through "

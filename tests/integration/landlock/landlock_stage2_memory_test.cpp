@@ -1,5 +1,6 @@
-// sbx-stage2's supervisor stays out of the command's reach in Landlock mode: it is the
-// command's parent (same uid, outside the Landlock domain, holding the command's environment),
+// The Landlock-mode supervisor stays out of the command's reach: it is the command's parent
+// (a fork of sbx, named sbx-supervisor: same uid, outside the Landlock domain, holding a copy
+// of sbx's memory and the command's environment),
 // and the command tries to read its environment, open its memory for writing, look at or
 // reopen its descriptors through /proc, and copy a descriptor with pidfd_getfd. Every attempt
 // must fail.
@@ -26,7 +27,7 @@ TEST(LandlockStage2Memory, SupervisorIsNotReachable) {
                      R"( {"path": ":cwd", "access": "write"}]}, "network": {"mode": "restricted"}})");
   const std::vector<std::string> argv = {
       sbx_path(), "--backends", "landlock", "exec", "--policy", policy, "--cwd", ws.path(), "--",
-      "/bin/sh",  "-c",         "echo parent $PPID; " + stage2_attempts_script(probe_path())};
+      "/bin/sh",  "-c",         "echo parent $PPID; " + stage2_attempts_script(probe_path(), "sbx-supervisor")};
   const RunResult r = run(argv, base_env());
   expect_stage2_unreachable(r, /*expected_at_least=*/1);
   // The supervisor is the command's parent.
@@ -34,7 +35,7 @@ TEST(LandlockStage2Memory, SupervisorIsNotReachable) {
   ASSERT_NE(at, std::string::npos) << describe(r);
   const std::string ppid = r.out.substr(at + 7, r.out.find('\n', at) - at - 7);
   EXPECT_NE(r.out.find("stage2 " + ppid + "\n"), std::string::npos)
-      << "the command's parent is not sbx-stage2: " << describe(r);
+      << "the command's parent is not the supervisor: " << describe(r);
 }
 
 }  // namespace

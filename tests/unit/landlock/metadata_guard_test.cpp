@@ -1,7 +1,8 @@
 // Landlock mode's metadata guard (core/stage2/metadata_notify.hpp): the pure inside/outside
-// decision with hostile paths, then the whole mechanism as stage 2 runs it: supervise() in a
-// forked process, its child installing the guard and the Landlock ruleset, dropping every
-// capability, trying one call and reporting its errno as the exit code.
+// decision with hostile paths, then the whole mechanism as a run uses it: the launcher
+// (landlock_launch.hpp) with its supervisor, its child dropping every capability, installing
+// the precompiled guard, the Landlock ruleset and the seccomp filter, then trying one call
+// instead of the exec and reporting its errno as the exit code.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <linux/fs.h>
@@ -25,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "landlock_launch.hpp"
 #include "landlock_ruleset.hpp"
 #include "metadata_notify.hpp"
 
@@ -91,47 +93,36 @@ mode_t mode_of(const std::string& path) {
   return st.st_mode & 07777;
 }
 
-struct Attempt {
-  std::string writable;
-  std::function<int()> body;
-  bool keep_capabilities = false;  // only to let a test change its fsuid
-};
+// The body's std::function, called in the confined child instead of the exec.
+int run_guard_attempt(void* arg) { return (*static_cast<const std::function<int()>*>(arg))(); }
 
-// stage2_main.cpp's confine_and_exec, with the attempt instead of the exec.
-[[noreturn]] void confined_child(void* arg, int metadata_socket) {
-  auto& attempt = *static_cast<Attempt*>(arg);
-  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) ::_exit(kGuardSetupFailed);
-  if (!attempt.keep_capabilities && !sbx::stage2::drop_all_capabilities().ok())
-    ::_exit(kGuardSetupFailed + 1);
-  if (metadata_socket < 0 || !sbx::stage2::install_metadata_guard(metadata_socket).ok())
-    ::_exit(kGuardSetupFailed + 2);
-  sbx::stage2::LandlockSpec spec;
-  spec.enabled = true;
-  spec.read = {"/"};
-  spec.keep_dev_closed = false;  // "/" readable for brevity; the guard is what is tested here
-  spec.write = {attempt.writable};
-  spec.dev = {"/dev/null", "/dev/ptmx"};
-  if (!sbx::stage2::apply_landlock(spec).ok()) ::_exit(kGuardSetupFailed + 3);
-  if (::chdir(attempt.writable.c_str()) != 0) ::_exit(kGuardSetupFailed + 4);
-  ::_exit(attempt.body());
+// The host's prepare_child slot, used to give the child another filesystem uid before it
+// drops its capabilities (only a test wants that).
+int become_fsuid_nobody(void* /*ctx*/) {
+  ::setfsuid(65534);
+  return 0;
 }
 
-// Runs `body` in a guarded, Landlock-confined child under the supervisor (itself forked:
-// supervise() makes its process a subreaper and drops its capabilities). 0 = the call
-// succeeded, else its errno.
+// Runs `body` in a guarded, Landlock-confined child under the launcher's supervisor. 0 = the
+// call succeeded, else its errno.
 int guarded(const std::string& writable, const std::function<int()>& body,
-            bool keep_capabilities = false) {
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    Attempt attempt{writable, body, keep_capabilities};
-    sbx::stage2::SuperviseOptions options;
-    options.guard_metadata = true;
-    options.writable_roots = {writable};
-    ::_exit(sbx::stage2::supervise(confined_child, &attempt, options));
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 255;
+            bool as_fsuid_nobody = false) {
+  sbx::stage2::LandlockLaunch launch;
+  launch.landlock.enabled = true;
+  launch.landlock.read = {"/"};
+  launch.landlock.keep_dev_closed = false;  // "/" readable for brevity; the guard is tested
+  launch.landlock.write = {writable};
+  launch.landlock.dev = {"/dev/null", "/dev/ptmx"};
+  launch.network = sbx::stage2::NetworkFilter::kOpen;
+  launch.command = {"/bin/true"};  // never run: the body replaces the exec
+  sbx::stage2::LaunchOptions options;
+  options.cwd = writable;
+  options.body = run_guard_attempt;
+  options.body_arg = const_cast<std::function<int()>*>(&body);
+  if (as_fsuid_nobody) options.prepare_child = become_fsuid_nobody;
+  sbx::Result<sbx::ExitStatus> status = sbx::stage2::run_landlock(launch, options);
+  if (!status.ok()) return 254;
+  return status->signal != 0 ? 255 : status->exit_code;
 }
 
 int errno_of(long rc) { return rc < 0 ? errno : 0; }
@@ -319,11 +310,10 @@ TEST_F(MetadataGuard, ACallerWithOtherFilesystemCredentialsIsRefused) {
   EXPECT_EQ(guarded(
                 ws_.path(),
                 [] {
-                  ::setfsuid(65534);
                   return ::setfsuid(static_cast<uid_t>(-1)) == 65534 ? errno_of(::chmod("out", 0600))
                                                                      : kGuardSetupFailed + 9;
                 },
-                /*keep_capabilities=*/true),
+                /*as_fsuid_nobody=*/true),
             EPERM);
   EXPECT_EQ(mode_of(ws_ / "out"), 0644u);
 }

@@ -4,6 +4,7 @@
 // golden files, and loaded on their own in a forked child (SECCOMP_SET_MODE_FILTER after
 // no_new_privs, as bwrap does) they refuse what the filter must refuse.
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
@@ -23,6 +24,7 @@
 #include <gtest/gtest.h>
 
 #include "filtered_child.hpp"
+#include "metadata_filter.hpp"
 #include "sbx_test/golden.hpp"
 #include "seccomp_programs.hpp"
 
@@ -94,6 +96,51 @@ TEST(SeccompPrecompiled, ProgramBytesMatchTheGoldenFiles) {
     sbx::test::expect_golden(dir / ("bpf-" + name + "-table.txt"), dump(pre.table));
     sbx::test::expect_golden(dir / ("bpf-" + name + "-rules.txt"), dump(pre.rules));
   }
+}
+
+// Landlock mode's metadata guard (metadata_filter.hpp), precompiled the same way.
+TEST(SeccompPrecompiled, MetadataGuardIsWhatLibseccompBuildsAtRunTime) {
+  sbx::Result<std::string> built = sbx::stage2::export_metadata_guard_bpf();
+  ASSERT_TRUE(built.ok()) << built.error();
+  EXPECT_EQ(sbx::stage2::program_bytes(sbx::stage2::metadata_guard_program()), *built);
+}
+
+TEST(SeccompPrecompiled, MetadataGuardBytesMatchTheGoldenFile) {
+#if !defined(__x86_64__)
+  GTEST_SKIP() << "the golden program is for x86_64 (syscall numbers and audit arch)";
+#endif
+  const std::filesystem::path dir = std::filesystem::path(SBX_GOLDEN_DIR) / "seccomp";
+  sbx::test::expect_golden(dir / "bpf-metadata-guard.txt",
+                           dump(sbx::stage2::metadata_guard_program()));
+}
+
+// Loaded on its own with its listener closed at once: a call it reports to the (absent)
+// supervisor fails with ENOSYS, the calls it refuses fail as they must, everything else runs.
+std::string run_under_guard(const std::function<long()>& probe, int expected_errno) {
+  return sbx_seccomp_test::run_in_filtered_child(
+      [] {
+        const int listener = sbx::stage2::load_metadata_guard_program();
+        if (listener < 0) return false;
+        // Close-on-exec from the kernel: only the supervisor that receives it keeps it.
+        const bool cloexec = (::fcntl(listener, F_GETFD) & FD_CLOEXEC) != 0;
+        ::close(listener);
+        return cloexec;
+      },
+      probe, expected_errno);
+}
+
+TEST(SeccompPrecompiled, MetadataGuardReportsRefusesAndAllows) {
+  EXPECT_EQ(run_under_guard([] { return raw(SYS_chmod, reinterpret_cast<long>("/nonexistent"), 0644); },
+                            ENOSYS),
+            "ok");
+  EXPECT_EQ(run_under_guard([] { return raw(SYS_fchownat, AT_FDCWD, reinterpret_cast<long>("/x"), 0, 0, 0); },
+                            ENOSYS),
+            "ok");
+  EXPECT_EQ(run_under_guard([] { return raw(sbx::stage2::kNrSetxattrat, AT_FDCWD, 0, 0, 0, 0); },
+                            ENOSYS),
+            "ok");
+  EXPECT_EQ(run_under_guard([] { return raw(SYS_ioctl, 0, FS_IOC_SETFLAGS, 0); }, EPERM), "ok");
+  EXPECT_EQ(run_under_guard([] { return raw(SYS_getpid) > 0 ? 0L : -1L; }, 0), "ok");
 }
 
 TEST(SeccompPrecompiled, AlwaysDeniedCallsAreRefusedInEveryMode) {

@@ -1,5 +1,6 @@
 // Shared by the bwrap and landlock suites: a shell script the sandboxed command runs against
-// every sbx-stage2 process it can see, and the check of its output.
+// every process of sbx's it can see (sbx-stage2 under bwrap, the Landlock supervisor, named
+// sbx-supervisor), and the check of its output.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -13,15 +14,16 @@
 
 namespace sbx::test {
 
-// Prints "stage2 PID" for each sbx-stage2 process found, then one line per attempt that worked:
+// Prints "stage2 PID" for each process named `name` found, then one line per attempt that worked:
 // "READ environ PID", "OPENED mem PID", "SAW fd PID N", "REOPENED fd PID N",
 // "STOLE fd PID" (pidfd_getfd through `escape_probe`). Ends with "done". Listing /proc/PID/fd
 // is not attempted: it shows descriptor numbers only, and a uid-0 command owns that directory
 // whatever stage 2 does.
-inline std::string stage2_attempts_script(const std::string& escape_probe) {
+inline std::string stage2_attempts_script(const std::string& escape_probe,
+                                          const std::string& name = "sbx-stage2") {
   return "for p in /proc/[0-9]*; do\n"
          "  pid=${p#/proc/}\n"
-         "  [ \"$(cat $p/comm 2>/dev/null)\" = sbx-stage2 ] || continue\n"
+         "  [ \"$(cat $p/comm 2>/dev/null)\" = " + name + " ] || continue\n"
          "  echo \"stage2 $pid\"\n"
          "  cat $p/environ >/dev/null 2>&1 && echo \"READ environ $pid\"\n"
          "  (exec 3<>$p/mem) 2>/dev/null && echo \"OPENED mem $pid\"\n"

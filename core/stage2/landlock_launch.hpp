@@ -1,0 +1,86 @@
+// Landlock mode's launcher: runs one command confined by Landlock and seccomp, with no helper
+// program exec'd in between (docs/ARCHITECTURE.md "One sbx exec step by step").
+//
+// The landlock plugin's exec() calls it inside sbx (or a process embedding the C API), and
+// `sbx-stage2 --landlock` is a thin wrapper over it for plans run by hand. The shape:
+//
+//   caller (sbx)     builds the Landlock ruleset (every path opened and checked) and takes the
+//                    precompiled seccomp programs, all before any child exists, so every error
+//                    of that kind is reported before anything runs; then forks the supervisor,
+//                    forwards the signals sent to it (si_code <= 0) and waits.
+//   supervisor       a fork of the caller, never exec'd: not dumpable (the command has the same
+//                    uid; /proc/PID/mem, environ and fd/ need CAP_SYS_PTRACE then), a child
+//                    subreaper, tied to the caller by a parent-death signal, every descriptor
+//                    but the ones it needs closed. It starts the command's child, forwards
+//                    signals sent to it, answers the metadata guard (metadata_notify.hpp) with
+//                    no capability of its own, and once the command has exited kills and reaps
+//                    every descendant left (no pid namespace does that here). It stays outside
+//                    the Landlock domain, so with signal scoping (ABI 6+) the command cannot
+//                    signal it.
+//   command's child  clone(CLONE_VM | CLONE_VFORK) of the supervisor, like posix_spawn: only
+//                    async-signal-safe steps on data prepared before: default signal
+//                    dispositions, parent-death signal, chdir, the run's limits (the host's
+//                    prepare_child), no_new_privs, every capability dropped and checked, the
+//                    metadata guard (a precompiled user-notification filter; its listener goes
+//                    to the supervisor), landlock_restrict_self, the precompiled seccomp
+//                    filter, every descriptor but 0-2 close-on-exec, execve. A failed step is
+//                    written into memory it shares with the supervisor, which reports it to the
+//                    caller; the command never runs after a failed step.
+//
+// Exit statuses: the command's own code, 128+N when signal N ended it, 126/127 when it could not
+// be executed, 125 when a step of sbx's failed (with a message on stderr). The environment goes
+// only into the command's execve: no process's arguments carry it.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "landlock_ruleset.hpp"
+#include "sbx/sdk/result.hpp"
+#include "sbx/sdk/types.hpp"
+#include "seccomp_filter.hpp"
+
+namespace sbx::stage2 {
+
+// One run as the landlock plugin's plan describes it (its stage-2 arguments).
+struct LandlockLaunch {
+  LandlockSpec landlock;  // the rules; block_tcp and connect_tcp_ports follow `network`
+  NetworkFilter network = NetworkFilter::kBlocked;  // kBlocked, kOpen or kProxy
+  std::uint16_t proxy_port = 0;                     // kProxy: the only TCP port connect() reaches
+  bool env_environ = false;  // --env-environ: the command's environment is the caller's
+  pid_t parent = 0;          // --parent-pid (sbx-stage2 only): whose death ends the run
+  std::vector<std::string> command;  // argv; command[0] absolute
+};
+
+// Parses a plan's argv ("SBX-STAGE2 --landlock N ... -- COMMAND...", argv[0] ignored). Error
+// names the bad option; the network filter's TCP rules are set from --net and --proxy-port.
+Result<LandlockLaunch> parse_landlock_argv(const std::vector<std::string>& argv);
+
+// True when argv (argv[0] ignored) asks for Landlock mode: "--landlock" before the first "--".
+bool is_landlock_argv(const std::vector<std::string>& argv);
+
+struct LaunchOptions {
+  std::vector<std::string> env;  // the command's whole environment
+  std::string cwd;               // absolute; empty: stay in the caller's directory
+  // The host's prepare_child (the run's cgroup and rlimits), called in the command's child
+  // before no_new_privs: async-signal-safe, 0 or an errno (the command then does not run).
+  int (*prepare_child)(void* ctx) = nullptr;
+  void* prepare_child_ctx = nullptr;
+  // For tests: run `body` in the confined child instead of execve, its result being the exit
+  // code. The child is then forked rather than cloned with CLONE_VM (a body may make calls the
+  // supervisor must answer while it runs), so a failed step shows only as exit code 125.
+  int (*body)(void* arg) = nullptr;
+  void* body_arg = nullptr;
+};
+
+// Runs the command (see the file comment) and returns how it ended: exit_code as the shell
+// reports it (128+N for signal N), or `signal` when the supervisor itself was killed from
+// outside. A step of sbx's that fails once children exist prints its message on stderr and
+// returns 125 (126/127 for an execve failure, as a shell). Error when nothing was started (the
+// ruleset could not be built, no fork): the caller reports it.
+Result<ExitStatus> run_landlock(const LandlockLaunch& launch, const LaunchOptions& options);
+
+}  // namespace sbx::stage2

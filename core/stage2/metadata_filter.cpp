@@ -1,0 +1,112 @@
+// See metadata_filter.hpp.
+#include "metadata_filter.hpp"
+
+#include <linux/fs.h>
+#include <linux/fsverity.h>
+#include <seccomp.h>
+#include <sys/ioctl.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+namespace sbx::stage2 {
+namespace {
+
+using FilterPtr = std::unique_ptr<void, void (*)(scmp_filter_ctx)>;
+
+// Emulated by the supervisor: every call that changes a file's mode, owner, times or extended
+// attributes by path or descriptor.
+constexpr const char* kEmulated[] = {
+    "chmod",     "fchmod",    "fchmodat",    "chown",        "fchown",      "lchown",
+    "fchownat",  "utime",     "utimes",      "futimesat",    "utimensat",   "setxattr",
+    "lsetxattr", "fsetxattr", "removexattr", "lremovexattr", "fremovexattr"};
+
+int rule(scmp_filter_ctx ctx, std::uint32_t action, int nr, unsigned count = 0,
+         const scmp_arg_cmp* cmp = nullptr) {
+  return seccomp_rule_add_array(ctx, action, nr, count, cmp);
+}
+
+Status build_rules(scmp_filter_ctx ctx) {
+  if (!kUnifiedSyscallNumbers)
+    return Error{
+        "the numbers of fchmodat2/setxattrat/removexattrat/file_setattr on this "
+        "architecture are not known to sbx"};
+  for (const char* name : kEmulated) {
+    const int nr = seccomp_syscall_resolve_name(name);
+    // A call this libseccomp cannot name would pass unseen: fail closed.
+    if (nr == __NR_SCMP_ERROR) return Error{std::string("unknown syscall ") + name};
+    if (rule(ctx, SCMP_ACT_NOTIFY, nr) != 0) return Error{std::string("rule for ") + name};
+  }
+  if (rule(ctx, SCMP_ACT_NOTIFY, kNrFchmodat2) != 0) return Error{"rule for fchmodat2"};
+  // Newer *at variants: ENOSYS makes a program fall back to the calls emulated above.
+  for (int nr : {kNrSetxattrat, kNrRemovexattrat, kNrFileSetattr}) {
+    if (rule(ctx, SCMP_ACT_ERRNO(ENOSYS), nr) != 0)
+      return Error{"rule for syscall " + std::to_string(nr)};
+  }
+  const scmp_arg_cmp peer = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCGPTPEER);
+  if (rule(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(ioctl), 1, &peer) != 0)
+    return Error{"rule for ioctl(TIOCGPTPEER)"};
+  // Inode changes through ioctls that need only ownership (or DAC write access), not an open
+  // for writing: chattr flags, fsxattr, the generation number, fs-verity and encryption
+  // policies (both make a file or directory unchangeable). Not emulated: refused on every file.
+  for (unsigned long cmd :
+       {static_cast<unsigned long>(FS_IOC_SETFLAGS), static_cast<unsigned long>(FS_IOC32_SETFLAGS),
+        static_cast<unsigned long>(FS_IOC_FSSETXATTR),
+        static_cast<unsigned long>(FS_IOC_SETVERSION),
+        static_cast<unsigned long>(FS_IOC32_SETVERSION),
+        static_cast<unsigned long>(FS_IOC_ENABLE_VERITY),
+        static_cast<unsigned long>(FS_IOC_SET_ENCRYPTION_POLICY)}) {
+    const scmp_arg_cmp cmp = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, cmd);
+    if (rule(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1, &cmp) != 0)
+      return Error{"rule for ioctl " + std::to_string(cmd)};
+  }
+  return {};
+}
+
+Result<FilterPtr> build_guard() {
+  FilterPtr ctx(seccomp_init(SCMP_ACT_ALLOW), seccomp_release);
+  if (!ctx) return Error{"seccomp_init failed"};
+  // Another architecture's calls would bypass the rules: the main filter kills them too.
+  if (seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS) != 0)
+    return Error{"badarch"};
+  Status built = build_rules(ctx.get());
+  if (!built.ok()) return Error{built.error()};
+  return ctx;
+}
+
+// What libseccomp writes for `ctx` through `exporter`, read back from a temporary file
+// (libseccomp 2.5 exports to a descriptor only).
+Result<std::string> exported(scmp_filter_ctx ctx, int (*exporter)(const scmp_filter_ctx, int)) {
+  std::FILE* tmp = std::tmpfile();
+  if (tmp == nullptr) return Error{"tmpfile failed"};
+  const int rc = exporter(ctx, fileno(tmp));
+  std::string bytes;
+  if (rc == 0) {
+    std::rewind(tmp);
+    char buf[4096];
+    std::size_t n = 0;
+    while ((n = std::fread(buf, 1, sizeof buf, tmp)) > 0) bytes.append(buf, n);
+  }
+  std::fclose(tmp);
+  if (rc != 0) return Error{std::string("seccomp export: ") + std::strerror(-rc)};
+  return bytes;
+}
+
+}  // namespace
+
+Result<std::string> export_metadata_guard_bpf() {
+  Result<FilterPtr> ctx = build_guard();
+  if (!ctx.ok()) return Error{ctx.error()};
+  return exported(ctx->get(), seccomp_export_bpf);
+}
+
+Result<std::string> export_metadata_guard_text() {
+  Result<FilterPtr> ctx = build_guard();
+  if (!ctx.ok()) return Error{ctx.error()};
+  return exported(ctx->get(), seccomp_export_pfc);
+}
+
+}  // namespace sbx::stage2

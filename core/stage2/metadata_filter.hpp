@@ -1,0 +1,42 @@
+// The metadata guard's seccomp filter (metadata_notify.hpp says what it guards and why), built
+// with libseccomp. Only the build-time generator of the precompiled programs
+// (seccomp_programs.hpp) and the tests build it; a run loads the precompiled copy.
+//
+// The filter (default ALLOW; calls of another architecture kill the process):
+//   - USER_NOTIF for chmod, fchmod, fchmodat, fchmodat2, chown, fchown, lchown, fchownat,
+//     utime, utimes, futimesat, utimensat, setxattr, lsetxattr, fsetxattr, removexattr,
+//     lremovexattr, fremovexattr and ioctl(TIOCGPTPEER): the supervisor emulates them;
+//   - ENOSYS for setxattrat, removexattrat and file_setattr (programs fall back to the above);
+//   - EPERM for the inode-changing ioctls FS_IOC_SETFLAGS (and its 32-bit form),
+//     FS_IOC_FSSETXATTR, FS_IOC_SETVERSION (both forms), FS_IOC_ENABLE_VERITY and
+//     FS_IOC_SET_ENCRYPTION_POLICY.
+// It must be installed with SECCOMP_FILTER_FLAG_NEW_LISTENER: its listener goes to the
+// supervisor.
+#pragma once
+
+#include <string>
+
+#include "sbx/sdk/result.hpp"
+
+namespace sbx::stage2 {
+
+// Syscall numbers newer than Debian 12's headers and libseccomp 2.5.4. They come from the
+// unified table every architecture but alpha, ia64 and mips shares since Linux 5.1.
+inline constexpr int kNrFchmodat2 = 452;
+inline constexpr int kNrSetxattrat = 463;
+inline constexpr int kNrRemovexattrat = 466;
+inline constexpr int kNrFileSetattr = 469;
+#if defined(__x86_64__) || defined(__aarch64__)
+inline constexpr bool kUnifiedSyscallNumbers = true;
+#else
+inline constexpr bool kUnifiedSyscallNumbers = false;
+#endif
+
+// The guard's BPF program as the kernel takes it (struct sock_filter array, native byte order):
+// exactly what libseccomp would load for it.
+Result<std::string> export_metadata_guard_bpf();
+
+// The same in libseccomp's pseudo-filter-code text (for debugging).
+Result<std::string> export_metadata_guard_text();
+
+}  // namespace sbx::stage2

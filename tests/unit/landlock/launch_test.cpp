@@ -1,0 +1,274 @@
+// Landlock mode's launcher (core/stage2/landlock_launch.hpp), run from this process as the
+// landlock plugin runs it inside sbx: exit statuses, signals sent to the caller reaching the
+// command, no descendant outliving the run, the supervisor out of the command's reach, a failed
+// confinement step never running the command, and sbx-stage2 --landlock as a wrapper over it.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "landlock_launch.hpp"
+#include "landlock_ruleset.hpp"
+#include "sbx_test/temp_dir.hpp"
+
+namespace launch_test {
+
+namespace fs = std::filesystem;
+using sbx::stage2::LandlockLaunch;
+using sbx::stage2::LaunchOptions;
+using sbx::stage2::NetworkFilter;
+
+// / readable (device nodes too, for brevity), `ws` writable, no network.
+LandlockLaunch confined(const std::string& ws, std::vector<std::string> command) {
+  LandlockLaunch launch;
+  launch.landlock.enabled = true;
+  launch.landlock.read = {"/"};
+  launch.landlock.keep_dev_closed = false;
+  launch.landlock.write = {ws};
+  launch.landlock.dev = {"/dev/null"};
+  launch.landlock.block_tcp = true;
+  launch.network = NetworkFilter::kBlocked;
+  launch.command = std::move(command);
+  return launch;
+}
+
+LaunchOptions in_dir(const std::string& ws) {
+  LaunchOptions options;
+  options.cwd = ws;
+  options.env = {"PATH=/usr/bin:/bin", "SBX_LAUNCH_TEST=visible"};
+  return options;
+}
+
+// The shell code of `script` run confined in `ws`; -1 when the launcher could not start.
+int run_script(const std::string& ws, const std::string& script) {
+  sbx::Result<sbx::ExitStatus> status =
+      sbx::stage2::run_landlock(confined(ws, {"/bin/sh", "-c", script}), in_dir(ws));
+  return status.ok() ? status->shell_code() : -1;
+}
+
+bool file_exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// A process that waits for `marker` to exist, then sends `sig` to `target` (the test process).
+pid_t signal_when(const std::string& marker, pid_t target, int sig) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    for (int i = 0; i < 1000 && !file_exists(marker); ++i) ::usleep(10'000);
+    ::kill(target, sig);
+    ::_exit(0);
+  }
+  return pid;
+}
+
+class LandlockLaunchTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (sbx::stage2::landlock_abi() < 4)
+      GTEST_SKIP() << "Landlock ABI " << sbx::stage2::landlock_abi()
+                   << " on this kernel: these runs need ABI 4 (TCP rules)";
+    ASSERT_FALSE(ws_.path().empty());
+  }
+  sbx::test::TempDir ws_;
+};
+
+TEST_F(LandlockLaunchTest, ExitStatusesAreTheCommandsOrTheShells) {
+  EXPECT_EQ(run_script(ws_.path(), "exit 0"), 0);
+  EXPECT_EQ(run_script(ws_.path(), "exit 42"), 42);
+  EXPECT_EQ(run_script(ws_.path(), "kill -TERM $$"), 128 + SIGTERM);
+  EXPECT_EQ(run_script(ws_.path(), "kill -KILL $$"), 128 + SIGKILL);
+  sbx::Result<sbx::ExitStatus> missing =
+      sbx::stage2::run_landlock(confined(ws_.path(), {"/nonexistent/cmd"}), in_dir(ws_.path()));
+  ASSERT_TRUE(missing.ok()) << missing.error();
+  EXPECT_EQ(missing->shell_code(), 127);
+  const std::string plain = ws_ / "plain";
+  std::ofstream(plain) << "not a program\n";
+  ::chmod(plain.c_str(), 0644);
+  sbx::Result<sbx::ExitStatus> not_executable =
+      sbx::stage2::run_landlock(confined(ws_.path(), {plain}), in_dir(ws_.path()));
+  ASSERT_TRUE(not_executable.ok()) << not_executable.error();
+  EXPECT_EQ(not_executable->shell_code(), 126);
+}
+
+TEST_F(LandlockLaunchTest, TheCommandIsConfinedAndGetsItsEnvironmentAndDirectory) {
+  EXPECT_EQ(run_script(ws_.path(),
+                       "[ \"$SBX_LAUNCH_TEST\" = visible ] || exit 3; "
+                       "[ \"$(pwd)\" = '" + ws_.path() + "' ] || exit 4; "
+                       "echo in > inside.txt || exit 5; "
+                       "echo out > /var/tmp/sbx-launch-outside.txt 2>/dev/null && exit 6; "
+                       "exit 0"),
+            0);
+  EXPECT_TRUE(file_exists(ws_ / "inside.txt"));
+  EXPECT_FALSE(file_exists("/var/tmp/sbx-launch-outside.txt"));
+}
+
+TEST_F(LandlockLaunchTest, SigtermSentToTheCallerEndsTheCommandWith143) {
+  const std::string marker = ws_ / "started";
+  const pid_t killer = signal_when(marker, ::getpid(), SIGTERM);
+  const auto start = std::chrono::steady_clock::now();
+  // exec: the signal must reach the command itself, not only a shell waiting for it.
+  EXPECT_EQ(run_script(ws_.path(), "touch started; exec sleep 30"), 128 + SIGTERM);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+  ::waitpid(killer, nullptr, 0);
+}
+
+TEST_F(LandlockLaunchTest, SigintSentToTheCallerEndsTheCommandWith130) {
+  const std::string marker = ws_ / "started";
+  const pid_t killer = signal_when(marker, ::getpid(), SIGINT);
+  EXPECT_EQ(run_script(ws_.path(), "touch started; exec sleep 30"), 128 + SIGINT);
+  ::waitpid(killer, nullptr, 0);
+}
+
+TEST_F(LandlockLaunchTest, ACaughtSignalLetsTheCommandDecideItsStatus) {
+  const std::string marker = ws_ / "started";
+  const pid_t killer = signal_when(marker, ::getpid(), SIGUSR1);
+  EXPECT_EQ(run_script(ws_.path(),
+                       "trap 'exit 7' USR1; touch started; "
+                       "i=0; while [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done; exit 1"),
+            7);
+  ::waitpid(killer, nullptr, 0);
+}
+
+// The background process writes its pid; once the run is over that process must be gone,
+// whether it stayed in the command's session or detached into its own.
+TEST_F(LandlockLaunchTest, NoDescendantOutlivesTheRun) {
+  EXPECT_EQ(run_script(ws_.path(),
+                       "sleep 100 & echo $! > bg.pid; "
+                       "setsid sh -c 'sleep 100 & echo $! > detached.pid; wait' & "
+                       "while [ ! -s detached.pid ]; do sleep 0.01; done; exit 0"),
+            0);
+  for (const char* name : {"bg.pid", "detached.pid"}) {
+    const std::string text = read_text(ws_ / name);
+    ASSERT_FALSE(text.empty()) << name;
+    const pid_t pid = static_cast<pid_t>(std::stol(text));
+    const std::string cmdline = read_text("/proc/" + std::to_string(pid) + "/cmdline");
+    EXPECT_EQ(cmdline.find("sleep"), std::string::npos)
+        << name << ": pid " << pid << " still runs: " << cmdline;
+  }
+}
+
+// The supervisor is the command's parent, has the command's uid and holds a copy of the
+// caller's memory: none of it may be reachable.
+int probe_supervisor(void* /*arg*/) {
+  const std::string proc = "/proc/" + std::to_string(::getppid());
+  if (read_text(proc + "/comm") != "sbx-supervisor\n") return 10;
+  if (::open((proc + "/mem").c_str(), O_RDONLY) >= 0) return 11;
+  if (::open((proc + "/environ").c_str(), O_RDONLY) >= 0) return 12;
+  if (::open((proc + "/fd/0").c_str(), O_RDONLY) >= 0) return 13;
+  if (::ptrace(PTRACE_ATTACH, ::getppid(), nullptr, nullptr) == 0) return 14;
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, ::getppid(), 0));
+  if (pidfd >= 0 && ::syscall(SYS_pidfd_getfd, pidfd, 0, 0) >= 0) return 15;
+  return 0;
+}
+
+TEST_F(LandlockLaunchTest, TheSupervisorIsNotReadableOrTraceableByTheCommand) {
+  LaunchOptions options = in_dir(ws_.path());
+  options.body = probe_supervisor;
+  sbx::Result<sbx::ExitStatus> status =
+      sbx::stage2::run_landlock(confined(ws_.path(), {"/bin/true"}), options);
+  ASSERT_TRUE(status.ok()) << status.error();
+  EXPECT_EQ(status->shell_code(), 0) << "probe_supervisor's step that got through";
+}
+
+// Landlock allows 16 nested domains; a 17th restrict_self fails (E2BIG). The run's own
+// ruleset builds fine in the caller, so only the child's landlock_restrict_self fails: the
+// command must not run, and the status is sbx's 125.
+TEST_F(LandlockLaunchTest, AFailedLandlockStepNeverRunsTheCommand) {
+  const std::string marker = ws_ / "ran";
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) ::_exit(200);
+    sbx::stage2::LandlockSpec layer;
+    layer.restrict_filesystem = false;
+    layer.block_tcp = true;  // handles TCP bind and connect only: harmless here
+    for (int i = 0; i < 16; ++i) {
+      if (!sbx::stage2::apply_landlock(layer).ok()) ::_exit(201);
+    }
+    sbx::Result<sbx::ExitStatus> status = sbx::stage2::run_landlock(
+        confined(ws_.path(), {"/bin/sh", "-c", "touch " + marker}), in_dir(ws_.path()));
+    ::_exit(status.ok() ? status->shell_code() : 202);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 125);
+  EXPECT_FALSE(file_exists(marker));
+}
+
+TEST(LandlockLaunchArgv, ParsesThePluginsPlanAndRefusesWhatLandlockModeCannotDo) {
+  const std::vector<std::string> plan = {
+      "/s2", "--landlock", "4", "--ll-fs", "restricted", "--ll-read", "/usr", "--ll-write",
+      "/w", "--ll-scope-abstract-unix", "on", "--net", "proxy", "--proxy-port", "3128",
+      "--env-environ", "--", "/bin/echo", "--net", "x"};
+  ASSERT_TRUE(sbx::stage2::is_landlock_argv(plan));
+  sbx::Result<LandlockLaunch> parsed = sbx::stage2::parse_landlock_argv(plan);
+  ASSERT_TRUE(parsed.ok()) << parsed.error();
+  EXPECT_EQ(parsed->landlock.min_abi, 4);
+  EXPECT_EQ(parsed->network, NetworkFilter::kProxy);
+  EXPECT_TRUE(parsed->landlock.block_tcp);
+  EXPECT_EQ(parsed->landlock.connect_tcp_ports, std::vector<std::uint16_t>{3128});
+  EXPECT_TRUE(parsed->env_environ);
+  EXPECT_EQ(parsed->command, (std::vector<std::string>{"/bin/echo", "--net", "x"}));
+  EXPECT_FALSE(sbx::stage2::is_landlock_argv({"/s2", "--net", "open", "--", "/x", "--landlock"}));
+  for (const std::vector<std::string>& bad :
+       {std::vector<std::string>{"/s2", "--landlock", "4", "--net", "private", "--", "/bin/true"},
+        std::vector<std::string>{"/s2", "--landlock", "4", "--net", "proxy", "--", "/bin/true"},
+        std::vector<std::string>{"/s2", "--landlock", "4", "--net", "open", "--", "true"},
+        std::vector<std::string>{"/s2", "--landlock", "4", "--net", "open", "--env", "A=b", "--",
+                                 "/bin/true"},
+        std::vector<std::string>{"/s2", "--landlock", "4", "--", "/bin/true"},
+        std::vector<std::string>{"/s2", "--landlock", "9", "--net", "open", "--", "/bin/true"}})
+    EXPECT_FALSE(sbx::stage2::parse_landlock_argv(bad).ok()) << bad[4];
+}
+
+// sbx-stage2 --landlock, for plans run by hand: the same launcher behind the same argv; the
+// environment is its own (--env-environ).
+TEST_F(LandlockLaunchTest, Stage2WrapperRunsThePlan) {
+  const std::string stage2 = std::string(SBX_BUILD_TREE) + "/libexec/sbx/sbx-stage2";
+  if (!file_exists(stage2)) GTEST_SKIP() << "no sbx-stage2 at " << stage2;
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    if (::chdir(ws_.path().c_str()) != 0) ::_exit(200);
+    const std::string write_rule = ws_.path();
+    const char* argv[] = {stage2.c_str(), "--landlock", "4", "--ll-fs", "restricted",
+                          "--ll-read", "/usr", "--ll-read", "/bin", "--ll-read", "/lib",
+                          "--ll-read", "/lib64", "--ll-read", "/etc", "--ll-write",
+                          write_rule.c_str(), "--ll-dev", "/dev/null", "--net", "blocked",
+                          "--env-environ", "--", "/bin/sh", "-c",
+                          "echo \"$SBX_WRAPPED\" > wrapped.txt; cat /root/.bashrc "
+                          "2>/dev/null && exit 9; exit 5",
+                          nullptr};
+    const char* envp[] = {"SBX_WRAPPED=through-environ", "PATH=/usr/bin:/bin", nullptr};
+    ::execve(argv[0], const_cast<char* const*>(argv), const_cast<char* const*>(envp));
+    ::_exit(201);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 5);
+  EXPECT_EQ(read_text(ws_ / "wrapped.txt"), "through-environ\n");
+}
+
+}  // namespace launch_test
