@@ -189,28 +189,17 @@ TEST_P(BwrapUnixSockets, RefusalsAreNamedInTheJsonReportAndOnStderr) {
   ASSERT_TRUE(in_tmp.ok());
   const bool private_network = mode() != "enabled";
   const std::string script =
-      std::string(kTryConnect) + "attempt('" + tmp_ / "docker.sock" + "')
-" +
-      (private_network ? "c = socket.socket()
-"
-                         "try:
-"
-                         "    c.connect(('192.0.2.7', 8443)); print('REACHED')
-"
-                         "except OSError as e:
-"
-                         "    print('ip', errno.errorcode[e.errno])
-"
-                         "c6 = socket.socket(socket.AF_INET6)
-"
-                         "try:
-"
-                         "    c6.connect(('2001:db8::7', 443)); print('REACHED')
-"
-                         "except OSError as e:
-"
-                         "    print('ip6', errno.errorcode[e.errno])
-"
+      std::string(kTryConnect) + "attempt('" + tmp_ / "docker.sock" + "')\n" +
+      (private_network ? "c = socket.socket()\n"
+                         "try:\n"
+                         "    c.connect(('192.0.2.7', 8443)); print('REACHED')\n"
+                         "except OSError as e:\n"
+                         "    print('ip', errno.errorcode[e.errno])\n"
+                         "c6 = socket.socket(socket.AF_INET6)\n"
+                         "try:\n"
+                         "    c6.connect(('2001:db8::7', 443)); print('REACHED')\n"
+                         "except OSError as e:\n"
+                         "    print('ip6', errno.errorcode[e.errno])\n"
                        : "");
   std::vector<std::string> args = {"--backends", "bwrap", "exec", "--json"};
   const std::vector<std::string> with_policy = policy();
@@ -219,10 +208,7 @@ TEST_P(BwrapUnixSockets, RefusalsAreNamedInTheJsonReportAndOnStderr) {
   const JsonExec json = sbx_exec_json(args, ws_.path());
   EXPECT_EQ(json.run.code, 0) << describe(json.run);
   const std::string expected_out =
-      tmp_ / "docker.sock EACCES
-" + (private_network ? "ip ENETUNREACH
-ip6 ENETUNREACH
-" : "");
+      tmp_ / "docker.sock EACCES\n" + (private_network ? "ip ENETUNREACH\nip6 ENETUNREACH\n" : "");
   EXPECT_EQ(json.run.out, expected_out) << describe(json.run);
   const boost::json::array& refusals = json.report.at("network_refusals").as_array();
   ASSERT_EQ(refusals.size(), private_network ? 3u : 1u) << boost::json::serialize(refusals);
