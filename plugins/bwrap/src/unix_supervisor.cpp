@@ -524,8 +524,9 @@ void connect_and_respond(State& state, Call call, sockaddr_storage address, sock
   if (!worker) {
     const int error = do_call(__NR_connect, call.socket.get(),
                               reinterpret_cast<const sockaddr*>(&address), length);
-    respond_result(state, call.id, error == 0 ? 0 : -1, error);
+    // Recorded before the answer: the caller's next call cannot be recorded ahead of it.
     note_unreachable(state, address, length, error);
+    respond_result(state, call.id, error == 0 ? 0 : -1, error);
     return;
   }
   // Detached, holding the state alive: a worker never outlives what it uses, and a finished
@@ -540,8 +541,8 @@ void connect_and_respond(State& state, Call call, sockaddr_storage address, sock
                  keep = std::move(keep)]() {
       const int error = do_call(__NR_connect, socket.get(),
                                 reinterpret_cast<const sockaddr*>(&address), length);
-      respond_result(*shared, id, error == 0 ? 0 : -1, error);
       note_unreachable(*shared, address, length, error);
+      respond_result(*shared, id, error == 0 ? 0 : -1, error);
       std::lock_guard done(shared->mutex);
       shared->busy_sockets.erase(socket.get());
       shared->active_workers.fetch_sub(1);
