@@ -11,6 +11,11 @@
 // --json report; the rest are counted per host in one stderr line after the command and in
 // "network_refusals_total". The per-run credential is never printed: the --dry-run plan shows
 // "***" in its place.
+//
+// What the backend's sandbox refused (bwrap: a host unix socket not in network.unix_sockets,
+// an address with no route out of its private network namespace) is reported by the backend
+// when the run ends: one stderr line each after the command (without --json), and entries of
+// "network_refusals" ({"kind":"unix","path"}, {"kind":"ip","address"}) with --json.
 #if defined(_WIN32)
 #include <cstdio>
 #else
@@ -150,9 +155,28 @@ void print_created_names(const ExecOptions& options, const RunReport& report) {
                  "protected names the command created\n";
 }
 
+// What the backend's sandbox refused, one stderr line each, unless --json lists them.
+void print_backend_refusals(const ExecOptions& options, const RunReport& report) {
+  if (options.json) return;
+  const BackendRefusalLog& log = report.backend_refusals;
+  for (const BackendRefusal& refusal : log.entries) {
+    if (refusal.kind == "unix")
+      std::cerr << "sbx: network: the sandbox refused a connection to the host's unix socket "
+                << printable(refusal.address) << " (not in network.unix_sockets)\n";
+    else
+      std::cerr << "sbx: network: the sandbox refused a connection to "
+                << printable(refusal.address)
+                << " (no route out of the sandbox: the network is not enabled)\n";
+  }
+  if (log.total > log.entries.size())
+    std::cerr << "sbx: network: " << log.total - log.entries.size()
+              << " more connections refused by the sandbox, not listed\n";
+}
+
 // The command's own exit status, or 125/127 with the house message for a stop. Once the run
-// got as far as running: the limit that ended it, the stop, the protected names it created and
-// the proxy's refusals not printed as they happened, in this order.
+// got as far as running: the limit that ended it, the stop, the protected names it created,
+// what the backend's sandbox refused and the proxy's refusals not printed as they happened, in
+// this order.
 int finish(const ExecOptions& options, RunOutcome& run) {
   const bool reached_run = run.stop == RunStop::kNone || run.stop == RunStop::kRunFailed ||
                            run.stop == RunStop::kLimitsUnavailable ||
@@ -161,6 +185,7 @@ int finish(const ExecOptions& options, RunOutcome& run) {
   print_limit_hit(options, run.report);
   const int code = stopped(options, run);
   if (run.report.final != "none") print_created_names(options, run.report);
+  print_backend_refusals(options, run.report);
   // The refusals not printed as they happened, counted per host in one line.
   if (std::optional<std::string> rest = proxy::describe_omitted(run.report.refusals))
     print_proxy_line(*rest);

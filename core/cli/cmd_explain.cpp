@@ -46,7 +46,7 @@ std::string network_words(const NetworkPolicy& network) {
     case NetworkMode::kRestricted:
       return "blocked (restricted)";
     case NetworkMode::kEnabled:
-      return "enabled";
+      return "enabled (the internet and other machines)";
     case NetworkMode::kProxy: {
       // The domains come from the policy file: printable() keeps them from forging lines.
       auto list = [](const std::vector<std::string>& items) {

@@ -23,7 +23,7 @@ TIMEOUT = 60
 CAPABILITIES = {
     "write_restriction", "read_restriction", "write_carveouts", "read_carveouts",
     "protected_names", "deny_globs", "network_block", "proxy_network",
-    "unix_socket_allowlist", "syscall_filter", "local_binding",
+    "unix_socket_allowlist", "syscall_filter", "local_binding", "unix_socket_block",
 }
 PRESETS = ["read-only", "workspace-write", "danger-full-access", "external-sandbox"]
 SUBCOMMANDS = ["backends", "explain", "exec", "policy", "context", "debug", "config"]
@@ -356,9 +356,13 @@ class Explain(SbxTestCase):
         self.assertEqual(len(doc["network_limits"]), 2, doc["network_limits"])
         self.assertIn("Runs of this policy are refused: network.proxy_ports [18080]",
                       doc["network_limits"][1])
+        # Enabled: the internet, not the host's unix sockets (only unix_socket_block backends).
         doc = json.loads(self.run_ok("explain", "--json", "--network", "enabled",
                                      "--cwd", self.work).stdout)
-        self.assertEqual(doc["network_limits"], [])
+        self.assertEqual(len(doc["network_limits"]), 1, doc["network_limits"])
+        self.assertIn("Unix sockets of the host", doc["network_limits"][0])
+        self.assertIn("cannot be connected to unless listed", doc["network_limits"][0])
+        self.assertIn("unix_socket_block", doc["required_capabilities"])
 
     def test_restricted_mode_says_which_backend_gives_a_loopback_of_its_own(self):
         """The default (restricted) network: text and --json name bwrap's own loopback and

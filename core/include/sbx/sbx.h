@@ -108,8 +108,10 @@ enum {
 /* Runs `argv` under the policy, with this process's environment, stdin and stdout, and waits.
  * Returns the report of `sbx exec --json` plus "denial" (sbx_classify_failure's object, null
  * when the command did not run), "stderr_tail" (string with SBX_EXEC_CAPTURE_STDERR, else
- * null) and "network_refusals" (what sbx's proxy refused, as in `sbx exec --json`; [] without
- * one). In network mode proxy sbx starts its own filtering proxy for the run, exactly as
+ * null) and "network_refusals" (as in `sbx exec --json`: what sbx's proxy refused, each with
+ * "kind":"proxy", then what the backend's sandbox refused: {"kind":"unix","path"} for a host
+ * unix socket not in network.unix_sockets, {"kind":"ip","address"} for an address with no
+ * route out of the sandbox; [] when nothing was), with "network_refusals_total" counting all. In network mode proxy sbx starts its own filtering proxy for the run, exactly as
  * `sbx exec` does, and stops it when the command has exited; a policy that names
  * network.proxy_ports itself is refused (a C error; the command does not run). A refusal (a
  * sandbox is wanted but none is available) is a report with "error" set and "exit" null, not a

@@ -6,7 +6,8 @@
 // loader therefore wraps such a plugin's Backend in an adapter that calls it through its own
 // layout and converts plans at the boundary: the fields an old plugin cannot know come back
 // empty, and its exec() gets the fields it knows. Later appended fields get the same treatment
-// here.
+// here. ABI 1.5 changed no layout a plugin returns or takes (it appended to the host table and
+// the capabilities), so a 1.4 plugin is used as it is.
 #pragma once
 
 #include <cstdint>
@@ -18,7 +19,7 @@ namespace sbx::plugins {
 
 // The first minor ABI whose ExecPlan has host_paths.
 inline constexpr std::uint16_t kAbiMinorPlanHostPaths = 3;
-// The first minor ABI whose ExecPlan has windows (today's layout).
+// The first minor ABI whose ExecPlan has windows (today's layout, unchanged by 1.5).
 inline constexpr std::uint16_t kAbiMinorPlanWindows = 4;
 
 // `plugin` is the Backend the plugin's create() returned (owned through its destroy()). Returns

@@ -18,6 +18,7 @@
 #include <string>
 #include <string_view>
 
+#include "sbx/core/report_json.hpp"
 #include "sbx/core/run_limits.hpp"
 #include "sbx/core/spawn.hpp"
 #include "sbx_config.hpp"
@@ -66,6 +67,33 @@ void write_error(char* error, size_t size, std::string_view text) noexcept {
   const size_t n = std::min(text.size(), size - 1);
   std::memcpy(error, text.data(), n);
   error[n] = '\0';
+}
+
+// The log of the run in progress on this thread (NetworkRefusalScope), or null.
+thread_local BackendRefusalLog* t_refusals = nullptr;
+
+// sbx_host_v1::report_network_refusal (ABI 1.5): files the refusal under this thread's run.
+void host_report_network_refusal(void* /*ctx*/, const char* kind, const char* address,
+                                 size_t length) noexcept {
+  try {
+    if (kind == nullptr || (address == nullptr && length != 0)) return;
+    const std::string_view kind_text(kind);
+    // Only the kinds the report knows; anything else is a plugin's bug, logged, never shown.
+    if (kind_text != "unix" && kind_text != "ip") {
+      spdlog::warn("a backend reported a network refusal of unknown kind '{}'", kind_text);
+      return;
+    }
+    const std::string text = address == nullptr ? std::string() : std::string(address, length);
+    if (t_refusals == nullptr) {
+      spdlog::debug("network refusal outside a run: {} {}", kind_text, text);
+      return;
+    }
+    ++t_refusals->total;
+    if (t_refusals->entries.size() < BackendRefusalLog::kMaxEntries)
+      t_refusals->entries.push_back(BackendRefusal{std::string(kind_text), text});
+  } catch (...) {
+    // Out of memory: the refusal is lost from the report, never the host.
+  }
 }
 
 // sbx_host_v1::prepare_child (ABI 1.2): the run's cgroup and rlimits, in a plugin's own child.
@@ -194,9 +222,16 @@ const sbx_host_v1* host_services(const InstallLayout& layout) {
     host.log = &host_log;
     host.spawn = &host_spawn;
     host.prepare_child = &host_prepare_child;
+    host.report_network_refusal = &host_report_network_refusal;
   }
   return &slot->table;
 }
+
+NetworkRefusalScope::NetworkRefusalScope(BackendRefusalLog& log) : previous_(t_refusals) {
+  t_refusals = &log;
+}
+
+NetworkRefusalScope::~NetworkRefusalScope() { t_refusals = previous_; }
 
 const char* sbx_version() { return SBX_VERSION_STRING; }
 

@@ -107,31 +107,24 @@ void append_filesystem(const SandboxContext& context, std::string& out) {
   }
 }
 
-// Enabled means the internet, not the host's local services: under bwrap its unix-socket
-// supervisor keeps host unix sockets out unless listed; Landlock cannot. Only said where a
-// sandbox runs at all (not for full-access or an external sandbox).
-constexpr const char* kEnabledUnixSocketsLimit =
-    "Unix sockets of the host (Docker, ssh-agent, D-Bus, X11, any socket bound outside the "
-    "sandbox) depend on the sandbox backend: under bwrap they cannot be connected to unless "
-    "listed as local sockets that may be used (unix sockets the command creates itself work); "
-    "under Landlock they are reachable.";
-
 bool sandboxed(const SandboxContext& context) {
   return context.mode != "full-access" && context.mode != "external-sandbox";
 }
 
+// With the network enabled and no sandbox (full-access, an external sandbox) nothing of
+// network_limits holds: the host's unix sockets are as reachable as everything else.
 std::vector<std::string> context_network_limits(const SandboxContext& context) {
-  std::vector<std::string> out = network_limits(context.network);
-  if (context.network.mode == NetworkMode::kEnabled && sandboxed(context))
-    out.emplace_back(kEnabledUnixSocketsLimit);
-  return out;
+  if (context.network.mode == NetworkMode::kEnabled && !sandboxed(context)) return {};
+  return network_limits(context.network);
 }
 
 void append_network(const SandboxContext& context, std::string& out) {
   const NetworkPolicy& network = context.network;
   switch (network.mode) {
     case NetworkMode::kEnabled:
-      out += "Network: unrestricted.\n";
+      // Enabled means the internet, not the host's local services (the limit says so).
+      out += sandboxed(context) ? "Network: enabled (the internet and other machines).\n"
+                                : "Network: unrestricted.\n";
       for (const std::string& limit : context_network_limits(context)) out += "- " + limit + "\n";
       if (sandboxed(context))
         append_list("- Local sockets that may be used:", network.unix_sockets, "", out);
@@ -182,6 +175,16 @@ std::vector<std::string> network_limits(const NetworkPolicy& network) {
         "processes only (not by later commands, and the host's own loopback services are not "
         "reachable there); under Landlock no network socket can be created, loopback "
         "included.");
+    return out;
+  }
+  // Enabled means the internet, not the host's local services: the manager only runs such a
+  // policy under a backend that keeps host unix sockets closed unless listed (capability
+  // unix_socket_block: bwrap's unix-socket supervisor; Landlock cannot and is passed over).
+  if (network.mode == NetworkMode::kEnabled) {
+    out.push_back(
+        "Unix sockets of the host (Docker, ssh-agent, D-Bus, X11, tmux, any socket bound outside "
+        "the sandbox, by path or abstract name) cannot be connected to unless listed as local "
+        "sockets that may be used; unix sockets the command creates itself work.");
     return out;
   }
   if (network.mode != NetworkMode::kProxy) return out;

@@ -20,7 +20,7 @@ boost::json::object run_object(const RunReport& report);
 // denial_to_json's object.
 boost::json::object denial_object(const DenialAssessment& assessment);
 
-// refusals_to_json's array: [{"host","port","protocol","rule"}].
+// refusals_to_json's array: [{"kind":"proxy","host","port","protocol","rule"}].
 boost::json::array refusals_array(const std::vector<proxy::Refusal>& refusals);
 
 }  // namespace sbx::report

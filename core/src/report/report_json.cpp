@@ -281,8 +281,16 @@ std::string exec_report_to_json(const RunReport& report, ExecReportKeys keys) {
   }
   if (keys == ExecReportKeys::kWithStderrTail)
     out["stderr_tail"] = optional_string(report.stderr_tail);
-  out["network_refusals"] = report::refusals_array(report.refusals.entries);
-  out["network_refusals_total"] = report.refusals.total;
+  json::array refusals = report::refusals_array(report.refusals.entries);
+  for (const BackendRefusal& refusal : report.backend_refusals.entries) {
+    json::object item;
+    item["kind"] = refusal.kind;
+    // The path or address came from the command: render_json escapes it like the host names.
+    item[refusal.kind == "unix" ? "path" : "address"] = refusal.address;
+    refusals.push_back(std::move(item));
+  }
+  out["network_refusals"] = std::move(refusals);
+  out["network_refusals_total"] = report.refusals.total + report.backend_refusals.total;
   // render_json makes every string valid UTF-8: the stderr tail and refused host names came
   // from the command.
   return report::render_json(std::move(out), JsonStyle::kCompact);
@@ -318,6 +326,7 @@ boost::json::array refusals_array(const std::vector<proxy::Refusal>& refusals) {
   json::array out;
   for (const proxy::Refusal& refusal : refusals) {
     json::object item;
+    item["kind"] = "proxy";
     // The host came from the sandboxed command; render_json makes every string valid UTF-8 and
     // escapes what could break a line.
     item["host"] = refusal.host.empty() ? json::value(nullptr) : json::value(refusal.host);

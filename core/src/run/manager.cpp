@@ -172,8 +172,16 @@ void add_network_needs(const NetworkPolicy& network, Needs& needs) {
     needs.add(Capability::kNetworkBlock, "network mode restricted");
   if (network.mode == NetworkMode::kProxy)
     needs.add(Capability::kProxyNetwork, "network mode proxy");
-  // With the network enabled every socket is allowed anyway; otherwise only the listed ones.
-  if (network.mode != NetworkMode::kEnabled && !network.unix_sockets.empty())
+  // Enabled means the internet, not the host's local services: a host unix socket (docker,
+  // ssh-agent, D-Bus, tmux; pathname or abstract) is a way out of any sandbox, so it stays
+  // closed unless listed. (Restricted and proxy modes close it with network_block and
+  // proxy_network.)
+  if (network.mode == NetworkMode::kEnabled)
+    needs.add(Capability::kUnixSocketBlock,
+              "network mode enabled: the host's unix sockets (pathname and abstract) stay closed "
+              "unless network.unix_sockets lists them");
+  // Listed sockets, in every mode: only a backend that tells them from the others may run it.
+  if (!network.unix_sockets.empty())
     needs.add(Capability::kUnixSocketAllowlist,
               "unix socket '" + network.unix_sockets.front() + "' allowed");
   // Likewise listening on local ports: only a closed network needs a backend that offers it.

@@ -14,6 +14,7 @@
 #include "sbx/core/denial.hpp"
 #include "sbx/core/environment.hpp"
 #include "sbx/core/exit_codes.hpp"
+#include "sbx/core/runtime.hpp"
 #include "sbx/core/spawn.hpp"
 
 namespace sbx {
@@ -179,9 +180,13 @@ void run_prepared(const RunRequest& request, Prepared& prepared, RunOutcome& out
     }
     capture = std::move(*capturing);
   }
-  Result<ExitStatus> status = prepared.backend
-                                  ? prepared.manager->exec(*prepared.backend, prepared.plan)
-                                  : spawn_and_wait(prepared.plan);
+  Result<ExitStatus> status = Error{"not run"};
+  {
+    // What the backend's sandbox refuses is reported on this thread before exec() returns.
+    const NetworkRefusalScope refusals(out.report.backend_refusals);
+    status = prepared.backend ? prepared.manager->exec(*prepared.backend, prepared.plan)
+                              : spawn_and_wait(prepared.plan);
+  }
   out.report.limit_hit = (*limited)->finish(status.ok() ? status->shell_code() : -1);
   if (capture) out.report.stderr_tail = capture->stop();
   if (status.ok()) {

@@ -58,7 +58,9 @@ class BwrapBackend final : public Backend {
       report.checks.push_back(ProbeCheck{"unix_supervisor", CheckStatus::kFail, missing,
                                          "use Linux 5.6 or later"});
     } else if (report.available) {
+      // Listed host sockets only, pathname and abstract, in every network mode (enabled too).
       report.capabilities.add(Capability::kUnixSocketAllowlist);
+      report.capabilities.add(Capability::kUnixSocketBlock);
     }
     // Proxy-only network rests on what network_block does (an empty network namespace and the
     // seccomp filter) plus sbx-stage2's relay, which needs nothing more from the host.
@@ -91,7 +93,11 @@ class BwrapBackend final : public Backend {
     if (Status held = hold_host_paths(registry, plan.host_paths); !held.ok())
       return Error{"bwrap: " + held.error()};
     // Not host().spawn(): core would forward signals to bwrap, which dies of them (spawn.hpp).
-    Result<ExitStatus> status = spawn_bwrap(plan, host().child_hook());
+    std::vector<UnixRefusal> refusals;
+    Result<ExitStatus> status = spawn_bwrap(plan, host().child_hook(), &refusals);
+    // On this thread, before exec() returns: the host files them under this run's report.
+    for (const UnixRefusal& refusal : refusals)
+      host().report_network_refusal(refusal.kind, refusal.address);
     for (const std::string& removed : registry.release_and_cleanup())
       host().log(SBX_LOG_DEBUG, "bwrap: removed mount point " + removed);
     return status;

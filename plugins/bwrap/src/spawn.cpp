@@ -518,7 +518,8 @@ ExitStatus report_bwrap_failure(const ExitStatus& bwrap) {
 }
 
 Result<ExitStatus> fork_and_supervise(const ExecPlan& plan, const int report[2], const int info[2],
-                                      int signal_fd, HostServices::ChildHook prepare_child) {
+                                      int signal_fd, HostServices::ChildHook prepare_child,
+                                      std::vector<UnixRefusal>* refusals) {
   Launch launch;
   if (Status prepared = prepare_launch(plan, launch); !prepared.ok()) {
     close(report[1]);
@@ -562,7 +563,10 @@ Result<ExitStatus> fork_and_supervise(const ExecPlan& plan, const int report[2],
   }
   Status supervised = supervise(pid, {signal_fd, info[0]});
   // bwrap has ended, and the whole sandbox with it (its PID 1 is gone).
-  if (unix_supervisor) unix_supervisor->stop();
+  if (unix_supervisor) {
+    unix_supervisor->stop();
+    if (refusals != nullptr) *refusals = unix_supervisor->refusals();
+  }
   if (!supervised.ok()) return Error{"bwrap: " + supervised.error()};
   ExitStatus status;
   if (!child::reap(pid, status))
@@ -637,7 +641,8 @@ std::optional<pid_t> parse_child_pid(std::string_view info) {
   return pid;
 }
 
-Result<ExitStatus> spawn_bwrap(const ExecPlan& plan, HostServices::ChildHook prepare_child) {
+Result<ExitStatus> spawn_bwrap(const ExecPlan& plan, HostServices::ChildHook prepare_child,
+                               std::vector<UnixRefusal>* refusals) {
   if (Status valid = validate_plan(plan); !valid.ok()) return Error{valid.error()};
   int report[2];
   int info[2];
@@ -657,7 +662,8 @@ Result<ExitStatus> spawn_bwrap(const ExecPlan& plan, HostServices::ChildHook pre
     for (int fd : {report[0], report[1], info[0], info[1]}) close(fd);
     return Error{signal_fd.error()};
   }
-  Result<ExitStatus> result = fork_and_supervise(plan, report, info, *signal_fd, prepare_child);
+  Result<ExitStatus> result =
+      fork_and_supervise(plan, report, info, *signal_fd, prepare_child, refusals);
   // Signals that came in after bwrap ended are consumed here rather than acting on sbx with
   // their default disposition: the command they were meant for has already finished.
   drain_signals(*signal_fd, nullptr);

@@ -10,6 +10,8 @@
 #include <linux/sock_diag.h>
 #include <linux/sockios.h>
 #include <linux/unix_diag.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -211,6 +213,8 @@ constexpr int kRefusalErrno = EACCES;
 // every other call of the sandbox); beyond this many at once, one runs in the supervisor's
 // thread.
 constexpr int kMaxWorkers = 128;
+// Refusals kept for the run's report (the rest are not recorded; core keeps fewer anyway).
+constexpr std::size_t kMaxRefusals = 1000;
 // Recorded bound sockets beyond this many are pruned of those whose file is gone.
 constexpr std::size_t kPruneAbove = 256;
 // Sockets whose bind is not seen done yet, kept at most (a failed bind never completes).
@@ -355,10 +359,36 @@ int pidfd_open_thread(pid_t tid) {
   return group > 0 ? static_cast<int>(syscall(SYS_pidfd_open, group, 0)) : -1;
 }
 
-void record_refusal(State& state, std::string address) {
+void record_refusal(State& state, std::string address, const char* kind = "unix") {
   std::lock_guard lock(state.mutex);
-  if (state.known.refusals.size() < 1000)
-    state.known.refusals.push_back({"unix", std::move(address)});
+  if (state.known.refusals.size() < kMaxRefusals)
+    state.known.refusals.push_back({kind, std::move(address)});
+}
+
+// "ADDRESS:PORT" ("[ADDRESS]:PORT" for IPv6) of an inet address, or "" for another family.
+std::string inet_text(const sockaddr_storage& address, socklen_t length) {
+  char text[INET6_ADDRSTRLEN] = {};
+  if (address.ss_family == AF_INET && length >= sizeof(sockaddr_in)) {
+    const auto* in = reinterpret_cast<const sockaddr_in*>(&address);
+    if (inet_ntop(AF_INET, &in->sin_addr, text, sizeof text) == nullptr) return {};
+    return std::string(text) + ":" + std::to_string(ntohs(in->sin_port));
+  }
+  if (address.ss_family == AF_INET6 && length >= sizeof(sockaddr_in6)) {
+    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&address);
+    if (inet_ntop(AF_INET6, &in6->sin6_addr, text, sizeof text) == nullptr) return {};
+    return "[" + std::string(text) + "]:" + std::to_string(ntohs(in6->sin6_port));
+  }
+  return {};
+}
+
+// A connect out of the sandbox's private network namespace, which has nothing but its
+// loopback: ENETUNREACH is the sandbox's refusal (no route out), recorded as kind "ip". With
+// the host's namespace (network enabled) the answer is the network's, not the sandbox's.
+void note_unreachable(State& state, const sockaddr_storage& address, socklen_t length,
+                      int error) {
+  if (error != ENETUNREACH || !state.rules.private_network) return;
+  std::string text = inet_text(address, length);
+  if (!text.empty()) record_refusal(state, std::move(text), "ip");
 }
 
 // ---- resolution as the caller sees it ----
@@ -494,6 +524,8 @@ void connect_and_respond(State& state, Call call, sockaddr_storage address, sock
   if (!worker) {
     const int error = do_call(__NR_connect, call.socket.get(),
                               reinterpret_cast<const sockaddr*>(&address), length);
+    // Recorded before the answer: the caller's next call cannot be recorded ahead of it.
+    note_unreachable(state, address, length, error);
     respond_result(state, call.id, error == 0 ? 0 : -1, error);
     return;
   }
@@ -509,6 +541,7 @@ void connect_and_respond(State& state, Call call, sockaddr_storage address, sock
                  keep = std::move(keep)]() {
       const int error = do_call(__NR_connect, socket.get(),
                                 reinterpret_cast<const sockaddr*>(&address), length);
+      note_unreachable(*shared, address, length, error);
       respond_result(*shared, id, error == 0 ? 0 : -1, error);
       std::lock_guard done(shared->mutex);
       shared->busy_sockets.erase(socket.get());

@@ -149,6 +149,12 @@ std::vector<ProbeCheck> abi_rule_checks(int abi) {
       rule("scoping", 6, "signals and abstract unix sockets cannot reach outside the sandbox",
            "ABI < 6: the command can signal host processes of the same user",
            "use Linux 6.12+ (or the bwrap backend, whose pid namespace isolates processes)"),
+      // No ABI so far restricts connecting to a pathname unix socket, and there is no network
+      // namespace: with the network enabled the host's sockets would be reachable.
+      check("unix_socket_block", CheckStatus::kWarn,
+            "host pathname unix sockets (docker, ssh-agent, D-Bus) cannot be kept out with the "
+            "network enabled: unix_socket_block and unix_socket_allowlist not offered",
+            "policies with the network enabled or unix_sockets listed run under bwrap"),
   };
 }
 

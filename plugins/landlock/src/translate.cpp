@@ -262,7 +262,14 @@ const std::vector<std::string>& device_paths() {
 }
 
 std::string unenforceable_rule(const ResolvedPolicy& policy) {
-  if (policy.network.mode != NetworkMode::kEnabled && !policy.network.unix_sockets.empty())
+  // With the network enabled the command shares the host's network namespace, and Landlock
+  // (up to ABI 7) has no rule for connecting to a pathname unix socket: the host's docker,
+  // ssh-agent or D-Bus socket would be reachable. Scoping (ABI 6) covers abstract names only.
+  if (policy.network.mode == NetworkMode::kEnabled)
+    return "unix_socket_block: network mode enabled: Landlock cannot keep the command from "
+           "connecting to the host's pathname unix sockets (it scopes abstract ones only, ABI 6+), "
+           "and there is no network namespace of its own";
+  if (!policy.network.unix_sockets.empty())
     return "unix_socket_allowlist: unix socket '" + policy.network.unix_sockets.front() +
            "' allowed: the seccomp filter blocks every socket when the network is restricted";
   // Without a network namespace a listening socket would listen on the host's own loopback,

@@ -7,6 +7,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <boost/json.hpp>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -175,6 +177,63 @@ TEST_P(BwrapUnixSockets, BindIntoAReadOnlyDirectoryFailsWithErofs) {
   EXPECT_EQ(r.code, 0) << describe(r);
   EXPECT_EQ(r.out, "EROFS\n") << describe(r);
   EXPECT_FALSE(exists(outside / "x.sock"));
+}
+
+// Refusals are named in the run's report (issue #16, point 6): a connect to a host socket in
+// /tmp is listed in `exec --json`'s network_refusals with its path ("kind":"unix"), a connect
+// that finds no route out of the private network namespace with its address ("kind":"ip",
+// restricted and proxy modes; with the network enabled the route is the host's), and without
+// --json each is one stderr line. The listener saw nothing.
+TEST_P(BwrapUnixSockets, RefusalsAreNamedInTheJsonReportAndOnStderr) {
+  Listener in_tmp(Listener::kUnix, tmp_ / "docker.sock");
+  ASSERT_TRUE(in_tmp.ok());
+  const bool private_network = mode() != "enabled";
+  const std::string script =
+      std::string(kTryConnect) + "attempt('" + tmp_ / "docker.sock" + "')\n" +
+      (private_network ? "c = socket.socket()\n"
+                         "try:\n"
+                         "    c.connect(('192.0.2.7', 8443)); print('REACHED')\n"
+                         "except OSError as e:\n"
+                         "    print('ip', errno.errorcode[e.errno])\n"
+                         "c6 = socket.socket(socket.AF_INET6)\n"
+                         "try:\n"
+                         "    c6.connect(('2001:db8::7', 443)); print('REACHED')\n"
+                         "except OSError as e:\n"
+                         "    print('ip6', errno.errorcode[e.errno])\n"
+                       : "");
+  std::vector<std::string> args = {"--backends", "bwrap", "exec", "--json"};
+  const std::vector<std::string> with_policy = policy();
+  args.insert(args.end(), with_policy.begin(), with_policy.end());
+  args.insert(args.end(), {"--", "/usr/bin/python3", "-c", script});
+  const JsonExec json = sbx_exec_json(args, ws_.path());
+  EXPECT_EQ(json.run.code, 0) << describe(json.run);
+  const std::string expected_out =
+      tmp_ / "docker.sock EACCES\n" + (private_network ? "ip ENETUNREACH\nip6 ENETUNREACH\n" : "");
+  EXPECT_EQ(json.run.out, expected_out) << describe(json.run);
+  const boost::json::array& refusals = json.report.at("network_refusals").as_array();
+  ASSERT_EQ(refusals.size(), private_network ? 3u : 1u) << boost::json::serialize(refusals);
+  EXPECT_EQ(refusals.at(0).at("kind").as_string(), "unix");
+  EXPECT_EQ(refusals.at(0).at("path").as_string(), tmp_ / "docker.sock");
+  if (private_network) {
+    EXPECT_EQ(refusals.at(1).at("kind").as_string(), "ip");
+    EXPECT_EQ(refusals.at(1).at("address").as_string(), "192.0.2.7:8443");
+    EXPECT_EQ(refusals.at(2).at("kind").as_string(), "ip");
+    EXPECT_EQ(refusals.at(2).at("address").as_string(), "[2001:db8::7]:443");
+  }
+  EXPECT_EQ(json.report.at("network_refusals_total").to_number<std::uint64_t>(), refusals.size());
+
+  // Without --json: one stderr line each, after the command.
+  const RunResult human = python(script);
+  EXPECT_EQ(human.code, 0) << describe(human);
+  EXPECT_NE(human.err.find("sbx: network: the sandbox refused a connection to the host's unix "
+                           "socket " + tmp_ / "docker.sock (not in network.unix_sockets)\n"),
+            std::string::npos)
+      << describe(human);
+  EXPECT_EQ(human.err.find("192.0.2.7:8443 (no route out of the sandbox") != std::string::npos,
+            private_network)
+      << describe(human);
+  ::usleep(200 * 1000);
+  EXPECT_EQ(in_tmp.hits(), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, BwrapUnixSockets, ::testing::ValuesIn(kModes),

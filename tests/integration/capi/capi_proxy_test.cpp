@@ -6,15 +6,21 @@
 //    nothing; an unlisted one is refused by the proxy and reported in "network_refusals";
 //  - a policy that names proxy_ports itself never runs: its port never reaches a backend as if
 //    it were sbx's proxy, so the loopback server on that port sees no connection;
-//  - a warm handle (probe answers kept) runs again and again, and after sbx_manager_reprobe.
+//  - a warm handle (probe answers kept) runs again and again, and after sbx_manager_reprobe;
+//  - under bwrap, a connect to a host unix socket is refused and named in "network_refusals"
+//    ("kind":"unix" with its path) next to the proxy's own ("kind":"proxy").
 // Only loopback is used: every server listens on 127.0.0.1, every URL names 127.0.0.1.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <pthread.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <boost/json.hpp>
+#include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -239,6 +245,39 @@ TEST_P(CApiProxy, WarmManagerRunsEachTimeAndAfterReprobe) {
     EXPECT_NE(out().find("hello GET " + path), std::string::npos) << out();
   }
   EXPECT_EQ(allowed_->accepts(), 3);
+}
+
+// The C API's report names what the backend's sandbox refused, as `sbx exec --json` does: a
+// connect to a host unix socket (kind "unix", its path) next to the proxy's refusal (kind
+// "proxy"); the host socket's backlog stays empty.
+TEST_P(CApiProxy, HostUnixSocketRefusalIsNamedInTheReport) {
+  if (GetParam() != "bwrap")
+    GTEST_SKIP() << GetParam() << " refuses creating unix sockets in proxy mode (seccomp), so "
+                                  "no connect reaches a supervisor that could name the path";
+  const std::string path = dir_ + "/host.sock";
+  const int host = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  ASSERT_GE(host, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::memcpy(address.sun_path, path.c_str(), path.size());
+  ASSERT_EQ(::bind(host, reinterpret_cast<const sockaddr*>(&address), sizeof address), 0);
+  ASSERT_EQ(::listen(host, 8), 0);
+  const Call call = exec(policy(), "exec >out 2>&1; /usr/bin/python3 -c \"import socket; "
+                                   "socket.socket(socket.AF_UNIX).connect('" + path + "')\"; "
+                                   "curl -sS -m 20 -o /dev/null " + url(*unlisted_, "/u"));
+  ASSERT_TRUE(call.ok) << call.error;
+  EXPECT_NE(out().find("PermissionError"), std::string::npos) << out();
+  const json::object report = json::parse(call.text).as_object();
+  const json::array& refusals = report.at("network_refusals").as_array();
+  ASSERT_EQ(refusals.size(), 2u) << call.text;
+  EXPECT_EQ(refusals[0].at("kind").as_string(), "proxy");
+  EXPECT_EQ(refusals[0].at("port").to_number<int>(), unlisted_->port());
+  EXPECT_EQ(refusals[1].at("kind").as_string(), "unix");
+  EXPECT_EQ(refusals[1].at("path").as_string(), path);
+  EXPECT_EQ(report.at("network_refusals_total").to_number<int>(), 2);
+  EXPECT_LT(::accept(host, nullptr, nullptr), 0) << "a connection reached the host's socket";
+  EXPECT_EQ(errno, EAGAIN);
+  ::close(host);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, CApiProxy, ::testing::Values("bwrap", "landlock"),

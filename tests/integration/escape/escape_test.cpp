@@ -393,7 +393,16 @@ TEST_P(Escape, UnixSocketAllowListIsRefused) {
   expect_refused({"--policy", conf_ / "sock.json"}, "unix_socket_allowlist");
 }
 
+// With the network enabled a host unix socket would be a way out; a backend that cannot keep
+// them closed (Landlock) is refused for such a policy instead of running it half-confined.
+TEST_P(Escape, NetworkEnabledIsRefusedWithoutUnixSocketBlock) {
+  REQUIRE_REFUSED("unix_socket_block");
+  expect_refused({"--policy", workspace_policy(conf_.path(), "enabled")},
+                 "unix_socket_block (needed for network mode enabled");
+}
+
 TEST_P(Escape, NetworkEnabledStillConfinesTheFilesystem) {
+  REQUIRE_ENFORCED("unix_socket_block");
   Listener tcp4(Listener::kTcp4);
   ASSERT_TRUE(tcp4.ok());
   const RunResult r = exec({"--policy", workspace_policy(conf_.path(), "enabled")},

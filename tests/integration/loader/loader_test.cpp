@@ -271,8 +271,7 @@ struct OldAbiRun {
 };
 
 // Loads fixture-abi-1-<minor> alone and has it plan exit_7_request(). Checks what every older
-// layout carries (argv, env, cwd, its notes) and that ExecPlan::windows, which none of them
-// has, comes back empty.
+// layout carries (argv, env, cwd, its notes).
 void load_and_plan(const TestTree& tree, const std::string& minor, OldAbiRun& run) {
   const std::string name = "fixture-abi-1-" + minor;
   const fs::path plugins = tree.dir("plugins");
@@ -290,7 +289,6 @@ void load_and_plan(const TestTree& tree, const std::string& minor, OldAbiRun& ru
   EXPECT_EQ(run.plan->env, request.env);
   EXPECT_EQ(run.plan->cwd, request.cwd);
   EXPECT_EQ(run.plan->notes, std::vector<std::string>{name + " plan"});
-  EXPECT_EQ(run.plan->windows, PlanWindows{});
 }
 
 // A plugin built against the ABI 1.2 headers, whose ExecPlan ends at notes, still loads; its
@@ -301,6 +299,7 @@ TEST(PluginLoader, PluginBuiltForAbi1_2StillTransformsAndRuns) {
   OldAbiRun run;
   ASSERT_NO_FATAL_FAILURE(load_and_plan(tree, "2", run));
   EXPECT_EQ(run.plan->host_paths, PlanHostPaths{});
+  EXPECT_EQ(run.plan->windows, PlanWindows{});
 
   // Fields the old plugin does not know never reach it (it would misread them).
   run.plan->host_paths.created = {"/nonexistent/never-made"};
@@ -317,6 +316,7 @@ TEST(PluginLoader, PluginBuiltForAbi1_3KeepsItsHostPathsAndRuns) {
   ASSERT_NO_FATAL_FAILURE(load_and_plan(tree, "3", run));
   EXPECT_EQ(run.plan->host_paths.kept, std::vector<std::string>{"/fixture-abi-1-3/kept"});
   EXPECT_EQ(run.plan->host_paths.state_dir, "/fixture-abi-1-3/state");
+  EXPECT_EQ(run.plan->windows, PlanWindows{});
 
   // The field it does not know never reaches it; the ones it knows do.
   run.plan->windows.create_dirs = {"C:\\never-made"};
@@ -325,6 +325,23 @@ TEST(PluginLoader, PluginBuiltForAbi1_3KeepsItsHostPathsAndRuns) {
   Result<ExitStatus> refused = run.plugin->backend->exec(*run.plan);
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.error().find("host_paths its transform did not make"), std::string::npos);
+}
+
+// A plugin built against the ABI 1.4 headers (a host table without report_network_refusal, no
+// unix_socket_block capability) still loads; both plan fields it knows travel whole both ways
+// and its exec() runs the command. It cannot declare unix_socket_block, so the manager passes
+// it over for a policy with the network enabled (ManagerTest.*UnixSocketBlock*).
+TEST(PluginLoader, PluginBuiltForAbi1_4KeepsItsPlanAndRuns) {
+  TestTree tree("abi-1-4");
+  OldAbiRun run;
+  ASSERT_NO_FATAL_FAILURE(load_and_plan(tree, "4", run));
+  EXPECT_EQ(run.plan->host_paths.kept, std::vector<std::string>{"/fixture-abi-1-4/kept"});
+  EXPECT_EQ(run.plan->windows.create_dirs, std::vector<std::string>{"C:\\fixture-abi-1-4"});
+  expect_exit_7(run.plugin->backend->exec(*run.plan));
+  run.plan->windows.create_dirs.clear();
+  Result<ExitStatus> refused = run.plugin->backend->exec(*run.plan);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().find("windows its transform did not make"), std::string::npos);
 }
 
 TEST(PluginLoader, IgnoresFilesNotNamedLikePlugins) {

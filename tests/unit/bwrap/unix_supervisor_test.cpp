@@ -7,6 +7,11 @@
 #include <linux/capability.h>
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <net/if.h>
+#include <sched.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -14,6 +19,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -89,13 +95,30 @@ int listen_on(const std::string& name) {
   return fd;
 }
 
+// Brings up the loopback of this process's network namespace (as bwrap does for its own).
+bool loopback_up() {
+  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  ifreq request{};
+  std::strcpy(request.ifr_name, "lo");
+  const bool ok = fd >= 0 && ::ioctl(fd, SIOCGIFFLAGS, &request) == 0 &&
+                  (request.ifr_flags = static_cast<short>(request.ifr_flags | IFF_UP),
+                   ::ioctl(fd, SIOCSIFFLAGS, &request) == 0);
+  if (fd >= 0) ::close(fd);
+  return ok;
+}
+
 // Runs `body` in a forked child under the supervisor's filter, supervised by this process with
-// `rules`; the child's exit code (body's return value), or -1.
-int run_supervised(UnixSocketRules rules, const std::function<int()>& body) {
+// `rules`; the child's exit code (body's return value), or -1. `refusals`, when given, gets
+// what the supervisor refused. With `own_network` the child first moves into a network
+// namespace of its own (only its loopback: no route anywhere else), as under bwrap.
+int run_supervised(UnixSocketRules rules, const std::function<int()>& body,
+                   std::vector<sbx::bwrap::UnixRefusal>* refusals = nullptr,
+                   bool own_network = false) {
   int channel[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, channel) != 0) return -1;
   const pid_t pid = ::fork();
   if (pid == 0) {
+    if (own_network && (::unshare(CLONE_NEWNET) != 0 || !loopback_up())) ::_exit(122);
     const int listener = sbx::bwrap::install_unix_notify_filter();
     if (listener < 0 || !sbx::bwrap::send_descriptor(channel[1], listener)) ::_exit(120);
     ::close(listener);
@@ -116,6 +139,7 @@ int run_supervised(UnixSocketRules rules, const std::function<int()>& body) {
   ::waitpid(pid, &status, 0);
   if (!supervisor.ok()) return -1;
   (*supervisor)->stop();
+  if (refusals != nullptr) *refusals = (*supervisor)->refusals();
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
@@ -162,6 +186,61 @@ TEST_F(UnixSupervisorTest, HostSocketIsRefusedUnlessListed) {
   listed.allowed_paths = {target};
   EXPECT_EQ(run_supervised(listed, [&] { return connect_to(target); }), 0);
   EXPECT_EQ(host.hits(), 1);
+}
+
+// connect() on a fresh inet stream socket to `address`:`port`; 0 or the errno.
+int connect_inet(int family, const char* address, std::uint16_t port) {
+  const int fd = ::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return errno;
+  sockaddr_storage storage{};
+  socklen_t length = 0;
+  if (family == AF_INET) {
+    auto* in = reinterpret_cast<sockaddr_in*>(&storage);
+    in->sin_family = AF_INET;
+    in->sin_port = htons(port);
+    ::inet_pton(AF_INET, address, &in->sin_addr);
+    length = sizeof(sockaddr_in);
+  } else {
+    auto* in6 = reinterpret_cast<sockaddr_in6*>(&storage);
+    in6->sin6_family = AF_INET6;
+    in6->sin6_port = htons(port);
+    ::inet_pton(AF_INET6, address, &in6->sin6_addr);
+    length = sizeof(sockaddr_in6);
+  }
+  const int rc = ::connect(fd, reinterpret_cast<const sockaddr*>(&storage), length);
+  const int error = rc == 0 ? 0 : errno;
+  ::close(fd);
+  return error;
+}
+
+// What was refused is recorded for the run's report, in order: a host socket with the path the
+// caller gave, and a connect that finds no route out of a private network namespace as kind
+// "ip" with its address (IPv6 in brackets).
+TEST_F(UnixSupervisorTest, RefusalsAreRecordedWithPathAndAddress) {
+  HostListener host(path("host.sock"));
+  ASSERT_TRUE(host.ok());
+  const std::string d = dir_;
+  UnixSocketRules rules;
+  rules.private_network = true;
+  std::vector<sbx::bwrap::UnixRefusal> refusals;
+  EXPECT_EQ(run_supervised(
+                rules,
+                [&] {
+                  if (connect_to(d + "/host.sock") != EACCES) return 11;
+                  if (connect_inet(AF_INET, "192.0.2.7", 8443) != ENETUNREACH) return 12;
+                  if (connect_inet(AF_INET6, "2001:db8::7", 443) != ENETUNREACH) return 13;
+                  return 0;
+                },
+                &refusals, /*own_network=*/true),
+            0);
+  ASSERT_EQ(refusals.size(), 3u);
+  EXPECT_EQ(refusals[0].kind, "unix");
+  EXPECT_EQ(refusals[0].address, d + "/host.sock");
+  EXPECT_EQ(refusals[1].kind, "ip");
+  EXPECT_EQ(refusals[1].address, "192.0.2.7:8443");
+  EXPECT_EQ(refusals[2].kind, "ip");
+  EXPECT_EQ(refusals[2].address, "[2001:db8::7]:443");
+  EXPECT_EQ(host.hits(), 0);
 }
 
 TEST_F(UnixSupervisorTest, SymlinksRelativePathsAndMagicLinksDoNotReachAHostSocket) {

@@ -87,19 +87,23 @@ TEST(RequiredCapabilitiesTest, ProtectedNamesAndDenyGlobs) {
 
 TEST(RequiredCapabilitiesTest, NetworkModes) {
   const std::vector<PathRule> rules = {{"/", Access::kRead}};
+  // Enabled means the internet, not the host's local services: unix_socket_block.
   EXPECT_THAT(needs(restricted(rules, NetworkMode::kEnabled)),
-              ElementsAreArray({"write_restriction", "syscall_filter"}));
+              ElementsAreArray({"write_restriction", "syscall_filter", "unix_socket_block"}));
   EXPECT_THAT(needs(restricted(rules, NetworkMode::kProxy)),
               ElementsAreArray({"write_restriction", "proxy_network", "syscall_filter"}));
 }
 
-TEST(RequiredCapabilitiesTest, UnixSocketsOnlyMatterWhenNetworkIsLimited) {
+// Listed sockets need the allow-list in every mode: with the network enabled the other host
+// sockets stay closed too.
+TEST(RequiredCapabilitiesTest, ListedUnixSocketsNeedTheAllowlistInEveryMode) {
   ResolvedPolicy policy = restricted({{"/", Access::kRead}}, NetworkMode::kProxy);
   policy.network.unix_sockets = {"/run/agent.sock"};
   EXPECT_THAT(needs(policy), ElementsAreArray({"write_restriction", "proxy_network",
                                                "unix_socket_allowlist", "syscall_filter"}));
   policy.network.mode = NetworkMode::kEnabled;
-  EXPECT_THAT(needs(policy), ElementsAreArray({"write_restriction", "syscall_filter"}));
+  EXPECT_THAT(needs(policy), ElementsAreArray({"write_restriction", "unix_socket_allowlist",
+                                               "syscall_filter", "unix_socket_block"}));
 }
 
 TEST(RequiredCapabilitiesTest, LocalBindingOnlyMattersWhenNetworkIsLimited) {
@@ -111,17 +115,19 @@ TEST(RequiredCapabilitiesTest, LocalBindingOnlyMattersWhenNetworkIsLimited) {
   EXPECT_THAT(needs(policy), ElementsAreArray({"write_restriction", "proxy_network",
                                                "syscall_filter", "local_binding"}));
   policy.network.mode = NetworkMode::kEnabled;
-  EXPECT_THAT(needs(policy), ElementsAreArray({"write_restriction", "syscall_filter"}));
+  EXPECT_THAT(needs(policy),
+              ElementsAreArray({"write_restriction", "syscall_filter", "unix_socket_block"}));
 }
 
 TEST(RequiredCapabilitiesTest, UnrestrictedAndExternalNeedOnlyNetworkAndSyscallFilter) {
+  // The network part holds for every filesystem kind: enabled still keeps host unix sockets out.
   for (FilesystemKind kind : {FilesystemKind::kUnrestricted, FilesystemKind::kExternal}) {
     ResolvedPolicy policy = restricted({{"/w", Access::kWrite}, {"/w/x", Access::kDeny}});
     policy.filesystem_kind = kind;
     policy.protected_paths = {{"/w/.git", "/w", false, false}};
     EXPECT_THAT(needs(policy), ElementsAreArray({"network_block", "syscall_filter"}));
     policy.network.mode = NetworkMode::kEnabled;
-    EXPECT_THAT(needs(policy), ElementsAreArray({"syscall_filter"}));
+    EXPECT_THAT(needs(policy), ElementsAreArray({"syscall_filter", "unix_socket_block"}));
   }
 }
 

@@ -26,6 +26,7 @@
 #include "sbx/core/manager.hpp"
 #include "sbx/core/policy.hpp"
 #include "sbx/core/report_json.hpp"
+#include "sbx/core/runtime.hpp"
 
 namespace sbx {
 namespace {
@@ -286,6 +287,8 @@ TEST(RunTest, OneReportWriterForBothFrontEnds) {
   run.report.stderr_tail = "cat: /etc/shadow: Permission denied\n";
   run.report.refusals.entries = {{"evil.example", 443, "http-connect", "not in allowed_domains"}};
   run.report.refusals.total = 3;
+  run.report.backend_refusals.entries = {{"unix", "/run/docker.sock"}, {"ip", "10.1.2.3:443"}};
+  run.report.backend_refusals.total = 4;
   const boost::json::object cli =
       boost::json::parse(exec_report_to_json(run.report, ExecReportKeys::kCli)).as_object();
   const boost::json::object capi =
@@ -297,10 +300,78 @@ TEST(RunTest, OneReportWriterForBothFrontEnds) {
     EXPECT_EQ(report->at("final").as_string(), "fake");
     EXPECT_EQ(report->at("exit").at("code").to_number<int>(), 7);
     EXPECT_TRUE(report->at("denial").is_object());
-    EXPECT_EQ(report->at("network_refusals").as_array().at(0).at("host").as_string(),
-              "evil.example");
-    EXPECT_EQ(report->at("network_refusals_total").to_number<int>(), 3);
+    const boost::json::array& refusals = report->at("network_refusals").as_array();
+    ASSERT_EQ(refusals.size(), 3u);
+    EXPECT_EQ(refusals.at(0).at("kind").as_string(), "proxy");
+    EXPECT_EQ(refusals.at(0).at("host").as_string(), "evil.example");
+    EXPECT_EQ(refusals.at(1).at("kind").as_string(), "unix");
+    EXPECT_EQ(refusals.at(1).at("path").as_string(), "/run/docker.sock");
+    EXPECT_EQ(refusals.at(2).at("kind").as_string(), "ip");
+    EXPECT_EQ(refusals.at(2).at("address").as_string(), "10.1.2.3:443");
+    EXPECT_EQ(report->at("network_refusals_total").to_number<int>(), 3 + 4);
   }
+}
+
+// A backend that reports, through the real host table, the connections its sandbox refused.
+class RunRefusingBackend final : public Backend {
+ public:
+  explicit RunRefusingBackend(const sbx_host_v1* host) : Backend(HostServices(host)) {}
+  ProbeReport probe(const ProbeContext&) override {
+    ProbeReport report;
+    report.available = true;
+    report.summary = "refusing fake";
+    report.capabilities = every_capability();
+    return report;
+  }
+  Result<ExecPlan> transform(const TransformRequest& request) const override {
+    ExecPlan plan;
+    plan.argv = {"/usr/bin/fake-wrapper"};
+    plan.env = request.env;
+    plan.cwd = request.cwd;
+    return plan;
+  }
+  Result<ExitStatus> exec(const ExecPlan&) override {
+    host().report_network_refusal("unix", "/tmp/host.sock");
+    host().report_network_refusal("ip", "[2001:db8::1]:80");
+    host().report_network_refusal("bogus", "never reported");
+    for (std::size_t i = 0; i < BackendRefusalLog::kMaxEntries; ++i)
+      host().report_network_refusal("unix", "@flood");
+    return ExitStatus{0, 0};
+  }
+};
+
+// The host table's report_network_refusal files what the backend's exec() reports under the
+// run in progress on that thread: bounded entries, every one counted, unknown kinds dropped;
+// outside a run nothing is kept.
+TEST(RunTest, BackendRefusalsReachTheRunReportBounded) {
+  Result<InstallLayout> layout = install_layout();
+  ASSERT_TRUE(layout.ok()) << layout.error();
+  const sbx_host_v1* table = host_services(*layout);
+  std::vector<LoadedPlugin> plugins;
+  plugins.push_back({"refusing", "1.0", "fake", "/fake/refusing.so",
+                     std::make_shared<RunRefusingBackend>(table)});
+  const PluginRegistry registry = PluginRegistry::from_plugins(std::move(plugins), {});
+  const Manager manager(registry, {});
+  CountingBackends backends(manager, nullptr);
+  const RunOutcome run = run_command(request_for(kWorkspace, {"/bin/true"}), backends);
+  ASSERT_EQ(run.stop, RunStop::kNone) << run.error;
+  const BackendRefusalLog& log = run.report.backend_refusals;
+  EXPECT_EQ(log.total, 2u + BackendRefusalLog::kMaxEntries);
+  ASSERT_EQ(log.entries.size(), BackendRefusalLog::kMaxEntries);
+  EXPECT_EQ(log.entries.at(0), (BackendRefusal{"unix", "/tmp/host.sock"}));
+  EXPECT_EQ(log.entries.at(1), (BackendRefusal{"ip", "[2001:db8::1]:80"}));
+  EXPECT_EQ(log.entries.back(), (BackendRefusal{"unix", "@flood"}));
+
+  // No run on this thread: reported, but filed nowhere (and nothing crashes).
+  BackendRefusalLog outside;
+  HostServices(table).report_network_refusal("unix", "/tmp/elsewhere.sock");
+  {
+    const NetworkRefusalScope scope(outside);
+    HostServices(table).report_network_refusal("unix", "/tmp/inside.sock");
+  }
+  HostServices(table).report_network_refusal("unix", "/tmp/after.sock");
+  ASSERT_EQ(outside.entries.size(), 1u);
+  EXPECT_EQ(outside.entries.front().address, "/tmp/inside.sock");
 }
 
 }  // namespace

@@ -21,7 +21,7 @@ constexpr CapabilitySet kEverything = {
     Capability::kWriteRestriction, Capability::kReadRestriction, Capability::kWriteCarveouts,
     Capability::kReadCarveouts,    Capability::kProtectedNames,  Capability::kDenyGlobs,
     Capability::kNetworkBlock,     Capability::kProxyNetwork,    Capability::kUnixSocketAllowlist,
-    Capability::kSyscallFilter,    Capability::kLocalBinding};
+    Capability::kSyscallFilter,    Capability::kLocalBinding,    Capability::kUnixSocketBlock};
 
 // A scripted backend: what probe() reports, and whether probe/transform/exec throw.
 struct FakeConfig {
@@ -192,11 +192,49 @@ TEST(SelectionTest, LocalBindingFallsToABackendThatOffersIt) {
     EXPECT_THAT(choice.passed_over[0].reason,
                 HasSubstr("local_binding (needed for network.allow_local_binding"));
   }
-  // With the network enabled every socket is the command's anyway.
+  // With the network enabled local binding needs nothing more, but the host's unix sockets
+  // must stay closed, which Landlock cannot do: bwrap again, and the reason names that.
   policy.network.mode = NetworkMode::kEnabled;
   BackendChoice enabled = manager.available_backend(policy);
   ASSERT_TRUE(enabled.backend.has_value()) << enabled.reason;
-  EXPECT_EQ(*enabled.backend, "landlock");
+  EXPECT_EQ(*enabled.backend, "bwrap");
+  ASSERT_EQ(enabled.passed_over.size(), 1u);
+  EXPECT_THAT(enabled.passed_over[0].reason,
+              HasSubstr("unix_socket_block (needed for network mode enabled"));
+  EXPECT_THAT(enabled.passed_over[0].reason, ::testing::Not(HasSubstr("local_binding")));
+}
+
+// Enabled means the internet, not the host's local services: every policy with the network
+// enabled needs unix_socket_block, and a listed socket needs unix_socket_allowlist in every
+// mode (enabled included). A backend without them (Landlock; any plugin built for SDK ABI
+// 1.4, which cannot declare unix_socket_block) is passed over, or the run refused.
+TEST(SelectionTest, NetworkEnabledNeedsUnixSocketBlockAndListedSocketsTheAllowlist) {
+  FakeConfig landlock;  // what the landlock backend declares (ABI 6+)
+  landlock.capabilities = {Capability::kWriteRestriction, Capability::kReadRestriction,
+                           Capability::kNetworkBlock, Capability::kProxyNetwork,
+                           Capability::kSyscallFilter};
+  Fakes fakes = make_registry({{"landlock", landlock}});
+  Manager only_landlock(fakes.registry, {"landlock"});
+  ResolvedPolicy policy = workspace_policy();
+  policy.network.mode = NetworkMode::kEnabled;
+  EXPECT_TRUE(required_capabilities(policy).has(Capability::kUnixSocketBlock));
+  EXPECT_FALSE(required_capabilities(policy).has(Capability::kUnixSocketAllowlist));
+  BackendChoice refused = only_landlock.available_backend(policy);
+  EXPECT_FALSE(refused.backend.has_value());
+  EXPECT_THAT(refused.reason, HasSubstr("unix_socket_block (needed for network mode enabled: "
+                                        "the host's unix sockets (pathname and abstract) stay "
+                                        "closed unless network.unix_sockets lists them)"));
+  policy.network.unix_sockets = {"/run/agent.sock"};
+  EXPECT_TRUE(required_capabilities(policy).has(Capability::kUnixSocketAllowlist));
+  EXPECT_THAT(only_landlock.available_backend(policy).reason,
+              HasSubstr("unix_socket_allowlist (needed for unix socket '/run/agent.sock' "
+                        "allowed)"));
+  // Restricted: network_block closes them; no unix_socket_block needed.
+  policy.network.mode = NetworkMode::kRestricted;
+  policy.network.unix_sockets.clear();
+  EXPECT_FALSE(required_capabilities(policy).has(Capability::kUnixSocketBlock));
+  BackendChoice restricted = only_landlock.available_backend(policy);
+  ASSERT_TRUE(restricted.backend.has_value()) << restricted.reason;
 }
 
 TEST(SelectionTest, LocalBindingWithNoBackendOfferingItIsRefused) {

@@ -258,6 +258,7 @@ TEST(ProxyRefusals, DescribeAndJson) {
   const boost::json::value parsed = boost::json::parse(json);
   const boost::json::array& array = parsed.as_array();
   ASSERT_EQ(array.size(), 3u);
+  for (const boost::json::value& item : array) EXPECT_EQ(item.at("kind").as_string(), "proxy");
   EXPECT_EQ(array[0].at("host").as_string(), "evil.test");
   EXPECT_EQ(array[0].at("port").to_number<int>(), 443);
   EXPECT_EQ(array[0].at("protocol").as_string(), "http-connect");

@@ -40,6 +40,7 @@ struct Recorder {
   std::string last;
   int level = -1;
   bool spawned = false;
+  std::string refused;  // "kind address" of the last report_network_refusal
 };
 
 void record_log(void* ctx, int level, const char* message, std::size_t length) {
@@ -59,6 +60,10 @@ int fake_spawn(void* ctx, const void* plan, void* status_out, char* error, std::
 }
 
 int fake_prepare_child(void* ctx) { return static_cast<Recorder*>(ctx)->spawned ? 0 : EPERM; }
+
+void record_refusal(void* ctx, const char* kind, const char* address, std::size_t length) {
+  static_cast<Recorder*>(ctx)->refused = std::string(kind) + " " + std::string(address, length);
+}
 
 TEST(SdkPluginMacro, DescriptorCarriesTheAbiAndIdentity) {
   const sbx_plugin_v1* d = sbx_plugin_entry_v1();
@@ -99,7 +104,8 @@ TEST(SdkHostServices, LogAndSpawnGoThroughTheTable) {
                             &recorder,
                             &record_log,
                             &fake_spawn,
-                            &fake_prepare_child};
+                            &fake_prepare_child,
+                            &record_refusal};
   void* raw = sbx_plugin_entry_v1()->create(&host);
   ASSERT_NE(raw, nullptr);
   auto* backend = static_cast<MacroBackend*>(static_cast<sbx::Backend*>(raw));
@@ -124,7 +130,7 @@ TEST(SdkHostServices, ChildHookIsTheTablesPrepareChildWhenTheHostHasOne) {
   Recorder recorder;
   sbx_host_v1 host = {
       sizeof(sbx_host_v1), SBX_ABI_MAJOR, SBX_ABI_MINOR,      "1.2.3", nullptr, &recorder,
-      &record_log,         &fake_spawn,   &fake_prepare_child};
+      &record_log,         &fake_spawn,   &fake_prepare_child, &record_refusal};
   EXPECT_EQ(sbx::HostServices(&host).child_hook()(), EPERM);  // the host's answer
   recorder.spawned = true;
   EXPECT_EQ(sbx::HostServices(&host).child_hook()(), 0);
@@ -133,6 +139,23 @@ TEST(SdkHostServices, ChildHookIsTheTablesPrepareChildWhenTheHostHasOne) {
   host.struct_size = static_cast<uint32_t>(offsetof(sbx_host_v1, prepare_child));
   EXPECT_EQ(sbx::HostServices(&host).child_hook()(), 0);
   EXPECT_EQ(sbx::HostServices(nullptr).child_hook()(), 0);
+}
+
+TEST(SdkHostServices, NetworkRefusalsGoThroughTheTableWhenTheHostHasIt) {
+  Recorder recorder;
+  sbx_host_v1 host = {
+      sizeof(sbx_host_v1), SBX_ABI_MAJOR, SBX_ABI_MINOR,      "1.2.3", nullptr, &recorder,
+      &record_log,         &fake_spawn,   &fake_prepare_child, &record_refusal};
+  // The address is passed with its length: bytes after it (and NULs in it) are the caller's.
+  const std::string address("/tmp/a\0b-and-more", 8);
+  sbx::HostServices(&host).report_network_refusal("unix", address);
+  EXPECT_EQ(recorder.refused, std::string("unix /tmp/a\0b", 13));
+  // A 1.4 host's table ends before report_network_refusal: nothing is called.
+  recorder.refused.clear();
+  host.struct_size = static_cast<uint32_t>(offsetof(sbx_host_v1, report_network_refusal));
+  sbx::HostServices(&host).report_network_refusal("ip", "10.0.0.1:80");
+  EXPECT_EQ(recorder.refused, "");
+  sbx::HostServices(nullptr).report_network_refusal("ip", "10.0.0.1:80");
 }
 
 TEST(SdkHostServices, MissingTableIsAnErrorNotACrash) {

@@ -42,7 +42,8 @@ SandboxContext describe_sandbox(const ResolvedPolicy& policy);
 // (bwrap: its private network namespace) and which refuses every inet socket (Landlock: the
 // host's namespace); in network mode proxy, that under Landlock the proxy's TCP port is allowed
 // on every address (port rules are address-blind), and, when the policy names proxy_ports
-// itself, that its runs are refused and why. Empty with the network enabled. Pure.
+// itself, that its runs are refused and why; with the network enabled, that the host's unix
+// sockets stay closed unless listed (only backends with unix_socket_block run it). Pure.
 std::vector<std::string> network_limits(const NetworkPolicy& network);
 
 // Stable plain text for a system prompt. Every value (path, glob, domain) is quoted with
@@ -54,8 +55,7 @@ std::string context_to_text(const SandboxContext& context);
 //   "readable_roots","platform_defaults_readable","writable_roots","read_only_paths",
 //   "not_creatable","denied_paths","denied_globs"},
 //  "network":{"mode","allowed_domains","denied_domains","unix_sockets","allow_local_binding",
-//   "limits":[network_limits(), and with the network enabled in a sandboxed mode the sentence
-//   on the host's unix sockets (kept out under bwrap unless listed, reachable under Landlock)]},
+//   "limits":[network_limits(); none with the network enabled in an unsandboxed mode]},
 //  "unsandboxed_runs":"allowed"|"locked"}
 // Strings are valid UTF-8 (invalid bytes become U+FFFD); JSON escaping does the rest.
 std::string context_to_json(const SandboxContext& context, JsonStyle style);

@@ -224,7 +224,8 @@ std::string redact(std::string text, std::string_view secret);
 // printing a plan); unchanged when `run_proxy` is null.
 ExecPlan redact_plan(ExecPlan plan, const RunProxy* run_proxy);
 
-// The refusals as a compact JSON array, in order: [{"host","port","protocol","rule"}]
+// The refusals as a compact JSON array, in order:
+// [{"kind":"proxy","host","port","protocol","rule"}]
 // (`exec --json` "network_refusals"; host is null when the client never named one).
 std::string refusals_to_json(const std::vector<Refusal>& refusals);
 

@@ -4,6 +4,8 @@
 // are null. Pure: nothing here touches the OS.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -105,6 +107,22 @@ std::string explain_to_json(const ExplainReport& report, JsonStyle style);
 std::string plan_to_json(const std::optional<std::string>& backend, const ExecPlan& plan,
                          JsonStyle style);
 
+// One connection the backend's sandbox refused, as the backend reported it (SDK ABI 1.5,
+// sbx_host_v1.report_network_refusal): kind "unix" with the socket's path or "@name" as the
+// command gave it, kind "ip" with "ADDRESS:PORT".
+struct BackendRefusal {
+  std::string kind;
+  std::string address;
+  friend bool operator==(const BackendRefusal&, const BackendRefusal&) = default;
+};
+
+// Every such refusal of one run in bounded memory: the first kMaxEntries, and the count.
+struct BackendRefusalLog {
+  static constexpr std::size_t kMaxEntries = 100;
+  std::vector<BackendRefusal> entries;
+  std::uint64_t total = 0;  // every refusal reported, kept or not
+};
+
 // How one `sbx exec` went.
 struct RunReport {
   std::optional<bool> should_sandbox;        // nullopt: the decision itself failed
@@ -127,6 +145,9 @@ struct RunReport {
   std::optional<std::string> stderr_tail{};
   // What sbx's proxy refused during the run (network mode proxy; empty without one).
   proxy::RefusalLog refusals{};
+  // What the backend's sandbox refused during the run (host unix sockets, addresses with no
+  // route out of a private network namespace); empty for backends that report nothing.
+  BackendRefusalLog backend_refusals{};
   // The excluded-command pattern each part of the command matched when it ran without a
   // sandbox for that reason (command_patterns.hpp); empty otherwise.
   std::vector<std::string> excluded_by{};
@@ -147,8 +168,9 @@ enum class ExecReportKeys {
 // The one report of a finished (or refused) run, shared by `sbx exec --json` and sbx_exec, as
 // one compact line: run_to_json's keys, then "denial" (denial_to_json's object for the
 // command's exit status and stderr tail; null when the command did not run), ["stderr_tail"],
-// "network_refusals" (refusals_to_json: the refusals the proxy kept; [] without a proxy) and
-// "network_refusals_total" (every refusal, kept or not).
+// "network_refusals" (the refusals the proxy kept, each refusals_to_json's object plus
+// "kind":"proxy", then the backend's: {"kind":"unix","path"} and {"kind":"ip","address"}; []
+// when there were none) and "network_refusals_total" (every refusal, kept or not).
 std::string exec_report_to_json(const RunReport& report, ExecReportKeys keys);
 
 // {"filesystem_kind","rules":[{"path","access"}],"platform_defaults_readable",

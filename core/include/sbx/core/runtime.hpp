@@ -38,6 +38,23 @@ std::vector<std::string> current_install_directories();
 // the stage-2 path). Valid for the life of the process.
 const sbx_host_v1* host_services(const InstallLayout& layout);
 
+struct BackendRefusalLog;  // report_json.hpp
+
+// While alive, the host table's report_network_refusal called on this thread (a backend's
+// exec() names a connection its sandbox refused) adds to `log`: the first
+// BackendRefusalLog::kMaxEntries as entries, every one to the total. Without a scope on the
+// thread such a report is only logged (debug). Scopes nest: the innermost collects.
+class NetworkRefusalScope {
+ public:
+  explicit NetworkRefusalScope(BackendRefusalLog& log);
+  ~NetworkRefusalScope();
+  NetworkRefusalScope(const NetworkRefusalScope&) = delete;
+  NetworkRefusalScope& operator=(const NetworkRefusalScope&) = delete;
+
+ private:
+  BackendRefusalLog* previous_;
+};
+
 const char* sbx_version();
 
 }  // namespace sbx

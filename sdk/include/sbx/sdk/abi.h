@@ -25,6 +25,11 @@
  * ExecPlan of that time (sbx::ExecPlanAbi1_3) and is converted the same way, with empty
  * windows; older plugins as above. 1.4 also appended sbx::Capability::kLocalBinding, which
  * older plugins never declare: the manager passes them over for policies that need it.
+ * 1.5 appended sbx_host_v1.report_network_refusal (a backend names each connection its
+ * sandbox refused, for the run's report) and sbx::Capability::kUnixSocketBlock (host unix
+ * sockets, pathname and abstract, closed unless listed, also with the network enabled). A 1.4
+ * plugin never calls the one nor declares the other: the host still loads it, and the manager
+ * passes it over for policies that need the capability (every policy with the network enabled).
  */
 #ifndef SBX_SDK_ABI_H_
 #define SBX_SDK_ABI_H_
@@ -33,11 +38,11 @@
 #include <stdint.h>
 
 #define SBX_ABI_MAJOR 1
-#define SBX_ABI_MINOR 4
+#define SBX_ABI_MINOR 5
 /* SHA-256 of this file with the quoted value below left empty. Any edit to this header fails
  * the ABI guard test (tests/unit/sdk) until someone reviews the ABI, bumps SBX_ABI_MINOR
  * (append-only growth) or SBX_ABI_MAJOR (anything else) as needed, and records the new digest. */
-#define SBX_ABI_HEADER_SHA256 "01c3961418aedf7d0a9df4ae9f3b0aab55fd98772816e611accafd7809031a7b"
+#define SBX_ABI_HEADER_SHA256 "10567c2c38264da0fc1c920d088bab88aa6078fd49d2c8dfe1e79b69ed75101c"
 #define SBX_PLUGIN_ENTRY_SYMBOL "sbx_plugin_entry_v1"
 
 #if defined(_WIN32)
@@ -81,6 +86,15 @@ typedef struct sbx_host_v1 {
    * stack. Returns 0, or an errno value: the child must then report failure and not exec.
    * Read it only when struct_size covers it. */
   int (*prepare_child)(void* ctx);
+  /* ABI 1.5. Reports one connection the sandbox refused, for the run's report (`sbx exec
+   * --json` "network_refusals"). kind is "unix" (address: the socket's path, or "@name" for an
+   * abstract one, as the command gave it) or "ip" (address: "ADDRESS:PORT", IPv6 in brackets);
+   * the address is length bytes, not NUL-terminated, any bytes. Call it from the thread that
+   * called exec(), before exec() returns: the host files it under the run in progress on that
+   * thread, and ignores it when there is none. Never NULL in a 1.5 table; read it only when
+   * struct_size covers it. */
+  void (*report_network_refusal)(void* ctx, const char* kind, const char* address,
+                                 size_t length);
 } sbx_host_v1;
 
 /* The plugin's self-description. Static storage in the plugin; never freed. */

@@ -54,6 +54,19 @@ class HostServices {
     return {host_->prepare_child, host_->ctx};
   }
 
+  // The host's report_network_refusal (ABI 1.5): names one connection the sandbox refused
+  // ("unix" with the path or "@name", "ip" with "ADDRESS:PORT") for the run's report. Call it
+  // from the thread that called exec(), before exec() returns. Does nothing on an older host.
+  void report_network_refusal(std::string_view kind, std::string_view address) const {
+    if (host_ == nullptr ||
+        host_->struct_size <
+            offsetof(sbx_host_v1, report_network_refusal) + sizeof host_->report_network_refusal ||
+        host_->report_network_refusal == nullptr)
+      return;
+    const std::string kind_text(kind);
+    host_->report_network_refusal(host_->ctx, kind_text.c_str(), address.data(), address.size());
+  }
+
  private:
   const sbx_host_v1* host_;
 };

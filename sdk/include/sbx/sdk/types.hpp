@@ -82,6 +82,12 @@ enum class Capability : std::uint32_t {
   // restricted or proxied (network.allow_local_binding). Plugins built for older ABIs never
   // declare it, so the manager passes them over for such policies.
   kLocalBinding = 1u << 10,
+  // ABI 1.5: host unix sockets closed unless network.unix_sockets lists them, pathname and
+  // abstract, whatever the network mode (with the network enabled too: "enabled" means the
+  // internet, not the host's local services such as docker, ssh-agent, D-Bus or tmux). The
+  // manager needs it whenever the network is enabled; plugins built for older ABIs never
+  // declare it.
+  kUnixSocketBlock = 1u << 11,
 };
 
 class CapabilitySet {
@@ -112,7 +118,7 @@ inline constexpr Capability kAllCapabilities[] = {
     Capability::kWriteRestriction, Capability::kReadRestriction, Capability::kWriteCarveouts,
     Capability::kReadCarveouts,    Capability::kProtectedNames,  Capability::kDenyGlobs,
     Capability::kNetworkBlock,     Capability::kProxyNetwork,    Capability::kUnixSocketAllowlist,
-    Capability::kSyscallFilter,    Capability::kLocalBinding,
+    Capability::kSyscallFilter,    Capability::kLocalBinding,    Capability::kUnixSocketBlock,
 };
 
 // Stable snake_case name, used in JSON output and messages.
@@ -129,6 +135,7 @@ constexpr std::string_view to_string(Capability c) {
     case Capability::kUnixSocketAllowlist: return "unix_socket_allowlist";
     case Capability::kSyscallFilter: return "syscall_filter";
     case Capability::kLocalBinding: return "local_binding";
+    case Capability::kUnixSocketBlock: return "unix_socket_block";
   }
   return "unknown";
 }

@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sbx/bwrap/unix_supervisor.hpp"
 #include "sbx/sdk/backend.hpp"
 #include "sbx/sdk/result.hpp"
 #include "sbx/sdk/types.hpp"
@@ -60,7 +61,9 @@ std::optional<pid_t> parse_child_pid(std::string_view info);
 
 // Runs bwrap per the plan and waits for it; see the file comment. `prepare_child` (the host's
 // resource-limit hook) runs in bwrap's process right before execve; if it fails, bwrap does not
-// run and the result is 125 with a message.
-Result<ExitStatus> spawn_bwrap(const ExecPlan& plan, HostServices::ChildHook prepare_child = {});
+// run and the result is 125 with a message. `refusals`, when given, receives what the
+// unix-socket supervisor refused during the run, once the sandbox has ended.
+Result<ExitStatus> spawn_bwrap(const ExecPlan& plan, HostServices::ChildHook prepare_child = {},
+                               std::vector<UnixRefusal>* refusals = nullptr);
 
 }  // namespace sbx::bwrap

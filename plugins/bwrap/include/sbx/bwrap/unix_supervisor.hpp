@@ -25,7 +25,8 @@
 // * abstract names: in a private network namespace every name is the sandbox's: allowed. In
 //   the host's namespace only names bound by this sandbox (checked on the socket currently
 //   bound to the name) are allowed.
-// * every other family: allowed, but performed by the supervisor like the rest.
+// * every other family: allowed, but performed by the supervisor like the rest; an inet
+//   connect that finds no route out of a private network namespace is recorded as refused.
 #pragma once
 
 #include <linux/filter.h>
@@ -49,7 +50,10 @@ struct UnixSocketRules {
   std::vector<std::string> allowed_paths;
 };
 
-// One connection the supervisor refused: "unix" and the path or "@name" as the caller gave it.
+// One connection the supervisor refused: "unix" and the path or "@name" as the caller gave
+// it, or "ip" and "ADDRESS:PORT" ("[ADDRESS]:PORT" for IPv6) for a connect that found no route
+// out of the sandbox's private network namespace (ENETUNREACH: only its loopback is there).
+// Sends on unconnected inet datagram sockets are not seen (not connects), so not recorded.
 struct UnixRefusal {
   std::string kind;
   std::string address;
@@ -98,6 +102,7 @@ class UnixSupervisor {
   // Stops supervising (pending calls of a sandbox that is gone are dropped) and joins every
   // thread. Idempotent; the destructor calls it.
   void stop();
+  // What was refused so far, in order (the first 1000).
   std::vector<UnixRefusal> refusals() const;
 
   struct State;

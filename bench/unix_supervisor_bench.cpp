@@ -1,0 +1,237 @@
+// What the bwrap backend's unix-socket supervisor costs (plugins/bwrap/README.md, "Unix sockets:
+// the supervisor"), measured without bwrap so that nothing else is in the figures: a forked child
+// runs the same loop unsupervised and under the supervisor's notification filter with a
+// UnixSupervisor in this process (exactly as the bwrap spawner sets it up), rounds interleaved,
+// and times the loop itself (CLOCK_MONOTONIC in the child). Medians per operation, and the
+// difference. Cases:
+//   setup          fork, install the filter, hand its listener over, start and stop the
+//                  supervisor, child exits (per run: what every sandboxed run pays once);
+//   getppid        a system call the filter lets through (every call of a run that never
+//                  connects: the filter's BPF instructions only);
+//   inet socket    socket(AF_INET) + close: a socket call the filter checks but never notifies;
+//   unix connect   socket + connect to a unix socket the child bound itself + accept + close
+//                  (a supervised connect: notification, checks, connect performed by sbx);
+//   tcp connect    the same over 127.0.0.1 (an inet connect, performed by the supervisor too).
+// Usage: sbx_bench_unix_supervisor [rounds] (default 15). Plain output, no Google Benchmark:
+// each figure comes from a child process, which its per-iteration model does not fit.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sbx/bwrap/unix_supervisor.hpp"
+
+namespace {
+
+enum class Case { kSetup, kGetppid, kInetSocket, kUnixConnect, kTcpConnect };
+
+struct CaseInfo {
+  Case what;
+  const char* name;
+  int ops;  // operations per round
+};
+
+constexpr CaseInfo kCases[] = {
+    {Case::kSetup, "setup (per run)", 1},
+    {Case::kGetppid, "getppid", 200000},
+    {Case::kInetSocket, "inet socket+close", 20000},
+    {Case::kUnixConnect, "unix connect+accept", 2000},
+    {Case::kTcpConnect, "tcp 127.0.0.1 connect+accept", 2000},
+};
+
+double now_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<double>(t.tv_sec) * 1e9 + static_cast<double>(t.tv_nsec);
+}
+
+// One connect + accept + close against `server` (listening, of this process); false on error.
+bool connect_once(int server, const sockaddr* address, socklen_t length, int family) {
+  const int client = ::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (client < 0) return false;
+  const bool ok = ::connect(client, address, length) == 0;
+  if (!ok) std::fprintf(stderr, "connect: %s\n", std::strerror(errno));
+  const int accepted = ok ? ::accept4(server, nullptr, nullptr, SOCK_CLOEXEC) : -1;
+  if (accepted >= 0) ::close(accepted);
+  ::close(client);
+  return ok && accepted >= 0;
+}
+
+// The loop of `what` in the child; its duration in ns, or a negative value on failure.
+double child_loop(Case what, int ops, const std::string& dir) {
+  switch (what) {
+    case Case::kSetup:
+      return 0;
+    case Case::kGetppid: {
+      const double start = now_ns();
+      for (int i = 0; i < ops; ++i) (void)::getppid();
+      return now_ns() - start;
+    }
+    case Case::kInetSocket: {
+      const double start = now_ns();
+      for (int i = 0; i < ops; ++i) {
+        const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0) return -1;
+        ::close(fd);
+      }
+      return now_ns() - start;
+    }
+    case Case::kUnixConnect: {
+      sockaddr_un address{};
+      address.sun_family = AF_UNIX;
+      const std::string path = dir + "/bench-" + std::to_string(::getpid()) + ".sock";
+      std::memcpy(address.sun_path, path.c_str(), path.size());
+      const int server = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      if (::bind(server, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0 ||
+          ::listen(server, 64) != 0)
+        return -1;
+      const double start = now_ns();
+      for (int i = 0; i < ops; ++i) {
+        if (!connect_once(server, reinterpret_cast<const sockaddr*>(&address), sizeof address,
+                          AF_UNIX))
+          return -1;
+      }
+      const double took = now_ns() - start;
+      ::unlink(path.c_str());
+      return took;
+    }
+    case Case::kTcpConnect: {
+      sockaddr_in address{};
+      address.sin_family = AF_INET;
+      address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      const int server = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      socklen_t length = sizeof address;
+      if (::bind(server, reinterpret_cast<const sockaddr*>(&address), length) != 0 ||
+          ::listen(server, 64) != 0 ||
+          ::getsockname(server, reinterpret_cast<sockaddr*>(&address), &length) != 0)
+        return -1;
+      const double start = now_ns();
+      for (int i = 0; i < ops; ++i) {
+        if (!connect_once(server, reinterpret_cast<const sockaddr*>(&address), length, AF_INET))
+          return -1;
+      }
+      return now_ns() - start;
+    }
+  }
+  return -1;
+}
+
+// One round in a forked child; for kSetup the parent's whole fork-to-reap time, else the
+// child's loop time. ns, or a negative value on failure.
+double round_ns(Case what, int ops, bool supervised, const std::string& dir) {
+  int channel[2];
+  int result[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, channel) != 0) return -1;
+  if (::pipe2(result, O_CLOEXEC) != 0) return -1;
+  const double start = now_ns();
+  const pid_t pid = ::fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    ::close(result[0]);
+    if (supervised) {
+      const int listener = sbx::bwrap::install_unix_notify_filter();
+      if (listener < 0 || !sbx::bwrap::send_descriptor(channel[1], listener)) ::_exit(1);
+      ::close(listener);
+    }
+    // Like a sandboxed command, both ways: no capability left (the supervisor acts with the
+    // caller's privileges, and reaches a caller with more than it has not at all).
+    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct none[_LINUX_CAPABILITY_U32S_3] = {};
+    if (::syscall(SYS_capset, &header, none) != 0) ::_exit(1);
+    const double took = child_loop(what, ops, dir);
+    const bool written =
+        ::write(result[1], &took, sizeof took) == static_cast<ssize_t>(sizeof took);
+    ::_exit(written ? 0 : 1);
+  }
+  ::close(channel[1]);
+  ::close(result[1]);
+  std::unique_ptr<sbx::bwrap::UnixSupervisor> supervisor;
+  if (supervised) {
+    pollfd p{channel[0], POLLIN, 0};
+    ::poll(&p, 1, 10000);
+    auto started = sbx::bwrap::UnixSupervisor::start(sbx::bwrap::receive_descriptor(channel[0]),
+                                                     sbx::bwrap::UnixSocketRules{});
+    if (!started.ok()) {
+      std::fprintf(stderr, "supervisor: %s\n", started.error().c_str());
+      return -1;
+    }
+    supervisor = std::move(*started);
+  }
+  ::close(channel[0]);
+  double took = -1;
+  if (::read(result[0], &took, sizeof took) != static_cast<ssize_t>(sizeof took)) took = -1;
+  ::close(result[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (supervisor) supervisor->stop();
+  const double whole = now_ns() - start;
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || took < 0) return -1;
+  return what == Case::kSetup ? whole : took;
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int rounds = argc > 1 ? std::max(1, std::atoi(argv[1])) : 15;
+  if (const std::string missing = sbx::bwrap::unix_supervisor_unavailable(); !missing.empty()) {
+    std::fprintf(stderr, "the supervisor cannot run here: %s\n", missing.c_str());
+    return 1;
+  }
+  char dir_template[] = "/tmp/sbx-bench-unix-XXXXXX";
+  if (::mkdtemp(dir_template) == nullptr) return 1;
+  const std::string dir = dir_template;
+  std::printf("%-30s %14s %14s %14s %8s\n", "case (median of rounds)", "unsupervised", "supervised",
+              "difference", "ratio");
+  int failures = 0;
+  for (const CaseInfo& c : kCases) {
+    std::vector<double> plain;
+    std::vector<double> watched;
+    for (int r = 0; r < rounds; ++r) {
+      // Interleaved: a change in load hits both sides alike.
+      for (bool supervised : {false, true}) {
+        const double ns = round_ns(c.what, c.ops, supervised, dir);
+        if (ns < 0) {
+          ++failures;
+          continue;
+        }
+        (supervised ? watched : plain).push_back(ns / c.ops);
+      }
+    }
+    if (plain.empty() || watched.empty()) {
+      std::printf("%-30s failed\n", c.name);
+      continue;
+    }
+    const double a = median(plain);
+    const double b = median(watched);
+    const bool micro = a >= 10000;  // print µs for large figures, ns otherwise
+    const double scale = micro ? 1000.0 : 1.0;
+    const char* unit = micro ? "us" : "ns";
+    std::printf("%-30s %11.1f %s %11.1f %s %+11.1f %s %7.2fx\n", c.name, a / scale, unit,
+                b / scale, unit, (b - a) / scale, unit, b / a);
+  }
+  ::rmdir(dir.c_str());
+  if (failures > 0) std::fprintf(stderr, "%d rounds failed\n", failures);
+  return failures > 0 ? 1 : 0;
+}
