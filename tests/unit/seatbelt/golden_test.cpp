@@ -105,7 +105,7 @@ std::string render_plan(const ExecPlan& plan) {
   for (; i < plan.argv.size() && plan.argv[i] != "--"; ++i) out += shown(plan.argv[i]) + "\n";
   out += "# command (after --)\n";
   for (++i; i < plan.argv.size(); ++i) out += shown(plan.argv[i]) + "\n";
-  out += "# cwd\n" + plan.cwd + "\n# env\n";
+  out += "# cwd\n" + shown(plan.cwd) + "\n# env\n";
   for (const auto& e : plan.env) out += shown(e) + "\n";
   out += "# notes\n";
   for (const auto& n : plan.notes) out += n + "\n";

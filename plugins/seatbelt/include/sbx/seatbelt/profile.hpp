@@ -5,7 +5,7 @@
 //  - paths, socket paths and other caller strings reach sandbox-exec only as `-DKEY=VALUE`
 //    parameters referenced by `(param "KEY")`; the one exception is the protected-name regex
 //    (`^<escaped path>(/.*)?$`, see glob_regex.hpp), whose escaping leaves no `"`, `\` or control
-//    character in the text;
+//    character in the text; the text is printable ASCII and newlines only (no byte >= 0x80);
 //  - deny rules and unlink guards come after every allow (SBPL: the last matching rule wins);
 //  - a policy this generator cannot express exactly is an Error, never a quietly weaker profile.
 #pragma once
