@@ -1,6 +1,7 @@
 // Resolved policy -> SBPL. Section order (SBPL applies the LAST matching rule, so every deny
 // and guard comes after the allows it must override):
-//   base, reads, writes, network, preferences, platform defaults, deny globs, unlink guards.
+//   base, reads, writes, network, preferences, platform defaults (+ the deny rules restated
+//   over them), deny globs, unlink guards.
 #include "sbx/seatbelt/profile.hpp"
 
 #include <algorithm>
@@ -168,6 +169,35 @@ Result<std::string> glob_section(Context& ctx) {
   return out;
 }
 
+// Deny rules restated after the platform defaults. ":minimal" grants reads no policy rule
+// drives, so a deny rule inside one of its locations (e.g. /etc/ssh under /private/etc) would
+// otherwise be reopened by it. Each deny rule D denies its subtree minus every non-deny rule
+// below D: those keep what the read and write sections gave them, and a deny rule deeper down
+// gets its own line here. A path whose most specific rule is a deny is then denied; any other
+// path is untouched (README.md has the argument). A deny on "/" is left out: with restricted
+// reads it only restates the default, and ":minimal" is the exception the policy asked for.
+std::string minimal_deny_section(Context& ctx) {
+  const ResolvedPolicy& p = ctx.policy;
+  std::string body;
+  std::size_t index = 0;
+  for (const PathRule& d : p.rules) {
+    if (d.access != Access::kDeny || d.path == "/") continue;
+    const std::string key = "DENIED_PATH_" + std::to_string(index++);
+    std::string expr = "(subpath " + ctx.params.add(key, d.path) + ")";
+    std::size_t j = 0;
+    for (const PathRule& r : p.rules) {
+      if (r.access == Access::kDeny || r.path == d.path || !path_is_within(r.path, d.path))
+        continue;
+      expr += " (require-not (subpath " +
+              ctx.params.add(key + "_EXCEPT_" + std::to_string(j++), r.path) + "))";
+    }
+    body += j == 0 ? "  " + expr + "\n" : "  (require-all " + expr + ")\n";
+  }
+  if (body.empty()) return "";
+  return "; Deny rules over the platform defaults (after them: the last matching rule wins).\n"
+         "(deny file-read* file-write* file-map-executable\n" + body + ")\n";
+}
+
 // Unlink/rename guards, last: writable roots, then the collected ancestors (deduplicated).
 std::string guard_section(Context& ctx) {
   std::string out = "; Unlink/rename guards (last, so no allow above reopens them).\n";
@@ -249,8 +279,11 @@ Result<Profile> build_profile(const ResolvedPolicy& policy, const std::vector<st
   text += "\n" + *network;
   const bool full_reads = !restricted(policy) || !reads_restricted(policy);
   if (full_reads) text += "\n" + std::string(sections::kPreferences);
-  if (!full_reads && policy.platform_defaults_readable)
+  if (!full_reads && policy.platform_defaults_readable) {
     text += "\n" + std::string(sections::kPlatformDefaults);
+    const std::string denies = minimal_deny_section(ctx);
+    if (!denies.empty()) text += "\n" + denies;
+  }
   auto globs = glob_section(ctx);
   if (!globs) return Error{globs.error()};
   if (!globs->empty()) text += "\n" + *globs;
