@@ -221,6 +221,93 @@ std::string guard_section(Context& ctx) {
   return any ? out : std::string();
 }
 
+std::string env_value(const std::vector<std::string>& env, std::string_view key) {
+  for (const std::string& entry : env) {
+    if (entry.size() > key.size() && entry.compare(0, key.size(), key) == 0 &&
+        entry[key.size()] == '=')
+      return entry.substr(key.size() + 1);
+  }
+  return "";
+}
+
+std::string without_trailing_slashes(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  return path;
+}
+
+// `path` in the spelling `like` uses for /private aliases (/var/... or /private/var/...), so
+// that it nests with the policy's rules.
+std::string spelled_like(const std::string& path, const std::string& like) {
+  const std::string canonical = macos_canonical_path(path);
+  if (like.rfind("/private/", 0) == 0) return canonical;
+  if (canonical.rfind("/private/", 0) == 0 && macos_canonical_path(canonical.substr(8)) == canonical)
+    return canonical.substr(8);
+  return canonical;
+}
+
+// The per-user cache directory (DARWIN_USER_CACHE_DIR) writable where $TMPDIR is: macOS keeps
+// both per user under /var/folders (…/T and …/C), and Apple's tools write caches there whatever
+// TMPDIR says (clang's module cache, xcrun's cache, Metal's shader cache). Granted only when the
+// policy makes $TMPDIR itself a writable root (the workspace-write preset's `:tmpdir`), only
+// for a canonical directory under /private/var/folders, never over a policy deny, and with the
+// protected names TMPDIR has. Like TMPDIR, the directory is shared with the user's other
+// processes, so a command can leave files there that unsandboxed programs later read.
+ResolvedPolicy with_user_cache_dir(const ResolvedPolicy& p, const std::vector<std::string>& env,
+                                   const MacHostFacts& host, std::vector<std::string>& notes) {
+  if (!restricted(p)) return p;
+  const std::string tmpdir = without_trailing_slashes(env_value(env, "TMPDIR"));
+  if (tmpdir.empty() || tmpdir.front() != '/') return p;
+  const PathRule* tmp_rule = nullptr;
+  for (const PathRule& r : p.rules) {
+    if (r.access == Access::kWrite && macos_canonical_path(r.path) == macos_canonical_path(tmpdir))
+      tmp_rule = &r;
+  }
+  if (tmp_rule == nullptr) return p;
+  const std::string what = "per-user cache directory (DARWIN_USER_CACHE_DIR)";
+  if (host.darwin_user_cache_dir.empty()) {
+    notes.push_back(what + ": not known on this host (read with confstr on macOS when the plan "
+                    "is made there); not made writable");
+    return p;
+  }
+  const std::string given = without_trailing_slashes(host.darwin_user_cache_dir);
+  const std::string canonical = macos_canonical_path(given);
+  if (!check_canonical_path(given, what).ok() ||
+      !path_is_within(canonical, "/private/var/folders") || canonical == "/private/var/folders") {
+    notes.push_back(what + " '" + given + "' is not a canonical directory under "
+                    "/private/var/folders; not made writable");
+    return p;
+  }
+  const std::string cache = spelled_like(given, tmp_rule->path);
+  const PathRule* nearest = nullptr;
+  for (const PathRule& r : p.rules) {
+    if (path_is_within(canonical, macos_canonical_path(r.path)) &&
+        (nearest == nullptr ||
+         macos_canonical_path(r.path).size() > macos_canonical_path(nearest->path).size()))
+      nearest = &r;
+  }
+  if (nearest != nullptr && nearest->access == Access::kDeny) {
+    notes.push_back(what + " " + cache + ": denied by the policy; stays denied");
+    return p;
+  }
+  if (nearest != nullptr && nearest->access == Access::kWrite) return p;  // already writable
+  ResolvedPolicy out = p;
+  out.rules.push_back({cache, Access::kWrite});
+  std::stable_sort(out.rules.begin(), out.rules.end(), [](const PathRule& a, const PathRule& b) {
+    const auto depth = [](const std::string& s) { return std::count(s.begin(), s.end(), '/'); };
+    return depth(a.path) < depth(b.path);
+  });
+  const std::string tmp_root = tmp_rule->path;
+  for (const ProtectedPath& pp : p.protected_paths) {
+    if (pp.writable_root != tmp_root || !path_is_within(pp.path, tmp_root) || pp.path == tmp_root)
+      continue;
+    out.protected_paths.push_back({cache + pp.path.substr(tmp_root.size()), cache, false, false});
+  }
+  std::sort(out.protected_paths.begin(), out.protected_paths.end(),
+            [](const ProtectedPath& a, const ProtectedPath& b) { return a.path < b.path; });
+  notes.push_back(what + " " + cache + " writable, as TMPDIR is");
+  return out;
+}
+
 Status check_policy_paths(const ResolvedPolicy& p) {
   for (std::size_t i = 0; i < p.rules.size(); ++i) {
     const std::string what = std::string(p.rules[i].access == Access::kWrite ? "writable root"
@@ -268,9 +355,13 @@ Status check_canonical_path(std::string_view path, std::string_view what) {
   return {};
 }
 
-Result<Profile> build_profile(const ResolvedPolicy& policy, const std::vector<std::string>& env) {
-  if (auto s = check_policy_paths(policy); !s) return Error{s.error()};
+Result<Profile> build_profile(const ResolvedPolicy& given, const std::vector<std::string>& env,
+                              const MacHostFacts& host) {
+  if (auto s = check_policy_paths(given); !s) return Error{s.error()};
+  std::vector<std::string> host_notes;
+  const ResolvedPolicy policy = with_user_cache_dir(given, env, host, host_notes);
   Context ctx(policy);
+  ctx.notes = std::move(host_notes);
   std::string text(sections::kBase);
   text += "\n" + read_section(ctx);
   text += "\n" + write_section(ctx);
@@ -303,11 +394,11 @@ std::vector<std::string> sandbox_exec_argv(const Profile& profile,
   return argv;
 }
 
-Result<ExecPlan> build_exec_plan(const TransformRequest& request) {
+Result<ExecPlan> build_exec_plan(const TransformRequest& request, const MacHostFacts& host) {
   if (request.argv.empty()) return Error{"seatbelt: no command to run"};
   if (request.argv.front().empty() || request.argv.front().front() != '/')
     return Error{"seatbelt: the command path '" + request.argv.front() + "' is not absolute"};
-  auto profile = build_profile(request.policy, request.env);
+  auto profile = build_profile(request.policy, request.env, host);
   if (!profile) return Error{"seatbelt: " + profile.error()};
   ExecPlan plan;
   plan.argv = sandbox_exec_argv(*profile, request.argv);

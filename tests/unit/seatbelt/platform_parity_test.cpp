@@ -182,4 +182,72 @@ TEST(SeatbeltParity, WithoutMinimalDenyRulesNeedNoRestatement) {
   EXPECT_FALSE(evaluator_for(policy).allows("file-read-data", "/private/etc/ssh/x"));
 }
 
+// --- the per-user cache directory next to TMPDIR ---------------------------------------------
+
+ResolvedPolicy workspace_write_with_tmpdir(const std::string& tmp_rule) {
+  ResolvedPolicy policy;
+  policy.rules = {{"/", Access::kRead}, {"/Users/me/proj", Access::kWrite}, {tmp_rule, Access::kWrite}};
+  policy.protected_paths = {{tmp_rule + "/.git", tmp_rule, false, false}};
+  policy.cwd = "/Users/me/proj";
+  return policy;
+}
+
+SbplEvaluator evaluator_with_cache(const ResolvedPolicy& policy, const std::string& cache,
+                                   std::vector<std::string>* notes = nullptr) {
+  const std::vector<std::string> env = {"TMPDIR=/var/folders/ab/xyz/T/"};
+  Result<seatbelt::Profile> profile =
+      seatbelt::build_profile(policy, env, seatbelt::MacHostFacts{cache});
+  if (!profile.ok()) throw std::runtime_error(profile.error());
+  if (notes != nullptr) *notes = profile->notes;
+  std::vector<Node> forms;
+  seatbelt::testing::SexprReader reader(profile->text);
+  if (!reader.read_all(forms)) throw std::runtime_error(reader.error());
+  std::map<std::string, std::string> params;
+  for (const auto& param : profile->params) params[param.key] = param.value;
+  return SbplEvaluator(std::move(forms), std::move(params));
+}
+
+const char* const kModuleCacheFile = "/private/var/folders/ab/xyz/C/org.llvm.clang/ModuleCache/x.pcm";
+
+TEST(SeatbeltParity, UserCacheDirIsWritableWhereTmpdirIs) {
+  // The rule in either spelling (/var/... or /private/var/...), the fact with a trailing slash.
+  for (const std::string tmp_rule : {"/var/folders/ab/xyz/T", "/private/var/folders/ab/xyz/T"}) {
+    SbplEvaluator eval =
+        evaluator_with_cache(workspace_write_with_tmpdir(tmp_rule), "/var/folders/ab/xyz/C/");
+    EXPECT_TRUE(eval.allows("file-write-create", kModuleCacheFile)) << tmp_rule;
+    // TMPDIR's protected names hold there too, and the directory itself cannot be renamed.
+    EXPECT_FALSE(eval.allows("file-write-create", "/private/var/folders/ab/xyz/C/.git/config"));
+    EXPECT_FALSE(eval.allows("file-write-unlink", "/private/var/folders/ab/xyz/C"));
+    // Only that directory: not its parent, not a sibling.
+    EXPECT_FALSE(eval.allows("file-write-create", "/private/var/folders/ab/xyz/X/f"));
+    EXPECT_FALSE(eval.allows("file-write-create", "/private/var/folders/ab/xyz/f"));
+  }
+}
+
+TEST(SeatbeltParity, UserCacheDirIsNotWritableWithoutTmpdirOrWithABadFact) {
+  // No writable TMPDIR (exclude_tmpdir_env_var): no cache directory either.
+  ResolvedPolicy no_tmp = workspace_write_with_tmpdir("/var/folders/ab/xyz/T");
+  no_tmp.rules.pop_back();
+  no_tmp.protected_paths.clear();
+  EXPECT_FALSE(evaluator_with_cache(no_tmp, "/var/folders/ab/xyz/C/")
+                   .allows("file-write-create", kModuleCacheFile));
+  // A value that is not a canonical directory under /private/var/folders is refused with a note.
+  for (const std::string bad : {"/Users/me/.ssh", "/var/folders/ab/../../../Users/me", "relative/C",
+                                "/private/var/folders", "/var/folders/ab//C"}) {
+    std::vector<std::string> notes;
+    SbplEvaluator eval =
+        evaluator_with_cache(workspace_write_with_tmpdir("/var/folders/ab/xyz/T"), bad, &notes);
+    EXPECT_FALSE(eval.allows("file-write-create", "/Users/me/.ssh/authorized_keys")) << bad;
+    EXPECT_FALSE(eval.allows("file-write-create", "/private/var/folders/x")) << bad;
+    ASSERT_FALSE(notes.empty()) << bad;
+    EXPECT_NE(notes.front().find("not made writable"), std::string::npos) << notes.front();
+  }
+  // A policy deny over it wins.
+  ResolvedPolicy denied = workspace_write_with_tmpdir("/var/folders/ab/xyz/T");
+  denied.rules.push_back({"/var/folders/ab/xyz/C", Access::kDeny});
+  SbplEvaluator eval = evaluator_with_cache(denied, "/var/folders/ab/xyz/C/");
+  EXPECT_FALSE(eval.allows("file-write-create", kModuleCacheFile));
+  EXPECT_FALSE(eval.allows("file-read-data", kModuleCacheFile));
+}
+
 }  // namespace
