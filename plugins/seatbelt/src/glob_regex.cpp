@@ -67,7 +67,12 @@ std::size_t utf8_sequence_length(std::string_view s, std::size_t i) {
 // One printable ASCII byte outside any bracket expression. In path mode nothing but
 // [A-Za-z0-9/_-] is copied, so a path's own spelling never appears in the policy text.
 void append_ascii_literal(unsigned char c, bool path_mode, std::string& out) {
-  if (is_plain(c)) {
+  const bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+  if (path_mode && letter) {
+    // Both cases: APFS volumes are case-insensitive by default, so `mkdir .GIT` would create
+    // what git later opens as `.git`. A superset on case-sensitive volumes (fail-closed).
+    out += {'[', static_cast<char>(c & ~0x20), static_cast<char>(c | 0x20), ']'};
+  } else if (is_plain(c)) {
     out.push_back(static_cast<char>(c));
   } else if (c == '^') {
     out += "\\^";  // `[^]` would be a negation; `\^` is defined in ERE and ECMAScript

@@ -290,6 +290,10 @@ ResolvedPolicy with_user_cache_dir(const ResolvedPolicy& p, const std::vector<st
     return p;
   }
   if (nearest != nullptr && nearest->access == Access::kWrite) return p;  // already writable
+  if (nearest != nullptr && macos_canonical_path(nearest->path) == canonical) {
+    notes.push_back(what + " " + cache + ": the policy names it read-only; stays read-only");
+    return p;
+  }
   ResolvedPolicy out = p;
   out.rules.push_back({cache, Access::kWrite});
   std::stable_sort(out.rules.begin(), out.rules.end(), [](const PathRule& a, const PathRule& b) {

@@ -242,12 +242,39 @@ TEST(SeatbeltParity, UserCacheDirIsNotWritableWithoutTmpdirOrWithABadFact) {
     ASSERT_FALSE(notes.empty()) << bad;
     EXPECT_NE(notes.front().find("not made writable"), std::string::npos) << notes.front();
   }
+  // A read rule on exactly that directory is the policy's word: it stays read-only.
+  ResolvedPolicy read_only = workspace_write_with_tmpdir("/var/folders/ab/xyz/T");
+  read_only.rules.push_back({"/private/var/folders/ab/xyz/C", Access::kRead});
+  std::vector<std::string> read_notes;
+  SbplEvaluator ro = evaluator_with_cache(read_only, "/var/folders/ab/xyz/C/", &read_notes);
+  EXPECT_FALSE(ro.allows("file-write-create", kModuleCacheFile));
+  EXPECT_TRUE(ro.allows("file-read-data", kModuleCacheFile));
+  ASSERT_FALSE(read_notes.empty());
+  EXPECT_NE(read_notes.front().find("stays read-only"), std::string::npos) << read_notes.front();
   // A policy deny over it wins.
   ResolvedPolicy denied = workspace_write_with_tmpdir("/var/folders/ab/xyz/T");
   denied.rules.push_back({"/var/folders/ab/xyz/C", Access::kDeny});
   SbplEvaluator eval = evaluator_with_cache(denied, "/var/folders/ab/xyz/C/");
   EXPECT_FALSE(eval.allows("file-write-create", kModuleCacheFile));
   EXPECT_FALSE(eval.allows("file-read-data", kModuleCacheFile));
+}
+
+// --- protected names on a case-insensitive volume ---------------------------------------------
+
+TEST(SeatbeltParity, MissingProtectedNamesCannotBeCreatedInAnotherCase) {
+  ResolvedPolicy policy;
+  policy.rules = {{"/", Access::kRead}, {"/Users/me/proj", Access::kWrite}};
+  policy.protected_paths = {{"/Users/me/proj/.git", "/Users/me/proj", false, false},
+                            {"/Users/me/proj/.codex", "/Users/me/proj", false, false}};
+  policy.cwd = "/Users/me/proj";
+  SbplEvaluator eval = evaluator_for(policy);
+  // APFS is case-insensitive by default: `.GIT` would be what git opens as `.git`.
+  for (const char* path : {"/Users/me/proj/.git", "/Users/me/proj/.GIT", "/Users/me/proj/.Git/config",
+                           "/Users/me/proj/.CODEX/config.toml"}) {
+    EXPECT_FALSE(eval.allows("file-write-create", path)) << path;
+  }
+  for (const char* path : {"/Users/me/proj/src/a.c", "/Users/me/proj/.gitignore", "/Users/me/proj/git"})
+    EXPECT_TRUE(eval.allows("file-write-create", path)) << path;
 }
 
 }  // namespace

@@ -35,8 +35,9 @@ void append_literal_regex(std::string_view text, std::string& out);
 
 // `^<escaped path>(/.*)?$`: the path itself and everything below it. Used for protected names
 // so that they stay blocked even when they do not exist yet. Same escaping as
-// append_literal_regex except that `]` also becomes `[^/]`, so no ASCII byte outside
-// [A-Za-z0-9/_-] is copied unchanged.
+// append_literal_regex except that `]` also becomes `[^/]` and every ASCII letter matches both
+// cases (`[Gg]`: APFS is case-insensitive by default), so only digits, `/`, `_` and `-` are
+// copied unchanged.
 std::string subtree_regex_for_path(std::string_view path);
 
 // Expands `{a,b}` groups (nested, with `\` escapes and `[...]` classes respected). A `{` with
