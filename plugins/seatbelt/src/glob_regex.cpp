@@ -21,6 +21,13 @@ constexpr std::string_view kAnyChars = "[^/]+";
 constexpr std::string_view kNonPrintable =
     "[^ !#$%&'()*+,./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ_`abcdefghijklmnopqrstuvwxyz{|}~^[-]";
 
+// A run of one or more non-printable bytes: how every non-ASCII byte of a path or glob is
+// written, because no byte >= 0x80 may enter the profile text. A run of N such bytes is one to
+// N characters, depending on whether the regex engine reads bytes or UTF-8 characters, so the
+// run cannot be pinned to its exact length; "one or more" matches it under both readings (a
+// superset: fail-closed, since these regexes only take permissions away).
+std::string non_ascii_run() { return std::string(kNonPrintable) + "+"; }
+
 // `one_byte` (a bracket expression for one ASCII byte) or a run of 2 to 4 non-printable bytes:
 // one character of a path component. Why: `?` and negated classes must also match a
 // multi-byte UTF-8 character, or a deny glob like `secret?.txt` would miss `secretü.txt`
@@ -60,7 +67,12 @@ std::size_t utf8_sequence_length(std::string_view s, std::size_t i) {
 // One printable ASCII byte outside any bracket expression. In path mode nothing but
 // [A-Za-z0-9/_-] is copied, so a path's own spelling never appears in the policy text.
 void append_ascii_literal(unsigned char c, bool path_mode, std::string& out) {
-  if (is_plain(c)) {
+  const bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+  if (path_mode && letter) {
+    // Both cases: APFS volumes are case-insensitive by default, so `mkdir .GIT` would create
+    // what git later opens as `.git`. A superset on case-sensitive volumes (fail-closed).
+    out += {'[', static_cast<char>(c & ~0x20), static_cast<char>(c | 0x20), ']'};
+  } else if (is_plain(c)) {
     out.push_back(static_cast<char>(c));
   } else if (c == '^') {
     out += "\\^";  // `[^]` would be a negation; `\^` is defined in ERE and ECMAScript
@@ -69,7 +81,9 @@ void append_ascii_literal(unsigned char c, bool path_mode, std::string& out) {
     // Paths take the superset instead, so that no byte of them is copied unchanged.
     out += path_mode ? kAnyByte : "]";
   } else if (c == '[') {
-    out += "[[]";
+    // In a path, parenthesised: `[[]` right after the preceding bytes would spell the path up
+    // to and including its `[`, and no path may appear in the text.
+    out += path_mode ? "([[])" : "[[]";
   } else if (c == '"' || c == '\\' || c < 0x20 || c == 0x7F) {
     // `"` would end the SBPL literal; `\` handling by the SBPL reader is undocumented.
     out += kAnyByte;
@@ -94,16 +108,10 @@ void append_literal(std::string_view text, bool path_mode, std::string& out) {
       ++i;
       continue;
     }
-    // Well-formed UTF-8 is copied: a literal byte sequence matches the same path under a byte-
-    // or a character-oriented engine, and it can never contain `"` or `\`.
-    const std::size_t len = utf8_sequence_length(text, i);
-    if (len == 0) {
-      out += kAnyByte;
-      ++i;
-    } else {
-      out.append(text.substr(i, len));
-      i += len;
-    }
+    // Non-ASCII (well-formed UTF-8 or not): the whole run becomes one non_ascii_run(), so the
+    // profile text stays printable ASCII and the path's own bytes never appear in it.
+    while (i < text.size() && static_cast<unsigned char>(text[i]) >= 0x80) ++i;
+    out += non_ascii_run();
   }
 }
 
@@ -324,7 +332,9 @@ void emit_class(const ClassSet& set, std::string& out) {
     out += set.wide.empty() ? kAnyByte : kAnyChars;
     return;
   }
-  std::vector<std::string> alts = set.wide;
+  // Non-ASCII members: one alternative for all of them (see non_ascii_run).
+  std::vector<std::string> alts;
+  if (!set.wide.empty()) alts.push_back(non_ascii_run());
   if (set.ascii.test(']')) alts.emplace_back("]");
   std::string members = bracket_members(writable_ascii(set.ascii));
   // A leading `^` would negate a positive class: alone it is written `\^`, otherwise it

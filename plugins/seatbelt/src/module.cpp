@@ -20,10 +20,11 @@ class SeatbeltBackend final : public Backend {
     }
   }
 
-  // Pure, and the same on every host, so `sbx debug seatbelt` can show the plan anywhere.
+  // No side effects, and the same on every host except for the per-user cache directory,
+  // read on macOS only, so `sbx debug seatbelt` can show the plan anywhere.
   Result<ExecPlan> transform(const TransformRequest& request) const override {
     try {
-      return build_exec_plan(request);
+      return build_exec_plan(request, gather_mac_host_facts());
     } catch (const std::exception& e) {
       return Error{std::string("seatbelt: transform failed: ") + e.what()};
     }

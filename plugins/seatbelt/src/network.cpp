@@ -1,5 +1,6 @@
-// Network part of the profile: none (the base `deny default` covers it), full, or proxy-only
-// to loopback ports; plus the unix-socket allow-list.
+// Network part of the profile: none (the base `deny default` covers it), full (the internet,
+// not the host's unix sockets), or proxy-only to loopback ports; plus the unix-socket
+// allow-list, the only host unix sockets reachable in every mode.
 #include <algorithm>
 #include <string>
 
@@ -45,11 +46,12 @@ std::string local_binding_rules() {
          "(allow network-outbound (remote ip \"localhost:*\"))\n";
 }
 
-std::string unix_socket_rules(Context& ctx) {
+// `domain_allowed`: an earlier rule already lets the command create AF_UNIX sockets.
+std::string unix_socket_rules(Context& ctx, bool domain_allowed = false) {
   const auto& sockets = ctx.policy.network.unix_sockets;
   if (sockets.empty()) return "";
-  std::string out = "; Unix sockets from network.unix_sockets only.\n"
-                    "(allow system-socket (socket-domain AF_UNIX))\n";
+  std::string out = "; Unix sockets from network.unix_sockets only.\n";
+  if (!domain_allowed) out += "(allow system-socket (socket-domain AF_UNIX))\n";
   for (std::size_t i = 0; i < sockets.size(); ++i) {
     const std::string ref = ctx.params.add("UNIX_SOCKET_" + std::to_string(i), sockets[i]);
     out += "(allow network-bind (local unix-socket (subpath " + ref + ")))\n";
@@ -69,8 +71,9 @@ Result<std::string> network_section(Context& ctx, const std::vector<std::string>
   std::string out = "; Network.\n";
   switch (net.mode) {
     case NetworkMode::kEnabled:
-      ctx.notes.push_back("network: full");
+      ctx.notes.push_back("network: full (host unix sockets only from network.unix_sockets)");
       return out + "(allow network-outbound)\n(allow network-inbound)\n(allow network-bind)\n" +
+             std::string(sections::kHostUnixSocketsClosed) + unix_socket_rules(ctx, true) +
              std::string(sections::kNetworkSupport);
     case NetworkMode::kProxy: {
       auto ports = proxy_ports(ctx, env);

@@ -22,7 +22,10 @@ CapabilitySet seatbelt_capabilities() {
           Capability::kWriteCarveouts,   Capability::kReadCarveouts,
           Capability::kProtectedNames,   Capability::kDenyGlobs,
           Capability::kNetworkBlock,     Capability::kProxyNetwork,
-          Capability::kUnixSocketAllowlist, Capability::kLocalBinding};
+          Capability::kUnixSocketAllowlist, Capability::kLocalBinding,
+          // With the network enabled the profile still closes host unix sockets except the
+          // listed ones (build_profile's unix-socket rules): what kUnixSocketBlock promises.
+          Capability::kUnixSocketBlock};
 }
 
 ProbeReport evaluate_probe(const ProbeFacts& facts) {

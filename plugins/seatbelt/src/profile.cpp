@@ -1,6 +1,7 @@
 // Resolved policy -> SBPL. Section order (SBPL applies the LAST matching rule, so every deny
 // and guard comes after the allows it must override):
-//   base, reads, writes, network, preferences, platform defaults, deny globs, unlink guards.
+//   base, reads, writes, network, preferences, platform defaults (+ the deny rules restated
+//   over them), deny globs, unlink guards.
 #include "sbx/seatbelt/profile.hpp"
 
 #include <algorithm>
@@ -168,6 +169,35 @@ Result<std::string> glob_section(Context& ctx) {
   return out;
 }
 
+// Deny rules restated after the platform defaults. ":minimal" grants reads no policy rule
+// drives, so a deny rule inside one of its locations (e.g. /etc/ssh under /private/etc) would
+// otherwise be reopened by it. Each deny rule D denies its subtree minus every non-deny rule
+// below D: those keep what the read and write sections gave them, and a deny rule deeper down
+// gets its own line here. A path whose most specific rule is a deny is then denied; any other
+// path is untouched (README.md has the argument). A deny on "/" is left out: with restricted
+// reads it only restates the default, and ":minimal" is the exception the policy asked for.
+std::string minimal_deny_section(Context& ctx) {
+  const ResolvedPolicy& p = ctx.policy;
+  std::string body;
+  std::size_t index = 0;
+  for (const PathRule& d : p.rules) {
+    if (d.access != Access::kDeny || d.path == "/") continue;
+    const std::string key = "DENIED_PATH_" + std::to_string(index++);
+    std::string expr = "(subpath " + ctx.params.add(key, d.path) + ")";
+    std::size_t j = 0;
+    for (const PathRule& r : p.rules) {
+      if (r.access == Access::kDeny || r.path == d.path || !path_is_within(r.path, d.path))
+        continue;
+      expr += " (require-not (subpath " +
+              ctx.params.add(key + "_EXCEPT_" + std::to_string(j++), r.path) + "))";
+    }
+    body += j == 0 ? "  " + expr + "\n" : "  (require-all " + expr + ")\n";
+  }
+  if (body.empty()) return "";
+  return "; Deny rules over the platform defaults (after them: the last matching rule wins).\n"
+         "(deny file-read* file-write* file-map-executable\n" + body + ")\n";
+}
+
 // Unlink/rename guards, last: writable roots, then the collected ancestors (deduplicated).
 std::string guard_section(Context& ctx) {
   std::string out = "; Unlink/rename guards (last, so no allow above reopens them).\n";
@@ -189,6 +219,97 @@ std::string guard_section(Context& ctx) {
     any = true;
   }
   return any ? out : std::string();
+}
+
+std::string env_value(const std::vector<std::string>& env, std::string_view key) {
+  for (const std::string& entry : env) {
+    if (entry.size() > key.size() && entry.compare(0, key.size(), key) == 0 &&
+        entry[key.size()] == '=')
+      return entry.substr(key.size() + 1);
+  }
+  return "";
+}
+
+std::string without_trailing_slashes(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  return path;
+}
+
+// `path` in the spelling `like` uses for /private aliases (/var/... or /private/var/...), so
+// that it nests with the policy's rules.
+std::string spelled_like(const std::string& path, const std::string& like) {
+  const std::string canonical = macos_canonical_path(path);
+  if (like.rfind("/private/", 0) == 0) return canonical;
+  if (canonical.rfind("/private/", 0) == 0 && macos_canonical_path(canonical.substr(8)) == canonical)
+    return canonical.substr(8);
+  return canonical;
+}
+
+// The per-user cache directory (DARWIN_USER_CACHE_DIR) writable where $TMPDIR is: macOS keeps
+// both per user under /var/folders (…/T and …/C), and Apple's tools write caches there whatever
+// TMPDIR says (clang's module cache, xcrun's cache, Metal's shader cache). Granted only when the
+// policy makes $TMPDIR itself a writable root (the workspace-write preset's `:tmpdir`), only
+// for a canonical directory under /private/var/folders, never over a policy deny, and with the
+// protected names TMPDIR has. Like TMPDIR, the directory is shared with the user's other
+// processes, so a command can leave files there that unsandboxed programs later read.
+ResolvedPolicy with_user_cache_dir(const ResolvedPolicy& p, const std::vector<std::string>& env,
+                                   const MacHostFacts& host, std::vector<std::string>& notes) {
+  if (!restricted(p)) return p;
+  const std::string tmpdir = without_trailing_slashes(env_value(env, "TMPDIR"));
+  if (tmpdir.empty() || tmpdir.front() != '/') return p;
+  const PathRule* tmp_rule = nullptr;
+  for (const PathRule& r : p.rules) {
+    if (r.access == Access::kWrite && macos_canonical_path(r.path) == macos_canonical_path(tmpdir))
+      tmp_rule = &r;
+  }
+  if (tmp_rule == nullptr) return p;
+  const std::string what = "per-user cache directory (DARWIN_USER_CACHE_DIR)";
+  if (host.darwin_user_cache_dir.empty()) {
+    notes.push_back(what + ": not known on this host (read with confstr on macOS when the plan "
+                    "is made there); not made writable");
+    return p;
+  }
+  const std::string given = without_trailing_slashes(host.darwin_user_cache_dir);
+  const std::string canonical = macos_canonical_path(given);
+  if (!check_canonical_path(given, what).ok() ||
+      !path_is_within(canonical, "/private/var/folders") || canonical == "/private/var/folders") {
+    notes.push_back(what + " '" + given + "' is not a canonical directory under "
+                    "/private/var/folders; not made writable");
+    return p;
+  }
+  const std::string cache = spelled_like(given, tmp_rule->path);
+  const PathRule* nearest = nullptr;
+  for (const PathRule& r : p.rules) {
+    if (path_is_within(canonical, macos_canonical_path(r.path)) &&
+        (nearest == nullptr ||
+         macos_canonical_path(r.path).size() > macos_canonical_path(nearest->path).size()))
+      nearest = &r;
+  }
+  if (nearest != nullptr && nearest->access == Access::kDeny) {
+    notes.push_back(what + " " + cache + ": denied by the policy; stays denied");
+    return p;
+  }
+  if (nearest != nullptr && nearest->access == Access::kWrite) return p;  // already writable
+  if (nearest != nullptr && macos_canonical_path(nearest->path) == canonical) {
+    notes.push_back(what + " " + cache + ": the policy names it read-only; stays read-only");
+    return p;
+  }
+  ResolvedPolicy out = p;
+  out.rules.push_back({cache, Access::kWrite});
+  std::stable_sort(out.rules.begin(), out.rules.end(), [](const PathRule& a, const PathRule& b) {
+    const auto depth = [](const std::string& s) { return std::count(s.begin(), s.end(), '/'); };
+    return depth(a.path) < depth(b.path);
+  });
+  const std::string tmp_root = tmp_rule->path;
+  for (const ProtectedPath& pp : p.protected_paths) {
+    if (pp.writable_root != tmp_root || !path_is_within(pp.path, tmp_root) || pp.path == tmp_root)
+      continue;
+    out.protected_paths.push_back({cache + pp.path.substr(tmp_root.size()), cache, false, false});
+  }
+  std::sort(out.protected_paths.begin(), out.protected_paths.end(),
+            [](const ProtectedPath& a, const ProtectedPath& b) { return a.path < b.path; });
+  notes.push_back(what + " " + cache + " writable, as TMPDIR is");
+  return out;
 }
 
 Status check_policy_paths(const ResolvedPolicy& p) {
@@ -238,9 +359,13 @@ Status check_canonical_path(std::string_view path, std::string_view what) {
   return {};
 }
 
-Result<Profile> build_profile(const ResolvedPolicy& policy, const std::vector<std::string>& env) {
-  if (auto s = check_policy_paths(policy); !s) return Error{s.error()};
+Result<Profile> build_profile(const ResolvedPolicy& given, const std::vector<std::string>& env,
+                              const MacHostFacts& host) {
+  if (auto s = check_policy_paths(given); !s) return Error{s.error()};
+  std::vector<std::string> host_notes;
+  const ResolvedPolicy policy = with_user_cache_dir(given, env, host, host_notes);
   Context ctx(policy);
+  ctx.notes = std::move(host_notes);
   std::string text(sections::kBase);
   text += "\n" + read_section(ctx);
   text += "\n" + write_section(ctx);
@@ -249,8 +374,11 @@ Result<Profile> build_profile(const ResolvedPolicy& policy, const std::vector<st
   text += "\n" + *network;
   const bool full_reads = !restricted(policy) || !reads_restricted(policy);
   if (full_reads) text += "\n" + std::string(sections::kPreferences);
-  if (!full_reads && policy.platform_defaults_readable)
+  if (!full_reads && policy.platform_defaults_readable) {
     text += "\n" + std::string(sections::kPlatformDefaults);
+    const std::string denies = minimal_deny_section(ctx);
+    if (!denies.empty()) text += "\n" + denies;
+  }
   auto globs = glob_section(ctx);
   if (!globs) return Error{globs.error()};
   if (!globs->empty()) text += "\n" + *globs;
@@ -270,11 +398,11 @@ std::vector<std::string> sandbox_exec_argv(const Profile& profile,
   return argv;
 }
 
-Result<ExecPlan> build_exec_plan(const TransformRequest& request) {
+Result<ExecPlan> build_exec_plan(const TransformRequest& request, const MacHostFacts& host) {
   if (request.argv.empty()) return Error{"seatbelt: no command to run"};
   if (request.argv.front().empty() || request.argv.front().front() != '/')
     return Error{"seatbelt: the command path '" + request.argv.front() + "' is not absolute"};
-  auto profile = build_profile(request.policy, request.env);
+  auto profile = build_profile(request.policy, request.env, host);
   if (!profile) return Error{"seatbelt: " + profile.error()};
   ExecPlan plan;
   plan.argv = sandbox_exec_argv(*profile, request.argv);

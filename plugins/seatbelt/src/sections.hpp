@@ -69,6 +69,23 @@ inline constexpr std::string_view kBase = R"SBPL((version 1)
 (allow file-read-data file-write-data file-ioctl (literal "/dev/tty"))
 )SBPL";
 
+// Network enabled: "enabled" means the internet and other machines, not the host's local
+// services, so after the blanket allows every unix-socket connect and bind is taken back
+// (docker, ssh-agent, tmux, D-Bus-like services would each be an escape). Listed sockets
+// (network.unix_sockets) are allowed again after this. The one system socket given back:
+// mDNSResponder, because getaddrinfo() on macOS asks it over this socket -- without it the
+// enabled network could not resolve a name. It answers DNS and Bonjour queries only. Not in
+// proxy mode, where the proxy resolves names and a DNS path of its own would let a command send
+// data out in the names it looks up. (syslog's socket comes with ":minimal", not here.)
+// macOS has no abstract unix sockets, so pathname sockets are all there is to close.
+inline constexpr std::string_view kHostUnixSocketsClosed = R"SBPL(; Host unix sockets: closed (network.unix_sockets re-allows listed ones below).
+(deny network-outbound (remote unix-socket))
+(deny network-bind (local unix-socket))
+; DNS: getaddrinfo() talks to mDNSResponder over its unix socket.
+(allow system-socket (socket-domain AF_UNIX))
+(allow network-outbound (remote unix-socket (path-literal "/private/var/run/mDNSResponder")))
+)SBPL";
+
 // Whenever any network is allowed (full or proxy-only): what name resolution and TLS need.
 inline constexpr std::string_view kNetworkSupport = R"SBPL(; Network support: routing socket, DNS configuration and certificate trust services.
 (allow system-socket (require-all (socket-domain AF_SYSTEM) (socket-protocol 2)))

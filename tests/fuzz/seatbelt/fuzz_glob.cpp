@@ -14,7 +14,7 @@ void check_regex(const std::string& r) {
   int depth = 0;
   for (std::size_t i = 0; i < r.size(); ++i) {
     const auto b = static_cast<unsigned char>(r[i]);
-    if (r[i] == '"' || b < 0x20 || b == 0x7F) std::abort();
+    if (r[i] == '"' || b < 0x20 || b >= 0x7F) std::abort();  // printable ASCII only
     if (r[i] == '\\') {
       if (i + 1 >= r.size() || r[i + 1] != '^') std::abort();
       ++i;

@@ -45,10 +45,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     req.env.push_back(fdp.ConsumeRandomLengthString(64));
   req.argv = {"/bin/sh", fdp.ConsumeRandomLengthString(16)};
   req.cwd = "/w";
-  auto plan = sbx::seatbelt::build_exec_plan(req);
+  sbx::seatbelt::MacHostFacts host;
+  if (fdp.ConsumeBool()) host.darwin_user_cache_dir = fdp.ConsumeRandomLengthString(64);
+  auto plan = sbx::seatbelt::build_exec_plan(req, host);
   if (!plan.ok()) return 0;
   if (plan->argv.size() < 5 || plan->argv[0] != "/usr/bin/sandbox-exec" || plan->argv[1] != "-p")
     std::abort();
+  // The profile text is printable ASCII and newlines only, whatever the paths hold.
+  for (char ch : plan->argv[2])
+    if (ch != '\n' && (static_cast<unsigned char>(ch) < 0x20 || static_cast<unsigned char>(ch) >= 0x7F))
+      std::abort();
   std::vector<sbx::seatbelt::testing::Node> forms;
   sbx::seatbelt::testing::SexprReader reader(plan->argv[2]);
   if (!reader.read_all(forms)) std::abort();

@@ -3,6 +3,7 @@
 // semantics), and the compiled regex under both std::regex ECMAScript and POSIX extended.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <regex>
 #include <string>
 #include <vector>
@@ -77,6 +78,8 @@ bool non_printable(char c) {
 }
 
 bool wildmatch(const std::string& p, std::size_t pi, const std::string& s, std::size_t si);
+bool non_printable_run(const std::string& p, std::size_t next, const std::string& s,
+                       std::size_t si);
 
 // The documented meaning of `?` and of a negated class at s[si]: one byte (for which `one_byte`
 // holds), or a run of 2 to 4 non-printable bytes: a multi-byte UTF-8 character, with a
@@ -125,12 +128,31 @@ bool wildmatch(const std::string& p, std::size_t pi, const std::string& s, std::
       const std::string body = p.substr(pi + 1, j - pi - 1);
       if (negated)
         return one_character(p, j + 1, s, si, [&](char b) { return class_match(body, b); });
+      // A positive class with a non-ASCII member also takes any non-printable run.
+      const bool wide = std::any_of(body.begin(), body.end(),
+                                    [](char b) { return static_cast<unsigned char>(b) >= 0x80; });
+      if (wide && non_printable_run(p, j + 1, s, si)) return true;
       return class_match(body, s[si]) && wildmatch(p, j + 1, s, si + 1);
     }
   }
-  if (c == '\\' && pi + 1 < p.size())
+  if (c == '\\' && pi + 1 < p.size() && static_cast<unsigned char>(p[pi + 1]) < 0x80)
     return p[pi + 1] == s[si] && wildmatch(p, pi + 2, s, si + 1);
+  if (c == '\\' && pi + 1 < p.size()) return wildmatch(p, pi + 1, s, si);
+  if (static_cast<unsigned char>(c) >= 0x80) {
+    // A literal run of non-ASCII bytes is written as "one or more non-printable bytes" (no
+    // such byte may enter the profile text): any run of them matches (a superset).
+    std::size_t end = pi;
+    while (end < p.size() && static_cast<unsigned char>(p[end]) >= 0x80) ++end;
+    return non_printable_run(p, end, s, si);
+  }
   return c == s[si] && wildmatch(p, pi + 1, s, si + 1);
+}
+
+bool non_printable_run(const std::string& p, std::size_t next, const std::string& s,
+                       std::size_t si) {
+  for (std::size_t k = si; k < s.size() && non_printable(s[k]); ++k)
+    if (wildmatch(p, next, s, k + 1)) return true;
+  return false;
 }
 
 // gitignore: a pattern matching a directory covers everything below it.
@@ -209,6 +231,11 @@ const std::vector<Case>& cases() {
        {"/a/secret.txt", "/a/secretab.txt", "/a/secretüx.txt", "/a/secret/.txt"}},
       {"/a/[!x].md", {"/a/y.md", "/a/ü.md", "/a/€.md", "/a/😀.md"}, {"/a/x.md", "/a/yy.md", "/a/.md"}},
       {"/a/??", {"/a/üü", "/a/xü", "/a/ab"}, {"/a/abc", "/a/x"}},
+      // Non-ASCII literals and class members: "one or more non-printable bytes" (a superset;
+      // no byte >= 0x80 may enter the profile text).
+      {"/a/ü.txt", {"/a/ü.txt", "/a/日本.txt", "/a/\xff.txt"}, {"/a/u.txt", "/a/.txt", "/a/üx.txt"}},
+      {"/a/[äx]y", {"/a/äy", "/a/xy", "/a/€y"}, {"/a/ay", "/a/y", "/a/xxy"}},
+      {"/a/\\ü", {"/a/ü"}, {"/a/u", "/a/x"}},
   };
   return kCases;
 }
@@ -255,6 +282,8 @@ TEST(GlobRegex, CompiledRegexAgreesWithReferenceOnAllSamples) {
 TEST(GlobRegex, OutputUsesOnlyTheCommonSubsetAndNoLiteralBreakers) {
   for (const Case& c : cases()) {
     const std::string regex = glob_to_regex(c.glob).value();
+    for (char ch : regex)
+      EXPECT_TRUE(ch >= 0x20 && ch < 0x7F) << "not printable ASCII in " << regex;
     EXPECT_EQ(regex.find('"'), std::string::npos) << regex;
     EXPECT_EQ(regex.find("\\]"), std::string::npos) << regex;  // not valid POSIX ERE
     for (std::size_t i = 0; i + 1 < regex.size(); ++i) {

@@ -1,6 +1,7 @@
 // Golden tests: tests/golden/seatbelt/NAME.json describes a resolved policy and a request;
 // NAME.sbpl is the expected profile text and NAME.plan the expected parameters, command, cwd,
-// env and notes; NAME.error replaces both when the transform must fail. Compared by default;
+// env and notes; NAME.error replaces both when the transform must fail. An optional
+// "darwin_user_cache_dir" stands for the Mac's confstr value (MacHostFacts). Compared by default;
 // SBX_UPDATE_GOLDEN=1 rewrites them (review the diff before committing).
 #include <gtest/gtest.h>
 
@@ -105,7 +106,7 @@ std::string render_plan(const ExecPlan& plan) {
   for (; i < plan.argv.size() && plan.argv[i] != "--"; ++i) out += shown(plan.argv[i]) + "\n";
   out += "# command (after --)\n";
   for (++i; i < plan.argv.size(); ++i) out += shown(plan.argv[i]) + "\n";
-  out += "# cwd\n" + plan.cwd + "\n# env\n";
+  out += "# cwd\n" + shown(plan.cwd) + "\n# env\n";
   for (const auto& e : plan.env) out += shown(e) + "\n";
   out += "# notes\n";
   for (const auto& n : plan.notes) out += n + "\n";
@@ -133,7 +134,10 @@ class SeatbeltGolden : public ::testing::TestWithParam<std::string> {};
 TEST_P(SeatbeltGolden, MatchesExpectedPlan) {
   const fs::path base = kDir / GetParam();
   const auto input = json::parse(slurp(base.string() + ".json")).as_object();
-  auto plan = seatbelt::build_exec_plan(request_of(input));
+  seatbelt::MacHostFacts host;
+  if (const auto* cache = input.if_contains("darwin_user_cache_dir"))
+    host.darwin_user_cache_dir = std::string(cache->as_string());
+  auto plan = seatbelt::build_exec_plan(request_of(input), host);
   const fs::path error_file = base.string() + ".error";
   if (!plan.ok()) {
     sbx::test::expect_golden(error_file, plan.error() + "\n");

@@ -121,6 +121,11 @@ TEST(EvaluateProbe, AvailableWithEverythingButASyscallFilter) {
   EXPECT_TRUE(r.capabilities.has(Capability::kProxyNetwork));
   EXPECT_TRUE(r.capabilities.has(Capability::kProtectedNames));
   EXPECT_FALSE(r.capabilities.has(Capability::kSyscallFilter));
+  // The profile keeps host unix sockets closed with the network enabled (pinned by
+  // SeatbeltParity.EnabledNetworkRefusesHostUnixSocketsUnlessListed), so the manager may pick
+  // Seatbelt for such a policy.
+  EXPECT_TRUE(r.capabilities.has(Capability::kUnixSocketBlock));
+  EXPECT_TRUE(r.capabilities.has(Capability::kUnixSocketAllowlist));
 }
 
 // run_quietly is what the macOS probe uses for the nesting check; it is plain POSIX.

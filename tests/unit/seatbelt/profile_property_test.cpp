@@ -4,7 +4,8 @@
 //     characters inside literals) and every (param "K") is bound, every parameter used;
 //  3. the parameters carry every path intact;
 //  4. evaluating the profile (sbpl_eval.hpp) gives exactly the ResolvedPolicy semantics for
-//     read, write and unlink on sample paths, and never allows more.
+//     read, write and unlink on sample paths, and never allows more -- ":minimal" included, with
+//     deny and read rules inside its /etc (a deny there must win over the platform's grant).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -40,7 +41,10 @@ class Rng {
 };
 
 const std::vector<std::string> kHostile = {" ", "\"", "(", ")", "#\"", ";", "\n", "'", "\\",
-                                           "$", "*", "[", "]", "{", "}", "|", "^", "\t", "`"};
+                                           "$", "*", "[", "]", "{", "}", "|", "^", "\t", "`",
+                                           // bytes that are not UTF-8: a lone lead, a lone
+                                           // continuation, 0xFF, a truncated 3-byte sequence
+                                           "\xC3", "\x80", "\xFF", "\xE2\x82"};
 const std::vector<std::string> kPlain = {"a", "b", "ü", "日本", ".", "-", "_", "0", "é"};
 
 // "zq" + a mix that always holds at least one hostile ASCII piece.
@@ -86,6 +90,20 @@ Generated generate(Rng& rng) {
                                        root + "/f", base + "/other"});
   }
   if (rng.coin()) p.rules.push_back({child(rng, base, g), Access::kDeny});
+  // ":minimal" with rules inside one of its locations (/etc is /private/etc there): a deny,
+  // sometimes a read below it and a deny below that. The platform's own grant covers the rest.
+  p.platform_defaults_readable = rng.coin();
+  if (rng.coin()) {
+    const std::string denied = child(rng, "/etc", g);
+    p.rules.push_back({denied, Access::kDeny});
+    std::string inner = denied;
+    if (rng.coin()) {
+      inner = child(rng, denied, g);
+      p.rules.push_back({inner, Access::kRead});
+      if (rng.coin()) p.rules.push_back({child(rng, inner, g), Access::kDeny});
+    }
+    g.samples.insert(g.samples.end(), {denied + "/f", inner + "/f", "/etc/zq-other"});
+  }
   std::sort(p.rules.begin(), p.rules.end(), [](const PathRule& a, const PathRule& b) {
     const auto depth = [](const std::string& s) { return std::count(s.begin(), s.end(), '/'); };
     return std::make_pair(depth(a.path), a.path) < std::make_pair(depth(b.path), b.path);
@@ -100,6 +118,15 @@ Generated generate(Rng& rng) {
 }
 
 // --- expected semantics, straight from types.hpp --------------------------------------------
+
+// Readable: the most specific rule decides; with no rule at all, ":minimal" (when reads are
+// restricted, its only use) grants its locations, of which the generator only uses /etc.
+bool expect_read(const ResolvedPolicy& p, const std::string& path) {
+  const bool any_rule = std::any_of(p.rules.begin(), p.rules.end(),
+                                    [&](const PathRule& r) { return path_is_within(path, r.path); });
+  if (any_rule) return rule_access(p, path) != Access::kDeny;
+  return p.platform_defaults_readable && reads_restricted(p) && path_is_within(path, "/etc");
+}
 
 bool covered_by_protected(const ResolvedPolicy& p, const std::string& path) {
   for (const auto& pp : p.protected_paths)
@@ -152,12 +179,25 @@ void check_one(const Generated& g, int iteration) {
   ASSERT_TRUE(profile.ok()) << "iteration " << iteration << ": " << profile.error();
   const std::string& text = profile->text;
 
-  for (const std::string& path : g.samples) {
-    if (path.find("zq") == std::string::npos) continue;  // not a generated hostile path
-    ASSERT_EQ(text.find(path), std::string::npos) << "iteration " << iteration << " leaked " << path;
+  // No path is spelled in the text: outside regex literals nothing path-derived appears at all
+  // (checked below), and a protected path's own escaped regex holds neither its spelling nor
+  // its last (hostile) component. (Another path's escape may coincide with a spelling, e.g.
+  // "zq " escaped is "zq[ ]", which contains the path "zq[ " -- that is no leak.)
+  for (const auto& pp : p.protected_paths) {
+    const std::string mac = seatbelt::macos_canonical_path(pp.path);
+    const std::string r = seatbelt::subtree_regex_for_path(mac);
+    const std::string last = pp.path.substr(pp.path.rfind('/') + 1);
+    ASSERT_EQ(r.find(mac), std::string::npos) << "iteration " << iteration << " leaked " << mac;
+    ASSERT_EQ(r.find(last), std::string::npos) << "iteration " << iteration << " leaked " << last;
   }
   for (const std::string& sock : p.network.unix_sockets)
     ASSERT_EQ(text.find(sock), std::string::npos) << "iteration " << iteration << " leaked " << sock;
+
+  // The text is printable ASCII and newlines only: no non-ASCII byte (UTF-8 or not), no
+  // control character.
+  for (char ch : text)
+    ASSERT_TRUE(ch == '\n' || (ch >= 0x20 && ch < 0x7F))
+        << "iteration " << iteration << ": byte " << static_cast<int>(static_cast<unsigned char>(ch));
 
   std::vector<Node> forms;
   seatbelt::testing::SexprReader reader(text);
@@ -187,7 +227,14 @@ void check_one(const Generated& g, int iteration) {
       const std::regex re(r, dialect);
       EXPECT_TRUE(std::regex_search(mac, re)) << r;
       EXPECT_TRUE(std::regex_search(mac + "/zq \"x", re)) << r;
-      EXPECT_FALSE(std::regex_search(mac + "x", re)) << r;
+      // A non-ASCII run is "one or more" bytes, so with one the regex may also take a longer
+      // sibling name (superset, fail-closed); without one it is exact.
+      const bool has_run = std::any_of(mac.begin(), mac.end(), [](char ch) {
+        return static_cast<unsigned char>(ch) >= 0x80;
+      });
+      if (!has_run) {
+        EXPECT_FALSE(std::regex_search(mac + "x", re)) << r;
+      }
       EXPECT_FALSE(std::regex_search(pp.writable_root + "/elsewhere", re)) << r;
     }
   }
@@ -212,15 +259,29 @@ void check_one(const Generated& g, int iteration) {
     EXPECT_TRUE(values.count(seatbelt::macos_canonical_path(pp.path))) << pp.path;
   for (const auto& s : p.network.unix_sockets) EXPECT_TRUE(values.count(s)) << s;
 
+  // The protected-name regexes match a superset where a path's bytes cannot be spelled exactly
+  // (non-ASCII runs, `"`, `\`, control bytes): a path they catch beyond the exact semantics
+  // loses write access (fail-closed) and nothing else.
+  std::vector<std::regex> protected_regexes;
+  for (const auto& pp : p.protected_paths)
+    protected_regexes.emplace_back(
+        seatbelt::subtree_regex_for_path(seatbelt::macos_canonical_path(pp.path)),
+        std::regex::extended);
+  const auto caught_by_regex = [&](const std::string& mac) {
+    return std::any_of(protected_regexes.begin(), protected_regexes.end(),
+                       [&](const std::regex& re) { return std::regex_search(mac, re); });
+  };
+
   seatbelt::testing::SbplEvaluator eval(forms, params);
   for (const std::string& path : g.samples) {
     const std::string mac = seatbelt::macos_canonical_path(path);
-    EXPECT_EQ(eval.allows("file-read-data", mac), rule_access(p, path) != Access::kDeny)
+    const bool superset = caught_by_regex(mac);
+    EXPECT_EQ(eval.allows("file-read-data", mac), expect_read(p, path))
         << "read " << path << " (iteration " << iteration << ")";
-    EXPECT_EQ(eval.allows("file-write-create", mac), expect_write(p, path))
+    EXPECT_EQ(eval.allows("file-write-create", mac), expect_write(p, path) && !superset)
         << "write " << path << " (iteration " << iteration << ")";
     if (path == "/") continue;  // "/" cannot be renamed or removed; no guard is emitted for it
-    EXPECT_EQ(eval.allows("file-write-unlink", mac), expect_unlink(p, path))
+    EXPECT_EQ(eval.allows("file-write-unlink", mac), expect_unlink(p, path) && !superset)
         << "unlink " << path << " (iteration " << iteration << ")";
   }
 }

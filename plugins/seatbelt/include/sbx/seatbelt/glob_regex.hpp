@@ -5,7 +5,8 @@
 // way: literals, `^`, `$`, `(...)`, `|`, `?`, `*`, `+`, `.`, bracket expressions `[...]` and
 // `[^...]` (members never `\`, `]` first or `[:`), and the one escape `\^`. The characters `"`
 // and `\` are never emitted raw inside a literal (the first would end the literal, the second's
-// treatment by the SBPL reader is not documented), nor are control characters.
+// treatment by the SBPL reader is not documented), nor are control characters, nor any byte
+// >= 0x80: the text is printable ASCII only.
 //
 // Where a character cannot be written exactly in that subset, the output matches a SUPERSET of
 // the intended paths (e.g. a literal `"` becomes `[^/]`). That is fail-closed because every
@@ -26,16 +27,17 @@ inline constexpr std::size_t kMaxBraceAlternatives = 64;
 // Longest glob accepted (bytes).
 inline constexpr std::size_t kMaxGlobLength = 4096;
 
-// Appends the regex for the literal bytes of `text` (no anchors). Safe bytes
-// ([A-Za-z0-9/_-], well-formed UTF-8 sequences) are copied, other printable ASCII becomes a
-// one-member bracket (`[ ]`, `[.]`, `[[]`), `^` becomes `\^`, `]` stays as is; `"`, `\`,
-// control bytes and malformed UTF-8 become `[^/]` (superset, see above).
+// Appends the regex for the literal bytes of `text` (no anchors). Safe bytes ([A-Za-z0-9/_-])
+// are copied, other printable ASCII becomes a one-member bracket (`[ ]`, `[.]`, `[[]`; in a path `[` is `([[])`), `^`
+// becomes `\^`, `]` stays as is; `"`, `\` and control bytes become `[^/]`; every run of bytes
+// >= 0x80 (UTF-8 or not) becomes "one or more non-printable bytes" (supersets, see above).
 void append_literal_regex(std::string_view text, std::string& out);
 
 // `^<escaped path>(/.*)?$`: the path itself and everything below it. Used for protected names
 // so that they stay blocked even when they do not exist yet. Same escaping as
-// append_literal_regex except that `]` also becomes `[^/]`, so no ASCII byte outside
-// [A-Za-z0-9/_-] is copied unchanged.
+// append_literal_regex except that `]` also becomes `[^/]` and every ASCII letter matches both
+// cases (`[Gg]`: APFS is case-insensitive by default), so only digits, `/`, `_` and `-` are
+// copied unchanged.
 std::string subtree_regex_for_path(std::string_view path);
 
 // Expands `{a,b}` groups (nested, with `\` escapes and `[...]` classes respected). A `{` with
