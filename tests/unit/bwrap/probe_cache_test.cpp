@@ -102,7 +102,7 @@ TEST_F(BwrapProbeCacheTrust, ADirectoryOfAnotherOwnerIsRefused) {
 }
 
 TEST_F(BwrapProbeCacheTrust, AWritableDirectoryOrFileIsRefused) {
-  for (const mode_t mode : {0770, 0707, 01777}) {
+  for (const mode_t mode : {mode_t{0770}, mode_t{0707}, mode_t{01777}}) {
     ASSERT_EQ(::chmod(dir_.path().c_str(), mode), 0);
     EXPECT_NE(refusal().find("cache directory '" + dir_.path() + "' is writable by group or others"),
               std::string::npos)
@@ -123,10 +123,10 @@ TEST_F(BwrapProbeCacheTrust, ASymlinkIsRefused) {
 }
 
 TEST_F(BwrapProbeCacheTrust, AStaleKeyIsRefused) {
-  std::string text = read_file(cache_);
+  std::string text = sbx::test::read_file(cache_);
   ASSERT_EQ(text.rfind(probe_cache_key(bwrap_) + "\n", 0), 0u) << text;
   text.insert(text.find('\n'), "0");  // e.g. another sysctl value at the end of the key
-  write_file(cache_, text);
+  sbx::test::write_file(cache_, text);
   ::chmod(cache_.c_str(), 0600);
   EXPECT_NE(refusal().find("stale"), std::string::npos) << refusal();
 }
