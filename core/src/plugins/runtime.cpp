@@ -24,8 +24,10 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "sbx/core/run_limits.hpp"
 #include "sbx/core/spawn.hpp"
@@ -140,14 +142,12 @@ std::string under_prefix(const std::string& prefix, const char* relative) {
 }
 
 // The layout around `code_path` (canonical): libsbx.so in <prefix>/<libdir>, or the sbx
-// executable in <prefix>/<bindir>.
-Result<InstallLayout> layout_around(const std::string& code_path, bool executable) {
-  struct stat st {};
-  if (::stat(code_path.c_str(), &st) != 0)
-    return Error{"cannot stat " + code_path + ": " + std::strerror(errno)};
+// executable in <prefix>/<bindir>. `code` is the stat of the file that runs.
+InstallLayout layout_around(const std::string& code_path, const struct stat& code,
+                            bool executable) {
   InstallLayout layout;
   layout.libsbx_path = code_path;
-  layout.libsbx_owner = st.st_uid;
+  layout.libsbx_owner = code.st_uid;
   // The prefix is the directory minus as many components as CMAKE_INSTALL_LIBDIR (or BINDIR)
   // has ("lib" -> 1, Debian multiarch "lib/x86_64-linux-gnu" -> 2), so both layouts work.
   std::string prefix = parent_of(code_path);
@@ -175,8 +175,10 @@ bool code_is_in_executable() {
 
 // /proc/self/exe from a real procfs (a directory merely named /proc proves nothing: whoever can
 // mount can put links there), and its name must still lead to the running inode (not moved,
-// replaced or deleted since the start). nullopt when procfs cannot answer.
-std::optional<Result<std::string>> executable_from_procfs() {
+// replaced or deleted since the start). The owner is that of the running inode itself.
+// nullopt when procfs cannot answer.
+using ExecutableFile = std::pair<std::string, struct stat>;
+std::optional<Result<ExecutableFile>> executable_from_procfs() {
   struct statfs fs {};
   if (::statfs("/proc/self", &fs) != 0 || fs.f_type != PROC_SUPER_MAGIC) return std::nullopt;
   char name[PATH_MAX];
@@ -187,15 +189,15 @@ std::optional<Result<std::string>> executable_from_procfs() {
   struct stat named {};
   if (::stat("/proc/self/exe", &running) != 0 || ::stat(name, &named) != 0 ||
       running.st_dev != named.st_dev || running.st_ino != named.st_ino) {
-    return Result<std::string>(Error{std::string("the running sbx executable is no longer at ") +
-                                     name + " (moved, replaced or deleted)"});
+    return Result<ExecutableFile>(Error{std::string("the running sbx executable is no longer at ") +
+                                        name + " (moved, replaced or deleted)"});
   }
-  return Result<std::string>(std::string(name));
+  return Result<ExecutableFile>(ExecutableFile{std::string(name), running});
 }
 
 // Without procfs: the name the kernel executed (AT_EXECFN, relative to the cwd at the start,
 // which sbx has not changed), resolved, accepted only if it holds the bytes that run.
-Result<std::string> executable_from_execfn() {
+Result<ExecutableFile> executable_from_execfn() {
   const auto* execfn = reinterpret_cast<const char*>(::getauxval(AT_EXECFN));
   if (execfn == nullptr) return Error{"the kernel gave no AT_EXECFN"};
   char resolved[PATH_MAX];
@@ -208,15 +210,14 @@ Result<std::string> executable_from_execfn() {
     return Error{std::string("cannot open ") + resolved + ": " + std::strerror(errno)};
   if (std::optional<std::string> problem = plugins::main_program_image_problem(file))
     return Error{std::string(resolved) + " is not the running sbx executable: " + *problem};
-  return std::string(resolved);
+  return ExecutableFile{std::string(resolved), file.st};
 }
 
 Result<InstallLayout> executable_layout() {
-  std::optional<Result<std::string>> path = executable_from_procfs();
-  if (!path) path = executable_from_execfn();
-  if (!path->ok())
-    return Error{"cannot find the running sbx executable: " + path->error()};
-  return layout_around(**path, /*executable=*/true);
+  std::optional<Result<ExecutableFile>> file = executable_from_procfs();
+  if (!file) file = executable_from_execfn();
+  if (!file->ok()) return Error{"cannot find the running sbx executable: " + file->error()};
+  return layout_around((*file)->first, (*file)->second, /*executable=*/true);
 }
 #endif
 
@@ -236,7 +237,10 @@ Result<InstallLayout> install_layout() {
     return Error{std::string("cannot resolve the path of libsbx (") + info.dli_fname +
                  "): " + std::strerror(errno)};
   }
-  return layout_around(resolved, /*executable=*/false);
+  struct stat st {};
+  if (::stat(resolved, &st) != 0)
+    return Error{std::string("cannot stat libsbx at ") + resolved + ": " + std::strerror(errno)};
+  return layout_around(resolved, st, /*executable=*/false);
 }
 
 std::vector<std::string> install_directories(const InstallLayout& layout) {

@@ -342,7 +342,9 @@ std::optional<bool> cached_proc_mount(const std::string& bwrap_path,
   return std::nullopt;
 }
 
-std::string probe_cache_key(const std::string& bwrap_path) { return probe_cache_key_of(bwrap_path); }
+std::string probe_cache_key(const std::string& bwrap_path) {
+  return probe_cache_key_of(bwrap_path);
+}
 
 Result<std::vector<ProbeCheck>> load_probe_cache(const std::string& bwrap_path,
                                                  const std::string& cache_file) {

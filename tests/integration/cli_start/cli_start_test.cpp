@@ -38,8 +38,7 @@ class LeanStart : public ::testing::Test {
 
   std::vector<std::string> hostile_env(const std::string& extra = "") const {
     std::vector<std::string> env = {"PATH=/usr/bin:/bin", "HOME=" + home_.path(),
-                                    "XDG_CONFIG_HOME=" + home_.path() + "/.config",
-                                    "LANG=C.UTF-8"};
+                                    "XDG_CONFIG_HOME=" + home_.path() + "/.config", "LANG=C.UTF-8"};
     if (!extra.empty()) env.push_back(extra);
     return env;
   }
@@ -56,8 +55,7 @@ TEST_F(LeanStart, TheBrokenSettingsAreReadByAVerbThatNeedsThem) {
 
 TEST_F(LeanStart, VersionAndHelpStartNoProcessAndReadNoSettings) {
   for (const char* flag : {"--version", "--help"}) {
-    const RunResult r =
-        run({SBX_NO_NEW_PROCESS_EXEC, sbx_path(), flag}, hostile_env());
+    const RunResult r = run({SBX_NO_NEW_PROCESS_EXEC, sbx_path(), flag}, hostile_env());
     EXPECT_EQ(r.signal, 0) << flag << " tried to start a process or thread: " << describe(r);
     EXPECT_EQ(r.code, 0) << flag << ": " << describe(r);
     EXPECT_EQ(r.err, "") << flag;
@@ -68,16 +66,17 @@ TEST_F(LeanStart, VersionAndHelpStartNoProcessAndReadNoSettings) {
 
 TEST_F(LeanStart, TheFilterKillsAVerbThatStartsAProcess) {
   // The control for the filter: `sbx exec` must start the command, so it is killed.
-  const RunResult r = run({SBX_NO_NEW_PROCESS_EXEC, sbx_path(), "--backends", "none-such",
-                           "exec", "--sandbox", "forbid", "--preset", "danger-full-access",
-                           "--", "/bin/true"},
-                          base_env());
+  const RunResult r =
+      run({SBX_NO_NEW_PROCESS_EXEC, sbx_path(), "--backends", "none-such", "exec", "--sandbox",
+           "forbid", "--preset", "danger-full-access", "--", "/bin/true"},
+          base_env());
   EXPECT_EQ(r.signal, SIGSYS) << describe(r);
 }
 
 // The dynamic loader's account of every object it maps (LD_DEBUG is read by ld.so before sbx
 // runs; sbx then drops LD_* from its own environment).
-std::string loaded_objects(const std::vector<std::string>& args, const std::vector<std::string>& env) {
+std::string loaded_objects(const std::vector<std::string>& args,
+                           const std::vector<std::string>& env) {
   std::vector<std::string> argv = {sbx_path()};
   argv.insert(argv.end(), args.begin(), args.end());
   return run(argv, env).err;
@@ -86,7 +85,8 @@ std::string loaded_objects(const std::vector<std::string>& args, const std::vect
 TEST_F(LeanStart, VersionLoadsNoPluginAndNoLibsbx) {
   const std::string version = loaded_objects({"--version"}, hostile_env("LD_DEBUG=files"));
   ASSERT_NE(version.find("file=libc.so"), std::string::npos)
-      << "LD_DEBUG=files printed nothing here:\n" << version;
+      << "LD_DEBUG=files printed nothing here:\n"
+      << version;
   // dlopen'ed objects (plugins, loaded through /proc/self/fd/N or by path) show as such.
   EXPECT_EQ(version.find("dynamically loaded by"), std::string::npos) << version;
   EXPECT_EQ(version.find("libsbx.so"), std::string::npos) << version;
@@ -124,10 +124,9 @@ TEST_F(LeanStart, TheLayoutComesFromTheRunningFileNotFromArgv0OrALink) {
   TempDir elsewhere;
   fs::create_directories(elsewhere.path() + "/bin");
   fs::create_directories(elsewhere.path() + "/lib/sbx/backends");
-  const RunResult spoofed =
-      run({"/bin/bash", "-c", "exec -a \"$1\" \"$0\" backends --json", sbx_path(),
-           elsewhere.path() + "/bin/sbx"},
-          base_env());
+  const RunResult spoofed = run({"/bin/bash", "-c", "exec -a \"$1\" \"$0\" backends --json",
+                                 sbx_path(), elsewhere.path() + "/bin/sbx"},
+                                base_env());
   ASSERT_EQ(spoofed.code, 0) << describe(spoofed);
   EXPECT_EQ(plugin_paths(spoofed), expected) << describe(spoofed);
 
@@ -169,7 +168,8 @@ TEST_F(PluginExceptions, AThrowingProbeIsReportedWithItsMessage) {
     if (backend.at("name").as_string() != "fixture-probe-throw") continue;
     found = true;
     EXPECT_FALSE(backend.at("available").as_bool());
-    EXPECT_EQ(backend.at("summary").as_string(), "probe failed with an exception: fixture probe threw");
+    EXPECT_EQ(backend.at("summary").as_string(),
+              "probe failed with an exception: fixture probe threw");
   }
   EXPECT_TRUE(found) << describe(r);
 }
@@ -181,8 +181,9 @@ TEST_F(PluginExceptions, AThrowingTransformFailsTheRunWithItsMessage) {
                            "--preset", "read-only", "--", "/bin/true"},
                           base_env());
   EXPECT_EQ(r.code, 125) << describe(r);
-  EXPECT_NE(r.err.find("backend 'fixture-probe-throw' failed in transform: fixture transform threw"),
-            std::string::npos)
+  EXPECT_NE(
+      r.err.find("backend 'fixture-probe-throw' failed in transform: fixture transform threw"),
+      std::string::npos)
       << describe(r);
 }
 

@@ -104,8 +104,9 @@ TEST_F(BwrapProbeCacheTrust, ADirectoryOfAnotherOwnerIsRefused) {
 TEST_F(BwrapProbeCacheTrust, AWritableDirectoryOrFileIsRefused) {
   for (const mode_t mode : {mode_t{0770}, mode_t{0707}, mode_t{01777}}) {
     ASSERT_EQ(::chmod(dir_.path().c_str(), mode), 0);
-    EXPECT_NE(refusal().find("cache directory '" + dir_.path() + "' is writable by group or others"),
-              std::string::npos)
+    const std::string expected =
+        "cache directory '" + dir_.path() + "' is writable by group or others";
+    EXPECT_NE(refusal().find(expected), std::string::npos)
         << std::oct << mode << ": " << refusal();
   }
   ASSERT_EQ(::chmod(dir_.path().c_str(), 0700), 0);
