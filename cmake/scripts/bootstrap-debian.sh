@@ -5,7 +5,9 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config git python3
-  libboost1.81-dev libboost-json1.81-dev libspdlog-dev libfmt-dev libcli11-dev
+  # libboost-json/-container: their .a archives too, the sbx executable links them statically
+  libboost1.81-dev libboost-json1.81-dev libboost-container1.81-dev
+  libspdlog-dev libfmt-dev libcli11-dev
   libseccomp-dev libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev
   bubblewrap firejail util-linux iproute2 procps

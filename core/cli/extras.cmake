@@ -19,7 +19,12 @@ add_custom_command(
     VERBATIM)
 target_sources(sbx PRIVATE cmd_extras.cpp cmd_import.cpp "${_sbx_extras_gen}/policy_schema.inc")
 target_include_directories(sbx PRIVATE "${_sbx_extras_gen}")
-target_link_libraries(sbx PRIVATE Boost::headers Boost::json toml11::toml11)
+target_link_libraries(sbx PRIVATE Boost::headers toml11::toml11)
+# On Linux Boost.JSON is already linked in statically with libsbx's objects
+# (sbx_boost_json_static, core/CMakeLists.txt); the shared one too would be mapped at every start.
+if(NOT SBX_LINUX)
+  target_link_libraries(sbx PRIVATE Boost::json)
+endif()
 # toml11 is a large header library; keep it out of the CLI11 unity batches.
 set_source_files_properties(cmd_import.cpp PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
 install(FILES "${SBX_POLICY_SCHEMA}" DESTINATION "${CMAKE_INSTALL_DATADIR}/sbx"

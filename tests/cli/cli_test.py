@@ -429,12 +429,11 @@ class Backends(SbxTestCase):
         evil = os.path.join(self.work, "plugins")
         os.mkdir(evil)
         shutil.copy("/bin/true", os.path.join(evil, "sbx-backend-evil.so"))
-        # glibc finds $ORIGIN (sbx's RPATH to libsbx) through /proc/self/exe; without /proc it
-        # reads LD_ORIGIN_PATH instead: the directory the kernel would have named.
-        env = dict(os.environ, LD_ORIGIN_PATH=os.path.dirname(os.path.realpath(SBX)))
+        # sbx links libsbx's code in and finds its install from /proc/self/exe; without /proc
+        # from the name it was started by, once that file's bytes are shown to be the running
+        # image (install_layout): no LD_ORIGIN_PATH or other help from the environment.
         result = subprocess.run(hide + ["--plugin-dir", evil, "backends", "--probe", "--json"],
-                                capture_output=True, text=True, timeout=TIMEOUT, check=False,
-                                env=env)
+                                capture_output=True, text=True, timeout=TIMEOUT, check=False)
         self.assertEqual(result.returncode, 0, describe(result))
         doc = json.loads(result.stdout)
         self.assertEqual(doc["plugin_loading"]["mode"], "path", doc["plugin_loading"]["reason"])

@@ -47,6 +47,15 @@ struct LoadedSegments {
   std::vector<ElfW(Phdr)> headers;
 };
 
+// The first object dl_iterate_phdr reports is the main program (glibc: always, named "").
+int collect_main_program(dl_phdr_info* info, size_t /*size*/, void* data) {
+  auto* wanted = static_cast<LoadedSegments*>(data);
+  wanted->found = true;
+  wanted->base = info->dlpi_addr;
+  wanted->headers.assign(info->dlpi_phdr, info->dlpi_phdr + info->dlpi_phnum);
+  return 1;
+}
+
 int collect_segments(dl_phdr_info* info, size_t /*size*/, void* data) {
   auto* wanted = static_cast<LoadedSegments*>(data);
   if (info->dlpi_addr != wanted->base || info->dlpi_name == nullptr ||
@@ -185,6 +194,20 @@ std::optional<std::string> loaded_image_problem(void* handle, const TrustedFile&
   (void)handle;
   (void)file;
   return std::string("this platform has no way to compare a loaded image with the checked file");
+#endif
+}
+
+std::optional<std::string> main_program_image_problem(const TrustedFile& file) {
+#if defined(__linux__)
+  LoadedSegments segments;
+  dl_iterate_phdr(collect_main_program, &segments);
+  if (!segments.found)
+    return std::string("dl_iterate_phdr does not report the main program; cannot compare it");
+  if (std::optional<std::string> problem = compare_segments(segments, file)) return problem;
+  return path_still_names_checked_file(file);
+#else
+  (void)file;
+  return std::string("this platform has no way to compare the running program with a file");
 #endif
 }
 

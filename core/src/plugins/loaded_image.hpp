@@ -32,4 +32,10 @@ std::optional<std::string> path_loading_problem();
 //    names the checked device and inode.
 std::optional<std::string> loaded_image_problem(void* handle, const TrustedFile& file);
 
+// Linux: nullopt if the running executable's read-only PT_LOAD segments are byte for byte
+// `file`'s bytes at their offsets and file.path still names the checked inode, else why not.
+// Lets the sbx executable, which links libsbx's code in, trust the name it was started by when
+// /proc/self/exe cannot be read (install_layout). Fails closed on other platforms.
+std::optional<std::string> main_program_image_problem(const TrustedFile& file);
+
 }  // namespace sbx::plugins

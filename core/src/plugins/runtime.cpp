@@ -1,10 +1,19 @@
-// Installation layout (found from the real location of libsbx, never from the environment) and
-// the host-services table handed to every plugin's create().
+// Installation layout (found from the real location of libsbx's code, never from the environment
+// or argv) and the host-services table handed to every plugin's create().
 #include "sbx/core/runtime.hpp"
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#if defined(__linux__)
+#include <link.h>
+#include <linux/magic.h>
+#include <sys/auxv.h>
+#include <sys/vfs.h>
+#endif
 
 #include <algorithm>
 #include <cerrno>
@@ -15,13 +24,16 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "sbx/core/report_json.hpp"
 #include "sbx/core/run_limits.hpp"
 #include "sbx/core/spawn.hpp"
 #include "sbx_config.hpp"
+#include "plugins/loaded_image.hpp"
 #include "plugins/trusted_fs.hpp"
 
 namespace sbx {
@@ -150,7 +162,99 @@ struct HostTable {
 
 }  // namespace
 
+namespace {
+
+// "<prefix>/<rel>", where "/" as the prefix gives "/<rel>".
+std::string under_prefix(const std::string& prefix, const char* relative) {
+  return (prefix == "/" ? "" : prefix) + "/" + relative;
+}
+
+// The layout around `code_path` (canonical): libsbx.so in <prefix>/<libdir>, or the sbx
+// executable in <prefix>/<bindir>. `code` is the stat of the file that runs.
+InstallLayout layout_around(const std::string& code_path, const struct stat& code,
+                            bool executable) {
+  InstallLayout layout;
+  layout.libsbx_path = code_path;
+  layout.libsbx_owner = code.st_uid;
+  // The prefix is the directory minus as many components as CMAKE_INSTALL_LIBDIR (or BINDIR)
+  // has ("lib" -> 1, Debian multiarch "lib/x86_64-linux-gnu" -> 2), so both layouts work.
+  std::string prefix = parent_of(code_path);
+  int depth = SBX_LIBDIR_DEPTH;
+  if (executable) depth = SBX_BINDIR_DEPTH;  // equal with the default "lib" and "bin"
+  for (int i = 0; i < depth; ++i) prefix = parent_of(prefix);
+  layout.lib_dir = executable ? under_prefix(prefix, SBX_LIBDIR_RELPATH) : parent_of(code_path);
+  layout.plugin_dir = layout.lib_dir + "/" + SBX_PLUGIN_SUBDIR;
+  layout.stage2_path = under_prefix(prefix, SBX_STAGE2_RELPATH);
+  layout.bin_dir = under_prefix(prefix, SBX_BINDIR_RELPATH);
+  return layout;
+}
+
+#if defined(__linux__)
+// True when the libsbx code that runs is part of the main program (the sbx executable links it
+// in) rather than of a loaded libsbx.so: glibc lists the main program first, named "".
+bool code_is_in_executable() {
+  Dl_info info{};
+  link_map* map = nullptr;
+  if (dladdr1(&kLibsbxAnchor, &info, reinterpret_cast<void**>(&map), RTLD_DL_LINKMAP) == 0 ||
+      map == nullptr)
+    return false;
+  return map->l_prev == nullptr && map->l_name != nullptr && map->l_name[0] == '\0';
+}
+
+// /proc/self/exe from a real procfs (a directory merely named /proc proves nothing: whoever can
+// mount can put links there), and its name must still lead to the running inode (not moved,
+// replaced or deleted since the start). The owner is that of the running inode itself.
+// nullopt when procfs cannot answer.
+using ExecutableFile = std::pair<std::string, struct stat>;
+std::optional<Result<ExecutableFile>> executable_from_procfs() {
+  struct statfs fs {};
+  if (::statfs("/proc/self", &fs) != 0 || fs.f_type != PROC_SUPER_MAGIC) return std::nullopt;
+  char name[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", name, sizeof name - 1);
+  if (n <= 0) return std::nullopt;
+  name[n] = '\0';
+  struct stat running {};
+  struct stat named {};
+  if (::stat("/proc/self/exe", &running) != 0 || ::stat(name, &named) != 0 ||
+      running.st_dev != named.st_dev || running.st_ino != named.st_ino) {
+    return Result<ExecutableFile>(Error{std::string("the running sbx executable is no longer at ") +
+                                        name + " (moved, replaced or deleted)"});
+  }
+  return Result<ExecutableFile>(ExecutableFile{std::string(name), running});
+}
+
+// Without procfs: the name the kernel executed (AT_EXECFN, relative to the cwd at the start,
+// which sbx has not changed), resolved, accepted only if it holds the bytes that run.
+Result<ExecutableFile> executable_from_execfn() {
+  const auto* execfn = reinterpret_cast<const char*>(::getauxval(AT_EXECFN));
+  if (execfn == nullptr) return Error{"the kernel gave no AT_EXECFN"};
+  char resolved[PATH_MAX];
+  if (::realpath(execfn, resolved) == nullptr)
+    return Error{std::string("cannot resolve ") + execfn + ": " + std::strerror(errno)};
+  plugins::TrustedFile file;
+  file.path = resolved;
+  file.fd = UniqueFd(::open(resolved, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+  if (!file.fd.valid() || ::fstat(file.fd.get(), &file.st) != 0 || !S_ISREG(file.st.st_mode))
+    return Error{std::string("cannot open ") + resolved + ": " + std::strerror(errno)};
+  if (std::optional<std::string> problem = plugins::main_program_image_problem(file))
+    return Error{std::string(resolved) + " is not the running sbx executable: " + *problem};
+  return ExecutableFile{std::string(resolved), file.st};
+}
+
+Result<InstallLayout> executable_layout() {
+  std::optional<Result<ExecutableFile>> file = executable_from_procfs();
+  if (!file) file = executable_from_execfn();
+  if (!file->ok()) return Error{"cannot find the running sbx executable: " + file->error()};
+  return layout_around((*file)->first, (*file)->second, /*executable=*/true);
+}
+#endif
+
+}  // namespace
+
 Result<InstallLayout> install_layout() {
+#if defined(__linux__)
+  if (code_is_in_executable()) return executable_layout();
+#endif
   Dl_info info{};
   if (dladdr(&kLibsbxAnchor, &info) == 0 || info.dli_fname == nullptr)
     return Error{"cannot find where libsbx was loaded from (dladdr failed)"};
@@ -162,20 +266,9 @@ Result<InstallLayout> install_layout() {
                  "): " + std::strerror(errno)};
   }
   struct stat st {};
-  if (stat(resolved, &st) != 0)
+  if (::stat(resolved, &st) != 0)
     return Error{std::string("cannot stat libsbx at ") + resolved + ": " + std::strerror(errno)};
-  InstallLayout layout;
-  layout.libsbx_path = resolved;
-  layout.libsbx_owner = st.st_uid;
-  const std::string libdir = parent_of(layout.libsbx_path);
-  layout.plugin_dir = libdir + "/" + SBX_PLUGIN_SUBDIR;
-  // The prefix is <libdir> minus as many components as CMAKE_INSTALL_LIBDIR has ("lib" → 1,
-  // Debian multiarch "lib/x86_64-linux-gnu" → 2), so libexec is found in both layouts.
-  std::string prefix = libdir;
-  for (int i = 0; i < SBX_LIBDIR_DEPTH; ++i) prefix = parent_of(prefix);
-  layout.stage2_path = (prefix == "/" ? "" : prefix) + "/" + SBX_STAGE2_RELPATH;
-  layout.bin_dir = (prefix == "/" ? "" : prefix) + "/" + SBX_BINDIR_RELPATH;
-  return layout;
+  return layout_around(resolved, st, /*executable=*/false);
 }
 
 std::vector<std::string> install_directories(const InstallLayout& layout) {
@@ -184,7 +277,7 @@ std::vector<std::string> install_directories(const InstallLayout& layout) {
     if (path.empty() || std::find(out.begin(), out.end(), path) != out.end()) return;
     out.push_back(path);
   };
-  for (const std::string& dir : {parent_of(layout.libsbx_path), layout.plugin_dir,
+  for (const std::string& dir : {layout.lib_dir, parent_of(layout.libsbx_path), layout.plugin_dir,
                                  parent_of(layout.stage2_path), layout.bin_dir}) {
     struct stat st {};
     // Only existing directories matter: a missing one holds nothing that could be run.

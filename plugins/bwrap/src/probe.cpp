@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -10,10 +11,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
+#include <utility>
 
 #include "sbx/bwrap/host.hpp"
 #include "sbx/sdk/posix_child.hpp"
+#include "sbx/sdk/unique_fd.hpp"
 
 namespace sbx::bwrap {
 namespace {
@@ -126,56 +130,116 @@ void probe_sandbox_checks_uncached(const std::string& bwrap, std::vector<ProbeCh
                          "(see the user-namespace and AppArmor checks)"));
 }
 
-// The throwaway sandboxes cost ~15 ms each; their outcome is cached per boot and bwrap binary
-// in the private state directory (masked inside every sandbox), so `sbx exec` does not pay for
-// them on every run. A failure is never cached: the next probe tries again.
-// The key includes the user namespace: the same boot, binary and uid inside a sandbox that
-// denies user namespaces (bwrap --disable-userns, a container) must not reuse the host's pass.
-std::string probe_cache_key(const std::string& bwrap) {
+// The throwaway sandboxes cost ~15 ms each; their passing outcome is cached in the private state
+// directory (masked inside every sandbox), so `sbx exec` does not pay for them on every run. A
+// failure is never cached: the next probe tries again. What is cached may only be reused while
+// everything the trials depend on is unchanged, so the key holds all of it:
+//  - the kernel: boot id and release (a reboot or another kernel);
+//  - the bwrap binary's identity: path, device, inode, size, mtime and ctime to the nanosecond
+//    (an upgrade, a replaced file, a chmod that adds or drops setuid);
+//  - the process: effective uid and user namespace (the same boot and binary inside a sandbox
+//    that denies user namespaces, bwrap --disable-userns or a container, must not reuse the
+//    host's pass);
+//  - the host settings that decide whether the trials pass: user.max_user_namespaces,
+//    kernel.unprivileged_userns_clone and kernel.apparmor_restrict_unprivileged_userns.
+// sbx's own settings do not reach the probe (bwrap's probe reads nothing from ProbeContext).
+std::string probe_cache_key_of(const std::string& bwrap) {
   struct stat st {};
   ::stat(bwrap.c_str(), &st);
   char userns[64] = {0};
   const ssize_t n = ::readlink("/proc/self/ns/user", userns, sizeof userns - 1);
   const std::string ns = n > 0 ? std::string(userns, static_cast<std::size_t>(n)) : "?";
-  return read_small_file("/proc/sys/kernel/random/boot_id") + "|" + bwrap + "|" +
-         std::to_string(st.st_ino) + "|" + std::to_string(st.st_mtime) + "|" +
-         std::to_string(::geteuid()) + "|" + ns;
+  struct utsname kernel {};
+  ::uname(&kernel);
+  auto at_ns = [](const struct timespec& t) {
+    return std::to_string(t.tv_sec) + "." + std::to_string(t.tv_nsec);
+  };
+  std::string key = "v2|" + read_small_file("/proc/sys/kernel/random/boot_id") + "|" +
+                    kernel.release + "|" + bwrap;
+  for (const unsigned long long value :
+       {static_cast<unsigned long long>(st.st_dev), static_cast<unsigned long long>(st.st_ino),
+        static_cast<unsigned long long>(st.st_size)})
+    key += "|" + std::to_string(value);
+  key += "|" + at_ns(st.st_mtim) + "|" + at_ns(st.st_ctim) + "|" + std::to_string(::geteuid()) +
+         "|" + ns;
+  for (const char* sysctl :
+       {"/proc/sys/user/max_user_namespaces", "/proc/sys/kernel/unprivileged_userns_clone",
+        "/proc/sys/kernel/apparmor_restrict_unprivileged_userns"})
+    key += "|" + read_small_file(sysctl);
+  return key;
 }
 
-// The cache's text if it is a regular file owned by this user (never through a symlink), else "".
-// Its content is still only as trustworthy as the state directory: a forged "pass" can only
-// make bwrap be tried where it then fails to start (the checks gate availability, never how a
-// policy is enforced).
-std::string read_cache_file(const std::string& cache) {
-  const int fd = ::open(cache.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return {};
-  std::string text;
+// "<dir>" and "<name>" of a cache path ("probe.cache" alone is in ".").
+std::pair<std::string, std::string> split_cache_path(const std::string& cache) {
+  const std::size_t slash = cache.rfind('/');
+  if (slash == std::string::npos) return {".", cache};
+  return {slash == 0 ? "/" : cache.substr(0, slash), cache.substr(slash + 1)};
+}
+
+// Why `st` (of `what`) may not hold a cache this user reuses: another owner could have written
+// a "pass" into it, or replaced it (a writable directory lets anyone swap its entries).
+std::optional<std::string> not_private(const struct stat& st, const std::string& what) {
+  if (st.st_uid != ::geteuid())
+    return what + " is owned by uid " + std::to_string(st.st_uid) + ", not by this user (" +
+           std::to_string(::geteuid()) + ")";
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) return what + " is writable by group or others";
+  return std::nullopt;
+}
+
+// The cache's text, or why it may not be used. The directory and the file are checked on
+// descriptors (the file opened relative to the checked directory, never through a symlink):
+// both owned by this user, neither writable by group or others. A directory an attacker
+// redirected an ancestor to would have to be this user's own, which only this user (or root)
+// can make. The content is then only as trustworthy as this user: a forged "pass" can only make
+// bwrap be tried where it fails to start (the checks gate availability, never how a policy is
+// enforced).
+Result<std::string> read_cache_text(const std::string& cache) {
+  const auto [dir, name] = split_cache_path(cache);
+  const UniqueFd dir_fd(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   struct stat st {};
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid() &&
-      st.st_size < 65536) {
-    text.resize(static_cast<std::size_t>(st.st_size));
-    const ssize_t n = ::read(fd, text.data(), text.size());
-    text.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
-  }
-  ::close(fd);
+  if (!dir_fd.valid() || ::fstat(dir_fd.get(), &st) != 0)
+    return Error{"cache directory '" + dir + "': " + std::strerror(errno)};
+  if (std::optional<std::string> why = not_private(st, "cache directory '" + dir + "'"))
+    return Error{*why};
+  const UniqueFd fd(
+      ::openat(dir_fd.get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (!fd.valid() || ::fstat(fd.get(), &st) != 0)
+    return Error{"cache file '" + cache + "': " + std::strerror(errno)};
+  if (!S_ISREG(st.st_mode)) return Error{"cache file '" + cache + "' is not a regular file"};
+  if (std::optional<std::string> why = not_private(st, "cache file '" + cache + "'"))
+    return Error{*why};
+  if (st.st_size >= 65536) return Error{"cache file '" + cache + "' is too large"};
+  std::string text(static_cast<std::size_t>(st.st_size), '\0');
+  const ssize_t n = ::read(fd.get(), text.data(), text.size());
+  text.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
   return text;
+}
+
+Result<std::vector<ProbeCheck>> load_cache(const std::string& cache, const std::string& key) {
+  if (cache.empty()) return Error{"no cache file"};
+  Result<std::string> text = read_cache_text(cache);
+  if (!text.ok()) return Error{text.error()};
+  std::istringstream in(*text);
+  std::string line;
+  if (!std::getline(in, line) || line != key)
+    return Error{"stale: written for another kernel, bwrap binary, user, user namespace or "
+                 "namespace settings"};
+  std::vector<ProbeCheck> loaded;
+  while (std::getline(in, line)) {
+    const std::size_t tab = line.find('\t');
+    if (tab == std::string::npos) return Error{"malformed cache line"};
+    loaded.push_back(ProbeCheck{line.substr(0, tab), CheckStatus::kPass,
+                                line.substr(tab + 1) + " (tried earlier this boot; cached)", ""});
+  }
+  if (loaded.size() != 5) return Error{"malformed cache: expected 5 checks"};
+  return loaded;
 }
 
 bool load_cached_checks(const std::string& cache, const std::string& key,
                         std::vector<ProbeCheck>& checks) {
-  if (cache.empty()) return false;
-  std::istringstream in(read_cache_file(cache));
-  std::string line;
-  if (!std::getline(in, line) || line != key) return false;
-  std::vector<ProbeCheck> loaded;
-  while (std::getline(in, line)) {
-    const std::size_t tab = line.find('\t');
-    if (tab == std::string::npos) return false;
-    loaded.push_back(ProbeCheck{line.substr(0, tab), CheckStatus::kPass,
-                                line.substr(tab + 1) + " (tried earlier this boot; cached)", ""});
-  }
-  if (loaded.size() != 5) return false;
-  checks.insert(checks.end(), loaded.begin(), loaded.end());
+  Result<std::vector<ProbeCheck>> loaded = load_cache(cache, key);
+  if (!loaded.ok()) return false;
+  checks.insert(checks.end(), loaded->begin(), loaded->end());
   return true;
 }
 
@@ -204,7 +268,7 @@ void store_cached_checks(const std::string& cache, const std::string& key,
 
 void probe_sandbox_checks(const std::string& bwrap, const std::string& cache,
                           std::vector<ProbeCheck>& checks) {
-  const std::string key = probe_cache_key(bwrap);
+  const std::string key = probe_cache_key_of(bwrap);
   if (load_cached_checks(cache, key, checks)) return;
   const std::size_t first = checks.size();
   probe_sandbox_checks_uncached(bwrap, checks);
@@ -271,11 +335,20 @@ bool bwrap_can_mount_proc(const std::string& bwrap_path) {
 std::optional<bool> cached_proc_mount(const std::string& bwrap_path,
                                       const std::string& cache_file) {
   std::vector<ProbeCheck> checks;
-  if (!load_cached_checks(cache_file, probe_cache_key(bwrap_path), checks)) return std::nullopt;
+  if (!load_cached_checks(cache_file, probe_cache_key_of(bwrap_path), checks)) return std::nullopt;
   for (const ProbeCheck& c : checks) {
     if (c.name == "proc_mount") return true;
   }
   return std::nullopt;
+}
+
+std::string probe_cache_key(const std::string& bwrap_path) {
+  return probe_cache_key_of(bwrap_path);
+}
+
+Result<std::vector<ProbeCheck>> load_probe_cache(const std::string& bwrap_path,
+                                                 const std::string& cache_file) {
+  return load_cache(cache_file, probe_cache_key_of(bwrap_path));
 }
 
 ProbeReport run_probe(const std::string& stage2_path, const std::string& cache_file) {

@@ -7,6 +7,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+
+#include <climits>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
@@ -17,6 +20,7 @@
 #include <string>
 
 #include "sbx/sdk/backend.hpp"
+#include "plugins/loaded_image.hpp"
 #include "plugins/trusted_fs.hpp"
 
 namespace sbx {
@@ -38,7 +42,9 @@ TEST(InstallLayout, FollowsTheRealLocationOfLibsbx) {
   EXPECT_EQ(fs::path(layout.libsbx_path).parent_path(), tree / "lib");
   EXPECT_EQ(fs::path(layout.libsbx_path).filename().string().rfind("libsbx.so.", 0), 0u);
   EXPECT_FALSE(fs::is_symlink(layout.libsbx_path));
+  EXPECT_EQ(layout.lib_dir, (tree / "lib").string());
   EXPECT_EQ(layout.plugin_dir, (tree / "lib" / "sbx" / "backends").string());
+  EXPECT_EQ(layout.bin_dir, (tree / "bin").string());
   EXPECT_EQ(layout.stage2_path, (tree / "libexec" / "sbx" / "sbx-stage2").string());
   struct stat st {};
   ASSERT_EQ(::stat(layout.libsbx_path.c_str(), &st), 0);
@@ -170,6 +176,28 @@ TEST_F(Stage2Path, UntrustedOrMissingHelperIsNotOffered) {
   const fs::path target = helper("real", fs::perms(0755));
   fs::create_symlink(target, base_ / "libexec" / "sbx" / "link");
   EXPECT_EQ(host_services(layout_for(base_ / "libexec" / "sbx" / "link"))->stage2_path, nullptr);
+}
+
+// What the sbx executable relies on without procfs (install_layout): the file it names is
+// accepted only if its bytes are the running program's.
+plugins::TrustedFile opened_for_comparison(const std::string& path) {
+  plugins::TrustedFile file;
+  file.path = path;
+  file.fd = UniqueFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (file.fd.valid()) ::fstat(file.fd.get(), &file.st);
+  return file;
+}
+
+TEST(MainProgramImage, TheRunningFileMatchesAndAnotherDoesNot) {
+  char self[PATH_MAX] = {0};
+  ASSERT_GT(::readlink("/proc/self/exe", self, sizeof self - 1), 0);
+  const std::optional<std::string> same =
+      plugins::main_program_image_problem(opened_for_comparison(self));
+  EXPECT_FALSE(same.has_value()) << *same;
+  const std::optional<std::string> other =
+      plugins::main_program_image_problem(opened_for_comparison("/bin/true"));
+  ASSERT_TRUE(other.has_value());
+  EXPECT_NE(other->find("not the checked file"), std::string::npos) << *other;
 }
 
 }  // namespace

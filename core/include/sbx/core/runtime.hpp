@@ -1,6 +1,6 @@
 // Installation-relative paths and the host-services table. The trusted plugin directory and
-// the stage-2 helper are found next to the real location of libsbx (build tree and install
-// prefix share the layout); no environment variable can change them.
+// the stage-2 helper are found next to the real location of libsbx's code (build tree and
+// install prefix share the layout); no environment variable can change them.
 #pragma once
 
 #include <sys/types.h>
@@ -13,18 +13,30 @@
 
 namespace sbx {
 
+// Where the running libsbx code came from: libsbx.so (the C API, embedders) or the sbx
+// executable, which links that code in (docs/ARCHITECTURE.md, "The sbx executable").
 struct InstallLayout {
-  std::string libsbx_path;   // canonical path of the loaded libsbx
-  uid_t libsbx_owner = 0;
+  std::string libsbx_path;   // canonical path of the file holding the running libsbx code:
+                             // libsbx.so, or the sbx executable
+  uid_t libsbx_owner = 0;    // its owner: the one uid besides root that plugins may belong to
+  std::string lib_dir;       // <prefix>/<libdir>, where libsbx.so and the plugins are
   std::string plugin_dir;    // <libdir>/sbx/backends
   std::string stage2_path;   // <prefix>/libexec/sbx/sbx-stage2
   std::string bin_dir;       // <prefix>/bin, where the sbx executable is installed
 };
 
+// The layout of the running code, never from the environment or argv:
+//  - in libsbx.so: the real path of the loaded object (dladdr, then realpath), prefix = its
+//    directory minus CMAKE_INSTALL_LIBDIR;
+//  - in the sbx executable (Linux): the kernel's record of the running file, /proc/self/exe
+//    (only from a real procfs, and the name must still lead to the running inode); without
+//    procfs, the name it was started by (AT_EXECFN) resolved with realpath, accepted only if
+//    that file's read-only segments are byte for byte the running image. Prefix = its directory
+//    minus CMAKE_INSTALL_BINDIR. argv[0] is never used: any caller can set it.
 Result<InstallLayout> install_layout();
 
 // The existing directories that hold sbx's own code: the directory of libsbx (with the plugin
-// directory below it), the plugin directory, the directory of sbx-stage2 and the bin directory
+// directory below it) and of the running code, the plugin directory, the directory of sbx-stage2 and the bin directory
 // of the sbx executable. Each as the layout names it and, when that differs, canonicalised
 // (realpath). A sandboxed command able to write any of them could plant code that the next
 // `sbx` runs on the host, so resolution keeps them read-only in every sandbox.

@@ -61,15 +61,24 @@ Result<std::string> bwrap_version(const std::string& bwrap_path);
 // mounted here (the translator then uses the reported fallback).
 bool bwrap_can_mount_proc(const std::string& bwrap_path);
 
+// The probe cache (run_probe): the key a cache must carry to be reused now for `bwrap_path`
+// (kernel, the bwrap binary's identity, euid, user namespace, the namespace sysctls), and the
+// cached passing checks of `cache_file` or why it may not be used: a directory or file not
+// owned by the effective uid or writable by group or others, a symlink, a stale key, malformed.
+std::string probe_cache_key(const std::string& bwrap_path);
+Result<std::vector<ProbeCheck>> load_probe_cache(const std::string& bwrap_path,
+                                                 const std::string& cache_file);
+
 // What an earlier probe with the same `cache_file` found for procfs (see run_probe): true when
-// the cache is valid for this boot, binary, uid and user namespace (only passing checks are
-// cached), nullopt when there is no valid cache. Lets transform() skip bwrap_can_mount_proc
+// load_probe_cache accepts the cache (only passing checks are cached), nullopt when there is
+// no valid cache. Lets transform() skip bwrap_can_mount_proc
 // when the probe ran in another process (core isolates probes in a child).
 std::optional<bool> cached_proc_mount(const std::string& bwrap_path, const std::string& cache_file);
 
 // The bwrap probe's checks: bwrap found/version/setuid, user namespaces (tried), the AppArmor
 // restriction, proc, network namespace with loopback, seccomp, WSL1. The throwaway-sandbox
-// checks are cached in `cache_file` (per boot and bwrap binary; "" = no cache) once they pass.
+// checks are cached in `cache_file` ("" = no cache) once they pass, and a cache load_probe_cache
+// accepts replaces them: then the probe starts no process at all.
 ProbeReport run_probe(const std::string& stage2_path, const std::string& cache_file);
 
 // Where the state directory may go, read from the process (state_dir_sources) or given by a

@@ -1,0 +1,190 @@
+// The lean start of the installed `sbx` (docs/ARCHITECTURE.md, "The sbx executable"):
+//  - `--version` and `--help` start no process or thread (the kernel would kill sbx if it tried:
+//    sbx_no_new_process_exec), read no settings file (a broken one does not matter to them) and
+//    load no plugin and no libsbx.so (the dynamic loader's own LD_DEBUG=files account);
+//  - libsbx's code, Boost.JSON, spdlog, fmt and libstdc++ are linked into sbx, not loaded;
+//  - the install layout comes from the running file, never from argv[0];
+//  - a plugin built with the SDK (its own, shared libstdc++) still loads and runs, and its C++
+//    exceptions reach the host's handlers in the statically linked libstdc++ (with a static
+//    libgcc too, i.e. a second unwinder, they did not: sbx died of SIGABRT).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <boost/json.hpp>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "sbx_test/files.hpp"
+#include "sbx_test/installed_sbx.hpp"
+#include "sbx_test/temp_dir.hpp"
+
+namespace {
+
+using namespace sbx::test;
+namespace json = boost::json;
+
+// A HOME and XDG_CONFIG_HOME whose user settings file is not JSON: any verb that reads the
+// settings fails on it.
+class LeanStart : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!exists(sbx_path())) GTEST_SKIP() << "no installed sbx at " << sbx_path();
+    fs::create_directories(home_.path() + "/.config/sbx");
+    write_file(home_.path() + "/.config/sbx/settings.json", "{ this is not a settings file");
+  }
+
+  std::vector<std::string> hostile_env(const std::string& extra = "") const {
+    std::vector<std::string> env = {"PATH=/usr/bin:/bin", "HOME=" + home_.path(),
+                                    "XDG_CONFIG_HOME=" + home_.path() + "/.config", "LANG=C.UTF-8"};
+    if (!extra.empty()) env.push_back(extra);
+    return env;
+  }
+
+  TempDir home_;
+};
+
+TEST_F(LeanStart, TheBrokenSettingsAreReadByAVerbThatNeedsThem) {
+  // The control: the same environment does break a verb that reads the settings.
+  const RunResult r = run({sbx_path(), "config", "show"}, hostile_env());
+  EXPECT_EQ(r.code, 125) << describe(r);
+  EXPECT_NE(r.err.find("settings.json"), std::string::npos) << describe(r);
+}
+
+TEST_F(LeanStart, VersionAndHelpStartNoProcessAndReadNoSettings) {
+  for (const char* flag : {"--version", "--help"}) {
+    const RunResult r = run({SBX_NO_NEW_PROCESS_EXEC, sbx_path(), flag}, hostile_env());
+    EXPECT_EQ(r.signal, 0) << flag << " tried to start a process or thread: " << describe(r);
+    EXPECT_EQ(r.code, 0) << flag << ": " << describe(r);
+    EXPECT_EQ(r.err, "") << flag;
+  }
+  const RunResult version = run({sbx_path(), "--version"}, hostile_env());
+  EXPECT_EQ(version.out.rfind("sbx ", 0), 0u) << describe(version);
+}
+
+TEST_F(LeanStart, TheFilterKillsAVerbThatStartsAProcess) {
+  // The control for the filter: `sbx exec` must start the command, so it is killed.
+  const RunResult r =
+      run({SBX_NO_NEW_PROCESS_EXEC, sbx_path(), "--backends", "none-such", "exec", "--sandbox",
+           "forbid", "--preset", "danger-full-access", "--", "/bin/true"},
+          base_env());
+  EXPECT_EQ(r.signal, SIGSYS) << describe(r);
+}
+
+// The dynamic loader's account of every object it maps (LD_DEBUG is read by ld.so before sbx
+// runs; sbx then drops LD_* from its own environment).
+std::string loaded_objects(const std::vector<std::string>& args,
+                           const std::vector<std::string>& env) {
+  std::vector<std::string> argv = {sbx_path()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run(argv, env).err;
+}
+
+TEST_F(LeanStart, VersionLoadsNoPluginAndNoLibsbx) {
+  const std::string version = loaded_objects({"--version"}, hostile_env("LD_DEBUG=files"));
+  ASSERT_NE(version.find("file=libc.so"), std::string::npos)
+      << "LD_DEBUG=files printed nothing here:\n"
+      << version;
+  // dlopen'ed objects (plugins, loaded through /proc/self/fd/N or by path) show as such.
+  EXPECT_EQ(version.find("dynamically loaded by"), std::string::npos) << version;
+  EXPECT_EQ(version.find("libsbx.so"), std::string::npos) << version;
+  EXPECT_EQ(version.find("libboost_json"), std::string::npos) << version;
+#if SBX_TEST_EXPECT_STATIC_CXX
+  EXPECT_EQ(version.find("libstdc++.so"), std::string::npos) << version;
+#endif
+  // The control: a verb that needs the backends does load them, and LD_DEBUG shows it.
+  const std::vector<std::string> env = {"PATH=/usr/bin:/bin", "HOME=/root", "LD_DEBUG=files"};
+  const std::string backends = loaded_objects({"backends"}, env);
+  EXPECT_NE(backends.find("dynamically loaded by"), std::string::npos) << backends;
+  EXPECT_EQ(backends.find("libsbx.so"), std::string::npos) << backends;
+}
+
+// `sbx backends --json`'s plugin paths.
+std::vector<std::string> plugin_paths(const RunResult& r) {
+  std::vector<std::string> paths;
+  json::error_code ec;
+  const json::value doc = json::parse(r.out, ec);
+  if (ec || !doc.is_object()) return paths;
+  for (const json::value& backend : doc.at("backends").as_array())
+    paths.emplace_back(backend.at("path").as_string());
+  return paths;
+}
+
+TEST_F(LeanStart, TheLayoutComesFromTheRunningFileNotFromArgv0OrALink) {
+  const std::string real_dir = installed_prefix() + "/lib/sbx/backends/";
+  const RunResult plain = run({sbx_path(), "backends", "--json"}, base_env());
+  ASSERT_EQ(plain.code, 0) << describe(plain);
+  const std::vector<std::string> expected = plugin_paths(plain);
+  ASSERT_FALSE(expected.empty()) << describe(plain);
+  for (const std::string& path : expected) EXPECT_EQ(path.rfind(real_dir, 0), 0u) << path;
+
+  // argv[0] names another install (with no plugins): it is not where sbx looks.
+  TempDir elsewhere;
+  fs::create_directories(elsewhere.path() + "/bin");
+  fs::create_directories(elsewhere.path() + "/lib/sbx/backends");
+  const RunResult spoofed = run({"/bin/bash", "-c", "exec -a \"$1\" \"$0\" backends --json",
+                                 sbx_path(), elsewhere.path() + "/bin/sbx"},
+                                base_env());
+  ASSERT_EQ(spoofed.code, 0) << describe(spoofed);
+  EXPECT_EQ(plugin_paths(spoofed), expected) << describe(spoofed);
+
+  // A symlink elsewhere leads to the real file, and so to the real install.
+  fs::create_symlink(sbx_path(), elsewhere.path() + "/bin/sbx");
+  const RunResult linked = run({elsewhere.path() + "/bin/sbx", "backends", "--json"}, base_env());
+  ASSERT_EQ(linked.code, 0) << describe(linked);
+  EXPECT_EQ(plugin_paths(linked), expected) << describe(linked);
+}
+
+// The probe-throw fixture in a trusted directory under the installed tree.
+class PluginExceptions : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!exists(sbx_path())) GTEST_SKIP() << "no installed sbx at " << sbx_path();
+    dir_ = installed_prefix() + "/lean-start-fixtures-" + std::to_string(::getpid());
+    fs::remove_all(dir_);
+    fs::create_directory(dir_);
+    ::chmod(dir_.c_str(), 0755);
+    const std::string file = "sbx-backend-fixture-probe-throw.so";
+    fs::copy_file(std::string(SBX_LOADER_FIXTURE_DIR) + "/" + file, dir_ + "/" + file);
+    ::chmod((dir_ + "/" + file).c_str(), 0644);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  std::string dir_;
+};
+
+TEST_F(PluginExceptions, AThrowingProbeIsReportedWithItsMessage) {
+  const RunResult r = run({sbx_path(), "--plugin-dir", dir_, "--backends", "fixture-probe-throw",
+                           "backends", "--probe", "--json"},
+                          base_env());
+  ASSERT_EQ(r.code, 0) << describe(r);
+  const json::value doc = json::parse(r.out);
+  bool found = false;
+  for (const json::value& backend : doc.at("backends").as_array()) {
+    if (backend.at("name").as_string() != "fixture-probe-throw") continue;
+    found = true;
+    EXPECT_FALSE(backend.at("available").as_bool());
+    EXPECT_EQ(backend.at("summary").as_string(),
+              "probe failed with an exception: fixture probe threw");
+  }
+  EXPECT_TRUE(found) << describe(r);
+}
+
+TEST_F(PluginExceptions, AThrowingTransformFailsTheRunWithItsMessage) {
+  // transform() runs in sbx's own process: the exception crosses from the plugin's libstdc++
+  // into sbx's and is caught, rethrown and caught again there (manager.cpp, exception_text).
+  const RunResult r = run({sbx_path(), "--plugin-dir", dir_, "debug", "fixture-probe-throw",
+                           "--preset", "read-only", "--", "/bin/true"},
+                          base_env());
+  EXPECT_EQ(r.code, 125) << describe(r);
+  EXPECT_NE(
+      r.err.find("backend 'fixture-probe-throw' failed in transform: fixture transform threw"),
+      std::string::npos)
+      << describe(r);
+}
+
+}  // namespace
