@@ -3,10 +3,11 @@
 #   build     cpack the build tree: a .deb and a .tar.gz
 #   deb       the .deb's control fields and file list (Depends, FHS places, root-owned dirs)
 #   tgz       the tarball holds the same tree, relocatable (sbx --version runs from it)
-#   extract   dpkg -x the .deb into a private root (never dpkg -i: the machine's own state and
-#             the other tests stay untouched)
+#   extract   dpkg -x the .deb into a private root (the steps below but `install` use it)
 #   probe     `sbx backends --probe --json` from the extracted package
 #   exec      a sandboxed write inside the workspace passes, one outside is denied
+#   install   dpkg -i of the .deb (root only; skipped where an sbx is installed already), then
+#             the same probe and exec checks from /usr, `man sbx`, and dpkg --purge
 #   c         a C consumer built with `pkg-config --cflags --libs sbx` against the package
 #   cxx       a C++ consumer built with find_package(sbx) against the package
 #   node      bindings/node built standalone (what `npm install` runs) against the package, then
@@ -23,6 +24,49 @@ deb_file() {
   f=$(ls "$out"/sbx_*.deb 2>/dev/null | head -n1) || true
   [[ -n "$f" ]] || fail "no .deb in $out (did package.build pass?)"
   echo "$f"
+}
+
+# The probe of the sbx under $1 (a /usr tree) loads bwrap and landlock from that tree, rejects
+# nothing, and at least one of them is available.
+probe_check() {
+  local usr=$1
+  json=$("$usr/bin/sbx" backends --probe --json)
+  echo "$json"
+  python3 - "$json" "$usr" <<'PY'
+import json, sys
+report = json.loads(sys.argv[1])
+usr = sys.argv[2]
+names = {b["name"]: b for b in report["backends"]}
+if report["rejected"]:
+    sys.exit(f"FAIL: plugins rejected: {report['rejected']}")
+for name in ("bwrap", "landlock"):
+    if name not in names:
+        sys.exit(f"FAIL: {name} not loaded from the package")
+    if not names[name].get("path", usr).startswith(usr):
+        sys.exit(f"FAIL: {name} loaded from {names[name]['path']}, not the package")
+available = [n for n, b in names.items() if b.get("available")]
+print("available:", available)
+if "bwrap" not in available and "landlock" not in available:
+    sys.exit("FAIL: no Linux backend is available from the package")
+PY
+}
+# Through the sbx under $1: a sandboxed write inside the workspace passes, one outside is denied
+# by the sandbox. $2 names the work subdirectory.
+exec_check() {
+  local usr=$1 ws="$work/$2-ws" outside="$work/$2-outside" code
+  rm -rf "$ws" "$outside" && mkdir -p "$ws" "$outside"
+  "$usr/bin/sbx" exec --preset workspace-write --sandbox require --cwd "$ws" -- \
+      sh -c 'echo hello > inside.txt'
+  [[ "$(cat "$ws/inside.txt")" == hello ]] || fail "the write inside the workspace did not pass"
+  set +e
+  "$usr/bin/sbx" exec --preset workspace-write --sandbox require --cwd "$ws" -- \
+      sh -c "echo x > '$outside/denied.txt'" 2>"$work/$2-stderr"
+  code=$?
+  set -e
+  cat "$work/$2-stderr"
+  [[ $code -ne 0 && ! -e "$outside/denied.txt" ]] || fail "the write outside was not denied"
+  grep -q "Read-only file system\|Permission denied" "$work/$2-stderr" ||
+    fail "the refusal is not the sandbox's"
 }
 
 case "$step" in
@@ -95,41 +139,35 @@ extract)
   stat -c '%A %U %n' "$usr/lib/sbx/backends" "$usr/lib/sbx/backends"/*
   ;;
 probe)
-  json=$("$usr/bin/sbx" backends --probe --json)
-  echo "$json"
-  python3 - "$json" "$usr" <<'PY'
-import json, sys
-report = json.loads(sys.argv[1])
-usr = sys.argv[2]
-names = {b["name"]: b for b in report["backends"]}
-if report["rejected"]:
-    sys.exit(f"FAIL: plugins rejected: {report['rejected']}")
-for name in ("bwrap", "landlock"):
-    if name not in names:
-        sys.exit(f"FAIL: {name} not loaded from the package")
-    if not names[name].get("path", usr).startswith(usr):
-        sys.exit(f"FAIL: {name} loaded from {names[name]['path']}, not the package")
-available = [n for n, b in names.items() if b.get("available")]
-print("available:", available)
-if "bwrap" not in available and "landlock" not in available:
-    sys.exit("FAIL: no Linux backend is available from the package")
-PY
+  probe_check "$usr"
   ;;
 exec)
-  ws="$work/exec-ws" outside="$work/exec-outside"
-  rm -rf "$ws" "$outside" && mkdir -p "$ws" "$outside"
-  "$usr/bin/sbx" exec --preset workspace-write --sandbox require --cwd "$ws" -- \
-      sh -c 'echo hello > inside.txt'
-  [[ "$(cat "$ws/inside.txt")" == hello ]] || fail "the write inside the workspace did not pass"
-  set +e
-  "$usr/bin/sbx" exec --preset workspace-write --sandbox require --cwd "$ws" -- \
-      sh -c "echo x > '$outside/denied.txt'" 2>"$work/exec-stderr"
-  code=$?
-  set -e
-  cat "$work/exec-stderr"
-  [[ $code -ne 0 && ! -e "$outside/denied.txt" ]] || fail "the write outside was not denied"
-  grep -q "Read-only file system\|Permission denied" "$work/exec-stderr" ||
-    fail "the refusal is not the sandbox's"
+  exec_check "$usr" exec
+  ;;
+install)
+  # A real installation: dpkg itself refuses the package if a declared dependency is missing.
+  # Only as root, only where no sbx is installed already (never replace the machine's own), and
+  # purged again whatever happens.
+  [[ $(id -u) -eq 0 ]] || { echo "SKIPPED: dpkg -i needs root"; exit 0; }
+  deb=$(deb_file)
+  package=$(dpkg-deb -f "$deb" Package)
+  if [[ "$(dpkg-query -W -f='${db:Status-Status}' "$package" 2>/dev/null)" == installed ]]; then
+    echo "SKIPPED: package $package is already installed here; not replacing it"
+    exit 0
+  fi
+  [[ ! -e /usr/bin/sbx ]] || { echo "SKIPPED: /usr/bin/sbx exists and is not packaged; not overwriting it"; exit 0; }
+  trap 'dpkg --purge "$package" >/dev/null 2>&1 || true' EXIT
+  dpkg -i "$deb"
+  [[ "$(dpkg-query -W -f='${db:Status-Status}' "$package")" == installed ]] ||
+    fail "dpkg did not leave $package installed"
+  [[ "$(stat -c '%U:%G %a' /usr/lib/sbx/backends)" == "root:root 755" ]] ||
+    fail "the installed plugin directory is not root-owned 0755"
+  probe_check /usr
+  exec_check /usr installed
+  man -w sbx >/dev/null || fail "man sbx finds no page after the install"
+  dpkg --purge "$package"
+  trap - EXIT
+  [[ ! -e /usr/bin/sbx && ! -e /usr/lib/sbx ]] || fail "purging $package left files behind"
   ;;
 c)
   rm -rf "$work/c" && mkdir -p "$work/c/ws"
