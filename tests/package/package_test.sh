@@ -17,6 +17,11 @@ set -euo pipefail
 step=$1 build=$2 work=$3 root=$4 source=$5
 out="$work/out"
 usr="$root/usr"
+# Where the "outside" writes go: a directory this script can write, outside the workspace and
+# outside /tmp and $TMPDIR, which the workspace-write preset leaves writable (the build tree
+# itself may be under /tmp, e.g. a clone there). Next to the extracted package, under the
+# test prefix.
+denied="$root-outside"
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 deb_file() {
@@ -53,7 +58,7 @@ PY
 # Through the sbx under $1: a sandboxed write inside the workspace passes, one outside is denied
 # by the sandbox. $2 names the work subdirectory.
 exec_check() {
-  local usr=$1 ws="$work/$2-ws" outside="$work/$2-outside" code
+  local usr=$1 ws="$work/$2-ws" outside="$denied/$2" code
   rm -rf "$ws" "$outside" && mkdir -p "$ws" "$outside"
   "$usr/bin/sbx" exec --preset workspace-write --sandbox require --cwd "$ws" -- \
       sh -c 'echo hello > inside.txt'
@@ -178,7 +183,8 @@ c)
   # shellcheck disable=SC2086
   cc -std=c99 -Wall -Wextra -Werror -o "$work/c/consumer" "$source/tests/package/consumer_c/consumer.c" \
      $flags -Wl,-rpath,"$libdir"
-  "$work/c/consumer" "$work/c/ws" "$work/c/outside.txt"
+  mkdir -p "$denied" && rm -f "$denied/c.txt"
+  "$work/c/consumer" "$work/c/ws" "$denied/c.txt"
   ;;
 cxx)
   rm -rf "$work/cxx" && mkdir -p "$work/cxx/ws"
@@ -188,7 +194,8 @@ cxx)
   # The library that ran is the package's.
   ldd "$work/cxx/build/consumer_cxx" | grep -F "$usr/lib/libsbx.so" ||
     fail "consumer_cxx is not linked to the package's libsbx"
-  "$work/cxx/build/consumer_cxx" "$work/cxx/ws" "$work/cxx/outside.txt"
+  mkdir -p "$denied" && rm -f "$denied/cxx.txt"
+  "$work/cxx/build/consumer_cxx" "$work/cxx/ws" "$denied/cxx.txt"
   ;;
 node)
   command -v node >/dev/null || { echo "SKIPPED: node is not installed"; exit 0; }

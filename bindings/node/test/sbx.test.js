@@ -132,8 +132,11 @@ test('exec: a write outside is denied and classified', async (t) => {
     const backend = backendOrSkip(t, s, ws);
     if (!backend) return;
     // A directory this process can write (only the sandbox can stop the write), outside the
-    // workspace, /tmp and $TMPDIR: under the current directory (ctest: the build tree).
-    outsideDir = fs.mkdtempSync(path.join(process.cwd(), 'sbx-node-outside-'));
+    // workspace, /tmp and $TMPDIR: $SBX_TEST_OUTSIDE_PARENT (ctest: next to the installed test
+    // tree), else the current directory.
+    const parent = process.env.SBX_TEST_OUTSIDE_PARENT || process.cwd();
+    fs.mkdirSync(parent, { recursive: true });
+    outsideDir = fs.mkdtempSync(path.join(parent, 'sbx-node-outside-'));
     const target = path.join(fs.realpathSync(outsideDir), 'denied.txt');
     const report = await s.exec(WORKSPACE, ['sh', '-c', `echo x > '${target}'`],
                                 { cwd: ws, captureStderr: true });

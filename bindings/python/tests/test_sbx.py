@@ -105,9 +105,12 @@ def test_exec_write_inside_passes(s, workspace, backend):
 
 def test_exec_write_outside_is_denied_and_classified(s, workspace, backend):
     # A directory this process can write (so only the sandbox can stop the write), outside the
-    # workspace and outside /tmp and $TMPDIR (which workspace-write leaves writable): under the
-    # current directory (ctest: the build tree).
-    outside = tempfile.mkdtemp(prefix="sbx-pytest-outside-", dir=os.getcwd())
+    # workspace and outside /tmp and $TMPDIR (which workspace-write leaves writable):
+    # $SBX_TEST_OUTSIDE_PARENT (ctest: next to the installed test tree), else the current
+    # directory.
+    parent = os.environ.get("SBX_TEST_OUTSIDE_PARENT") or os.getcwd()
+    os.makedirs(parent, exist_ok=True)
+    outside = tempfile.mkdtemp(prefix="sbx-pytest-outside-", dir=parent)
     target = os.path.join(os.path.realpath(outside), "denied.txt")
     try:
         report = s.exec(WORKSPACE, ["sh", "-c", f"echo x > '{target}'"], cwd=workspace,
