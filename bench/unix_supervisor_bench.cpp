@@ -1,11 +1,15 @@
 // What the bwrap backend's unix-socket supervisor costs (plugins/bwrap/README.md, "Unix sockets:
-// the supervisor"), measured without bwrap so that nothing else is in the figures: a forked child
-// runs the same loop unsupervised and under the supervisor's notification filter with a
-// UnixSupervisor in this process (exactly as the bwrap spawner sets it up), rounds interleaved,
-// and times the loop itself (CLOCK_MONOTONIC in the child). Medians per operation, and the
-// difference. Cases:
-//   setup          fork, install the filter, hand its listener over, start and stop the
-//                  supervisor, child exits (per run: what every sandboxed run pays once);
+// the supervisor"), measured without bwrap so that nothing else is in the figures: a child runs
+// the same thing three ways, rounds interleaved: unsupervised; under the supervisor's
+// notification filter served by a thread started with the run (UnixSupervisor::start, how the
+// spawner did it before); and served the spawner's way now (UnixSupervisor::attach: this
+// thread polls the listener next to the child's end and calls serve(), a thread starts only at
+// the first connect or send). Medians per operation, and the differences. Cases:
+//   setup          fork, install the filter, hand its listener over, supervise, child exits
+//                  (per run: what every sandboxed run pays once; parent's view);
+//   spawn          vfork + filter + listener over a socket pair + execve /bin/true, supervised
+//                  until reaped: the spawner's own shape (a run of a command that never
+//                  connects), parent's view;
 //   getppid        a system call the filter lets through (every call of a run that never
 //                  connects: the filter's BPF instructions only);
 //   inet socket    socket(AF_INET) + close: a socket call the filter checks but never notifies;
@@ -19,6 +23,7 @@
 #include <linux/capability.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -39,7 +44,10 @@
 
 namespace {
 
-enum class Case { kSetup, kGetppid, kInetSocket, kUnixConnect, kTcpConnect };
+enum class Case { kSetup, kSpawn, kGetppid, kInetSocket, kUnixConnect, kTcpConnect };
+
+// Unsupervised; served by a thread from the start; served by the owner (the spawner's way).
+enum class Mode { kPlain, kThread, kOwner };
 
 struct CaseInfo {
   Case what;
@@ -49,6 +57,7 @@ struct CaseInfo {
 
 constexpr CaseInfo kCases[] = {
     {Case::kSetup, "setup (per run)", 1},
+    {Case::kSpawn, "spawn /bin/true (per run)", 1},
     {Case::kGetppid, "getppid", 200000},
     {Case::kInetSocket, "inet socket+close", 20000},
     {Case::kUnixConnect, "unix connect+accept", 2000},
@@ -77,6 +86,7 @@ bool connect_once(int server, const sockaddr* address, socklen_t length, int fam
 double child_loop(Case what, int ops, const std::string& dir) {
   switch (what) {
     case Case::kSetup:
+    case Case::kSpawn:
       return 0;
     case Case::kGetppid: {
       const double start = now_ns();
@@ -132,9 +142,92 @@ double child_loop(Case what, int ops, const std::string& dir) {
   return -1;
 }
 
+// The supervisor of `mode` for `listener` (nullptr for kPlain or on failure, said on stderr).
+std::unique_ptr<sbx::bwrap::UnixSupervisor> supervise(Mode mode, int listener) {
+  if (mode == Mode::kPlain) return nullptr;
+  auto started = mode == Mode::kThread
+                     ? sbx::bwrap::UnixSupervisor::start(listener, sbx::bwrap::UnixSocketRules{})
+                     : sbx::bwrap::UnixSupervisor::attach(listener, sbx::bwrap::UnixSocketRules{});
+  if (!started.ok()) {
+    std::fprintf(stderr, "supervisor: %s\n", started.error().c_str());
+    return nullptr;
+  }
+  return std::move(*started);
+}
+
+// Waits until `ready` (the child's result pipe or pidfd) is readable, serving the listener
+// meanwhile when the supervisor is owner-driven (as the spawner's loop does).
+void wait_serving(int ready, sbx::bwrap::UnixSupervisor* supervisor) {
+  for (;;) {
+    const int listener = supervisor != nullptr ? supervisor->poll_fd() : -1;
+    pollfd fds[2] = {{ready, POLLIN, 0}, {listener, POLLIN, 0}};
+    if (::poll(fds, 2, -1) < 0 && errno != EINTR) return;
+    if (fds[1].revents != 0) supervisor->serve();
+    if (fds[0].revents != 0) return;
+  }
+}
+
+// vfork + (filter, listener sent) + execve /bin/true, supervised until reaped, as the spawner
+// runs bwrap. ns for the whole, or a negative value on failure.
+double spawn_round_ns(Mode mode) {
+  int channel[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, channel) != 0) return -1;
+  char true_path[] = "/bin/true";
+  char* argv[] = {true_path, nullptr};
+  char* envp[] = {nullptr};
+  const bool filtered = mode != Mode::kPlain;
+  sigset_t all;
+  sigset_t previous;
+  sigfillset(&all);
+  const double start = now_ns();
+  pthread_sigmask(SIG_SETMASK, &all, &previous);
+  const pid_t pid = ::vfork();
+  if (pid == 0) {
+    if (filtered) {
+      const int listener = sbx::bwrap::install_unix_notify_filter(true);
+      if (listener < 0 || !sbx::bwrap::send_descriptor(channel[1], listener)) ::_exit(1);
+      ::close(listener);
+    }
+    sigset_t none;
+    sigemptyset(&none);
+    pthread_sigmask(SIG_SETMASK, &none, nullptr);
+    ::execve(true_path, argv, envp);
+    ::_exit(127);
+  }
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  ::close(channel[1]);
+  if (pid < 0) {
+    ::close(channel[0]);
+    return -1;
+  }
+  std::unique_ptr<sbx::bwrap::UnixSupervisor> supervisor;
+  if (filtered) {
+    supervisor = supervise(mode, sbx::bwrap::receive_descriptor(channel[0]));
+    if (!supervisor) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+      return -1;
+    }
+  }
+  ::close(channel[0]);
+  const int exited = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  if (exited >= 0) {
+    wait_serving(exited, supervisor.get());
+    ::close(exited);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (supervisor) supervisor->stop();
+  const double whole = now_ns() - start;
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return -1;
+  return whole;
+}
+
 // One round in a forked child; for kSetup the parent's whole fork-to-reap time, else the
 // child's loop time. ns, or a negative value on failure.
-double round_ns(Case what, int ops, bool supervised, const std::string& dir) {
+double round_ns(Case what, int ops, Mode mode, const std::string& dir) {
+  if (what == Case::kSpawn) return spawn_round_ns(mode);
+  const bool supervised = mode != Mode::kPlain;
   int channel[2];
   int result[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, channel) != 0) return -1;
@@ -145,7 +238,7 @@ double round_ns(Case what, int ops, bool supervised, const std::string& dir) {
   if (pid == 0) {
     ::close(result[0]);
     if (supervised) {
-      const int listener = sbx::bwrap::install_unix_notify_filter();
+      const int listener = sbx::bwrap::install_unix_notify_filter(false);
       if (listener < 0 || !sbx::bwrap::send_descriptor(channel[1], listener)) ::_exit(1);
       ::close(listener);
     }
@@ -165,15 +258,11 @@ double round_ns(Case what, int ops, bool supervised, const std::string& dir) {
   if (supervised) {
     pollfd p{channel[0], POLLIN, 0};
     ::poll(&p, 1, 10000);
-    auto started = sbx::bwrap::UnixSupervisor::start(sbx::bwrap::receive_descriptor(channel[0]),
-                                                     sbx::bwrap::UnixSocketRules{});
-    if (!started.ok()) {
-      std::fprintf(stderr, "supervisor: %s\n", started.error().c_str());
-      return -1;
-    }
-    supervisor = std::move(*started);
+    supervisor = supervise(mode, sbx::bwrap::receive_descriptor(channel[0]));
+    if (!supervisor) return -1;
   }
   ::close(channel[0]);
+  wait_serving(result[0], supervisor.get());
   double took = -1;
   if (::read(result[0], &took, sizeof took) != static_cast<ssize_t>(sizeof took)) took = -1;
   ::close(result[0]);
@@ -202,34 +291,35 @@ int main(int argc, char** argv) {
   char dir_template[] = "/tmp/sbx-bench-unix-XXXXXX";
   if (::mkdtemp(dir_template) == nullptr) return 1;
   const std::string dir = dir_template;
-  std::printf("%-30s %14s %14s %14s %8s\n", "case (median of rounds)", "unsupervised", "supervised",
-              "difference", "ratio");
+  std::printf("%-30s %13s %13s %13s %12s %12s\n", "case (median of rounds)", "unsupervised",
+              "thread-served", "owner-served", "diff thread", "diff owner");
   int failures = 0;
   for (const CaseInfo& c : kCases) {
-    std::vector<double> plain;
-    std::vector<double> watched;
+    std::vector<double> results[3];
     for (int r = 0; r < rounds; ++r) {
-      // Interleaved: a change in load hits both sides alike.
-      for (bool supervised : {false, true}) {
-        const double ns = round_ns(c.what, c.ops, supervised, dir);
+      // Interleaved: a change in load hits every mode alike.
+      for (Mode mode : {Mode::kPlain, Mode::kThread, Mode::kOwner}) {
+        const double ns = round_ns(c.what, c.ops, mode, dir);
         if (ns < 0) {
           ++failures;
           continue;
         }
-        (supervised ? watched : plain).push_back(ns / c.ops);
+        results[static_cast<int>(mode)].push_back(ns / c.ops);
       }
     }
-    if (plain.empty() || watched.empty()) {
+    if (results[0].empty() || results[1].empty() || results[2].empty()) {
       std::printf("%-30s failed\n", c.name);
       continue;
     }
-    const double a = median(plain);
-    const double b = median(watched);
+    const double a = median(results[0]);
+    const double b = median(results[1]);
+    const double o = median(results[2]);
     const bool micro = a >= 10000;  // print µs for large figures, ns otherwise
     const double scale = micro ? 1000.0 : 1.0;
     const char* unit = micro ? "us" : "ns";
-    std::printf("%-30s %11.1f %s %11.1f %s %+11.1f %s %7.2fx\n", c.name, a / scale, unit,
-                b / scale, unit, (b - a) / scale, unit, b / a);
+    std::printf("%-30s %10.1f %s %10.1f %s %10.1f %s %+9.1f %s %+9.1f %s\n", c.name, a / scale,
+                unit, b / scale, unit, o / scale, unit, (b - a) / scale, unit, (o - a) / scale,
+                unit);
   }
   ::rmdir(dir.c_str());
   if (failures > 0) std::fprintf(stderr, "%d rounds failed\n", failures);

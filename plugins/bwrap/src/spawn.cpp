@@ -86,6 +86,7 @@ struct ChildArgs {
   std::size_t bind_fd_count;
   HostServices::ChildHook prepare_child;  // the run's cgroup and rlimits (core, async-signal-safe)
   int supervisor_channel;  // CLOEXEC unix socket: the seccomp listener goes to sbx over it
+  bool report_sends;       // private network namespace: the filter notifies sendto with an address
 };
 
 // Every failure of the child's own setup: bwrap did not run.
@@ -129,7 +130,7 @@ struct ChildArgs {
   }
   // Very last: the unix-socket supervisor's filter (unix_supervisor.hpp) covers bwrap and all it
   // starts; its listener goes to sbx, whose supervisor thread answers from now on.
-  const int listener = install_unix_notify_filter();
+  const int listener = install_unix_notify_filter(a.report_sends);
   if (listener < 0 || !send_descriptor(channel, listener)) setup_failed(report);
   close(listener);
   child::unblock_all_signals();
@@ -235,6 +236,8 @@ Result<bool> child_ended(pid_t pid) {
 struct Channels {
   int signal_fd;
   int info_fd;  // -1 once bwrap has closed it
+  // Served by this loop until it hands the listener to a thread (UnixSupervisor::attach).
+  UnixSupervisor* unix_supervisor;
 };
 
 // Reads every signal queued on the signalfd and hands the forwarded ones to the forwarder
@@ -265,12 +268,15 @@ Status supervise(pid_t bwrap, Channels channels) {
       forwarder.stop();
       break;
     }
-    std::array<pollfd, 3> fds{{{channels.signal_fd, POLLIN, 0},
+    // A negative descriptor is skipped by poll: info once closed, the listener once handed on.
+    const int unix_fd = channels.unix_supervisor ? channels.unix_supervisor->poll_fd() : -1;
+    std::array<pollfd, 4> fds{{{channels.signal_fd, POLLIN, 0},
                                {exit_fd, POLLIN, 0},
-                               {channels.info_fd, POLLIN, 0}}};
+                               {channels.info_fd, POLLIN, 0},
+                               {unix_fd, POLLIN, 0}}};
     int timeout = forwarder.holding() ? kReadyPollMs : -1;
     if (exit_fd < 0 && (timeout < 0 || timeout > kNoPidfdPollMs)) timeout = kNoPidfdPollMs;
-    if (poll(fds.data(), channels.info_fd >= 0 ? 3 : 2, timeout) < 0 && errno != EINTR) {
+    if (poll(fds.data(), fds.size(), timeout) < 0 && errno != EINTR) {
       const int error = errno;
       if (exit_fd >= 0) close(exit_fd);
       return Error{std::string("poll failed: ") + std::strerror(error)};
@@ -281,6 +287,7 @@ Status supervise(pid_t bwrap, Channels channels) {
       // bwrap writes the JSON in one go right after clone and then closes the pipe.
       if (std::optional<pid_t> pid = parse_child_pid(info)) forwarder.set_target(*pid);
     }
+    if (fds[3].revents != 0) channels.unix_supervisor->serve();
     if (fds[0].revents != 0) drain_signals(channels.signal_fd, &forwarder);
     forwarder.deliver_held();
   }
@@ -487,7 +494,7 @@ Error abandon_bwrap(pid_t pid, const std::string& why) {
 Result<std::unique_ptr<UnixSupervisor>> start_supervisor(Launch& launch) {
   const int listener = receive_descriptor(launch.channel_parent);
   if (listener < 0) return Error{"the child sent no seccomp listener for the unix-socket supervisor"};
-  return UnixSupervisor::start(listener, std::move(launch.unix_rules));
+  return UnixSupervisor::attach(listener, std::move(launch.unix_rules));
 }
 
 // True if sbx-stage2 wrote its ready byte, i.e. bwrap's setup worked and stage 2 started.
@@ -539,7 +546,7 @@ Result<ExitStatus> fork_and_supervise(const ExecPlan& plan, const int report[2],
   const pid_t pid = vfork_child({argv.data(), envp.data(), plan.cwd.c_str(), report[1], info[1],
                                  launch.env_fd, launch.ready_write, launch.mounts_fd,
                                  launch.bind_fds.data(), launch.bind_fds.size(), prepare_child,
-                                 launch.channel_child},
+                                 launch.channel_child, launch.unix_rules.private_network},
                                 fork_errno);
   pthread_sigmask(SIG_SETMASK, &supervising, nullptr);
   // Only bwrap may hold these: in sbx they are closed now (bind sources included).
@@ -561,7 +568,7 @@ Result<ExitStatus> fork_and_supervise(const ExecPlan& plan, const int report[2],
     }
     unix_supervisor = std::move(*started);
   }
-  Status supervised = supervise(pid, {signal_fd, info[0]});
+  Status supervised = supervise(pid, {signal_fd, info[0], unix_supervisor.get()});
   // bwrap has ended, and the whole sandbox with it (its PID 1 is gone).
   if (unix_supervisor) {
     unix_supervisor->stop();

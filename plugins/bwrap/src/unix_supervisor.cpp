@@ -69,6 +69,7 @@ constexpr std::uint32_t kNr = offsetof(seccomp_data, nr);
 constexpr std::uint32_t kArch = offsetof(seccomp_data, arch);
 constexpr std::uint32_t kArg0 = offsetof(seccomp_data, args[0]);
 constexpr std::uint32_t kArg1 = offsetof(seccomp_data, args[1]);
+constexpr std::uint32_t kArg4 = offsetof(seccomp_data, args[4]);
 // x32 system calls (x86_64 numbers with this bit) would name other calls: killed, like every
 // call of a foreign architecture (stage 2's filter does the same later on).
 constexpr std::uint32_t kX32Bit = 0x40000000;
@@ -76,6 +77,9 @@ constexpr std::uint32_t kX32Bit = 0x40000000;
 // Jump offsets are relative to the next instruction; the labels are the indices noted below.
 // The kernel reads int arguments (family, type) as their low 32 bits, so the filter compares
 // exactly those: upper bits set by the caller cannot slip a unix datagram socket past it.
+// Two programs: the second also notifies sendto() with a destination address (its pointer
+// argument not NULL), for the reports of a private network namespace (UnixSocketRules::
+// private_network); the first lets every send through.
 constexpr sock_filter kProgram[] = {
     /* 0 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, kArch),
     /* 1 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, kNativeArch, 0, 17),  // else -> 19 kill
@@ -99,8 +103,41 @@ constexpr sock_filter kProgram[] = {
     /* 19 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
 };
 
+// The same, and sendto() with a non-NULL destination (both words of the pointer tested) is
+// notified too. Only the report rests on it: the kernel's routing refuses the destination.
+constexpr sock_filter kProgramWithSends[] = {
+    /* 0 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, kArch),
+    /* 1 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, kNativeArch, 0, 22),  // else -> 24 kill
+    /* 2 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, kNr),
+    /* 3 */ BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, kX32Bit, 20, 0),  // -> 24 kill
+    /* 4 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_connect, 17, 0),  // -> 22 notify
+    /* 5 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_bind, 16, 0),     // -> 22 notify
+    /* 6 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 16, 0),     // -> 23 EPERM
+    /* 7 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_enter, 15, 0),     // -> 23 EPERM
+    /* 8 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_register, 14, 0),  // -> 23 EPERM
+    /* 9 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socket, 6, 0),              // -> 16
+    /* 10 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socketpair, 5, 0),         // -> 16
+    /* 11 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_sendto, 0, 9),             // else -> 21
+    /* 12 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, kArg4),
+    /* 13 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 8),  // low word set -> 22 notify
+    /* 14 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, kArg4 + 4),
+    /* 15 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 5, 6),  // NULL -> 21 allow, else -> 22
+    /* 16 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, kArg0),
+    /* 17 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_UNIX, 0, 3),  // else -> 21 allow
+    /* 18 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, kArg1),
+    /* 19 */ BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0xf),  // the type without SOCK_NONBLOCK/CLOEXEC
+    /* 20 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOCK_DGRAM, 2, 0),  // -> 23 EPERM
+    /* 21 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    /* 22 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
+    /* 23 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+    /* 24 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+};
+
 const sock_fprog kProgramDescriptor = {static_cast<unsigned short>(std::size(kProgram)),
                                        const_cast<sock_filter*>(kProgram)};
+const sock_fprog kProgramWithSendsDescriptor = {
+    static_cast<unsigned short>(std::size(kProgramWithSends)),
+    const_cast<sock_filter*>(kProgramWithSends)};
 
 }  // namespace
 
@@ -115,9 +152,12 @@ std::string unix_supervisor_unavailable() {
   return {};
 }
 
-const sock_fprog& unix_notify_program() noexcept { return kProgramDescriptor; }
+const sock_fprog& unix_notify_program(bool report_sends) noexcept {
+  return report_sends ? kProgramWithSendsDescriptor : kProgramDescriptor;
+}
 
-int install_unix_notify_filter() noexcept {
+int install_unix_notify_filter(bool report_sends) noexcept {
+  const sock_fprog* program = &unix_notify_program(report_sends);
   // Required to install a filter without CAP_SYS_ADMIN; bwrap (not set-user-ID here) and stage
   // 2 (which sets it anyway) run the same with it.
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return -1;
@@ -127,10 +167,10 @@ int install_unix_notify_filter() noexcept {
   int fd = static_cast<int>(syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
                                     SECCOMP_FILTER_FLAG_NEW_LISTENER |
                                         SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV,
-                                    &kProgramDescriptor));
+                                    program));
   if (fd < 0 && errno == EINVAL)  // kernels before 5.19
     fd = static_cast<int>(syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
-                                  SECCOMP_FILTER_FLAG_NEW_LISTENER, &kProgramDescriptor));
+                                  SECCOMP_FILTER_FLAG_NEW_LISTENER, program));
   return fd;
 }
 
@@ -304,6 +344,10 @@ struct UnixSupervisor::State : std::enable_shared_from_this<UnixSupervisor::Stat
   std::atomic<int> active_workers{0};
   std::atomic<bool> stopping{false};
   bool stopped = false;  // stop() ran (only the owner's thread touches it)
+  // Owner-driven (attach): the owner serves the listener until `threaded`; `hung_up` once no
+  // process is left under the filter. Only the owner's thread touches them.
+  bool threaded = false;
+  bool hung_up = false;
 };
 
 namespace {
@@ -746,6 +790,82 @@ void unix_connect(State& state, Call call) {
   connect_pathname(state, std::move(call), std::string(un->sun_path, strnlen(un->sun_path, size)));
 }
 
+// ---- sendto() with a destination (report-only) ----
+
+// The largest payload copied for a send performed here: a UDP datagram is at most 65507
+// bytes (IPv4), 65527 (IPv6); longer sends fail EMSGSIZE in the kernel and are let through.
+constexpr std::size_t kMaxDatagram = 65536;
+
+void continue_call(State& state, std::uint64_t id) {
+  seccomp_notif_resp resp{};
+  resp.id = id;
+  resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+  ioctl(state.listener.get(), SECCOMP_IOCTL_NOTIF_SEND, &resp);
+}
+
+// A destination the private namespace's loopback takes: 127.0.0.0/8 and 0.0.0.0 (which the
+// kernel sends to loopback), ::1 and ::, and the IPv4-mapped forms of the IPv4 ones.
+bool loopback_destination(const sockaddr_storage& address, socklen_t length) {
+  const auto v4_local = [](std::uint32_t host_order) {
+    return (host_order >> 24) == 127 || host_order == 0;
+  };
+  if (address.ss_family == AF_INET && length >= sizeof(sockaddr_in))
+    return v4_local(ntohl(reinterpret_cast<const sockaddr_in*>(&address)->sin_addr.s_addr));
+  if (address.ss_family == AF_INET6 && length >= sizeof(sockaddr_in6)) {
+    const in6_addr& a = reinterpret_cast<const sockaddr_in6*>(&address)->sin6_addr;
+    if (IN6_IS_ADDR_LOOPBACK(&a) || IN6_IS_ADDR_UNSPECIFIED(&a)) return true;
+    if (IN6_IS_ADDR_V4MAPPED(&a)) {
+      std::uint32_t v4 = 0;
+      std::memcpy(&v4, a.s6_addr + 12, sizeof v4);
+      return v4_local(ntohl(v4));
+    }
+  }
+  return false;
+}
+
+// sendto() with a destination, notified only in a private network namespace. Nothing is
+// decided here: the namespace has no route but its loopback, and the kernel's routing is what
+// refuses every other destination. The supervisor only makes that refusal visible. A send to
+// a loopback address (the usual one) continues as the caller's own call, unreported; any other
+// is performed here on the duplicate with private copies of the address and the datagram, so
+// the kernel's answer (ENETUNREACH: recorded as kind "ip") is known and injected. A command
+// that rewrites the address after the copy can dodge a report, never the kernel's refusal.
+void send_to(State& state, const seccomp_notif& request, Fd socket, int domain) {
+  int type = 0;
+  socklen_t type_size = sizeof type;
+  if (!socket.ok() || (domain != AF_INET && domain != AF_INET6) ||
+      getsockopt(socket.get(), SOL_SOCKET, SO_TYPE, &type, &type_size) != 0 ||
+      type != SOCK_DGRAM || !state.rules.private_network)
+    return continue_call(state, request.id);
+  const auto pid = static_cast<pid_t>(request.pid);
+  // int and size_t arguments, read as the kernel reads them.
+  const auto address_length = static_cast<int>(request.data.args[5]);
+  const auto size = static_cast<std::size_t>(request.data.args[2]);
+  const auto flags = static_cast<int>(request.data.args[3]);
+  if (address_length <= 0 || static_cast<std::size_t>(address_length) > sizeof(sockaddr_storage))
+    return continue_call(state, request.id);
+  sockaddr_storage address{};
+  const auto length = static_cast<socklen_t>(address_length);
+  iovec local{&address, length};
+  iovec remote{reinterpret_cast<void*>(request.data.args[4]), length};
+  if (process_vm_readv(pid, &local, 1, &remote, 1, 0) != static_cast<ssize_t>(length) ||
+      loopback_destination(address, length) || size > kMaxDatagram)
+    return continue_call(state, request.id);
+  std::vector<char> payload(size);
+  if (size > 0) {
+    iovec local_data{payload.data(), size};
+    iovec remote_data{reinterpret_cast<void*>(request.data.args[1]), size};
+    if (process_vm_readv(pid, &local_data, 1, &remote_data, 1, 0) != static_cast<ssize_t>(size))
+      return continue_call(state, request.id);
+  }
+  if (!still_valid(state, request.id)) return;
+  const ssize_t sent = sendto(socket.get(), payload.data(), size, flags | MSG_NOSIGNAL,
+                              reinterpret_cast<const sockaddr*>(&address), length);
+  const int error = sent < 0 ? errno : 0;
+  note_unreachable(state, address, length, error);
+  respond(state, request.id, sent < 0 ? -1 : sent, error);
+}
+
 // ---- one notification ----
 
 void handle(State& state, const seccomp_notif& request) {
@@ -753,7 +873,7 @@ void handle(State& state, const seccomp_notif& request) {
   call.id = request.id;
   call.nr = request.data.nr;
   call.pid = static_cast<pid_t>(request.pid);
-  if (call.nr != __NR_connect && call.nr != __NR_bind)
+  if (call.nr != __NR_connect && call.nr != __NR_bind && call.nr != __NR_sendto)
     return respond_result(state, call.id, -1, ENOSYS);
   // int arguments: the kernel reads the low 32 bits.
   const int fd = static_cast<int>(request.data.args[0]);
@@ -765,6 +885,7 @@ void handle(State& state, const seccomp_notif& request) {
     // Out of descriptors, say: a bind goes ahead unrecorded (nothing may connect to it), a
     // connect fails.
     if (call.nr == __NR_bind) return bind_continues(state, request, Fd{}, -1);
+    if (call.nr == __NR_sendto) return continue_call(state, call.id);
     return respond_result(state, call.id, -1, EAGAIN);
   }
   call.socket = Fd(static_cast<int>(syscall(SYS_pidfd_getfd, pidfd.get(), fd, 0)));
@@ -775,6 +896,7 @@ void handle(State& state, const seccomp_notif& request) {
       getsockopt(call.socket.get(), SOL_SOCKET, SO_DOMAIN, &domain, &domain_size) != 0)
     domain = -1;
   if (call.nr == __NR_bind) return bind_continues(state, request, std::move(call.socket), domain);
+  if (call.nr == __NR_sendto) return send_to(state, request, std::move(call.socket), domain);
   if (!call.socket.ok()) return respond_result(state, call.id, -1, getfd_error == EBADF ? EBADF : EPERM);
   if (domain < 0) return respond_result(state, call.id, -1, ENOTSOCK);
   if (length < 0 || static_cast<std::size_t>(length) > sizeof(sockaddr_storage))
@@ -811,10 +933,13 @@ bool drop_effective_capabilities() {
   return syscall(SYS_capset, &header, data) == 0;
 }
 
-void run(State& state) {
+// The supervisor's thread. `first`, when set, is a call the owner received before handing the
+// listener over (attach/serve), answered first.
+void run(State& state, std::optional<seccomp_notif> first) {
   block_all_signals();
   if (!drop_effective_capabilities()) {
     // Fail closed: every call is refused rather than performed with sbx's privileges.
+    if (first) respond_result(state, first->id, -1, EPERM);
     for (;;) {
       std::array<pollfd, 2> fds{{{state.listener.get(), POLLIN, 0},
                                  {state.stop_event.get(), POLLIN, 0}}};
@@ -825,6 +950,7 @@ void run(State& state) {
         respond_result(state, request.id, -1, EPERM);
     }
   }
+  if (first) handle(state, *first);
   for (;;) {
     std::array<pollfd, 2> fds{{{state.listener.get(), POLLIN, 0},
                                {state.stop_event.get(), POLLIN, 0}}};
@@ -843,6 +969,33 @@ void run(State& state) {
   }
 }
 
+// Starts the supervisor's thread (once), handing it `first`. False (with the reason in `error`)
+// when it cannot; nothing was handed over then.
+bool start_thread(State& state, std::optional<seccomp_notif> first, std::string& error) {
+  state.stop_event = Fd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!state.stop_event.ok()) {
+    error = std::string("eventfd failed: ") + std::strerror(errno);
+    return false;
+  }
+  // Created with every signal blocked, so the thread never takes a signal meant for sbx's
+  // signalfd (threads inherit the creator's mask).
+  sigset_t all;
+  sigset_t previous;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &previous);
+  try {
+    state.thread = std::thread([raw = &state, first] { run(*raw, first); });
+  } catch (const std::system_error& e) {
+    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+    state.stop_event.reset();
+    error = std::string("cannot start its thread: ") + e.what();
+    return false;
+  }
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  state.threaded = true;
+  return true;
+}
+
 Status load_listed(State& state) {
   for (const std::string& path : state.rules.allowed_paths) {
     Fd file(open(path.c_str(), O_PATH | O_CLOEXEC));
@@ -858,40 +1011,72 @@ Status load_listed(State& state) {
 
 UnixSupervisor::UnixSupervisor(std::shared_ptr<State> state) : state_(std::move(state)) {}
 
-Result<std::unique_ptr<UnixSupervisor>> UnixSupervisor::start(int listener,
-                                                               UnixSocketRules rules) {
+namespace {
+
+Result<std::shared_ptr<State>> make_state(int listener, UnixSocketRules rules) {
   auto state = std::make_shared<State>();
   state->listener = Fd(listener);
   state->rules = std::move(rules);
-  state->stop_event = Fd(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!state->listener.ok()) return Error{"unix-socket supervisor: no seccomp listener"};
-  if (!state->stop_event.ok())
-    return Error{std::string("unix-socket supervisor: eventfd failed: ") + std::strerror(errno)};
   if (Status listed = load_listed(*state); !listed.ok()) return Error{listed.error()};
-  // Created with every signal blocked, so the thread never takes a signal meant for sbx's
-  // signalfd (threads inherit the creator's mask).
-  sigset_t all;
-  sigset_t previous;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &previous);
-  try {
-    State* raw = state.get();
-    state->thread = std::thread([raw] { run(*raw); });
-  } catch (const std::system_error& e) {
-    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-    return Error{std::string("unix-socket supervisor: cannot start its thread: ") + e.what()};
+  return state;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<UnixSupervisor>> UnixSupervisor::start(int listener,
+                                                               UnixSocketRules rules) {
+  Result<std::shared_ptr<State>> state = make_state(listener, std::move(rules));
+  if (!state.ok()) return Error{state.error()};
+  std::string error;
+  if (!start_thread(**state, std::nullopt, error))
+    return Error{"unix-socket supervisor: " + error};
+  return std::unique_ptr<UnixSupervisor>(new UnixSupervisor(std::move(*state)));
+}
+
+Result<std::unique_ptr<UnixSupervisor>> UnixSupervisor::attach(int listener,
+                                                                UnixSocketRules rules) {
+  Result<std::shared_ptr<State>> state = make_state(listener, std::move(rules));
+  if (!state.ok()) return Error{state.error()};
+  return std::unique_ptr<UnixSupervisor>(new UnixSupervisor(std::move(*state)));
+}
+
+int UnixSupervisor::poll_fd() const {
+  if (!state_ || state_->threaded || state_->hung_up || state_->stopped) return -1;
+  return state_->listener.get();
+}
+
+void UnixSupervisor::serve() {
+  if (poll_fd() < 0) return;
+  State& state = *state_;
+  // Looked at again here: RECV waits when nothing is pending, and the owner must never wait.
+  // (A pending call withdrawn by a fatal signal after this poll makes RECV fail, not wait.)
+  pollfd ready{state.listener.get(), POLLIN, 0};
+  if (poll(&ready, 1, 0) <= 0) return;
+  if ((ready.revents & POLLIN) == 0) {
+    if ((ready.revents & (POLLHUP | POLLERR | POLLNVAL)) != 0) state.hung_up = true;
+    return;
   }
-  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-  return std::unique_ptr<UnixSupervisor>(new UnixSupervisor(std::move(state)));
+  seccomp_notif request{};
+  if (ioctl(state.listener.get(), SECCOMP_IOCTL_NOTIF_RECV, &request) != 0) return;
+  // A bind is continued as the caller's own call (after its socket is noted): nothing is
+  // performed with the owner's privileges, nothing blocks.
+  if (request.data.nr == __NR_bind) return handle(state, request);
+  std::string ignored;
+  if (start_thread(state, request, ignored)) return;
+  if (request.data.nr == __NR_sendto) return continue_call(state, request.id);
+  respond_result(state, request.id, -1, EAGAIN);
 }
 
 void UnixSupervisor::stop() {
   if (!state_ || state_->stopped) return;
   state_->stopped = true;
   state_->stopping.store(true);
-  const std::uint64_t one = 1;
-  (void)!write(state_->stop_event.get(), &one, sizeof one);
-  if (state_->thread.joinable()) state_->thread.join();
+  if (state_->thread.joinable()) {
+    const std::uint64_t one = 1;
+    (void)!write(state_->stop_event.get(), &one, sizeof one);
+    state_->thread.join();
+  }
   std::unique_lock lock(state_->mutex);
   // A connect still blocking (a TCP handshake to a silent host) is cut short: the sandbox that
   // waited for it is gone. Workers hold the state, so a late one is harmless; wait briefly.

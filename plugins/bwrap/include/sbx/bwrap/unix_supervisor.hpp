@@ -27,6 +27,14 @@
 //   bound to the name) are allowed.
 // * every other family: allowed, but performed by the supervisor like the rest; an inet
 //   connect that finds no route out of a private network namespace is recorded as refused.
+// * sendto() with a destination, private network namespace only: report-only. The kernel's
+//   routing refuses a destination outside the namespace (only its loopback is there); the
+//   supervisor lets a send to a loopback address continue unreported and performs any other
+//   (the datagram and address copied out first) on its duplicate, recording ENETUNREACH.
+//
+// Cost: in the spawner no thread runs until a call needs one (attach/serve below): binds are
+// answered by the thread that already waits for bwrap, so a run that never connects or sends
+// to an address pays no thread start.
 #pragma once
 
 #include <linux/filter.h>
@@ -53,7 +61,8 @@ struct UnixSocketRules {
 // One connection the supervisor refused: "unix" and the path or "@name" as the caller gave
 // it, or "ip" and "ADDRESS:PORT" ("[ADDRESS]:PORT" for IPv6) for a connect that found no route
 // out of the sandbox's private network namespace (ENETUNREACH: only its loopback is there).
-// Sends on unconnected inet datagram sockets are not seen (not connects), so not recorded.
+// The same for a sendto() with a destination address that found no route (ENETUNREACH); a
+// sendmsg()/sendmmsg() is not seen (its address is in memory the filter cannot test).
 struct UnixRefusal {
   std::string kind;
   std::string address;
@@ -63,12 +72,13 @@ struct UnixRefusal {
 // openat2 are needed: Linux 5.6), or empty when it can. Every bwrap run needs it.
 std::string unix_supervisor_unavailable();
 
-// The notification filter (static, built at compile time: usable after vfork).
-const sock_fprog& unix_notify_program() noexcept;
+// The notification filter (static, built at compile time: usable after vfork). With
+// `report_sends` (a private network namespace) sendto() with a destination is notified too.
+const sock_fprog& unix_notify_program(bool report_sends) noexcept;
 
 // Child side, async-signal-safe: sets no_new_privs and installs unix_notify_program() with a
 // listener; returns the listener (close-on-exec) or -1 with errno set.
-int install_unix_notify_filter() noexcept;
+int install_unix_notify_filter(bool report_sends) noexcept;
 
 // Passes `fd` over the unix socket `channel` (SCM_RIGHTS). Async-signal-safe. False on error.
 bool send_descriptor(int channel, int fd) noexcept;
@@ -93,8 +103,22 @@ SupervisedArgv take_supervisor_options(const std::vector<std::string>& argv);
 
 class UnixSupervisor {
  public:
-  // Takes ownership of `listener` (closed even on failure).
+  // Takes ownership of `listener` (closed even on failure); a thread of its own serves it from
+  // now on (for an owner without a poll loop: tests, tools).
   static Result<std::unique_ptr<UnixSupervisor>> start(int listener, UnixSocketRules rules);
+  // Takes ownership of `listener` (closed even on failure), starts no thread: the owner polls
+  // poll_fd() for POLLIN among its own descriptors, without ever blocking for long elsewhere,
+  // and calls serve() whenever it is readable. The first connect or send is handed to a thread
+  // started then (once); from that moment poll_fd() is -1 and the thread serves alone.
+  static Result<std::unique_ptr<UnixSupervisor>> attach(int listener, UnixSocketRules rules);
+  // The listener while the owner is to serve it; -1 once a thread serves it, the sandbox is
+  // gone (every process under the filter has ended) or stop() ran.
+  int poll_fd() const;
+  // Answers what is waiting on the listener, never blocking: a bind here (it is continued as
+  // the caller's own call, nothing is performed), anything else in the supervisor's thread.
+  // Without a thread (none could be started) a connect fails with EAGAIN and a send goes on
+  // unreported (sends are only reported, never decided).
+  void serve();
   ~UnixSupervisor();
   UnixSupervisor(const UnixSupervisor&) = delete;
   UnixSupervisor& operator=(const UnixSupervisor&) = delete;
