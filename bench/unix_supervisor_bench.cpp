@@ -16,7 +16,8 @@
 //   unix connect   socket + connect to a unix socket the child bound itself + accept + close
 //                  (a supervised connect: notification, checks, connect performed by sbx);
 //   tcp connect    the same over 127.0.0.1 (an inet connect, performed by the supervisor too).
-// Usage: sbx_bench_unix_supervisor [rounds] (default 15). Plain output, no Google Benchmark:
+// Usage: sbx_bench_unix_supervisor [rounds] [case] (default 15 rounds; a case's first word,
+// e.g. "spawn", runs only that case). Plain output, no Google Benchmark:
 // each figure comes from a child process, which its per-iteration model does not fit.
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -294,7 +295,9 @@ int main(int argc, char** argv) {
   std::printf("%-30s %13s %13s %13s %12s %12s\n", "case (median of rounds)", "unsupervised",
               "thread-served", "owner-served", "diff thread", "diff owner");
   int failures = 0;
+  const std::string only = argc > 2 ? argv[2] : "";
   for (const CaseInfo& c : kCases) {
+    if (!only.empty() && std::string(c.name).rfind(only, 0) != 0) continue;
     std::vector<double> results[3];
     for (int r = 0; r < rounds; ++r) {
       // Interleaved: a change in load hits every mode alike.

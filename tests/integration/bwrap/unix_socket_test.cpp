@@ -236,6 +236,45 @@ TEST_P(BwrapUnixSockets, RefusalsAreNamedInTheJsonReportAndOnStderr) {
   EXPECT_EQ(in_tmp.hits(), 0);
 }
 
+// UDP: a sendto() out of the private namespace (restricted, proxy) fails in the kernel (no
+// route) and is named in the report like a refused connect; loopback UDP (IPv4 and IPv6)
+// works and is not reported. With the network enabled only the loopback part is tried (the
+// host's own routes decide there, and nothing is reported).
+TEST_P(BwrapUnixSockets, UdpSendtoOutOfTheSandboxIsNamedAndLoopbackUdpIsNot) {
+  const bool private_network = mode() != "enabled";
+  const std::string script =
+      std::string(
+          "import errno, socket\n"
+          "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(('127.0.0.1', 0))\n"
+          "s.settimeout(10)\n"
+          "c = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+          "c.sendto(b'hello', s.getsockname()); print('loopback', s.recv(100).decode())\n"
+          "s6 = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM); s6.bind(('::1', 0))\n"
+          "s6.settimeout(10)\n"
+          "c6 = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)\n"
+          "c6.sendto(b'hello6', s6.getsockname()[:2]); print('loopback6', s6.recv(100).decode())\n") +
+      (private_network ? "try:\n"
+                         "    c.sendto(b'out', ('192.0.2.1', 9)); print('SENT')\n"
+                         "except OSError as e:\n"
+                         "    print('udp', errno.errorcode[e.errno])\n"
+                       : "");
+  std::vector<std::string> args = {"--backends", "bwrap", "exec", "--json"};
+  const std::vector<std::string> with_policy = policy();
+  args.insert(args.end(), with_policy.begin(), with_policy.end());
+  args.insert(args.end(), {"--", "/usr/bin/python3", "-c", script});
+  const JsonExec json = sbx_exec_json(args, ws_.path());
+  EXPECT_EQ(json.run.code, 0) << describe(json.run);
+  EXPECT_EQ(json.run.out, std::string("loopback hello\nloopback6 hello6\n") +
+                              (private_network ? "udp ENETUNREACH\n" : ""))
+      << describe(json.run);
+  const boost::json::array& refusals = json.report.at("network_refusals").as_array();
+  ASSERT_EQ(refusals.size(), private_network ? 1u : 0u) << boost::json::serialize(refusals);
+  if (private_network) {
+    EXPECT_EQ(refusals.at(0).at("kind").as_string(), "ip");
+    EXPECT_EQ(refusals.at(0).at("address").as_string(), "192.0.2.1:9");
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Modes, BwrapUnixSockets, ::testing::ValuesIn(kModes),
                          [](const auto& param_info) { return param_info.param; });
 
