@@ -47,8 +47,11 @@ namespace {
 
 enum class Case { kSetup, kSpawn, kGetppid, kInetSocket, kUnixConnect, kTcpConnect };
 
-// Unsupervised; served by a thread from the start; served by the owner (the spawner's way).
-enum class Mode { kPlain, kThread, kOwner };
+// Unsupervised; served by a thread from the start; served by the owner (the spawner's way);
+// and, for the per-run cases only, the filter and listener hand-over with no supervisor at all
+// (the listener closed at once: a notified call would fail), which splits the per-run cost
+// into the kernel's part and the supervisor's.
+enum class Mode { kPlain, kFilterOnly, kThread, kOwner };
 
 struct CaseInfo {
   Case what;
@@ -145,7 +148,10 @@ double child_loop(Case what, int ops, const std::string& dir) {
 
 // The supervisor of `mode` for `listener` (nullptr for kPlain or on failure, said on stderr).
 std::unique_ptr<sbx::bwrap::UnixSupervisor> supervise(Mode mode, int listener) {
-  if (mode == Mode::kPlain) return nullptr;
+  if (mode == Mode::kPlain || mode == Mode::kFilterOnly) {
+    ::close(listener);
+    return nullptr;
+  }
   auto started = mode == Mode::kThread
                      ? sbx::bwrap::UnixSupervisor::start(listener, sbx::bwrap::UnixSocketRules{})
                      : sbx::bwrap::UnixSupervisor::attach(listener, sbx::bwrap::UnixSocketRules{});
@@ -204,7 +210,7 @@ double spawn_round_ns(Mode mode) {
   std::unique_ptr<sbx::bwrap::UnixSupervisor> supervisor;
   if (filtered) {
     supervisor = supervise(mode, sbx::bwrap::receive_descriptor(channel[0]));
-    if (!supervisor) {
+    if (!supervisor && mode != Mode::kFilterOnly) {
       ::kill(pid, SIGKILL);
       ::waitpid(pid, nullptr, 0);
       return -1;
@@ -260,7 +266,7 @@ double round_ns(Case what, int ops, Mode mode, const std::string& dir) {
     pollfd p{channel[0], POLLIN, 0};
     ::poll(&p, 1, 10000);
     supervisor = supervise(mode, sbx::bwrap::receive_descriptor(channel[0]));
-    if (!supervisor) return -1;
+    if (!supervisor && mode != Mode::kFilterOnly) return -1;
   }
   ::close(channel[0]);
   wait_serving(result[0], supervisor.get());
@@ -292,16 +298,18 @@ int main(int argc, char** argv) {
   char dir_template[] = "/tmp/sbx-bench-unix-XXXXXX";
   if (::mkdtemp(dir_template) == nullptr) return 1;
   const std::string dir = dir_template;
-  std::printf("%-30s %13s %13s %13s %12s %12s\n", "case (median of rounds)", "unsupervised",
-              "thread-served", "owner-served", "diff thread", "diff owner");
+  std::printf("%-28s %12s %12s %12s %12s | %11s %11s %11s\n", "case (median of rounds)",
+              "unsupervised", "filter only", "thread", "owner", "+filter", "+thread", "+owner");
   int failures = 0;
   const std::string only = argc > 2 ? argv[2] : "";
   for (const CaseInfo& c : kCases) {
     if (!only.empty() && std::string(c.name).rfind(only, 0) != 0) continue;
-    std::vector<double> results[3];
+    const bool per_run = c.what == Case::kSetup || c.what == Case::kSpawn;
+    std::vector<double> results[4];
     for (int r = 0; r < rounds; ++r) {
       // Interleaved: a change in load hits every mode alike.
-      for (Mode mode : {Mode::kPlain, Mode::kThread, Mode::kOwner}) {
+      for (Mode mode : {Mode::kPlain, Mode::kFilterOnly, Mode::kThread, Mode::kOwner}) {
+        if (mode == Mode::kFilterOnly && !per_run) continue;
         const double ns = round_ns(c.what, c.ops, mode, dir);
         if (ns < 0) {
           ++failures;
@@ -310,19 +318,29 @@ int main(int argc, char** argv) {
         results[static_cast<int>(mode)].push_back(ns / c.ops);
       }
     }
-    if (results[0].empty() || results[1].empty() || results[2].empty()) {
-      std::printf("%-30s failed\n", c.name);
+    if (results[0].empty() || results[2].empty() || results[3].empty() ||
+        (per_run && results[1].empty())) {
+      std::printf("%-28s failed\n", c.name);
       continue;
     }
     const double a = median(results[0]);
-    const double b = median(results[1]);
-    const double o = median(results[2]);
     const bool micro = a >= 10000;  // print µs for large figures, ns otherwise
     const double scale = micro ? 1000.0 : 1.0;
     const char* unit = micro ? "us" : "ns";
-    std::printf("%-30s %10.1f %s %10.1f %s %10.1f %s %+9.1f %s %+9.1f %s\n", c.name, a / scale,
-                unit, b / scale, unit, o / scale, unit, (b - a) / scale, unit, (o - a) / scale,
-                unit);
+    char columns[4][32];
+    char differences[4][32];
+    for (int m = 0; m < 4; ++m) {
+      if (results[m].empty()) {
+        std::snprintf(columns[m], sizeof columns[m], "-");
+        std::snprintf(differences[m], sizeof differences[m], "-");
+        continue;
+      }
+      const double v = median(results[m]);
+      std::snprintf(columns[m], sizeof columns[m], "%.1f %s", v / scale, unit);
+      std::snprintf(differences[m], sizeof differences[m], "%+.1f %s", (v - a) / scale, unit);
+    }
+    std::printf("%-28s %12s %12s %12s %12s | %11s %11s %11s\n", c.name, columns[0], columns[1],
+                columns[2], columns[3], differences[1], differences[2], differences[3]);
   }
   ::rmdir(dir.c_str());
   if (failures > 0) std::fprintf(stderr, "%d rounds failed\n", failures);
