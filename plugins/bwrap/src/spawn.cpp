@@ -129,7 +129,8 @@ struct ChildArgs {
     child::fail(report, child::Step::kLimits, kExitSandboxFailure);
   }
   // Very last: the unix-socket supervisor's filter (unix_supervisor.hpp) covers bwrap and all it
-  // starts; its listener goes to sbx, whose supervisor thread answers from now on.
+  // starts; its listener goes to sbx, which answers from now on (its waiting loop below, and a
+  // supervisor thread from the first connect on).
   const int listener = install_unix_notify_filter(a.report_sends);
   if (listener < 0 || !send_descriptor(channel, listener)) setup_failed(report);
   close(listener);
