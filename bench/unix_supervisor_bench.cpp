@@ -307,8 +307,11 @@ int main(int argc, char** argv) {
     const bool per_run = c.what == Case::kSetup || c.what == Case::kSpawn;
     std::vector<double> results[4];
     for (int r = 0; r < rounds; ++r) {
-      // Interleaved: a change in load hits every mode alike.
-      for (Mode mode : {Mode::kPlain, Mode::kFilterOnly, Mode::kThread, Mode::kOwner}) {
+      // Interleaved, the order rotated every round: a change in load, or whatever a round
+      // leaves behind for the next, hits every mode alike.
+      constexpr Mode kOrder[] = {Mode::kPlain, Mode::kFilterOnly, Mode::kThread, Mode::kOwner};
+      for (int k = 0; k < 4; ++k) {
+        const Mode mode = kOrder[(r + k) % 4];
         if (mode == Mode::kFilterOnly && !per_run) continue;
         const double ns = round_ns(c.what, c.ops, mode, dir);
         if (ns < 0) {
