@@ -3,13 +3,13 @@
 // Seccomp sees registers, never memory, so it cannot tell which socket a connect() names. The
 // spawner therefore installs, in the child that execs bwrap, a notification-only filter
 // (unix_notify_program): every connect() and bind() of everything in the sandbox (bwrap, stage
-// 2, the command) is handed to this supervisor, a thread of the waiting sbx process, through
-// the filter's listener. For a connect the supervisor copies the address, decides, and
+// 2, the command) is handed to this supervisor, in the waiting sbx process (its waiting thread,
+// then a thread of its own from the first connect on), through the filter's listener. For a connect the supervisor copies the address, decides, and
 // performs the call itself on a duplicate of the caller's socket (pidfd_getfd) with its
 // private copy of the address, then injects the result: it never lets the kernel continue a
 // call whose decision rests on memory the command can still change. The filter also refuses
 // creating unix datagram sockets (socket and socketpair, EPERM): a datagram send may name any
-// path per message, and sends are not supervised. io_uring, whose socket operations seccomp
+// path per message, and sends are not supervised (only reported, below). io_uring, whose socket operations seccomp
 // does not see, is refused (EPERM) for the same reason.
 //
 // Decisions (plugins/bwrap/README.md, "Unix sockets: the supervisor", has the threat model):
