@@ -194,10 +194,14 @@ TEST_F(BwrapDirectRun, TheEnvironmentIsInNoArgvOrEnvironmentOfBwrap) {
     const std::string cmdline = proc_file(pid, "cmdline");
     EXPECT_EQ(cmdline.find(secret), std::string::npos) << "pid " << pid << ": " << cmdline;
     if (cmdline.rfind(std::string("/usr/bin/bwrap\0--args\0", 22), 0) == 0 &&
-        cmdline.find(dir_) != std::string::npos) {
+        cmdline.find(script) != std::string::npos) {
       ++bwraps;  // bwrap, and its PID 1 inside the sandbox
-      EXPECT_EQ(cmdline, std::string("/usr/bin/bwrap\0--args\0" "4\0--\0/bin/sh\0-c\0", 33) +
-                             script + std::string(1, '\0'));
+      std::string expected;
+      for (const std::string& arg : {std::string("/usr/bin/bwrap"), std::string("--args"),
+                                     std::string("4"), std::string("--"), std::string("/bin/sh"),
+                                     std::string("-c"), script})
+        expected += arg + std::string(1, '\0');
+      EXPECT_EQ(cmdline, expected);
       EXPECT_EQ(proc_file(pid, "environ"), "") << "bwrap has an environment (pid " << pid << ")";
     }
   }
