@@ -179,6 +179,14 @@ std::optional<DirectPlan> direct_plan(const std::vector<std::string>& argv) {
   if (!network_given || it == argv.end() || std::next(it) == argv.end()) return {};
   plan.command.assign(std::next(it), argv.end());
   if (plan.command.front().empty() || plan.command.front().front() != '/') return {};
+  // bwrap 0.8 sets PWD to its --chdir directory after applying --clearenv/--setenv, and nothing
+  // unsets it: the command's environment is exactly the plan's only when the plan already has
+  // that PWD. Otherwise (a policy with `inherit: none`, a caller whose PWD is elsewhere) stage 2
+  // runs, which execs with exactly the plan's environment.
+  const auto chdir = std::find(plan.options.begin(), plan.options.end(), "--chdir");
+  if (chdir == plan.options.end() || std::next(chdir) == plan.options.end()) return {};
+  if (std::find(plan.env.begin(), plan.env.end(), "PWD=" + *std::next(chdir)) == plan.env.end())
+    return {};
   return plan;
 }
 

@@ -35,7 +35,7 @@ using sbx::stage2::NetworkFilter;
 const std::vector<std::string> kStage2Plan = {
     "/usr/bin/bwrap", "--ro-bind", "/", "/", "--unshare-pid", "--as-pid-1", "--chdir", "/w",
     "--", "/opt/sbx/libexec/sbx/sbx-stage2", "--net", "private", "--env", "A=1",
-    "--env", "SECRET=x=y", "--", "/bin/echo", "hi"};
+    "--env", "PWD=/w", "--", "/bin/echo", "hi"};
 
 TEST(BwrapDirectPlan, TakesRestrictedAndEnabledPlansApart) {
   std::optional<sbx::bwrap::DirectPlan> plan = direct_plan(kStage2Plan);
@@ -45,7 +45,7 @@ TEST(BwrapDirectPlan, TakesRestrictedAndEnabledPlansApart) {
   EXPECT_EQ(plan->options, (std::vector<std::string>{"--ro-bind", "/", "/", "--unshare-pid",
                                                      "--chdir", "/w"}));
   EXPECT_EQ(plan->filter, NetworkFilter::kPrivateUnixSupervised);
-  EXPECT_EQ(plan->env, (std::vector<std::string>{"A=1", "SECRET=x=y"}));
+  EXPECT_EQ(plan->env, (std::vector<std::string>{"A=1", "PWD=/w"}));
   EXPECT_EQ(plan->command, (std::vector<std::string>{"/bin/echo", "hi"}));
 
   std::vector<std::string> open = kStage2Plan;
@@ -70,6 +70,18 @@ TEST(BwrapDirectPlan, ProxyUnknownOptionsAndOtherProgramsKeepStageTwo) {
   EXPECT_FALSE(direct_plan(relative));
 }
 
+// bwrap sets PWD to the --chdir directory whatever its environment says: only a plan whose
+// environment already holds exactly that runs without stage 2 (the command then gets exactly
+// the plan's environment either way).
+TEST(BwrapDirectPlan, AnEnvironmentWithoutPwdAtTheWorkingDirectoryKeepsStageTwo) {
+  std::vector<std::string> elsewhere = kStage2Plan;
+  elsewhere[15] = "PWD=/home";
+  EXPECT_FALSE(direct_plan(elsewhere));
+  std::vector<std::string> none = kStage2Plan;
+  none.erase(none.begin() + 14, none.begin() + 16);
+  EXPECT_FALSE(direct_plan(none));
+}
+
 std::vector<std::string> split_block(const std::string& block) {
   std::vector<std::string> out;
   std::string current;
@@ -92,11 +104,16 @@ TEST(BwrapDirectPlan, EnvironmentAndOptionsGoToTheArgsBlockNotTheArgv) {
   EXPECT_EQ(split_block(*block),
             (std::vector<std::string>{"--json-status-fd", "3", "--add-seccomp-fd", "5",
                                       "--add-seccomp-fd", "6", "--clearenv", "--setenv", "A",
-                                      "1", "--setenv", "SECRET", "x=y", "--ro-bind", "/", "/",
+                                      "1", "--setenv", "PWD", "/w", "--ro-bind", "/", "/",
                                       "--unshare-pid", "--chdir", "/w", "--ro-bind-data", "7",
                                       sbx::bwrap::kPauseFile}));
   EXPECT_EQ(direct_argv(plan), (std::vector<std::string>{"/usr/bin/bwrap", "--args", "4", "--",
                                                          "/bin/echo", "hi"}));
+  sbx::bwrap::DirectPlan equals = plan;
+  equals.env = {"SECRET=x=y"};
+  ASSERT_TRUE(direct_args_block(equals).ok());
+  EXPECT_NE(direct_args_block(equals)->find(std::string("--setenv\0SECRET\0x=y\0", 20)),
+            std::string::npos);
   sbx::bwrap::DirectPlan with_nul = plan;
   with_nul.env.push_back(std::string("B=a\0b", 5));
   EXPECT_FALSE(direct_args_block(with_nul).ok());
@@ -154,6 +171,7 @@ class BwrapDirectRun : public ::testing::Test {
         "--unshare-net", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
         "--as-pid-1", "--chdir", dir_, "--", "/nonexistent/libexec/sbx/sbx-stage2", "--net",
         "private"};
+    env.push_back("PWD=" + dir_);  // as sbx's environment has it (else stage 2 would run)
     for (const std::string& entry : env) argv.insert(argv.end(), {"--env", entry});
     argv.insert(argv.end(), {"--", "/bin/sh", "-c", script});
     return sbx::ExecPlan{argv, {}, dir_, {}};
@@ -251,7 +269,9 @@ TEST_F(BwrapDirectRun, BwrapFailingAfterThePausePointIs125) {
   sbx::ExecPlan bad_cwd = plan("touch ran");
   for (std::size_t i = 0; i + 1 < bad_cwd.argv.size(); ++i) {
     if (bad_cwd.argv[i] == "--chdir") bad_cwd.argv[i + 1] = dir_ + "/gone";
+    if (bad_cwd.argv[i + 1] == "PWD=" + dir_) bad_cwd.argv[i + 1] = "PWD=" + dir_ + "/gone";
   }
+  ASSERT_TRUE(sbx::bwrap::direct_plan(bad_cwd.argv)) << "not the direct launch";
   sbx::Result<sbx::ExitStatus> status = sbx::bwrap::spawn_bwrap(bad_cwd);
   ASSERT_TRUE(status.ok()) << status.error();
   EXPECT_EQ(status->exit_code, 125);  // bwrap's own exit 1 never passes for the command's

@@ -56,8 +56,10 @@ struct DirectPlan {
 };
 
 // The direct form of `argv`, or nullopt when it keeps stage 2: network mode proxy (the relay
-// runs inside the sandbox), a plan that does not run sbx-stage2, or a stage-2 option this
-// launcher does not know (never guessed: stage 2 then does what it says).
+// runs inside the sandbox), a plan that does not run sbx-stage2, a stage-2 option this
+// launcher does not know (never guessed: stage 2 then does what it says), or an environment
+// without PWD set to the --chdir directory (bwrap 0.8 sets PWD to it unconditionally; only
+// stage 2 gives the command exactly an environment without it).
 std::optional<DirectPlan> direct_plan(const std::vector<std::string>& argv);
 
 // The --args block: "--json-status-fd 3 --add-seccomp-fd 5 --add-seccomp-fd 6 --clearenv",
