@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -291,6 +292,37 @@ TEST_F(BwrapDirectRun, NoDescendantOutlivesTheRun) {
     EXPECT_EQ(proc_file(pid, "cmdline").find(marker), std::string::npos)
         << "a sleep outlived the run: pid " << pid;
   }
+}
+
+// Signals sent to the process running spawn_bwrap reach the command (bwrap's PID 1 would drop
+// them): a trap runs and its status comes back; without a trap SIGTERM gives 143. spawn_bwrap
+// runs in a forked child (its only thread blocks the signals and takes them from a signalfd),
+// which the test signals once the command has started.
+TEST_F(BwrapDirectRun, SignalsSentToTheCallerReachTheCommand) {
+  auto run_and_signal = [this](const std::string& script, int sig) {
+    std::filesystem::remove(dir_ + "/running");
+    const sbx::ExecPlan p = plan(script);
+    const pid_t child = ::fork();
+    if (child == 0) {
+      sbx::Result<sbx::ExitStatus> status = sbx::bwrap::spawn_bwrap(p);
+      ::_exit(status.ok() ? status->exit_code : 99);
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!fs::exists(dir_ + "/running") && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    EXPECT_TRUE(fs::exists(dir_ + "/running"));
+    ::kill(child, sig);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 1000 + WTERMSIG(status);
+  };
+  EXPECT_EQ(run_and_signal("trap 'echo got > sig; exit 5' TERM; : > running; "
+                           "while :; do sleep 0.05; done",
+                           SIGTERM),
+            5);
+  EXPECT_EQ(read("sig"), "got\n");
+  EXPECT_EQ(run_and_signal(": > running; exec sleep 30", SIGTERM), 143);
+  EXPECT_EQ(run_and_signal(": > running; exec sleep 30", SIGINT), 130);
 }
 
 }  // namespace direct_launch_test
