@@ -1,6 +1,7 @@
 // The direct bwrap launch's pieces (direct.hpp).
 #include "sbx/bwrap/direct.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <sys/stat.h>
@@ -313,13 +314,35 @@ PauseVerdict check_paused_sandbox(pid_t pid, int pidfd,
   return verdict;
 }
 
+namespace {
+
+// The pids in /proc, space-separated like a children file: the fallback for kernels built
+// without CONFIG_PROC_CHILDREN (is_sandbox_command then picks PID 1's child by its status).
+std::optional<std::string> every_pid() {
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return std::nullopt;
+  std::string out;
+  while (const dirent* entry = readdir(proc)) {
+    if (entry->d_name[0] >= '1' && entry->d_name[0] <= '9') {
+      out += entry->d_name;
+      out.push_back(' ');
+    }
+  }
+  closedir(proc);
+  return out;
+}
+
+}  // namespace
+
 std::optional<pid_t> find_sandbox_command(pid_t init, int& pidfd) {
   const std::string path =
       "/proc/" + std::to_string(init) + "/task/" + std::to_string(init) + "/children";
   const int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (root < 0) return std::nullopt;
-  const std::optional<std::string> children = read_at(root, path.c_str() + 1);
+  std::optional<std::string> children = read_at(root, path.c_str() + 1);
+  const int error = errno;
   close(root);
+  if (!children && error == ENOENT) children = every_pid();
   if (!children) return std::nullopt;
   std::size_t at = 0;
   while (at < children->size()) {

@@ -1,4 +1,6 @@
-// The bwrap backend's spawner (see spawn.hpp for the contract).
+// The bwrap backend's spawner (see spawn.hpp for the contract). What follows describes the
+// stage-2 launch; the direct launch (direct.hpp, run_direct below) sends signals to the command
+// itself, found once bwrap's pause point has passed.
 //
 // Why not core's spawner: it forwards a signal to its direct child, which here is bwrap. bwrap
 // 0.8 has no handler for SIGTERM & co., dies of it, and --die-with-parent then SIGKILLs the
