@@ -1,4 +1,6 @@
-// The bwrap backend's spawner (see spawn.hpp for the contract).
+// The bwrap backend's spawner (see spawn.hpp for the contract). What follows describes the
+// stage-2 launch; the direct launch (direct.hpp, run_direct below) sends signals to the command
+// itself, found once bwrap's pause point has passed.
 //
 // Why not core's spawner: it forwards a signal to its direct child, which here is bwrap. bwrap
 // 0.8 has no handler for SIGTERM & co., dies of it, and --die-with-parent then SIGKILLs the
@@ -27,6 +29,7 @@
 #include "sbx/bwrap/spawn.hpp"
 
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -47,6 +50,8 @@
 #include <string>
 
 #include "sbx/bwrap/bind_fds.hpp"
+#include "sbx/bwrap/direct.hpp"
+#include "sbx/bwrap/seccomp_fds.hpp"
 #include "sbx/bwrap/unix_supervisor.hpp"
 #include "sbx/sdk/posix_child.hpp"
 
@@ -134,6 +139,55 @@ struct ChildArgs {
   const int listener = install_unix_notify_filter(a.report_sends);
   if (listener < 0 || !send_descriptor(channel, listener)) setup_failed(report);
   close(listener);
+  child::unblock_all_signals();
+  child::exec_or_fail(report, a.argv, a.envp);
+}
+
+// The direct launch's child (direct.hpp): the same steps, other descriptors, the Landlock scope
+// entered last, and bwrap exec'd with an empty environment.
+struct DirectChildArgs {
+  char* const* argv;
+  char* const* envp;  // empty: bwrap gets the command's environment through --args
+  const char* cwd;
+  int report_fd;
+  // Placed at kStatusFd, kArgsFd, kSeccompTableFd, kSeccompRulesFd, kPauseFd (all CLOEXEC).
+  std::array<int, 5> placed;
+  const int* bind_fds;
+  std::size_t bind_fd_count;
+  HostServices::ChildHook prepare_child;
+  int supervisor_channel;
+  int scope_ruleset;  // CLOEXEC; -1 below Landlock ABI 6
+  bool report_sends;  // private network namespace: the filter notifies sendto with an address
+};
+
+[[noreturn]] void run_direct_child(const DirectChildArgs& a) {
+  child::reset_signal_dispositions();
+  if (setpgid(0, 0) != 0) setup_failed(a.report_fd);
+  if (!child::close_on_exec_all_but(a.bind_fds, a.bind_fd_count)) setup_failed(a.report_fd);
+  const int report = child::move_above(a.report_fd, kPauseFd + 1);
+  if (report < 0) setup_failed(a.report_fd);
+  const int channel = child::move_above(a.supervisor_channel, kPauseFd + 1);
+  const int ruleset = child::move_above(a.scope_ruleset, kPauseFd + 1);
+  if (channel < 0 || (a.scope_ruleset >= 0 && ruleset < 0)) setup_failed(report);
+  std::array<int, 5> moved{};
+  for (std::size_t i = 0; i < moved.size(); ++i) {
+    moved[i] = child::move_above(a.placed[i], kPauseFd + 1);
+    if (moved[i] < 0) setup_failed(report);
+  }
+  for (std::size_t i = 0; i < moved.size(); ++i) {
+    if (!child::place_fd(moved[i], kStatusFd + static_cast<int>(i))) setup_failed(report);
+  }
+  if (chdir(a.cwd) != 0) child::fail(report, child::Step::kChdir, kExitSandboxFailure);
+  if (const int error = a.prepare_child(); error != 0) {
+    errno = error;
+    child::fail(report, child::Step::kLimits, kExitSandboxFailure);
+  }
+  // The unix-socket supervisor's filter (it sets no_new_privs), then the Landlock scope, which
+  // needs no_new_privs: bwrap and all it starts run inside both.
+  const int listener = install_unix_notify_filter(a.report_sends);
+  if (listener < 0 || !send_descriptor(channel, listener)) setup_failed(report);
+  close(listener);
+  if (ruleset >= 0 && syscall(SYS_landlock_restrict_self, ruleset, 0) != 0) setup_failed(report);
   child::unblock_all_signals();
   child::exec_or_fail(report, a.argv, a.envp);
 }
@@ -525,9 +579,346 @@ ExitStatus report_bwrap_failure(const ExitStatus& bwrap) {
   return status;
 }
 
+// ---------------------------------------------------------------------------------------------
+// The direct launch (direct.hpp): sbx -> bwrap -> command.
+
+[[gnu::noinline]] pid_t vfork_direct_child(const DirectChildArgs& args, int& vfork_errno) {
+  const pid_t pid = vfork();
+  if (pid == 0) run_direct_child(args);
+  vfork_errno = errno;
+  return pid;
+}
+
+// True when this kernel has what the direct launch relies on from outside the sandbox: pidfds
+// (the sandbox's PID 1 and the command pinned) and openat2 (the command checked inside the new
+// root). Older kernels keep stage 2.
+bool direct_launch_supported() {
+  static const bool supported = [] {
+    const int fd = pidfd_open_raw(getpid());
+    if (fd < 0) return false;
+    close(fd);
+    open_how how{};
+    how.flags = O_PATH | O_CLOEXEC;
+    how.resolve = RESOLVE_IN_ROOT;
+    const int root = static_cast<int>(syscall(SYS_openat2, AT_FDCWD, "/", &how, sizeof how));
+    if (root < 0) return false;
+    close(root);
+    return true;
+  }();
+  return supported;
+}
+
+// Signals for the command of a direct launch: held until the pause point has passed and the
+// command (pid 2 inside) exists, then sent through a pidfd of it. bwrap's PID 1 never gets
+// them (a namespace init with default dispositions would drop them).
+class CommandForwarder {
+ public:
+  CommandForwarder() { sigemptyset(&held_); }
+  ~CommandForwarder() {
+    if (pidfd_ >= 0) close(pidfd_);
+  }
+  CommandForwarder(const CommandForwarder&) = delete;
+  CommandForwarder& operator=(const CommandForwarder&) = delete;
+
+  void release(pid_t init) { init_ = init; }
+  void stop() { stopped_ = true; }
+  void receive(int sig) {
+    sigaddset(&held_, sig);
+    deliver_held();
+  }
+  bool holding() const { return !stopped_ && init_ > 0 && !sigisemptyset(&held_); }
+  void deliver_held() {
+    if (stopped_ || init_ <= 0 || sigisemptyset(&held_)) return;
+    if (pidfd_ < 0 && !find_sandbox_command(init_, pidfd_)) return;
+    for (int sig : kForwardedSignals) {
+      if (sigismember(&held_, sig)) syscall(SYS_pidfd_send_signal, pidfd_, sig, nullptr, 0);
+    }
+    sigemptyset(&held_);
+  }
+
+ private:
+  pid_t init_ = 0;  // the sandbox's PID 1, once the pause point has passed
+  int pidfd_ = -1;  // the command
+  bool stopped_ = false;
+  sigset_t held_;
+};
+
+// Everything prepared for one direct run (all close-on-exec in sbx).
+struct DirectLaunch {
+  std::vector<std::string> argv;
+  int args_fd = -1;
+  SeccompFds seccomp;
+  int pause_read = -1;
+  int pause_write = -1;  // sbx's: bwrap waits at the pause point until it is closed
+  int scope_ruleset = -1;
+  int channel_child = -1;
+  int channel_parent = -1;
+  UnixSocketRules unix_rules;
+  std::vector<int> bind_fds;
+  std::vector<stage2::PlannedMount> planned;
+  bool private_network = false;
+  std::string command;
+
+  DirectLaunch() = default;
+  DirectLaunch(const DirectLaunch&) = delete;
+  DirectLaunch& operator=(const DirectLaunch&) = delete;
+  ~DirectLaunch() {
+    close_after_fork();
+    for (int fd : {pause_write, channel_parent}) {
+      if (fd >= 0) close(fd);
+    }
+  }
+  void close_after_fork() {
+    for (int* fd : {&args_fd, &pause_read, &scope_ruleset, &channel_child}) {
+      if (*fd >= 0) close(*fd);
+      *fd = -1;
+    }
+    seccomp = SeccompFds();
+    for (int fd : bind_fds) close(fd);
+    bind_fds.clear();
+  }
+};
+
+// The pause point's pipe, shrunk to one page and filled: it becomes writable again only once
+// bwrap has started reading it, i.e. has done every mount before it.
+Status open_pause_pipe(DirectLaunch& launch) {
+  int pause[2];
+  if (pipe2(pause, O_CLOEXEC) != 0)
+    return Error{std::string("bwrap: cannot create a pipe: ") + std::strerror(errno)};
+  launch.pause_read = pause[0];
+  launch.pause_write = pause[1];
+  fcntl(pause[1], F_SETPIPE_SZ, 4096);  // best effort: any fill works, a small one is cheaper
+  fcntl(pause[1], F_SETFL, O_NONBLOCK);
+  static const char zeros[4096] = {};
+  for (;;) {
+    const ssize_t n = write(pause[1], zeros, sizeof zeros);
+    if (n > 0 || (n < 0 && errno == EINTR)) continue;
+    if (n < 0 && errno == EAGAIN) return {};
+    return Error{std::string("bwrap: cannot fill the setup pipe: ") + std::strerror(errno)};
+  }
+}
+
+Status prepare_direct(const std::vector<std::string>& supervised_argv, DirectLaunch& launch) {
+  Result<BoundArgv> bound = bind_sources_by_fd(supervised_argv);
+  if (!bound.ok()) return Error{bound.error()};
+  launch.bind_fds = bound->fds;
+  std::optional<DirectPlan> direct = direct_plan(bound->argv);
+  if (!direct) return Error{"bwrap: internal error: the plan lost its direct form"};
+  Result<std::string> mounts = planned_mounts_block(bound->argv);
+  if (!mounts.ok()) return Error{mounts.error()};
+  Result<std::vector<stage2::PlannedMount>> planned = stage2::parse_planned_mounts(*mounts);
+  if (!planned.ok()) return Error{"bwrap: " + planned.error()};
+  launch.planned = std::move(*planned);
+  launch.private_network = direct->filter != stage2::NetworkFilter::kOpen;
+  launch.command = direct->command.front();
+  Result<std::string> block = direct_args_block(*direct);
+  if (!block.ok()) return Error{block.error()};
+  launch.args_fd = sealed_memfd("sbx-bwrap-args", *block);
+  if (launch.args_fd < 0)
+    return Error{std::string("bwrap: cannot hand bwrap its arguments (memfd): ") +
+                 std::strerror(errno)};
+  Result<SeccompFds> seccomp = seccomp_program_fds(direct->filter);
+  if (!seccomp.ok()) return Error{seccomp.error()};
+  launch.seccomp = std::move(*seccomp);
+  if (Status pause = open_pause_pipe(launch); !pause.ok()) return pause;
+  Result<int> scope = open_scope_ruleset();
+  if (!scope.ok()) return Error{scope.error()};
+  launch.scope_ruleset = *scope;
+  int channel[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, channel) != 0)
+    return Error{std::string("bwrap: cannot create a socket pair: ") + std::strerror(errno)};
+  launch.channel_parent = channel[0];
+  launch.channel_child = channel[1];
+  launch.argv = direct_argv(*direct);
+  return {};
+}
+
+struct DirectOutcome {
+  std::string status_text;  // what --json-status-fd carried
+  std::optional<PauseVerdict> refused;  // the pause-point check failed: the sandbox was killed
+};
+
+void drain_signals_to(int signal_fd, CommandForwarder& forwarder) {
+  signalfd_siginfo si{};
+  while (read(signal_fd, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
+    if (si.ssi_signo != SIGCHLD) forwarder.receive(static_cast<int>(si.ssi_signo));
+  }
+}
+
+// The parent's loop of a direct run: learns the sandbox's PID 1, checks the sandbox at the pause
+// point and lets it go on (or kills it), forwards signals, returns when bwrap has ended.
+Result<DirectOutcome> supervise_direct(pid_t bwrap, int signal_fd, int status_fd,
+                                       DirectLaunch& launch, UnixSupervisor* unix_supervisor) {
+  DirectOutcome out;
+  CommandForwarder forwarder;
+  pid_t init = 0;
+  int init_pidfd = -1;
+  const int exit_fd = pidfd_open_raw(bwrap);
+  Status failed;
+  for (;;) {
+    Result<bool> ended = child_ended(bwrap);
+    if (!ended.ok()) {
+      failed = Error{ended.error()};
+      break;
+    }
+    if (*ended) break;
+    const bool watch_pause = init > 0 && launch.pause_write >= 0 && !out.refused;
+    // Served by this loop until the supervisor hands its listener to a thread (-1 from then on).
+    const int unix_fd = unix_supervisor ? unix_supervisor->poll_fd() : -1;
+    std::array<pollfd, 5> fds{{{signal_fd, POLLIN, 0},
+                               {exit_fd, POLLIN, 0},
+                               {status_fd, POLLIN, 0},
+                               {watch_pause ? launch.pause_write : -1, POLLOUT, 0},
+                               {unix_fd, POLLIN, 0}}};
+    int timeout = forwarder.holding() ? kReadyPollMs : -1;
+    if (exit_fd < 0 && (timeout < 0 || timeout > kNoPidfdPollMs)) timeout = kNoPidfdPollMs;
+    if (poll(fds.data(), fds.size(), timeout) < 0 && errno != EINTR) {
+      failed = Error{std::string("poll failed: ") + std::strerror(errno)};
+      break;
+    }
+    if (status_fd >= 0 && fds[2].revents != 0 && !read_info(status_fd, out.status_text)) {
+      close(status_fd);
+      status_fd = -1;
+    }
+    if (init == 0) {
+      if (std::optional<pid_t> pid = parse_json_status(out.status_text).child_pid) {
+        init = *pid;
+        init_pidfd = pidfd_open_raw(init);
+      }
+    }
+    if (watch_pause && (fds[3].revents & (POLLERR | POLLHUP)) != 0) {
+      // bwrap's side is gone before it read: bwrap failed, its end shows it.
+      close(launch.pause_write);
+      launch.pause_write = -1;
+    } else if (watch_pause && (fds[3].revents & POLLOUT) != 0) {
+      PauseVerdict verdict =
+          init_pidfd >= 0
+              ? check_paused_sandbox(init, init_pidfd, launch.planned, launch.private_network,
+                                     launch.command)
+              : PauseVerdict{kExitSandboxFailure, "cannot pin the sandbox's PID 1 (pidfd_open)"};
+      if (verdict.exit_code != 0) {
+        // Nothing of the command has run: the sandbox's PID 1 still sits in bwrap's setup.
+        if (init_pidfd >= 0) syscall(SYS_pidfd_send_signal, init_pidfd, SIGKILL, nullptr, 0);
+        kill(bwrap, SIGKILL);
+        out.refused = std::move(verdict);
+      } else {
+        close(launch.pause_write);
+        launch.pause_write = -1;
+        forwarder.release(init);
+      }
+    }
+    if (fds[4].revents != 0) unix_supervisor->serve();
+    if (fds[0].revents != 0) drain_signals_to(signal_fd, forwarder);
+    forwarder.deliver_held();
+  }
+  forwarder.stop();
+  if (exit_fd >= 0) close(exit_fd);
+  if (init_pidfd >= 0) close(init_pidfd);
+  if (status_fd >= 0) {
+    // bwrap has ended: what it wrote last (the exit code) is in the pipe.
+    fcntl(status_fd, F_SETFL, O_NONBLOCK);
+    while (read_info(status_fd, out.status_text)) {
+    }
+    close(status_fd);
+  }
+  if (!failed.ok()) return Error{failed.error()};
+  return out;
+}
+
+Result<ExitStatus> run_direct(const ExecPlan& plan, const std::vector<std::string>& supervised_argv,
+                              UnixSocketRules rules, const int report[2], const int info[2],
+                              int signal_fd, HostServices::ChildHook prepare_child,
+                              std::vector<UnixRefusal>* refusals) {
+  DirectLaunch launch;
+  launch.unix_rules = std::move(rules);
+  if (Status prepared = prepare_direct(supervised_argv, launch); !prepared.ok()) {
+    close(report[1]);
+    close(info[1]);
+    close(info[0]);
+    return Error{prepared.error()};
+  }
+  std::vector<char*> argv = child::c_string_array(launch.argv);
+  char* no_env[] = {nullptr};
+  sigset_t all;
+  sigset_t supervising;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &supervising);
+  int fork_errno = 0;
+  const pid_t pid = vfork_direct_child(
+      {argv.data(), no_env, plan.cwd.c_str(), report[1],
+       {info[1], launch.args_fd, launch.seccomp.table(), launch.seccomp.rules(),
+        launch.pause_read},
+       launch.bind_fds.data(), launch.bind_fds.size(), prepare_child, launch.channel_child,
+       launch.scope_ruleset, launch.unix_rules.private_network},
+      fork_errno);
+  pthread_sigmask(SIG_SETMASK, &supervising, nullptr);
+  launch.close_after_fork();
+  close(report[1]);
+  close(info[1]);
+  if (pid < 0) {
+    close(info[0]);
+    return Error{std::string("bwrap: vfork failed: ") + std::strerror(fork_errno)};
+  }
+  child::Failure failure{};
+  const bool failed = child::read_failure(report[0], failure);
+  std::unique_ptr<UnixSupervisor> unix_supervisor;
+  if (!failed) {
+    const int listener = receive_descriptor(launch.channel_parent);
+    Result<std::unique_ptr<UnixSupervisor>> started =
+        listener < 0 ? Result<std::unique_ptr<UnixSupervisor>>(Error{
+                           "the child sent no seccomp listener for the unix-socket supervisor"})
+                     : UnixSupervisor::attach(listener, std::move(launch.unix_rules));
+    if (!started.ok()) {
+      close(info[0]);
+      return abandon_bwrap(pid, started.error());
+    }
+    unix_supervisor = std::move(*started);
+  }
+  Result<DirectOutcome> outcome =
+      supervise_direct(pid, signal_fd, info[0], launch, unix_supervisor.get());
+  if (unix_supervisor) {
+    unix_supervisor->stop();
+    if (refusals != nullptr) *refusals = unix_supervisor->refusals();
+  }
+  if (!outcome.ok()) {
+    kill(pid, SIGKILL);
+    ExitStatus ignored;
+    child::reap(pid, ignored);
+    return Error{"bwrap: " + outcome.error()};
+  }
+  ExitStatus status;
+  if (!child::reap(pid, status))
+    return Error{std::string("bwrap: waitpid failed: ") + std::strerror(errno)};
+  if (failed) return report_failure(plan, failure);
+  if (outcome->refused) {
+    const std::string message =
+        "sbx: bwrap: " + outcome->refused->message + "; the command did not run\n";
+    std::fputs(message.c_str(), stderr);
+    std::fflush(stderr);
+    ExitStatus refused;
+    refused.exit_code = outcome->refused->exit_code;
+    return refused;
+  }
+  // bwrap writes "exit-code" only once the command has run; without it, bwrap itself failed.
+  if (!parse_json_status(outcome->status_text).exit_code) return report_bwrap_failure(status);
+  return status;
+}
+
 Result<ExitStatus> fork_and_supervise(const ExecPlan& plan, const int report[2], const int info[2],
                                       int signal_fd, HostServices::ChildHook prepare_child,
                                       std::vector<UnixRefusal>* refusals) {
+  if (direct_launch_supported()) {
+    if (Status inherited = check_inherited_descriptors(); !inherited.ok()) {
+      close(report[1]);
+      close(info[1]);
+      close(info[0]);
+      return Error{inherited.error()};
+    }
+    SupervisedArgv supervised = take_supervisor_options(plan.argv);
+    if (direct_plan(supervised.argv))
+      return run_direct(plan, supervised.argv, std::move(supervised.rules), report, info,
+                        signal_fd, prepare_child, refusals);
+  }
   Launch launch;
   if (Status prepared = prepare_launch(plan, launch); !prepared.ok()) {
     close(report[1]);

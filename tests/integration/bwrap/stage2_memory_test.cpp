@@ -24,11 +24,30 @@ class Stage2Memory : public ::testing::Test {
   TempDir ws_;
 };
 
+// Stage 2 is PID 1 only where it still runs: network mode proxy (docs/ARCHITECTURE.md, "How
+// bwrap runs the command").
 TEST_F(Stage2Memory, PidOneIsNotReachable) {
-  const RunResult r = sh(ws_.path(), stage2_attempts_script(probe_path()));
+  const std::string policy = ws_ / "policy.json";
+  write_file(policy, R"({"version": 1, "filesystem": {"kind": "restricted", "entries": [)"
+                     R"({"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"}]},)"
+                     R"( "network": {"mode": "proxy", "allowed_domains": ["127.0.0.1:9"]}})");
+  const RunResult r = sh(ws_.path(), stage2_attempts_script(probe_path()), {"--policy", policy});
   expect_stage2_unreachable(r, /*expected_at_least=*/1);
   EXPECT_NE(r.out.find("stage2 1\n"), std::string::npos) << "PID 1 is not sbx-stage2: "
                                                          << describe(r);
+}
+
+// Without stage 2 (network restricted or enabled), PID 1 is bwrap's own init: reachable by the
+// command (same uid, dumpable), but confined exactly like it and holding no environment.
+TEST_F(Stage2Memory, WithoutStageTwoPidOneIsBwrapConfinedLikeTheCommand) {
+  const RunResult r = sh(ws_.path(),
+                         "cat /proc/1/comm; grep -E '^(NoNewPrivs|Seccomp|CapEff|CapPrm):' "
+                         "/proc/1/status; printf 'environ:'; tr '\\0' , < /proc/1/environ; "
+                         "echo; for p in /proc/[0-9]*; do cat $p/comm; done | grep -c sbx-stage2");
+  EXPECT_EQ(r.code, 1) << describe(r);  // grep -c found no sbx-stage2
+  EXPECT_EQ(r.out, "bwrap\nCapPrm:\t0000000000000000\nCapEff:\t0000000000000000\n"
+                   "NoNewPrivs:\t1\nSeccomp:\t2\nenviron:\n0\n")
+      << describe(r);
 }
 
 TEST_F(Stage2Memory, ProxyRelayIsNotReachable) {

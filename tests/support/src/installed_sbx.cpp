@@ -1,5 +1,7 @@
 #include "sbx_test/installed_sbx.hpp"
 
+#include <algorithm>
+
 namespace sbx::test {
 
 std::string installed_prefix() { return SBX_TEST_PREFIX; }
@@ -16,7 +18,14 @@ RunResult exec_with(const std::string& backend, const std::vector<std::string>& 
   argv.insert(argv.end(), policy.begin(), policy.end());
   argv.insert(argv.end(), {"--cwd", cwd, "--"});
   argv.insert(argv.end(), command.begin(), command.end());
-  return run(argv, env, input);
+  // As a shell caller's environment has it: PWD at the working directory. Without it the bwrap
+  // backend keeps sbx-stage2 (bwrap 0.8 would add PWD, docs/ARCHITECTURE.md "How bwrap runs the
+  // command"), so with it these suites run bwrap's direct launch.
+  std::vector<std::string> with_pwd = env;
+  if (std::none_of(env.begin(), env.end(),
+                   [](const std::string& entry) { return entry.rfind("PWD=", 0) == 0; }))
+    with_pwd.push_back("PWD=" + cwd);
+  return run(argv, with_pwd, input);
 }
 
 RunResult sbx_exec(const std::vector<std::string>& policy, const std::string& cwd,

@@ -1,5 +1,10 @@
 // The bwrap backend's own spawner (the plugin may not link libsbx, whose spawner it replaces).
 //
+// Two launches. The direct one (direct.hpp: sbx -> bwrap -> command, no sbx-stage2) for plans
+// in network modes restricted and enabled whose environment has PWD at the working directory;
+// the stage-2 launch below for every other plan (network mode proxy, the relay) and on kernels
+// without pidfds or openat2. The stage-2 launch:
+//
 // Same contract as core's host spawn (absolute execve, exactly plan.env, every fd but 0-2
 // closed, plan.cwd, 125/126/127 for sbx/exec failures), plus what core cannot do for bwrap:
 // bwrap is started with "--info-fd 3" and the command's environment on fd 4 (move_env_to_fd),

@@ -1,0 +1,115 @@
+// The direct bwrap launch: sbx -> bwrap -> command, no sbx-stage2 in between (network modes
+// restricted and enabled; proxy mode keeps stage 2, which runs the relay inside the sandbox).
+//
+// What stage 2 did inside the sandbox is done like this instead (docs/ARCHITECTURE.md, "How
+// bwrap runs the command"):
+//  * the seccomp filter: the precompiled programs in sealed memfds, --add-seccomp-fd; bwrap
+//    installs them (with no_new_privs) in its PID 1 and, as its last step, in the command;
+//  * the environment: bwrap is exec'd with an empty environment and "--args FD", a sealed
+//    memfd holding every bwrap option, "--clearenv" and one "--setenv NAME VALUE" per
+//    variable: no variable is in any argv, and LD_PRELOAD & co. never act on bwrap itself;
+//  * the mount check (core/stage2/bwrap_checks.hpp) and the command check: the last setup
+//    operation is "--ro-bind-data FD kPauseFile", FD a pipe sbx keeps open; when bwrap starts
+//    reading it, every mount exists, and bwrap waits there until sbx closes the pipe. sbx
+//    reads /proc/<pid>/mountinfo (mounts under /newroot), the network namespace (restricted:
+//    a private one with only `lo`) and the command inside the new root; any failure kills the
+//    sandbox before the command ran;
+//  * statuses: --json-status-fd reports "exit-code" only when the command really ran (bwrap
+//    0.8, measured): without it, bwrap failed (125);
+//  * signals: sent to the command, the child of bwrap's PID 1 whose NSpid is 2, pinned by a
+//    pidfd; bwrap's own PID 1 reaps orphans and takes the namespace down with the command;
+//  * the Landlock scope of abstract unix sockets and signals (ABI >= 6): entered by the child
+//    sbx forks, before it execs bwrap, so bwrap and everything it starts are inside it.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bwrap_checks.hpp"
+#include "seccomp_filter.hpp"
+#include "sbx/sdk/result.hpp"
+
+namespace sbx::bwrap {
+
+// The descriptors bwrap gets in the direct launch (bind sources stay >= kFirstBindFd).
+inline constexpr int kStatusFd = 3;        // --json-status-fd: child-pid, then exit-code
+inline constexpr int kArgsFd = 4;          // --args: every bwrap option, NUL-separated
+inline constexpr int kSeccompTableFd = 5;  // --add-seccomp-fd, installed first
+inline constexpr int kSeccompRulesFd = 6;  // --add-seccomp-fd
+inline constexpr int kPauseFd = 7;         // --ro-bind-data: the pause point
+// Where the pause point's (meaningless) data ends up inside the sandbox: bwrap's own /dev.
+inline constexpr const char* kPauseFile = "/dev/.sbx-setup";
+
+// A stage-2 plan (bwrap OPTIONS -- .../sbx-stage2 --net MODE [--env K=V]... -- COMMAND...)
+// taken apart for the direct launch, after the spawner took out the supervisor's options and
+// put the bind sources on descriptors.
+struct DirectPlan {
+  std::string bwrap;                 // bwrap's path
+  std::vector<std::string> options;  // bwrap's options, without --as-pid-1
+  stage2::NetworkFilter filter = stage2::NetworkFilter::kOpen;
+  std::vector<std::string> env;      // KEY=VALUE
+  std::vector<std::string> command;  // absolute path first
+};
+
+// The direct form of `argv`, or nullopt when it keeps stage 2: network mode proxy (the relay
+// runs inside the sandbox), a plan that does not run sbx-stage2, a stage-2 option this
+// launcher does not know (never guessed: stage 2 then does what it says), or an environment
+// without PWD set to the --chdir directory (bwrap 0.8 sets PWD to it unconditionally; only
+// stage 2 gives the command exactly an environment without it).
+std::optional<DirectPlan> direct_plan(const std::vector<std::string>& argv);
+
+// The --args block: "--json-status-fd 3 --add-seccomp-fd 5 --add-seccomp-fd 6 --clearenv",
+// "--setenv NAME VALUE" per variable, the plan's options, "--ro-bind-data 7 kPauseFile", each
+// ended by a NUL byte. Error if a variable has no '=' or an empty name, or anything holds a NUL.
+Result<std::string> direct_args_block(const DirectPlan& plan);
+
+// bwrap's argv: {bwrap, "--args", "4", "--", command...} (bwrap 0.8 takes the command only from
+// its argv). The command's own arguments are in its own /proc cmdline anyway.
+std::vector<std::string> direct_argv(const DirectPlan& plan);
+
+// The sandbox's mounts as they will be, from mountinfo read at the pause point: bwrap is then
+// chrooted into its setup tmpfs, the sandbox's root is /newroot. Mounts at or below /newroot are
+// kept with the prefix taken off; the others (the setup tmpfs, /oldroot: the host) are dropped,
+// and so is the first mount at /newroot itself (bwrap's bind of that directory, which its
+// second pivot_root detaches).
+std::vector<stage2::ActualMount> mounts_in_new_root(const std::vector<stage2::ActualMount>& seen);
+
+// What --json-status-fd wrote: the sandbox PID 1 ("child-pid") and the command's status
+// ("exit-code", written only when the command ran).
+struct JsonStatus {
+  std::optional<pid_t> child_pid;
+  std::optional<int> exit_code;
+};
+JsonStatus parse_json_status(std::string_view text);
+
+// The interface names of a /proc/<pid>/net/dev text.
+std::vector<std::string> net_dev_interfaces(std::string_view text);
+
+// The pause-point check, on the sandbox's PID 1 (pinned by `pidfd`) while bwrap waits:
+// `planned` against its mountinfo; with `private_network`, its network namespace is not sbx's
+// and holds only `lo`; the command exists and is executable inside the new root. The verdict
+// is the exit status to give when it fails (125; 127 for a missing command, 126 for one that
+// cannot be executed) and the message.
+struct PauseVerdict {
+  int exit_code = 0;  // 0: the sandbox may go on
+  std::string message;
+};
+PauseVerdict check_paused_sandbox(pid_t pid, int pidfd,
+                                  const std::vector<stage2::PlannedMount>& planned,
+                                  bool private_network, const std::string& command);
+
+// The command's pid (in sbx's pid namespace) given the sandbox PID 1's: the child of that
+// process whose innermost pid is 2. Pinned: on success `pidfd` holds a pidfd of it (verified
+// after opening). nullopt while there is no such child yet.
+std::optional<pid_t> find_sandbox_command(pid_t init, int& pidfd);
+
+// A Landlock ruleset that handles nothing but scopes abstract unix sockets and signals, for the
+// child to enter before it execs bwrap; -1 when the kernel's ABI is below 6 (nothing to scope
+// with; the plan says so). Error only when an ABI-6 kernel refuses to create it.
+Result<int> open_scope_ruleset();
+
+}  // namespace sbx::bwrap

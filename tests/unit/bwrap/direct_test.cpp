@@ -1,0 +1,328 @@
+// The direct bwrap launch (plugins/bwrap/include/sbx/bwrap/direct.hpp): which plans take it,
+// what bwrap is given (argv, the --args block), how the pause point's mount table, bwrap's
+// JSON status and a network namespace's interfaces are read; then, with the real bwrap, runs
+// through spawn_bwrap: nothing of the environment in any bwrap argv or environment, only fds
+// 0-2 reach the command, statuses, no descendant outlives the run, a missing or non-executable
+// command is refused at the pause point.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "sbx/bwrap/direct.hpp"
+#include "sbx/bwrap/spawn.hpp"
+
+#include "sbx_test/temp_dir.hpp"
+
+namespace direct_launch_test {
+
+namespace fs = std::filesystem;
+using sbx::bwrap::direct_args_block;
+using sbx::bwrap::direct_argv;
+using sbx::bwrap::direct_plan;
+using sbx::stage2::NetworkFilter;
+
+const std::vector<std::string> kStage2Plan = {
+    "/usr/bin/bwrap", "--ro-bind", "/", "/", "--unshare-pid", "--as-pid-1", "--chdir", "/w",
+    "--", "/opt/sbx/libexec/sbx/sbx-stage2", "--net", "private", "--env", "A=1",
+    "--env", "PWD=/w", "--", "/bin/echo", "hi"};
+
+TEST(BwrapDirectPlan, TakesRestrictedAndEnabledPlansApart) {
+  std::optional<sbx::bwrap::DirectPlan> plan = direct_plan(kStage2Plan);
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->bwrap, "/usr/bin/bwrap");
+  // --as-pid-1 is dropped: bwrap's own PID 1 reaps, the command is pid 2.
+  EXPECT_EQ(plan->options, (std::vector<std::string>{"--ro-bind", "/", "/", "--unshare-pid",
+                                                     "--chdir", "/w"}));
+  EXPECT_EQ(plan->filter, NetworkFilter::kPrivateUnixSupervised);
+  EXPECT_EQ(plan->env, (std::vector<std::string>{"A=1", "PWD=/w"}));
+  EXPECT_EQ(plan->command, (std::vector<std::string>{"/bin/echo", "hi"}));
+
+  std::vector<std::string> open = kStage2Plan;
+  open[11] = "open";
+  ASSERT_TRUE(direct_plan(open));
+  EXPECT_EQ(direct_plan(open)->filter, NetworkFilter::kOpen);
+}
+
+TEST(BwrapDirectPlan, ProxyUnknownOptionsAndOtherProgramsKeepStageTwo) {
+  std::vector<std::string> proxy = kStage2Plan;
+  proxy[11] = "proxy";
+  EXPECT_FALSE(direct_plan(proxy));
+  std::vector<std::string> unknown = kStage2Plan;
+  unknown[12] = "--mystery";
+  EXPECT_FALSE(direct_plan(unknown));
+  std::vector<std::string> other = kStage2Plan;
+  other[9] = "/usr/bin/not-stage2";
+  EXPECT_FALSE(direct_plan(other));
+  EXPECT_FALSE(direct_plan({"/usr/bin/bwrap", "--ro-bind", "/", "/", "--", "/bin/true"}));
+  std::vector<std::string> relative = kStage2Plan;
+  relative[17] = "echo";
+  EXPECT_FALSE(direct_plan(relative));
+}
+
+// bwrap sets PWD to the --chdir directory whatever its environment says: only a plan whose
+// environment already holds exactly that runs without stage 2 (the command then gets exactly
+// the plan's environment either way).
+TEST(BwrapDirectPlan, AnEnvironmentWithoutPwdAtTheWorkingDirectoryKeepsStageTwo) {
+  std::vector<std::string> elsewhere = kStage2Plan;
+  elsewhere[15] = "PWD=/home";
+  EXPECT_FALSE(direct_plan(elsewhere));
+  std::vector<std::string> none = kStage2Plan;
+  none.erase(none.begin() + 14, none.begin() + 16);
+  EXPECT_FALSE(direct_plan(none));
+}
+
+std::vector<std::string> split_block(const std::string& block) {
+  std::vector<std::string> out;
+  std::string current;
+  for (char c : block) {
+    if (c == '\0') {
+      out.push_back(current);
+      current.clear();
+    } else {
+      current.push_back(c);
+    }
+  }
+  EXPECT_TRUE(current.empty()) << "the block does not end with a NUL";
+  return out;
+}
+
+TEST(BwrapDirectPlan, EnvironmentAndOptionsGoToTheArgsBlockNotTheArgv) {
+  const sbx::bwrap::DirectPlan plan = *direct_plan(kStage2Plan);
+  sbx::Result<std::string> block = direct_args_block(plan);
+  ASSERT_TRUE(block.ok()) << block.error();
+  EXPECT_EQ(split_block(*block),
+            (std::vector<std::string>{"--json-status-fd", "3", "--add-seccomp-fd", "5",
+                                      "--add-seccomp-fd", "6", "--clearenv", "--setenv", "A",
+                                      "1", "--setenv", "PWD", "/w", "--ro-bind", "/", "/",
+                                      "--unshare-pid", "--chdir", "/w", "--ro-bind-data", "7",
+                                      sbx::bwrap::kPauseFile}));
+  EXPECT_EQ(direct_argv(plan), (std::vector<std::string>{"/usr/bin/bwrap", "--args", "4", "--",
+                                                         "/bin/echo", "hi"}));
+  sbx::bwrap::DirectPlan equals = plan;
+  equals.env = {"SECRET=x=y"};
+  ASSERT_TRUE(direct_args_block(equals).ok());
+  EXPECT_NE(direct_args_block(equals)->find(std::string("--setenv\0SECRET\0x=y\0", 20)),
+            std::string::npos);
+  sbx::bwrap::DirectPlan with_nul = plan;
+  with_nul.env.push_back(std::string("B=a\0b", 5));
+  EXPECT_FALSE(direct_args_block(with_nul).ok());
+  sbx::bwrap::DirectPlan no_name = plan;
+  no_name.env.push_back("=v");
+  EXPECT_FALSE(direct_args_block(no_name).ok());
+}
+
+TEST(BwrapDirectPause, MountsUnderNewRootBecomeTheSandboxsAndBwrapsOwnBindIsDropped) {
+  const std::vector<sbx::stage2::ActualMount> seen = {
+      {"/", true},                   // bwrap's setup tmpfs
+      {"/newroot", true},            // bwrap's bind of its newroot directory
+      {"/newroot", false},           // the plan's --ro-bind / /
+      {"/newroot/work", true},       // a writable root
+      {"/newrootx", true},           // not below /newroot
+      {"/oldroot", true},            // the host's root
+      {"/oldroot/newroot/a", true}};
+  const std::vector<sbx::stage2::ActualMount> mapped = sbx::bwrap::mounts_in_new_root(seen);
+  ASSERT_EQ(mapped.size(), 2u);
+  EXPECT_EQ(mapped[0].path, "/");
+  EXPECT_FALSE(mapped[0].writable);
+  EXPECT_EQ(mapped[1].path, "/work");
+  EXPECT_TRUE(mapped[1].writable);
+}
+
+TEST(BwrapDirectPause, JsonStatusAndInterfacesAreParsedAsBwrapAndProcWriteThem) {
+  const sbx::bwrap::JsonStatus started = sbx::bwrap::parse_json_status(
+      "{ \"child-pid\": 2523, \"mnt-namespace\": 4026532174 }\n");
+  EXPECT_EQ(started.child_pid, 2523);
+  EXPECT_FALSE(started.exit_code);
+  const sbx::bwrap::JsonStatus ended = sbx::bwrap::parse_json_status(
+      "{ \"child-pid\": 2525 }\n{ \"exit-code\": 143 }\n");
+  EXPECT_EQ(ended.exit_code, 143);
+  EXPECT_FALSE(sbx::bwrap::parse_json_status("{ \"child-pid\": x }").child_pid);
+  EXPECT_EQ(sbx::bwrap::net_dev_interfaces(
+                "Inter-|   Receive  |  Transmit\n face |bytes packets\n    lo: 0 0\n"
+                "  eth0: 1 2\n"),
+            (std::vector<std::string>{"lo", "eth0"}));
+}
+
+// ---------------------------------------------------------------------------------------------
+// With the real bwrap.
+
+class BwrapDirectRun : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fs::exists("/usr/bin/bwrap")) GTEST_SKIP() << "/usr/bin/bwrap is not installed";
+    if (::access("/proc/self/task", R_OK) != 0) GTEST_SKIP() << "no /proc";
+  }
+  // A stage-2 plan as the translator writes it, network restricted, the scratch dir writable.
+  sbx::ExecPlan plan(const std::string& script, std::vector<std::string> env = {}) const {
+    std::vector<std::string> argv = {
+        "/usr/bin/bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+        "--bind", dir_, dir_, "--unshare-user", "--unshare-pid", "--unshare-ipc",
+        "--unshare-net", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+        "--as-pid-1", "--chdir", dir_, "--", "/nonexistent/libexec/sbx/sbx-stage2", "--net",
+        "private"};
+    env.push_back("PWD=" + dir_);  // as sbx's environment has it (else stage 2 would run)
+    for (const std::string& entry : env) argv.insert(argv.end(), {"--env", entry});
+    argv.insert(argv.end(), {"--", "/bin/sh", "-c", script});
+    return sbx::ExecPlan{argv, {}, dir_, {}};
+  }
+  std::string read(const std::string& name) const {
+    std::ifstream in(dir_ + "/" + name);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+  static std::string proc_file(const std::string& pid, const char* name) {
+    std::ifstream in("/proc/" + pid + "/" + name);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+
+  sbx::test::TempDir scratch_;
+  const std::string dir_ = scratch_.path();
+};
+
+TEST_F(BwrapDirectRun, TheEnvironmentIsInNoArgvOrEnvironmentOfBwrap) {
+  const std::string secret = "sbx-direct-secret-7f3a";
+  // The command says it runs, then waits for the test to have looked at /proc.
+  const std::string script = "echo \"$TOKEN\" > out; : > running; "
+                             "while [ ! -e go ]; do sleep 0.02; done";
+  auto run = std::async(std::launch::async, [&] {
+    return sbx::bwrap::spawn_bwrap(plan(script, {"TOKEN=" + secret, "PATH=/usr/bin:/bin"}));
+  });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!fs::exists(dir_ + "/running") && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(fs::exists(dir_ + "/running"));
+  int bwraps = 0;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string pid = entry.path().filename();
+    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    const std::string cmdline = proc_file(pid, "cmdline");
+    EXPECT_EQ(cmdline.find(secret), std::string::npos) << "pid " << pid << ": " << cmdline;
+    if (cmdline.rfind(std::string("/usr/bin/bwrap\0--args\0", 22), 0) == 0 &&
+        cmdline.find(script) != std::string::npos) {
+      ++bwraps;  // bwrap, and its PID 1 inside the sandbox
+      std::string expected;
+      for (const std::string& arg : {std::string("/usr/bin/bwrap"), std::string("--args"),
+                                     std::string("4"), std::string("--"), std::string("/bin/sh"),
+                                     std::string("-c"), script})
+        expected += arg + std::string(1, '\0');
+      EXPECT_EQ(cmdline, expected);
+      EXPECT_EQ(proc_file(pid, "environ"), "") << "bwrap has an environment (pid " << pid << ")";
+    }
+  }
+  EXPECT_GE(bwraps, 2) << "bwrap and its PID 1 not found";
+  std::ofstream(dir_ + "/go").close();
+  sbx::Result<sbx::ExitStatus> status = run.get();
+  ASSERT_TRUE(status.ok()) << status.error();
+  EXPECT_EQ(status->exit_code, 0);
+  EXPECT_EQ(read("out"), secret + "\n");  // and yet the command has it
+}
+
+TEST_F(BwrapDirectRun, OnlyStdioReachesTheCommandAndStatusesPassThrough) {
+  sbx::Result<sbx::ExitStatus> status =
+      sbx::bwrap::spawn_bwrap(plan("ls /proc/self/fd > fds; exit 7"));
+  ASSERT_TRUE(status.ok()) << status.error();
+  EXPECT_EQ(status->exit_code, 7);
+  // ls's own directory descriptor is 3.
+  EXPECT_EQ(read("fds"), "0\n1\n2\n3\n");
+  status = sbx::bwrap::spawn_bwrap(plan("kill -TERM $$"));
+  ASSERT_TRUE(status.ok()) << status.error();
+  EXPECT_EQ(status->exit_code, 143);
+  status = sbx::bwrap::spawn_bwrap(plan("exit 1"));
+  ASSERT_TRUE(status.ok()) << status.error();
+  EXPECT_EQ(status->exit_code, 1);  // the command's 1, not bwrap's
+}
+
+TEST_F(BwrapDirectRun, MissingOrNonExecutableCommandIsRefusedBeforeItRuns) {
+  sbx::ExecPlan missing = plan("true");
+  missing.argv.resize(missing.argv.size() - 3);
+  missing.argv.push_back(dir_ + "/no-such-program");
+  sbx::Result<sbx::ExitStatus> status = sbx::bwrap::spawn_bwrap(missing);
+  ASSERT_TRUE(status.ok()) << status.error();
+  EXPECT_EQ(status->exit_code, 127);
+
+  const std::string plain = dir_ + "/plain";
+  std::ofstream(plain) << "#!/bin/sh\ntouch " << dir_ << "/ran\n";
+  ASSERT_EQ(::chmod(plain.c_str(), 0644), 0);
+  sbx::ExecPlan not_executable = missing;
+  not_executable.argv.back() = plain;
+  status = sbx::bwrap::spawn_bwrap(not_executable);
+  ASSERT_TRUE(status.ok()) << status.error();
+  EXPECT_EQ(status->exit_code, 126);
+  EXPECT_FALSE(fs::exists(dir_ + "/ran"));
+}
+
+TEST_F(BwrapDirectRun, BwrapFailingAfterThePausePointIs125) {
+  sbx::ExecPlan bad_cwd = plan("touch ran");
+  for (std::size_t i = 0; i + 1 < bad_cwd.argv.size(); ++i) {
+    if (bad_cwd.argv[i] == "--chdir") bad_cwd.argv[i + 1] = dir_ + "/gone";
+    if (bad_cwd.argv[i + 1] == "PWD=" + dir_) bad_cwd.argv[i + 1] = "PWD=" + dir_ + "/gone";
+  }
+  ASSERT_TRUE(sbx::bwrap::direct_plan(bad_cwd.argv)) << "not the direct launch";
+  sbx::Result<sbx::ExitStatus> status = sbx::bwrap::spawn_bwrap(bad_cwd);
+  ASSERT_TRUE(status.ok()) << status.error();
+  EXPECT_EQ(status->exit_code, 125);  // bwrap's own exit 1 never passes for the command's
+  EXPECT_FALSE(fs::exists(dir_ + "/ran"));
+}
+
+TEST_F(BwrapDirectRun, NoDescendantOutlivesTheRun) {
+  const std::string marker = "31.4159";
+  sbx::Result<sbx::ExitStatus> status = sbx::bwrap::spawn_bwrap(
+      plan("sleep " + marker + " & setsid sleep " + marker + " & exit 0"));
+  ASSERT_TRUE(status.ok()) << status.error();
+  EXPECT_EQ(status->exit_code, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string pid = entry.path().filename();
+    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    EXPECT_EQ(proc_file(pid, "cmdline").find(marker), std::string::npos)
+        << "a sleep outlived the run: pid " << pid;
+  }
+}
+
+// Signals sent to the process running spawn_bwrap reach the command (bwrap's PID 1 would drop
+// them): a trap runs and its status comes back; without a trap SIGTERM gives 143. spawn_bwrap
+// runs in a forked child (its only thread blocks the signals and takes them from a signalfd),
+// which the test signals once the command has started.
+TEST_F(BwrapDirectRun, SignalsSentToTheCallerReachTheCommand) {
+  auto run_and_signal = [this](const std::string& script, int sig) {
+    std::filesystem::remove(dir_ + "/running");
+    const sbx::ExecPlan p = plan(script);
+    const pid_t child = ::fork();
+    if (child == 0) {
+      sbx::Result<sbx::ExitStatus> status = sbx::bwrap::spawn_bwrap(p);
+      ::_exit(status.ok() ? status->exit_code : 99);
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!fs::exists(dir_ + "/running") && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    EXPECT_TRUE(fs::exists(dir_ + "/running"));
+    ::kill(child, sig);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 1000 + WTERMSIG(status);
+  };
+  EXPECT_EQ(run_and_signal("trap 'echo got > sig; exit 5' TERM; : > running; "
+                           "while :; do sleep 0.05; done",
+                           SIGTERM),
+            5);
+  EXPECT_EQ(read("sig"), "got\n");
+  EXPECT_EQ(run_and_signal(": > running; exec sleep 30", SIGTERM), 143);
+  EXPECT_EQ(run_and_signal(": > running; exec sleep 30", SIGINT), 130);
+}
+
+}  // namespace direct_launch_test
