@@ -124,6 +124,39 @@ TEST_F(LandlockLaunchTest, TheCommandIsConfinedAndGetsItsEnvironmentAndDirectory
   EXPECT_FALSE(file_exists("/var/tmp/sbx-launch-outside.txt"));
 }
 
+// Every capability set of the command is empty, the bounding set included (the child drops
+// each bounding capability with one PR_CAPBSET_DROP and no read first; as root here, a
+// capability left in any set would show in /proc/self/status).
+TEST_F(LandlockLaunchTest, TheCommandHoldsNoCapabilityInAnySet) {
+  EXPECT_EQ(run_script(ws_.path(),
+                       "for set in CapInh CapPrm CapEff CapBnd CapAmb; do "
+                       "  v=$(sed -n \"s/^$set:[[:space:]]*//p\" /proc/self/status); "
+                       "  [ -n \"$v\" ] || exit 3; "
+                       "  [ \"$v\" = 0000000000000000 ] || exit 4; "
+                       "done; exit 0"),
+            0);
+}
+
+// A caller that ignores signals (an agent ignoring SIGPIPE, say) does not pass that on: an
+// ignored disposition would survive the command's execve. The command starts with none
+// ignored (SigIgn of its /proc/PID/status), SIGPIPE included, which the supervisor itself
+// ignores.
+TEST_F(LandlockLaunchTest, TheCommandStartsWithNoSignalIgnored) {
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  struct sigaction old_pipe {};
+  struct sigaction old_usr1 {};
+  ASSERT_EQ(::sigaction(SIGPIPE, &ignore, &old_pipe), 0);
+  ASSERT_EQ(::sigaction(SIGUSR1, &ignore, &old_usr1), 0);
+  const int code = run_script(ws_.path(),
+                              "v=$(sed -n 's/^SigIgn:[[:space:]]*//p' /proc/$$/status); "
+                              "[ -n \"$v\" ] || exit 3; "
+                              "[ \"$v\" = 0000000000000000 ] || exit 4; exit 0");
+  ::sigaction(SIGPIPE, &old_pipe, nullptr);
+  ::sigaction(SIGUSR1, &old_usr1, nullptr);
+  EXPECT_EQ(code, 0);
+}
+
 TEST_F(LandlockLaunchTest, SigtermSentToTheCallerEndsTheCommandWith143) {
   const std::string marker = ws_ / "started";
   const pid_t killer = signal_when(marker, ::getpid(), SIGTERM);
