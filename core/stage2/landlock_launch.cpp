@@ -511,6 +511,12 @@ class BlockedSignals {
 // with errno when it cannot be waited for (SIGCHLD ignored by an embedding process).
 // The supervisor's end is watched through a pidfd: in a process with other threads (an agent
 // embedding the C API) one that does not block SIGCHLD may take it.
+// The report pipe is read once, after the supervisor has ended: it writes at most one Report
+// (8 bytes, far below a pipe's capacity) and exits right after, so watching the pipe during
+// the run would only wake this thread once more per run (the EOF when the command starts).
+// `report_read` is non-blocking: whatever the supervisor wrote is in the pipe once it has
+// exited, and a write end still held elsewhere (a fork by another thread of an embedding
+// process) must not make this read wait.
 int wait_supervisor(pid_t supervisor, int signals, int report_read, std::optional<Report>& failed) {
   const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, supervisor, 0));
   for (;;) {
@@ -524,13 +530,8 @@ int wait_supervisor(pid_t supervisor, int signals, int report_read, std::optiona
       errno = err;
       return -1;
     }
-    pollfd fds[3] = {{signals, POLLIN, 0}, {pidfd, POLLIN, 0}, {report_read, POLLIN, 0}};
-    ::poll(fds, 3, pidfd < 0 ? kNoPidfdPollMs : -1);
-    if (report_read >= 0 && fds[2].revents != 0) {
-      Report r{};
-      if (read_report(report_read, r) && !failed) failed = r;
-      else report_read = -1;  // EOF: the command runs (or the supervisor ended)
-    }
+    pollfd fds[2] = {{signals, POLLIN, 0}, {pidfd, POLLIN, 0}};
+    ::poll(fds, 2, pidfd < 0 ? kNoPidfdPollMs : -1);
     signalfd_siginfo si{};
     while (::read(signals, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
       // Terminal-generated signals (si_code > 0) reached the command's process group already.
@@ -543,10 +544,7 @@ int wait_supervisor(pid_t supervisor, int signals, int report_read, std::optiona
     }
   }
   if (pidfd >= 0) ::close(pidfd);
-  if (report_read >= 0 && !failed) {
-    Report r{};
-    if (read_report(report_read, r)) failed = r;
-  }
+  if (Report r{}; read_report(report_read, r)) failed = r;
   int status = 0;
   for (;;) {
     if (::waitpid(supervisor, &status, 0) == supervisor) return status;
@@ -654,6 +652,9 @@ Result<ExitStatus> run_landlock(const LandlockLaunch& launch, const LaunchOption
   if (!child::open_report_pipe(report_pipe))
     return Error{std::string("landlock: pipe: ") + std::strerror(errno)};
   UniqueFd report_read(report_pipe[0]);
+  // Read once the supervisor has ended, never waited on (wait_supervisor).
+  if (::fcntl(report_read.get(), F_SETFL, O_NONBLOCK) != 0)
+    return Error{std::string("landlock: pipe: ") + std::strerror(errno)};
   UniqueFd report_write(report_pipe[1]);
   const std::vector<char*> argv = child::c_string_array(launch.command);
   const std::vector<char*> envp = child::c_string_array(options.env);
