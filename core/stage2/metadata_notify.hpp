@@ -69,6 +69,8 @@ class MetadataEmulator {
   // Opens the writable roots (O_PATH) to follow them if renamed, and records the supervisor's
   // fsuid/fsgid. Call after the supervisor dropped its capabilities.
   static Result<MetadataEmulator> open(const std::vector<std::string>& writable_roots);
+  // The same over roots already opened (O_PATH), which it then owns.
+  static MetadataEmulator adopt(std::vector<int> root_fds);
   MetadataEmulator(MetadataEmulator&& other) noexcept;
   MetadataEmulator& operator=(MetadataEmulator&&) = delete;
   MetadataEmulator(const MetadataEmulator&) = delete;
