@@ -1,15 +1,20 @@
 // See landlock_launch.hpp for the shape of a run and why each process does what it does.
 //
-// Why the supervisor is a fork and may still allocate: it is a copy of one thread of a
-// possibly multi-threaded caller, so a lock another thread held at the fork stays held in it.
-// It therefore uses no stdio, no iostreams and no logging; only raw system calls, and malloc
-// (std::string, std::vector), which glibc makes usable in the child of a fork. The command's
-// child goes further: it shares the supervisor's memory until execve and makes system calls
-// only, on data prepared before the clone.
+// Why the supervisor makes raw system calls only: it is clone(CLONE_VM) of the caller's thread,
+// so it runs in the caller's memory with that thread's thread-local storage (errno, malloc's
+// per-thread cache) while the caller goes on. So it allocates nothing, calls no libc function
+// that sets errno or takes a lock, and reads only what the caller prepared before the clone
+// (sys() below returns -errno instead). The caller for its part keeps every signal blocked on
+// its thread (no handler may run there meanwhile) and waits with raw calls too, until the
+// pidfd says the supervisor has ended. The command's child, clone(CLONE_VM | CLONE_VFORK) of
+// the supervisor, does use libc's system call wrappers (and errno) until its execve: the
+// supervisor is suspended by CLONE_VFORK meanwhile and the caller makes no call that sets
+// errno, so that storage is the child's alone. The metadata guard's emulator needs memory of
+// its own (it allocates): it is a separate program, exec'd only when first needed.
 //
 // Why the parent-death signal: without a pid namespace, a SIGKILLed sbx would leave the
 // supervisor and the command running, re-parented to init. The kernel sends kParentGone when
-// the thread that forked the supervisor exits; the supervisor then checks getppid() (another
+// the thread that cloned the supervisor exits; the supervisor then checks getppid() (another
 // sender changes nothing) and kills the whole tree. The check right after arming the signal
 // closes the race with a caller that died before the supervisor got that far.
 #include "landlock_launch.hpp"
@@ -36,6 +41,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <optional>
 
 #include "metadata_notify.hpp"
@@ -61,8 +67,6 @@ constexpr int kCallerSignals[] = {SIGINT,  SIGTERM, SIGHUP,   SIGQUIT,
 constexpr int kParentGone = SIGPWR;
 // The command's child's stack (it shares the supervisor's memory, not its stack).
 constexpr std::size_t kChildStack = 128 * 1024;
-// Without a pidfd (Linux < 5.3): how often the caller looks whether the supervisor has ended.
-constexpr int kNoPidfdPollMs = 100;
 
 // Which step failed; written by the supervisor to the caller as a Report.
 enum class Step : int {
@@ -75,7 +79,7 @@ enum class Step : int {
   kNoNewPrivs,
   kCapabilities,
   kMetadataGuard,  // installing the guard (child) or receiving its listener (supervisor)
-  kGuardReady,     // the supervisor's capability drop or the emulator's roots
+  kGuardStart,     // starting the metadata guard's emulator (the command was running)
   kLandlock,
   kSeccomp,
   kExec,
@@ -97,7 +101,7 @@ const char* step_text(Step step) {
     case Step::kNoNewPrivs: return "no_new_privs";
     case Step::kCapabilities: return "dropping every capability";
     case Step::kMetadataGuard: return "metadata guard";
-    case Step::kGuardReady: return "metadata guard (supervisor)";
+    case Step::kGuardStart: return "metadata guard: starting its emulator";
     case Step::kLandlock: return "landlock_restrict_self";
     case Step::kSeccomp: return "seccomp filter";
     case Step::kExec: return "exec";
@@ -134,9 +138,12 @@ struct ChildArgs {
 
 int command_child(void* arg) {
   ChildArgs& a = *static_cast<ChildArgs*>(arg);
-  // Default dispositions (SIG_IGN would survive execve); the mask stays as the supervisor's,
-  // every forwarded signal blocked, until right before execve.
-  child::reset_signal_dispositions();
+  // Default dispositions (SIG_IGN would survive execve). The supervisor reset every one before
+  // starting this child and has since changed only SIGPIPE (ignored: see supervise()), so
+  // that one is all there is to reset here: one system call instead of one per signal, on the
+  // path every run waits for. The mask stays as the supervisor's, every forwarded signal
+  // blocked, until right before execve.
+  ::signal(SIGPIPE, SIG_DFL);
   // If the supervisor dies, the command goes with it rather than running on unwatched.
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) child_failed(a, Step::kSupervisor, errno);
   if (::getppid() != a.supervisor) child_failed(a, Step::kParent, ESRCH);
@@ -180,8 +187,99 @@ int command_child(void* arg) {
   child_failed(a, Step::kExec, err, sdk::exit_code_for_exec_error(err));
 }
 
+// The metadata guard's emulator acts for the command (metadata_notify.hpp) and must not do so
+// with more rights than it: as root it would otherwise still hold every capability (CAP_CHOWN,
+// CAP_FOWNER, CAP_SETFCAP, ...). Only one thread exists there, so capset covers the process.
+int drop_own_capabilities() {
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
+  if (::syscall(SYS_capset, &header, data) != 0) return errno;
+  if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL)
+    return errno;
+  return 0;
+}
+
 // ---------------------------------------------------------------------------------------------
-// The supervisor.
+// Raw system calls: no errno, no thread-local storage (see the file comment). The result is the
+// kernel's: >= 0, or -errno.
+
+#if defined(__x86_64__)
+long sys(long nr, long a = 0, long b = 0, long c = 0, long d = 0, long e = 0, long f = 0) {
+  long ret;
+  register long r10 __asm__("r10") = d;
+  register long r8 __asm__("r8") = e;
+  register long r9 __asm__("r9") = f;
+  __asm__ volatile("syscall"
+                   : "=a"(ret)
+                   : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+                   : "rcx", "r11", "memory");
+  return ret;
+}
+#elif defined(__aarch64__)
+long sys(long nr, long a = 0, long b = 0, long c = 0, long d = 0, long e = 0, long f = 0) {
+  register long x8 __asm__("x8") = nr;
+  register long x0 __asm__("x0") = a;
+  register long x1 __asm__("x1") = b;
+  register long x2 __asm__("x2") = c;
+  register long x3 __asm__("x3") = d;
+  register long x4 __asm__("x4") = e;
+  register long x5 __asm__("x5") = f;
+  __asm__ volatile("svc 0"
+                   : "+r"(x0)
+                   : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5)
+                   : "memory");
+  return x0;
+}
+#elif defined(__riscv) && __riscv_xlen == 64
+long sys(long nr, long a = 0, long b = 0, long c = 0, long d = 0, long e = 0, long f = 0) {
+  register long a7 __asm__("a7") = nr;
+  register long a0 __asm__("a0") = a;
+  register long a1 __asm__("a1") = b;
+  register long a2 __asm__("a2") = c;
+  register long a3 __asm__("a3") = d;
+  register long a4 __asm__("a4") = e;
+  register long a5 __asm__("a5") = f;
+  __asm__ volatile("ecall"
+                   : "+r"(a0)
+                   : "r"(a7), "r"(a1), "r"(a2), "r"(a3), "r"(a4), "r"(a5)
+                   : "memory");
+  return a0;
+}
+#else
+#error "landlock_launch.cpp: add a raw system call for this architecture"
+#endif
+
+template <typename T>
+long arg(T* pointer) {
+  return reinterpret_cast<long>(pointer);
+}
+
+constexpr long kSigsetBytes = 8;  // the kernel's sigset (_NSIG / 8)
+
+[[noreturn]] void sys_exit(int code) {
+  for (;;) sys(SYS_exit_group, code);
+}
+
+// Decimal digits of `value` into `out` (>= 12 bytes), NUL-terminated.
+void format_int(long value, char* out) {
+  char digits[24];
+  int n = 0;
+  const bool negative = value < 0;
+  unsigned long v = negative ? static_cast<unsigned long>(-value) : static_cast<unsigned long>(value);
+  do {
+    digits[n++] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  } while (v != 0);
+  int i = 0;
+  if (negative) out[i++] = '-';
+  while (n > 0) out[i++] = digits[--n];
+  out[i] = '\0';
+}
+
+// ---------------------------------------------------------------------------------------------
+// The supervisor: clone(CLONE_VM) of the caller's thread, on its own stack. It shares the
+// caller's memory and thread-local storage, so it makes raw system calls only, allocates
+// nothing and keeps to data the caller prepared (see the file comment).
 
 int shell_code(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
@@ -192,145 +290,243 @@ int shell_code(int status) {
 // Best effort: if the caller is gone, nobody is left to tell.
 void report(int fd, Step step, int error) {
   const Report r{step, error};
-  [[maybe_unused]] const ssize_t n = ::write(fd, &r, sizeof r);
+  sys(SYS_write, fd, arg(&r), sizeof r);
 }
 
-// Our direct children: /proc/self/task/<tid>/children (one thread here), else a /proc scan
-// for processes whose parent is us (kernels without CONFIG_PROC_CHILDREN). Raw reads, no
-// streams (see the file comment).
-std::string read_small_file(const char* path) {
-  std::string text;
-  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return text;
-  char buffer[4096];
+// Our direct children's pids, parsed from /proc/self/task/<tid>/children (one thread here)
+// into `out`; the count, or -1 when the file is not there (kernels without
+// CONFIG_PROC_CHILDREN). At most `max` (the rest is found in the next round).
+int list_children(pid_t self, pid_t* out, int max) {
+  char path[64] = "/proc/self/task/";
+  format_int(self, path + std::strlen(path));
+  std::strcat(path, "/children");
+  const long fd = sys(SYS_openat, AT_FDCWD, arg(path), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char buffer[8192];
+  long used = 0;
   for (;;) {
-    const ssize_t n = ::read(fd, buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) continue;
+    const long n = sys(SYS_read, fd, arg(buffer + used), static_cast<long>(sizeof buffer) - 1 - used);
+    if (n == -EINTR) continue;
     if (n <= 0) break;
-    text.append(buffer, static_cast<std::size_t>(n));
+    used += n;
+    if (used >= static_cast<long>(sizeof buffer) - 1) break;
   }
-  ::close(fd);
-  return text;
+  sys(SYS_close, fd);
+  buffer[used] = '\0';
+  int count = 0;
+  long value = -1;
+  for (long i = 0; i <= used && count < max; ++i) {
+    const char c = buffer[i];
+    if (c >= '0' && c <= '9') {
+      value = (value < 0 ? 0 : value * 10) + (c - '0');
+    } else {
+      // A number cut at the end of a full buffer is left for the next round.
+      if (value > 0 && !(i == used && used >= static_cast<long>(sizeof buffer) - 1))
+        out[count++] = static_cast<pid_t>(value);
+      value = -1;
+    }
+  }
+  return count;
 }
 
-std::vector<pid_t> children() {
-  std::vector<pid_t> out;
-  const pid_t self = ::getpid();
-  const std::string list_path =
-      "/proc/self/task/" + std::to_string(self) + "/children";
-  if (::access(list_path.c_str(), R_OK) == 0) {
-    const std::string text = read_small_file(list_path.c_str());
-    const char* p = text.c_str();
-    char* end = nullptr;
-    for (long pid = std::strtol(p, &end, 10); end != p; pid = std::strtol(p, &end, 10)) {
-      if (pid > 0) out.push_back(static_cast<pid_t>(pid));
-      p = end;
+// The same from a /proc scan: processes whose parent is us.
+int scan_children(pid_t self, pid_t* out, int max) {
+  const long dir = sys(SYS_openat, AT_FDCWD, arg("/proc"), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) return 0;
+  int count = 0;
+  alignas(8) char entries[4096];
+  for (;;) {
+    const long n = sys(SYS_getdents64, dir, arg(entries), sizeof entries);
+    if (n <= 0) break;
+    for (long at = 0; at < n && count < max;) {
+      const auto* entry = reinterpret_cast<const dirent64*>(entries + at);
+      at += entry->d_reclen;
+      long pid = 0;
+      const char* name = entry->d_name;
+      if (*name == '\0') continue;
+      for (; *name >= '0' && *name <= '9'; ++name) pid = pid * 10 + (*name - '0');
+      if (*name != '\0' || pid <= 0) continue;
+      char path[48] = "/proc/";
+      format_int(pid, path + 6);
+      std::strcat(path, "/stat");
+      const long fd = sys(SYS_openat, AT_FDCWD, arg(path), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) continue;
+      char stat[512];
+      const long got = sys(SYS_read, fd, arg(stat), sizeof stat - 1);
+      sys(SYS_close, fd);
+      if (got <= 0) continue;
+      stat[got] = '\0';
+      // "PID (NAME) STATE PPID ...": the name may hold spaces and parentheses.
+      const char* paren = std::strrchr(stat, ')');
+      if (paren == nullptr || paren[1] == '\0' || paren[2] == '\0' || paren[3] != ' ') continue;
+      long ppid = 0;
+      for (const char* p = paren + 4; *p >= '0' && *p <= '9'; ++p) ppid = ppid * 10 + (*p - '0');
+      if (ppid == self) out[count++] = static_cast<pid_t>(pid);
     }
-    return out;
   }
-  DIR* proc = ::opendir("/proc");
-  if (proc == nullptr) return out;
-  while (const dirent* entry = ::readdir(proc)) {
-    const long candidate = std::strtol(entry->d_name, nullptr, 10);
-    if (candidate <= 0) continue;
-    const std::string text =
-        read_small_file(("/proc/" + std::string(entry->d_name) + "/stat").c_str());
-    const std::size_t paren = text.rfind(')');  // the command name may contain spaces
-    if (paren == std::string::npos) continue;
-    char state = 0;
-    long ppid = 0;
-    if (std::sscanf(text.c_str() + paren + 1, " %c %ld", &state, &ppid) == 2 && ppid == self)
-      out.push_back(static_cast<pid_t>(candidate));
-  }
-  ::closedir(proc);
-  return out;
+  sys(SYS_close, dir);
+  return count;
 }
 
 // Kills and reaps every remaining descendant. As a child subreaper, every orphaned descendant
 // is re-parented to this process however it detached (setsid, double fork), so once the
 // command has exited the remaining descendants are exactly our children. Each round kills our
 // current children; their own children are re-parented to us as they die, so rounds repeat
-// until waitpid() has none.
+// until wait4() has none.
 void kill_descendants() {
+  const pid_t self = static_cast<pid_t>(sys(SYS_getpid));
+  pid_t pids[512];
   for (;;) {
     int status = 0;
-    const pid_t reaped = ::waitpid(-1, &status, WNOHANG);
-    if (reaped < 0 && errno == ECHILD) return;
+    const long reaped = sys(SYS_wait4, -1, arg(&status), WNOHANG, 0);
+    if (reaped == -ECHILD) return;
     if (reaped > 0) continue;
-    const std::vector<pid_t> pids = children();
-    if (pids.empty()) {  // an orphan is on its way to us but not listed yet: look again
-      ::usleep(1000);
+    int count = list_children(self, pids, 512);
+    if (count < 0) count = scan_children(self, pids, 512);
+    if (count == 0) {  // an orphan is on its way to us but not listed yet: look again
+      const timespec pause{0, 1'000'000};
+      sys(SYS_nanosleep, arg(&pause), 0);
       continue;
     }
-    for (pid_t pid : pids) ::kill(pid, SIGKILL);
+    for (int i = 0; i < count; ++i) sys(SYS_kill, pids[i], SIGKILL);
     // Block until one of the killed is gone, then look again (new orphans may have arrived).
-    if (::waitpid(-1, &status, 0) < 0 && errno == ECHILD) return;
+    if (sys(SYS_wait4, -1, arg(&status), 0, 0) == -ECHILD) return;
   }
 }
 
-// The supervisor acts for the command (metadata_notify.hpp) and must not do so with more
-// rights than it: as root it would otherwise still hold every capability (CAP_CHOWN,
-// CAP_FOWNER, CAP_SETFCAP, ...). Only this thread exists, so capset covers the process.
-int drop_own_capabilities() {
-  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
-  __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
-  if (::syscall(SYS_capset, &header, data) != 0) return errno;
-  if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL)
-    return errno;
-  return 0;
-}
-
-// Closes every descriptor but the `count` in `keep` (which it sorts): whatever the caller had
-// open (an embedding agent's pipes and sockets, another spawn's report pipe) must not be held
-// for as long as the command runs, nor reach the command's child.
-void close_all_but(int* keep, std::size_t count) {
-  std::sort(keep, keep + count);
+// Closes every descriptor but the `count` in `keep` (sorted, the caller made it so): whatever
+// the caller had open (an embedding agent's pipes and sockets, another spawn's report pipe)
+// must not be held for as long as the command runs, nor reach the command's child.
+void close_all_but(const int* keep, std::size_t count) {
   unsigned next = 0;
   bool ranged = true;
   for (std::size_t i = 0; i < count && ranged; ++i) {
     if (keep[i] < 0 || static_cast<unsigned>(keep[i]) < next) continue;
     const unsigned fd = static_cast<unsigned>(keep[i]);
-    if (fd > next) ranged = ::syscall(SYS_close_range, next, fd - 1, 0) == 0;
+    if (fd > next) ranged = sys(SYS_close_range, next, fd - 1, 0) == 0;
     next = fd + 1;
   }
-  if (ranged && ::syscall(SYS_close_range, next, ~0U, 0) == 0) return;
-  // No close_range (Linux < 5.9): every number below the open-files limit.
+  if (ranged && sys(SYS_close_range, next, ~0U, 0) == 0) return;
+  // No close_range (Linux < 5.9; Landlock needs 5.13, so only a filter that refuses it): every
+  // number below the open-files limit.
   struct rlimit limit {};
-  rlim_t max_fd = 65536;
-  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
-    max_fd = limit.rlim_cur;
-  for (rlim_t fd = 0; fd < max_fd; ++fd) {
-    if (!std::binary_search(keep, keep + count, static_cast<int>(fd))) ::close(static_cast<int>(fd));
+  long max_fd = 65536;
+  if (sys(SYS_prlimit64, 0, RLIMIT_NOFILE, 0, arg(&limit)) == 0 && limit.rlim_cur != RLIM_INFINITY)
+    max_fd = static_cast<long>(limit.rlim_cur);
+  std::size_t k = 0;
+  for (long fd = 0; fd < max_fd; ++fd) {
+    while (k < count && keep[k] < fd) ++k;
+    if (k < count && keep[k] == fd) continue;
+    sys(SYS_close, fd);
   }
 }
 
+// The metadata guard's emulator, started when the command first makes a call the guard
+// reports: sbx-stage2 --metadata-guard (run_metadata_guard), the listener at descriptor 3, the
+// writable roots opened when the run started at 4, 5, ...
+struct GuardLaunch {
+  const char* program;    // trusted sbx-stage2; nullptr: no guard
+  char* const* argv;      // {program, "--metadata-guard", parent, count, nullptr}
+  char* parent;           // argv's slot for the supervisor's pid (>= 24 bytes)
+  const int* roots;
+  int root_count;
+  int listener;           // set by the supervisor
+  volatile int error;     // written by the child when execve failed
+};
+
+// At most this many writable roots reach the emulator (the launcher refuses more).
+constexpr int kMaxGuardRoots = 1024;
+
+int guard_child(void* arg_pointer) {
+  GuardLaunch& g = *static_cast<GuardLaunch*>(arg_pointer);
+  // Every source is moved above the targets first: a source may be one of the target numbers.
+  const int first_free = 4 + g.root_count;
+  const long listener = sys(SYS_fcntl, g.listener, F_DUPFD_CLOEXEC, first_free);
+  if (listener < 0) {
+    g.error = static_cast<int>(-listener);
+    sys(SYS_exit, 125);
+  }
+  int moved[kMaxGuardRoots];
+  for (int i = 0; i < g.root_count; ++i) {
+    const long fd = sys(SYS_fcntl, g.roots[i], F_DUPFD_CLOEXEC, first_free);
+    if (fd < 0) {
+      g.error = static_cast<int>(-fd);
+      sys(SYS_exit, 125);
+    }
+    moved[i] = static_cast<int>(fd);
+  }
+  // Then placed: every source is now above every target.
+  for (int i = 0; i < g.root_count; ++i) {
+    if (const long placed = sys(SYS_dup3, moved[i], 4 + i, 0); placed < 0) {
+      g.error = static_cast<int>(-placed);
+      sys(SYS_exit, 125);
+    }
+  }
+  if (const long placed = sys(SYS_dup3, listener, 3, 0); placed < 0) {
+    g.error = static_cast<int>(-placed);
+    sys(SYS_exit, 125);
+  }
+  sys(SYS_close_range, first_free, ~0U, 0);
+  const std::uint64_t none = 0;
+  sys(SYS_rt_sigprocmask, SIG_SETMASK, arg(&none), 0, kSigsetBytes);
+  char* const empty_env[] = {nullptr};
+  const long err = sys(SYS_execve, arg(g.program), arg(g.argv), arg(empty_env));
+  g.error = static_cast<int>(-err);
+  sys(SYS_exit, 125);
+  return 125;
+}
+
+// 0, or the errno of starting the emulator.
+int start_guard(GuardLaunch& g, int listener) {
+  g.listener = listener;
+  g.error = 0;
+  format_int(sys(SYS_getpid), g.parent);
+  constexpr long kGuardStack = 64 * 1024;  // guard_child's moved[] takes 4 KiB of it
+  const long stack = sys(SYS_mmap, 0, kGuardStack, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (stack < 0 && stack > -4096) return static_cast<int>(-stack);
+  // CLONE_VFORK: back here once the emulator has exec'd (or failed to).
+  const pid_t pid = ::clone(guard_child, reinterpret_cast<char*>(stack) + kGuardStack,
+                            CLONE_VM | CLONE_VFORK | SIGCHLD, &g);
+  sys(SYS_munmap, stack, kGuardStack);
+  if (pid < 0) return EAGAIN;
+  if (g.error != 0) {
+    int status = 0;
+    sys(SYS_wait4, pid, arg(&status), 0, 0);
+    return g.error;
+  }
+  return 0;
+}
+
 struct Supervision {
-  const LandlockLaunch* launch;
   ChildArgs* args;
-  int report_fd;       // to the caller; closed once the command runs
-  int guard_socket;    // the supervisor's end; -1 without a guard
-  pid_t caller;        // the process that forked us
+  int report_fd;        // to the caller, read once the supervisor has ended
+  int guard_socket;     // the supervisor's end; -1 without a guard
+  pid_t caller;         // the process that cloned us
+  const int* keep;      // descriptors to keep, sorted
+  std::size_t keep_count;
+  GuardLaunch* guard;   // nullptr without a guard
 };
 
 // Forwards one signal; true when the command has exited or the caller is gone and the tree was
 // killed (status in *code).
 bool handle_signal(const signalfd_siginfo& info, pid_t command, pid_t caller, int* code) {
   if (info.ssi_signo == static_cast<std::uint32_t>(kParentGone)) {
-    if (::getppid() == caller) return false;  // not a parent death: the caller is still there
-    ::kill(command, SIGKILL);
+    if (sys(SYS_getppid) == caller) return false;  // not a parent death: the caller is still there
+    sys(SYS_kill, command, SIGKILL);
     kill_descendants();
     *code = 128 + SIGKILL;
     return true;
   }
   if (info.ssi_signo != SIGCHLD) {
     if (info.ssi_code == SI_USER || info.ssi_code == SI_QUEUE)
-      ::kill(command, static_cast<int>(info.ssi_signo));
+      sys(SYS_kill, command, static_cast<long>(info.ssi_signo));
     return false;
   }
-  // Reap orphans that ended on their own as well, so no zombie piles up meanwhile.
+  // Reap orphans (and an emulator) that ended on their own as well, so no zombie piles up.
   int status = 0;
-  pid_t pid = 0;
-  while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
+  long pid = 0;
+  while ((pid = sys(SYS_wait4, -1, arg(&status), WNOHANG, 0)) > 0) {
     if (pid != command) continue;
     kill_descendants();
     *code = shell_code(status);
@@ -339,121 +535,152 @@ bool handle_signal(const signalfd_siginfo& info, pid_t command, pid_t caller, in
   return false;
 }
 
-// Serves signals and (while it has users) the guard's listener until the command exits.
-int serve(int signals, int listener, const MetadataEmulator* emulator, pid_t command,
-          pid_t caller) {
-  for (;;) {
-    pollfd fds[2] = {{signals, POLLIN, 0}, {listener, POLLIN, 0}};
-    if (::poll(fds, listener >= 0 ? 2 : 1, -1) < 0) continue;  // EINTR
-    if (listener >= 0 && (fds[1].revents & POLLIN) != 0) {
-      emulator->serve_one(listener);
-    } else if (listener >= 0 && fds[1].revents != 0) {
-      // POLLHUP: no task uses the filter any more (or the listener broke): stop watching it.
-      ::close(listener);
-      listener = -1;
-    }
-    signalfd_siginfo info{};
-    while (::read(signals, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
-      int code = 0;
-      if (handle_signal(info, command, caller, &code)) return code;
-    }
-  }
-}
-
 // Ends the supervisor after a failure once the command's child may exist: nothing of it may
 // run on unguarded.
 [[noreturn]] void abort_run(const Supervision& s, pid_t command, Step step, int error) {
   report(s.report_fd, step, error);
-  if (command > 0) ::kill(command, SIGKILL);
+  if (command > 0) sys(SYS_kill, command, SIGKILL);
   kill_descendants();
-  ::_exit(kExitFailure);
+  sys_exit(kExitFailure);
+}
+
+// Serves signals, and hands the guard's listener to the emulator on its first report, until
+// the command exits.
+int serve(const Supervision& s, int signals, int listener, pid_t command) {
+  for (;;) {
+    pollfd fds[2] = {{signals, POLLIN, 0}, {listener, POLLIN, 0}};
+    if (sys(SYS_ppoll, arg(fds), listener >= 0 ? 2 : 1, 0, 0, kSigsetBytes) < 0) continue;
+    if (listener >= 0 && (fds[1].revents & POLLIN) != 0) {
+      if (const int err = start_guard(*s.guard, listener); err != 0)
+        abort_run(s, command, Step::kGuardStart, err);
+      sys(SYS_close, listener);
+      listener = -1;
+      for (int i = 0; i < s.guard->root_count; ++i) sys(SYS_close, s.guard->roots[i]);
+    } else if (listener >= 0 && fds[1].revents != 0) {
+      // POLLHUP: no task uses the filter any more (or the listener broke): stop watching it.
+      sys(SYS_close, listener);
+      listener = -1;
+    }
+    signalfd_siginfo info{};
+    while (sys(SYS_read, signals, arg(&info), sizeof info) == static_cast<long>(sizeof info)) {
+      int code = 0;
+      if (handle_signal(info, command, s.caller, &code)) return code;
+    }
+  }
+}
+
+// A parameterless receive of the listener the command's child sends (install_metadata_guard):
+// -errno, or the descriptor.
+long receive_listener(int socket) {
+  char byte = 0;
+  iovec iov{&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  long n = 0;
+  do n = sys(SYS_recvmsg, socket, arg(&msg), MSG_CMSG_CLOEXEC);
+  while (n == -EINTR);
+  if (n != 1) return n < 0 ? n : -EPROTO;
+  const cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  if (c == nullptr || c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS ||
+      c->cmsg_len != CMSG_LEN(sizeof(int)))
+    return -EPROTO;
+  int fd = -1;
+  std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
+  return fd;
 }
 
 pid_t start_command(ChildArgs& args) {
   if (args.body != nullptr) {
-    const pid_t pid = ::fork();
+    // Tests: a copy of this memory, so the body may allocate and make calls the supervisor
+    // answers meanwhile.
+    const long pid = sys(SYS_clone, SIGCHLD, 0, 0, 0, 0);
     if (pid == 0) command_child(&args);
-    return pid;
+    return static_cast<pid_t>(pid < 0 ? -1 : pid);
   }
-  void* stack = ::mmap(nullptr, kChildStack, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-  if (stack == MAP_FAILED) return -1;
+  const long stack = sys(SYS_mmap, 0, kChildStack, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (stack < 0 && stack > -4096) return -1;
   // The stack grows down on every architecture sbx builds for.
-  const pid_t pid = ::clone(command_child, static_cast<char*>(stack) + kChildStack,
+  const pid_t pid = ::clone(command_child, reinterpret_cast<char*>(stack) + kChildStack,
                             CLONE_VM | CLONE_VFORK | SIGCHLD, &args);
-  const int err = errno;
-  ::munmap(stack, kChildStack);
-  errno = err;
+  sys(SYS_munmap, stack, kChildStack);
   return pid;
 }
 
-[[noreturn]] void supervise(const Supervision& s) {
+int supervise(void* arg_pointer) {
+  const Supervision& s = *static_cast<const Supervision*>(arg_pointer);
   ChildArgs& args = *s.args;
   // The parent-death signal first, then the check: see the file comment.
-  if (::prctl(PR_SET_PDEATHSIG, kParentGone, 0, 0, 0) != 0) {
-    report(s.report_fd, Step::kSupervisor, errno);
-    ::_exit(kExitFailure);
+  if (const long r = sys(SYS_prctl, PR_SET_PDEATHSIG, kParentGone); r < 0) {
+    report(s.report_fd, Step::kSupervisor, static_cast<int>(-r));
+    sys_exit(kExitFailure);
   }
-  if (::getppid() != s.caller) ::_exit(128 + SIGKILL);  // nothing started, nothing to kill
-  // Same uid as the command: not dumpable, or its /proc files would be the command's to open.
-  // Inherited by the command's child until its execve makes the command dumpable again.
-  if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0 ||
-      ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
-    report(s.report_fd, Step::kSupervisor, errno);
-    ::_exit(kExitFailure);
+  if (sys(SYS_getppid) != s.caller) sys_exit(128 + SIGKILL);  // nothing started, nothing to kill
+  // Same uid as the command: not dumpable, or /proc/PID/mem and the like would be the
+  // command's to open. The flag belongs to the memory, which is the caller's: the caller is
+  // not dumpable either until the run ends (run_landlock restores it). Inherited by the
+  // command's child until its execve makes the command dumpable again.
+  if (long r = sys(SYS_prctl, PR_SET_DUMPABLE, 0); r < 0 ||
+      (r = sys(SYS_prctl, PR_SET_CHILD_SUBREAPER, 1)) < 0) {
+    report(s.report_fd, Step::kSupervisor, static_cast<int>(-r));
+    sys_exit(kExitFailure);
   }
-  ::prctl(PR_SET_NAME, "sbx-supervisor", 0, 0, 0);  // for ps and the tests; cosmetic
-  int keep[] = {0, 1, 2, s.report_fd, args.ruleset, args.guard_socket, s.guard_socket};
-  close_all_but(keep, sizeof keep / sizeof keep[0]);
-  // The caller's handlers must never run here; SIGPIPE ignored so a gone caller cannot kill
-  // the supervisor (and so orphan the tree) through the report pipe.
-  child::reset_signal_dispositions();
-  ::signal(SIGPIPE, SIG_IGN);
-  sigset_t blocked;
-  sigemptyset(&blocked);
-  for (int sig : kSupervisorSignals) sigaddset(&blocked, sig);
-  sigaddset(&blocked, SIGCHLD);
-  sigaddset(&blocked, kParentGone);
-  const int signals = ::sigprocmask(SIG_SETMASK, &blocked, nullptr) == 0
-                          ? ::signalfd(-1, &blocked, SFD_CLOEXEC | SFD_NONBLOCK)
-                          : -1;
+  sys(SYS_prctl, PR_SET_NAME, arg("sbx-supervisor"));  // for ps and the tests; cosmetic
+  close_all_but(s.keep, s.keep_count);
+  // The caller's handlers must never run here (its dispositions were copied, not shared);
+  // SIGPIPE ignored so a gone caller cannot kill the supervisor (and so orphan the tree)
+  // through the report pipe. glibc's own two real-time signals are left as they are, as
+  // sigaction() would.
+  for (int sig = 1; sig <= 64; ++sig) {
+    if (sig == SIGKILL || sig == SIGSTOP || sig == 32 || sig == 33) continue;
+    struct {
+      void (*handler)(int);
+      unsigned long flags;
+      void (*restorer)();
+      std::uint64_t mask;
+    } action{sig == SIGPIPE ? SIG_IGN : SIG_DFL, 0, nullptr, 0};
+    sys(SYS_rt_sigaction, sig, arg(&action), 0, kSigsetBytes);
+  }
+  std::uint64_t blocked = 0;
+  for (int sig : kSupervisorSignals) blocked |= 1ull << (sig - 1);
+  blocked |= 1ull << (SIGCHLD - 1);
+  blocked |= 1ull << (kParentGone - 1);
+  long signals = sys(SYS_rt_sigprocmask, SIG_SETMASK, arg(&blocked), 0, kSigsetBytes);
+  if (signals == 0)
+    signals = sys(SYS_signalfd4, -1, arg(&blocked), kSigsetBytes, SFD_CLOEXEC | SFD_NONBLOCK);
   if (signals < 0) {
-    report(s.report_fd, Step::kSupervisor, errno);
-    ::_exit(kExitFailure);
+    report(s.report_fd, Step::kSupervisor, static_cast<int>(-signals));
+    sys_exit(kExitFailure);
   }
-  args.supervisor = ::getpid();
+  args.supervisor = static_cast<pid_t>(sys(SYS_getpid));
   const pid_t command = start_command(args);
   if (command < 0) {
-    report(s.report_fd, Step::kClone, errno);
-    ::_exit(kExitFailure);
+    report(s.report_fd, Step::kClone, EAGAIN);
+    sys_exit(kExitFailure);
   }
-  if (args.guard_socket >= 0) ::close(args.guard_socket);
-  if (args.ruleset >= 0) ::close(args.ruleset);
+  if (args.guard_socket >= 0) sys(SYS_close, args.guard_socket);
+  if (args.ruleset >= 0) sys(SYS_close, args.ruleset);
   // Cloned: the child has exec'd or failed by now, and said which.
   if (args.failed_step != static_cast<int>(Step::kNone)) {
     report(s.report_fd, static_cast<Step>(args.failed_step), args.failed_error);
     int status = 0;
-    while (::waitpid(command, &status, 0) < 0 && errno == EINTR) {
+    while (sys(SYS_wait4, command, arg(&status), 0, 0) == -EINTR) {
     }
     kill_descendants();
-    ::_exit(shell_code(status));
+    sys_exit(shell_code(status));
   }
-  std::optional<MetadataEmulator> emulator;
-  int listener = -1;
+  long listener = -1;
   if (s.guard_socket >= 0) {
-    Result<int> received = receive_metadata_listener(s.guard_socket);
-    ::close(s.guard_socket);
+    listener = receive_listener(s.guard_socket);
+    sys(SYS_close, s.guard_socket);
     // EOF: the forked child (tests) failed before sending; its exit code says so.
-    if (!received.ok()) abort_run(s, command, Step::kMetadataGuard, EPROTO);
-    listener = *received;
-    if (const int err = drop_own_capabilities(); err != 0)
-      abort_run(s, command, Step::kGuardReady, err);
-    Result<MetadataEmulator> opened = MetadataEmulator::open(s.launch->landlock.write);
-    if (!opened.ok()) abort_run(s, command, Step::kGuardReady, EACCES);
-    emulator.emplace(std::move(*opened));
+    if (listener < 0) abort_run(s, command, Step::kMetadataGuard, EPROTO);
   }
-  ::close(s.report_fd);  // EOF for the caller: the command runs
-  ::_exit(serve(signals, listener, emulator ? &*emulator : nullptr, command, s.caller));
+  sys_exit(serve(s, static_cast<int>(signals), static_cast<int>(listener), command));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -466,11 +693,14 @@ std::string failure_message(const LandlockLaunch& launch, const Report& r) {
       return "sbx: " + launch.command.front() + ": command not found";
     return "sbx: " + launch.command.front() + ": not executable: " + reason;
   }
+  if (r.step == Step::kGuardStart)
+    return std::string("sbx: landlock: ") + step_text(r.step) + ": " + reason +
+           "; the run was ended";
   return std::string("sbx: landlock: ") + step_text(r.step) + ": " + reason +
          "; the command did not run";
 }
 
-// Reads one Report; false at EOF (the command runs) or error.
+// Reads one Report; false at EOF (the command ran) or error.
 bool read_report(int fd, Report& r) {
   for (;;) {
     const ssize_t n = ::read(fd, &r, sizeof r);
@@ -480,13 +710,18 @@ bool read_report(int fd, Report& r) {
   }
 }
 
+// The calling thread's signal mask for the supervisor's lifetime: every signal blocked (the
+// supervisor and the command's child share this thread's storage, errno included, so no
+// handler may run on it meanwhile), the forwarded ones taken from a signalfd.
 class BlockedSignals {
  public:
   BlockedSignals() {
+    sigset_t all;
+    sigfillset(&all);
+    ok_ = ::pthread_sigmask(SIG_BLOCK, &all, &previous_) == 0;
     sigset_t set;
     sigemptyset(&set);
     for (int sig : kCallerSignals) sigaddset(&set, sig);
-    ok_ = ::pthread_sigmask(SIG_BLOCK, &set, &previous_) == 0;
     if (ok_) fd_ = ::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
   }
   ~BlockedSignals() {
@@ -503,50 +738,40 @@ class BlockedSignals {
   int fd_ = -1;
 };
 
-// Waits for the supervisor, forwarding what a process sent us; returns its wait status, or -1
-// with errno when it cannot be waited for (SIGCHLD ignored by an embedding process).
-// The supervisor's end is watched through a pidfd: in a process with other threads (an agent
-// embedding the C API) one that does not block SIGCHLD may take it.
-int wait_supervisor(pid_t supervisor, int signals, int report_read, std::optional<Report>& failed) {
-  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, supervisor, 0));
+// The caller's memory is not dumpable while any run's supervisor shares it (supervise());
+// once the last one has ended, what it was before comes back.
+class UndumpableWhileSupervised {
+ public:
+  UndumpableWhileSupervised() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (runs_++ == 0) before_ = ::prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+  }
+  ~UndumpableWhileSupervised() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (--runs_ == 0 && before_ == 1) ::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+  }
+  UndumpableWhileSupervised(const UndumpableWhileSupervised&) = delete;
+  UndumpableWhileSupervised& operator=(const UndumpableWhileSupervised&) = delete;
+
+ private:
+  static inline std::mutex mutex_;
+  static inline int runs_ = 0;
+  static inline int before_ = 0;
+};
+
+// Waits for the supervisor, forwarding what a process sent us, with raw system calls only
+// (the supervisor shares this thread's errno); returns once the pidfd says it has ended.
+void wait_supervisor(int pidfd, int signals) {
   for (;;) {
-    siginfo_t info{};
-    const int waited =
-        ::waitid(P_PID, static_cast<id_t>(supervisor), &info, WEXITED | WNOHANG | WNOWAIT);
-    if (waited == 0 && info.si_pid == supervisor) break;
-    if (waited < 0 && errno != EINTR) {
-      const int err = errno;
-      if (pidfd >= 0) ::close(pidfd);
-      errno = err;
-      return -1;
-    }
-    pollfd fds[3] = {{signals, POLLIN, 0}, {pidfd, POLLIN, 0}, {report_read, POLLIN, 0}};
-    ::poll(fds, 3, pidfd < 0 ? kNoPidfdPollMs : -1);
-    if (report_read >= 0 && fds[2].revents != 0) {
-      Report r{};
-      if (read_report(report_read, r) && !failed) failed = r;
-      else report_read = -1;  // EOF: the command runs (or the supervisor ended)
-    }
+    pollfd fds[2] = {{signals, POLLIN, 0}, {pidfd, POLLIN, 0}};
+    sys(SYS_ppoll, arg(fds), 2, 0, 0, kSigsetBytes);
     signalfd_siginfo si{};
-    while (::read(signals, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
+    while (sys(SYS_read, signals, arg(&si), sizeof si) == static_cast<long>(sizeof si)) {
       // Terminal-generated signals (si_code > 0) reached the command's process group already.
       if (si.ssi_code > 0) continue;
-      if (pidfd >= 0) {
-        ::syscall(SYS_pidfd_send_signal, pidfd, si.ssi_signo, nullptr, 0);
-      } else {
-        ::kill(supervisor, static_cast<int>(si.ssi_signo));  // unreaped: the pid is still its
-      }
+      sys(SYS_pidfd_send_signal, pidfd, si.ssi_signo, 0, 0);
     }
-  }
-  if (pidfd >= 0) ::close(pidfd);
-  if (report_read >= 0 && !failed) {
-    Report r{};
-    if (read_report(report_read, r)) failed = r;
-  }
-  int status = 0;
-  for (;;) {
-    if (::waitpid(supervisor, &status, 0) == supervisor) return status;
-    if (errno != EINTR) return -1;
+    if (fds[1].revents != 0) return;
   }
 }
 
@@ -639,18 +864,37 @@ Result<ExitStatus> run_landlock(const LandlockLaunch& launch, const LaunchOption
   const bool guard = launch.landlock.restrict_filesystem;
   UniqueFd guard_supervisor;
   UniqueFd guard_child;
+  std::vector<UniqueFd> roots;
   if (guard) {
+    if (options.guard_program.empty() || options.guard_program.front() != '/')
+      return Error{"landlock: metadata guard: no sbx-stage2 to run its emulator"};
     int sockets[2] = {-1, -1};
     if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sockets) != 0)
       return Error{std::string("landlock: metadata guard: socketpair: ") + std::strerror(errno)};
     guard_supervisor.reset(sockets[0]);
     guard_child.reset(sockets[1]);
+    // The writable roots as they are when the run starts (the ruleset's objects), so a root
+    // renamed or replaced later is followed, never re-read by name. As the ruleset: a missing
+    // root is skipped (nothing beneath it can exist to change).
+    for (const std::string& root : launch.landlock.write) {
+      UniqueFd fd(::open(root.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+      if (fd.get() < 0 && errno == ENOENT) continue;
+      if (fd.get() < 0)
+        return Error{"landlock: metadata guard: open '" + root + "': " + std::strerror(errno)};
+      roots.push_back(std::move(fd));
+    }
+    if (roots.size() > static_cast<std::size_t>(kMaxGuardRoots))
+      return Error{"landlock: metadata guard: more than " + std::to_string(kMaxGuardRoots) +
+                   " writable roots"};
   }
   int report_pipe[2] = {-1, -1};
   if (!child::open_report_pipe(report_pipe))
     return Error{std::string("landlock: pipe: ") + std::strerror(errno)};
   UniqueFd report_read(report_pipe[0]);
   UniqueFd report_write(report_pipe[1]);
+  // Read once the supervisor has ended, never waited on.
+  if (::fcntl(report_read.get(), F_SETFL, O_NONBLOCK) != 0)
+    return Error{std::string("landlock: pipe: ") + std::strerror(errno)};
   const std::vector<char*> argv = child::c_string_array(launch.command);
   const std::vector<char*> envp = child::c_string_array(options.env);
   ChildArgs args{argv.data(),
@@ -666,25 +910,62 @@ Result<ExitStatus> run_landlock(const LandlockLaunch& launch, const LaunchOption
                  options.body_arg,
                  static_cast<int>(Step::kNone),
                  0};
-  Supervision supervision{&launch, &args, report_write.get(), guard_supervisor.get(), ::getpid()};
-  // Blocked before the fork: a signal sent meanwhile stays queued for the signalfd.
+  // The emulator's command line and descriptors, prepared here: the supervisor allocates
+  // nothing.
+  std::vector<int> root_fds;
+  for (const UniqueFd& fd : roots) root_fds.push_back(fd.get());
+  std::string root_count = std::to_string(root_fds.size());
+  std::array<char, 24> parent_slot{};
+  std::string guard_mode = "--metadata-guard";
+  std::string program = options.guard_program;
+  std::array<char*, 5> guard_argv{program.data(), guard_mode.data(), parent_slot.data(),
+                                  root_count.data(), nullptr};
+  GuardLaunch guard_launch{program.c_str(), guard_argv.data(), parent_slot.data(),
+                           root_fds.data(), static_cast<int>(root_fds.size()), -1, 0};
+  std::vector<int> keep = {0, 1, 2, report_write.get(), ruleset->get(), guard_child.get(),
+                           guard_supervisor.get()};
+  keep.insert(keep.end(), root_fds.begin(), root_fds.end());
+  std::sort(keep.begin(), keep.end());
+  Supervision supervision{&args,       report_write.get(), guard_supervisor.get(),
+                          ::getpid(),  keep.data(),        keep.size(),
+                          guard ? &guard_launch : nullptr};
+  constexpr std::size_t kSupervisorStack = 256 * 1024;
+  void* stack = ::mmap(nullptr, kSupervisorStack, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (stack == MAP_FAILED) return Error{std::string("landlock: mmap: ") + std::strerror(errno)};
+  struct StackUnmap {
+    void* stack;
+    ~StackUnmap() { ::munmap(stack, kSupervisorStack); }
+  } unmap{stack};
+  const UndumpableWhileSupervised undumpable;
+  // Blocked before the clone: a signal sent meanwhile stays queued for the signalfd.
   BlockedSignals signals;
   if (signals.fd() < 0)
     return Error{std::string("landlock: signalfd: ") + std::strerror(errno)};
-  const pid_t supervisor = ::fork();
-  if (supervisor < 0) return Error{std::string("landlock: fork: ") + std::strerror(errno)};
-  if (supervisor == 0) supervise(supervision);
+  // CLONE_VM: no copy of this process's page tables (the fork it replaces copied them, and
+  // that was most of a run's cost); the supervisor lives with that (see the file comment).
+  // CLONE_PIDFD: the supervisor is waited for through a pidfd, which SIGCHLD's disposition in
+  // an embedding process cannot affect.
+  int pidfd = -1;
+  const pid_t supervisor =
+      ::clone(supervise, static_cast<char*>(stack) + kSupervisorStack,
+              CLONE_VM | CLONE_PIDFD | SIGCHLD, &supervision, &pidfd);
+  if (supervisor < 0) return Error{std::string("landlock: clone: ") + std::strerror(errno)};
+  wait_supervisor(pidfd, signals.fd());
+  // The supervisor has ended: this thread's storage is its own again.
+  ::close(pidfd);
   report_write.reset();
-  guard_child.reset();
-  guard_supervisor.reset();
-  ruleset->reset();
-  std::optional<Report> failed;
-  const int status = wait_supervisor(supervisor, signals.fd(), report_read.get(), failed);
-  if (status == -1) {
+  int status = 0;
+  pid_t waited = -1;
+  do waited = ::waitpid(supervisor, &status, 0);
+  while (waited < 0 && errno == EINTR);
+  if (waited != supervisor) {
     std::string text = std::string("landlock: waiting for the supervisor: ") + std::strerror(errno);
     if (errno == ECHILD) text += " (is SIGCHLD ignored in this process?)";
     return Error{text};
   }
+  std::optional<Report> failed;
+  if (Report r{}; read_report(report_read.get(), r)) failed = r;
   ExitStatus result;
   if (WIFSIGNALED(status)) {
     result.signal = WTERMSIG(status);
@@ -702,6 +983,45 @@ Result<ExitStatus> run_landlock(const LandlockLaunch& launch, const LaunchOption
       result.exit_code = kExitFailure;
   }
   return result;
+}
+
+int run_metadata_guard(int argc, char** argv) {
+  // argv: PROGRAM --metadata-guard SUPERVISOR-PID ROOT-COUNT; listener 3, roots 4...
+  ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  if (argc != 4) return kExitFailure;
+  char* end = nullptr;
+  const long parent = std::strtol(argv[2], &end, 10);
+  if (*end != '\0' || parent <= 0) return kExitFailure;
+  const long count = std::strtol(argv[3], &end, 10);
+  if (*end != '\0' || count < 0 || count > kMaxGuardRoots) return kExitFailure;
+  // Ends with the supervisor (an exec may have cleared what the supervisor's child set).
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || ::getppid() != parent)
+    return 128 + SIGKILL;
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  // It acts for the command and must not do so with more rights than it (metadata_notify.hpp).
+  if (const int err = drop_own_capabilities(); err != 0) {
+    std::fprintf(stderr, "sbx-stage2: metadata guard: dropping capabilities: %s\n",
+                 std::strerror(err));
+    return kExitFailure;
+  }
+  std::vector<int> roots;
+  for (long i = 0; i < count; ++i) roots.push_back(4 + static_cast<int>(i));
+  const MetadataEmulator emulator = MetadataEmulator::adopt(std::move(roots));
+  constexpr int kListener = 3;
+  for (;;) {
+    pollfd fd{kListener, POLLIN, 0};
+    if (::poll(&fd, 1, -1) < 0) {
+      if (errno == EINTR) continue;
+      return kExitFailure;
+    }
+    if ((fd.revents & POLLIN) != 0) {
+      emulator.serve_one(kListener);
+    } else if (fd.revents != 0) {
+      return 0;  // POLLHUP: no task uses the filter any more
+    }
+  }
 }
 
 }  // namespace sbx::stage2

@@ -4,28 +4,37 @@
 // The landlock plugin's exec() calls it inside sbx (or a process embedding the C API), and
 // `sbx-stage2 --landlock` is a thin wrapper over it for plans run by hand. The shape:
 //
-//   caller (sbx)     builds the Landlock ruleset (every path opened and checked) and takes the
-//                    precompiled seccomp programs, all before any child exists, so every error
-//                    of that kind is reported before anything runs; then forks the supervisor,
-//                    forwards the signals sent to it (si_code <= 0) and waits.
-//   supervisor       a fork of the caller, never exec'd: not dumpable (the command has the same
-//                    uid; /proc/PID/mem, environ and fd/ need CAP_SYS_PTRACE then), a child
-//                    subreaper, tied to the caller by a parent-death signal, every descriptor
-//                    but the ones it needs closed. It starts the command's child, forwards
-//                    signals sent to it, answers the metadata guard (metadata_notify.hpp) with
-//                    no capability of its own, and once the command has exited kills and reaps
-//                    every descendant left (no pid namespace does that here). It stays outside
-//                    the Landlock domain, so with signal scoping (ABI 6+) the command cannot
-//                    signal it.
+//   caller (sbx)     builds the Landlock ruleset (every path opened and checked), opens the
+//                    writable roots for the metadata guard and takes the precompiled seccomp
+//                    programs, all before any child exists, so every error of that kind is
+//                    reported before anything runs; then starts the supervisor with
+//                    clone(CLONE_VM) (no copy of its page tables: the fork this replaces was
+//                    most of a run's cost), forwards the signals sent to it (si_code <= 0) and
+//                    waits through a pidfd.
+//   supervisor       shares the caller's memory and thread-local storage, so it makes raw
+//                    system calls only, on data the caller prepared, and allocates nothing:
+//                    not dumpable (the flag is the memory's: the caller is not dumpable either
+//                    until the run ends), a child subreaper, tied to the caller by a
+//                    parent-death signal, every descriptor but the ones it needs closed. It
+//                    starts the command's child, forwards signals sent to it, and once the
+//                    command has exited kills and reaps every descendant left (no pid
+//                    namespace does that here). It stays outside the Landlock domain, so with
+//                    signal scoping (ABI 6+) the command cannot signal it.
+//   guard emulator   sbx-stage2 --metadata-guard, exec'd by the supervisor when the command
+//                    first makes a call the metadata guard reports (metadata_notify.hpp), with
+//                    the guard's listener and the writable roots as opened at the start: not
+//                    dumpable, no capability, none of the caller's memory. A run that never
+//                    changes metadata never starts it.
 //   command's child  clone(CLONE_VM | CLONE_VFORK) of the supervisor, like posix_spawn: only
-//                    async-signal-safe steps on data prepared before: default signal
-//                    dispositions, parent-death signal, chdir, the run's limits (the host's
-//                    prepare_child), no_new_privs, every capability dropped and checked, the
-//                    metadata guard (a precompiled user-notification filter; its listener goes
-//                    to the supervisor), landlock_restrict_self, the precompiled seccomp
-//                    filter, every descriptor but 0-2 close-on-exec, execve. A failed step is
-//                    written into memory it shares with the supervisor, which reports it to the
-//                    caller; the command never runs after a failed step.
+//                    async-signal-safe steps on data prepared before: SIGPIPE's default
+//                    disposition back (the supervisor reset every other one), parent-death
+//                    signal, chdir, the run's limits (the host's prepare_child), no_new_privs,
+//                    every capability dropped and checked, the metadata guard (a precompiled
+//                    user-notification filter; its listener goes to the supervisor),
+//                    landlock_restrict_self, the precompiled seccomp filter, every descriptor
+//                    but 0-2 close-on-exec, execve. A failed step is written into memory it
+//                    shares with the supervisor, which reports it to the caller; the command
+//                    never runs after a failed step.
 //
 // Exit statuses: the command's own code, 128+N when signal N ended it, 126/127 when it could not
 // be executed, 125 when a step of sbx's failed (with a message on stderr). The environment goes
@@ -69,6 +78,10 @@ struct LaunchOptions {
   // before no_new_privs: async-signal-safe, 0 or an errno (the command then does not run).
   int (*prepare_child)(void* ctx) = nullptr;
   void* prepare_child_ctx = nullptr;
+  // The trusted sbx-stage2 (absolute), run as the metadata guard's emulator when the command
+  // first makes a call the guard reports (run_metadata_guard). Required with a restricted
+  // filesystem.
+  std::string guard_program;
   // For tests: run `body` in the confined child instead of execve, its result being the exit
   // code. The child is then forked rather than cloned with CLONE_VM (a body may make calls the
   // supervisor must answer while it runs), so a failed step shows only as exit code 125.
@@ -82,5 +95,11 @@ struct LaunchOptions {
 // returns 125 (126/127 for an execve failure, as a shell). Error when nothing was started (the
 // ruleset could not be built, no fork): the caller reports it.
 Result<ExitStatus> run_landlock(const LandlockLaunch& launch, const LaunchOptions& options);
+
+// sbx-stage2 --metadata-guard SUPERVISOR-PID ROOT-COUNT: the metadata guard's emulator, started
+// by the supervisor with the guard's listener at descriptor 3 and the writable roots (opened
+// when the run started) at 4, 5, ...: not dumpable, ends with the supervisor, every capability
+// dropped, answers the listener until no task uses the filter. Returns its exit code.
+int run_metadata_guard(int argc, char** argv);
 
 }  // namespace sbx::stage2

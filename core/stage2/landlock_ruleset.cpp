@@ -47,17 +47,35 @@ constexpr std::uint64_t kFileRights =
 
 std::string errno_text(int err) { return std::strerror(err); }
 
+// The root directory and /dev as this process sees them, looked up once per ruleset rather than
+// once per rule (a ruleset has some thirty rules). Both are root-owned names no caller can swap
+// while the ruleset is built; a name that cannot be looked up matches nothing, as before.
+struct DevClosed {
+  bool root_known = false;
+  bool dev_known = false;
+  struct stat root {};
+  struct stat dev {};
+
+  static DevClosed look_up() {
+    DevClosed d;
+    d.root_known = ::stat("/", &d.root) == 0;
+    d.dev_known = ::stat("/dev", &d.dev) == 0;
+    return d;
+  }
+  // Only a directory can be either (a file never shares a directory's device and inode).
+  bool names_root_or_dev(const struct stat& st) const {
+    if (!S_ISDIR(st.st_mode)) return false;
+    return (root_known && root.st_dev == st.st_dev && root.st_ino == st.st_ino) ||
+           (dev_known && dev.st_dev == st.st_dev && dev.st_ino == st.st_ino);
+  }
+};
+
 // How a rule's path is opened and checked.
 struct RuleKind {
   std::uint64_t rights;
-  bool writable;         // opened without following a final symlink
-  bool keep_dev_closed;  // refuse the root directory and /dev themselves (LandlockSpec)
+  bool writable;               // opened without following a final symlink
+  const DevClosed* dev_closed;  // refuse the root directory and /dev themselves; nullptr: off
 };
-
-bool same_object(const struct stat& st, const char* path) {
-  struct stat other {};
-  return ::stat(path, &other) == 0 && other.st_dev == st.st_dev && other.st_ino == st.st_ino;
-}
 
 // Adds one path rule. A missing path is skipped: no rule means no access, which only denies
 // more. The rule is attached to what the path names now (symlinks followed for read and dev
@@ -74,7 +92,7 @@ Status add_path_rule(int ruleset, const std::string& path, RuleKind kind) {
   if (S_ISLNK(st.st_mode)) return Error{"writable path '" + path + "' is a symlink"};
   // Decided on the opened object, so a path that became a symlink to / or /dev since the plan
   // was made is caught too: such a rule would open every device node (raw disks, terminals).
-  if (kind.keep_dev_closed && (same_object(st, "/") || same_object(st, "/dev")))
+  if (kind.dev_closed != nullptr && kind.dev_closed->names_root_or_dev(st))
     return Error{"rule for '" + path + "' would open the whole of /dev (it names / or /dev)"};
   std::uint64_t rights = kind.rights;
   if (!S_ISDIR(st.st_mode)) rights &= kFileRights;
@@ -195,12 +213,13 @@ Result<UniqueFd> build_landlock_ruleset(const LandlockSpec& spec) {
   UniqueFd ruleset(static_cast<int>(::syscall(SYS_landlock_create_ruleset, &attr, size, 0)));
   if (ruleset.get() < 0) return Error{"create_ruleset: " + errno_text(errno)};
   if (spec.restrict_filesystem) {
-    const bool closed = spec.keep_dev_closed;
+    const DevClosed dev_closed = DevClosed::look_up();
+    const DevClosed* closed = spec.keep_dev_closed ? &dev_closed : nullptr;
     Status s = add_rules(ruleset.get(), spec.read, {read_rights(abi), false, closed});
     if (s.ok()) s = add_rules(ruleset.get(), spec.write, {write_rights(abi), true, closed});
     // Device files and listings are meant for /dev and / themselves.
-    if (s.ok()) s = add_rules(ruleset.get(), spec.dev, {dev_rights(abi), false, false});
-    if (s.ok()) s = add_rules(ruleset.get(), spec.list, {list_rights(abi), false, false});
+    if (s.ok()) s = add_rules(ruleset.get(), spec.dev, {dev_rights(abi), false, nullptr});
+    if (s.ok()) s = add_rules(ruleset.get(), spec.list, {list_rights(abi), false, nullptr});
     if (!s.ok()) return Error{s.error()};
   }
   // TCP: handled, so every bind and connect is denied except connect() to the listed ports.
@@ -234,13 +253,17 @@ int drop_all_capabilities_raw(const char** step) noexcept {
   if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL)
     return errno;
   *step = "drop bounding capabilities";
+  // One PR_CAPBSET_DROP per capability, no PR_CAPBSET_READ first: dropping one that is not in
+  // the set succeeds too, and EINVAL marks the end of what this kernel knows. (Half the system
+  // calls of reading each bit first; this runs in every command's child.)
   for (unsigned long cap = 0; cap <= 63; ++cap) {
-    const int in_set = ::prctl(PR_CAPBSET_READ, cap, 0, 0, 0);
-    if (in_set < 0) break;  // past the last capability this kernel knows
-    if (in_set != 1 || ::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0) continue;
+    if (::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) == 0) continue;
+    if (errno == EINVAL) break;  // past the last capability this kernel knows
     // Without CAP_SETPCAP a non-root user cannot shrink the set, and needs not: under
     // no_new_privs a non-root exec gains no capability (no setuid, no file capabilities).
     if (errno == EPERM && ::geteuid() != 0 && ::getuid() != 0) break;
+    // Root without CAP_SETPCAP: only a capability still in the set is a failure.
+    if (errno == EPERM && ::prctl(PR_CAPBSET_READ, cap, 0, 0, 0) == 0) continue;
     return errno;
   }
   *step = "capset";

@@ -5,13 +5,13 @@
 // The filter (default ALLOW; calls of another architecture kill the process):
 //   - USER_NOTIF for chmod, fchmod, fchmodat, fchmodat2, chown, fchown, lchown, fchownat,
 //     utime, utimes, futimesat, utimensat, setxattr, lsetxattr, fsetxattr, removexattr,
-//     lremovexattr, fremovexattr and ioctl(TIOCGPTPEER): the supervisor emulates them;
+//     lremovexattr, fremovexattr and ioctl(TIOCGPTPEER): the guard's emulator emulates them;
 //   - ENOSYS for setxattrat, removexattrat and file_setattr (programs fall back to the above);
 //   - EPERM for the inode-changing ioctls FS_IOC_SETFLAGS (and its 32-bit form),
 //     FS_IOC_FSSETXATTR, FS_IOC_SETVERSION (both forms), FS_IOC_ENABLE_VERITY and
 //     FS_IOC_SET_ENCRYPTION_POLICY.
 // It must be installed with SECCOMP_FILTER_FLAG_NEW_LISTENER: its listener goes to the
-// supervisor.
+// supervisor, which hands it to the emulator (landlock_launch.hpp).
 #pragma once
 
 #include <string>

@@ -578,6 +578,14 @@ Result<MetadataEmulator> MetadataEmulator::open(const std::vector<std::string>& 
   return e;
 }
 
+MetadataEmulator MetadataEmulator::adopt(std::vector<int> root_fds) {
+  MetadataEmulator e;
+  e.root_fds_ = std::move(root_fds);
+  e.fsuid_ = static_cast<uid_t>(::setfsuid(static_cast<uid_t>(-1)));
+  e.fsgid_ = static_cast<gid_t>(::setfsgid(static_cast<gid_t>(-1)));
+  return e;
+}
+
 MetadataEmulator::MetadataEmulator(MetadataEmulator&& other) noexcept
     : root_fds_(std::move(other.root_fds_)), fsuid_(other.fsuid_), fsgid_(other.fsgid_) {
   other.root_fds_.clear();

@@ -5,7 +5,9 @@
 // or setxattr: a command could make any file it owns (as root: any file) outside its writable
 // roots setuid or world-writable. So the command's child installs, besides the normal filter,
 // a second seccomp filter (metadata_filter.hpp, precompiled) whose listener (SECCOMP_FILTER_FLAG_NEW_LISTENER) goes to the
-// supervisor, which stays outside the Landlock domain and EMULATES each call:
+// supervisor, which hands it to the emulator (sbx-stage2 --metadata-guard, run_metadata_guard in
+// landlock_launch.hpp; called "the supervisor" below) on the first call; it stays outside the
+// Landlock domain and EMULATES each call:
 //
 //   - the call's arguments are read from the caller's memory (/proc/TID/mem) and the
 //     notification is checked to be still valid afterwards (the TID was not reused);
@@ -69,6 +71,8 @@ class MetadataEmulator {
   // Opens the writable roots (O_PATH) to follow them if renamed, and records the supervisor's
   // fsuid/fsgid. Call after the supervisor dropped its capabilities.
   static Result<MetadataEmulator> open(const std::vector<std::string>& writable_roots);
+  // The same over roots already opened (O_PATH), which it then owns.
+  static MetadataEmulator adopt(std::vector<int> root_fds);
   MetadataEmulator(MetadataEmulator&& other) noexcept;
   MetadataEmulator& operator=(MetadataEmulator&&) = delete;
   MetadataEmulator(const MetadataEmulator&) = delete;

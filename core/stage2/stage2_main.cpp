@@ -382,6 +382,8 @@ void scope_abstract_unix_sockets() {
   }
   sbx::stage2::LaunchOptions options;
   if (launch->env_environ) options.env = own_environment();
+  // The emulator is this very program (--metadata-guard).
+  options.guard_program = "/proc/self/exe";
   sbx::Result<sbx::ExitStatus> status = sbx::stage2::run_landlock(*launch, options);
   if (!status.ok()) fail("landlock", status.error());
   ::_exit(status->shell_code());
@@ -389,6 +391,8 @@ void scope_abstract_unix_sockets() {
 
 int main(int argc, char** argv) {
   make_undumpable();
+  if (argc >= 2 && std::string(argv[1]) == "--metadata-guard")
+    ::_exit(sbx::stage2::run_metadata_guard(argc, argv));
   if (sbx::stage2::is_landlock_argv(std::vector<std::string>(argv, argv + argc)))
     landlock_main(argc, argv);
   Options options = parse(argc, argv);

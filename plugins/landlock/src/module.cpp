@@ -163,6 +163,7 @@ class LandlockBackend final : public Backend {
       stage2::LaunchOptions options;
       options.env = plan.env;
       options.cwd = plan.cwd;
+      options.guard_program = std::string(host().stage2_path());
       hook_ = host().child_hook();
       options.prepare_child = &LandlockBackend::prepare_child;
       options.prepare_child_ctx = &hook_;

@@ -49,6 +49,7 @@ LandlockLaunch confined(const std::string& ws, std::vector<std::string> command)
 LaunchOptions in_dir(const std::string& ws) {
   LaunchOptions options;
   options.cwd = ws;
+  options.guard_program = std::string(SBX_BUILD_TREE) + "/libexec/sbx/sbx-stage2";
   options.env = {"PATH=/usr/bin:/bin", "SBX_LAUNCH_TEST=visible"};
   return options;
 }
@@ -124,6 +125,39 @@ TEST_F(LandlockLaunchTest, TheCommandIsConfinedAndGetsItsEnvironmentAndDirectory
   EXPECT_FALSE(file_exists("/var/tmp/sbx-launch-outside.txt"));
 }
 
+// Every capability set of the command is empty, the bounding set included (the child drops
+// each bounding capability with one PR_CAPBSET_DROP and no read first; as root here, a
+// capability left in any set would show in /proc/self/status).
+TEST_F(LandlockLaunchTest, TheCommandHoldsNoCapabilityInAnySet) {
+  EXPECT_EQ(run_script(ws_.path(),
+                       "for set in CapInh CapPrm CapEff CapBnd CapAmb; do "
+                       "  v=$(sed -n \"s/^$set:[[:space:]]*//p\" /proc/self/status); "
+                       "  [ -n \"$v\" ] || exit 3; "
+                       "  [ \"$v\" = 0000000000000000 ] || exit 4; "
+                       "done; exit 0"),
+            0);
+}
+
+// A caller that ignores signals (an agent ignoring SIGPIPE, say) does not pass that on: an
+// ignored disposition would survive the command's execve. The command starts with none
+// ignored (SigIgn of its /proc/PID/status), SIGPIPE included, which the supervisor itself
+// ignores.
+TEST_F(LandlockLaunchTest, TheCommandStartsWithNoSignalIgnored) {
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  struct sigaction old_pipe {};
+  struct sigaction old_usr1 {};
+  ASSERT_EQ(::sigaction(SIGPIPE, &ignore, &old_pipe), 0);
+  ASSERT_EQ(::sigaction(SIGUSR1, &ignore, &old_usr1), 0);
+  const int code = run_script(ws_.path(),
+                              "v=$(sed -n 's/^SigIgn:[[:space:]]*//p' /proc/$$/status); "
+                              "[ -n \"$v\" ] || exit 3; "
+                              "[ \"$v\" = 0000000000000000 ] || exit 4; exit 0");
+  ::sigaction(SIGPIPE, &old_pipe, nullptr);
+  ::sigaction(SIGUSR1, &old_usr1, nullptr);
+  EXPECT_EQ(code, 0);
+}
+
 TEST_F(LandlockLaunchTest, SigtermSentToTheCallerEndsTheCommandWith143) {
   const std::string marker = ws_ / "started";
   const pid_t killer = signal_when(marker, ::getpid(), SIGTERM);
@@ -195,6 +229,84 @@ TEST_F(LandlockLaunchTest, TheSupervisorIsNotReadableOrTraceableByTheCommand) {
 // Landlock allows 16 nested domains; a 17th restrict_self fails (E2BIG). The run's own
 // ruleset builds fine in the caller, so only the child's landlock_restrict_self fails: the
 // command must not run, and the status is sbx's 125.
+// The supervisor shares this process's memory (clone(CLONE_VM), no copy): the memory is not
+// dumpable while the command runs, so the command cannot open this process's /proc files
+// either, and what it was before comes back once the run is over.
+TEST_F(LandlockLaunchTest, TheCallerIsUndumpableDuringTheRunAndDumpableAgainAfter) {
+  ASSERT_EQ(::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0), 0);
+  const std::string caller = std::to_string(::getpid());
+  EXPECT_EQ(run_script(ws_.path(), "cat /proc/" + caller + "/environ > /dev/null 2>&1 && exit 3; "
+                                   "exit 0"),
+            0)
+      << "the command read the caller's environ";
+  EXPECT_EQ(::prctl(PR_GET_DUMPABLE, 0, 0, 0, 0), 1);
+}
+
+// Runs from two threads at once (an agent embedding the C API) each get their own supervisor
+// and status, and the caller is dumpable again once both have ended.
+TEST_F(LandlockLaunchTest, ConcurrentRunsFromTwoThreads) {
+  ASSERT_EQ(::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0), 0);
+  int first = -1;
+  int second = -1;
+  std::thread a([&] { first = run_script(ws_.path(), "sleep 0.2; exit 7"); });
+  std::thread b([&] { second = run_script(ws_.path(), "sleep 0.1; exit 9"); });
+  a.join();
+  b.join();
+  EXPECT_EQ(first, 7);
+  EXPECT_EQ(second, 9);
+  EXPECT_EQ(::prctl(PR_GET_DUMPABLE, 0, 0, 0, 0), 1);
+}
+
+// The metadata guard's emulator (sbx-stage2 --metadata-guard) is started only when the
+// command first makes a call the guard reports: before that the supervisor's only child is
+// the command; after a chmod in the workspace there is one more, and the chmod worked.
+TEST_F(LandlockLaunchTest, TheGuardsEmulatorStartsOnlyWhenFirstNeeded) {
+  EXPECT_EQ(run_script(ws_.path(),
+                       ": > f; "  // not touch(1): it sets the file's times, a reported call
+                       "before=$(cat /proc/$PPID/task/$PPID/children); "
+                       "[ \"$before\" = \"$$ \" ] || exit 3; "
+                       "chmod 600 f || exit 4; "
+                       "[ \"$(stat -c %a f)\" = 600 ] || exit 5; "
+                       "after=$(cat /proc/$PPID/task/$PPID/children); "
+                       "set -- $after; [ $# = 2 ] || exit 6; "
+                       "for p in $after; do [ $p = $$ ] && continue; "
+                       "  grep -q sbx-stage2 /proc/$p/cmdline 2>/dev/null || exit 7; done; exit 0"),
+            0);
+}
+
+// Every writable root reaches the emulator as the object it was when the run started (each
+// moved to its own descriptor): a chmod works in each of two roots, and still fails outside.
+TEST_F(LandlockLaunchTest, TheEmulatorGetsEveryWritableRoot) {
+  sbx::test::TempDir second;
+  ASSERT_FALSE(second.path().empty());
+  LandlockLaunch launch = confined(ws_.path(), {"/bin/sh", "-c",
+                                                ": > a; : > '" + second.path() + "/b'; "
+                                                "chmod 600 a || exit 3; "
+                                                "chmod 600 '" + second.path() + "/b' || exit 4; "
+                                                "chmod 600 /etc/hostname 2>/dev/null && exit 5; "
+                                                "exit 0"});
+  launch.landlock.write.push_back(second.path());
+  sbx::Result<sbx::ExitStatus> status = sbx::stage2::run_landlock(launch, in_dir(ws_.path()));
+  ASSERT_TRUE(status.ok()) << status.error();
+  EXPECT_EQ(status->shell_code(), 0);
+  struct stat st {};
+  ASSERT_EQ(::stat((second.path() + "/b").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+}
+
+// An emulator that cannot start ends the run (status 125) rather than leaving the command
+// waiting for an answer, or answering nothing: the command's chmod never returns.
+TEST_F(LandlockLaunchTest, AnEmulatorThatCannotStartEndsTheRun) {
+  LaunchOptions options = in_dir(ws_.path());
+  options.guard_program = "/nonexistent/sbx-stage2";
+  sbx::Result<sbx::ExitStatus> status = sbx::stage2::run_landlock(
+      confined(ws_.path(), {"/bin/sh", "-c", "touch f; chmod 600 f; echo ran > after.txt"}),
+      options);
+  ASSERT_TRUE(status.ok()) << status.error();
+  EXPECT_EQ(status->shell_code(), 125);
+  EXPECT_FALSE(file_exists(ws_ / "after.txt"));
+}
+
 TEST_F(LandlockLaunchTest, AFailedLandlockStepNeverRunsTheCommand) {
   const std::string marker = ws_ / "ran";
   const pid_t pid = ::fork();

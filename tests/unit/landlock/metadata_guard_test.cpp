@@ -116,6 +116,7 @@ int guarded(const std::string& writable, const std::function<int()>& body,
   launch.network = sbx::stage2::NetworkFilter::kOpen;
   launch.command = {"/bin/true"};  // never run: the body replaces the exec
   sbx::stage2::LaunchOptions options;
+  options.guard_program = std::string(SBX_BUILD_TREE) + "/libexec/sbx/sbx-stage2";
   options.cwd = writable;
   options.body = run_guard_attempt;
   options.body_arg = const_cast<std::function<int()>*>(&body);
