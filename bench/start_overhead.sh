@@ -11,7 +11,10 @@
 #    `sbx --backends landlock exec --preset read-only -- /bin/true`: ru_maxrss as GNU time reports
 #    it (%M), the largest of sbx and every descendant it waited for, medians of 11 runs.
 #    Target: <= 8 MiB.
-# 3. What the dynamic loader maps at the start of `sbx --version` (LD_DEBUG=files).
+# 3. Minor page faults (GNU time %R, medians of 11) of `sbx --version`, `/bin/true` and a
+#    landlock `exec --dry-run`: on a VM most of a start's time is page faults, and their count
+#    does not depend on the load of the machine, unlike the times above.
+# 4. What the dynamic loader maps at the start of `sbx --version` (LD_DEBUG=files).
 set -euo pipefail
 sbx="$1"
 runs="${2:-101}"
@@ -68,6 +71,21 @@ for bin in "$sbx" ${other:+"$other"}; do
   echo "  --backends landlock exec --preset read-only -- /bin/true: $kb KiB"
   kb=$(peak_rss "$bin" --version)
   echo "  --version: $kb KiB"
+done
+faults() {
+  : > faults
+  for ((i = 0; i < 11; i++)); do
+    /usr/bin/time -f %R -o faults.one "$@" > /dev/null 2>&1 || true
+    cat faults.one >> faults
+  done
+  median < faults
+}
+echo "minor page faults (medians of 11):"
+echo "  /bin/true: $(faults /bin/true)"
+for bin in "$sbx" ${other:+"$other"}; do
+  echo "  $bin --version: $(faults "$bin" --version)"
+  echo "  $bin --backends landlock exec --dry-run --preset read-only -- /bin/true: $(faults \
+    "$bin" --backends landlock exec --dry-run --preset read-only --cwd "$work" -- /bin/true)"
 done
 echo "objects mapped by 'sbx --version':"
 LD_DEBUG=files "$sbx" --version 2>&1 >/dev/null | sed -n 's/.*file=\([^ ]*\).*\[0\];  needed by.*/  \1/p' | sort -u

@@ -11,6 +11,7 @@ packages=(
   libseccomp-dev libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev
   bubblewrap firejail util-linux iproute2 procps
+  strace  # tests/integration/cli_start: what a run looks up, counted from its system calls
   curl  # the proxy end-to-end tests (tests/integration/proxy) run it inside the sandbox
   libtoml11-dev  # `sbx policy import --from codex` reads config.toml
   python3-jsonschema man-db zsh fish  # tests/cli/extras_test.py: schema, man pages, completions

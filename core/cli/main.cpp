@@ -2,10 +2,16 @@
 // one subcommand. Usage errors and sbx's own failures exit 125, as env(1) and timeout(1) do when
 // they fail themselves (core/cli/README.md, "Exit status").
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <exception>
 #include <iostream>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#if !defined(_WIN32)
+#include <unistd.h>
+#endif
 
 #include "cli.hpp"
 #include "extras.hpp"
@@ -41,11 +47,38 @@ int usage_error(const CLI::App& app, const CLI::ParseError& error) {
                         "run '" + where + " --help' for the options");
 }
 
+std::string version_text() { return std::string("sbx ") + sbx::sbx_version(); }
+
+// `sbx --version` and nothing else: the same line CLI11's version flag prints, written before
+// the parser and its ~20 subcommands are built (most of a start's work otherwise). Any other
+// command line, `--version` among other arguments included, goes through the parser.
+bool is_bare_version(int argc, char** argv) {
+  return argc == 2 && argv[1] != nullptr && std::string_view(argv[1]) == "--version";
+}
+
+int print_bare_version() {
+  const std::string line = version_text() + "\n";
+#if defined(_WIN32)
+  std::cout << line << std::flush;
+  return std::cout ? 0 : sbx::kExitSbxFailure;
+#else
+  std::size_t done = 0;
+  while (done < line.size()) {
+    const ssize_t n = ::write(STDOUT_FILENO, line.data() + done, line.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return sbx::cli::fail("cannot write the version to stdout");
+    done += static_cast<std::size_t>(n);
+  }
+  // Nothing is buffered and nothing was set up that needs undoing: skip the static destructors
+  // and exit handlers (their code is a few more pages to fault in).
+  ::_exit(0);
+#endif
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"sbx: run untrusted commands under the kernel's own sandbox", "sbx"};
   app.footer(kFooter);
-  app.set_version_flag("--version", std::string("sbx ") + sbx::sbx_version(),
-                       "Print the version and exit");
+  app.set_version_flag("--version", version_text(), "Print the version and exit");
   app.require_subcommand(1);
   sbx::cli::GlobalOptions globals;
   sbx::cli::add_global_options(app, globals);
@@ -78,6 +111,7 @@ int run(int argc, char** argv) {
 int main(int argc, char** argv) {
   // Before anything else: not dumpable, no core files, no LD_* in our own environment.
   sbx::harden_current_process();
+  if (is_bare_version(argc, argv)) return print_bare_version();
   try {
     return run(argc, argv);
   } catch (const std::exception& e) {

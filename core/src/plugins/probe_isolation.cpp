@@ -188,7 +188,9 @@ int remaining_ms(Clock::time_point deadline) {
 
 ChildOutput read_until_eof(int in, Clock::time_point deadline) {
   ChildOutput out;
-  char buffer[65536];
+  // Small: a report is a few kilobytes, and every 4 KiB page of a stack buffer is touched (stack
+  // clash probes) and costs a page fault the first time, on every sbx run.
+  char buffer[8192];
   for (;;) {
     const int wait = remaining_ms(deadline);
     if (wait == 0) {

@@ -247,14 +247,41 @@ Result<InstallLayout> executable_layout() {
   if (!file->ok()) return Error{"cannot find the running sbx executable: " + file->error()};
   return layout_around((*file)->first, (*file)->second, /*executable=*/true);
 }
+
+// The sbx executable's layout and install directories, looked up on first use and kept for
+// the process (one command): the same checks, done once instead of three times per run.
+struct ExecutableInstall {
+  Result<InstallLayout> layout;
+  Result<std::vector<std::string>> directories;
+};
+const ExecutableInstall& executable_install() {
+  // Never freed: read until the process exits.
+  static const ExecutableInstall* const install = [] {
+    Result<InstallLayout> layout = executable_layout();
+    Result<std::vector<std::string>> directories =
+        layout ? Result<std::vector<std::string>>(install_directories(*layout))
+               : Result<std::vector<std::string>>(Error{layout.error()});
+    return new ExecutableInstall{std::move(layout), std::move(directories)};
+  }();
+  return *install;
+}
 #endif
+
+Result<InstallLayout> library_layout();
 
 }  // namespace
 
 Result<InstallLayout> install_layout() {
 #if defined(__linux__)
-  if (code_is_in_executable()) return executable_layout();
+  if (code_is_in_executable()) return executable_install().layout;
 #endif
+  return library_layout();
+}
+
+namespace {
+
+// The layout around the loaded libsbx.so.
+Result<InstallLayout> library_layout() {
   Dl_info info{};
   if (dladdr(&kLibsbxAnchor, &info) == 0 || info.dli_fname == nullptr)
     return Error{"cannot find where libsbx was loaded from (dladdr failed)"};
@@ -270,6 +297,8 @@ Result<InstallLayout> install_layout() {
     return Error{std::string("cannot stat libsbx at ") + resolved + ": " + std::strerror(errno)};
   return layout_around(resolved, st, /*executable=*/false);
 }
+
+}  // namespace
 
 std::vector<std::string> install_directories(const InstallLayout& layout) {
   std::vector<std::string> out;
@@ -291,9 +320,18 @@ std::vector<std::string> install_directories(const InstallLayout& layout) {
   return out;
 }
 
+Result<std::vector<std::string>> running_install_directories() {
+#if defined(__linux__)
+  if (code_is_in_executable()) return executable_install().directories;
+#endif
+  Result<InstallLayout> layout = library_layout();
+  if (!layout) return Error{layout.error()};
+  return install_directories(*layout);
+}
+
 std::vector<std::string> current_install_directories() {
-  Result<InstallLayout> layout = install_layout();
-  return layout ? install_directories(*layout) : std::vector<std::string>{};
+  Result<std::vector<std::string>> directories = running_install_directories();
+  return directories ? std::move(*directories) : std::vector<std::string>{};
 }
 
 const sbx_host_v1* host_services(const InstallLayout& layout) {

@@ -153,7 +153,7 @@ Result<FilesystemSpec> read_filesystem(const json::value& value) {
   Status keys = check_keys(**object, pointer, {"kind", "entries", "protected_names"});
   if (!keys) return Error{keys.error()};
   FilesystemSpec fs;
-  fs.protected_names = kDefaultProtectedNames;
+  fs.protected_names = default_protected_names();
   if (const json::value* kind = find(**object, "kind")) {
     Result<FilesystemKind> parsed = read_enum(
         *kind, child(pointer, "kind"),
@@ -287,7 +287,7 @@ Result<Policy> read_full_form(const json::object& root) {
     }
   }
   Policy policy;
-  policy.filesystem.protected_names = kDefaultProtectedNames;
+  policy.filesystem.protected_names = default_protected_names();
   if (const json::value* fs = find(root, "filesystem")) {
     Result<FilesystemSpec> parsed = read_filesystem(*fs);
     if (!parsed) return Error{parsed.error()};

@@ -1,6 +1,7 @@
 // The four presets (docs/ARCHITECTURE.md, "The policy model") and the short form, each defined
 // as the full form it converts to.
 #include <string>
+#include <iterator>
 #include <vector>
 
 #include "policy/json_strict.hpp"
@@ -103,11 +104,15 @@ Result<Policy> build_preset(std::string_view name, const PresetOptions& options)
     return error_at("/preset",
                     "unknown preset \"" + std::string(name) + "\"; expected one of " + names);
   }
-  policy.filesystem.protected_names = kDefaultProtectedNames;
+  policy.filesystem.protected_names = default_protected_names();
   return policy;
 }
 
 }  // namespace
+
+std::vector<std::string> default_protected_names() {
+  return {std::begin(kDefaultProtectedNames), std::end(kDefaultProtectedNames)};
+}
 
 Result<Policy> preset_policy(std::string_view name) { return preset_policy(name, {}); }
 

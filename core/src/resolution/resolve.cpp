@@ -496,13 +496,13 @@ Result<ResolveContext> current_resolve_context() {
     // The first definition wins, as with getenv(3).
     context.env.emplace(std::string(text.substr(0, eq)), std::string(text.substr(eq + 1)));
   }
-  Result<InstallLayout> layout = install_layout();
-  if (!layout) {
+  Result<std::vector<std::string>> install_dirs = running_install_directories();
+  if (!install_dirs) {
     // Without it sbx's own install could not be kept read-only in the sandbox: fail closed.
     return Error{"cannot find sbx's install to keep it read-only in the sandbox: " +
-                 layout.error()};
+                 install_dirs.error()};
   }
-  context.install_dirs = install_directories(*layout);
+  context.install_dirs = std::move(*install_dirs);
   auto home = context.env.find("HOME");
   if (home != context.env.end() && !home->second.empty() && home->second.front() == '/') {
     context.home = home->second;

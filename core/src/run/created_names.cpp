@@ -185,7 +185,7 @@ CreatedNamesWatch created_names_watch(const Policy& policy, const ResolvedPolicy
   CreatedNamesWatch watch;
   if (resolved.filesystem_kind != FilesystemKind::kRestricted) return watch;
   watch.roots = writable_roots(resolved);
-  watch.names = kDefaultProtectedNames;
+  watch.names = default_protected_names();
   for (const std::string& name : policy.filesystem.protected_names) {
     if (std::find(watch.names.begin(), watch.names.end(), name) == watch.names.end())
       watch.names.push_back(name);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <iterator>
 
 extern char** environ;  // NOLINT: POSIX
 
@@ -11,8 +12,9 @@ namespace {
 
 char upper(char c) { return static_cast<char>(std::toupper(static_cast<unsigned char>(c))); }
 
-bool matches_any(const std::vector<std::string>& patterns, std::string_view name) {
-  return std::any_of(patterns.begin(), patterns.end(), [&](const std::string& pattern) {
+template <typename Patterns>
+bool matches_any(const Patterns& patterns, std::string_view name) {
+  return std::any_of(std::begin(patterns), std::end(patterns), [&](std::string_view pattern) {
     return env_pattern_matches(pattern, name);
   });
 }
@@ -67,8 +69,8 @@ bool looks_like_secret(std::string_view name) {
   std::string upper_name(name);
   std::transform(upper_name.begin(), upper_name.end(), upper_name.begin(), upper);
   return std::any_of(
-      kSecretNameParts.begin(), kSecretNameParts.end(),
-      [&](const std::string& part) { return upper_name.find(part) != std::string::npos; });
+      std::begin(kSecretNameParts), std::end(kSecretNameParts),
+      [&](std::string_view part) { return upper_name.find(part) != std::string::npos; });
 }
 
 FilteredEnvironment filter_environment(const EnvironmentPolicy& policy,

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <filesystem>
 #include <string>
@@ -101,6 +102,96 @@ TEST_F(LeanStart, VersionLoadsNoPluginAndNoLibsbx) {
   EXPECT_EQ(backends.find("libsbx.so"), std::string::npos) << backends;
 }
 
+// How many objects a command dlopen()s, from the loader's LD_DEBUG=files account (plugins are
+// opened as /proc/self/fd/N, so they are counted, not named).
+std::size_t dlopened_objects(const std::string& account) {
+  std::vector<std::string> files;
+  std::size_t at = 0;
+  const std::string marker = "dynamically loaded by";
+  while ((at = account.find(marker, at)) != std::string::npos) {
+    const std::size_t line = account.rfind('\n', at);
+    const std::size_t file = account.find("file=", line == std::string::npos ? 0 : line);
+    const std::size_t end = account.find(' ', file);
+    if (file != std::string::npos && file < at && end != std::string::npos) {
+      const std::string name = account.substr(file, end - file);
+      if (std::find(files.begin(), files.end(), name) == files.end()) files.push_back(name);
+    }
+    at += marker.size();
+  }
+  return files.size();
+}
+
+TEST_F(LeanStart, ARunLoadsOnlyTheBackendItNamesAndNoSharedCxxRuntime) {
+  TempDir work;
+  const std::vector<std::string> env = {"PATH=/usr/bin:/bin", "HOME=/root", "LD_DEBUG=files"};
+  const RunResult r = run({sbx_path(), "--backends", "landlock", "exec", "--dry-run", "--preset",
+                           "read-only", "--cwd", work.path(), "--", "/bin/true"},
+                          env);
+  ASSERT_EQ(r.code, 0) << describe(r);
+  EXPECT_NE(r.out.find("\"backend\": \"landlock\""), std::string::npos) << r.out;
+  // The one plugin, and nothing it needs: the in-tree plugin carries its own C++ runtime.
+  EXPECT_EQ(dlopened_objects(r.err), 1u) << r.err;
+#if SBX_TEST_EXPECT_STATIC_CXX
+  EXPECT_EQ(r.err.find("libstdc++.so"), std::string::npos) << r.err;
+#endif
+}
+
+TEST_F(LeanStart, ARunWithTheDefaultOrderLoadsOnlyThePreferredBackendWhenItIsAvailable) {
+  TempDir work;
+  const std::vector<std::string> env = {"PATH=/usr/bin:/bin", "HOME=/root"};
+  const RunResult probe =
+      run({sbx_path(), "--backends", "bwrap", "backends", "--probe", "--json"}, env);
+  bool bwrap_available = false;
+  json::error_code ec;
+  const json::value doc = json::parse(probe.out, ec);
+  if (!ec && doc.is_object() && doc.as_object().contains("backends")) {
+    for (const json::value& backend : doc.at("backends").as_array())
+      if (backend.at("name").as_string() == "bwrap")
+        bwrap_available = backend.at("available").as_bool();
+  }
+  if (!bwrap_available)
+    GTEST_SKIP() << "bwrap is not available here, so the run goes on to the others: "
+                 << describe(probe);
+  std::vector<std::string> traced = env;
+  traced.push_back("LD_DEBUG=files");
+  const RunResult r = run({sbx_path(), "exec", "--dry-run", "--preset", "workspace-write",
+                           "--cwd", work.path(), "--", "/bin/true"},
+                          traced);
+  ASSERT_EQ(r.code, 0) << describe(r);
+  EXPECT_NE(r.out.find("\"backend\": \"bwrap\""), std::string::npos) << r.out;
+  EXPECT_EQ(dlopened_objects(r.err), 1u) << r.err;
+}
+
+TEST_F(LeanStart, ARunLooksUpTheInstallOnce) {
+  // Resolution, the loader and the capability needs all ask for the install layout; the sbx
+  // executable reads /proc/self/exe for it once per process (runtime.cpp, executable_install).
+  if (!exists("/usr/bin/strace")) GTEST_SKIP() << "strace is not installed (bootstrap-debian.sh)";
+  TempDir work;
+  const std::string trace = work.path() + "/trace";
+  const RunResult r = run({"/usr/bin/strace", "-f", "-qq", "-e", "trace=readlink,readlinkat",
+                           "-o", trace, sbx_path(), "--backends", "landlock", "exec",
+                           "--dry-run", "--preset", "read-only", "--cwd", work.path(), "--",
+                           "/bin/true"},
+                          base_env());
+  ASSERT_EQ(r.code, 0) << describe(r);
+  const std::string calls = read_file(trace);
+  std::size_t count = 0;
+  for (std::size_t at = 0; (at = calls.find("\"/proc/self/exe\"", at)) != std::string::npos; ++at)
+    ++count;
+  EXPECT_EQ(count, 1u) << calls;
+}
+
+TEST_F(LeanStart, TheEarlyVersionAnswerIsTheParsersOwn) {
+  // `sbx --version` alone is answered before the parser is built; among other arguments the
+  // parser answers. Both print the same line.
+  const RunResult early = run({sbx_path(), "--version"}, base_env());
+  const RunResult parsed = run({sbx_path(), "--log-level", "warn", "--version"}, base_env());
+  ASSERT_EQ(early.code, 0) << describe(early);
+  ASSERT_EQ(parsed.code, 0) << describe(parsed);
+  EXPECT_EQ(early.out, parsed.out);
+  EXPECT_EQ(early.out, std::string("sbx ") + SBX_TEST_VERSION + "\n");
+}
+
 // `sbx backends --json`'s plugin paths.
 std::vector<std::string> plugin_paths(const RunResult& r) {
   std::vector<std::string> paths;
@@ -137,8 +228,10 @@ TEST_F(LeanStart, TheLayoutComesFromTheRunningFileNotFromArgv0OrALink) {
   EXPECT_EQ(plugin_paths(linked), expected) << describe(linked);
 }
 
-// The probe-throw fixture in a trusted directory under the installed tree.
-class PluginExceptions : public ::testing::Test {
+// A throwing-probe fixture in a trusted directory under the installed tree: the one built like
+// a vendor's plugin (the shared libstdc++) and the one built like the in-tree plugins (its own
+// static libstdc++, plugins/CMakeLists.txt).
+class PluginExceptions : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
     if (!exists(sbx_path())) GTEST_SKIP() << "no installed sbx at " << sbx_path();
@@ -146,7 +239,7 @@ class PluginExceptions : public ::testing::Test {
     fs::remove_all(dir_);
     fs::create_directory(dir_);
     ::chmod(dir_.c_str(), 0755);
-    const std::string file = "sbx-backend-fixture-probe-throw.so";
+    const std::string file = "sbx-backend-" + name() + ".so";
     fs::copy_file(std::string(SBX_LOADER_FIXTURE_DIR) + "/" + file, dir_ + "/" + file);
     ::chmod((dir_ + "/" + file).c_str(), 0644);
   }
@@ -154,18 +247,19 @@ class PluginExceptions : public ::testing::Test {
     std::error_code ec;
     fs::remove_all(dir_, ec);
   }
+  static std::string name() { return GetParam(); }
   std::string dir_;
 };
 
-TEST_F(PluginExceptions, AThrowingProbeIsReportedWithItsMessage) {
-  const RunResult r = run({sbx_path(), "--plugin-dir", dir_, "--backends", "fixture-probe-throw",
-                           "backends", "--probe", "--json"},
-                          base_env());
+TEST_P(PluginExceptions, AThrowingProbeIsReportedWithItsMessage) {
+  const RunResult r = run(
+      {sbx_path(), "--plugin-dir", dir_, "--backends", name(), "backends", "--probe", "--json"},
+      base_env());
   ASSERT_EQ(r.code, 0) << describe(r);
   const json::value doc = json::parse(r.out);
   bool found = false;
   for (const json::value& backend : doc.at("backends").as_array()) {
-    if (backend.at("name").as_string() != "fixture-probe-throw") continue;
+    if (backend.at("name").as_string() != name()) continue;
     found = true;
     EXPECT_FALSE(backend.at("available").as_bool());
     EXPECT_EQ(backend.at("summary").as_string(),
@@ -174,17 +268,37 @@ TEST_F(PluginExceptions, AThrowingProbeIsReportedWithItsMessage) {
   EXPECT_TRUE(found) << describe(r);
 }
 
-TEST_F(PluginExceptions, AThrowingTransformFailsTheRunWithItsMessage) {
+TEST_P(PluginExceptions, AThrowingTransformFailsTheRunWithItsMessage) {
   // transform() runs in sbx's own process: the exception crosses from the plugin's libstdc++
   // into sbx's and is caught, rethrown and caught again there (manager.cpp, exception_text).
-  const RunResult r = run({sbx_path(), "--plugin-dir", dir_, "debug", "fixture-probe-throw",
-                           "--preset", "read-only", "--", "/bin/true"},
+  const RunResult r = run({sbx_path(), "--plugin-dir", dir_, "debug", name(), "--preset",
+                           "read-only", "--", "/bin/true"},
                           base_env());
   EXPECT_EQ(r.code, 125) << describe(r);
-  EXPECT_NE(
-      r.err.find("backend 'fixture-probe-throw' failed in transform: fixture transform threw"),
-      std::string::npos)
+  EXPECT_NE(r.err.find("backend '" + name() + "' failed in transform: fixture transform threw"),
+            std::string::npos)
       << describe(r);
 }
+
+TEST_P(PluginExceptions, TheFixtureLinksTheRuntimeItStandsFor) {
+  // The control: each fixture really is linked the way its name says.
+  const std::string file = dir_ + "/sbx-backend-" + name() + ".so";
+  const RunResult r = run({"/usr/bin/readelf", "-d", file}, base_env());
+  ASSERT_EQ(r.code, 0) << describe(r);
+  const bool shared_cxx = r.out.find("[libstdc++.so") != std::string::npos;
+#if SBX_TEST_EXPECT_STATIC_CXX
+  EXPECT_EQ(shared_cxx, name() == "fixture-probe-throw") << r.out;
+#else
+  EXPECT_TRUE(shared_cxx) << r.out;
+#endif
+}
+
+INSTANTIATE_TEST_SUITE_P(Runtimes, PluginExceptions,
+                         ::testing::Values("fixture-probe-throw", "fixture-static-throw"),
+                         [](const ::testing::TestParamInfo<const char*>& param) {
+                           return std::string(param.param) == "fixture-probe-throw"
+                                      ? std::string("SharedLibstdcxx")
+                                      : std::string("StaticLibstdcxx");
+                         });
 
 }  // namespace

@@ -54,7 +54,7 @@ int rank(Access access) { return access == Access::kWrite ? 2 : access == Access
 struct GeneratorOptions {
   bool allow_denies = true;       // deny entries, deny globs, denied domains
   bool allow_other_kinds = true;  // unrestricted / external filesystems
-  std::vector<std::string> protected_names = kDefaultProtectedNames;
+  std::vector<std::string> protected_names = default_protected_names();
 };
 
 class Generator {

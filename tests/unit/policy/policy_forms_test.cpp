@@ -84,7 +84,7 @@ TEST(PolicyForms, PresetsAndShortFormExpandToTheFullForm) {
     EXPECT_EQ(policy.version, 1);
     EXPECT_EQ(policy.filesystem.kind, c.kind);
     EXPECT_EQ(policy.filesystem.entries, c.entries);
-    EXPECT_EQ(policy.filesystem.protected_names, kDefaultProtectedNames);
+    EXPECT_EQ(policy.filesystem.protected_names, default_protected_names());
     EXPECT_EQ(policy.network.mode, c.mode);
   }
 }

@@ -55,14 +55,17 @@ struct Limits {
 // core set (kCoreEnvironmentPatterns) or none.
 enum class EnvInherit : std::uint8_t { kAll, kCore, kNone };
 
-// Names kept by "inherit": "core" (patterns as in EnvironmentPolicy).
-inline const std::vector<std::string> kCoreEnvironmentPatterns = {
+// Names kept by "inherit": "core" (patterns as in EnvironmentPolicy). The constant lists of
+// this header are constexpr arrays of string_view, not vectors of strings: a header constant
+// that needs a constructor runs one static initialiser per translation unit that includes it
+// (every sbx start paid for them, docs/ARCHITECTURE.md "The sbx executable").
+inline constexpr std::string_view kCoreEnvironmentPatterns[] = {
     "HOME", "LANG", "LANGUAGE", "LC_*", "LOGNAME", "PATH", "PWD",
     "SHELL", "TERM", "TMPDIR", "TZ", "USER"};
 
 // Name parts that mark a variable as a secret, dropped by default (case-insensitive).
-inline const std::vector<std::string> kSecretNameParts = {"KEY", "SECRET", "TOKEN", "PASSWORD",
-                                                          "CREDENTIAL"};
+inline constexpr std::string_view kSecretNameParts[] = {"KEY", "SECRET", "TOKEN", "PASSWORD",
+                                                        "CREDENTIAL"};
 
 // /environment: what the command's environment holds, on every backend and unsandboxed. Applied
 // in this order (environment.hpp filter_environment): start from `inherit`; drop every name
@@ -94,7 +97,9 @@ inline constexpr std::size_t kMaxPolicyDepth = 16;
 inline constexpr std::string_view kPresetNames[] = {"read-only", "workspace-write",
                                                     "danger-full-access", "external-sandbox"};
 // Protected names of the workspace-write preset and of a full form that omits them.
-inline const std::vector<std::string> kDefaultProtectedNames = {".git", ".codex", ".agents"};
+inline constexpr std::string_view kDefaultProtectedNames[] = {".git", ".codex", ".agents"};
+// kDefaultProtectedNames as the list a FilesystemSpec holds.
+std::vector<std::string> default_protected_names();
 
 // The full-form policy a preset stands for. Error for an unknown name (listing the valid ones).
 Result<Policy> preset_policy(std::string_view name);

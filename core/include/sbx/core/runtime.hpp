@@ -33,6 +33,9 @@ struct InstallLayout {
 //    procfs, the name it was started by (AT_EXECFN) resolved with realpath, accepted only if
 //    that file's read-only segments are byte for byte the running image. Prefix = its directory
 //    minus CMAKE_INSTALL_BINDIR. argv[0] is never used: any caller can set it.
+// The sbx executable looks once per process (a run asks several times: resolution, the loader,
+// the capability needs) and answers later calls from that look; in libsbx.so, which a
+// long-lived embedder holds, every call looks again.
 Result<InstallLayout> install_layout();
 
 // The existing directories that hold sbx's own code: the directory of libsbx (with the plugin
@@ -42,8 +45,12 @@ Result<InstallLayout> install_layout();
 // `sbx` runs on the host, so resolution keeps them read-only in every sandbox.
 std::vector<std::string> install_directories(const InstallLayout& layout);
 
-// install_directories() of the libsbx that runs; empty when its layout cannot be found (for
-// messages and annotations only: resolution fails closed on its own).
+// install_directories() of the libsbx that runs, or why its layout cannot be found. Found once
+// per process in the sbx executable, like install_layout().
+Result<std::vector<std::string>> running_install_directories();
+
+// running_install_directories(), empty when the layout cannot be found (for messages and
+// annotations only: resolution fails closed on its own).
 std::vector<std::string> current_install_directories();
 
 // The process-wide host table handed to plugins (logging through spdlog, spawn_and_wait,
