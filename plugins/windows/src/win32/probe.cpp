@@ -1,4 +1,5 @@
 // The probe: can this host build the restricted token and the job the plan needs?
+#include "sbx/windows/identity.hpp"
 #include "win32.hpp"
 
 namespace sbx::windows::win32 {
@@ -7,7 +8,10 @@ namespace {
 ProbeCheck token_check() {
   ProbeCheck check{"restricted_token", CheckStatus::kFail, "", ""};
   Result<UniqueHandle> base = open_own_token();
-  Result<RunSids> sids = base.ok() ? make_run_sids(base->get()) : Result<RunSids>(Error{base.error()});
+  Result<std::string> user =
+      base.ok() ? user_sid_string(base->get()) : Result<std::string>(Error{base.error()});
+  Result<RunSids> sids = user.ok() ? make_run_sids(base->get(), capability_sid_for(*user, {}))
+                                   : Result<RunSids>(Error{user.error()});
   if (!sids.ok()) {
     check.observed = sids.error();
     check.remedy = "run sbx as an ordinary interactive user";
