@@ -409,6 +409,33 @@ Status check_runnable(const WindowsPlan& plan) {
   return {};
 }
 
+NetworkMechanismReport network_mechanism(bool elevated, bool appcontainer_api) {
+  NetworkMechanismReport report;
+  const std::string refused = "; not implemented by this backend yet, so network.mode "
+                              "restricted and proxy are refused (proxy variables alone are not "
+                              "enforcement)";
+  if (elevated) {
+    report.mechanism = NetworkMechanism::kFirewallRules;
+    report.observed = "administrator: outbound-block Windows Firewall rules bound to a sandbox "
+                      "identity (a dedicated local account or the capability SID) would apply" +
+                      refused;
+    report.remedy = "use --network enabled, or a backend that blocks the network";
+  } else if (appcontainer_api) {
+    report.mechanism = NetworkMechanism::kAppContainer;
+    report.observed = "not an administrator: an AppContainer token without network "
+                      "capabilities (CreateAppContainerProfile, PROC_THREAD_ATTRIBUTE_SECURITY_"
+                      "CAPABILITIES) would apply; it also limits reads to what its SID may read" +
+                      refused;
+    report.remedy = "use --network enabled, or a backend that blocks the network";
+  } else {
+    report.observed = "not an administrator and no AppContainer API (userenv.dll "
+                      "CreateAppContainerProfile): no mechanism here" + refused;
+    report.remedy = "Windows 8 or later offers AppContainers; an administrator can use "
+                    "firewall rules";
+  }
+  return report;
+}
+
 std::vector<std::string> audit_locations(const WindowsPlan& plan) {
   const auto inside = [](std::string_view path, std::string_view root) {
     const std::string p = ascii_upper(path), r = ascii_upper(root);

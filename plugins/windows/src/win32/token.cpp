@@ -148,8 +148,27 @@ Result<UniqueHandle> make_restricted_token(HANDLE base, const TokenPlan& plan, R
   if (plan.disable_max_privilege) flags |= DISABLE_MAX_PRIVILEGE;
   if (plan.lua_token) flags |= LUA_TOKEN;
   if (plan.write_restricted) flags |= WRITE_RESTRICTED;
+  // Every privilege but SeChangeNotifyPrivilege is also named for deletion: the same result as
+  // DISABLE_MAX_PRIVILEGE, on any implementation that honours either (Wine ignores the flag).
+  std::vector<LUID_AND_ATTRIBUTES> deleted;
+  Result<std::vector<unsigned char>> held = token_information(base, TokenPrivileges,
+                                                             "TokenPrivileges");
+  if (!held.ok()) return Error{held.error()};
+  LUID change_notify{};
+  if (!LookupPrivilegeValueW(nullptr, L"SeChangeNotifyPrivilege", &change_notify))
+    return system_error("LookupPrivilegeValueW(SeChangeNotifyPrivilege)");
+  if (plan.disable_max_privilege) {
+    const auto* privileges = reinterpret_cast<const TOKEN_PRIVILEGES*>(held->data());
+    for (DWORD i = 0; i < privileges->PrivilegeCount; ++i) {
+      const LUID luid = privileges->Privileges[i].Luid;
+      if (luid.LowPart == change_notify.LowPart && luid.HighPart == change_notify.HighPart)
+        continue;
+      deleted.push_back({luid, 0});
+    }
+  }
   HANDLE token = nullptr;
-  if (!CreateRestrictedToken(base, flags, 0, nullptr, 0, nullptr,
+  if (!CreateRestrictedToken(base, flags, 0, nullptr, static_cast<DWORD>(deleted.size()),
+                             deleted.empty() ? nullptr : deleted.data(),
                              static_cast<DWORD>(restricting.size()),
                              restricting.empty() ? nullptr : restricting.data(), &token))
     return system_error("CreateRestrictedToken");

@@ -87,6 +87,22 @@ Status check_runnable(const WindowsPlan& plan);
 // root (writable on purpose). Windows form, sorted, no duplicates.
 std::vector<std::string> audit_locations(const WindowsPlan& plan);
 
+// Which OS mechanism could block the network for this backend on a host, and why. The probe
+// reports it (check "network_restriction"); transform refuses network.mode restricted and proxy
+// whatever it says, because neither mechanism is implemented yet. Environment variables that
+// point programs at a proxy are never enforcement and are never counted as one.
+enum class NetworkMechanism : std::uint8_t {
+  kAppContainer,   // unelevated: an AppContainer token without network capabilities
+  kFirewallRules,  // elevated: Windows Firewall rules bound to a sandbox identity
+  kNone,           // neither is available here
+};
+struct NetworkMechanismReport {
+  NetworkMechanism mechanism = NetworkMechanism::kNone;
+  std::string observed;  // what applies here and why, then that it is not implemented
+  std::string remedy;
+};
+NetworkMechanismReport network_mechanism(bool elevated, bool appcontainer_api);
+
 // Sorts and validates an environment for CreateProcessW: each entry NAME=VALUE with a non-empty
 // name (a leading '=' is allowed, as in "=C:=C:\dir"), valid UTF-8, no NUL; names compared
 // case-insensitively, duplicates refused. Sorted by upper-cased name, as Win32 requires.
