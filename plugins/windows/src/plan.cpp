@@ -72,7 +72,9 @@ Status check_enforceable(const ResolvedPolicy& policy) {
     const char* mode = policy.network.mode == NetworkMode::kProxy ? "proxy" : "restricted";
     return Error{std::string(kWho) + "cannot enforce network.mode=" + mode +
                  ": a restricted token does not limit sockets and this backend has no firewall "
-                 "component; use --network enabled, or a backend that blocks the network"};
+                 "component and no AppContainer yet (the probe's network_restriction check says "
+                 "which would apply here); use --network enabled, or a backend that blocks the "
+                 "network"};
   }
   if (policy.filesystem_kind != FilesystemKind::kRestricted) return {};
   if (reads_restricted(policy))

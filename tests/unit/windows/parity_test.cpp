@@ -317,5 +317,33 @@ TEST(WindowsAudit, AncestorsOutsideWritableRootsAndSharedLocationsAreAudited) {
   EXPECT_TRUE(std::is_sorted(audited.begin(), audited.end()));
 }
 
+// ---- the network ----
+
+TEST(WindowsNetwork, TheMechanismFollowsElevationAndTheApiAndNeverClaimsEnforcement) {
+  const NetworkMechanismReport admin = network_mechanism(true, true);
+  EXPECT_EQ(admin.mechanism, NetworkMechanism::kFirewallRules);
+  const NetworkMechanismReport user = network_mechanism(false, true);
+  EXPECT_EQ(user.mechanism, NetworkMechanism::kAppContainer);
+  EXPECT_NE(user.observed.find("AppContainer"), std::string::npos);
+  const NetworkMechanismReport none = network_mechanism(false, false);
+  EXPECT_EQ(none.mechanism, NetworkMechanism::kNone);
+  for (const NetworkMechanismReport* report : {&admin, &user, &none}) {
+    EXPECT_NE(report->observed.find("not implemented"), std::string::npos) << report->observed;
+    EXPECT_NE(report->observed.find("refused"), std::string::npos) << report->observed;
+    EXPECT_FALSE(report->remedy.empty());
+  }
+}
+
+TEST(WindowsNetwork, RestrictedAndProxyAreStillRefusedWithTheReason) {
+  for (NetworkMode mode : {NetworkMode::kRestricted, NetworkMode::kProxy}) {
+    TransformRequest request = temp_request({});
+    request.policy.network.mode = mode;
+    Result<WindowsPlan> plan = build_plan(request);
+    ASSERT_FALSE(plan.ok());
+    EXPECT_NE(plan.error().find("cannot enforce network.mode="), std::string::npos) << plan.error();
+    EXPECT_NE(plan.error().find("no firewall component"), std::string::npos) << plan.error();
+  }
+}
+
 }  // namespace parity_tests
 }  // namespace sbx::windows
