@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "sbx/sdk/abi.h"
@@ -306,6 +307,25 @@ TEST(Win32Exec, ThePlanDirectoriesCannotBeRenamedWhileTheCommandRuns) {
   EXPECT_EQ(status->exit_code, 0) << "the command moved a held directory away";
   EXPECT_FALSE(exists(root + "/moved"));
   RemoveDirectoryW(native(root + "/moved").c_str());
+  RemoveDirectoryW(native(root).c_str());
+}
+
+TEST(Win32Exec, ConcurrentRunsOfOnePlanBothSucceed) {
+  const std::string root = make_workspace() + "-concurrent";
+  CreateDirectoryW(native(root).c_str(), nullptr);
+  const TransformRequest request = workspace_request(root);
+  // Two runs at once: their DACL updates take the same per-path mutexes in turn, and neither
+  // fails on the names the other created or holds.
+  Result<ExitStatus> first = Error{"not run"};
+  Result<ExitStatus> second = Error{"not run"};
+  std::thread other([&] { second = run_exit(request, 6); });
+  first = run_exit(request, 5);
+  other.join();
+  ASSERT_TRUE(first.ok()) << first.error();
+  ASSERT_TRUE(second.ok()) << second.error();
+  EXPECT_EQ(first->exit_code, 5);
+  EXPECT_EQ(second->exit_code, 6);
+  RemoveDirectoryW(native(root + "/.codex").c_str());
   RemoveDirectoryW(native(root).c_str());
 }
 
