@@ -21,9 +21,12 @@ Status ensure_directory(const std::string& path, DaclHost& host,
     if (Status status = ensure_directory(parent, host, created, stats); !status.ok())
       return status;
   }
-  if (Status status = host.create_directory(path); !status.ok()) return status;
-  created.push_back(path);
-  ++stats.created;
+  Result<bool> made = host.create_directory(path);
+  if (!made.ok()) return Error{made.error()};
+  if (*made) {
+    created.push_back(path);
+    ++stats.created;
+  }
   return {};
 }
 

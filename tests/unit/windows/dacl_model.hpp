@@ -23,10 +23,10 @@ class DaclModel final : public DaclHost {
   void add_file(const std::string& path) { nodes_[path].directory = false; }
 
   Result<bool> exists(const std::string& path) override { return nodes_.contains(path); }
-  Status create_directory(const std::string& path) override {
-    if (nodes_.contains(path)) return Error{"model: " + path + " exists"};
+  Result<bool> create_directory(const std::string& path) override {
+    if (nodes_.contains(path)) return false;
     nodes_[path].directory = true;
-    return {};
+    return true;
   }
   Status lock(const std::string& path) override {
     if (!locked_.insert(path).second) return Error{"model: " + path + " locked twice"};

@@ -149,7 +149,7 @@ TEST(WindowsAclApply, EveryDaclReadAndWriteHappensUnderThePathLock) {
 class LockedOutHost final : public DaclHost {
  public:
   Result<bool> exists(const std::string&) override { return true; }
-  Status create_directory(const std::string&) override { return {}; }
+  Result<bool> create_directory(const std::string&) override { return true; }
   Status lock(const std::string& path) override { return Error{"lock of " + path + " timed out"}; }
   void unlock(const std::string&) override { ++unlocks; }
   Result<bool> has_ace(const Ace&) override {
@@ -212,6 +212,33 @@ TEST(WindowsAclApply, AnAceThatVanishedIsWrittenAgain) {
   // Only .git's deny-write: .codex (not removed here) still has its own.
   EXPECT_EQ(again->written, 1u);
   EXPECT_EQ(again->skipped, plan.aces.size() - 1);
+}
+
+// A host where another run creates every directory between exists() and create_directory().
+class RacingHost final : public DaclHost {
+ public:
+  Result<bool> exists(const std::string&) override { return false; }
+  Result<bool> create_directory(const std::string&) override { return false; }
+  Status lock(const std::string&) override { return {}; }
+  void unlock(const std::string&) override {}
+  Result<bool> has_ace(const Ace&) override { return true; }
+  Status add_ace(const Ace&) override { return {}; }
+  bool remove_if_empty(const std::string& path) override {
+    removed.push_back(path);
+    return true;
+  }
+  std::vector<std::string> removed;
+};
+
+TEST(WindowsAclApply, ANameAConcurrentRunCreatedFirstIsNotThisRunsToRemove) {
+  RacingHost host;
+  std::vector<std::string> created;
+  Result<AclApplyStats> stats = apply_acl_plan({"C:\\w\\.codex"}, {}, host, created);
+  ASSERT_TRUE(stats.ok()) << stats.error();
+  EXPECT_EQ(stats->created, 0u);
+  EXPECT_TRUE(created.empty());
+  EXPECT_TRUE(remove_created(created, host).empty());
+  EXPECT_TRUE(host.removed.empty());
 }
 
 // ---- %TEMP% / %TMP% ----

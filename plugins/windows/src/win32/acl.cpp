@@ -116,13 +116,16 @@ Result<bool> Win32DaclHost::exists(const std::string& path) {
   return system_error("windows backend: GetFileAttributesW('" + path + "')", code);
 }
 
-Status Win32DaclHost::create_directory(const std::string& path) {
+Result<bool> Win32DaclHost::create_directory(const std::string& path) {
   Result<std::wstring> w = wide(path);
   if (!w.ok()) return Error{w.error()};
-  if (!CreateDirectoryW(w->c_str(), nullptr))
+  if (!CreateDirectoryW(w->c_str(), nullptr)) {
+    // A concurrent run created it first: it exists, and it is that run's to remove.
+    if (GetLastError() == ERROR_ALREADY_EXISTS) return false;
     return system_error("windows backend: CreateDirectoryW('" + path + "')");
+  }
   log_("created " + path + " so the command cannot create it");
-  return {};
+  return true;
 }
 
 Status Win32DaclHost::lock(const std::string& path) {

@@ -98,7 +98,7 @@ class Win32DaclHost final : public DaclHost {
   Win32DaclHost& operator=(const Win32DaclHost&) = delete;
 
   Result<bool> exists(const std::string& path) override;
-  Status create_directory(const std::string& path) override;
+  Result<bool> create_directory(const std::string& path) override;
   Status lock(const std::string& path) override;
   void unlock(const std::string& path) override;
   Result<bool> has_ace(const Ace& ace) override;

@@ -34,7 +34,9 @@ class DaclHost {
  public:
   virtual ~DaclHost() = default;
   virtual Result<bool> exists(const std::string& path) = 0;
-  virtual Status create_directory(const std::string& path) = 0;
+  // True if this call created it; false if it exists already (a concurrent run made it between
+  // exists() and this call: then it is not this run's to remove).
+  virtual Result<bool> create_directory(const std::string& path) = 0;
   // Serialises DACL updates on `path` with every other run; unlock() follows every successful
   // lock().
   virtual Status lock(const std::string& path) = 0;
