@@ -910,6 +910,9 @@ class Debug(SbxTestCase):
         for ace in windows["aces"]:
             self.assertEqual(set(ace), {"kind", "sid", "path"})
             self.assertIn(f"ace: {ace['kind']} {ace['sid']} {ace['path']}", plan["notes"])
+        # The desktop and the job's UI limits are fixed for every plan; the notes name them.
+        self.assertIn("desktop: Winsta0\\Default", plan["notes"])
+        self.assertTrue(any(n.startswith("job: ui_limits handles") for n in plan["notes"]))
 
     def test_transform_refusal_is_reported(self):
         if "windows" not in loaded_backends():

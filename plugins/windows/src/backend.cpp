@@ -62,9 +62,14 @@ class WindowsBackend final : public Backend {
       Result<WindowsPlan> plan = from_exec_plan(exec_plan);
       if (!plan.ok()) return Error{plan.error()};
       const HostServices& services = host();
-      return win32::run(*plan, [&services](std::string_view line) {
-        services.log(SBX_LOG_DEBUG, std::string("windows backend: ") + std::string(line));
-      });
+      return win32::run(
+          *plan,
+          [&services](std::string_view line) {
+            services.log(SBX_LOG_DEBUG, std::string("windows backend: ") + std::string(line));
+          },
+          [&services](std::string_view line) {
+            services.log(SBX_LOG_WARN, std::string("windows backend: ") + std::string(line));
+          });
     } catch (const std::exception& e) {
       return Error{std::string("windows backend: exec failed: ") + e.what()};
     }

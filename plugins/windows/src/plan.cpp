@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "sbx/windows/command_line.hpp"
+#include "sbx/windows/identity.hpp"
 #include "sbx/windows/win_path.hpp"
 
 namespace sbx::windows {
@@ -71,7 +72,9 @@ Status check_enforceable(const ResolvedPolicy& policy) {
     const char* mode = policy.network.mode == NetworkMode::kProxy ? "proxy" : "restricted";
     return Error{std::string(kWho) + "cannot enforce network.mode=" + mode +
                  ": a restricted token does not limit sockets and this backend has no firewall "
-                 "component; use --network enabled, or a backend that blocks the network"};
+                 "component and no AppContainer yet (the probe's network_restriction check says "
+                 "which would apply here); use --network enabled, or a backend that blocks the "
+                 "network"};
   }
   if (policy.filesystem_kind != FilesystemKind::kRestricted) return {};
   if (reads_restricted(policy))
@@ -255,12 +258,88 @@ void add_general_info(const ResolvedPolicy& policy, bool drive_relative, Windows
                      {"reads are not restricted: the command reads what the user can read",
                       "writes must pass both the user's and the restricting SIDs' check: "
                       "locations where Everyone or the logon session may write stay writable",
-                      "after the run the ACEs are removed by SID and directories this plan "
-                      "created are removed if empty"});
+                      "after the run the ACEs stay (only a token for this same plan holds "
+                      "their SID) and directories this plan created are removed if empty"});
   }
   if (drive_relative)
     plan.info.push_back("some paths have no drive letter (a POSIX-style policy): this plan can be "
                         "printed but the Windows executor refuses to run it");
+}
+
+// "C:\\x\\y" -> "C:/x/y" (drive letter upper-cased), the form of ResolvedPolicy paths; "" for
+// anything that is not a drive path.
+std::string generic_drive_path(std::string_view value) {
+  if (value.size() < 3 || value[1] != ':' || (value[2] != '\\' && value[2] != '/')) return {};
+  const char drive = static_cast<char>(std::toupper(static_cast<unsigned char>(value[0])));
+  if (drive < 'A' || drive > 'Z') return {};
+  std::string out(value);
+  out[0] = drive;
+  for (char& c : out) c = c == '\\' ? '/' : c;
+  while (out.size() > 3 && out.back() == '/') out.pop_back();
+  return out;
+}
+
+// The entry of `name` in `env` (case-insensitive), or nullptr.
+std::string* env_entry(std::vector<std::string>& env, std::string_view name) {
+  for (std::string& entry : env) {
+    if (entry.size() > name.size() && entry[name.size()] == '=' &&
+        lower(entry.substr(0, name.size())) == lower(name))
+      return &entry;
+  }
+  return nullptr;
+}
+
+// rule_access() with names compared as Windows compares them (case-insensitively): an
+// environment variable's spelling need not match the resolver's.
+Access folded_rule_access(const ResolvedPolicy& policy, std::string_view path) {
+  const std::string folded = ascii_upper(path);
+  const PathRule* best = nullptr;
+  for (const PathRule& rule : policy.rules) {
+    if (path_is_within(folded, ascii_upper(rule.path)) &&
+        (best == nullptr || rule.path.size() > best->path.size()))
+      best = &rule;
+  }
+  return best == nullptr ? Access::kDeny : best->access;
+}
+
+// %TEMP% and %TMP% as TMPDIR is on POSIX: writable when a write rule covers them. GetTempPathW
+// reads TMP first and TEMP second, other programs read either: if only one is writable, the
+// other is pointed at it so every reader gets a temp directory it can use.
+void plan_temp(const ResolvedPolicy& policy, std::vector<std::string>& env, WindowsPlan& plan) {
+  struct Var {
+    std::string_view name;
+    std::string* entry;
+    bool writable;
+  };
+  Var vars[2] = {{"TEMP", env_entry(env, "TEMP"), false}, {"TMP", env_entry(env, "TMP"), false}};
+  for (Var& var : vars) {
+    if (var.entry == nullptr) continue;
+    const std::string value = var.entry->substr(var.name.size() + 1);
+    const std::string generic = generic_drive_path(value);
+    var.writable = !generic.empty() && folded_rule_access(policy, generic) == Access::kWrite;
+    plan.info.push_back(std::string(var.name) + "=" + printable(value) +
+                        (var.writable ? " is writable (as TMPDIR is on POSIX)"
+                                      : " is not writable under the rules"));
+  }
+  for (int i = 0; i < 2; ++i) {
+    Var& self = vars[i];
+    const Var& other = vars[1 - i];
+    if (self.writable || !other.writable) continue;
+    const std::string value = other.entry->substr(other.name.size() + 1);
+    const std::string line = std::string(self.name) + "=" + value;
+    plan.info.push_back(std::string(self.name) + " set to " + std::string(other.name) +
+                        "'s writable " + printable(value) + " so every program finds a writable "
+                        "temp directory");
+    if (self.entry != nullptr) {
+      *self.entry = line;
+    } else {
+      env.push_back(line);
+    }
+  }
+  if (!vars[0].writable && !vars[1].writable && (vars[0].entry != nullptr || vars[1].entry != nullptr))
+    plan.info.push_back("neither TEMP nor TMP is writable: programs that make temporary files "
+                        "will fail; grant write on the temp directory (the workspace-write "
+                        "preset does)");
 }
 
 }  // namespace
@@ -298,7 +377,9 @@ Result<WindowsPlan> build_plan(const TransformRequest& request) {
   }
   if (Status status = plan_command(request, plan, drive_relative); !status.ok())
     return Error{status.error()};
-  Result<std::vector<std::string>> env = windows_environment(request.env);
+  std::vector<std::string> env_in = request.env;
+  if (policy.filesystem_kind == FilesystemKind::kRestricted) plan_temp(policy, env_in, plan);
+  Result<std::vector<std::string>> env = windows_environment(env_in);
   if (!env.ok()) return Error{std::string(kWho) + env.error()};
   plan.env = std::move(*env);
   add_general_info(policy, drive_relative, plan);
@@ -328,6 +409,73 @@ Status check_runnable(const WindowsPlan& plan) {
     if (Status s = check(ace.path, "ACE path"); !s.ok()) return s;
   }
   return {};
+}
+
+NetworkMechanismReport network_mechanism(bool elevated, bool appcontainer_api) {
+  NetworkMechanismReport report;
+  const std::string refused = "; not implemented by this backend yet, so network.mode "
+                              "restricted and proxy are refused (proxy variables alone are not "
+                              "enforcement)";
+  if (elevated) {
+    report.mechanism = NetworkMechanism::kFirewallRules;
+    report.observed = "administrator: outbound-block Windows Firewall rules bound to a sandbox "
+                      "identity (a dedicated local account or the capability SID) would apply" +
+                      refused;
+    report.remedy = "use --network enabled, or a backend that blocks the network";
+  } else if (appcontainer_api) {
+    report.mechanism = NetworkMechanism::kAppContainer;
+    report.observed = "not an administrator: an AppContainer token without network "
+                      "capabilities (CreateAppContainerProfile, PROC_THREAD_ATTRIBUTE_SECURITY_"
+                      "CAPABILITIES) would apply; it also limits reads to what its SID may read" +
+                      refused;
+    report.remedy = "use --network enabled, or a backend that blocks the network";
+  } else {
+    report.observed = "not an administrator and no AppContainer API (userenv.dll "
+                      "CreateAppContainerProfile): no mechanism here" + refused;
+    report.remedy = "Windows 8 or later offers AppContainers; an administrator can use "
+                    "firewall rules";
+  }
+  return report;
+}
+
+std::vector<std::string> audit_locations(const WindowsPlan& plan) {
+  const auto inside = [](std::string_view path, std::string_view root) {
+    const std::string p = ascii_upper(path), r = ascii_upper(root);
+    return p == r || (p.starts_with(r) && (r.ends_with("\\") || p[r.size()] == '\\'));
+  };
+  std::set<std::string> out;
+  const auto add_with_ancestors = [&](std::string path) {
+    while (path.size() >= 3 && path[1] == ':') {
+      out.insert(path);
+      const std::size_t slash = path.find_last_of('\\');
+      if (path.size() == 3 || slash == std::string::npos) break;
+      path = slash == 2 ? path.substr(0, 3) : path.substr(0, slash);
+    }
+  };
+  const auto parent = [](const std::string& path) {
+    const std::size_t slash = path.find_last_of('\\');
+    if (slash == std::string::npos) return path;
+    return slash == 2 ? path.substr(0, 3) : path.substr(0, slash);
+  };
+  add_with_ancestors(plan.cwd);
+  if (!plan.argv.empty()) add_with_ancestors(parent(plan.argv[0]));
+  for (const Ace& ace : plan.aces) add_with_ancestors(parent(ace.path));
+  for (const std::string& entry : plan.env) {
+    const std::size_t equals = entry.find('=', 1);
+    if (equals == std::string::npos) continue;
+    const std::string name = lower(entry.substr(0, equals));
+    if (name != "public" && name != "programdata") continue;
+    const std::string value = entry.substr(equals + 1);
+    if (value.size() >= 3 && value[1] == ':' && value[2] == '\\') out.insert(value);
+  }
+  std::vector<std::string> result;
+  for (const std::string& path : out) {
+    const bool writable = std::any_of(plan.aces.begin(), plan.aces.end(), [&](const Ace& ace) {
+      return ace.kind == AceKind::kAllowWrite && inside(path, ace.path);
+    });
+    if (!writable) result.push_back(path);
+  }
+  return result;
 }
 
 Result<std::vector<std::string>> windows_environment(const std::vector<std::string>& env) {

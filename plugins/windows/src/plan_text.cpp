@@ -44,13 +44,18 @@ std::vector<std::string> plan_to_notes(const WindowsPlan& plan) {
   notes.push_back("token: flags " + flags_text(plan.token));
   notes.push_back("token: restricting_sids " + sids_text(plan.token.restricting_sids));
   notes.push_back("token: default_dacl " + sids_text(plan.token.default_dacl));
-  notes.emplace_back("capability: cap:write = a random S-1-5-21-a-b-c-d SID, new for each run");
+  notes.emplace_back("capability: cap:write = S-1-5-21-a-b-c-d derived from the user's SID and "
+                     "the ACEs below; runs of the same plan reuse it and find its ACEs in place");
   for (const std::string& dir : plan.create_dirs) notes.push_back("create: " + dir);
   for (const Ace& ace : plan.aces) {
     notes.push_back("ace: " + std::string(to_string(ace.kind)) + " " +
                     std::string(to_string(ace.sid)) + " " + ace.path);
   }
   if (plan.kill_on_job_close) notes.emplace_back("job: kill_on_job_close");
+  if (plan.job_ui_limits)
+    notes.emplace_back("job: ui_limits handles clipboard globalatoms desktop displaysettings "
+                       "systemparameters exitwindows");
+  notes.push_back("desktop: " + printable(plan.desktop));
   notes.push_back("command_line: " + printable(plan.command_line));
   for (const std::string& line : plan.info) notes.push_back("info: " + line);
   return notes;
@@ -82,6 +87,9 @@ Result<WindowsPlan> from_exec_plan(const ExecPlan& exec_plan) {
   plan.create_dirs = typed.create_dirs;
   plan.aces = typed.aces;
   plan.kill_on_job_close = typed.kill_on_job_close;
+  // The backend always sets these two; they are not in the SDK's PlanWindows.
+  plan.desktop = std::string(kDesktop);
+  plan.job_ui_limits = true;
   plan.argv = exec_plan.argv;
   plan.env = exec_plan.env;
   plan.cwd = exec_plan.cwd;

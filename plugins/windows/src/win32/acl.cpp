@@ -1,7 +1,9 @@
-// ACL changes for one run, undone afterwards. See plan.hpp for the model.
+// The Win32 DaclHost (see acl_apply.hpp): DACL reads and writes, per-path mutexes, created
+// directories, and handles that keep directories from being renamed during a run.
 #include <aclapi.h>
 
 #include "sbx/windows/command_line.hpp"
+#include "sbx/windows/identity.hpp"
 #include "win32.hpp"
 
 namespace sbx::windows::win32 {
@@ -62,12 +64,16 @@ Status write_dacl(const std::wstring& path, PACL dacl) {
   return {};
 }
 
+DWORD mask_for(AceKind kind) {
+  return kind == AceKind::kAllowWrite  ? kAllowWriteMask
+         : kind == AceKind::kDenyWrite ? kDenyWriteMask
+                                       : kDenyDeleteMask;
+}
+
 EXPLICIT_ACCESS_W access_for(const Ace& ace, PSID sid, bool directory) {
   EXPLICIT_ACCESS_W entry{};
   const bool inheritable = ace.kind != AceKind::kDenyDelete && directory;
-  entry.grfAccessPermissions = ace.kind == AceKind::kAllowWrite  ? kAllowWriteMask
-                               : ace.kind == AceKind::kDenyWrite ? kDenyWriteMask
-                                                                 : kDenyDeleteMask;
+  entry.grfAccessPermissions = mask_for(ace.kind);
   entry.grfAccessMode = ace.kind == AceKind::kAllowWrite ? GRANT_ACCESS : DENY_ACCESS;
   entry.grfInheritance = inheritable ? SUB_CONTAINERS_AND_OBJECTS_INHERIT : NO_INHERITANCE;
   entry.Trustee.TrusteeForm = TRUSTEE_IS_SID;
@@ -76,57 +82,104 @@ EXPLICIT_ACCESS_W access_for(const Ace& ace, PSID sid, bool directory) {
   return entry;
 }
 
-bool names_sid(const ACE_HEADER* header, PSID sid) {
-  if ((header->AceFlags & INHERITED_ACE) != 0) return false;
-  if (header->AceType == ACCESS_ALLOWED_ACE_TYPE)
-    return EqualSid(const_cast<DWORD*>(&reinterpret_cast<const ACCESS_ALLOWED_ACE*>(header)->SidStart), sid) != 0;
-  if (header->AceType == ACCESS_DENIED_ACE_TYPE)
-    return EqualSid(const_cast<DWORD*>(&reinterpret_cast<const ACCESS_DENIED_ACE*>(header)->SidStart), sid) != 0;
-  return false;
+// The inheritance flags add_ace writes for `ace` on an object of that kind.
+BYTE inheritance_for(const Ace& ace, bool directory) {
+  return ace.kind != AceKind::kDenyDelete && directory
+             ? static_cast<BYTE>(OBJECT_INHERIT_ACE | CONTAINER_INHERIT_ACE)
+             : BYTE{0};
 }
 
-// Rewrites the DACL of `path` without the explicit ACEs that name `sid`.
-Status remove_sid_aces(const std::wstring& path, PSID sid) {
-  LocalPtr descriptor;
-  Result<PACL> dacl = read_dacl(path, descriptor);
-  if (!dacl.ok()) return Error{dacl.error()};
-  if (*dacl == nullptr) return {};
-  std::vector<unsigned char> buffer((*dacl)->AclSize);
-  auto* kept = reinterpret_cast<PACL>(buffer.data());
-  if (!InitializeAcl(kept, static_cast<DWORD>(buffer.size()), ACL_REVISION))
-    return system_error("InitializeAcl");
-  bool removed = false;
-  for (DWORD i = 0; i < (*dacl)->AceCount; ++i) {
-    void* ace = nullptr;
-    if (!GetAce(*dacl, i, &ace)) return system_error("GetAce");
-    const auto* header = static_cast<const ACE_HEADER*>(ace);
-    if (names_sid(header, sid)) {
-      removed = true;
-      continue;
-    }
-    if (!AddAce(kept, ACL_REVISION, MAXDWORD, ace, header->AceSize))
-      return system_error("AddAce");
-  }
-  return removed ? write_dacl(path, kept) : Status{};
+// True if `header` is an explicit ACE of the given type for `sid` with exactly `mask` and
+// `flags` (inherited copies do not count: they vanish when the tree is moved).
+bool is_exact_ace(const ACE_HEADER* header, BYTE type, PSID sid, DWORD mask, BYTE flags) {
+  constexpr BYTE kFlagBits =
+      OBJECT_INHERIT_ACE | CONTAINER_INHERIT_ACE | NO_PROPAGATE_INHERIT_ACE | INHERIT_ONLY_ACE;
+  if (header->AceType != type || (header->AceFlags & INHERITED_ACE) != 0) return false;
+  if ((header->AceFlags & kFlagBits) != flags) return false;
+  // ACCESS_ALLOWED_ACE and ACCESS_DENIED_ACE share one layout.
+  const auto* ace = reinterpret_cast<const ACCESS_ALLOWED_ACE*>(header);
+  return ace->Mask == mask && EqualSid(const_cast<DWORD*>(&ace->SidStart), sid) != 0;
 }
 
 }  // namespace
 
-Status AclSession::ensure_directory(const std::wstring& path) {
-  if (GetFileAttributesW(path.c_str()) != INVALID_FILE_ATTRIBUTES) return {};
-  // Create missing parents first, so the protected name cannot be created by the command.
-  const std::size_t slash = path.find_last_of(L'\\');
-  if (slash != std::wstring::npos && slash > 2) {
-    if (Status status = ensure_directory(path.substr(0, slash)); !status.ok()) return status;
+Win32DaclHost::~Win32DaclHost() {
+  for (auto& [path, mutex] : locks_) ReleaseMutex(mutex.get());
+}
+
+Result<bool> Win32DaclHost::exists(const std::string& path) {
+  Result<std::wstring> w = wide(path);
+  if (!w.ok()) return Error{w.error()};
+  if (GetFileAttributesW(w->c_str()) != INVALID_FILE_ATTRIBUTES) return true;
+  const DWORD code = GetLastError();
+  if (code == ERROR_FILE_NOT_FOUND || code == ERROR_PATH_NOT_FOUND) return false;
+  return system_error("windows backend: GetFileAttributesW('" + path + "')", code);
+}
+
+Result<bool> Win32DaclHost::create_directory(const std::string& path) {
+  Result<std::wstring> w = wide(path);
+  if (!w.ok()) return Error{w.error()};
+  if (!CreateDirectoryW(w->c_str(), nullptr)) {
+    // A concurrent run created it first: it exists, and it is that run's to remove.
+    if (GetLastError() == ERROR_ALREADY_EXISTS) return false;
+    return system_error("windows backend: CreateDirectoryW('" + path + "')");
   }
-  if (!CreateDirectoryW(path.c_str(), nullptr))
-    return system_error("windows backend: CreateDirectoryW('" + narrow(path) + "')");
-  created_.push_back(path);
-  log_("created " + narrow(path) + " so the command cannot create it");
+  log_("created " + path + " so the command cannot create it");
+  return true;
+}
+
+Status Win32DaclHost::lock(const std::string& path) {
+  const std::string name = acl_lock_name(path);
+  Result<std::wstring> w = wide(name);
+  if (!w.ok()) return Error{w.error()};
+  UniqueHandle mutex(CreateMutexW(nullptr, FALSE, w->c_str()));
+  if (!mutex) return system_error("windows backend: CreateMutexW('" + name + "')");
+  const DWORD waited = WaitForSingleObject(mutex.get(), kLockTimeoutMs);
+  // WAIT_ABANDONED: the previous holder died. Its write either happened or not; has_ace()
+  // reads the DACL again, so taking the lock over is safe.
+  if (waited != WAIT_OBJECT_0 && waited != WAIT_ABANDONED) {
+    if (waited == WAIT_TIMEOUT)
+      return Error{"windows backend: the ACL lock of '" + path + "' (" + name + ") was held by "
+                   "another process for " + std::to_string(kLockTimeoutMs / 1000) +
+                   " s; refusing to change its DACL without it"};
+    return system_error("windows backend: WaitForSingleObject('" + name + "')");
+  }
+  locks_[path] = std::move(mutex);
   return {};
 }
 
-Status AclSession::add_ace(const Ace& ace) {
+void Win32DaclHost::unlock(const std::string& path) {
+  auto it = locks_.find(path);
+  if (it == locks_.end()) return;
+  ReleaseMutex(it->second.get());
+  locks_.erase(it);
+}
+
+Result<bool> Win32DaclHost::has_ace(const Ace& ace) {
+  Result<std::wstring> path = wide(ace.path);
+  if (!path.ok()) return Error{path.error()};
+  Result<DWORD> attributes = attributes_of(*path);
+  if (!attributes.ok()) return Error{attributes.error()};
+  LocalPtr descriptor;
+  Result<PACL> dacl = read_dacl(*path, descriptor);
+  if (!dacl.ok()) return Error{dacl.error()};
+  if (*dacl == nullptr)
+    return Error{"windows backend: '" + ace.path + "' has a NULL DACL (anyone may write it); "
+                 "give it a real ACL first"};
+  const BYTE type = ace.kind == AceKind::kAllowWrite ? BYTE{ACCESS_ALLOWED_ACE_TYPE}
+                                                     : BYTE{ACCESS_DENIED_ACE_TYPE};
+  const BYTE flags = inheritance_for(ace, (*attributes & FILE_ATTRIBUTE_DIRECTORY) != 0);
+  for (DWORD i = 0; i < (*dacl)->AceCount; ++i) {
+    void* entry = nullptr;
+    if (!GetAce(*dacl, i, &entry)) return system_error("GetAce");
+    if (is_exact_ace(static_cast<const ACE_HEADER*>(entry), type, capability_, mask_for(ace.kind),
+                     flags))
+      return true;
+  }
+  return false;
+}
+
+Status Win32DaclHost::add_ace(const Ace& ace) {
   Result<std::wstring> path = wide(ace.path);
   if (!path.ok()) return Error{path.error()};
   Result<DWORD> attributes = attributes_of(*path);
@@ -145,34 +198,53 @@ Status AclSession::add_ace(const Ace& ace) {
   const DWORD rc = SetEntriesInAclW(1, &entry, *dacl, &merged);
   if (rc != ERROR_SUCCESS) return system_error("windows backend: SetEntriesInAclW", rc);
   LocalPtr merged_owner(merged);
-  touched_.push_back(*path);  // recorded first: a partial write is still cleaned up
-  return write_dacl(*path, merged);
-}
-
-Status AclSession::apply(const WindowsPlan& plan) {
-  for (const std::string& dir : plan.create_dirs) {
-    Result<std::wstring> path = wide(dir);
-    if (!path.ok()) return Error{path.error()};
-    if (Status status = ensure_directory(*path); !status.ok()) return status;
-  }
-  for (const Ace& ace : plan.aces) {
-    if (Status status = add_ace(ace); !status.ok()) return status;
-  }
+  if (Status status = write_dacl(*path, merged); !status.ok()) return status;
+  log_("ACE " + std::string(to_string(ace.kind)) + " written on " + ace.path);
   return {};
 }
 
-void AclSession::restore() {
-  for (auto it = touched_.rbegin(); it != touched_.rend(); ++it) {
-    if (Status status = remove_sid_aces(*it, capability_); !status.ok())
-      log_("restoring the ACL of " + narrow(*it) + " failed: " + status.error() +
-           " (the leftover ACE names a SID nobody holds)");
+bool Win32DaclHost::remove_if_empty(const std::string& path) {
+  Result<std::wstring> w = wide(path);
+  if (!w.ok()) return false;
+  // Fails if the directory is not empty, or another run holds it open without FILE_SHARE_DELETE.
+  return RemoveDirectoryW(w->c_str()) != 0;
+}
+
+Result<bool> writable_by(const std::wstring& path, PSID sid, PSID everyone) {
+  LocalPtr descriptor;
+  Result<PACL> dacl = read_dacl(path, descriptor);
+  if (!dacl.ok()) return Error{dacl.error()};
+  if (*dacl == nullptr) return true;  // a NULL DACL lets anyone do anything
+  constexpr DWORD kWriting = FILE_WRITE_DATA | FILE_APPEND_DATA | FILE_WRITE_EA |
+                             FILE_WRITE_ATTRIBUTES | DELETE | WRITE_DAC | WRITE_OWNER |
+                             GENERIC_WRITE | GENERIC_ALL;
+  for (DWORD i = 0; i < (*dacl)->AceCount; ++i) {
+    void* entry = nullptr;
+    if (!GetAce(*dacl, i, &entry)) return system_error("GetAce");
+    const auto* header = static_cast<const ACE_HEADER*>(entry);
+    // Deny ACEs are ignored: this is a warning, and it errs on the side of saying too much.
+    if (header->AceType != ACCESS_ALLOWED_ACE_TYPE || (header->AceFlags & INHERIT_ONLY_ACE) != 0)
+      continue;
+    const auto* ace = reinterpret_cast<const ACCESS_ALLOWED_ACE*>(header);
+    PSID ace_sid = const_cast<DWORD*>(&ace->SidStart);
+    if ((ace->Mask & kWriting) != 0 && (EqualSid(ace_sid, sid) || EqualSid(ace_sid, everyone)))
+      return true;
   }
-  touched_.clear();
-  for (auto it = created_.rbegin(); it != created_.rend(); ++it) {
-    if (!RemoveDirectoryW(it->c_str()))
-      log_("left " + narrow(*it) + " in place (not empty or in use)");
-  }
-  created_.clear();
+  return false;
+}
+
+Status PathHolds::hold(const std::string& path) {
+  Result<std::wstring> w = wide(path);
+  if (!w.ok()) return Error{w.error()};
+  // No FILE_SHARE_DELETE: while this handle is open nobody (the command, another run's
+  // cleanup) can rename or remove the directory. Reparse points are opened as themselves.
+  UniqueHandle handle(CreateFileW(w->c_str(), FILE_READ_ATTRIBUTES,
+                                  FILE_SHARE_READ | FILE_SHARE_WRITE, nullptr, OPEN_EXISTING,
+                                  FILE_FLAG_BACKUP_SEMANTICS | FILE_FLAG_OPEN_REPARSE_POINT,
+                                  nullptr));
+  if (!handle) return system_error("windows backend: holding '" + path + "' open failed");
+  handles_.push_back(std::move(handle));
+  return {};
 }
 
 }  // namespace sbx::windows::win32

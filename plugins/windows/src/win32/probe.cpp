@@ -1,4 +1,5 @@
 // The probe: can this host build the restricted token and the job the plan needs?
+#include "sbx/windows/identity.hpp"
 #include "win32.hpp"
 
 namespace sbx::windows::win32 {
@@ -7,7 +8,10 @@ namespace {
 ProbeCheck token_check() {
   ProbeCheck check{"restricted_token", CheckStatus::kFail, "", ""};
   Result<UniqueHandle> base = open_own_token();
-  Result<RunSids> sids = base.ok() ? make_run_sids(base->get()) : Result<RunSids>(Error{base.error()});
+  Result<std::string> user =
+      base.ok() ? user_sid_string(base->get()) : Result<std::string>(Error{base.error()});
+  Result<RunSids> sids = user.ok() ? make_run_sids(base->get(), capability_sid_for(*user, {}))
+                                   : Result<RunSids>(Error{user.error()});
   if (!sids.ok()) {
     check.observed = sids.error();
     check.remedy = "run sbx as an ordinary interactive user";
@@ -20,8 +24,13 @@ ProbeCheck token_check() {
     check.remedy = "CreateRestrictedToken must work for this user (Windows 10 or later)";
     return check;
   }
+  Result<std::vector<std::string>> privileges = privilege_names(token->get());
+  std::string kept;
+  for (const std::string& name : privileges.ok() ? *privileges : std::vector<std::string>{})
+    kept += (kept.empty() ? "" : " ") + name;
   check.status = CheckStatus::kPass;
-  check.observed = "CreateRestrictedToken(DISABLE_MAX_PRIVILEGE|LUA_TOKEN|WRITE_RESTRICTED) ok";
+  check.observed = "CreateRestrictedToken(DISABLE_MAX_PRIVILEGE|LUA_TOKEN|WRITE_RESTRICTED) ok; "
+                   "privileges kept: " + (kept.empty() ? std::string("none") : kept);
   return check;
 }
 
@@ -34,16 +43,39 @@ ProbeCheck job_check() {
                    "that forbids them";
     return check;
   }
+  if (Status status = limit_job_ui(job->get()); !status.ok()) {
+    check.observed = status.error();
+    check.remedy = "the job's UI limits (JOB_OBJECT_UILIMIT_*) must be settable";
+    return check;
+  }
   check.status = CheckStatus::kPass;
-  check.observed = "job object with KILL_ON_JOB_CLOSE ok";
+  check.observed = "job object with KILL_ON_JOB_CLOSE and UI limits ok";
   return check;
+}
+
+// Never a failure: the network modes this backend cannot enforce are refused at transform.
+ProbeCheck network_check() {
+  bool elevated = false;
+  if (Result<UniqueHandle> token = open_own_token(); token.ok()) {
+    TOKEN_ELEVATION elevation{};
+    DWORD size = 0;
+    if (GetTokenInformation(token->get(), TokenElevation, &elevation, sizeof elevation, &size))
+      elevated = elevation.TokenIsElevated != 0;
+  }
+  bool appcontainer_api = false;
+  if (HMODULE userenv = LoadLibraryExW(L"userenv.dll", nullptr, LOAD_LIBRARY_SEARCH_SYSTEM32)) {
+    appcontainer_api = GetProcAddress(userenv, "CreateAppContainerProfile") != nullptr;
+    FreeLibrary(userenv);
+  }
+  const NetworkMechanismReport mechanism = network_mechanism(elevated, appcontainer_api);
+  return {"network_restriction", CheckStatus::kWarn, mechanism.observed, mechanism.remedy};
 }
 
 }  // namespace
 
 ProbeReport probe() {
   ProbeReport report;
-  report.checks = {token_check(), job_check()};
+  report.checks = {token_check(), job_check(), network_check()};
   report.available = true;
   for (const ProbeCheck& check : report.checks) {
     if (check.status == CheckStatus::kFail) report.available = false;

@@ -72,7 +72,7 @@ class HandleListAttribute {
 BOOL WINAPI keep_running(DWORD /*event*/) { return TRUE; }
 
 struct Launch {
-  std::wstring application, command_line, cwd, environment;
+  std::wstring application, command_line, cwd, environment, desktop;
 };
 
 Result<Launch> launch_strings(const WindowsPlan& plan) {
@@ -80,10 +80,11 @@ Result<Launch> launch_strings(const WindowsPlan& plan) {
   Result<std::wstring> command_line = wide(plan.command_line);
   Result<std::wstring> cwd = wide(plan.cwd);
   Result<std::wstring> environment = environment_block(plan.env);
-  for (const Result<std::wstring>* r : {&application, &command_line, &cwd, &environment}) {
+  Result<std::wstring> desktop = wide(plan.desktop);
+  for (const Result<std::wstring>* r : {&application, &command_line, &cwd, &environment, &desktop}) {
     if (!r->ok()) return Error{r->error()};
   }
-  return Launch{*application, *command_line, *cwd, *environment};
+  return Launch{*application, *command_line, *cwd, *environment, *desktop};
 }
 
 Result<ExitStatus> wait_for(const PROCESS_INFORMATION& pi) {
@@ -111,11 +112,28 @@ Result<UniqueHandle> make_kill_on_close_job() {
   return job;
 }
 
+Status limit_job_ui(HANDLE job) {
+  // The command shares the interactive desktop with the user's other windows; these limits
+  // keep it from using their window handles (no SendMessage/PostMessage into a terminal outside
+  // the job), from the clipboard, global atoms, desktop switching, system settings and logoff.
+  JOBOBJECT_BASIC_UI_RESTRICTIONS ui{};
+  ui.UIRestrictionsClass = JOB_OBJECT_UILIMIT_HANDLES | JOB_OBJECT_UILIMIT_READCLIPBOARD |
+                           JOB_OBJECT_UILIMIT_WRITECLIPBOARD | JOB_OBJECT_UILIMIT_GLOBALATOMS |
+                           JOB_OBJECT_UILIMIT_DESKTOP | JOB_OBJECT_UILIMIT_DISPLAYSETTINGS |
+                           JOB_OBJECT_UILIMIT_SYSTEMPARAMETERS | JOB_OBJECT_UILIMIT_EXITWINDOWS;
+  if (!SetInformationJobObject(job, JobObjectBasicUIRestrictions, &ui, sizeof ui))
+    return system_error("SetInformationJobObject(JobObjectBasicUIRestrictions)");
+  return {};
+}
+
 Result<ExitStatus> run_in_job(HANDLE token, const WindowsPlan& plan) {
   Result<Launch> strings = launch_strings(plan);
   if (!strings.ok()) return Error{strings.error()};
   Result<UniqueHandle> job = make_kill_on_close_job();
   if (!job.ok()) return Error{job.error()};
+  if (plan.job_ui_limits) {
+    if (Status status = limit_job_ui(job->get()); !status.ok()) return Error{status.error()};
+  }
   HANDLE std_handles[3];
   std::vector<UniqueHandle> owned = inheritable_std_handles(std_handles);
   std::vector<HANDLE> list;
@@ -124,6 +142,8 @@ Result<ExitStatus> run_in_job(HANDLE token, const WindowsPlan& plan) {
   if (Status status = attribute.init(list); !status.ok()) return Error{status.error()};
   STARTUPINFOEXW startup{};
   startup.StartupInfo.cb = sizeof startup;
+  // Explicit, never inherited by accident: the window station and desktop the plan names.
+  startup.StartupInfo.lpDesktop = strings->desktop.data();
   startup.StartupInfo.dwFlags = STARTF_USESTDHANDLES;
   startup.StartupInfo.hStdInput = std_handles[0];
   startup.StartupInfo.hStdOutput = std_handles[1];

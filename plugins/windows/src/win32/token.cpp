@@ -1,7 +1,9 @@
 // Restricted token construction. See plan.hpp for why these flags and SIDs.
-#include "win32.hpp"  // windows.h first: bcrypt.h needs its types
+#include "win32.hpp"  // windows.h first: sddl.h needs its types
 
-#include <bcrypt.h>
+#include <sddl.h>
+
+#include "sbx/windows/command_line.hpp"
 
 namespace sbx::windows::win32 {
 namespace {
@@ -12,31 +14,34 @@ SidBytes copy_sid(PSID sid) {
   return out;
 }
 
-// A fresh S-1-5-21-a-b-c-d. Nobody else holds it, so an ACE naming it that outlives the run
-// (after a crash) grants nothing; being new each run also keeps concurrent runs apart.
-Result<SidBytes> random_capability_sid() {
-  ULONG parts[4] = {0, 0, 0, 0};
-  if (BCryptGenRandom(nullptr, reinterpret_cast<PUCHAR>(parts), sizeof parts,
-                      BCRYPT_USE_SYSTEM_PREFERRED_RNG) != 0)
-    return Error{"windows backend: BCryptGenRandom failed: cannot make a capability SID"};
-  SID_IDENTIFIER_AUTHORITY nt = SECURITY_NT_AUTHORITY;
+// A SID from its string form ("S-1-5-21-a-b-c-d").
+Result<SidBytes> sid_from_string(const std::string& text) {
+  Result<std::wstring> w = wide(text);
+  if (!w.ok()) return Error{w.error()};
   PSID sid = nullptr;
-  if (!AllocateAndInitializeSid(&nt, 5, SECURITY_NT_NON_UNIQUE, parts[0], parts[1], parts[2],
-                                parts[3], 0, 0, 0, &sid))
-    return system_error("AllocateAndInitializeSid");
+  if (!ConvertStringSidToSidW(w->c_str(), &sid))
+    return system_error("windows backend: ConvertStringSidToSidW('" + text + "')");
   SidBytes out = copy_sid(sid);
-  FreeSid(sid);
+  LocalFree(sid);
   return out;
 }
 
-Result<SidBytes> logon_sid(HANDLE token) {
+// GetTokenInformation into a buffer of the size it asks for.
+Result<std::vector<unsigned char>> token_information(HANDLE token, TOKEN_INFORMATION_CLASS kind,
+                                                     std::string_view what) {
   DWORD size = 0;
-  GetTokenInformation(token, TokenGroups, nullptr, 0, &size);
-  if (size == 0) return system_error("GetTokenInformation(TokenGroups)");
+  GetTokenInformation(token, kind, nullptr, 0, &size);
+  if (size == 0) return system_error("GetTokenInformation(" + std::string(what) + ")");
   std::vector<unsigned char> buffer(size);
-  if (!GetTokenInformation(token, TokenGroups, buffer.data(), size, &size))
-    return system_error("GetTokenInformation(TokenGroups)");
-  const auto* groups = reinterpret_cast<const TOKEN_GROUPS*>(buffer.data());
+  if (!GetTokenInformation(token, kind, buffer.data(), size, &size))
+    return system_error("GetTokenInformation(" + std::string(what) + ")");
+  return buffer;
+}
+
+Result<SidBytes> logon_sid(HANDLE token) {
+  Result<std::vector<unsigned char>> buffer = token_information(token, TokenGroups, "TokenGroups");
+  if (!buffer.ok()) return Error{buffer.error()};
+  const auto* groups = reinterpret_cast<const TOKEN_GROUPS*>(buffer->data());
   for (DWORD i = 0; i < groups->GroupCount; ++i) {
     if ((groups->Groups[i].Attributes & SE_GROUP_LOGON_ID) == SE_GROUP_LOGON_ID)
       return copy_sid(groups->Groups[i].Sid);
@@ -84,8 +89,39 @@ PSID RunSids::get(SidRef ref) {
   return nullptr;
 }
 
-Result<RunSids> make_run_sids(HANDLE base_token) {
-  Result<SidBytes> capability = random_capability_sid();
+Result<std::string> user_sid_string(HANDLE token) {
+  Result<std::vector<unsigned char>> buffer = token_information(token, TokenUser, "TokenUser");
+  if (!buffer.ok()) return Error{buffer.error()};
+  const auto* user = reinterpret_cast<const TOKEN_USER*>(buffer->data());
+  wchar_t* text = nullptr;
+  if (!ConvertSidToStringSidW(user->User.Sid, &text)) return system_error("ConvertSidToStringSidW");
+  const std::wstring owned(text);
+  LocalFree(text);
+  Result<std::string> out = utf16_to_utf8(std::u16string(owned.begin(), owned.end()));
+  if (!out.ok()) return Error{"windows backend: the user SID is not valid UTF-16"};
+  return *out;
+}
+
+Result<std::vector<std::string>> privilege_names(HANDLE token) {
+  Result<std::vector<unsigned char>> buffer =
+      token_information(token, TokenPrivileges, "TokenPrivileges");
+  if (!buffer.ok()) return Error{buffer.error()};
+  const auto* privileges = reinterpret_cast<const TOKEN_PRIVILEGES*>(buffer->data());
+  std::vector<std::string> out;
+  for (DWORD i = 0; i < privileges->PrivilegeCount; ++i) {
+    LUID luid = privileges->Privileges[i].Luid;
+    wchar_t name[128];
+    DWORD length = 128;
+    if (!LookupPrivilegeNameW(nullptr, &luid, name, &length))
+      return system_error("LookupPrivilegeNameW");
+    Result<std::string> text = utf16_to_utf8(std::u16string(name, name + length));
+    out.push_back(text.ok() ? *text : std::string("<privilege>"));
+  }
+  return out;
+}
+
+Result<RunSids> make_run_sids(HANDLE base_token, const std::string& capability_sid) {
+  Result<SidBytes> capability = sid_from_string(capability_sid);
   if (!capability.ok()) return Error{capability.error()};
   Result<SidBytes> logon = logon_sid(base_token);
   if (!logon.ok()) return Error{logon.error()};
@@ -112,14 +148,45 @@ Result<UniqueHandle> make_restricted_token(HANDLE base, const TokenPlan& plan, R
   if (plan.disable_max_privilege) flags |= DISABLE_MAX_PRIVILEGE;
   if (plan.lua_token) flags |= LUA_TOKEN;
   if (plan.write_restricted) flags |= WRITE_RESTRICTED;
+  // Every privilege but SeChangeNotifyPrivilege is also named for deletion: the same result as
+  // DISABLE_MAX_PRIVILEGE, on any implementation that honours either (Wine ignores the flag).
+  std::vector<LUID_AND_ATTRIBUTES> deleted;
+  Result<std::vector<unsigned char>> held = token_information(base, TokenPrivileges,
+                                                             "TokenPrivileges");
+  if (!held.ok()) return Error{held.error()};
+  LUID change_notify{};
+  if (!LookupPrivilegeValueW(nullptr, L"SeChangeNotifyPrivilege", &change_notify))
+    return system_error("LookupPrivilegeValueW(SeChangeNotifyPrivilege)");
+  if (plan.disable_max_privilege) {
+    const auto* privileges = reinterpret_cast<const TOKEN_PRIVILEGES*>(held->data());
+    for (DWORD i = 0; i < privileges->PrivilegeCount; ++i) {
+      const LUID luid = privileges->Privileges[i].Luid;
+      if (luid.LowPart == change_notify.LowPart && luid.HighPart == change_notify.HighPart)
+        continue;
+      deleted.push_back({luid, 0});
+    }
+  }
   HANDLE token = nullptr;
-  if (!CreateRestrictedToken(base, flags, 0, nullptr, 0, nullptr,
+  if (!CreateRestrictedToken(base, flags, 0, nullptr, static_cast<DWORD>(deleted.size()),
+                             deleted.empty() ? nullptr : deleted.data(),
                              static_cast<DWORD>(restricting.size()),
                              restricting.empty() ? nullptr : restricting.data(), &token))
     return system_error("CreateRestrictedToken");
   UniqueHandle owned(token);
   if (Status status = set_default_dacl(owned.get(), plan.default_dacl, sids); !status.ok())
     return Error{status.error()};
+  // DISABLE_MAX_PRIVILEGE removes every privilege but SeChangeNotifyPrivilege ("bypass traverse
+  // checking"), which the command needs to open paths below directories it cannot list. Check
+  // that the token really holds nothing more: fail closed if any other privilege survived.
+  if (plan.disable_max_privilege) {
+    Result<std::vector<std::string>> names = privilege_names(owned.get());
+    if (!names.ok()) return Error{names.error()};
+    for (const std::string& name : *names) {
+      if (name != "SeChangeNotifyPrivilege")
+        return Error{"windows backend: the restricted token still holds " + name +
+                     " after DISABLE_MAX_PRIVILEGE; refusing to run with it"};
+    }
+  }
   return owned;
 }
 

@@ -219,7 +219,7 @@ struct PlanHostPaths {
 
 // Symbolic SIDs; the executor maps them to real SIDs at run time.
 enum class WindowsSid : std::uint8_t {
-  kWriteCapability,  // "cap:write": a random S-1-5-21-a-b-c-d SID generated for each run
+  kWriteCapability,  // "cap:write": an S-1-5-21-a-b-c-d SID derived from the user and the plan
   kLogon,            // the logon session SID of the caller's token
   kEveryone,         // S-1-1-0
 };

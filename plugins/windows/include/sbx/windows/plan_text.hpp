@@ -9,6 +9,8 @@
 //   create: <windows path>
 //   ace: <allow-write|deny-write|deny-delete> <sid> <windows path>
 //   job: kill_on_job_close
+//   job: ui_limits <limit> ...
+//   desktop: <window station>\<desktop>
 //   command_line: <printable command line>
 //   info: <free text>
 #pragma once
