@@ -20,7 +20,11 @@ struct DebugOptions {
 int run_debug(const DebugOptions& options, const GlobalOptions& globals) {
   if (options.command.empty())
     return fail("debug needs a command", "put it after --, e.g. sbx debug bwrap -- /bin/ls");
-  Result<PolicyInput> input = load_policy(options.policy);
+  // A plan for another OS (windows on a POSIX host) takes that OS's paths: --cwd C:\\proj is
+  // normalised, never looked up here, and the command is never searched on this host's PATH.
+  PolicyOptions policy_options = options.policy;
+  policy_options.style = plan_path_style(options.backend);
+  Result<PolicyInput> input = load_policy(policy_options);
   if (!input.ok()) return fail(input.error());
   Result<PluginRegistry> registry = load_registry(globals);
   if (!registry.ok()) return fail(registry.error());
@@ -55,7 +59,8 @@ Command register_debug(CLI::App& app, const GlobalOptions& globals) {
       ->type_name("CMD [ARG...]");
   sub->footer(
       "Examples:\n  sbx debug bwrap -- /bin/ls -l\n"
-      "  sbx debug seatbelt --preset read-only -- /bin/ls");
+      "  sbx debug seatbelt --preset read-only -- /bin/ls\n"
+      "  sbx debug windows --cwd 'C:\\proj' -- 'C:\\Windows\\System32\\cmd.exe' /c dir");
   return {sub, [options, &globals] { return run_debug(*options, globals); }};
 }
 

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "sbx/core/win_path.hpp"
 #include "sbx/core/runtime.hpp"
 
 namespace sbx {
@@ -278,8 +279,15 @@ std::string exception_text(const std::string& backend, std::string_view call) {
   }
 }
 
+// An absolute path on this host: "/..." on POSIX, "X:\..." (or "X:/...") on Windows, where
+// UNC and device paths are never run.
+bool host_absolute(const std::string& path) {
+  if (kHostPathStyle == PathStyle::kWindows) return policy::winpath::is_drive_absolute(path);
+  return !path.empty() && path.front() == '/';
+}
+
 Status validate_plan(const std::string& backend, const ExecPlan& plan) {
-  if (plan.argv.empty() || plan.argv[0].empty() || plan.argv[0].front() != '/')
+  if (plan.argv.empty() || !host_absolute(plan.argv[0]))
     return Error{"backend '" + backend +
                  "' returned a plan whose argv[0] is not an absolute path; this is a bug in "
                  "the backend"};
