@@ -38,7 +38,13 @@ int run_debug(const DebugOptions& options, const GlobalOptions& globals) {
   RunOutcome planned =
       plan_for_backend(manager, options.backend, run_request(std::move(*input), options.command));
   if (planned.stop == RunStop::kCommandNotFound) return fail(planned.error);
-  if (!planned.plan) return fail(planned.error, "see `sbx explain` for what the policy needs");
+  if (!planned.plan) {
+    if (policy_options.style != kHostPathStyle)
+      return fail(planned.error,
+                  "a plan for another OS names its command by the full path it has there (e.g. "
+                  "C:\\Windows\\System32\\cmd.exe); `sbx explain` shows what the policy needs");
+    return fail(planned.error, "see `sbx explain` for what the policy needs");
+  }
   print_plan(options.backend, *planned.plan);
   return 0;
 }
