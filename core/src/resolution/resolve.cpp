@@ -1,9 +1,11 @@
 // Resolution of a Policy into the ResolvedPolicy backends enforce (see resolve.hpp).
 #include "sbx/core/resolve.hpp"
 
+#ifndef _WIN32
 #include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#endif
 
 #include <algorithm>
 #include <cerrno>
@@ -17,10 +19,13 @@
 #include "policy/json_strict.hpp"
 #include "policy/path_util.hpp"
 #include "sbx/core/win_path.hpp"
+#include "platform/windows_host.hpp"
 #include "resolution/internal.hpp"
 #include "sbx/core/runtime.hpp"
 
+#ifndef _WIN32
 extern char** environ;  // NOLINT: POSIX
+#endif
 
 namespace sbx {
 namespace {
@@ -61,8 +66,13 @@ void sort_rules(std::vector<PathRule>& rules) {
 }
 
 bool is_directory(const std::string& path) {
+#ifdef _WIN32
+  std::error_code error;
+  return std::filesystem::is_directory(path, error);
+#else
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+#endif
 }
 
 class Resolver {
@@ -363,6 +373,9 @@ void Resolver::add_policy_file_carveout() {
 
 void Resolver::protect_absent_file(const std::string& path) {
   if (windows()) return;  // see add_file_carveout
+#ifdef _WIN32
+  (void)path;  // POSIX style on a Windows host is refused in run()
+#else
   if (path.empty() || path.front() != '/' || policy::path::check_components(path)) return;
   // The longest existing ancestor, then the component below it: protecting that one keeps the
   // whole missing chain (a directory, then the file) from being created.
@@ -391,6 +404,7 @@ void Resolver::protect_absent_file(const std::string& path) {
   protected_paths.push_back(ProtectedPath{first, root, false, false});
   std::sort(protected_paths.begin(), protected_paths.end(),
             [](const ProtectedPath& a, const ProtectedPath& b) { return a.path < b.path; });
+#endif
 }
 
 std::optional<std::string> Resolver::add_file_carveout(const std::string& path) {
@@ -431,6 +445,7 @@ std::optional<std::string> Resolver::add_file_carveout(const std::string& path) 
   return real;
 }
 
+#ifndef _WIN32
 std::string read_link(const std::string& path) {
   std::string target(4096, '\0');
   ssize_t n = ::readlink(path.c_str(), target.data(), target.size());
@@ -444,8 +459,13 @@ std::string read_link(const std::string& path) {
 // could be redirected after resolution; and a root that is itself a symlink hides where writes
 // really go. Both are errors naming the symlink. Symlinks the command cannot touch (system ones
 // such as /lib -> usr/lib) are followed.
+#endif
+
 Status Resolver::check_writable_symlinks(const Candidate& candidate) const {
   if (candidate.access != Access::kWrite) return {};
+#ifdef _WIN32
+  return error_at(candidate.pointer, "POSIX paths cannot be checked on a Windows host");
+#else
   std::string real = "/";
   std::string lexical = "/";
   std::size_t start = 1;
@@ -491,6 +511,7 @@ Status Resolver::check_writable_symlinks(const Candidate& candidate) const {
                                            "); is another process renaming it?");
   }
   return {};
+#endif
 }
 
 bool has_glob_magic(std::string_view component) {
@@ -582,6 +603,8 @@ std::vector<ProtectedPath> Resolver::windows_protected_paths() {
 }
 
 Result<Resolution> Resolver::run() {
+  if (!windows() && kHostPathStyle == PathStyle::kWindows)
+    return Error{"cannot resolve the policy: POSIX paths cannot be resolved on a Windows host"};
   if (windows()) {
     Result<std::string> cwd = policy::winpath::normalize(context_.cwd);
     if (!cwd.ok())
@@ -608,10 +631,14 @@ Result<Resolution> Resolver::run() {
       if (!status) return Error{status.error()};
     }
     add_install_carveouts();
+#ifdef _WIN32
+    out_.policy.protected_paths = windows_protected_paths();  // run() refused POSIX style
+#else
     out_.policy.protected_paths =
         windows() ? windows_protected_paths()
                   : resolution::protected_paths(out_.policy.rules,
                                                 policy_.filesystem.protected_names, out_.notes);
+#endif
     protect_install_carveouts();
     add_policy_file_carveout();
     status = collect_globs();
@@ -644,6 +671,27 @@ Result<ResolvedPolicy> resolve_policy(const Policy& policy, const ResolveContext
 
 Result<ResolveContext> current_resolve_context() {
   ResolveContext context;
+#ifdef _WIN32
+  std::optional<std::string> cwd = platform::current_directory();
+  if (!cwd)
+    return Error{"cannot determine the current directory; run sbx from an existing directory "
+                 "or pass --cwd"};
+  context.cwd = *cwd;
+  for (const std::string& entry : platform::environment()) {
+    const std::size_t eq = entry.find('=');
+    if (eq == std::string::npos) continue;
+    context.env.emplace(entry.substr(0, eq), entry.substr(eq + 1));
+  }
+  // "~" is the user's profile directory, as %USERPROFILE% names it.
+  context.home = policy::winpath::env_lookup(context.env, "USERPROFILE").value_or("");
+  Result<InstallLayout> layout = install_layout();
+  if (!layout) {
+    return Error{"cannot find sbx's install to keep it read-only in the sandbox: " +
+                 layout.error()};
+  }
+  context.install_dirs = install_directories(*layout);
+  return context;
+#else
   std::vector<char> buffer(4096);
   while (::getcwd(buffer.data(), buffer.size()) == nullptr) {
     if (errno != ERANGE || buffer.size() > (1u << 20)) {
@@ -680,6 +728,7 @@ Result<ResolveContext> current_resolve_context() {
     }
   }
   return context;
+#endif
 }
 
 }  // namespace sbx

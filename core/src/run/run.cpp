@@ -1,7 +1,9 @@
 // One run, from the policy to the report (see sbx/core/run.hpp).
 #include "sbx/core/run.hpp"
 
+#ifndef _WIN32
 #include <unistd.h>
+#endif
 
 #include <cstdint>
 #include <memory>
@@ -276,7 +278,8 @@ RunOutcome plan_for_backend(const Manager& manager, const std::string& backend,
       }
       argv[0] = *path;
     }
-  } else if (argv[0].empty() || argv[0].front() != '/') {
+  } else if (kHostPathStyle == PathStyle::kWindows ? !policy::winpath::is_drive_absolute(argv[0])
+                                                    : argv[0].empty() || argv[0].front() != '/') {
     // argv[0] must be absolute for a plan. Resolved on this host when possible; otherwise an
     // absolute path is taken as given.
     Result<std::string> path = resolve_command(argv[0], request.cwd, env);
@@ -317,7 +320,12 @@ ExplainReport explain_run(const Policy& policy, const ResolvedPolicy& resolved,
   report.required = required_capabilities(resolved);
   report.policy = resolved;
   report.cgroups = probe_cgroups();
-  report.limits = plan_limits(policy.limits, report.cgroups, ::geteuid() == 0);
+#ifdef _WIN32
+  const bool root = false;  // cgroups and rlimits do not exist there (plan_limits says so)
+#else
+  const bool root = ::geteuid() == 0;
+#endif
+  report.limits = plan_limits(policy.limits, report.cgroups, root);
   report.environment = policy.environment;
   report.environment_removed = filter_environment(policy.environment, environment).removed;
   // Question 2 is independent of question 1; explain answers both, a run only when it matters.
