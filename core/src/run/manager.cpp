@@ -62,10 +62,15 @@ struct Needs {
 };
 
 
-// The parent directory of a normalised absolute path other than "/".
+// The parent directory of a normalised absolute path other than "/". A Windows drive path
+// ends at its drive root, and the drive root's parent is "/" (every drive): "C:/a" -> "C:/",
+// "C:/" -> "/". Anything without a '/' goes to "/" too, so every walk up ends.
 std::string_view parent_of(std::string_view path) {
   const std::size_t slash = path.rfind('/');
-  return slash == 0 ? std::string_view("/") : path.substr(0, slash);
+  if (slash == std::string_view::npos || slash == 0) return "/";
+  if (slash == 2 && path[1] == ':')
+    return path.size() == 3 ? std::string_view("/") : path.substr(0, 3);
+  return path.substr(0, slash);
 }
 
 std::string carveout_text(const PathRule& inner, std::string_view outer, Access outer_access) {
