@@ -38,6 +38,9 @@ struct PolicyOptions {
   std::vector<std::string> writable_roots;
   std::vector<std::string> denies;
   std::string network;
+  // The path style of the OS the plan is for (`sbx debug windows` on a POSIX host: kWindows).
+  // A --cwd written the Windows way ("C:\\proj") is then taken lexically, never looked up here.
+  PathStyle style = kHostPathStyle;
 };
 
 // What the command line asks for beyond the policy: --sandbox (nullopt: not given, the
@@ -118,9 +121,11 @@ Result<settings::Settings> load_cli_settings(const std::string& cwd);
 // (refusing what they forbid, naming the lock) and resolves it against the effective cwd. The
 // settings files read are kept read-only in the sandbox like the policy file.
 Result<PolicyInput> load_policy(const PolicyOptions& options, const RunChoices& choices = {});
-// Like load_policy, without resolution (for `policy show`).
+// Like load_policy, without resolution (for `policy show`). The project settings are looked up
+// from `settings_cwd` when given (a foreign cwd cannot be read here), else from `cwd`.
 Result<DecidedPolicy> decide_policy(const PolicyOptions& options, const std::string& cwd,
-                                    const RunChoices& choices = {});
+                                    const RunChoices& choices = {},
+                                    const std::string& settings_cwd = {});
 Result<std::string> effective_cwd(const PolicyOptions& options);
 
 // ---- the two questions ----

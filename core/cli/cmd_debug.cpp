@@ -20,7 +20,11 @@ struct DebugOptions {
 int run_debug(const DebugOptions& options, const GlobalOptions& globals) {
   if (options.command.empty())
     return fail("debug needs a command", "put it after --, e.g. sbx debug bwrap -- /bin/ls");
-  Result<PolicyInput> input = load_policy(options.policy);
+  // A plan for another OS (windows on a POSIX host) takes that OS's paths: --cwd C:\\proj is
+  // normalised, never looked up here, and the command is never searched on this host's PATH.
+  PolicyOptions policy_options = options.policy;
+  policy_options.style = plan_path_style(options.backend);
+  Result<PolicyInput> input = load_policy(policy_options);
   if (!input.ok()) return fail(input.error());
   Result<PluginRegistry> registry = load_registry(globals);
   if (!registry.ok()) return fail(registry.error());
@@ -34,7 +38,13 @@ int run_debug(const DebugOptions& options, const GlobalOptions& globals) {
   RunOutcome planned =
       plan_for_backend(manager, options.backend, run_request(std::move(*input), options.command));
   if (planned.stop == RunStop::kCommandNotFound) return fail(planned.error);
-  if (!planned.plan) return fail(planned.error, "see `sbx explain` for what the policy needs");
+  if (!planned.plan) {
+    if (policy_options.style != kHostPathStyle)
+      return fail(planned.error,
+                  "a plan for another OS names its command by the full path it has there (e.g. "
+                  "C:\\Windows\\System32\\cmd.exe); `sbx explain` shows what the policy needs");
+    return fail(planned.error, "see `sbx explain` for what the policy needs");
+  }
   print_plan(options.backend, *planned.plan);
   return 0;
 }
@@ -55,7 +65,8 @@ Command register_debug(CLI::App& app, const GlobalOptions& globals) {
       ->type_name("CMD [ARG...]");
   sub->footer(
       "Examples:\n  sbx debug bwrap -- /bin/ls -l\n"
-      "  sbx debug seatbelt --preset read-only -- /bin/ls");
+      "  sbx debug seatbelt --preset read-only -- /bin/ls\n"
+      "  sbx debug windows --cwd 'C:\\proj' -- 'C:\\Windows\\System32\\cmd.exe' /c dir");
   return {sub, [options, &globals] { return run_debug(*options, globals); }};
 }
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "sbx/core/win_path.hpp"
 #include "sbx/core/resolve.hpp"
 
 namespace sbx::cli {
@@ -73,9 +74,11 @@ bool has_glob_metacharacter(std::string_view value) {
 // special (":cwd", ...), so relative ones are made absolute here.
 std::string policy_path(const std::string& value, const std::string& cwd) {
   if (value.empty() || value.front() == '/' || value.front() == ':' || value == "~" ||
-      value.rfind("~/", 0) == 0) {
+      value.rfind("~/", 0) == 0 || policy::winpath::looks_windows(value)) {
     return value;
   }
+  // A Windows cwd (a plan for Windows): joined lexically, the resolver normalises the result.
+  if (policy::winpath::is_drive_absolute(cwd)) return cwd + "/" + value;
   return (std::filesystem::path(cwd) / value).lexically_normal().string();
 }
 
@@ -142,7 +145,19 @@ void add_policy_options(CLI::App& app, PolicyOptions& options) {
       ->group(group);
 }
 
+// True when the cwd is another OS's (a Windows one for `sbx debug windows` on POSIX): it is
+// normalised lexically, and nothing of it is looked up on this host.
+bool foreign_windows_cwd(const PolicyOptions& options) {
+  return options.style == PathStyle::kWindows && kHostPathStyle != PathStyle::kWindows &&
+         policy::winpath::looks_windows(options.cwd);
+}
+
 Result<std::string> effective_cwd(const PolicyOptions& options) {
+  if (foreign_windows_cwd(options)) {
+    Result<std::string> cwd = policy::winpath::normalize(options.cwd);
+    if (!cwd.ok()) return Error{"--cwd: " + cwd.error()};
+    return cwd;
+  }
   std::error_code error;
   const std::filesystem::path given = options.cwd.empty() ? std::filesystem::current_path(error)
                                                           : std::filesystem::path(options.cwd);
@@ -169,8 +184,9 @@ Result<settings::Settings> load_cli_settings(const std::string& cwd) {
 }
 
 Result<DecidedPolicy> decide_policy(const PolicyOptions& options, const std::string& cwd,
-                                    const RunChoices& choices) {
-  Result<settings::Settings> loaded = load_cli_settings(cwd);
+                                    const RunChoices& choices, const std::string& settings_cwd) {
+  Result<settings::Settings> loaded =
+      load_cli_settings(settings_cwd.empty() ? cwd : settings_cwd);
   if (!loaded.ok()) return Error{loaded.error()};
   settings::Overrides overrides;
   Result<std::optional<Policy>> given = command_line_policy(options, overrides.preset);
@@ -205,7 +221,15 @@ Result<DecidedPolicy> decide_policy(const PolicyOptions& options, const std::str
 Result<PolicyInput> load_policy(const PolicyOptions& options, const RunChoices& choices) {
   Result<std::string> cwd = effective_cwd(options);
   if (!cwd.ok()) return Error{cwd.error()};
-  Result<DecidedPolicy> decided = decide_policy(options, *cwd, choices);
+  // The settings of a foreign cwd cannot be read here: the project settings are those of the
+  // directory sbx runs in (with the user's and the system's, as always).
+  std::string settings_cwd = *cwd;
+  if (foreign_windows_cwd(options)) {
+    Result<std::string> here = effective_cwd(PolicyOptions{});
+    if (!here.ok()) return Error{here.error()};
+    settings_cwd = *here;
+  }
+  Result<DecidedPolicy> decided = decide_policy(options, *cwd, choices, settings_cwd);
   if (!decided.ok()) return Error{decided.error()};
   const Policy& policy = decided->decided.policy;
   Result<ResolveContext> context = current_resolve_context();
@@ -214,6 +238,7 @@ Result<PolicyInput> load_policy(const PolicyOptions& options, const RunChoices& 
                  "); check $HOME and the current directory"};
   }
   context->cwd = *cwd;
+  if (foreign_windows_cwd(options)) context->style = PathStyle::kWindows;
   // Every settings file read is kept read-only in the sandbox too: a command that could rewrite
   // one would choose the sandbox (or the locks) of the next run.
   for (const auto& file : decided->settings.files) context->settings_files.push_back(file.value);

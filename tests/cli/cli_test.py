@@ -924,6 +924,48 @@ class Debug(SbxTestCase):
         self.assert_house_error(result)
         self.assertIn("windows", result.stderr)
 
+    def windows_debug(self, *args):
+        if "windows" not in loaded_backends():
+            self.skipTest("the windows plugin is not installed in this build")
+        return sbx("debug", "windows", "--network", "enabled", *args)
+
+    def test_windows_plan_takes_windows_paths(self):
+        # A Windows cwd and drive paths are resolved the Windows way on this Linux host, without
+        # looking anything up here; case variants of one directory are one path.
+        result = self.windows_debug("--cwd", "C:\\Proj", "--writable-root", "c:\\proj\\out",
+                                    "--", "c:/Windows\\System32\\cmd.exe", "/c", "dir")
+        self.assert_exit(result, 0)
+        plan = json.loads(result.stdout)
+        self.assertEqual(plan["argv"], ["C:\\Windows\\System32\\cmd.exe", "/c", "dir"])
+        self.assertEqual(plan["cwd"], "C:\\Proj")
+        aces = {(a["kind"], a["path"]) for a in plan["windows"]["aces"]}
+        self.assertIn(("allow-write", "C:\\Proj"), aces)
+        self.assertIn(("deny-delete", "C:\\Proj\\out"), aces)
+        self.assertIn(("deny-write", "C:\\Proj\\out\\.git"), aces)
+
+    def test_windows_command_is_not_looked_up_on_this_host(self):
+        # "ls" exists on this host's PATH; a plan for Windows must not name /usr/bin/ls.
+        result = self.windows_debug("--cwd", "C:\\Proj", "--", "ls")
+        self.assertNotIn("/usr/bin/ls", result.stdout + result.stderr)
+        self.assertNotIn("/bin/ls", result.stdout + result.stderr)
+        if result.returncode == 0:
+            self.assertEqual(json.loads(result.stdout)["argv"][0], "ls")
+        else:
+            self.assert_exit(result, 125)
+            self.assertIn("'ls'", result.stderr)
+
+    def test_windows_unc_and_device_paths_are_refused(self):
+        for cwd, reason in (("\\\\srv\\share", "UNC path"),
+                            ("\\\\?\\C:\\Proj", "device path"),
+                            ("C:Proj", "relative to the drive's current directory")):
+            result = self.windows_debug("--cwd", cwd, "--", "C:\\x.exe")
+            self.assert_exit(result, 125)
+            self.assertIn(reason, result.stderr)
+        result = self.windows_debug("--cwd", "C:\\Proj", "--writable-root", "\\\\srv\\s",
+                                    "--", "C:\\x.exe")
+        self.assert_exit(result, 125)
+        self.assertIn("UNC path", result.stderr)
+
     def test_bwrap(self):
         plan = self.debug_plan("bwrap")
         self.assertIn("/bin/ls", plan["argv"])

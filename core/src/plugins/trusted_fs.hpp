@@ -13,7 +13,7 @@
 #pragma once
 
 #include <sys/stat.h>
-#include <sys/types.h>
+#include "sbx/core/platform_types.hpp"
 
 #include <optional>
 #include <string>

@@ -3,6 +3,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <vector>
 
@@ -81,11 +82,19 @@ std::string lexically_normal(std::string_view path) {
 }
 
 std::optional<std::string> real_path(const std::string& path) {
+#ifdef _WIN32
+  // Windows: the final path with links and junctions followed, in the generic '/' form.
+  std::error_code error;
+  const std::filesystem::path real = std::filesystem::canonical(path, error);
+  if (error) return std::nullopt;
+  return real.generic_string();
+#else
   // realpath(path, nullptr) allocates; wrap it so every return path frees.
   std::unique_ptr<char, decltype(&std::free)> resolved(::realpath(path.c_str(), nullptr),
                                                        &std::free);
   if (!resolved) return std::nullopt;
   return std::string(resolved.get());
+#endif
 }
 
 std::string canonicalize(const std::string& path) {

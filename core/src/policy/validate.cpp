@@ -9,6 +9,7 @@
 
 #include "policy/json_strict.hpp"
 #include "policy/path_util.hpp"
+#include "sbx/core/win_path.hpp"
 #include "policy/internal.hpp"
 #include "sbx/core/policy.hpp"
 
@@ -20,7 +21,23 @@ using policy::strict::error_at;
 
 constexpr std::string_view kPathHint =
     "write an absolute path, \"~/...\", or one of :root, :cwd, :cwd/SUB, :tmpdir, :slash_tmp, "
-    ":minimal";
+    ":minimal (on Windows also X:\\..., %TEMP%, %TMP% or %USERPROFILE%)";
+
+// A Windows path ("C:\\a", "c:/a", "%TEMP%\\sub") in its generic form ("C:/a", "%TEMP%/sub");
+// whether it applies is the resolver's question (it refuses one for a POSIX target).
+Result<std::string> normalize_windows(std::string_view raw, const std::string& pointer) {
+  Result<policy::winpath::VariablePath> variable = policy::winpath::split_variable(raw);
+  if (!variable.ok()) return error_at(pointer, variable.error());
+  if (variable->name.empty()) {
+    Result<std::string> path = policy::winpath::normalize(raw);
+    if (!path.ok()) return error_at(pointer, path.error());
+    return path;
+  }
+  // Checked like a path below a drive root, then kept unexpanded for the resolver.
+  Result<std::string> rest = policy::winpath::normalize("C:/" + variable->rest);
+  if (!rest.ok()) return error_at(pointer, rest.error());
+  return "%" + variable->name + "%" + (rest->size() > 3 ? rest->substr(2) : std::string());
+}
 
 Result<std::string> normalize_special(std::string_view raw, const std::string& pointer) {
   std::string collapsed = policy::path::collapse_slashes(raw);
@@ -181,6 +198,7 @@ Result<std::string> normalize_entry_path(std::string_view raw, const std::string
     return error_at(pointer, "path contains a NUL byte");
   }
   if (raw.front() == ':') return normalize_special(raw, pointer);
+  if (policy::winpath::looks_windows(raw)) return normalize_windows(raw, pointer);
   bool absolute = raw.front() == '/';
   bool home = raw == "~" || raw.substr(0, 2) == "~/";
   if (!absolute && !home) {

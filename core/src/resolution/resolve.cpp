@@ -1,24 +1,31 @@
 // Resolution of a Policy into the ResolvedPolicy backends enforce (see resolve.hpp).
 #include "sbx/core/resolve.hpp"
 
+#ifndef _WIN32
 #include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#endif
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "policy/json_strict.hpp"
 #include "policy/path_util.hpp"
+#include "sbx/core/win_path.hpp"
+#include "platform/windows_host.hpp"
 #include "resolution/internal.hpp"
 #include "sbx/core/runtime.hpp"
 
+#ifndef _WIN32
 extern char** environ;  // NOLINT: POSIX
+#endif
 
 namespace sbx {
 namespace {
@@ -59,8 +66,13 @@ void sort_rules(std::vector<PathRule>& rules) {
 }
 
 bool is_directory(const std::string& path) {
+#ifdef _WIN32
+  std::error_code error;
+  return std::filesystem::is_directory(path, error);
+#else
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+#endif
 }
 
 class Resolver {
@@ -88,14 +100,36 @@ class Resolver {
   Status collect_globs();
   Status resolve_network();
 
+  bool windows() const { return context_.style == PathStyle::kWindows; }
+  // An absolute path of the context's style (Windows: generic "X:/..." after normalisation).
+  std::optional<std::string> absolute(const std::string& path);
+  // Windows style: whether the path exists / is a directory. Only a Windows host looks; on a
+  // POSIX host the paths are another machine's and nothing is found.
+  static bool windows_exists(const std::string& path);
+  static bool windows_is_directory(const std::string& path);
+  Result<std::optional<std::string>> expand_windows(const std::string& path,
+                                                    const std::string& pointer);
+  std::vector<ProtectedPath> windows_protected_paths();
+
   const Policy& policy_;
   const ResolveContext& context_;
   std::string cwd_;  // context_.cwd with duplicate and trailing slashes removed
+  policy::winpath::Speller speller_;  // Windows style: one spelling per path, case folded
   std::vector<Candidate> candidates_;
   Resolution out_;
 };
 
 Result<std::string> Resolver::expand_home(const std::string& path, const std::string& pointer) {
+  if (windows()) {
+    Result<std::string> home = policy::winpath::normalize(context_.home);
+    if (!home.ok())
+      return error_at(pointer, policy::path::quote(path) +
+                                   " needs the home directory, but none is known (set "
+                                   "USERPROFILE to a drive path): " + home.error());
+    return speller_.spell(path.size() > 2 ? *home + (home->back() == '/' ? "" : "/") +
+                                                path.substr(2)
+                                          : *home);
+  }
   if (context_.home.empty() || context_.home.front() != '/') {
     return error_at(pointer, policy::path::quote(path) +
                                  " needs the home directory, but none is known (set HOME to an "
@@ -125,6 +159,11 @@ std::optional<std::string> Resolver::expand_tmpdir(const std::string& pointer) {
 // The absolute lexical path an entry names; nullopt when the entry is dropped.
 Result<std::optional<std::string>> Resolver::expand(const std::string& path,
                                                     const std::string& pointer) {
+  if (windows()) return expand_windows(path, pointer);
+  if (policy::winpath::looks_windows(path))
+    return error_at(pointer, policy::path::quote(path) +
+                                 " is a Windows path, but this policy is resolved for a POSIX "
+                                 "host; write a POSIX path");
   if (path == ":root") return std::optional<std::string>("/");
   if (path == ":cwd") return std::optional<std::string>(cwd_);
   if (path.rfind(":cwd/", 0) == 0) {
@@ -146,6 +185,84 @@ Result<std::optional<std::string>> Resolver::expand(const std::string& path,
   return error_at(pointer, "cannot resolve " + policy::path::quote(path) + "; validate the policy first");
 }
 
+std::optional<std::string> Resolver::absolute(const std::string& path) {
+  if (!windows()) {
+    if (path.empty() || path.front() != '/') return std::nullopt;
+    return path;
+  }
+  Result<std::string> generic = policy::winpath::normalize(path);
+  if (!generic.ok()) return std::nullopt;
+  return speller_.spell(*generic);
+}
+
+bool Resolver::windows_exists(const std::string& path) {
+#ifdef _WIN32
+  std::error_code error;
+  return std::filesystem::exists(std::filesystem::symlink_status(path, error));
+#else
+  (void)path;
+  return false;
+#endif
+}
+
+bool Resolver::windows_is_directory(const std::string& path) {
+#ifdef _WIN32
+  std::error_code error;
+  return std::filesystem::is_directory(std::filesystem::symlink_status(path, error));
+#else
+  (void)path;
+  return false;
+#endif
+}
+
+// The Windows meaning of each entry: ":root" is "/" (every drive, as the windows backend reads
+// it), ":tmpdir" is %TEMP% (else %TMP%), ":slash_tmp" names nothing, "~" is the home directory
+// (USERPROFILE), "%TEMP%/..." and the like are expanded, drive paths are taken as they are.
+// Paths are lexical: the windows backend opens each one when it applies its ACLs.
+Result<std::optional<std::string>> Resolver::expand_windows(const std::string& path,
+                                                            const std::string& pointer) {
+  using Found = std::optional<std::string>;
+  if (path == ":root" || path == "/") return Found("/");
+  if (path == ":cwd") return Found(cwd_);
+  if (path.rfind(":cwd/", 0) == 0) {
+    Result<std::string> below = policy::winpath::normalize(cwd_ + "/" + path.substr(5));
+    if (!below.ok()) return error_at(pointer, below.error());
+    return Found(speller_.spell(*below));
+  }
+  if (path == ":tmpdir") {
+    for (std::string_view name : {"TEMP", "TMP"}) {
+      std::optional<std::string> value = policy::winpath::env_lookup(context_.env, name);
+      if (!value || value->empty()) continue;
+      Result<std::string> dir = policy::winpath::normalize(*value);
+      if (!dir.ok()) {
+        out_.notes.push_back(pointer + ": :tmpdir dropped: %" + std::string(name) + "% " +
+                             dir.error());
+        return Found();
+      }
+      return Found(speller_.spell(*dir));
+    }
+    out_.notes.push_back(pointer + ": :tmpdir dropped: neither TEMP nor TMP is set");
+    return Found();
+  }
+  if (path == ":slash_tmp") {
+    out_.notes.push_back(pointer + ": :slash_tmp dropped: Windows has no /tmp");
+    return Found();
+  }
+  if (path == "~" || path.rfind("~/", 0) == 0) {
+    Result<std::string> home = expand_home(path, pointer);
+    if (!home) return Error{home.error()};
+    return Found(*home);
+  }
+  if (policy::winpath::looks_windows(path)) {
+    Result<std::string> expanded = policy::winpath::expand(path, context_.env);
+    if (!expanded.ok()) return error_at(pointer, expanded.error());
+    return Found(speller_.spell(*expanded));
+  }
+  return error_at(pointer, policy::path::quote(path) +
+                               " is a POSIX path, but this policy is resolved for Windows; "
+                               "write a drive path such as C:\\dir, %TEMP% or %USERPROFILE%");
+}
+
 Status Resolver::collect_candidates() {
   const std::vector<PolicyEntry>& entries = policy_.filesystem.entries;
   for (std::size_t i = 0; i < entries.size(); ++i) {
@@ -160,8 +277,9 @@ Status Resolver::collect_candidates() {
     if (!lexical) return Error{lexical.error()};
     if (!lexical->has_value()) continue;
     bool system_path = entry.path == ":tmpdir" || entry.path == ":slash_tmp";
-    candidates_.push_back(
-        Candidate{**lexical, policy::path::canonicalize(**lexical), entry.access, pointer, system_path});
+    std::string canonical = windows() ? **lexical : policy::path::canonicalize(**lexical);
+    candidates_.push_back(Candidate{**lexical, std::move(canonical), entry.access, pointer,
+                                    system_path});
   }
   return {};
 }
@@ -196,8 +314,11 @@ bool writable_at_or_below(const ResolvedPolicy& policy, const std::string& dir) 
 // read. A backend that cannot carve out is then passed over (the manager names the install).
 void Resolver::add_install_carveouts() {
   std::vector<PathRule>& rules = out_.policy.rules;
-  for (const std::string& dir : context_.install_dirs) {
-    if (dir.empty() || dir.front() != '/' || !writable_at_or_below(out_.policy, dir)) continue;
+  for (const std::string& given : context_.install_dirs) {
+    const std::optional<std::string> absolute_dir = absolute(given);
+    if (!absolute_dir) continue;
+    const std::string& dir = *absolute_dir;
+    if (!writable_at_or_below(out_.policy, dir)) continue;
     bool has_rule = false;
     for (PathRule& rule : rules) {
       if (!path_is_within(rule.path, dir)) continue;
@@ -227,7 +348,8 @@ void Resolver::protect_install_carveouts() {
     auto same = std::find_if(protected_paths.begin(), protected_paths.end(),
                              [&](const ProtectedPath& p) { return p.path == dir; });
     if (same != protected_paths.end()) continue;
-    protected_paths.push_back(ProtectedPath{dir, root, true, is_directory(dir)});
+    protected_paths.push_back(
+        ProtectedPath{dir, root, true, windows() ? windows_is_directory(dir) : is_directory(dir)});
   }
   std::sort(protected_paths.begin(), protected_paths.end(),
             [](const ProtectedPath& a, const ProtectedPath& b) { return a.path < b.path; });
@@ -250,6 +372,10 @@ void Resolver::add_policy_file_carveout() {
 }
 
 void Resolver::protect_absent_file(const std::string& path) {
+  if (windows()) return;  // see add_file_carveout
+#ifdef _WIN32
+  (void)path;  // POSIX style on a Windows host is refused in run()
+#else
   if (path.empty() || path.front() != '/' || policy::path::check_components(path)) return;
   // The longest existing ancestor, then the component below it: protecting that one keeps the
   // whole missing chain (a directory, then the file) from being created.
@@ -278,12 +404,21 @@ void Resolver::protect_absent_file(const std::string& path) {
   protected_paths.push_back(ProtectedPath{first, root, false, false});
   std::sort(protected_paths.begin(), protected_paths.end(),
             [](const ProtectedPath& a, const ProtectedPath& b) { return a.path < b.path; });
+#endif
 }
 
 std::optional<std::string> Resolver::add_file_carveout(const std::string& path) {
-  if (path.empty() || path.front() != '/') return std::nullopt;
-  std::optional<std::string> real = policy::path::real_path(path);
-  if (!real || is_directory(*real) || rule_access(out_.policy, *real) != Access::kWrite)
+  // Windows style: the file as named (drive path, lexical), when it exists on this Windows
+  // host. Settings files that do not exist yet are not made uncreatable there (not built yet:
+  // docs/ARCHITECTURE.md, "Windows host").
+  std::optional<std::string> real =
+      windows() ? absolute(path) : (path.empty() || path.front() != '/')
+                                       ? std::nullopt
+                                       : policy::path::real_path(path);
+  if (windows() && real && (!windows_exists(*real) || windows_is_directory(*real)))
+    return std::nullopt;
+  if (!real || (!windows() && is_directory(*real)) ||
+      rule_access(out_.policy, *real) != Access::kWrite)
     return std::nullopt;
   std::string root;
   for (const PathRule& rule : out_.policy.rules) {
@@ -310,6 +445,7 @@ std::optional<std::string> Resolver::add_file_carveout(const std::string& path) 
   return real;
 }
 
+#ifndef _WIN32
 std::string read_link(const std::string& path) {
   std::string target(4096, '\0');
   ssize_t n = ::readlink(path.c_str(), target.data(), target.size());
@@ -323,8 +459,13 @@ std::string read_link(const std::string& path) {
 // could be redirected after resolution; and a root that is itself a symlink hides where writes
 // really go. Both are errors naming the symlink. Symlinks the command cannot touch (system ones
 // such as /lib -> usr/lib) are followed.
+#endif
+
 Status Resolver::check_writable_symlinks(const Candidate& candidate) const {
   if (candidate.access != Access::kWrite) return {};
+#ifdef _WIN32
+  return error_at(candidate.pointer, "POSIX paths cannot be checked on a Windows host");
+#else
   std::string real = "/";
   std::string lexical = "/";
   std::size_t start = 1;
@@ -370,6 +511,7 @@ Status Resolver::check_writable_symlinks(const Candidate& candidate) const {
                                            "); is another process renaming it?");
   }
   return {};
+#endif
 }
 
 bool has_glob_magic(std::string_view component) {
@@ -403,12 +545,17 @@ Status Resolver::collect_globs() {
       Result<std::string> home = expand_home(glob, child(child("/filesystem/entries", i), "glob"));
       if (!home) return Error{home.error()};
       glob = *home;
+    } else if (windows() && policy::winpath::looks_windows(glob)) {
+      Result<std::string> expanded = policy::winpath::expand(glob, context_.env);
+      if (!expanded.ok())
+        return error_at(child(child("/filesystem/entries", i), "glob"), expanded.error());
+      glob = *expanded;
     } else if (glob.front() != '/') {
       // gitignore style: a pattern without '/' matches a name at any depth below the cwd.
       if (glob.find('/') == std::string::npos) glob = "**/" + glob;
       glob = policy::path::join(cwd_, glob);
     }
-    glob = canonical_glob(glob);
+    if (!windows()) glob = canonical_glob(glob);
     if (std::find(globs.begin(), globs.end(), glob) == globs.end()) globs.push_back(glob);
   }
   return {};
@@ -422,32 +569,76 @@ Status Resolver::resolve_network() {
       if (!home) return Error{home.error()};
       sockets[i] = *home;
     }
-    sockets[i] = policy::path::canonicalize(sockets[i]);
+    if (!windows()) sockets[i] = policy::path::canonicalize(sockets[i]);
   }
   return {};
 }
 
+// R/N for every writable root R and protected name N, as named; whether each exists is asked
+// only on a Windows host. A .git file's gitdir is not followed on Windows (noted).
+std::vector<ProtectedPath> Resolver::windows_protected_paths() {
+  std::vector<ProtectedPath> out;
+  for (const PathRule& rule : out_.policy.rules) {
+    if (rule.access != Access::kWrite || rule.path == "/") continue;
+    for (const std::string& name : policy_.filesystem.protected_names) {
+      const std::string path =
+          speller_.spell(rule.path + (rule.path.back() == '/' ? "" : "/") + name);
+      const bool exists = windows_exists(path);
+      const bool directory = exists && windows_is_directory(path);
+      if (name == ".git" && exists && !directory)
+        out_.notes.push_back(path + " is a file: its gitdir is not followed on Windows; only "
+                             "the file is protected");
+      out.push_back(ProtectedPath{path, rule.path, exists, directory});
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const ProtectedPath& a, const ProtectedPath& b) {
+    return a.path != b.path ? a.path < b.path : a.writable_root < b.writable_root;
+  });
+  out.erase(std::unique(out.begin(), out.end(),
+                        [](const ProtectedPath& a, const ProtectedPath& b) {
+                          return a.path == b.path;
+                        }),
+            out.end());
+  return out;
+}
+
 Result<Resolution> Resolver::run() {
-  if (context_.cwd.empty() || context_.cwd.front() != '/' || policy::path::check_components(context_.cwd)) {
+  if (!windows() && kHostPathStyle == PathStyle::kWindows)
+    return Error{"cannot resolve the policy: POSIX paths cannot be resolved on a Windows host"};
+  if (windows()) {
+    Result<std::string> cwd = policy::winpath::normalize(context_.cwd);
+    if (!cwd.ok())
+      return Error{"cannot resolve the policy: the working directory: " + cwd.error()};
+    cwd_ = speller_.spell(*cwd);
+  } else if (context_.cwd.empty() || context_.cwd.front() != '/' || policy::path::check_components(context_.cwd)) {
     return Error{"cannot resolve the policy: the working directory " + policy::path::quote(context_.cwd) +
                  " is not an absolute path without \".\" or \"..\""};
   }
-  cwd_ = policy::path::collapse_slashes(context_.cwd);
+  if (!windows()) cwd_ = policy::path::collapse_slashes(context_.cwd);
   out_.policy.filesystem_kind = policy_.filesystem.kind;
   out_.policy.network = policy_.network;
-  out_.policy.cwd = policy::path::canonicalize(cwd_);
+  out_.policy.cwd = windows() ? cwd_ : policy::path::canonicalize(cwd_);
   Status status;
   if (policy_.filesystem.kind == FilesystemKind::kRestricted) {
     status = collect_candidates();
     if (!status) return Error{status.error()};
     merge_rules();
+    // Windows style: symlinks and junctions are not walked here (not built yet:
+    // docs/ARCHITECTURE.md, "Windows host").
     for (const Candidate& candidate : candidates_) {
+      if (windows()) break;
       status = check_writable_symlinks(candidate);
       if (!status) return Error{status.error()};
     }
     add_install_carveouts();
-    out_.policy.protected_paths = resolution::protected_paths(
-        out_.policy.rules, policy_.filesystem.protected_names, out_.notes);
+#ifdef _WIN32
+    out_.policy.protected_paths = windows_protected_paths();  // run() refused POSIX style
+#else
+    out_.policy.protected_paths =
+        windows() ? windows_protected_paths()
+                  : resolution::protected_paths(out_.policy.rules,
+                                                policy_.filesystem.protected_names, out_.notes);
+#endif
     protect_install_carveouts();
     add_policy_file_carveout();
     status = collect_globs();
@@ -480,6 +671,27 @@ Result<ResolvedPolicy> resolve_policy(const Policy& policy, const ResolveContext
 
 Result<ResolveContext> current_resolve_context() {
   ResolveContext context;
+#ifdef _WIN32
+  std::optional<std::string> cwd = platform::current_directory();
+  if (!cwd)
+    return Error{"cannot determine the current directory; run sbx from an existing directory "
+                 "or pass --cwd"};
+  context.cwd = *cwd;
+  for (const std::string& entry : platform::environment()) {
+    const std::size_t eq = entry.find('=');
+    if (eq == std::string::npos) continue;
+    context.env.emplace(entry.substr(0, eq), entry.substr(eq + 1));
+  }
+  // "~" is the user's profile directory, as %USERPROFILE% names it.
+  context.home = policy::winpath::env_lookup(context.env, "USERPROFILE").value_or("");
+  Result<InstallLayout> layout = install_layout();
+  if (!layout) {
+    return Error{"cannot find sbx's install to keep it read-only in the sandbox: " +
+                 layout.error()};
+  }
+  context.install_dirs = install_directories(*layout);
+  return context;
+#else
   std::vector<char> buffer(4096);
   while (::getcwd(buffer.data(), buffer.size()) == nullptr) {
     if (errno != ERANGE || buffer.size() > (1u << 20)) {
@@ -516,6 +728,7 @@ Result<ResolveContext> current_resolve_context() {
     }
   }
   return context;
+#endif
 }
 
 }  // namespace sbx

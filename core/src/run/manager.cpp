@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "sbx/core/win_path.hpp"
 #include "sbx/core/runtime.hpp"
 
 namespace sbx {
@@ -61,10 +62,15 @@ struct Needs {
 };
 
 
-// The parent directory of a normalised absolute path other than "/".
+// The parent directory of a normalised absolute path other than "/". A Windows drive path
+// ends at its drive root, and the drive root's parent is "/" (every drive): "C:/a" -> "C:/",
+// "C:/" -> "/". Anything without a '/' goes to "/" too, so every walk up ends.
 std::string_view parent_of(std::string_view path) {
   const std::size_t slash = path.rfind('/');
-  return slash == 0 ? std::string_view("/") : path.substr(0, slash);
+  if (slash == std::string_view::npos || slash == 0) return "/";
+  if (slash == 2 && path[1] == ':')
+    return path.size() == 3 ? std::string_view("/") : path.substr(0, 3);
+  return path.substr(0, slash);
 }
 
 std::string carveout_text(const PathRule& inner, std::string_view outer, Access outer_access) {
@@ -278,8 +284,15 @@ std::string exception_text(const std::string& backend, std::string_view call) {
   }
 }
 
+// An absolute path on this host: "/..." on POSIX, "X:\..." (or "X:/...") on Windows, where
+// UNC and device paths are never run.
+bool host_absolute(const std::string& path) {
+  if (kHostPathStyle == PathStyle::kWindows) return policy::winpath::is_drive_absolute(path);
+  return !path.empty() && path.front() == '/';
+}
+
 Status validate_plan(const std::string& backend, const ExecPlan& plan) {
-  if (plan.argv.empty() || plan.argv[0].empty() || plan.argv[0].front() != '/')
+  if (plan.argv.empty() || !host_absolute(plan.argv[0]))
     return Error{"backend '" + backend +
                  "' returned a plan whose argv[0] is not an absolute path; this is a bug in "
                  "the backend"};

@@ -1,7 +1,9 @@
 // One run, from the policy to the report (see sbx/core/run.hpp).
 #include "sbx/core/run.hpp"
 
+#ifndef _WIN32
 #include <unistd.h>
+#endif
 
 #include <cstdint>
 #include <memory>
@@ -9,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "sbx/core/win_path.hpp"
 #include "sbx/core/command_patterns.hpp"
 #include "sbx/core/created_names.hpp"
 #include "sbx/core/denial.hpp"
@@ -262,9 +265,23 @@ RunOutcome plan_for_backend(const Manager& manager, const std::string& backend,
   std::vector<std::string> env =
       filter_environment(request.policy.environment, request.environment).env;
   std::vector<std::string> argv = request.command;
-  // argv[0] must be absolute for a plan. Resolved on this host when possible; otherwise an
-  // absolute path is taken as given (the plan may be meant for another OS).
-  if (argv[0].empty() || argv[0].front() != '/') {
+  if (plan_path_style(backend) != kHostPathStyle) {
+    // Another OS's plan: its command is never looked up on this host (this host's PATH names
+    // other programs). A Windows drive path takes the generic form the backend reads; any other
+    // command is passed as given, for the backend to accept or refuse.
+    if (plan_path_style(backend) == PathStyle::kWindows &&
+        policy::winpath::looks_windows(argv[0])) {
+      Result<std::string> path = policy::winpath::normalize(argv[0]);
+      if (!path.ok()) {
+        stop(out, RunStop::kPlanRefused, "argv[0]: " + path.error());
+        return out;
+      }
+      argv[0] = *path;
+    }
+  } else if (kHostPathStyle == PathStyle::kWindows ? !policy::winpath::is_drive_absolute(argv[0])
+                                                    : argv[0].empty() || argv[0].front() != '/') {
+    // argv[0] must be absolute for a plan. Resolved on this host when possible; otherwise an
+    // absolute path is taken as given.
     Result<std::string> path = resolve_command(argv[0], request.cwd, env);
     if (!path.ok()) {
       stop(out, RunStop::kCommandNotFound,
@@ -303,7 +320,12 @@ ExplainReport explain_run(const Policy& policy, const ResolvedPolicy& resolved,
   report.required = required_capabilities(resolved);
   report.policy = resolved;
   report.cgroups = probe_cgroups();
-  report.limits = plan_limits(policy.limits, report.cgroups, ::geteuid() == 0);
+#ifdef _WIN32
+  const bool root = false;  // cgroups and rlimits do not exist there (plan_limits says so)
+#else
+  const bool root = ::geteuid() == 0;
+#endif
+  report.limits = plan_limits(policy.limits, report.cgroups, root);
   report.environment = policy.environment;
   report.environment_removed = filter_environment(policy.environment, environment).removed;
   // Question 2 is independent of question 1; explain answers both, a run only when it matters.

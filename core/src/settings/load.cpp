@@ -1,17 +1,23 @@
 // Finding and reading the settings files of every scope (sbx/core/settings.hpp). The managed
 // file goes through the plugin loader's descriptor-based trust checks: it binds every user of
 // the host, so a file anyone but root could have written is refused, loudly.
+#ifndef _WIN32
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#endif
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
+#ifndef _WIN32
 #include "plugins/trusted_fs.hpp"
+#endif
 #include "policy/path_util.hpp"
 #include "sbx/core/settings.hpp"
 
@@ -20,6 +26,41 @@ namespace {
 
 constexpr std::string_view kUserFile = "sbx/settings.json";
 constexpr std::string_view kProjectFile = ".sbx/settings.json";
+
+#ifdef _WIN32
+
+bool exists(const std::string& path) {
+  std::error_code error;
+  return std::filesystem::exists(std::filesystem::symlink_status(path, error));
+}
+
+// Managed settings bind every user, so the file must be one only administrators can write; that
+// check (the DACL of the file and its directories, plugins/trusted_acl.hpp) is not wired to
+// settings on Windows yet, so a managed file is refused rather than read unchecked.
+Result<std::optional<std::string>> read_managed(const Sources& sources) {
+  if (sources.managed_file.empty() || !exists(sources.managed_file))
+    return std::optional<std::string>{};
+  return Error{"refusing the managed settings " + sources.managed_file +
+               ": their ownership and ACLs are not checked on Windows yet, and unchecked "
+               "administrator settings are never used"};
+}
+
+// A file of the user or project scope: the user's own, read as any file they could edit. At
+// most one byte more than the parser accepts is read.
+Result<std::optional<std::string>> read_plain(const std::string& path) {
+  if (path.empty() || !exists(path)) return std::optional<std::string>{};
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(path, error))
+    return Error{"cannot read the settings " + path + ": not a regular file"};
+  std::ifstream in(std::filesystem::u8path(path), std::ios::binary);
+  if (!in) return Error{"cannot open " + path};
+  std::string text(kMaxSettingsBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  return std::optional<std::string>(std::move(text));
+}
+
+#else
 
 // Reads at most one byte more than the parser accepts, so an oversized file is reported by the
 // parser without being read whole.
@@ -90,6 +131,8 @@ Result<std::optional<std::string>> read_plain(const std::string& path) {
   if (!text) return Error{"cannot read the settings " + path + ": " + text.error()};
   return std::optional<std::string>(std::move(*text));
 }
+
+#endif  // _WIN32
 
 // The directory holding .sbx/settings.json: the cwd or the nearest directory above it.
 std::optional<std::string> find_project(const std::string& cwd) {

@@ -1,7 +1,9 @@
 // The settings as JSON (`sbx config show --json`) and `sbx config trust` (sbx/core/settings.hpp).
+#ifndef _WIN32
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#endif
 
 #include <boost/json.hpp>
 #include <cerrno>
@@ -84,6 +86,25 @@ Result<json::object> read_user_object(const std::string& user_file) {
 
 // Written next to the file and renamed over it, so a reader never sees half a file.
 Status write_atomically(const std::string& path, const std::string& text) {
+#ifdef _WIN32
+  // MoveFileExW(MOVEFILE_REPLACE_EXISTING) underneath std::filesystem::rename.
+  const std::filesystem::path target = std::filesystem::u8path(path);
+  std::filesystem::path temporary = target;
+  temporary += ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.flush();
+    if (!out) return Error{"cannot write " + path + ".tmp"};
+  }
+  std::error_code error;
+  std::filesystem::rename(temporary, target, error);
+  if (error) {
+    std::filesystem::remove(temporary, error);
+    return Error{"cannot replace " + path};
+  }
+  return {};
+#else
   const std::string temporary = path + ".tmp." + std::to_string(::getpid());
   const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) return Error{"cannot write " + temporary + ": " + std::strerror(errno)};
@@ -105,6 +126,7 @@ Status write_atomically(const std::string& path, const std::string& text) {
     return Error{"cannot replace " + path + ": " + std::strerror(error)};
   }
   return {};
+#endif
 }
 
 }  // namespace

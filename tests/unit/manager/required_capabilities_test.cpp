@@ -47,6 +47,19 @@ TEST(RequiredCapabilitiesTest, ReadOnlyInsideWritableIsAWriteCarveout) {
                                                "network_block", "syscall_filter"}));
 }
 
+TEST(RequiredCapabilitiesTest, WindowsDrivePathsWalkUpToTheDriveRootAndEnd) {
+  // A read rule inside a write rule, both Windows drive paths: the walk up from the inner rule
+  // goes "C:/w/vendor" -> "C:/w" -> "C:/" -> "/" and ends (it used to stop at "C:" forever).
+  ResolvedPolicy policy = restricted({{"/", Access::kRead},
+                                      {"C:/", Access::kRead},
+                                      {"C:/w", Access::kWrite},
+                                      {"C:/w/vendor", Access::kRead},
+                                      {"D:/x", Access::kDeny}});
+  EXPECT_THAT(needs(policy),
+              ElementsAreArray({"write_restriction", "write_carveouts", "read_carveouts",
+                                "network_block", "syscall_filter"}));
+}
+
 TEST(RequiredCapabilitiesTest, DenyInsideWritableIsBothCarveouts) {
   ResolvedPolicy policy =
       restricted({{"/", Access::kRead}, {"/w", Access::kWrite}, {"/w/.env", Access::kDeny}});

@@ -15,6 +15,7 @@
 #include "sbx/core/plugin_loader.hpp"
 #include "sbx/core/policy.hpp"
 #include "sbx/core/proxy.hpp"
+#include "sbx/core/resolve.hpp"
 #include "sbx/sdk/result.hpp"
 #include "sbx/sdk/types.hpp"
 
@@ -76,6 +77,13 @@ struct SandboxedRun {
 // (sbx/core/run.hpp).
 inline constexpr std::string_view kDefaultBackendOrder[] = {"bwrap", "landlock", "seatbelt",
                                                             "windows"};
+
+// How the plans of `backend` write paths: kWindows for the windows backend, kPosix for the
+// others. A plan of another style than this host's (kHostPathStyle) is another OS's: sbx shows
+// it (`sbx debug`) but never looks its command up on this host.
+inline PathStyle plan_path_style(std::string_view backend) {
+  return backend == "windows" ? PathStyle::kWindows : PathStyle::kPosix;
+}
 
 // What a plan is for. A plan that will run must start an absolute path on this host; a plan
 // that is only shown (`sbx debug`) may be meant for another OS (C:\... for windows).

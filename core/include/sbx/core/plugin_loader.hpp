@@ -2,7 +2,7 @@
 // and trust rules").
 #pragma once
 
-#include <sys/types.h>
+#include "sbx/core/platform_types.hpp"
 
 #include <memory>
 #include <optional>

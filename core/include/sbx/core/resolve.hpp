@@ -13,6 +13,16 @@
 
 namespace sbx {
 
+// How the paths of a resolution are written: POSIX ("/a/b") or Windows (drive-absolute, in the
+// generic form "C:/a/b" the windows backend reads; "\\server\share" and device paths refused).
+enum class PathStyle { kPosix, kWindows };
+
+#ifdef _WIN32
+inline constexpr PathStyle kHostPathStyle = PathStyle::kWindows;
+#else
+inline constexpr PathStyle kHostPathStyle = PathStyle::kPosix;
+#endif
+
 struct ResolveContext {
   std::string cwd;                         // absolute; ":cwd"
   std::string home;                        // absolute; "~/"
@@ -31,6 +41,10 @@ struct ResolveContext {
   // absolute: the first missing component of each is made uncreatable (a protected path that
   // does not exist) where a writable root would let a command create it.
   std::vector<std::string> absent_settings_files{};
+  // The style of cwd, home, the policy's paths and the result. kWindows on a POSIX host is for
+  // a plan that is only shown (`sbx debug windows --cwd C:\dir`): nothing is looked up on the
+  // local filesystem then, every path is taken lexically.
+  PathStyle style{kHostPathStyle};
 };
 
 // Builds the context of this process (getcwd, $HOME or the passwd entry, environ, and the

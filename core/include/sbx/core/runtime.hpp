@@ -3,7 +3,7 @@
 // install prefix share the layout); no environment variable can change them.
 #pragma once
 
-#include <sys/types.h>
+#include "sbx/core/platform_types.hpp"
 
 #include <string>
 #include <vector>

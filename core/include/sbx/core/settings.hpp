@@ -21,7 +21,7 @@
 // narrowed; the lock's mandatory deny entries are added to the final policy.
 #pragma once
 
-#include <sys/types.h>
+#include "sbx/core/platform_types.hpp"
 
 #include <map>
 #include <optional>
