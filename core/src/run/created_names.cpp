@@ -2,16 +2,21 @@
 #include "sbx/core/created_names.hpp"
 
 #include <algorithm>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
 #if !defined(_WIN32)
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #if defined(__linux__)
+#include <linux/openat2.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #endif
 #include <unistd.h>
@@ -40,6 +45,7 @@ EntryFacts facts_at(int dir_fd, const char* name) {
   EntryFacts facts;
 #if defined(__linux__) && defined(STATX_BTIME)
   struct statx stx {};
+  // AT_NO_AUTOMOUNT: looking at an automount point must not mount something there.
   if (::statx(dir_fd, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT,
               STATX_TYPE | STATX_CTIME | STATX_BTIME, &stx) != 0)
     return facts;
@@ -63,6 +69,44 @@ EntryFacts facts_at(int dir_fd, const char* name) {
   return facts;
 }
 
+bool is_dot_or_dot_dot(const char* name) {
+  return name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'));
+}
+
+// Opens the directory `name` of `dir_fd` for reading if it is a directory on `device` reached
+// without a symlink; -1 otherwise.
+int open_subdirectory(int dir_fd, const char* name, dev_t device) {
+  constexpr int kFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+#if defined(__linux__) && defined(SYS_openat2) && defined(RESOLVE_NO_XDEV)
+  // One system call does the three checks the kernel can make atomically: not a symlink, not a
+  // mount point (another filesystem, or a bind mount), and nothing outside dir_fd (the name is
+  // one component, so this is belt and braces). A rename racing the walk cannot slip a symlink
+  // or a mount in between a check and the open.
+  open_how how{};
+  how.flags = kFlags;
+  how.resolve = RESOLVE_NO_XDEV | RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH;
+  const long opened = ::syscall(SYS_openat2, dir_fd, name, &how, sizeof how);
+  if (opened >= 0) return static_cast<int>(opened);
+  // EXDEV: a mount point. The old contract enters a bind mount of the same filesystem, so it
+  // is decided below by device; ENOSYS (kernel < 5.6) or EPERM (a seccomp filter refusing
+  // openat2) take the same path. Anything else (ENOTDIR, ELOOP, ENOENT...) is not entered.
+  if (errno != EXDEV && errno != ENOSYS && errno != EPERM) return -1;
+#endif
+  // The device is compared before opening (statx does not trigger an automount, an open
+  // would) and again on what was opened (a rename between the two cannot swap in another
+  // filesystem).
+  const EntryFacts facts = facts_at(dir_fd, name);
+  if (!facts.ok || !facts.is_directory || facts.device != device) return -1;
+  const int fd = ::openat(dir_fd, name, kFlags);
+  if (fd < 0) return -1;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || st.st_dev != device) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 class Walker {
  public:
   Walker(const CreatedNamesWatch& watch, std::int64_t since, const CreatedNamesLimits& limits)
@@ -81,7 +125,10 @@ class Walker {
     bool changed = false;  // some entry inside was created or changed during the run
     bool empty = true;
   };
-  DirResult walk_dir(int dir_fd, const std::string& path, dev_t device, std::size_t depth);
+  DirResult walk_dir(int dir_fd, const std::string& path, dev_t device, std::size_t depth,
+                     bool timed);
+  template <class Visit>
+  void for_each_entry(int dir_fd, std::size_t depth, Visit visit);
   bool out_of_budget();
   bool is_other_root(const std::string& path) const {
     return std::find(watch_.roots.begin(), watch_.roots.end(), path) != watch_.roots.end();
@@ -97,6 +144,15 @@ class Walker {
   std::size_t entries_ = 0;
   bool truncated_ = false;
   std::set<std::string> found_;
+#if defined(__linux__)
+  // One getdents64 buffer per depth, reused by every directory at that depth: the walk
+  // recurses in the middle of a directory, so a buffer is only free again once its directory
+  // is done. 8 KiB (~200 entries a call) keeps even the deepest allowed walk at 2 MiB.
+  struct Buffer {
+    alignas(struct dirent64) char bytes[8192];
+  };
+  std::vector<std::unique_ptr<Buffer>> buffers_;
+#endif
 };
 
 bool Walker::out_of_budget() {
@@ -109,43 +165,91 @@ bool Walker::out_of_budget() {
   return truncated_;
 }
 
-Walker::DirResult Walker::walk_dir(int dir_fd, const std::string& path, dev_t device,
-                                   std::size_t depth) {
-  DirResult result;
-  DIR* dir = ::fdopendir(dir_fd);
+// Calls visit(name, d_type) for every entry of dir_fd but "." and "..", until visit returns
+// false. An unreadable directory (or one that fails half way) yields what was read.
+template <class Visit>
+void Walker::for_each_entry(int dir_fd, std::size_t depth, Visit visit) {
+#if defined(__linux__)
+  // getdents64 into a reused buffer: no DIR to allocate, no fcntl per directory as fdopendir
+  // does. Records are laid out as struct dirent64 and 8-byte aligned by the kernel.
+  // (Held by pointer: the recursion grows buffers_ while an outer level reads its buffer.)
+  while (buffers_.size() <= depth) buffers_.push_back(std::make_unique<Buffer>());
+  Buffer& buffer = *buffers_[depth];
+  for (;;) {
+    const ssize_t length = ::getdents64(dir_fd, buffer.bytes, sizeof buffer.bytes);
+    if (length <= 0) return;
+    for (ssize_t offset = 0; offset < length;) {
+      const auto* entry = reinterpret_cast<const struct dirent64*>(buffer.bytes + offset);
+      offset += entry->d_reclen;
+      if (is_dot_or_dot_dot(entry->d_name)) continue;
+      if (!visit(entry->d_name, entry->d_type)) return;
+    }
+  }
+#else
+  (void)depth;
+  const int owned = ::dup(dir_fd);  // closedir closes the descriptor it was given
+  if (owned < 0) return;
+  DIR* dir = ::fdopendir(owned);
   if (dir == nullptr) {
-    ::close(dir_fd);
-    return result;
+    ::close(owned);
+    return;
   }
   while (const dirent* entry = ::readdir(dir)) {
-    const std::string name = entry->d_name;
-    if (name == "." || name == "..") continue;
+    if (is_dot_or_dot_dot(entry->d_name)) continue;
+    if (!visit(entry->d_name, entry->d_type)) break;
+  }
+  ::closedir(dir);
+#endif
+}
+
+// Walks the directory open as dir_fd (and closes it). `timed`: inside an entry with a watched
+// name, where every entry's times count (a hook rewritten deep in .git marks the .git); outside
+// one, an entry's times matter to nobody (only a watched name is ever reported, and the
+// `changed` a directory returns is read only by a watched ancestor), so only what is a
+// directory must be known, and the entry's d_type says it without a statx.
+Walker::DirResult Walker::walk_dir(int dir_fd, const std::string& path, dev_t device,
+                                   std::size_t depth, bool timed) {
+  DirResult result;
+  for_each_entry(dir_fd, depth, [&](const char* name, unsigned char type) {
     result.empty = false;
-    if (out_of_budget()) break;
-    const EntryFacts facts = facts_at(::dirfd(dir), entry->d_name);
-    if (!facts.ok) continue;
-    const std::string child = path == "/" ? "/" + name : path + "/" + name;
-    bool changed = facts.changed >= since_;
+    if (out_of_budget()) return false;
+    const bool watched = is_watched_name(name);
+    const bool entry_timed = timed || watched;
+    // d_type is DT_UNKNOWN where the filesystem does not fill it in: then statx tells.
+    if (!limits_.trust_d_type) type = DT_UNKNOWN;
+    bool changed = false;
+    if (entry_timed || type == DT_UNKNOWN) {
+      const EntryFacts facts = facts_at(dir_fd, name);
+      if (!facts.ok) return true;  // gone since it was listed
+      changed = facts.changed >= since_;
+      type = facts.is_directory ? DT_DIR : DT_REG;  // any non-directory is a leaf here
+    }
+    // A symlink (DT_LNK) is a leaf: never followed.
+    if (type != DT_DIR && !watched) {
+      result.changed = result.changed || changed;
+      return true;
+    }
+    const std::string child = path == "/" ? "/" + std::string(name) : path + "/" + name;
     bool empty_dir = false;
-    // Never into a symlink (facts_at does not follow), another filesystem (a mount below the
-    // root is not what the command wrote through this root) or another root (walked itself).
-    if (facts.is_directory && facts.device == device && !is_other_root(child)) {
+    // Never into a symlink, another filesystem (a mount below the root is not what the command
+    // wrote through this root: open_subdirectory refuses both) or another root (walked itself).
+    if (type == DT_DIR && !is_other_root(child)) {
       if (depth >= limits_.max_depth) {
         truncated_ = true;
       } else {
-        const int fd =
-            ::openat(::dirfd(dir), entry->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        const int fd = open_subdirectory(dir_fd, name, device);
         if (fd >= 0) {
-          const DirResult inner = walk_dir(fd, child, device, depth + 1);
+          const DirResult inner = walk_dir(fd, child, device, depth + 1, entry_timed);
           changed = changed || inner.changed;
           empty_dir = inner.empty;
         }
       }
     }
     result.changed = result.changed || changed;
-    if (changed && !empty_dir && is_watched_name(entry->d_name)) found_.insert(child);
-  }
-  ::closedir(dir);
+    if (changed && !empty_dir && watched) found_.insert(child);
+    return true;
+  });
+  ::close(dir_fd);
   return result;
 }
 
@@ -158,7 +262,7 @@ void Walker::walk_root(const std::string& root) {
     ::close(fd);
     return;
   }
-  walk_dir(fd, root, st.st_dev, 0);
+  walk_dir(fd, root, st.st_dev, 0, false);
 }
 
 #endif  // !_WIN32

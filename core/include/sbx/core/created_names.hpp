@@ -30,6 +30,9 @@ struct CreatedNamesLimits {
   std::size_t max_entries = 200000;
   std::chrono::milliseconds max_time{2000};
   std::size_t max_depth = 256;
+  // false: ignore the directory entries' types and statx every entry, as on a filesystem that
+  // reports DT_UNKNOWN (tests check both ways find the same names).
+  bool trust_d_type = true;
 };
 
 // The time file timestamps are compared with, in nanoseconds since the epoch: the coarse
@@ -54,6 +57,17 @@ CreatedNamesWatch created_names_watch(const Policy& policy, const ResolvedPolicy
 // directories are left out: they hold no hooks or config (and bwrap's transient mount points
 // for missing protected names are such directories). Never fails: unreadable directories are
 // skipped.
+//
+// Cost: one open and a few getdents64 per directory; only entries with a watched name and
+// everything inside them are stat'ed (elsewhere an entry's type comes from its directory entry).
+// What a command still running (a process left behind) can do against the walk: make it slow
+// (a huge or deep tree: the bounds stop it and set `truncated`); hide a name by renaming it
+// into a directory the walk has already read, or out of one it has not read yet, while the walk
+// runs (a directory read once is not re-read: such a race is not caught); never make it follow
+// a symlink or cross into another filesystem (the open refuses a symlink and a mount point
+// atomically, openat2 with RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV; a mount point is then
+// entered only when it is the same filesystem, e.g. a bind mount, checked on the directory
+// actually opened; without openat2, O_NOFOLLOW and that same device check).
 CreatedNames find_created_names(const CreatedNamesWatch& watch, std::int64_t since_ns,
                                 const CreatedNamesLimits& limits = {});
 
