@@ -102,6 +102,7 @@ int open_subdirectory(int dir_fd, const char* name, dev_t device) {
   struct stat st {};
   if (::fstat(fd, &st) != 0 || st.st_dev != device) {
     ::close(fd);
+    errno = EXDEV;
     return -1;
   }
   return fd;
@@ -238,6 +239,9 @@ Walker::DirResult Walker::walk_dir(int dir_fd, const std::string& path, dev_t de
         truncated_ = true;
       } else {
         const int fd = open_subdirectory(dir_fd, name, device);
+        // Out of descriptors or memory (a deep tree in a process with many files open) is a
+        // bound reached, not a directory that does not count: say the list may be incomplete.
+        if (fd < 0 && (errno == EMFILE || errno == ENFILE || errno == ENOMEM)) truncated_ = true;
         if (fd >= 0) {
           const DirResult inner = walk_dir(fd, child, device, depth + 1, entry_timed);
           changed = changed || inner.changed;

@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -278,6 +279,33 @@ TEST(CreatedNamesWalk, OtherFilesystemsAreNotEnteredBindMountsOfTheSameAre) {
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   if (got.rfind("SKIP", 0) == 0) GTEST_SKIP() << got;
   EXPECT_EQ(got, tree / "bind/x/.git" + "\n" + tree / "src/x/.git" + "\n");
+}
+
+// A tree deeper than the descriptors the process may still open: the walk cannot see the
+// bottom, and says so (truncated) instead of reporting a complete empty list.
+TEST(CreatedNamesWalk, RunningOutOfDescriptorsTruncates) {
+  Tree tree;
+  std::string deep = "x";
+  for (int i = 0; i < 40; ++i) deep += "/x";
+  fs::create_directories(tree / deep);
+  const std::int64_t start = start_after_setup();
+  tree.file(deep + "/.git/config");
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const rlimit few{16, 16};  // the walk keeps one descriptor open per level
+    if (::setrlimit(RLIMIT_NOFILE, &few) != 0) ::_exit(3);
+    const CreatedNames found = find_created_names(watch_of({tree.root()}), start);
+    ::_exit(found.truncated && found.paths.empty() ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: not truncated, 3: setrlimit failed";
+  // With descriptors to spare the same tree is walked to the bottom.
+  const CreatedNames found = find_created_names(watch_of({tree.root()}), start);
+  EXPECT_EQ(found.paths, std::vector<std::string>{tree / (deep + "/.git")});
+  EXPECT_FALSE(found.truncated);
 }
 
 }  // namespace
