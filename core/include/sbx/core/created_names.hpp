@@ -60,14 +60,15 @@ CreatedNamesWatch created_names_watch(const Policy& policy, const ResolvedPolicy
 //
 // Cost: one open and a few getdents64 per directory; only entries with a watched name and
 // everything inside them are stat'ed (elsewhere an entry's type comes from its directory entry).
-// What a command still running (a process left behind) can do against the walk: make it slow
-// (a huge or deep tree: the bounds stop it and set `truncated`); hide a name by renaming it
-// into a directory the walk has already read, or out of one it has not read yet, while the walk
-// runs (a directory read once is not re-read: such a race is not caught); never make it follow
-// a symlink or cross into another filesystem (the open refuses a symlink and a mount point
-// atomically, openat2 with RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV; a mount point is then
-// entered only when it is the same filesystem, e.g. a bind mount, checked on the directory
-// actually opened; without openat2, O_NOFOLLOW and that same device check).
+// What a process still running during the walk (one the command left behind) can do to it:
+// make it slow (a huge or deep tree: the bounds stop it and set `truncated`, as does running
+// out of descriptors, one held per level); hide a name by renaming it, while the walk runs,
+// into a directory the walk has already read or out of one it has not read yet (a directory
+// is read once: such a race is not caught). It cannot make the walk follow a symlink or cross
+// into another filesystem: openat2 with RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV refuses a
+// symlink and a mount point at the open itself; a mount point is then entered only when the
+// directory actually opened is on the root's device (a bind mount of the same filesystem, as
+// before); without openat2, O_NOFOLLOW and the same device check.
 CreatedNames find_created_names(const CreatedNamesWatch& watch, std::int64_t since_ns,
                                 const CreatedNamesLimits& limits = {});
 
