@@ -10,6 +10,13 @@
 //   spawn          vfork + filter + listener over a socket pair + execve /bin/true, supervised
 //                  until reaped: the spawner's own shape (a run of a command that never
 //                  connects), parent's view;
+//   bwrap          the same with a real bwrap in place of /bin/true: `bwrap --unshare-all
+//                  --die-with-parent --ro-bind / / --dev /dev --proc /proc -- /bin/true`, the
+//                  shape of a restricted-network plan (own network namespace, so the filter is
+//                  the one that also reports sends, as sbx installs it there): the added cost
+//                  as a fraction of a whole bwrap run. "filter only" does not apply (bwrap's
+//                  loopback set-up sends to netlink with an address: notified, it would fail
+//                  with no supervisor), so that column stays empty;
 //   getppid        a system call the filter lets through (every call of a run that never
 //                  connects: the filter's BPF instructions only);
 //   inet socket    socket(AF_INET) + close: a socket call the filter checks but never notifies;
@@ -45,7 +52,7 @@
 
 namespace {
 
-enum class Case { kSetup, kSpawn, kGetppid, kInetSocket, kUnixConnect, kTcpConnect };
+enum class Case { kSetup, kSpawn, kBwrap, kGetppid, kInetSocket, kUnixConnect, kTcpConnect };
 
 // Unsupervised; served by a thread from the start; served by the owner (the spawner's way);
 // and, for the per-run cases only, the filter and listener hand-over with no supervisor at all
@@ -62,6 +69,7 @@ struct CaseInfo {
 constexpr CaseInfo kCases[] = {
     {Case::kSetup, "setup (per run)", 1},
     {Case::kSpawn, "spawn /bin/true (per run)", 1},
+    {Case::kBwrap, "bwrap /bin/true (per run)", 1},
     {Case::kGetppid, "getppid", 200000},
     {Case::kInetSocket, "inet socket+close", 20000},
     {Case::kUnixConnect, "unix connect+accept", 2000},
@@ -91,6 +99,7 @@ double child_loop(Case what, int ops, const std::string& dir) {
   switch (what) {
     case Case::kSetup:
     case Case::kSpawn:
+    case Case::kBwrap:
       return 0;
     case Case::kGetppid: {
       const double start = now_ns();
@@ -174,13 +183,18 @@ void wait_serving(int ready, sbx::bwrap::UnixSupervisor* supervisor) {
   }
 }
 
-// vfork + (filter, listener sent) + execve /bin/true, supervised until reaped, as the spawner
-// runs bwrap. ns for the whole, or a negative value on failure.
-double spawn_round_ns(Mode mode) {
+// vfork + (filter, listener sent) + execve argv[0] (/bin/true, or bwrap running it),
+// supervised until reaped, as the spawner runs bwrap. ns for the whole, or a negative value on
+// failure.
+double spawn_round_ns(Mode mode, bool with_bwrap) {
   int channel[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, channel) != 0) return -1;
   char true_path[] = "/bin/true";
-  char* argv[] = {true_path, nullptr};
+  char* true_argv[] = {true_path, nullptr};
+  static const char* const kBwrapArgv[] = {
+      "/usr/bin/bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--dev",
+      "/dev",          "--proc",        "/proc",             "--",        "/bin/true", nullptr};
+  char* const* argv = with_bwrap ? const_cast<char* const*>(kBwrapArgv) : true_argv;
   char* envp[] = {nullptr};
   const bool filtered = mode != Mode::kPlain;
   sigset_t all;
@@ -198,7 +212,7 @@ double spawn_round_ns(Mode mode) {
     sigset_t none;
     sigemptyset(&none);
     pthread_sigmask(SIG_SETMASK, &none, nullptr);
-    ::execve(true_path, argv, envp);
+    ::execve(argv[0], argv, envp);
     ::_exit(127);
   }
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
@@ -233,7 +247,8 @@ double spawn_round_ns(Mode mode) {
 // One round in a forked child; for kSetup the parent's whole fork-to-reap time, else the
 // child's loop time. ns, or a negative value on failure.
 double round_ns(Case what, int ops, Mode mode, const std::string& dir) {
-  if (what == Case::kSpawn) return spawn_round_ns(mode);
+  if (what == Case::kSpawn || what == Case::kBwrap)
+    return spawn_round_ns(mode, what == Case::kBwrap);
   const bool supervised = mode != Mode::kPlain;
   int channel[2];
   int result[2];
@@ -304,7 +319,12 @@ int main(int argc, char** argv) {
   const std::string only = argc > 2 ? argv[2] : "";
   for (const CaseInfo& c : kCases) {
     if (!only.empty() && std::string(c.name).rfind(only, 0) != 0) continue;
-    const bool per_run = c.what == Case::kSetup || c.what == Case::kSpawn;
+    const bool per_run =
+        c.what == Case::kSetup || c.what == Case::kSpawn || c.what == Case::kBwrap;
+    if (c.what == Case::kBwrap && ::access("/usr/bin/bwrap", X_OK) != 0) {
+      std::printf("%-28s skipped: no /usr/bin/bwrap\n", c.name);
+      continue;
+    }
     std::vector<double> results[4];
     for (int r = 0; r < rounds; ++r) {
       // Interleaved, the order rotated every round: a change in load, or whatever a round
@@ -312,7 +332,7 @@ int main(int argc, char** argv) {
       constexpr Mode kOrder[] = {Mode::kPlain, Mode::kFilterOnly, Mode::kThread, Mode::kOwner};
       for (int k = 0; k < 4; ++k) {
         const Mode mode = kOrder[(r + k) % 4];
-        if (mode == Mode::kFilterOnly && !per_run) continue;
+        if (mode == Mode::kFilterOnly && (!per_run || c.what == Case::kBwrap)) continue;
         const double ns = round_ns(c.what, c.ops, mode, dir);
         if (ns < 0) {
           ++failures;
@@ -322,7 +342,7 @@ int main(int argc, char** argv) {
       }
     }
     if (results[0].empty() || results[2].empty() || results[3].empty() ||
-        (per_run && results[1].empty())) {
+        (per_run && c.what != Case::kBwrap && results[1].empty())) {
       std::printf("%-28s failed\n", c.name);
       continue;
     }
@@ -342,8 +362,11 @@ int main(int argc, char** argv) {
       std::snprintf(columns[m], sizeof columns[m], "%.1f %s", v / scale, unit);
       std::snprintf(differences[m], sizeof differences[m], "%+.1f %s", (v - a) / scale, unit);
     }
-    std::printf("%-28s %12s %12s %12s %12s | %11s %11s %11s\n", c.name, columns[0], columns[1],
+    std::printf("%-28s %12s %12s %12s %12s | %11s %11s %11s", c.name, columns[0], columns[1],
                 columns[2], columns[3], differences[1], differences[2], differences[3]);
+    // Per run: the owner's (the spawner's) added cost as a share of the unsupervised run.
+    if (per_run) std::printf("  (%+.1f %%)", (median(results[3]) - a) / a * 100);
+    std::printf("\n");
   }
   ::rmdir(dir.c_str());
   if (failures > 0) std::fprintf(stderr, "%d rounds failed\n", failures);

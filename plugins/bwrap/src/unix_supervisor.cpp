@@ -866,6 +866,31 @@ void send_to(State& state, const seccomp_notif& request, Fd socket, int domain) 
   respond(state, request.id, sent < 0 ? -1 : sent, error);
 }
 
+// For the owner (serve()): a send on a socket that is not an inet one only continues (send_to
+// performs nothing for it), so it is continued here, without a thread. bwrap's own set-up of
+// the loopback in a private network namespace sends to netlink with an address: every such run
+// would otherwise start the thread for it. Only continued, on the domain of the descriptor as
+// duplicated now: a caller that swaps in an inet socket meanwhile gets its send unreported,
+// never a route the namespace lacks (the kernel's routing decides; send_to's comment). False
+// (nothing answered) for an inet socket, or when the socket cannot be looked at: the thread
+// takes the call then, as before.
+bool continued_unless_inet(State& state, const seccomp_notif& request) {
+  Fd pidfd(pidfd_open_thread(static_cast<pid_t>(request.pid)));
+  if (!pidfd.ok()) return false;
+  // The pid may have been reused if the caller died: valid still means it is our caller.
+  if (!still_valid(state, request.id)) return true;
+  const Fd socket(static_cast<int>(
+      syscall(SYS_pidfd_getfd, pidfd.get(), static_cast<int>(request.data.args[0]), 0)));
+  int domain = 0;
+  socklen_t domain_size = sizeof domain;
+  if (!socket.ok() ||
+      getsockopt(socket.get(), SOL_SOCKET, SO_DOMAIN, &domain, &domain_size) != 0 ||
+      domain == AF_INET || domain == AF_INET6)
+    return false;
+  continue_call(state, request.id);
+  return true;
+}
+
 // ---- one notification ----
 
 void handle(State& state, const seccomp_notif& request) {
@@ -1062,6 +1087,7 @@ void UnixSupervisor::serve() {
   // A bind is continued as the caller's own call (after its socket is noted): nothing is
   // performed with the owner's privileges, nothing blocks.
   if (request.data.nr == __NR_bind) return handle(state, request);
+  if (request.data.nr == __NR_sendto && continued_unless_inet(state, request)) return;
   std::string ignored;
   if (start_thread(state, request, ignored)) return;
   if (request.data.nr == __NR_sendto) return continue_call(state, request.id);

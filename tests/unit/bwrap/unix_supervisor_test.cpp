@@ -4,6 +4,8 @@
 #include "sbx/bwrap/unix_supervisor.hpp"
 
 #include <fcntl.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <linux/capability.h>
 #include <gtest/gtest.h>
 #include <poll.h>
@@ -470,6 +472,80 @@ TEST_F(UnixSupervisorTest, OwnerServedRunStartsNoThreadUntilItsFirstConnect) {
   // Joined; a detached worker that answered may take a moment to be gone.
   for (int i = 0; i < 200 && supervisor_test_thread_count() != before; ++i) ::usleep(10000);
   EXPECT_EQ(supervisor_test_thread_count(), before);
+  ::close(channel[0]);
+  ::close(channel[1]);
+  ::close(go[1]);
+}
+
+// Owner-driven, sends reported (a private network namespace): a send with an address on a
+// socket that is not an inet one (bwrap's netlink set-up of the loopback, in every such run) is
+// continued by the owner itself, as the caller's own call (the kernel answers it: the dump
+// request gets its reply), and starts no thread; an inet send still goes to the thread
+// (UdpSendtoOutOfThePrivateNamespaceIsRecordedLoopbackIsNot, served the same way).
+TEST_F(UnixSupervisorTest, OwnerContinuesANetlinkSendWithoutAThread) {
+  int channel[2];
+  int go[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, channel), 0);
+  ASSERT_EQ(::pipe2(go, O_CLOEXEC), 0);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const int listener = sbx::bwrap::install_unix_notify_filter(true);
+    if (listener < 0 || !sbx::bwrap::send_descriptor(channel[1], listener)) ::_exit(120);
+    ::close(listener);
+    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct none[_LINUX_CAPABILITY_U32S_3] = {};
+    if (::syscall(SYS_capset, &header, none) != 0) ::_exit(121);
+    const int route = ::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+    if (route < 0) ::_exit(10);
+    struct {
+      nlmsghdr header;
+      rtgenmsg body;
+    } request{};
+    request.header.nlmsg_len = sizeof request;
+    request.header.nlmsg_type = RTM_GETLINK;
+    request.header.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+    request.body.rtgen_family = AF_UNSPEC;
+    sockaddr_nl kernel{};
+    kernel.nl_family = AF_NETLINK;
+    if (::sendto(route, &request, sizeof request, 0, reinterpret_cast<const sockaddr*>(&kernel),
+                 sizeof kernel) != static_cast<ssize_t>(sizeof request))
+      ::_exit(11);
+    char reply[8192];
+    if (::recv(route, reply, sizeof reply, 0) <= 0) ::_exit(12);
+    // Wait until the parent has counted its threads.
+    char byte = 0;
+    if (::write(channel[1], "s", 1) != 1 || ::read(go[0], &byte, 1) != 1) ::_exit(13);
+    ::_exit(0);
+  }
+  ::close(go[0]);
+  pollfd p{channel[0], POLLIN, 0};
+  ::poll(&p, 1, 10000);
+  const std::size_t before = supervisor_test_thread_count();
+  UnixSocketRules rules;
+  rules.private_network = true;
+  auto supervisor =
+      UnixSupervisor::attach(sbx::bwrap::receive_descriptor(channel[0]), std::move(rules));
+  ASSERT_TRUE(supervisor.ok()) << supervisor.error();
+  bool served = false;
+  for (bool sent = false; !sent;) {
+    std::array<pollfd, 2> fds{{{channel[0], POLLIN, 0}, {(*supervisor)->poll_fd(), POLLIN, 0}}};
+    ASSERT_GT(::poll(fds.data(), fds.size(), 10000), 0);
+    if (fds[1].revents != 0) {
+      (*supervisor)->serve();
+      served = true;
+    }
+    sent = fds[0].revents != 0;
+  }
+  EXPECT_TRUE(served) << "the send was not notified";
+  EXPECT_EQ(supervisor_test_thread_count(), before) << "a netlink send started a thread";
+  EXPECT_GE((*supervisor)->poll_fd(), 0);
+  ASSERT_EQ(::write(go[1], "g", 1), 1);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "exit " << WEXITSTATUS(status);
+  (*supervisor)->stop();
+  EXPECT_TRUE((*supervisor)->refusals().empty());
   ::close(channel[0]);
   ::close(channel[1]);
   ::close(go[1]);

@@ -32,9 +32,10 @@
 //   supervisor lets a send to a loopback address continue unreported and performs any other
 //   (the datagram and address copied out first) on its duplicate, recording ENETUNREACH.
 //
-// Cost: in the spawner no thread runs until a call needs one (attach/serve below): binds are
+// Cost: in the spawner no thread runs until a call needs one (attach/serve below): binds, and
+// sends on sockets that are not inet ones (bwrap's netlink set-up of the loopback), are
 // answered by the thread that already waits for bwrap, so a run that never connects or sends
-// to an address pays no thread start.
+// to an inet address pays no thread start.
 #pragma once
 
 #include <linux/filter.h>
@@ -108,14 +109,16 @@ class UnixSupervisor {
   static Result<std::unique_ptr<UnixSupervisor>> start(int listener, UnixSocketRules rules);
   // Takes ownership of `listener` (closed even on failure), starts no thread: the owner polls
   // poll_fd() for POLLIN among its own descriptors, without ever blocking for long elsewhere,
-  // and calls serve() whenever it is readable. The first connect or send is handed to a thread
-  // started then (once); from that moment poll_fd() is -1 and the thread serves alone.
+  // and calls serve() whenever it is readable. The first connect, or send on an inet socket, is
+  // handed to a thread started then (once); from that moment poll_fd() is -1 and the thread
+  // serves alone.
   static Result<std::unique_ptr<UnixSupervisor>> attach(int listener, UnixSocketRules rules);
   // The listener while the owner is to serve it; -1 once a thread serves it, the sandbox is
   // gone (every process under the filter has ended) or stop() ran.
   int poll_fd() const;
-  // Answers what is waiting on the listener, never blocking: a bind here (it is continued as
-  // the caller's own call, nothing is performed), anything else in the supervisor's thread.
+  // Answers what is waiting on the listener, never blocking: a bind, or a send on a socket
+  // that is not an inet one, here (continued as the caller's own call, nothing is performed),
+  // anything else in the supervisor's thread.
   // Without a thread (none could be started) a connect fails with EAGAIN and a send goes on
   // unreported (sends are only reported, never decided).
   void serve();
