@@ -1,30 +1,49 @@
 #!/usr/bin/env bash
 # Installs every Debian 12 package sbx needs to build, test and run. Idempotent: when all are
 # present it only checks (about a second) and installs nothing.
+#   bootstrap-debian.sh          everything
+#   bootstrap-debian.sh build    what building every preset and running the unit tests need
+#   bootstrap-debian.sh tests    the rest: what only the integration and end-to-end tests of the
+#                                ci preset run (test.sh installs these while the ASan build runs:
+#                                the download and unpacking overlap the compiler's work)
 set -euo pipefail
+group=${1:-all}
 
-packages=(
+build_packages=(
   build-essential cmake ninja-build pkg-config git python3
   # libboost-json/-container: their .a archives too, the sbx executable links them statically
   libboost1.81-dev libboost-json1.81-dev libboost-container1.81-dev
   libspdlog-dev libfmt-dev libcli11-dev
   libseccomp-dev libgtest-dev libgmock-dev libbenchmark-dev
-  clang libclang-rt-14-dev
-  bubblewrap firejail util-linux iproute2 procps
+  libtoml11-dev  # `sbx policy import --from codex` reads config.toml
+  clang libclang-rt-14-dev  # the libFuzzer targets
+  bubblewrap util-linux procps  # unit tests start real bwrap
+)
+test_packages=(
+  firejail  # the SDK example backend confines commands with it
+  iproute2
   strace  # tests/integration/cli_start: what a run looks up, counted from its system calls
   curl  # the proxy end-to-end tests (tests/integration/proxy) run it inside the sandbox
-  libtoml11-dev  # `sbx policy import --from codex` reads config.toml
   python3-jsonschema man-db zsh fish  # tests/cli/extras_test.py: schema, man pages, completions
-  mingw-w64 wine64
+  mingw-w64 wine64  # the Windows cross build and its tests under wine
   dpkg-dev  # cpack's .deb: dpkg-shlibdeps declares the shared libraries (tests/package)
   python3-pip python3-venv python3-pytest  # bindings/python: pip install into a venv, pytest
   nodejs node-typescript       # bindings/node: node --test, tsc checks index.d.ts
 )
 # The Node-API headers: Debian's nodejs has none (libnode-dev does); a nodejs that ships its own
-# (e.g. NodeSource's, /usr/include/node) conflicts with libnode-dev, so it is only added if missing.
+# (e.g. NodeSource's, /usr/include/node) conflicts with libnode-dev, so it is only added if
+# missing. The ci build compiles the Node addon against them, so they come with the test group,
+# which test.sh waits for before that build.
 if [[ ! -e /usr/include/node/node_api.h ]]; then
-  packages+=(libnode-dev)
+  test_packages+=(libnode-dev)
 fi
+
+case "$group" in
+  all) packages=("${build_packages[@]}" "${test_packages[@]}") ;;
+  build) packages=("${build_packages[@]}") ;;
+  tests) packages=("${test_packages[@]}") ;;
+  *) echo "bootstrap: unknown group '$group' (expected all, build or tests)" >&2; exit 2 ;;
+esac
 
 missing=()
 for pkg in "${packages[@]}"; do
@@ -33,11 +52,11 @@ for pkg in "${packages[@]}"; do
 done
 
 if ((${#missing[@]} == 0)); then
-  echo "bootstrap: all ${#packages[@]} packages present"
+  echo "bootstrap: all ${#packages[@]} packages ($group) present"
   exit 0
 fi
 
-echo "bootstrap: installing ${missing[*]}"
+echo "bootstrap: installing ($group) ${missing[*]}"
 sudo_cmd=()
 if [[ $(id -u) -ne 0 ]]; then
   command -v sudo >/dev/null || { echo "bootstrap: run as root or install sudo" >&2; exit 1; }
