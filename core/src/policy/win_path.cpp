@@ -19,26 +19,29 @@ std::string folded(std::string_view text) {
   return out;
 }
 
-std::string quoted(std::string_view path) { return "'" + std::string(path) + "'"; }
+// Not named `quoted`: for a std::string argument, argument-dependent lookup would prefer
+// std::quoted wherever <iomanip> happens to be included.
+std::string single_quoted(std::string_view path) { return "'" + std::string(path) + "'"; }
 
 // Why one component of `whole` is not a plain Windows file name; nullopt if it is one.
 std::optional<std::string> component_refusal(std::string_view part, std::string_view whole) {
   if (part == "." || part == "..")
-    return "Windows path " + quoted(whole) + " contains a \"" + std::string(part) +
+    return "Windows path " + single_quoted(whole) + " contains a \"" + std::string(part) +
            "\" component; write the path without \".\" and \"..\"";
   for (char c : part) {
     const auto byte = static_cast<unsigned char>(c);
     if (byte < 0x20 || std::string_view("<>:\"|?*").find(c) != std::string_view::npos)
-      return "Windows path " + quoted(whole) +
+      return "Windows path " + single_quoted(whole) +
              " contains a character Windows does not allow in a file name (< > : \" | ? * or a "
              "control character; ':' would name an alternate data stream)";
   }
   if (part.back() == '.' || part.back() == ' ')
-    return "Windows path " + quoted(whole) + " has a component ending in a dot or a space, "
+    return "Windows path " + single_quoted(whole) +
+           " has a component ending in a dot or a space, "
            "which Windows strips, so it would name another file";
   if (is_reserved_device_name(part))
-    return "Windows path " + quoted(whole) + " names the reserved device '" + std::string(part) +
-           "', not a file";
+    return "Windows path " + single_quoted(whole) + " names the reserved device '" +
+           std::string(part) + "', not a file";
   return std::nullopt;
 }
 
@@ -83,32 +86,32 @@ bool looks_windows(std::string_view path) {
 std::optional<std::string> refusal(std::string_view path) {
   if (path.empty()) return std::string("empty Windows path");
   if (path.find('\0') != std::string_view::npos)
-    return "Windows path " + quoted(path) + " contains a NUL byte";
+    return "Windows path " + single_quoted(path) + " contains a NUL byte";
   if (path.size() >= 2 && is_separator(path[0]) && is_separator(path[1])) {
     if (path.size() >= 4 && (path[2] == '?' || path[2] == '.') && is_separator(path[3]))
-      return "Windows path " + quoted(path) +
+      return "Windows path " + single_quoted(path) +
              " is a device path (\\\\?\\ or \\\\.\\): it skips Win32's path normalisation, so "
              "sbx refuses it; write a drive path such as C:\\dir";
-    return "Windows path " + quoted(path) +
+    return "Windows path " + single_quoted(path) +
            " is a UNC path (\\\\server\\share): a share's access is decided by the server, "
            "which no local sandbox controls; copy the files to a local drive";
   }
   if (path.size() >= 4 && path[0] == '\\' && path[1] == '?' && path[2] == '?' && path[3] == '\\')
-    return "Windows path " + quoted(path) +
+    return "Windows path " + single_quoted(path) +
            " is an NT object path (\\??\\): sbx refuses it; write a drive path such as C:\\dir";
   if (is_separator(path[0]))
-    return "Windows path " + quoted(path) +
+    return "Windows path " + single_quoted(path) +
            " has no drive letter, so it is relative to the current drive; write X:\\...";
   if (path.size() >= 2 && is_letter(path[0]) && path[1] == ':') {
     if (!is_drive_absolute(path))
-      return "Windows path " + quoted(path) +
+      return "Windows path " + single_quoted(path) +
              " is relative to the drive's current directory; write " +
              std::string(1, upper(path[0])) + ":\\...";
     Result<std::vector<std::string_view>> parts = split_components(path.substr(3), path);
     if (!parts.ok()) return parts.error();
     return std::nullopt;
   }
-  return "Windows path " + quoted(path) + " is not absolute; write X:\\...";
+  return "Windows path " + single_quoted(path) + " is not absolute; write X:\\...";
 }
 
 Result<std::string> normalize(std::string_view path) {
@@ -127,18 +130,19 @@ Result<VariablePath> split_variable(std::string_view path) {
   if (path.empty() || path.front() != '%') return VariablePath{"", std::string(path)};
   const std::size_t close = path.find('%', 1);
   if (close == std::string_view::npos)
-    return Error{"Windows path " + quoted(path) + " opens a %VARIABLE% it never closes"};
+    return Error{"Windows path " + single_quoted(path) + " opens a %VARIABLE% it never closes"};
   std::string name;
   for (char c : path.substr(1, close - 1)) name += upper(c);
   const bool known = std::find(std::begin(kPathVariables), std::end(kPathVariables), name) !=
                      std::end(kPathVariables);
   if (!known)
-    return Error{"Windows path " + quoted(path) + ": only %TEMP%, %TMP% and %USERPROFILE% are "
+    return Error{"Windows path " + single_quoted(path) +
+                 ": only %TEMP%, %TMP% and %USERPROFILE% are "
                  "expanded (the first component of a path), not %" +
                  std::string(path.substr(1, close - 1)) + "%"};
   std::string rest(path.substr(close + 1));
   if (!rest.empty() && !is_separator(rest.front()))
-    return Error{"Windows path " + quoted(path) + ": %" + name +
+    return Error{"Windows path " + single_quoted(path) + ": %" + name +
                  "% must be followed by a separator or end the path"};
   return VariablePath{std::move(name), std::move(rest)};
 }
@@ -158,12 +162,12 @@ Result<std::string> expand(std::string_view path, const std::map<std::string, st
   if (variable->name.empty()) return normalize(path);
   std::optional<std::string> value = env_lookup(env, variable->name);
   if (!value || value->empty())
-    return Error{"Windows path " + quoted(path) + " needs %" + variable->name +
+    return Error{"Windows path " + single_quoted(path) + " needs %" + variable->name +
                  "%, which is not set"};
   Result<std::string> base = normalize(*value);
   if (!base.ok())
-    return Error{"%" + variable->name + "% (" + quoted(*value) + ") cannot be used: " +
-                 base.error()};
+    return Error{"%" + variable->name + "% (" + single_quoted(*value) +
+                 ") cannot be used: " + base.error()};
   Result<std::vector<std::string_view>> parts = split_components(variable->rest, path);
   if (!parts.ok()) return Error{parts.error()};
   std::string out = *base;
@@ -202,8 +206,8 @@ std::string Speller::spell(std::string_view generic) {
 }
 
 bool is_reserved_device_name(std::string_view name) {
-  static constexpr std::array<std::string_view, 6> kPlain = {"CON", "PRN", "AUX", "NUL",
-                                                             "CONIN$", "CONOUT$"};
+  static constexpr std::array<std::string_view, 6> kPlain = {"CON", "PRN",    "AUX",
+                                                             "NUL", "CONIN$", "CONOUT$"};
   std::string base;
   for (char c : name.substr(0, name.find('.'))) base += upper(c);
   // Win32 also ignores trailing spaces before the extension ("NUL .txt").
@@ -223,7 +227,8 @@ Result<std::string> resolve_command(std::string_view command, std::string_view c
                                     const std::function<bool(const std::string&)>& exists) {
   if (command.empty()) return Error{"command not found: the command is empty"};
   Result<std::string> base = normalize(cwd);
-  if (!base.ok()) return Error{"cannot resolve '" + std::string(command) + "': cwd: " + base.error()};
+  if (!base.ok())
+    return Error{"cannot resolve '" + std::string(command) + "': cwd: " + base.error()};
   const bool has_separator = command.find_first_of("\\/") != std::string_view::npos;
   if (has_separator || is_drive_absolute(command) ||
       (command.size() >= 2 && is_letter(command[0]) && command[1] == ':')) {
@@ -244,8 +249,8 @@ Result<std::string> resolve_command(std::string_view command, std::string_view c
     if (ext.size() > 1 && ext.front() == '.') extensions.emplace_back(ext);
     start = end + 1;
   }
-  const bool has_listed_extension = std::any_of(
-      extensions.begin(), extensions.end(), [&](const std::string& ext) {
+  const bool has_listed_extension =
+      std::any_of(extensions.begin(), extensions.end(), [&](const std::string& ext) {
         return command.size() > ext.size() &&
                equal(command.substr(command.size() - ext.size()), ext);
       });
