@@ -125,11 +125,12 @@ std::string answer_key(const LoadedPlugin& plugin) {
 }
 
 std::optional<ProbeReport> load(const std::string& dir, const LoadedPlugin& plugin) {
-  const std::string key = answer_key(plugin);
-  if (key.empty()) return std::nullopt;
   const std::string path = answer_path(dir, plugin.name);
+  // The file first: a backend that keeps nothing (bwrap) costs one failed open, not a key.
   Result<std::string> text = private_state::read_private_file(path, "kept answer");
   if (!text.ok()) return std::nullopt;
+  const std::string key = answer_key(plugin);
+  if (key.empty()) return std::nullopt;
   const std::size_t newline = text->find('\n');
   if (newline == std::string::npos || std::string_view(*text).substr(0, newline) != key)
     return std::nullopt;
