@@ -6,7 +6,14 @@
 // policy Landlock cannot enforce run; the store is read-only in every sandbox.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <string>
@@ -228,5 +235,76 @@ TEST_F(KeptProbe, StoreIsReadOnlyInEverySandbox) {
   EXPECT_FALSE(exists(store() + "/x"));
   EXPECT_EQ(dry_run_forks(), 0) << "the kept answer is intact";
 }
+
+// Runs argv in a forked child whose seccomp filter makes every Landlock system call fail with
+// ENOSYS, as on a kernel without Landlock (the filter lives and dies with that child); stdout and
+// stderr go to `out`. Returns the exit code (-1 when it did not exit).
+int run_without_landlock(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                         const std::string& out) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0 || ::dup2(fd, 1) < 0 || ::dup2(fd, 2) < 0) ::_exit(120);
+    sock_filter filter[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 0, 5),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_landlock_create_ruleset, 3, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_landlock_add_rule, 2, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_landlock_restrict_self, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+    };
+    sock_fprog program{static_cast<unsigned short>(sizeof filter / sizeof filter[0]), filter};
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+        ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &program) != 0)
+      ::_exit(121);
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    std::vector<char*> envp;
+    for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+    envp.push_back(nullptr);
+    ::execve(args[0], args.data(), envp.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  if (pid < 0 || ::waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
+  return WEXITSTATUS(status);
+}
+
+#if defined(__x86_64__)
+TEST_F(KeptProbe, AnAnswerClaimingLandlockOnAKernelWithoutItFailsClosed) {
+  // The answer kept on this host, under the key of a process whose filter hides Landlock (the
+  // key's seccomp field "mode,no_new_privs" becomes "2,1"): a store forged or left behind for
+  // exactly that process. It claims Landlock ABI and capabilities the "kernel" does not have.
+  std::string text = read_file(answer());
+  // The field after the user namespace ("...user:[N]|0,0|...").
+  const std::size_t field = text.find("]|0,0|");
+  if (field == std::string::npos) GTEST_SKIP() << "this test already runs under seccomp";
+  text.replace(field, 6, "]|2,1|");
+  ::unlink(answer().c_str());
+  write_file(answer(), text);
+  ::chmod(answer().c_str(), 0600);
+  const std::vector<std::string> argv = {
+      sbx_path(), "--backends", "landlock", "exec", "--preset", "read-only", "--cwd", ws_.path(),
+      "--", "/bin/sh", "-c", "echo ran > " + ws_.path() + "/ran"};
+  std::vector<std::string> e = env();
+  const int code = run_without_landlock(argv, e, trace_ / "out");
+  const std::string out = read_file(trace_ / "out");
+  EXPECT_EQ(code, 125) << out;
+  EXPECT_FALSE(exists(ws_ / "ran")) << out;
+  // The kept answer was used (the launcher, not the probe, refused): a fresh probe would have
+  // passed Landlock over as unavailable.
+  EXPECT_NE(out.find("abi: Landlock is not built into this kernel"), std::string::npos) << out;
+  // Control: without the forged answer the probe runs under the filter and finds no Landlock.
+  ::unlink(answer().c_str());
+  const int fresh = run_without_landlock(argv, e, trace_ / "out2");
+  const std::string out2 = read_file(trace_ / "out2");
+  EXPECT_EQ(fresh, 125) << out2;
+  EXPECT_NE(out2.find("unavailable: landlock_abi: ENOSYS"), std::string::npos) << out2;
+  EXPECT_FALSE(exists(ws_ / "ran"));
+}
+#endif
 
 }  // namespace
