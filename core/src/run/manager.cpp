@@ -400,15 +400,15 @@ BackendChoice Manager::available_backend(const ResolvedPolicy& policy) const {
 
 ProbeReport probe_and_keep(const LoadedPlugin& plugin) {
   ProbeReport report = guarded_probe(*plugin.backend);
-  if (const std::optional<std::string> dir =
-          kept_probe::current_store_dir())
+  if (const std::optional<std::string> dir = kept_probe::current_store_dir())
     kept_probe::keep(*dir, plugin, report);
   return report;
 }
 
-// The answer kept by an earlier run when there is one for this process's key, else a fresh
-// probe, kept when the backend says it may be.
-ProbeReport Manager::probe_between_runs(const LoadedPlugin& plugin) const {
+// With keep_between_runs_: the answer an earlier run kept for this process's key, else a probe
+// whose answer is kept when the backend says it may be. Without: a probe.
+ProbeReport Manager::probe_or_reuse(const LoadedPlugin& plugin) const {
+  if (!keep_between_runs_) return guarded_probe(*plugin.backend);
   const std::optional<std::string> dir = kept_probe::current_store_dir();
   if (!dir) return guarded_probe(*plugin.backend);
   if (std::optional<ProbeReport> kept = kept_probe::load(*dir, plugin)) return std::move(*kept);
@@ -417,15 +417,11 @@ ProbeReport Manager::probe_between_runs(const LoadedPlugin& plugin) const {
   return report;
 }
 
-ProbeReport Manager::fresh_probe(const LoadedPlugin& plugin) const {
-  return keep_between_runs_ ? probe_between_runs(plugin) : guarded_probe(*plugin.backend);
-}
-
 ProbeReport Manager::probe_answer(const LoadedPlugin& plugin) const {
-  if (!keep_probe_answers_) return fresh_probe(plugin);
+  if (!keep_probe_answers_) return probe_or_reuse(plugin);
   const auto kept = kept_probes_.find(plugin.name);
   if (kept != kept_probes_.end()) return kept->second;
-  ProbeReport report = fresh_probe(plugin);
+  ProbeReport report = probe_or_reuse(plugin);
   kept_probes_.emplace(plugin.name, report);
   return report;
 }

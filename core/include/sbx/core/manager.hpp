@@ -149,10 +149,9 @@ class Manager {
 
   // The answer of `plugin`'s probe: the kept one when answers are kept, else a fresh one.
   ProbeReport probe_answer(const LoadedPlugin& plugin) const;
-  // A probe (guarded_probe), or with keep_probe_answers_between_runs the answer kept by an
-  // earlier run (probe_between_runs).
-  ProbeReport fresh_probe(const LoadedPlugin& plugin) const;
-  ProbeReport probe_between_runs(const LoadedPlugin& plugin) const;
+  // A probe (guarded_probe), or with keep_probe_answers_between_runs the answer an earlier run
+  // kept (a probe, kept, when there is none).
+  ProbeReport probe_or_reuse(const LoadedPlugin& plugin) const;
 
   const PluginRegistry& registry_;
   std::vector<std::string> order_;
