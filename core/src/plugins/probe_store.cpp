@@ -14,6 +14,8 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <cstdint>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #endif
@@ -31,8 +33,8 @@ bool keepable(const ProbeReport& report) {
 
 // Nothing is kept on Windows (no probe runs in a child there, so there is little to save).
 std::optional<std::string> current_store_dir() { return std::nullopt; }
-std::string answer_path(const std::string& dir, const std::string& backend) {
-  return dir + "/" + backend + ".answer";
+std::string answer_path(const std::string& dir, const LoadedPlugin& plugin) {
+  return dir + "/" + plugin.name + ".answer";
 }
 std::string answer_key(const LoadedPlugin&) { return {}; }
 std::optional<ProbeReport> load(const std::string&, const LoadedPlugin&) { return std::nullopt; }
@@ -84,8 +86,21 @@ std::optional<std::string> current_store_dir() {
   return store_dir(private_state::current_sources());
 }
 
-std::string answer_path(const std::string& dir, const std::string& backend) {
-  return dir + "/" + backend + ".answer";
+// <backend>-<16 hex digits>.answer, the digits an FNV-1a hash of the plugin's path and of the
+// file holding the running libsbx code: two installs of sbx used in turn keep their answers
+// side by side instead of replacing each other's on every run. Only a name: the key inside
+// still decides whether an answer is reused. A rebuild in place keeps the name.
+std::string answer_path(const std::string& dir, const LoadedPlugin& plugin) {
+  Result<InstallLayout> layout = install_layout();
+  const std::string install = plugin.path + '\0' + (layout.ok() ? layout->libsbx_path : "");
+  std::uint64_t hash = 14695981039346656037ull;
+  for (const char c : install) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 1099511628211ull;
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
+  return dir + "/" + plugin.name + "-" + hex + ".answer";
 }
 
 // Everything a keepable answer may depend on (sbx/sdk/backend.hpp), so that any change that
@@ -125,7 +140,7 @@ std::string answer_key(const LoadedPlugin& plugin) {
 }
 
 std::optional<ProbeReport> load(const std::string& dir, const LoadedPlugin& plugin) {
-  const std::string path = answer_path(dir, plugin.name);
+  const std::string path = answer_path(dir, plugin);
   // The file first: a backend that keeps nothing (bwrap) costs one failed open, not a key.
   Result<std::string> text = private_state::read_private_file(path, "kept answer");
   if (!text.ok()) return std::nullopt;
@@ -147,7 +162,7 @@ std::optional<ProbeReport> load(const std::string& dir, const LoadedPlugin& plug
 }
 
 void keep(const std::string& dir, const LoadedPlugin& plugin, const ProbeReport& report) {
-  const std::string path = answer_path(dir, plugin.name);
+  const std::string path = answer_path(dir, plugin);
   const std::string key = keepable(report) ? answer_key(plugin) : std::string();
   if (key.empty()) {
     ::unlink(path.c_str());

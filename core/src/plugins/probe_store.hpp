@@ -4,7 +4,7 @@
 // "Kept probe answers", has the threat model; in short:
 //  - the store is <runtime dir>/sbx-probe (sbx/sdk/private_state.hpp: $XDG_RUNTIME_DIR or
 //    /run/user/<uid> when it is this user's own 0700 directory, root's /run), one file per
-//    backend, read and written only through the private-file checks of that header; without
+//    backend and install, read and written only through the private-file checks of that header; without
 //    such a runtime directory nothing is kept;
 //  - an answer is reused only under the key it was written with: everything the answer may
 //    depend on (probe_store.cpp, answer_key);
@@ -30,8 +30,8 @@ std::optional<std::string> store_dir(const private_state::Sources& sources);
 // store_dir() of this process (private_state::current_sources); always nullopt on Windows.
 std::optional<std::string> current_store_dir();
 
-// The file that keeps `backend`'s answer in `dir`.
-std::string answer_path(const std::string& dir, const std::string& backend);
+// The file that keeps `plugin`'s answer in `dir` (one per backend and install of sbx).
+std::string answer_path(const std::string& dir, const LoadedPlugin& plugin);
 
 // The key of `plugin`'s answer in this process, or "" when it cannot be formed (then nothing
 // is kept or reused).

@@ -37,6 +37,13 @@ class KeptProbe : public ::testing::Test {
     // mkdtemp: this user's own 0700 directory, so sbx takes it as the runtime directory.
     const RunResult first = dry_run();
     if (first.code != 0) GTEST_SKIP() << "landlock cannot plan here: " << describe(first);
+    // The one answer kept: landlock-<hash of this install>.answer.
+    for (const std::string& name : listing(store())) {
+      if (name.rfind("landlock-", 0) == 0 && name.size() > 16 &&
+          name.compare(name.size() - 7, 7, ".answer") == 0)
+        answer_ = store() + "/" + name;
+    }
+    ASSERT_FALSE(answer_.empty()) << "no kept answer in " << store();
   }
 
   std::vector<std::string> env() const {
@@ -45,7 +52,7 @@ class KeptProbe : public ::testing::Test {
     return e;
   }
   std::string store() const { return runtime_ / "sbx-probe"; }
-  std::string answer() const { return store() + "/landlock.answer"; }
+  const std::string& answer() const { return answer_; }
 
   std::vector<std::string> dry_run_args() const {
     return {sbx_path(), "--backends", "landlock", "exec",          "--dry-run", "--preset",
@@ -94,6 +101,7 @@ class KeptProbe : public ::testing::Test {
   TempDir runtime_;
   TempDir ws_{"/var/tmp"};
   TempDir trace_;
+  std::string answer_;
 };
 
 TEST_F(KeptProbe, SecondRunStartsNoProcessBeforeTheCommand) {
