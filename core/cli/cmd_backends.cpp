@@ -24,7 +24,8 @@ std::vector<BackendListing> list_backends(const PluginRegistry& registry, bool p
   std::vector<BackendListing> out;
   for (const LoadedPlugin& plugin : registry.plugins()) {
     BackendListing listing{plugin.name, plugin.version, plugin.description, plugin.path, {}};
-    if (probe) listing.probe = guarded_probe(*plugin.backend);
+    // Always a real probe (diagnostics never show a kept answer), which refreshes the kept one.
+    if (probe) listing.probe = probe_and_keep(plugin);
     out.push_back(std::move(listing));
   }
   return out;

@@ -109,6 +109,9 @@ Result<const Manager*> CliBackends::all() {
     if (!registry.ok()) return Error{registry.error()};
     all_ = std::make_unique<Loaded>(Loaded{std::move(*registry), nullptr});
     all_->manager = std::make_unique<Manager>(all_->registry, globals_.backends, policy_file_);
+    // A CLI run reuses the answers an earlier run kept (docs/ARCHITECTURE.md, "Kept probe
+    // answers"): a backend that says its answer may be kept costs no probe.
+    all_->manager->keep_probe_answers_between_runs(true);
   }
   return all_->manager.get();
 }
@@ -123,6 +126,7 @@ const Manager* CliBackends::only(const std::string& backend) {
     only_ = std::make_unique<Loaded>(Loaded{std::move(*registry), nullptr});
     only_->manager =
         std::make_unique<Manager>(only_->registry, std::vector<std::string>{}, policy_file_);
+    only_->manager->keep_probe_answers_between_runs(true);
   }
   return only_->manager.get();
 }

@@ -29,6 +29,7 @@
 
 #include "sbx/core/exit_codes.hpp"
 #include "sbx/core/manager.hpp"
+#include "probe_wire.hpp"
 
 #ifndef _WIN32
 #include <fcntl.h>
@@ -46,39 +47,15 @@
 #endif
 
 namespace sbx {
-namespace {
 
 namespace json = boost::json;
 
-ProbeReport unavailable(std::string summary) {
-  ProbeReport report;
-  report.summary = std::move(summary);
-  return report;
-}
-
-// probe() in this process; an exception becomes an unavailable report naming it.
-ProbeReport probe_in_process(Backend& backend) {
-  try {
-    return backend.probe(ProbeContext{});
-  } catch (const std::exception& e) {
-    return unavailable(std::string("probe failed with an exception: ") + e.what());
-  } catch (...) {
-    return unavailable("probe failed with an unknown exception");
-  }
-}
-
-#ifndef _WIN32
-
-// A report that large is not a report (the real ones are a few kilobytes).
-constexpr std::size_t kMaxReportBytes = 4u << 20;
-
-using Clock = std::chrono::steady_clock;
-
-// The wire format, private to this file: Boost.JSON copies bytes that are not valid UTF-8
-// through unchanged and the reader is told to accept them, so strings arrive exactly as sent
-// (unlike report_json.hpp, which makes text valid for people and other programs); capabilities
-// travel as their bits, unknown ones included.
-std::string to_wire(const ProbeReport& report) {
+// The wire format (probe_wire.hpp), also that of the kept answers (probe_store.cpp):
+// Boost.JSON copies bytes that are not valid UTF-8 through unchanged and the reader is told to
+// accept them, so strings arrive exactly as sent (unlike report_json.hpp, which makes text
+// valid for people and other programs); capabilities travel as their bits, unknown ones
+// included.
+std::string probe_to_wire(const ProbeReport& report) {
   json::array checks;
   for (const ProbeCheck& check : report.checks) {
     checks.emplace_back(json::array{json::string(check.name), static_cast<int>(check.status),
@@ -92,7 +69,7 @@ std::string to_wire(const ProbeReport& report) {
   return json::serialize(out);
 }
 
-Result<ProbeReport> from_wire(std::string_view text) {
+Result<ProbeReport> probe_from_wire(std::string_view text) {
   try {
     json::parse_options options;
     options.allow_invalid_utf8 = true;
@@ -121,6 +98,32 @@ Result<ProbeReport> from_wire(std::string_view text) {
     return Error{e.what()};
   }
 }
+
+namespace {
+
+ProbeReport unavailable(std::string summary) {
+  ProbeReport report;
+  report.summary = std::move(summary);
+  return report;
+}
+
+// probe() in this process; an exception becomes an unavailable report naming it.
+ProbeReport probe_in_process(Backend& backend) {
+  try {
+    return backend.probe(ProbeContext{});
+  } catch (const std::exception& e) {
+    return unavailable(std::string("probe failed with an exception: ") + e.what());
+  } catch (...) {
+    return unavailable("probe failed with an unknown exception");
+  }
+}
+
+#ifndef _WIN32
+
+// A report that large is not a report (the real ones are a few kilobytes).
+constexpr std::size_t kMaxReportBytes = 4u << 20;
+
+using Clock = std::chrono::steady_clock;
 
 std::string signal_name(int sig) {
   switch (sig) {
@@ -163,7 +166,7 @@ bool write_all(int fd, const std::string& data) {
   (void)parent;
 #endif
   try {
-    const std::string wire = to_wire(probe_in_process(backend));
+    const std::string wire = probe_to_wire(probe_in_process(backend));
     const bool written = write_all(out, wire);
     // End of file now, so the parent reads the answer while this process is torn down.
     ::close(out);
@@ -300,7 +303,7 @@ ProbeReport probe_in_child(Backend& backend, std::chrono::milliseconds limit) {
     return unavailable("probe exited with status " + std::to_string(WEXITSTATUS(*status)) +
                        " before it answered");
   if (output.data.empty()) return unavailable("probe ended without an answer");
-  Result<ProbeReport> report = from_wire(output.data);
+  Result<ProbeReport> report = probe_from_wire(output.data);
   if (!report.ok()) return unavailable("probe sent an unreadable answer: " + report.error());
   return std::move(*report);
 }

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <exception>
 #include <filesystem>
@@ -20,6 +21,7 @@
 #include "policy/path_util.hpp"
 #include "sbx/core/win_path.hpp"
 #include "platform/windows_host.hpp"
+#include "plugins/probe_store.hpp"
 #include "resolution/internal.hpp"
 #include "sbx/core/runtime.hpp"
 
@@ -669,6 +671,26 @@ Result<ResolvedPolicy> resolve_policy(const Policy& policy, const ResolveContext
   return std::move(resolution->policy);
 }
 
+#ifndef _WIN32
+namespace {
+
+// The store of kept probe answers (plugins/probe_store.hpp) is kept read-only in every
+// sandbox like sbx's install: a command that could rewrite it would choose what the next run
+// believes the backends can do. It is created here, before the policy is resolved, so that a
+// first run cannot leave it to the command to create. A backend that cannot carve it out of a
+// writable root is passed over, as for the install. (A rewritten answer could not widen a run
+// anyway, see ARCHITECTURE "Kept probe answers"; this keeps it from being rewritten at all.)
+void add_kept_probe_store(std::vector<std::string>& dirs) {
+  const std::optional<std::string> store = kept_probe::current_store_dir();
+  if (!store) return;
+  dirs.push_back(*store);
+  char real[PATH_MAX];
+  if (::realpath(store->c_str(), real) != nullptr && *store != real) dirs.emplace_back(real);
+}
+
+}  // namespace
+#endif
+
 Result<ResolveContext> current_resolve_context() {
   ResolveContext context;
 #ifdef _WIN32
@@ -715,6 +737,7 @@ Result<ResolveContext> current_resolve_context() {
                  install_dirs.error()};
   }
   context.install_dirs = std::move(*install_dirs);
+  add_kept_probe_store(context.install_dirs);
   auto home = context.env.find("HOME");
   if (home != context.env.end() && !home->second.empty() && home->second.front() == '/') {
     context.home = home->second;

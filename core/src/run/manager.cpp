@@ -12,6 +12,7 @@
 
 #include "sbx/core/win_path.hpp"
 #include "sbx/core/runtime.hpp"
+#include "plugins/probe_store.hpp"
 
 namespace sbx {
 namespace {
@@ -397,11 +398,30 @@ BackendChoice Manager::available_backend(const ResolvedPolicy& policy) const {
   return choice;
 }
 
+ProbeReport probe_and_keep(const LoadedPlugin& plugin) {
+  ProbeReport report = guarded_probe(*plugin.backend);
+  if (const std::optional<std::string> dir = kept_probe::current_store_dir())
+    kept_probe::keep(*dir, plugin, report);
+  return report;
+}
+
+// With keep_between_runs_: the answer an earlier run kept for this process's key, else a probe
+// whose answer is kept when the backend says it may be. Without: a probe.
+ProbeReport Manager::probe_or_reuse(const LoadedPlugin& plugin) const {
+  if (!keep_between_runs_) return guarded_probe(*plugin.backend);
+  const std::optional<std::string> dir = kept_probe::current_store_dir();
+  if (!dir) return guarded_probe(*plugin.backend);
+  if (std::optional<ProbeReport> kept = kept_probe::load(*dir, plugin)) return std::move(*kept);
+  ProbeReport report = guarded_probe(*plugin.backend);
+  kept_probe::keep(*dir, plugin, report);
+  return report;
+}
+
 ProbeReport Manager::probe_answer(const LoadedPlugin& plugin) const {
-  if (!keep_probe_answers_) return guarded_probe(*plugin.backend);
+  if (!keep_probe_answers_) return probe_or_reuse(plugin);
   const auto kept = kept_probes_.find(plugin.name);
   if (kept != kept_probes_.end()) return kept->second;
-  ProbeReport report = guarded_probe(*plugin.backend);
+  ProbeReport report = probe_or_reuse(plugin);
   kept_probes_.emplace(plugin.name, report);
   return report;
 }

@@ -19,7 +19,6 @@
 // recorded empty inode is removed.
 #include <dirent.h>
 #include <fcntl.h>
-#include <pwd.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -33,9 +32,12 @@
 #include <string>
 
 #include "sbx/bwrap/host.hpp"
+#include "sbx/sdk/private_state.hpp"
 
 namespace sbx::bwrap {
 namespace {
+
+using private_state::make_private_dir;
 
 std::string hash_name(const std::string& path) {
   std::uint64_t h = 1469598103934665603ull;  // FNV-1a 64
@@ -227,11 +229,6 @@ Result<int> open_lock(const std::string& lock, bool create) {
 // any other user first (bwrap would then be unavailable, or the state redirected). A runtime
 // directory must be this user's own, mode 0700; /run is root's only; a cache directory is in
 // the user's home, which nobody else can write.
-bool is_private_dir_of(const std::string& dir, uid_t uid) {
-  struct stat st {};
-  return !dir.empty() && dir.front() == '/' && ::lstat(dir.c_str(), &st) == 0 &&
-         S_ISDIR(st.st_mode) && st.st_uid == uid && (st.st_mode & 077) == 0;
-}
 
 // The cache base ($XDG_CACHE_HOME or ~/.cache) may be a symlink the user made; it must lead to
 // a directory of this user that nobody else can write. Created 0700 when missing.
@@ -252,20 +249,6 @@ Result<std::string> cache_base(const StateDirSources& sources) {
   return base;
 }
 
-// mkdir 0700 (EEXIST is fine) and then the owner/mode check, which also refuses a symlink.
-Status make_private_dir(const std::string& dir, uid_t uid) {
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
-    return Error{"cannot create state directory '" + dir + "': " + std::strerror(errno)};
-  if (!is_private_dir_of(dir, uid))
-    return Error{"state directory '" + dir +
-                 "' is not a private directory owned by this user (mode 0700); remove it"};
-  return {};
-}
-
-std::string env_or_empty(const char* name) {
-  const char* value = std::getenv(name);
-  return value != nullptr ? value : "";
-}
 
 // The registry entry behind `lock` ("<dir>/<hash>.lock"), swept when no live run holds it.
 // Returns the mount point it removed, or "".
@@ -289,20 +272,8 @@ std::string sweep_one(const std::string& lock) {
 }  // namespace
 
 Result<std::string> ensure_state_dir(const StateDirSources& sources) {
-  const std::string uid = std::to_string(sources.uid);
-  if (is_private_dir_of(sources.xdg_runtime_dir, sources.uid)) {
-    const std::string dir = sources.xdg_runtime_dir + "/sbx-bwrap";
-    if (Status ok = make_private_dir(dir, sources.uid); !ok.ok()) return Error{ok.error()};
-    return dir;
-  }
-  const std::string run_user = sources.run_user_root + "/" + uid;
-  if (is_private_dir_of(run_user, sources.uid)) {
-    const std::string dir = run_user + "/sbx-bwrap";
-    if (Status ok = make_private_dir(dir, sources.uid); !ok.ok()) return Error{ok.error()};
-    return dir;
-  }
-  if (!sources.root_run.empty()) {
-    const std::string dir = sources.root_run + "/sbx-bwrap";
+  if (const std::optional<std::string> runtime = private_state::runtime_base(sources)) {
+    const std::string dir = *runtime + "/sbx-bwrap";
     if (Status ok = make_private_dir(dir, sources.uid); !ok.ok()) return Error{ok.error()};
     return dir;
   }
@@ -315,24 +286,7 @@ Result<std::string> ensure_state_dir(const StateDirSources& sources) {
   return dir;
 }
 
-StateDirSources state_dir_sources() {
-  StateDirSources sources;
-  sources.uid = ::geteuid();
-  sources.xdg_runtime_dir = env_or_empty("XDG_RUNTIME_DIR");
-  sources.xdg_cache_home = env_or_empty("XDG_CACHE_HOME");
-  sources.home = env_or_empty("HOME");
-  if (sources.home.empty()) {
-    if (const passwd* pw = ::getpwuid(sources.uid); pw != nullptr && pw->pw_dir != nullptr)
-      sources.home = pw->pw_dir;
-  }
-  // root: /run (root-owned, not writable by others) holds state no sandbox is given write
-  // access to by any shipped preset. Only such a /run is used.
-  struct stat st {};
-  if (sources.uid == 0 && ::lstat("/run", &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == 0 &&
-      (st.st_mode & 022) == 0)
-    sources.root_run = "/run";
-  return sources;
-}
+StateDirSources state_dir_sources() { return private_state::current_sources(); }
 
 Result<std::string> ensure_state_dir() { return ensure_state_dir(state_dir_sources()); }
 

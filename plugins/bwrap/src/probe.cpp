@@ -17,6 +17,7 @@
 
 #include "sbx/bwrap/host.hpp"
 #include "sbx/sdk/posix_child.hpp"
+#include "sbx/sdk/private_state.hpp"
 #include "sbx/sdk/unique_fd.hpp"
 
 namespace sbx::bwrap {
@@ -169,50 +170,12 @@ std::string probe_cache_key_of(const std::string& bwrap) {
   return key;
 }
 
-// "<dir>" and "<name>" of a cache path ("probe.cache" alone is in ".").
-std::pair<std::string, std::string> split_cache_path(const std::string& cache) {
-  const std::size_t slash = cache.rfind('/');
-  if (slash == std::string::npos) return {".", cache};
-  return {slash == 0 ? "/" : cache.substr(0, slash), cache.substr(slash + 1)};
-}
-
-// Why `st` (of `what`) may not hold a cache this user reuses: another owner could have written
-// a "pass" into it, or replaced it (a writable directory lets anyone swap its entries).
-std::optional<std::string> not_private(const struct stat& st, const std::string& what) {
-  if (st.st_uid != ::geteuid())
-    return what + " is owned by uid " + std::to_string(st.st_uid) + ", not by this user (" +
-           std::to_string(::geteuid()) + ")";
-  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) return what + " is writable by group or others";
-  return std::nullopt;
-}
-
-// The cache's text, or why it may not be used. The directory and the file are checked on
-// descriptors (the file opened relative to the checked directory, never through a symlink):
-// both owned by this user, neither writable by group or others. A directory an attacker
-// redirected an ancestor to would have to be this user's own, which only this user (or root)
-// can make. The content is then only as trustworthy as this user: a forged "pass" can only make
-// bwrap be tried where it fails to start (the checks gate availability, never how a policy is
-// enforced).
+// The cache's text, or why it may not be used (sbx/sdk/private_state.hpp: the directory and
+// the file this user's own, neither writable by group or others, never through a symlink). The
+// content is then only as trustworthy as this user: a forged "pass" can only make bwrap be
+// tried where it fails to start (the checks gate availability, never how a policy is enforced).
 Result<std::string> read_cache_text(const std::string& cache) {
-  const auto [dir, name] = split_cache_path(cache);
-  const UniqueFd dir_fd(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  struct stat st {};
-  if (!dir_fd.valid() || ::fstat(dir_fd.get(), &st) != 0)
-    return Error{"cache directory '" + dir + "': " + std::strerror(errno)};
-  if (std::optional<std::string> why = not_private(st, "cache directory '" + dir + "'"))
-    return Error{*why};
-  const UniqueFd fd(
-      ::openat(dir_fd.get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
-  if (!fd.valid() || ::fstat(fd.get(), &st) != 0)
-    return Error{"cache file '" + cache + "': " + std::strerror(errno)};
-  if (!S_ISREG(st.st_mode)) return Error{"cache file '" + cache + "' is not a regular file"};
-  if (std::optional<std::string> why = not_private(st, "cache file '" + cache + "'"))
-    return Error{*why};
-  if (st.st_size >= 65536) return Error{"cache file '" + cache + "' is too large"};
-  std::string text(static_cast<std::size_t>(st.st_size), '\0');
-  const ssize_t n = ::read(fd.get(), text.data(), text.size());
-  text.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
-  return text;
+  return private_state::read_private_file(cache, "cache");
 }
 
 Result<std::vector<ProbeCheck>> load_cache(const std::string& cache, const std::string& key) {
@@ -252,18 +215,7 @@ void store_cached_checks(const std::string& cache, const std::string& key,
   std::string text = key + '\n';
   for (std::size_t i = first; i < checks.size(); ++i)
     text += checks[i].name + '\t' + checks[i].observed + '\n';
-  // A fresh file (O_EXCL|O_NOFOLLOW after unlinking whatever is there): a symlink planted at
-  // the temporary name must not make sbx truncate or write the file it points to.
-  const std::string tmp = cache + ".tmp";
-  ::unlink(tmp.c_str());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) return;
-  const bool complete = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  ::close(fd);
-  if (complete)
-    ::rename(tmp.c_str(), cache.c_str());
-  else
-    ::unlink(tmp.c_str());
+  (void)private_state::write_private_file(cache, text);
 }
 
 void probe_sandbox_checks(const std::string& bwrap, const std::string& cache,

@@ -18,6 +18,7 @@
 #include <cstring>
 
 #include "sbx/landlock/translate.hpp"
+#include "sbx/sdk/backend.hpp"
 
 namespace sbx::landlock {
 namespace {
@@ -175,6 +176,19 @@ ProbeCheck stage2_check(const std::string& path) {
   return check("stage2", CheckStatus::kPass, path);
 }
 
+// This answer depends only on the kernel (the ABI, whether restrict_self and a listener filter
+// work), the process (its seccomp state and, undetectably, any outer Landlock domain) and
+// sbx-stage2: what sbx's kept answers are keyed on (sbx/sdk/backend.hpp). A kept answer that
+// no longer holds cannot widen a run: transform() refuses every policy part Landlock cannot
+// enforce whatever the probe said, the plan names the minimum ABI the policy needs, and the
+// launcher asks the kernel for its ABI and refuses (exit 125) below it; restrict_self or the
+// filter failing there fails the run too.
+ProbeCheck keepable_check() {
+  return check(std::string(kKeepableProbeCheck), CheckStatus::kPass,
+               "this answer may be kept for later runs of this boot (same kernel, user, "
+               "seccomp state, plugin and sbx-stage2)");
+}
+
 }  // namespace
 
 ProbeReport run_probe(const std::string& stage2_path) {
@@ -197,6 +211,7 @@ ProbeReport run_probe(const std::string& stage2_path) {
     report.summary = c.name + ": " + c.observed;
     return report;
   }
+  report.checks.push_back(keepable_check());
   report.available = true;
   report.capabilities = capabilities_for_abi(abi);
   report.summary = "Landlock ABI " + std::to_string(abi) +

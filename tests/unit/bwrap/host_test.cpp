@@ -319,6 +319,9 @@ TEST(BwrapProbeCache, PlantedTemporarySymlinkIsNotWrittenThrough) {
   const std::string victim = work.path() + "/precious";
   std::ofstream(victim) << "keep\n";
   const std::string cache = state.path() + "/probe.cache";
+  // The temporary name the writer uses in this process (sbx/sdk/private_state.hpp: the probe
+  // runs in process here), and the name of older releases.
+  fs::create_symlink(victim, cache + "." + std::to_string(::getpid()) + ".tmp");
   fs::create_symlink(victim, cache + ".tmp");
   const sbx::ProbeReport report = run_probe("", cache);
   bool all_passed = true;

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -564,14 +565,28 @@ TEST(ResolveInstall, SymlinkedLayoutProtectsBothNames) {
             Access::kRead);
 }
 
-TEST(ResolveInstall, ProcessContextNamesTheRunningInstall) {
-  // current_resolve_context() fills in the directories of the libsbx this test runs with.
+TEST(ResolveInstall, ProcessContextNamesTheRunningInstallAndTheKeptProbeStore) {
+  // current_resolve_context() fills in the directories of the libsbx this test runs with, and
+  // the store of kept probe answers in the runtime directory, created before anything runs.
+  const sbx::test::TempDir runtime;  // mkdtemp: this user's own 0700 directory
+  const char* previous = std::getenv("XDG_RUNTIME_DIR");
+  const std::string saved = previous != nullptr ? previous : "";
+  ::setenv("XDG_RUNTIME_DIR", runtime.path().c_str(), 1);
   Result<ResolveContext> context = current_resolve_context();
+  if (previous != nullptr)
+    ::setenv("XDG_RUNTIME_DIR", saved.c_str(), 1);
+  else
+    ::unsetenv("XDG_RUNTIME_DIR");
   ASSERT_TRUE(context.ok()) << context.error();
   Result<InstallLayout> layout = install_layout();
   ASSERT_TRUE(layout.ok()) << layout.error();
-  EXPECT_EQ(context->install_dirs, install_directories(*layout));
-  EXPECT_FALSE(context->install_dirs.empty());
+  std::vector<std::string> expected = install_directories(*layout);
+  expected.push_back(runtime / "sbx-probe");
+  EXPECT_EQ(context->install_dirs, expected);
+  struct stat st {};
+  ASSERT_EQ(::lstat((runtime / "sbx-probe").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISDIR(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
 }
 
 }  // namespace

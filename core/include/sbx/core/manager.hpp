@@ -52,6 +52,11 @@ inline constexpr std::chrono::milliseconds kProbeDeadline{10'000};
 // exactly its own report.
 ProbeReport guarded_probe(Backend& backend, std::chrono::milliseconds deadline = kProbeDeadline);
 
+// guarded_probe, always probing; the answer (when the backend says it may be kept) replaces
+// the one kept for later runs (`sbx backends --probe`: diagnostics never show a kept answer,
+// and they refresh it).
+ProbeReport probe_and_keep(const LoadedPlugin& plugin);
+
 struct PassedOver {
   std::string backend;
   std::string reason;
@@ -130,17 +135,29 @@ class Manager {
   // Forgets every kept answer and probes each backend of order() again now.
   void reprobe();
 
+  // The CLI's runs: the answer of a backend whose probe says it may be kept
+  // (kKeepableProbeCheck) is read from the per-user store of kept answers when one is there
+  // under this process's key (no probe then: no fork, no trial sandbox), and written there after
+  // a fresh probe (core/src/plugins/probe_store.hpp; docs/ARCHITECTURE.md, "Kept probe
+  // answers"). Off by default. A store that is missing, foreign, writable by others, a symlink,
+  // malformed or for another key is as if there were none.
+  void keep_probe_answers_between_runs(bool keep) { keep_between_runs_ = keep; }
+
  private:
   Result<ExecPlan> transform_unchecked(const std::string& backend, const TransformRequest& request,
                                        PlanUse use = PlanUse::kRun) const;
 
   // The answer of `plugin`'s probe: the kept one when answers are kept, else a fresh one.
   ProbeReport probe_answer(const LoadedPlugin& plugin) const;
+  // A probe (guarded_probe), or with keep_probe_answers_between_runs the answer an earlier run
+  // kept (a probe, kept, when there is none).
+  ProbeReport probe_or_reuse(const LoadedPlugin& plugin) const;
 
   const PluginRegistry& registry_;
   std::vector<std::string> order_;
   std::string policy_file_;
   bool keep_probe_answers_ = false;
+  bool keep_between_runs_ = false;
   // Kept probe answers by backend name (keep_probe_answers); filled by const available_backend.
   mutable std::unordered_map<std::string, ProbeReport> kept_probes_;
 };

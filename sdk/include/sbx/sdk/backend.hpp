@@ -71,6 +71,9 @@ class HostServices {
   const sbx_host_v1* host_;
 };
 
+// The name of the check by which a probe says its answer may be kept between runs (probe()).
+inline constexpr std::string_view kKeepableProbeCheck = "answer_keepable";
+
 // One sandboxing mechanism. Every method is called from one thread. Implementations must not
 // let exceptions escape (the host still guards every call).
 class Backend {
@@ -84,6 +87,15 @@ class Backend {
   // May touch the OS (stat files, try a namespace); must not change anything lasting.
   // The host may run it in a separate process (sbx does, with a deadline): only the returned
   // report comes back, so transform() and exec() must not rely on state set here.
+  //
+  // A probe whose answer depends on nothing but the running kernel and boot, the process's
+  // effective uid, user namespace and seccomp state, the plugin file itself and sbx-stage2 may
+  // say so with a passing check named kKeepableProbeCheck: sbx's CLI then keeps the answer in a
+  // private per-user store and reuses it for later runs of the same boot instead of probing
+  // (docs/ARCHITECTURE.md, "Kept probe answers"). Only a backend whose transform() and exec()
+  // refuse, on their own, everything it cannot enforce may say so: a kept answer that is wrong
+  // (a kernel feature gone, a store another process of this user rewrote) must make a run fail,
+  // never run with less confinement.
   virtual ProbeReport probe(const ProbeContext& context) = 0;
 
   // Pure: turns a request into the process to start. Returns an Error naming the rule when the

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sbx/bwrap/translate.hpp"
+#include "sbx/sdk/private_state.hpp"
 #include "sbx/sdk/result.hpp"
 #include "sbx/sdk/types.hpp"
 
@@ -82,15 +83,8 @@ std::optional<bool> cached_proc_mount(const std::string& bwrap_path, const std::
 ProbeReport run_probe(const std::string& stage2_path, const std::string& cache_file);
 
 // Where the state directory may go, read from the process (state_dir_sources) or given by a
-// test.
-struct StateDirSources {
-  uid_t uid = 0;
-  std::string xdg_runtime_dir;           // used only if it is this uid's own 0700 directory
-  std::string run_user_root = "/run/user";  // <root>/<uid>: the same condition
-  std::string root_run;                  // root: "/run" when it is root's and not writable by others
-  std::string xdg_cache_home;            // else <this or home/.cache>/sbx/bwrap
-  std::string home;
-};
+// test (the same sources as every private directory of sbx: sbx/sdk/private_state.hpp).
+using StateDirSources = private_state::Sources;
 StateDirSources state_dir_sources();
 
 // The state directory for the mount-point registry and the probe cache, never a predictable

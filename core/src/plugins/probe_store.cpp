@@ -1,0 +1,176 @@
+// Kept probe answers (probe_store.hpp). One file per backend: the key on the first line, the
+// answer in the wire format of probe_wire.hpp after it.
+#include "plugins/probe_store.hpp"
+
+#include <string_view>
+
+#include "plugins/probe_wire.hpp"
+#include "sbx/core/runtime.hpp"
+#include "sbx/sdk/backend.hpp"
+
+#ifndef _WIN32
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#endif
+
+namespace sbx::kept_probe {
+
+bool keepable(const ProbeReport& report) {
+  for (const ProbeCheck& check : report.checks) {
+    if (check.name == kKeepableProbeCheck && check.status == CheckStatus::kPass) return true;
+  }
+  return false;
+}
+
+#ifdef _WIN32
+
+// Nothing is kept on Windows (no probe runs in a child there, so there is little to save).
+std::optional<std::string> current_store_dir() { return std::nullopt; }
+std::string answer_path(const std::string& dir, const LoadedPlugin& plugin) {
+  return dir + "/" + plugin.name + ".answer";
+}
+std::string answer_key(const LoadedPlugin&) { return {}; }
+std::optional<ProbeReport> load(const std::string&, const LoadedPlugin&) { return std::nullopt; }
+void keep(const std::string&, const LoadedPlugin&, const ProbeReport&) {}
+
+#else
+
+namespace {
+
+// Bumped when the file format or the meaning of the key changes.
+constexpr std::string_view kFormat = "sbx-kept-probe-v1";
+
+std::string first_line_of(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+// The identity of a file: any replacement, upgrade, rebuild or chmod changes it (device, inode,
+// size, mode, owner, and change/modification times to the nanosecond). "" when it is missing.
+std::string file_identity(const std::string& path) {
+  struct stat st {};
+  if (path.empty() || ::stat(path.c_str(), &st) != 0) return {};
+  std::ostringstream out;
+  out << path << ',' << st.st_dev << ',' << st.st_ino << ',' << st.st_size << ',' << st.st_mode
+      << ',' << st.st_uid << ',' << st.st_mtim.tv_sec << '.' << st.st_mtim.tv_nsec << ','
+      << st.st_ctim.tv_sec << '.' << st.st_ctim.tv_nsec;
+  return out.str();
+}
+
+std::string user_namespace() {
+  char link[64] = {0};
+  const ssize_t n = ::readlink("/proc/self/ns/user", link, sizeof link - 1);
+  return n > 0 ? std::string(link, static_cast<std::size_t>(n)) : std::string();
+}
+
+}  // namespace
+
+std::optional<std::string> store_dir(const private_state::Sources& sources) {
+  const std::optional<std::string> runtime = private_state::runtime_base(sources);
+  if (!runtime) return std::nullopt;
+  const std::string dir = *runtime + "/sbx-probe";
+  if (!private_state::make_private_dir(dir, sources.uid).ok()) return std::nullopt;
+  return dir;
+}
+
+std::optional<std::string> current_store_dir() {
+  return store_dir(private_state::current_sources());
+}
+
+// <backend>-<16 hex digits>.answer, the digits an FNV-1a hash of the plugin's path and of the
+// file holding the running libsbx code: two installs of sbx used in turn keep their answers
+// side by side instead of replacing each other's on every run. Only a name: the key inside
+// still decides whether an answer is reused. A rebuild in place keeps the name.
+std::string answer_path(const std::string& dir, const LoadedPlugin& plugin) {
+  Result<InstallLayout> layout = install_layout();
+  const std::string install = plugin.path + '\0' + (layout.ok() ? layout->libsbx_path : "");
+  std::uint64_t hash = 14695981039346656037ull;
+  for (const char c : install) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 1099511628211ull;
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
+  return dir + "/" + plugin.name + "-" + hex + ".answer";
+}
+
+// Everything a keepable answer may depend on (sbx/sdk/backend.hpp), so that any change that
+// could change the answer finds another key and probes again:
+//  - the boot and the kernel: boot id, release and build (a reboot, another kernel, a boot with
+//    other LSMs);
+//  - the process: effective uid and gid, user namespace, seccomp mode and no_new_privs (sbx run
+//    inside another sandbox, whose filter may refuse what the probe tried, must not reuse the
+//    host's answer);
+//  - sbx's own files: the plugin file, sbx-stage2 and the file holding the running libsbx code
+//    (an upgrade or rebuild of any of them), and sbx's version and this format.
+// A Landlock domain around the process is not visible from inside (the kernel exposes none):
+// a kept answer may then claim what a nested restrict_self refuses; the run then fails
+// (exit 125) where a fresh probe would have passed the backend over.
+std::string answer_key(const LoadedPlugin& plugin) {
+  Result<InstallLayout> layout = install_layout();
+  if (!layout.ok()) return {};
+  struct utsname kernel {};
+  if (::uname(&kernel) != 0) return {};
+  const std::string boot = first_line_of("/proc/sys/kernel/random/boot_id");
+  const std::string plugin_file = file_identity(plugin.path);
+  const std::string stage2 = file_identity(layout->stage2_path);
+  const std::string libsbx = file_identity(layout->libsbx_path);
+  const std::string userns = user_namespace();
+  if (boot.empty() || plugin_file.empty() || stage2.empty() || libsbx.empty() || userns.empty())
+    return {};
+  std::ostringstream key;
+  key << kFormat << '|' << sbx_version() << '|' << plugin.name << '|' << boot << '|'
+      << kernel.release << '|' << kernel.version << '|' << ::geteuid() << ',' << ::getegid()
+      << '|' << userns << '|' << ::prctl(PR_GET_SECCOMP, 0, 0, 0, 0) << ','
+      << ::prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) << '|' << plugin_file << '|' << stage2 << '|'
+      << libsbx;
+  const std::string text = key.str();
+  // One line: a path with a line break would make the file ambiguous.
+  if (text.find('\n') != std::string::npos) return {};
+  return text;
+}
+
+std::optional<ProbeReport> load(const std::string& dir, const LoadedPlugin& plugin) {
+  const std::string path = answer_path(dir, plugin);
+  // The file first: a backend that keeps nothing (bwrap) costs one failed open, not a key.
+  Result<std::string> text = private_state::read_private_file(path, "kept answer");
+  if (!text.ok()) return std::nullopt;
+  const std::string key = answer_key(plugin);
+  if (key.empty()) return std::nullopt;
+  const std::size_t newline = text->find('\n');
+  if (newline == std::string::npos || std::string_view(*text).substr(0, newline) != key)
+    return std::nullopt;
+  Result<ProbeReport> report = probe_from_wire(std::string_view(*text).substr(newline + 1));
+  // Only what a backend itself said may be kept is reused (a file this user wrote by hand
+  // without it is not an answer).
+  if (!report.ok() || !keepable(*report)) return std::nullopt;
+  for (ProbeCheck& check : report->checks) {
+    if (check.name == kKeepableProbeCheck)
+      check.observed = "kept: the answer of an earlier probe this boot, read from " + path +
+                       " (`sbx backends --probe` probes afresh)";
+  }
+  return std::move(*report);
+}
+
+void keep(const std::string& dir, const LoadedPlugin& plugin, const ProbeReport& report) {
+  const std::string path = answer_path(dir, plugin);
+  const std::string key = keepable(report) ? answer_key(plugin) : std::string();
+  if (key.empty()) {
+    ::unlink(path.c_str());
+    return;
+  }
+  (void)private_state::write_private_file(path, key + '\n' + probe_to_wire(report));
+}
+
+#endif  // _WIN32
+
+}  // namespace sbx::kept_probe

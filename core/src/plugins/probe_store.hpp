@@ -1,0 +1,51 @@
+// Kept probe answers: a backend's probe answer, kept by sbx's CLI between runs of the same boot
+// so that a run of a backend whose probe says its answer may be kept (kKeepableProbeCheck,
+// sbx/sdk/backend.hpp) forks no guarded probe and tries no trial sandbox. docs/ARCHITECTURE.md,
+// "Kept probe answers", has the threat model; in short:
+//  - the store is <runtime dir>/sbx-probe (sbx/sdk/private_state.hpp: $XDG_RUNTIME_DIR or
+//    /run/user/<uid> when it is this user's own 0700 directory, root's /run), one file per
+//    backend and install, read and written only through the private-file checks of that header; without
+//    such a runtime directory nothing is kept;
+//  - an answer is reused only under the key it was written with: everything the answer may
+//    depend on (probe_store.cpp, answer_key);
+//  - anything wrong with the store (missing, another owner, writable by others, a symlink,
+//    malformed, another key) means "nothing kept": the backend is probed as without a store,
+//    and the run never fails because of the store.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "sbx/core/plugin_loader.hpp"
+#include "sbx/sdk/private_state.hpp"
+#include "sbx/sdk/types.hpp"
+
+namespace sbx::kept_probe {
+
+#ifndef _WIN32
+// The store directory for `sources` (created 0700 when missing), or nullopt when there is no
+// private runtime directory (then nothing is kept).
+std::optional<std::string> store_dir(const private_state::Sources& sources);
+#endif
+// store_dir() of this process (private_state::current_sources); always nullopt on Windows.
+std::optional<std::string> current_store_dir();
+
+// The file that keeps `plugin`'s answer in `dir` (one per backend and install of sbx).
+std::string answer_path(const std::string& dir, const LoadedPlugin& plugin);
+
+// The key of `plugin`'s answer in this process, or "" when it cannot be formed (then nothing
+// is kept or reused).
+std::string answer_key(const LoadedPlugin& plugin);
+
+// True when `report` says it may be kept (a passing kKeepableProbeCheck).
+bool keepable(const ProbeReport& report);
+
+// The kept answer of `plugin` in `dir`, when one is there under this process's key; its
+// kKeepableProbeCheck then says that it was kept and where from.
+std::optional<ProbeReport> load(const std::string& dir, const LoadedPlugin& plugin);
+
+// Keeps `report` as `plugin`'s answer in `dir` when it is keepable; otherwise removes what was
+// kept for it. Failures are ignored (the next run probes).
+void keep(const std::string& dir, const LoadedPlugin& plugin, const ProbeReport& report);
+
+}  // namespace sbx::kept_probe

@@ -1,0 +1,167 @@
+// sbx::private_state: a per-user private directory for what sbx keeps between runs (bwrap's
+// probe cache and mount-point registry, the kept probe answers of core), and the reading and
+// writing of small files in it that no other user can plant or replace.
+//
+// Header-only and part of no ABI (nothing of it crosses the plugin boundary); POSIX only.
+//
+// Why so careful: what is kept decides how a later run starts. Another local user must not be
+// able to put a file there (a "pass" it forged) or redirect a write (a symlink at the name), so
+//  - the directory is this user's own, mode 0700, not a symlink;
+//  - a file is read through a descriptor opened relative to the checked directory with
+//    O_NOFOLLOW, and used only if it is a regular file of this user that group and others
+//    cannot write;
+//  - a file is written to a fresh temporary name (O_CREAT|O_EXCL|O_NOFOLLOW, 0600, after
+//    unlinking whatever was there) and renamed over the old one, so a reader never sees half of
+//    it and a planted symlink is never followed.
+// A caller treats every failure as "nothing kept": it never trusts a file that fails a check and
+// never fails its run because of one.
+#pragma once
+
+#ifndef _WIN32
+
+#include <fcntl.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "sbx/sdk/result.hpp"
+#include "sbx/sdk/unique_fd.hpp"
+
+namespace sbx::private_state {
+
+// Where a private directory may go, read from the process (current_sources) or given by a test.
+struct Sources {
+  uid_t uid = 0;
+  std::string xdg_runtime_dir;              // used only if it is this uid's own 0700 directory
+  std::string run_user_root = "/run/user";  // <root>/<uid>: the same condition
+  std::string root_run;   // root: "/run" when it is root's and not writable by others
+  std::string xdg_cache_home;  // the last resort of callers that want one (bwrap)
+  std::string home;
+};
+
+// `dir` is an absolute path to a directory (not a symlink) owned by `uid` with no group or
+// other permission bits.
+inline bool is_private_dir_of(const std::string& dir, uid_t uid) {
+  struct stat st {};
+  return !dir.empty() && dir.front() == '/' && ::lstat(dir.c_str(), &st) == 0 &&
+         S_ISDIR(st.st_mode) && st.st_uid == uid && (st.st_mode & 077) == 0;
+}
+
+// mkdir 0700 (EEXIST is fine) and then the owner/mode check, which also refuses a symlink.
+inline Status make_private_dir(const std::string& dir, uid_t uid) {
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+    return Error{"cannot create state directory '" + dir + "': " + std::strerror(errno)};
+  if (!is_private_dir_of(dir, uid))
+    return Error{"state directory '" + dir +
+                 "' is not a private directory owned by this user (mode 0700); remove it"};
+  return {};
+}
+
+inline std::string env_or_empty(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr ? value : "";
+}
+
+inline Sources current_sources() {
+  Sources sources;
+  sources.uid = ::geteuid();
+  sources.xdg_runtime_dir = env_or_empty("XDG_RUNTIME_DIR");
+  sources.xdg_cache_home = env_or_empty("XDG_CACHE_HOME");
+  sources.home = env_or_empty("HOME");
+  if (sources.home.empty()) {
+    if (const passwd* pw = ::getpwuid(sources.uid); pw != nullptr && pw->pw_dir != nullptr)
+      sources.home = pw->pw_dir;
+  }
+  // root: /run (root-owned, not writable by others) holds state no sandbox is given write
+  // access to by any shipped preset. Only such a /run is used.
+  struct stat st {};
+  if (sources.uid == 0 && ::lstat("/run", &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == 0 &&
+      (st.st_mode & 022) == 0)
+    sources.root_run = "/run";
+  return sources;
+}
+
+// The user's runtime directory (a tmpfs emptied at logout and at boot, so its content never
+// outlives the boot it was found on): $XDG_RUNTIME_DIR or /run/user/<uid> when it is this
+// user's own 0700 directory, root's /run; nullopt when there is none.
+inline std::optional<std::string> runtime_base(const Sources& sources) {
+  if (is_private_dir_of(sources.xdg_runtime_dir, sources.uid)) return sources.xdg_runtime_dir;
+  const std::string run_user = sources.run_user_root + "/" + std::to_string(sources.uid);
+  if (is_private_dir_of(run_user, sources.uid)) return run_user;
+  if (!sources.root_run.empty()) return sources.root_run;
+  return std::nullopt;
+}
+
+// Why `st` (of `what`) may not hold a file this user reuses: another owner could have written
+// it, or replaced it (a directory writable by others lets anyone swap its entries).
+inline std::optional<std::string> not_private(const struct stat& st, const std::string& what) {
+  if (st.st_uid != ::geteuid())
+    return what + " is owned by uid " + std::to_string(st.st_uid) + ", not by this user (" +
+           std::to_string(::geteuid()) + ")";
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) return what + " is writable by group or others";
+  return std::nullopt;
+}
+
+// "<dir>" and "<name>" of a path ("name" alone is in ".").
+inline std::pair<std::string, std::string> split_path(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return {".", path};
+  return {slash == 0 ? "/" : path.substr(0, slash), path.substr(slash + 1)};
+}
+
+// The text of `path`, or why it may not be used. The directory and the file are checked on
+// descriptors (the file opened relative to the checked directory, never through a symlink):
+// both owned by this user, neither writable by group or others, the file regular and smaller
+// than `max_size`. A directory an attacker redirected an ancestor to would have to be this
+// user's own, which only this user (or root) can make.
+// Messages name the directory and the file as "<kind> directory '...'", "<kind> file '...'".
+inline Result<std::string> read_private_file(const std::string& path, const std::string& kind,
+                                             std::size_t max_size = 65536) {
+  const auto [dir, name] = split_path(path);
+  const std::string dir_what = kind + " directory '" + dir + "'";
+  const std::string file_what = kind + " file '" + path + "'";
+  const UniqueFd dir_fd(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  struct stat st {};
+  if (!dir_fd.valid() || ::fstat(dir_fd.get(), &st) != 0)
+    return Error{dir_what + ": " + std::strerror(errno)};
+  if (std::optional<std::string> why = not_private(st, dir_what)) return Error{*why};
+  const UniqueFd fd(
+      ::openat(dir_fd.get(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (!fd.valid() || ::fstat(fd.get(), &st) != 0)
+    return Error{file_what + ": " + std::strerror(errno)};
+  if (!S_ISREG(st.st_mode)) return Error{file_what + " is not a regular file"};
+  if (std::optional<std::string> why = not_private(st, file_what)) return Error{*why};
+  if (static_cast<std::size_t>(st.st_size) >= max_size) return Error{file_what + " is too large"};
+  std::string text(static_cast<std::size_t>(st.st_size), '\0');
+  const ssize_t n = ::read(fd.get(), text.data(), text.size());
+  text.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+  return text;
+}
+
+// Replaces `path` with `text`, or leaves it as it was (false). A fresh file (O_EXCL|O_NOFOLLOW
+// after unlinking whatever is there): a symlink planted at the temporary name must not make the
+// caller truncate or write the file it points to; rename() makes the new text appear whole.
+// The temporary name is this process's own, so two runs writing at once never rename each
+// other's half-written file into place.
+inline bool write_private_file(const std::string& path, const std::string& text) {
+  const std::string tmp = path + "." + std::to_string(::getpid()) + ".tmp";
+  ::unlink(tmp.c_str());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return false;
+  const bool complete = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ::close(fd);
+  if (complete && ::rename(tmp.c_str(), path.c_str()) == 0) return true;
+  ::unlink(tmp.c_str());
+  return false;
+}
+
+}  // namespace sbx::private_state
+
+#endif  // _WIN32

@@ -1,0 +1,318 @@
+// Kept probe answers (docs/ARCHITECTURE.md, "Kept probe answers"), through the installed sbx:
+// a second `sbx --backends landlock exec` reuses the answer the first one kept and starts no
+// process before the command (strace counts the forks of a --dry-run, which starts nothing
+// else); `sbx backends --probe` always probes and refreshes the answer; a changed key, a foreign
+// or writable or symlinked store is ignored and probed afresh; a forged answer cannot make a
+// policy Landlock cannot enforce run; the store is read-only in every sandbox.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "sbx_test/files.hpp"
+#include "sbx_test/installed_sbx.hpp"
+#include "sbx_test/temp_dir.hpp"
+
+namespace {
+
+using namespace sbx::test;
+
+constexpr const char* kStrace = "/usr/bin/strace";
+
+class KeptProbe : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!exists(sbx_path())) GTEST_SKIP() << "no installed sbx at " << sbx_path();
+    if (!exists(kStrace)) GTEST_SKIP() << "no " << kStrace << " to count forks with";
+    // mkdtemp: this user's own 0700 directory, so sbx takes it as the runtime directory.
+    const RunResult first = dry_run();
+    if (first.code != 0) GTEST_SKIP() << "landlock cannot plan here: " << describe(first);
+    // The one answer kept: landlock-<hash of this install>.answer.
+    for (const std::string& name : listing(store())) {
+      if (name.rfind("landlock-", 0) == 0 && name.size() > 16 &&
+          name.compare(name.size() - 7, 7, ".answer") == 0)
+        answer_ = store() + "/" + name;
+    }
+    ASSERT_FALSE(answer_.empty()) << "no kept answer in " << store();
+  }
+
+  std::vector<std::string> env() const {
+    std::vector<std::string> e = base_env();
+    e.push_back("XDG_RUNTIME_DIR=" + runtime_.path());
+    return e;
+  }
+  std::string store() const { return runtime_ / "sbx-probe"; }
+  const std::string& answer() const { return answer_; }
+
+  std::vector<std::string> dry_run_args() const {
+    return {sbx_path(), "--backends", "landlock", "exec",          "--dry-run", "--preset",
+            "read-only", "--cwd",     ws_.path(), "--",            "/bin/true"};
+  }
+  RunResult dry_run() const { return run(dry_run_args(), env()); }
+
+  // How many processes `argv` started (clone, clone3, fork, vfork), and its result.
+  int forks_of(const std::vector<std::string>& argv, RunResult* result = nullptr) const {
+    const std::string log = trace_ / "strace.log";
+    std::vector<std::string> traced = {kStrace, "-f", "-qq", "-e",
+                                       "trace=clone,clone3,fork,vfork", "-o", log};
+    traced.insert(traced.end(), argv.begin(), argv.end());
+    const RunResult r = run(traced, env());
+    if (result != nullptr) *result = r;
+    int count = 0;
+    const std::string text = read_file(log);
+    for (std::size_t at = 0; at < text.size();) {
+      const std::size_t end = text.find('\n', at);
+      const std::string line = text.substr(at, end == std::string::npos ? end : end - at);
+      if (line.find("clone") != std::string::npos || line.find("fork") != std::string::npos)
+        ++count;
+      if (end == std::string::npos) break;
+      at = end + 1;
+    }
+    return count;
+  }
+  int dry_run_forks() const {
+    RunResult r;
+    const int n = forks_of(dry_run_args(), &r);
+    EXPECT_EQ(r.code, 0) << describe(r);
+    return n;
+  }
+
+  // The kept answer with its wire text changed by `edit` (key kept).
+  void rewrite_answer(const std::string& from, const std::string& to) const {
+    std::string text = read_file(answer());
+    const std::size_t at = text.find(from);
+    ASSERT_NE(at, std::string::npos) << text;
+    text.replace(at, from.size(), to);
+    ::unlink(answer().c_str());
+    write_file(answer(), text);
+    ::chmod(answer().c_str(), 0600);
+  }
+
+  TempDir runtime_;
+  TempDir ws_{"/var/tmp"};
+  TempDir trace_;
+  std::string answer_;
+};
+
+TEST_F(KeptProbe, SecondRunStartsNoProcessBeforeTheCommand) {
+  ASSERT_TRUE(exists(answer()));
+  struct stat st {};
+  ASSERT_EQ(::stat(answer().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(st.st_uid, ::geteuid());
+  EXPECT_EQ(dry_run_forks(), 0) << "the kept answer must spare the guarded probe's fork";
+  // Without a store the same dry run forks the guarded probe (which vforks the trial domain).
+  ::unlink(answer().c_str());
+  EXPECT_GE(dry_run_forks(), 1);
+  EXPECT_TRUE(exists(answer())) << "a fresh probe keeps its answer";
+  // And a real run with the kept answer still confines the command.
+  const RunResult r =
+      run({sbx_path(), "--backends", "landlock", "exec", "--preset", "read-only", "--cwd",
+           ws_.path(), "--", "/bin/sh", "-c", "echo x > " + ws_.path() + "/out; echo $?"},
+          env());
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_FALSE(exists(ws_ / "out")) << describe(r);
+}
+
+TEST_F(KeptProbe, BackendsProbeAlwaysProbesAndRefreshesTheAnswer) {
+  rewrite_answer("\"summary\":\"", "\"summary\":\"STALE ");
+  RunResult r;
+  const int forks =
+      forks_of({sbx_path(), "--backends", "landlock", "backends", "--probe", "--json"}, &r);
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_GE(forks, 1) << "diagnostics must probe for real";
+  EXPECT_EQ(r.out.find("STALE"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("kept: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("answer_keepable"), std::string::npos) << r.out;
+  EXPECT_EQ(read_file(answer()).find("STALE"), std::string::npos) << "the answer is refreshed";
+  EXPECT_EQ(dry_run_forks(), 0);
+}
+
+TEST_F(KeptProbe, AnotherKeyIsProbedAfreshAndReplaced) {
+  // Another boot (the key's boot id field).
+  std::string text = read_file(answer());
+  const std::size_t bar = text.find('|', text.find('|', text.find('|') + 1) + 1);
+  ASSERT_NE(bar, std::string::npos);
+  text.replace(bar + 1, 8, "00000000");
+  ::unlink(answer().c_str());
+  write_file(answer(), text);
+  ::chmod(answer().c_str(), 0600);
+  EXPECT_GE(dry_run_forks(), 1);
+  EXPECT_EQ(read_file(answer()).find("|00000000"), std::string::npos) << "rewritten, new key";
+  EXPECT_EQ(dry_run_forks(), 0);
+}
+
+TEST_F(KeptProbe, ChangedPluginFileIsProbedAfresh) {
+  // The plugin file named in the key, touched: its identity (mtime, ctime) changes.
+  const std::string key = read_file(answer()).substr(0, read_file(answer()).find('\n'));
+  const std::size_t so = key.find("sbx-backend-landlock.so,");
+  ASSERT_NE(so, std::string::npos) << key;
+  const std::size_t start = key.rfind('|', so) + 1;
+  const std::string plugin = key.substr(start, key.find(',', start) - start);
+  ASSERT_EQ(::utimensat(AT_FDCWD, plugin.c_str(), nullptr, 0), 0) << plugin;
+  EXPECT_GE(dry_run_forks(), 1);
+  EXPECT_EQ(dry_run_forks(), 0);
+}
+
+TEST_F(KeptProbe, ForeignWritableOrSymlinkedStoreIsIgnored) {
+  const std::string good = read_file(answer());
+  auto reset = [&] {
+    ::unlink(answer().c_str());
+    write_file(answer(), good);
+    ::chmod(answer().c_str(), 0600);
+  };
+  // Owned by another user (only root can give a file away).
+  if (::geteuid() == 0) {
+    reset();
+    ASSERT_EQ(::chown(answer().c_str(), 65534, 65534), 0);
+    EXPECT_GE(dry_run_forks(), 1) << "another user's answer is not used";
+  }
+  // Writable by group or others.
+  reset();
+  ::chmod(answer().c_str(), 0620);
+  EXPECT_GE(dry_run_forks(), 1) << "a group-writable answer is not used";
+  // A symlink to a good answer elsewhere.
+  write_file(trace_ / "elsewhere", good);
+  ::chmod((trace_ / "elsewhere").c_str(), 0600);
+  ::unlink(answer().c_str());
+  ASSERT_EQ(::symlink((trace_ / "elsewhere").c_str(), answer().c_str()), 0);
+  EXPECT_GE(dry_run_forks(), 1) << "an answer reached through a symlink is not used";
+  struct stat st {};
+  ASSERT_EQ(::lstat(answer().c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode)) << "the symlink was replaced, not written through";
+  EXPECT_EQ(read_file(trace_ / "elsewhere"), good);
+  // A store directory that is a symlink, or writable by others: nothing is kept there.
+  reset();
+  ASSERT_EQ(::chmod(store().c_str(), 0777), 0);
+  EXPECT_GE(dry_run_forks(), 1) << "a store others can write is not used";
+  EXPECT_GE(dry_run_forks(), 1) << "nor written to";
+  ASSERT_EQ(::chmod(store().c_str(), 0700), 0);
+  ASSERT_EQ(::rename(store().c_str(), (runtime_ / "real-store").c_str()), 0);
+  ASSERT_EQ(::symlink((runtime_ / "real-store").c_str(), store().c_str()), 0);
+  EXPECT_GE(dry_run_forks(), 1) << "a symlinked store is not used";
+  EXPECT_GE(dry_run_forks(), 1);
+  // Through all of it the runs themselves went on (dry_run_forks checks exit 0).
+}
+
+TEST_F(KeptProbe, ForgedCapabilitiesCannotMakeAnUnenforceablePolicyRun) {
+  // An answer claiming every capability (carve-outs, protected names, deny globs: nothing
+  // Landlock has) and a higher ABI than any kernel has.
+  rewrite_answer("\"capabilities\":", "\"capabilities\":4294967295,\"was\":");
+  rewrite_answer("\"summary\":\"", "\"summary\":\"Landlock ABI 99 ");
+  // It is used (no probe)...
+  EXPECT_EQ(dry_run_forks(), 0);
+  // ...and still a policy with protected names and carve-outs is refused, nothing runs.
+  const RunResult r =
+      run({sbx_path(), "--backends", "landlock", "exec", "--preset", "workspace-write", "--cwd",
+           ws_.path(), "--", "/bin/sh", "-c", "touch " + ws_.path() + "/ran"},
+          env());
+  EXPECT_EQ(r.code, 125) << describe(r);
+  EXPECT_NE(r.err.find("landlock cannot enforce"), std::string::npos) << describe(r);
+  EXPECT_FALSE(exists(ws_ / "ran"));
+}
+
+TEST_F(KeptProbe, StoreIsReadOnlyInEverySandbox) {
+  // A policy whose writable root holds the runtime directory, and with it the store.
+  const std::vector<std::string> policy = {"--preset", "read-only", "--writable-root", runtime_.path()};
+  const std::string script = "echo forged > " + answer() + "; echo forged > " + store() + "/x";
+  // Landlock cannot carve the store out of the writable root: the policy goes elsewhere or,
+  // with landlock alone, is refused.
+  std::vector<std::string> argv = {sbx_path(), "--backends", "landlock", "exec"};
+  argv.insert(argv.end(), policy.begin(), policy.end());
+  argv.insert(argv.end(), {"--cwd", ws_.path(), "--", "/bin/sh", "-c", script});
+  const RunResult landlock = run(argv, env());
+  EXPECT_EQ(landlock.code, 125) << describe(landlock);
+  EXPECT_NE(landlock.err.find("sbx-probe"), std::string::npos) << describe(landlock);
+  // bwrap keeps it read-only inside the writable root.
+  if (exists("/usr/bin/bwrap")) {
+    argv[2] = "bwrap";
+    const RunResult bwrap = run(argv, env());
+    EXPECT_NE(bwrap.err.find("Read-only file system"), std::string::npos) << describe(bwrap);
+  }
+  EXPECT_EQ(read_file(answer()).find("forged"), std::string::npos);
+  EXPECT_FALSE(exists(store() + "/x"));
+  EXPECT_EQ(dry_run_forks(), 0) << "the kept answer is intact";
+}
+
+// Runs argv in a forked child whose seccomp filter makes every Landlock system call fail with
+// ENOSYS, as on a kernel without Landlock (the filter lives and dies with that child); stdout and
+// stderr go to `out`. Returns the exit code (-1 when it did not exit).
+int run_without_landlock(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                         const std::string& out) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0 || ::dup2(fd, 1) < 0 || ::dup2(fd, 2) < 0) ::_exit(120);
+    sock_filter filter[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 0, 5),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_landlock_create_ruleset, 3, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_landlock_add_rule, 2, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_landlock_restrict_self, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+    };
+    sock_fprog program{static_cast<unsigned short>(sizeof filter / sizeof filter[0]), filter};
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+        ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &program) != 0)
+      ::_exit(121);
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    std::vector<char*> envp;
+    for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+    envp.push_back(nullptr);
+    ::execve(args[0], args.data(), envp.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  if (pid < 0 || ::waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
+  return WEXITSTATUS(status);
+}
+
+#if defined(__x86_64__)
+TEST_F(KeptProbe, AnAnswerClaimingLandlockOnAKernelWithoutItFailsClosed) {
+  // The answer kept on this host, under the key of a process whose filter hides Landlock (the
+  // key's seccomp field "mode,no_new_privs" becomes "2,1"): a store forged or left behind for
+  // exactly that process. It claims Landlock ABI and capabilities the "kernel" does not have.
+  std::string text = read_file(answer());
+  // The field after the user namespace ("...user:[N]|0,0|...").
+  const std::size_t field = text.find("]|0,0|");
+  if (field == std::string::npos) GTEST_SKIP() << "this test already runs under seccomp";
+  text.replace(field, 6, "]|2,1|");
+  ::unlink(answer().c_str());
+  write_file(answer(), text);
+  ::chmod(answer().c_str(), 0600);
+  const std::vector<std::string> argv = {
+      sbx_path(), "--backends", "landlock", "exec", "--preset", "read-only", "--cwd", ws_.path(),
+      "--", "/bin/sh", "-c", "echo ran > " + ws_.path() + "/ran"};
+  std::vector<std::string> e = env();
+  const int code = run_without_landlock(argv, e, trace_ / "out");
+  const std::string out = read_file(trace_ / "out");
+  EXPECT_EQ(code, 125) << out;
+  EXPECT_FALSE(exists(ws_ / "ran")) << out;
+  // The kept answer was used (the launcher, not the probe, refused): a fresh probe would have
+  // passed Landlock over as unavailable.
+  EXPECT_NE(out.find("abi: Landlock is not built into this kernel"), std::string::npos) << out;
+  // Control: without the forged answer the probe runs under the filter and finds no Landlock.
+  ::unlink(answer().c_str());
+  const int fresh = run_without_landlock(argv, e, trace_ / "out2");
+  const std::string out2 = read_file(trace_ / "out2");
+  EXPECT_EQ(fresh, 125) << out2;
+  EXPECT_NE(out2.find("unavailable: landlock_abi: ENOSYS"), std::string::npos) << out2;
+  EXPECT_FALSE(exists(ws_ / "ran"));
+}
+#endif
+
+}  // namespace
