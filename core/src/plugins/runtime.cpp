@@ -192,13 +192,21 @@ InstallLayout layout_around(const std::string& code_path, const struct stat& cod
 #if defined(__linux__)
 // True when the libsbx code that runs is part of the main program (the sbx executable links it
 // in) rather than of a loaded libsbx.so: glibc lists the main program first, named "".
-bool code_is_in_executable() {
+bool find_code_is_in_executable() {
   Dl_info info{};
   link_map* map = nullptr;
   if (dladdr1(&kLibsbxAnchor, &info, reinterpret_cast<void**>(&map), RTLD_DL_LINKMAP) == 0 ||
       map == nullptr)
     return false;
   return map->l_prev == nullptr && map->l_name != nullptr && map->l_name[0] == '\0';
+}
+
+// Asked once per process: which object holds this code cannot change while the code runs (it
+// is unmapped only with the code itself), and dladdr searches every loaded object's symbols,
+// which a warm C API caller paid on each run.
+bool code_is_in_executable() {
+  static const bool in_executable = find_code_is_in_executable();
+  return in_executable;
 }
 
 // /proc/self/exe from a real procfs (a directory merely named /proc proves nothing: whoever can
@@ -280,16 +288,29 @@ Result<InstallLayout> install_layout() {
 
 namespace {
 
+// The name libsbx.so was loaded by (dladdr), or nullptr. Looked up once per process: the
+// loader keeps that name for as long as the object is loaded, so asking again gives the same
+// string and only costs dladdr's search of every loaded object's symbols. Only the name is
+// kept: what it leads to is resolved and checked again on every call (library_layout), since
+// the files and directories behind it can change between runs.
+const char* loaded_libsbx_name() {
+  static const char* const name = [] {
+    Dl_info info{};
+    return dladdr(&kLibsbxAnchor, &info) != 0 ? info.dli_fname : nullptr;
+  }();
+  return name;
+}
+
 // The layout around the loaded libsbx.so.
 Result<InstallLayout> library_layout() {
-  Dl_info info{};
-  if (dladdr(&kLibsbxAnchor, &info) == 0 || info.dli_fname == nullptr)
+  const char* const loaded_name = loaded_libsbx_name();
+  if (loaded_name == nullptr)
     return Error{"cannot find where libsbx was loaded from (dladdr failed)"};
   // realpath: a symlinked libsbx.so (e.g. the SONAME link) must lead to the real install, so
   // the plugin directory is the one next to the file that actually runs.
   char resolved[PATH_MAX];
-  if (realpath(info.dli_fname, resolved) == nullptr) {
-    return Error{std::string("cannot resolve the path of libsbx (") + info.dli_fname +
+  if (realpath(loaded_name, resolved) == nullptr) {
+    return Error{std::string("cannot resolve the path of libsbx (") + loaded_name +
                  "): " + std::strerror(errno)};
   }
   struct stat st {};

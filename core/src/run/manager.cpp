@@ -125,6 +125,14 @@ std::string install_carveout_root(const ResolvedPolicy& policy, const std::strin
 // is named first, with what to do, so a backend passed over for it (or a refused run) says why
 // in words a person can act on.
 void add_install_needs(const ResolvedPolicy& policy, Needs& needs) {
+  // Without a write rule no install directory can have been carved out of a writable root
+  // (install_carveout_root finds none), so the install is not looked up: for a libsbx.so that
+  // lookup is a dladdr, a realpath and a stat and realpath of every install directory, on
+  // every run of a read-only policy (resolution has already made the same lookup once).
+  const bool any_write_rule =
+      std::any_of(policy.rules.begin(), policy.rules.end(),
+                  [](const PathRule& rule) { return rule.access == Access::kWrite; });
+  if (!any_write_rule) return;
   for (const std::string& dir : current_install_directories()) {
     const std::string root = install_carveout_root(policy, dir);
     if (root.empty()) continue;
