@@ -27,6 +27,8 @@ add_executable(sbx_host_windows_tests
 target_link_libraries(sbx_host_windows_tests PRIVATE
     sbx_core_windows gtest gtest_main sbx_warnings)
 target_link_options(sbx_host_windows_tests PRIVATE -static -static-libgcc -static-libstdc++)
+# One translation unit: each test file's own compile is mostly gtest's and libsbx's headers.
+set_target_properties(sbx_host_windows_tests PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 8)
 add_dependencies(sbx_host_windows_tests sbx-backend-windows)
 target_compile_definitions(sbx_host_windows_tests PRIVATE
     SBX_WINDOWS_MODULE_DLL="$<TARGET_FILE:sbx-backend-windows>")

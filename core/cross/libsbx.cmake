@@ -66,9 +66,10 @@ set(_sbx_windows_report_sources
     "${_sbx_core}/report/json_render.cpp" "${_sbx_core}/report/text_escape.cpp"
     "${_sbx_core}/report/report_json.cpp" "${_sbx_core}/report/proxy_refusals.cpp"
     "${_sbx_core}/report/context.cpp" "${_sbx_core}/report/denial.cpp")
-foreach(group logging policy run report)
+foreach(group logging policy run)
   set_source_files_properties(${_sbx_windows_${group}_sources} PROPERTIES UNITY_GROUP ${group})
 endforeach()
+set_source_files_properties(${_sbx_windows_report_sources} PROPERTIES UNITY_GROUP run)
 add_library(sbx_core_windows STATIC
     ${_sbx_windows_logging_sources} ${_sbx_windows_policy_sources}
     ${_sbx_windows_run_sources} ${_sbx_windows_report_sources}
