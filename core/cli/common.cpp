@@ -81,6 +81,8 @@ Result<PluginRegistry> load_registry(const GlobalOptions& options, RegistryScope
     loader.directories.push_back(absolute.lexically_normal().string());
   }
   loader.trusted_owner = layout->libsbx_owner;
+  // Windows: the SID that owns sbx.exe (empty elsewhere, where the uid above is used).
+  if (!layout->libsbx_owner_sid.empty()) loader.trusted_owner_sid = layout->libsbx_owner_sid;
   loader.host = host_services(*layout);
   if (scope == RegistryScope::kWanted && !options.backends.empty()) {
     // Only the plugins the preference names are opened (each costs about a millisecond of

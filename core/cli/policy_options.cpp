@@ -173,7 +173,12 @@ Result<std::string> effective_cwd(const PolicyOptions& options) {
                  (error ? " (" + error.message() + ")" : std::string()) +
                  "; pass a directory that exists"};
   }
-  return canonical.string();
+  // UTF-8 on every host (path::string() is the ANSI code page on Windows).
+  const std::u8string utf8 = canonical.u8string();
+  std::string text(utf8.begin(), utf8.end());
+  // On a Windows host, the generic form ("C:/dir") that resolution and the windows backend read.
+  if constexpr (kHostPathStyle == PathStyle::kWindows) return policy::winpath::normalize(text);
+  return text;
 }
 
 Result<settings::Settings> load_cli_settings(const std::string& cwd) {

@@ -25,48 +25,12 @@
 #include <variant>
 #include <vector>
 
-#include "plugins/abi_compat.hpp"
 #include "plugins/loaded_image.hpp"
 #include "plugins/loader_internal.hpp"
+#include "plugins/plugin_checks.hpp"
 #include "plugins/trusted_fs.hpp"
 
 namespace sbx {
-
-std::string_view to_string(LoadStage stage) {
-  switch (stage) {
-    case LoadStage::kDirectory:
-      return "directory";
-    case LoadStage::kTrust:
-      return "trust";
-    case LoadStage::kInspect:
-      return "inspect";
-    case LoadStage::kLoad:
-      return "load";
-    case LoadStage::kEntry:
-      return "entry";
-    case LoadStage::kAbi:
-      return "abi";
-    case LoadStage::kFingerprint:
-      return "fingerprint";
-    case LoadStage::kName:
-      return "name";
-    case LoadStage::kCreate:
-      return "create";
-  }
-  return "unknown";
-}
-
-std::string_view to_string(LoadingMode mode) {
-  switch (mode) {
-    case LoadingMode::kNone:
-      return "none";
-    case LoadingMode::kDescriptor:
-      return "descriptor";
-    case LoadingMode::kPath:
-      return "path";
-  }
-  return "unknown";
-}
 
 namespace plugins {
 namespace {
@@ -74,15 +38,6 @@ namespace {
 using plugins::TrustedFile;
 using plugins::UniqueFd;
 
-constexpr std::string_view kCandidatePrefix = "sbx-backend-";
-#if defined(__APPLE__)
-constexpr std::string_view kCandidateSuffix = ".dylib";
-#else
-constexpr std::string_view kCandidateSuffix = ".so";
-#endif
-constexpr std::size_t kMaxNameLength = 32;
-// Strings in a descriptor live in plugin memory; never read more than this of one.
-constexpr std::size_t kMaxDescriptorString = 256;
 
 // A library that loaded, kept for the life of the process. glibc identifies a loaded object
 // first by the exact name given to dlopen(); once "/proc/self/fd/N" is closed, N is reused for
@@ -106,11 +61,6 @@ std::map<InodeKey, RetainedLibrary*>& retained_libraries() {
 std::mutex& retained_mutex() {
   static auto* mutex = new std::mutex();
   return *mutex;
-}
-
-std::string bounded_string(const char* text) {
-  if (text == nullptr) return "(null)";
-  return std::string(text, strnlen(text, kMaxDescriptorString));
 }
 
 std::string join_symbols(const std::vector<std::string>& symbols) {
@@ -199,63 +149,18 @@ Result<std::string> load_name_for(const TrustedFile& file, LoadingMode mode) {
   return file.path;
 }
 
-// Stage kEntry: resolve and call the entry point (plugin code: guarded, though it is C).
-std::variant<const sbx_plugin_v1*, std::string> call_entry(RetainedLibrary& retained) {
+// Stage kEntry: resolve the entry point in the retained library and call it.
+std::variant<const sbx_plugin_v1*, std::string> resolve_and_call_entry(RetainedLibrary& retained) {
+  sbx_plugin_entry_fn entry = nullptr;
   try {
-    auto& entry = retained.library.get<const sbx_plugin_v1*()>(SBX_PLUGIN_ENTRY_SYMBOL);
-    const sbx_plugin_v1* descriptor = entry();
-    if (descriptor == nullptr)
-      return std::string(SBX_PLUGIN_ENTRY_SYMBOL "() returned NULL; expected a descriptor");
-    return descriptor;
+    entry = &retained.library.get<const sbx_plugin_v1*()>(SBX_PLUGIN_ENTRY_SYMBOL);
   } catch (const std::exception& e) {
     return std::string(SBX_PLUGIN_ENTRY_SYMBOL " failed: ") + e.what();
-  } catch (...) {
-    return std::string(SBX_PLUGIN_ENTRY_SYMBOL "() threw a non-standard exception");
   }
-}
-
-std::string short_struct(uint32_t size) {
-  return "descriptor struct_size is " + std::to_string(size) + "; expected at least " +
-         std::to_string(SBX_PLUGIN_V1_MIN_SIZE) + " (short struct: fields up to destroy missing)";
-}
-
-// Stage kAbi. No field is read beyond struct_size: a short descriptor may end anywhere.
-std::optional<std::string> abi_problem(const sbx_plugin_v1& d) {
-  constexpr std::size_t kVersionEnd = offsetof(sbx_plugin_v1, abi_minor) + sizeof(uint16_t);
-  if (d.struct_size < kVersionEnd) return short_struct(d.struct_size);
-  if (d.abi_major != SBX_ABI_MAJOR) {
-    return "ABI major is " + std::to_string(d.abi_major) + "; expected " +
-           std::to_string(SBX_ABI_MAJOR) + " (rebuild the plugin against this sbx SDK)";
-  }
-  if (d.abi_minor > SBX_ABI_MINOR) {
-    return "ABI minor is " + std::to_string(d.abi_minor) + "; expected at most " +
-           std::to_string(SBX_ABI_MINOR) + ": the plugin was built for a newer sbx";
-  }
-  if (d.struct_size < SBX_PLUGIN_V1_MIN_SIZE) return short_struct(d.struct_size);
-  if (d.create == nullptr || d.destroy == nullptr)
-    return std::string("create or destroy is NULL; expected both functions");
-  constexpr std::size_t kReservedEnd = offsetof(sbx_plugin_v1, reserved) + sizeof(d.reserved);
-  if (d.struct_size >= kReservedEnd) {
-    for (std::size_t i = 0; i < std::size(d.reserved); ++i) {
-      if (d.reserved[i] != nullptr)
-        return "reserved[" + std::to_string(i) +
-               "] is not NULL; expected every reserved field NULL";
-    }
-  }
-  return std::nullopt;
+  return call_entry(entry);
 }
 
 }  // namespace
-
-bool is_candidate_name(std::string_view name) {
-  return name.size() >= kCandidatePrefix.size() + kCandidateSuffix.size() &&
-         name.substr(0, kCandidatePrefix.size()) == kCandidatePrefix &&
-         name.substr(name.size() - kCandidateSuffix.size()) == kCandidateSuffix;
-}
-
-RejectedPlugin reject(const std::string& path, LoadStage stage, const std::string& detail) {
-  return RejectedPlugin{path, stage, path + ": " + std::string(to_string(stage)) + ": " + detail};
-}
 
 std::variant<const sbx_plugin_v1*, RejectedPlugin> load_descriptor(TrustedFile file) {
   return load_descriptor(std::move(file), LoadingMode::kDescriptor);
@@ -272,22 +177,14 @@ std::variant<const sbx_plugin_v1*, RejectedPlugin> load_descriptor(TrustedFile f
   if (auto* error = std::get_if<std::string>(&library))
     return reject(path, LoadStage::kLoad, *error);
   std::variant<const sbx_plugin_v1*, std::string> entry =
-      call_entry(*std::get<RetainedLibrary*>(library));
+      resolve_and_call_entry(*std::get<RetainedLibrary*>(library));
   if (auto* error = std::get_if<std::string>(&entry))
     return reject(path, LoadStage::kEntry, *error);
   const sbx_plugin_v1* descriptor = std::get<const sbx_plugin_v1*>(entry);
   if (std::optional<std::string> problem = abi_problem(*descriptor))
     return reject(path, LoadStage::kAbi, *problem);
-  // The C++ types crossing the boundary (std::string, std::vector) have the same layout only
-  // if both sides use the same standard library ABI; a mismatch crashes rather than fails.
-  const std::string fingerprint = bounded_string(descriptor->fingerprint);
-  if (fingerprint != SBX_TOOLCHAIN_FINGERPRINT) {
-    return reject(path, LoadStage::kFingerprint,
-                  "toolchain fingerprint is '" + fingerprint + "'; expected '" +
-                      SBX_TOOLCHAIN_FINGERPRINT +
-                      "' (rebuild the plugin with the same C++ "
-                      "standard library settings as sbx)");
-  }
+  if (std::optional<std::string> problem = fingerprint_problem(*descriptor))
+    return reject(path, LoadStage::kFingerprint, *problem);
   return descriptor;
 }
 
@@ -314,49 +211,6 @@ std::string join_path(const std::string& dir, const std::string& name) {
   return base == "/" ? "/" + name : base + "/" + name;
 }
 
-// Stage kName: the name selects the backend everywhere (--backends, explain, JSON).
-std::optional<std::string> name_problem(const char* raw, const ScanState& state) {
-  const std::string name = raw == nullptr ? "" : std::string(raw, strnlen(raw, 64));
-  const bool valid = !name.empty() && name.size() <= plugins::kMaxNameLength &&
-                     std::all_of(name.begin(), name.end(), [](char c) {
-                       return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
-                     });
-  if (!valid) {
-    return "name '" + (raw == nullptr ? std::string("(null)") : name) +
-           "' is invalid; expected 1 to " + std::to_string(plugins::kMaxNameLength) +
-           " characters from [a-z0-9-]";
-  }
-  for (const LoadedPlugin& plugin : state.plugins) {
-    if (plugin.name == name)
-      return "name '" + name + "' is already taken by " + plugin.path + "; expected a unique name";
-  }
-  return std::nullopt;
-}
-
-// Stage kCreate: the first call that builds a C++ object in the plugin. The Backend is owned
-// through the plugin's own destroy() (its allocator, its destructor); the library stays mapped.
-std::variant<std::shared_ptr<Backend>, std::string> create_backend(const sbx_plugin_v1& d,
-                                                                   const sbx_host_v1* host) {
-  void* raw = nullptr;
-  try {
-    raw = d.create(host);
-  } catch (const std::exception& e) {
-    return std::string("create() threw an exception: ") + e.what() + "; expected a Backend";
-  } catch (...) {
-    return std::string("create() threw a non-standard exception; expected a Backend");
-  }
-  if (raw == nullptr)
-    return std::string("create() returned NULL; expected a Backend (the plugin failed to start)");
-  auto* destroy = d.destroy;
-  return std::shared_ptr<Backend>(static_cast<Backend*>(raw), [destroy](Backend* backend) {
-    try {
-      destroy(static_cast<void*>(backend));
-    } catch (...) {
-      // destroy() must not throw; a deleter that throws would terminate the process.
-    }
-  });
-}
-
 void load_candidate(int dir_fd, const std::string& dir, const std::string& name,
                     const LoaderOptions& options, ScanState& state) {
   const LoadingMode mode = state.loading.mode;
@@ -369,15 +223,10 @@ void load_candidate(int dir_fd, const std::string& dir, const std::string& name,
   if (auto* rejection = std::get_if<RejectedPlugin>(&outcome))
     return record(state, std::move(*rejection));
   const sbx_plugin_v1& d = *std::get<const sbx_plugin_v1*>(outcome);
-  if (std::optional<std::string> problem = name_problem(d.name, state))
-    return record(state, reject(path, LoadStage::kName, *problem));
-  auto backend = create_backend(d, options.host);
-  if (auto* error = std::get_if<std::string>(&backend))
-    return record(state, reject(path, LoadStage::kCreate, *error));
-  LoadedPlugin plugin{d.name, d.version == nullptr ? "" : d.version,
-                      d.description == nullptr ? "" : d.description, path,
-                      plugins::adapt_to_current_abi(
-                          std::move(std::get<std::shared_ptr<Backend>>(backend)), d.abi_minor)};
+  auto accepted = plugins::accept_descriptor(path, d, options.host, state.plugins);
+  if (auto* rejection = std::get_if<RejectedPlugin>(&accepted))
+    return record(state, std::move(*rejection));
+  LoadedPlugin plugin = std::move(std::get<LoadedPlugin>(accepted));
   spdlog::debug("plugin loaded: {} (dev {}, inode {}): name {}, version {}, fingerprint {}", path,
                 st.st_dev, st.st_ino, plugin.name, plugin.version, d.fingerprint);
   state.plugins.push_back(std::move(plugin));
@@ -397,17 +246,6 @@ void reject_directory(const std::string& dir, const std::string& why, ScanState&
   if (candidates.empty()) return record(state, reject(dir, LoadStage::kDirectory, why));
   for (const std::string& name : candidates)
     record(state, reject(join_path(dir, name), LoadStage::kDirectory, why));
-}
-
-// True if the candidate file `name` (sbx-backend-<NAME>.so) is wanted: every file when
-// `only_names` is empty, else the files whose <NAME> is listed.
-bool selected(std::string_view name, const std::vector<std::string>& only_names) {
-  if (only_names.empty()) return true;
-  using plugins::kCandidatePrefix;
-  using plugins::kCandidateSuffix;
-  const std::string_view stem = name.substr(
-      kCandidatePrefix.size(), name.size() - kCandidatePrefix.size() - kCandidateSuffix.size());
-  return std::find(only_names.begin(), only_names.end(), stem) != only_names.end();
 }
 
 // The directory walk for the scan's loading mode. Loading by path looks the path up again, so
@@ -436,7 +274,7 @@ void scan_directory(const std::string& dir, const LoaderOptions& options, ScanSt
                     plugins::kCandidateSuffix);
       continue;
     }
-    if (!selected(name, options.only_names)) {
+    if (!plugins::is_selected(name, options.only_names)) {
       spdlog::debug("plugin directory {}: skipping {} (not among the wanted backends)", dir, name);
       continue;
     }

@@ -8,15 +8,12 @@
 #include <variant>
 
 #include "sbx/core/plugin_loader.hpp"
+#include "plugins/plugin_checks.hpp"
 #include "plugins/trusted_fs.hpp"
 
 namespace sbx::plugins {
 
-// "sbx-backend-*.so" (".dylib" on macOS): the only names the loader considers.
-bool is_candidate_name(std::string_view name);
-
-// A rejection with the message "<path>: <stage>: <detail>".
-RejectedPlugin reject(const std::string& path, LoadStage stage, const std::string& detail);
+// is_candidate_name and reject: plugins/plugin_checks.hpp.
 
 // Stages kInspect, kLoad, kEntry, kAbi and kFingerprint for a file that passed the trust checks.
 // Loads exactly the inode behind file.fd (through /proc/self/fd, failing closed without /proc),

@@ -1,5 +1,5 @@
-// PluginRegistry helpers that do not load anything: building a registry from in-process
-// backends and looking a plugin up by name. Loading from disk is PluginRegistry::load
+// PluginRegistry helpers that do not load anything: the names of the stages and modes, building
+// a registry from in-process backends and looking a plugin up by name. Loading from disk is PluginRegistry::load
 // (loader.cpp).
 #include <algorithm>
 #include <string_view>
@@ -9,6 +9,42 @@
 #include "sbx/core/plugin_loader.hpp"
 
 namespace sbx {
+
+std::string_view to_string(LoadStage stage) {
+  switch (stage) {
+    case LoadStage::kDirectory:
+      return "directory";
+    case LoadStage::kTrust:
+      return "trust";
+    case LoadStage::kInspect:
+      return "inspect";
+    case LoadStage::kLoad:
+      return "load";
+    case LoadStage::kEntry:
+      return "entry";
+    case LoadStage::kAbi:
+      return "abi";
+    case LoadStage::kFingerprint:
+      return "fingerprint";
+    case LoadStage::kName:
+      return "name";
+    case LoadStage::kCreate:
+      return "create";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(LoadingMode mode) {
+  switch (mode) {
+    case LoadingMode::kNone:
+      return "none";
+    case LoadingMode::kDescriptor:
+      return "descriptor";
+    case LoadingMode::kPath:
+      return "path";
+  }
+  return "unknown";
+}
 
 PluginRegistry PluginRegistry::from_plugins(std::vector<LoadedPlugin> plugins,
                                             std::vector<RejectedPlugin> rejected) {

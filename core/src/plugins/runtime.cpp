@@ -29,10 +29,10 @@
 #include <string_view>
 #include <utility>
 
-#include "sbx/core/report_json.hpp"
 #include "sbx/core/run_limits.hpp"
 #include "sbx/core/spawn.hpp"
 #include "sbx_config.hpp"
+#include "plugins/host_table.hpp"
 #include "plugins/loaded_image.hpp"
 #include "plugins/trusted_fs.hpp"
 
@@ -48,66 +48,6 @@ std::string parent_of(const std::string& path) {
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
-spdlog::level::level_enum to_spdlog(int level) {
-  switch (level) {
-    case SBX_LOG_TRACE:
-      return spdlog::level::trace;
-    case SBX_LOG_DEBUG:
-      return spdlog::level::debug;
-    case SBX_LOG_INFO:
-      return spdlog::level::info;
-    case SBX_LOG_WARN:
-      return spdlog::level::warn;
-    default:
-      return spdlog::level::err;  // SBX_LOG_ERROR and anything unknown: never lost
-  }
-}
-
-// sbx_host_v1::log. Plugin text is passed as an argument, never as a format string.
-void host_log(void* /*ctx*/, int level, const char* message, size_t length) noexcept {
-  try {
-    const std::string_view text =
-        message == nullptr ? std::string_view() : std::string_view(message, length);
-    spdlog::default_logger_raw()->log(to_spdlog(level), "{}", text);
-  } catch (...) {
-    // Logging must never take the plugin (or the host) down.
-  }
-}
-
-void write_error(char* error, size_t size, std::string_view text) noexcept {
-  if (error == nullptr || size == 0) return;
-  const size_t n = std::min(text.size(), size - 1);
-  std::memcpy(error, text.data(), n);
-  error[n] = '\0';
-}
-
-// The log of the run in progress on this thread (NetworkRefusalScope), or null.
-thread_local BackendRefusalLog* t_refusals = nullptr;
-
-// sbx_host_v1::report_network_refusal (ABI 1.5): files the refusal under this thread's run.
-void host_report_network_refusal(void* /*ctx*/, const char* kind, const char* address,
-                                 size_t length) noexcept {
-  try {
-    if (kind == nullptr || (address == nullptr && length != 0)) return;
-    const std::string_view kind_text(kind);
-    // Only the kinds the report knows; anything else is a plugin's bug, logged, never shown.
-    if (kind_text != "unix" && kind_text != "ip") {
-      spdlog::warn("a backend reported a network refusal of unknown kind '{}'", kind_text);
-      return;
-    }
-    const std::string text = address == nullptr ? std::string() : std::string(address, length);
-    if (t_refusals == nullptr) {
-      spdlog::debug("network refusal outside a run: {} {}", kind_text, text);
-      return;
-    }
-    ++t_refusals->total;
-    if (t_refusals->entries.size() < BackendRefusalLog::kMaxEntries)
-      t_refusals->entries.push_back(BackendRefusal{std::string(kind_text), text});
-  } catch (...) {
-    // Out of memory: the refusal is lost from the report, never the host.
-  }
-}
-
 // sbx_host_v1::prepare_child (ABI 1.2): the run's cgroup and rlimits, in a plugin's own child.
 int host_prepare_child(void* /*ctx*/) noexcept { return prepare_child_for_run(); }
 
@@ -115,7 +55,7 @@ int host_prepare_child(void* /*ctx*/) noexcept { return prepare_child_for_run();
 int host_spawn(void* /*ctx*/, const void* plan, void* status_out, char* error,
                size_t error_size) noexcept {
   if (plan == nullptr || status_out == nullptr) {
-    write_error(error, error_size, "spawn: plan and status must not be NULL");
+    plugins::write_host_error(error, error_size, "spawn: plan and status must not be NULL");
     return 1;
   }
   try {
@@ -128,15 +68,15 @@ int host_spawn(void* /*ctx*/, const void* plan, void* status_out, char* error,
     process.cwd = given.cwd;
     Result<ExitStatus> status = spawn_and_wait(process);
     if (!status) {
-      write_error(error, error_size, status.error());
+      plugins::write_host_error(error, error_size, status.error());
       return 1;
     }
     *static_cast<ExitStatus*>(status_out) = *status;
     return 0;
   } catch (const std::exception& e) {
-    write_error(error, error_size, std::string("spawn failed: ") + e.what());
+    plugins::write_host_error(error, error_size, std::string("spawn failed: ") + e.what());
   } catch (...) {
-    write_error(error, error_size, "spawn failed: unknown exception");
+    plugins::write_host_error(error, error_size, "spawn failed: unknown exception");
   }
   return 1;
 }
@@ -365,26 +305,12 @@ const sbx_host_v1* host_services(const InstallLayout& layout) {
   if (!slot) {
     slot = std::make_unique<HostTable>();
     sbx_host_v1& host = slot->table;
-    host.struct_size = sizeof(sbx_host_v1);
-    host.abi_major = SBX_ABI_MAJOR;
-    host.abi_minor = SBX_ABI_MINOR;
-    host.host_version = SBX_VERSION_STRING;
+    plugins::fill_portable_host_entries(host);
     host.stage2_path = verified_stage2(layout, slot->stage2);
-    host.ctx = nullptr;
-    host.log = &host_log;
     host.spawn = &host_spawn;
     host.prepare_child = &host_prepare_child;
-    host.report_network_refusal = &host_report_network_refusal;
   }
   return &slot->table;
 }
-
-NetworkRefusalScope::NetworkRefusalScope(BackendRefusalLog& log) : previous_(t_refusals) {
-  t_refusals = &log;
-}
-
-NetworkRefusalScope::~NetworkRefusalScope() { t_refusals = previous_; }
-
-const char* sbx_version() { return SBX_VERSION_STRING; }
 
 }  // namespace sbx

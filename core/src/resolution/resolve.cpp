@@ -698,7 +698,13 @@ Result<ResolveContext> current_resolve_context() {
   if (!cwd)
     return Error{"cannot determine the current directory; run sbx from an existing directory "
                  "or pass --cwd"};
-  context.cwd = *cwd;
+  // In the generic form ("C:/dir") that resolution, the settings walk and the windows
+  // backend read; GetCurrentDirectoryW gives "C:\dir".
+  Result<std::string> generic_cwd = policy::winpath::normalize(*cwd);
+  if (!generic_cwd)
+    return Error{"the current directory " + *cwd + " cannot be used: " + generic_cwd.error() +
+                 "; run sbx from a directory on a drive (C:\\...) or pass --cwd"};
+  context.cwd = *generic_cwd;
   for (const std::string& entry : platform::environment()) {
     const std::size_t eq = entry.find('=');
     if (eq == std::string::npos) continue;

@@ -16,8 +16,7 @@
 #include "sbx/core/run_limits.hpp"
 #include "sbx/sdk/posix_child.hpp"
 
-#ifndef _WIN32
-
+// POSIX only: Windows compiles run/spawn_win32.cpp instead (core/cross/libsbx.cmake).
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -336,37 +335,3 @@ void harden_current_process() {
 }
 
 }  // namespace sbx
-
-#else  // _WIN32
-
-#include <filesystem>
-#include <map>
-
-#include "sbx/core/win_path.hpp"
-
-namespace sbx {
-
-// Windows: PATH only, with PATHEXT (sbx/core/win_path.hpp winpath::resolve_command); the result
-// in native form ("C:\\dir\\x.exe").
-Result<std::string> resolve_command(const std::string& command, const std::string& cwd,
-                                    const std::vector<std::string>& env) {
-  std::map<std::string, std::string> vars;
-  for (const std::string& entry : env) {
-    const std::size_t eq = entry.find('=');
-    if (eq != std::string::npos && eq > 0) vars.emplace(entry.substr(0, eq), entry.substr(eq + 1));
-  }
-  Result<std::string> found = policy::winpath::resolve_command(
-      command, cwd, policy::winpath::env_lookup(vars, "PATH").value_or(""),
-      policy::winpath::env_lookup(vars, "PATHEXT").value_or(""), [](const std::string& path) {
-        std::error_code error;
-        return std::filesystem::is_regular_file(std::filesystem::u8path(path), error);
-      });
-  if (!found.ok()) return found;
-  std::string native = *found;
-  for (char& c : native) c = c == '/' ? '\\' : c;
-  return native;
-}
-
-}  // namespace sbx
-
-#endif  // _WIN32

@@ -190,7 +190,7 @@ std::vector<std::string> pattern_words(std::string_view pattern) {
   return words;
 }
 
-std::string joined(const SimpleCommand& words) {
+std::string joined_words(const SimpleCommand& words) {
   std::string out;
   for (const std::string& word : words) out += (out.empty() ? "" : " ") + word;
   return out;
@@ -242,7 +242,7 @@ bool command_pattern_matches(std::string_view pattern, const SimpleCommand& word
     return std::equal(expected.begin(), expected.begin() + static_cast<std::ptrdiff_t>(fixed),
                       words.begin());
   }
-  return wildcard_matches(joined(expected), joined(words));
+  return wildcard_matches(joined_words(expected), joined_words(words));
 }
 
 std::optional<std::vector<std::string>> match_excluded_command(

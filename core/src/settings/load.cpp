@@ -141,6 +141,8 @@ std::optional<std::string> find_project(const std::string& cwd) {
     if (exists(policy::path::join(dir, std::string(kProjectFile)))) return dir;
     if (dir == "/") break;
     const std::size_t slash = dir.rfind('/');
+    // A Windows drive root ("C:") has no parent: stop there, as at "/".
+    if (slash == std::string::npos) break;
     dir = slash == 0 ? "/" : dir.substr(0, slash);
   }
   return std::nullopt;

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Cross-builds the windows backend with mingw-w64 and checks the result:
 #   cross_build.sh <source root> <build dir>
+# (and libsbx's Windows host, sbx.exe and their tests: core/cross/host.cmake).
 # Fails if the toolchain is missing, if anything warns (the build uses -Werror, and the log is
-# checked for linker warnings too), if the module or the test program is not PE32+, or if the
-# module does not export sbx_plugin_entry_v1.
+# checked for linker warnings too), if the module, the test program or sbx.exe is not PE32+, or
+# if the module does not export sbx_plugin_entry_v1.
 set -euo pipefail
 src=$1
 out=$2
@@ -23,9 +24,10 @@ cmake -S "$src/plugins/windows/cross" -B "$out" -G Ninja \
 
 dll="$out/plugins/sbx-backend-windows.dll"
 exe="$out/sbx_windows_tests.exe"
+sbx_exe="$out/bin/sbx.exe"
 # Compiler warnings cannot hide in old objects (-Werror fails them); removing the outputs
 # forces the link steps to run again, so linker warnings show up in this log too.
-rm -f "$dll" "$exe"
+rm -f "$dll" "$exe" "$sbx_exe"
 set +e
 cmake --build "$out" -j2 >"$out/build.log" 2>&1
 rc=$?
@@ -37,7 +39,7 @@ if grep -qi "warning" "$out/build.log"; then
   exit 1
 fi
 
-for f in "$dll" "$exe"; do
+for f in "$dll" "$exe" "$sbx_exe"; do
   kind=$(x86_64-w64-mingw32-objdump -f "$f" | sed -n 's/.*file format //p')
   echo "cross_build: $f: $kind"
   [[ "$kind" == "pei-x86-64" ]] || { echo "cross_build: $f is not PE32+ x86-64" >&2; exit 1; }

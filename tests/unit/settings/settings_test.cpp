@@ -431,6 +431,15 @@ TEST_F(Files, NoFilesNoSettings) {
   EXPECT_FALSE(loaded->policy);
 }
 
+// A Windows cwd ("C:/work", what sbx.exe passes) has no "/" above its drive: the search for a
+// project file stops at "C:" as it stops at "/" (it used to loop there for ever).
+TEST_F(Files, TheProjectSearchStopsAtADriveRoot) {
+  sources_.cwd = "C:/work";
+  Result<Settings> loaded = load_settings(sources_);
+  ASSERT_TRUE(loaded.ok()) << loaded.error();
+  EXPECT_TRUE(loaded->files.empty());
+}
+
 TEST_F(Files, ASafeManagedFileIsRead) {
   write(sources_.managed_file, R"({"locks":{"allow_unsandboxed":false}})");
   Result<Settings> loaded = load_settings(sources_);

@@ -69,15 +69,22 @@ struct LoaderOptions {
   std::vector<std::string> directories;
   // Besides root, the one uid allowed to own the files and directories (the owner of libsbx).
   std::optional<uid_t> trusted_owner;
+  // Windows: the SID (besides SYSTEM, Administrators and TrustedInstaller) that may own and
+  // write the plugin directories and DLLs: the owner of sbx.exe. Ignored elsewhere.
+  std::optional<std::string> trusted_owner_sid;
   // Where the ownership/permission walk starts. "/" in production; tests (C++ API only) may
   // start lower to use fixtures under a build tree. Never settable from the CLI or environment.
+  // On Windows the whole chain from the drive root is always read; "/" makes each scanned
+  // directory its own trust root (above it only the right to create entries is tolerated), a
+  // drive path names a higher directory from which everything must be trusted
+  // (plugins/trusted_acl.hpp).
   std::string trust_root = "/";
   // The host table passed to create(); must outlive the registry.
   const sbx_host_v1* host = nullptr;
-  // If not empty, only candidates named sbx-backend-<NAME>.so for a NAME listed here are
-  // opened; the others are skipped unread (neither loaded nor rejected). A start-up saving for
-  // callers that already know which backends they want: loading a plugin costs about a
-  // millisecond. A plugin whose file name does not follow the convention is not found this
+  // If not empty, only candidates named sbx-backend-<NAME>.so (.dll on Windows) for a NAME
+  // listed here are opened; the others are skipped unread (neither loaded nor rejected). A
+  // start-up saving for callers that already know which backends they want: loading a plugin
+  // costs about a millisecond. A plugin whose file name does not follow the convention is not found this
   // way; callers fall back to a full load when a wanted name is missing.
   std::vector<std::string> only_names;
 };

@@ -19,6 +19,9 @@ struct InstallLayout {
   std::string libsbx_path;   // canonical path of the file holding the running libsbx code:
                              // libsbx.so, or the sbx executable
   uid_t libsbx_owner = 0;    // its owner: the one uid besides root that plugins may belong to
+  std::string libsbx_owner_sid;  // Windows: the SID that owns sbx.exe, the one trustee besides
+                                 // SYSTEM, Administrators and TrustedInstaller that may own
+                                 // and write the plugin directory; empty elsewhere
   std::string lib_dir;       // <prefix>/<libdir>, where libsbx.so and the plugins are
   std::string plugin_dir;    // <libdir>/sbx/backends
   std::string stage2_path;   // <prefix>/libexec/sbx/sbx-stage2
@@ -28,6 +31,9 @@ struct InstallLayout {
 // The layout of the running code, never from the environment or argv:
 //  - in libsbx.so: the real path of the loaded object (dladdr, then realpath), prefix = its
 //    directory minus CMAKE_INSTALL_LIBDIR;
+//  - on Windows (sbx.exe, which links libsbx in): GetModuleFileNameW of the executable, in the
+//    generic form "C:/prefix/bin/sbx.exe"; the plugins are in "C:/prefix/lib/sbx/backends",
+//    there is no stage-2 helper;
 //  - in the sbx executable (Linux): the kernel's record of the running file, /proc/self/exe
 //    (only from a real procfs, and the name must still lead to the running inode); without
 //    procfs, the name it was started by (AT_EXECFN) resolved with realpath, accepted only if

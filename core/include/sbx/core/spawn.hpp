@@ -30,6 +30,9 @@ static_assert(kExitNotFound == sdk::kExitNotFound);
 // An unusable plan.cwd yields exit_code 125 (kExitSbxFailure) with a message; the command
 // does not run. Error also for a plan with an empty argv or a relative argv[0] or cwd.
 // Safe to call from several threads at once; SIGCHLD must not be ignored (SIG_IGN).
+// On Windows (run/spawn_win32.cpp): CreateProcessW of the drive path argv[0] (never a search)
+// with plan.env and plan.cwd and the console's standard handles; the 32-bit exit code is
+// passed through; no signals are forwarded.
 Result<ExitStatus> spawn_and_wait(const ExecPlan& plan);
 
 // Finds `command` the way a shell would (absolute, relative to cwd, or through PATH from `env`)
