@@ -11,18 +11,11 @@
 # status), not Windows' enforcement.
 set -euo pipefail
 out=$1
-wine=""
-for candidate in wine64 /usr/lib/wine/wine64 wine; do
-  if command -v "$candidate" >/dev/null; then wine=$(command -v "$candidate"); break; fi
-done
-if [[ -z "$wine" ]]; then
-  echo "SKIP: Wine is not installed (Debian package wine64), so sbx.exe cannot run here"
-  exit 77
-fi
+source "$(dirname "$0")/../../plugins/windows/cross/wine_env.sh"
+sbx_wine_env "$out" "sbx.exe"
 for f in "$out/bin/sbx.exe" "$out/plugins/sbx-backend-windows.dll" "$out/testbin/exit_with.exe"; do
   [[ -f "$f" ]] || { echo "run_cli_tests: $f was not built" >&2; exit 1; }
 done
-export WINEPREFIX="$out/wineprefix" WINEDEBUG=-all WINEDLLOVERRIDES="mscoree,mshtml="
 failures=0
 fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 ok() { echo "ok: $*"; }
