@@ -16,35 +16,19 @@ Exit 77 (ctest's skip code) without strace or without a usable Landlock backend.
 """
 import argparse
 import ctypes
-import glob
 import os
 import subprocess
 import sys
 import tempfile
 
+import libsbx_ctypes
+
 SKIP = 77
-
-
-def libsbx_under(prefix):
-    # The shortest libsbx.so* name: the SONAME link (a binding loads that one).
-    names = glob.glob(os.path.join(prefix, "lib*", "libsbx.so*"))
-    names += glob.glob(os.path.join(prefix, "lib*", "*", "libsbx.so*"))
-    if not names:
-        sys.exit(f"no libsbx.so* under {prefix}")
-    return min(names, key=len)
 
 
 def run_child(lib_path, runs, cwd):
     """RUNS warm sbx_exec calls (after one that probes): exit 0, or SKIP without landlock."""
-    lib = ctypes.CDLL(lib_path)
-    lib.sbx_manager_new.restype = ctypes.c_void_p
-    lib.sbx_manager_new.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)]
-    lib.sbx_exec.restype = ctypes.c_void_p
-    lib.sbx_exec.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p,
-                             ctypes.POINTER(ctypes.c_char_p), ctypes.c_char_p, ctypes.c_uint,
-                             ctypes.POINTER(ctypes.c_void_p)]
-    lib.sbx_string_free.argtypes = [ctypes.c_void_p]
-    lib.sbx_manager_free.argtypes = [ctypes.c_void_p]
+    lib = libsbx_ctypes.load(lib_path)
     error = ctypes.c_void_p()
     manager = lib.sbx_manager_new(b"landlock", ctypes.byref(error))
     if not manager:
@@ -86,7 +70,7 @@ def main():
     if subprocess.run(["sh", "-c", "command -v strace"], capture_output=True).returncode != 0:
         print("strace is not installed (bootstrap-debian.sh)")
         return SKIP
-    lib_path = libsbx_under(args.prefix)
+    lib_path = libsbx_ctypes.libsbx_under(args.prefix)
     with tempfile.TemporaryDirectory(prefix="sbx-warm-lookups-", dir="/tmp") as work:
         few, many = 2, 6
         base = lookups(os.path.abspath(__file__), lib_path, few, work)

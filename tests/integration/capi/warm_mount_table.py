@@ -17,12 +17,13 @@ Exit 77 (ctest's skip code) when not root, without strace, or without a usable L
 """
 import argparse
 import ctypes
-import glob
 import json
 import os
 import subprocess
 import sys
 import tempfile
+
+import libsbx_ctypes
 
 SKIP = 77
 CLONE_NEWNS = 0x00020000
@@ -30,26 +31,9 @@ MS_REC = 0x4000
 MS_PRIVATE = 1 << 18
 
 
-def libsbx_under(prefix):
-    names = glob.glob(os.path.join(prefix, "lib*", "libsbx.so*"))
-    names += glob.glob(os.path.join(prefix, "lib*", "*", "libsbx.so*"))
-    if not names:
-        sys.exit(f"no libsbx.so* under {prefix}")
-    return min(names, key=len)
-
-
 class Sbx:
     def __init__(self, path):
-        lib = ctypes.CDLL(path)
-        lib.sbx_manager_new.restype = ctypes.c_void_p
-        lib.sbx_manager_new.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)]
-        lib.sbx_transform.restype = ctypes.c_void_p
-        lib.sbx_transform.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p,
-                                      ctypes.POINTER(ctypes.c_char_p), ctypes.c_char_p,
-                                      ctypes.POINTER(ctypes.c_void_p)]
-        lib.sbx_string_free.argtypes = [ctypes.c_void_p]
-        lib.sbx_error_message.restype = ctypes.c_char_p
-        lib.sbx_error_message.argtypes = [ctypes.c_void_p]
+        lib = libsbx_ctypes.load(path)
         self.lib = lib
         error = ctypes.c_void_p()
         self.manager = lib.sbx_manager_new(b"landlock", ctypes.byref(error))
@@ -115,7 +99,7 @@ def main():
     if os.geteuid() != 0:
         print("needs root (a private mount namespace and a devpts mount)")
         return SKIP
-    lib_path = libsbx_under(args.prefix)
+    lib_path = libsbx_ctypes.libsbx_under(args.prefix)
     with tempfile.TemporaryDirectory(prefix="sbx-warm-mounts-", dir="/tmp") as work:
         work = os.path.realpath(work)
         trace = os.path.join(work, "trace")
