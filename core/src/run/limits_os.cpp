@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -44,9 +45,10 @@ struct ChildLimit {
 };
 
 struct ChildLimits {
-  // The run cgroup's cgroup.procs, opened by path in the child: a spawner may have moved its
-  // own descriptors onto any number by then, so no descriptor of sbx is relied on.
-  std::array<char, 512> cgroup_procs{};
+  // The file of the run cgroup the child writes "0" to (RunCgroup::join_path), opened by path
+  // in the child: a spawner may have moved its own descriptors onto any number by then, so no
+  // descriptor of sbx is relied on.
+  std::array<char, 512> cgroup_join{};
   std::array<ChildLimit, 5> limits{};
   std::size_t count = 0;
 };
@@ -269,10 +271,10 @@ class RunCgroup {
       error = "cannot set memory.max in " + group->path_ + ": " + std::strerror(errno);
       return nullptr;
     }
-    const std::string procs = group->procs_path();
-    const int fd = open(procs.c_str(), O_WRONLY | O_CLOEXEC);
-    if (fd < 0 || procs.size() >= ChildLimits{}.cgroup_procs.size()) {
-      error = "cannot use " + procs + ": " + (fd < 0 ? std::strerror(errno) : "path too long");
+    const std::string join = group->join_path();
+    const int fd = open(join.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0 || join.size() >= ChildLimits{}.cgroup_join.size()) {
+      error = "cannot use " + join + ": " + (fd < 0 ? std::strerror(errno) : "path too long");
       if (fd >= 0) close(fd);
       return nullptr;
     }
@@ -310,7 +312,14 @@ class RunCgroup {
   RunCgroup(const RunCgroup&) = delete;
   RunCgroup& operator=(const RunCgroup&) = delete;
 
-  std::string procs_path() const { return path_ + "/cgroup.procs"; }
+  // What the child writes "0" to in order to enter the cgroup. On v1 that is `tasks`, which
+  // moves only the writing thread: the kernel then skips the global threadgroup lock, whose
+  // write side waits for an RCU grace period (10-15 ms of every run on a quiet v1 host), while
+  // `cgroup.procs` takes it. Moving one thread is moving the whole child, because the child
+  // that writes is single-threaded (fresh from fork/vfork/clone, before execve; checked in
+  // prepare_child_for_run). On v2, `cgroup.threads` works only in threaded subtrees, so
+  // cgroup.procs it is.
+  std::string join_path() const { return path_ + (v2_ ? "/cgroup.procs" : "/tasks"); }
   bool hit_pids_limit() const { return event_count(path_ + "/pids.events", "max") > 0; }
   bool hit_memory_limit() const {
     return v2_ && event_count(path_ + "/memory.events", "oom_kill") > 0;
@@ -386,8 +395,8 @@ class LimitedRunImpl final : public LimitedRun {
       cgroup_ = RunCgroup::create(support_, limits_, error);
       // Fail closed: the host offers a cgroup and the policy asks for what only it enforces.
       if (!cgroup_) return Error{error};
-      const std::string procs = cgroup_->procs_path();
-      std::copy(procs.begin(), procs.end(), child_.cgroup_procs.begin());  // length checked
+      const std::string join = cgroup_->join_path();
+      std::copy(join.begin(), join.end(), child_.cgroup_join.begin());  // length checked
     }
     add_rlimits();
     t_armed = &child_;
@@ -522,8 +531,13 @@ int prepare_child_for_run() {
   if (armed == nullptr) return 0;
   // Writing "0" moves the writer itself: the child enters the run's cgroup before it execs, so
   // nothing of the run ever starts outside it.
-  if (armed->cgroup_procs[0] != '\0') {
-    const int fd = open(armed->cgroup_procs.data(), O_WRONLY | O_CLOEXEC);
+  if (armed->cgroup_join[0] != '\0') {
+    // v1's `tasks` moves this thread alone, which is the whole process only in a child with
+    // one thread. A forked child has one, and it is its process's leader; a caller that is not
+    // a leader cannot be such a child (a plugin calling the hook from a thread of its own), and
+    // is refused rather than half moved.
+    if (static_cast<pid_t>(syscall(SYS_gettid)) != getpid()) return EINVAL;
+    const int fd = open(armed->cgroup_join.data(), O_WRONLY | O_CLOEXEC);
     if (fd < 0) return errno;
     const bool joined = write(fd, "0", 1) == 1;
     const int error = errno;

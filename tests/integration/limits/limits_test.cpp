@@ -17,9 +17,12 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <iterator>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "sbx/core/run_limits.hpp"
 #include "sbx_test/installed_sbx.hpp"
 #include "sbx_test/temp_dir.hpp"
 
@@ -307,8 +310,72 @@ TEST_P(Limits, ACommandKilledByItsFileSizeOrCpuLimitIsReportedAsSuch) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
 }
 
+// The child joins the run's cgroup before its exec (on cgroup v1 through `tasks`, which moves
+// one thread): the command and what it starts are all in it, not only the first process.
+TEST_P(Limits, EveryProcessOfTheRunIsInTheRunsCgroup) {
+  const std::string file = policy(R"("timeout_seconds": 30)");
+  const RunResult explained = run({sbx_path(), "explain", "--policy", file, "--json"});
+  const boost::json::value report = boost::json::parse(explained.out);
+  const boost::json::object& cgroups = report.at("cgroups").as_object();
+  if (!cgroups.at("available").as_bool())
+    GTEST_SKIP() << "no cgroup for sbx here: " << text_of(cgroups, "reason");
+  // The command, its child and its grandchild each write their cgroup lines to a file.
+  const JsonExec result = under(R"("timeout_seconds": 30)",
+                                "cat /proc/self/cgroup > c0; sh -c 'cat /proc/self/cgroup > c1; "
+                                "sh -c \"cat /proc/self/cgroup > c2\"'");
+  ASSERT_EQ(result.run.code, 0) << result.run.err;
+  const bool v2 = text_of(cgroups, "kind") == "cgroup2";
+  for (const char* name : {"c0", "c1", "c2"}) {
+    std::ifstream in(workdir_ + "/" + name);
+    std::string line;
+    bool in_run = false;
+    while (std::getline(in, line)) {
+      // "0::/..." on v2, "N:pids:/..." on v1; the run's cgroup is sbx.runs/run-<...>.
+      const bool hierarchy = v2 ? line.rfind("0::", 0) == 0
+                                : line.find(":pids:") != std::string::npos;
+      if (hierarchy && line.find("/sbx.runs/run-") != std::string::npos) in_run = true;
+    }
+    EXPECT_TRUE(in_run) << name << " was written outside the run's cgroup";
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, Limits, ::testing::Values("bwrap", "landlock"),
                          [](const auto& test_info) { return test_info.param; });
+
+// The child hook moves one thread on cgroup v1, which is the whole process only in a child with
+// one thread: a caller that is not its process's leader (a thread calling the hook without
+// forking) is refused and stays where it was. In a forked child: were the hook to move it, the
+// end of the run would kill it.
+TEST(ChildHook, RefusesACallerThatIsNotItsProcesssLeader) {
+  if (!probe_cgroups().available)
+    GTEST_SKIP() << "no cgroup for sbx here: " << probe_cgroups().reason;
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    int code = 1;
+    std::thread([&code] {
+      sbx::Limits limits;
+      limits.processes = 50;
+      auto run = LimitedRun::start(limits, LimitedRun::Signals::kRunOnly);
+      if (!run.ok()) {
+        code = 2;
+        return;
+      }
+      std::ifstream before_in("/proc/thread-self/cgroup");
+      const std::string before((std::istreambuf_iterator<char>(before_in)), {});
+      const int error = prepare_child_for_run();
+      std::ifstream after_in("/proc/thread-self/cgroup");
+      const std::string after((std::istreambuf_iterator<char>(after_in)), {});
+      code = error == EINVAL && before == after ? 0 : 3;
+      (*run)->finish(0);
+    }).join();
+    ::_exit(code);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child was killed: the hook moved it into the run";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "2: no run started; 3: the hook did not refuse";
+}
 
 }  // namespace
 }  // namespace sbx
