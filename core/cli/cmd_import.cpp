@@ -21,6 +21,7 @@
 #include "cli.hpp"
 #include "extras.hpp"
 #include "text_table.hpp"
+#include "sbx/core/bounded_read.hpp"
 
 namespace sbx::cli {
 namespace {
@@ -784,10 +785,8 @@ Draft import_codex(const std::string& text, const std::string& file,
 Result<std::string> read_source(const std::string& file) {
   std::ifstream in(file, std::ios::binary);
   if (!in) return Error{"cannot read '" + printable(file) + "'"};
-  std::string text(kMaxImportBytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  std::string text = read_at_most(in, kMaxImportBytes + 1);
   if (in.bad()) return Error{"cannot read '" + printable(file) + "' (is it a directory?)"};
-  text.resize(static_cast<std::size_t>(in.gcount()));
   if (text.size() > kMaxImportBytes) {
     return Error{"'" + printable(file) + "' is larger than 1 MiB"};
   }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "sbx/core/bounded_read.hpp"
 #include "sbx/core/win_path.hpp"
 #include "sbx/core/resolve.hpp"
 
@@ -29,10 +30,7 @@ Result<std::string> read_policy_file(const std::string& path) {
     return Error{"cannot read policy file '" + path + "': " + std::strerror(errno) +
                  "; check the path given to --policy"};
   }
-  std::string text(kMaxPolicyBytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(in.gcount()));
-  return text;
+  return read_at_most(in, kMaxPolicyBytes + 1);
 }
 
 // The command line's own policy (--policy FILE or --preset NAME); nullopt when neither is

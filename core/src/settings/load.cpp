@@ -19,6 +19,7 @@
 #include "plugins/trusted_fs.hpp"
 #endif
 #include "policy/path_util.hpp"
+#include "sbx/core/bounded_read.hpp"
 #include "sbx/core/settings.hpp"
 
 namespace sbx::settings {
@@ -54,10 +55,7 @@ Result<std::optional<std::string>> read_plain(const std::string& path) {
     return Error{"cannot read the settings " + path + ": not a regular file"};
   std::ifstream in(std::filesystem::u8path(path), std::ios::binary);
   if (!in) return Error{"cannot open " + path};
-  std::string text(kMaxSettingsBytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(in.gcount()));
-  return std::optional<std::string>(std::move(text));
+  return std::optional<std::string>(read_at_most(in, kMaxSettingsBytes + 1));
 }
 
 #else
@@ -65,16 +63,9 @@ Result<std::optional<std::string>> read_plain(const std::string& path) {
 // Reads at most one byte more than the parser accepts, so an oversized file is reported by the
 // parser without being read whole.
 Result<std::string> read_fd(int fd) {
-  std::string text(kMaxSettingsBytes + 1, '\0');
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::read(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Error{std::string("cannot read it: ") + std::strerror(errno)};
-    if (n == 0) break;
-    done += static_cast<std::size_t>(n);
-  }
-  text.resize(done);
+  std::string text;
+  if (!read_at_most(fd, kMaxSettingsBytes + 1, text))
+    return Error{std::string("cannot read it: ") + std::strerror(errno)};
   return text;
 }
 
