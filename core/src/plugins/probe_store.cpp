@@ -23,10 +23,32 @@
 namespace sbx::kept_probe {
 
 bool keepable(const ProbeReport& report) {
+  bool says_keepable = false;
   for (const ProbeCheck& check : report.checks) {
-    if (check.name == kKeepableProbeCheck && check.status == CheckStatus::kPass) return true;
+    if (check.name == kKeepableProbeCheck && check.status == CheckStatus::kPass)
+      says_keepable = true;
+    // Dependencies that cannot be keyed on make the answer unkeepable, not keyed on less.
+    if (check.name == kKeepableDependsOnCheck &&
+        (check.status != CheckStatus::kPass || !dependencies(report)))
+      return false;
   }
-  return false;
+  return says_keepable;
+}
+
+std::optional<std::vector<std::string>> dependencies(const ProbeReport& report) {
+  std::vector<std::string> paths;
+  for (const ProbeCheck& check : report.checks) {
+    if (check.name != kKeepableDependsOnCheck) continue;
+    for (std::size_t at = 0; at <= check.observed.size();) {
+      std::size_t end = check.observed.find(", ", at);
+      if (end == std::string::npos) end = check.observed.size();
+      paths.push_back(check.observed.substr(at, end - at));
+      at = end + 2;
+    }
+  }
+  // The same rule the backend's side applies (keepable_dependencies): absolute, one line.
+  if (!paths.empty() && keepable_dependencies(paths).empty()) return std::nullopt;
+  return paths;
 }
 
 #ifdef _WIN32
@@ -36,7 +58,7 @@ std::optional<std::string> current_store_dir() { return std::nullopt; }
 std::string answer_path(const std::string& dir, const LoadedPlugin& plugin) {
   return dir + "/" + plugin.name + ".answer";
 }
-std::string answer_key(const LoadedPlugin&) { return {}; }
+std::string answer_key(const LoadedPlugin&, const std::vector<std::string>&) { return {}; }
 std::optional<ProbeReport> load(const std::string&, const LoadedPlugin&) { return std::nullopt; }
 void keep(const std::string&, const LoadedPlugin&, const ProbeReport&) {}
 
@@ -64,6 +86,21 @@ std::string file_identity(const std::string& path) {
       << ',' << st.st_uid << ',' << st.st_mtim.tv_sec << '.' << st.st_mtim.tv_nsec << ','
       << st.st_ctim.tv_sec << '.' << st.st_ctim.tv_nsec;
   return out.str();
+}
+
+// What a backend's answer depends on beyond the common key (kKeepableDependsOnCheck): a
+// sysctl's value, any other file's identity; "missing" when there is none, so that a file that
+// appears later changes the key too.
+std::string dependency_identity(const std::string& path) {
+  if (path.rfind("/proc/sys/", 0) == 0) {
+    std::ifstream in(path);
+    if (!in) return path + "=missing";
+    std::string line;
+    std::getline(in, line);
+    return path + '=' + line;
+  }
+  const std::string identity = file_identity(path);
+  return identity.empty() ? path + ",missing" : identity;
 }
 
 std::string user_namespace() {
@@ -115,7 +152,7 @@ std::string answer_path(const std::string& dir, const LoadedPlugin& plugin) {
 // A Landlock domain around the process is not visible from inside (the kernel exposes none):
 // a kept answer may then claim what a nested restrict_self refuses; the run then fails
 // (exit 125) where a fresh probe would have passed the backend over.
-std::string answer_key(const LoadedPlugin& plugin) {
+std::string answer_key(const LoadedPlugin& plugin, const std::vector<std::string>& depends_on) {
   Result<InstallLayout> layout = install_layout();
   if (!layout.ok()) return {};
   struct utsname kernel {};
@@ -133,6 +170,7 @@ std::string answer_key(const LoadedPlugin& plugin) {
       << '|' << userns << '|' << ::prctl(PR_GET_SECCOMP, 0, 0, 0, 0) << ','
       << ::prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) << '|' << plugin_file << '|' << stage2 << '|'
       << libsbx;
+  for (const std::string& path : depends_on) key << '|' << dependency_identity(path);
   const std::string text = key.str();
   // One line: a path with a line break would make the file ambiguous.
   if (text.find('\n') != std::string::npos) return {};
@@ -144,15 +182,17 @@ std::optional<ProbeReport> load(const std::string& dir, const LoadedPlugin& plug
   // The file first: a backend that keeps nothing (bwrap) costs one failed open, not a key.
   Result<std::string> text = private_state::read_private_file(path, "kept answer");
   if (!text.ok()) return std::nullopt;
-  const std::string key = answer_key(plugin);
-  if (key.empty()) return std::nullopt;
   const std::size_t newline = text->find('\n');
-  if (newline == std::string::npos || std::string_view(*text).substr(0, newline) != key)
-    return std::nullopt;
+  if (newline == std::string::npos) return std::nullopt;
   Result<ProbeReport> report = probe_from_wire(std::string_view(*text).substr(newline + 1));
   // Only what a backend itself said may be kept is reused (a file this user wrote by hand
   // without it is not an answer).
   if (!report.ok() || !keepable(*report)) return std::nullopt;
+  // The key is formed with the dependencies the answer names: what they are now must be what
+  // they were when it was kept.
+  const std::optional<std::vector<std::string>> depends_on = dependencies(*report);
+  const std::string key = depends_on ? answer_key(plugin, *depends_on) : std::string();
+  if (key.empty() || std::string_view(*text).substr(0, newline) != key) return std::nullopt;
   for (ProbeCheck& check : report->checks) {
     if (check.name == kKeepableProbeCheck)
       check.observed = "kept: the answer of an earlier probe this boot, read from " + path +
@@ -163,7 +203,9 @@ std::optional<ProbeReport> load(const std::string& dir, const LoadedPlugin& plug
 
 void keep(const std::string& dir, const LoadedPlugin& plugin, const ProbeReport& report) {
   const std::string path = answer_path(dir, plugin);
-  const std::string key = keepable(report) ? answer_key(plugin) : std::string();
+  const std::optional<std::vector<std::string>> depends_on = dependencies(report);
+  const std::string key =
+      keepable(report) && depends_on ? answer_key(plugin, *depends_on) : std::string();
   if (key.empty()) {
     ::unlink(path.c_str());
     return;

@@ -15,6 +15,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "sbx/core/plugin_loader.hpp"
 #include "sbx/sdk/private_state.hpp"
@@ -34,11 +35,17 @@ std::optional<std::string> current_store_dir();
 std::string answer_path(const std::string& dir, const LoadedPlugin& plugin);
 
 // The key of `plugin`'s answer in this process, or "" when it cannot be formed (then nothing
-// is kept or reused).
-std::string answer_key(const LoadedPlugin& plugin);
+// is kept or reused). `depends_on`: the answer's own dependencies (dependencies()), whose
+// identities or /proc/sys values are appended.
+std::string answer_key(const LoadedPlugin& plugin, const std::vector<std::string>& depends_on);
 
-// True when `report` says it may be kept (a passing kKeepableProbeCheck).
+// True when `report` says it may be kept (a passing kKeepableProbeCheck) and whatever it names
+// in a kKeepableDependsOnCheck can be keyed on.
 bool keepable(const ProbeReport& report);
+
+// The paths `report` names in its kKeepableDependsOnCheck (none: empty), or nullopt when one of
+// them is not an absolute one-line path.
+std::optional<std::vector<std::string>> dependencies(const ProbeReport& report);
 
 // The kept answer of `plugin` in `dir`, when one is there under this process's key; its
 // kKeepableProbeCheck then says that it was kept and where from.

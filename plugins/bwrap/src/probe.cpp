@@ -6,6 +6,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -16,6 +17,7 @@
 #include <utility>
 
 #include "sbx/bwrap/host.hpp"
+#include "sbx/sdk/backend.hpp"
 #include "sbx/sdk/posix_child.hpp"
 #include "sbx/sdk/private_state.hpp"
 #include "sbx/sdk/unique_fd.hpp"
@@ -131,6 +133,11 @@ void probe_sandbox_checks_uncached(const std::string& bwrap, std::vector<ProbeCh
                          "(see the user-namespace and AppArmor checks)"));
 }
 
+// The host settings that decide whether bwrap's user namespace trials pass.
+constexpr std::array<const char*, 3> kNamespaceSysctls = {
+    "/proc/sys/user/max_user_namespaces", "/proc/sys/kernel/unprivileged_userns_clone",
+    "/proc/sys/kernel/apparmor_restrict_unprivileged_userns"};
+
 // The throwaway sandboxes cost ~15 ms each; their passing outcome is cached in the private state
 // directory (masked inside every sandbox), so `sbx exec` does not pay for them on every run. A
 // failure is never cached: the next probe tries again. What is cached may only be reused while
@@ -163,10 +170,7 @@ std::string probe_cache_key_of(const std::string& bwrap) {
     key += "|" + std::to_string(value);
   key += "|" + at_ns(st.st_mtim) + "|" + at_ns(st.st_ctim) + "|" + std::to_string(::geteuid()) +
          "|" + ns;
-  for (const char* sysctl :
-       {"/proc/sys/user/max_user_namespaces", "/proc/sys/kernel/unprivileged_userns_clone",
-        "/proc/sys/kernel/apparmor_restrict_unprivileged_userns"})
-    key += "|" + read_small_file(sysctl);
+  for (const char* sysctl : kNamespaceSysctls) key += "|" + read_small_file(sysctl);
   return key;
 }
 
@@ -292,6 +296,25 @@ std::optional<bool> cached_proc_mount(const std::string& bwrap_path,
     if (c.name == "proc_mount") return true;
   }
   return std::nullopt;
+}
+
+void mark_keepable(ProbeReport& report) {
+  if (!report.available) return;
+  std::vector<std::string> depends_on;
+  for (const ProbeCheck& c : report.checks) {
+    if (c.name == "bwrap_found" && c.status == CheckStatus::kPass) depends_on.push_back(c.observed);
+  }
+  if (depends_on.size() != 1) return;
+  depends_on.insert(depends_on.end(), kNamespaceSysctls.begin(), kNamespaceSysctls.end());
+  const std::string named = keepable_dependencies(depends_on);
+  if (named.empty()) return;
+  report.checks.push_back(
+      ProbeCheck{std::string(kKeepableDependsOnCheck), CheckStatus::kPass, named, ""});
+  report.checks.push_back(ProbeCheck{
+      std::string(kKeepableProbeCheck), CheckStatus::kPass,
+      "this answer may be kept for later runs of this boot (same kernel, user, seccomp state, "
+      "plugin, sbx-stage2, bwrap binary and namespace sysctls)",
+      ""});
 }
 
 std::string probe_cache_key(const std::string& bwrap_path) {

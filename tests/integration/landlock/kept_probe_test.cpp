@@ -1,5 +1,6 @@
-// Kept probe answers (docs/ARCHITECTURE.md, "Kept probe answers"), through the installed sbx:
-// a second `sbx --backends landlock exec` reuses the answer the first one kept and starts no
+// Kept probe answers (docs/ARCHITECTURE.md, "Kept probe answers"), through the installed sbx,
+// for Landlock and bwrap (KeptBwrapProbe: its key also holds the bwrap binary and the namespace
+// sysctls): a second `sbx --backends landlock exec` reuses the answer the first one kept and starts no
 // process before the command (strace counts the forks of a --dry-run, which starts nothing
 // else); `sbx backends --probe` always probes and refreshes the answer; a changed key, a foreign
 // or writable or symlinked store is ignored and probed afresh; a forged answer cannot make a
@@ -9,6 +10,7 @@
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <sched.h>
 #include <stddef.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -17,6 +19,7 @@
 #include <unistd.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sbx_test/files.hpp"
@@ -31,15 +34,17 @@ constexpr const char* kStrace = "/usr/bin/strace";
 
 class KeptProbe : public ::testing::Test {
  protected:
+  explicit KeptProbe(std::string backend = "landlock") : backend_(std::move(backend)) {}
+
   void SetUp() override {
     if (!exists(sbx_path())) GTEST_SKIP() << "no installed sbx at " << sbx_path();
     if (!exists(kStrace)) GTEST_SKIP() << "no " << kStrace << " to count forks with";
     // mkdtemp: this user's own 0700 directory, so sbx takes it as the runtime directory.
     const RunResult first = dry_run();
-    if (first.code != 0) GTEST_SKIP() << "landlock cannot plan here: " << describe(first);
-    // The one answer kept: landlock-<hash of this install>.answer.
+    if (first.code != 0) GTEST_SKIP() << backend_ << " cannot plan here: " << describe(first);
+    // The one answer kept: <backend>-<hash of this install>.answer.
     for (const std::string& name : listing(store())) {
-      if (name.rfind("landlock-", 0) == 0 && name.size() > 16 &&
+      if (name.rfind(backend_ + "-", 0) == 0 && name.size() > backend_.size() + 8 &&
           name.compare(name.size() - 7, 7, ".answer") == 0)
         answer_ = store() + "/" + name;
     }
@@ -55,8 +60,8 @@ class KeptProbe : public ::testing::Test {
   const std::string& answer() const { return answer_; }
 
   std::vector<std::string> dry_run_args() const {
-    return {sbx_path(), "--backends", "landlock", "exec",          "--dry-run", "--preset",
-            "read-only", "--cwd",     ws_.path(), "--",            "/bin/true"};
+    return {sbx_path(), "--backends", backend_,   "exec", "--dry-run", "--preset",
+            "read-only", "--cwd",     ws_.path(), "--",   "/bin/true"};
   }
   RunResult dry_run() const { return run(dry_run_args(), env()); }
 
@@ -98,10 +103,38 @@ class KeptProbe : public ::testing::Test {
     ::chmod(answer().c_str(), 0600);
   }
 
+  // The kept answer's key (its first line).
+  std::string key() const {
+    const std::string text = read_file(answer());
+    return text.substr(0, text.find('\n'));
+  }
+
+  // The kept answer with its key's field that begins with `field` (up to the next '|')
+  // replaced by `replacement`.
+  void rewrite_key_field(const std::string& field, const std::string& replacement) const {
+    std::string text = read_file(answer());
+    const std::size_t at = text.find("|" + field);
+    ASSERT_NE(at, std::string::npos) << text.substr(0, text.find('\n'));
+    ASSERT_LT(at, text.find('\n'));
+    const std::size_t end = text.find_first_of("|\n", at + 1);
+    text.replace(at + 1, end - at - 1, replacement);
+    ::unlink(answer().c_str());
+    write_file(answer(), text);
+    ::chmod(answer().c_str(), 0600);
+  }
+
+  std::string backend_;
   TempDir runtime_;
   TempDir ws_{"/var/tmp"};
   TempDir trace_;
   std::string answer_;
+};
+
+// The same store, bwrap's answer: kept with the bwrap binary and the namespace sysctls in its
+// key (its answer_depends_on check).
+class KeptBwrapProbe : public KeptProbe {
+ protected:
+  KeptBwrapProbe() : KeptProbe("bwrap") {}
 };
 
 TEST_F(KeptProbe, SecondRunStartsNoProcessBeforeTheCommand) {
@@ -244,26 +277,15 @@ TEST_F(KeptProbe, StoreIsReadOnlyInEverySandbox) {
   EXPECT_EQ(dry_run_forks(), 0) << "the kept answer is intact";
 }
 
-// Runs argv in a forked child whose seccomp filter makes every Landlock system call fail with
-// ENOSYS, as on a kernel without Landlock (the filter lives and dies with that child); stdout and
-// stderr go to `out`. Returns the exit code (-1 when it did not exit).
-int run_without_landlock(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-                         const std::string& out) {
+// Runs argv in a forked child under the seccomp filter `filter` (it lives and dies with that
+// child); stdout and stderr go to `out`. Returns the exit code (-1 when it did not exit).
+int run_under_filter(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                     const std::string& out, std::vector<sock_filter> filter) {
   const pid_t pid = ::fork();
   if (pid == 0) {
     const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0 || ::dup2(fd, 1) < 0 || ::dup2(fd, 2) < 0) ::_exit(120);
-    sock_filter filter[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 0, 5),
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_landlock_create_ruleset, 3, 0),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_landlock_add_rule, 2, 0),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_landlock_restrict_self, 1, 0),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
-    };
-    sock_fprog program{static_cast<unsigned short>(sizeof filter / sizeof filter[0]), filter};
+    sock_fprog program{static_cast<unsigned short>(filter.size()), filter.data()};
     if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
         ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &program) != 0)
       ::_exit(121);
@@ -279,6 +301,46 @@ int run_without_landlock(const std::vector<std::string>& argv, const std::vector
   int status = 0;
   if (pid < 0 || ::waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
   return WEXITSTATUS(status);
+}
+
+// argv where every Landlock system call fails with ENOSYS, as on a kernel without Landlock.
+int run_without_landlock(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                         const std::string& out) {
+  return run_under_filter(
+      argv, env, out,
+      {
+          BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)),
+          BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 0, 5),
+          BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+          BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_landlock_create_ruleset, 3, 0),
+          BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_landlock_add_rule, 2, 0),
+          BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_landlock_restrict_self, 1, 0),
+          BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+          BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+      });
+}
+
+// argv where no new user namespace can be made, as on a host that forbids them: clone and
+// unshare with CLONE_NEWUSER fail with EPERM, clone3 (whose flags a filter cannot read) with
+// ENOSYS, which makes callers fall back to clone.
+int run_without_user_namespaces(const std::vector<std::string>& argv,
+                                const std::vector<std::string>& env, const std::string& out) {
+  return run_under_filter(
+      argv, env, out,
+      {
+          BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)),
+          BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 0, 7),
+          BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+          BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_clone3, 6, 0),
+          BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_clone, 1, 0),
+          BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_unshare, 0, 3),
+          // Both take their flags in the first argument (the low 32 bits hold CLONE_NEWUSER).
+          BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[0])),
+          BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, CLONE_NEWUSER, 0, 1),
+          BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+          BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+          BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+      });
 }
 
 #if defined(__x86_64__)
@@ -312,6 +374,80 @@ TEST_F(KeptProbe, AnAnswerClaimingLandlockOnAKernelWithoutItFailsClosed) {
   EXPECT_EQ(fresh, 125) << out2;
   EXPECT_NE(out2.find("unavailable: landlock_abi: ENOSYS"), std::string::npos) << out2;
   EXPECT_FALSE(exists(ws_ / "ran"));
+}
+#endif
+
+
+TEST_F(KeptBwrapProbe, SecondRunStartsNoProcessBeforeTheCommand) {
+  struct stat st {};
+  ASSERT_EQ(::stat(answer().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_NE(key().find("/proc/sys/user/max_user_namespaces="), std::string::npos) << key();
+  EXPECT_NE(key().find("/bwrap,"), std::string::npos) << "the bwrap binary's identity: " << key();
+  EXPECT_EQ(dry_run_forks(), 0) << "the kept answer must spare the guarded probe's fork";
+  ::unlink(answer().c_str());
+  EXPECT_GE(dry_run_forks(), 1);
+  EXPECT_TRUE(exists(answer())) << "a fresh probe keeps its answer";
+  const RunResult r =
+      run({sbx_path(), "--backends", "bwrap", "exec", "--preset", "read-only", "--cwd",
+           ws_.path(), "--", "/bin/sh", "-c", "echo x > " + ws_.path() + "/out; echo $?"},
+          env());
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_FALSE(exists(ws_ / "out")) << describe(r);
+}
+
+TEST_F(KeptBwrapProbe, AChangedSysctlOrBwrapBinaryIsProbedAfresh) {
+  // As if user.max_user_namespaces had another value when the answer was kept.
+  const std::string sysctl = "/proc/sys/user/max_user_namespaces=";
+  rewrite_key_field(sysctl, sysctl + "12345678");
+  EXPECT_GE(dry_run_forks(), 1);
+  EXPECT_EQ(key().find(sysctl + "12345678"), std::string::npos) << "rewritten with the value now";
+  EXPECT_EQ(dry_run_forks(), 0);
+  // As if the bwrap binary had been another file (another inode and times).
+  const std::size_t at = key().find("/bwrap,");
+  ASSERT_NE(at, std::string::npos) << key();
+  const std::size_t start = key().rfind('|', at) + 1;
+  const std::string path = key().substr(start, at + 6 - start);
+  rewrite_key_field(path + ",", path + ",1,1,1,1,1,1.1,1.1");
+  EXPECT_GE(dry_run_forks(), 1);
+  EXPECT_EQ(dry_run_forks(), 0);
+}
+
+TEST_F(KeptBwrapProbe, DependenciesThatCannotBeKeyedOnAreNotKept) {
+  // A relative path in answer_depends_on (key untouched): not an answer sbx may key on.
+  rewrite_answer(", /proc/sys/user/max_user_namespaces", ", proc/sys/user/max_user_namespaces");
+  EXPECT_GE(dry_run_forks(), 1);
+  EXPECT_NE(read_file(answer()).find(", /proc/sys/user/max_user_namespaces"), std::string::npos)
+      << "replaced by a fresh answer";
+  EXPECT_EQ(dry_run_forks(), 0);
+}
+
+#if defined(__x86_64__)
+TEST_F(KeptBwrapProbe, AnAnswerKeptWhereUserNamespacesWorkedFailsClosedWhereTheyDoNot) {
+  // The answer kept here, under the key of a process whose filter forbids user namespaces (the
+  // key's seccomp field becomes "2,1"): it claims a bwrap that cannot start there.
+  const std::string text = read_file(answer());
+  if (text.find("]|0,0|") == std::string::npos)
+    GTEST_SKIP() << "this test already runs under seccomp";
+  rewrite_answer("]|0,0|", "]|2,1|");
+  const std::vector<std::string> argv = {
+      sbx_path(), "--backends", "bwrap", "exec", "--preset", "read-only", "--cwd", ws_.path(),
+      "--", "/bin/sh", "-c", "echo kept-bwrap-$((6*7))"};
+  const std::vector<std::string> e = env();
+  const int code = run_without_user_namespaces(argv, e, trace_ / "out");
+  const std::string out = read_file(trace_ / "out");
+  EXPECT_EQ(code, 125) << out;
+  EXPECT_EQ(out.find("kept-bwrap-42"), std::string::npos) << "the command ran: " << out;
+  // The kept answer was used: bwrap itself failed to start, the run failed with it.
+  EXPECT_NE(out.find("bwrap"), std::string::npos) << out;
+  // Control: without the kept answer the probe under the same filter passes bwrap over (its
+  // seccomp check already refuses a process that runs under a filter).
+  ::unlink(answer().c_str());
+  const int fresh = run_without_user_namespaces(argv, e, trace_ / "out2");
+  const std::string out2 = read_file(trace_ / "out2");
+  EXPECT_EQ(fresh, 125) << out2;
+  EXPECT_NE(out2.find("passed over bwrap"), std::string::npos) << out2;
+  EXPECT_EQ(out2.find("kept-bwrap-42"), std::string::npos) << "the command ran: " << out2;
 }
 #endif
 

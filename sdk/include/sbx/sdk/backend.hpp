@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "sbx/sdk/abi.h"
 #include "sbx/sdk/result.hpp"
@@ -73,6 +74,23 @@ class HostServices {
 
 // The name of the check by which a probe says its answer may be kept between runs (probe()).
 inline constexpr std::string_view kKeepableProbeCheck = "answer_keepable";
+// The name of the check by which a keepable answer names what else it depends on: its
+// `observed` lists absolute paths separated by ", " (a file's identity, or for a file under
+// /proc/sys/ its content, joins the key; keepable_dependencies() builds the text).
+inline constexpr std::string_view kKeepableDependsOnCheck = "answer_depends_on";
+
+// The `observed` text of a kKeepableDependsOnCheck naming `paths`; "" when one of them cannot
+// be named so (not absolute, or holding ", " or a line break): then the answer is not kept.
+inline std::string keepable_dependencies(const std::vector<std::string>& paths) {
+  std::string text;
+  for (const std::string& path : paths) {
+    if (path.empty() || path[0] != '/' || path.find(", ") != std::string::npos ||
+        path.find('\n') != std::string::npos)
+      return {};
+    text += (text.empty() ? "" : ", ") + path;
+  }
+  return text;
+}
 
 // One sandboxing mechanism. Every method is called from one thread. Implementations must not
 // let exceptions escape (the host still guards every call).
@@ -92,7 +110,10 @@ class Backend {
   // effective uid, user namespace and seccomp state, the plugin file itself and sbx-stage2 may
   // say so with a passing check named kKeepableProbeCheck: sbx's CLI then keeps the answer in a
   // private per-user store and reuses it for later runs of the same boot instead of probing
-  // (docs/ARCHITECTURE.md, "Kept probe answers"). Only a backend whose transform() and exec()
+  // (docs/ARCHITECTURE.md, "Kept probe answers"). An answer that also depends on other files
+  // (a helper binary, a sysctl) names them in a passing kKeepableDependsOnCheck: their
+  // identities (contents under /proc/sys/) join the key, so a change to any of them probes
+  // afresh. Only a backend whose transform() and exec()
   // refuse, on their own, everything it cannot enforce may say so: a kept answer that is wrong
   // (a kernel feature gone, a store another process of this user rewrote) must make a run fail,
   // never run with less confinement.

@@ -82,6 +82,14 @@ std::optional<bool> cached_proc_mount(const std::string& bwrap_path, const std::
 // accepts replaces them: then the probe starts no process at all.
 ProbeReport run_probe(const std::string& stage2_path, const std::string& cache_file);
 
+// Marks an available `report` as one sbx may keep between runs (kKeepableProbeCheck): it
+// depends on the kernel and process (sbx's key) and on what the probe cache keys on beyond
+// them, the bwrap binary and the namespace sysctls (kKeepableDependsOnCheck). Fine for bwrap
+// because a wrong kept answer cannot weaken a run: every capability it claims is enforced by
+// bwrap, the seccomp filters and the unix-socket supervisor, each of which fails the run
+// (exit 125) when the kernel refuses it.
+void mark_keepable(ProbeReport& report);
+
 // Where the state directory may go, read from the process (state_dir_sources) or given by a
 // test (the same sources as every private directory of sbx: sbx/sdk/private_state.hpp).
 using StateDirSources = private_state::Sources;
