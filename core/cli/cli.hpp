@@ -81,6 +81,9 @@ int fail(std::string_view message);
 
 // ---- global options and plugins ----
 void add_global_options(CLI::App& app, GlobalOptions& options);
+// True for a global option (add_global_options) whose value is the next argument: the main
+// program's look at the command line before parsing skips it (main.cpp, named_verb).
+bool global_option_takes_value(std::string_view argument);
 Status configure_logging_from(const GlobalOptions& options);
 // Which plugins load_registry opens.
 enum class RegistryScope {

@@ -48,6 +48,13 @@ void add_global_options(CLI::App& app, GlobalOptions& options) {
       ->capture_default_str();
 }
 
+bool global_option_takes_value(std::string_view argument) {
+  // Those of add_global_options that take a value, given as the next argument (with "=" the
+  // value is in the same argument).
+  return argument == "--backends" || argument == "--plugin-dir" || argument == "--log-level" ||
+         argument == "--log-format";
+}
+
 Status configure_logging_from(const GlobalOptions& options) {
   return configure_logging(options.log_level,
                            options.log_format == "json" ? LogFormat::kJson : LogFormat::kText);

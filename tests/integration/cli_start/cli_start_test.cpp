@@ -65,6 +65,29 @@ TEST_F(LeanStart, VersionAndHelpStartNoProcessAndReadNoSettings) {
   EXPECT_EQ(version.out.rfind("sbx ", 0), 0u) << describe(version);
 }
 
+// Only the subcommand a command line names is built (main.cpp, named_verb); it is found before
+// parsing by skipping the global options and their values. A value that is also a verb's name
+// must not be taken for the verb (only `exec` would be built and `explain` refused), and help
+// asked for before any verb lists them all.
+TEST_F(LeanStart, TheVerbIsFoundPastGlobalOptionsAndTheirValues) {
+  const std::vector<std::string> env = {"PATH=/usr/bin:/bin", "HOME=" + home_.path(),
+                                        "XDG_CONFIG_HOME=" + home_.path() + "/empty"};
+  const RunResult r = run({sbx_path(), "--backends", "exec", "--log-level", "error", "explain",
+                           "--preset", "read-only", "--json"},
+                          env);
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_NO_THROW((void)json::parse(r.out)) << describe(r);
+  for (const std::vector<std::string>& help :
+       {std::vector<std::string>{sbx_path(), "--help"},
+        std::vector<std::string>{sbx_path(), "--log-level", "error", "--help"}}) {
+    const RunResult listed = run(help, env);
+    EXPECT_EQ(listed.code, 0) << describe(listed);
+    for (const char* verb : {"backends", "explain", "exec", "context", "debug", "policy", "config"})
+      EXPECT_NE(listed.out.find("\n  " + std::string(verb) + " "), std::string::npos)
+          << verb << " missing from " << listed.out;
+  }
+}
+
 TEST_F(LeanStart, TheFilterKillsAVerbThatStartsAProcess) {
   // The control for the filter: `sbx exec` must start the command, so it is killed.
   const RunResult r =
