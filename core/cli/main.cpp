@@ -58,24 +58,37 @@ bool is_bare_version(int argc, char** argv) {
   return argc == 2 && argv[1] != nullptr && std::string_view(argv[1]) == "--version";
 }
 
-int print_bare_version() {
-  const std::string line = version_text() + "\n";
 #if defined(_WIN32)
-  std::cout << line << std::flush;
+int print_bare_version() {
+  std::cout << version_text() << '\n' << std::flush;
   return std::cout ? 0 : sbx::kExitSbxFailure;
+}
 #else
+// Writes "sbx <version>" and a line break to stdout and ends the process. It may run before the
+// program's static initialisers (below), so it allocates nothing and uses no stream: write(2)
+// from a buffer on the stack, and on failure a fixed message on stderr.
+[[noreturn]] int print_bare_version() {
+  char line[128];
+  std::size_t length = 0;
+  for (const char* part : {"sbx ", sbx::sbx_version(), "\n"}) {
+    for (; *part != '\0' && length < sizeof line; ++part) line[length++] = *part;
+  }
   std::size_t done = 0;
-  while (done < line.size()) {
-    const ssize_t n = ::write(STDOUT_FILENO, line.data() + done, line.size() - done);
+  while (done < length) {
+    const ssize_t n = ::write(STDOUT_FILENO, line + done, length - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return sbx::cli::fail("cannot write the version to stdout");
+    if (n <= 0) {
+      constexpr char kFailed[] = "sbx: cannot write the version to stdout\n";
+      (void)!::write(STDERR_FILENO, kFailed, sizeof kFailed - 1);
+      ::_exit(sbx::kExitSbxFailure);
+    }
     done += static_cast<std::size_t>(n);
   }
   // Nothing is buffered and nothing was set up that needs undoing: skip the static destructors
   // and exit handlers (their code is a few more pages to fault in).
   ::_exit(0);
-#endif
 }
+#endif
 
 // The subcommand a command line names, read before the parser exists: the first argument that
 // is neither an option nor the value of a global option that takes one. "" when there is none,
@@ -141,6 +154,22 @@ int run(int argc, char** argv) {
   }
   return sbx::cli::fail("no subcommand was given", "run 'sbx --help' for the list");
 }
+
+#if defined(__GLIBC__)
+// `sbx --version` alone, answered before the static initialisers of the program run (the C++
+// runtime's iostreams and locale, the parser's validator tables, every library's globals: most
+// of what a start touches beyond loading): glibc passes main's arguments to the executable's
+// constructors (other C libraries need not: main answers there), and priority 101 runs this
+// one before every constructor without a priority. It uses nothing that a constructor sets up
+// (the version is a string literal; the hardening and the write are plain calls), allocates
+// nothing, and ends the process itself.
+[[gnu::constructor(101)]] void answer_bare_version_before_initialisers(int argc, char** argv,
+                                                                         char** /*envp*/) {
+  if (!is_bare_version(argc, argv)) return;
+  sbx::harden_current_process();
+  (void)print_bare_version();
+}
+#endif
 
 }  // namespace
 

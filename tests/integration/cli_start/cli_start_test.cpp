@@ -7,8 +7,16 @@
 //  - a plugin built with the SDK (its own, shared libstdc++) still loads and runs, and its C++
 //    exceptions reach the host's handlers in the statically linked libstdc++ (with a static
 //    libgcc too, i.e. a second unwinder, they did not: sbx died of SIGABRT).
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <signal.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -87,6 +95,55 @@ TEST_F(LeanStart, TheVerbIsFoundPastGlobalOptionsAndTheirValues) {
           << verb << " missing from " << listed.out;
   }
 }
+
+#if defined(__x86_64__) && defined(__GLIBC__)
+// Runs `argv` in a forked child whose seccomp filter kills it when it grows its heap (brk with
+// a non-zero address: the first malloc does; the dynamic loader only asks for the break, with
+// 0). Returns the wait status; stdout goes to `out`.
+int status_without_heap_growth(const std::vector<std::string>& argv, const std::string& out) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0 || ::dup2(fd, 1) < 0) ::_exit(120);
+    sock_filter filter[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 0, 5),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_brk, 0, 3),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[0])),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    sock_fprog program{static_cast<unsigned short>(sizeof filter / sizeof filter[0]), filter};
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+        ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &program) != 0)
+      ::_exit(121);
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    char* no_env[] = {nullptr};
+    ::execve(args[0], args.data(), no_env);
+    ::_exit(127);
+  }
+  int status = 0;
+  return pid > 0 && ::waitpid(pid, &status, 0) == pid ? status : -1;
+}
+
+// `sbx --version` alone is answered before the program's static initialisers run, which
+// allocate (the C++ runtime's exception pool and streams, the parser's tables): with a heap
+// that cannot grow it still answers, while `--help`, which needs them, dies at the first malloc.
+TEST_F(LeanStart, TheBareVersionIsAnsweredBeforeTheStaticInitialisers) {
+  const TempDir out;
+  const int version = status_without_heap_growth({sbx_path(), "--version"}, out / "v");
+  ASSERT_TRUE(WIFEXITED(version)) << "killed by signal " << WTERMSIG(version);
+  EXPECT_EQ(WEXITSTATUS(version), 0);
+  EXPECT_EQ(read_file(out / "v").rfind("sbx ", 0), 0u) << read_file(out / "v");
+  const int help = status_without_heap_growth({sbx_path(), "--help"}, out / "h");
+  EXPECT_TRUE(WIFSIGNALED(help) && WTERMSIG(help) == SIGSYS)
+      << "the control: --help should die when it allocates (status " << help << ")";
+}
+#endif
 
 TEST_F(LeanStart, TheFilterKillsAVerbThatStartsAProcess) {
   // The control for the filter: `sbx exec` must start the command, so it is killed.
