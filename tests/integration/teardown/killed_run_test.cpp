@@ -432,6 +432,12 @@ TEST(StateDirectory, WithoutAnyPrivatePlaceBwrapRunsAndKeepsItsMountPoints) {
   TempDir ws;
   ASSERT_EQ(::chown(ws.path().c_str(), 65534, 65534), 0);
   const bool old_name_existed = exists("/tmp/sbx-bwrap-65534");
+  // The kept mount points include those at the top of /tmp (a writable root of the preset):
+  // this test removes the ones it made, so that no later test or run finds a stray /tmp/.git.
+  std::vector<std::string> made_in_tmp;
+  for (const char* name : {"/tmp/.git", "/tmp/.codex", "/tmp/.agents"}) {
+    if (!exists(name)) made_in_tmp.emplace_back(name);
+  }
   const RunResult r =
       run({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sbx_path(),
            "--backends", "bwrap", "exec", "--preset", "workspace-write", "--cwd", ws.path(), "--",
@@ -442,6 +448,13 @@ TEST(StateDirectory, WithoutAnyPrivatePlaceBwrapRunsAndKeepsItsMountPoints) {
   EXPECT_TRUE(fs::is_empty(ws / ".codex")) << "the command created content in .codex";
   if (!old_name_existed) {
     EXPECT_FALSE(exists("/tmp/sbx-bwrap-65534")) << "state went to /tmp";
+  }
+  // Only what user 65534 made (an empty directory of a concurrent run of root's is a mount
+  // point its registry still holds: removing it would unmask that run's protected name).
+  for (const std::string& path : made_in_tmp) {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == 65534)
+      ::rmdir(path.c_str());  // only if still empty
   }
 }
 
