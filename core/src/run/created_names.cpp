@@ -2,9 +2,15 @@
 #include "sbx/core/created_names.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
+#include <system_error>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #if !defined(_WIN32)
@@ -12,6 +18,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #if defined(__linux__)
@@ -108,6 +116,58 @@ int open_subdirectory(int dir_fd, const char* name, dev_t device) {
   return fd;
 }
 
+std::int64_t ctime_of(const struct stat& st) {
+#if defined(__APPLE__)
+  return to_nanos(st.st_ctimespec.tv_sec, st.st_ctimespec.tv_nsec);
+#else
+  return to_nanos(st.st_ctim.tv_sec, st.st_ctim.tv_nsec);
+#endif
+}
+
+// What CreatedNamesScan read of one directory outside the watched entries, to be checked after
+// the run (created_names.hpp).
+struct ScannedDir {
+  struct Entry {
+    std::size_t ordinal = 0;  // its place in the listing: the entries before it count too
+    std::string name;
+    bool watched = false;  // else a subdirectory
+    std::unique_ptr<ScannedDir> child;  // null: not scanned (walked afresh after the run)
+  };
+  int fd = -1;  // held open since the scan; -1: beyond the budget (opened again after the run)
+  dev_t device = 0;
+  ino_t inode = 0;
+  std::int64_t ctime = 0;  // fstat before the entries were read
+  std::int64_t clock = 0;  // the coarse clock read before that fstat
+  bool complete = false;   // every entry read and classified
+  std::size_t entry_count = 0;
+  std::vector<Entry> entries;  // the subdirectories and watched names, in listing order
+  // The scanned subdirectories by identity, to find a renamed one in a directory read again.
+  std::vector<std::pair<std::pair<dev_t, ino_t>, const ScannedDir*>> by_identity;
+
+  ScannedDir() = default;
+  ScannedDir(const ScannedDir&) = delete;
+  ScannedDir& operator=(const ScannedDir&) = delete;
+  ~ScannedDir() {
+    if (fd >= 0) ::close(fd);
+  }
+
+  bool is(const struct stat& now) const { return now.st_dev == device && now.st_ino == inode; }
+  // Its entries are still the ones read: creating, removing or renaming an entry sets the
+  // directory's ctime to the current time, which user space cannot choose. Unless the ctime
+  // was already in the tick the scan read it in ("racy"): a change later in that same tick
+  // could leave the stamp as it was, so such a directory is never trusted.
+  bool still_holds(const struct stat& now) const {
+    return complete && is(now) && ctime_of(now) == ctime && ctime < clock;
+  }
+  const ScannedDir* child_that_is(const struct stat& now) const {
+    const auto key = std::make_pair(now.st_dev, now.st_ino);
+    const auto found = std::lower_bound(
+        by_identity.begin(), by_identity.end(), key,
+        [](const auto& item, const auto& wanted) { return item.first < wanted; });
+    return found != by_identity.end() && found->first == key ? found->second : nullptr;
+  }
+};
+
 class Walker {
  public:
   Walker(const CreatedNamesWatch& watch, std::int64_t since, const CreatedNamesLimits& limits)
@@ -116,7 +176,9 @@ class Walker {
         limits_(limits),
         deadline_(std::chrono::steady_clock::now() + limits.max_time) {}
 
-  void walk_root(const std::string& root);
+  // `record`: what CreatedNamesScan read of the root (null: none, the walk of
+  // find_created_names).
+  void walk_root(const std::string& root, const ScannedDir* record = nullptr);
   CreatedNames result() && {
     return CreatedNames{std::vector<std::string>(found_.begin(), found_.end()), truncated_};
   }
@@ -127,7 +189,14 @@ class Walker {
     bool empty = true;
   };
   DirResult walk_dir(int dir_fd, const std::string& path, dev_t device, std::size_t depth,
-                     bool timed);
+                     bool timed, const ScannedDir* record = nullptr);
+  void visit(int dir_fd, const std::string& path, const char* name, unsigned char type,
+             dev_t device, std::size_t depth, bool timed, const ScannedDir* listing,
+             const ScannedDir* known, DirResult& result);
+  void enter_untimed(int dir_fd, const char* name, const std::string& path, dev_t device,
+                     std::size_t depth, const ScannedDir* listing, const ScannedDir* known);
+  void replay(const ScannedDir& record, int dir_fd, const std::string& path, dev_t device,
+              std::size_t depth);
   template <class Visit>
   void for_each_entry(int dir_fd, std::size_t depth, Visit visit);
   bool out_of_budget();
@@ -207,57 +276,129 @@ void Walker::for_each_entry(int dir_fd, std::size_t depth, Visit visit) {
 // name, where every entry's times count (a hook rewritten deep in .git marks the .git); outside
 // one, an entry's times matter to nobody (only a watched name is ever reported, and the
 // `changed` a directory returns is read only by a watched ancestor), so only what is a
-// directory must be known, and the entry's d_type says it without a statx.
+// directory must be known, and the entry's d_type says it without a statx. `record`: the
+// scan's record of this same directory, whose entries changed since (its subdirectories are
+// matched to the scanned ones by identity).
 Walker::DirResult Walker::walk_dir(int dir_fd, const std::string& path, dev_t device,
-                                   std::size_t depth, bool timed) {
+                                   std::size_t depth, bool timed, const ScannedDir* record) {
   DirResult result;
   for_each_entry(dir_fd, depth, [&](const char* name, unsigned char type) {
     result.empty = false;
     if (out_of_budget()) return false;
-    const bool watched = is_watched_name(name);
-    const bool entry_timed = timed || watched;
-    // d_type is DT_UNKNOWN where the filesystem does not fill it in: then statx tells.
-    if (!limits_.trust_d_type) type = DT_UNKNOWN;
-    bool changed = false;
-    if (entry_timed || type == DT_UNKNOWN) {
-      const EntryFacts facts = facts_at(dir_fd, name);
-      if (!facts.ok) return true;  // gone since it was listed
-      changed = facts.changed >= since_;
-      type = facts.is_directory ? DT_DIR : DT_REG;  // any non-directory is a leaf here
-    }
-    // A symlink (DT_LNK) is a leaf: never followed.
-    if (type != DT_DIR && !watched) {
-      result.changed = result.changed || changed;
-      return true;
-    }
-    const std::string child = path == "/" ? "/" + std::string(name) : path + "/" + name;
-    bool empty_dir = false;
-    // Never into a symlink, another filesystem (a mount below the root is not what the command
-    // wrote through this root: open_subdirectory refuses both) or another root (walked itself).
-    if (type == DT_DIR && !is_other_root(child)) {
-      if (depth >= limits_.max_depth) {
-        truncated_ = true;
-      } else {
-        const int fd = open_subdirectory(dir_fd, name, device);
-        // Out of descriptors or memory (a deep tree in a process with many files open) is a
-        // bound reached, not a directory that does not count: say the list may be incomplete.
-        if (fd < 0 && (errno == EMFILE || errno == ENFILE || errno == ENOMEM)) truncated_ = true;
-        if (fd >= 0) {
-          const DirResult inner = walk_dir(fd, child, device, depth + 1, entry_timed);
-          changed = changed || inner.changed;
-          empty_dir = inner.empty;
-        }
-      }
-    }
-    result.changed = result.changed || changed;
-    if (changed && !empty_dir && watched) found_.insert(child);
+    visit(dir_fd, path, name, type, device, depth, timed, record, nullptr, result);
     return true;
   });
   ::close(dir_fd);
   return result;
 }
 
-void Walker::walk_root(const std::string& root) {
+// One entry of the directory dir_fd at `path`. For an untimed subdirectory: `listing` is the
+// scan's record of dir_fd when dir_fd was read again, `known` the scan's record of this very
+// entry when dir_fd was not (replay); both null: no record, find_created_names's walk.
+void Walker::visit(int dir_fd, const std::string& path, const char* name, unsigned char type,
+                   dev_t device, std::size_t depth, bool timed, const ScannedDir* listing,
+                   const ScannedDir* known, DirResult& result) {
+  const bool watched = is_watched_name(name);
+  const bool entry_timed = timed || watched;
+  // d_type is DT_UNKNOWN where the filesystem does not fill it in: then statx tells.
+  if (!limits_.trust_d_type) type = DT_UNKNOWN;
+  bool changed = false;
+  if (entry_timed || type == DT_UNKNOWN) {
+    const EntryFacts facts = facts_at(dir_fd, name);
+    if (!facts.ok) return;  // gone since it was listed
+    changed = facts.changed >= since_;
+    type = facts.is_directory ? DT_DIR : DT_REG;  // any non-directory is a leaf here
+  }
+  // A symlink (DT_LNK) is a leaf: never followed.
+  if (type != DT_DIR && !watched) {
+    result.changed = result.changed || changed;
+    return;
+  }
+  const std::string child = path == "/" ? "/" + std::string(name) : path + "/" + name;
+  bool empty_dir = false;
+  // Never into a symlink, another filesystem (a mount below the root is not what the command
+  // wrote through this root: open_subdirectory refuses both) or another root (walked itself).
+  if (type == DT_DIR && !is_other_root(child)) {
+    if (depth >= limits_.max_depth) {
+      truncated_ = true;
+    } else if (!entry_timed) {
+      // Outside watched names a directory's own times are read by nobody: nothing to return.
+      enter_untimed(dir_fd, name, child, device, depth + 1, listing, known);
+    } else {
+      const int fd = open_subdirectory(dir_fd, name, device);
+      // Out of descriptors or memory (a deep tree in a process with many files open) is a
+      // bound reached, not a directory that does not count: say the list may be incomplete.
+      if (fd < 0 && (errno == EMFILE || errno == ENFILE || errno == ENOMEM)) truncated_ = true;
+      if (fd >= 0) {
+        const DirResult inner = walk_dir(fd, child, device, depth + 1, entry_timed);
+        changed = changed || inner.changed;
+        empty_dir = inner.empty;
+      }
+    }
+  }
+  result.changed = result.changed || changed;
+  if (changed && !empty_dir && watched) found_.insert(child);
+}
+
+// The untimed subdirectory `name` of dir_fd, at `path` and `depth`: replayed from the scan's
+// record where that record still holds, read (again) otherwise.
+void Walker::enter_untimed(int dir_fd, const char* name, const std::string& path, dev_t device,
+                           std::size_t depth, const ScannedDir* listing,
+                           const ScannedDir* known) {
+  // dir_fd lists what the scan read (replay): `name` is still the directory the scan opened,
+  // and the descriptor the scan kept says whether its entries changed, without a new open.
+  if (known != nullptr && known->fd >= 0) {
+    struct stat now {};
+    if (::fstat(known->fd, &now) == 0 && known->still_holds(now)) {
+      replay(*known, known->fd, path, device, depth);
+      return;
+    }
+  }
+  // Opened as find_created_names opens it (what it refuses is refused here too).
+  const int fd = open_subdirectory(dir_fd, name, device);
+  if (fd < 0) {
+    if (errno == EMFILE || errno == ENFILE || errno == ENOMEM) truncated_ = true;
+    return;
+  }
+  const ScannedDir* record = nullptr;
+  if (known != nullptr || (listing != nullptr && !listing->by_identity.empty())) {
+    struct stat now {};
+    if (::fstat(fd, &now) == 0) {
+      record = known != nullptr ? known : listing->child_that_is(now);
+      // A record is only ever about the directory it was read from (a directory opened again
+      // by name may be another one).
+      if (record != nullptr && !record->is(now)) record = nullptr;
+      if (record != nullptr && record->still_holds(now)) {
+        replay(*record, fd, path, device, depth);
+        ::close(fd);
+        return;
+      }
+    }
+  }
+  walk_dir(fd, path, device, depth, false, record);
+}
+
+// Walks the directory dir_fd (not closed) at `path` from the scan's record of it, whose
+// entries are unchanged: the recorded subdirectories and watched names are visited in their
+// listing order, and every entry counts against the bounds as in walk_dir, so that the walk
+// stops where walk_dir would.
+void Walker::replay(const ScannedDir& record, int dir_fd, const std::string& path, dev_t device,
+                    std::size_t depth) {
+  DirResult unused;
+  std::size_t counted = 0;
+  for (const ScannedDir::Entry& entry : record.entries) {
+    for (; counted <= entry.ordinal; ++counted) {
+      if (out_of_budget()) return;
+    }
+    visit(dir_fd, path, entry.name.c_str(), entry.watched ? DT_UNKNOWN : DT_DIR, device, depth,
+          false, nullptr, entry.child.get(), unused);
+  }
+  for (; counted < record.entry_count; ++counted) {
+    if (out_of_budget()) return;
+  }
+}
+
+void Walker::walk_root(const std::string& root, const ScannedDir* record) {
   if (truncated_) return;
   const int fd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return;
@@ -266,8 +407,222 @@ void Walker::walk_root(const std::string& root) {
     ::close(fd);
     return;
   }
-  walk_dir(fd, root, st.st_dev, 0, false);
+  if (record != nullptr && !record->is(st)) record = nullptr;  // another directory there now
+  if (record != nullptr && record->still_holds(st)) {
+    replay(*record, fd, root, st.st_dev, 0);
+    ::close(fd);
+    return;
+  }
+  walk_dir(fd, root, st.st_dev, 0, false, record);
 }
+
+#if defined(__linux__)
+#define SBX_CREATED_NAMES_SCAN 1
+
+// Descriptors above this one are out of the way of select() (FD_SETSIZE) in an embedding
+// process: the scan moves the ones it keeps there when the soft limit leaves room.
+constexpr int kHighDescriptors = 1024;
+// Descriptors the scan keeps aside for the directories it is reading (one per level) when it
+// holds the rest of its budget.
+constexpr std::size_t kStackReserve = 64;
+
+// How many descriptors the scan may hold open at once: a quarter of what the process may still
+// open (the command's launch and an embedding process need the rest), at most 1024.
+std::size_t descriptor_budget(const CreatedNamesLimits& limits, int& high_floor) {
+  high_floor = 0;
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return 0;
+  const std::size_t soft =
+      limit.rlim_cur == RLIM_INFINITY ? std::size_t{1} << 20 : static_cast<std::size_t>(limit.rlim_cur);
+  std::size_t budget = 0;
+  if (limits.scan_descriptors) {
+    budget = *limits.scan_descriptors;
+  } else {
+    // Open now: the entries of /proc/self/fd (this listing's own descriptor included: one too
+    // many, on the safe side); without /proc, half the limit is taken as used.
+    std::size_t open_now = soft / 2;
+    const int fd = ::open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+      open_now = 0;
+      alignas(struct dirent64) char bytes[4096];
+      for (ssize_t length; (length = ::getdents64(fd, bytes, sizeof bytes)) > 0;) {
+        for (ssize_t offset = 0; offset < length;) {
+          const auto* entry = reinterpret_cast<const struct dirent64*>(bytes + offset);
+          offset += entry->d_reclen;
+          if (!is_dot_or_dot_dot(entry->d_name)) ++open_now;
+        }
+      }
+      ::close(fd);
+    }
+    budget = std::min<std::size_t>(1024, soft > open_now ? (soft - open_now) / 4 : 0);
+  }
+  if (soft >= static_cast<std::size_t>(kHighDescriptors) + 2 * budget) high_floor = kHighDescriptors;
+  return budget;
+}
+
+// The scan of CreatedNamesScan: reads the tree as Walker does, recording it (ScannedDir)
+// instead of judging it. Runs in its own thread while the command runs.
+class Scanner {
+ public:
+  Scanner(const CreatedNamesWatch& watch, const CreatedNamesLimits& limits,
+          const std::atomic<bool>& stop)
+      : watch_(watch),
+        limits_(limits),
+        stop_(stop),
+        deadline_(std::chrono::steady_clock::now() + limits.max_time) {
+    budget_ = descriptor_budget(limits, high_floor_);
+    hold_limit_ = budget_ - std::min(kStackReserve, budget_ / 4);
+  }
+
+  std::unique_ptr<ScannedDir> scan_root(const std::string& root) {
+    if (halted() || budget_ == 0) return nullptr;
+    const int fd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return nullptr;
+    ++open_;
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+      release(fd);
+      return nullptr;
+    }
+    return scan_dir(fd, root, st.st_dev, 0);
+  }
+
+ private:
+  // Reads the directory open as fd (counted in open_), then its subdirectories; keeps fd in
+  // the record within the budget, closes it otherwise.
+  std::unique_ptr<ScannedDir> scan_dir(int fd, const std::string& path, dev_t device,
+                                       std::size_t depth) {
+    auto dir = std::make_unique<ScannedDir>();
+    // The clock before the fstat, the fstat before the entries: a change after the fstat gets
+    // a ctime of at least this clock, so a ctime below it that is still there after the run
+    // means no change (ScannedDir::still_holds).
+    dir->clock = created_names_clock();
+    struct stat st {};
+    if (::fstat(fd, &st) == 0) {
+      dir->device = st.st_dev;
+      dir->inode = st.st_ino;
+      dir->ctime = ctime_of(st);
+      dir->complete = read_entries(fd, *dir);
+    }
+    for (ScannedDir::Entry& entry : dir->entries) {
+      if (entry.watched) continue;
+      if (halted()) break;
+      const std::string child = path == "/" ? "/" + entry.name : path + "/" + entry.name;
+      // Where the walk after the run does not go either (another root, past the depth bound),
+      // or beyond the budget: no record, the walk after the run reads it afresh.
+      if (is_other_root(child) || depth >= limits_.max_depth || open_ >= budget_) continue;
+      const int child_fd = open_subdirectory(fd, entry.name.c_str(), device);
+      if (child_fd < 0) continue;
+      ++open_;
+      entry.child = scan_dir(child_fd, child, device, depth + 1);
+      if (entry.child->inode != 0)  // 0: its fstat failed, it has no identity
+        dir->by_identity.push_back({{entry.child->device, entry.child->inode}, entry.child.get()});
+    }
+    std::sort(dir->by_identity.begin(), dir->by_identity.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    keep_or_close(*dir, fd);
+    return dir;
+  }
+
+  // Every entry but "." and ".." in listing order: the watched names and the subdirectories
+  // are recorded, the rest only counted. false when the listing is not known whole.
+  bool read_entries(int fd, ScannedDir& dir) {
+    std::size_t ordinal = 0;
+    bool whole = true;
+    for (;;) {
+      const ssize_t length = ::getdents64(fd, buffer_.bytes, sizeof buffer_.bytes);
+      if (length == 0) break;
+      if (length < 0) {
+        whole = false;
+        break;
+      }
+      for (ssize_t offset = 0; offset < length;) {
+        const auto* entry = reinterpret_cast<const struct dirent64*>(buffer_.bytes + offset);
+        offset += entry->d_reclen;
+        if (is_dot_or_dot_dot(entry->d_name)) continue;
+        if (count_entry()) {
+          dir.entry_count = ordinal;
+          return false;
+        }
+        const bool watched = is_watched_name(entry->d_name);
+        unsigned char type = entry->d_type;
+        if (!limits_.trust_d_type) type = DT_UNKNOWN;
+        if (!watched && type == DT_UNKNOWN) {
+          const EntryFacts facts = facts_at(fd, entry->d_name);
+          if (facts.ok) {
+            type = facts.is_directory ? DT_DIR : DT_REG;
+          } else {
+            whole = false;  // gone already: the directory changed, it is read again anyway
+          }
+        }
+        if (watched || type == DT_DIR)
+          dir.entries.push_back(ScannedDir::Entry{ordinal, entry->d_name, watched, nullptr});
+        ++ordinal;
+      }
+    }
+    dir.entry_count = ordinal;
+    return whole;
+  }
+
+  void keep_or_close(ScannedDir& dir, int fd) {
+    if (held_ >= hold_limit_) {
+      release(fd);
+      return;
+    }
+    if (high_floor_ > 0 && fd < high_floor_) {
+      const int high = ::fcntl(fd, F_DUPFD_CLOEXEC, high_floor_);
+      if (high >= 0) {
+        ::close(fd);
+        fd = high;
+      }
+    }
+    dir.fd = fd;
+    ++held_;
+  }
+
+  void release(int fd) {
+    ::close(fd);
+    --open_;
+  }
+
+  // The scan stops at finish() and at the walk's own bounds (it must not hold the run's result
+  // back either): what it has not recorded is walked after the run.
+  bool halted() {
+    if (!halted_ && stop_.load(std::memory_order_relaxed)) halted_ = true;
+    return halted_;
+  }
+  bool count_entry() {
+    if (halted()) return true;
+    ++entries_;
+    if (entries_ > limits_.max_entries ||
+        ((entries_ & 1023u) == 0 && std::chrono::steady_clock::now() > deadline_))
+      halted_ = true;
+    return halted_;
+  }
+  bool is_other_root(const std::string& path) const {
+    return std::find(watch_.roots.begin(), watch_.roots.end(), path) != watch_.roots.end();
+  }
+  bool is_watched_name(const char* name) const {
+    return std::find(watch_.names.begin(), watch_.names.end(), name) != watch_.names.end();
+  }
+
+  const CreatedNamesWatch& watch_;
+  const CreatedNamesLimits& limits_;
+  const std::atomic<bool>& stop_;
+  std::chrono::steady_clock::time_point deadline_;
+  std::size_t budget_ = 0;
+  std::size_t hold_limit_ = 0;
+  int high_floor_ = 0;
+  std::size_t open_ = 0;  // open now: on the stack of directories being read, and held
+  std::size_t held_ = 0;
+  std::size_t entries_ = 0;
+  bool halted_ = false;
+  // One buffer: a directory is read whole before its subdirectories.
+  struct {
+    alignas(struct dirent64) char bytes[8192];
+  } buffer_;
+};
+#endif  // __linux__
 
 #endif  // !_WIN32
 
@@ -312,6 +667,85 @@ CreatedNames find_created_names(const CreatedNamesWatch& watch, std::int64_t sin
   Walker walker(watch, since_ns, limits);
   for (const std::string& root : watch.roots) walker.walk_root(root);
   return std::move(walker).result();
+#endif
+}
+
+struct CreatedNamesScan::State {
+  CreatedNamesWatch watch;
+  std::int64_t since = 0;
+  CreatedNamesLimits limits;
+#if defined(SBX_CREATED_NAMES_SCAN)
+  std::atomic<bool> stop{false};
+  std::vector<std::unique_ptr<ScannedDir>> roots;  // the thread's until it is joined
+  std::thread thread;
+  std::mutex mutex;
+  std::condition_variable scanned_changed;
+  bool scanned = true;
+
+  void scan() {
+    {
+      Scanner scanner(watch, limits, stop);
+      for (const std::string& root : watch.roots) roots.push_back(scanner.scan_root(root));
+    }
+    const std::lock_guard<std::mutex> lock(mutex);
+    scanned = true;
+    scanned_changed.notify_all();
+  }
+  void stop_and_join() {
+    stop.store(true, std::memory_order_relaxed);
+    if (thread.joinable()) thread.join();
+  }
+#endif
+};
+
+CreatedNamesScan::CreatedNamesScan(CreatedNamesWatch watch, std::int64_t since_ns,
+                                   CreatedNamesLimits limits)
+    : state_(std::make_unique<State>()) {
+  state_->watch = std::move(watch);
+  state_->since = since_ns;
+  state_->limits = limits;
+#if defined(SBX_CREATED_NAMES_SCAN)
+  if (state_->watch.roots.empty()) return;
+  state_->scanned = false;
+  // The thread blocks every signal, as the limits' watchdog does: a signal meant for sbx (or
+  // for an embedding process) is never taken by it.
+  sigset_t all;
+  sigset_t previous;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &previous);
+  try {
+    state_->thread = std::thread([state = state_.get()] { state->scan(); });
+  } catch (const std::system_error&) {
+    state_->scanned = true;  // no thread: finish() walks everything, as find_created_names
+  }
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+#endif
+}
+
+CreatedNamesScan::~CreatedNamesScan() {
+#if defined(SBX_CREATED_NAMES_SCAN)
+  state_->stop_and_join();
+#endif
+}
+
+void CreatedNamesScan::wait_until_scanned() {
+#if defined(SBX_CREATED_NAMES_SCAN)
+  std::unique_lock<std::mutex> lock(state_->mutex);
+  state_->scanned_changed.wait(lock, [this] { return state_->scanned; });
+#endif
+}
+
+CreatedNames CreatedNamesScan::finish() {
+#if defined(SBX_CREATED_NAMES_SCAN)
+  state_->stop_and_join();
+  Walker walker(state_->watch, state_->since, state_->limits);
+  for (std::size_t i = 0; i < state_->watch.roots.size(); ++i)
+    walker.walk_root(state_->watch.roots[i],
+                     i < state_->roots.size() ? state_->roots[i].get() : nullptr);
+  state_->roots.clear();  // closes the descriptors the scan held
+  return std::move(walker).result();
+#else
+  return find_created_names(state_->watch, state_->since, state_->limits);
 #endif
 }
 

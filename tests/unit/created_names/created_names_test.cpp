@@ -15,7 +15,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <string>
+#include <sys/stat.h>
 #include <vector>
 
 #include "sbx_test/temp_dir.hpp"
@@ -143,7 +145,7 @@ TEST(CreatedNames, WarningNamesThePathAndTheRisk) {
 // The walk stats only entries with a watched name and what is inside them, and learns what is a
 // directory elsewhere from the directory entry's type (DT_UNKNOWN: a statx). Every test below
 // runs the walk both ways, trusting d_type and as if every type were DT_UNKNOWN, and the two
-// must agree.
+// must agree (and CreatedNamesScan with them).
 CreatedNames find_created_names_both_ways(const CreatedNamesWatch& watch, std::int64_t start) {
   CreatedNamesLimits stat_everything;
   stat_everything.trust_d_type = false;
@@ -151,6 +153,14 @@ CreatedNames find_created_names_both_ways(const CreatedNamesWatch& watch, std::i
   const CreatedNames by_stat = find_created_names(watch, start, stat_everything);
   EXPECT_EQ(by_type.paths, by_stat.paths);
   EXPECT_EQ(by_type.truncated, by_stat.truncated);
+  // And CreatedNamesScan, its records checked after the scan: the same answer.
+  for (const CreatedNamesLimits& limits : {CreatedNamesLimits{}, stat_everything}) {
+    CreatedNamesScan scan(watch, start, limits);
+    scan.wait_until_scanned();
+    const CreatedNames scanned = scan.finish();
+    EXPECT_EQ(scanned.paths, by_type.paths);
+    EXPECT_EQ(scanned.truncated, by_type.truncated);
+  }
   return by_type;
 }
 
@@ -305,6 +315,256 @@ TEST(CreatedNamesWalk, RunningOutOfDescriptorsTruncates) {
   // With descriptors to spare the same tree is walked to the bottom.
   const CreatedNames found = find_created_names(watch_of({tree.root()}), start);
   EXPECT_EQ(found.paths, std::vector<std::string>{tree / (deep + "/.git")});
+  EXPECT_FALSE(found.truncated);
+}
+
+// CreatedNamesScan reads the tree while the command runs and checks its record after it; its
+// answer must be find_created_names's, whatever the command did to the tree meanwhile. The
+// tests below compare the two (find_created_names is the reference) on random trees changed
+// in random ways, before, during and after the scan.
+
+// A random tree: directories at random depths, files, a few old .git directories with files
+// inside, an old .codex file, symlinks to directories.
+void random_tree(const Tree& tree, std::mt19937& random, int dirs) {
+  std::vector<std::string> made{""};
+  for (int i = 0; i < dirs; ++i) {
+    const std::string parent = made[random() % made.size()];
+    const std::string dir = (parent.empty() ? "" : parent + "/") + "d" + std::to_string(i);
+    fs::create_directories(tree / dir);
+    made.push_back(dir);
+    for (unsigned f = random() % 4; f > 0; --f) tree.file(dir + "/f" + std::to_string(f));
+    if (random() % 8 == 0) tree.file(dir + "/.git/hooks/pre-commit", "#!/bin/sh\n");
+    if (random() % 12 == 0) tree.file(dir + "/.codex", "old");
+    if (random() % 16 == 0)
+      fs::create_directory_symlink(tree / made[random() % made.size()], tree / (dir + "/link"));
+  }
+}
+
+// The directories of the tree now (relative, "" for the root), symlinks not followed.
+std::vector<std::string> directories_of(const Tree& tree) {
+  std::vector<std::string> dirs{""};
+  for (auto it = fs::recursive_directory_iterator(tree.root()); it != fs::end(it); ++it) {
+    if (it->is_directory() && !it->is_symlink())
+      dirs.push_back(fs::relative(it->path(), tree.root()).string());
+  }
+  return dirs;
+}
+
+std::string joined(const std::string& dir, const std::string& name) {
+  return dir.empty() ? name : dir + "/" + name;
+}
+
+// One random change of the kind a command makes (or a command trying to hide what it made).
+void random_change(const Tree& tree, std::mt19937& random, int serial) {
+  const std::vector<std::string> dirs = directories_of(tree);
+  const std::string dir = dirs[random() % dirs.size()];
+  const std::string other = dirs[random() % dirs.size()];
+  const std::string fresh = "n" + std::to_string(serial);
+  std::error_code ignored;
+  switch (random() % 9) {
+    case 0:  // a new .git directory with a hook, at a random depth
+      tree.file(joined(dir, ".git/hooks/post-checkout"), "#!/bin/sh\n");
+      break;
+    case 1:  // a new .codex file, or a new subtree with one deep inside
+      if (random() % 2 == 0) {
+        tree.file(joined(dir, ".codex"), "new");
+      } else {
+        tree.file(joined(dir, fresh + "/a/b/.codex/config"), "new");
+      }
+      break;
+    case 2:  // a directory moved under another parent (never into itself)
+      if (!dir.empty() && (other + "/").rfind(dir + "/", 0) != 0)
+        fs::rename(tree / dir, tree / joined(other, fresh), ignored);
+      break;
+    case 3:  // a directory replaced by a symlink to another one
+      if (!dir.empty() && (other + "/").rfind(dir + "/", 0) != 0) {
+        fs::remove_all(tree / dir, ignored);
+        fs::create_directory_symlink(tree / other, tree / dir, ignored);
+      }
+      break;
+    case 4: {  // a file rewritten in place inside an old .git (no directory changes)
+      for (const std::string& candidate : dirs) {
+        if (fs::path(candidate).filename() == "hooks" && random() % 2 == 0) {
+          std::ofstream(tree / (candidate + "/pre-commit"), std::ios::trunc) << "evil\n";
+          break;
+        }
+      }
+      break;
+    }
+    case 5: {  // a new name, then the parent's mtime set back to hide it (ctime cannot be)
+      struct stat before {};
+      ::stat((tree / dir).c_str(), &before);
+      tree.file(joined(dir, fresh + "/.git/config"), "new");
+      const struct timespec times[2] = {before.st_atim, before.st_mtim};
+      ::utimensat(AT_FDCWD, (tree / dir).c_str(), times, 0);
+      break;
+    }
+    case 6:  // a directory deleted
+      if (!dir.empty()) fs::remove_all(tree / dir, ignored);
+      break;
+    case 7:  // a renamed .git directory within its parent
+      if (fs::exists(tree / joined(dir, ".git")))
+        fs::rename(tree / joined(dir, ".git"), tree / joined(dir, fresh), ignored);
+      break;
+    default:  // an ordinary new file or directory (nothing to report)
+      tree.file(joined(dir, fresh + (random() % 2 == 0 ? "/plain" : "")), "x");
+      break;
+  }
+}
+
+// The scan's answer and find_created_names's, compared; `during`: changes made while the scan
+// runs (a random share of them before it has finished reading), the rest after it has.
+void expect_same_answer(const Tree& tree, std::mt19937& random, const CreatedNamesLimits& limits,
+                        int changes, std::int64_t start) {
+  const CreatedNamesWatch watch = watch_of({tree.root()});
+  CreatedNamesScan scan(watch, start, limits);
+  const int early = changes == 0 ? 0 : static_cast<int>(random() % static_cast<unsigned>(changes + 1));
+  for (int i = 0; i < early; ++i) random_change(tree, random, i);
+  scan.wait_until_scanned();
+  for (int i = early; i < changes; ++i) random_change(tree, random, i);
+  const CreatedNames scanned = scan.finish();
+  const CreatedNames reference = find_created_names(watch, start, limits);
+  EXPECT_EQ(scanned.paths, reference.paths);
+  EXPECT_EQ(scanned.truncated, reference.truncated);
+}
+
+TEST(CreatedNamesScan, SameAnswerAsTheOneShotWalkOnRandomTreesAndChanges) {
+  for (unsigned seed = 1; seed <= 40; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    std::mt19937 random(seed);
+    Tree tree;
+    random_tree(tree, random, 20 + static_cast<int>(random() % 60));
+    const std::int64_t start = start_after_setup();
+    CreatedNamesLimits limits;
+    if (seed % 5 == 0) limits.trust_d_type = false;
+    if (seed % 4 == 0) limits.scan_descriptors = random() % 6;  // most directories beyond it
+    expect_same_answer(tree, random, limits, 1 + static_cast<int>(random() % 12), start);
+  }
+}
+
+// The bounds stop the walk after the run where find_created_names stops (entries are counted in
+// the same order, scanned or not): same `truncated`, same names found before the stop, for
+// every bound from "stops at once" to "not reached".
+TEST(CreatedNamesScan, SameAnswerAtTheBounds) {
+  for (unsigned seed = 100; seed < 108; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    std::mt19937 random(seed);
+    Tree tree;
+    random_tree(tree, random, 40);
+    const std::int64_t start = start_after_setup();
+    for (int i = 0; i < 12; ++i) random_change(tree, random, 1000 + i);
+    int truncated = 0;
+    for (std::size_t entries = 1; entries < 400; entries += 3) {
+      CreatedNamesLimits limits;
+      limits.max_entries = entries;
+      limits.max_depth = entries % 7 == 0 ? 1 + entries % 5 : 256;
+      SCOPED_TRACE("max_entries " + std::to_string(entries));
+      expect_same_answer(tree, random, limits, entries % 5 == 0 ? 1 : 0, start);
+      truncated += find_created_names(watch_of({tree.root()}), start, limits).truncated ? 1 : 0;
+    }
+    EXPECT_GT(truncated, 0);
+  }
+}
+
+// More directories than the scan may hold descriptors for: those beyond the budget are opened
+// again after the run; the answer is the same.
+TEST(CreatedNamesScan, MoreDirectoriesThanTheDescriptorBudget) {
+  Tree tree;
+  for (int i = 0; i < 300; ++i) fs::create_directories(tree / ("a" + std::to_string(i % 7) + "/b" + std::to_string(i)));
+  tree.file("a3/b3/.git/config");
+  const std::int64_t start = start_after_setup();
+  CreatedNamesLimits limits;
+  limits.scan_descriptors = 16;
+  const CreatedNamesWatch watch = watch_of({tree.root()});
+  CreatedNamesScan scan(watch, start, limits);
+  scan.wait_until_scanned();
+  tree.file("a5/b40/.git/hooks/x");
+  tree.file("a6/b300/deep/.codex");
+  std::ofstream(tree / "a3/b3/.git/config", std::ios::app) << "[core] fsmonitor = evil\n";
+  const CreatedNames found = scan.finish();
+  EXPECT_EQ(found.paths, (std::vector<std::string>{tree / "a3/b3/.git", tree / "a5/b40/.git",
+                                                   tree / "a6/b300/deep/.codex"}));
+  EXPECT_EQ(found.paths, find_created_names(watch, start, limits).paths);
+  EXPECT_FALSE(found.truncated);
+}
+
+// A directory changed in the tick the scan read it, then again after: its ctime may be the
+// same stamp both times, so it must be read again, never trusted. Filesystems that stamp a
+// change after a stat with a finer time (multigrain timestamps) hide the case; ramfs stamps
+// with the coarse clock, so the test runs there, in a child with its own mount namespace.
+TEST(CreatedNamesScan, DirectoryChangedInTheTickItWasReadIsReadAgain) {
+  Tree tree;
+  fs::create_directories(tree / "ramfs");
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(fds[0]);
+    std::string out;
+    const std::string root = tree / "ramfs";
+    if (::unshare(CLONE_NEWNS) != 0 ||
+        ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        ::mount("ramfs", root.c_str(), "ramfs", 0, nullptr) != 0) {
+      out = std::string("SKIP cannot mount a ramfs in a mount namespace: ") + std::strerror(errno);
+    } else {
+      int same_stamp = 0;
+      int wrong = 0;
+      for (int round = 0; round < 200 && wrong == 0; ++round) {
+        const std::string dir = root + "/r" + std::to_string(round);
+        fs::create_directories(dir + "/sub");
+        const std::int64_t start = created_names_clock();
+        const CreatedNamesWatch watch{{root}, {".git"}};
+        fs::create_directories(dir + "/x" + std::to_string(round));  // dir's ctime: this tick
+        CreatedNamesScan scan(watch, start);
+        scan.wait_until_scanned();  // no sleep: most likely still the same tick
+        struct stat read_at {};
+        ::stat(dir.c_str(), &read_at);
+        std::ofstream(dir + "/.git") << "gitdir: /elsewhere\n";
+        struct stat now {};
+        ::stat(dir.c_str(), &now);
+        if (now.st_ctim.tv_sec == read_at.st_ctim.tv_sec &&
+            now.st_ctim.tv_nsec == read_at.st_ctim.tv_nsec)
+          ++same_stamp;
+        const CreatedNames found = scan.finish();
+        if (found.paths != find_created_names(watch, start).paths) ++wrong;
+        fs::remove(dir + "/.git");
+      }
+      out = "wrong " + std::to_string(wrong) + " same_stamp " + std::to_string(same_stamp);
+    }
+    [[maybe_unused]] const ssize_t written = ::write(fds[1], out.data(), out.size());
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string got;
+  char chunk[512];
+  for (ssize_t n; (n = ::read(fds[0], chunk, sizeof chunk)) > 0;)
+    got.append(chunk, static_cast<std::size_t>(n));
+  ::close(fds[0]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  if (got.rfind("SKIP", 0) == 0) GTEST_SKIP() << got;
+  EXPECT_EQ(got.rfind("wrong 0 ", 0), 0u) << got;
+  // The case was exercised: some change kept its directory's stamp.
+  EXPECT_EQ(got.find("same_stamp 0"), std::string::npos) << got;
+}
+
+// An early end of the run (an error before finish) does not wait for a whole walk: the
+// destructor stops the scan. Here only that it returns and closes what it held.
+TEST(CreatedNamesScan, DestroyedWithoutFinishing) {
+  Tree tree;
+  for (int i = 0; i < 200; ++i) fs::create_directories(tree / ("a" + std::to_string(i % 9) + "/b" + std::to_string(i)));
+  { CreatedNamesScan scan(watch_of({tree.root()}), created_names_clock()); }
+  CreatedNamesScan scan(watch_of({tree.root()}), created_names_clock());
+  scan.wait_until_scanned();
+}
+
+TEST(CreatedNamesScan, NoRootsNoScan) {
+  CreatedNamesScan scan(CreatedNamesWatch{}, created_names_clock());
+  scan.wait_until_scanned();
+  const CreatedNames found = scan.finish();
+  EXPECT_TRUE(found.paths.empty());
   EXPECT_FALSE(found.truncated);
 }
 

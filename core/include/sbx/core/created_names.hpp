@@ -12,6 +12,8 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +35,9 @@ struct CreatedNamesLimits {
   // false: ignore the directory entries' types and statx every entry, as on a filesystem that
   // reports DT_UNKNOWN (tests check both ways find the same names).
   bool trust_d_type = true;
+  // CreatedNamesScan only: how many directory descriptors its scan may hold open at once
+  // (nullopt: a quarter of the descriptors the process may still open, at most 1024).
+  std::optional<std::size_t> scan_descriptors;
 };
 
 // The time file timestamps are compared with, in nanoseconds since the epoch: the coarse
@@ -71,6 +76,65 @@ CreatedNamesWatch created_names_watch(const Policy& policy, const ResolvedPolicy
 // before); without openat2, O_NOFOLLOW and the same device check.
 CreatedNames find_created_names(const CreatedNamesWatch& watch, std::int64_t since_ns,
                                 const CreatedNamesLimits& limits = {});
+
+// The same answer as find_created_names, most of the walk done while the command runs.
+//
+// start() reads the tree in a background thread as find_created_names would, but records it
+// instead of judging it: for each directory outside entries with a watched name, its change
+// time (read with fstat before its entries, and the coarse clock read before that fstat), its
+// subdirectories, its entries with a watched name, and (within a descriptor budget) an open
+// descriptor. Inside a watched entry nothing is recorded: every file's times count there (a
+// hook rewritten in place changes no directory), so those are examined after the run as by
+// find_created_names. finish() stops the scan and walks again, top down, using a record only
+// where it still holds: a directory whose change time is what the scan read lists the same
+// entries (creating, removing or renaming an entry changes its directory's ctime), so its
+// recorded subdirectories are checked the same way and its watched entries examined now;
+// any other directory is read again in full now, its subdirectories matched to the records by
+// device and inode. A directory read in the same clock tick as its last change ("racy": its
+// ctime >= the clock read before the fstat) is always read again: a change in that tick could
+// keep the stamp. A rename changes the ctime of both parents, so a moved or replaced directory
+// is always caught by a parent read again.
+//
+// What this keeps of find_created_names's notes, and what it adds:
+// - Symlinks and other filesystems: every directory is opened as by find_created_names (openat2
+//   RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV | RESOLVE_BENEATH, or the device check), by the scan
+//   and again, by name, for every directory read again after the run.
+// - A process left running during the walk can hide a name only as before: by renaming it
+//   between directories during the after-run walk. What it does while the scan reads changes
+//   ctimes the after-run walk sees.
+// - Resetting a directory's mtime (touch -d, utimensat) hides nothing: the ctime is compared,
+//   which user space cannot set (any change of an inode, a utimensat included, sets it to now).
+// - A clock stepped backwards on the host between the scan and the check could stamp a change
+//   with an older time, as it could make find_created_names take a new file for an old one;
+//   a change stamped exactly with the recorded ctime would then go unseen.
+// - A mount made or removed by the host (in sbx's mount namespace; a sandboxed command has its
+//   own) on a directory under an unchanged parent during the run is seen as the scan saw it.
+// - Descriptors: the scan holds at most `scan_descriptors` (close-on-exec, moved above 1023
+//   when the soft limit leaves room so that select() users keep the low ones); a directory
+//   beyond the budget is opened again after the run and its ctime compared (re-read if it
+//   changed). Running out of descriptors during the scan only makes it record less.
+// - Bounds: the after-run walk counts entries and time as find_created_names does (`truncated`
+//   means the same); the scan stops at the same bounds, and at finish(), recording less.
+// Without threads (or off Linux) nothing is scanned: finish() is find_created_names.
+class CreatedNamesScan {
+ public:
+  // Starts the scan of `watch` (nothing for a watch without roots).
+  CreatedNamesScan(CreatedNamesWatch watch, std::int64_t since_ns, CreatedNamesLimits limits = {});
+  ~CreatedNamesScan();  // stops the scan and waits for its thread
+  CreatedNamesScan(const CreatedNamesScan&) = delete;
+  CreatedNamesScan& operator=(const CreatedNamesScan&) = delete;
+
+  // Waits until the scan has read everything it will (tests and benchmarks: a run never waits).
+  void wait_until_scanned();
+  // Stops the scan and returns what find_created_names(watch, since_ns, limits) would return
+  // now. Once only.
+  CreatedNames finish();
+
+  struct State;
+
+ private:
+  std::unique_ptr<State> state_;
+};
 
 // One line for a person (no newline): the path and why it matters.
 std::string created_name_warning(const std::string& path);
