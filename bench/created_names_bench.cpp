@@ -3,7 +3,16 @@
 // per directory), kept here only as the baseline. Rounds are interleaved; medians and their
 // ratio are printed, and both walks must report the same names.
 //
-//   sbx_bench_created_names [ROUNDS] [DIRS] [FILES_PER_DIR]     (defaults 21, 2000, 10)
+// Also CreatedNamesScan (the tree read while the command runs, checked after it), in the same
+// loop: its after-run part (finish() once the scan has read everything: what a run waits for
+// when its command runs longer than the scan), the same with the root changed in between (one
+// directory read again, its subdirectories opened again: bwrap's mount points for missing
+// protected names change a workspace root, a busy /tmp changes anyway), and its total
+// (start, scan, finish: what a command that ends at once costs, at worst). All must report
+// what find_created_names reports.
+//
+//   sbx_bench_created_names [ROUNDS] [DIRS] [FILES_PER_DIR] [SCAN_DESCRIPTORS]
+//                                          (defaults 21, 2000, 10, CreatedNamesScan's own budget)
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -111,6 +120,8 @@ int main(int argc, char** argv) {
   const int rounds = argc > 1 ? std::max(1, std::atoi(argv[1])) : 21;
   const int dirs = argc > 2 ? std::max(1, std::atoi(argv[2])) : 2000;
   const int files = argc > 3 ? std::max(0, std::atoi(argv[3])) : 10;
+  sbx::CreatedNamesLimits scan_limits;
+  if (argc > 4) scan_limits.scan_descriptors = static_cast<std::size_t>(std::max(0, std::atoi(argv[4])));
 
   char pattern[] = "/tmp/sbx-bench-created-XXXXXX";
   if (::mkdtemp(pattern) == nullptr) return 1;
@@ -134,7 +145,13 @@ int main(int argc, char** argv) {
   const sbx::CreatedNamesWatch watch{{root.string()}, {".git", ".codex", ".agents"}};
   std::vector<double> walk_times;
   std::vector<double> baseline_times;
+  std::vector<double> after_run_times;
+  std::vector<double> root_changed_times;
+  std::vector<double> total_times;
   bool same = true;
+  const auto same_as = [&](const sbx::CreatedNames& scanned, const sbx::CreatedNames& walked) {
+    same = same && scanned.paths == walked.paths && scanned.truncated == walked.truncated;
+  };
   for (int round = 0; round < rounds; ++round) {
     sbx::CreatedNames now;
     FullStatWalk before(watch, start);
@@ -143,6 +160,29 @@ int main(int argc, char** argv) {
     same = same && !now.truncated &&
            std::set<std::string>(now.paths.begin(), now.paths.end()) == before.found &&
            before.found.size() == 1;
+    {
+      sbx::CreatedNamesScan scan(watch, start, scan_limits);
+      scan.wait_until_scanned();
+      sbx::CreatedNames scanned;
+      after_run_times.push_back(millis([&] { scanned = scan.finish(); }));
+      same_as(scanned, now);
+    }
+    {
+      sbx::CreatedNamesScan scan(watch, start, scan_limits);
+      scan.wait_until_scanned();
+      std::ofstream(root / "mount-point") << "";
+      fs::remove(root / "mount-point");
+      sbx::CreatedNames scanned;
+      root_changed_times.push_back(millis([&] { scanned = scan.finish(); }));
+      same_as(scanned, now);
+    }
+    sbx::CreatedNames scanned;
+    total_times.push_back(millis([&] {
+      sbx::CreatedNamesScan scan(watch, start, scan_limits);
+      scan.wait_until_scanned();
+      scanned = scan.finish();
+    }));
+    same_as(scanned, now);
   }
   fs::remove_all(root);
 
@@ -153,8 +193,17 @@ int main(int argc, char** argv) {
   std::printf("find_created_names        %8.2f ms\n", walk);
   std::printf("full-stat walk (baseline) %8.2f ms\n", baseline);
   std::printf("ratio                     %8.2fx faster\n", baseline / walk);
+  const double after_run = median(after_run_times);
+  const double root_changed = median(root_changed_times);
+  const double total = median(total_times);
+  std::printf("CreatedNamesScan, after the run (finish)     %8.2f ms  %5.2fx of find_created_names\n",
+              after_run, after_run / walk);
+  std::printf("  the same, the root changed during the run  %8.2f ms  %5.2fx\n", root_changed,
+              root_changed / walk);
+  std::printf("  scan + finish, nothing during the run      %8.2f ms  %5.2fx\n", total,
+              total / walk);
   if (!same) {
-    std::printf("ERROR: the two walks disagree\n");
+    std::printf("ERROR: the walks disagree\n");
     return 1;
   }
   return 0;

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -153,9 +154,9 @@ bool prepare(RunRequest& request, RunBackends& backends, RunOutcome& out, Prepar
 }
 
 // Protected names the command created below the top of its writable roots, where no backend
-// keeps them (created_names.hpp).
-void record_created_names(const CreatedNamesWatch& watch, std::int64_t started, RunReport& report) {
-  CreatedNames created = find_created_names(watch, started);
+// keeps them (created_names.hpp), from the scan started with the run.
+void record_created_names(CreatedNamesScan& scan, RunReport& report) {
+  CreatedNames created = scan.finish();
   report.protected_names_created = std::move(created.paths);
   report.protected_names_truncated = created.truncated;
 }
@@ -167,7 +168,11 @@ void run_prepared(const RunRequest& request, Prepared& prepared, RunOutcome& out
   const CreatedNamesWatch watch = prepared.backend
                                       ? created_names_watch(request.policy, request.resolved)
                                       : CreatedNamesWatch{};
-  const std::int64_t started = created_names_clock();
+  // The writable roots are read while the command runs and checked after it (most of the
+  // walk off the run's critical path): the clock first, so that everything the scan reads is
+  // judged against a start no later than the command's.
+  std::optional<CreatedNamesScan> scan;
+  if (prepared.backend) scan.emplace(watch, created_names_clock());
   Result<std::unique_ptr<LimitedRun>> limited =
       LimitedRun::start(request.policy.limits, request.limit_signals);
   if (!limited.ok()) {
@@ -197,7 +202,7 @@ void run_prepared(const RunRequest& request, Prepared& prepared, RunOutcome& out
   } else {
     stop(out, RunStop::kRunFailed, status.error());
   }
-  if (prepared.backend) record_created_names(watch, started, out.report);
+  if (scan) record_created_names(*scan, out.report);
   if (prepared.proxy) out.report.refusals = prepared.proxy->proxy().refusal_log();
 }
 

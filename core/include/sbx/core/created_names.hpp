@@ -36,7 +36,7 @@ struct CreatedNamesLimits {
   // reports DT_UNKNOWN (tests check both ways find the same names).
   bool trust_d_type = true;
   // CreatedNamesScan only: how many directory descriptors its scan may hold open at once
-  // (nullopt: a quarter of the descriptors the process may still open, at most 1024).
+  // (nullopt: a quarter of the descriptors the process may still open, at most 4096).
   std::optional<std::size_t> scan_descriptors;
 };
 
@@ -109,10 +109,10 @@ CreatedNames find_created_names(const CreatedNamesWatch& watch, std::int64_t sin
 //   a change stamped exactly with the recorded ctime would then go unseen.
 // - A mount made or removed by the host (in sbx's mount namespace; a sandboxed command has its
 //   own) on a directory under an unchanged parent during the run is seen as the scan saw it.
-// - Descriptors: the scan holds at most `scan_descriptors` (close-on-exec, moved above 1023
-//   when the soft limit leaves room so that select() users keep the low ones); a directory
-//   beyond the budget is opened again after the run and its ctime compared (re-read if it
-//   changed). Running out of descriptors during the scan only makes it record less.
+// - Descriptors: the scan holds at most `scan_descriptors` (O_PATH, close-on-exec, moved above
+//   1023 when the soft limit leaves room so that select() users keep the low ones); a
+//   directory beyond the budget is opened again after the run and its ctime compared (re-read
+//   if it changed). Running out of descriptors during the scan only makes it record less.
 // - Bounds: the after-run walk counts entries and time as find_created_names does (`truncated`
 //   means the same); the scan stops at the same bounds, and at finish(), recording less.
 // Without threads (or off Linux) nothing is scanned: finish() is find_created_names.
