@@ -24,6 +24,7 @@
 #include <time.h>
 #if defined(__linux__)
 #include <linux/openat2.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #endif
@@ -462,6 +463,24 @@ std::size_t descriptor_budget(const CreatedNamesLimits& limits, int& high_floor)
   return budget;
 }
 
+// Filesystems known to set a directory's ctime whenever an entry is created, removed or renamed
+// in it, from the kernel's own clock (local filesystems; not network or FUSE ones, whose
+// attributes may be cached or come from elsewhere). A root on any other is only walked after
+// the run, as by find_created_names.
+bool ctime_follows_entries(const struct statfs& fs) {
+  switch (static_cast<unsigned long>(fs.f_type)) {
+    case 0xEF53UL:      // ext2, ext3, ext4
+    case 0x58465342UL:  // xfs
+    case 0x9123683EUL:  // btrfs
+    case 0x01021994UL:  // tmpfs
+    case 0x858458F6UL:  // ramfs
+    case 0xF2F52010UL:  // f2fs
+      return true;
+    default:
+      return false;
+  }
+}
+
 // The scan of CreatedNamesScan: reads the tree as Walker does, recording it (ScannedDir)
 // instead of judging it. Runs in its own thread while the command runs.
 class Scanner {
@@ -482,7 +501,8 @@ class Scanner {
     if (fd < 0) return nullptr;
     ++open_;
     struct stat st {};
-    if (::fstat(fd, &st) != 0) {
+    struct statfs fs {};
+    if (::fstat(fd, &st) != 0 || ::fstatfs(fd, &fs) != 0 || !ctime_follows_entries(fs)) {
       release(fd);
       return nullptr;
     }

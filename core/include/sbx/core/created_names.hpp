@@ -107,6 +107,9 @@ CreatedNames find_created_names(const CreatedNamesWatch& watch, std::int64_t sin
 // - A clock stepped backwards on the host between the scan and the check could stamp a change
 //   with an older time, as it could make find_created_names take a new file for an old one;
 //   a change stamped exactly with the recorded ctime would then go unseen.
+// - Only where the ctime is known to follow a directory's entries: a root on another
+//   filesystem than ext2/3/4, xfs, btrfs, tmpfs, ramfs or f2fs (a network or FUSE one, whose
+//   attributes may be cached) is not scanned, only walked after the run.
 // - A mount made or removed by the host (in sbx's mount namespace; a sandboxed command has its
 //   own) on a directory under an unchanged parent during the run is seen as the scan saw it.
 // - Descriptors: the scan holds at most `scan_descriptors` (O_PATH, close-on-exec, moved above
