@@ -118,6 +118,11 @@ CreatedNames find_created_names(const CreatedNamesWatch& watch, std::int64_t sin
 //   if it changed). Running out of descriptors during the scan only makes it record less.
 // - Bounds: the after-run walk counts entries and time as find_created_names does (`truncated`
 //   means the same); the scan stops at the same bounds, and at finish(), recording less.
+// - The scan's thread blocks every signal (a signal meant for sbx or an embedding process is
+//   never taken by it) and runs at SCHED_IDLE (the run's own processes come first; on a busy
+//   machine it records less). The descriptor table is grown for its budget before the thread
+//   starts (a table shared by threads grows only after an RCU grace period, which every
+//   thread opening a file meanwhile waits for).
 // Without threads (or off Linux) nothing is scanned: finish() is find_created_names.
 class CreatedNamesScan {
  public:
