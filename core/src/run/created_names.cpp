@@ -746,9 +746,12 @@ struct CreatedNamesScan::State {
     // records little and finish() walks the rest, as find_created_names would.
     const sched_param idle{};
     pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
-    {
+    try {
       Scanner scanner(watch, limits, stop, budget);
       for (const std::string& root : watch.roots) roots.push_back(scanner.scan_root(root));
+    } catch (...) {
+      // Out of memory: what was recorded stays usable (a record is complete or says it is
+      // not), the rest is walked after the run; an exception must not leave the thread.
     }
     const std::lock_guard<std::mutex> lock(mutex);
     scanned = true;
