@@ -357,6 +357,22 @@ void Walker::enter_untimed(int dir_fd, const char* name, const std::string& path
       return;
     }
   }
+  // dir_fd was read again: the scanned subdirectory now at `name` is found by identity, and
+  // one whose descriptor the scan kept needs no new open either. Its inode is held alive, so
+  // no other directory on its device has its number; a mount point or a symlink now at `name`
+  // shows another identity (stat crosses a mount, not a symlink) and is opened below as
+  // find_created_names opens it.
+  if (listing != nullptr && !listing->by_identity.empty()) {
+    struct stat now {};
+    if (::fstatat(dir_fd, name, &now, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT) == 0 &&
+        S_ISDIR(now.st_mode)) {
+      const ScannedDir* held = listing->child_that_is(now);
+      if (held != nullptr && held->fd >= 0 && held->still_holds(now)) {
+        replay(*held, held->fd, path, device, depth);
+        return;
+      }
+    }
+  }
   // Opened as find_created_names opens it (what it refuses is refused here too).
   const int fd = open_subdirectory(dir_fd, name, device);
   if (fd < 0) {

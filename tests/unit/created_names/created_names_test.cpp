@@ -472,6 +472,37 @@ TEST(CreatedNamesScan, SameAnswerAtTheBounds) {
   }
 }
 
+// A directory changed under a changed parent (the parent is read again, the child found in it
+// by identity) and under an unchanged one (the child checked through its record): both are
+// read again, with descriptors held or not.
+TEST(CreatedNamesScan, ChangedDirectoriesUnderChangedAndUnchangedParentsAreReadAgain) {
+  for (const std::size_t descriptors : {std::size_t{2}, std::size_t{5}, std::size_t{1000}}) {
+    SCOPED_TRACE("scan_descriptors " + std::to_string(descriptors));
+    Tree tree;
+    tree.file("a/b/c/keep");
+    tree.file("x/y/z/keep");
+    tree.file("p/q/keep");
+    const std::int64_t start = start_after_setup();
+    CreatedNamesLimits limits;
+    limits.scan_descriptors = descriptors;
+    const CreatedNamesWatch watch = watch_of({tree.root()});
+    CreatedNamesScan scan(watch, start, limits);
+    scan.wait_until_scanned();
+    tree.file("new-at-the-root");       // the root changes: read again
+    tree.file("a/new-in-a");            // a changes: read again
+    tree.file("a/b/.git/config");       // b changes, under a changed a
+    tree.file("a/b/c/.codex/config");   // c changes, under a changed b
+    tree.file("x/y/z/.git/HEAD");       // z changes, under unchanged x and y
+    fs::rename(tree / "p/q", tree / "x/q");  // q moves between parents (both change)
+    tree.file("x/q/.agents");           // not watched here: nothing to report
+    tree.file("x/q/.git");              // q changes at its new place
+    const CreatedNames found = scan.finish();
+    EXPECT_EQ(found.paths, (std::vector<std::string>{tree / "a/b/.git", tree / "a/b/c/.codex",
+                                                     tree / "x/q/.git", tree / "x/y/z/.git"}));
+    EXPECT_EQ(found.paths, find_created_names(watch, start, limits).paths);
+  }
+}
+
 // More directories than the scan may hold descriptors for: those beyond the budget are opened
 // again after the run; the answer is the same.
 TEST(CreatedNamesScan, MoreDirectoriesThanTheDescriptorBudget) {
