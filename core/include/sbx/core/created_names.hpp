@@ -79,7 +79,7 @@ CreatedNames find_created_names(const CreatedNamesWatch& watch, std::int64_t sin
 
 // The same answer as find_created_names, most of the walk done while the command runs.
 //
-// start() reads the tree in a background thread as find_created_names would, but records it
+// The constructor starts reading the tree in a thread as find_created_names would, recording it
 // instead of judging it: for each directory outside entries with a watched name, its change
 // time (read with fstat before its entries, and the coarse clock read before that fstat), its
 // subdirectories, its entries with a watched name, and (within a descriptor budget) an open
@@ -90,10 +90,11 @@ CreatedNames find_created_names(const CreatedNamesWatch& watch, std::int64_t sin
 // entries (creating, removing or renaming an entry changes its directory's ctime), so its
 // recorded subdirectories are checked the same way and its watched entries examined now;
 // any other directory is read again in full now, its subdirectories matched to the records by
-// device and inode. A directory read in the same clock tick as its last change ("racy": its
-// ctime >= the clock read before the fstat) is always read again: a change in that tick could
-// keep the stamp. A rename changes the ctime of both parents, so a moved or replaced directory
-// is always caught by a parent read again.
+// device and inode (fstatat for one whose descriptor the scan holds: its inode is held alive).
+// A directory read in the same clock tick as its last change ("racy": its ctime >= the clock
+// read before the fstat) is always read again: a change in that tick could keep the stamp. A
+// rename changes the ctime of both parents, so a moved or replaced directory is always caught
+// by a parent read again.
 //
 // What this keeps of find_created_names's notes, and what it adds:
 // - Symlinks and other filesystems: every directory is opened as by find_created_names (openat2
