@@ -148,7 +148,7 @@ int command_child(void* arg) {
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) child_failed(a, Step::kSupervisor, errno);
   if (::getppid() != a.supervisor) child_failed(a, Step::kParent, ESRCH);
   if (a.cwd != nullptr && ::chdir(a.cwd) != 0) child_failed(a, Step::kChdir, errno);
-  // Before no_new_privs and the capability drop: joining the run's cgroup writes cgroup.procs,
+  // Before no_new_privs and the capability drop: joining the run's cgroup writes to its files,
   // which neither Landlock nor the filter would allow later.
   if (a.prepare_child != nullptr) {
     if (const int err = a.prepare_child(a.prepare_child_ctx); err != 0)

@@ -179,7 +179,7 @@ std::string answer_key(const LoadedPlugin& plugin, const std::vector<std::string
 
 std::optional<ProbeReport> load(const std::string& dir, const LoadedPlugin& plugin) {
   const std::string path = answer_path(dir, plugin);
-  // The file first: a backend that keeps nothing (bwrap) costs one failed open, not a key.
+  // The file first: a backend that keeps nothing costs one failed open, not a key.
   Result<std::string> text = private_state::read_private_file(path, "kept answer");
   if (!text.ok()) return std::nullopt;
   const std::size_t newline = text->find('\n');
