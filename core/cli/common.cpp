@@ -75,8 +75,7 @@ Result<PluginRegistry> load_registry(const GlobalOptions& options, RegistryScope
     return Error{"cannot locate the sbx installation (" + layout.error() +
                  "); reinstall sbx or run the sbx that belongs to this libsbx"};
   }
-  LoaderOptions loader;
-  loader.directories.push_back(layout->plugin_dir);
+  LoaderOptions loader = install_loader_options(*layout);
   for (const std::string& dir : options.plugin_dirs) {
     // The loader wants absolute paths; a relative --plugin-dir means "from here".
     std::error_code error;
@@ -87,10 +86,6 @@ Result<PluginRegistry> load_registry(const GlobalOptions& options, RegistryScope
     }
     loader.directories.push_back(absolute.lexically_normal().string());
   }
-  loader.trusted_owner = layout->libsbx_owner;
-  // Windows: the SID that owns sbx.exe (empty elsewhere, where the uid above is used).
-  if (!layout->libsbx_owner_sid.empty()) loader.trusted_owner_sid = layout->libsbx_owner_sid;
-  loader.host = host_services(*layout);
   if (scope == RegistryScope::kWanted && !options.backends.empty()) {
     // Only the plugins the preference names are opened (each costs about a millisecond of
     // start-up). If one of them is not found that way (a file named unlike its backend, or a

@@ -33,3 +33,4 @@ add_dependencies(sbx_host_windows_tests sbx-backend-windows)
 target_compile_definitions(sbx_host_windows_tests PRIVATE
     SBX_WINDOWS_MODULE_DLL="$<TARGET_FILE:sbx-backend-windows>")
 include("${SBX_ROOT}/core/cross/cli.cmake")
+include("${SBX_ROOT}/core/cross/capi.cmake")

@@ -14,7 +14,7 @@
 #                            proxy/server_win32.cpp refuses network mode proxy with the reason
 #   resolution/protected.cpp  POSIX reads (.git files, lstat): Windows resolution lists its
 #                            protected paths itself (lexically) and never calls it
-#   capi/capi.cpp            the C API is not offered on Windows yet
+#   capi/capi.cpp            built on its own as sbx.dll (core/cross/capi.cmake)
 # Dependencies, all header-only from Debian's /usr/include: Boost (Boost.JSON compiled in one
 # translation unit, boost/json/src.hpp), spdlog and fmt. Only their own directories are put on
 # the include path (a directory of links in the build tree): glibc's headers in /usr/include

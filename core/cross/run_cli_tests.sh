@@ -13,7 +13,8 @@ set -euo pipefail
 out=$1
 source "$(dirname "$0")/../../plugins/windows/cross/wine_env.sh"
 sbx_wine_env "$out" "sbx.exe"
-for f in "$out/bin/sbx.exe" "$out/plugins/sbx-backend-windows.dll" "$out/testbin/exit_with.exe"; do
+for f in "$out/bin/sbx.exe" "$out/bin/sbx.dll" "$out/plugins/sbx-backend-windows.dll" \
+         "$out/testbin/exit_with.exe" "$out/testbin/capi_smoke.exe"; do
   [[ -f "$f" ]] || { echo "run_cli_tests: $f was not built" >&2; exit 1; }
 done
 failures=0
@@ -24,10 +25,13 @@ ok() { echo "ok: $*"; }
 "$wine" "$out/bin/sbx.exe" --version >/dev/null
 stage="$WINEPREFIX/drive_c/sbx-stage"
 rm -rf "$stage"
-mkdir -p "$stage/bin" "$stage/lib/sbx/backends" "$stage/testbin" "$stage/work"
-cp "$out/bin/sbx.exe" "$stage/bin/"
+mkdir -p "$stage/bin" "$stage/lib/sbx/backends" "$stage/testbin/elsewhere" "$stage/work"
+cp "$out/bin/sbx.exe" "$out/bin/sbx.dll" "$stage/bin/"
 cp "$out/plugins/sbx-backend-windows.dll" "$stage/lib/sbx/backends/"
 cp "$out/testbin/exit_with.exe" "$stage/testbin/"
+# Two levels below the prefix: were the install found from the program instead of from
+# sbx.dll, its plugin directory would be C:\sbx-stage\testbin\lib\sbx\backends (empty).
+cp "$out/testbin/capi_smoke.exe" "$stage/testbin/elsewhere/"
 sbx='C:\sbx-stage\bin\sbx.exe'
 cd "$stage/work"  # the Windows cwd: C:\sbx-stage\work
 run() { "$wine" "$sbx" "$@"; }
@@ -112,6 +116,20 @@ if [[ $status -eq 125 && "$imported" == *"not available in sbx.exe"* ]]; then
   ok "policy import refused"
 else
   fail "policy import: status $status, output '$imported'"
+fi
+
+# The C API (sbx.dll) from a C program in a directory of its own; Windows finds the DLL on
+# PATH (WINEPATH), as a program that embeds libsbx would.
+set +e
+smoke=$(WINEPATH='C:\sbx-stage\bin' "$wine" 'C:\sbx-stage\testbin\elsewhere\capi_smoke.exe' \
+          'C:\sbx-stage\testbin\exit_with.exe' 'C:\sbx-stage\work' 2>&1 | tr -d '\r')
+status=$?
+set -e
+echo "$smoke" | sed 's/^/  capi: /'
+if [[ $status -eq 0 && "$smoke" == *"capi_smoke: ok"* ]]; then
+  ok "C API (sbx.dll): every capi_smoke check"
+else
+  fail "C API (sbx.dll): status $status"
 fi
 
 if ((failures > 0)); then

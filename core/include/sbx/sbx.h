@@ -21,8 +21,10 @@
 
 #include <stddef.h>
 
-#if defined(_WIN32)
+#if defined(_WIN32) && defined(SBX_BUILDING_LIBSBX)
 #define SBX_API __declspec(dllexport)
+#elif defined(_WIN32)
+#define SBX_API __declspec(dllimport)
 #else
 #define SBX_API __attribute__((visibility("default")))
 #endif

@@ -30,6 +30,7 @@
 #include "sbx/core/run_limits.hpp"
 #include "sbx/core/runtime.hpp"
 #include "sbx/core/settings.hpp"
+#include "sbx/core/win_path.hpp"
 #include "capi/capi_internal.hpp"
 #include "sbx/sbx.h"
 
@@ -102,7 +103,16 @@ Result<Policy> policy_from(const char* policy_json) {
 Result<ResolveContext> context_for(const char* cwd) {
   Result<ResolveContext> context = current_resolve_context();
   if (!context.ok()) return Error{context.error()};
-  if (cwd != nullptr) {
+  if (cwd == nullptr) return context;
+  if constexpr (kHostPathStyle == PathStyle::kWindows) {
+    // A drive-absolute path, in the generic form the resolver compares ("C:/a/b"); UNC and
+    // device paths are refused with the reason, as in policies.
+    Result<std::string> normalized = policy::winpath::normalize(cwd);
+    if (!normalized.ok())
+      return Error{"cwd '" + std::string(cwd) + "': " + normalized.error() +
+                   "; pass a drive-absolute path or NULL for the current directory"};
+    context->cwd = *normalized;
+  } else {
     if (cwd[0] != '/')
       return Error{"cwd '" + std::string(cwd) +
                    "' is not absolute; pass an "
@@ -332,12 +342,8 @@ Result<std::string> explain_json(sbx_manager* manager, const char* policy_json, 
 Result<std::unique_ptr<sbx_manager>> make_manager(const char* backends) {
   Result<InstallLayout> layout = install_layout();
   if (!layout.ok()) return Error{"cannot locate the sbx installation: " + layout.error()};
-  LoaderOptions loader;
-  loader.directories.push_back(layout->plugin_dir);
-  loader.trusted_owner = layout->libsbx_owner;
-  loader.host = host_services(*layout);
   auto manager = std::make_unique<sbx_manager>();
-  manager->registry = PluginRegistry::load(loader);
+  manager->registry = PluginRegistry::load(install_loader_options(*layout));
   manager->manager = std::make_unique<Manager>(manager->registry, split_names(backends));
   // Warm: each backend is probed once per handle (sbx_manager_reprobe asks again).
   manager->manager->keep_probe_answers(true);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "sbx/core/plugin_loader.hpp"
+#include "sbx/core/runtime.hpp"
 
 namespace sbx {
 
@@ -77,6 +78,16 @@ const LoadedPlugin* PluginRegistry::find(std::string_view name) const {
     if (plugin.name == name) return &plugin;
   }
   return nullptr;
+}
+
+LoaderOptions install_loader_options(const InstallLayout& layout) {
+  LoaderOptions loader;
+  loader.directories.push_back(layout.plugin_dir);
+  loader.trusted_owner = layout.libsbx_owner;
+  // Windows: the SID that owns sbx.exe or sbx.dll (empty elsewhere, where the uid is used).
+  if (!layout.libsbx_owner_sid.empty()) loader.trusted_owner_sid = layout.libsbx_owner_sid;
+  loader.host = host_services(layout);
+  return loader;
 }
 
 }  // namespace sbx

@@ -1,6 +1,8 @@
 // The install layout and the host-services table on Windows (runtime.hpp): the counterpart of
-// runtime.cpp, selected by core/cross/libsbx.cmake. libsbx is linked into sbx.exe there, so the
-// layout is found from the executable's own module, never from argv or the environment.
+// runtime.cpp, selected by core/cross/libsbx.cmake. libsbx is linked into sbx.exe and into
+// sbx.dll (the C API) there, so the layout is found from the module that holds this code (the
+// executable, or the DLL inside whatever program loaded it), never from argv, the environment
+// or the embedding program's own file.
 #include <windows.h>
 
 #include <algorithm>
@@ -33,12 +35,22 @@ std::string join(const std::string& dir, const std::string& relative) {
   return dir.back() == '/' ? dir + relative : dir + "/" + relative;
 }
 
-// The file the running process was started from (GetModuleFileNameW(NULL)), generic form.
+// The file of the module that holds this code (sbx.exe, or sbx.dll in an embedding program),
+// generic form. GetModuleFileNameW(NULL) would name the embedding program, whose directory says
+// nothing about where sbx's trusted plugins are.
+// An object of this translation unit: its address lies in the module that holds libsbx.
+const char kModuleAnchor = 0;
+
 Result<std::string> executable_path() {
+  HMODULE module = nullptr;
+  if (!GetModuleHandleExW(GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS |
+                              GET_MODULE_HANDLE_EX_FLAG_UNCHANGED_REFCOUNT,
+                          reinterpret_cast<LPCWSTR>(&kModuleAnchor), &module))
+    return Error{"GetModuleHandleExW did not find the module holding libsbx"};
   std::wstring name(32768, L'\0');
-  const DWORD size = GetModuleFileNameW(nullptr, name.data(), static_cast<DWORD>(name.size()));
+  const DWORD size = GetModuleFileNameW(module, name.data(), static_cast<DWORD>(name.size()));
   if (size == 0 || size >= name.size())
-    return Error{"GetModuleFileNameW did not name the running executable"};
+    return Error{"GetModuleFileNameW did not name the module holding libsbx"};
   name.resize(size);
   std::optional<std::string> utf8 = platform::to_utf8(name);
   if (!utf8) return Error{"the running executable's path is not valid UTF-16"};
@@ -49,7 +61,7 @@ Result<std::string> executable_path() {
 
 Result<InstallLayout> executable_layout() {
   Result<std::string> exe = executable_path();
-  if (!exe) return Error{"cannot find the running sbx.exe: " + exe.error()};
+  if (!exe) return Error{"cannot find the running sbx.exe or sbx.dll: " + exe.error()};
   // The owner is the one trustee besides the built-in ones that may write the plugin
   // directory (a per-user install); without it nothing could be judged, so fail closed.
   Result<std::string> owner = plugins::win32::owner_sid(*exe);
@@ -58,7 +70,8 @@ Result<InstallLayout> executable_layout() {
   layout.libsbx_path = *exe;
   layout.libsbx_owner_sid = *owner;
   layout.bin_dir = parent_of(*exe);
-  // <prefix>/bin/sbx.exe: the prefix is one component above (CMAKE_INSTALL_BINDIR "bin").
+  // <prefix>/bin/sbx.exe or <prefix>/bin/sbx.dll (DLLs live beside the programs on Windows):
+  // the prefix is one component above (CMAKE_INSTALL_BINDIR "bin").
   std::string prefix = layout.bin_dir;
   for (int i = 0; i < SBX_BINDIR_DEPTH; ++i) prefix = parent_of(prefix);
   layout.lib_dir = join(prefix, SBX_LIBDIR_RELPATH);

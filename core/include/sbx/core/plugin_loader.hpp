@@ -89,6 +89,14 @@ struct LoaderOptions {
   std::vector<std::string> only_names;
 };
 
+struct InstallLayout;
+
+// The options that load the plugins of the install `layout`, the same for every front end (the
+// CLI adds its --plugin-dir and --backends): its plugin directory, trusted when owned by root
+// or by the owner of the running libsbx (its uid; on Windows its SID), and the host-services
+// table.
+LoaderOptions install_loader_options(const InstallLayout& layout);
+
 class PluginRegistry {
  public:
   // Scans every directory; a bad candidate is recorded in rejected() and never stops the rest.
