@@ -7,17 +7,15 @@
 //  - a plugin built with the SDK (its own, shared libstdc++) still loads and runs, and its C++
 //    exceptions reach the host's handlers in the statically linked libstdc++ (with a static
 //    libgcc too, i.e. a second unwinder, they did not: sbx died of SIGABRT).
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <signal.h>
 #include <stddef.h>
-#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,6 +25,7 @@
 #include <vector>
 
 #include "sbx_test/files.hpp"
+#include "sbx_test/filtered_run.hpp"
 #include "sbx_test/installed_sbx.hpp"
 #include "sbx_test/temp_dir.hpp"
 
@@ -97,37 +96,22 @@ TEST_F(LeanStart, TheVerbIsFoundPastGlobalOptionsAndTheirValues) {
 }
 
 #if defined(__x86_64__) && defined(__GLIBC__)
-// Runs `argv` in a forked child whose seccomp filter kills it when it grows its heap (brk with
-// a non-zero address: the first malloc does; the dynamic loader only asks for the break, with
-// 0). Returns the wait status; stdout goes to `out`.
+// Runs `argv` (no environment) in a forked child whose seccomp filter kills it when it grows
+// its heap (brk with a non-zero address: the first malloc does; the dynamic loader only asks
+// for the break, with 0). Returns the wait status; stdout and stderr go to `out`.
 int status_without_heap_growth(const std::vector<std::string>& argv, const std::string& out) {
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0 || ::dup2(fd, 1) < 0) ::_exit(120);
-    sock_filter filter[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 0, 5),
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_brk, 0, 3),
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[0])),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 1, 0),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-    };
-    sock_fprog program{static_cast<unsigned short>(sizeof filter / sizeof filter[0]), filter};
-    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
-        ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &program) != 0)
-      ::_exit(121);
-    std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    char* no_env[] = {nullptr};
-    ::execve(args[0], args.data(), no_env);
-    ::_exit(127);
-  }
-  int status = 0;
-  return pid > 0 && ::waitpid(pid, &status, 0) == pid ? status : -1;
+  return wait_status_under_filter(
+      argv, {}, out,
+      {
+          BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)),
+          BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 0, 5),
+          BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+          BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_brk, 0, 3),
+          BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[0])),
+          BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 1, 0),
+          BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+          BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+      });
 }
 
 // `sbx --version` alone is answered before the program's static initialisers run, which

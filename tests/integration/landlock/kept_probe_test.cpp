@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "sbx_test/files.hpp"
+#include "sbx_test/filtered_run.hpp"
 #include "sbx_test/installed_sbx.hpp"
 #include "sbx_test/temp_dir.hpp"
 
@@ -277,36 +278,10 @@ TEST_F(KeptProbe, StoreIsReadOnlyInEverySandbox) {
   EXPECT_EQ(dry_run_forks(), 0) << "the kept answer is intact";
 }
 
-// Runs argv in a forked child under the seccomp filter `filter` (it lives and dies with that
-// child); stdout and stderr go to `out`. Returns the exit code (-1 when it did not exit).
-int run_under_filter(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-                     const std::string& out, std::vector<sock_filter> filter) {
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0 || ::dup2(fd, 1) < 0 || ::dup2(fd, 2) < 0) ::_exit(120);
-    sock_fprog program{static_cast<unsigned short>(filter.size()), filter.data()};
-    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
-        ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &program) != 0)
-      ::_exit(121);
-    std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    std::vector<char*> envp;
-    for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
-    envp.push_back(nullptr);
-    ::execve(args[0], args.data(), envp.data());
-    ::_exit(127);
-  }
-  int status = 0;
-  if (pid < 0 || ::waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
-  return WEXITSTATUS(status);
-}
-
 // argv where every Landlock system call fails with ENOSYS, as on a kernel without Landlock.
 int run_without_landlock(const std::vector<std::string>& argv, const std::vector<std::string>& env,
                          const std::string& out) {
-  return run_under_filter(
+  return exit_code_under_filter(
       argv, env, out,
       {
           BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)),
@@ -325,7 +300,7 @@ int run_without_landlock(const std::vector<std::string>& argv, const std::vector
 // ENOSYS, which makes callers fall back to clone.
 int run_without_user_namespaces(const std::vector<std::string>& argv,
                                 const std::vector<std::string>& env, const std::string& out) {
-  return run_under_filter(
+  return exit_code_under_filter(
       argv, env, out,
       {
           BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)),
