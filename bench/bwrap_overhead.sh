@@ -21,15 +21,30 @@ work="$(mktemp -d /tmp/sbx-bench-XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 cd "$work"
 
-# The bwrap argv sbx would run, up to (not including) the "--" before sbx-stage2.
-mapfile -t plan < <("$sbx" --backends bwrap debug bwrap --preset workspace-write --cwd "$work" \
-                      -- /bin/true | sed -n '/"argv": \[/,/\]/p' | sed -n 's/^ *"\(.*\)",\{0,1\}$/\1/p')
-bare=()
-for arg in "${plan[@]}"; do
-  [[ "$arg" == "--" ]] && break
-  bare+=("$arg")
-done
-bare+=(-- /bin/true)
+# The same run with only the cwd writable: workspace-write also makes /tmp writable, and sbx
+# walks every writable root after the run for protected names created deep in it (the
+# created-names scan), so the preset's figure grows with this host's /tmp. This one does not.
+cwd_policy="$work/cwd-only.json"
+cat > "$cwd_policy" <<'JSON'
+{"version": 1, "filesystem": {"kind": "restricted", "entries": [
+  {"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"}]},
+ "network": {"mode": "restricted"}}
+JSON
+
+# The bwrap argv sbx would run for policy options "$@", up to (not including) the "--" before
+# the command, then /bin/true.
+bare_argv() {
+  local plan=() arg
+  mapfile -t plan < <("$sbx" --backends bwrap debug bwrap "$@" --cwd "$work" -- /bin/true |
+                        sed -n '/"argv": \[/,/\]/p' | sed -n 's/^ *"\(.*\)",\{0,1\}$/\1/p')
+  for arg in "${plan[@]}"; do
+    [[ "$arg" == "--" ]] && break
+    printf '%s\n' "$arg"
+  done
+  printf '%s\n' -- /bin/true
+}
+mapfile -t bare < <(bare_argv --preset workspace-write)
+mapfile -t bare_cwd < <(bare_argv --policy "$cwd_policy")
 # The whole plan (bwrap, then sbx-stage2, then /bin/true), as sbx would start it.
 mapfile -t full < <("$sbx" --backends bwrap debug bwrap --preset workspace-write --cwd "$work" \
                       -- /bin/true | sed -n '/"argv": \[/,/\]/p' | sed -n 's/^ *"\(.*\)",\{0,1\}$/\1/p')
@@ -37,10 +52,13 @@ mapfile -t full < <("$sbx" --backends bwrap debug bwrap --preset workspace-write
 # The bare bwrap runs create the plan's mount points for missing protected names on the host
 # (sbx removes its own; nobody removes bare bwrap's). Remove the empty ones this script made.
 # The plan lists them in host_paths.created (sbx debug prints the plan as JSON).
-mapfile -t mount_points < <("$sbx" --backends bwrap debug bwrap --preset workspace-write \
-                              --cwd "$work" -- /bin/true |
-                            python3 -c 'import json, sys
-print("\n".join(json.load(sys.stdin)["host_paths"]["created"]))' | sed '/^$/d')
+mapfile -t mount_points < <(for options in "--preset workspace-write" "--policy $cwd_policy"; do
+                              # shellcheck disable=SC2086 # two words each
+                              "$sbx" --backends bwrap debug bwrap $options --cwd "$work" \
+                                -- /bin/true |
+                                python3 -c 'import json, sys
+print("\n".join(json.load(sys.stdin)["host_paths"]["created"]))'
+                            done | sed '/^$/d' | sort -u)
 created=()
 for point in "${mount_points[@]}"; do
   [[ -e "$point" ]] || created+=("$point")
@@ -50,7 +68,8 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-[[ "${bare[0]}" == /* ]] || { echo "could not read the plan from '$sbx debug'" >&2; exit 1; }
+[[ "${bare[0]}" == /* && "${bare_cwd[0]}" == /* ]] ||
+  { echo "could not read the plans from '$sbx debug'" >&2; exit 1; }
 
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 ms() { awk -v t="$1" 'BEGIN { printf "%.1f", t / 1000 }'; }
@@ -60,7 +79,10 @@ ms() { awk -v t="$1" 'BEGIN { printf "%.1f", t / 1000 }'; }
 : > plan.times
 : > start.times
 : > true.times
+: > sbx_cwd.times
+: > bare_cwd.times
 "$sbx" --backends bwrap exec --preset workspace-write --cwd "$work" -- /bin/true  # warm caches
+"$sbx" --backends bwrap exec --policy "$cwd_policy" --cwd "$work" -- /bin/true
 for ((i = 0; i < runs; i++)); do
   t0=${EPOCHREALTIME/./}
   "$sbx" --backends bwrap exec --preset workspace-write --cwd "$work" -- /bin/true
@@ -73,6 +95,12 @@ for ((i = 0; i < runs; i++)); do
   t4=${EPOCHREALTIME/./}
   /bin/true
   t5=${EPOCHREALTIME/./}
+  "$sbx" --backends bwrap exec --policy "$cwd_policy" --cwd "$work" -- /bin/true
+  t6=${EPOCHREALTIME/./}
+  "${bare_cwd[@]}"
+  t7=${EPOCHREALTIME/./}
+  echo $((t6 - t5)) >> sbx_cwd.times
+  echo $((t7 - t6)) >> bare_cwd.times
   echo $((t1 - t0)) >> sbx.times
   echo $((t2 - t1)) >> bare.times
   echo $((t3 - t2)) >> plan.times
@@ -84,12 +112,16 @@ b=$(median < bare.times)
 p=$(median < plan.times)
 v=$(median < start.times)
 t=$(median < true.times)
+sc=$(median < sbx_cwd.times)
+bc=$(median < bare_cwd.times)
 echo "runs: $runs interleaved (medians)"
 echo "sbx exec (bwrap, workspace-write):      $(ms "$s") ms"
 echo "bare bwrap, same mounts:                $(ms "$b") ms"
 echo "  the plan by hand (bwrap + sbx-stage2): $(ms "$p") ms"
 echo "  sbx --version (sbx start-up alone):    $(ms "$v") ms"
 echo "  /bin/true (starting any process):      $(ms "$t") ms"
+echo "sbx exec, only the cwd writable:        $(ms "$sc") ms (bare bwrap, same mounts: $(ms "$bc") ms;" \
+     "$(awk -v s="$sc" -v b="$bc" 'BEGIN { printf "%.2fx", s / b }'): no /tmp to scan)"
 # The floor: what sbx would cost if it did no work at all between its own start-up and bwrap:
 # the plan by hand plus the start-up of the sbx executable beyond starting a process at all.
 awk -v s="$s" -v b="$b" -v p="$p" -v v="$v" -v t="$t" 'BEGIN {
