@@ -15,6 +15,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <string>
 #include <sys/stat.h>
@@ -248,6 +249,28 @@ TEST(CreatedNamesWalk, ManyEntriesInOneDirectoryAreAllRead) {
   EXPECT_EQ(found.paths, (std::vector<std::string>{tree / "big/aa/.git", tree / "big/zz/.git"}));
 }
 
+// The tests below that need a mount namespace of their own run in a forked child, which writes
+// its findings (or "SKIP <why>") on a pipe and exits.
+[[noreturn]] void report_and_exit(int write_fd, const std::string& report) {
+  [[maybe_unused]] const ssize_t written = ::write(write_fd, report.data(), report.size());
+  ::_exit(0);
+}
+
+// What that child wrote on the pipe `fds` (both ends are closed here), once it has exited 0;
+// nullopt when it did not.
+std::optional<std::string> report_of_child(pid_t child, const int fds[2]) {
+  ::close(fds[1]);
+  std::string report;
+  char chunk[512];
+  for (ssize_t n; (n = ::read(fds[0], chunk, sizeof chunk)) > 0;)
+    report.append(chunk, static_cast<std::size_t>(n));
+  ::close(fds[0]);
+  int status = 0;
+  if (::waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    return std::nullopt;
+  return report;
+}
+
 // Mount points below a root: another filesystem is never entered, a bind mount of the same one
 // is walked like any directory. Run in a child with its own mount namespace; the child reports
 // the names it found on a pipe ("SKIP ..." when it cannot set up the mounts).
@@ -275,18 +298,11 @@ TEST(CreatedNamesWalk, OtherFilesystemsAreNotEnteredBindMountsOfTheSameAre) {
       for (const std::string& path : find_created_names_both_ways(watch_of({tree.root()}), start).paths)
         out += path + "\n";
     }
-    [[maybe_unused]] const ssize_t written = ::write(fds[1], out.data(), out.size());
-    ::_exit(0);
+    report_and_exit(fds[1], out);
   }
-  ::close(fds[1]);
-  std::string got;
-  char chunk[512];
-  for (ssize_t n; (n = ::read(fds[0], chunk, sizeof chunk)) > 0;)
-    got.append(chunk, static_cast<std::size_t>(n));
-  ::close(fds[0]);
-  int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  const std::optional<std::string> report = report_of_child(child, fds);
+  ASSERT_TRUE(report) << "the child did not exit 0";
+  const std::string& got = *report;
   if (got.rfind("SKIP", 0) == 0) GTEST_SKIP() << got;
   EXPECT_EQ(got, tree / "bind/x/.git" + "\n" + tree / "src/x/.git" + "\n");
 }
@@ -569,18 +585,11 @@ TEST(CreatedNamesScan, DirectoryChangedInTheTickItWasReadIsReadAgain) {
       }
       out = "wrong " + std::to_string(wrong) + " same_stamp " + std::to_string(same_stamp);
     }
-    [[maybe_unused]] const ssize_t written = ::write(fds[1], out.data(), out.size());
-    ::_exit(0);
+    report_and_exit(fds[1], out);
   }
-  ::close(fds[1]);
-  std::string got;
-  char chunk[512];
-  for (ssize_t n; (n = ::read(fds[0], chunk, sizeof chunk)) > 0;)
-    got.append(chunk, static_cast<std::size_t>(n));
-  ::close(fds[0]);
-  int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  const std::optional<std::string> report = report_of_child(child, fds);
+  ASSERT_TRUE(report) << "the child did not exit 0";
+  const std::string& got = *report;
   if (got.rfind("SKIP", 0) == 0) GTEST_SKIP() << got;
   EXPECT_EQ(got.rfind("wrong 0 ", 0), 0u) << got;
   // The case must have been exercised (some change kept its directory's stamp): on a quiet
