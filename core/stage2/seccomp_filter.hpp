@@ -76,7 +76,8 @@ Status install_filter(NetworkFilter network);
 
 // Both programs as the kernel takes them (struct sock_filter arrays, native byte order), table
 // first: exactly what install_filter loads, in the same order. For the build-time generator of
-// the precompiled programs (seccomp_programs.hpp) and its tests.
+// the precompiled programs (seccomp_programs.hpp), which writes the table in its compact form
+// proven equivalent to this one (bpf_table.hpp), and its tests.
 Result<std::vector<std::string>> export_filter_bpf(NetworkFilter network);
 
 // Both programs in libseccomp's pseudo-filter-code text form, table first (for golden tests

@@ -1,7 +1,9 @@
 // sbx-seccomp-gen: a build-time tool, never installed. Builds the seccomp filter of
 // seccomp_filter.hpp for every network mode, and the metadata guard of metadata_filter.hpp, with
 // libseccomp and writes the programs as a C++ source file (the data of seccomp_programs.hpp), so
-// that no run has to build a filter.
+// that no run has to build a filter. The syscall table is written in its compact form
+// (bpf_table.hpp), derived from libseccomp's program and proven equivalent to it here: a table
+// that cannot be proven fails the build.
 //
 //   sbx-seccomp-gen OUTPUT.cpp
 //
@@ -9,6 +11,7 @@
 // architecture), which is the plugin's: the tool is built by the same toolchain and run on the
 // build machine, so cross builds are refused (core/stage2/CMakeLists.txt).
 #include <linux/filter.h>
+#include <seccomp.h>
 
 #include <cstdio>
 #include <cstring>
@@ -17,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "bpf_table.hpp"
 #include "metadata_filter.hpp"
 #include "seccomp_filter.hpp"
 
@@ -57,27 +61,64 @@ constexpr Mode kModes[] = {{"Blocked", NetworkFilter::kBlocked},
                            {"Private", NetworkFilter::kPrivate},
                            {"PrivateUnixSupervised", NetworkFilter::kPrivateUnixSupervised}};
 
-// One array of sock_filter initialisers from libseccomp's exported bytes.
-bool write_program(std::ostream& out, const std::string& name, const std::string& bytes) {
+// libseccomp's exported bytes as instructions.
+bool to_program(const std::string& name, const std::string& bytes,
+                std::vector<sock_filter>& program) {
   if (bytes.empty() || bytes.size() % sizeof(sock_filter) != 0) {
     std::fprintf(stderr, "sbx-seccomp-gen: %s: %zu bytes is not a BPF program\n", name.c_str(),
                  bytes.size());
     return false;
   }
+  program.resize(bytes.size() / sizeof(sock_filter));
+  std::memcpy(program.data(), bytes.data(), bytes.size());
+  return true;
+}
+
+// One array of sock_filter initialisers.
+void write_instructions(std::ostream& out, const std::string& name,
+                        const std::vector<sock_filter>& program) {
   out << "constexpr sock_filter " << name << "[] = {\n";
   char line[64];
-  for (std::size_t i = 0; i < bytes.size(); i += sizeof(sock_filter)) {
-    sock_filter insn{};
-    std::memcpy(&insn, bytes.data() + i, sizeof insn);
+  for (const sock_filter& insn : program) {
     std::snprintf(line, sizeof line, "    {0x%04x, %u, %u, 0x%08x},\n", insn.code, insn.jt, insn.jf,
                   insn.k);
     out << line;
   }
   out << "};\n";
+}
+
+bool write_program(std::ostream& out, const std::string& name, const std::string& bytes) {
+  std::vector<sock_filter> program;
+  if (!to_program(name, bytes, program)) return false;
+  write_instructions(out, name, program);
   return true;
 }
 
-bool write_source(std::ostream& out, const std::string& machine) {
+// The compact form of libseccomp's table, written only once proven to answer as libseccomp's
+// does for every (arch, nr, arguments, instruction pointer).
+bool write_compact_table(std::ostream& out, const std::string& name, const std::string& bytes,
+                         std::uint32_t native_arch) {
+  std::vector<sock_filter> libseccomp;
+  if (!to_program(name, bytes, libseccomp)) return false;
+  sbx::Result<std::vector<sock_filter>> compact =
+      sbx::stage2::bpf::compact_table(libseccomp, native_arch);
+  if (!compact.ok()) {
+    std::fprintf(stderr, "sbx-seccomp-gen: %s: %s\n", name.c_str(), compact.error().c_str());
+    return false;
+  }
+  sbx::Status proof = sbx::stage2::bpf::prove_equivalent(libseccomp, *compact);
+  if (!proof.ok()) {
+    std::fprintf(stderr, "sbx-seccomp-gen: %s: the compact table is not libseccomp's: %s\n",
+                 name.c_str(), proof.error().c_str());
+    return false;
+  }
+  out << "// " << libseccomp.size() << " instructions as libseccomp builds it; compact and proven "
+      << "equivalent at build time (bpf_table.hpp).\n";
+  write_instructions(out, name, *compact);
+  return true;
+}
+
+bool write_source(std::ostream& out, const std::string& machine, std::uint32_t native_arch) {
   out << "// Generated at build time by sbx-seccomp-gen (core/stage2/seccomp_gen_main.cpp) from\n"
          "// seccomp_filter.cpp for " << machine << ". Do not edit.\n"
          "#include \"seccomp_programs.hpp\"\n\n"
@@ -89,7 +130,8 @@ bool write_source(std::ostream& out, const std::string& machine) {
                    programs.ok() ? "not two programs" : programs.error().c_str());
       return false;
     }
-    if (!write_program(out, std::string("k") + mode.name + "Table", (*programs)[0]) ||
+    if (!write_compact_table(out, std::string("k") + mode.name + "Table", (*programs)[0],
+                             native_arch) ||
         !write_program(out, std::string("k") + mode.name + "Rules", (*programs)[1]))
       return false;
     out << "\n";
@@ -111,6 +153,7 @@ bool write_source(std::ostream& out, const std::string& machine) {
   // Unreachable for a valid enum value; the most restrictive mode for anything else.
   out << "  }\n  return {kBlockedTable, kBlockedRules};\n}\n\n"
          "std::string_view precompiled_architecture() { return \"" << machine << "\"; }\n\n"
+         "std::uint32_t precompiled_audit_arch() { return " << native_arch << "u; }\n\n"
          "}  // namespace sbx::stage2\n";
   return true;
 }
@@ -123,7 +166,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::ostringstream source;
-  if (!write_source(source, kArchitecture)) return 1;
+  // libseccomp's native architecture token is the AUDIT_ARCH_* value its programs compare.
+  if (!write_source(source, kArchitecture, seccomp_arch_native())) return 1;
   // Written whole, then renamed: an interrupted run never leaves half a program behind.
   const std::string tmp = std::string(argv[1]) + ".tmp";
   {

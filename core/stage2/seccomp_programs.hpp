@@ -1,6 +1,9 @@
 // The seccomp filter of seccomp_filter.hpp, precompiled: the BPF programs libseccomp makes for
 // each network mode, generated at build time for the target architecture by sbx-seccomp-gen
-// (seccomp_gen_main.cpp, which links the same seccomp_filter.cpp) and compiled in as data.
+// (seccomp_gen_main.cpp, which links the same seccomp_filter.cpp) and compiled in as data. The
+// syscall table is not libseccomp's program itself but its compact form (bpf_table.hpp), a
+// fifth of the length and so cheaper to attach, proven at build time to answer alike for every
+// input.
 //
 // Why precompiled: building the filter with libseccomp (about 350 table entries, optimised
 // into a binary tree) was nearly all of what sbx-stage2 cost a run (bench/README.md), and needs
@@ -16,6 +19,7 @@
 
 #include <linux/filter.h>
 
+#include <cstdint>
 #include <span>
 #include <string_view>
 
@@ -39,6 +43,10 @@ PrecompiledFilter precompiled_filter(NetworkFilter network);
 // The architecture the programs were generated for ("x86_64", "aarch64"...: the one this code
 // is compiled for). Calls of any other architecture kill the process.
 std::string_view precompiled_architecture();
+
+// The AUDIT_ARCH_* value of that architecture, which the programs compare seccomp_data.arch
+// with.
+std::uint32_t precompiled_audit_arch();
 
 // A program's bytes, as bwrap's --add-seccomp-fd and SECCOMP_SET_MODE_FILTER take them.
 std::string_view program_bytes(std::span<const sock_filter> program);
