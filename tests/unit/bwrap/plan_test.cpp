@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -119,7 +120,13 @@ TEST(BwrapPlan, ExecMakesAndRemovesTheCreatedPathsThePlanNames) {
   const std::string codex = ws / ".codex";
   MountRegistry registry;
   ASSERT_TRUE(hold_host_paths(registry, {{codex}, {}, state.path()}).ok());
-  EXPECT_TRUE(fs::is_directory(codex)) << "the registry makes each planned mount point";
+  // An empty regular file, read-only: what /dev/null is bound over (no directory, whose
+  // removal would free a data block).
+  const fs::file_status made = fs::symlink_status(codex);
+  EXPECT_TRUE(fs::is_regular_file(made)) << "the registry makes each planned mount point";
+  EXPECT_EQ(fs::file_size(codex), 0u);
+  EXPECT_EQ(made.permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
   EXPECT_EQ(registry.release_and_cleanup(), std::vector<std::string>{codex});
   EXPECT_FALSE(fs::exists(codex));
 }
@@ -131,7 +138,7 @@ TEST(BwrapPlan, ExecWithoutAStateDirectoryTouchesNothing) {
   MountRegistry registry;
   ASSERT_TRUE(hold_host_paths(registry, {{codex}, {}, ""}).ok());
   EXPECT_FALSE(fs::exists(codex));
-  fs::create_directory(codex);  // what bwrap would do on the host
+  std::ofstream{codex};  // what bwrap would do on the host
   EXPECT_TRUE(registry.release_and_cleanup().empty());
   EXPECT_TRUE(fs::exists(codex));
 }
