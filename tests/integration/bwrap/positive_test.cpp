@@ -65,6 +65,27 @@ TEST_F(BwrapPositive, GitWorksOnlyWhenGitIsNotProtected) {
   EXPECT_TRUE(exists(ws_ / ".git/HEAD"));
 }
 
+// The mask of a missing protected `.git` is a device node (/dev/null bound read-only), not an
+// empty regular file: git's discovery takes a `.git` that is neither a directory nor a file
+// for "no repository here" and goes on to the parent's repository, as it did when the mask was
+// an empty directory, while `git init` still cannot create the repository. (An empty regular
+// `.git` would make git stop with "invalid gitfile format".)
+TEST_F(BwrapPositive, GitFindsTheParentRepositoryPastTheMaskOfAMissingGit) {
+  if (!exists("/usr/bin/git")) GTEST_SKIP() << "git is not installed (/usr/bin/git)";
+  const RunResult init = run({"/usr/bin/git", "init", "-q", ws_.path()}, base_env());
+  ASSERT_EQ(init.code, 0) << describe(init);
+  fs::create_directory(ws_ / "sub");  // the cwd, a writable root without its own .git
+  const RunResult r = sh(ws_ / "sub",
+                         "git rev-parse --show-toplevel; echo found=$?; "
+                         "if [ -c .git ]; then echo mask=device; fi; "
+                         "git init -q . 2>/dev/null; echo init=$?");
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_NE(r.out.find(ws_.path() + "\nfound=0\n"), std::string::npos) << describe(r);
+  EXPECT_NE(r.out.find("mask=device\n"), std::string::npos) << describe(r);
+  EXPECT_EQ(r.out.find("init=0"), std::string::npos) << describe(r);
+  EXPECT_FALSE(exists(ws_ / "sub/.git")) << "the mask's mount point was left on the host";
+}
+
 // The command's environment arrives whole, but not through arguments: those are
 // world-readable in /proc for the whole run (sbx-stage2 is the sandbox's PID 1).
 TEST_F(BwrapPositive, EnvironmentArrivesWithoutAppearingInAnyArguments) {

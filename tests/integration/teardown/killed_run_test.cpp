@@ -253,7 +253,7 @@ std::vector<std::string> kill_mid_run(const std::vector<std::string>& argv,
 TEST(KilledSbx, BwrapMountPointsAreRemovedByTheNextRunAndAPersonsAreKept) {
   std::string why;
   if (!backend_available("bwrap", why)) GTEST_SKIP() << "bwrap cannot run here: " << why;
-  TempDir ws;      // no .git, .codex, .agents: the run masks them with mount points
+  TempDir ws;      // no .git, .codex, .agents: the run masks them over mount point files
   TempDir tmpdir;  // $TMPDIR, the second writable root, holds a person's own empty .codex
   TempDir scratch;
   ASSERT_TRUE(fs::create_directory(tmpdir / ".codex"));
@@ -272,7 +272,10 @@ TEST(KilledSbx, BwrapMountPointsAreRemovedByTheNextRunAndAPersonsAreKept) {
       << "the command did not start: " << sbx_log(scratch);
   std::map<std::string, Identity> slash_tmp_made;
   for (const std::string& name : names) {
-    EXPECT_TRUE(fs::is_directory(ws / name)) << name << ": no mount point on the host";
+    // The mount point is an empty regular file (/dev/null is bound over it in the sandbox).
+    const fs::file_status made = fs::symlink_status(ws / name);
+    EXPECT_TRUE(fs::is_regular_file(made) && fs::file_size(ws / name) == 0)
+        << name << ": no empty mount point file on the host";
     if (!in_slash_tmp_before[name]) slash_tmp_made[name] = identity("/tmp/" + name);
   }
   const std::set<pid_t> tree = descendants(sbx);
@@ -288,7 +291,7 @@ TEST(KilledSbx, BwrapMountPointsAreRemovedByTheNextRunAndAPersonsAreKept) {
   // A killed sbx cleans nothing up: the mount points stay until the next bwrap run of this user
   // (any concurrent one sweeps them too, so under a parallel test run they may be gone).
   for (const std::string& name : names) {
-    if (!fs::is_directory(ws / name))
+    if (!fs::exists(ws / name))
       std::printf("note: %s was already removed by a concurrent run's sweep\n", name.c_str());
   }
 
