@@ -204,14 +204,15 @@ void MountPlanner::emit_deny_existing(const std::string& path, PathKind path_kin
 // Why a device and not an empty directory (a read-only tmpfs): the mount point must exist on
 // the host for the run (the parent is a writable bind of a host directory), and removing an
 // empty directory frees its data block, which on a filesystem mounted with `discard` is a
-// synchronous discard of milliseconds per run; an empty regular file has no data block. The
-// host file is only the mount point: what the command sees is the device. That matters for
-// git: repository discovery treats a `.git` that is neither a directory nor a regular file as
-// "not a repository here" and goes on upward, as it did for the empty directory, whereas an
-// empty regular `.git` would make git stop with "invalid gitfile format".
+// synchronous discard of milliseconds per run; a socket inode (or an empty file) has no data
+// block. The host object is only the mount point: what the command sees is the device. That
+// matters for git: repository discovery treats a `.git` that is neither a directory nor a
+// regular file as "not a repository here" and goes on upward, as it did for the empty
+// directory, whereas an empty regular `.git` would make git stop with "invalid gitfile format".
 //
-// sbx makes the mount point before bwrap runs (MountRegistry, host.hpp) and removes it after
-// the run (synthetic_mount_points); bwrap itself would create the same empty 0444 file.
+// sbx makes the mount point before bwrap runs (MountRegistry, host.hpp: a socket inode, which
+// git on the host ignores too) and removes it after the run (synthetic_mount_points); bwrap
+// itself would create an empty 0444 file.
 Status MountPlanner::emit_missing(const std::string& path, Access desired, Translation& out) {
   std::string first_missing = path;
   for (const std::string& ancestor : strict_ancestors(path)) {
@@ -227,8 +228,8 @@ Status MountPlanner::emit_missing(const std::string& path, Access desired, Trans
   out.notes.push_back("'" + path + "' (" + std::string(access_word(desired)) +
                       ") does not exist: '" + first_missing +
                       "' is masked by /dev/null bound read-only (a device that cannot be "
-                      "opened); its mount point, an empty file, is created on the host for the "
-                      "run and removed afterwards");
+                      "opened); its mount point (a socket inode, or an empty file) is created on "
+                      "the host for the run and removed afterwards");
   return {};
 }
 
@@ -259,6 +260,19 @@ Status MountPlanner::emit_item(const std::string& path, Translation& out) {
       return {};
     }
     return emit_missing(path, desired, out);
+  }
+  // A socket, FIFO or device that must stay read-only. It cannot be bound onto itself (bind
+  // sources are opened and checked at exec: directories and regular files only, bind_fds.hpp),
+  // and what a read-only rule keeps, that it is not replaced, removed or renamed, /dev/null bound
+  // over it keeps too (a mount point). This is also what a missing name's mask is on the host
+  // while another run holds it (a socket inode, mount_registry.cpp): a run that starts then
+  // finds the name existing and masks it the same way.
+  if (desired == Access::kRead && path_kind == PathKind::kOther) {
+    out.argv.insert(out.argv.end(), {"--ro-bind", "/dev/null", path});
+    out.notes.push_back("'" + path + "' (read) is neither a directory nor a regular file (a "
+                        "socket, FIFO or device, e.g. another run's mount point): masked by "
+                        "/dev/null bound read-only");
+    return {};
   }
   switch (desired) {
     case Access::kWrite: out.argv.insert(out.argv.end(), {"--bind", path, path}); break;

@@ -65,7 +65,7 @@ TEST(BwrapMountRegistry, RemovesTheMountPointItPlannedOnceLastOut) {
   const std::string codex = ws.path() + "/.codex";
   MountRegistry first;
   ASSERT_TRUE(first.acquire(state.path(), {codex}, {}).ok());
-  ASSERT_TRUE(fs::is_regular_file(fs::symlink_status(codex))) << "the run makes its mount point";
+  ASSERT_TRUE(fs::is_socket(fs::symlink_status(codex))) << "the run makes its mount point";
   MountRegistry second;         // a concurrent run that found .codex existing
   ASSERT_TRUE(second.acquire(state.path(), {}, {codex}).ok());
   EXPECT_TRUE(first.release_and_cleanup().empty()) << "removed while another run holds it";
@@ -74,14 +74,14 @@ TEST(BwrapMountRegistry, RemovesTheMountPointItPlannedOnceLastOut) {
   EXPECT_FALSE(fs::exists(codex));
 }
 
-// Content written into the mount point file (from outside every sandbox), or a directory a
-// person put in its place during the run, is never removed.
+// A file with content or a directory a person put in the mount point's place during the run
+// (from outside every sandbox) is never removed.
 TEST(BwrapMountRegistry, NeverRemovesContentOrAPersonsDirectory) {
   Scratch state, ws;
   const std::string planned = ws.path() + "/.agents";
   MountRegistry run;
   ASSERT_TRUE(run.acquire(state.path(), {planned}, {}).ok());
-  fs::permissions(planned, fs::perms::owner_write, fs::perm_options::add);
+  fs::remove(planned);
   std::ofstream(planned) << "data";
   EXPECT_TRUE(run.release_and_cleanup().empty());
   EXPECT_EQ(fs::file_size(planned), 4u);
@@ -202,8 +202,8 @@ TEST(BwrapRegistry, AKilledRunsMountPointsAreRemovedByTheNextRun) {
   const std::string codex = work.path() + "/.codex";
   const std::string agents = work.path() + "/.agents";
   killed_run(state.path(), {codex, agents});
-  ASSERT_TRUE(fs::is_regular_file(codex)) << "the killed run made no mount point";
-  ASSERT_TRUE(fs::is_regular_file(agents));
+  ASSERT_TRUE(fs::is_socket(codex)) << "the killed run made no mount point";
+  ASSERT_TRUE(fs::is_socket(agents));
   std::vector<std::string> removed = sweep_stale_entries(state.path());
   std::sort(removed.begin(), removed.end());
   EXPECT_EQ(removed, (std::vector<std::string>{agents, codex}));
@@ -220,12 +220,12 @@ TEST(BwrapRegistry, SweepKeepsLiveRunsPersonsDirectoriesAndContent) {
   ASSERT_TRUE(running.acquire(state.path(), {live}, {}).ok());
   const std::string filled = work.path() + "/.agents";
   killed_run(state.path(), {filled});
-  fs::permissions(filled, fs::perms::owner_write, fs::perm_options::add);
+  fs::remove(filled);
   std::ofstream(filled) << "written after the run";  // content: never removed
   const std::string mine = work.path() + "/.git";  // a person's empty directory, no record
   fs::create_directory(mine);
   EXPECT_TRUE(sweep_stale_entries(state.path()).empty());
-  EXPECT_TRUE(fs::is_regular_file(live));
+  EXPECT_TRUE(fs::is_socket(live));
   EXPECT_GT(fs::file_size(filled), 0u);
   EXPECT_TRUE(fs::is_directory(mine));
   EXPECT_EQ(running.release_and_cleanup(), std::vector<std::string>{live});
@@ -285,6 +285,23 @@ TEST(BwrapRegistry, TheEmptyFileBwrapMadeIsRecordedAtTheEndAndRemoved) {
   EXPECT_TRUE(other.release_and_cleanup().empty());
   EXPECT_TRUE(fs::is_directory(dir));
   EXPECT_TRUE(fs::is_empty(state.path()));
+}
+
+// A name too long for a socket address through /proc/self/fd: the mount point is an empty
+// regular file instead, recorded and removed the same way.
+TEST(BwrapRegistry, ANameTooLongForASocketGetsAnEmptyFile) {
+  ScratchDir state;
+  ScratchDir work;
+  const std::string planned = work.path() + "/" + std::string(120, 'n');
+  MountRegistry run;
+  ASSERT_TRUE(run.acquire(state.path(), {planned}, {}).ok());
+  const fs::file_status made = fs::symlink_status(planned);
+  EXPECT_TRUE(fs::is_regular_file(made));
+  EXPECT_EQ(fs::file_size(planned), 0u);
+  EXPECT_EQ(made.permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  EXPECT_EQ(run.release_and_cleanup(), std::vector<std::string>{planned});
+  EXPECT_FALSE(fs::exists(fs::symlink_status(planned)));
 }
 
 // A directory (or a symlink) that appeared at a planned mount point after the plan cannot take
