@@ -261,13 +261,15 @@ Status MountPlanner::emit_item(const std::string& path, Translation& out) {
     }
     return emit_missing(path, desired, out);
   }
-  // A socket, FIFO or device that must stay read-only. It cannot be bound onto itself (bind
-  // sources are opened and checked at exec: directories and regular files only, bind_fds.hpp),
-  // and what a read-only rule keeps, that it is not replaced, removed or renamed, /dev/null bound
-  // over it keeps too (a mount point). This is also what a missing name's mask is on the host
-  // while another run holds it (a socket inode, mount_registry.cpp): a run that starts then
-  // finds the name existing and masks it the same way.
-  if (desired == Access::kRead && path_kind == PathKind::kOther) {
+  // A socket, FIFO or device inside a writable directory that must stay read-only. It cannot
+  // be bound onto itself (bind sources are opened and checked at exec: directories and regular
+  // files only, bind_fds.hpp), and what a read-only carve-out keeps, that it is not replaced,
+  // removed or renamed, /dev/null bound over it keeps too (a mount point). This is what a
+  // missing name's mask is on the host while another run holds it (a socket inode,
+  // mount_registry.cpp): a run that starts then finds the name existing and masks it the same
+  // way. Elsewhere (a read-only socket under an unreadable parent) the bind is still tried and
+  // refused at exec, as before: hiding the socket would not be what the rule asks.
+  if (desired == Access::kRead && inherited == Access::kWrite && path_kind == PathKind::kOther) {
     out.argv.insert(out.argv.end(), {"--ro-bind", "/dev/null", path});
     out.notes.push_back("'" + path + "' (read) is neither a directory nor a regular file (a "
                         "socket, FIFO or device, e.g. another run's mount point): masked by "
