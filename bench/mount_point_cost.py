@@ -5,11 +5,13 @@
 
 Interleaved, round by round: an empty directory (mkdir + rmdir: the mount point before the
 file mask) and an empty regular file (open O_CREAT|O_EXCL|O_NOFOLLOW 0444 + unlink: since),
-both in DIR (default: a fresh directory under /tmp). Prints the median and the 90th, 99th
+and a socket inode (socket + bind through the parent's descriptor + close, then unlink: the
+mount point of the filemask-socket branch), all in DIR (default: a fresh directory under /tmp). Prints the median and the 90th, 99th
 percentile and maximum of each step in microseconds. On a filesystem mounted with `discard`
 the rmdir frees the directory's data block with a synchronous discard; the file has none.
 """
 import os
+import socket
 import sys
 import tempfile
 import time
@@ -19,7 +21,7 @@ rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 2001
 work = tempfile.mkdtemp(prefix="sbx-mp-", dir=base or "/tmp")
 path = os.path.join(work, ".codex")
 now = time.perf_counter_ns
-steps = {"mkdir": [], "rmdir": [], "creat": [], "unlink": []}
+steps = {"mkdir": [], "rmdir": [], "creat": [], "unlink": [], "bind": [], "unlink_s": []}
 
 
 def timed(name, fn):
@@ -33,8 +35,19 @@ def make_file():
                      0o444))
 
 
+parent = os.open(work, os.O_PATH | os.O_DIRECTORY)
+
+
+def make_socket():
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(f"/proc/self/fd/{parent}/.codex")
+    s.close()
+
+
 try:
     for _ in range(rounds):
+        timed("bind", make_socket)
+        timed("unlink_s", lambda: os.unlink(path))
         timed("mkdir", lambda: os.mkdir(path, 0o755))
         timed("rmdir", lambda: os.rmdir(path))
         timed("creat", make_file)
@@ -54,5 +67,7 @@ for name, values in steps.items():
           f" {max(values):8.1f}")
 dir_total = [a + b for a, b in zip(steps["mkdir"], steps["rmdir"])]
 file_total = [a + b for a, b in zip(steps["creat"], steps["unlink"])]
+sock_total = [a + b for a, b in zip(steps["bind"], steps["unlink_s"])]
 print(f"  directory make+remove: median {pct(dir_total, 0.5):.1f}, p99 {pct(dir_total, 0.99):.1f}")
 print(f"  file make+remove:      median {pct(file_total, 0.5):.1f}, p99 {pct(file_total, 0.99):.1f}")
+print(f"  socket make+remove:    median {pct(sock_total, 0.5):.1f}, p99 {pct(sock_total, 0.99):.1f}")
