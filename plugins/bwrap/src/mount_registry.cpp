@@ -159,7 +159,9 @@ int open_parent_no_symlinks(const std::string& path, std::string& name) {
 // bwrap makes when sbx could not, and sbx's fallback). Empty, so that a file a person wrote to
 // is never taken for one (writing also changes the recorded change time).
 bool is_empty_file(const struct stat& st) { return S_ISREG(st.st_mode) && st.st_size == 0; }
-bool is_file_mount_point(const struct stat& st) { return S_ISSOCK(st.st_mode) || is_empty_file(st); }
+bool is_file_mount_point(const struct stat& st) {
+  return S_ISSOCK(st.st_mode) || is_empty_file(st);
+}
 
 // Removes `path` if it is still the object recorded in `marker`, reached without following a
 // symlink: a socket inode or an empty regular file (unlink), or an empty directory (rmdir),

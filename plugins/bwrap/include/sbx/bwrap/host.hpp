@@ -114,9 +114,9 @@ std::vector<std::string> sweep_stale_entries(const std::string& state_dir);
 // itself, recording its identity in a marker (so a killed run still leaves a record); after the
 // run, release_and_cleanup() removes each recorded mount point once no other run holds a lock
 // on it, together with its registry entry. A mount point is a socket inode (an empty regular
-// file where none can be bound) that /dev/null is bound over. acquire() fails (after taking what it took; release_and_cleanup
-// gives it back) when a planned mount point was found taken by a directory or a symlink, on
-// which the mask cannot be mounted safely.
+// file where none can be bound) that /dev/null is bound over. acquire() fails (after taking
+// what it took; release_and_cleanup gives it back) when a planned mount point was found taken
+// by a directory or a symlink, on which the mask cannot be mounted safely.
 class MountRegistry {
  public:
   MountRegistry() = default;
