@@ -50,8 +50,11 @@ mapfile -t full < <("$sbx" --backends bwrap debug bwrap --preset workspace-write
                       -- /bin/true | sed -n '/"argv": \[/,/\]/p' | sed -n 's/^ *"\(.*\)",\{0,1\}$/\1/p')
 
 # The bare bwrap runs create the plan's mount points for missing protected names on the host
-# (sbx removes its own; nobody removes bare bwrap's). Remove the empty ones this script made.
-# The plan lists them in host_paths.created (sbx debug prints the plan as JSON).
+# (sbx removes its own; nobody removes bare bwrap's). Remove the empty ones this script made,
+# after every bare run (untimed): left in place, they would make every later sbx run find the
+# names existing and skip the masks of missing names, which a real workspace does not (sbx
+# removes its own mount points after each run). The plan lists them in host_paths.created (sbx
+# debug prints the plan as JSON).
 mapfile -t mount_points < <(for options in "--preset workspace-write" "--policy $cwd_policy"; do
                               # shellcheck disable=SC2086 # two words each
                               "$sbx" --backends bwrap debug bwrap $options --cwd "$work" \
@@ -63,8 +66,26 @@ created=()
 for point in "${mount_points[@]}"; do
   [[ -e "$point" ]] || created+=("$point")
 done
+# Which of them are missing now: bare_run removes only those its bwrap made, never a mount
+# point a concurrent sbx run (of another build, in /tmp) made and relies on.
+missing=()
+note_missing() {
+  local point
+  missing=()
+  for point in "${created[@]}"; do [[ -e "$point" || -L "$point" ]] || missing+=("$point"); done
+}
+# Empty directories (sbx before the file mask) and empty regular files (since) only.
+remove_bare_mount_points() {
+  local point
+  for point in "${missing[@]}"; do
+    if [[ -d "$point" && ! -L "$point" ]]; then
+      rmdir "$point" 2>/dev/null || true
+    elif [[ -f "$point" && ! -L "$point" && ! -s "$point" ]]; then
+      rm -f "$point"
+    fi
+  done
+}
 cleanup() {
-  for point in "${created[@]}"; do rmdir "$point" 2>/dev/null || true; done
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -87,24 +108,34 @@ for ((i = 0; i < runs; i++)); do
   t0=${EPOCHREALTIME/./}
   "$sbx" --backends bwrap exec --preset workspace-write --cwd "$work" -- /bin/true
   t1=${EPOCHREALTIME/./}
+  note_missing
+  t1b=${EPOCHREALTIME/./}
   "${bare[@]}"
   t2=${EPOCHREALTIME/./}
+  remove_bare_mount_points
+  note_missing
+  t2b=${EPOCHREALTIME/./}
   "${full[@]}"
   t3=${EPOCHREALTIME/./}
+  remove_bare_mount_points
+  t3b=${EPOCHREALTIME/./}
   "$sbx" --version > /dev/null
   t4=${EPOCHREALTIME/./}
   /bin/true
   t5=${EPOCHREALTIME/./}
   "$sbx" --backends bwrap exec --policy "$cwd_policy" --cwd "$work" -- /bin/true
   t6=${EPOCHREALTIME/./}
+  note_missing
+  t6b=${EPOCHREALTIME/./}
   "${bare_cwd[@]}"
   t7=${EPOCHREALTIME/./}
+  remove_bare_mount_points
   echo $((t6 - t5)) >> sbx_cwd.times
-  echo $((t7 - t6)) >> bare_cwd.times
+  echo $((t7 - t6b)) >> bare_cwd.times
   echo $((t1 - t0)) >> sbx.times
-  echo $((t2 - t1)) >> bare.times
-  echo $((t3 - t2)) >> plan.times
-  echo $((t4 - t3)) >> start.times
+  echo $((t2 - t1b)) >> bare.times
+  echo $((t3 - t2b)) >> plan.times
+  echo $((t4 - t3b)) >> start.times
   echo $((t5 - t4)) >> true.times
 done
 s=$(median < sbx.times)

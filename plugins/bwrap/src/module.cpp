@@ -94,8 +94,12 @@ class BwrapBackend final : public Backend {
   Result<ExitStatus> exec(const ExecPlan& plan) override {
     MountRegistry registry;
     // No state directory (the plan says so): no registry, and no mount point is removed.
-    if (Status held = hold_host_paths(registry, plan.host_paths); !held.ok())
+    if (Status held = hold_host_paths(registry, plan.host_paths); !held.ok()) {
+      // What was taken before the failure is given back now: the locks, and the mount points
+      // this run made (removed when no other run holds them), not left for a later sweep.
+      registry.release_and_cleanup();
       return Error{"bwrap: " + held.error()};
+    }
     // Not host().spawn(): core would forward signals to bwrap, which dies of them (spawn.hpp).
     std::vector<UnixRefusal> refusals;
     Result<ExitStatus> status = spawn_bwrap(plan, host().child_hook(), &refusals);

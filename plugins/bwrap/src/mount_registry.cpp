@@ -1,16 +1,18 @@
 // The registry of mount points bwrap creates on the host.
 //
-// Why: a missing protected name (e.g. <workspace>/.codex) is masked with a read-only tmpfs, and
-// a mount needs a mount point. The workspace is a writable bind of the host directory, so bwrap
-// has to mkdir the mount point on the host. Nothing inside the sandbox can remove it (a mount
-// point is busy), but after the run it must go, or the host keeps an empty `.codex`.
+// Why: a missing protected name (e.g. <workspace>/.codex) is masked with /dev/null bound
+// read-only at that name (translate.cpp, emit_missing), and a mount needs a mount point. The
+// workspace is a writable bind of the host directory, so the mount point has to be made on the
+// host: a socket inode (make_and_mark says why not a directory or a regular file). Nothing
+// inside the sandbox can remove it (a mount point is busy), but after the run it must go, or
+// the host keeps a `.codex`.
 //
 // Why locks: runs in the same workspace overlap. Removing a mount point on the host detaches
 // the mount in every other namespace (Linux >= 3.18), so removing it while another run still
 // relies on the mask would let that run create the protected name. Each run holds a shared
 // flock per mount point for its whole duration; whoever finds itself last (an exclusive flock
 // succeeds) removes the mount point, and only if it is still the empty inode the run made
-// (recorded in a marker file), never a directory a person created meanwhile.
+// (recorded in a marker file), never a file or directory a person created meanwhile.
 //
 // Why the run makes the mount point itself, before bwrap: the marker must exist while the run
 // does, so that a run killed with SIGKILL (no cleanup) still leaves a record the next run can
@@ -20,7 +22,9 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -151,8 +155,24 @@ int open_parent_no_symlinks(const std::string& path, std::string& name) {
   return fd;
 }
 
-// Removes `path` if it is still the empty directory recorded in `marker` (mount points are
-// always directories); rmdir never removes content, and no symlink is followed to it.
+// A mount point as sbx makes it: a socket inode (make_and_mark), or an empty regular file (what
+// bwrap makes when sbx could not, and sbx's fallback). Empty, so that a file a person wrote to
+// is never taken for one (writing also changes the recorded change time).
+bool is_empty_file(const struct stat& st) { return S_ISREG(st.st_mode) && st.st_size == 0; }
+bool is_file_mount_point(const struct stat& st) {
+  return S_ISSOCK(st.st_mode) || is_empty_file(st);
+}
+
+// Removes `path` if it is still the object recorded in `marker`, reached without following a
+// symlink: a socket inode or an empty regular file (unlink), or an empty directory (rmdir),
+// which is what sbx versions before the file mask made; a killed run of such a version leaves
+// a record that the sweep must still be able to act on. rmdir never removes content; for a
+// file, the identity (inode and change time) and the size say it is the untouched file that
+// was recorded.
+//
+// Between the check and the unlink the name could be swapped for another file, but only by
+// someone who can write the parent directory, who could just as well unlink that file there:
+// nothing is lost that they could not remove themselves.
 bool remove_if_marked(const std::string& marker, const std::string& path) {
   const std::optional<Marker> record = read_marker(marker);
   if (!record || record->path != path) return false;
@@ -161,42 +181,115 @@ bool remove_if_marked(const std::string& marker, const std::string& path) {
   if (parent < 0) return false;
   struct stat st {};
   const bool same = ::fstatat(parent, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-                    S_ISDIR(st.st_mode) && same_identity(identity_of(st), record->id);
-  const bool removed = same && ::unlinkat(parent, name.c_str(), AT_REMOVEDIR) == 0;
+                    (is_file_mount_point(st) || S_ISDIR(st.st_mode)) &&
+                    same_identity(identity_of(st), record->id);
+  const int flags = S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0;
+  const bool removed = same && ::unlinkat(parent, name.c_str(), flags) == 0;
   ::close(parent);
   return removed;
 }
 
-// Records the directory now at `path` (reached without following symlinks) in `marker`.
+// Records the empty file now at `path` (reached without following symlinks) in `marker`: the
+// mount point bwrap made when sbx could not (mark_at_end). Anything else found there (a
+// directory, a file with content) is not recorded, so it is never removed.
 bool mark_existing(const std::string& marker, const std::string& path) {
   std::string name;
   const int parent = open_parent_no_symlinks(path, name);
   if (parent < 0) return false;
   struct stat st {};
   const bool marked = ::fstatat(parent, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-                      S_ISDIR(st.st_mode) && write_marker(marker, path, identity_of(st));
+                      is_empty_file(st) && write_marker(marker, path, identity_of(st));
   ::close(parent);
   return marked;
 }
 
+// What occupies `path` when sbx found it taken, if the mask cannot go there: a directory (bwrap
+// binds a file only onto a non-directory) or a symlink (bwrap would follow it and mount, or
+// create its mount point, where it points; inside the sandbox's root, and sbx-stage2 would then
+// find no mount at the planned path, but refusing here says why). "" when the mask can go there.
+std::string unusable_mount_point(const std::string& path) {
+  std::string name;
+  const int parent = open_parent_no_symlinks(path, name);
+  if (parent < 0) return "";  // a symlink on the way: bwrap's mount lands elsewhere, and
+                              // sbx-stage2's check of the planned mounts ends the run
+  struct stat st {};
+  std::string what;
+  if (::fstatat(parent, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    if (S_ISDIR(st.st_mode)) what = "a directory";
+    if (S_ISLNK(st.st_mode)) what = "a symlink";
+  }
+  ::close(parent);
+  return what;
+}
+
+// Binds a unix socket (never listened on, closed at once) at `name` in the directory `parent`,
+// which leaves a socket inode there. bind() creates its name like O_CREAT|O_EXCL: any existing
+// name, a symlink included, fails with EADDRINUSE, and nothing is followed at the name. The
+// address goes through the descriptor of the parent (/proc/self/fd/N/name) so that no path a
+// sandboxed command could swap is resolved. 0 or an errno: ENAMETOOLONG when that address does
+// not fit a sockaddr_un (the caller then makes an empty file).
+int bind_socket_inode(int parent, const std::string& name) {
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  const std::string via_fd = "/proc/self/fd/" + std::to_string(parent) + "/" + name;
+  if (via_fd.size() >= sizeof address.sun_path) return ENAMETOOLONG;
+  std::memcpy(address.sun_path, via_fd.c_str(), via_fd.size() + 1);
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return errno;
+  const int bound = ::bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address);
+  const int err = bound == 0 ? 0 : errno;
+  ::close(fd);
+  return err == EADDRINUSE ? EEXIST : err;
+}
+
+// The fallback: an empty 0444 regular file, made with O_CREAT|O_EXCL|O_NOFOLLOW (never an
+// existing object, never through a symlink at the name). 0 or an errno.
+int create_empty_file(int parent, const std::string& name) {
+  const int fd = ::openat(parent, name.c_str(),
+                          O_RDONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0444);
+  if (fd < 0) return errno;
+  ::close(fd);
+  return 0;
+}
+
 }  // namespace
 
-// Makes the mount point bwrap would make and records it. kExisted (another run's mount point or
-// a person's directory appeared meanwhile): nothing recorded, so it is never removed. kNotMade
-// (a symlink on the way, or another error): bwrap makes it (inside its own mount namespace) or
-// reports its own error, and the run records it when it ends (release_and_cleanup).
+// Makes the mount point of a missing name's mask and records it: a socket inode. Why a socket
+// and not an empty regular file or directory: the mount point is visible on the host for the
+// whole run. A directory costs a synchronous discard when it is removed on a filesystem mounted
+// with `discard` (its data block). A regular file has no data block, but the host's git sees
+// it: `git status` lists an untracked `.codex`/`.agents` in the repository for every run, and
+// git in a subdirectory cwd of a repository stops at an empty `.git` file ("invalid gitfile
+// format"). Git ignores a socket (like a directory that is empty, it is not listed, and at
+// `.git` discovery goes on upward); a host program opening it fails at once (ENXIO), where a
+// FIFO would block it; it has no data block. Where the socket cannot be bound (an address too
+// long for sockaddr_un, no /proc) the mount point is an empty regular file, as bwrap itself
+// would make it.
+//
+// The parent is reached without symlinks; neither bind() nor O_CREAT|O_EXCL follows one at the
+// name. The identity recorded is read by name right after (fstatat, no symlink followed): a
+// socket's descriptor describes the socket, not its inode. Only someone who can write the
+// parent could swap the name in between, and what is recorded is then removed only if it is
+// still an unchanged socket or empty file. kExisted (another run's mount point, a person's
+// file or directory, or a planted symlink appeared meanwhile): nothing recorded, so it is never
+// removed (acquire refuses what bwrap cannot mount on). kNotMade (a symlink on the way, or
+// another error): bwrap makes it or reports its own error, and the run records it when it ends
+// (release_and_cleanup).
 MountRegistry::Made MountRegistry::make_and_mark(const std::string& marker,
                                                  const std::string& path) {
   std::string name;
   const int parent = open_parent_no_symlinks(path, name);
   if (parent < 0) return Made::kNotMade;
-  Made made = Made::kNotMade;
-  if (::mkdirat(parent, name.c_str(), 0755) == 0)
-    made = Made::kMade;
-  else if (errno == EEXIST)
-    made = Made::kExisted;
+  int err = bind_socket_inode(parent, name);
+  if (err != 0 && err != EEXIST) err = create_empty_file(parent, name);
+  Made made = err == 0 ? Made::kMade : err == EEXIST ? Made::kExisted : Made::kNotMade;
+  struct stat st {};
+  // Unrecorded (no marker), the mount point stays on the host after the run rather than risk
+  // removing something that is not known to be it.
+  if (made == Made::kMade && ::fstatat(parent, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+      is_file_mount_point(st))
+    write_marker(marker, path, identity_of(st));
   ::close(parent);
-  if (made == Made::kMade) mark_existing(marker, path);
   return made;
 }
 
@@ -348,6 +441,18 @@ Status MountRegistry::acquire(const std::string& state_dir,
     const Made made = planned ? make_and_mark(base + ".synthetic", path) : Made::kExisted;
     entries_.push_back(Entry{path, base + ".synthetic", base + ".lock", *fd,
                              made == Made::kNotMade});
+    // The plan found nothing at a planned mount point, and something appeared since: a
+    // directory (a person's, or the mount point of an older sbx's run) cannot take the file
+    // mask, and bwrap would follow a symlink. Fail closed here with a precise message rather
+    // than leave it to bwrap (which refuses a directory too, with exit 125 from sbx). The
+    // caller releases what was taken (release_and_cleanup).
+    if (planned && made == Made::kExisted) {
+      const std::string what = unusable_mount_point(path);
+      if (!what.empty())
+        return Error{"'" + path + "' was missing when the run was planned and is now " + what +
+                     " (made meanwhile by another process, or an older sbx's mount point); "
+                     "its mask cannot be mounted there: run again"};
+    }
   }
   return {};
 }

@@ -196,8 +196,23 @@ void MountPlanner::emit_deny_existing(const std::string& path, PathKind path_kin
 
 // A path that must not be writable (read or deny) does not exist. If its parent directory is
 // writable in the sandbox, the command could create it, so the first missing component is
-// masked with an empty read-only directory. bwrap must create that mount point on the host;
-// exec removes it after the run (synthetic_mount_points).
+// masked: /dev/null bound read-only at that name, the same mask emit_deny_existing gives a file.
+// Inside the sandbox the name is then a character device that cannot be opened (bwrap binds
+// with nodev: EACCES), mkdir or creat of the name fails (EEXIST), nothing can be made below it
+// (ENOTDIR), and as a mount point it cannot be removed or renamed (EBUSY).
+//
+// Why a device and not an empty directory (a read-only tmpfs): the mount point must exist on
+// the host for the run (the parent is a writable bind of a host directory), and removing an
+// empty directory frees its data block, which on a filesystem mounted with `discard` is a
+// synchronous discard of milliseconds per run; a socket inode (or an empty file) has no data
+// block. The host object is only the mount point: what the command sees is the device. That
+// matters for git: repository discovery treats a `.git` that is neither a directory nor a
+// regular file as "not a repository here" and goes on upward, as it did for the empty
+// directory, whereas an empty regular `.git` would make git stop with "invalid gitfile format".
+//
+// sbx makes the mount point before bwrap runs (MountRegistry, host.hpp: a socket inode, which
+// git on the host ignores too) and removes it after the run (synthetic_mount_points); bwrap
+// itself would create an empty 0444 file.
 Status MountPlanner::emit_missing(const std::string& path, Access desired, Translation& out) {
   std::string first_missing = path;
   for (const std::string& ancestor : strict_ancestors(path)) {
@@ -208,12 +223,13 @@ Status MountPlanner::emit_missing(const std::string& path, Access desired, Trans
   }
   if (visible_access(parent_of(first_missing)) != Access::kWrite) return {};
   if (!done_synthetic_.insert(first_missing).second) return {};
-  mask_dir(first_missing, desired == Access::kDeny ? "0000" : "0555", out);
+  out.argv.insert(out.argv.end(), {"--ro-bind", "/dev/null", first_missing});
   out.synthetic_mount_points.push_back(first_missing);
   out.notes.push_back("'" + path + "' (" + std::string(access_word(desired)) +
                       ") does not exist: '" + first_missing +
-                      "' is masked by an empty read-only directory; its mount point is created "
-                      "on the host for the run and removed afterwards");
+                      "' is masked by /dev/null bound read-only (a device that cannot be "
+                      "opened); its mount point (a socket inode, or an empty file) is created on "
+                      "the host for the run and removed afterwards");
   return {};
 }
 
@@ -244,6 +260,21 @@ Status MountPlanner::emit_item(const std::string& path, Translation& out) {
       return {};
     }
     return emit_missing(path, desired, out);
+  }
+  // A socket, FIFO or device inside a writable directory that must stay read-only. It cannot
+  // be bound onto itself (bind sources are opened and checked at exec: directories and regular
+  // files only, bind_fds.hpp), and what a read-only carve-out keeps, that it is not replaced,
+  // removed or renamed, /dev/null bound over it keeps too (a mount point). This is what a
+  // missing name's mask is on the host while another run holds it (a socket inode,
+  // mount_registry.cpp): a run that starts then finds the name existing and masks it the same
+  // way. Elsewhere (a read-only socket under an unreadable parent) the bind is still tried and
+  // refused at exec, as before: hiding the socket would not be what the rule asks.
+  if (desired == Access::kRead && inherited == Access::kWrite && path_kind == PathKind::kOther) {
+    out.argv.insert(out.argv.end(), {"--ro-bind", "/dev/null", path});
+    out.notes.push_back("'" + path + "' (read) is neither a directory nor a regular file (a "
+                        "socket, FIFO or device, e.g. another run's mount point): masked by "
+                        "/dev/null bound read-only");
+    return {};
   }
   switch (desired) {
     case Access::kWrite: out.argv.insert(out.argv.end(), {"--bind", path, path}); break;

@@ -6,6 +6,7 @@
 #include <pwd.h>
 
 #include <cstdlib>
+#include <thread>
 
 #include "sbx_test/files.hpp"
 #include "sbx_test/installed_sbx.hpp"
@@ -63,6 +64,65 @@ TEST_F(BwrapPositive, GitWorksOnlyWhenGitIsNotProtected) {
   EXPECT_EQ(ok.code, 0) << describe(ok);
   EXPECT_EQ(ok.out, "1\n") << describe(ok);
   EXPECT_TRUE(exists(ws_ / ".git/HEAD"));
+}
+
+// The mask of a missing protected `.git` is a device node (/dev/null bound read-only), not an
+// empty regular file: git's discovery takes a `.git` that is neither a directory nor a file
+// for "no repository here" and goes on to the parent's repository, as it did when the mask was
+// an empty directory, while `git init` still cannot create the repository. (An empty regular
+// `.git` would make git stop with "invalid gitfile format".)
+TEST_F(BwrapPositive, GitFindsTheParentRepositoryPastTheMaskOfAMissingGit) {
+  if (!exists("/usr/bin/git")) GTEST_SKIP() << "git is not installed (/usr/bin/git)";
+  const RunResult init = run({"/usr/bin/git", "init", "-q", ws_.path()}, base_env());
+  ASSERT_EQ(init.code, 0) << describe(init);
+  fs::create_directory(ws_ / "sub");  // the cwd, a writable root without its own .git
+  const RunResult r = sh(ws_ / "sub",
+                         "git rev-parse --show-toplevel; echo found=$?; "
+                         "if [ -c .git ]; then echo mask=device; fi; "
+                         "git init -q . 2>/dev/null; echo init=$?");
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_NE(r.out.find(ws_.path() + "\nfound=0\n"), std::string::npos) << describe(r);
+  EXPECT_NE(r.out.find("mask=device\n"), std::string::npos) << describe(r);
+  EXPECT_EQ(r.out.find("init=0"), std::string::npos) << describe(r);
+  EXPECT_FALSE(exists(ws_ / "sub/.git")) << "the mask's mount point was left on the host";
+}
+
+// What the host sees while a run masks missing names: the mount points are socket inodes,
+// which git ignores like the empty directories they replaced. `git status` in the repository
+// lists nothing new, and git in the run's cwd (a subdirectory without its own .git) still finds
+// the repository above; an empty regular file there would be listed as untracked (.codex,
+// .agents) and stop git at `.git` ("invalid gitfile format").
+TEST_F(BwrapPositive, HostGitIgnoresTheMountPointsWhileARunMasksMissingNames) {
+  if (!exists("/usr/bin/git")) GTEST_SKIP() << "git is not installed (/usr/bin/git)";
+  const std::vector<std::string> git_env = {"PATH=/usr/bin:/bin", "HOME=/nonexistent",
+                                            "GIT_OPTIONAL_LOCKS=0", "LANG=C"};
+  ASSERT_EQ(run({"/usr/bin/git", "init", "-q", ws_.path()}, git_env).code, 0);
+  fs::create_directory(ws_ / "sub");
+  TempDir signals("/tmp");  // writable in workspace-write, outside the repository
+  std::thread sandboxed([&] {
+    const RunResult r = sh(ws_ / "sub", "echo up > " + signals / "ready" + "; while [ ! -e " +
+                                            signals / "go" + " ]; do sleep 0.05; done");
+    EXPECT_EQ(r.code, 0) << describe(r);
+  });
+  // Bounded wait for the command to start (not a timing assertion).
+  for (int i = 0; i < 3000 && !exists(signals / "ready"); ++i) ::usleep(10 * 1000);
+  const bool started = exists(signals / "ready");
+  const bool masked = fs::is_socket(fs::symlink_status(ws_ / "sub/.codex")) &&
+                      fs::is_socket(fs::symlink_status(ws_ / "sub/.git"));
+  const RunResult status = run({"/usr/bin/git", "-C", ws_.path(), "status", "--porcelain",
+                                "--untracked-files=all"},
+                               git_env);
+  const RunResult top =
+      run({"/usr/bin/git", "-C", ws_ / "sub", "rev-parse", "--show-toplevel"}, git_env);
+  write_file(signals / "go", "");
+  sandboxed.join();
+  ASSERT_TRUE(started) << "the sandboxed command did not start";
+  EXPECT_TRUE(masked) << "the mount points on the host are not socket inodes";
+  EXPECT_EQ(status.code, 0) << describe(status);
+  EXPECT_EQ(status.out, "") << describe(status);
+  EXPECT_EQ(top.code, 0) << describe(top);
+  EXPECT_EQ(top.out, ws_.path() + "\n") << describe(top);
+  EXPECT_TRUE(listing(ws_ / "sub").empty()) << "the run left its mount points behind";
 }
 
 // The command's environment arrives whole, but not through arguments: those are

@@ -171,13 +171,21 @@ TEST_P(Escape, GitHooksAndConfigStayReadOnly) {
 TEST_P(Escape, MissingProtectedNamesCannotBeCreatedAndLeaveNothingBehind) {
   REQUIRE_ENFORCED("protected_names");
   const auto before = listing(ws_.path());
+  // Each name as a directory, as a file and as a symlink; below it; and the mask (on bwrap a
+  // mount point at the name) removed, renamed or replaced. Every attempt must fail.
   const RunResult r = shell(
-      "mkdir .codex; echo rc1=$?; mkdir .agents; echo rc2=$?; touch .codex/x; "
-      "echo rc3=$?; mkdir -p .git/hooks; echo rc4=$?");
+      "mkdir .codex; echo rc_mkdir=$?; mkdir .agents; echo rc_mkdir2=$?; touch .codex/x; "
+      "echo rc_below=$?; mkdir -p .git/hooks; echo rc_below2=$?; touch .git; echo rc_touch=$?; "
+      "(echo x > .agents); echo rc_write=$?; ln -s /tmp .codex; echo rc_symlink=$?; "
+      "rm .codex; echo rc_rm=$?; rmdir .agents; echo rc_rmdir=$?; mv .git moved; "
+      "echo rc_mv=$?; mv -T .codex .agents; echo rc_mv2=$?; true");
   EXPECT_EQ(r.code, 0) << describe(r);
-  for (const char* rc : {"rc1=0", "rc2=0", "rc3=0", "rc4=0"})
+  for (const char* rc : {"rc_mkdir=0", "rc_mkdir2=0", "rc_below=0", "rc_below2=0", "rc_touch=0",
+                         "rc_write=0", "rc_symlink=0", "rc_rm=0", "rc_rmdir=0", "rc_mv=0",
+                         "rc_mv2=0"})
     EXPECT_EQ(r.out.find(rc), std::string::npos) << rc << " " << describe(r);
   EXPECT_EQ(listing(ws_.path()), before) << "the run left mount points or files behind";
+  EXPECT_FALSE(exists(ws_ / "moved"));
   EXPECT_FALSE(exists(ws_ / ".codex"));
   EXPECT_FALSE(exists(ws_ / ".agents"));
   EXPECT_FALSE(exists(ws_ / ".git"));

@@ -253,7 +253,7 @@ std::vector<std::string> kill_mid_run(const std::vector<std::string>& argv,
 TEST(KilledSbx, BwrapMountPointsAreRemovedByTheNextRunAndAPersonsAreKept) {
   std::string why;
   if (!backend_available("bwrap", why)) GTEST_SKIP() << "bwrap cannot run here: " << why;
-  TempDir ws;      // no .git, .codex, .agents: the run masks them with mount points
+  TempDir ws;      // no .git, .codex, .agents: the run masks them over mount point files
   TempDir tmpdir;  // $TMPDIR, the second writable root, holds a person's own empty .codex
   TempDir scratch;
   ASSERT_TRUE(fs::create_directory(tmpdir / ".codex"));
@@ -272,7 +272,9 @@ TEST(KilledSbx, BwrapMountPointsAreRemovedByTheNextRunAndAPersonsAreKept) {
       << "the command did not start: " << sbx_log(scratch);
   std::map<std::string, Identity> slash_tmp_made;
   for (const std::string& name : names) {
-    EXPECT_TRUE(fs::is_directory(ws / name)) << name << ": no mount point on the host";
+    // The mount point is a socket inode (/dev/null is bound over it in the sandbox).
+    EXPECT_TRUE(fs::is_socket(fs::symlink_status(ws / name)))
+        << name << ": no mount point on the host";
     if (!in_slash_tmp_before[name]) slash_tmp_made[name] = identity("/tmp/" + name);
   }
   const std::set<pid_t> tree = descendants(sbx);
@@ -288,7 +290,7 @@ TEST(KilledSbx, BwrapMountPointsAreRemovedByTheNextRunAndAPersonsAreKept) {
   // A killed sbx cleans nothing up: the mount points stay until the next bwrap run of this user
   // (any concurrent one sweeps them too, so under a parallel test run they may be gone).
   for (const std::string& name : names) {
-    if (!fs::is_directory(ws / name))
+    if (!fs::exists(ws / name))
       std::printf("note: %s was already removed by a concurrent run's sweep\n", name.c_str());
   }
 
@@ -445,16 +447,22 @@ TEST(StateDirectory, WithoutAnyPrivatePlaceBwrapRunsAndKeepsItsMountPoints) {
           {"PATH=/usr/bin:/bin", "HOME=/nonexistent", "LANG=C.UTF-8"});
   ASSERT_EQ(r.code, 0) << describe(r);
   EXPECT_EQ(read_file(ws / "out"), "ok\n");
-  EXPECT_TRUE(fs::is_empty(ws / ".codex")) << "the command created content in .codex";
+  // The kept mount point: the empty file bwrap made (without a state directory sbx makes none)
+  // and bound /dev/null over; nothing the command made.
+  EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(ws / ".codex")) &&
+              fs::file_size(ws / ".codex") == 0)
+      << "the command created .codex, or the mount point is not the empty file";
   if (!old_name_existed) {
     EXPECT_FALSE(exists("/tmp/sbx-bwrap-65534")) << "state went to /tmp";
   }
-  // Only what user 65534 made (an empty directory of a concurrent run of root's is a mount
-  // point its registry still holds: removing it would unmask that run's protected name).
+  // Only what user 65534 made (an empty file of a concurrent run of root's is a mount point its
+  // registry still holds: removing it would unmask that run's protected name). Empty files
+  // (this version's mount points) and empty directories (an older version's).
   for (const std::string& path : made_in_tmp) {
     struct stat st {};
-    if (::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == 65534)
-      ::rmdir(path.c_str());  // only if still empty
+    if (::lstat(path.c_str(), &st) != 0 || st.st_uid != 65534) continue;
+    if (S_ISDIR(st.st_mode)) ::rmdir(path.c_str());  // only if still empty
+    if (S_ISREG(st.st_mode) && st.st_size == 0) ::unlink(path.c_str());
   }
 }
 

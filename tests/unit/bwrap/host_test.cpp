@@ -65,7 +65,7 @@ TEST(BwrapMountRegistry, RemovesTheMountPointItPlannedOnceLastOut) {
   const std::string codex = ws.path() + "/.codex";
   MountRegistry first;
   ASSERT_TRUE(first.acquire(state.path(), {codex}, {}).ok());
-  fs::create_directory(codex);  // what bwrap does on the host
+  ASSERT_TRUE(fs::is_socket(fs::symlink_status(codex))) << "the run makes its mount point";
   MountRegistry second;         // a concurrent run that found .codex existing
   ASSERT_TRUE(second.acquire(state.path(), {}, {codex}).ok());
   EXPECT_TRUE(first.release_and_cleanup().empty()) << "removed while another run holds it";
@@ -74,15 +74,25 @@ TEST(BwrapMountRegistry, RemovesTheMountPointItPlannedOnceLastOut) {
   EXPECT_FALSE(fs::exists(codex));
 }
 
+// A file with content or a directory a person put in the mount point's place during the run
+// (from outside every sandbox) is never removed.
 TEST(BwrapMountRegistry, NeverRemovesContentOrAPersonsDirectory) {
   Scratch state, ws;
   const std::string planned = ws.path() + "/.agents";
   MountRegistry run;
   ASSERT_TRUE(run.acquire(state.path(), {planned}, {}).ok());
-  fs::create_directory(planned);
-  std::ofstream(planned + "/real") << "data";
+  fs::remove(planned);
+  std::ofstream(planned) << "data";
   EXPECT_TRUE(run.release_and_cleanup().empty());
-  EXPECT_TRUE(fs::exists(planned + "/real"));
+  EXPECT_EQ(fs::file_size(planned), 4u);
+
+  const std::string replaced = ws.path() + "/.codex";
+  MountRegistry replacing;
+  ASSERT_TRUE(replacing.acquire(state.path(), {replaced}, {}).ok());
+  fs::remove(replaced);
+  fs::create_directory(replaced);  // empty, but not the recorded inode
+  EXPECT_TRUE(replacing.release_and_cleanup().empty());
+  EXPECT_TRUE(fs::is_directory(replaced));
 
   const std::string mine = ws.path() + "/.git";  // existed before: no marker, never removed
   fs::create_directory(mine);
@@ -192,8 +202,8 @@ TEST(BwrapRegistry, AKilledRunsMountPointsAreRemovedByTheNextRun) {
   const std::string codex = work.path() + "/.codex";
   const std::string agents = work.path() + "/.agents";
   killed_run(state.path(), {codex, agents});
-  ASSERT_TRUE(fs::is_directory(codex)) << "the killed run made no mount point";
-  ASSERT_TRUE(fs::is_directory(agents));
+  ASSERT_TRUE(fs::is_socket(codex)) << "the killed run made no mount point";
+  ASSERT_TRUE(fs::is_socket(agents));
   std::vector<std::string> removed = sweep_stale_entries(state.path());
   std::sort(removed.begin(), removed.end());
   EXPECT_EQ(removed, (std::vector<std::string>{agents, codex}));
@@ -210,12 +220,13 @@ TEST(BwrapRegistry, SweepKeepsLiveRunsPersonsDirectoriesAndContent) {
   ASSERT_TRUE(running.acquire(state.path(), {live}, {}).ok());
   const std::string filled = work.path() + "/.agents";
   killed_run(state.path(), {filled});
-  std::ofstream(filled + "/notes") << "written after the run";  // content: never removed
+  fs::remove(filled);
+  std::ofstream(filled) << "written after the run";  // content: never removed
   const std::string mine = work.path() + "/.git";  // a person's empty directory, no record
   fs::create_directory(mine);
   EXPECT_TRUE(sweep_stale_entries(state.path()).empty());
-  EXPECT_TRUE(fs::is_directory(live));
-  EXPECT_TRUE(fs::exists(filled + "/notes"));
+  EXPECT_TRUE(fs::is_socket(live));
+  EXPECT_GT(fs::file_size(filled), 0u);
   EXPECT_TRUE(fs::is_directory(mine));
   EXPECT_EQ(running.release_and_cleanup(), std::vector<std::string>{live});
   EXPECT_TRUE(fs::is_empty(state.path())) << "the last run out leaves no registry entry";
@@ -239,7 +250,7 @@ TEST(BwrapRegistry, StaleLockFilesAreRemoved) {
 
 TEST(BwrapRegistry, NeverMakesOrRemovesAMountPointThroughASymlink) {
   // A sandboxed command can swap a directory in a writable root for a symlink; sbx works
-  // outside every sandbox and must not mkdir (or rmdir) where that symlink points.
+  // outside every sandbox and must not create (or remove) a file where that symlink points.
   ScratchDir state;
   ScratchDir work;
   ScratchDir target;
@@ -247,10 +258,102 @@ TEST(BwrapRegistry, NeverMakesOrRemovesAMountPointThroughASymlink) {
   const std::string planned = work.path() + "/swapped/.codex";
   MountRegistry run;
   ASSERT_TRUE(run.acquire(state.path(), {planned}, {}).ok());
-  EXPECT_TRUE(fs::is_empty(target.path())) << "sbx made a directory through a symlink";
-  fs::create_directory(target.path() + "/.codex");  // bwrap would make it in its namespace
+  EXPECT_TRUE(fs::is_empty(target.path())) << "sbx made a mount point through a symlink";
+  std::ofstream(target.path() + "/.codex");  // bwrap would make it in its namespace
   EXPECT_TRUE(run.release_and_cleanup().empty());
-  EXPECT_TRUE(fs::is_directory(target.path() + "/.codex"));
+  EXPECT_TRUE(fs::is_regular_file(target.path() + "/.codex"));
+}
+
+// When sbx could not make the mount point (here its parent did not exist yet), bwrap's empty
+// file is recorded at the end of the run and removed; a directory found there is not.
+TEST(BwrapRegistry, TheEmptyFileBwrapMadeIsRecordedAtTheEndAndRemoved) {
+  ScratchDir state;
+  ScratchDir work;
+  const std::string planned = work.path() + "/later/.codex";
+  MountRegistry run;
+  ASSERT_TRUE(run.acquire(state.path(), {planned}, {}).ok());
+  EXPECT_FALSE(fs::exists(work.path() + "/later"));
+  fs::create_directory(work.path() + "/later");
+  std::ofstream{planned};  // what bwrap's --ro-bind of /dev/null creates
+  EXPECT_EQ(run.release_and_cleanup(), std::vector<std::string>{planned});
+  EXPECT_FALSE(fs::exists(planned));
+
+  const std::string dir = work.path() + "/later2/.agents";
+  MountRegistry other;
+  ASSERT_TRUE(other.acquire(state.path(), {dir}, {}).ok());
+  fs::create_directories(dir);
+  EXPECT_TRUE(other.release_and_cleanup().empty());
+  EXPECT_TRUE(fs::is_directory(dir));
+  EXPECT_TRUE(fs::is_empty(state.path()));
+}
+
+// A name too long for a socket address through /proc/self/fd: the mount point is an empty
+// regular file instead, recorded and removed the same way.
+TEST(BwrapRegistry, ANameTooLongForASocketGetsAnEmptyFile) {
+  ScratchDir state;
+  ScratchDir work;
+  const std::string planned = work.path() + "/" + std::string(120, 'n');
+  MountRegistry run;
+  ASSERT_TRUE(run.acquire(state.path(), {planned}, {}).ok());
+  const fs::file_status made = fs::symlink_status(planned);
+  EXPECT_TRUE(fs::is_regular_file(made));
+  EXPECT_EQ(fs::file_size(planned), 0u);
+  EXPECT_EQ(made.permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  EXPECT_EQ(run.release_and_cleanup(), std::vector<std::string>{planned});
+  EXPECT_FALSE(fs::exists(fs::symlink_status(planned)));
+}
+
+// A directory (or a symlink) that appeared at a planned mount point after the plan cannot take
+// the /dev/null mask: the run is refused, naming it, nothing there is touched and the lock is
+// given back.
+TEST(BwrapRegistry, ADirectoryOrSymlinkAtAPlannedMountPointIsRefused) {
+  ScratchDir state;
+  ScratchDir work;
+  ScratchDir target;
+  const std::string dir = work.path() + "/.git";
+  fs::create_directory(dir);
+  MountRegistry run;
+  const sbx::Status refused = run.acquire(state.path(), {dir}, {});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().find("'" + dir + "' was missing when the run was planned and is now "
+                                 "a directory"),
+            std::string::npos)
+      << refused.error();
+  EXPECT_TRUE(run.release_and_cleanup().empty());
+  EXPECT_TRUE(fs::is_directory(dir));
+  EXPECT_TRUE(fs::is_empty(state.path())) << "the refused run kept its registry entry";
+
+  const std::string link = work.path() + "/.codex";
+  fs::create_symlink(target.path() + "/made", link);
+  MountRegistry planted;
+  const sbx::Status refused_link = planted.acquire(state.path(), {link}, {});
+  ASSERT_FALSE(refused_link.ok());
+  EXPECT_NE(refused_link.error().find("is now a symlink"), std::string::npos)
+      << refused_link.error();
+  EXPECT_TRUE(planted.release_and_cleanup().empty());
+  EXPECT_TRUE(fs::is_empty(target.path())) << "something was created through the symlink";
+  EXPECT_TRUE(fs::is_symlink(link));
+}
+
+// A killed run of an sbx version before the file mask recorded an empty DIRECTORY as its mount
+// point: the sweep still removes it (and only while it is the recorded one).
+TEST(BwrapRegistry, AnOlderVersionsRecordedDirectoryIsStillSwept) {
+  ScratchDir state;
+  ScratchDir work;
+  const std::string old_mount = work.path() + "/.codex";
+  const std::string base = entry_base(state.path(), old_mount);
+  ASSERT_FALSE(base.empty());
+  fs::create_directory(old_mount);
+  struct stat st {};
+  ASSERT_EQ(::lstat(old_mount.c_str(), &st), 0);
+  std::ofstream(base + ".synthetic")
+      << st.st_dev << ' ' << st.st_ino << ' ' << st.st_ctim.tv_sec << ' ' << st.st_ctim.tv_nsec
+      << '\n' << old_mount;
+  std::ofstream(base + ".lock");
+  EXPECT_EQ(sweep_stale_entries(state.path()), std::vector<std::string>{old_mount});
+  EXPECT_FALSE(fs::exists(old_mount));
+  EXPECT_TRUE(fs::is_empty(state.path()));
 }
 
 // Another user (or their sandbox) can create any name in /tmp first; sbx's state must not be

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -119,7 +120,10 @@ TEST(BwrapPlan, ExecMakesAndRemovesTheCreatedPathsThePlanNames) {
   const std::string codex = ws / ".codex";
   MountRegistry registry;
   ASSERT_TRUE(hold_host_paths(registry, {{codex}, {}, state.path()}).ok());
-  EXPECT_TRUE(fs::is_directory(codex)) << "the registry makes each planned mount point";
+  // A socket inode: what /dev/null is bound over (no directory, whose removal would free a
+  // data block; no regular file, which git on the host would list or take for a gitfile).
+  EXPECT_TRUE(fs::is_socket(fs::symlink_status(codex)))
+      << "the registry makes each planned mount point";
   EXPECT_EQ(registry.release_and_cleanup(), std::vector<std::string>{codex});
   EXPECT_FALSE(fs::exists(codex));
 }
@@ -131,7 +135,7 @@ TEST(BwrapPlan, ExecWithoutAStateDirectoryTouchesNothing) {
   MountRegistry registry;
   ASSERT_TRUE(hold_host_paths(registry, {{codex}, {}, ""}).ok());
   EXPECT_FALSE(fs::exists(codex));
-  fs::create_directory(codex);  // what bwrap would do on the host
+  std::ofstream{codex};  // what bwrap would do on the host
   EXPECT_TRUE(registry.release_and_cleanup().empty());
   EXPECT_TRUE(fs::exists(codex));
 }

@@ -259,6 +259,38 @@ TEST_F(BwrapSpawn, RealBwrapSetupFailureIs125WithBwrapsMessage) {
   EXPECT_NE(text.find("sbx: bwrap failed before the command started"), std::string::npos) << text;
 }
 
+// The mask of a missing name is /dev/null bound onto an empty file; if a directory appeared at
+// the name after sbx's own check (a person's, or an older sbx's mount point), the real bwrap
+// refuses to bind a file onto it, and the run ends with 125 and bwrap's message: fail closed.
+TEST_F(BwrapSpawn, ADirectoryWhereTheFileMaskGoesIs125WithBwrapsMessage) {
+  if (!fs::exists("/usr/bin/bwrap")) GTEST_SKIP() << "/usr/bin/bwrap is not installed";
+  const std::string ws = dir_ + "/ws";
+  fs::create_directories(ws + "/.codex");
+  const std::string err_path = dir_ + "/stderr";
+  const int saved = ::dup(2);
+  const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  ASSERT_GE(err, 0);
+  ::dup2(err, 2);
+  ExecPlan masked{{"/usr/bin/bwrap", "--ro-bind", "/", "/", "--bind", ws, ws, "--ro-bind",
+                   "/dev/null", ws + "/.codex", "--unshare-user", "--", "/bin/true"},
+                  {},
+                  ws,
+                  {}};
+  sbx::Result<sbx::ExitStatus> status = spawn_bwrap(masked);
+  ::dup2(saved, 2);
+  ::close(saved);
+  ::close(err);
+  ASSERT_TRUE(status.ok()) << status.error();
+  EXPECT_EQ(status->exit_code, 125);
+  std::ifstream in(err_path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("Can't create file at " + ws + "/.codex: Is a directory"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("sbx: bwrap failed before the command started"), std::string::npos) << text;
+  EXPECT_TRUE(fs::is_empty(ws + "/.codex"));
+}
+
 // An agent embedding libsbx has other threads, and a process-directed SIGCHLD goes to any
 // thread that does not block it. If bwrap ends between the spawner's last look and its poll and
 // another thread consumes the SIGCHLD, the signalfd alone never wakes; the spawner watches a

@@ -103,8 +103,9 @@ Result<std::string> ensure_state_dir(const StateDirSources& sources);
 Result<std::string> ensure_state_dir();
 
 // Sweeps the registry in `state_dir` of entries no live run holds (a run killed with SIGKILL
-// leaves them): removes each recorded mount point that is still the recorded empty directory,
-// and deletes the stale lock and marker files. Returns the mount points it removed.
+// leaves them): removes each recorded mount point that is still the recorded socket or empty
+// file (or empty directory, as sbx versions before the file mask made them), and deletes the
+// stale lock and marker files. Returns the mount points it removed.
 std::vector<std::string> sweep_stale_entries(const std::string& state_dir);
 
 // Holds the registry locks of one run. Before the run, acquire() takes a shared lock for every
@@ -112,7 +113,10 @@ std::vector<std::string> sweep_stale_entries(const std::string& state_dir);
 // on (`existing`: it may be another run's mount point), and makes each planned mount point
 // itself, recording its identity in a marker (so a killed run still leaves a record); after the
 // run, release_and_cleanup() removes each recorded mount point once no other run holds a lock
-// on it, together with its registry entry.
+// on it, together with its registry entry. A mount point is a socket inode (an empty regular
+// file where none can be bound) that /dev/null is bound over. acquire() fails (after taking
+// what it took; release_and_cleanup gives it back) when a planned mount point was found taken
+// by a directory or a symlink, on which the mask cannot be mounted safely.
 class MountRegistry {
  public:
   MountRegistry() = default;

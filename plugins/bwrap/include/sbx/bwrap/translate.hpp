@@ -37,8 +37,9 @@ struct HostFacts {
 struct Translation {
   std::vector<std::string> argv;  // argv[0] == facts.bwrap_path
   std::vector<std::string> notes;
-  // Mount points bwrap will have to create on the host (missing protected names and other
-  // missing read-only/denied paths under writable roots). Exec removes them after the run.
+  // Mount points that must be created on the host (missing protected names and other missing
+  // read-only/denied paths under writable roots), each a socket inode (or an empty regular file)
+  // with /dev/null bound over it. Exec makes them before the run and removes them after it.
   std::vector<std::string> synthetic_mount_points;
 };
 

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Two sbx builds in one loop: `sbx exec -- /bin/true` on the bwrap backend with the
+# workspace-write preset and with only the cwd writable, A and B alternating run by run (the
+# order swapped every round), medians.
+#
+#   bench/exec_ab.sh SBX_A SBX_B [RUNS]
+#
+# Both run in the same fresh workspace (no .git, .codex, .agents: the masks of missing names
+# are made and removed by every run, as in a real workspace).
+set -euo pipefail
+a="$1"
+b="$2"
+runs="${3:-31}"
+work="$(mktemp -d /tmp/sbx-ab-XXXXXX)"
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+cwd_policy="$work/cwd-only.json"
+cat > "$cwd_policy" <<'JSON'
+{"version": 1, "filesystem": {"kind": "restricted", "entries": [
+  {"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"}]},
+ "network": {"mode": "restricted"}}
+JSON
+mkdir ws
+one() {  # SBX OUT_FILE POLICY_OPTION...
+  local sbx="$1" out="$2" t0 t1
+  shift 2
+  t0=${EPOCHREALTIME/./}
+  "$sbx" --backends bwrap exec "$@" --cwd "$work/ws" -- /bin/true
+  t1=${EPOCHREALTIME/./}
+  echo $((t1 - t0)) >> "$out"
+}
+for sbx in "$a" "$b"; do  # warm caches
+  "$sbx" --backends bwrap exec --preset workspace-write --cwd "$work/ws" -- /bin/true
+done
+for ((i = 0; i < runs; i++)); do
+  if ((i % 2)); then first="$b" second="$a" fo=b so=a; else first="$a" second="$b" fo=a so=b; fi
+  one "$first" "ww.$fo" --preset workspace-write
+  one "$second" "ww.$so" --preset workspace-write
+  one "$first" "cwd.$fo" --policy "$cwd_policy"
+  one "$second" "cwd.$so" --policy "$cwd_policy"
+done
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+ms() { awk -v t="$1" 'BEGIN { printf "%.1f", t / 1000 }'; }
+[[ -z "$(ls -A ws)" ]] || { echo "the runs left something in the workspace: $(ls -A ws)" >&2; exit 1; }
+echo "runs: $runs alternating (medians); A = $a, B = $b"
+for row in ww cwd; do
+  ma=$(median < "$row.a")
+  mb=$(median < "$row.b")
+  label=$([[ $row == ww ]] && echo "workspace-write" || echo "only the cwd writable")
+  printf '%-24s A %6s ms   B %6s ms   B/A %s\n' "$label:" "$(ms "$ma")" "$(ms "$mb")" \
+         "$(awk -v a="$ma" -v b="$mb" 'BEGIN { printf "%.2f", b / a }')"
+done
