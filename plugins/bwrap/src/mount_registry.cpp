@@ -293,6 +293,21 @@ MountRegistry::Made MountRegistry::make_and_mark(const std::string& marker,
   return made;
 }
 
+// Without a state directory nothing can be recorded, so the mount point stays on the host
+// after the run (the plan's note says so). sbx still makes it, the same socket inode (or empty
+// file) make_and_mark makes: left to bwrap it would be an empty regular file, and an empty
+// `.git` file left for good makes git die in that directory ("invalid gitfile format"). An
+// existing name is left alone (bwrap binds over it or refuses it); any other failure leaves the
+// making to bwrap, as before.
+void make_unrecorded_mount_point(const std::string& path) {
+  std::string name;
+  const int parent = open_parent_no_symlinks(path, name);
+  if (parent < 0) return;
+  const int err = bind_socket_inode(parent, name);
+  if (err != 0 && err != EEXIST) (void)create_empty_file(parent, name);
+  ::close(parent);
+}
+
 namespace {
 
 // True if `fd` (locked) is still the file named `path`: a cleaner deletes a lock file while

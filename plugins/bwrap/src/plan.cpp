@@ -32,6 +32,10 @@ bool needs_mount_registry(const PlanHostPaths& paths) {
 }
 
 Status hold_host_paths(MountRegistry& registry, const PlanHostPaths& paths) {
+  if (paths.state_dir.empty()) {
+    for (const std::string& path : paths.created) make_unrecorded_mount_point(path);
+    return {};
+  }
   if (!needs_mount_registry(paths)) return {};
   return registry.acquire(paths.state_dir, paths.created, paths.kept);
 }

@@ -447,22 +447,23 @@ TEST(StateDirectory, WithoutAnyPrivatePlaceBwrapRunsAndKeepsItsMountPoints) {
           {"PATH=/usr/bin:/bin", "HOME=/nonexistent", "LANG=C.UTF-8"});
   ASSERT_EQ(r.code, 0) << describe(r);
   EXPECT_EQ(read_file(ws / "out"), "ok\n");
-  // The kept mount point: the empty file bwrap made (without a state directory sbx makes none)
-  // and bound /dev/null over; nothing the command made.
-  EXPECT_TRUE(fs::is_regular_file(fs::symlink_status(ws / ".codex")) &&
-              fs::file_size(ws / ".codex") == 0)
-      << "the command created .codex, or the mount point is not the empty file";
+  // The kept mount point: the socket inode sbx made without recording it (without a state
+  // directory nothing can be recorded) and bwrap bound /dev/null over; nothing the command made.
+  // Not the empty regular file bwrap would have made: left for good, an empty `.git` file makes
+  // git die in that directory.
+  EXPECT_TRUE(fs::is_socket(fs::symlink_status(ws / ".codex")))
+      << "the command created .codex, or the mount point is not sbx's socket inode";
   if (!old_name_existed) {
     EXPECT_FALSE(exists("/tmp/sbx-bwrap-65534")) << "state went to /tmp";
   }
   // Only what user 65534 made (an empty file of a concurrent run of root's is a mount point its
-  // registry still holds: removing it would unmask that run's protected name). Empty files
-  // (this version's mount points) and empty directories (an older version's).
+  // registry still holds: removing it would unmask that run's protected name). Sockets and
+  // empty files (this version's mount points) and empty directories (an older version's).
   for (const std::string& path : made_in_tmp) {
     struct stat st {};
     if (::lstat(path.c_str(), &st) != 0 || st.st_uid != 65534) continue;
     if (S_ISDIR(st.st_mode)) ::rmdir(path.c_str());  // only if still empty
-    if (S_ISREG(st.st_mode) && st.st_size == 0) ::unlink(path.c_str());
+    if ((S_ISREG(st.st_mode) && st.st_size == 0) || S_ISSOCK(st.st_mode)) ::unlink(path.c_str());
   }
 }
 

@@ -11,6 +11,7 @@
 
 #include "sbx/bwrap/plan.hpp"
 #include "sbx/bwrap/translate.hpp"
+#include "sbx_test/files.hpp"
 #include "sbx_test/temp_dir.hpp"
 
 namespace {
@@ -19,6 +20,7 @@ namespace fs = std::filesystem;
 using namespace sbx;
 using namespace sbx::bwrap;
 
+using sbx::test::read_file;
 using sbx::test::TempDir;
 
 bool has_machine_prefix(const std::vector<std::string>& notes) {
@@ -129,15 +131,20 @@ TEST(BwrapPlan, ExecMakesAndRemovesTheCreatedPathsThePlanNames) {
 }
 
 // Without a state directory in the plan, exec() records nothing and removes nothing.
-TEST(BwrapPlan, ExecWithoutAStateDirectoryTouchesNothing) {
+// Without a state directory nothing is recorded or removed, but the mount point is still sbx's
+// socket inode: left to bwrap it would be an empty regular file, kept for good (an empty `.git`
+// file makes git die in that directory). An existing name is left as it is.
+TEST(BwrapPlan, ExecWithoutAStateDirectoryMakesTheSocketAndRemovesNothing) {
   TempDir ws;
   const std::string codex = ws / ".codex";
+  const std::string agents = ws / ".agents";
+  std::ofstream{agents} << "a person's file";
   MountRegistry registry;
-  ASSERT_TRUE(hold_host_paths(registry, {{codex}, {}, ""}).ok());
-  EXPECT_FALSE(fs::exists(codex));
-  std::ofstream{codex};  // what bwrap would do on the host
+  ASSERT_TRUE(hold_host_paths(registry, {{codex, agents}, {}, ""}).ok());
+  EXPECT_TRUE(fs::is_socket(fs::symlink_status(codex)));
   EXPECT_TRUE(registry.release_and_cleanup().empty());
-  EXPECT_TRUE(fs::exists(codex));
+  EXPECT_TRUE(fs::is_socket(fs::symlink_status(codex)));
+  EXPECT_EQ(read_file(agents), "a person's file");
 }
 
 }  // namespace

@@ -108,6 +108,10 @@ Result<std::string> ensure_state_dir();
 // stale lock and marker files. Returns the mount points it removed.
 std::vector<std::string> sweep_stale_entries(const std::string& state_dir);
 
+// Makes the mount point of a missing name's mask (a socket inode, else an empty file) without
+// recording it: for runs without a state directory, whose mount points stay on the host.
+void make_unrecorded_mount_point(const std::string& path);
+
 // Holds the registry locks of one run. Before the run, acquire() takes a shared lock for every
 // mount point bwrap will create (`synthetic`) and every existing protected path the run relies
 // on (`existing`: it may be another run's mount point), and makes each planned mount point
