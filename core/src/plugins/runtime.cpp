@@ -261,22 +261,68 @@ Result<InstallLayout> library_layout() {
 
 }  // namespace
 
+namespace {
+
+// realpath() for several paths that share their ancestors (the install directories all lie
+// below one prefix): realpath readlinks every component of every path, so the prefix was
+// resolved once per directory. Here each lexical ancestor is resolved once and its real path
+// reused: appending a component that is not a symlink (readlink says EINVAL) to a real path
+// gives a real path. Any other answer (a symlink, a missing component, ".", "..") goes to
+// realpath for the whole path, so the result is always what realpath gives.
+class SharedPrefixResolver {
+ public:
+  std::optional<std::string> resolve(const std::string& path) {
+    if (path.empty() || path.front() != '/') return fallback(path);
+    if (path == "/") return path;
+    const std::string parent = parent_of(path);
+    const std::string name = path.substr(path.rfind('/') + 1);
+    if (name.empty() || name == "." || name == "..") return fallback(path);
+    auto known = real_.find(path);
+    if (known != real_.end()) return known->second;
+    std::optional<std::string> real_parent = resolve(parent);
+    if (!real_parent) return fallback(path);
+    const std::string candidate = (*real_parent == "/" ? "" : *real_parent) + "/" + name;
+    char target[1];
+    std::optional<std::string> real = candidate;
+    if (::readlink(candidate.c_str(), target, sizeof target) >= 0 || errno != EINVAL)
+      real = fallback(path);  // a symlink, or not there: realpath decides
+    if (real) real_.emplace(path, *real);
+    return real;
+  }
+
+ private:
+  static std::optional<std::string> fallback(const std::string& path) {
+    char real[PATH_MAX];
+    if (::realpath(path.c_str(), real) == nullptr) return std::nullopt;
+    return std::string(real);
+  }
+  std::map<std::string, std::string> real_;  // lexical path -> its real path
+};
+
+}  // namespace
+
 std::vector<std::string> install_directories(const InstallLayout& layout) {
   std::vector<std::string> out;
   auto add = [&out](const std::string& path) {
     if (path.empty() || std::find(out.begin(), out.end(), path) != out.end()) return;
     out.push_back(path);
   };
+  // The sbx executable's directory is also the bin directory: each name is looked at once.
+  std::vector<std::string> dirs;
   for (const std::string& dir : {layout.lib_dir, parent_of(layout.libsbx_path), layout.plugin_dir,
                                  parent_of(layout.stage2_path), layout.bin_dir}) {
+    if (!dir.empty() && std::find(dirs.begin(), dirs.end(), dir) == dirs.end())
+      dirs.push_back(dir);
+  }
+  SharedPrefixResolver resolver;
+  for (const std::string& dir : dirs) {
     struct stat st {};
     // Only existing directories matter: a missing one holds nothing that could be run.
-    if (dir.empty() || ::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+    if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
     add(dir);
     // Both names: the layout's path is how sbx finds its files, the real one is where the
     // kernel writes; a symlink between them must not let the command reach either.
-    char real[PATH_MAX];
-    if (::realpath(dir.c_str(), real) != nullptr) add(real);
+    if (std::optional<std::string> real = resolver.resolve(dir)) add(*real);
   }
   return out;
 }

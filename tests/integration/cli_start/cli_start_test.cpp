@@ -245,6 +245,33 @@ TEST_F(LeanStart, ARunLooksUpTheInstallOnce) {
   EXPECT_EQ(count, 1u) << calls;
 }
 
+// How many times `calls` (an strace log) names `path` exactly (as a quoted argument).
+std::size_t times_named(const std::string& calls, const std::string& path) {
+  const std::string quoted = "\"" + path + "\"";
+  std::size_t count = 0;
+  for (std::size_t at = 0; (at = calls.find(quoted, at)) != std::string::npos; ++at) ++count;
+  return count;
+}
+
+TEST_F(LeanStart, ARunResolvesTheInstallPrefixOnce) {
+  // The install directories (lib, bin, the plugin directory, libexec/sbx) lie below one
+  // prefix; realpath of each readlinked the prefix again (5 times a run). They are resolved
+  // with each ancestor looked up once (runtime.cpp, install_directories).
+  if (!exists("/usr/bin/strace")) GTEST_SKIP() << "strace is not installed (bootstrap-debian.sh)";
+  TempDir work;
+  const std::string trace = work.path() + "/trace";
+  const RunResult r = run({"/usr/bin/strace", "-f", "-qq", "-e", "trace=readlink,readlinkat",
+                           "-o", trace, sbx_path(), "--backends", "landlock", "exec",
+                           "--dry-run", "--preset", "read-only", "--cwd", work.path(), "--",
+                           "/bin/true"},
+                          base_env());
+  ASSERT_EQ(r.code, 0) << describe(r);
+  const std::string calls = read_file(trace);
+  const std::string prefix = fs::canonical(installed_prefix()).string();
+  EXPECT_EQ(times_named(calls, prefix), 1u) << calls;
+  EXPECT_EQ(times_named(calls, prefix + "/bin"), 1u) << calls;
+}
+
 TEST_F(LeanStart, TheEarlyVersionAnswerIsTheParsersOwn) {
   // `sbx --version` alone is answered before the parser is built; among other arguments the
   // parser answers. Both print the same line.
