@@ -753,6 +753,7 @@ struct CreatedNamesScan::State {
   std::mutex mutex;
   std::condition_variable scanned_changed;
   bool scanned = true;
+  bool start_asked = false;  // start() or finish() has run: the scan starts at most once
 
   void scan() {
     // Only CPU time nobody else wants: the run's own processes (bwrap's set-up, the command)
@@ -782,11 +783,22 @@ struct CreatedNamesScan::State {
 
 CreatedNamesScan::CreatedNamesScan(CreatedNamesWatch watch, std::int64_t since_ns,
                                    CreatedNamesLimits limits)
+    : CreatedNamesScan(std::move(watch), since_ns, limits, Deferred{}) {
+  start();
+}
+
+CreatedNamesScan::CreatedNamesScan(CreatedNamesWatch watch, std::int64_t since_ns,
+                                   CreatedNamesLimits limits, Deferred)
     : state_(std::make_unique<State>()) {
   state_->watch = std::move(watch);
   state_->since = since_ns;
   state_->limits = limits;
+}
+
+void CreatedNamesScan::start() {
 #if defined(SBX_CREATED_NAMES_SCAN)
+  if (state_->start_asked) return;
+  state_->start_asked = true;
   if (state_->watch.roots.empty()) return;
   state_->budget = descriptor_budget(state_->limits);
   if (state_->budget.count == 0) return;  // finish() walks everything, as find_created_names
@@ -822,6 +834,7 @@ void CreatedNamesScan::wait_until_scanned() {
 
 CreatedNames CreatedNamesScan::finish() {
 #if defined(SBX_CREATED_NAMES_SCAN)
+  state_->start_asked = true;  // a start() after this finds nothing to start
   state_->stop_and_join();
   Walker walker(state_->watch, state_->since, state_->limits);
   for (std::size_t i = 0; i < state_->watch.roots.size(); ++i)
