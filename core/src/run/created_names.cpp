@@ -812,8 +812,11 @@ void CreatedNamesScan::start() {
   pthread_sigmask(SIG_SETMASK, &all, &previous);
   try {
     state_->thread = std::thread([state = state_.get()] { state->scan(); });
-  } catch (const std::system_error&) {
-    state_->scanned = true;  // no thread: finish() walks everything, as find_created_names
+  } catch (...) {
+    // No thread (no resources, or out of memory): finish() walks everything, as
+    // find_created_names. Caught here, so the signal mask below is always restored: start()
+    // runs inside a backend's exec, whose caller must get its mask back.
+    state_->scanned = true;
   }
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
 #endif
