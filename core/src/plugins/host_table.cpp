@@ -8,6 +8,7 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "sbx/core/report_json.hpp"
 #include "sbx/core/runtime.hpp"
@@ -80,6 +81,12 @@ void host_report_network_refusal(void* /*ctx*/, const char* kind, const char* ad
   }
 }
 
+// The scope of the run in progress on this thread (RunStartedScope), or null.
+thread_local RunStartedScope* t_started = nullptr;
+
+// sbx_host_v1::run_started (ABI 1.6).
+void host_run_started(void* /*ctx*/) noexcept { notify_run_started(); }
+
 }  // namespace
 
 void fill_portable_host_entries(sbx_host_v1& host) {
@@ -90,6 +97,7 @@ void fill_portable_host_entries(sbx_host_v1& host) {
   host.ctx = nullptr;
   host.log = &host_log;
   host.report_network_refusal = &host_report_network_refusal;
+  host.run_started = &host_run_started;
 }
 
 }  // namespace sbx::plugins
@@ -102,6 +110,27 @@ NetworkRefusalScope::NetworkRefusalScope(BackendRefusalLog& log)
 }
 
 NetworkRefusalScope::~NetworkRefusalScope() { plugins::t_refusals = previous_; }
+
+RunStartedScope::RunStartedScope(std::function<void()> on_started)
+    : on_started_(std::move(on_started)), previous_(plugins::t_started) {
+  plugins::t_started = this;
+}
+
+RunStartedScope::~RunStartedScope() { plugins::t_started = previous_; }
+
+void notify_run_started() noexcept {
+  RunStartedScope* scope = plugins::t_started;
+  if (scope == nullptr || !scope->on_started_) return;
+  // Once: a backend that says it twice (or core's spawner inside a backend's exec) starts
+  // nothing a second time.
+  std::function<void()> on_started = std::move(scope->on_started_);
+  scope->on_started_ = nullptr;
+  try {
+    on_started();
+  } catch (...) {
+    // The work it would have started is done after the run instead.
+  }
+}
 
 const char* sbx_version() { return SBX_VERSION_STRING; }
 

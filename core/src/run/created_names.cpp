@@ -753,6 +753,7 @@ struct CreatedNamesScan::State {
   std::mutex mutex;
   std::condition_variable scanned_changed;
   bool scanned = true;
+  bool start_asked = false;  // start() or finish() has run: the scan starts at most once
 
   void scan() {
     // Only CPU time nobody else wants: the run's own processes (bwrap's set-up, the command)
@@ -782,11 +783,22 @@ struct CreatedNamesScan::State {
 
 CreatedNamesScan::CreatedNamesScan(CreatedNamesWatch watch, std::int64_t since_ns,
                                    CreatedNamesLimits limits)
+    : CreatedNamesScan(std::move(watch), since_ns, limits, Deferred{}) {
+  start();
+}
+
+CreatedNamesScan::CreatedNamesScan(CreatedNamesWatch watch, std::int64_t since_ns,
+                                   CreatedNamesLimits limits, Deferred)
     : state_(std::make_unique<State>()) {
   state_->watch = std::move(watch);
   state_->since = since_ns;
   state_->limits = limits;
+}
+
+void CreatedNamesScan::start() {
 #if defined(SBX_CREATED_NAMES_SCAN)
+  if (state_->start_asked) return;
+  state_->start_asked = true;
   if (state_->watch.roots.empty()) return;
   state_->budget = descriptor_budget(state_->limits);
   if (state_->budget.count == 0) return;  // finish() walks everything, as find_created_names
@@ -800,8 +812,11 @@ CreatedNamesScan::CreatedNamesScan(CreatedNamesWatch watch, std::int64_t since_n
   pthread_sigmask(SIG_SETMASK, &all, &previous);
   try {
     state_->thread = std::thread([state = state_.get()] { state->scan(); });
-  } catch (const std::system_error&) {
-    state_->scanned = true;  // no thread: finish() walks everything, as find_created_names
+  } catch (...) {
+    // No thread (no resources, or out of memory): finish() walks everything, as
+    // find_created_names. Caught here, so the signal mask below is always restored: start()
+    // runs inside a backend's exec, whose caller must get its mask back.
+    state_->scanned = true;
   }
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
 #endif
@@ -822,6 +837,7 @@ void CreatedNamesScan::wait_until_scanned() {
 
 CreatedNames CreatedNamesScan::finish() {
 #if defined(SBX_CREATED_NAMES_SCAN)
+  state_->start_asked = true;  // a start() after this finds nothing to start
   state_->stop_and_join();
   Walker walker(state_->watch, state_->since, state_->limits);
   for (std::size_t i = 0; i < state_->watch.roots.size(); ++i)

@@ -169,10 +169,15 @@ void run_prepared(const RunRequest& request, Prepared& prepared, RunOutcome& out
                                       ? created_names_watch(request.policy, request.resolved)
                                       : CreatedNamesWatch{};
   // The writable roots are read while the command runs and checked after it (most of the
-  // walk off the run's critical path): the clock first, so that everything the scan reads is
-  // judged against a start no later than the command's.
+  // walk off the run's critical path): the clock now, so that everything the scan reads is
+  // judged against a start no later than the command's. The scan itself (its thread, its
+  // descriptors) starts once the backend says the sandbox's first process exists
+  // (RunStartedScope below): its set-up then overlaps the sandbox's, and the spawned child
+  // copies none of the descriptors it holds. A backend that never says so leaves it to
+  // finish(), which then walks everything after the run.
   std::optional<CreatedNamesScan> scan;
-  if (prepared.backend) scan.emplace(watch, created_names_clock());
+  if (prepared.backend)
+    scan.emplace(watch, created_names_clock(), CreatedNamesLimits{}, CreatedNamesScan::Deferred{});
   Result<std::unique_ptr<LimitedRun>> limited =
       LimitedRun::start(request.policy.limits, request.limit_signals);
   if (!limited.ok()) {
@@ -192,6 +197,9 @@ void run_prepared(const RunRequest& request, Prepared& prepared, RunOutcome& out
   {
     // What the backend's sandbox refuses is reported on this thread before exec() returns.
     const NetworkRefusalScope refusals(out.report.backend_refusals);
+    const RunStartedScope started([&scan] {
+      if (scan) scan->start();
+    });
     status = prepared.backend ? prepared.manager->exec(*prepared.backend, prepared.plan)
                               : spawn_and_wait(prepared.plan);
   }

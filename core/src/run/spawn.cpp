@@ -14,6 +14,7 @@
 #include "sbx/core/spawn.hpp"
 
 #include "sbx/core/run_limits.hpp"
+#include "sbx/core/runtime.hpp"
 #include "sbx/sdk/posix_child.hpp"
 
 // POSIX only: Windows compiles run/spawn_win32.cpp instead (core/cross/libsbx.cmake).
@@ -214,6 +215,8 @@ Result<ExitStatus> fork_exec_wait(const ExecPlan& plan, int report_read, int rep
   close(report_write);
   Result<ExitStatus> result = Error{std::string("vfork failed: ") + std::strerror(fork_errno)};
   if (pid > 0) {
+    // The child has exec'd (or failed): what the run does alongside the command starts now.
+    notify_run_started();
     child::Failure failure{};
     const bool failed = child::read_failure(report_read, failure);
     result = wait_for(pid, slot);

@@ -102,7 +102,7 @@ class BwrapBackend final : public Backend {
     }
     // Not host().spawn(): core would forward signals to bwrap, which dies of them (spawn.hpp).
     std::vector<UnixRefusal> refusals;
-    Result<ExitStatus> status = spawn_bwrap(plan, host().child_hook(), &refusals);
+    Result<ExitStatus> status = spawn_bwrap(plan, host().child_hook(), &refusals, host());
     // On this thread, before exec() returns: the host files them under this run's report.
     for (const UnixRefusal& refusal : refusals)
       host().report_network_refusal(refusal.kind, refusal.address);

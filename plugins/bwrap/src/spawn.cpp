@@ -828,7 +828,7 @@ Result<DirectOutcome> supervise_direct(pid_t bwrap, int signal_fd, int status_fd
 Result<ExitStatus> run_direct(const ExecPlan& plan, const std::vector<std::string>& supervised_argv,
                               UnixSocketRules rules, const int report[2], const int info[2],
                               int signal_fd, HostServices::ChildHook prepare_child,
-                              std::vector<UnixRefusal>* refusals) {
+                              std::vector<UnixRefusal>* refusals, HostServices host) {
   DirectLaunch launch;
   launch.unix_rules = std::move(rules);
   if (Status prepared = prepare_direct(supervised_argv, launch); !prepared.ok()) {
@@ -874,6 +874,10 @@ Result<ExitStatus> run_direct(const ExecPlan& plan, const std::vector<std::strin
     }
     unix_supervisor = std::move(*started);
   }
+  // bwrap runs and its notifications are answered: the host's work alongside the run starts
+  // now, while bwrap sets the sandbox up (not before the vfork, whose child would copy the
+  // descriptors that work holds).
+  host.run_started();
   Result<DirectOutcome> outcome =
       supervise_direct(pid, signal_fd, info[0], launch, unix_supervisor.get());
   if (unix_supervisor) {
@@ -906,7 +910,7 @@ Result<ExitStatus> run_direct(const ExecPlan& plan, const std::vector<std::strin
 
 Result<ExitStatus> fork_and_supervise(const ExecPlan& plan, const int report[2], const int info[2],
                                       int signal_fd, HostServices::ChildHook prepare_child,
-                                      std::vector<UnixRefusal>* refusals) {
+                                      std::vector<UnixRefusal>* refusals, HostServices host) {
   if (direct_launch_supported()) {
     if (Status inherited = check_inherited_descriptors(); !inherited.ok()) {
       close(report[1]);
@@ -917,7 +921,7 @@ Result<ExitStatus> fork_and_supervise(const ExecPlan& plan, const int report[2],
     SupervisedArgv supervised = take_supervisor_options(plan.argv);
     if (direct_plan(supervised.argv))
       return run_direct(plan, supervised.argv, std::move(supervised.rules), report, info,
-                        signal_fd, prepare_child, refusals);
+                        signal_fd, prepare_child, refusals, host);
   }
   Launch launch;
   if (Status prepared = prepare_launch(plan, launch); !prepared.ok()) {
@@ -960,6 +964,7 @@ Result<ExitStatus> fork_and_supervise(const ExecPlan& plan, const int report[2],
     }
     unix_supervisor = std::move(*started);
   }
+  host.run_started();  // as in run_direct
   Status supervised = supervise(pid, {signal_fd, info[0], unix_supervisor.get()});
   // bwrap has ended, and the whole sandbox with it (its PID 1 is gone).
   if (unix_supervisor) {
@@ -1041,7 +1046,7 @@ std::optional<pid_t> parse_child_pid(std::string_view info) {
 }
 
 Result<ExitStatus> spawn_bwrap(const ExecPlan& plan, HostServices::ChildHook prepare_child,
-                               std::vector<UnixRefusal>* refusals) {
+                               std::vector<UnixRefusal>* refusals, HostServices host) {
   if (Status valid = validate_plan(plan); !valid.ok()) return Error{valid.error()};
   int report[2];
   int info[2];
@@ -1062,7 +1067,7 @@ Result<ExitStatus> spawn_bwrap(const ExecPlan& plan, HostServices::ChildHook pre
     return Error{signal_fd.error()};
   }
   Result<ExitStatus> result =
-      fork_and_supervise(plan, report, info, *signal_fd, prepare_child, refusals);
+      fork_and_supervise(plan, report, info, *signal_fd, prepare_child, refusals, host);
   // Signals that came in after bwrap ended are consumed here rather than acting on sbx with
   // their default disposition: the command they were meant for has already finished.
   drain_signals(*signal_fd, nullptr);

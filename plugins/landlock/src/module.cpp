@@ -285,6 +285,9 @@ class LandlockBackend final : public Backend {
       hook_ = host().child_hook();
       options.prepare_child = &LandlockBackend::prepare_child;
       options.prepare_child_ctx = &hook_;
+      // The launcher returns only once the command has ended: the host's work alongside the
+      // run (the created-names scan) starts now, as it did before ABI 1.6.
+      host().run_started();
       return stage2::run_landlock(*launch, options);
     } catch (const std::exception& e) {
       return Error{std::string("landlock: exec failed: ") + e.what()};

@@ -272,6 +272,48 @@ TEST_F(LeanStart, ARunResolvesTheInstallPrefixOnce) {
   EXPECT_EQ(times_named(calls, prefix + "/bin"), 1u) << calls;
 }
 
+TEST_F(LeanStart, TheCreatedNamesScanStartsOnceBwrapRuns) {
+  // The created-names scan (its thread, its descriptor table, its descriptors) starts once the
+  // backend says the sandbox's first process exists (run_started): its set-up overlaps bwrap's
+  // instead of preceding the vfork, and the vfork child copies none of its descriptors.
+  if (!exists("/usr/bin/strace")) GTEST_SKIP() << "strace is not installed (bootstrap-debian.sh)";
+  TempDir work;
+  const std::vector<std::string> env = {"PATH=/usr/bin:/bin", "HOME=/root", "PWD=" + work.path()};
+  const RunResult probe =
+      run({sbx_path(), "--backends", "bwrap", "backends", "--probe", "--json"}, env);
+  if (probe.out.find("\"available\": true") == std::string::npos)
+    GTEST_SKIP() << "bwrap is not available here: " << describe(probe);
+  const std::string policy = work.path() + "/cwd-only.json";
+  write_file(policy, R"({"version": 1, "filesystem": {"kind": "restricted", "entries": [
+    {"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"}]},
+    "network": {"mode": "restricted"}})");
+  const std::string trace = work.path() + "/trace";
+  const RunResult r = run({"/usr/bin/strace", "-f", "-qq", "-e", "trace=vfork,clone,clone3",
+                           "-o", trace, sbx_path(), "--backends", "bwrap", "exec", "--policy",
+                           policy, "--cwd", work.path(), "--", "/bin/true"},
+                          env);
+  ASSERT_EQ(r.code, 0) << describe(r);
+  // sbx's own lines: its pid is the first one in the log.
+  const std::string calls = read_file(trace);
+  const std::string pid = calls.substr(0, calls.find(' '));
+  std::size_t vfork_line = 0;
+  std::size_t thread_line = 0;
+  std::size_t line_number = 0;
+  for (std::size_t at = 0; at < calls.size();) {
+    const std::size_t end = std::min(calls.find('\n', at), calls.size());
+    const std::string line = calls.substr(at, end - at);
+    at = end + 1;
+    ++line_number;
+    if (line.rfind(pid + " ", 0) != 0) continue;
+    if (vfork_line == 0 && line.find("vfork(") != std::string::npos) vfork_line = line_number;
+    if (thread_line == 0 && line.find("CLONE_THREAD") != std::string::npos)
+      thread_line = line_number;
+  }
+  ASSERT_NE(vfork_line, 0u) << calls;
+  ASSERT_NE(thread_line, 0u) << "no scan thread: " << calls;
+  EXPECT_LT(vfork_line, thread_line) << calls;
+}
+
 TEST_F(LeanStart, TheEarlyVersionAnswerIsTheParsersOwn) {
   // `sbx --version` alone is answered before the parser is built; among other arguments the
   // parser answers. Both print the same line.

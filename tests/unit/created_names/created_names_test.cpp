@@ -616,5 +616,42 @@ TEST(CreatedNamesScan, NoRootsNoScan) {
   EXPECT_FALSE(found.truncated);
 }
 
+// A run starts its scan only once the sandbox's first process exists, after the start time
+// was read and possibly after the command made changes: a name created before the scan read
+// its directory, or while it reads, is still found, as the one-shot walk finds it.
+TEST(CreatedNamesScan, StartedLateFindsNamesCreatedBeforeItsStart) {
+  Tree tree;
+  tree.file("a/b/keep");
+  tree.file("old/.git/config");
+  const std::int64_t start = start_after_setup();
+  const CreatedNamesWatch watch = watch_of({tree.root()});
+  CreatedNamesScan scan(watch, start, CreatedNamesLimits{}, CreatedNamesScan::Deferred{});
+  tree.file("a/b/.git/config");  // before the scan starts
+  tree.file("c/.codex/x");
+  scan.start();
+  scan.start();  // a second start does nothing
+  scan.wait_until_scanned();
+  tree.file("a/.git");  // after it read everything
+  const CreatedNames found = scan.finish();
+  EXPECT_EQ(found.paths,
+            (std::vector<std::string>{tree / "a/.git", tree / "a/b/.git", tree / "c/.codex"}));
+  EXPECT_EQ(found.paths, find_created_names(watch, start).paths);
+}
+
+// A backend that never says its sandbox started leaves a deferred scan unstarted: finish()
+// walks everything after the run, with the same answer; a start() after finish() does nothing.
+TEST(CreatedNamesScan, NeverStartedFinishesWithTheOneShotWalk) {
+  Tree tree;
+  tree.file("a/b/keep");
+  const std::int64_t start = start_after_setup();
+  const CreatedNamesWatch watch = watch_of({tree.root()});
+  CreatedNamesScan scan(watch, start, CreatedNamesLimits{}, CreatedNamesScan::Deferred{});
+  scan.wait_until_scanned();  // returns at once: nothing was started
+  tree.file("a/b/.git/config");
+  const CreatedNames found = scan.finish();
+  EXPECT_EQ(found.paths, (std::vector<std::string>{tree / "a/b/.git"}));
+  scan.start();
+}
+
 }  // namespace
 }  // namespace sbx

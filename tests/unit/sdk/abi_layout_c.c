@@ -18,8 +18,10 @@ _Static_assert(SBX_PLUGIN_V1_MIN_SIZE == 8 + 6 * SBX_P, "v1.0 minimum ends after
 _Static_assert(offsetof(sbx_host_v1, spawn) == 8 + 4 * SBX_P, "spawn after 4 pointers");
 _Static_assert(offsetof(sbx_host_v1, prepare_child) == 8 + 5 * SBX_P, "prepare_child (1.2)");
 _Static_assert(offsetof(sbx_host_v1, report_network_refusal) == 8 + 6 * SBX_P,
-               "report_network_refusal (1.5) is the last host field");
-_Static_assert(sizeof(sbx_host_v1) == 8 + 7 * SBX_P, "host table size");
+               "report_network_refusal (1.5)");
+_Static_assert(offsetof(sbx_host_v1, run_started) == 8 + 7 * SBX_P,
+               "run_started (1.6) is the last host field");
+_Static_assert(sizeof(sbx_host_v1) == 8 + 8 * SBX_P, "host table size");
 
 struct sbx_c_layout sbx_c_layout_of_abi(void) {
   struct sbx_c_layout layout;

@@ -38,17 +38,19 @@ static_assert(offsetof(sbx_host_v1, log) == 8 + 3 * kP);
 static_assert(offsetof(sbx_host_v1, spawn) == 8 + 4 * kP);
 static_assert(offsetof(sbx_host_v1, prepare_child) == 8 + 5 * kP);  // 1.2
 static_assert(offsetof(sbx_host_v1, report_network_refusal) == 8 + 6 * kP);  // 1.5
-static_assert(sizeof(sbx_host_v1) == 8 + 7 * kP);
+static_assert(offsetof(sbx_host_v1, run_started) == 8 + 7 * kP);             // 1.6
+static_assert(sizeof(sbx_host_v1) == 8 + 8 * kP);
 
 // Log levels are part of the ABI (they cross as plain ints).
 static_assert(SBX_LOG_TRACE == 0 && SBX_LOG_DEBUG == 1 && SBX_LOG_INFO == 2 &&
               SBX_LOG_WARN == 3 && SBX_LOG_ERROR == 4);
 
-TEST(SdkAbi, VersionIsOnePointFive) {
+TEST(SdkAbi, VersionIsOnePointSix) {
   EXPECT_EQ(SBX_ABI_MAJOR, 1);
-  EXPECT_EQ(SBX_ABI_MINOR, 5);  // 1.1: TransformRequest::proxy_socket; 1.2: host prepare_child;
+  EXPECT_EQ(SBX_ABI_MINOR, 6);  // 1.1: TransformRequest::proxy_socket; 1.2: host prepare_child;
                                 // 1.3: ExecPlan::host_paths; 1.4: ExecPlan::windows;
-                                // 1.5: host report_network_refusal, unix_socket_block
+                                // 1.5: host report_network_refusal, unix_socket_block;
+                                // 1.6: host run_started
   EXPECT_STREQ(SBX_PLUGIN_ENTRY_SYMBOL, "sbx_plugin_entry_v1");
 }
 

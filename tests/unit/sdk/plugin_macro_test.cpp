@@ -41,6 +41,7 @@ struct Recorder {
   int level = -1;
   bool spawned = false;
   std::string refused;  // "kind address" of the last report_network_refusal
+  int started = 0;      // calls of run_started
 };
 
 void record_log(void* ctx, int level, const char* message, std::size_t length) {
@@ -64,6 +65,8 @@ int fake_prepare_child(void* ctx) { return static_cast<Recorder*>(ctx)->spawned 
 void record_refusal(void* ctx, const char* kind, const char* address, std::size_t length) {
   static_cast<Recorder*>(ctx)->refused = std::string(kind) + " " + std::string(address, length);
 }
+
+void record_started(void* ctx) { ++static_cast<Recorder*>(ctx)->started; }
 
 TEST(SdkPluginMacro, DescriptorCarriesTheAbiAndIdentity) {
   const sbx_plugin_v1* d = sbx_plugin_entry_v1();
@@ -105,7 +108,8 @@ TEST(SdkHostServices, LogAndSpawnGoThroughTheTable) {
                             &record_log,
                             &fake_spawn,
                             &fake_prepare_child,
-                            &record_refusal};
+                            &record_refusal,
+                            &record_started};
   void* raw = sbx_plugin_entry_v1()->create(&host);
   ASSERT_NE(raw, nullptr);
   auto* backend = static_cast<MacroBackend*>(static_cast<sbx::Backend*>(raw));
@@ -130,7 +134,7 @@ TEST(SdkHostServices, ChildHookIsTheTablesPrepareChildWhenTheHostHasOne) {
   Recorder recorder;
   sbx_host_v1 host = {
       sizeof(sbx_host_v1), SBX_ABI_MAJOR, SBX_ABI_MINOR,      "1.2.3", nullptr, &recorder,
-      &record_log,         &fake_spawn,   &fake_prepare_child, &record_refusal};
+      &record_log,         &fake_spawn,   &fake_prepare_child, &record_refusal, &record_started};
   EXPECT_EQ(sbx::HostServices(&host).child_hook()(), EPERM);  // the host's answer
   recorder.spawned = true;
   EXPECT_EQ(sbx::HostServices(&host).child_hook()(), 0);
@@ -145,7 +149,7 @@ TEST(SdkHostServices, NetworkRefusalsGoThroughTheTableWhenTheHostHasIt) {
   Recorder recorder;
   sbx_host_v1 host = {
       sizeof(sbx_host_v1), SBX_ABI_MAJOR, SBX_ABI_MINOR,      "1.2.3", nullptr, &recorder,
-      &record_log,         &fake_spawn,   &fake_prepare_child, &record_refusal};
+      &record_log,         &fake_spawn,   &fake_prepare_child, &record_refusal, &record_started};
   // The address is passed with its length: bytes after it (and NULs in it) are the caller's.
   const std::string address("/tmp/a\0b-and-more", 8);
   sbx::HostServices(&host).report_network_refusal("unix", address);
@@ -165,6 +169,20 @@ TEST(SdkHostServices, MissingTableIsAnErrorNotACrash) {
   sbx::Result<sbx::ExitStatus> status = none.spawn(sbx::ExecPlan{});
   ASSERT_FALSE(status.ok());
   EXPECT_NE(status.error().find("no spawn service"), std::string::npos);
+}
+
+TEST(SdkHostServices, RunStartedGoesThroughTheTableWhenTheHostHasIt) {
+  Recorder recorder;
+  sbx_host_v1 host = {
+      sizeof(sbx_host_v1), SBX_ABI_MAJOR, SBX_ABI_MINOR,      "1.2.3", nullptr, &recorder,
+      &record_log,         &fake_spawn,   &fake_prepare_child, &record_refusal, &record_started};
+  sbx::HostServices(&host).run_started();
+  EXPECT_EQ(recorder.started, 1);
+  // A 1.5 host's table ends before run_started: nothing is called.
+  host.struct_size = static_cast<uint32_t>(offsetof(sbx_host_v1, run_started));
+  sbx::HostServices(&host).run_started();
+  EXPECT_EQ(recorder.started, 1);
+  sbx::HostServices(nullptr).run_started();
 }
 
 }  // namespace

@@ -125,10 +125,22 @@ CreatedNames find_created_names(const CreatedNamesWatch& watch, std::int64_t sin
 //   starts (a table shared by threads grows only after an RCU grace period, which every
 //   thread opening a file meanwhile waits for).
 // Without threads (or off Linux) nothing is scanned: finish() is find_created_names.
+// - Its start may come after `since_ns` was read and after the command started (a run starts
+//   it once the sandbox's first process exists, run.cpp): the scan reads while the command
+//   runs anyway, and everything it records is judged after the run against `since_ns`, as the
+//   after-run walk judges it; a name created before the scan read its directory is in the
+//   record and examined after the run like any other.
 class CreatedNamesScan {
  public:
   // Starts the scan of `watch` (nothing for a watch without roots).
   CreatedNamesScan(CreatedNamesWatch watch, std::int64_t since_ns, CreatedNamesLimits limits = {});
+  // Ready, not started: start() starts it; without start(), finish() walks everything, as
+  // find_created_names.
+  struct Deferred {};
+  CreatedNamesScan(CreatedNamesWatch watch, std::int64_t since_ns, CreatedNamesLimits limits,
+                   Deferred);
+  // Starts a deferred scan (the first call only; nothing once finish() has run).
+  void start();
   ~CreatedNamesScan();  // stops the scan and waits for its thread
   CreatedNamesScan(const CreatedNamesScan&) = delete;
   CreatedNamesScan& operator=(const CreatedNamesScan&) = delete;

@@ -5,6 +5,7 @@
 
 #include "sbx/core/platform_types.hpp"
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -79,6 +80,27 @@ class NetworkRefusalScope {
  private:
   BackendRefusalLog* previous_;
 };
+
+// While one lives on a thread, the host's run_started (ABI 1.6: a backend's exec() on this
+// thread says the run's first process exists), and core's own spawner once its child exists,
+// call `on_started`, once. Without a scope on the thread nothing is called. Scopes nest: the
+// innermost is told.
+class RunStartedScope {
+ public:
+  explicit RunStartedScope(std::function<void()> on_started);
+  ~RunStartedScope();
+  RunStartedScope(const RunStartedScope&) = delete;
+  RunStartedScope& operator=(const RunStartedScope&) = delete;
+
+ private:
+  friend void notify_run_started() noexcept;
+  std::function<void()> on_started_;
+  RunStartedScope* previous_;
+};
+
+// Tells this thread's RunStartedScope, if any, that the run's first process exists (first
+// call only). Never throws: what on_started throws is dropped (its work is then done later).
+void notify_run_started() noexcept;
 
 const char* sbx_version();
 

@@ -48,7 +48,7 @@ void test_log(void*, int, const char*, std::size_t) {}
 
 const sbx_host_v1 kHost = {
     sizeof(sbx_host_v1), SBX_ABI_MAJOR, SBX_ABI_MINOR, "test", nullptr, nullptr,
-    &test_log,           &test_spawn,   nullptr,         nullptr};
+    &test_log,           &test_spawn,   nullptr,         nullptr,      nullptr};
 
 class PluginModule : public ::testing::Test {
  protected:

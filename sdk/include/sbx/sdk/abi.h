@@ -30,6 +30,10 @@
  * sockets, pathname and abstract, closed unless listed, also with the network enabled). A 1.4
  * plugin never calls the one nor declares the other: the host still loads it, and the manager
  * passes it over for policies that need the capability (every policy with the network enabled).
+ * 1.6 appended sbx_host_v1.run_started: a backend that starts the sandbox itself says when its
+ * first process exists, and the host begins then the work it does alongside the run (the
+ * created-names scan) instead of before the spawn. A 1.5 plugin never calls it: the host
+ * still loads it, and that work is then done after the run.
  */
 #ifndef SBX_SDK_ABI_H_
 #define SBX_SDK_ABI_H_
@@ -38,11 +42,11 @@
 #include <stdint.h>
 
 #define SBX_ABI_MAJOR 1
-#define SBX_ABI_MINOR 5
+#define SBX_ABI_MINOR 6
 /* SHA-256 of this file with the quoted value below left empty. Any edit to this header fails
  * the ABI guard test (tests/unit/sdk) until someone reviews the ABI, bumps SBX_ABI_MINOR
  * (append-only growth) or SBX_ABI_MAJOR (anything else) as needed, and records the new digest. */
-#define SBX_ABI_HEADER_SHA256 "10567c2c38264da0fc1c920d088bab88aa6078fd49d2c8dfe1e79b69ed75101c"
+#define SBX_ABI_HEADER_SHA256 "4e24c68b89976bc2bee230a94fc570ef54a8dcc58eadb32d8b186900dae4b60b"
 #define SBX_PLUGIN_ENTRY_SYMBOL "sbx_plugin_entry_v1"
 
 #if defined(_WIN32)
@@ -95,6 +99,14 @@ typedef struct sbx_host_v1 {
    * struct_size covers it. */
   void (*report_network_refusal)(void* ctx, const char* kind, const char* address,
                                  size_t length);
+  /* ABI 1.6. Tells the host that the run's first process exists: call it in the parent, from
+   * the thread that called exec(), once the spawn has returned (never in the child, never
+   * before the process is started). The host then begins what it does alongside the run (the
+   * created-names scan), so that this overlaps the sandbox's set-up instead of preceding it.
+   * A second call, or a call outside a run, does nothing; a backend that never calls it only
+   * loses that overlap (the host does the work after the run). Never NULL in a 1.6 table;
+   * read it only when struct_size covers it. */
+  void (*run_started)(void* ctx);
 } sbx_host_v1;
 
 /* The plugin's self-description. Static storage in the plugin; never freed. */

@@ -68,6 +68,17 @@ class HostServices {
     host_->report_network_refusal(host_->ctx, kind_text.c_str(), address.data(), address.size());
   }
 
+  // The host's run_started (ABI 1.6): the run's first process exists. Call it in the parent,
+  // from the thread that called exec(), right after the spawn returned: the host's work
+  // alongside the run then overlaps the sandbox's set-up. Does nothing on an older host.
+  void run_started() const {
+    if (host_ == nullptr ||
+        host_->struct_size < offsetof(sbx_host_v1, run_started) + sizeof host_->run_started ||
+        host_->run_started == nullptr)
+      return;
+    host_->run_started(host_->ctx);
+  }
+
  private:
   const sbx_host_v1* host_;
 };
