@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "sbx/core/runtime.hpp"
+
 namespace sbx::plugins {
 
 // The Backend interface exactly as a plugin built for an older minor ABI compiled it: the same
@@ -81,14 +83,47 @@ class OldAbiAdapter final : public Backend {
   std::shared_ptr<Backend> plugin_;
 };
 
-}  // namespace
+// A plugin built before ABI 1.6 never says when its run's first process exists
+// (sbx_host_v1::run_started), so the host's work alongside the run (the created-names scan)
+// starts right before its exec(), where it started before 1.6. Without this such a plugin's
+// runs would do all of that work after the command (correct, but none of it overlapped).
+// Core's own spawner (the default exec) says it again after its vfork; only the first call
+// counts.
+class StartsRunBeforeExec final : public Backend {
+ public:
+  explicit StartsRunBeforeExec(std::shared_ptr<Backend> plugin)
+      : Backend(HostServices(nullptr)), plugin_(std::move(plugin)) {}
 
-std::shared_ptr<Backend> adapt_to_current_abi(std::shared_ptr<Backend> plugin,
-                                              std::uint16_t abi_minor) {
+  ProbeReport probe(const ProbeContext& context) override { return plugin_->probe(context); }
+
+  Result<ExecPlan> transform(const TransformRequest& request) const override {
+    return plugin_->transform(request);
+  }
+
+  Result<ExitStatus> exec(const ExecPlan& plan) override {
+    notify_run_started();
+    return plugin_->exec(plan);
+  }
+
+ private:
+  std::shared_ptr<Backend> plugin_;
+};
+
+std::shared_ptr<Backend> adapt_plan_layout(std::shared_ptr<Backend> plugin,
+                                           std::uint16_t abi_minor) {
   if (abi_minor >= kAbiMinorPlanWindows) return plugin;
   if (abi_minor >= kAbiMinorPlanHostPaths)
     return std::make_shared<OldAbiAdapter<ExecPlanAbi1_3>>(std::move(plugin));
   return std::make_shared<OldAbiAdapter<ExecPlanAbi1_2>>(std::move(plugin));
+}
+
+}  // namespace
+
+std::shared_ptr<Backend> adapt_to_current_abi(std::shared_ptr<Backend> plugin,
+                                              std::uint16_t abi_minor) {
+  std::shared_ptr<Backend> current = adapt_plan_layout(std::move(plugin), abi_minor);
+  if (abi_minor >= kAbiMinorRunStarted) return current;
+  return std::make_shared<StartsRunBeforeExec>(std::move(current));
 }
 
 }  // namespace sbx::plugins

@@ -20,6 +20,7 @@
 #include <string>
 
 #include "sbx/sdk/backend.hpp"
+#include "plugins/abi_compat.hpp"
 #include "plugins/loaded_image.hpp"
 #include "plugins/trusted_fs.hpp"
 
@@ -110,6 +111,42 @@ TEST(HostServices, SpawnRunsAPlanThroughCore) {
   status = host.spawn(plan);
   ASSERT_TRUE(status.ok()) << status.error();
   EXPECT_EQ(status->signal, SIGTERM);
+}
+
+// A backend that records, when exec() is called, how often the run had been said to start.
+class ExecRecorder final : public Backend {
+ public:
+  explicit ExecRecorder(const int* started) : Backend(HostServices(nullptr)), started_(started) {}
+  ProbeReport probe(const ProbeContext&) override { return {}; }
+  Result<ExecPlan> transform(const TransformRequest&) const override { return ExecPlan{}; }
+  Result<ExitStatus> exec(const ExecPlan&) override {
+    started_at_exec = *started_;
+    return ExitStatus{};
+  }
+  int started_at_exec = -1;
+
+ private:
+  const int* started_;
+};
+
+// A plugin built before ABI 1.6 never calls run_started: the loader's adapter says it right
+// before the plugin's exec(), so the created-names scan starts where it did before 1.6 (and
+// never twice). A 1.6 plugin is used as it is and says it itself.
+TEST(OldAbiPlugins, ARunIsSaidToStartRightBeforeTheExecOfAPluginOlderThanRunStarted) {
+  for (const std::uint16_t minor : {std::uint16_t{4}, std::uint16_t{5}}) {
+    int started = 0;
+    auto recorder = std::make_shared<ExecRecorder>(&started);
+    std::shared_ptr<Backend> adapted = plugins::adapt_to_current_abi(recorder, minor);
+    ASSERT_NE(adapted.get(), recorder.get()) << "minor " << minor;
+    const RunStartedScope scope([&started] { ++started; });
+    ASSERT_TRUE(adapted->exec(ExecPlan{}).ok());
+    EXPECT_EQ(recorder->started_at_exec, 1) << "minor " << minor;
+    notify_run_started();  // core's spawner saying it again inside that exec
+    EXPECT_EQ(started, 1) << "minor " << minor;
+  }
+  int started = 0;
+  auto current = std::make_shared<ExecRecorder>(&started);
+  EXPECT_EQ(plugins::adapt_to_current_abi(current, 6).get(), current.get());
 }
 
 TEST(HostServices, SpawnErrorsComeBackAsText) {

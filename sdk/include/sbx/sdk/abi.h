@@ -33,7 +33,7 @@
  * 1.6 appended sbx_host_v1.run_started: a backend that starts the sandbox itself says when its
  * first process exists, and the host begins then the work it does alongside the run (the
  * created-names scan) instead of before the spawn. A 1.5 plugin never calls it: the host
- * still loads it, and that work is then done after the run.
+ * still loads it, and says it itself right before that plugin's exec (as before 1.6).
  */
 #ifndef SBX_SDK_ABI_H_
 #define SBX_SDK_ABI_H_
@@ -46,7 +46,7 @@
 /* SHA-256 of this file with the quoted value below left empty. Any edit to this header fails
  * the ABI guard test (tests/unit/sdk) until someone reviews the ABI, bumps SBX_ABI_MINOR
  * (append-only growth) or SBX_ABI_MAJOR (anything else) as needed, and records the new digest. */
-#define SBX_ABI_HEADER_SHA256 "4e24c68b89976bc2bee230a94fc570ef54a8dcc58eadb32d8b186900dae4b60b"
+#define SBX_ABI_HEADER_SHA256 "a4b9b2e53f2e31e878dc40bcb5a0a36e4fb846f447c352c836faec83f6dfa519"
 #define SBX_PLUGIN_ENTRY_SYMBOL "sbx_plugin_entry_v1"
 
 #if defined(_WIN32)
