@@ -57,4 +57,17 @@ std::string capture_stdout(const std::function<void()>& body, const std::string*
   return captured;
 }
 
+std::string capture_stderr(const std::function<void()>& body) {
+  const int err_fd = anonymous_file();
+  std::fflush(stderr);
+  const int saved_err = ::dup(2);
+  ::dup2(err_fd, 2);
+  body();
+  ::dup2(saved_err, 2);
+  ::close(saved_err);
+  std::string captured = read_from_start(err_fd);
+  ::close(err_fd);
+  return captured;
+}
+
 }  // namespace sbx::test

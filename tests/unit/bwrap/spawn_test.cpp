@@ -21,6 +21,7 @@
 #include "sbx/bwrap/bind_fds.hpp"
 #include "sbx/bwrap/spawn.hpp"
 
+#include "sbx_test/capture.hpp"
 #include "sbx_test/temp_dir.hpp"
 
 namespace {
@@ -30,6 +31,7 @@ using sbx::ExecPlan;
 using sbx::bwrap::parse_child_pid;
 using sbx::bwrap::spawn_bwrap;
 using sbx::bwrap::with_info_fd;
+using sbx::test::capture_stderr;
 
 TEST(BwrapInfoFd, InsertedRightAfterBwrapPath) {
   const std::vector<std::string> argv = {"/usr/bin/bwrap", "--ro-bind", "/", "/", "--", "/bin/true"};
@@ -237,24 +239,15 @@ TEST_F(BwrapSpawn, ExitBeforeStageTwoStartedIs125AndAfterwardsPassesThrough) {
 // The same with the real bwrap refusing its arguments: 125, and bwrap's own message is shown.
 TEST_F(BwrapSpawn, RealBwrapSetupFailureIs125WithBwrapsMessage) {
   if (!fs::exists("/usr/bin/bwrap")) GTEST_SKIP() << "/usr/bin/bwrap is not installed";
-  const std::string err_path = dir_ + "/stderr";
-  const int saved = ::dup(2);
-  const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  ASSERT_GE(err, 0);
-  ::dup2(err, 2);
   ExecPlan bad{{"/usr/bin/bwrap", "--ro-bind", "/", "/", "--no-such-bwrap-option", "--",
                 "/bin/true"},
                {},
                dir_,
                {}};
-  sbx::Result<sbx::ExitStatus> status = spawn_bwrap(bad);
-  ::dup2(saved, 2);
-  ::close(saved);
-  ::close(err);
+  sbx::Result<sbx::ExitStatus> status = sbx::Error{"not run"};
+  const std::string text = capture_stderr([&] { status = spawn_bwrap(bad); });
   ASSERT_TRUE(status.ok()) << status.error();
   EXPECT_EQ(status->exit_code, 125);
-  std::ifstream in(err_path);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("bwrap: Unknown option --no-such-bwrap-option"), std::string::npos) << text;
   EXPECT_NE(text.find("sbx: bwrap failed before the command started"), std::string::npos) << text;
 }
@@ -266,24 +259,15 @@ TEST_F(BwrapSpawn, ADirectoryWhereTheFileMaskGoesIs125WithBwrapsMessage) {
   if (!fs::exists("/usr/bin/bwrap")) GTEST_SKIP() << "/usr/bin/bwrap is not installed";
   const std::string ws = dir_ + "/ws";
   fs::create_directories(ws + "/.codex");
-  const std::string err_path = dir_ + "/stderr";
-  const int saved = ::dup(2);
-  const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  ASSERT_GE(err, 0);
-  ::dup2(err, 2);
   ExecPlan masked{{"/usr/bin/bwrap", "--ro-bind", "/", "/", "--bind", ws, ws, "--ro-bind",
                    "/dev/null", ws + "/.codex", "--unshare-user", "--", "/bin/true"},
                   {},
                   ws,
                   {}};
-  sbx::Result<sbx::ExitStatus> status = spawn_bwrap(masked);
-  ::dup2(saved, 2);
-  ::close(saved);
-  ::close(err);
+  sbx::Result<sbx::ExitStatus> status = sbx::Error{"not run"};
+  const std::string text = capture_stderr([&] { status = spawn_bwrap(masked); });
   ASSERT_TRUE(status.ok()) << status.error();
   EXPECT_EQ(status->exit_code, 125);
-  std::ifstream in(err_path);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("Can't create file at " + ws + "/.codex: Is a directory"),
             std::string::npos)
       << text;
