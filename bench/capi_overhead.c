@@ -11,6 +11,10 @@
  *  - landlock: sbx_exec of read-only /bin/true against /bin/true itself, target < +0.5 ms.
  * Each manager runs once before timing, so its backend's probe is kept (a warm manager) and the
  * timed calls cost the transform and the spawn. Prints medians, and the ratio and difference.
+ * SBX_BENCH_BARE_MOUNT_POINTS (colon-separated) names the plan's mount points for missing
+ * protected names: the bare bwrap creates them itself (as empty files) and nothing removes them,
+ * so from the second round on the sbx runs would find the names existing and never mask missing
+ * ones; each one missing before a bare run and an empty file or directory after it is removed.
  * Then the CPU time (user + system of this process and every child it waited for, getrusage)
  * of RUNS landlock sbx_exec calls against RUNS /bin/true spawns, per run: on a machine shared
  * with other work the wall-clock figures mostly measure scheduling delays, the CPU time much
@@ -21,9 +25,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "sbx/sbx.h"
 
@@ -137,6 +143,38 @@ static double median(double* samples, int count) {
   return samples[count / 2];
 }
 
+/* The mount points bare bwrap may make (SBX_BENCH_BARE_MOUNT_POINTS), and which of them were
+ * missing before the current bare run. */
+enum { kMaxMountPoints = 16 };
+static char* mount_points[kMaxMountPoints];
+static int mount_point_count;
+static int missing_before[kMaxMountPoints];
+
+static void read_mount_points(void) {
+  const char* list = getenv("SBX_BENCH_BARE_MOUNT_POINTS");
+  if (list == NULL || *list == '\0') return;
+  char* copy = strdup(list);
+  for (char* save = NULL, *point = strtok_r(copy, ":", &save);
+       point != NULL && mount_point_count < kMaxMountPoints; point = strtok_r(NULL, ":", &save))
+    mount_points[mount_point_count++] = point;
+}
+
+static void note_missing_mount_points(void) {
+  struct stat st;
+  for (int i = 0; i < mount_point_count; ++i)
+    missing_before[i] = lstat(mount_points[i], &st) != 0;
+}
+
+/* Only what this bare run made: an empty regular file or an empty directory (rmdir). */
+static void remove_bare_mount_points(void) {
+  struct stat st;
+  for (int i = 0; i < mount_point_count; ++i) {
+    if (!missing_before[i] || lstat(mount_points[i], &st) != 0) continue;
+    if (S_ISREG(st.st_mode) && st.st_size == 0) unlink(mount_points[i]);
+    if (S_ISDIR(st.st_mode)) rmdir(mount_points[i]);
+  }
+}
+
 int main(int argc, char** argv) {
   if (argc < 4) {
     fprintf(stderr, "usage: %s LIBSBX CWD RUNS [BARE-BWRAP-ARGV...]\n", argv[0]);
@@ -147,6 +185,7 @@ int main(int argc, char** argv) {
   char** bare = argc > 4 ? argv + 4 : NULL;
   if (runs < 1) return 2;
   load_api(argv[1]);
+  read_mount_points();
   double* sbx_bwrap = calloc((size_t)runs, sizeof(double));
   double* bare_bwrap = calloc((size_t)runs, sizeof(double));
   double* sbx_landlock = calloc((size_t)runs, sizeof(double));
@@ -163,7 +202,9 @@ int main(int argc, char** argv) {
   for (int i = 0; i < runs; ++i) {
     if (bwrap != NULL) {
       sbx_bwrap[i] = time_sbx_exec(bwrap, kWorkspace, cwd);
+      note_missing_mount_points();
       bare_bwrap[i] = time_spawn(bare);
+      remove_bare_mount_points();
     }
     sbx_landlock[i] = time_sbx_exec(landlock, kReadOnly, cwd);
     bare_true[i] = time_spawn(true_argv);
