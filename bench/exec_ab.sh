@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Two sbx builds in one loop: `sbx exec -- /bin/true` on the bwrap backend with the
 # workspace-write preset and with only the cwd writable, A and B alternating run by run (the
-# order swapped every round), medians.
+# order swapped every round): medians, and means and 90th percentiles (a stall in one run of
+# several, e.g. a fixed sleep at the run's end, barely moves the median but shows in both).
 #
 #   bench/exec_ab.sh SBX_A SBX_B [RUNS]
 #
@@ -40,13 +41,17 @@ for ((i = 0; i < runs; i++)); do
   one "$second" "cwd.$so" --policy "$cwd_policy"
 done
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+mean() { awk '{s+=$1} END {print s/NR}'; }
+p90() { sort -n | awk '{a[NR]=$1} END {i=int(NR*0.9+0.5); if (i<1) i=1; print a[i]}'; }
 ms() { awk -v t="$1" 'BEGIN { printf "%.1f", t / 1000 }'; }
 [[ -z "$(ls -A ws)" ]] || { echo "the runs left something in the workspace: $(ls -A ws)" >&2; exit 1; }
-echo "runs: $runs alternating (medians); A = $a, B = $b"
+echo "runs: $runs alternating; A = $a, B = $b"
 for row in ww cwd; do
-  ma=$(median < "$row.a")
-  mb=$(median < "$row.b")
   label=$([[ $row == ww ]] && echo "workspace-write" || echo "only the cwd writable")
-  printf '%-24s A %6s ms   B %6s ms   B/A %s\n' "$label:" "$(ms "$ma")" "$(ms "$mb")" \
-         "$(awk -v a="$ma" -v b="$mb" 'BEGIN { printf "%.2f", b / a }')"
+  for stat in median mean p90; do
+    ma=$($stat < "$row.a")
+    mb=$($stat < "$row.b")
+    printf '%-24s %-6s A %6s ms   B %6s ms   B/A %s\n' "$label:" "$stat" "$(ms "$ma")" \
+           "$(ms "$mb")" "$(awk -v a="$ma" -v b="$mb" 'BEGIN { printf "%.2f", b / a }')"
+  done
 done
