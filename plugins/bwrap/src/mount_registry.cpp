@@ -252,6 +252,20 @@ int create_empty_file(int parent, const std::string& name) {
   return 0;
 }
 
+// True when nothing is at `path` (its parent reached without symlinks). false when something
+// is, and when the parent cannot be reached that way (bwrap then fails or mounts elsewhere,
+// which the pause-point check refuses; nothing is made here).
+bool missing_no_follow(const std::string& path) {
+  std::string name;
+  const int parent = open_parent_no_symlinks(path, name);
+  if (parent < 0) return false;
+  struct stat st {};
+  const bool missing = ::fstatat(parent, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 &&
+                       errno == ENOENT;
+  ::close(parent);
+  return missing;
+}
+
 }  // namespace
 
 // Makes the mount point of a missing name's mask and records it: a socket inode. Why a socket
@@ -453,7 +467,15 @@ Status MountRegistry::acquire(const std::string& state_dir,
     Result<int> fd = lock_shared(base + ".lock");
     if (!fd.ok()) return Error{fd.error()};
     // Made here, under the lock and before bwrap, so the record exists even if sbx is killed.
-    const Made made = planned ? make_and_mark(base + ".synthetic", path) : Made::kExisted;
+    // A name the plan found existing is made too if it is gone now: another run's mount point,
+    // removed by that run (last out) after this run's plan saw it and before this run took its
+    // lock. Left missing, bwrap would make an empty file there that nothing records, so nothing
+    // removes it: an empty `.git` file left in /tmp makes git die in every directory below it.
+    // Once the lock is held nobody removes it (that takes the lock exclusively). The plan masks
+    // such a name (a socket) with /dev/null, which the socket made here takes; a plan that
+    // bound a regular file or a directory there fails at exec, its source being gone.
+    const bool make = planned || missing_no_follow(path);
+    const Made made = make ? make_and_mark(base + ".synthetic", path) : Made::kExisted;
     entries_.push_back(Entry{path, base + ".synthetic", base + ".lock", *fd,
                              made == Made::kNotMade});
     // The plan found nothing at a planned mount point, and something appeared since: a

@@ -74,6 +74,26 @@ TEST(BwrapMountRegistry, RemovesTheMountPointItPlannedOnceLastOut) {
   EXPECT_FALSE(fs::exists(codex));
 }
 
+// A run whose plan found another run's mount point (the name existing) and that takes its lock
+// only after that run, last out, removed it: the name is made again and recorded, not left to
+// bwrap (which would make an empty file nothing records or removes).
+TEST(BwrapMountRegistry, ANameFoundExistingButRemovedBeforeTheLockIsMadeAndRemoved) {
+  Scratch state, ws;
+  ::chmod(state.path().c_str(), 0700);
+  const std::string git = ws.path() + "/.git";
+  MountRegistry first;
+  ASSERT_TRUE(first.acquire(state.path(), {git}, {}).ok());
+  // The second run's plan sees .git existing now; the first run ends before it locks.
+  ASSERT_TRUE(fs::is_socket(fs::symlink_status(git)));
+  EXPECT_EQ(first.release_and_cleanup(), std::vector<std::string>{git});
+  ASSERT_FALSE(fs::exists(fs::symlink_status(git)));
+  MountRegistry second;
+  ASSERT_TRUE(second.acquire(state.path(), {}, {git}).ok());
+  EXPECT_TRUE(fs::is_socket(fs::symlink_status(git))) << "made again, for bwrap to mount on";
+  EXPECT_EQ(second.release_and_cleanup(), std::vector<std::string>{git});
+  EXPECT_FALSE(fs::exists(fs::symlink_status(git))) << "nothing left on the host";
+}
+
 // A file with content or a directory a person put in the mount point's place during the run
 // (from outside every sandbox) is never removed.
 TEST(BwrapMountRegistry, NeverRemovesContentOrAPersonsDirectory) {
