@@ -1,5 +1,6 @@
 #include "sbx/bwrap/plan.hpp"
 
+#include <algorithm>
 #include <utility>
 
 namespace sbx::bwrap {
@@ -14,9 +15,18 @@ ExecPlan make_plan(const TransformRequest& request, Translation translation,
   plan.notes = std::move(translation.notes);
   plan.host_paths.created = std::move(translation.synthetic_mount_points);
   // An existing protected path may be another run's mount point: holding it keeps that run's
-  // cleanup from removing it while this sandbox has it mounted over.
+  // cleanup from removing it while this sandbox has it mounted over. Removing it would detach
+  // this sandbox's mask (the pause-point check then fails the run) or, before bwrap ran, leave
+  // bwrap to make an unrecorded empty file. Whether it exists is what the policy's resolution
+  // saw, and the translation looked again later: a socket that appeared in between (another
+  // run's mount point, made meanwhile) is masked by the translation and held too.
   for (const ProtectedPath& p : request.policy.protected_paths) {
     if (p.exists) plan.host_paths.kept.push_back(p.path);
+  }
+  for (std::string& path : translation.masked_existing) {
+    if (std::find(plan.host_paths.kept.begin(), plan.host_paths.kept.end(), path) ==
+        plan.host_paths.kept.end())
+      plan.host_paths.kept.push_back(std::move(path));
   }
   plan.host_paths.state_dir = context.state_dir;
   if (context.network_note) plan.notes.push_back(*context.network_note);

@@ -271,6 +271,7 @@ Status MountPlanner::emit_item(const std::string& path, Translation& out) {
   // refused at exec, as before: hiding the socket would not be what the rule asks.
   if (desired == Access::kRead && inherited == Access::kWrite && path_kind == PathKind::kOther) {
     out.argv.insert(out.argv.end(), {"--ro-bind", "/dev/null", path});
+    out.masked_existing.push_back(path);
     out.notes.push_back("'" + path + "' (read) is neither a directory nor a regular file (a "
                         "socket, FIFO or device, e.g. another run's mount point): masked by "
                         "/dev/null bound read-only");

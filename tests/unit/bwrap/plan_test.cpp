@@ -76,6 +76,27 @@ TEST(BwrapPlan, TransformFillsTheTypedHostPathsAndLeavesNotesToPeople) {
   EXPECT_TRUE(needs_mount_registry(plan.host_paths));
 }
 
+// The policy's resolution found /w/.codex missing; by the time the translation looked, a run
+// alongside had made its mount point there (a socket). The plan masks that socket and must
+// hold it, or that run, ending first, removes it from under this sandbox's mask.
+TEST(BwrapPlan, ASocketThatAppearedAfterTheResolutionIsHeld) {
+  const TransformRequest request = workspace_request();
+  HostFacts facts = workspace_facts("/run/user/0/sbx");
+  facts.paths["/w/.codex"] = PathKind::kOther;
+  Result<Translation> translation = translate(request, facts);
+  ASSERT_TRUE(translation.ok()) << translation.error();
+  EXPECT_TRUE(translation->synthetic_mount_points.empty());
+  PlanContext context;
+  context.state_dir = "/run/user/0/sbx";
+  const ExecPlan plan = make_plan(request, std::move(*translation), context);
+  const std::vector<std::string> mask = {"--ro-bind", "/dev/null", "/w/.codex"};
+  EXPECT_NE(std::search(plan.argv.begin(), plan.argv.end(), mask.begin(), mask.end()),
+            plan.argv.end())
+      << "the socket is masked";
+  EXPECT_TRUE(plan.host_paths.created.empty());
+  EXPECT_EQ(plan.host_paths.kept, (std::vector<std::string>{"/w/.git", "/w/.codex"}));
+}
+
 TEST(BwrapPlan, WithoutAStateDirectoryTheNoteSaysMountPointsStay) {
   const TransformRequest request = workspace_request();
   Result<Translation> translation = translate(request, workspace_facts(""));

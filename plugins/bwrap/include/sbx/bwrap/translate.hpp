@@ -41,6 +41,10 @@ struct Translation {
   // read-only/denied paths under writable roots), each a socket inode (or an empty regular file)
   // with /dev/null bound over it. Exec makes them before the run and removes them after it.
   std::vector<std::string> synthetic_mount_points;
+  // Existing sockets, FIFOs and devices under writable roots masked by /dev/null bound over
+  // them: such a socket may be another run's mount point for a missing name, which that run
+  // removes when it ends unless this run holds it too (the plan's host_paths.kept).
+  std::vector<std::string> masked_existing;
 };
 
 // Paths the translator will look up in HostFacts::paths for this policy: every rule path and
