@@ -48,6 +48,7 @@ std::int64_t to_nanos(std::int64_t seconds, std::int64_t nanoseconds) {
 struct EntryFacts {
   bool ok = false;
   bool is_directory = false;
+  bool is_socket = false;
   dev_t device = 0;
   std::int64_t changed = 0;  // the later of birth (when known) and change time
 };
@@ -61,6 +62,7 @@ EntryFacts facts_at(int dir_fd, const char* name) {
               STATX_TYPE | STATX_CTIME | STATX_BTIME, &stx) != 0)
     return facts;
   facts.is_directory = S_ISDIR(stx.stx_mode);
+  facts.is_socket = S_ISSOCK(stx.stx_mode);
   facts.device = makedev(stx.stx_dev_major, stx.stx_dev_minor);
   facts.changed = to_nanos(stx.stx_ctime.tv_sec, stx.stx_ctime.tv_nsec);
   if ((stx.stx_mask & STATX_BTIME) != 0)
@@ -69,6 +71,7 @@ EntryFacts facts_at(int dir_fd, const char* name) {
   struct stat st {};
   if (::fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) return facts;
   facts.is_directory = S_ISDIR(st.st_mode);
+  facts.is_socket = S_ISSOCK(st.st_mode);
   facts.device = st.st_dev;
 #if defined(__APPLE__)
   facts.changed = to_nanos(st.st_ctimespec.tv_sec, st.st_ctimespec.tv_nsec);
@@ -306,10 +309,12 @@ void Walker::visit(int dir_fd, const std::string& path, const char* name, unsign
   // d_type is DT_UNKNOWN where the filesystem does not fill it in: then statx tells.
   if (!limits_.trust_d_type) type = DT_UNKNOWN;
   bool changed = false;
+  bool socket = false;
   if (entry_timed || type == DT_UNKNOWN) {
     const EntryFacts facts = facts_at(dir_fd, name);
     if (!facts.ok) return;  // gone since it was listed
     changed = facts.changed >= since_;
+    socket = facts.is_socket;
     type = facts.is_directory ? DT_DIR : DT_REG;  // any non-directory is a leaf here
   }
   // A symlink (DT_LNK) is a leaf: never followed.
@@ -340,7 +345,12 @@ void Walker::visit(int dir_fd, const std::string& path, const char* name, unsign
     }
   }
   result.changed = result.changed || changed;
-  if (changed && !empty_dir && watched) found_.insert(child);
+  // A socket at a protected name is what the bwrap backend's mask of a missing name stands on
+  // (its mount point on the host, made and removed by each run): a run alongside this one in
+  // the same writable root makes and removes its own while this one runs. It holds no hooks
+  // or config that a tool would act on (git goes past a `.git` socket, opening it fails), so,
+  // like an empty directory, it is not reported.
+  if (changed && !empty_dir && !socket && watched) found_.insert(child);
 }
 
 // The untimed subdirectory `name` of dir_fd, at `path` and `depth`: replayed from the scan's

@@ -125,6 +125,40 @@ TEST_F(BwrapPositive, HostGitIgnoresTheMountPointsWhileARunMasksMissingNames) {
   EXPECT_TRUE(listing(ws_ / "sub").empty()) << "the run left its mount points behind";
 }
 
+// Runs side by side in one workspace, as an agent runs commands in parallel: each masks the
+// missing protected names over mount points that the others make and remove meanwhile. None
+// may fail, warn that its command created a protected name (the others' mount points are not
+// its command's doing), or leave anything in the workspace (a mount point removed by the run
+// that made it before a later run held it was left as an empty file bwrap made: an empty
+// `.git` there breaks git). Only the cwd is writable, so runs of other tests in /tmp do not
+// take part.
+TEST_F(BwrapPositive, RunsSideBySideInOneWorkspaceNeitherFailNorWarnNorLeaveAnything) {
+  TempDir policy_dir;
+  const std::string policy = policy_dir / "cwd-only.json";
+  write_file(policy, R"({"version": 1, "filesystem": {"kind": "restricted", "entries": [
+      {"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"}]},
+      "network": {"mode": "restricted"}})");
+  constexpr int kRunners = 3;
+  constexpr int kRunsEach = 12;
+  std::vector<std::vector<RunResult>> results(kRunners);
+  std::vector<std::thread> runners;
+  for (int i = 0; i < kRunners; ++i) {
+    runners.emplace_back([&, i] {
+      for (int run = 0; run < kRunsEach; ++run)
+        results[static_cast<std::size_t>(i)].push_back(
+            sbx_exec({"--policy", policy}, ws_.path(), {"/bin/true"}));
+    });
+  }
+  for (std::thread& runner : runners) runner.join();
+  for (const std::vector<RunResult>& runs : results) {
+    for (const RunResult& r : runs) {
+      EXPECT_EQ(r.code, 0) << describe(r);
+      EXPECT_EQ(r.err, "") << describe(r);
+    }
+  }
+  EXPECT_TRUE(listing(ws_.path()).empty()) << "the runs left something in the workspace";
+}
+
 // The command's environment arrives whole, but not through arguments: those are
 // world-readable in /proc for the whole run (sbx-stage2 is the sandbox's PID 1).
 TEST_F(BwrapPositive, EnvironmentArrivesWithoutAppearingInAnyArguments) {

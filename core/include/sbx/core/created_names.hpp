@@ -59,9 +59,9 @@ CreatedNamesWatch created_names_watch(const Policy& policy, const ResolvedPolicy
 // not entered; a root nested in another is walked once) and returns each entry named like one
 // of `names` whose birth time (statx; the change time where there is none) or change time is
 // >= `since_ns`, or that is a directory with such an entry anywhere inside it. Empty
-// directories are left out: they hold no hooks or config (and bwrap's transient mount points
-// for missing protected names are such directories). Never fails: unreadable directories are
-// skipped.
+// directories and sockets are left out: they hold no hooks or config (and a socket is what the
+// bwrap backend's transient mount points for missing protected names are, this run's and those
+// of runs alongside it in the same roots). Never fails: unreadable directories are skipped.
 //
 // Cost: one open and a few getdents64 per directory; only entries with a watched name and
 // everything inside them are stat'ed (elsewhere an entry's type comes from its directory entry).
