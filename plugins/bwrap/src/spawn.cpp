@@ -736,6 +736,7 @@ Status prepare_direct(const std::vector<std::string>& supervised_argv, DirectLau
 struct DirectOutcome {
   std::string status_text;  // what --json-status-fd carried
   std::optional<PauseVerdict> refused;  // the pause-point check failed: the sandbox was killed
+  bool released = false;  // the pause point passed: bwrap went on to start the command
 };
 
 void drain_signals_to(int signal_fd, CommandForwarder& forwarder) {
@@ -804,6 +805,7 @@ Result<DirectOutcome> supervise_direct(pid_t bwrap, int signal_fd, int status_fd
       } else {
         close(launch.pause_write);
         launch.pause_write = -1;
+        out.released = true;
         forwarder.release(init);
       }
     }
@@ -903,8 +905,14 @@ Result<ExitStatus> run_direct(const ExecPlan& plan, const std::vector<std::strin
     refused.exit_code = outcome->refused->exit_code;
     return refused;
   }
-  // bwrap writes "exit-code" only once the command has run; without it, bwrap itself failed.
-  if (!parse_json_status(outcome->status_text).exit_code) return report_bwrap_failure(status);
+  // bwrap writes "exit-code" only once the command has run; without it, bwrap itself failed,
+  // or it was killed while the command ran (past the pause point): the run's timeout kills the
+  // whole cgroup after the grace period, bwrap included, and so may the OOM killer or a
+  // SIGKILL from outside. That end is the run's, reported as stage 2 reports it: 128 + N.
+  if (!parse_json_status(outcome->status_text).exit_code) {
+    if (outcome->released && status.signal != 0) return status;
+    return report_bwrap_failure(status);
+  }
   return status;
 }
 

@@ -325,4 +325,35 @@ TEST_F(BwrapDirectRun, SignalsSentToTheCallerReachTheCommand) {
   EXPECT_EQ(run_and_signal(": > running; exec sleep 30", SIGINT), 130);
 }
 
+// bwrap killed while the command runs (the run's timeout kills its whole cgroup after the grace
+// period, bwrap included): bwrap then writes no exit code, but the command did start, so the
+// run ends like one killed by that signal (128 + N), not as "bwrap failed" (125).
+TEST_F(BwrapDirectRun, BwrapKilledWhileTheCommandRunsEndsTheRunWithThatSignal) {
+  sbx::Result<sbx::ExitStatus> status = sbx::Error{"not run"};
+  std::thread runner([&] { status = sbx::bwrap::spawn_bwrap(plan(": > running; exec sleep 30")); });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!fs::exists(dir_ + "/running") && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_TRUE(fs::exists(dir_ + "/running"));
+  // bwrap is this process's child (the runner thread's vfork): the one whose parent we are.
+  int killed = 0;
+  const std::string self = std::to_string(::getpid());
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string pid = entry.path().filename();
+    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    const std::string stat = proc_file(pid, "stat");
+    const std::size_t end = stat.rfind(')');
+    if (proc_file(pid, "comm") != "bwrap\n" || end == std::string::npos) continue;
+    std::istringstream fields(stat.substr(end + 1));
+    std::string state, parent;
+    fields >> state >> parent;
+    if (parent == self && ::kill(std::stoi(pid), SIGKILL) == 0) ++killed;
+  }
+  runner.join();
+  EXPECT_EQ(killed, 1);
+  ASSERT_TRUE(status.ok()) << status.error();
+  EXPECT_EQ(status->signal, SIGKILL);
+  EXPECT_EQ(status->shell_code(), 128 + SIGKILL);
+}
+
 }  // namespace direct_launch_test
