@@ -96,6 +96,14 @@ FilteredEnvironment filter_environment(const EnvironmentPolicy& policy,
   return out;
 }
 
+void point_pwd_at_working_directory(std::vector<std::string>& env, const EnvironmentPolicy& policy,
+                                    const std::string& cwd) {
+  if (cwd.empty() || policy.set.count("PWD") != 0) return;
+  for (std::string& entry : env) {
+    if (entry.rfind("PWD=", 0) == 0) entry = "PWD=" + cwd;
+  }
+}
+
 std::vector<std::string> process_environment() {
   std::vector<std::string> env;
   for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry)

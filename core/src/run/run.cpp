@@ -126,6 +126,8 @@ bool prepare(RunRequest& request, RunBackends& backends, RunOutcome& out, Prepar
   // sbx's own proxy variables are added by plan_run.
   std::vector<std::string> env =
       filter_environment(request.policy.environment, request.environment).env;
+  if (kHostPathStyle == PathStyle::kPosix)
+    point_pwd_at_working_directory(env, request.policy.environment, request.cwd);
   if (request.command.empty()) return stop(out, RunStop::kInvalidRequest, "no command given");
   Result<std::string> path = resolve_command(request.command[0], request.cwd, env);
   if (!path.ok()) return stop(out, RunStop::kCommandNotFound, path.error());
@@ -277,6 +279,9 @@ RunOutcome plan_for_backend(const Manager& manager, const std::string& backend,
   }
   std::vector<std::string> env =
       filter_environment(request.policy.environment, request.environment).env;
+  // As for a run (prepare), so that the plan shown is the plan run.
+  if (kHostPathStyle == PathStyle::kPosix && plan_path_style(backend) == kHostPathStyle)
+    point_pwd_at_working_directory(env, request.policy.environment, request.cwd);
   std::vector<std::string> argv = request.command;
   if (plan_path_style(backend) != kHostPathStyle) {
     // Another OS's plan: its command is never looked up on this host (this host's PATH names

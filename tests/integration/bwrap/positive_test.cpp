@@ -5,6 +5,7 @@
 #include <grp.h>
 #include <pwd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <thread>
 
@@ -123,6 +124,31 @@ TEST_F(BwrapPositive, HostGitIgnoresTheMountPointsWhileARunMasksMissingNames) {
   EXPECT_EQ(top.code, 0) << describe(top);
   EXPECT_EQ(top.out, ws_.path() + "\n") << describe(top);
   EXPECT_TRUE(listing(ws_ / "sub").empty()) << "the run left its mount points behind";
+}
+
+// A caller whose own PWD is elsewhere (an agent passing --cwd): the command's PWD names the
+// directory it runs in, and bwrap starts the command itself (its PID 1 is bwrap's init, not
+// sbx-stage2), as for a caller in that directory.
+TEST_F(BwrapPositive, ACallerElsewhereGivesThePwdOfTheWorkingDirectoryAndTheDirectLaunch) {
+  std::vector<std::string> env = base_env();
+  env.push_back("PWD=/");
+  // No shell in between: sh would correct a PWD that does not name its directory itself.
+  const RunResult pwd = sbx_exec({"--preset", "workspace-write"}, ws_.path(),
+                                 {"/usr/bin/printenv", "PWD"}, env);
+  EXPECT_EQ(pwd.code, 0) << describe(pwd);
+  EXPECT_EQ(pwd.out, ws_.path() + "\n") << describe(pwd);
+  const RunResult init = sbx_exec({"--preset", "workspace-write"}, ws_.path(),
+                                  {"/bin/cat", "/proc/1/comm"}, env);
+  EXPECT_EQ(init.code, 0) << describe(init);
+  EXPECT_EQ(init.out, "bwrap\n") << "stage 2 ran: " << describe(init);
+  if (const std::string why = backend_unavailable("landlock"); !why.empty()) {
+    std::fprintf(stderr, "landlock part skipped: %s\n", why.c_str());
+    return;
+  }
+  const RunResult landlock = exec_with("landlock", {"--preset", "read-only"}, ws_.path(),
+                                       {"/usr/bin/printenv", "PWD"}, env);
+  EXPECT_EQ(landlock.code, 0) << describe(landlock);
+  EXPECT_EQ(landlock.out, ws_.path() + "\n") << describe(landlock);
 }
 
 // Runs side by side in one workspace, as an agent runs commands in parallel: each masks the

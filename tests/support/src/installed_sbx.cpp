@@ -18,9 +18,9 @@ RunResult exec_with(const std::string& backend, const std::vector<std::string>& 
   argv.insert(argv.end(), policy.begin(), policy.end());
   argv.insert(argv.end(), {"--cwd", cwd, "--"});
   argv.insert(argv.end(), command.begin(), command.end());
-  // As a shell caller's environment has it: PWD at the working directory. Without it the bwrap
-  // backend keeps sbx-stage2 (bwrap 0.8 would add PWD, docs/ARCHITECTURE.md "How bwrap runs the
-  // command"), so with it these suites run bwrap's direct launch.
+  // As a shell caller's environment has it: PWD at the working directory. Without any PWD the
+  // bwrap backend keeps sbx-stage2 (bwrap 0.8 would add PWD, docs/ARCHITECTURE.md "How bwrap
+  // runs the command"), so with it these suites run bwrap's direct launch.
   std::vector<std::string> with_pwd = env;
   if (std::none_of(env.begin(), env.end(),
                    [](const std::string& entry) { return entry.rfind("PWD=", 0) == 0; }))

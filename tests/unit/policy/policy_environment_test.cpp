@@ -182,5 +182,23 @@ TEST(EnvironmentFilter, InheritCoreAndNone) {
   EXPECT_EQ(out.removed.size(), kCaller.size());
 }
 
+// The command runs in the request's working directory: an inherited PWD naming the caller's
+// is pointed there; one the policy sets stays, and none is added.
+TEST(EnvironmentFilter, AnInheritedPwdNamesTheWorkingDirectory) {
+  std::vector<std::string> env = {"HOME=/home/u", "PWD=/home/u/agent", "OLDPWD=/tmp"};
+  point_pwd_at_working_directory(env, EnvironmentPolicy{}, "/work/repo");
+  EXPECT_EQ(env, (std::vector<std::string>{"HOME=/home/u", "PWD=/work/repo", "OLDPWD=/tmp"}));
+
+  EnvironmentPolicy sets;
+  sets.set["PWD"] = "/chosen";
+  std::vector<std::string> chosen = {"PWD=/chosen"};
+  point_pwd_at_working_directory(chosen, sets, "/work/repo");
+  EXPECT_EQ(chosen, std::vector<std::string>{"PWD=/chosen"});
+
+  std::vector<std::string> none = {"HOME=/home/u"};
+  point_pwd_at_working_directory(none, EnvironmentPolicy{}, "/work/repo");
+  EXPECT_EQ(none, std::vector<std::string>{"HOME=/home/u"});
+}
+
 }  // namespace
 }  // namespace sbx

@@ -21,6 +21,14 @@ struct FilteredEnvironment {
 FilteredEnvironment filter_environment(const EnvironmentPolicy& policy,
                                        const std::vector<std::string>& env);
 
+// PWD in a POSIX command's environment names the directory it runs in. One inherited from the
+// caller names the caller's (an agent passing another working directory, `sbx exec --cwd`): it
+// is set to `cwd`, as a shell there would have it and as bwrap sets it anyway (which lets the
+// bwrap backend start the command directly, without stage 2). A PWD the policy `set`s is left
+// as it is, and none is added where the environment has none (`inherit: none`).
+void point_pwd_at_working_directory(std::vector<std::string>& env, const EnvironmentPolicy& policy,
+                                    const std::string& cwd);
+
 // Case-insensitive; '*' matches any run of characters (also none).
 bool env_pattern_matches(std::string_view pattern, std::string_view name);
 
