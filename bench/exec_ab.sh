@@ -9,18 +9,13 @@
 # Both run in the same fresh workspace (no .git, .codex, .agents: the masks of missing names
 # are made and removed by every run, as in a real workspace).
 set -euo pipefail
+cwd_policy="$(cd "$(dirname "$0")" && pwd)/policies/cwd-only.json"
 a="$1"
 b="$2"
 runs="${3:-31}"
 work="$(mktemp -d /tmp/sbx-ab-XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 cd "$work"
-cwd_policy="$work/cwd-only.json"
-cat > "$cwd_policy" <<'JSON'
-{"version": 1, "filesystem": {"kind": "restricted", "entries": [
-  {"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"}]},
- "network": {"mode": "restricted"}}
-JSON
 mkdir ws
 one() {  # SBX OUT_FILE POLICY_OPTION...
   local sbx="$1" out="$2" t0 t1

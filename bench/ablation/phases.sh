@@ -6,20 +6,16 @@
 # Runs `sbx exec` (bwrap, only the cwd writable, /bin/true) RUNS times with X_TRACE=1 and prints
 # for each trace point the median time since the previous one and since bash forked sbx.
 set -euo pipefail
+policy="$(cd "$(dirname "$0")/.." && pwd)/policies/cwd-only.json"
 sbx="$1"
 runs="${2:-31}"
 work="$(mktemp -d /tmp/sbx-phases-XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 mkdir "$work/ws"
-cat > "$work/cwd-only.json" <<'JSON'
-{"version": 1, "filesystem": {"kind": "restricted", "entries": [
-  {"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"}]},
- "network": {"mode": "restricted"}}
-JSON
 for ((r = 0; r < runs; r++)); do
   t0=$EPOCHREALTIME
   # From the workspace: PWD at the working directory, so the direct launch (bwrap -> command).
-  (cd "$work/ws" && X_TRACE=1 exec "$sbx" --backends bwrap exec --policy "$work/cwd-only.json" \
+  (cd "$work/ws" && X_TRACE=1 exec "$sbx" --backends bwrap exec --policy "$policy" \
      -- /bin/true 2> "$work/trace.$r")
   t1=$EPOCHREALTIME
   { echo "XT $t0 bash forks sbx"; grep '^XT ' "$work/trace.$r"; echo "XT $t1 bash sees sbx exit"; } \

@@ -12,18 +12,13 @@
 # PWD is its working directory and sbx takes the direct launch (sbx -> bwrap -> command), as
 # for a shell user; with PWD elsewhere it takes stage 2, where most steps below do not apply.
 set -euo pipefail
+policy="$(cd "$(dirname "$0")/.." && pwd)/policies/cwd-only.json"
 sbx="$1"
 runs="${2:-41}"
 work="$(mktemp -d /tmp/sbx-ablation-XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 cd "$work"
 mkdir ws
-policy="$work/cwd-only.json"
-cat > "$policy" <<'JSON'
-{"version": 1, "filesystem": {"kind": "restricted", "entries": [
-  {"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"}]},
- "network": {"mode": "restricted"}}
-JSON
 # The bwrap argv the plan holds, up to the command, then /bin/true (as bwrap_overhead.sh).
 mapfile -t bare < <("$sbx" --backends bwrap debug bwrap --policy "$policy" --cwd "$work/ws" \
                       -- /bin/true | sed -n '/"argv": \[/,/\]/p' |
