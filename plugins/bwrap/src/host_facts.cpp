@@ -19,6 +19,8 @@ void gather_path_facts(const std::vector<std::string>& paths, HostFacts& facts) 
       else kind = PathKind::kOther;
     }
     facts.paths[path] = kind;
+    if (kind == PathKind::kDirectory && (st.st_mode & S_IWOTH) != 0)
+      facts.shared_directories.insert(path);
     if (kind != PathKind::kSymlink) continue;
     char resolved[PATH_MAX];
     if (::realpath(path.c_str(), resolved) == nullptr) continue;  // dangling: nothing to mask

@@ -5,7 +5,8 @@
 // workspace is a writable bind of the host directory, so the mount point has to be made on the
 // host: a socket inode (make_and_mark says why not a directory or a regular file). Nothing
 // inside the sandbox can remove it (a mount point is busy), but after the run it must go, or
-// the host keeps a `.codex`.
+// the host keeps a `.codex` — except in a directory every user may write, such as /tmp, where it
+// stays on purpose (writable_by_every_user says why).
 //
 // Why locks: runs in the same workspace overlap. Removing a mount point on the host detaches
 // the mount in every other namespace (Linux >= 3.18), so removing it while another run still
@@ -266,6 +267,41 @@ bool missing_no_follow(const std::string& path) {
   return missing;
 }
 
+// A directory every user may write (S_IWOTH: /tmp, /var/tmp, /dev/shm). Mount points there are
+// made but never removed. Why: runs of other users rely on them too (a run that finds the name
+// existing masks it), and each user's registry is their own, so no cleanup could tell whether
+// another user's run still has its mask mounted there; removing it would detach that mask (the
+// run then fails its pause-point check, or its command may create the name), and their bwrap
+// would make an empty file in its place that nothing records. A socket left at `.git` in /tmp
+// is inert (git goes past it, opening it fails) and keeps the name taken: in a sticky directory
+// nobody but its owner can replace it.
+bool writable_by_every_user(int dir_fd) {
+  struct stat st {};
+  return ::fstat(dir_fd, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & S_IWOTH) != 0;
+}
+
+// True when the parent of `path` (reached without symlinks) is such a directory.
+bool in_directory_every_user_writes(const std::string& path) {
+  std::string name;
+  const int parent = open_parent_no_symlinks(path, name);
+  if (parent < 0) return false;
+  const bool shared = writable_by_every_user(parent);
+  ::close(parent);
+  return shared;
+}
+
+// What is at `path` (its parent reached without symlinks, the name not followed), if anything.
+std::optional<struct stat> stat_no_follow(const std::string& path) {
+  std::string name;
+  const int parent = open_parent_no_symlinks(path, name);
+  if (parent < 0) return std::nullopt;
+  struct stat st {};
+  const bool found = ::fstatat(parent, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+  ::close(parent);
+  if (!found) return std::nullopt;
+  return st;
+}
+
 }  // namespace
 
 // Makes the mount point of a missing name's mask and records it: a socket inode. Why a socket
@@ -290,18 +326,20 @@ bool missing_no_follow(const std::string& path) {
 // another error): bwrap makes it or reports its own error, and the run records it when it ends
 // (release_and_cleanup).
 MountRegistry::Made MountRegistry::make_and_mark(const std::string& marker,
-                                                 const std::string& path) {
+                                                 const std::string& path, bool& shared) {
   std::string name;
   const int parent = open_parent_no_symlinks(path, name);
   if (parent < 0) return Made::kNotMade;
+  shared = writable_by_every_user(parent);
   int err = bind_socket_inode(parent, name);
   if (err != 0 && err != EEXIST) err = create_empty_file(parent, name);
   Made made = err == 0 ? Made::kMade : err == EEXIST ? Made::kExisted : Made::kNotMade;
   struct stat st {};
   // Unrecorded (no marker), the mount point stays on the host after the run rather than risk
-  // removing something that is not known to be it.
-  if (made == Made::kMade && ::fstatat(parent, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-      is_file_mount_point(st))
+  // removing something that is not known to be it; in a directory every user may write it
+  // stays on purpose (writable_by_every_user).
+  if (made == Made::kMade && !shared &&
+      ::fstatat(parent, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && is_file_mount_point(st))
     write_marker(marker, path, identity_of(st));
   ::close(parent);
   return made;
@@ -475,9 +513,20 @@ Status MountRegistry::acquire(const std::string& state_dir,
     // such a name (a socket) with /dev/null, which the socket made here takes; a plan that
     // bound a regular file or a directory there fails at exec, its source being gone.
     const bool make = planned || missing_no_follow(path);
-    const Made made = make ? make_and_mark(base + ".synthetic", path) : Made::kExisted;
+    bool shared = false;
+    const Made made = make ? make_and_mark(base + ".synthetic", path, shared) : Made::kExisted;
+    if (!make) shared = in_directory_every_user_writes(path);
+    std::optional<Found> found;
+    if (made == Made::kExisted && !shared) {
+      if (const std::optional<struct stat> st = stat_no_follow(path)) {
+        const Identity id = identity_of(*st);
+        found = Found{id.dev, id.ino, id.ctime_sec, id.ctime_nsec};
+      }
+    }
+    // In a directory every user may write nothing is recorded, so nothing is removed: neither
+    // the mount point nor an empty file bwrap made there (mark_at_end).
     entries_.push_back(Entry{path, base + ".synthetic", base + ".lock", *fd,
-                             made == Made::kNotMade});
+                             made == Made::kNotMade && !shared, found});
     // The plan found nothing at a planned mount point, and something appeared since: a
     // directory (a person's, or the mount point of an older sbx's run) cannot take the file
     // mask, and bwrap would follow a symlink. Fail closed here with a precise message rather
@@ -494,13 +543,28 @@ Status MountRegistry::acquire(const std::string& state_dir,
   return {};
 }
 
+// The run relied on what another run had at the path (`found`), and at its end an empty file of
+// this user is there instead: what was found was removed during the run (by a run of another
+// user, whose cleanup this registry's locks cannot hold off, since each user has their own),
+// and this run's bwrap made the file to mount its mask on. Recorded, it is removed like bwrap's
+// file of mark_at_end; unrecorded it would stay for good, and an empty `.git` file makes git
+// die in every directory below it. (An empty file this user's own program made there during
+// the run is taken for bwrap's too, as for mark_at_end.)
+bool MountRegistry::replaced_by_own_empty_file(const Entry& e) {
+  if (!e.found) return false;
+  const std::optional<struct stat> now = stat_no_follow(e.path);
+  if (!now || !is_empty_file(*now) || now->st_uid != ::geteuid()) return false;
+  const Identity was{e.found->dev, e.found->ino, e.found->ctime_sec, e.found->ctime_nsec};
+  return !same_identity(identity_of(*now), was);
+}
+
 std::vector<std::string> MountRegistry::release_and_cleanup() {
   std::vector<std::string> removed;
   for (Entry& e : entries_) {
     if (e.lock_fd < 0) continue;
     // bwrap made this mount point (sbx could not, see make_and_mark): record it now so that it
     // can be removed. A kill before this point leaves it unrecorded, and kept.
-    if (e.mark_at_end) mark_existing(e.marker, e.path);
+    if (e.mark_at_end || replaced_by_own_empty_file(e)) mark_existing(e.marker, e.path);
     ::flock(e.lock_fd, LOCK_UN);
     // Last out (no other run holds it): remove the mount point if it is still the recorded
     // empty one, then the entry itself. A run waiting for this lock re-checks the name.

@@ -225,11 +225,18 @@ Status MountPlanner::emit_missing(const std::string& path, Access desired, Trans
   if (!done_synthetic_.insert(first_missing).second) return {};
   out.argv.insert(out.argv.end(), {"--ro-bind", "/dev/null", first_missing});
   out.synthetic_mount_points.push_back(first_missing);
+  const std::string parent = parent_of(first_missing);
+  const std::string afterwards =
+      facts_.shared_directories.count(parent) != 0
+          ? "is made on the host and stays there: every user may write '" + parent +
+                "', and other users' runs, which this run's cleanup cannot see, may rely on it "
+                "(a socket: git and other tools ignore it)"
+          : "is created on the host for the run and removed afterwards";
   out.notes.push_back("'" + path + "' (" + std::string(access_word(desired)) +
                       ") does not exist: '" + first_missing +
                       "' is masked by /dev/null bound read-only (a device that cannot be "
-                      "opened); its mount point (a socket inode, or an empty file) is created on "
-                      "the host for the run and removed afterwards");
+                      "opened); its mount point (a socket inode, or an empty file) " +
+                      afterwards);
   return {};
 }
 

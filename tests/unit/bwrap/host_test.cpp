@@ -2,11 +2,14 @@
 // mount-point registry, and the trusted-bwrap lookup.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include <filesystem>
 #include <fstream>
@@ -92,6 +95,71 @@ TEST(BwrapMountRegistry, ANameFoundExistingButRemovedBeforeTheLockIsMadeAndRemov
   EXPECT_TRUE(fs::is_socket(fs::symlink_status(git))) << "made again, for bwrap to mount on";
   EXPECT_EQ(second.release_and_cleanup(), std::vector<std::string>{git});
   EXPECT_FALSE(fs::exists(fs::symlink_status(git))) << "nothing left on the host";
+}
+
+// A socket inode at `path`, as another user's run makes its mount point (that run's registry is
+// not this user's: its cleanup takes no lock this registry holds).
+void foreign_mount_point(const std::string& path) {
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  ASSERT_LT(path.size(), sizeof address.sun_path);
+  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address), 0);
+  ::close(fd);
+}
+
+// Another user's run made the mount point this run found existing, and removed it during this
+// run (each user has their own registry); this run's bwrap then made an empty 0444 file to mount
+// its mask on. At the end that file is recorded and removed, not left for good. An empty file
+// that was there when the run took its lock (a person's) stays.
+TEST(BwrapMountRegistry, AnEmptyFileBwrapMadeWhereAnotherUsersMountPointWasIsRemoved) {
+  Scratch state, ws;
+  ::chmod(state.path().c_str(), 0700);
+  const std::string git = ws.path() + "/.git";
+  foreign_mount_point(git);
+  MountRegistry run;
+  ASSERT_TRUE(run.acquire(state.path(), {}, {git}).ok());
+  ASSERT_EQ(::unlink(git.c_str()), 0);  // the other user's run ends
+  { std::ofstream made(git); }          // bwrap's mount point for this run's mask
+  ::chmod(git.c_str(), 0444);
+  EXPECT_EQ(run.release_and_cleanup(), std::vector<std::string>{git});
+  EXPECT_FALSE(fs::exists(fs::symlink_status(git))) << "nothing left on the host";
+
+  const std::string codex = ws.path() + "/.codex";
+  { std::ofstream persons(codex); }  // empty, made before the run
+  MountRegistry keeps;
+  ASSERT_TRUE(keeps.acquire(state.path(), {}, {codex}).ok());
+  EXPECT_TRUE(keeps.release_and_cleanup().empty());
+  EXPECT_TRUE(fs::exists(codex));
+}
+
+// In a directory every user may write (/tmp) a mount point is made but never recorded nor
+// removed: other users' runs, whose registries this run cannot see, may rely on it. A run of
+// this user that finds it later holds it and leaves it too.
+TEST(BwrapMountRegistry, AMountPointInADirectoryEveryUserMayWriteStays) {
+  Scratch state, shared;
+  ::chmod(state.path().c_str(), 0700);
+  ASSERT_EQ(::chmod(shared.path().c_str(), 01777), 0);
+  const std::string git = shared.path() + "/.git";
+  MountRegistry first;
+  ASSERT_TRUE(first.acquire(state.path(), {git}, {}).ok());
+  EXPECT_TRUE(fs::is_socket(fs::symlink_status(git))) << "made, for bwrap to mount on";
+  EXPECT_TRUE(first.release_and_cleanup().empty());
+  EXPECT_TRUE(fs::is_socket(fs::symlink_status(git))) << "removed from a shared directory";
+  MountRegistry later;
+  ASSERT_TRUE(later.acquire(state.path(), {}, {git}).ok());
+  EXPECT_TRUE(later.release_and_cleanup().empty());
+  EXPECT_TRUE(fs::is_socket(fs::symlink_status(git)));
+  EXPECT_TRUE(sweep_stale_entries(state.path()).empty()) << "the sweep removes nothing either";
+  EXPECT_TRUE(fs::is_socket(fs::symlink_status(git)));
+  // The same in a directory only its owner writes: removed at the end.
+  Scratch own;
+  const std::string codex = own.path() + "/.codex";
+  MountRegistry mine;
+  ASSERT_TRUE(mine.acquire(state.path(), {codex}, {}).ok());
+  EXPECT_EQ(mine.release_and_cleanup(), std::vector<std::string>{codex});
 }
 
 // A file with content or a directory a person put in the mount point's place during the run

@@ -136,7 +136,16 @@ class MountRegistry {
  private:
   static Result<int> lock_shared(const std::string& lock);
   enum class Made { kMade, kExisted, kNotMade };
-  static Made make_and_mark(const std::string& marker, const std::string& path);
+  // `shared`: set when the parent is a directory every user may write (nothing recorded there).
+  static Made make_and_mark(const std::string& marker, const std::string& path, bool& shared);
+
+  // What was at a path when the run took its lock: inode and change time.
+  struct Found {
+    unsigned long long dev = 0;
+    unsigned long long ino = 0;
+    long long ctime_sec = 0;
+    long long ctime_nsec = 0;
+  };
 
   struct Entry {
     std::string path;
@@ -144,7 +153,11 @@ class MountRegistry {
     std::string lock;    // state_dir/<hash>.lock
     int lock_fd = -1;
     bool mark_at_end = false;  // planned, but bwrap (not sbx) had to make it
+    // What was there when this run did not make the mount point itself (another run's, maybe
+    // another user's, whose cleanup this registry cannot hold off; a person's file).
+    std::optional<Found> found;
   };
+  static bool replaced_by_own_empty_file(const Entry& e);
   std::vector<Entry> entries_;
 };
 

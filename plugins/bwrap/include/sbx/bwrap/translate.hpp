@@ -9,6 +9,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,9 @@ struct HostFacts {
   std::string state_dir;
   std::map<std::string, PathKind> paths;       // lstat of every path the translator asks about
   std::map<std::string, std::string> canonical;  // realpath of each kSymlink entry in `paths`
+  // Directories among `paths` that every user may write (S_IWOTH: /tmp, /var/tmp): a mount
+  // point made there stays on the host (MountRegistry says why).
+  std::set<std::string> shared_directories;
   std::vector<std::string> glob_matches;        // deny-glob matches found at launch (absolute)
 };
 
