@@ -2,20 +2,18 @@
 // mount-point registry, and the trusted-bwrap lookup.
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstring>
 
 #include <filesystem>
 #include <fstream>
 
 #include "sbx/bwrap/host.hpp"
 
+#include "sbx_test/files.hpp"
 #include "sbx_test/temp_dir.hpp"
 
 namespace {
@@ -97,19 +95,6 @@ TEST(BwrapMountRegistry, ANameFoundExistingButRemovedBeforeTheLockIsMadeAndRemov
   EXPECT_FALSE(fs::exists(fs::symlink_status(git))) << "nothing left on the host";
 }
 
-// A socket inode at `path`, as another user's run makes its mount point (that run's registry is
-// not this user's: its cleanup takes no lock this registry holds).
-void foreign_mount_point(const std::string& path) {
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  ASSERT_LT(path.size(), sizeof address.sun_path);
-  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  ASSERT_GE(fd, 0);
-  ASSERT_EQ(::bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address), 0);
-  ::close(fd);
-}
-
 // Another user's run made the mount point this run found existing, and removed it during this
 // run (each user has their own registry); this run's bwrap then made an empty 0444 file to mount
 // its mask on. At the end that file is recorded and removed, not left for good. An empty file
@@ -118,7 +103,7 @@ TEST(BwrapMountRegistry, AnEmptyFileBwrapMadeWhereAnotherUsersMountPointWasIsRem
   Scratch state, ws;
   ::chmod(state.path().c_str(), 0700);
   const std::string git = ws.path() + "/.git";
-  foreign_mount_point(git);
+  ASSERT_TRUE(sbx::test::make_socket_inode(git));  // as another user's run makes it
   MountRegistry run;
   ASSERT_TRUE(run.acquire(state.path(), {}, {git}).ok());
   ASSERT_EQ(::unlink(git.c_str()), 0);  // the other user's run ends

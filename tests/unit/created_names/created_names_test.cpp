@@ -7,8 +7,6 @@
 #include <stdlib.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,6 +21,7 @@
 #include <sys/stat.h>
 #include <vector>
 
+#include "sbx_test/files.hpp"
 #include "sbx_test/temp_dir.hpp"
 
 namespace sbx {
@@ -86,19 +85,6 @@ TEST(CreatedNames, EmptyDirectoriesAndUnwatchedNamesAreLeftOut) {
   EXPECT_TRUE(found.paths.empty());
 }
 
-// A socket inode bound at `path` (the listening socket itself is closed: the inode stays).
-void bind_socket_at(const std::string& path) {
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  ASSERT_LT(path.size(), sizeof address.sun_path) << path;
-  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  ASSERT_GE(fd, 0) << std::strerror(errno);
-  ASSERT_EQ(::bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address), 0)
-      << path << ": " << std::strerror(errno);
-  ::close(fd);
-}
-
 // A socket at a protected name is what a concurrent bwrap run's mask of a missing name stands
 // on (its mount point on the host): made and removed by that run while this one runs, it must
 // not be reported as something this command created. A file with that name still is, empty or
@@ -110,11 +96,11 @@ TEST(CreatedNames, SocketsAtProtectedNamesAreLeftOut) {
   const CreatedNamesWatch watch = watch_of({tree.root()});
   CreatedNamesScan scan(watch, start);
   scan.wait_until_scanned();
-  bind_socket_at(tree / ".git");
+  ASSERT_TRUE(sbx::test::make_socket_inode(tree / ".git"));
   fs::create_directories(tree / "ws");
-  bind_socket_at(tree / "ws/.codex");
+  ASSERT_TRUE(sbx::test::make_socket_inode(tree / "ws/.codex"));
   tree.file("empty/.git", "");
-  bind_socket_at(tree / "old/.git/sock");
+  ASSERT_TRUE(sbx::test::make_socket_inode(tree / "old/.git/sock"));
   const std::vector<std::string> expected = {tree / "empty/.git", tree / "old/.git"};
   EXPECT_EQ(find_created_names(watch, start).paths, expected);
   EXPECT_EQ(scan.finish().paths, expected) << "the scan during the run answers the same";

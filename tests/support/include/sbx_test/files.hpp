@@ -19,6 +19,9 @@ void write_file(const std::string& path, const std::string& text);
 bool exists(const std::string& path);
 // The sorted names directly inside `dir` (to prove nothing new appeared).
 std::vector<std::string> listing(const std::string& dir);
+// Binds a unix socket at `path` and closes it: the socket inode stays, as the bwrap backend's
+// mount point for a missing name is on the host. false when it cannot (path too long, taken).
+bool make_socket_inode(const std::string& path);
 // Polls until `path` exists; false after `timeout_ms`.
 bool wait_for_file(const std::string& path, int timeout_ms);
 
