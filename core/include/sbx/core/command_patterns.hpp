@@ -37,4 +37,15 @@ bool command_pattern_matches(std::string_view pattern, const SimpleCommand& word
 std::optional<std::vector<std::string>> match_excluded_command(
     const std::vector<std::string>& argv, const std::vector<std::string>& patterns);
 
+// True for `SHELL -c SCRIPT ...` with SHELL (by its last path component) one the splitter
+// reads: sh, bash, dash, zsh, ksh.
+bool is_shell_script(const std::vector<std::string>& argv);
+
+// The programs a matched excluded command runs, as named (program_trust.hpp verifies each):
+// argv[0], then for `sh -c SCRIPT` the first word of each simple command the shell does not run
+// itself (its builtins cd, echo, printf, pwd, test, true, false and ':' are not looked up).
+// nullopt when the script cannot be split, or when it changes directory (cd) and names a
+// program by a relative path: which file that is depends on where the shell is by then.
+std::optional<std::vector<std::string>> programs_of(const std::vector<std::string>& argv);
+
 }  // namespace sbx::settings
