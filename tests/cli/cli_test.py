@@ -863,6 +863,117 @@ class Settings(SbxTestCase):
         self.assertTrue(os.path.exists(os.path.join(self.project, "MARKER")))
 
 
+    # Issue #32 finding 3: an excluded command's *name* used to be all that was matched.
+    def require_backend(self):
+        available = [n for n, b in loaded_backends().items() if b["available"]]
+        if not available:
+            self.skipTest("no backend is available on this host (see `sbx backends --probe`)")
+
+    def cwd_only_policy(self):
+        """Only the project is writable: the test's own directory (below /tmp) is not."""
+        return self.write_policy(json.dumps({
+            "version": 1, "filesystem": {"kind": "restricted", "entries": [
+                {"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"}]}}))
+
+    def plant(self, name, marker):
+        """A sandboxed run writes an executable `bin/<name>` into the project that, run
+        without a sandbox, would create `marker` (outside every writable root)."""
+        script = f"#!/bin/sh\necho planted > {marker}\n"
+        result = self.sbx_env("exec", "--policy", self.policy, "--", "/bin/sh", "-c",
+                              f"mkdir -p bin && printf '%s' '{script}' > bin/{name} && "
+                              f"chmod +x bin/{name}")
+        self.assert_exit(result, 0)
+        self.assertTrue(os.path.exists(os.path.join(self.project, "bin", name)))
+
+    def test_excluded_command_planted_in_the_workspace_runs_sandboxed(self):
+        self.require_backend()
+        self.policy = self.cwd_only_policy()
+        self.user('{"excluded_commands": ["ls"]}')
+        marker = os.path.join(self.work, "PWNED")
+        self.plant("sh", marker)
+        # `./bin/sh -c ls` matches the pattern `ls` by name; the shell is the planted file.
+        result = self.sbx_env("exec", "--json", "--policy", self.policy, "--",
+                              "./bin/sh", "-c", "ls")
+        doc = self.last_json_line(result.stderr)
+        self.assertFalse(os.path.exists(marker), "the planted shell ran unsandboxed" +
+                         describe(result))
+        self.assertIs(doc["should_sandbox"], True, describe(result))
+        self.assertEqual(doc["excluded_by"], [])
+        self.assertIn("could have been planted by a sandboxed command", doc["reason"])
+        self.assertIn(os.path.join(self.project, "bin", "sh"), doc["reason"])
+        explain = json.loads(self.sbx_env("explain", "--json", "--policy", self.policy, "--",
+                                          "./bin/sh", "-c", "ls").stdout)
+        self.assertIs(explain["should_sandbox"], True)
+        self.assertIn("could have been planted by a sandboxed command", explain["reason"])
+        # A symlink in a writable directory is planted too, whatever it points at.
+        os.symlink("/bin/sh", os.path.join(self.project, "bin", "trusted-sh"))
+        explain = json.loads(self.sbx_env("explain", "--json", "--policy", self.policy, "--",
+                                          "bin/trusted-sh", "-c", "ls").stdout)
+        self.assertIs(explain["should_sandbox"], True, explain["reason"])
+        self.assertEqual(explain["excluded_by"], [])
+        # The system's shell still runs the excluded command without a sandbox.
+        result = self.sbx_env("exec", "--json", "--policy", self.policy, "--",
+                              "/bin/sh", "-c", "ls")
+        self.assert_exit(result, 0)
+        self.assertEqual(self.last_json_line(result.stderr)["excluded_by"], ["ls"])
+
+    def test_excluded_command_skips_path_entries_the_sandbox_can_write(self):
+        self.require_backend()
+        self.policy = self.cwd_only_policy()
+        self.user('{"excluded_commands": ["ls"]}')
+        marker = os.path.join(self.work, "PWNED")
+        self.plant("ls", marker)
+        self.env["PATH"] = os.path.join(self.project, "bin") + ":" + os.environ.get(
+            "PATH", "/usr/bin:/bin")
+        for argv in (["ls"], ["/bin/sh", "-c", "ls"]):
+            result = self.sbx_env("exec", "--json", "--policy", self.policy, "--", *argv)
+            self.assert_exit(result, 0)
+            self.assertFalse(os.path.exists(marker), "the planted ls ran" + describe(result))
+            doc = self.last_json_line(result.stderr)
+            # The system's ls ran, without a sandbox: the planted one's PATH entry was skipped.
+            self.assertIs(doc["should_sandbox"], False, describe(result))
+            self.assertEqual(doc["excluded_by"], ["ls"])
+            self.assertIn("bin", result.stdout.split())
+
+    # Issue #32 finding 4: a decoy settings file used to take the trusted project's place.
+    def test_a_decoy_project_file_does_not_hide_the_trusted_project(self):
+        self.require_backend()
+        secrets = os.path.join(self.project, "secrets")
+        sub = os.path.join(self.project, "sub")
+        os.makedirs(secrets)
+        os.makedirs(sub)
+        with open(os.path.join(secrets, "key.txt"), "w", encoding="utf-8") as f:
+            f.write("TOPSECRET\n")
+        self.project_file(json.dumps({"policy": {"version": 1, "filesystem": {
+            "kind": "restricted", "entries": [
+                {"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"},
+                {"path": secrets, "access": "deny"}]}}}))
+        self.assert_exit(self.sbx_env("config", "trust"), 0)
+        result = self.sbx_env("exec", "--", "cat", "../secrets/key.txt", cwd=sub)
+        self.assertNotIn("TOPSECRET", result.stdout, describe(result))
+        # The sandbox cannot plant the decoy: .sbx is protected like .git.
+        decoy = os.path.join(sub, ".sbx", "settings.json")
+        result = self.sbx_env("exec", "--", "/bin/sh", "-c",
+                              "mkdir -p .sbx && echo '{}' > .sbx/settings.json", cwd=sub)
+        self.assertNotEqual(result.returncode, 0, describe(result))
+        self.assertFalse(os.path.exists(decoy), describe(result))
+        # One that is there anyway (written before, or by hand) is reported and ignored.
+        os.makedirs(os.path.dirname(decoy), exist_ok=True)
+        with open(decoy, "w", encoding="utf-8") as f:
+            f.write("{}")
+        result = self.sbx_env("exec", "--", "cat", "../secrets/key.txt", cwd=sub)
+        self.assertNotIn("TOPSECRET", result.stdout, describe(result))
+        self.assertNotEqual(result.returncode, 0, describe(result))
+        explain = json.loads(self.sbx_env("explain", "--json", cwd=sub).stdout)
+        self.assertEqual(explain["settings"]["policy_scope"], "project")
+        self.assertEqual(explain["settings"]["ignored_project_files"], [decoy])
+        self.assertIn("the settings of the trusted project " + self.project + " apply",
+                      " ".join(explain["settings"]["notes"]))
+        shown = json.loads(self.sbx_env("config", "show", "--json", cwd=sub).stdout)
+        self.assertEqual(shown["project"], {"root": self.project, "trusted": True})
+        self.assertEqual(shown["ignored_project_files"], [decoy])
+
+
 class Debug(SbxTestCase):
     def debug_plan(self, backend, *options):
         if backend not in loaded_backends():
