@@ -935,6 +935,59 @@ class Settings(SbxTestCase):
             self.assertEqual(doc["excluded_by"], ["ls"])
             self.assertIn("bin", result.stdout.split())
 
+    def test_excluded_command_planted_by_an_unprivileged_user_runs_sandboxed(self):
+        """The same as an ordinary user (uid 65534): a program the user can write inside the
+        writable root is refused; the system's programs are not."""
+        if os.geteuid() != 0 or shutil.which("setpriv") is None:
+            self.skipTest("needs root and setpriv(1) to run sbx as uid 65534")
+        nobody = 65534
+        os.chmod(self.tmp, 0o755)
+        home = os.path.join(self.work, "home")
+        os.makedirs(os.path.join(home, ".config", "sbx"))
+        os.makedirs(os.path.join(self.project, "bin"), exist_ok=True)
+        marker_dir = os.path.join(self.work, "outside")
+        os.makedirs(marker_dir)
+        marker = os.path.join(marker_dir, "PWNED")
+        with open(os.path.join(home, ".config", "sbx", "settings.json"), "w",
+                  encoding="utf-8") as f:
+            f.write('{"excluded_commands": ["ls"]}')
+        planted = os.path.join(self.project, "bin", "sh")
+        with open(planted, "w", encoding="utf-8") as f:
+            f.write(f"#!/bin/sh\necho planted > {marker}\n")
+        os.chmod(planted, 0o755)
+        for path in (home, os.path.join(home, ".config"), os.path.join(home, ".config", "sbx"),
+                     os.path.join(home, ".config", "sbx", "settings.json"), self.project,
+                     os.path.join(self.project, ".sbx"), os.path.join(self.project, "bin"),
+                     planted, marker_dir):
+            os.chown(path, nobody, nobody)
+        policy = self.cwd_only_policy()
+        os.chmod(policy, 0o644)
+        env = {"PATH": "/usr/bin:/bin", "HOME": home}
+
+        def as_nobody(*args):
+            return subprocess.run(["setpriv", f"--reuid={nobody}", f"--regid={nobody}",
+                                   "--clear-groups", SBX, *args], cwd=self.project, env=env,
+                                  capture_output=True, text=True, errors="replace",
+                                  timeout=TIMEOUT, check=False)
+
+        probe = as_nobody("--version")
+        if probe.returncode != 0:
+            self.skipTest("uid 65534 cannot run the installed sbx here" + describe(probe))
+        result = as_nobody("explain", "--json", "--policy", policy, "--", "./bin/sh", "-c", "ls")
+        self.assert_exit(result, 0)
+        explain = json.loads(result.stdout)
+        self.assertIs(explain["should_sandbox"], True, explain["reason"])
+        self.assertEqual(explain["excluded_by"], [])
+        self.assertIn("could have been planted by a sandboxed command", explain["reason"])
+        # Run: sandboxed (or, with no backend for this user, not run at all); never unsandboxed.
+        result = as_nobody("exec", "--json", "--policy", policy, "--", "./bin/sh", "-c", "ls")
+        self.assertFalse(os.path.exists(marker), "the planted shell ran unsandboxed" +
+                         describe(result))
+        self.assertIs(self.last_json_line(result.stderr)["should_sandbox"], True)
+        # The system's shell and ls (root's, not writable by uid 65534) stay excluded.
+        result = as_nobody("explain", "--json", "--policy", policy, "--", "/bin/sh", "-c", "ls")
+        self.assertEqual(json.loads(result.stdout)["excluded_by"], ["ls"], describe(result))
+
     # Issue #32 finding 4: a decoy settings file used to take the trusted project's place.
     def test_a_decoy_project_file_does_not_hide_the_trusted_project(self):
         self.require_backend()
