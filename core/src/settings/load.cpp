@@ -7,6 +7,7 @@
 #include <unistd.h>
 #endif
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -194,7 +195,10 @@ Result<ScopeSettings> parse_file(const std::string& text, Scope scope, const std
   return parsed;
 }
 
-// The files the next run would read once they exist (Settings::absent_files).
+// The files the next run would read once they exist (Settings::absent_files): the user file,
+// and the settings file of every trusted project, wherever the cwd is. A run in one trusted
+// project could otherwise create the settings of another one below its writable roots (a
+// nested trusted project, say), which the next run there would read as trusted.
 std::vector<std::string> absent_files(const Sources& sources, const std::vector<std::string>& trusted) {
   std::vector<std::string> out;
   // Not the managed file: only root can create /etc/sbx, and a command given write access to
@@ -202,11 +206,23 @@ std::vector<std::string> absent_files(const Sources& sources, const std::vector<
   if (!sources.user_file.empty() && sources.user_file.front() == '/' && !exists(sources.user_file))
     out.push_back(sources.user_file);
   for (const std::string& dir : trusted) {
-    const std::string real = real_or_same(dir);
-    const bool at_or_above = sources.cwd == real || real == "/" ||
-                             sources.cwd.rfind(real + "/", 0) == 0;
-    const std::string file = policy::path::join(real, std::string(kProjectFile));
-    if (at_or_above && !exists(file)) out.push_back(file);
+    const std::string file = policy::path::join(real_or_same(dir), std::string(kProjectFile));
+    if (!exists(file)) out.push_back(file);
+  }
+  return out;
+}
+
+// The existing settings files of trusted projects this run does not read
+// (Settings::guarded_files), for the same reason.
+std::vector<std::string> guarded_files(const std::vector<std::string>& trusted,
+                                       const std::vector<Sourced<std::string>>& read) {
+  std::vector<std::string> out;
+  for (const std::string& dir : trusted) {
+    const std::string file =
+        real_or_same(policy::path::join(real_or_same(dir), std::string(kProjectFile)));
+    const bool is_read = std::any_of(read.begin(), read.end(),
+                                     [&](const Sourced<std::string>& f) { return f.value == file; });
+    if (exists(file) && !is_read) out.push_back(file);
   }
   return out;
 }
@@ -275,6 +291,7 @@ Result<Settings> load_settings(const Sources& sources, const ScopeSettings* call
   Result<Settings> merged = merge_settings(scopes);
   if (!merged) return merged;
   merged->absent_files = absent_files(sources, trusted);
+  merged->guarded_files = guarded_files(trusted, files);
   merged->files = std::move(files);
   merged->project_root = project.root;
   merged->project_trusted = project.trusted;

@@ -595,6 +595,37 @@ TEST_F(Files, InsideATrustedProjectDotSbxIsAProtectedName) {
                           [&](const ProtectedPath& p) { return p.path == sources_.cwd + "/.sbx"; }));
 }
 
+// A run in one trusted project must not write another trusted project's settings below its
+// writable roots: a nested trusted project's existing file is kept read-only, a missing one
+// uncreatable, although this run does not read either.
+TEST_F(Files, NestedTrustedProjectsSettingsAreGuardedToo) {
+  const std::string repo = tmp_.path() + "/work/repo";
+  fs::create_directories(repo + "/sub/.sbx");
+  fs::create_directories(repo + "/other");
+  write(repo + "/sub/.sbx/settings.json", R"({"sandbox":"require"})");
+  ASSERT_TRUE(trust_project(sources_.user_file, repo).ok());
+  ASSERT_TRUE(trust_project(sources_.user_file, repo + "/sub").ok());
+  ASSERT_TRUE(trust_project(sources_.user_file, repo + "/other").ok());
+  sources_.cwd = repo;
+  Result<Settings> loaded = load_settings(sources_);
+  ASSERT_TRUE(loaded.ok()) << loaded.error();
+  EXPECT_EQ(loaded->guarded_files, std::vector<std::string>{repo + "/sub/.sbx/settings.json"});
+  EXPECT_EQ(loaded->absent_files, (std::vector<std::string>{repo + "/.sbx/settings.json",
+                                                            repo + "/other/.sbx/settings.json"}));
+  ResolveContext context;
+  context.cwd = repo;
+  context.home = tmp_.path() + "/home";
+  for (const auto& file : loaded->files) context.settings_files.push_back(file.value);
+  for (const auto& file : loaded->guarded_files) context.settings_files.push_back(file);
+  context.absent_settings_files = loaded->absent_files;
+  Result<ResolvedPolicy> resolved =
+      resolve_policy(preset_policy("workspace-write").value(), context);
+  ASSERT_TRUE(resolved.ok()) << resolved.error();
+  EXPECT_EQ(rule_access(*resolved, repo + "/sub/.sbx/settings.json"), Access::kRead);
+  EXPECT_TRUE(std::any_of(resolved->protected_paths.begin(), resolved->protected_paths.end(),
+                          [&](const ProtectedPath& p) { return p.path == repo + "/other/.sbx"; }));
+}
+
 TEST_F(Files, TrustRefusesAnInvalidUserFile) {
   write(sources_.user_file, R"({"colour":1})");
   Status status = trust_project(sources_.user_file, "/x");

@@ -128,9 +128,14 @@ struct Settings {
   // Files read, scope by scope (real paths; resolution keeps them read-only in the sandbox).
   std::vector<Sourced<std::string>> files;
   // Files that would be read if they existed: the user file when missing, and
-  // .sbx/settings.json of each trusted project at or above the cwd that has none. Resolution
-  // keeps them uncreatable, so a command cannot plant settings for the next run.
+  // .sbx/settings.json of each trusted project that has none (wherever it is: a run in one
+  // trusted project must not create another's). Resolution keeps them uncreatable, so a
+  // command cannot plant settings for the next run.
   std::vector<std::string> absent_files;
+  // The existing settings files of trusted projects that this run does not read (real paths):
+  // kept read-only like `files`, so a run cannot rewrite the settings of another trusted
+  // project (one below its writable roots) for the next run there.
+  std::vector<std::string> guarded_files;
   // The trusted project whose file was read, else the nearest directory holding an untrusted
   // .sbx/settings.json (not read).
   std::optional<std::string> project_root;
