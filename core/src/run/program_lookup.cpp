@@ -17,6 +17,8 @@
 namespace sbx {
 namespace {
 
+#ifndef _WIN32
+
 // path_resolution(7): at most 40 symlinks are followed in one lookup (MAXSYMLINKS).
 constexpr int kMaxSymlinks = 40;
 
@@ -43,8 +45,6 @@ void push_components(const std::string& path, std::deque<std::string>& out) {
   out.insert(out.begin(), parts.begin(), parts.end());
 }
 
-#ifndef _WIN32
-
 PathStep step_of(const std::string& path, const struct stat& st) {
   return PathStep{path, S_ISDIR(st.st_mode), st.st_uid, st.st_gid, st.st_mode};
 }
@@ -61,8 +61,6 @@ Result<std::string> read_link(const std::string& path) {
 bool executable_file(const PathStep& step) {
   return !step.directory && S_ISREG(step.mode) && (step.mode & 0111) != 0;
 }
-
-#endif
 
 // A PATH entry this lookup may search: absolute, and nothing on the way to it plantable.
 std::optional<std::string> skip_reason(const std::string& entry, const ResolvedPolicy& policy,
@@ -86,16 +84,16 @@ TrustedProgram judge_path(TrustedProgram out, const std::string& shown, const st
                           const ResolvedPolicy& policy, const HostUser& user) {
   Result<std::vector<PathStep>> steps = walk_path(path);
   if (!steps.ok()) return refuse(std::move(out), "'" + shown + "': " + steps.error());
-#ifndef _WIN32
   if (!executable_file(steps->back()))
     return refuse(std::move(out), "'" + shown + "' (" + path + ") is not an executable file");
-#endif
   if (std::optional<std::string> why = first_plantable(*steps, policy, user))
     return refuse(std::move(out), "'" + shown + "' (" + path + ") could have been planted by a "
                                   "sandboxed command: " + *why);
   out.path = path;
   return out;
 }
+
+#endif  // _WIN32
 
 }  // namespace
 
@@ -156,7 +154,8 @@ TrustedProgram find_trusted_program(const std::string& command, const std::strin
   TrustedProgram out;
 #ifdef _WIN32
   (void)command, (void)cwd, (void)path_env, (void)policy, (void)user;
-  return refuse(std::move(out), "programs of excluded commands are not verified on Windows yet");
+  out.refused = "programs of excluded commands are not verified on Windows yet";
+  return out;
 #else
   // The PATH the program itself gets: only the entries this lookup searched.
   std::size_t begin = 0;
