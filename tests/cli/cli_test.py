@@ -1027,6 +1027,31 @@ class Settings(SbxTestCase):
         self.assertEqual(shown["ignored_project_files"], [decoy])
 
 
+    def test_landlock_refuses_a_trusted_project_it_cannot_protect(self):
+        """Landlock cannot keep .sbx read-only or uncreatable inside a writable root: in a
+        trusted project it is passed over, naming .sbx, even for a policy without protected
+        names of its own (fail closed, as for .git)."""
+        if "landlock" not in loaded_backends():
+            self.skipTest("the landlock backend is not loaded")
+        sub = os.path.join(self.project, "sub")
+        os.makedirs(sub)
+        policy = self.write_policy(json.dumps({
+            "version": 1, "filesystem": {"kind": "restricted", "protected_names": [],
+                                         "entries": [{"path": ":root", "access": "read"},
+                                                     {"path": ":cwd", "access": "write"}]}}))
+        self.assert_exit(self.sbx_env("config", "trust"), 0)
+        result = self.sbx_env("--backends", "landlock", "explain", "--json", "--policy", policy,
+                              cwd=sub)
+        self.assert_exit(result, 0)
+        explain = json.loads(result.stdout)
+        self.assertEqual(explain["final"], "none", explain)
+        reasons = " ".join(p["reason"] for p in explain["passed_over"])
+        self.assertIn(os.path.join(sub, ".sbx"), reasons)
+        result = self.sbx_env("--backends", "landlock", "exec", "--policy", policy, "--",
+                              "/bin/sh", "-c", "mkdir .sbx", cwd=sub)
+        self.assert_exit(result, 125)
+        self.assertFalse(os.path.exists(os.path.join(sub, ".sbx")))
+
 class Debug(SbxTestCase):
     def debug_plan(self, backend, *options):
         if backend not in loaded_backends():
