@@ -53,7 +53,8 @@ Result<std::string> read_link(const std::string& path) {
   std::string target(4096, '\0');
   const ssize_t n = ::readlink(path.c_str(), target.data(), target.size());
   if (n < 0 || static_cast<std::size_t>(n) >= target.size())
-    return Error{"cannot read the symlink " + path + ": " + std::strerror(n < 0 ? errno : ENAMETOOLONG)};
+    return Error{"cannot read the symlink " + path + ": " +
+                 std::strerror(n < 0 ? errno : ENAMETOOLONG)};
   target.resize(static_cast<std::size_t>(n));
   return target;
 }
@@ -87,8 +88,10 @@ TrustedProgram judge_path(TrustedProgram out, const std::string& shown, const st
   if (!executable_file(steps->back()))
     return refuse(std::move(out), "'" + shown + "' (" + path + ") is not an executable file");
   if (std::optional<std::string> why = first_plantable(*steps, policy, user))
-    return refuse(std::move(out), "'" + shown + "' (" + path + ") could have been planted by a "
-                                  "sandboxed command: " + *why);
+    return refuse(std::move(out), "'" + shown + "' (" + path +
+                                      ") could have been planted by a "
+                                      "sandboxed command: " +
+                                      *why);
   out.path = path;
   return out;
 }

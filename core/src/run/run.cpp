@@ -12,7 +12,6 @@
 #include <utility>
 #include <vector>
 
-#include "sbx/core/win_path.hpp"
 #include "sbx/core/command_patterns.hpp"
 #include "sbx/core/created_names.hpp"
 #include "sbx/core/denial.hpp"
@@ -21,6 +20,7 @@
 #include "sbx/core/program_trust.hpp"
 #include "sbx/core/runtime.hpp"
 #include "sbx/core/spawn.hpp"
+#include "sbx/core/win_path.hpp"
 
 namespace sbx {
 namespace {
@@ -107,9 +107,8 @@ std::optional<std::string> shell_startup_refusal(const std::vector<std::string>&
 // Every program the matched command runs must be one no sandbox could have planted: else the
 // match is refused and the command runs sandboxed (Exclusion::refused says why).
 Exclusion verify_exclusion(std::vector<std::string> matched,
-                           const std::vector<std::string>& command,
-                           const ResolvedPolicy& resolved, const std::string& cwd,
-                           const std::vector<std::string>& env) {
+                           const std::vector<std::string>& command, const ResolvedPolicy& resolved,
+                           const std::string& cwd, const std::vector<std::string>& env) {
   Exclusion out;
   std::optional<std::vector<std::string>> programs = settings::programs_of(command);
   if (!programs) {
@@ -164,9 +163,10 @@ Result<SandboxDecision> decide_sandbox(const Policy& policy, SandboxPreference p
                         ") runs sandboxed: " + exclusion.refused;
     return decision;
   }
-  return SandboxDecision{false, "the command is an excluded command (settings "
-                                "excluded_commands: " +
-                                    patterns + ")"};
+  return SandboxDecision{false,
+                         "the command is an excluded command (settings "
+                         "excluded_commands: " +
+                             patterns + ")"};
 }
 
 bool stop(RunOutcome& out, RunStop why, std::string error) {
@@ -446,8 +446,8 @@ ExplainReport explain_run(const Policy& policy, const ResolvedPolicy& resolved,
   // The command's environment, for the lookup of an excluded command's programs.
   std::vector<std::string> env = filter_environment(policy.environment, environment).env;
   Exclusion exclusion;
-  Result<SandboxDecision> decision = decide_sandbox(policy, preference, command, settings,
-                                                    resolved, resolved.cwd, env, exclusion);
+  Result<SandboxDecision> decision =
+      decide_sandbox(policy, preference, command, settings, resolved, resolved.cwd, env, exclusion);
   report.excluded_by = exclusion.matched;
   if (decision.ok()) {
     report.decision = *decision;

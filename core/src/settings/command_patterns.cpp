@@ -224,8 +224,8 @@ bool is_shell(const std::string& program) {
   return name == "sh" || name == "bash" || name == "dash" || name == "zsh" || name == "ksh";
 }
 
-// Builtins of every shell is_shell names (dash(1), bash(1) "SHELL BUILTIN COMMANDS", zshbuiltins(1),
-// ksh(1)) that run no other program: the shell never looks them up in PATH.
+// Builtins of every shell is_shell names (dash(1), bash(1) "SHELL BUILTIN COMMANDS",
+// zshbuiltins(1), ksh(1)) that run no other program: the shell never looks them up in PATH.
 bool is_plain_builtin(const std::string& word) {
   return word == "cd" || word == "echo" || word == "printf" || word == "pwd" || word == "test" ||
          word == "true" || word == "false" || word == ":";

@@ -220,8 +220,8 @@ std::vector<std::string> guarded_files(const std::vector<std::string>& trusted,
   for (const std::string& dir : trusted) {
     const std::string file =
         real_or_same(policy::path::join(real_or_same(dir), std::string(kProjectFile)));
-    const bool is_read = std::any_of(read.begin(), read.end(),
-                                     [&](const Sourced<std::string>& f) { return f.value == file; });
+    const bool is_read = std::any_of(
+        read.begin(), read.end(), [&](const Sourced<std::string>& f) { return f.value == file; });
     if (exists(file) && !is_read) out.push_back(file);
   }
   return out;
@@ -270,11 +270,10 @@ Result<Settings> load_settings(const Sources& sources, const ScopeSettings* call
     const std::string dir = file.substr(0, file.size() - kProjectFile.size() - 1);
     // Never read: an untrusted repository must not widen its own sandbox (nor fail the run
     // with a file it wrote), nor hide a trusted project's settings.
-    notes.push_back("project settings " + file + " ignored: " + dir +
-                    " is not a trusted project" +
-                    (project.trusted ? "; the settings of the trusted project " + *project.root +
-                                           " apply"
-                                     : " (trust it with `sbx config trust " + dir + "`)"));
+    notes.push_back("project settings " + file + " ignored: " + dir + " is not a trusted project" +
+                    (project.trusted
+                         ? "; the settings of the trusted project " + *project.root + " apply"
+                         : " (trust it with `sbx config trust " + dir + "`)"));
   }
   if (project.trusted) {
     const std::string path = policy::path::join(*project.root, std::string(kProjectFile));

@@ -33,7 +33,8 @@ std::string writable_root_of(const ResolvedPolicy& policy, const std::string& pa
     return "the policy does not restrict the filesystem";
   const PathRule* best = nullptr;
   for (const PathRule& rule : policy.rules) {
-    if (path_is_within(path, rule.path) && (best == nullptr || rule.path.size() > best->path.size()))
+    if (path_is_within(path, rule.path) &&
+        (best == nullptr || rule.path.size() > best->path.size()))
       best = &rule;
   }
   return best == nullptr ? "a write rule" : "writable root " + best->path;
@@ -44,8 +45,8 @@ std::string writable_root_of(const ResolvedPolicy& policy, const std::string& pa
 std::optional<std::string> plantable(const PathStep& step, const ResolvedPolicy& policy,
                                      const HostUser& user) {
   if (!policy_writes(policy, step.path) || !host_writes(step, user)) return std::nullopt;
-  const std::string what = step.directory ? "the directory " + step.path
-                                          : "the program " + step.path;
+  const std::string what =
+      step.directory ? "the directory " + step.path : "the program " + step.path;
   return what + " is writable by the sandbox (" + writable_root_of(policy, step.path) + ")";
 }
 

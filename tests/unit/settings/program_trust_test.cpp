@@ -1,6 +1,8 @@
 // Excluded commands run only programs no sandbox could have planted (sbx/core/program_trust.hpp,
 // issue #32 finding 3): the pure judgement of one step (plantable), then the walk and the PATH
 // search on real files in a temporary directory the test policy makes writable.
+#include "sbx/core/program_trust.hpp"
+
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,7 +13,6 @@
 #include <string>
 #include <vector>
 
-#include "sbx/core/program_trust.hpp"
 #include "sbx_test/temp_dir.hpp"
 
 namespace sbx {
@@ -97,8 +98,8 @@ class Lookup : public ::testing::Test {
 
 TEST_F(Lookup, AProgramInAWritableRootIsRefused) {
   plant(tmp_, "sh");
-  for (const std::string& named : {std::string("./bin/sh"), std::string("bin/sh"),
-                                   tmp_.path() + "/bin/sh"}) {
+  for (const std::string& named :
+       {std::string("./bin/sh"), std::string("bin/sh"), tmp_.path() + "/bin/sh"}) {
     const TrustedProgram found = find(named, "/usr/bin:/bin");
     EXPECT_FALSE(found.path) << named;
     EXPECT_NE(found.refused.find("could have been planted by a sandboxed command"),
@@ -116,8 +117,7 @@ TEST_F(Lookup, ASymlinkInAWritableDirectoryIsPlantedWhateverItNames) {
   fs::create_symlink(tmp_.path() + "/bin/tool", outside_.path() + "/bin/tool");
   const TrustedProgram found = find(outside_.path() + "/bin/tool", "");
   EXPECT_FALSE(found.path);
-  EXPECT_NE(found.refused.find("writable root " + tmp_.path()), std::string::npos)
-      << found.refused;
+  EXPECT_NE(found.refused.find("writable root " + tmp_.path()), std::string::npos) << found.refused;
 }
 
 TEST_F(Lookup, ATrustedProgramIsReturnedByThePathFound) {

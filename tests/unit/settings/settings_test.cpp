@@ -2,6 +2,8 @@
 // scope), each administrator lock refusing what asks for more with the lock named, the managed
 // file's trust checks against hostile files, untrusted projects skipped with a note, and
 // `config trust`.
+#include "sbx/core/settings.hpp"
+
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -15,7 +17,6 @@
 
 #include "sbx/core/permissions.hpp"
 #include "sbx/core/resolve.hpp"
-#include "sbx/core/settings.hpp"
 #include "sbx_test/files.hpp"
 #include "sbx_test/temp_dir.hpp"
 
@@ -591,8 +592,9 @@ TEST_F(Files, InsideATrustedProjectDotSbxIsAProtectedName) {
   context.home = tmp_.path() + "/home";
   Result<ResolvedPolicy> resolved = resolve_policy(decided->policy, context);
   ASSERT_TRUE(resolved.ok()) << resolved.error();
-  EXPECT_TRUE(std::any_of(resolved->protected_paths.begin(), resolved->protected_paths.end(),
-                          [&](const ProtectedPath& p) { return p.path == sources_.cwd + "/.sbx"; }));
+  EXPECT_TRUE(
+      std::any_of(resolved->protected_paths.begin(), resolved->protected_paths.end(),
+                  [&](const ProtectedPath& p) { return p.path == sources_.cwd + "/.sbx"; }));
 }
 
 // A run in one trusted project must not write another trusted project's settings below its
