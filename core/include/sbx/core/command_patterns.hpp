@@ -2,7 +2,8 @@
 // when the merged settings permit unsandboxed runs and the policy has nothing only a sandbox
 // can hold (run.hpp never_unsandboxed). A command given as `sh -c SCRIPT` (bash, dash, zsh,
 // ksh too) is split into its simple commands by a conservative shell-syntax splitter, and every
-// one must match; anything the splitter is not sure about means "sandbox". Pure.
+// one must match; anything the splitter is not sure about means "sandbox". Pure. A match names
+// words, not files: the programs it would run are verified before (program_trust.hpp).
 //
 // Patterns, compared with the command's words (quotes removed, joined by one space):
 //   "git status"   exact: these words and no others
