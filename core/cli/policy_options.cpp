@@ -245,6 +245,7 @@ Result<PolicyInput> load_policy(const PolicyOptions& options, const RunChoices& 
   // Every settings file read is kept read-only in the sandbox too: a command that could rewrite
   // one would choose the sandbox (or the locks) of the next run.
   for (const auto& file : decided->settings.files) context->settings_files.push_back(file.value);
+  for (const auto& file : decided->settings.guarded_files) context->settings_files.push_back(file);
   context->absent_settings_files = decided->settings.absent_files;
   std::string policy_file;
   struct stat st {};

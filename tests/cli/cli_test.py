@@ -863,6 +863,195 @@ class Settings(SbxTestCase):
         self.assertTrue(os.path.exists(os.path.join(self.project, "MARKER")))
 
 
+    # Issue #32 finding 3: an excluded command's *name* used to be all that was matched.
+    def require_backend(self):
+        available = [n for n, b in loaded_backends().items() if b["available"]]
+        if not available:
+            self.skipTest("no backend is available on this host (see `sbx backends --probe`)")
+
+    def cwd_only_policy(self):
+        """Only the project is writable: the test's own directory (below /tmp) is not."""
+        return self.write_policy(json.dumps({
+            "version": 1, "filesystem": {"kind": "restricted", "entries": [
+                {"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"}]}}))
+
+    def plant(self, name, marker):
+        """A sandboxed run writes an executable `bin/<name>` into the project that, run
+        without a sandbox, would create `marker` (outside every writable root)."""
+        script = f"#!/bin/sh\necho planted > {marker}\n"
+        result = self.sbx_env("exec", "--policy", self.policy, "--", "/bin/sh", "-c",
+                              f"mkdir -p bin && printf '%s' '{script}' > bin/{name} && "
+                              f"chmod +x bin/{name}")
+        self.assert_exit(result, 0)
+        self.assertTrue(os.path.exists(os.path.join(self.project, "bin", name)))
+
+    def test_excluded_command_planted_in_the_workspace_runs_sandboxed(self):
+        self.require_backend()
+        self.policy = self.cwd_only_policy()
+        self.user('{"excluded_commands": ["ls"]}')
+        marker = os.path.join(self.work, "PWNED")
+        self.plant("sh", marker)
+        # `./bin/sh -c ls` matches the pattern `ls` by name; the shell is the planted file.
+        result = self.sbx_env("exec", "--json", "--policy", self.policy, "--",
+                              "./bin/sh", "-c", "ls")
+        doc = self.last_json_line(result.stderr)
+        self.assertFalse(os.path.exists(marker), "the planted shell ran unsandboxed" +
+                         describe(result))
+        self.assertIs(doc["should_sandbox"], True, describe(result))
+        self.assertEqual(doc["excluded_by"], [])
+        self.assertIn("could have been planted by a sandboxed command", doc["reason"])
+        self.assertIn(os.path.join(self.project, "bin", "sh"), doc["reason"])
+        explain = json.loads(self.sbx_env("explain", "--json", "--policy", self.policy, "--",
+                                          "./bin/sh", "-c", "ls").stdout)
+        self.assertIs(explain["should_sandbox"], True)
+        self.assertIn("could have been planted by a sandboxed command", explain["reason"])
+        # A symlink in a writable directory is planted too, whatever it points at.
+        os.symlink("/bin/sh", os.path.join(self.project, "bin", "trusted-sh"))
+        explain = json.loads(self.sbx_env("explain", "--json", "--policy", self.policy, "--",
+                                          "bin/trusted-sh", "-c", "ls").stdout)
+        self.assertIs(explain["should_sandbox"], True, explain["reason"])
+        self.assertEqual(explain["excluded_by"], [])
+        # The system's shell still runs the excluded command without a sandbox.
+        result = self.sbx_env("exec", "--json", "--policy", self.policy, "--",
+                              "/bin/sh", "-c", "ls")
+        self.assert_exit(result, 0)
+        self.assertEqual(self.last_json_line(result.stderr)["excluded_by"], ["ls"])
+
+    def test_excluded_command_skips_path_entries_the_sandbox_can_write(self):
+        self.require_backend()
+        self.policy = self.cwd_only_policy()
+        self.user('{"excluded_commands": ["ls"]}')
+        marker = os.path.join(self.work, "PWNED")
+        self.plant("ls", marker)
+        self.env["PATH"] = os.path.join(self.project, "bin") + ":" + os.environ.get(
+            "PATH", "/usr/bin:/bin")
+        for argv in (["ls"], ["/bin/sh", "-c", "ls"]):
+            result = self.sbx_env("exec", "--json", "--policy", self.policy, "--", *argv)
+            self.assert_exit(result, 0)
+            self.assertFalse(os.path.exists(marker), "the planted ls ran" + describe(result))
+            doc = self.last_json_line(result.stderr)
+            # The system's ls ran, without a sandbox: the planted one's PATH entry was skipped.
+            self.assertIs(doc["should_sandbox"], False, describe(result))
+            self.assertEqual(doc["excluded_by"], ["ls"])
+            self.assertIn("bin", result.stdout.split())
+
+    def test_excluded_command_planted_by_an_unprivileged_user_runs_sandboxed(self):
+        """The same as an ordinary user (uid 65534): a program the user can write inside the
+        writable root is refused; the system's programs are not."""
+        if os.geteuid() != 0 or shutil.which("setpriv") is None:
+            self.skipTest("needs root and setpriv(1) to run sbx as uid 65534")
+        nobody = 65534
+        os.chmod(self.tmp, 0o755)
+        home = os.path.join(self.work, "home")
+        os.makedirs(os.path.join(home, ".config", "sbx"))
+        os.makedirs(os.path.join(self.project, "bin"), exist_ok=True)
+        marker_dir = os.path.join(self.work, "outside")
+        os.makedirs(marker_dir)
+        marker = os.path.join(marker_dir, "PWNED")
+        with open(os.path.join(home, ".config", "sbx", "settings.json"), "w",
+                  encoding="utf-8") as f:
+            f.write('{"excluded_commands": ["ls"]}')
+        planted = os.path.join(self.project, "bin", "sh")
+        with open(planted, "w", encoding="utf-8") as f:
+            f.write(f"#!/bin/sh\necho planted > {marker}\n")
+        os.chmod(planted, 0o755)
+        for path in (home, os.path.join(home, ".config"), os.path.join(home, ".config", "sbx"),
+                     os.path.join(home, ".config", "sbx", "settings.json"), self.project,
+                     os.path.join(self.project, ".sbx"), os.path.join(self.project, "bin"),
+                     planted, marker_dir):
+            os.chown(path, nobody, nobody)
+        policy = self.cwd_only_policy()
+        os.chmod(policy, 0o644)
+        env = {"PATH": "/usr/bin:/bin", "HOME": home}
+
+        def as_nobody(*args):
+            return subprocess.run(["setpriv", f"--reuid={nobody}", f"--regid={nobody}",
+                                   "--clear-groups", SBX, *args], cwd=self.project, env=env,
+                                  capture_output=True, text=True, errors="replace",
+                                  timeout=TIMEOUT, check=False)
+
+        probe = as_nobody("--version")
+        if probe.returncode != 0:
+            self.skipTest("uid 65534 cannot run the installed sbx here" + describe(probe))
+        result = as_nobody("explain", "--json", "--policy", policy, "--", "./bin/sh", "-c", "ls")
+        self.assert_exit(result, 0)
+        explain = json.loads(result.stdout)
+        self.assertIs(explain["should_sandbox"], True, explain["reason"])
+        self.assertEqual(explain["excluded_by"], [])
+        self.assertIn("could have been planted by a sandboxed command", explain["reason"])
+        # Run: sandboxed (or, with no backend for this user, not run at all); never unsandboxed.
+        result = as_nobody("exec", "--json", "--policy", policy, "--", "./bin/sh", "-c", "ls")
+        self.assertFalse(os.path.exists(marker), "the planted shell ran unsandboxed" +
+                         describe(result))
+        self.assertIs(self.last_json_line(result.stderr)["should_sandbox"], True)
+        # The system's shell and ls (root's, not writable by uid 65534) stay excluded.
+        result = as_nobody("explain", "--json", "--policy", policy, "--", "/bin/sh", "-c", "ls")
+        self.assertEqual(json.loads(result.stdout)["excluded_by"], ["ls"], describe(result))
+
+    # Issue #32 finding 4: a decoy settings file used to take the trusted project's place.
+    def test_a_decoy_project_file_does_not_hide_the_trusted_project(self):
+        self.require_backend()
+        secrets = os.path.join(self.project, "secrets")
+        sub = os.path.join(self.project, "sub")
+        os.makedirs(secrets)
+        os.makedirs(sub)
+        with open(os.path.join(secrets, "key.txt"), "w", encoding="utf-8") as f:
+            f.write("TOPSECRET\n")
+        self.project_file(json.dumps({"policy": {"version": 1, "filesystem": {
+            "kind": "restricted", "entries": [
+                {"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"},
+                {"path": secrets, "access": "deny"}]}}}))
+        self.assert_exit(self.sbx_env("config", "trust"), 0)
+        result = self.sbx_env("exec", "--", "cat", "../secrets/key.txt", cwd=sub)
+        self.assertNotIn("TOPSECRET", result.stdout, describe(result))
+        # The sandbox cannot plant the decoy: .sbx is protected like .git.
+        decoy = os.path.join(sub, ".sbx", "settings.json")
+        result = self.sbx_env("exec", "--", "/bin/sh", "-c",
+                              "mkdir -p .sbx && echo '{}' > .sbx/settings.json", cwd=sub)
+        self.assertNotEqual(result.returncode, 0, describe(result))
+        self.assertFalse(os.path.exists(decoy), describe(result))
+        # One that is there anyway (written before, or by hand) is reported and ignored.
+        os.makedirs(os.path.dirname(decoy), exist_ok=True)
+        with open(decoy, "w", encoding="utf-8") as f:
+            f.write("{}")
+        result = self.sbx_env("exec", "--", "cat", "../secrets/key.txt", cwd=sub)
+        self.assertNotIn("TOPSECRET", result.stdout, describe(result))
+        self.assertNotEqual(result.returncode, 0, describe(result))
+        explain = json.loads(self.sbx_env("explain", "--json", cwd=sub).stdout)
+        self.assertEqual(explain["settings"]["policy_scope"], "project")
+        self.assertEqual(explain["settings"]["ignored_project_files"], [decoy])
+        self.assertIn("the settings of the trusted project " + self.project + " apply",
+                      " ".join(explain["settings"]["notes"]))
+        shown = json.loads(self.sbx_env("config", "show", "--json", cwd=sub).stdout)
+        self.assertEqual(shown["project"], {"root": self.project, "trusted": True})
+        self.assertEqual(shown["ignored_project_files"], [decoy])
+
+
+    def test_landlock_refuses_a_trusted_project_it_cannot_protect(self):
+        """Landlock cannot keep .sbx read-only or uncreatable inside a writable root: in a
+        trusted project it is passed over, naming .sbx, even for a policy without protected
+        names of its own (fail closed, as for .git)."""
+        if "landlock" not in loaded_backends():
+            self.skipTest("the landlock backend is not loaded")
+        sub = os.path.join(self.project, "sub")
+        os.makedirs(sub)
+        policy = self.write_policy(json.dumps({
+            "version": 1, "filesystem": {"kind": "restricted", "protected_names": [],
+                                         "entries": [{"path": ":root", "access": "read"},
+                                                     {"path": ":cwd", "access": "write"}]}}))
+        self.assert_exit(self.sbx_env("config", "trust"), 0)
+        result = self.sbx_env("--backends", "landlock", "explain", "--json", "--policy", policy,
+                              cwd=sub)
+        self.assert_exit(result, 0)
+        explain = json.loads(result.stdout)
+        self.assertEqual(explain["final"], "none", explain)
+        reasons = " ".join(p["reason"] for p in explain["passed_over"])
+        self.assertIn(os.path.join(sub, ".sbx"), reasons)
+        result = self.sbx_env("--backends", "landlock", "exec", "--policy", policy, "--",
+                              "/bin/sh", "-c", "mkdir .sbx", cwd=sub)
+        self.assert_exit(result, 125)
+        self.assertFalse(os.path.exists(os.path.join(sub, ".sbx")))
+
 class Debug(SbxTestCase):
     def debug_plan(self, backend, *options):
         if backend not in loaded_backends():

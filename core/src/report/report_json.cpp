@@ -243,6 +243,7 @@ std::string explain_to_json(const ExplainReport& report, JsonStyle style) {
   settings["require_backend_available"] = report.settings.require_backend_available;
   settings["excluded_commands"] = string_array(report.settings.excluded_commands);
   settings["notes"] = string_array(report.settings.notes);
+  settings["ignored_project_files"] = string_array(report.settings.ignored_project_files);
   out["settings"] = std::move(settings);
   out["excluded_by"] = string_array(report.excluded_by);
   return report::render_json(out, style);

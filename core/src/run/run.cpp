@@ -12,14 +12,15 @@
 #include <utility>
 #include <vector>
 
-#include "sbx/core/win_path.hpp"
 #include "sbx/core/command_patterns.hpp"
 #include "sbx/core/created_names.hpp"
 #include "sbx/core/denial.hpp"
 #include "sbx/core/environment.hpp"
 #include "sbx/core/exit_codes.hpp"
+#include "sbx/core/program_trust.hpp"
 #include "sbx/core/runtime.hpp"
 #include "sbx/core/spawn.hpp"
+#include "sbx/core/win_path.hpp"
 
 namespace sbx {
 namespace {
@@ -42,12 +43,108 @@ std::string quoted_list(const std::vector<std::string>& items) {
   return out;
 }
 
-// Question 1, then the excluded commands of the settings: `excluded_by` gets the pattern of
-// each part when the command runs without a sandbox for that reason.
+// An excluded command that matched: the programs it runs, verified (program_trust.hpp).
+struct Exclusion {
+  std::vector<std::string> matched;  // the pattern of each part; empty: no exclusion applies
+  std::string program;               // the absolute path argv[0] runs by, never looked up again
+  std::string path_env;              // the PATH it gets: the entries the lookup searched
+  std::string refused;               // a match whose programs were refused: why
+};
+
+std::string env_path(const std::vector<std::string>& env) {
+  for (const std::string& entry : env) {
+    if (entry.rfind("PATH=", 0) == 0) return entry.substr(5);
+  }
+  return "/usr/bin:/bin";  // as resolve_command (spawn.cpp)
+}
+
+// A file a shell reads before the script (its startup file): refused when missing in a place
+// the sandbox could create it, or when any step to it is plantable.
+std::optional<std::string> startup_file_refusal(const std::string& what, const std::string& path,
+                                                const ResolvedPolicy& resolved,
+                                                const HostUser& user) {
+  // bash(1) INVOCATION: BASH_ENV "is subjected to parameter expansion, command substitution,
+  // and arithmetic expansion"; no such value is followed here.
+  if (path.empty() || path.front() != '/' || path.find_first_of("$`") != std::string::npos)
+    return what + " '" + path + "' cannot be verified";
+  Result<std::vector<PathStep>> steps = walk_path(path);
+  if (!steps.ok()) {
+    const std::size_t slash = path.rfind('/');
+    steps = walk_path(slash == 0 ? "/" : path.substr(0, slash));
+    if (!steps.ok()) return what + " " + path + ": " + steps.error();
+  }
+  if (std::optional<std::string> why = first_plantable(*steps, resolved, user))
+    return what + " " + path + " could have been planted by a sandboxed command: " + *why;
+  return std::nullopt;
+}
+
+// What a shell given `-c` reads before the script: bash(1) INVOCATION, a non-interactive bash
+// sources $BASH_ENV; zsh(1) STARTUP/SHUTDOWN FILES, every zsh sources $ZDOTDIR/.zshenv
+// (ZDOTDIR defaults to HOME). dash and ksh read $ENV only when interactive.
+std::optional<std::string> shell_startup_refusal(const std::vector<std::string>& argv,
+                                                 const std::vector<std::string>& env,
+                                                 const ResolvedPolicy& resolved,
+                                                 const HostUser& user) {
+  auto value = [&env](std::string_view name) -> std::optional<std::string> {
+    for (const std::string& entry : env) {
+      if (entry.size() > name.size() && entry.compare(0, name.size(), name) == 0 &&
+          entry[name.size()] == '=')
+        return entry.substr(name.size() + 1);
+    }
+    return std::nullopt;
+  };
+  if (std::optional<std::string> bash_env = value("BASH_ENV"); bash_env && !bash_env->empty()) {
+    if (auto why = startup_file_refusal("BASH_ENV", *bash_env, resolved, user)) return why;
+  }
+  const std::string& shell = argv[0];
+  if (shell.substr(shell.rfind('/') + 1) != "zsh") return std::nullopt;
+  std::optional<std::string> dir = value("ZDOTDIR");
+  if (!dir || dir->empty()) dir = value("HOME");
+  if (!dir || dir->empty()) return "zsh would read .zshenv from an unknown directory (no HOME)";
+  return startup_file_refusal("zsh's startup file", *dir + "/.zshenv", resolved, user);
+}
+
+// Every program the matched command runs must be one no sandbox could have planted: else the
+// match is refused and the command runs sandboxed (Exclusion::refused says why).
+Exclusion verify_exclusion(std::vector<std::string> matched,
+                           const std::vector<std::string>& command, const ResolvedPolicy& resolved,
+                           const std::string& cwd, const std::vector<std::string>& env) {
+  Exclusion out;
+  std::optional<std::vector<std::string>> programs = settings::programs_of(command);
+  if (!programs) {
+    out.refused = "the script changes directory and then names a program by a relative path";
+    return out;
+  }
+  const HostUser user = current_host_user();
+  const std::string path_env = env_path(env);
+  for (std::size_t i = 0; i < programs->size(); ++i) {
+    TrustedProgram found = find_trusted_program((*programs)[i], cwd, path_env, resolved, user);
+    if (!found.path) {
+      out.refused = found.refused;
+      return out;
+    }
+    if (i == 0) {
+      out.program = *found.path;
+      out.path_env = found.trusted_path_env;
+    }
+  }
+  if (settings::is_shell_script(command)) {
+    if (std::optional<std::string> why = shell_startup_refusal(command, env, resolved, user)) {
+      out.refused = *why;
+      return out;
+    }
+  }
+  out.matched = std::move(matched);
+  return out;
+}
+
+// Question 1, then the excluded commands of the settings: `exclusion` says what runs without a
+// sandbox for that reason, or why a match was refused.
 Result<SandboxDecision> decide_sandbox(const Policy& policy, SandboxPreference preference,
                                        const std::vector<std::string>& command,
                                        const SettingsSummary& settings,
-                                       std::vector<std::string>& excluded_by) {
+                                       const ResolvedPolicy& resolved, const std::string& cwd,
+                                       const std::vector<std::string>& env, Exclusion& exclusion) {
   Result<SandboxDecision> decision = should_sandbox(policy, preference);
   // A preference that came from a settings file says so: the reason names the flag it stands
   // for, which the caller did not give.
@@ -59,10 +156,17 @@ Result<SandboxDecision> decide_sandbox(const Policy& policy, SandboxPreference p
   std::optional<std::vector<std::string>> matched =
       excluded_command(policy, preference, command, settings);
   if (!matched) return decision;
-  excluded_by = *matched;
-  return SandboxDecision{false, "the command is an excluded command (settings "
-                                "excluded_commands: " +
-                                    quoted_list(*matched) + ")"};
+  const std::string patterns = quoted_list(*matched);
+  exclusion = verify_exclusion(std::move(*matched), command, resolved, cwd, env);
+  if (!exclusion.refused.empty()) {
+    decision->reason += "; the excluded command (settings excluded_commands: " + patterns +
+                        ") runs sandboxed: " + exclusion.refused;
+    return decision;
+  }
+  return SandboxDecision{false,
+                         "the command is an excluded command (settings "
+                         "excluded_commands: " +
+                             patterns + ")"};
 }
 
 bool stop(RunOutcome& out, RunStop why, std::string error) {
@@ -116,22 +220,33 @@ bool none_available(const RunRequest& request, std::vector<std::string> argv,
 // Everything before the run: question 1, argv[0], question 2, the plan (and its proxy).
 // false when the run stops (`out` says why).
 bool prepare(RunRequest& request, RunBackends& backends, RunOutcome& out, Prepared& prepared) {
-  Result<SandboxDecision> decision = decide_sandbox(request.policy, request.preference,
-                                                    request.command, request.settings,
-                                                    out.report.excluded_by);
-  if (!decision.ok()) return stop(out, RunStop::kInvalidRequest, decision.error());
-  out.report.should_sandbox = decision->sandbox;
-  out.report.reason = decision->reason;
   // The policy's /environment (secrets dropped by default) on every path, sandboxed or not;
   // sbx's own proxy variables are added by plan_run.
   std::vector<std::string> env =
       filter_environment(request.policy.environment, request.environment).env;
   if (kHostPathStyle == PathStyle::kPosix)
     point_pwd_at_working_directory(env, request.policy.environment, request.cwd);
+  Exclusion exclusion;
+  Result<SandboxDecision> decision =
+      decide_sandbox(request.policy, request.preference, request.command, request.settings,
+                     request.resolved, request.cwd, env, exclusion);
+  if (!decision.ok()) return stop(out, RunStop::kInvalidRequest, decision.error());
+  out.report.should_sandbox = decision->sandbox;
+  out.report.reason = decision->reason;
+  out.report.excluded_by = exclusion.matched;
   if (request.command.empty()) return stop(out, RunStop::kInvalidRequest, "no command given");
+  std::vector<std::string> argv = request.command;
+  if (!exclusion.matched.empty()) {
+    // Run by the path that was verified, with the PATH that was searched: nothing is looked
+    // up again, and what the command looks up agrees with the lookup that verified it.
+    argv[0] = exclusion.program;
+    std::erase_if(env, [](const std::string& entry) { return entry.rfind("PATH=", 0) == 0; });
+    env.push_back("PATH=" + exclusion.path_env);
+    prepared.plan = direct_plan(request, std::move(argv), std::move(env), decision->reason);
+    return true;
+  }
   Result<std::string> path = resolve_command(request.command[0], request.cwd, env);
   if (!path.ok()) return stop(out, RunStop::kCommandNotFound, path.error());
-  std::vector<std::string> argv = request.command;
   argv[0] = *path;
   if (!decision->sandbox) {
     prepared.plan = direct_plan(request, std::move(argv), std::move(env), decision->reason);
@@ -328,8 +443,12 @@ ExplainReport explain_run(const Policy& policy, const ResolvedPolicy& resolved,
   ExplainReport report;
   report.preference = preference;
   report.settings = settings;
+  // The command's environment, for the lookup of an excluded command's programs.
+  std::vector<std::string> env = filter_environment(policy.environment, environment).env;
+  Exclusion exclusion;
   Result<SandboxDecision> decision =
-      decide_sandbox(policy, preference, command, settings, report.excluded_by);
+      decide_sandbox(policy, preference, command, settings, resolved, resolved.cwd, env, exclusion);
+  report.excluded_by = exclusion.matched;
   if (decision.ok()) {
     report.decision = *decision;
   } else {

@@ -224,7 +224,39 @@ bool is_shell(const std::string& program) {
   return name == "sh" || name == "bash" || name == "dash" || name == "zsh" || name == "ksh";
 }
 
+// Builtins of every shell is_shell names (dash(1), bash(1) "SHELL BUILTIN COMMANDS",
+// zshbuiltins(1), ksh(1)) that run no other program: the shell never looks them up in PATH.
+bool is_plain_builtin(const std::string& word) {
+  return word == "cd" || word == "echo" || word == "printf" || word == "pwd" || word == "test" ||
+         word == "true" || word == "false" || word == ":";
+}
+
+bool relative_path(const std::string& word) {
+  return word.find('/') != std::string::npos && word.front() != '/';
+}
+
 }  // namespace
+
+bool is_shell_script(const std::vector<std::string>& argv) {
+  return argv.size() >= 3 && is_shell(argv[0]) && argv[1] == "-c";
+}
+
+std::optional<std::vector<std::string>> programs_of(const std::vector<std::string>& argv) {
+  if (argv.empty()) return std::nullopt;
+  std::vector<std::string> programs{argv[0]};
+  if (!is_shell_script(argv)) return programs;
+  std::optional<std::vector<SimpleCommand>> parts = split_shell_command(argv[2]);
+  if (!parts) return std::nullopt;
+  bool changes_directory = false;
+  for (const SimpleCommand& part : *parts) {
+    if (part.empty()) return std::nullopt;
+    const std::string& word = part.front();
+    if (word == "cd") changes_directory = true;
+    if (changes_directory && relative_path(word)) return std::nullopt;
+    if (!is_plain_builtin(word)) programs.push_back(word);
+  }
+  return programs;
+}
 
 std::optional<std::vector<SimpleCommand>> split_shell_command(std::string_view script) {
   return Splitter(script).run();
@@ -249,7 +281,7 @@ std::optional<std::vector<std::string>> match_excluded_command(
     const std::vector<std::string>& argv, const std::vector<std::string>& patterns) {
   if (argv.empty() || patterns.empty()) return std::nullopt;
   std::vector<SimpleCommand> parts;
-  if (argv.size() >= 3 && is_shell(argv[0]) && argv[1] == "-c") {
+  if (is_shell_script(argv)) {
     std::optional<std::vector<SimpleCommand>> split = split_shell_command(argv[2]);
     if (!split) return std::nullopt;
     parts = std::move(*split);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 #endif
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -125,20 +126,6 @@ Result<std::optional<std::string>> read_plain(const std::string& path) {
 
 #endif  // _WIN32
 
-// The directory holding .sbx/settings.json: the cwd or the nearest directory above it.
-std::optional<std::string> find_project(const std::string& cwd) {
-  std::string dir = cwd;
-  while (!dir.empty()) {
-    if (exists(policy::path::join(dir, std::string(kProjectFile)))) return dir;
-    if (dir == "/") break;
-    const std::size_t slash = dir.rfind('/');
-    // A Windows drive root ("C:") has no parent: stop there, as at "/".
-    if (slash == std::string::npos) break;
-    dir = slash == 0 ? "/" : dir.substr(0, slash);
-  }
-  return std::nullopt;
-}
-
 std::string real_or_same(const std::string& path) {
   return policy::path::real_path(path).value_or(path);
 }
@@ -151,6 +138,55 @@ bool is_trusted(const std::string& root, const std::vector<std::string>& trusted
   return false;
 }
 
+std::optional<std::string> parent_dir(const std::string& dir) {
+  if (dir == "/") return std::nullopt;
+  const std::size_t slash = dir.rfind('/');
+  // A Windows drive root ("C:") has no parent: stop there, as at "/".
+  if (slash == std::string::npos) return std::nullopt;
+  return slash == 0 ? "/" : dir.substr(0, slash);
+}
+
+// Where the project settings come from.
+struct ProjectSearch {
+  std::optional<std::string> root;  // the project: the trusted one, else the nearest untrusted
+  bool trusted = false;
+  // The untrusted .sbx/settings.json files between the cwd and the project, nearest first:
+  // never read. A sandboxed command can write one into any directory it can write, and if the
+  // nearest file alone counted, such a decoy would take the trusted project's place (and its
+  // deny entries with it).
+  std::vector<std::string> ignored;
+};
+
+// The nearest directory at or above the cwd that holds .sbx/settings.json and is trusted;
+// untrusted ones on the way are passed over. With no trusted one, the nearest untrusted one is
+// the (ignored) project.
+ProjectSearch find_project(const std::string& cwd, const std::vector<std::string>& trusted) {
+  ProjectSearch out;
+  std::optional<std::string> nearest;
+  for (std::optional<std::string> dir = cwd; dir && !dir->empty(); dir = parent_dir(*dir)) {
+    const std::string file = policy::path::join(*dir, std::string(kProjectFile));
+    if (!exists(file)) continue;
+    if (is_trusted(*dir, trusted)) {
+      out.root = *dir;
+      out.trusted = true;
+      return out;
+    }
+    if (!nearest) nearest = *dir;
+    out.ignored.push_back(file);
+  }
+  out.root = nearest;
+  return out;
+}
+
+// True if a trusted project holds the cwd (with a settings file or not).
+bool inside_trusted_project(const std::string& cwd, const std::vector<std::string>& trusted) {
+  for (const std::string& dir : trusted) {
+    const std::string real = real_or_same(dir);
+    if (cwd == real || real == "/" || cwd.rfind(real + "/", 0) == 0) return true;
+  }
+  return false;
+}
+
 Result<ScopeSettings> parse_file(const std::string& text, Scope scope, const std::string& path) {
   Result<ScopeSettings> parsed = parse_settings(text, scope);
   if (!parsed)
@@ -159,7 +195,10 @@ Result<ScopeSettings> parse_file(const std::string& text, Scope scope, const std
   return parsed;
 }
 
-// The files the next run would read once they exist (Settings::absent_files).
+// The files the next run would read once they exist (Settings::absent_files): the user file,
+// and the settings file of every trusted project, wherever the cwd is. A run in one trusted
+// project could otherwise create the settings of another one below its writable roots (a
+// nested trusted project, say), which the next run there would read as trusted.
 std::vector<std::string> absent_files(const Sources& sources, const std::vector<std::string>& trusted) {
   std::vector<std::string> out;
   // Not the managed file: only root can create /etc/sbx, and a command given write access to
@@ -167,11 +206,23 @@ std::vector<std::string> absent_files(const Sources& sources, const std::vector<
   if (!sources.user_file.empty() && sources.user_file.front() == '/' && !exists(sources.user_file))
     out.push_back(sources.user_file);
   for (const std::string& dir : trusted) {
-    const std::string real = real_or_same(dir);
-    const bool at_or_above = sources.cwd == real || real == "/" ||
-                             sources.cwd.rfind(real + "/", 0) == 0;
-    const std::string file = policy::path::join(real, std::string(kProjectFile));
-    if (at_or_above && !exists(file)) out.push_back(file);
+    const std::string file = policy::path::join(real_or_same(dir), std::string(kProjectFile));
+    if (!exists(file)) out.push_back(file);
+  }
+  return out;
+}
+
+// The existing settings files of trusted projects this run does not read
+// (Settings::guarded_files), for the same reason.
+std::vector<std::string> guarded_files(const std::vector<std::string>& trusted,
+                                       const std::vector<Sourced<std::string>>& read) {
+  std::vector<std::string> out;
+  for (const std::string& dir : trusted) {
+    const std::string file =
+        real_or_same(policy::path::join(real_or_same(dir), std::string(kProjectFile)));
+    const bool is_read = std::any_of(
+        read.begin(), read.end(), [&](const Sourced<std::string>& f) { return f.value == file; });
+    if (exists(file) && !is_read) out.push_back(file);
   }
   return out;
 }
@@ -214,35 +265,37 @@ Result<Settings> load_settings(const Sources& sources, const ScopeSettings* call
     files.push_back({real_or_same(sources.user_file), Scope::kUser});
   }
   std::vector<std::string> notes;
-  const std::optional<std::string> project = find_project(sources.cwd);
-  bool project_trusted = false;
-  if (project) {
-    const std::string path = policy::path::join(*project, std::string(kProjectFile));
-    project_trusted = is_trusted(*project, trusted);
-    if (!project_trusted) {
-      // Never read: an untrusted repository must not widen its own sandbox (nor fail the run
-      // with a file it wrote).
-      notes.push_back("project settings " + path + " ignored: " + *project +
-                      " is not a trusted project (trust it with `sbx config trust " + *project +
-                      "`)");
-    } else {
-      Result<std::optional<std::string>> text = read_plain(path);
-      if (!text) return Error{text.error()};
-      if (*text) {
-        Result<ScopeSettings> parsed = parse_file(**text, Scope::kProject, path);
-        if (!parsed) return Error{parsed.error()};
-        scopes.emplace_back(Scope::kProject, std::move(*parsed));
-        files.push_back({real_or_same(path), Scope::kProject});
-      }
+  const ProjectSearch project = find_project(sources.cwd, trusted);
+  for (const std::string& file : project.ignored) {
+    const std::string dir = file.substr(0, file.size() - kProjectFile.size() - 1);
+    // Never read: an untrusted repository must not widen its own sandbox (nor fail the run
+    // with a file it wrote), nor hide a trusted project's settings.
+    notes.push_back("project settings " + file + " ignored: " + dir + " is not a trusted project" +
+                    (project.trusted
+                         ? "; the settings of the trusted project " + *project.root + " apply"
+                         : " (trust it with `sbx config trust " + dir + "`)"));
+  }
+  if (project.trusted) {
+    const std::string path = policy::path::join(*project.root, std::string(kProjectFile));
+    Result<std::optional<std::string>> text = read_plain(path);
+    if (!text) return Error{text.error()};
+    if (*text) {
+      Result<ScopeSettings> parsed = parse_file(**text, Scope::kProject, path);
+      if (!parsed) return Error{parsed.error()};
+      scopes.emplace_back(Scope::kProject, std::move(*parsed));
+      files.push_back({real_or_same(path), Scope::kProject});
     }
   }
   if (caller != nullptr) scopes.emplace_back(Scope::kCommandLine, *caller);
   Result<Settings> merged = merge_settings(scopes);
   if (!merged) return merged;
   merged->absent_files = absent_files(sources, trusted);
+  merged->guarded_files = guarded_files(trusted, files);
   merged->files = std::move(files);
-  merged->project_root = project;
-  merged->project_trusted = project_trusted;
+  merged->project_root = project.root;
+  merged->project_trusted = project.trusted;
+  merged->ignored_project_files = project.ignored;
+  merged->inside_trusted_project = inside_trusted_project(sources.cwd, trusted);
   merged->notes.insert(merged->notes.begin(), notes.begin(), notes.end());
   return merged;
 }

@@ -187,6 +187,17 @@ Result<Policy> with_mandatory_denies(const Locks& locks, Policy policy) {
   return out;
 }
 
+// Inside a trusted project, .sbx below each writable root is protected like .git
+// (resolution/protected.cpp): a sandboxed command can neither change nor create one, so it
+// cannot plant project settings (or a decoy in a subdirectory that is a writable root) for the
+// next run. A backend that cannot keep protected names (Landlock) refuses the policy, as it
+// does for .git.
+void protect_project_settings(Policy& policy) {
+  std::vector<std::string>& names = policy.filesystem.protected_names;
+  if (std::find(names.begin(), names.end(), kProjectSettingsDir) == names.end())
+    names.emplace_back(kProjectSettingsDir);
+}
+
 }  // namespace
 
 Result<Settings> merge_settings(const std::vector<std::pair<Scope, ScopeSettings>>& input) {
@@ -275,6 +286,7 @@ Result<Decided> decide(const Settings& settings, const Overrides& overrides, Pol
   Result<Policy> final_policy = with_mandatory_denies(locks, std::move(policy));
   if (!final_policy) return Error{final_policy.error()};
   out.policy = std::move(*final_policy);
+  if (settings.inside_trusted_project) protect_project_settings(out.policy);
   return out;
 }
 
@@ -287,6 +299,7 @@ SettingsSummary summarize(const Settings& settings, const Decided& decided) {
   out.require_backend_available = decided.require_backend_available;
   out.excluded_commands = decided.excluded_commands;
   out.notes = settings.notes;
+  out.ignored_project_files = settings.ignored_project_files;
   return out;
 }
 

@@ -155,6 +155,7 @@ std::string settings_to_json(const Settings& settings) {
       {"root", settings.project_root ? json::value(*settings.project_root) : json::value(nullptr)},
       {"trusted", settings.project_trusted}};
   out["notes"] = report::string_array(settings.notes);
+  out["ignored_project_files"] = report::string_array(settings.ignored_project_files);
   return report::render_json(std::move(out), JsonStyle::kPretty);
 }
 

@@ -157,6 +157,26 @@ TEST(ExcludedCommand, EveryPartMustMatch) {
   EXPECT_EQ(match_excluded_command({}, patterns), std::nullopt);
 }
 
+// The programs a matched command runs (program_trust.hpp verifies each before it runs
+// unsandboxed): argv[0], and in a shell script every simple command's first word but the
+// builtins that run nothing.
+TEST(ProgramsOf, TheShellAndEveryProgramItLooksUp) {
+  using Programs = std::optional<std::vector<std::string>>;
+  EXPECT_EQ(programs_of({"git", "status"}), Programs({"git"}));
+  EXPECT_EQ(programs_of({"./bin/sh", "-c", "ls"}), Programs({"./bin/sh", "ls"}));
+  EXPECT_EQ(programs_of({"/bin/bash", "-c", "echo a && git status | wc -l; true"}),
+            Programs({"/bin/bash", "git", "wc"}));
+  EXPECT_EQ(programs_of({"sh", "-c", "./x && cd sub"}), Programs({"sh", "./x"}));
+  // After a cd, a relative program names a file this lookup cannot tell.
+  EXPECT_EQ(programs_of({"sh", "-c", "cd sub && ./x"}), std::nullopt);
+  EXPECT_EQ(programs_of({"sh", "-c", "cd sub && bin/x"}), std::nullopt);
+  EXPECT_EQ(programs_of({"sh", "-c", "cd sub && /bin/ls"}), Programs({"sh", "/bin/ls"}));
+  EXPECT_EQ(programs_of({"sh", "-c", "ls $(x)"}), std::nullopt);
+  EXPECT_EQ(programs_of({}), std::nullopt);
+  // Not a shell script: one program, its arguments are not looked at.
+  EXPECT_EQ(programs_of({"python3", "-c", "ls"}), Programs({"python3"}));
+}
+
 // The run pipeline's rule (run.hpp excluded_command): only with auto, only when the settings
 // permit unsandboxed runs, never for a policy with deny entries or network mode proxy.
 TEST(ExcludedCommand, OnlyWhenTheSettingsAndThePolicyAllowIt) {

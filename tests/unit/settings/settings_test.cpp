@@ -2,10 +2,13 @@
 // scope), each administrator lock refusing what asks for more with the lock named, the managed
 // file's trust checks against hostile files, untrusted projects skipped with a note, and
 // `config trust`.
+#include "sbx/core/settings.hpp"
+
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <filesystem>
 #include <string>
@@ -14,7 +17,6 @@
 
 #include "sbx/core/permissions.hpp"
 #include "sbx/core/resolve.hpp"
-#include "sbx/core/settings.hpp"
 #include "sbx_test/files.hpp"
 #include "sbx_test/temp_dir.hpp"
 
@@ -523,6 +525,107 @@ TEST_F(Files, ATrustedProjectIsMergedAfterTheUser) {
   EXPECT_EQ(shown.at("sandbox").at("scope"), "project");
   EXPECT_EQ(shown.at("sandbox").at("value"), "require");
   EXPECT_EQ(shown.at("project").at("trusted"), true);
+}
+
+// Issue #32 finding 4: a sandboxed run writes sub/.sbx/settings.json ("{}"); the next run in
+// sub/ must still use the trusted project's settings, and report the decoy it ignored.
+TEST_F(Files, ADecoyCloserThanTheTrustedProjectIsIgnoredAndReported) {
+  fs::create_directories(tmp_.path() + "/work/repo/.sbx");
+  fs::create_directories(tmp_.path() + "/work/repo/sub/.sbx");
+  write(tmp_.path() + "/work/repo/.sbx/settings.json", R"({"sandbox":"require"})");
+  const std::string decoy = tmp_.path() + "/work/repo/sub/.sbx/settings.json";
+  write(decoy, "{}");
+  // Without trust, the nearest file is the (ignored) project, and both are reported.
+  Result<Settings> untrusted = load_settings(sources_);
+  ASSERT_TRUE(untrusted.ok()) << untrusted.error();
+  EXPECT_FALSE(untrusted->project_trusted);
+  EXPECT_EQ(untrusted->project_root, tmp_.path() + "/work/repo/sub");
+  EXPECT_EQ(untrusted->ignored_project_files,
+            (std::vector<std::string>{decoy, tmp_.path() + "/work/repo/.sbx/settings.json"}));
+  EXPECT_FALSE(untrusted->inside_trusted_project);
+  ASSERT_TRUE(trust_project(sources_.user_file, tmp_.path() + "/work/repo").ok());
+  Result<Settings> loaded = load_settings(sources_);
+  ASSERT_TRUE(loaded.ok()) << loaded.error();
+  EXPECT_TRUE(loaded->project_trusted);
+  EXPECT_EQ(loaded->project_root, tmp_.path() + "/work/repo");
+  EXPECT_EQ(loaded->sandbox.value, SandboxPreference::kRequire);
+  EXPECT_EQ(loaded->sandbox.scope, Scope::kProject);
+  EXPECT_EQ(loaded->ignored_project_files, std::vector<std::string>{decoy});
+  ASSERT_EQ(loaded->notes.size(), 1u);
+  EXPECT_NE(loaded->notes[0].find(decoy + " ignored"), std::string::npos) << loaded->notes[0];
+  EXPECT_NE(loaded->notes[0].find("the settings of the trusted project " + tmp_.path() +
+                                  "/work/repo apply"),
+            std::string::npos)
+      << loaded->notes[0];
+  // Even a decoy that is invalid JSON is never read.
+  write(decoy, "{not json");
+  EXPECT_EQ(load_error(), "(accepted)");
+  // explain and config show report it.
+  const boost::json::value shown = boost::json::parse(settings_to_json(*loaded));
+  EXPECT_EQ(shown.at("ignored_project_files").as_array().size(), 1u);
+  EXPECT_EQ(shown.at("project").at("root").as_string(), tmp_.path() + "/work/repo");
+}
+
+// Inside a trusted project (with a settings file or not) ".sbx" becomes a protected name of the
+// final policy, like ".git"; elsewhere the policy is left as it is.
+TEST_F(Files, InsideATrustedProjectDotSbxIsAProtectedName) {
+  auto names = [&]() {
+    Result<Settings> loaded = load_settings(sources_);
+    EXPECT_TRUE(loaded.ok()) << loaded.error();
+    Result<Decided> decided = decide(*loaded, Overrides{}, base_policy(*loaded, {}).value);
+    EXPECT_TRUE(decided.ok()) << decided.error();
+    return decided->policy.filesystem.protected_names;
+  };
+  EXPECT_EQ(names(), default_protected_names());
+  ASSERT_TRUE(trust_project(sources_.user_file, tmp_.path() + "/work/repo").ok());
+  std::vector<std::string> expected = default_protected_names();
+  expected.emplace_back(".sbx");
+  EXPECT_EQ(names(), expected);
+  // What the protected name does for the sandbox: R/.sbx is a protected path of every
+  // writable root R, missing or not (resolution/protected.cpp).
+  Result<Settings> loaded = load_settings(sources_);
+  ASSERT_TRUE(loaded.ok()) << loaded.error();
+  Result<Decided> decided = decide(*loaded, Overrides{}, base_policy(*loaded, {}).value);
+  ASSERT_TRUE(decided.ok()) << decided.error();
+  ResolveContext context;
+  context.cwd = sources_.cwd;
+  context.home = tmp_.path() + "/home";
+  Result<ResolvedPolicy> resolved = resolve_policy(decided->policy, context);
+  ASSERT_TRUE(resolved.ok()) << resolved.error();
+  EXPECT_TRUE(
+      std::any_of(resolved->protected_paths.begin(), resolved->protected_paths.end(),
+                  [&](const ProtectedPath& p) { return p.path == sources_.cwd + "/.sbx"; }));
+}
+
+// A run in one trusted project must not write another trusted project's settings below its
+// writable roots: a nested trusted project's existing file is kept read-only, a missing one
+// uncreatable, although this run does not read either.
+TEST_F(Files, NestedTrustedProjectsSettingsAreGuardedToo) {
+  const std::string repo = tmp_.path() + "/work/repo";
+  fs::create_directories(repo + "/sub/.sbx");
+  fs::create_directories(repo + "/other");
+  write(repo + "/sub/.sbx/settings.json", R"({"sandbox":"require"})");
+  ASSERT_TRUE(trust_project(sources_.user_file, repo).ok());
+  ASSERT_TRUE(trust_project(sources_.user_file, repo + "/sub").ok());
+  ASSERT_TRUE(trust_project(sources_.user_file, repo + "/other").ok());
+  sources_.cwd = repo;
+  Result<Settings> loaded = load_settings(sources_);
+  ASSERT_TRUE(loaded.ok()) << loaded.error();
+  EXPECT_EQ(loaded->guarded_files, std::vector<std::string>{repo + "/sub/.sbx/settings.json"});
+  EXPECT_EQ(loaded->absent_files, (std::vector<std::string>{repo + "/.sbx/settings.json",
+                                                            repo + "/other/.sbx/settings.json"}));
+  ResolveContext context;
+  context.cwd = repo;
+  context.home = tmp_.path() + "/home";
+  for (const auto& file : loaded->files) context.settings_files.push_back(file.value);
+  for (const auto& file : loaded->guarded_files) context.settings_files.push_back(file);
+  context.absent_settings_files = loaded->absent_files;
+  Result<ResolvedPolicy> resolved =
+      resolve_policy(preset_policy("workspace-write").value(), context);
+  ASSERT_TRUE(resolved.ok()) << resolved.error();
+  EXPECT_EQ(rule_access(*resolved, repo + "/sub/.sbx/settings.json"), Access::kRead);
+  EXPECT_TRUE(std::any_of(resolved->protected_paths.begin(), resolved->protected_paths.end(),
+                          [&](const ProtectedPath& p) { return p.path == repo + "/other/.sbx"; }));
 }
 
 TEST_F(Files, TrustRefusesAnInvalidUserFile) {

@@ -2,7 +2,8 @@
 // when the merged settings permit unsandboxed runs and the policy has nothing only a sandbox
 // can hold (run.hpp never_unsandboxed). A command given as `sh -c SCRIPT` (bash, dash, zsh,
 // ksh too) is split into its simple commands by a conservative shell-syntax splitter, and every
-// one must match; anything the splitter is not sure about means "sandbox". Pure.
+// one must match; anything the splitter is not sure about means "sandbox". Pure. A match names
+// words, not files: the programs it would run are verified before (program_trust.hpp).
 //
 // Patterns, compared with the command's words (quotes removed, joined by one space):
 //   "git status"   exact: these words and no others
@@ -36,5 +37,16 @@ bool command_pattern_matches(std::string_view pattern, const SimpleCommand& word
 // when some part matches none, the script is in doubt, or there are no patterns.
 std::optional<std::vector<std::string>> match_excluded_command(
     const std::vector<std::string>& argv, const std::vector<std::string>& patterns);
+
+// True for `SHELL -c SCRIPT ...` with SHELL (by its last path component) one the splitter
+// reads: sh, bash, dash, zsh, ksh.
+bool is_shell_script(const std::vector<std::string>& argv);
+
+// The programs a matched excluded command runs, as named (program_trust.hpp verifies each):
+// argv[0], then for `sh -c SCRIPT` the first word of each simple command the shell does not run
+// itself (its builtins cd, echo, printf, pwd, test, true, false and ':' are not looked up).
+// nullopt when the script cannot be split, or when it changes directory (cd) and names a
+// program by a relative path: which file that is depends on where the shell is by then.
+std::optional<std::vector<std::string>> programs_of(const std::vector<std::string>& argv);
 
 }  // namespace sbx::settings

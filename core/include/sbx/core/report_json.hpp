@@ -58,6 +58,8 @@ struct SettingsSummary {
   bool require_backend_available = false;  // the administrator's lock of that name
   std::vector<std::string> excluded_commands{};  // the patterns in effect
   std::vector<std::string> notes{};              // e.g. an untrusted project file was skipped
+  // Untrusted .sbx/settings.json files that were not read (settings.hpp), nearest first.
+  std::vector<std::string> ignored_project_files{};
 };
 
 // Everything `sbx explain` decides. `decision` is nullopt when should_sandbox refused the
@@ -92,7 +94,8 @@ std::string final_backend(const ExplainReport& report);
 //  "cgroups":{"available","kind","parent","reason"},"limits":[{"name","value","enforced","how"}],
 //  "environment":{"inherit","keep","exclude","include_only","set":[names],"removed":[names]},
 //  "settings":{"policy_scope","sandbox_scope","unsandboxed_permitted","escape_hatch_locked",
-//   "require_backend_available","excluded_commands":[patterns],"notes":[string]},
+//   "require_backend_available","excluded_commands":[patterns],"notes":[string],
+//   "ignored_project_files":[path]},
 //  "excluded_by":[pattern per part of the command]}
 // (set lists only the names: a value may be a secret the policy sets on purpose)
 // should_sandbox is null when the decision was an error (reason then holds the error).

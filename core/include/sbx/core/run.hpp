@@ -108,7 +108,9 @@ std::optional<std::string> never_unsandboxed(const Policy& policy);
 // The excluded-command pattern each part of `command` matches (command_patterns.hpp), when it
 // is to run without a sandbox for that reason: the preference is auto, the settings permit
 // unsandboxed runs, the policy has nothing only a sandbox can hold (never_unsandboxed) and
-// every part matches. nullopt otherwise: the command runs as question 1 says.
+// every part matches. nullopt otherwise: the command runs as question 1 says. This matches
+// names only: the run then verifies the programs a match would run (program_trust.hpp) and
+// keeps the sandbox, saying why in the reason, when any could have been planted.
 std::optional<std::vector<std::string>> excluded_command(const Policy& policy,
                                                          SandboxPreference preference,
                                                          const std::vector<std::string>& command,

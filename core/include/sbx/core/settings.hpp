@@ -7,10 +7,14 @@
 //                unsafe file is an error, never skipped. The only scope that may hold "locks".
 //   user         $XDG_CONFIG_HOME/sbx/settings.json (default ~/.config/sbx/settings.json). The
 //                only scope that may hold "trusted_projects".
-//   project      .sbx/settings.json in the working directory or the nearest directory above
-//                it; read only when that directory is one of the user's trusted_projects
-//                (an untrusted repository must not widen its own sandbox), else skipped with a
-//                note.
+//   project      .sbx/settings.json of the nearest trusted project: the working directory or
+//                the nearest directory above it that holds one and is one of the user's
+//                trusted_projects (an untrusted repository must not widen its own sandbox).
+//                Untrusted files on the way are never read, each reported with a note: a
+//                sandboxed command can write sub/.sbx/settings.json, and that decoy must not
+//                take the trusted project's place. Inside a trusted project, ".sbx" is a
+//                protected name of the final policy (like ".git"), so a sandboxed command
+//                cannot create or change .sbx under its writable roots.
 //   command line the flags (or the C API caller's arguments).
 //
 // Merge: "policy" is the widen() (permissions.hpp) of every scope's policy, in the order above,
@@ -35,6 +39,9 @@
 #include "sbx/sdk/result.hpp"
 
 namespace sbx::settings {
+
+// The directory of a project's settings (".sbx/settings.json").
+inline constexpr std::string_view kProjectSettingsDir = ".sbx";
 
 enum class Scope { kBuiltin, kManaged, kUser, kProject, kCommandLine };
 // "built-in", "managed", "user", "project", "command line".
@@ -121,11 +128,24 @@ struct Settings {
   // Files read, scope by scope (real paths; resolution keeps them read-only in the sandbox).
   std::vector<Sourced<std::string>> files;
   // Files that would be read if they existed: the user file when missing, and
-  // .sbx/settings.json of each trusted project at or above the cwd that has none. Resolution
-  // keeps them uncreatable, so a command cannot plant settings for the next run.
+  // .sbx/settings.json of each trusted project that has none (wherever it is: a run in one
+  // trusted project must not create another's). Resolution keeps them uncreatable, so a
+  // command cannot plant settings for the next run.
   std::vector<std::string> absent_files;
-  std::optional<std::string> project_root;  // the directory holding .sbx/, trusted or not
+  // The existing settings files of trusted projects that this run does not read (real paths):
+  // kept read-only like `files`, so a run cannot rewrite the settings of another trusted
+  // project (one below its writable roots) for the next run there.
+  std::vector<std::string> guarded_files;
+  // The trusted project whose file was read, else the nearest directory holding an untrusted
+  // .sbx/settings.json (not read).
+  std::optional<std::string> project_root;
   bool project_trusted = false;
+  // Untrusted .sbx/settings.json files at or above the cwd, below the project (or all of them
+  // without a trusted one), nearest first: ignored, each with a note.
+  std::vector<std::string> ignored_project_files;
+  // A trusted project holds the cwd (whether or not it has a settings file): decide() adds
+  // ".sbx" to the protected names.
+  bool inside_trusted_project = false;
   std::vector<std::string> notes;  // e.g. an untrusted project file that was skipped
 };
 

@@ -1,0 +1,86 @@
+// Excluded commands run only programs a sandbox could not have planted (docs/ARCHITECTURE.md,
+// "Settings scopes and administrator locks"). An excluded command runs without a sandbox, so
+// the program it names must be one no sandboxed command could have written or swapped: a
+// sandboxed run that writes ./bin/sh, or a `git` in a PATH directory inside a writable root,
+// must not run unsandboxed on the next call because its *name* matches a pattern.
+//
+// Two halves, kept apart like the rest of sbx (pure decisions, OS work at the edge):
+//  - plantable() (pure, program_trust.cpp): could the sandbox of a policy change one step of a
+//    path walk?
+//  - find_trusted_program() (OS, program_lookup.cpp): resolves the command's first word to an
+//    absolute path like a shell would, but walks every component itself (lstat, readlink), so
+//    that each directory consulted on the way (symlinks followed, every directory of every
+//    symlink's target included) and the program file are judged by plantable(). PATH entries
+//    with a plantable step are skipped. The program is then run by the returned path, never
+//    looked up again.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sbx/sdk/result.hpp"
+#include "sbx/sdk/types.hpp"
+
+namespace sbx {
+
+// One directory a path walk looked a name up in, or the file it ended at, as lstat(2) saw it.
+// A symlink followed is not a step of its own: it can only be repointed through the directory
+// holding it, which is one.
+struct PathStep {
+  std::string path;  // absolute, symlink-free
+  bool directory = false;
+  std::uint32_t owner = 0;
+  std::uint32_t group = 0;
+  std::uint32_t mode = 0;  // st_mode
+};
+
+// Who would run the program: the effective uid.
+struct HostUser {
+  std::uint32_t uid = 0;
+};
+
+// Why the sandbox of `policy` could change `step` (a directory's entries, the file's content),
+// or nullopt. The sandbox can write only what both allow: the policy (a write rule covering the
+// path, or a filesystem it does not restrict) and the host (root; the owner's write bit for
+// the owner; for anyone else the group or the other write bit, whatever their groups: the group
+// bits are the mask of any ACL entry (acl(5)), so a named ACL entry can grant write only when
+// the group write bit is set). Linux backends and Seatbelt only take rights away.
+std::optional<std::string> plantable(const PathStep& step, const ResolvedPolicy& policy,
+                                     const HostUser& user);
+
+// The first `plantable` reason among `steps`, naming the step.
+std::optional<std::string> first_plantable(const std::vector<PathStep>& steps,
+                                           const ResolvedPolicy& policy, const HostUser& user);
+
+// What find_trusted_program found.
+struct TrustedProgram {
+  std::optional<std::string> path;  // absolute; set when the program may run unsandboxed
+  std::string refused;              // else why not (the program could have been planted, ...)
+  // PATH without the entries that were skipped (relative, or with a plantable step): the PATH
+  // an unsandboxed excluded command gets, so that what it looks up agrees with this lookup.
+  std::string trusted_path_env;
+  std::vector<std::string> skipped_path_entries;
+};
+
+// This process's user (geteuid).
+HostUser current_host_user();
+
+// Resolves `command` (a name containing '/' is a path, relative to `cwd`; else searched in
+// `path_env`, PATH's value) for a run without a sandbox under `policy`. Relative PATH entries
+// (empty ones included: the working directory) and entries with a plantable step are skipped;
+// the program is refused when any step to it is plantable, when it is not found in the other
+// entries, or when it is not an executable regular file. On Windows nothing is verified yet,
+// so every program is refused (the command runs sandboxed).
+TrustedProgram find_trusted_program(const std::string& command, const std::string& cwd,
+                                    const std::string& path_env, const ResolvedPolicy& policy,
+                                    const HostUser& user);
+
+// The walk find_trusted_program makes, exposed for tests: every step from "/" to the file or
+// directory `path` (absolute) names, symlinks followed (at most 40, as the kernel's
+// MAXSYMLINKS); an Error when a component is missing, not a directory, or a loop.
+Result<std::vector<PathStep>> walk_path(const std::string& path);
+
+}  // namespace sbx

@@ -1,0 +1,183 @@
+// Excluded commands run only programs no sandbox could have planted (sbx/core/program_trust.hpp,
+// issue #32 finding 3): the pure judgement of one step (plantable), then the walk and the PATH
+// search on real files in a temporary directory the test policy makes writable.
+#include "sbx/core/program_trust.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sbx_test/temp_dir.hpp"
+
+namespace sbx {
+namespace {
+
+namespace fs = std::filesystem;
+
+ResolvedPolicy writable(const std::vector<std::string>& roots) {
+  ResolvedPolicy policy;
+  policy.filesystem_kind = FilesystemKind::kRestricted;
+  policy.rules.push_back(PathRule{"/", Access::kRead});
+  for (const std::string& root : roots) policy.rules.push_back(PathRule{root, Access::kWrite});
+  return policy;
+}
+
+PathStep dir(const std::string& path, std::uint32_t owner, std::uint32_t mode) {
+  return PathStep{path, true, owner, owner, S_IFDIR | mode};
+}
+
+TEST(Plantable, BothThePolicyAndTheHostMustLetTheSandboxWrite) {
+  const ResolvedPolicy policy = writable({"/ws"});
+  const HostUser root{0}, owner{1000}, other{2000};
+  // Inside the writable root: root writes anything, the owner by the owner's bit.
+  EXPECT_TRUE(plantable(dir("/ws/bin", 1000, 0755), policy, root));
+  EXPECT_TRUE(plantable(dir("/ws/bin", 1000, 0755), policy, owner));
+  EXPECT_FALSE(plantable(dir("/ws/bin", 1000, 0555), policy, owner));
+  // Anyone else: the group or other bit (the group bits are an ACL's mask, acl(5)).
+  EXPECT_FALSE(plantable(dir("/ws/bin", 1000, 0755), policy, other));
+  EXPECT_TRUE(plantable(dir("/ws/bin", 1000, 0775), policy, other));
+  EXPECT_TRUE(plantable(dir("/ws/bin", 1000, 01777), policy, other));
+  // Outside every write rule nothing is plantable, whoever owns it.
+  EXPECT_FALSE(plantable(dir("/usr/bin", 0, 0755), policy, root));
+  EXPECT_FALSE(plantable(dir("/wsx", 0, 0777), policy, root));
+  // The reason names the step and the writable root.
+  const std::optional<std::string> why = plantable(dir("/ws/bin", 0, 0755), policy, root);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("/ws/bin"), std::string::npos) << *why;
+  EXPECT_NE(why->find("writable root /ws"), std::string::npos) << *why;
+  // A read carve-out inside the root keeps its entries; the root above it is still plantable.
+  ResolvedPolicy carved = policy;
+  carved.rules.push_back(PathRule{"/ws/tools", Access::kRead});
+  EXPECT_FALSE(plantable(dir("/ws/tools", 0, 0755), carved, root));
+  const std::optional<std::string> first = first_plantable(
+      {dir("/", 0, 0755), dir("/ws", 0, 0755), dir("/ws/tools", 0, 0755)}, carved, root);
+  ASSERT_TRUE(first);
+  EXPECT_NE(first->find("the directory /ws "), std::string::npos) << *first;
+}
+
+TEST(Plantable, AnUnrestrictedFilesystemLeavesOnlyTheHostsPermissions) {
+  ResolvedPolicy policy;
+  policy.filesystem_kind = FilesystemKind::kUnrestricted;
+  EXPECT_TRUE(plantable(dir("/usr/bin", 0, 0755), policy, HostUser{0}));
+  EXPECT_FALSE(plantable(dir("/usr/bin", 0, 0755), policy, HostUser{1000}));
+  policy.filesystem_kind = FilesystemKind::kExternal;  // not known: taken as writable
+  EXPECT_TRUE(plantable(dir("/usr/bin", 0, 0755), policy, HostUser{0}));
+}
+
+// Files on disk: `tmp_` is the sandbox's writable root, `outside_` is not.
+class Lookup : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fs::create_directories(tmp_.path() + "/bin");
+    fs::create_directories(outside_.path() + "/bin");
+    policy_ = writable({tmp_.path()});
+    // The system's ls: the program a planted one pretends to be.
+    system_ls_ = ::access("/usr/bin/ls", X_OK) == 0 ? "/usr/bin/ls" : "/bin/ls";
+  }
+
+  std::string plant(const sbx::test::TempDir& dir, const std::string& name) {
+    return dir.write("bin/" + name, "#!/bin/sh\necho planted\n", 0755);
+  }
+
+  TrustedProgram find(const std::string& command, const std::string& path_env) {
+    return find_trusted_program(command, tmp_.path(), path_env, policy_, user_);
+  }
+
+  sbx::test::TempDir tmp_;
+  sbx::test::TempDir outside_;
+  ResolvedPolicy policy_;
+  HostUser user_ = current_host_user();
+  std::string system_ls_;
+};
+
+TEST_F(Lookup, AProgramInAWritableRootIsRefused) {
+  plant(tmp_, "sh");
+  for (const std::string& named :
+       {std::string("./bin/sh"), std::string("bin/sh"), tmp_.path() + "/bin/sh"}) {
+    const TrustedProgram found = find(named, "/usr/bin:/bin");
+    EXPECT_FALSE(found.path) << named;
+    EXPECT_NE(found.refused.find("could have been planted by a sandboxed command"),
+              std::string::npos)
+        << found.refused;
+    EXPECT_NE(found.refused.find(tmp_.path() + "/bin/sh"), std::string::npos) << found.refused;
+  }
+}
+
+TEST_F(Lookup, ASymlinkInAWritableDirectoryIsPlantedWhateverItNames) {
+  fs::create_symlink(system_ls_, tmp_.path() + "/bin/ls");
+  EXPECT_FALSE(find("./bin/ls", "").path);
+  // A trusted directory's symlink into a writable one: the target's directory is judged too.
+  plant(tmp_, "tool");
+  fs::create_symlink(tmp_.path() + "/bin/tool", outside_.path() + "/bin/tool");
+  const TrustedProgram found = find(outside_.path() + "/bin/tool", "");
+  EXPECT_FALSE(found.path);
+  EXPECT_NE(found.refused.find("writable root " + tmp_.path()), std::string::npos) << found.refused;
+}
+
+TEST_F(Lookup, ATrustedProgramIsReturnedByThePathFound) {
+  plant(outside_, "tool");
+  const TrustedProgram found = find(outside_.path() + "/bin/tool", "");
+  ASSERT_TRUE(found.path) << found.refused;
+  EXPECT_EQ(*found.path, outside_.path() + "/bin/tool");
+  // Found through PATH, by the entry's path (not the symlink-free one).
+  const TrustedProgram searched = find("tool", outside_.path() + "/bin");
+  ASSERT_TRUE(searched.path) << searched.refused;
+  EXPECT_EQ(*searched.path, outside_.path() + "/bin/tool");
+}
+
+TEST_F(Lookup, PathEntriesTheSandboxCanWriteAreSkipped) {
+  plant(tmp_, "ls");
+  const std::string path_env = tmp_.path() + "/bin::bin:/usr/bin:/bin";
+  const TrustedProgram found = find("ls", path_env);
+  ASSERT_TRUE(found.path) << found.refused;
+  EXPECT_EQ(*found.path, system_ls_);
+  EXPECT_EQ(found.skipped_path_entries,
+            (std::vector<std::string>{tmp_.path() + "/bin", "(empty)", "bin"}));
+  // The PATH the unsandboxed command gets holds only the entries searched.
+  EXPECT_EQ(found.trusted_path_env, "/usr/bin:/bin");
+  // Only there: not found elsewhere, so refused (the command runs sandboxed).
+  plant(tmp_, "only-planted");
+  const TrustedProgram missing = find("only-planted", path_env);
+  EXPECT_FALSE(missing.path);
+  EXPECT_NE(missing.refused.find("not found in PATH"), std::string::npos) << missing.refused;
+  EXPECT_NE(missing.refused.find(tmp_.path() + "/bin"), std::string::npos) << missing.refused;
+}
+
+TEST_F(Lookup, NotAnExecutableFileIsRefused) {
+  outside_.write("bin/data", "x", 0644);
+  EXPECT_FALSE(find(outside_.path() + "/bin/data", "").path);
+  EXPECT_FALSE(find(outside_.path() + "/bin", "").path);
+  EXPECT_FALSE(find(outside_.path() + "/bin/absent", "").path);
+}
+
+TEST_F(Lookup, TheWalkFollowsEverySymlinkAndStopsALoop) {
+  fs::create_directories(outside_.path() + "/real/dir");
+  plant(outside_, "x");
+  fs::rename(outside_.path() + "/bin/x", outside_.path() + "/real/dir/x");
+  fs::create_symlink("../real", outside_.path() + "/bin/rel");
+  fs::create_symlink(outside_.path() + "/bin/rel/dir", tmp_.path() + "/abs");
+  Result<std::vector<PathStep>> steps = walk_path(tmp_.path() + "/abs/x");
+  ASSERT_TRUE(steps.ok()) << steps.error();
+  std::vector<std::string> paths;
+  for (const PathStep& step : *steps) paths.push_back(step.path);
+  // Every directory a name was looked up in: the symlinks' own directories included.
+  for (const std::string& expected :
+       {tmp_.path(), outside_.path() + "/bin", outside_.path() + "/real",
+        outside_.path() + "/real/dir", outside_.path() + "/real/dir/x"})
+    EXPECT_NE(std::find(paths.begin(), paths.end(), expected), paths.end()) << expected;
+  EXPECT_FALSE(steps->back().directory);
+  fs::create_symlink(tmp_.path() + "/loop-b", tmp_.path() + "/loop-a");
+  fs::create_symlink(tmp_.path() + "/loop-a", tmp_.path() + "/loop-b");
+  Result<std::vector<PathStep>> loop = walk_path(tmp_.path() + "/loop-a/x");
+  ASSERT_FALSE(loop.ok());
+  EXPECT_NE(loop.error().find("too many symlinks"), std::string::npos) << loop.error();
+}
+
+}  // namespace
+}  // namespace sbx
