@@ -107,6 +107,17 @@ Status check_mounts(const std::vector<PlannedMount>& planned,
                    "' has no mount (a path component was replaced, e.g. by a symlink, after "
                    "the plan was made)"};
   }
+  // A planned read-only mount must be read-only where the command meets it: the topmost mount
+  // at its path (mountinfo lists a namespace's mounts in the order they were attached, so the
+  // last one there covers the others). This is what holds the kernel's interfaces under /proc
+  // read-only, where a writable mount is otherwise allowed (bwrap's own procfs).
+  for (const PlannedMount& p : planned) {
+    if (p.writable) continue;
+    const auto top = std::find_if(actual.rbegin(), actual.rend(),
+                                  [&](const ActualMount& a) { return a.path == p.path; });
+    if (top != actual.rend() && top->writable)
+      return Error{"'" + p.path + "' must be read-only but its mount is writable"};
+  }
   for (const ActualMount& a : actual) {
     if (!a.writable || own_writable_tree(a.path)) continue;
     const bool declared = std::any_of(planned.begin(), planned.end(), [&](const PlannedMount& p) {

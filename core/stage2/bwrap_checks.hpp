@@ -10,7 +10,9 @@
 //    - a planned mount point has no mount: bwrap followed a symlink that was swapped into the
 //      path after the plan was made, so the mount landed somewhere else; or
 //    - a writable mount sits anywhere but at or below a planned writable mount point, /dev or
-//      /proc (bwrap's own): something outside the policy became writable.
+//      /proc (bwrap's own): something outside the policy became writable; or
+//    - the topmost mount at a planned read-only mount point is writable (the kernel's
+//      interfaces under /proc, which the previous rule lets be writable, included).
 #pragma once
 
 #include <string>

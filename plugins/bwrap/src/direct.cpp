@@ -153,7 +153,12 @@ std::optional<DirectPlan> direct_plan(const std::vector<std::string>& argv) {
   DirectPlan plan;
   plan.bwrap = argv.front();
   for (auto it = std::next(argv.begin()); it != bwrap_end; ++it) {
-    if (*it != "--as-pid-1") plan.options.push_back(*it);
+    if (*it == "--as-pid-1") continue;
+    plan.options.push_back(*it);
+    if (*it == "--proc" && std::next(it) != bwrap_end && *std::next(it) == "/proc") {
+      plan.options.push_back(*++it);
+      plan.options.insert(plan.options.end(), std::begin(kPidOneMask), std::end(kPidOneMask));
+    }
   }
   bool network_given = false;
   auto it = std::next(bwrap_end, 2);

@@ -704,7 +704,12 @@ Status prepare_direct(const std::vector<std::string>& supervised_argv, DirectLau
   launch.bind_fds = bound->fds;
   std::optional<DirectPlan> direct = direct_plan(bound->argv);
   if (!direct) return Error{"bwrap: internal error: the plan lost its direct form"};
-  Result<std::string> mounts = planned_mounts_block(bound->argv);
+  // The mounts of the direct form (the plan's and the /proc/1 mask, kPidOneMask), checked at the
+  // pause point like the plan's.
+  std::vector<std::string> direct_form = {direct->bwrap};
+  direct_form.insert(direct_form.end(), direct->options.begin(), direct->options.end());
+  direct_form.push_back("--");
+  Result<std::string> mounts = planned_mounts_block(direct_form);
   if (!mounts.ok()) return Error{mounts.error()};
   Result<std::vector<stage2::PlannedMount>> planned = stage2::parse_planned_mounts(*mounts);
   if (!planned.ok()) return Error{"bwrap: " + planned.error()};

@@ -69,6 +69,7 @@ class MountPlanner {
 
   void emit_proxy_socket(Translation& out);
   void emit_proc(Translation& out);
+  void emit_kernel_interfaces(Translation& out);
   void emit_stage2(Translation& out);
 
   const ResolvedPolicy& policy_;
@@ -329,6 +330,35 @@ void MountPlanner::emit_proc(Translation& out) {
                       "inside the sandbox (programs that read /proc may fail)");
 }
 
+// The kernel's own interfaces under /proc and /sys that hold host-wide state, after --proc
+// (kernel_interface_paths(), translate.hpp, has the list and why each is there). A read-only
+// entry is the host's path bound read-only over the sandbox's: bwrap 0.8 can only bind from the
+// host, and the file is the same kernel object in both procfs instances (sysctls resolve the
+// namespaces of the process that opens them, proc_sys_lookup/sysctl_perm). A masked file gets
+// /dev/null bound read-only (bwrap binds nodev: open fails with EACCES), a masked directory an
+// empty read-only tmpfs, as Docker masks them. Only paths the host has are touched (bwrap would
+// have to create a mount point in procfs, which fails); a read-only entry the host shows as
+// something else than expected (e.g. a container runtime's /dev/null mask) is masked instead.
+void MountPlanner::emit_kernel_interfaces(Translation& out) {
+  for (const KernelInterface& entry : kernel_interface_paths()) {
+    const PathKind host_kind = kind(entry.path);
+    if (host_kind == PathKind::kMissing) continue;
+    const bool under_proc = path_is_within(entry.path, "/proc");
+    if (under_proc && !facts_.can_mount_proc) continue;  // an empty read-only tmpfs already
+    const bool whole_fs = policy_.filesystem_kind != FilesystemKind::kRestricted;
+    if (!under_proc && !whole_fs && visible_access(entry.path) == Access::kDeny)
+      continue;  // not in the sandbox's view at all
+    const PathKind expected = entry.directory ? PathKind::kDirectory : PathKind::kFile;
+    if (entry.read_only && host_kind == expected) {
+      out.argv.insert(out.argv.end(), {"--ro-bind", entry.path, entry.path});
+    } else if (entry.directory) {
+      mask_dir(entry.path, "0555", out);
+    } else {
+      out.argv.insert(out.argv.end(), {"--ro-bind", "/dev/null", entry.path});
+    }
+  }
+}
+
 bool MountPlanner::strictly_below_writable_root(const std::string& path) const {
   return std::any_of(policy_.rules.begin(), policy_.rules.end(), [&](const PathRule& r) {
     return r.access == Access::kWrite && r.path != path && path_is_within(path, r.path);
@@ -376,6 +406,7 @@ Status MountPlanner::plan(Translation& out) {
   emit_proxy_socket(out);
   emit_stage2(out);
   emit_proc(out);
+  emit_kernel_interfaces(out);
   for (const std::string& path : deferred_remounts_)
     out.argv.insert(out.argv.end(), {"--remount-ro", path});
   return {};
@@ -421,9 +452,12 @@ Status check_supported(const TransformRequest& request, const HostFacts& facts) 
 
 void append_namespaces(const ResolvedPolicy& policy, Translation& out) {
   std::vector<std::string>& a = out.argv;
-  // New user, pid and ipc namespaces always (explicit: bwrap skips the user namespace for uid 0
-  // otherwise); a new network namespace (only loopback) unless the network is enabled.
-  a.insert(a.end(), {"--unshare-user", "--unshare-pid", "--unshare-ipc"});
+  // New user, pid, ipc and UTS namespaces always (explicit: bwrap skips the user namespace for
+  // uid 0 otherwise); a new network namespace (only loopback) unless the network is enabled.
+  // UTS: /proc/sys/kernel/hostname and domainname are the UTS namespace's (proc_do_uts_string);
+  // /proc/sys is read-only inside, but a namespace of the run's own keeps the host's names out
+  // of reach whatever else is wrong (sethostname needs CAP_SYS_ADMIN, which the command never has).
+  a.insert(a.end(), {"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts"});
   if (policy.network.mode != NetworkMode::kEnabled) a.push_back("--unshare-net");
   // The command dies with sbx, cannot reach the caller's terminal (TIOCSTI), keeps no
   // capability, and sbx-stage2 is PID 1 of the namespace (it reaps and forwards signals).
@@ -478,6 +512,31 @@ const std::vector<std::string>& minimal_platform_paths() {
   return paths;
 }
 
+const std::vector<KernelInterface>& kernel_interface_paths() {
+  // Docker's (moby oci/defaults.go) ReadonlyPaths and MaskedPaths; plugins/bwrap/README.md,
+  // "Root in the sandbox", says where sbx differs and why.
+  static const std::vector<KernelInterface> paths = {
+      {"/proc/bus", true, true},
+      {"/proc/fs", true, true},
+      {"/proc/irq", true, true},
+      {"/proc/sys", true, true},
+      {"/proc/sysrq-trigger", false, true},
+      {"/proc/acpi", true, false},
+      {"/proc/asound", true, false},
+      {"/proc/interrupts", false, false},
+      {"/proc/kcore", false, false},
+      {"/proc/keys", false, false},
+      {"/proc/latency_stats", false, false},
+      {"/proc/sched_debug", false, false},
+      {"/proc/scsi", true, false},
+      {"/proc/timer_list", false, false},
+      {"/proc/timer_stats", false, false},
+      {"/sys/devices/virtual/powercap", true, false},
+      {"/sys/firmware", true, false},
+  };
+  return paths;
+}
+
 std::vector<std::string> paths_of_interest(const ResolvedPolicy& policy,
                                            const std::string& state_dir) {
   std::set<std::string> out;
@@ -488,6 +547,7 @@ std::vector<std::string> paths_of_interest(const ResolvedPolicy& policy,
   for (const PathRule& rule : policy.rules) add_with_ancestors(rule.path);
   for (const ProtectedPath& p : policy.protected_paths) add_with_ancestors(p.path);
   for (const std::string& dir : minimal_platform_paths()) out.insert(dir);
+  for (const KernelInterface& entry : kernel_interface_paths()) out.insert(entry.path);
   if (!state_dir.empty()) out.insert(state_dir);
   out.erase("/");
   return {out.begin(), out.end()};

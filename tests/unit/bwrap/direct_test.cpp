@@ -45,6 +45,14 @@ TEST(BwrapDirectPlan, TakesRestrictedAndEnabledPlansApart) {
   // --as-pid-1 is dropped: bwrap's own PID 1 reaps, the command is pid 2.
   EXPECT_EQ(plan->options, (std::vector<std::string>{"--ro-bind", "/", "/", "--unshare-pid",
                                                      "--chdir", "/w"}));
+  // With a procfs, PID 1's directory is hidden right after it is mounted (kPidOneMask).
+  std::vector<std::string> with_proc = kStage2Plan;
+  with_proc.insert(with_proc.begin() + 4, {"--proc", "/proc"});
+  ASSERT_TRUE(direct_plan(with_proc));
+  EXPECT_EQ(direct_plan(with_proc)->options,
+            (std::vector<std::string>{"--ro-bind", "/", "/", "--proc", "/proc", "--perms", "0555",
+                                      "--tmpfs", "/proc/1", "--remount-ro", "/proc/1",
+                                      "--unshare-pid", "--chdir", "/w"}));
   EXPECT_EQ(plan->filter, NetworkFilter::kPrivateUnixSupervised);
   EXPECT_EQ(plan->env, (std::vector<std::string>{"A=1", "PWD=/w"}));
   EXPECT_EQ(plan->command, (std::vector<std::string>{"/bin/echo", "hi"}));

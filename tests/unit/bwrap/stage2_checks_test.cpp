@@ -84,6 +84,27 @@ TEST(Stage2Mounts, RefusesAWritableMountOutsideThePlannedWritableOnes) {
   EXPECT_TRUE(check_mounts(planned(), *actual).ok());
 }
 
+// /proc/sys inside bwrap's procfs may be writable by the rule above (bwrap's own /proc); the
+// plan's read-only bind over it is what keeps a uid-0 command from the host's sysctls, so the
+// topmost mount at a planned read-only path must be read-only.
+TEST(Stage2Mounts, RefusesAPlannedReadOnlyMountWhoseTopmostMountIsWritable) {
+  std::vector<PlannedMount> plan = planned();
+  plan.push_back({"/proc/sys", false});
+  sbx::Result<std::vector<ActualMount>> held =
+      parse_mountinfo(kMountinfo + "67 66 0:21 /sys /proc/sys ro,nosuid - proc proc rw\n");
+  ASSERT_TRUE(held.ok());
+  EXPECT_TRUE(check_mounts(plan, *held).ok()) << check_mounts(plan, *held).error();
+  // A writable mount stacked on top of the read-only one (the last listed at the path).
+  sbx::Result<std::vector<ActualMount>> covered =
+      parse_mountinfo(kMountinfo + "67 66 0:21 /sys /proc/sys ro,nosuid - proc proc rw\n" +
+                      "68 67 0:32 /sys /proc/sys rw,nosuid - proc proc rw\n");
+  ASSERT_TRUE(covered.ok());
+  sbx::Status status = check_mounts(plan, *covered);
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.error().find("'/proc/sys' must be read-only"), std::string::npos)
+      << status.error();
+}
+
 TEST(Stage2Mounts, ParsesThePlannedBlockAndRejectsMalformedEntries) {
   sbx::Result<std::vector<PlannedMount>> ok = parse_planned_mounts("w /a b\0r /\0"s);
   ASSERT_TRUE(ok.ok()) << ok.error();

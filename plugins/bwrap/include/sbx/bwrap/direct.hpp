@@ -44,12 +44,26 @@ inline constexpr int kPauseFd = 7;         // --ro-bind-data: the pause point
 // Where the pause point's (meaningless) data ends up inside the sandbox: bwrap's own /dev.
 inline constexpr const char* kPauseFile = "/dev/.sbx-setup";
 
+// Right after `--proc /proc` the direct launch hides /proc/1 under an empty read-only tmpfs.
+// Without --as-pid-1, PID 1 is bwrap's own init (do_init): it has the command's uid and stays
+// dumpable (bwrap 0.8 never clears the flag, and the command's credentials are the same), so
+// ptrace_may_access() (kernel/ptrace.c; proc(5), "/proc/pid/mem": PTRACE_MODE_ATTACH_FSCREDS)
+// would let the command open its /proc/1/mem read-write and its environ, fd/N and map_files. A
+// mount over the directory leaves no path to them: every path to PID 1's /proc files goes
+// through /proc/1 (task/1 included), the command cannot unmount (no capability; umount2 is
+// refused by the seccomp filter), mount a procfs of its own, ptrace or process_vm_writev, and
+// pidfd_getfd is refused too. Stage 2 (proxy mode and the other fallbacks) does not need it: as
+// PID 1 it clears its dumpable flag first, and it reads its own /proc/self (= /proc/1).
+inline constexpr const char* kPidOneMask[] = {"--perms", "0555",         "--tmpfs",
+                                              "/proc/1", "--remount-ro", "/proc/1"};
+
 // A stage-2 plan (bwrap OPTIONS -- .../sbx-stage2 --net MODE [--env K=V]... -- COMMAND...)
 // taken apart for the direct launch, after the spawner took out the supervisor's options and
 // put the bind sources on descriptors.
 struct DirectPlan {
   std::string bwrap;                 // bwrap's path
-  std::vector<std::string> options;  // bwrap's options, without --as-pid-1
+  // bwrap's options, without --as-pid-1, with kPidOneMask after `--proc /proc`
+  std::vector<std::string> options;
   stage2::NetworkFilter filter = stage2::NetworkFilter::kOpen;
   std::vector<std::string> env;      // KEY=VALUE
   std::vector<std::string> command;  // absolute path first

@@ -52,9 +52,25 @@ struct Translation {
 };
 
 // Paths the translator will look up in HostFacts::paths for this policy: every rule path and
-// its ancestors, every protected path, the :minimal platform directories and the state dir.
+// its ancestors, every protected path, the :minimal platform directories, the kernel interfaces
+// and the state dir.
 std::vector<std::string> paths_of_interest(const ResolvedPolicy& policy,
                                            const std::string& state_dir);
+
+// The kernel's interfaces under /proc and /sys that the sandbox gets read-only or masked, with
+// Docker's default ReadonlyPaths and MaskedPaths as the anchor: host-wide state that a uid-0
+// command could otherwise change or read, because those files check the uid, not a capability
+// (sysctls: sysctl_perm() compares the euid with GLOBAL_ROOT_UID). bwrap 0.8 covers only
+// /proc/sys, sysrq-trigger, irq and bus, and only those its access(W_OK) finds writable:
+// /proc/sys itself answers EACCES to any write check (proc_sys_permission() on the directory),
+// so bwrap leaves the whole tree writable. Those the host has get a mount of their own
+// (MountPlanner::emit_kernel_interfaces).
+struct KernelInterface {
+  const char* path;
+  bool directory;
+  bool read_only;  // true: readable, read-only; false: masked (neither readable nor writable)
+};
+const std::vector<KernelInterface>& kernel_interface_paths();
 
 // The platform directories ":minimal" makes readable (those that exist get bound read-only).
 const std::vector<std::string>& minimal_platform_paths();
