@@ -89,21 +89,11 @@ std::vector<std::string> sbx_entries_in_tmp(uid_t uid) {
 
 using Param = std::tuple<std::string, Identity>;
 
-}  // namespace
-
-namespace sbx::test {
-// How gtest prints the identity in a parameter ("root", "user").
-inline void PrintTo(Identity who, std::ostream* os) { *os << name_of(who); }
-}  // namespace sbx::test
-
-namespace {
-
 class Escape : public ::testing::TestWithParam<Param> {
  protected:
   void SetUp() override {
     if (!exists(sbx_path())) GTEST_SKIP() << "no installed sbx at " << sbx_path();
-    const std::string why = identity_unavailable(who(), backend(), {probe_path()});
-    if (!why.empty()) GTEST_SKIP() << why;
+    SBX_REQUIRE_IDENTITY(who(), backend(), {probe_path()});
     // An escape suite that quietly skips an unavailable sandbox would pass on a host where
     // nothing is confined: an unavailable backend fails every case instead. Probed as the
     // identity: what a backend can enforce may depend on who starts it.

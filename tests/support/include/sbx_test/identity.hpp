@@ -6,16 +6,23 @@
 //                            --clear-groups` when the tests run as root; the test's own user
 //                            (no switch) when they do not.
 //
-// Use (see tests/integration/escape/escape_test.cpp):
-//   if (auto why = identity_unavailable(who, backend, {probe_path()}); !why.empty())
-//     GTEST_SKIP() << why;
-//   give_to(who, dir);                                 // everything the run should own
-//   exec_as(who, backend, policy, cwd, command, env_for(who));
+// Use (tests/integration/escape/escape_test.cpp; bwrap/set_id_test.cpp for a small one):
+//   class MySuite : public ::testing::TestWithParam<Identity> {};
+//   TEST_P(MySuite, Case) {
+//     const Identity who = GetParam();
+//     SBX_REQUIRE_IDENTITY(who, "bwrap", {probe_path()});     // skips with the reason
+//     give_to(who, ws.path());                  // after creating what the run attacks
+//     const RunResult r = exec_as(who, "bwrap", policy, ws.path(), command, env_for(who));
+//   }
+//   INSTANTIATE_TEST_SUITE_P(Identities, MySuite, ::testing::ValuesIn(kIdentities),
+//                            identity_test_name);
 //   EXPECT_EQ(runs_as_problem(who, backend, policy, cwd), "");  // once per suite
 #pragma once
 
+#include <gtest/gtest.h>
 #include <sys/types.h>
 
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -25,8 +32,16 @@ namespace sbx::test {
 
 enum class Identity { kRoot, kUnprivileged };
 
+inline constexpr Identity kIdentities[] = {Identity::kRoot, Identity::kUnprivileged};
+
 // "root" or "user": for parameterized test names.
 const char* name_of(Identity who);
+// The name generator for a suite parameterized over kIdentities.
+inline std::string identity_test_name(const ::testing::TestParamInfo<Identity>& info) {
+  return name_of(info.param);
+}
+// How gtest prints an identity in a parameter.
+inline void PrintTo(Identity who, std::ostream* os) { *os << name_of(who); }
 
 // The uid and gid a run as `who` has on the host.
 uid_t uid_of(Identity who);
@@ -68,3 +83,12 @@ std::string runs_as_problem(Identity who, const std::string& backend,
                             const std::vector<std::string>& policy, const std::string& cwd);
 
 }  // namespace sbx::test
+
+// In a test body: skip the test, with the reason, when the installed sbx cannot run `backend`
+// as `who` here (GTEST_SKIP must be expanded in the test body itself to end it).
+#define SBX_REQUIRE_IDENTITY(who, backend, ...)                                     \
+  do {                                                                              \
+    const std::string sbx_identity_why =                                            \
+        ::sbx::test::identity_unavailable(who, backend __VA_OPT__(, ) __VA_ARGS__); \
+    if (!sbx_identity_why.empty()) GTEST_SKIP() << sbx_identity_why;                \
+  } while (0)
