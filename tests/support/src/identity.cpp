@@ -1,6 +1,7 @@
 #include "sbx_test/identity.hpp"
 
 #include <fcntl.h>
+#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -26,8 +27,9 @@ bool running_as_root() { return ::geteuid() == 0; }
 // A switch happens only from root to 65534; an ordinary user is the unprivileged identity.
 bool switches(Identity who) { return who == Identity::kUnprivileged && running_as_root(); }
 
-// A home directory of 65534's own for this test process: sbx keeps per-user state below HOME
-// (~/.cache/sbx) when there is no runtime directory, and root's /root is not the user's.
+// A home directory of the unprivileged identity's own for this test process: sbx keeps per-user
+// state below HOME (~/.cache/sbx) when there is no runtime directory, and root's /root is not
+// the user's.
 class UnprivilegedHome {
  public:
   UnprivilegedHome() {
@@ -35,7 +37,7 @@ class UnprivilegedHome {
     if (::mkdtemp(pattern.data()) == nullptr)
       throw std::runtime_error("mkdtemp failed under /var/tmp");
     path_ = pattern;
-    if (::chown(path_.c_str(), kUnprivilegedId, kUnprivilegedId) != 0)
+    if (running_as_root() && ::chown(path_.c_str(), kUnprivilegedId, kUnprivilegedId) != 0)
       throw std::runtime_error("cannot give " + path_ + " to user 65534");
   }
   ~UnprivilegedHome() {
@@ -147,7 +149,16 @@ void give_to(Identity who, const std::string& path) {
 }
 
 std::string home_of(Identity who) {
-  if (switches(who)) return unprivileged_home();
+  if (who == Identity::kUnprivileged) {
+    // The test's own ordinary user: their home from passwd when it is theirs (not base_env()'s
+    // /root; a service account's may be /nonexistent), else one made for this process.
+    struct stat st {};
+    const passwd* pw = switches(who) ? nullptr : ::getpwuid(::getuid());
+    if (pw != nullptr && pw->pw_dir != nullptr && ::stat(pw->pw_dir, &st) == 0 &&
+        S_ISDIR(st.st_mode) && st.st_uid == ::getuid())
+      return pw->pw_dir;
+    return unprivileged_home();
+  }
   for (const std::string& entry : base_env())
     if (entry.rfind("HOME=", 0) == 0) return entry.substr(5);
   return "/";

@@ -60,7 +60,8 @@ std::string identity_unavailable(Identity who, const std::string& backend,
 void give_to(Identity who, const std::string& path);
 
 // base_env() for `who`: HOME is a directory `who` owns (for 65534 one made for this process,
-// removed at exit), and no XDG_RUNTIME_DIR (root's would leak into the user's runs).
+// removed at exit; for the test's own ordinary user their home from passwd), and no
+// XDG_RUNTIME_DIR (root's would leak into the user's runs).
 std::vector<std::string> env_for(Identity who);
 // The HOME of env_for(who).
 std::string home_of(Identity who);
