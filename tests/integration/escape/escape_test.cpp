@@ -166,6 +166,14 @@ class Escape : public ::testing::TestWithParam<Param> {
       ::execv(args[0], args.data());
       ::_exit(127);
     }
+    // Once it runs `sleep` (setpriv switched first), it is the identity's.
+    const std::string status = "/proc/" + std::to_string(pid) + "/status";
+    for (int i = 0; i < 200 && read_file("/proc/" + std::to_string(pid) + "/comm") != "sleep\n";
+         ++i)
+      ::usleep(10 * 1000);
+    EXPECT_NE(read_file(status).find("Uid:\t" + std::to_string(uid_of(who())) + "\t"),
+              std::string::npos)
+        << "the victim is not the identity's: " << read_file(status);
     return pid;
   }
   static void end(pid_t pid) {
