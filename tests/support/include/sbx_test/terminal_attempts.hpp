@@ -2,6 +2,10 @@
 // a pseudo-terminal as its standard input, and the command tries the ioctls that would put
 // input into it or re-route it (TIOCSETD with N_TTY, which needs no privilege; TIOCSTI;
 // TIOCCONS). Every one must fail with EPERM, while ordinary terminal requests still work.
+// Run by an unprivileged user, TIOCSTI and TIOCCONS fail without any sandbox too
+// (drivers/tty/tty_io.c: tiocsti() needs the caller's controlling terminal or CAP_SYS_ADMIN,
+// tioccons() CAP_SYS_ADMIN; this terminal is no one's controlling terminal): for that identity
+// only TIOCSETD shows the sandbox's filter.
 // Shared by the bwrap and the landlock suites.
 #pragma once
 
