@@ -3,7 +3,7 @@
 // from outside, that the host is untouched. Only loopback traffic is ever attempted.
 //
 // Identities (sbx_test/identity.hpp): every case runs as root and as an unprivileged user
-// (Escape/LinuxBackends.<case>/<backend>_root and .../<backend>_user). As root the user is 65534,
+// (LinuxBackends/Escape.<case>/<backend>_root and .../<backend>_user). As root the user is 65534,
 // through setpriv, with a HOME of its own and no XDG_RUNTIME_DIR; run by an ordinary user the
 // "user" cases are that user and the "root" ones are skipped, each with the reason printed, as
 // are the user's when 65534 cannot create user namespaces (bwrap) or execute the install tree.
@@ -12,7 +12,8 @@
 // fails because of the sandbox and not because the file or process is someone else's; where a
 // check can only show something for root (/etc), or the host refuses an attempt to the
 // identity anyway (e.g. unprivileged bpf), the case says so. UserIsWhoItSaysItIs checks once
-// per backend and identity that the run really is the identity's, inside and outside.
+// per backend and identity that the run really is the identity's, inside and outside; after
+// each user case, no sbx state of the user's may have appeared in /tmp.
 //
 // A backend either enforces a rule or refuses the policy that needs it; it never runs the
 // command with the rule silently dropped. So a case that needs a capability the backend does
