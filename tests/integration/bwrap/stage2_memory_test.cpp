@@ -2,10 +2,12 @@
 // the command (same uid, no capability) finds the sandbox's PID 1 and, with network mode proxy,
 // the relay, and tries to read their environment, open their memory for writing, look at or
 // reopen their descriptors through /proc, and copy a descriptor with pidfd_getfd. Every attempt
-// must fail; the command itself still runs normally.
+// must fail; the command itself still runs normally. As root and as an unprivileged user
+// (sbx_test/identity.hpp): stage 2 runs as the same user as the command either way.
 #include <gtest/gtest.h>
 
 #include "sbx_test/files.hpp"
+#include "sbx_test/identity.hpp"
 #include "sbx_test/installed_sbx.hpp"
 #include "sbx_test/listener.hpp"
 #include "sbx_test/stage2_attempts.hpp"
@@ -15,23 +17,31 @@ namespace {
 
 using namespace sbx::test;
 
-class Stage2Memory : public ::testing::Test {
+class Stage2Memory : public ::testing::TestWithParam<Identity> {
  protected:
   void SetUp() override {
     if (!exists(sbx_path())) GTEST_SKIP() << "no installed sbx at " << sbx_path();
+    SBX_REQUIRE_IDENTITY(GetParam(), "bwrap", {probe_path()});
     ASSERT_FALSE(ws_.path().empty());
+  }
+  // `script` through `sbx --backends bwrap exec` as the identity, in the workspace it owns.
+  RunResult sh(const std::string& script,
+               const std::vector<std::string>& policy = {"--preset", "workspace-write"}) {
+    give_to(GetParam(), ws_.path());
+    return exec_as(GetParam(), "bwrap", policy, ws_.path(), {"/bin/sh", "-c", script},
+                   env_for(GetParam()));
   }
   TempDir ws_;
 };
 
 // Stage 2 is PID 1 only where it still runs: network mode proxy (docs/ARCHITECTURE.md, "How
 // bwrap runs the command").
-TEST_F(Stage2Memory, PidOneIsNotReachable) {
+TEST_P(Stage2Memory, PidOneIsNotReachable) {
   const std::string policy = ws_ / "policy.json";
   write_file(policy, R"({"version": 1, "filesystem": {"kind": "restricted", "entries": [)"
                      R"({"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"}]},)"
                      R"( "network": {"mode": "proxy", "allowed_domains": ["127.0.0.1:9"]}})");
-  const RunResult r = sh(ws_.path(), stage2_attempts_script(probe_path()), {"--policy", policy});
+  const RunResult r = sh(stage2_attempts_script(probe_path()), {"--policy", policy});
   expect_stage2_unreachable(r, /*expected_at_least=*/1);
   EXPECT_NE(r.out.find("stage2 1\n"), std::string::npos) << "PID 1 is not sbx-stage2: "
                                                          << describe(r);
@@ -41,9 +51,8 @@ TEST_F(Stage2Memory, PidOneIsNotReachable) {
 // command's uid and stays dumpable, so the direct launch hides its /proc/1 under an empty
 // read-only tmpfs (kPidOneMask, plugins/bwrap direct.hpp). The command finds nothing there:
 // no comm, no environ, no mem to open (for writing or at all), no descriptors.
-TEST_F(Stage2Memory, WithoutStageTwoPidOneIsHidden) {
-  const RunResult r = sh(ws_.path(),
-                         "ls -A /proc/1 | wc -l; (exec 3<>/proc/1/mem) 2>/dev/null && echo "
+TEST_P(Stage2Memory, WithoutStageTwoPidOneIsHidden) {
+  const RunResult r = sh("ls -A /proc/1 | wc -l; (exec 3<>/proc/1/mem) 2>/dev/null && echo "
                          "OPENED; (exec 3</proc/1/mem) 2>/dev/null && echo READABLE; cat "
                          "/proc/1/environ 2>/dev/null && echo ENVIRON; ls /proc/1/task "
                          "2>/dev/null && echo TASKS; for p in /proc/[0-9]*; do cat $p/comm; "
@@ -52,14 +61,17 @@ TEST_F(Stage2Memory, WithoutStageTwoPidOneIsHidden) {
   EXPECT_EQ(r.out, "0\n0\n") << describe(r);
 }
 
-TEST_F(Stage2Memory, ProxyRelayIsNotReachable) {
+TEST_P(Stage2Memory, ProxyRelayIsNotReachable) {
   const std::string policy = ws_ / "policy.json";
   write_file(policy, R"({"version": 1, "filesystem": {"kind": "restricted", "entries": [)"
                      R"({"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"}]},)"
                      R"( "network": {"mode": "proxy", "allowed_domains": ["127.0.0.1:9"]}})");
-  const RunResult r = sh(ws_.path(), stage2_attempts_script(probe_path()), {"--policy", policy});
+  const RunResult r = sh(stage2_attempts_script(probe_path()), {"--policy", policy});
   // PID 1 and the relay.
   expect_stage2_unreachable(r, /*expected_at_least=*/2);
 }
+
+INSTANTIATE_TEST_SUITE_P(Identities, Stage2Memory, ::testing::ValuesIn(kIdentities),
+                         identity_test_name);
 
 }  // namespace

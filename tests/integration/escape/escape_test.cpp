@@ -1,6 +1,19 @@
-// The escape suite, once for every Linux backend: each case runs a hostile command through the
-// installed `sbx --backends <backend> exec` and then checks, from outside, that the host is
-// untouched. Only loopback traffic is ever attempted.
+// The escape suite, once for every Linux backend and every identity that starts sbx: each case
+// runs a hostile command through the installed `sbx --backends <backend> exec` and then checks,
+// from outside, that the host is untouched. Only loopback traffic is ever attempted.
+//
+// Identities (sbx_test/identity.hpp): every case runs as root and as an unprivileged user
+// (LinuxBackends/Escape.<case>/<backend>_root and .../<backend>_user). As root the user is 65534,
+// through setpriv, with a HOME of its own and no XDG_RUNTIME_DIR; run by an ordinary user the
+// "user" cases are that user and the "root" ones are skipped, each with the reason printed, as
+// are the user's when 65534 cannot create user namespaces (bwrap) or execute the install tree.
+// Everything a command attacks on the host belongs to the identity running it (the workspace,
+// the "outside" directory and its files, the home, the victim processes), so that what fails,
+// fails because of the sandbox and not because the file or process is someone else's; where a
+// check can only show something for root (/etc), or the host refuses an attempt to the
+// identity anyway (e.g. unprivileged bpf), the case says so. UserIsWhoItSaysItIs checks once
+// per backend and identity that the run really is the identity's, inside and outside; after
+// each user case, no sbx state of the user's may have appeared in /tmp.
 //
 // A backend either enforces a rule or refuses the policy that needs it; it never runs the
 // command with the rule silently dropped. So a case that needs a capability the backend does
@@ -9,16 +22,20 @@
 // capability named, and the command never started.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <iostream>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "sbx_test/files.hpp"
+#include "sbx_test/identity.hpp"
 #include "sbx_test/installed_sbx.hpp"
 #include "sbx_test/listener.hpp"
 #include "sbx_test/temp_dir.hpp"
@@ -59,19 +76,48 @@ std::string workspace_policy(const std::string& dir, const std::string& network 
   return path;
 }
 
-class Escape : public ::testing::TestWithParam<std::string> {
+// Entries directly in /tmp that `uid` owns and sbx may have made: anything but the tests'
+// own scratch directories.
+std::vector<std::string> sbx_entries_in_tmp(uid_t uid) {
+  std::vector<std::string> found;
+  for (const std::string& name : listing("/tmp")) {
+    struct stat st {};
+    if (name.rfind("sbx", 0) != 0 || name.rfind("sbx-test-", 0) == 0) continue;
+    if (::lstat(("/tmp/" + name).c_str(), &st) == 0 && st.st_uid == uid) found.push_back(name);
+  }
+  return found;
+}
+
+using Param = std::tuple<std::string, Identity>;
+
+class Escape : public ::testing::TestWithParam<Param> {
  protected:
   void SetUp() override {
     if (!exists(sbx_path())) GTEST_SKIP() << "no installed sbx at " << sbx_path();
+    SBX_REQUIRE_IDENTITY(who(), backend(), {probe_path()});
     // An escape suite that quietly skips an unavailable sandbox would pass on a host where
-    // nothing is confined: an unavailable backend fails every case instead.
-    const std::optional<std::vector<std::string>> capabilities = backend_capabilities(backend());
+    // nothing is confined: an unavailable backend fails every case instead. Probed as the
+    // identity: what a backend can enforce may depend on who starts it.
+    const std::optional<std::vector<std::string>> capabilities = backend_capabilities(
+        backend(),
+        [&](const std::vector<std::string>& argv) { return run_as(who(), argv, env_for(who())); });
     ASSERT_TRUE(capabilities.has_value()) << backend_unavailable(backend());
     capabilities_ = *capabilities;
     write_file(outside_ / "keep.txt", "original\n");
+    tmp_before_ = sbx_entries_in_tmp(uid_of(who()));
   }
 
-  const std::string& backend() const { return GetParam(); }
+  void TearDown() override {
+    // sbx keeps per-user state in the runtime directory or below HOME, never in the shared
+    // /tmp. Checked for the unprivileged user only: root's entries may be other suites' runs
+    // on this host at the same time.
+    if (who() == Identity::kUnprivileged && !IsSkipped()) {
+      EXPECT_EQ(sbx_entries_in_tmp(uid_of(who())), tmp_before_) << "sbx state left in /tmp";
+    }
+  }
+
+  const std::string& backend() const { return std::get<0>(GetParam()); }
+  Identity who() const { return std::get<1>(GetParam()); }
   BackendTraits traits() const { return traits_of(backend()); }
   bool enforces(const std::string& capability) const {
     return std::find(capabilities_.begin(), capabilities_.end(), capability) !=
@@ -100,10 +146,41 @@ class Escape : public ::testing::TestWithParam<std::string> {
     if (enforces("protected_names")) return {"--preset", "workspace-write"};
     return {"--policy", workspace_policy(conf_.path())};
   }
+  // Runs sbx as the identity, after handing it everything the test made in its directories.
   RunResult exec(const std::vector<std::string>& policy, const std::vector<std::string>& command,
                  const std::string& cwd = "", const std::string& input = "",
-                 const std::vector<std::string>& env = base_env()) {
-    return exec_with(backend(), policy, cwd.empty() ? ws_.path() : cwd, command, env, input);
+                 const std::optional<std::vector<std::string>>& env = std::nullopt) {
+    for (const TempDir* dir : {&ws_, &outside_, &conf_}) give_to(who(), dir->path());
+    if (!cwd.empty()) give_to(who(), cwd);
+    return exec_as(who(), backend(), policy, cwd.empty() ? ws_.path() : cwd, command,
+                   env ? *env : env_for(who()), input);
+  }
+  // A host process of the identity's own (so that only the sandbox keeps the command from it):
+  // `sleep 30`, killed by the caller.
+  pid_t victim() const {
+    const std::vector<std::string> argv = argv_as(who(), {"/bin/sleep", "30"});
+    std::vector<char*> args;
+    for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+    args.push_back(nullptr);
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::execv(args[0], args.data());
+      ::_exit(127);
+    }
+    // Once it runs `sleep` (setpriv switched first), it is the identity's.
+    const std::string status = "/proc/" + std::to_string(pid) + "/status";
+    for (int i = 0; i < 200 && read_file("/proc/" + std::to_string(pid) + "/comm") != "sleep\n";
+         ++i)
+      ::usleep(10 * 1000);
+    EXPECT_NE(read_file(status).find("Uid:\t" + std::to_string(uid_of(who())) + "\t"),
+              std::string::npos)
+        << "the victim is not the identity's: " << read_file(status);
+    return pid;
+  }
+  static void end(pid_t pid) {
+    int status = 0;
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
   }
   RunResult shell(const std::string& script) {
     return exec(workspace_write(), {"/bin/sh", "-c", script});
@@ -122,6 +199,7 @@ class Escape : public ::testing::TestWithParam<std::string> {
   TempDir outside_{"/var/tmp"};  // a host directory outside every writable root
   TempDir conf_{"/var/tmp"};     // policy files
   std::vector<std::string> capabilities_;
+  std::vector<std::string> tmp_before_;
 };
 
 // Skips the case, printing why, unless the backend enforces every listed capability.
@@ -140,8 +218,19 @@ class Escape : public ::testing::TestWithParam<std::string> {
 // ---------------------------------------------------------------------------------------------
 // The filesystem
 
+// The run really is the identity's: `id -u` inside, the sbx process and the files the command
+// creates outside.
+TEST_P(Escape, UserIsWhoItSaysItIs) {
+  give_to(who(), ws_.path());
+  give_to(who(), conf_.path());
+  EXPECT_EQ(runs_as_problem(who(), backend(), workspace_write(), ws_.path()), "");
+}
+
 TEST_P(Escape, WritesOutsideWritableRootsAndIntoHomeFail) {
-  const std::string home_target = "/root/sbx-escape-" + backend() + std::to_string(::getpid());
+  // The outside directory, its file and the home belong to the identity: only the sandbox stops
+  // these writes. /etc is root's: for the user it is closed by permission as well.
+  const std::string home_target =
+      home_of(who()) + "/sbx-escape-" + backend() + std::to_string(::getpid());
   const RunResult r = shell("echo x > " + outside_ / "new.txt" + "; echo x >> " +
                             outside_ / "keep.txt" + "; echo x > " + home_target +
                             "; touch /etc/sbx-escape; truncate -s0 " + outside_ / "keep.txt" +
@@ -224,9 +313,11 @@ TEST_P(Escape, ExistingGitIsRefusedToo) {
 
 TEST_P(Escape, ExplainNamesTheRuleAndTheDefaultOrderStillPicksBwrapForIt) {
   REQUIRE_REFUSED("protected_names");
-  const RunResult r = run({sbx_path(), "--backends", backend(), "explain", "--preset",
-                           "workspace-write", "--cwd", ws_.path()},
-                          base_env());
+  give_to(who(), ws_.path());
+  const RunResult r = run_as(who(),
+                             {sbx_path(), "--backends", backend(), "explain", "--preset",
+                              "workspace-write", "--cwd", ws_.path()},
+                             env_for(who()));
   EXPECT_NE(r.out.find(backend() + "  cannot enforce what the policy needs here: protected_names"),
             std::string::npos)
       << describe(r);
@@ -246,6 +337,7 @@ TEST_P(Escape, RenamingGitOrTheWorkspaceFails) {
 
 TEST_P(Escape, RenamingTheWorkspaceFails) {
   // The workspace's parent must be read-only for the policy to forbid the rename: /var/tmp.
+  // /var/tmp is sticky: the identity owns the workspace, so it may rename it but for the sandbox.
   TempDir ws("/var/tmp");
   const std::string moved = ws.path() + ".moved";
   const RunResult r = exec(workspace_write(),
@@ -424,43 +516,73 @@ TEST_P(Escape, NetworkEnabledStillConfinesTheFilesystem) {
 // ---------------------------------------------------------------------------------------------
 // Processes, privileges and the run itself
 
+// Every attempt in one sandboxed run. Those harmless on the host are tried there too, as the
+// same identity without the sandbox: one the host already refuses to the identity (e.g.
+// unprivileged bpf) shows nothing about the sandbox for it, and the case says so.
 TEST_P(Escape, DangerousSyscallsAreDenied) {
+  const pid_t target = victim();
   const std::string p = probe_path();
-  for (const std::string op : {"ptrace 1", "io_uring", "bpf", "keyctl", "unshare", "mount /tmp"}) {
-    const RunResult r = shell(p + " " + op);
-    EXPECT_EQ(r.code, 1) << op << ": " << describe(r);
-    EXPECT_NE(r.out.find("BLOCKED"), std::string::npos) << op << ": " << describe(r);
+  // Harmless outside: a map, a ring, a keyring id, a user namespace of the probe's own, a
+  // trace of the identity's own sleeping process.
+  const std::vector<std::string> also_outside = {"io_uring", "bpf", "keyctl", "unshare",
+                                                 "ptrace " + std::to_string(target)};
+  // Never outside: the host's init and the host's /tmp.
+  std::vector<std::string> attempts = {"ptrace 1", "mount /tmp"};
+  attempts.insert(attempts.end(), also_outside.begin(), also_outside.end());
+  std::string script;
+  for (const std::string& op : attempts) script += "echo '== " + op + "'; " + p + " " + op + "; ";
+  const RunResult r = shell(script + "/usr/bin/unshare -U /bin/true; echo unshare_rc=$?");
+  EXPECT_EQ(r.code, 0) << describe(r);
+  for (const std::string& op : attempts)
+    EXPECT_NE(r.out.find("== " + op + "\nBLOCKED: "), std::string::npos)
+        << op << ": " << describe(r);
+  EXPECT_NE(r.out.find("unshare_rc="), std::string::npos) << describe(r);
+  EXPECT_EQ(r.out.find("unshare_rc=0"), std::string::npos) << describe(r);
+  for (const std::string& op : also_outside) {
+    std::vector<std::string> argv = {p};
+    std::istringstream words(op);
+    for (std::string word; words >> word;) argv.push_back(word);
+    const RunResult outside = run_as(who(), argv, env_for(who()));
+    if (outside.out.find("SUCCEEDED") == std::string::npos)
+      std::cout << "[ note     ] " << op << " fails for " << name_of(who())
+                << " without the sandbox too (" << outside.out.substr(0, outside.out.find('\n'))
+                << "): here it shows nothing about the sandbox\n";
   }
-  const RunResult u = shell("/usr/bin/unshare -U /bin/true");
-  EXPECT_NE(u.code, 0) << describe(u);
+  end(target);
 }
 
+// No capability is held, and none can be gained by executing a set-user-ID or file-capability
+// program (no_new_privs, prctl(2) PR_SET_NO_NEW_PRIVS). bwrap empties the bounding set too;
+// Landlock started by an ordinary user cannot (PR_CAPBSET_DROP needs CAP_SETPCAP,
+// capabilities(7)), and with no_new_privs the bounding set grants nothing at execve.
 TEST_P(Escape, NoCapabilityReachesTheCommandEvenAsRoot) {
-  const RunResult r = shell("grep -E '^Cap(Prm|Eff|Bnd|Amb|Inh)' /proc/self/status");
+  const RunResult r = shell("grep -E '^(Cap(Prm|Eff|Bnd|Amb|Inh)|NoNewPrivs)' /proc/self/status");
   EXPECT_EQ(r.code, 0) << describe(r);
-  for (const char* set : {"CapPrm:\t0000000000000000", "CapEff:\t0000000000000000",
-                          "CapBnd:\t0000000000000000", "CapAmb:\t0000000000000000"})
+  std::vector<std::string> sets = {"CapPrm:\t0000000000000000", "CapEff:\t0000000000000000",
+                                   "CapAmb:\t0000000000000000", "NoNewPrivs:\t1"};
+  if (backend() == "bwrap" || who() == Identity::kRoot) sets.push_back("CapBnd:\t0000000000000000");
+  for (const std::string& set : sets)
     EXPECT_NE(r.out.find(set), std::string::npos) << set << " " << describe(r);
 }
 
+// The victim is the identity's own: the host would let the identity kill it.
 TEST_P(Escape, HostProcessesCannotBeKilled) {
   if (traits().signals_need_landlock_scoping) {
-    const RunResult abi = run({sbx_path(), "backends", "--probe"}, base_env());
+    const RunResult abi = run_as(who(), {sbx_path(), "backends", "--probe"}, env_for(who()));
     if (abi.out.find("pass  scoping") == std::string::npos)
       GTEST_SKIP() << "the kernel's Landlock ABI has no signal scoping (< 6): not enforceable";
   }
-  const pid_t victim = ::fork();
-  if (victim == 0) {
-    ::execl("/bin/sleep", "sleep", "30", nullptr);
-    ::_exit(1);
-  }
-  const RunResult r = shell(probe_path() + " kill " + std::to_string(victim) + "; kill -9 " +
-                            std::to_string(victim) + "; true");
-  EXPECT_EQ(r.out.find("SUCCEEDED"), std::string::npos) << describe(r);
+  const pid_t target = victim();
+  const std::string pid = std::to_string(target);
+  const RunResult r = shell("echo probe; " + probe_path() + " kill " + pid + "; kill -9 " + pid +
+                            "; echo kill_rc=$?; true");
+  // Both attempts ran, and both were refused.
+  EXPECT_NE(r.out.find("probe\nBLOCKED: "), std::string::npos) << describe(r);
+  EXPECT_NE(r.out.find("kill_rc="), std::string::npos) << describe(r);
+  EXPECT_EQ(r.out.find("kill_rc=0"), std::string::npos) << describe(r);
   int status = 0;
-  EXPECT_EQ(::waitpid(victim, &status, WNOHANG), 0) << "the host process died";
-  ::kill(victim, SIGKILL);
-  ::waitpid(victim, &status, 0);
+  EXPECT_EQ(::waitpid(target, &status, WNOHANG), 0) << "the host process died";
+  end(target);
 }
 
 TEST_P(Escape, GrandchildrenDoNotOutliveTheCommand) {
@@ -490,7 +612,7 @@ TEST_P(Escape, FakeHelpersEarlierInPathAreIgnored) {
                                           "-ran\nshift 999\nexec \"$@\"\n");
     fs::permissions(ws_ / "bin/" + helper, fs::perms::owner_all);
   }
-  std::vector<std::string> env = base_env();
+  std::vector<std::string> env = env_for(who());
   env[0] = "PATH=" + ws_ / "bin" + ":/usr/bin:/bin";
   const RunResult r = exec(workspace_write(),
                            {"/bin/sh", "-c", "echo x > " + outside_ / "via-fake.txt" + "; true"},
@@ -504,17 +626,22 @@ TEST_P(Escape, FakeHelpersEarlierInPathAreIgnored) {
 // The command's environment arrives whole, but not through arguments: whatever supervises the
 // command runs for as long as it does, and arguments are world-readable in /proc.
 TEST_P(Escape, EnvironmentArrivesWithoutAppearingInAnyArguments) {
-  std::vector<std::string> env = base_env();
+  std::vector<std::string> env = env_for(who());
   env.push_back("SBX_IT_PRIVATE=sbx-it-secret-value-4711");
+  // Under bwrap's direct launch the parent is PID 1, whose /proc entry is hidden
+  // (plugins/bwrap/README.md, "Root in the sandbox"): every process the command can see is
+  // read there instead. Landlock shares the host's pid namespace: only the parent is read.
+  const std::string whose = backend() == "bwrap" ? "/proc/[0-9]*" : "/proc/$PPID";
   const RunResult r = exec(workspace_write(),
                            {"/bin/sh", "-c",
-                            "printf '%s\\n' \"$SBX_IT_PRIVATE\"; tr '\\0' '\\n' < "
-                            "/proc/$PPID/cmdline > parent.txt; cat /proc/$PPID/comm > comm.txt"},
+                            "printf '%s\\n' \"$SBX_IT_PRIVATE\"; for p in " + whose +
+                                "; do tr '\\0' '\\n' < $p/cmdline; done > parent.txt; cat "
+                                "/proc/$PPID/comm > comm.txt 2>/dev/null; true"},
                            "", "", env);
   EXPECT_EQ(r.code, 0) << describe(r);
   EXPECT_EQ(r.out, "sbx-it-secret-value-4711\n") << describe(r);
   const std::string parent = read_file(ws_ / "parent.txt");
-  EXPECT_FALSE(parent.empty()) << "the command's parent is not visible to it";
+  EXPECT_FALSE(parent.empty()) << "no process's arguments are visible to the command";
   EXPECT_EQ(parent.find("sbx-it-secret-value"), std::string::npos) << parent;
   if (backend() == "landlock") {
     // Without namespaces the parent is the supervisor, a fork of sbx that never execs: its
@@ -524,9 +651,13 @@ TEST_P(Escape, EnvironmentArrivesWithoutAppearingInAnyArguments) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(LinuxBackends, Escape, ::testing::Values("bwrap", "landlock"),
-                         [](const ::testing::TestParamInfo<std::string>& param_info) {
-                           return param_info.param;
+INSTANTIATE_TEST_SUITE_P(LinuxBackends, Escape,
+                         ::testing::Combine(::testing::Values("bwrap", "landlock"),
+                                            ::testing::Values(Identity::kRoot,
+                                                              Identity::kUnprivileged)),
+                         [](const ::testing::TestParamInfo<Param>& param_info) {
+                           return std::get<0>(param_info.param) + "_" +
+                                  name_of(std::get<1>(param_info.param));
                          });
 
 }  // namespace

@@ -1,9 +1,12 @@
 // Set-user-ID and set-group-ID files cannot be planted from a Landlock sandbox (Landlock has no
 // right for modes; the stage-2 seccomp filter refuses the set-ID bits with EPERM). Checked from
-// the host afterwards: no file in the workspace carries either bit.
+// the host afterwards: no file in the workspace carries either bit. As root and as an
+// unprivileged user (sbx_test/identity.hpp), who owns the workspace and so may set both bits but
+// for the sandbox.
 #include <gtest/gtest.h>
 
 #include "sbx_test/files.hpp"
+#include "sbx_test/identity.hpp"
 #include "sbx_test/installed_sbx.hpp"
 #include "sbx_test/listener.hpp"
 #include "sbx_test/set_id_attempts.hpp"
@@ -13,8 +16,12 @@ namespace {
 
 using namespace sbx::test;
 
-TEST(LandlockSetId, NoSetIdFileCanBeCreatedInTheWorkspace) {
+class LandlockSetId : public ::testing::TestWithParam<Identity> {};
+
+TEST_P(LandlockSetId, NoSetIdFileCanBeCreatedInTheWorkspace) {
   if (!exists(sbx_path())) GTEST_SKIP() << "no installed sbx at " << sbx_path();
+  const Identity who = GetParam();
+  SBX_REQUIRE_IDENTITY(who, "landlock");
   TempDir ws{"/var/tmp"};
   TempDir conf{"/var/tmp"};
   ASSERT_FALSE(ws.path().empty());
@@ -24,9 +31,10 @@ TEST(LandlockSetId, NoSetIdFileCanBeCreatedInTheWorkspace) {
                      R"({"path":":root","access":"read"},{"path":":cwd","access":"write"}],)"
                      R"("protected_names":[]},)"
                      R"("network":{"mode":"restricted"}})");
-  const RunResult r = run({sbx_path(), "--backends", "landlock", "exec", "--policy", policy,
-                           "--cwd", ws.path(), "--", "/bin/sh", "-c", set_id_script(ws.path())},
-                          base_env());
+  give_to(who, ws.path());
+  give_to(who, conf.path());
+  const RunResult r = exec_as(who, "landlock", {"--policy", policy}, ws.path(),
+                              {"/bin/sh", "-c", set_id_script(ws.path())}, env_for(who));
   EXPECT_EQ(r.code, 0) << describe(r);
   for (const std::string& attempt : set_id_attempts()) {
     EXPECT_NE(r.out.find(attempt + "="), std::string::npos) << attempt << " did not run\n"
@@ -39,5 +47,8 @@ TEST(LandlockSetId, NoSetIdFileCanBeCreatedInTheWorkspace) {
   EXPECT_EQ(set_id_files(ws.path()), std::vector<std::string>{});
   EXPECT_TRUE(exists(ws / "x")) << "the copy itself is allowed; only the bits are refused";
 }
+
+INSTANTIATE_TEST_SUITE_P(Identities, LandlockSetId, ::testing::ValuesIn(kIdentities),
+                         identity_test_name);
 
 }  // namespace

@@ -1,13 +1,16 @@
 // Through the installed `sbx --backends landlock exec`: metadata changes (mode, owner, times,
 // extended attributes) outside the writable roots fail and leave the host's file as it was,
 // while the same changes to build outputs inside the workspace work; pseudo-terminals work
-// without opening the host's other terminals (plugins/landlock/README.md).
+// without opening the host's other terminals (plugins/landlock/README.md). As root and as an
+// unprivileged user (sbx_test/identity.hpp), who owns the outside file and the other terminal,
+// so that only the sandbox stops the changes.
 #include <gtest/gtest.h>
 #include <pty.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 
 #include "sbx_test/files.hpp"
+#include "sbx_test/identity.hpp"
 #include "sbx_test/installed_sbx.hpp"
 #include "sbx_test/listener.hpp"
 #include "sbx_test/temp_dir.hpp"
@@ -18,10 +21,11 @@ using namespace sbx::test;
 
 constexpr const char* kPtyPython = "/usr/bin/python3";
 
-class LandlockMetadata : public ::testing::Test {
+class LandlockMetadata : public ::testing::TestWithParam<Identity> {
  protected:
   void SetUp() override {
     if (!exists(sbx_path())) GTEST_SKIP() << "no installed sbx at " << sbx_path();
+    SBX_REQUIRE_IDENTITY(who(), "landlock");
     ASSERT_FALSE(ws_.path().empty());
     ASSERT_FALSE(outside_.path().empty());
     // `:root` read, `:cwd` write, nothing else: the outside directory is only readable.
@@ -33,11 +37,13 @@ class LandlockMetadata : public ::testing::Test {
     write_file(victim_, "original\n");
     ::chmod(victim_.c_str(), 0644);
     ASSERT_EQ(::setxattr(victim_.c_str(), "user.keep", "1", 1, 0), 0) << std::strerror(errno);
+    for (const TempDir* dir : {&ws_, &outside_, &conf_}) give_to(who(), dir->path());
   }
+  Identity who() const { return GetParam(); }
   RunResult sh(const std::string& script) {
-    return run({sbx_path(), "--backends", "landlock", "exec", "--policy", policy_, "--cwd",
-                ws_.path(), "--", "/bin/sh", "-c", script},
-               base_env());
+    give_to(who(), ws_.path());
+    return exec_as(who(), "landlock", {"--policy", policy_}, ws_.path(), {"/bin/sh", "-c", script},
+                   env_for(who()));
   }
   TempDir ws_;
   TempDir outside_{"/var/tmp"};
@@ -52,7 +58,7 @@ struct stat stat_of(const std::string& path) {
   return st;
 }
 
-TEST_F(LandlockMetadata, ChangesOutsideTheWritableRootsFailAndTheHostFileIsUnchanged) {
+TEST_P(LandlockMetadata, ChangesOutsideTheWritableRootsFailAndTheHostFileIsUnchanged) {
   const struct stat before = stat_of(victim_);
   const std::string v = victim_;
   const RunResult r = sh(
@@ -76,7 +82,7 @@ TEST_F(LandlockMetadata, ChangesOutsideTheWritableRootsFailAndTheHostFileIsUncha
   EXPECT_EQ(::getxattr(victim_.c_str(), "user.evil", value, sizeof value), -1);
 }
 
-TEST_F(LandlockMetadata, BuildOutputsInsideTheWorkspaceCanBeMadeExecutableAndTouched) {
+TEST_P(LandlockMetadata, BuildOutputsInsideTheWorkspaceCanBeMadeExecutableAndTouched) {
   const RunResult r =
       sh("printf '#!/bin/sh\\necho built\\n' > out.sh && chmod +x out.sh && ./out.sh && "
          "touch -d 2001-01-01 out.sh && chown \"$(id -u):$(id -g)\" out.sh && " +
@@ -90,7 +96,7 @@ TEST_F(LandlockMetadata, BuildOutputsInsideTheWorkspaceCanBeMadeExecutableAndTou
   EXPECT_LT(st.st_mtim.tv_sec, 1000000000 + 86400 * 365) << "touch -d 2001-01-01 was ignored";
 }
 
-TEST_F(LandlockMetadata, ASymlinkInsidePointingOutsideDoesNotLetChmodThrough) {
+TEST_P(LandlockMetadata, ASymlinkInsidePointingOutsideDoesNotLetChmodThrough) {
   const RunResult r = sh("ln -s " + victim_ +
                          " link && chmod 0666 link; echo chmod=$?; "
                          "touch -d 2001-01-01 link; echo touch=$?");
@@ -99,7 +105,7 @@ TEST_F(LandlockMetadata, ASymlinkInsidePointingOutsideDoesNotLetChmodThrough) {
   EXPECT_EQ(stat_of(victim_).st_mode & 07777, 0644u);
 }
 
-TEST_F(LandlockMetadata, SetuidBitsCannotBeSetInsideTheWorkspaceEither) {
+TEST_P(LandlockMetadata, SetuidBitsCannotBeSetInsideTheWorkspaceEither) {
   const RunResult r =
       sh("cp /bin/true t && chmod 4755 t; echo suid=$?; chmod 2755 t; "
          "echo sgid=$?");
@@ -108,7 +114,7 @@ TEST_F(LandlockMetadata, SetuidBitsCannotBeSetInsideTheWorkspaceEither) {
   EXPECT_EQ(stat_of(ws_ / "t").st_mode & (S_ISUID | S_ISGID), 0u);
 }
 
-TEST_F(LandlockMetadata, PseudoTerminalsWork) {
+TEST_P(LandlockMetadata, PseudoTerminalsWork) {
   const RunResult r = sh(std::string(kPtyPython) +
                          " -c 'import os; m, s = os.openpty(); print(\"pty\", os.isatty(s))' && "
                          "script -qc true /dev/null && echo script-ok");
@@ -120,11 +126,12 @@ TEST_F(LandlockMetadata, PseudoTerminalsWork) {
 // The peer of /dev/ptmx is never granted as a path, so another terminal of the host cannot be
 // written to (typed into a user's session); nor read, since `:root` no longer reaches /dev
 // (dev_reads_test.cpp).
-TEST_F(LandlockMetadata, TheHostsOtherTerminalsCannotBeWritten) {
+TEST_P(LandlockMetadata, TheHostsOtherTerminalsCannotBeWritten) {
   int master = -1;
   int peer = -1;
   char name[128] = {};
   ASSERT_EQ(::openpty(&master, &peer, name, nullptr, nullptr), 0) << std::strerror(errno);
+  give_to(who(), name);  // as login(1) gives a user's session its terminal
   const RunResult r = sh("echo sbx-it-typed > " + std::string(name) + "; echo write=$?");
   pollfd pfd{master, POLLIN, 0};
   std::string seen;
@@ -140,5 +147,8 @@ TEST_F(LandlockMetadata, TheHostsOtherTerminalsCannotBeWritten) {
   EXPECT_EQ(r.out.find("write=0"), std::string::npos) << describe(r);
   EXPECT_EQ(seen.find("sbx-it-typed"), std::string::npos) << seen;
 }
+
+INSTANTIATE_TEST_SUITE_P(Identities, LandlockMetadata, ::testing::ValuesIn(kIdentities),
+                         identity_test_name);
 
 }  // namespace

@@ -2,6 +2,8 @@
 // Exit 0 and "SUCCEEDED" if the operation worked (an escape), exit 1 and "BLOCKED: <errno>" if
 // the kernel refused it. Run inside the sandbox by the escape suites of every Linux backend.
 #include <arpa/inet.h>
+#include <linux/bpf.h>
+#include <linux/io_uring.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
@@ -57,6 +59,21 @@ long connect_unix(const char* path) {
   return ::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
 }
 
+// Valid arguments, so that without a sandbox (and with the privilege the call needs) each of
+// these succeeds: a refusal then is the sandbox's, never an EFAULT or EINVAL of the probe's own.
+long io_uring_setup() {
+  io_uring_params params{};
+  return ::syscall(SYS_io_uring_setup, 4, &params);
+}
+long bpf_map_create() {
+  bpf_attr attr{};
+  attr.map_type = BPF_MAP_TYPE_ARRAY;
+  attr.key_size = 4;
+  attr.value_size = 4;
+  attr.max_entries = 1;
+  return ::syscall(SYS_bpf, BPF_MAP_CREATE, &attr, sizeof attr);
+}
+
 // Tries to copy any of descriptors 0..63 of process `pid` into this one.
 long steal_descriptor(int pid) {
   const long pidfd = ::syscall(SYS_pidfd_open, pid, 0);
@@ -80,8 +97,8 @@ int main(int argc, char** argv) {
   if (op == "netlink") return report(::socket(AF_NETLINK, SOCK_RAW, 0));
   if (op == "packet") return report(::socket(AF_PACKET, SOCK_RAW, 0));
   if (op == "ptrace") return report(::ptrace(PTRACE_ATTACH, std::atoi(arg), nullptr, nullptr));
-  if (op == "io_uring") return report(::syscall(SYS_io_uring_setup, 4, nullptr));
-  if (op == "bpf") return report(::syscall(SYS_bpf, 0, nullptr, 0));
+  if (op == "io_uring") return report(io_uring_setup());
+  if (op == "bpf") return report(bpf_map_create());
   if (op == "keyctl") return report(::syscall(SYS_keyctl, 0 /*GET_KEYRING_ID*/, -3, 0));
   if (op == "mount") return report(::mount("none", arg, "tmpfs", 0, nullptr));
   if (op == "kill") return report(::kill(std::atoi(arg), SIGKILL));

@@ -11,21 +11,31 @@ std::vector<std::string> base_env() {
   return {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/root", "LANG=C.UTF-8"};
 }
 
-RunResult exec_with(const std::string& backend, const std::vector<std::string>& policy,
-                    const std::string& cwd, const std::vector<std::string>& command,
-                    const std::vector<std::string>& env, const std::string& input) {
+std::vector<std::string> exec_argv(const std::string& backend,
+                                   const std::vector<std::string>& policy, const std::string& cwd,
+                                   const std::vector<std::string>& command) {
   std::vector<std::string> argv = {sbx_path(), "--backends", backend, "exec"};
   argv.insert(argv.end(), policy.begin(), policy.end());
   argv.insert(argv.end(), {"--cwd", cwd, "--"});
   argv.insert(argv.end(), command.begin(), command.end());
+  return argv;
+}
+
+std::vector<std::string> with_pwd(const std::vector<std::string>& env, const std::string& cwd) {
   // As a shell caller's environment has it: PWD at the working directory. Without any PWD the
   // bwrap backend keeps sbx-stage2 (bwrap 0.8 would add PWD, docs/ARCHITECTURE.md "How bwrap
   // runs the command"), so with it these suites run bwrap's direct launch.
-  std::vector<std::string> with_pwd = env;
+  std::vector<std::string> result = env;
   if (std::none_of(env.begin(), env.end(),
                    [](const std::string& entry) { return entry.rfind("PWD=", 0) == 0; }))
-    with_pwd.push_back("PWD=" + cwd);
-  return run(argv, with_pwd, input);
+    result.push_back("PWD=" + cwd);
+  return result;
+}
+
+RunResult exec_with(const std::string& backend, const std::vector<std::string>& policy,
+                    const std::string& cwd, const std::vector<std::string>& command,
+                    const std::vector<std::string>& env, const std::string& input) {
+  return run(exec_argv(backend, policy, cwd, command), with_pwd(env, cwd), input);
 }
 
 RunResult sbx_exec(const std::vector<std::string>& policy, const std::string& cwd,
@@ -58,8 +68,10 @@ JsonExec sbx_exec_json(const std::vector<std::string>& sbx_args, const std::stri
 namespace {
 
 // The backend's entry in `sbx backends --probe --json`, or why there is none.
-std::optional<boost::json::object> probed_backend(const std::string& name, std::string& why) {
-  const RunResult probe = run({sbx_path(), "backends", "--probe", "--json"});
+std::optional<boost::json::object> probed_backend(const std::string& name, std::string& why,
+                                                  const Runner& runner = {}) {
+  const std::vector<std::string> argv = {sbx_path(), "backends", "--probe", "--json"};
+  const RunResult probe = runner ? runner(argv) : run(argv);
   boost::json::error_code ec;
   const boost::json::value listing = boost::json::parse(probe.out, ec);
   if (ec || !listing.is_object()) {
@@ -80,9 +92,10 @@ std::optional<boost::json::object> probed_backend(const std::string& name, std::
 
 }  // namespace
 
-std::optional<std::vector<std::string>> backend_capabilities(const std::string& name) {
+std::optional<std::vector<std::string>> backend_capabilities(const std::string& name,
+                                                             const Runner& runner) {
   std::string why;
-  const std::optional<boost::json::object> backend = probed_backend(name, why);
+  const std::optional<boost::json::object> backend = probed_backend(name, why, runner);
   if (!backend) return std::nullopt;
   std::vector<std::string> capabilities;
   if (const auto* list = backend->if_contains("capabilities"); list && list->is_array())

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,6 +27,13 @@ RunResult exec_with(const std::string& backend, const std::vector<std::string>& 
                     const std::string& cwd, const std::vector<std::string>& command,
                     const std::vector<std::string>& env = base_env(),
                     const std::string& input = "");
+
+// The argv and environment exec_with() runs (identity.hpp runs them as another user): the
+// environment with PWD at `cwd` unless it has one.
+std::vector<std::string> exec_argv(const std::string& backend,
+                                   const std::vector<std::string>& policy, const std::string& cwd,
+                                   const std::vector<std::string>& command);
+std::vector<std::string> with_pwd(const std::vector<std::string>& env, const std::string& cwd);
 
 // exec_with() on the bwrap backend.
 RunResult sbx_exec(const std::vector<std::string>& policy, const std::string& cwd,
@@ -48,8 +56,11 @@ struct JsonExec {
 JsonExec sbx_exec_json(const std::vector<std::string>& sbx_args, const std::string& cwd);
 
 // The capabilities `sbx backends --probe --json` lists for an available backend; nullopt when
-// the backend is not installed or not available here.
-std::optional<std::vector<std::string>> backend_capabilities(const std::string& name);
+// the backend is not installed or not available here. `runner` runs the probe's argv (as
+// another user: identity.hpp's run_as); run() with the test's environment when unset.
+using Runner = std::function<RunResult(const std::vector<std::string>& argv)>;
+std::optional<std::vector<std::string>> backend_capabilities(const std::string& name,
+                                                             const Runner& runner = {});
 
 // "" when the installed backend `name` is loaded and available, else why not (for GTEST_SKIP).
 std::string backend_unavailable(const std::string& name);

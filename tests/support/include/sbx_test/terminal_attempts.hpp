@@ -2,6 +2,10 @@
 // a pseudo-terminal as its standard input, and the command tries the ioctls that would put
 // input into it or re-route it (TIOCSETD with N_TTY, which needs no privilege; TIOCSTI;
 // TIOCCONS). Every one must fail with EPERM, while ordinary terminal requests still work.
+// Run by an unprivileged user, TIOCSTI and TIOCCONS fail without any sandbox too
+// (drivers/tty/tty_io.c: tiocsti() needs the caller's controlling terminal or CAP_SYS_ADMIN,
+// tioccons() CAP_SYS_ADMIN; this terminal is no one's controlling terminal): for that identity
+// only TIOCSETD shows the sandbox's filter.
 // Shared by the bwrap and the landlock suites.
 #pragma once
 
@@ -39,8 +43,10 @@ inline std::string terminal_script() {
          "'";
 }
 
-// Runs argv with a fresh pseudo-terminal as standard input (stdout and stderr collected).
-inline RunResult run_with_terminal_stdin(const std::vector<std::string>& argv) {
+// Runs argv with a fresh pseudo-terminal as standard input (stdout and stderr collected), in
+// `env` (base_env() when empty).
+inline RunResult run_with_terminal_stdin(const std::vector<std::string>& argv,
+                                         const std::vector<std::string>& env_entries = {}) {
   RunResult r;
   int controller = -1;
   int terminal = -1;
@@ -48,6 +54,7 @@ inline RunResult run_with_terminal_stdin(const std::vector<std::string>& argv) {
   TempDir io;
   const std::string out = io / "out";
   const std::string err = io / "err";
+  std::vector<std::string> base = env_entries.empty() ? base_env() : env_entries;
   const pid_t pid = ::fork();
   if (pid == 0) {
     const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -60,7 +67,6 @@ inline RunResult run_with_terminal_stdin(const std::vector<std::string>& argv) {
     std::vector<char*> env;
     for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
     a.push_back(nullptr);
-    static std::vector<std::string> base = base_env();
     for (auto& s : base) env.push_back(s.data());
     env.push_back(nullptr);
     ::execve(a[0], a.data(), env.data());
