@@ -1,0 +1,57 @@
+// Landlock mode's pid scope: a third seccomp program, loaded only by the Landlock launcher
+// (landlock_launch.cpp), that refuses (EPERM) the calls which change another process although
+// Landlock does not scope them. Under bwrap the command has a pid namespace of its own, where no
+// process outside the sandbox has a pid to name, so bwrap does not load it.
+//
+// Why: Landlock scopes what goes through ptrace_may_access() (security_ptrace_access_check:
+// landlock's hook_ptrace_access_check) and, from ABI 6, signals (hook_task_kill,
+// hook_file_send_sigiotask). The calls below check only uids (or CAP_SYS_NICE /
+// CAP_SYS_RESOURCE) and call LSM hooks Landlock does not implement, so without a pid namespace
+// the command could change any process of its user (as root: any process), e.g. give the agent
+// that started it RLIMIT_CPU (1, 1) (SIGKILL) or RLIMIT_CORE unlimited plus a CPU soft limit
+// (a core dump of the agent's memory in its working directory):
+//   - prlimit64 with a new limit: kernel/sys.c check_prlimit_permission() (uid/gid, or
+//     CAP_SYS_RESOURCE), security_task_prlimit();
+//   - setpriority: kernel/sys.c set_one_prio_perm() (uid/euid, or CAP_SYS_NICE),
+//     security_task_setnice(); PRIO_PGRP and PRIO_USER name groups of processes even with who 0
+//     (the caller's process group, which may hold sbx and its pipeline; the caller's uid);
+//   - ioprio_set: block/ioprio.c set_task_ioprio() (uid/euid, or CAP_SYS_NICE),
+//     security_task_setioprio(); IOPRIO_WHO_PGRP/IOPRIO_WHO_USER as above;
+//   - sched_setaffinity: kernel/sched/core.c sched_setaffinity() check_same_owner() (or
+//     CAP_SYS_NICE), security_task_setscheduler();
+//   - sched_setparam, sched_setscheduler, sched_setattr: kernel/sched/syscalls.c
+//     __sched_setscheduler() check_same_owner() (or CAP_SYS_NICE), security_task_setscheduler().
+//
+// The rule: these pass only when they name the caller the way the kernel spells "self" (pid 0;
+// for setpriority PRIO_PROCESS with who 0, for ioprio_set IOPRIO_WHO_PROCESS with who 0;
+// prlimit64 with any pid when it only reads, new_limit NULL). A filter cannot know the caller's
+// pid, so a call naming the caller by its own pid or TID is refused too: glibc's
+// pthread_setaffinity_np, pthread_setschedparam, pthread_setschedprio and pthread_create with
+// an explicit scheduling or affinity attribute pass a TID and get EPERM; `renice -p`,
+// `taskset -p`, `ionice -p`, `chrt -p` and `prlimit --pid` are refused for every pid, their
+// forms that start a command (pid 0) work. Calls with pid 0 stay in the kernel: this program
+// returns at once for every other call and caches as ALLOW for them (kernel/seccomp.c action
+// cache, Linux 5.11+).
+//
+// Not refused, on purpose: the readers (getpriority, ioprio_get, sched_getaffinity,
+// sched_getparam, sched_getscheduler, sched_getattr, sched_rr_get_interval, prlimit64 without a
+// new limit, capget, getpgid, getsid): they change nothing, and the same values are readable in
+// /proc/PID/{stat,status,limits,sched} of every process. The calls the kernel already confines
+// under Landlock are listed in plugins/landlock/README.md ("Other processes").
+#pragma once
+
+#include <string>
+
+#include "sbx/sdk/result.hpp"
+
+namespace sbx::stage2 {
+
+// The pid scope's BPF program as the kernel takes it (struct sock_filter array, native byte
+// order): exactly what libseccomp builds for it (default ALLOW; calls of another architecture
+// kill the process). For the build-time generator (seccomp_programs.hpp) and tests.
+Result<std::string> export_pid_scope_bpf();
+
+// The same in libseccomp's pseudo-filter-code text (golden test, debugging).
+Result<std::string> export_pid_scope_text();
+
+}  // namespace sbx::stage2
