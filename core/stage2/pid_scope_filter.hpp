@@ -17,10 +17,14 @@
 //     (the caller's process group, which may hold sbx and its pipeline; the caller's uid);
 //   - ioprio_set: block/ioprio.c set_task_ioprio() (uid/euid, or CAP_SYS_NICE),
 //     security_task_setioprio(); IOPRIO_WHO_PGRP/IOPRIO_WHO_USER as above;
-//   - sched_setaffinity: kernel/sched/core.c sched_setaffinity() check_same_owner() (or
-//     CAP_SYS_NICE), security_task_setscheduler();
-//   - sched_setparam, sched_setscheduler, sched_setattr: kernel/sched/syscalls.c
-//     __sched_setscheduler() check_same_owner() (or CAP_SYS_NICE), security_task_setscheduler().
+//   - sched_setaffinity: sched_setaffinity() check_same_owner() (or CAP_SYS_NICE),
+//     security_task_setscheduler();
+//   - sched_setparam, sched_setscheduler, sched_setattr: __sched_setscheduler()
+//     check_same_owner() (or CAP_SYS_NICE), security_task_setscheduler() (both in
+//     kernel/sched/syscalls.c since Linux 6.11, kernel/sched/core.c before).
+// As root, commoncap's cap_safe_nice() (security/commoncap.c: cap_task_setnice, _setioprio,
+// _setscheduler) refuses the last three on a target holding capabilities the command lacks, so
+// they reach only root processes without capabilities; prlimit64 has no such check.
 //
 // The rule: these pass only when they name the caller the way the kernel spells "self" (pid 0;
 // for setpriority PRIO_PROCESS with who 0, for ioprio_set IOPRIO_WHO_PROCESS with who 0;
