@@ -30,10 +30,12 @@ Status refuse(scmp_filter_ctx ctx, const char* name, std::span<const scmp_arg_cm
   return {};
 }
 
+}  // namespace
+
 // The comparisons are on all 64 bits: the kernel reads these arguments as int, so a value whose
 // low half is 0 but not its high half is refused although the kernel would take it for "self"
 // (stricter, never looser).
-Status build_rules(scmp_filter_ctx ctx) {
+Status add_pid_scope_rules(scmp_filter_ctx ctx) {
   const scmp_arg_cmp a0_not_self[] = {SCMP_A0(SCMP_CMP_NE, 0)};
   const scmp_arg_cmp a1_not_self[] = {SCMP_A1(SCMP_CMP_NE, 0)};
   Status s;
@@ -56,13 +58,15 @@ Status build_rules(scmp_filter_ctx ctx) {
   return s;
 }
 
+namespace {
+
 Result<FilterPtr> build_scope() {
   FilterPtr ctx(seccomp_init(SCMP_ACT_ALLOW), seccomp_release);
   if (!ctx) return Error{"seccomp_init failed"};
   // Another architecture's calls would bypass the rules: the main filter kills them too.
   if (seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS) != 0)
     return Error{"badarch"};
-  Status built = build_rules(ctx.get());
+  Status built = add_pid_scope_rules(ctx.get());
   if (!built.ok()) return Error{built.error()};
   return ctx;
 }

@@ -44,11 +44,19 @@
 // under Landlock are listed in plugins/landlock/README.md ("Other processes").
 #pragma once
 
+#include <seccomp.h>
+
 #include <string>
 
 #include "sbx/sdk/result.hpp"
 
 namespace sbx::stage2 {
+
+// Adds the pid scope's refusals (EPERM) to `ctx`. The metadata guard's program
+// (metadata_filter.hpp) carries them too, so that a run with the guard attaches no program more
+// than before (each attach costs the new process a conversion, JIT and action cache: see
+// bench/README.md); the pid scope's own program is loaded only where the guard is not.
+Status add_pid_scope_rules(scmp_filter_ctx ctx);
 
 // The pid scope's BPF program as the kernel takes it (struct sock_filter array, native byte
 // order): exactly what libseccomp builds for it (default ALLOW; calls of another architecture

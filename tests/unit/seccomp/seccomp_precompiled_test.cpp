@@ -152,6 +152,15 @@ TEST(SeccompPrecompiled, MetadataGuardReportsRefusesAndAllows) {
             "ok");
   EXPECT_EQ(run_under_guard([] { return raw(SYS_ioctl, 0, FS_IOC_SETFLAGS, 0); }, EPERM), "ok");
   EXPECT_EQ(run_under_guard([] { return raw(SYS_getpid) > 0 ? 0L : -1L; }, 0), "ok");
+  // The pid scope rides along (pid_scope_filter.hpp): another process refused, pid 0 allowed.
+  EXPECT_EQ(run_under_guard([] { return raw(SYS_setpriority, PRIO_PROCESS, ::getppid(), 0); },
+                            EPERM),
+            "ok");
+  EXPECT_EQ(run_under_guard([] { return raw(SYS_sched_setaffinity, ::getppid(), 0, 0); }, EPERM),
+            "ok");
+  EXPECT_EQ(run_under_guard([] { return raw(SYS_getpriority, PRIO_PROCESS, 0) >= 0 ? 0L : -1L; },
+                            0),
+            "ok");
 }
 
 // Landlock mode's pid scope (pid_scope_filter.hpp), precompiled the same way.
