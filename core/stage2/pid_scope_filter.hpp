@@ -1,6 +1,7 @@
-// Landlock mode's pid scope: a third seccomp program, loaded only by the Landlock launcher
-// (landlock_launch.cpp), that refuses (EPERM) the calls which change another process although
-// Landlock does not scope them. Under bwrap the command has a pid namespace of its own, where no
+// Landlock mode's pid scope: seccomp rules, used only by the Landlock launcher
+// (landlock_launch.cpp) inside the metadata guard's program or, without the guard, as a program
+// of their own, that refuse (EPERM) the calls which change another process although Landlock
+// does not scope them. Under bwrap the command has a pid namespace of its own, where no
 // process outside the sandbox has a pid to name, so bwrap does not load it.
 //
 // Why: Landlock scopes what goes through ptrace_may_access() (security_ptrace_access_check:
@@ -33,9 +34,10 @@
 // pthread_setaffinity_np, pthread_setschedparam, pthread_setschedprio and pthread_create with
 // an explicit scheduling or affinity attribute pass a TID and get EPERM; `renice -p`,
 // `taskset -p`, `ionice -p`, `chrt -p` and `prlimit --pid` are refused for every pid, their
-// forms that start a command (pid 0) work. Calls with pid 0 stay in the kernel: this program
-// returns at once for every other call and caches as ALLOW for them (kernel/seccomp.c action
-// cache, Linux 5.11+).
+// forms that start a command (pid 0) work. Calls with pid 0 stay in the kernel (no supervisor
+// round trip); the calls these rules do not name stay in the kernel's action cache
+// (kernel/seccomp.c, Linux 5.11+) as before, the named ones now run the programs
+// (bench/README.md, "the pid scope").
 //
 // Not refused, on purpose: the readers (getpriority, ioprio_get, sched_getaffinity,
 // sched_getparam, sched_getscheduler, sched_getattr, sched_rr_get_interval, prlimit64 without a
