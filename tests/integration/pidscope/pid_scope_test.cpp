@@ -11,8 +11,8 @@
 // runs as root and as user 65534 (skipped with the reason where that user cannot run the
 // backend or reach the probe), under bwrap by both launch paths (direct, and sbx-stage2 as
 // PID 1).
-#include <gtest/gtest.h>
 #include <grp.h>
+#include <gtest/gtest.h>
 #include <linux/capability.h>
 #include <linux/securebits.h>
 #include <sched.h>
@@ -228,10 +228,10 @@ class PidScope : public ::testing::TestWithParam<Param> {
     std::vector<Launch> all;
     for (const std::string& policy : policies_)
       for (const std::vector<std::string>& env : launch_envs())
-        all.push_back({policy, env,
-                       backend() + (as_nobody() ? " as 65534, " : " as root, ") + policy +
-                           (env.size() > base_env().size() ? ", direct launch"
-                                                           : ", stage 2 launch")});
+        all.push_back(
+            {policy, env,
+             backend() + (as_nobody() ? " as 65534, " : " as root, ") + policy +
+                 (env.size() > base_env().size() ? ", direct launch" : ", stage 2 launch")});
     return all;
   }
 
@@ -278,7 +278,8 @@ class PidScope : public ::testing::TestWithParam<Param> {
       if (alive) {
         EXPECT_GE(cpu_ticks(victim.pid()), ticks) << "the victim did not get the CPU time to test";
         const Snapshot after = snapshot(victim.pid());
-        EXPECT_EQ(after, before) << "before: " << describe(before) << "\nafter:  " << describe(after);
+        EXPECT_EQ(after, before) << "before: " << describe(before)
+                                 << "\nafter:  " << describe(after);
       }
       EXPECT_TRUE(core_files(victim_dir_.path()).empty()) << "the victim dumped core";
     }

@@ -7,10 +7,10 @@
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <sched.h>
-#include <sys/resource.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -153,14 +153,14 @@ TEST(SeccompPrecompiled, MetadataGuardReportsRefusesAndAllows) {
   EXPECT_EQ(run_under_guard([] { return raw(SYS_ioctl, 0, FS_IOC_SETFLAGS, 0); }, EPERM), "ok");
   EXPECT_EQ(run_under_guard([] { return raw(SYS_getpid) > 0 ? 0L : -1L; }, 0), "ok");
   // The pid scope rides along (pid_scope_filter.hpp): another process refused, pid 0 allowed.
-  EXPECT_EQ(run_under_guard([] { return raw(SYS_setpriority, PRIO_PROCESS, ::getppid(), 0); },
-                            EPERM),
-            "ok");
+  EXPECT_EQ(
+      run_under_guard([] { return raw(SYS_setpriority, PRIO_PROCESS, ::getppid(), 0); }, EPERM),
+      "ok");
   EXPECT_EQ(run_under_guard([] { return raw(SYS_sched_setaffinity, ::getppid(), 0, 0); }, EPERM),
             "ok");
-  EXPECT_EQ(run_under_guard([] { return raw(SYS_getpriority, PRIO_PROCESS, 0) >= 0 ? 0L : -1L; },
-                            0),
-            "ok");
+  EXPECT_EQ(
+      run_under_guard([] { return raw(SYS_getpriority, PRIO_PROCESS, 0) >= 0 ? 0L : -1L; }, 0),
+      "ok");
 }
 
 // Landlock mode's pid scope (pid_scope_filter.hpp), precompiled the same way.
@@ -230,15 +230,18 @@ TEST(SeccompPrecompiled, PidScopeRefusesCallsNamingAnotherProcess) {
          return raw(SYS_prlimit64, other, RLIMIT_CPU, 0, addr(&old));
        }},
       {"setpriority self", [] { return raw(SYS_setpriority, PRIO_PROCESS, 0, 1); }},
-      {"getpriority other", [&] { return raw(SYS_getpriority, PRIO_PROCESS, other) >= 0 ? 0L : -1L; }},
+      {"getpriority other",
+       [&] { return raw(SYS_getpriority, PRIO_PROCESS, other) >= 0 ? 0L : -1L; }},
       {"ioprio_set self", [] { return raw(SYS_ioprio_set, 1, 0, (2 << 13) | 7); }},
-      {"sched_setaffinity self", [&] { return raw(SYS_sched_setaffinity, 0, sizeof set, addr(&set)); }},
+      {"sched_setaffinity self",
+       [&] { return raw(SYS_sched_setaffinity, 0, sizeof set, addr(&set)); }},
       {"sched_getaffinity other",
        [&] {
          cpu_set_t mine;
          return raw(SYS_sched_getaffinity, other, sizeof mine, addr(&mine)) > 0 ? 0L : -1L;
        }},
-      {"sched_setscheduler self", [&] { return raw(SYS_sched_setscheduler, 0, SCHED_BATCH, addr(&param)); }},
+      {"sched_setscheduler self",
+       [&] { return raw(SYS_sched_setscheduler, 0, SCHED_BATCH, addr(&param)); }},
   };
   for (const auto& [name, call] : allowed) EXPECT_EQ(run_under_pid_scope(call, 0), "ok") << name;
   ::kill(sleeper, SIGKILL);
