@@ -173,6 +173,14 @@ int command_child(void* arg) {
   if (a.ruleset >= 0) ::close(a.ruleset);
   if (const int err = load_precompiled_filter_raw(a.network); err != 0)
     child_failed(a, Step::kSeccomp, err);
+  // No pid namespace here: the calls that change another process with only a uid check
+  // (prlimit64, setpriority, sched_set*, ioprio_set) may name the caller only
+  // (pid_scope_filter.hpp). The metadata guard's program carries the same refusals; without
+  // the guard the pid scope's own program is loaded.
+  if (a.guard_socket < 0) {
+    if (const int err = load_pid_scope_program_raw(); err != 0)
+      child_failed(a, Step::kSeccomp, err);
+  }
   // Only stdin, stdout and stderr reach the command.
   child::close_on_exec_all_but(nullptr, 0);
   child::unblock_all_signals();

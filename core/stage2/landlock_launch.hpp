@@ -31,7 +31,9 @@
 //                    signal, chdir, the run's limits (the host's prepare_child), no_new_privs,
 //                    every capability dropped and checked, the metadata guard (a precompiled
 //                    user-notification filter; its listener goes to the supervisor),
-//                    landlock_restrict_self, the precompiled seccomp filter, every descriptor
+//                    landlock_restrict_self, the precompiled seccomp filter, the pid scope
+//                    when there is no guard (whose program carries it: pid_scope_filter.hpp,
+//                    no pid namespace here), every descriptor
 //                    but 0-2 close-on-exec, execve. A failed step is written into memory it
 //                    shares with the supervisor, which reports it to the caller; the command
 //                    never runs after a failed step.

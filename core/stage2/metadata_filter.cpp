@@ -12,6 +12,8 @@
 #include <cstring>
 #include <memory>
 
+#include "pid_scope_filter.hpp"
+
 namespace sbx::stage2 {
 namespace {
 
@@ -63,7 +65,8 @@ Status build_rules(scmp_filter_ctx ctx) {
     if (rule(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1, &cmp) != 0)
       return Error{"rule for ioctl " + std::to_string(cmd)};
   }
-  return {};
+  // The pid scope's refusals ride along (pid_scope_filter.hpp says why here).
+  return add_pid_scope_rules(ctx);
 }
 
 Result<FilterPtr> build_guard() {

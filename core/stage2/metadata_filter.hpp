@@ -9,7 +9,9 @@
 //   - ENOSYS for setxattrat, removexattrat and file_setattr (programs fall back to the above);
 //   - EPERM for the inode-changing ioctls FS_IOC_SETFLAGS (and its 32-bit form),
 //     FS_IOC_FSSETXATTR, FS_IOC_SETVERSION (both forms), FS_IOC_ENABLE_VERITY and
-//     FS_IOC_SET_ENCRYPTION_POLICY.
+//     FS_IOC_SET_ENCRYPTION_POLICY;
+//   - EPERM for the pid scope's calls naming another process (pid_scope_filter.hpp), carried
+//     here so that a run with the guard attaches no further program.
 // It must be installed with SECCOMP_FILTER_FLAG_NEW_LISTENER: its listener goes to the
 // supervisor, which hands it to the emulator (landlock_launch.hpp).
 #pragma once

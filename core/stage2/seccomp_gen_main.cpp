@@ -1,5 +1,6 @@
 // sbx-seccomp-gen: a build-time tool, never installed. Builds the seccomp filter of
-// seccomp_filter.hpp for every network mode, and the metadata guard of metadata_filter.hpp, with
+// seccomp_filter.hpp for every network mode, the metadata guard of metadata_filter.hpp and the
+// pid scope of pid_scope_filter.hpp, with
 // libseccomp and writes the programs as a C++ source file (the data of seccomp_programs.hpp), so
 // that no run has to build a filter. The syscall table is written in its compact form
 // (bpf_table.hpp), derived from libseccomp's program and proven equivalent to it here: a table
@@ -22,6 +23,7 @@
 
 #include "bpf_table.hpp"
 #include "metadata_filter.hpp"
+#include "pid_scope_filter.hpp"
 #include "seccomp_filter.hpp"
 
 namespace {
@@ -142,8 +144,15 @@ bool write_source(std::ostream& out, const std::string& machine, std::uint32_t n
     return false;
   }
   if (!write_program(out, "kMetadataGuard", *guard)) return false;
+  sbx::Result<std::string> pid_scope = sbx::stage2::export_pid_scope_bpf();
+  if (!pid_scope.ok()) {
+    std::fprintf(stderr, "sbx-seccomp-gen: pid scope: %s\n", pid_scope.error().c_str());
+    return false;
+  }
+  if (!write_program(out, "kPidScope", *pid_scope)) return false;
   out << "\n}  // namespace\n\n"
          "std::span<const sock_filter> metadata_guard_program() { return kMetadataGuard; }\n\n"
+         "std::span<const sock_filter> pid_scope_program() { return kPidScope; }\n\n"
          "PrecompiledFilter precompiled_filter(NetworkFilter network) {\n"
          "  switch (network) {\n";
   for (const Mode& mode : kModes) {

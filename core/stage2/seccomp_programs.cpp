@@ -51,4 +51,8 @@ int load_metadata_guard_program() noexcept {
   return listener < 0 ? -errno : listener;
 }
 
+int load_pid_scope_program_raw() noexcept {
+  return load_program(pid_scope_program()) != 0 ? errno : 0;
+}
+
 }  // namespace sbx::stage2

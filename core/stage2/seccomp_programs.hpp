@@ -67,4 +67,12 @@ std::span<const sock_filter> metadata_guard_program();
 // returns the listener (close-on-exec), or -errno. Requires no_new_privs. Async-signal-safe.
 int load_metadata_guard_program() noexcept;
 
+// Landlock mode's pid scope (pid_scope_filter.hpp), precompiled like the filter above; loaded
+// only where the metadata guard, whose program carries the same refusals, is not.
+std::span<const sock_filter> pid_scope_program();
+
+// Installs the pid scope on the calling thread: 0, or the errno of seccomp(2). Requires
+// no_new_privs. Async-signal-safe.
+int load_pid_scope_program_raw() noexcept;
+
 }  // namespace sbx::stage2

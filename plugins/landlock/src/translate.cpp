@@ -327,7 +327,9 @@ Result<Translation> translate(const TransformRequest& request, const HostFacts& 
           "+ (checked at run time, before the command starts); newer rights are used where the "
           "kernel has them",
       "landlock: no namespaces: /proc shows host processes, SysV IPC is shared; signals to "
-      "processes outside the sandbox are blocked only on ABI 6+",
+      "processes outside the sandbox are blocked only on ABI 6+; rlimits, priorities, CPU "
+      "affinity and scheduling may be changed only for the command's own process named as "
+      "pid 0 (renice -p, taskset -p, pthread_setaffinity_np get EPERM)",
       "landlock: descendants left running are killed when the command exits (subreaper)"};
   if (restricted_filesystem(request.policy))
     t.notes.push_back(

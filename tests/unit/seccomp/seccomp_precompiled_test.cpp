@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -28,6 +29,7 @@
 #include "bpf_table.hpp"
 #include "filtered_child.hpp"
 #include "metadata_filter.hpp"
+#include "pid_scope_filter.hpp"
 #include "sbx_test/golden.hpp"
 #include "seccomp_programs.hpp"
 
@@ -150,6 +152,100 @@ TEST(SeccompPrecompiled, MetadataGuardReportsRefusesAndAllows) {
             "ok");
   EXPECT_EQ(run_under_guard([] { return raw(SYS_ioctl, 0, FS_IOC_SETFLAGS, 0); }, EPERM), "ok");
   EXPECT_EQ(run_under_guard([] { return raw(SYS_getpid) > 0 ? 0L : -1L; }, 0), "ok");
+  // The pid scope rides along (pid_scope_filter.hpp): another process refused, pid 0 allowed.
+  EXPECT_EQ(
+      run_under_guard([] { return raw(SYS_setpriority, PRIO_PROCESS, ::getppid(), 0); }, EPERM),
+      "ok");
+  EXPECT_EQ(run_under_guard([] { return raw(SYS_sched_setaffinity, ::getppid(), 0, 0); }, EPERM),
+            "ok");
+  EXPECT_EQ(
+      run_under_guard([] { return raw(SYS_getpriority, PRIO_PROCESS, 0) >= 0 ? 0L : -1L; }, 0),
+      "ok");
+}
+
+// Landlock mode's pid scope (pid_scope_filter.hpp), precompiled the same way.
+TEST(SeccompPrecompiled, PidScopeIsWhatLibseccompBuildsAtRunTime) {
+  sbx::Result<std::string> built = sbx::stage2::export_pid_scope_bpf();
+  ASSERT_TRUE(built.ok()) << built.error();
+  EXPECT_EQ(sbx::stage2::program_bytes(sbx::stage2::pid_scope_program()), *built);
+}
+
+TEST(SeccompPrecompiled, PidScopeBytesMatchTheGoldenFile) {
+#if !defined(__x86_64__)
+  GTEST_SKIP() << "the golden program is for x86_64 (syscall numbers and audit arch)";
+#endif
+  const std::filesystem::path dir = std::filesystem::path(SBX_GOLDEN_DIR) / "seccomp";
+  sbx::test::expect_golden(dir / "bpf-pid-scope.txt", dump(sbx::stage2::pid_scope_program()));
+}
+
+std::string run_under_pid_scope(const std::function<long()>& probe, int expected_errno) {
+  return sbx_seccomp_test::run_in_filtered_child(
+      [] { return sbx::stage2::load_pid_scope_program_raw() == 0; }, probe, expected_errno);
+}
+
+// Every call that changes another process is refused when it names one; naming the caller the
+// kernel's way (0) passes, reading passes. The other process is a sleeper of the test's own, and
+// the group forms name a process group and a user that have no process (the kernel would answer
+// ESRCH, not EPERM): a filter that let them through harms nothing here.
+TEST(SeccompPrecompiled, PidScopeRefusesCallsNamingAnotherProcess) {
+  const pid_t sleeper = ::fork();
+  if (sleeper == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  ASSERT_GT(sleeper, 0);
+  const long other = sleeper;
+  constexpr long kNoSuchGroup = 0x3ffffff0;
+  constexpr long kNoSuchUser = 0x3ffffff0;
+  const rlimit cpu{1, 1};
+  const rlimit core{0, 0};
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(::sched_getaffinity(0, sizeof set, &set), 0);
+  const sched_param param{};
+  const auto addr = [](const void* p) { return reinterpret_cast<long>(p); };
+  const std::vector<std::pair<const char*, std::function<long()>>> refused = {
+      {"prlimit64 (set)", [&] { return raw(SYS_prlimit64, other, RLIMIT_CPU, addr(&cpu), 0); }},
+      {"setpriority pid", [&] { return raw(SYS_setpriority, PRIO_PROCESS, other, 19); }},
+      {"setpriority pgrp", [] { return raw(SYS_setpriority, PRIO_PGRP, kNoSuchGroup, 19); }},
+      {"setpriority user", [] { return raw(SYS_setpriority, PRIO_USER, kNoSuchUser, 19); }},
+      {"ioprio_set pid", [&] { return raw(SYS_ioprio_set, 1, other, (2 << 13) | 7); }},
+      {"ioprio_set pgrp", [] { return raw(SYS_ioprio_set, 2, kNoSuchGroup, (2 << 13) | 7); }},
+      {"ioprio_set user", [] { return raw(SYS_ioprio_set, 3, kNoSuchUser, (2 << 13) | 7); }},
+      {"sched_setaffinity",
+       [&] { return raw(SYS_sched_setaffinity, other, sizeof set, addr(&set)); }},
+      {"sched_setparam", [&] { return raw(SYS_sched_setparam, other, addr(&param)); }},
+      {"sched_setscheduler",
+       [&] { return raw(SYS_sched_setscheduler, other, SCHED_BATCH, addr(&param)); }},
+      {"sched_setattr", [&] { return raw(SYS_sched_setattr, other, 0, 0); }},
+      {"own tid", [] { return raw(SYS_setpriority, PRIO_PROCESS, raw(SYS_gettid), 1); }},
+  };
+  for (const auto& [name, call] : refused)
+    EXPECT_EQ(run_under_pid_scope(call, EPERM), "ok") << name;
+  const std::vector<std::pair<const char*, std::function<long()>>> allowed = {
+      {"prlimit64 self", [&] { return raw(SYS_prlimit64, 0, RLIMIT_CORE, addr(&core), 0); }},
+      {"prlimit64 read other",
+       [&] {
+         rlimit old{};
+         return raw(SYS_prlimit64, other, RLIMIT_CPU, 0, addr(&old));
+       }},
+      {"setpriority self", [] { return raw(SYS_setpriority, PRIO_PROCESS, 0, 1); }},
+      {"getpriority other",
+       [&] { return raw(SYS_getpriority, PRIO_PROCESS, other) >= 0 ? 0L : -1L; }},
+      {"ioprio_set self", [] { return raw(SYS_ioprio_set, 1, 0, (2 << 13) | 7); }},
+      {"sched_setaffinity self",
+       [&] { return raw(SYS_sched_setaffinity, 0, sizeof set, addr(&set)); }},
+      {"sched_getaffinity other",
+       [&] {
+         cpu_set_t mine;
+         return raw(SYS_sched_getaffinity, other, sizeof mine, addr(&mine)) > 0 ? 0L : -1L;
+       }},
+      {"sched_setscheduler self",
+       [&] { return raw(SYS_sched_setscheduler, 0, SCHED_BATCH, addr(&param)); }},
+  };
+  for (const auto& [name, call] : allowed) EXPECT_EQ(run_under_pid_scope(call, 0), "ok") << name;
+  ::kill(sleeper, SIGKILL);
+  ::waitpid(sleeper, nullptr, 0);
 }
 
 TEST(SeccompPrecompiled, AlwaysDeniedCallsAreRefusedInEveryMode) {
