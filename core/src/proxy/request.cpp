@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 #endif
 
@@ -184,6 +185,15 @@ Result<std::unique_ptr<RunProxy>> RunProxy::start(TransformRequest& request,
   int lock = -1;
 #if !defined(_WIN32)
   // What killed runs left here goes first (a SIGKILLed sbx cannot remove its directory).
+  // unix(7): sun_path holds 108 bytes with the terminating NUL. A deep home (~/.cache/sbx/proxy)
+  // can exceed it; refused here with what to do rather than as a bind error.
+  const std::size_t socket_length = parent->size() + std::string("/sbx-proxy-XXXXXX/").size() +
+                                    kSocketName.size();
+  if (socket_length >= sizeof(sockaddr_un{}.sun_path))
+    return Error{"the proxy's socket under '" + *parent + "' would be " +
+                 std::to_string(socket_length) +
+                 " bytes long, more than a unix socket address holds (107); set XDG_RUNTIME_DIR "
+                 "or XDG_CACHE_HOME to a shorter private directory"};
   sweep_stale_directories(*parent);
   Result<std::pair<std::string, int>> made = make_private_directory(*parent);
   if (!made) return Error{made.error()};
