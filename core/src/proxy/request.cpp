@@ -184,7 +184,6 @@ Result<std::unique_ptr<RunProxy>> RunProxy::start(TransformRequest& request,
   std::string directory;
   int lock = -1;
 #if !defined(_WIN32)
-  // What killed runs left here goes first (a SIGKILLed sbx cannot remove its directory).
   // unix(7): sun_path holds 108 bytes with the terminating NUL. A deep home (~/.cache/sbx/proxy)
   // can exceed it; refused here with what to do rather than as a bind error.
   const std::size_t socket_length = parent->size() + std::string("/sbx-proxy-XXXXXX/").size() +
@@ -194,6 +193,7 @@ Result<std::unique_ptr<RunProxy>> RunProxy::start(TransformRequest& request,
                  std::to_string(socket_length) +
                  " bytes long, more than a unix socket address holds (107); set XDG_RUNTIME_DIR "
                  "or XDG_CACHE_HOME to a shorter private directory"};
+  // What killed runs left here goes first (a SIGKILLed sbx cannot remove its directory).
   sweep_stale_directories(*parent);
   Result<std::pair<std::string, int>> made = make_private_directory(*parent);
   if (!made) return Error{made.error()};
