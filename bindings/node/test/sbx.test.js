@@ -266,7 +266,7 @@ test('an embedded NUL is a TypeError, never a truncation', async () => {
       { path: ':root', access: 'read' }, { path: '/tmp/safe\0/../etc', access: 'write' }] } };
     assert.throws(() => sbx.shouldSandbox(nulPath),
                   (e) => e instanceof sbx.SbxError &&
-                         e.message.includes('/filesystem/entries/1/path: a string contains a NUL'));
+                         e.message.includes('/filesystem/entries/1/path: a string contains a NUL byte'));
     // classify's stderr is passed with its length: NUL bytes there are data.
     const verdict = sbx.classify({ exitCode: 1, stderr: 'a\0b: Permission denied' });
     assert.strictEqual(typeof verdict.likely_sandbox_denial, 'boolean');

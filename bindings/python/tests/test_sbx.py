@@ -265,7 +265,7 @@ def test_an_embedded_nul_is_an_error_never_a_truncation(s, workspace, lib_path):
         {"path": ":root", "access": "read"},
         {"path": "/tmp/safe\0/../etc", "access": "write"}]}}
     with pytest.raises(sbx.SbxError,
-                       match="/filesystem/entries/1/path: a string contains a NUL character"):
+                       match="/filesystem/entries/1/path: a string contains a NUL byte"):
         s.should_sandbox(nul_path)
     # classify's stderr is passed with its length: NUL bytes there are data, not an error.
     assert s.classify(1, 0, b"a\0b: Permission denied")["likely_sandbox_denial"] in (True, False)

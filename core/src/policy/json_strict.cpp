@@ -151,7 +151,7 @@ class DuplicateKeyHandler {
   bool no_nul(json::string_view s, const char* what, json::error_code& ec) {
     if (s.find('\0') == json::string_view::npos) return true;
     nul_.emplace(pointer(), std::string(what) +
-                                " contains a NUL character (\\u0000), which no path, name or "
+                                " contains a NUL byte (\\u0000), which no path, name or "
                                 "pattern may hold; remove it");
     ec = json::error::syntax;  // stops the parser; the message comes from nul_
     return false;

@@ -362,7 +362,7 @@ TEST(CApi, NulInAPolicyStringIsAnError) {
   Call call = take(sbx_should_sandbox(policy, nullptr, &error), &error);
   EXPECT_FALSE(call.ok);
   EXPECT_NE(call.error.find("/filesystem/entries/1/path"), std::string::npos) << call.error;
-  EXPECT_NE(call.error.find("NUL character"), std::string::npos) << call.error;
+  EXPECT_NE(call.error.find("NUL byte"), std::string::npos) << call.error;
   sbx_manager* with_nul = sbx_manager_new_with_settings(
       "no-such-backend", nullptr, R"({"excluded_commands":["ls\u0000; rm -rf ~"]})", &error);
   EXPECT_EQ(with_nul, nullptr);
@@ -371,7 +371,7 @@ TEST(CApi, NulInAPolicyStringIsAnError) {
   const std::string message = sbx_error_message(error);
   sbx_error_free(error);
   EXPECT_NE(message.find("/excluded_commands/0"), std::string::npos) << message;
-  EXPECT_NE(message.find("NUL character"), std::string::npos) << message;
+  EXPECT_NE(message.find("NUL byte"), std::string::npos) << message;
 }
 
 }  // namespace

@@ -86,7 +86,8 @@ TEST(StateDir, ASymlinkSquattedAtTheNameIsRefusedNotFollowed) {
 
 TEST(StateDir, ADirectoryWithAWiderModeIsRefused) {
   TempDir home;
-  fs::create_directories(home.path() + "/.cache/sbx/proxy");
+  for (const char* level : {"/.cache", "/.cache/sbx", "/.cache/sbx/proxy"})
+    ASSERT_EQ(::mkdir((home.path() + level).c_str(), 0700), 0) << level;
   ASSERT_EQ(::chmod((home.path() + "/.cache/sbx/proxy").c_str(), 0777), 0);
   Result<std::string> dir = state_dir(without_runtime_dir(home.path()), "proxy");
   ASSERT_FALSE(dir.ok()) << *dir;
