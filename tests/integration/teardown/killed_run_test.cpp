@@ -483,7 +483,7 @@ TEST(StateDirectory, ARunWithTmpWritableCannotReachAnotherRunsProxySocket) {
   TempDir home("/var/tmp");
   TempDir victim_ws("/var/tmp");
   TempDir attacker_ws("/var/tmp");
-  TempDir scratch;
+  TempDir scratch("/var/tmp");  // the policy files: outside every writable root
   for (const TempDir* dir : {&home, &victim_ws, &attacker_ws})
     ASSERT_EQ(::chown(dir->path().c_str(), 65534, 65534), 0);
   ASSERT_EQ(::chmod(scratch.path().c_str(), 0755), 0);
