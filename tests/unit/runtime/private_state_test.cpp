@@ -67,8 +67,7 @@ TEST(StateDir, NoPrivatePlaceIsAnErrorWithTheReason) {
   sources.run_user_root = "/nonexistent-sbx-run-user";
   Result<std::string> dir = state_dir(sources, "proxy");
   ASSERT_FALSE(dir.ok()) << *dir;
-  EXPECT_NE(dir.error().find("no private place for sbx's state"), std::string::npos)
-      << dir.error();
+  EXPECT_NE(dir.error().find("no private place for sbx's state"), std::string::npos) << dir.error();
 }
 
 TEST(StateDir, ASymlinkSquattedAtTheNameIsRefusedNotFollowed) {
@@ -79,8 +78,7 @@ TEST(StateDir, ASymlinkSquattedAtTheNameIsRefusedNotFollowed) {
   fs::create_directory_symlink(elsewhere.path(), home.path() + "/.cache/sbx");
   Result<std::string> dir = state_dir(without_runtime_dir(home.path()), "proxy");
   ASSERT_FALSE(dir.ok()) << *dir;
-  EXPECT_NE(dir.error().find("is a symlink or not a directory"), std::string::npos)
-      << dir.error();
+  EXPECT_NE(dir.error().find("is a symlink or not a directory"), std::string::npos) << dir.error();
   EXPECT_TRUE(fs::is_empty(elsewhere.path())) << "the symlink was followed";
 }
 
