@@ -311,6 +311,38 @@ TEST(CApiFree, FreeWaitsForTheRunningExec) {
   EXPECT_EQ(json::parse(exec_call.text).at("exit").at("code").as_int64(), 0) << exec_call.text;
 }
 
+// A second call waiting behind the running exec (for the manager's lock) when the free comes:
+// the ASan report (Manager::probe_answer on freed memory) was that call going on after
+// the free. Now the free waits for it too, or, had it not entered yet, it is refused.
+TEST(CApiFree, ACallWaitingBehindARunningExecIsWaitedForOrRefused) {
+  sbx_error* error = nullptr;
+  sbx_manager* manager = sbx_manager_new("no-such-backend", &error);
+  ASSERT_NE(manager, nullptr) << sbx_error_message(error);
+  TempDir dir;
+  const std::string started = dir.path() + "/started";
+  const std::string script = "touch " + started + "; sleep 1";
+  std::thread runner([&] {
+    const char* argv[] = {"/bin/sh", "-c", script.c_str(), nullptr};
+    sbx_error* exec_error = nullptr;
+    take(sbx_exec(manager, kFull, dir.path().c_str(), argv, nullptr, SBX_EXEC_ALLOW_UNSANDBOXED,
+                  &exec_error),
+         &exec_error);
+  });
+  ASSERT_TRUE(wait_for_file(started)) << "the command never started";
+  Call waiting;
+  std::thread second([&] {
+    sbx_error* explain_error = nullptr;
+    waiting = take(sbx_explain(manager, kWorkspace, dir.path().c_str(), nullptr, &explain_error),
+                   &explain_error);
+  });
+  ::usleep(200 * 1000);  // lets the explain reach the manager's lock (only to reproduce the bug)
+  sbx_manager_free(manager);
+  second.join();
+  runner.join();
+  EXPECT_TRUE(waiting.ok || waiting.error.find("not a live manager") != std::string::npos)
+      << waiting.error;
+}
+
 // The same with two threads freeing at once while a third runs a command: one frees, the other
 // returns at once, neither touches freed memory.
 TEST(CApiFree, TwoFreesDuringARunningExecFreeOnce) {
