@@ -554,6 +554,42 @@ TEST(StateDirectory, ARunWithTmpWritableCannotReachAnotherRunsProxySocket) {
   ASSERT_EQ(::lstat(socket.c_str(), &after), 0) << "the other run's socket was removed";
   EXPECT_EQ(after.st_ino, before.st_ino) << "the other run's socket was replaced";
   EXPECT_EQ(after.st_dev, before.st_dev);
+
+  // A policy that makes the home (and so ~/.cache/sbx/proxy) writable: the state directory is
+  // kept read-only like sbx's install, which Landlock cannot do, so the run is refused naming it.
+  write_file(scratch / "home.json", R"({"version": 1,
+      "filesystem": {"kind": "restricted", "protected_names": [],
+        "entries": [{"path": ":root", "access": "read"}, {"path": "~", "access": "write"}]},
+      "network": {"mode": "restricted"}})");
+  ::chmod((scratch / "home.json").c_str(), 0644);
+  for (std::string& arg : attacker)
+    if (arg == scratch / "attacker.json") arg = scratch / "home.json";
+  const RunResult refused = run(attacker, env);
+  EXPECT_EQ(refused.code, 125) << describe(refused);
+  EXPECT_NE(refused.err.find(home.path() + "/.cache/sbx/proxy"), std::string::npos)
+      << describe(refused);
+  ASSERT_EQ(::lstat(socket.c_str(), &after), 0) << "the other run's socket was removed";
+  EXPECT_EQ(after.st_ino, before.st_ino) << "the other run's socket was replaced";
+
+  // bwrap carves the state directory out of the writable home (read-only inside).
+  const RunResult userns =
+      run({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+           "/usr/bin/bwrap", "--unshare-user", "--ro-bind", "/", "/", "/bin/true"},
+          base_env());
+  if (userns.code != 0) {
+    std::printf("note: user 65534 cannot create user namespaces here, the bwrap case was not "
+                "run: %s\n", userns.err.c_str());
+    return;
+  }
+  for (std::size_t i = 0; i + 1 < attacker.size(); ++i)
+    if (attacker[i] == "--backends") attacker[i + 1] = "bwrap";
+  attacker.back() = "rm -rf '" + directory + "'; touch '" + home.path() + "/written'";
+  const RunResult carved = run(attacker, env);
+  ASSERT_EQ(carved.code, 0) << describe(carved);
+  EXPECT_TRUE(exists(home / "written")) << "the home was not writable: " << describe(carved);
+  ASSERT_EQ(::lstat(socket.c_str(), &after), 0)
+      << "a bwrap run with the home writable removed the other run's socket";
+  EXPECT_EQ(after.st_ino, before.st_ino) << "the other run's socket was replaced";
 }
 
 }  // namespace
