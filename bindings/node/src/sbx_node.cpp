@@ -29,6 +29,20 @@ napi_value throw_sbx(napi_env env, sbx_error* error) {
   return nullptr;
 }
 
+// A JS string may hold U+0000, which napi copies into the UTF-8 bytes; libsbx reads
+// NUL-terminated strings and would use only what comes before it (an argv element "echo x\0;
+// rm ..." checked by the caller would run "echo x"). Such a string is refused, never cut: a
+// TypeError naming the argument and the position. True when `text` holds no NUL.
+bool no_nul(napi_env env, const std::string& text, const std::string& name) {
+  const std::size_t nul = text.find('\0');
+  if (nul == std::string::npos) return true;
+  napi_throw_type_error(env, "ERR_INVALID_ARG_VALUE",
+                        (name + " contains a NUL character at byte " + std::to_string(nul) +
+                         "; libsbx would cut it there, so it is refused: remove the NUL")
+                            .c_str());
+  return false;
+}
+
 // Arguments of one call, read with checks (a wrong type is a TypeError naming the argument).
 class Args {
  public:
@@ -44,7 +58,9 @@ class Args {
     return type == napi_undefined || type == napi_null;
   }
   // A string, or nullopt for undefined/null; `ok` false (TypeError thrown) for anything else.
-  std::optional<std::string> text(size_t i, const char* name, bool& ok) const {
+  // `nul_allowed`: only for a value libsbx takes with its length (classify's stderr).
+  std::optional<std::string> text(size_t i, const char* name, bool& ok,
+                                  bool nul_allowed = false) const {
     if (absent(i)) return std::nullopt;
     size_t length = 0;
     if (napi_get_value_string_utf8(env_, values_[i], nullptr, 0, &length) != napi_ok) {
@@ -54,6 +70,10 @@ class Args {
     }
     std::string out(length, '\0');
     napi_get_value_string_utf8(env_, values_[i], out.data(), length + 1, &length);
+    if (!nul_allowed && !no_nul(env_, out, name)) {
+      ok = false;
+      return std::nullopt;
+    }
     return out;
   }
   std::optional<int64_t> integer(size_t i, const char* name, bool& ok) const {
@@ -88,6 +108,10 @@ class Args {
       }
       std::string s(len, '\0');
       napi_get_value_string_utf8(env_, element, s.data(), len + 1, &len);
+      if (!no_nul(env_, s, std::string(name) + "[" + std::to_string(k) + "]")) {
+        ok = false;
+        break;
+      }
       out.push_back(std::move(s));
     }
     return out;
@@ -388,7 +412,7 @@ napi_value classify(napi_env env, napi_callback_info info) {
     napi_get_buffer_info(env, args.at(2), &data, &length);
     stderr_text.assign(static_cast<const char*>(data), length);
   } else {
-    auto text = args.text(2, "stderr", ok);
+    auto text = args.text(2, "stderr", ok, /*nul_allowed=*/true);
     if (!ok) return nullptr;
     stderr_text = text.value_or("");
   }

@@ -224,3 +224,54 @@ test('the proxy refuses an unlisted host (the servers answer from this event loo
   }
 });
 
+
+test('close() during a running exec frees the manager only after it', async () => {
+  // Freeing the manager under a running call was a heap use-after-free in the C API (issue
+  // #32); here the exec's promise still resolves with a whole report, the command finished.
+  const s = new sbx.Sbx({ backends: 'no-such-backend' });
+  const ws = workspace();
+  const finished = path.join(ws, 'finished');
+  const running = s.exec(FULL, ['sh', '-c', `sleep 1; touch ${finished}`], { cwd: ws });
+  s.close();
+  assert.throws(() => s.explain(FULL, { cwd: ws }), TypeError, 'closed at once for new calls');
+  const report = await running;
+  assert.strictEqual(report.exit.code, 0);
+  assert.ok(fs.existsSync(finished));
+  fs.rmSync(ws, { recursive: true, force: true });
+});
+
+test('an embedded NUL is a TypeError, never a truncation', async () => {
+  const s = new sbx.Sbx({ backends: 'no-such-backend' });
+  const ws = workspace();
+  const marker = path.join(ws, 'ran');
+  try {
+    await assert.rejects(
+        s.exec(FULL, ['sh', '-c', `touch ${marker}\0; echo checked-by-agent`], { cwd: ws }),
+        (e) => e instanceof TypeError && /argv\[2\] contains a NUL character/.test(e.message));
+    assert.ok(!fs.existsSync(marker), 'the command ran cut at the NUL');
+    assert.throws(() => s.transform(FULL, ['echo', 'checked-by-agent\0; rm -rf ~'], { cwd: ws }),
+                  (e) => e instanceof TypeError && /argv\[1\] contains a NUL/.test(e.message));
+    await assert.rejects(s.exec(FULL, ['true'], { cwd: '/tmp/safe\0/../etc' }),
+                         (e) => e instanceof TypeError && /cwd contains a NUL/.test(e.message));
+    assert.throws(() => s.explain(WORKSPACE, { cwd: ws, preference: 'auto\0forbid' }),
+                  (e) => e instanceof TypeError && /preference contains a NUL/.test(e.message));
+    assert.throws(() => sbx.shouldSandbox('{"version":1,"preset":"read-only"}\0x'),
+                  (e) => e instanceof TypeError && /policy contains a NUL/.test(e.message));
+    assert.throws(() => sbx.context(WORKSPACE, { cwd: '/tmp/safe\0/../etc' }),
+                  (e) => e instanceof TypeError && /cwd contains a NUL/.test(e.message));
+    assert.throws(() => new sbx.Sbx({ backends: 'bwrap\0,landlock' }),
+                  (e) => e instanceof TypeError && /backends contains a NUL/.test(e.message));
+    // An object travels as JSON, the NUL escaped ("\u0000"): libsbx refuses it naming the entry.
+    const nulPath = { version: 1, filesystem: { kind: 'restricted', entries: [
+      { path: ':root', access: 'read' }, { path: '/tmp/safe\0/../etc', access: 'write' }] } };
+    assert.throws(() => sbx.shouldSandbox(nulPath),
+                  (e) => e instanceof sbx.SbxError &&
+                         e.message.includes('/filesystem/entries/1/path: a string contains a NUL byte'));
+    // classify's stderr is passed with its length: NUL bytes there are data.
+    const verdict = sbx.classify({ exitCode: 1, stderr: 'a\0b: Permission denied' });
+    assert.strictEqual(typeof verdict.likely_sandbox_denial, 'boolean');
+  } finally {
+    s.close();
+    fs.rmSync(ws, { recursive: true, force: true });
+  }
+});

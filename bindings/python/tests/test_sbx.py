@@ -6,6 +6,7 @@ import signal
 import sys
 import tempfile
 import threading
+import time
 
 import pytest
 
@@ -210,3 +211,61 @@ def test_proxy_refuses_an_unlisted_host(s, workspace):
     finally:
         allowed.close()
         unlisted.close()
+
+
+def _wait_for(path):
+    for _ in range(1000):
+        if os.path.exists(path):
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def test_close_waits_for_a_call_running_in_another_thread(lib_path, workspace):
+    # Freeing the manager under a running call was a heap use-after-free (issue #32): close()
+    # returns only once the call has returned, and the call's report is whole.
+    handle = sbx.Sbx(lib_path, backends="no-such-backend").open()
+    started, finished = os.path.join(workspace, "started"), os.path.join(workspace, "finished")
+    reports = []
+    thread = threading.Thread(target=lambda: reports.append(handle.exec(
+        FULL, ["sh", "-c", f"touch {started}; sleep 1; touch {finished}"], cwd=workspace)))
+    thread.start()
+    assert _wait_for(started), "the command never started"
+    handle.close()
+    assert os.path.exists(finished), "close() returned while the command was still running"
+    thread.join()
+    assert reports and reports[0]["exit"]["code"] == 0
+    # The handle opens a new manager on its next call, as after any close().
+    assert handle.explain(FULL, cwd=workspace)["should_sandbox"] is False
+    handle.close()
+
+
+def test_an_embedded_nul_is_an_error_never_a_truncation(s, workspace, lib_path):
+    # ctypes would pass the bytes up to the NUL: "touch ran\0; ..." would run as "touch ran".
+    marker = os.path.join(workspace, "ran")
+    with pytest.raises(ValueError, match=r"argv\[2\] contains a NUL character at index"):
+        s.exec(FULL, ["sh", "-c", f"touch {marker}\0; echo checked-by-agent"], cwd=workspace)
+    assert not os.path.exists(marker)
+    with pytest.raises(ValueError, match=r"argv\[1\] contains a NUL"):
+        s.transform(FULL, ["echo", "checked-by-agent\0; rm -rf ~"], cwd=workspace)
+    with pytest.raises(ValueError, match="cwd contains a NUL"):
+        s.exec(FULL, ["true"], cwd="/tmp/safe\0/../etc")
+    with pytest.raises(ValueError, match="cwd contains a NUL"):
+        s.context(WORKSPACE, cwd="/tmp/safe\0/../etc")
+    with pytest.raises(ValueError, match="preference contains a NUL"):
+        s.explain(WORKSPACE, cwd=workspace, preference="auto\0forbid")
+    with pytest.raises(ValueError, match="policy contains a NUL"):
+        s.should_sandbox('{"version":1,"preset":"read-only"}\0{"preset":"danger-full-access"}')
+    with pytest.raises(ValueError, match="backend contains a NUL"):
+        s.classify(1, 0, "x", backend="bwrap\0")
+    with pytest.raises(ValueError, match="backends contains a NUL"):
+        sbx.Sbx(lib_path, backends="bwrap\0,landlock").open()
+    # A dict travels as JSON, the NUL escaped ("\u0000"): libsbx refuses it naming the entry.
+    nul_path = {"version": 1, "filesystem": {"kind": "restricted", "entries": [
+        {"path": ":root", "access": "read"},
+        {"path": "/tmp/safe\0/../etc", "access": "write"}]}}
+    with pytest.raises(sbx.SbxError,
+                       match="/filesystem/entries/1/path: a string contains a NUL byte"):
+        s.should_sandbox(nul_path)
+    # classify's stderr is passed with its length: NUL bytes there are data, not an error.
+    assert s.classify(1, 0, b"a\0b: Permission denied")["likely_sandbox_denial"] in (True, False)

@@ -10,6 +10,11 @@
  *    stores a new sbx_error whose message says what was wrong and what to do; release it with
  *    sbx_error_free(). On success *error is left untouched.
  *  - No C++ exception ever crosses this boundary; nothing here calls exit() or abort().
+ *  - Every string is NUL-terminated UTF-8 except sbx_classify_failure's `stderr_text`, which
+ *    takes a length and may hold NUL bytes. A binding whose strings may hold U+0000 must refuse
+ *    such a string rather than pass it (C would end it at the NUL: a checked argv element
+ *    "echo x\0; rm ..." would run as "echo x"); the Python and Node bindings do. In JSON
+ *    (policies, settings) a "\u0000" in any string or key is an error naming its JSON pointer.
  *  - Functions may be called from any thread. Calls on one manager are serialized (backends
  *    are driven from one thread at a time), so a running sbx_exec() blocks other calls on the
  *    same manager: create one manager per thread to run commands in parallel. Only one
@@ -62,6 +67,14 @@ SBX_API sbx_manager* sbx_manager_new(const char* backends, sbx_error** error);
  * sbx_explain's "settings" object says which scope decided. Release with sbx_manager_free. */
 SBX_API sbx_manager* sbx_manager_new_with_settings(const char* backends, const char* cwd,
                                                    const char* settings_json, sbx_error** error);
+/* Frees a manager. Calls already running on it (in other threads) finish first: this waits
+ * until the last has returned, however long its command runs. Once it has begun, a new call
+ * on the manager fails with an error ("not a live manager") instead of using it, and a second
+ * sbx_manager_free of it returns at once. NULL is allowed. Using a handle after this has
+ * returned is still the caller's bug: libsbx detects it (an error, never freed memory) only as
+ * long as no new manager has been given the same address. Never call it from a thread that is
+ * itself inside a call on the same manager (there are no callbacks, so only a signal handler
+ * could). */
 SBX_API void sbx_manager_free(sbx_manager* manager);
 
 /* A manager is warm: the first sbx_explain, sbx_transform or sbx_exec that needs a backend's

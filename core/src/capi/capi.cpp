@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <boost/json.hpp>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -14,6 +15,7 @@
 #include <new>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "report/json_render.hpp"
@@ -52,6 +54,84 @@ struct sbx_manager {
 
 namespace sbx {
 namespace {
+
+// The managers sbx_manager_new* made and not yet freed, each with the number of calls inside it.
+// sbx_manager_free marks a manager closing at once (a call that starts later is refused with an
+// error before it touches the manager) and deletes it only when the calls already inside have
+// returned: freeing under a running call was a heap use-after-free (issue #32). Looking a
+// handle up here never dereferences it, so a handle freed earlier is an error, not a crash,
+// unless a new manager has been given the same address since.
+class LiveManagers {
+ public:
+  sbx_manager* adopt(std::unique_ptr<sbx_manager> manager) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    sbx_manager* raw = manager.get();
+    states_.emplace(raw, State{});
+    return manager.release();
+  }
+  // False when `manager` is not live (freed, being freed, or never made here).
+  bool enter(sbx_manager* manager) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    const auto found = states_.find(manager);
+    if (found == states_.end() || found->second.closing) return false;
+    ++found->second.calls;
+    return true;
+  }
+  void leave(sbx_manager* manager) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    const auto found = states_.find(manager);  // still there: release() waits for this call
+    if (found != states_.end() && --found->second.calls == 0) idle_.notify_all();
+  }
+  // Waits until no call is inside `manager`, then hands it over for deletion; nullptr when it
+  // is not live or another thread is already freeing it.
+  std::unique_ptr<sbx_manager> release(sbx_manager* manager) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    const auto found = states_.find(manager);
+    if (found == states_.end() || found->second.closing) return nullptr;
+    found->second.closing = true;
+    idle_.wait(lock, [&] { return states_.at(manager).calls == 0; });
+    states_.erase(manager);
+    return std::unique_ptr<sbx_manager>(manager);
+  }
+
+ private:
+  struct State {
+    int calls = 0;
+    bool closing = false;
+  };
+  std::mutex mutex_;
+  std::condition_variable idle_;
+  std::unordered_map<sbx_manager*, State> states_;
+};
+
+// Never destroyed: a thread may still call into libsbx while static destructors run at exit.
+LiveManagers& live_managers() {
+  static LiveManagers* const managers = new LiveManagers;
+  return *managers;
+}
+
+// One call inside a live manager (LiveManagers::enter/leave), for the call's whole duration.
+class ManagerCall {
+ public:
+  explicit ManagerCall(sbx_manager* manager)
+      : manager_(manager), entered_(manager != nullptr && live_managers().enter(manager)) {}
+  ~ManagerCall() {
+    if (entered_) live_managers().leave(manager_);
+  }
+  ManagerCall(const ManagerCall&) = delete;
+  ManagerCall& operator=(const ManagerCall&) = delete;
+  Status status() const {
+    if (manager_ == nullptr) return Error{"manager is NULL; create one with sbx_manager_new"};
+    if (!entered_)
+      return Error{"manager is not a live manager: it was freed (sbx_manager_free) or is being "
+                   "freed; create a new one with sbx_manager_new"};
+    return {};
+  }
+
+ private:
+  sbx_manager* manager_;
+  bool entered_;
+};
 
 void set_error(sbx_error** error, std::string message) {
   if (error == nullptr) return;
@@ -277,7 +357,8 @@ Status describe_stop(RunOutcome& run, const std::vector<std::string>& command) {
 
 Result<std::string> exec_command(sbx_manager* manager, const char* policy_json, const char* cwd,
                                  const char* const* argv, const char* preference, unsigned flags) {
-  if (manager == nullptr) return Error{"manager is NULL; create one with sbx_manager_new"};
+  const ManagerCall call(manager);
+  if (Status live = call.status(); !live.ok()) return Error{live.error()};
   const std::lock_guard<std::mutex> lock(manager->mutex);
   Result<RunRequest> request = request_from(*manager, policy_json, cwd, argv, preference,
                                             (flags & SBX_EXEC_ALLOW_UNSANDBOXED) != 0);
@@ -303,7 +384,8 @@ Result<std::string> exec_command(sbx_manager* manager, const char* policy_json, 
 Result<std::string> transform_command(sbx_manager* manager, const char* policy_json,
                                       const char* cwd, const char* const* argv,
                                       const char* preference) {
-  if (manager == nullptr) return Error{"manager is NULL; create one with sbx_manager_new"};
+  const ManagerCall call(manager);
+  if (Status live = call.status(); !live.ok()) return Error{live.error()};
   const std::lock_guard<std::mutex> lock(manager->mutex);
   Result<RunRequest> request = request_from(*manager, policy_json, cwd, argv, preference, false);
   if (!request.ok()) return Error{request.error()};
@@ -330,7 +412,8 @@ Result<std::string> approve_json(const char* requested_json, const char* granted
 
 Result<std::string> explain_json(sbx_manager* manager, const char* policy_json, const char* cwd,
                                  const char* preference) {
-  if (manager == nullptr) return Error{"manager is NULL; create one with sbx_manager_new"};
+  const ManagerCall call(manager);
+  if (Status live = call.status(); !live.ok()) return Error{live.error()};
   Result<Prepared> input = prepare_call(*manager, policy_json, cwd, preference, false);
   if (!input.ok()) return Error{input.error()};
   const std::lock_guard<std::mutex> lock(manager->mutex);
@@ -396,7 +479,7 @@ sbx_manager* make_manager_with_sources(const char* backends, const settings::Sou
     error = manager.error();
     return nullptr;
   }
-  return manager->release();
+  return live_managers().adopt(std::move(*manager));
 }
 
 }  // namespace capi
@@ -424,7 +507,7 @@ sbx_manager* sbx_manager_new(const char* backends, sbx_error** error) {
       sbx::set_error(error, manager.error());
       return nullptr;
     }
-    return manager->release();
+    return sbx::live_managers().adopt(std::move(*manager));
   } catch (const std::exception& e) {
     sbx::set_error(error, std::string("internal error in libsbx: ") + e.what());
   } catch (...) {
@@ -442,7 +525,7 @@ sbx_manager* sbx_manager_new_with_settings(const char* backends, const char* cwd
       sbx::set_error(error, manager.error());
       return nullptr;
     }
-    return manager->release();
+    return sbx::live_managers().adopt(std::move(*manager));
   } catch (const std::exception& e) {
     sbx::set_error(error, std::string("internal error in libsbx: ") + e.what());
   } catch (...) {
@@ -451,11 +534,19 @@ sbx_manager* sbx_manager_new_with_settings(const char* backends, const char* cwd
   return nullptr;
 }
 
-void sbx_manager_free(sbx_manager* manager) { delete manager; }
+void sbx_manager_free(sbx_manager* manager) {
+  if (manager == nullptr) return;
+  try {
+    // Deleted here, after the calls still inside it have returned (LiveManagers::release).
+    sbx::live_managers().release(manager).reset();
+  } catch (...) {  // std::system_error from the mutex: nothing may unwind into C; keep it
+  }
+}
 
 int sbx_manager_reprobe(sbx_manager* manager, sbx_error** error) {
   char* done = sbx::guarded(error, [&]() -> Result<std::string> {
-    if (manager == nullptr) return Error{"manager is NULL; create one with sbx_manager_new"};
+    const sbx::ManagerCall call(manager);
+    if (sbx::Status live = call.status(); !live.ok()) return Error{live.error()};
     const std::lock_guard<std::mutex> lock(manager->mutex);
     manager->manager->reprobe();
     return std::string();
@@ -467,7 +558,8 @@ int sbx_manager_reprobe(sbx_manager* manager, sbx_error** error) {
 
 char* sbx_backends_json(sbx_manager* manager, int probe, sbx_error** error) {
   return sbx::guarded(error, [&]() -> Result<std::string> {
-    if (manager == nullptr) return Error{"manager is NULL; create one with sbx_manager_new"};
+    const sbx::ManagerCall call(manager);
+    if (sbx::Status live = call.status(); !live.ok()) return Error{live.error()};
     const std::lock_guard<std::mutex> lock(manager->mutex);
     std::vector<sbx::BackendListing> listings;
     for (const sbx::LoadedPlugin& plugin : manager->registry.plugins()) {

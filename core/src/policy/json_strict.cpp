@@ -89,11 +89,16 @@ class DuplicateKeyHandler {
   bool on_array_end(std::size_t, json::error_code&) { return close(); }
   bool on_object_begin(json::error_code&) { return open(true); }
   bool on_object_end(std::size_t, json::error_code&) { return close(); }
-  bool on_string_part(json::string_view, std::size_t, json::error_code&) { return true; }
-  bool on_string(json::string_view, std::size_t, json::error_code&) { return scalar(); }
-  bool on_key_part(json::string_view s, std::size_t, json::error_code&) {
+  // The parts arrive unescaped, so "\u0000" is a NUL byte here.
+  bool on_string_part(json::string_view s, std::size_t, json::error_code& ec) {
+    return no_nul(s, "a string", ec);
+  }
+  bool on_string(json::string_view s, std::size_t, json::error_code& ec) {
+    return no_nul(s, "a string", ec) && scalar();
+  }
+  bool on_key_part(json::string_view s, std::size_t, json::error_code& ec) {
     key_.append(s.data(), s.size());
-    return true;
+    return no_nul(s, "a key", ec);
   }
   bool on_key(json::string_view s, std::size_t, json::error_code& ec);
   bool on_number_part(json::string_view, json::error_code&) { return true; }
@@ -108,6 +113,8 @@ class DuplicateKeyHandler {
   // Pointer of the value being parsed now (the innermost open container's current slot).
   std::string pointer() const;
   const std::optional<std::string>& duplicate() const { return duplicate_; }
+  // Pointer and message of a string or key holding a NUL character.
+  const std::optional<std::pair<std::string, std::string>>& nul() const { return nul_; }
 
  private:
   struct Frame {
@@ -138,12 +145,26 @@ class DuplicateKeyHandler {
     return true;
   }
 
+  // Every string the policy and settings hold becomes a path, a name or a pattern that reaches
+  // the kernel or the command as a C string, which ends at the first NUL: "/tmp/safe\u0000/../etc"
+  // would be checked as written and used as "/tmp/safe" (issue #32). Refused, never cut.
+  bool no_nul(json::string_view s, const char* what, json::error_code& ec) {
+    if (s.find('\0') == json::string_view::npos) return true;
+    nul_.emplace(pointer(), std::string(what) +
+                                " contains a NUL byte (\\u0000), which no path, name or "
+                                "pattern may hold; remove it");
+    ec = json::error::syntax;  // stops the parser; the message comes from nul_
+    return false;
+  }
+
   std::vector<Frame> frames_;
   std::string key_;
   std::optional<std::string> duplicate_;
+  std::optional<std::pair<std::string, std::string>> nul_;
 };
 
 bool DuplicateKeyHandler::on_key(json::string_view s, std::size_t, json::error_code& ec) {
+  if (!no_nul(s, "a key", ec)) return false;
   key_.append(s.data(), s.size());
   Frame& top = frames_.back();
   top.key = std::move(key_);
@@ -232,6 +253,7 @@ Result<json::value> parse_strict(std::string_view text, std::size_t max_depth) {
   }
   if (ec) {
     const DuplicateKeyHandler& handler = parser.handler();
+    if (handler.nul()) return error_at(handler.nul()->first, handler.nul()->second);
     if (handler.duplicate()) {
       return error_at(*handler.duplicate(),
                       "duplicate key; each key may appear only once in an object");

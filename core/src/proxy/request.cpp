@@ -4,7 +4,9 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #if !defined(_WIN32)
@@ -12,12 +14,16 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 #endif
 
 #include <spdlog/spdlog.h>
 
 #include "sbx/core/proxy.hpp"
+#if !defined(_WIN32)
+#include "sbx/sdk/private_state.hpp"
+#endif
 
 namespace sbx::proxy {
 namespace {
@@ -121,19 +127,17 @@ void remove_if_stale(const std::string& directory) {
 
 }  // namespace
 
-std::string private_runtime_parent() {
+Result<std::string> private_runtime_parent() {
 #if defined(_WIN32)
-  return {};
+  return std::string();
 #else
-  struct stat st {};
-  const std::string run_user = "/run/user/" + std::to_string(::geteuid());
-  if (::lstat(run_user.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == ::geteuid() &&
-      (st.st_mode & 077) == 0)
-    return run_user;
-  if (::geteuid() == 0 && ::lstat("/run", &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == 0 &&
-      (st.st_mode & 022) == 0)
-    return "/run";
-  return "/tmp";
+  // sbx's one choice of a per-user state directory: the runtime directory, else ~/.cache/sbx,
+  // never /tmp (sbx/sdk/private_state.hpp, state_dir).
+  Result<std::string> dir = private_state::state_dir(private_state::current_sources(), "proxy");
+  if (!dir.ok())
+    return Error{"no private directory for the proxy's socket: " + dir.error() +
+                 "; sbx never puts it in a shared directory such as /tmp"};
+  return dir;
 #endif
 }
 
@@ -171,15 +175,27 @@ Result<std::unique_ptr<Proxy>> start_for_request(TransformRequest& request,
 
 Result<std::unique_ptr<RunProxy>> RunProxy::start(TransformRequest& request,
                                                   std::function<void(const Refusal&)> on_refusal,
-                                                  const std::string& parent) {
+                                                  std::optional<std::string> parent_dir) {
+  Result<std::string> parent =
+      parent_dir ? Result<std::string>(std::move(*parent_dir)) : private_runtime_parent();
+  if (!parent.ok()) return Error{parent.error()};
   Options options;
   options.on_refusal = std::move(on_refusal);
   std::string directory;
   int lock = -1;
 #if !defined(_WIN32)
+  // unix(7): sun_path holds 108 bytes with the terminating NUL. A deep home (~/.cache/sbx/proxy)
+  // can exceed it; refused here with what to do rather than as a bind error.
+  const std::size_t socket_length = parent->size() + std::string("/sbx-proxy-XXXXXX/").size() +
+                                    kSocketName.size();
+  if (socket_length >= sizeof(sockaddr_un{}.sun_path))
+    return Error{"the proxy's socket under '" + *parent + "' would be " +
+                 std::to_string(socket_length) +
+                 " bytes long, more than a unix socket address holds (107); set XDG_RUNTIME_DIR "
+                 "or XDG_CACHE_HOME to a shorter private directory"};
   // What killed runs left here goes first (a SIGKILLed sbx cannot remove its directory).
-  sweep_stale_directories(parent);
-  Result<std::pair<std::string, int>> made = make_private_directory(parent);
+  sweep_stale_directories(*parent);
+  Result<std::pair<std::string, int>> made = make_private_directory(*parent);
   if (!made) return Error{made.error()};
   directory = made->first;
   lock = made->second;

@@ -22,6 +22,9 @@
 #include "sbx/core/win_path.hpp"
 #include "platform/windows_host.hpp"
 #include "plugins/probe_store.hpp"
+#ifndef _WIN32
+#include "sbx/sdk/private_state.hpp"
+#endif
 #include "resolution/internal.hpp"
 #include "sbx/core/runtime.hpp"
 
@@ -688,6 +691,19 @@ void add_kept_probe_store(std::vector<std::string>& dirs) {
   if (::realpath(store->c_str(), real) != nullptr && *store != real) dirs.emplace_back(real);
 }
 
+// The proxy's socket directories (sbx's state directory "proxy", proxy.hpp
+// private_runtime_parent) the same way: a command that could write there could remove or
+// replace another run's socket, whatever that run's own policy (issue #32). Made here, before
+// the policy is resolved; no such place means proxy runs are refused, so nothing to protect.
+void add_proxy_state_dir(std::vector<std::string>& dirs) {
+  const Result<std::string> dir =
+      private_state::state_dir(private_state::current_sources(), "proxy");
+  if (!dir.ok()) return;
+  dirs.push_back(*dir);
+  char real[PATH_MAX];
+  if (::realpath(dir->c_str(), real) != nullptr && *dir != real) dirs.emplace_back(real);
+}
+
 }  // namespace
 #endif
 
@@ -744,6 +760,7 @@ Result<ResolveContext> current_resolve_context() {
   }
   context.install_dirs = std::move(*install_dirs);
   add_kept_probe_store(context.install_dirs);
+  add_proxy_state_dir(context.install_dirs);
   auto home = context.env.find("HOME");
   if (home != context.env.end() && !home->second.empty() && home->second.front() == '/') {
     context.home = home->second;

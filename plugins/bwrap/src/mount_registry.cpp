@@ -42,8 +42,6 @@
 namespace sbx::bwrap {
 namespace {
 
-using private_state::make_private_dir;
-
 std::string hash_name(const std::string& path) {
   std::uint64_t h = 1469598103934665603ull;  // FNV-1a 64
   for (char c : path) {
@@ -385,31 +383,6 @@ Result<int> open_lock(const std::string& lock, bool create) {
   return fd;
 }
 
-// Why these places and never /tmp: a predictable name in a shared directory can be taken by
-// any other user first (bwrap would then be unavailable, or the state redirected). A runtime
-// directory must be this user's own, mode 0700; /run is root's only; a cache directory is in
-// the user's home, which nobody else can write.
-
-// The cache base ($XDG_CACHE_HOME or ~/.cache) may be a symlink the user made; it must lead to
-// a directory of this user that nobody else can write. Created 0700 when missing.
-Result<std::string> cache_base(const StateDirSources& sources) {
-  std::string base = sources.xdg_cache_home;
-  if (base.empty() || base.front() != '/') {
-    if (sources.home.empty() || sources.home.front() != '/')
-      return Error{"no private place for sbx's state: no usable runtime directory "
-                   "($XDG_RUNTIME_DIR, /run/user/<uid>) and no home directory for ~/.cache"};
-    base = sources.home + "/.cache";
-  }
-  if (::mkdir(base.c_str(), 0700) != 0 && errno != EEXIST)
-    return Error{"cannot create '" + base + "': " + std::strerror(errno)};
-  struct stat st {};
-  if (::stat(base.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != sources.uid ||
-      (st.st_mode & 022) != 0)
-    return Error{"'" + base + "' is not a directory of this user that only it can write"};
-  return base;
-}
-
-
 // The registry entry behind `lock` ("<dir>/<hash>.lock"), swept when no live run holds it.
 // Returns the mount point it removed, or "".
 std::string sweep_one(const std::string& lock) {
@@ -431,19 +404,10 @@ std::string sweep_one(const std::string& lock) {
 
 }  // namespace
 
+// sbx's one choice of a per-user state directory (private_state::state_dir: a runtime
+// directory, else ~/.cache/sbx, never /tmp).
 Result<std::string> ensure_state_dir(const StateDirSources& sources) {
-  if (const std::optional<std::string> runtime = private_state::runtime_base(sources)) {
-    const std::string dir = *runtime + "/sbx-bwrap";
-    if (Status ok = make_private_dir(dir, sources.uid); !ok.ok()) return Error{ok.error()};
-    return dir;
-  }
-  Result<std::string> base = cache_base(sources);
-  if (!base.ok()) return Error{base.error()};
-  const std::string sbx_dir = *base + "/sbx";
-  if (Status ok = make_private_dir(sbx_dir, sources.uid); !ok.ok()) return Error{ok.error()};
-  const std::string dir = sbx_dir + "/bwrap";
-  if (Status ok = make_private_dir(dir, sources.uid); !ok.ok()) return Error{ok.error()};
-  return dir;
+  return private_state::state_dir(sources, "bwrap");
 }
 
 StateDirSources state_dir_sources() { return private_state::current_sources(); }

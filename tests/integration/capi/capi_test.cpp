@@ -11,6 +11,7 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <thread>
 
 #include "capi_call.hpp"
 #include "sbx/sbx.h"
@@ -269,6 +270,140 @@ TEST_F(NoBackend, EnvironmentPolicyAppliesAndExplainNamesWhatItRemoves) {
   EXPECT_NE(call.text.find("\"SBX_CAPI_API_KEY\""), std::string::npos) << call.text;
   EXPECT_EQ(call.text.find("capi-secret-value"), std::string::npos) << call.text;
   ::unsetenv("SBX_CAPI_API_KEY");
+}
+
+}  // namespace
+
+namespace {
+
+bool wait_for_file(const std::string& path) {
+  for (int i = 0; i < 1000 && !std::filesystem::exists(path); ++i) ::usleep(10 * 1000);
+  return std::filesystem::exists(path);
+}
+
+// sbx_manager_free while another thread is inside sbx_exec (issue #32: a heap use-after-free,
+// found by ASan): the free waits until the call has returned, so the command had finished when
+// it returns, and the exec's report is whole. Real threads, a real command; run it under ASan
+// too (the asan preset builds this target: build/asan/.../sbx_integration_capi
+// --gtest_filter='CApiFree.*').
+TEST(CApiFree, FreeWaitsForTheRunningExec) {
+  sbx_error* error = nullptr;
+  sbx_manager* manager = sbx_manager_new("no-such-backend", &error);
+  ASSERT_NE(manager, nullptr) << sbx_error_message(error);
+  TempDir dir;
+  const std::string started = dir.path() + "/started";
+  const std::string finished = dir.path() + "/finished";
+  const std::string script = "touch " + started + "; sleep 1; touch " + finished;
+  Call exec_call;
+  std::thread runner([&] {
+    const char* argv[] = {"/bin/sh", "-c", script.c_str(), nullptr};
+    sbx_error* exec_error = nullptr;
+    exec_call = take(sbx_exec(manager, kFull, dir.path().c_str(), argv, nullptr,
+                              SBX_EXEC_ALLOW_UNSANDBOXED, &exec_error),
+                     &exec_error);
+  });
+  ASSERT_TRUE(wait_for_file(started)) << "the command never started";
+  sbx_manager_free(manager);
+  EXPECT_TRUE(std::filesystem::exists(finished))
+      << "sbx_manager_free returned while the command was still running";
+  runner.join();
+  ASSERT_TRUE(exec_call.ok) << exec_call.error;
+  EXPECT_EQ(json::parse(exec_call.text).at("exit").at("code").as_int64(), 0) << exec_call.text;
+}
+
+// A second call waiting behind the running exec (for the manager's lock) when the free comes:
+// the issue's ASan report (Manager::probe_answer on freed memory) was that call going on after
+// the free. Now the free waits for it too, or, had it not entered yet, it is refused.
+TEST(CApiFree, ACallWaitingBehindARunningExecIsWaitedForOrRefused) {
+  sbx_error* error = nullptr;
+  sbx_manager* manager = sbx_manager_new("no-such-backend", &error);
+  ASSERT_NE(manager, nullptr) << sbx_error_message(error);
+  TempDir dir;
+  const std::string started = dir.path() + "/started";
+  const std::string script = "touch " + started + "; sleep 1";
+  std::thread runner([&] {
+    const char* argv[] = {"/bin/sh", "-c", script.c_str(), nullptr};
+    sbx_error* exec_error = nullptr;
+    take(sbx_exec(manager, kFull, dir.path().c_str(), argv, nullptr, SBX_EXEC_ALLOW_UNSANDBOXED,
+                  &exec_error),
+         &exec_error);
+  });
+  ASSERT_TRUE(wait_for_file(started)) << "the command never started";
+  Call waiting;
+  std::thread second([&] {
+    sbx_error* explain_error = nullptr;
+    waiting = take(sbx_explain(manager, kWorkspace, dir.path().c_str(), nullptr, &explain_error),
+                   &explain_error);
+  });
+  ::usleep(200 * 1000);  // lets the explain reach the manager's lock (only to reproduce the bug)
+  sbx_manager_free(manager);
+  second.join();
+  runner.join();
+  EXPECT_TRUE(waiting.ok || waiting.error.find("not a live manager") != std::string::npos)
+      << waiting.error;
+}
+
+// The same with two threads freeing at once while a third runs a command: one frees, the other
+// returns at once, neither touches freed memory.
+TEST(CApiFree, TwoFreesDuringARunningExecFreeOnce) {
+  sbx_error* error = nullptr;
+  sbx_manager* manager = sbx_manager_new("no-such-backend", &error);
+  ASSERT_NE(manager, nullptr) << sbx_error_message(error);
+  TempDir dir;
+  const std::string started = dir.path() + "/started";
+  const std::string script = "touch " + started + "; sleep 1";
+  std::thread runner([&] {
+    const char* argv[] = {"/bin/sh", "-c", script.c_str(), nullptr};
+    sbx_error* exec_error = nullptr;
+    take(sbx_exec(manager, kFull, dir.path().c_str(), argv, nullptr, SBX_EXEC_ALLOW_UNSANDBOXED,
+                  &exec_error),
+         &exec_error);
+  });
+  ASSERT_TRUE(wait_for_file(started)) << "the command never started";
+  std::thread first([&] { sbx_manager_free(manager); });
+  std::thread second([&] { sbx_manager_free(manager); });
+  first.join();
+  second.join();
+  runner.join();
+}
+
+// A call on a handle already freed is an error, not a read of freed memory (under ASan the
+// freed block is quarantined, so no new manager can have its address here).
+TEST(CApiFree, ACallOnAFreedManagerIsAnError) {
+  sbx_error* error = nullptr;
+  sbx_manager* manager = sbx_manager_new("no-such-backend", &error);
+  ASSERT_NE(manager, nullptr) << sbx_error_message(error);
+  sbx_manager_free(manager);
+  Call call = take(sbx_explain(manager, kWorkspace, nullptr, nullptr, &error), &error);
+  EXPECT_FALSE(call.ok);
+  EXPECT_NE(call.error.find("not a live manager"), std::string::npos) << call.error;
+  EXPECT_EQ(sbx_manager_reprobe(manager, &error), -1);
+  ASSERT_NE(error, nullptr);
+  EXPECT_NE(std::string(sbx_error_message(error)).find("not a live manager"), std::string::npos);
+  sbx_error_free(error);
+  sbx_manager_free(manager);  // a second free of the same handle does nothing
+  sbx_manager_free(nullptr);
+}
+
+// A "\u0000" in a policy string is refused naming the entry, never cut at the NUL (a path
+// "/tmp/safe\0/../etc" would otherwise be checked as written and used as "/tmp/safe").
+TEST(CApi, NulInAPolicyStringIsAnError) {
+  const char* policy = R"({"version":1,"filesystem":{"kind":"restricted","entries":[
+    {"path":":root","access":"read"},{"path":"/tmp/safe\u0000/../etc","access":"write"}]}})";
+  sbx_error* error = nullptr;
+  Call call = take(sbx_should_sandbox(policy, nullptr, &error), &error);
+  EXPECT_FALSE(call.ok);
+  EXPECT_NE(call.error.find("/filesystem/entries/1/path"), std::string::npos) << call.error;
+  EXPECT_NE(call.error.find("NUL byte"), std::string::npos) << call.error;
+  sbx_manager* with_nul = sbx_manager_new_with_settings(
+      "no-such-backend", nullptr, R"({"excluded_commands":["ls\u0000; rm -rf ~"]})", &error);
+  EXPECT_EQ(with_nul, nullptr);
+  sbx_manager_free(with_nul);
+  ASSERT_NE(error, nullptr);
+  const std::string message = sbx_error_message(error);
+  sbx_error_free(error);
+  EXPECT_NE(message.find("/excluded_commands/0"), std::string::npos) << message;
+  EXPECT_NE(message.find("NUL byte"), std::string::npos) << message;
 }
 
 }  // namespace

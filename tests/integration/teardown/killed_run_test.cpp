@@ -469,4 +469,127 @@ TEST(StateDirectory, WithoutAnyPrivatePlaceBwrapRunsAndKeepsItsMountPoints) {
   }
 }
 
+// Without /run/user/<uid> (su sessions, containers, CI) the proxy's socket directory went to
+// /tmp, where a Landlock run with /tmp writable deleted another run's socket (issue #32). Now
+// it is in the user's ~/.cache/sbx/proxy: a second run of the same user, with /tmp writable,
+// can neither remove nor replace it. Both runs as user 65534 under Landlock, the home outside
+// /tmp (as a real home is).
+TEST(StateDirectory, ARunWithTmpWritableCannotReachAnotherRunsProxySocket) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to switch to an unprivileged user";
+  if (!exists("/usr/bin/setpriv")) GTEST_SKIP() << "setpriv (util-linux) is not installed";
+  if (exists("/run/user/65534")) GTEST_SKIP() << "/run/user/65534 exists here";
+  std::string why;
+  if (!backend_available("landlock", why)) GTEST_SKIP() << "landlock cannot run here: " << why;
+  TempDir home("/var/tmp");
+  TempDir victim_ws("/var/tmp");
+  TempDir attacker_ws("/var/tmp");
+  TempDir scratch("/var/tmp");  // the policy files: outside every writable root
+  for (const TempDir* dir : {&home, &victim_ws, &attacker_ws})
+    ASSERT_EQ(::chown(dir->path().c_str(), 65534, 65534), 0);
+  ASSERT_EQ(::chmod(scratch.path().c_str(), 0755), 0);
+  write_file(scratch / "victim.json", R"({"version": 1,
+      "filesystem": {"kind": "restricted", "protected_names": [],
+        "entries": [{"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"}]},
+      "network": {"mode": "proxy", "allowed_domains": ["127.0.0.1:9"]}})");
+  write_file(scratch / "attacker.json", R"({"version": 1,
+      "filesystem": {"kind": "restricted", "protected_names": [],
+        "entries": [{"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"},
+                    {"path": "/tmp", "access": "write"}]},
+      "network": {"mode": "restricted"}})");
+  ::chmod((scratch / "victim.json").c_str(), 0644);
+  ::chmod((scratch / "attacker.json").c_str(), 0644);
+  const std::vector<std::string> as_nobody = {"/usr/bin/setpriv", "--reuid=65534",
+                                              "--regid=65534", "--clear-groups"};
+  const std::vector<std::string> env = {"PATH=/usr/bin:/bin", "HOME=" + home.path(),
+                                        "LANG=C.UTF-8"};
+  std::vector<std::string> victim = as_nobody;
+  for (const std::string& arg :
+       {sbx_path(), std::string("--backends"), std::string("landlock"), std::string("exec"),
+        std::string("--policy"), scratch / "victim.json", std::string("--cwd"), victim_ws.path(),
+        std::string("--"), std::string("/bin/sh"), std::string("-c"),
+        std::string("echo up > ready; sleep 120")})
+    victim.push_back(arg);
+  const pid_t pid = start(victim, env, scratch / "victim.log");
+  struct StopVictim {
+    pid_t pid;
+    ~StopVictim() {
+      ::kill(pid, SIGTERM);
+      ::waitpid(pid, nullptr, 0);
+    }
+  } stop{pid};
+  ASSERT_TRUE(eventually([&] { return exists(victim_ws / "ready"); }, kLoadedMachineSeconds))
+      << "the proxy run never started: " << read_file(scratch / "victim.log");
+  // Its socket, wherever sbx put it: the user's state directory, or (before) /tmp.
+  std::string socket;
+  for (const std::string& parent : {home.path() + "/.cache/sbx/proxy", std::string("/tmp")}) {
+    if (!fs::is_directory(parent)) continue;
+    for (const auto& entry : fs::directory_iterator(parent)) {
+      struct stat st {};
+      const std::string candidate = entry.path().string() + "/proxy.sock";
+      if (entry.path().filename().string().rfind("sbx-proxy-", 0) == 0 &&
+          ::lstat(entry.path().c_str(), &st) == 0 && st.st_uid == 65534 &&
+          fs::is_socket(fs::symlink_status(candidate)))
+        socket = candidate;
+    }
+  }
+  ASSERT_FALSE(socket.empty()) << "no proxy socket of user 65534 found";
+  EXPECT_NE(socket.rfind("/tmp/", 0), 0u) << "the proxy's socket is in /tmp: " << socket;
+  struct stat before {};
+  ASSERT_EQ(::lstat(socket.c_str(), &before), 0);
+  const std::string directory = socket.substr(0, socket.rfind('/'));
+  // The attack: remove the socket, or its directory, and put a socket of its own in its place.
+  const std::string attack = "rm -rf '" + directory + "'; mkdir -p '" +
+                             directory + "' && python3 -c 'import socket,sys; "
+                             "socket.socket(socket.AF_UNIX).bind(sys.argv[1])' '" + socket +
+                             "'; true";
+  std::vector<std::string> attacker = as_nobody;
+  for (const std::string& arg :
+       {sbx_path(), std::string("--backends"), std::string("landlock"), std::string("exec"),
+        std::string("--policy"), scratch / "attacker.json", std::string("--cwd"),
+        attacker_ws.path(), std::string("--"), std::string("/bin/sh"), std::string("-c"), attack})
+    attacker.push_back(arg);
+  const RunResult attacked = run(attacker, env);
+  ASSERT_EQ(attacked.code, 0) << describe(attacked);
+  struct stat after {};
+  ASSERT_EQ(::lstat(socket.c_str(), &after), 0) << "the other run's socket was removed";
+  EXPECT_EQ(after.st_ino, before.st_ino) << "the other run's socket was replaced";
+  EXPECT_EQ(after.st_dev, before.st_dev);
+
+  // A policy that makes the home (and so ~/.cache/sbx/proxy) writable: the state directory is
+  // kept read-only like sbx's install, which Landlock cannot do, so the run is refused naming it.
+  write_file(scratch / "home.json", R"({"version": 1,
+      "filesystem": {"kind": "restricted", "protected_names": [],
+        "entries": [{"path": ":root", "access": "read"}, {"path": "~", "access": "write"}]},
+      "network": {"mode": "restricted"}})");
+  ::chmod((scratch / "home.json").c_str(), 0644);
+  for (std::string& arg : attacker)
+    if (arg == scratch / "attacker.json") arg = scratch / "home.json";
+  const RunResult refused = run(attacker, env);
+  EXPECT_EQ(refused.code, 125) << describe(refused);
+  EXPECT_NE(refused.err.find(home.path() + "/.cache/sbx/proxy"), std::string::npos)
+      << describe(refused);
+  ASSERT_EQ(::lstat(socket.c_str(), &after), 0) << "the other run's socket was removed";
+  EXPECT_EQ(after.st_ino, before.st_ino) << "the other run's socket was replaced";
+
+  // bwrap carves the state directory out of the writable home (read-only inside).
+  const RunResult userns =
+      run({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+           "/usr/bin/bwrap", "--unshare-user", "--ro-bind", "/", "/", "/bin/true"},
+          base_env());
+  if (userns.code != 0) {
+    std::printf("note: user 65534 cannot create user namespaces here, the bwrap case was not "
+                "run: %s\n", userns.err.c_str());
+    return;
+  }
+  for (std::size_t i = 0; i + 1 < attacker.size(); ++i)
+    if (attacker[i] == "--backends") attacker[i + 1] = "bwrap";
+  attacker.back() = "rm -rf '" + directory + "'; touch '" + home.path() + "/written'";
+  const RunResult carved = run(attacker, env);
+  ASSERT_EQ(carved.code, 0) << describe(carved);
+  EXPECT_TRUE(exists(home / "written")) << "the home was not writable: " << describe(carved);
+  ASSERT_EQ(::lstat(socket.c_str(), &after), 0)
+      << "a bwrap run with the home writable removed the other run's socket";
+  EXPECT_EQ(after.st_ino, before.st_ino) << "the other run's socket was replaced";
+}
+
 }  // namespace

@@ -58,6 +58,12 @@ std::vector<ParseErrorCase> error_cases() {
       {"unknown_key_escaped", R"({"version": 1, "a/b~c": 1})", "/a~1b~0c", "unknown key"},
       {"unknown_key_control_bytes", R"({"version": 1, "\u001b[31m": 1})", "/\\x1b[31m",
        "unknown key"},
+      // A NUL in any string or key is refused, never cut where C would end the string.
+      {"nul_in_path", entries(R"({"path": "/tmp/safe\u0000/../etc", "access": "write"})"),
+       "/filesystem/entries/0/path", "a string contains a NUL byte"},
+      {"nul_in_env_pattern", R"({"version": 1, "environment": {"keep": ["A\u0000B"]}})",
+       "/environment/keep/0", "a string contains a NUL byte"},
+      {"nul_in_key", R"({"version": 1, "net\u0000work": {}})", "/", "a key contains a NUL byte"},
       {"duplicate_top_key", R"({"version": 1, "version": 1})", "/version", "duplicate key"},
       {"duplicate_nested_key", network(R"("mode": "enabled", "mode": "restricted")"),
        "/network/mode", "duplicate key"},

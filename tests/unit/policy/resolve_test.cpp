@@ -582,6 +582,7 @@ TEST(ResolveInstall, ProcessContextNamesTheRunningInstallAndTheKeptProbeStore) {
   ASSERT_TRUE(layout.ok()) << layout.error();
   std::vector<std::string> expected = install_directories(*layout);
   expected.push_back(runtime / "sbx-probe");
+  expected.push_back(runtime / "sbx-proxy");  // the proxy's sockets, also kept read-only
   EXPECT_EQ(context->install_dirs, expected);
   struct stat st {};
   ASSERT_EQ(::lstat((runtime / "sbx-probe").c_str(), &st), 0);

@@ -74,21 +74,34 @@ def find_library(prefix: Optional[str] = None) -> str:
                    "SBX_LIBRARY to the library file or SBX_PREFIX to the installation prefix")
 
 
-def _text(value: Optional[str]) -> Optional[bytes]:
-    return value.encode("utf-8") if value is not None else None
+def _c_string(value: str, name: str) -> bytes:
+    """`value` as the NUL-terminated UTF-8 libsbx reads. A NUL inside would end the string
+    there (ctypes passes the bytes as they are): the caller checked "echo x\\0; rm ..." and
+    libsbx would run "echo x". Refused instead, with ValueError like os.fsencode's."""
+    nul = value.find("\0")
+    if nul >= 0:
+        raise ValueError(f"{name} contains a NUL character at index {nul}; libsbx would "
+                         "cut it there, so it is refused: remove the NUL")
+    return value.encode("utf-8")
 
 
-def _policy(policy: Optional[Policy]) -> Optional[bytes]:
+def _text(value: Optional[str], name: str) -> Optional[bytes]:
+    return _c_string(value, name) if value is not None else None
+
+
+def _policy(policy: Optional[Policy], name: str = "policy") -> Optional[bytes]:
+    """A dict is sent as JSON, where a NUL travels escaped ("\\u0000") and libsbx refuses it
+    naming the key (SbxError); a string must hold none itself."""
     if policy is None:
         return None
-    return (policy if isinstance(policy, str) else json.dumps(policy)).encode("utf-8")
+    return _c_string(policy if isinstance(policy, str) else json.dumps(policy), name)
 
 
 def _argv(argv: Sequence[str]) -> "ctypes.Array[ctypes.c_char_p]":
     if isinstance(argv, (str, bytes)) or not argv:
         raise SbxError("argv must be a non-empty list of strings")
     array = (ctypes.c_char_p * (len(argv) + 1))()
-    array[:-1] = [arg.encode("utf-8") for arg in argv]
+    array[:-1] = [_c_string(arg, f"argv[{k}]") for k, arg in enumerate(argv)]
     array[-1] = None
     return array
 
@@ -172,16 +185,22 @@ class Sbx:
         error = ctypes.c_void_p()
         if self._settings or self._settings_json is not None:
             manager = self._lib.sbx_manager_new_with_settings(
-                _text(self._backends), _text(self._settings_cwd), _policy(self._settings_json),
+                _text(self._backends, "backends"), _text(self._settings_cwd, "settings_cwd"),
+                _policy(self._settings_json, "settings_json"),
                 ctypes.byref(error))
         else:
-            manager = self._lib.sbx_manager_new(_text(self._backends), ctypes.byref(error))
+            manager = self._lib.sbx_manager_new(_text(self._backends, "backends"),
+                                                ctypes.byref(error))
         if not manager:
             self._raise(error)
         self._manager = ctypes.c_void_p(manager)
         return self
 
     def close(self) -> None:
+        """Frees the manager. A call running on another thread finishes first: libsbx's
+        sbx_manager_free waits for it (with the GIL released), so close() returns only then.
+        A call that starts on another thread after close() is an SbxError or opens a new
+        manager, never freed memory."""
         if self._manager is not None:
             self._lib.sbx_manager_free(self._manager)
             self._manager = None
@@ -214,39 +233,43 @@ class Sbx:
 
     def should_sandbox(self, policy: Policy, preference: Preference = "auto") -> Decision:
         """Question 1, pure: does the policy need a sandbox?"""
-        return cast(Decision, self._json("sbx_should_sandbox", _policy(policy), _text(preference)))
+        return cast(Decision, self._json("sbx_should_sandbox", _policy(policy),
+                                         _text(preference, "preference")))
 
     def explain(self, policy: Optional[Policy], cwd: Optional[str] = None,
                 preference: Optional[Preference] = "auto") -> Explanation:
         """Both questions (as `sbx explain --json`), resolved against `cwd`."""
-        return cast(Explanation, self._json("sbx_explain", self._m(), _policy(policy), _text(cwd),
-                                            _text(preference)))
+        return cast(Explanation, self._json("sbx_explain", self._m(), _policy(policy),
+                                            _text(cwd, "cwd"), _text(preference, "preference")))
 
     def transform(self, policy: Optional[Policy], argv: Sequence[str], cwd: Optional[str] = None,
                   preference: Optional[Preference] = "auto") -> Plan:
         """The plan that would run `argv` (nothing runs)."""
-        return cast(Plan, self._json("sbx_transform", self._m(), _policy(policy), _text(cwd),
-                                     _argv(argv), _text(preference)))
+        return cast(Plan, self._json("sbx_transform", self._m(), _policy(policy),
+                                     _text(cwd, "cwd"), _argv(argv),
+                                     _text(preference, "preference")))
 
     def exec(self, policy: Optional[Policy], argv: Sequence[str], cwd: Optional[str] = None,
              preference: Optional[Preference] = "auto", flags: int = 0) -> ExecReport:
         """Runs `argv` under the policy and waits; a refusal is a report with "error" set."""
-        return cast(ExecReport, self._json("sbx_exec", self._m(), _policy(policy), _text(cwd),
-                                           _argv(argv), _text(preference), flags))
+        return cast(ExecReport, self._json("sbx_exec", self._m(), _policy(policy),
+                                           _text(cwd, "cwd"), _argv(argv),
+                                           _text(preference, "preference"), flags))
 
     def widen(self, base: Policy, extra: Policy) -> dict:
         """A policy with every access of both (never lifts a deny)."""
-        return cast(dict, self._json("sbx_policy_widen", _policy(base), _policy(extra)))
+        return cast(dict, self._json("sbx_policy_widen", _policy(base, "base"),
+                                     _policy(extra, "extra")))
 
     def approve(self, requested: Policy, granted: Policy) -> Approval:
         """What a person granted of a request (intersection)."""
-        return cast(Approval, self._json("sbx_policy_approve", _policy(requested),
-                                         _policy(granted)))
+        return cast(Approval, self._json("sbx_policy_approve", _policy(requested, "requested"),
+                                         _policy(granted, "granted")))
 
     def context(self, policy: Policy, cwd: Optional[str] = None,
                 as_json: bool = False) -> Union[str, dict]:
         """The model-facing description of the sandbox (text, or `sbx context --json`)."""
-        text = self._call("sbx_context", _policy(policy), _text(cwd), 1 if as_json else 0)
+        text = self._call("sbx_context", _policy(policy), _text(cwd, "cwd"), 1 if as_json else 0)
         return cast(dict, json.loads(text)) if as_json else text
 
     def classify(self, exit_code: int, signal: int = 0, stderr: Union[str, bytes] = b"",
@@ -254,4 +277,4 @@ class Sbx:
         """Was a failed command likely stopped by the sandbox? (advice, not a decision)"""
         data = stderr.encode("utf-8") if isinstance(stderr, str) else bytes(stderr)
         return cast(Denial, self._json("sbx_classify_failure", exit_code, signal, data, len(data),
-                                       _text(backend)))
+                                       _text(backend, "backend")))

@@ -172,11 +172,13 @@ std::string policy_ports_refusal(const std::vector<std::uint16_t>& ports);
 Result<std::unique_ptr<Proxy>> start_for_request(
     TransformRequest& request, std::function<void(const Refusal&)> on_refusal = {});
 
-// Where RunProxy makes its private directory by default: /run/user/<uid> when it exists and is
-// this user's, /run for root, else /tmp. The first two are not writable in any shipped preset,
-// so a sandboxed command of the same user (Landlock does not hide /tmp) cannot reach another
-// run's socket directory.
-std::string private_runtime_parent();
+// Where RunProxy makes its private directory by default: sbx's per-user state directory
+// "proxy" (sbx/sdk/private_state.hpp state_dir: <runtime dir>/sbx-proxy with $XDG_RUNTIME_DIR,
+// /run/user/<uid> or root's /run, else ~/.cache/sbx/proxy), made 0700 and checked; an error
+// with the reason when there is none. Never /tmp: no shipped preset makes these writable, while
+// /tmp is writable in workspace-write, where a sandboxed command of the same user (Landlock does
+// not hide it) could remove another run's socket (issue #32).
+Result<std::string> private_runtime_parent();
 
 // Removes from `parent` every "sbx-proxy-XXXXXX" directory that a run left behind (its sbx was
 // killed): a directory of this user, mode 0700, that no live run holds locked, with nothing in
@@ -195,7 +197,7 @@ class RunProxy {
  public:
   static Result<std::unique_ptr<RunProxy>> start(
       TransformRequest& request, std::function<void(const Refusal&)> on_refusal = {},
-      const std::string& parent = private_runtime_parent());
+      std::optional<std::string> parent = std::nullopt);
   ~RunProxy();
   RunProxy(const RunProxy&) = delete;
   RunProxy& operator=(const RunProxy&) = delete;

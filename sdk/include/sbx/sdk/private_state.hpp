@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
@@ -46,21 +47,45 @@ struct Sources {
   std::string home;
 };
 
-// `dir` is an absolute path to a directory (not a symlink) owned by `uid` with no group or
-// other permission bits.
-inline bool is_private_dir_of(const std::string& dir, uid_t uid) {
+// Why `dir` is not a private directory of `uid` (an absolute path to a directory, not a
+// symlink, owned by `uid`, no group or other permission bits), or nullopt when it is. Decided
+// on the object opened with O_NOFOLLOW (open(2): a symlink as the last component fails with
+// ELOOP), so a name another user squatted with a symlink is refused, never followed.
+inline std::optional<std::string> why_not_private_dir(const std::string& dir, uid_t uid) {
+  if (dir.empty() || dir.front() != '/') return "'" + dir + "' is not an absolute path";
+  const UniqueFd fd(::open(dir.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   struct stat st {};
-  return !dir.empty() && dir.front() == '/' && ::lstat(dir.c_str(), &st) == 0 &&
-         S_ISDIR(st.st_mode) && st.st_uid == uid && (st.st_mode & 077) == 0;
+  if (!fd.valid()) {
+    const int error = errno;
+    if (error == ELOOP || error == ENOTDIR)
+      return "'" + dir + "' is a symlink or not a directory";
+    return "'" + dir + "': " + std::strerror(error);
+  }
+  if (::fstat(fd.get(), &st) != 0) return "'" + dir + "': " + std::strerror(errno);
+  if (st.st_uid != uid)
+    return "'" + dir + "' is owned by uid " + std::to_string(st.st_uid) + ", not by uid " +
+           std::to_string(uid);
+  if ((st.st_mode & 077) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return "'" + dir + "' has mode " + mode + ", not 0700";
+  }
+  return std::nullopt;
 }
 
-// mkdir 0700 (EEXIST is fine) and then the owner/mode check, which also refuses a symlink.
+inline bool is_private_dir_of(const std::string& dir, uid_t uid) {
+  return !why_not_private_dir(dir, uid).has_value();
+}
+
+// mkdir 0700 (EEXIST is fine) and then the check above: a directory someone else made first at
+// the name (a squat), a symlink or a wider mode is refused with the reason, never used.
 inline Status make_private_dir(const std::string& dir, uid_t uid) {
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
     return Error{"cannot create state directory '" + dir + "': " + std::strerror(errno)};
-  if (!is_private_dir_of(dir, uid))
-    return Error{"state directory '" + dir +
-                 "' is not a private directory owned by this user (mode 0700); remove it"};
+  if (std::optional<std::string> why = why_not_private_dir(dir, uid))
+    return Error{"state directory " + *why +
+                 "; sbx keeps its state only in a private directory of this user (mode 0700): "
+                 "remove it"};
   return {};
 }
 
@@ -97,6 +122,51 @@ inline std::optional<std::string> runtime_base(const Sources& sources) {
   if (is_private_dir_of(run_user, sources.uid)) return run_user;
   if (!sources.root_run.empty()) return sources.root_run;
   return std::nullopt;
+}
+
+// The user's cache base ($XDG_CACHE_HOME, else ~/.cache), in the home directory that no other
+// user can write. It may be a symlink the user made, but must lead to a directory of this user
+// that group and others cannot write. Created 0700 when missing.
+inline Result<std::string> cache_base(const Sources& sources) {
+  std::string base = sources.xdg_cache_home;
+  if (base.empty() || base.front() != '/') {
+    if (sources.home.empty() || sources.home.front() != '/')
+      return Error{"no private place for sbx's state: no usable runtime directory "
+                   "($XDG_RUNTIME_DIR, /run/user/<uid>) and no home directory for ~/.cache"};
+    base = sources.home + "/.cache";
+  }
+  if (::mkdir(base.c_str(), 0700) != 0 && errno != EEXIST)
+    return Error{"cannot create '" + base + "': " + std::strerror(errno)};
+  struct stat st {};
+  if (::stat(base.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != sources.uid ||
+      (st.st_mode & 022) != 0)
+    return Error{"'" + base + "' is not a directory of this user that only it can write"};
+  return base;
+}
+
+// THE place where sbx keeps per-user state of kind `name` ("bwrap": bwrap's probe cache and
+// mount registry; "proxy": the proxy's per-run socket directories), made on first use:
+//  - <runtime>/sbx-<name> when the user has a runtime directory (runtime_base);
+//  - else <cache>/sbx/<name> (cache_base): su sessions, containers and CI often have no
+//    /run/user/<uid>;
+//  - never a shared directory such as /tmp: another user could take the name first, and a
+//    sandboxed command with /tmp writable (the workspace-write preset) could remove or replace
+//    another run's files there (issue #32: a Landlock run deleted another run's proxy socket).
+// Each directory made or met on the way must be this user's own, mode 0700, not a symlink
+// (make_private_dir); anything else is an error naming the directory and what is wrong.
+inline Result<std::string> state_dir(const Sources& sources, const std::string& name) {
+  if (const std::optional<std::string> runtime = runtime_base(sources)) {
+    const std::string dir = *runtime + "/sbx-" + name;
+    if (Status ok = make_private_dir(dir, sources.uid); !ok.ok()) return Error{ok.error()};
+    return dir;
+  }
+  Result<std::string> base = cache_base(sources);
+  if (!base.ok()) return Error{base.error()};
+  const std::string sbx_dir = *base + "/sbx";
+  if (Status ok = make_private_dir(sbx_dir, sources.uid); !ok.ok()) return Error{ok.error()};
+  const std::string dir = sbx_dir + "/" + name;
+  if (Status ok = make_private_dir(dir, sources.uid); !ok.ok()) return Error{ok.error()};
+  return dir;
 }
 
 // Why `st` (of `what`) may not hold a file this user reuses: another owner could have written
