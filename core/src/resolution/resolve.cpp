@@ -552,6 +552,10 @@ Status Resolver::collect_globs() {
       if (!expanded.ok())
         return error_at(child(child("/filesystem/entries", i), "glob"), expanded.error());
       glob = *expanded;
+    } else if (glob.rfind(":cwd/", 0) == 0) {
+      // As an entry's ":cwd/SUB": below the working directory (validate.cpp lets no other
+      // special path into a glob).
+      glob = policy::path::join(cwd_, glob.substr(5));
     } else if (glob.front() != '/') {
       // gitignore style: a pattern without '/' matches a name at any depth below the cwd.
       if (glob.find('/') == std::string::npos) glob = "**/" + glob;

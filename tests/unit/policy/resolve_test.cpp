@@ -145,12 +145,17 @@ std::vector<ResolveCase> resolve_cases() {
        entries_policy(
            R"({"glob": "*.pem", "access": "deny"}, {"glob": "secrets/*.key", "access": "deny"},
                          {"glob": "/etc/**/shadow", "access": "deny"}, {"glob": "~/.aws/**", "access": "deny"},
-                         {"glob": "**/*.pem", "access": "deny"})"),
+                         {"glob": "**/*.pem", "access": "deny"}, {"glob": ":cwd/many/*.pem", "access": "deny"},
+                         {"glob": ":cwd//**/*.key", "access": "deny"}, {"glob": "\\:cwd/x", "access": "deny"})"),
        [](const TempTree& t, const Resolution& res) {
          // "*.pem" (no '/') matches at any depth, so it equals the explicit "**/*.pem": deduped.
+         // ":cwd/" is the working directory, as in an entry (issue #32: it was taken as a
+         // directory named ":cwd" below it); an escaped "\:cwd" is that literal name.
          EXPECT_EQ(res.policy.deny_globs,
                    (std::vector<std::string>{t / "cwd/**/*.pem", t / "cwd/secrets/*.key",
-                                             "/etc/**/shadow", t / "home/.aws/**"}));
+                                             "/etc/**/shadow", t / "home/.aws/**",
+                                             t / "cwd/many/*.pem", t / "cwd/**/*.key",
+                                             t / "cwd/\\:cwd/x"}));
          EXPECT_TRUE(res.policy.rules.empty());
        },
        "", ""},
