@@ -48,6 +48,12 @@ struct Limits {
   std::optional<std::uint64_t> cpu_seconds;          // per process (RLIMIT_CPU)
   std::optional<std::uint64_t> timeout_seconds;      // wall clock: SIGTERM, then SIGKILL
   std::uint64_t timeout_grace_seconds = kDefaultTimeoutGraceSeconds;  // SIGTERM -> SIGKILL
+  // The /limits keys a run may go without where this host cannot enforce them (`sbx explain`
+  // says which hold here). Any other limit that does not hold refuses the run (exit 125),
+  // naming it. The default process limit is best-effort (root in a container without a cgroup
+  // cannot hold it, and it is sbx's default, not the policy's request); a /limits object that
+  // sets `processes` without a `best_effort` key makes it required.
+  std::vector<std::string> best_effort = {"processes"};
   friend bool operator==(const Limits&, const Limits&) = default;
 };
 
