@@ -138,6 +138,14 @@ std::vector<ResolveCase> resolve_cases() {
        entries_policy(
            R"({"path": ":root", "access": "read"}, {"path": "~/.ssh", "access": "deny"})"),
        nullptr, "/filesystem/entries/1/path", "\"~/.ssh\" needs the home directory"},
+      // bwrap expands a glob below its literal directories and refuses one with none at the
+      // run; resolution refuses it first, so `policy check` does too (issue #32, 6c).
+      {"glob_without_literal_directory", no_setup,
+       entries_policy(R"({"glob": "/**/*.pem", "access": "deny"})"), nullptr,
+       "/filesystem/entries/0/glob", "has no literal directory before its first wildcard"},
+      {"glob_with_wildcard_first_directory", no_setup,
+       entries_policy(R"({"glob": "/etc/x", "access": "deny"}, {"glob": "/*/id_rsa", "access": "deny"})"),
+       nullptr, "/filesystem/entries/1/glob", "walk the whole filesystem"},
       {"tilde_glob_without_home", [](const TempTree&, ResolveContext& c) { c.home = "relative"; },
        entries_policy(R"({"glob": "~/.aws/**", "access": "deny"})"), nullptr,
        "/filesystem/entries/0/glob", "needs the home directory"},
