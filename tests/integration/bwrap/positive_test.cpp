@@ -189,9 +189,9 @@ TEST_F(BwrapPositive, RunsSideBySideInOneWorkspaceNeitherFailNorWarnNorLeaveAnyt
 // world-readable in /proc for the whole run (sbx-stage2 is the sandbox's PID 1).
 TEST_F(BwrapPositive, EnvironmentArrivesWithoutAppearingInAnyArguments) {
   auto env = base_env();
-  env.push_back("SBX_IT_PRIVATE=sbx-it-secret-value-4711");
+  env.push_back("SBX_IT_CARRIED=sbx-it-secret-value-4711");
   const RunResult r = sh(ws_.path(),
-                         "printf '%s\\n' \"$SBX_IT_PRIVATE\"; tr '\\0' '\\n' < /proc/1/cmdline > pid1.txt",
+                         "printf '%s\\n' \"$SBX_IT_CARRIED\"; tr '\\0' '\\n' < /proc/1/cmdline > pid1.txt",
                          {"--preset", "workspace-write"}, env);
   EXPECT_EQ(r.code, 0) << describe(r);
   EXPECT_EQ(r.out, "sbx-it-secret-value-4711\n") << describe(r);

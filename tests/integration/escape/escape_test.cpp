@@ -505,10 +505,10 @@ TEST_P(Escape, FakeHelpersEarlierInPathAreIgnored) {
 // command runs for as long as it does, and arguments are world-readable in /proc.
 TEST_P(Escape, EnvironmentArrivesWithoutAppearingInAnyArguments) {
   std::vector<std::string> env = base_env();
-  env.push_back("SBX_IT_PRIVATE=sbx-it-secret-value-4711");
+  env.push_back("SBX_IT_CARRIED=sbx-it-secret-value-4711");
   const RunResult r = exec(workspace_write(),
                            {"/bin/sh", "-c",
-                            "printf '%s\\n' \"$SBX_IT_PRIVATE\"; tr '\\0' '\\n' < "
+                            "printf '%s\\n' \"$SBX_IT_CARRIED\"; tr '\\0' '\\n' < "
                             "/proc/$PPID/cmdline > parent.txt; cat /proc/$PPID/comm > comm.txt"},
                            "", "", env);
   EXPECT_EQ(r.code, 0) << describe(r);
