@@ -834,6 +834,22 @@ class RulesMeanWhatTheySay(SbxTestCase):
             self.assertEqual(ran.returncode, 125, name + describe(ran))
             dry = sbx("exec", "--dry-run", "--cwd", self.work, "--policy", path, "--", "/bin/true")
             self.assertEqual(dry.returncode, 125, name + describe(dry))
+        # The user's settings say `sandbox: forbid`; a policy with a deny entry never runs
+        # unsandboxed: exec refuses the combination, and so does policy check.
+        home = os.path.join(self.work, "home")
+        os.makedirs(os.path.join(home, ".config", "sbx"))
+        with open(os.path.join(home, ".config", "sbx", "settings.json"), "w",
+                  encoding="utf-8") as f:
+            f.write('{"sandbox": "forbid"}')
+        env = {**os.environ, "HOME": home, "XDG_CONFIG_HOME": os.path.join(home, ".config")}
+        for verb in [["policy", "check"], ["exec"]]:
+            args = [SBX, *verb, "--cwd", self.work, "--preset", "read-only", "--deny", "/etc/shadow"]
+            if verb == ["exec"]:
+                args += ["--", "/bin/true"]
+            result = subprocess.run(args, env=env, capture_output=True, text=True,
+                                    timeout=TIMEOUT, check=False)
+            self.assertEqual(result.returncode, 2 if verb != ["exec"] else 125, describe(result))
+            self.assertIn("never runs unsandboxed", result.stderr)
 
     def limit_policy(self, limits, name):
         path = self.write_policy(json.dumps({"version": 1, "preset": "workspace-write",

@@ -119,7 +119,7 @@ bool none_available(const RunRequest& request, std::vector<std::string> argv,
 bool prepare(RunRequest& request, RunBackends& backends, RunOutcome& out, Prepared& prepared) {
   prepared.cgroups = probe_cgroups();
   if (Status runnable = check_policy_runnable(
-          request.policy, prepared.cgroups,
+          request.policy, request.preference, prepared.cgroups,
           request.limit_signals == LimitedRun::Signals::kRunOnly);
       !runnable.ok())
     return stop(out, RunStop::kInvalidRequest, runnable.error());
@@ -249,7 +249,10 @@ std::optional<std::string> never_unsandboxed(const Policy& policy) {
   return std::nullopt;
 }
 
-Status check_policy_runnable(const Policy& policy, const CgroupSupport& cgroups, bool run_only) {
+Status check_policy_runnable(const Policy& policy, SandboxPreference preference,
+                             const CgroupSupport& cgroups, bool run_only) {
+  if (Result<SandboxDecision> decision = should_sandbox(policy, preference); !decision.ok())
+    return Error{decision.error()};
   if (policy.network.mode == NetworkMode::kProxy && !policy.network.proxy_ports.empty())
     return Error{proxy::policy_ports_refusal(policy.network.proxy_ports)};
 #ifdef _WIN32
