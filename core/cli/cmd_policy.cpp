@@ -24,8 +24,8 @@ int run_check(const PolicyOptions& options) {
   // What a run refuses in the policy itself (the settings' `sandbox: forbid` with deny entries
   // or proxy mode, its own proxy_ports, a limit that cannot hold here): the same function
   // `sbx exec` calls before it asks any backend.
-  if (Status runnable = check_policy_runnable(input->policy, input->decided.sandbox.value,
-                                              probe_cgroups());
+  if (Status runnable =
+          check_policy_runnable(input->policy, input->decided.sandbox.value, probe_cgroups());
       !runnable.ok()) {
     std::cerr << "sbx: the policy cannot run here: " << printable(runnable.error()) << '\n';
     return kExitInvalidPolicy;

@@ -5,8 +5,8 @@
 #include <optional>
 #include <string>
 
-#include "policy/json_strict.hpp"
 #include "policy/internal.hpp"
+#include "policy/json_strict.hpp"
 #include "policy/path_util.hpp"
 #include "sbx/core/policy.hpp"
 
@@ -144,9 +144,9 @@ Status check_limits(const Limits& limits) {
     const bool known = std::any_of(std::begin(kFields), std::end(kFields),
                                    [&](const LimitField& field) { return field.key == name; });
     if (!known)
-      return error_at(child(best_effort, i), policy::path::quote(name) +
-                                                 " is not a limit; expected one of " +
-                                                 limit_keys());
+      return error_at(
+          child(best_effort, i),
+          policy::path::quote(name) + " is not a limit; expected one of " + limit_keys());
     const auto here = limits.best_effort.begin() + static_cast<std::ptrdiff_t>(i);
     if (std::find(limits.best_effort.begin(), here, name) != here)
       return error_at(child(best_effort, i), "duplicate name " + policy::path::quote(name));

@@ -39,8 +39,7 @@ Result<std::string> normalize_windows(std::string_view raw, const std::string& p
   return "%" + variable->name + "%" + (rest->size() > 3 ? rest->substr(2) : std::string());
 }
 
-constexpr std::string_view kSpecialNames[] = {":root", ":cwd", ":tmpdir", ":slash_tmp",
-                                              ":minimal"};
+constexpr std::string_view kSpecialNames[] = {":root", ":cwd", ":tmpdir", ":slash_tmp", ":minimal"};
 
 Result<std::string> normalize_special(std::string_view raw, const std::string& pointer) {
   std::string collapsed = policy::path::collapse_slashes(raw);
@@ -135,7 +134,8 @@ Status check_glob_special_paths(std::string_view raw, const std::string& pointer
       return error_at(pointer, "glob " + policy::path::quote(raw) + " holds the special path " +
                                    std::string(part) +
                                    " as a component, where it would match only a directory "
-                                   "of that literal name" + hint);
+                                   "of that literal name" +
+                                   hint);
     }
     start = end + 1;
   }

@@ -103,7 +103,8 @@ bool carries_url_credentials(std::string_view value) {
     // The last '@' ends the userinfo: a password written with an unescaped '@' in it
     // ("u:p@ss@host") still counts as one.
     const std::size_t end = authority.rfind('@');
-    if (end != std::string_view::npos && authority.substr(0, end).find(':') != std::string_view::npos)
+    if (end != std::string_view::npos &&
+        authority.substr(0, end).find(':') != std::string_view::npos)
       return true;
   }
   return false;

@@ -1,8 +1,8 @@
 // Resource limits of one run (see run_limits.hpp for what holds and how).
-#include "sbx/core/run_limits.hpp"
-
 #include <algorithm>
 #include <string>
+
+#include "sbx/core/run_limits.hpp"
 
 namespace sbx {
 namespace {
@@ -74,8 +74,10 @@ LimitEnforcement timeout_enforcement(const Limits& limits, const CgroupSupport& 
   if (run_only && !cgroups.available) {
     // LimitedRun::Signals::kRunOnly: a signal to the embedding process would reach its other
     // commands, and without a cgroup there is nothing else that ends exactly this run.
-    out.how = "NOT ENFORCED: an embedding process's run is ended only through its cgroup, and "
-              "none is available (" + cgroups.reason + ")";
+    out.how =
+        "NOT ENFORCED: an embedding process's run is ended only through its cgroup, and "
+        "none is available (" +
+        cgroups.reason + ")";
     return out;
   }
   out.enforced = true;

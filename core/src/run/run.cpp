@@ -118,9 +118,9 @@ bool none_available(const RunRequest& request, std::vector<std::string> argv,
 // false when the run stops (`out` says why).
 bool prepare(RunRequest& request, RunBackends& backends, RunOutcome& out, Prepared& prepared) {
   prepared.cgroups = probe_cgroups();
-  if (Status runnable = check_policy_runnable(
-          request.policy, request.preference, prepared.cgroups,
-          request.limit_signals == LimitedRun::Signals::kRunOnly);
+  if (Status runnable =
+          check_policy_runnable(request.policy, request.preference, prepared.cgroups,
+                                request.limit_signals == LimitedRun::Signals::kRunOnly);
       !runnable.ok())
     return stop(out, RunStop::kInvalidRequest, runnable.error());
   Result<SandboxDecision> decision = decide_sandbox(request.policy, request.preference,

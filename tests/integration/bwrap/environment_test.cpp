@@ -17,10 +17,9 @@ namespace {
 using namespace sbx::test;
 
 // The last three are names real secrets use that the first filter let through (issue #32).
-const std::vector<std::string> kSecrets = {"OPENAI_API_KEY",   "GITHUB_TOKEN",
-                                           "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD",
-                                           "MYSQL_PWD",        "NPM_CONFIG__AUTH",
-                                           "GH_PAT"};
+const std::vector<std::string> kSecrets = {
+    "OPENAI_API_KEY",   "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD", "MYSQL_PWD",
+    "NPM_CONFIG__AUTH", "GH_PAT"};
 // A harmless name whose value carries URL credentials.
 constexpr const char* kUrlWithPassword = "DATABASE_URL=postgres://u:value-of-pw@h/db";
 

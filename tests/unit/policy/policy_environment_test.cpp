@@ -185,11 +185,10 @@ TEST(EnvironmentFilter, InheritCoreAndNone) {
 // The names real secrets are given (issue #32: MYSQL_PWD, NPM_CONFIG__AUTH, GH_PAT passed the
 // KEY/SECRET/TOKEN/PASSWORD/CREDENTIAL filter), without the names commands need.
 TEST(EnvironmentFilter, TheNamesRealSecretsUseAreSecrets) {
-  for (const char* name :
-       {"MYSQL_PWD", "PGPASSWORD", "PGPASSFILE", "REDISCLI_AUTH", "NPM_CONFIG__AUTH",
-        "npm_config__authToken", "GH_PAT", "ado_pat", "HTTP_COOKIE", "AWS_SESSION_TOKEN",
-        "SESSION_ID", "SSH_PRIVATE_KEY", "GPG_PRIVATE", "SUDO_PASS", "HTTP_AUTHORIZATION",
-        "XAUTHORITY"})
+  for (const char* name : {"MYSQL_PWD", "PGPASSWORD", "PGPASSFILE", "REDISCLI_AUTH",
+                           "NPM_CONFIG__AUTH", "npm_config__authToken", "GH_PAT", "ado_pat",
+                           "HTTP_COOKIE", "AWS_SESSION_TOKEN", "SESSION_ID", "SSH_PRIVATE_KEY",
+                           "GPG_PRIVATE", "SUDO_PASS", "HTTP_AUTHORIZATION", "XAUTHORITY"})
     EXPECT_TRUE(looks_like_secret(name)) << name;
   for (const char* name :
        {"PWD", "OLDPWD", "SSH_AUTH_SOCK", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL",
@@ -216,9 +215,13 @@ TEST(EnvironmentFilter, UrlCredentialsAnywhereInTheValue) {
 
 TEST(EnvironmentFilter, AValueWithUrlCredentialsIsRemovedByNameUnlessKept) {
   const std::vector<std::string> caller = {"DATABASE_URL=postgres://u:pw@h/db",
-                                           "MIRRORS=https://a,https://u:p@b", "PWD=/w",
-                                           "OLDPWD=/", "SSH_AUTH_SOCK=/tmp/ssh-x/agent.1",
-                                           "MYSQL_PWD=pw", "GH_PAT=ghp", "REPO=ssh://git@h/r"};
+                                           "MIRRORS=https://a,https://u:p@b",
+                                           "PWD=/w",
+                                           "OLDPWD=/",
+                                           "SSH_AUTH_SOCK=/tmp/ssh-x/agent.1",
+                                           "MYSQL_PWD=pw",
+                                           "GH_PAT=ghp",
+                                           "REPO=ssh://git@h/r"};
   FilteredEnvironment out = filter_environment(EnvironmentPolicy{}, caller);
   EXPECT_EQ(names_of(out.env),
             (std::vector<std::string>{"PWD", "OLDPWD", "SSH_AUTH_SOCK", "REPO"}));

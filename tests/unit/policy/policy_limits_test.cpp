@@ -117,11 +117,10 @@ TEST(PolicyLimits, BestEffortDefaultsToTheDefaultProcessLimitOnly) {
   parsed = parse_policy(with_limits(R"("processes": 30)"));
   ASSERT_TRUE(parsed.ok()) << parsed.error();
   EXPECT_TRUE(parsed->limits.best_effort.empty());
-  parsed = parse_policy(
-      with_limits(R"("best_effort": ["memory_bytes", "processes"], "processes": 30, "memory_bytes": 67108864)"));
+  parsed = parse_policy(with_limits(
+      R"("best_effort": ["memory_bytes", "processes"], "processes": 30, "memory_bytes": 67108864)"));
   ASSERT_TRUE(parsed.ok()) << parsed.error();
-  EXPECT_EQ(parsed->limits.best_effort,
-            (std::vector<std::string>{"memory_bytes", "processes"}));
+  EXPECT_EQ(parsed->limits.best_effort, (std::vector<std::string>{"memory_bytes", "processes"}));
   // Printed and read back unchanged (policy show, and the command-line additions that go
   // through the parser again).
   Result<Policy> again = parse_policy(policy_to_json(*parsed));

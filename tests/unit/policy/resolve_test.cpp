@@ -144,7 +144,8 @@ std::vector<ResolveCase> resolve_cases() {
        entries_policy(R"({"glob": "/**/*.pem", "access": "deny"})"), nullptr,
        "/filesystem/entries/0/glob", "has no literal directory before its first wildcard"},
       {"glob_with_wildcard_first_directory", no_setup,
-       entries_policy(R"({"glob": "/etc/x", "access": "deny"}, {"glob": "/*/id_rsa", "access": "deny"})"),
+       entries_policy(
+           R"({"glob": "/etc/x", "access": "deny"}, {"glob": "/*/id_rsa", "access": "deny"})"),
        nullptr, "/filesystem/entries/1/glob", "walk the whole filesystem"},
       {"tilde_glob_without_home", [](const TempTree&, ResolveContext& c) { c.home = "relative"; },
        entries_policy(R"({"glob": "~/.aws/**", "access": "deny"})"), nullptr,
@@ -159,11 +160,11 @@ std::vector<ResolveCase> resolve_cases() {
          // "*.pem" (no '/') matches at any depth, so it equals the explicit "**/*.pem": deduped.
          // ":cwd/" is the working directory, as in an entry (issue #32: it was taken as a
          // directory named ":cwd" below it); an escaped "\:cwd" is that literal name.
-         EXPECT_EQ(res.policy.deny_globs,
-                   (std::vector<std::string>{t / "cwd/**/*.pem", t / "cwd/secrets/*.key",
-                                             "/etc/**/shadow", t / "home/.aws/**",
-                                             t / "cwd/many/*.pem", t / "cwd/**/*.key",
-                                             t / "cwd/\\:cwd/x"}));
+         EXPECT_EQ(
+             res.policy.deny_globs,
+             (std::vector<std::string>{t / "cwd/**/*.pem", t / "cwd/secrets/*.key",
+                                       "/etc/**/shadow", t / "home/.aws/**", t / "cwd/many/*.pem",
+                                       t / "cwd/**/*.key", t / "cwd/\\:cwd/x"}));
          EXPECT_TRUE(res.policy.rules.empty());
        },
        "", ""},

@@ -84,10 +84,18 @@ inline constexpr std::string_view kSecretNameSuffixes[] = {"_PAT"};
 // socket is allowed), git's author identity, and the desktop session's identifiers and bus
 // address (a bus socket is again network.unix_sockets' question). Compared exactly (case
 // included: these are the names the programs read).
-inline constexpr std::string_view kNotSecretNames[] = {
-    "PWD",           "OLDPWD",         "SSH_AUTH_SOCK",   "GIT_AUTHOR_NAME",
-    "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "XDG_SESSION_ID", "XDG_SESSION_TYPE",
-    "XDG_SESSION_CLASS", "XDG_SESSION_DESKTOP", "DESKTOP_SESSION", "DBUS_SESSION_BUS_ADDRESS"};
+inline constexpr std::string_view kNotSecretNames[] = {"PWD",
+                                                       "OLDPWD",
+                                                       "SSH_AUTH_SOCK",
+                                                       "GIT_AUTHOR_NAME",
+                                                       "GIT_AUTHOR_EMAIL",
+                                                       "GIT_AUTHOR_DATE",
+                                                       "XDG_SESSION_ID",
+                                                       "XDG_SESSION_TYPE",
+                                                       "XDG_SESSION_CLASS",
+                                                       "XDG_SESSION_DESKTOP",
+                                                       "DESKTOP_SESSION",
+                                                       "DBUS_SESSION_BUS_ADDRESS"};
 
 // /environment: what the command's environment holds, on every backend and unsandboxed. Applied
 // in this order (environment.hpp filter_environment): start from `inherit`; drop every name
