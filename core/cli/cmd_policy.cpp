@@ -1,12 +1,16 @@
 // `sbx policy check [POLICY]` and `sbx policy show [POLICY]`.
-// check: exit 0 and "policy OK" when the policy parses and resolves here; exit 2 with the error
-// (naming its JSON pointer) when it does not; 125 for bad usage.
+// check: exit 0 and "policy OK" when the policy parses and resolves here and nothing in it would
+// refuse a run here (check_policy_runnable); exit 2 with the error (naming its JSON pointer)
+// when it does not; 125 for bad usage.
 #include <iostream>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "cli.hpp"
+#include "sbx/core/run.hpp"
+#include "sbx/core/run_limits.hpp"
+#include "text_table.hpp"
 
 namespace sbx::cli {
 namespace {
@@ -15,6 +19,15 @@ int run_check(const PolicyOptions& options) {
   Result<PolicyInput> input = load_policy(options);
   if (!input.ok()) {
     std::cerr << "sbx: " << input.error() << '\n';
+    return kExitInvalidPolicy;
+  }
+  // What a run refuses in the policy itself (the settings' `sandbox: forbid` with deny entries
+  // or proxy mode, its own proxy_ports, a limit that cannot hold here): the same function
+  // `sbx exec` calls before it asks any backend.
+  if (Status runnable =
+          check_policy_runnable(input->policy, input->decided.sandbox.value, probe_cgroups());
+      !runnable.ok()) {
+    std::cerr << "sbx: the policy cannot run here: " << printable(runnable.error()) << '\n';
     return kExitInvalidPolicy;
   }
   std::cout << "policy OK\n";

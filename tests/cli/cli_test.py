@@ -732,6 +732,206 @@ class ExecSandboxed(SbxTestCase):
         self.assert_exit(result, 0)
 
 
+class RulesMeanWhatTheySay(SbxTestCase):
+    """Issue #32, findings 5, 11 and 12, through the installed sbx: the default environment scrub
+    takes the names real secrets use and URLs with a password; a deny glob written from ':cwd/'
+    denies; a limit that cannot hold refuses the run (125) unless best-effort; `policy check`
+    refuses what `exec` refuses."""
+
+    def sandboxed(self):
+        available = [n for n, b in loaded_backends().items() if b["available"]]
+        if not available:
+            self.skipTest("no backend is available on this host (see `sbx backends --probe`)")
+
+    def test_secret_names_and_url_credentials_do_not_reach_the_command(self):
+        self.sandboxed()
+        secrets = {"MYSQL_PWD": "pw1", "DATABASE_URL": "postgres://u:pw2@h/db",
+                   "NPM_CONFIG__AUTH": "pw3", "GH_PAT": "pw4", "HTTP_COOKIE": "pw5",
+                   "AWS_SESSION_TOKEN": "pw6", "GPG_PRIVATE_KEY": "pw7", "PGPASSWORD": "pw8",
+                   "MIRRORS": "https://a.example,https://u:pw9@b.example/x"}
+        needed = {"SSH_AUTH_SOCK": "/tmp/agent.sock", "OLDPWD": "/", "TERM": "xterm",
+                  "GIT_AUTHOR_NAME": "A U Thor", "REPO_URL": "ssh://git@h/r.git"}
+        env = {**os.environ, **secrets, **needed}
+        result = subprocess.run([SBX, "exec", "--cwd", self.work, "--", "/usr/bin/env"],
+                                env=env, capture_output=True, text=True, timeout=TIMEOUT,
+                                check=False)
+        self.assert_exit(result, 0)
+        for name, value in secrets.items():
+            self.assertNotIn(value, result.stdout, name)
+        for name, value in needed.items():
+            self.assertIn(f"{name}={value}\n", result.stdout, name)
+        self.assertIn(f"PWD={self.work}\n", result.stdout)
+        # Each removal is named (never its value) by explain.
+        explained = subprocess.run([SBX, "explain", "--json", "--cwd", self.work], env=env,
+                                   capture_output=True, text=True, timeout=TIMEOUT, check=False)
+        self.assert_exit(explained, 0)
+        removed = json.loads(explained.stdout)["environment"]["removed"]
+        self.assertTrue(set(secrets) <= set(removed), removed)
+        self.assertFalse(set(needed) & set(removed), removed)
+        self.assertNotIn("pw2", explained.stdout)
+        # keep still keeps one.
+        kept = self.write_policy(json.dumps({"version": 1, "preset": "workspace-write",
+                                             "environment": {"keep": ["DATABASE_URL"]}}),
+                                 name="keep.json")
+        result = subprocess.run([SBX, "exec", "--cwd", self.work, "--policy", kept, "--",
+                                 "/usr/bin/env"], env=env, capture_output=True, text=True,
+                                timeout=TIMEOUT, check=False)
+        self.assert_exit(result, 0)
+        self.assertIn("DATABASE_URL=postgres://u:pw2@h/db\n", result.stdout)
+
+    def test_a_deny_glob_written_from_cwd_denies(self):
+        backends = loaded_backends()
+        if not backends.get("bwrap", {}).get("available"):
+            self.skipTest("bwrap (the backend that enforces deny globs) is not available here")
+        many = os.path.join(self.work, "many")
+        os.mkdir(many)
+        for i in range(50):
+            with open(os.path.join(many, f"k{i}.pem"), "w", encoding="utf-8") as f:
+                f.write(f"SECRET-{i}\n")
+        script = "cat many/*.pem 2>/dev/null; exit 0"
+        for how in [("--deny", ":cwd/many/*.pem"), ("--deny", ":cwd/**/*.pem")]:
+            result = sbx("exec", "--cwd", self.work, "--preset", "read-only", *how, "--",
+                         "/bin/sh", "-c", script)
+            self.assert_exit(result, 0)
+            self.assertNotIn("SECRET-", result.stdout, how)
+        policy = self.write_policy(json.dumps({"version": 1, "filesystem": {
+            "kind": "restricted", "entries": [{"path": ":root", "access": "read"},
+                                              {"glob": ":cwd/many/*.pem", "access": "deny"}]}}),
+                                   name="../glob-policy.json")
+        self.addCleanup(os.remove, policy)
+        result = sbx("exec", "--cwd", self.work, "--policy", policy, "--", "/bin/sh", "-c",
+                     script)
+        self.assert_exit(result, 0)
+        self.assertNotIn("SECRET-", result.stdout)
+        doc = json.loads(self.run_ok("explain", "--json", "--cwd", self.work, "--policy",
+                                     policy).stdout)
+        self.assertEqual(doc["policy"]["deny_globs"], [os.path.join(self.work, "many/*.pem")])
+        # Another special path in a glob would match a literal directory of that name: refused
+        # by policy check (2) and exec (125) alike.
+        for glob in [":tmpdir/*.pem", "**/:cwd/*.pem"]:
+            checked = sbx("policy", "check", "--cwd", self.work, "--preset", "read-only",
+                          "--deny", glob)
+            self.assert_exit(checked, 2)
+            self.assertIn('a glob expands only ":cwd/"', checked.stderr)
+            ran = sbx("exec", "--cwd", self.work, "--preset", "read-only", "--deny", glob, "--",
+                      "/bin/true")
+            self.assert_exit(ran, 125)
+
+    def test_policy_check_refuses_what_exec_refuses(self):
+        self.sandboxed()
+        cases = {
+            "proxy_ports": {"version": 1, "filesystem": {"kind": "restricted", "entries": [
+                {"path": ":root", "access": "read"}]}, "network": {
+                "mode": "proxy", "allowed_domains": ["example.com"], "proxy_ports": [3128]}},
+            "unanchored glob": {"version": 1, "filesystem": {"kind": "restricted", "entries": [
+                {"path": ":root", "access": "read"}, {"glob": "/**/*.pem", "access": "deny"}]}},
+        }
+        for name, document in cases.items():
+            path = self.write_policy(json.dumps(document), name="case.json")
+            checked = sbx("policy", "check", "--cwd", self.work, "--policy", path)
+            self.assertEqual(checked.returncode, 2, name + describe(checked))
+            ran = sbx("exec", "--cwd", self.work, "--policy", path, "--", "/bin/true")
+            self.assertEqual(ran.returncode, 125, name + describe(ran))
+            dry = sbx("exec", "--dry-run", "--cwd", self.work, "--policy", path, "--", "/bin/true")
+            self.assertEqual(dry.returncode, 125, name + describe(dry))
+        # The user's settings say `sandbox: forbid`; a policy with a deny entry never runs
+        # unsandboxed: exec refuses the combination, and so does policy check.
+        home = os.path.join(self.work, "home")
+        os.makedirs(os.path.join(home, ".config", "sbx"))
+        with open(os.path.join(home, ".config", "sbx", "settings.json"), "w",
+                  encoding="utf-8") as f:
+            f.write('{"sandbox": "forbid"}')
+        env = {**os.environ, "HOME": home, "XDG_CONFIG_HOME": os.path.join(home, ".config")}
+        for verb in [["policy", "check"], ["exec"]]:
+            args = [SBX, *verb, "--cwd", self.work, "--preset", "read-only", "--deny", "/etc/shadow"]
+            if verb == ["exec"]:
+                args += ["--", "/bin/true"]
+            result = subprocess.run(args, env=env, capture_output=True, text=True,
+                                    timeout=TIMEOUT, check=False)
+            self.assertEqual(result.returncode, 2 if verb != ["exec"] else 125, describe(result))
+            self.assertIn("never runs unsandboxed", result.stderr)
+
+    def limit_policy(self, limits, name):
+        path = self.write_policy(json.dumps({"version": 1, "preset": "workspace-write",
+                                             "limits": limits}), name=f"../{name}")
+        self.addCleanup(os.remove, path)
+        return path
+
+    def test_a_memory_limit_that_cannot_hold_refuses_the_run(self):
+        self.sandboxed()
+        allocate = ["/usr/bin/python3", "-c",
+                    "b = bytearray(300 * 1024 * 1024); print('allocated', len(b))"]
+        if not os.access(allocate[0], os.X_OK):
+            self.skipTest("no /usr/bin/python3 to allocate memory with")
+        required = self.limit_policy({"memory_bytes": 64 << 20}, "memory.json")
+        doc = json.loads(self.run_ok("explain", "--json", "--cwd", self.work, "--policy",
+                                     required).stdout)
+        memory = [limit for limit in doc["limits"] if limit["name"] == "memory_bytes"][0]
+        ran = sbx("exec", "--cwd", self.work, "--policy", required, "--", *allocate)
+        self.assertNotIn("allocated", ran.stdout, describe(ran))
+        if memory["enforced"]:
+            # A cgroup v2 memory controller holds it: the allocation is what fails.
+            self.assertNotEqual(ran.returncode, 0, describe(ran))
+            return
+        self.assert_exit(ran, 125)
+        self.assertIn("memory_bytes", ran.stderr)
+        self.assertIn("best_effort", ran.stderr)
+        checked = sbx("policy", "check", "--cwd", self.work, "--policy", required)
+        self.assert_exit(checked, 2)
+        self.assertIn("memory_bytes", checked.stderr)
+        self.assertIn("the run is refused", memory["how"])
+        # Marked best-effort, the run goes ahead without it, as explain says.
+        lenient = self.limit_policy({"memory_bytes": 64 << 20, "best_effort": ["memory_bytes"]},
+                                    "memory-lenient.json")
+        self.run_ok("policy", "check", "--cwd", self.work, "--policy", lenient)
+        ran = sbx("exec", "--cwd", self.work, "--policy", lenient, "--", *allocate)
+        self.assert_exit(ran, 0)
+        self.assertIn("allocated", ran.stdout)
+
+    def test_root_without_a_cgroup_is_refused_a_process_limit(self):
+        self.sandboxed()
+        if os.geteuid() != 0:
+            self.skipTest("needs root: the case is root, whom RLIMIT_NPROC does not bind")
+        if not shutil.which("unshare"):
+            self.skipTest("no unshare(1) to hide the cgroup hierarchies from sbx")
+        required = self.limit_policy({"processes": 30, "timeout_seconds": 60}, "procs.json")
+        lenient = self.limit_policy({"processes": 30, "timeout_seconds": 60,
+                                     "best_effort": ["processes"]}, "procs-lenient.json")
+        starts = ("i=0; while [ $i -lt 80 ]; do sleep 1 & i=$((i+1)); done; wait; echo started $i")
+
+        def without_cgroups(*args):
+            # A mount namespace of its own (unshare's default propagation is private) without
+            # the cgroup hierarchies, an empty read-only tmpfs in their place: sbx finds none it
+            # may use (unmounted rather than covered, and read-only: bwrap refuses a writable
+            # mount the policy does not make writable, hidden or not).
+            return subprocess.run(["unshare", "-m", "sh", "-c",
+                                   "umount -R /sys/fs/cgroup && "
+                                   'mount -t tmpfs -o ro none /sys/fs/cgroup && exec "$@"', "sh",
+                                   SBX,
+                                   *args], capture_output=True, text=True, timeout=TIMEOUT,
+                                  check=False)
+
+        probe = without_cgroups("explain", "--json", "--cwd", self.work, "--policy", required)
+        if probe.returncode != 0:
+            self.skipTest("cannot hide the cgroups in a mount namespace here" + describe(probe))
+        processes = json.loads(probe.stdout)["limits"][0]
+        self.assertFalse(processes["enforced"], processes)
+        ran = without_cgroups("exec", "--cwd", self.work, "--policy", required, "--",
+                              "/bin/sh", "-c", starts)
+        self.assert_exit(ran, 125)
+        self.assertNotIn("started", ran.stdout)
+        self.assertIn("processes", ran.stderr)
+        checked = without_cgroups("policy", "check", "--cwd", self.work, "--policy", required)
+        self.assert_exit(checked, 2)
+        ran = without_cgroups("exec", "--cwd", self.work, "--policy", lenient, "--",
+                              "/bin/sh", "-c", starts)
+        self.assert_exit(ran, 0)
+        self.assertIn("started 80", ran.stdout)
+        # sbx's own default process limit is best-effort: default runs still go ahead.
+        ran = without_cgroups("exec", "--cwd", self.work, "--", "/bin/true")
+        self.assert_exit(ran, 0)
+
+
 class ExecSandboxedSignals(SbxTestCase):
     """Signals sent to sbx reach the command, also inside a sandbox. Its own ctest
     (cli.ExecSandboxedSignals) so that a backend that drops signals shows up on its own."""

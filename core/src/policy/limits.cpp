@@ -1,11 +1,13 @@
 // /limits of a policy: reading (strict, like every policy field), range checks and the JSON
 // form. One table lists every limit, so the three stay in step.
+#include <algorithm>
 #include <boost/json.hpp>
 #include <optional>
 #include <string>
 
-#include "policy/json_strict.hpp"
 #include "policy/internal.hpp"
+#include "policy/json_strict.hpp"
+#include "policy/path_util.hpp"
 #include "sbx/core/policy.hpp"
 
 namespace sbx::policy {
@@ -37,12 +39,35 @@ constexpr LimitField kFields[] = {
     {"timeout_seconds", &Limits::timeout_seconds, 1, 365ULL * 24 * 3600, "seconds"},
 };
 constexpr std::string_view kGraceKey = "timeout_grace_seconds";
+constexpr std::string_view kBestEffortKey = "best_effort";
 constexpr std::uint64_t kMaxGraceSeconds = 3600;
 
 std::string known_keys() {
   std::string out;
   for (const LimitField& field : kFields) out += std::string(field.key) + "|";
-  return out + std::string(kGraceKey);
+  return out + std::string(kGraceKey) + "|" + std::string(kBestEffortKey);
+}
+
+std::string limit_keys() {
+  std::string out;
+  for (const LimitField& field : kFields) out += (out.empty() ? "" : "|") + std::string(field.key);
+  return out;
+}
+
+Result<std::vector<std::string>> read_best_effort(const json::value& value,
+                                                  const std::string& pointer) {
+  if (!value.is_array())
+    return error_at(pointer, "expected an array of limit names, got " +
+                                 std::string(policy::strict::kind_name(value)));
+  std::vector<std::string> out;
+  const json::array& array = value.get_array();
+  for (std::size_t i = 0; i < array.size(); ++i) {
+    if (!array[i].is_string())
+      return error_at(child(pointer, i), "expected a limit name (a string), got " +
+                                             std::string(policy::strict::kind_name(array[i])));
+    out.emplace_back(array[i].get_string().data(), array[i].get_string().size());
+  }
+  return out;
 }
 
 Result<std::uint64_t> read_count(const json::value& value, const std::string& pointer,
@@ -70,9 +95,17 @@ Result<Limits> read_limits(const json::value& value) {
   if (!value.is_object())
     return error_at(pointer, "expected an object, got " + std::string(policy::strict::kind_name(value)));
   Limits limits;
+  bool best_effort_given = false;
   for (const auto& member : value.get_object()) {
     const std::string_view key(member.key().data(), member.key().size());
     const std::string key_pointer = child(pointer, key);
+    if (key == kBestEffortKey) {
+      Result<std::vector<std::string>> names = read_best_effort(member.value(), key_pointer);
+      if (!names) return Error{names.error()};
+      limits.best_effort = std::move(*names);
+      best_effort_given = true;
+      continue;
+    }
     if (key == kGraceKey) {
       Result<std::uint64_t> grace = read_count(member.value(), key_pointer, false);
       if (!grace) return Error{grace.error()};
@@ -90,6 +123,9 @@ Result<Limits> read_limits(const json::value& value) {
     Result<std::uint64_t> count = read_count(member.value(), key_pointer, true);
     if (!count) return Error{count.error()};
     limits.*(field->member) = *count;
+    // A process limit the policy asks for is one it relies on: only sbx's default is
+    // best-effort, unless the policy says otherwise in best_effort.
+    if (!best_effort_given && key == "processes") std::erase(limits.best_effort, "processes");
   }
   return limits;
 }
@@ -101,6 +137,19 @@ Status check_limits(const Limits& limits) {
     Status status =
         check_range(*value, field.min, field.max, field.unit, child("/limits", field.key));
     if (!status) return status;
+  }
+  const std::string best_effort = child("/limits", kBestEffortKey);
+  for (std::size_t i = 0; i < limits.best_effort.size(); ++i) {
+    const std::string& name = limits.best_effort[i];
+    const bool known = std::any_of(std::begin(kFields), std::end(kFields),
+                                   [&](const LimitField& field) { return field.key == name; });
+    if (!known)
+      return error_at(
+          child(best_effort, i),
+          policy::path::quote(name) + " is not a limit; expected one of " + limit_keys());
+    const auto here = limits.best_effort.begin() + static_cast<std::ptrdiff_t>(i);
+    if (std::find(limits.best_effort.begin(), here, name) != here)
+      return error_at(child(best_effort, i), "duplicate name " + policy::path::quote(name));
   }
   return check_range(limits.timeout_grace_seconds, 0, kMaxGraceSeconds, "seconds",
                      child("/limits", kGraceKey));
@@ -117,6 +166,9 @@ json::object limits_json(const Limits& limits) {
     }
   }
   out[kGraceKey] = limits.timeout_grace_seconds;
+  json::array best_effort;
+  for (const std::string& name : limits.best_effort) best_effort.emplace_back(name);
+  out[kBestEffortKey] = std::move(best_effort);
   return out;
 }
 

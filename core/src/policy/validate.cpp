@@ -39,13 +39,14 @@ Result<std::string> normalize_windows(std::string_view raw, const std::string& p
   return "%" + variable->name + "%" + (rest->size() > 3 ? rest->substr(2) : std::string());
 }
 
+constexpr std::string_view kSpecialNames[] = {":root", ":cwd", ":tmpdir", ":slash_tmp", ":minimal"};
+
 Result<std::string> normalize_special(std::string_view raw, const std::string& pointer) {
   std::string collapsed = policy::path::collapse_slashes(raw);
   std::size_t slash = collapsed.find('/');
   std::string name = collapsed.substr(0, slash);
-  static constexpr std::string_view kNames[] = {":root", ":cwd", ":tmpdir", ":slash_tmp",
-                                                ":minimal"};
-  if (std::find(std::begin(kNames), std::end(kNames), name) == std::end(kNames)) {
+  if (std::find(std::begin(kSpecialNames), std::end(kSpecialNames), name) ==
+      std::end(kSpecialNames)) {
     return error_at(pointer,
                     "unknown special path " + policy::path::quote(name) + "; " + std::string(kPathHint));
   }
@@ -108,12 +109,48 @@ Status check_glob_syntax(std::string_view text, const std::string& ptr) {
   return {};
 }
 
+// A glob names special paths the way an entry does, or not at all: ":cwd/" at its start is the
+// working directory (resolution expands it, as in an entry's ":cwd/SUB"); any other special
+// name, at the start or as a later component, is refused rather than matched as a literal
+// directory called ":cwd" that does not exist (a deny that would deny nothing, silently).
+// A literal leading ':' or such a component is written with a backslash ("\\:cwd").
+Status check_glob_special_paths(std::string_view raw, const std::string& pointer) {
+  std::string_view rest = raw;
+  if (rest.substr(0, 5) == ":cwd/") rest.remove_prefix(5);
+  const std::string hint =
+      "; a glob expands only \":cwd/\" and \"~/\" at its start (e.g. \":cwd/**/*.pem\"); "
+      "write another directory as an absolute path, or a literal ':' as \"\\:\"";
+  if (!rest.empty() && rest.front() == ':' && rest.data() == raw.data()) {
+    return error_at(pointer, "glob " + policy::path::quote(raw) + " starts with " +
+                                 policy::path::quote(raw.substr(0, raw.find('/'))) +
+                                 ", which is not expanded in a glob" + hint);
+  }
+  std::size_t start = 0;
+  while (start <= rest.size()) {
+    const std::size_t end = std::min(rest.find('/', start), rest.size());
+    const std::string_view part = rest.substr(start, end - start);
+    if (std::find(std::begin(kSpecialNames), std::end(kSpecialNames), part) !=
+        std::end(kSpecialNames)) {
+      return error_at(pointer, "glob " + policy::path::quote(raw) + " holds the special path " +
+                                   std::string(part) +
+                                   " as a component, where it would match only a directory "
+                                   "of that literal name" +
+                                   hint);
+    }
+    start = end + 1;
+  }
+  return {};
+}
+
 Result<std::string> normalize_glob(std::string_view raw, const std::string& pointer) {
   if (raw.empty()) return error_at(pointer, "empty glob; write a pattern such as \"**/*.pem\"");
   if (raw.front() == '~' && raw.substr(0, 2) != "~/") {
     return error_at(pointer, "glob " + policy::path::quote(raw) +
                                  ": only \"~/\" is expanded; \"~user\" is not supported");
   }
+  if (Status special = check_glob_special_paths(policy::path::collapse_slashes(raw), pointer);
+      !special)
+    return Error{special.error()};
   if (auto bad = policy::path::check_components(raw)) {
     return error_at(pointer, "glob " + policy::path::quote(raw) + " " + *bad);
   }

@@ -221,6 +221,7 @@ std::string explain_to_json(const ExplainReport& report, JsonStyle style) {
     entry["name"] = limit.name;
     entry["value"] = limit.value ? json::value(*limit.value) : json::value(nullptr);
     entry["enforced"] = limit.enforced;
+    entry["best_effort"] = limit.best_effort;
     entry["how"] = limit.how;
     limits.emplace_back(std::move(entry));
   }

@@ -555,12 +555,28 @@ Status Resolver::collect_globs() {
       if (!expanded.ok())
         return error_at(child(child("/filesystem/entries", i), "glob"), expanded.error());
       glob = *expanded;
+    } else if (glob.rfind(":cwd/", 0) == 0) {
+      // As an entry's ":cwd/SUB": below the working directory (validate.cpp lets no other
+      // special path into a glob).
+      glob = policy::path::join(cwd_, glob.substr(5));
     } else if (glob.front() != '/') {
       // gitignore style: a pattern without '/' matches a name at any depth below the cwd.
       if (glob.find('/') == std::string::npos) glob = "**/" + glob;
       glob = policy::path::join(cwd_, glob);
     }
-    if (!windows()) glob = canonical_glob(glob);
+    if (!windows()) {
+      // A glob is expanded below its literal directories (bwrap's expand_deny_globs walks from
+      // there): one with none ("/**/*.pem", "/*/key") would walk the whole filesystem, and the
+      // backend refuses it at the run. Refused here, so `sbx policy check` says so too.
+      const std::string first = glob.substr(1, glob.find('/', 1) - 1);
+      if (first.find_first_of("*?[{\\") != std::string::npos)
+        return error_at(child(child("/filesystem/entries", i), "glob"),
+                        "glob " + policy::path::quote(glob) +
+                            " has no literal directory before its first wildcard: expanding it "
+                            "would walk the whole filesystem; anchor it below a directory "
+                            "(e.g. \":cwd/**/*.pem\" or \"~/**/*.pem\")");
+      glob = canonical_glob(glob);
+    }
     if (std::find(globs.begin(), globs.end(), glob) == globs.end()) globs.push_back(glob);
   }
   return {};

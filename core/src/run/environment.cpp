@@ -31,12 +31,16 @@ bool inherited(EnvInherit inherit, std::string_view name) {
   return false;  // unknown: keep nothing (fail closed)
 }
 
-// Whether `name` survives every filtering step of `policy` (everything but `set`).
-bool kept(const EnvironmentPolicy& policy, std::string_view name) {
+// Whether the variable `name`=`value` survives every filtering step of `policy` (everything
+// but `set`).
+bool kept(const EnvironmentPolicy& policy, std::string_view name, std::string_view value) {
   if (!inherited(policy.inherit, name)) return false;
-  // Secrets (API keys, tokens, passwords) are taken away unless the policy names them in
-  // `keep`: a command, or whatever it downloads and runs, must not get them by default.
-  if (looks_like_secret(name) && !matches_any(policy.keep, name)) return false;
+  // Secrets (API keys, tokens, passwords, and URLs with a password in them) are taken away
+  // unless the policy names them in `keep`: a command, or whatever it downloads and runs, must
+  // not get them by default.
+  if ((looks_like_secret(name) || carries_url_credentials(value)) &&
+      !matches_any(policy.keep, name))
+    return false;
   if (matches_any(policy.exclude, name)) return false;
   if (!policy.include_only.empty() && !matches_any(policy.include_only, name)) return false;
   return true;
@@ -66,11 +70,44 @@ bool env_pattern_matches(std::string_view pattern, std::string_view name) {
 }
 
 bool looks_like_secret(std::string_view name) {
+  if (std::find(std::begin(kNotSecretNames), std::end(kNotSecretNames), name) !=
+      std::end(kNotSecretNames))
+    return false;
   std::string upper_name(name);
   std::transform(upper_name.begin(), upper_name.end(), upper_name.begin(), upper);
-  return std::any_of(
-      std::begin(kSecretNameParts), std::end(kSecretNameParts),
-      [&](std::string_view part) { return upper_name.find(part) != std::string::npos; });
+  const std::string_view upper_view(upper_name);
+  return std::any_of(std::begin(kSecretNameParts), std::end(kSecretNameParts),
+                     [&](std::string_view part) {
+                       return upper_view.find(part) != std::string_view::npos;
+                     }) ||
+         std::any_of(std::begin(kSecretNameSuffixes), std::end(kSecretNameSuffixes),
+                     [&](std::string_view suffix) {
+                       return upper_view.size() >= suffix.size() &&
+                              upper_view.substr(upper_view.size() - suffix.size()) == suffix;
+                     });
+}
+
+bool carries_url_credentials(std::string_view value) {
+  // RFC 3986 section 3: URI = scheme ":" "//" authority ...; scheme = ALPHA *( ALPHA / DIGIT /
+  // "+" / "-" / "." ); authority = [ userinfo "@" ] host [ ":" port ], ending at the first "/",
+  // "?" or "#"; userinfo = user [ ":" password ]. Every "://" in the value is looked at, so a
+  // URL inside a list ("a,https://u:p@h", "x https://u:p@h") counts too.
+  const auto scheme_char = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '+' || c == '-' || c == '.';
+  };
+  for (std::size_t at = value.find("://"); at != std::string_view::npos;
+       at = value.find("://", at + 1)) {
+    if (at == 0 || !scheme_char(value[at - 1])) continue;  // no scheme before it
+    const std::string_view rest = value.substr(at + 3);
+    const std::string_view authority = rest.substr(0, rest.find_first_of("/?#"));
+    // The last '@' ends the userinfo: a password written with an unescaped '@' in it
+    // ("u:p@ss@host") still counts as one.
+    const std::size_t end = authority.rfind('@');
+    if (end != std::string_view::npos &&
+        authority.substr(0, end).find(':') != std::string_view::npos)
+      return true;
+  }
+  return false;
 }
 
 FilteredEnvironment filter_environment(const EnvironmentPolicy& policy,
@@ -84,7 +121,7 @@ FilteredEnvironment filter_environment(const EnvironmentPolicy& policy,
       if (eq == std::string::npos) out.removed.push_back(name);
       continue;
     }
-    if (kept(policy, name)) {
+    if (kept(policy, name, std::string_view(entry).substr(eq + 1))) {
       out.env.push_back(entry);
     } else {
       out.removed.push_back(name);

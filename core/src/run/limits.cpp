@@ -1,7 +1,8 @@
 // Resource limits of one run (see run_limits.hpp for what holds and how).
-#include "sbx/core/run_limits.hpp"
-
+#include <algorithm>
 #include <string>
+
+#include "sbx/core/run_limits.hpp"
 
 namespace sbx {
 namespace {
@@ -14,7 +15,7 @@ std::string seconds(std::uint64_t n) {
 
 LimitEnforcement processes_enforcement(std::optional<std::uint64_t> value,
                                        const CgroupSupport& cgroups, bool root) {
-  LimitEnforcement out{"processes", value, false, std::string(kNotLimited)};
+  LimitEnforcement out{"processes", value, false, false, std::string(kNotLimited)};
   if (!value) return out;
   if (cgroups.available) {
     out.enforced = true;
@@ -41,14 +42,14 @@ LimitEnforcement processes_enforcement(std::optional<std::uint64_t> value,
 
 LimitEnforcement rlimit_enforcement(std::string name, std::optional<std::uint64_t> value,
                                     std::string how) {
-  LimitEnforcement out{std::move(name), value, value.has_value(), std::move(how)};
+  LimitEnforcement out{std::move(name), value, value.has_value(), false, std::move(how)};
   if (!value) out.how = std::string(kNotLimited);
   return out;
 }
 
 LimitEnforcement memory_enforcement(std::optional<std::uint64_t> value,
                                     const CgroupSupport& cgroups) {
-  LimitEnforcement out{"memory_bytes", value, false, std::string(kNotLimited)};
+  LimitEnforcement out{"memory_bytes", value, false, false, std::string(kNotLimited)};
   if (!value) return out;
   if (cgroups.available && cgroups.memory) {
     out.enforced = true;
@@ -63,12 +64,22 @@ LimitEnforcement memory_enforcement(std::optional<std::uint64_t> value,
   return out;
 }
 
-LimitEnforcement timeout_enforcement(const Limits& limits, const CgroupSupport& cgroups) {
+LimitEnforcement timeout_enforcement(const Limits& limits, const CgroupSupport& cgroups,
+                                     bool run_only) {
   // There is no caller's limit to inherit for wall-clock time: unset means the run may take as
   // long as the command does.
-  LimitEnforcement out{"timeout_seconds", limits.timeout_seconds, false,
+  LimitEnforcement out{"timeout_seconds", limits.timeout_seconds, false, false,
                        "not limited: the run may take as long as the command does"};
   if (!limits.timeout_seconds) return out;
+  if (run_only && !cgroups.available) {
+    // LimitedRun::Signals::kRunOnly: a signal to the embedding process would reach its other
+    // commands, and without a cgroup there is nothing else that ends exactly this run.
+    out.how =
+        "NOT ENFORCED: an embedding process's run is ended only through its cgroup, and "
+        "none is available (" +
+        cgroups.reason + ")";
+    return out;
+  }
   out.enforced = true;
   out.how = "sbx's watchdog: SIGTERM to the command after " + seconds(*limits.timeout_seconds) +
             ", SIGKILL " + seconds(limits.timeout_grace_seconds) + " later to " +
@@ -78,7 +89,7 @@ LimitEnforcement timeout_enforcement(const Limits& limits, const CgroupSupport& 
 }
 
 std::vector<LimitEnforcement> plan_on_linux(const Limits& limits, const CgroupSupport& cgroups,
-                                            bool root) {
+                                            bool root, bool run_only) {
   std::vector<LimitEnforcement> out;
   out.push_back(processes_enforcement(limits.processes, cgroups, root));
   out.push_back(rlimit_enforcement("open_files", limits.open_files,
@@ -92,15 +103,15 @@ std::vector<LimitEnforcement> plan_on_linux(const Limits& limits, const CgroupSu
   out.push_back(rlimit_enforcement(
       "cpu_seconds", limits.cpu_seconds,
       "RLIMIT_CPU: CPU time per process (SIGXCPU at the limit, SIGKILL a second later)"));
-  out.push_back(timeout_enforcement(limits, cgroups));
+  out.push_back(timeout_enforcement(limits, cgroups, run_only));
   return out;
 }
 
 }  // namespace
 
 std::vector<LimitEnforcement> plan_limits(const Limits& limits, const CgroupSupport& cgroups,
-                                          bool root) {
-  std::vector<LimitEnforcement> out = plan_on_linux(limits, cgroups, root);
+                                          bool root, bool run_only) {
+  std::vector<LimitEnforcement> out = plan_on_linux(limits, cgroups, root, run_only);
 #ifndef __linux__
   // Elsewhere sbx sets neither rlimits nor a cgroup yet (limits_os.cpp).
   for (LimitEnforcement& limit : out) {
@@ -108,7 +119,33 @@ std::vector<LimitEnforcement> plan_limits(const Limits& limits, const CgroupSupp
     if (limit.value) limit.how = "NOT ENFORCED: sbx applies resource limits on Linux only";
   }
 #endif
+  for (LimitEnforcement& limit : out) {
+    limit.best_effort = std::find(limits.best_effort.begin(), limits.best_effort.end(),
+                                  limit.name) != limits.best_effort.end();
+    if (!limit.value || limit.enforced) continue;
+    limit.how += limit.best_effort ? "; best-effort: the run goes ahead without it"
+                                   : "; the run is refused (exit 125) unless the policy lists "
+                                     "it in limits.best_effort";
+  }
   return out;
+}
+
+Status check_limits_hold(const std::vector<LimitEnforcement>& planned) {
+  std::string names;
+  std::string why;
+  for (const LimitEnforcement& limit : planned) {
+    if (!limit.value || limit.enforced || limit.best_effort) continue;
+    names += (names.empty() ? "" : ", ") + limit.name;
+    std::string how = limit.how.substr(0, limit.how.find("; the run is refused"));
+    constexpr std::string_view kPrefix = "NOT ENFORCED: ";
+    if (how.rfind(kPrefix, 0) == 0) how.erase(0, kPrefix.size());
+    why += "; " + limit.name + ": " + how;
+  }
+  if (names.empty()) return {};
+  return Error{"the policy's limit" + std::string(names.find(',') == std::string::npos ? "" : "s") +
+               " " + names + " cannot be enforced on this host" + why +
+               ". Remove it, or list it in \"limits\": {\"best_effort\": [...]} to run without "
+               "it where it cannot hold (`sbx explain` shows how each limit holds here)"};
 }
 
 }  // namespace sbx

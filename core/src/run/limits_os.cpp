@@ -580,8 +580,16 @@ CgroupSupport probe_cgroups() {
   return probe_v1_pids(v2);
 }
 
-Result<std::unique_ptr<LimitedRun>> LimitedRun::start(const Limits& limits, Signals signals) {
-  auto run = std::make_unique<LimitedRunImpl>(limits, probe_cgroups(), signals);
+Result<std::unique_ptr<LimitedRun>> LimitedRun::start(const Limits& limits, Signals signals,
+                                                      std::optional<CgroupSupport> cgroups) {
+  CgroupSupport support = cgroups ? std::move(*cgroups) : probe_cgroups();
+  // Fail closed: a limit the policy relies on that cannot hold here refuses the run rather
+  // than letting it go unlimited (plan_limits says which hold and why).
+  if (Status hold = check_limits_hold(
+          plan_limits(limits, support, geteuid() == 0, signals == Signals::kRunOnly));
+      !hold.ok())
+    return Error{hold.error()};
+  auto run = std::make_unique<LimitedRunImpl>(limits, std::move(support), signals);
   if (Status started = run->start(); !started.ok()) return Error{started.error()};
   return std::unique_ptr<LimitedRun>(std::move(run));
 }
@@ -644,7 +652,13 @@ CgroupSupport probe_cgroups() {
   return out;
 }
 
-Result<std::unique_ptr<LimitedRun>> LimitedRun::start(const Limits&, Signals) {
+Result<std::unique_ptr<LimitedRun>> LimitedRun::start(const Limits& limits, Signals signals,
+                                                      std::optional<CgroupSupport> cgroups) {
+  // Nothing holds here: every limit that is not best-effort refuses the run.
+  if (Status hold = check_limits_hold(plan_limits(limits, cgroups.value_or(probe_cgroups()), false,
+                                                  signals == Signals::kRunOnly));
+      !hold.ok())
+    return Error{hold.error()};
   return std::unique_ptr<LimitedRun>(std::make_unique<UnlimitedRun>());
 }
 

@@ -32,6 +32,7 @@ struct Prepared {
   ExecPlan plan;
   // Network mode proxy: sbx's proxy for this run; it serves the command only while it lives.
   std::unique_ptr<proxy::RunProxy> proxy;
+  CgroupSupport cgroups;  // probed once per run: checked in prepare(), used by the run
 };
 
 std::string quoted_list(const std::vector<std::string>& items) {
@@ -220,6 +221,12 @@ bool none_available(const RunRequest& request, std::vector<std::string> argv,
 // Everything before the run: question 1, argv[0], question 2, the plan (and its proxy).
 // false when the run stops (`out` says why).
 bool prepare(RunRequest& request, RunBackends& backends, RunOutcome& out, Prepared& prepared) {
+  prepared.cgroups = probe_cgroups();
+  if (Status runnable =
+          check_policy_runnable(request.policy, request.preference, prepared.cgroups,
+                                request.limit_signals == LimitedRun::Signals::kRunOnly);
+      !runnable.ok())
+    return stop(out, RunStop::kInvalidRequest, runnable.error());
   // The policy's /environment (secrets dropped by default) on every path, sandboxed or not;
   // sbx's own proxy variables are added by plan_run.
   std::vector<std::string> env =
@@ -296,7 +303,7 @@ void run_prepared(const RunRequest& request, Prepared& prepared, RunOutcome& out
   if (prepared.backend)
     scan.emplace(watch, created_names_clock(), CreatedNamesLimits{}, CreatedNamesScan::Deferred{});
   Result<std::unique_ptr<LimitedRun>> limited =
-      LimitedRun::start(request.policy.limits, request.limit_signals);
+      LimitedRun::start(request.policy.limits, request.limit_signals, prepared.cgroups);
   if (!limited.ok()) {
     stop(out, RunStop::kLimitsUnavailable, limited.error());
     return;
@@ -355,6 +362,20 @@ std::optional<std::string> never_unsandboxed(const Policy& policy) {
            "proxy never runs unsandboxed";
   }
   return std::nullopt;
+}
+
+Status check_policy_runnable(const Policy& policy, SandboxPreference preference,
+                             const CgroupSupport& cgroups, bool run_only) {
+  if (Result<SandboxDecision> decision = should_sandbox(policy, preference); !decision.ok())
+    return Error{decision.error()};
+  if (policy.network.mode == NetworkMode::kProxy && !policy.network.proxy_ports.empty())
+    return Error{proxy::policy_ports_refusal(policy.network.proxy_ports)};
+#ifdef _WIN32
+  const bool root = false;  // cgroups and rlimits do not exist there (plan_limits says so)
+#else
+  const bool root = ::geteuid() == 0;
+#endif
+  return check_limits_hold(plan_limits(policy.limits, cgroups, root, run_only));
 }
 
 std::optional<std::vector<std::string>> excluded_command(const Policy& policy,

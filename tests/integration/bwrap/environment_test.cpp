@@ -16,12 +16,17 @@ namespace {
 
 using namespace sbx::test;
 
-const std::vector<std::string> kSecrets = {"OPENAI_API_KEY", "GITHUB_TOKEN",
-                                           "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD"};
+// The last three are names real secrets use that the first filter let through (issue #32).
+const std::vector<std::string> kSecrets = {
+    "OPENAI_API_KEY",   "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD", "MYSQL_PWD",
+    "NPM_CONFIG__AUTH", "GH_PAT"};
+// A harmless name whose value carries URL credentials.
+constexpr const char* kUrlWithPassword = "DATABASE_URL=postgres://u:value-of-pw@h/db";
 
 std::vector<std::string> caller_env() {
   std::vector<std::string> env = base_env();
   for (const std::string& name : kSecrets) env.push_back(name + "=value-of-" + name);
+  env.push_back(kUrlWithPassword);
   env.push_back("EDITOR=vi");
   return env;
 }
@@ -82,6 +87,7 @@ TEST_P(Environment, SecretsAreGoneByDefault) {
   expect_ran_as_asked(r);
   const std::set<std::string> seen = names(r.out);
   for (const std::string& name : kSecrets) EXPECT_EQ(seen.count(name), 0u) << name << describe(r);
+  EXPECT_EQ(seen.count("DATABASE_URL"), 0u) << describe(r);
   EXPECT_EQ(r.out.find("value-of-"), std::string::npos) << describe(r);
   EXPECT_EQ(seen.count("EDITOR"), 1u) << describe(r);
   EXPECT_EQ(seen.count("PATH"), 1u) << describe(r);

@@ -191,9 +191,9 @@ TEST_F(BwrapPositive, RunsSideBySideInOneWorkspaceNeitherFailNorWarnNorLeaveAnyt
 // checked from outside by BwrapDirectRun.TheEnvironmentIsInNoArgvOrEnvironmentOfBwrap).
 TEST_F(BwrapPositive, EnvironmentArrivesWithoutAppearingInAnyArguments) {
   auto env = base_env();
-  env.push_back("SBX_IT_PRIVATE=sbx-it-secret-value-4711");
+  env.push_back("SBX_IT_CARRIED=sbx-it-secret-value-4711");
   const RunResult r = sh(ws_.path(),
-                         "printf '%s\\n' \"$SBX_IT_PRIVATE\"; for p in /proc/[0-9]*; do tr "
+                         "printf '%s\\n' \"$SBX_IT_CARRIED\"; for p in /proc/[0-9]*; do tr "
                          "'\\0' '\\n' < $p/cmdline; done > cmdlines.txt",
                          {"--preset", "workspace-write"}, env);
   EXPECT_EQ(r.code, 0) << describe(r);

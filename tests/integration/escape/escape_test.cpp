@@ -627,14 +627,14 @@ TEST_P(Escape, FakeHelpersEarlierInPathAreIgnored) {
 // command runs for as long as it does, and arguments are world-readable in /proc.
 TEST_P(Escape, EnvironmentArrivesWithoutAppearingInAnyArguments) {
   std::vector<std::string> env = env_for(who());
-  env.push_back("SBX_IT_PRIVATE=sbx-it-secret-value-4711");
+  env.push_back("SBX_IT_CARRIED=sbx-it-secret-value-4711");
   // Under bwrap's direct launch the parent is PID 1, whose /proc entry is hidden
   // (plugins/bwrap/README.md, "Root in the sandbox"): every process the command can see is
   // read there instead. Landlock shares the host's pid namespace: only the parent is read.
   const std::string whose = backend() == "bwrap" ? "/proc/[0-9]*" : "/proc/$PPID";
   const RunResult r = exec(workspace_write(),
                            {"/bin/sh", "-c",
-                            "printf '%s\\n' \"$SBX_IT_PRIVATE\"; for p in " + whose +
+                            "printf '%s\\n' \"$SBX_IT_CARRIED\"; for p in " + whose +
                                 "; do tr '\\0' '\\n' < $p/cmdline; done > parent.txt; cat "
                                 "/proc/$PPID/comm > comm.txt 2>/dev/null; true"},
                            "", "", env);

@@ -103,6 +103,48 @@ TEST(LimitsPlan, RlimitsAndTimeoutSayHowTheyHold) {
   EXPECT_NE(without.how.find("the sandbox's first process"), std::string::npos) << without.how;
 }
 
+// A limit that cannot hold refuses the run, naming it, unless it is best-effort (issue #32: 64
+// MiB of memory_bytes let 300 MiB through on a cgroup v1 host, and processes: 30 let root
+// start 80 without a cgroup, with only `explain` saying so).
+TEST(LimitsPlan, ALimitThatCannotHoldRefusesTheRunUnlessBestEffort) {
+  Limits limits;
+  limits.memory_bytes = 64u << 20;
+  limits.processes = 30;
+  limits.best_effort = {};
+  const Status refused = check_limits_hold(plan_limits(limits, no_cgroup(), true));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().find("limits processes, memory_bytes cannot be enforced"),
+            std::string::npos)
+      << refused.error();
+  EXPECT_NE(refused.error().find("best_effort"), std::string::npos) << refused.error();
+  // One of them holds with a cgroup v1 pids hierarchy; memory still does not.
+  const Status v1 = check_limits_hold(plan_limits(limits, v1_pids(), true));
+  ASSERT_FALSE(v1.ok());
+  EXPECT_NE(v1.error().find("limit memory_bytes cannot"), std::string::npos) << v1.error();
+  EXPECT_EQ(v1.error().find("processes:"), std::string::npos) << v1.error();
+  EXPECT_TRUE(check_limits_hold(plan_limits(limits, v2_full(), true)).ok());
+  limits.best_effort = {"memory_bytes", "processes"};
+  const std::vector<LimitEnforcement> planned = plan_limits(limits, no_cgroup(), true);
+  EXPECT_TRUE(check_limits_hold(planned).ok());
+  EXPECT_TRUE(entry(planned, "memory_bytes").best_effort);
+  EXPECT_NE(entry(planned, "memory_bytes").how.find("best-effort"), std::string::npos);
+  // The default process limit is best-effort: root without a cgroup still runs by default.
+  EXPECT_TRUE(check_limits_hold(plan_limits(Limits{}, no_cgroup(), true)).ok());
+}
+
+// An embedding process's timeout ends the run through its cgroup only (a signal to the
+// process would reach its other commands): without one it does not hold.
+TEST(LimitsPlan, ARunOnlyTimeoutNeedsACgroup) {
+  Limits limits;
+  limits.timeout_seconds = 5;
+  const LimitEnforcement cli = entry(plan_limits(limits, no_cgroup(), false), "timeout_seconds");
+  EXPECT_TRUE(cli.enforced);
+  const std::vector<LimitEnforcement> embedded = plan_limits(limits, no_cgroup(), false, true);
+  EXPECT_FALSE(entry(embedded, "timeout_seconds").enforced);
+  EXPECT_FALSE(check_limits_hold(embedded).ok());
+  EXPECT_TRUE(entry(plan_limits(limits, v1_pids(), false, true), "timeout_seconds").enforced);
+}
+
 #endif
 
 }  // namespace

@@ -182,6 +182,57 @@ TEST(EnvironmentFilter, InheritCoreAndNone) {
   EXPECT_EQ(out.removed.size(), kCaller.size());
 }
 
+// The names real secrets are given (issue #32: MYSQL_PWD, NPM_CONFIG__AUTH, GH_PAT passed the
+// KEY/SECRET/TOKEN/PASSWORD/CREDENTIAL filter), without the names commands need.
+TEST(EnvironmentFilter, TheNamesRealSecretsUseAreSecrets) {
+  for (const char* name : {"MYSQL_PWD", "PGPASSWORD", "PGPASSFILE", "REDISCLI_AUTH",
+                           "NPM_CONFIG__AUTH", "npm_config__authToken", "GH_PAT", "ado_pat",
+                           "HTTP_COOKIE", "AWS_SESSION_TOKEN", "SESSION_ID", "SSH_PRIVATE_KEY",
+                           "GPG_PRIVATE", "SUDO_PASS", "HTTP_AUTHORIZATION", "XAUTHORITY"})
+    EXPECT_TRUE(looks_like_secret(name)) << name;
+  for (const char* name :
+       {"PWD", "OLDPWD", "SSH_AUTH_SOCK", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL",
+        "DBUS_SESSION_BUS_ADDRESS", "XDG_SESSION_TYPE", "PATH", "LD_LIBRARY_PATH", "PYTHONPATH",
+        "MANPATH", "HOME", "TERM", "LANG", "SHELL", "PATCH_LEVEL", "PATTERN"})
+    EXPECT_FALSE(looks_like_secret(name)) << name;
+  // The exemptions are the exact names programs read; another spelling is not exempt.
+  EXPECT_TRUE(looks_like_secret("MY_PWD"));
+  EXPECT_TRUE(looks_like_secret("ssh_auth_sock_backup_pass"));
+}
+
+TEST(EnvironmentFilter, UrlCredentialsAnywhereInTheValue) {
+  for (const char* value :
+       {"postgres://u:pw@h/db", "mysql://root:@localhost:3306", "https://:tok@host",
+        "a,https://u:p@h", "x https://u:p@h/path", "redis://u:p@ss@h:6379/0",
+        "amqp+ssl://u:p@h?x=1", "http://u:p@proxy:3128", "git+https://oauth2:t@gitlab.com/r.git"})
+    EXPECT_TRUE(carries_url_credentials(value)) << value;
+  for (const char* value :
+       {"https://example.com/a:b@c", "ssh://git@github.com/o/r.git", "http://proxy:3128",
+        "https://h/?u=a:b@c", "https://h/#a:b@c", "://u:p@h", "u:p@h", "/usr/bin:/bin",
+        "user@host:path", "mailto:a@b", ""})
+    EXPECT_FALSE(carries_url_credentials(value)) << value;
+}
+
+TEST(EnvironmentFilter, AValueWithUrlCredentialsIsRemovedByNameUnlessKept) {
+  const std::vector<std::string> caller = {"DATABASE_URL=postgres://u:pw@h/db",
+                                           "MIRRORS=https://a,https://u:p@b",
+                                           "PWD=/w",
+                                           "OLDPWD=/",
+                                           "SSH_AUTH_SOCK=/tmp/ssh-x/agent.1",
+                                           "MYSQL_PWD=pw",
+                                           "GH_PAT=ghp",
+                                           "REPO=ssh://git@h/r"};
+  FilteredEnvironment out = filter_environment(EnvironmentPolicy{}, caller);
+  EXPECT_EQ(names_of(out.env),
+            (std::vector<std::string>{"PWD", "OLDPWD", "SSH_AUTH_SOCK", "REPO"}));
+  EXPECT_EQ(out.removed,
+            (std::vector<std::string>{"DATABASE_URL", "GH_PAT", "MIRRORS", "MYSQL_PWD"}));
+  EnvironmentPolicy keeps;
+  keeps.keep = {"DATABASE_URL"};
+  out = filter_environment(keeps, caller);
+  EXPECT_EQ(out.env.front(), "DATABASE_URL=postgres://u:pw@h/db");
+}
+
 // The command runs in the request's working directory: an inherited PWD naming the caller's
 // is pointed there; one the policy sets stays, and none is added.
 TEST(EnvironmentFilter, AnInheritedPwdNamesTheWorkingDirectory) {

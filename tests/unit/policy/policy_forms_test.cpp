@@ -184,7 +184,8 @@ TEST(PolicyForms, FullFormTextIsStableAndOrdered) {
     "memory_bytes": null,
     "cpu_seconds": null,
     "timeout_seconds": null,
-    "timeout_grace_seconds": 5
+    "timeout_grace_seconds": 5,
+    "best_effort": ["processes"]
   },
   "environment": {
     "inherit": "all",

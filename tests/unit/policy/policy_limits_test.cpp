@@ -103,7 +103,47 @@ TEST(PolicyLimits, ShortFormTakesLimitsNextToThePreset) {
   Policy expected = *preset_policy("workspace-write");
   expected.limits.processes = 200;
   expected.limits.timeout_seconds = 5;
+  expected.limits.best_effort = {};  // a process limit the policy sets is one it relies on
   EXPECT_EQ(*parsed, expected);
+}
+
+// /limits/best_effort: the limits a run may go without where they cannot hold. sbx's own
+// default process limit is best-effort; one the policy sets is not, unless it says so.
+TEST(PolicyLimits, BestEffortDefaultsToTheDefaultProcessLimitOnly) {
+  EXPECT_EQ(Limits{}.best_effort, std::vector<std::string>{"processes"});
+  Result<Policy> parsed = parse_policy(with_limits(R"("timeout_seconds": 9)"));
+  ASSERT_TRUE(parsed.ok()) << parsed.error();
+  EXPECT_EQ(parsed->limits.best_effort, std::vector<std::string>{"processes"});
+  parsed = parse_policy(with_limits(R"("processes": 30)"));
+  ASSERT_TRUE(parsed.ok()) << parsed.error();
+  EXPECT_TRUE(parsed->limits.best_effort.empty());
+  parsed = parse_policy(with_limits(
+      R"("best_effort": ["memory_bytes", "processes"], "processes": 30, "memory_bytes": 67108864)"));
+  ASSERT_TRUE(parsed.ok()) << parsed.error();
+  EXPECT_EQ(parsed->limits.best_effort, (std::vector<std::string>{"memory_bytes", "processes"}));
+  // Printed and read back unchanged (policy show, and the command-line additions that go
+  // through the parser again).
+  Result<Policy> again = parse_policy(policy_to_json(*parsed));
+  ASSERT_TRUE(again.ok()) << again.error();
+  EXPECT_EQ(*again, *parsed);
+  parsed = parse_policy(with_limits(R"("best_effort": [])"));
+  ASSERT_TRUE(parsed.ok()) << parsed.error();
+  EXPECT_TRUE(parsed->limits.best_effort.empty());
+}
+
+TEST(PolicyLimits, BestEffortNamesLimitsOnce) {
+  const std::pair<const char*, const char*> cases[] = {
+      {R"("best_effort": ["timeout_grace_seconds"])", "/limits/best_effort/0: "},
+      {R"("best_effort": ["memory"])", "/limits/best_effort/0: "},
+      {R"("best_effort": ["processes", "processes"])", "/limits/best_effort/1: duplicate"},
+      {R"("best_effort": "processes")", "/limits/best_effort: expected an array"},
+      {R"("best_effort": [1])", "/limits/best_effort/0: expected a limit name"},
+  };
+  for (const auto& [limits, error] : cases) {
+    Result<Policy> parsed = parse_policy(with_limits(limits));
+    ASSERT_FALSE(parsed.ok()) << limits;
+    EXPECT_EQ(parsed.error().rfind(error, 0), 0u) << parsed.error();
+  }
 }
 
 TEST(PolicyLimits, FullFormRoundTripsAndShowsEveryKey) {

@@ -189,6 +189,22 @@ std::vector<ParseErrorCase> error_cases() {
        "/filesystem/entries/0/glob", "contains a \"..\" component"},
       {"glob_tilde_user", entries(R"({"glob": "~x/*", "access": "deny"})"),
        "/filesystem/entries/0/glob", "\"~user\" is not supported"},
+      // Special paths in a glob (issue #32): only ":cwd/" at the start is expanded; every other
+      // one would match a literal directory of that name, i.e. deny nothing.
+      {"glob_special_tmpdir", entries(R"({"glob": ":tmpdir/*.pem", "access": "deny"})"),
+       "/filesystem/entries/0/glob", "starts with \":tmpdir\", which is not expanded in a glob"},
+      {"glob_special_unknown", entries(R"({"glob": ":cwdx/*.pem", "access": "deny"})"),
+       "/filesystem/entries/0/glob", "starts with \":cwdx\""},
+      {"glob_special_cwd_alone", entries(R"({"glob": ":cwd", "access": "deny"})"),
+       "/filesystem/entries/0/glob", "starts with \":cwd\""},
+      {"glob_special_cwd_slash", entries(R"({"glob": ":cwd//", "access": "deny"})"),
+       "/filesystem/entries/0/glob", "starts with \":cwd\""},
+      {"glob_special_component", entries(R"({"glob": "**/:cwd/*.pem", "access": "deny"})"),
+       "/filesystem/entries/0/glob", "holds the special path :cwd as a component"},
+      {"glob_special_after_cwd", entries(R"({"glob": ":cwd/:root/x", "access": "deny"})"),
+       "/filesystem/entries/0/glob", "holds the special path :root as a component"},
+      {"glob_special_after_home", entries(R"({"glob": "~/:tmpdir/*", "access": "deny"})"),
+       "/filesystem/entries/0/glob", "holds the special path :tmpdir as a component"},
       {"unrestricted_with_entries",
        full(
            R"("filesystem": {"kind": "unrestricted", "entries": [{"path": "/", "access": "read"}]})"),

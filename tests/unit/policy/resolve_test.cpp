@@ -138,6 +138,15 @@ std::vector<ResolveCase> resolve_cases() {
        entries_policy(
            R"({"path": ":root", "access": "read"}, {"path": "~/.ssh", "access": "deny"})"),
        nullptr, "/filesystem/entries/1/path", "\"~/.ssh\" needs the home directory"},
+      // bwrap expands a glob below its literal directories and refuses one with none at the
+      // run; resolution refuses it first, so `policy check` does too (issue #32, 6c).
+      {"glob_without_literal_directory", no_setup,
+       entries_policy(R"({"glob": "/**/*.pem", "access": "deny"})"), nullptr,
+       "/filesystem/entries/0/glob", "has no literal directory before its first wildcard"},
+      {"glob_with_wildcard_first_directory", no_setup,
+       entries_policy(
+           R"({"glob": "/etc/x", "access": "deny"}, {"glob": "/*/id_rsa", "access": "deny"})"),
+       nullptr, "/filesystem/entries/1/glob", "walk the whole filesystem"},
       {"tilde_glob_without_home", [](const TempTree&, ResolveContext& c) { c.home = "relative"; },
        entries_policy(R"({"glob": "~/.aws/**", "access": "deny"})"), nullptr,
        "/filesystem/entries/0/glob", "needs the home directory"},
@@ -145,12 +154,17 @@ std::vector<ResolveCase> resolve_cases() {
        entries_policy(
            R"({"glob": "*.pem", "access": "deny"}, {"glob": "secrets/*.key", "access": "deny"},
                          {"glob": "/etc/**/shadow", "access": "deny"}, {"glob": "~/.aws/**", "access": "deny"},
-                         {"glob": "**/*.pem", "access": "deny"})"),
+                         {"glob": "**/*.pem", "access": "deny"}, {"glob": ":cwd/many/*.pem", "access": "deny"},
+                         {"glob": ":cwd//**/*.key", "access": "deny"}, {"glob": "\\:cwd/x", "access": "deny"})"),
        [](const TempTree& t, const Resolution& res) {
          // "*.pem" (no '/') matches at any depth, so it equals the explicit "**/*.pem": deduped.
-         EXPECT_EQ(res.policy.deny_globs,
-                   (std::vector<std::string>{t / "cwd/**/*.pem", t / "cwd/secrets/*.key",
-                                             "/etc/**/shadow", t / "home/.aws/**"}));
+         // ":cwd/" is the working directory, as in an entry (issue #32: it was taken as a
+         // directory named ":cwd" below it); an escaped "\:cwd" is that literal name.
+         EXPECT_EQ(
+             res.policy.deny_globs,
+             (std::vector<std::string>{t / "cwd/**/*.pem", t / "cwd/secrets/*.key",
+                                       "/etc/**/shadow", t / "home/.aws/**", t / "cwd/many/*.pem",
+                                       t / "cwd/**/*.key", t / "cwd/\\:cwd/x"}));
          EXPECT_TRUE(res.policy.rules.empty());
        },
        "", ""},

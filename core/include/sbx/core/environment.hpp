@@ -16,8 +16,8 @@ struct FilteredEnvironment {
 };
 
 // Applies `policy` to `env` ("NAME=value" entries; an entry without '=' is dropped and counts
-// as removed). Order: inherit, the default secret filter (unless `keep`), exclude,
-// include_only, then set. A name `set` gives is not listed as removed.
+// as removed). Order: inherit, the default secret filter by name and by value (unless `keep`),
+// exclude, include_only, then set. A name `set` gives is not listed as removed.
 FilteredEnvironment filter_environment(const EnvironmentPolicy& policy,
                                        const std::vector<std::string>& env);
 
@@ -32,8 +32,15 @@ void point_pwd_at_working_directory(std::vector<std::string>& env, const Environ
 // Case-insensitive; '*' matches any run of characters (also none).
 bool env_pattern_matches(std::string_view pattern, std::string_view name);
 
-// True if `name` contains one of kSecretNameParts, ignoring case.
+// True if `name` contains one of kSecretNameParts or ends with one of kSecretNameSuffixes,
+// ignoring case, and is not one of kNotSecretNames (PWD, OLDPWD, SSH_AUTH_SOCK, ...).
 bool looks_like_secret(std::string_view name);
+
+// True if `value` holds, anywhere, a URL whose userinfo has a password part
+// ("scheme://user:password@host", also with an empty user): a database or proxy URL with its
+// credentials ("postgres://u:pw@h/db", "a,https://u:p@h"). A user name alone
+// ("ssh://git@host") is not a credential and does not count.
+bool carries_url_credentials(std::string_view value);
 
 // This process's environment (environ), "NAME=value" in order.
 std::vector<std::string> process_environment();

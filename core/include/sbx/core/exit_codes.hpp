@@ -6,7 +6,9 @@
 
 namespace sbx {
 
-// `sbx policy check|widen|approve`: the policy does not validate.
+// `sbx policy check|widen|approve`: the policy does not validate (or, for check, a run would
+// refuse it here). `sbx exec` refuses the same policy with kExitSbxFailure: any status below
+// 125 from exec is the command's own, and a command may well exit 2.
 inline constexpr int kExitInvalidPolicy = 2;
 // sbx itself failed or refused; the command did not run (or may not have completed).
 inline constexpr int kExitSbxFailure = 125;

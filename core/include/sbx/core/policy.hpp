@@ -48,6 +48,12 @@ struct Limits {
   std::optional<std::uint64_t> cpu_seconds;          // per process (RLIMIT_CPU)
   std::optional<std::uint64_t> timeout_seconds;      // wall clock: SIGTERM, then SIGKILL
   std::uint64_t timeout_grace_seconds = kDefaultTimeoutGraceSeconds;  // SIGTERM -> SIGKILL
+  // The /limits keys a run may go without where this host cannot enforce them (`sbx explain`
+  // says which hold here). Any other limit that does not hold refuses the run (exit 125),
+  // naming it. The default process limit is best-effort (root in a container without a cgroup
+  // cannot hold it, and it is sbx's default, not the policy's request); a /limits object that
+  // sets `processes` without a `best_effort` key makes it required.
+  std::vector<std::string> best_effort = {"processes"};
   friend bool operator==(const Limits&, const Limits&) = default;
 };
 
@@ -63,13 +69,39 @@ inline constexpr std::string_view kCoreEnvironmentPatterns[] = {
     "HOME", "LANG", "LANGUAGE", "LC_*", "LOGNAME", "PATH", "PWD",
     "SHELL", "TERM", "TMPDIR", "TZ", "USER"};
 
-// Name parts that mark a variable as a secret, dropped by default (case-insensitive).
-inline constexpr std::string_view kSecretNameParts[] = {"KEY", "SECRET", "TOKEN", "PASSWORD",
-                                                        "CREDENTIAL"};
+// Name parts that mark a variable as a secret, dropped by default (case-insensitive, anywhere
+// in the name): the words real secrets are named with (OPENAI_API_KEY, GITHUB_TOKEN,
+// MYSQL_PWD, PGPASSWORD, NPM_CONFIG__AUTH, HTTP_COOKIE, AWS_SESSION_TOKEN, SSH_PRIVATE_KEY).
+// A substring match errs on the side of removing (KEYBOARD, PASSTHROUGH); `keep` keeps one.
+inline constexpr std::string_view kSecretNameParts[] = {
+    "KEY", "SECRET", "TOKEN", "PASS", "PWD", "CREDENTIAL", "AUTH", "COOKIE", "SESSION", "PRIVATE"};
+// Name endings that mark a secret where the part alone would match far too much ("_PAT", a
+// personal access token as in GH_PAT, would match every *_PATH anywhere in a name).
+inline constexpr std::string_view kSecretNameSuffixes[] = {"_PAT"};
+// Names that hold a secret word but no secret, which commands need: the working directories
+// (PWD, OLDPWD), the ssh agent's socket path (whether the command may reach the agent is the
+// policy's network.unix_sockets question, not the variable's: git over ssh needs it when the
+// socket is allowed), git's author identity, and the desktop session's identifiers and bus
+// address (a bus socket is again network.unix_sockets' question). Compared exactly (case
+// included: these are the names the programs read).
+inline constexpr std::string_view kNotSecretNames[] = {"PWD",
+                                                       "OLDPWD",
+                                                       "SSH_AUTH_SOCK",
+                                                       "GIT_AUTHOR_NAME",
+                                                       "GIT_AUTHOR_EMAIL",
+                                                       "GIT_AUTHOR_DATE",
+                                                       "XDG_SESSION_ID",
+                                                       "XDG_SESSION_TYPE",
+                                                       "XDG_SESSION_CLASS",
+                                                       "XDG_SESSION_DESKTOP",
+                                                       "DESKTOP_SESSION",
+                                                       "DBUS_SESSION_BUS_ADDRESS"};
 
 // /environment: what the command's environment holds, on every backend and unsandboxed. Applied
 // in this order (environment.hpp filter_environment): start from `inherit`; drop every name
-// containing a kSecretNameParts word unless it matches a `keep` pattern; drop names matching an
+// that looks like a secret's (looks_like_secret) and every variable whose value carries URL
+// credentials (carries_url_credentials) unless its name matches a `keep` pattern; drop names
+// matching an
 // `exclude` pattern; when `include_only` is not empty, drop names matching none of its
 // patterns; finally add `set` (which wins over everything above). Patterns are
 // case-insensitive; '*' matches any run of characters (also none), everything else itself.

@@ -105,6 +105,16 @@ struct RunOutcome {
 // the command would have the whole network). nullopt if neither.
 std::optional<std::string> never_unsandboxed(const Policy& policy);
 
+// What every run refuses in the policy itself, whichever backend would run it: a sandbox
+// preference the policy cannot have (`forbid` with deny entries or network mode proxy;
+// should_sandbox), a network-mode proxy policy that names its own proxy_ports
+// (proxy::policy_ports_refusal), and a limit that cannot hold on this host (`cgroups` as
+// probe_cgroups() found it; `run_only` for an embedding process's run) and is not best-effort
+// (check_limits_hold). `sbx exec` (also --dry-run), the C API and `sbx policy check` (with the
+// settings' preference) call this one function, so `policy check` refuses what a run would.
+Status check_policy_runnable(const Policy& policy, SandboxPreference preference,
+                             const CgroupSupport& cgroups, bool run_only = false);
+
 // The excluded-command pattern each part of `command` matches (command_patterns.hpp), when it
 // is to run without a sandbox for that reason: the preference is auto, the settings permit
 // unsandboxed runs, the policy has nothing only a sandbox can hold (never_unsandboxed) and

@@ -44,13 +44,20 @@ struct LimitEnforcement {
   std::string name;                    // the /limits key, e.g. "processes"
   std::optional<std::uint64_t> value;  // nullopt: the policy sets no limit
   bool enforced = false;
+  bool best_effort = false;  // listed in /limits/best_effort: a run may go without it
   std::string how;  // e.g. "cgroup pids.max (every task of the run)"; or why it does not hold
 };
 
-// Pure: which of `limits` hold, and how, given the host's cgroup support and whether the caller
-// is root (RLIMIT_NPROC does not bind root). One entry per /limits key, in policy order.
+// Pure: which of `limits` hold, and how, given the host's cgroup support, whether the caller
+// is root (RLIMIT_NPROC does not bind root) and whether the run is an embedding process's
+// (`run_only`: its timeout can end the run only through the run's cgroup). One entry per
+// /limits key, in policy order.
 std::vector<LimitEnforcement> plan_limits(const Limits& limits, const CgroupSupport& cgroups,
-                                          bool root);
+                                          bool root, bool run_only = false);
+
+// Pure: an error naming every limit of `planned` that has a value, does not hold and is not
+// best-effort (a run must not go ahead without a limit the policy relies on), or success.
+Status check_limits_hold(const std::vector<LimitEnforcement>& planned);
 
 // One run under limits. start() creates the run's cgroup (when the host has one and a limit
 // needs it) and arms this thread: until the run is destroyed, prepare_child_for_run() in a
@@ -69,8 +76,12 @@ class LimitedRun {
     // without a cgroup the timeout is not enforced.
     kRunOnly,
   };
-  static Result<std::unique_ptr<LimitedRun>> start(const Limits& limits,
-                                                   Signals signals = Signals::kProcessWide);
+  // Refuses (check_limits_hold) when a limit that is not best-effort cannot hold here.
+  // `cgroups`: the host's support as probed for this run (probe_cgroups()), so a run probes
+  // once; without it start() probes.
+  static Result<std::unique_ptr<LimitedRun>> start(
+      const Limits& limits, Signals signals = Signals::kProcessWide,
+      std::optional<CgroupSupport> cgroups = std::nullopt);
   virtual ~LimitedRun() = default;
   // "timeout", "memory", "processes", "cpu_seconds", "file_size_bytes", or nullopt.
   // `shell_code` is how the command ended (ExitStatus::shell_code, -1 if unknown): 128+SIGXCPU
