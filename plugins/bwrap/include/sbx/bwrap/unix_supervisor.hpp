@@ -57,6 +57,10 @@ struct UnixSocketRules {
   // proxy's socket in proxy mode). Resolved and identified (device, inode) when the supervisor
   // starts; a listed path that does not exist then is not allowed.
   std::vector<std::string> allowed_paths;
+  // The launcher's executable (bwrap, the plan's argv[0]). Its own refused unix datagram
+  // socket (glibc's __opensock() tries one before an inet socket, for bwrap's loopback set-up)
+  // is not the command's and is not reported.
+  std::string launcher;
 };
 
 // One connection the supervisor refused: "unix" and the path or "@name" as the caller gave
