@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <boost/json.hpp>
@@ -246,6 +247,48 @@ TEST_P(UnixDatagrams, CodexSocketpairRecvfromWorksInside) {
   EXPECT_EQ(r.run.code, 0) << describe(r.run);
   EXPECT_EQ(r.run.out, "ok\n") << describe(r.run);
   EXPECT_TRUE(refusals(r.report).empty()) << joined(refusals(r.report));
+}
+
+// A unix datagram socket the caller passes as a standard descriptor (SOCK_RAW makes one too)
+// would let the command send to any host socket by a path per message: the run is refused
+// (125, naming the descriptor) before the command starts, under both backends.
+TEST_P(UnixDatagrams, InheritedDatagramSocketRefusesTheRun) {
+  if (unprivileged() || mode() != "restricted")
+    GTEST_SKIP() << "checked once per backend (root, network restricted): the check does not "
+                    "depend on the mode or the user";
+  for (const int type : {SOCK_DGRAM, SOCK_RAW}) {
+    int pair[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, type, 0, pair), 0);
+    int out[2];
+    ASSERT_EQ(::pipe(out), 0);
+    const std::vector<std::string> argv = {sbx_path(), "--backends", backend(), "exec",
+                                           "--policy", policy_file(), "--cwd", ws_.path(), "--",
+                                           "/bin/echo", "RAN"};
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::dup2(pair[1], 0);
+      ::dup2(out[1], 1);
+      ::dup2(out[1], 2);
+      std::vector<char*> args;
+      for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+      args.push_back(nullptr);
+      ::execv(args[0], args.data());
+      ::_exit(127);
+    }
+    ::close(out[1]);
+    ::close(pair[1]);
+    std::string text;
+    char buffer[4096];
+    for (ssize_t n; (n = ::read(out[0], buffer, sizeof buffer)) > 0;)
+      text.append(buffer, static_cast<std::size_t>(n));
+    ::close(out[0]);
+    ::close(pair[0]);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 125) << text;
+    EXPECT_NE(text.find("descriptor 0 is a unix datagram socket"), std::string::npos) << text;
+    EXPECT_EQ(text.find("RAN"), std::string::npos) << text;
+  }
 }
 
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
