@@ -1009,7 +1009,10 @@ void substitute_datagram_pair(State& state, const seccomp_notif& request) {
   for (int i = 0; i < 2; ++i) {
     numbers[i] = install_in_caller(state, request.id, i == 0 ? first.get() : second.get(), cloexec);
     if (numbers[i] == -ENOENT) return;  // the caller is gone or was interrupted
-    if (numbers[i] < 0) return respond_result(state, request.id, -1, -numbers[i]);
+    // Out of descriptors keeps its errno; anything else (a kernel before 5.9, without ADDFD)
+    // refuses the pair as before.
+    if (numbers[i] < 0)
+      return respond_result(state, request.id, -1, numbers[i] == -EMFILE ? EMFILE : EPERM);
   }
   iovec local{numbers, sizeof numbers};
   iovec remote{reinterpret_cast<void*>(request.data.args[3]), sizeof numbers};
