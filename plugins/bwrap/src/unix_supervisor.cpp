@@ -88,9 +88,9 @@ constexpr sock_filter kProgram[] = {
     /* 0 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, kArch),
     /* 1 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, kNativeArch, 0, 18),  // else -> 20 kill
     /* 2 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, kNr),
-    /* 3 */ BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, kX32Bit, 16, 0),  // -> 20 kill
-    /* 4 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_connect, 13, 0),  // -> 18 notify
-    /* 5 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_bind, 12, 0),     // -> 18 notify
+    /* 3 */ BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, kX32Bit, 16, 0),                 // -> 20 kill
+    /* 4 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_connect, 13, 0),            // -> 18 notify
+    /* 5 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_bind, 12, 0),               // -> 18 notify
     /* 6 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 12, 0),     // -> 19 EPERM
     /* 7 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_enter, 11, 0),     // -> 19 EPERM
     /* 8 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_register, 10, 0),  // -> 19 EPERM
@@ -114,9 +114,9 @@ constexpr sock_filter kProgramWithSends[] = {
     /* 0 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, kArch),
     /* 1 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, kNativeArch, 0, 23),  // else -> 25 kill
     /* 2 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, kNr),
-    /* 3 */ BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, kX32Bit, 21, 0),  // -> 25 kill
-    /* 4 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_connect, 18, 0),  // -> 23 notify
-    /* 5 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_bind, 17, 0),     // -> 23 notify
+    /* 3 */ BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, kX32Bit, 21, 0),                 // -> 25 kill
+    /* 4 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_connect, 18, 0),            // -> 23 notify
+    /* 5 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_bind, 17, 0),               // -> 23 notify
     /* 6 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 17, 0),     // -> 24 EPERM
     /* 7 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_enter, 16, 0),     // -> 24 EPERM
     /* 8 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_register, 15, 0),  // -> 24 EPERM
@@ -1045,13 +1045,13 @@ void refuse_addressed_send(State& state, const seccomp_notif& request) {
     iovec remote{reinterpret_cast<void*>(request.data.args[4]),
                  static_cast<std::size_t>(address_length)};
     const auto* un = reinterpret_cast<const sockaddr_un*>(&address);
-    const std::size_t size = static_cast<std::size_t>(address_length) - offsetof(sockaddr_un, sun_path);
+    const std::size_t size =
+        static_cast<std::size_t>(address_length) - offsetof(sockaddr_un, sun_path);
     if (process_vm_readv(static_cast<pid_t>(request.pid), &local, 1, &remote, 1, 0) ==
             address_length &&
         un->sun_family == AF_UNIX)
-      named = un->sun_path[0] == '\0'
-                  ? printable_abstract(std::string(un->sun_path + 1, size - 1))
-                  : std::string(un->sun_path, strnlen(un->sun_path, size));
+      named = un->sun_path[0] == '\0' ? printable_abstract(std::string(un->sun_path + 1, size - 1))
+                                      : std::string(un->sun_path, strnlen(un->sun_path, size));
   }
   record_refusal(state, std::move(named));
   respond_result(state, request.id, -1, kRefusalErrno);
@@ -1262,8 +1262,7 @@ void UnixSupervisor::serve() {
   // A bind is continued as the caller's own call (after its socket is noted): nothing is
   // performed with the owner's privileges, nothing blocks. Neither does a unix datagram
   // socket() (refused) or socketpair() (a seqpacket pair installed in the caller).
-  if (request.data.nr == __NR_bind || datagram_socket_call(request))
-    return handle(state, request);
+  if (request.data.nr == __NR_bind || datagram_socket_call(request)) return handle(state, request);
   if (request.data.nr == __NR_sendto && continued_unless_inet(state, request)) return;
   std::string ignored;
   if (start_thread(state, request, ignored)) return;

@@ -301,8 +301,7 @@ TEST_F(BwrapLoopback, HostUnixDatagramSocketIsUnreachableThroughASocketpair) {
       "        except OSError as e:\n"
       "            print(kind, 'not sent')\n");
   EXPECT_EQ(r.code, 0) << describe(r);
-  EXPECT_NE(r.out.find("SOCK_DGRAM not sent\nSOCK_DGRAM sent\n"), std::string::npos)
-      << describe(r);
+  EXPECT_NE(r.out.find("SOCK_DGRAM not sent\nSOCK_DGRAM sent\n"), std::string::npos) << describe(r);
   EXPECT_NE(r.err.find(path), std::string::npos) << describe(r);
   char buffer[8];
   EXPECT_LT(::recv(host, buffer, sizeof buffer, 0), 0) << "a datagram reached the host's socket";

@@ -24,19 +24,32 @@ namespace {
 
 const char* errno_name(int error) {
   switch (error) {
-    case EPERM: return "EPERM";
-    case EACCES: return "EACCES";
-    case EINVAL: return "EINVAL";
-    case EISCONN: return "EISCONN";
-    case ENOTCONN: return "ENOTCONN";
-    case EPROTOTYPE: return "EPROTOTYPE";
-    case ECONNREFUSED: return "ECONNREFUSED";
-    case EOPNOTSUPP: return "EOPNOTSUPP";
-    case ENOENT: return "ENOENT";
-    case EAGAIN: return "EAGAIN";
-    case ENOSYS: return "ENOSYS";
-    case EPIPE: return "EPIPE";
-    default: return strerror(error);
+    case EPERM:
+      return "EPERM";
+    case EACCES:
+      return "EACCES";
+    case EINVAL:
+      return "EINVAL";
+    case EISCONN:
+      return "EISCONN";
+    case ENOTCONN:
+      return "ENOTCONN";
+    case EPROTOTYPE:
+      return "EPROTOTYPE";
+    case ECONNREFUSED:
+      return "ECONNREFUSED";
+    case EOPNOTSUPP:
+      return "EOPNOTSUPP";
+    case ENOENT:
+      return "ENOENT";
+    case EAGAIN:
+      return "EAGAIN";
+    case ENOSYS:
+      return "ENOSYS";
+    case EPIPE:
+      return "EPIPE";
+    default:
+      return strerror(error);
   }
 }
 

@@ -138,9 +138,9 @@ class UnixDatagrams : public ::testing::TestWithParam<Case> {
         GTEST_SKIP() << "user 65534 cannot execute " << kProbe
                      << " (a parent directory of the build tree is private to its owner)";
       if (backend() == "bwrap") {
-        const RunResult userns = run(as_user({"/usr/bin/bwrap", "--unshare-user", "--ro-bind",
-                                              "/", "/", "/bin/true"}),
-                                     base_env());
+        const RunResult userns =
+            run(as_user({"/usr/bin/bwrap", "--unshare-user", "--ro-bind", "/", "/", "/bin/true"}),
+                base_env());
         if (userns.code != 0)
           GTEST_SKIP() << "user 65534 cannot create user namespaces here: " << userns.err;
       }
@@ -151,8 +151,8 @@ class UnixDatagrams : public ::testing::TestWithParam<Case> {
 
   std::vector<std::string> as_user(std::vector<std::string> argv) const {
     if (!unprivileged()) return argv;
-    argv.insert(argv.begin(), {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534",
-                               "--clear-groups"});
+    argv.insert(argv.begin(),
+                {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"});
     return argv;
   }
 
@@ -170,8 +170,8 @@ class UnixDatagrams : public ::testing::TestWithParam<Case> {
   }
 
   JsonRun exec_json(const std::vector<std::string>& command) {
-    std::vector<std::string> argv = {sbx_path(), "--backends", backend(), "exec", "--json",
-                                     "--policy", policy_file(), "--cwd", ws_.path(), "--"};
+    std::vector<std::string> argv = {sbx_path(), "--backends",  backend(), "exec",     "--json",
+                                     "--policy", policy_file(), "--cwd",   ws_.path(), "--"};
     argv.insert(argv.end(), command.begin(), command.end());
     std::vector<std::string> env = base_env();
     env[1] = "HOME=" + home_.path();
@@ -280,9 +280,9 @@ TEST_P(InheritedDescriptors, InheritedDatagramSocketRefusesTheRun) {
     ASSERT_EQ(::socketpair(AF_UNIX, type, 0, pair), 0);
     int out[2];
     ASSERT_EQ(::pipe(out), 0);
-    const std::vector<std::string> argv = {sbx_path(), "--backends", backend(), "exec",
-                                           "--policy", policy_file(), "--cwd", ws_.path(), "--",
-                                           "/bin/echo", "RAN"};
+    const std::vector<std::string> argv = {sbx_path(), "--backends",  backend(), "exec",
+                                           "--policy", policy_file(), "--cwd",   ws_.path(),
+                                           "--",       "/bin/echo",   "RAN"};
     const pid_t pid = ::fork();
     if (pid == 0) {
       ::dup2(pair[1], 0);
@@ -315,12 +315,11 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
          (std::get<2>(info.param) == "root" ? "root" : "user65534");
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    LinuxBackends, UnixDatagrams,
-    ::testing::Combine(::testing::Values("bwrap", "landlock"),
-                       ::testing::Values("restricted", "proxy", "enabled"),
-                       ::testing::Values("root", "65534")),
-    case_name);
+INSTANTIATE_TEST_SUITE_P(LinuxBackends, UnixDatagrams,
+                         ::testing::Combine(::testing::Values("bwrap", "landlock"),
+                                            ::testing::Values("restricted", "proxy", "enabled"),
+                                            ::testing::Values("root", "65534")),
+                         case_name);
 INSTANTIATE_TEST_SUITE_P(Bwrap, UnixDatagramStderr,
                          ::testing::Values(Case{"bwrap", "restricted", "root"}), case_name);
 INSTANTIATE_TEST_SUITE_P(LinuxBackends, InheritedDescriptors,

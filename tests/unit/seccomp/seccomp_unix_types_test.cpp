@@ -29,16 +29,17 @@ long pair_with_type(long family, long type) {
   return rc;
 }
 
-std::string run_precompiled_program(NetworkFilter net, const std::function<long()>& probe, int expected) {
-  return run_in_filtered_child(
-      [net] { return sbx::stage2::load_precompiled_filter_raw(net) == 0; }, probe, expected);
+std::string run_precompiled_program(NetworkFilter net, const std::function<long()>& probe,
+                                    int expected) {
+  return run_in_filtered_child([net] { return sbx::stage2::load_precompiled_filter_raw(net) == 0; },
+                               probe, expected);
 }
 
 TEST(SeccompUnixTypes, OnlyStreamAndSeqpacketPairsWithoutTheSupervisor) {
   for (const NetworkFilter net :
        {NetworkFilter::kBlocked, NetworkFilter::kProxy, NetworkFilter::kPrivate}) {
-    for (const long flags : {0L, long{SOCK_NONBLOCK}, long{SOCK_CLOEXEC},
-                             long{SOCK_NONBLOCK | SOCK_CLOEXEC}}) {
+    for (const long flags :
+         {0L, long{SOCK_NONBLOCK}, long{SOCK_CLOEXEC}, long{SOCK_NONBLOCK | SOCK_CLOEXEC}}) {
       for (long type = 0; type <= 0xf; ++type) {
         const bool allowed = type == SOCK_STREAM || type == SOCK_SEQPACKET;
         // Types the kernel does not make for AF_UNIX answer EPERM too (the filter runs first).
@@ -51,8 +52,8 @@ TEST(SeccompUnixTypes, OnlyStreamAndSeqpacketPairsWithoutTheSupervisor) {
       }
     }
     // A family with upper bits set (the kernel reads the int: AF_UNIX) is refused too.
-    EXPECT_EQ(run_filtered(net, [] { return pair_with_type((1L << 32) | AF_UNIX, SOCK_STREAM); },
-                           EPERM),
+    EXPECT_EQ(run_filtered(
+                  net, [] { return pair_with_type((1L << 32) | AF_UNIX, SOCK_STREAM); }, EPERM),
               "ok");
   }
 }
@@ -61,15 +62,17 @@ TEST(SeccompUnixTypes, OnlyStreamAndSeqpacketPairsWithoutTheSupervisor) {
 // family with upper bits set, which the kernel reads as its low 32 bits, is refused whole, so
 // AF_VSOCK cannot pass the EQ comparison that refuses it that way.
 TEST(SeccompUnixTypes, OpenModeRefusesFamiliesWithUpperBits) {
-  EXPECT_EQ(run_filtered(NetworkFilter::kOpen,
-                         [] { return raw(SYS_socket, (1L << 32) | 40 /* AF_VSOCK */, SOCK_STREAM, 0); },
-                         EPERM),
+  EXPECT_EQ(
+      run_filtered(
+          NetworkFilter::kOpen,
+          [] { return raw(SYS_socket, (1L << 32) | 40 /* AF_VSOCK */, SOCK_STREAM, 0); }, EPERM),
+      "ok");
+  EXPECT_EQ(run_precompiled_program(
+                NetworkFilter::kOpen,
+                [] { return pair_with_type((1L << 32) | AF_UNIX, SOCK_STREAM); }, EPERM),
             "ok");
-  EXPECT_EQ(run_precompiled_program(NetworkFilter::kOpen,
-                            [] { return pair_with_type((1L << 32) | AF_UNIX, SOCK_STREAM); }, EPERM),
-            "ok");
-  EXPECT_EQ(run_filtered(NetworkFilter::kOpen, [] { return pair_with_type(AF_UNIX, SOCK_STREAM); },
-                         0),
+  EXPECT_EQ(run_filtered(
+                NetworkFilter::kOpen, [] { return pair_with_type(AF_UNIX, SOCK_STREAM); }, 0),
             "ok");
 }
 

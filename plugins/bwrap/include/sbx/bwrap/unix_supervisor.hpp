@@ -4,11 +4,11 @@
 // spawner therefore installs, in the child that execs bwrap, a notification-only filter
 // (unix_notify_program): every connect() and bind() of everything in the sandbox (bwrap, stage
 // 2, the command) is handed to this supervisor, in the waiting sbx process (its waiting thread,
-// then a thread of its own from the first connect on), through the filter's listener. For a connect the supervisor copies the address, decides, and
-// performs the call itself on a duplicate of the caller's socket (pidfd_getfd) with its
-// private copy of the address, then injects the result: it never lets the kernel continue a
-// call whose decision rests on memory the command can still change. io_uring, whose socket
-// operations seccomp does not see, is refused (EPERM).
+// then a thread of its own from the first connect on), through the filter's listener. For a connect
+// the supervisor copies the address, decides, and performs the call itself on a duplicate of the
+// caller's socket (pidfd_getfd) with its private copy of the address, then injects the result: it
+// never lets the kernel continue a call whose decision rests on memory the command can still
+// change. io_uring, whose socket operations seccomp does not see, is refused (EPERM).
 //
 // Unix datagram sockets: none ever exists in the sandbox. A datagram send may name any path per
 // message (sendmsg's msg_name is in memory the filter cannot read), so instead of supervising
