@@ -23,6 +23,7 @@
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -360,6 +361,11 @@ struct UnixSupervisor::State : std::enable_shared_from_this<UnixSupervisor::Stat
   // process is left under the filter. Only the owner's thread touches them.
   bool threaded = false;
   bool hung_up = false;
+  // The pair factory (substitute_datagram_pair), started at the first datagram socketpair of
+  // the run; only the thread that serves the listener (one at a time) touches it.
+  Fd factory;
+  pid_t factory_pid = 0;
+  bool factory_tried = false;
 };
 
 namespace {
@@ -970,6 +976,115 @@ void refuse_datagram_socket(State& state, const seccomp_notif& request) {
   respond_result(state, request.id, -1, EPERM);
 }
 
+// The pair factory: a process of sbx's in a network namespace of its own, empty (not even its
+// loopback is up), that makes each substituted pair. A socket belongs to the network namespace
+// of the task that made it, and reaches it through ioctls that need no privilege (SIOCGIFCONF,
+// SIOCGIFADDR, SIOCGIFHWADDR... list its interfaces and addresses): a pair made by sbx itself
+// would show a sandbox in a private namespace the host's network, and take abstract names
+// (SO_PASSCRED's autobind) in the host's. sbx's threads cannot enter another namespace
+// without CAP_SYS_ADMIN, so a process does: unshare(CLONE_NEWNET) (root), else with
+// CLONE_NEWUSER (as bwrap does). It only ever makes seqpacket pairs and sends them back.
+// Started by clone() without an exit signal (the spawner's SIGCHLD is bwrap's), reaped by
+// stop(); it dies with the thread that started it (PR_SET_PDEATHSIG) and on EOF.
+
+// The factory's loop, in the cloned child: raw system calls only (it is a copy of a
+// multithreaded process), never returns.
+[[noreturn]] void run_pair_factory(int channel, pid_t parent) noexcept {
+  syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  if (syscall(SYS_getppid) != parent) syscall(SYS_exit_group, 1);
+  // Every descriptor of sbx's but its channel: its copy of sbx's end would keep the channel
+  // from ever reading EOF, and the factory needs nothing else (close_range, Linux 5.9).
+  if ((channel > 0 && syscall(SYS_close_range, 0, channel - 1, 0) != 0) ||
+      syscall(SYS_close_range, channel + 1, ~0U, 0) != 0)
+    syscall(SYS_exit_group, 1);
+  if (syscall(SYS_unshare, CLONE_NEWNET) != 0 &&
+      syscall(SYS_unshare, CLONE_NEWUSER | CLONE_NEWNET) != 0)
+    syscall(SYS_exit_group, 1);
+  char byte = 'R';
+  if (syscall(SYS_sendto, channel, &byte, 1, MSG_NOSIGNAL, nullptr, 0) != 1)
+    syscall(SYS_exit_group, 1);
+  for (;;) {
+    if (syscall(SYS_recvfrom, channel, &byte, 1, 0, nullptr, 0) != 1) syscall(SYS_exit_group, 0);
+    int pair[2] = {-1, -1};
+    const bool made =
+        syscall(SYS_socketpair, AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) == 0;
+    iovec iov{&byte, 1};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof pair)] = {};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    if (made) {
+      msg.msg_control = control;
+      msg.msg_controllen = sizeof control;
+      cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
+      cmsg->cmsg_level = SOL_SOCKET;
+      cmsg->cmsg_type = SCM_RIGHTS;
+      cmsg->cmsg_len = CMSG_LEN(sizeof pair);
+      std::memcpy(CMSG_DATA(cmsg), pair, sizeof pair);
+    }
+    const long sent = syscall(SYS_sendmsg, channel, &msg, MSG_NOSIGNAL);
+    if (made) {
+      syscall(SYS_close, pair[0]);
+      syscall(SYS_close, pair[1]);
+    }
+    if (sent != 1) syscall(SYS_exit_group, 0);
+  }
+}
+
+// Starts the factory once per run; false when it cannot run (no user namespaces for an
+// unprivileged sbx, say): datagram socketpairs are then refused, as before.
+bool pair_factory_ready(State& state) {
+  if (state.factory.ok()) return true;
+  if (state.factory_tried) return false;
+  state.factory_tried = true;
+  int channel[2] = {-1, -1};
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, channel) != 0) return false;
+  Fd ours(channel[0]);
+  Fd theirs(channel[1]);
+  const pid_t parent = getpid();
+  // Like fork(), without SIGCHLD at exit and without glibc's fork handlers.
+  const long pid = syscall(SYS_clone, 0, nullptr, nullptr, nullptr, 0);
+  if (pid == 0) run_pair_factory(theirs.get(), parent);
+  if (pid < 0) return false;
+  theirs.reset();
+  state.factory_pid = static_cast<pid_t>(pid);
+  char ready = 0;
+  if (recv(ours.get(), &ready, 1, 0) != 1 || ready != 'R') return false;
+  state.factory = std::move(ours);
+  return true;
+}
+
+// A seqpacket pair from the factory, or false.
+bool pair_from_factory(State& state, Fd& first, Fd& second) {
+  if (!pair_factory_ready(state)) return false;
+  const char request = 'P';
+  if (send(state.factory.get(), &request, 1, MSG_NOSIGNAL) != 1) return false;
+  char byte = 0;
+  iovec iov{&byte, 1};
+  int pair[2] = {-1, -1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof pair)] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  if (recvmsg(state.factory.get(), &msg, MSG_CMSG_CLOEXEC) != 1) return false;
+  const cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
+  if (cmsg == nullptr || cmsg->cmsg_level != SOL_SOCKET || cmsg->cmsg_type != SCM_RIGHTS ||
+      cmsg->cmsg_len != CMSG_LEN(sizeof pair))
+    return false;
+  std::memcpy(pair, CMSG_DATA(cmsg), sizeof pair);
+  first = Fd(pair[0]);
+  second = Fd(pair[1]);
+  return true;
+}
+
+void stop_pair_factory(State& state) {
+  state.factory.reset();  // EOF: the factory exits
+  if (state.factory_pid > 0) waitpid(state.factory_pid, nullptr, __WALL);
+  state.factory_pid = 0;
+}
+
 // Installs `fd` in the caller (SECCOMP_IOCTL_NOTIF_ADDFD, Linux 5.9): its number there, or
 // -errno.
 int install_in_caller(State& state, std::uint64_t id, int fd, bool cloexec) {
@@ -981,22 +1096,26 @@ int install_in_caller(State& state, std::uint64_t id, int fd, bool cloexec) {
   return number < 0 ? -errno : number;
 }
 
-// socketpair(AF_UNIX, SOCK_DGRAM or SOCK_RAW): a seqpacket pair (above) made here with the
-// caller's SOCK_NONBLOCK (a file status flag: shared with the caller's descriptors) and
-// SOCK_CLOEXEC, installed in the caller, its two numbers written to the caller's sv[2]. Nothing
-// is decided on the caller's memory; a write that fails (sv unmapped meanwhile) answers EFAULT
-// and leaves the two descriptors in the caller, as a partial ADDFD failure leaves the first.
-// The pair is remembered (SO_COOKIE, never reused) so that a bind of it can be refused (it
-// belongs to sbx's network namespace) and an addressed sendto on it reported.
+// socketpair(AF_UNIX, SOCK_DGRAM or SOCK_RAW): a seqpacket pair (above) from the pair factory
+// with the caller's SOCK_NONBLOCK (a file status flag: shared with the caller's descriptors)
+// and SOCK_CLOEXEC, installed in the caller, its two numbers written to the caller's sv[2].
+// Nothing is decided on the caller's memory; a write that fails (sv unmapped meanwhile) answers
+// EFAULT and leaves the two descriptors in the caller, as a partial ADDFD failure leaves the
+// first. The pair is remembered (SO_COOKIE, never reused) so that a bind of it can be refused
+// (it belongs to the factory's network namespace, not the sandbox's) and an addressed sendto on
+// it reported.
 void substitute_datagram_pair(State& state, const seccomp_notif& request) {
   const int type = static_cast<int>(request.data.args[1]);
   if (const int error = kernel_refusal(type, static_cast<int>(request.data.args[2])); error != 0)
     return respond_result(state, request.id, -1, error);
-  int pair[2] = {-1, -1};
-  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | (type & SOCK_NONBLOCK), 0, pair) != 0)
-    return respond_result(state, request.id, -1, errno);
-  const Fd first(pair[0]);
-  const Fd second(pair[1]);
+  Fd first;
+  Fd second;
+  if (!pair_from_factory(state, first, second))
+    return respond_result(state, request.id, -1, EPERM);
+  // SOCK_NONBLOCK is a file status flag: set here, it is the caller's too.
+  if ((type & SOCK_NONBLOCK) != 0 &&
+      (fcntl(first.get(), F_SETFL, O_NONBLOCK) != 0 || fcntl(second.get(), F_SETFL, O_NONBLOCK) != 0))
+    return respond_result(state, request.id, -1, EPERM);
   {
     std::lock_guard lock(state.mutex);
     if (state.known.substitutes.size() + 2 <= kMaxSubstitutes) {
@@ -1087,9 +1206,9 @@ void handle(State& state, const seccomp_notif& request) {
   if (call.socket.ok() &&
       getsockopt(call.socket.get(), SOL_SOCKET, SO_DOMAIN, &domain, &domain_size) != 0)
     domain = -1;
-  // A substituted pair is a socket of sbx's network namespace: an abstract name bound to it
-  // would be taken there (the host's, with a private namespace). Refused as the kernel refuses
-  // binding a socket twice; a connected pair has no use for a name.
+  // A substituted pair is a socket of the pair factory's network namespace: a name bound to it
+  // would not be the sandbox's. Refused as the kernel refuses binding a socket twice; a
+  // connected pair has no use for a name.
   if (call.nr == __NR_bind && domain == AF_UNIX && is_substitute(state, call.socket.get()))
     return respond_result(state, call.id, -1, EINVAL);
   if (call.nr == __NR_bind) return bind_continues(state, request, std::move(call.socket), domain);
@@ -1279,6 +1398,7 @@ void UnixSupervisor::stop() {
     (void)!write(state_->stop_event.get(), &one, sizeof one);
     state_->thread.join();
   }
+  stop_pair_factory(*state_);
   std::unique_lock lock(state_->mutex);
   // A connect still blocking (a TCP handshake to a silent host) is cut short: the sandbox that
   // waited for it is gone. Workers hold the state, so a late one is harmless; wait briefly.

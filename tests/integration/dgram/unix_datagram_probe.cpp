@@ -10,6 +10,9 @@
 //   socketpair       Codex's allow_unix_socketpair_recvfrom body: a datagram socketpair carrying
 //                    "hello_unix" (write, recvfrom without an address), then a stream pair;
 //                    prints "ok" or what failed.
+//   ifconf           the interfaces SIOCGIFCONF lists through a datagram socketpair.
+#include <net/if.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -145,11 +148,34 @@ int codex_socketpair() {
   return 0;
 }
 
+// The interfaces SIOCGIFCONF lists through one end of a datagram socketpair (the ioctl reads
+// the network namespace the socket belongs to), one name per line after "interfaces:".
+int interfaces_through_a_pair() {
+  int fds[2];
+  if (::socketpair(AF_UNIX, SOCK_DGRAM, 0, fds) != 0) {
+    std::printf("socketpair(AF_UNIX, SOCK_DGRAM): %s\n", errno_name(errno));
+    return 1;
+  }
+  ifreq entries[64] = {};
+  ifconf conf{};
+  conf.ifc_len = sizeof entries;
+  conf.ifc_req = entries;
+  if (::ioctl(fds[0], SIOCGIFCONF, &conf) != 0) {
+    std::printf("SIOCGIFCONF: %s\n", errno_name(errno));
+    return 1;
+  }
+  std::printf("interfaces:\n");
+  for (std::size_t i = 0; i < static_cast<std::size_t>(conf.ifc_len) / sizeof(ifreq); ++i)
+    std::printf("%s\n", entries[i].ifr_name);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   setvbuf(stdout, nullptr, _IOLBF, 0);
   if (argc == 3 && std::strcmp(argv[1], "attack") == 0) return attack(argv[2]);
   if (argc == 2 && std::strcmp(argv[1], "socketpair") == 0) return codex_socketpair();
+  if (argc == 2 && std::strcmp(argv[1], "ifconf") == 0) return interfaces_through_a_pair();
   return 2;
 }

@@ -417,6 +417,16 @@ TEST_F(UnixSupervisorTest, DatagramSocketpairWorksInsideAndCannotBeReAddressed) 
               (::fcntl(sv[0], F_GETFD) & FD_CLOEXEC) != 0)
             return 6;
           if (::recv(raw[1], buf, sizeof buf, 0) >= 0 || errno != EAGAIN) return 7;
+      // Made in the pair factory's empty network namespace, neither sbx's nor the caller's:
+      // interface ioctls on it (SIOCGIFCONF...) show nothing of the host.
+      constexpr int kSoNetnsCookie = 71;  // SO_NETNS_COOKIE (Linux 5.14)
+      const auto netns_of = [](int fd) {
+        std::uint64_t cookie = 0;
+        socklen_t size = sizeof cookie;
+        return ::getsockopt(fd, SOL_SOCKET, kSoNetnsCookie, &cookie, &size) == 0 ? cookie : 0;
+      };
+      const int own = ::socket(AF_UNIX, SOCK_STREAM, 0);
+      if (netns_of(raw[0]) == 0 || netns_of(raw[0]) == netns_of(own)) return 13;
           socklen_t length = 0;
           const sockaddr_un sa = address_of(host_path, length);
           const long to =

@@ -16,15 +16,17 @@
 // SOCK_STREAM and SOCK_SEQPACKET (an allow-list: SOCK_RAW is a datagram socket too, unix_create()
 // maps it): socket() is refused (EPERM) and reported as kind "unix" with the call
 // ("socket(AF_UNIX, SOCK_DGRAM)"; bwrap's own glibc probe for a socket to ioctl on is not);
-// socketpair() gets a SOCK_SEQPACKET pair made by the supervisor and installed in the caller
+// socketpair() gets a SOCK_SEQPACKET pair, made by a helper process of sbx's in an empty network
+// namespace of its own (a socket's interface ioctls read its maker's namespace: a pair made by
+// sbx would show a private-network sandbox the host's interfaces), installed in the caller
 // (SECCOMP_IOCTL_NOTIF_ADDFD, Linux 5.9; SOCK_NONBLOCK/SOCK_CLOEXEC kept). A seqpacket pair
 // keeps message boundaries and cannot be re-addressed: unix_seqpacket_sendmsg() clears
 // msg_namelen (sendto/sendmsg/sendmmsg go to the peer) and a connected socket cannot connect
 // again. Visible differences from a datagram pair: SO_TYPE says SOCK_SEQPACKET, a closed peer
-// gives EOF and EPIPE (not a blocked read and ECONNREFUSED), SO_PEERCRED names sbx's process.
+// gives EOF and EPIPE (not a blocked read and ECONNREFUSED), SO_PEERCRED names the helper.
 // An addressed sendto on such a pair is refused (EACCES) and reported where sends are notified
-// (private network namespace); a bind of it is refused (EINVAL: the pair is a socket of sbx's
-// network namespace, whose abstract names are the host's).
+// (private network namespace); a bind of it is refused (EINVAL: the pair is not a socket of the
+// sandbox's network namespace).
 //
 // Decisions (plugins/bwrap/README.md, "Unix sockets: the supervisor", has the threat model):
 // * pathname connect: the path is resolved as the caller sees it (its root and working
