@@ -160,7 +160,11 @@ void print_backend_refusals(const ExecOptions& options, const RunReport& report)
   if (options.json) return;
   const BackendRefusalLog& log = report.backend_refusals;
   for (const BackendRefusal& refusal : log.entries) {
-    if (refusal.kind == "unix")
+    // bwrap's supervisor names a refused unix datagram socket by its call (no path yet).
+    if (refusal.kind == "unix" && refusal.address.starts_with("socket(AF_UNIX, "))
+      std::cerr << "sbx: network: the sandbox refused a unix datagram socket ("
+                << printable(refusal.address) << "): its sends could name any host socket\n";
+    else if (refusal.kind == "unix")
       std::cerr << "sbx: network: the sandbox refused a connection to the host's unix socket "
                 << printable(refusal.address) << " (not in network.unix_sockets)\n";
     else

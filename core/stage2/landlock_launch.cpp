@@ -783,6 +783,27 @@ void wait_supervisor(int pidfd, int signals) {
   }
 }
 
+// The command inherits descriptors 0-2 and nothing else (every other one is close-on-exec). A
+// unix datagram socket among them could send to any host socket by the path in each sendmsg,
+// which neither seccomp (it cannot read msg_name) nor Landlock (up to ABI 7) sees, while the
+// filter refuses making one inside: the run is refused instead, as under bwrap. SO_TYPE says
+// SOCK_DGRAM for a socket made as SOCK_RAW too (unix_create() changes the type).
+Status check_inherited_descriptors() {
+  for (int fd = 0; fd <= 2; ++fd) {
+    int domain = 0;
+    int type = 0;
+    socklen_t size = sizeof domain;
+    if (::getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &size) != 0) continue;  // not a socket
+    size = sizeof type;
+    if (domain == AF_UNIX && ::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &size) == 0 &&
+        type == SOCK_DGRAM)
+      return Error{"landlock: descriptor " + std::to_string(fd) +
+                   " is a unix datagram socket, which could send to any host socket from inside "
+                   "the sandbox; give the command a pipe, a file or a stream socket instead"};
+  }
+  return {};
+}
+
 Result<std::uint16_t> parse_port(const std::string& value) {
   char* end = nullptr;
   const long port = std::strtol(value.c_str(), &end, 10);
@@ -865,6 +886,8 @@ Result<ExitStatus> run_landlock(const LandlockLaunch& launch, const LaunchOption
   if (!options.cwd.empty() && options.cwd.front() != '/')
     return Error{"landlock: the working directory must be an absolute path"};
   // Everything that may allocate or fail with a good message happens here, before any child.
+  if (Status inherited = check_inherited_descriptors(); !inherited.ok())
+    return Error{inherited.error()};
   Result<UniqueFd> ruleset = build_landlock_ruleset(launch.landlock);
   if (!ruleset.ok()) return Error{"landlock: " + ruleset.error()};
   // A restricted filesystem has writable roots to keep metadata changes in; an unrestricted

@@ -241,16 +241,34 @@ Status add_device_node_rules(scmp_filter_ctx ctx) {
   return s;
 }
 
-// socketpair(): only AF_UNIX, and not datagram. A unix datagram socket may name a destination
-// path on every send (sendmsg's msg_name, which the filter cannot read, or sendto's), and the
-// kernel then delivers to whatever socket is bound at that path, connected pair or not: a host
-// datagram socket visible through the bind-mounted filesystem (the journal's, a notify socket)
-// would be reachable. Stream and seqpacket pairs ignore or refuse a destination.
-Status add_socketpair_rules(scmp_filter_ctx ctx) {
+// The unix socket types the command may hold: stream and seqpacket, an allow-list (a type the
+// kernel adds later stays refused). A unix datagram socket may name a destination path on every
+// send (sendmsg's msg_name, which the filter cannot read, sendmmsg's, or sendto's) or connect to
+// one, and the kernel then delivers to whatever datagram socket is bound at that path, connected
+// pair or not: a host datagram socket visible through the filesystem (the journal's, a notify
+// socket) would be reachable. SOCK_RAW is a datagram socket too: net/unix/af_unix.c
+// unix_create() maps SOCK_RAW to SOCK_DGRAM, so comparing with SOCK_DGRAM alone let it through.
+// Stream and seqpacket sockets refuse (stream: EOPNOTSUPP/EISCONN) or ignore (seqpacket:
+// unix_seqpacket_sendmsg() clears msg_namelen) a destination on a send, and a connected one
+// cannot be connected again (unix_stream_connect(): EISCONN).
+constexpr bool allowed_unix_type(scmp_datum_t type) {
+  return type == SOCK_STREAM || type == SOCK_SEQPACKET;
+}
+
+// socketpair(): only AF_UNIX (the NE comparison covers all 64 bits, so a family with upper bits
+// set, which the kernel would read as its low 32, is refused too), of an allowed unix type.
+Status add_socketpair_family_rule(scmp_filter_ctx ctx) {
   const scmp_arg_cmp not_unix[] = {SCMP_A0(SCMP_CMP_NE, AF_UNIX)};
-  Status s = refuse_if(ctx, "socketpair", not_unix);
-  const scmp_arg_cmp datagram[] = {SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_DGRAM)};
-  if (s.ok()) s = refuse_if(ctx, "socketpair", datagram);
+  return refuse_if(ctx, "socketpair", not_unix);
+}
+
+Status add_socketpair_rules(scmp_filter_ctx ctx) {
+  Status s = add_socketpair_family_rule(ctx);
+  for (scmp_datum_t type = 0; type <= 0xf; ++type) {
+    if (allowed_unix_type(type)) continue;
+    const scmp_arg_cmp cmp[] = {SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, type)};
+    if (s.ok()) s = refuse_if(ctx, "socketpair", cmp);
+  }
   return s;
 }
 
@@ -340,10 +358,11 @@ Status add_private_socket_rules(scmp_filter_ctx ctx) {
 
 // kPrivate with bwrap's unix-socket supervisor: the supervisor decides which unix socket a
 // connect() reaches (host pathname sockets only when listed) and performs every bind, so unix
-// stream and seqpacket sockets may be created. Unix datagram sockets stay refused: a datagram
-// send names its destination per message, which nothing supervises (the supervisor's own
-// filter refuses them as well). Each rule pairs the family with one refused property, so the
-// inet rules of kPrivate do not touch AF_UNIX and the other way round.
+// sockets may be created here. Unix datagram sockets are the supervisor's filter's: it refuses
+// socket() of every unix type but stream and seqpacket (and reports it) and hands datagram
+// socketpair() to the supervisor, which gives the command a pair that cannot be re-addressed
+// (plugins/bwrap/include/sbx/bwrap/unix_supervisor.hpp). Each rule pairs the family with one
+// refused property, so the inet rules of kPrivate do not touch AF_UNIX and the other way round.
 Status add_private_supervised_socket_rules(scmp_filter_ctx ctx) {
   std::vector<scmp_arg_cmp> families = {SCMP_A0(SCMP_CMP_EQ, AF_UNSPEC),
                                         SCMP_A0(SCMP_CMP_GE, AF_INET6 + 1)};
@@ -359,25 +378,29 @@ Status add_private_supervised_socket_rules(scmp_filter_ctx ctx) {
       if (s.ok()) s = refuse_if(ctx, "socket", pair);
     }
   }
-  for (scmp_datum_t type = 0; type <= 0xf; ++type) {
-    if (type == SOCK_STREAM || type == SOCK_SEQPACKET) continue;
-    const scmp_arg_cmp pair[] = {SCMP_A0(SCMP_CMP_EQ, AF_UNIX),
-                                 SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, type)};
-    if (s.ok()) s = refuse_if(ctx, "socket", pair);
-  }
   // Protocol 0 or PF_UNIX (1), the only ones the kernel takes for AF_UNIX.
   const scmp_arg_cmp unix_protocol[] = {SCMP_A0(SCMP_CMP_EQ, AF_UNIX),
                                         SCMP_A2(SCMP_CMP_GE, 2)};
   if (s.ok()) s = refuse_if(ctx, "socket", unix_protocol);
-  if (s.ok()) s = add_socketpair_rules(ctx);
+  // Datagram socketpairs are the supervisor's (its filter hands them to it, which gives the
+  // command a pair that cannot be re-addressed): only the family is refused here.
+  if (s.ok()) s = add_socketpair_family_rule(ctx);
   return s;
 }
 
 // Open network: every socket but AF_VSOCK, which reaches the hypervisor host (a virtual
-// machine's host services) rather than the network; Docker refuses it too.
+// machine's host services) rather than the network; Docker refuses it too. The kernel reads
+// the family as an int (its low 32 bits), so a family with upper bits set, which the EQ
+// comparison would not match, is refused whole. Unix datagram sockets are the unix-socket
+// supervisor's (bwrap, the only backend that runs this mode: Landlock refuses an enabled
+// network): its filter refuses socket() and reports it, and hands socketpair() to it.
 Status add_open_network_rules(scmp_filter_ctx ctx) {
   const scmp_arg_cmp vsock[] = {SCMP_A0(SCMP_CMP_EQ, kAfVsock)};
-  return refuse_if(ctx, "socket", vsock);
+  Status s = refuse_if(ctx, "socket", vsock);
+  const scmp_arg_cmp wide_family[] = {SCMP_A0(SCMP_CMP_GT, 0xffffffffu)};
+  if (s.ok()) s = refuse_if(ctx, "socket", wide_family);
+  if (s.ok()) s = refuse_if(ctx, "socketpair", wide_family);
+  return s;
 }
 
 Status add_argument_rules(scmp_filter_ctx ctx, NetworkFilter network) {

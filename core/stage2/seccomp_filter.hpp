@@ -31,8 +31,9 @@
 //      anything with another identity. Limit: the filter reads registers, never memory, so a
 //      mode passed in memory cannot be checked; that is why openat2 answers ENOSYS and io_uring
 //      is refused;
-//    - kBlocked, kProxy, kPrivate: socketpair() except AF_UNIX stream/seqpacket pairs (a unix
-//      datagram socket can send to any bound path named in sendmsg, host sockets included);
+//    - kBlocked, kProxy, kPrivate: socketpair() except AF_UNIX stream/seqpacket pairs, an
+//      allow-list (a unix datagram socket can send to any bound path named in sendmsg, host
+//      sockets included; SOCK_RAW is one too: unix_create() maps it to SOCK_DGRAM);
 //    - kBlocked: sendto with a destination address;
 //    - kProxy (network.mode proxy in Landlock mode; the command reaches only the proxy's
 //      loopback port, enforced by Landlock's TCP connect rule; under bwrap proxy mode gets
@@ -51,9 +52,12 @@
 //      backend, which shares the host's network namespace;
 //    - kPrivateUnixSupervised (kPrivate under bwrap's unix-socket supervisor,
 //      plugins/bwrap/include/sbx/bwrap/unix_supervisor.hpp, which decides every connect and
-//      bind and refuses unix datagram sockets itself): as kPrivate, plus AF_UNIX stream and
-//      seqpacket sockets with protocol 0 or 1; unix datagram sockets stay refused here too;
-//    - kOpen: socket(AF_VSOCK) (the hypervisor host, not the network; Docker refuses it too).
+//      bind and takes unix datagram sockets itself): as kPrivate, plus AF_UNIX sockets with
+//      protocol 0 or 1 and AF_UNIX socketpairs of any type: the supervisor's filter refuses
+//      unix datagram socket()s and turns datagram socketpair()s into seqpacket pairs;
+//    - kOpen (bwrap only, under the same supervisor): socket(AF_VSOCK) (the hypervisor host,
+//      not the network; Docker refuses it too), and socket()/socketpair() whose family has
+//      upper bits set (the kernel reads an int, so they would slip past the EQ comparison).
 // Calls of another architecture (e.g. i386 or x32 on x86_64) kill the process.
 #pragma once
 

@@ -480,7 +480,8 @@ bool has_proc_mount(const std::vector<std::string>& argv) {
 // fallback there is none, and only the descriptors guard the binds.
 // The command inherits stdin, stdout and stderr and nothing else. A unix datagram socket among
 // them could send to any socket path on every message, which the supervisor does not see (it
-// refuses creating such sockets inside): the run is refused instead.
+// sees no send: it makes sure no such socket exists inside, refusing socket() and making
+// datagram socketpairs seqpacket ones): the run is refused instead.
 Status check_inherited_descriptors() {
   for (int fd = 0; fd <= 2; ++fd) {
     int domain = 0;

@@ -23,6 +23,7 @@
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -77,60 +78,66 @@ constexpr std::uint32_t kX32Bit = 0x40000000;
 // Jump offsets are relative to the next instruction; the labels are the indices noted below.
 // The kernel reads int arguments (family, type) as their low 32 bits, so the filter compares
 // exactly those: upper bits set by the caller cannot slip a unix datagram socket past it.
+// socket() and socketpair() of AF_UNIX with a type other than SOCK_STREAM or SOCK_SEQPACKET (an
+// allow-list: SOCK_RAW is a datagram socket too, net/unix/af_unix.c unix_create() maps it to
+// SOCK_DGRAM) are notified: the supervisor refuses socket() and reports it, and answers a
+// datagram socketpair() with a pair that cannot be re-addressed (substitute_datagram_pair).
 // Two programs: the second also notifies sendto() with a destination address (its pointer
 // argument not NULL), for the reports of a private network namespace (UnixSocketRules::
 // private_network); the first lets every send through.
 constexpr sock_filter kProgram[] = {
     /* 0 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, kArch),
-    /* 1 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, kNativeArch, 0, 17),  // else -> 19 kill
+    /* 1 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, kNativeArch, 0, 18),  // else -> 20 kill
     /* 2 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, kNr),
-    /* 3 */ BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, kX32Bit, 15, 0),  // -> 19 kill
-    /* 4 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_connect, 12, 0),  // -> 17 notify
-    /* 5 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_bind, 11, 0),     // -> 17 notify
-    /* 6 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 11, 0),     // -> 18 EPERM
-    /* 7 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_enter, 10, 0),     // -> 18 EPERM
-    /* 8 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_register, 9, 0),   // -> 18 EPERM
+    /* 3 */ BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, kX32Bit, 16, 0),                 // -> 20 kill
+    /* 4 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_connect, 13, 0),            // -> 18 notify
+    /* 5 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_bind, 12, 0),               // -> 18 notify
+    /* 6 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 12, 0),     // -> 19 EPERM
+    /* 7 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_enter, 11, 0),     // -> 19 EPERM
+    /* 8 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_register, 10, 0),  // -> 19 EPERM
     /* 9 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socket, 1, 0),              // -> 11
-    /* 10 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socketpair, 0, 5),         // else -> 16
+    /* 10 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socketpair, 0, 6),         // else -> 17
     /* 11 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, kArg0),
-    /* 12 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_UNIX, 0, 3),  // else -> 16 allow
+    /* 12 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_UNIX, 0, 4),  // else -> 17 allow
     /* 13 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, kArg1),
     /* 14 */ BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0xf),  // the type without SOCK_NONBLOCK/CLOEXEC
-    /* 15 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOCK_DGRAM, 2, 0),  // -> 18 EPERM
-    /* 16 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-    /* 17 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
-    /* 18 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
-    /* 19 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+    /* 15 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOCK_STREAM, 1, 0),     // -> 17 allow
+    /* 16 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOCK_SEQPACKET, 0, 1),  // else -> 18 notify
+    /* 17 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    /* 18 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
+    /* 19 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+    /* 20 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
 };
 
 // The same, and sendto() with a non-NULL destination (both words of the pointer tested) is
 // notified too. Only the report rests on it: the kernel's routing refuses the destination.
 constexpr sock_filter kProgramWithSends[] = {
     /* 0 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, kArch),
-    /* 1 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, kNativeArch, 0, 22),  // else -> 24 kill
+    /* 1 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, kNativeArch, 0, 23),  // else -> 25 kill
     /* 2 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, kNr),
-    /* 3 */ BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, kX32Bit, 20, 0),  // -> 24 kill
-    /* 4 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_connect, 17, 0),  // -> 22 notify
-    /* 5 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_bind, 16, 0),     // -> 22 notify
-    /* 6 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 16, 0),     // -> 23 EPERM
-    /* 7 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_enter, 15, 0),     // -> 23 EPERM
-    /* 8 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_register, 14, 0),  // -> 23 EPERM
+    /* 3 */ BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, kX32Bit, 21, 0),                 // -> 25 kill
+    /* 4 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_connect, 18, 0),            // -> 23 notify
+    /* 5 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_bind, 17, 0),               // -> 23 notify
+    /* 6 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 17, 0),     // -> 24 EPERM
+    /* 7 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_enter, 16, 0),     // -> 24 EPERM
+    /* 8 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_register, 15, 0),  // -> 24 EPERM
     /* 9 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socket, 6, 0),              // -> 16
     /* 10 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socketpair, 5, 0),         // -> 16
-    /* 11 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_sendto, 0, 9),             // else -> 21
+    /* 11 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_sendto, 0, 10),            // else -> 22
     /* 12 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, kArg4),
-    /* 13 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 8),  // low word set -> 22 notify
+    /* 13 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 9),  // low word set -> 23 notify
     /* 14 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, kArg4 + 4),
-    /* 15 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 5, 6),  // NULL -> 21 allow, else -> 22
+    /* 15 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 6, 7),  // NULL -> 22 allow, else -> 23
     /* 16 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, kArg0),
-    /* 17 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_UNIX, 0, 3),  // else -> 21 allow
+    /* 17 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_UNIX, 0, 4),  // else -> 22 allow
     /* 18 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, kArg1),
     /* 19 */ BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0xf),  // the type without SOCK_NONBLOCK/CLOEXEC
-    /* 20 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOCK_DGRAM, 2, 0),  // -> 23 EPERM
-    /* 21 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-    /* 22 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
-    /* 23 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
-    /* 24 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+    /* 20 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOCK_STREAM, 1, 0),     // -> 22 allow
+    /* 21 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SOCK_SEQPACKET, 0, 1),  // else -> 23 notify
+    /* 22 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    /* 23 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
+    /* 24 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+    /* 25 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
 };
 
 const sock_fprog kProgramDescriptor = {static_cast<unsigned short>(std::size(kProgram)),
@@ -225,6 +232,7 @@ SupervisedArgv take_supervisor_options(const std::vector<std::string>& argv) {
   const auto bwrap_end = std::find(argv.begin(), argv.end(), "--");
   out.rules.private_network =
       std::find(argv.begin(), bwrap_end, "--unshare-net") != bwrap_end;
+  if (!argv.empty()) out.rules.launcher = argv.front();
   bool in_stage2_options = false;
   bool after_command = false;
   for (std::size_t i = 0; i < argv.size(); ++i) {
@@ -259,6 +267,9 @@ constexpr std::size_t kMaxRefusals = 1000;
 constexpr std::size_t kPruneAbove = 256;
 // Sockets whose bind is not seen done yet, kept at most (a failed bind never completes).
 constexpr std::size_t kMaxPending = 256;
+// Substituted datagram socketpairs remembered (for the reports and bind refusal below); beyond
+// this many a new pair still works but is not remembered.
+constexpr std::size_t kMaxSubstitutes = 65536;
 
 class Fd {
  public:
@@ -327,6 +338,7 @@ struct Known {
   std::map<Identity, Fd> bound;           // socket files a bind of this sandbox created
   std::deque<PendingBind> pending;        // binds let through, file not yet recorded
   std::set<ino_t> abstract_binders;       // sockfs inodes of unix sockets the sandbox bound
+  std::set<std::uint64_t> substitutes;    // SO_COOKIE of each socket substitute_datagram_pair made
   std::vector<UnixRefusal> refusals;
 };
 
@@ -334,6 +346,7 @@ struct Known {
 
 struct UnixSupervisor::State : std::enable_shared_from_this<UnixSupervisor::State> {
   UnixSocketRules rules;
+  std::optional<Identity> launcher;  // rules.launcher's file, identified when the run starts
   Fd listener;
   Fd stop_event;
   mutable std::mutex mutex;
@@ -348,6 +361,11 @@ struct UnixSupervisor::State : std::enable_shared_from_this<UnixSupervisor::Stat
   // process is left under the filter. Only the owner's thread touches them.
   bool threaded = false;
   bool hung_up = false;
+  // The pair factory (substitute_datagram_pair), started at the first datagram socketpair of
+  // the run; only the thread that serves the listener (one at a time) touches it.
+  Fd factory;
+  pid_t factory_pid = 0;
+  bool factory_tried = false;
 };
 
 namespace {
@@ -830,7 +848,12 @@ bool loopback_destination(const sockaddr_storage& address, socklen_t length) {
 // is performed here on the duplicate with private copies of the address and the datagram, so
 // the kernel's answer (ENETUNREACH: recorded as kind "ip") is known and injected. A command
 // that rewrites the address after the copy can dodge a report, never the kernel's refusal.
+void refuse_addressed_send(State& state, const seccomp_notif& request);
+bool is_substitute(State& state, int socket);
+
 void send_to(State& state, const seccomp_notif& request, Fd socket, int domain) {
+  if (socket.ok() && domain == AF_UNIX && is_substitute(state, socket.get()))
+    return refuse_addressed_send(state, request);
   int type = 0;
   socklen_t type_size = sizeof type;
   if (!socket.ok() || (domain != AF_INET && domain != AF_INET6) ||
@@ -887,8 +910,270 @@ bool continued_unless_inet(State& state, const seccomp_notif& request) {
       getsockopt(socket.get(), SOL_SOCKET, SO_DOMAIN, &domain, &domain_size) != 0 ||
       domain == AF_INET || domain == AF_INET6)
     return false;
+  if (domain == AF_UNIX && is_substitute(state, socket.get())) {
+    refuse_addressed_send(state, request);
+    return true;
+  }
   continue_call(state, request.id);
   return true;
+}
+
+// ---- unix datagram sockets ----
+//
+// No unix datagram socket ever exists inside the sandbox: socket() of one is refused (and
+// reported), and a datagram socketpair() is answered with a seqpacket pair made here. A
+// seqpacket socket keeps message boundaries like a datagram one, but cannot be re-addressed:
+// net/unix/af_unix.c unix_seqpacket_sendmsg() clears msg_namelen (so sendto, sendmsg and
+// sendmmsg go to the pair's peer, whatever address they carry) and unix_stream_connect()
+// refuses a connected socket (EISCONN) and a datagram server (EPROTOTYPE). So no destination in
+// memory the filter cannot read (sendmsg's msg_name) matters, the sends are not notified, and
+// a run that makes no datagram socket pays nothing. A multithreaded command swapping
+// descriptors (dup2) changes nothing either: there is no datagram socket to swap in.
+
+std::uint64_t cookie_of(int socket) {
+  std::uint64_t cookie = 0;
+  socklen_t size = sizeof cookie;
+  return getsockopt(socket, SOL_SOCKET, SO_COOKIE, &cookie, &size) == 0 ? cookie : 0;
+}
+
+bool is_substitute(State& state, int socket) {
+  const std::uint64_t cookie = cookie_of(socket);
+  std::lock_guard lock(state.mutex);
+  return cookie != 0 && state.known.substitutes.contains(cookie);
+}
+
+// The kernel's own answer to a unix socket()/socketpair() the filter notified (a type outside
+// stream and seqpacket), when it would refuse it anyway (__sys_socket(), unix_create()): 0 for
+// a datagram socket it would make.
+int kernel_refusal(int type, int protocol) {
+  if ((type & ~0xf & ~(SOCK_CLOEXEC | SOCK_NONBLOCK)) != 0) return EINVAL;
+  if (protocol != 0 && protocol != PF_UNIX) return EPROTONOSUPPORT;
+  if ((type & 0xf) != SOCK_DGRAM && (type & 0xf) != SOCK_RAW) return ESOCKTNOSUPPORT;
+  return 0;
+}
+
+std::string datagram_call(const char* call, int type) {
+  return std::string(call) + "(AF_UNIX, " + ((type & 0xf) == SOCK_RAW ? "SOCK_RAW" : "SOCK_DGRAM") +
+         ")";
+}
+
+// True when `tid` runs the launcher's executable (/proc/TID/exe is that file). Only a report
+// rests on it: a command that runs the launcher itself can at most hide its own refusals.
+bool runs_the_launcher(State& state, pid_t tid) {
+  struct stat st{};
+  return state.launcher && stat(proc_path(tid, "exe").c_str(), &st) == 0 &&
+         Identity{st.st_dev, st.st_ino} == *state.launcher;
+}
+
+// socket(AF_UNIX, SOCK_DGRAM or SOCK_RAW): refused, reported as kind "unix" with the call (the
+// destination is not named yet). Its only use is to name host paths.
+void refuse_datagram_socket(State& state, const seccomp_notif& request) {
+  const int type = static_cast<int>(request.data.args[1]);
+  if (const int error = kernel_refusal(type, static_cast<int>(request.data.args[2])); error != 0)
+    return respond_result(state, request.id, -1, error);
+  if (!runs_the_launcher(state, static_cast<pid_t>(request.pid)))
+    record_refusal(state, datagram_call("socket", type));
+  respond_result(state, request.id, -1, EPERM);
+}
+
+// The pair factory: a process of sbx's in a network namespace of its own, empty (not even its
+// loopback is up), that makes each substituted pair. A socket belongs to the network namespace
+// of the task that made it, and reaches it through ioctls that need no privilege (SIOCGIFCONF,
+// SIOCGIFADDR, SIOCGIFHWADDR... list its interfaces and addresses): a pair made by sbx itself
+// would show a sandbox in a private namespace the host's network, and take abstract names
+// (SO_PASSCRED's autobind) in the host's. sbx's threads cannot enter another namespace
+// without CAP_SYS_ADMIN, so a process does: unshare(CLONE_NEWNET) (root), else with
+// CLONE_NEWUSER (as bwrap does). It only ever makes seqpacket pairs and sends them back.
+// Started by clone() without an exit signal (the spawner's SIGCHLD is bwrap's), reaped by
+// stop(); it dies with the thread that started it (PR_SET_PDEATHSIG) and on EOF.
+
+// The factory's loop, in the cloned child: raw system calls only (it is a copy of a
+// multithreaded process), never returns.
+[[noreturn]] void run_pair_factory(int channel, pid_t parent) noexcept {
+  syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  if (syscall(SYS_getppid) != parent) syscall(SYS_exit_group, 1);
+  // Every descriptor of sbx's but its channel: its copy of sbx's end would keep the channel
+  // from ever reading EOF, and the factory needs nothing else (close_range, Linux 5.9).
+  if ((channel > 0 && syscall(SYS_close_range, 0, channel - 1, 0) != 0) ||
+      syscall(SYS_close_range, channel + 1, ~0U, 0) != 0)
+    syscall(SYS_exit_group, 1);
+  if (syscall(SYS_unshare, CLONE_NEWNET) != 0 &&
+      syscall(SYS_unshare, CLONE_NEWUSER | CLONE_NEWNET) != 0)
+    syscall(SYS_exit_group, 1);
+  char byte = 'R';
+  if (syscall(SYS_sendto, channel, &byte, 1, MSG_NOSIGNAL, nullptr, 0) != 1)
+    syscall(SYS_exit_group, 1);
+  for (;;) {
+    if (syscall(SYS_recvfrom, channel, &byte, 1, 0, nullptr, 0) != 1) syscall(SYS_exit_group, 0);
+    int pair[2] = {-1, -1};
+    const bool made =
+        syscall(SYS_socketpair, AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) == 0;
+    iovec iov{&byte, 1};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof pair)] = {};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    if (made) {
+      msg.msg_control = control;
+      msg.msg_controllen = sizeof control;
+      cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
+      cmsg->cmsg_level = SOL_SOCKET;
+      cmsg->cmsg_type = SCM_RIGHTS;
+      cmsg->cmsg_len = CMSG_LEN(sizeof pair);
+      std::memcpy(CMSG_DATA(cmsg), pair, sizeof pair);
+    }
+    const long sent = syscall(SYS_sendmsg, channel, &msg, MSG_NOSIGNAL);
+    if (made) {
+      syscall(SYS_close, pair[0]);
+      syscall(SYS_close, pair[1]);
+    }
+    if (sent != 1) syscall(SYS_exit_group, 0);
+  }
+}
+
+// Starts the factory once per run; false when it cannot run (no user namespaces for an
+// unprivileged sbx, say): datagram socketpairs are then refused, as before.
+bool pair_factory_ready(State& state) {
+  if (state.factory.ok()) return true;
+  if (state.factory_tried) return false;
+  state.factory_tried = true;
+  int channel[2] = {-1, -1};
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, channel) != 0) return false;
+  Fd ours(channel[0]);
+  Fd theirs(channel[1]);
+  const pid_t parent = getpid();
+  // Like fork(), without SIGCHLD at exit and without glibc's fork handlers.
+  const long pid = syscall(SYS_clone, 0, nullptr, nullptr, nullptr, 0);
+  if (pid == 0) run_pair_factory(theirs.get(), parent);
+  if (pid < 0) return false;
+  theirs.reset();
+  state.factory_pid = static_cast<pid_t>(pid);
+  char ready = 0;
+  if (recv(ours.get(), &ready, 1, 0) != 1 || ready != 'R') return false;
+  state.factory = std::move(ours);
+  return true;
+}
+
+// A seqpacket pair from the factory, or false.
+bool pair_from_factory(State& state, Fd& first, Fd& second) {
+  if (!pair_factory_ready(state)) return false;
+  const char request = 'P';
+  if (send(state.factory.get(), &request, 1, MSG_NOSIGNAL) != 1) return false;
+  char byte = 0;
+  iovec iov{&byte, 1};
+  int pair[2] = {-1, -1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof pair)] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  if (recvmsg(state.factory.get(), &msg, MSG_CMSG_CLOEXEC) != 1) return false;
+  const cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
+  if (cmsg == nullptr || cmsg->cmsg_level != SOL_SOCKET || cmsg->cmsg_type != SCM_RIGHTS ||
+      cmsg->cmsg_len != CMSG_LEN(sizeof pair))
+    return false;
+  std::memcpy(pair, CMSG_DATA(cmsg), sizeof pair);
+  first = Fd(pair[0]);
+  second = Fd(pair[1]);
+  return true;
+}
+
+void stop_pair_factory(State& state) {
+  state.factory.reset();  // EOF: the factory exits
+  if (state.factory_pid > 0) waitpid(state.factory_pid, nullptr, __WALL);
+  state.factory_pid = 0;
+}
+
+// Installs `fd` in the caller (SECCOMP_IOCTL_NOTIF_ADDFD, Linux 5.9): its number there, or
+// -errno.
+int install_in_caller(State& state, std::uint64_t id, int fd, bool cloexec) {
+  seccomp_notif_addfd addfd{};
+  addfd.id = id;
+  addfd.srcfd = static_cast<std::uint32_t>(fd);
+  addfd.newfd_flags = cloexec ? O_CLOEXEC : 0;
+  const int number = ioctl(state.listener.get(), SECCOMP_IOCTL_NOTIF_ADDFD, &addfd);
+  return number < 0 ? -errno : number;
+}
+
+// socketpair(AF_UNIX, SOCK_DGRAM or SOCK_RAW): a seqpacket pair (above) from the pair factory
+// with the caller's SOCK_NONBLOCK (a file status flag: shared with the caller's descriptors)
+// and SOCK_CLOEXEC, installed in the caller, its two numbers written to the caller's sv[2].
+// Nothing is decided on the caller's memory; a write that fails (sv unmapped meanwhile) answers
+// EFAULT and leaves the two descriptors in the caller, as a partial ADDFD failure leaves the
+// first. The pair is remembered (SO_COOKIE, never reused) so that a bind of it can be refused
+// (it belongs to the factory's network namespace, not the sandbox's) and an addressed sendto on
+// it reported.
+void substitute_datagram_pair(State& state, const seccomp_notif& request) {
+  const int type = static_cast<int>(request.data.args[1]);
+  if (const int error = kernel_refusal(type, static_cast<int>(request.data.args[2])); error != 0)
+    return respond_result(state, request.id, -1, error);
+  Fd first;
+  Fd second;
+  if (!pair_from_factory(state, first, second))
+    return respond_result(state, request.id, -1, EPERM);
+  // SOCK_NONBLOCK is a file status flag: set here, it is the caller's too.
+  if ((type & SOCK_NONBLOCK) != 0 &&
+      (fcntl(first.get(), F_SETFL, O_NONBLOCK) != 0 || fcntl(second.get(), F_SETFL, O_NONBLOCK) != 0))
+    return respond_result(state, request.id, -1, EPERM);
+  {
+    std::lock_guard lock(state.mutex);
+    if (state.known.substitutes.size() + 2 <= kMaxSubstitutes) {
+      state.known.substitutes.insert(cookie_of(first.get()));
+      state.known.substitutes.insert(cookie_of(second.get()));
+    }
+  }
+  const bool cloexec = (type & SOCK_CLOEXEC) != 0;
+  int numbers[2] = {-1, -1};
+  for (int i = 0; i < 2; ++i) {
+    numbers[i] = install_in_caller(state, request.id, i == 0 ? first.get() : second.get(), cloexec);
+    if (numbers[i] == -ENOENT) return;  // the caller is gone or was interrupted
+    // Out of descriptors keeps its errno; anything else (a kernel before 5.9, without ADDFD)
+    // refuses the pair as before.
+    if (numbers[i] < 0)
+      return respond_result(state, request.id, -1, numbers[i] == -EMFILE ? EMFILE : EPERM);
+  }
+  iovec local{numbers, sizeof numbers};
+  iovec remote{reinterpret_cast<void*>(request.data.args[3]), sizeof numbers};
+  if (process_vm_writev(static_cast<pid_t>(request.pid), &local, 1, &remote, 1, 0) !=
+      static_cast<ssize_t>(sizeof numbers))
+    return respond_result(state, request.id, -1, EFAULT);
+  respond(state, request.id, 0, 0);
+}
+
+// The unix socket calls the filter notifies for their type (not connect, bind or sendto).
+bool datagram_socket_call(const seccomp_notif& request) {
+  return request.data.nr == __NR_socket || request.data.nr == __NR_socketpair;
+}
+
+void answer_datagram_socket_call(State& state, const seccomp_notif& request) {
+  if (request.data.nr == __NR_socket) return refuse_datagram_socket(state, request);
+  substitute_datagram_pair(state, request);
+}
+
+// A sendto() with an address on a substituted pair: the kernel would ignore the address and
+// deliver to the pair's peer; refused instead (EACCES, like a refused connect) and reported
+// with the address the command gave, as a datagram socket's send there would have been.
+void refuse_addressed_send(State& state, const seccomp_notif& request) {
+  const auto address_length = static_cast<int>(request.data.args[5]);
+  sockaddr_storage address{};
+  std::string named = "sendto(AF_UNIX, SOCK_DGRAM)";
+  if (address_length > static_cast<int>(offsetof(sockaddr_un, sun_path)) &&
+      static_cast<std::size_t>(address_length) <= sizeof(sockaddr_un)) {
+    iovec local{&address, static_cast<std::size_t>(address_length)};
+    iovec remote{reinterpret_cast<void*>(request.data.args[4]),
+                 static_cast<std::size_t>(address_length)};
+    const auto* un = reinterpret_cast<const sockaddr_un*>(&address);
+    const std::size_t size =
+        static_cast<std::size_t>(address_length) - offsetof(sockaddr_un, sun_path);
+    if (process_vm_readv(static_cast<pid_t>(request.pid), &local, 1, &remote, 1, 0) ==
+            address_length &&
+        un->sun_family == AF_UNIX)
+      named = un->sun_path[0] == '\0' ? printable_abstract(std::string(un->sun_path + 1, size - 1))
+                                      : std::string(un->sun_path, strnlen(un->sun_path, size));
+  }
+  record_refusal(state, std::move(named));
+  respond_result(state, request.id, -1, kRefusalErrno);
 }
 
 // ---- one notification ----
@@ -898,6 +1183,7 @@ void handle(State& state, const seccomp_notif& request) {
   call.id = request.id;
   call.nr = request.data.nr;
   call.pid = static_cast<pid_t>(request.pid);
+  if (datagram_socket_call(request)) return answer_datagram_socket_call(state, request);
   if (call.nr != __NR_connect && call.nr != __NR_bind && call.nr != __NR_sendto)
     return respond_result(state, call.id, -1, ENOSYS);
   // int arguments: the kernel reads the low 32 bits.
@@ -920,6 +1206,11 @@ void handle(State& state, const seccomp_notif& request) {
   if (call.socket.ok() &&
       getsockopt(call.socket.get(), SOL_SOCKET, SO_DOMAIN, &domain, &domain_size) != 0)
     domain = -1;
+  // A substituted pair is a socket of the pair factory's network namespace: a name bound to it
+  // would not be the sandbox's. Refused as the kernel refuses binding a socket twice; a
+  // connected pair has no use for a name.
+  if (call.nr == __NR_bind && domain == AF_UNIX && is_substitute(state, call.socket.get()))
+    return respond_result(state, call.id, -1, EINVAL);
   if (call.nr == __NR_bind) return bind_continues(state, request, std::move(call.socket), domain);
   if (call.nr == __NR_sendto) return send_to(state, request, std::move(call.socket), domain);
   if (!call.socket.ok()) return respond_result(state, call.id, -1, getfd_error == EBADF ? EBADF : EPERM);
@@ -1043,6 +1334,9 @@ Result<std::shared_ptr<State>> make_state(int listener, UnixSocketRules rules) {
   state->listener = Fd(listener);
   state->rules = std::move(rules);
   if (!state->listener.ok()) return Error{"unix-socket supervisor: no seccomp listener"};
+  struct stat launcher{};
+  if (!state->rules.launcher.empty() && stat(state->rules.launcher.c_str(), &launcher) == 0)
+    state->launcher = Identity{launcher.st_dev, launcher.st_ino};
   if (Status listed = load_listed(*state); !listed.ok()) return Error{listed.error()};
   return state;
 }
@@ -1085,8 +1379,9 @@ void UnixSupervisor::serve() {
   seccomp_notif request{};
   if (ioctl(state.listener.get(), SECCOMP_IOCTL_NOTIF_RECV, &request) != 0) return;
   // A bind is continued as the caller's own call (after its socket is noted): nothing is
-  // performed with the owner's privileges, nothing blocks.
-  if (request.data.nr == __NR_bind) return handle(state, request);
+  // performed with the owner's privileges, nothing blocks. Neither does a unix datagram
+  // socket() (refused) or socketpair() (a seqpacket pair installed in the caller).
+  if (request.data.nr == __NR_bind || datagram_socket_call(request)) return handle(state, request);
   if (request.data.nr == __NR_sendto && continued_unless_inet(state, request)) return;
   std::string ignored;
   if (start_thread(state, request, ignored)) return;
@@ -1103,6 +1398,7 @@ void UnixSupervisor::stop() {
     (void)!write(state_->stop_event.get(), &one, sizeof one);
     state_->thread.join();
   }
+  stop_pair_factory(*state_);
   std::unique_lock lock(state_->mutex);
   // A connect still blocking (a TCP handshake to a silent host) is cut short: the sandbox that
   // waited for it is gone. Workers hold the state, so a late one is harmless; wait briefly.

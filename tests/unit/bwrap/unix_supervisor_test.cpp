@@ -334,17 +334,186 @@ TEST_F(UnixSupervisorTest, HostAbstractNameIsRefusedInTheHostsNamespace) {
 }
 
 TEST_F(UnixSupervisorTest, UnixDatagramSocketsAndIoUringAreRefused) {
-  EXPECT_EQ(run_supervised({}, [] {
-              if (::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0) >= 0 || errno != EPERM) return 1;
-              int pair[2];
-              if (::socketpair(AF_UNIX, SOCK_DGRAM, 0, pair) == 0 || errno != EPERM) return 2;
-              // Upper bits of the int argument are ignored by the kernel, and by the filter.
-              if (::syscall(SYS_socket, 0x100000000L | AF_UNIX, SOCK_DGRAM, 0) >= 0) return 3;
-              if (::syscall(SYS_io_uring_setup, 4, nullptr) >= 0 || errno != EPERM) return 4;
-              const int stream = ::socket(AF_UNIX, SOCK_STREAM, 0);
-              return stream >= 0 ? 0 : 5;
-            }),
+  std::vector<sbx::bwrap::UnixRefusal> refused;
+  EXPECT_EQ(run_supervised(
+                {},
+                [] {
+                  if (::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0) >= 0 || errno != EPERM)
+                    return 1;
+                  // net/unix/af_unix.c unix_create() makes SOCK_RAW a datagram socket.
+                  if (::socket(AF_UNIX, SOCK_RAW | SOCK_NONBLOCK, 0) >= 0 || errno != EPERM)
+                    return 2;
+                  // Upper bits of the int argument are ignored by the kernel, and by the filter.
+                  if (::syscall(SYS_socket, 0x100000000L | AF_UNIX, SOCK_DGRAM, 0) >= 0) return 3;
+                  if (::syscall(SYS_io_uring_setup, 4, nullptr) >= 0 || errno != EPERM) return 4;
+                  // What the kernel refuses anyway keeps the kernel's answer, unreported.
+                  if (::socket(AF_UNIX, SOCK_PACKET, 0) >= 0 || errno != ESOCKTNOSUPPORT) return 6;
+                  const int stream = ::socket(AF_UNIX, SOCK_STREAM, 0);
+                  const int seqpacket = ::socket(AF_UNIX, SOCK_SEQPACKET, 0);
+                  return stream >= 0 && seqpacket >= 0 ? 0 : 5;
+                },
+                &refused),
             0);
+  std::vector<std::string> named;
+  for (const auto& r : refused) named.push_back(r.kind + " " + r.address);
+  EXPECT_EQ(named, (std::vector<std::string>{"unix socket(AF_UNIX, SOCK_DGRAM)",
+                                             "unix socket(AF_UNIX, SOCK_RAW)",
+                                             "unix socket(AF_UNIX, SOCK_DGRAM)"}));
+}
+
+// A host datagram socket bound at `name`, counting what reached it.
+class HostDatagram {
+ public:
+  explicit HostDatagram(const std::string& name) {
+    fd_ = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    socklen_t length = 0;
+    const sockaddr_un sa = address_of(name, length);
+    ok_ = ::bind(fd_, reinterpret_cast<const sockaddr*>(&sa), length) == 0;
+  }
+  ~HostDatagram() { ::close(fd_); }
+  HostDatagram(const HostDatagram&) = delete;
+  HostDatagram& operator=(const HostDatagram&) = delete;
+  bool ok() const { return ok_; }
+  int received() const {
+    char buffer[16];
+    int count = 0;
+    while (::recv(fd_, buffer, sizeof buffer, MSG_DONTWAIT) >= 0) ++count;
+    return count;
+  }
+
+ private:
+  int fd_ = -1;
+  bool ok_ = false;
+};
+
+// Codex's allow_unix_socketpair_recvfrom: a datagram socketpair carries a message inside. The
+// pair the supervisor gives (seqpacket) keeps boundaries, SOCK_NONBLOCK and SOCK_CLOEXEC, and
+// every re-addressing ends at the pair's peer or is refused, never at the host's socket: sendto
+// (refused and reported in a private namespace, where addressed sends are notified), sendmsg and
+// sendmmsg with msg_name (the kernel ignores the name: to the peer), connect (refused and
+// reported by the supervisor), bind (refused: the pair is a socket of sbx's namespace).
+TEST_F(UnixSupervisorTest, DatagramSocketpairWorksInsideAndCannotBeReAddressed) {
+  const std::string host_path = path("host.sock");
+  HostDatagram host(host_path);
+  ASSERT_TRUE(host.ok());
+  for (const bool private_network : {false, true}) {
+    UnixSocketRules rules;
+    rules.private_network = private_network;
+    std::vector<sbx::bwrap::UnixRefusal> refused;
+    const int code = run_supervised(
+        rules,
+        [&] {
+          int sv[2] = {-1, -1};
+          if (::socketpair(AF_UNIX, SOCK_DGRAM, 0, sv) != 0) return 1;
+          if (::write(sv[0], "hello_unix", 10) != 10 || ::write(sv[0], "x", 1) != 1) return 2;
+          char buf[64];
+          if (::recvfrom(sv[1], buf, sizeof buf, 0, nullptr, nullptr) != 10)
+            return 3;  // boundaries
+          if (::recv(sv[1], buf, sizeof buf, 0) != 1) return 4;
+          int raw[2] = {-1, -1};
+          if (::socketpair(AF_UNIX, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, raw) != 0) return 5;
+          if ((::fcntl(raw[0], F_GETFL) & O_NONBLOCK) == 0 ||
+              (::fcntl(raw[1], F_GETFD) & FD_CLOEXEC) == 0 ||
+              (::fcntl(sv[0], F_GETFD) & FD_CLOEXEC) != 0)
+            return 6;
+          if (::recv(raw[1], buf, sizeof buf, 0) >= 0 || errno != EAGAIN) return 7;
+      // Made in the pair factory's empty network namespace, neither sbx's nor the caller's:
+      // interface ioctls on it (SIOCGIFCONF...) show nothing of the host.
+      constexpr int kSoNetnsCookie = 71;  // SO_NETNS_COOKIE (Linux 5.14)
+      const auto netns_of = [](int fd) {
+        std::uint64_t cookie = 0;
+        socklen_t size = sizeof cookie;
+        return ::getsockopt(fd, SOL_SOCKET, kSoNetnsCookie, &cookie, &size) == 0 ? cookie : 0;
+      };
+      const int own = ::socket(AF_UNIX, SOCK_STREAM, 0);
+      if (netns_of(raw[0]) == 0 || netns_of(raw[0]) == netns_of(own)) return 13;
+          socklen_t length = 0;
+          const sockaddr_un sa = address_of(host_path, length);
+          const long to =
+              ::sendto(raw[0], "a", 1, 0, reinterpret_cast<const sockaddr*>(&sa), length);
+          if (private_network ? (to >= 0 || errno != EACCES) : to != 1) return 8;
+          char byte = 'b';
+          iovec iov{&byte, 1};
+          msghdr msg{};
+          msg.msg_name = const_cast<sockaddr_un*>(&sa);
+          msg.msg_namelen = length;
+          msg.msg_iov = &iov;
+          msg.msg_iovlen = 1;
+          if (::sendmsg(raw[0], &msg, 0) != 1) return 9;
+          mmsghdr many{msg, 0};
+          if (::sendmmsg(raw[0], &many, 1, 0) != 1) return 10;
+          if (::connect(raw[0], reinterpret_cast<const sockaddr*>(&sa), length) == 0 ||
+              errno != EACCES)
+            return 11;
+          const sockaddr_un name = address_of(std::string("\0sbx-pair", 9), length);
+          if (::bind(raw[0], reinterpret_cast<const sockaddr*>(&name), length) == 0 ||
+              errno != EINVAL)
+            return 12;
+          return 0;
+        },
+        &refused);
+    EXPECT_EQ(code, 0) << (private_network ? "private network" : "host network");
+    std::vector<std::string> named;
+    for (const auto& r : refused) named.push_back(r.kind + " " + r.address);
+    std::vector<std::string> expected;
+    if (private_network) expected.push_back("unix " + host_path);  // the sendto
+    expected.push_back("unix " + host_path);                       // the connect
+    EXPECT_EQ(named, expected);
+  }
+  EXPECT_EQ(host.received(), 0);
+}
+
+// A multithreaded command swapping descriptors under the sends (dup2 of a datagram pair's
+// socket, a stream socket and back over one number) while another thread sends to the host's
+// datagram socket by every call: no datagram socket exists to be swapped in, so nothing
+// reaches the host.
+TEST_F(UnixSupervisorTest, SwappingDescriptorsDuringSendsNeverReachesTheHost) {
+  const std::string host_path = path("host.sock");
+  HostDatagram host(host_path);
+  ASSERT_TRUE(host.ok());
+  UnixSocketRules rules;
+  rules.private_network = true;
+  EXPECT_EQ(run_supervised(rules,
+                           [&] {
+                             int pair[2];
+                             int stream[2];
+                             if (::socketpair(AF_UNIX, SOCK_DGRAM, 0, pair) != 0 ||
+                                 ::socketpair(AF_UNIX, SOCK_STREAM, 0, stream) != 0)
+                               return 1;
+                             const int target = 100;
+                             std::atomic<bool> done{false};
+                             std::thread swapper([&] {
+                               while (!done.load()) {
+                                 ::dup2(pair[0], target);
+                                 ::dup2(stream[0], target);
+                               }
+                             });
+                             socklen_t length = 0;
+                             const sockaddr_un sa = address_of(host_path, length);
+                             char byte = 'x';
+                             iovec iov{&byte, 1};
+                             msghdr msg{};
+                             msg.msg_name = const_cast<sockaddr_un*>(&sa);
+                             msg.msg_namelen = length;
+                             msg.msg_iov = &iov;
+                             msg.msg_iovlen = 1;
+                             mmsghdr many{msg, 0};
+                             for (int i = 0; i < 2000; ++i) {
+                               ::sendto(target, &byte, 1, MSG_DONTWAIT,
+                                        reinterpret_cast<const sockaddr*>(&sa), length);
+                               ::sendmsg(target, &msg, MSG_DONTWAIT);
+                               ::sendmmsg(target, &many, 1, MSG_DONTWAIT);
+                               ::connect(target, reinterpret_cast<const sockaddr*>(&sa), length);
+                               char drain[16];
+                               while (::recv(pair[1], drain, sizeof drain, MSG_DONTWAIT) > 0) {
+                               }
+                             }
+                             done.store(true);
+                             swapper.join();
+                             return 0;
+                           }),
+            0);
+  EXPECT_EQ(host.received(), 0);
 }
 
 // A second thread rewrites the address between the sandbox's own socket and the host's while

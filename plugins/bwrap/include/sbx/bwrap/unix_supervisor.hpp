@@ -4,13 +4,29 @@
 // spawner therefore installs, in the child that execs bwrap, a notification-only filter
 // (unix_notify_program): every connect() and bind() of everything in the sandbox (bwrap, stage
 // 2, the command) is handed to this supervisor, in the waiting sbx process (its waiting thread,
-// then a thread of its own from the first connect on), through the filter's listener. For a connect the supervisor copies the address, decides, and
-// performs the call itself on a duplicate of the caller's socket (pidfd_getfd) with its
-// private copy of the address, then injects the result: it never lets the kernel continue a
-// call whose decision rests on memory the command can still change. The filter also refuses
-// creating unix datagram sockets (socket and socketpair, EPERM): a datagram send may name any
-// path per message, and sends are not supervised (only reported, below). io_uring, whose socket operations seccomp
-// does not see, is refused (EPERM) for the same reason.
+// then a thread of its own from the first connect on), through the filter's listener. For a connect
+// the supervisor copies the address, decides, and performs the call itself on a duplicate of the
+// caller's socket (pidfd_getfd) with its private copy of the address, then injects the result: it
+// never lets the kernel continue a call whose decision rests on memory the command can still
+// change. io_uring, whose socket operations seccomp does not see, is refused (EPERM).
+//
+// Unix datagram sockets: none ever exists in the sandbox. A datagram send may name any path per
+// message (sendmsg's msg_name is in memory the filter cannot read), so instead of supervising
+// every send the filter notifies socket() and socketpair() of AF_UNIX with any type but
+// SOCK_STREAM and SOCK_SEQPACKET (an allow-list: SOCK_RAW is a datagram socket too, unix_create()
+// maps it): socket() is refused (EPERM) and reported as kind "unix" with the call
+// ("socket(AF_UNIX, SOCK_DGRAM)"; bwrap's own glibc probe for a socket to ioctl on is not);
+// socketpair() gets a SOCK_SEQPACKET pair, made by a helper process of sbx's in an empty network
+// namespace of its own (a socket's interface ioctls read its maker's namespace: a pair made by
+// sbx would show a private-network sandbox the host's interfaces), installed in the caller
+// (SECCOMP_IOCTL_NOTIF_ADDFD, Linux 5.9; SOCK_NONBLOCK/SOCK_CLOEXEC kept). A seqpacket pair
+// keeps message boundaries and cannot be re-addressed: unix_seqpacket_sendmsg() clears
+// msg_namelen (sendto/sendmsg/sendmmsg go to the peer) and a connected socket cannot connect
+// again. Visible differences from a datagram pair: SO_TYPE says SOCK_SEQPACKET, a closed peer
+// gives EOF and EPIPE (not a blocked read and ECONNREFUSED), SO_PEERCRED names the helper.
+// An addressed sendto on such a pair is refused (EACCES) and reported where sends are notified
+// (private network namespace); a bind of it is refused (EINVAL: the pair is not a socket of the
+// sandbox's network namespace).
 //
 // Decisions (plugins/bwrap/README.md, "Unix sockets: the supervisor", has the threat model):
 // * pathname connect: the path is resolved as the caller sees it (its root and working
@@ -57,13 +73,19 @@ struct UnixSocketRules {
   // proxy's socket in proxy mode). Resolved and identified (device, inode) when the supervisor
   // starts; a listed path that does not exist then is not allowed.
   std::vector<std::string> allowed_paths;
+  // The launcher's executable (bwrap, the plan's argv[0]). Its own refused unix datagram
+  // socket (glibc's __opensock() tries one before an inet socket, for bwrap's loopback set-up)
+  // is not the command's and is not reported.
+  std::string launcher;
 };
 
 // One connection the supervisor refused: "unix" and the path or "@name" as the caller gave
 // it, or "ip" and "ADDRESS:PORT" ("[ADDRESS]:PORT" for IPv6) for a connect that found no route
 // out of the sandbox's private network namespace (ENETUNREACH: only its loopback is there).
 // The same for a sendto() with a destination address that found no route (ENETUNREACH); a
-// sendmsg()/sendmmsg() is not seen (its address is in memory the filter cannot test).
+// sendmsg()/sendmmsg() is not seen (its address is in memory the filter cannot test). Kind
+// "unix" with "socket(AF_UNIX, SOCK_DGRAM)" (or SOCK_RAW) for a refused unix datagram socket,
+// and with the path for an addressed sendto on a datagram socketpair.
 struct UnixRefusal {
   std::string kind;
   std::string address;
