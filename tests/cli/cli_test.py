@@ -1039,6 +1039,37 @@ class Settings(SbxTestCase):
                                           "status", cwd=self.config).stdout)
         self.assertEqual(explain["excluded_by"], ["git status"], explain["reason"])
 
+    # Red team F3, F4: a builtin steers what a later part runs (printf -v PATH, hash -p), or the
+    # shell runs its builtin where sbx checked a PATH file of the same name (command).
+    def test_a_script_with_a_steering_builtin_runs_sandboxed(self):
+        self.require_backend()
+        if shutil.which("bash") is None:
+            self.skipTest("bash is not installed")
+        evil = os.path.join(self.work, "evil")
+        os.makedirs(evil)
+        policy = self.write_policy(json.dumps({
+            "version": 1, "filesystem": {"kind": "restricted", "entries": [
+                {"path": ":root", "access": "read"}, {"path": evil, "access": "write"}]}}))
+        self.user('{"excluded_commands": ["printf *", "hash *", "command *", "cd *", '
+                  '"git status"]}')
+        marker = os.path.join(self.work, "PWNED")
+        planted = os.path.join(evil, "git")
+        self.assert_exit(self.sbx_env("exec", "--policy", policy, "--", "/bin/sh", "-c",
+                                      f"printf '#!/bin/sh\\necho planted > {marker}\\n' > "
+                                      f"{planted} && chmod +x {planted}", cwd=self.config), 0)
+        self.assertTrue(os.path.exists(planted))
+        for script, builtin in ((f"printf -v PATH {evil}; git status", "printf"),
+                                (f"hash -p {planted} git; git status", "hash"),
+                                (f"command {planted} status", "command"),
+                                (f"cd {evil} && git status", "cd")):
+            result = self.sbx_env("exec", "--json", "--policy", policy, "--", "bash", "-c",
+                                  script, cwd=self.config)
+            self.assertFalse(os.path.exists(marker), "the planted git ran unsandboxed" +
+                             describe(result))
+            doc = self.last_json_line(result.stderr)
+            self.assertIs(doc["should_sandbox"], True, describe(result))
+            self.assertIn(f"the shell builtin '{builtin}'", doc["reason"])
+
     # Red team F8: bash (Debian's SSH_SOURCE_BASHRC) reads ~/.bashrc for `bash -c` when
     # SSH_CLIENT is set (or stdin is a socket) and SHLVL < 2.
     def test_bashrc_in_a_writable_home_refuses_a_bash_exclusion(self):
