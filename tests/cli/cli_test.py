@@ -1194,6 +1194,114 @@ class Settings(SbxTestCase):
         self.assertEqual(shown["ignored_project_files"], [decoy])
 
 
+    # Red team F5: a symlink planted in a trusted project, used as the cwd, left the project
+    # (its deny rules with it) when only the real path was searched.
+    def test_a_symlinked_cwd_cannot_leave_the_trusted_project(self):
+        self.require_backend()
+        secrets = os.path.join(self.project, "secrets")
+        victim = os.path.join(self.work, "victim")
+        os.makedirs(secrets)
+        os.makedirs(victim)
+        key = os.path.join(secrets, "key")
+        with open(key, "w", encoding="utf-8") as f:
+            f.write("TOPSECRET\n")
+        self.project_file(json.dumps({"policy": {"version": 1, "filesystem": {
+            "kind": "restricted", "entries": [
+                {"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"},
+                {"path": secrets, "access": "deny"}]}}}))
+        self.assert_exit(self.sbx_env("config", "trust"), 0)
+        self.env["PWD"] = self.project
+        self.assert_exit(self.sbx_env("exec", "--", "/bin/sh", "-c", f"ln -s {victim} tools"), 0)
+        tools = os.path.join(self.project, "tools")
+        self.assertTrue(os.path.islink(tools))
+        # The shell's logical cwd (PWD), and --cwd as given: both refused, naming the project.
+        for args, cwd in ((["exec", "--", "cat", key], tools),
+                          (["exec", "--cwd", tools, "--", "cat", key], self.config),
+                          (["config", "show"], tools)):
+            self.env["PWD"] = cwd
+            result = self.sbx_env(*args, cwd=cwd)
+            self.assertNotIn("TOPSECRET", result.stdout, describe(result))
+            self.assertNotEqual(result.returncode, 0, describe(result))
+            self.assertIn("inside the trusted project " + self.project, result.stderr)
+            self.assert_house_error(result)
+        self.assert_exit(self.sbx_env("exec", "--cwd", tools, "--", "true"), 125)
+        # A symlink that stays inside the project: the project applies as before.
+        os.makedirs(os.path.join(self.project, "sub"))
+        os.symlink(os.path.join(self.project, "sub"), os.path.join(self.project, "inside"))
+        inside = os.path.join(self.project, "inside")
+        self.env["PWD"] = inside
+        result = self.sbx_env("exec", "--", "cat", key, cwd=inside)
+        self.assertNotIn("TOPSECRET", result.stdout, describe(result))
+        explain = json.loads(self.sbx_env("explain", "--json", cwd=inside).stdout)
+        self.assertEqual(explain["settings"]["policy_scope"], "project")
+
+    # Red team F6: an unreadable settings path was taken as absent; a trusted project's .sbx
+    # could be made unreadable by a run in a writable root above it.
+    def test_an_unreadable_settings_path_fails_and_sbx_dirs_are_read_only(self):
+        if os.geteuid() != 0 or shutil.which("setpriv") is None:
+            self.skipTest("needs root and setpriv(1) to run sbx as uid 65534 (root reads "
+                          "whatever the mode says)")
+        nobody = 65534
+        os.chmod(self.tmp, 0o755)
+        home = os.path.join(self.work, "home")
+        cfg = os.path.join(home, ".config", "sbx")
+        workspace = os.path.join(self.work, "ws")
+        project = os.path.join(workspace, "p")
+        secrets = os.path.join(project, "secrets")
+        for path in (cfg, os.path.join(project, ".sbx"), secrets):
+            os.makedirs(path)
+        with open(os.path.join(secrets, "key"), "w", encoding="utf-8") as f:
+            f.write("SECRET\n")
+        with open(os.path.join(cfg, "settings.json"), "w", encoding="utf-8") as f:
+            f.write("{}")
+        with open(os.path.join(project, ".sbx", "settings.json"), "w", encoding="utf-8") as f:
+            f.write(json.dumps({"policy": {"version": 1, "filesystem": {
+                "kind": "restricted", "entries": [
+                    {"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"},
+                    {"path": secrets, "access": "deny"}]}}}))
+        for top in (home, workspace):
+            for root, dirs, files in os.walk(top):
+                for name in [root] + [os.path.join(root, n) for n in dirs + files]:
+                    os.chown(name, nobody, nobody)
+        env = {"PATH": "/usr/bin:/bin", "HOME": home}
+
+        def as_nobody(*args):
+            return subprocess.run(["setpriv", f"--reuid={nobody}", f"--regid={nobody}",
+                                   "--clear-groups", SBX, *args], cwd=home, env=env,
+                                  capture_output=True, text=True, errors="replace",
+                                  timeout=TIMEOUT, check=False)
+
+        probe = as_nobody("exec", "--cwd", workspace, "--", "true")
+        if probe.returncode != 0:
+            self.skipTest("uid 65534 cannot run a sandboxed command here" + describe(probe))
+        self.assert_exit(as_nobody("config", "trust", project), 0)
+        # The run in the writable root above the project cannot chmod (or fill) its .sbx.
+        sbx_dir = os.path.join(project, ".sbx")
+        before = os.stat(sbx_dir).st_mode
+        result = as_nobody("exec", "--cwd", workspace, "--", "/bin/sh", "-c",
+                           "chmod 000 p/.sbx; touch p/.sbx/planted")
+        self.assertEqual(os.stat(sbx_dir).st_mode, before, describe(result))
+        self.assertFalse(os.path.exists(os.path.join(sbx_dir, "planted")), describe(result))
+        # Unreadable anyway (by the user's own hand): a hard failure, never "no project".
+        os.chmod(sbx_dir, 0)
+        try:
+            for args in (["exec", "--cwd", project, "--", "cat", os.path.join(secrets, "key")],
+                         ["config", "show", "--cwd", project], ["explain", "--cwd", workspace]):
+                result = as_nobody(*args)
+                self.assertNotIn("SECRET", result.stdout, describe(result))
+                self.assertNotEqual(result.returncode, 0, describe(result))
+                self.assertIn("cannot check the settings " + sbx_dir, result.stderr)
+        finally:
+            os.chmod(sbx_dir, 0o755)
+        # The user's settings directory the same.
+        os.chmod(cfg, 0)
+        try:
+            result = as_nobody("explain", "--cwd", workspace)
+            self.assertNotEqual(result.returncode, 0, describe(result))
+            self.assertIn("cannot check the settings " + cfg, result.stderr)
+        finally:
+            os.chmod(cfg, 0o755)
+
     def test_landlock_refuses_a_trusted_project_it_cannot_protect(self):
         """Landlock cannot keep .sbx read-only or uncreatable inside a writable root: in a
         trusted project it is passed over, naming .sbx, even for a policy without protected
