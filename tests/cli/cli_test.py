@@ -1070,6 +1070,32 @@ class Settings(SbxTestCase):
             self.assertIs(doc["should_sandbox"], True, describe(result))
             self.assertIn(f"the shell builtin '{builtin}'", doc["reason"])
 
+    # Red team, wrapper patterns: `timeout *` ran a planted program; `git *` allows -c.
+    def test_a_program_runner_pattern_runs_sandboxed(self):
+        self.require_backend()
+        evil = os.path.join(self.work, "evil")
+        os.makedirs(evil)
+        policy = self.write_policy(json.dumps({
+            "version": 1, "filesystem": {"kind": "restricted", "entries": [
+                {"path": ":root", "access": "read"}, {"path": evil, "access": "write"}]}}))
+        self.user('{"excluded_commands": ["timeout *", "nice *", "env *", "git *"]}')
+        marker = os.path.join(self.work, "PWNED")
+        planted = os.path.join(evil, "build.sh")
+        self.assert_exit(self.sbx_env("exec", "--policy", policy, "--", "/bin/sh", "-c",
+                                      f"printf '#!/bin/sh\\necho planted > {marker}\\n' > "
+                                      f"{planted} && chmod +x {planted}", cwd=self.config), 0)
+        for argv, why in ((["timeout", "5", planted], "'timeout' runs a program"),
+                          (["nice", planted], "'nice' runs a program"),
+                          (["env", planted], "'env' runs a program"),
+                          (["git", "-c", f"alias.st=!{planted}", "st"], "git's global option")):
+            result = self.sbx_env("exec", "--json", "--policy", policy, "--", *argv,
+                                  cwd=self.config)
+            self.assertFalse(os.path.exists(marker), "the planted program ran unsandboxed" +
+                             describe(result))
+            doc = self.last_json_line(result.stderr)
+            self.assertIs(doc["should_sandbox"], True, describe(result))
+            self.assertIn(why, doc["reason"])
+
     # Red team F8: bash (Debian's SSH_SOURCE_BASHRC) reads ~/.bashrc for `bash -c` when
     # SSH_CLIENT is set (or stdin is a socket) and SHLVL < 2.
     def test_bashrc_in_a_writable_home_refuses_a_bash_exclusion(self):

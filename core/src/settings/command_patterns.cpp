@@ -265,6 +265,45 @@ bool is_other_builtin(const std::string& word) {
          std::end(kOtherBuiltins);
 }
 
+// Programs that run another program named in their arguments (or a program string they build):
+// sbx verifies the file of the first word only, so the program such a runner starts would run
+// unverified and unsandboxed (`timeout 5 ./planted`, `env ./planted`, `xargs ./planted`).
+constexpr std::string_view kProgramRunners[] = {
+    "busybox", "capsh",   "chroot",  "chrt",    "doas",     "env",      "exec",    "firejail",
+    "flock",   "gdb",     "ionice",  "ltrace",  "nice",     "nohup",    "nsenter", "parallel",
+    "pkexec",  "runuser", "script",  "setarch", "setpriv",  "setsid",   "stdbuf",  "strace",
+    "su",      "sudo",    "systemd-run", "taskset", "time", "timeout",  "unshare", "valgrind",
+    "watch",   "xargs"};
+
+std::string base_name(const std::string& program) {
+  const std::size_t slash = program.rfind('/');
+  return slash == std::string::npos ? program : program.substr(slash + 1);
+}
+
+// Why the arguments of `words` make its program run or read something sbx did not verify, or
+// nullopt: a runner (kProgramRunners); git with a global option before its subcommand (`-c
+// core.fsmonitor=CMD`, `-c alias.x=!CMD`, `--config-env`, `--exec-path`, and `-C DIR`,
+// `--git-dir`, `--work-tree`, which point its inputs at another directory; git(1) OPTIONS);
+// find with an action that runs or writes (-exec, -execdir, -ok, -okdir, -delete, -fprint*).
+std::optional<std::string> runs_unverified(const SimpleCommand& words) {
+  const std::string name = base_name(words.front());
+  if (std::find(std::begin(kProgramRunners), std::end(kProgramRunners), name) !=
+      std::end(kProgramRunners))
+    return "'" + name + "' runs a program named in its arguments, which sbx does not verify";
+  if (name == "git" && words.size() > 1 && !words[1].empty() && words[1].front() == '-')
+    return "git's global option '" + words[1] +
+           "' can run a command (-c core.fsmonitor=..., -c alias.x=!...) or point git at "
+           "another directory";
+  if (name == "find") {
+    for (const std::string& word : words) {
+      if (word.rfind("-exec", 0) == 0 || word.rfind("-ok", 0) == 0 || word == "-delete" ||
+          word.rfind("-fprint", 0) == 0 || word == "-fls")
+        return "find's action '" + word + "' runs or writes";
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 bool is_shell_script(const std::vector<std::string>& argv) {
@@ -279,7 +318,10 @@ std::optional<std::vector<std::string>> programs_of(const std::vector<std::strin
   };
   if (argv.empty()) return in_doubt("the command is empty");
   std::vector<std::string> programs{argv[0]};
-  if (!is_shell_script(argv)) return programs;
+  if (!is_shell_script(argv)) {
+    if (std::optional<std::string> runner = runs_unverified(argv)) return in_doubt(*runner);
+    return programs;
+  }
   std::optional<std::vector<SimpleCommand>> parts = split_shell_command(argv[2]);
   if (!parts) return in_doubt("the script cannot be read with certainty");
   for (const SimpleCommand& part : *parts) {
@@ -289,6 +331,7 @@ std::optional<std::vector<std::string>> programs_of(const std::vector<std::strin
       return in_doubt("the script runs the shell builtin '" + word +
                       "', which the shell runs itself and which can change what the rest of "
                       "the script runs or reads");
+    if (std::optional<std::string> runner = runs_unverified(part)) return in_doubt(*runner);
     if (!is_inert_builtin(word)) programs.push_back(word);
   }
   return programs;

@@ -180,6 +180,19 @@ TEST(ProgramsOf, TheShellAndEveryProgramItLooksUp) {
     EXPECT_EQ(programs_of({"bash", "-c", script}, &why), std::nullopt) << script;
     EXPECT_NE(why.find("the shell builtin"), std::string::npos) << script << ": " << why;
   }
+  // A program that runs another one named in its arguments: in doubt, directly or in a script
+  // (red team: `timeout *`, `nice *` ran a planted ./build.sh; `git *` allows -c core.fsmonitor).
+  for (const std::vector<std::string>& argv : std::vector<std::vector<std::string>>{
+           {"timeout", "5", "./build.sh"}, {"/usr/bin/nice", "./build.sh"}, {"env", "./x"},
+           {"xargs", "rm"}, {"sudo", "ls"}, {"git", "-c", "core.fsmonitor=id", "status"},
+           {"git", "-C", "/tmp", "status"}, {"find", ".", "-exec", "id", ";"},
+           {"sh", "-c", "ls && nohup ./x"}, {"bash", "-c", "git --exec-path=/e status"}}) {
+    std::string why;
+    EXPECT_EQ(programs_of(argv, &why), std::nullopt) << argv.front();
+    EXPECT_FALSE(why.empty()) << argv.front();
+  }
+  EXPECT_EQ(programs_of({"git", "status", "-c"}), Programs({"git"}));
+  EXPECT_EQ(programs_of({"find", ".", "-name", "x"}), Programs({"find"}));
   EXPECT_EQ(programs_of({"sh", "-c", "ls $(x)"}), std::nullopt);
   EXPECT_EQ(programs_of({}), std::nullopt);
   // Not a shell script: one program, its arguments are not looked at.

@@ -47,7 +47,9 @@ bool is_shell_script(const std::vector<std::string>& argv);
 // builtins ':', echo, false, pwd and true. nullopt (with the reason in `why`) when the script
 // cannot be split, or when a part starts with any other builtin of bash, zsh, dash, ksh or
 // busybox sh (cd, printf, command, hash, export, ...): the shell runs those itself, and they can
-// change what later parts run or read.
+// change what later parts run or read. Also nullopt when the command or a part starts with a
+// program that runs another one named in its arguments (env, timeout, nice, xargs, sudo, ...),
+// git with a global option before its subcommand (-c, -C, ...), or find with -exec/-ok/-delete.
 std::optional<std::vector<std::string>> programs_of(const std::vector<std::string>& argv,
                                                     std::string* why = nullptr);
 
