@@ -1128,6 +1128,34 @@ class Settings(SbxTestCase):
                                           "-c", "ls", cwd=self.config).stdout)
         self.assertEqual(explain["excluded_by"], ["ls"], explain["reason"])
 
+    # Same class as F1 and F8: git reads ~/.gitconfig, whose core.fsmonitor runs a command.
+    def test_a_writable_home_refuses_the_exclusion(self):
+        self.require_backend()
+        if shutil.which("git") is None:
+            self.skipTest("git is not installed")
+        home = os.path.join(self.work, "home")
+        repo = os.path.join(self.work, "repo")
+        os.makedirs(home)
+        os.makedirs(repo)
+        subprocess.run(["git", "init", "-q", repo], check=True, env=dict(os.environ, HOME=home))
+        policy = self.write_policy(json.dumps({
+            "version": 1, "filesystem": {"kind": "restricted", "entries": [
+                {"path": ":root", "access": "read"}, {"path": home, "access": "write"}]}}))
+        self.user('{"excluded_commands": ["git status"]}')
+        marker = os.path.join(self.work, "PWNED")
+        self.env["HOME"] = home
+        self.assert_exit(self.sbx_env("exec", "--policy", policy, "--", "/bin/sh", "-c",
+                                      f"printf '[core]\\n\\tfsmonitor = \"id > {marker}; "
+                                      f"false\"\\n' > {home}/.gitconfig", cwd=repo), 0)
+        self.assertTrue(os.path.exists(os.path.join(home, ".gitconfig")))
+        result = self.sbx_env("exec", "--json", "--policy", policy, "--", "git", "status",
+                              cwd=repo)
+        self.assertFalse(os.path.exists(marker), "the planted ~/.gitconfig ran unsandboxed" +
+                         describe(result))
+        doc = self.last_json_line(result.stderr)
+        self.assertIs(doc["should_sandbox"], True, describe(result))
+        self.assertIn("the configuration directory " + home, doc["reason"])
+
     # Red team F2: a file the user owns is writable whatever its mode (the owner can chmod).
     def test_a_program_the_user_owns_is_plantable_whatever_its_mode(self):
         if os.geteuid() != 0 or shutil.which("setpriv") is None:

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -58,6 +59,15 @@ std::string env_path(const std::vector<std::string>& env) {
   return "/usr/bin:/bin";  // as resolve_command (spawn.cpp)
 }
 
+std::optional<std::string> env_value(const std::vector<std::string>& env, std::string_view name) {
+  for (const std::string& entry : env) {
+    if (entry.size() > name.size() && entry.compare(0, name.size(), name) == 0 &&
+        entry[name.size()] == '=')
+      return entry.substr(name.size() + 1);
+  }
+  return std::nullopt;
+}
+
 // A file a shell reads before the script (its startup file): refused when missing in a place
 // the sandbox could create it, or when any step to it is plantable.
 std::optional<std::string> startup_file_refusal(const std::string& what, const std::string& path,
@@ -86,14 +96,7 @@ std::optional<std::string> shell_startup_refusal(const std::vector<std::string>&
                                                  const std::vector<std::string>& env,
                                                  const ResolvedPolicy& resolved,
                                                  const HostUser& user) {
-  auto value = [&env](std::string_view name) -> std::optional<std::string> {
-    for (const std::string& entry : env) {
-      if (entry.size() > name.size() && entry.compare(0, name.size(), name) == 0 &&
-          entry[name.size()] == '=')
-        return entry.substr(name.size() + 1);
-    }
-    return std::nullopt;
-  };
+  auto value = [&env](std::string_view name) { return env_value(env, name); };
   if (std::optional<std::string> bash_env = value("BASH_ENV"); bash_env && !bash_env->empty()) {
     if (auto why = startup_file_refusal("BASH_ENV", *bash_env, resolved, user)) return why;
   }
@@ -134,9 +137,39 @@ std::optional<std::string> working_directory_refusal(const std::string& cwd,
          "without a sandbox anyway, ask for that run explicitly (sbx exec --sandbox forbid)";
 }
 
+// An excluded program reads the user's configuration as well: git ~/.gitconfig and
+// $XDG_CONFIG_HOME/git/config (git-config(1) FILES; core.fsmonitor, core.pager and `!` aliases
+// run commands), npm ~/.npmrc, ssh ~/.ssh/config, ... A home or configuration directory the
+// sandbox could write (any dotfile could be planted there) refuses the match like the cwd.
+std::optional<std::string> configuration_refusal(const std::vector<std::string>& env,
+                                                 const ResolvedPolicy& resolved,
+                                                 const HostUser& user) {
+  std::optional<std::string> home = env_value(env, "HOME");
+  if (!home || home->empty() || home->front() != '/')
+    return "the home directory (HOME) is not an absolute path, so the configuration the "
+           "excluded program reads there cannot be verified";
+  std::optional<std::string> config = env_value(env, "XDG_CONFIG_HOME");
+  if (!config || config->empty() || config->front() != '/') config = *home + "/.config";
+  for (const std::string& dir : {*home, *config}) {
+    Result<std::vector<PathStep>> steps = walk_path(dir);
+    if (!steps.ok()) {
+      // A missing directory could be created where its parent is plantable.
+      const std::size_t slash = dir.rfind('/');
+      steps = walk_path(slash == 0 ? "/" : dir.substr(0, slash));
+      if (!steps.ok()) return "the configuration directory " + dir + ": " + steps.error();
+    }
+    if (std::optional<std::string> why = first_plantable(*steps, resolved, user))
+      return "the configuration directory " + dir +
+             " could have been written by a sandboxed command (" + *why +
+             "): the excluded program's configuration there (~/.gitconfig, ~/.npmrc, ...) "
+             "could have been planted";
+  }
+  return std::nullopt;
+}
+
 // Every program the matched command runs must be one no sandbox could have planted, and so must
-// its working directory: else the match is refused and the command runs sandboxed
-// (Exclusion::refused says why).
+// its working directory and configuration directories: else the match is refused and the
+// command runs sandboxed (Exclusion::refused says why).
 Exclusion verify_exclusion(std::vector<std::string> matched,
                            const std::vector<std::string>& command, const ResolvedPolicy& resolved,
                            const std::string& cwd, const std::vector<std::string>& env) {
@@ -167,6 +200,10 @@ Exclusion verify_exclusion(std::vector<std::string> matched,
     }
   }
   if (std::optional<std::string> why = working_directory_refusal(cwd, resolved, user)) {
+    out.refused = *why;
+    return out;
+  }
+  if (std::optional<std::string> why = configuration_refusal(env, resolved, user)) {
     out.refused = *why;
     return out;
   }
