@@ -117,8 +117,10 @@ class CliBackends final : public RunBackends {
 
 // ---- policy options ----
 void add_policy_options(CLI::App& app, PolicyOptions& options);
-// Reads the settings scopes for `cwd` (this process's environment gives $XDG_CONFIG_HOME/$HOME).
-Result<settings::Settings> load_cli_settings(const std::string& cwd);
+// Reads the settings scopes for `cwd` (this process's environment gives $XDG_CONFIG_HOME/$HOME,
+// and $PWD the logical cwd); `cwd_option` is --cwd as given, the logical cwd when set.
+Result<settings::Settings> load_cli_settings(const std::string& cwd,
+                                             const std::string& cwd_option = {});
 // Builds the policy (--policy, --preset, else the settings' policy, else workspace-write),
 // applies the command-line additions, re-validates the result, applies the settings' locks
 // (refusing what they forbid, naming the lock) and resolves it against the effective cwd. The

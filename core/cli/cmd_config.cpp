@@ -94,7 +94,7 @@ int run_show(const ShowOptions& options) {
   where.cwd = options.cwd;
   Result<std::string> cwd = effective_cwd(where);
   if (!cwd.ok()) return fail(cwd.error());
-  Result<settings::Settings> loaded = load_cli_settings(*cwd);
+  Result<settings::Settings> loaded = load_cli_settings(*cwd, options.cwd);
   if (!loaded.ok()) return fail(loaded.error());
   if (options.json) {
     std::cout << settings::settings_to_json(*loaded) << '\n';

@@ -179,17 +179,33 @@ Result<std::string> effective_cwd(const PolicyOptions& options) {
   return text;
 }
 
-Result<settings::Settings> load_cli_settings(const std::string& cwd) {
-  Result<settings::Settings> loaded =
-      settings::load_settings(settings::current_sources(cwd, environment_map()));
+// --cwd as given, absolute and with "." and ".." resolved lexically but symlinks kept: the
+// logical working directory the settings check against the canonical one (Sources::logical_cwd).
+std::string logical_cwd_of(const std::string& option) {
+  if (option.empty() || kHostPathStyle == PathStyle::kWindows) return {};
+  std::error_code error;
+  const std::filesystem::path absolute = std::filesystem::absolute(option, error);
+  if (error) return {};
+  std::string text = absolute.lexically_normal().string();
+  while (text.size() > 1 && text.back() == '/') text.pop_back();
+  return text;
+}
+
+Result<settings::Settings> load_cli_settings(const std::string& cwd,
+                                             const std::string& cwd_option) {
+  settings::Sources sources = settings::current_sources(cwd, environment_map());
+  if (std::string logical = logical_cwd_of(cwd_option); !logical.empty())
+    sources.logical_cwd = std::move(logical);
+  Result<settings::Settings> loaded = settings::load_settings(sources);
   if (!loaded.ok()) return Error{"cannot use the settings: " + loaded.error()};
   return loaded;
 }
 
 Result<DecidedPolicy> decide_policy(const PolicyOptions& options, const std::string& cwd,
                                     const RunChoices& choices, const std::string& settings_cwd) {
-  Result<settings::Settings> loaded =
-      load_cli_settings(settings_cwd.empty() ? cwd : settings_cwd);
+  Result<settings::Settings> loaded = settings_cwd.empty() || settings_cwd == cwd
+                                          ? load_cli_settings(cwd, options.cwd)
+                                          : load_cli_settings(settings_cwd);
   if (!loaded.ok()) return Error{loaded.error()};
   settings::Overrides overrides;
   Result<std::optional<Policy>> given = command_line_policy(options, overrides.preset);
@@ -246,6 +262,7 @@ Result<PolicyInput> load_policy(const PolicyOptions& options, const RunChoices& 
   // one would choose the sandbox (or the locks) of the next run.
   for (const auto& file : decided->settings.files) context->settings_files.push_back(file.value);
   for (const auto& file : decided->settings.guarded_files) context->settings_files.push_back(file);
+  context->settings_dirs = decided->settings.guarded_dirs;
   context->absent_settings_files = decided->settings.absent_files;
   std::string policy_file;
   struct stat st {};

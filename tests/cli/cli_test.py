@@ -1015,7 +1015,10 @@ class Settings(SbxTestCase):
 
     def test_excluded_commands_every_part_must_match(self):
         self.user('{"excluded_commands": ["echo *"]}')
-        result = self.sbx_env("exec", "--json", "--", "/bin/sh", "-c", "echo a && echo b")
+        # read-only: the default policy writes the cwd, where no excluded command runs
+        # unsandboxed (test_excluded_command_in_a_writable_directory_runs_sandboxed).
+        result = self.sbx_env("exec", "--json", "--preset", "read-only", "--", "/bin/sh", "-c",
+                              "echo a && echo b")
         self.assert_exit(result, 0)
         self.assertEqual(result.stdout, "a\nb\n")
         doc = self.last_json_line(result.stderr)
@@ -1029,8 +1032,8 @@ class Settings(SbxTestCase):
                                           hostile).stdout)
             self.assertEqual(explain["excluded_by"], [], hostile)
             self.assertIs(explain["should_sandbox"], True, hostile)
-        explain = json.loads(self.sbx_env("explain", "--json", "--", "/bin/sh", "-c",
-                                      "echo a | echo b").stdout)
+        explain = json.loads(self.sbx_env("explain", "--json", "--preset", "read-only", "--",
+                                          "/bin/sh", "-c", "echo a | echo b").stdout)
         self.assertEqual(explain["excluded_by"], ["echo *", "echo *"])
         # A policy with deny entries never runs unsandboxed, excluded or not.
         explain = json.loads(self.sbx_env("explain", "--json", "--deny", "/etc/shadow", "--",
@@ -1070,10 +1073,12 @@ class Settings(SbxTestCase):
             self.skipTest("no backend is available on this host (see `sbx backends --probe`)")
 
     def cwd_only_policy(self):
-        """Only the project is writable: the test's own directory (below /tmp) is not."""
+        """Only the project is writable: the test's own directory (below /tmp) is not. An
+        absolute path, not :cwd, so that a run elsewhere (self.config) has a working directory
+        the sandbox cannot write, as excluded commands need."""
         return self.write_policy(json.dumps({
             "version": 1, "filesystem": {"kind": "restricted", "entries": [
-                {"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"}]}}))
+                {"path": ":root", "access": "read"}, {"path": self.project, "access": "write"}]}}))
 
     def plant(self, name, marker):
         """A sandboxed run writes an executable `bin/<name>` into the project that, run
@@ -1111,9 +1116,10 @@ class Settings(SbxTestCase):
                                           "bin/trusted-sh", "-c", "ls").stdout)
         self.assertIs(explain["should_sandbox"], True, explain["reason"])
         self.assertEqual(explain["excluded_by"], [])
-        # The system's shell still runs the excluded command without a sandbox.
+        # The system's shell still runs the excluded command without a sandbox, in a working
+        # directory the sandbox cannot write.
         result = self.sbx_env("exec", "--json", "--policy", self.policy, "--",
-                              "/bin/sh", "-c", "ls")
+                              "/bin/sh", "-c", "ls", cwd=self.config)
         self.assert_exit(result, 0)
         self.assertEqual(self.last_json_line(result.stderr)["excluded_by"], ["ls"])
 
@@ -1126,14 +1132,15 @@ class Settings(SbxTestCase):
         self.env["PATH"] = os.path.join(self.project, "bin") + ":" + os.environ.get(
             "PATH", "/usr/bin:/bin")
         for argv in (["ls"], ["/bin/sh", "-c", "ls"]):
-            result = self.sbx_env("exec", "--json", "--policy", self.policy, "--", *argv)
+            result = self.sbx_env("exec", "--json", "--policy", self.policy, "--", *argv,
+                                  cwd=self.config)
             self.assert_exit(result, 0)
             self.assertFalse(os.path.exists(marker), "the planted ls ran" + describe(result))
             doc = self.last_json_line(result.stderr)
             # The system's ls ran, without a sandbox: the planted one's PATH entry was skipped.
             self.assertIs(doc["should_sandbox"], False, describe(result))
             self.assertEqual(doc["excluded_by"], ["ls"])
-            self.assertIn("bin", result.stdout.split())
+            self.assertIn("sbx", result.stdout.split())
 
     def test_excluded_command_planted_by_an_unprivileged_user_runs_sandboxed(self):
         """The same as an ordinary user (uid 65534): a program the user can write inside the
@@ -1164,9 +1171,9 @@ class Settings(SbxTestCase):
         os.chmod(policy, 0o644)
         env = {"PATH": "/usr/bin:/bin", "HOME": home}
 
-        def as_nobody(*args):
+        def as_nobody(*args, cwd=self.project):
             return subprocess.run(["setpriv", f"--reuid={nobody}", f"--regid={nobody}",
-                                   "--clear-groups", SBX, *args], cwd=self.project, env=env,
+                                   "--clear-groups", SBX, *args], cwd=cwd, env=env,
                                   capture_output=True, text=True, errors="replace",
                                   timeout=TIMEOUT, check=False)
 
@@ -1184,9 +1191,223 @@ class Settings(SbxTestCase):
         self.assertFalse(os.path.exists(marker), "the planted shell ran unsandboxed" +
                          describe(result))
         self.assertIs(self.last_json_line(result.stderr)["should_sandbox"], True)
-        # The system's shell and ls (root's, not writable by uid 65534) stay excluded.
-        result = as_nobody("explain", "--json", "--policy", policy, "--", "/bin/sh", "-c", "ls")
+        # The system's shell and ls (root's, not writable by uid 65534) stay excluded, in a
+        # working directory outside the writable root.
+        result = as_nobody("explain", "--json", "--policy", policy, "--", "/bin/sh", "-c", "ls",
+                           cwd=home)
         self.assertEqual(json.loads(result.stdout)["excluded_by"], ["ls"], describe(result))
+
+    # Red team F1: an excluded program acts with the host's power on what it reads in its
+    # working directory; git takes a planted bare repository there and runs its fsmonitor.
+    def test_excluded_command_in_a_writable_directory_runs_sandboxed(self):
+        self.require_backend()
+        if shutil.which("git") is None:
+            self.skipTest("git is not installed")
+        policy = self.write_policy(json.dumps({
+            "version": 1, "filesystem": {"kind": "restricted", "entries": [
+                {"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"}]}}))
+        self.user('{"excluded_commands": ["git status"]}')
+        marker = os.path.join(self.work, "PWNED")
+        src = os.path.join(self.project, "src")
+        config = ("[core]\\n\\trepositoryformatversion = 0\\n\\tbare = false\\n"
+                  f'\\tworktree = .\\n\\tfsmonitor = "/usr/bin/id > {marker}; false"\\n')
+        plant = ("mkdir -p src/objects src/refs && cd src && echo 'ref: refs/heads/main' > HEAD"
+                 f" && printf '{config}' > config")
+        self.assert_exit(self.sbx_env("exec", "--policy", policy, "--", "/bin/sh", "-c", plant), 0)
+        self.assertTrue(os.path.exists(os.path.join(src, "config")))
+        result = self.sbx_env("exec", "--json", "--policy", policy, "--", "git", "status", cwd=src)
+        self.assertFalse(os.path.exists(marker), "the planted fsmonitor ran unsandboxed" +
+                         describe(result))
+        doc = self.last_json_line(result.stderr)
+        self.assertIs(doc["should_sandbox"], True, describe(result))
+        self.assertEqual(doc["excluded_by"], [])
+        self.assertIn("the working directory " + src, doc["reason"])
+        self.assertIn("--sandbox forbid", doc["reason"])
+        # A writable directory above a read-only cwd is enough: git's discovery walks upward.
+        readonly = os.path.join(self.project, "ro")
+        os.makedirs(readonly)
+        carved = self.write_policy(json.dumps({
+            "version": 1, "filesystem": {"kind": "restricted", "entries": [
+                {"path": ":root", "access": "read"}, {"path": self.project, "access": "write"},
+                {"path": readonly, "access": "read"}]}}), name="carved.json")
+        explain = json.loads(self.sbx_env("explain", "--json", "--policy", carved, "--", "git",
+                                          "status", cwd=readonly).stdout)
+        self.assertIs(explain["should_sandbox"], True, explain["reason"])
+        self.assertIn("the directory " + self.project + " ", explain["reason"])
+        # Outside every writable root the exclusion applies.
+        explain = json.loads(self.sbx_env("explain", "--json", "--policy", carved, "--", "git",
+                                          "status", cwd=self.config).stdout)
+        self.assertEqual(explain["excluded_by"], ["git status"], explain["reason"])
+
+    # Red team F3, F4: a builtin steers what a later part runs (printf -v PATH, hash -p), or the
+    # shell runs its builtin where sbx checked a PATH file of the same name (command).
+    def test_a_script_with_a_steering_builtin_runs_sandboxed(self):
+        self.require_backend()
+        if shutil.which("bash") is None:
+            self.skipTest("bash is not installed")
+        evil = os.path.join(self.work, "evil")
+        os.makedirs(evil)
+        policy = self.write_policy(json.dumps({
+            "version": 1, "filesystem": {"kind": "restricted", "entries": [
+                {"path": ":root", "access": "read"}, {"path": evil, "access": "write"}]}}))
+        self.user('{"excluded_commands": ["printf *", "hash *", "command *", "cd *", '
+                  '"git status"]}')
+        marker = os.path.join(self.work, "PWNED")
+        planted = os.path.join(evil, "git")
+        self.assert_exit(self.sbx_env("exec", "--policy", policy, "--", "/bin/sh", "-c",
+                                      f"printf '#!/bin/sh\\necho planted > {marker}\\n' > "
+                                      f"{planted} && chmod +x {planted}", cwd=self.config), 0)
+        self.assertTrue(os.path.exists(planted))
+        for script, builtin in ((f"printf -v PATH {evil}; git status", "printf"),
+                                (f"hash -p {planted} git; git status", "hash"),
+                                (f"command {planted} status", "command"),
+                                (f"cd {evil} && git status", "cd")):
+            result = self.sbx_env("exec", "--json", "--policy", policy, "--", "bash", "-c",
+                                  script, cwd=self.config)
+            self.assertFalse(os.path.exists(marker), "the planted git ran unsandboxed" +
+                             describe(result))
+            doc = self.last_json_line(result.stderr)
+            self.assertIs(doc["should_sandbox"], True, describe(result))
+            self.assertIn(f"the shell builtin '{builtin}'", doc["reason"])
+
+    # Red team, wrapper patterns: `timeout *` ran a planted program; `git *` allows -c.
+    def test_a_program_runner_pattern_runs_sandboxed(self):
+        self.require_backend()
+        evil = os.path.join(self.work, "evil")
+        os.makedirs(evil)
+        policy = self.write_policy(json.dumps({
+            "version": 1, "filesystem": {"kind": "restricted", "entries": [
+                {"path": ":root", "access": "read"}, {"path": evil, "access": "write"}]}}))
+        self.user('{"excluded_commands": ["timeout *", "nice *", "env *", "git *"]}')
+        marker = os.path.join(self.work, "PWNED")
+        planted = os.path.join(evil, "build.sh")
+        self.assert_exit(self.sbx_env("exec", "--policy", policy, "--", "/bin/sh", "-c",
+                                      f"printf '#!/bin/sh\\necho planted > {marker}\\n' > "
+                                      f"{planted} && chmod +x {planted}", cwd=self.config), 0)
+        for argv, why in ((["timeout", "5", planted], "'timeout' runs a program"),
+                          (["nice", planted], "'nice' runs a program"),
+                          (["env", planted], "'env' runs a program"),
+                          (["git", "-c", f"alias.st=!{planted}", "st"], "git's global option")):
+            result = self.sbx_env("exec", "--json", "--policy", policy, "--", *argv,
+                                  cwd=self.config)
+            self.assertFalse(os.path.exists(marker), "the planted program ran unsandboxed" +
+                             describe(result))
+            doc = self.last_json_line(result.stderr)
+            self.assertIs(doc["should_sandbox"], True, describe(result))
+            self.assertIn(why, doc["reason"])
+
+    # Red team F8: bash (Debian's SSH_SOURCE_BASHRC) reads ~/.bashrc for `bash -c` when
+    # SSH_CLIENT is set (or stdin is a socket) and SHLVL < 2.
+    def test_bashrc_in_a_writable_home_refuses_a_bash_exclusion(self):
+        self.require_backend()
+        if shutil.which("bash") is None:
+            self.skipTest("bash is not installed")
+        home = os.path.join(self.work, "home")
+        os.makedirs(home)
+        policy = self.write_policy(json.dumps({
+            "version": 1, "filesystem": {"kind": "restricted", "entries": [
+                {"path": ":root", "access": "read"}, {"path": home, "access": "write"}]}}))
+        self.user('{"excluded_commands": ["ls"]}')
+        marker = os.path.join(self.work, "PWNED")
+        self.env["HOME"] = home
+        self.env.pop("SHLVL", None)
+        self.assert_exit(self.sbx_env("exec", "--policy", policy, "--", "/bin/sh", "-c",
+                                      f"echo 'echo planted > {marker}' > {home}/.bashrc",
+                                      cwd=self.config), 0)
+        self.env["SSH_CLIENT"] = "192.0.2.1 50000 22"
+        result = self.sbx_env("exec", "--json", "--policy", policy, "--", "bash", "-c", "ls",
+                              cwd=self.config)
+        self.assertFalse(os.path.exists(marker), "the planted ~/.bashrc ran unsandboxed" +
+                         describe(result))
+        doc = self.last_json_line(result.stderr)
+        self.assertIs(doc["should_sandbox"], True, describe(result))
+        self.assertIn(os.path.join(home, ".bashrc"), doc["reason"])
+        # Without a ~/.bashrc the sandbox could write, bash stays excluded.
+        self.env["HOME"] = self.config
+        explain = json.loads(self.sbx_env("explain", "--json", "--policy", policy, "--", "bash",
+                                          "-c", "ls", cwd=self.config).stdout)
+        self.assertEqual(explain["excluded_by"], ["ls"], explain["reason"])
+
+    # Same class as F1 and F8: git reads ~/.gitconfig, whose core.fsmonitor runs a command.
+    def test_a_writable_home_refuses_the_exclusion(self):
+        self.require_backend()
+        if shutil.which("git") is None:
+            self.skipTest("git is not installed")
+        home = os.path.join(self.work, "home")
+        repo = os.path.join(self.work, "repo")
+        os.makedirs(home)
+        os.makedirs(repo)
+        subprocess.run(["git", "init", "-q", repo], check=True, env=dict(os.environ, HOME=home))
+        policy = self.write_policy(json.dumps({
+            "version": 1, "filesystem": {"kind": "restricted", "entries": [
+                {"path": ":root", "access": "read"}, {"path": home, "access": "write"}]}}))
+        self.user('{"excluded_commands": ["git status"]}')
+        marker = os.path.join(self.work, "PWNED")
+        self.env["HOME"] = home
+        self.assert_exit(self.sbx_env("exec", "--policy", policy, "--", "/bin/sh", "-c",
+                                      f"printf '[core]\\n\\tfsmonitor = \"id > {marker}; "
+                                      f"false\"\\n' > {home}/.gitconfig", cwd=repo), 0)
+        self.assertTrue(os.path.exists(os.path.join(home, ".gitconfig")))
+        result = self.sbx_env("exec", "--json", "--policy", policy, "--", "git", "status",
+                              cwd=repo)
+        self.assertFalse(os.path.exists(marker), "the planted ~/.gitconfig ran unsandboxed" +
+                         describe(result))
+        doc = self.last_json_line(result.stderr)
+        self.assertIs(doc["should_sandbox"], True, describe(result))
+        self.assertIn("the configuration directory " + home, doc["reason"])
+
+    # Red team F2: a file the user owns is writable whatever its mode (the owner can chmod).
+    def test_a_program_the_user_owns_is_plantable_whatever_its_mode(self):
+        if os.geteuid() != 0 or shutil.which("setpriv") is None:
+            self.skipTest("needs root and setpriv(1) to run sbx as uid 65534")
+        nobody = 65534
+        os.chmod(self.tmp, 0o755)
+        home = os.path.join(self.work, "home")
+        workspace = os.path.join(self.work, "ws")
+        outside = os.path.join(self.work, "outside")
+        for path in (os.path.join(home, ".config", "sbx"), workspace, outside):
+            os.makedirs(path)
+        marker = os.path.join(outside, "PWNED")
+        program = os.path.join(workspace, "build.sh")
+        with open(os.path.join(home, ".config", "sbx", "settings.json"), "w",
+                  encoding="utf-8") as f:
+            f.write(json.dumps({"excluded_commands": [program + " *", "build.sh *"]}))
+        with open(program, "w", encoding="utf-8") as f:
+            f.write(f"#!/bin/sh\necho planted > {marker}\n")
+        for path in (home, os.path.join(home, ".config"), os.path.join(home, ".config", "sbx"),
+                     os.path.join(home, ".config", "sbx", "settings.json"), workspace, program,
+                     outside):
+            os.chown(path, nobody, nobody)
+        # What a sandboxed `chmod 555 build.sh .` leaves: no write bit anywhere.
+        os.chmod(program, 0o555)
+        os.chmod(workspace, 0o555)
+        policy = self.write_policy(json.dumps({
+            "version": 1, "filesystem": {"kind": "restricted", "entries": [
+                {"path": ":root", "access": "read"}, {"path": workspace, "access": "write"}]}}))
+        os.chmod(policy, 0o644)
+        env = {"PATH": workspace + ":/usr/bin:/bin", "HOME": home}
+
+        def as_nobody(*args):
+            return subprocess.run(["setpriv", f"--reuid={nobody}", f"--regid={nobody}",
+                                   "--clear-groups", SBX, *args], cwd=home, env=env,
+                                  capture_output=True, text=True, errors="replace",
+                                  timeout=TIMEOUT, check=False)
+
+        probe = as_nobody("--version")
+        if probe.returncode != 0:
+            self.skipTest("uid 65534 cannot run the installed sbx here" + describe(probe))
+        for argv in ([program, "x"], ["build.sh", "x"]):
+            result = as_nobody("explain", "--json", "--policy", policy, "--", *argv)
+            self.assert_exit(result, 0)
+            explain = json.loads(result.stdout)
+            self.assertIs(explain["should_sandbox"], True, explain["reason"])
+            self.assertEqual(explain["excluded_by"], [])
+            result = as_nobody("exec", "--json", "--policy", policy, "--", *argv)
+            self.assertFalse(os.path.exists(marker), "the chmod-protected program ran "
+                             "unsandboxed" + describe(result))
+        self.assertIn("could have been planted by a sandboxed command", explain["reason"] +
+                      json.loads(as_nobody("explain", "--json", "--policy", policy, "--",
+                                           program, "x").stdout)["reason"])
 
     # Issue #32 finding 4: a decoy settings file used to take the trusted project's place.
     def test_a_decoy_project_file_does_not_hide_the_trusted_project(self):
@@ -1226,6 +1447,114 @@ class Settings(SbxTestCase):
         self.assertEqual(shown["project"], {"root": self.project, "trusted": True})
         self.assertEqual(shown["ignored_project_files"], [decoy])
 
+
+    # Red team F5: a symlink planted in a trusted project, used as the cwd, left the project
+    # (its deny rules with it) when only the real path was searched.
+    def test_a_symlinked_cwd_cannot_leave_the_trusted_project(self):
+        self.require_backend()
+        secrets = os.path.join(self.project, "secrets")
+        victim = os.path.join(self.work, "victim")
+        os.makedirs(secrets)
+        os.makedirs(victim)
+        key = os.path.join(secrets, "key")
+        with open(key, "w", encoding="utf-8") as f:
+            f.write("TOPSECRET\n")
+        self.project_file(json.dumps({"policy": {"version": 1, "filesystem": {
+            "kind": "restricted", "entries": [
+                {"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"},
+                {"path": secrets, "access": "deny"}]}}}))
+        self.assert_exit(self.sbx_env("config", "trust"), 0)
+        self.env["PWD"] = self.project
+        self.assert_exit(self.sbx_env("exec", "--", "/bin/sh", "-c", f"ln -s {victim} tools"), 0)
+        tools = os.path.join(self.project, "tools")
+        self.assertTrue(os.path.islink(tools))
+        # The shell's logical cwd (PWD), and --cwd as given: both refused, naming the project.
+        for args, cwd in ((["exec", "--", "cat", key], tools),
+                          (["exec", "--cwd", tools, "--", "cat", key], self.config),
+                          (["config", "show"], tools)):
+            self.env["PWD"] = cwd
+            result = self.sbx_env(*args, cwd=cwd)
+            self.assertNotIn("TOPSECRET", result.stdout, describe(result))
+            self.assertNotEqual(result.returncode, 0, describe(result))
+            self.assertIn("inside the trusted project " + self.project, result.stderr)
+            self.assert_house_error(result)
+        self.assert_exit(self.sbx_env("exec", "--cwd", tools, "--", "true"), 125)
+        # A symlink that stays inside the project: the project applies as before.
+        os.makedirs(os.path.join(self.project, "sub"))
+        os.symlink(os.path.join(self.project, "sub"), os.path.join(self.project, "inside"))
+        inside = os.path.join(self.project, "inside")
+        self.env["PWD"] = inside
+        result = self.sbx_env("exec", "--", "cat", key, cwd=inside)
+        self.assertNotIn("TOPSECRET", result.stdout, describe(result))
+        explain = json.loads(self.sbx_env("explain", "--json", cwd=inside).stdout)
+        self.assertEqual(explain["settings"]["policy_scope"], "project")
+
+    # Red team F6: an unreadable settings path was taken as absent; a trusted project's .sbx
+    # could be made unreadable by a run in a writable root above it.
+    def test_an_unreadable_settings_path_fails_and_sbx_dirs_are_read_only(self):
+        if os.geteuid() != 0 or shutil.which("setpriv") is None:
+            self.skipTest("needs root and setpriv(1) to run sbx as uid 65534 (root reads "
+                          "whatever the mode says)")
+        nobody = 65534
+        os.chmod(self.tmp, 0o755)
+        home = os.path.join(self.work, "home")
+        cfg = os.path.join(home, ".config", "sbx")
+        workspace = os.path.join(self.work, "ws")
+        project = os.path.join(workspace, "p")
+        secrets = os.path.join(project, "secrets")
+        for path in (cfg, os.path.join(project, ".sbx"), secrets):
+            os.makedirs(path)
+        with open(os.path.join(secrets, "key"), "w", encoding="utf-8") as f:
+            f.write("SECRET\n")
+        with open(os.path.join(cfg, "settings.json"), "w", encoding="utf-8") as f:
+            f.write("{}")
+        with open(os.path.join(project, ".sbx", "settings.json"), "w", encoding="utf-8") as f:
+            f.write(json.dumps({"policy": {"version": 1, "filesystem": {
+                "kind": "restricted", "entries": [
+                    {"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"},
+                    {"path": secrets, "access": "deny"}]}}}))
+        for top in (home, workspace):
+            for root, dirs, files in os.walk(top):
+                for name in [root] + [os.path.join(root, n) for n in dirs + files]:
+                    os.chown(name, nobody, nobody)
+        env = {"PATH": "/usr/bin:/bin", "HOME": home}
+
+        def as_nobody(*args):
+            return subprocess.run(["setpriv", f"--reuid={nobody}", f"--regid={nobody}",
+                                   "--clear-groups", SBX, *args], cwd=home, env=env,
+                                  capture_output=True, text=True, errors="replace",
+                                  timeout=TIMEOUT, check=False)
+
+        probe = as_nobody("exec", "--cwd", workspace, "--", "true")
+        if probe.returncode != 0:
+            self.skipTest("uid 65534 cannot run a sandboxed command here" + describe(probe))
+        self.assert_exit(as_nobody("config", "trust", project), 0)
+        # The run in the writable root above the project cannot chmod (or fill) its .sbx.
+        sbx_dir = os.path.join(project, ".sbx")
+        before = os.stat(sbx_dir).st_mode
+        result = as_nobody("exec", "--cwd", workspace, "--", "/bin/sh", "-c",
+                           "chmod 000 p/.sbx; touch p/.sbx/planted")
+        self.assertEqual(os.stat(sbx_dir).st_mode, before, describe(result))
+        self.assertFalse(os.path.exists(os.path.join(sbx_dir, "planted")), describe(result))
+        # Unreadable anyway (by the user's own hand): a hard failure, never "no project".
+        os.chmod(sbx_dir, 0)
+        try:
+            for args in (["exec", "--cwd", project, "--", "cat", os.path.join(secrets, "key")],
+                         ["config", "show", "--cwd", project], ["explain", "--cwd", workspace]):
+                result = as_nobody(*args)
+                self.assertNotIn("SECRET", result.stdout, describe(result))
+                self.assertNotEqual(result.returncode, 0, describe(result))
+                self.assertIn("cannot check the settings " + sbx_dir, result.stderr)
+        finally:
+            os.chmod(sbx_dir, 0o755)
+        # The user's settings directory the same.
+        os.chmod(cfg, 0)
+        try:
+            result = as_nobody("explain", "--cwd", workspace)
+            self.assertNotEqual(result.returncode, 0, describe(result))
+            self.assertIn("cannot check the settings " + cfg, result.stderr)
+        finally:
+            os.chmod(cfg, 0o755)
 
     def test_landlock_refuses_a_trusted_project_it_cannot_protect(self):
         """Landlock cannot keep .sbx read-only or uncreatable inside a writable root: in a

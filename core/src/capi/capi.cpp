@@ -251,6 +251,7 @@ Result<Prepared> prepare_with_settings(const settings::Settings& loaded, const c
   if (!context.ok()) return Error{context.error()};
   for (const auto& file : loaded.files) context->settings_files.push_back(file.value);
   for (const auto& file : loaded.guarded_files) context->settings_files.push_back(file);
+  context->settings_dirs = loaded.guarded_dirs;
   context->absent_settings_files = loaded.absent_files;
   Result<ResolvedPolicy> resolved = resolve_policy(decided->policy, *context);
   if (!resolved.ok()) return Error{resolved.error()};

@@ -98,7 +98,8 @@ class Resolver {
   void add_policy_file_carveout();
   // Keeps the file at `path` (real path taken) read-only; its real path, or nullopt when no
   // writable rule reached it.
-  std::optional<std::string> add_file_carveout(const std::string& path);
+  std::optional<std::string> add_file_carveout(const std::string& path,
+                                               bool directory_too = false);
   // Makes the first missing component of `path` uncreatable when a writable rule reaches it.
   void protect_absent_file(const std::string& path);
   Status check_writable_symlinks(const Candidate& candidate) const;
@@ -371,6 +372,7 @@ void Resolver::add_policy_file_carveout() {
     out_.policy_file_carveout = *real;
   // The settings files the same way: each of them chooses part of the next run's sandbox.
   for (const std::string& file : context_.settings_files) add_file_carveout(file);
+  for (const std::string& dir : context_.settings_dirs) add_file_carveout(dir, true);
   // A settings file that does not exist yet would be read by the next run once created (a user
   // file listing excluded commands, say): it must not be creatable either.
   for (const std::string& file : context_.absent_settings_files) protect_absent_file(file);
@@ -412,7 +414,8 @@ void Resolver::protect_absent_file(const std::string& path) {
 #endif
 }
 
-std::optional<std::string> Resolver::add_file_carveout(const std::string& path) {
+std::optional<std::string> Resolver::add_file_carveout(const std::string& path,
+                                                       bool directory_too) {
   // Windows style: the file as named (drive path, lexical), when it exists on this Windows
   // host. Settings files that do not exist yet are not made uncreatable there (not built yet:
   // docs/ARCHITECTURE.md, "Windows host").
@@ -422,7 +425,7 @@ std::optional<std::string> Resolver::add_file_carveout(const std::string& path) 
                                        : policy::path::real_path(path);
   if (windows() && real && (!windows_exists(*real) || windows_is_directory(*real)))
     return std::nullopt;
-  if (!real || (!windows() && is_directory(*real)) ||
+  if (!real || (!windows() && !directory_too && is_directory(*real)) ||
       rule_access(out_.policy, *real) != Access::kWrite)
     return std::nullopt;
   std::string root;
@@ -444,7 +447,8 @@ std::optional<std::string> Resolver::add_file_carveout(const std::string& path) 
   std::vector<ProtectedPath>& protected_paths = out_.policy.protected_paths;
   if (std::none_of(protected_paths.begin(), protected_paths.end(),
                    [&](const ProtectedPath& p) { return p.path == *real; }))
-    protected_paths.push_back(ProtectedPath{*real, root, true, false});
+    protected_paths.push_back(
+        ProtectedPath{*real, root, true, directory_too && !windows() && is_directory(*real)});
   std::sort(protected_paths.begin(), protected_paths.end(),
             [](const ProtectedPath& a, const ProtectedPath& b) { return a.path < b.path; });
   return real;

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -59,6 +60,15 @@ std::string env_path(const std::vector<std::string>& env) {
   return "/usr/bin:/bin";  // as resolve_command (spawn.cpp)
 }
 
+std::optional<std::string> env_value(const std::vector<std::string>& env, std::string_view name) {
+  for (const std::string& entry : env) {
+    if (entry.size() > name.size() && entry.compare(0, name.size(), name) == 0 &&
+        entry[name.size()] == '=')
+      return entry.substr(name.size() + 1);
+  }
+  return std::nullopt;
+}
+
 // A file a shell reads before the script (its startup file): refused when missing in a place
 // the sandbox could create it, or when any step to it is plantable.
 std::optional<std::string> startup_file_refusal(const std::string& what, const std::string& path,
@@ -80,40 +90,95 @@ std::optional<std::string> startup_file_refusal(const std::string& what, const s
 }
 
 // What a shell given `-c` reads before the script: bash(1) INVOCATION, a non-interactive bash
-// sources $BASH_ENV; zsh(1) STARTUP/SHUTDOWN FILES, every zsh sources $ZDOTDIR/.zshenv
-// (ZDOTDIR defaults to HOME). dash and ksh read $ENV only when interactive.
+// sources $BASH_ENV (and, started over the network, ~/.bashrc); zsh(1) STARTUP/SHUTDOWN FILES,
+// every zsh sources $ZDOTDIR/.zshenv (ZDOTDIR defaults to HOME). dash and ksh read $ENV only
+// when interactive.
 std::optional<std::string> shell_startup_refusal(const std::vector<std::string>& argv,
                                                  const std::vector<std::string>& env,
                                                  const ResolvedPolicy& resolved,
                                                  const HostUser& user) {
-  auto value = [&env](std::string_view name) -> std::optional<std::string> {
-    for (const std::string& entry : env) {
-      if (entry.size() > name.size() && entry.compare(0, name.size(), name) == 0 &&
-          entry[name.size()] == '=')
-        return entry.substr(name.size() + 1);
-    }
-    return std::nullopt;
-  };
+  auto value = [&env](std::string_view name) { return env_value(env, name); };
   if (std::optional<std::string> bash_env = value("BASH_ENV"); bash_env && !bash_env->empty()) {
     if (auto why = startup_file_refusal("BASH_ENV", *bash_env, resolved, user)) return why;
   }
   const std::string& shell = argv[0];
-  if (shell.substr(shell.rfind('/') + 1) != "zsh") return std::nullopt;
+  const std::string name = shell.substr(shell.rfind('/') + 1);
+  if (name == "bash") {
+    // bash's shell.c run_startup_files(): a non-interactive `bash -c` whose stdin is a socket
+    // (isnetconn), or, with Debian's SSH_SOURCE_BASHRC, whose environment has SSH_CLIENT or
+    // SSH2_CLIENT, reads ~/.bashrc when SHLVL < 2. Whether that holds depends on how the caller
+    // started sbx (Node agents pass a socket as stdin), so ~/.bashrc is checked always.
+    std::optional<std::string> home = value("HOME");
+    if (!home || home->empty())
+      return "bash could read ~/.bashrc from an unknown directory (no HOME)";
+    return startup_file_refusal("bash's startup file", *home + "/.bashrc", resolved, user);
+  }
+  if (name != "zsh") return std::nullopt;
   std::optional<std::string> dir = value("ZDOTDIR");
   if (!dir || dir->empty()) dir = value("HOME");
   if (!dir || dir->empty()) return "zsh would read .zshenv from an unknown directory (no HOME)";
   return startup_file_refusal("zsh's startup file", *dir + "/.zshenv", resolved, user);
 }
 
-// Every program the matched command runs must be one no sandbox could have planted: else the
-// match is refused and the command runs sandboxed (Exclusion::refused says why).
+// An excluded program acts with the host's full power on everything it reads, and what it reads
+// first is its working directory: git's discovery takes any directory at or above the cwd that
+// holds HEAD, objects/ and refs/ as the repository (gitrepository-layout(5); setup.c
+// is_git_directory) and runs its core.fsmonitor; make reads ./Makefile, `npm run` ./package.json.
+// So the cwd and every directory above it must be ones no sandbox could have written (the walk
+// of find_trusted_program, for the directory instead of a program).
+std::optional<std::string> working_directory_refusal(const std::string& cwd,
+                                                     const ResolvedPolicy& resolved,
+                                                     const HostUser& user) {
+  Result<std::vector<PathStep>> steps = walk_path(cwd);
+  if (!steps.ok()) return "the working directory cannot be verified: " + steps.error();
+  std::optional<std::string> why = first_plantable(*steps, resolved, user);
+  if (!why) return std::nullopt;
+  return "the working directory " + cwd + " could have been written by a sandboxed command (" +
+         *why + "): what the excluded program reads there could have been planted; to run it " +
+         "without a sandbox anyway, ask for that run explicitly (sbx exec --sandbox forbid)";
+}
+
+// An excluded program reads the user's configuration as well: git ~/.gitconfig and
+// $XDG_CONFIG_HOME/git/config (git-config(1) FILES; core.fsmonitor, core.pager and `!` aliases
+// run commands), npm ~/.npmrc, ssh ~/.ssh/config, ... A home or configuration directory the
+// sandbox could write (any dotfile could be planted there) refuses the match like the cwd.
+std::optional<std::string> configuration_refusal(const std::vector<std::string>& env,
+                                                 const ResolvedPolicy& resolved,
+                                                 const HostUser& user) {
+  std::optional<std::string> home = env_value(env, "HOME");
+  if (!home || home->empty() || home->front() != '/')
+    return "the home directory (HOME) is not an absolute path, so the configuration the "
+           "excluded program reads there cannot be verified";
+  std::optional<std::string> config = env_value(env, "XDG_CONFIG_HOME");
+  if (!config || config->empty() || config->front() != '/') config = *home + "/.config";
+  for (const std::string& dir : {*home, *config}) {
+    Result<std::vector<PathStep>> steps = walk_path(dir);
+    if (!steps.ok()) {
+      // A missing directory could be created where its parent is plantable.
+      const std::size_t slash = dir.rfind('/');
+      steps = walk_path(slash == 0 ? "/" : dir.substr(0, slash));
+      if (!steps.ok()) return "the configuration directory " + dir + ": " + steps.error();
+    }
+    if (std::optional<std::string> why = first_plantable(*steps, resolved, user))
+      return "the configuration directory " + dir +
+             " could have been written by a sandboxed command (" + *why +
+             "): the excluded program's configuration there (~/.gitconfig, ~/.npmrc, ...) "
+             "could have been planted";
+  }
+  return std::nullopt;
+}
+
+// Every program the matched command runs must be one no sandbox could have planted, and so must
+// its working directory and configuration directories: else the match is refused and the
+// command runs sandboxed (Exclusion::refused says why).
 Exclusion verify_exclusion(std::vector<std::string> matched,
                            const std::vector<std::string>& command, const ResolvedPolicy& resolved,
                            const std::string& cwd, const std::vector<std::string>& env) {
   Exclusion out;
-  std::optional<std::vector<std::string>> programs = settings::programs_of(command);
+  std::string doubt;
+  std::optional<std::vector<std::string>> programs = settings::programs_of(command, &doubt);
   if (!programs) {
-    out.refused = "the script changes directory and then names a program by a relative path";
+    out.refused = doubt;
     return out;
   }
   const HostUser user = current_host_user();
@@ -134,6 +199,14 @@ Exclusion verify_exclusion(std::vector<std::string> matched,
       out.refused = *why;
       return out;
     }
+  }
+  if (std::optional<std::string> why = working_directory_refusal(cwd, resolved, user)) {
+    out.refused = *why;
+    return out;
+  }
+  if (std::optional<std::string> why = configuration_refusal(env, resolved, user)) {
+    out.refused = *why;
+    return out;
   }
   out.matched = std::move(matched);
   return out;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <iterator>
 
 namespace sbx::settings {
 namespace {
@@ -13,8 +14,8 @@ namespace {
 // Words that start a compound command or change what follows: a command that starts with one is
 // not a simple command, so it is in doubt.
 constexpr std::array<std::string_view, 21> kReservedWords = {
-    "if",    "then",  "else", "elif",   "fi", "case", "esac", "for", "select", "while", "until",
-    "do",    "done",  "in",   "function", "time", "coproc", "!", "[[", "]]", "{"};
+    "if", "then", "else", "elif",     "fi",   "case",   "esac", "for", "select", "while", "until",
+    "do", "done", "in",   "function", "time", "coproc", "!",    "[[",  "]]",     "{"};
 
 // Characters that are in doubt outside quotes: expansions ($ `), escapes (\), redirections and
 // here-docs (< >), brace expansion and groups ({ }), globs (* ? [ ]).
@@ -224,15 +225,83 @@ bool is_shell(const std::string& program) {
   return name == "sh" || name == "bash" || name == "dash" || name == "zsh" || name == "ksh";
 }
 
-// Builtins of every shell is_shell names (dash(1), bash(1) "SHELL BUILTIN COMMANDS",
-// zshbuiltins(1), ksh(1)) that run no other program: the shell never looks them up in PATH.
-bool is_plain_builtin(const std::string& word) {
-  return word == "cd" || word == "echo" || word == "printf" || word == "pwd" || word == "test" ||
-         word == "true" || word == "false" || word == ":";
+// The only builtins a script part may start with and still run unsandboxed: the words that,
+// in every shell is_shell names and busybox sh, neither run nor look up another program, set
+// no variable and change no directory (dash(1), bash(1) "SHELL BUILTIN COMMANDS",
+// zshbuiltins(1), ksh(1)). Not printf (bash and zsh `printf -v PATH`), not cd (it changes
+// what later relative lookups and the working directory's files mean), not test (zsh's test
+// evaluates -eq operands as math, which expands subscripts).
+constexpr std::string_view kInertBuiltins[] = {":", "echo", "false", "pwd", "true"};
+
+// Every other builtin of bash, zsh (its default modules), dash, ksh and busybox sh: the shell
+// runs them itself, so the file of that name sbx would verify in PATH (Fedora and macOS ship
+// /usr/bin/command, /usr/bin/hash, ...) is not what runs, and most of them change what later
+// parts do (hash -p, alias, export, set, source, eval, exec, command, builtin...). A part that
+// starts with one is in doubt.
+constexpr std::string_view kOtherBuiltins[] = {
+    ".",           "[",        "alias",   "autoload",  "bg",         "bind",      "bindkey",
+    "break",       "builtin",  "bye",     "caller",    "cd",         "chdir",     "command",
+    "compgen",     "complete", "compopt", "continue",  "declare",    "dirs",      "disable",
+    "disown",      "emulate",  "enable",  "eval",      "exec",       "exit",      "export",
+    "fc",          "fg",       "float",   "functions", "getln",      "getopts",   "hash",
+    "help",        "history",  "integer", "jobs",      "kill",       "let",       "limit",
+    "local",       "log",      "logout",  "mapfile",   "noglob",     "nocorrect", "popd",
+    "print",       "printf",   "pushd",   "pushln",    "r",          "read",      "readarray",
+    "readonly",    "rehash",   "return",  "sched",     "set",        "setopt",    "shift",
+    "shopt",       "source",   "suspend", "test",      "times",      "trap",      "type",
+    "typeset",     "ulimit",   "umask",   "unalias",   "unfunction", "unhash",    "unlimit",
+    "unset",       "unsetopt", "vared",   "wait",      "whence",     "where",     "which",
+    "zcompile",    "zformat",  "zle",     "zmodload",  "zparseopts", "zprof",     "zpty",
+    "zregexparse", "zsocket",  "zstyle",  "ztcp",      "zcurses",    "zsystem",   "zselect",
+    "strftime",    "sysopen",  "sysread", "syswrite",  "stat",       "zstat"};
+
+bool is_inert_builtin(const std::string& word) {
+  return std::find(std::begin(kInertBuiltins), std::end(kInertBuiltins), word) !=
+         std::end(kInertBuiltins);
 }
 
-bool relative_path(const std::string& word) {
-  return word.find('/') != std::string::npos && word.front() != '/';
+bool is_other_builtin(const std::string& word) {
+  return std::find(std::begin(kOtherBuiltins), std::end(kOtherBuiltins), word) !=
+         std::end(kOtherBuiltins);
+}
+
+// Programs that run another program named in their arguments (or a program string they build):
+// sbx verifies the file of the first word only, so the program such a runner starts would run
+// unverified and unsandboxed (`timeout 5 ./planted`, `env ./planted`, `xargs ./planted`).
+constexpr std::string_view kProgramRunners[] = {
+    "busybox", "capsh",   "chroot",  "chrt",    "doas",     "env",      "exec",    "firejail",
+    "flock",   "gdb",     "ionice",  "ltrace",  "nice",     "nohup",    "nsenter", "parallel",
+    "pkexec",  "runuser", "script",  "setarch", "setpriv",  "setsid",   "stdbuf",  "strace",
+    "su",      "sudo",    "systemd-run", "taskset", "time", "timeout",  "unshare", "valgrind",
+    "watch",   "xargs"};
+
+std::string base_name(const std::string& program) {
+  const std::size_t slash = program.rfind('/');
+  return slash == std::string::npos ? program : program.substr(slash + 1);
+}
+
+// Why the arguments of `words` make its program run or read something sbx did not verify, or
+// nullopt: a runner (kProgramRunners); git with a global option before its subcommand (`-c
+// core.fsmonitor=CMD`, `-c alias.x=!CMD`, `--config-env`, `--exec-path`, and `-C DIR`,
+// `--git-dir`, `--work-tree`, which point its inputs at another directory; git(1) OPTIONS);
+// find with an action that runs or writes (-exec, -execdir, -ok, -okdir, -delete, -fprint*).
+std::optional<std::string> runs_unverified(const SimpleCommand& words) {
+  const std::string name = base_name(words.front());
+  if (std::find(std::begin(kProgramRunners), std::end(kProgramRunners), name) !=
+      std::end(kProgramRunners))
+    return "'" + name + "' runs a program named in its arguments, which sbx does not verify";
+  if (name == "git" && words.size() > 1 && !words[1].empty() && words[1].front() == '-')
+    return "git's global option '" + words[1] +
+           "' can run a command (-c core.fsmonitor=..., -c alias.x=!...) or point git at "
+           "another directory";
+  if (name == "find") {
+    for (const std::string& word : words) {
+      if (word.rfind("-exec", 0) == 0 || word.rfind("-ok", 0) == 0 || word == "-delete" ||
+          word.rfind("-fprint", 0) == 0 || word == "-fls")
+        return "find's action '" + word + "' runs or writes";
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -241,19 +310,29 @@ bool is_shell_script(const std::vector<std::string>& argv) {
   return argv.size() >= 3 && is_shell(argv[0]) && argv[1] == "-c";
 }
 
-std::optional<std::vector<std::string>> programs_of(const std::vector<std::string>& argv) {
-  if (argv.empty()) return std::nullopt;
+std::optional<std::vector<std::string>> programs_of(const std::vector<std::string>& argv,
+                                                    std::string* why) {
+  auto in_doubt = [why](std::string reason) -> std::optional<std::vector<std::string>> {
+    if (why != nullptr) *why = std::move(reason);
+    return std::nullopt;
+  };
+  if (argv.empty()) return in_doubt("the command is empty");
   std::vector<std::string> programs{argv[0]};
-  if (!is_shell_script(argv)) return programs;
+  if (!is_shell_script(argv)) {
+    if (std::optional<std::string> runner = runs_unverified(argv)) return in_doubt(*runner);
+    return programs;
+  }
   std::optional<std::vector<SimpleCommand>> parts = split_shell_command(argv[2]);
-  if (!parts) return std::nullopt;
-  bool changes_directory = false;
+  if (!parts) return in_doubt("the script cannot be read with certainty");
   for (const SimpleCommand& part : *parts) {
-    if (part.empty()) return std::nullopt;
+    if (part.empty()) return in_doubt("the script has an empty command");
     const std::string& word = part.front();
-    if (word == "cd") changes_directory = true;
-    if (changes_directory && relative_path(word)) return std::nullopt;
-    if (!is_plain_builtin(word)) programs.push_back(word);
+    if (is_other_builtin(word))
+      return in_doubt("the script runs the shell builtin '" + word +
+                      "', which the shell runs itself and which can change what the rest of "
+                      "the script runs or reads");
+    if (std::optional<std::string> runner = runs_unverified(part)) return in_doubt(*runner);
+    if (!is_inert_builtin(word)) programs.push_back(word);
   }
   return programs;
 }
@@ -265,7 +344,8 @@ std::optional<std::vector<SimpleCommand>> split_shell_command(std::string_view s
 bool command_pattern_matches(std::string_view pattern, const SimpleCommand& words) {
   const std::vector<std::string> expected = pattern_words(pattern);
   if (expected.empty() || words.empty()) return false;
-  const std::size_t stars = static_cast<std::size_t>(std::count(pattern.begin(), pattern.end(), '*'));
+  const std::size_t stars =
+      static_cast<std::size_t>(std::count(pattern.begin(), pattern.end(), '*'));
   if (stars == 0) return words == expected;
   if (stars == 1 && expected.size() > 1 && expected.back() == "*") {
     // Prefix: the words before " *", then anything.

@@ -36,6 +36,8 @@ bool exists(const std::string& path) {
   return std::filesystem::exists(std::filesystem::symlink_status(path, error));
 }
 
+Result<bool> present(const std::string& path) { return exists(path); }
+
 // Managed settings bind every user, so the file must be one only administrators can write; that
 // check (the DACL of the file and its directories, plugins/trusted_acl.hpp) is not wired to
 // settings on Windows yet, so a managed file is refused rather than read unchecked.
@@ -75,6 +77,18 @@ bool exists(const std::string& path) {
   return ::lstat(path.c_str(), &st) == 0;
 }
 
+// Whether a settings path is there. lstat(2): ENOENT and ENOTDIR (a component missing, or not a
+// directory) mean it is not; any other error (EACCES after a `chmod 000` of .sbx or of the
+// config directory, ELOOP, EIO) means one may be there that cannot be read, which is never
+// taken as "absent": the settings it holds (deny rules, locks) would silently be dropped.
+Result<bool> present(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0) return true;
+  if (errno == ENOENT || errno == ENOTDIR) return false;
+  return Error{"cannot check the settings " + path + ": " + std::strerror(errno) +
+               "; make it and the directories above it readable by you again (or remove it)"};
+}
+
 // The managed file, or nullopt when there is none. A missing directory or file means no managed
 // settings; anything else that fails a check (owner, group/other write on the file or any
 // directory above it, a symlink, not a regular file) is an error: silently skipping an unsafe
@@ -110,7 +124,10 @@ Result<std::optional<std::string>> read_managed(const Sources& sources) {
 
 // A file of the user or project scope: the user's own, read as any file they could edit.
 Result<std::optional<std::string>> read_plain(const std::string& path) {
-  if (path.empty() || !exists(path)) return std::optional<std::string>{};
+  if (path.empty()) return std::optional<std::string>{};
+  Result<bool> here = present(path);
+  if (!here) return Error{here.error()};
+  if (!*here) return std::optional<std::string>{};
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return Error{"cannot open " + path + ": " + std::strerror(errno)};
   struct stat st {};
@@ -160,22 +177,45 @@ struct ProjectSearch {
 // The nearest directory at or above the cwd that holds .sbx/settings.json and is trusted;
 // untrusted ones on the way are passed over. With no trusted one, the nearest untrusted one is
 // the (ignored) project.
-ProjectSearch find_project(const std::string& cwd, const std::vector<std::string>& trusted) {
+Result<ProjectSearch> find_project(const std::string& cwd,
+                                   const std::vector<std::string>& trusted) {
   ProjectSearch out;
   std::optional<std::string> nearest;
   for (std::optional<std::string> dir = cwd; dir && !dir->empty(); dir = parent_dir(*dir)) {
     const std::string file = policy::path::join(*dir, std::string(kProjectFile));
-    if (!exists(file)) continue;
     if (is_trusted(*dir, trusted)) {
+      Result<bool> here = present(file);
+      if (!here) return Error{here.error()};
+      if (!*here) continue;
       out.root = *dir;
       out.trusted = true;
       return out;
     }
+    // An untrusted file is never read, only reported: whether it can be checked changes nothing.
+    if (!exists(file)) continue;
     if (!nearest) nearest = *dir;
     out.ignored.push_back(file);
   }
   out.root = nearest;
   return out;
+}
+
+// The trusted project (as listed) that holds the logical cwd, lexically, when its real path
+// leaves that project: a symlink on the way (one a sandboxed run could plant inside the project)
+// leads out. Read by the real path alone, such a cwd would drop the project's settings and the
+// protection of its .sbx; read by the logical path alone, a symlink would decide what applies.
+std::optional<std::string> trusted_project_left(const Sources& sources,
+                                                const std::vector<std::string>& trusted) {
+  if (sources.logical_cwd.empty() || sources.logical_cwd == sources.cwd) return std::nullopt;
+  auto within = [](const std::string& path, const std::string& dir) {
+    return path == dir || dir == "/" || path.rfind(dir + "/", 0) == 0;
+  };
+  for (const std::string& dir : trusted) {
+    const std::string real = real_or_same(dir);
+    if (!within(sources.logical_cwd, dir) && !within(sources.logical_cwd, real)) continue;
+    if (!within(sources.cwd, real)) return dir;
+  }
+  return std::nullopt;
 }
 
 // True if a trusted project holds the cwd (with a settings file or not).
@@ -199,15 +239,33 @@ Result<ScopeSettings> parse_file(const std::string& text, Scope scope, const std
 // and the settings file of every trusted project, wherever the cwd is. A run in one trusted
 // project could otherwise create the settings of another one below its writable roots (a
 // nested trusted project, say), which the next run there would read as trusted.
-std::vector<std::string> absent_files(const Sources& sources, const std::vector<std::string>& trusted) {
+Result<std::vector<std::string>> absent_files(const Sources& sources,
+                                              const std::vector<std::string>& trusted) {
   std::vector<std::string> out;
   // Not the managed file: only root can create /etc/sbx, and a command given write access to
   // /etc can already change what every later program does.
-  if (!sources.user_file.empty() && sources.user_file.front() == '/' && !exists(sources.user_file))
-    out.push_back(sources.user_file);
+  if (!sources.user_file.empty() && sources.user_file.front() == '/') {
+    Result<bool> here = present(sources.user_file);
+    if (!here) return Error{here.error()};
+    if (!*here) out.push_back(sources.user_file);
+  }
   for (const std::string& dir : trusted) {
     const std::string file = policy::path::join(real_or_same(dir), std::string(kProjectFile));
-    if (!exists(file)) out.push_back(file);
+    Result<bool> here = present(file);
+    if (!here) return Error{here.error()};
+    if (!*here) out.push_back(file);
+  }
+  return out;
+}
+
+// The .sbx directories of the trusted projects (real paths), those that exist
+// (Settings::guarded_dirs): kept read-only whole, so that no run can chmod, fill or empty one.
+std::vector<std::string> guarded_dirs(const std::vector<std::string>& trusted) {
+  std::vector<std::string> out;
+  for (const std::string& dir : trusted) {
+    const std::string sbx_dir = policy::path::join(real_or_same(dir), ".sbx");
+    std::optional<std::string> real = policy::path::real_path(sbx_dir);
+    if (real && std::find(out.begin(), out.end(), *real) == out.end()) out.push_back(*real);
   }
   return out;
 }
@@ -240,6 +298,11 @@ Sources current_sources(const std::string& cwd, const std::map<std::string, std:
   } else if (home != env.end() && !home->second.empty() && home->second.front() == '/') {
     sources.user_file = policy::path::join(home->second, ".config/" + std::string(kUserFile));
   }
+  // getcwd(3) and POSIX cd -L: PWD is the logical path only while it still names the cwd.
+  auto pwd = env.find("PWD");
+  if (pwd != env.end() && !pwd->second.empty() && pwd->second.front() == '/' &&
+      real_or_same(pwd->second) == cwd)
+    sources.logical_cwd = policy::path::lexically_normal(pwd->second);
   return sources;
 }
 
@@ -264,8 +327,15 @@ Result<Settings> load_settings(const Sources& sources, const ScopeSettings* call
     scopes.emplace_back(Scope::kUser, std::move(*parsed));
     files.push_back({real_or_same(sources.user_file), Scope::kUser});
   }
+  if (std::optional<std::string> left = trusted_project_left(sources, trusted))
+    return Error{"the working directory " + sources.logical_cwd +
+                 " is inside the trusted project " + *left + ", but its real path " + sources.cwd +
+                 " is not (a symlink on the way leads out, and a sandboxed command could have "
+                 "planted it); run from the real directory, or remove the symlink"};
   std::vector<std::string> notes;
-  const ProjectSearch project = find_project(sources.cwd, trusted);
+  Result<ProjectSearch> searched = find_project(sources.cwd, trusted);
+  if (!searched) return Error{searched.error()};
+  const ProjectSearch& project = *searched;
   for (const std::string& file : project.ignored) {
     const std::string dir = file.substr(0, file.size() - kProjectFile.size() - 1);
     // Never read: an untrusted repository must not widen its own sandbox (nor fail the run
@@ -289,7 +359,10 @@ Result<Settings> load_settings(const Sources& sources, const ScopeSettings* call
   if (caller != nullptr) scopes.emplace_back(Scope::kCommandLine, *caller);
   Result<Settings> merged = merge_settings(scopes);
   if (!merged) return merged;
-  merged->absent_files = absent_files(sources, trusted);
+  Result<std::vector<std::string>> absent = absent_files(sources, trusted);
+  if (!absent) return Error{absent.error()};
+  merged->absent_files = std::move(*absent);
+  merged->guarded_dirs = guarded_dirs(trusted);
   merged->guarded_files = guarded_files(trusted, files);
   merged->files = std::move(files);
   merged->project_root = project.root;

@@ -10,7 +10,6 @@ namespace sbx {
 namespace {
 
 // POSIX permission bits (sys/stat.h), spelled out so that this file needs no OS header.
-constexpr std::uint32_t kOwnerWrite = 0200;
 constexpr std::uint32_t kGroupWrite = 0020;
 constexpr std::uint32_t kOtherWrite = 0002;
 
@@ -24,7 +23,9 @@ bool policy_writes(const ResolvedPolicy& policy, const std::string& path) {
 // The host lets `user` write the step (see plantable in the header for the ACL mask).
 bool host_writes(const PathStep& step, const HostUser& user) {
   if (user.uid == 0) return true;  // CAP_DAC_OVERRIDE: root writes whatever the mode says
-  if (step.owner == user.uid) return (step.mode & kOwnerWrite) != 0;
+  // chmod(2): the owner may change the mode of what it owns at any time, so a sandboxed run
+  // that cleared the write bits (chmod 555) can set them again: the bits say nothing.
+  if (step.owner == user.uid) return true;
   return (step.mode & (kGroupWrite | kOtherWrite)) != 0;
 }
 

@@ -76,7 +76,11 @@ TEST_F(CApiSettings, PublicEntryReadsTheProductionPlaces) {
       "no-such-backend", work().c_str(), R"({"excluded_commands":["true"]})", &error);
   ASSERT_NE(manager, nullptr) << sbx_error_message(error);
   const char* argv[] = {"true", nullptr};
-  Call call = take(sbx_exec(manager, nullptr, work().c_str(), argv, nullptr, 0, &error), &error);
+  // read-only: an excluded command runs unsandboxed only in a working directory no sandbox of
+  // the policy can write (the default policy writes the cwd).
+  Call call = take(sbx_exec(manager, R"({"version":1,"preset":"read-only"})", work().c_str(), argv,
+                            nullptr, 0, &error),
+                   &error);
   sbx_manager_free(manager);
   ASSERT_TRUE(call.ok) << call.error;
   const json::value report = json::parse(call.text);
@@ -96,7 +100,8 @@ TEST_F(CApiSettings, PublicEntryReadsTheProductionPlaces) {
 TEST_F(CApiSettings, ExcludedCommandsRunUnsandboxedOnlyWhenEveryPartMatches) {
   sbx_manager* manager = make(R"({"excluded_commands":["echo *"]})");
   ASSERT_NE(manager, nullptr);
-  Call ran = exec(manager, nullptr, "echo a && echo b", 0);
+  // read-only: the default policy writes the cwd, where no excluded command runs unsandboxed.
+  Call ran = exec(manager, R"({"version":1,"preset":"read-only"})", "echo a && echo b", 0);
   ASSERT_TRUE(ran.ok) << ran.error;
   json::value report = json::parse(ran.text);
   EXPECT_EQ(report.at("should_sandbox"), false) << ran.text;

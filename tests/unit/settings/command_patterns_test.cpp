@@ -166,11 +166,33 @@ TEST(ProgramsOf, TheShellAndEveryProgramItLooksUp) {
   EXPECT_EQ(programs_of({"./bin/sh", "-c", "ls"}), Programs({"./bin/sh", "ls"}));
   EXPECT_EQ(programs_of({"/bin/bash", "-c", "echo a && git status | wc -l; true"}),
             Programs({"/bin/bash", "git", "wc"}));
-  EXPECT_EQ(programs_of({"sh", "-c", "./x && cd sub"}), Programs({"sh", "./x"}));
-  // After a cd, a relative program names a file this lookup cannot tell.
-  EXPECT_EQ(programs_of({"sh", "-c", "cd sub && ./x"}), std::nullopt);
-  EXPECT_EQ(programs_of({"sh", "-c", "cd sub && bin/x"}), std::nullopt);
-  EXPECT_EQ(programs_of({"sh", "-c", "cd sub && /bin/ls"}), Programs({"sh", "/bin/ls"}));
+  // Only the inert builtins are not looked up.
+  EXPECT_EQ(programs_of({"sh", "-c", "true && echo a; pwd || : && false"}), Programs({"sh"}));
+  // Any other builtin is in doubt, with the reason (red team F3, F4): cd changes what relative
+  // names and the working directory's files mean; printf -v, hash -p, command, export, ...
+  // change what later parts run; the shell runs its builtin, not the PATH file sbx would check.
+  for (const char* script :
+       {"cd sub && ./x", "./x && cd sub", "cd sub && /bin/ls", "printf -v PATH /tmp/e; git status",
+        "command ./x", "hash -p ./x git; git status", "export PATH=/e; git status",
+        "source ./x", ". ./x", "eval ls", "exec ls", "alias git=./x", "set -a", "read x",
+        "test 1 -eq 1", "builtin ls", "zmodload zsh/files", "type ls", "ulimit -c 0"}) {
+    std::string why;
+    EXPECT_EQ(programs_of({"bash", "-c", script}, &why), std::nullopt) << script;
+    EXPECT_NE(why.find("the shell builtin"), std::string::npos) << script << ": " << why;
+  }
+  // A program that runs another one named in its arguments: in doubt, directly or in a script
+  // (red team: `timeout *`, `nice *` ran a planted ./build.sh; `git *` allows -c core.fsmonitor).
+  for (const std::vector<std::string>& argv : std::vector<std::vector<std::string>>{
+           {"timeout", "5", "./build.sh"}, {"/usr/bin/nice", "./build.sh"}, {"env", "./x"},
+           {"xargs", "rm"}, {"sudo", "ls"}, {"git", "-c", "core.fsmonitor=id", "status"},
+           {"git", "-C", "/tmp", "status"}, {"find", ".", "-exec", "id", ";"},
+           {"sh", "-c", "ls && nohup ./x"}, {"bash", "-c", "git --exec-path=/e status"}}) {
+    std::string why;
+    EXPECT_EQ(programs_of(argv, &why), std::nullopt) << argv.front();
+    EXPECT_FALSE(why.empty()) << argv.front();
+  }
+  EXPECT_EQ(programs_of({"git", "status", "-c"}), Programs({"git"}));
+  EXPECT_EQ(programs_of({"find", ".", "-name", "x"}), Programs({"find"}));
   EXPECT_EQ(programs_of({"sh", "-c", "ls $(x)"}), std::nullopt);
   EXPECT_EQ(programs_of({}), std::nullopt);
   // Not a shell script: one program, its arguments are not looked at.

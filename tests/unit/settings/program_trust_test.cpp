@@ -35,10 +35,12 @@ PathStep dir(const std::string& path, std::uint32_t owner, std::uint32_t mode) {
 TEST(Plantable, BothThePolicyAndTheHostMustLetTheSandboxWrite) {
   const ResolvedPolicy policy = writable({"/ws"});
   const HostUser root{0}, owner{1000}, other{2000};
-  // Inside the writable root: root writes anything, the owner by the owner's bit.
+  // Inside the writable root: root writes anything, the owner too whatever the mode bits (a
+  // sandboxed `chmod 555` is undone by the next `chmod 755`; issue #32 red team F2).
   EXPECT_TRUE(plantable(dir("/ws/bin", 1000, 0755), policy, root));
   EXPECT_TRUE(plantable(dir("/ws/bin", 1000, 0755), policy, owner));
-  EXPECT_FALSE(plantable(dir("/ws/bin", 1000, 0555), policy, owner));
+  EXPECT_TRUE(plantable(dir("/ws/bin", 1000, 0555), policy, owner));
+  EXPECT_TRUE(plantable(dir("/ws/bin", 1000, 0), policy, owner));
   // Anyone else: the group or other bit (the group bits are an ACL's mask, acl(5)).
   EXPECT_FALSE(plantable(dir("/ws/bin", 1000, 0755), policy, other));
   EXPECT_TRUE(plantable(dir("/ws/bin", 1000, 0775), policy, other));

@@ -632,6 +632,86 @@ TEST_F(Files, NestedTrustedProjectsSettingsAreGuardedToo) {
                           [&](const ProtectedPath& p) { return p.path == repo + "/other/.sbx"; }));
 }
 
+// Red team F6: a settings path that cannot be checked is an error, never "absent" (ELOOP here:
+// root passes EACCES; cli.Settings tests the chmod 000 as uid 65534).
+TEST_F(Files, ASettingsPathThatCannotBeCheckedIsAnErrorNeverAbsent) {
+  const std::string repo = tmp_.path() + "/work/repo";
+  fs::create_directory_symlink(repo + "/.sbx", repo + "/.sbx");  // a loop: lstat gives ELOOP
+  ASSERT_TRUE(trust_project(sources_.user_file, repo).ok());
+  std::string error = load_error();
+  EXPECT_NE(error.find("cannot check the settings " + repo + "/.sbx/settings.json"),
+            std::string::npos)
+      << error;
+  // An untrusted directory's is never read: it cannot fail the run.
+  fs::remove(sources_.user_file);
+  EXPECT_EQ(load_error(), "(accepted)");
+  // The user file the same.
+  const std::string config = tmp_.path() + "/home/.config/sbx";
+  fs::remove_all(config);
+  fs::create_directory_symlink(config, config);
+  error = load_error();
+  EXPECT_NE(error.find("cannot check the settings " + sources_.user_file), std::string::npos)
+      << error;
+}
+
+// Red team F5: the cwd's logical path (PWD, --cwd as given) inside a trusted project whose real
+// path leaves it is refused; a symlink that stays inside changes nothing.
+TEST_F(Files, ALogicalCwdThatLeavesATrustedProjectIsRefused) {
+  const std::string repo = tmp_.path() + "/work/repo";
+  const std::string elsewhere = tmp_.path() + "/work/elsewhere";
+  fs::create_directories(repo + "/.sbx");
+  fs::create_directories(elsewhere);
+  write(repo + "/.sbx/settings.json", R"({"sandbox":"require"})");
+  ASSERT_TRUE(trust_project(sources_.user_file, repo).ok());
+  fs::create_directory_symlink(elsewhere, repo + "/tools");
+  fs::create_directory_symlink(repo + "/sub", repo + "/inside");
+  // PWD names the cwd: it is the logical path; a PWD naming another directory is not.
+  EXPECT_EQ(current_sources(elsewhere, {{"PWD", repo + "/tools"}}).logical_cwd, repo + "/tools");
+  EXPECT_EQ(current_sources(elsewhere, {{"PWD", repo}}).logical_cwd, "");
+  sources_.cwd = elsewhere;
+  sources_.logical_cwd = repo + "/tools";
+  const std::string error = load_error();
+  EXPECT_NE(error.find("inside the trusted project " + repo), std::string::npos) << error;
+  EXPECT_NE(error.find("real path " + elsewhere), std::string::npos) << error;
+  sources_.cwd = repo + "/sub";
+  sources_.logical_cwd = repo + "/inside";
+  Result<Settings> loaded = load_settings(sources_);
+  ASSERT_TRUE(loaded.ok()) << loaded.error();
+  EXPECT_EQ(loaded->sandbox.scope, Scope::kProject);
+  // Not inside a trusted project by either path: nothing to refuse.
+  sources_.cwd = elsewhere;
+  sources_.logical_cwd = elsewhere;
+  EXPECT_EQ(load_error(), "(accepted)");
+}
+
+// Red team F6: every trusted project's whole .sbx directory is kept read-only, not only its
+// settings file, so a run above it cannot chmod or fill it.
+TEST_F(Files, EveryTrustedProjectsSbxDirectoryIsReadOnly) {
+  const std::string repo = tmp_.path() + "/work/repo";
+  fs::create_directories(repo + "/sub/.sbx");
+  write(repo + "/sub/.sbx/settings.json", "{}");
+  ASSERT_TRUE(trust_project(sources_.user_file, repo + "/sub").ok());
+  sources_.cwd = repo;
+  Result<Settings> loaded = load_settings(sources_);
+  ASSERT_TRUE(loaded.ok()) << loaded.error();
+  EXPECT_EQ(loaded->guarded_dirs, std::vector<std::string>{repo + "/sub/.sbx"});
+  ResolveContext context;
+  context.cwd = repo;
+  context.home = tmp_.path() + "/home";
+  context.settings_dirs = loaded->guarded_dirs;
+  Result<ResolvedPolicy> resolved =
+      resolve_policy(preset_policy("workspace-write").value(), context);
+  ASSERT_TRUE(resolved.ok()) << resolved.error();
+  EXPECT_EQ(rule_access(*resolved, repo + "/sub/.sbx"), Access::kRead);
+  EXPECT_EQ(rule_access(*resolved, repo + "/sub/.sbx/new"), Access::kRead);
+  const auto pinned =
+      std::find_if(resolved->protected_paths.begin(), resolved->protected_paths.end(),
+                   [&](const ProtectedPath& p) { return p.path == repo + "/sub/.sbx"; });
+  ASSERT_NE(pinned, resolved->protected_paths.end());
+  EXPECT_TRUE(pinned->exists);
+  EXPECT_TRUE(pinned->is_directory);
+}
+
 TEST_F(Files, TrustRefusesAnInvalidUserFile) {
   write(sources_.user_file, R"({"colour":1})");
   Status status = trust_project(sources_.user_file, "/x");

@@ -43,10 +43,14 @@ std::optional<std::vector<std::string>> match_excluded_command(
 bool is_shell_script(const std::vector<std::string>& argv);
 
 // The programs a matched excluded command runs, as named (program_trust.hpp verifies each):
-// argv[0], then for `sh -c SCRIPT` the first word of each simple command the shell does not run
-// itself (its builtins cd, echo, printf, pwd, test, true, false and ':' are not looked up).
-// nullopt when the script cannot be split, or when it changes directory (cd) and names a
-// program by a relative path: which file that is depends on where the shell is by then.
-std::optional<std::vector<std::string>> programs_of(const std::vector<std::string>& argv);
+// argv[0], then for `sh -c SCRIPT` the first word of each simple command, except the inert
+// builtins ':', echo, false, pwd and true. nullopt (with the reason in `why`) when the script
+// cannot be split, or when a part starts with any other builtin of bash, zsh, dash, ksh or
+// busybox sh (cd, printf, command, hash, export, ...): the shell runs those itself, and they can
+// change what later parts run or read. Also nullopt when the command or a part starts with a
+// program that runs another one named in its arguments (env, timeout, nice, xargs, sudo, ...),
+// git with a global option before its subcommand (-c, -C, ...), or find with -exec/-ok/-delete.
+std::optional<std::vector<std::string>> programs_of(const std::vector<std::string>& argv,
+                                                    std::string* why = nullptr);
 
 }  // namespace sbx::settings

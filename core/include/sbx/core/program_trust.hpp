@@ -44,8 +44,9 @@ struct HostUser {
 
 // Why the sandbox of `policy` could change `step` (a directory's entries, the file's content),
 // or nullopt. The sandbox can write only what both allow: the policy (a write rule covering the
-// path, or a filesystem it does not restrict) and the host (root; the owner's write bit for
-// the owner; for anyone else the group or the other write bit, whatever their groups: the group
+// path, or a filesystem it does not restrict) and the host (root; the owner, whatever the mode
+// bits, which it may change at any time (chmod(2)); for anyone else the group or the other
+// write bit, whatever their groups: the group
 // bits are the mask of any ACL entry (acl(5)), so a named ACL entry can grant write only when
 // the group write bit is set). Linux backends and Seatbelt only take rights away.
 std::optional<std::string> plantable(const PathStep& step, const ResolvedPolicy& policy,

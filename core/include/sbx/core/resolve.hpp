@@ -37,6 +37,9 @@ struct ResolveContext {
   // The settings files the run's settings were read from (settings.hpp), absolute: kept
   // read-only exactly like policy_file, so a command cannot rewrite the settings of the next run.
   std::vector<std::string> settings_files{};
+  // Directories kept read-only whole the same way (settings.hpp Settings::guarded_dirs: the .sbx
+  // directories of trusted projects), absolute.
+  std::vector<std::string> settings_dirs{};
   // Settings files that would be read if they existed (settings.hpp Settings::absent_files),
   // absolute: the first missing component of each is made uncreatable (a protected path that
   // does not exist) where a writable root would let a command create it.

@@ -110,9 +110,13 @@ struct Sources {
   std::optional<uid_t> managed_owner;     // trusted besides root (tests; nullopt in production)
   std::string user_file;                  // empty: no user scope
   std::string cwd;                        // absolute: where the project search starts
+  // The working directory as the caller named it, symlinks kept (PWD, or --cwd as given); empty
+  // when unknown. A trusted project holding it must hold `cwd` too (load_settings refuses else).
+  std::string logical_cwd;
 };
 
-// The production sources for `cwd` and `env` (XDG_CONFIG_HOME, HOME).
+// The production sources for `cwd` and `env` (XDG_CONFIG_HOME, HOME; PWD is the logical cwd
+// when it names the directory `cwd`, as getcwd(3) and the shells check it).
 Sources current_sources(const std::string& cwd, const std::map<std::string, std::string>& env);
 
 // Every scope read and merged.
@@ -136,6 +140,10 @@ struct Settings {
   // kept read-only like `files`, so a run cannot rewrite the settings of another trusted
   // project (one below its writable roots) for the next run there.
   std::vector<std::string> guarded_files;
+  // The existing .sbx directories of every trusted project (real paths): kept read-only whole,
+  // so that a run can neither chmod one (hiding the settings from the next run) nor plant files
+  // in it.
+  std::vector<std::string> guarded_dirs;
   // The trusted project whose file was read, else the nearest directory holding an untrusted
   // .sbx/settings.json (not read).
   std::optional<std::string> project_root;
