@@ -52,7 +52,7 @@ set(_sbx_windows_policy_sources
     "${_sbx_core}/policy/permissions.cpp" "${_sbx_core}/policy/path_util.cpp"
     "${_sbx_core}/settings/parse.cpp" "${_sbx_core}/settings/load.cpp"
     "${_sbx_core}/settings/merge.cpp" "${_sbx_core}/settings/show.cpp"
-    "${_sbx_core}/settings/command_patterns.cpp")
+    "${_sbx_core}/settings/command_patterns.cpp" "${_sbx_core}/settings/program_trust.cpp")
 set(_sbx_windows_run_sources
     "${_sbx_core}/resolution/resolve.cpp"
     "${_sbx_core}/plugins/abi_compat.cpp" "${_sbx_core}/plugins/registry.cpp"
@@ -62,6 +62,7 @@ set(_sbx_windows_run_sources
     "${_sbx_core}/run/manager.cpp" "${_sbx_core}/run/limits.cpp"
     "${_sbx_core}/run/environment.cpp" "${_sbx_core}/run/created_names.cpp"
     "${_sbx_core}/run/run.cpp" "${_sbx_core}/run/limits_os.cpp"
+    "${_sbx_core}/run/program_lookup.cpp"
     "${_sbx_core}/run/spawn_win32.cpp" "${_sbx_core}/proxy/server_win32.cpp")
 set(_sbx_windows_report_sources
     "${_sbx_core}/report/json_render.cpp" "${_sbx_core}/report/text_escape.cpp"
