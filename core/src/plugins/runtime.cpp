@@ -335,12 +335,17 @@ std::vector<std::string> install_directories(const InstallLayout& layout) {
   return out;
 }
 
-Result<std::vector<std::string>> running_install_directories() {
+Result<std::vector<std::string>> running_install_directories(std::string* prefix) {
 #if defined(__linux__)
-  if (code_is_in_executable()) return executable_install().directories;
+  if (code_is_in_executable()) {
+    const ExecutableInstall& install = executable_install();
+    if (prefix != nullptr && install.layout) *prefix = install.layout->prefix;
+    return install.directories;
+  }
 #endif
   Result<InstallLayout> layout = library_layout();
   if (!layout) return Error{layout.error()};
+  if (prefix != nullptr) *prefix = layout->prefix;
   return install_directories(*layout);
 }
 
@@ -434,12 +439,11 @@ std::vector<std::string> prefix_directories(const std::string& prefix) {
 }
 
 std::vector<std::string> current_install_directories() {
-  Result<std::vector<std::string>> directories = running_install_directories();
+  std::string running;  // the running install's prefix, empty without a layout
+  Result<std::vector<std::string>> directories = running_install_directories(&running);
   std::vector<std::string> out = directories ? std::move(*directories) : std::vector<std::string>{};
-  Result<InstallLayout> layout = install_layout();
   const char* path_env = std::getenv("PATH");
   const char* home = std::getenv("HOME");
-  const std::string running = layout ? layout->prefix : std::string();
   for (const std::string& prefix :
        install_prefixes(running, path_env ? path_env : "", home ? home : "")) {
     out.push_back(prefix);

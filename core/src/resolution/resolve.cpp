@@ -794,16 +794,14 @@ void add_kept_probe_store(std::vector<std::string>& dirs) {
 
 // Every sbx install's prefix (runtime.hpp install_prefixes), with each one's install
 // directories for where the whole prefix cannot be kept read-only (add_install_carveouts).
-// Needs context.home: called after it is set.
-void add_install_prefixes(ResolveContext& context) {
-  Result<InstallLayout> layout = install_layout();
+// `running`: the running install's prefix. Needs context.home: called after it is set.
+void add_install_prefixes(ResolveContext& context, const std::string& running) {
   const auto path = context.env.find("PATH");
-  context.install_prefixes =
-      install_prefixes(layout ? layout->prefix : std::string(),
-                       path == context.env.end() ? std::string() : path->second, context.home);
+  context.install_prefixes = install_prefixes(
+      running, path == context.env.end() ? std::string() : path->second, context.home);
   for (const std::string& prefix : context.install_prefixes) {
     // The running prefix's directories are install_directories() already.
-    if (layout && prefix == layout->prefix) continue;
+    if (prefix == running) continue;
     for (std::string& dir : prefix_directories(prefix)) {
       if (std::find(context.install_dirs.begin(), context.install_dirs.end(), dir) ==
           context.install_dirs.end())
@@ -860,7 +858,8 @@ Result<ResolveContext> current_resolve_context() {
     // The first definition wins, as with getenv(3).
     context.env.emplace(std::string(text.substr(0, eq)), std::string(text.substr(eq + 1)));
   }
-  Result<std::vector<std::string>> install_dirs = running_install_directories();
+  std::string running_prefix;
+  Result<std::vector<std::string>> install_dirs = running_install_directories(&running_prefix);
   if (!install_dirs) {
     // Without it sbx's own install could not be kept read-only in the sandbox: fail closed.
     return Error{"cannot find sbx's install to keep it read-only in the sandbox: " +
@@ -880,7 +879,7 @@ Result<ResolveContext> current_resolve_context() {
       context.home = found->pw_dir;
     }
   }
-  add_install_prefixes(context);
+  add_install_prefixes(context, running_prefix);
   return context;
 #endif
 }

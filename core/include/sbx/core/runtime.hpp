@@ -70,7 +70,9 @@ std::vector<std::string> prefix_directories(const std::string& prefix);
 
 // install_directories() of the libsbx that runs, or why its layout cannot be found. Found once
 // per process in the sbx executable, like install_layout().
-Result<std::vector<std::string>> running_install_directories();
+// `prefix`, when given, receives the same layout's prefix (one lookup of the install, not two:
+// in libsbx.so every lookup resolves the library's path again).
+Result<std::vector<std::string>> running_install_directories(std::string* prefix = nullptr);
 
 // running_install_directories(), the install prefixes (install_prefixes() from this process's
 // PATH and HOME) and their prefix_directories(); without the running layout only the other
