@@ -60,9 +60,10 @@ Result<ResolveContext> current_resolve_context();
 // Resolves special paths and "~", normalises, applies most-specific-wins with deny > write >
 // read on ties, finds protected names under every writable root (a .git file adds the gitdir it
 // names), and rejects a writable root that crosses a symlink, naming the symlink.
-// Every context.install_dirs entry that would be writable (it lies inside a writable root, or a
+// Every context.install_prefixes entry (but "/" and one holding cwd or home) and every
+// context.install_dirs entry that would be writable (it lies inside a writable root, or a
 // writable root lies inside it) becomes a read rule, and write rules inside it become read:
-// sbx's install is read-only in every restricted sandbox, whatever the policy says.
+// sbx's installs are read-only in every restricted sandbox, whatever the policy says.
 // Likewise the real path of context.policy_file (symlinks followed): when a writable root holds
 // it, it becomes a read rule and a protected path (backends pin the directories above it).
 // A symlink that led to it is not protected (only the real file is).
