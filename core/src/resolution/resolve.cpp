@@ -105,8 +105,9 @@ class Resolver {
   // Makes the settings file `path` uncreatable when a writable rule reaches it: its directory
   // is made on the host if missing and kept read-only.
   void protect_absent_file(const std::string& path);
-  // A read rule at `dir` (write rules inside it become read) and a protected path pinning it.
-  void keep_directory_read_only(const std::string& dir);
+  // A read rule at `dir` (write rules inside it become read) and a protected path pinning it;
+  // `is_dir`: it is a directory.
+  void keep_path_read_only(const std::string& dir, bool is_dir);
   Status check_writable_symlinks(const Candidate& candidate) const;
   Status collect_globs();
   Status resolve_network();
@@ -452,7 +453,11 @@ void Resolver::protect_absent_file(const std::string& path) {
     // run of an older sbx left at ~/.config, a person's file): nothing can be made below it
     // while it is there, so it is kept as it is. Never a mask below it: bwrap would have to
     // make its parents and fails ("Can't mkdir parents ...: Not a directory").
-    add_file_carveout(existing);
+    if (add_file_carveout(existing)) return;
+    // A dangling symlink (add_file_carveout takes real paths only): the command could replace
+    // it with a directory. Kept read-only by its own name, which a backend that cannot hold a
+    // symlink read-only refuses (bwrap: "it is a symlink inside a writable root") — fail closed.
+    keep_path_read_only(existing, false);
     return;
   }
   // The file's directory is sbx's own (~/.config/sbx, <project>/.sbx). It is made, with the
@@ -462,7 +467,7 @@ void Resolver::protect_absent_file(const std::string& path) {
   // a later run — no mount point at ~/.config for the run, none left by a killed run.
   missing.pop_back();  // the file itself
   if (std::optional<std::string> dir = make_directories_below(real_parent, missing)) {
-    keep_directory_read_only(*dir);
+    keep_path_read_only(*dir, true);
     return;
   }
   // The directories could not be made (a read-only filesystem, a name taken meanwhile): the
@@ -485,7 +490,7 @@ void Resolver::protect_absent_file(const std::string& path) {
 #endif
 }
 
-void Resolver::keep_directory_read_only(const std::string& dir) {
+void Resolver::keep_path_read_only(const std::string& dir, bool is_dir) {
   std::vector<PathRule>& rules = out_.policy.rules;
   bool has_rule = false;
   for (PathRule& rule : rules) {
@@ -508,7 +513,7 @@ void Resolver::keep_directory_read_only(const std::string& dir) {
   if (std::any_of(protected_paths.begin(), protected_paths.end(),
                   [&](const ProtectedPath& p) { return p.path == dir; }))
     return;
-  protected_paths.push_back(ProtectedPath{dir, root, true, true});
+  protected_paths.push_back(ProtectedPath{dir, root, true, is_dir});
   std::sort(protected_paths.begin(), protected_paths.end(),
             [](const ProtectedPath& a, const ProtectedPath& b) { return a.path < b.path; });
 }
