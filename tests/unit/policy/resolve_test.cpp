@@ -526,6 +526,24 @@ TEST(ResolveSettingsFiles, ANonDirectoryAncestorIsKeptNotMaskedBelow) {
   EXPECT_TRUE(fs::is_regular_file(tree / "home/.config"));
 }
 
+// A dangling symlink at the ancestor's name could be replaced by a directory: it is kept
+// read-only by its own name (which bwrap refuses to enforce: fail closed), never skipped.
+TEST(ResolveSettingsFiles, ADanglingSymlinkAncestorIsKeptByItsName) {
+  TempTree tree;
+  ResolveContext context = standard_context(tree);
+  tree.symlink(tree / "nowhere", "home/.config");
+  context.absent_settings_files = {tree / "home/.config/sbx/settings.json"};
+  Policy policy = parse_resolvable(
+      entries_policy(R"({"path": ":root", "access": "read"}, {"path": "~", "access": "write"})",
+                     R"(, "protected_names": [])"));
+  Result<ResolvedPolicy> resolved = resolve_policy(policy, context);
+  ASSERT_TRUE(resolved.ok()) << resolved.error();
+  EXPECT_EQ(rule_access(*resolved, tree / "home/.config"), Access::kRead);
+  EXPECT_EQ(resolved->protected_paths,
+            (std::vector<ProtectedPath>{{tree / "home/.config", tree / "home", true, false}}));
+  EXPECT_FALSE(fs::exists(tree / "nowhere"));
+}
+
 // The policy file given with --policy: its real path is carved out read-only (and protected)
 // only where the policy would let the command write it; a symlink to it is followed.
 TEST(ResolvePolicyFile, CarvedOutByItsRealPathInsideAWritableRoot) {
