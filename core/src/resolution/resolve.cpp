@@ -490,6 +490,7 @@ void Resolver::protect_absent_file(const std::string& path) {
 #endif
 }
 
+#ifndef _WIN32  // for protect_absent_file only (missing settings files: POSIX only so far)
 void Resolver::keep_path_read_only(const std::string& dir, bool is_dir) {
   std::vector<PathRule>& rules = out_.policy.rules;
   bool has_rule = false;
@@ -517,6 +518,7 @@ void Resolver::keep_path_read_only(const std::string& dir, bool is_dir) {
   std::sort(protected_paths.begin(), protected_paths.end(),
             [](const ProtectedPath& a, const ProtectedPath& b) { return a.path < b.path; });
 }
+#endif
 
 std::optional<std::string> Resolver::add_file_carveout(const std::string& path) {
   // Windows style: the file as named (drive path, lexical), when it exists on this Windows
