@@ -4,6 +4,8 @@
 // are unchanged afterwards; through Landlock (which cannot carve out) the run is refused with
 // the install path named.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <map>
 #include <memory>
@@ -202,6 +204,46 @@ TEST_F(InstallProtect, ExplainMarksTheInstallReadOnlyAlways) {
               std::string::npos)
         << describe(r);
   }
+}
+
+// The same for an unprivileged user's own install (demo.sh's ~/.local/opt/sbx case): user
+// 65534 owns the copied prefix and the workspace around it and runs that copy.
+TEST_F(InstallProtect, UnprivilegedUsersOwnPrefixStaysReadOnly) {
+  if (!exists("/usr/bin/setpriv")) GTEST_SKIP() << "setpriv (util-linux) is not installed";
+  const std::vector<std::string> as_user = {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534",
+                                            "--clear-groups"};
+  std::vector<std::string> probe_argv = as_user;
+  probe_argv.insert(probe_argv.end(),
+                    {"/usr/bin/bwrap", "--unshare-user", "--ro-bind", "/", "/", "/bin/true"});
+  const RunResult probe = run(probe_argv, base_env());
+  if (probe.code != 0)
+    GTEST_SKIP() << "user 65534 cannot create user namespaces here: " << probe.err;
+  ASSERT_EQ(::chmod(ws_.c_str(), 0755), 0);
+  const RunResult owned = run({"/bin/chown", "-R", "65534:65534", ws_}, base_env());
+  ASSERT_EQ(owned.code, 0) << describe(owned);
+  const std::string policy = ws_ + "/policy.json";
+  write_file(policy, read_file(policy_));
+  ASSERT_EQ(::chmod(policy.c_str(), 0644), 0);
+  std::string script;
+  for (const std::string& dir :
+       {prefix_ + "/share/bash-completion/completions", prefix_ + "/include/sbx",
+        prefix_ + "/lib/sbx/backends", prefix_ + "/bin", prefix_}) {
+    script += "echo x > '" + dir + "/planted' 2>/dev/null && echo 'WROTE " + dir + "'; ";
+  }
+  script += "echo planted > '" + ws_ + "/workspace-ok' && echo 'workspace writable'";
+  std::vector<std::string> argv = as_user;
+  argv.insert(argv.end(), {prefix_ + "/bin/sbx", "--backends", "bwrap", "exec", "--policy", policy,
+                           "--cwd", ws_, "--", "/bin/sh", "-c", script});
+  std::vector<std::string> env = base_env();
+  for (std::string& entry : env) {
+    if (entry.rfind("HOME=", 0) == 0) entry = "HOME=" + ws_;
+  }
+  const RunResult r = run(argv, env);
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_EQ(r.out.find("WROTE"), std::string::npos) << describe(r);
+  EXPECT_NE(r.out.find("workspace writable"), std::string::npos) << describe(r);
+  EXPECT_FALSE(exists(prefix_ + "/planted"));
+  EXPECT_FALSE(exists(prefix_ + "/share/bash-completion/completions/planted"));
 }
 
 TEST_F(InstallProtect, LandlockRefusesNamingTheInstall) {
