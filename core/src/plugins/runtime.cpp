@@ -126,6 +126,7 @@ InstallLayout layout_around(const std::string& code_path, const struct stat& cod
   layout.plugin_dir = layout.lib_dir + "/" + SBX_PLUGIN_SUBDIR;
   layout.stage2_path = under_prefix(prefix, SBX_STAGE2_RELPATH);
   layout.bin_dir = under_prefix(prefix, SBX_BINDIR_RELPATH);
+  layout.prefix = prefix;
   return layout;
 }
 
@@ -309,8 +310,15 @@ std::vector<std::string> install_directories(const InstallLayout& layout) {
   };
   // The sbx executable's directory is also the bin directory: each name is looked at once.
   std::vector<std::string> dirs;
-  for (const std::string& dir : {layout.lib_dir, parent_of(layout.libsbx_path), layout.plugin_dir,
-                                 parent_of(layout.stage2_path), layout.bin_dir}) {
+  // Headers and data too: the shells of the host source the completions in <datadir>, and
+  // a later build compiles against <includedir>.
+  const std::string include_dir =
+      layout.prefix.empty() ? "" : under_prefix(layout.prefix, SBX_INCLUDEDIR_RELPATH);
+  const std::string data_dir =
+      layout.prefix.empty() ? "" : under_prefix(layout.prefix, SBX_DATADIR_RELPATH);
+  for (const std::string& dir :
+       {layout.lib_dir, parent_of(layout.libsbx_path), layout.plugin_dir,
+        parent_of(layout.stage2_path), layout.bin_dir, include_dir, data_dir}) {
     if (!dir.empty() && std::find(dirs.begin(), dirs.end(), dir) == dirs.end())
       dirs.push_back(dir);
   }
@@ -327,18 +335,123 @@ std::vector<std::string> install_directories(const InstallLayout& layout) {
   return out;
 }
 
-Result<std::vector<std::string>> running_install_directories() {
+Result<std::vector<std::string>> running_install_directories(std::string* prefix) {
 #if defined(__linux__)
-  if (code_is_in_executable()) return executable_install().directories;
+  if (code_is_in_executable()) {
+    const ExecutableInstall& install = executable_install();
+    if (prefix != nullptr && install.layout) *prefix = install.layout->prefix;
+    return install.directories;
+  }
 #endif
   Result<InstallLayout> layout = library_layout();
   if (!layout) return Error{layout.error()};
+  if (prefix != nullptr) *prefix = layout->prefix;
   return install_directories(*layout);
 }
 
+namespace {
+
+bool is_directory_at(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// An sbx install's marks: its executable, and the helper's or the plugins' directory (a `bin/sbx`
+// alone could be any program of that name).
+bool holds_an_install(const std::string& prefix) {
+  struct stat st {};
+  if (::stat(under_prefix(prefix, SBX_BINDIR_RELPATH "/sbx").c_str(), &st) != 0 ||
+      !S_ISREG(st.st_mode))
+    return false;
+  return is_directory_at(under_prefix(prefix, SBX_LIBEXECDIR_RELPATH "/sbx")) ||
+         is_directory_at(under_prefix(prefix, SBX_LIBDIR_RELPATH "/sbx"));
+}
+
+std::optional<std::string> real_path_of(const std::string& path) {
+  char real[PATH_MAX];
+  if (::realpath(path.c_str(), real) == nullptr) return std::nullopt;
+  return std::string(real);
+}
+
+// The prefix of the install whose executable is `sbx` (found on PATH): its real path minus
+// the bin directory, as layout_around does for the running executable.
+std::optional<std::string> prefix_of_executable(const std::string& sbx) {
+  std::optional<std::string> real = real_path_of(sbx);
+  if (!real) return std::nullopt;
+  std::string prefix = parent_of(*real);
+  for (int i = 0; i < SBX_BINDIR_DEPTH; ++i) prefix = parent_of(prefix);
+  return prefix;
+}
+
+}  // namespace
+
+std::vector<std::string> install_prefixes(const std::string& running, const std::string& path_env,
+                                          const std::string& home) {
+  std::vector<std::string> out;
+  auto add = [&out](const std::string& prefix) {
+    if (prefix.empty() || prefix.front() != '/') return;
+    for (const std::string& name : {prefix, real_path_of(prefix).value_or(prefix)}) {
+      if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+    }
+  };
+  // The running layout comes from a real path already (layout_around): not resolved again.
+  if (!running.empty() && running.front() == '/') out.push_back(running);
+  // What the user's shell and a later `sbx` would start: each `sbx` on PATH, followed to the
+  // install it belongs to (a symlink in ~/bin to /opt/sbx/bin/sbx protects /opt/sbx).
+  std::size_t start = 0;
+  while (start <= path_env.size()) {
+    std::size_t end = path_env.find(':', start);
+    if (end == std::string::npos) end = path_env.size();
+    const std::string entry = path_env.substr(start, end - start);
+    start = end + 1;
+    if (entry.empty() || entry.front() != '/') continue;  // relative entries name no install
+    const std::string sbx = (entry == "/" ? "" : entry) + "/sbx";
+    if (::access(sbx.c_str(), F_OK) != 0) continue;
+    if (std::optional<std::string> prefix = prefix_of_executable(sbx)) {
+      if (holds_an_install(*prefix)) add(*prefix);
+    }
+  }
+  // The usual places (README's install steps, demo.sh), also when not on this PATH: a user's
+  // login shell or a cron job may have them on theirs.
+  std::vector<std::string> usual = {"/opt/sbx", "/usr/local", "/usr"};
+  if (!home.empty() && home.front() == '/' && home != "/") {
+    usual.insert(usual.begin(), home + "/.local");
+    usual.insert(usual.begin(), home + "/.local/opt/sbx");
+  }
+  for (const std::string& prefix : usual) {
+    if (holds_an_install(prefix)) add(prefix);
+  }
+  return out;
+}
+
+std::vector<std::string> prefix_directories(const std::string& prefix) {
+  std::vector<std::string> out;
+  SharedPrefixResolver resolver;
+  for (const char* relative : {SBX_BINDIR_RELPATH, SBX_LIBDIR_RELPATH, SBX_LIBEXECDIR_RELPATH,
+                               SBX_INCLUDEDIR_RELPATH, SBX_DATADIR_RELPATH}) {
+    const std::string dir = under_prefix(prefix, relative);
+    if (!is_directory_at(dir)) continue;
+    for (const std::string& name : {dir, resolver.resolve(dir).value_or(dir)}) {
+      if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+    }
+  }
+  return out;
+}
+
 std::vector<std::string> current_install_directories() {
-  Result<std::vector<std::string>> directories = running_install_directories();
-  return directories ? std::move(*directories) : std::vector<std::string>{};
+  std::string running;  // the running install's prefix, empty without a layout
+  Result<std::vector<std::string>> directories = running_install_directories(&running);
+  std::vector<std::string> out = directories ? std::move(*directories) : std::vector<std::string>{};
+  const char* path_env = std::getenv("PATH");
+  const char* home = std::getenv("HOME");
+  for (const std::string& prefix :
+       install_prefixes(running, path_env ? path_env : "", home ? home : "")) {
+    out.push_back(prefix);
+    // The running prefix's directories are install_directories() already.
+    if (prefix == running) continue;
+    for (std::string& dir : prefix_directories(prefix)) out.push_back(std::move(dir));
+  }
+  return out;
 }
 
 const sbx_host_v1* host_services(const InstallLayout& layout) {

@@ -122,7 +122,9 @@ std::vector<std::string> install_directories(const InstallLayout& layout) {
   return out;
 }
 
-Result<std::vector<std::string>> running_install_directories() {
+// The prefix stays empty here: whole-prefix protection is POSIX only (not built for Windows
+// yet: docs/ARCHITECTURE.md, "Windows host").
+Result<std::vector<std::string>> running_install_directories(std::string* /*prefix*/) {
   Result<InstallLayout> layout = install_layout();
   if (!layout) return Error{layout.error()};
   return install_directories(*layout);

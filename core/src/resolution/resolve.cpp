@@ -2,6 +2,7 @@
 #include "sbx/core/resolve.hpp"
 
 #ifndef _WIN32
+#include <fcntl.h>
 #include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -27,6 +28,9 @@
 #endif
 #include "resolution/internal.hpp"
 #include "sbx/core/runtime.hpp"
+#ifndef _WIN32
+#include "sbx/sdk/unique_fd.hpp"
+#endif
 
 #ifndef _WIN32
 extern char** environ;  // NOLINT: POSIX
@@ -94,14 +98,20 @@ class Resolver {
   Status collect_candidates();
   void merge_rules();
   void add_install_carveouts();
+  // True for "/" and a prefix at or above the working directory or the home directory.
+  bool holds_workspace_or_home(const std::string& prefix) const;
   void protect_install_carveouts();
   void add_policy_file_carveout();
   // Keeps the file at `path` (real path taken) read-only; its real path, or nullopt when no
   // writable rule reached it.
   std::optional<std::string> add_file_carveout(const std::string& path,
                                                bool directory_too = false);
-  // Makes the first missing component of `path` uncreatable when a writable rule reaches it.
+  // Makes the settings file `path` uncreatable when a writable rule reaches it: its directory
+  // is made on the host if missing and kept read-only.
   void protect_absent_file(const std::string& path);
+  // A read rule at `dir` (write rules inside it become read) and a protected path pinning it;
+  // `is_dir`: it is a directory.
+  void keep_path_read_only(const std::string& dir, bool is_dir);
   Status check_writable_symlinks(const Candidate& candidate) const;
   Status collect_globs();
   Status resolve_network();
@@ -313,14 +323,40 @@ bool writable_at_or_below(const ResolvedPolicy& policy, const std::string& dir) 
   });
 }
 
+bool Resolver::holds_workspace_or_home(const std::string& prefix) const {
+  if (prefix == "/") return true;
+  // Both spellings: the prefix may be a real path and cwd or home a symlinked one, or not.
+  for (const std::string& inner : {cwd_, out_.policy.cwd, context_.home}) {
+    if (inner.empty()) continue;
+    if (path_is_within(inner, prefix)) return true;
+    if (!windows()) {
+      const std::optional<std::string> real = policy::path::real_path(inner);
+      if (real && path_is_within(*real, prefix)) return true;
+    }
+  }
+  return false;
+}
+
 // sbx's own code must stay read-only in every sandbox: a command that could write libsbx, a
 // plugin, sbx-stage2 or the sbx executable would plant code that the next `sbx` runs on the
 // host, outside any sandbox. Each install directory the rules would let the command write
 // becomes a read rule (a carve-out inside the writable root), and write rules inside it become
 // read. A backend that cannot carve out is then passed over (the manager names the install).
+//
+// A whole prefix is carved out (the schema and shell completions in share/, the headers in
+// include/ are sbx's too), except one that holds the working directory or the home directory
+// (or is "/"): that would make the workspace or the whole home read-only, so there only the
+// prefix's install directories (context_.install_dirs) are.
 void Resolver::add_install_carveouts() {
+  std::vector<std::string> dirs;
+  for (const std::string& prefix : context_.install_prefixes) {
+    const std::optional<std::string> absolute_prefix = absolute(prefix);
+    if (!absolute_prefix || holds_workspace_or_home(*absolute_prefix)) continue;
+    dirs.push_back(*absolute_prefix);
+  }
+  dirs.insert(dirs.end(), context_.install_dirs.begin(), context_.install_dirs.end());
   std::vector<PathRule>& rules = out_.policy.rules;
-  for (const std::string& given : context_.install_dirs) {
+  for (const std::string& given : dirs) {
     const std::optional<std::string> absolute_dir = absolute(given);
     if (!absolute_dir) continue;
     const std::string& dir = *absolute_dir;
@@ -378,25 +414,70 @@ void Resolver::add_policy_file_carveout() {
   for (const std::string& file : context_.absent_settings_files) protect_absent_file(file);
 }
 
+#ifndef _WIN32
+// Makes each of `names` below the directory `base`, one inside the other, where missing; the
+// path of the last one (`base` when there are none), or nullopt when one cannot be made.
+std::optional<std::string> make_directories_below(const std::string& base,
+                                                  const std::vector<std::string>& names) {
+  UniqueFd dir(::open(base.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!dir.valid()) return std::nullopt;
+  std::string path = base;
+  for (const std::string& name : names) {
+    // mkdirat never follows a symlink at `name` (it fails with EEXIST), and O_NOFOLLOW refuses
+    // one put there meanwhile: the chain is made of real directories only.
+    if (::mkdirat(dir.get(), name.c_str(), 0700) != 0 && errno != EEXIST) return std::nullopt;
+    UniqueFd next(::openat(dir.get(), name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!next.valid()) return std::nullopt;
+    dir = std::move(next);
+    path = policy::path::join(path, name);
+  }
+  return path;
+}
+#endif
+
 void Resolver::protect_absent_file(const std::string& path) {
   if (windows()) return;  // see add_file_carveout
 #ifdef _WIN32
   (void)path;  // POSIX style on a Windows host is refused in run()
 #else
   if (path.empty() || path.front() != '/' || policy::path::check_components(path)) return;
-  // The longest existing ancestor, then the component below it: protecting that one keeps the
-  // whole missing chain (a directory, then the file) from being created.
+  // The longest existing ancestor, then the components below it.
   std::string existing = policy::path::collapse_slashes(path);
-  std::string missing;
+  std::vector<std::string> missing;  // the missing components, nearest the root first
   struct stat st {};
   while (existing != "/" && ::lstat(existing.c_str(), &st) != 0) {
-    missing = existing;
+    missing.insert(missing.begin(), existing.substr(existing.rfind('/') + 1));
     existing = policy::path::parent(existing);
   }
   if (missing.empty()) return;  // it exists after all: add_file_carveout's case
   const std::string real_parent = policy::path::real_path(existing).value_or(existing);
-  const std::string first = policy::path::join(real_parent, missing.substr(missing.rfind('/') + 1));
+  const std::string first = policy::path::join(real_parent, missing.front());
   if (rule_access(out_.policy, first) != Access::kWrite) return;
+  if (!is_directory(real_parent)) {
+    // Something that is not a directory holds an ancestor's name (a mount point an interrupted
+    // run of an older sbx left at ~/.config, a person's file): nothing can be made below it
+    // while it is there, so it is kept as it is. Never a mask below it: bwrap would have to
+    // make its parents and fails ("Can't mkdir parents ...: Not a directory").
+    if (add_file_carveout(existing)) return;
+    // A dangling symlink (add_file_carveout takes real paths only): the command could replace
+    // it with a directory. Kept read-only by its own name, which a backend that cannot hold a
+    // symlink read-only refuses (bwrap: "it is a symlink inside a writable root") — fail closed.
+    keep_path_read_only(existing, false);
+    return;
+  }
+  // The file's directory is sbx's own (~/.config/sbx, <project>/.sbx). It is made, with the
+  // missing directories above it, as the user's own programs would make them (XDG Base
+  // Directory Specification: "created with permission 0700"), and kept read-only: the command
+  // cannot create the file, and nothing is left on the host that blocks the user's programs or
+  // a later run — no mount point at ~/.config for the run, none left by a killed run.
+  missing.pop_back();  // the file itself
+  if (std::optional<std::string> dir = make_directories_below(real_parent, missing)) {
+    keep_path_read_only(*dir, true);
+    return;
+  }
+  // The directories could not be made (a read-only filesystem, a name taken meanwhile): the
+  // first missing component is masked instead (a protected path that does not exist, whose
+  // mount point bwrap's registry makes and removes: plugins/bwrap/README.md).
   std::string root;
   for (const PathRule& rule : out_.policy.rules) {
     if (rule.access == Access::kWrite && path_is_within(first, rule.path) &&
@@ -413,6 +494,36 @@ void Resolver::protect_absent_file(const std::string& path) {
             [](const ProtectedPath& a, const ProtectedPath& b) { return a.path < b.path; });
 #endif
 }
+
+#ifndef _WIN32  // for protect_absent_file only (missing settings files: POSIX only so far)
+void Resolver::keep_path_read_only(const std::string& dir, bool is_dir) {
+  std::vector<PathRule>& rules = out_.policy.rules;
+  bool has_rule = false;
+  for (PathRule& rule : rules) {
+    if (!path_is_within(rule.path, dir)) continue;
+    has_rule = has_rule || rule.path == dir;
+    if (rule.access == Access::kWrite) rule.access = Access::kRead;
+  }
+  if (!has_rule) rules.push_back(PathRule{dir, Access::kRead});
+  sort_rules(rules);
+  // Pinned like an install carve-out (protect_install_carveouts): renaming a parent must not
+  // carry it away.
+  std::string root;
+  for (const PathRule& rule : rules) {
+    if (rule.access == Access::kWrite && path_is_within(dir, rule.path) &&
+        rule.path.size() > root.size())
+      root = rule.path;
+  }
+  if (root.empty()) return;
+  std::vector<ProtectedPath>& protected_paths = out_.policy.protected_paths;
+  if (std::any_of(protected_paths.begin(), protected_paths.end(),
+                  [&](const ProtectedPath& p) { return p.path == dir; }))
+    return;
+  protected_paths.push_back(ProtectedPath{dir, root, true, is_dir});
+  std::sort(protected_paths.begin(), protected_paths.end(),
+            [](const ProtectedPath& a, const ProtectedPath& b) { return a.path < b.path; });
+}
+#endif
 
 std::optional<std::string> Resolver::add_file_carveout(const std::string& path,
                                                        bool directory_too) {
@@ -724,6 +835,24 @@ void add_proxy_state_dir(std::vector<std::string>& dirs) {
   if (::realpath(dir->c_str(), real) != nullptr && *dir != real) dirs.emplace_back(real);
 }
 
+// Every sbx install's prefix (runtime.hpp install_prefixes), with each one's install
+// directories for where the whole prefix cannot be kept read-only (add_install_carveouts).
+// `running`: the running install's prefix. Needs context.home: called after it is set.
+void add_install_prefixes(ResolveContext& context, const std::string& running) {
+  const auto path = context.env.find("PATH");
+  context.install_prefixes = install_prefixes(
+      running, path == context.env.end() ? std::string() : path->second, context.home);
+  for (const std::string& prefix : context.install_prefixes) {
+    // The running prefix's directories are install_directories() already.
+    if (prefix == running) continue;
+    for (std::string& dir : prefix_directories(prefix)) {
+      if (std::find(context.install_dirs.begin(), context.install_dirs.end(), dir) ==
+          context.install_dirs.end())
+        context.install_dirs.push_back(std::move(dir));
+    }
+  }
+}
+
 }  // namespace
 #endif
 
@@ -772,7 +901,8 @@ Result<ResolveContext> current_resolve_context() {
     // The first definition wins, as with getenv(3).
     context.env.emplace(std::string(text.substr(0, eq)), std::string(text.substr(eq + 1)));
   }
-  Result<std::vector<std::string>> install_dirs = running_install_directories();
+  std::string running_prefix;
+  Result<std::vector<std::string>> install_dirs = running_install_directories(&running_prefix);
   if (!install_dirs) {
     // Without it sbx's own install could not be kept read-only in the sandbox: fail closed.
     return Error{"cannot find sbx's install to keep it read-only in the sandbox: " +
@@ -793,6 +923,7 @@ Result<ResolveContext> current_resolve_context() {
       context.home = found->pw_dir;
     }
   }
+  add_install_prefixes(context, running_prefix);
   return context;
 #endif
 }

@@ -4,6 +4,8 @@
 // are unchanged afterwards; through Landlock (which cannot carve out) the run is refused with
 // the install path named.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <map>
 #include <memory>
@@ -98,12 +100,95 @@ TEST_F(InstallProtect, BwrapCannotReplaceRemoveOrRenameSbxFiles) {
   EXPECT_FALSE(exists(prefix_ + "/lib/sbx/backends/sbx-backend-evil.so"));
 }
 
+// The whole prefix, not only the directories holding code: the host's shells source the
+// completions in share/ (bash-completion loads share/bash-completion/completions/sbx when `sbx`
+// is completed), and share/sbx holds the policy schema; include/ is what a later build uses.
+TEST_F(InstallProtect, BwrapCannotWriteAnythingElseInThePrefix) {
+  const std::vector<std::string> dirs = {prefix_ + "/share/bash-completion/completions",
+                                         prefix_ + "/share/sbx",
+                                         prefix_ + "/include/sbx",
+                                         prefix_ + "/share",
+                                         prefix_ + "/include",
+                                         prefix_};
+  std::string script;
+  for (const std::string& dir : dirs) {
+    ASSERT_TRUE(fs::is_directory(dir)) << dir << " is not in the installed tree";
+    script += "echo 'echo pwned' > '" + dir + "/planted' 2>/dev/null && echo 'WROTE " + dir +
+              "'; mkdir '" + dir + "/planted.d' 2>/dev/null && echo 'WROTE dir in " + dir + "'; ";
+  }
+  const std::string completion = prefix_ + "/share/bash-completion/completions/sbx";
+  const std::string schema = prefix_ + "/share/sbx/policy.schema.json";
+  const FileState completion_before = state_of(completion);
+  script += "echo 'touch /tmp/pwned' >> '" + completion + "' 2>/dev/null && echo 'WROTE " +
+            completion + "'; ";
+  script += "rm -f '" + schema + "' 2>/dev/null; [ -e '" + schema + "' ] || echo 'WROTE rm " +
+            schema + "'; ";
+  script += "echo planted > '" + ws_ + "/workspace-ok' && echo 'workspace writable'";
+  const RunResult r = copied_sbx("bwrap", script);
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_EQ(r.out.find("WROTE"), std::string::npos) << describe(r);
+  EXPECT_NE(r.out.find("workspace writable"), std::string::npos) << describe(r);
+  for (const std::string& dir : dirs) {
+    EXPECT_FALSE(exists(dir + "/planted")) << dir;
+    EXPECT_FALSE(exists(dir + "/planted.d")) << dir;
+  }
+  EXPECT_TRUE(state_of(completion).content == completion_before.content);
+  EXPECT_TRUE(exists(schema));
+}
+
+// Another sbx install on the host (here: a copy in the workspace, reached through a symlink on
+// PATH, as `ln -s /opt/sbx/bin/sbx ~/bin/sbx` would) is as read-only as the running one: the
+// user's shell or a later run would start it.
+TEST_F(InstallProtect, BwrapKeepsAnotherInstallFoundOnPathReadOnly) {
+  const std::string other = ws_ + "/other";
+  const RunResult copied = run({"/bin/cp", "-a", SBX_TEST_PREFIX, other}, base_env());
+  ASSERT_EQ(copied.code, 0) << describe(copied);
+  const std::string path_dir = ws_ + "/path-bin";
+  fs::create_directories(path_dir);
+  fs::create_symlink(other + "/bin/sbx", path_dir + "/sbx");
+  std::vector<std::string> env = base_env();
+  for (std::string& entry : env) {
+    if (entry.rfind("PATH=", 0) == 0) entry = "PATH=" + path_dir + ":/usr/bin:/bin";
+  }
+  const std::string stage2 = other + "/libexec/sbx/sbx-stage2";
+  const FileState before = state_of(stage2);
+  std::string script;
+  for (const std::string& target :
+       {other + "/bin/sbx", stage2, other + "/share/bash-completion/completions/sbx"}) {
+    script += "echo evil > '" + target + "' 2>/dev/null && echo 'WROTE " + target + "'; ";
+    script += "rm -f '" + target + "' 2>/dev/null; [ -e '" + target + "' ] || echo 'WROTE rm " +
+              target + "'; ";
+  }
+  script += "echo x > '" + other +
+            "/lib/sbx/backends/sbx-backend-evil.so' 2>/dev/null && "
+            "echo 'WROTE plugin'; ";
+  script += "mv '" + other + "' '" + other + ".old' 2>/dev/null && echo 'WROTE mv prefix'; ";
+  script += "echo planted > '" + ws_ + "/workspace-ok' && echo 'workspace writable'";
+  // The installed sbx runs (outside the workspace): only the other install lies in it.
+  const RunResult r = run({sbx_path(), "--backends", "bwrap", "exec", "--policy", policy_, "--cwd",
+                           ws_, "--", "/bin/sh", "-c", script},
+                          env);
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_EQ(r.out.find("WROTE"), std::string::npos) << describe(r);
+  EXPECT_NE(r.out.find("workspace writable"), std::string::npos) << describe(r);
+  EXPECT_TRUE(state_of(stage2).content == before.content);
+  EXPECT_FALSE(exists(other + "/lib/sbx/backends/sbx-backend-evil.so"));
+  // Under Landlock, which cannot carve it out, the same policy is refused with the reason.
+  const std::string marker = ws_ + "/ran";
+  const RunResult refused = run({sbx_path(), "--backends", "landlock", "exec", "--policy", policy_,
+                                 "--cwd", ws_, "--", "/bin/touch", marker},
+                                env);
+  EXPECT_EQ(refused.code, 125) << describe(refused);
+  EXPECT_NE(refused.err.find("sbx's install '" + other), std::string::npos) << describe(refused);
+  EXPECT_FALSE(exists(marker));
+}
+
 TEST_F(InstallProtect, BwrapPlanBindsTheInstallReadOnly) {
   const RunResult r = run({prefix_ + "/bin/sbx", "--backends", "bwrap", "exec", "--dry-run",
                            "--policy", policy_, "--cwd", ws_, "--", "/bin/true"},
                           base_env());
   ASSERT_EQ(r.code, 0) << describe(r);
-  EXPECT_NE(r.out.find("\"--ro-bind\",\n    \"" + prefix_ + "/lib\""), std::string::npos)
+  EXPECT_NE(r.out.find("\"--ro-bind\",\n    \"" + prefix_ + "\""), std::string::npos)
       << describe(r);
 }
 
@@ -111,7 +196,7 @@ TEST_F(InstallProtect, ExplainMarksTheInstallReadOnlyAlways) {
   const RunResult r =
       run({prefix_ + "/bin/sbx", "explain", "--policy", policy_, "--cwd", ws_}, base_env());
   ASSERT_EQ(r.code, 0) << describe(r);
-  for (const std::string& dir : {prefix_ + "/bin", prefix_ + "/lib", prefix_ + "/libexec/sbx"}) {
+  for (const std::string& dir : {prefix_}) {
     const std::size_t at = r.out.find("  " + dir + " ");
     ASSERT_NE(at, std::string::npos) << dir << "\n" << describe(r);
     const std::size_t end = r.out.find('\n', at);
@@ -119,6 +204,46 @@ TEST_F(InstallProtect, ExplainMarksTheInstallReadOnlyAlways) {
               std::string::npos)
         << describe(r);
   }
+}
+
+// The same for an unprivileged user's own install (demo.sh's ~/.local/opt/sbx case): user
+// 65534 owns the copied prefix and the workspace around it and runs that copy.
+TEST_F(InstallProtect, UnprivilegedUsersOwnPrefixStaysReadOnly) {
+  if (!exists("/usr/bin/setpriv")) GTEST_SKIP() << "setpriv (util-linux) is not installed";
+  const std::vector<std::string> as_user = {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534",
+                                            "--clear-groups"};
+  std::vector<std::string> probe_argv = as_user;
+  probe_argv.insert(probe_argv.end(),
+                    {"/usr/bin/bwrap", "--unshare-user", "--ro-bind", "/", "/", "/bin/true"});
+  const RunResult probe = run(probe_argv, base_env());
+  if (probe.code != 0)
+    GTEST_SKIP() << "user 65534 cannot create user namespaces here: " << probe.err;
+  ASSERT_EQ(::chmod(ws_.c_str(), 0755), 0);
+  const RunResult owned = run({"/bin/chown", "-R", "65534:65534", ws_}, base_env());
+  ASSERT_EQ(owned.code, 0) << describe(owned);
+  const std::string policy = ws_ + "/policy.json";
+  write_file(policy, read_file(policy_));
+  ASSERT_EQ(::chmod(policy.c_str(), 0644), 0);
+  std::string script;
+  for (const std::string& dir :
+       {prefix_ + "/share/bash-completion/completions", prefix_ + "/include/sbx",
+        prefix_ + "/lib/sbx/backends", prefix_ + "/bin", prefix_}) {
+    script += "echo x > '" + dir + "/planted' 2>/dev/null && echo 'WROTE " + dir + "'; ";
+  }
+  script += "echo planted > '" + ws_ + "/workspace-ok' && echo 'workspace writable'";
+  std::vector<std::string> argv = as_user;
+  argv.insert(argv.end(), {prefix_ + "/bin/sbx", "--backends", "bwrap", "exec", "--policy", policy,
+                           "--cwd", ws_, "--", "/bin/sh", "-c", script});
+  std::vector<std::string> env = base_env();
+  for (std::string& entry : env) {
+    if (entry.rfind("HOME=", 0) == 0) entry = "HOME=" + ws_;
+  }
+  const RunResult r = run(argv, env);
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_EQ(r.out.find("WROTE"), std::string::npos) << describe(r);
+  EXPECT_NE(r.out.find("workspace writable"), std::string::npos) << describe(r);
+  EXPECT_FALSE(exists(prefix_ + "/planted"));
+  EXPECT_FALSE(exists(prefix_ + "/share/bash-completion/completions/planted"));
 }
 
 TEST_F(InstallProtect, LandlockRefusesNamingTheInstall) {

@@ -477,6 +477,87 @@ TEST(ResolveInstall, CarvedOutOnlyInsideAWritableRoot) {
   EXPECT_EQ(resolved->install_carveouts, std::vector<std::string>{tree / "cwd/prefix/lib"});
 }
 
+// An install's whole prefix is carved out (share/ with the completions and schema, include/,
+// anything else in it), not only the directories holding code.
+TEST(ResolveInstall, TheWholePrefixIsCarvedOut) {
+  TempTree tree;
+  ResolveContext context = standard_context(tree);
+  tree.dir("cwd/prefix/lib");
+  tree.dir("cwd/prefix/share/bash-completion/completions");
+  context.install_prefixes = {tree / "cwd/prefix"};
+  context.install_dirs = {tree / "cwd/prefix/lib"};
+  Policy policy = parse_resolvable(
+      entries_policy(R"({"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"},)"
+                     R"({"path": ":cwd/prefix/share", "access": "write"})",
+                     R"(, "protected_names": [])"));
+  Result<Resolution> resolved = resolve_policy_with_notes(policy, context);
+  ASSERT_TRUE(resolved.ok()) << resolved.error();
+  EXPECT_EQ(resolved->install_carveouts, std::vector<std::string>{tree / "cwd/prefix"});
+  EXPECT_EQ(
+      rule_access(resolved->policy, tree / "cwd/prefix/share/bash-completion/completions/sbx"),
+      Access::kRead);
+  EXPECT_EQ(rule_access(resolved->policy, tree / "cwd/prefix/include/sbx/x.h"), Access::kRead);
+  EXPECT_EQ(rule_access(resolved->policy, tree / "cwd/other"), Access::kWrite);
+}
+
+// A prefix holding the working directory (or the home directory, or "/") is not carved out
+// whole — the workspace would become read-only — only its install directories are.
+TEST(ResolveInstall, APrefixHoldingTheWorkspaceKeepsOnlyItsDirectories) {
+  TempTree tree;
+  ResolveContext context = standard_context(tree);
+  tree.dir("share/sbx");
+  context.install_prefixes = {tree.root(), "/"};
+  context.install_dirs = {tree / "share"};
+  Policy policy = parse_resolvable(
+      entries_policy(R"({"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"},)"
+                     R"({"path": ")" +
+                         tree.root() + R"(", "access": "write"})",
+                     R"(, "protected_names": [])"));
+  Result<Resolution> resolved = resolve_policy_with_notes(policy, context);
+  ASSERT_TRUE(resolved.ok()) << resolved.error();
+  EXPECT_EQ(resolved->install_carveouts, std::vector<std::string>{tree / "share"});
+  EXPECT_EQ(rule_access(resolved->policy, tree / "cwd/sub"), Access::kWrite);
+  EXPECT_EQ(rule_access(resolved->policy, tree / "home/.ssh"), Access::kWrite);
+  EXPECT_EQ(rule_access(resolved->policy, tree / "share/sbx"), Access::kRead);
+}
+
+// A settings file whose ancestor's name is taken by something that is not a directory (a
+// socket an interrupted run of an older sbx left at ~/.config): that object is kept as it is,
+// and nothing is masked below it (bwrap could not make the parents of such a mask).
+TEST(ResolveSettingsFiles, ANonDirectoryAncestorIsKeptNotMaskedBelow) {
+  TempTree tree;
+  ResolveContext context = standard_context(tree);
+  tree.file("home/.config", "");
+  context.absent_settings_files = {tree / "home/.config/sbx/settings.json"};
+  Policy policy = parse_resolvable(
+      entries_policy(R"({"path": ":root", "access": "read"}, {"path": "~", "access": "write"})",
+                     R"(, "protected_names": [])"));
+  Result<ResolvedPolicy> resolved = resolve_policy(policy, context);
+  ASSERT_TRUE(resolved.ok()) << resolved.error();
+  EXPECT_EQ(rule_access(*resolved, tree / "home/.config"), Access::kRead);
+  EXPECT_EQ(resolved->protected_paths,
+            (std::vector<ProtectedPath>{{tree / "home/.config", tree / "home", true, false}}));
+  EXPECT_TRUE(fs::is_regular_file(tree / "home/.config"));
+}
+
+// A dangling symlink at the ancestor's name could be replaced by a directory: it is kept
+// read-only by its own name (which bwrap refuses to enforce: fail closed), never skipped.
+TEST(ResolveSettingsFiles, ADanglingSymlinkAncestorIsKeptByItsName) {
+  TempTree tree;
+  ResolveContext context = standard_context(tree);
+  tree.symlink(tree / "nowhere", "home/.config");
+  context.absent_settings_files = {tree / "home/.config/sbx/settings.json"};
+  Policy policy = parse_resolvable(
+      entries_policy(R"({"path": ":root", "access": "read"}, {"path": "~", "access": "write"})",
+                     R"(, "protected_names": [])"));
+  Result<ResolvedPolicy> resolved = resolve_policy(policy, context);
+  ASSERT_TRUE(resolved.ok()) << resolved.error();
+  EXPECT_EQ(rule_access(*resolved, tree / "home/.config"), Access::kRead);
+  EXPECT_EQ(resolved->protected_paths,
+            (std::vector<ProtectedPath>{{tree / "home/.config", tree / "home", true, false}}));
+  EXPECT_FALSE(fs::exists(tree / "nowhere"));
+}
+
 // The policy file given with --policy: its real path is carved out read-only (and protected)
 // only where the policy would let the command write it; a symlink to it is followed.
 TEST(ResolvePolicyFile, CarvedOutByItsRealPathInsideAWritableRoot) {

@@ -30,6 +30,10 @@ struct ResolveContext {
   // Absolute directories holding sbx's own code (runtime.hpp install_directories): kept
   // read-only in every restricted sandbox whatever the policy grants.
   std::vector<std::string> install_dirs{};
+  // Absolute prefixes of sbx installs (runtime.hpp install_prefixes): each kept read-only as a
+  // whole, like install_dirs, unless it is "/" or holds cwd or home (then install_dirs, which
+  // lists its bin/lib/libexec/include/share, keeps those).
+  std::vector<std::string> install_prefixes{};
   // The file the policy was read from (`--policy`), absolute; empty when there is none. Its
   // real path is kept read-only in every restricted sandbox whatever the policy grants, so a
   // command cannot rewrite the policy of the next run.
@@ -41,8 +45,10 @@ struct ResolveContext {
   // directories of trusted projects), absolute.
   std::vector<std::string> settings_dirs{};
   // Settings files that would be read if they existed (settings.hpp Settings::absent_files),
-  // absolute: the first missing component of each is made uncreatable (a protected path that
-  // does not exist) where a writable root would let a command create it.
+  // absolute: where a writable root would let a command create one, its directory is made on
+  // the host (0700, with missing parents) and kept read-only (a carve-out and protected path);
+  // only if it cannot be made is the first missing component masked (a protected path that
+  // does not exist).
   std::vector<std::string> absent_settings_files{};
   // The style of cwd, home, the policy's paths and the result. kWindows on a POSIX host is for
   // a plan that is only shown (`sbx debug windows --cwd C:\dir`): nothing is looked up on the
@@ -57,9 +63,10 @@ Result<ResolveContext> current_resolve_context();
 // Resolves special paths and "~", normalises, applies most-specific-wins with deny > write >
 // read on ties, finds protected names under every writable root (a .git file adds the gitdir it
 // names), and rejects a writable root that crosses a symlink, naming the symlink.
-// Every context.install_dirs entry that would be writable (it lies inside a writable root, or a
+// Every context.install_prefixes entry (but "/" and one holding cwd or home) and every
+// context.install_dirs entry that would be writable (it lies inside a writable root, or a
 // writable root lies inside it) becomes a read rule, and write rules inside it become read:
-// sbx's install is read-only in every restricted sandbox, whatever the policy says.
+// sbx's installs are read-only in every restricted sandbox, whatever the policy says.
 // Likewise the real path of context.policy_file (symlinks followed): when a writable root holds
 // it, it becomes a read rule and a protected path (backends pin the directories above it).
 // A symlink that led to it is not protected (only the real file is).

@@ -27,6 +27,7 @@ struct InstallLayout {
   std::string plugin_dir;    // <libdir>/sbx/backends
   std::string stage2_path;   // <prefix>/libexec/sbx/sbx-stage2
   std::string bin_dir;       // <prefix>/bin, where the sbx executable is installed
+  std::string prefix;        // <prefix>: the install's root, kept read-only as a whole
 };
 
 // The layout of the running code, never from the environment or argv:
@@ -52,12 +53,30 @@ Result<InstallLayout> install_layout();
 // `sbx` runs on the host, so resolution keeps them read-only in every sandbox.
 std::vector<std::string> install_directories(const InstallLayout& layout);
 
+// The install prefixes a sandbox must not write (docs/ARCHITECTURE.md, "sbx's install is
+// read-only"): the running install's prefix, then every other sbx install found on the host
+// that a later run or the user's shell could start: the real install behind each `sbx` on
+// `path_env` (a PATH value) and the usual prefixes /opt/sbx, <home>/.local/opt/sbx,
+// <home>/.local, /usr/local and /usr. A prefix is an install when <prefix>/bin/sbx is a regular
+// file and <prefix>/libexec/sbx or <prefix>/lib/sbx is a directory. Each as found and, when
+// that differs, canonicalised (realpath). `running` may be empty (no layout).
+std::vector<std::string> install_prefixes(const std::string& running, const std::string& path_env,
+                                          const std::string& home);
+
+// The existing directories below `prefix` that an install fills (bin, lib, libexec, include,
+// share), each as named and canonicalised: kept read-only on their own where the whole prefix
+// cannot be (it holds the working directory or the home directory).
+std::vector<std::string> prefix_directories(const std::string& prefix);
+
 // install_directories() of the libsbx that runs, or why its layout cannot be found. Found once
 // per process in the sbx executable, like install_layout().
-Result<std::vector<std::string>> running_install_directories();
+// `prefix`, when given, receives the same layout's prefix (one lookup of the install, not two:
+// in libsbx.so every lookup resolves the library's path again).
+Result<std::vector<std::string>> running_install_directories(std::string* prefix = nullptr);
 
-// running_install_directories(), empty when the layout cannot be found (for messages and
-// annotations only: resolution fails closed on its own).
+// running_install_directories(), the install prefixes (install_prefixes() from this process's
+// PATH and HOME) and their prefix_directories(); without the running layout only the other
+// installs' (for messages and annotations only: resolution fails closed on its own).
 std::vector<std::string> current_install_directories();
 
 // The process-wide host table handed to plugins (logging through spdlog, spawn_and_wait,
