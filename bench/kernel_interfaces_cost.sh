@@ -2,7 +2,8 @@
 # What the bwrap backend's protection of the kernel's interfaces costs a run (plugins/bwrap/
 # README.md, "Root in the sandbox"): `bwrap ... /bin/true` with the mounts a read-only plan had
 # before, and with the read-only binds of /proc/sys, fs, irq, bus, the /dev/null and tmpfs masks
-# and the direct launch's /proc/1 mask added, the variants alternating run by run; medians and
+# and the direct launch's /proc/1 mask added, then the kpage* masks too, the variants alternating
+# run by run; medians and
 # 90th percentiles. Which masks a host gets depends on its kernel: the set below is what this
 # script's host (Debian 12, kernel 6.18) has.
 #
@@ -19,6 +20,12 @@ masks=()
 for f in /proc/interrupts /proc/keys /proc/timer_list /proc/kcore /proc/sched_debug \
          /proc/latency_stats /proc/timer_stats; do
   [[ -e $f ]] && masks+=(--ro-bind /dev/null "$f")
+done
+# The physical page files (kpageflags, kpagecount, kpagecgroup), masked since issue #32: a
+# variant of their own, so that their share shows.
+kpage=()
+for f in /proc/kpageflags /proc/kpagecount /proc/kpagecgroup; do
+  [[ -e $f ]] && kpage+=(--ro-bind /dev/null "$f")
 done
 remounts=()
 for d in /proc/acpi /proc/asound /proc/scsi /sys/firmware /sys/devices/virtual/powercap /proc/1; do
@@ -38,11 +45,12 @@ for ((i = 0; i < runs; i++)); do
   one before "${base[@]}"
   one binds "${base[@]}" "${binds[@]}"
   one all "${base[@]}" "${binds[@]}" "${masks[@]}" "${remounts[@]}"
+  one kpage "${base[@]}" "${binds[@]}" "${masks[@]}" "${kpage[@]}" "${remounts[@]}"
 done
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 p90() { sort -n | awk '{a[NR]=$1} END {i=int(NR*0.9+0.5); if (i<1) i=1; print a[i]}'; }
-echo "runs: $runs alternating; masks: ${masks[*]} ${remounts[*]}"
-for name in before binds all; do
+echo "runs: $runs alternating; masks: ${masks[*]} ${remounts[*]}; kpage: ${kpage[*]}"
+for name in before binds all kpage; do
   printf '%-8s median %6s us   p90 %6s us\n' "$name" "$(median < "$work/$name")" \
          "$(p90 < "$work/$name")"
 done

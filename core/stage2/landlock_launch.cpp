@@ -175,7 +175,8 @@ int command_child(void* arg) {
     child_failed(a, Step::kSeccomp, err);
   // No pid namespace here: the calls that change another process with only a uid check
   // (prlimit64, setpriority, sched_set*, ioprio_set) may name the caller only
-  // (pid_scope_filter.hpp). The metadata guard's program carries the same refusals; without
+  // (pid_scope_filter.hpp), and the host's SysV IPC and POSIX message queues are refused (no
+  // IPC namespace either). The metadata guard's program carries the same refusals; without
   // the guard the pid scope's own program is loaded.
   if (a.guard_socket < 0) {
     if (const int err = load_pid_scope_program_raw(); err != 0)

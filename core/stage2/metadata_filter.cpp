@@ -65,8 +65,10 @@ Status build_rules(scmp_filter_ctx ctx) {
     if (rule(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1, &cmp) != 0)
       return Error{"rule for ioctl " + std::to_string(cmd)};
   }
-  // The pid scope's refusals ride along (pid_scope_filter.hpp says why here).
-  return add_pid_scope_rules(ctx);
+  // The pid scope's and the host IPC refusals ride along (pid_scope_filter.hpp says why here).
+  Status scope = add_pid_scope_rules(ctx);
+  if (scope.ok()) scope = add_host_ipc_rules(ctx);
+  return scope;
 }
 
 Result<FilterPtr> build_guard() {

@@ -54,15 +54,31 @@
 
 namespace sbx::stage2 {
 
+// Host IPC, in the same programs: without an IPC namespace the command's System V IPC and POSIX
+// message queues are the host's (ipc_namespaces(7)), and their permission checks are the
+// objects' mode bits and owner (ipc/util.c ipcperms(), ipc/mqueue.c) with no LSM hook Landlock
+// implements, so the command could attach a readable host segment (shmat, its contents),
+// receive or send on a host queue, remove or re-own (IPC_RMID, IPC_SET) any object its uid owns
+// or created (as root: every one), and create objects (msgget(IPC_PRIVATE)) that outlive the run.
+// mq_unlink removes a host queue by name through vfs_unlink(), outside Landlock's path hooks
+// (mq_open is refused by Landlock's file_open hook: the mqueue mount is in no rule). No argument
+// rule separates the command's own objects from the host's (an id or key names either), so every
+// call of the table's IPC group (seccomp_syscalls.hpp kIpc, with the `ipc` multiplexer where the
+// architecture has it) answers EPERM. POSIX semaphores and shm_open are files in /dev/shm and
+// stay under the filesystem rules. Under bwrap the IPC namespace is the run's own
+// (--unshare-ipc), where all of them work on objects only the run sees.
+Status add_host_ipc_rules(scmp_filter_ctx ctx);
+
 // Adds the pid scope's refusals (EPERM) to `ctx`. The metadata guard's program
 // (metadata_filter.hpp) carries them too, so that a run with the guard attaches no program more
 // than before (each attach costs the new process a conversion, JIT and action cache: see
 // bench/README.md); the pid scope's own program is loaded only where the guard is not.
 Status add_pid_scope_rules(scmp_filter_ctx ctx);
 
-// The pid scope's BPF program as the kernel takes it (struct sock_filter array, native byte
-// order): exactly what libseccomp builds for it (default ALLOW; calls of another architecture
-// kill the process). For the build-time generator (seccomp_programs.hpp) and tests.
+// The pid scope's BPF program (its refusals and the host IPC ones) as the kernel takes it (struct
+// sock_filter array, native byte order): exactly what libseccomp builds for it (default ALLOW;
+// calls of another architecture kill the process). For the build-time generator
+// (seccomp_programs.hpp) and tests.
 Result<std::string> export_pid_scope_bpf();
 
 // The same in libseccomp's pseudo-filter-code text (golden test, debugging).

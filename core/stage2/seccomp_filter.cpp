@@ -196,6 +196,26 @@ Status add_terminal_rules(scmp_filter_ctx ctx) {
   return s;
 }
 
+// File leases: fcntl(F_SETLEASE) needs only a descriptor of a file the caller owns, a read-only
+// one for a read lease (fs/locks.c generic_setlease(): the file's owner, or CAP_LEASE), and then
+// every open() of that file for writing elsewhere on the host waits until the holder lets go or
+// /proc/sys/fs/lease-break-time passes (fs/locks.c __break_lease()), after which the command may
+// take it again: as root, on any root-owned file it can read (/etc/passwd). Leases serve file
+// servers (Samba); nothing an agent runs needs one, so F_SETLEASE is refused in every mode and
+// on every file. The kernel reads the command as unsigned int (fs/fcntl.c, SYSCALL_DEFINE3(fcntl)),
+// so only its low 32 bits are compared. Kept: F_GETLEASE (reads); F_NOTIFY (dnotify, needs a
+// directory the command can open, tells only what inotify would); F_SETOWN/F_SETSIG (the signal
+// goes only where kill() could, fs/fcntl.c sigio_perm(), under Landlock's signal scope
+// hook_file_send_sigiotask or bwrap's pid namespace); the advisory locks (F_SETLK*, F_OFD_*,
+// flock): sqlite, git, npm and pip take them, and a lock on a readable host file holds other
+// lockers of that file only until the run ends (plugins/*/README.md, "not covered").
+Status add_lease_rules(scmp_filter_ctx ctx) {
+  const scmp_arg_cmp set_lease[] = {SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, F_SETLEASE)};
+  Status s = refuse_if(ctx, "fcntl", set_lease);
+  if (s.ok()) s = refuse_if(ctx, "fcntl64", set_lease);
+  return s;
+}
+
 // A set-user-ID or set-group-ID file written by the command would run with its owner's
 // identity for whoever executes it on the host later (as root: any user becomes root).
 Status add_set_id_rules(scmp_filter_ctx ctx) {
@@ -406,6 +426,7 @@ Status add_open_network_rules(scmp_filter_ctx ctx) {
 Status add_argument_rules(scmp_filter_ctx ctx, NetworkFilter network) {
   Status s = add_namespace_rules(ctx);
   if (s.ok()) s = add_terminal_rules(ctx);
+  if (s.ok()) s = add_lease_rules(ctx);
   if (s.ok()) s = add_set_id_rules(ctx);
   if (s.ok()) s = add_device_node_rules(ctx);
   if (s.ok() && network == NetworkFilter::kBlocked) s = add_blocked_network_rules(ctx);

@@ -129,8 +129,8 @@ constexpr const char* kWaiting[] = {
     "io_getevents", "io_pgetevents", "io_pgetevents_time64",
 };
 
-// System V and POSIX IPC (Docker allows them; under bwrap the IPC namespace is private, in
-// Landlock mode it is the host's: plugins/landlock/README.md).
+// System V and POSIX IPC (Docker allows them; under bwrap the IPC namespace is the run's own;
+// in Landlock mode it is the host's, and pid_scope_filter.hpp refuses every one of them).
 constexpr const char* kIpc[] = {
     "ipc", "msgget", "msgctl", "msgsnd", "msgrcv", "semget", "semctl", "semop", "semtimedop",
     "semtimedop_time64", "shmget", "shmctl", "shmat", "shmdt", "mq_open", "mq_unlink",

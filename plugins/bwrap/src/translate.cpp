@@ -526,6 +526,12 @@ const std::vector<KernelInterface>& kernel_interface_paths() {
       {"/proc/interrupts", false, false},
       {"/proc/kcore", false, false},
       {"/proc/keys", false, false},
+      // Not Docker's: the flags, map count and memory cgroup of every physical page frame, 0400
+      // root (fs/proc/page.c; kernel Documentation/admin-guide/mm/pagemap.rst), which tell root a
+      // physical memory layout to aim at (Rowhammer-style attacks).
+      {"/proc/kpagecgroup", false, false},
+      {"/proc/kpagecount", false, false},
+      {"/proc/kpageflags", false, false},
       {"/proc/latency_stats", false, false},
       {"/proc/sched_debug", false, false},
       {"/proc/scsi", true, false},

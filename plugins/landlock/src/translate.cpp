@@ -326,7 +326,8 @@ Result<Translation> translate(const TransformRequest& request, const HostFacts& 
       "landlock: needs Landlock ABI " + std::to_string(t.min_abi) +
           "+ (checked at run time, before the command starts); newer rights are used where the "
           "kernel has them",
-      "landlock: no namespaces: /proc shows host processes, SysV IPC is shared; signals to "
+      "landlock: no namespaces: /proc shows host processes; SysV IPC and POSIX message queues "
+      "are refused (they would be the host's); signals to "
       "processes outside the sandbox are blocked only on ABI 6+; rlimits, priorities, CPU "
       "affinity and scheduling may be changed only for the command's own process named as "
       "pid 0 (renice -p, taskset -p, pthread_setaffinity_np get EPERM)",

@@ -158,6 +158,9 @@ class HostObjects {
   long key_serial_ = -1;
 };
 
+// Root-only files of every physical page frame (translate.cpp masks them; Docker does not).
+constexpr const char* kPhysicalPageFiles[] = {"kpageflags", "kpagecount", "kpagecgroup"};
+
 // A host setting the command aims at: its value before the run, put back if it changed.
 struct Setting {
   std::string path;
@@ -252,6 +255,7 @@ class BwrapHostObjects : public ::testing::TestWithParam<Case> {
     attempt("keyctl_revoke", "keyctl_revoke " + std::to_string(objects_.key_serial()));
     attempt("proc_keys", "read /proc/keys");
     attempt("proc_kcore", "read /proc/kcore");
+    for (const char* name : kPhysicalPageFiles) attempt(name, std::string("read /proc/") + name);
     attempt("pid1_mem", "open_rw /proc/1/mem");
     // Made in the sandbox's own /dev/shm, which is not the host's: it may work, the host must
     // not see it.
@@ -358,6 +362,9 @@ TEST_P(BwrapHostObjects, EveryAttemptIsRefusedAndTheHostIsUnchanged) {
       "keyctl_revoke",     "proc_keys",          "proc_kcore",    "pid1_mem"};
   if (sysfs_target()) refused.push_back("sysfs");
   if (cgroup_dir()) refused.push_back("cgroup_mkdir");
+  for (const char* name : kPhysicalPageFiles) {
+    if (exists(std::string("/proc/") + name)) refused.push_back(name);
+  }
   for (const std::string& name : refused) {
     auto it = lines.find(name);
     ASSERT_NE(it, lines.end()) << name << " was not attempted: " << describe(r);

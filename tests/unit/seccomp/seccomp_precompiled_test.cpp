@@ -8,9 +8,12 @@
 #include <linux/fs.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
+#include <sys/ipc.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/shm.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -21,6 +24,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -365,5 +369,101 @@ TEST(SeccompPrecompiled, CallsOfAnotherArchitectureKillTheProcess) {
             "child died of signal " + std::to_string(SIGSYS));
 }
 #endif
+
+// File leases (seccomp_filter.cpp add_lease_rules): F_SETLEASE refused in every mode, also
+// with bits above the 32 the kernel reads; reading the lease and advisory locks work. The file
+// is the test's own, so without the filter the lease would be granted.
+TEST(SeccompPrecompiled, FileLeasesAreRefusedLocksWork) {
+  char path[] = "/tmp/sbx-lease-XXXXXX";
+  const int made = ::mkstemp(path);
+  ASSERT_GE(made, 0);
+  ::close(made);
+  const std::string file = path;
+  const auto with_read_only = [file](const std::function<long(int)>& call) {
+    return [file, call]() -> long {
+      const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) return -1;
+      const long rc = call(fd);
+      const int error = errno;
+      ::close(fd);
+      errno = error;
+      return rc;
+    };
+  };
+  const long high_bits = (1L << 32) | F_SETLEASE;
+  for (NetworkFilter net : kEveryMode) {
+    const std::string mode = mode_name(net);
+    EXPECT_EQ(run_precompiled(net, with_read_only([](int fd) {
+                                return raw(SYS_fcntl, fd, F_SETLEASE, F_RDLCK);
+                              }),
+                              EPERM),
+              "ok")
+        << mode;
+    EXPECT_EQ(run_precompiled(net, with_read_only([high_bits](int fd) {
+                                return raw(SYS_fcntl, fd, high_bits, F_RDLCK);
+                              }),
+                              EPERM),
+              "ok")
+        << mode << ": bits above 32";
+    EXPECT_EQ(run_precompiled(
+                  net, with_read_only([](int fd) { return raw(SYS_fcntl, fd, F_GETLEASE); }), 0),
+              "ok")
+        << mode;
+    EXPECT_EQ(run_precompiled(net, with_read_only([](int fd) {
+                                struct flock lock {};
+                                lock.l_type = F_RDLCK;
+                                return raw(SYS_fcntl, fd, F_SETLK, reinterpret_cast<long>(&lock));
+                              }),
+                              0),
+              "ok")
+        << mode;
+    EXPECT_EQ(run_precompiled(
+                  net, with_read_only([](int fd) { return raw(SYS_flock, fd, LOCK_EX); }), 0),
+              "ok")
+        << mode;
+  }
+  // Without the filter the same lease is granted: the refusal above is the filter's.
+  EXPECT_EQ(sbx_seccomp_test::run_in_filtered_child(
+                [] { return true; },
+                with_read_only([](int fd) { return raw(SYS_fcntl, fd, F_SETLEASE, F_RDLCK); }), 0),
+            "ok");
+  ::unlink(path);
+}
+
+// Landlock mode's host IPC refusals (pid_scope_filter.hpp add_host_ipc_rules), in the pid
+// scope's own program and in the metadata guard's: every SysV IPC and POSIX mq call is EPERM,
+// whatever it names (the arguments here name nothing that exists).
+TEST(SeccompPrecompiled, HostIpcCallsAreRefusedInLandlocksPrograms) {
+  const std::vector<std::pair<const char*, std::function<long()>>> refused = {
+      {"shmget", [] { return raw(SYS_shmget, IPC_PRIVATE, 4096, IPC_CREAT | 0600); }},
+      {"shmat", [] { return raw(SYS_shmat, 0x7ffffff0, 0, SHM_RDONLY); }},
+      {"shmctl", [] { return raw(SYS_shmctl, 0x7ffffff0, IPC_RMID, 0); }},
+      {"shmdt", [] { return raw(SYS_shmdt, 0); }},
+      {"msgget", [] { return raw(SYS_msgget, IPC_PRIVATE, IPC_CREAT | 0600); }},
+      {"msgsnd", [] { return raw(SYS_msgsnd, 0x7ffffff0, 0, 0, IPC_NOWAIT); }},
+      {"msgrcv", [] { return raw(SYS_msgrcv, 0x7ffffff0, 0, 0, 0, IPC_NOWAIT); }},
+      {"msgctl", [] { return raw(SYS_msgctl, 0x7ffffff0, IPC_RMID, 0); }},
+      {"semget", [] { return raw(SYS_semget, IPC_PRIVATE, 1, IPC_CREAT | 0600); }},
+      {"semop", [] { return raw(SYS_semop, 0x7ffffff0, 0, 0); }},
+      {"semtimedop", [] { return raw(SYS_semtimedop, 0x7ffffff0, 0, 0, 0); }},
+      {"semctl", [] { return raw(SYS_semctl, 0x7ffffff0, 0, IPC_RMID); }},
+      {"mq_open",
+       [] { return raw(SYS_mq_open, reinterpret_cast<long>("sbx-none"), O_RDONLY, 0, 0); }},
+      {"mq_unlink", [] { return raw(SYS_mq_unlink, reinterpret_cast<long>("sbx-none")); }},
+      {"mq_timedsend", [] { return raw(SYS_mq_timedsend, -1, 0, 0, 0, 0); }},
+      {"mq_timedreceive", [] { return raw(SYS_mq_timedreceive, -1, 0, 0, 0, 0); }},
+      {"mq_notify", [] { return raw(SYS_mq_notify, -1, 0); }},
+      {"mq_getsetattr", [] { return raw(SYS_mq_getsetattr, -1, 0, 0); }},
+  };
+  for (const auto& [name, call] : refused) {
+    EXPECT_EQ(run_under_pid_scope(call, EPERM), "ok") << name << " (pid scope)";
+    EXPECT_EQ(run_under_guard(call, EPERM), "ok") << name << " (metadata guard)";
+  }
+  // Without them the kernel answers: the refusal is the programs'.
+  EXPECT_EQ(sbx_seccomp_test::run_in_filtered_child(
+                [] { return true; }, [] { return raw(SYS_msgctl, 0x7ffffff0, IPC_RMID, 0); },
+                EINVAL),
+            "ok");
+}
 
 }  // namespace
