@@ -208,8 +208,8 @@ Result<UniqueFd> build_landlock_ruleset(const LandlockSpec& spec) {
                  "has " + std::to_string(abi)};
   RulesetAttr attr{};
   const std::uint64_t handled = !spec.restrict_filesystem ? 0
-                                : spec.writes_only       ? writes_only_handled(abi)
-                                                         : handled_fs(abi);
+                                : spec.writes_only        ? writes_only_handled(abi)
+                                                          : handled_fs(abi);
   attr.handled_access_fs = handled;
   if (abi >= 4 && spec.block_tcp) attr.handled_access_net = ll::kNetBindTcp | ll::kNetConnectTcp;
   if (abi >= 6) attr.scoped = ll::kScopeSignal | (spec.scope_abstract_unix ? ll::kScopeAbstractUnix : 0);
@@ -227,8 +227,7 @@ Result<UniqueFd> build_landlock_ruleset(const LandlockSpec& spec) {
     if (s.ok())
       s = add_rules(ruleset.get(), spec.write, {write_rights(abi) & handled, true, closed});
     // Device files and listings are meant for /dev and / themselves.
-    if (s.ok())
-      s = add_rules(ruleset.get(), spec.dev, {dev_rights(abi) & handled, false, nullptr});
+    if (s.ok()) s = add_rules(ruleset.get(), spec.dev, {dev_rights(abi) & handled, false, nullptr});
     if (s.ok())
       s = add_rules(ruleset.get(), spec.list, {list_rights(abi) & handled, false, nullptr});
     if (!s.ok()) return Error{s.error()};

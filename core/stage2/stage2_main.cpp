@@ -93,7 +93,7 @@ struct Options {
   sbx::stage2::RelaySpec relay;  // --net proxy: the proxy's port (and socket under bwrap)
   int ready_fd = -1;   // bwrap mode: told "bwrap's setup worked" (bwrap_checks.hpp)
   int mounts_fd = -1;  // bwrap mode: the planned mounts to verify (bwrap_checks.hpp)
-  bool write_layer = false;                // --write-layer: enter it before the command
+  bool write_layer = false;                 // --write-layer: enter it before the command
   std::vector<std::string> writable_roots;  // --write-root: what the layer lets be written
   // command and env as execve takes them, pointing into those two; built once parsing is
   // done (prepare_exec), before any fork: a forked child may not allocate.
@@ -407,14 +407,15 @@ void enter_write_layer(const std::vector<std::string>& writable_roots) {
   int i = 2;
   for (; i < argc && std::string(argv[i]) != "--"; i += 2) {
     if (std::string(argv[i]) != "--write-root" || i + 1 >= argc)
-      fail("arguments", "--write-layer-exec takes only --write-root PATH, got '" +
-                            std::string(argv[i]) + "'");
+      fail("arguments",
+           "--write-layer-exec takes only --write-root PATH, got '" + std::string(argv[i]) + "'");
     roots.push_back(parse_write_root(argv[i + 1]));
   }
   if (i + 1 >= argc) fail("arguments", "no command after '--'");
   char** command = argv + i + 1;
   if (command[0][0] != '/')
-    fail("arguments", "the command must be an absolute path, got '" + std::string(command[0]) + "'");
+    fail("arguments",
+         "the command must be an absolute path, got '" + std::string(command[0]) + "'");
   // Already set by bwrap with its seccomp programs; Landlock requires it (landlock(7)).
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail("no_new_privs", std::strerror(errno));
   enter_write_layer(roots);

@@ -32,9 +32,8 @@ std::vector<std::string> writable_standard_descriptors() {
 const std::vector<std::string>& write_layer_device_files() {
   // bwrap's --dev (bubblewrap.c, setup_newroot(): devnodes[]) binds these from the host; /proc
   // is the sandbox's own procfs.
-  static const std::vector<std::string> paths = {"/dev/null",    "/dev/zero", "/dev/full",
-                                                 "/dev/random",  "/dev/urandom", "/dev/tty",
-                                                 "/proc"};
+  static const std::vector<std::string> paths = {
+      "/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/proc"};
   return paths;
 }
 

@@ -7,11 +7,12 @@
 // lives *in* the filesystem. Opening a FIFO for writing on one works: fs/open.c
 // do_dentry_open() takes write access to the mount (mnt_want_write(), EROFS) only when
 // !special_file(mode), and fs/inode.c sb_permission() returns EROFS for regular files,
-// directories and symlinks only; `nodev` covers device nodes only. So a host FIFO (/run/initctl, a daemon's control pipe, a user's `mkfifo`) in the
-// sandbox's read-only view takes writes. Landlock's LANDLOCK_ACCESS_FS_WRITE_FILE is checked in
-// hook_file_open() for any file opened for writing, FIFOs included (Documentation/userspace-api/
-// landlock.rst), so a domain that handles it and grants it beneath the writable roots only closes
-// that. Reads, listing and execution are not handled: the mounts decide what is visible.
+// directories and symlinks only; `nodev` covers device nodes only. So a host FIFO (/run/initctl, a
+// daemon's control pipe, a user's `mkfifo`) in the sandbox's read-only view takes writes.
+// Landlock's LANDLOCK_ACCESS_FS_WRITE_FILE is checked in hook_file_open() for any file opened for
+// writing, FIFOs included (Documentation/userspace-api/landlock.rst), so a domain that handles it
+// and grants it beneath the writable roots only closes that. Reads, listing and execution are not
+// handled: the mounts decide what is visible.
 //
 // Landlock refuses mount(2) to a process whose domain handles a filesystem right
 // (security/landlock/fs.c hook_sb_mount()), so the layer can only be entered after bwrap made

@@ -14,8 +14,8 @@
 #include "sbx/bwrap/host.hpp"
 #include "sbx/bwrap/plan.hpp"
 #include "sbx/bwrap/spawn.hpp"
-#include "sbx/bwrap/unix_supervisor.hpp"
 #include "sbx/bwrap/translate.hpp"
+#include "sbx/bwrap/unix_supervisor.hpp"
 #include "sbx/sdk/plugin.hpp"
 #include "write_layer.hpp"
 
@@ -41,7 +41,8 @@ std::optional<std::string> write_layer_note(const Translation& translation) {
       translation.argv.end())
     return std::nullopt;
   constexpr unsigned long kLandlockCreateRulesetVersion = 1;
-  const long abi = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, kLandlockCreateRulesetVersion);
+  const long abi =
+      ::syscall(SYS_landlock_create_ruleset, nullptr, 0, kLandlockCreateRulesetVersion);
   if (abi >= stage2::kWriteLayerMinAbi) return std::nullopt;
   return "Landlock ABI " + std::to_string(abi < 0 ? 0 : abi) +
          " (< 2): no write layer; host FIFOs outside the writable roots stay writable (a "

@@ -117,19 +117,19 @@ TEST_P(BwrapHostFifo, HostFifoOutsideWritableRootsCannotBeWritten) {
   TempDir config;
   give_to(who, ws.path());
   const std::string tmp_file = "/tmp/sbx-fifo-test-tmp-" + std::to_string(::getpid());
-  const std::string script =
-      // The host FIFO: refused to open for writing (sh reports the failed redirection).
-      "if echo injected > " + fifo.path() + "; then echo host_fifo=written; "
-      "else echo host_fifo=refused; fi\n"
-      // A FIFO of the workspace's own: made, written and read inside.
-      "mkfifo own && { cat own > got & echo inside > own; wait; }; "
-      "echo \"own_fifo=$(cat got)\"\n"
-      "echo data > file && echo \"workspace=$(cat file)\"\n"
-      "echo t > " + tmp_file + " && echo \"tmp=$(cat " + tmp_file + ")\"; rm -f " + tmp_file + "\n"
-      "echo x > /dev/null && echo dev_null=ok\n";
-  const RunResult r =
-      exec_as(who, "bwrap", policy_args(config), ws.path(), {"/bin/sh", "-c", script},
-              env_for(who));
+  // The host FIFO: refused to open for writing (sh reports the failed redirection). A FIFO of
+  // the workspace's own: made, written and read inside. Then ordinary writes.
+  const std::string host_fifo = "if echo injected > " + fifo.path() +
+                                "; then echo host_fifo=written; else echo host_fifo=refused; fi\n";
+  const std::string own_fifo =
+      "mkfifo own && { cat own > got & echo inside > own; wait; }; echo \"own_fifo=$(cat got)\"\n";
+  const std::string tmp_write =
+      "echo t > " + tmp_file + " && echo \"tmp=$(cat " + tmp_file + ")\"; rm -f " + tmp_file + "\n";
+  const std::string script = host_fifo + own_fifo +
+                             "echo data > file && echo \"workspace=$(cat file)\"\n" + tmp_write +
+                             "echo x > /dev/null && echo dev_null=ok\n";
+  const RunResult r = exec_as(who, "bwrap", policy_args(config), ws.path(),
+                              {"/bin/sh", "-c", script}, env_for(who));
   ::unlink(tmp_file.c_str());
   EXPECT_EQ(r.code, 0) << describe(r);
   EXPECT_NE(r.out.find("host_fifo=refused"), std::string::npos) << describe(r);

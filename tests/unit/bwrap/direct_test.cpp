@@ -83,7 +83,8 @@ TEST(BwrapDirectPlan, ProxyUnknownOptionsAndOtherProgramsKeepStageTwo) {
 // direct launch has bwrap exec stage 2's trampoline, which enters it and execs the command.
 TEST(BwrapDirectPlan, TheWriteLayerRunsTheCommandThroughStageTwosTrampoline) {
   std::vector<std::string> layered = kStage2Plan;
-  layered.insert(layered.begin() + 12, {"--write-layer", "--write-root", "/w", "--write-root", "/tmp"});
+  layered.insert(layered.begin() + 12,
+                 {"--write-layer", "--write-root", "/w", "--write-root", "/tmp"});
   std::optional<sbx::bwrap::DirectPlan> plan = direct_plan(layered);
   ASSERT_TRUE(plan);
   EXPECT_TRUE(plan->write_layer);

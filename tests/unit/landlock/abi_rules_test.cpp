@@ -106,10 +106,10 @@ TEST(LandlockAbiRules, WritesOnlyRulesetLeavesReadsAndRefusesFifoWritesOutsideRo
   EXPECT_EQ(confined(spec, fifo_write), EACCES);
   EXPECT_EQ(confined(spec, [&] { return result(::mkfifo((ro / "new").c_str(), 0600)); }), EACCES);
   EXPECT_EQ(confined(spec, [&] { return result(::mkfifo((rw / "own").c_str(), 0600)); }), 0);
-  EXPECT_EQ(confined(spec, [&] {
-              return result(::rename((rw / "own").c_str(), (rw / "moved").c_str()));
-            }),
-            0);
+  EXPECT_EQ(
+      confined(spec,
+               [&] { return result(::rename((rw / "own").c_str(), (rw / "moved").c_str())); }),
+      0);
 }
 
 TEST(LandlockAbiRules, ReferAllowsMovesBetweenWritableRootsButNotLinksFromReadOnlyOnes) {
