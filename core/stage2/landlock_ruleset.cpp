@@ -160,6 +160,10 @@ std::uint64_t dev_rights(int abi) {
 // Listing only: READ_DIR is inherited beneath the path, but lets nothing be opened for reading.
 std::uint64_t list_rights(int abi) { return ll::kReadDir & handled_fs(abi); }
 
+std::uint64_t writes_only_handled(int abi) {
+  return handled_fs(abi) & ~(ll::kExecute | ll::kReadFile | ll::kReadDir | ll::kIoctlDev);
+}
+
 Result<bool> parse_landlock_option(const std::string& arg, const std::string& value,
                                    LandlockSpec& spec) {
   if (arg == "--landlock") {
@@ -203,7 +207,10 @@ Result<UniqueFd> build_landlock_ruleset(const LandlockSpec& spec) {
     return Error{"abi: a TCP connect port rule needs Landlock ABI 4 with TCP handled, the kernel "
                  "has " + std::to_string(abi)};
   RulesetAttr attr{};
-  attr.handled_access_fs = spec.restrict_filesystem ? handled_fs(abi) : 0;
+  const std::uint64_t handled = !spec.restrict_filesystem ? 0
+                                : spec.writes_only        ? writes_only_handled(abi)
+                                                          : handled_fs(abi);
+  attr.handled_access_fs = handled;
   if (abi >= 4 && spec.block_tcp) attr.handled_access_net = ll::kNetBindTcp | ll::kNetConnectTcp;
   if (abi >= 6) attr.scoped = ll::kScopeSignal | (spec.scope_abstract_unix ? ll::kScopeAbstractUnix : 0);
   if (attr.handled_access_fs == 0 && attr.handled_access_net == 0 && attr.scoped == 0)
@@ -215,11 +222,14 @@ Result<UniqueFd> build_landlock_ruleset(const LandlockSpec& spec) {
   if (spec.restrict_filesystem) {
     const DevClosed dev_closed = DevClosed::look_up();
     const DevClosed* closed = spec.keep_dev_closed ? &dev_closed : nullptr;
-    Status s = add_rules(ruleset.get(), spec.read, {read_rights(abi), false, closed});
-    if (s.ok()) s = add_rules(ruleset.get(), spec.write, {write_rights(abi), true, closed});
+    // A rule may grant only handled rights (the kernel refuses others with EINVAL).
+    Status s = add_rules(ruleset.get(), spec.read, {read_rights(abi) & handled, false, closed});
+    if (s.ok())
+      s = add_rules(ruleset.get(), spec.write, {write_rights(abi) & handled, true, closed});
     // Device files and listings are meant for /dev and / themselves.
-    if (s.ok()) s = add_rules(ruleset.get(), spec.dev, {dev_rights(abi), false, nullptr});
-    if (s.ok()) s = add_rules(ruleset.get(), spec.list, {list_rights(abi), false, nullptr});
+    if (s.ok()) s = add_rules(ruleset.get(), spec.dev, {dev_rights(abi) & handled, false, nullptr});
+    if (s.ok())
+      s = add_rules(ruleset.get(), spec.list, {list_rights(abi) & handled, false, nullptr});
     if (!s.ok()) return Error{s.error()};
   }
   // TCP: handled, so every bind and connect is denied except connect() to the listed ports.

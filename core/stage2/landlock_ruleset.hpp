@@ -62,6 +62,10 @@ struct LandlockSpec {
   bool enabled = false;            // stage2 runs in Landlock mode (no namespaces around it)
   int min_abi = 1;                 // refuse to run below this ABI
   bool restrict_filesystem = true;  // handle every filesystem right of the ABI
+  // With restrict_filesystem: handle only the rights that change the filesystem
+  // (writes_only_handled()); reading, listing and executing stay unrestricted. The bwrap
+  // backend's write layer (write_layer.hpp), where bwrap's mounts already decide what is seen.
+  bool writes_only = false;
   bool block_tcp = false;          // handle TCP bind+connect with no rule: none allowed
   // With block_tcp (ABI 4+): the TCP ports connect() may still reach, on any address (Landlock
   // port rules are not per address). Network mode proxy: the proxy's port only.
@@ -84,6 +88,9 @@ std::uint64_t read_rights(int abi);
 std::uint64_t write_rights(int abi);
 std::uint64_t dev_rights(int abi);
 std::uint64_t list_rights(int abi);
+// The rights a writes_only ruleset handles: handled_fs() minus execute, read_file, read_dir and
+// ioctl_dev (an ioctl is not a write; terminals need theirs).
+std::uint64_t writes_only_handled(int abi);
 
 // Consumes stage2 option `arg` with `value` into `spec`; false if `arg` is not a Landlock option.
 // Error on a bad value.

@@ -3,6 +3,8 @@
 //   sbx-stage2 --net blocked|open|private [--env KEY=VALUE]... [--env-fd N | --env-environ]
 //              [--ready-fd N] [--mounts-fd N] -- /abs/command [ARG]...
 //   sbx-stage2 --net proxy --proxy-port PORT --proxy-socket PATH [--env KEY=VALUE]... -- ...
+//              (bwrap mode, either form: [--write-layer [--write-root PATH]...])
+//   sbx-stage2 --write-layer-exec [--write-root PATH]... -- /abs/command [ARG]...
 //   sbx-stage2 --landlock MIN_ABI [--ll-fs restricted|unrestricted] [--ll-read PATH]...
 //              [--ll-write PATH]... [--ll-dev PATH]... [--ll-list PATH]...
 //              [--ll-scope-abstract-unix on|off] [--parent-pid PID]
@@ -14,6 +16,12 @@
 // the private-namespace seccomp filter (loopback TCP/UDP of its own), in Landlock mode the
 // proxy-mode filter (seccomp_filter.hpp). Under bwrap, in every network mode, stage 2 also
 // enters a Landlock domain scoping abstract unix sockets and signals when the kernel has ABI 6.
+//
+// Write layer (--write-layer, bwrap mode with restricted filesystem writes): right before the
+// command, a Landlock domain that lets it write only beneath the --write-root paths and the
+// sandbox's own /dev and /proc entries (write_layer.hpp says why read-only mounts do not stop
+// writes to host FIFOs). --write-layer-exec is the same layer alone, then execve: the direct
+// bwrap launch, where bwrap itself starts the command, runs the command through it.
 //
 // Landlock mode (--landlock, the landlock backend's plan): a thin wrapper over the launcher of
 // landlock_launch.hpp, which the landlock plugin runs inside sbx itself; this entry point is for
@@ -59,6 +67,7 @@
 #include "proxy_relay.hpp"
 #include "seccomp_filter.hpp"
 #include "seccomp_programs.hpp"
+#include "write_layer.hpp"
 
 namespace {
 
@@ -84,6 +93,8 @@ struct Options {
   sbx::stage2::RelaySpec relay;  // --net proxy: the proxy's port (and socket under bwrap)
   int ready_fd = -1;   // bwrap mode: told "bwrap's setup worked" (bwrap_checks.hpp)
   int mounts_fd = -1;  // bwrap mode: the planned mounts to verify (bwrap_checks.hpp)
+  bool write_layer = false;                 // --write-layer: enter it before the command
+  std::vector<std::string> writable_roots;  // --write-root: what the layer lets be written
   // command and env as execve takes them, pointing into those two; built once parsing is
   // done (prepare_exec), before any fork: a forked child may not allocate.
   std::vector<char*> exec_argv;
@@ -147,6 +158,12 @@ std::vector<std::string> own_environment() {
   return entries;
 }
 
+std::string parse_write_root(const std::string& value) {
+  if (value.empty() || value.front() != '/')
+    fail("arguments", "--write-root expects an absolute path, got '" + value + "'");
+  return value;
+}
+
 Options parse(int argc, char** argv) {
   Options o;
   int i = 1;
@@ -155,6 +172,10 @@ Options parse(int argc, char** argv) {
     if (arg == "--") break;
     if (arg == "--unix-supervised") {
       o.unix_supervised = true;
+      continue;
+    }
+    if (arg == "--write-layer") {
+      o.write_layer = true;
       continue;
     }
     if (arg == "--env-environ") {
@@ -188,11 +209,15 @@ Options parse(int argc, char** argv) {
     } else if (arg == "--env-fd") {
       const std::vector<std::string> block = read_env_fd(value);
       o.env.insert(o.env.end(), block.begin(), block.end());
+    } else if (arg == "--write-root") {
+      o.writable_roots.push_back(parse_write_root(value));
     } else {
       fail("arguments", "unknown option '" + arg + "'");
     }
   }
   if (!o.network_given) fail("arguments", "--net blocked|open|proxy|private is required");
+  if (!o.write_layer && !o.writable_roots.empty())
+    fail("arguments", "--write-root needs --write-layer");
   check_proxy_options(o);
   for (++i; i < argc; ++i) o.command.emplace_back(argv[i]);
   if (o.command.empty()) fail("arguments", "no command after '--'");
@@ -369,6 +394,37 @@ void scope_abstract_unix_sockets() {
   if (!scoped.ok()) fail("landlock scope", scoped.error());
 }
 
+void enter_write_layer(const std::vector<std::string>& writable_roots) {
+  sbx::Status layered = sbx::stage2::apply_write_layer(writable_roots);
+  if (!layered.ok()) fail("write layer", layered.error());
+}
+
+// --write-layer-exec: exec'd by bwrap as the command in the direct launch, after bwrap's mounts,
+// seccomp programs and no_new_privs; it enters the write layer and execs the command in its
+// place with the environment bwrap gave it. Nothing else: no fork, no descriptor touched.
+[[noreturn]] void write_layer_exec_main(int argc, char** argv) {
+  std::vector<std::string> roots;
+  int i = 2;
+  for (; i < argc && std::string(argv[i]) != "--"; i += 2) {
+    if (std::string(argv[i]) != "--write-root" || i + 1 >= argc)
+      fail("arguments",
+           "--write-layer-exec takes only --write-root PATH, got '" + std::string(argv[i]) + "'");
+    roots.push_back(parse_write_root(argv[i + 1]));
+  }
+  if (i + 1 >= argc) fail("arguments", "no command after '--'");
+  char** command = argv + i + 1;
+  if (command[0][0] != '/')
+    fail("arguments",
+         "the command must be an absolute path, got '" + std::string(command[0]) + "'");
+  // Already set by bwrap with its seccomp programs; Landlock requires it (landlock(7)).
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail("no_new_privs", std::strerror(errno));
+  enter_write_layer(roots);
+  ::execve(command[0], command, environ);
+  const int err = errno;
+  std::fprintf(stderr, "sbx-stage2: exec: %s: %s\n", command[0], std::strerror(err));
+  ::_exit(sbx::sdk::exit_code_for_exec_error(err));
+}
+
 // Landlock mode: see the file comment. The environment is this process's own
 // (--env-environ), never an argument.
 [[noreturn]] void landlock_main(int argc, char** argv) {
@@ -393,6 +449,7 @@ int main(int argc, char** argv) {
   make_undumpable();
   if (argc >= 2 && std::string(argv[1]) == "--metadata-guard")
     ::_exit(sbx::stage2::run_metadata_guard(argc, argv));
+  if (argc >= 2 && std::string(argv[1]) == "--write-layer-exec") write_layer_exec_main(argc, argv);
   if (sbx::stage2::is_landlock_argv(std::vector<std::string>(argv, argv + argc)))
     landlock_main(argc, argv);
   Options options = parse(argc, argv);
@@ -412,6 +469,8 @@ int main(int argc, char** argv) {
     if (!relay.ok()) fail("proxy relay", relay.error());
   }
   scope_abstract_unix_sockets();
+  // Last before the filter: every mount is made, and the relay (forked above) needs no write.
+  if (options.write_layer) enter_write_layer(options.writable_roots);
   sbx::Status filtered = sbx::stage2::load_precompiled_filter(bwrap_filter(options));
   if (!filtered.ok()) fail("seccomp", filtered.error());
   if (::getpid() == 1) run_as_init(options);

@@ -160,9 +160,14 @@ std::optional<DirectPlan> direct_plan(const std::vector<std::string>& argv) {
       plan.options.insert(plan.options.end(), std::begin(kPidOneMask), std::end(kPidOneMask));
     }
   }
+  plan.stage2 = *std::next(bwrap_end);
   bool network_given = false;
   auto it = std::next(bwrap_end, 2);
   for (; it != argv.end() && *it != "--"; ++it) {
+    if (*it == "--write-layer") {
+      plan.write_layer = true;
+      continue;
+    }
     const auto value = std::next(it);
     if (value == argv.end()) return {};
     if (*it == "--net") {
@@ -177,12 +182,15 @@ std::optional<DirectPlan> direct_plan(const std::vector<std::string>& argv) {
       network_given = true;
     } else if (*it == "--env") {
       plan.env.push_back(*value);
+    } else if (*it == "--write-root") {
+      plan.writable_roots.push_back(*value);
     } else {
       return {};
     }
     ++it;
   }
   if (!network_given || it == argv.end() || std::next(it) == argv.end()) return {};
+  if (!plan.write_layer && !plan.writable_roots.empty()) return {};  // stage 2 refuses it
   plan.command.assign(std::next(it), argv.end());
   if (plan.command.front().empty() || plan.command.front().front() != '/') return {};
   // bwrap 0.8 sets PWD to its --chdir directory after applying --clearenv/--setenv, and nothing
@@ -221,6 +229,12 @@ Result<std::string> direct_args_block(const DirectPlan& plan) {
 
 std::vector<std::string> direct_argv(const DirectPlan& plan) {
   std::vector<std::string> out = {plan.bwrap, "--args", std::to_string(kArgsFd), "--"};
+  if (plan.write_layer) {
+    out.insert(out.end(), {plan.stage2, "--write-layer-exec"});
+    for (const std::string& root : plan.writable_roots)
+      out.insert(out.end(), {"--write-root", root});
+    out.push_back("--");
+  }
   out.insert(out.end(), plan.command.begin(), plan.command.end());
   return out;
 }

@@ -5,6 +5,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <utility>
@@ -13,9 +14,10 @@
 #include "sbx/bwrap/host.hpp"
 #include "sbx/bwrap/plan.hpp"
 #include "sbx/bwrap/spawn.hpp"
-#include "sbx/bwrap/unix_supervisor.hpp"
 #include "sbx/bwrap/translate.hpp"
+#include "sbx/bwrap/unix_supervisor.hpp"
 #include "sbx/sdk/plugin.hpp"
+#include "write_layer.hpp"
 
 namespace sbx::bwrap {
 namespace {
@@ -30,6 +32,21 @@ std::optional<std::string> abstract_unix_scope_note() {
   return "Landlock ABI " + std::to_string(abi < 0 ? 0 : abi) +
          " (< 6): abstract unix sockets are not scoped; with the network enabled the command can "
          "reach the host's abstract unix sockets";
+}
+
+// sbx-stage2's write layer (core/stage2/write_layer.hpp) needs Landlock ABI 2: below it, FIFOs
+// and unix sockets of the host outside the writable roots stay writable, and the plan says so.
+std::optional<std::string> write_layer_note(const Translation& translation) {
+  if (std::find(translation.argv.begin(), translation.argv.end(), "--write-layer") ==
+      translation.argv.end())
+    return std::nullopt;
+  constexpr unsigned long kLandlockCreateRulesetVersion = 1;
+  const long abi =
+      ::syscall(SYS_landlock_create_ruleset, nullptr, 0, kLandlockCreateRulesetVersion);
+  if (abi >= stage2::kWriteLayerMinAbi) return std::nullopt;
+  return "Landlock ABI " + std::to_string(abi < 0 ? 0 : abi) +
+         " (< 2): no write layer; host FIFOs outside the writable roots stay writable (a "
+         "read-only mount does not stop writes to a FIFO)";
 }
 
 // "/a/b/c" -> appends "/a", "/a/b".
@@ -158,6 +175,7 @@ class BwrapBackend final : public Backend {
     context.state_dir = facts.state_dir;
     if (request.policy.network.mode == NetworkMode::kEnabled)
       context.network_note = abstract_unix_scope_note();
+    context.write_layer_note = write_layer_note(*translation);
     return make_plan(request, std::move(*translation), context);
   }
 

@@ -30,6 +30,7 @@ ExecPlan make_plan(const TransformRequest& request, Translation translation,
   }
   plan.host_paths.state_dir = context.state_dir;
   if (context.network_note) plan.notes.push_back(*context.network_note);
+  if (context.write_layer_note) plan.notes.push_back(*context.write_layer_note);
   if (context.state_dir.empty() && !plan.host_paths.created.empty()) {
     plan.notes.push_back("no private state directory (" + context.no_state_dir_reason +
                          "): mount points made for missing protected names stay on the host");

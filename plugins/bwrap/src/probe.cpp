@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -21,6 +22,7 @@
 #include "sbx/sdk/posix_child.hpp"
 #include "sbx/sdk/private_state.hpp"
 #include "sbx/sdk/unique_fd.hpp"
+#include "write_layer.hpp"
 
 namespace sbx::bwrap {
 namespace {
@@ -355,6 +357,15 @@ ProbeReport run_probe(const std::string& stage2_path, const std::string& cache_f
   checks.push_back(check("stage2_helper", stage2_ok,
                          stage2_path.empty() ? "the host has no sbx-stage2" : stage2_path,
                          "reinstall sbx: libexec/sbx/sbx-stage2 is missing"));
+  // sbx-stage2's write layer (core/stage2/write_layer.hpp) needs Landlock ABI 2; without it
+  // bwrap still runs, but host FIFOs outside the writable roots stay writable.
+  const long landlock = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, 1u << 0);
+  checks.push_back(check("write_layer", landlock >= stage2::kWriteLayerMinAbi,
+                         "Landlock ABI " + std::to_string(landlock < 0 ? 0 : landlock),
+                         "Linux 5.19+ with Landlock enabled (lsm=...,landlock): without it host "
+                         "FIFOs outside the writable roots stay writable (a read-only mount does "
+                         "not stop writes to a FIFO)",
+                         CheckStatus::kWarn));
   report.available = true;
   for (const ProbeCheck& c : checks) report.available &= c.status != CheckStatus::kFail;
   if (report.available) {

@@ -54,6 +54,7 @@
 #include "sbx/bwrap/seccomp_fds.hpp"
 #include "sbx/bwrap/unix_supervisor.hpp"
 #include "sbx/sdk/posix_child.hpp"
+#include "write_layer.hpp"
 
 namespace sbx::bwrap {
 namespace {
@@ -699,12 +700,23 @@ Status open_pause_pipe(DirectLaunch& launch) {
   }
 }
 
+// The kernel's Landlock ABI (landlock_create_ruleset(2), LANDLOCK_CREATE_RULESET_VERSION), 0
+// without Landlock.
+long landlock_abi_or_zero() {
+  const long abi = syscall(SYS_landlock_create_ruleset, nullptr, 0, 1u << 0);
+  return abi < 0 ? 0 : abi;
+}
+
 Status prepare_direct(const std::vector<std::string>& supervised_argv, DirectLaunch& launch) {
   Result<BoundArgv> bound = bind_sources_by_fd(supervised_argv);
   if (!bound.ok()) return Error{bound.error()};
   launch.bind_fds = bound->fds;
   std::optional<DirectPlan> direct = direct_plan(bound->argv);
   if (!direct) return Error{"bwrap: internal error: the plan lost its direct form"};
+  // Below the write layer's ABI the trampoline would enter nothing (write_layer.hpp): spare
+  // the run its execve. The plan's notes say what stays writable then.
+  if (direct->write_layer && landlock_abi_or_zero() < stage2::kWriteLayerMinAbi)
+    direct->write_layer = false;
   // The mounts of the direct form (the plan's and the /proc/1 mask, kPidOneMask), checked at the
   // pause point like the plan's.
   std::vector<std::string> direct_form = {direct->bwrap};

@@ -465,6 +465,13 @@ void append_namespaces(const ResolvedPolicy& policy, Translation& out) {
            {"--die-with-parent", "--new-session", "--cap-drop", "ALL", "--as-pid-1"});
 }
 
+// True when the sandbox may not write everywhere: a restricted filesystem whose root is not
+// writable (else bwrap binds / read-write and there is nothing for a write layer to hold).
+bool writes_restricted(const ResolvedPolicy& policy) {
+  return policy.filesystem_kind == FilesystemKind::kRestricted &&
+         rule_access(policy, "/") != Access::kWrite;
+}
+
 void append_stage2(const TransformRequest& request, const HostFacts& facts, Translation& out) {
   std::vector<std::string>& a = out.argv;
   a.insert(a.end(), {"--chdir", request.cwd, "--", facts.stage2_path, "--net"});
@@ -479,6 +486,13 @@ void append_stage2(const TransformRequest& request, const HostFacts& facts, Tran
                          std::to_string(request.policy.network.proxy_ports.front()),
                          "--proxy-socket", request.proxy_socket});
       break;
+  }
+  // Writes limited to some roots: sbx-stage2 enters its Landlock write layer before the command
+  // (core/stage2/write_layer.hpp: read-only mounts do not stop writes to host FIFOs).
+  if (writes_restricted(request.policy)) {
+    a.push_back("--write-layer");
+    for (const std::string& root : writable_roots(request.policy))
+      a.insert(a.end(), {"--write-root", root});
   }
   // The host unix sockets the command may connect to, for sbx's unix-socket supervisor
   // (unix_supervisor.hpp): the spawner takes them out before bwrap runs.

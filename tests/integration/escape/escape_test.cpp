@@ -20,6 +20,7 @@
 // not list in `sbx backends --probe --json` is skipped (with the reason printed), and the
 // matching refusal case checks instead that such a policy is refused with exit 125, the missing
 // capability named, and the command never started.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -27,6 +28,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <iostream>
 #include <optional>
 #include <sstream>
@@ -242,6 +245,24 @@ TEST_P(Escape, WritesOutsideWritableRootsAndIntoHomeFail) {
   EXPECT_FALSE(exists("/etc/sbx-escape"));
   EXPECT_EQ(read_file(ws_ / "inside.txt"), "ok\n") << "the workspace must stay writable";
   EXPECT_NE(r.err.find(traits().write_refusal), std::string::npos) << describe(r);
+}
+
+// A host FIFO outside every writable root (the identity's own, 0600, with a reader on the host):
+// a read-only mount does not stop opening a FIFO for writing, so bwrap's write layer and
+// Landlock's WRITE_FILE right must (plugins/bwrap/README.md, "Host FIFOs: the write layer").
+TEST_P(Escape, HostFifoOutsideWritableRootsTakesNoWrite) {
+  const std::string fifo = outside_ / "control.fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  ASSERT_GE(reader, 0) << std::strerror(errno);
+  const RunResult r =
+      shell("if echo injected > " + fifo + "; then echo fifo=written; else echo fifo=refused; fi");
+  char buffer[64];
+  const ssize_t received = ::read(reader, buffer, sizeof buffer);
+  ::close(reader);
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_NE(r.out.find("fifo=refused"), std::string::npos) << describe(r);
+  EXPECT_LE(received, 0) << "the host's reader got data from inside the sandbox";
 }
 
 TEST_P(Escape, GitHooksAndConfigStayReadOnly) {

@@ -79,6 +79,28 @@ TEST(BwrapDirectPlan, ProxyUnknownOptionsAndOtherProgramsKeepStageTwo) {
   EXPECT_FALSE(direct_plan(relative));
 }
 
+// The write layer (core/stage2/write_layer.hpp) cannot be entered before bwrap mounts, so the
+// direct launch has bwrap exec stage 2's trampoline, which enters it and execs the command.
+TEST(BwrapDirectPlan, TheWriteLayerRunsTheCommandThroughStageTwosTrampoline) {
+  std::vector<std::string> layered = kStage2Plan;
+  layered.insert(layered.begin() + 12,
+                 {"--write-layer", "--write-root", "/w", "--write-root", "/tmp"});
+  std::optional<sbx::bwrap::DirectPlan> plan = direct_plan(layered);
+  ASSERT_TRUE(plan);
+  EXPECT_TRUE(plan->write_layer);
+  EXPECT_EQ(plan->writable_roots, (std::vector<std::string>{"/w", "/tmp"}));
+  EXPECT_EQ(plan->command, (std::vector<std::string>{"/bin/echo", "hi"}));
+  EXPECT_EQ(direct_argv(*plan),
+            (std::vector<std::string>{"/usr/bin/bwrap", "--args", "4", "--",
+                                      "/opt/sbx/libexec/sbx/sbx-stage2", "--write-layer-exec",
+                                      "--write-root", "/w", "--write-root", "/tmp", "--",
+                                      "/bin/echo", "hi"}));
+  // Roots without the layer: stage 2 would refuse the plan, so the direct launch does not guess.
+  std::vector<std::string> roots_only = kStage2Plan;
+  roots_only.insert(roots_only.begin() + 12, {"--write-root", "/w"});
+  EXPECT_FALSE(direct_plan(roots_only));
+}
+
 // bwrap sets PWD to the --chdir directory whatever its environment says: only a plan whose
 // environment already holds exactly that runs without stage 2 (the command then gets exactly
 // the plan's environment either way).

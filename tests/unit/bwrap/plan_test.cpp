@@ -61,6 +61,7 @@ TEST(BwrapPlan, TransformFillsTheTypedHostPathsAndLeavesNotesToPeople) {
   PlanContext context;
   context.state_dir = "/run/user/0/sbx";
   context.network_note = "a note for people";
+  context.write_layer_note = "no write layer here";
   const ExecPlan plan = make_plan(request, std::move(*translation), context);
 
   EXPECT_EQ(plan.argv.front(), "/usr/bin/bwrap");
@@ -71,6 +72,7 @@ TEST(BwrapPlan, TransformFillsTheTypedHostPathsAndLeavesNotesToPeople) {
   EXPECT_EQ(plan.host_paths.state_dir, "/run/user/0/sbx");
   std::vector<std::string> expected_notes = translated_notes;
   expected_notes.push_back("a note for people");
+  expected_notes.push_back("no write layer here");
   EXPECT_EQ(plan.notes, expected_notes);
   EXPECT_FALSE(has_machine_prefix(plan.notes));
   EXPECT_TRUE(needs_mount_registry(plan.host_paths));

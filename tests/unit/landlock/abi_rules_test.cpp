@@ -82,6 +82,36 @@ TEST(LandlockAbiRules, WritesOnlyBeneathWritableRoots) {
             0);
 }
 
+// The bwrap write layer's ruleset (write_layer.hpp): only write rights handled, so with no
+// read rule at all everything stays readable and executable, while writes (a FIFO opened for
+// writing included: landlock's hook_file_open checks WRITE_FILE for any file) happen only beneath
+// the writable roots.
+TEST(LandlockAbiRules, WritesOnlyRulesetLeavesReadsAndRefusesFifoWritesOutsideRoots) {
+  REQUIRE_ABI(2, "REFER right (the write layer's minimum)");
+  Dir ro, rw;
+  std::ofstream(ro / "f") << "x";
+  ASSERT_EQ(::mkfifo((ro / "fifo").c_str(), 0600), 0);
+  LandlockSpec spec;
+  spec.writes_only = true;
+  spec.write = {rw.path()};
+  const auto fifo_write = [&] {
+    // A reader first, so that the writer's open does not block.
+    const int reader = ::open((ro / "fifo").c_str(), O_RDONLY | O_NONBLOCK);
+    if (reader < 0) return 100;
+    return result(::open((ro / "fifo").c_str(), O_WRONLY | O_NONBLOCK));
+  };
+  EXPECT_EQ(confined(spec, [&] { return result(::open((ro / "f").c_str(), O_RDONLY)); }), 0);
+  EXPECT_EQ(confined(spec, [&] { return result(::access("/bin/sh", X_OK)); }), 0);
+  EXPECT_EQ(confined(spec, [&] { return result(::open((ro / "f").c_str(), O_WRONLY)); }), EACCES);
+  EXPECT_EQ(confined(spec, fifo_write), EACCES);
+  EXPECT_EQ(confined(spec, [&] { return result(::mkfifo((ro / "new").c_str(), 0600)); }), EACCES);
+  EXPECT_EQ(confined(spec, [&] { return result(::mkfifo((rw / "own").c_str(), 0600)); }), 0);
+  EXPECT_EQ(
+      confined(spec,
+               [&] { return result(::rename((rw / "own").c_str(), (rw / "moved").c_str())); }),
+      0);
+}
+
 TEST(LandlockAbiRules, ReferAllowsMovesBetweenWritableRootsButNotLinksFromReadOnlyOnes) {
   REQUIRE_ABI(2, "REFER right");
   Dir ro, a, b;

@@ -19,7 +19,11 @@
 //  * signals: sent to the command, the child of bwrap's PID 1 whose NSpid is 2, pinned by a
 //    pidfd; bwrap's own PID 1 reaps orphans and takes the namespace down with the command;
 //  * the Landlock scope of abstract unix sockets and signals (ABI >= 6): entered by the child
-//    sbx forks, before it execs bwrap, so bwrap and everything it starts are inside it.
+//    sbx forks, before it execs bwrap, so bwrap and everything it starts are inside it;
+//  * the write layer (core/stage2/write_layer.hpp), when the plan has one: a Landlock domain
+//    that handles filesystem rights forbids mounting, so it cannot be entered before bwrap
+//    mounts; bwrap runs `sbx-stage2 --write-layer-exec [--write-root PATH]... -- COMMAND`,
+//    which enters it and execs the command in its place (same pid, same environment).
 #pragma once
 
 #include <sys/types.h>
@@ -67,6 +71,9 @@ struct DirectPlan {
   stage2::NetworkFilter filter = stage2::NetworkFilter::kOpen;
   std::vector<std::string> env;      // KEY=VALUE
   std::vector<std::string> command;  // absolute path first
+  std::string stage2;                // sbx-stage2's path (the write layer's trampoline)
+  bool write_layer = false;          // --write-layer: bwrap runs the command through stage 2
+  std::vector<std::string> writable_roots;  // --write-root
 };
 
 // The direct form of `argv`, or nullopt when it keeps stage 2: network mode proxy (the relay
@@ -82,7 +89,9 @@ std::optional<DirectPlan> direct_plan(const std::vector<std::string>& argv);
 Result<std::string> direct_args_block(const DirectPlan& plan);
 
 // bwrap's argv: {bwrap, "--args", "4", "--", command...} (bwrap 0.8 takes the command only from
-// its argv). The command's own arguments are in its own /proc cmdline anyway.
+// its argv). The command's own arguments are in its own /proc cmdline anyway. With the write
+// layer, command... is preceded by {stage2, "--write-layer-exec", ["--write-root", PATH]...,
+// "--"}.
 std::vector<std::string> direct_argv(const DirectPlan& plan);
 
 // The sandbox's mounts as they will be, from mountinfo read at the pause point: bwrap is then

@@ -20,6 +20,8 @@ struct PlanContext {
   std::string no_state_dir_reason;
   // A note on what the kernel cannot scope with the network enabled, if anything.
   std::optional<std::string> network_note;
+  // A note on what stays writable without sbx-stage2's write layer (Landlock ABI < 2), if so.
+  std::optional<std::string> write_layer_note;
 };
 
 // The plan for a translation: bwrap's argv, an empty environment (the command's goes through
