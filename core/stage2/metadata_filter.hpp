@@ -10,6 +10,9 @@
 //   - EPERM for the inode-changing ioctls FS_IOC_SETFLAGS (and its 32-bit form),
 //     FS_IOC_FSSETXATTR, FS_IOC_SETVERSION (both forms), FS_IOC_ENABLE_VERITY and
 //     FS_IOC_SET_ENCRYPTION_POLICY;
+//   - USER_NOTIF for socket() and socketpair() of AF_UNIX with a type other than SOCK_STREAM
+//     and SOCK_SEQPACKET: the emulator refuses a datagram socket() (and names it in the run's
+//     report) and answers a datagram socketpair() with a seqpacket pair (metadata_notify.hpp);
 //   - EPERM for the pid scope's calls naming another process (pid_scope_filter.hpp), carried
 //     here so that a run with the guard attaches no further program.
 // It must be installed with SECCOMP_FILTER_FLAG_NEW_LISTENER: its listener goes to the

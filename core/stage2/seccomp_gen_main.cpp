@@ -61,7 +61,9 @@ constexpr Mode kModes[] = {{"Blocked", NetworkFilter::kBlocked},
                            {"Open", NetworkFilter::kOpen},
                            {"Proxy", NetworkFilter::kProxy},
                            {"Private", NetworkFilter::kPrivate},
-                           {"PrivateUnixSupervised", NetworkFilter::kPrivateUnixSupervised}};
+                           {"PrivateUnixSupervised", NetworkFilter::kPrivateUnixSupervised},
+                           {"BlockedGuarded", NetworkFilter::kBlockedGuarded},
+                           {"ProxyGuarded", NetworkFilter::kProxyGuarded}};
 
 // libseccomp's exported bytes as instructions.
 bool to_program(const std::string& name, const std::string& bytes,

@@ -5,6 +5,7 @@
 // golden files, and loaded on their own in a forked child (SECCOMP_SET_MODE_FILTER after
 // no_new_privs, as bwrap does) they refuse what the filter must refuse.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <linux/fs.h>
 #include <sched.h>
 #include <signal.h>
@@ -21,10 +22,9 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <initializer_list>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "bpf_table.hpp"
 #include "filtered_child.hpp"
@@ -38,9 +38,13 @@ namespace {
 using sbx::stage2::NetworkFilter;
 using sbx_seccomp_test::raw;
 
-constexpr NetworkFilter kEveryMode[] = {NetworkFilter::kBlocked, NetworkFilter::kOpen,
-                                        NetworkFilter::kProxy, NetworkFilter::kPrivate,
-                                        NetworkFilter::kPrivateUnixSupervised};
+constexpr NetworkFilter kEveryMode[] = {NetworkFilter::kBlocked,
+                                        NetworkFilter::kOpen,
+                                        NetworkFilter::kProxy,
+                                        NetworkFilter::kPrivate,
+                                        NetworkFilter::kPrivateUnixSupervised,
+                                        NetworkFilter::kBlockedGuarded,
+                                        NetworkFilter::kProxyGuarded};
 constexpr int kAfVsock = 40;
 
 const char* mode_name(NetworkFilter net) {
@@ -50,6 +54,10 @@ const char* mode_name(NetworkFilter net) {
     case NetworkFilter::kProxy: return "proxy";
     case NetworkFilter::kPrivate: return "private";
     case NetworkFilter::kPrivateUnixSupervised: return "private-unix-supervised";
+    case NetworkFilter::kBlockedGuarded:
+      return "blocked-guarded";
+    case NetworkFilter::kProxyGuarded:
+      return "proxy-guarded";
   }
   return "?";
 }
@@ -328,6 +336,103 @@ TEST(SeccompPrecompiled, EachNetworkModeRefusesItsSockets) {
   EXPECT_EQ(run_precompiled(NetworkFilter::kOpen,
                             [] { return socket_and_close(kAfVsock, SOCK_STREAM); }, EPERM),
             "ok");
+}
+
+long socketpair_and_close(int type) {
+  int sv[2] = {-1, -1};
+  const long rc = raw(SYS_socketpair, AF_UNIX, type, 0, reinterpret_cast<long>(sv));
+  if (rc == 0) {
+    ::close(sv[0]);
+    ::close(sv[1]);
+  }
+  return rc;
+}
+
+// Landlock with the metadata guard: the main filter refuses what blocked and proxy refuse,
+// except unix datagram socket()/socketpair(), which it leaves to the guard's program (a refusal
+// here would win over the guard's notification).
+TEST(SeccompPrecompiled, GuardedModesLeaveUnixDatagramsToTheGuard) {
+  for (NetworkFilter net : {NetworkFilter::kBlockedGuarded, NetworkFilter::kProxyGuarded}) {
+    for (int type : std::initializer_list<int>{SOCK_DGRAM, SOCK_RAW,
+                                               SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK}) {
+      EXPECT_EQ(run_precompiled(
+                    net, [type] { return socket_and_close(AF_UNIX, type); }, 0),
+                "ok")
+          << mode_name(net) << " socket type " << type;
+      EXPECT_EQ(run_precompiled(
+                    net, [type] { return socketpair_and_close(type); }, 0),
+                "ok")
+          << mode_name(net) << " socketpair type " << type;
+    }
+    for (int type : {SOCK_STREAM, SOCK_SEQPACKET})
+      EXPECT_EQ(run_precompiled(
+                    net, [type] { return socket_and_close(AF_UNIX, type); }, EPERM),
+                "ok")
+          << mode_name(net) << " unix socket type " << type;
+    for (int family : {AF_NETLINK, AF_PACKET, kAfVsock})
+      EXPECT_EQ(run_precompiled(
+                    net, [family] { return socket_and_close(family, SOCK_DGRAM); }, EPERM),
+                "ok")
+          << mode_name(net) << " family " << family;
+    // A family with upper bits set (the kernel reads its low 32 bits: AF_UNIX) is refused.
+    EXPECT_EQ(run_precompiled(
+                  net, [] { return raw(SYS_socket, (1L << 32) | AF_UNIX, SOCK_DGRAM, 0); }, EPERM),
+              "ok")
+        << mode_name(net);
+    EXPECT_EQ(run_precompiled(
+                  net,
+                  [] {
+                    int sv[2];
+                    return raw(SYS_socketpair, AF_INET, SOCK_DGRAM, 0, reinterpret_cast<long>(sv));
+                  },
+                  EPERM),
+              "ok")
+        << mode_name(net);
+    EXPECT_EQ(run_precompiled(
+                  net, [] { return raw(SYS_bind, 0, 0, 0); }, EPERM),
+              "ok")
+        << mode_name(net);
+  }
+  EXPECT_EQ(run_precompiled(
+                NetworkFilter::kBlockedGuarded,
+                [] { return socket_and_close(AF_INET, SOCK_STREAM); }, EPERM),
+            "ok");
+  EXPECT_EQ(run_precompiled(
+                NetworkFilter::kBlockedGuarded, [] { return raw(SYS_connect, 0, 0, 0); }, EPERM),
+            "ok");
+  EXPECT_EQ(
+      run_precompiled(
+          NetworkFilter::kProxyGuarded, [] { return socket_and_close(AF_INET6, SOCK_STREAM); }, 0),
+      "ok");
+  for (int type : {SOCK_DGRAM, SOCK_RAW})
+    EXPECT_EQ(run_precompiled(
+                  NetworkFilter::kProxyGuarded, [type] { return socket_and_close(AF_INET, type); },
+                  EPERM),
+              "ok")
+        << "proxy-guarded inet type " << type;
+  EXPECT_EQ(run_precompiled(
+                NetworkFilter::kProxyGuarded,
+                [] { return raw(SYS_socket, AF_INET, SOCK_STREAM, 262); }, EPERM),
+            "ok");  // IPPROTO_MPTCP
+}
+
+// The guard's program notifies unix datagram socket()/socketpair() (with its listener closed
+// here, a notified call fails with ENOSYS) and lets stream and seqpacket ones pass.
+TEST(SeccompPrecompiled, MetadataGuardReportsUnixDatagramSockets) {
+  for (int type : std::initializer_list<int>{SOCK_DGRAM, SOCK_RAW, SOCK_DGRAM | SOCK_CLOEXEC,
+                                             SOCK_RDM, 0, 0xf}) {
+    EXPECT_EQ(run_under_guard([type] { return socket_and_close(AF_UNIX, type); }, ENOSYS), "ok")
+        << "socket type " << type;
+    EXPECT_EQ(run_under_guard([type] { return socketpair_and_close(type); }, ENOSYS), "ok")
+        << "socketpair type " << type;
+  }
+  for (int type : {SOCK_STREAM, SOCK_SEQPACKET}) {
+    EXPECT_EQ(run_under_guard([type] { return socket_and_close(AF_UNIX, type); }, 0), "ok")
+        << "socket type " << type;
+    EXPECT_EQ(run_under_guard([type] { return socketpair_and_close(type); }, 0), "ok")
+        << "socketpair type " << type;
+  }
+  EXPECT_EQ(run_under_guard([] { return socket_and_close(AF_INET, SOCK_DGRAM); }, 0), "ok");
 }
 
 TEST(SeccompPrecompiled, OrdinaryWorkStillRuns) {
