@@ -431,13 +431,15 @@ void close_all_but(const int* keep, std::size_t count) {
 
 // The metadata guard's emulator, started when the command first makes a call the guard
 // reports: sbx-stage2 --metadata-guard (run_metadata_guard), the listener at descriptor 3, the
-// writable roots opened when the run started at 4, 5, ...
+// writable roots opened when the run started at 4, 5, ..., and after them the write end of the
+// pipe its refusals go to the caller through (unix datagram sockets, for the run's report).
 struct GuardLaunch {
   const char* program;    // trusted sbx-stage2; nullptr: no guard
   char* const* argv;      // {program, "--metadata-guard", parent, count, nullptr}
   char* parent;           // argv's slot for the supervisor's pid (>= 24 bytes)
   const int* roots;
   int root_count;
+  int refusals;           // the refusal pipe's write end
   int listener;           // set by the supervisor
   volatile int error;     // written by the child when execve failed
 };
@@ -448,7 +450,7 @@ constexpr int kMaxGuardRoots = 1024;
 int guard_child(void* arg_pointer) {
   GuardLaunch& g = *static_cast<GuardLaunch*>(arg_pointer);
   // Every source is moved above the targets first: a source may be one of the target numbers.
-  const int first_free = 4 + g.root_count;
+  const int first_free = 5 + g.root_count;
   const long listener = sys(SYS_fcntl, g.listener, F_DUPFD_CLOEXEC, first_free);
   if (listener < 0) {
     g.error = static_cast<int>(-listener);
@@ -469,6 +471,15 @@ int guard_child(void* arg_pointer) {
       g.error = static_cast<int>(-placed);
       sys(SYS_exit, 125);
     }
+  }
+  const long refusals = sys(SYS_fcntl, g.refusals, F_DUPFD_CLOEXEC, first_free);
+  if (refusals < 0) {
+    g.error = static_cast<int>(-refusals);
+    sys(SYS_exit, 125);
+  }
+  if (const long placed = sys(SYS_dup3, refusals, 4 + g.root_count, 0); placed < 0) {
+    g.error = static_cast<int>(-placed);
+    sys(SYS_exit, 125);
   }
   if (const long placed = sys(SYS_dup3, listener, 3, 0); placed < 0) {
     g.error = static_cast<int>(-placed);
@@ -879,6 +890,32 @@ Result<LandlockLaunch> parse_landlock_argv(const std::vector<std::string>& argv)
   return l;
 }
 
+namespace {
+
+// The lines the emulator wrote to the refusal pipe (each one refusal, metadata_notify.hpp),
+// read until the pipe is empty: the emulator writes a refusal before it answers the call, so
+// every refusal of a command that has ended is already there.
+std::vector<std::string> read_refusal_lines(int fd) {
+  std::string text;
+  char buffer[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    text.append(buffer, static_cast<std::size_t>(n));
+  }
+  std::vector<std::string> lines;
+  for (std::size_t start = 0; start < text.size();) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) break;  // a torn line: not written whole, not reported
+    if (end > start) lines.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return lines;
+}
+
+}  // namespace
+
 Result<ExitStatus> run_landlock(const LandlockLaunch& launch, const LaunchOptions& options) {
   if (launch.command.empty() || launch.command.front().empty() ||
       launch.command.front().front() != '/')
@@ -926,8 +963,21 @@ Result<ExitStatus> run_landlock(const LandlockLaunch& launch, const LaunchOption
   // Read once the supervisor has ended, never waited on.
   if (::fcntl(report_read.get(), F_SETFL, O_NONBLOCK) != 0)
     return Error{std::string("landlock: pipe: ") + std::strerror(errno)};
+  // The emulator's refusals (unix datagram sockets), one line each, read once the run ended.
+  // Non-blocking both ways: a full pipe loses a line, never stalls the emulator.
+  UniqueFd refusal_read;
+  UniqueFd refusal_write;
+  if (guard) {
+    int refusal_pipe[2] = {-1, -1};
+    if (::pipe2(refusal_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
+      return Error{std::string("landlock: pipe: ") + std::strerror(errno)};
+    refusal_read.reset(refusal_pipe[0]);
+    refusal_write.reset(refusal_pipe[1]);
+  }
   const std::vector<char*> argv = child::c_string_array(launch.command);
   const std::vector<char*> envp = child::c_string_array(options.env);
+  // With the guard, unix datagram sockets are its to take (seccomp_filter.hpp): the variant.
+  const NetworkFilter network = guard ? guarded_variant(launch.network) : launch.network;
   ChildArgs args{argv.data(),
                  envp.data(),
                  options.cwd.empty() ? nullptr : options.cwd.c_str(),
@@ -935,7 +985,7 @@ Result<ExitStatus> run_landlock(const LandlockLaunch& launch, const LaunchOption
                  options.prepare_child_ctx,
                  ruleset->get(),
                  guard_child.get(),
-                 launch.network,
+                 network,
                  0,
                  options.body,
                  options.body_arg,
@@ -951,10 +1001,22 @@ Result<ExitStatus> run_landlock(const LandlockLaunch& launch, const LaunchOption
   std::string program = options.guard_program;
   std::array<char*, 5> guard_argv{program.data(), guard_mode.data(), parent_slot.data(),
                                   root_count.data(), nullptr};
-  GuardLaunch guard_launch{program.c_str(), guard_argv.data(), parent_slot.data(),
-                           root_fds.data(), static_cast<int>(root_fds.size()), -1, 0};
-  std::vector<int> keep = {0, 1, 2, report_write.get(), ruleset->get(), guard_child.get(),
-                           guard_supervisor.get()};
+  GuardLaunch guard_launch{program.c_str(),
+                           guard_argv.data(),
+                           parent_slot.data(),
+                           root_fds.data(),
+                           static_cast<int>(root_fds.size()),
+                           refusal_write.get(),
+                           -1,
+                           0};
+  std::vector<int> keep = {0,
+                           1,
+                           2,
+                           report_write.get(),
+                           ruleset->get(),
+                           guard_child.get(),
+                           guard_supervisor.get(),
+                           refusal_write.get()};
   keep.insert(keep.end(), root_fds.begin(), root_fds.end());
   std::sort(keep.begin(), keep.end());
   Supervision supervision{&args,       report_write.get(), guard_supervisor.get(),
@@ -986,6 +1048,9 @@ Result<ExitStatus> run_landlock(const LandlockLaunch& launch, const LaunchOption
   // The supervisor has ended: this thread's storage is its own again.
   ::close(pidfd);
   report_write.reset();
+  refusal_write.reset();
+  if (options.unix_refusals != nullptr && refusal_read.valid())
+    *options.unix_refusals = read_refusal_lines(refusal_read.get());
   int status = 0;
   pid_t waited = -1;
   do waited = ::waitpid(supervisor, &status, 0);
@@ -1017,7 +1082,8 @@ Result<ExitStatus> run_landlock(const LandlockLaunch& launch, const LaunchOption
 }
 
 int run_metadata_guard(int argc, char** argv) {
-  // argv: PROGRAM --metadata-guard SUPERVISOR-PID ROOT-COUNT; listener 3, roots 4...
+  // argv: PROGRAM --metadata-guard SUPERVISOR-PID ROOT-COUNT; listener 3, roots 4..., then the
+  // refusal pipe.
   ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   if (argc != 4) return kExitFailure;
   char* end = nullptr;
@@ -1039,7 +1105,8 @@ int run_metadata_guard(int argc, char** argv) {
   }
   std::vector<int> roots;
   for (long i = 0; i < count; ++i) roots.push_back(4 + static_cast<int>(i));
-  const MetadataEmulator emulator = MetadataEmulator::adopt(std::move(roots));
+  MetadataEmulator emulator = MetadataEmulator::adopt(std::move(roots));
+  emulator.report_refusals_to(4 + static_cast<int>(count));
   constexpr int kListener = 3;
   for (;;) {
     pollfd fd{kListener, POLLIN, 0};

@@ -84,6 +84,9 @@ struct LaunchOptions {
   // first makes a call the guard reports (run_metadata_guard). Required with a restricted
   // filesystem.
   std::string guard_program;
+  // Filled, when set, with the unix datagram sockets the metadata guard refused, each named as
+  // the call that asked ("socket(AF_UNIX, SOCK_DGRAM)"), for the run's network_refusals.
+  std::vector<std::string>* unix_refusals = nullptr;
   // For tests: run `body` in the confined child instead of execve, its result being the exit
   // code. The child is then forked rather than cloned with CLONE_VM (a body may make calls the
   // supervisor must answer while it runs), so a failed step shows only as exit code 125.
