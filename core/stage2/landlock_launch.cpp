@@ -120,6 +120,7 @@ struct ChildArgs {
   void* prepare_child_ctx;
   int ruleset;       // -1: nothing to restrict on this kernel
   int guard_socket;  // -1: no metadata guard
+  bool metadata_guard;  // the guard's program: the metadata guard, or the unix datagram guard
   NetworkFilter network;
   pid_t supervisor;
   int (*body)(void*);
@@ -166,7 +167,7 @@ int command_child(void* arg) {
   // not allow anything for it. Nothing below makes a call it reports: the supervisor, which
   // would answer, waits for this clone to exec.
   if (a.guard_socket >= 0) {
-    if (const int err = install_metadata_guard(a.guard_socket); err != 0)
+    if (const int err = install_metadata_guard(a.guard_socket, a.metadata_guard); err != 0)
       child_failed(a, Step::kMetadataGuard, err);
   }
   if (const int err = restrict_self(a.ruleset); err != 0) child_failed(a, Step::kLandlock, err);
@@ -175,8 +176,8 @@ int command_child(void* arg) {
     child_failed(a, Step::kSeccomp, err);
   // No pid namespace here: the calls that change another process with only a uid check
   // (prlimit64, setpriority, sched_set*, ioprio_set) may name the caller only
-  // (pid_scope_filter.hpp). The metadata guard's program carries the same refusals; without
-  // the guard the pid scope's own program is loaded.
+  // (pid_scope_filter.hpp). The guard's program (metadata or unix datagram guard, which every
+  // run has) carries the same refusals; without a guard the pid scope's own program is loaded.
   if (a.guard_socket < 0) {
     if (const int err = load_pid_scope_program_raw(); err != 0)
       child_failed(a, Step::kSeccomp, err);
@@ -914,6 +915,51 @@ std::vector<std::string> read_refusal_lines(int fd) {
   return lines;
 }
 
+// The guard's descriptors (metadata_notify.hpp), made before any child exists.
+struct GuardSetup {
+  UniqueFd supervisor_end;  // the socket the command's child sends the listener over
+  UniqueFd child_end;
+  std::vector<UniqueFd> roots;  // the writable roots (the metadata guard's only)
+  UniqueFd refusal_read;        // the emulator's refusals, one line each
+  UniqueFd refusal_write;
+};
+
+Result<GuardSetup> prepare_guard(const LandlockLaunch& launch, const LaunchOptions& options,
+                                 bool metadata_guard) {
+  GuardSetup g;
+  if (options.guard_program.empty() || options.guard_program.front() != '/')
+    return Error{"landlock: metadata guard: no sbx-stage2 to run its emulator"};
+  int sockets[2] = {-1, -1};
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sockets) != 0)
+    return Error{std::string("landlock: metadata guard: socketpair: ") + std::strerror(errno)};
+  g.supervisor_end.reset(sockets[0]);
+  g.child_end.reset(sockets[1]);
+  // The writable roots as they are when the run starts (the ruleset's objects), so a root
+  // renamed or replaced later is followed, never re-read by name. As the ruleset: a missing
+  // root is skipped (nothing beneath it can exist to change). None for the unix datagram
+  // guard, which reports no metadata change (one reported anyway would be refused).
+  if (metadata_guard) {
+    for (const std::string& root : launch.landlock.write) {
+      UniqueFd fd(::open(root.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+      if (fd.get() < 0 && errno == ENOENT) continue;
+      if (fd.get() < 0)
+        return Error{"landlock: metadata guard: open '" + root + "': " + std::strerror(errno)};
+      g.roots.push_back(std::move(fd));
+    }
+  }
+  if (g.roots.size() > static_cast<std::size_t>(kMaxGuardRoots))
+    return Error{"landlock: metadata guard: more than " + std::to_string(kMaxGuardRoots) +
+                 " writable roots"};
+  // Read once the run ended. Non-blocking both ways: a full pipe loses a line, never stalls
+  // the emulator.
+  int refusal_pipe[2] = {-1, -1};
+  if (::pipe2(refusal_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
+    return Error{std::string("landlock: pipe: ") + std::strerror(errno)};
+  g.refusal_read.reset(refusal_pipe[0]);
+  g.refusal_write.reset(refusal_pipe[1]);
+  return g;
+}
+
 }  // namespace
 
 Result<ExitStatus> run_landlock(const LandlockLaunch& launch, const LaunchOptions& options) {
@@ -928,33 +974,11 @@ Result<ExitStatus> run_landlock(const LandlockLaunch& launch, const LaunchOption
   Result<UniqueFd> ruleset = build_landlock_ruleset(launch.landlock);
   if (!ruleset.ok()) return Error{"landlock: " + ruleset.error()};
   // A restricted filesystem has writable roots to keep metadata changes in; an unrestricted
-  // one lets the command write (and so chmod) anywhere already.
-  const bool guard = launch.landlock.restrict_filesystem;
-  UniqueFd guard_supervisor;
-  UniqueFd guard_child;
-  std::vector<UniqueFd> roots;
-  if (guard) {
-    if (options.guard_program.empty() || options.guard_program.front() != '/')
-      return Error{"landlock: metadata guard: no sbx-stage2 to run its emulator"};
-    int sockets[2] = {-1, -1};
-    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sockets) != 0)
-      return Error{std::string("landlock: metadata guard: socketpair: ") + std::strerror(errno)};
-    guard_supervisor.reset(sockets[0]);
-    guard_child.reset(sockets[1]);
-    // The writable roots as they are when the run starts (the ruleset's objects), so a root
-    // renamed or replaced later is followed, never re-read by name. As the ruleset: a missing
-    // root is skipped (nothing beneath it can exist to change).
-    for (const std::string& root : launch.landlock.write) {
-      UniqueFd fd(::open(root.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
-      if (fd.get() < 0 && errno == ENOENT) continue;
-      if (fd.get() < 0)
-        return Error{"landlock: metadata guard: open '" + root + "': " + std::strerror(errno)};
-      roots.push_back(std::move(fd));
-    }
-    if (roots.size() > static_cast<std::size_t>(kMaxGuardRoots))
-      return Error{"landlock: metadata guard: more than " + std::to_string(kMaxGuardRoots) +
-                   " writable roots"};
-  }
+  // one lets the command write (and so chmod) anywhere already, so its guard is the unix
+  // datagram guard (metadata_filter.hpp): every run has a guard, for unix datagram sockets.
+  const bool metadata_guard = launch.landlock.restrict_filesystem;
+  Result<GuardSetup> guard = prepare_guard(launch, options, metadata_guard);
+  if (!guard.ok()) return Error{guard.error()};
   int report_pipe[2] = {-1, -1};
   if (!child::open_report_pipe(report_pipe))
     return Error{std::string("landlock: pipe: ") + std::strerror(errno)};
@@ -963,28 +987,18 @@ Result<ExitStatus> run_landlock(const LandlockLaunch& launch, const LaunchOption
   // Read once the supervisor has ended, never waited on.
   if (::fcntl(report_read.get(), F_SETFL, O_NONBLOCK) != 0)
     return Error{std::string("landlock: pipe: ") + std::strerror(errno)};
-  // The emulator's refusals (unix datagram sockets), one line each, read once the run ended.
-  // Non-blocking both ways: a full pipe loses a line, never stalls the emulator.
-  UniqueFd refusal_read;
-  UniqueFd refusal_write;
-  if (guard) {
-    int refusal_pipe[2] = {-1, -1};
-    if (::pipe2(refusal_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
-      return Error{std::string("landlock: pipe: ") + std::strerror(errno)};
-    refusal_read.reset(refusal_pipe[0]);
-    refusal_write.reset(refusal_pipe[1]);
-  }
   const std::vector<char*> argv = child::c_string_array(launch.command);
   const std::vector<char*> envp = child::c_string_array(options.env);
-  // With the guard, unix datagram sockets are its to take (seccomp_filter.hpp): the variant.
-  const NetworkFilter network = guard ? guarded_variant(launch.network) : launch.network;
+  // Unix datagram sockets are the guard's to take (seccomp_filter.hpp): the guarded variant.
+  const NetworkFilter network = guarded_variant(launch.network);
   ChildArgs args{argv.data(),
                  envp.data(),
                  options.cwd.empty() ? nullptr : options.cwd.c_str(),
                  options.prepare_child,
                  options.prepare_child_ctx,
                  ruleset->get(),
-                 guard_child.get(),
+                 guard->child_end.get(),
+                 metadata_guard,
                  network,
                  0,
                  options.body,
@@ -994,7 +1008,7 @@ Result<ExitStatus> run_landlock(const LandlockLaunch& launch, const LaunchOption
   // The emulator's command line and descriptors, prepared here: the supervisor allocates
   // nothing.
   std::vector<int> root_fds;
-  for (const UniqueFd& fd : roots) root_fds.push_back(fd.get());
+  for (const UniqueFd& fd : guard->roots) root_fds.push_back(fd.get());
   std::string root_count = std::to_string(root_fds.size());
   std::array<char, 24> parent_slot{};
   std::string guard_mode = "--metadata-guard";
@@ -1006,7 +1020,7 @@ Result<ExitStatus> run_landlock(const LandlockLaunch& launch, const LaunchOption
                            parent_slot.data(),
                            root_fds.data(),
                            static_cast<int>(root_fds.size()),
-                           refusal_write.get(),
+                           guard->refusal_write.get(),
                            -1,
                            0};
   std::vector<int> keep = {0,
@@ -1014,14 +1028,14 @@ Result<ExitStatus> run_landlock(const LandlockLaunch& launch, const LaunchOption
                            2,
                            report_write.get(),
                            ruleset->get(),
-                           guard_child.get(),
-                           guard_supervisor.get(),
-                           refusal_write.get()};
+                           guard->child_end.get(),
+                           guard->supervisor_end.get(),
+                           guard->refusal_write.get()};
   keep.insert(keep.end(), root_fds.begin(), root_fds.end());
   std::sort(keep.begin(), keep.end());
-  Supervision supervision{&args,       report_write.get(), guard_supervisor.get(),
-                          ::getpid(),  keep.data(),        keep.size(),
-                          guard ? &guard_launch : nullptr};
+  Supervision supervision{&args,        report_write.get(), guard->supervisor_end.get(),
+                          ::getpid(),   keep.data(),        keep.size(),
+                          &guard_launch};
   constexpr std::size_t kSupervisorStack = 256 * 1024;
   void* stack = ::mmap(nullptr, kSupervisorStack, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
@@ -1048,9 +1062,9 @@ Result<ExitStatus> run_landlock(const LandlockLaunch& launch, const LaunchOption
   // The supervisor has ended: this thread's storage is its own again.
   ::close(pidfd);
   report_write.reset();
-  refusal_write.reset();
-  if (options.unix_refusals != nullptr && refusal_read.valid())
-    *options.unix_refusals = read_refusal_lines(refusal_read.get());
+  guard->refusal_write.reset();
+  if (options.unix_refusals != nullptr)
+    *options.unix_refusals = read_refusal_lines(guard->refusal_read.get());
   int status = 0;
   pid_t waited = -1;
   do waited = ::waitpid(supervisor, &status, 0);

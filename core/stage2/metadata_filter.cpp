@@ -52,7 +52,8 @@ Status add_unix_datagram_rules(scmp_filter_ctx ctx) {
   return {};
 }
 
-Status build_rules(scmp_filter_ctx ctx) {
+// The metadata changes the emulator emulates or refuses (with a restricted filesystem).
+Status add_metadata_rules(scmp_filter_ctx ctx) {
   if (!kUnifiedSyscallNumbers)
     return Error{
         "the numbers of fchmodat2/setxattrat/removexattrat/file_setattr on this "
@@ -86,18 +87,27 @@ Status build_rules(scmp_filter_ctx ctx) {
     if (rule(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1, &cmp) != 0)
       return Error{"rule for ioctl " + std::to_string(cmd)};
   }
+  return {};
+}
+
+// `metadata`: the full guard (restricted filesystem); else the unix datagram guard, which has
+// every rule but the metadata ones.
+Status build_rules(scmp_filter_ctx ctx, bool metadata) {
+  if (metadata) {
+    if (Status rules = add_metadata_rules(ctx); !rules.ok()) return rules;
+  }
   if (Status unix = add_unix_datagram_rules(ctx); !unix.ok()) return unix;
   // The pid scope's refusals ride along (pid_scope_filter.hpp says why here).
   return add_pid_scope_rules(ctx);
 }
 
-Result<FilterPtr> build_guard() {
+Result<FilterPtr> build_guard(bool metadata) {
   FilterPtr ctx(seccomp_init(SCMP_ACT_ALLOW), seccomp_release);
   if (!ctx) return Error{"seccomp_init failed"};
   // Another architecture's calls would bypass the rules: the main filter kills them too.
   if (seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS) != 0)
     return Error{"badarch"};
-  Status built = build_rules(ctx.get());
+  Status built = build_rules(ctx.get(), metadata);
   if (!built.ok()) return Error{built.error()};
   return ctx;
 }
@@ -123,15 +133,21 @@ Result<std::string> exported(scmp_filter_ctx ctx, int (*exporter)(const scmp_fil
 }  // namespace
 
 Result<std::string> export_metadata_guard_bpf() {
-  Result<FilterPtr> ctx = build_guard();
+  Result<FilterPtr> ctx = build_guard(true);
   if (!ctx.ok()) return Error{ctx.error()};
   return exported(ctx->get(), seccomp_export_bpf);
 }
 
 Result<std::string> export_metadata_guard_text() {
-  Result<FilterPtr> ctx = build_guard();
+  Result<FilterPtr> ctx = build_guard(true);
   if (!ctx.ok()) return Error{ctx.error()};
   return exported(ctx->get(), seccomp_export_pfc);
+}
+
+Result<std::string> export_unix_guard_bpf() {
+  Result<FilterPtr> ctx = build_guard(false);
+  if (!ctx.ok()) return Error{ctx.error()};
+  return exported(ctx->get(), seccomp_export_bpf);
 }
 
 }  // namespace sbx::stage2

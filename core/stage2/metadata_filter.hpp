@@ -15,6 +15,9 @@
 //     report) and answers a datagram socketpair() with a seqpacket pair (metadata_notify.hpp);
 //   - EPERM for the pid scope's calls naming another process (pid_scope_filter.hpp), carried
 //     here so that a run with the guard attaches no further program.
+// With an unrestricted filesystem (no writable roots to keep metadata changes in) the guard is
+// the unix datagram guard: the same program without the metadata rules (the first four items),
+// so that unix datagram sockets are handled, and the pid scope carried, alike.
 // It must be installed with SECCOMP_FILTER_FLAG_NEW_LISTENER: its listener goes to the
 // supervisor, which hands it to the emulator (landlock_launch.hpp).
 #pragma once
@@ -43,5 +46,8 @@ Result<std::string> export_metadata_guard_bpf();
 
 // The same in libseccomp's pseudo-filter-code text (for debugging).
 Result<std::string> export_metadata_guard_text();
+
+// The unix datagram guard's BPF program (the guard without its metadata rules).
+Result<std::string> export_unix_guard_bpf();
 
 }  // namespace sbx::stage2

@@ -617,8 +617,8 @@ bool within_writable_roots(std::string_view object, const std::vector<std::strin
   return false;
 }
 
-int install_metadata_guard(int socket) noexcept {
-  const int listener = load_metadata_guard_program();
+int install_metadata_guard(int socket, bool metadata) noexcept {
+  const int listener = load_metadata_guard_program(metadata);
   if (listener < 0) return -listener;
   const int sent = send_fd(socket, listener);
   ::close(listener);

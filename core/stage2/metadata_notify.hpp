@@ -75,7 +75,8 @@ bool within_writable_roots(std::string_view object, const std::vector<std::strin
 // metadata_filter.hpp) and sends its listener over `socket` (SCM_RIGHTS), then closes both; the
 // command never holds the listener. 0, or the errno of the step that failed. Async-signal-safe:
 // it runs between the clone of the command's child and its execve.
-int install_metadata_guard(int socket) noexcept;
+// `metadata` false: the unix datagram guard instead (unrestricted filesystem).
+int install_metadata_guard(int socket, bool metadata = true) noexcept;
 
 // Receives the listener sent by install_metadata_guard(); Error on EOF (the child died or
 // failed before sending) or anything else.

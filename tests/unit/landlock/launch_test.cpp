@@ -292,6 +292,22 @@ TEST_F(LandlockLaunchTest, UnixDatagramSocketsAreRefusedAndNamedAndPairsBecomeSe
     EXPECT_EQ(refusals, (std::vector<std::string>{"socket(AF_UNIX, SOCK_DGRAM)",
                                                   "socket(AF_UNIX, SOCK_RAW)"}));
   }
+  // An unrestricted filesystem has no metadata guard: its unix datagram guard does the same.
+  LandlockLaunch open_fs = confined(ws_.path(), {"/bin/true"});
+  open_fs.landlock.restrict_filesystem = false;
+  open_fs.landlock.read.clear();
+  open_fs.landlock.write.clear();
+  open_fs.landlock.dev.clear();
+  LaunchOptions options = in_dir(ws_.path());
+  std::vector<std::string> refusals;
+  options.unix_refusals = &refusals;
+  options.body = probe_unix_datagrams;
+  options.body_arg = const_cast<std::string*>(&host_path);
+  sbx::Result<sbx::ExitStatus> status = sbx::stage2::run_landlock(open_fs, options);
+  ASSERT_TRUE(status.ok()) << status.error();
+  EXPECT_EQ(status->shell_code(), 0) << "probe_unix_datagrams' step that failed (unrestricted)";
+  EXPECT_EQ(refusals, (std::vector<std::string>{"socket(AF_UNIX, SOCK_DGRAM)",
+                                                "socket(AF_UNIX, SOCK_RAW)"}));
   char buffer[8];
   EXPECT_LT(::recv(host, buffer, sizeof buffer, 0), 0) << "a datagram reached the host socket";
   ::close(host);

@@ -22,6 +22,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <initializer_list>
 #include <string>
 #include <vector>
@@ -433,6 +434,48 @@ TEST(SeccompPrecompiled, MetadataGuardReportsUnixDatagramSockets) {
         << "socketpair type " << type;
   }
   EXPECT_EQ(run_under_guard([] { return socket_and_close(AF_INET, SOCK_DGRAM); }, 0), "ok");
+}
+
+// The unix datagram guard (an unrestricted filesystem's guard): the metadata guard without its
+// metadata rules, precompiled the same way.
+TEST(SeccompPrecompiled, UnixGuardIsWhatLibseccompBuildsAtRunTime) {
+  sbx::Result<std::string> built = sbx::stage2::export_unix_guard_bpf();
+  ASSERT_TRUE(built.ok()) << built.error();
+  EXPECT_EQ(sbx::stage2::program_bytes(sbx::stage2::unix_guard_program()), *built);
+}
+
+TEST(SeccompPrecompiled, UnixGuardBytesMatchTheGoldenFile) {
+#if !defined(__x86_64__)
+  GTEST_SKIP() << "the golden program is for x86_64 (syscall numbers and audit arch)";
+#endif
+  const std::filesystem::path dir = std::filesystem::path(SBX_GOLDEN_DIR) / "seccomp";
+  sbx::test::expect_golden(dir / "bpf-unix-guard.txt", dump(sbx::stage2::unix_guard_program()));
+}
+
+// Loaded on its own with its listener closed: unix datagram socket calls are reported (ENOSYS),
+// metadata changes are not (the filesystem is unrestricted), the pid scope rides along.
+TEST(SeccompPrecompiled, UnixGuardReportsOnlyUnixDatagramsAndCarriesThePidScope) {
+  const auto run_under_unix_guard = [](const std::function<long()>& probe, int expected_errno) {
+    return sbx_seccomp_test::run_in_filtered_child(
+        [] {
+          const int listener = sbx::stage2::load_metadata_guard_program(false);
+          if (listener < 0) return false;
+          ::close(listener);
+          return true;
+        },
+        probe, expected_errno);
+  };
+  EXPECT_EQ(run_under_unix_guard([] { return socket_and_close(AF_UNIX, SOCK_DGRAM); }, ENOSYS),
+            "ok");
+  EXPECT_EQ(run_under_unix_guard([] { return socketpair_and_close(SOCK_RAW); }, ENOSYS), "ok");
+  EXPECT_EQ(run_under_unix_guard([] { return socketpair_and_close(SOCK_STREAM); }, 0), "ok");
+  EXPECT_EQ(
+      run_under_unix_guard(
+          [] { return raw(SYS_chmod, reinterpret_cast<long>("/nonexistent"), 0644); }, ENOENT),
+      "ok");
+  EXPECT_EQ(run_under_unix_guard(
+                [] { return raw(SYS_setpriority, PRIO_PROCESS, ::getppid(), 0); }, EPERM),
+            "ok");
 }
 
 TEST(SeccompPrecompiled, OrdinaryWorkStillRuns) {
