@@ -120,6 +120,7 @@ struct ChildArgs {
   void* prepare_child_ctx;
   int ruleset;       // -1: nothing to restrict on this kernel
   int guard_socket;  // -1: no metadata guard
+  bool metadata_guard;  // the guard's program: the metadata guard, or the unix datagram guard
   NetworkFilter network;
   pid_t supervisor;
   int (*body)(void*);
@@ -166,7 +167,7 @@ int command_child(void* arg) {
   // not allow anything for it. Nothing below makes a call it reports: the supervisor, which
   // would answer, waits for this clone to exec.
   if (a.guard_socket >= 0) {
-    if (const int err = install_metadata_guard(a.guard_socket); err != 0)
+    if (const int err = install_metadata_guard(a.guard_socket, a.metadata_guard); err != 0)
       child_failed(a, Step::kMetadataGuard, err);
   }
   if (const int err = restrict_self(a.ruleset); err != 0) child_failed(a, Step::kLandlock, err);
@@ -176,8 +177,8 @@ int command_child(void* arg) {
   // No pid namespace here: the calls that change another process with only a uid check
   // (prlimit64, setpriority, sched_set*, ioprio_set) may name the caller only
   // (pid_scope_filter.hpp), and the host's SysV IPC and POSIX message queues are refused (no
-  // IPC namespace either). The metadata guard's program carries the same refusals; without
-  // the guard the pid scope's own program is loaded.
+  // IPC namespace either). The guard's program (metadata or unix datagram guard, which every
+  // run has) carries the same refusals; without a guard the pid scope's own program is loaded.
   if (a.guard_socket < 0) {
     if (const int err = load_pid_scope_program_raw(); err != 0)
       child_failed(a, Step::kSeccomp, err);
@@ -432,13 +433,15 @@ void close_all_but(const int* keep, std::size_t count) {
 
 // The metadata guard's emulator, started when the command first makes a call the guard
 // reports: sbx-stage2 --metadata-guard (run_metadata_guard), the listener at descriptor 3, the
-// writable roots opened when the run started at 4, 5, ...
+// writable roots opened when the run started at 4, 5, ..., and after them the write end of the
+// pipe its refusals go to the caller through (unix datagram sockets, for the run's report).
 struct GuardLaunch {
   const char* program;    // trusted sbx-stage2; nullptr: no guard
   char* const* argv;      // {program, "--metadata-guard", parent, count, nullptr}
   char* parent;           // argv's slot for the supervisor's pid (>= 24 bytes)
   const int* roots;
   int root_count;
+  int refusals;           // the refusal pipe's write end
   int listener;           // set by the supervisor
   volatile int error;     // written by the child when execve failed
 };
@@ -449,7 +452,7 @@ constexpr int kMaxGuardRoots = 1024;
 int guard_child(void* arg_pointer) {
   GuardLaunch& g = *static_cast<GuardLaunch*>(arg_pointer);
   // Every source is moved above the targets first: a source may be one of the target numbers.
-  const int first_free = 4 + g.root_count;
+  const int first_free = 5 + g.root_count;
   const long listener = sys(SYS_fcntl, g.listener, F_DUPFD_CLOEXEC, first_free);
   if (listener < 0) {
     g.error = static_cast<int>(-listener);
@@ -470,6 +473,15 @@ int guard_child(void* arg_pointer) {
       g.error = static_cast<int>(-placed);
       sys(SYS_exit, 125);
     }
+  }
+  const long refusals = sys(SYS_fcntl, g.refusals, F_DUPFD_CLOEXEC, first_free);
+  if (refusals < 0) {
+    g.error = static_cast<int>(-refusals);
+    sys(SYS_exit, 125);
+  }
+  if (const long placed = sys(SYS_dup3, refusals, 4 + g.root_count, 0); placed < 0) {
+    g.error = static_cast<int>(-placed);
+    sys(SYS_exit, 125);
   }
   if (const long placed = sys(SYS_dup3, listener, 3, 0); placed < 0) {
     g.error = static_cast<int>(-placed);
@@ -880,6 +892,77 @@ Result<LandlockLaunch> parse_landlock_argv(const std::vector<std::string>& argv)
   return l;
 }
 
+namespace {
+
+// The lines the emulator wrote to the refusal pipe (each one refusal, metadata_notify.hpp),
+// read until the pipe is empty: the emulator writes a refusal before it answers the call, so
+// every refusal of a command that has ended is already there.
+std::vector<std::string> read_refusal_lines(int fd) {
+  std::string text;
+  char buffer[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    text.append(buffer, static_cast<std::size_t>(n));
+  }
+  std::vector<std::string> lines;
+  for (std::size_t start = 0; start < text.size();) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) break;  // a torn line: not written whole, not reported
+    if (end > start) lines.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return lines;
+}
+
+// The guard's descriptors (metadata_notify.hpp), made before any child exists.
+struct GuardSetup {
+  UniqueFd supervisor_end;  // the socket the command's child sends the listener over
+  UniqueFd child_end;
+  std::vector<UniqueFd> roots;  // the writable roots (the metadata guard's only)
+  UniqueFd refusal_read;        // the emulator's refusals, one line each
+  UniqueFd refusal_write;
+};
+
+Result<GuardSetup> prepare_guard(const LandlockLaunch& launch, const LaunchOptions& options,
+                                 bool metadata_guard) {
+  GuardSetup g;
+  if (options.guard_program.empty() || options.guard_program.front() != '/')
+    return Error{"landlock: metadata guard: no sbx-stage2 to run its emulator"};
+  int sockets[2] = {-1, -1};
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sockets) != 0)
+    return Error{std::string("landlock: metadata guard: socketpair: ") + std::strerror(errno)};
+  g.supervisor_end.reset(sockets[0]);
+  g.child_end.reset(sockets[1]);
+  // The writable roots as they are when the run starts (the ruleset's objects), so a root
+  // renamed or replaced later is followed, never re-read by name. As the ruleset: a missing
+  // root is skipped (nothing beneath it can exist to change). None for the unix datagram
+  // guard, which reports no metadata change (one reported anyway would be refused).
+  if (metadata_guard) {
+    for (const std::string& root : launch.landlock.write) {
+      UniqueFd fd(::open(root.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+      if (fd.get() < 0 && errno == ENOENT) continue;
+      if (fd.get() < 0)
+        return Error{"landlock: metadata guard: open '" + root + "': " + std::strerror(errno)};
+      g.roots.push_back(std::move(fd));
+    }
+  }
+  if (g.roots.size() > static_cast<std::size_t>(kMaxGuardRoots))
+    return Error{"landlock: metadata guard: more than " + std::to_string(kMaxGuardRoots) +
+                 " writable roots"};
+  // Read once the run ended. Non-blocking both ways: a full pipe loses a line, never stalls
+  // the emulator.
+  int refusal_pipe[2] = {-1, -1};
+  if (::pipe2(refusal_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
+    return Error{std::string("landlock: pipe: ") + std::strerror(errno)};
+  g.refusal_read.reset(refusal_pipe[0]);
+  g.refusal_write.reset(refusal_pipe[1]);
+  return g;
+}
+
+}  // namespace
+
 Result<ExitStatus> run_landlock(const LandlockLaunch& launch, const LaunchOptions& options) {
   if (launch.command.empty() || launch.command.front().empty() ||
       launch.command.front().front() != '/')
@@ -892,33 +975,11 @@ Result<ExitStatus> run_landlock(const LandlockLaunch& launch, const LaunchOption
   Result<UniqueFd> ruleset = build_landlock_ruleset(launch.landlock);
   if (!ruleset.ok()) return Error{"landlock: " + ruleset.error()};
   // A restricted filesystem has writable roots to keep metadata changes in; an unrestricted
-  // one lets the command write (and so chmod) anywhere already.
-  const bool guard = launch.landlock.restrict_filesystem;
-  UniqueFd guard_supervisor;
-  UniqueFd guard_child;
-  std::vector<UniqueFd> roots;
-  if (guard) {
-    if (options.guard_program.empty() || options.guard_program.front() != '/')
-      return Error{"landlock: metadata guard: no sbx-stage2 to run its emulator"};
-    int sockets[2] = {-1, -1};
-    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sockets) != 0)
-      return Error{std::string("landlock: metadata guard: socketpair: ") + std::strerror(errno)};
-    guard_supervisor.reset(sockets[0]);
-    guard_child.reset(sockets[1]);
-    // The writable roots as they are when the run starts (the ruleset's objects), so a root
-    // renamed or replaced later is followed, never re-read by name. As the ruleset: a missing
-    // root is skipped (nothing beneath it can exist to change).
-    for (const std::string& root : launch.landlock.write) {
-      UniqueFd fd(::open(root.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
-      if (fd.get() < 0 && errno == ENOENT) continue;
-      if (fd.get() < 0)
-        return Error{"landlock: metadata guard: open '" + root + "': " + std::strerror(errno)};
-      roots.push_back(std::move(fd));
-    }
-    if (roots.size() > static_cast<std::size_t>(kMaxGuardRoots))
-      return Error{"landlock: metadata guard: more than " + std::to_string(kMaxGuardRoots) +
-                   " writable roots"};
-  }
+  // one lets the command write (and so chmod) anywhere already, so its guard is the unix
+  // datagram guard (metadata_filter.hpp): every run has a guard, for unix datagram sockets.
+  const bool metadata_guard = launch.landlock.restrict_filesystem;
+  Result<GuardSetup> guard = prepare_guard(launch, options, metadata_guard);
+  if (!guard.ok()) return Error{guard.error()};
   int report_pipe[2] = {-1, -1};
   if (!child::open_report_pipe(report_pipe))
     return Error{std::string("landlock: pipe: ") + std::strerror(errno)};
@@ -929,14 +990,17 @@ Result<ExitStatus> run_landlock(const LandlockLaunch& launch, const LaunchOption
     return Error{std::string("landlock: pipe: ") + std::strerror(errno)};
   const std::vector<char*> argv = child::c_string_array(launch.command);
   const std::vector<char*> envp = child::c_string_array(options.env);
+  // Unix datagram sockets are the guard's to take (seccomp_filter.hpp): the guarded variant.
+  const NetworkFilter network = guarded_variant(launch.network);
   ChildArgs args{argv.data(),
                  envp.data(),
                  options.cwd.empty() ? nullptr : options.cwd.c_str(),
                  options.prepare_child,
                  options.prepare_child_ctx,
                  ruleset->get(),
-                 guard_child.get(),
-                 launch.network,
+                 guard->child_end.get(),
+                 metadata_guard,
+                 network,
                  0,
                  options.body,
                  options.body_arg,
@@ -945,22 +1009,34 @@ Result<ExitStatus> run_landlock(const LandlockLaunch& launch, const LaunchOption
   // The emulator's command line and descriptors, prepared here: the supervisor allocates
   // nothing.
   std::vector<int> root_fds;
-  for (const UniqueFd& fd : roots) root_fds.push_back(fd.get());
+  for (const UniqueFd& fd : guard->roots) root_fds.push_back(fd.get());
   std::string root_count = std::to_string(root_fds.size());
   std::array<char, 24> parent_slot{};
   std::string guard_mode = "--metadata-guard";
   std::string program = options.guard_program;
   std::array<char*, 5> guard_argv{program.data(), guard_mode.data(), parent_slot.data(),
                                   root_count.data(), nullptr};
-  GuardLaunch guard_launch{program.c_str(), guard_argv.data(), parent_slot.data(),
-                           root_fds.data(), static_cast<int>(root_fds.size()), -1, 0};
-  std::vector<int> keep = {0, 1, 2, report_write.get(), ruleset->get(), guard_child.get(),
-                           guard_supervisor.get()};
+  GuardLaunch guard_launch{program.c_str(),
+                           guard_argv.data(),
+                           parent_slot.data(),
+                           root_fds.data(),
+                           static_cast<int>(root_fds.size()),
+                           guard->refusal_write.get(),
+                           -1,
+                           0};
+  std::vector<int> keep = {0,
+                           1,
+                           2,
+                           report_write.get(),
+                           ruleset->get(),
+                           guard->child_end.get(),
+                           guard->supervisor_end.get(),
+                           guard->refusal_write.get()};
   keep.insert(keep.end(), root_fds.begin(), root_fds.end());
   std::sort(keep.begin(), keep.end());
-  Supervision supervision{&args,       report_write.get(), guard_supervisor.get(),
-                          ::getpid(),  keep.data(),        keep.size(),
-                          guard ? &guard_launch : nullptr};
+  Supervision supervision{&args,        report_write.get(), guard->supervisor_end.get(),
+                          ::getpid(),   keep.data(),        keep.size(),
+                          &guard_launch};
   constexpr std::size_t kSupervisorStack = 256 * 1024;
   void* stack = ::mmap(nullptr, kSupervisorStack, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
@@ -987,6 +1063,9 @@ Result<ExitStatus> run_landlock(const LandlockLaunch& launch, const LaunchOption
   // The supervisor has ended: this thread's storage is its own again.
   ::close(pidfd);
   report_write.reset();
+  guard->refusal_write.reset();
+  if (options.unix_refusals != nullptr)
+    *options.unix_refusals = read_refusal_lines(guard->refusal_read.get());
   int status = 0;
   pid_t waited = -1;
   do waited = ::waitpid(supervisor, &status, 0);
@@ -1018,7 +1097,8 @@ Result<ExitStatus> run_landlock(const LandlockLaunch& launch, const LaunchOption
 }
 
 int run_metadata_guard(int argc, char** argv) {
-  // argv: PROGRAM --metadata-guard SUPERVISOR-PID ROOT-COUNT; listener 3, roots 4...
+  // argv: PROGRAM --metadata-guard SUPERVISOR-PID ROOT-COUNT; listener 3, roots 4..., then the
+  // refusal pipe.
   ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   if (argc != 4) return kExitFailure;
   char* end = nullptr;
@@ -1040,7 +1120,8 @@ int run_metadata_guard(int argc, char** argv) {
   }
   std::vector<int> roots;
   for (long i = 0; i < count; ++i) roots.push_back(4 + static_cast<int>(i));
-  const MetadataEmulator emulator = MetadataEmulator::adopt(std::move(roots));
+  MetadataEmulator emulator = MetadataEmulator::adopt(std::move(roots));
+  emulator.report_refusals_to(4 + static_cast<int>(count));
   constexpr int kListener = 3;
   for (;;) {
     pollfd fd{kListener, POLLIN, 0};

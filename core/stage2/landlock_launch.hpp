@@ -30,7 +30,8 @@
 //                    disposition back (the supervisor reset every other one), parent-death
 //                    signal, chdir, the run's limits (the host's prepare_child), no_new_privs,
 //                    every capability dropped and checked, the metadata guard (a precompiled
-//                    user-notification filter; its listener goes to the supervisor),
+//                    user-notification filter; its listener goes to the supervisor; with an
+//                    unrestricted filesystem the unix datagram guard, metadata_filter.hpp),
 //                    landlock_restrict_self, the precompiled seccomp filter, the pid scope
 //                    when there is no guard (whose program carries it: pid_scope_filter.hpp,
 //                    no pid namespace here), every descriptor
@@ -81,9 +82,12 @@ struct LaunchOptions {
   int (*prepare_child)(void* ctx) = nullptr;
   void* prepare_child_ctx = nullptr;
   // The trusted sbx-stage2 (absolute), run as the metadata guard's emulator when the command
-  // first makes a call the guard reports (run_metadata_guard). Required with a restricted
-  // filesystem.
+  // first makes a call the guard reports (run_metadata_guard). Required (every run has a
+  // guard: the metadata guard, or the unix datagram guard with an unrestricted filesystem).
   std::string guard_program;
+  // Filled, when set, with the unix datagram sockets the metadata guard refused, each named as
+  // the call that asked ("socket(AF_UNIX, SOCK_DGRAM)"), for the run's network_refusals.
+  std::vector<std::string>* unix_refusals = nullptr;
   // For tests: run `body` in the confined child instead of execve, its result being the exit
   // code. The child is then forked rather than cloned with CLONE_VM (a body may make calls the
   // supervisor must answer while it runs), so a failed step shows only as exit code 125.
@@ -99,8 +103,9 @@ struct LaunchOptions {
 Result<ExitStatus> run_landlock(const LandlockLaunch& launch, const LaunchOptions& options);
 
 // sbx-stage2 --metadata-guard SUPERVISOR-PID ROOT-COUNT: the metadata guard's emulator, started
-// by the supervisor with the guard's listener at descriptor 3 and the writable roots (opened
-// when the run started) at 4, 5, ...: not dumpable, ends with the supervisor, every capability
+// by the supervisor with the guard's listener at descriptor 3, the writable roots (opened
+// when the run started) at 4, 5, ... and the write end of the refusal pipe after them (each
+// refused unix datagram socket one line, read by run_landlock): not dumpable, ends with the supervisor, every capability
 // dropped, answers the listener until no task uses the filter. Returns its exit code.
 int run_metadata_guard(int argc, char** argv);
 

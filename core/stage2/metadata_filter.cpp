@@ -5,6 +5,7 @@
 #include <linux/fsverity.h>
 #include <seccomp.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 
 #include <cerrno>
 #include <cstdint>
@@ -31,7 +32,28 @@ int rule(scmp_filter_ctx ctx, std::uint32_t action, int nr, unsigned count = 0,
   return seccomp_rule_add_array(ctx, action, nr, count, cmp);
 }
 
-Status build_rules(scmp_filter_ctx ctx) {
+// socket() and socketpair() of AF_UNIX with a type other than stream and seqpacket (an
+// allow-list: net/unix/af_unix.c unix_create() maps SOCK_RAW to SOCK_DGRAM, and a type the
+// kernel adds later is the emulator's to refuse): notified, so the emulator refuses and names a
+// datagram socket() and answers a datagram socketpair() with a seqpacket pair. Only these are
+// notified: a run that makes no unix datagram socket never wakes the emulator for them. The
+// main filter's guarded variants (seccomp_filter.hpp) let them reach this program.
+Status add_unix_datagram_rules(scmp_filter_ctx ctx) {
+  for (const int nr :
+       {static_cast<int>(SCMP_SYS(socket)), static_cast<int>(SCMP_SYS(socketpair))}) {
+    for (scmp_datum_t type = 0; type <= 0xf; ++type) {
+      if (type == SOCK_STREAM || type == SOCK_SEQPACKET) continue;
+      const scmp_arg_cmp cmp[] = {SCMP_A0(SCMP_CMP_EQ, AF_UNIX),
+                                  SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, type)};
+      if (rule(ctx, SCMP_ACT_NOTIFY, nr, 2, cmp) != 0)
+        return Error{"rule for unix socket type " + std::to_string(type)};
+    }
+  }
+  return {};
+}
+
+// The metadata changes the emulator emulates or refuses (with a restricted filesystem).
+Status add_metadata_rules(scmp_filter_ctx ctx) {
   if (!kUnifiedSyscallNumbers)
     return Error{
         "the numbers of fchmodat2/setxattrat/removexattrat/file_setattr on this "
@@ -65,19 +87,28 @@ Status build_rules(scmp_filter_ctx ctx) {
     if (rule(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1, &cmp) != 0)
       return Error{"rule for ioctl " + std::to_string(cmd)};
   }
-  // The pid scope's and the host IPC refusals ride along (pid_scope_filter.hpp says why here).
-  Status scope = add_pid_scope_rules(ctx);
-  if (scope.ok()) scope = add_host_ipc_rules(ctx);
-  return scope;
+  return {};
 }
 
-Result<FilterPtr> build_guard() {
+// `metadata`: the full guard (restricted filesystem); else the unix datagram guard, which has
+// every rule but the metadata ones.
+Status build_rules(scmp_filter_ctx ctx, bool metadata) {
+  if (metadata) {
+    if (Status rules = add_metadata_rules(ctx); !rules.ok()) return rules;
+  }
+  if (Status unix = add_unix_datagram_rules(ctx); !unix.ok()) return unix;
+  // The pid scope's and the host IPC refusals ride along (pid_scope_filter.hpp says why here).
+  if (Status scope = add_pid_scope_rules(ctx); !scope.ok()) return scope;
+  return add_host_ipc_rules(ctx);
+}
+
+Result<FilterPtr> build_guard(bool metadata) {
   FilterPtr ctx(seccomp_init(SCMP_ACT_ALLOW), seccomp_release);
   if (!ctx) return Error{"seccomp_init failed"};
   // Another architecture's calls would bypass the rules: the main filter kills them too.
   if (seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS) != 0)
     return Error{"badarch"};
-  Status built = build_rules(ctx.get());
+  Status built = build_rules(ctx.get(), metadata);
   if (!built.ok()) return Error{built.error()};
   return ctx;
 }
@@ -103,15 +134,21 @@ Result<std::string> exported(scmp_filter_ctx ctx, int (*exporter)(const scmp_fil
 }  // namespace
 
 Result<std::string> export_metadata_guard_bpf() {
-  Result<FilterPtr> ctx = build_guard();
+  Result<FilterPtr> ctx = build_guard(true);
   if (!ctx.ok()) return Error{ctx.error()};
   return exported(ctx->get(), seccomp_export_bpf);
 }
 
 Result<std::string> export_metadata_guard_text() {
-  Result<FilterPtr> ctx = build_guard();
+  Result<FilterPtr> ctx = build_guard(true);
   if (!ctx.ok()) return Error{ctx.error()};
   return exported(ctx->get(), seccomp_export_pfc);
+}
+
+Result<std::string> export_unix_guard_bpf() {
+  Result<FilterPtr> ctx = build_guard(false);
+  if (!ctx.ok()) return Error{ctx.error()};
+  return exported(ctx->get(), seccomp_export_bpf);
 }
 
 }  // namespace sbx::stage2

@@ -10,8 +10,14 @@
 //   - EPERM for the inode-changing ioctls FS_IOC_SETFLAGS (and its 32-bit form),
 //     FS_IOC_FSSETXATTR, FS_IOC_SETVERSION (both forms), FS_IOC_ENABLE_VERITY and
 //     FS_IOC_SET_ENCRYPTION_POLICY;
+//   - USER_NOTIF for socket() and socketpair() of AF_UNIX with a type other than SOCK_STREAM
+//     and SOCK_SEQPACKET: the emulator refuses a datagram socket() (and names it in the run's
+//     report) and answers a datagram socketpair() with a seqpacket pair (metadata_notify.hpp);
 //   - EPERM for the pid scope's calls naming another process (pid_scope_filter.hpp), carried
 //     here so that a run with the guard attaches no further program.
+// With an unrestricted filesystem (no writable roots to keep metadata changes in) the guard is
+// the unix datagram guard: the same program without the metadata rules (the first four items),
+// so that unix datagram sockets are handled, and the pid scope carried, alike.
 // It must be installed with SECCOMP_FILTER_FLAG_NEW_LISTENER: its listener goes to the
 // supervisor, which hands it to the emulator (landlock_launch.hpp).
 #pragma once
@@ -40,5 +46,8 @@ Result<std::string> export_metadata_guard_bpf();
 
 // The same in libseccomp's pseudo-filter-code text (for debugging).
 Result<std::string> export_metadata_guard_text();
+
+// The unix datagram guard's BPF program (the guard without its metadata rules).
+Result<std::string> export_unix_guard_bpf();
 
 }  // namespace sbx::stage2

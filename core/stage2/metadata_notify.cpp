@@ -502,6 +502,90 @@ void serve_pty_peer(int listener, const seccomp_notif& req) {
   if (errno != ENOENT) respond(listener, req.id, errno == EINVAL ? ENOSYS : errno);
 }
 
+// ---- unix datagram sockets ----
+
+// The kernel's own answer to a unix socket()/socketpair() the guard notified (a type outside
+// stream and seqpacket) when it would refuse it anyway (net/socket.c __sys_socket(),
+// net/unix/af_unix.c unix_create()); 0 for a datagram socket it would make. The kernel reads
+// type and protocol as ints.
+int unix_kernel_refusal(int type, int protocol) {
+  if ((type & ~0xf & ~(SOCK_CLOEXEC | SOCK_NONBLOCK)) != 0) return EINVAL;
+  if (protocol != 0 && protocol != PF_UNIX) return EPROTONOSUPPORT;
+  if ((type & 0xf) != SOCK_DGRAM && (type & 0xf) != SOCK_RAW) return ESOCKTNOSUPPORT;
+  return 0;
+}
+
+// One refusal line for the run's report, written whole (a pipe write of at most PIPE_BUF
+// bytes is atomic, pipe(7)); a full pipe loses it.
+void report_refusal(int fd, int type) {
+  if (fd < 0) return;
+  const char* line =
+      (type & 0xf) == SOCK_RAW ? "socket(AF_UNIX, SOCK_RAW)\n" : "socket(AF_UNIX, SOCK_DGRAM)\n";
+  ssize_t n = 0;
+  do n = ::write(fd, line, std::strlen(line));
+  while (n < 0 && errno == EINTR);
+}
+
+// socket(AF_UNIX, SOCK_DGRAM or SOCK_RAW): refused and named. Its only use beyond a pair is to
+// name paths, host sockets included. The refusal is written before the answer, so the caller
+// finds it once the command has ended.
+void refuse_unix_datagram_socket(int listener, const seccomp_notif& req, int refusal_fd) {
+  const int type = static_cast<int>(req.data.args[1]);
+  if (const int err = unix_kernel_refusal(type, static_cast<int>(req.data.args[2])); err != 0)
+    return respond(listener, req.id, err);
+  report_refusal(refusal_fd, type);
+  respond(listener, req.id, EPERM);
+}
+
+// Installs `fd` in the caller (SECCOMP_IOCTL_NOTIF_ADDFD, Linux 5.9): its number there, or
+// -errno.
+int install_in_caller(int listener, std::uint64_t id, int fd, bool cloexec) {
+  seccomp_notif_addfd add{};
+  add.id = id;
+  add.srcfd = static_cast<std::uint32_t>(fd);
+  add.newfd_flags = cloexec ? O_CLOEXEC : 0;
+  const int number = ::ioctl(listener, SECCOMP_IOCTL_NOTIF_ADDFD, &add);
+  return number < 0 ? -errno : number;
+}
+
+// socketpair(AF_UNIX, SOCK_DGRAM or SOCK_RAW): a SOCK_SEQPACKET pair (metadata_notify.hpp says
+// why it cannot be re-addressed), installed in the caller and its two numbers written to the
+// caller's sv[2] through /proc/TID/mem, opened and then checked against the notification (the
+// TID was not reused). Nothing is read from the caller's memory. A write that fails (sv not
+// writable) answers EFAULT and leaves the two descriptors in the caller, as a partial ADDFD
+// failure leaves the first: the kernel would have closed them, the command's own loss only.
+// /proc/TID/mem, not process_vm_writev(pid): the descriptor stays the caller's memory even if
+// the caller dies and its TID is reused after the check. Its writes are forced (FOLL_FORCE,
+// proc(5)): a read-only private page of the caller gets the numbers where the kernel would
+// answer EFAULT, which gives the command nothing mprotect() would not; a read-only shared file
+// mapping is never written through (no VM_MAYWRITE).
+void substitute_unix_datagram_pair(int listener, const seccomp_notif& req) {
+  const int type = static_cast<int>(req.data.args[1]);
+  if (const int err = unix_kernel_refusal(type, static_cast<int>(req.data.args[2])); err != 0)
+    return respond(listener, req.id, err);
+  UniqueFd mem(::open(("/proc/" + std::to_string(req.pid) + "/mem").c_str(), O_RDWR | O_CLOEXEC));
+  if (!mem.valid() || !id_valid(listener, req.id)) return respond(listener, req.id, EPERM);
+  // SOCK_NONBLOCK is a file status flag: set here, it is the caller's too.
+  int pair[2] = {-1, -1};
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | (type & SOCK_NONBLOCK), 0, pair) != 0)
+    return respond(listener, req.id, errno == EMFILE || errno == ENFILE ? errno : EPERM);
+  const UniqueFd first(pair[0]);
+  const UniqueFd second(pair[1]);
+  const bool cloexec = (type & SOCK_CLOEXEC) != 0;
+  int numbers[2] = {-1, -1};
+  for (int i = 0; i < 2; ++i) {
+    numbers[i] = install_in_caller(listener, req.id, i == 0 ? first.get() : second.get(), cloexec);
+    if (numbers[i] == -ENOENT) return;  // the caller is gone or was interrupted
+    // Out of descriptors keeps its errno; anything else (a kernel before 5.9) refuses the pair.
+    if (numbers[i] < 0) return respond(listener, req.id, numbers[i] == -EMFILE ? EMFILE : EPERM);
+  }
+  ssize_t n = 0;
+  do n = ::pwrite(mem.get(), numbers, sizeof numbers, static_cast<off_t>(req.data.args[3]));
+  while (n < 0 && errno == EINTR);
+  if (n != static_cast<ssize_t>(sizeof numbers)) return respond(listener, req.id, EFAULT);
+  respond(listener, req.id, 0);
+}
+
 }  // namespace
 
 bool within_writable_roots(std::string_view object, const std::vector<std::string>& roots) {
@@ -533,8 +617,8 @@ bool within_writable_roots(std::string_view object, const std::vector<std::strin
   return false;
 }
 
-int install_metadata_guard(int socket) noexcept {
-  const int listener = load_metadata_guard_program();
+int install_metadata_guard(int socket, bool metadata) noexcept {
+  const int listener = load_metadata_guard_program(metadata);
   if (listener < 0) return -listener;
   const int sent = send_fd(socket, listener);
   ::close(listener);
@@ -587,7 +671,10 @@ MetadataEmulator MetadataEmulator::adopt(std::vector<int> root_fds) {
 }
 
 MetadataEmulator::MetadataEmulator(MetadataEmulator&& other) noexcept
-    : root_fds_(std::move(other.root_fds_)), fsuid_(other.fsuid_), fsgid_(other.fsgid_) {
+    : root_fds_(std::move(other.root_fds_)),
+      fsuid_(other.fsuid_),
+      fsgid_(other.fsgid_),
+      refusal_fd_(other.refusal_fd_) {
   other.root_fds_.clear();
 }
 
@@ -607,6 +694,10 @@ std::vector<std::string> MetadataEmulator::current_roots() const {
 void MetadataEmulator::serve_one(int listener) const {
   seccomp_notif req{};
   if (::ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &req) != 0) return;  // caller gone: ENOENT
+  // The guard notifies these only for AF_UNIX with a non-stream type (metadata_filter.hpp).
+  if (req.data.nr == SCMP_SYS(socket))
+    return refuse_unix_datagram_socket(listener, req, refusal_fd_);
+  if (req.data.nr == SCMP_SYS(socketpair)) return substitute_unix_datagram_pair(listener, req);
   if (req.data.nr == SCMP_SYS(ioctl)) {
     if ((req.data.args[1] & 0xffffffffu) == kTiocgptpeer) return serve_pty_peer(listener, req);
     return respond(listener, req.id, EPERM);

@@ -33,6 +33,22 @@
 // The supervisor takes the caller's master (pidfd_getfd), checks it is /dev/ptmx's, opens the
 // peer itself (O_NOCTTY forced) and installs it in the caller (SECCOMP_IOCTL_NOTIF_ADDFD).
 //
+// Unix datagram sockets (socket() and socketpair() of AF_UNIX with a type other than stream and
+// seqpacket; net/unix/af_unix.c unix_create() maps SOCK_RAW to SOCK_DGRAM): a datagram socket
+// may name any bound path as a destination on every send (sendmsg's msg_name, which no seccomp
+// filter can read), host sockets included. socket() is refused (EPERM) and named in the run's
+// network_refusals; socketpair() is answered with a SOCK_SEQPACKET pair the supervisor makes
+// (the caller's SOCK_NONBLOCK and SOCK_CLOEXEC kept), installed in the caller
+// (SECCOMP_IOCTL_NOTIF_ADDFD) and its numbers written to the caller's sv[2] through
+// /proc/TID/mem: a seqpacket socket ignores a destination (unix_seqpacket_sendmsg() clears
+// msg_namelen) and a connected pair cannot connect again, so the pair carries messages, with
+// their boundaries, only between its two ends. Nothing is decided on the caller's memory. The
+// pair belongs to the supervisor's network namespace, which is the command's own (Landlock
+// mode has no namespaces): its interface ioctls (SIOCGIFCONF...) and abstract names (autobind)
+// reach nothing the command's own stream socketpair does not, unlike under bwrap, whose
+// supervisor makes such pairs in an empty namespace of their own.
+// SO_PEERCRED on it names the supervisor's pid (same uid and gid as the command).
+//
 // Refused outright (EPERM) by the same filter, being metadata changes the supervisor does not
 // emulate: the FS_IOC_SETFLAGS / FS_IOC_FSSETXATTR (chattr), FS_IOC_SETVERSION,
 // FS_IOC_ENABLE_VERITY and FS_IOC_SET_ENCRYPTION_POLICY ioctls. ENOSYS for setxattrat,
@@ -59,7 +75,8 @@ bool within_writable_roots(std::string_view object, const std::vector<std::strin
 // metadata_filter.hpp) and sends its listener over `socket` (SCM_RIGHTS), then closes both; the
 // command never holds the listener. 0, or the errno of the step that failed. Async-signal-safe:
 // it runs between the clone of the command's child and its execve.
-int install_metadata_guard(int socket) noexcept;
+// `metadata` false: the unix datagram guard instead (unrestricted filesystem).
+int install_metadata_guard(int socket, bool metadata = true) noexcept;
 
 // Receives the listener sent by install_metadata_guard(); Error on EOF (the child died or
 // failed before sending) or anything else.
@@ -82,6 +99,10 @@ class MetadataEmulator {
   // Never blocks on a caller that died meanwhile: its notification simply is no longer valid.
   void serve_one(int listener) const;
 
+  // Where a refused unix datagram socket() is named, one line each ("socket(AF_UNIX,
+  // SOCK_DGRAM)\n"), before the call is answered: a non-blocking pipe to the run's caller.
+  void report_refusals_to(int fd) { refusal_fd_ = fd; }
+
   // The writable roots as they are named now (a root whose descriptor no longer resolves to
   // an absolute path is left out).
   std::vector<std::string> current_roots() const;
@@ -91,6 +112,7 @@ class MetadataEmulator {
   std::vector<int> root_fds_;
   uid_t fsuid_ = 0;
   gid_t fsgid_ = 0;
+  int refusal_fd_ = -1;
 };
 
 }  // namespace sbx::stage2

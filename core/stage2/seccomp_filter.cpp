@@ -123,7 +123,15 @@ std::vector<const char*> refused_calls(NetworkFilter network) {
   std::vector<const char*> names(std::begin(kAlwaysDenied), std::end(kAlwaysDenied));
   if (network == NetworkFilter::kBlocked)
     names.insert(names.end(), std::begin(kBlockedNetworkDenied), std::end(kBlockedNetworkDenied));
-  if (network == NetworkFilter::kProxy)
+  // With the metadata guard socket() passes the table: the argument rules refuse every socket
+  // but a unix datagram one, which the guard's program notifies (a table EPERM would win over
+  // the notification: seccomp(2), the most restrictive action of all programs is taken).
+  if (network == NetworkFilter::kBlockedGuarded) {
+    for (const char* name : kBlockedNetworkDenied) {
+      if (std::strcmp(name, "socket") != 0) names.push_back(name);
+    }
+  }
+  if (network == NetworkFilter::kProxy || network == NetworkFilter::kProxyGuarded)
     names.insert(names.end(), std::begin(kProxyNetworkDenied), std::end(kProxyNetworkDenied));
   return names;
 }
@@ -301,6 +309,34 @@ Status add_blocked_network_rules(scmp_filter_ctx ctx) {
   return s;
 }
 
+// Landlock with the metadata guard (metadata_filter.hpp), whose program notifies socket() and
+// socketpair() of AF_UNIX with any type but stream and seqpacket: its emulator refuses a
+// datagram socket() and names it in the run's report, and answers a datagram socketpair() with
+// a seqpacket pair (metadata_notify.hpp). Here only what the guard does not take is refused:
+// every other family, and (socket() only) unix stream and seqpacket sockets, which blocked
+// mode refuses with the rest of socket(). The guard refuses any unix type it does not know.
+Status add_guarded_unix_rules(scmp_filter_ctx ctx, bool refuse_unix_stream_sockets) {
+  Status s = add_socketpair_family_rule(ctx);
+  if (!refuse_unix_stream_sockets) return s;
+  for (scmp_datum_t type : {scmp_datum_t{SOCK_STREAM}, scmp_datum_t{SOCK_SEQPACKET}}) {
+    const scmp_arg_cmp cmp[] = {SCMP_A0(SCMP_CMP_EQ, AF_UNIX),
+                                SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, type)};
+    if (s.ok()) s = refuse_if(ctx, "socket", cmp);
+  }
+  return s;
+}
+
+// kBlockedGuarded: kBlocked, but socket(AF_UNIX, datagram type) is left to the guard.
+Status add_blocked_guarded_rules(scmp_filter_ctx ctx) {
+  // The NE comparison covers all 64 bits: a family with upper bits set is refused here.
+  const scmp_arg_cmp not_unix[] = {SCMP_A0(SCMP_CMP_NE, AF_UNIX)};
+  Status s = refuse_if(ctx, "socket", not_unix);
+  if (s.ok()) s = add_guarded_unix_rules(ctx, true);
+  const scmp_arg_cmp has_dest[] = {SCMP_A4(SCMP_CMP_NE, 0)};
+  if (s.ok()) s = refuse_if(ctx, "sendto", has_dest);
+  return s;
+}
+
 // Proxy mode: only TCP over IPv4/IPv6 may be created. Each rule below names one way a
 // socket() call falls outside that (libseccomp compares one argument once per rule, so the
 // complement is spelled out); any upper 32 bits set in an argument also lands in a ">=" rule.
@@ -324,9 +360,37 @@ Status add_proxy_socket_rules(scmp_filter_ctx ctx) {
   return s;
 }
 
-Status add_proxy_rules(scmp_filter_ctx ctx) {
-  Status s = add_proxy_socket_rules(ctx);
-  if (s.ok()) s = add_socketpair_rules(ctx);
+// kProxyGuarded's socket() rules: kProxy's, each paired with an inet family, and every other
+// family but AF_UNIX (whose datagram types the guard takes) refused whole.
+Status add_proxy_guarded_socket_rules(scmp_filter_ctx ctx) {
+  std::vector<scmp_arg_cmp> families = {SCMP_A0(SCMP_CMP_EQ, AF_UNSPEC),
+                                        SCMP_A0(SCMP_CMP_GE, AF_INET6 + 1)};
+  for (scmp_datum_t family = AF_INET + 1; family < AF_INET6; ++family)
+    families.push_back(SCMP_A0(SCMP_CMP_EQ, family));
+  Status s;
+  for (const scmp_arg_cmp& cmp : families) {
+    if (s.ok()) s = refuse_if(ctx, "socket", {&cmp, 1});
+  }
+  std::vector<scmp_arg_cmp> denied;
+  for (scmp_datum_t type = 0; type <= 0xf; ++type) {
+    if (type != SOCK_STREAM) denied.push_back(SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, type));
+  }
+  for (scmp_datum_t protocol = 1; protocol < IPPROTO_TCP; ++protocol)
+    denied.push_back(SCMP_A2(SCMP_CMP_EQ, protocol));
+  denied.push_back(SCMP_A2(SCMP_CMP_GE, IPPROTO_TCP + 1));
+  for (scmp_datum_t family : {scmp_datum_t{AF_INET}, scmp_datum_t{AF_INET6}}) {
+    for (const scmp_arg_cmp& cmp : denied) {
+      const scmp_arg_cmp pair[] = {SCMP_A0(SCMP_CMP_EQ, family), cmp};
+      if (s.ok()) s = refuse_if(ctx, "socket", pair);
+    }
+  }
+  if (s.ok()) s = add_guarded_unix_rules(ctx, true);
+  return s;
+}
+
+Status add_proxy_rules(scmp_filter_ctx ctx, bool guarded) {
+  Status s = guarded ? add_proxy_guarded_socket_rules(ctx) : add_proxy_socket_rules(ctx);
+  if (s.ok() && !guarded) s = add_socketpair_rules(ctx);
   // TCP Fast Open connects from inside a send, where Landlock's connect check does not look.
   const scmp_arg_cmp sendto_fastopen[] = {SCMP_A3(SCMP_CMP_MASKED_EQ, MSG_FASTOPEN, MSG_FASTOPEN)};
   if (s.ok()) s = refuse_if(ctx, "sendto", sendto_fastopen);
@@ -430,7 +494,9 @@ Status add_argument_rules(scmp_filter_ctx ctx, NetworkFilter network) {
   if (s.ok()) s = add_set_id_rules(ctx);
   if (s.ok()) s = add_device_node_rules(ctx);
   if (s.ok() && network == NetworkFilter::kBlocked) s = add_blocked_network_rules(ctx);
-  if (s.ok() && network == NetworkFilter::kProxy) s = add_proxy_rules(ctx);
+  if (s.ok() && network == NetworkFilter::kBlockedGuarded) s = add_blocked_guarded_rules(ctx);
+  if (s.ok() && network == NetworkFilter::kProxy) s = add_proxy_rules(ctx, false);
+  if (s.ok() && network == NetworkFilter::kProxyGuarded) s = add_proxy_rules(ctx, true);
   if (s.ok() && network == NetworkFilter::kOpen) s = add_open_network_rules(ctx);
   if (s.ok() && network == NetworkFilter::kPrivate) s = add_private_socket_rules(ctx);
   if (s.ok() && network == NetworkFilter::kPrivateUnixSupervised)

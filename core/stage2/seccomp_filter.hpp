@@ -58,6 +58,13 @@
 //    - kOpen (bwrap only, under the same supervisor): socket(AF_VSOCK) (the hypervisor host,
 //      not the network; Docker refuses it too), and socket()/socketpair() whose family has
 //      upper bits set (the kernel reads an int, so they would slip past the EQ comparison).
+//    - kBlockedGuarded, kProxyGuarded (Landlock with the metadata guard, metadata_filter.hpp):
+//      as kBlocked and kProxy, except that socket() and socketpair() of AF_UNIX with a type
+//      other than stream and seqpacket pass here, to be notified by the guard's program (a
+//      refusal here would win over the notification, seccomp(2)): its emulator refuses and
+//      reports a datagram socket() and answers a datagram socketpair() with a seqpacket pair
+//      (metadata_notify.hpp). kBlockedGuarded's table allows socket(), its rules refuse every
+//      socket() but AF_UNIX of a non-stream type.
 // Calls of another architecture (e.g. i386 or x32 on x86_64) kill the process.
 #pragma once
 
@@ -68,7 +75,23 @@
 
 namespace sbx::stage2 {
 
-enum class NetworkFilter { kBlocked, kOpen, kProxy, kPrivate, kPrivateUnixSupervised };
+enum class NetworkFilter {
+  kBlocked,
+  kOpen,
+  kProxy,
+  kPrivate,
+  kPrivateUnixSupervised,
+  kBlockedGuarded,
+  kProxyGuarded
+};
+
+// The variant of `network` for a Landlock run with the metadata guard: kBlocked and kProxy
+// become kBlockedGuarded and kProxyGuarded; every other mode is returned as it is.
+constexpr NetworkFilter guarded_variant(NetworkFilter network) {
+  if (network == NetworkFilter::kBlocked) return NetworkFilter::kBlockedGuarded;
+  if (network == NetworkFilter::kProxy) return NetworkFilter::kProxyGuarded;
+  return network;
+}
 
 // Parses "blocked" / "open" / "proxy" / "private".
 Result<NetworkFilter> parse_network_filter(const std::string& word);

@@ -61,7 +61,9 @@ constexpr Mode kModes[] = {{"Blocked", NetworkFilter::kBlocked},
                            {"Open", NetworkFilter::kOpen},
                            {"Proxy", NetworkFilter::kProxy},
                            {"Private", NetworkFilter::kPrivate},
-                           {"PrivateUnixSupervised", NetworkFilter::kPrivateUnixSupervised}};
+                           {"PrivateUnixSupervised", NetworkFilter::kPrivateUnixSupervised},
+                           {"BlockedGuarded", NetworkFilter::kBlockedGuarded},
+                           {"ProxyGuarded", NetworkFilter::kProxyGuarded}};
 
 // libseccomp's exported bytes as instructions.
 bool to_program(const std::string& name, const std::string& bytes,
@@ -144,6 +146,12 @@ bool write_source(std::ostream& out, const std::string& machine, std::uint32_t n
     return false;
   }
   if (!write_program(out, "kMetadataGuard", *guard)) return false;
+  sbx::Result<std::string> unix_guard = sbx::stage2::export_unix_guard_bpf();
+  if (!unix_guard.ok()) {
+    std::fprintf(stderr, "sbx-seccomp-gen: unix guard: %s\n", unix_guard.error().c_str());
+    return false;
+  }
+  if (!write_program(out, "kUnixGuard", *unix_guard)) return false;
   sbx::Result<std::string> pid_scope = sbx::stage2::export_pid_scope_bpf();
   if (!pid_scope.ok()) {
     std::fprintf(stderr, "sbx-seccomp-gen: pid scope: %s\n", pid_scope.error().c_str());
@@ -152,6 +160,7 @@ bool write_source(std::ostream& out, const std::string& machine, std::uint32_t n
   if (!write_program(out, "kPidScope", *pid_scope)) return false;
   out << "\n}  // namespace\n\n"
          "std::span<const sock_filter> metadata_guard_program() { return kMetadataGuard; }\n\n"
+         "std::span<const sock_filter> unix_guard_program() { return kUnixGuard; }\n\n"
          "std::span<const sock_filter> pid_scope_program() { return kPidScope; }\n\n"
          "PrecompiledFilter precompiled_filter(NetworkFilter network) {\n"
          "  switch (network) {\n";

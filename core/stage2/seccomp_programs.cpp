@@ -46,8 +46,9 @@ int load_precompiled_filter_raw(NetworkFilter network) noexcept {
 
 // The listener comes back close-on-exec (the kernel's anon inode flags): only the supervisor,
 // which receives it, may keep it.
-int load_metadata_guard_program() noexcept {
-  const int listener = load_program(metadata_guard_program(), SECCOMP_FILTER_FLAG_NEW_LISTENER);
+int load_metadata_guard_program(bool metadata) noexcept {
+  const int listener = load_program(metadata ? metadata_guard_program() : unix_guard_program(),
+                                    SECCOMP_FILTER_FLAG_NEW_LISTENER);
   return listener < 0 ? -errno : listener;
 }
 

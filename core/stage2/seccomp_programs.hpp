@@ -63,9 +63,14 @@ int load_precompiled_filter_raw(NetworkFilter network) noexcept;
 // Landlock mode's metadata guard (metadata_filter.hpp), precompiled like the filter above.
 std::span<const sock_filter> metadata_guard_program();
 
-// Installs the metadata guard on the calling thread with a user-notification listener and
-// returns the listener (close-on-exec), or -errno. Requires no_new_privs. Async-signal-safe.
-int load_metadata_guard_program() noexcept;
+// The unix datagram guard (metadata_filter.hpp): the metadata guard without its metadata
+// rules, for Landlock runs with an unrestricted filesystem.
+std::span<const sock_filter> unix_guard_program();
+
+// Installs the metadata guard (or, `metadata` false, the unix datagram guard) on the calling
+// thread with a user-notification listener and returns the listener (close-on-exec), or
+// -errno. Requires no_new_privs. Async-signal-safe.
+int load_metadata_guard_program(bool metadata = true) noexcept;
 
 // Landlock mode's pid scope (pid_scope_filter.hpp), precompiled like the filter above; loaded
 // only where the metadata guard, whose program carries the same refusals, is not.

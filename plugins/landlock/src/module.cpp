@@ -288,7 +288,13 @@ class LandlockBackend final : public Backend {
       // The launcher returns only once the command has ended: the host's work alongside the
       // run (the created-names scan) starts now, as it did before ABI 1.6.
       host().run_started();
-      return stage2::run_landlock(*launch, options);
+      std::vector<std::string> unix_refusals;
+      options.unix_refusals = &unix_refusals;
+      Result<ExitStatus> status = stage2::run_landlock(*launch, options);
+      // On this thread, before exec() returns: the host files them under this run's report.
+      for (const std::string& refusal : unix_refusals)
+        host().report_network_refusal("unix", refusal);
+      return status;
     } catch (const std::exception& e) {
       return Error{std::string("landlock: exec failed: ") + e.what()};
     }

@@ -120,7 +120,8 @@ ProbeCheck notify_check(int err) {
                  "a filter with a user-notification listener was installed in a child");
   return check("seccomp_user_notify", CheckStatus::kFail, std::strerror(err & 0x7f),
                "sbx-stage2 needs SECCOMP_FILTER_FLAG_NEW_LISTENER (Linux 5.0) to keep chmod, "
-               "chown, utimes and xattrs inside the writable roots; a seccomp profile may block it");
+               "chown, utimes and xattrs inside the writable roots and to take unix datagram "
+               "sockets; a seccomp profile may block it");
 }
 
 // Honest limits: Landlock exposes no per-process domain state (nothing in /proc/self/status),

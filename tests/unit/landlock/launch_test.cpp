@@ -7,13 +7,16 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -224,6 +227,90 @@ TEST_F(LandlockLaunchTest, TheSupervisorIsNotReadableOrTraceableByTheCommand) {
       sbx::stage2::run_landlock(confined(ws_.path(), {"/bin/true"}), options);
   ASSERT_TRUE(status.ok()) << status.error();
   EXPECT_EQ(status->shell_code(), 0) << "probe_supervisor's step that got through";
+}
+
+// Unix datagram sockets (core/stage2/metadata_notify.hpp): socket() refused and named, a
+// socketpair() answered with a seqpacket pair that carries messages between its ends only.
+int probe_unix_datagrams(void* arg) {
+  const std::string& host_path = *static_cast<const std::string*>(arg);
+  for (int type : {SOCK_DGRAM, SOCK_RAW}) {
+    errno = 0;
+    if (::socket(AF_UNIX, type | SOCK_CLOEXEC, 0) >= 0 || errno != EPERM) return 10;
+  }
+  int sv[2] = {-1, -1};
+  if (::socketpair(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK, 0, sv) != 0) return 20;
+  int type = 0;
+  socklen_t len = sizeof type;
+  if (::getsockopt(sv[0], SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_SEQPACKET)
+    return 21;
+  if ((::fcntl(sv[1], F_GETFL) & O_NONBLOCK) == 0) return 22;
+  if ((::fcntl(sv[0], F_GETFD) & FD_CLOEXEC) != 0) return 23;
+  // Addressed to the host socket through sendmsg's msg_name (which no filter reads): the peer
+  // gets it (a seqpacket socket ignores the address).
+  sockaddr_un to{};
+  to.sun_family = AF_UNIX;
+  std::snprintf(to.sun_path, sizeof to.sun_path, "%s", host_path.c_str());
+  char text[] = "abc";
+  iovec iov{text, 3};
+  msghdr msg{};
+  msg.msg_name = &to;
+  msg.msg_namelen = sizeof to;
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  if (::sendmsg(sv[0], &msg, 0) != 3) return 24;
+  char buffer[8] = {};
+  if (::recv(sv[1], buffer, sizeof buffer, 0) != 3 || std::string(buffer, 3) != "abc") return 25;
+  if (::connect(sv[0], reinterpret_cast<sockaddr*>(&to), sizeof to) == 0) return 26;
+  // The kernel's own answers for what it would refuse anyway.
+  errno = 0;
+  if (::socketpair(AF_UNIX, SOCK_RDM, 0, sv) == 0 || errno != ESOCKTNOSUPPORT) return 27;
+  errno = 0;
+  if (::socketpair(AF_UNIX, SOCK_DGRAM, 7, sv) == 0 || errno != EPROTONOSUPPORT) return 28;
+  return 0;
+}
+
+TEST_F(LandlockLaunchTest, UnixDatagramSocketsAreRefusedAndNamedAndPairsBecomeSeqpacket) {
+  const std::string host_path = ws_ / "host.sock";
+  const int host = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  ASSERT_GE(host, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", host_path.c_str());
+  ASSERT_EQ(::bind(host, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  for (NetworkFilter network : {NetworkFilter::kBlocked, NetworkFilter::kProxy}) {
+    LandlockLaunch launch = confined(ws_.path(), {"/bin/true"});
+    launch.network = network;
+    if (network == NetworkFilter::kProxy) launch.landlock.connect_tcp_ports = {1};
+    LaunchOptions options = in_dir(ws_.path());
+    std::vector<std::string> refusals;
+    options.unix_refusals = &refusals;
+    options.body = probe_unix_datagrams;
+    options.body_arg = const_cast<std::string*>(&host_path);
+    sbx::Result<sbx::ExitStatus> status = sbx::stage2::run_landlock(launch, options);
+    ASSERT_TRUE(status.ok()) << status.error();
+    EXPECT_EQ(status->shell_code(), 0) << "probe_unix_datagrams' step that failed";
+    EXPECT_EQ(refusals, (std::vector<std::string>{"socket(AF_UNIX, SOCK_DGRAM)",
+                                                  "socket(AF_UNIX, SOCK_RAW)"}));
+  }
+  // An unrestricted filesystem has no metadata guard: its unix datagram guard does the same.
+  LandlockLaunch open_fs = confined(ws_.path(), {"/bin/true"});
+  open_fs.landlock.restrict_filesystem = false;
+  open_fs.landlock.read.clear();
+  open_fs.landlock.write.clear();
+  open_fs.landlock.dev.clear();
+  LaunchOptions options = in_dir(ws_.path());
+  std::vector<std::string> refusals;
+  options.unix_refusals = &refusals;
+  options.body = probe_unix_datagrams;
+  options.body_arg = const_cast<std::string*>(&host_path);
+  sbx::Result<sbx::ExitStatus> status = sbx::stage2::run_landlock(open_fs, options);
+  ASSERT_TRUE(status.ok()) << status.error();
+  EXPECT_EQ(status->shell_code(), 0) << "probe_unix_datagrams' step that failed (unrestricted)";
+  EXPECT_EQ(refusals, (std::vector<std::string>{"socket(AF_UNIX, SOCK_DGRAM)",
+                                                "socket(AF_UNIX, SOCK_RAW)"}));
+  char buffer[8];
+  EXPECT_LT(::recv(host, buffer, sizeof buffer, 0), 0) << "a datagram reached the host socket";
+  ::close(host);
 }
 
 // Landlock allows 16 nested domains; a 17th restrict_self fails (E2BIG). The run's own

@@ -5,6 +5,7 @@
 // golden files, and loaded on their own in a forked child (SECCOMP_SET_MODE_FILTER after
 // no_new_privs, as bwrap does) they refuse what the filter must refuse.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <linux/fs.h>
 #include <sched.h>
 #include <signal.h>
@@ -25,10 +26,9 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <initializer_list>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "bpf_table.hpp"
 #include "filtered_child.hpp"
@@ -42,9 +42,13 @@ namespace {
 using sbx::stage2::NetworkFilter;
 using sbx_seccomp_test::raw;
 
-constexpr NetworkFilter kEveryMode[] = {NetworkFilter::kBlocked, NetworkFilter::kOpen,
-                                        NetworkFilter::kProxy, NetworkFilter::kPrivate,
-                                        NetworkFilter::kPrivateUnixSupervised};
+constexpr NetworkFilter kEveryMode[] = {NetworkFilter::kBlocked,
+                                        NetworkFilter::kOpen,
+                                        NetworkFilter::kProxy,
+                                        NetworkFilter::kPrivate,
+                                        NetworkFilter::kPrivateUnixSupervised,
+                                        NetworkFilter::kBlockedGuarded,
+                                        NetworkFilter::kProxyGuarded};
 constexpr int kAfVsock = 40;
 
 const char* mode_name(NetworkFilter net) {
@@ -54,6 +58,10 @@ const char* mode_name(NetworkFilter net) {
     case NetworkFilter::kProxy: return "proxy";
     case NetworkFilter::kPrivate: return "private";
     case NetworkFilter::kPrivateUnixSupervised: return "private-unix-supervised";
+    case NetworkFilter::kBlockedGuarded:
+      return "blocked-guarded";
+    case NetworkFilter::kProxyGuarded:
+      return "proxy-guarded";
   }
   return "?";
 }
@@ -331,6 +339,145 @@ TEST(SeccompPrecompiled, EachNetworkModeRefusesItsSockets) {
             "ok");
   EXPECT_EQ(run_precompiled(NetworkFilter::kOpen,
                             [] { return socket_and_close(kAfVsock, SOCK_STREAM); }, EPERM),
+            "ok");
+}
+
+long socketpair_and_close(int type) {
+  int sv[2] = {-1, -1};
+  const long rc = raw(SYS_socketpair, AF_UNIX, type, 0, reinterpret_cast<long>(sv));
+  if (rc == 0) {
+    ::close(sv[0]);
+    ::close(sv[1]);
+  }
+  return rc;
+}
+
+// Landlock with the metadata guard: the main filter refuses what blocked and proxy refuse,
+// except unix datagram socket()/socketpair(), which it leaves to the guard's program (a refusal
+// here would win over the guard's notification).
+TEST(SeccompPrecompiled, GuardedModesLeaveUnixDatagramsToTheGuard) {
+  for (NetworkFilter net : {NetworkFilter::kBlockedGuarded, NetworkFilter::kProxyGuarded}) {
+    for (int type : std::initializer_list<int>{SOCK_DGRAM, SOCK_RAW,
+                                               SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK}) {
+      EXPECT_EQ(run_precompiled(
+                    net, [type] { return socket_and_close(AF_UNIX, type); }, 0),
+                "ok")
+          << mode_name(net) << " socket type " << type;
+      EXPECT_EQ(run_precompiled(
+                    net, [type] { return socketpair_and_close(type); }, 0),
+                "ok")
+          << mode_name(net) << " socketpair type " << type;
+    }
+    for (int type : {SOCK_STREAM, SOCK_SEQPACKET})
+      EXPECT_EQ(run_precompiled(
+                    net, [type] { return socket_and_close(AF_UNIX, type); }, EPERM),
+                "ok")
+          << mode_name(net) << " unix socket type " << type;
+    for (int family : {AF_NETLINK, AF_PACKET, kAfVsock})
+      EXPECT_EQ(run_precompiled(
+                    net, [family] { return socket_and_close(family, SOCK_DGRAM); }, EPERM),
+                "ok")
+          << mode_name(net) << " family " << family;
+    // A family with upper bits set (the kernel reads its low 32 bits: AF_UNIX) is refused.
+    EXPECT_EQ(run_precompiled(
+                  net, [] { return raw(SYS_socket, (1L << 32) | AF_UNIX, SOCK_DGRAM, 0); }, EPERM),
+              "ok")
+        << mode_name(net);
+    EXPECT_EQ(run_precompiled(
+                  net,
+                  [] {
+                    int sv[2];
+                    return raw(SYS_socketpair, AF_INET, SOCK_DGRAM, 0, reinterpret_cast<long>(sv));
+                  },
+                  EPERM),
+              "ok")
+        << mode_name(net);
+    EXPECT_EQ(run_precompiled(
+                  net, [] { return raw(SYS_bind, 0, 0, 0); }, EPERM),
+              "ok")
+        << mode_name(net);
+  }
+  EXPECT_EQ(run_precompiled(
+                NetworkFilter::kBlockedGuarded,
+                [] { return socket_and_close(AF_INET, SOCK_STREAM); }, EPERM),
+            "ok");
+  EXPECT_EQ(run_precompiled(
+                NetworkFilter::kBlockedGuarded, [] { return raw(SYS_connect, 0, 0, 0); }, EPERM),
+            "ok");
+  EXPECT_EQ(
+      run_precompiled(
+          NetworkFilter::kProxyGuarded, [] { return socket_and_close(AF_INET6, SOCK_STREAM); }, 0),
+      "ok");
+  for (int type : {SOCK_DGRAM, SOCK_RAW})
+    EXPECT_EQ(run_precompiled(
+                  NetworkFilter::kProxyGuarded, [type] { return socket_and_close(AF_INET, type); },
+                  EPERM),
+              "ok")
+        << "proxy-guarded inet type " << type;
+  EXPECT_EQ(run_precompiled(
+                NetworkFilter::kProxyGuarded,
+                [] { return raw(SYS_socket, AF_INET, SOCK_STREAM, 262); }, EPERM),
+            "ok");  // IPPROTO_MPTCP
+}
+
+// The guard's program notifies unix datagram socket()/socketpair() (with its listener closed
+// here, a notified call fails with ENOSYS) and lets stream and seqpacket ones pass.
+TEST(SeccompPrecompiled, MetadataGuardReportsUnixDatagramSockets) {
+  for (int type : std::initializer_list<int>{SOCK_DGRAM, SOCK_RAW, SOCK_DGRAM | SOCK_CLOEXEC,
+                                             SOCK_RDM, 0, 0xf}) {
+    EXPECT_EQ(run_under_guard([type] { return socket_and_close(AF_UNIX, type); }, ENOSYS), "ok")
+        << "socket type " << type;
+    EXPECT_EQ(run_under_guard([type] { return socketpair_and_close(type); }, ENOSYS), "ok")
+        << "socketpair type " << type;
+  }
+  for (int type : {SOCK_STREAM, SOCK_SEQPACKET}) {
+    EXPECT_EQ(run_under_guard([type] { return socket_and_close(AF_UNIX, type); }, 0), "ok")
+        << "socket type " << type;
+    EXPECT_EQ(run_under_guard([type] { return socketpair_and_close(type); }, 0), "ok")
+        << "socketpair type " << type;
+  }
+  EXPECT_EQ(run_under_guard([] { return socket_and_close(AF_INET, SOCK_DGRAM); }, 0), "ok");
+}
+
+// The unix datagram guard (an unrestricted filesystem's guard): the metadata guard without its
+// metadata rules, precompiled the same way.
+TEST(SeccompPrecompiled, UnixGuardIsWhatLibseccompBuildsAtRunTime) {
+  sbx::Result<std::string> built = sbx::stage2::export_unix_guard_bpf();
+  ASSERT_TRUE(built.ok()) << built.error();
+  EXPECT_EQ(sbx::stage2::program_bytes(sbx::stage2::unix_guard_program()), *built);
+}
+
+TEST(SeccompPrecompiled, UnixGuardBytesMatchTheGoldenFile) {
+#if !defined(__x86_64__)
+  GTEST_SKIP() << "the golden program is for x86_64 (syscall numbers and audit arch)";
+#endif
+  const std::filesystem::path dir = std::filesystem::path(SBX_GOLDEN_DIR) / "seccomp";
+  sbx::test::expect_golden(dir / "bpf-unix-guard.txt", dump(sbx::stage2::unix_guard_program()));
+}
+
+// Loaded on its own with its listener closed: unix datagram socket calls are reported (ENOSYS),
+// metadata changes are not (the filesystem is unrestricted), the pid scope rides along.
+TEST(SeccompPrecompiled, UnixGuardReportsOnlyUnixDatagramsAndCarriesThePidScope) {
+  const auto run_under_unix_guard = [](const std::function<long()>& probe, int expected_errno) {
+    return sbx_seccomp_test::run_in_filtered_child(
+        [] {
+          const int listener = sbx::stage2::load_metadata_guard_program(false);
+          if (listener < 0) return false;
+          ::close(listener);
+          return true;
+        },
+        probe, expected_errno);
+  };
+  EXPECT_EQ(run_under_unix_guard([] { return socket_and_close(AF_UNIX, SOCK_DGRAM); }, ENOSYS),
+            "ok");
+  EXPECT_EQ(run_under_unix_guard([] { return socketpair_and_close(SOCK_RAW); }, ENOSYS), "ok");
+  EXPECT_EQ(run_under_unix_guard([] { return socketpair_and_close(SOCK_STREAM); }, 0), "ok");
+  EXPECT_EQ(
+      run_under_unix_guard(
+          [] { return raw(SYS_chmod, reinterpret_cast<long>("/nonexistent"), 0644); }, ENOENT),
+      "ok");
+  EXPECT_EQ(run_under_unix_guard(
+                [] { return raw(SYS_setpriority, PRIO_PROCESS, ::getppid(), 0); }, EPERM),
             "ok");
 }
 
