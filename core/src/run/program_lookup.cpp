@@ -163,12 +163,15 @@ TrustedProgram find_trusted_program(const std::string& command, const std::strin
   // The PATH the program itself gets: only the entries this lookup searched.
   std::size_t begin = 0;
   std::vector<std::string> entries;
+  std::string first_absolute_skip;  // why the first absolute entry was skipped, for the refusal
   while (begin <= path_env.size()) {
     std::size_t end = path_env.find(':', begin);
     if (end == std::string::npos) end = path_env.size();
     const std::string entry = path_env.substr(begin, end - begin);
     if (std::optional<std::string> why = skip_reason(entry, policy, user)) {
       out.skipped_path_entries.push_back(entry.empty() ? "(empty)" : entry);
+      if (first_absolute_skip.empty() && !entry.empty() && entry.front() == '/')
+        first_absolute_skip = entry + ": " + *why;
     } else {
       entries.push_back(entry);
       out.trusted_path_env += (out.trusted_path_env.empty() ? "" : ":") + entry;
@@ -195,6 +198,7 @@ TrustedProgram find_trusted_program(const std::string& command, const std::strin
     for (std::size_t i = 0; i < out.skipped_path_entries.size(); ++i)
       why += (i == 0 ? "" : ", ") + out.skipped_path_entries[i];
     why += ")";
+    if (!first_absolute_skip.empty()) why += "; " + first_absolute_skip;
   }
   return refuse(std::move(out), why);
 #endif
