@@ -1538,6 +1538,34 @@ class Settings(SbxTestCase):
                                             "status", cwd=cwd, env=env).stdout)
         self.assertEqual(explain["excluded_by"], ["git status"], explain["reason"])
 
+    # Red team round 2, G1 below the cwd: the upward walks saw the cwd (root's) but not a
+    # .git/config the user owns inside it, which an earlier, wider run could have rewritten.
+    def test_a_user_writable_entry_below_the_cwd_refuses_the_exclusion(self):
+        if shutil.which("git") is None:
+            self.skipTest("git is not installed")
+        repo = os.path.join(self.work, "repo")
+        outside = os.path.join(self.work, "out")
+        os.makedirs(outside)
+        subprocess.run(["git", "init", "-q", repo], check=True)
+        self.user('{"excluded_commands": ["git status"]}')
+        self.assertEqual(json.loads(self.as_nobody("explain", "--json", "--preset", "read-only",
+                                                   "--", "git", "status", cwd=repo).stdout)[
+                                                       "excluded_by"], ["git status"])
+        for root, dirs, files in os.walk(os.path.join(repo, ".git")):
+            for name in [root] + [os.path.join(root, n) for n in dirs + files]:
+                os.chown(name, self.NOBODY, self.NOBODY)
+        os.chown(outside, self.NOBODY, self.NOBODY)
+        with open(os.path.join(repo, ".git", "config"), "a", encoding="utf-8") as f:
+            f.write(f'[core]\n\tfsmonitor = "/usr/bin/id > {outside}/PWNED; false"\n')
+        result = self.as_nobody("exec", "--json", "--preset", "read-only", "--", "git", "status",
+                                cwd=repo)
+        self.assertFalse(os.path.exists(os.path.join(outside, "PWNED")), describe(result))
+        doc = self.last_json_line(result.stderr)
+        self.assertIs(doc["should_sandbox"], True, describe(result))
+        self.assertEqual(doc["excluded_by"], [])
+        self.assertIn("below the working directory " + repo, doc["reason"])
+        self.assertIn("the user owns it", doc["reason"])
+
     # Red team round 2: a policy file is protected only in the runs that use it; one in the
     # workspace can have been rewritten by a default run.
     def test_a_policy_file_in_the_working_directory_is_warned_about(self):

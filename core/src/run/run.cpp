@@ -211,6 +211,37 @@ std::optional<std::string> inner_writable_root_refusal(const std::string& cwd,
   return std::nullopt;
 }
 
+// How many entries below the cwd, HOME and XDG_CONFIG_HOME an exclusion checks before it gives
+// up (and the command runs sandboxed): enough for a small project or a home of dotfiles, not
+// a large repository's objects.
+constexpr std::size_t kMaxEntriesBelow = 20000;
+
+// The upward walks see a directory's own owner and mode, not what it holds: a user-owned
+// Makefile, .git/config or ~/.gitconfig inside a directory the user does not own could have been
+// rewritten by an earlier, wider run. So every entry below the cwd, HOME and XDG_CONFIG_HOME
+// (each that exists) must be unplantable too (first_plantable_below).
+std::optional<std::string> entries_below_refusal(const std::string& cwd,
+                                                 const std::vector<std::string>& env,
+                                                 const ResolvedPolicy& resolved,
+                                                 const HostUser& user) {
+  std::vector<std::pair<std::string, std::string>> inputs{{"working directory", cwd}};
+  const std::optional<std::string> home = env_value(env, "HOME");
+  if (home && !home->empty()) inputs.emplace_back("home directory", *home);
+  std::optional<std::string> config = env_value(env, "XDG_CONFIG_HOME");
+  if ((!config || config->empty() || config->front() != '/') && home && !home->empty())
+    config = *home + "/.config";
+  if (config) inputs.emplace_back("configuration directory", *config);
+  for (const auto& [what, dir] : inputs) {
+    const std::optional<std::string> real = real_directory(dir);
+    if (!real) continue;  // missing: its parent was judged by configuration_refusal
+    if (std::optional<std::string> why =
+            first_plantable_below(*real, resolved, user, kMaxEntriesBelow))
+      return "below the " + what + " " + dir + ", " + *why +
+             ": what the excluded program reads there could have been planted";
+  }
+  return std::nullopt;
+}
+
 // Every program the matched command runs must be one no sandbox could have planted, and so must
 // its working directory and configuration directories: else the match is refused and the
 // command runs sandboxed (Exclusion::refused says why).
@@ -252,6 +283,10 @@ Exclusion verify_exclusion(std::vector<std::string> matched,
     return out;
   }
   if (std::optional<std::string> why = inner_writable_root_refusal(cwd, env, resolved)) {
+    out.refused = *why;
+    return out;
+  }
+  if (std::optional<std::string> why = entries_below_refusal(cwd, env, resolved, user)) {
     out.refused = *why;
     return out;
   }

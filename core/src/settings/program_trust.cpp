@@ -70,8 +70,7 @@ std::string writable_root_of(const ResolvedPolicy& policy, const std::string& pa
 
 std::optional<std::string> plantable(const PathStep& step, const ResolvedPolicy& policy,
                                      const HostUser& user, const PathStep* next) {
-  const std::string what =
-      step.directory ? "the directory " + step.path : "the program " + step.path;
+  const std::string what = step.directory ? "the directory " + step.path : "the file " + step.path;
   if (policy_writes(policy, step.path))
     return what + " is writable by the sandbox (" + writable_root_of(policy, step.path) + ")";
   if (host_writes(step, user) && !sticky_keeps(step, next, user))

@@ -188,6 +188,33 @@ TEST_F(Lookup, NotAnExecutableFileIsRefused) {
   EXPECT_FALSE(find(outside_.path() + "/bin/absent", "").path);
 }
 
+// Below a directory the user cannot write, a file, a directory or a symlink's target the user
+// can write is what an earlier, wider run could have rewritten (a Makefile, .git/config).
+TEST_F(Lookup, AnEntryBelowThatTheUserCanWriteIsFound) {
+  fs::create_directories(outside_.path() + "/tree/a/b");
+  outside_.write("tree/a/b/Makefile", "all:\n", 0644);
+  EXPECT_EQ(first_plantable_below(outside_.path() + "/tree", policy_, user_, 100), std::nullopt);
+  // Another user's file, by its owner (the user of the check is 65534).
+  ASSERT_EQ(::chown((outside_.path() + "/tree/a/b/Makefile").c_str(), 65534, 65534), 0);
+  std::optional<std::string> why =
+      first_plantable_below(outside_.path() + "/tree", policy_, user_, 100);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("the file " + outside_.path() + "/tree/a/b/Makefile"), std::string::npos)
+      << *why;
+  ASSERT_EQ(::chown((outside_.path() + "/tree/a/b/Makefile").c_str(), 0, 0), 0);
+  // A symlink leading into the writable root.
+  fs::create_symlink(tmp_.path() + "/bin", outside_.path() + "/tree/a/link");
+  why = first_plantable_below(outside_.path() + "/tree", policy_, user_, 100);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("the symlink " + outside_.path() + "/tree/a/link"), std::string::npos)
+      << *why;
+  fs::remove(outside_.path() + "/tree/a/link");
+  // Too many entries to verify: refused, never taken as clean.
+  why = first_plantable_below(outside_.path() + "/tree", policy_, user_, 2);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("more than 2 entries"), std::string::npos) << *why;
+}
+
 TEST_F(Lookup, TheWalkFollowsEverySymlinkAndStopsALoop) {
   fs::create_directories(outside_.path() + "/real/dir");
   plant(outside_, "x");

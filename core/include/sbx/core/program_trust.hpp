@@ -85,6 +85,16 @@ TrustedProgram find_trusted_program(const std::string& command, const std::strin
                                     const std::string& path_env, const ResolvedPolicy& policy,
                                     const HostUser& user);
 
+// What lies *below* a directory an excluded program reads (its cwd, HOME, XDG_CONFIG_HOME): the
+// first entry a sandboxed command could have changed (plantable, each entry judged as a last
+// step), or a symlink whose target's walk has a plantable step; directories are entered, symlinks
+// are not (their targets are walked). More than `max_entries` entries: refused, as not verified
+// (nullopt only when every entry was judged). The upward walks (walk_path) cannot see a
+// user-owned Makefile or target/ inside a directory the user does not own.
+std::optional<std::string> first_plantable_below(const std::string& dir,
+                                                 const ResolvedPolicy& policy, const HostUser& user,
+                                                 std::size_t max_entries);
+
 // The walk find_trusted_program makes, exposed for tests: every step from "/" to the file or
 // directory `path` (absolute) names, symlinks followed (at most 40, as the kernel's
 // MAXSYMLINKS); an Error when a component is missing, not a directory, or a loop.
