@@ -274,6 +274,52 @@ TEST_F(CApiSettings, ACallInAnotherDirectoryThanTheManagersIsRefused) {
   sbx_manager_free(manager);
 }
 
+// G8: the cwd string the caller gives is the logical path (symlinks kept): one inside a trusted
+// project whose real path leaves it (a symlink planted in the project) is refused, as
+// `sbx --cwd` is, even without PWD. In a child: the public entry reads HOME.
+TEST_F(CApiSettings, ASymlinkedCwdLeavingATrustedProjectIsRefused) {
+  const std::string project = tmp_.path() + "/project";
+  const std::string victim = tmp_.path() + "/victim";
+  fs::create_directories(project + "/.sbx");
+  fs::create_directories(victim);
+  fs::create_directories(tmp_.path() + "/home2/.config/sbx");
+  sbx::test::write_file(project + "/.sbx/settings.json", "{}");
+  sbx::test::write_file(tmp_.path() + "/home2/.config/sbx/settings.json",
+                        R"({"trusted_projects":[")" + project + R"("]})");
+  fs::create_symlink(victim, project + "/tools");
+  if (fs::exists("/etc/sbx/managed.json")) GTEST_SKIP() << "this host has managed settings";
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::close(pipe_fds[0]);
+    ::setenv("HOME", (tmp_.path() + "/home2").c_str(), 1);
+    ::unsetenv("XDG_CONFIG_HOME");
+    ::unsetenv("PWD");
+    std::string out;
+    sbx_error* error = nullptr;
+    const std::string tools = project + "/tools";
+    sbx_manager* manager =
+        sbx_manager_new_with_settings("no-such-backend", tools.c_str(), nullptr, &error);
+    out = manager == nullptr ? std::string("REFUSED: ") + sbx_error_message(error) : "MADE";
+    sbx_manager_free(manager);
+    sbx_error_free(error);
+    (void)!::write(pipe_fds[1], out.data(), out.size());
+    ::_exit(0);
+  }
+  ::close(pipe_fds[1]);
+  std::string got;
+  char buffer[4096];
+  ssize_t n = 0;
+  while ((n = ::read(pipe_fds[0], buffer, sizeof buffer)) > 0)
+    got.append(buffer, static_cast<std::size_t>(n));
+  ::close(pipe_fds[0]);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  EXPECT_EQ(got.rfind("REFUSED: ", 0), 0u) << got;
+  EXPECT_NE(got.find("inside the trusted project " + project), std::string::npos) << got;
+}
+
 TEST_F(CApiSettings, ExplainSaysWhichScopeDecided) {
   sbx::test::write_file(sources_.user_file,
                         R"({"policy":{"version":1,"preset":"read-only"},"sandbox":"require"})");
