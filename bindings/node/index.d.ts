@@ -153,7 +153,9 @@ export interface SbxOptions {
   backends?: string;
   /** Use the settings scopes and the administrator's locks as the `sbx` command does. */
   settings?: boolean;
-  /** Where the project's .sbx/settings.json is looked up from (with settings). */
+  /** Where the project's .sbx/settings.json is looked up from (with settings; as you name it,
+   * symlinks kept). Every call's cwd must then be this directory (or omitted for the current
+   * one), else it throws: one Sbx per working directory. */
   settingsCwd?: string;
   /** The caller's own settings scope, merged last (implies settings). */
   settingsJson?: Record<string, unknown> | string;

@@ -150,7 +150,10 @@ void print_created_names(const ExecOptions& options, const RunReport& report) {
   if (options.json) return;
   for (const std::string& path : report.protected_names_created)
     std::cerr << "sbx: warning: " << printable(created_name_warning(path)) << '\n';
-  if (report.protected_names_truncated)
+  for (const std::string& path : report.protected_names_unreadable)
+    std::cerr << "sbx: warning: cannot read " << printable(path)
+              << " to check it for protected names the command created (.git, ...)\n";
+  if (report.protected_names_truncated && report.protected_names_unreadable.empty())
     std::cerr << "sbx: warning: the writable roots are too large to check completely for "
                  "protected names the command created\n";
 }
@@ -196,6 +199,18 @@ int finish(const ExecOptions& options, RunOutcome& run) {
   return code;
 }
 
+// A policy file is kept read-only only in the runs that use it: one below the working
+// directory, which the default policy (workspace-write) lets a sandboxed run write, can have
+// been rewritten by such a run, and this run would use what was planted.
+void warn_about_policy_in_workspace(const PolicyInput& input) {
+  const std::string& file = input.policy_file;
+  if (file.empty() || input.cwd.empty() || !path_is_within(file, input.cwd)) return;
+  std::cerr << "sbx: warning: the policy file " << printable(file)
+            << " lies below the working directory, which a run with the default policy can "
+               "write: an earlier sandboxed run could have rewritten it; keep policy files "
+               "outside the workspace\n";
+}
+
 int exec_steps(const ExecOptions& options, const GlobalOptions& globals, RunOutcome& run) {
   if (options.command.empty())
     return failed(run.report, "exec needs a command", "put it after --, e.g. sbx exec -- ls -l");
@@ -206,6 +221,7 @@ int exec_steps(const ExecOptions& options, const GlobalOptions& globals, RunOutc
       load_policy(options.policy, RunChoices{*preference, options.allow_unsandboxed});
   if (!input.ok()) return failed(run.report, input.error());
   for (const std::string& note : input->settings.notes) std::cerr << "sbx: note: " << printable(note) << '\n';
+  warn_about_policy_in_workspace(*input);
   CliBackends backends(globals, input->policy_file);
   RunRequest request = run_request(std::move(*input), options.command);
   // With --json the command's stderr is copied through a pipe (it still reaches the user) and

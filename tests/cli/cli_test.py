@@ -626,8 +626,8 @@ class ExecDirect(SbxTestCase):
         self.assertEqual(set(doc), {"should_sandbox", "reason", "backend", "final",
                                     "allow_unsandboxed_used", "dry_run", "exit", "error", "denial",
                                     "network_refusals", "network_refusals_total",
-                                    "protected_names_created",
-                                    "protected_names_truncated", "limit_hit", "excluded_by"})
+                                    "protected_names_created", "protected_names_truncated",
+                                    "protected_names_unreadable", "limit_hit", "excluded_by"})
         self.assertIsNone(doc["limit_hit"])  # the command ended on its own
         # Not sandboxed: nothing is watched for protected names.
         self.assertEqual(doc["protected_names_created"], [])
@@ -975,6 +975,29 @@ class Settings(SbxTestCase):
                 f.write(text)
         return path
 
+    NOBODY = 65534
+
+    def as_nobody(self, *args, cwd=None, env=None):
+        """sbx as uid 65534 (skipped with the reason unless root with setpriv(1)). An excluded
+        command runs unsandboxed only when nothing it runs or reads is writable by the user who
+        runs it (red team round 2, G1: an earlier, wider run could have written anything the
+        user can): as root never; so these runs are a user's, with the programs in /usr/bin,
+        and HOME, XDG_CONFIG_HOME and the cwd in self.config, root's and 0755."""
+        if os.geteuid() != 0 or shutil.which("setpriv") is None:
+            self.skipTest("needs root and setpriv(1) to run sbx as uid 65534")
+        os.chmod(self.tmp, 0o755)
+        if env is None:
+            env = {"PATH": "/usr/bin:/bin", "HOME": self.config,
+                   "XDG_CONFIG_HOME": self.config}
+        run = lambda *a: subprocess.run(
+            ["setpriv", f"--reuid={self.NOBODY}", f"--regid={self.NOBODY}", "--clear-groups",
+             SBX, *a], cwd=cwd or self.config, env=env, capture_output=True, text=True,
+            errors="replace", timeout=TIMEOUT, check=False)
+        probe = run("--version")
+        if probe.returncode != 0:
+            self.skipTest("uid 65534 cannot run the installed sbx here" + describe(probe))
+        return run(*args)
+
     def test_untrusted_project_is_ignored_with_a_note_until_trusted(self):
         self.project_file('{"sandbox": "forbid", "excluded_commands": ["*"]}')
         result = self.sbx_env("config", "show", "--json")
@@ -1016,9 +1039,10 @@ class Settings(SbxTestCase):
     def test_excluded_commands_every_part_must_match(self):
         self.user('{"excluded_commands": ["echo *"]}')
         # read-only: the default policy writes the cwd, where no excluded command runs
-        # unsandboxed (test_excluded_command_in_a_writable_directory_runs_sandboxed).
-        result = self.sbx_env("exec", "--json", "--preset", "read-only", "--", "/bin/sh", "-c",
-                              "echo a && echo b")
+        # unsandboxed (test_excluded_command_in_a_writable_directory_runs_sandboxed); as a user
+        # who cannot write the cwd, HOME or the shell (as_nobody).
+        result = self.as_nobody("exec", "--json", "--preset", "read-only", "--", "/bin/sh", "-c",
+                                "echo a && echo b")
         self.assert_exit(result, 0)
         self.assertEqual(result.stdout, "a\nb\n")
         doc = self.last_json_line(result.stderr)
@@ -1032,9 +1056,16 @@ class Settings(SbxTestCase):
                                           hostile).stdout)
             self.assertEqual(explain["excluded_by"], [], hostile)
             self.assertIs(explain["should_sandbox"], True, hostile)
-        explain = json.loads(self.sbx_env("explain", "--json", "--preset", "read-only", "--",
-                                          "/bin/sh", "-c", "echo a | echo b").stdout)
+        explain = json.loads(self.as_nobody("explain", "--json", "--preset", "read-only", "--",
+                                            "/bin/sh", "-c", "echo a | echo b").stdout)
         self.assertEqual(explain["excluded_by"], ["echo *", "echo *"])
+        # Red team round 2, G1: as root everything is writable on the host, so whatever an
+        # earlier run planted could be what runs: never unsandboxed.
+        explain = json.loads(self.sbx_env("explain", "--json", "--preset", "read-only", "--",
+                                          "/bin/sh", "-c", "echo a | echo b",
+                                          cwd=self.config).stdout)
+        self.assertEqual(explain["excluded_by"], [])
+        self.assertIn("sbx runs as root", explain["reason"])
         # A policy with deny entries never runs unsandboxed, excluded or not.
         explain = json.loads(self.sbx_env("explain", "--json", "--deny", "/etc/shadow", "--",
                                       "echo", "a").stdout)
@@ -1117,9 +1148,9 @@ class Settings(SbxTestCase):
         self.assertIs(explain["should_sandbox"], True, explain["reason"])
         self.assertEqual(explain["excluded_by"], [])
         # The system's shell still runs the excluded command without a sandbox, in a working
-        # directory the sandbox cannot write.
-        result = self.sbx_env("exec", "--json", "--policy", self.policy, "--",
-                              "/bin/sh", "-c", "ls", cwd=self.config)
+        # directory neither the sandbox nor the user can write.
+        result = self.as_nobody("exec", "--json", "--policy", self.policy, "--",
+                                "/bin/sh", "-c", "ls")
         self.assert_exit(result, 0)
         self.assertEqual(self.last_json_line(result.stderr)["excluded_by"], ["ls"])
 
@@ -1129,11 +1160,11 @@ class Settings(SbxTestCase):
         self.user('{"excluded_commands": ["ls"]}')
         marker = os.path.join(self.work, "PWNED")
         self.plant("ls", marker)
-        self.env["PATH"] = os.path.join(self.project, "bin") + ":" + os.environ.get(
-            "PATH", "/usr/bin:/bin")
+        env = {"PATH": os.path.join(self.project, "bin") + ":/usr/bin:/bin",
+               "HOME": self.config, "XDG_CONFIG_HOME": self.config}
         for argv in (["ls"], ["/bin/sh", "-c", "ls"]):
-            result = self.sbx_env("exec", "--json", "--policy", self.policy, "--", *argv,
-                                  cwd=self.config)
+            result = self.as_nobody("exec", "--json", "--policy", self.policy, "--", *argv,
+                                    env=env)
             self.assert_exit(result, 0)
             self.assertFalse(os.path.exists(marker), "the planted ls ran" + describe(result))
             doc = self.last_json_line(result.stderr)
@@ -1191,11 +1222,14 @@ class Settings(SbxTestCase):
         self.assertFalse(os.path.exists(marker), "the planted shell ran unsandboxed" +
                          describe(result))
         self.assertIs(self.last_json_line(result.stderr)["should_sandbox"], True)
-        # The system's shell and ls (root's, not writable by uid 65534) stay excluded, in a
-        # working directory outside the writable root.
+        # The system's shell and ls (root's, not writable by uid 65534), in a working directory
+        # outside the writable root, but the user's own: refused too (red team round 2, G1:
+        # an earlier, wider run could have planted a config there).
         result = as_nobody("explain", "--json", "--policy", policy, "--", "/bin/sh", "-c", "ls",
                            cwd=home)
-        self.assertEqual(json.loads(result.stdout)["excluded_by"], ["ls"], describe(result))
+        explain = json.loads(result.stdout)
+        self.assertEqual(explain["excluded_by"], [], describe(result))
+        self.assertIn("the user owns it", explain["reason"])
 
     # Red team F1: an excluded program acts with the host's power on what it reads in its
     # working directory; git takes a planted bare repository there and runs its fsmonitor.
@@ -1221,8 +1255,13 @@ class Settings(SbxTestCase):
         doc = self.last_json_line(result.stderr)
         self.assertIs(doc["should_sandbox"], True, describe(result))
         self.assertEqual(doc["excluded_by"], [])
-        self.assertIn("the working directory " + src, doc["reason"])
-        self.assertIn("--sandbox forbid", doc["reason"])
+        # As root the first refusal is the program's (root can write /usr/bin); as a user who
+        # cannot write it, the working directory the policy makes writable.
+        os.chmod(policy, 0o644)
+        reason = json.loads(self.as_nobody("explain", "--json", "--policy", policy, "--", "git",
+                                           "status", cwd=src).stdout)["reason"]
+        self.assertIn("the working directory " + src, reason)
+        self.assertIn("--sandbox forbid", reason)
         # A writable directory above a read-only cwd is enough: git's discovery walks upward.
         readonly = os.path.join(self.project, "ro")
         os.makedirs(readonly)
@@ -1230,13 +1269,14 @@ class Settings(SbxTestCase):
             "version": 1, "filesystem": {"kind": "restricted", "entries": [
                 {"path": ":root", "access": "read"}, {"path": self.project, "access": "write"},
                 {"path": readonly, "access": "read"}]}}), name="carved.json")
-        explain = json.loads(self.sbx_env("explain", "--json", "--policy", carved, "--", "git",
-                                          "status", cwd=readonly).stdout)
+        os.chmod(carved, 0o644)
+        explain = json.loads(self.as_nobody("explain", "--json", "--policy", carved, "--", "git",
+                                            "status", cwd=readonly).stdout)
         self.assertIs(explain["should_sandbox"], True, explain["reason"])
         self.assertIn("the directory " + self.project + " ", explain["reason"])
-        # Outside every writable root the exclusion applies.
-        explain = json.loads(self.sbx_env("explain", "--json", "--policy", carved, "--", "git",
-                                          "status", cwd=self.config).stdout)
+        # Outside every writable root, and not the user's to write, the exclusion applies.
+        explain = json.loads(self.as_nobody("explain", "--json", "--policy", carved, "--", "git",
+                                            "status").stdout)
         self.assertEqual(explain["excluded_by"], ["git status"], explain["reason"])
 
     # Red team F3, F4: a builtin steers what a later part runs (printf -v PATH, hash -p), or the
@@ -1321,11 +1361,16 @@ class Settings(SbxTestCase):
                          describe(result))
         doc = self.last_json_line(result.stderr)
         self.assertIs(doc["should_sandbox"], True, describe(result))
-        self.assertIn(os.path.join(home, ".bashrc"), doc["reason"])
-        # Without a ~/.bashrc the sandbox could write, bash stays excluded.
-        self.env["HOME"] = self.config
-        explain = json.loads(self.sbx_env("explain", "--json", "--policy", policy, "--", "bash",
-                                          "-c", "ls", cwd=self.config).stdout)
+        # The reason, for a user who cannot write bash (as root bash itself is refused first).
+        os.chmod(policy, 0o644)
+        reason = json.loads(self.as_nobody("explain", "--json", "--policy", policy, "--", "bash",
+                                           "-c", "ls", env={
+                                               "PATH": "/usr/bin:/bin", "HOME": home,
+                                               "XDG_CONFIG_HOME": self.config}).stdout)["reason"]
+        self.assertIn(os.path.join(home, ".bashrc"), reason)
+        # Without a ~/.bashrc the sandbox or the user could write, bash stays excluded.
+        explain = json.loads(self.as_nobody("explain", "--json", "--policy", policy, "--", "bash",
+                                            "-c", "ls").stdout)
         self.assertEqual(explain["excluded_by"], ["ls"], explain["reason"])
 
     # Same class as F1 and F8: git reads ~/.gitconfig, whose core.fsmonitor runs a command.
@@ -1354,7 +1399,13 @@ class Settings(SbxTestCase):
                          describe(result))
         doc = self.last_json_line(result.stderr)
         self.assertIs(doc["should_sandbox"], True, describe(result))
-        self.assertIn("the configuration directory " + home, doc["reason"])
+        os.chmod(policy, 0o644)
+        reason = json.loads(self.as_nobody("explain", "--json", "--policy", policy, "--", "git",
+                                           "status", cwd=repo, env={
+                                               "PATH": "/usr/bin:/bin", "HOME": home,
+                                               "XDG_CONFIG_HOME": self.config}).stdout)[
+                                                   "reason"]
+        self.assertIn("the configuration directory " + home, reason)
 
     # Red team F2: a file the user owns is writable whatever its mode (the owner can chmod).
     def test_a_program_the_user_owns_is_plantable_whatever_its_mode(self):
@@ -1408,6 +1459,151 @@ class Settings(SbxTestCase):
         self.assertIn("could have been planted by a sandboxed command", explain["reason"] +
                       json.loads(as_nobody("explain", "--json", "--policy", policy, "--",
                                            program, "x").stdout)["reason"])
+
+    # Red team round 2, G1: a read-only default (so that exclusions apply) and an earlier
+    # `--preset workspace-write` build: what the build planted ran unsandboxed, because only
+    # this run's policy was asked whether the sandbox could write it.
+    def test_what_an_earlier_wider_run_planted_never_runs_unsandboxed(self):
+        if shutil.which("git") is None:
+            self.skipTest("git is not installed")
+        workspace = os.path.join(self.work, "ws")
+        outside = os.path.join(self.work, "out")
+        src = os.path.join(workspace, "src")
+        for path in (os.path.join(src, "objects"), os.path.join(src, "refs"), outside):
+            os.makedirs(path)
+        self.user(json.dumps({"excluded_commands": ["git status", "./build.sh *"], "policy": {
+            "version": 1, "network": {"mode": "restricted"}, "filesystem": {
+                "kind": "restricted", "entries": [{"path": ":root", "access": "read"}]}}}))
+        # What the earlier run (policy workspace-write) left in the workspace.
+        with open(os.path.join(workspace, "build.sh"), "w", encoding="utf-8") as f:
+            f.write(f"#!/bin/sh\n/usr/bin/id > {outside}/PWNED_build\n")
+        os.chmod(os.path.join(workspace, "build.sh"), 0o755)
+        with open(os.path.join(src, "HEAD"), "w", encoding="utf-8") as f:
+            f.write("ref: refs/heads/main\n")
+        with open(os.path.join(src, "config"), "w", encoding="utf-8") as f:
+            f.write("[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = .\n"
+                    f'\tfsmonitor = "/usr/bin/id > {outside}/PWNED_git; false"\n')
+
+        def attempt(run):
+            for argv, cwd in ((["./build.sh", "x"], workspace), (["git", "status"], src)):
+                result = run("exec", "--json", "--", *argv, cwd=cwd)
+                self.assertEqual(os.listdir(outside), [], "the planted program ran "
+                                 "unsandboxed" + describe(result))
+                doc = self.last_json_line(result.stderr)
+                self.assertIs(doc["should_sandbox"], True, describe(result))
+                self.assertEqual(doc["excluded_by"], [])
+
+        # As root: root can write the workspace (and everything else).
+        attempt(self.sbx_env)
+        # As the user who owns the workspace (the files the earlier run wrote are its own).
+        for top in (workspace, outside):
+            for root, dirs, files in os.walk(top):
+                for name in [root] + [os.path.join(root, n) for n in dirs + files]:
+                    os.chown(name, self.NOBODY, self.NOBODY)
+        attempt(lambda *args, cwd: self.as_nobody(*args, cwd=cwd))
+        reason = json.loads(self.as_nobody("explain", "--json", "--", "./build.sh", "x",
+                                           cwd=workspace).stdout)["reason"]
+        self.assertIn("the user owns it", reason)
+
+    # Red team round 2, G2: writable roots below the cwd, HOME or XDG_CONFIG_HOME (cargo's
+    # target/, ~/.local for pip, $XDG_CONFIG_HOME/git/config) were never on the upward walks.
+    def test_a_writable_root_inside_the_cwd_home_or_config_refuses_the_exclusion(self):
+        cwd = os.path.join(self.work, "repo")
+        home = os.path.join(self.work, "home")
+        for path in (os.path.join(cwd, "target"), os.path.join(home, ".local"),
+                     os.path.join(self.config, "git"), os.path.join(self.work, "elsewhere")):
+            os.makedirs(path)
+        self.user('{"excluded_commands": ["git status"]}')
+        env = {"PATH": "/usr/bin:/bin", "HOME": home, "XDG_CONFIG_HOME": self.config}
+        for inner, what in ((os.path.join(cwd, "target"), "working directory " + cwd),
+                            (os.path.join(home, ".local"), "home directory " + home),
+                            (os.path.join(self.config, "git"),
+                             "configuration directory " + self.config)):
+            policy = self.write_policy(json.dumps({
+                "version": 1, "filesystem": {"kind": "restricted", "entries": [
+                    {"path": ":root", "access": "read"}, {"path": inner, "access": "write"}]}}))
+            result = self.as_nobody("explain", "--json", "--policy", policy, "--", "git",
+                                    "status", cwd=cwd, env=env)
+            explain = json.loads(result.stdout)
+            self.assertIs(explain["should_sandbox"], True, describe(result))
+            self.assertEqual(explain["excluded_by"], [])
+            self.assertIn(f"the policy makes {inner} writable, inside the {what}",
+                          explain["reason"])
+        # With the writable root elsewhere the exclusion applies.
+        policy = self.write_policy(json.dumps({
+            "version": 1, "filesystem": {"kind": "restricted", "entries": [
+                {"path": ":root", "access": "read"},
+                {"path": os.path.join(self.work, "elsewhere"), "access": "write"}]}}))
+        explain = json.loads(self.as_nobody("explain", "--json", "--policy", policy, "--", "git",
+                                            "status", cwd=cwd, env=env).stdout)
+        self.assertEqual(explain["excluded_by"], ["git status"], explain["reason"])
+
+    # Red team round 2, G1 below the cwd: the upward walks saw the cwd (root's) but not a
+    # .git/config the user owns inside it, which an earlier, wider run could have rewritten.
+    def test_a_user_writable_entry_below_the_cwd_refuses_the_exclusion(self):
+        if shutil.which("git") is None:
+            self.skipTest("git is not installed")
+        repo = os.path.join(self.work, "repo")
+        outside = os.path.join(self.work, "out")
+        os.makedirs(outside)
+        subprocess.run(["git", "init", "-q", repo], check=True)
+        self.user('{"excluded_commands": ["git status"]}')
+        self.assertEqual(json.loads(self.as_nobody("explain", "--json", "--preset", "read-only",
+                                                   "--", "git", "status", cwd=repo).stdout)[
+                                                       "excluded_by"], ["git status"])
+        for root, dirs, files in os.walk(os.path.join(repo, ".git")):
+            for name in [root] + [os.path.join(root, n) for n in dirs + files]:
+                os.chown(name, self.NOBODY, self.NOBODY)
+        os.chown(outside, self.NOBODY, self.NOBODY)
+        with open(os.path.join(repo, ".git", "config"), "a", encoding="utf-8") as f:
+            f.write(f'[core]\n\tfsmonitor = "/usr/bin/id > {outside}/PWNED; false"\n')
+        result = self.as_nobody("exec", "--json", "--preset", "read-only", "--", "git", "status",
+                                cwd=repo)
+        self.assertFalse(os.path.exists(os.path.join(outside, "PWNED")), describe(result))
+        doc = self.last_json_line(result.stderr)
+        self.assertIs(doc["should_sandbox"], True, describe(result))
+        self.assertEqual(doc["excluded_by"], [])
+        self.assertIn("below the working directory " + repo, doc["reason"])
+        self.assertIn("the user owns it", doc["reason"])
+
+    # Red team round 2: a policy file is protected only in the runs that use it; one in the
+    # workspace can have been rewritten by a default run.
+    def test_a_policy_file_in_the_working_directory_is_warned_about(self):
+        inside = os.path.join(self.project, "pol.json")
+        with open(inside, "w", encoding="utf-8") as f:
+            f.write('{"version": 1, "preset": "read-only"}')
+        result = self.sbx_env("exec", "--dry-run", "--policy", inside, "--", "/bin/true")
+        self.assertIn("sbx: warning: the policy file " + inside + " lies below the working "
+                      "directory", result.stderr)
+        outside = self.write_policy('{"version": 1, "preset": "read-only"}')
+        result = self.sbx_env("exec", "--dry-run", "--policy", outside, "--", "/bin/true")
+        self.assertNotIn("sbx: warning: the policy file", result.stderr)
+
+    # Red team round 2, G3: a chmod 000 on a parent hid a planted nested .git from the report,
+    # with protected_names_truncated false.
+    def test_an_unreadable_directory_marks_the_created_names_incomplete(self):
+        if shutil.which("git") is None:
+            self.skipTest("git is not installed")
+        workspace = os.path.join(self.work, "ws")
+        os.makedirs(workspace)
+        os.chown(workspace, self.NOBODY, self.NOBODY)
+        hidden = os.path.join(workspace, "h")
+        try:
+            result = self.as_nobody("exec", "--json", "--", "/bin/sh", "-c",
+                                    "mkdir -p h/sub && cd h/sub && git init -q && "
+                                    f"git config core.fsmonitor id; chmod 000 {hidden}",
+                                    cwd=workspace)
+            if result.returncode != 0:
+                self.skipTest("uid 65534 cannot run a sandboxed command here" + describe(result))
+            doc = self.last_json_line(result.stderr)
+            self.assertIs(doc["should_sandbox"], True)
+            self.assertIs(doc["protected_names_truncated"], True, describe(result))
+            self.assertEqual(doc["protected_names_unreadable"], [hidden], describe(result))
+            text = self.as_nobody("exec", "--", "/bin/sh", "-c", f"chmod 000 {hidden}",
+                                  cwd=workspace)
+            self.assertIn("cannot read " + hidden, text.stderr)
+        finally:
+            os.chmod(hidden, 0o755) if os.path.exists(hidden) else None
 
     # Issue #32 finding 4: a decoy settings file used to take the trusted project's place.
     def test_a_decoy_project_file_does_not_hide_the_trusted_project(self):

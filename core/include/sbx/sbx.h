@@ -58,8 +58,15 @@ SBX_API sbx_manager* sbx_manager_new(const char* backends, sbx_error** error);
  * an unsafe file is an error) with its locks, the user settings ($XDG_CONFIG_HOME/sbx/
  * settings.json, default ~/.config/sbx/settings.json) and, when the user trusts the project, the
  * project's .sbx/settings.json found from `cwd` upward (NULL = the current directory), all read
- * once, here. `settings_json` (NULL = none) is the caller's own scope, merged last: the keys of a
- * settings file except "locks" and "trusted_projects".
+ * once, here. The project is searched from the real path of `cwd`; `cwd` as given (symlinks
+ * kept; without it, PWD when it names the current directory) is the logical path, and one that
+ * lies inside a trusted project the real path leaves is an error, as with `sbx --cwd`: pass the
+ * cwd string you mean, not a resolved one. These settings hold for that directory only:
+ * sbx_explain, sbx_transform and sbx_exec on such a manager refuse (a C error, nothing runs) a
+ * `cwd` that is neither the one given here (lexically normalised) nor its real path (NULL means
+ * the current directory then); make one manager per working directory. `settings_json` (NULL =
+ * none) is the caller's own scope, merged last: the keys of a settings file except "locks" and
+ * "trusted_projects".
  * On such a manager, sbx_explain, sbx_transform and sbx_exec take the settings' policy when
  * `policy_json` is NULL and the settings' sandbox preference when `preference` is NULL; a policy,
  * preference or SBX_EXEC_ALLOW_UNSANDBOXED that a lock forbids is a C error naming the lock;

@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "policy/path_util.hpp"
 #include "report/json_render.hpp"
 #include "sbx/core/context.hpp"
 #include "sbx/core/denial.hpp"
@@ -47,6 +48,11 @@ struct sbx_manager {
   // sbx_manager_new_with_settings: the scopes read when the manager was made; every call then
   // goes through them and their locks as `sbx` does. nullopt for sbx_manager_new.
   std::optional<sbx::settings::Settings> settings;
+  // The working directory those settings were read for (the project search started there,
+  // symlink-free), and as the caller named it (symlinks kept; empty when not known): a call with
+  // another one is refused (see same_settings_directory).
+  std::string settings_cwd;
+  std::string settings_logical_cwd;
   // Backends are called from one thread at a time (sbx/sdk/backend.hpp): every call that
   // reaches a backend holds this.
   std::mutex mutex;
@@ -225,12 +231,36 @@ Result<SandboxPreference> preference_from(const char* preference) {
   return parse_sandbox_preference(preference);
 }
 
+// The project settings of a manager were read for one working directory; a call in another one
+// would run under the wrong project's settings (a trusted project's deny rules missing, or an
+// untrusted one's in force), silently. Refused instead: the caller makes a manager for that
+// directory. The cwd must be the one the manager was made with, as named then or its real path:
+// another spelling through a symlink could lie inside a trusted project the real path leaves,
+// which the settings checked only for the manager's own (settings::Sources::logical_cwd).
+Status same_settings_directory(const sbx_manager& manager, const std::string& call_cwd) {
+  std::string named = call_cwd;
+  if (kHostPathStyle == PathStyle::kPosix) {
+    named = policy::path::lexically_normal(call_cwd);
+    while (named.size() > 1 && named.back() == '/') named.pop_back();
+  }
+  const std::string& settings_cwd = manager.settings_cwd;
+  if (named == settings_cwd ||
+      (!manager.settings_logical_cwd.empty() && named == manager.settings_logical_cwd))
+    return {};
+  return Error{"cwd '" + call_cwd +
+               "' is not the directory this manager read its project "
+               "settings for ('" +
+               settings_cwd +
+               "'); create a manager with "
+               "sbx_manager_new_with_settings for that cwd"};
+}
+
 // One call on a manager with settings: the caller's arguments are the highest scope (like the
 // command line), the locks refuse what asks for more (a C error naming the lock), and the
 // settings files are kept read-only in the sandbox.
-Result<Prepared> prepare_with_settings(const settings::Settings& loaded, const char* policy_json,
-                                       const char* cwd, const char* preference,
-                                       bool allow_unsandboxed) {
+Result<Prepared> prepare_with_settings(const settings::Settings& loaded, const sbx_manager& manager,
+                                       const char* policy_json, const char* cwd,
+                                       const char* preference, bool allow_unsandboxed) {
   settings::Overrides overrides;
   if (policy_json != nullptr) {
     Result<Policy> policy = policy_from(policy_json);
@@ -249,6 +279,8 @@ Result<Prepared> prepare_with_settings(const settings::Settings& loaded, const c
   if (!decided.ok()) return Error{decided.error()};
   Result<ResolveContext> context = context_for(cwd);
   if (!context.ok()) return Error{context.error()};
+  if (Status same = same_settings_directory(manager, context->cwd); !same.ok())
+    return Error{same.error()};
   for (const auto& file : loaded.files) context->settings_files.push_back(file.value);
   for (const auto& file : loaded.guarded_files) context->settings_files.push_back(file);
   context->settings_dirs = loaded.guarded_dirs;
@@ -264,7 +296,7 @@ Result<Prepared> prepare_with_settings(const settings::Settings& loaded, const c
 Result<Prepared> prepare_call(const sbx_manager& manager, const char* policy_json,
                               const char* cwd, const char* preference, bool allow_unsandboxed) {
   if (manager.settings)
-    return prepare_with_settings(*manager.settings, policy_json, cwd, preference,
+    return prepare_with_settings(*manager.settings, manager, policy_json, cwd, preference,
                                  allow_unsandboxed);
   Result<Prepared> input = prepare(policy_json, cwd);
   if (!input.ok()) return input;
@@ -455,6 +487,8 @@ Result<std::unique_ptr<sbx_manager>> manager_with_sources(const char* backends,
   Result<std::unique_ptr<sbx_manager>> manager = make_manager(backends);
   if (!manager.ok()) return manager;
   (*manager)->settings = std::move(*loaded);
+  (*manager)->settings_cwd = policy::path::real_path(sources.cwd).value_or(sources.cwd);
+  (*manager)->settings_logical_cwd = sources.logical_cwd;
   return manager;
 }
 
@@ -464,8 +498,18 @@ Result<std::unique_ptr<sbx_manager>> make_manager_with_settings(const char* back
   Result<ResolveContext> context = context_for(cwd);
   if (!context.ok()) return Error{context.error()};
   // The production places only: the managed file binds the embedding program as it binds `sbx`.
-  return manager_with_sources(backends, settings::current_sources(context->cwd, context->env),
-                              settings_json);
+  // The project is searched from the real directory; the cwd as the caller named it is the
+  // logical one (symlinks kept), which a trusted project holding it must hold too, as with
+  // `sbx --cwd` (settings::Sources::logical_cwd). Without a cwd, PWD tells, when it names the
+  // current directory (settings::current_sources).
+  const std::string real = policy::path::real_path(context->cwd).value_or(context->cwd);
+  settings::Sources sources = settings::current_sources(real, context->env);
+  if (cwd != nullptr && kHostPathStyle == PathStyle::kPosix) {
+    std::string logical = policy::path::lexically_normal(context->cwd);
+    while (logical.size() > 1 && logical.back() == '/') logical.pop_back();
+    sources.logical_cwd = std::move(logical);
+  }
+  return manager_with_sources(backends, sources, settings_json);
 }
 
 }  // namespace

@@ -319,6 +319,7 @@ boost::json::object run_object(const RunReport& report) {
   for (const std::string& path : report.protected_names_created) created.emplace_back(path);
   out["protected_names_created"] = std::move(created);
   out["protected_names_truncated"] = report.protected_names_truncated;
+  out["protected_names_unreadable"] = string_array(report.protected_names_unreadable);
   out["limit_hit"] = optional_string(report.limit_hit);
   out["excluded_by"] = string_array(report.excluded_by);
   return out;

@@ -110,7 +110,11 @@ int open_subdirectory(int dir_fd, const char* name, dev_t device) {
   // would) and again on what was opened (a rename between the two cannot swap in another
   // filesystem).
   const EntryFacts facts = facts_at(dir_fd, name);
-  if (!facts.ok || !facts.is_directory || facts.device != device) return -1;
+  if (!facts.ok) return -1;  // errno from the statx
+  if (!facts.is_directory || facts.device != device) {
+    errno = facts.is_directory ? EXDEV : ENOTDIR;
+    return -1;
+  }
   const int fd = ::openat(dir_fd, name, kFlags);
   if (fd < 0) return -1;
   struct stat st {};
@@ -174,6 +178,9 @@ struct ScannedDir {
   }
 };
 
+// How many directories the walk could not read a report names (the rest only set truncated).
+constexpr std::size_t kMaxUnreadableNamed = 8;
+
 class Walker {
  public:
   Walker(const CreatedNamesWatch& watch, std::int64_t since, const CreatedNamesLimits& limits)
@@ -186,7 +193,8 @@ class Walker {
   // find_created_names).
   void walk_root(const std::string& root, const ScannedDir* record = nullptr);
   CreatedNames result() && {
-    return CreatedNames{std::vector<std::string>(found_.begin(), found_.end()), truncated_};
+    return CreatedNames{std::vector<std::string>(found_.begin(), found_.end()), truncated_,
+                        std::move(unreadable_)};
   }
 
  private:
@@ -204,8 +212,9 @@ class Walker {
   void replay(const ScannedDir& record, int dir_fd, const std::string& path, dev_t device,
               std::size_t depth);
   template <class Visit>
-  void for_each_entry(int dir_fd, std::size_t depth, Visit visit);
+  bool for_each_entry(int dir_fd, std::size_t depth, Visit visit);
   bool out_of_budget();
+  void cannot_walk(const std::string& path);
   bool is_other_root(const std::string& path) const {
     return std::find(watch_.roots.begin(), watch_.roots.end(), path) != watch_.roots.end();
   }
@@ -220,6 +229,7 @@ class Walker {
   std::size_t entries_ = 0;
   bool truncated_ = false;
   std::set<std::string> found_;
+  std::vector<std::string> unreadable_;
 #if defined(__linux__)
   // One getdents64 buffer per depth, reused by every directory at that depth: the walk
   // recurses in the middle of a directory, so a buffer is only free again once its directory
@@ -241,10 +251,31 @@ bool Walker::out_of_budget() {
   return truncated_;
 }
 
+// A directory the walk could not open or read to the end: whatever is inside it is not known
+// (a command can chmod 000 a directory above the .git it planted), so the list may be
+// incomplete. Only a directory gone since it was listed (ENOENT: nothing inside it remains) or
+// a mount point (EXDEV: another filesystem, not entered on purpose) leaves the list complete.
+// A directory this process may not open (EACCES) that the command could neither have written
+// into nor made unreadable (chmod(2) is the owner's): another user's, without a group or other
+// write bit (a private directory of another run in a shared /tmp), hides nothing the command made.
+bool closed_to_the_command(const struct stat& st) {
+  return st.st_uid != ::geteuid() && (st.st_mode & (S_IWGRP | S_IWOTH)) == 0;
+}
+
+void Walker::cannot_walk(const std::string& path) {
+  if (errno == ENOENT || errno == EXDEV) return;
+  if (errno == EACCES || errno == EPERM) {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && closed_to_the_command(st)) return;
+  }
+  truncated_ = true;
+  if (unreadable_.size() < kMaxUnreadableNamed) unreadable_.push_back(path);
+}
+
 // Calls visit(name, d_type) for every entry of dir_fd but "." and "..", until visit returns
 // false. An unreadable directory (or one that fails half way) yields what was read.
 template <class Visit>
-void Walker::for_each_entry(int dir_fd, std::size_t depth, Visit visit) {
+bool Walker::for_each_entry(int dir_fd, std::size_t depth, Visit visit) {
 #if defined(__linux__)
   // getdents64 into a reused buffer: no DIR to allocate, no fcntl per directory as fdopendir
   // does. Records are laid out as struct dirent64 and 8-byte aligned by the kernel.
@@ -253,28 +284,34 @@ void Walker::for_each_entry(int dir_fd, std::size_t depth, Visit visit) {
   Buffer& buffer = *buffers_[depth];
   for (;;) {
     const ssize_t length = ::getdents64(dir_fd, buffer.bytes, sizeof buffer.bytes);
-    if (length <= 0) return;
+    if (length == 0) return true;
+    if (length < 0) return false;
     for (ssize_t offset = 0; offset < length;) {
       const auto* entry = reinterpret_cast<const struct dirent64*>(buffer.bytes + offset);
       offset += entry->d_reclen;
       if (is_dot_or_dot_dot(entry->d_name)) continue;
-      if (!visit(entry->d_name, entry->d_type)) return;
+      if (!visit(entry->d_name, entry->d_type)) return true;
     }
   }
 #else
   (void)depth;
   const int owned = ::dup(dir_fd);  // closedir closes the descriptor it was given
-  if (owned < 0) return;
+  if (owned < 0) return false;
   DIR* dir = ::fdopendir(owned);
   if (dir == nullptr) {
     ::close(owned);
-    return;
+    return false;
   }
+  errno = 0;
+  bool read_all = true;
   while (const dirent* entry = ::readdir(dir)) {
     if (is_dot_or_dot_dot(entry->d_name)) continue;
     if (!visit(entry->d_name, entry->d_type)) break;
+    errno = 0;
   }
+  if (errno != 0) read_all = false;
   ::closedir(dir);
+  return read_all;
 #endif
 }
 
@@ -288,12 +325,13 @@ void Walker::for_each_entry(int dir_fd, std::size_t depth, Visit visit) {
 Walker::DirResult Walker::walk_dir(int dir_fd, const std::string& path, dev_t device,
                                    std::size_t depth, bool timed, const ScannedDir* record) {
   DirResult result;
-  for_each_entry(dir_fd, depth, [&](const char* name, unsigned char type) {
+  const bool read_all = for_each_entry(dir_fd, depth, [&](const char* name, unsigned char type) {
     result.empty = false;
     if (out_of_budget()) return false;
     visit(dir_fd, path, name, type, device, depth, timed, record, nullptr, result);
     return true;
   });
+  if (!read_all) cannot_walk(path);
   ::close(dir_fd);
   return result;
 }
@@ -334,9 +372,9 @@ void Walker::visit(int dir_fd, const std::string& path, const char* name, unsign
       enter_untimed(dir_fd, name, child, device, depth + 1, listing, known);
     } else {
       const int fd = open_subdirectory(dir_fd, name, device);
-      // Out of descriptors or memory (a deep tree in a process with many files open) is a
-      // bound reached, not a directory that does not count: say the list may be incomplete.
-      if (fd < 0 && (errno == EMFILE || errno == ENFILE || errno == ENOMEM)) truncated_ = true;
+      // Out of descriptors or memory (a deep tree in a process with many files open), or a
+      // directory the walk may not read: the list may be incomplete.
+      if (fd < 0) cannot_walk(child);
       if (fd >= 0) {
         const DirResult inner = walk_dir(fd, child, device, depth + 1, entry_timed);
         changed = changed || inner.changed;
@@ -386,7 +424,7 @@ void Walker::enter_untimed(int dir_fd, const char* name, const std::string& path
   // Opened as find_created_names opens it (what it refuses is refused here too).
   const int fd = open_subdirectory(dir_fd, name, device);
   if (fd < 0) {
-    if (errno == EMFILE || errno == ENFILE || errno == ENOMEM) truncated_ = true;
+    cannot_walk(path);
     return;
   }
   const ScannedDir* record = nullptr;
@@ -430,9 +468,13 @@ void Walker::replay(const ScannedDir& record, int dir_fd, const std::string& pat
 void Walker::walk_root(const std::string& root, const ScannedDir* record) {
   if (truncated_) return;
   const int fd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return;
+  if (fd < 0) {
+    if (errno != ENOTDIR) cannot_walk(root);  // a writable file holds no names
+    return;
+  }
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
+    cannot_walk(root);
     ::close(fd);
     return;
   }

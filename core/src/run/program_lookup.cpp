@@ -3,6 +3,8 @@
 #include "sbx/core/program_trust.hpp"
 
 #ifndef _WIN32
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #endif
@@ -96,6 +98,25 @@ TrustedProgram judge_path(TrustedProgram out, const std::string& shown, const st
   return out;
 }
 
+// A symlink below a checked directory: what it leads to must be unplantable on every step (or,
+// when missing, the directory that would hold it).
+std::optional<std::string> symlink_target_reason(const std::string& link,
+                                                 const ResolvedPolicy& policy,
+                                                 const HostUser& user) {
+  Result<std::vector<PathStep>> steps = walk_path(link);
+  if (!steps.ok()) {
+    Result<std::string> target = read_link(link);
+    if (!target.ok()) return target.error();
+    const std::string absolute =
+        !target->empty() && target->front() == '/' ? *target : join(parent_of(link), *target);
+    steps = walk_path(parent_of(absolute));
+    if (!steps.ok()) return "the symlink " + link + " cannot be verified: " + steps.error();
+  }
+  if (std::optional<std::string> why = first_plantable(*steps, policy, user))
+    return "the symlink " + link + " leads to a path where " + *why;
+  return std::nullopt;
+}
+
 #endif  // _WIN32
 
 }  // namespace
@@ -151,6 +172,64 @@ Result<std::vector<PathStep>> walk_path(const std::string& path) {
 
 #endif
 
+#ifdef _WIN32
+
+std::optional<std::string> first_plantable_below(const std::string& dir, const ResolvedPolicy&,
+                                                 const HostUser&, std::size_t) {
+  return "the entries below " + dir + " are not verified on Windows yet";
+}
+
+#else
+
+std::optional<std::string> first_plantable_below(const std::string& dir,
+                                                 const ResolvedPolicy& policy, const HostUser& user,
+                                                 std::size_t max_entries) {
+  std::vector<std::string> pending{dir};
+  std::size_t seen = 0;
+  while (!pending.empty()) {
+    const std::string current = std::move(pending.back());
+    pending.pop_back();
+    const int fd = ::open(current.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return "cannot read " + current + ": " + std::strerror(errno);
+    DIR* listing = ::fdopendir(fd);
+    if (listing == nullptr) {
+      ::close(fd);
+      return "cannot read " + current + ": " + std::strerror(errno);
+    }
+    std::optional<std::string> found;
+    while (const dirent* entry = ::readdir(listing)) {
+      const std::string name = entry->d_name;
+      if (name == "." || name == "..") continue;
+      if (++seen > max_entries) {
+        found = "more than " + std::to_string(max_entries) + " entries below " + dir + " to verify";
+        break;
+      }
+      const std::string path = join(current, name);
+      struct stat st {};
+      if (::fstatat(::dirfd(listing), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+        found = "cannot check " + path + ": " + std::strerror(errno);
+        break;
+      }
+      if (S_ISLNK(st.st_mode)) {
+        found = symlink_target_reason(path, policy, user);
+        if (found) break;
+        continue;
+      }
+      const PathStep step = step_of(path, st);
+      if (std::optional<std::string> why = plantable(step, policy, user)) {
+        found = *why;
+        break;
+      }
+      if (step.directory) pending.push_back(path);
+    }
+    ::closedir(listing);
+    if (found) return found;
+  }
+  return std::nullopt;
+}
+
+#endif
+
 TrustedProgram find_trusted_program(const std::string& command, const std::string& cwd,
                                     const std::string& path_env, const ResolvedPolicy& policy,
                                     const HostUser& user) {
@@ -163,12 +242,15 @@ TrustedProgram find_trusted_program(const std::string& command, const std::strin
   // The PATH the program itself gets: only the entries this lookup searched.
   std::size_t begin = 0;
   std::vector<std::string> entries;
+  std::string first_absolute_skip;  // why the first absolute entry was skipped, for the refusal
   while (begin <= path_env.size()) {
     std::size_t end = path_env.find(':', begin);
     if (end == std::string::npos) end = path_env.size();
     const std::string entry = path_env.substr(begin, end - begin);
     if (std::optional<std::string> why = skip_reason(entry, policy, user)) {
       out.skipped_path_entries.push_back(entry.empty() ? "(empty)" : entry);
+      if (first_absolute_skip.empty() && !entry.empty() && entry.front() == '/')
+        first_absolute_skip = entry + ": " + *why;
     } else {
       entries.push_back(entry);
       out.trusted_path_env += (out.trusted_path_env.empty() ? "" : ":") + entry;
@@ -195,6 +277,7 @@ TrustedProgram find_trusted_program(const std::string& command, const std::strin
     for (std::size_t i = 0; i < out.skipped_path_entries.size(); ++i)
       why += (i == 0 ? "" : ", ") + out.skipped_path_entries[i];
     why += ")";
+    if (!first_absolute_skip.empty()) why += "; " + first_absolute_skip;
   }
   return refuse(std::move(out), why);
 #endif

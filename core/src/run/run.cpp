@@ -6,6 +6,7 @@
 #endif
 
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <string>
@@ -67,6 +68,20 @@ std::optional<std::string> env_value(const std::vector<std::string>& env, std::s
       return entry.substr(name.size() + 1);
   }
   return std::nullopt;
+}
+
+// realpath(3) of `path`, nullopt when it cannot be resolved (missing).
+std::optional<std::string> real_directory(const std::string& path) {
+#ifdef _WIN32
+  (void)path;
+  return std::nullopt;
+#else
+  char* real = ::realpath(path.c_str(), nullptr);
+  if (real == nullptr) return std::nullopt;
+  std::string out(real);
+  std::free(real);
+  return out;
+#endif
 }
 
 // A file a shell reads before the script (its startup file): refused when missing in a place
@@ -168,6 +183,65 @@ std::optional<std::string> configuration_refusal(const std::vector<std::string>&
   return std::nullopt;
 }
 
+// The walks above go upward only: a writable root *below* the cwd, HOME or XDG_CONFIG_HOME is
+// never on them, yet what the excluded program reads there could have been planted: cargo's
+// build scripts in :cwd/target, git's $XDG_CONFIG_HOME/git/config (core.fsmonitor), pip's
+// ~/.local (usercustomize.py). So no write rule of the policy may lie inside any of them.
+std::optional<std::string> inner_writable_root_refusal(const std::string& cwd,
+                                                       const std::vector<std::string>& env,
+                                                       const ResolvedPolicy& resolved) {
+  std::vector<std::pair<std::string, std::string>> inputs{{"working directory", cwd}};
+  const std::optional<std::string> home = env_value(env, "HOME");
+  if (home && !home->empty()) inputs.emplace_back("home directory", *home);
+  std::optional<std::string> config = env_value(env, "XDG_CONFIG_HOME");
+  if ((!config || config->empty() || config->front() != '/') && home && !home->empty())
+    config = *home + "/.config";
+  if (config) inputs.emplace_back("configuration directory", *config);
+  for (const PathRule& rule : resolved.rules) {
+    if (rule.access != Access::kWrite) continue;
+    for (const auto& [what, dir] : inputs) {
+      // The rules are symlink-free; HOME and XDG_CONFIG_HOME may not be.
+      const std::optional<std::string> real = real_directory(dir);
+      const std::string& compared = real ? *real : dir;
+      if (path_is_within(rule.path, compared) || path_is_within(rule.path, dir))
+        return "the policy makes " + rule.path + " writable, inside the " + what + " " + dir +
+               ": what the excluded program reads below it could have been planted";
+    }
+  }
+  return std::nullopt;
+}
+
+// How many entries below the cwd, HOME and XDG_CONFIG_HOME an exclusion checks before it gives
+// up (and the command runs sandboxed): enough for a small project or a home of dotfiles, not
+// a large repository's objects.
+constexpr std::size_t kMaxEntriesBelow = 20000;
+
+// The upward walks see a directory's own owner and mode, not what it holds: a user-owned
+// Makefile, .git/config or ~/.gitconfig inside a directory the user does not own could have been
+// rewritten by an earlier, wider run. So every entry below the cwd, HOME and XDG_CONFIG_HOME
+// (each that exists) must be unplantable too (first_plantable_below).
+std::optional<std::string> entries_below_refusal(const std::string& cwd,
+                                                 const std::vector<std::string>& env,
+                                                 const ResolvedPolicy& resolved,
+                                                 const HostUser& user) {
+  std::vector<std::pair<std::string, std::string>> inputs{{"working directory", cwd}};
+  const std::optional<std::string> home = env_value(env, "HOME");
+  if (home && !home->empty()) inputs.emplace_back("home directory", *home);
+  std::optional<std::string> config = env_value(env, "XDG_CONFIG_HOME");
+  if ((!config || config->empty() || config->front() != '/') && home && !home->empty())
+    config = *home + "/.config";
+  if (config) inputs.emplace_back("configuration directory", *config);
+  for (const auto& [what, dir] : inputs) {
+    const std::optional<std::string> real = real_directory(dir);
+    if (!real) continue;  // missing: its parent was judged by configuration_refusal
+    if (std::optional<std::string> why =
+            first_plantable_below(*real, resolved, user, kMaxEntriesBelow))
+      return "below the " + what + " " + dir + ", " + *why +
+             ": what the excluded program reads there could have been planted";
+  }
+  return std::nullopt;
+}
+
 // Every program the matched command runs must be one no sandbox could have planted, and so must
 // its working directory and configuration directories: else the match is refused and the
 // command runs sandboxed (Exclusion::refused says why).
@@ -205,6 +279,14 @@ Exclusion verify_exclusion(std::vector<std::string> matched,
     return out;
   }
   if (std::optional<std::string> why = configuration_refusal(env, resolved, user)) {
+    out.refused = *why;
+    return out;
+  }
+  if (std::optional<std::string> why = inner_writable_root_refusal(cwd, env, resolved)) {
+    out.refused = *why;
+    return out;
+  }
+  if (std::optional<std::string> why = entries_below_refusal(cwd, env, resolved, user)) {
     out.refused = *why;
     return out;
   }
@@ -356,6 +438,7 @@ void record_created_names(CreatedNamesScan& scan, RunReport& report) {
   CreatedNames created = scan.finish();
   report.protected_names_created = std::move(created.paths);
   report.protected_names_truncated = created.truncated;
+  report.protected_names_unreadable = std::move(created.unreadable);
 }
 
 // The run: its resource limits hold from the first process the backend starts until finish()

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <array>
 #include <iterator>
+#include <string>
+#include <vector>
 
 namespace sbx::settings {
 namespace {
@@ -269,11 +271,63 @@ bool is_other_builtin(const std::string& word) {
 // sbx verifies the file of the first word only, so the program such a runner starts would run
 // unverified and unsandboxed (`timeout 5 ./planted`, `env ./planted`, `xargs ./planted`).
 constexpr std::string_view kProgramRunners[] = {
-    "busybox", "capsh",   "chroot",  "chrt",    "doas",     "env",      "exec",    "firejail",
-    "flock",   "gdb",     "ionice",  "ltrace",  "nice",     "nohup",    "nsenter", "parallel",
-    "pkexec",  "runuser", "script",  "setarch", "setpriv",  "setsid",   "stdbuf",  "strace",
-    "su",      "sudo",    "systemd-run", "taskset", "time", "timeout",  "unshare", "valgrind",
-    "watch",   "xargs"};
+    "bwrap",       "busybox",       "capsh",     "chroot",   "chrt",        "dbus-run-session",
+    "doas",        "eatmydata",     "entr",      "env",      "exec",        "fakeroot",
+    "firejail",    "flatpak-spawn", "flock",     "gdb",      "i386",        "ionice",
+    "ip",          "linux32",       "linux64",   "ltrace",   "newgrp",      "nice",
+    "nohup",       "nsenter",       "parallel",  "perf",     "pkexec",      "prlimit",
+    "proxychains", "proxychains4",  "run-parts", "runuser",  "script",      "setarch",
+    "setpriv",     "setsid",        "sg",        "ssh",      "ssh-agent",   "start-stop-daemon",
+    "stdbuf",      "strace",        "su",        "sudo",     "systemd-run", "taskset",
+    "time",        "timeout",       "torsocks",  "unbuffer", "unshare",     "valgrind",
+    "watch",       "x86_64",        "xargs"};
+
+// Options by which a program that is no runner by itself runs a command given in its
+// arguments: `shorts` are letters of a short option (found in any cluster, "-xvI cmd"),
+// `longs` long options, matched also when abbreviated (getopt_long(3) accepts any unambiguous
+// prefix). `old_style`: the first argument is an option cluster even without a dash (tar xf).
+struct RunningOptions {
+  std::string_view program;
+  std::string_view shorts;
+  std::vector<std::string_view> longs;
+  bool old_style = false;
+};
+
+// tar(1): --to-command, --use-compress-program/-I, --checkpoint-action=exec, --info-script and
+// --new-volume-script/-F, --rsh-command, --rmt-command; zip(1): -TT/--unzip-command (the test
+// command); rsync(1): -e/--rsh, --rsync-path.
+const RunningOptions kRunningOptions[] = {
+    {"tar",
+     "IF",
+     {"--to-command", "--use-compress-program", "--checkpoint-action", "--info-script",
+      "--new-volume-script", "--rsh-command", "--rmt-command"},
+     true},
+    {"zip", "", {"--unzip-command"}, false},
+    {"rsync", "e", {"--rsh", "--rsync-path"}, false},
+};
+
+// The word of `words` that is one of `options`, or nullopt.
+std::optional<std::string> running_option(const SimpleCommand& words,
+                                          const RunningOptions& options) {
+  for (std::size_t i = 1; i < words.size(); ++i) {
+    const std::string& word = words[i];
+    if (word == "--") break;
+    if (word.rfind("--", 0) == 0) {
+      const std::string name = word.substr(0, word.find('='));
+      if (name.size() < 3) continue;
+      for (std::string_view option : options.longs) {
+        if (option.rfind(name, 0) == 0) return word;
+      }
+      continue;
+    }
+    const bool cluster =
+        (word.size() > 1 && word.front() == '-') || (options.old_style && i == 1 && !word.empty());
+    if (!cluster) continue;
+    if (options.program == "zip" && word.find("TT") != std::string::npos) return word;
+    if (word.find_first_of(options.shorts) != std::string::npos) return word;
+  }
+  return std::nullopt;
+}
 
 std::string base_name(const std::string& program) {
   const std::size_t slash = program.rfind('/');
@@ -290,6 +344,12 @@ std::optional<std::string> runs_unverified(const SimpleCommand& words) {
   if (std::find(std::begin(kProgramRunners), std::end(kProgramRunners), name) !=
       std::end(kProgramRunners))
     return "'" + name + "' runs a program named in its arguments, which sbx does not verify";
+  for (const RunningOptions& options : kRunningOptions) {
+    if (name != options.program) continue;
+    if (std::optional<std::string> option = running_option(words, options))
+      return "'" + name + "' runs a command given by its option '" + *option +
+             "', which sbx does not verify";
+  }
   if (name == "git" && words.size() > 1 && !words[1].empty() && words[1].front() == '-')
     return "git's global option '" + words[1] +
            "' can run a command (-c core.fsmonitor=..., -c alias.x=!...) or point git at "

@@ -3,13 +3,16 @@
 // through libsbx's private test entry (capi/capi_internal.hpp); the public function always reads
 // /etc/sbx/managed.json. The preference names no loadable backend, so "wanted but none
 // available" is deterministic on every host.
+#include <grp.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <boost/json.hpp>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -42,6 +45,48 @@ class CApiSettings : public ::testing::Test {
   }
 
   std::string work() const { return tmp_.path() + "/work"; }
+
+  // Runs `body` in a child as uid/gid 65534 with HOME the test's root-owned home/sbx, and
+  // returns what it returned ("SKIP: ..." when the child cannot become that user). An
+  // excluded command runs unsandboxed only for a user who cannot write what it runs or reads
+  // (red team round 2, G1: an earlier, wider run could have written anything the user can;
+  // as root, anything): here /bin/sh, the cwd work/ and HOME, all root's and 0755.
+  std::string as_nobody(const std::function<std::string()>& body) {
+    int pipe_fds[2];
+    if (::pipe(pipe_fds) != 0) return "SKIP: pipe failed";
+    const pid_t child = ::fork();
+    if (child == 0) {
+      ::close(pipe_fds[0]);
+      std::string out;
+      ::setenv("HOME", (tmp_.path() + "/home/sbx").c_str(), 1);
+      ::unsetenv("XDG_CONFIG_HOME");
+      ::unsetenv("PWD");
+      if (::setgroups(0, nullptr) != 0 || ::setresgid(65534, 65534, 65534) != 0 ||
+          ::setresuid(65534, 65534, 65534) != 0)
+        out = "SKIP: cannot become uid 65534";
+      else
+        out = body();
+      const char* data = out.data();
+      std::size_t left = out.size();
+      while (left > 0) {
+        const ssize_t n = ::write(pipe_fds[1], data, left);
+        if (n <= 0) break;
+        data += n;
+        left -= static_cast<std::size_t>(n);
+      }
+      ::_exit(0);
+    }
+    ::close(pipe_fds[1]);
+    std::string got;
+    char buffer[4096];
+    ssize_t n = 0;
+    while ((n = ::read(pipe_fds[0], buffer, sizeof buffer)) > 0)
+      got.append(buffer, static_cast<std::size_t>(n));
+    ::close(pipe_fds[0]);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    return got;
+  }
 
   void managed(const std::string& text, mode_t mode = 0644) {
     sbx::test::write_file(sources_.managed_file, text);
@@ -77,15 +122,35 @@ TEST_F(CApiSettings, PublicEntryReadsTheProductionPlaces) {
   ASSERT_NE(manager, nullptr) << sbx_error_message(error);
   const char* argv[] = {"true", nullptr};
   // read-only: an excluded command runs unsandboxed only in a working directory no sandbox of
-  // the policy can write (the default policy writes the cwd).
+  // the policy can write (the default policy writes the cwd). As root: never (G1).
   Call call = take(sbx_exec(manager, R"({"version":1,"preset":"read-only"})", work().c_str(), argv,
                             nullptr, 0, &error),
                    &error);
   sbx_manager_free(manager);
   ASSERT_TRUE(call.ok) << call.error;
-  const json::value report = json::parse(call.text);
-  EXPECT_EQ(report.at("exit").at("code"), 0) << call.text;
-  EXPECT_EQ(report.at("excluded_by"), json::parse(R"(["true"])")) << call.text;
+  json::value report = json::parse(call.text);
+  EXPECT_EQ(report.at("excluded_by"), json::array()) << call.text;
+  EXPECT_NE(std::string(report.at("reason").as_string()).find("sbx runs as root"),
+            std::string::npos)
+      << call.text;
+  // As a user who cannot write /bin/true, the cwd or HOME, it runs without a sandbox.
+  const std::string text = as_nobody([this] {
+    sbx_error* child_error = nullptr;
+    sbx_manager* child_manager = sbx_manager_new_with_settings(
+        "no-such-backend", work().c_str(), R"({"excluded_commands":["true"]})", &child_error);
+    if (child_manager == nullptr) return std::string("ERROR: ") + sbx_error_message(child_error);
+    const char* child_argv[] = {"true", nullptr};
+    Call ran = take(sbx_exec(child_manager, R"({"version":1,"preset":"read-only"})", work().c_str(),
+                             child_argv, nullptr, 0, &child_error),
+                    &child_error);
+    sbx_manager_free(child_manager);
+    return ran.ok ? ran.text : "ERROR: " + ran.error;
+  });
+  if (text.rfind("SKIP: ", 0) == 0) GTEST_SKIP() << text;
+  ASSERT_EQ(text.rfind("ERROR: ", 0), std::string::npos) << text;
+  report = json::parse(text);
+  EXPECT_EQ(report.at("exit").at("code"), 0) << text;
+  EXPECT_EQ(report.at("excluded_by"), json::parse(R"(["true"])")) << text;
   // A caller scope may not hold locks (only the administrator's file may).
   manager = sbx_manager_new_with_settings(nullptr, nullptr,
                                           R"({"locks":{"allow_unsandboxed":true}})", &error);
@@ -98,14 +163,22 @@ TEST_F(CApiSettings, PublicEntryReadsTheProductionPlaces) {
 }
 
 TEST_F(CApiSettings, ExcludedCommandsRunUnsandboxedOnlyWhenEveryPartMatches) {
+  // read-only: the default policy writes the cwd, where no excluded command runs unsandboxed;
+  // as a user who cannot write the shell, the cwd or HOME (as_nobody).
+  const std::string text = as_nobody([this] {
+    sbx_manager* child_manager = make(R"({"excluded_commands":["echo *"]})");
+    if (child_manager == nullptr) return std::string("ERROR: no manager");
+    Call ran = exec(child_manager, R"({"version":1,"preset":"read-only"})", "echo a && echo b", 0);
+    sbx_manager_free(child_manager);
+    return ran.ok ? ran.text : "ERROR: " + ran.error;
+  });
+  if (text.rfind("SKIP: ", 0) == 0) GTEST_SKIP() << text;
+  ASSERT_EQ(text.rfind("ERROR: ", 0), std::string::npos) << text;
+  json::value report = json::parse(text);
+  EXPECT_EQ(report.at("should_sandbox"), false) << text;
+  EXPECT_EQ(report.at("excluded_by"), json::parse(R"(["echo *","echo *"])"));
   sbx_manager* manager = make(R"({"excluded_commands":["echo *"]})");
   ASSERT_NE(manager, nullptr);
-  // read-only: the default policy writes the cwd, where no excluded command runs unsandboxed.
-  Call ran = exec(manager, R"({"version":1,"preset":"read-only"})", "echo a && echo b", 0);
-  ASSERT_TRUE(ran.ok) << ran.error;
-  json::value report = json::parse(ran.text);
-  EXPECT_EQ(report.at("should_sandbox"), false) << ran.text;
-  EXPECT_EQ(report.at("excluded_by"), json::parse(R"(["echo *","echo *"])"));
   // One part that does not match: sandboxed, so refused here (no backend).
   Call refused = exec(manager, nullptr, "echo a && touch x", 0);
   ASSERT_TRUE(refused.ok) << refused.error;
@@ -150,6 +223,101 @@ TEST_F(CApiSettings, AHostileManagedFileIsRefused) {
   std::string why;
   EXPECT_EQ(make(nullptr, &why), nullptr);
   EXPECT_NE(why.find("refusing the managed settings"), std::string::npos) << why;
+}
+
+// Red team round 2, G4: a manager read the project settings of its own cwd once; a call with a
+// trusted project as its cwd then ran without that project's deny rules, silently. A call in
+// another directory than the manager's is refused, naming both.
+TEST_F(CApiSettings, ACallInAnotherDirectoryThanTheManagersIsRefused) {
+  const std::string project = tmp_.path() + "/project";
+  fs::create_directories(project + "/.sbx");
+  fs::create_directories(project + "/secrets");
+  sbx::test::write_file(project + "/secrets/key", "TOPSECRET\n");
+  sbx::test::write_file(project + "/.sbx/settings.json",
+                        R"({"policy":{"version":1,"filesystem":{"kind":"restricted","entries":[)"
+                        R"({"path":":root","access":"read"},{"path":")" +
+                            project + R"(/secrets","access":"deny"}]}}})");
+  sbx::test::write_file(sources_.user_file, R"({"trusted_projects":[")" + project + R"("]})");
+  sbx_manager* manager = make(nullptr);  // read for work(), not the project
+  ASSERT_NE(manager, nullptr);
+  sbx_error* error = nullptr;
+  const char* argv[] = {"cat", "secrets/key", nullptr};
+  Call ran = take(sbx_exec(manager, nullptr, project.c_str(), argv, "forbid", 0, &error), &error);
+  EXPECT_FALSE(ran.ok) << ran.text;
+  EXPECT_EQ(ran.text.find("TOPSECRET"), std::string::npos);
+  EXPECT_NE(ran.error.find("cwd '" + project +
+                           "' is not the directory this manager read its "
+                           "project settings for ('" +
+                           work() + "')"),
+            std::string::npos)
+      << ran.error;
+  Call explained = take(sbx_explain(manager, nullptr, project.c_str(), nullptr, &error), &error);
+  EXPECT_FALSE(explained.ok);
+  EXPECT_NE(explained.error.find("is not the directory this manager read"), std::string::npos);
+  // Another spelling through a symlink is not the manager's directory: it could lie in a
+  // trusted project the real path leaves, which was checked only for the manager's own.
+  const std::string spelled = tmp_.path() + "/link";
+  fs::create_symlink(work(), spelled);
+  explained = take(sbx_explain(manager, nullptr, spelled.c_str(), nullptr, &error), &error);
+  EXPECT_FALSE(explained.ok);
+  EXPECT_NE(explained.error.find("is not the directory this manager read"), std::string::npos)
+      << explained.error;
+  sbx_manager_free(manager);
+  // A manager made for the project applies its deny rules there.
+  sources_.cwd = project;
+  manager = make(nullptr);
+  ASSERT_NE(manager, nullptr);
+  explained = take(sbx_explain(manager, nullptr, project.c_str(), nullptr, &error), &error);
+  ASSERT_TRUE(explained.ok) << explained.error;
+  EXPECT_EQ(json::parse(explained.text).at("settings").at("policy_scope"), "project")
+      << explained.text;
+  sbx_manager_free(manager);
+}
+
+// G8: the cwd string the caller gives is the logical path (symlinks kept): one inside a trusted
+// project whose real path leaves it (a symlink planted in the project) is refused, as
+// `sbx --cwd` is, even without PWD. In a child: the public entry reads HOME.
+TEST_F(CApiSettings, ASymlinkedCwdLeavingATrustedProjectIsRefused) {
+  const std::string project = tmp_.path() + "/project";
+  const std::string victim = tmp_.path() + "/victim";
+  fs::create_directories(project + "/.sbx");
+  fs::create_directories(victim);
+  fs::create_directories(tmp_.path() + "/home2/.config/sbx");
+  sbx::test::write_file(project + "/.sbx/settings.json", "{}");
+  sbx::test::write_file(tmp_.path() + "/home2/.config/sbx/settings.json",
+                        R"({"trusted_projects":[")" + project + R"("]})");
+  fs::create_symlink(victim, project + "/tools");
+  if (fs::exists("/etc/sbx/managed.json")) GTEST_SKIP() << "this host has managed settings";
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::close(pipe_fds[0]);
+    ::setenv("HOME", (tmp_.path() + "/home2").c_str(), 1);
+    ::unsetenv("XDG_CONFIG_HOME");
+    ::unsetenv("PWD");
+    std::string out;
+    sbx_error* error = nullptr;
+    const std::string tools = project + "/tools";
+    sbx_manager* manager =
+        sbx_manager_new_with_settings("no-such-backend", tools.c_str(), nullptr, &error);
+    out = manager == nullptr ? std::string("REFUSED: ") + sbx_error_message(error) : "MADE";
+    sbx_manager_free(manager);
+    sbx_error_free(error);
+    (void)!::write(pipe_fds[1], out.data(), out.size());
+    ::_exit(0);
+  }
+  ::close(pipe_fds[1]);
+  std::string got;
+  char buffer[4096];
+  ssize_t n = 0;
+  while ((n = ::read(pipe_fds[0], buffer, sizeof buffer)) > 0)
+    got.append(buffer, static_cast<std::size_t>(n));
+  ::close(pipe_fds[0]);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  EXPECT_EQ(got.rfind("REFUSED: ", 0), 0u) << got;
+  EXPECT_NE(got.find("inside the trusted project " + project), std::string::npos) << got;
 }
 
 TEST_F(CApiSettings, ExplainSaysWhichScopeDecided) {

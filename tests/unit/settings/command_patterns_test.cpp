@@ -191,6 +191,53 @@ TEST(ProgramsOf, TheShellAndEveryProgramItLooksUp) {
     EXPECT_EQ(programs_of(argv, &why), std::nullopt) << argv.front();
     EXPECT_FALSE(why.empty()) << argv.front();
   }
+  // Red team round 2, G5: the runners it found missing, and the options by which tar, zip and
+  // rsync run a command (long ones also abbreviated, as getopt_long(3) accepts them).
+  for (const std::vector<std::string>& argv : std::vector<std::vector<std::string>>{
+           {"prlimit", "--cpu=1", "sh"},
+           {"linux32", "sh"},
+           {"linux64", "sh"},
+           {"i386", "sh"},
+           {"x86_64", "sh"},
+           {"fakeroot", "sh"},
+           {"dbus-run-session", "sh"},
+           {"ssh-agent", "sh"},
+           {"perf", "stat", "--", "sh"},
+           {"run-parts", "/etc/x"},
+           {"sg", "grp", "sh"},
+           {"newgrp"},
+           {"ip", "netns", "exec", "n", "sh"},
+           {"start-stop-daemon", "-S", "-x", "/bin/sh"},
+           {"bwrap", "--", "sh"},
+           {"flatpak-spawn", "sh"},
+           {"systemd-run", "sh"},
+           {"ssh", "-o", "ProxyCommand=x", "h"},
+           {"watch", "sh"},
+           {"entr", "sh"},
+           {"parallel", "sh"},
+           {"tar", "-xf", "a.tar", "--to-command=sh"},
+           {"tar", "--to-c=sh", "-xf", "a"},
+           {"tar", "-I", "sh", "-xf", "a"},
+           {"tar", "-xvIsh", "-f", "a"},
+           {"tar", "xIf", "sh", "a"},
+           {"tar", "-cf", "a", "--checkpoint=1", "--checkpoint-action=exec=sh", "."},
+           {"tar", "--use-compress-program", "sh", "-cf", "a", "."},
+           {"tar", "-F", "sh", "-xf", "a"},
+           {"zip", "-T", "-TT", "sh", "a.zip", "x"},
+           {"zip", "--unzip-command=sh", "-T", "a", "x"},
+           {"rsync", "-e", "sh", "a", "h:b"},
+           {"rsync", "-avze", "sh", "a", "h:b"},
+           {"rsync", "--rsh=sh", "a", "h:b"},
+           {"rsync", "--rsync-path=sh", "a", "h:b"},
+           {"sh", "-c", "tar -xf a --to-command=sh"}}) {
+    std::string why;
+    EXPECT_EQ(programs_of(argv, &why), std::nullopt) << argv.front() << " " << argv.back();
+    EXPECT_FALSE(why.empty()) << argv.front();
+  }
+  EXPECT_EQ(programs_of({"tar", "-xf", "a.tar"}), Programs({"tar"}));
+  EXPECT_EQ(programs_of({"tar", "tf", "a.tar"}), Programs({"tar"}));
+  EXPECT_EQ(programs_of({"zip", "-r", "a.zip", "x"}), Programs({"zip"}));
+  EXPECT_EQ(programs_of({"rsync", "-av", "a", "b"}), Programs({"rsync"}));
   EXPECT_EQ(programs_of({"git", "status", "-c"}), Programs({"git"}));
   EXPECT_EQ(programs_of({"find", ".", "-name", "x"}), Programs({"find"}));
   EXPECT_EQ(programs_of({"sh", "-c", "ls $(x)"}), std::nullopt);

@@ -32,44 +32,71 @@ PathStep dir(const std::string& path, std::uint32_t owner, std::uint32_t mode) {
   return PathStep{path, true, owner, owner, S_IFDIR | mode};
 }
 
-TEST(Plantable, BothThePolicyAndTheHostMustLetTheSandboxWrite) {
+// Red team round 2, G1: an earlier run with a wider policy could have written anything the user
+// can write, so the policy *or* the host letting the user write a step makes it plantable.
+TEST(Plantable, ThePolicyOrTheHostLettingTheUserWriteIsEnough) {
   const ResolvedPolicy policy = writable({"/ws"});
   const HostUser root{0}, owner{1000}, other{2000};
-  // Inside the writable root: root writes anything, the owner too whatever the mode bits (a
-  // sandboxed `chmod 555` is undone by the next `chmod 755`; issue #32 red team F2).
+  // Inside the writable root: plantable for everyone, whoever owns it and whatever the mode.
   EXPECT_TRUE(plantable(dir("/ws/bin", 1000, 0755), policy, root));
   EXPECT_TRUE(plantable(dir("/ws/bin", 1000, 0755), policy, owner));
-  EXPECT_TRUE(plantable(dir("/ws/bin", 1000, 0555), policy, owner));
-  EXPECT_TRUE(plantable(dir("/ws/bin", 1000, 0), policy, owner));
-  // Anyone else: the group or other bit (the group bits are an ACL's mask, acl(5)).
-  EXPECT_FALSE(plantable(dir("/ws/bin", 1000, 0755), policy, other));
-  EXPECT_TRUE(plantable(dir("/ws/bin", 1000, 0775), policy, other));
-  EXPECT_TRUE(plantable(dir("/ws/bin", 1000, 01777), policy, other));
-  // Outside every write rule nothing is plantable, whoever owns it.
-  EXPECT_FALSE(plantable(dir("/usr/bin", 0, 0755), policy, root));
-  EXPECT_FALSE(plantable(dir("/wsx", 0, 0777), policy, root));
-  // The reason names the step and the writable root.
-  const std::optional<std::string> why = plantable(dir("/ws/bin", 0, 0755), policy, root);
+  EXPECT_TRUE(plantable(dir("/ws/bin", 0, 0755), policy, other));
+  // Outside every write rule the host decides: root writes anything; the owner whatever the
+  // mode bits (a sandboxed `chmod 555` is undone by the next `chmod 755`; red team F2); anyone
+  // else through the group or other bit (the group bits are an ACL's mask, acl(5)).
+  EXPECT_TRUE(plantable(dir("/usr/bin", 0, 0755), policy, root));
+  EXPECT_TRUE(plantable(dir("/home/u/bin", 1000, 0555), policy, owner));
+  EXPECT_TRUE(plantable(dir("/home/u/bin", 1000, 0), policy, owner));
+  EXPECT_FALSE(plantable(dir("/home/u/bin", 1000, 0755), policy, other));
+  EXPECT_TRUE(plantable(dir("/home/u/bin", 1000, 0775), policy, other));
+  EXPECT_TRUE(plantable(dir("/home/u/bin", 1000, 0757), policy, other));
+  EXPECT_FALSE(plantable(dir("/usr/bin", 0, 0755), policy, owner));
+  // The reasons name the step and what could write it.
+  const std::optional<std::string> why = plantable(dir("/ws/bin", 0, 0755), policy, other);
   ASSERT_TRUE(why);
   EXPECT_NE(why->find("/ws/bin"), std::string::npos) << *why;
   EXPECT_NE(why->find("writable root /ws"), std::string::npos) << *why;
-  // A read carve-out inside the root keeps its entries; the root above it is still plantable.
+  const std::optional<std::string> as_root = plantable(dir("/usr/bin", 0, 0755), policy, root);
+  ASSERT_TRUE(as_root);
+  EXPECT_NE(as_root->find("sbx runs as root"), std::string::npos) << *as_root;
+  const std::optional<std::string> owned = plantable(dir("/home/u", 1000, 0500), policy, owner);
+  ASSERT_TRUE(owned);
+  EXPECT_NE(owned->find("the user owns it"), std::string::npos) << *owned;
+  // A read carve-out inside the root keeps its entries from the policy; the root above it is
+  // still plantable.
   ResolvedPolicy carved = policy;
   carved.rules.push_back(PathRule{"/ws/tools", Access::kRead});
-  EXPECT_FALSE(plantable(dir("/ws/tools", 0, 0755), carved, root));
+  EXPECT_FALSE(plantable(dir("/ws/tools", 0, 0755), carved, other));
   const std::optional<std::string> first = first_plantable(
-      {dir("/", 0, 0755), dir("/ws", 0, 0755), dir("/ws/tools", 0, 0755)}, carved, root);
+      {dir("/", 0, 0755), dir("/ws", 0, 0755), dir("/ws/tools", 0, 0755)}, carved, other);
   ASSERT_TRUE(first);
   EXPECT_NE(first->find("the directory /ws "), std::string::npos) << *first;
 }
 
-TEST(Plantable, AnUnrestrictedFilesystemLeavesOnlyTheHostsPermissions) {
+// unlink(2), rename(2): in a sticky directory only the entry's (or the directory's) owner may
+// remove or rename an entry, so /tmp keeps another user's directory in place; a missing name
+// in it could still be created, and a symlink's own owner is not known.
+TEST(Plantable, AStickyDirectoryKeepsEntriesTheUserDoesNotOwn) {
+  const ResolvedPolicy policy = writable({"/ws"});
+  const HostUser user{1000};
+  const PathStep tmp = dir("/tmp", 0, 01777);
+  EXPECT_FALSE(first_plantable({dir("/", 0, 0755), tmp, dir("/tmp/a", 0, 0755)}, policy, user));
+  EXPECT_TRUE(first_plantable({dir("/", 0, 0755), tmp, dir("/tmp/a", 1000, 0755)}, policy, user));
+  EXPECT_TRUE(first_plantable({dir("/", 0, 0755), tmp}, policy, user));  // a name to create
+  // Reached through a symlink in /tmp (the next step is not the entry itself).
+  EXPECT_TRUE(first_plantable({dir("/", 0, 0755), tmp, dir("/usr", 0, 0755)}, policy, user));
+  // Root is not held by the sticky bit (CAP_FOWNER).
+  EXPECT_TRUE(
+      first_plantable({dir("/", 0, 0755), tmp, dir("/tmp/a", 0, 0755)}, policy, HostUser{0}));
+}
+
+TEST(Plantable, AnUnrestrictedFilesystemMakesEverythingPlantable) {
   ResolvedPolicy policy;
   policy.filesystem_kind = FilesystemKind::kUnrestricted;
   EXPECT_TRUE(plantable(dir("/usr/bin", 0, 0755), policy, HostUser{0}));
-  EXPECT_FALSE(plantable(dir("/usr/bin", 0, 0755), policy, HostUser{1000}));
+  EXPECT_TRUE(plantable(dir("/usr/bin", 0, 0755), policy, HostUser{1000}));
   policy.filesystem_kind = FilesystemKind::kExternal;  // not known: taken as writable
-  EXPECT_TRUE(plantable(dir("/usr/bin", 0, 0755), policy, HostUser{0}));
+  EXPECT_TRUE(plantable(dir("/usr/bin", 0, 0755), policy, HostUser{1000}));
 }
 
 // Files on disk: `tmp_` is the sandbox's writable root, `outside_` is not.
@@ -94,7 +121,10 @@ class Lookup : public ::testing::Test {
   sbx::test::TempDir tmp_;
   sbx::test::TempDir outside_;
   ResolvedPolicy policy_;
-  HostUser user_ = current_host_user();
+  // Not root (as root everything is plantable) and not the files' owner: the walk's judgement
+  // on real files, for a user who cannot write them (the test creates them as root, 0755, in a
+  // sticky /tmp).
+  HostUser user_{65534};
   std::string system_ls_;
 };
 
@@ -156,6 +186,33 @@ TEST_F(Lookup, NotAnExecutableFileIsRefused) {
   EXPECT_FALSE(find(outside_.path() + "/bin/data", "").path);
   EXPECT_FALSE(find(outside_.path() + "/bin", "").path);
   EXPECT_FALSE(find(outside_.path() + "/bin/absent", "").path);
+}
+
+// Below a directory the user cannot write, a file, a directory or a symlink's target the user
+// can write is what an earlier, wider run could have rewritten (a Makefile, .git/config).
+TEST_F(Lookup, AnEntryBelowThatTheUserCanWriteIsFound) {
+  fs::create_directories(outside_.path() + "/tree/a/b");
+  outside_.write("tree/a/b/Makefile", "all:\n", 0644);
+  EXPECT_EQ(first_plantable_below(outside_.path() + "/tree", policy_, user_, 100), std::nullopt);
+  // Another user's file, by its owner (the user of the check is 65534).
+  ASSERT_EQ(::chown((outside_.path() + "/tree/a/b/Makefile").c_str(), 65534, 65534), 0);
+  std::optional<std::string> why =
+      first_plantable_below(outside_.path() + "/tree", policy_, user_, 100);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("the file " + outside_.path() + "/tree/a/b/Makefile"), std::string::npos)
+      << *why;
+  ASSERT_EQ(::chown((outside_.path() + "/tree/a/b/Makefile").c_str(), 0, 0), 0);
+  // A symlink leading into the writable root.
+  fs::create_symlink(tmp_.path() + "/bin", outside_.path() + "/tree/a/link");
+  why = first_plantable_below(outside_.path() + "/tree", policy_, user_, 100);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("the symlink " + outside_.path() + "/tree/a/link"), std::string::npos)
+      << *why;
+  fs::remove(outside_.path() + "/tree/a/link");
+  // Too many entries to verify: refused, never taken as clean.
+  why = first_plantable_below(outside_.path() + "/tree", policy_, user_, 2);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("more than 2 entries"), std::string::npos) << *why;
 }
 
 TEST_F(Lookup, TheWalkFollowsEverySymlinkAndStopsALoop) {

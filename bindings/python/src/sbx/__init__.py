@@ -113,7 +113,9 @@ class Sbx:
     "bwrap,landlock" (None = every trusted plugin). `settings`: use the settings scopes and the
     administrator's locks as the `sbx` command does (then policy and preference may be None);
     `settings_json`: the caller's own scope, merged last; `settings_cwd`: where the project's
-    .sbx/settings.json is looked up from. Calls on one Sbx are serialized by libsbx: use one
+    .sbx/settings.json is looked up from (as you name it, symlinks kept; sbx checks it as the
+    logical path). With settings, every call's `cwd` must be that directory (None: the current
+    one), else it raises: one Sbx per working directory. Calls on one Sbx are serialized by libsbx: use one
     per thread to run commands in parallel.
     """
 

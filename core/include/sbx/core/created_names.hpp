@@ -25,6 +25,9 @@ namespace sbx {
 struct CreatedNames {
   std::vector<std::string> paths;  // absolute, sorted, one per path
   bool truncated = false;          // the walk stopped at its bounds: more may exist
+  // Directories the walk could not open or read (a command's chmod 000, say; at most 8 named):
+  // each also sets `truncated`, since what they hold is not known.
+  std::vector<std::string> unreadable;
 };
 
 // Bounds of one walk: a workspace with millions of files must not hold the run's result back.
@@ -61,7 +64,9 @@ CreatedNamesWatch created_names_watch(const Policy& policy, const ResolvedPolicy
 // >= `since_ns`, or that is a directory with such an entry anywhere inside it. Empty
 // directories and sockets are left out: they hold no hooks or config (and a socket is what the
 // bwrap backend's transient mount points for missing protected names are, this run's and those
-// of runs alongside it in the same roots). Never fails: unreadable directories are skipped.
+// of runs alongside it in the same roots). Never fails: a directory it cannot open or read
+// (other than one gone since it was listed, or a mount point) sets `truncated` and is named in
+// `unreadable`.
 //
 // Cost: one open and a few getdents64 per directory; only entries with a watched name and
 // everything inside them are stat'ed (elsewhere an entry's type comes from its directory entry).

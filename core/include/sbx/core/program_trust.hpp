@@ -5,8 +5,8 @@
 // must not run unsandboxed on the next call because its *name* matches a pattern.
 //
 // Two halves, kept apart like the rest of sbx (pure decisions, OS work at the edge):
-//  - plantable() (pure, program_trust.cpp): could the sandbox of a policy change one step of a
-//    path walk?
+//  - plantable() (pure, program_trust.cpp): could a sandboxed command (of this policy, or an
+//    earlier run's wider one) have changed one step of a path walk?
 //  - find_trusted_program() (OS, program_lookup.cpp): resolves the command's first word to an
 //    absolute path like a shell would, but walks every component itself (lstat, readlink), so
 //    that each directory consulted on the way (symlinks followed, every directory of every
@@ -42,15 +42,21 @@ struct HostUser {
   std::uint32_t uid = 0;
 };
 
-// Why the sandbox of `policy` could change `step` (a directory's entries, the file's content),
-// or nullopt. The sandbox can write only what both allow: the policy (a write rule covering the
-// path, or a filesystem it does not restrict) and the host (root; the owner, whatever the mode
-// bits, which it may change at any time (chmod(2)); for anyone else the group or the other
-// write bit, whatever their groups: the group
-// bits are the mask of any ACL entry (acl(5)), so a named ACL entry can grant write only when
-// the group write bit is set). Linux backends and Seatbelt only take rights away.
+// Why a sandboxed command could have changed `step` (a directory's entries, the file's
+// content), or nullopt. Not only this run's sandbox: an earlier run of the same user with a wider
+// policy (a workspace-write build, danger-full-access) could have written anything the user can
+// write on the host, and what it planted stays. So a step is plantable when the policy lets the
+// sandbox write it (a write rule covering it, or a filesystem it does not restrict), or when the
+// host lets the user write it: root always (CAP_DAC_OVERRIDE: as root nothing on a writable
+// filesystem is safe, so an excluded command never runs unsandboxed for a root-run sbx); the
+// owner, whatever the mode bits, which it may change at any time (chmod(2)); anyone else
+// through the group or the other write bit, whatever their groups (the group bits are the mask
+// of any ACL entry, acl(5), so a named ACL entry can grant write only when the group write bit
+// is set). One exception: a sticky directory the user does not own (/tmp) keeps an entry the
+// user does not own (`next`, the step right below it) from being removed or renamed by the
+// user (unlink(2), rename(2): EPERM), so it is not plantable on the way to that entry.
 std::optional<std::string> plantable(const PathStep& step, const ResolvedPolicy& policy,
-                                     const HostUser& user);
+                                     const HostUser& user, const PathStep* next = nullptr);
 
 // The first `plantable` reason among `steps`, naming the step.
 std::optional<std::string> first_plantable(const std::vector<PathStep>& steps,
@@ -78,6 +84,16 @@ HostUser current_host_user();
 TrustedProgram find_trusted_program(const std::string& command, const std::string& cwd,
                                     const std::string& path_env, const ResolvedPolicy& policy,
                                     const HostUser& user);
+
+// What lies *below* a directory an excluded program reads (its cwd, HOME, XDG_CONFIG_HOME): the
+// first entry a sandboxed command could have changed (plantable, each entry judged as a last
+// step), or a symlink whose target's walk has a plantable step; directories are entered, symlinks
+// are not (their targets are walked). More than `max_entries` entries: refused, as not verified
+// (nullopt only when every entry was judged). The upward walks (walk_path) cannot see a
+// user-owned Makefile or target/ inside a directory the user does not own.
+std::optional<std::string> first_plantable_below(const std::string& dir,
+                                                 const ResolvedPolicy& policy, const HostUser& user,
+                                                 std::size_t max_entries);
 
 // The walk find_trusted_program makes, exposed for tests: every step from "/" to the file or
 // directory `path` (absolute) names, symlinks followed (at most 40, as the kernel's

@@ -140,6 +140,8 @@ struct RunReport {
   // (created_names.hpp); empty when nothing was, or the command did not run sandboxed.
   std::vector<std::string> protected_names_created{};
   bool protected_names_truncated = false;  // the walk hit its bounds: the list may be short
+  // Directories the walk could not read (each also sets protected_names_truncated).
+  std::vector<std::string> protected_names_unreadable{};
   // The resource limit that ended the run: "timeout", "memory", "processes", "cpu_seconds",
   // "file_size_bytes"; nullopt when none did (or it could not be told: run_limits.hpp).
   std::optional<std::string> limit_hit{};
@@ -159,6 +161,7 @@ struct RunReport {
 // {"should_sandbox","reason","backend","final","allow_unsandboxed_used","dry_run",
 //  "exit":{"code","signal","shell_code"}|null,"error":string|null,
 //  "protected_names_created":[path...],"protected_names_truncated":bool,
+//  "protected_names_unreadable":[path...],
 //  "limit_hit":string|null,"excluded_by":[pattern...]}
 std::string run_to_json(const RunReport& report, JsonStyle style);
 
