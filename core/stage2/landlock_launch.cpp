@@ -45,6 +45,7 @@
 #include <optional>
 
 #include "metadata_notify.hpp"
+#include "sbx/sdk/inherited_sockets.hpp"
 #include "sbx/sdk/posix_child.hpp"
 #include "seccomp_programs.hpp"
 
@@ -797,23 +798,13 @@ void wait_supervisor(int pidfd, int signals) {
 }
 
 // The command inherits descriptors 0-2 and nothing else (every other one is close-on-exec). A
-// unix datagram socket among them could send to any host socket by the path in each sendmsg,
-// which neither seccomp (it cannot read msg_name) nor Landlock (up to ABI 7) sees, while the
-// filter refuses making one inside: the run is refused instead, as under bwrap. SO_TYPE says
-// SOCK_DGRAM for a socket made as SOCK_RAW too (unix_create() changes the type).
+// socket among them that is not a connected stream socket could reach host sockets or
+// addresses (by the path in each sendmsg, which neither seccomp nor Landlock up to ABI 7 sees,
+// or by connecting it): the run is refused instead, as under bwrap.
 Status check_inherited_descriptors() {
-  for (int fd = 0; fd <= 2; ++fd) {
-    int domain = 0;
-    int type = 0;
-    socklen_t size = sizeof domain;
-    if (::getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &size) != 0) continue;  // not a socket
-    size = sizeof type;
-    if (domain == AF_UNIX && ::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &size) == 0 &&
-        type == SOCK_DGRAM)
-      return Error{"landlock: descriptor " + std::to_string(fd) +
-                   " is a unix datagram socket, which could send to any host socket from inside "
-                   "the sandbox; give the command a pipe, a file or a stream socket instead"};
-  }
+  // sbx/sdk/inherited_sockets.hpp says which sockets may go into the sandbox, and why.
+  if (std::optional<std::string> why = inherited::check_standard_descriptors("landlock"))
+    return Error{*why};
   return {};
 }
 

@@ -53,6 +53,7 @@
 #include "sbx/bwrap/direct.hpp"
 #include "sbx/bwrap/seccomp_fds.hpp"
 #include "sbx/bwrap/unix_supervisor.hpp"
+#include "sbx/sdk/inherited_sockets.hpp"
 #include "sbx/sdk/posix_child.hpp"
 #include "write_layer.hpp"
 
@@ -479,23 +480,14 @@ bool has_proc_mount(const std::vector<std::string>& argv) {
 // the environment on kEnvFd, and stage 2 told where its ready pipe and mount list are. The
 // mount list needs a procfs inside (stage 2 reads /proc/self/mountinfo); with the empty-/proc
 // fallback there is none, and only the descriptors guard the binds.
-// The command inherits stdin, stdout and stderr and nothing else. A unix datagram socket among
-// them could send to any socket path on every message, which the supervisor does not see (it
-// sees no send: it makes sure no such socket exists inside, refusing socket() and making
-// datagram socketpairs seqpacket ones): the run is refused instead.
+// The command inherits stdin, stdout and stderr and nothing else. A socket among them was made
+// in the caller's network namespace: unless it is a connected stream socket it could reach the
+// host (a datagram socket names a destination on every send, which the supervisor never sees;
+// an unconnected one connects in the host's namespace): the run is refused instead.
 Status check_inherited_descriptors() {
-  for (int fd = 0; fd <= 2; ++fd) {
-    int domain = 0;
-    int type = 0;
-    socklen_t size = sizeof domain;
-    if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &size) != 0) continue;  // not a socket
-    size = sizeof type;
-    if (domain == AF_UNIX && getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &size) == 0 &&
-        type == SOCK_DGRAM)
-      return Error{"bwrap: descriptor " + std::to_string(fd) +
-                   " is a unix datagram socket, which could send to any host socket from inside "
-                   "the sandbox; give the command a pipe, a file or a stream socket instead"};
-  }
+  // sbx/sdk/inherited_sockets.hpp says which sockets may go into the sandbox, and why.
+  if (std::optional<std::string> why = inherited::check_standard_descriptors("bwrap"))
+    return Error{*why};
   return {};
 }
 

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <netinet/in.h>
 #include <unistd.h>
 
 #include <boost/json.hpp>
@@ -19,6 +20,7 @@
 #include <sstream>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "sbx_test/files.hpp"
@@ -280,40 +282,90 @@ TEST_P(UnixDatagramStderr, RefusedDatagramSocketIsOneStderrLineWithoutJson) {
 // or the user.
 class InheritedDescriptors : public UnixDatagrams {};
 
+// Runs `sbx exec -- /bin/echo RAN` with `fd0` as its descriptor 0; exit status and output.
+std::pair<int, std::string> run_with_stdin(const std::string& backend, const std::string& policy,
+                                           const std::string& cwd, int fd0) {
+  int out[2];
+  if (::pipe(out) != 0) return {-1, "pipe failed"};
+  const std::vector<std::string> argv = {sbx_path(), "--backends", backend, "exec", "--policy",
+                                         policy,     "--cwd",      cwd,     "--",   "/bin/echo",
+                                         "RAN"};
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(fd0, 0);
+    ::dup2(out[1], 1);
+    ::dup2(out[1], 2);
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  ::close(out[1]);
+  std::string text;
+  char buffer[4096];
+  for (ssize_t n; (n = ::read(out[0], buffer, sizeof buffer)) > 0;)
+    text.append(buffer, static_cast<std::size_t>(n));
+  ::close(out[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), text};
+}
+
 TEST_P(InheritedDescriptors, InheritedDatagramSocketRefusesTheRun) {
   for (const int type : {SOCK_DGRAM, SOCK_RAW}) {
     int pair[2];
     ASSERT_EQ(::socketpair(AF_UNIX, type, 0, pair), 0);
-    int out[2];
-    ASSERT_EQ(::pipe(out), 0);
-    const std::vector<std::string> argv = {sbx_path(), "--backends",  backend(), "exec",
-                                           "--policy", policy_file(), "--cwd",   ws_.path(),
-                                           "--",       "/bin/echo",   "RAN"};
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      ::dup2(pair[1], 0);
-      ::dup2(out[1], 1);
-      ::dup2(out[1], 2);
-      std::vector<char*> args;
-      for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-      args.push_back(nullptr);
-      ::execv(args[0], args.data());
-      ::_exit(127);
-    }
-    ::close(out[1]);
-    ::close(pair[1]);
-    std::string text;
-    char buffer[4096];
-    for (ssize_t n; (n = ::read(out[0], buffer, sizeof buffer)) > 0;)
-      text.append(buffer, static_cast<std::size_t>(n));
-    ::close(out[0]);
+    const auto [code, text] = run_with_stdin(backend(), policy_file(), ws_.path(), pair[1]);
     ::close(pair[0]);
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 125) << text;
+    ::close(pair[1]);
+    EXPECT_EQ(code, 125) << text;
     EXPECT_NE(text.find("descriptor 0 is a unix datagram socket"), std::string::npos) << text;
     EXPECT_EQ(text.find("RAN"), std::string::npos) << text;
   }
+}
+
+// A socket the caller leaves unconnected (or listening, or an inet datagram one) on descriptor
+// 0 belongs to the caller's network namespace: connected from inside it reached a host loopback
+// listener, host abstract and pathname unix sockets (issue #32, third review). Refused; a
+// connected stream socket, which cannot be pointed anywhere new, still runs the command.
+TEST_P(InheritedDescriptors, AnUnconnectedOrListeningSocketRefusesTheRunAConnectedOneRuns) {
+  struct Attempt {
+    int domain;
+    int type;
+    bool listen;
+    const char* said;
+  };
+  for (const Attempt& a : {Attempt{AF_INET, SOCK_STREAM, false, "unconnected IPv4 socket"},
+                           Attempt{AF_INET, SOCK_DGRAM, false, "IPv4 datagram socket"},
+                           Attempt{AF_INET6, SOCK_DGRAM, false, "IPv6 datagram socket"},
+                           Attempt{AF_UNIX, SOCK_STREAM, false, "unconnected unix socket"},
+                           Attempt{AF_UNIX, SOCK_SEQPACKET, false, "unconnected unix socket"},
+                           Attempt{AF_INET, SOCK_STREAM, true, "listening IPv4 socket"}}) {
+    const int fd = ::socket(a.domain, a.type, 0);
+    if (fd < 0 && a.domain == AF_INET6) continue;  // no IPv6 on this host: the IPv4 rows stand
+    ASSERT_GE(fd, 0) << a.said << ": " << std::strerror(errno);
+    if (a.listen) {
+      sockaddr_in any{};
+      any.sin_family = AF_INET;
+      any.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&any), sizeof any), 0);
+      ASSERT_EQ(::listen(fd, 1), 0);
+    }
+    const auto [code, text] = run_with_stdin(backend(), policy_file(), ws_.path(), fd);
+    ::close(fd);
+    EXPECT_EQ(code, 125) << a.said << ": " << text;
+    EXPECT_NE(text.find("descriptor 0 is "), std::string::npos) << text;
+    EXPECT_NE(text.find(a.said), std::string::npos) << text;
+    EXPECT_EQ(text.find("RAN"), std::string::npos) << a.said << ": " << text;
+  }
+  int pair[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, pair), 0);
+  const auto [code, text] = run_with_stdin(backend(), policy_file(), ws_.path(), pair[1]);
+  ::close(pair[0]);
+  ::close(pair[1]);
+  EXPECT_EQ(code, 0) << text;
+  EXPECT_NE(text.find("RAN"), std::string::npos) << text;
 }
 
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
