@@ -108,22 +108,30 @@ bool same_identity(const Identity& recorded, const Identity& now) {
   return recorded.ctime_sec == now.ctime_sec && recorded.ctime_nsec == now.ctime_nsec;
 }
 
+bool in_directory_every_user_writes(const std::string& path);
+
 // The state directory may lie where a sandboxed command of this user can write (a Landlock run
 // whose writable roots include it), so nothing in it is trusted to be what sbx left there:
 // markers are created with O_EXCL|O_NOFOLLOW (a planted symlink cannot make sbx write through
 // it) and read only if they are regular files of ours. Format:
-// "b dev ino type has_btime btime_sec btime_nsec ctime_sec ctime_nsec\n" then the mount point's
-// path. Earlier versions wrote "dev ino ctime_sec ctime_nsec\n<path>"; such a record (a killed
-// run of an older sbx) is still read, and matched by change time.
+// "dev ino ctime_sec ctime_nsec type has_btime btime_sec btime_nsec\n" then the mount point's
+// path. The first four fields and the path are what earlier versions wrote and read, so an
+// earlier sbx of this user sweeping the registry (it shares the state directory) still removes
+// an unchanged mount point by its change time instead of dropping the record as stale and
+// leaving the socket for good. Except in a directory every user may write: an earlier version
+// takes no lock there for other users' runs (writable_by_every_user), so such a record starts
+// with "b " and is dropped as unreadable by an earlier sweep, which then leaves the socket.
+// Earlier versions' own records (four fields) are matched by change time.
 bool write_marker(const std::string& marker, const std::string& path, const Identity& id) {
   ::unlink(marker.c_str());  // a stale record of an earlier inode at this path
   const int fd = ::open(marker.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return false;
-  const std::string text = "b " + std::to_string(id.dev) + ' ' + std::to_string(id.ino) + ' ' +
-                           std::to_string(id.type) + ' ' + (id.has_btime ? "1 " : "0 ") +
+  const std::string prefix = in_directory_every_user_writes(path) ? "b " : "";
+  const std::string text = prefix + std::to_string(id.dev) + ' ' + std::to_string(id.ino) + ' ' +
+                           std::to_string(id.ctime_sec) + ' ' + std::to_string(id.ctime_nsec) +
+                           ' ' + std::to_string(id.type) + ' ' + (id.has_btime ? "1 " : "0 ") +
                            std::to_string(id.btime_sec) + ' ' + std::to_string(id.btime_nsec) +
-                           ' ' + std::to_string(id.ctime_sec) + ' ' +
-                           std::to_string(id.ctime_nsec) + '\n' + path;
+                           '\n' + path;
   const ssize_t written = ::write(fd, text.data(), text.size());
   ::close(fd);
   // A short marker is unreadable later: the mount point is then kept, not removed.
@@ -135,19 +143,23 @@ struct Marker {
   std::string path;
 };
 
-// The identity in the first line of a marker, either format.
+// The identity in the first line of a marker: eight fields (optionally after "b "), or the
+// four of earlier versions (type 0: not checked; no birth time: matched by change time).
 bool parse_identity(const std::string& text, Identity& id) {
+  const char* line = text.rfind("b ", 0) == 0 ? text.c_str() + 2 : text.c_str();
+  const std::string first = std::string(line).substr(0, std::string(line).find('\n'));
   int has_btime = 0;
-  if (text.rfind("b ", 0) == 0) {
-    if (std::sscanf(text.c_str() + 2, "%llu %llu %u %d %lld %lld %lld %lld", &id.dev, &id.ino,
-                    &id.type, &has_btime, &id.btime_sec, &id.btime_nsec, &id.ctime_sec,
-                    &id.ctime_nsec) != 8)
-      return false;
-    id.has_btime = has_btime == 1;
-    return id.type != 0;
+  char rest = 0;
+  const int fields = std::sscanf(first.c_str(), "%llu %llu %lld %lld %u %d %lld %lld %c", &id.dev,
+                                 &id.ino, &id.ctime_sec, &id.ctime_nsec, &id.type, &has_btime,
+                                 &id.btime_sec, &id.btime_nsec, &rest);
+  if (fields == 4) {
+    id.type = 0;
+    return true;
   }
-  return std::sscanf(text.c_str(), "%llu %llu %lld %lld", &id.dev, &id.ino, &id.ctime_sec,
-                     &id.ctime_nsec) == 4;
+  if (fields != 8 || id.type == 0) return false;
+  id.has_btime = has_btime == 1;
+  return true;
 }
 
 // The record in `marker` if it is a regular file owned by this user whose path hashes to the

@@ -204,6 +204,51 @@ TEST_P(MountPointLeftovers, AKilledRunsMountPointsInADirectoryMadeReadOnlyAreSwe
   ::chmod(ws.path().c_str(), 0755);
 }
 
+// A mount point that cannot be removed at the end of the run (here: the workspace made
+// immutable from the host during the run, `chattr +i`; the same for a directory of another user
+// or a read-only filesystem) is not dropped: sbx warns with the path and what to do, keeps its
+// record, and a later run removes it once it can. User 65534's registry is private to this test
+// process (root's, /run/sbx-bwrap, is swept by every other sbx build run as root on the host).
+TEST(MountPointKept, OneThatCannotBeRemovedIsWarnedAboutAndRemovedByALaterRun) {
+  if (!exists(sbx_path())) GTEST_SKIP() << "no installed sbx at " << sbx_path();
+  const Identity who = Identity::kUnprivileged;
+  SBX_REQUIRE_IDENTITY(who, "bwrap");
+  TempDir conf, ws, next_ws;
+  const RunResult probe = run({"/usr/bin/chattr", "+i", next_ws.path()}, base_env());
+  if (probe.code != 0) GTEST_SKIP() << "chattr +i does not work here: " << describe(probe);
+  run({"/usr/bin/chattr", "-i", next_ws.path()}, base_env());
+  const std::string policy = write_policy(conf);
+  give_to(who, conf.path());
+  give_to(who, ws.path());
+  give_to(who, next_ws.path());
+  // The go file is outside the workspace (readable inside): the workspace is immutable then.
+  const pid_t sbx =
+      start_exec(who, policy, ws.path(),
+                 "echo up > ready; i=0; while [ ! -e " + conf / "go" +
+                     " ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done",
+                 conf / "sbx.log");
+  ASSERT_TRUE(eventually([&] { return exists(ws / "ready"); }, 30))
+      << read_file(conf / "sbx.log");
+  const RunResult immutable = run({"/usr/bin/chattr", "+i", ws.path()}, base_env());
+  ASSERT_EQ(immutable.code, 0) << describe(immutable);
+  write_file(conf / "go", "go\n");
+  const int code = wait_exit(sbx, 60);
+  run({"/usr/bin/chattr", "-i", ws.path()}, base_env());
+  const std::string log = read_file(conf / "sbx.log");
+  EXPECT_EQ(code, 0) << log;
+  EXPECT_NE(log.find("sbx: warning: bwrap: could not remove the mount point '" + ws.path() +
+                     "/.git'"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(socket_names_in(ws.path()), ".git(socket) .codex(socket) .agents(socket) ");
+  const RunResult next =
+      exec_as(who, "bwrap", {"--policy", policy}, next_ws.path(), {"/bin/true"}, env_for(who));
+  EXPECT_EQ(next.code, 0) << describe(next);
+  EXPECT_EQ(next.err.find("warning"), std::string::npos) << describe(next);
+  EXPECT_EQ(socket_names_in(ws.path()), "") << "the kept record was not acted on";
+  EXPECT_EQ(listing(ws.path()), std::vector<std::string>{"ready"});
+}
+
 INSTANTIATE_TEST_SUITE_P(Identities, MountPointLeftovers, ::testing::ValuesIn(kIdentities),
                          identity_test_name);
 
@@ -213,12 +258,14 @@ void make_sticky_shared(const TempDir& dir) {
   ASSERT_EQ(::chmod(dir.path().c_str(), 01777), 0);
 }
 
-// Runs of root and of user 65534 side by side with the same directory every user may write:
+// Runs of user 65534 and of root side by side with the same directory every user may write:
 // the mount points there go when the last run of either user ends, never while the other's
 // run relies on them (its command still cannot create the names), and afterwards another user
-// can `git init` there and make `.codex`. Before, they stayed for good, owned by whichever
-// user's run made them: `git init` of another user failed on the socket, and in a sticky
-// directory only its owner can remove it.
+// can `git init` there. Before, they stayed for good, owned by whichever user's run made them:
+// `git init` of another user failed on the socket, and in a sticky directory only its owner can
+// remove it. The user's run makes them (its registry is private to this test process; root's,
+// /run/sbx-bwrap, is shared with every other sbx build run as root on the host, whose sweeps
+// this test must not depend on).
 TEST(SharedDirectoryMountPoints, GoWhenTheLastRunOfAnyUserEndsAndNeverBefore) {
   if (!exists(sbx_path())) GTEST_SKIP() << "no installed sbx at " << sbx_path();
   SBX_REQUIRE_IDENTITY(Identity::kRoot, "bwrap");
@@ -232,43 +279,40 @@ TEST(SharedDirectoryMountPoints, GoWhenTheLastRunOfAnyUserEndsAndNeverBefore) {
   const std::string wait_for_go =
       "echo up > ready; i=0; while [ ! -e go ] && [ $i -lt 600 ]; do sleep 0.05; "
       "i=$((i+1)); done; ";
-  const pid_t root_run = start_exec(Identity::kRoot, root_policy, root_ws.path(), wait_for_go,
-                                    root_conf / "sbx.log");
-  ASSERT_TRUE(eventually([&] { return exists(root_ws / "ready"); }, 30))
-      << read_file(root_conf / "sbx.log");
-  const pid_t user_run = start_exec(
-      Identity::kUnprivileged, user_policy, user_ws.path(),
-      wait_for_go + "mkdir " + shared.path() + "/.codex 2>/dev/null && echo CREATED; true",
-      user_conf / "sbx.log");
+  const pid_t user_run = start_exec(Identity::kUnprivileged, user_policy, user_ws.path(),
+                                    wait_for_go, user_conf / "sbx.log");
   ASSERT_TRUE(eventually([&] { return exists(user_ws / "ready"); }, 30))
       << read_file(user_conf / "sbx.log");
+  struct stat made {};
+  ASSERT_EQ(::lstat((shared / ".git").c_str(), &made), 0);
+  EXPECT_EQ(made.st_uid, uid_of(Identity::kUnprivileged)) << "not made by the user's run";
+  const pid_t root_run = start_exec(
+      Identity::kRoot, root_policy, root_ws.path(),
+      wait_for_go + "mkdir " + shared.path() + "/.codex 2>/dev/null && echo CREATED; true",
+      root_conf / "sbx.log");
+  ASSERT_TRUE(eventually([&] { return exists(root_ws / "ready"); }, 30))
+      << read_file(root_conf / "sbx.log");
   EXPECT_EQ(socket_names_in(shared.path()), ".git(socket) .codex(socket) .agents(socket) ");
-  // Root's run ends first: the user's run still relies on the mount points.
-  write_file(root_ws / "go", "go\n");
-  EXPECT_EQ(wait_exit(root_run, 60), 0) << read_file(root_conf / "sbx.log");
-  EXPECT_EQ(socket_names_in(shared.path()), ".git(socket) .codex(socket) .agents(socket) ")
-      << "removed while the other user's run relied on them";
+  // The user's run (which made them) ends first: root's run still relies on the mount points.
   write_file(user_ws / "go", "go\n");
   EXPECT_EQ(wait_exit(user_run, 60), 0) << read_file(user_conf / "sbx.log");
-  const std::string user_log = read_file(user_conf / "sbx.log");
-  EXPECT_EQ(user_log.find("CREATED"), std::string::npos)
-      << "the user's mask was detached: " << user_log;
-  // Whoever made them: the run that made them, or its user's next run, removes them. The user's
-  // own were removed at its end; root's (made first) by root's next run's sweep.
-  const RunResult root_next = exec_as(Identity::kRoot, "bwrap", {"--policy", root_policy},
-                                      root_ws.path(), {"/bin/true"}, env_for(Identity::kRoot));
-  EXPECT_EQ(root_next.code, 0) << describe(root_next);
+  EXPECT_EQ(socket_names_in(shared.path()), ".git(socket) .codex(socket) .agents(socket) ")
+      << "removed while the other user's run relied on them";
+  write_file(root_ws / "go", "go\n");
+  EXPECT_EQ(wait_exit(root_run, 60), 0) << read_file(root_conf / "sbx.log");
+  const std::string root_log = read_file(root_conf / "sbx.log");
+  EXPECT_EQ(root_log.find("CREATED"), std::string::npos)
+      << "root's mask was detached: " << root_log;
+  // The user's record stayed (root's run held the directory): the user's next run removes them.
   const RunResult user_next =
       exec_as(Identity::kUnprivileged, "bwrap", {"--policy", user_policy}, user_ws.path(),
               {"/bin/true"}, env_for(Identity::kUnprivileged));
   EXPECT_EQ(user_next.code, 0) << describe(user_next);
   EXPECT_EQ(socket_names_in(shared.path()), "") << "left in the shared directory for good";
   EXPECT_TRUE(listing(shared.path()).empty());
-  // Another user's programs are not blocked there.
-  const RunResult init =
-      run_as(Identity::kUnprivileged, {"/usr/bin/git", "init", "-q", shared.path()},
-             {"PATH=/usr/bin:/bin", "HOME=" + home_of(Identity::kUnprivileged),
-              "GIT_CONFIG_NOSYSTEM=1"});
+  // Another user's programs are not blocked there (root's, and the user's own).
+  const RunResult init = run({"/usr/bin/git", "init", "-q", shared.path()},
+                             {"PATH=/usr/bin:/bin", "HOME=/root", "GIT_CONFIG_NOSYSTEM=1"});
   EXPECT_EQ(init.code, 0) << describe(init);
 }
 
