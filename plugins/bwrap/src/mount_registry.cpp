@@ -253,12 +253,14 @@ std::optional<mode_t> open_up_own_directory(int dir) {
   return mode;
 }
 
-// Gives `dir` back the mode open_up_own_directory found, unless someone changed it meanwhile
-// (their mode wins: a concurrent chmod by the user is not undone).
+// Gives `dir` back the mode open_up_own_directory found, unless someone changed its permission
+// bits meanwhile (their mode wins: a concurrent chmod by the user is not undone). Only the
+// permission bits are compared: chmod(2) by an owner outside the directory's group clears its
+// set-group-ID bit, which must not keep the directory writable.
 void restore_mode(int dir, mode_t before) {
   struct stat st {};
-  const mode_t opened = before | S_IWUSR | S_IXUSR;
-  if (::fstat(dir, &st) == 0 && (st.st_mode & 07777) == opened)
+  const mode_t opened = (before | S_IWUSR | S_IXUSR) & 0777;
+  if (::fstat(dir, &st) == 0 && (st.st_mode & 0777) == opened)
     (void)::chmod(fd_path(dir).c_str(), before);
 }
 
