@@ -1,6 +1,7 @@
 // The host-facing pieces of the bwrap backend: the deny-glob matcher and expansion, the
 // mount-point registry, and the trusted-bwrap lookup.
 #include <fcntl.h>
+#include <grp.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/file.h>
@@ -210,6 +211,73 @@ TEST(BwrapMountRegistry, APersonsFileOnAReusedInodeNumberIsNeverRemoved) {
               persons.st_ino == made.st_ino ? "reuses" : "does not reuse");
   EXPECT_TRUE(run.release_and_cleanup().empty());
   EXPECT_TRUE(fs::is_socket(fs::symlink_status(codex))) << "a person's socket was removed";
+}
+
+// The user's own directory made read-only during the run (a sandboxed `chmod 555 .`): the owner's
+// write bit is added for the unlink and the mode given back. A directory of someone else that
+// the user may write only through its group is never chmodded: when it turns read-only, the
+// mount point stays recorded, kept() says why, and the directory's mode is untouched. Run as
+// user 65534 in a child (root passes every permission check, CAP_DAC_OVERRIDE).
+TEST(BwrapMountRegistry, OnlyTheUsersOwnReadOnlyDirectoryIsOpenedForTheUnlink) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to become user 65534 in a child";
+  Scratch top;
+  ASSERT_EQ(::chmod(top.path().c_str(), 0755), 0);
+  const std::string state = top.path() + "/state";
+  const std::string own = top.path() + "/own";
+  const std::string theirs = top.path() + "/theirs";
+  ASSERT_EQ(::mkdir(state.c_str(), 0700), 0);
+  ASSERT_EQ(::mkdir(own.c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir(theirs.c_str(), 0770), 0);
+  ASSERT_EQ(::chown(state.c_str(), 65534, 65534), 0);
+  ASSERT_EQ(::chown(own.c_str(), 65534, 65534), 0);
+  ASSERT_EQ(::chown(theirs.c_str(), 0, 65534), 0);  // root's, the user writes through the group
+  ASSERT_EQ(::chmod(theirs.c_str(), 0770), 0);  // mkdir's mode went through the umask
+  int to_child[2];
+  int from_child[2];
+  ASSERT_EQ(::pipe(to_child), 0);
+  ASSERT_EQ(::pipe(from_child), 0);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const gid_t group = 65534;
+    if (::setgroups(1, &group) != 0 || ::setresgid(65534, 65534, 65534) != 0 ||
+        ::setresuid(65534, 65534, 65534) != 0)
+      ::_exit(10);
+    ::close(to_child[1]);
+    ::close(from_child[0]);
+    MountRegistry run;
+    if (!run.acquire(state, {own + "/.codex", theirs + "/.codex"}, {}).ok()) ::_exit(11);
+    char byte = 'a';
+    if (::write(from_child[1], &byte, 1) != 1 || ::read(to_child[0], &byte, 1) != 1) ::_exit(12);
+    // Both made read-only by now (the own one by the sandboxed command, root's by its owner).
+    const std::vector<std::string> removed = run.release_and_cleanup();
+    if (removed != std::vector<std::string>{own + "/.codex"}) ::_exit(13);
+    if (run.kept().size() != 1 || run.kept()[0].find(theirs + "/.codex") == std::string::npos)
+      ::_exit(14);
+    ::_exit(0);
+  }
+  ::close(to_child[0]);
+  ::close(from_child[1]);
+  char byte = 0;
+  ASSERT_EQ(::read(from_child[0], &byte, 1), 1);
+  ASSERT_TRUE(fs::is_socket(fs::symlink_status(own + "/.codex")));
+  ASSERT_TRUE(fs::is_socket(fs::symlink_status(theirs + "/.codex")));
+  ASSERT_EQ(::chmod(own.c_str(), 0555), 0);
+  ASSERT_EQ(::chmod(theirs.c_str(), 0750), 0);
+  ASSERT_EQ(::write(to_child[1], &byte, 1), 1);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "child status " << status << " (10 setuid, 11 acquire, 12 pipe, 13 removed, 14 kept)";
+  EXPECT_FALSE(fs::exists(fs::symlink_status(own + "/.codex"))) << "the own one stayed";
+  struct stat st {};
+  ASSERT_EQ(::stat(own.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0555u) << "the user's mode was not given back";
+  EXPECT_TRUE(fs::is_socket(fs::symlink_status(theirs + "/.codex")));
+  ASSERT_EQ(::stat(theirs.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0750u) << "another user's directory was chmodded";
+  ::close(to_child[1]);
+  ::close(from_child[0]);
+  fs::remove(theirs + "/.codex");
 }
 
 // A file with content or a directory a person put in the mount point's place during the run
