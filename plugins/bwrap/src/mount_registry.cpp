@@ -315,8 +315,7 @@ bool mark_existing(const std::string& marker, const std::string& path) {
   const int parent = open_parent_no_symlinks(path, name);
   if (parent < 0) return false;
   const std::optional<Identity> id = identity_at(parent, name);
-  const bool marked =
-      id && is_empty_file(*id) && write_marker(marker, path, *id);
+  const bool marked = id && is_empty_file(*id) && write_marker(marker, path, *id);
   ::close(parent);
   return marked;
 }
@@ -489,8 +488,8 @@ std::optional<Identity> identity_no_follow(const std::string& path) {
 // removed (acquire refuses what bwrap cannot mount on). kNotMade (a symlink on the way, or
 // another error): bwrap makes it or reports its own error, and the run records it when it ends
 // (release_and_cleanup).
-MountRegistry::Made MountRegistry::make_and_mark(const std::string& marker,
-                                                 const std::string& path, bool unrecorded) {
+MountRegistry::Made MountRegistry::make_and_mark(const std::string& marker, const std::string& path,
+                                                 bool unrecorded) {
   std::string name;
   const int parent = open_parent_no_symlinks(path, name);
   if (parent < 0) return Made::kNotMade;
