@@ -125,6 +125,7 @@ class BwrapBackend final : public Backend {
       host().report_network_refusal(refusal.kind, refusal.address);
     for (const std::string& removed : registry.release_and_cleanup())
       host().log(SBX_LOG_DEBUG, "bwrap: removed mount point " + removed);
+    for (const std::string& why : registry.kept()) host().log(SBX_LOG_WARN, "bwrap: " + why);
     return status;
   }
 
@@ -142,8 +143,10 @@ class BwrapBackend final : public Backend {
       facts.state_dir = *state;
       // Before the host is looked at: what killed runs left behind is removed first, so this
       // run's plan sees the host as it really is (and makes its own, recorded, mount points).
-      for (const std::string& removed : sweep_stale_entries(facts.state_dir))
+      std::vector<std::string> kept;
+      for (const std::string& removed : sweep_stale_entries(facts.state_dir, &kept))
         host().log(SBX_LOG_DEBUG, "bwrap: removed a killed run's mount point " + removed);
+      for (const std::string& why : kept) host().log(SBX_LOG_WARN, "bwrap: " + why);
     } else {
       context.no_state_dir_reason = state.error();
     }

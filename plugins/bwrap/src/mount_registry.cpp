@@ -5,15 +5,16 @@
 // workspace is a writable bind of the host directory, so the mount point has to be made on the
 // host: a socket inode (make_and_mark says why not a directory or a regular file). Nothing
 // inside the sandbox can remove it (a mount point is busy), but after the run it must go, or
-// the host keeps a `.codex` — except in a directory every user may write, such as /tmp, where it
-// stays on purpose (writable_by_every_user says why).
+// the host keeps a `.codex`; in a directory every user may write, such as /tmp, only once no
+// run of any user relies on it (writable_by_every_user says how).
 //
 // Why locks: runs in the same workspace overlap. Removing a mount point on the host detaches
 // the mount in every other namespace (Linux >= 3.18), so removing it while another run still
 // relies on the mask would let that run create the protected name. Each run holds a shared
 // flock per mount point for its whole duration; whoever finds itself last (an exclusive flock
 // succeeds) removes the mount point, and only if it is still the empty inode the run made
-// (recorded in a marker file), never a file or directory a person created meanwhile.
+// (recorded in a marker file by inode, type and birth time: Identity), never a file or
+// directory a person created meanwhile.
 //
 // Why the run makes the mount point itself, before bwrap: the marker must exist while the run
 // does, so that a run killed with SIGKILL (no cleanup) still leaves a record the next run can
@@ -25,6 +26,7 @@
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -33,6 +35,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -53,38 +56,81 @@ std::string hash_name(const std::string& path) {
   return buf;
 }
 
-// What a marker records: the mount point's identity. dev+ino alone could match a directory a
-// person made later on a reused inode number; the change time (ns) tells them apart.
+// What a marker records: the mount point's identity. dev+ino alone could match a file a person
+// made later on a reused inode number (after the mount point was removed by someone else), so
+// the identity also holds what tells two inodes at one number apart: the birth time (statx(2)
+// STX_BTIME, nanoseconds; ext4, xfs, btrfs, tmpfs on Linux >= 6.x report it) and the file type.
+// Not the change time: a chown or chmod of the mount point (a `chown -R` of the workspace during
+// the run) changes it, and a mount point recorded by its change time was then kept on the host
+// for good. The birth time never changes for an inode, and a person's file on a reused inode
+// number is born later. On a filesystem without birth times the change time is all there is
+// (then a chown or chmod of the mount point during the run keeps it on the host; see README).
 struct Identity {
   unsigned long long dev = 0;
   unsigned long long ino = 0;
+  unsigned type = 0;  // S_IFMT bits; 0 in records of earlier versions (type not checked)
+  bool has_btime = false;
+  long long btime_sec = 0;
+  long long btime_nsec = 0;
   long long ctime_sec = 0;
   long long ctime_nsec = 0;
+  unsigned long long size = 0;  // not recorded: a mount point that is a file is empty
 };
 
-Identity identity_of(const struct stat& st) {
-  return Identity{static_cast<unsigned long long>(st.st_dev),
-                  static_cast<unsigned long long>(st.st_ino),
-                  static_cast<long long>(st.st_ctim.tv_sec),
-                  static_cast<long long>(st.st_ctim.tv_nsec)};
+// The identity of `name` in the directory `dir` (the name not followed). statx(2), Linux 4.11.
+std::optional<Identity> identity_at(int dir, const std::string& name) {
+  struct statx stx {};
+  if (::statx(dir, name.c_str(), AT_SYMLINK_NOFOLLOW | AT_STATX_SYNC_AS_STAT,
+              STATX_BASIC_STATS | STATX_BTIME, &stx) != 0)
+    return std::nullopt;
+  Identity id;
+  id.dev = static_cast<unsigned long long>(makedev(stx.stx_dev_major, stx.stx_dev_minor));
+  id.ino = stx.stx_ino;
+  id.type = stx.stx_mode & S_IFMT;
+  id.has_btime = (stx.stx_mask & STATX_BTIME) != 0;
+  if (id.has_btime) {
+    id.btime_sec = stx.stx_btime.tv_sec;
+    id.btime_nsec = stx.stx_btime.tv_nsec;
+  }
+  id.ctime_sec = stx.stx_ctime.tv_sec;
+  id.ctime_nsec = stx.stx_ctime.tv_nsec;
+  id.size = stx.stx_size;
+  return id;
 }
 
-bool same_identity(const Identity& a, const Identity& b) {
-  return a.dev == b.dev && a.ino == b.ino && a.ctime_sec == b.ctime_sec &&
-         a.ctime_nsec == b.ctime_nsec;
+// Same inode, and the same one that was recorded: by birth time when both sides have one,
+// else (a filesystem without birth times, a record of an earlier version) by change time.
+bool same_identity(const Identity& recorded, const Identity& now) {
+  if (recorded.dev != now.dev || recorded.ino != now.ino) return false;
+  if (recorded.type != 0 && recorded.type != now.type) return false;
+  if (recorded.has_btime && now.has_btime)
+    return recorded.btime_sec == now.btime_sec && recorded.btime_nsec == now.btime_nsec;
+  return recorded.ctime_sec == now.ctime_sec && recorded.ctime_nsec == now.ctime_nsec;
 }
+
+bool in_directory_every_user_writes(const std::string& path);
 
 // The state directory may lie where a sandboxed command of this user can write (a Landlock run
 // whose writable roots include it), so nothing in it is trusted to be what sbx left there:
 // markers are created with O_EXCL|O_NOFOLLOW (a planted symlink cannot make sbx write through
-// it) and read only if they are regular files of ours. Format: "dev ino ctime_sec ctime_nsec\n"
-// then the mount point's path.
+// it) and read only if they are regular files of ours. Format:
+// "dev ino ctime_sec ctime_nsec type has_btime btime_sec btime_nsec\n" then the mount point's
+// path. The first four fields and the path are what earlier versions wrote and read, so an
+// earlier sbx of this user sweeping the registry (it shares the state directory) still removes
+// an unchanged mount point by its change time instead of dropping the record as stale and
+// leaving the socket for good. Except in a directory every user may write: an earlier version
+// takes no lock there for other users' runs (writable_by_every_user), so such a record starts
+// with "b " and is dropped as unreadable by an earlier sweep, which then leaves the socket.
+// Earlier versions' own records (four fields) are matched by change time.
 bool write_marker(const std::string& marker, const std::string& path, const Identity& id) {
   ::unlink(marker.c_str());  // a stale record of an earlier inode at this path
   const int fd = ::open(marker.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return false;
-  const std::string text = std::to_string(id.dev) + ' ' + std::to_string(id.ino) + ' ' +
+  const std::string prefix = in_directory_every_user_writes(path) ? "b " : "";
+  const std::string text = prefix + std::to_string(id.dev) + ' ' + std::to_string(id.ino) + ' ' +
                            std::to_string(id.ctime_sec) + ' ' + std::to_string(id.ctime_nsec) +
+                           ' ' + std::to_string(id.type) + ' ' + (id.has_btime ? "1 " : "0 ") +
+                           std::to_string(id.btime_sec) + ' ' + std::to_string(id.btime_nsec) +
                            '\n' + path;
   const ssize_t written = ::write(fd, text.data(), text.size());
   ::close(fd);
@@ -96,6 +142,25 @@ struct Marker {
   Identity id;
   std::string path;
 };
+
+// The identity in the first line of a marker: eight fields (optionally after "b "), or the
+// four of earlier versions (type 0: not checked; no birth time: matched by change time).
+bool parse_identity(const std::string& text, Identity& id) {
+  const char* line = text.rfind("b ", 0) == 0 ? text.c_str() + 2 : text.c_str();
+  const std::string first = std::string(line).substr(0, std::string(line).find('\n'));
+  int has_btime = 0;
+  char rest = 0;
+  const int fields = std::sscanf(first.c_str(), "%llu %llu %lld %lld %u %d %lld %lld %c", &id.dev,
+                                 &id.ino, &id.ctime_sec, &id.ctime_nsec, &id.type, &has_btime,
+                                 &id.btime_sec, &id.btime_nsec, &rest);
+  if (fields == 4) {
+    id.type = 0;
+    return true;
+  }
+  if (fields != 8 || id.type == 0) return false;
+  id.has_btime = has_btime == 1;
+  return true;
+}
 
 // The record in `marker` if it is a regular file owned by this user whose path hashes to the
 // marker's own name; nullopt otherwise.
@@ -111,9 +176,7 @@ std::optional<Marker> read_marker(const std::string& marker) {
   if (n <= 0) return std::nullopt;
   text.resize(static_cast<std::size_t>(n));
   Marker out;
-  if (std::sscanf(text.c_str(), "%llu %llu %lld %lld", &out.id.dev, &out.id.ino,
-                  &out.id.ctime_sec, &out.id.ctime_nsec) != 4)
-    return std::nullopt;
+  if (!parse_identity(text, out.id)) return std::nullopt;
   const std::size_t newline = text.find('\n');
   if (newline == std::string::npos) return std::nullopt;
   out.path = text.substr(newline + 1);
@@ -157,35 +220,91 @@ int open_parent_no_symlinks(const std::string& path, std::string& name) {
 // A mount point as sbx makes it: a socket inode (make_and_mark), or an empty regular file (what
 // bwrap makes when sbx could not, and sbx's fallback). Empty, so that a file a person wrote to
 // is never taken for one (writing also changes the recorded change time).
-bool is_empty_file(const struct stat& st) { return S_ISREG(st.st_mode) && st.st_size == 0; }
-bool is_file_mount_point(const struct stat& st) {
-  return S_ISSOCK(st.st_mode) || is_empty_file(st);
+bool is_empty_file(const Identity& id) { return id.type == S_IFREG && id.size == 0; }
+bool is_file_mount_point(const Identity& id) { return id.type == S_IFSOCK || is_empty_file(id); }
+
+// What a mount point can be: a socket inode or an empty regular file, or an empty directory
+// (what sbx versions before the file mask made; rmdir never removes content).
+bool could_be_mount_point(const Identity& id) {
+  return is_file_mount_point(id) || id.type == S_IFDIR;
 }
+
+// "/proc/self/fd/N": the object behind an O_PATH descriptor, for calls that take no descriptor
+// of one (chmod(2) follows the magic link; fchmod(2) refuses O_PATH descriptors, EBADF, and
+// fchmodat(AT_EMPTY_PATH) needs Linux 6.6 and glibc 2.39).
+std::string fd_path(int fd) { return "/proc/self/fd/" + std::to_string(fd); }
+
+// Adds the owner's write and search bits to the directory `dir` (an O_PATH descriptor) when it
+// is this user's own directory and lacks them; returns the mode it had, to restore. Why: a
+// sandboxed command of an unprivileged user can `chmod 555 .` the workspace it owns (a writable
+// bind of the host directory: chmod changes the host's inode), and sbx, the same user outside,
+// then cannot unlink its mount point there: unlink needs write and search permission on the
+// parent (unlink(2), EACCES); root passes by CAP_DAC_OVERRIDE (capabilities(7)). The user owns
+// the directory and could chmod it back themself: sbx does only that, for the unlink, and never
+// on a directory someone else owns.
+std::optional<mode_t> open_up_own_directory(int dir) {
+  struct stat st {};
+  if (::fstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid())
+    return std::nullopt;
+  const mode_t mode = st.st_mode & 07777;
+  const mode_t needed = S_IWUSR | S_IXUSR;
+  if ((mode & needed) == needed) return std::nullopt;
+  if (::chmod(fd_path(dir).c_str(), mode | needed) != 0) return std::nullopt;
+  return mode;
+}
+
+// Gives `dir` back the mode open_up_own_directory found, unless someone changed its permission
+// bits meanwhile (their mode wins: a concurrent chmod by the user is not undone). Only the
+// permission bits are compared: chmod(2) by an owner outside the directory's group clears its
+// set-group-ID bit, which must not keep the directory writable.
+void restore_mode(int dir, mode_t before) {
+  struct stat st {};
+  const mode_t opened = (before | S_IWUSR | S_IXUSR) & 0777;
+  if (::fstat(dir, &st) == 0 && (st.st_mode & 0777) == opened)
+    (void)::chmod(fd_path(dir).c_str(), before);
+}
+
+enum class Removal {
+  kRemoved,  // it was the recorded mount point, and is gone
+  kStale,    // nothing recorded, or what is there is not the recorded mount point: left alone
+  kKept,     // it is the recorded mount point, but could not be removed (errno in `err`)
+  kInUse,    // not tried: a run (of any user) still relies on it; the record stays
+};
 
 // Removes `path` if it is still the object recorded in `marker`, reached without following a
 // symlink: a socket inode or an empty regular file (unlink), or an empty directory (rmdir),
 // which is what sbx versions before the file mask made; a killed run of such a version leaves
 // a record that the sweep must still be able to act on. rmdir never removes content; for a
-// file, the identity (inode and change time) and the size say it is the untouched file that
-// was recorded.
+// file, the identity (inode, type and birth time) and the size say it is the untouched file that
+// was recorded. When the parent is this user's own directory without the owner's write bit (a
+// sandboxed `chmod 555 .`), the bit is added for the unlink and the mode restored.
 //
 // Between the check and the unlink the name could be swapped for another file, but only by
 // someone who can write the parent directory, who could just as well unlink that file there:
 // nothing is lost that they could not remove themselves.
-bool remove_if_marked(const std::string& marker, const std::string& path) {
+Removal remove_if_marked(const std::string& marker, const std::string& path, int& err) {
+  err = 0;
   const std::optional<Marker> record = read_marker(marker);
-  if (!record || record->path != path) return false;
+  if (!record || record->path != path) return Removal::kStale;
   std::string name;
   const int parent = open_parent_no_symlinks(path, name);
-  if (parent < 0) return false;
-  struct stat st {};
-  const bool same = ::fstatat(parent, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-                    (is_file_mount_point(st) || S_ISDIR(st.st_mode)) &&
-                    same_identity(identity_of(st), record->id);
-  const int flags = S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0;
-  const bool removed = same && ::unlinkat(parent, name.c_str(), flags) == 0;
+  if (parent < 0) return Removal::kStale;
+  std::optional<mode_t> restore;
+  std::optional<Identity> now = identity_at(parent, name);
+  if (!now && errno == EACCES && (restore = open_up_own_directory(parent)))
+    now = identity_at(parent, name);
+  Removal outcome = Removal::kStale;
+  if (now && could_be_mount_point(*now) && same_identity(record->id, *now)) {
+    const int flags = now->type == S_IFDIR ? AT_REMOVEDIR : 0;
+    int removed = ::unlinkat(parent, name.c_str(), flags);
+    if (removed != 0 && errno == EACCES && !restore && (restore = open_up_own_directory(parent)))
+      removed = ::unlinkat(parent, name.c_str(), flags);
+    err = removed == 0 ? 0 : errno;
+    outcome = removed == 0 ? Removal::kRemoved : Removal::kKept;
+  }
+  if (restore) restore_mode(parent, *restore);
   ::close(parent);
-  return removed;
+  return outcome;
 }
 
 // Records the empty file now at `path` (reached without following symlinks) in `marker`: the
@@ -195,9 +314,8 @@ bool mark_existing(const std::string& marker, const std::string& path) {
   std::string name;
   const int parent = open_parent_no_symlinks(path, name);
   if (parent < 0) return false;
-  struct stat st {};
-  const bool marked = ::fstatat(parent, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-                      is_empty_file(st) && write_marker(marker, path, identity_of(st));
+  const std::optional<Identity> id = identity_at(parent, name);
+  const bool marked = id && is_empty_file(*id) && write_marker(marker, path, *id);
   ::close(parent);
   return marked;
 }
@@ -265,17 +383,54 @@ bool missing_no_follow(const std::string& path) {
   return missing;
 }
 
-// A directory every user may write (S_IWOTH: /tmp, /var/tmp, /dev/shm). Mount points there are
-// made but never removed. Why: runs of other users rely on them too (a run that finds the name
-// existing masks it), and each user's registry is their own, so no cleanup could tell whether
-// another user's run still has its mask mounted there; removing it would detach that mask (the
-// run then fails its pause-point check, or its command may create the name), and their bwrap
-// would make an empty file in its place that nothing records. A socket left at `.git` in /tmp
-// is inert (git goes past it, opening it fails) and keeps the name taken: in a sticky directory
-// nobody but its owner can replace it.
+// A directory every user may write (S_IWOTH: /tmp, /var/tmp, /dev/shm). Runs of other users
+// rely on mount points there too (a run that finds the name existing masks it), and each user's
+// registry (its locks) is their own, so a cleanup could not tell from it whether another user's
+// run still has its mask mounted there; removing the mount point would detach that mask (the run
+// then fails its pause-point check, or its command may create the name), and their bwrap would
+// make an empty file in its place. So runs in such a directory also hold a lock every user can
+// take: a shared flock(2) on the directory itself (lock_every_users_directory), and a mount
+// point there is removed only under an exclusive one (no run of any user relies on one). Left
+// there for good instead (before), a socket `.git` in /tmp made another user's `git init /tmp`
+// fail and kept them from ever making `/tmp/.codex`: in a sticky directory only its owner can
+// remove it.
 bool writable_by_every_user(int dir_fd) {
   struct stat st {};
   return ::fstat(dir_fd, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & S_IWOTH) != 0;
+}
+
+// The directory that holds `path`, as the key of its lock.
+std::string parent_of(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// A readable descriptor of the parent of `path` (reached without symlinks) if it is a directory
+// every user may write; -1 otherwise. flock(2) needs an open file, which an O_PATH descriptor is
+// not (EBADF); opening the directory read-only needs only its read bit, which /tmp and /var/tmp
+// give every user (mode 1777).
+int open_every_users_directory(const std::string& path) {
+  std::string name;
+  const int parent = open_parent_no_symlinks(path, name);
+  if (parent < 0) return -1;
+  int dir = -1;
+  if (writable_by_every_user(parent))
+    dir = ::openat(parent, ".", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  ::close(parent);
+  return dir;
+}
+
+// Takes `how` (LOCK_SH or LOCK_EX) on `dir` without waiting for long: another run's cleanup
+// holds it exclusively only to unlink its mount points, so a few tries get it; a lock held
+// longer (a local user holding it on purpose) is given up on, and the caller falls back to what
+// needs no lock (a mount point left in place, recorded or not).
+bool try_lock(int dir, int how) {
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    if (::flock(dir, how | LOCK_NB) == 0) return true;
+    if (errno != EWOULDBLOCK || how == LOCK_EX) return false;
+    ::usleep(20 * 1000);
+  }
+  return false;
 }
 
 // True when the parent of `path` (reached without symlinks) is such a directory.
@@ -298,6 +453,16 @@ std::optional<struct stat> stat_no_follow(const std::string& path) {
   ::close(parent);
   if (!found) return std::nullopt;
   return st;
+}
+
+// The identity of what is at `path` (its parent reached without symlinks), if anything.
+std::optional<Identity> identity_no_follow(const std::string& path) {
+  std::string name;
+  const int parent = open_parent_no_symlinks(path, name);
+  if (parent < 0) return std::nullopt;
+  std::optional<Identity> id = identity_at(parent, name);
+  ::close(parent);
+  return id;
 }
 
 }  // namespace
@@ -323,22 +488,21 @@ std::optional<struct stat> stat_no_follow(const std::string& path) {
 // removed (acquire refuses what bwrap cannot mount on). kNotMade (a symlink on the way, or
 // another error): bwrap makes it or reports its own error, and the run records it when it ends
 // (release_and_cleanup).
-MountRegistry::Made MountRegistry::make_and_mark(const std::string& marker,
-                                                 const std::string& path, bool& shared) {
+MountRegistry::Made MountRegistry::make_and_mark(const std::string& marker, const std::string& path,
+                                                 bool unrecorded) {
   std::string name;
   const int parent = open_parent_no_symlinks(path, name);
   if (parent < 0) return Made::kNotMade;
-  shared = writable_by_every_user(parent);
   int err = bind_socket_inode(parent, name);
   if (err != 0 && err != EEXIST) err = create_empty_file(parent, name);
   Made made = err == 0 ? Made::kMade : err == EEXIST ? Made::kExisted : Made::kNotMade;
-  struct stat st {};
   // Unrecorded (no marker), the mount point stays on the host after the run rather than risk
-  // removing something that is not known to be it; in a directory every user may write it
-  // stays on purpose (writable_by_every_user).
-  if (made == Made::kMade && !shared &&
-      ::fstatat(parent, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && is_file_mount_point(st))
-    write_marker(marker, path, identity_of(st));
+  // removing something that is not known to be it; in a directory every user may write whose
+  // lock this run could not take, it stays on purpose (writable_by_every_user).
+  if (made == Made::kMade && !unrecorded) {
+    const std::optional<Identity> id = identity_at(parent, name);
+    if (id && is_file_mount_point(*id)) write_marker(marker, path, *id);
+  }
   ::close(parent);
   return made;
 }
@@ -383,9 +547,18 @@ Result<int> open_lock(const std::string& lock, bool create) {
   return fd;
 }
 
+// Why a recorded mount point could not be removed, and what the user can do: for the warning.
+std::string why_kept(const std::string& path, int err) {
+  return "could not remove the mount point '" + path + "' sbx made for a run (" +
+         std::strerror(err) +
+         "); it is kept on record and every later bwrap run tries again; or remove it yourself "
+         "(rm, after making its directory writable)";
+}
+
 // The registry entry behind `lock` ("<dir>/<hash>.lock"), swept when no live run holds it.
-// Returns the mount point it removed, or "".
-std::string sweep_one(const std::string& lock) {
+// Returns the mount point it removed, or ""; a mount point it could not remove goes to `kept`
+// with the reason, and its entry stays for the next sweep.
+std::string sweep_one(const std::string& lock, std::vector<std::string>* kept) {
   Result<int> fd = open_lock(lock, /*create=*/false);
   if (!fd.ok()) return {};
   std::string removed;
@@ -393,10 +566,24 @@ std::string sweep_one(const std::string& lock) {
   if (::flock(*fd, LOCK_EX | LOCK_NB) == 0 && still_named(*fd, lock)) {
     const std::string marker = lock.substr(0, lock.size() - 5) + ".synthetic";
     const std::optional<Marker> record = read_marker(marker);
-    if (record && remove_if_marked(marker, record->path)) removed = record->path;
-    // Either removed now, or the record no longer describes what is there: the entry is stale.
-    ::unlink(marker.c_str());
-    ::unlink(lock.c_str());
+    int err = 0;
+    // In a directory every user may write, only when no run of any user holds its lock.
+    // (One that cannot be opened to lock counts as relied on.)
+    const bool every_users_dir = record && in_directory_every_user_writes(record->path);
+    const int every_users = every_users_dir ? open_every_users_directory(record->path) : -1;
+    const bool other_users_runs =
+        every_users_dir && (every_users < 0 || !try_lock(every_users, LOCK_EX));
+    const Removal outcome = !record            ? Removal::kStale
+                            : other_users_runs ? Removal::kInUse
+                                               : remove_if_marked(marker, record->path, err);
+    if (every_users >= 0) ::close(every_users);
+    if (outcome == Removal::kRemoved) removed = record->path;
+    if (outcome == Removal::kKept && kept) kept->push_back(why_kept(record->path, err));
+    if (outcome == Removal::kRemoved || outcome == Removal::kStale) {
+      // Either removed now, or the record no longer describes what is there: stale.
+      ::unlink(marker.c_str());
+      ::unlink(lock.c_str());
+    }
   }
   ::close(*fd);
   return removed;
@@ -414,7 +601,8 @@ StateDirSources state_dir_sources() { return private_state::current_sources(); }
 
 Result<std::string> ensure_state_dir() { return ensure_state_dir(state_dir_sources()); }
 
-std::vector<std::string> sweep_stale_entries(const std::string& state_dir) {
+std::vector<std::string> sweep_stale_entries(const std::string& state_dir,
+                                             std::vector<std::string>* kept) {
   std::vector<std::string> locks;
   if (DIR* dir = ::opendir(state_dir.c_str())) {
     while (const dirent* entry = ::readdir(dir)) {
@@ -428,7 +616,7 @@ std::vector<std::string> sweep_stale_entries(const std::string& state_dir) {
   }
   std::vector<std::string> removed;
   for (const std::string& lock : locks) {
-    std::string path = sweep_one(lock);
+    std::string path = sweep_one(lock, kept);
     if (!path.empty()) removed.push_back(std::move(path));
   }
   return removed;
@@ -437,6 +625,9 @@ std::vector<std::string> sweep_stale_entries(const std::string& state_dir) {
 MountRegistry::~MountRegistry() {
   for (Entry& e : entries_) {
     if (e.lock_fd >= 0) ::close(e.lock_fd);
+  }
+  for (auto& [dir, fd] : every_users_locks_) {
+    if (fd >= 0) ::close(fd);
   }
 }
 
@@ -476,19 +667,20 @@ Status MountRegistry::acquire(const std::string& state_dir,
     // Once the lock is held nobody removes it (that takes the lock exclusively). The plan masks
     // such a name (a socket) with /dev/null, which the socket made here takes; a plan that
     // bound a regular file or a directory there fails at exec, its source being gone.
+    // In a directory every user may write, the lock of every user's runs is taken first
+    // (writable_by_every_user); without it nothing is recorded there, so nothing is removed.
+    const bool shared = in_directory_every_user_writes(path) && !hold_every_users_lock(path);
     const bool make = planned || missing_no_follow(path);
-    bool shared = false;
     const Made made = make ? make_and_mark(base + ".synthetic", path, shared) : Made::kExisted;
-    if (!make) shared = in_directory_every_user_writes(path);
     std::optional<Found> found;
     if (made == Made::kExisted && !shared) {
-      if (const std::optional<struct stat> st = stat_no_follow(path)) {
-        const Identity id = identity_of(*st);
-        found = Found{id.dev, id.ino, id.ctime_sec, id.ctime_nsec};
-      }
+      if (const std::optional<Identity> id = identity_no_follow(path))
+        found = Found{id->dev,       id->ino,        id->type,      id->has_btime,
+                      id->btime_sec, id->btime_nsec, id->ctime_sec, id->ctime_nsec};
     }
-    // In a directory every user may write nothing is recorded, so nothing is removed: neither
-    // the mount point nor an empty file bwrap made there (mark_at_end).
+    // In a directory every user may write whose lock this run could not take nothing is
+    // recorded, so nothing is removed: neither the mount point nor an empty file bwrap made
+    // there (mark_at_end).
     entries_.push_back(Entry{path, base + ".synthetic", base + ".lock", *fd,
                              made == Made::kNotMade && !shared, found});
     // The plan found nothing at a planned mount point, and something appeared since: a
@@ -517,13 +709,42 @@ Status MountRegistry::acquire(const std::string& state_dir,
 bool MountRegistry::replaced_by_own_empty_file(const Entry& e) {
   if (!e.found) return false;
   const std::optional<struct stat> now = stat_no_follow(e.path);
-  if (!now || !is_empty_file(*now) || now->st_uid != ::geteuid()) return false;
-  const Identity was{e.found->dev, e.found->ino, e.found->ctime_sec, e.found->ctime_nsec};
-  return !same_identity(identity_of(*now), was);
+  if (!now || !S_ISREG(now->st_mode) || now->st_size != 0 || now->st_uid != ::geteuid())
+    return false;
+  const std::optional<Identity> id = identity_no_follow(e.path);
+  const Found& f = *e.found;
+  const Identity was{f.dev,       f.ino,       f.type,      f.has_btime, f.btime_sec,
+                     f.btime_nsec, f.ctime_sec, f.ctime_nsec, 0};
+  return id && !same_identity(was, *id);
+}
+
+// A shared lock on the directory every user may write that holds `path`, taken once per
+// directory and held until release_and_cleanup. false when it cannot be had.
+bool MountRegistry::hold_every_users_lock(const std::string& path) {
+  const std::string dir = parent_of(path);
+  if (every_users_locks_.count(dir) != 0) return every_users_locks_[dir] >= 0;
+  int fd = open_every_users_directory(path);
+  if (fd >= 0 && !try_lock(fd, LOCK_SH)) {
+    ::close(fd);
+    fd = -1;
+  }
+  every_users_locks_[dir] = fd;
+  return fd >= 0;
 }
 
 std::vector<std::string> MountRegistry::release_and_cleanup() {
   std::vector<std::string> removed;
+  // Every directory every user may write that this run held: exclusively now if no run of any
+  // user holds it any more; else the mount points there stay recorded for a later sweep.
+  // A directory whose shared lock this run could not take counts as relied on: an earlier run's
+  // record there must not be acted on without the lock.
+  std::map<std::string, bool> nobody_else;
+  for (auto& [dir, fd] : every_users_locks_) {
+    nobody_else[dir] = false;
+    if (fd < 0) continue;
+    ::flock(fd, LOCK_UN);
+    nobody_else[dir] = try_lock(fd, LOCK_EX);
+  }
   for (Entry& e : entries_) {
     if (e.lock_fd < 0) continue;
     // bwrap made this mount point (sbx could not, see make_and_mark): record it now so that it
@@ -532,13 +753,27 @@ std::vector<std::string> MountRegistry::release_and_cleanup() {
     ::flock(e.lock_fd, LOCK_UN);
     // Last out (no other run holds it): remove the mount point if it is still the recorded
     // empty one, then the entry itself. A run waiting for this lock re-checks the name.
+    // One that is still the recorded mount point but cannot be removed keeps its entry: the
+    // next run's sweep tries again.
+    const auto every_users = nobody_else.find(parent_of(e.path));
+    const bool in_use = every_users != nobody_else.end() && !every_users->second;
     if (::flock(e.lock_fd, LOCK_EX | LOCK_NB) == 0 && still_named(e.lock_fd, e.lock)) {
-      if (remove_if_marked(e.marker, e.path)) removed.push_back(e.path);
-      ::unlink(e.marker.c_str());
-      ::unlink(e.lock.c_str());
+      int err = 0;
+      const Removal outcome =
+          in_use ? Removal::kInUse : remove_if_marked(e.marker, e.path, err);
+      if (outcome == Removal::kRemoved) removed.push_back(e.path);
+      if (outcome == Removal::kKept) kept_.push_back(why_kept(e.path, err));
+      if (outcome == Removal::kRemoved || outcome == Removal::kStale) {
+        ::unlink(e.marker.c_str());
+        ::unlink(e.lock.c_str());
+      }
     }
     ::close(e.lock_fd);
     e.lock_fd = -1;
+  }
+  for (auto& [dir, fd] : every_users_locks_) {
+    if (fd >= 0) ::close(fd);
+    fd = -1;
   }
   return removed;
 }

@@ -229,9 +229,11 @@ Status MountPlanner::emit_missing(const std::string& path, Access desired, Trans
   const std::string parent = parent_of(first_missing);
   const std::string afterwards =
       facts_.shared_directories.count(parent) != 0
-          ? "is made on the host and stays there: every user may write '" + parent +
-                "', and other users' runs, which this run's cleanup cannot see, may rely on it "
-                "(a socket: git and other tools ignore it)"
+          ? std::string("is created on the host and removed once no run of any user relies "
+                        "on it: every user may write '") +
+                parent +
+                "', so runs of all users there share a lock on the directory (a run that "
+                "cannot take it leaves its socket there)"
           : "is created on the host for the run and removed afterwards";
   out.notes.push_back("'" + path + "' (" + std::string(access_word(desired)) +
                       ") does not exist: '" + first_missing +

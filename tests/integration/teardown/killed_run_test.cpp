@@ -258,9 +258,10 @@ TEST(KilledSbx, BwrapMountPointsAreRemovedByTheNextRunAndAPersonsAreKept) {
   TempDir scratch;
   ASSERT_TRUE(fs::create_directory(tmpdir / ".codex"));
   const std::vector<std::string> names = {".git", ".codex", ".agents"};
-  // /tmp is a writable root too, one every user may write: mount points made there stay for
-  // good (other users' runs may rely on them), so what is checked there is that the inode this
-  // run made is still that socket afterwards, swept by nobody.
+  // /tmp is a writable root too, one every user may write: a mount point made there goes only
+  // when no run of any user holds /tmp's lock (other users' runs may rely on it), which other
+  // tests running alongside may do; so what is checked there is that the inode this run made
+  // is, after the next run, either gone or still that socket, never replaced by anything else.
   std::map<std::string, bool> in_slash_tmp_before;
   for (const std::string& name : names) in_slash_tmp_before[name] = exists("/tmp/" + name);
   std::vector<std::string> env = base_env();
@@ -306,9 +307,12 @@ TEST(KilledSbx, BwrapMountPointsAreRemovedByTheNextRunAndAPersonsAreKept) {
   EXPECT_TRUE(fs::is_directory(tmpdir / ".codex")) << "a person's own .codex was removed";
   for (const auto& [name, made] : slash_tmp_made) {
     const Identity now = identity("/tmp/" + name);
-    EXPECT_TRUE(made.present && now.present && made.dev == now.dev && made.ino == now.ino)
-        << "/tmp/" << name << " made by the killed run was removed from a shared directory";
-    EXPECT_TRUE(fs::is_socket(fs::symlink_status("/tmp/" + name))) << "/tmp/" << name;
+    if (!now.present) continue;  // swept: no run of any user relied on it any more
+    std::printf("note: /tmp/%s is still there (a run alongside holds /tmp's lock)\n",
+                name.c_str());
+    EXPECT_TRUE(made.present && made.dev == now.dev && made.ino == now.ino &&
+                fs::is_socket(fs::symlink_status("/tmp/" + name)))
+        << "/tmp/" << name << " made by the killed run was replaced";
   }
   if (slash_tmp_made.empty())
     std::printf(

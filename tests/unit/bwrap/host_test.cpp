@@ -1,12 +1,16 @@
 // The host-facing pieces of the bwrap backend: the deny-glob matcher and expansion, the
 // mount-point registry, and the trusted-bwrap lookup.
+#include <fcntl.h>
+#include <grp.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 
 #include <filesystem>
 #include <fstream>
@@ -120,31 +124,160 @@ TEST(BwrapMountRegistry, AnEmptyFileBwrapMadeWhereAnotherUsersMountPointWasIsRem
   EXPECT_TRUE(fs::exists(codex));
 }
 
-// In a directory every user may write (/tmp) a mount point is made but never recorded nor
-// removed: other users' runs, whose registries this run cannot see, may rely on it. A run of
-// this user that finds it later holds it and leaves it too.
-TEST(BwrapMountRegistry, AMountPointInADirectoryEveryUserMayWriteStays) {
+// In a directory every user may write (/tmp) a mount point is recorded and removed only when no
+// run of ANY user relies on it: every run with a mount point there holds a shared flock on the
+// directory itself, which another user's run (whose registry this one cannot see) takes too.
+// Before, such mount points stayed for good, and a socket `.git` in /tmp made another user's
+// `git init /tmp` fail (only its owner can remove it from a sticky directory).
+TEST(BwrapMountRegistry, AMountPointInADirectoryEveryUserMayWriteGoesWhenNoUsersRunRelies) {
   Scratch state, shared;
   ::chmod(state.path().c_str(), 0700);
   ASSERT_EQ(::chmod(shared.path().c_str(), 01777), 0);
   const std::string git = shared.path() + "/.git";
+  // Another user's run in that directory: it holds the directory's lock, shared.
+  const int other_users_run = ::open(shared.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(other_users_run, 0);
+  ASSERT_EQ(::flock(other_users_run, LOCK_SH), 0);
   MountRegistry first;
   ASSERT_TRUE(first.acquire(state.path(), {git}, {}).ok());
   EXPECT_TRUE(fs::is_socket(fs::symlink_status(git))) << "made, for bwrap to mount on";
-  EXPECT_TRUE(first.release_and_cleanup().empty());
-  EXPECT_TRUE(fs::is_socket(fs::symlink_status(git))) << "removed from a shared directory";
-  MountRegistry later;
-  ASSERT_TRUE(later.acquire(state.path(), {}, {git}).ok());
-  EXPECT_TRUE(later.release_and_cleanup().empty());
+  EXPECT_TRUE(first.release_and_cleanup().empty()) << "removed while another user's run relies";
   EXPECT_TRUE(fs::is_socket(fs::symlink_status(git)));
-  EXPECT_TRUE(sweep_stale_entries(state.path()).empty()) << "the sweep removes nothing either";
+  EXPECT_TRUE(sweep_stale_entries(state.path()).empty()) << "swept while it is relied on";
   EXPECT_TRUE(fs::is_socket(fs::symlink_status(git)));
-  // The same in a directory only its owner writes: removed at the end.
-  Scratch own;
-  const std::string codex = own.path() + "/.codex";
-  MountRegistry mine;
-  ASSERT_TRUE(mine.acquire(state.path(), {codex}, {}).ok());
-  EXPECT_EQ(mine.release_and_cleanup(), std::vector<std::string>{codex});
+  // That run ends: the next run's sweep removes what the record still describes.
+  ::close(other_users_run);
+  EXPECT_EQ(sweep_stale_entries(state.path()), std::vector<std::string>{git});
+  EXPECT_FALSE(fs::exists(fs::symlink_status(git)));
+  EXPECT_TRUE(fs::is_empty(state.path())) << "the registry entry stays";
+  // Nobody else there: removed at the end of the run that made it.
+  const std::string codex = shared.path() + "/.codex";
+  MountRegistry alone;
+  ASSERT_TRUE(alone.acquire(state.path(), {codex}, {}).ok());
+  EXPECT_EQ(alone.release_and_cleanup(), std::vector<std::string>{codex});
+  EXPECT_FALSE(fs::exists(fs::symlink_status(codex)));
+  // A lock held exclusively for good (a local user holding it on purpose): the run still goes
+  // on; its mount point is made but not recorded, so it stays, as nothing can tell whether
+  // another user's run relies on it.
+  const int hog = ::open(shared.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_EQ(::flock(hog, LOCK_EX), 0);
+  const std::string agents = shared.path() + "/.agents";
+  MountRegistry held_off;
+  ASSERT_TRUE(held_off.acquire(state.path(), {agents}, {}).ok());
+  EXPECT_TRUE(fs::is_socket(fs::symlink_status(agents)));
+  EXPECT_TRUE(held_off.release_and_cleanup().empty());
+  ::close(hog);
+  EXPECT_TRUE(sweep_stale_entries(state.path()).empty());
+  EXPECT_TRUE(fs::is_socket(fs::symlink_status(agents))) << "unrecorded, so never removed";
+  fs::remove(agents);
+}
+
+// A chown or chmod of the mount point during the run (a `chown -R` of the workspace by the
+// user or another host process) changes its change time; it is still recognised (by inode,
+// type and birth time) and removed, at the end of the run and by the sweep after a kill.
+// Before, it was recognised by its change time and stayed on the host for good.
+TEST(BwrapMountRegistry, AChownOrChmodOfTheMountPointDuringTheRunDoesNotKeepIt) {
+  Scratch state, ws;
+  ::chmod(state.path().c_str(), 0700);
+  const std::string codex = ws.path() + "/.codex";
+  MountRegistry run;
+  ASSERT_TRUE(run.acquire(state.path(), {codex}, {}).ok());
+  ASSERT_TRUE(fs::is_socket(fs::symlink_status(codex)));
+  ::usleep(20 * 1000);  // past a coarse clock tick, so the change time really changes
+  ASSERT_EQ(::chmod(codex.c_str(), 0700), 0);
+  if (::geteuid() == 0) {
+    ASSERT_EQ(::lchown(codex.c_str(), 65534, 65534), 0);
+  }
+  EXPECT_EQ(run.release_and_cleanup(), std::vector<std::string>{codex});
+  EXPECT_FALSE(fs::exists(fs::symlink_status(codex))) << "left on the host";
+}
+
+// A person's own file at the name, made after the mount point was removed by someone else: it
+// may get the same inode number (ext4 and tmpfs reuse freed numbers), but not the same birth
+// time, and is never removed, whatever its type.
+TEST(BwrapMountRegistry, APersonsFileOnAReusedInodeNumberIsNeverRemoved) {
+  Scratch state, ws;
+  ::chmod(state.path().c_str(), 0700);
+  const std::string codex = ws.path() + "/.codex";
+  MountRegistry run;
+  ASSERT_TRUE(run.acquire(state.path(), {codex}, {}).ok());
+  struct stat made {};
+  ASSERT_EQ(::lstat(codex.c_str(), &made), 0);
+  ASSERT_EQ(::unlink(codex.c_str()), 0);  // removed during the run by someone else
+  ASSERT_TRUE(sbx::test::make_socket_inode(codex));  // the person's own socket there
+  struct stat persons {};
+  ASSERT_EQ(::lstat(codex.c_str(), &persons), 0);
+  std::printf("note: the person's socket %s the inode number of the removed mount point\n",
+              persons.st_ino == made.st_ino ? "reuses" : "does not reuse");
+  EXPECT_TRUE(run.release_and_cleanup().empty());
+  EXPECT_TRUE(fs::is_socket(fs::symlink_status(codex))) << "a person's socket was removed";
+}
+
+// The user's own directory made read-only during the run (a sandboxed `chmod 555 .`): the owner's
+// write bit is added for the unlink and the mode given back. A directory of someone else that
+// the user may write only through its group is never chmodded: when it turns read-only, the
+// mount point stays recorded, kept() says why, and the directory's mode is untouched. Run as
+// user 65534 in a child (root passes every permission check, CAP_DAC_OVERRIDE).
+TEST(BwrapMountRegistry, OnlyTheUsersOwnReadOnlyDirectoryIsOpenedForTheUnlink) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to become user 65534 in a child";
+  Scratch top;
+  ASSERT_EQ(::chmod(top.path().c_str(), 0755), 0);
+  const std::string state = top.path() + "/state";
+  const std::string own = top.path() + "/own";
+  const std::string theirs = top.path() + "/theirs";
+  ASSERT_EQ(::mkdir(state.c_str(), 0700), 0);
+  ASSERT_EQ(::mkdir(own.c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir(theirs.c_str(), 0770), 0);
+  ASSERT_EQ(::chown(state.c_str(), 65534, 65534), 0);
+  ASSERT_EQ(::chown(own.c_str(), 65534, 65534), 0);
+  ASSERT_EQ(::chown(theirs.c_str(), 0, 65534), 0);  // root's, the user writes through the group
+  ASSERT_EQ(::chmod(theirs.c_str(), 0770), 0);  // mkdir's mode went through the umask
+  int to_child[2];
+  int from_child[2];
+  ASSERT_EQ(::pipe(to_child), 0);
+  ASSERT_EQ(::pipe(from_child), 0);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const gid_t group = 65534;
+    if (::setgroups(1, &group) != 0 || ::setresgid(65534, 65534, 65534) != 0 ||
+        ::setresuid(65534, 65534, 65534) != 0)
+      ::_exit(10);
+    ::close(to_child[1]);
+    ::close(from_child[0]);
+    MountRegistry run;
+    if (!run.acquire(state, {own + "/.codex", theirs + "/.codex"}, {}).ok()) ::_exit(11);
+    char byte = 'a';
+    if (::write(from_child[1], &byte, 1) != 1 || ::read(to_child[0], &byte, 1) != 1) ::_exit(12);
+    // Both made read-only by now (the own one by the sandboxed command, root's by its owner).
+    const std::vector<std::string> removed = run.release_and_cleanup();
+    if (removed != std::vector<std::string>{own + "/.codex"}) ::_exit(13);
+    if (run.kept().size() != 1 || run.kept()[0].find(theirs + "/.codex") == std::string::npos)
+      ::_exit(14);
+    ::_exit(0);
+  }
+  ::close(to_child[0]);
+  ::close(from_child[1]);
+  char byte = 0;
+  ASSERT_EQ(::read(from_child[0], &byte, 1), 1);
+  ASSERT_TRUE(fs::is_socket(fs::symlink_status(own + "/.codex")));
+  ASSERT_TRUE(fs::is_socket(fs::symlink_status(theirs + "/.codex")));
+  ASSERT_EQ(::chmod(own.c_str(), 0555), 0);
+  ASSERT_EQ(::chmod(theirs.c_str(), 0750), 0);
+  ASSERT_EQ(::write(to_child[1], &byte, 1), 1);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "child status " << status << " (10 setuid, 11 acquire, 12 pipe, 13 removed, 14 kept)";
+  EXPECT_FALSE(fs::exists(fs::symlink_status(own + "/.codex"))) << "the own one stayed";
+  struct stat st {};
+  ASSERT_EQ(::stat(own.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0555u) << "the user's mode was not given back";
+  EXPECT_TRUE(fs::is_socket(fs::symlink_status(theirs + "/.codex")));
+  ASSERT_EQ(::stat(theirs.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0750u) << "another user's directory was chmodded";
+  ::close(to_child[1]);
+  ::close(from_child[0]);
+  fs::remove(theirs + "/.codex");
 }
 
 // A file with content or a directory a person put in the mount point's place during the run

@@ -100,18 +100,19 @@ TEST(BwrapPlan, ASocketThatAppearedAfterTheResolutionIsHeld) {
 }
 
 // A missing name in a directory every user may write: the note says its mount point stays.
-TEST(BwrapPlan, TheNoteSaysAMountPointInASharedDirectoryStays) {
+TEST(BwrapPlan, TheNoteSaysAMountPointInASharedDirectoryGoesWhenNoUsersRunRelies) {
   const TransformRequest request = workspace_request();
   HostFacts facts = workspace_facts("/run/user/0/sbx");
   facts.shared_directories = {"/w"};
   Result<Translation> translation = translate(request, facts);
   ASSERT_TRUE(translation.ok()) << translation.error();
-  const bool says_it_stays =
+  const bool says_when_it_goes =
       std::any_of(translation->notes.begin(), translation->notes.end(), [](const std::string& n) {
         return n.find("'/w/.codex' is masked") != std::string::npos &&
-               n.find("stays there: every user may write '/w'") != std::string::npos;
+               n.find("removed once no run of any user relies on it: every user may write '/w'") !=
+                   std::string::npos;
       });
-  EXPECT_TRUE(says_it_stays);
+  EXPECT_TRUE(says_when_it_goes);
   const ExecPlan own = make_plan(request, *translate(request, workspace_facts("")), {});
   EXPECT_TRUE(std::any_of(own.notes.begin(), own.notes.end(), [](const std::string& n) {
     return n.find("removed afterwards") != std::string::npos;

@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -105,8 +106,11 @@ Result<std::string> ensure_state_dir();
 // Sweeps the registry in `state_dir` of entries no live run holds (a run killed with SIGKILL
 // leaves them): removes each recorded mount point that is still the recorded socket or empty
 // file (or empty directory, as sbx versions before the file mask made them), and deletes the
-// stale lock and marker files. Returns the mount points it removed.
-std::vector<std::string> sweep_stale_entries(const std::string& state_dir);
+// stale lock and marker files. Returns the mount points it removed. A recorded mount point that
+// cannot be removed keeps its entry (the next sweep tries again) and goes to `kept`, as a
+// message saying why and what to do.
+std::vector<std::string> sweep_stale_entries(const std::string& state_dir,
+                                             std::vector<std::string>* kept = nullptr);
 
 // Makes the mount point of a missing name's mask (a socket inode, else an empty file) without
 // recording it: for runs without a state directory, whose mount points stay on the host.
@@ -132,17 +136,27 @@ class MountRegistry {
                  const std::vector<std::string>& existing);
   // Returns the paths it removed (for logs and tests).
   std::vector<std::string> release_and_cleanup();
+  // After release_and_cleanup: the recorded mount points this run could not remove (their
+  // entries stay for the next run's sweep), as messages saying why and what to do.
+  const std::vector<std::string>& kept() const { return kept_; }
 
  private:
   static Result<int> lock_shared(const std::string& lock);
   enum class Made { kMade, kExisted, kNotMade };
-  // `shared`: set when the parent is a directory every user may write (nothing recorded there).
-  static Made make_and_mark(const std::string& marker, const std::string& path, bool& shared);
+  // `unrecorded`: the parent is a directory every user may write whose lock this run could not
+  // take; the mount point is made but not recorded there, so it stays.
+  static Made make_and_mark(const std::string& marker, const std::string& path, bool unrecorded);
+  bool hold_every_users_lock(const std::string& path);
 
-  // What was at a path when the run took its lock: inode and change time.
+  // What was at a path when the run took its lock: inode, type, birth and change time (the
+  // identity mount_registry.cpp records).
   struct Found {
     unsigned long long dev = 0;
     unsigned long long ino = 0;
+    unsigned type = 0;
+    bool has_btime = false;
+    long long btime_sec = 0;
+    long long btime_nsec = 0;
     long long ctime_sec = 0;
     long long ctime_nsec = 0;
   };
@@ -159,6 +173,10 @@ class MountRegistry {
   };
   static bool replaced_by_own_empty_file(const Entry& e);
   std::vector<Entry> entries_;
+  std::vector<std::string> kept_;
+  // Directories every user may write (/tmp) holding this run's mount points or ones it relies
+  // on -> a read-only descriptor holding a shared flock on it, or -1 when it could not be had.
+  std::map<std::string, int> every_users_locks_;
 };
 
 }  // namespace sbx::bwrap

@@ -1,0 +1,351 @@
+// Protecting a missing name (.git, .codex, .agents at the top of a writable root) never leaves an
+// object on the host that blocks the user's own programs or later runs (issue #32, 6c). Under
+// bwrap the mask needs a mount point on the host for the run, a socket inode sbx makes and
+// removes (plugins/bwrap/README.md, "Missing protected names leave nothing behind"). Each case
+// drives the installed sbx as root and as user 65534 and checks the host afterwards:
+//   * a chown/chmod of the workspace during the run (its change time moves) does not keep the
+//     mount points on the host;
+//   * a sandboxed `chmod 555 .` of the workspace the user owns does not either, at the end of
+//     the run or, after a SIGKILL, at the next run's sweep; the user's mode is kept;
+//   * in a directory every user may write (sticky, like /tmp) the mount points go when the last
+//     run of any user there ends, never while another user's run relies on them, and another
+//     user can then `git init` there;
+//   * a missing settings directory in such a directory (XDG_CONFIG_HOME=/tmp/cfg) blocks no later
+//     run.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "sbx_test/files.hpp"
+#include "sbx_test/identity.hpp"
+#include "sbx_test/installed_sbx.hpp"
+#include "sbx_test/temp_dir.hpp"
+
+namespace {
+
+using namespace sbx::test;
+
+const std::vector<std::string> kNames = {".git", ".codex", ".agents"};
+
+// :cwd and `also` (if given) writable, the default protected names kept at the top of each.
+std::string write_policy(const TempDir& dir, const std::string& also = "") {
+  std::string entries = R"({"path":":root","access":"read"},{"path":":cwd","access":"write"})";
+  if (!also.empty()) entries += R"(,{"path":")" + also + R"(","access":"write"})";
+  return dir.write("policy.json",
+                   R"({"version":1,"filesystem":{"kind":"restricted","entries":[)" + entries +
+                       R"(],"protected_names":[".git",".codex",".agents"]},)"
+                       R"("network":{"mode":"restricted"}})");
+}
+
+bool eventually(const std::function<bool()>& condition, int seconds) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return condition();
+}
+
+// Starts argv (output to `log`) in the background; returns its pid (sbx's own: setpriv execs it).
+pid_t start(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+            const std::string& log) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int null = ::open("/dev/null", O_RDONLY);
+    ::dup2(null, 0);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    std::vector<char*> a, e;
+    for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+    for (const auto& s : env) e.push_back(const_cast<char*>(s.c_str()));
+    a.push_back(nullptr);
+    e.push_back(nullptr);
+    ::execve(a[0], a.data(), e.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+// The exit code of `pid`, waited for at most `seconds` (then killed: -1).
+int wait_exit(pid_t pid, int seconds) {
+  int status = 0;
+  const bool ended = eventually([&] { return ::waitpid(pid, &status, WNOHANG) == pid; }, seconds);
+  if (!ended) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+    return -1;
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// A background `sbx exec` as `who` in `ws`; `script` runs inside.
+pid_t start_exec(Identity who, const std::string& policy, const std::string& ws,
+                 const std::string& script, const std::string& log) {
+  return start(argv_as(who, exec_argv("bwrap", {"--policy", policy}, ws,
+                                      {"/bin/sh", "-c", script})),
+               with_pwd(env_for(who), ws), log);
+}
+
+std::string socket_names_in(const std::string& dir) {
+  std::string out;
+  for (const std::string& name : kNames) {
+    struct stat st {};
+    if (::lstat((dir + "/" + name).c_str(), &st) == 0)
+      out += name + (S_ISSOCK(st.st_mode) ? "(socket) " : "(not a socket) ");
+  }
+  return out;
+}
+
+mode_t mode_of(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0 ? (st.st_mode & 07777) : 0;
+}
+
+class MountPointLeftovers : public ::testing::TestWithParam<Identity> {
+ protected:
+  void SetUp() override {
+    if (!exists(sbx_path())) GTEST_SKIP() << "no installed sbx at " << sbx_path();
+  }
+};
+
+// The user (or a host process) runs `chown -R` and `chmod -R` over the workspace while a run
+// masks its missing .git/.codex/.agents: the mount points' change times move. Before, sbx
+// recognised its mount points by that change time and left all three on the host for good.
+TEST_P(MountPointLeftovers, AChownOfTheWorkspaceDuringTheRunLeavesNothing) {
+  const Identity who = GetParam();
+  SBX_REQUIRE_IDENTITY(who, "bwrap");
+  TempDir conf, ws;
+  const std::string policy = write_policy(conf);
+  give_to(who, conf.path());
+  give_to(who, ws.path());
+  const pid_t sbx =
+      start_exec(who, policy, ws.path(),
+                 "echo up > ready; i=0; while [ ! -e go ] && [ $i -lt 600 ]; do sleep 0.05; "
+                 "i=$((i+1)); done",
+                 conf / "sbx.log");
+  ASSERT_TRUE(eventually([&] { return exists(ws / "ready"); }, 30))
+      << "the command did not start: " << read_file(conf / "sbx.log");
+  ASSERT_EQ(socket_names_in(ws.path()), ".git(socket) .codex(socket) .agents(socket) ");
+  const std::string owner = std::to_string(uid_of(who)) + ":" + std::to_string(gid_of(who));
+  const RunResult chown = run({"/bin/chown", "-R", owner, ws.path()}, base_env());
+  ASSERT_EQ(chown.code, 0) << describe(chown);
+  const RunResult chmod = run({"/bin/chmod", "-R", "g-w,o-w", ws.path()}, base_env());
+  ASSERT_EQ(chmod.code, 0) << describe(chmod);
+  write_file(ws / "go", "go\n");
+  EXPECT_EQ(wait_exit(sbx, 60), 0) << read_file(conf / "sbx.log");
+  EXPECT_EQ(socket_names_in(ws.path()), "") << "left on the host after the run";
+  EXPECT_EQ(listing(ws.path()), (std::vector<std::string>{"go", "ready"}));
+}
+
+// The command makes the workspace it owns read-only (`chmod 555 .`, the host directory's mode):
+// sbx, the same user outside, could not unlink its mount points there and left them; a later
+// `git init` on the host then failed on the socket named .git. Now sbx adds the owner's write
+// bit for the unlink and gives the user's mode back.
+TEST_P(MountPointLeftovers, AChmod555OfTheWorkspaceFromInsideLeavesNothing) {
+  const Identity who = GetParam();
+  SBX_REQUIRE_IDENTITY(who, "bwrap", {"/usr/bin/git"});
+  TempDir conf, ws;
+  const std::string policy = write_policy(conf);
+  give_to(who, conf.path());
+  give_to(who, ws.path());
+  const RunResult r = exec_as(who, "bwrap", {"--policy", policy}, ws.path(),
+                              {"/bin/sh", "-c", "chmod 555 . && echo done"},
+                              env_for(who));
+  ASSERT_EQ(r.code, 0) << describe(r);
+  ASSERT_EQ(r.out, "done\n") << describe(r);
+  EXPECT_EQ(mode_of(ws.path()), 0555u) << "the user's mode was not kept";
+  EXPECT_EQ(socket_names_in(ws.path()), "") << "left on the host: " << describe(r);
+  EXPECT_EQ(r.err.find("warning"), std::string::npos) << describe(r);
+  // The user makes it writable again and creates their repository on the host.
+  ASSERT_EQ(::chmod(ws.path().c_str(), 0755), 0);
+  const RunResult init = run_as(who, {"/usr/bin/git", "init", "-q", ws.path()},
+                                {"PATH=/usr/bin:/bin", "HOME=" + home_of(who),
+                                 "GIT_CONFIG_NOSYSTEM=1"});
+  EXPECT_EQ(init.code, 0) << describe(init);
+  EXPECT_TRUE(std::filesystem::is_directory(ws / ".git"));
+}
+
+// The same, but sbx is killed with SIGKILL after the `chmod 555 .`: the next run (in another
+// workspace) sweeps the killed run's mount points from the read-only directory, mode kept.
+TEST_P(MountPointLeftovers, AKilledRunsMountPointsInADirectoryMadeReadOnlyAreSwept) {
+  const Identity who = GetParam();
+  SBX_REQUIRE_IDENTITY(who, "bwrap");
+  TempDir conf, ws, next_ws;
+  const std::string policy = write_policy(conf);
+  give_to(who, conf.path());
+  give_to(who, ws.path());
+  give_to(who, next_ws.path());
+  const pid_t sbx = start_exec(who, policy, ws.path(), "echo up > ready; chmod 555 .; sleep 300",
+                               conf / "sbx.log");
+  ASSERT_TRUE(eventually([&] { return mode_of(ws.path()) == 0555; }, 30))
+      << "the command did not start: " << read_file(conf / "sbx.log");
+  ASSERT_EQ(socket_names_in(ws.path()), ".git(socket) .codex(socket) .agents(socket) ");
+  ::kill(sbx, SIGKILL);
+  ::waitpid(sbx, nullptr, 0);
+  // The sandbox dies with sbx (--die-with-parent); its mounts go with its namespace.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const RunResult next =
+      exec_as(who, "bwrap", {"--policy", policy}, next_ws.path(), {"/bin/true"}, env_for(who));
+  ASSERT_EQ(next.code, 0) << describe(next);
+  // A concurrent run of this user (another test) may have swept them first: either way, gone.
+  EXPECT_EQ(socket_names_in(ws.path()), "") << "the killed run's mount points stayed";
+  EXPECT_EQ(listing(ws.path()), std::vector<std::string>{"ready"});
+  EXPECT_EQ(mode_of(ws.path()), 0555u) << "the user's mode was not kept";
+  ::chmod(ws.path().c_str(), 0755);
+}
+
+// A mount point that cannot be removed at the end of the run (here: the workspace made
+// immutable from the host during the run, `chattr +i`; the same for a directory of another user
+// or a read-only filesystem) is not dropped: sbx warns with the path and what to do, keeps its
+// record, and a later run removes it once it can. User 65534's registry is private to this test
+// process (root's, /run/sbx-bwrap, is swept by every other sbx build run as root on the host).
+TEST(MountPointKept, OneThatCannotBeRemovedIsWarnedAboutAndRemovedByALaterRun) {
+  if (!exists(sbx_path())) GTEST_SKIP() << "no installed sbx at " << sbx_path();
+  const Identity who = Identity::kUnprivileged;
+  SBX_REQUIRE_IDENTITY(who, "bwrap");
+  TempDir conf, ws, next_ws;
+  const RunResult probe = run({"/usr/bin/chattr", "+i", next_ws.path()}, base_env());
+  if (probe.code != 0) GTEST_SKIP() << "chattr +i does not work here: " << describe(probe);
+  run({"/usr/bin/chattr", "-i", next_ws.path()}, base_env());
+  const std::string policy = write_policy(conf);
+  give_to(who, conf.path());
+  give_to(who, ws.path());
+  give_to(who, next_ws.path());
+  // The go file is outside the workspace (readable inside): the workspace is immutable then.
+  const pid_t sbx =
+      start_exec(who, policy, ws.path(),
+                 "echo up > ready; i=0; while [ ! -e " + conf / "go" +
+                     " ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done",
+                 conf / "sbx.log");
+  ASSERT_TRUE(eventually([&] { return exists(ws / "ready"); }, 30))
+      << read_file(conf / "sbx.log");
+  const RunResult immutable = run({"/usr/bin/chattr", "+i", ws.path()}, base_env());
+  ASSERT_EQ(immutable.code, 0) << describe(immutable);
+  write_file(conf / "go", "go\n");
+  const int code = wait_exit(sbx, 60);
+  run({"/usr/bin/chattr", "-i", ws.path()}, base_env());
+  const std::string log = read_file(conf / "sbx.log");
+  EXPECT_EQ(code, 0) << log;
+  EXPECT_NE(log.find("sbx: warning: bwrap: could not remove the mount point '" + ws.path() +
+                     "/.git'"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(socket_names_in(ws.path()), ".git(socket) .codex(socket) .agents(socket) ");
+  const RunResult next =
+      exec_as(who, "bwrap", {"--policy", policy}, next_ws.path(), {"/bin/true"}, env_for(who));
+  EXPECT_EQ(next.code, 0) << describe(next);
+  EXPECT_EQ(next.err.find("warning"), std::string::npos) << describe(next);
+  EXPECT_EQ(socket_names_in(ws.path()), "") << "the kept record was not acted on";
+  EXPECT_EQ(listing(ws.path()), std::vector<std::string>{"ready"});
+}
+
+INSTANTIATE_TEST_SUITE_P(Identities, MountPointLeftovers, ::testing::ValuesIn(kIdentities),
+                         identity_test_name);
+
+// A sticky directory every user may write, like /tmp (not /tmp itself: other runs and other
+// sbx versions on this host use it at the same time).
+void make_sticky_shared(const TempDir& dir) {
+  ASSERT_EQ(::chmod(dir.path().c_str(), 01777), 0);
+}
+
+// Runs of user 65534 and of root side by side with the same directory every user may write:
+// the mount points there go when the last run of either user ends, never while the other's
+// run relies on them (its command still cannot create the names), and afterwards another user
+// can `git init` there. Before, they stayed for good, owned by whichever user's run made them:
+// `git init` of another user failed on the socket, and in a sticky directory only its owner can
+// remove it. The user's run makes them (its registry is private to this test process; root's,
+// /run/sbx-bwrap, is shared with every other sbx build run as root on the host, whose sweeps
+// this test must not depend on).
+TEST(SharedDirectoryMountPoints, GoWhenTheLastRunOfAnyUserEndsAndNeverBefore) {
+  if (!exists(sbx_path())) GTEST_SKIP() << "no installed sbx at " << sbx_path();
+  SBX_REQUIRE_IDENTITY(Identity::kRoot, "bwrap");
+  SBX_REQUIRE_IDENTITY(Identity::kUnprivileged, "bwrap", {"/usr/bin/git"});
+  TempDir shared, root_conf, root_ws, user_conf, user_ws;
+  make_sticky_shared(shared);
+  const std::string root_policy = write_policy(root_conf, shared.path());
+  const std::string user_policy = write_policy(user_conf, shared.path());
+  give_to(Identity::kUnprivileged, user_conf.path());
+  give_to(Identity::kUnprivileged, user_ws.path());
+  const std::string wait_for_go =
+      "echo up > ready; i=0; while [ ! -e go ] && [ $i -lt 600 ]; do sleep 0.05; "
+      "i=$((i+1)); done; ";
+  const pid_t user_run = start_exec(Identity::kUnprivileged, user_policy, user_ws.path(),
+                                    wait_for_go, user_conf / "sbx.log");
+  ASSERT_TRUE(eventually([&] { return exists(user_ws / "ready"); }, 30))
+      << read_file(user_conf / "sbx.log");
+  struct stat made {};
+  ASSERT_EQ(::lstat((shared / ".git").c_str(), &made), 0);
+  EXPECT_EQ(made.st_uid, uid_of(Identity::kUnprivileged)) << "not made by the user's run";
+  const pid_t root_run = start_exec(
+      Identity::kRoot, root_policy, root_ws.path(),
+      wait_for_go + "mkdir " + shared.path() + "/.codex 2>/dev/null && echo CREATED; true",
+      root_conf / "sbx.log");
+  ASSERT_TRUE(eventually([&] { return exists(root_ws / "ready"); }, 30))
+      << read_file(root_conf / "sbx.log");
+  EXPECT_EQ(socket_names_in(shared.path()), ".git(socket) .codex(socket) .agents(socket) ");
+  // The user's run (which made them) ends first: root's run still relies on the mount points.
+  write_file(user_ws / "go", "go\n");
+  EXPECT_EQ(wait_exit(user_run, 60), 0) << read_file(user_conf / "sbx.log");
+  EXPECT_EQ(socket_names_in(shared.path()), ".git(socket) .codex(socket) .agents(socket) ")
+      << "removed while the other user's run relied on them";
+  write_file(root_ws / "go", "go\n");
+  EXPECT_EQ(wait_exit(root_run, 60), 0) << read_file(root_conf / "sbx.log");
+  const std::string root_log = read_file(root_conf / "sbx.log");
+  EXPECT_EQ(root_log.find("CREATED"), std::string::npos)
+      << "root's mask was detached: " << root_log;
+  // The user's record stayed (root's run held the directory): the user's next run removes them.
+  const RunResult user_next =
+      exec_as(Identity::kUnprivileged, "bwrap", {"--policy", user_policy}, user_ws.path(),
+              {"/bin/true"}, env_for(Identity::kUnprivileged));
+  EXPECT_EQ(user_next.code, 0) << describe(user_next);
+  EXPECT_EQ(socket_names_in(shared.path()), "") << "left in the shared directory for good";
+  EXPECT_TRUE(listing(shared.path()).empty());
+  // Another user's programs are not blocked there (root's, and the user's own).
+  const RunResult init = run({"/usr/bin/git", "init", "-q", shared.path()},
+                             {"PATH=/usr/bin:/bin", "HOME=/root", "GIT_CONFIG_NOSYSTEM=1"});
+  EXPECT_EQ(init.code, 0) << describe(init);
+}
+
+// XDG_CONFIG_HOME in a directory every user may write and missing (XDG_CONFIG_HOME=/tmp/cfg):
+// the user settings file's directory is made on the host (a real directory, as the user's own
+// programs would), never a socket mount point at `cfg` that made every later run fail with 125
+// ("Can't mkdir parents for /tmp/cfg/sbx: Not a directory").
+TEST_P(MountPointLeftovers, AMissingConfigDirectoryInASharedDirectoryBlocksNoLaterRun) {
+  const Identity who = GetParam();
+  SBX_REQUIRE_IDENTITY(who, "bwrap");
+  TempDir shared, conf, ws;
+  make_sticky_shared(shared);
+  const std::string policy = write_policy(conf, shared.path());
+  give_to(who, conf.path());
+  give_to(who, ws.path());
+  std::vector<std::string> env = env_for(who);
+  env.push_back("XDG_CONFIG_HOME=" + shared.path() + "/cfg");
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    const RunResult r = exec_as(who, "bwrap", {"--policy", policy}, ws.path(),
+                                {"/bin/sh", "-c", "mkdir -p \"$XDG_CONFIG_HOME/sbx\" && echo "
+                                                  "'{}' > \"$XDG_CONFIG_HOME/sbx/settings.json\""
+                                                  " 2>/dev/null && echo PLANTED; true"},
+                                env);
+    ASSERT_EQ(r.code, 0) << "run " << attempt << ": " << describe(r);
+    EXPECT_EQ(r.out.find("PLANTED"), std::string::npos) << describe(r);
+  }
+  struct stat st {};
+  ASSERT_EQ(::lstat((shared / "cfg").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISDIR(st.st_mode)) << "cfg is not a directory on the host";
+  EXPECT_EQ(st.st_uid, uid_of(who));
+  EXPECT_TRUE(std::filesystem::is_directory(shared / "cfg/sbx"));
+  EXPECT_FALSE(exists(shared / "cfg/sbx/settings.json"));
+  EXPECT_EQ(socket_names_in(shared.path()), "");
+}
+
+}  // namespace
