@@ -11,7 +11,8 @@
 //     run of any user there ends, never while another user's run relies on them, and another
 //     user can then `git init` there;
 //   * a missing settings directory in such a directory (XDG_CONFIG_HOME=/tmp/cfg) blocks no later
-//     run.
+//     run;
+//   * a person's own `.codex` saved empty during the run is kept (sbx removes only what it made).
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -247,6 +248,44 @@ TEST(MountPointKept, OneThatCannotBeRemovedIsWarnedAboutAndRemovedByALaterRun) {
   EXPECT_EQ(next.err.find("warning"), std::string::npos) << describe(next);
   EXPECT_EQ(socket_names_in(ws.path()), "") << "the kept record was not acted on";
   EXPECT_EQ(listing(ws.path()), std::vector<std::string>{"ready"});
+}
+
+// H4: a person's own `.codex` (with content before the run) saved empty during the run, by an
+// atomic replace or by rm and touch, from the host. sbx took any empty file of the run's user
+// with a new identity at a name the run relied on for bwrap's mount point and removed it: the
+// person's file was gone. Now sbx removes only an inode it made, keeps this one and warns.
+TEST_P(MountPointLeftovers, APersonsFileSavedEmptyDuringTheRunIsKept) {
+  const Identity who = GetParam();
+  SBX_REQUIRE_IDENTITY(who, "bwrap");
+  const std::vector<std::string> saves = {": > .codex.new && mv .codex.new .codex",
+                                          "rm .codex && touch .codex"};
+  for (const std::string& save : saves) {
+    TempDir conf, ws;
+    const std::string policy = write_policy(conf);
+    write_file(ws / ".codex", "model = \"x\"\n");
+    give_to(who, conf.path());
+    give_to(who, ws.path());
+    const pid_t sbx =
+        start_exec(who, policy, ws.path(),
+                   "echo up > ready; i=0; while [ ! -e go ] && [ $i -lt 600 ]; do sleep 0.05; "
+                   "i=$((i+1)); done",
+                   conf / "sbx.log");
+    ASSERT_TRUE(eventually([&] { return exists(ws / "ready"); }, 30))
+        << "the command did not start: " << read_file(conf / "sbx.log");
+    const RunResult saved =
+        run_as(who, {"/bin/sh", "-c", "cd " + ws.path() + " && " + save}, base_env());
+    ASSERT_EQ(saved.code, 0) << describe(saved);
+    write_file(ws / "go", "go\n");
+    EXPECT_EQ(wait_exit(sbx, 60), 0) << read_file(conf / "sbx.log");
+    struct stat st {};
+    EXPECT_EQ(::lstat((ws / ".codex").c_str(), &st), 0)
+        << save << ": the person's .codex was removed";
+    EXPECT_TRUE(S_ISREG(st.st_mode)) << save;
+    const std::string log = read_file(conf / "sbx.log");
+    EXPECT_NE(log.find("an empty file bwrap may have made remains at '" + ws.path() + "/.codex'"),
+              std::string::npos)
+        << save << ": " << log;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Identities, MountPointLeftovers, ::testing::ValuesIn(kIdentities),

@@ -166,7 +166,7 @@ class MountRegistry {
     std::string marker;  // state_dir/<hash>.synthetic: identity of the mount point a run made
     std::string lock;    // state_dir/<hash>.lock
     int lock_fd = -1;
-    bool mark_at_end = false;  // planned, but bwrap (not sbx) had to make it
+    bool mark_at_end = false;  // planned, but bwrap (not sbx) had to make it: warned of, kept
     // What was there when this run did not make the mount point itself (another run's, maybe
     // another user's, whose cleanup this registry cannot hold off; a person's file).
     std::optional<Found> found;
