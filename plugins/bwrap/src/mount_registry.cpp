@@ -500,13 +500,14 @@ MountRegistry::Made MountRegistry::make_and_mark(const std::string& marker, cons
 // `.git` file left for good makes git die in that directory ("invalid gitfile format"). An
 // existing name is left alone (bwrap binds over it or refuses it); any other failure leaves the
 // making to bwrap, as before.
-void make_unrecorded_mount_point(const std::string& path) {
+bool make_unrecorded_mount_point(const std::string& path) {
   std::string name;
   const int parent = open_parent_no_symlinks(path, name);
-  if (parent < 0) return;
-  const int err = bind_socket_inode(parent, name);
-  if (err != 0 && err != EEXIST) (void)create_empty_file(parent, name);
+  if (parent < 0) return false;
+  int err = bind_socket_inode(parent, name);
+  if (err != 0 && err != EEXIST) err = create_empty_file(parent, name);
   ::close(parent);
+  return err == 0;
 }
 
 namespace {

@@ -288,6 +288,43 @@ TEST_P(MountPointLeftovers, APersonsFileSavedEmptyDuringTheRunIsKept) {
   }
 }
 
+// H5: a sandboxed command with the home directory writable makes ~/.cache world-writable, so
+// sbx refuses it as the state directory's parent and every later run of that user has no
+// registry: its mount points stay in each workspace. Before, silently; now the run that makes
+// them warns once with the state directory's error, the paths and what to do. (User 65534:
+// root's state directory is /run/sbx-bwrap, outside its home.)
+TEST(MountPointUnrecorded, AChmodOfTheCacheFromInsideIsWarnedOfAtTheNextRun) {
+  const Identity who = Identity::kUnprivileged;
+  SBX_REQUIRE_IDENTITY(who, "bwrap");
+  TempDir home, conf, ws, later;
+  const std::string policy = write_policy(conf, home.path());
+  give_to(who, home.path());
+  give_to(who, conf.path());
+  give_to(who, ws.path());
+  give_to(who, later.path());
+  std::vector<std::string> env;
+  for (const std::string& entry : env_for(who))
+    if (entry.rfind("HOME=", 0) != 0 && entry.rfind("XDG_", 0) != 0) env.push_back(entry);
+  env.push_back("HOME=" + home.path());
+  const RunResult chmod = exec_as(who, "bwrap", {"--policy", policy}, ws.path(),
+                                  {"/bin/sh", "-c", "chmod 777 \"$HOME/.cache\" && echo done"},
+                                  env);
+  ASSERT_EQ(chmod.code, 0) << describe(chmod);
+  ASSERT_EQ(chmod.out, "done\n") << describe(chmod);
+  ASSERT_EQ(mode_of(home / ".cache"), 0777u) << "the reproducer no longer changes the mode";
+  const RunResult next =
+      exec_as(who, "bwrap", {"--policy", policy}, later.path(), {"/bin/true"}, env);
+  EXPECT_EQ(next.code, 0) << describe(next);
+  EXPECT_NE(next.err.find("no private state directory ("), std::string::npos) << describe(next);
+  EXPECT_NE(next.err.find("cannot be recorded and stay on the host: "), std::string::npos)
+      << describe(next);
+  EXPECT_NE(next.err.find("'" + later.path() + "/.codex'"), std::string::npos) << describe(next);
+  EXPECT_NE(next.err.find("chmod 700 ~/.cache"), std::string::npos) << describe(next);
+  EXPECT_EQ(socket_names_in(later.path()), ".git(socket) .codex(socket) .agents(socket) ")
+      << "unrecorded, they stay (what the warning says)";
+  ::chmod((home / ".cache").c_str(), 0700);
+}
+
 INSTANTIATE_TEST_SUITE_P(Identities, MountPointLeftovers, ::testing::ValuesIn(kIdentities),
                          identity_test_name);
 

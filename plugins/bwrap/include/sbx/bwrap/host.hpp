@@ -114,7 +114,8 @@ std::vector<std::string> sweep_stale_entries(const std::string& state_dir,
 
 // Makes the mount point of a missing name's mask (a socket inode, else an empty file) without
 // recording it: for runs without a state directory, whose mount points stay on the host.
-void make_unrecorded_mount_point(const std::string& path);
+// true if it made one (false: the name exists, or bwrap is left to make it).
+bool make_unrecorded_mount_point(const std::string& path);
 
 // Holds the registry locks of one run. Before the run, acquire() takes a shared lock for every
 // mount point bwrap will create (`synthetic`) and every existing protected path the run relies
