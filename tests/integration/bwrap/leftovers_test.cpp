@@ -392,6 +392,34 @@ TEST(SharedDirectoryMountPoints, GoWhenTheLastRunOfAnyUserEndsAndNeverBefore) {
   EXPECT_EQ(init.code, 0) << describe(init);
 }
 
+// H3: a local user's symlink at a protected name in a sticky directory every user may write
+// (like /tmp) refuses every other user's run with that directory writable (125), for good: a
+// symlink there is never followed. The refusal says whose it is, that only they or root can
+// remove it, and how to run meanwhile; the symlink and its target are left alone.
+TEST(ProtectedSymlink, InASharedDirectoryTheRefusalSaysWhoMustRemoveIt) {
+  if (!exists(sbx_path())) GTEST_SKIP() << "no installed sbx at " << sbx_path();
+  SBX_REQUIRE_IDENTITY(Identity::kRoot, "bwrap");
+  TempDir shared, conf, ws;
+  make_sticky_shared(shared);
+  const std::string agents = shared / ".agents";
+  ASSERT_EQ(::symlink(conf.path().c_str(), agents.c_str()), 0);
+  ASSERT_EQ(::lchown(agents.c_str(), 65534, 65534), 0);
+  const std::string policy = write_policy(conf, shared.path());
+  const RunResult r = exec_as(Identity::kRoot, "bwrap", {"--policy", policy}, ws.path(),
+                              {"/bin/sh", "-c", "echo ran"}, env_for(Identity::kRoot));
+  EXPECT_EQ(r.code, 125) << describe(r);
+  EXPECT_EQ(r.out, "") << describe(r);
+  EXPECT_NE(r.err.find("it is a symlink inside a writable root"), std::string::npos)
+      << describe(r);
+  EXPECT_NE(r.err.find("uid 65534) or root must remove it (rm '" + agents +
+                       "'; in a directory every user may write nobody else can)"),
+            std::string::npos)
+      << describe(r);
+  EXPECT_NE(r.err.find("or run with '" + shared.path() + "' not writable"), std::string::npos)
+      << describe(r);
+  EXPECT_TRUE(std::filesystem::is_symlink(agents));
+}
+
 // XDG_CONFIG_HOME in a directory every user may write and missing (XDG_CONFIG_HOME=/tmp/cfg):
 // the user settings file's directory is made on the host (a real directory, as the user's own
 // programs would), never a socket mount point at `cfg` that made every later run fail with 125
