@@ -1,8 +1,10 @@
 // Path facts for the translator: what lstat() says, and where symlinks lead.
+#include <pwd.h>
 #include <sys/stat.h>
 
 #include <climits>
 #include <cstdlib>
+#include <string>
 
 #include "sbx/bwrap/host.hpp"
 
@@ -22,6 +24,9 @@ void gather_path_facts(const std::vector<std::string>& paths, HostFacts& facts) 
     if (kind == PathKind::kDirectory && (st.st_mode & S_IWOTH) != 0)
       facts.shared_directories.insert(path);
     if (kind != PathKind::kSymlink) continue;
+    const passwd* owner = ::getpwuid(st.st_uid);
+    facts.symlink_owners[path] = (owner ? std::string(owner->pw_name) + ", " : std::string()) +
+                                 "uid " + std::to_string(st.st_uid);
     char resolved[PATH_MAX];
     if (::realpath(path.c_str(), resolved) == nullptr) continue;  // dangling: nothing to mask
     const std::string target(resolved);

@@ -110,13 +110,18 @@ class BwrapBackend final : public Backend {
 
   Result<ExitStatus> exec(const ExecPlan& plan) override {
     MountRegistry registry;
-    // No state directory (the plan says so): no registry, and no mount point is removed.
-    if (Status held = hold_host_paths(registry, plan.host_paths); !held.ok()) {
+    // No state directory (the plan says so): no registry, and no mount point is removed; the
+    // mount points made anyway are warned of, once, with the reason and what to do.
+    std::vector<std::string> unrecorded;
+    if (Status held = hold_host_paths(registry, plan.host_paths, &unrecorded); !held.ok()) {
       // What was taken before the failure is given back now: the locks, and the mount points
       // this run made (removed when no other run holds them), not left for a later sweep.
       registry.release_and_cleanup();
       return Error{"bwrap: " + held.error()};
     }
+    if (const std::string warning = unrecorded_mount_points_warning(plan, unrecorded);
+        !warning.empty())
+      host().log(SBX_LOG_WARN, "bwrap: " + warning);
     // Not host().spawn(): core would forward signals to bwrap, which dies of them (spawn.hpp).
     std::vector<UnixRefusal> refusals;
     Result<ExitStatus> status = spawn_bwrap(plan, host().child_hook(), &refusals, host());

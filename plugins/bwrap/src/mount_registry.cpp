@@ -307,19 +307,6 @@ Removal remove_if_marked(const std::string& marker, const std::string& path, int
   return outcome;
 }
 
-// Records the empty file now at `path` (reached without following symlinks) in `marker`: the
-// mount point bwrap made when sbx could not (mark_at_end). Anything else found there (a
-// directory, a file with content) is not recorded, so it is never removed.
-bool mark_existing(const std::string& marker, const std::string& path) {
-  std::string name;
-  const int parent = open_parent_no_symlinks(path, name);
-  if (parent < 0) return false;
-  const std::optional<Identity> id = identity_at(parent, name);
-  const bool marked = id && is_empty_file(*id) && write_marker(marker, path, *id);
-  ::close(parent);
-  return marked;
-}
-
 // What occupies `path` when sbx found it taken, if the mask cannot go there: a directory (bwrap
 // binds a file only onto a non-directory) or a symlink (bwrap would follow it and mount, or
 // create its mount point, where it points; inside the sandbox's root, and sbx-stage2 would then
@@ -486,8 +473,8 @@ std::optional<Identity> identity_no_follow(const std::string& path) {
 // still an unchanged socket or empty file. kExisted (another run's mount point, a person's
 // file or directory, or a planted symlink appeared meanwhile): nothing recorded, so it is never
 // removed (acquire refuses what bwrap cannot mount on). kNotMade (a symlink on the way, or
-// another error): bwrap makes it or reports its own error, and the run records it when it ends
-// (release_and_cleanup).
+// another error): bwrap makes it or reports its own error; not made by sbx, it is never removed,
+// and the run warns of it when it ends (release_and_cleanup).
 MountRegistry::Made MountRegistry::make_and_mark(const std::string& marker, const std::string& path,
                                                  bool unrecorded) {
   std::string name;
@@ -513,13 +500,14 @@ MountRegistry::Made MountRegistry::make_and_mark(const std::string& marker, cons
 // `.git` file left for good makes git die in that directory ("invalid gitfile format"). An
 // existing name is left alone (bwrap binds over it or refuses it); any other failure leaves the
 // making to bwrap, as before.
-void make_unrecorded_mount_point(const std::string& path) {
+bool make_unrecorded_mount_point(const std::string& path) {
   std::string name;
   const int parent = open_parent_no_symlinks(path, name);
-  if (parent < 0) return;
-  const int err = bind_socket_inode(parent, name);
-  if (err != 0 && err != EEXIST) (void)create_empty_file(parent, name);
+  if (parent < 0) return false;
+  int err = bind_socket_inode(parent, name);
+  if (err != 0 && err != EEXIST) err = create_empty_file(parent, name);
   ::close(parent);
+  return err == 0;
 }
 
 namespace {
@@ -680,7 +668,7 @@ Status MountRegistry::acquire(const std::string& state_dir,
     }
     // In a directory every user may write whose lock this run could not take nothing is
     // recorded, so nothing is removed: neither the mount point nor an empty file bwrap made
-    // there (mark_at_end).
+    // there (and nothing is warned of: mark_at_end is false).
     entries_.push_back(Entry{path, base + ".synthetic", base + ".lock", *fd,
                              made == Made::kNotMade && !shared, found});
     // The plan found nothing at a planned mount point, and something appeared since: a
@@ -699,18 +687,30 @@ Status MountRegistry::acquire(const std::string& state_dir,
   return {};
 }
 
-// The run relied on what another run had at the path (`found`), and at its end an empty file of
-// this user is there instead: what was found was removed during the run (by a run of another
-// user, whose cleanup this registry's locks cannot hold off, since each user has their own),
-// and this run's bwrap made the file to mount its mask on. Recorded, it is removed like bwrap's
-// file of mark_at_end; unrecorded it would stay for good, and an empty `.git` file makes git
-// die in every directory below it. (An empty file this user's own program made there during
-// the run is taken for bwrap's too, as for mark_at_end.)
+// An empty regular file of this user at `path` (no symlink followed).
+static bool own_empty_file(const std::string& path) {
+  const std::optional<struct stat> now = stat_no_follow(path);
+  return now && S_ISREG(now->st_mode) && now->st_size == 0 && now->st_uid == ::geteuid();
+}
+
+// The warning for an empty file at a mount point's name that sbx did not make: bwrap may have
+// made it (then it stays, and an empty `.git` file makes git die in every directory below it),
+// or the person did. sbx cannot tell which, so it removes nothing and says so.
+static std::string empty_file_may_be_bwraps(const std::string& path) {
+  return "an empty file bwrap may have made remains at '" + path +
+         "' (sbx did not make it, so it cannot tell it from a file of yours and leaves it); "
+         "remove it if it is not yours";
+}
+
+// The run relied on what was at the path (`found`: another run's mount point, or a person's
+// file), and at its end an empty file of this user is there instead. Either what was found was
+// removed before this run's bwrap mounted (by a run of another user, whose cleanup this
+// registry's locks cannot hold off, since each user has their own) and bwrap made the file to
+// mount its mask on; or the person saved their own file empty during the run (`: > f.new && mv
+// f.new f`, or rm and touch). Nothing tells the two apart, so it is never removed: the caller
+// warns instead (empty_file_may_be_bwraps).
 bool MountRegistry::replaced_by_own_empty_file(const Entry& e) {
-  if (!e.found) return false;
-  const std::optional<struct stat> now = stat_no_follow(e.path);
-  if (!now || !S_ISREG(now->st_mode) || now->st_size != 0 || now->st_uid != ::geteuid())
-    return false;
+  if (!e.found || !own_empty_file(e.path)) return false;
   const std::optional<Identity> id = identity_no_follow(e.path);
   const Found& f = *e.found;
   const Identity was{f.dev,       f.ino,       f.type,      f.has_btime, f.btime_sec,
@@ -747,9 +747,12 @@ std::vector<std::string> MountRegistry::release_and_cleanup() {
   }
   for (Entry& e : entries_) {
     if (e.lock_fd < 0) continue;
-    // bwrap made this mount point (sbx could not, see make_and_mark): record it now so that it
-    // can be removed. A kill before this point leaves it unrecorded, and kept.
-    if (e.mark_at_end || replaced_by_own_empty_file(e)) mark_existing(e.marker, e.path);
+    // sbx removes only an inode it made and recorded. An empty file it did not make (bwrap made
+    // the mount point because sbx could not, see make_and_mark; or what the run relied on was
+    // replaced) may as well be the person's own, saved empty during the run: it stays, and the
+    // person is told.
+    if ((e.mark_at_end && own_empty_file(e.path)) || replaced_by_own_empty_file(e))
+      kept_.push_back(empty_file_may_be_bwraps(e.path));
     ::flock(e.lock_fd, LOCK_UN);
     // Last out (no other run holds it): remove the mount point if it is still the recorded
     // empty one, then the entry itself. A run waiting for this lock re-checks the name.

@@ -42,13 +42,35 @@ bool needs_mount_registry(const PlanHostPaths& paths) {
   return !paths.state_dir.empty() && (!paths.created.empty() || !paths.kept.empty());
 }
 
-Status hold_host_paths(MountRegistry& registry, const PlanHostPaths& paths) {
+Status hold_host_paths(MountRegistry& registry, const PlanHostPaths& paths,
+                       std::vector<std::string>* unrecorded) {
   if (paths.state_dir.empty()) {
-    for (const std::string& path : paths.created) make_unrecorded_mount_point(path);
+    for (const std::string& path : paths.created) {
+      if (make_unrecorded_mount_point(path) && unrecorded) unrecorded->push_back(path);
+    }
     return {};
   }
   if (!needs_mount_registry(paths)) return {};
   return registry.acquire(paths.state_dir, paths.created, paths.kept);
+}
+
+std::string unrecorded_mount_points_warning(const ExecPlan& plan,
+                                            const std::vector<std::string>& made) {
+  if (made.empty()) return "";
+  // make_plan's note carries the state directory's error (ensure_state_dir).
+  const std::string prefix = "no private state directory (";
+  std::string why = "no private state directory";
+  for (const std::string& note : plan.notes) {
+    if (note.rfind(prefix, 0) == 0) why = note.substr(0, note.find("): ") + 1);
+  }
+  std::string names;
+  for (const std::string& path : made) names += (names.empty() ? "'" : ", '") + path + "'";
+  return why + ": the mount points this run made for missing protected names cannot be recorded "
+               "and stay on the host: " +
+         names +
+         ". Repair the state directory (a sandboxed command with the home directory writable "
+         "may have changed its mode: chmod 700 ~/.cache ~/.cache/sbx ~/.cache/sbx/bwrap, or set "
+         "XDG_RUNTIME_DIR to a private directory of this user), then remove them (rm)";
 }
 
 }  // namespace sbx::bwrap

@@ -54,6 +54,7 @@ class MountPlanner {
     return it == facts_.paths.end() ? PathKind::kMissing : it->second;
   }
   bool inside_protected(const std::string& path) const;
+  std::string protected_symlink_advice(const std::string& path) const;
   bool inside_glob_match(const std::string& path) const;
   Access visible_access(const std::string& path) const;
   std::vector<std::string> items() const;
@@ -83,6 +84,29 @@ class MountPlanner {
 bool MountPlanner::inside_protected(const std::string& path) const {
   return std::any_of(policy_.protected_paths.begin(), policy_.protected_paths.end(),
                      [&](const ProtectedPath& p) { return path_is_within(path, p.path); });
+}
+
+// What to do about a symlink at a protected name (.git, .codex, .agents at the top of a writable
+// root): a mask there would follow it (a mount resolves its destination), so the run is refused
+// until the symlink is gone. In a sticky directory every user may write (/tmp) only its owner or
+// root can remove it (unlink(2), EPERM for others), and it stays until then: name both, and the
+// way around it (that directory not writable). "" for any other path.
+std::string MountPlanner::protected_symlink_advice(const std::string& path) const {
+  const auto p = std::find_if(policy_.protected_paths.begin(), policy_.protected_paths.end(),
+                              [&](const ProtectedPath& q) { return q.path == path; });
+  if (p == policy_.protected_paths.end()) return "";
+  const auto owner = facts_.symlink_owners.find(path);
+  const std::string who = owner == facts_.symlink_owners.end()
+                              ? "Its owner"
+                              : "Its owner (" + owner->second + ")";
+  const std::string root = p->writable_root.empty() ? parent_of(path) : p->writable_root;
+  return ". It is a protected name, and a symlink there is never followed. " + who +
+         " or root must remove it (rm '" + path + "'" +
+         (facts_.shared_directories.count(parent_of(path)) != 0
+              ? "; in a directory every user may write nobody else can"
+              : "") +
+         "), or run with '" + root + "' not writable (e.g. TMPDIR set to a private directory "
+         "when it is $TMPDIR or /tmp)";
 }
 
 bool MountPlanner::inside_glob_match(const std::string& path) const {
@@ -262,7 +286,8 @@ Status MountPlanner::emit_item(const std::string& path, Translation& out) {
     }
     if (inherited == Access::kWrite || desired == Access::kWrite)
       return Error{"cannot enforce '" + path + "' (" + std::string(access_word(desired)) +
-                   "): it is a symlink inside a writable root, which the command could replace"};
+                   "): it is a symlink inside a writable root, which the command could replace" +
+                   protected_symlink_advice(path)};
   }
   if (path_kind == PathKind::kMissing) {
     if (desired == Access::kWrite) {

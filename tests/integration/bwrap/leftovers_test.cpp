@@ -11,7 +11,8 @@
 //     run of any user there ends, never while another user's run relies on them, and another
 //     user can then `git init` there;
 //   * a missing settings directory in such a directory (XDG_CONFIG_HOME=/tmp/cfg) blocks no later
-//     run.
+//     run;
+//   * a person's own `.codex` saved empty during the run is kept (sbx removes only what it made).
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -249,6 +250,81 @@ TEST(MountPointKept, OneThatCannotBeRemovedIsWarnedAboutAndRemovedByALaterRun) {
   EXPECT_EQ(listing(ws.path()), std::vector<std::string>{"ready"});
 }
 
+// H4: a person's own `.codex` (with content before the run) saved empty during the run, by an
+// atomic replace or by rm and touch, from the host. sbx took any empty file of the run's user
+// with a new identity at a name the run relied on for bwrap's mount point and removed it: the
+// person's file was gone. Now sbx removes only an inode it made, keeps this one and warns.
+TEST_P(MountPointLeftovers, APersonsFileSavedEmptyDuringTheRunIsKept) {
+  const Identity who = GetParam();
+  SBX_REQUIRE_IDENTITY(who, "bwrap");
+  const std::vector<std::string> saves = {": > .codex.new && mv .codex.new .codex",
+                                          "rm .codex && touch .codex"};
+  for (const std::string& save : saves) {
+    TempDir conf, ws;
+    const std::string policy = write_policy(conf);
+    write_file(ws / ".codex", "model = \"x\"\n");
+    give_to(who, conf.path());
+    give_to(who, ws.path());
+    const pid_t sbx =
+        start_exec(who, policy, ws.path(),
+                   "echo up > ready; i=0; while [ ! -e go ] && [ $i -lt 600 ]; do sleep 0.05; "
+                   "i=$((i+1)); done",
+                   conf / "sbx.log");
+    ASSERT_TRUE(eventually([&] { return exists(ws / "ready"); }, 30))
+        << "the command did not start: " << read_file(conf / "sbx.log");
+    const RunResult saved =
+        run_as(who, {"/bin/sh", "-c", "cd " + ws.path() + " && " + save}, base_env());
+    ASSERT_EQ(saved.code, 0) << describe(saved);
+    write_file(ws / "go", "go\n");
+    EXPECT_EQ(wait_exit(sbx, 60), 0) << read_file(conf / "sbx.log");
+    struct stat st {};
+    EXPECT_EQ(::lstat((ws / ".codex").c_str(), &st), 0)
+        << save << ": the person's .codex was removed";
+    EXPECT_TRUE(S_ISREG(st.st_mode)) << save;
+    const std::string log = read_file(conf / "sbx.log");
+    EXPECT_NE(log.find("an empty file bwrap may have made remains at '" + ws.path() + "/.codex'"),
+              std::string::npos)
+        << save << ": " << log;
+  }
+}
+
+// H5: a sandboxed command with the home directory writable makes ~/.cache world-writable, so
+// sbx refuses it as the state directory's parent and every later run of that user has no
+// registry: its mount points stay in each workspace. Before, silently; now the run that makes
+// them warns once with the state directory's error, the paths and what to do. (User 65534:
+// root's state directory is /run/sbx-bwrap, outside its home.)
+TEST(MountPointUnrecorded, AChmodOfTheCacheFromInsideIsWarnedOfAtTheNextRun) {
+  const Identity who = Identity::kUnprivileged;
+  SBX_REQUIRE_IDENTITY(who, "bwrap");
+  TempDir home, conf, ws, later;
+  const std::string policy = write_policy(conf, home.path());
+  give_to(who, home.path());
+  give_to(who, conf.path());
+  give_to(who, ws.path());
+  give_to(who, later.path());
+  std::vector<std::string> env;
+  for (const std::string& entry : env_for(who))
+    if (entry.rfind("HOME=", 0) != 0 && entry.rfind("XDG_", 0) != 0) env.push_back(entry);
+  env.push_back("HOME=" + home.path());
+  const RunResult chmod = exec_as(who, "bwrap", {"--policy", policy}, ws.path(),
+                                  {"/bin/sh", "-c", "chmod 777 \"$HOME/.cache\" && echo done"},
+                                  env);
+  ASSERT_EQ(chmod.code, 0) << describe(chmod);
+  ASSERT_EQ(chmod.out, "done\n") << describe(chmod);
+  ASSERT_EQ(mode_of(home / ".cache"), 0777u) << "the reproducer no longer changes the mode";
+  const RunResult next =
+      exec_as(who, "bwrap", {"--policy", policy}, later.path(), {"/bin/true"}, env);
+  EXPECT_EQ(next.code, 0) << describe(next);
+  EXPECT_NE(next.err.find("no private state directory ("), std::string::npos) << describe(next);
+  EXPECT_NE(next.err.find("cannot be recorded and stay on the host: "), std::string::npos)
+      << describe(next);
+  EXPECT_NE(next.err.find("'" + later.path() + "/.codex'"), std::string::npos) << describe(next);
+  EXPECT_NE(next.err.find("chmod 700 ~/.cache"), std::string::npos) << describe(next);
+  EXPECT_EQ(socket_names_in(later.path()), ".git(socket) .codex(socket) .agents(socket) ")
+      << "unrecorded, they stay (what the warning says)";
+  ::chmod((home / ".cache").c_str(), 0700);
+}
+
 INSTANTIATE_TEST_SUITE_P(Identities, MountPointLeftovers, ::testing::ValuesIn(kIdentities),
                          identity_test_name);
 
@@ -314,6 +390,34 @@ TEST(SharedDirectoryMountPoints, GoWhenTheLastRunOfAnyUserEndsAndNeverBefore) {
   const RunResult init = run({"/usr/bin/git", "init", "-q", shared.path()},
                              {"PATH=/usr/bin:/bin", "HOME=/root", "GIT_CONFIG_NOSYSTEM=1"});
   EXPECT_EQ(init.code, 0) << describe(init);
+}
+
+// H3: a local user's symlink at a protected name in a sticky directory every user may write
+// (like /tmp) refuses every other user's run with that directory writable (125), for good: a
+// symlink there is never followed. The refusal says whose it is, that only they or root can
+// remove it, and how to run meanwhile; the symlink and its target are left alone.
+TEST(ProtectedSymlink, InASharedDirectoryTheRefusalSaysWhoMustRemoveIt) {
+  if (!exists(sbx_path())) GTEST_SKIP() << "no installed sbx at " << sbx_path();
+  SBX_REQUIRE_IDENTITY(Identity::kRoot, "bwrap");
+  TempDir shared, conf, ws;
+  make_sticky_shared(shared);
+  const std::string agents = shared / ".agents";
+  ASSERT_EQ(::symlink(conf.path().c_str(), agents.c_str()), 0);
+  ASSERT_EQ(::lchown(agents.c_str(), 65534, 65534), 0);
+  const std::string policy = write_policy(conf, shared.path());
+  const RunResult r = exec_as(Identity::kRoot, "bwrap", {"--policy", policy}, ws.path(),
+                              {"/bin/sh", "-c", "echo ran"}, env_for(Identity::kRoot));
+  EXPECT_EQ(r.code, 125) << describe(r);
+  EXPECT_EQ(r.out, "") << describe(r);
+  EXPECT_NE(r.err.find("it is a symlink inside a writable root"), std::string::npos)
+      << describe(r);
+  EXPECT_NE(r.err.find("uid 65534) or root must remove it (rm '" + agents +
+                       "'; in a directory every user may write nobody else can)"),
+            std::string::npos)
+      << describe(r);
+  EXPECT_NE(r.err.find("or run with '" + shared.path() + "' not writable"), std::string::npos)
+      << describe(r);
+  EXPECT_TRUE(std::filesystem::is_symlink(agents));
 }
 
 // XDG_CONFIG_HOME in a directory every user may write and missing (XDG_CONFIG_HOME=/tmp/cfg):

@@ -101,9 +101,9 @@ TEST(BwrapMountRegistry, ANameFoundExistingButRemovedBeforeTheLockIsMadeAndRemov
 
 // Another user's run made the mount point this run found existing, and removed it during this
 // run (each user has their own registry); this run's bwrap then made an empty 0444 file to mount
-// its mask on. At the end that file is recorded and removed, not left for good. An empty file
-// that was there when the run took its lock (a person's) stays.
-TEST(BwrapMountRegistry, AnEmptyFileBwrapMadeWhereAnotherUsersMountPointWasIsRemoved) {
+// its mask on. sbx did not make that file and cannot tell it from a person's own file saved
+// empty during the run (H4), so it stays and the run warns of it: sbx removes only what it made.
+TEST(BwrapMountRegistry, AnEmptyFileSbxDidNotMakeIsKeptAndWarnedOf) {
   Scratch state, ws;
   ::chmod(state.path().c_str(), 0700);
   const std::string git = ws.path() + "/.git";
@@ -113,15 +113,24 @@ TEST(BwrapMountRegistry, AnEmptyFileBwrapMadeWhereAnotherUsersMountPointWasIsRem
   ASSERT_EQ(::unlink(git.c_str()), 0);  // the other user's run ends
   { std::ofstream made(git); }          // bwrap's mount point for this run's mask
   ::chmod(git.c_str(), 0444);
-  EXPECT_EQ(run.release_and_cleanup(), std::vector<std::string>{git});
-  EXPECT_FALSE(fs::exists(fs::symlink_status(git))) << "nothing left on the host";
+  EXPECT_TRUE(run.release_and_cleanup().empty()) << "sbx did not make it: never removed";
+  EXPECT_TRUE(fs::exists(fs::symlink_status(git)));
+  ASSERT_EQ(run.kept().size(), 1u);
+  EXPECT_NE(run.kept()[0].find("an empty file bwrap may have made remains at '" + git + "'"),
+            std::string::npos)
+      << run.kept()[0];
+  EXPECT_NE(run.kept()[0].find("remove it if it is not yours"), std::string::npos);
 
+  // H4: a person's .codex with content, saved empty during the run by an atomic replace.
   const std::string codex = ws.path() + "/.codex";
-  { std::ofstream persons(codex); }  // empty, made before the run
+  std::ofstream(codex) << "model = \"x\"\n";
   MountRegistry keeps;
   ASSERT_TRUE(keeps.acquire(state.path(), {}, {codex}).ok());
+  { std::ofstream saved(codex + ".new"); }
+  fs::rename(codex + ".new", codex);
   EXPECT_TRUE(keeps.release_and_cleanup().empty());
-  EXPECT_TRUE(fs::exists(codex));
+  EXPECT_TRUE(fs::exists(codex)) << "the person's own file was removed";
+  EXPECT_EQ(keeps.kept().size(), 1u);
 }
 
 // In a directory every user may write (/tmp) a mount point is recorded and removed only when no
@@ -470,9 +479,11 @@ TEST(BwrapRegistry, NeverMakesOrRemovesAMountPointThroughASymlink) {
   EXPECT_TRUE(fs::is_regular_file(target.path() + "/.codex"));
 }
 
-// When sbx could not make the mount point (here its parent did not exist yet), bwrap's empty
-// file is recorded at the end of the run and removed; a directory found there is not.
-TEST(BwrapRegistry, TheEmptyFileBwrapMadeIsRecordedAtTheEndAndRemoved) {
+// When sbx could not make the mount point (here its parent did not exist yet), bwrap makes an
+// empty file there. sbx did not make it and cannot tell it from a person's own empty file made
+// during the run, so it is kept and the run warns of it; a directory found there is not removed
+// either, nor warned of.
+TEST(BwrapRegistry, TheEmptyFileBwrapMadeIsKeptAndWarnedOf) {
   ScratchDir state;
   ScratchDir work;
   const std::string planned = work.path() + "/later/.codex";
@@ -481,8 +492,12 @@ TEST(BwrapRegistry, TheEmptyFileBwrapMadeIsRecordedAtTheEndAndRemoved) {
   EXPECT_FALSE(fs::exists(work.path() + "/later"));
   fs::create_directory(work.path() + "/later");
   std::ofstream{planned};  // what bwrap's --ro-bind of /dev/null creates
-  EXPECT_EQ(run.release_and_cleanup(), std::vector<std::string>{planned});
-  EXPECT_FALSE(fs::exists(planned));
+  EXPECT_TRUE(run.release_and_cleanup().empty());
+  EXPECT_TRUE(fs::is_regular_file(planned));
+  ASSERT_EQ(run.kept().size(), 1u);
+  EXPECT_NE(run.kept()[0].find("an empty file bwrap may have made remains at '" + planned + "'"),
+            std::string::npos)
+      << run.kept()[0];
 
   const std::string dir = work.path() + "/later2/.agents";
   MountRegistry other;
@@ -490,6 +505,7 @@ TEST(BwrapRegistry, TheEmptyFileBwrapMadeIsRecordedAtTheEndAndRemoved) {
   fs::create_directories(dir);
   EXPECT_TRUE(other.release_and_cleanup().empty());
   EXPECT_TRUE(fs::is_directory(dir));
+  EXPECT_TRUE(other.kept().empty());
   EXPECT_TRUE(fs::is_empty(state.path()));
 }
 

@@ -183,11 +183,33 @@ TEST(BwrapPlan, ExecWithoutAStateDirectoryMakesTheSocketAndRemovesNothing) {
   const std::string agents = ws / ".agents";
   std::ofstream{agents} << "a person's file";
   MountRegistry registry;
-  ASSERT_TRUE(hold_host_paths(registry, {{codex, agents}, {}, ""}).ok());
+  std::vector<std::string> unrecorded;
+  ASSERT_TRUE(hold_host_paths(registry, {{codex, agents}, {}, ""}, &unrecorded).ok());
   EXPECT_TRUE(fs::is_socket(fs::symlink_status(codex)));
+  EXPECT_EQ(unrecorded, std::vector<std::string>{codex}) << "only what it made";
   EXPECT_TRUE(registry.release_and_cleanup().empty());
   EXPECT_TRUE(fs::is_socket(fs::symlink_status(codex)));
   EXPECT_EQ(read_file(agents), "a person's file");
+}
+
+// H5: a run that makes mount points it cannot record warns once, with the state directory's
+// error from the plan's note, the paths, and what to do; nothing when it made none.
+TEST(BwrapPlan, UnrecordedMountPointsAreWarnedOfWithTheReason) {
+  const TransformRequest request = workspace_request();
+  Result<Translation> translation = translate(request, workspace_facts(""));
+  ASSERT_TRUE(translation.ok()) << translation.error();
+  PlanContext context;
+  context.no_state_dir_reason = "'/h/.cache' is writable by group or others";
+  const ExecPlan plan = make_plan(request, std::move(*translation), context);
+  const std::string warning = unrecorded_mount_points_warning(plan, {"/w/.codex"});
+  EXPECT_EQ(warning.rfind("no private state directory ('/h/.cache' is writable by group or "
+                          "others): ",
+                          0),
+            0u)
+      << warning;
+  EXPECT_NE(warning.find("stay on the host: '/w/.codex'"), std::string::npos) << warning;
+  EXPECT_NE(warning.find("chmod 700 ~/.cache"), std::string::npos) << warning;
+  EXPECT_EQ(unrecorded_mount_points_warning(plan, {}), "");
 }
 
 }  // namespace

@@ -114,7 +114,8 @@ std::vector<std::string> sweep_stale_entries(const std::string& state_dir,
 
 // Makes the mount point of a missing name's mask (a socket inode, else an empty file) without
 // recording it: for runs without a state directory, whose mount points stay on the host.
-void make_unrecorded_mount_point(const std::string& path);
+// true if it made one (false: the name exists, or bwrap is left to make it).
+bool make_unrecorded_mount_point(const std::string& path);
 
 // Holds the registry locks of one run. Before the run, acquire() takes a shared lock for every
 // mount point bwrap will create (`synthetic`) and every existing protected path the run relies
@@ -166,7 +167,7 @@ class MountRegistry {
     std::string marker;  // state_dir/<hash>.synthetic: identity of the mount point a run made
     std::string lock;    // state_dir/<hash>.lock
     int lock_fd = -1;
-    bool mark_at_end = false;  // planned, but bwrap (not sbx) had to make it
+    bool mark_at_end = false;  // planned, but bwrap (not sbx) had to make it: warned of, kept
     // What was there when this run did not make the mount point itself (another run's, maybe
     // another user's, whose cleanup this registry cannot hold off; a person's file).
     std::optional<Found> found;

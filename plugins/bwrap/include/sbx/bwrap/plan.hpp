@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "sbx/bwrap/host.hpp"
 #include "sbx/bwrap/translate.hpp"
@@ -38,6 +39,15 @@ bool needs_mount_registry(const PlanHostPaths& paths);
 // What exec() does with a plan's host paths before the run: when needs_mount_registry(), takes
 // the registry's locks on every created and kept path and makes the created ones (recorded, so
 // registry.release_and_cleanup() removes them after the run); otherwise does nothing.
-Status hold_host_paths(MountRegistry& registry, const PlanHostPaths& paths);
+// Without a state directory it makes the created ones unrecorded and lists those it made in
+// `unrecorded` (they stay on the host: exec() warns, see unrecorded_mount_points_warning).
+Status hold_host_paths(MountRegistry& registry, const PlanHostPaths& paths,
+                       std::vector<std::string>* unrecorded = nullptr);
+
+// The one stderr warning of a run that made mount points it could not record (no usable state
+// directory: `plan`'s note says why, e.g. a sandboxed `chmod 777 ~/.cache`), naming them and
+// what to do; "" when `made` is empty.
+std::string unrecorded_mount_points_warning(const ExecPlan& plan,
+                                            const std::vector<std::string>& made);
 
 }  // namespace sbx::bwrap

@@ -34,6 +34,9 @@ struct HostFacts {
   // Directories among `paths` that every user may write (S_IWOTH: /tmp, /var/tmp): a mount
   // point made there stays on the host (MountRegistry says why).
   std::set<std::string> shared_directories;
+  // Owner of each kSymlink entry in `paths` ("name, uid N"): for the refusal of a symlink at a
+  // protected name, which only its owner or root can remove from a sticky directory.
+  std::map<std::string, std::string> symlink_owners;
   std::vector<std::string> glob_matches;        // deny-glob matches found at launch (absolute)
 };
 
