@@ -261,13 +261,6 @@ Exclusion verify_exclusion(std::vector<std::string> matched,
     out.refused = doubt;
     return out;
   }
-  // The environment the program gets must not steer it to other code (BASH_FUNC_git%% replaces
-  // the git just checked; NODE_OPTIONS=--require loads a module; GIT_DIR names the repository).
-  if (std::optional<std::string> name = code_loading_variable(env)) {
-    out.refused = "the environment names code or configuration to load (" + *name +
-                  "), which the excluded program would follow without a sandbox";
-    return out;
-  }
   const HostUser user = current_host_user();
   const std::string path_env = env_path(env);
   for (std::size_t i = 0; i < programs->size(); ++i) {
@@ -301,6 +294,13 @@ Exclusion verify_exclusion(std::vector<std::string> matched,
   }
   if (std::optional<std::string> why = entries_below_refusal(cwd, env, resolved, user)) {
     out.refused = *why;
+    return out;
+  }
+  // The environment the program gets must not steer it to other code (BASH_FUNC_git%% replaces
+  // the git just checked; NODE_OPTIONS=--require loads a module; GIT_DIR names the repository).
+  if (std::optional<std::string> name = code_loading_variable(env)) {
+    out.refused = "the environment names code or configuration to load (" + *name +
+                  "), which the excluded program would follow without a sandbox";
     return out;
   }
   out.matched = std::move(matched);
