@@ -1782,6 +1782,23 @@ class Settings(SbxTestCase):
         explain = json.loads(self.sbx_env("explain", "--json", cwd=inside).stdout)
         self.assertEqual(explain["settings"]["policy_scope"], "project")
 
+    # Review round 3, H7: a spawn with neither --cwd nor a PWD that names the cwd hides a
+    # symlink out of a trusted project; sbx says so once.
+    def test_an_unknown_logical_cwd_is_noted_while_projects_are_trusted(self):
+        self.assert_exit(self.sbx_env("config", "trust"), 0)
+        note = "sbx: note: the working directory " + self.project + " was given by neither"
+        self.env.pop("PWD", None)
+        result = self.sbx_env("exec", "--dry-run", "--", "/bin/true")
+        self.assertEqual(result.stderr.count(note), 1, describe(result))
+        self.env["PWD"] = self.work
+        self.assertIn(note, self.sbx_env("exec", "--dry-run", "--", "/bin/true").stderr)
+        self.env["PWD"] = self.project
+        result = self.sbx_env("exec", "--dry-run", "--", "/bin/true")
+        self.assertNotIn("was given by neither", result.stderr, describe(result))
+        self.env.pop("PWD")
+        result = self.sbx_env("exec", "--dry-run", "--cwd", self.project, "--", "/bin/true")
+        self.assertNotIn("was given by neither", result.stderr, describe(result))
+
     # Red team F6: an unreadable settings path was taken as absent; a trusted project's .sbx
     # could be made unreadable by a run in a writable root above it.
     def test_an_unreadable_settings_path_fails_and_sbx_dirs_are_read_only(self):
