@@ -233,7 +233,8 @@ std::optional<std::string> first_plantable_below(const std::string& dir,
 #ifdef _WIN32
 
 std::optional<std::string> first_plantable_beside(const std::vector<PathStep>& ancestors,
-                                                  const HostUser&, std::size_t) {
+                                                  const ResolvedPolicy&, const HostUser&,
+                                                  std::size_t) {
   return ancestors.empty()
              ? std::nullopt
              : std::optional<std::string>("the entries beside " + ancestors.back().path +
@@ -248,7 +249,8 @@ namespace {
 // A symlink is judged by what it leads to (stat(2)); one that leads nowhere by itself, which
 // the user cannot change in a directory it cannot write.
 std::optional<std::string> plantable_entry_in(const std::string& dir, const std::string& on_walk,
-                                              const HostUser& user, std::size_t max_entries) {
+                                              const ResolvedPolicy& policy, const HostUser& user,
+                                              std::size_t max_entries) {
   const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return "cannot read " + dir + ": " + std::strerror(errno);
   DIR* listing = ::fdopendir(fd);
@@ -269,10 +271,18 @@ std::optional<std::string> plantable_entry_in(const std::string& dir, const std:
       break;
     }
     struct stat st {};
-    if (::fstatat(::dirfd(listing), name.c_str(), &st, 0) != 0 &&
-        ::fstatat(::dirfd(listing), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-      found = "cannot check " + path + ": " + std::strerror(errno);
-      break;
+    if (::fstatat(::dirfd(listing), name.c_str(), &st, 0) != 0) {
+      if (::fstatat(::dirfd(listing), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+        found = "cannot check " + path + ": " + std::strerror(errno);
+        break;
+      }
+      // A symlink to a missing path: the directory that would hold the target must not take
+      // new names from the user (the last step of a walk is never spared as sticky).
+      if (S_ISLNK(st.st_mode)) {
+        found = symlink_target_reason(path, policy, user);
+        if (found) break;
+        continue;
+      }
     }
     if (std::optional<std::string> why = plantable_beside(step_of(path, st), user)) {
       found = *why;
@@ -286,12 +296,13 @@ std::optional<std::string> plantable_entry_in(const std::string& dir, const std:
 }  // namespace
 
 std::optional<std::string> first_plantable_beside(const std::vector<PathStep>& ancestors,
+                                                  const ResolvedPolicy& policy,
                                                   const HostUser& user,
                                                   std::size_t max_per_directory) {
   for (std::size_t i = 0; i + 1 < ancestors.size(); ++i) {
     if (!ancestors[i].directory) continue;
-    if (std::optional<std::string> why =
-            plantable_entry_in(ancestors[i].path, ancestors[i + 1].path, user, max_per_directory))
+    if (std::optional<std::string> why = plantable_entry_in(
+            ancestors[i].path, ancestors[i + 1].path, policy, user, max_per_directory))
       return why;
   }
   return std::nullopt;

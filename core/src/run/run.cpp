@@ -152,7 +152,7 @@ std::optional<std::string> working_directory_refusal(const std::string& cwd,
   if (!steps.ok()) return "the working directory cannot be verified: " + steps.error();
   std::optional<std::string> why = first_plantable_directory(*steps, resolved, user);
   // What lies beside the walk is discovered too: a user-owned /work/.git above /work/proj.
-  if (!why) why = first_plantable_beside(*steps, user, kMaxEntriesBeside);
+  if (!why) why = first_plantable_beside(*steps, resolved, user, kMaxEntriesBeside);
   if (!why) return std::nullopt;
   return "the working directory " + cwd + " could have been written by a sandboxed command (" +
          *why + "): what the excluded program reads there could have been planted; to run it " +

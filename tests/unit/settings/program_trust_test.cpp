@@ -319,24 +319,34 @@ TEST_F(Lookup, AnEntryBesideTheWalkTheUserCanWriteIsFound) {
     if (step.path.size() >= outside_.path().size()) steps_from_here.push_back(step);
   const std::vector<PathStep>* steps = &steps_from_here;
   ASSERT_EQ(steps->size(), 3u);
-  EXPECT_EQ(first_plantable_beside(*steps, user_, 100), std::nullopt);
+  EXPECT_EQ(first_plantable_beside(*steps, policy_, user_, 100), std::nullopt);
   ASSERT_EQ(::chown((outside_.path() + "/a/.git").c_str(), 65534, 65534), 0);
-  std::optional<std::string> why = first_plantable_beside(*steps, user_, 100);
+  std::optional<std::string> why = first_plantable_beside(*steps, policy_, user_, 100);
   ASSERT_TRUE(why);
   EXPECT_NE(why->find("the directory " + outside_.path() + "/a/.git"), std::string::npos) << *why;
   ASSERT_EQ(::chown((outside_.path() + "/a/.git").c_str(), 0, 0), 0);
   // A symlink is judged by what it leads to.
   fs::create_symlink(tmp_.path(), outside_.path() + "/a/package.json");
   ASSERT_EQ(::chown(tmp_.path().c_str(), 65534, 65534), 0);
-  why = first_plantable_beside(*steps, user_, 100);
+  why = first_plantable_beside(*steps, policy_, user_, 100);
   ASSERT_TRUE(why);
   EXPECT_NE(why->find("the directory " + outside_.path() + "/a/package.json"), std::string::npos)
       << *why;
   ASSERT_EQ(::chown(tmp_.path().c_str(), 0, 0), 0);
-  // The cwd's own entries are first_plantable_below's; more entries than the cap: refused.
-  why = first_plantable_beside(*steps, user_, 1);
+  fs::remove(outside_.path() + "/a/package.json");
+  // A symlink to a missing path in a directory the user can add names to (/tmp-like).
+  fs::create_directories(outside_.path() + "/drop");
+  ::chmod((outside_.path() + "/drop").c_str(), 01777);
+  fs::create_symlink(outside_.path() + "/drop/planted", outside_.path() + "/a/.npmrc");
+  why = first_plantable_beside(*steps, policy_, user_, 100);
   ASSERT_TRUE(why);
-  EXPECT_NE(why->find("more than 1 entries in " + outside_.path() + "/a"), std::string::npos)
+  EXPECT_NE(why->find("the symlink " + outside_.path() + "/a/.npmrc"), std::string::npos) << *why;
+  fs::remove(outside_.path() + "/a/.npmrc");
+  fs::remove(outside_.path() + "/drop");
+  // The cwd's own entries are first_plantable_below's; more entries than the cap: refused.
+  why = first_plantable_beside(*steps, policy_, user_, 0);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("more than 0 entries in " + outside_.path() + "/a,"), std::string::npos)
       << *why;
 }
 

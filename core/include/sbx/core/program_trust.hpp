@@ -121,9 +121,11 @@ std::optional<std::string> first_plantable_below(const std::string& dir,
 
 // Entries directly inside each directory of `ancestors` (the walk to the cwd, its last step, the
 // cwd itself, excluded: first_plantable_below covers it) other than the walk's own steps, each
-// judged by plantable_beside. More than `max_per_directory` in one directory: refused, as not
-// verified.
+// judged by plantable_beside (a symlink to a missing path: the walk to the directory that would
+// hold its target, under `policy`). More than `max_per_directory` in one directory: refused, as
+// not verified.
 std::optional<std::string> first_plantable_beside(const std::vector<PathStep>& ancestors,
+                                                  const ResolvedPolicy& policy,
                                                   const HostUser& user,
                                                   std::size_t max_per_directory);
 
