@@ -951,8 +951,18 @@ class Settings(SbxTestCase):
     scope's file is fixed at /etc/sbx/managed.json: its checks and locks are unit- and
     C-API-tested with a file the tests own)."""
 
+    # Outside /tmp when root: a directory above the cwd or HOME that the user may add entries
+    # to (a sticky /tmp) refuses every exclusion (review round 3, H1), and the runs as uid 65534
+    # need one that does not. /srv holds nothing the user can write.
+    ROOT_OWNED_BASE = "/srv/sbx-cli-tests"
+
     def setUp(self):
         super().setUp()
+        if os.geteuid() == 0 and os.path.isdir(os.path.dirname(self.ROOT_OWNED_BASE)):
+            os.makedirs(self.ROOT_OWNED_BASE, mode=0o755, exist_ok=True)
+            self.tmp = tempfile.mkdtemp(prefix="sbx-cli-test-", dir=self.ROOT_OWNED_BASE)
+            self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
+            self.work = os.path.realpath(self.tmp)
         self.config = os.path.join(self.work, "config")
         self.project = os.path.join(self.work, "project")
         os.makedirs(os.path.join(self.config, "sbx"))
@@ -1544,8 +1554,9 @@ class Settings(SbxTestCase):
         if shutil.which("git") is None:
             self.skipTest("git is not installed")
         repo = os.path.join(self.work, "repo")
-        outside = os.path.join(self.work, "out")
-        os.makedirs(outside)
+        # Not beside the repository: an entry the user writes above the cwd refuses on its own.
+        outside = tempfile.mkdtemp(prefix="sbx-cli-out-")
+        self.addCleanup(shutil.rmtree, outside, ignore_errors=True)
         subprocess.run(["git", "init", "-q", repo], check=True)
         self.user('{"excluded_commands": ["git status"]}')
         self.assertEqual(json.loads(self.as_nobody("explain", "--json", "--preset", "read-only",
@@ -1565,6 +1576,92 @@ class Settings(SbxTestCase):
         self.assertEqual(doc["excluded_by"], [])
         self.assertIn("below the working directory " + repo, doc["reason"])
         self.assertIn("the user owns it", doc["reason"])
+
+    # Review round 3, H1: a directory above the cwd that the user may add entries to, sticky or
+    # not (/tmp), takes a planted bare repository that `git status` in a root-owned directory
+    # below it discovers.
+    def test_a_directory_above_the_cwd_the_user_can_add_to_refuses_the_exclusion(self):
+        if shutil.which("git") is None:
+            self.skipTest("git is not installed")
+        sticky = os.path.join(self.work, "sticky")
+        build = os.path.join(sticky, "build")
+        os.makedirs(build)
+        os.chmod(self.tmp, 0o755)
+        os.chmod(sticky, 0o1777)
+        outside = tempfile.mkdtemp(prefix="sbx-cli-out-")
+        self.addCleanup(shutil.rmtree, outside, ignore_errors=True)
+        os.chown(outside, self.NOBODY, self.NOBODY)
+        self.user('{"excluded_commands": ["git status"]}')
+        # The planted repository: what uid 65534 can write into the sticky directory.
+        subprocess.run(["setpriv", f"--reuid={self.NOBODY}", f"--regid={self.NOBODY}",
+                        "--clear-groups", "git", "init", "-q", "--bare", sticky],
+                       check=True, capture_output=True, env={"PATH": "/usr/bin:/bin",
+                                                             "HOME": outside})
+        with open(os.path.join(sticky, "config"), "a", encoding="utf-8") as f:
+            f.write(f'[core]\n\tbare = false\n\tworktree = {build}\n'
+                    f'\tfsmonitor = "/usr/bin/id > {outside}/PWNED; false"\n')
+        result = self.as_nobody("exec", "--json", "--preset", "read-only", "--", "git", "status",
+                                cwd=build)
+        self.assertFalse(os.path.exists(os.path.join(outside, "PWNED")), describe(result))
+        doc = self.last_json_line(result.stderr)
+        self.assertIs(doc["should_sandbox"], True, describe(result))
+        self.assertEqual(doc["excluded_by"], [])
+        self.assertIn("the directory " + sticky + " is writable on the host", doc["reason"])
+        self.assertIn("discover files upward", doc["reason"])
+
+    # Review round 3, H1b: a user-owned .git in a root-owned directory above the cwd.
+    def test_a_user_writable_entry_above_the_cwd_refuses_the_exclusion(self):
+        if shutil.which("git") is None:
+            self.skipTest("git is not installed")
+        top = os.path.join(self.work, "A")
+        sub = os.path.join(top, "sub")
+        os.makedirs(sub)
+        subprocess.run(["git", "init", "-q", top], check=True)
+        self.user('{"excluded_commands": ["git status"]}')
+        self.assertEqual(json.loads(self.as_nobody("explain", "--json", "--preset", "read-only",
+                                                   "--", "git", "status", cwd=sub).stdout)[
+                                                       "excluded_by"], ["git status"])
+        for root, dirs, files in os.walk(os.path.join(top, ".git")):
+            for name in [root] + [os.path.join(root, n) for n in dirs + files]:
+                os.chown(name, self.NOBODY, self.NOBODY)
+        result = self.as_nobody("exec", "--json", "--preset", "read-only", "--", "git", "status",
+                                cwd=sub)
+        doc = self.last_json_line(result.stderr)
+        self.assertIs(doc["should_sandbox"], True, describe(result))
+        self.assertEqual(doc["excluded_by"], [])
+        self.assertIn("the directory " + os.path.join(top, ".git") + " is writable on the host",
+                      doc["reason"])
+
+    # Review round 3, H6: the environment steers the checked program to other code: GIT_DIR
+    # names a repository the user writes, whose core.fsmonitor git runs.
+    def test_an_environment_that_names_code_to_load_refuses_the_exclusion(self):
+        if shutil.which("git") is None:
+            self.skipTest("git is not installed")
+        outside = tempfile.mkdtemp(prefix="sbx-cli-out-")
+        self.addCleanup(shutil.rmtree, outside, ignore_errors=True)
+        repo = os.path.join(outside, "r")
+        subprocess.run(["git", "init", "-q", repo], check=True)
+        with open(os.path.join(repo, ".git", "config"), "a", encoding="utf-8") as f:
+            f.write(f'[core]\n\tfsmonitor = "/usr/bin/id > {outside}/PWNED; false"\n')
+        for root, dirs, files in os.walk(outside):
+            for name in [root] + [os.path.join(root, n) for n in dirs + files]:
+                os.chown(name, self.NOBODY, self.NOBODY)
+        self.user('{"excluded_commands": ["git status"]}')
+        clean = {"PATH": "/usr/bin:/bin", "HOME": self.config, "XDG_CONFIG_HOME": self.config}
+        self.assertEqual(json.loads(self.as_nobody("explain", "--json", "--preset", "read-only",
+                                                   "--", "git", "status").stdout)[
+                                                       "excluded_by"], ["git status"])
+        for name, value in [("GIT_DIR", os.path.join(repo, ".git")),
+                            ("BASH_FUNC_git%%", "() { id; }"), ("SHELLOPTS", "xtrace"),
+                            ("NODE_OPTIONS", "--require=/x.js"), ("PAGER", "id")]:
+            result = self.as_nobody("exec", "--json", "--preset", "read-only", "--", "git",
+                                    "status", env=dict(clean, **{name: value}))
+            self.assertFalse(os.path.exists(os.path.join(outside, "PWNED")), describe(result))
+            doc = self.last_json_line(result.stderr)
+            self.assertIs(doc["should_sandbox"], True, describe(result))
+            self.assertEqual(doc["excluded_by"], [])
+            self.assertIn("the environment names code or configuration to load (" + name + ")",
+                          doc["reason"])
 
     # Red team round 2: a policy file is protected only in the runs that use it; one in the
     # workspace can have been rewritten by a default run.
@@ -1684,6 +1781,23 @@ class Settings(SbxTestCase):
         self.assertNotIn("TOPSECRET", result.stdout, describe(result))
         explain = json.loads(self.sbx_env("explain", "--json", cwd=inside).stdout)
         self.assertEqual(explain["settings"]["policy_scope"], "project")
+
+    # Review round 3, H7: a spawn with neither --cwd nor a PWD that names the cwd hides a
+    # symlink out of a trusted project; sbx says so once.
+    def test_an_unknown_logical_cwd_is_noted_while_projects_are_trusted(self):
+        self.assert_exit(self.sbx_env("config", "trust"), 0)
+        note = "sbx: note: the working directory " + self.project + " was given by neither"
+        self.env.pop("PWD", None)
+        result = self.sbx_env("exec", "--dry-run", "--", "/bin/true")
+        self.assertEqual(result.stderr.count(note), 1, describe(result))
+        self.env["PWD"] = self.work
+        self.assertIn(note, self.sbx_env("exec", "--dry-run", "--", "/bin/true").stderr)
+        self.env["PWD"] = self.project
+        result = self.sbx_env("exec", "--dry-run", "--", "/bin/true")
+        self.assertNotIn("was given by neither", result.stderr, describe(result))
+        self.env.pop("PWD")
+        result = self.sbx_env("exec", "--dry-run", "--cwd", self.project, "--", "/bin/true")
+        self.assertNotIn("was given by neither", result.stderr, describe(result))
 
     # Red team F6: an unreadable settings path was taken as absent; a trusted project's .sbx
     # could be made unreadable by a run in a writable root above it.

@@ -230,6 +230,86 @@ std::optional<std::string> first_plantable_below(const std::string& dir,
 
 #endif
 
+#ifdef _WIN32
+
+std::optional<std::string> first_plantable_beside(const std::vector<PathStep>& ancestors,
+                                                  const ResolvedPolicy&, const HostUser&,
+                                                  std::size_t) {
+  return ancestors.empty()
+             ? std::nullopt
+             : std::optional<std::string>("the entries beside " + ancestors.back().path +
+                                          " are not verified on Windows yet");
+}
+
+#else
+
+namespace {
+
+// One ancestor's entries other than `on_walk` (the walk's next step): the first plantable one.
+// A symlink is judged by what it leads to (stat(2)); one that leads nowhere by itself, which
+// the user cannot change in a directory it cannot write.
+std::optional<std::string> plantable_entry_in(const std::string& dir, const std::string& on_walk,
+                                              const ResolvedPolicy& policy, const HostUser& user,
+                                              std::size_t max_entries) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return "cannot read " + dir + ": " + std::strerror(errno);
+  DIR* listing = ::fdopendir(fd);
+  if (listing == nullptr) {
+    ::close(fd);
+    return "cannot read " + dir + ": " + std::strerror(errno);
+  }
+  std::optional<std::string> found;
+  std::size_t seen = 0;
+  while (const dirent* entry = ::readdir(listing)) {
+    const std::string name = entry->d_name;
+    if (name == "." || name == "..") continue;
+    const std::string path = join(dir, name);
+    if (path == on_walk) continue;
+    if (++seen > max_entries) {
+      found = "more than " + std::to_string(max_entries) + " entries in " + dir +
+              ", above the working directory, to verify";
+      break;
+    }
+    struct stat st {};
+    if (::fstatat(::dirfd(listing), name.c_str(), &st, 0) != 0) {
+      if (::fstatat(::dirfd(listing), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+        found = "cannot check " + path + ": " + std::strerror(errno);
+        break;
+      }
+      // A symlink to a missing path: the directory that would hold the target must not take
+      // new names from the user (the last step of a walk is never spared as sticky).
+      if (S_ISLNK(st.st_mode)) {
+        found = symlink_target_reason(path, policy, user);
+        if (found) break;
+        continue;
+      }
+    }
+    if (std::optional<std::string> why = plantable_beside(step_of(path, st), user)) {
+      found = *why;
+      break;
+    }
+  }
+  ::closedir(listing);
+  return found;
+}
+
+}  // namespace
+
+std::optional<std::string> first_plantable_beside(const std::vector<PathStep>& ancestors,
+                                                  const ResolvedPolicy& policy,
+                                                  const HostUser& user,
+                                                  std::size_t max_per_directory) {
+  for (std::size_t i = 0; i + 1 < ancestors.size(); ++i) {
+    if (!ancestors[i].directory) continue;
+    if (std::optional<std::string> why = plantable_entry_in(
+            ancestors[i].path, ancestors[i + 1].path, policy, user, max_per_directory))
+      return why;
+  }
+  return std::nullopt;
+}
+
+#endif
+
 TrustedProgram find_trusted_program(const std::string& command, const std::string& cwd,
                                     const std::string& path_env, const ResolvedPolicy& policy,
                                     const HostUser& user) {

@@ -135,6 +135,10 @@ std::optional<std::string> shell_startup_refusal(const std::vector<std::string>&
   return startup_file_refusal("zsh's startup file", *dir + "/.zshenv", resolved, user);
 }
 
+// How many entries of one directory above the cwd an exclusion checks before it gives up (the
+// command runs sandboxed): the ancestors of a project hold few.
+constexpr std::size_t kMaxEntriesBeside = 5000;
+
 // An excluded program acts with the host's full power on everything it reads, and what it reads
 // first is its working directory: git's discovery takes any directory at or above the cwd that
 // holds HEAD, objects/ and refs/ as the repository (gitrepository-layout(5); setup.c
@@ -146,7 +150,9 @@ std::optional<std::string> working_directory_refusal(const std::string& cwd,
                                                      const HostUser& user) {
   Result<std::vector<PathStep>> steps = walk_path(cwd);
   if (!steps.ok()) return "the working directory cannot be verified: " + steps.error();
-  std::optional<std::string> why = first_plantable(*steps, resolved, user);
+  std::optional<std::string> why = first_plantable_directory(*steps, resolved, user);
+  // What lies beside the walk is discovered too: a user-owned /work/.git above /work/proj.
+  if (!why) why = first_plantable_beside(*steps, resolved, user, kMaxEntriesBeside);
   if (!why) return std::nullopt;
   return "the working directory " + cwd + " could have been written by a sandboxed command (" +
          *why + "): what the excluded program reads there could have been planted; to run it " +
@@ -174,7 +180,7 @@ std::optional<std::string> configuration_refusal(const std::vector<std::string>&
       steps = walk_path(slash == 0 ? "/" : dir.substr(0, slash));
       if (!steps.ok()) return "the configuration directory " + dir + ": " + steps.error();
     }
-    if (std::optional<std::string> why = first_plantable(*steps, resolved, user))
+    if (std::optional<std::string> why = first_plantable_directory(*steps, resolved, user))
       return "the configuration directory " + dir +
              " could have been written by a sandboxed command (" + *why +
              "): the excluded program's configuration there (~/.gitconfig, ~/.npmrc, ...) "
@@ -288,6 +294,13 @@ Exclusion verify_exclusion(std::vector<std::string> matched,
   }
   if (std::optional<std::string> why = entries_below_refusal(cwd, env, resolved, user)) {
     out.refused = *why;
+    return out;
+  }
+  // The environment the program gets must not steer it to other code (BASH_FUNC_git%% replaces
+  // the git just checked; NODE_OPTIONS=--require loads a module; GIT_DIR names the repository).
+  if (std::optional<std::string> name = code_loading_variable(env)) {
+    out.refused = "the environment names code or configuration to load (" + *name +
+                  "), which the excluded program would follow without a sandbox";
     return out;
   }
   out.matched = std::move(matched);

@@ -333,6 +333,14 @@ Result<Settings> load_settings(const Sources& sources, const ScopeSettings* call
                  " is not (a symlink on the way leads out, and a sandboxed command could have "
                  "planted it); run from the real directory, or remove the symlink"};
   std::vector<std::string> notes;
+  // Without the logical path (no --cwd, PWD absent or naming another directory), a symlink on
+  // the way to the cwd that leads out of a trusted project is invisible: the real path is all
+  // there is (getcwd(3) resolves symlinks).
+  if (!trusted.empty() && sources.logical_cwd.empty())
+    notes.push_back("the working directory " + sources.cwd +
+                    " was given by neither --cwd nor a PWD that names it: a symlink on the way "
+                    "to it that leads out of a trusted project cannot be detected; pass --cwd "
+                    "or PWD");
   Result<ProjectSearch> searched = find_project(sources.cwd, trusted);
   if (!searched) return Error{searched.error()};
   const ProjectSearch& project = *searched;

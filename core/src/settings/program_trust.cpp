@@ -2,8 +2,10 @@
 // the walk in program_lookup.cpp.
 #include "sbx/core/program_trust.hpp"
 
+#include <array>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace sbx {
@@ -83,6 +85,81 @@ std::optional<std::string> first_plantable(const std::vector<PathStep>& steps,
   for (std::size_t i = 0; i < steps.size(); ++i) {
     const PathStep* next = i + 1 < steps.size() ? &steps[i + 1] : nullptr;
     if (std::optional<std::string> why = plantable(steps[i], policy, user, next)) return why;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> first_plantable_directory(const std::vector<PathStep>& steps,
+                                                     const ResolvedPolicy& policy,
+                                                     const HostUser& user) {
+  for (const PathStep& step : steps) {
+    if (std::optional<std::string> why = plantable(step, policy, user)) {
+      if ((step.mode & kSticky) != 0 && step.directory)
+        return *why +
+               "; the user may add entries there (sticky or not), and programs discover "
+               "files upward: git, npm, cargo...";
+      return why;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> plantable_beside(const PathStep& entry, const HostUser& user) {
+  if (!host_writes(entry, user)) return std::nullopt;
+  if (user.uid != 0 && entry.directory && (entry.mode & kSticky) != 0 && entry.owner != user.uid)
+    return std::nullopt;
+  return (entry.directory ? "the directory " : "the file ") + entry.path +
+         " is writable on the host (" + host_reason(entry, user) +
+         "), and programs discover files upward from the working directory: git, npm, cargo...";
+}
+
+namespace {
+
+// Variables that name code or configuration to load, or a program to run by name. Shells:
+// bash(1) (exported functions are BASH_FUNC_name%%; SHELLOPTS/BASHOPTS turn on xtrace, whose PS4
+// is expanded with command substitution; ENV, PROMPT_COMMAND). git(1) ENVIRONMENT VARIABLES
+// (GIT_DIR, GIT_CONFIG_*, GIT_EXEC_PATH, GIT_SSH_COMMAND, GIT_PAGER, GIT_EDITOR, ...). node(1),
+// python(1), perlrun(1), ruby(1), java (JAVA_TOOL_OPTIONS, JDK_JAVA_OPTIONS), npm-config(7)
+// (npm_config_*), cargo's environment (CARGO_HOME holds config.toml), ld.so(8).
+// clang-format off
+constexpr std::array<std::string_view, 36> kCodeLoadingNames = {
+    "SHELLOPTS", "BASHOPTS", "PS4", "ENV", "PROMPT_COMMAND",
+    "NODE_OPTIONS", "NODE_PATH",
+    "PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PYTHONUSERBASE",
+    "PERL5LIB", "PERL5OPT", "PERLLIB", "RUBYOPT", "RUBYLIB",
+    "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "CLASSPATH",
+    "RUSTC_WRAPPER", "RUSTC", "RUSTDOC", "GOFLAGS",
+    "EDITOR", "VISUAL", "PAGER", "MANPAGER", "LESSOPEN", "BROWSER", "SSH_ASKPASS", "GNUPGHOME",
+    "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "GCONV_PATH"};
+// clang-format on
+constexpr std::array<std::string_view, 6> kCodeLoadingPrefixes = {
+    "BASH_FUNC_", "GIT_", "npm_config_", "NPM_CONFIG_", "CARGO_", "RUSTUP_"};
+// git(1): identity and a prompt switch only; nothing here names a file or a program.
+constexpr std::array<std::string_view, 7> kHarmlessGitNames = {
+    "GIT_AUTHOR_NAME",     "GIT_AUTHOR_EMAIL",   "GIT_AUTHOR_DATE",    "GIT_COMMITTER_NAME",
+    "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE", "GIT_TERMINAL_PROMPT"};
+
+template <std::size_t N>
+bool listed(const std::array<std::string_view, N>& names, std::string_view name) {
+  for (std::string_view listed_name : names)
+    if (listed_name == name) return true;
+  return false;
+}
+
+bool loads_code(std::string_view name) {
+  if (listed(kCodeLoadingNames, name)) return true;
+  if (listed(kHarmlessGitNames, name)) return false;
+  for (std::string_view prefix : kCodeLoadingPrefixes)
+    if (name.substr(0, prefix.size()) == prefix) return true;
+  return false;
+}
+
+}  // namespace
+
+std::optional<std::string> code_loading_variable(const std::vector<std::string>& env) {
+  for (const std::string& entry : env) {
+    const std::string_view name = std::string_view(entry).substr(0, entry.find('='));
+    if (loads_code(name)) return std::string(name);
   }
   return std::nullopt;
 }

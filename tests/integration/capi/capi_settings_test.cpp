@@ -58,9 +58,11 @@ class CApiSettings : public ::testing::Test {
     if (child == 0) {
       ::close(pipe_fds[0]);
       std::string out;
+      // Only PATH and HOME: the host's environment may name code to load (GIT_*, PAGER, ...),
+      // which refuses an exclusion (review round 3, H6).
+      ::clearenv();
+      ::setenv("PATH", "/usr/bin:/bin", 1);
       ::setenv("HOME", (tmp_.path() + "/home/sbx").c_str(), 1);
-      ::unsetenv("XDG_CONFIG_HOME");
-      ::unsetenv("PWD");
       if (::setgroups(0, nullptr) != 0 || ::setresgid(65534, 65534, 65534) != 0 ||
           ::setresuid(65534, 65534, 65534) != 0)
         out = "SKIP: cannot become uid 65534";
@@ -109,7 +111,17 @@ class CApiSettings : public ::testing::Test {
     return take(sbx_exec(manager, policy, work().c_str(), argv, preference, flags, &error), &error);
   }
 
-  sbx::test::TempDir tmp_;
+  // Outside /tmp when /srv is root's and not writable by others: a directory above the cwd the
+  // user may add entries to (a sticky /tmp) refuses every exclusion (review round 3, H1).
+  static std::string root_owned_parent() {
+    struct stat st {};
+    return ::stat("/srv", &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == 0 &&
+                   (st.st_mode & 022) == 0
+               ? "/srv"
+               : "/tmp";
+  }
+
+  sbx::test::TempDir tmp_{root_owned_parent()};
   sbx::settings::Sources sources_;
 };
 

@@ -99,6 +99,75 @@ TEST(Plantable, AnUnrestrictedFilesystemMakesEverythingPlantable) {
   EXPECT_TRUE(plantable(dir("/usr/bin", 0, 0755), policy, HostUser{1000}));
 }
 
+// Review round 3, H1: a sticky /tmp above the cwd takes new names from the user (a bare repo's
+// HEAD, objects/, refs/, config; a package.json), which git and npm discover upward.
+TEST(Plantable, ADirectoryTheUserCanAddEntriesToIsPlantableForDiscovery) {
+  const ResolvedPolicy policy = writable({"/ws"});
+  const HostUser user{65534};
+  const std::vector<PathStep> via_tmp{dir("/", 0, 0755), dir("/tmp", 0, 01777),
+                                      dir("/tmp/build", 0, 0755)};
+  EXPECT_EQ(first_plantable(via_tmp, policy, user), std::nullopt);  // a program's own path
+  std::optional<std::string> why = first_plantable_directory(via_tmp, policy, user);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("the directory /tmp "), std::string::npos) << *why;
+  EXPECT_NE(why->find("discover files upward"), std::string::npos) << *why;
+  const std::vector<PathStep> clean{dir("/", 0, 0755), dir("/work", 0, 0755)};
+  EXPECT_EQ(first_plantable_directory(clean, policy, user), std::nullopt);
+}
+
+// Review round 3, H1b: a user-owned /a/.git beside the walk to /a/sub.
+TEST(Plantable, AnEntryBesideTheWalkTheUserCanChangeIsPlantable) {
+  const HostUser user{65534};
+  EXPECT_TRUE(plantable_beside(dir("/a/.git", 65534, 0755), user));
+  EXPECT_TRUE(plantable_beside(PathStep{"/a/package.json", false, 0, 0, S_IFREG | 0666}, user));
+  EXPECT_FALSE(plantable_beside(PathStep{"/a/package.json", false, 0, 0, S_IFREG | 0644}, user));
+  EXPECT_FALSE(plantable_beside(dir("/etc", 0, 0755), user));
+  // Another's sticky directory (/tmp in /): names can be added inside, none is discovered.
+  EXPECT_FALSE(plantable_beside(dir("/tmp", 0, 01777), user));
+  EXPECT_TRUE(plantable_beside(dir("/tmp", 65534, 01777), user));
+  EXPECT_TRUE(plantable_beside(dir("/etc", 0, 0755), HostUser{0}));
+}
+
+// Review round 3, H6: the environment steers the checked program elsewhere.
+TEST(CodeLoadingVariable, NamesTheFirstVariableThatLoadsCodeOrConfiguration) {
+  EXPECT_EQ(code_loading_variable({"PATH=/usr/bin", "HOME=/h", "LANG=C", "GIT_AUTHOR_NAME=a",
+                                   "GIT_COMMITTER_EMAIL=b", "TERM=xterm"}),
+            std::nullopt);
+  for (const char* steering_text : {"BASH_FUNC_git%%=() { id; }",
+                                      "SHELLOPTS=xtrace",
+                                      "BASHOPTS=extdebug",
+                                      "PS4=$(id)",
+                                      "ENV=/x",
+                                      "PROMPT_COMMAND=id",
+                                      "GIT_DIR=/x",
+                                      "GIT_CONFIG_COUNT=1",
+                                      "GIT_PAGER=id",
+                                      "GIT_SSH_COMMAND=id",
+                                      "GIT_EDITOR=id",
+                                      "NODE_OPTIONS=--require=/x",
+                                      "NODE_PATH=/x",
+                                      "PYTHONPATH=/x",
+                                      "PYTHONSTARTUP=/x",
+                                      "PERL5OPT=-M",
+                                      "RUBYOPT=-r/x",
+                                      "JAVA_TOOL_OPTIONS=-javaagent:/x",
+                                      "CLASSPATH=/x",
+                                      "npm_config_userconfig=/x",
+                                      "NPM_CONFIG_GLOBALCONFIG=/x",
+                                      "CARGO_HOME=/x",
+                                      "RUSTC_WRAPPER=/x",
+                                      "GOFLAGS=-toolexec=id",
+                                      "EDITOR=id",
+                                      "VISUAL=id",
+                                      "PAGER=id",
+                                      "SSH_ASKPASS=/x",
+                                      "LD_PRELOAD=/x"}) {
+    const std::string steering = steering_text;
+    const std::string name = steering.substr(0, steering.find('='));
+    EXPECT_EQ(code_loading_variable({"PATH=/usr/bin", steering}), name) << steering;
+  }
+}
+
 // Files on disk: `tmp_` is the sandbox's writable root, `outside_` is not.
 class Lookup : public ::testing::Test {
  protected:
@@ -236,6 +305,49 @@ TEST_F(Lookup, TheWalkFollowsEverySymlinkAndStopsALoop) {
   Result<std::vector<PathStep>> loop = walk_path(tmp_.path() + "/loop-a/x");
   ASSERT_FALSE(loop.ok());
   EXPECT_NE(loop.error().find("too many symlinks"), std::string::npos) << loop.error();
+}
+
+// Review round 3, H1b: the entries directly inside each ancestor of the cwd, beside the walk.
+TEST_F(Lookup, AnEntryBesideTheWalkTheUserCanWriteIsFound) {
+  fs::create_directories(outside_.path() + "/a/sub");
+  fs::create_directories(outside_.path() + "/a/.git");
+  Result<std::vector<PathStep>> walk = walk_path(outside_.path() + "/a/sub");
+  ASSERT_TRUE(walk.ok()) << walk.error();
+  // From the test's own directory down: /tmp above it holds other tests' files.
+  std::vector<PathStep> steps_from_here;
+  for (const PathStep& step : *walk)
+    if (step.path.size() >= outside_.path().size()) steps_from_here.push_back(step);
+  const std::vector<PathStep>* steps = &steps_from_here;
+  ASSERT_EQ(steps->size(), 3u);
+  EXPECT_EQ(first_plantable_beside(*steps, policy_, user_, 100), std::nullopt);
+  ASSERT_EQ(::chown((outside_.path() + "/a/.git").c_str(), 65534, 65534), 0);
+  std::optional<std::string> why = first_plantable_beside(*steps, policy_, user_, 100);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("the directory " + outside_.path() + "/a/.git"), std::string::npos) << *why;
+  ASSERT_EQ(::chown((outside_.path() + "/a/.git").c_str(), 0, 0), 0);
+  // A symlink is judged by what it leads to.
+  fs::create_symlink(tmp_.path(), outside_.path() + "/a/package.json");
+  ASSERT_EQ(::chown(tmp_.path().c_str(), 65534, 65534), 0);
+  why = first_plantable_beside(*steps, policy_, user_, 100);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("the directory " + outside_.path() + "/a/package.json"), std::string::npos)
+      << *why;
+  ASSERT_EQ(::chown(tmp_.path().c_str(), 0, 0), 0);
+  fs::remove(outside_.path() + "/a/package.json");
+  // A symlink to a missing path in a directory the user can add names to (/tmp-like).
+  fs::create_directories(outside_.path() + "/drop");
+  ::chmod((outside_.path() + "/drop").c_str(), 01777);
+  fs::create_symlink(outside_.path() + "/drop/planted", outside_.path() + "/a/.npmrc");
+  why = first_plantable_beside(*steps, policy_, user_, 100);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("the symlink " + outside_.path() + "/a/.npmrc"), std::string::npos) << *why;
+  fs::remove(outside_.path() + "/a/.npmrc");
+  fs::remove(outside_.path() + "/drop");
+  // The cwd's own entries are first_plantable_below's; more entries than the cap: refused.
+  why = first_plantable_beside(*steps, policy_, user_, 0);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("more than 0 entries in " + outside_.path() + ","), std::string::npos)
+      << *why;
 }
 
 }  // namespace

@@ -548,6 +548,13 @@ TEST_F(Files, ADecoyCloserThanTheTrustedProjectIsIgnoredAndReported) {
             (std::vector<std::string>{decoy, tmp_.path() + "/work/repo/.sbx/settings.json"}));
   EXPECT_FALSE(untrusted->inside_trusted_project);
   ASSERT_TRUE(trust_project(sources_.user_file, tmp_.path() + "/work/repo").ok());
+  // Trusted projects and no logical cwd: one note says the symlink check cannot apply.
+  Result<Settings> unnamed = load_settings(sources_);
+  ASSERT_TRUE(unnamed.ok()) << unnamed.error();
+  ASSERT_EQ(unnamed->notes.size(), 2u);
+  EXPECT_NE(unnamed->notes[0].find("was given by neither --cwd nor a PWD"), std::string::npos)
+      << unnamed->notes[0];
+  sources_.logical_cwd = sources_.cwd;  // as --cwd or a PWD naming it would set it
   Result<Settings> loaded = load_settings(sources_);
   ASSERT_TRUE(loaded.ok()) << loaded.error();
   EXPECT_TRUE(loaded->project_trusted);

@@ -62,6 +62,30 @@ std::optional<std::string> plantable(const PathStep& step, const ResolvedPolicy&
 std::optional<std::string> first_plantable(const std::vector<PathStep>& steps,
                                            const ResolvedPolicy& policy, const HostUser& user);
 
+// The same for the walk to a directory an excluded program reads and discovers files upward
+// from (its cwd, HOME, XDG_CONFIG_HOME), with no sticky exemption: git finds a repository in any
+// directory at or above the cwd (setup.c is_git_directory: HEAD, objects/, refs/), npm a
+// package.json, cargo .cargo/config.toml, so a directory on the way the user may *add* entries
+// to (/tmp, sticky or not) is plantable, even though what others put there stays.
+std::optional<std::string> first_plantable_directory(const std::vector<PathStep>& steps,
+                                                     const ResolvedPolicy& policy,
+                                                     const HostUser& user);
+
+// An entry directly inside an ancestor of the cwd, off the walk itself (`/work/.git` beside
+// `/work/proj`), which a program discovering upward could read: plantable when the user may
+// change it (root; its owner; a group or other write bit, or, for a symlink, what it leads to).
+// One exception: a sticky directory the user does not own (/tmp, /var/tmp): new names can be
+// added inside it, but no program discovers upward through such a name. The sandbox runs as the
+// user, so it writes no more on the host than the user can.
+std::optional<std::string> plantable_beside(const PathStep& entry, const HostUser& user);
+
+// The first variable of `env` (NAME=value) that makes the excluded program, or one it starts,
+// load code or configuration from somewhere else, or run a program by name: exported bash
+// functions (BASH_FUNC_*), SHELLOPTS, PS4, GIT_* (GIT_DIR, GIT_CONFIG_*, GIT_SSH, ...) except
+// the author/committer identity, NODE_OPTIONS, PYTHONPATH, npm_config_*, CARGO_*, EDITOR,
+// PAGER, ... (the list is in program_trust.cpp and core/cli/README.md). nullopt when none.
+std::optional<std::string> code_loading_variable(const std::vector<std::string>& env);
+
 // What find_trusted_program found.
 struct TrustedProgram {
   std::optional<std::string> path;  // absolute; set when the program may run unsandboxed
@@ -94,6 +118,16 @@ TrustedProgram find_trusted_program(const std::string& command, const std::strin
 std::optional<std::string> first_plantable_below(const std::string& dir,
                                                  const ResolvedPolicy& policy, const HostUser& user,
                                                  std::size_t max_entries);
+
+// Entries directly inside each directory of `ancestors` (the walk to the cwd, its last step, the
+// cwd itself, excluded: first_plantable_below covers it) other than the walk's own steps, each
+// judged by plantable_beside (a symlink to a missing path: the walk to the directory that would
+// hold its target, under `policy`). More than `max_per_directory` in one directory: refused, as
+// not verified.
+std::optional<std::string> first_plantable_beside(const std::vector<PathStep>& ancestors,
+                                                  const ResolvedPolicy& policy,
+                                                  const HostUser& user,
+                                                  std::size_t max_per_directory);
 
 // The walk find_trusted_program makes, exposed for tests: every step from "/" to the file or
 // directory `path` (absolute) names, symlinks followed (at most 40, as the kernel's
