@@ -109,6 +109,11 @@ class Resolver {
   // Makes the settings file `path` uncreatable when a writable rule reaches it: its directory
   // is made on the host if missing and kept read-only.
   void protect_absent_file(const std::string& path);
+  // The innermost writable root that holds `path` ("" when none does).
+  std::string writable_root_of(const std::string& path) const;
+  // `path` pinned read-only (or made uncreatable) below `root`, unless already listed; the
+  // list stays sorted by path.
+  void add_protected_path(ProtectedPath path);
   // A read rule at `dir` (write rules inside it become read) and a protected path pinning it;
   // `is_dir`: it is a directory.
   void keep_path_read_only(const std::string& dir, bool is_dir);
@@ -373,28 +378,37 @@ void Resolver::add_install_carveouts() {
   sort_rules(rules);
 }
 
+std::string Resolver::writable_root_of(const std::string& path) const {
+  std::string root;
+  for (const PathRule& rule : out_.policy.rules) {
+    if (rule.access == Access::kWrite && path_is_within(path, rule.path) &&
+        rule.path.size() > root.size())
+      root = rule.path;
+  }
+  return root;
+}
+
+void Resolver::add_protected_path(ProtectedPath path) {
+  std::vector<ProtectedPath>& protected_paths = out_.policy.protected_paths;
+  if (std::any_of(protected_paths.begin(), protected_paths.end(),
+                  [&](const ProtectedPath& p) { return p.path == path.path; }))
+    return;
+  protected_paths.push_back(std::move(path));
+  std::sort(protected_paths.begin(), protected_paths.end(),
+            [](const ProtectedPath& a, const ProtectedPath& b) { return a.path < b.path; });
+}
+
 // A read-only directory inside a writable root can still be moved away with its parent (and a
 // new one put in its place), so each install carve-out is also a protected path: backends that
 // enforce protected paths keep it read-only and pin every directory between it and its
 // writable root (types.hpp ProtectedPath).
 void Resolver::protect_install_carveouts() {
-  std::vector<ProtectedPath>& protected_paths = out_.policy.protected_paths;
   for (const std::string& dir : out_.install_carveouts) {
-    std::string root;
-    for (const PathRule& rule : out_.policy.rules) {
-      if (rule.access == Access::kWrite && path_is_within(dir, rule.path) &&
-          rule.path.size() > root.size())
-        root = rule.path;
-    }
+    const std::string root = writable_root_of(dir);
     if (root.empty()) continue;  // only a writable root inside it was taken away: nothing to pin
-    auto same = std::find_if(protected_paths.begin(), protected_paths.end(),
-                             [&](const ProtectedPath& p) { return p.path == dir; });
-    if (same != protected_paths.end()) continue;
-    protected_paths.push_back(
+    add_protected_path(
         ProtectedPath{dir, root, true, windows() ? windows_is_directory(dir) : is_directory(dir)});
   }
-  std::sort(protected_paths.begin(), protected_paths.end(),
-            [](const ProtectedPath& a, const ProtectedPath& b) { return a.path < b.path; });
 }
 
 // The policy file must stay read-only like sbx's install: a command that could rewrite it would
@@ -478,20 +492,9 @@ void Resolver::protect_absent_file(const std::string& path) {
   // The directories could not be made (a read-only filesystem, a name taken meanwhile): the
   // first missing component is masked instead (a protected path that does not exist, whose
   // mount point bwrap's registry makes and removes: plugins/bwrap/README.md).
-  std::string root;
-  for (const PathRule& rule : out_.policy.rules) {
-    if (rule.access == Access::kWrite && path_is_within(first, rule.path) &&
-        rule.path.size() > root.size())
-      root = rule.path;
-  }
+  const std::string root = writable_root_of(first);
   if (root.empty()) return;
-  std::vector<ProtectedPath>& protected_paths = out_.policy.protected_paths;
-  if (std::any_of(protected_paths.begin(), protected_paths.end(),
-                  [&](const ProtectedPath& p) { return p.path == first; }))
-    return;
-  protected_paths.push_back(ProtectedPath{first, root, false, false});
-  std::sort(protected_paths.begin(), protected_paths.end(),
-            [](const ProtectedPath& a, const ProtectedPath& b) { return a.path < b.path; });
+  add_protected_path(ProtectedPath{first, root, false, false});
 #endif
 }
 
@@ -508,20 +511,9 @@ void Resolver::keep_path_read_only(const std::string& dir, bool is_dir) {
   sort_rules(rules);
   // Pinned like an install carve-out (protect_install_carveouts): renaming a parent must not
   // carry it away.
-  std::string root;
-  for (const PathRule& rule : rules) {
-    if (rule.access == Access::kWrite && path_is_within(dir, rule.path) &&
-        rule.path.size() > root.size())
-      root = rule.path;
-  }
+  const std::string root = writable_root_of(dir);
   if (root.empty()) return;
-  std::vector<ProtectedPath>& protected_paths = out_.policy.protected_paths;
-  if (std::any_of(protected_paths.begin(), protected_paths.end(),
-                  [&](const ProtectedPath& p) { return p.path == dir; }))
-    return;
-  protected_paths.push_back(ProtectedPath{dir, root, true, is_dir});
-  std::sort(protected_paths.begin(), protected_paths.end(),
-            [](const ProtectedPath& a, const ProtectedPath& b) { return a.path < b.path; });
+  add_protected_path(ProtectedPath{dir, root, true, is_dir});
 }
 #endif
 
@@ -539,12 +531,7 @@ std::optional<std::string> Resolver::add_file_carveout(const std::string& path,
   if (!real || (!windows() && !directory_too && is_directory(*real)) ||
       rule_access(out_.policy, *real) != Access::kWrite)
     return std::nullopt;
-  std::string root;
-  for (const PathRule& rule : out_.policy.rules) {
-    if (rule.access == Access::kWrite && path_is_within(*real, rule.path) &&
-        rule.path.size() > root.size())
-      root = rule.path;
-  }
+  const std::string root = writable_root_of(*real);
   std::vector<PathRule>& rules = out_.policy.rules;
   auto same = std::find_if(rules.begin(), rules.end(),
                            [&](const PathRule& rule) { return rule.path == *real; });
@@ -555,13 +542,8 @@ std::optional<std::string> Resolver::add_file_carveout(const std::string& path,
   }
   sort_rules(rules);
   if (root.empty()) return real;
-  std::vector<ProtectedPath>& protected_paths = out_.policy.protected_paths;
-  if (std::none_of(protected_paths.begin(), protected_paths.end(),
-                   [&](const ProtectedPath& p) { return p.path == *real; }))
-    protected_paths.push_back(
-        ProtectedPath{*real, root, true, directory_too && !windows() && is_directory(*real)});
-  std::sort(protected_paths.begin(), protected_paths.end(),
-            [](const ProtectedPath& a, const ProtectedPath& b) { return a.path < b.path; });
+  add_protected_path(
+      ProtectedPath{*real, root, true, directory_too && !windows() && is_directory(*real)});
   return real;
 }
 
