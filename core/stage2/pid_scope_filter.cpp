@@ -10,6 +10,7 @@
 #include <memory>
 #include <span>
 
+#include "seccomp_export.hpp"
 #include "seccomp_syscalls.hpp"
 
 namespace sbx::stage2 {
@@ -86,36 +87,18 @@ Result<FilterPtr> build_scope() {
   return ctx;
 }
 
-// What libseccomp writes for `ctx` through `exporter`, read back from a temporary file
-// (libseccomp 2.5 exports to a descriptor only).
-Result<std::string> exported(scmp_filter_ctx ctx, int (*exporter)(const scmp_filter_ctx, int)) {
-  std::FILE* tmp = std::tmpfile();
-  if (tmp == nullptr) return Error{"tmpfile failed"};
-  const int rc = exporter(ctx, fileno(tmp));
-  std::string bytes;
-  if (rc == 0) {
-    std::rewind(tmp);
-    char buf[4096];
-    std::size_t n = 0;
-    while ((n = std::fread(buf, 1, sizeof buf, tmp)) > 0) bytes.append(buf, n);
-  }
-  std::fclose(tmp);
-  if (rc != 0) return Error{std::string("seccomp export: ") + std::strerror(-rc)};
-  return bytes;
-}
-
 }  // namespace
 
 Result<std::string> export_pid_scope_bpf() {
   Result<FilterPtr> ctx = build_scope();
   if (!ctx.ok()) return Error{ctx.error()};
-  return exported(ctx->get(), seccomp_export_bpf);
+  return export_program(ctx->get(), seccomp_export_bpf);
 }
 
 Result<std::string> export_pid_scope_text() {
   Result<FilterPtr> ctx = build_scope();
   if (!ctx.ok()) return Error{ctx.error()};
-  return exported(ctx->get(), seccomp_export_pfc);
+  return export_program(ctx->get(), seccomp_export_pfc);
 }
 
 }  // namespace sbx::stage2

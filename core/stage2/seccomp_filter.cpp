@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "seccomp_export.hpp"
 #include "seccomp_syscalls.hpp"
 
 namespace sbx::stage2 {
@@ -533,28 +534,13 @@ Result<FilterPtr> build_argument_rules(NetworkFilter network) {
   return ctx;
 }
 
-Result<std::string> pfc_text(scmp_filter_ctx ctx) {
-  std::FILE* tmp = std::tmpfile();
-  if (tmp == nullptr) return Error{"tmpfile failed"};
-  const int rc = seccomp_export_pfc(ctx, fileno(tmp));
-  std::string text;
-  if (rc == 0) {
-    std::rewind(tmp);
-    char buf[4096];
-    std::size_t n = 0;
-    while ((n = std::fread(buf, 1, sizeof buf, tmp)) > 0) text.append(buf, n);
-  }
-  std::fclose(tmp);
-  if (rc != 0) return Error{std::string("seccomp_export_pfc: ") + std::strerror(-rc)};
-  return text;
-}
+}  // namespace
 
-// The BPF program libseccomp would load for `ctx`, through a temporary file (libseccomp 2.5
-// exports to a descriptor only).
-Result<std::string> bpf_bytes(scmp_filter_ctx ctx) {
+Result<std::string> export_program(scmp_filter_ctx ctx,
+                                   int (*exporter)(const scmp_filter_ctx, int)) {
   std::FILE* tmp = std::tmpfile();
   if (tmp == nullptr) return Error{"tmpfile failed"};
-  const int rc = seccomp_export_bpf(ctx, fileno(tmp));
+  const int rc = exporter(ctx, fileno(tmp));
   std::string bytes;
   if (rc == 0) {
     std::rewind(tmp);
@@ -563,11 +549,9 @@ Result<std::string> bpf_bytes(scmp_filter_ctx ctx) {
     while ((n = std::fread(buf, 1, sizeof buf, tmp)) > 0) bytes.append(buf, n);
   }
   std::fclose(tmp);
-  if (rc != 0) return Error{std::string("seccomp_export_bpf: ") + std::strerror(-rc)};
+  if (rc != 0) return Error{std::string("seccomp export: ") + std::strerror(-rc)};
   return bytes;
 }
-
-}  // namespace
 
 Result<NetworkFilter> parse_network_filter(const std::string& word) {
   if (word == "blocked") return NetworkFilter::kBlocked;
@@ -594,9 +578,9 @@ Result<std::string> export_filter_text(NetworkFilter network) {
   if (!table.ok()) return Error{table.error()};
   Result<FilterPtr> rules = build_argument_rules(network);
   if (!rules.ok()) return Error{rules.error()};
-  Result<std::string> table_text = pfc_text(table->get());
+  Result<std::string> table_text = export_program(table->get(), seccomp_export_pfc);
   if (!table_text.ok()) return table_text;
-  Result<std::string> rules_text = pfc_text(rules->get());
+  Result<std::string> rules_text = export_program(rules->get(), seccomp_export_pfc);
   if (!rules_text.ok()) return rules_text;
   return "# sbx-stage2 filter 1 of 2: the syscall table (default ENOSYS)\n" + *table_text +
          "# sbx-stage2 filter 2 of 2: the argument rules (default ALLOW)\n" + *rules_text;
@@ -607,9 +591,9 @@ Result<std::vector<std::string>> export_filter_bpf(NetworkFilter network) {
   if (!table.ok()) return Error{table.error()};
   Result<FilterPtr> rules = build_argument_rules(network);
   if (!rules.ok()) return Error{rules.error()};
-  Result<std::string> table_bytes = bpf_bytes(table->get());
+  Result<std::string> table_bytes = export_program(table->get(), seccomp_export_bpf);
   if (!table_bytes.ok()) return Error{table_bytes.error()};
-  Result<std::string> rules_bytes = bpf_bytes(rules->get());
+  Result<std::string> rules_bytes = export_program(rules->get(), seccomp_export_bpf);
   if (!rules_bytes.ok()) return Error{rules_bytes.error()};
   return std::vector<std::string>{std::move(*table_bytes), std::move(*rules_bytes)};
 }
