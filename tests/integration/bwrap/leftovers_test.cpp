@@ -29,6 +29,7 @@
 #include "sbx_test/files.hpp"
 #include "sbx_test/identity.hpp"
 #include "sbx_test/installed_sbx.hpp"
+#include "sbx_test/process.hpp"
 #include "sbx_test/temp_dir.hpp"
 
 namespace {
@@ -57,26 +58,6 @@ bool eventually(const std::function<bool()>& condition, int seconds) {
 }
 
 // Starts argv (output to `log`) in the background; returns its pid (sbx's own: setpriv execs it).
-pid_t start(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-            const std::string& log) {
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    const int null = ::open("/dev/null", O_RDONLY);
-    ::dup2(null, 0);
-    ::dup2(fd, 1);
-    ::dup2(fd, 2);
-    std::vector<char*> a, e;
-    for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
-    for (const auto& s : env) e.push_back(const_cast<char*>(s.c_str()));
-    a.push_back(nullptr);
-    e.push_back(nullptr);
-    ::execve(a[0], a.data(), e.data());
-    ::_exit(127);
-  }
-  return pid;
-}
-
 // The exit code of `pid`, waited for at most `seconds` (then killed: -1).
 int wait_exit(pid_t pid, int seconds) {
   int status = 0;
@@ -92,7 +73,7 @@ int wait_exit(pid_t pid, int seconds) {
 // A background `sbx exec` as `who` in `ws`; `script` runs inside.
 pid_t start_exec(Identity who, const std::string& policy, const std::string& ws,
                  const std::string& script, const std::string& log) {
-  return start(argv_as(who, exec_argv("bwrap", {"--policy", policy}, ws,
+  return start_in_background(argv_as(who, exec_argv("bwrap", {"--policy", policy}, ws,
                                       {"/bin/sh", "-c", script})),
                with_pwd(env_for(who), ws), log);
 }

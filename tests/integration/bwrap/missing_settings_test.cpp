@@ -21,6 +21,7 @@
 
 #include "sbx_test/files.hpp"
 #include "sbx_test/installed_sbx.hpp"
+#include "sbx_test/process.hpp"
 #include "sbx_test/temp_dir.hpp"
 
 namespace {
@@ -50,26 +51,6 @@ const char kPlant[] =
     "echo '{\"excluded_commands\":[\"*\"]}' > ~/.config/sbx/settings.json 2>/dev/null && "
     "echo PLANTED; true; ";
 
-pid_t start(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-            const std::string& log) {
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    const int null = ::open("/dev/null", O_RDONLY);
-    ::dup2(null, 0);
-    ::dup2(fd, 1);
-    ::dup2(fd, 2);
-    std::vector<char*> a, e;
-    for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
-    for (const auto& s : env) e.push_back(const_cast<char*>(s.c_str()));
-    a.push_back(nullptr);
-    e.push_back(nullptr);
-    ::execve(a[0], a.data(), e.data());
-    ::_exit(127);
-  }
-  return pid;
-}
-
 bool eventually(const std::function<bool()>& condition, int seconds) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
   while (std::chrono::steady_clock::now() < deadline) {
@@ -96,10 +77,10 @@ TEST(MissingSettings, HomeStaysUsableDuringAndAfterAKilledRun) {
   fs::create_directories(ws);
   const std::string policy = write_home_policy(conf);
   const std::vector<std::string> env = env_with_home(home);
-  const pid_t sbx =
-      start({sbx_path(), "--backends", "bwrap", "exec", "--policy", policy, "--cwd", ws, "--",
-             "/bin/sh", "-c", std::string(kPlant) + "echo up > ready; sleep 300"},
-            env, conf / "sbx.log");
+  const pid_t sbx = start_in_background(
+      {sbx_path(), "--backends", "bwrap", "exec", "--policy", policy, "--cwd", ws, "--", "/bin/sh",
+       "-c", std::string(kPlant) + "echo up > ready; sleep 300"},
+      env, conf / "sbx.log");
   ASSERT_TRUE(eventually([&] { return exists(ws + "/ready"); }, 30))
       << "the command did not start: " << read_file(conf / "sbx.log");
   // On the host, while the run lasts: ~/.config is a directory a program of the user can use.

@@ -22,33 +22,13 @@
 
 #include "sbx_test/files.hpp"
 #include "sbx_test/installed_sbx.hpp"
+#include "sbx_test/process.hpp"
 #include "sbx_test/listener.hpp"
 #include "sbx_test/temp_dir.hpp"
 
 namespace {
 
 using namespace sbx::test;
-
-// Starts argv in the background (output to `log`); returns its pid.
-pid_t start(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-            const std::string& log) {
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    const int null = ::open("/dev/null", O_RDONLY);
-    ::dup2(null, 0);
-    ::dup2(fd, 1);
-    ::dup2(fd, 2);
-    std::vector<char*> a, e;
-    for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
-    for (const auto& s : env) e.push_back(const_cast<char*>(s.c_str()));
-    a.push_back(nullptr);
-    e.push_back(nullptr);
-    ::execve(a[0], a.data(), e.data());
-    ::_exit(127);
-  }
-  return pid;
-}
 
 // How long a condition that holds at once on a quiet machine may take on a loaded one (a CI
 // machine running the whole suite on two cores): waiting longer costs nothing when it holds.
@@ -153,7 +133,7 @@ void expect_tree_dies_with_sbx(const std::string& backend) {
   TempDir ws;
   TempDir scratch;
   const pid_t sbx =
-      start(exec_argv(backend, scratch, ws.path(),
+      start_in_background(exec_argv(backend, scratch, ws.path(),
                       {"/bin/sh", "-c", "sleep 300 & sleep 300 & echo \"$$ $!\" > pids; wait"}),
             base_env(), scratch / "sbx.log");
   ASSERT_TRUE(eventually([&] { return exists(ws / "pids"); }, 30))
@@ -228,7 +208,7 @@ Identity identity(const std::string& path) {
 std::vector<std::string> kill_mid_run(const std::vector<std::string>& argv,
                                       const std::vector<std::string>& env, const TempDir& ws,
                                       const TempDir& scratch) {
-  const pid_t sbx = start(argv, env, scratch / "sbx.log");
+  const pid_t sbx = start_in_background(argv, env, scratch / "sbx.log");
   std::vector<std::string> cmdlines;
   if (!eventually([&] { return exists(ws / "ready"); }, 30)) {
     ::kill(sbx, SIGKILL);
@@ -269,7 +249,7 @@ TEST(KilledSbx, BwrapMountPointsAreRemovedByTheNextRunAndAPersonsAreKept) {
   const std::vector<std::string> argv = {
       sbx_path(), "--backends", "bwrap", "exec",    "--preset", "workspace-write",
       "--cwd",    ws.path(),    "--",    "/bin/sh", "-c",       "echo up > ready; sleep 300"};
-  const pid_t sbx = start(argv, env, scratch / "sbx.log");
+  const pid_t sbx = start_in_background(argv, env, scratch / "sbx.log");
   ASSERT_TRUE(eventually([&] { return exists(ws / "ready"); }, 30))
       << "the command did not start: " << sbx_log(scratch);
   std::map<std::string, Identity> slash_tmp_made;
@@ -513,7 +493,7 @@ TEST(StateDirectory, ARunWithTmpWritableCannotReachAnotherRunsProxySocket) {
         std::string("--"), std::string("/bin/sh"), std::string("-c"),
         std::string("echo up > ready; sleep 120")})
     victim.push_back(arg);
-  const pid_t pid = start(victim, env, scratch / "victim.log");
+  const pid_t pid = start_in_background(victim, env, scratch / "victim.log");
   struct StopVictim {
     pid_t pid;
     ~StopVictim() {

@@ -1,5 +1,6 @@
 #include "sbx_test/process.hpp"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -101,6 +102,26 @@ RunResult run(const std::vector<std::string>& argv, const std::vector<std::strin
 std::string describe(const RunResult& result) {
   return "exit " + std::to_string(result.code) + "\nstdout: " + result.out.substr(0, 2000) +
          "\nstderr: " + result.err.substr(0, 2000);
+}
+
+pid_t start_in_background(const std::vector<std::string>& argv,
+                          const std::vector<std::string>& env, const std::string& log) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    const int null = ::open("/dev/null", O_RDONLY);
+    ::dup2(null, 0);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    std::vector<char*> a, e;
+    for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+    for (const auto& s : env) e.push_back(const_cast<char*>(s.c_str()));
+    a.push_back(nullptr);
+    e.push_back(nullptr);
+    ::execve(a[0], a.data(), e.data());
+    ::_exit(127);
+  }
+  return pid;
 }
 
 }  // namespace sbx::test

@@ -1,6 +1,8 @@
 // Runs a program to completion with its stdin fed and its stdout and stderr captured.
 #pragma once
 
+#include <sys/types.h>
+
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,6 +28,11 @@ RunResult run(const std::vector<std::string>& argv, const RunOptions& options = 
 // The same with an explicit environment.
 RunResult run(const std::vector<std::string>& argv, const std::vector<std::string>& env,
               const std::string& input = "");
+
+// Starts argv (a path, not searched) in the background with exactly `env`, stdin from
+// /dev/null and stdout and stderr to the file `log`; returns its pid (the caller waits).
+pid_t start_in_background(const std::vector<std::string>& argv,
+                          const std::vector<std::string>& env, const std::string& log);
 
 // "exit N / stdout / stderr" (truncated) for assertion messages.
 std::string describe(const RunResult& result);
