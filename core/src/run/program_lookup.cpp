@@ -117,6 +117,18 @@ std::optional<std::string> symlink_target_reason(const std::string& link,
   return std::nullopt;
 }
 
+// `dir`'s listing, opened without following a symlink at its last component; nullptr with
+// `error` set when it cannot be read (the caller refuses: nothing unverified is trusted).
+DIR* open_listing(const std::string& dir, std::string& error) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  DIR* listing = fd < 0 ? nullptr : ::fdopendir(fd);
+  if (listing == nullptr) {
+    error = "cannot read " + dir + ": " + std::strerror(errno);
+    if (fd >= 0) ::close(fd);
+  }
+  return listing;
+}
+
 #endif  // _WIN32
 
 }  // namespace
@@ -189,13 +201,9 @@ std::optional<std::string> first_plantable_below(const std::string& dir,
   while (!pending.empty()) {
     const std::string current = std::move(pending.back());
     pending.pop_back();
-    const int fd = ::open(current.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) return "cannot read " + current + ": " + std::strerror(errno);
-    DIR* listing = ::fdopendir(fd);
-    if (listing == nullptr) {
-      ::close(fd);
-      return "cannot read " + current + ": " + std::strerror(errno);
-    }
+    std::string error;
+    DIR* listing = open_listing(current, error);
+    if (listing == nullptr) return error;
     std::optional<std::string> found;
     while (const dirent* entry = ::readdir(listing)) {
       const std::string name = entry->d_name;
@@ -251,13 +259,9 @@ namespace {
 std::optional<std::string> plantable_entry_in(const std::string& dir, const std::string& on_walk,
                                               const ResolvedPolicy& policy, const HostUser& user,
                                               std::size_t max_entries) {
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return "cannot read " + dir + ": " + std::strerror(errno);
-  DIR* listing = ::fdopendir(fd);
-  if (listing == nullptr) {
-    ::close(fd);
-    return "cannot read " + dir + ": " + std::strerror(errno);
-  }
+  std::string error;
+  DIR* listing = open_listing(dir, error);
+  if (listing == nullptr) return error;
   std::optional<std::string> found;
   std::size_t seen = 0;
   while (const dirent* entry = ::readdir(listing)) {

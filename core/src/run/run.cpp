@@ -189,13 +189,10 @@ std::optional<std::string> configuration_refusal(const std::vector<std::string>&
   return std::nullopt;
 }
 
-// The walks above go upward only: a writable root *below* the cwd, HOME or XDG_CONFIG_HOME is
-// never on them, yet what the excluded program reads there could have been planted: cargo's
-// build scripts in :cwd/target, git's $XDG_CONFIG_HOME/git/config (core.fsmonitor), pip's
-// ~/.local (usercustomize.py). So no write rule of the policy may lie inside any of them.
-std::optional<std::string> inner_writable_root_refusal(const std::string& cwd,
-                                                       const std::vector<std::string>& env,
-                                                       const ResolvedPolicy& resolved) {
+// The directories an excluded program reads its inputs from, named for messages: the working
+// directory, HOME and XDG_CONFIG_HOME (else ~/.config).
+std::vector<std::pair<std::string, std::string>> excluded_program_inputs(
+    const std::string& cwd, const std::vector<std::string>& env) {
   std::vector<std::pair<std::string, std::string>> inputs{{"working directory", cwd}};
   const std::optional<std::string> home = env_value(env, "HOME");
   if (home && !home->empty()) inputs.emplace_back("home directory", *home);
@@ -203,6 +200,18 @@ std::optional<std::string> inner_writable_root_refusal(const std::string& cwd,
   if ((!config || config->empty() || config->front() != '/') && home && !home->empty())
     config = *home + "/.config";
   if (config) inputs.emplace_back("configuration directory", *config);
+  return inputs;
+}
+
+// The walks above go upward only: a writable root *below* the cwd, HOME or XDG_CONFIG_HOME is
+// never on them, yet what the excluded program reads there could have been planted: cargo's
+// build scripts in :cwd/target, git's $XDG_CONFIG_HOME/git/config (core.fsmonitor), pip's
+// ~/.local (usercustomize.py). So no write rule of the policy may lie inside any of them.
+std::optional<std::string> inner_writable_root_refusal(const std::string& cwd,
+                                                       const std::vector<std::string>& env,
+                                                       const ResolvedPolicy& resolved) {
+  const std::vector<std::pair<std::string, std::string>> inputs =
+      excluded_program_inputs(cwd, env);
   for (const PathRule& rule : resolved.rules) {
     if (rule.access != Access::kWrite) continue;
     for (const auto& [what, dir] : inputs) {
@@ -230,13 +239,8 @@ std::optional<std::string> entries_below_refusal(const std::string& cwd,
                                                  const std::vector<std::string>& env,
                                                  const ResolvedPolicy& resolved,
                                                  const HostUser& user) {
-  std::vector<std::pair<std::string, std::string>> inputs{{"working directory", cwd}};
-  const std::optional<std::string> home = env_value(env, "HOME");
-  if (home && !home->empty()) inputs.emplace_back("home directory", *home);
-  std::optional<std::string> config = env_value(env, "XDG_CONFIG_HOME");
-  if ((!config || config->empty() || config->front() != '/') && home && !home->empty())
-    config = *home + "/.config";
-  if (config) inputs.emplace_back("configuration directory", *config);
+  const std::vector<std::pair<std::string, std::string>> inputs =
+      excluded_program_inputs(cwd, env);
   for (const auto& [what, dir] : inputs) {
     const std::optional<std::string> real = real_directory(dir);
     if (!real) continue;  // missing: its parent was judged by configuration_refusal
