@@ -1,4 +1,4 @@
-// What Landlock mode's pid scope (core/stage2/pid_scope_filter.hpp) costs: per run, attaching it
+// What Landlock mode's pid scope (linux/seccomp/pid_scope_filter.hpp) costs: per run, attaching it
 // after the two programs every run loads (fork + no_new_privs + attach + _exit); per call, a
 // call it does not name (getppid) and one it checks and lets through (setpriority on pid 0),
 // each timed in a child under the two programs with and without the pid scope. Rounds

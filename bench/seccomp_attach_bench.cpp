@@ -1,6 +1,6 @@
 // What attaching the syscall table costs a run: fork + no_new_privs + attach + _exit, with
 // libseccomp's table (as built at run time) and with the compact table that runs load
-// (core/stage2/bpf_table.hpp), against fork + no_new_privs + _exit alone. Rounds interleaved,
+// (linux/seccomp/bpf_table.hpp), against fork + no_new_privs + _exit alone. Rounds interleaved,
 // medians in microseconds, for one network mode (default open).
 //
 //   sbx_bench_seccomp_attach [ROUNDS] [blocked|open|proxy|private]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What the bwrap write layer's trampoline costs (core/stage2/write_layer.hpp).
+"""What the bwrap write layer's trampoline costs (linux/landlock/write_layer.hpp).
 
 In the direct launch bwrap execs `sbx-stage2 --write-layer-exec --write-root ... -- COMMAND`
 instead of the command: one execve of the static stage 2 and one Landlock ruleset more. Here

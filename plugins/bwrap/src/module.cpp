@@ -34,7 +34,7 @@ std::optional<std::string> abstract_unix_scope_note() {
          "reach the host's abstract unix sockets";
 }
 
-// sbx-stage2's write layer (core/stage2/write_layer.hpp) needs Landlock ABI 2: below it, FIFOs
+// sbx-stage2's write layer (linux/landlock/write_layer.hpp) needs Landlock ABI 2: below it, FIFOs
 // and unix sockets of the host outside the writable roots stay writable, and the plan says so.
 std::optional<std::string> write_layer_note(const Translation& translation) {
   if (std::find(translation.argv.begin(), translation.argv.end(), "--write-layer") ==

@@ -357,7 +357,7 @@ ProbeReport run_probe(const std::string& stage2_path, const std::string& cache_f
   checks.push_back(check("stage2_helper", stage2_ok,
                          stage2_path.empty() ? "the host has no sbx-stage2" : stage2_path,
                          "reinstall sbx: libexec/sbx/sbx-stage2 is missing"));
-  // sbx-stage2's write layer (core/stage2/write_layer.hpp) needs Landlock ABI 2; without it
+  // sbx-stage2's write layer (linux/landlock/write_layer.hpp) needs Landlock ABI 2; without it
   // bwrap still runs, but host FIFOs outside the writable roots stay writable.
   const long landlock = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, 1u << 0);
   checks.push_back(check("write_layer", landlock >= stage2::kWriteLayerMinAbi,

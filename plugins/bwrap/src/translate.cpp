@@ -515,7 +515,7 @@ void append_stage2(const TransformRequest& request, const HostFacts& facts, Tran
       break;
   }
   // Writes limited to some roots: sbx-stage2 enters its Landlock write layer before the command
-  // (core/stage2/write_layer.hpp: read-only mounts do not stop writes to host FIFOs).
+  // (linux/landlock/write_layer.hpp: read-only mounts do not stop writes to host FIFOs).
   if (writes_restricted(request.policy)) {
     a.push_back("--write-layer");
     for (const std::string& root : writable_roots(request.policy))

@@ -1,7 +1,7 @@
 // sbx-backend-landlock: the thin module around the pure translator. probe() asks the kernel;
 // transform() gathers the host facts (the trusted stage-2 path, device filesystems mounted
 // outside /dev, the directories a rule over them is split along) and runs the translator;
-// exec() runs the plan itself, inside sbx, with the launcher of core/stage2/landlock_launch.hpp:
+// exec() runs the plan itself, inside sbx, with the launcher of linux/landlock/landlock_launch.hpp:
 // the plan's argv is `sbx-stage2 --landlock ...` (what a person or an SDK user would run by
 // hand), but no helper is exec'd here: sbx builds the ruleset, forks the supervisor, and the
 // command's child confines itself and execs the command.

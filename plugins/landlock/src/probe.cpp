@@ -113,7 +113,7 @@ ProbeCheck restrict_check(int err) {
                "a seccomp profile or LSM may block landlock_restrict_self");
 }
 
-// The metadata guard's listener (core/stage2/metadata_notify.hpp), tried by the same child.
+// The metadata guard's listener (linux/landlock/metadata_notify.hpp), tried by the same child.
 ProbeCheck notify_check(int err) {
   if ((err & kNotifyStep) == 0)
     return check("seccomp_user_notify", CheckStatus::kPass,

@@ -254,7 +254,7 @@ const std::vector<std::string>& minimal_paths() {
 const std::vector<std::string>& device_paths() {
   // /dev/ptmx: opening it only allocates a new pseudo-terminal pair. The peer (/dev/pts/N)
   // is not granted: the run's supervisor opens it for the holder of the master
-  // (ioctl TIOCGPTPEER, core/stage2/metadata_notify.hpp), so other terminals stay closed.
+  // (ioctl TIOCGPTPEER, linux/landlock/metadata_notify.hpp), so other terminals stay closed.
   static const std::vector<std::string> kPaths = {"/dev/null",   "/dev/zero",    "/dev/full",
                                                   "/dev/random", "/dev/urandom", "/dev/tty",
                                                   "/dev/ptmx"};
@@ -316,7 +316,7 @@ Result<Translation> translate(const TransformRequest& request, const HostFacts& 
     t.argv.push_back(confined ? "blocked" : "open");
   }
   // The command's environment is the plan's env, not arguments: arguments are world-readable
-  // in /proc while the command runs, an environment holds secrets (core/stage2/env_block.hpp).
+  // in /proc while the command runs, an environment holds secrets (stage2/env_block.hpp).
   // The launcher puts it only into the command's execve (sbx-stage2 run by hand: its own).
   t.argv.push_back("--env-environ");
   t.env = request.env;

@@ -7,10 +7,10 @@
 // root while a host writer keeps opening that file. Afterwards, from outside: every object is
 // there with its contents, and the writer was never held.
 //
-// Landlock has no IPC namespace: the host IPC refusals (core/stage2/pid_scope_filter.hpp) answer
+// Landlock has no IPC namespace: the host IPC refusals (linux/seccomp/pid_scope_filter.hpp) answer
 // EPERM for every IPC call. bwrap's IPC namespace (--unshare-ipc) holds none of the host's
 // objects, and the run's own queues work there. F_SETLEASE is refused by both backends' argument
-// rules (core/stage2/seccomp_filter.cpp); advisory locks on workspace files keep working (sqlite
+// rules (linux/seccomp/seccomp_filter.cpp); advisory locks on workspace files keep working (sqlite
 // runs in the workspace).
 #include <fcntl.h>
 #include <gtest/gtest.h>

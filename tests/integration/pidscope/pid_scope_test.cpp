@@ -6,7 +6,7 @@
 // CPU. Afterwards, from outside: the victim is alive, every one of those properties is unchanged
 // and no core file appeared. The same calls on the command itself (pid 0) still work.
 //
-// Under Landlock (no pid namespace) the pid scope filter refuses them (core/stage2/
+// Under Landlock (no pid namespace) the pid scope filter refuses them (linux/seccomp/
 // pid_scope_filter.hpp); under bwrap the victim has no pid in the sandbox's namespace. Each case
 // runs as root and as user 65534 (skipped with the reason where that user cannot run the
 // backend or reach the probe), under bwrap by both launch paths (direct, and sbx-stage2 as

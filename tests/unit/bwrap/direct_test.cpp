@@ -79,7 +79,7 @@ TEST(BwrapDirectPlan, ProxyUnknownOptionsAndOtherProgramsKeepStageTwo) {
   EXPECT_FALSE(direct_plan(relative));
 }
 
-// The write layer (core/stage2/write_layer.hpp) cannot be entered before bwrap mounts, so the
+// The write layer (linux/landlock/write_layer.hpp) cannot be entered before bwrap mounts, so the
 // direct launch has bwrap exec stage 2's trampoline, which enters it and execs the command.
 TEST(BwrapDirectPlan, TheWriteLayerRunsTheCommandThroughStageTwosTrampoline) {
   std::vector<std::string> layered = kStage2Plan;

@@ -1,4 +1,4 @@
 # The bwrap translator, glob matcher and registry live in the plugin's static library.
 target_link_libraries(${target} PRIVATE sbx_bwrap_impl)
-# What sbx-stage2 checks of bwrap's work (ready byte, mount list), from its static library.
-target_link_libraries(${target} PRIVATE sbx_stage2_bwrap_checks)
+# What sbx-stage2 checks of bwrap's work (ready byte, mount list): sbx_bwrap_checks.
+target_link_libraries(${target} PRIVATE sbx_bwrap_checks)

@@ -1,4 +1,4 @@
-// What sbx-stage2 checks of bwrap's work (core/stage2/bwrap_checks.hpp): the mount list it is
+// What sbx-stage2 checks of bwrap's work (plugins/bwrap/checks/bwrap_checks.hpp): the mount list it is
 // given against /proc/self/mountinfo, and the ready byte.
 #include <fcntl.h>
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Landlock mode's launcher (core/stage2/landlock_launch.hpp), run from this process as the
+// Landlock mode's launcher (linux/landlock/landlock_launch.hpp), run from this process as the
 // landlock plugin runs it inside sbx: exit statuses, signals sent to the caller reaching the
 // command, no descendant outliving the run, the supervisor out of the command's reach, a failed
 // confinement step never running the command, and sbx-stage2 --landlock as a wrapper over it.
@@ -229,7 +229,7 @@ TEST_F(LandlockLaunchTest, TheSupervisorIsNotReadableOrTraceableByTheCommand) {
   EXPECT_EQ(status->shell_code(), 0) << "probe_supervisor's step that got through";
 }
 
-// Unix datagram sockets (core/stage2/metadata_notify.hpp): socket() refused and named, a
+// Unix datagram sockets (linux/landlock/metadata_notify.hpp): socket() refused and named, a
 // socketpair() answered with a seqpacket pair that carries messages between its ends only.
 int probe_unix_datagrams(void* arg) {
   const std::string& host_path = *static_cast<const std::string*>(arg);

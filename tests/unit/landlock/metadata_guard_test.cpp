@@ -1,4 +1,4 @@
-// Landlock mode's metadata guard (core/stage2/metadata_notify.hpp): the pure inside/outside
+// Landlock mode's metadata guard (linux/landlock/metadata_notify.hpp): the pure inside/outside
 // decision with hostile paths, then the whole mechanism as a run uses it: the launcher
 // (landlock_launch.hpp) with its supervisor, its child dropping every capability, installing
 // the precompiled guard, the Landlock ruleset and the seccomp filter, then trying one call

@@ -1,4 +1,4 @@
-// sbx-stage2's proxy relay (core/stage2/proxy_relay.hpp), run for real: it forwards a loopback
+// sbx-stage2's proxy relay (stage2/proxy_relay.hpp), run for real: it forwards a loopback
 // TCP connection byte for byte (both directions, half-close included) to one unix socket, keeps
 // reaching that socket when its directory is renamed and replaced, and refuses a path that is
 // not a socket or is a symlink. Everything stays on 127.0.0.1 and in a private temp directory.

@@ -9,7 +9,7 @@
 // /proc/self/fd says it is the named path), and handed to bwrap as `--bind-fd FD DEST` /
 // `--ro-bind-fd FD DEST`: bwrap mounts exactly the opened object. Destinations are still paths
 // that bwrap resolves; sbx-stage2 verifies them from inside (planned_mounts_block,
-// core/stage2/bwrap_checks.hpp).
+// plugins/bwrap/checks/bwrap_checks.hpp).
 #pragma once
 
 #include <string>

@@ -8,7 +8,7 @@
 //  * the environment: bwrap is exec'd with an empty environment and "--args FD", a sealed
 //    memfd holding every bwrap option, "--clearenv" and one "--setenv NAME VALUE" per
 //    variable: no variable is in any argv, and LD_PRELOAD & co. never act on bwrap itself;
-//  * the mount check (core/stage2/bwrap_checks.hpp) and the command check: the last setup
+//  * the mount check (plugins/bwrap/checks/bwrap_checks.hpp) and the command check: the last setup
 //    operation is "--ro-bind-data FD kPauseFile", FD a pipe sbx keeps open; when bwrap starts
 //    reading it, every mount exists, and bwrap waits there until sbx closes the pipe. sbx
 //    reads /proc/<pid>/mountinfo (mounts under /newroot), the network namespace (restricted:
@@ -20,7 +20,7 @@
 //    pidfd; bwrap's own PID 1 reaps orphans and takes the namespace down with the command;
 //  * the Landlock scope of abstract unix sockets and signals (ABI >= 6): entered by the child
 //    sbx forks, before it execs bwrap, so bwrap and everything it starts are inside it;
-//  * the write layer (core/stage2/write_layer.hpp), when the plan has one: a Landlock domain
+//  * the write layer (linux/landlock/write_layer.hpp), when the plan has one: a Landlock domain
 //    that handles filesystem rights forbids mounting, so it cannot be entered before bwrap
 //    mounts; bwrap runs `sbx-stage2 --write-layer-exec [--write-root PATH]... -- COMMAND`,
 //    which enters it and execs the command in its place (same pid, same environment).

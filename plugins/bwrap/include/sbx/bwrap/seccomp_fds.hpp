@@ -3,7 +3,7 @@
 // it starts the sandbox and installs the programs in the order given, with no_new_privs set,
 // as the last step before it execs the command (the way Flatpak hands bwrap its filter).
 //
-// The programs are the precompiled ones (core/stage2/seccomp_programs.hpp): no run builds a
+// The programs are the precompiled ones (linux/seccomp/seccomp_programs.hpp): no run builds a
 // filter. Each travels in its own sealed memfd, never through a path: nothing else can name
 // it, and nothing that later holds the descriptor can change what bwrap reads.
 #pragma once

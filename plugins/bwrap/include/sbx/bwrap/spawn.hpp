@@ -37,13 +37,13 @@ inline constexpr int kEnvFd = 4;
 // The write end of the ready pipe for sbx-stage2 (--ready-fd): stage 2 writes one byte as its
 // first act, so sbx can tell bwrap's own failures (no byte) from the command's exit status.
 inline constexpr int kReadyFd = 5;
-// The planned mounts for sbx-stage2 to verify (--mounts-fd; core/stage2/bwrap_checks.hpp).
+// The planned mounts for sbx-stage2 to verify (--mounts-fd; plugins/bwrap/checks/bwrap_checks.hpp).
 inline constexpr int kMountsFd = 6;
 
 // plan.argv with stage 2's "--env KEY=VALUE" pairs taken out and "--env-fd 4" put right after
 // stage 2's path, plus the block of NUL-terminated entries for that descriptor. Why: arguments
 // are world-readable in /proc for as long as bwrap and stage 2 run; an environment holds
-// secrets (core/stage2/env_block.hpp). Stage 2's arguments are those between the first "--"
+// secrets (stage2/env_block.hpp). Stage 2's arguments are those between the first "--"
 // (the end of bwrap's options) and stage 2's own "--"; nothing else is touched. Without --env
 // pairs the argv is returned unchanged and the block is empty.
 struct EnvOnFd {

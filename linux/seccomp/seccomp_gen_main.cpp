@@ -10,7 +10,7 @@
 //
 // The programs are for the architecture this tool is compiled for (libseccomp's native
 // architecture), which is the plugin's: the tool is built by the same toolchain and run on the
-// build machine, so cross builds are refused (core/stage2/CMakeLists.txt).
+// build machine, so cross builds are refused (linux/seccomp/CMakeLists.txt).
 #include <linux/filter.h>
 #include <seccomp.h>
 
@@ -123,7 +123,7 @@ bool write_compact_table(std::ostream& out, const std::string& name, const std::
 }
 
 bool write_source(std::ostream& out, const std::string& machine, std::uint32_t native_arch) {
-  out << "// Generated at build time by sbx-seccomp-gen (core/stage2/seccomp_gen_main.cpp) from\n"
+  out << "// Generated at build time by sbx-seccomp-gen (linux/seccomp/seccomp_gen_main.cpp) from\n"
          "// seccomp_filter.cpp for " << machine << ". Do not edit.\n"
          "#include \"seccomp_programs.hpp\"\n\n"
          "namespace sbx::stage2 {\nnamespace {\n\n";
