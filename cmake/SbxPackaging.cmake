@@ -23,6 +23,10 @@ install(FILES "${PROJECT_BINARY_DIR}/packaging/sbx-config.cmake"
               "${PROJECT_BINARY_DIR}/packaging/sbx-config-version.cmake"
         DESTINATION "${_sbx_cmake_dir}" COMPONENT devel)
 
+# --- Licence: Apache-2.0 (LICENSE at the top of the tree), installed with the documentation ----
+install(FILES "${PROJECT_SOURCE_DIR}/LICENSE" DESTINATION "${CMAKE_INSTALL_DOCDIR}"
+        COMPONENT runtime)
+
 # --- CPack: one package with every component (runtime, devel, sdk) -----------------------------
 set(CPACK_PACKAGE_NAME "sbx")
 set(CPACK_PACKAGE_VENDOR "sbx")
@@ -30,6 +34,7 @@ set(CPACK_PACKAGE_CONTACT "sbx maintainers <sbx@localhost>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "${PROJECT_DESCRIPTION}")
 set(CPACK_PACKAGE_DESCRIPTION
     "sbx runs untrusted commands under a policy enforced by the kernel (bubblewrap, Landlock, seccomp).\n It ships the sbx command, libsbx with its C API, the backend plugins and the SDK.")
+set(CPACK_RESOURCE_FILE_LICENSE "${PROJECT_SOURCE_DIR}/LICENSE")
 set(CPACK_GENERATOR "DEB;TGZ")
 set(CPACK_SOURCE_GENERATOR "")
 set(CPACK_STRIP_FILES ON)

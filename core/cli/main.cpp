@@ -103,10 +103,10 @@ std::string_view named_verb(int argc, char** argv) {
   return {};
 }
 
-// Registers the subcommands: only the one the command line names when it names a known one
-// (building the other ~20 subcommands' options was ~0.4 ms of CPU of every run), else all of
-// them, in the order `sbx --help` lists them. What the parser then sees for that verb is the
-// same either way: its options belong to it alone, and the global options are always there.
+// Registers the subcommands: only the one the command line names when it names a known one (every
+// run would otherwise build the other subcommands' options for nothing; CHANGELOG.md, 2026-12-06),
+// else all of them, in the order `sbx --help` lists them. What the parser then sees for that verb
+// is the same either way: its options belong to it alone, and the global options are always there.
 std::vector<sbx::cli::Command> register_subcommands(CLI::App& app,
                                                     const sbx::cli::GlobalOptions& globals,
                                                     std::string_view verb) {

@@ -22,3 +22,6 @@ fi
 site=$("$venv/bin/python" -c 'import sbx, os; print(os.path.dirname(sbx.__file__))')
 [[ "$site" == "$venv"/* ]] || { echo "FAIL: sbx imported from $site, not the venv" >&2; exit 1; }
 [[ -f "$site/py.typed" ]] || { echo "FAIL: py.typed not installed" >&2; exit 1; }
+# The licence travels in the wheel's metadata (the tree's LICENSE: Apache-2.0).
+license=$("$venv/bin/python" -c 'import importlib.metadata as m; print(m.metadata("sbx")["License"])')
+[[ "$license" == "Apache-2.0" ]] || { echo "FAIL: the wheel's License is '$license'" >&2; exit 1; }

@@ -111,7 +111,8 @@ deb)
               ./usr/lib/sbx/backends/sbx-backend-landlock.so ./usr/libexec/sbx/sbx-stage2 \
               ./usr/include/sbx/sbx.h ./usr/include/sbx/core/policy.hpp \
               ./usr/include/sbx/sdk/abi.h ./usr/lib/pkgconfig/sbx.pc \
-              ./usr/lib/cmake/sbx/sbx-config.cmake ./usr/lib/cmake/sbx-sdk/sbx-sdk-config.cmake; do
+              ./usr/lib/cmake/sbx/sbx-config.cmake ./usr/lib/cmake/sbx-sdk/sbx-sdk-config.cmake \
+              ./usr/share/doc/sbx/LICENSE; do
     echo "$listing" | awk '{print $6}' | grep -qx -- "$path" || fail "the .deb lacks $path"
   done
   echo "$listing" | grep -E ' \./usr/lib/sbx/backends/$' | grep -q '^drwxr-xr-x root/root' ||

@@ -43,6 +43,9 @@ def _project():
 def _metadata(project):
     lines = ["Metadata-Version: 2.1", f"Name: {project['name']}",
              f"Version: {project['version']}", f"Summary: {project.get('description', '')}"]
+    license_text = project.get("license", {})
+    if isinstance(license_text, dict) and "text" in license_text:
+        lines.append(f"License: {license_text['text']}")
     if "requires-python" in project:
         lines.append(f"Requires-Python: {project['requires-python']}")
     for classifier in project.get("classifiers", []):

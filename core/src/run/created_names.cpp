@@ -808,11 +808,12 @@ struct CreatedNamesScan::State {
   bool start_asked = false;  // start() or finish() has run: the scan starts at most once
 
   void scan() {
-    // Only CPU time nobody else wants: the run's own processes (bwrap's set-up, the command)
-    // always come first. Measured on 2 cores: scanning at normal priority slowed the set-up
-    // of a short run by about what the scan saved after it; at SCHED_IDLE a 30 ms command's
-    // run is 3 ms shorter and /bin/true's unchanged. On a machine with no idle CPU the scan
-    // records little and finish() walks the rest, as find_created_names would.
+    // Only CPU time nobody else wants: the run's own processes (bwrap's set-up, the command) always
+    // come first. SCHED_IDLE (sched(7): runs only when nothing else is runnable) keeps the scan
+    // from delaying the set-up it overlaps, which at normal priority cost a short run about what
+    // the scan saved after it (bench/README.md, sbx_bench_created_names; CHANGELOG.md, 2026-12-06).
+    // On a machine with no idle CPU the scan records little and finish() walks the rest, as
+    // find_created_names would.
     const sched_param idle{};
     pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
     try {

@@ -364,12 +364,14 @@ class RunCgroup {
   RunCgroup(const RunCgroup&) = delete;
   RunCgroup& operator=(const RunCgroup&) = delete;
 
-  // What the child writes "0" to in order to enter the cgroup. On v1 that is `tasks`, which
-  // moves only the writing thread: the kernel then skips the global threadgroup lock, whose
-  // write side waits for an RCU grace period (10-15 ms of every run on a quiet v1 host), while
-  // `cgroup.procs` takes it. Moving one thread is moving the whole child, because the child
-  // that writes is single-threaded (fresh from fork/vfork/clone, before execve; checked in
-  // prepare_child_for_run). On v2, `cgroup.threads` works only in threaded subtrees, so
+  // What the child writes "0" to in order to enter the cgroup. On v1 that is `tasks`, which moves
+  // only the writing thread: the kernel then skips the global threadgroup lock
+  // (kernel/cgroup/cgroup.c, cgroup_procs_write_start(): no lock for the writer's own thread),
+  // whose percpu_down_write() waits for an RCU grace period unless the hierarchy is mounted with
+  // `favordynmods` (Documentation/admin-guide/cgroup-v2.rst), while `cgroup.procs` takes it. What
+  // that wait cost a run: CHANGELOG.md, 2026-12-06. Moving one thread is moving the whole child,
+  // because the child that writes is single-threaded (fresh from fork/vfork/clone, before execve;
+  // checked in prepare_child_for_run). On v2, `cgroup.threads` works only in threaded subtrees, so
   // cgroup.procs it is.
   std::string join_path() const { return path_ + (v2_ ? "/cgroup.procs" : "/tasks"); }
   bool hit_pids_limit() const { return event_count(path_ + "/pids.events", "max") > 0; }
@@ -383,7 +385,8 @@ class RunCgroup {
   // already exiting: bwrap's outer process ends as soon as its sandbox's PID 1 has reported the
   // command's status, while that PID 1 may still be tearing its namespaces down (state D, for
   // a fraction of a millisecond). So each round waits for the first of the listed processes to
-  // have exited, not for a fixed time (a 5 ms sleep here cost one run in three 5 ms).
+  // have exited, not for a fixed time (a fixed sleep is paid in full by every run that finds
+  // PID 1 still exiting, however soon it goes; CHANGELOG.md, 2026-12-06).
   void kill_all() const {
     if (v2_ && write_text(path_ + "/cgroup.kill", "1")) return;
     Backoff pause;

@@ -140,10 +140,11 @@ constexpr std::array<const char*, 3> kNamespaceSysctls = {
     "/proc/sys/user/max_user_namespaces", "/proc/sys/kernel/unprivileged_userns_clone",
     "/proc/sys/kernel/apparmor_restrict_unprivileged_userns"};
 
-// The throwaway sandboxes cost ~15 ms each; their passing outcome is cached in the private state
-// directory (masked inside every sandbox), so `sbx exec` does not pay for them on every run. A
-// failure is never cached: the next probe tries again. What is cached may only be reused while
-// everything the trials depend on is unchanged, so the key holds all of it:
+// Each throwaway sandbox is a whole bwrap set-up and teardown (namespaces, mounts, a process
+// start); their passing outcome is cached in the private state directory (masked inside every
+// sandbox), so `sbx exec` does not pay for them on every run. A failure is never cached: the next
+// probe tries again. What is cached may only be reused while everything the trials depend on is
+// unchanged, so the key holds all of it:
 //  - the kernel: boot id and release (a reboot or another kernel);
 //  - the bwrap binary's identity: path, device, inode, size, mtime and ctime to the nanosecond
 //    (an upgrade, a replaced file, a chmod that adds or drops setuid);

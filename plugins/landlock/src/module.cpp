@@ -126,9 +126,9 @@ std::optional<MountView> current_mount_view() {
 
 // The device mounts of the mount table, kept between transforms while the kernel reports no
 // change. Reading /proc/self/mountinfo costs the kernel a formatted line per mount on every
-// run (~50 us of a warm C API run here); an open mount table instead signals POLLPRI once
-// any mount or unmount has happened in its namespace since it was last polled (or opened), so
-// a kept answer is re-read the moment it could be stale, whoever changed the mounts. A change
+// run; an open mount table instead signals POLLPRI once any mount or unmount has happened in
+// its namespace since it was last polled or opened (proc(5), /proc/pid/mounts), so a kept
+// answer is re-read the moment it could be stale, whoever changed the mounts. A change
 // between the poll and the run is the same race as between a fresh read and the run. The
 // table is tied to the namespace and root it was opened in, so a process that moved to
 // another (setns, unshare, chroot) opens it again. A sandboxed command cannot widen the next
