@@ -797,7 +797,8 @@ class RulesMeanWhatTheySay(SbxTestCase):
     def test_a_deny_glob_written_from_cwd_denies(self):
         backends = loaded_backends()
         if not backends.get("bwrap", {}).get("available"):
-            skip_no_backend(self, "bwrap (the backend that enforces deny globs) is not available here")
+            skip_no_backend(self,
+                            "bwrap (the backend that enforces deny globs) is not available here")
         many = os.path.join(self.work, "many")
         os.mkdir(many)
         for i in range(50):
@@ -1130,6 +1131,35 @@ class Settings(SbxTestCase):
         # The workspace itself stays writable.
         self.assert_exit(self.sbx_env("exec", "--", "/bin/sh", "-c", "touch MARKER"), 0)
         self.assertTrue(os.path.exists(os.path.join(self.project, "MARKER")))
+
+    def test_landlock_refuses_a_trusted_project_whose_settings_it_cannot_keep_read_only(self):
+        # The settings directory is a read-only carve-out of the writable cwd; Landlock cannot
+        # carve out, so it is passed over naming the directory and the command does not run.
+        landlock = loaded_backends().get("landlock")
+        if not landlock or not landlock["available"]:
+            skip_no_backend(self, "landlock is not available here (see `sbx backends --probe`)")
+        path = self.project_file('{"sandbox": "require"}')
+        self.assert_exit(self.sbx_env("config", "trust"), 0)
+        # No protected names of the policy's own: all that Landlock is passed over for is the
+        # settings directory, a read-only carve-out and a protected path.
+        policy = os.path.join(self.work, "no-protected-names.json")
+        with open(policy, "w", encoding="utf-8") as f:
+            json.dump({"version": 1, "filesystem": {
+                "kind": "restricted", "protected_names": [], "entries": [
+                    {"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"}]}},
+                f)
+        result = self.sbx_env("--backends", "landlock", "exec", "--policy", policy, "--",
+                              "/bin/sh", "-c",
+                              'echo \'{"sandbox":"forbid"}\' > .sbx/settings.json; touch MARKER')
+        self.assert_exit(result, 125)
+        sbx_dir = os.path.join(self.project, ".sbx")
+        self.assertIn(f"passed over landlock: cannot enforce what the policy needs here: "
+                      f"write_carveouts (needed for '{sbx_dir}' (read) inside "
+                      f"'{self.project}' (write)); protected_names (needed for protected path "
+                      f"'{sbx_dir}')\n", result.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.project, "MARKER")))
+        with open(path, encoding="utf-8") as f:
+            self.assertEqual(f.read(), '{"sandbox": "require"}')
 
 
     # Issue #32 finding 3: an excluded command's *name* used to be all that was matched.
@@ -1580,7 +1610,9 @@ class Settings(SbxTestCase):
             self.skipTest("git is not installed")
         repo = os.path.join(self.work, "repo")
         # Not beside the repository: an entry the user writes above the cwd refuses on its own.
-        outside = tempfile.mkdtemp(prefix="sbx-cli-out-")
+        # "sbx-test-": the escape suites, running meanwhile, take other /tmp/sbx* entries of
+        # user 65534 for sbx state left in /tmp.
+        outside = tempfile.mkdtemp(prefix="sbx-test-cli-out-")
         self.addCleanup(shutil.rmtree, outside, ignore_errors=True)
         subprocess.run(["git", "init", "-q", repo], check=True)
         self.user('{"excluded_commands": ["git status"]}')
@@ -1613,7 +1645,7 @@ class Settings(SbxTestCase):
         os.makedirs(build)
         os.chmod(self.tmp, 0o755)
         os.chmod(sticky, 0o1777)
-        outside = tempfile.mkdtemp(prefix="sbx-cli-out-")
+        outside = tempfile.mkdtemp(prefix="sbx-test-cli-out-")
         self.addCleanup(shutil.rmtree, outside, ignore_errors=True)
         os.chown(outside, self.NOBODY, self.NOBODY)
         self.user('{"excluded_commands": ["git status"]}')
@@ -1662,7 +1694,7 @@ class Settings(SbxTestCase):
     def test_an_environment_that_names_code_to_load_refuses_the_exclusion(self):
         if shutil.which("git") is None:
             self.skipTest("git is not installed")
-        outside = tempfile.mkdtemp(prefix="sbx-cli-out-")
+        outside = tempfile.mkdtemp(prefix="sbx-test-cli-out-")
         self.addCleanup(shutil.rmtree, outside, ignore_errors=True)
         repo = os.path.join(outside, "r")
         subprocess.run(["git", "init", "-q", repo], check=True)
