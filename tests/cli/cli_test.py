@@ -3,7 +3,9 @@
 
 Drives the real binary given by $SBX_BIN (ctest passes ${SBX_TEST_PREFIX}/bin/sbx). Each
 TestCase class is one ctest entry (`cli.<Class>`); a failed assertion makes the process exit
-non-zero, so ctest fails. Skips print their reason (unittest -v).
+non-zero, so ctest fails. Skips print their reason (unittest -v); a run where everything
+skipped, or a test needed a sandbox backend there is none of, exits 77: ctest shows it Skipped
+(tests/cli/ctest_main.py).
 """
 
 import json
@@ -17,6 +19,8 @@ import sys
 import tempfile
 import time
 import unittest
+
+from ctest_main import main, skip_no_backend
 
 SBX = os.environ.get("SBX_BIN", "")
 TIMEOUT = 60
@@ -225,8 +229,19 @@ class PolicyCommands(SbxTestCase):
                           "memory_bytes", "cpu_seconds", "timeout_seconds"])
         self.assertEqual(set(doc["cgroups"]), {"available", "kind", "parent", "reason"})
         processes = doc["limits"][0]
-        # Whatever the host: either it holds and says how, or it says plainly that it does not.
-        self.assertTrue(processes["enforced"] or "NOT ENFORCED" in processes["how"], processes)
+        # What this host allows (core/src/run/limits.cpp processes_enforcement): a cgroup's
+        # pids.max for anyone; without a cgroup, RLIMIT_NPROC for a user but nothing for root,
+        # whom the kernel does not hold to RLIMIT_NPROC, which explain says plainly.
+        if doc["cgroups"]["available"]:
+            self.assertIs(processes["enforced"], True, processes)
+            self.assertTrue(processes["how"].startswith("cgroup pids.max ("), processes)
+        elif os.geteuid() == 0:
+            self.assertIs(processes["enforced"], False, processes)
+            self.assertTrue(processes["how"].startswith("NOT ENFORCED: sbx runs as root"),
+                            processes)
+        else:
+            self.assertIs(processes["enforced"], True, processes)
+            self.assertTrue(processes["how"].startswith("RLIMIT_NPROC only"), processes)
         text = self.run_ok("explain", "--preset", "read-only").stdout
         self.assertIn("limits (cgroups: ", text)
 
@@ -690,7 +705,7 @@ class ExecSandboxed(SbxTestCase):
         super().setUp()
         available = [n for n, b in loaded_backends().items() if b["available"]]
         if not available:
-            self.skipTest("no backend is available on this host (see `sbx backends --probe`)")
+            skip_no_backend(self, "none is available on this host (see `sbx backends --probe`)")
 
     def test_exit_codes_and_stdin(self):
         for code in [0, 3, 255]:
@@ -719,7 +734,7 @@ class ExecSandboxed(SbxTestCase):
     def test_default_order_loads_only_bwrap_when_it_can_run_the_command(self):
         backends = loaded_backends()
         if not backends.get("bwrap", {}).get("available"):
-            self.skipTest("bwrap is not available here, so the default order goes past it")
+            skip_no_backend(self, "bwrap is not available here, so the default order goes past it")
         result = sbx("--log-level", "debug", "exec", "--json", "--cwd", self.work, "--",
                      "/bin/true")
         self.assert_exit(result, 0)
@@ -741,7 +756,7 @@ class RulesMeanWhatTheySay(SbxTestCase):
     def sandboxed(self):
         available = [n for n, b in loaded_backends().items() if b["available"]]
         if not available:
-            self.skipTest("no backend is available on this host (see `sbx backends --probe`)")
+            skip_no_backend(self, "none is available on this host (see `sbx backends --probe`)")
 
     def test_secret_names_and_url_credentials_do_not_reach_the_command(self):
         self.sandboxed()
@@ -782,7 +797,8 @@ class RulesMeanWhatTheySay(SbxTestCase):
     def test_a_deny_glob_written_from_cwd_denies(self):
         backends = loaded_backends()
         if not backends.get("bwrap", {}).get("available"):
-            self.skipTest("bwrap (the backend that enforces deny globs) is not available here")
+            skip_no_backend(self,
+                            "bwrap (the backend that enforces deny globs) is not available here")
         many = os.path.join(self.work, "many")
         os.mkdir(many)
         for i in range(50):
@@ -940,7 +956,7 @@ class ExecSandboxedSignals(SbxTestCase):
         super().setUp()
         available = [n for n, b in loaded_backends().items() if b["available"]]
         if not available:
-            self.skipTest("no backend is available on this host (see `sbx backends --probe`)")
+            skip_no_backend(self, "none is available on this host (see `sbx backends --probe`)")
 
     def test_signal_to_sbx_reaches_command(self):
         signal_reaches_command(self)
@@ -1066,6 +1082,16 @@ class Settings(SbxTestCase):
                                           hostile).stdout)
             self.assertEqual(explain["excluded_by"], [], hostile)
             self.assertIs(explain["should_sandbox"], True, hostile)
+            # The plan exec would run is the sandboxed one, never the bare command; with no
+            # backend here, exec refuses (125) and prints no plan.
+            if explain["final"] == "none":
+                self.assert_exit(result, 125)
+                self.assertEqual(result.stdout, "", hostile)
+                continue
+            self.assert_exit(result, 0)
+            plan = json.loads(result.stdout)
+            self.assertEqual(plan["backend"], explain["final"], hostile)
+            self.assertNotEqual(plan["argv"][:3], ["/bin/sh", "-c", hostile], hostile)
         explain = json.loads(self.as_nobody("explain", "--json", "--preset", "read-only", "--",
                                             "/bin/sh", "-c", "echo a | echo b").stdout)
         self.assertEqual(explain["excluded_by"], ["echo *", "echo *"])
@@ -1088,7 +1114,7 @@ class Settings(SbxTestCase):
     def test_sandboxed_command_cannot_rewrite_the_project_settings(self):
         available = [n for n, b in loaded_backends().items() if b["available"]]
         if not available:
-            self.skipTest("no backend is available on this host (see `sbx backends --probe`)")
+            skip_no_backend(self, "none is available on this host (see `sbx backends --probe`)")
         path = self.project_file('{"sandbox": "require"}')
         self.assert_exit(self.sbx_env("config", "trust"), 0)
         result = self.sbx_env("exec", "--", "/bin/sh", "-c",
@@ -1106,12 +1132,41 @@ class Settings(SbxTestCase):
         self.assert_exit(self.sbx_env("exec", "--", "/bin/sh", "-c", "touch MARKER"), 0)
         self.assertTrue(os.path.exists(os.path.join(self.project, "MARKER")))
 
+    def test_landlock_refuses_a_trusted_project_whose_settings_it_cannot_keep_read_only(self):
+        # The settings directory is a read-only carve-out of the writable cwd; Landlock cannot
+        # carve out, so it is passed over naming the directory and the command does not run.
+        landlock = loaded_backends().get("landlock")
+        if not landlock or not landlock["available"]:
+            skip_no_backend(self, "landlock is not available here (see `sbx backends --probe`)")
+        path = self.project_file('{"sandbox": "require"}')
+        self.assert_exit(self.sbx_env("config", "trust"), 0)
+        # No protected names of the policy's own: all that Landlock is passed over for is the
+        # settings directory, a read-only carve-out and a protected path.
+        policy = os.path.join(self.work, "no-protected-names.json")
+        with open(policy, "w", encoding="utf-8") as f:
+            json.dump({"version": 1, "filesystem": {
+                "kind": "restricted", "protected_names": [], "entries": [
+                    {"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"}]}},
+                f)
+        result = self.sbx_env("--backends", "landlock", "exec", "--policy", policy, "--",
+                              "/bin/sh", "-c",
+                              'echo \'{"sandbox":"forbid"}\' > .sbx/settings.json; touch MARKER')
+        self.assert_exit(result, 125)
+        sbx_dir = os.path.join(self.project, ".sbx")
+        self.assertIn(f"passed over landlock: cannot enforce what the policy needs here: "
+                      f"write_carveouts (needed for '{sbx_dir}' (read) inside "
+                      f"'{self.project}' (write)); protected_names (needed for protected path "
+                      f"'{sbx_dir}')\n", result.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.project, "MARKER")))
+        with open(path, encoding="utf-8") as f:
+            self.assertEqual(f.read(), '{"sandbox": "require"}')
+
 
     # Issue #32 finding 3: an excluded command's *name* used to be all that was matched.
     def require_backend(self):
         available = [n for n, b in loaded_backends().items() if b["available"]]
         if not available:
-            self.skipTest("no backend is available on this host (see `sbx backends --probe`)")
+            skip_no_backend(self, "none is available on this host (see `sbx backends --probe`)")
 
     def cwd_only_policy(self):
         """Only the project is writable: the test's own directory (below /tmp) is not. An
@@ -1555,7 +1610,9 @@ class Settings(SbxTestCase):
             self.skipTest("git is not installed")
         repo = os.path.join(self.work, "repo")
         # Not beside the repository: an entry the user writes above the cwd refuses on its own.
-        outside = tempfile.mkdtemp(prefix="sbx-cli-out-")
+        # "sbx-test-": the escape suites, running meanwhile, take other /tmp/sbx* entries of
+        # user 65534 for sbx state left in /tmp.
+        outside = tempfile.mkdtemp(prefix="sbx-test-cli-out-")
         self.addCleanup(shutil.rmtree, outside, ignore_errors=True)
         subprocess.run(["git", "init", "-q", repo], check=True)
         self.user('{"excluded_commands": ["git status"]}')
@@ -1588,7 +1645,7 @@ class Settings(SbxTestCase):
         os.makedirs(build)
         os.chmod(self.tmp, 0o755)
         os.chmod(sticky, 0o1777)
-        outside = tempfile.mkdtemp(prefix="sbx-cli-out-")
+        outside = tempfile.mkdtemp(prefix="sbx-test-cli-out-")
         self.addCleanup(shutil.rmtree, outside, ignore_errors=True)
         os.chown(outside, self.NOBODY, self.NOBODY)
         self.user('{"excluded_commands": ["git status"]}')
@@ -1637,7 +1694,7 @@ class Settings(SbxTestCase):
     def test_an_environment_that_names_code_to_load_refuses_the_exclusion(self):
         if shutil.which("git") is None:
             self.skipTest("git is not installed")
-        outside = tempfile.mkdtemp(prefix="sbx-cli-out-")
+        outside = tempfile.mkdtemp(prefix="sbx-test-cli-out-")
         self.addCleanup(shutil.rmtree, outside, ignore_errors=True)
         repo = os.path.join(outside, "r")
         subprocess.run(["git", "init", "-q", repo], check=True)
@@ -1871,7 +1928,7 @@ class Settings(SbxTestCase):
         trusted project it is passed over, naming .sbx, even for a policy without protected
         names of its own (fail closed, as for .git)."""
         if "landlock" not in loaded_backends():
-            self.skipTest("the landlock backend is not loaded")
+            skip_no_backend(self, "the landlock backend is not loaded")
         sub = os.path.join(self.project, "sub")
         os.makedirs(sub)
         policy = self.write_policy(json.dumps({
@@ -2001,8 +2058,22 @@ class Debug(SbxTestCase):
     def runnable_backends(self):
         available = [n for n, b in loaded_backends().items() if b["available"]]
         if not available:
-            self.skipTest("no backend is available on this host (see `sbx backends --probe`)")
+            skip_no_backend(self, "none is available on this host (see `sbx backends --probe`)")
         return available
+
+    def dry_run_or_skip(self, backend, command):
+        """`exec --dry-run` with `backend` alone: a plan when explain says the backend enforces
+        the policy here (it must then succeed), else a refusal (125) and a skip of this subtest
+        giving explain's reason."""
+        explain = json.loads(self.run_ok("--backends", backend, "explain", "--json",
+                                         *command).stdout)
+        dry = sbx("--backends", backend, "exec", "--dry-run", *command)
+        if explain["final"] == backend:
+            self.assert_exit(dry, 0)
+            return dry
+        self.assertEqual(explain["final"], "none", explain)
+        self.assert_exit(dry, 125)
+        self.skipTest(f"{backend} cannot run this policy here: {explain['available_reason']}")
 
     def test_debug_and_dry_run_print_the_same_plan(self):
         # One core entry point plans both: for the backend exec chooses, the same text.
@@ -2010,15 +2081,12 @@ class Debug(SbxTestCase):
         for backend in self.runnable_backends():
             with self.subTest(backend=backend):
                 command = ("--cwd", self.work, "--", "ls", "-l")
-                dry = sbx("--backends", backend, "exec", "--dry-run", *command)
-                if dry.returncode != 0:
-                    print(f"\n  {backend} cannot run the default policy here: {dry.stderr}")
-                    continue
+                dry = self.dry_run_or_skip(backend, command)
                 debug = self.run_ok("debug", backend, *command)
                 self.assertEqual(debug.stdout, dry.stdout, describe(debug) + describe(dry))
                 compared.append(backend)
         if not compared:
-            self.skipTest("no available backend can run the default policy here")
+            skip_no_backend(self, "no available backend can run the default policy here")
 
     def test_debug_plans_network_mode_proxy_like_dry_run(self):
         # `sbx debug` in proxy mode: sbx's own proxy is started for the plan, as for --dry-run;
@@ -2045,15 +2113,12 @@ class Debug(SbxTestCase):
         for backend in self.runnable_backends():
             with self.subTest(backend=backend):
                 command = ("--policy", policy, "--cwd", work, "--", "/bin/true")
-                dry = sbx("--backends", backend, "exec", "--dry-run", *command)
-                if dry.returncode != 0:
-                    print(f"\n  {backend} cannot run network mode proxy here: {dry.stderr}")
-                    continue
+                dry = self.dry_run_or_skip(backend, command)
                 debug = self.run_ok("debug", backend, *command)
                 self.assertEqual(normalized(debug.stdout), normalized(dry.stdout))
                 compared.append(backend)
         if not compared:
-            self.skipTest("no available backend can run network mode proxy here")
+            skip_no_backend(self, "no available backend can run network mode proxy here")
 
     def test_unknown_backend(self):
         result = sbx("debug", "nonexistent", "--", "/bin/ls")
@@ -2110,4 +2175,4 @@ class Context(SbxTestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    main()

@@ -25,6 +25,8 @@ import unittest
 
 import jsonschema  # python3-jsonschema (cmake/scripts/bootstrap-debian.sh)
 
+from ctest_main import main
+
 SBX = os.environ.get("SBX_BIN", "")
 SHARE = os.environ.get("SBX_SHARE", "")
 SOURCE = os.environ.get("SBX_SOURCE_DIR", "")
@@ -695,4 +697,4 @@ class PolicyImport(ExtrasCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    main()

@@ -19,11 +19,27 @@ function workspace() {
   return fs.realpathSync(fs.mkdtempSync(path.join('/tmp', 'sbx-node-test-')));
 }
 
+// A test skipped for want of a sandbox backend makes the run exit 77 when nothing failed, which
+// ctest reports as Skipped (SKIP_RETURN_CODE, tests/bindings/CMakeLists.txt): a host without a
+// backend does not show this suite as passed. Decided at exit, once node:test has set the code
+// of any failure (1), which stays.
+let skippedForNoBackend = 0;
+process.on('exit', (code) => {
+  if (code === 0 && skippedForNoBackend > 0) {
+    console.log(`ctest: SKIPPED (exit 77), ${skippedForNoBackend} test(s) need a sandbox backend`);
+    process.exitCode = 77;
+  }
+});
+function skipNoBackend(t, why) {
+  skippedForNoBackend += 1;
+  t.skip(`no sandbox backend: ${why}`);
+}
+
 // The backend a workspace-write run uses here; the test is skipped (with the reason) without one.
 function backendOrSkip(t, s, ws) {
   const explained = s.explain(WORKSPACE, { cwd: ws });
   if (explained.final === 'none') {
-    t.skip(`no sandbox backend is available here: ${explained.available_reason}`);
+    skipNoBackend(t, `none is available here: ${explained.available_reason}`);
     return null;
   }
   return explained.final;
@@ -206,7 +222,7 @@ test('the proxy refuses an unlisted host (the servers answer from this event loo
       network: { mode: 'proxy', allowed_domains: [`127.0.0.1:${allowedPort}`] } };
     const explained = s.explain(policy, { cwd: ws });
     if (explained.final === 'none') {
-      t.skip(`no backend here runs network mode proxy: ${explained.available_reason}`);
+      skipNoBackend(t, `none here runs network mode proxy: ${explained.available_reason}`);
       return;
     }
     const report = await s.exec(policy, ['/usr/bin/python3', '-c', FETCH,

@@ -11,7 +11,7 @@ import time
 import pytest
 
 import sbx
-from conftest import WORKSPACE
+from conftest import NO_BACKEND, WORKSPACE
 
 DENY_SSH = {"version": 1, "filesystem": {"kind": "restricted", "entries": [
     {"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"},
@@ -197,7 +197,8 @@ def test_proxy_refuses_an_unlisted_host(s, workspace):
                   "network": {"mode": "proxy", "allowed_domains": [f"127.0.0.1:{allowed.port}"]}}
         explained = s.explain(policy, cwd=workspace)
         if explained["final"] == "none":
-            pytest.skip(f"no backend here runs network mode proxy: {explained['available_reason']}")
+            pytest.skip(f"{NO_BACKEND}none here runs network mode proxy: "
+                        f"{explained['available_reason']}")
         report = s.exec(policy, [sys.executable, "-c", FETCH,
                                  f"http://127.0.0.1:{allowed.port}/ok",
                                  f"http://127.0.0.1:{unlisted.port}/no"], cwd=workspace)

@@ -22,6 +22,7 @@
 // capability named, and the command never started.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -304,13 +305,19 @@ TEST_P(Escape, MissingProtectedNamesCannotBeCreatedAndLeaveNothingBehind) {
 TEST_P(Escape, ConcurrentRunsNeverUnmaskEachOther) {
   REQUIRE_ENFORCED("protected_names");
   // Run A holds the mask while run B starts and ends; A must still be unable to create .codex.
+  // A says it runs (a-running), then waits for the host to say B has ended (b-ended).
   std::thread a([&] {
-    const RunResult r = shell("sleep 2; mkdir .codex; echo a-rc=$?");
+    const RunResult r = shell(
+        "touch a-running; i=0; while [ ! -e b-ended ] && [ $i -lt 6000 ]; do sleep 0.01; "
+        "i=$((i+1)); done; [ -e b-ended ] && echo b-ended; mkdir .codex; echo a-rc=$?");
+    EXPECT_NE(r.out.find("b-ended\n"), std::string::npos) << describe(r);
     EXPECT_NE(r.out.find("a-rc=1"), std::string::npos) << describe(r);
   });
-  ::usleep(700 * 1000);
+  const bool a_runs = wait_for_file(ws_ / "a-running", 60 * 1000);
+  EXPECT_TRUE(a_runs) << "run A never started";
   const RunResult b = shell("true");
   EXPECT_EQ(b.code, 0) << describe(b);
+  write_file(ws_ / "b-ended", "");
   a.join();
   EXPECT_FALSE(exists(ws_ / ".codex")) << "leftover or created .codex";
 }
@@ -460,10 +467,11 @@ TEST_P(Escape, LoopbackTcpUdpAndDevTcpReachNothingOnTheHost) {
           << describe(r);
     }
   }
-  ::usleep(200 * 1000);
-  EXPECT_EQ(tcp4.hits(), 0);
-  EXPECT_EQ(tcp6.hits(), 0);
-  EXPECT_EQ(udp4.hits(), 0);
+  EXPECT_EQ(tcp4.hits_before_now(), 0);
+  if (tcp6.ok()) {
+    EXPECT_EQ(tcp6.hits_before_now(), 0);
+  }
+  EXPECT_EQ(udp4.hits_before_now(), 0);
 }
 
 // With the network restricted, a backend that shares the host's network namespace (Landlock)
@@ -500,8 +508,7 @@ TEST_P(Escape, NetlinkPacketAndHostUnixSocketsAreBlocked) {
   EXPECT_EQ(r.code, 0) << describe(r);
   EXPECT_EQ(r.out.find("SUCCEEDED"), std::string::npos) << describe(r);
   EXPECT_EQ(r.out.find("BLOCKED"), 0u) << describe(r);
-  ::usleep(200 * 1000);
-  EXPECT_EQ(unix_sock.hits(), 0);
+  EXPECT_EQ(unix_sock.hits_before_now(), 0);
 }
 
 TEST_P(Escape, UnixSocketAllowListIsRefused) {
@@ -595,22 +602,56 @@ TEST_P(Escape, HostProcessesCannotBeKilled) {
   }
   const pid_t target = victim();
   const std::string pid = std::to_string(target);
-  const RunResult r = shell("echo probe; " + probe_path() + " kill " + pid + "; kill -9 " + pid +
-                            "; echo kill_rc=$?; true");
-  // Both attempts ran, and both were refused.
+  ASSERT_EQ(::kill(target, 0), 0) << "the victim is not running before the attack";
+  const RunResult r = shell("echo probe; " + probe_path() + " kill " + pid +
+                            "; echo probe_rc=$?; kill -9 " + pid + "; echo kill_rc=$?; true");
+  // Both attempts ran to their end, and both were refused: the probe said BLOCKED and exited 1
+  // (its code for a refused operation), the shell's kill exited non-zero.
   EXPECT_NE(r.out.find("probe\nBLOCKED: "), std::string::npos) << describe(r);
+  EXPECT_NE(r.out.find("\nprobe_rc=1\n"), std::string::npos) << describe(r);
   EXPECT_NE(r.out.find("kill_rc="), std::string::npos) << describe(r);
   EXPECT_EQ(r.out.find("kill_rc=0"), std::string::npos) << describe(r);
   int status = 0;
   EXPECT_EQ(::waitpid(target, &status, WNOHANG), 0) << "the host process died";
   end(target);
+  // The same probe, as the same identity without the sandbox, kills a victim just like it: so
+  // the refusal above was the sandbox's, not a probe or a victim that cannot be killed anyway.
+  const pid_t control = victim();
+  const RunResult outside =
+      run_as(who(), {probe_path(), "kill", std::to_string(control)}, env_for(who()));
+  EXPECT_EQ(outside.code, 0) << describe(outside);
+  EXPECT_EQ(outside.out, "SUCCEEDED\n") << describe(outside);
+  EXPECT_EQ(::waitpid(control, &status, 0), control);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "status " << status;
 }
 
+// Two grandchildren (one in a session of its own) hold the write end of a host FIFO, say they
+// run, and would write late*.txt after 3 s. The command ends once both run. The host reads the
+// FIFO to its end: the end comes when the last writer is gone, at once if the run's end took
+// them, after their late write if not.
 TEST_P(Escape, GrandchildrenDoNotOutliveTheCommand) {
-  const RunResult r = shell("(sleep 1; echo late > late.txt) & (setsid sleep 1; "
-                            "echo late > late2.txt) & exit 0");
+  const std::string fifo = ws_ / "alive";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  give_to(who(), fifo);
+  const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  ASSERT_GE(reader, 0) << std::strerror(errno);
+  const RunResult r = shell(
+      "(exec 3>alive; touch started1; sleep 3; echo late > late.txt) & "
+      "setsid sh -c 'exec 3>alive; touch started2; sleep 3; echo late > late2.txt' & "
+      "i=0; while { [ ! -e started1 ] || [ ! -e started2 ]; } && [ $i -lt 3000 ]; do "
+      "sleep 0.01; i=$((i+1)); done; exit 0");
   EXPECT_EQ(r.code, 0) << describe(r);
-  ::sleep(2);
+  EXPECT_TRUE(exists(ws_ / "started1") && exists(ws_ / "started2"))
+      << "the grandchildren never ran: " << describe(r);
+  bool ended = false;
+  for (int waited = 0; waited < 30000 && !ended; waited += 10) {
+    pollfd p{reader, POLLIN, 0};
+    ::poll(&p, 1, 10);
+    char byte = 0;
+    ended = (p.revents & POLLHUP) != 0 && ::read(reader, &byte, 1) == 0;
+  }
+  ::close(reader);
+  EXPECT_TRUE(ended) << "a grandchild still holds the FIFO 30 s after the command ended";
   EXPECT_FALSE(exists(ws_ / "late.txt"));
   EXPECT_FALSE(exists(ws_ / "late2.txt"));
 }

@@ -28,6 +28,15 @@ using sbx::test::wait_for_file;
   _exit(status.ok() ? status->shell_code() : 200);
 }
 
+// Waits up to `timeout_ms` until the file at `path` holds `text`.
+bool wait_for_text(const std::string& path, const std::string& text, int timeout_ms) {
+  for (int waited = 0; waited < timeout_ms; waited += 10) {
+    if (sbx::test::read_file(path) == text) return true;
+    usleep(10000);
+  }
+  return false;
+}
+
 // Waits for P; returns its exit code, or -1 (with a test failure) if it did not exit normally.
 int wait_exit_code(pid_t pid) {
   int status = 0;
@@ -55,9 +64,13 @@ TEST(SignalForwardingTest, SignalsSentToSbxReachTheCommand) {
   if (pid == 0) play_sbx(plan);
   ASSERT_TRUE(wait_for_file(dir.file("ready"), 10000)) << "helper never started";
   // Every forwarded signal that would kill or be lost on sbx itself, then SIGTERM to finish.
+  // Each waits until the helper has it: identical pending signals would merge.
+  int sent = 0;
   for (int sig : {SIGINT, SIGHUP, SIGQUIT, SIGUSR2, SIGWINCH, SIGCONT}) {
     kill(pid, sig);
-    usleep(50000);  // separate deliveries: identical pending signals would merge
+    sent |= 1 << sig;
+    EXPECT_TRUE(wait_for_text(dir.file("result.caught"), std::to_string(sent), 10000))
+        << "signal " << sig << " did not reach the helper";
   }
   kill(pid, SIGTERM);
   EXPECT_EQ(wait_exit_code(pid), 1) << "1 = the helper got SIGTERM through sbx";
@@ -85,7 +98,13 @@ int caught_after_terminal_interrupt(bool helper_in_own_group) {
     return -1;
   }
   EXPECT_EQ(write(master, "\x03", 1), 1);  // the terminal sends SIGINT to the foreground group
-  usleep(300000);
+  if (helper_in_own_group) {
+    // Nothing is to arrive, and nothing shows the terminal has sent it: a fixed wait.
+    usleep(300000);
+  } else {
+    EXPECT_TRUE(wait_for_text(dir.file("result.caught"), std::to_string(mask_of({SIGINT})), 10000))
+        << "^C did not reach the helper";
+  }
   kill(pid, SIGUSR1);
   EXPECT_EQ(wait_exit_code(pid), 2) << "2 = the helper got SIGUSR1 through sbx";
   close(master);

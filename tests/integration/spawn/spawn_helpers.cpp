@@ -54,7 +54,16 @@ int run_record_helper() {
   const char* result = std::getenv("SBX_RESULT");
   if (ready == nullptr || result == nullptr) return 98;
   write_text(ready, "ready");
-  for (int i = 0; i < 1000 && g_stop_signal == 0; ++i) usleep(10000);
+  // <result>.caught follows the mask as signals arrive, for the test to wait on.
+  const std::string caught = std::string(result) + ".caught";
+  int written = 0;
+  for (int i = 0; i < 1000 && g_stop_signal == 0; ++i) {
+    if (g_caught_mask != written) {
+      written = g_caught_mask;
+      write_text(caught.c_str(), std::to_string(written));
+    }
+    usleep(10000);
+  }
   write_text(result, std::to_string(g_caught_mask));
   if (g_stop_signal == SIGTERM) return 1;
   if (g_stop_signal == SIGUSR1) return 2;

@@ -355,11 +355,13 @@ TEST(StateDirectory, AnotherUsersSquatInTmpNeitherBlocksNorRedirectsBwrap) {
   ASSERT_EQ(::chown(ws.path().c_str(), uid, gid), 0);
   if (exists("/run/user/" + std::to_string(uid)))
     GTEST_SKIP() << "/run/user/" << uid << " exists: the user would not need a fallback";
-  // The squat: owned by someone else (nobody), private to them.
+  // The squat: owned by someone else (daemon, uid 1), private to them. Not nobody: the escape
+  // suites, running meanwhile, check that nobody (their unprivileged identity) has no sbx
+  // state in /tmp.
   const std::string squat = "/tmp/sbx-bwrap-" + std::to_string(uid);
   fs::remove_all(squat);
   ASSERT_EQ(::mkdir(squat.c_str(), 0700), 0);
-  ASSERT_EQ(::chown(squat.c_str(), 65534, 65534), 0);
+  ASSERT_EQ(::chown(squat.c_str(), 1, 1), 0);
   struct RemoveSquat {
     std::string path;
     ~RemoveSquat() { fs::remove_all(path); }

@@ -59,8 +59,41 @@ class Listener {
   int port() const { return port_; }
   bool ok() const { return fd_ >= 0 && (kind_ == kUnix ? ok_ : port_ > 0); }
   int hits() const { return hits_.load(); }
+  // What reached the listener before this call, counted for certain: the host itself connects
+  // (or sends a datagram) once and waits until the listener has counted that too. The backlog
+  // and a datagram socket's queue are taken in arrival order, and a command that has ended
+  // made its connect(2) or sendto(2) before, so nothing earlier is still on its way. -1 if
+  // the host's own never arrived within 10 s (the listener is broken: no proof). A unix socket
+  // the command renamed is knocked at under its new name, `renamed`.
+  int hits_before_now(const std::string& renamed = "") {
+    const int before = hits_.load();
+    if (!knock(renamed)) return -1;
+    for (int waited = 0; waited < 10000 && hits_.load() == before; waited += 5) {
+      ::poll(nullptr, 0, 5);
+    }
+    const int after = hits_.load();
+    return after == before ? -1 : after - 1;
+  }
 
  private:
+  // One connection (or datagram) from the host to this listener.
+  bool knock(const std::string& renamed) const {
+    const int family = kind_ == kTcp6 ? AF_INET6 : (kind_ == kUnix ? AF_UNIX : AF_INET);
+    const int fd = ::socket(family, kind_ == kUdp4 ? SOCK_DGRAM : SOCK_STREAM, 0);
+    if (fd < 0) return false;
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    bool sent = ::getsockname(fd_, reinterpret_cast<sockaddr*>(&ss), &len) == 0;
+    if (sent && !renamed.empty()) {
+      sockaddr_un* un = reinterpret_cast<sockaddr_un*>(&ss);
+      std::snprintf(un->sun_path, sizeof un->sun_path, "%s", renamed.c_str());
+      len = sizeof *un;
+    }
+    sent = sent && ::connect(fd, reinterpret_cast<sockaddr*>(&ss), len) == 0;
+    if (sent && kind_ == kUdp4) sent = ::send(fd, "k", 1, 0) == 1;
+    ::close(fd);
+    return sent;
+  }
   void loop() {
     while (!stop_) {
       pollfd p{fd_, POLLIN, 0};
