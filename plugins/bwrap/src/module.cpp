@@ -91,7 +91,7 @@ class BwrapBackend final : public Backend {
           "state_dir", CheckStatus::kWarn,
           state.error() + "; mount points made for missing protected names stay on the host",
           "give this user a private runtime directory ($XDG_RUNTIME_DIR, /run/user/<uid>) or a "
-          "home directory for ~/.cache/sbx"});
+          "home directory for ~/.cache/sbx outside shared directories such as /tmp"});
     } else {
       // Without the state directory the answer carries a warning that a later run may not
       // deserve: only an answer with it is kept.

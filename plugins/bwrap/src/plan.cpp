@@ -68,9 +68,10 @@ std::string unrecorded_mount_points_warning(const ExecPlan& plan,
   return why + ": the mount points this run made for missing protected names cannot be recorded "
                "and stay on the host: " +
          names +
-         ". Repair the state directory (a sandboxed command with the home directory writable "
-         "may have changed its mode: chmod 700 ~/.cache ~/.cache/sbx ~/.cache/sbx/bwrap, or set "
-         "XDG_RUNTIME_DIR to a private directory of this user), then remove them (rm)";
+         ". Repair the state directory as its error says (a sandboxed command with the home "
+         "directory writable may have changed its mode: chmod 700 ~/.cache ~/.cache/sbx "
+         "~/.cache/sbx/bwrap, or set XDG_RUNTIME_DIR to a private directory of this user), then "
+         "remove them (rm)";
 }
 
 }  // namespace sbx::bwrap

@@ -23,6 +23,7 @@
 
 #include "sbx_test/files.hpp"
 #include "sbx_test/installed_sbx.hpp"
+#include "sbx_test/private_home.hpp"
 #include "sbx_test/temp_dir.hpp"
 
 namespace {
@@ -329,7 +330,7 @@ class BwrapHostObjects : public ::testing::TestWithParam<Case> {
   }
 
   TempDir ws_;
-  TempDir home_{"/var/tmp"};
+  TempDir home_{private_parent()};  // not /var/tmp: no state there
   HostObjects objects_;
   std::vector<Setting> settings_;
 };

@@ -12,7 +12,8 @@
 //     user can then `git init` there;
 //   * a missing settings directory in such a directory (XDG_CONFIG_HOME=/tmp/cfg) blocks no later
 //     run;
-//   * a person's own `.codex` saved empty during the run is kept (sbx removes only what it made).
+//   * a person's own `.codex` saved empty during the run is kept (sbx removes only what it made);
+//   * with HOME in /tmp and no runtime directory no state is kept there: the reason is shown.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -29,6 +30,7 @@
 #include "sbx_test/files.hpp"
 #include "sbx_test/identity.hpp"
 #include "sbx_test/installed_sbx.hpp"
+#include "sbx_test/private_home.hpp"
 #include "sbx_test/process.hpp"
 #include "sbx_test/temp_dir.hpp"
 
@@ -277,9 +279,9 @@ TEST_P(MountPointLeftovers, APersonsFileSavedEmptyDuringTheRunIsKept) {
 TEST(MountPointUnrecorded, AChmodOfTheCacheFromInsideIsWarnedOfAtTheNextRun) {
   const Identity who = Identity::kUnprivileged;
   SBX_REQUIRE_IDENTITY(who, "bwrap");
-  TempDir home, conf, ws, later;
+  PrivateHome home(who);  // below /tmp there would be no state directory from the start
+  TempDir conf, ws, later;
   const std::string policy = write_policy(conf, home.path());
-  give_to(who, home.path());
   give_to(who, conf.path());
   give_to(who, ws.path());
   give_to(who, later.path());
@@ -304,6 +306,65 @@ TEST(MountPointUnrecorded, AChmodOfTheCacheFromInsideIsWarnedOfAtTheNextRun) {
   EXPECT_EQ(socket_names_in(later.path()), ".git(socket) .codex(socket) .agents(socket) ")
       << "unrecorded, they stay (what the warning says)";
   ::chmod((home / ".cache").c_str(), 0700);
+}
+
+// How often `needle` occurs in `text`.
+std::size_t count_of(const std::string& text, const std::string& needle) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(needle); at != std::string::npos;
+       at = text.find(needle, at + needle.size()))
+    ++n;
+  return n;
+}
+
+// HOME in /tmp and no runtime directory (containers and CI give users that): a sandboxed command
+// with /tmp writable could rename $HOME/.cache away and plant a state directory a later run
+// trusts, so sbx keeps nothing there (sbx/sdk/private_state.hpp why_shared_path). A run that
+// makes mount points warns once with the reason and what to do; a proxy run, whose socket needs
+// the state directory, is refused with it and its command never starts; nothing is made below
+// the shared HOME.
+TEST(StateBelowASharedDirectory, IsRefusedWithTheReasonNeverUsed) {
+  const Identity who = Identity::kUnprivileged;
+  SBX_REQUIRE_IDENTITY(who, "bwrap");
+  const std::string run_user = "/run/user/" + std::to_string(uid_of(who));
+  if (exists(run_user)) GTEST_SKIP() << run_user << " exists here: the state would go there";
+  TempDir home;  // in /tmp (1777)
+  TempDir conf, ws, proxy_ws;
+  const std::string policy = write_policy(conf);
+  const std::string proxy_policy = conf.write(
+      "proxy.json", R"({"version":1,"filesystem":{"kind":"restricted","entries":[)"
+                    R"({"path":":root","access":"read"},{"path":":cwd","access":"write"}],)"
+                    R"("protected_names":[".git",".codex",".agents"]},)"
+                    R"("network":{"mode":"proxy","allowed_domains":["127.0.0.1:9"]}})");
+  for (const TempDir* dir : {&home, &conf, &ws, &proxy_ws}) give_to(who, dir->path());
+  std::vector<std::string> env;
+  for (const std::string& entry : env_for(who))
+    if (entry.rfind("HOME=", 0) != 0 && entry.rfind("XDG_", 0) != 0) env.push_back(entry);
+  env.push_back("HOME=" + home.path());
+  const std::string reason = "sbx keeps no state below '" + home.path() +
+                             "/.cache': '/tmp' is writable by others (mode 1777)";
+
+  const RunResult masked =
+      exec_as(who, "bwrap", {"--policy", policy}, ws.path(), {"/bin/sh", "-c", "echo ran"}, env);
+  EXPECT_EQ(masked.code, 0) << describe(masked);
+  EXPECT_EQ(masked.out, "ran\n") << describe(masked);
+  EXPECT_EQ(count_of(masked.err, reason), 1u) << describe(masked);
+  EXPECT_NE(masked.err.find("Set XDG_RUNTIME_DIR to a private runtime directory"),
+            std::string::npos)
+      << describe(masked);
+  EXPECT_NE(masked.err.find("cannot be recorded and stay on the host: "), std::string::npos)
+      << describe(masked);
+
+  const RunResult proxied = exec_as(who, "bwrap", {"--policy", proxy_policy}, proxy_ws.path(),
+                                    {"/bin/sh", "-c", "echo ran"}, env);
+  EXPECT_NE(proxied.code, 0) << describe(proxied);
+  EXPECT_EQ(proxied.out.find("ran"), std::string::npos) << describe(proxied);
+  EXPECT_NE(proxied.err.find("no private directory for the proxy's socket: " + reason),
+            std::string::npos)
+      << describe(proxied);
+
+  EXPECT_FALSE(exists(home / ".cache")) << "sbx made its state below the shared HOME";
+  EXPECT_FALSE(exists("/tmp/sbx-bwrap-" + std::to_string(uid_of(who)))) << "state went to /tmp";
 }
 
 INSTANTIATE_TEST_SUITE_P(Identities, MountPointLeftovers, ::testing::ValuesIn(kIdentities),

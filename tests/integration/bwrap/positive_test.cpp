@@ -12,6 +12,7 @@
 #include "sbx_test/files.hpp"
 #include "sbx_test/installed_sbx.hpp"
 #include "sbx_test/listener.hpp"
+#include "sbx_test/private_home.hpp"
 #include "sbx_test/temp_dir.hpp"
 
 namespace {
@@ -300,8 +301,8 @@ TEST_F(BwrapPositive, UnprivilegedUserIsConfinedToo) {
   TempDir outside("/var/tmp");
   ::chmod(outside.path().c_str(), 0777);
   // A home of its own: bwrap's state (and so the removal of its mount points) lives in
-  // ~/.cache/sbx when there is no runtime directory.
-  TempDir home("/var/tmp");
+  // ~/.cache/sbx when there is no runtime directory, never below a directory others may write.
+  TempDir home(private_parent());
   ::chown(home.path().c_str(), 65534, 65534);
   auto env = base_env();
   env[1] = "HOME=" + home.path();

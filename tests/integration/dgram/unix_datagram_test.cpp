@@ -25,6 +25,7 @@
 
 #include "sbx_test/files.hpp"
 #include "sbx_test/installed_sbx.hpp"
+#include "sbx_test/private_home.hpp"
 #include "sbx_test/process.hpp"
 #include "sbx_test/temp_dir.hpp"
 
@@ -188,7 +189,7 @@ class UnixDatagrams : public ::testing::TestWithParam<Case> {
   TempDir dir_{"/var/tmp"};   // the host socket's directory
   TempDir conf_{"/var/tmp"};  // the policy
   TempDir ws_{"/var/tmp"};
-  TempDir home_{"/var/tmp"};
+  TempDir home_{private_parent()};  // not /var/tmp: no state there
 };
 
 TEST_P(UnixDatagrams, NoDatagramReachesAHostSocketAndTheRefusalsAreNamed) {

@@ -25,6 +25,7 @@
 #include "sbx_test/files.hpp"
 #include "sbx_test/filtered_run.hpp"
 #include "sbx_test/installed_sbx.hpp"
+#include "sbx_test/private_home.hpp"
 #include "sbx_test/temp_dir.hpp"
 
 namespace {
@@ -125,7 +126,7 @@ class KeptProbe : public ::testing::Test {
   }
 
   std::string backend_;
-  TempDir runtime_;
+  TempDir runtime_{private_parent()};  // below /tmp it would not count as a runtime directory
   TempDir ws_{"/var/tmp"};
   TempDir trace_;
   std::string answer_;

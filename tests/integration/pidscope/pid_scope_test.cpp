@@ -34,6 +34,7 @@
 
 #include "sbx_test/files.hpp"
 #include "sbx_test/installed_sbx.hpp"
+#include "sbx_test/private_home.hpp"
 #include "sbx_test/process.hpp"
 #include "sbx_test/temp_dir.hpp"
 
@@ -286,7 +287,7 @@ class PidScope : public ::testing::TestWithParam<Param> {
   }
 
   TempDir ws_{"/var/tmp"};
-  TempDir home_{"/var/tmp"};
+  TempDir home_{private_parent()};  // not /var/tmp: no state there
   TempDir conf_{"/var/tmp"};
   TempDir victim_dir_{"/var/tmp"};
   std::vector<std::string> policies_;

@@ -22,6 +22,7 @@
 
 #include "sbx_test/files.hpp"
 #include "sbx_test/installed_sbx.hpp"
+#include "sbx_test/private_home.hpp"
 #include "sbx_test/process.hpp"
 #include "sbx_test/listener.hpp"
 #include "sbx_test/temp_dir.hpp"
@@ -337,7 +338,7 @@ TEST(StateDirectory, AnotherUsersSquatInTmpNeitherBlocksNorRedirectsBwrap) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to create a throwaway user";
   if (::access("/usr/sbin/useradd", X_OK) != 0) GTEST_SKIP() << "no /usr/sbin/useradd here";
   const std::string name = "sbxsq" + std::to_string(::getpid());
-  TempDir home;
+  TempDir home(private_parent());  // below /tmp sbx would keep no state in it
   TempDir ws;
   const RunResult added = run({"/usr/sbin/useradd", "--system", "--no-create-home", "--home-dir",
                                home.path(), "--shell", "/bin/sh", name},
@@ -459,14 +460,14 @@ TEST(StateDirectory, WithoutAnyPrivatePlaceBwrapRunsAndKeepsItsMountPoints) {
 // /tmp, where a Landlock run with /tmp writable deleted another run's socket (issue #32). Now
 // it is in the user's ~/.cache/sbx/proxy: a second run of the same user, with /tmp writable,
 // can neither remove nor replace it. Both runs as user 65534 under Landlock, the home outside
-// /tmp (as a real home is).
+// /tmp and /var/tmp (as a real home is).
 TEST(StateDirectory, ARunWithTmpWritableCannotReachAnotherRunsProxySocket) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to switch to an unprivileged user";
   if (!exists("/usr/bin/setpriv")) GTEST_SKIP() << "setpriv (util-linux) is not installed";
   if (exists("/run/user/65534")) GTEST_SKIP() << "/run/user/65534 exists here";
   std::string why;
   if (!backend_available("landlock", why)) GTEST_SKIP() << "landlock cannot run here: " << why;
-  TempDir home("/var/tmp");
+  TempDir home(private_parent());  // below /var/tmp sbx would keep no state in it
   TempDir victim_ws("/var/tmp");
   TempDir attacker_ws("/var/tmp");
   TempDir scratch("/var/tmp");  // the policy files: outside every writable root

@@ -16,6 +16,8 @@
 
 #include "sbx_test/files.hpp"
 #include "sbx_test/installed_sbx.hpp"
+#include "sbx_test/private_home.hpp"
+#include "sbx_test/temp_dir.hpp"
 
 namespace sbx::test {
 namespace {
@@ -29,13 +31,14 @@ bool switches(Identity who) { return who == Identity::kUnprivileged && running_a
 
 // A home directory of the unprivileged identity's own for this test process: sbx keeps per-user
 // state below HOME (~/.cache/sbx) when there is no runtime directory, and root's /root is not
-// the user's.
+// the user's. Below private_parent() (root's 0755 /var/lib/sbx-test-homes when root), never
+// /var/tmp or /tmp: sbx refuses state below a directory others may write (issue #32).
 class UnprivilegedHome {
  public:
   UnprivilegedHome() {
-    std::string pattern = "/var/tmp/sbx-test-home-XXXXXX";
+    std::string pattern = private_parent() + "/sbx-test-home-XXXXXX";
     if (::mkdtemp(pattern.data()) == nullptr)
-      throw std::runtime_error("mkdtemp failed under /var/tmp");
+      throw std::runtime_error("mkdtemp failed under " + private_parent());
     path_ = pattern;
     if (running_as_root() && ::chown(path_.c_str(), kUnprivilegedId, kUnprivilegedId) != 0)
       throw std::runtime_error("cannot give " + path_ + " to user 65534");

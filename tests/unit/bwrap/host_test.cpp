@@ -18,6 +18,7 @@
 #include "sbx/bwrap/host.hpp"
 
 #include "sbx_test/files.hpp"
+#include "sbx_test/private_home.hpp"
 #include "sbx_test/temp_dir.hpp"
 
 namespace {
@@ -579,11 +580,12 @@ TEST(BwrapRegistry, AnOlderVersionsRecordedDirectoryIsStillSwept) {
 }
 
 // Another user (or their sandbox) can create any name in /tmp first; sbx's state must not be
-// reachable that way, and must not depend on a directory someone else owns.
+// reachable that way, and must not depend on a directory someone else owns. (Homes and runtime
+// directories below private_parent(): below /tmp they are refused, private_state_test.cpp.)
 TEST(BwrapStateDir, NeverInASharedDirectoryNorInAnotherUsersOne) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to make a directory owned by another uid";
-  ScratchDir home;
-  ScratchDir foreign;  // a 0700 "runtime directory" that belongs to someone else
+  ScratchDir home(sbx::test::private_parent());
+  ScratchDir foreign(sbx::test::private_parent());  // a 0700 "runtime directory" that belongs to someone else
   ASSERT_EQ(::chown(foreign.path().c_str(), 65534, 65534), 0);
   StateDirSources sources;
   sources.uid = ::geteuid();
@@ -604,7 +606,7 @@ TEST(BwrapStateDir, NeverInASharedDirectoryNorInAnotherUsersOne) {
 }
 
 TEST(BwrapStateDir, UsesTheUsersOwnRuntimeDirectory) {
-  ScratchDir runtime;
+  ScratchDir runtime(sbx::test::private_parent());
   ::chmod(runtime.path().c_str(), 0700);
   StateDirSources sources;
   sources.uid = ::geteuid();
@@ -616,7 +618,7 @@ TEST(BwrapStateDir, UsesTheUsersOwnRuntimeDirectory) {
 
 TEST(BwrapStateDir, ACacheDirectoryOfAnotherUserIsRefusedNotFollowed) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to make a directory owned by another uid";
-  ScratchDir home;
+  ScratchDir home(sbx::test::private_parent());
   fs::create_directories(home.path() + "/.cache/sbx");
   ASSERT_EQ(::chown((home.path() + "/.cache/sbx").c_str(), 65534, 65534), 0);
   StateDirSources sources;

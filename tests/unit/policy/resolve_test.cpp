@@ -18,6 +18,7 @@
 #include "sbx/core/policy.hpp"
 #include "sbx/core/runtime.hpp"
 
+#include "sbx_test/private_home.hpp"
 #include "sbx_test/temp_dir.hpp"
 
 namespace sbx {
@@ -663,7 +664,9 @@ TEST(ResolveInstall, SymlinkedLayoutProtectsBothNames) {
 TEST(ResolveInstall, ProcessContextNamesTheRunningInstallAndTheKeptProbeStore) {
   // current_resolve_context() fills in the directories of the libsbx this test runs with, and
   // the store of kept probe answers in the runtime directory, created before anything runs.
-  const sbx::test::TempDir runtime;  // mkdtemp: this user's own 0700 directory
+  // mkdtemp: this user's own 0700 directory, not below /tmp (a runtime directory there is not
+  // used: sbx/sdk/private_state.hpp why_shared_path).
+  const sbx::test::TempDir runtime(sbx::test::private_parent());
   const char* previous = std::getenv("XDG_RUNTIME_DIR");
   const std::string saved = previous != nullptr ? previous : "";
   ::setenv("XDG_RUNTIME_DIR", runtime.path().c_str(), 1);

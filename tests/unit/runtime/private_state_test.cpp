@@ -1,7 +1,8 @@
 // sbx's one choice of a per-user state directory (sbx/sdk/private_state.hpp, state_dir): the
 // runtime directory, else ~/.cache/sbx/<name>, never a shared directory such as /tmp, and a
 // directory squatted at any of those names (another owner, a symlink, a wider mode) refused
-// with the reason (issue #32).
+// with the reason (issue #32); nor a place below a directory that others, or a sandboxed command
+// given it writable, could rename entries in (HOME=/tmp), whatever symlink leads there.
 #include "sbx/sdk/private_state.hpp"
 
 #include <gtest/gtest.h>
@@ -12,6 +13,7 @@
 #include <string>
 
 #include "sbx/core/proxy.hpp"
+#include "sbx_test/private_home.hpp"
 #include "sbx_test/temp_dir.hpp"
 
 namespace sbx {
@@ -36,8 +38,10 @@ mode_t mode_of(const std::string& path) {
   return ::lstat(path.c_str(), &st) == 0 ? st.st_mode & 07777 : 0;
 }
 
+// Homes and runtime directories of these tests are below private_parent(): below /tmp they
+// would be refused (StateDir.AHomeBelowTmpIsRefused).
 TEST(StateDir, WithoutARuntimeDirectoryItIsInTheUsersCacheNeverTmp) {
-  TempDir home;
+  TempDir home(test::private_parent());
   Sources sources = without_runtime_dir(home.path());
   sources.xdg_runtime_dir = "/tmp";  // world-writable, not this user's: never used
   Result<std::string> dir = state_dir(sources, "proxy");
@@ -51,7 +55,7 @@ TEST(StateDir, WithoutARuntimeDirectoryItIsInTheUsersCacheNeverTmp) {
 }
 
 TEST(StateDir, UsesTheUsersOwnRuntimeDirectory) {
-  TempDir runtime;
+  TempDir runtime(test::private_parent());
   ASSERT_EQ(::chmod(runtime.path().c_str(), 0700), 0);
   Sources sources = without_runtime_dir(runtime.path());
   sources.xdg_runtime_dir = runtime.path();
@@ -71,8 +75,8 @@ TEST(StateDir, NoPrivatePlaceIsAnErrorWithTheReason) {
 }
 
 TEST(StateDir, ASymlinkSquattedAtTheNameIsRefusedNotFollowed) {
-  TempDir home;
-  TempDir elsewhere;
+  TempDir home(test::private_parent());
+  TempDir elsewhere(test::private_parent());
   ASSERT_EQ(::chmod(elsewhere.path().c_str(), 0700), 0);
   fs::create_directories(home.path() + "/.cache");
   fs::create_directory_symlink(elsewhere.path(), home.path() + "/.cache/sbx");
@@ -83,7 +87,7 @@ TEST(StateDir, ASymlinkSquattedAtTheNameIsRefusedNotFollowed) {
 }
 
 TEST(StateDir, ADirectoryWithAWiderModeIsRefused) {
-  TempDir home;
+  TempDir home(test::private_parent());
   for (const char* level : {"/.cache", "/.cache/sbx", "/.cache/sbx/proxy"})
     ASSERT_EQ(::mkdir((home.path() + level).c_str(), 0700), 0) << level;
   ASSERT_EQ(::chmod((home.path() + "/.cache/sbx/proxy").c_str(), 0777), 0);
@@ -95,7 +99,7 @@ TEST(StateDir, ADirectoryWithAWiderModeIsRefused) {
 TEST(StateDir, ADirectoryOfAnotherUserIsRefused) {
   if (::geteuid() != 0)
     GTEST_SKIP() << "needs root to make a directory owned by another uid (65534)";
-  TempDir runtime;
+  TempDir runtime(test::private_parent());
   ASSERT_EQ(::chmod(runtime.path().c_str(), 0700), 0);
   const std::string squat = runtime.path() + "/sbx-proxy";
   ASSERT_EQ(::mkdir(squat.c_str(), 0700), 0);
@@ -106,6 +110,114 @@ TEST(StateDir, ADirectoryOfAnotherUserIsRefused) {
   ASSERT_FALSE(dir.ok()) << *dir;
   EXPECT_NE(dir.error().find("is owned by uid 65534, not by uid 0"), std::string::npos)
       << dir.error();
+}
+
+// A home below `shared` (mode `mode`): <shared>/home, this user's own and 0700.
+std::string home_below(const TempDir& shared, mode_t mode) {
+  const std::string home = shared.path() + "/home";
+  EXPECT_EQ(::mkdir(home.c_str(), 0700), 0) << home;
+  EXPECT_EQ(::chmod(shared.path().c_str(), mode), 0) << shared.path();
+  return home;
+}
+
+void expect_refused(const Result<std::string>& dir, const std::string& why) {
+  ASSERT_FALSE(dir.ok()) << *dir;
+  EXPECT_NE(dir.error().find(why), std::string::npos) << dir.error();
+  EXPECT_NE(dir.error().find("Set XDG_RUNTIME_DIR to a private runtime directory"),
+            std::string::npos)
+      << dir.error();
+  EXPECT_NE(dir.error().find("outside shared directories such as /tmp"), std::string::npos)
+      << dir.error();
+}
+
+// HOME=/tmp, as containers and CI give users: a sandboxed command with /tmp writable (the
+// workspace-write preset) could rename /tmp/.cache away and plant a forged one. Refused before
+// anything is made there.
+TEST(StateDir, AHomeBelowTmpIsRefused) {
+  TempDir home;  // in /tmp: 1777
+  Result<std::string> dir = state_dir(without_runtime_dir(home.path()), "proxy");
+  expect_refused(dir, "'/tmp' is writable by others (mode 1777)");
+  EXPECT_NE(dir.error().find("below '" + home.path() + "/.cache'"), std::string::npos)
+      << dir.error();
+  EXPECT_FALSE(fs::exists(home.path() + "/.cache")) << "made in the shared directory";
+}
+
+// Sticky or not: the sticky bit keeps other users from renaming this user's entries, not a
+// command running as this user.
+TEST(StateDir, ATmpLikeAncestorIsRefused) {
+  TempDir shared(test::private_parent());
+  const std::string home = home_below(shared, 01777);
+  Result<std::string> dir = state_dir(without_runtime_dir(home), "proxy");
+  expect_refused(dir, "'" + shared.path() + "' is writable by others (mode 1777)");
+  EXPECT_FALSE(fs::exists(home + "/.cache")) << "made below the shared directory";
+}
+
+TEST(StateDir, AGroupWritableAncestorWithoutTheStickyBitIsRefused) {
+  TempDir shared(test::private_parent());
+  const std::string home = home_below(shared, 0775);
+  expect_refused(state_dir(without_runtime_dir(home), "proxy"),
+                 "'" + shared.path() +
+                     "' is writable by its group without the sticky bit "
+                     "(mode 0775)");
+  // With the sticky bit a member of the group cannot rename this user's entries: accepted.
+  ASSERT_EQ(::chmod(shared.path().c_str(), 01775), 0);
+  Result<std::string> dir = state_dir(without_runtime_dir(home), "proxy");
+  ASSERT_TRUE(dir.ok()) << dir.error();
+  EXPECT_EQ(*dir, home + "/.cache/sbx/proxy");
+}
+
+TEST(StateDir, AChainOf0755DirectoriesIsAccepted) {
+  TempDir shared(test::private_parent());
+  const std::string home = home_below(shared, 0755);
+  ASSERT_EQ(::chmod(home.c_str(), 0755), 0);
+  Result<std::string> dir = state_dir(without_runtime_dir(home), "proxy");
+  ASSERT_TRUE(dir.ok()) << dir.error();
+  EXPECT_EQ(*dir, home + "/.cache/sbx/proxy");
+  EXPECT_EQ(mode_of(*dir), 0700u);
+}
+
+// The user may symlink ~/.cache: what counts is every directory on the way to where it leads.
+TEST(StateDir, ASymlinkedCacheIntoASharedDirectoryIsRefused) {
+  TempDir home(test::private_parent());
+  TempDir shared(test::private_parent());
+  const std::string target = home_below(shared, 01777);  // this user's own, 0700
+  fs::create_directory_symlink(target, home.path() + "/.cache");
+  expect_refused(state_dir(without_runtime_dir(home.path()), "proxy"),
+                 "'" + shared.path() + "' is writable by others (mode 1777)");
+  EXPECT_TRUE(fs::is_empty(target)) << "state was made below the shared directory";
+  // The same through XDG_CACHE_HOME, and through a relative link in a link.
+  Sources sources = without_runtime_dir(home.path());
+  fs::create_directory_symlink("../" + fs::path(shared.path()).filename().string(),
+                               home.path() + "/up");
+  sources.xdg_cache_home = home.path() + "/up/home";
+  expect_refused(state_dir(sources, "proxy"),
+                 "'" + shared.path() + "' is writable by others (mode 1777)");
+  EXPECT_TRUE(fs::is_empty(target)) << "state was made below the shared directory";
+}
+
+// An ancestor another (non-root) user owns: its owner may chmod it and rename what is in it.
+TEST(StateDir, AnAncestorOfAnotherUserIsRefused) {
+  if (::geteuid() != 0)
+    GTEST_SKIP() << "needs root to make a directory owned by another uid (65534)";
+  TempDir shared(test::private_parent());
+  const std::string home = home_below(shared, 0755);
+  ASSERT_EQ(::chown(shared.path().c_str(), 65534, 65534), 0);
+  expect_refused(state_dir(without_runtime_dir(home), "proxy"),
+                 "'" + shared.path() + "' is owned by uid 65534, neither root nor this user");
+}
+
+// A runtime directory below /tmp (XDG_RUNTIME_DIR=/tmp/runtime-<user>), though this user's own
+// and 0700, is not private: the state goes to the cache instead.
+TEST(StateDir, ARuntimeDirectoryBelowTmpIsNotUsed) {
+  TempDir runtime;  // in /tmp
+  ASSERT_EQ(::chmod(runtime.path().c_str(), 0700), 0);
+  TempDir home(test::private_parent());
+  Sources sources = without_runtime_dir(home.path());
+  sources.xdg_runtime_dir = runtime.path();
+  Result<std::string> dir = state_dir(sources, "proxy");
+  ASSERT_TRUE(dir.ok()) << dir.error();
+  EXPECT_EQ(*dir, home.path() + "/.cache/sbx/proxy");
+  EXPECT_TRUE(fs::is_empty(runtime.path()));
 }
 
 // The proxy's socket directories live there too: never under /tmp, whatever the host offers.

@@ -12,7 +12,10 @@
 //    cannot write;
 //  - a file is written to a fresh temporary name (O_CREAT|O_EXCL|O_NOFOLLOW, 0600, after
 //    unlinking whatever was there) and renamed over the old one, so a reader never sees half of
-//    it and a planted symlink is never followed.
+//    it and a planted symlink is never followed;
+//  - every directory met on the way to it (its ancestors, through every symlink) can be changed
+//    only by root or this user, and not by a sandboxed command of this user given a shared
+//    directory such as /tmp writable (why_shared_path).
 // A caller treats every failure as "nothing kept": it never trusts a file that fails a check and
 // never fails its run because of one.
 #pragma once
@@ -24,10 +27,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <optional>
 #include <string>
 #include <utility>
@@ -42,10 +48,106 @@ struct Sources {
   uid_t uid = 0;
   std::string xdg_runtime_dir;              // used only if it is this uid's own 0700 directory
   std::string run_user_root = "/run/user";  // <root>/<uid>: the same condition
-  std::string root_run;   // root: "/run" when it is root's and not writable by others
+  std::string root_run;        // root: "/run" when it is root's and not writable by others
   std::string xdg_cache_home;  // the last resort of callers that want one (bwrap)
   std::string home;
 };
+
+// "<dir>" and "<name>" of a path ("name" alone is in ".").
+inline std::pair<std::string, std::string> split_path(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return {".", path};
+  return {slash == 0 ? "/" : path.substr(0, slash), path.substr(slash + 1)};
+}
+
+// Why `st`, the directory `dir` met on the way to a state location, would let someone other
+// than root or this user, or a sandboxed command of this user, replace what lies below it; or
+// nullopt. rename(2) needs only write permission on the directory that holds a name, so
+// whoever may write ANY directory on the way can move this user's own 0700 state directory
+// (or an ancestor of it) aside and put a directory of the same name in its place: also an
+// ancestor of a mount point (rename(2) gives EBUSY only for the mount point itself). Hence:
+//  - owned by root or this user: the owner may always chmod and then rename (chmod(2));
+//  - not writable by others, sticky or not: the sticky bit ("S_ISVTX", inode(7)) keeps a user
+//    from renaming entries that another user owns, not their own, and a sandboxed command runs
+//    as this user; the workspace-write preset gives it /tmp writable (issue #32);
+//  - not writable by the group without the sticky bit: any member could rename every entry.
+inline std::optional<std::string> why_shared_dir(const std::string& dir, const struct stat& st,
+                                                 uid_t uid) {
+  char mode[8];
+  std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+  if (st.st_uid != 0 && st.st_uid != uid)
+    return "'" + dir + "' is owned by uid " + std::to_string(st.st_uid) +
+           ", neither root nor this user (" + std::to_string(uid) + ")";
+  if ((st.st_mode & S_IWOTH) != 0) return "'" + dir + "' is writable by others (mode " + mode + ")";
+  if ((st.st_mode & S_IWGRP) != 0 && (st.st_mode & S_ISVTX) == 0)
+    return "'" + dir + "' is writable by its group without the sticky bit (mode " + mode + ")";
+  return std::nullopt;
+}
+
+// The components of `path` ("/a//b/" -> a, b), in order.
+inline std::deque<std::string> path_components(const std::string& path) {
+  std::deque<std::string> parts;
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    const std::size_t slash = std::min(path.find('/', start), path.size());
+    if (slash > start) parts.push_back(path.substr(start, slash - start));
+    start = slash + 1;
+  }
+  return parts;
+}
+
+// Why the directory `path` is not safe to keep state below (why_shared_dir of a directory met
+// on the way, or the lookup failing), or nullopt. Walked as the kernel resolves it
+// (path_resolution(7)): from "/", one name at a time with openat(O_PATH|O_NOFOLLOW), each
+// symlink read from the descriptor of the link itself and its target walked in its place (an
+// absolute one from "/" again), at most 40 of them (MAXSYMLINKS). So every directory a name
+// is looked up in is checked, on the descriptor actually used for the next lookup, the
+// symlinked ~/.cache and the directories holding each link included: realpath() alone would
+// miss a directory that only holds a link on the way. "/" and "path" itself are checked too.
+inline std::optional<std::string> why_shared_path(const std::string& path, uid_t uid) {
+  if (path.empty() || path.front() != '/') return "'" + path + "' is not an absolute path";
+  const auto open_root = [] { return UniqueFd(::open("/", O_PATH | O_DIRECTORY | O_CLOEXEC)); };
+  UniqueFd dir = open_root();
+  std::string at = "/";  // where `dir` is: every prefix of it was checked on the way down
+  struct stat st {};
+  if (!dir.valid() || ::fstat(dir.get(), &st) != 0)
+    return "'/': " + std::string(std::strerror(errno));
+  if (std::optional<std::string> why = why_shared_dir(at, st, uid)) return why;
+  std::deque<std::string> pending = path_components(path);
+  int links = 0;
+  while (!pending.empty()) {
+    const std::string name = std::move(pending.front());
+    pending.pop_front();
+    if (name == ".") continue;
+    const std::string next_path =
+        name == ".." ? split_path(at).first : (at == "/" ? "" : at) + "/" + name;
+    UniqueFd next(::openat(dir.get(), name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+    if (!next.valid() || ::fstat(next.get(), &st) != 0)
+      return "'" + next_path + "': " + std::strerror(errno);
+    if (S_ISLNK(st.st_mode)) {
+      if (++links > 40) return "'" + path + "': too many symlinks";
+      char target[PATH_MAX];
+      // An empty name reads the link the O_PATH descriptor is on (readlinkat(2), Linux 2.6.39).
+      const ssize_t n = ::readlinkat(next.get(), "", target, sizeof target - 1);
+      if (n <= 0) return "'" + next_path + "': cannot read the symlink";
+      const std::string link(target, static_cast<std::size_t>(n));
+      std::deque<std::string> parts = path_components(link);
+      pending.insert(pending.begin(), parts.begin(), parts.end());
+      if (link.front() == '/') {
+        dir = open_root();
+        at = "/";
+      }
+      continue;
+    }
+    if (!S_ISDIR(st.st_mode)) return "'" + next_path + "' is not a directory";
+    // ".." leads to a directory already checked on the way down.
+    if (name != "..")
+      if (std::optional<std::string> why = why_shared_dir(next_path, st, uid)) return why;
+    dir = std::move(next);
+    at = next_path;
+  }
+  return std::nullopt;
+}
 
 // Why `dir` is not a private directory of `uid` (an absolute path to a directory, not a
 // symlink, owned by `uid`, no group or other permission bits), or nullopt when it is. Decided
@@ -57,8 +159,7 @@ inline std::optional<std::string> why_not_private_dir(const std::string& dir, ui
   struct stat st {};
   if (!fd.valid()) {
     const int error = errno;
-    if (error == ELOOP || error == ENOTDIR)
-      return "'" + dir + "' is a symlink or not a directory";
+    if (error == ELOOP || error == ENOTDIR) return "'" + dir + "' is a symlink or not a directory";
     return "'" + dir + "': " + std::strerror(error);
   }
   if (::fstat(fd.get(), &st) != 0) return "'" + dir + "': " + std::strerror(errno);
@@ -117,26 +218,47 @@ inline Sources current_sources() {
 // outlives the boot it was found on): $XDG_RUNTIME_DIR or /run/user/<uid> when it is this
 // user's own 0700 directory, root's /run; nullopt when there is none.
 inline std::optional<std::string> runtime_base(const Sources& sources) {
-  if (is_private_dir_of(sources.xdg_runtime_dir, sources.uid)) return sources.xdg_runtime_dir;
+  // A $XDG_RUNTIME_DIR below /tmp (some CI sets /tmp/runtime-<user>) is 0700 and this user's,
+  // but a command with /tmp writable could rename it away (why_shared_path): not private.
+  const auto usable = [&](const std::string& dir) {
+    return is_private_dir_of(dir, sources.uid) && !why_shared_path(dir, sources.uid);
+  };
+  if (usable(sources.xdg_runtime_dir)) return sources.xdg_runtime_dir;
   const std::string run_user = sources.run_user_root + "/" + std::to_string(sources.uid);
-  if (is_private_dir_of(run_user, sources.uid)) return run_user;
+  if (usable(run_user)) return run_user;
   if (!sources.root_run.empty()) return sources.root_run;
   return std::nullopt;
 }
 
+// The refusal of a state location `base` because of `why` (why_shared_path), with what to do.
+inline std::string shared_path_refusal(const std::string& base, const std::string& why) {
+  return "sbx keeps no state below '" + base + "': " + why +
+         ", so a sandboxed command given that directory writable, or another user, could rename "
+         "what is below it and plant a state directory that a later run would trust. Set "
+         "XDG_RUNTIME_DIR to a private runtime directory of this user (mode 0700), or "
+         "XDG_CACHE_HOME or HOME to a directory outside shared directories such as /tmp";
+}
+
 // The user's cache base ($XDG_CACHE_HOME, else ~/.cache), in the home directory that no other
 // user can write. It may be a symlink the user made, but must lead to a directory of this user
-// that group and others cannot write. Created 0700 when missing.
+// that group and others cannot write, and every directory on the way, the symlinks followed,
+// must be safe (why_shared_path): HOME=/tmp (containers, CI) is refused, never used. Created
+// 0700 when missing, and only after its parent was found safe (nothing is made in /tmp).
 inline Result<std::string> cache_base(const Sources& sources) {
   std::string base = sources.xdg_cache_home;
   if (base.empty() || base.front() != '/') {
     if (sources.home.empty() || sources.home.front() != '/')
-      return Error{"no private place for sbx's state: no usable runtime directory "
-                   "($XDG_RUNTIME_DIR, /run/user/<uid>) and no home directory for ~/.cache"};
+      return Error{
+          "no private place for sbx's state: no usable runtime directory "
+          "($XDG_RUNTIME_DIR, /run/user/<uid>) and no home directory for ~/.cache"};
     base = sources.home + "/.cache";
   }
+  if (std::optional<std::string> why = why_shared_path(split_path(base).first, sources.uid))
+    return Error{shared_path_refusal(base, *why)};
   if (::mkdir(base.c_str(), 0700) != 0 && errno != EEXIST)
     return Error{"cannot create '" + base + "': " + std::strerror(errno)};
+  if (std::optional<std::string> why = why_shared_path(base, sources.uid))
+    return Error{shared_path_refusal(base, *why)};
   struct stat st {};
   if (::stat(base.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != sources.uid ||
       (st.st_mode & 022) != 0)
@@ -152,6 +274,8 @@ inline Result<std::string> cache_base(const Sources& sources) {
 //  - never a shared directory such as /tmp: another user could take the name first, and a
 //    sandboxed command with /tmp writable (the workspace-write preset) could remove or replace
 //    another run's files there (issue #32: a Landlock run deleted another run's proxy socket).
+//  - never below a directory that others (or a sandboxed command with it writable) could
+//    rename entries in: HOME=/tmp or XDG_CACHE_HOME=/var/tmp/... is refused (why_shared_path).
 // Each directory made or met on the way must be this user's own, mode 0700, not a symlink
 // (make_private_dir); anything else is an error naming the directory and what is wrong.
 inline Result<std::string> state_dir(const Sources& sources, const std::string& name) {
@@ -177,13 +301,6 @@ inline std::optional<std::string> not_private(const struct stat& st, const std::
            std::to_string(::geteuid()) + ")";
   if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) return what + " is writable by group or others";
   return std::nullopt;
-}
-
-// "<dir>" and "<name>" of a path ("name" alone is in ".").
-inline std::pair<std::string, std::string> split_path(const std::string& path) {
-  const std::size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return {".", path};
-  return {slash == 0 ? "/" : path.substr(0, slash), path.substr(slash + 1)};
 }
 
 // The text of `path`, or why it may not be used. The directory and the file are checked on
