@@ -15,6 +15,7 @@
 #include "sbx/core/plugin_loader.hpp"
 #include "sbx/core/policy.hpp"
 #include "sbx/core/report_json.hpp"
+#include "sbx/core/request.hpp"
 #include "sbx/core/run.hpp"
 #include "sbx/core/settings.hpp"
 #include "sbx/sdk/result.hpp"
@@ -48,23 +49,6 @@ struct PolicyOptions {
 struct RunChoices {
   std::optional<SandboxPreference> sandbox;
   bool allow_unsandboxed = false;
-};
-
-// The policy after the settings scopes and their locks (sbx/core/settings.hpp), not resolved.
-struct DecidedPolicy {
-  settings::Settings settings;
-  settings::Decided decided;  // decided.policy is the final full form
-};
-
-// A policy ready to use: the full form (after the settings, the command-line additions and the
-// administrator's deny entries), the cwd it was resolved against, and the resolution.
-struct PolicyInput {
-  Policy policy;
-  std::string cwd;
-  ResolvedPolicy resolved;
-  std::string policy_file;  // real path of --policy (kept read-only in the sandbox); or empty
-  settings::Settings settings;
-  settings::Decided decided;
 };
 
 // A registered subcommand and what to run when it was the one given.
@@ -125,12 +109,14 @@ Result<settings::Settings> load_cli_settings(const std::string& cwd,
 // applies the command-line additions, re-validates the result, applies the settings' locks
 // (refusing what they forbid, naming the lock) and resolves it against the effective cwd. The
 // settings files read are kept read-only in the sandbox like the policy file.
-Result<PolicyInput> load_policy(const PolicyOptions& options, const RunChoices& choices = {});
+// The core's pipeline (sbx/core/request.hpp, prepare_request) does the steps; this is the
+// command line's request and words.
+Result<PreparedRequest> load_policy(const PolicyOptions& options, const RunChoices& choices = {});
 // Like load_policy, without resolution (for `policy show`). The project settings are looked up
 // from `settings_cwd` when given (a foreign cwd cannot be read here), else from `cwd`.
-Result<DecidedPolicy> decide_policy(const PolicyOptions& options, const std::string& cwd,
-                                    const RunChoices& choices = {},
-                                    const std::string& settings_cwd = {});
+Result<settings::Decided> decide_policy(const PolicyOptions& options, const std::string& cwd,
+                                        const RunChoices& choices = {},
+                                        const std::string& settings_cwd = {});
 Result<std::string> effective_cwd(const PolicyOptions& options);
 
 // ---- the two questions ----
@@ -142,7 +128,7 @@ Result<std::optional<SandboxPreference>> sandbox_choice(const std::string& sandb
 // ---- runs and plans ----
 // The request of a run (sbx/core/run.hpp) for `command` under the policy, with this process's
 // environment.
-RunRequest run_request(PolicyInput input, const std::vector<std::string>& command);
+RunRequest run_request(PreparedRequest input, const std::vector<std::string>& command);
 // Prints a plan as `sbx debug` and `sbx exec --dry-run` show it (pretty JSON on stdout);
 // `backend` nullopt for a plan that runs without a sandbox.
 void print_plan(const std::optional<std::string>& backend, const ExecPlan& plan);

@@ -15,7 +15,7 @@ struct ContextOptions {
 };
 
 int run_context(const ContextOptions& options) {
-  Result<PolicyInput> input = load_policy(options.policy);
+  Result<PreparedRequest> input = load_policy(options.policy);
   if (!input.ok()) return fail(input.error());
   SandboxContext context = describe_sandbox(input->resolved);
   context.unsandboxed_locked = input->decided.escape_hatch_locked;

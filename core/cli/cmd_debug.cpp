@@ -24,7 +24,7 @@ int run_debug(const DebugOptions& options, const GlobalOptions& globals) {
   // normalised, never looked up here, and the command is never searched on this host's PATH.
   PolicyOptions policy_options = options.policy;
   policy_options.style = plan_path_style(options.backend);
-  Result<PolicyInput> input = load_policy(policy_options);
+  Result<PreparedRequest> input = load_policy(policy_options);
   if (!input.ok()) return fail(input.error());
   Result<PluginRegistry> registry = load_registry(globals);
   if (!registry.ok()) return fail(registry.error());

@@ -161,7 +161,7 @@ void print_created_names(const ExecOptions& options, const RunReport& report) {
 // What the backend's sandbox refused, one stderr line each, unless --json lists them.
 void print_backend_refusals(const ExecOptions& options, const RunReport& report) {
   if (options.json) return;
-  const BackendRefusalLog& log = report.backend_refusals;
+  const BackendRefusalLog& log = report.network_refusals.backend;
   for (const BackendRefusal& refusal : log.entries) {
     // bwrap's supervisor names a refused unix datagram socket by its call (no path yet).
     if (refusal.kind == "unix" && refusal.address.starts_with("socket(AF_UNIX, "))
@@ -191,10 +191,10 @@ int finish(const ExecOptions& options, RunOutcome& run) {
   if (!reached_run) return stopped(options, run);
   print_limit_hit(options, run.report);
   const int code = stopped(options, run);
-  if (run.report.final != "none") print_created_names(options, run.report);
+  if (run.report.final) print_created_names(options, run.report);
   print_backend_refusals(options, run.report);
   // The refusals not printed as they happened, counted per host in one line.
-  if (std::optional<std::string> rest = proxy::describe_omitted(run.report.refusals))
+  if (std::optional<std::string> rest = proxy::describe_omitted(run.report.network_refusals.proxy))
     print_proxy_line(*rest);
   return code;
 }
@@ -202,7 +202,7 @@ int finish(const ExecOptions& options, RunOutcome& run) {
 // A policy file is kept read-only only in the runs that use it: one below the working
 // directory, which the default policy (workspace-write) lets a sandboxed run write, can have
 // been rewritten by such a run, and this run would use what was planted.
-void warn_about_policy_in_workspace(const PolicyInput& input) {
+void warn_about_policy_in_workspace(const PreparedRequest& input) {
   const std::string& file = input.policy_file;
   if (file.empty() || input.cwd.empty() || !path_is_within(file, input.cwd)) return;
   std::cerr << "sbx: warning: the policy file " << printable(file)
@@ -217,7 +217,7 @@ int exec_steps(const ExecOptions& options, const GlobalOptions& globals, RunOutc
   Result<std::optional<SandboxPreference>> preference = sandbox_choice(options.sandbox);
   if (!preference.ok())
     return failed(run.report, preference.error(), "use --sandbox auto, require or forbid");
-  Result<PolicyInput> input =
+  Result<PreparedRequest> input =
       load_policy(options.policy, RunChoices{*preference, options.allow_unsandboxed});
   if (!input.ok()) return failed(run.report, input.error());
   for (const std::string& note : input->settings.notes) std::cerr << "sbx: note: " << printable(note) << '\n';
@@ -235,9 +235,7 @@ int exec_steps(const ExecOptions& options, const GlobalOptions& globals, RunOutc
   };
   if (options.dry_run) {
     run = plan_command(std::move(request), backends);
-    if (run.plan)
-      print_plan(run.report.final == "none" ? std::nullopt : std::optional(run.report.final),
-                 *run.plan);
+    if (run.plan) print_plan(run.report.final, *run.plan);
     return stopped(options, run);
   }
   run = run_command(std::move(request), backends);
@@ -246,7 +244,6 @@ int exec_steps(const ExecOptions& options, const GlobalOptions& globals, RunOutc
 
 int run_exec(const ExecOptions& options, const GlobalOptions& globals) {
   RunOutcome run;
-  run.report.final = "none";
   run.report.dry_run = options.dry_run;
   const int code = exec_steps(options, globals, run);
   // Last line on stderr, after everything the command and sbx printed; stdout stays the

@@ -195,14 +195,14 @@ void print_text(const ExplainReport& report, const std::string& policy_file) {
 int run_explain(const ExplainOptions& options, const GlobalOptions& globals) {
   Result<std::optional<SandboxPreference>> preference = sandbox_choice(options.sandbox);
   if (!preference.ok()) return fail(preference.error(), "use --sandbox auto, require or forbid");
-  Result<PolicyInput> input = load_policy(options.policy, RunChoices{*preference, false});
+  Result<PreparedRequest> input = load_policy(options.policy, RunChoices{*preference, false});
   if (!input.ok()) return fail(input.error());
   Result<PluginRegistry> registry = load_registry(globals);
   if (!registry.ok()) return fail(registry.error());
   const Manager manager(*registry, globals.backends, input->policy_file);
-  const ExplainReport report = explain_run(
-      input->policy, input->resolved, input->decided.sandbox.value, manager,
-      current_environment(), options.command, settings::summarize(input->settings, input->decided));
+  const ExplainReport report =
+      explain_run(input->policy, input->resolved, input->decided.sandbox.value, manager,
+                  current_environment(), options.command, input->settings);
   if (options.json) {
     std::cout << explain_to_json(report, JsonStyle::kPretty) << '\n';
   } else {

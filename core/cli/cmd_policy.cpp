@@ -16,7 +16,7 @@ namespace sbx::cli {
 namespace {
 
 int run_check(const PolicyOptions& options) {
-  Result<PolicyInput> input = load_policy(options);
+  Result<PreparedRequest> input = load_policy(options);
   if (!input.ok()) {
     std::cerr << "sbx: " << input.error() << '\n';
     return kExitInvalidPolicy;
@@ -37,9 +37,9 @@ int run_check(const PolicyOptions& options) {
 int run_show(const PolicyOptions& options) {
   Result<std::string> cwd = effective_cwd(options);
   if (!cwd.ok()) return fail(cwd.error());
-  Result<DecidedPolicy> policy = decide_policy(options, *cwd);
+  Result<settings::Decided> policy = decide_policy(options, *cwd);
   if (!policy.ok()) return fail(policy.error());
-  std::cout << policy_to_json(policy->decided.policy) << '\n';
+  std::cout << policy_to_json(policy->policy) << '\n';
   return 0;
 }
 

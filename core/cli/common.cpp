@@ -135,9 +135,9 @@ const Manager* CliBackends::only(const std::string& backend) {
   return only_->manager.get();
 }
 
-RunRequest run_request(PolicyInput input, const std::vector<std::string>& command) {
+RunRequest run_request(PreparedRequest input, const std::vector<std::string>& command) {
   RunRequest request;
-  request.settings = settings::summarize(input.settings, input.decided);
+  request.settings = std::move(input.settings);
   request.preference = input.decided.sandbox.value;
   request.allow_unsandboxed = input.decided.allow_unsandboxed;
   request.policy = std::move(input.policy);

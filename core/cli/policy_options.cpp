@@ -16,8 +16,9 @@
 
 #include "cli.hpp"
 #include "sbx/core/bounded_read.hpp"
-#include "sbx/core/win_path.hpp"
+#include "sbx/core/request.hpp"
 #include "sbx/core/resolve.hpp"
+#include "sbx/core/win_path.hpp"
 
 namespace sbx::cli {
 namespace {
@@ -201,43 +202,85 @@ Result<settings::Settings> load_cli_settings(const std::string& cwd,
   return loaded;
 }
 
-Result<DecidedPolicy> decide_policy(const PolicyOptions& options, const std::string& cwd,
-                                    const RunChoices& choices, const std::string& settings_cwd) {
-  Result<settings::Settings> loaded = settings_cwd.empty() || settings_cwd == cwd
-                                          ? load_cli_settings(cwd, options.cwd)
-                                          : load_cli_settings(settings_cwd);
-  if (!loaded.ok()) return Error{loaded.error()};
-  settings::Overrides overrides;
-  Result<std::optional<Policy>> given = command_line_policy(options, overrides.preset);
+namespace {
+
+// The command line's request: the settings read for `settings_cwd` (kept in `loaded`, which
+// must outlive the request), --policy/--preset, --sandbox, --allow-unsandboxed and the
+// additions, with the CLI's words around the core's.
+Result<PolicyRequest> cli_request(const PolicyOptions& options, const std::string& cwd,
+                                  const RunChoices& choices, const std::string& settings_cwd,
+                                  std::optional<settings::Settings>& loaded) {
+  Result<settings::Settings> read = settings_cwd.empty() || settings_cwd == cwd
+                                        ? load_cli_settings(cwd, options.cwd)
+                                        : load_cli_settings(settings_cwd);
+  if (!read.ok()) return Error{read.error()};
+  loaded = std::move(*read);
+  PolicyRequest request;
+  request.settings = &*loaded;
+  Result<std::optional<Policy>> given = command_line_policy(options, request.overrides.preset);
   if (!given.ok()) return Error{given.error()};
-  overrides.policy = std::move(*given);
-  overrides.sandbox = choices.sandbox;
-  overrides.allow_unsandboxed = choices.allow_unsandboxed;
-  Policy policy = settings::base_policy(*loaded, overrides).value;
-  overrides.policy_changed =
-      !options.writable_roots.empty() || !options.denies.empty() || !options.network.empty();
-  if (overrides.policy_changed) {
-    if (Status applied = apply_additions(options, cwd, policy); !applied.ok()) {
-      return Error{applied.error()};
-    }
-    // The additions bypass the JSON parser, so the combined policy goes through it again: the
-    // same strict checks apply whatever the source of an entry.
-    Result<Policy> checked = parse_policy(policy_to_json(policy));
-    if (!checked.ok()) {
-      return Error{"the policy with the --writable-root/--deny/--network additions is invalid: " +
-                   checked.error() + "; fix the values given on the command line"};
-    }
-    policy = std::move(*checked);
+  request.overrides.policy = std::move(*given);
+  request.overrides.sandbox = choices.sandbox;
+  request.overrides.allow_unsandboxed = choices.allow_unsandboxed;
+  if (!options.writable_roots.empty() || !options.denies.empty() || !options.network.empty()) {
+    request.amend = [&options, cwd](Policy policy) -> Result<Policy> {
+      if (Status applied = apply_additions(options, cwd, policy); !applied.ok()) {
+        return Error{applied.error()};
+      }
+      // The additions bypass the JSON parser, so the combined policy goes through it again:
+      // the same strict checks apply whatever the source of an entry.
+      Result<Policy> checked = parse_policy(policy_to_json(policy));
+      if (!checked.ok()) {
+        return Error{"the policy with the --writable-root/--deny/--network additions is invalid: " +
+                     checked.error() + "; fix the values given on the command line"};
+      }
+      return checked;
+    };
   }
-  Result<settings::Decided> decided = settings::decide(*loaded, overrides, std::move(policy));
-  if (!decided.ok()) {
-    return Error{decided.error() +
-                 "; ask for less, or ask the administrator (`sbx config show` shows the locks)"};
-  }
-  return DecidedPolicy{std::move(*loaded), std::move(*decided)};
+  request.locks_todo =
+      "; ask for less, or ask the administrator (`sbx config show` shows the locks)";
+  request.resolve_prefix = "the policy cannot be applied here: ";
+  request.resolve_todo = "; fix the policy or choose another --cwd";
+  return request;
 }
 
-Result<PolicyInput> load_policy(const PolicyOptions& options, const RunChoices& choices) {
+// The context the policy is resolved against: this process's, at `cwd` (a foreign Windows one
+// taken lexically), with the policy file just read by its real path.
+Result<ResolveContext> cli_context(const PolicyOptions& options, const std::string& cwd) {
+  Result<ResolveContext> context = current_resolve_context();
+  if (!context.ok()) {
+    return Error{"cannot read this process's environment (" + context.error() +
+                 "); check $HOME and the current directory"};
+  }
+  context->cwd = cwd;
+  if (foreign_windows_cwd(options)) context->style = PathStyle::kWindows;
+  struct stat st {};
+  // The file just read, by its real path: resolution keeps it read-only in the sandbox. A pipe
+  // (`--policy <(...)`, /dev/stdin) or a device has no file on disk a command could rewrite.
+  if (!options.policy_file.empty() &&
+      (::stat(options.policy_file.c_str(), &st) != 0 || S_ISREG(st.st_mode))) {
+    std::error_code error;
+    context->policy_file = std::filesystem::canonical(options.policy_file, error).string();
+    if (error) {
+      return Error{"cannot find the real path of the policy file '" + options.policy_file +
+                   "' (" + error.message() + ") to keep it read-only in the sandbox"};
+    }
+  }
+  return context;
+}
+
+}  // namespace
+
+Result<settings::Decided> decide_policy(const PolicyOptions& options, const std::string& cwd,
+                                        const RunChoices& choices,
+                                        const std::string& settings_cwd) {
+  std::optional<settings::Settings> loaded;
+  Result<PolicyRequest> request = cli_request(options, cwd, choices, settings_cwd, loaded);
+  if (!request.ok()) return Error{request.error()};
+  return decide_request(*request);
+}
+
+Result<PreparedRequest> load_policy(const PolicyOptions& options, const RunChoices& choices) {
   Result<std::string> cwd = effective_cwd(options);
   if (!cwd.ok()) return Error{cwd.error()};
   // The settings of a foreign cwd cannot be read here: the project settings are those of the
@@ -248,44 +291,11 @@ Result<PolicyInput> load_policy(const PolicyOptions& options, const RunChoices& 
     if (!here.ok()) return Error{here.error()};
     settings_cwd = *here;
   }
-  Result<DecidedPolicy> decided = decide_policy(options, *cwd, choices, settings_cwd);
-  if (!decided.ok()) return Error{decided.error()};
-  const Policy& policy = decided->decided.policy;
-  Result<ResolveContext> context = current_resolve_context();
-  if (!context.ok()) {
-    return Error{"cannot read this process's environment (" + context.error() +
-                 "); check $HOME and the current directory"};
-  }
-  context->cwd = *cwd;
-  if (foreign_windows_cwd(options)) context->style = PathStyle::kWindows;
-  // Every settings file read is kept read-only in the sandbox too: a command that could rewrite
-  // one would choose the sandbox (or the locks) of the next run.
-  for (const auto& file : decided->settings.files) context->settings_files.push_back(file.value);
-  for (const auto& file : decided->settings.guarded_files) context->settings_files.push_back(file);
-  context->settings_dirs = decided->settings.guarded_dirs;
-  context->absent_settings_files = decided->settings.absent_files;
-  std::string policy_file;
-  struct stat st {};
-  // The file just read, by its real path: resolution keeps it read-only in the sandbox. A pipe
-  // (`--policy <(...)`, /dev/stdin) or a device has no file on disk a command could rewrite.
-  if (!options.policy_file.empty() &&
-      (::stat(options.policy_file.c_str(), &st) != 0 || S_ISREG(st.st_mode))) {
-    std::error_code error;
-    policy_file = std::filesystem::canonical(options.policy_file, error).string();
-    if (error) {
-      return Error{"cannot find the real path of the policy file '" + options.policy_file +
-                   "' (" + error.message() + ") to keep it read-only in the sandbox"};
-    }
-    context->policy_file = policy_file;
-  }
-  Result<ResolvedPolicy> resolved = resolve_policy(policy, *context);
-  if (!resolved.ok()) {
-    return Error{"the policy cannot be applied here: " + resolved.error() +
-                 "; fix the policy or choose another --cwd"};
-  }
-  PolicyInput input{policy, *cwd, std::move(*resolved), std::move(policy_file),
-                    std::move(decided->settings), std::move(decided->decided)};
-  return input;
+  std::optional<settings::Settings> loaded;
+  Result<PolicyRequest> request = cli_request(options, *cwd, choices, settings_cwd, loaded);
+  if (!request.ok()) return Error{request.error()};
+  request->context = [&options, &cwd] { return cli_context(options, *cwd); };
+  return prepare_request(std::move(*request));
 }
 
 }  // namespace sbx::cli

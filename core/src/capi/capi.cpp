@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "capi/capi_internal.hpp"
 #include "policy/path_util.hpp"
 #include "report/json_render.hpp"
 #include "sbx/core/context.hpp"
@@ -28,15 +29,14 @@
 #include "sbx/core/plugin_loader.hpp"
 #include "sbx/core/policy.hpp"
 #include "sbx/core/report_json.hpp"
+#include "sbx/core/request.hpp"
 #include "sbx/core/resolve.hpp"
 #include "sbx/core/run.hpp"
 #include "sbx/core/run_limits.hpp"
 #include "sbx/core/runtime.hpp"
 #include "sbx/core/settings.hpp"
 #include "sbx/core/win_path.hpp"
-#include "capi/capi_internal.hpp"
 #include "sbx/sbx.h"
-
 
 struct sbx_error {
   std::string message;
@@ -208,22 +208,14 @@ Result<ResolveContext> context_for(const char* cwd) {
   return context;
 }
 
-struct Prepared {
-  Policy policy;
-  ResolvedPolicy resolved;
-  SandboxPreference preference = SandboxPreference::kAuto;
-  bool allow_unsandboxed = false;
-  SettingsSummary settings{};
-};
-
-Result<Prepared> prepare(const char* policy_json, const char* cwd) {
+// A call without a manager's settings: the policy exactly as given, resolved against `cwd`.
+Result<PreparedRequest> prepare(const char* policy_json, const char* cwd) {
+  PolicyRequest request;
   Result<Policy> policy = policy_from(policy_json);
   if (!policy.ok()) return Error{policy.error()};
-  Result<ResolveContext> context = context_for(cwd);
-  if (!context.ok()) return Error{context.error()};
-  Result<ResolvedPolicy> resolved = resolve_policy(*policy, *context);
-  if (!resolved.ok()) return Error{resolved.error()};
-  return Prepared{std::move(*policy), std::move(*resolved)};
+  request.overrides.policy = std::move(*policy);
+  request.context = [cwd] { return context_for(cwd); };
+  return prepare_request(std::move(request));
 }
 
 Result<SandboxPreference> preference_from(const char* preference) {
@@ -258,52 +250,49 @@ Status same_settings_directory(const sbx_manager& manager, const std::string& ca
 // One call on a manager with settings: the caller's arguments are the highest scope (like the
 // command line), the locks refuse what asks for more (a C error naming the lock), and the
 // settings files are kept read-only in the sandbox.
-Result<Prepared> prepare_with_settings(const settings::Settings& loaded, const sbx_manager& manager,
-                                       const char* policy_json, const char* cwd,
-                                       const char* preference, bool allow_unsandboxed) {
-  settings::Overrides overrides;
+Result<PreparedRequest> prepare_with_settings(const settings::Settings& loaded,
+                                              const sbx_manager& manager, const char* policy_json,
+                                              const char* cwd, const char* preference,
+                                              bool allow_unsandboxed) {
+  PolicyRequest request;
+  request.settings = &loaded;
   if (policy_json != nullptr) {
     Result<Policy> policy = policy_from(policy_json);
     if (!policy.ok()) return Error{policy.error()};
-    overrides.policy = std::move(*policy);
-    overrides.preset = settings::preset_name(policy_json);
+    request.overrides.policy = std::move(*policy);
+    request.overrides.preset = settings::preset_name(policy_json);
   }
   if (preference != nullptr && preference[0] != '\0') {
     Result<SandboxPreference> pref = parse_sandbox_preference(preference);
     if (!pref.ok()) return Error{pref.error()};
-    overrides.sandbox = *pref;
+    request.overrides.sandbox = *pref;
   }
-  overrides.allow_unsandboxed = allow_unsandboxed;
-  Result<settings::Decided> decided =
-      settings::decide(loaded, overrides, settings::base_policy(loaded, overrides).value);
-  if (!decided.ok()) return Error{decided.error()};
-  Result<ResolveContext> context = context_for(cwd);
-  if (!context.ok()) return Error{context.error()};
-  if (Status same = same_settings_directory(manager, context->cwd); !same.ok())
-    return Error{same.error()};
-  for (const auto& file : loaded.files) context->settings_files.push_back(file.value);
-  for (const auto& file : loaded.guarded_files) context->settings_files.push_back(file);
-  context->settings_dirs = loaded.guarded_dirs;
-  context->absent_settings_files = loaded.absent_files;
-  Result<ResolvedPolicy> resolved = resolve_policy(decided->policy, *context);
-  if (!resolved.ok()) return Error{resolved.error()};
-  return Prepared{decided->policy, std::move(*resolved), decided->sandbox.value,
-                  decided->allow_unsandboxed, settings::summarize(loaded, *decided)};
+  request.overrides.allow_unsandboxed = allow_unsandboxed;
+  request.context = [&manager, cwd]() -> Result<ResolveContext> {
+    Result<ResolveContext> context = context_for(cwd);
+    if (!context.ok()) return Error{context.error()};
+    if (Status same = same_settings_directory(manager, context->cwd); !same.ok())
+      return Error{same.error()};
+    return context;
+  };
+  return prepare_request(std::move(request));
 }
 
 // Every call that takes a manager: through its settings when it has them, else the policy and
 // preference exactly as given.
-Result<Prepared> prepare_call(const sbx_manager& manager, const char* policy_json,
-                              const char* cwd, const char* preference, bool allow_unsandboxed) {
+Result<PreparedRequest> prepare_call(const sbx_manager& manager, const char* policy_json,
+                                     const char* cwd, const char* preference,
+                                     bool allow_unsandboxed) {
   if (manager.settings)
     return prepare_with_settings(*manager.settings, manager, policy_json, cwd, preference,
                                  allow_unsandboxed);
-  Result<Prepared> input = prepare(policy_json, cwd);
+  Result<PreparedRequest> input = prepare(policy_json, cwd);
   if (!input.ok()) return input;
+  // After the resolution, as the caller's choices have always been checked here.
   Result<SandboxPreference> pref = preference_from(preference);
   if (!pref.ok()) return Error{pref.error()};
-  input->preference = *pref;
-  input->allow_unsandboxed = allow_unsandboxed;
+  input->decided.sandbox = {*pref, settings::Scope::kCommandLine};
+  input->decided.allow_unsandboxed = allow_unsandboxed;
   return input;
 }
 
@@ -344,7 +333,8 @@ Result<std::vector<std::string>> argv_from(const char* const* argv) {
 Result<RunRequest> request_from(const sbx_manager& manager, const char* policy_json,
                                 const char* cwd, const char* const* argv, const char* preference,
                                 bool allow_unsandboxed) {
-  Result<Prepared> input = prepare_call(manager, policy_json, cwd, preference, allow_unsandboxed);
+  Result<PreparedRequest> input =
+      prepare_call(manager, policy_json, cwd, preference, allow_unsandboxed);
   if (!input.ok()) return Error{input.error()};
   Result<std::vector<std::string>> command = argv_from(argv);
   if (!command.ok()) return Error{command.error()};
@@ -354,8 +344,8 @@ Result<RunRequest> request_from(const sbx_manager& manager, const char* policy_j
   request.resolved = std::move(input->resolved);
   request.command = std::move(*command);
   request.environment = process_environment();
-  request.preference = input->preference;
-  request.allow_unsandboxed = input->allow_unsandboxed;
+  request.preference = input->decided.sandbox.value;
+  request.allow_unsandboxed = input->decided.allow_unsandboxed;
   request.settings = std::move(input->settings);
   return request;
 }
@@ -428,9 +418,7 @@ Result<std::string> transform_command(sbx_manager* manager, const char* policy_j
   if (Status stopped = describe_stop(planned, command); !stopped.ok())
     return Error{stopped.error()};
   if (!planned.plan) return Error{planned.report.error};  // no backend available
-  const bool sandboxed = planned.report.final != "none";
-  return plan_to_json(sandboxed ? std::optional(planned.report.final) : std::nullopt, *planned.plan,
-                      JsonStyle::kPretty);
+  return plan_to_json(planned.report.final, *planned.plan, JsonStyle::kPretty);
 }
 
 Result<std::string> approve_json(const char* requested_json, const char* granted_json) {
@@ -447,11 +435,11 @@ Result<std::string> explain_json(sbx_manager* manager, const char* policy_json, 
                                  const char* preference) {
   const ManagerCall call(manager);
   if (Status live = call.status(); !live.ok()) return Error{live.error()};
-  Result<Prepared> input = prepare_call(*manager, policy_json, cwd, preference, false);
+  Result<PreparedRequest> input = prepare_call(*manager, policy_json, cwd, preference, false);
   if (!input.ok()) return Error{input.error()};
   const std::lock_guard<std::mutex> lock(manager->mutex);
   const ExplainReport report =
-      explain_run(input->policy, input->resolved, input->preference, *manager->manager,
+      explain_run(input->policy, input->resolved, input->decided.sandbox.value, *manager->manager,
                   process_environment(), {}, input->settings);
   return explain_to_json(report, JsonStyle::kPretty);
 }
@@ -668,7 +656,7 @@ char* sbx_policy_approve(const char* requested_json, const char* granted_json, s
 
 char* sbx_context(const char* policy_json, const char* cwd, int as_json, sbx_error** error) {
   return sbx::guarded(error, [&]() -> Result<std::string> {
-    Result<sbx::Prepared> input = sbx::prepare(policy_json, cwd);
+    Result<sbx::PreparedRequest> input = sbx::prepare(policy_json, cwd);
     if (!input.ok()) return Error{input.error()};
     const sbx::SandboxContext context = sbx::describe_sandbox(input->resolved);
     return as_json != 0 ? sbx::context_to_json(context, sbx::JsonStyle::kPretty)

@@ -273,18 +273,18 @@ std::string run_to_json(const RunReport& report, JsonStyle style) {
 
 std::string exec_report_to_json(const RunReport& report, ExecReportKeys keys) {
   json::object out = report::run_object(report);
-  if (report.status) {
+  if (report.exit) {
     // A named string: FailedCommand holds a view of it.
     const std::string tail = report.stderr_tail.value_or("");
-    out["denial"] =
-        report::denial_object(classify_failure(FailedCommand{*report.status, tail, report.final}));
+    out["denial"] = report::denial_object(
+        classify_failure(FailedCommand{*report.exit, tail, report.final.value_or("none")}));
   } else {
     out["denial"] = nullptr;
   }
   if (keys == ExecReportKeys::kWithStderrTail)
     out["stderr_tail"] = optional_string(report.stderr_tail);
-  json::array refusals = report::refusals_array(report.refusals.entries);
-  for (const BackendRefusal& refusal : report.backend_refusals.entries) {
+  json::array refusals = report::refusals_array(report.network_refusals.proxy.entries);
+  for (const BackendRefusal& refusal : report.network_refusals.backend.entries) {
     json::object item;
     item["kind"] = refusal.kind;
     // The path or address came from the command: render_json escapes it like the host names.
@@ -292,7 +292,8 @@ std::string exec_report_to_json(const RunReport& report, ExecReportKeys keys) {
     refusals.push_back(std::move(item));
   }
   out["network_refusals"] = std::move(refusals);
-  out["network_refusals_total"] = report.refusals.total + report.backend_refusals.total;
+  out["network_refusals_total"] =
+      report.network_refusals.proxy.total + report.network_refusals.backend.total;
   // render_json makes every string valid UTF-8: the stderr tail and refused host names came
   // from the command.
   return report::render_json(std::move(out), JsonStyle::kCompact);
@@ -310,10 +311,10 @@ boost::json::object run_object(const RunReport& report) {
       report.should_sandbox ? json::value(*report.should_sandbox) : json::value(nullptr);
   out["reason"] = report.reason;
   out["backend"] = optional_string(report.backend);
-  out["final"] = report.final;
-  out["allow_unsandboxed_used"] = report.ran_unsandboxed_by_override;
+  out["final"] = report.final.value_or("none");
+  out["allow_unsandboxed_used"] = report.allow_unsandboxed_used;
   out["dry_run"] = report.dry_run;
-  out["exit"] = exit_json(report.status);
+  out["exit"] = exit_json(report.exit);
   out["error"] = report.error.empty() ? json::value(nullptr) : json::value(report.error);
   json::array created;
   for (const std::string& path : report.protected_names_created) created.emplace_back(path);

@@ -338,29 +338,46 @@ std::optional<std::string> first_deny(const Policy& policy) {
   return std::nullopt;
 }
 
+BareVerdict may_run_unsandboxed(const Policy& policy, BareIntent intent) {
+  BareVerdict verdict;
+  // Nothing but a sandbox keeps the command away from what a deny entry denies, and without
+  // one network mode proxy would mean the whole network, not the allowed domains.
+  verdict.deny = first_deny(policy);
+  verdict.proxy = policy.network.mode == NetworkMode::kProxy;
+  // A sandbox that is wanted and not available never means running without one: the caller
+  // has to say so (kOverride).
+  verdict.allowed = intent != BareIntent::kNoBackend && !verdict.deny && !verdict.proxy;
+  return verdict;
+}
+
 Result<SandboxDecision> should_sandbox(const Policy& policy, SandboxPreference preference) {
-  // A policy with any deny entry never runs unsandboxed, since nothing but a sandbox could keep
-  // the command away from what it denies.
-  const std::string deny = first_deny(policy).value_or("");
   if (preference == SandboxPreference::kRequire)
     return SandboxDecision{true, "the caller requires a sandbox (--sandbox require)"};
   if (preference == SandboxPreference::kForbid) {
-    // Unsandboxed, network mode proxy would mean the whole network, not the allowed domains.
-    if (policy.network.mode == NetworkMode::kProxy)
+    const BareVerdict bare = may_run_unsandboxed(policy, BareIntent::kCallerForbids);
+    if (bare.proxy)
       return Error{"--sandbox forbid is not allowed: the policy allows the network only through "
                    "sbx's proxy, and a policy with network mode proxy never runs unsandboxed "
                    "(use --sandbox auto|require or another network mode)"};
-    if (!deny.empty())
-      return Error{"--sandbox forbid is not allowed: the policy denies " + deny +
+    if (bare.deny)
+      return Error{"--sandbox forbid is not allowed: the policy denies " + *bare.deny +
                    ", and a policy with deny entries never runs unsandboxed (remove the deny "
                    "entries or use --sandbox auto|require)"};
     return SandboxDecision{false, "the caller forbids a sandbox (--sandbox forbid)"};
   }
   SandboxDecision decision = auto_decision(policy);
-  if (!decision.sandbox && !deny.empty())
-    return SandboxDecision{true, "the policy denies " + deny +
+  if (decision.sandbox) return decision;
+  const BareVerdict bare = may_run_unsandboxed(policy, BareIntent::kNothingToEnforce);
+  if (bare.deny)
+    return SandboxDecision{true, "the policy denies " + *bare.deny +
                                      ", and a policy with deny entries never runs unsandboxed, "
                                      "so the command is sandboxed"};
+  // auto_decision sandboxes network mode proxy itself; kept here so that the rule is whole.
+  if (bare.proxy)
+    return SandboxDecision{true,
+                           "the policy allows the network only through sbx's proxy, and "
+                           "a policy with network mode proxy never runs unsandboxed, so "
+                           "the command is sandboxed"};
   return decision;
 }
 

@@ -28,7 +28,7 @@ namespace sbx {
 namespace {
 
 // What the steps before the run produce: the plan and what must live as long as the command.
-struct Prepared {
+struct PlannedRun {
   const Manager* manager = nullptr;    // the manager of `backend`
   std::optional<std::string> backend;  // nullopt: the plan runs without a sandbox
   ExecPlan plan;
@@ -379,20 +379,21 @@ ExecPlan direct_plan(const RunRequest& request, std::vector<std::string> argv,
 // Question 2 said "none". Only an explicit override runs the command without a sandbox, and
 // never for a policy that only a sandbox can honour.
 bool none_available(const RunRequest& request, std::vector<std::string> argv,
-                    std::vector<std::string> env, RunOutcome& out, Prepared& prepared) {
+                    std::vector<std::string> env, RunOutcome& out, PlannedRun& prepared) {
+  const BareVerdict bare = may_run_unsandboxed(
+      request.policy, request.allow_unsandboxed ? BareIntent::kOverride : BareIntent::kNoBackend);
   out.never_unsandboxed = never_unsandboxed(request.policy);
-  if (!request.allow_unsandboxed || out.never_unsandboxed)
-    return stop(out, RunStop::kNoBackend, out.choice.reason);
+  if (!bare.allowed) return stop(out, RunStop::kNoBackend, out.choice.reason);
   if (request.on_unsandboxed_override)
     request.on_unsandboxed_override(out.report.reason, out.choice);
-  out.report.ran_unsandboxed_by_override = true;
+  out.report.allow_unsandboxed_used = true;
   prepared.plan = direct_plan(request, std::move(argv), std::move(env), out.report.reason);
   return true;
 }
 
 // Everything before the run: question 1, argv[0], question 2, the plan (and its proxy).
 // false when the run stops (`out` says why).
-bool prepare(RunRequest& request, RunBackends& backends, RunOutcome& out, Prepared& prepared) {
+bool prepare(RunRequest& request, RunBackends& backends, RunOutcome& out, PlannedRun& prepared) {
   prepared.cgroups = probe_cgroups();
   if (Status runnable =
           check_policy_runnable(request.policy, request.preference, prepared.cgroups,
@@ -460,7 +461,7 @@ void record_created_names(CreatedNamesScan& scan, RunReport& report) {
 
 // The run: its resource limits hold from the first process the backend starts until finish()
 // has killed whatever is left of it; with capture_stderr its stderr goes through a pipe.
-void run_prepared(const RunRequest& request, Prepared& prepared, RunOutcome& out) {
+void run_prepared(const RunRequest& request, PlannedRun& prepared, RunOutcome& out) {
   // Only a sandboxed run is watched for protected names created deep in its writable roots.
   const CreatedNamesWatch watch = prepared.backend
                                       ? created_names_watch(request.policy, request.resolved)
@@ -493,7 +494,7 @@ void run_prepared(const RunRequest& request, Prepared& prepared, RunOutcome& out
   Result<ExitStatus> status = Error{"not run"};
   {
     // What the backend's sandbox refuses is reported on this thread before exec() returns.
-    const NetworkRefusalScope refusals(out.report.backend_refusals);
+    const NetworkRefusalScope refusals(out.report.network_refusals.backend);
     const RunStartedScope started([&scan] {
       if (scan) scan->start();
     });
@@ -503,17 +504,16 @@ void run_prepared(const RunRequest& request, Prepared& prepared, RunOutcome& out
   out.report.limit_hit = (*limited)->finish(status.ok() ? status->shell_code() : -1);
   if (capture) out.report.stderr_tail = capture->stop();
   if (status.ok()) {
-    out.report.status = *status;
+    out.report.exit = *status;
   } else {
     stop(out, RunStop::kRunFailed, status.error());
   }
   if (scan) record_created_names(*scan, out.report);
-  if (prepared.proxy) out.report.refusals = prepared.proxy->proxy().refusal_log();
+  if (prepared.proxy) out.report.network_refusals.proxy = prepared.proxy->proxy().refusal_log();
 }
 
 RunOutcome new_outcome(bool dry_run) {
   RunOutcome out;
-  out.report.final = "none";
   out.report.dry_run = dry_run;
   return out;
 }
@@ -523,14 +523,17 @@ RunOutcome new_outcome(bool dry_run) {
 int RunOutcome::exit_code() const {
   if (stop == RunStop::kCommandNotFound) return kExitNotFound;
   if (stop != RunStop::kNone) return kExitSbxFailure;
-  return report.status ? report.status->shell_code() : 0;
+  return report.exit ? report.exit->shell_code() : 0;
 }
 
 std::optional<std::string> never_unsandboxed(const Policy& policy) {
-  if (std::optional<std::string> deny = first_deny(policy)) {
-    return "the policy denies " + *deny + ": a policy with deny entries never runs unsandboxed";
+  // What the policy holds, whoever asks: the override is the strongest request there is.
+  const BareVerdict bare = may_run_unsandboxed(policy, BareIntent::kOverride);
+  if (bare.deny) {
+    return "the policy denies " + *bare.deny +
+           ": a policy with deny entries never runs unsandboxed";
   }
-  if (policy.network.mode == NetworkMode::kProxy) {
+  if (bare.proxy) {
     return "the policy allows the network only through sbx's proxy: a policy with network mode "
            "proxy never runs unsandboxed";
   }
@@ -559,21 +562,21 @@ std::optional<std::vector<std::string>> excluded_command(const Policy& policy,
   // command may never take away what only a sandbox can hold (deny entries, proxy rules).
   if (preference != SandboxPreference::kAuto || !settings.unsandboxed_permitted ||
       settings.escape_hatch_locked || settings.excluded_commands.empty() ||
-      never_unsandboxed(policy))
+      !may_run_unsandboxed(policy, BareIntent::kExcludedCommand).allowed)
     return std::nullopt;
   return settings::match_excluded_command(command, settings.excluded_commands);
 }
 
 RunOutcome run_command(RunRequest request, RunBackends& backends) {
   RunOutcome out = new_outcome(false);
-  Prepared prepared;
+  PlannedRun prepared;
   if (prepare(request, backends, out, prepared)) run_prepared(request, prepared, out);
   return out;
 }
 
 RunOutcome plan_command(RunRequest request, RunBackends& backends) {
   RunOutcome out = new_outcome(true);
-  Prepared prepared;
+  PlannedRun prepared;
   if (prepare(request, backends, out, prepared))
     out.plan = proxy::redact_plan(std::move(prepared.plan), prepared.proxy.get());
   return out;

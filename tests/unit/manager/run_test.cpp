@@ -148,8 +148,8 @@ TEST(RunTest, DenyPolicyNeverRunsUnsandboxedEvenWhenAllowed) {
   EXPECT_EQ(run.stop, RunStop::kNoBackend) << run.error;
   ASSERT_TRUE(run.never_unsandboxed.has_value());
   EXPECT_THAT(*run.never_unsandboxed, HasSubstr("path '~/.ssh'"));
-  EXPECT_FALSE(run.report.status.has_value()) << "the command ran";
-  EXPECT_FALSE(run.report.ran_unsandboxed_by_override);
+  EXPECT_FALSE(run.report.exit.has_value()) << "the command ran";
+  EXPECT_FALSE(run.report.allow_unsandboxed_used);
   EXPECT_EQ(run.exit_code(), kExitSbxFailure);
   EXPECT_EQ(warned, 0);
 }
@@ -164,7 +164,7 @@ TEST(RunTest, ProxyPolicyNeverRunsUnsandboxedEvenWhenAllowed) {
   EXPECT_EQ(run.stop, RunStop::kNoBackend) << run.error;
   ASSERT_TRUE(run.never_unsandboxed.has_value());
   EXPECT_THAT(*run.never_unsandboxed, HasSubstr("network mode proxy never runs unsandboxed"));
-  EXPECT_FALSE(run.report.status.has_value()) << "the command ran";
+  EXPECT_FALSE(run.report.exit.has_value()) << "the command ran";
 }
 
 TEST(RunTest, OtherPolicyRunsUnsandboxedOnlyWhenAllowedAndSaysSoFirst) {
@@ -175,7 +175,7 @@ TEST(RunTest, OtherPolicyRunsUnsandboxedOnlyWhenAllowedAndSaysSoFirst) {
       run_command(request_for(kWorkspace, {"/bin/sh", "-c", "exit 3"}), backends);
   EXPECT_EQ(refused.stop, RunStop::kNoBackend);
   EXPECT_FALSE(refused.never_unsandboxed.has_value());
-  EXPECT_FALSE(refused.report.status.has_value());
+  EXPECT_FALSE(refused.report.exit.has_value());
 
   RunRequest request = request_for(kWorkspace, {"/bin/sh", "-c", "exit 3"});
   request.allow_unsandboxed = true;
@@ -187,10 +187,10 @@ TEST(RunTest, OtherPolicyRunsUnsandboxedOnlyWhenAllowedAndSaysSoFirst) {
   const RunOutcome run = run_command(std::move(request), backends);
   EXPECT_EQ(run.stop, RunStop::kNone) << run.error;
   EXPECT_THAT(wanted, HasSubstr("sandboxed"));
-  EXPECT_TRUE(run.report.ran_unsandboxed_by_override);
-  EXPECT_EQ(run.report.final, "none");
-  ASSERT_TRUE(run.report.status.has_value());
-  EXPECT_EQ(run.report.status->exit_code, 3);
+  EXPECT_TRUE(run.report.allow_unsandboxed_used);
+  EXPECT_EQ(run.report.final, std::nullopt);
+  ASSERT_TRUE(run.report.exit.has_value());
+  EXPECT_EQ(run.report.exit->exit_code, 3);
   EXPECT_EQ(run.exit_code(), 3);
 }
 
@@ -249,7 +249,7 @@ TEST(RunTest, OnlyAShownPlanMayStartARelativePath) {
   EXPECT_THAT(dry.error, HasSubstr("not an absolute path"));
   const RunOutcome run = run_command(request_for(kWorkspace, {"/bin/true"}), backends);
   EXPECT_EQ(run.stop, RunStop::kPlanRefused);
-  EXPECT_FALSE(run.report.status.has_value());
+  EXPECT_FALSE(run.report.exit.has_value());
 }
 
 TEST(RunTest, PreferredBackendAloneDecidesWhenItCanRunThePolicy) {
@@ -264,7 +264,7 @@ TEST(RunTest, PreferredBackendAloneDecidesWhenItCanRunThePolicy) {
   CountingBackends fast(all, &only);
   const RunOutcome run = run_command(request_for(kWorkspace, {"/bin/true"}), fast);
   EXPECT_EQ(run.report.final, preferred) << run.error;
-  EXPECT_EQ(run.report.status->exit_code, 7) << "the fake backend's exec did not run it";
+  EXPECT_EQ(run.report.exit->exit_code, 7) << "the fake backend's exec did not run it";
   EXPECT_EQ(fast.only_asked, std::vector<std::string>{preferred});
   EXPECT_EQ(fast.all_calls, 0);
 
@@ -285,10 +285,12 @@ TEST(RunTest, OneReportWriterForBothFrontEnds) {
   RunOutcome run = run_command(request_for(kWorkspace, {"/bin/true"}), backends);
   ASSERT_EQ(run.stop, RunStop::kNone) << run.error;
   run.report.stderr_tail = "cat: /etc/shadow: Permission denied\n";
-  run.report.refusals.entries = {{"evil.example", 443, "http-connect", "not in allowed_domains"}};
-  run.report.refusals.total = 3;
-  run.report.backend_refusals.entries = {{"unix", "/run/docker.sock"}, {"ip", "10.1.2.3:443"}};
-  run.report.backend_refusals.total = 4;
+  run.report.network_refusals.proxy.entries = {
+      {"evil.example", 443, "http-connect", "not in allowed_domains"}};
+  run.report.network_refusals.proxy.total = 3;
+  run.report.network_refusals.backend.entries = {{"unix", "/run/docker.sock"},
+                                                 {"ip", "10.1.2.3:443"}};
+  run.report.network_refusals.backend.total = 4;
   const boost::json::object cli =
       boost::json::parse(exec_report_to_json(run.report, ExecReportKeys::kCli)).as_object();
   const boost::json::object capi =
@@ -355,7 +357,7 @@ TEST(RunTest, BackendRefusalsReachTheRunReportBounded) {
   CountingBackends backends(manager, nullptr);
   const RunOutcome run = run_command(request_for(kWorkspace, {"/bin/true"}), backends);
   ASSERT_EQ(run.stop, RunStop::kNone) << run.error;
-  const BackendRefusalLog& log = run.report.backend_refusals;
+  const BackendRefusalLog& log = run.report.network_refusals.backend;
   EXPECT_EQ(log.total, 2u + BackendRefusalLog::kMaxEntries);
   ASSERT_EQ(log.entries.size(), BackendRefusalLog::kMaxEntries);
   EXPECT_EQ(log.entries.at(0), (BackendRefusal{"unix", "/tmp/host.sock"}));

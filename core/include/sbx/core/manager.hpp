@@ -39,6 +39,34 @@ Result<SandboxDecision> should_sandbox(const Policy& policy, SandboxPreference p
 // there is none.
 std::optional<std::string> first_deny(const Policy& policy);
 
+// Why a command would run without a sandbox.
+enum class BareIntent {
+  kNothingToEnforce,  // question 1 with auto: the policy leaves nothing to enforce
+                      // (danger-full-access; network enabled, filesystem not restricted)
+  kCallerForbids,     // --sandbox forbid
+  kExcludedCommand,   // an excluded command of the settings (run.hpp, excluded_command)
+  kOverride,          // a sandbox is wanted, none is available, and the caller allowed running
+                      // without one (--allow-unsandboxed, SBX_EXEC_ALLOW_UNSANDBOXED)
+  kNoBackend,         // a sandbox is wanted, none is available, and no override
+};
+
+// may_run_unsandboxed's answer, with what in the policy only a sandbox can hold.
+struct BareVerdict {
+  bool allowed = false;
+  std::optional<std::string> deny;  // the first deny entry (first_deny): the denied paths
+                                    // would be readable without a sandbox
+  bool proxy = false;  // network mode proxy: the domain rules would not apply, the command
+                       // would have the whole network
+};
+
+// The one "never unsandboxed" rule. A command runs without a sandbox only when the caller
+// allowed it explicitly (kOverride, kCallerForbids, kExcludedCommand) or question 1 found nothing
+// to enforce (kNothingToEnforce), and never when the policy has a deny entry or network mode
+// proxy; a sandbox that is wanted and not available (kNoBackend) never means running without
+// one. should_sandbox (question 1), the run's "none available" step and excluded_command all
+// ask this function.
+BareVerdict may_run_unsandboxed(const Policy& policy, BareIntent intent);
+
 // What a backend must be able to enforce for this policy.
 CapabilitySet required_capabilities(const ResolvedPolicy& policy);
 

@@ -15,6 +15,7 @@
 #include "sbx/core/plugin_loader.hpp"
 #include "sbx/core/proxy.hpp"
 #include "sbx/core/run_limits.hpp"
+#include "sbx/core/run_report.hpp"
 #include "sbx/sdk/types.hpp"
 
 namespace sbx {
@@ -109,54 +110,6 @@ std::string explain_to_json(const ExplainReport& report, JsonStyle style);
 // "kill_on_job_close"}, or null for a plan without a Windows part.
 std::string plan_to_json(const std::optional<std::string>& backend, const ExecPlan& plan,
                          JsonStyle style);
-
-// One connection the backend's sandbox refused, as the backend reported it (SDK ABI 1.5,
-// sbx_host_v1.report_network_refusal): kind "unix" with the socket's path or "@name" as the
-// command gave it, kind "ip" with "ADDRESS:PORT".
-struct BackendRefusal {
-  std::string kind;
-  std::string address;
-  friend bool operator==(const BackendRefusal&, const BackendRefusal&) = default;
-};
-
-// Every such refusal of one run in bounded memory: the first kMaxEntries, and the count.
-struct BackendRefusalLog {
-  static constexpr std::size_t kMaxEntries = 100;
-  std::vector<BackendRefusal> entries;
-  std::uint64_t total = 0;  // every refusal reported, kept or not
-};
-
-// How one `sbx exec` went.
-struct RunReport {
-  std::optional<bool> should_sandbox;        // nullopt: the decision itself failed
-  std::string reason;                        // why sandboxed or not
-  std::optional<std::string> backend;        // the available backend, if any
-  std::string final;                         // backend that ran it, or "none"
-  bool ran_unsandboxed_by_override = false;  // --allow-unsandboxed was used
-  bool dry_run = false;
-  std::optional<ExitStatus> status;  // nullopt when the command did not run
-  std::string error;                 // sbx's own failure, empty when none
-  // Protected names created or changed under the writable roots during a sandboxed run
-  // (created_names.hpp); empty when nothing was, or the command did not run sandboxed.
-  std::vector<std::string> protected_names_created{};
-  bool protected_names_truncated = false;  // the walk hit its bounds: the list may be short
-  // Directories the walk could not read (each also sets protected_names_truncated).
-  std::vector<std::string> protected_names_unreadable{};
-  // The resource limit that ended the run: "timeout", "memory", "processes", "cpu_seconds",
-  // "file_size_bytes"; nullopt when none did (or it could not be told: run_limits.hpp).
-  std::optional<std::string> limit_hit{};
-  // The last 64 KiB of the command's stderr when it was captured (for the denial
-  // classification); nullopt when it was not.
-  std::optional<std::string> stderr_tail{};
-  // What sbx's proxy refused during the run (network mode proxy; empty without one).
-  proxy::RefusalLog refusals{};
-  // What the backend's sandbox refused during the run (host unix sockets, addresses with no
-  // route out of a private network namespace); empty for backends that report nothing.
-  BackendRefusalLog backend_refusals{};
-  // The excluded-command pattern each part of the command matched when it ran without a
-  // sandbox for that reason (command_patterns.hpp); empty otherwise.
-  std::vector<std::string> excluded_by{};
-};
 
 // {"should_sandbox","reason","backend","final","allow_unsandboxed_used","dry_run",
 //  "exit":{"code","signal","shell_code"}|null,"error":string|null,

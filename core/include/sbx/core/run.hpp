@@ -1,13 +1,13 @@
 // One run of a command under a policy, from the policy to the report: the one pipeline that
 // `sbx exec`, `sbx explain`, `sbx debug` and the C API (sbx/sbx.h) adapt. It owns
 //  - the two questions (should_sandbox, then Manager::available_backend when a sandbox is
-//    wanted) and the rules of what never runs unsandboxed (never_unsandboxed);
+//    wanted), asking may_run_unsandboxed (manager.hpp) before anything runs without one;
 //  - the plan (Manager::plan_run, which starts sbx's own proxy for network mode proxy and keeps
 //    it until the command has exited);
 //  - the run: resource limits (run_limits.hpp), the stderr capture for the denial
 //    classification (denial.hpp), the protected names the command created (created_names.hpp)
-//    and the proxy's refusals, all recorded in one RunReport (exec_report_to_json in
-//    report_json.hpp writes it for both front ends).
+//    and the proxy's refusals, all recorded in one RunReport (run_report.hpp;
+//    exec_report_to_json in report_json.hpp writes it for both front ends).
 // The front ends keep only their words: how they phrase a stop, and what they print while the
 // command runs (the callbacks of RunRequest).
 #pragma once
@@ -22,6 +22,7 @@
 #include "sbx/core/proxy.hpp"
 #include "sbx/core/report_json.hpp"
 #include "sbx/core/run_limits.hpp"
+#include "sbx/core/run_report.hpp"
 #include "sbx/sdk/result.hpp"
 #include "sbx/sdk/types.hpp"
 
@@ -100,9 +101,8 @@ struct RunOutcome {
   int exit_code() const;
 };
 
-// Why `policy` may never run without a sandbox, even when the caller allows it: a deny entry
-// (the denied paths would be readable) or network mode proxy (the domain rules would not apply:
-// the command would have the whole network). nullopt if neither.
+// Why `policy` may never run without a sandbox, even when the caller allows it, in words:
+// may_run_unsandboxed's deny entry or network mode proxy. nullopt if neither.
 std::optional<std::string> never_unsandboxed(const Policy& policy);
 
 // What every run refuses in the policy itself, whichever backend would run it: a sandbox
