@@ -43,9 +43,9 @@ case "${1:-}" in
     # run-clang-tidy prints each file's findings together and exits 1 if any file has one
     # (.clang-tidy sets WarningsAsErrors: '*'). Headers are checked where they are included:
     # the filter keeps findings in sbx's own headers and drops those in Boost, CLI11, ...
-    # GCC's warning flags that clang does not know are not findings.
-    "$run_tidy" -p "$db_dir" -j 2 -quiet \
-      -header-filter="^$root/($product_dirs)/" -extra-arg=-Wno-unknown-warning-option
+    # -w: the compiler's own warnings are GCC's job (-Werror in the ci build); clang's differ
+    # (libseccomp's SCMP_A* macros are C99 compound literals to clang -Wpedantic).
+    "$run_tidy" -p "$db_dir" -j 2 -quiet -header-filter="^$root/($product_dirs)/" -extra-arg=-w
     echo "check_style: tidy clean"
     ;;
   *)
