@@ -4,7 +4,8 @@
 #   check_style.sh tidy <build-dir>  clang-tidy (.clang-tidy) on every product translation unit
 #                                    of <build-dir>/compile_commands.json, 2 in parallel
 # Exits non-zero on any finding. Fix a format finding with
-#   git ls-files -z -- $(check_style.sh patterns) | xargs -0 clang-format -i
+#   bash cmake/scripts/check_style.sh patterns | tr '\n' '\0' | xargs -0 git ls-files -z -- |
+#     xargs -0 clang-format -i
 # Files are listed by git patterns, not folder names, so moved or new folders are checked too.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
