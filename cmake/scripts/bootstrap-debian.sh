@@ -22,6 +22,7 @@ build_packages=(
 test_packages=(
   firejail  # the SDK example backend confines commands with it
   iproute2
+  clang-format clang-tidy  # the style.format and style.tidy tests (cmake/scripts/check_style.sh)
   strace  # tests/integration/cli_start: what a run looks up, counted from its system calls
   curl  # the proxy end-to-end tests (tests/integration/proxy) run it inside the sandbox
   python3-jsonschema man-db zsh fish  # tests/cli/extras_test.py: schema, man pages, completions

@@ -146,8 +146,11 @@ bool caller_fs_ids(const Caller& caller, uid_t* uid, gid_t* gid) {
   const char* g = std::strstr(text, "\nGid:");
   unsigned long r = 0, e = 0, s = 0, fu = 0, fg = 0;
   if (u == nullptr || g == nullptr) return false;
+  // The kernel writes these decimal ids (proc(5)): sscanf's silent overflow cannot happen.
+  // NOLINTBEGIN(cert-err34-c)
   if (std::sscanf(u, "\nUid: %lu %lu %lu %lu", &r, &e, &s, &fu) != 4) return false;
   if (std::sscanf(g, "\nGid: %lu %lu %lu %lu", &r, &e, &s, &fg) != 4) return false;
+  // NOLINTEND(cert-err34-c)
   *uid = static_cast<uid_t>(fu);
   *gid = static_cast<gid_t>(fg);
   return true;
@@ -281,6 +284,8 @@ bool is_o_path_descriptor(const Caller& caller, long long fd) {
   text[n] = '\0';
   const char* flags = std::strstr(text, "flags:");
   unsigned long value = 0;
+  // The kernel writes the octal flags (proc(5), fdinfo): sscanf's silent overflow cannot happen.
+  // NOLINTNEXTLINE(cert-err34-c)
   if (flags == nullptr || std::sscanf(flags, "flags: %lo", &value) != 1) return true;
   return (value & O_PATH) != 0;
 }

@@ -13,8 +13,12 @@
 namespace sbx::stage2 {
 
 // `exporter`'s output for `ctx`, read back from a temporary file (libseccomp 2.5 exports to a
-// descriptor only).
+// descriptor only). `exporter` has the signature seccomp.h gives seccomp_export_bpf/_pfc, whose
+// `const scmp_filter_ctx` (a const pointer, not a pointer to const) misc-misplaced-const flags.
+// NOLINTBEGIN(misc-misplaced-const)
 Result<std::string> export_program(scmp_filter_ctx ctx,
                                    int (*exporter)(const scmp_filter_ctx, int));
+// NOLINTEND(misc-misplaced-const)
+
 
 }  // namespace sbx::stage2

@@ -536,8 +536,11 @@ Result<FilterPtr> build_argument_rules(NetworkFilter network) {
 
 }  // namespace
 
+// seccomp.h's signature for seccomp_export_bpf/_pfc (see seccomp_export.hpp).
+// NOLINTBEGIN(misc-misplaced-const)
 Result<std::string> export_program(scmp_filter_ctx ctx,
                                    int (*exporter)(const scmp_filter_ctx, int)) {
+  // NOLINTEND(misc-misplaced-const)
   std::FILE* tmp = std::tmpfile();
   if (tmp == nullptr) return Error{"tmpfile failed"};
   const int rc = exporter(ctx, fileno(tmp));

@@ -266,6 +266,7 @@ napi_value explain(napi_env env, napi_callback_info info) {
 
 std::vector<const char*> argv_pointers(const std::vector<std::string>& argv) {
   std::vector<const char*> out;
+  out.reserve(argv.size() + 1);
   for (const std::string& arg : argv) out.push_back(arg.c_str());
   out.push_back(nullptr);
   return out;

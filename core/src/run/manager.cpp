@@ -52,7 +52,10 @@ struct Needs {
     if (capabilities.has(capability)) return;  // the first rule that needs it is enough
     capabilities.add(capability);
     for (std::size_t i = 0; i < std::size(kAllCapabilities); ++i) {
-      if (kAllCapabilities[i] == capability) why[i] = std::move(reason);
+      if (kAllCapabilities[i] == capability) {
+        why[i] = std::move(reason);
+        break;  // each capability is listed once: `reason` is moved at most once
+      }
     }
   }
   const std::string& reason(Capability capability) const {

@@ -72,6 +72,7 @@ Result<int> run_quietly(const std::vector<std::string>& argv) {
   if (argv.empty() || argv.front().empty() || argv.front().front() != '/')
     return Error{"run_quietly needs an absolute program path"};
   std::vector<char*> args;
+  args.reserve(argv.size() + 1);
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   char* empty_env[] = {nullptr};

@@ -238,7 +238,7 @@ std::string without_trailing_slashes(std::string path) {
 // `path` in the spelling `like` uses for /private aliases (/var/... or /private/var/...), so
 // that it nests with the policy's rules.
 std::string spelled_like(const std::string& path, const std::string& like) {
-  const std::string canonical = macos_canonical_path(path);
+  std::string canonical = macos_canonical_path(path);  // not const: returned by move
   if (like.rfind("/private/", 0) == 0) return canonical;
   if (canonical.rfind("/private/", 0) == 0 && macos_canonical_path(canonical.substr(8)) == canonical)
     return canonical.substr(8);
