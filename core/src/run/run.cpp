@@ -93,8 +93,8 @@ std::optional<std::string> real_directory(const std::string& path) {
 std::optional<std::string> startup_file_refusal(const std::string& what, const std::string& path,
                                                 const ResolvedPolicy& resolved,
                                                 const HostUser& user) {
-  // bash(1) INVOCATION: BASH_ENV "is subjected to parameter expansion, command substitution,
-  // and arithmetic expansion"; no such value is followed here.
+  // The path comes from the caller's HOME: only an absolute one without `$` or a backtick is
+  // judged (a relative one would be read relative to wherever the shell starts).
   if (path.empty() || path.front() != '/' || path.find_first_of("$`") != std::string::npos)
     return what + " '" + path + "' cannot be verified";
   Result<std::vector<PathStep>> steps = walk_path(path);
@@ -411,8 +411,9 @@ bool prepare(RunRequest& request, RunBackends& backends, RunOutcome& out, Prepar
   if (request.command.empty()) return stop(out, RunStop::kInvalidRequest, "no command given");
   std::vector<std::string> argv = request.command;
   if (!exclusion.matched.empty()) {
-    // Run by the path that was verified, with the PATH that was searched: nothing is looked
-    // up again, and what the command looks up agrees with the lookup that verified it.
+    // Run by the path that was verified, in the reset environment, with the PATH that was
+    // searched: nothing is looked up again, and what the command looks up agrees with the
+    // lookup that verified it.
     argv[0] = exclusion.program;
     env = std::move(exclusion.env);
     std::erase_if(env, [](const std::string& entry) { return entry.rfind("PATH=", 0) == 0; });
