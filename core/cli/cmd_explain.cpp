@@ -152,7 +152,10 @@ void print_settings(const ExplainReport& report) {
   if (settings.require_backend_available)
     rows.push_back({"backend:", "required by the administrator (no fallback without a sandbox)"});
   rows.push_back({"excluded commands:", list(settings.excluded_commands)});
-  if (!report.excluded_by.empty()) rows.push_back({"command matched:", list(report.excluded_by)});
+  if (!report.excluded_by.empty()) {
+    rows.push_back({"command matched:", list(report.excluded_by)});
+    rows.push_back({"environment dropped:", list(report.environment_dropped)});
+  }
   std::cout << render_table(rows, "  ");
   for (const std::string& note : settings.notes) std::cout << "  note: " << printable(note) << '\n';
 }
@@ -232,7 +235,8 @@ Command register_explain(CLI::App& app, const GlobalOptions& globals) {
   add_sandbox_option(*sub, options->sandbox);
   sub->add_flag("--json", options->json,
                 "Print JSON with should_sandbox, reason, required_capabilities, "
-                "available_backend, final, passed_over, policy, settings and excluded_by");
+                "available_backend, final, passed_over, policy, settings, excluded_by and "
+                "environment_dropped");
   sub->add_option("command", options->command,
                   "Optional, after --: a command, to tell whether it is an excluded command")
       ->type_name("CMD [ARG...]");

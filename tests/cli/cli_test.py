@@ -642,7 +642,8 @@ class ExecDirect(SbxTestCase):
                                     "allow_unsandboxed_used", "dry_run", "exit", "error", "denial",
                                     "network_refusals", "network_refusals_total",
                                     "protected_names_created", "protected_names_truncated",
-                                    "protected_names_unreadable", "limit_hit", "excluded_by"})
+                                    "protected_names_unreadable", "limit_hit", "excluded_by",
+                                    "environment_dropped"})
         self.assertIsNone(doc["limit_hit"])  # the command ended on its own
         # Not sandboxed: nothing is watched for protected names.
         self.assertEqual(doc["protected_names_created"], [])
@@ -1690,8 +1691,9 @@ class Settings(SbxTestCase):
                       doc["reason"])
 
     # Review round 3, H6: the environment steers the checked program to other code: GIT_DIR
-    # names a repository the user writes, whose core.fsmonitor git runs.
-    def test_an_environment_that_names_code_to_load_refuses_the_exclusion(self):
+    # names a repository the user writes, whose core.fsmonitor git runs. Issue #32, A1: such a
+    # variable is dropped (the environment is reset), and the report names it.
+    def test_an_environment_that_names_code_to_load_is_dropped(self):
         if shutil.which("git") is None:
             self.skipTest("git is not installed")
         outside = tempfile.mkdtemp(prefix="sbx-test-cli-out-")
@@ -1715,10 +1717,156 @@ class Settings(SbxTestCase):
                                     "status", env=dict(clean, **{name: value}))
             self.assertFalse(os.path.exists(os.path.join(outside, "PWNED")), describe(result))
             doc = self.last_json_line(result.stderr)
-            self.assertIs(doc["should_sandbox"], True, describe(result))
-            self.assertEqual(doc["excluded_by"], [])
-            self.assertIn("the environment names code or configuration to load (" + name + ")",
-                          doc["reason"])
+            self.assertIs(doc["should_sandbox"], False, describe(result))
+            self.assertEqual(doc["excluded_by"], ["git status"])
+            self.assertEqual(doc["environment_dropped"], [name], describe(result))
+
+    def user_owned_outside(self):
+        """A directory outside the test's tree that uid 65534 owns: what an earlier, wider run
+        could have planted, and where only an unsandboxed run of that user writes a marker."""
+        outside = tempfile.mkdtemp(prefix="sbx-cli-out-")
+        self.addCleanup(shutil.rmtree, outside, ignore_errors=True)
+        os.chmod(outside, 0o755)
+        return outside
+
+    def chown_to_nobody(self, top):
+        for root, dirs, files in os.walk(top):
+            for name in [root] + [os.path.join(root, n) for n in dirs + files]:
+                os.chown(name, self.NOBODY, self.NOBODY)
+
+    # Issue #32, A1: variables the old denylist missed loaded the red team's code into accepted
+    # excluded commands. An excluded command now runs with a reset environment (sudo's
+    # env_reset): each payload stays unrun, the run is still unsandboxed, and the report names
+    # what was dropped. With --sandbox forbid (no reset: the explicit choice) the same payload
+    # runs, which shows it is real.
+    def test_an_excluded_command_runs_with_a_reset_environment(self):
+        outside = self.user_owned_outside()
+        marker = os.path.join(outside, "PWNED")
+        evil = os.path.join(outside, "evil")
+        os.makedirs(evil)
+        pwn = os.path.join(evil, "pwn")
+        with open(pwn, "w", encoding="utf-8") as f:
+            f.write(f"#!/bin/sh\n: > {marker}\n")
+        os.chmod(pwn, 0o755)
+        bashenv = os.path.join(evil, "bashenv")
+        with open(bashenv, "w", encoding="utf-8") as f:
+            f.write(f": > {marker}\n")
+        # The programs: root's, in a directory root owns (uid 65534 cannot plant them).
+        rbin = os.path.join(self.work, "rbin")
+        os.makedirs(rbin)
+        cases = []
+        with open("/usr/bin/ldd" if os.path.exists("/usr/bin/ldd") else os.devnull, "rb") as f:
+            ldd_is_a_script = f.read(2) == b"#!"
+        if ldd_is_a_script:
+            # ldd is a bash script started by its #! line: bash reads $BASH_ENV first.
+            cases.append((["ldd", "/bin/true"], "ldd *", "BASH_ENV", bashenv))
+        if os.path.exists("/usr/bin/python3"):
+            # PYTHONPLATLIBDIR moves the standard library (getpath, Python >= 3.11): its
+            # encodings package is the first module imported.
+            version = subprocess.run(["/usr/bin/python3", "-c",
+                                      "import sys; print('%d.%d' % sys.version_info[:2])"],
+                                     capture_output=True, text=True, check=True).stdout.strip()
+            encodings = os.path.join(evil, "pl", "python" + version, "encodings")
+            os.makedirs(encodings)
+            with open(os.path.join(encodings, "__init__.py"), "w", encoding="utf-8") as f:
+                f.write(f"import posix\nposix.close(posix.open({marker!r}, "
+                        "posix.O_CREAT | posix.O_WRONLY, 0o644))\n")
+            with open(os.path.join(rbin, "pytool"), "w", encoding="utf-8") as f:
+                f.write("#!/usr/bin/python3\nprint('ok')\n")
+            os.chmod(os.path.join(rbin, "pytool"), 0o755)
+            cases.append((["pytool"], "pytool*", "PYTHONPLATLIBDIR",
+                          "../" + os.path.join(evil, "pl").lstrip("/")))
+        if shutil.which("openssl") and shutil.which("cc"):
+            # OPENSSL_CONF names a config that loads a provider module (config(5)).
+            source = os.path.join(evil, "p.c")
+            with open(source, "w", encoding="utf-8") as f:
+                f.write("#include <fcntl.h>\n#include <unistd.h>\n__attribute__((constructor)) "
+                        f"static void pwn(void) {{ close(open({json.dumps(marker)}, "
+                        "O_CREAT | O_WRONLY, 0644)); }\n")
+            subprocess.run(["cc", "-shared", "-fPIC", "-o", os.path.join(evil, "p.so"), source],
+                           check=True)
+            conf = os.path.join(evil, "openssl.cnf")
+            with open(conf, "w", encoding="utf-8") as f:
+                f.write("openssl_conf = init\n[init]\nproviders = providers\n[providers]\n"
+                        f"evil = evil\n[evil]\nmodule = {evil}/p.so\nactivate = 1\n")
+            cases.append((["openssl", "version"], "openssl version*", "OPENSSL_CONF", conf))
+        # TAR_OPTIONS are options: --checkpoint-action=exec runs a command.
+        archive = os.path.join(self.config, "a.tar")
+        subprocess.run(["tar", "cf", archive, "-C", self.config, "sbx"], check=True)
+        cases.append((["tar", "tf", archive], "tar tf *", "TAR_OPTIONS",
+                      f"--checkpoint=1 --checkpoint-action=exec={pwn}"))
+        self.chown_to_nobody(outside)
+        self.user(json.dumps({"excluded_commands": [case[1] for case in cases]}))
+        for argv, pattern, name, value in cases:
+            with self.subTest(name):
+                self.check_reset_environment(argv, pattern, name, value, rbin, marker, bashenv)
+
+    def check_reset_environment(self, argv, pattern, name, value, rbin, marker, other):
+        env = {"PATH": rbin + ":/usr/bin:/bin", "HOME": self.config,
+               "XDG_CONFIG_HOME": self.config, name: value, "WGETRC": other,
+               "LANG": "C.UTF-8", "TZ": "/tmp/zone"}
+        dropped = sorted([name, "WGETRC", "TZ"])
+        result = self.as_nobody("exec", "--json", "--preset", "read-only", "--", *argv, env=env)
+        if os.path.exists(marker):
+            os.remove(marker)
+            self.fail(f"{name} loaded the payload into the unsandboxed {argv[0]}" +
+                      describe(result))
+        doc = self.last_json_line(result.stderr)
+        self.assertIs(doc["should_sandbox"], False, describe(result))
+        self.assertEqual(doc["excluded_by"], [pattern], describe(result))
+        self.assertEqual(sorted(doc["environment_dropped"]), dropped, describe(result))
+        explain = json.loads(self.as_nobody("explain", "--json", "--preset", "read-only", "--",
+                                            *argv, env=env).stdout)
+        self.assertEqual(sorted(explain["environment_dropped"]), dropped)
+        text = self.as_nobody("explain", "--preset", "read-only", "--", *argv, env=env).stdout
+        self.assertIn("environment dropped:", text)
+        self.assertIn(name, text)
+        # The payload is real: the explicit unsandboxed run keeps the environment.
+        result = self.as_nobody("exec", "--sandbox", "forbid", "--preset", "read-only", "--",
+                                *argv, env=env)
+        self.assertTrue(os.path.exists(marker), f"the {name} payload did not run even "
+                        "unsandboxed with --sandbox forbid" + describe(result))
+        os.remove(marker)
+
+    # Issue #32, A2: programs whose arguments or input are code ran the red team's payload
+    # unsandboxed through `sed *`, `awk *`, ...: they run sandboxed, with the reason.
+    def test_a_program_that_runs_code_from_its_arguments_runs_sandboxed(self):
+        outside = self.user_owned_outside()
+        marker = os.path.join(outside, "PWNED")
+        pwn = os.path.join(outside, "pwn")
+        with open(pwn, "w", encoding="utf-8") as f:
+            f.write(f"#!/bin/sh\n: > {marker}\n")
+        os.chmod(pwn, 0o755)
+        self.chown_to_nobody(outside)
+        self.user(json.dumps({"excluded_commands": [
+            "sed *", "awk *", "bash *", "perl *", "python3 *", "man *", "tmux *", "less *",
+            "vim *"]}))
+        ran = [(["sed", "-n", f"1e {pwn}", "/etc/hostname"], "sed"),
+               (["awk", f'BEGIN {{ system("{pwn}") }}'], "awk"),
+               (["bash", pwn], "bash")]
+        if shutil.which("perl"):
+            ran.append((["perl", "-e", f"system('{pwn}')"], "perl"))
+        if os.path.exists("/usr/bin/python3"):
+            ran.append((["python3", "-c", f"import os; os.system('{pwn}')"], "python3"))
+        for argv, name in ran:
+            with self.subTest(name):
+                result = self.as_nobody("exec", "--json", "--preset", "read-only", "--", *argv)
+                if os.path.exists(marker):
+                    os.remove(marker)
+                    self.fail(f"{name} ran the payload unsandboxed" + describe(result))
+                doc = self.last_json_line(result.stderr)
+                self.assertIs(doc["should_sandbox"], True, describe(result))
+                self.assertEqual(doc["excluded_by"], [])
+                self.assertIn(f"'{name}' runs", doc["reason"])
+        # The others start a pager, a terminal or a server: what sbx decides is enough.
+        for argv, name in ((["man", "-P", pwn, "ls"], "man"), (["tmux", "new", pwn], "tmux"),
+                           (["less", "/etc/hostname"], "less"), (["vim", "-c", f":!{pwn}"], "vim")):
+            explain = json.loads(self.as_nobody("explain", "--json", "--preset", "read-only",
+                                                "--", *argv).stdout)
+            self.assertIs(explain["should_sandbox"], True, name)
+            self.assertEqual(explain["excluded_by"], [], name)
+            self.assertIn(f"'{name}' runs commands named in its arguments or its input",
+                          explain["reason"])
 
     # Red team round 2: a policy file is protected only in the runs that use it; one in the
     # workspace can have been rewritten by a default run.

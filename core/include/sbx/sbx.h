@@ -70,7 +70,8 @@ SBX_API sbx_manager* sbx_manager_new(const char* backends, sbx_error** error);
  * On such a manager, sbx_explain, sbx_transform and sbx_exec take the settings' policy when
  * `policy_json` is NULL and the settings' sandbox preference when `preference` is NULL; a policy,
  * preference or SBX_EXEC_ALLOW_UNSANDBOXED that a lock forbids is a C error naming the lock;
- * excluded commands run without a sandbox as with `sbx exec` ("excluded_by" in the report);
+ * excluded commands run without a sandbox as with `sbx exec`, with a reset environment
+ * ("excluded_by" and "environment_dropped" in the report);
  * sbx_explain's "settings" object says which scope decided. Release with sbx_manager_free. */
 SBX_API sbx_manager* sbx_manager_new_with_settings(const char* backends, const char* cwd,
                                                    const char* settings_json, sbx_error** error);

@@ -247,6 +247,7 @@ std::string explain_to_json(const ExplainReport& report, JsonStyle style) {
   settings["ignored_project_files"] = string_array(report.settings.ignored_project_files);
   out["settings"] = std::move(settings);
   out["excluded_by"] = string_array(report.excluded_by);
+  out["environment_dropped"] = string_array(report.environment_dropped);
   return report::render_json(out, style);
 }
 
@@ -323,6 +324,7 @@ boost::json::object run_object(const RunReport& report) {
   out["protected_names_unreadable"] = string_array(report.protected_names_unreadable);
   out["limit_hit"] = optional_string(report.limit_hit);
   out["excluded_by"] = string_array(report.excluded_by);
+  out["environment_dropped"] = string_array(report.environment_dropped);
   return out;
 }
 

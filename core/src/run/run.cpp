@@ -52,6 +52,10 @@ struct Exclusion {
   std::string program;               // the absolute path argv[0] runs by, never looked up again
   std::string path_env;              // the PATH it gets: the entries the lookup searched
   std::string refused;               // a match whose programs were refused: why
+  // The environment it runs with (reset_environment, PATH still to be replaced by path_env)
+  // and the names the reset dropped.
+  std::vector<std::string> env;
+  std::vector<std::string> dropped;
 };
 
 std::string env_path(const std::vector<std::string>& env) {
@@ -89,8 +93,8 @@ std::optional<std::string> real_directory(const std::string& path) {
 std::optional<std::string> startup_file_refusal(const std::string& what, const std::string& path,
                                                 const ResolvedPolicy& resolved,
                                                 const HostUser& user) {
-  // bash(1) INVOCATION: BASH_ENV "is subjected to parameter expansion, command substitution,
-  // and arithmetic expansion"; no such value is followed here.
+  // The path comes from the caller's HOME: only an absolute one without `$` or a backtick is
+  // judged (a relative one would be read relative to wherever the shell starts).
   if (path.empty() || path.front() != '/' || path.find_first_of("$`") != std::string::npos)
     return what + " '" + path + "' cannot be verified";
   Result<std::vector<PathStep>> steps = walk_path(path);
@@ -104,35 +108,26 @@ std::optional<std::string> startup_file_refusal(const std::string& what, const s
   return std::nullopt;
 }
 
-// What a shell given `-c` reads before the script: bash(1) INVOCATION, a non-interactive bash
-// sources $BASH_ENV (and, started over the network, ~/.bashrc); zsh(1) STARTUP/SHUTDOWN FILES,
-// every zsh sources $ZDOTDIR/.zshenv (ZDOTDIR defaults to HOME). dash and ksh read $ENV only
-// when interactive.
+// What a shell given `-c` reads before the script, in the reset environment (BASH_ENV, ENV,
+// ZDOTDIR and SSH_CLIENT are dropped): bash(1) INVOCATION, a non-interactive bash started
+// over the network reads ~/.bashrc; zsh(1) STARTUP/SHUTDOWN FILES, every zsh sources
+// $ZDOTDIR/.zshenv, ZDOTDIR defaulting to HOME. dash and ksh read $ENV only when interactive.
 std::optional<std::string> shell_startup_refusal(const std::vector<std::string>& argv,
                                                  const std::vector<std::string>& env,
                                                  const ResolvedPolicy& resolved,
                                                  const HostUser& user) {
-  auto value = [&env](std::string_view name) { return env_value(env, name); };
-  if (std::optional<std::string> bash_env = value("BASH_ENV"); bash_env && !bash_env->empty()) {
-    if (auto why = startup_file_refusal("BASH_ENV", *bash_env, resolved, user)) return why;
-  }
   const std::string& shell = argv[0];
   const std::string name = shell.substr(shell.rfind('/') + 1);
-  if (name == "bash") {
-    // bash's shell.c run_startup_files(): a non-interactive `bash -c` whose stdin is a socket
-    // (isnetconn), or, with Debian's SSH_SOURCE_BASHRC, whose environment has SSH_CLIENT or
-    // SSH2_CLIENT, reads ~/.bashrc when SHLVL < 2. Whether that holds depends on how the caller
-    // started sbx (Node agents pass a socket as stdin), so ~/.bashrc is checked always.
-    std::optional<std::string> home = value("HOME");
-    if (!home || home->empty())
-      return "bash could read ~/.bashrc from an unknown directory (no HOME)";
+  if (name != "bash" && name != "zsh") return std::nullopt;
+  std::optional<std::string> home = env_value(env, "HOME");
+  if (!home || home->empty())
+    return name + " could read its startup file from an unknown directory (no HOME)";
+  // bash's shell.c run_startup_files(): a non-interactive `bash -c` whose stdin is a socket
+  // (isnetconn) reads ~/.bashrc when SHLVL < 2. Whether that holds depends on how the caller
+  // started sbx (Node agents pass a socket as stdin), so ~/.bashrc is checked always.
+  if (name == "bash")
     return startup_file_refusal("bash's startup file", *home + "/.bashrc", resolved, user);
-  }
-  if (name != "zsh") return std::nullopt;
-  std::optional<std::string> dir = value("ZDOTDIR");
-  if (!dir || dir->empty()) dir = value("HOME");
-  if (!dir || dir->empty()) return "zsh would read .zshenv from an unknown directory (no HOME)";
-  return startup_file_refusal("zsh's startup file", *dir + "/.zshenv", resolved, user);
+  return startup_file_refusal("zsh's startup file", *home + "/.zshenv", resolved, user);
 }
 
 // How many entries of one directory above the cwd an exclusion checks before it gives up (the
@@ -267,6 +262,9 @@ Exclusion verify_exclusion(std::vector<std::string> matched,
   }
   const HostUser user = current_host_user();
   const std::string path_env = env_path(env);
+  // The program runs with a reset environment (reset_environment: a denylist of variables
+  // that load code cannot be complete), so what follows judges that one.
+  ResetEnvironment reset = reset_environment(env, cwd);
   for (std::size_t i = 0; i < programs->size(); ++i) {
     TrustedProgram found = find_trusted_program((*programs)[i], cwd, path_env, resolved, user);
     if (!found.path) {
@@ -279,7 +277,8 @@ Exclusion verify_exclusion(std::vector<std::string> matched,
     }
   }
   if (settings::is_shell_script(command)) {
-    if (std::optional<std::string> why = shell_startup_refusal(command, env, resolved, user)) {
+    if (std::optional<std::string> why =
+            shell_startup_refusal(command, reset.env, resolved, user)) {
       out.refused = *why;
       return out;
     }
@@ -288,26 +287,21 @@ Exclusion verify_exclusion(std::vector<std::string> matched,
     out.refused = *why;
     return out;
   }
-  if (std::optional<std::string> why = configuration_refusal(env, resolved, user)) {
+  if (std::optional<std::string> why = configuration_refusal(reset.env, resolved, user)) {
     out.refused = *why;
     return out;
   }
-  if (std::optional<std::string> why = inner_writable_root_refusal(cwd, env, resolved)) {
+  if (std::optional<std::string> why = inner_writable_root_refusal(cwd, reset.env, resolved)) {
     out.refused = *why;
     return out;
   }
-  if (std::optional<std::string> why = entries_below_refusal(cwd, env, resolved, user)) {
+  if (std::optional<std::string> why = entries_below_refusal(cwd, reset.env, resolved, user)) {
     out.refused = *why;
-    return out;
-  }
-  // The environment the program gets must not steer it to other code (BASH_FUNC_git%% replaces
-  // the git just checked; NODE_OPTIONS=--require loads a module; GIT_DIR names the repository).
-  if (std::optional<std::string> name = code_loading_variable(env)) {
-    out.refused = "the environment names code or configuration to load (" + *name +
-                  "), which the excluded program would follow without a sandbox";
     return out;
   }
   out.matched = std::move(matched);
+  out.env = std::move(reset.env);
+  out.dropped = std::move(reset.dropped);
   return out;
 }
 
@@ -414,12 +408,15 @@ bool prepare(RunRequest& request, RunBackends& backends, RunOutcome& out, Planne
   out.report.should_sandbox = decision->sandbox;
   out.report.reason = decision->reason;
   out.report.excluded_by = exclusion.matched;
+  out.report.environment_dropped = exclusion.dropped;
   if (request.command.empty()) return stop(out, RunStop::kInvalidRequest, "no command given");
   std::vector<std::string> argv = request.command;
   if (!exclusion.matched.empty()) {
-    // Run by the path that was verified, with the PATH that was searched: nothing is looked
-    // up again, and what the command looks up agrees with the lookup that verified it.
+    // Run by the path that was verified, in the reset environment, with the PATH that was
+    // searched: nothing is looked up again, and what the command looks up agrees with the
+    // lookup that verified it.
     argv[0] = exclusion.program;
+    env = std::move(exclusion.env);
     std::erase_if(env, [](const std::string& entry) { return entry.rfind("PATH=", 0) == 0; });
     env.push_back("PATH=" + exclusion.path_env);
     prepared.plan = direct_plan(request, std::move(argv), std::move(env), decision->reason);
@@ -646,6 +643,7 @@ ExplainReport explain_run(const Policy& policy, const ResolvedPolicy& resolved,
   Result<SandboxDecision> decision =
       decide_sandbox(policy, preference, command, settings, resolved, resolved.cwd, env, exclusion);
   report.excluded_by = exclusion.matched;
+  report.environment_dropped = exclusion.dropped;
   if (decision.ok()) {
     report.decision = *decision;
   } else {

@@ -282,6 +282,37 @@ constexpr std::string_view kProgramRunners[] = {
     "time",        "timeout",       "torsocks",  "unbuffer", "unshare",     "valgrind",
     "watch",       "x86_64",        "xargs"};
 
+// Programs that run code from their arguments or their input, which sbx does not read: a
+// script or a command in an argument (`sed -n '1e CMD'`, `awk 'BEGIN{system(...)}'`,
+// `perl -e`, `python3 x.py`, `man -P CMD`, `tmux new CMD`), or a shell escape the input may
+// reach (less, more and the editors' `!CMD`, LESSOPEN). Interpreters, pagers, editors,
+// terminal multiplexers and debuggers; versioned names (python3.11, perl5.36, lua5.4) are
+// matched without the version (code_runner_name). Shells are refused apart from the one form
+// sbx reads, `SHELL -c SCRIPT` as the whole command (is_shell_script): a script file, `-s`,
+// options before `-c`, or a shell inside a script run code sbx does not split.
+constexpr std::string_view kCodeRunners[] = {
+    // interpreters whose argument or input is a program
+    "awk", "gawk", "mawk", "nawk", "original-awk", "sed", "gsed", "perl", "python", "pypy", "ruby",
+    "irb", "node", "nodejs", "deno", "bun", "php", "lua", "luajit", "tclsh", "wish", "expect",
+    "Rscript", "R", "guile", "java", "jshell", "osascript", "pwsh", "powershell",
+    // shells is_shell does not name
+    "ash", "csh", "tcsh", "fish", "mksh", "yash", "rc",
+    // pagers and readers: `!CMD`, LESSOPEN, man's -P/-H and its preprocessors
+    "less", "more", "most", "pg", "man", "info", "pinfo",
+    // editors: `:!CMD`, `!CMD`, M-x shell-command, nano's ^T
+    "vi", "vim", "view", "vimdiff", "rvim", "gvim", "nvim", "ex", "emacs", "emacsclient", "nano",
+    "pico", "ed", "red", "joe", "jed", "mc", "mcedit", "micro", "kak", "hx",
+    // terminal multiplexers: run the command in their arguments
+    "tmux", "screen", "byobu", "zellij",
+    // debuggers
+    "lldb"};
+
+// `name` without a trailing version (digits, dots, dashes): python3.11 -> python, lua5.4 -> lua.
+std::string code_runner_name(const std::string& name) {
+  const std::size_t end = name.find_last_not_of("0123456789.-");
+  return end == std::string::npos ? name : name.substr(0, end + 1);
+}
+
 // Options by which a program that is no runner by itself runs a command given in its
 // arguments: `shorts` are letters of a short option (found in any cluster, "-xvI cmd"),
 // `longs` long options, matched also when abbreviated (getopt_long(3) accepts any unambiguous
@@ -335,15 +366,24 @@ std::string base_name(const std::string& program) {
 }
 
 // Why the arguments of `words` make its program run or read something sbx did not verify, or
-// nullopt: a runner (kProgramRunners); git with a global option before its subcommand (`-c
-// core.fsmonitor=CMD`, `-c alias.x=!CMD`, `--config-env`, `--exec-path`, and `-C DIR`,
-// `--git-dir`, `--work-tree`, which point its inputs at another directory; git(1) OPTIONS);
+// nullopt: a runner (kProgramRunners); a program that runs code from its arguments or input
+// (kCodeRunners, and a shell not given as the whole `SHELL -c SCRIPT`); git with a global
+// option before its subcommand (`-c core.fsmonitor=CMD`, `-c alias.x=!CMD`, `--config-env`,
+// `--exec-path`, and `-C DIR`, `--git-dir`, `--work-tree`, which point its inputs at another
+// directory; git(1) OPTIONS);
 // find with an action that runs or writes (-exec, -execdir, -ok, -okdir, -delete, -fprint*).
 std::optional<std::string> runs_unverified(const SimpleCommand& words) {
   const std::string name = base_name(words.front());
   if (std::find(std::begin(kProgramRunners), std::end(kProgramRunners), name) !=
       std::end(kProgramRunners))
     return "'" + name + "' runs a program named in its arguments, which sbx does not verify";
+  if (is_shell(name) || is_shell(code_runner_name(name)))
+    return "'" + name + "' runs a script sbx does not read (sbx reads a shell's script only " +
+           "as the whole command, `" + name + " -c SCRIPT`)";
+  if (std::find(std::begin(kCodeRunners), std::end(kCodeRunners), code_runner_name(name)) !=
+      std::end(kCodeRunners))
+    return "'" + name + "' runs commands named in its arguments or its input (a script, a " +
+           "shell escape), which sbx does not verify";
   for (const RunningOptions& options : kRunningOptions) {
     if (name != options.program) continue;
     if (std::optional<std::string> option = running_option(words, options))

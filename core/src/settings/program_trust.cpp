@@ -2,6 +2,7 @@
 // the walk in program_lookup.cpp.
 #include "sbx/core/program_trust.hpp"
 
+#include <algorithm>
 #include <array>
 #include <optional>
 #include <string>
@@ -115,53 +116,130 @@ std::optional<std::string> plantable_beside(const PathStep& entry, const HostUse
 
 namespace {
 
-// Variables that name code or configuration to load, or a program to run by name. Shells:
-// bash(1) (exported functions are BASH_FUNC_name%%; SHELLOPTS/BASHOPTS turn on xtrace, whose PS4
-// is expanded with command substitution; ENV, PROMPT_COMMAND). git(1) ENVIRONMENT VARIABLES
-// (GIT_DIR, GIT_CONFIG_*, GIT_EXEC_PATH, GIT_SSH_COMMAND, GIT_PAGER, GIT_EDITOR, ...). node(1),
-// python(1), perlrun(1), ruby(1), java (JAVA_TOOL_OPTIONS, JDK_JAVA_OPTIONS), npm-config(7)
-// (npm_config_*), cargo's environment (CARGO_HOME holds config.toml), ld.so(8).
-// clang-format off
-constexpr std::array<std::string_view, 36> kCodeLoadingNames = {
-    "SHELLOPTS", "BASHOPTS", "PS4", "ENV", "PROMPT_COMMAND",
-    "NODE_OPTIONS", "NODE_PATH",
-    "PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PYTHONUSERBASE",
-    "PERL5LIB", "PERL5OPT", "PERLLIB", "RUBYOPT", "RUBYLIB",
-    "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "CLASSPATH",
-    "RUSTC_WRAPPER", "RUSTC", "RUSTDOC", "GOFLAGS",
-    "EDITOR", "VISUAL", "PAGER", "MANPAGER", "LESSOPEN", "BROWSER", "SSH_ASKPASS", "GNUPGHOME",
-    "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "GCONV_PATH"};
-// clang-format on
-constexpr std::array<std::string_view, 6> kCodeLoadingPrefixes = {
-    "BASH_FUNC_", "GIT_", "npm_config_", "NPM_CONFIG_", "CARGO_", "RUSTUP_"};
-// git(1): identity and a prompt switch only; nothing here names a file or a program.
-constexpr std::array<std::string_view, 7> kHarmlessGitNames = {
-    "GIT_AUTHOR_NAME",     "GIT_AUTHOR_EMAIL",   "GIT_AUTHOR_DATE",    "GIT_COMMITTER_NAME",
-    "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE", "GIT_TERMINAL_PROMPT"};
+// What a variable's value may be for it to pass the reset (reset_environment in the header).
+enum class Value {
+  kAny,               // names no file, or one the run judges itself
+  kAbsolute,          // an absolute path the run judges (else programs resolve it elsewhere)
+  kNoPathNoPercent,   // sudoers(5) env_check: no '/' (a path) and no '%' (a format)
+  kTimeZone,          // tz_is_safe
+  kDigits,            // a number
+  kWorkingDirectory,  // replaced by the verified working directory
+};
 
-template <std::size_t N>
-bool listed(const std::array<std::string_view, N>& names, std::string_view name) {
-  for (std::string_view listed_name : names)
-    if (listed_name == name) return true;
+struct Allowed {
+  std::string_view name;
+  Value value;
+};
+
+// The allowlist, each with why it loads no code or configuration:
+// - PATH: the run replaces it with the entries find_trusted_program searched.
+// - HOME: the run judges it (configuration_refusal, entries_below_refusal) and refuses a
+//   relative one; what programs read there was verified.
+// - XDG_CONFIG_HOME: judged the same way when absolute; a relative one is not judged (git
+//   takes it relative to the cwd, path.c xdg_config_home), so it is dropped and the programs
+//   use ~/.config, which is judged.
+// - USER, LOGNAME: a name, no path (sudoers(5) keeps both).
+// - TERM: names a terminfo entry; ncurses refuses a name with '/' (read_entry.c), and the
+//   TERMINFO/TERMINFO_DIRS that would move the database are dropped.
+// - LANG, LANGUAGE, LC_*: glibc takes a locale name with '/' as a path to open
+//   (locale/findlocale.c), gettext looks message catalogs up under LANGUAGE's entries, and a
+//   catalog's strings are printf formats; without '/' every file comes from the system's
+//   directories (LOCPATH, NLSPATH dropped). The '%' rule is sudo's too.
+// - TZ: tzset(3): TZ=:file or a name is read below TZDIR (dropped, so the system's
+//   zoneinfo), an absolute path anywhere: only TZ values naming no path pass (tz_is_safe).
+// - COLUMNS, LINES: a terminal size.
+// - NO_COLOR: a switch (no-color.org).
+// - PWD: shells trust it as the working directory when it names it: set to the verified cwd.
+// Not passed: SHELL (names the program shell escapes and script(1), tmux, vi's :sh run),
+// TMPDIR, DISPLAY, XAUTHORITY, SSH_AUTH_SOCK, DBUS_SESSION_BUS_ADDRESS (sockets and files the
+// program would trust), every XDG_* but XDG_CONFIG_HOME, GIT_* identity (harmless, but a
+// command that needs them is no read-only one): a program that needs more runs sandboxed, or
+// with `sbx exec --sandbox forbid`.
+// clang-format off
+constexpr std::array<Allowed, 25> kAllowed = {{
+    {"PATH", Value::kAny}, {"HOME", Value::kAny}, {"XDG_CONFIG_HOME", Value::kAbsolute},
+    {"USER", Value::kNoPathNoPercent}, {"LOGNAME", Value::kNoPathNoPercent},
+    {"TERM", Value::kNoPathNoPercent}, {"LANG", Value::kNoPathNoPercent},
+    {"LANGUAGE", Value::kNoPathNoPercent},
+    // locale(7): the categories glibc reads.
+    {"LC_ALL", Value::kNoPathNoPercent}, {"LC_ADDRESS", Value::kNoPathNoPercent},
+    {"LC_COLLATE", Value::kNoPathNoPercent}, {"LC_CTYPE", Value::kNoPathNoPercent},
+    {"LC_IDENTIFICATION", Value::kNoPathNoPercent}, {"LC_MEASUREMENT", Value::kNoPathNoPercent},
+    {"LC_MESSAGES", Value::kNoPathNoPercent}, {"LC_MONETARY", Value::kNoPathNoPercent},
+    {"LC_NAME", Value::kNoPathNoPercent}, {"LC_NUMERIC", Value::kNoPathNoPercent},
+    {"LC_PAPER", Value::kNoPathNoPercent}, {"LC_TELEPHONE", Value::kNoPathNoPercent},
+    {"LC_TIME", Value::kNoPathNoPercent},
+    {"TZ", Value::kTimeZone}, {"COLUMNS", Value::kDigits}, {"LINES", Value::kDigits},
+    {"NO_COLOR", Value::kAny}}};
+// clang-format on
+constexpr Allowed kPwd{"PWD", Value::kWorkingDirectory};
+
+// sudo's tz_is_safe (plugins/sudoers/env.c), stricter: tzset(3) reads TZ=:name and TZ=name
+// (glibc tries any TZ as a file first, time/tzfile.c) below TZDIR, and an absolute path as it
+// is, so no absolute path (sudo accepts one inside its zoneinfo directory), no ".." element,
+// printable ASCII without spaces, shorter than 256.
+bool tz_is_safe(std::string_view value) {
+  if (!value.empty() && value.front() == ':') value.remove_prefix(1);
+  if (value.empty() || value.front() == '/' || value.size() >= 256) return false;
+  char last = '/';
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    const char c = value[i];
+    if (c <= ' ' || c > '~') return false;
+    if (last == '/' && value.substr(i, 2) == ".." && (i + 2 == value.size() || value[i + 2] == '/'))
+      return false;
+    last = c;
+  }
+  return true;
+}
+
+bool value_passes(Value rule, std::string_view value) {
+  switch (rule) {
+    case Value::kAny:
+    case Value::kWorkingDirectory:
+      return true;
+    case Value::kAbsolute:
+      return !value.empty() && value.front() == '/';
+    case Value::kNoPathNoPercent:
+      return value.find_first_of("/%") == std::string_view::npos;
+    case Value::kTimeZone:
+      return tz_is_safe(value);
+    case Value::kDigits:
+      return !value.empty() && value.find_first_not_of("0123456789") == std::string_view::npos;
+  }
   return false;
 }
 
-bool loads_code(std::string_view name) {
-  if (listed(kCodeLoadingNames, name)) return true;
-  if (listed(kHarmlessGitNames, name)) return false;
-  for (std::string_view prefix : kCodeLoadingPrefixes)
-    if (name.substr(0, prefix.size()) == prefix) return true;
-  return false;
+const Allowed* allowed(std::string_view name) {
+  if (name == kPwd.name) return &kPwd;
+  for (const Allowed& entry : kAllowed)
+    if (entry.name == name) return &entry;
+  return nullptr;
 }
 
 }  // namespace
 
-std::optional<std::string> code_loading_variable(const std::vector<std::string>& env) {
+ResetEnvironment reset_environment(const std::vector<std::string>& env, const std::string& cwd) {
+  ResetEnvironment out;
+  std::vector<std::string_view> kept_names;
   for (const std::string& entry : env) {
-    const std::string_view name = std::string_view(entry).substr(0, entry.find('='));
-    if (loads_code(name)) return std::string(name);
+    const std::size_t equals = entry.find('=');
+    const std::string_view name = std::string_view(entry).substr(0, equals);
+    const std::string_view value = equals == std::string::npos
+                                       ? std::string_view()
+                                       : std::string_view(entry).substr(equals + 1);
+    const Allowed* rule = allowed(name);
+    // The first entry of a name is the one getenv(3) returns; a second one is dropped.
+    const bool repeated = std::find(kept_names.begin(), kept_names.end(), name) != kept_names.end();
+    if (rule == nullptr || equals == std::string::npos || repeated ||
+        !value_passes(rule->value, value)) {
+      if (std::find(out.dropped.begin(), out.dropped.end(), name) == out.dropped.end())
+        out.dropped.emplace_back(name);
+      continue;
+    }
+    kept_names.push_back(name);
+    out.env.push_back(rule->value == Value::kWorkingDirectory ? "PWD=" + cwd : entry);
   }
-  return std::nullopt;
+  return out;
 }
 
 }  // namespace sbx

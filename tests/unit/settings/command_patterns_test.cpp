@@ -243,7 +243,73 @@ TEST(ProgramsOf, TheShellAndEveryProgramItLooksUp) {
   EXPECT_EQ(programs_of({"sh", "-c", "ls $(x)"}), std::nullopt);
   EXPECT_EQ(programs_of({}), std::nullopt);
   // Not a shell script: one program, its arguments are not looked at.
-  EXPECT_EQ(programs_of({"python3", "-c", "ls"}), Programs({"python3"}));
+  EXPECT_EQ(programs_of({"grep", "-c", "ls"}), Programs({"grep"}));
+}
+
+// Issue #32, A2: programs that run code from their arguments or input (interpreters, pagers,
+// editors, multiplexers) and shells in any form but the whole `SHELL -c SCRIPT`: in doubt,
+// directly or in a script, versioned names too.
+TEST(ProgramsOf, ProgramsThatRunCodeFromTheirArgumentsOrInput) {
+  using Programs = std::optional<std::vector<std::string>>;
+  for (const std::vector<std::string>& argv :
+       std::vector<std::vector<std::string>>{{"sed", "-n", "1e /tmp/evil/pwn", "/etc/hostname"},
+                                             {"/usr/bin/sed", "s/x/y/", "f"},
+                                             {"awk", "BEGIN{system(\"id\")}"},
+                                             {"gawk", "1"},
+                                             {"mawk", "1"},
+                                             {"nawk", "1"},
+                                             {"perl", "-e", "1"},
+                                             {"perl5.36", "x"},
+                                             {"python3", "-c", "ls"},
+                                             {"python3.11", "x.py"},
+                                             {"python", "x"},
+                                             {"pypy3", "x"},
+                                             {"ruby", "-e", "1"},
+                                             {"node", "x.js"},
+                                             {"nodejs", "x"},
+                                             {"php", "x"},
+                                             {"lua5.4", "x"},
+                                             {"tclsh8.6", "x"},
+                                             {"less", "/etc/hostname"},
+                                             {"more", "f"},
+                                             {"most", "f"},
+                                             {"man", "-P", "id", "ls"},
+                                             {"tmux", "new", "id"},
+                                             {"screen", "id"},
+                                             {"vi", "f"},
+                                             {"vim", "-c", ":!id"},
+                                             {"nvim", "f"},
+                                             {"emacs", "f"},
+                                             {"nano", "f"},
+                                             {"ed", "f"},
+                                             {"ex", "f"},
+                                             {"gdb", "-ex", "shell id"},
+                                             {"bash", "/tmp/evil/x.sh"},
+                                             {"sh", "-s"},
+                                             {"bash", "--rcfile", "/x", "-c", "ls"},
+                                             {"/bin/dash", "-ec", "ls"},
+                                             {"fish", "-c", "id"},
+                                             {"sh", "-c", "ls && sed -n 1p f"},
+                                             {"sh", "-c", "echo a | bash -c id"},
+                                             {"sh", "-c", "sh -c id"}}) {
+    std::string why;
+    EXPECT_EQ(programs_of(argv, &why), std::nullopt) << argv.front() << " " << argv.back();
+    EXPECT_TRUE(why.find("runs commands named in its arguments or its input") !=
+                    std::string::npos ||
+                why.find("runs a script sbx does not read") != std::string::npos ||
+                why.find("runs a program named in its arguments") != std::string::npos)
+        << argv.front() << ": " << why;
+  }
+  std::string why;
+  EXPECT_EQ(programs_of({"sed", "-n", "1e id", "f"}, &why), std::nullopt);
+  EXPECT_EQ(why,
+            "'sed' runs commands named in its arguments or its input (a script, a shell escape), "
+            "which sbx does not verify");
+  // Programs that only read their arguments as data, and the one shell form sbx reads.
+  EXPECT_EQ(programs_of({"cat", "f"}), Programs({"cat"}));
+  EXPECT_EQ(programs_of({"ldd", "/bin/true"}), Programs({"ldd"}));
+  EXPECT_EQ(programs_of({"edit-me"}), Programs({"edit-me"}));
+  EXPECT_EQ(programs_of({"bash", "-c", "ls"}), Programs({"bash", "ls"}));
 }
 
 // The run pipeline's rule (run.hpp excluded_command): only with auto, only when the settings

@@ -128,44 +128,126 @@ TEST(Plantable, AnEntryBesideTheWalkTheUserCanChangeIsPlantable) {
   EXPECT_TRUE(plantable_beside(dir("/etc", 0, 0755), HostUser{0}));
 }
 
-// Review round 3, H6: the environment steers the checked program elsewhere.
-TEST(CodeLoadingVariable, NamesTheFirstVariableThatLoadsCodeOrConfiguration) {
-  EXPECT_EQ(code_loading_variable({"PATH=/usr/bin", "HOME=/h", "LANG=C", "GIT_AUTHOR_NAME=a",
-                                   "GIT_COMMITTER_EMAIL=b", "TERM=xterm"}),
-            std::nullopt);
-  for (const char* steering_text : {"BASH_FUNC_git%%=() { id; }",
-                                      "SHELLOPTS=xtrace",
-                                      "BASHOPTS=extdebug",
-                                      "PS4=$(id)",
-                                      "ENV=/x",
-                                      "PROMPT_COMMAND=id",
-                                      "GIT_DIR=/x",
-                                      "GIT_CONFIG_COUNT=1",
-                                      "GIT_PAGER=id",
-                                      "GIT_SSH_COMMAND=id",
-                                      "GIT_EDITOR=id",
-                                      "NODE_OPTIONS=--require=/x",
-                                      "NODE_PATH=/x",
-                                      "PYTHONPATH=/x",
-                                      "PYTHONSTARTUP=/x",
-                                      "PERL5OPT=-M",
-                                      "RUBYOPT=-r/x",
-                                      "JAVA_TOOL_OPTIONS=-javaagent:/x",
-                                      "CLASSPATH=/x",
-                                      "npm_config_userconfig=/x",
-                                      "NPM_CONFIG_GLOBALCONFIG=/x",
-                                      "CARGO_HOME=/x",
-                                      "RUSTC_WRAPPER=/x",
-                                      "GOFLAGS=-toolexec=id",
-                                      "EDITOR=id",
-                                      "VISUAL=id",
-                                      "PAGER=id",
-                                      "SSH_ASKPASS=/x",
-                                      "LD_PRELOAD=/x"}) {
-    const std::string steering = steering_text;
-    const std::string name = steering.substr(0, steering.find('='));
-    EXPECT_EQ(code_loading_variable({"PATH=/usr/bin", steering}), name) << steering;
+// Issue #32, A1: an excluded command runs with a reset environment (sudoers(5) env_reset): only
+// the allowlist passes, with values that name no file; every other name is dropped and named.
+TEST(ResetEnvironment, OnlyTheAllowlistPassesAndEveryDroppedNameIsReported) {
+  const ResetEnvironment reset = reset_environment(
+      {"PATH=/usr/bin:/bin", "HOME=/home/u", "XDG_CONFIG_HOME=/home/u/.config", "USER=u",
+       "LOGNAME=u", "TERM=xterm-256color", "LANG=en_US.UTF-8", "LANGUAGE=de:en", "LC_ALL=C.UTF-8",
+       "LC_TIME=de_DE.UTF-8", "TZ=:Europe/Berlin", "COLUMNS=80", "LINES=24", "NO_COLOR=1",
+       "PWD=/somewhere/else"},
+      "/work/proj");
+  EXPECT_EQ(reset.env,
+            (std::vector<std::string>{"PATH=/usr/bin:/bin", "HOME=/home/u",
+                                      "XDG_CONFIG_HOME=/home/u/.config", "USER=u", "LOGNAME=u",
+                                      "TERM=xterm-256color", "LANG=en_US.UTF-8", "LANGUAGE=de:en",
+                                      "LC_ALL=C.UTF-8", "LC_TIME=de_DE.UTF-8", "TZ=:Europe/Berlin",
+                                      "COLUMNS=80", "LINES=24", "NO_COLOR=1", "PWD=/work/proj"}));
+  EXPECT_EQ(reset.dropped, std::vector<std::string>{});
+}
+
+TEST(ResetEnvironment, DropsWhatLoadsCodeOrConfiguration) {
+  // The red team's variables (A1), then those the old denylist named (review round 3, H6).
+  const std::vector<std::string> steering = {"BASH_ENV=/tmp/evil/bashenv",
+                                             "PYTHONPLATLIBDIR=../tmp/evil/pl",
+                                             "OPENSSL_CONF=/tmp/evil/openssl.cnf",
+                                             "TAR_OPTIONS=--checkpoint-action=exec=id",
+                                             "LESS=--lesskey-src=/tmp/evil/k",
+                                             "GIT_ASKPASS=/tmp/evil/x",
+                                             "SSH_ASKPASS=/tmp/evil/x",
+                                             "VIMINIT=:!id",
+                                             "EXINIT=:!id",
+                                             "MAKEFLAGS=--eval=$(shell id)",
+                                             "KRB5_CONFIG=/tmp/evil/k",
+                                             "PYTHONPYCACHEPREFIX=/tmp/evil",
+                                             "LESSKEYIN=/tmp/evil/k",
+                                             "CURL_HOME=/tmp/evil",
+                                             "WGETRC=/tmp/evil/w",
+                                             "XDG_DATA_HOME=/tmp/evil",
+                                             "XDG_CONFIG_DIRS=/tmp/evil",
+                                             "BASH_FUNC_git%%=() { id; }",
+                                             "SHELLOPTS=xtrace",
+                                             "BASHOPTS=extdebug",
+                                             "PS4=$(id)",
+                                             "ENV=/x",
+                                             "PROMPT_COMMAND=id",
+                                             "GIT_DIR=/x",
+                                             "GIT_CONFIG_COUNT=1",
+                                             "GIT_PAGER=id",
+                                             "GIT_SSH_COMMAND=id",
+                                             "GIT_EDITOR=id",
+                                             "GIT_AUTHOR_NAME=a",
+                                             "NODE_OPTIONS=--require=/x",
+                                             "NODE_PATH=/x",
+                                             "PYTHONPATH=/x",
+                                             "PYTHONSTARTUP=/x",
+                                             "PERL5OPT=-M",
+                                             "RUBYOPT=-r/x",
+                                             "JAVA_TOOL_OPTIONS=-javaagent:/x",
+                                             "CLASSPATH=/x",
+                                             "npm_config_userconfig=/x",
+                                             "NPM_CONFIG_GLOBALCONFIG=/x",
+                                             "CARGO_HOME=/x",
+                                             "RUSTC_WRAPPER=/x",
+                                             "GOFLAGS=-toolexec=id",
+                                             "EDITOR=id",
+                                             "VISUAL=id",
+                                             "PAGER=id",
+                                             "LD_PRELOAD=/x",
+                                             "LD_LIBRARY_PATH=/x",
+                                             "GCONV_PATH=/x",
+                                             "LOCPATH=/x",
+                                             "NLSPATH=/x",
+                                             "TZDIR=/x",
+                                             "TERMINFO=/x",
+                                             "ZDOTDIR=/x",
+                                             "SHELL=/tmp/evil/sh",
+                                             "TMPDIR=/tmp/evil",
+                                             "SSH_CLIENT=1 2 3",
+                                             "LC_EVIL=x"};
+  std::vector<std::string> env = {"PATH=/usr/bin", "HOME=/h"};
+  env.insert(env.end(), steering.begin(), steering.end());
+  const ResetEnvironment reset = reset_environment(env, "/w");
+  EXPECT_EQ(reset.env, (std::vector<std::string>{"PATH=/usr/bin", "HOME=/h"}));
+  std::vector<std::string> names;
+  for (const std::string& entry : steering) names.push_back(entry.substr(0, entry.find('=')));
+  EXPECT_EQ(reset.dropped, names);
+}
+
+TEST(ResetEnvironment, DropsAllowedNamesWhoseValueNamesAFile) {
+  for (const char* entry : {"TZ=/tmp/evil/zone",
+                            "TZ=:/tmp/evil/zone",
+                            "TZ=../../tmp/evil/zone",
+                            "TZ=Europe/../../x",
+                            "TZ=:..",
+                            "TZ=a b",
+                            "TZ=",
+                            "LANG=/tmp/evil/locale",
+                            "LANG=en_US%s",
+                            "LC_ALL=../x/y",
+                            "LC_MESSAGES=/x",
+                            "LANGUAGE=../../tmp/evil",
+                            "TERM=../../tmp/evil/t",
+                            "USER=../x",
+                            "LOGNAME=a/b",
+                            "COLUMNS=80x",
+                            "LINES=",
+                            "XDG_CONFIG_HOME=rel/config",
+                            "XDG_CONFIG_HOME=",
+                            "NOEQUALS"}) {
+    const ResetEnvironment reset = reset_environment({"PATH=/usr/bin", entry}, "/w");
+    const std::string text = entry;
+    EXPECT_EQ(reset.env, std::vector<std::string>{"PATH=/usr/bin"}) << entry;
+    EXPECT_EQ(reset.dropped, std::vector<std::string>{text.substr(0, text.find('='))}) << entry;
   }
+  // A zone name, or a POSIX TZ rule, below the system's zoneinfo: kept.
+  for (const char* entry : {"TZ=UTC", "TZ=Europe/Berlin", "TZ=EST5EDT,M3.2.0/2,M11.1.0"}) {
+    EXPECT_EQ(reset_environment({entry}, "/w").env, std::vector<std::string>{entry}) << entry;
+  }
+  // getenv(3) returns the first entry of a name: a second one is dropped and named.
+  const ResetEnvironment twice = reset_environment({"HOME=/h", "HOME=/tmp/evil"}, "/w");
+  EXPECT_EQ(twice.env, std::vector<std::string>{"HOME=/h"});
+  EXPECT_EQ(twice.dropped, std::vector<std::string>{"HOME"});
 }
 
 // Files on disk: `tmp_` is the sandbox's writable root, `outside_` is not.

@@ -79,12 +79,21 @@ std::optional<std::string> first_plantable_directory(const std::vector<PathStep>
 // user, so it writes no more on the host than the user can.
 std::optional<std::string> plantable_beside(const PathStep& entry, const HostUser& user);
 
-// The first variable of `env` (NAME=value) that makes the excluded program, or one it starts,
-// load code or configuration from somewhere else, or run a program by name: exported bash
-// functions (BASH_FUNC_*), SHELLOPTS, PS4, GIT_* (GIT_DIR, GIT_CONFIG_*, GIT_SSH, ...) except
-// the author/committer identity, NODE_OPTIONS, PYTHONPATH, npm_config_*, CARGO_*, EDITOR,
-// PAGER, ... (the list is in program_trust.cpp and core/cli/README.md). nullopt when none.
-std::optional<std::string> code_loading_variable(const std::vector<std::string>& env);
+// The environment an excluded command runs with, reset like sudo's env_reset (sudoers(5)
+// "env_reset", "env_check"): a denylist of variables that load code or configuration cannot be
+// complete (BASH_ENV for a bash script started by its #! line, PYTHONPLATLIBDIR, OPENSSL_CONF,
+// TAR_OPTIONS, LESS, GIT_ASKPASS, MAKEFLAGS, KRB5_CONFIG, ...), so only an allowlist of names
+// known to load neither passes, and only with a value that names no file: PATH (replaced by the
+// run with the searched entries), HOME (judged by the run), XDG_CONFIG_HOME when absolute
+// (judged by the run), USER, LOGNAME, TERM, LANG, LANGUAGE, the LC_* categories of locale(7)
+// without '/' or '%', TZ without a path (tz_is_safe below), COLUMNS and LINES when digits,
+// NO_COLOR, and PWD (set to `cwd`). Everything else is dropped and named in `dropped` (each
+// name once, in the order found), never its value.
+struct ResetEnvironment {
+  std::vector<std::string> env;      // NAME=value entries kept
+  std::vector<std::string> dropped;  // names dropped
+};
+ResetEnvironment reset_environment(const std::vector<std::string>& env, const std::string& cwd);
 
 // What find_trusted_program found.
 struct TrustedProgram {

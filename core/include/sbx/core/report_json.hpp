@@ -83,6 +83,9 @@ struct ExplainReport {
   // The excluded-command pattern each part of the command matched (command_patterns.hpp), when
   // a command was given and it runs without a sandbox for that reason; else empty.
   std::vector<std::string> excluded_by{};
+  // The environment variables such a command would not get (program_trust.hpp
+  // reset_environment: names only); empty when it is not excluded.
+  std::vector<std::string> environment_dropped{};
 };
 
 // The backend that would run the command: the chosen backend when the command should be
@@ -97,7 +100,7 @@ std::string final_backend(const ExplainReport& report);
 //  "settings":{"policy_scope","sandbox_scope","unsandboxed_permitted","escape_hatch_locked",
 //   "require_backend_available","excluded_commands":[patterns],"notes":[string],
 //   "ignored_project_files":[path]},
-//  "excluded_by":[pattern per part of the command]}
+//  "excluded_by":[pattern per part of the command],"environment_dropped":[names]}
 // (set lists only the names: a value may be a secret the policy sets on purpose)
 // should_sandbox is null when the decision was an error (reason then holds the error).
 std::string explain_to_json(const ExplainReport& report, JsonStyle style);
@@ -115,7 +118,7 @@ std::string plan_to_json(const std::optional<std::string>& backend, const ExecPl
 //  "exit":{"code","signal","shell_code"}|null,"error":string|null,
 //  "protected_names_created":[path...],"protected_names_truncated":bool,
 //  "protected_names_unreadable":[path...],
-//  "limit_hit":string|null,"excluded_by":[pattern...]}
+//  "limit_hit":string|null,"excluded_by":[pattern...],"environment_dropped":[name...]}
 std::string run_to_json(const RunReport& report, JsonStyle style);
 
 // Which keys the exec report has beyond run_to_json's.
