@@ -91,7 +91,7 @@ struct ChildArgs {
   int mounts_fd;  // the planned-mounts block (CLOEXEC), becomes kMountsFd; -1 if none
   const int* bind_fds;  // bind sources (CLOEXEC, >= kFirstBindFd): made inheritable as they are
   std::size_t bind_fd_count;
-  HostServices::ChildHook prepare_child;  // the run's cgroup and rlimits (core, async-signal-safe)
+  RunContext::ChildHook prepare_child;  // the run's cgroup and rlimits (core, async-signal-safe)
   int supervisor_channel;  // CLOEXEC unix socket: the seccomp listener goes to sbx over it
   bool report_sends;       // private network namespace: the filter notifies sendto with an address
 };
@@ -156,7 +156,7 @@ struct DirectChildArgs {
   std::array<int, 5> placed;
   const int* bind_fds;
   std::size_t bind_fd_count;
-  HostServices::ChildHook prepare_child;
+  RunContext::ChildHook prepare_child;
   int supervisor_channel;
   int scope_ruleset;  // CLOEXEC; -1 below Landlock ABI 6
   bool report_sends;  // private network namespace: the filter notifies sendto with an address
@@ -839,8 +839,8 @@ Result<DirectOutcome> supervise_direct(pid_t bwrap, int signal_fd, int status_fd
 
 Result<ExitStatus> run_direct(const ExecPlan& plan, const std::vector<std::string>& supervised_argv,
                               UnixSocketRules rules, const int report[2], const int info[2],
-                              int signal_fd, HostServices::ChildHook prepare_child,
-                              std::vector<UnixRefusal>* refusals, HostServices host) {
+                              int signal_fd, RunContext::ChildHook prepare_child,
+                              std::vector<UnixRefusal>* refusals, const RunContext& run) {
   DirectLaunch launch;
   launch.unix_rules = std::move(rules);
   if (Status prepared = prepare_direct(supervised_argv, launch); !prepared.ok()) {
@@ -889,7 +889,7 @@ Result<ExitStatus> run_direct(const ExecPlan& plan, const std::vector<std::strin
   // bwrap runs and its notifications are answered: the host's work alongside the run starts
   // now, while bwrap sets the sandbox up (not before the vfork, whose child would copy the
   // descriptors that work holds).
-  host.run_started();
+  run.run_started();
   Result<DirectOutcome> outcome =
       supervise_direct(pid, signal_fd, info[0], launch, unix_supervisor.get());
   if (unix_supervisor) {
@@ -927,8 +927,8 @@ Result<ExitStatus> run_direct(const ExecPlan& plan, const std::vector<std::strin
 }
 
 Result<ExitStatus> fork_and_supervise(const ExecPlan& plan, const int report[2], const int info[2],
-                                      int signal_fd, HostServices::ChildHook prepare_child,
-                                      std::vector<UnixRefusal>* refusals, HostServices host) {
+                                      int signal_fd, RunContext::ChildHook prepare_child,
+                                      std::vector<UnixRefusal>* refusals, const RunContext& run) {
   if (direct_launch_supported()) {
     if (Status inherited = check_inherited_descriptors(); !inherited.ok()) {
       close(report[1]);
@@ -939,7 +939,7 @@ Result<ExitStatus> fork_and_supervise(const ExecPlan& plan, const int report[2],
     SupervisedArgv supervised = take_supervisor_options(plan.argv);
     if (direct_plan(supervised.argv))
       return run_direct(plan, supervised.argv, std::move(supervised.rules), report, info,
-                        signal_fd, prepare_child, refusals, host);
+                        signal_fd, prepare_child, refusals, run);
   }
   Launch launch;
   if (Status prepared = prepare_launch(plan, launch); !prepared.ok()) {
@@ -982,7 +982,7 @@ Result<ExitStatus> fork_and_supervise(const ExecPlan& plan, const int report[2],
     }
     unix_supervisor = std::move(*started);
   }
-  host.run_started();  // as in run_direct
+  run.run_started();  // as in run_direct
   Status supervised = supervise(pid, {signal_fd, info[0], unix_supervisor.get()});
   // bwrap has ended, and the whole sandbox with it (its PID 1 is gone).
   if (unix_supervisor) {
@@ -1063,8 +1063,9 @@ std::optional<pid_t> parse_child_pid(std::string_view info) {
   return pid;
 }
 
-Result<ExitStatus> spawn_bwrap(const ExecPlan& plan, HostServices::ChildHook prepare_child,
-                               std::vector<UnixRefusal>* refusals, HostServices host) {
+Result<ExitStatus> spawn_bwrap(const ExecPlan& plan, const RunContext& run,
+                               std::vector<UnixRefusal>* refusals) {
+  const RunContext::ChildHook prepare_child = run.child_hook();
   if (Status valid = validate_plan(plan); !valid.ok()) return Error{valid.error()};
   int report[2];
   int info[2];
@@ -1085,7 +1086,7 @@ Result<ExitStatus> spawn_bwrap(const ExecPlan& plan, HostServices::ChildHook pre
     return Error{signal_fd.error()};
   }
   Result<ExitStatus> result =
-      fork_and_supervise(plan, report, info, *signal_fd, prepare_child, refusals, host);
+      fork_and_supervise(plan, report, info, *signal_fd, prepare_child, refusals, run);
   // Signals that came in after bwrap ended are consumed here rather than acting on sbx with
   // their default disposition: the command they were meant for has already finished.
   drain_signals(*signal_fd, nullptr);
