@@ -259,7 +259,7 @@ void ignore_caught_signal(int /*sig*/) {}
 
 // Why handlers although every forwarded signal is blocked and taken with sigwaitinfo: while
 // sigwaitinfo sleeps, the kernel shows the waited-for signals as unblocked (/proc SigBlk 0), and
-// sbx (plugins/bwrap/src/spawn.cpp) holds a signal until /proc/<pid>/status shows that this
+// sbx (plugins/bwrap/src/launch.cpp) holds a signal until /proc/<pid>/status shows that this
 // PID 1 will not drop it (a namespace init drops a signal from outside whose disposition is
 // SIG_DFL). A caught signal (SigCgt) is never dropped, so the handler is that visible promise.
 // It never runs: the signals stay blocked here, and the child resets them before unblocking.

@@ -55,7 +55,7 @@ set(_sbx_windows_policy_sources
     "${_sbx_core}/settings/command_patterns.cpp" "${_sbx_core}/settings/program_trust.cpp")
 set(_sbx_windows_run_sources
     "${_sbx_core}/resolution/resolve.cpp" "${_sbx_core}/request/prepare.cpp"
-    "${_sbx_core}/plugins/abi_compat.cpp" "${_sbx_core}/plugins/registry.cpp"
+    "${_sbx_core}/plugins/registry.cpp"
     "${_sbx_core}/plugins/plugin_checks.cpp" "${_sbx_core}/plugins/probe_isolation.cpp"
     "${_sbx_core}/plugins/probe_store.cpp"
     "${_sbx_core}/plugins/runtime_win32.cpp"

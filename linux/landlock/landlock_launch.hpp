@@ -28,7 +28,7 @@
 //   command's child  clone(CLONE_VM | CLONE_VFORK) of the supervisor, like posix_spawn: only
 //                    async-signal-safe steps on data prepared before: SIGPIPE's default
 //                    disposition back (the supervisor reset every other one), parent-death
-//                    signal, chdir, the run's limits (the host's prepare_child), no_new_privs,
+//                    signal, chdir, the run's limits (the run's prepare_child), no_new_privs,
 //                    every capability dropped and checked, the metadata guard (a precompiled
 //                    user-notification filter; its listener goes to the supervisor; with an
 //                    unrestricted filesystem the unix datagram guard, metadata_filter.hpp),
@@ -77,7 +77,7 @@ bool is_landlock_argv(const std::vector<std::string>& argv);
 struct LaunchOptions {
   std::vector<std::string> env;  // the command's whole environment
   std::string cwd;               // absolute; empty: stay in the caller's directory
-  // The host's prepare_child (the run's cgroup and rlimits), called in the command's child
+  // The run's prepare_child (its cgroup and rlimits), called in the command's child
   // before no_new_privs: async-signal-safe, 0 or an errno (the command then does not run).
   int (*prepare_child)(void* ctx) = nullptr;
   void* prepare_child_ctx = nullptr;

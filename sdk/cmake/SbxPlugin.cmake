@@ -1,7 +1,7 @@
 # sbx_add_backend_plugin(<name> SOURCES <src>... [LINK_LIBRARIES <lib>...])
 #
 # Builds sbx-backend-<name> as a MODULE the sbx loader accepts: hidden visibility, a version
-# script that exports only sbx_plugin_entry_v1, and -z defs/now/relro/noexecstack so a missing
+# script that exports only sbx_plugin_entry_v2, and -z defs/now/relro/noexecstack so a missing
 # symbol fails at link time rather than at load time.
 function(sbx_add_backend_plugin name)
   cmake_parse_arguments(PARSE_ARGV 1 arg "" "" "SOURCES;LINK_LIBRARIES")

@@ -1,4 +1,4 @@
-# sdk.example_exports: the plugin's dynamic symbol table defines exactly sbx_plugin_entry_v1
+# sdk.example_exports: the plugin's dynamic symbol table defines exactly sbx_plugin_entry_v2
 # (hidden visibility + the SDK's version script); everything else stays inside the plugin.
 cmake_minimum_required(VERSION 3.25)
 if(NOT MODULE OR NOT EXISTS "${MODULE}")
@@ -18,7 +18,7 @@ foreach(line IN LISTS lines)
     list(APPEND symbols "${CMAKE_MATCH_1}")
   endif()
 endforeach()
-if(NOT symbols STREQUAL "sbx_plugin_entry_v1")
-  message(FATAL_ERROR "${MODULE} must export only sbx_plugin_entry_v1; nm -D shows:\n${out}")
+if(NOT symbols STREQUAL "sbx_plugin_entry_v2")
+  message(FATAL_ERROR "${MODULE} must export only sbx_plugin_entry_v2; nm -D shows:\n${out}")
 endif()
-message(STATUS "only sbx_plugin_entry_v1 is exported:\n${out}")
+message(STATUS "only sbx_plugin_entry_v2 is exported:\n${out}")

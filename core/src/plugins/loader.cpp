@@ -89,6 +89,9 @@ std::optional<std::string> inspect(const std::string& load_name) {
   }
   if (std::find(symbols.begin(), symbols.end(), SBX_PLUGIN_ENTRY_SYMBOL) != symbols.end())
     return std::nullopt;
+  // Built for ABI 1.x: loaded only to be named in the refusal (stage kAbi, load_descriptor).
+  if (std::find(symbols.begin(), symbols.end(), SBX_PLUGIN_ENTRY_SYMBOL_V1) != symbols.end())
+    return std::nullopt;
   return "the file does not export " SBX_PLUGIN_ENTRY_SYMBOL " (exported: " +
          join_symbols(symbols) +
          "); expected a plugin declared with "
@@ -149,11 +152,29 @@ Result<std::string> load_name_for(const TrustedFile& file, LoadingMode mode) {
   return file.path;
 }
 
+// Stage kAbi for a library without SBX_PLUGIN_ENTRY_SYMBOL but with the ABI 1.x entry: its
+// descriptor's leading fields name the plugin and its ABI in the refusal (plugin_checks.hpp).
+// The 1.x entry returns a pointer to a static struct, like the 2.x one; create() is never
+// called.
+std::optional<std::string> legacy_abi_problem(RetainedLibrary& retained) {
+  if (!retained.library.has(SBX_PLUGIN_ENTRY_SYMBOL_V1) ||
+      retained.library.has(SBX_PLUGIN_ENTRY_SYMBOL))
+    return std::nullopt;
+  const sbx_plugin_v2* head = nullptr;
+  try {
+    auto& entry = retained.library.get<const sbx_plugin_v2*()>(SBX_PLUGIN_ENTRY_SYMBOL_V1);
+    head = entry();
+  } catch (...) {
+    head = nullptr;  // still refused, without the name
+  }
+  return legacy_abi_refusal(head);
+}
+
 // Stage kEntry: resolve the entry point in the retained library and call it.
-std::variant<const sbx_plugin_v1*, std::string> resolve_and_call_entry(RetainedLibrary& retained) {
+std::variant<const sbx_plugin_v2*, std::string> resolve_and_call_entry(RetainedLibrary& retained) {
   sbx_plugin_entry_fn entry = nullptr;
   try {
-    entry = &retained.library.get<const sbx_plugin_v1*()>(SBX_PLUGIN_ENTRY_SYMBOL);
+    entry = &retained.library.get<const sbx_plugin_v2*()>(SBX_PLUGIN_ENTRY_SYMBOL);
   } catch (const std::exception& e) {
     return std::string(SBX_PLUGIN_ENTRY_SYMBOL " failed: ") + e.what();
   }
@@ -162,11 +183,11 @@ std::variant<const sbx_plugin_v1*, std::string> resolve_and_call_entry(RetainedL
 
 }  // namespace
 
-std::variant<const sbx_plugin_v1*, RejectedPlugin> load_descriptor(TrustedFile file) {
+std::variant<const sbx_plugin_v2*, RejectedPlugin> load_descriptor(TrustedFile file) {
   return load_descriptor(std::move(file), LoadingMode::kDescriptor);
 }
 
-std::variant<const sbx_plugin_v1*, RejectedPlugin> load_descriptor(TrustedFile file,
+std::variant<const sbx_plugin_v2*, RejectedPlugin> load_descriptor(TrustedFile file,
                                                                    LoadingMode mode) {
   const std::string path = file.path;
   Result<std::string> load_name = load_name_for(file, mode);
@@ -176,11 +197,13 @@ std::variant<const sbx_plugin_v1*, RejectedPlugin> load_descriptor(TrustedFile f
   std::variant<RetainedLibrary*, std::string> library = load_library(file, *load_name, mode);
   if (auto* error = std::get_if<std::string>(&library))
     return reject(path, LoadStage::kLoad, *error);
-  std::variant<const sbx_plugin_v1*, std::string> entry =
+  if (std::optional<std::string> problem = legacy_abi_problem(*std::get<RetainedLibrary*>(library)))
+    return reject(path, LoadStage::kAbi, *problem);
+  std::variant<const sbx_plugin_v2*, std::string> entry =
       resolve_and_call_entry(*std::get<RetainedLibrary*>(library));
   if (auto* error = std::get_if<std::string>(&entry))
     return reject(path, LoadStage::kEntry, *error);
-  const sbx_plugin_v1* descriptor = std::get<const sbx_plugin_v1*>(entry);
+  const sbx_plugin_v2* descriptor = std::get<const sbx_plugin_v2*>(entry);
   if (std::optional<std::string> problem = abi_problem(*descriptor))
     return reject(path, LoadStage::kAbi, *problem);
   if (std::optional<std::string> problem = fingerprint_problem(*descriptor))
@@ -222,7 +245,7 @@ void load_candidate(int dir_fd, const std::string& dir, const std::string& name,
   auto outcome = plugins::load_descriptor(std::move(file).value(), mode);
   if (auto* rejection = std::get_if<RejectedPlugin>(&outcome))
     return record(state, std::move(*rejection));
-  const sbx_plugin_v1& d = *std::get<const sbx_plugin_v1*>(outcome);
+  const sbx_plugin_v2& d = *std::get<const sbx_plugin_v2*>(outcome);
   auto accepted = plugins::accept_descriptor(path, d, options.host, state.plugins);
   if (auto* rejection = std::get_if<RejectedPlugin>(&accepted))
     return record(state, std::move(*rejection));

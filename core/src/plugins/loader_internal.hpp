@@ -19,13 +19,13 @@ namespace sbx::plugins {
 // Loads exactly the inode behind file.fd (through /proc/self/fd, failing closed without /proc),
 // with RTLD_NOW|RTLD_LOCAL|RTLD_NODELETE; the library is never unloaded. On success the
 // descriptor fd is kept open for the life of the process (see loader.cpp for why).
-std::variant<const sbx_plugin_v1*, RejectedPlugin> load_descriptor(plugins::TrustedFile file);
+std::variant<const sbx_plugin_v2*, RejectedPlugin> load_descriptor(plugins::TrustedFile file);
 
 // The same stages in a chosen mode. kPath loads file.path (the caller must have walked the whole
 // chain from "/" with open_trusted_directory_chain) and compares the loaded image with the
 // checked file before calling anything in it (loaded_image.hpp); kDescriptor is the overload
 // above.
-std::variant<const sbx_plugin_v1*, RejectedPlugin> load_descriptor(plugins::TrustedFile file,
+std::variant<const sbx_plugin_v2*, RejectedPlugin> load_descriptor(plugins::TrustedFile file,
                                                                    LoadingMode mode);
 
 }  // namespace sbx::plugins

@@ -65,8 +65,8 @@ std::string trust_root_for(const std::string& dir, const LoaderOptions& options)
 // Stage kInspect on Windows: the module is mapped by load_trusted_module, so its exports are
 // read from the loaded image. Cast through void(*)(): the generic function pointer type, which
 // converts to the entry's type without a cast-function-type warning.
-sbx_plugin_entry_fn entry_of(void* module) {
-  const FARPROC symbol = GetProcAddress(static_cast<HMODULE>(module), SBX_PLUGIN_ENTRY_SYMBOL);
+sbx_plugin_entry_fn entry_of(void* module, const char* name = SBX_PLUGIN_ENTRY_SYMBOL) {
+  const FARPROC symbol = GetProcAddress(static_cast<HMODULE>(module), name);
   if (symbol == nullptr) return nullptr;
   return reinterpret_cast<sbx_plugin_entry_fn>(reinterpret_cast<void (*)()>(symbol));
 }
@@ -86,14 +86,21 @@ void load_candidate(const std::string& dir, const std::string& name, const Loade
   }
   sbx_plugin_entry_fn entry = entry_of(*module);
   if (entry == nullptr) {
+    // Built for ABI 1.x: named in the refusal from its descriptor's leading fields.
+    if (sbx_plugin_entry_fn legacy = entry_of(*module, SBX_PLUGIN_ENTRY_SYMBOL_V1)) {
+      std::variant<const sbx_plugin_v2*, std::string> head = plugins::call_entry(legacy);
+      const sbx_plugin_v2* const* found = std::get_if<const sbx_plugin_v2*>(&head);
+      return record(state, reject(path, LoadStage::kAbi,
+                                  plugins::legacy_abi_refusal(found ? *found : nullptr)));
+    }
     return record(state, reject(path, LoadStage::kInspect,
                                 "the module does not export " SBX_PLUGIN_ENTRY_SYMBOL
                                 "; expected a plugin declared with SBX_DECLARE_BACKEND"));
   }
-  std::variant<const sbx_plugin_v1*, std::string> descriptor = plugins::call_entry(entry);
+  std::variant<const sbx_plugin_v2*, std::string> descriptor = plugins::call_entry(entry);
   if (auto* error = std::get_if<std::string>(&descriptor))
     return record(state, reject(path, LoadStage::kEntry, *error));
-  const sbx_plugin_v1& d = *std::get<const sbx_plugin_v1*>(descriptor);
+  const sbx_plugin_v2& d = *std::get<const sbx_plugin_v2*>(descriptor);
   if (std::optional<std::string> problem = plugins::abi_problem(d))
     return record(state, reject(path, LoadStage::kAbi, *problem));
   if (std::optional<std::string> problem = plugins::fingerprint_problem(d))

@@ -8,7 +8,6 @@
 #include <exception>
 #include <utility>
 
-#include "plugins/abi_compat.hpp"
 
 namespace sbx::plugins {
 namespace {
@@ -24,7 +23,7 @@ std::string bounded_string(const char* text) {
 
 std::string short_struct(uint32_t size) {
   return "descriptor struct_size is " + std::to_string(size) + "; expected at least " +
-         std::to_string(SBX_PLUGIN_V1_MIN_SIZE) + " (short struct: fields up to destroy missing)";
+         std::to_string(SBX_PLUGIN_V2_MIN_SIZE) + " (short struct: fields up to destroy missing)";
 }
 
 }  // namespace
@@ -46,10 +45,10 @@ RejectedPlugin reject(const std::string& path, LoadStage stage, const std::strin
   return RejectedPlugin{path, stage, path + ": " + std::string(to_string(stage)) + ": " + detail};
 }
 
-std::variant<const sbx_plugin_v1*, std::string> call_entry(sbx_plugin_entry_fn entry) {
+std::variant<const sbx_plugin_v2*, std::string> call_entry(sbx_plugin_entry_fn entry) {
   if (entry == nullptr) return std::string(SBX_PLUGIN_ENTRY_SYMBOL " is not exported");
   try {
-    const sbx_plugin_v1* descriptor = entry();
+    const sbx_plugin_v2* descriptor = entry();
     if (descriptor == nullptr)
       return std::string(SBX_PLUGIN_ENTRY_SYMBOL "() returned NULL; expected a descriptor");
     return descriptor;
@@ -60,8 +59,8 @@ std::variant<const sbx_plugin_v1*, std::string> call_entry(sbx_plugin_entry_fn e
   }
 }
 
-std::optional<std::string> abi_problem(const sbx_plugin_v1& d) {
-  constexpr std::size_t kVersionEnd = offsetof(sbx_plugin_v1, abi_minor) + sizeof(uint16_t);
+std::optional<std::string> abi_problem(const sbx_plugin_v2& d) {
+  constexpr std::size_t kVersionEnd = offsetof(sbx_plugin_v2, abi_minor) + sizeof(uint16_t);
   if (d.struct_size < kVersionEnd) return short_struct(d.struct_size);
   if (d.abi_major != SBX_ABI_MAJOR) {
     return "ABI major is " + std::to_string(d.abi_major) + "; expected " +
@@ -71,10 +70,10 @@ std::optional<std::string> abi_problem(const sbx_plugin_v1& d) {
     return "ABI minor is " + std::to_string(d.abi_minor) + "; expected at most " +
            std::to_string(SBX_ABI_MINOR) + ": the plugin was built for a newer sbx";
   }
-  if (d.struct_size < SBX_PLUGIN_V1_MIN_SIZE) return short_struct(d.struct_size);
+  if (d.struct_size < SBX_PLUGIN_V2_MIN_SIZE) return short_struct(d.struct_size);
   if (d.create == nullptr || d.destroy == nullptr)
     return std::string("create or destroy is NULL; expected both functions");
-  constexpr std::size_t kReservedEnd = offsetof(sbx_plugin_v1, reserved) + sizeof(d.reserved);
+  constexpr std::size_t kReservedEnd = offsetof(sbx_plugin_v2, reserved) + sizeof(d.reserved);
   if (d.struct_size >= kReservedEnd) {
     for (std::size_t i = 0; i < std::size(d.reserved); ++i) {
       if (d.reserved[i] != nullptr)
@@ -85,7 +84,24 @@ std::optional<std::string> abi_problem(const sbx_plugin_v1& d) {
   return std::nullopt;
 }
 
-std::optional<std::string> fingerprint_problem(const sbx_plugin_v1& d) {
+std::string legacy_abi_refusal(const sbx_plugin_v2* d) {
+  // The leading fields (struct_size, abi_major, abi_minor, name) have the same layout in every
+  // major version (abi.h); nothing after them is read, and nothing of the plugin is called.
+  constexpr std::size_t kNameEnd = offsetof(sbx_plugin_v2, name) + sizeof(const char*);
+  std::string plugin = "the plugin";
+  std::string abi = "1.x";
+  if (d != nullptr && d->struct_size >= kNameEnd) {
+    plugin = "plugin '" + bounded_string(d->name) + "'";
+    abi = std::to_string(d->abi_major) + "." + std::to_string(d->abi_minor);
+  }
+  return plugin + " was built for sbx plugin ABI " + abi + " (it exports " +
+         SBX_PLUGIN_ENTRY_SYMBOL_V1 + "); this sbx loads ABI " + std::to_string(SBX_ABI_MAJOR) +
+         "." + std::to_string(SBX_ABI_MINOR) +
+         " plugins only: rebuild it against the sbx SDK 2.0 (its exec() now takes a RunContext; "
+         "see sdk/examples/firejail)";
+}
+
+std::optional<std::string> fingerprint_problem(const sbx_plugin_v2& d) {
   // A mismatch crashes rather than fails: std::string and std::vector cross the boundary.
   const std::string fingerprint = bounded_string(d.fingerprint);
   if (fingerprint == SBX_TOOLCHAIN_FINGERPRINT) return std::nullopt;
@@ -113,8 +129,8 @@ std::optional<std::string> name_problem(const char* raw, const std::vector<Loade
   return std::nullopt;
 }
 
-std::variant<std::shared_ptr<Backend>, std::string> create_backend(const sbx_plugin_v1& d,
-                                                                   const sbx_host_v1* host) {
+std::variant<std::shared_ptr<Backend>, std::string> create_backend(const sbx_plugin_v2& d,
+                                                                   const sbx_host_v2* host) {
   void* raw = nullptr;
   try {
     raw = d.create(host);
@@ -136,7 +152,7 @@ std::variant<std::shared_ptr<Backend>, std::string> create_backend(const sbx_plu
 }
 
 std::variant<LoadedPlugin, RejectedPlugin> accept_descriptor(
-    const std::string& path, const sbx_plugin_v1& d, const sbx_host_v1* host,
+    const std::string& path, const sbx_plugin_v2& d, const sbx_host_v2* host,
     const std::vector<LoadedPlugin>& loaded) {
   if (std::optional<std::string> problem = name_problem(d.name, loaded))
     return reject(path, LoadStage::kName, *problem);
@@ -145,8 +161,7 @@ std::variant<LoadedPlugin, RejectedPlugin> accept_descriptor(
     return reject(path, LoadStage::kCreate, *error);
   return LoadedPlugin{d.name, d.version == nullptr ? "" : d.version,
                       d.description == nullptr ? "" : d.description, path,
-                      adapt_to_current_abi(std::move(std::get<std::shared_ptr<Backend>>(backend)),
-                                           d.abi_minor)};
+                      std::move(std::get<std::shared_ptr<Backend>>(backend))};
 }
 
 }  // namespace sbx::plugins

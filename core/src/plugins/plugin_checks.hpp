@@ -38,14 +38,19 @@ bool is_selected(std::string_view name, const std::vector<std::string>& only_nam
 RejectedPlugin reject(const std::string& path, LoadStage stage, const std::string& detail);
 
 // Stage kEntry: calls the resolved entry point (plugin code: guarded, though it is C).
-std::variant<const sbx_plugin_v1*, std::string> call_entry(sbx_plugin_entry_fn entry);
+std::variant<const sbx_plugin_v2*, std::string> call_entry(sbx_plugin_entry_fn entry);
 
 // Stage kAbi. No field is read beyond struct_size: a short descriptor may end anywhere.
-std::optional<std::string> abi_problem(const sbx_plugin_v1& descriptor);
+std::optional<std::string> abi_problem(const sbx_plugin_v2& descriptor);
+
+// Stage kAbi for a file that exports only SBX_PLUGIN_ENTRY_SYMBOL_V1 (built for ABI 1.x):
+// the refusal, naming the plugin (from its descriptor's leading fields, when `descriptor` is
+// not null and long enough), its ABI and the fix.
+std::string legacy_abi_refusal(const sbx_plugin_v2* descriptor);
 
 // Stage kFingerprint: the C++ types crossing the boundary have the same layout only if both
 // sides use the same standard library ABI.
-std::optional<std::string> fingerprint_problem(const sbx_plugin_v1& descriptor);
+std::optional<std::string> fingerprint_problem(const sbx_plugin_v2& descriptor);
 
 // Stage kName: the name selects the backend everywhere (--backends, explain, JSON); `loaded`
 // are the plugins accepted so far.
@@ -53,14 +58,14 @@ std::optional<std::string> name_problem(const char* raw, const std::vector<Loade
 
 // Stage kCreate: the first call that builds a C++ object in the plugin. The Backend is owned
 // through the plugin's own destroy() (its allocator, its destructor); the library stays mapped.
-std::variant<std::shared_ptr<Backend>, std::string> create_backend(const sbx_plugin_v1& descriptor,
-                                                                   const sbx_host_v1* host);
+std::variant<std::shared_ptr<Backend>, std::string> create_backend(const sbx_plugin_v2& descriptor,
+                                                                   const sbx_host_v2* host);
 
 // Stages kName and kCreate and the ABI adapter for a descriptor that passed kAbi and
 // kFingerprint: the LoadedPlugin for `path`, or the rejection.
 std::variant<LoadedPlugin, RejectedPlugin> accept_descriptor(const std::string& path,
-                                                             const sbx_plugin_v1& descriptor,
-                                                             const sbx_host_v1* host,
+                                                             const sbx_plugin_v2& descriptor,
+                                                             const sbx_host_v2* host,
                                                              const std::vector<LoadedPlugin>& loaded);
 
 }  // namespace sbx::plugins

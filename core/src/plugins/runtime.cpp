@@ -29,12 +29,12 @@
 #include <string_view>
 #include <utility>
 
-#include "sbx/core/run_limits.hpp"
-#include "sbx/core/spawn.hpp"
-#include "sbx_config.hpp"
 #include "plugins/host_table.hpp"
 #include "plugins/loaded_image.hpp"
 #include "plugins/trusted_fs.hpp"
+#include "sbx/core/run_limits.hpp"
+#include "sbx/core/spawn.hpp"
+#include "sbx_config.hpp"
 
 namespace sbx {
 namespace {
@@ -48,25 +48,22 @@ std::string parent_of(const std::string& path) {
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
-// sbx_host_v1::prepare_child (ABI 1.2): the run's cgroup and rlimits, in a plugin's own child.
-int host_prepare_child(void* /*ctx*/) noexcept { return prepare_child_for_run(); }
-
-// sbx_host_v1::spawn: runs a plan through core's spawner. Nothing may escape into plugin code.
-int host_spawn(void* /*ctx*/, const void* plan, void* status_out, char* error,
-               size_t error_size) noexcept {
+// sbx_host_v2::spawn: runs a plan through core's spawner, under the caller's run (its limits,
+// its start). Nothing may escape into plugin code.
+int host_spawn(void* /*ctx*/, const sbx_run_v2* run, const void* plan, void* status_out,
+               char* error, size_t error_size) noexcept {
   if (plan == nullptr || status_out == nullptr) {
     plugins::write_host_error(error, error_size, "spawn: plan and status must not be NULL");
     return 1;
   }
   try {
-    // A plugin built for ABI 1.0-1.2 passes the older, shorter ExecPlan. Today's starts with
-    // the same members, and the spawner needs nothing after them: read only those.
-    const auto& given = *static_cast<const ExecPlanAbi1_2*>(plan);
-    ExecPlan process;
-    process.argv = given.argv;
-    process.env = given.env;
-    process.cwd = given.cwd;
-    Result<ExitStatus> status = spawn_and_wait(process);
+    // Only a table core made (RunServices) has core's run behind its ctx; anything else
+    // spawns without a run.
+    RunServices* services = nullptr;
+    if (run != nullptr && run->run_started != nullptr && run->ctx != nullptr &&
+        run == static_cast<RunServices*>(run->ctx)->table())
+      services = static_cast<RunServices*>(run->ctx);
+    Result<ExitStatus> status = spawn_and_wait(*static_cast<const ExecPlan*>(plan), services);
     if (!status) {
       plugins::write_host_error(error, error_size, status.error());
       return 1;
@@ -84,8 +81,8 @@ int host_spawn(void* /*ctx*/, const void* plan, void* status_out, char* error,
 // The helper is handed to plugins, which run it inside the sandbox as the confinement step;
 // it gets the same ownership/permission walk as a plugin, from "/".
 const char* verified_stage2(const InstallLayout& layout, std::string& storage) {
-  Result<plugins::TrustedFile> file = plugins::open_trusted_path(
-      layout.stage2_path, "/", plugins::Owners{layout.libsbx_owner});
+  Result<plugins::TrustedFile> file =
+      plugins::open_trusted_path(layout.stage2_path, "/", plugins::Owners{layout.libsbx_owner});
   if (!file) {
     spdlog::debug("stage-2 helper not offered to plugins: {}", file.error());
     return nullptr;
@@ -97,7 +94,7 @@ const char* verified_stage2(const InstallLayout& layout, std::string& storage) {
 // One table per distinct layout, never freed: plugins keep the pointer for the whole process.
 struct HostTable {
   std::string stage2;
-  sbx_host_v1 table{};
+  sbx_host_v2 table{};
 };
 
 }  // namespace
@@ -319,8 +316,7 @@ std::vector<std::string> install_directories(const InstallLayout& layout) {
   for (const std::string& dir :
        {layout.lib_dir, parent_of(layout.libsbx_path), layout.plugin_dir,
         parent_of(layout.stage2_path), layout.bin_dir, include_dir, data_dir}) {
-    if (!dir.empty() && std::find(dirs.begin(), dirs.end(), dir) == dirs.end())
-      dirs.push_back(dir);
+    if (!dir.empty() && std::find(dirs.begin(), dirs.end(), dir) == dirs.end()) dirs.push_back(dir);
   }
   SharedPrefixResolver resolver;
   for (const std::string& dir : dirs) {
@@ -454,7 +450,7 @@ std::vector<std::string> current_install_directories() {
   return out;
 }
 
-const sbx_host_v1* host_services(const InstallLayout& layout) {
+const sbx_host_v2* host_services(const InstallLayout& layout) {
   static auto* mutex = new std::mutex();
   static auto* tables = new std::map<std::string, std::unique_ptr<HostTable>>();
   const std::lock_guard<std::mutex> lock(*mutex);
@@ -463,11 +459,10 @@ const sbx_host_v1* host_services(const InstallLayout& layout) {
   std::unique_ptr<HostTable>& slot = (*tables)[key];
   if (!slot) {
     slot = std::make_unique<HostTable>();
-    sbx_host_v1& host = slot->table;
+    sbx_host_v2& host = slot->table;
     plugins::fill_portable_host_entries(host);
     host.stage2_path = verified_stage2(layout, slot->stage2);
     host.spawn = &host_spawn;
-    host.prepare_child = &host_prepare_child;
   }
   return &slot->table;
 }

@@ -89,15 +89,13 @@ bool is_existing_directory(const std::string& generic) {
 
 // Windows has no unsandboxed spawner in libsbx yet (run/spawn_win32.cpp); a plugin asking the
 // host to spawn gets the reason, never a run.
-int host_spawn_refused(void* /*ctx*/, const void* /*plan*/, void* /*status_out*/, char* error,
+int host_spawn_refused(void* /*ctx*/, const sbx_run_v2* /*run*/, const void* /*plan*/, void* /*status_out*/, char* error,
                        size_t error_size) noexcept {
   plugins::write_host_error(error, error_size,
                             "spawn: the host runs no unsandboxed process on Windows");
   return 1;
 }
 
-// No cgroups or rlimits on Windows (run/limits_os.cpp says so to `explain`): nothing to apply.
-int host_prepare_child_nothing(void* /*ctx*/) noexcept { return 0; }
 
 }  // namespace
 
@@ -135,17 +133,16 @@ std::vector<std::string> current_install_directories() {
   return directories ? std::move(*directories) : std::vector<std::string>{};
 }
 
-const sbx_host_v1* host_services(const InstallLayout& layout) {
+const sbx_host_v2* host_services(const InstallLayout& layout) {
   static auto* mutex = new std::mutex();
-  static auto* tables = new std::map<std::string, std::unique_ptr<sbx_host_v1>>();
+  static auto* tables = new std::map<std::string, std::unique_ptr<sbx_host_v2>>();
   const std::lock_guard<std::mutex> lock(*mutex);
-  std::unique_ptr<sbx_host_v1>& slot = (*tables)[layout.libsbx_path];
+  std::unique_ptr<sbx_host_v2>& slot = (*tables)[layout.libsbx_path];
   if (!slot) {
-    slot = std::make_unique<sbx_host_v1>();
+    slot = std::make_unique<sbx_host_v2>();
     plugins::fill_portable_host_entries(*slot);
     slot->stage2_path = nullptr;
     slot->spawn = &host_spawn_refused;
-    slot->prepare_child = &host_prepare_child_nothing;
   }
   return slot.get();
 }

@@ -20,35 +20,29 @@ namespace {
 namespace json = boost::json;
 using report::string_array;
 
-json::array sid_array(const std::vector<WindowsSid>& sids) {
-  json::array out;
-  for (WindowsSid sid : sids) out.emplace_back(std::string(to_string(sid)));
-  return out;
-}
-
-// ExecPlan::windows, or null for a plan without a Windows part (every other backend's).
-json::value windows_json(const PlanWindows& windows) {
-  if (windows == PlanWindows{}) return nullptr;
-  json::object token;
-  token["disable_max_privilege"] = windows.token.disable_max_privilege;
-  token["lua_token"] = windows.token.lua_token;
-  token["write_restricted"] = windows.token.write_restricted;
-  token["restricting_sids"] = sid_array(windows.token.restricting_sids);
-  token["default_dacl"] = sid_array(windows.token.default_dacl);
-  json::array aces;
-  for (const WindowsAce& ace : windows.aces) {
-    json::object entry;
-    entry["kind"] = std::string(to_string(ace.kind));
-    entry["sid"] = std::string(to_string(ace.sid));
-    entry["path"] = ace.path;
-    aces.emplace_back(std::move(entry));
+// The members a backend's plan detail adds to the plan's JSON (PlanDetail::report_json): a JSON
+// object's text, parsed and checked here, so that whatever the plugin writes, the plan's JSON
+// stays valid and core's own members stay core's.
+void add_detail_members(const ExecPlan& plan, json::object& out) {
+  if (!plan.detail) return;
+  std::string text;
+  try {
+    text = plan.detail->report_json();
+  } catch (...) {
+    return;  // described by argv, env and notes alone
   }
-  json::object out;
-  out["token"] = std::move(token);
-  out["create_dirs"] = string_array(windows.create_dirs);
-  out["aces"] = std::move(aces);
-  out["kill_on_job_close"] = windows.kill_on_job_close;
-  return out;
+  if (text.empty()) return;
+  boost::system::error_code error;
+  json::value parsed = json::parse(text, error);
+  if (error || !parsed.is_object()) {
+    out["detail_error"] = "the backend's plan detail is not a JSON object";
+    return;
+  }
+  for (json::key_value_pair& member : parsed.as_object()) {
+    const auto found = out.find(member.key());
+    if (found != out.end() && !found->value().is_null()) continue;  // never over core's members
+    out[member.key()] = std::move(member.value());
+  }
 }
 
 json::value optional_string(const std::optional<std::string>& text) {
@@ -264,7 +258,10 @@ std::string plan_to_json(const std::optional<std::string>& backend, const ExecPl
   host_paths["kept"] = string_array(plan.host_paths.kept);
   host_paths["state_dir"] = plan.host_paths.state_dir;
   out["host_paths"] = std::move(host_paths);
-  out["windows"] = windows_json(plan.windows);
+  // Null unless the backend's detail gives it (the windows backend's token and ACL plan): the
+  // key stays for readers of the plan JSON of ABI 1.x, where it was a shared field.
+  out["windows"] = nullptr;
+  add_detail_members(plan, out);
   return report::render_json(out, style);
 }
 

@@ -55,8 +55,7 @@ struct ChildLimits {
   std::size_t count = 0;
 };
 
-// initial-exec: the child reads it with no call into the dynamic loader (which could allocate).
-[[gnu::tls_model("initial-exec")]] thread_local const ChildLimits* t_armed = nullptr;
+int prepare_child_with(const ChildLimits& armed) noexcept;
 
 // ---------------------------------------------------------------------------------------------
 // Files.
@@ -371,7 +370,7 @@ class RunCgroup {
   // `favordynmods` (Documentation/admin-guide/cgroup-v2.rst), while `cgroup.procs` takes it. What
   // that wait cost a run: CHANGELOG.md, 2026-12-06. Moving one thread is moving the whole child,
   // because the child that writes is single-threaded (fresh from fork/vfork/clone, before execve;
-  // checked in prepare_child_for_run). On v2, `cgroup.threads` works only in threaded subtrees, so
+  // checked in prepare_child). On v2, `cgroup.threads` works only in threaded subtrees, so
   // cgroup.procs it is.
   std::string join_path() const { return path_ + (v2_ ? "/cgroup.procs" : "/tasks"); }
   bool hit_pids_limit() const { return event_count(path_ + "/pids.events", "max") > 0; }
@@ -462,7 +461,6 @@ class LimitedRunImpl final : public LimitedRun {
       std::copy(join.begin(), join.end(), child_.cgroup_join.begin());  // length checked
     }
     add_rlimits();
-    t_armed = &child_;
     // Run-only: without a cgroup there is nothing the watchdog could end without touching
     // the embedding process (plan_limits says so).
     if (limits_.timeout_seconds && (signals_ == Signals::kProcessWide || cgroup_)) start_watchdog();
@@ -471,12 +469,12 @@ class LimitedRunImpl final : public LimitedRun {
 
   ~LimitedRunImpl() override {
     stop_watchdog();
-    t_armed = nullptr;
   }
+
+  int prepare_child() const noexcept override { return prepare_child_with(child_); }
 
   std::optional<std::string> finish(int shell_code) override {
     stop_watchdog();
-    t_armed = nullptr;
     std::optional<std::string> hit;
     if (timed_out_) {
       hit = "timeout";
@@ -597,9 +595,10 @@ Result<std::unique_ptr<LimitedRun>> LimitedRun::start(const Limits& limits, Sign
   return std::unique_ptr<LimitedRun>(std::move(run));
 }
 
-int prepare_child_for_run() {
-  const ChildLimits* armed = t_armed;
-  if (armed == nullptr) return 0;
+namespace {
+
+int prepare_child_with(const ChildLimits& limits) noexcept {
+  const ChildLimits* armed = &limits;
   // Writing "0" moves the writer itself: the child enters the run's cgroup before it execs, so
   // nothing of the run ever starts outside it.
   if (armed->cgroup_join[0] != '\0') {
@@ -631,6 +630,8 @@ int prepare_child_for_run() {
   return 0;
 }
 
+}  // namespace
+
 }  // namespace sbx
 
 #else  // !__linux__
@@ -644,6 +645,7 @@ class UnlimitedRun final : public LimitedRun {
  public:
   std::optional<std::string> finish(int) override { return std::nullopt; }
   const CgroupSupport& cgroups() const override { return support_; }
+  int prepare_child() const noexcept override { return 0; }
   CgroupSupport support_{false, "", "", false, "cgroups exist only on Linux"};
 };
 
@@ -664,8 +666,6 @@ Result<std::unique_ptr<LimitedRun>> LimitedRun::start(const Limits& limits, Sign
     return Error{hold.error()};
   return std::unique_ptr<LimitedRun>(std::make_unique<UnlimitedRun>());
 }
-
-int prepare_child_for_run() { return 0; }
 
 }  // namespace sbx
 

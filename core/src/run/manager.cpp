@@ -518,11 +518,12 @@ Result<ExecPlan> Manager::transform_unchecked(const std::string& backend,
   }
 }
 
-Result<ExitStatus> Manager::exec(const std::string& backend, const ExecPlan& plan) const {
+Result<ExitStatus> Manager::exec(const std::string& backend, const ExecPlan& plan,
+                                 const RunServices& run) const {
   const LoadedPlugin* plugin = registry_.find(backend);
   if (plugin == nullptr) return Error{"unknown backend '" + backend + "' (see `sbx backends`)"};
   try {
-    Result<ExitStatus> status = plugin->backend->exec(plan);
+    Result<ExitStatus> status = plugin->backend->exec(plan, RunContext(run.table()));
     if (!status.ok())
       return Error{"backend '" + backend + "' could not run the plan: " + status.error()};
     return status;

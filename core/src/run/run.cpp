@@ -467,7 +467,7 @@ void run_prepared(const RunRequest& request, PlannedRun& prepared, RunOutcome& o
   // walk off the run's critical path): the clock now, so that everything the scan reads is
   // judged against a start no later than the command's. The scan itself (its thread, its
   // descriptors) starts once the backend says the sandbox's first process exists
-  // (RunStartedScope below): its set-up then overlaps the sandbox's, and the spawned child
+  // (RunServices below): its set-up then overlaps the sandbox's, and the spawned child
   // copies none of the descriptors it holds. A backend that never says so leaves it to
   // finish(), which then walks everything after the run.
   std::optional<CreatedNamesScan> scan;
@@ -490,13 +490,16 @@ void run_prepared(const RunRequest& request, PlannedRun& prepared, RunOutcome& o
   }
   Result<ExitStatus> status = Error{"not run"};
   {
-    // What the backend's sandbox refuses is reported on this thread before exec() returns.
-    const NetworkRefusalScope refusals(out.report.network_refusals.backend);
-    const RunStartedScope started([&scan] {
-      if (scan) scan->start();
-    });
-    status = prepared.backend ? prepared.manager->exec(*prepared.backend, prepared.plan)
-                              : spawn_and_wait(prepared.plan);
+    // The run's context: what the backend's sandbox refuses goes to this run's report, its
+    // start starts the scan, and what it spawns goes under this run's limits.
+    RunServices services(
+        &out.report.network_refusals.backend,
+        [&scan] {
+          if (scan) scan->start();
+        },
+        limited->get());
+    status = prepared.backend ? prepared.manager->exec(*prepared.backend, prepared.plan, services)
+                              : spawn_and_wait(prepared.plan, &services);
   }
   out.report.limit_hit = (*limited)->finish(status.ok() ? status->shell_code() : -1);
   if (capture) out.report.stderr_tail = capture->stop();

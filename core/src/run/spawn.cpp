@@ -119,14 +119,14 @@ std::atomic<pid_t>* register_child(pid_t pid) {
 namespace child = sdk::posix_child;
 
 [[noreturn]] void run_child(char* const argv[], char* const envp[], const char* cwd,
-                            int report_fd) {
+                            int report_fd, const RunServices* run) {
   child::reset_signal_dispositions();
   // Only stdin, stdout and stderr reach the command; the report pipe is close-on-exec already.
   child::close_on_exec_all_but(nullptr, 0);
   if (chdir(cwd) != 0) child::fail(report_fd, child::Step::kChdir, kExitSbxFailure);
-  // The run's cgroup and rlimits (run_limits.hpp), when a run under limits is in progress on
-  // this thread: last before execve, so they bind what runs and nothing of sbx's own setup.
-  if (const int error = prepare_child_for_run(); error != 0) {
+  // The run's cgroup and rlimits (run_limits.hpp), when the spawn is part of a run: last
+  // before execve, so they bind what runs and nothing of sbx's own setup.
+  if (const int error = run != nullptr ? run->prepare_child() : 0; error != 0) {
     errno = error;
     child::fail(report_fd, child::Step::kLimits, kExitSbxFailure);
   }
@@ -196,7 +196,8 @@ Status validate_plan(const ExecPlan& plan) {
 // receives can be handled, because every signal stays blocked in this thread until then.
 // (A signal the kernel hands to another thread of an embedding process in that window of a
 // few microseconds finds no child and is not forwarded.)
-Result<ExitStatus> fork_exec_wait(const ExecPlan& plan, int report_read, int report_write) {
+Result<ExitStatus> fork_exec_wait(const ExecPlan& plan, int report_read, int report_write,
+                                  RunServices* run) {
   std::vector<char*> argv = child::c_string_array(plan.argv);
   std::vector<char*> envp = child::c_string_array(plan.env);
   sigset_t all;
@@ -208,7 +209,7 @@ Result<ExitStatus> fork_exec_wait(const ExecPlan& plan, int report_read, int rep
   pthread_sigmask(SIG_SETMASK, &all, &previous);
   install_forwarding();
   const pid_t pid = vfork();
-  if (pid == 0) run_child(argv.data(), envp.data(), plan.cwd.c_str(), report_write);
+  if (pid == 0) run_child(argv.data(), envp.data(), plan.cwd.c_str(), report_write, run);
   const int fork_errno = errno;  // meaningful only when pid < 0
   std::atomic<pid_t>* slot = pid > 0 ? register_child(pid) : nullptr;
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
@@ -216,7 +217,7 @@ Result<ExitStatus> fork_exec_wait(const ExecPlan& plan, int report_read, int rep
   Result<ExitStatus> result = Error{std::string("vfork failed: ") + std::strerror(fork_errno)};
   if (pid > 0) {
     // The child has exec'd (or failed): what the run does alongside the command starts now.
-    notify_run_started();
+    if (run != nullptr) run->started();
     child::Failure failure{};
     const bool failed = child::read_failure(report_read, failure);
     result = wait_for(pid, slot);
@@ -249,12 +250,12 @@ std::string join_path(const std::string& directory, const std::string& name) {
 
 }  // namespace
 
-Result<ExitStatus> spawn_and_wait(const ExecPlan& plan) {
+Result<ExitStatus> spawn_and_wait(const ExecPlan& plan, RunServices* run) {
   if (Status valid = validate_plan(plan); !valid.ok()) return Error{valid.error()};
   int pipe_fds[2];
   if (!sdk::posix_child::open_report_pipe(pipe_fds))
     return Error{std::string("cannot create a pipe to start the command: ") + std::strerror(errno)};
-  Result<ExitStatus> result = fork_exec_wait(plan, pipe_fds[0], pipe_fds[1]);
+  Result<ExitStatus> result = fork_exec_wait(plan, pipe_fds[0], pipe_fds[1], run);
   close(pipe_fds[0]);
   return result;
 }

@@ -92,7 +92,7 @@ Result<std::string> resolve_command(const std::string& command, const std::strin
   return found;
 }
 
-Result<ExitStatus> spawn_and_wait(const ExecPlan& plan) {
+Result<ExitStatus> spawn_and_wait(const ExecPlan& plan, RunServices* /*run*/) {
   if (plan.argv.empty()) return Error{"spawn: the plan has no command"};
   // Only a drive path: no search of the current directory or PATH can pick another file.
   Result<std::string> program = policy::winpath::normalize(plan.argv.front());

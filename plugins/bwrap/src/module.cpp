@@ -108,7 +108,7 @@ class BwrapBackend final : public Backend {
     }
   }
 
-  Result<ExitStatus> exec(const ExecPlan& plan) override {
+  Result<ExitStatus> exec(const ExecPlan& plan, const RunContext& run) override {
     MountRegistry registry;
     // No state directory (the plan says so): no registry, and no mount point is removed; the
     // mount points made anyway are warned of, once, with the reason and what to do.
@@ -124,10 +124,10 @@ class BwrapBackend final : public Backend {
       host().log(SBX_LOG_WARN, "bwrap: " + warning);
     // Not host().spawn(): core would forward signals to bwrap, which dies of them (spawn.hpp).
     std::vector<UnixRefusal> refusals;
-    Result<ExitStatus> status = spawn_bwrap(plan, host().child_hook(), &refusals, host());
-    // On this thread, before exec() returns: the host files them under this run's report.
+    Result<ExitStatus> status = spawn_bwrap(plan, run, &refusals);
+    // Before exec() returns: the host files them under this run's report.
     for (const UnixRefusal& refusal : refusals)
-      host().report_network_refusal(refusal.kind, refusal.address);
+      run.report_network_refusal(refusal.kind, refusal.address);
     for (const std::string& removed : registry.release_and_cleanup())
       host().log(SBX_LOG_DEBUG, "bwrap: removed mount point " + removed);
     for (const std::string& why : registry.kept()) host().log(SBX_LOG_WARN, "bwrap: " + why);

@@ -271,9 +271,9 @@ class LandlockBackend final : public Backend {
 
   // The plan is parsed exactly as sbx-stage2 would parse it, and run by the same launcher; the
   // run is tied to this process (the supervisor's parent-death signal), the command's
-  // environment goes only into its execve, and the host's prepare_child (the run's cgroup and
+  // environment goes only into its execve, and the run's prepare_child (its cgroup and
   // rlimits) runs in the command's child.
-  Result<ExitStatus> exec(const ExecPlan& plan) override {
+  Result<ExitStatus> exec(const ExecPlan& plan, const RunContext& run) override {
     try {
       Result<stage2::LandlockLaunch> launch = stage2::parse_landlock_argv(plan.argv);
       if (!launch.ok()) return Error{"landlock: the plan is not a Landlock plan: " + launch.error()};
@@ -282,18 +282,17 @@ class LandlockBackend final : public Backend {
       options.env = plan.env;
       options.cwd = plan.cwd;
       options.guard_program = std::string(host().stage2_path());
-      hook_ = host().child_hook();
+      RunContext::ChildHook hook = run.child_hook();
       options.prepare_child = &LandlockBackend::prepare_child;
-      options.prepare_child_ctx = &hook_;
+      options.prepare_child_ctx = &hook;
       // The launcher returns only once the command has ended: the host's work alongside the
-      // run (the created-names scan) starts now, as it did before ABI 1.6.
-      host().run_started();
+      // run (the created-names scan) starts now.
+      run.run_started();
       std::vector<std::string> unix_refusals;
       options.unix_refusals = &unix_refusals;
       Result<ExitStatus> status = stage2::run_landlock(*launch, options);
-      // On this thread, before exec() returns: the host files them under this run's report.
-      for (const std::string& refusal : unix_refusals)
-        host().report_network_refusal("unix", refusal);
+      // Before exec() returns: the host files them under this run's report.
+      for (const std::string& refusal : unix_refusals) run.report_network_refusal("unix", refusal);
       return status;
     } catch (const std::exception& e) {
       return Error{std::string("landlock: exec failed: ") + e.what()};
@@ -302,9 +301,8 @@ class LandlockBackend final : public Backend {
 
  private:
   // Async-signal-safe: calls the host's hook, which is.
-  static int prepare_child(void* ctx) { return (*static_cast<HostServices::ChildHook*>(ctx))(); }
+  static int prepare_child(void* ctx) { return (*static_cast<RunContext::ChildHook*>(ctx))(); }
 
-  HostServices::ChildHook hook_;
   // Kept by a warm manager between transforms (transform is const: the table is a cache).
   mutable DeviceMountTable mount_table_;
 };

@@ -4,7 +4,7 @@
 # (and libsbx's Windows host, sbx.exe and their tests: core/cross/host.cmake).
 # Fails if the toolchain is missing, if anything warns (the build uses -Werror, and the log is
 # checked for linker warnings too), if the module, the test program or sbx.exe is not PE32+, or
-# if the module does not export sbx_plugin_entry_v1.
+# if the module does not export sbx_plugin_entry_v2.
 set -euo pipefail
 src=$1
 out=$2
@@ -49,6 +49,6 @@ done
 exports=$(x86_64-w64-mingw32-objdump -p "$dll" |
           sed -n '/^\[Ordinal\/Name Pointer\] Table/,/^$/p' | sed -n 's/^\t\[ *[0-9]*\] //p')
 echo "cross_build: exports: $exports"
-[[ "$exports" == "sbx_plugin_entry_v1" ]] ||
-  { echo "cross_build: expected only sbx_plugin_entry_v1 to be exported" >&2; exit 1; }
+[[ "$exports" == "sbx_plugin_entry_v2" ]] ||
+  { echo "cross_build: expected only sbx_plugin_entry_v2 to be exported" >&2; exit 1; }
 echo "cross_build: ok"

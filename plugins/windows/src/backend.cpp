@@ -56,7 +56,7 @@ class WindowsBackend final : public Backend {
     }
   }
 
-  Result<ExitStatus> exec(const ExecPlan& exec_plan) override {
+  Result<ExitStatus> exec(const ExecPlan& exec_plan, const RunContext& /*run*/) override {
 #ifdef _WIN32
     try {
       Result<WindowsPlan> plan = from_exec_plan(exec_plan);

@@ -363,7 +363,7 @@ TEST(ChildHook, RefusesACallerThatIsNotItsProcesssLeader) {
       }
       std::ifstream before_in("/proc/thread-self/cgroup");
       const std::string before((std::istreambuf_iterator<char>(before_in)), {});
-      const int error = prepare_child_for_run();
+      const int error = (*run)->prepare_child();
       std::ifstream after_in("/proc/thread-self/cgroup");
       const std::string after((std::istreambuf_iterator<char>(after_in)), {});
       code = error == EINVAL && before == after ? 0 : 3;

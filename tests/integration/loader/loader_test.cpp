@@ -61,22 +61,26 @@ std::vector<FixtureCase> descriptor_cases() {
       {"abi_minor", LoadStage::kAbi, false, copy_of("sbx-backend-fixture-abi-minor.so"),
        parts({"ABI minor is " + std::to_string(SBX_ABI_MINOR + 1),
               "expected at most " + std::to_string(SBX_ABI_MINOR), "built for a newer sbx"})},
+      {"abi_1_x", LoadStage::kAbi, false, copy_of("sbx-backend-fixture-abi-1-4.so"),
+       parts({"plugin 'fixture-abi-1-4' was built for sbx plugin ABI 1.4",
+              "exports sbx_plugin_entry_v1", "this sbx loads ABI 2.0 plugins only",
+              "rebuild it against the sbx SDK 2.0"})},
       {"short_struct", LoadStage::kAbi, false, copy_of("sbx-backend-fixture-short-struct.so"),
-       parts({"struct_size is " + std::to_string(offsetof(sbx_plugin_v1, create)),
-              "expected at least " + std::to_string(SBX_PLUGIN_V1_MIN_SIZE), "short struct"})},
+       parts({"struct_size is " + std::to_string(offsetof(sbx_plugin_v2, create)),
+              "expected at least " + std::to_string(SBX_PLUGIN_V2_MIN_SIZE), "short struct"})},
       {"reserved", LoadStage::kAbi, false, copy_of("sbx-backend-fixture-reserved.so"),
        parts({"reserved[1] is not NULL", "expected every reserved field NULL"})},
       {"fingerprint", LoadStage::kFingerprint, false, copy_of("sbx-backend-fixture-fingerprint.so"),
        parts({"toolchain fingerprint is 'sbx-abi1;libstdc++-cxx11abi0;ptr8'",
               std::string("expected '") + SBX_TOOLCHAIN_FINGERPRINT + "'"})},
       {"no_entry", LoadStage::kInspect, false, copy_of("sbx-backend-fixture-no-entry.so"),
-       parts({"does not export sbx_plugin_entry_v1", "exported: sbx_plugin_entry"})},
+       parts({"does not export sbx_plugin_entry_v2", "exported: sbx_plugin_entry"})},
       {"garbage", LoadStage::kInspect, false, copy_of("sbx-backend-garbage.so"),
        parts({"is not a shared object", "expected an ELF shared object"})},
       {"unresolved", LoadStage::kLoad, false, copy_of("sbx-backend-fixture-unresolved.so"),
        parts({": load: dlopen failed: undefined symbol: sbx_fixture_symbol_nobody_defines"})},
       {"entry_null", LoadStage::kEntry, false, copy_of("sbx-backend-fixture-entry-null.so"),
-       parts({"sbx_plugin_entry_v1() returned NULL"})},
+       parts({"sbx_plugin_entry_v2() returned NULL"})},
       {"bad_name", LoadStage::kName, false, copy_of("sbx-backend-fixture-bad-name.so"),
        parts({"name 'Fixture_Bad' is invalid", "[a-z0-9-]"})},
       {"duplicate_name", LoadStage::kName, false, copy_of("sbx-backend-fixture-same-name.so"),
@@ -248,101 +252,6 @@ INSTANTIATE_TEST_SUITE_P(PluginLoader, EachFixture, ::testing::ValuesIn(all_case
                          [](const ::testing::TestParamInfo<FixtureCase>& param_info) {
                            return param_info.param.label;
                          });
-
-TransformRequest exit_7_request() {
-  TransformRequest request;
-  request.argv = {"/bin/sh", "-c", "exit 7"};
-  request.env = {"PATH=/usr/bin:/bin"};
-  request.cwd = "/";
-  return request;
-}
-
-void expect_exit_7(const Result<ExitStatus>& status) {
-  ASSERT_TRUE(status.ok()) << status.error();
-  EXPECT_EQ(status->signal, 0);
-  EXPECT_EQ(status->exit_code, 7);
-}
-
-// A fixture plugin built for an older minor ABI, loaded alone, and the plan it made.
-struct OldAbiRun {
-  PluginRegistry registry;
-  const LoadedPlugin* plugin = nullptr;
-  Result<ExecPlan> plan = Error{"not planned"};
-};
-
-// Loads fixture-abi-1-<minor> alone and has it plan exit_7_request(). Checks what every older
-// layout carries (argv, env, cwd, its notes).
-void load_and_plan(const TestTree& tree, const std::string& minor, OldAbiRun& run) {
-  const std::string name = "fixture-abi-1-" + minor;
-  const fs::path plugins = tree.dir("plugins");
-  TestTree::copy_fixture("sbx-backend-" + name + ".so", plugins);
-  run.registry = PluginRegistry::load(tree.options({plugins}));
-  ASSERT_TRUE(run.registry.rejected().empty()) << run.registry.rejected().front().message;
-  run.plugin = run.registry.find(name);
-  ASSERT_NE(run.plugin, nullptr);
-  EXPECT_EQ(run.plugin->backend->probe(ProbeContext{}).summary,
-            "ABI 1." + minor + " test fixture only");
-  const TransformRequest request = exit_7_request();
-  run.plan = run.plugin->backend->transform(request);
-  ASSERT_TRUE(run.plan.ok()) << run.plan.error();
-  EXPECT_EQ(run.plan->argv, request.argv);
-  EXPECT_EQ(run.plan->env, request.env);
-  EXPECT_EQ(run.plan->cwd, request.cwd);
-  EXPECT_EQ(run.plan->notes, std::vector<std::string>{name + " plan"});
-}
-
-// A plugin built against the ABI 1.2 headers, whose ExecPlan ends at notes, still loads; its
-// plans come back whole with empty host_paths and windows, and its exec() gets the plan its
-// transform() made and runs it through the host's spawn service.
-TEST(PluginLoader, PluginBuiltForAbi1_2StillTransformsAndRuns) {
-  TestTree tree("abi-1-2");
-  OldAbiRun run;
-  ASSERT_NO_FATAL_FAILURE(load_and_plan(tree, "2", run));
-  EXPECT_EQ(run.plan->host_paths, PlanHostPaths{});
-  EXPECT_EQ(run.plan->windows, PlanWindows{});
-
-  // Fields the old plugin does not know never reach it (it would misread them).
-  run.plan->host_paths.created = {"/nonexistent/never-made"};
-  run.plan->windows.create_dirs = {"C:\\never-made"};
-  expect_exit_7(run.plugin->backend->exec(*run.plan));
-}
-
-// A plugin built against the ABI 1.3 headers, whose ExecPlan ends at host_paths, still loads;
-// the host_paths its transform() fills come back, windows stays empty, and its exec() gets
-// its own host_paths back (it refuses a plan without them) and runs the command.
-TEST(PluginLoader, PluginBuiltForAbi1_3KeepsItsHostPathsAndRuns) {
-  TestTree tree("abi-1-3");
-  OldAbiRun run;
-  ASSERT_NO_FATAL_FAILURE(load_and_plan(tree, "3", run));
-  EXPECT_EQ(run.plan->host_paths.kept, std::vector<std::string>{"/fixture-abi-1-3/kept"});
-  EXPECT_EQ(run.plan->host_paths.state_dir, "/fixture-abi-1-3/state");
-  EXPECT_EQ(run.plan->windows, PlanWindows{});
-
-  // The field it does not know never reaches it; the ones it knows do.
-  run.plan->windows.create_dirs = {"C:\\never-made"};
-  expect_exit_7(run.plugin->backend->exec(*run.plan));
-  run.plan->host_paths.kept.clear();
-  Result<ExitStatus> refused = run.plugin->backend->exec(*run.plan);
-  ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.error().find("host_paths its transform did not make"), std::string::npos);
-}
-
-// A plugin built against the ABI 1.4 headers (a host table without report_network_refusal, no
-// unix_socket_block capability) still loads; both plan fields it knows travel whole both ways
-// and its exec() runs the command. It cannot declare unix_socket_block, so the manager passes
-// it over for a policy with the network enabled (ManagerTest.*UnixSocketBlock*).
-TEST(PluginLoader, PluginBuiltForAbi1_4KeepsItsPlanAndRuns) {
-  TestTree tree("abi-1-4");
-  OldAbiRun run;
-  ASSERT_NO_FATAL_FAILURE(load_and_plan(tree, "4", run));
-  EXPECT_EQ(run.plan->host_paths.kept, std::vector<std::string>{"/fixture-abi-1-4/kept"});
-  EXPECT_EQ(run.plan->windows.create_dirs, std::vector<std::string>{"C:\\fixture-abi-1-4"});
-  expect_exit_7(run.plugin->backend->exec(*run.plan));
-  run.plan->windows.create_dirs.clear();
-  Result<ExitStatus> refused = run.plugin->backend->exec(*run.plan);
-  ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.error().find("windows its transform did not make"), std::string::npos);
-}
 
 TEST(PluginLoader, IgnoresFilesNotNamedLikePlugins) {
   TestTree tree("names");

@@ -46,11 +46,11 @@ Result<plugins::TrustedFile> check_by_chain(const TestTree& tree, const fs::path
   return plugins::open_trusted_file(walk.fd.get(), dir, name, me());
 }
 
-using Outcome = std::variant<const sbx_plugin_v1*, RejectedPlugin>;
+using Outcome = std::variant<const sbx_plugin_v2*, RejectedPlugin>;
 
 std::string describe(const Outcome& outcome) {
   if (const auto* rejected = std::get_if<RejectedPlugin>(&outcome)) return rejected->message;
-  return std::string("loaded ") + std::get<const sbx_plugin_v1*>(outcome)->name;
+  return std::string("loaded ") + std::get<const sbx_plugin_v2*>(outcome)->name;
 }
 
 TEST(PathLoading, TheChainWalkChecksEveryDirectoryAboveTheTrustRoot) {
@@ -102,7 +102,7 @@ TEST(PathLoading, LoadsTheCheckedFile) {
   Result<plugins::TrustedFile> file = check_by_chain(tree, dir, "sbx-backend-by-path.so");
   ASSERT_TRUE(file.ok()) << file.error();
   const Outcome outcome = plugins::load_descriptor(std::move(file).value(), LoadingMode::kPath);
-  const sbx_plugin_v1* const* descriptor = std::get_if<const sbx_plugin_v1*>(&outcome);
+  const sbx_plugin_v2* const* descriptor = std::get_if<const sbx_plugin_v2*>(&outcome);
   ASSERT_NE(descriptor, nullptr) << describe(outcome);
   EXPECT_STREQ((*descriptor)->name, "fixture-good");
 }
@@ -162,7 +162,7 @@ TEST(PathLoading, AnImageLoadedUnderAnotherNameIsNotTheCheckedFile) {
   ASSERT_TRUE(first.ok() && second.ok());
   const std::string first_path = first->path;
   const Outcome loaded = plugins::load_descriptor(std::move(first).value(), LoadingMode::kPath);
-  ASSERT_TRUE(std::holds_alternative<const sbx_plugin_v1*>(loaded)) << describe(loaded);
+  ASSERT_TRUE(std::holds_alternative<const sbx_plugin_v2*>(loaded)) << describe(loaded);
 
   void* handle = ::dlopen(first_path.c_str(), RTLD_NOW | RTLD_NOLOAD);
   ASSERT_NE(handle, nullptr) << ::dlerror();

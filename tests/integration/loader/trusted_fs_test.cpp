@@ -237,7 +237,7 @@ TEST(CheckThenLoad, ASwapAfterTheCheckDoesNotChangeWhatLoads) {
   fs::rename(plugins / "replacement.tmp", plugins / "sbx-backend-target.so");
 
   auto outcome = plugins::load_descriptor(std::move(checked).value());
-  const sbx_plugin_v1* const* descriptor = std::get_if<const sbx_plugin_v1*>(&outcome);
+  const sbx_plugin_v2* const* descriptor = std::get_if<const sbx_plugin_v2*>(&outcome);
   ASSERT_NE(descriptor, nullptr) << std::get<RejectedPlugin>(outcome).message;
   EXPECT_STREQ((*descriptor)->name, "fixture-good");
 

@@ -20,6 +20,7 @@
 #include <iterator>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "sbx/core/exit_codes.hpp"
@@ -64,7 +65,7 @@ class RunFakeBackend final : public Backend {
     return plan;
   }
 
-  Result<ExitStatus> exec(const ExecPlan&) override { return ExitStatus{7, 0}; }
+  Result<ExitStatus> exec(const ExecPlan&, const RunContext&) override { return ExitStatus{7, 0}; }
 
  private:
   bool available_;
@@ -317,7 +318,7 @@ TEST(RunTest, OneReportWriterForBothFrontEnds) {
 // A backend that reports, through the real host table, the connections its sandbox refused.
 class RunRefusingBackend final : public Backend {
  public:
-  explicit RunRefusingBackend(const sbx_host_v1* host) : Backend(HostServices(host)) {}
+  explicit RunRefusingBackend(const sbx_host_v2* host) : Backend(HostServices(host)) {}
   ProbeReport probe(const ProbeContext&) override {
     ProbeReport report;
     report.available = true;
@@ -332,23 +333,25 @@ class RunRefusingBackend final : public Backend {
     plan.cwd = request.cwd;
     return plan;
   }
-  Result<ExitStatus> exec(const ExecPlan&) override {
-    host().report_network_refusal("unix", "/tmp/host.sock");
-    host().report_network_refusal("ip", "[2001:db8::1]:80");
-    host().report_network_refusal("bogus", "never reported");
+  Result<ExitStatus> exec(const ExecPlan&, const RunContext& run) override {
+    run.report_network_refusal("unix", "/tmp/host.sock");
+    // From a thread of the backend's own (a supervisor): the context is explicit, not the
+    // calling thread's.
+    std::thread([&run] { run.report_network_refusal("ip", "[2001:db8::1]:80"); }).join();
+    run.report_network_refusal("bogus", "never reported");
     for (std::size_t i = 0; i < BackendRefusalLog::kMaxEntries; ++i)
-      host().report_network_refusal("unix", "@flood");
+      run.report_network_refusal("unix", "@flood");
     return ExitStatus{0, 0};
   }
 };
 
-// The host table's report_network_refusal files what the backend's exec() reports under the
-// run in progress on that thread: bounded entries, every one counted, unknown kinds dropped;
-// outside a run nothing is kept.
+// The run table's report_network_refusal files what the backend's exec() reports under that
+// run, from whichever thread: bounded entries, every one counted, unknown kinds dropped; a run
+// without a log keeps nothing.
 TEST(RunTest, BackendRefusalsReachTheRunReportBounded) {
   Result<InstallLayout> layout = install_layout();
   ASSERT_TRUE(layout.ok()) << layout.error();
-  const sbx_host_v1* table = host_services(*layout);
+  const sbx_host_v2* table = host_services(*layout);
   std::vector<LoadedPlugin> plugins;
   plugins.push_back({"refusing", "1.0", "fake", "/fake/refusing.so",
                      std::make_shared<RunRefusingBackend>(table)});
@@ -364,16 +367,77 @@ TEST(RunTest, BackendRefusalsReachTheRunReportBounded) {
   EXPECT_EQ(log.entries.at(1), (BackendRefusal{"ip", "[2001:db8::1]:80"}));
   EXPECT_EQ(log.entries.back(), (BackendRefusal{"unix", "@flood"}));
 
-  // No run on this thread: reported, but filed nowhere (and nothing crashes).
+  // A run without a log: reported, but filed nowhere (and nothing crashes); each run files
+  // under its own log only.
+  RunServices unlogged(nullptr, {}, nullptr);
+  RunContext(unlogged.table()).report_network_refusal("unix", "/tmp/elsewhere.sock");
   BackendRefusalLog outside;
-  HostServices(table).report_network_refusal("unix", "/tmp/elsewhere.sock");
-  {
-    const NetworkRefusalScope scope(outside);
-    HostServices(table).report_network_refusal("unix", "/tmp/inside.sock");
-  }
-  HostServices(table).report_network_refusal("unix", "/tmp/after.sock");
+  RunServices logged(&outside, {}, nullptr);
+  RunContext(logged.table()).report_network_refusal("unix", "/tmp/inside.sock");
   ASSERT_EQ(outside.entries.size(), 1u);
   EXPECT_EQ(outside.entries.front().address, "/tmp/inside.sock");
+}
+
+// A backend's own plan detail (ABI 2.0): what its transform() made reaches its exec() as the
+// same object, untouched by core, and its report_json() members join the plan's JSON.
+class DetailPart final : public PlanDetail {
+ public:
+  explicit DetailPart(std::string value) : token(std::move(value)) {}
+  std::string report_json() const override {
+    return R"({"detail_token":")" + token + R"(","argv":["never"]})";
+  }
+  std::string token;
+};
+
+class DetailBackend final : public Backend {
+ public:
+  DetailBackend() : Backend(HostServices(nullptr)) {}
+  ProbeReport probe(const ProbeContext&) override {
+    ProbeReport report;
+    report.available = true;
+    report.capabilities = every_capability();
+    return report;
+  }
+  Result<ExecPlan> transform(const TransformRequest& request) const override {
+    ExecPlan plan;
+    plan.argv = {"/usr/bin/fake-wrapper"};
+    plan.env = request.env;
+    plan.cwd = request.cwd;
+    made = std::make_shared<const DetailPart>("t-" + std::to_string(++transforms));
+    plan.detail = made;
+    return plan;
+  }
+  Result<ExitStatus> exec(const ExecPlan& plan, const RunContext&) override {
+    received = plan.detail;
+    const auto* part = dynamic_cast<const DetailPart*>(plan.detail.get());
+    return ExitStatus{part != nullptr && part->token == "t-1" ? 0 : 9, 0};
+  }
+  mutable int transforms = 0;
+  mutable std::shared_ptr<const PlanDetail> made;
+  std::shared_ptr<const PlanDetail> received;
+};
+
+TEST(RunTest, PlanDetailTravelsFromTransformToExecUnchanged) {
+  auto backend = std::make_shared<DetailBackend>();
+  std::vector<LoadedPlugin> plugins;
+  plugins.push_back({"detail", "1.0", "fake", "/fake/detail.so", backend});
+  const PluginRegistry registry = PluginRegistry::from_plugins(std::move(plugins), {});
+  const Manager manager(registry, {});
+  CountingBackends backends(manager, nullptr);
+  const RunOutcome run = run_command(request_for(kWorkspace, {"/bin/true"}), backends);
+  ASSERT_EQ(run.stop, RunStop::kNone) << run.error;
+  ASSERT_TRUE(run.report.status.has_value());
+  EXPECT_EQ(run.report.status->exit_code, 0);
+  EXPECT_EQ(backend->transforms, 1);
+  EXPECT_EQ(backend->received.get(), backend->made.get());
+
+  // The plan JSON shows the detail's members, never over core's own.
+  const boost::json::value json = boost::json::parse(plan_to_json("detail", ExecPlan{
+      {"/usr/bin/fake-wrapper"}, {}, "/", {}, {}, backend->made}, JsonStyle::kCompact));
+  EXPECT_EQ(json.at("detail_token").as_string(), "t-1");
+  EXPECT_EQ(json.at("argv").as_array().size(), 1u);
+  EXPECT_EQ(json.at("argv").at(0).as_string(), "/usr/bin/fake-wrapper");
+  EXPECT_TRUE(json.at("windows").is_null());
 }
 
 }  // namespace
@@ -401,7 +465,7 @@ class ProbeCountingBackend final : public Backend {
   Result<ExecPlan> transform(const TransformRequest& request) const override {
     return ExecPlan{request.argv, request.env, request.cwd, {}};
   }
-  Result<ExitStatus> exec(const ExecPlan&) override { return ExitStatus{0, 0}; }
+  Result<ExitStatus> exec(const ExecPlan&, const RunContext&) override { return ExitStatus{0, 0}; }
 
  private:
   std::string counter_;

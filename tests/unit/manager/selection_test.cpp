@@ -68,7 +68,7 @@ class FakeBackend final : public Backend {
     return plan;
   }
 
-  Result<ExitStatus> exec(const ExecPlan&) override {
+  Result<ExitStatus> exec(const ExecPlan&, const RunContext&) override {
     if (config_.exec_throws) throw std::runtime_error("exec exploded");
     return ExitStatus{7, 0};
   }
@@ -206,8 +206,8 @@ TEST(SelectionTest, LocalBindingFallsToABackendThatOffersIt) {
 
 // Enabled means the internet, not the host's local services: every policy with the network
 // enabled needs unix_socket_block, and a listed socket needs unix_socket_allowlist in every
-// mode (enabled included). A backend without them (Landlock; any plugin built for SDK ABI
-// 1.4, which cannot declare unix_socket_block) is passed over, or the run refused.
+// mode (enabled included). A backend without them (Landlock) is passed over, or the run
+// refused.
 TEST(SelectionTest, NetworkEnabledNeedsUnixSocketBlockAndListedSocketsTheAllowlist) {
   FakeConfig landlock;  // what the landlock backend declares (ABI 6+)
   landlock.capabilities = {Capability::kWriteRestriction, Capability::kReadRestriction,
@@ -410,13 +410,14 @@ TEST(DispatchTest, ExecIsGuarded) {
   Fakes fakes = make_registry({{"ok", {}}, {"throws", throws}});
   Manager manager(fakes.registry, {});
   ExecPlan plan{{"/bin/true"}, {}, "/", {}};
-  Result<ExitStatus> ok = manager.exec("ok", plan);
+  const RunServices run(nullptr, {}, nullptr);
+  Result<ExitStatus> ok = manager.exec("ok", plan, run);
   ASSERT_TRUE(ok.ok()) << ok.error();
   EXPECT_EQ(ok->exit_code, 7);
-  Result<ExitStatus> thrown = manager.exec("throws", plan);
+  Result<ExitStatus> thrown = manager.exec("throws", plan, run);
   ASSERT_FALSE(thrown.ok());
   EXPECT_THAT(thrown.error(), HasSubstr("backend 'throws' failed in exec: exec exploded"));
-  EXPECT_FALSE(manager.exec("nosuch", plan).ok());
+  EXPECT_FALSE(manager.exec("nosuch", plan, run).ok());
 }
 
 TEST(RegistryTest, FromPluginsRejectsDuplicateEmptyAndNullBackends) {

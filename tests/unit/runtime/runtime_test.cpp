@@ -20,7 +20,6 @@
 #include <string>
 
 #include "sbx/sdk/backend.hpp"
-#include "plugins/abi_compat.hpp"
 #include "plugins/loaded_image.hpp"
 #include "plugins/trusted_fs.hpp"
 
@@ -68,9 +67,9 @@ TEST(InstallLayout, EnvironmentChangesNothing) {
 
 TEST(HostServices, TableDescribesThisHost) {
   const InstallLayout layout = layout_or_die();
-  const sbx_host_v1* host = host_services(layout);
+  const sbx_host_v2* host = host_services(layout);
   ASSERT_NE(host, nullptr);
-  EXPECT_EQ(host->struct_size, sizeof(sbx_host_v1));
+  EXPECT_EQ(host->struct_size, sizeof(sbx_host_v2));
   EXPECT_EQ(host->abi_major, SBX_ABI_MAJOR);
   EXPECT_EQ(host->abi_minor, SBX_ABI_MINOR);
   EXPECT_STREQ(host->host_version, sbx_version());
@@ -84,7 +83,7 @@ TEST(HostServices, TableDescribesThisHost) {
 TEST(HostServices, LogGoesToTheDefaultLoggerVerbatim) {
   // Build (and cache) the table first: building it may log about the stage-2 helper (e.g. when
   // the build tree lies under /tmp), and only the plugin's lines are under test here.
-  const sbx_host_v1* table = host_services(layout_or_die());
+  const sbx_host_v2* table = host_services(layout_or_die());
   std::ostringstream out;
   auto previous = spdlog::default_logger();
   auto logger = std::make_shared<spdlog::logger>(
@@ -103,62 +102,43 @@ TEST(HostServices, LogGoesToTheDefaultLoggerVerbatim) {
 TEST(HostServices, SpawnRunsAPlanThroughCore) {
   const HostServices host(host_services(layout_or_die()));
   ExecPlan plan{{"/bin/sh", "-c", "exit 3"}, {"PATH=/usr/bin:/bin"}, "/", {}};
-  Result<ExitStatus> status = host.spawn(plan);
+  Result<ExitStatus> status = host.spawn(plan, RunContext(nullptr));
   ASSERT_TRUE(status.ok()) << status.error();
   EXPECT_EQ(status->exit_code, 3);
   EXPECT_EQ(status->signal, 0);
   plan.argv = {"/bin/sh", "-c", "kill -TERM $$"};
-  status = host.spawn(plan);
+  status = host.spawn(plan, RunContext(nullptr));
   ASSERT_TRUE(status.ok()) << status.error();
   EXPECT_EQ(status->signal, SIGTERM);
 }
 
-// A backend that records, when exec() is called, how often the run had been said to start.
-class ExecRecorder final : public Backend {
- public:
-  explicit ExecRecorder(const int* started) : Backend(HostServices(nullptr)), started_(started) {}
-  ProbeReport probe(const ProbeContext&) override { return {}; }
-  Result<ExecPlan> transform(const TransformRequest&) const override { return ExecPlan{}; }
-  Result<ExitStatus> exec(const ExecPlan&) override {
-    started_at_exec = *started_;
-    return ExitStatus{};
-  }
-  int started_at_exec = -1;
-
- private:
-  const int* started_;
-};
-
-// A plugin built before ABI 1.6 never calls run_started: the loader's adapter says it right
-// before the plugin's exec(), so the created-names scan starts where it did before 1.6 (and
-// never twice). A 1.6 plugin is used as it is and says it itself.
-TEST(OldAbiPlugins, ARunIsSaidToStartRightBeforeTheExecOfAPluginOlderThanRunStarted) {
-  for (const std::uint16_t minor : {std::uint16_t{4}, std::uint16_t{5}}) {
-    int started = 0;
-    auto recorder = std::make_shared<ExecRecorder>(&started);
-    std::shared_ptr<Backend> adapted = plugins::adapt_to_current_abi(recorder, minor);
-    ASSERT_NE(adapted.get(), recorder.get()) << "minor " << minor;
-    const RunStartedScope scope([&started] { ++started; });
-    ASSERT_TRUE(adapted->exec(ExecPlan{}).ok());
-    EXPECT_EQ(recorder->started_at_exec, 1) << "minor " << minor;
-    notify_run_started();  // core's spawner saying it again inside that exec
-    EXPECT_EQ(started, 1) << "minor " << minor;
-  }
+// The host's spawn under a run (the table a backend's exec() was given): the run is told it
+// started once the child exists, and only once (a backend saying it again starts nothing).
+TEST(RunServices, HostSpawnTellsTheRunItStartedOnce) {
   int started = 0;
-  auto current = std::make_shared<ExecRecorder>(&started);
-  EXPECT_EQ(plugins::adapt_to_current_abi(current, 6).get(), current.get());
+  RunServices run(nullptr, [&started] { ++started; }, nullptr);
+  const HostServices host(host_services(layout_or_die()));
+  const ExecPlan plan{{"/bin/sh", "-c", "exit 0"}, {"PATH=/usr/bin:/bin"}, "/", {}};
+  ASSERT_TRUE(host.spawn(plan, RunContext(run.table())).ok());
+  EXPECT_EQ(started, 1);
+  RunContext(run.table()).run_started();
+  EXPECT_EQ(started, 1);
+  // Without a run (a table core did not make), the spawn still runs, and tells nobody.
+  ASSERT_TRUE(host.spawn(plan, RunContext(nullptr)).ok());
+  EXPECT_EQ(started, 1);
 }
 
 TEST(HostServices, SpawnErrorsComeBackAsText) {
-  const sbx_host_v1* table = host_services(layout_or_die());
+  const sbx_host_v2* table = host_services(layout_or_die());
   const HostServices host(table);
-  Result<ExitStatus> status = host.spawn(ExecPlan{{"sh", "-c", "true"}, {}, "/", {}});
+  Result<ExitStatus> status =
+      host.spawn(ExecPlan{{"sh", "-c", "true"}, {}, "/", {}}, RunContext(nullptr));
   ASSERT_FALSE(status.ok());
   EXPECT_NE(status.error().find("'sh' is not an absolute path"), std::string::npos)
       << status.error();
   char error[16] = {};
   ExitStatus out;
-  EXPECT_NE(table->spawn(table->ctx, nullptr, &out, error, sizeof error), 0);
+  EXPECT_NE(table->spawn(table->ctx, nullptr, nullptr, &out, error, sizeof error), 0);
   EXPECT_STREQ(error, "spawn: plan and");  // truncated to the buffer, NUL-terminated
 }
 
@@ -200,7 +180,7 @@ class Stage2Path : public ::testing::Test {
 TEST_F(Stage2Path, TrustedHelperIsOffered) {
   if (!skip_reason_.empty()) GTEST_SKIP() << skip_reason_;
   const fs::path good = helper("trusted", fs::perms(0755));
-  const sbx_host_v1* host = host_services(layout_for(good));
+  const sbx_host_v2* host = host_services(layout_for(good));
   ASSERT_NE(host->stage2_path, nullptr);
   EXPECT_EQ(host->stage2_path, good.string());
 }

@@ -26,7 +26,7 @@ if(NOT actual STREQUAL recorded)
       "Review the change against the plugin ABI before accepting it:\n"
       "  - appended a field at the end of a struct, or a new #define: bump SBX_ABI_MINOR;\n"
       "  - changed, reordered or removed anything: bump SBX_ABI_MAJOR and rename the entry\n"
-      "    symbol (sbx_plugin_entry_v2);\n"
+      "    symbol (sbx_plugin_entry_v3);\n"
       "  - comments only: no bump.\n"
       "Then record the new digest (recompute it after any bump):\n"
       "  #define SBX_ABI_HEADER_SHA256 \"${actual}\"")

@@ -50,8 +50,13 @@ void record_log(void* ctx, int level, const char* message, std::size_t length) {
   recorder->level = level;
 }
 
-int fake_spawn(void* ctx, const void* plan, void* status_out, char* error, std::size_t size) {
+int fake_spawn(void* ctx, const sbx_run_v2* run, const void* plan, void* status_out, char* error,
+               std::size_t size) {
   static_cast<Recorder*>(ctx)->spawned = true;
+  if (run == nullptr || run->ctx != ctx) {
+    std::snprintf(error, size, "not the run's table");
+    return 1;
+  }
   if (static_cast<const sbx::ExecPlan*>(plan)->argv.empty()) {
     std::snprintf(error, size, "empty argv");
     return 1;
@@ -69,10 +74,10 @@ void record_refusal(void* ctx, const char* kind, const char* address, std::size_
 void record_started(void* ctx) { ++static_cast<Recorder*>(ctx)->started; }
 
 TEST(SdkPluginMacro, DescriptorCarriesTheAbiAndIdentity) {
-  const sbx_plugin_v1* d = sbx_plugin_entry_v1();
+  const sbx_plugin_v2* d = sbx_plugin_entry_v2();
   ASSERT_NE(d, nullptr);
-  EXPECT_EQ(d, sbx_plugin_entry_v1()) << "one static descriptor";
-  EXPECT_EQ(d->struct_size, sizeof(sbx_plugin_v1));
+  EXPECT_EQ(d, sbx_plugin_entry_v2()) << "one static descriptor";
+  EXPECT_EQ(d->struct_size, sizeof(sbx_plugin_v2));
   EXPECT_EQ(d->abi_major, SBX_ABI_MAJOR);
   EXPECT_EQ(d->abi_minor, SBX_ABI_MINOR);
   EXPECT_STREQ(d->name, "macro-test");
@@ -82,7 +87,7 @@ TEST(SdkPluginMacro, DescriptorCarriesTheAbiAndIdentity) {
 }
 
 TEST(SdkPluginMacro, CreateAndDestroyPairUp) {
-  const sbx_plugin_v1* d = sbx_plugin_entry_v1();
+  const sbx_plugin_v2* d = sbx_plugin_entry_v2();
   void* backend = d->create(nullptr);
   ASSERT_NE(backend, nullptr);
   EXPECT_EQ(g_live_backends, 1);
@@ -92,25 +97,26 @@ TEST(SdkPluginMacro, CreateAndDestroyPairUp) {
 
 TEST(SdkPluginMacro, ThrowingConstructorBecomesNull) {
   g_throw_in_constructor = true;
-  void* backend = sbx_plugin_entry_v1()->create(nullptr);
+  void* backend = sbx_plugin_entry_v2()->create(nullptr);
   g_throw_in_constructor = false;
   EXPECT_EQ(backend, nullptr);
 }
 
+sbx_host_v2 host_table(Recorder& recorder) {
+  return {
+      sizeof(sbx_host_v2), SBX_ABI_MAJOR, SBX_ABI_MINOR, "1.2.3", "/opt/sbx/libexec/sbx/sbx-stage2",
+      &recorder,           &record_log,   &fake_spawn};
+}
+
+sbx_run_v2 run_table(Recorder& recorder) {
+  return {sizeof(sbx_run_v2), &recorder, &fake_prepare_child, &record_refusal, &record_started};
+}
+
 TEST(SdkHostServices, LogAndSpawnGoThroughTheTable) {
   Recorder recorder;
-  const sbx_host_v1 host = {sizeof(sbx_host_v1),
-                            SBX_ABI_MAJOR,
-                            SBX_ABI_MINOR,
-                            "1.2.3",
-                            "/opt/sbx/libexec/sbx/sbx-stage2",
-                            &recorder,
-                            &record_log,
-                            &fake_spawn,
-                            &fake_prepare_child,
-                            &record_refusal,
-                            &record_started};
-  void* raw = sbx_plugin_entry_v1()->create(&host);
+  const sbx_host_v2 host = host_table(recorder);
+  const sbx_run_v2 run = run_table(recorder);
+  void* raw = sbx_plugin_entry_v2()->create(&host);
   ASSERT_NE(raw, nullptr);
   auto* backend = static_cast<MacroBackend*>(static_cast<sbx::Backend*>(raw));
   EXPECT_FALSE(backend->transform({}).ok());
@@ -120,69 +126,73 @@ TEST(SdkHostServices, LogAndSpawnGoThroughTheTable) {
   EXPECT_EQ(backend->services().host_version(), "1.2.3");
   sbx::ExecPlan plan;
   plan.argv = {"/bin/true"};
-  sbx::Result<sbx::ExitStatus> status = backend->exec(plan);  // default exec = host spawn
+  // The default exec is the host's spawn, under the run exec() was given.
+  sbx::Result<sbx::ExitStatus> status = backend->exec(plan, sbx::RunContext(&run));
   ASSERT_TRUE(status.ok()) << status.error();
   EXPECT_EQ(status->exit_code, 7);
   EXPECT_TRUE(recorder.spawned);
-  sbx::Result<sbx::ExitStatus> failed = backend->exec(sbx::ExecPlan{});
+  sbx::Result<sbx::ExitStatus> failed = backend->exec(sbx::ExecPlan{}, sbx::RunContext(&run));
   ASSERT_FALSE(failed.ok());
   EXPECT_EQ(failed.error(), "empty argv");
-  sbx_plugin_entry_v1()->destroy(raw);
+  sbx_plugin_entry_v2()->destroy(raw);
 }
 
-TEST(SdkHostServices, ChildHookIsTheTablesPrepareChildWhenTheHostHasOne) {
+// Every slot of a size-versioned table is read only when struct_size covers it: a table of an
+// older minor (shorter) or one without the slot makes the service do nothing.
+TEST(SdkRunContext, ChildHookIsTheRunsPrepareChildWhenTheTableHasIt) {
   Recorder recorder;
-  sbx_host_v1 host = {
-      sizeof(sbx_host_v1), SBX_ABI_MAJOR, SBX_ABI_MINOR,      "1.2.3", nullptr, &recorder,
-      &record_log,         &fake_spawn,   &fake_prepare_child, &record_refusal, &record_started};
-  EXPECT_EQ(sbx::HostServices(&host).child_hook()(), EPERM);  // the host's answer
+  sbx_run_v2 run = run_table(recorder);
+  EXPECT_EQ(sbx::RunContext(&run).child_hook()(), EPERM);  // the host's answer
   recorder.spawned = true;
-  EXPECT_EQ(sbx::HostServices(&host).child_hook()(), 0);
-  // A 1.1 host's table ends before prepare_child: the hook does nothing and is never read.
+  EXPECT_EQ(sbx::RunContext(&run).child_hook()(), 0);
   recorder.spawned = false;
-  host.struct_size = static_cast<uint32_t>(offsetof(sbx_host_v1, prepare_child));
-  EXPECT_EQ(sbx::HostServices(&host).child_hook()(), 0);
-  EXPECT_EQ(sbx::HostServices(nullptr).child_hook()(), 0);
+  run.struct_size = static_cast<uint32_t>(offsetof(sbx_run_v2, prepare_child));
+  EXPECT_EQ(sbx::RunContext(&run).child_hook()(), 0);
+  run = run_table(recorder);
+  run.prepare_child = nullptr;
+  EXPECT_EQ(sbx::RunContext(&run).child_hook()(), 0);
+  EXPECT_EQ(sbx::RunContext(nullptr).child_hook()(), 0);
 }
 
-TEST(SdkHostServices, NetworkRefusalsGoThroughTheTableWhenTheHostHasIt) {
+TEST(SdkRunContext, NetworkRefusalsGoThroughTheTableWhenItHasTheSlot) {
   Recorder recorder;
-  sbx_host_v1 host = {
-      sizeof(sbx_host_v1), SBX_ABI_MAJOR, SBX_ABI_MINOR,      "1.2.3", nullptr, &recorder,
-      &record_log,         &fake_spawn,   &fake_prepare_child, &record_refusal, &record_started};
+  sbx_run_v2 run = run_table(recorder);
   // The address is passed with its length: bytes after it (and NULs in it) are the caller's.
   const std::string address("/tmp/a\0b-and-more", 8);
-  sbx::HostServices(&host).report_network_refusal("unix", address);
+  sbx::RunContext(&run).report_network_refusal("unix", address);
   EXPECT_EQ(recorder.refused, std::string("unix /tmp/a\0b", 13));
-  // A 1.4 host's table ends before report_network_refusal: nothing is called.
   recorder.refused.clear();
-  host.struct_size = static_cast<uint32_t>(offsetof(sbx_host_v1, report_network_refusal));
-  sbx::HostServices(&host).report_network_refusal("ip", "10.0.0.1:80");
+  run.struct_size = static_cast<uint32_t>(offsetof(sbx_run_v2, report_network_refusal));
+  sbx::RunContext(&run).report_network_refusal("ip", "10.0.0.1:80");
   EXPECT_EQ(recorder.refused, "");
-  sbx::HostServices(nullptr).report_network_refusal("ip", "10.0.0.1:80");
+  sbx::RunContext(nullptr).report_network_refusal("ip", "10.0.0.1:80");
 }
 
-TEST(SdkHostServices, MissingTableIsAnErrorNotACrash) {
+TEST(SdkRunContext, RunStartedGoesThroughTheTableWhenItHasTheSlot) {
+  Recorder recorder;
+  sbx_run_v2 run = run_table(recorder);
+  sbx::RunContext(&run).run_started();
+  EXPECT_EQ(recorder.started, 1);
+  run.struct_size = static_cast<uint32_t>(offsetof(sbx_run_v2, run_started));
+  sbx::RunContext(&run).run_started();
+  EXPECT_EQ(recorder.started, 1);
+  sbx::RunContext(nullptr).run_started();
+}
+
+TEST(SdkHostServices, MissingTableOrSlotIsAnErrorNotACrash) {
   const sbx::HostServices none(nullptr);
   EXPECT_EQ(none.stage2_path(), "");
   none.log(SBX_LOG_ERROR, "dropped");
-  sbx::Result<sbx::ExitStatus> status = none.spawn(sbx::ExecPlan{});
+  sbx::Result<sbx::ExitStatus> status = none.spawn(sbx::ExecPlan{}, sbx::RunContext(nullptr));
   ASSERT_FALSE(status.ok());
   EXPECT_NE(status.error().find("no spawn service"), std::string::npos);
-}
-
-TEST(SdkHostServices, RunStartedGoesThroughTheTableWhenTheHostHasIt) {
+  // A table that ends before spawn: never read.
   Recorder recorder;
-  sbx_host_v1 host = {
-      sizeof(sbx_host_v1), SBX_ABI_MAJOR, SBX_ABI_MINOR,      "1.2.3", nullptr, &recorder,
-      &record_log,         &fake_spawn,   &fake_prepare_child, &record_refusal, &record_started};
-  sbx::HostServices(&host).run_started();
-  EXPECT_EQ(recorder.started, 1);
-  // A 1.5 host's table ends before run_started: nothing is called.
-  host.struct_size = static_cast<uint32_t>(offsetof(sbx_host_v1, run_started));
-  sbx::HostServices(&host).run_started();
-  EXPECT_EQ(recorder.started, 1);
-  sbx::HostServices(nullptr).run_started();
+  sbx_host_v2 host = host_table(recorder);
+  host.struct_size = static_cast<uint32_t>(offsetof(sbx_host_v2, spawn));
+  status = sbx::HostServices(&host).spawn(sbx::ExecPlan{}, sbx::RunContext(nullptr));
+  ASSERT_FALSE(status.ok());
+  EXPECT_FALSE(recorder.spawned);
 }
 
 }  // namespace

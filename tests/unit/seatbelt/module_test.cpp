@@ -17,7 +17,7 @@ using namespace sbx;
 
 struct LoadedPlugin {
   void* handle = nullptr;
-  const sbx_plugin_v1* descriptor = nullptr;
+  const sbx_plugin_v2* descriptor = nullptr;
   Backend* backend = nullptr;
   ~LoadedPlugin() {
     if (backend != nullptr) descriptor->destroy(backend);

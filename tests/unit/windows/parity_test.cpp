@@ -315,7 +315,7 @@ TEST(WindowsDesktop, EveryPlanNamesTheInteractiveDesktopAndLimitsTheJobUi) {
   const ExecPlan exec_plan = to_exec_plan(*plan);
   EXPECT_NE(std::find(exec_plan.notes.begin(), exec_plan.notes.end(), "desktop: Winsta0\\Default"),
             exec_plan.notes.end());
-  // exec() gets both back (they are not in the SDK's PlanWindows, and never optional).
+  // exec() gets both back (they are not in PlanWindows, and never optional).
   Result<WindowsPlan> back = from_exec_plan(exec_plan);
   ASSERT_TRUE(back.ok()) << back.error();
   EXPECT_EQ(back->desktop, "Winsta0\\Default");

@@ -1,9 +1,10 @@
-// The plan travels to exec() in the typed ExecPlan::windows: it must come back exactly, the
-// notes only describe it (nothing in them is read back), and a plan without a Windows part or
-// without the tree-killing job must be refused.
+// The plan travels to exec() in the backend's own plan detail (WindowsPlanDetail): it must come
+// back exactly, the notes only describe it (nothing in them is read back), and a plan without a
+// Windows part or without the tree-killing job must be refused.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -46,9 +47,11 @@ TEST(PlanText, RoundTripsAnUnrestrictedPlan) {
   Result<WindowsPlan> plan = build_plan(request);
   ASSERT_TRUE(plan.ok()) << plan.error();
   const ExecPlan exec_plan = to_exec_plan(*plan);
-  EXPECT_TRUE(exec_plan.windows.token.disable_max_privilege);
-  EXPECT_TRUE(exec_plan.windows.token.lua_token);
-  EXPECT_FALSE(exec_plan.windows.token.write_restricted);
+  const PlanWindows* windows = windows_part(exec_plan);
+  ASSERT_NE(windows, nullptr);
+  EXPECT_TRUE(windows->token.disable_max_privilege);
+  EXPECT_TRUE(windows->token.lua_token);
+  EXPECT_FALSE(windows->token.write_restricted);
   EXPECT_EQ(exec_plan.notes[0], "token: flags DISABLE_MAX_PRIVILEGE|LUA_TOKEN");
   EXPECT_EQ(exec_plan.notes[1], "token: restricting_sids none");
   Result<WindowsPlan> decoded = from_exec_plan(exec_plan);
@@ -62,13 +65,14 @@ TEST(PlanText, ExecPlanCarriesTheTokenAndAclsTyped) {
   EXPECT_EQ(exec_plan.argv[0], "C:\\Program Files\\app.exe");
   EXPECT_EQ(exec_plan.cwd, "C:\\work\\proj");
   EXPECT_EQ(exec_plan.env.size(), 2u);
-  EXPECT_EQ(exec_plan.windows.token, write_restricted_token());
-  EXPECT_EQ(exec_plan.windows.create_dirs, plan.create_dirs);
-  EXPECT_EQ(exec_plan.windows.aces, plan.aces);
-  EXPECT_TRUE(exec_plan.windows.kill_on_job_close);
+  const PlanWindows* windows = windows_part(exec_plan);
+  ASSERT_NE(windows, nullptr);
+  EXPECT_EQ(windows->token, write_restricted_token());
+  EXPECT_EQ(windows->create_dirs, plan.create_dirs);
+  EXPECT_EQ(windows->aces, plan.aces);
+  EXPECT_TRUE(windows->kill_on_job_close);
   const Ace allow{AceKind::kAllowWrite, SidRef::kWriteCapability, "C:\\Program Files\\x y"};
-  EXPECT_NE(std::find(exec_plan.windows.aces.begin(), exec_plan.windows.aces.end(), allow),
-            exec_plan.windows.aces.end());
+  EXPECT_NE(std::find(windows->aces.begin(), windows->aces.end(), allow), windows->aces.end());
   // The notes describe the same step for a person.
   EXPECT_NE(std::find(exec_plan.notes.begin(), exec_plan.notes.end(),
                       "ace: allow-write cap:write C:\\Program Files\\x y"),
@@ -92,8 +96,10 @@ TEST(PlanText, NotesAreNeverRead) {
 TEST(PlanText, TheTypedFieldsDecideWhatRuns) {
   ExecPlan exec_plan = to_exec_plan(sample_plan());
   const Ace extra{AceKind::kDenyWrite, SidRef::kWriteCapability, "C:\\w\\extra"};
-  exec_plan.windows.aces.push_back(extra);
-  exec_plan.windows.create_dirs.push_back("C:\\w\\extra");
+  PlanWindows windows = *windows_part(exec_plan);
+  windows.aces.push_back(extra);
+  windows.create_dirs.push_back("C:\\w\\extra");
+  exec_plan.detail = std::make_shared<const WindowsPlanDetail>(std::move(windows));
   Result<WindowsPlan> decoded = from_exec_plan(exec_plan);
   ASSERT_TRUE(decoded.ok()) << decoded.error();
   EXPECT_EQ(decoded->aces.back(), extra);
@@ -102,16 +108,26 @@ TEST(PlanText, TheTypedFieldsDecideWhatRuns) {
 
 TEST(PlanText, RefusesAPlanWithoutAWindowsPart) {
   ExecPlan exec_plan = to_exec_plan(sample_plan());
-  exec_plan.windows = PlanWindows{};
+  exec_plan.detail = std::make_shared<const WindowsPlanDetail>(PlanWindows{});
   Result<WindowsPlan> decoded = from_exec_plan(exec_plan);
   ASSERT_FALSE(decoded.ok());
   EXPECT_NE(decoded.error().find("the plan has no Windows part"), std::string::npos)
       << decoded.error();
+  // Nor a plan whose detail is not this backend's (another backend's, or none).
+  exec_plan.detail = std::make_shared<const PlanDetail>();
+  decoded = from_exec_plan(exec_plan);
+  ASSERT_FALSE(decoded.ok());
+  EXPECT_NE(decoded.error().find("the plan has no Windows part"), std::string::npos)
+      << decoded.error();
+  exec_plan.detail = nullptr;
+  EXPECT_FALSE(from_exec_plan(exec_plan).ok());
 }
 
 TEST(PlanText, RefusesAJobThatWouldNotKillTheProcessTree) {
   ExecPlan exec_plan = to_exec_plan(sample_plan());
-  exec_plan.windows.kill_on_job_close = false;
+  PlanWindows windows = *windows_part(exec_plan);
+  windows.kill_on_job_close = false;
+  exec_plan.detail = std::make_shared<const WindowsPlanDetail>(std::move(windows));
   Result<WindowsPlan> decoded = from_exec_plan(exec_plan);
   ASSERT_FALSE(decoded.ok());
   EXPECT_NE(decoded.error().find("does not kill the process tree"), std::string::npos)

@@ -69,9 +69,9 @@ bool logged(int level, const std::string& fragment) {
 
 struct LoadedModule {
   HMODULE module = nullptr;
-  const sbx_plugin_v1* descriptor = nullptr;
+  const sbx_plugin_v2* descriptor = nullptr;
   Backend* backend = nullptr;
-  sbx_host_v1 host{};
+  sbx_host_v2 host{};
 };
 
 LoadedModule load_module() {
@@ -84,7 +84,7 @@ LoadedModule load_module() {
       reinterpret_cast<void*>(GetProcAddress(loaded.module, SBX_PLUGIN_ENTRY_SYMBOL)));
   if (entry == nullptr) return loaded;
   loaded.descriptor = entry();
-  loaded.host.struct_size = sizeof(sbx_host_v1);
+  loaded.host.struct_size = sizeof(sbx_host_v2);
   loaded.host.abi_major = SBX_ABI_MAJOR;
   loaded.host.abi_minor = SBX_ABI_MINOR;
   loaded.host.ctx = &module_log();
@@ -192,7 +192,7 @@ Result<ExitStatus> run_exit(TransformRequest request, int code) {
   request.env = {"SystemRoot=C:\\windows"};
   Result<ExecPlan> plan = loaded.backend->transform(request);
   if (!plan.ok()) return Error{plan.error()};
-  Result<ExitStatus> status = loaded.backend->exec(*plan);
+  Result<ExitStatus> status = loaded.backend->exec(*plan, RunContext(nullptr));
   loaded.descriptor->destroy(loaded.backend);
   return status;
 }
@@ -224,7 +224,7 @@ Result<ExitStatus> run_script(TransformRequest request, const std::string& scrip
   request.env.push_back("SystemRoot=C:\\windows");
   Result<ExecPlan> plan = loaded.backend->transform(request);
   if (!plan.ok()) return Error{plan.error()};
-  Result<ExitStatus> status = loaded.backend->exec(*plan);
+  Result<ExitStatus> status = loaded.backend->exec(*plan, RunContext(nullptr));
   loaded.descriptor->destroy(loaded.backend);
   return status;
 }
@@ -398,7 +398,7 @@ TEST(Win32Exec, RefusesAPlanWithoutDriveLetters) {
   request.argv = {"/usr/bin/true"};
   Result<ExecPlan> plan = loaded.backend->transform(request);
   ASSERT_TRUE(plan.ok()) << plan.error();
-  Result<ExitStatus> status = loaded.backend->exec(*plan);
+  Result<ExitStatus> status = loaded.backend->exec(*plan, RunContext(nullptr));
   ASSERT_FALSE(status.ok());
   EXPECT_NE(status.error().find("has no drive letter or server"), std::string::npos)
       << status.error();

@@ -77,7 +77,7 @@ TEST_F(Win32TrustTree, LoadsWhenTheChainPassesAndFindsTheEntry) {
                     "Windows temp directory does); the refusal itself: "
                  << module.error();
   ASSERT_TRUE(module.ok()) << module.error();
-  EXPECT_NE(GetProcAddress(static_cast<HMODULE>(*module), "sbx_plugin_entry_v1"), nullptr);
+  EXPECT_NE(GetProcAddress(static_cast<HMODULE>(*module), "sbx_plugin_entry_v2"), nullptr);
 }
 
 TEST_F(Win32TrustTree, RefusesAFileOutsideTheTrustRootAndAnUntrustedOwner) {

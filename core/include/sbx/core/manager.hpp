@@ -16,6 +16,7 @@
 #include "sbx/core/policy.hpp"
 #include "sbx/core/proxy.hpp"
 #include "sbx/core/resolve.hpp"
+#include "sbx/core/runtime.hpp"
 #include "sbx/sdk/result.hpp"
 #include "sbx/sdk/types.hpp"
 
@@ -148,7 +149,9 @@ class Manager {
   // built outside plan_run carries no proxy of sbx's running for it, and the backend would
   // confine the command to whatever port the request names.
   Result<ExecPlan> transform(const std::string& backend, const TransformRequest& request) const;
-  Result<ExitStatus> exec(const std::string& backend, const ExecPlan& plan) const;
+  // Runs a plan this backend's transform() made (its detail included) under `run`.
+  Result<ExitStatus> exec(const std::string& backend, const ExecPlan& plan,
+                          const RunServices& run) const;
 
   // The backends considered, in order (unknown names are reported by available_backend).
   const std::vector<std::string>& order() const { return order_; }

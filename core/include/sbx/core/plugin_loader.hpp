@@ -18,7 +18,7 @@ namespace sbx {
 enum class LoadStage {
   kDirectory,    // the directory or its chain is not trusted / not readable
   kTrust,        // the file: not regular, symlink, owner, mode
-  kInspect,      // not a loadable object exporting sbx_plugin_entry_v1
+  kInspect,      // not a loadable object exporting sbx_plugin_entry_v2
   kLoad,         // dlopen failed (e.g. unresolved symbol)
   kEntry,        // entry symbol missing or returned NULL
   kAbi,          // major/minor/struct size
@@ -80,7 +80,7 @@ struct LoaderOptions {
   // (plugins/trusted_acl.hpp).
   std::string trust_root = "/";
   // The host table passed to create(); must outlive the registry.
-  const sbx_host_v1* host = nullptr;
+  const sbx_host_v2* host = nullptr;
   // If not empty, only candidates named sbx-backend-<NAME>.so (.dll on Windows) for a NAME
   // listed here are opened; the others are skipped unread (neither loaded nor rejected). A
   // start-up saving for callers that already know which backends they want: loading a plugin

@@ -60,8 +60,8 @@ std::vector<LimitEnforcement> plan_limits(const Limits& limits, const CgroupSupp
 Status check_limits_hold(const std::vector<LimitEnforcement>& planned);
 
 // One run under limits. start() creates the run's cgroup (when the host has one and a limit
-// needs it) and arms this thread: until the run is destroyed, prepare_child_for_run() in a
-// child forked by this thread joins the cgroup and sets the rlimits. It also starts the timeout
+// needs it): until the run is destroyed, prepare_child() in a child joins the cgroup and sets
+// the rlimits (core's spawner and backends reach it through the run's RunServices). It also starts the timeout
 // watchdog. finish() is called once the command has exited: it stops the watchdog, kills what
 // is left of the run and removes the cgroup, and says which limit, if any, ended the run.
 class LimitedRun {
@@ -88,11 +88,9 @@ class LimitedRun {
   // and 128+SIGXFSZ name their rlimit (a sandbox's PID 1 reports a signal as that exit code).
   virtual std::optional<std::string> finish(int shell_code) = 0;
   virtual const CgroupSupport& cgroups() const = 0;
+  // For a child between fork/vfork and execve: joins the run's cgroup and sets its rlimits.
+  // Async-signal-safe; no memory written but the stack. 0 on success, else an errno value.
+  virtual int prepare_child() const noexcept = 0;
 };
-
-// For the child between fork/vfork and execve, on the thread that started the LimitedRun:
-// joins the run's cgroup and sets its rlimits. Async-signal-safe; no memory written but the
-// stack. 0 on success (also when no run is armed on this thread), else an errno value.
-int prepare_child_for_run();
 
 }  // namespace sbx

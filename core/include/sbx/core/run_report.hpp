@@ -14,8 +14,8 @@
 
 namespace sbx {
 
-// One connection the backend's sandbox refused, as the backend reported it (SDK ABI 1.5,
-// sbx_host_v1.report_network_refusal): kind "unix" with the socket's path or "@name" as the
+// One connection the backend's sandbox refused, as the backend reported it (the run's
+// sbx_run_v2.report_network_refusal): kind "unix" with the socket's path or "@name" as the
 // command gave it, kind "ip" with "ADDRESS:PORT".
 struct BackendRefusal {
   std::string kind;

@@ -6,7 +6,9 @@
 #include "sbx/core/platform_types.hpp"
 
 #include <functional>
+#include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sbx/sdk/abi.h"
@@ -81,45 +83,44 @@ std::vector<std::string> current_install_directories();
 
 // The process-wide host table handed to plugins (logging through spdlog, spawn_and_wait,
 // the stage-2 path). Valid for the life of the process.
-const sbx_host_v1* host_services(const InstallLayout& layout);
+const sbx_host_v2* host_services(const InstallLayout& layout);
 
 struct BackendRefusalLog;  // report_json.hpp
+class LimitedRun;          // run_limits.hpp
 
-// While alive, the host table's report_network_refusal called on this thread (a backend's
-// exec() names a connection its sandbox refused) adds to `log`: the first
-// BackendRefusalLog::kMaxEntries as entries, every one to the total. Without a scope on the
-// thread such a report is only logged (debug). Scopes nest: the innermost collects.
-class NetworkRefusalScope {
+// The services of one run (sbx_run_v2, abi.h), handed to the backend's exec() beside the plan
+// and to core's own spawner: what the backend reports goes to this run alone, whatever thread
+// it reports from, and what it starts goes under this run's limits. Nothing of it is
+// thread-local. Lives for the run; the table it hands out is valid as long as it.
+class RunServices {
  public:
-  explicit NetworkRefusalScope(BackendRefusalLog& log);
-  ~NetworkRefusalScope();
-  NetworkRefusalScope(const NetworkRefusalScope&) = delete;
-  NetworkRefusalScope& operator=(const NetworkRefusalScope&) = delete;
+  // `refusals`: where the backend's refused connections go (null: only logged, debug).
+  // `on_started`: called once, when the run's first process exists (run_started, or core's
+  // spawner once its child exists). `limits`: the run's limits for the children the backend
+  // starts (null: none).
+  RunServices(BackendRefusalLog* refusals, std::function<void()> on_started,
+              const LimitedRun* limits);
+  RunServices(const RunServices&) = delete;
+  RunServices& operator=(const RunServices&) = delete;
+
+  const sbx_run_v2* table() const { return &table_; }
+
+  // sbx_run_v2::run_started: the first call runs on_started; never throws (what on_started
+  // throws is dropped: its work is then done later).
+  void started() noexcept;
+  // sbx_run_v2::report_network_refusal, with the kind and address checked.
+  void refused(std::string_view kind, std::string_view address) noexcept;
+  // sbx_run_v2::prepare_child: the run's cgroup and rlimits, in a child between fork/vfork and
+  // execve. Async-signal-safe; 0, or an errno value.
+  int prepare_child() const noexcept;
 
  private:
-  BackendRefusalLog* previous_;
-};
-
-// While one lives on a thread, the host's run_started (ABI 1.6: a backend's exec() on this
-// thread says the run's first process exists), and core's own spawner once its child exists,
-// call `on_started`, once. Without a scope on the thread nothing is called. Scopes nest: the
-// innermost is told.
-class RunStartedScope {
- public:
-  explicit RunStartedScope(std::function<void()> on_started);
-  ~RunStartedScope();
-  RunStartedScope(const RunStartedScope&) = delete;
-  RunStartedScope& operator=(const RunStartedScope&) = delete;
-
- private:
-  friend void notify_run_started() noexcept;
+  sbx_run_v2 table_{};
+  BackendRefusalLog* refusals_;
   std::function<void()> on_started_;
-  RunStartedScope* previous_;
+  const LimitedRun* limits_;
+  std::mutex refusals_mutex_;
 };
-
-// Tells this thread's RunStartedScope, if any, that the run's first process exists (first
-// call only). Never throws: what on_started throws is dropped (its work is then done later).
-void notify_run_started() noexcept;
 
 const char* sbx_version();
 

@@ -12,6 +12,8 @@
 
 namespace sbx {
 
+class RunServices;  // runtime.hpp
+
 // Children exit with the SDK toolkit's codes; sbx's own are defined in exit_codes.hpp. They
 // must be the same numbers, or a report would misread a child's failure.
 static_assert(kExitSbxFailure == sdk::kExitSandboxFailure);
@@ -33,7 +35,9 @@ static_assert(kExitNotFound == sdk::kExitNotFound);
 // On Windows (run/spawn_win32.cpp): CreateProcessW of the drive path argv[0] (never a search)
 // with plan.env and plan.cwd and the console's standard handles; the 32-bit exit code is
 // passed through; no signals are forwarded.
-Result<ExitStatus> spawn_and_wait(const ExecPlan& plan);
+// With `run`, the child is put under the run's limits (RunServices::prepare_child) right before
+// execve, and the run is told it started (RunServices::started) once the child exists.
+Result<ExitStatus> spawn_and_wait(const ExecPlan& plan, RunServices* run = nullptr);
 
 // Finds `command` the way a shell would (absolute, relative to cwd, or through PATH from `env`)
 // and returns an absolute path; Error says "command not found".

@@ -1,5 +1,5 @@
 // The plugin itself: a Backend over the pure plan (firejail_plan) and the probe. Links only
-// the sbx SDK; exported symbol: sbx_plugin_entry_v1 (SBX_DECLARE_BACKEND).
+// the sbx SDK; exported symbol: sbx_plugin_entry_v2 (SBX_DECLARE_BACKEND).
 #include <exception>
 #include <new>
 

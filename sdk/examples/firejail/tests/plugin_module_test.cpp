@@ -1,4 +1,4 @@
-// The built plugin file, loaded the way sbx loads it (dlopen + sbx_plugin_entry_v1 + create),
+// The built plugin file, loaded the way sbx loads it (dlopen + sbx_plugin_entry_v2 + create),
 // with a minimal host table of our own; then a real command through real firejail.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
@@ -19,7 +19,7 @@
 namespace {
 
 // The host's spawn service, reduced to what a test needs: execve the plan in its cwd, wait.
-int test_spawn(void* /*ctx*/, const void* plan_ptr, void* status_out, char* error,
+int test_spawn(void* /*ctx*/, const sbx_run_v2* /*run*/, const void* plan_ptr, void* status_out, char* error,
                std::size_t error_size) {
   const auto& plan = *static_cast<const sbx::ExecPlan*>(plan_ptr);
   std::vector<char*> argv, envp;
@@ -46,9 +46,10 @@ int test_spawn(void* /*ctx*/, const void* plan_ptr, void* status_out, char* erro
 
 void test_log(void*, int, const char*, std::size_t) {}
 
-const sbx_host_v1 kHost = {
-    sizeof(sbx_host_v1), SBX_ABI_MAJOR, SBX_ABI_MINOR, "test", nullptr, nullptr,
-    &test_log,           &test_spawn,   nullptr,         nullptr,      nullptr};
+const sbx_host_v2 kHost = {sizeof(sbx_host_v2), SBX_ABI_MAJOR, SBX_ABI_MINOR, "test",
+                           nullptr,             nullptr,       &test_log,     &test_spawn};
+// A run's table without any service (a 2.0 table may be smaller than a later SDK's).
+const sbx_run_v2 kRun = {sizeof(sbx_run_v2), nullptr, nullptr, nullptr, nullptr};
 
 class PluginModule : public ::testing::Test {
  protected:
@@ -67,11 +68,11 @@ class PluginModule : public ::testing::Test {
   }
 
   void* handle_ = nullptr;
-  const sbx_plugin_v1* descriptor_ = nullptr;
+  const sbx_plugin_v2* descriptor_ = nullptr;
 };
 
 TEST_F(PluginModule, DescriptorMatchesWhatTheHostChecks) {
-  EXPECT_EQ(descriptor_->struct_size, sizeof(sbx_plugin_v1));
+  EXPECT_EQ(descriptor_->struct_size, sizeof(sbx_plugin_v2));
   EXPECT_EQ(descriptor_->abi_major, SBX_ABI_MAJOR);
   EXPECT_EQ(descriptor_->abi_minor, SBX_ABI_MINOR);
   EXPECT_STREQ(descriptor_->name, "firejail");
@@ -117,7 +118,7 @@ TEST_F(PluginModule, ConfinesARealCommand) {
                   "exit 42"};
   sbx::Result<sbx::ExecPlan> plan = backend->transform(request);
   ASSERT_TRUE(plan.ok()) << plan.error();
-  sbx::Result<sbx::ExitStatus> status = backend->exec(*plan);
+  sbx::Result<sbx::ExitStatus> status = backend->exec(*plan, sbx::RunContext(&kRun));
   ASSERT_TRUE(status.ok()) << status.error();
   EXPECT_EQ(status->shell_code(), 42) << "10 inside failed, 11 escaped, 12 .git written, "
                                          "13 not firejail, 14 network visible";

@@ -1,6 +1,6 @@
-// The C++ Backend interface a plugin implements, and HostServices, the plugin's only way back
-// into the host. A Backend is created by the plugin's sbx_plugin_v1::create() and destroyed by
-// its destroy(); the host never deletes it directly.
+// The C++ Backend interface a plugin implements, and HostServices and RunContext, the plugin's
+// only ways back into the host. A Backend is created by the plugin's sbx_plugin_v2::create() and
+// destroyed by its destroy(); the host never deletes it directly.
 #pragma once
 
 #include <cstddef>
@@ -14,10 +14,51 @@
 
 namespace sbx {
 
-// A thin, copyable view of the host's sbx_host_v1 table.
+// The services of one run (sbx_run_v2): what exec() is given beside the plan. Valid until
+// exec() returns; a plugin keeps no copy beyond that. Every service checks the table's size
+// before it uses a slot (abi.h, SBX_TABLE_HAS) and does nothing on a table without it.
+class RunContext {
+ public:
+  explicit RunContext(const sbx_run_v2* run) : run_(run) {}
+
+  // The run's prepare_child, for a plugin that starts processes itself: call it in the child
+  // right before execve; a non-zero result is an errno and the child must not exec.
+  // Async-signal-safe; calls nothing (returns 0) without the slot.
+  struct ChildHook {
+    int (*function)(void* ctx) = nullptr;
+    void* ctx = nullptr;
+    int operator()() const { return function != nullptr ? function(ctx) : 0; }
+  };
+  ChildHook child_hook() const {
+    if (!SBX_TABLE_HAS(run_, sbx_run_v2, prepare_child)) return {};
+    return {run_->prepare_child, run_->ctx};
+  }
+
+  // Names one connection the sandbox refused ("unix" with the path or "@name", "ip" with
+  // "ADDRESS:PORT") for the run's report. Before exec() returns.
+  void report_network_refusal(std::string_view kind, std::string_view address) const {
+    if (!SBX_TABLE_HAS(run_, sbx_run_v2, report_network_refusal)) return;
+    const std::string kind_text(kind);
+    run_->report_network_refusal(run_->ctx, kind_text.c_str(), address.data(), address.size());
+  }
+
+  // The run's first process exists. Call it in the parent right after the spawn returned: the
+  // host's work alongside the run then overlaps the sandbox's set-up.
+  void run_started() const {
+    if (SBX_TABLE_HAS(run_, sbx_run_v2, run_started)) run_->run_started(run_->ctx);
+  }
+
+  // The table itself, for HostServices::spawn.
+  const sbx_run_v2* table() const { return run_; }
+
+ private:
+  const sbx_run_v2* run_;
+};
+
+// A thin, copyable view of the host's sbx_host_v2 table.
 class HostServices {
  public:
-  explicit HostServices(const sbx_host_v1* host) : host_(host) {}
+  explicit HostServices(const sbx_host_v2* host) : host_(host) {}
 
   // The verified sbx-stage2 helper ("" where the host has none).
   std::string_view stage2_path() const {
@@ -27,60 +68,22 @@ class HostServices {
     return host_ != nullptr && host_->host_version != nullptr ? host_->host_version : "";
   }
   void log(sbx_log_level level, std::string_view message) const {
-    if (host_ != nullptr && host_->log != nullptr)
+    if (SBX_TABLE_HAS(host_, sbx_host_v2, log))
       host_->log(host_->ctx, level, message.data(), message.size());
   }
-  // Runs the plan with the host's spawner (absolute execve, clean fds, signals forwarded).
-  Result<ExitStatus> spawn(const ExecPlan& plan) const {
-    if (host_ == nullptr || host_->spawn == nullptr) return Error{"host offers no spawn service"};
+  // Runs the plan with the host's spawner (absolute execve, clean fds, signals forwarded), under
+  // `run` (its limits, its run_started).
+  Result<ExitStatus> spawn(const ExecPlan& plan, const RunContext& run) const {
+    if (!SBX_TABLE_HAS(host_, sbx_host_v2, spawn)) return Error{"host offers no spawn service"};
     ExitStatus status;
     char error[1024] = {0};
-    if (host_->spawn(host_->ctx, &plan, &status, error, sizeof error) != 0)
+    if (host_->spawn(host_->ctx, run.table(), &plan, &status, error, sizeof error) != 0)
       return Error{error[0] != '\0' ? std::string(error) : std::string("spawn failed")};
     return status;
   }
 
-  // The host's prepare_child (ABI 1.2), for a plugin that starts processes itself: call it in
-  // the child right before execve; a non-zero result is an errno and the child must not exec.
-  // Calls nothing (returns 0) on a host without it.
-  struct ChildHook {
-    int (*function)(void* ctx) = nullptr;
-    void* ctx = nullptr;
-    int operator()() const { return function != nullptr ? function(ctx) : 0; }
-  };
-  ChildHook child_hook() const {
-    if (host_ == nullptr ||
-        host_->struct_size < offsetof(sbx_host_v1, prepare_child) + sizeof host_->prepare_child)
-      return {};
-    return {host_->prepare_child, host_->ctx};
-  }
-
-  // The host's report_network_refusal (ABI 1.5): names one connection the sandbox refused
-  // ("unix" with the path or "@name", "ip" with "ADDRESS:PORT") for the run's report. Call it
-  // from the thread that called exec(), before exec() returns. Does nothing on an older host.
-  void report_network_refusal(std::string_view kind, std::string_view address) const {
-    if (host_ == nullptr ||
-        host_->struct_size <
-            offsetof(sbx_host_v1, report_network_refusal) + sizeof host_->report_network_refusal ||
-        host_->report_network_refusal == nullptr)
-      return;
-    const std::string kind_text(kind);
-    host_->report_network_refusal(host_->ctx, kind_text.c_str(), address.data(), address.size());
-  }
-
-  // The host's run_started (ABI 1.6): the run's first process exists. Call it in the parent,
-  // from the thread that called exec(), right after the spawn returned: the host's work
-  // alongside the run then overlaps the sandbox's set-up. Does nothing on an older host.
-  void run_started() const {
-    if (host_ == nullptr ||
-        host_->struct_size < offsetof(sbx_host_v1, run_started) + sizeof host_->run_started ||
-        host_->run_started == nullptr)
-      return;
-    host_->run_started(host_->ctx);
-  }
-
  private:
-  const sbx_host_v1* host_;
+  const sbx_host_v2* host_;
 };
 
 // The name of the check by which a probe says its answer may be kept between runs (probe()).
@@ -131,11 +134,16 @@ class Backend {
   virtual ProbeReport probe(const ProbeContext& context) = 0;
 
   // Pure: turns a request into the process to start. Returns an Error naming the rule when the
-  // policy asks for something this backend cannot enforce; never drops a rule silently.
+  // policy asks for something this backend cannot enforce; never drops a rule silently. What
+  // exec() needs beyond the displayable fields goes into plan.detail (types.hpp), never into
+  // text that exec() parses back: the plan printed is the plan run.
   virtual Result<ExecPlan> transform(const TransformRequest& request) const = 0;
 
-  // Runs a plan produced by transform(). The default asks the host to spawn it.
-  virtual Result<ExitStatus> exec(const ExecPlan& plan) { return host_.spawn(plan); }
+  // Runs a plan produced by this backend's transform() (core hands back the same ExecPlan,
+  // detail included), under the run's context. The default asks the host to spawn it.
+  virtual Result<ExitStatus> exec(const ExecPlan& plan, const RunContext& run) {
+    return host_.spawn(plan, run);
+  }
 
  protected:
   const HostServices& host() const { return host_; }

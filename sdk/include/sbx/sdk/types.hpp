@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -78,11 +79,11 @@ enum class Capability : std::uint32_t {
   kProxyNetwork = 1u << 7,       // network only through a local proxy
   kUnixSocketAllowlist = 1u << 8,  // host unix sockets only from network.unix_sockets
   kSyscallFilter = 1u << 9,      // the seccomp-style dangerous-syscall filter
-  // ABI 1.4: listening on local ports (bind/listen on loopback) while the network is
+  // Listening on local ports (bind/listen on loopback) while the network is
   // restricted or proxied (network.allow_local_binding). Plugins built for older ABIs never
   // declare it, so the manager passes them over for such policies.
   kLocalBinding = 1u << 10,
-  // ABI 1.5: host unix sockets closed unless network.unix_sockets lists them, pathname and
+  // Host unix sockets closed unless network.unix_sockets lists them, pathname and
   // abstract, whatever the network mode (with the network enabled too: "enabled" means the
   // internet, not the host's local services such as docker, ssh-agent, D-Bus or tmux). The
   // manager needs it whenever the network is enabled; plugins built for older ABIs never
@@ -185,8 +186,7 @@ struct TransformRequest {
   std::string cwd;                // absolute
   std::vector<std::string> env;   // KEY=VALUE, exactly what the command should see
   ResolvedPolicy policy;
-  // ABI 1.1 (appended; plugins built for 1.0 never read it): with network.mode == proxy, the
-  // filtering proxy's unix socket on the host (absolute, alone in a private 0700 directory
+  // With network.mode == proxy, the filtering proxy's unix socket on the host (absolute, alone in a private 0700 directory
   // created by core), for backends that reach the proxy through a bridge from inside a network
   // namespace; empty otherwise. The proxy's TCP port is in policy.network.proxy_ports.
   // (Default member initializer: partial aggregate initialisers stay warning-free.)
@@ -212,104 +212,35 @@ struct PlanHostPaths {
   friend bool operator==(const PlanHostPaths&, const PlanHostPaths&) = default;
 };
 
-// The Windows restricted-token backend's plan: the token it builds and the ACL changes it makes
-// for one run, which its exec() carries out (plugins/windows/README.md has the model). transform()
-// fills it; reports print it (JSON "windows"). Every other backend leaves it empty, and empty
-// (all flags false, no SIDs, no paths) never stands for a runnable Windows plan.
-
-// Symbolic SIDs; the executor maps them to real SIDs at run time.
-enum class WindowsSid : std::uint8_t {
-  kWriteCapability,  // "cap:write": an S-1-5-21-a-b-c-d SID derived from the user and the plan
-  kLogon,            // the logon session SID of the caller's token
-  kEveryone,         // S-1-1-0
+// The backend's own part of a plan. transform() makes it (an object of the backend's own class,
+// derived from this one); core keeps it with the plan and hands it back, unchanged, to the same
+// backend's exec(), which downcasts it. Core never looks inside but through report_json(). What
+// exec() needs that a person need not read (a typed launch description, descriptors to come)
+// lives here, so that exec() never parses the displayable fields back.
+class PlanDetail {
+ public:
+  PlanDetail() = default;
+  PlanDetail(const PlanDetail&) = delete;
+  PlanDetail& operator=(const PlanDetail&) = delete;
+  virtual ~PlanDetail() = default;
+  // Members the plan's JSON (`sbx debug`, `--dry-run --json`) gains: the text of one JSON
+  // object whose members are added to the plan's, or "" for none. Names of core's own members
+  // ("argv", "env", ...) are not allowed.
+  virtual std::string report_json() const { return {}; }
 };
 
-enum class WindowsAceKind : std::uint8_t {
-  kAllowWrite,  // inheritable (OI|CI): write data, append, add file/dir, attributes, EA, DELETE
-  kDenyWrite,   // inheritable (OI|CI): the above plus FILE_DELETE_CHILD, WRITE_DAC, WRITE_OWNER
-  kDenyDelete,  // this object only: DELETE (no rename or removal of the directory itself)
-};
-
-// Stable names, used in plans printed for people and in JSON.
-constexpr std::string_view to_string(WindowsSid sid) {
-  switch (sid) {
-    case WindowsSid::kWriteCapability: return "cap:write";
-    case WindowsSid::kLogon: return "logon";
-    case WindowsSid::kEveryone: return "everyone";
-  }
-  return "unknown";
-}
-
-constexpr std::string_view to_string(WindowsAceKind kind) {
-  switch (kind) {
-    case WindowsAceKind::kAllowWrite: return "allow-write";
-    case WindowsAceKind::kDenyWrite: return "deny-write";
-    case WindowsAceKind::kDenyDelete: return "deny-delete";
-  }
-  return "unknown";
-}
-
-struct WindowsAce {
-  WindowsAceKind kind = WindowsAceKind::kDenyWrite;
-  WindowsSid sid = WindowsSid::kWriteCapability;
-  std::string path;  // Windows form
-  friend bool operator==(const WindowsAce&, const WindowsAce&) = default;
-};
-
-// The CreateRestrictedToken call: its flags, restricting SIDs (in order) and the default DACL
-// (GENERIC_ALL for each SID; empty leaves the token's default).
-struct WindowsToken {
-  bool disable_max_privilege = false;
-  bool lua_token = false;
-  bool write_restricted = false;
-  std::vector<WindowsSid> restricting_sids;
-  std::vector<WindowsSid> default_dacl;
-  friend bool operator==(const WindowsToken&, const WindowsToken&) = default;
-};
-
-struct PlanWindows {
-  WindowsToken token;
-  std::vector<std::string> create_dirs;  // Windows form, parents first; created if missing
-  std::vector<WindowsAce> aces;          // applied in order, removed in reverse order
-  bool kill_on_job_close = false;        // the job object kills the whole tree on close
-  friend bool operator==(const PlanWindows&, const PlanWindows&) = default;
-};
-
-// What a backend hands back: the exact process to start. Pure data.
-// Everything exec() needs from transform() travels in typed fields; `notes` are for people
-// only and no code parses them.
+// What a backend hands back: the exact process to start.
+// Everything exec() needs from transform() travels in typed fields and in `detail`; `notes` are
+// for people only and no code parses them.
 struct ExecPlan {
   std::vector<std::string> argv;  // argv[0] is an absolute path
   std::vector<std::string> env;   // KEY=VALUE, the full environment of argv[0]
   std::string cwd;
   std::vector<std::string> notes;  // things `explain`/`debug` should tell a person
-  // ABI 1.3 (appended): see PlanHostPaths. The host never hands a plugin built for an older
-  // ABI a plan with this field, nor reads it from such a plugin's plans (abi.h, History).
-  // (Default member initializer: partial aggregate initialisers stay warning-free.)
+  // (Default member initializers: partial aggregate initialisers stay warning-free.)
   PlanHostPaths host_paths{};
-  // ABI 1.4 (appended): see PlanWindows; empty for every backend but windows. Same rule as
-  // host_paths for plugins built for an older ABI.
-  PlanWindows windows{};
-};
-
-// The ExecPlan layout of ABI 1.0-1.2, which plugins built for those versions return and take.
-// The host converts at the boundary; a plugin never needs it. ExecPlan starts with the same
-// members in the same order, so an ExecPlan may be read through this view.
-struct ExecPlanAbi1_2 {
-  std::vector<std::string> argv;
-  std::vector<std::string> env;
-  std::string cwd;
-  std::vector<std::string> notes;
-};
-
-// The ExecPlan layout of ABI 1.3 (ExecPlan up to host_paths), for plugins built for it. Same
-// rules as ExecPlanAbi1_2.
-struct ExecPlanAbi1_3 {
-  std::vector<std::string> argv;
-  std::vector<std::string> env;
-  std::string cwd;
-  std::vector<std::string> notes;
-  PlanHostPaths host_paths;
+  // The backend's own part (PlanDetail), or null. Shared, immutable: copies of a plan share it.
+  std::shared_ptr<const PlanDetail> detail{};
 };
 
 // How the command ended.

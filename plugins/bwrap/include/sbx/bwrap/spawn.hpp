@@ -64,14 +64,13 @@ std::vector<std::string> with_stage2_options(const std::vector<std::string>& arg
 // The "child-pid" member of bwrap's --info-fd JSON, or nullopt if absent or malformed.
 std::optional<pid_t> parse_child_pid(std::string_view info);
 
-// Runs bwrap per the plan and waits for it; see the file comment. `prepare_child` (the host's
-// resource-limit hook) runs in bwrap's process right before execve; if it fails, bwrap does not
+// Runs bwrap per the plan and waits for it; see the file comment. The run's child hook (its
+// resource limits) runs in bwrap's process right before execve; if it fails, bwrap does not
 // run and the result is 125 with a message. `refusals`, when given, receives what the
-// unix-socket supervisor refused during the run, once the sandbox has ended. `host` is told
+// unix-socket supervisor refused during the run, once the sandbox has ended. The run is told
 // run_started() once bwrap runs and the unix-socket supervisor is attached, before sbx waits
 // for the sandbox (its work alongside the run then overlaps bwrap's set-up).
-Result<ExitStatus> spawn_bwrap(const ExecPlan& plan, HostServices::ChildHook prepare_child = {},
-                               std::vector<UnixRefusal>* refusals = nullptr,
-                               HostServices host = HostServices(nullptr));
+Result<ExitStatus> spawn_bwrap(const ExecPlan& plan, const RunContext& run = RunContext(nullptr),
+                               std::vector<UnixRefusal>* refusals = nullptr);
 
 }  // namespace sbx::bwrap

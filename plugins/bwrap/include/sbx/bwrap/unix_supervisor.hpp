@@ -3,7 +3,7 @@
 // Seccomp sees registers, never memory, so it cannot tell which socket a connect() names. The
 // spawner therefore installs, in the child that execs bwrap, a notification-only filter
 // (unix_notify_program): every connect() and bind() of everything in the sandbox (bwrap, stage
-// 2, the command) is handed to this supervisor, in the waiting sbx process (its waiting thread,
+// 2, the command) is handed to this supervisor, in the waiting sbx process (its watcher,
 // then a thread of its own from the first connect on), through the filter's listener. For a connect
 // the supervisor copies the address, decides, and performs the call itself on a duplicate of the
 // caller's socket (pidfd_getfd) with its private copy of the address, then injects the result: it

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "sbx/sdk/types.hpp"
+#include "sbx/windows/plan_types.hpp"
 
 namespace sbx::windows {
 

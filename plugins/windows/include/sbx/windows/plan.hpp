@@ -31,11 +31,12 @@
 
 #include "sbx/sdk/result.hpp"
 #include "sbx/sdk/types.hpp"
+#include "sbx/windows/plan_types.hpp"
 
 namespace sbx::windows {
 
-// The token and ACL vocabulary is the SDK's (sbx/sdk/types.hpp, with its to_string names):
-// the plan's token and ACL part travels to exec() in ExecPlan::windows as exactly these values.
+// The token and ACL vocabulary (plan_types.hpp, with its to_string names): the plan's token and
+// ACL part travels to exec() in the plan's detail (plan_text.hpp) as exactly these values.
 using SidRef = WindowsSid;
 using AceKind = WindowsAceKind;
 using Ace = WindowsAce;

@@ -1,0 +1,170 @@
+// What the bwrap spawner's two launchers share (spawn.hpp has the contract): the stage-2 launch
+// (stage2_launch.cpp: sbx -> bwrap -> sbx-stage2 -> command) and the direct launch
+// (direct_launch.cpp, direct.hpp: sbx -> bwrap -> command). One child side (ChildArgs,
+// run_child), one signal forwarder (SignalForwarder), and the pieces of the parent's waiting
+// loop, the *watcher*: it learns the sandbox's pid from bwrap, forwards signals and waits for
+// bwrap to end. "Supervisor" names one actor only: the unix-socket supervisor
+// (unix_supervisor.hpp), which the watcher serves until the supervisor's own thread takes over.
+// Private to the bwrap plugin.
+#pragma once
+
+#include <signal.h>
+#include <sys/types.h>
+
+#include <array>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sbx/bwrap/unix_supervisor.hpp"
+#include "sbx/sdk/backend.hpp"
+#include "sbx/sdk/posix_child.hpp"
+#include "sbx/sdk/result.hpp"
+#include "sbx/sdk/types.hpp"
+
+namespace sbx::bwrap::launch {
+
+// The signals forwarded to the sandbox (SIGCONT is left out: sbx stopping does not stop the
+// sandbox, which is in its own session, so there is nothing to continue).
+inline constexpr std::array<int, 7> kForwardedSignals = {SIGINT,  SIGTERM, SIGHUP,  SIGQUIT,
+                                                         SIGUSR1, SIGUSR2, SIGWINCH};
+// How long to poll /proc while a signal is held for a target that cannot receive it yet.
+inline constexpr int kReadyPollMs = 5;
+// Without a pidfd for bwrap (Linux < 5.3): how often to look whether bwrap has ended, in case
+// another thread of this process took its SIGCHLD.
+inline constexpr int kNoPidfdPollMs = 100;
+
+// The first descriptor number a launcher places for bwrap (3, right after stdio); each launcher
+// places up to kPlacedCount consecutive ones (the stage-2 launch: kInfoFd..kMountsFd, the direct
+// launch: kStatusFd..kPauseFd).
+inline constexpr int kFirstPlacedFd = 3;
+inline constexpr std::size_t kPlacedCount = 5;
+
+// The pipes every launch starts with: the child's failure report (CLOEXEC, EOF at a successful
+// execve) and bwrap's info or status pipe (the sandbox PID 1's pid, as JSON).
+struct Pipes {
+  int report[2];
+  int info[2];
+};
+
+// Everything the child needs, prepared before vfork. The child side uses only the
+// async-signal-safe pieces of the POSIX child toolkit (sbx/sdk/posix_child.hpp), writing
+// nothing but its own stack: it is started with vfork and shares sbx's memory until execve
+// (why vfork, and why that is safe: see core/src/run/spawn.cpp; here too every signal is
+// blocked until the dispositions are reset).
+struct ChildArgs {
+  char* const* argv;
+  char* const* envp;
+  const char* cwd;
+  int report_fd;  // CLOEXEC; EOF at a successful execve
+  // Placed at kFirstPlacedFd + i (all CLOEXEC before); -1: nothing at that number.
+  std::array<int, kPlacedCount> placed;
+  // Bind sources (CLOEXEC, >= kFirstBindFd): made inheritable as they are, never moved.
+  const int* bind_fds;
+  std::size_t bind_fd_count;
+  RunContext::ChildHook prepare_child;  // the run's cgroup and rlimits (async-signal-safe)
+  int supervisor_channel;  // CLOEXEC unix socket: the seccomp listener goes to sbx over it
+  int scope_ruleset;       // CLOEXEC Landlock ruleset entered last; -1 for none
+  bool report_sends;       // private network namespace: the filter notifies sendto with an address
+};
+
+// vfork + the child side, kept apart so that no local of the caller lives across vfork (the
+// child shares this stack frame's memory until execve). Every signal must be blocked.
+pid_t vfork_child(const ChildArgs& args, int& vfork_errno);
+
+int pidfd_open_raw(pid_t pid);
+
+// Delivers the forwarded signals to the sandbox, holding them until their target can receive
+// them. Two targets, one per launch:
+//  * aim_at_init (stage-2 launch): sbx-stage2, the sandbox's PID 1, once /proc shows it catches
+//    every forwarded signal (a PID 1 drops a signal it neither blocks nor handles);
+//  * aim_at_command_of (direct launch): the command, the child of bwrap's PID 1 whose innermost
+//    pid is 2, once it exists (find_sandbox_command, direct.hpp); bwrap's PID 1 never gets them.
+// A pidfd pins the target: once it has exited and been reaped its pid may be reused, and a late
+// signal must not hit an unrelated process (kill() only for PID 1 on Linux < 5.3).
+class SignalForwarder {
+ public:
+  SignalForwarder() { sigemptyset(&held_); }
+  ~SignalForwarder();
+  SignalForwarder(const SignalForwarder&) = delete;
+  SignalForwarder& operator=(const SignalForwarder&) = delete;
+
+  void aim_at_init(pid_t init);
+  void aim_at_command_of(pid_t init);
+  // Called once bwrap has ended: nothing may be sent any more.
+  void stop() { stopped_ = true; }
+  void receive(int sig);
+  bool holding() const;
+  void deliver_held();
+
+ private:
+  enum class Aim { kNone, kInit, kCommandOf };
+  bool target_ready();
+  bool init_catches_forwarded() const;
+
+  Aim aim_ = Aim::kNone;
+  pid_t pid_ = 0;   // PID 1 of the sandbox (both aims)
+  int pidfd_ = -1;  // the target's pidfd: PID 1's (kInit), the command's (kCommandOf)
+  bool ready_ = false;
+  bool stopped_ = false;
+  sigset_t held_;
+};
+
+// Reads every signal queued on the signalfd and hands the forwarded ones to the forwarder
+// (none when it is null: then they are only consumed).
+void drain_signals(int signal_fd, SignalForwarder* forwarder);
+
+// Reads what is available on one of bwrap's pipes; returns false at EOF or error.
+bool read_info(int fd, std::string& info);
+
+// True once the child has ended (left unreaped, so its pid cannot be reused meanwhile).
+Result<bool> child_ended(pid_t pid);
+
+// The watcher's poll timeout: kReadyPollMs while a signal is held, kNoPidfdPollMs without a
+// pidfd for bwrap, else none (-1).
+int watch_timeout(const SignalForwarder& forwarder, int exit_fd);
+
+// A sealed memfd holding `block`, positioned at its start; -1 (errno set) on failure.
+int sealed_memfd(const char* name, const std::string& block);
+
+// The command inherits stdin, stdout and stderr and nothing else. A socket among them was made
+// in the caller's network namespace: unless it is a connected stream socket it could reach the
+// host (a datagram socket names a destination on every send, which the supervisor never sees;
+// an unconnected one connects in the host's namespace): the run is refused instead.
+Status check_inherited_descriptors();
+
+// The child's own failure, printed, as the exit status (125 setup/limits/chdir, 126/127 exec).
+ExitStatus report_failure(const ExecPlan& plan, const sdk::posix_child::Failure& failure);
+
+// bwrap ended without starting the command: its own failure (it printed why), never the
+// command's status. 125 like every other failure of sbx's own, so no exit status of bwrap (1 for
+// most of its errors) can pass for the command's.
+ExitStatus report_bwrap_failure(const ExitStatus& bwrap);
+
+// bwrap runs under the supervisor's filter: without a supervisor its first bind would wait
+// forever, and nothing may run unsupervised. So it is killed and the run fails.
+Error abandon_bwrap(pid_t pid, const std::string& why);
+
+// The unix-socket supervisor for the bwrap just started: its listener was sent over `channel`
+// before execve.
+Result<std::unique_ptr<UnixSupervisor>> attach_supervisor(int channel, UnixSocketRules rules);
+
+// The launchers. Each closes pipes.report[1] and both ends of pipes.info before it returns
+// (pipes.report[0] stays the caller's); `signal_fd` is the caller's signalfd of the forwarded
+// signals and SIGCHLD, all blocked; `refusals` as in spawn_bwrap.
+Result<ExitStatus> run_stage2_launch(const ExecPlan& plan, const Pipes& pipes, int signal_fd,
+                                     const RunContext& run, std::vector<UnixRefusal>* refusals);
+// `supervised_argv` is plan.argv without the supervisor's options (take_supervisor_options),
+// whose rules are `rules`; the caller checked that it has a direct form (direct_plan).
+Result<ExitStatus> run_direct_launch(const ExecPlan& plan,
+                                     const std::vector<std::string>& supervised_argv,
+                                     UnixSocketRules rules, const Pipes& pipes, int signal_fd,
+                                     const RunContext& run, std::vector<UnixRefusal>* refusals);
+
+// True when this kernel has what the direct launch relies on from outside the sandbox: pidfds
+// (the sandbox's PID 1 and the command pinned) and openat2 (the command checked inside the new
+// root). Older kernels keep stage 2.
+bool direct_launch_supported();
+
+}  // namespace sbx::bwrap::launch
