@@ -426,8 +426,8 @@ TEST(RunTest, PlanDetailTravelsFromTransformToExecUnchanged) {
   CountingBackends backends(manager, nullptr);
   const RunOutcome run = run_command(request_for(kWorkspace, {"/bin/true"}), backends);
   ASSERT_EQ(run.stop, RunStop::kNone) << run.error;
-  ASSERT_TRUE(run.report.status.has_value());
-  EXPECT_EQ(run.report.status->exit_code, 0);
+  ASSERT_TRUE(run.report.exit.has_value());
+  EXPECT_EQ(run.report.exit->exit_code, 0);
   EXPECT_EQ(backend->transforms, 1);
   EXPECT_EQ(backend->received.get(), backend->made.get());
 
