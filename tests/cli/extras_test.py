@@ -401,6 +401,8 @@ zpty -w z "PS1='%% '; bindkey -e; fpath=($1 \$fpath); autoload -U compinit; comp
 zpty -r z out '*INIT-DONE*' || exit 3
 zpty -r z out '*% ' || exit 3
 zpty -n -w z "$2"$'\t'
+# Lets zle finish completing before the next keys arrive (with typeahead pending it completes
+# differently); it shows no sign of being done. Too short fails the test, never passes it.
 sleep 0.5
 zpty -n -w z $'\C-a'"print -r -- COMPLETED:"$'\n'
 zpty -r z out '*COMPLETED:*% ' || exit 3

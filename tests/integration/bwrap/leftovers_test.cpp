@@ -30,6 +30,7 @@
 #include "sbx_test/files.hpp"
 #include "sbx_test/identity.hpp"
 #include "sbx_test/installed_sbx.hpp"
+#include "sbx_test/last_close.hpp"
 #include "sbx_test/private_home.hpp"
 #include "sbx_test/process.hpp"
 #include "sbx_test/temp_dir.hpp"
@@ -169,15 +170,19 @@ TEST_P(MountPointLeftovers, AKilledRunsMountPointsInADirectoryMadeReadOnlyAreSwe
   give_to(who, conf.path());
   give_to(who, ws.path());
   give_to(who, next_ws.path());
-  const pid_t sbx = start_exec(who, policy, ws.path(), "echo up > ready; chmod 555 .; sleep 300",
-                               conf / "sbx.log");
+  // The shell and its sleep share fd 3 on `ready`: its last close is the sandbox gone.
+  const pid_t sbx =
+      start_exec(who, policy, ws.path(), "exec 3>ready; echo up >&3; chmod 555 .; sleep 300",
+                 conf / "sbx.log");
   ASSERT_TRUE(eventually([&] { return mode_of(ws.path()) == 0555; }, 30))
       << "the command did not start: " << read_file(conf / "sbx.log");
   ASSERT_EQ(socket_names_in(ws.path()), ".git(socket) .codex(socket) .agents(socket) ");
+  const LastCloseWatch sandbox(ws / "ready");
+  ASSERT_TRUE(sandbox.ok()) << "cannot watch " << ws / "ready";
   ::kill(sbx, SIGKILL);
   ::waitpid(sbx, nullptr, 0);
   // The sandbox dies with sbx (--die-with-parent); its mounts go with its namespace.
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_TRUE(sandbox.wait(30'000)) << "the sandbox outlived the killed sbx";
   const RunResult next =
       exec_as(who, "bwrap", {"--policy", policy}, next_ws.path(), {"/bin/true"}, env_for(who));
   ASSERT_EQ(next.code, 0) << describe(next);

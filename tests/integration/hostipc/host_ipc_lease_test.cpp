@@ -180,6 +180,8 @@ class HostWriter {
       } else if (errno == EWOULDBLOCK) {
         ++held_;
       }
+      // A pace, not a wait: the writer tries throughout the run (a granted lease's holder waits
+      // for one of these tries, ipc_lease_probe.cpp).
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   }

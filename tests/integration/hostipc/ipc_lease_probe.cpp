@@ -4,6 +4,7 @@
 // host_ipc_lease_test.cpp checks the host afterwards.
 #include <fcntl.h>
 #include <mqueue.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/ipc.h>
 #include <sys/msg.h>
@@ -75,14 +76,23 @@ long own_mq(const char* name) {
   return ::mq_unlink(name);
 }
 
-// A read lease from a read-only descriptor, kept for a while when it was granted, so that a
-// host writer trying meanwhile would be held (fcntl(2), "Leases").
+// A read lease from a read-only descriptor. When it was granted it is kept until the host's
+// writer has been held by it: the kernel tells the holder of each breaker with SIGIO (fcntl(2),
+// "Leases": sent even when the breaker's open() was O_NONBLOCK and failed with EWOULDBLOCK), so
+// the host's count of held opens is then certain to show it. Ten seconds at most.
 long read_lease(const char* path) {
   const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return -1;
+  sigset_t io;
+  sigemptyset(&io);
+  sigaddset(&io, SIGIO);
+  ::sigprocmask(SIG_BLOCK, &io, nullptr);
   const long rc = ::fcntl(fd, F_SETLEASE, F_RDLCK);
   const int error = errno;
-  if (rc == 0) ::sleep(2);
+  if (rc == 0) {
+    const timespec ten_seconds{10, 0};
+    ::sigtimedwait(&io, nullptr, &ten_seconds);
+  }
   ::close(fd);
   errno = error;
   return rc;

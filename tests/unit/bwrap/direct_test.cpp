@@ -23,6 +23,7 @@
 #include "sbx/bwrap/direct.hpp"
 #include "sbx/bwrap/spawn.hpp"
 
+#include "sbx_test/last_close.hpp"
 #include "sbx_test/temp_dir.hpp"
 
 namespace direct_launch_test {
@@ -311,11 +312,15 @@ TEST_F(BwrapDirectRun, BwrapFailingAfterThePausePointIs125) {
 
 TEST_F(BwrapDirectRun, NoDescendantOutlivesTheRun) {
   const std::string marker = "31.4159";
+  // Both sleeps inherit the shell's fd 3 on `held`: its last close is the last of them gone.
+  std::ofstream(dir_ + "/held").close();
+  const sbx::test::LastCloseWatch sleeps(dir_ + "/held");
+  ASSERT_TRUE(sleeps.ok());
   sbx::Result<sbx::ExitStatus> status = sbx::bwrap::spawn_bwrap(
-      plan("sleep " + marker + " & setsid sleep " + marker + " & exit 0"));
+      plan("exec 3>held; sleep " + marker + " & setsid sleep " + marker + " & exit 0"));
   ASSERT_TRUE(status.ok()) << status.error();
   EXPECT_EQ(status->exit_code, 0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_TRUE(sleeps.wait(10'000)) << "a sleep still holds fd 3 ten seconds after the run";
   for (const auto& entry : fs::directory_iterator("/proc")) {
     const std::string pid = entry.path().filename();
     if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
