@@ -2,6 +2,7 @@
 // answer in the wire format of probe_wire.hpp after it.
 #include "plugins/probe_store.hpp"
 
+#include <algorithm>
 #include <string_view>
 
 #include "plugins/probe_wire.hpp"
@@ -14,8 +15,10 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <climits>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #endif
@@ -55,6 +58,7 @@ std::optional<std::vector<std::string>> dependencies(const ProbeReport& report) 
 
 // Nothing is kept on Windows (no probe runs in a child there, so there is little to save).
 std::optional<std::string> current_store_dir() { return std::nullopt; }
+std::vector<std::string> state_directories() { return {}; }
 std::string answer_path(const std::string& dir, const LoadedPlugin& plugin) {
   return dir + "/" + plugin.name + ".answer";
 }
@@ -121,6 +125,32 @@ std::optional<std::string> store_dir(const private_state::Sources& sources) {
 
 std::optional<std::string> current_store_dir() {
   return store_dir(private_state::current_sources());
+}
+
+std::vector<std::string> state_directories() {
+  const private_state::Sources sources = private_state::current_sources();
+  std::vector<std::string> dirs;
+  const auto add = [&dirs](const std::string& dir) {
+    for (std::string name : {dir, std::string()}) {
+      if (name.empty()) {
+        char real[PATH_MAX];
+        if (::realpath(dir.c_str(), real) == nullptr) continue;
+        name = real;
+      }
+      if (std::find(dirs.begin(), dirs.end(), name) == dirs.end()) dirs.push_back(name);
+    }
+  };
+  if (const std::optional<std::string> store = store_dir(sources)) add(*store);
+  const Result<std::string> proxy = private_state::state_dir(sources, "proxy");
+  const Result<std::string> bwrap = private_state::state_dir(sources, "bwrap");
+  for (const Result<std::string>* dir : {&proxy, &bwrap})
+    if (dir->ok()) add(**dir);
+  // Without a runtime directory both are <cache>/sbx/<name>: that directory too.
+  if (!private_state::runtime_base(sources)) {
+    for (const Result<std::string>* dir : {&proxy, &bwrap})
+      if (dir->ok()) add(private_state::split_path(**dir).first);
+  }
+  return dirs;
 }
 
 // <backend>-<16 hex digits>.answer, the digits an FNV-1a hash of the plugin's path and of the

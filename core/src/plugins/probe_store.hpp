@@ -31,6 +31,16 @@ std::optional<std::string> store_dir(const private_state::Sources& sources);
 // store_dir() of this process (private_state::current_sources); always nullopt on Windows.
 std::optional<std::string> current_store_dir();
 
+// Every per-user state directory of sbx for this process (sbx/sdk/private_state.hpp), made
+// when missing, each followed by its real path when that differs: the kept probe answers, the
+// proxy's sockets ("proxy"), bwrap's registry and probe cache ("bwrap"), and when these lie in
+// the cache (no runtime directory) <cache>/sbx, which holds them (a command that could chmod
+// or rename entries in it could end or forge every later run's state, issue #32).
+// Resolution keeps each read-only in every sandbox like sbx's install and refuses a writable
+// root inside one; a backend that cannot carve one out of a writable root is passed over.
+// Empty on Windows.
+std::vector<std::string> state_directories();
+
 // The file that keeps `plugin`'s answer in `dir` (one per backend and install of sbx).
 std::string answer_path(const std::string& dir, const LoadedPlugin& plugin);
 

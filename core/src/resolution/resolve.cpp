@@ -98,6 +98,7 @@ class Resolver {
   Status collect_candidates();
   void merge_rules();
   void add_install_carveouts();
+  Status refuse_writable_state_dirs() const;
   // True for "/" and a prefix at or above the working directory or the home directory.
   bool holds_workspace_or_home(const std::string& prefix) const;
   void protect_install_carveouts();
@@ -340,6 +341,23 @@ bool Resolver::holds_workspace_or_home(const std::string& prefix) const {
     }
   }
   return false;
+}
+
+// A writable root at or inside one of sbx's state directories (context_.state_dirs) is refused
+// for every backend rather than turned read-only like one inside sbx's install: no command has
+// a reason to write there, and a policy that asks to is an attempt on the next run's state
+// (issue #32 B2). A writable root that holds one is carved out like the install instead.
+Status Resolver::refuse_writable_state_dirs() const {
+  for (const PathRule& rule : out_.policy.rules) {
+    if (rule.access != Access::kWrite) continue;
+    for (const std::string& dir : context_.state_dirs) {
+      if (!path_is_within(rule.path, dir)) continue;
+      return Error{"writable root '" + rule.path + "' lies inside sbx's state directory '" + dir +
+                   "', which no sandboxed command may write (it decides how later runs start); "
+                   "remove that entry from the policy"};
+    }
+  }
+  return {};
 }
 
 // sbx's own code must stay read-only in every sandbox: a command that could write libsbx, a
@@ -748,6 +766,8 @@ Result<Resolution> Resolver::run() {
       status = check_writable_symlinks(candidate);
       if (!status) return Error{status.error()};
     }
+    status = refuse_writable_state_dirs();
+    if (!status) return Error{status.error()};
     add_install_carveouts();
 #ifdef _WIN32
     out_.policy.protected_paths = windows_protected_paths();  // run() refused POSIX style
@@ -790,31 +810,16 @@ Result<ResolvedPolicy> resolve_policy(const Policy& policy, const ResolveContext
 #ifndef _WIN32
 namespace {
 
-// The store of kept probe answers (plugins/probe_store.hpp) is kept read-only in every
-// sandbox like sbx's install: a command that could rewrite it would choose what the next run
-// believes the backends can do. It is created here, before the policy is resolved, so that a
-// first run cannot leave it to the command to create. A backend that cannot carve it out of a
-// writable root is passed over, as for the install. (A rewritten answer could not widen a run
-// anyway, see ARCHITECTURE "Kept probe answers"; this keeps it from being rewritten at all.)
-void add_kept_probe_store(std::vector<std::string>& dirs) {
-  const std::optional<std::string> store = kept_probe::current_store_dir();
-  if (!store) return;
-  dirs.push_back(*store);
-  char real[PATH_MAX];
-  if (::realpath(store->c_str(), real) != nullptr && *store != real) dirs.emplace_back(real);
-}
-
-// The proxy's socket directories (sbx's state directory "proxy", proxy.hpp
-// private_runtime_parent) the same way: a command that could write there could remove or
-// replace another run's socket, whatever that run's own policy (issue #32). Made here, before
-// the policy is resolved; no such place means proxy runs are refused, so nothing to protect.
-void add_proxy_state_dir(std::vector<std::string>& dirs) {
-  const Result<std::string> dir =
-      private_state::state_dir(private_state::current_sources(), "proxy");
-  if (!dir.ok()) return;
-  dirs.push_back(*dir);
-  char real[PATH_MAX];
-  if (::realpath(dir->c_str(), real) != nullptr && *dir != real) dirs.emplace_back(real);
+// sbx's per-user state directories (plugins/probe_store.hpp state_directories: the kept probe
+// answers, the proxy's sockets, bwrap's registry and probe cache, and <cache>/sbx holding them)
+// are kept read-only in every sandbox like sbx's install: a command that could write, chmod or
+// rename there could choose what the next run believes the backends can do, remove or replace
+// another run's socket, or end every later run's state (issue #32). Made here, before the
+// policy is resolved, so that a first run cannot leave it to the command to create them.
+void add_state_dirs(ResolveContext& context) {
+  context.state_dirs = kept_probe::state_directories();
+  context.install_dirs.insert(context.install_dirs.end(), context.state_dirs.begin(),
+                              context.state_dirs.end());
 }
 
 // Every sbx install's prefix (runtime.hpp install_prefixes), with each one's install
@@ -891,8 +896,7 @@ Result<ResolveContext> current_resolve_context() {
                  install_dirs.error()};
   }
   context.install_dirs = std::move(*install_dirs);
-  add_kept_probe_store(context.install_dirs);
-  add_proxy_state_dir(context.install_dirs);
+  add_state_dirs(context);
   auto home = context.env.find("HOME");
   if (home != context.env.end() && !home->second.empty() && home->second.front() == '/') {
     context.home = home->second;

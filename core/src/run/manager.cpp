@@ -148,6 +148,42 @@ void add_install_needs(const ResolvedPolicy& policy, Needs& needs) {
   }
 }
 
+// sbx's state directories kept read-only inside a writable root (resolve.cpp add_state_dirs)
+// need write carve-outs too. A backend that cannot carve one out (Landlock) would let the
+// command rename it away and plant a forged one for the next run, or write bwrap's registry
+// and probe cache, so it is passed over; named with what to do, unless the install was named.
+void add_state_dir_needs(const ResolvedPolicy& policy, Needs& needs) {
+  if (needs.capabilities.has(Capability::kWriteCarveouts)) return;
+  // Nothing can have been carved out without a write rule (as in add_install_needs).
+  if (std::none_of(policy.rules.begin(), policy.rules.end(),
+                   [](const PathRule& rule) { return rule.access == Access::kWrite; }))
+    return;
+  for (const std::string& dir : kept_probe::state_directories()) {
+    // Carved out: a read rule at `dir` below a write rule (resolution refuses a writable root
+    // at or inside a state directory, so a read rule there is never a downgraded one). Not
+    // install_carveout_root's parent test: <cache>/sbx is carved out too, so the parent of
+    // <cache>/sbx/proxy is read-only.
+    const bool read_rule =
+        std::any_of(policy.rules.begin(), policy.rules.end(),
+                    [&](const PathRule& r) { return r.path == dir && r.access == Access::kRead; });
+    if (!read_rule) continue;
+    std::string root;
+    for (const PathRule& rule : policy.rules) {
+      if (rule.access == Access::kWrite && rule.path != dir && path_is_within(dir, rule.path) &&
+          rule.path.size() > root.size())
+        root = rule.path;
+    }
+    if (root.empty()) continue;
+    needs.add(Capability::kWriteCarveouts,
+              "sbx's state directory '" + dir + "', which lies inside the writable root '" + root +
+                  "' and is always kept read-only so that the command cannot forge or end the "
+                  "state later runs trust; set XDG_RUNTIME_DIR to a private runtime directory "
+                  "of this user (mode 0700) or XDG_CACHE_HOME to a directory outside the "
+                  "writable roots, or use a backend that can carve out (bwrap)");
+    return;
+  }
+}
+
 // The policy file kept read-only inside a writable root (resolve.hpp) needs write carve-outs
 // too; named with what to do, unless sbx's install was already named.
 void add_policy_file_needs(const ResolvedPolicy& policy, const std::string& policy_file,
@@ -176,6 +212,7 @@ void add_filesystem_needs(const ResolvedPolicy& policy, const std::string& polic
   if (reads_restricted(policy))
     needs.add(Capability::kReadRestriction, "no rule grants reading '/'");
   add_install_needs(policy, needs);
+  add_state_dir_needs(policy, needs);
   add_policy_file_needs(policy, policy_file, needs);
   add_carveout_needs(policy, needs);
   if (!policy.protected_paths.empty())

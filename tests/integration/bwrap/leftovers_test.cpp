@@ -313,6 +313,59 @@ TEST(MountPointUnrecorded, AChmodOfTheCacheFromInsideIsWarnedOfAtTheNextRun) {
   ::chmod((home / ".cache").c_str(), 0700);
 }
 
+// HOME as the workspace, with no runtime directory for user 65534 (its state in ~/.cache/sbx):
+// the command ran `chmod 000 ~/.cache ~/.cache/sbx` and every later run had no state directory
+// and left its mount points unrecorded in each workspace (issue #32 B1). Now ~/.cache/sbx is
+// read-only in the sandbox (its chmod fails) and sbx gives a narrowed ~/.cache back its 0700:
+// the next run keeps its state, warns of nothing and leaves nothing. (Root's state is in /run,
+// outside HOME: the same holds.)
+TEST_P(MountPointLeftovers, AChmod000OfTheCacheFromInsideIsRepairedByTheNextRun) {
+  const Identity who = GetParam();
+  SBX_REQUIRE_IDENTITY(who, "bwrap");
+  const std::string run_user = "/run/user/" + std::to_string(uid_of(who));
+  if (who != Identity::kRoot && exists(run_user))
+    GTEST_SKIP() << run_user << " exists here: the state would go there";
+  PrivateHome home(who);
+  TempDir conf, later;
+  const std::string policy = write_policy(conf);
+  give_to(who, conf.path());
+  give_to(who, later.path());
+  std::vector<std::string> env;
+  for (const std::string& entry : env_for(who))
+    if (entry.rfind("HOME=", 0) != 0 && entry.rfind("XDG_", 0) != 0) env.push_back(entry);
+  env.push_back("HOME=" + home.path());
+  // A first run makes the state (as user 65534: ~/.cache/sbx/bwrap).
+  const RunResult first =
+      exec_as(who, "bwrap", {"--policy", policy}, later.path(), {"/bin/true"}, env);
+  ASSERT_EQ(first.code, 0) << describe(first);
+  const std::string state =
+      who == Identity::kRoot ? "/run/sbx-bwrap" : home.path() + "/.cache/sbx/bwrap";
+  ASSERT_EQ(mode_of(state), 0700u) << state;
+  const RunResult chmod = exec_as(
+      who, "bwrap", {"--policy", policy}, home.path(),
+      {"/bin/sh", "-c", "chmod 000 \"$HOME/.cache/sbx\"; chmod 000 \"$HOME/.cache\"; echo done"},
+      env);
+  ASSERT_EQ(chmod.code, 0) << describe(chmod);
+  ASSERT_EQ(chmod.out, "done\n") << describe(chmod);
+  if (who != Identity::kRoot) {
+    EXPECT_EQ(mode_of(home / ".cache/sbx"), 0700u) << "the sandbox changed ~/.cache/sbx";
+    EXPECT_EQ(mode_of(home / ".cache"), 0u) << "the reproducer no longer narrows ~/.cache";
+  }
+  const RunResult next =
+      exec_as(who, "bwrap", {"--policy", policy}, later.path(), {"/bin/true"}, env);
+  EXPECT_EQ(next.code, 0) << describe(next);
+  EXPECT_EQ(next.err.find("no private state directory"), std::string::npos) << describe(next);
+  EXPECT_EQ(socket_names_in(later.path()), "") << "left on the host after the run";
+  EXPECT_EQ(socket_names_in(home.path()), "") << "left on the host after the run";
+  EXPECT_EQ(mode_of(state), 0700u) << state;
+  if (who != Identity::kRoot) {
+    EXPECT_EQ(mode_of(home / ".cache"), 0700u);
+    EXPECT_EQ(mode_of(home / ".cache/sbx"), 0700u);
+  }
+  ::chmod((home / ".cache").c_str(), 0700);
+  ::chmod((home / ".cache/sbx").c_str(), 0700);
+}
+
 // How often `needle` occurs in `text`.
 std::size_t count_of(const std::string& text, const std::string& needle) {
   std::size_t n = 0;

@@ -628,6 +628,45 @@ TEST(ResolveInstall, WritableRootInsideTheInstallBecomesReadOnly) {
   EXPECT_EQ(resolved->install_carveouts, std::vector<std::string>{tree / "elsewhere/lib"});
 }
 
+// sbx's state directories (issue #32 B2): a writable root at or inside one is refused with the
+// reason, for every backend; a writable root holding one carves it out like the install.
+TEST(ResolveStateDir, AWritableRootInsideAStateDirectoryIsRefused) {
+  TempTree tree;
+  ResolveContext context = standard_context(tree);
+  tree.dir("home/.cache/sbx/bwrap");
+  context.state_dirs = {tree / "home/.cache/sbx/bwrap", tree / "home/.cache/sbx"};
+  context.install_dirs = context.state_dirs;
+  for (const std::string& root : {tree / "home/.cache/sbx/bwrap", tree / "home/.cache/sbx"}) {
+    Policy policy = parse_resolvable(
+        entries_policy(R"({"path": ":root", "access": "read"}, {"path": ")" + root +
+                           R"(", "access": "write"})",
+                       R"(, "protected_names": [])"));
+    Result<Resolution> resolved = resolve_policy_with_notes(policy, context);
+    ASSERT_FALSE(resolved.ok()) << root;
+    EXPECT_NE(resolved.error().find("writable root '" + root +
+                                    "' lies inside sbx's state directory '"),
+              std::string::npos)
+        << resolved.error();
+  }
+}
+
+TEST(ResolveStateDir, AWritableRootHoldingAStateDirectoryCarvesItOut) {
+  TempTree tree;
+  ResolveContext context = standard_context(tree);
+  tree.dir("home/.cache/sbx/bwrap");
+  context.state_dirs = {tree / "home/.cache/sbx/bwrap", tree / "home/.cache/sbx"};
+  context.install_dirs = context.state_dirs;
+  Policy policy = parse_resolvable(
+      entries_policy(R"({"path": ":root", "access": "read"}, {"path": ")" + tree / "home" +
+                         R"(", "access": "write"})",
+                     R"(, "protected_names": [])"));
+  Result<Resolution> resolved = resolve_policy_with_notes(policy, context);
+  ASSERT_TRUE(resolved.ok()) << resolved.error();
+  EXPECT_EQ(rule_access(resolved->policy, tree / "home/.cache/sbx"), Access::kRead);
+  EXPECT_EQ(rule_access(resolved->policy, tree / "home/.cache/sbx/bwrap"), Access::kRead);
+  EXPECT_EQ(rule_access(resolved->policy, tree / "home/.cache"), Access::kWrite);
+}
+
 TEST(ResolveInstall, SymlinkedLayoutProtectsBothNames) {
   // libexec is a symlink inside the prefix: the layout's name and the real directory are both
   // kept read-only.
@@ -681,7 +720,11 @@ TEST(ResolveInstall, ProcessContextNamesTheRunningInstallAndTheKeptProbeStore) {
   std::vector<std::string> expected = install_directories(*layout);
   expected.push_back(runtime / "sbx-probe");
   expected.push_back(runtime / "sbx-proxy");  // the proxy's sockets, also kept read-only
+  expected.push_back(runtime / "sbx-bwrap");  // bwrap's registry and probe cache, likewise
   EXPECT_EQ(context->install_dirs, expected);
+  EXPECT_EQ(context->state_dirs, (std::vector<std::string>{runtime / "sbx-probe",
+                                                           runtime / "sbx-proxy",
+                                                           runtime / "sbx-bwrap"}));
   struct stat st {};
   ASSERT_EQ(::lstat((runtime / "sbx-probe").c_str(), &st), 0);
   EXPECT_TRUE(S_ISDIR(st.st_mode));

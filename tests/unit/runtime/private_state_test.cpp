@@ -96,6 +96,51 @@ TEST(StateDir, ADirectoryWithAWiderModeIsRefused) {
   EXPECT_NE(dir.error().find("has mode 0777, not 0700"), std::string::npos) << dir.error();
 }
 
+// A sandboxed command given HOME writable ran `chmod 000 ~/.cache ~/.cache/sbx` (issue #32
+// B1): every later run had no state directory. A mode narrowed like that (the owner's own
+// directory, no group or other bits) is given back as 0700, the cache and each level below.
+TEST(StateDir, ANarrowedModeIsRepairedTo0700) {
+  TempDir home(test::private_parent());
+  for (const char* level : {"/.cache", "/.cache/sbx", "/.cache/sbx/proxy"})
+    ASSERT_EQ(::mkdir((home.path() + level).c_str(), 0700), 0) << level;
+  ASSERT_EQ(::chmod((home.path() + "/.cache/sbx/proxy").c_str(), 0500), 0);
+  ASSERT_EQ(::chmod((home.path() + "/.cache/sbx").c_str(), 0000), 0);
+  ASSERT_EQ(::chmod((home.path() + "/.cache").c_str(), 0000), 0);
+  Result<std::string> dir = state_dir(without_runtime_dir(home.path()), "proxy");
+  ASSERT_TRUE(dir.ok()) << dir.error();
+  for (const char* level : {"/.cache", "/.cache/sbx", "/.cache/sbx/proxy"})
+    EXPECT_EQ(mode_of(home.path() + level), 0700u) << level;
+}
+
+// Only a narrowing is undone: group or other bits, even without the owner's own (0070), are
+// the user's choice or someone else's doing, never widened or narrowed by sbx, and refused.
+TEST(StateDir, AModeWithGroupOrOtherBitsIsNotRepaired) {
+  TempDir home(test::private_parent());
+  for (const char* level : {"/.cache", "/.cache/sbx"})
+    ASSERT_EQ(::mkdir((home.path() + level).c_str(), 0700), 0) << level;
+  ASSERT_EQ(::chmod((home.path() + "/.cache/sbx").c_str(), 0070), 0);
+  Result<std::string> dir = state_dir(without_runtime_dir(home.path()), "proxy");
+  ASSERT_FALSE(dir.ok()) << *dir;
+  EXPECT_NE(dir.error().find("has mode 0070, not 0700"), std::string::npos) << dir.error();
+  EXPECT_EQ(mode_of(home.path() + "/.cache/sbx"), 0070u);
+  ::chmod((home.path() + "/.cache/sbx").c_str(), 0700);
+}
+
+// Another owner's directory is never changed, whatever its mode.
+TEST(StateDir, ANarrowedDirectoryOfAnotherUserIsLeftAlone) {
+  if (::geteuid() != 0)
+    GTEST_SKIP() << "needs root to make a directory owned by another uid (65534)";
+  TempDir runtime(test::private_parent());
+  ASSERT_EQ(::chmod(runtime.path().c_str(), 0700), 0);
+  const std::string squat = runtime.path() + "/sbx-proxy";
+  ASSERT_EQ(::mkdir(squat.c_str(), 0500), 0);
+  ASSERT_EQ(::chown(squat.c_str(), 65534, 65534), 0);
+  Sources sources = without_runtime_dir(runtime.path());
+  sources.xdg_runtime_dir = runtime.path();
+  EXPECT_FALSE(state_dir(sources, "proxy").ok());
+  EXPECT_EQ(mode_of(squat), 0500u);
+}
+
 TEST(StateDir, ADirectoryOfAnotherUserIsRefused) {
   if (::geteuid() != 0)
     GTEST_SKIP() << "needs root to make a directory owned by another uid (65534)";

@@ -34,6 +34,9 @@ struct ResolveContext {
   // whole, like install_dirs, unless it is "/" or holds cwd or home (then install_dirs, which
   // lists its bin/lib/libexec/include/share, keeps those).
   std::vector<std::string> install_prefixes{};
+  // sbx's per-user state directories (also in install_dirs, so kept read-only the same way): a
+  // writable root at or inside one is refused.
+  std::vector<std::string> state_dirs{};
   // The file the policy was read from (`--policy`), absolute; empty when there is none. Its
   // real path is kept read-only in every restricted sandbox whatever the policy grants, so a
   // command cannot rewrite the policy of the next run.

@@ -178,11 +178,41 @@ inline bool is_private_dir_of(const std::string& dir, uid_t uid) {
   return !why_not_private_dir(dir, uid).has_value();
 }
 
-// mkdir 0700 (EEXIST is fine) and then the check above: a directory someone else made first at
-// the name (a squat), a symlink or a wider mode is refused with the reason, never used.
+// Gives `dir` back the owner's rwx when a command of this user NARROWED its mode: it is a
+// directory (not a symlink: opened O_NOFOLLOW) of `uid` with no group or other bits that lacks
+// some of u+rwx (`chmod 000 ~/.cache/sbx` from a sandbox that had it writable, issue #32 B1).
+// Such a mode keeps out no one but its owner (root ignores it, capabilities(7)), so 0700 widens
+// nothing: it only undoes what the sandbox did. Another owner's directory, a symlink or a mode
+// with group or other bits is left exactly as it is (and then refused by the caller's check).
+// fchmod(2) on the descriptor, never the name, so a name swapped meanwhile is not changed.
+inline void repair_narrowed_dir(const std::string& dir, uid_t uid) {
+  const UniqueFd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  struct stat st {};
+  // O_RDONLY of a directory needs r on it; one whose owner lost r is opened O_PATH, which
+  // fchmod(2) refuses (EBADF), so that case goes through the /proc/self/fd name of the same
+  // O_PATH descriptor (chmod(2) of it acts on the opened object, proc(5)).
+  const UniqueFd path_fd(
+      fd.valid() ? -1 : ::open(dir.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  const int used = fd.valid() ? fd.get() : path_fd.get();
+  if (used < 0 || ::fstat(used, &st) != 0) return;
+  if (!S_ISDIR(st.st_mode) || st.st_uid != uid || (st.st_mode & 077) != 0 ||
+      (st.st_mode & 0700) == 0700)
+    return;
+  if (fd.valid()) {
+    (void)::fchmod(fd.get(), (st.st_mode & 07000) | 0700);
+    return;
+  }
+  const std::string proc = "/proc/self/fd/" + std::to_string(path_fd.get());
+  (void)::chmod(proc.c_str(), (st.st_mode & 07000) | 0700);
+}
+
+// mkdir 0700 (EEXIST is fine), a narrowed mode repaired (repair_narrowed_dir), and then the
+// check above: a directory someone else made first at the name (a squat), a symlink or a wider
+// mode is refused with the reason, never used.
 inline Status make_private_dir(const std::string& dir, uid_t uid) {
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
     return Error{"cannot create state directory '" + dir + "': " + std::strerror(errno)};
+  repair_narrowed_dir(dir, uid);
   if (std::optional<std::string> why = why_not_private_dir(dir, uid))
     return Error{"state directory " + *why +
                  "; sbx keeps its state only in a private directory of this user (mode 0700): "
@@ -257,6 +287,11 @@ inline Result<std::string> cache_base(const Sources& sources) {
     return Error{shared_path_refusal(base, *why)};
   if (::mkdir(base.c_str(), 0700) != 0 && errno != EEXIST)
     return Error{"cannot create '" + base + "': " + std::strerror(errno)};
+  // ~/.cache is the user's own directory, but a sandbox given HOME writable can chmod it (it
+  // cannot be kept read-only without making all of ~/.cache so): `chmod 000 ~/.cache` would
+  // end every later run's state. Only the narrowing is undone (repair_narrowed_dir): a mode
+  // the user gave it with group or other bits stays theirs.
+  repair_narrowed_dir(base, sources.uid);
   if (std::optional<std::string> why = why_shared_path(base, sources.uid))
     return Error{shared_path_refusal(base, *why)};
   struct stat st {};
