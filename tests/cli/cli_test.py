@@ -31,7 +31,7 @@ CAPABILITIES = {
     "unix_socket_allowlist", "syscall_filter", "local_binding", "unix_socket_block",
 }
 PRESETS = ["read-only", "workspace-write", "danger-full-access", "external-sandbox"]
-SUBCOMMANDS = ["backends", "explain", "exec", "policy", "context", "debug", "config"]
+SUBCOMMANDS = ["backends", "explain", "exec", "policy", "context", "debug", "config", "schema"]
 POLICY_OPTIONS = ["--policy", "--preset", "--cwd", "--writable-root", "--deny", "--network"]
 
 
@@ -129,7 +129,7 @@ class VersionHelp(SbxTestCase):
             self.assertIn(word, result.stdout, f"--help lacks {word}")
 
     def test_every_subcommand_has_help_with_examples(self):
-        for sub in ["backends", "explain", "exec", "context", "debug"]:
+        for sub in ["backends", "explain", "exec", "context", "debug", "schema"]:
             result = self.run_ok(sub, "--help")
             self.assertIn("Examples:", result.stdout, f"{sub} --help")
         for sub in ["check", "show"]:
