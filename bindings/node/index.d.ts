@@ -1,6 +1,6 @@
 // Types of the `sbx` package (index.js). Policies are those of README.md "Policies" (the model
-// is documented in core/include/sbx/core/policy.hpp); reports are those of `sbx ... --json`.
-// A report may carry more keys than typed here: these are the ones an agent relies on.
+// is documented in core/include/sbx/core/policy.hpp); reports are those of `sbx ... --json`,
+// generated from their JSON Schemas (reports.d.ts).
 
 export type Access = 'read' | 'write' | 'deny';
 export type PresetName = 'read-only' | 'workspace-write' | 'danger-full-access' | 'external-sandbox';
@@ -73,72 +73,14 @@ export interface ShortPolicy {
 /** A policy object, or its JSON text (parsed strictly by libsbx). */
 export type Policy = FullPolicy | ShortPolicy | string;
 
-// ---- reports -------------------------------------------------------------------------------
-
-/** Question 1: does the policy need a sandbox at all? */
-export interface Decision { sandbox: boolean; reason: string; }
-
-export interface BackendInfo {
-  name: string;
-  available?: boolean;
-  reason?: string;
-  [key: string]: unknown;
-}
-export interface BackendsReport { backends: BackendInfo[]; rejected: Array<Record<string, unknown>>; }
-
-/** Both questions, as `sbx explain --json`. */
-export interface Explanation {
-  should_sandbox: boolean;
-  /** The backend that would run the command, or "none". */
-  final: string;
-  available_reason: string;
-  [key: string]: unknown;
-}
-
-/** The plan that would run (backend null: unsandboxed). */
-export interface Plan {
-  backend: string | null;
-  argv: string[];
-  env: string[];
-  cwd: string;
-  notes: string[];
-}
-
-export type DenialKind = 'none' | 'filesystem' | 'network' | 'syscall_filter' | 'sandbox_setup' | string;
-
-/** Was a failure most likely the sandbox's doing? Advice, never a security decision. */
-export interface Denial {
-  likely_sandbox_denial: boolean;
-  kind: DenialKind;
-  reason: string;
-  evidence: string;
-}
-
-export interface ExitStatus { code: number | null; signal: number | null; [key: string]: unknown; }
-
-/** What sbx's proxy refused during a run. */
-export interface NetworkRefusal { host: string; port: number; rule: string; [key: string]: unknown; }
-
-/** The report of exec: `sbx exec --json` plus the C API's additions. */
-export interface ExecReport {
-  /** The backend that ran the command, or "none". */
-  final: string;
-  /** null when the command did not run (then `error` says why). */
-  exit: ExitStatus | null;
-  error: string | null;
-  denial: Denial | null;
-  /** The last 64 KiB of stderr with {captureStderr: true}, else null. */
-  stderr_tail: string | null;
-  network_refusals: NetworkRefusal[];
-  network_refusals_total?: number;
-  [key: string]: unknown;
-}
+// ---- reports ------------------------------------------------------------------------------
+// Generated from the report schemas (core/schema/, `sbx schema NAME`) into reports.d.ts by
+// cmake/scripts/gen_report_types.py: every key, with null where libsbx writes null.
+import type { BackendsReport, ContextReport, Decision, Denial, ExecReport, Explanation, Plan } from './reports';
+export * from './reports';
 
 /** approve: recorded false means "nothing recorded" (keep earlier grants), not a refusal. */
 export interface Approval { recorded: boolean; policy: FullPolicy | null; dropped: string[]; }
-
-/** The JSON form of the model-facing description (`sbx context --json`). */
-export interface ContextReport { [key: string]: unknown; }
 
 // ---- the API -------------------------------------------------------------------------------
 

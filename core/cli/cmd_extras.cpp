@@ -1,8 +1,10 @@
-// `sbx policy schema` (prints the embedded JSON Schema of a policy) and the hidden
+// `sbx policy schema` and `sbx schema NAME` (print the embedded JSON Schemas of a policy and of
+// the reports sbx writes, core/schema/) and the hidden
 // `sbx __describe-cli --json`: every subcommand and option as CLI11 holds them, the one source
 // that cmake/scripts/gen_cli_docs.py turns into the man pages and the bash/zsh/fish completions
 // at build time (so they cannot drift from the parser).
 #include <boost/json.hpp>
+#include <cstddef>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -17,10 +19,58 @@ namespace {
 
 namespace json = boost::json;
 
-// Generated from core/schema/policy.schema.json by cmake/scripts/embed_text.cmake.
+// Generated from core/schema/NAME.schema.json by cmake/scripts/embed_text.cmake.
 constexpr unsigned char kSchemaBytes[] = {
 #include "policy_schema.inc"
 };
+constexpr unsigned char kExecSchema[] = {
+#include "exec_schema.inc"
+};
+constexpr unsigned char kExplainSchema[] = {
+#include "explain_schema.inc"
+};
+constexpr unsigned char kBackendsSchema[] = {
+#include "backends_schema.inc"
+};
+constexpr unsigned char kPlanSchema[] = {
+#include "plan_schema.inc"
+};
+constexpr unsigned char kContextSchema[] = {
+#include "context_schema.inc"
+};
+constexpr unsigned char kDenialSchema[] = {
+#include "denial_schema.inc"
+};
+constexpr unsigned char kDecisionSchema[] = {
+#include "decision_schema.inc"
+};
+
+template <std::size_t N>
+std::string_view text_of(const unsigned char (&bytes)[N]) {
+  return {reinterpret_cast<const char*>(bytes), N};
+}
+
+struct EmbeddedSchema {
+  std::string_view name;  // `sbx schema NAME`, share/sbx/NAME.schema.json
+  std::string_view what;  // for --help
+  std::string_view text;
+};
+
+// Every schema sbx installs, in the order --help lists them.
+std::vector<EmbeddedSchema> embedded_schemas() {
+  return {
+      {"policy", "a policy file (as `sbx policy schema`)", text_of(kSchemaBytes)},
+      {"exec", "the report of `sbx exec --json` (last line of stderr) and of sbx_exec",
+       text_of(kExecSchema)},
+      {"explain", "`sbx explain --json` and sbx_explain", text_of(kExplainSchema)},
+      {"backends", "`sbx backends [--probe] --json` and sbx_backends_json",
+       text_of(kBackendsSchema)},
+      {"plan", "`sbx exec --dry-run`, `sbx debug` and sbx_transform", text_of(kPlanSchema)},
+      {"context", "`sbx context --json` and sbx_context", text_of(kContextSchema)},
+      {"denial", "sbx_classify_failure (an exec report's \"denial\")", text_of(kDenialSchema)},
+      {"decision", "sbx_should_sandbox", text_of(kDecisionSchema)},
+  };
+}
 
 // "MODE:{auto,require,forbid}" -> {"auto","require","forbid"} (CLI11's IsMember description).
 json::array describe_choices(const std::string& type_name) {
@@ -106,6 +156,37 @@ Command register_describe(CLI::App& app) {
 }
 
 }  // namespace
+
+Command register_schema_command(CLI::App& app) {
+  CLI::App* sub = app.add_subcommand(
+      "schema",
+      "Print the JSON Schema (draft 2020-12) of a policy file or of a JSON report sbx writes, "
+      "for validators and code generators; also installed as share/sbx/NAME.schema.json");
+  auto name = std::make_shared<std::string>();
+  std::vector<std::string> names;
+  std::string listing = "Schemas:\n";
+  for (const EmbeddedSchema& schema : embedded_schemas()) {
+    names.emplace_back(schema.name);
+    listing += "  " + std::string(schema.name) + std::string(10 - schema.name.size(), ' ') +
+               std::string(schema.what) + "\n";
+  }
+  sub->add_option("name", *name, "Which schema")
+      ->required()
+      ->check(CLI::IsMember(names))
+      ->type_name("NAME");
+  sub->footer(listing +
+              "\nExamples:\n  sbx schema exec > exec.schema.json\n"
+              "  sbx exec --json -- make 2>&1 >/dev/null | tail -n 1   (a document of `exec`)");
+  return {sub, [name] {
+            for (const EmbeddedSchema& schema : embedded_schemas()) {
+              if (schema.name == *name) {
+                std::cout << schema.text;
+                return 0;
+              }
+            }
+            return fail("unknown schema '" + *name + "'", "run 'sbx schema --help' for the names");
+          }};
+}
 
 std::string_view policy_schema_text() {
   return {reinterpret_cast<const char*>(kSchemaBytes), sizeof kSchemaBytes};

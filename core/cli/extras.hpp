@@ -15,6 +15,10 @@ namespace sbx::cli {
 // that `__describe-cli` describes them all.
 std::vector<Command> register_extras(CLI::App& app);
 
+// `schema NAME`: prints the JSON Schema of a policy or of a report (core/schema/NAME.schema.json,
+// embedded at build time).
+Command register_schema_command(CLI::App& app);
+
 // The JSON Schema of a policy (core/schema/policy.schema.json, embedded at build time).
 std::string_view policy_schema_text();
 

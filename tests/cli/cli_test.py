@@ -20,6 +20,7 @@ import tempfile
 import time
 import unittest
 
+import report_schemas
 from ctest_main import main, skip_no_backend
 
 SBX = os.environ.get("SBX_BIN", "")
@@ -30,14 +31,17 @@ CAPABILITIES = {
     "unix_socket_allowlist", "syscall_filter", "local_binding", "unix_socket_block",
 }
 PRESETS = ["read-only", "workspace-write", "danger-full-access", "external-sandbox"]
-SUBCOMMANDS = ["backends", "explain", "exec", "policy", "context", "debug", "config"]
+SUBCOMMANDS = ["backends", "explain", "exec", "policy", "context", "debug", "config", "schema"]
 POLICY_OPTIONS = ["--policy", "--preset", "--cwd", "--writable-root", "--deny", "--network"]
 
 
 def sbx(*args, stdin=None, cwd=None):
-    """Runs sbx with args; returns CompletedProcess with text stdout/stderr."""
-    return subprocess.run([SBX, *args], input=stdin, cwd=cwd, capture_output=True, text=True,
-                          errors="replace", timeout=TIMEOUT, check=False)
+    """Runs sbx with args; returns CompletedProcess with text stdout/stderr. Every JSON report
+    the run wrote is validated against its schema (core/schema/, tests/cli/report_schemas.py)."""
+    result = subprocess.run([SBX, *args], input=stdin, cwd=cwd, capture_output=True, text=True,
+                            errors="replace", timeout=TIMEOUT, check=False)
+    report_schemas.check_run(args, result)
+    return result
 
 
 def signal_reaches_command(test, *options):
@@ -125,7 +129,7 @@ class VersionHelp(SbxTestCase):
             self.assertIn(word, result.stdout, f"--help lacks {word}")
 
     def test_every_subcommand_has_help_with_examples(self):
-        for sub in ["backends", "explain", "exec", "context", "debug"]:
+        for sub in ["backends", "explain", "exec", "context", "debug", "schema"]:
             result = self.run_ok(sub, "--help")
             self.assertIn("Examples:", result.stdout, f"{sub} --help")
         for sub in ["check", "show"]:
@@ -781,6 +785,7 @@ class RulesMeanWhatTheySay(SbxTestCase):
         explained = subprocess.run([SBX, "explain", "--json", "--cwd", self.work], env=env,
                                    capture_output=True, text=True, timeout=TIMEOUT, check=False)
         self.assert_exit(explained, 0)
+        report_schemas.check_run(["explain", "--json"], explained)
         removed = json.loads(explained.stdout)["environment"]["removed"]
         self.assertTrue(set(secrets) <= set(removed), removed)
         self.assertFalse(set(needed) & set(removed), removed)
@@ -987,9 +992,11 @@ class Settings(SbxTestCase):
         self.env = dict(os.environ, XDG_CONFIG_HOME=self.config)
 
     def sbx_env(self, *args, cwd=None):
-        return subprocess.run([SBX, *args], cwd=cwd or self.project, env=self.env,
-                              capture_output=True, text=True, errors="replace",
-                              timeout=TIMEOUT, check=False)
+        result = subprocess.run([SBX, *args], cwd=cwd or self.project, env=self.env,
+                                capture_output=True, text=True, errors="replace",
+                                timeout=TIMEOUT, check=False)
+        report_schemas.check_run(args, result)
+        return result
 
     def user(self, text):
         with open(os.path.join(self.config, "sbx", "settings.json"), "w", encoding="utf-8") as f:

@@ -34,6 +34,43 @@ const badGlob: Policy = { version: 1, filesystem: { entries: [{ glob: '*.key', a
 const badVersion: Policy = { version: 2, preset: 'read-only' };
 void [badPreset, badGlob, badVersion];
 
+// The reports are exactly what libsbx writes (reports.d.ts, generated from core/schema/): what
+// was typed loosely by hand before and failed at run time is now a compile error.
+async function readReports(s: Sbx): Promise<void> {
+  const report = await s.exec({ version: 1, preset: 'read-only' }, ['true']);
+  if (report.denial !== null) {
+    // @ts-expect-error: evidence is null when the failure is no likely denial
+    const evidence: string = report.denial.evidence;
+    if (report.denial.likely_sandbox_denial) {
+      const shown: string = report.denial.evidence;  // narrowed: a likely denial has evidence
+      void shown;
+    }
+    void evidence;
+  }
+  for (const refusal of report.network_refusals) {
+    // @ts-expect-error: only the proxy's refusals have a host (restricted mode: {kind: 'ip', address}, {kind: 'unix', path})
+    const host: string = refusal.host;
+    if (refusal.kind === 'proxy') {
+      const where: string = `${refusal.host ?? '?'}:${refusal.port} (${refusal.rule})`;
+      void where;
+    } else if (refusal.kind === 'ip') {
+      const address: string = refusal.address;
+      void address;
+    } else {
+      const path: string = refusal.path;
+      void path;
+    }
+    void host;
+  }
+  // @ts-expect-error: a report has no key the schema does not list
+  void report.exit_code;
+  const explained = await Promise.resolve(s.explain(null));
+  const limits: Array<number | null> = explained.limits.map((limit) => limit.value);
+  const probed = s.backends({ probe: true }).backends.map((b) => b.capabilities ?? []);
+  void [limits, probed];
+}
+void readReports;
+
 // README.md's "run a tool call" loop, verbatim (so the example stays true to the types).
 namespace readme {
 const s = new Sbx();

@@ -1,7 +1,7 @@
 """The shapes of what libsbx returns (JSON objects), as TypedDicts for type checkers.
 
-Keys are those the C API documents (core/include/sbx/sbx.h); a report may carry more keys than
-listed here (it is parsed JSON): these are the ones an agent relies on.
+Keys are those the C API documents (core/include/sbx/sbx.h); the reports are generated from their
+JSON Schemas (sbx.reports), so every key they have is listed.
 """
 from typing import Any, Dict, List, Mapping, Optional, Union
 
@@ -16,62 +16,13 @@ Policy = Union[Mapping[str, Any], str]
 Preference = Literal["auto", "require", "forbid"]
 
 
-class Decision(TypedDict):
-    """Question 1 (should_sandbox): does this policy need a sandbox at all?"""
-    sandbox: bool
-    reason: str
+# The reports, generated from their JSON Schemas (core/schema/, `sbx schema NAME`) by
+# cmake/scripts/gen_report_types.py: every key, with None where libsbx writes null.
+from .reports import *  # noqa: E402,F401,F403
+from .reports import ExitStatus  # noqa: E402
 
-
-class Exit(TypedDict, total=False):
-    code: Optional[int]
-    signal: Optional[int]
-
-
-class Denial(TypedDict):
-    """classify(): was a failure most likely the sandbox's doing? Advice, never a decision."""
-    likely_sandbox_denial: bool
-    kind: str
-    reason: str
-    evidence: str
-
-
-class NetworkRefusal(TypedDict, total=False):
-    host: str
-    port: int
-    rule: str
-
-
-class ExecReport(TypedDict, total=False):
-    """exec(): the report of `sbx exec --json` plus the C API's additions."""
-    final: str
-    exit: Optional[Exit]
-    error: Optional[str]
-    denial: Optional[Denial]
-    stderr_tail: Optional[str]
-    network_refusals: List[NetworkRefusal]
-    network_refusals_total: int
-
-
-class Plan(TypedDict):
-    """transform(): what would run (backend None = unsandboxed)."""
-    backend: Optional[str]
-    argv: List[str]
-    env: List[str]
-    cwd: str
-    notes: List[str]
-
-
-class Explanation(TypedDict, total=False):
-    """explain(): both questions, as `sbx explain --json`."""
-    should_sandbox: bool
-    final: str
-    available_reason: str
-
-
-class BackendsReport(TypedDict):
-    """backends(): as `sbx backends --json`."""
-    backends: List[Dict[str, Any]]
-    rejected: List[Dict[str, Any]]
+#: The exit status of an ExecReport (the name before the reports were generated).
+Exit = ExitStatus
 
 
 class Approval(TypedDict):
