@@ -1,4 +1,4 @@
-// sbx-stage2: the last trusted step before the command (docs/ARCHITECTURE.md, "sbx-stage2").
+// sbx-stage2: the last trusted step before the command (stage2/README.md).
 //
 //   sbx-stage2 --net blocked|open|private [--env KEY=VALUE]... [--env-fd N | --env-environ]
 //              [--ready-fd N] [--mounts-fd N] -- /abs/command [ARG]...

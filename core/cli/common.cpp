@@ -113,8 +113,8 @@ Result<const Manager*> CliBackends::all() {
     if (!registry.ok()) return Error{registry.error()};
     all_ = std::make_unique<Loaded>(Loaded{std::move(*registry), nullptr});
     all_->manager = std::make_unique<Manager>(all_->registry, globals_.backends, policy_file_);
-    // A CLI run reuses the answers an earlier run kept (docs/ARCHITECTURE.md, "Kept probe
-    // answers"): a backend that says its answer may be kept costs no probe.
+    // A CLI run reuses the answers an earlier run kept (core/src/plugins/README.md):
+    // a backend that says its answer may be kept costs no probe.
     all_->manager->keep_probe_answers_between_runs(true);
   }
   return all_->manager.get();

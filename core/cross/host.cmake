@@ -5,7 +5,7 @@
 #                                 loader (GetNamedSecurityInfoW, LoadLibraryExW), UTF-16 host facts
 #   sbx_core_windows              static: libsbx as a whole (core/cross/libsbx.cmake)
 #   sbx_host_windows_tests.exe    their tests, run under wine64 by core/cross/run_host_tests.sh
-# docs/ARCHITECTURE.md, "Windows host", lists what is still missing.
+# core/cross/README.md lists what is still missing.
 add_library(sbx_core_windows_host STATIC
     "${SBX_ROOT}/core/src/policy/win_path.cpp"
     "${SBX_ROOT}/core/src/plugins/trusted_acl.cpp"

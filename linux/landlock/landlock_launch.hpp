@@ -1,5 +1,5 @@
 // Landlock mode's launcher: runs one command confined by Landlock and seccomp, with no helper
-// program exec'd in between (docs/ARCHITECTURE.md "One sbx exec step by step").
+// program exec'd in between (linux/landlock/README.md, "The launcher").
 //
 // The landlock plugin's exec() calls it inside sbx (or a process embedding the C API), and
 // `sbx-stage2 --landlock` is a thin wrapper over it for plans run by hand. The shape:

@@ -1,4 +1,4 @@
-// The Landlock ruleset of Landlock mode (docs/ARCHITECTURE.md, plugins/landlock/README.md),
+// The Landlock ruleset of Landlock mode (linux/landlock/README.md, plugins/landlock/README.md),
 // built by the launcher (landlock_launch.hpp) in sbx and applied in the command's child.
 //
 // The kernel headers of Debian 12 stop at Landlock ABI 3, so the constants and structs of ABI

@@ -5,7 +5,7 @@
  *  - Handles are opaque; create with sbx_*_new, release with the matching sbx_*_free.
  *  - Structured values cross as UTF-8 JSON text. A returned char* is owned by the caller and
  *    must be released with sbx_string_free(). Policies are JSON in either form (full or
- *    short; README.md "Policies", docs/ARCHITECTURE.md "The policy model").
+ *    short; README.md "Policies", core/src/policy/README.md).
  *  - On failure a function returns NULL (or a negative int) and, when `error` is not NULL,
  *    stores a new sbx_error whose message says what was wrong and what to do; release it with
  *    sbx_error_free(). On success *error is left untouched.

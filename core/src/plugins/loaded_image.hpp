@@ -1,5 +1,5 @@
-// Loading a checked plugin file by its path (LoadingMode::kPath, docs/ARCHITECTURE.md, "The
-// plugin boundary and trust rules"): what must hold before dlopen(path), and the check that the
+// Loading a checked plugin file by its path (LoadingMode::kPath, core/src/plugins/README.md):
+// what must hold before dlopen(path), and the check that the
 // object the dynamic loader mapped is the file that was checked. Private to libsbx.
 //
 // What these checks can and cannot do: dlopen runs the object's constructors before any check

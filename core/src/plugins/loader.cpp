@@ -1,5 +1,5 @@
-// PluginRegistry::load: trusted discovery and loading of backend plugins (docs/ARCHITECTURE.md,
-// "The plugin boundary and trust rules"). Checks run in a fixed order (LoadStage); every failure
+// PluginRegistry::load: trusted discovery and loading of backend plugins
+// (core/src/plugins/README.md). Checks run in a fixed order (LoadStage); every failure
 // becomes one RejectedPlugin whose message names the path, the stage, what was expected and
 // what was found, and no failure stops the other candidates.
 #include "sbx/core/plugin_loader.hpp"

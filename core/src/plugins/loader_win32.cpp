@@ -1,5 +1,5 @@
 // PluginRegistry::load on Windows: the counterpart of loader.cpp, selected by
-// core/cross/libsbx.cmake (docs/ARCHITECTURE.md, "Windows host"). Each candidate
+// core/cross/libsbx.cmake (core/cross/README.md). Each candidate
 // sbx-backend-<NAME>.dll goes through plugins::win32::load_trusted_module (the owner and DACL
 // of every directory from the drive root and of the DLL, the file held open with
 // FILE_SHARE_READ while LoadLibraryExW maps it, the mapped module compared with the held file)

@@ -1,7 +1,7 @@
 // Kept probe answers: a backend's probe answer, kept by sbx's CLI between runs of the same boot
 // so that a run of a backend whose probe says its answer may be kept (kKeepableProbeCheck,
-// sbx/sdk/backend.hpp) forks no guarded probe and tries no trial sandbox. docs/ARCHITECTURE.md,
-// "Kept probe answers", has the threat model; in short:
+// sbx/sdk/backend.hpp) forks no guarded probe and tries no trial sandbox.
+// core/src/plugins/README.md, "Kept probe answers", has the threat model; in short:
 //  - the store is <runtime dir>/sbx-probe (sbx/sdk/private_state.hpp: $XDG_RUNTIME_DIR or
 //    /run/user/<uid> when it is this user's own 0700 directory, root's /run), one file per
 //    backend and install, read and written only through the private-file checks of that header; without

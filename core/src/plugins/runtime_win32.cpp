@@ -121,7 +121,7 @@ std::vector<std::string> install_directories(const InstallLayout& layout) {
 }
 
 // The prefix stays empty here: whole-prefix protection is POSIX only (not built for Windows
-// yet: docs/ARCHITECTURE.md, "Windows host").
+// yet: core/cross/README.md).
 Result<std::vector<std::string>> running_install_directories(std::string* /*prefix*/) {
   Result<InstallLayout> layout = install_layout();
   if (!layout) return Error{layout.error()};

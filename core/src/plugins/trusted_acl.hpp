@@ -2,7 +2,7 @@
 // that sbx loads plugin code from be changed by anyone but the administrators? Private to
 // libsbx. Pure: it judges a model of an object's owner and DACL, so the rules are unit-tested
 // on every host; on Windows the loader fills the model from GetNamedSecurityInfoW
-// (docs/ARCHITECTURE.md, "Windows host").
+// (core/cross/README.md).
 //
 // Trusted trustees: SYSTEM (S-1-5-18), BUILTIN\Administrators (S-1-5-32-544), TrustedInstaller
 // (S-1-5-80-956008885-3418522649-1831038044-1853292631-2271478464) and the installing owner (the

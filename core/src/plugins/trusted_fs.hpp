@@ -1,5 +1,5 @@
-// File-descriptor based trust checks for plugin files and helper binaries (docs/ARCHITECTURE.md,
-// "The plugin boundary and trust rules"). Private to libsbx.
+// File-descriptor based trust checks for plugin files and helper binaries
+// (core/src/plugins/README.md). Private to libsbx.
 //
 // Every check works on an open descriptor, never on a path that is looked up again later: a
 // directory chain is walked one component at a time with openat(O_PATH|O_NOFOLLOW) + fstat, and

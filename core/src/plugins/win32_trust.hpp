@@ -1,4 +1,4 @@
-// Loading a plugin DLL on Windows (docs/ARCHITECTURE.md, "Windows host"): the Win32 side of
+// Loading a plugin DLL on Windows (core/cross/README.md): the Win32 side of
 // trusted_acl.hpp. Private to libsbx; compiled only on Windows.
 //
 // load_trusted_module(path):

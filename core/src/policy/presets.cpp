@@ -1,4 +1,4 @@
-// The four presets (docs/ARCHITECTURE.md, "The policy model") and the short form, each defined
+// The four presets (core/src/policy/README.md) and the short form, each defined
 // as the full form it converts to.
 #include <string>
 #include <iterator>

@@ -1,4 +1,4 @@
-// Protected names under writable roots (docs/ARCHITECTURE.md, "The policy model"). Existing ones
+// Protected names under writable roots (core/src/resolution/README.md). Existing ones
 // must stay read-only and missing ones uncreatable, so that a sandboxed command cannot plant git
 // hooks or agent configuration that would later run outside the sandbox.
 #include <fcntl.h>

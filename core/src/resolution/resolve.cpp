@@ -52,8 +52,7 @@ struct Candidate {
 };
 
 int strength(Access access) {
-  // Ties on one path: deny > write > read, the most restrictive wins (docs/ARCHITECTURE.md,
-  // "The policy model").
+  // Ties on one path: deny > write > read, the most restrictive wins (core/src/policy/README.md).
   switch (access) {
     case Access::kDeny:
       return 2;
@@ -539,7 +538,7 @@ std::optional<std::string> Resolver::add_file_carveout(const std::string& path,
                                                        bool directory_too) {
   // Windows style: the file as named (drive path, lexical), when it exists on this Windows
   // host. Settings files that do not exist yet are not made uncreatable there (not built yet:
-  // docs/ARCHITECTURE.md, "Windows host").
+  // core/cross/README.md).
   std::optional<std::string> real =
       windows() ? absolute(path) : (path.empty() || path.front() != '/')
                                        ? std::nullopt
@@ -760,7 +759,7 @@ Result<Resolution> Resolver::run() {
     if (!status) return Error{status.error()};
     merge_rules();
     // Windows style: symlinks and junctions are not walked here (not built yet:
-    // docs/ARCHITECTURE.md, "Windows host").
+    // core/cross/README.md).
     for (const Candidate& candidate : candidates_) {
       if (windows()) break;
       status = check_writable_symlinks(candidate);

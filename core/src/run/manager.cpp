@@ -1,4 +1,4 @@
-// The two questions and dispatch (see manager.hpp and docs/ARCHITECTURE.md, "One `sbx exec`").
+// The two questions and dispatch (see manager.hpp and core/src/run/README.md).
 #include "sbx/core/manager.hpp"
 
 #include <algorithm>

@@ -88,7 +88,7 @@ class BwrapHostFifo : public ::testing::TestWithParam<FifoCase> {
 
   // Reads everything, writes the working directory and /tmp. Direct: network restricted, PWD at
   // the working directory. Stage 2: PWD set elsewhere, which bwrap 0.8 would overwrite, so stage 2
-  // runs as PID 1 (docs/ARCHITECTURE.md, "How bwrap runs the command"). Proxy: network mode
+  // runs as PID 1 (plugins/bwrap/README.md, "The direct launch"). Proxy: network mode
   // proxy, which always runs stage 2.
   std::vector<std::string> policy_args(const TempDir& dir) const {
     const FifoLaunch path = GetParam().path;

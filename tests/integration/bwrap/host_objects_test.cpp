@@ -269,8 +269,9 @@ class BwrapHostObjects : public ::testing::TestWithParam<Case> {
   std::string marker_path() const { return "/var/tmp/" + objects_.tag() + "-core"; }
 
   // Direct: workspace-write. Stage 2: the same with PWD set elsewhere than the working
-  // directory, which bwrap 0.8 would overwrite, so stage 2 runs as PID 1 (docs/ARCHITECTURE.md,
-  // "How bwrap runs the command"). Proxy: network mode proxy, which always runs stage 2.
+  // directory, which bwrap 0.8 would overwrite, so stage 2 runs as PID 1
+  // (plugins/bwrap/README.md, "The direct launch"). Proxy: network mode proxy, which always runs
+  // stage 2.
   std::vector<std::string> policy_args() {
     if (GetParam().path == LaunchPath::kDirect) return {"--preset", "workspace-write"};
     const std::string network = GetParam().path == LaunchPath::kProxy

@@ -34,8 +34,8 @@ class Stage2Memory : public ::testing::TestWithParam<Identity> {
   TempDir ws_;
 };
 
-// Stage 2 is PID 1 only where it still runs: network mode proxy (docs/ARCHITECTURE.md, "How
-// bwrap runs the command").
+// Stage 2 is PID 1 only where it still runs: network mode proxy (plugins/bwrap/README.md, "The
+// direct launch").
 TEST_P(Stage2Memory, PidOneIsNotReachable) {
   const std::string policy = ws_ / "policy.json";
   write_file(policy, R"({"version": 1, "filesystem": {"kind": "restricted", "entries": [)"

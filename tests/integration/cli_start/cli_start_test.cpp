@@ -1,4 +1,4 @@
-// The lean start of the installed `sbx` (docs/ARCHITECTURE.md, "The sbx executable"):
+// The lean start of the installed `sbx` (core/cli/README.md, "The executable"):
 //  - `--version` and `--help` start no process or thread (the kernel would kill sbx if it tried:
 //    sbx_no_new_process_exec), read no settings file (a broken one does not matter to them) and
 //    load no plugin and no libsbx.so (the dynamic loader's own LD_DEBUG=files account);

@@ -1,4 +1,4 @@
-// Kept probe answers (docs/ARCHITECTURE.md, "Kept probe answers"), through the installed sbx,
+// Kept probe answers (core/src/plugins/README.md), through the installed sbx,
 // for Landlock and bwrap (KeptBwrapProbe: its key also holds the bwrap binary and the namespace
 // sysctls): a second `sbx --backends landlock exec` reuses the answer the first one kept and starts no
 // process before the command (strace counts the forks of a --dry-run, which starts nothing

@@ -23,8 +23,8 @@ std::vector<std::string> exec_argv(const std::string& backend,
 
 std::vector<std::string> with_pwd(const std::vector<std::string>& env, const std::string& cwd) {
   // As a shell caller's environment has it: PWD at the working directory. Without any PWD the
-  // bwrap backend keeps sbx-stage2 (bwrap 0.8 would add PWD, docs/ARCHITECTURE.md "How bwrap
-  // runs the command"), so with it these suites run bwrap's direct launch.
+  // bwrap backend keeps sbx-stage2 (bwrap 0.8 would add PWD, plugins/bwrap/README.md, "The
+  // direct launch"), so with it these suites run bwrap's direct launch.
   std::vector<std::string> result = env;
   if (std::none_of(env.begin(), env.end(),
                    [](const std::string& entry) { return entry.rfind("PWD=", 0) == 0; }))

@@ -52,7 +52,7 @@ TEST(InstallLayout, FollowsTheRealLocationOfLibsbx) {
 }
 
 // No environment variable can add or change a plugin directory or the stage-2 path: both are
-// found from libsbx's real location (docs/ARCHITECTURE.md, "The plugin boundary and trust rules").
+// found from libsbx's real location (core/src/plugins/README.md).
 TEST(InstallLayout, EnvironmentChangesNothing) {
   const InstallLayout before = layout_or_die();
   constexpr const char* kNames[] = {"SBX_PLUGIN_DIR", "SBX_PLUGIN_PATH", "SBX_STAGE2",

@@ -2,7 +2,7 @@
 // under wine: PluginRegistry::load loads the cross-built windows backend through the Win32
 // trusted loader, a Manager plans a run of a Windows policy with it, and network mode proxy is
 // refused with the reason. Wine keeps no real owners or ACLs: this proves the pipeline, not
-// Windows' enforcement (docs/ARCHITECTURE.md, "Windows host").
+// Windows' enforcement (core/cross/README.md).
 #include <gtest/gtest.h>
 #include <windows.h>
 

@@ -1,4 +1,4 @@
-// The two questions (docs/ARCHITECTURE.md, "One `sbx exec`"): should this be sandboxed
+// The two questions (core/src/run/README.md): should this be sandboxed
 // (intent, pure) and which backend is available here (capability, by probing), then transform
 // and exec through the chosen backend.
 #pragma once
@@ -169,8 +169,8 @@ class Manager {
   // The CLI's runs: the answer of a backend whose probe says it may be kept
   // (kKeepableProbeCheck) is read from the per-user store of kept answers when one is there
   // under this process's key (no probe then: no fork, no trial sandbox), and written there after
-  // a fresh probe (core/src/plugins/probe_store.hpp; docs/ARCHITECTURE.md, "Kept probe
-  // answers"). Off by default. A store that is missing, foreign, writable by others, a symlink,
+  // a fresh probe (core/src/plugins/probe_store.hpp; core/src/plugins/README.md).
+  // Off by default. A store that is missing, foreign, writable by others, a symlink,
   // malformed or for another key is as if there were none.
   void keep_probe_answers_between_runs(bool keep) { keep_between_runs_ = keep; }
 

@@ -1,5 +1,4 @@
-// Trusted discovery and loading of backend plugins (docs/ARCHITECTURE.md, "The plugin boundary
-// and trust rules").
+// Trusted discovery and loading of backend plugins (core/src/plugins/README.md).
 #pragma once
 
 #include "sbx/core/platform_types.hpp"

@@ -1,5 +1,5 @@
-// Policy v1: the user-facing model, its strict JSON form (docs/ARCHITECTURE.md, "The policy
-// model") and the four presets. Pure: nothing here touches the OS.
+// Policy v1: the user-facing model, its strict JSON form (core/src/policy/README.md)
+// and the four presets. Pure: nothing here touches the OS.
 #pragma once
 
 #include <cstddef>
@@ -64,7 +64,7 @@ enum class EnvInherit : std::uint8_t { kAll, kCore, kNone };
 // Names kept by "inherit": "core" (patterns as in EnvironmentPolicy). The constant lists of
 // this header are constexpr arrays of string_view, not vectors of strings: a header constant
 // that needs a constructor runs one static initialiser per translation unit that includes it
-// (every sbx start paid for them, docs/ARCHITECTURE.md "The sbx executable").
+// (every sbx start paid for them, core/cli/README.md, "The executable").
 inline constexpr std::string_view kCoreEnvironmentPatterns[] = {
     "HOME", "LANG", "LANGUAGE", "LC_*", "LOGNAME", "PATH", "PWD",
     "SHELL", "TERM", "TMPDIR", "TZ", "USER"};

@@ -1,5 +1,5 @@
-// Excluded commands run only programs a sandbox could not have planted (docs/ARCHITECTURE.md,
-// "Settings scopes and administrator locks"). An excluded command runs without a sandbox, so
+// Excluded commands run only programs a sandbox could not have planted
+// (core/src/settings/README.md). An excluded command runs without a sandbox, so
 // the program it names must be one no sandboxed command could have written or swapped: a
 // sandboxed run that writes ./bin/sh, or a `git` in a PATH directory inside a writable root,
 // must not run unsandboxed on the next call because its *name* matches a pattern.

@@ -17,7 +17,7 @@
 namespace sbx {
 
 // Where the running libsbx code came from: libsbx.so (the C API, embedders) or the sbx
-// executable, which links that code in (docs/ARCHITECTURE.md, "The sbx executable").
+// executable, which links that code in (core/src/plugins/README.md, "The install layout").
 struct InstallLayout {
   std::string libsbx_path;   // canonical path of the file holding the running libsbx code:
                              // libsbx.so, or the sbx executable
@@ -55,8 +55,8 @@ Result<InstallLayout> install_layout();
 // `sbx` runs on the host, so resolution keeps them read-only in every sandbox.
 std::vector<std::string> install_directories(const InstallLayout& layout);
 
-// The install prefixes a sandbox must not write (docs/ARCHITECTURE.md, "sbx's install is
-// read-only"): the running install's prefix, then every other sbx install found on the host
+// The install prefixes a sandbox must not write (core/src/resolution/README.md):
+// the running install's prefix, then every other sbx install found on the host
 // that a later run or the user's shell could start: the real install behind each `sbx` on
 // `path_env` (a PATH value) and the usual prefixes /opt/sbx, <home>/.local/opt/sbx,
 // <home>/.local, /usr/local and /usr. A prefix is an install when <prefix>/bin/sbx is a regular

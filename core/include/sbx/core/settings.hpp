@@ -1,4 +1,4 @@
-// Settings scopes (docs/ARCHITECTURE.md, "Settings scopes and administrator locks"): what a run
+// Settings scopes (core/src/settings/README.md): what a run
 // uses when the caller does not say, from four places merged in a fixed order, and the locks an
 // administrator puts on all of them.
 //

@@ -124,7 +124,7 @@ class Backend {
   // effective uid, user namespace and seccomp state, the plugin file itself and sbx-stage2 may
   // say so with a passing check named kKeepableProbeCheck: sbx's CLI then keeps the answer in a
   // private per-user store and reuses it for later runs of the same boot instead of probing
-  // (docs/ARCHITECTURE.md, "Kept probe answers"). An answer that also depends on other files
+  // (core/src/plugins/README.md, "Kept probe answers"). An answer that also depends on other files
   // (a helper binary, a sysctl) names them in a passing kKeepableDependsOnCheck: their
   // identities (contents under /proc/sys/) join the key, so a change to any of them probes
   // afresh. Only a backend whose transform() and exec()

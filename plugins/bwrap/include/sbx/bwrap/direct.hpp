@@ -1,8 +1,8 @@
 // The direct bwrap launch: sbx -> bwrap -> command, no sbx-stage2 in between (network modes
 // restricted and enabled; proxy mode keeps stage 2, which runs the relay inside the sandbox).
 //
-// What stage 2 did inside the sandbox is done like this instead (docs/ARCHITECTURE.md, "How
-// bwrap runs the command"):
+// What stage 2 did inside the sandbox is done like this instead (plugins/bwrap/README.md, "The
+// direct launch"):
 //  * the seccomp filter: the precompiled programs in sealed memfds, --add-seccomp-fd; bwrap
 //    installs them (with no_new_privs) in its PID 1 and, as its last step, in the command;
 //  * the environment: bwrap is exec'd with an empty environment and "--args FD", a sealed
