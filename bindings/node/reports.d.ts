@@ -38,6 +38,8 @@ export interface ExecReport {
   limit_hit: 'timeout' | 'memory' | 'processes' | 'cpu_seconds' | 'file_size_bytes' | null;
   /** The excluded-command pattern each part of the command matched, when it ran without a sandbox for that reason. */
   excluded_by: string[];
+  /** The names of the environment variables an excluded command did not get (its environment is reset to an allowlist); empty when the command was not excluded. */
+  environment_dropped: string[];
   /** The classification of the exit status and stderr tail; null when the command did not run. */
   denial: Denial | null;
   /** Only in sbx_exec's and the bindings' reports (absent from `sbx exec --json`): the last 64 KiB of the command's stderr with SBX_EXEC_CAPTURE_STDERR (captureStderr), else null. */
@@ -147,6 +149,8 @@ export interface Explanation {
   settings: SettingsSummary;
   /** The excluded-command pattern each part of the given command matched, when it runs without a sandbox for that reason. */
   excluded_by: string[];
+  /** The names of the environment variables an excluded command did not get (its environment is reset to an allowlist); empty when the command was not excluded. */
+  environment_dropped: string[];
 }
 
 /** A backend that was not chosen. */

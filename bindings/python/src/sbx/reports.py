@@ -46,6 +46,8 @@ class _ExecReportRequired(TypedDict):
     limit_hit: Optional[Literal["timeout", "memory", "processes", "cpu_seconds", "file_size_bytes"]]
     #: The excluded-command pattern each part of the command matched, when it ran without a sandbox for that reason.
     excluded_by: List[str]
+    #: The names of the environment variables an excluded command did not get (its environment is reset to an allowlist); empty when the command was not excluded.
+    environment_dropped: List[str]
     #: The classification of the exit status and stderr tail; null when the command did not run.
     denial: Optional["Denial"]
     #: The connections refused during the run that were kept (the proxy's first, then the backend's first 100).
@@ -162,6 +164,8 @@ class Explanation(TypedDict):
     settings: "SettingsSummary"
     #: The excluded-command pattern each part of the given command matched, when it runs without a sandbox for that reason.
     excluded_by: List[str]
+    #: The names of the environment variables an excluded command did not get (its environment is reset to an allowlist); empty when the command was not excluded.
+    environment_dropped: List[str]
 
 
 class PassedOver(TypedDict):
