@@ -67,7 +67,7 @@ class OldAbiAdapter final : public Backend {
 
   Result<ExecPlan> transform(const TransformRequest& request) const override {
     Result<OldPlan> plan = old().transform(request);
-    if (!plan.ok()) return Error{plan.error()};
+    if (!plan.ok()) return plan.failure();
     return from_old(std::move(*plan));
   }
 

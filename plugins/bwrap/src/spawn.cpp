@@ -319,7 +319,7 @@ Status supervise(pid_t bwrap, Channels channels) {
     Result<bool> ended = child_ended(bwrap);
     if (!ended.ok()) {
       if (exit_fd >= 0) close(exit_fd);
-      return Error{ended.error()};
+      return ended.failure();
     }
     if (*ended) {
       forwarder.stop();
@@ -496,13 +496,13 @@ Status prepare_launch(const ExecPlan& plan, Launch& launch) {
   SupervisedArgv supervised = take_supervisor_options(plan.argv);
   launch.unix_rules = std::move(supervised.rules);
   Result<BoundArgv> bound = bind_sources_by_fd(supervised.argv);
-  if (!bound.ok()) return Error{bound.error()};
+  if (!bound.ok()) return bound.failure();
   launch.bind_fds = bound->fds;
   std::vector<std::string> stage2_options = {"--ready-fd", std::to_string(kReadyFd),
                                              kUnixSupervisedOption};
   if (has_proc_mount(bound->argv)) {
     Result<std::string> mounts = planned_mounts_block(bound->argv);
-    if (!mounts.ok()) return Error{mounts.error()};
+    if (!mounts.ok()) return mounts.failure();
     launch.mounts_fd = sealed_memfd("sbx-mounts", *mounts);
     if (launch.mounts_fd < 0)
       return Error{std::string("bwrap: cannot hand the mount list to sbx-stage2 (memfd): ") +
@@ -701,7 +701,7 @@ long landlock_abi_or_zero() {
 
 Status prepare_direct(const std::vector<std::string>& supervised_argv, DirectLaunch& launch) {
   Result<BoundArgv> bound = bind_sources_by_fd(supervised_argv);
-  if (!bound.ok()) return Error{bound.error()};
+  if (!bound.ok()) return bound.failure();
   launch.bind_fds = bound->fds;
   std::optional<DirectPlan> direct = direct_plan(bound->argv);
   if (!direct) return Error{"bwrap: internal error: the plan lost its direct form"};
@@ -715,24 +715,24 @@ Status prepare_direct(const std::vector<std::string>& supervised_argv, DirectLau
   direct_form.insert(direct_form.end(), direct->options.begin(), direct->options.end());
   direct_form.push_back("--");
   Result<std::string> mounts = planned_mounts_block(direct_form);
-  if (!mounts.ok()) return Error{mounts.error()};
+  if (!mounts.ok()) return mounts.failure();
   Result<std::vector<stage2::PlannedMount>> planned = stage2::parse_planned_mounts(*mounts);
-  if (!planned.ok()) return Error{"bwrap: " + planned.error()};
+  if (!planned.ok()) return planned.failure().prefixed("bwrap: ");
   launch.planned = std::move(*planned);
   launch.private_network = direct->filter != stage2::NetworkFilter::kOpen;
   launch.command = direct->command.front();
   Result<std::string> block = direct_args_block(*direct);
-  if (!block.ok()) return Error{block.error()};
+  if (!block.ok()) return block.failure();
   launch.args_fd = sealed_memfd("sbx-bwrap-args", *block);
   if (launch.args_fd < 0)
     return Error{std::string("bwrap: cannot hand bwrap its arguments (memfd): ") +
                  std::strerror(errno)};
   Result<SeccompFds> seccomp = seccomp_program_fds(direct->filter);
-  if (!seccomp.ok()) return Error{seccomp.error()};
+  if (!seccomp.ok()) return seccomp.failure();
   launch.seccomp = std::move(*seccomp);
   if (Status pause = open_pause_pipe(launch); !pause.ok()) return pause;
   Result<int> scope = open_scope_ruleset();
-  if (!scope.ok()) return Error{scope.error()};
+  if (!scope.ok()) return scope.failure();
   launch.scope_ruleset = *scope;
   int channel[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, channel) != 0)
@@ -769,7 +769,7 @@ Result<DirectOutcome> supervise_direct(pid_t bwrap, int signal_fd, int status_fd
   for (;;) {
     Result<bool> ended = child_ended(bwrap);
     if (!ended.ok()) {
-      failed = Error{ended.error()};
+      failed = ended.failure();
       break;
     }
     if (*ended) break;
@@ -833,7 +833,7 @@ Result<DirectOutcome> supervise_direct(pid_t bwrap, int signal_fd, int status_fd
     }
     close(status_fd);
   }
-  if (!failed.ok()) return Error{failed.error()};
+  if (!failed.ok()) return failed.failure();
   return out;
 }
 
@@ -847,7 +847,7 @@ Result<ExitStatus> run_direct(const ExecPlan& plan, const std::vector<std::strin
     close(report[1]);
     close(info[1]);
     close(info[0]);
-    return Error{prepared.error()};
+    return prepared.failure();
   }
   std::vector<char*> argv = child::c_string_array(launch.argv);
   char* no_env[] = {nullptr};
@@ -900,7 +900,7 @@ Result<ExitStatus> run_direct(const ExecPlan& plan, const std::vector<std::strin
     kill(pid, SIGKILL);
     ExitStatus ignored;
     child::reap(pid, ignored);
-    return Error{"bwrap: " + outcome.error()};
+    return outcome.failure().prefixed("bwrap: ");
   }
   ExitStatus status;
   if (!child::reap(pid, status))
@@ -934,7 +934,7 @@ Result<ExitStatus> fork_and_supervise(const ExecPlan& plan, const int report[2],
       close(report[1]);
       close(info[1]);
       close(info[0]);
-      return Error{inherited.error()};
+      return inherited.failure();
     }
     SupervisedArgv supervised = take_supervisor_options(plan.argv);
     if (direct_plan(supervised.argv))
@@ -946,7 +946,7 @@ Result<ExitStatus> fork_and_supervise(const ExecPlan& plan, const int report[2],
     close(report[1]);
     close(info[1]);
     close(info[0]);
-    return Error{prepared.error()};
+    return prepared.failure();
   }
   std::vector<char*> argv = child::c_string_array(launch.argv);
   std::vector<char*> envp = child::c_string_array(plan.env);
@@ -989,7 +989,7 @@ Result<ExitStatus> fork_and_supervise(const ExecPlan& plan, const int report[2],
     unix_supervisor->stop();
     if (refusals != nullptr) *refusals = unix_supervisor->refusals();
   }
-  if (!supervised.ok()) return Error{"bwrap: " + supervised.error()};
+  if (!supervised.ok()) return supervised.failure().prefixed("bwrap: ");
   ExitStatus status;
   if (!child::reap(pid, status))
     return Error{std::string("bwrap: waitpid failed: ") + std::strerror(errno)};
@@ -1065,7 +1065,7 @@ std::optional<pid_t> parse_child_pid(std::string_view info) {
 
 Result<ExitStatus> spawn_bwrap(const ExecPlan& plan, HostServices::ChildHook prepare_child,
                                std::vector<UnixRefusal>* refusals, HostServices host) {
-  if (Status valid = validate_plan(plan); !valid.ok()) return Error{valid.error()};
+  if (Status valid = validate_plan(plan); !valid.ok()) return valid.failure();
   int report[2];
   int info[2];
   // CLOEXEC on all ends: none may leak into other children spawned concurrently; the child
@@ -1082,7 +1082,7 @@ Result<ExitStatus> spawn_bwrap(const ExecPlan& plan, HostServices::ChildHook pre
   Result<int> signal_fd = open_signal_fd(previous);
   if (!signal_fd.ok()) {
     for (int fd : {report[0], report[1], info[0], info[1]}) close(fd);
-    return Error{signal_fd.error()};
+    return signal_fd.failure();
   }
   Result<ExitStatus> result =
       fork_and_supervise(plan, report, info, *signal_fd, prepare_child, refusals, host);
