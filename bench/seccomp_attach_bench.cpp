@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
   sbx::Result<sbx::stage2::NetworkFilter> net = sbx::stage2::parse_network_filter(mode);
   sbx::Result<std::vector<std::string>> built =
       net.ok() ? sbx::stage2::export_filter_bpf(*net)
-               : sbx::Result<std::vector<std::string>>(sbx::Error{net.error()});
+               : sbx::Result<std::vector<std::string>>(net.failure());
   if (rounds < 1 || !built.ok()) {
     std::fprintf(stderr, "usage: sbx_bench_seccomp_attach [ROUNDS] [MODE]: %s\n",
                  built.ok() ? "bad rounds" : built.error().c_str());

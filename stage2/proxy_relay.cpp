@@ -230,11 +230,11 @@ void pump(int a, int b) {
 Result<pid_t> start_relay(const RelaySpec& spec) {
   std::string name;
   Result<int> directory = open_socket_directory(spec.socket_path, name);
-  if (!directory.ok()) return Error{directory.error()};
+  if (!directory.ok()) return directory.failure();
   Result<int> listener = listen_loopback(spec.port);
   if (!listener.ok()) {
     ::close(*directory);
-    return Error{listener.error()};
+    return listener.failure();
   }
   const pid_t pid = ::fork();
   if (pid < 0) {

@@ -84,10 +84,35 @@ export interface Approval { recorded: boolean; policy: FullPolicy | null; droppe
 
 // ---- the API -------------------------------------------------------------------------------
 
-/** An error reported by libsbx; `message` is libsbx's (what was wrong and what to do). */
+/**
+ * What sort of failure an SbxError is: the C API's sbx_error_kind, the CLI's --json
+ * "error_kind" and the Python binding's, spelled the same.
+ */
+export type ErrorKindName =
+    |'invalid_input'    // the caller's input is wrong: a malformed policy, a bad argument
+    |'refused'          // a lock, setting or policy rule forbids it
+    |'unavailable'      // no backend on this host can enforce what was asked
+    |'backend_failure'  // a backend plugin failed to plan or run the sandbox
+    |'host_failure'     // the host failed: a file, a syscall, the addon or libsbx missing
+    |'timed_out'        // a deadline passed
+    |'cancelled';       // the caller cancelled
+export const ErrorKind: Readonly<{
+  INVALID_INPUT: 'invalid_input'; REFUSED: 'refused'; UNAVAILABLE: 'unavailable';
+  BACKEND_FAILURE: 'backend_failure';
+  HOST_FAILURE: 'host_failure';
+  TIMED_OUT: 'timed_out';
+  CANCELLED: 'cancelled';
+}>;
+
+/**
+ * An error reported by libsbx, or a bad argument to it (kind invalid_input); `message` says
+ * what was wrong and what to do.
+ */
 export class SbxError extends Error {
+  constructor(message: string, kind?: ErrorKindName);
   readonly name: 'SbxError';
   readonly code: 'SBX_ERROR';
+  readonly kind: ErrorKindName;
 }
 
 export interface SbxOptions {

@@ -17,27 +17,55 @@ function loadAddon() {
       failures.push(`${file}: ${error.message}`);
     }
   }
-  throw new Error(`sbx: cannot load the native addon sbx.node (build it with cmake, see ` +
-                  `README.md; libsbx must be installed):\n  ${failures.join('\n  ')}`);
+  const error = new Error(
+      `sbx: cannot load the native addon sbx.node (build it with cmake, ` +
+      `see README.md; libsbx must be installed):\n  ` + failures.join('\n  '));
+  error.code = 'SBX_ERROR';
+  error.kind = 'host_failure';
+  throw error;
 }
 
 const native = loadAddon();
 
-/** An error reported by libsbx: the message says what was wrong and what to do. */
+/**
+ * What sort of failure an SbxError is: the same kinds as the C API (sbx_error_kind), the CLI's
+ * --json "error_kind" and the Python binding.
+ */
+const ErrorKind = Object.freeze({
+  INVALID_INPUT: 'invalid_input',      // the caller's input is wrong (a malformed policy, bad argv)
+  REFUSED: 'refused',                  // a lock, setting or policy rule forbids it
+  UNAVAILABLE: 'unavailable',          // no backend on this host can enforce what was asked
+  BACKEND_FAILURE: 'backend_failure',  // a backend plugin failed to plan or run the sandbox
+  HOST_FAILURE: 'host_failure',        // the host failed: a file, a syscall, a missing library
+  TIMED_OUT: 'timed_out',              // a deadline passed
+  CANCELLED: 'cancelled',              // the caller cancelled
+});
+const KINDS = new Set(Object.values(ErrorKind));
+
+/**
+ * An error reported by libsbx (or a bad argument to it): the message says what was wrong and
+ * what to do; `kind` says what sort of failure it is (ErrorKind).
+ */
 class SbxError extends Error {
-  constructor(message) {
+  constructor(message, kind = ErrorKind.HOST_FAILURE) {
     super(message);
     this.name = 'SbxError';
     this.code = 'SBX_ERROR';
+    this.kind = KINDS.has(kind) ? kind : ErrorKind.HOST_FAILURE;
   }
 }
 
-// Runs a native call; libsbx's errors become SbxError (a TypeError stays a TypeError).
+// A native error becomes an SbxError with its kind; anything else is passed on.
+function wrap(error) {
+  return error && error.code === 'SBX_ERROR' ? new SbxError(error.message, error.kind) : error;
+}
+
+// Runs a native call; libsbx's errors and bad arguments become SbxError.
 function call(fn, ...args) {
   try {
     return fn(...args);
   } catch (error) {
-    throw error && error.code === 'SBX_ERROR' ? new SbxError(error.message) : error;
+    throw wrap(error);
   }
 }
 
@@ -83,8 +111,10 @@ class Sbx {
     this._handle = call(native.managerNew, options.backends, !!options.settings || options.settingsJson !== undefined,
                         options.settingsCwd, policyText(options.settingsJson));
   }
-  /** Frees the manager (after the execs still running). Later calls throw a TypeError. */
-  close() { native.managerClose(this._handle); }
+  /** Frees the manager (after the execs still running). Later calls throw an SbxError. */
+  close() {
+    call(native.managerClose, this._handle);
+  }
   version() { return native.version(); }
   /** Loaded and rejected plugins (probed afresh unless probe is false). */
   backends(options = {}) {
@@ -117,7 +147,7 @@ class Sbx {
                                options.preference === undefined ? 'auto' : options.preference,
                                flags);
     } catch (error) {
-      throw error && error.code === 'SBX_ERROR' ? new SbxError(error.message) : error;
+      throw wrap(error);
     }
     return json(text);
   }
@@ -127,4 +157,14 @@ class Sbx {
   classify(failure) { return classify(failure); }
 }
 
-module.exports = { Sbx, SbxError, version, shouldSandbox, widen, approve, context, classify };
+module.exports = {
+  Sbx,
+  SbxError,
+  ErrorKind,
+  version,
+  shouldSandbox,
+  widen,
+  approve,
+  context,
+  classify,
+};

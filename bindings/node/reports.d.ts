@@ -28,6 +28,8 @@ export interface ExecReport {
   exit: ExitStatus | null;
   /** sbx's own failure or refusal, null when none. */
   error: string | null;
+  /** The kind of sbx's own failure in `error` (README.md, "Exit status and error kinds"); null when there is none. */
+  error_kind: 'invalid_input' | 'refused' | 'unavailable' | 'backend_failure' | 'host_failure' | 'timed_out' | 'cancelled' | null;
   /** Protected names (.git, ...) created or changed under the writable roots during a sandboxed run. */
   protected_names_created: string[];
   /** The walk hit its bounds: protected_names_created may be short. */

@@ -62,6 +62,12 @@ struct Command {
 int fail(std::string_view what, std::string_view todo);
 // Prints "sbx: <message>" for a core error that already says what to do; returns 125.
 int fail(std::string_view message);
+// The same for an Error, with the exit status of its kind (exit_code_for).
+int fail(const Error& error);
+int fail(const Error& error, std::string_view todo);
+// 2 (kExitInvalidInput) for ErrorKind::invalid_input, else 125. Not for `exec`, whose own
+// failures are always 125 (exit_codes.hpp).
+int exit_code_for(ErrorKind kind);
 
 // ---- global options and plugins ----
 void add_global_options(CLI::App& app, GlobalOptions& options);

@@ -102,7 +102,7 @@ void print_text(const std::vector<BackendListing>& listings,
 
 int run_backends(const BackendsOptions& options, const GlobalOptions& globals) {
   Result<PluginRegistry> registry = load_registry(globals, RegistryScope::kAll);
-  if (!registry.ok()) return fail(registry.error());
+  if (!registry.ok()) return fail(registry.failure());
   const std::vector<BackendListing> listings = list_backends(*registry, options.probe);
   // The run cgroup is core's, the same for every backend: reported next to their probes.
   const std::optional<CgroupSupport> cgroups =

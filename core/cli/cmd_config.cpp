@@ -93,9 +93,9 @@ int run_show(const ShowOptions& options) {
   PolicyOptions where;
   where.cwd = options.cwd;
   Result<std::string> cwd = effective_cwd(where);
-  if (!cwd.ok()) return fail(cwd.error());
+  if (!cwd.ok()) return fail(cwd.failure());
   Result<settings::Settings> loaded = load_cli_settings(*cwd, options.cwd);
-  if (!loaded.ok()) return fail(loaded.error());
+  if (!loaded.ok()) return fail(loaded.failure());
   if (options.json) {
     std::cout << settings::settings_to_json(*loaded) << '\n';
   } else {
@@ -108,7 +108,7 @@ int run_trust(const std::string& directory) {
   PolicyOptions where;
   where.cwd = directory;
   Result<std::string> dir = effective_cwd(where);
-  if (!dir.ok()) return fail(dir.error());
+  if (!dir.ok()) return fail(dir.failure());
   const settings::Sources sources = settings::current_sources(*dir, [] {
     std::map<std::string, std::string> env;
     for (const std::string& entry : current_environment()) {
@@ -118,7 +118,7 @@ int run_trust(const std::string& directory) {
     return env;
   }());
   if (Status trusted = settings::trust_project(sources.user_file, *dir); !trusted.ok())
-    return fail(trusted.error());
+    return fail(trusted.failure());
   std::cout << "trusted " << printable(*dir) << " (in " << printable(sources.user_file) << ")\n";
   return 0;
 }

@@ -16,7 +16,7 @@ struct ContextOptions {
 
 int run_context(const ContextOptions& options) {
   Result<PreparedRequest> input = load_policy(options.policy);
-  if (!input.ok()) return fail(input.error());
+  if (!input.ok()) return fail(input.failure());
   SandboxContext context = describe_sandbox(input->resolved);
   context.unsandboxed_locked = input->decided.escape_hatch_locked;
   if (options.json) {

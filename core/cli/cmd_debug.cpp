@@ -19,31 +19,34 @@ struct DebugOptions {
 
 int run_debug(const DebugOptions& options, const GlobalOptions& globals) {
   if (options.command.empty())
-    return fail("debug needs a command", "put it after --, e.g. sbx debug bwrap -- /bin/ls");
+    return fail(Error{"debug needs a command", ErrorKind::invalid_input},
+                "put it after --, e.g. sbx debug bwrap -- /bin/ls");
   // A plan for another OS (windows on a POSIX host) takes that OS's paths: --cwd C:\\proj is
   // normalised, never looked up here, and the command is never searched on this host's PATH.
   PolicyOptions policy_options = options.policy;
   policy_options.style = plan_path_style(options.backend);
   Result<PreparedRequest> input = load_policy(policy_options);
-  if (!input.ok()) return fail(input.error());
+  if (!input.ok()) return fail(input.failure());
   Result<PluginRegistry> registry = load_registry(globals);
-  if (!registry.ok()) return fail(registry.error());
+  if (!registry.ok()) return fail(registry.failure());
   if (registry->find(options.backend) == nullptr) {
-    return fail("no backend named '" + options.backend + "' is loaded",
-                "`sbx backends` lists the loaded ones and why others were rejected");
+    return fail(
+        Error{"no backend named '" + options.backend + "' is loaded", ErrorKind::invalid_input},
+        "`sbx backends` lists the loaded ones and why others were rejected");
   }
   const Manager manager(*registry, {}, input->policy_file);
   // The core plans as for a run (network mode proxy: sbx's own proxy, started for the plan and
   // stopped before this returns; the printed plan shows "***" for the credential).
   RunOutcome planned =
       plan_for_backend(manager, options.backend, run_request(std::move(*input), options.command));
-  if (planned.stop == RunStop::kCommandNotFound) return fail(planned.error);
+  const Error stop{planned.error, planned.kind};
+  if (planned.stop == RunStop::kCommandNotFound) return fail(stop);
   if (!planned.plan) {
     if (policy_options.style != kHostPathStyle)
-      return fail(planned.error,
+      return fail(stop,
                   "a plan for another OS names its command by the full path it has there (e.g. "
                   "C:\\Windows\\System32\\cmd.exe); `sbx explain` shows what the policy needs");
-    return fail(planned.error, "see `sbx explain` for what the policy needs");
+    return fail(stop, "see `sbx explain` for what the policy needs");
   }
   print_plan(options.backend, *planned.plan);
   return 0;

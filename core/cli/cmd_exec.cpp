@@ -48,13 +48,17 @@ struct ExecOptions {
   std::vector<std::string> command;
 };
 
-int failed(RunReport& report, const std::string& what, const std::string& todo) {
+// sbx's own failure: in the report (--json "error", "error_kind") and on stderr; always 125,
+// whatever the kind, so that it never looks like the command's own status (exit_codes.hpp).
+int failed(RunReport& report, ErrorKind kind, const std::string& what, const std::string& todo) {
   report.error = what + "; " + todo;
+  report.error_kind = kind;
   return fail(what, todo);
 }
 
-int failed(RunReport& report, const std::string& message) {
+int failed(RunReport& report, ErrorKind kind, const std::string& message) {
   report.error = message;
+  report.error_kind = kind;
   return fail(message);
 }
 
@@ -92,7 +96,7 @@ int none_available(RunOutcome& run) {
               "remove what the policy restricts"
             : "make a backend available (`sbx backends --probe` shows what is missing), choose "
               "others with --backends, or pass --allow-unsandboxed to run it without a sandbox";
-  const int code = failed(run.report, what, todo);
+  const int code = failed(run.report, run.kind, what, todo);
   std::cerr << "  wanted: " << printable(run.report.reason) << '\n';
   if (run.choice.passed_over.empty()) std::cerr << "  no backend is loaded\n";
   for (const PassedOver& item : run.choice.passed_over)
@@ -110,30 +114,31 @@ int stopped(const ExecOptions& options, RunOutcome& run) {
     case RunStop::kNone:
       return run.exit_code();
     case RunStop::kInvalidRequest:
-      return failed(run.report, run.error, "the command was not run");
+      return failed(run.report, run.kind, run.error, "the command was not run");
     case RunStop::kCommandNotFound:
       run.report.error = run.error;
+      run.report.error_kind = run.kind;
       std::cerr << "sbx: " << printable(options.command[0]) << ": " << run.error
                 << "; check the name, or give an absolute path\n";
       return run.exit_code();
     case RunStop::kBackendsUnavailable:
-      return failed(run.report, run.error);
+      return failed(run.report, run.kind, run.error);
     case RunStop::kNoBackend:
       return none_available(run);
     case RunStop::kPlanRefused:
-      return failed(run.report, run.error,
+      return failed(run.report, run.kind, run.error,
                     "the command was not run; see `sbx explain` and `sbx debug " +
                         run.report.backend.value_or("") + "`");
     case RunStop::kLimitsUnavailable:
-      return failed(run.report,
+      return failed(run.report, run.kind,
                     "the command was not run: cannot set up its resource limits: " + run.error,
                     kRunFailedWhatToDo);
     case RunStop::kCaptureUnavailable:
-      return failed(run.report, run.error + "; run without --json", kRunFailedWhatToDo);
+      return failed(run.report, run.kind, run.error + "; run without --json", kRunFailedWhatToDo);
     case RunStop::kRunFailed:
-      return failed(run.report, run.error, kRunFailedWhatToDo);
+      return failed(run.report, run.kind, run.error, kRunFailedWhatToDo);
   }
-  return failed(run.report, "internal error: unknown run outcome");
+  return failed(run.report, ErrorKind::host_failure, "internal error: unknown run outcome");
 }
 
 // Names the resource limit that ended the run, on stderr unless --json reports it.
@@ -213,13 +218,15 @@ void warn_about_policy_in_workspace(const PreparedRequest& input) {
 
 int exec_steps(const ExecOptions& options, const GlobalOptions& globals, RunOutcome& run) {
   if (options.command.empty())
-    return failed(run.report, "exec needs a command", "put it after --, e.g. sbx exec -- ls -l");
+    return failed(run.report, ErrorKind::invalid_input, "exec needs a command",
+                  "put it after --, e.g. sbx exec -- ls -l");
   Result<std::optional<SandboxPreference>> preference = sandbox_choice(options.sandbox);
   if (!preference.ok())
-    return failed(run.report, preference.error(), "use --sandbox auto, require or forbid");
+    return failed(run.report, preference.kind(), preference.error(),
+                  "use --sandbox auto, require or forbid");
   Result<PreparedRequest> input =
       load_policy(options.policy, RunChoices{*preference, options.allow_unsandboxed});
-  if (!input.ok()) return failed(run.report, input.error());
+  if (!input.ok()) return failed(run.report, input.kind(), input.error());
   for (const std::string& note : input->settings.notes) std::cerr << "sbx: note: " << printable(note) << '\n';
   warn_about_policy_in_workspace(*input);
   CliBackends backends(globals, input->policy_file);

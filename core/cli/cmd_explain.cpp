@@ -197,11 +197,11 @@ void print_text(const ExplainReport& report, const std::string& policy_file) {
 
 int run_explain(const ExplainOptions& options, const GlobalOptions& globals) {
   Result<std::optional<SandboxPreference>> preference = sandbox_choice(options.sandbox);
-  if (!preference.ok()) return fail(preference.error(), "use --sandbox auto, require or forbid");
+  if (!preference.ok()) return fail(preference.failure(), "use --sandbox auto, require or forbid");
   Result<PreparedRequest> input = load_policy(options.policy, RunChoices{*preference, false});
-  if (!input.ok()) return fail(input.error());
+  if (!input.ok()) return fail(input.failure());
   Result<PluginRegistry> registry = load_registry(globals);
-  if (!registry.ok()) return fail(registry.error());
+  if (!registry.ok()) return fail(registry.failure());
   const Manager manager(*registry, globals.backends, input->policy_file);
   const ExplainReport report =
       explain_run(input->policy, input->resolved, input->decided.sandbox.value, manager,

@@ -181,7 +181,7 @@ Result<Policy> finish(Draft& draft) {
       draft.environment.reset();
       continue;
     }
-    return Error{error};
+    return policy.failure();
   }
 }
 
@@ -827,9 +827,10 @@ void print_report(const Draft& draft, const Policy& policy, bool as_json) {
 
 int run_import(const ImportOptions& options) {
   Result<std::string> text = read_source(options.file);
-  if (!text.ok()) return fail(text.error(), "check the path and its permissions");
+  if (!text.ok()) return fail(text.failure(), "check the path and its permissions");
   if (options.from == "srt" && !options.profile.empty()) {
-    return fail("--profile is a Codex option", "leave it out with --from srt");
+    return fail(Error{"--profile is a Codex option", ErrorKind::invalid_input},
+                "leave it out with --from srt");
   }
   std::optional<Draft> draft;
   try {

@@ -1,7 +1,7 @@
 // `sbx policy check [POLICY]` and `sbx policy show [POLICY]`.
 // check: exit 0 and "policy OK" when the policy parses and resolves here and nothing in it would
 // refuse a run here (check_policy_runnable); exit 2 with the error (naming its JSON pointer)
-// when it does not; 125 for bad usage.
+// when it does not; 2 for bad usage too (README "Exit status and error kinds").
 #include <iostream>
 #include <memory>
 #include <string>
@@ -36,9 +36,9 @@ int run_check(const PolicyOptions& options) {
 
 int run_show(const PolicyOptions& options) {
   Result<std::string> cwd = effective_cwd(options);
-  if (!cwd.ok()) return fail(cwd.error());
+  if (!cwd.ok()) return fail(cwd.failure());
   Result<settings::Decided> policy = decide_policy(options, *cwd);
-  if (!policy.ok()) return fail(policy.error());
+  if (!policy.ok()) return fail(policy.failure());
   std::cout << policy_to_json(policy->policy) << '\n';
   return 0;
 }

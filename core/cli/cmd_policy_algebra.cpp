@@ -59,7 +59,7 @@ int run_widen(const AlgebraOptions& options) {
   std::optional<Policy> extra = read_policy(options.second, code);
   if (!extra) return code;
   Result<Policy> wide = widen(*base, *extra);
-  if (!wide.ok()) return fail(wide.error());
+  if (!wide.ok()) return fail(wide.failure());
   std::cout << policy_to_json(*wide) << '\n';
   return 0;
 }
@@ -71,7 +71,7 @@ int run_approve(const AlgebraOptions& options) {
   std::optional<Policy> granted = read_policy(options.second, code);
   if (!granted) return code;
   Result<Approval> approval = approve(*requested, *granted);
-  if (!approval.ok()) return fail(approval.error());
+  if (!approval.ok()) return fail(approval.failure());
   std::cout << approval_to_json(*approval) << '\n';
   return 0;
 }

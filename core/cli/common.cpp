@@ -27,6 +27,20 @@ int fail(std::string_view message) {
   return kExitSbxFailure;
 }
 
+int exit_code_for(ErrorKind kind) {
+  return kind == ErrorKind::invalid_input ? kExitInvalidInput : kExitSbxFailure;
+}
+
+int fail(const Error& error) {
+  fail(std::string_view(error.message));
+  return exit_code_for(error.kind);
+}
+
+int fail(const Error& error, std::string_view todo) {
+  fail(std::string_view(error.message), todo);
+  return exit_code_for(error.kind);
+}
+
 void add_global_options(CLI::App& app, GlobalOptions& options) {
   app.add_option("--backends", options.backends,
                  "Backends to consider, in preference order (comma-separated names, e.g. "
@@ -103,14 +117,14 @@ std::vector<std::string> current_environment() { return process_environment(); }
 Result<std::optional<SandboxPreference>> sandbox_choice(const std::string& sandbox) {
   if (sandbox.empty()) return std::optional<SandboxPreference>{};
   Result<SandboxPreference> preference = parse_sandbox_preference(sandbox);
-  if (!preference.ok()) return Error{preference.error()};
+  if (!preference.ok()) return preference.failure();
   return std::optional<SandboxPreference>(*preference);
 }
 
 Result<const Manager*> CliBackends::all() {
   if (!all_) {
     Result<PluginRegistry> registry = load_registry(globals_);
-    if (!registry.ok()) return Error{registry.error()};
+    if (!registry.ok()) return registry.failure();
     all_ = std::make_unique<Loaded>(Loaded{std::move(*registry), nullptr});
     all_->manager = std::make_unique<Manager>(all_->registry, globals_.backends, policy_file_);
     // A CLI run reuses the answers an earlier run kept (core/src/plugins/README.md):

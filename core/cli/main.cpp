@@ -1,6 +1,7 @@
 // `sbx`: the command-line front end over libsbx. Parses arguments with CLI11, then runs exactly
-// one subcommand. Usage errors and sbx's own failures exit 125, as env(1) and timeout(1) do when
-// they fail themselves (core/cli/README.md, "Exit status").
+// one subcommand. Invalid input (usage errors included) exits 2 and sbx's other failures 125;
+// under `exec` all of sbx's own failures are 125, as env(1) and timeout(1) do when they fail
+// themselves (README.md, "Exit status and error kinds").
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cerrno>
@@ -33,20 +34,22 @@ constexpr const char* kFooter = R"(Examples:
   sbx debug seatbelt -- /bin/ls             the plan the seatbelt backend would run
 
 Exit status of exec: the command's own; 128+N when it died of signal N; 125 when sbx failed
-or refused to run it; 126 not executable; 127 not found.
+or refused to run it; 126 not executable; 127 not found. Other subcommands: 2 for invalid
+input (bad usage, a malformed policy), 125 for other failures.
 Run 'sbx SUBCOMMAND --help' for the options of a subcommand.)";
 
-// CLI11 errors become the house format and 125; --help and --version stay successes.
+// CLI11 errors become the house format and 2 (invalid input); --help and --version stay
+// successes. Under `exec` they are 125, like every failure of sbx's own there (exit_codes.hpp).
 int usage_error(const CLI::App& app, const CLI::ParseError& error) {
   if (error.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) {
     return app.exit(error);
   }
   std::string where = "sbx";
-  if (const CLI::App* sub = app.get_subcommands().empty() ? nullptr : app.get_subcommands()[0]) {
-    where += " " + sub->get_name();
-  }
-  return sbx::cli::fail(std::string("bad usage: ") + error.what(),
-                        "run '" + where + " --help' for the options");
+  const CLI::App* sub = app.get_subcommands().empty() ? nullptr : app.get_subcommands()[0];
+  if (sub != nullptr) where += " " + sub->get_name();
+  const int code = sbx::cli::fail(std::string("bad usage: ") + error.what(),
+                                  "run '" + where + " --help' for the options");
+  return sub != nullptr && sub->get_name() == "exec" ? code : sbx::kExitInvalidInput;
 }
 
 std::string version_text() { return std::string("sbx ") + sbx::sbx_version(); }
@@ -148,12 +151,14 @@ int run(int argc, char** argv) {
     return usage_error(app, error);
   }
   if (sbx::Status logging = sbx::cli::configure_logging_from(globals); !logging.ok()) {
-    return sbx::cli::fail(logging.error(), "see sbx --help for the accepted values");
+    return sbx::cli::fail(logging.failure().as(sbx::ErrorKind::invalid_input),
+                          "see sbx --help for the accepted values");
   }
   for (const sbx::cli::Command& command : commands) {
     if (command.app->parsed()) return command.run();
   }
-  return sbx::cli::fail("no subcommand was given", "run 'sbx --help' for the list");
+  sbx::cli::fail("no subcommand was given", "run 'sbx --help' for the list");
+  return sbx::kExitInvalidInput;
 }
 
 #if defined(__GLIBC__)

@@ -29,7 +29,8 @@ Result<std::string> read_policy_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     return Error{"cannot read policy file '" + path + "': " + std::strerror(errno) +
-                 "; check the path given to --policy"};
+                     "; check the path given to --policy",
+                 ErrorKind::invalid_input};
   }
   return read_at_most(in, kMaxPolicyBytes + 1);
 }
@@ -40,18 +41,19 @@ Result<std::optional<Policy>> command_line_policy(const PolicyOptions& options,
                                                   std::optional<std::string>& preset) {
   if (!options.policy_file.empty()) {
     Result<std::string> text = read_policy_file(options.policy_file);
-    if (!text.ok()) return Error{text.error()};
+    if (!text.ok()) return text.failure();
     Result<Policy> policy = parse_policy(*text);
     if (!policy.ok()) {
       return Error{"invalid policy in '" + options.policy_file + "': " + policy.error() +
-                   "; fix the file (sbx policy check --policy FILE validates it)"};
+                       "; fix the file (sbx policy check --policy FILE validates it)",
+                   policy.kind()};
     }
     preset = settings::preset_name(*text);
     return std::optional<Policy>(std::move(*policy));
   }
   if (options.preset.empty()) return std::optional<Policy>{};
   Result<Policy> policy = preset_policy(options.preset);
-  if (!policy.ok()) return Error{policy.error() + "; pick one with --preset NAME"};
+  if (!policy.ok()) return Error{policy.error() + "; pick one with --preset NAME", policy.kind()};
   preset = options.preset;
   return std::optional<Policy>(std::move(*policy));
 }
@@ -86,7 +88,8 @@ Result<NetworkMode> parse_network(std::string_view text) {
   if (text == "enabled") return NetworkMode::kEnabled;
   if (text == "proxy") return NetworkMode::kProxy;
   return Error{"--network '" + std::string(text) + "' is not a network mode; use one of " +
-               "restricted, enabled, proxy"};
+                   "restricted, enabled, proxy",
+               ErrorKind::invalid_input};
 }
 
 Status apply_additions(const PolicyOptions& options, const std::string& cwd, Policy& policy) {
@@ -102,7 +105,7 @@ Status apply_additions(const PolicyOptions& options, const std::string& cwd, Pol
   }
   if (!options.network.empty()) {
     Result<NetworkMode> mode = parse_network(options.network);
-    if (!mode.ok()) return Error{mode.error()};
+    if (!mode.ok()) return mode.failure();
     policy.network.mode = *mode;
   }
   return {};
@@ -154,7 +157,8 @@ bool foreign_windows_cwd(const PolicyOptions& options) {
 Result<std::string> effective_cwd(const PolicyOptions& options) {
   if (foreign_windows_cwd(options)) {
     Result<std::string> cwd = policy::winpath::normalize(options.cwd);
-    if (!cwd.ok()) return Error{"--cwd: " + cwd.error()};
+    // The path as given cannot be a working directory (UNC, device, drive-relative).
+    if (!cwd.ok()) return cwd.failure().prefixed("--cwd: ").as(ErrorKind::invalid_input);
     return cwd;
   }
   std::error_code error;
@@ -169,8 +173,9 @@ Result<std::string> effective_cwd(const PolicyOptions& options) {
   std::filesystem::path canonical = std::filesystem::canonical(given, error);
   if (error || !std::filesystem::is_directory(canonical, error)) {
     return Error{"--cwd '" + given.string() + "' is not an existing directory" +
-                 (error ? " (" + error.message() + ")" : std::string()) +
-                 "; pass a directory that exists"};
+                     (error ? " (" + error.message() + ")" : std::string()) +
+                     "; pass a directory that exists",
+                 ErrorKind::invalid_input};
   }
   // UTF-8 on every host (path::string() is the ANSI code page on Windows).
   const std::u8string utf8 = canonical.u8string();
@@ -198,7 +203,7 @@ Result<settings::Settings> load_cli_settings(const std::string& cwd,
   if (std::string logical = logical_cwd_of(cwd_option); !logical.empty())
     sources.logical_cwd = std::move(logical);
   Result<settings::Settings> loaded = settings::load_settings(sources);
-  if (!loaded.ok()) return Error{"cannot use the settings: " + loaded.error()};
+  if (!loaded.ok()) return loaded.failure().prefixed("cannot use the settings: ");
   return loaded;
 }
 
@@ -213,26 +218,27 @@ Result<PolicyRequest> cli_request(const PolicyOptions& options, const std::strin
   Result<settings::Settings> read = settings_cwd.empty() || settings_cwd == cwd
                                         ? load_cli_settings(cwd, options.cwd)
                                         : load_cli_settings(settings_cwd);
-  if (!read.ok()) return Error{read.error()};
+  if (!read.ok()) return read.failure();
   loaded = std::move(*read);
   PolicyRequest request;
   request.settings = &*loaded;
   Result<std::optional<Policy>> given = command_line_policy(options, request.overrides.preset);
-  if (!given.ok()) return Error{given.error()};
+  if (!given.ok()) return given.failure();
   request.overrides.policy = std::move(*given);
   request.overrides.sandbox = choices.sandbox;
   request.overrides.allow_unsandboxed = choices.allow_unsandboxed;
   if (!options.writable_roots.empty() || !options.denies.empty() || !options.network.empty()) {
     request.amend = [&options, cwd](Policy policy) -> Result<Policy> {
       if (Status applied = apply_additions(options, cwd, policy); !applied.ok()) {
-        return Error{applied.error()};
+        return applied.failure();
       }
       // The additions bypass the JSON parser, so the combined policy goes through it again:
       // the same strict checks apply whatever the source of an entry.
       Result<Policy> checked = parse_policy(policy_to_json(policy));
       if (!checked.ok()) {
         return Error{"the policy with the --writable-root/--deny/--network additions is invalid: " +
-                     checked.error() + "; fix the values given on the command line"};
+                         checked.error() + "; fix the values given on the command line",
+                     checked.kind()};
       }
       return checked;
     };
@@ -276,24 +282,24 @@ Result<settings::Decided> decide_policy(const PolicyOptions& options, const std:
                                         const std::string& settings_cwd) {
   std::optional<settings::Settings> loaded;
   Result<PolicyRequest> request = cli_request(options, cwd, choices, settings_cwd, loaded);
-  if (!request.ok()) return Error{request.error()};
+  if (!request.ok()) return request.failure();
   return decide_request(*request);
 }
 
 Result<PreparedRequest> load_policy(const PolicyOptions& options, const RunChoices& choices) {
   Result<std::string> cwd = effective_cwd(options);
-  if (!cwd.ok()) return Error{cwd.error()};
+  if (!cwd.ok()) return cwd.failure();
   // The settings of a foreign cwd cannot be read here: the project settings are those of the
   // directory sbx runs in (with the user's and the system's, as always).
   std::string settings_cwd = *cwd;
   if (foreign_windows_cwd(options)) {
     Result<std::string> here = effective_cwd(PolicyOptions{});
-    if (!here.ok()) return Error{here.error()};
+    if (!here.ok()) return here.failure();
     settings_cwd = *here;
   }
   std::optional<settings::Settings> loaded;
   Result<PolicyRequest> request = cli_request(options, *cwd, choices, settings_cwd, loaded);
-  if (!request.ok()) return Error{request.error()};
+  if (!request.ok()) return request.failure();
   request->context = [&options, &cwd] { return cli_context(options, *cwd); };
   return prepare_request(std::move(*request));
 }

@@ -52,7 +52,7 @@ class JsonEscapedMessage final : public spdlog::custom_flag_formatter {
 
 Status configure_logging(std::string_view level, LogFormat format) {
   Result<spdlog::level::level_enum> parsed = parse_level(level);
-  if (!parsed) return Error{parsed.error()};
+  if (!parsed) return parsed.failure();
   // stderr only: stdout belongs to the command and to --json output.
   auto logger = std::make_shared<spdlog::logger>(
       "sbx", std::make_shared<spdlog::sinks::stderr_sink_mt>());

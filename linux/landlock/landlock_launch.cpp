@@ -855,7 +855,7 @@ Result<LandlockLaunch> parse_landlock_argv(const std::vector<std::string>& argv)
       network_given = true;
     } else if (arg == "--proxy-port") {
       Result<std::uint16_t> port = parse_port(value);
-      if (!port.ok()) return Error{port.error()};
+      if (!port.ok()) return port.failure();
       l.proxy_port = *port;
     } else if (arg == "--parent-pid") {
       char* end = nullptr;
@@ -865,7 +865,7 @@ Result<LandlockLaunch> parse_landlock_argv(const std::vector<std::string>& argv)
       l.parent = static_cast<pid_t>(pid);
     } else {
       Result<bool> known = parse_landlock_option(arg, value, l.landlock);
-      if (!known.ok()) return Error{known.error()};
+      if (!known.ok()) return known.failure();
       if (!*known) return Error{"unknown option '" + arg + "' in Landlock mode"};
     }
   }
@@ -961,16 +961,15 @@ Result<ExitStatus> run_landlock(const LandlockLaunch& launch, const LaunchOption
   if (!options.cwd.empty() && options.cwd.front() != '/')
     return Error{"landlock: the working directory must be an absolute path"};
   // Everything that may allocate or fail with a good message happens here, before any child.
-  if (Status inherited = check_inherited_descriptors(); !inherited.ok())
-    return Error{inherited.error()};
+  if (Status inherited = check_inherited_descriptors(); !inherited.ok()) return inherited.failure();
   Result<UniqueFd> ruleset = build_landlock_ruleset(launch.landlock);
-  if (!ruleset.ok()) return Error{"landlock: " + ruleset.error()};
+  if (!ruleset.ok()) return ruleset.failure().prefixed("landlock: ");
   // A restricted filesystem has writable roots to keep metadata changes in; an unrestricted
   // one lets the command write (and so chmod) anywhere already, so its guard is the unix
   // datagram guard (metadata_filter.hpp): every run has a guard, for unix datagram sockets.
   const bool metadata_guard = launch.landlock.restrict_filesystem;
   Result<GuardSetup> guard = prepare_guard(launch, options, metadata_guard);
-  if (!guard.ok()) return Error{guard.error()};
+  if (!guard.ok()) return guard.failure();
   int report_pipe[2] = {-1, -1};
   if (!child::open_report_pipe(report_pipe))
     return Error{std::string("landlock: pipe: ") + std::strerror(errno)};

@@ -168,7 +168,7 @@ Result<bool> parse_landlock_option(const std::string& arg, const std::string& va
                                    LandlockSpec& spec) {
   if (arg == "--landlock") {
     Result<int> abi = parse_abi(value);
-    if (!abi.ok()) return Error{abi.error()};
+    if (!abi.ok()) return abi.failure();
     spec.enabled = true;
     spec.min_abi = *abi;
   } else if (arg == "--ll-fs") {
@@ -177,7 +177,7 @@ Result<bool> parse_landlock_option(const std::string& arg, const std::string& va
     spec.restrict_filesystem = value == "restricted";
   } else if (arg == "--ll-scope-abstract-unix") {
     Result<bool> on = parse_bool(arg, value);
-    if (!on.ok()) return Error{on.error()};
+    if (!on.ok()) return on.failure();
     spec.scope_abstract_unix = *on;
   } else if (arg == "--ll-read" || arg == "--ll-write" || arg == "--ll-dev" ||
              arg == "--ll-list") {
@@ -230,7 +230,7 @@ Result<UniqueFd> build_landlock_ruleset(const LandlockSpec& spec) {
     if (s.ok()) s = add_rules(ruleset.get(), spec.dev, {dev_rights(abi) & handled, false, nullptr});
     if (s.ok())
       s = add_rules(ruleset.get(), spec.list, {list_rights(abi) & handled, false, nullptr});
-    if (!s.ok()) return Error{s.error()};
+    if (!s.ok()) return s.failure();
   }
   // TCP: handled, so every bind and connect is denied except connect() to the listed ports.
   if (abi >= 4 && spec.block_tcp) {
@@ -250,7 +250,7 @@ int restrict_self(int ruleset) noexcept {
 
 Status apply_landlock(const LandlockSpec& spec) {
   Result<UniqueFd> ruleset = build_landlock_ruleset(spec);
-  if (!ruleset.ok()) return Error{ruleset.error()};
+  if (!ruleset.ok()) return ruleset.failure();
   if (const int err = restrict_self(ruleset->get()); err != 0)
     return Error{"restrict_self: " + errno_text(err)};
   return {};

@@ -339,7 +339,7 @@ Result<UniqueFd> open_object(const Caller& caller, const Call& call, int* err) {
     return open_base(caller, call.base, err);
   }
   Result<std::string> path = read_string(caller, call.path, kMaxPath, ENAMETOOLONG, err);
-  if (!path.ok()) return Error{path.error()};
+  if (!path.ok()) return path.failure();
   if (path->empty()) {
     if (!call.empty_path) {
       *err = ENOENT;
@@ -355,7 +355,7 @@ Result<UniqueFd> open_object(const Caller& caller, const Call& call, int* err) {
     return object;
   }
   Result<UniqueFd> base = open_base(caller, call.base, err);
-  if (!base.ok()) return Error{base.error()};
+  if (!base.ok()) return base.failure();
   UniqueFd object(::openat(base->get(), path->c_str(), flags));
   if (!object.valid()) {
     *err = errno;

@@ -235,8 +235,8 @@ class Emitter {
       sock_filter insn = code_[pc].insn;
       Result<std::uint32_t> t = offset(pc, code_[pc].target_true);
       Result<std::uint32_t> f = offset(pc, code_[pc].target_false);
-      if (!t.ok()) return Error{t.error()};
-      if (!f.ok()) return Error{f.error()};
+      if (!t.ok()) return t.failure();
+      if (!f.ok()) return f.failure();
       if (insn.code == kJumpAlways) {
         insn.k = *t;
       } else if (is_comparison(insn.code)) {
@@ -359,14 +359,14 @@ Status validate(std::span<const sock_filter> program) {
 
 Result<std::uint32_t> run(std::span<const sock_filter> program, const SeccompWords& data) {
   Status s = validate(program);
-  if (!s.ok()) return Error{s.error()};
+  if (!s.ok()) return s.failure();
   return run_validated(program, data);
 }
 
 Result<std::vector<std::uint32_t>> run_each(std::span<const sock_filter> program,
                                             std::span<const SeccompWords> inputs) {
   Status s = validate(program);
-  if (!s.ok()) return Error{s.error()};
+  if (!s.ok()) return s.failure();
   std::vector<std::uint32_t> answers;
   answers.reserve(inputs.size());
   for (const SeccompWords& data : inputs) answers.push_back(run_validated(program, data));
@@ -394,11 +394,11 @@ std::vector<std::uint32_t> boundary_points(std::span<const sock_filter> program,
 Result<std::vector<sock_filter>> compact_table(std::span<const sock_filter> table,
                                                std::uint32_t native_arch) {
   Status s = validate(table);
-  if (!s.ok()) return Error{"libseccomp's table: " + s.error()};
+  if (!s.ok()) return s.failure().prefixed("libseccomp's table: ");
   // The runs below are intervals of numbers; a bit test's cases are not.
   if (uses_bit_tests(table)) return Error{"libseccomp's table tests bits (JSET)"};
   Result<TableShape> shape = shape_of(table, native_arch);
-  if (!shape.ok()) return Error{shape.error()};
+  if (!shape.ok()) return shape.failure();
 
   Emitter out;
   std::map<std::uint32_t, int> return_of_action;
@@ -446,7 +446,7 @@ Result<std::vector<sock_filter>> compact_table(std::span<const sock_filter> tabl
   Result<std::vector<sock_filter>> program = out.finish();
   if (!program.ok()) return program;
   s = validate(*program);
-  if (!s.ok()) return Error{"the compact table: " + s.error()};
+  if (!s.ok()) return s.failure().prefixed("the compact table: ");
   return program;
 }
 

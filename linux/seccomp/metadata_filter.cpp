@@ -110,7 +110,7 @@ Result<FilterPtr> build_guard(bool metadata) {
   if (seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS) != 0)
     return Error{"badarch"};
   Status built = build_rules(ctx.get(), metadata);
-  if (!built.ok()) return Error{built.error()};
+  if (!built.ok()) return built.failure();
   return ctx;
 }
 
@@ -118,19 +118,19 @@ Result<FilterPtr> build_guard(bool metadata) {
 
 Result<std::string> export_metadata_guard_bpf() {
   Result<FilterPtr> ctx = build_guard(true);
-  if (!ctx.ok()) return Error{ctx.error()};
+  if (!ctx.ok()) return ctx.failure();
   return export_program(ctx->get(), seccomp_export_bpf);
 }
 
 Result<std::string> export_metadata_guard_text() {
   Result<FilterPtr> ctx = build_guard(true);
-  if (!ctx.ok()) return Error{ctx.error()};
+  if (!ctx.ok()) return ctx.failure();
   return export_program(ctx->get(), seccomp_export_pfc);
 }
 
 Result<std::string> export_unix_guard_bpf() {
   Result<FilterPtr> ctx = build_guard(false);
-  if (!ctx.ok()) return Error{ctx.error()};
+  if (!ctx.ok()) return ctx.failure();
   return export_program(ctx->get(), seccomp_export_bpf);
 }
 

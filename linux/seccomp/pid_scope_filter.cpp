@@ -83,7 +83,7 @@ Result<FilterPtr> build_scope() {
     return Error{"badarch"};
   Status built = add_pid_scope_rules(ctx.get());
   if (built.ok()) built = add_host_ipc_rules(ctx.get());
-  if (!built.ok()) return Error{built.error()};
+  if (!built.ok()) return built.failure();
   return ctx;
 }
 
@@ -91,13 +91,13 @@ Result<FilterPtr> build_scope() {
 
 Result<std::string> export_pid_scope_bpf() {
   Result<FilterPtr> ctx = build_scope();
-  if (!ctx.ok()) return Error{ctx.error()};
+  if (!ctx.ok()) return ctx.failure();
   return export_program(ctx->get(), seccomp_export_bpf);
 }
 
 Result<std::string> export_pid_scope_text() {
   Result<FilterPtr> ctx = build_scope();
-  if (!ctx.ok()) return Error{ctx.error()};
+  if (!ctx.ok()) return ctx.failure();
   return export_program(ctx->get(), seccomp_export_pfc);
 }
 

@@ -512,7 +512,7 @@ Result<FilterPtr> new_filter(uint32_t default_action) {
   if (!ctx) return Error{"seccomp_init failed"};
   Status s = errno_status(
       seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS), "badarch");
-  if (!s.ok()) return Error{s.error()};
+  if (!s.ok()) return s.failure();
   return ctx;
 }
 
@@ -522,7 +522,7 @@ Result<FilterPtr> build_table(NetworkFilter network) {
   // A binary search over ~350 numbers instead of a linear scan on every call.
   Status s = errno_status(seccomp_attr_set(ctx->get(), SCMP_FLTATR_CTL_OPTIMIZE, 2), "optimize");
   if (s.ok()) s = add_table_rules(ctx->get(), network);
-  if (!s.ok()) return Error{s.error()};
+  if (!s.ok()) return s.failure();
   return ctx;
 }
 
@@ -530,7 +530,7 @@ Result<FilterPtr> build_argument_rules(NetworkFilter network) {
   Result<FilterPtr> ctx = new_filter(SCMP_ACT_ALLOW);
   if (!ctx.ok()) return ctx;
   Status s = add_argument_rules(ctx->get(), network);
-  if (!s.ok()) return Error{s.error()};
+  if (!s.ok()) return s.failure();
   return ctx;
 }
 
@@ -568,9 +568,9 @@ Status install_filter(NetworkFilter network) {
   // Both are built before either is loaded, so a build failure leaves the process unfiltered
   // and the caller refuses to run the command, rather than running it half-filtered.
   Result<FilterPtr> table = build_table(network);
-  if (!table.ok()) return Error{table.error()};
+  if (!table.ok()) return table.failure();
   Result<FilterPtr> rules = build_argument_rules(network);
-  if (!rules.ok()) return Error{rules.error()};
+  if (!rules.ok()) return rules.failure();
   Status s = errno_status(seccomp_load(table->get()), "seccomp_load (syscall table)");
   if (s.ok()) s = errno_status(seccomp_load(rules->get()), "seccomp_load (argument rules)");
   return s;
@@ -578,9 +578,9 @@ Status install_filter(NetworkFilter network) {
 
 Result<std::string> export_filter_text(NetworkFilter network) {
   Result<FilterPtr> table = build_table(network);
-  if (!table.ok()) return Error{table.error()};
+  if (!table.ok()) return table.failure();
   Result<FilterPtr> rules = build_argument_rules(network);
-  if (!rules.ok()) return Error{rules.error()};
+  if (!rules.ok()) return rules.failure();
   Result<std::string> table_text = export_program(table->get(), seccomp_export_pfc);
   if (!table_text.ok()) return table_text;
   Result<std::string> rules_text = export_program(rules->get(), seccomp_export_pfc);
@@ -591,13 +591,13 @@ Result<std::string> export_filter_text(NetworkFilter network) {
 
 Result<std::vector<std::string>> export_filter_bpf(NetworkFilter network) {
   Result<FilterPtr> table = build_table(network);
-  if (!table.ok()) return Error{table.error()};
+  if (!table.ok()) return table.failure();
   Result<FilterPtr> rules = build_argument_rules(network);
-  if (!rules.ok()) return Error{rules.error()};
+  if (!rules.ok()) return rules.failure();
   Result<std::string> table_bytes = export_program(table->get(), seccomp_export_bpf);
-  if (!table_bytes.ok()) return Error{table_bytes.error()};
+  if (!table_bytes.ok()) return table_bytes.failure();
   Result<std::string> rules_bytes = export_program(rules->get(), seccomp_export_bpf);
-  if (!rules_bytes.ok()) return Error{rules_bytes.error()};
+  if (!rules_bytes.ok()) return rules_bytes.failure();
   return std::vector<std::string>{std::move(*table_bytes), std::move(*rules_bytes)};
 }
 

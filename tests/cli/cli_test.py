@@ -148,7 +148,7 @@ class VersionHelp(SbxTestCase):
 
     def test_unknown_subcommand_is_usage_error(self):
         result = sbx("frobnicate")
-        self.assert_exit(result, 125)
+        self.assert_exit(result, 2)
         self.assert_house_error(result)
 
     def test_unknown_option_is_usage_error(self):
@@ -157,12 +157,34 @@ class VersionHelp(SbxTestCase):
         self.assert_house_error(result)
 
     def test_policy_without_check_or_show_is_usage_error(self):
-        self.assert_exit(sbx("policy"), 125)
+        self.assert_exit(sbx("policy"), 2)
 
     def test_bad_log_level_is_usage_error(self):
         result = sbx("--log-level", "loud", "policy", "check")
-        self.assert_exit(result, 125)
+        self.assert_exit(result, 2)
         self.assert_house_error(result)
+
+    def test_invalid_input_is_2_except_under_exec(self):
+        """Invalid input is exit 2 from every verb but exec, whose own failures are all 125 (a
+        command may exit 2 itself); exec --json names the kind."""
+        path = self.write_policy('{"version": 1, "filesystem": {"kind": "nope"}}')
+        for verb in (["explain"], ["context"], ["policy", "show"]):
+            with self.subTest(verb=verb):
+                result = sbx(*verb, "--policy", path)
+                self.assert_exit(result, 2)
+                self.assert_house_error(result)
+        result = sbx("exec", "--json", "--policy", path, "--", "/bin/true")
+        self.assert_exit(result, 125)
+        doc = json.loads(result.stderr.splitlines()[-1])
+        self.assertEqual(doc["error_kind"], "invalid_input")
+        self.assertIn("/filesystem/kind", doc["error"])
+        # A refusal is 125 everywhere: --sandbox forbid for a policy with deny entries.
+        deny = self.write_policy('{"version": 1, "filesystem": {"kind": "restricted", "entries": ['
+                                 '{"path": ":root", "access": "read"},'
+                                 '{"path": "~/.ssh", "access": "deny"}]}}')
+        result = sbx("exec", "--json", "--policy", deny, "--sandbox", "forbid", "--", "/bin/true")
+        self.assert_exit(result, 125)
+        self.assertEqual(json.loads(result.stderr.splitlines()[-1])["error_kind"], "refused")
 
     def test_log_options_accepted(self):
         self.run_ok("--log-level", "debug", "--log-format", "json", "policy", "check")
@@ -258,12 +280,12 @@ class PolicyCommands(SbxTestCase):
 
     def test_unknown_preset_lists_valid_ones(self):
         result = sbx("policy", "show", "--preset", "yolo")
-        self.assert_exit(result, 125)
+        self.assert_exit(result, 2)
         self.assertIn("workspace-write", result.stderr)
 
     def test_policy_and_preset_are_exclusive(self):
         path = self.write_policy('{"version": 1, "preset": "read-only"}')
-        self.assert_exit(sbx("policy", "check", "--policy", path, "--preset", "read-only"), 125)
+        self.assert_exit(sbx("policy", "check", "--policy", path, "--preset", "read-only"), 2)
 
     def test_command_line_additions(self):
         shown = json.loads(self.run_ok(
@@ -278,11 +300,11 @@ class PolicyCommands(SbxTestCase):
         self.assertEqual(shown["network"]["mode"], "enabled")
 
     def test_bad_network_value_is_usage_error(self):
-        self.assert_exit(sbx("policy", "show", "--network", "wide-open"), 125)
+        self.assert_exit(sbx("policy", "show", "--network", "wide-open"), 2)
 
     def test_missing_cwd_is_reported(self):
         result = sbx("policy", "show", "--cwd", os.path.join(self.work, "absent"))
-        self.assert_exit(result, 125)
+        self.assert_exit(result, 2)
         self.assert_house_error(result)
 
 
@@ -548,6 +570,7 @@ class ExecNoneAvailable(SbxTestCase):
         self.assertEqual(doc["final"], "none")
         self.assertIsNone(doc["exit"])
         self.assertIn("no backend is available", doc["error"])
+        self.assertEqual(doc["error_kind"], "unavailable")
         result = self.exec_touch("--json", "--allow-unsandboxed")
         doc = self.last_json_line(result.stderr)
         self.assertIs(doc["allow_unsandboxed_used"], True)
@@ -643,7 +666,8 @@ class ExecDirect(SbxTestCase):
         self.assertEqual(result.stderr.splitlines()[0], "err")
         doc = self.last_json_line(result.stderr)
         self.assertEqual(set(doc), {"should_sandbox", "reason", "backend", "final",
-                                    "allow_unsandboxed_used", "dry_run", "exit", "error", "denial",
+                                    "allow_unsandboxed_used", "dry_run", "exit", "error",
+                                    "error_kind", "denial",
                                     "network_refusals", "network_refusals_total",
                                     "protected_names_created", "protected_names_truncated",
                                     "protected_names_unreadable", "limit_hit", "excluded_by",
@@ -660,6 +684,7 @@ class ExecDirect(SbxTestCase):
         self.assertEqual(doc["final"], "none")
         self.assertEqual(doc["exit"], {"code": 3, "signal": None, "shell_code": 3})
         self.assertIsNone(doc["error"])
+        self.assertIsNone(doc["error_kind"])
         result = self.forbid("/bin/sh", "-c", "kill -TERM $$", options=("--json",))
         doc = self.last_json_line(result.stderr)
         self.assertEqual(doc["exit"], {"code": None, "signal": 15, "shell_code": 143})
@@ -2199,11 +2224,11 @@ class Debug(SbxTestCase):
                             ("\\\\?\\C:\\Proj", "device path"),
                             ("C:Proj", "relative to the drive's current directory")):
             result = self.windows_debug("--cwd", cwd, "--", "C:\\x.exe")
-            self.assert_exit(result, 125)
+            self.assert_exit(result, 2)  # invalid input
             self.assertIn(reason, result.stderr)
         result = self.windows_debug("--cwd", "C:\\Proj", "--writable-root", "\\\\srv\\s",
                                     "--", "C:\\x.exe")
-        self.assert_exit(result, 125)
+        self.assert_exit(result, 2)
         self.assertIn("UNC path", result.stderr)
 
     def test_bwrap(self):
@@ -2277,13 +2302,13 @@ class Debug(SbxTestCase):
 
     def test_unknown_backend(self):
         result = sbx("debug", "nonexistent", "--", "/bin/ls")
-        self.assert_exit(result, 125)
+        self.assert_exit(result, 2)
         self.assert_house_error(result)
         self.assertIn("sbx backends", result.stderr)
 
     def test_missing_command(self):
         result = sbx("debug", "nonexistent")
-        self.assert_exit(result, 125)
+        self.assert_exit(result, 2)
         self.assert_house_error(result)
 
 

@@ -664,7 +664,7 @@ class PolicyImport(ExtrasCase):
         self.assertIn("sbx: unmapped: network.httpProxyPort: sbx has no equivalent",
                       result.stderr.splitlines())
 
-    def test_invalid_input_exits_2_and_bad_usage_125(self):
+    def test_invalid_input_and_bad_usage_exit_2_an_unreadable_file_125(self):
         for source, name in [("codex", "codex-syntax-error.toml"),
                              ("codex", "codex-unknown-mode.toml"),
                              ("srt", "srt-wrong-type.json"), ("srt", "srt-not-json.json"),
@@ -687,14 +687,16 @@ class PolicyImport(ExtrasCase):
                     continue
                 self.assertEqual(result.returncode, 2, shown(result))
                 self.assertRegex(result.stderr, r"^sbx: invalid .+(deeper than 64|too deep)")
-        for args in [["--from", "yaml", os.path.join(FIXTURES, "srt-settings.json")],
-                     ["--from", "srt"],
-                     ["--from", "srt", "--profile", "x", os.path.join(FIXTURES, "srt-settings.json")],
-                     ["--from", "srt", os.path.join(self.tmp, "missing.json")],
-                     ["--from", "codex", self.tmp]]:
+        for args, code in [([
+                "--from", "yaml", os.path.join(FIXTURES, "srt-settings.json")], 2),
+                           (["--from", "srt"], 2),
+                           (["--from", "srt", "--profile", "x",
+                             os.path.join(FIXTURES, "srt-settings.json")], 2),
+                           (["--from", "srt", os.path.join(self.tmp, "missing.json")], 125),
+                           (["--from", "codex", self.tmp], 125)]:
             with self.subTest(args=args):
                 result = self.sbx("policy", "import", *args)
-                self.assertEqual(result.returncode, 125, shown(result))
+                self.assertEqual(result.returncode, code, shown(result))
                 self.assertRegex(result.stderr.splitlines()[0], r"^sbx: .+; .+")
 
 

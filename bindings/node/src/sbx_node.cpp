@@ -1,7 +1,8 @@
 // The Node-API addon under the `sbx` npm package (bindings/node): one native function per C API
 // call of libsbx (sbx/sbx.h). Values cross as JSON text; index.js parses them and turns errors
-// whose code is "SBX_ERROR" into SbxError. exec runs on libuv's thread pool (napi async work)
-// and settles a Promise, so the event loop keeps running while the command does.
+// whose code is "SBX_ERROR" into SbxError with the error's kind (sbx_error_kind). exec runs on
+// libuv's thread pool (napi async work) and settles a Promise, so the event loop keeps running
+// while the command does.
 #define NAPI_VERSION 8
 #include <node_api.h>
 
@@ -16,30 +17,63 @@
 
 namespace {
 
-// Throws a JavaScript exception and returns nullptr (the caller returns it to Node).
+// sbx_error_kind's name, as index.js and every other boundary spell it.
+const char* kind_name(sbx_error_kind_t kind) {
+  switch (kind) {
+    case SBX_ERROR_INVALID_INPUT:
+      return "invalid_input";
+    case SBX_ERROR_REFUSED:
+      return "refused";
+    case SBX_ERROR_UNAVAILABLE:
+      return "unavailable";
+    case SBX_ERROR_BACKEND_FAILURE:
+      return "backend_failure";
+    case SBX_ERROR_HOST_FAILURE:
+      return "host_failure";
+    case SBX_ERROR_TIMED_OUT:
+      return "timed_out";
+    case SBX_ERROR_CANCELLED:
+      return "cancelled";
+  }
+  return "host_failure";  // a kind newer than this addon
+}
+
+napi_value js_string(napi_env env, const std::string& text);
+
+// An Error with code "SBX_ERROR" and `kind`, for index.js to make an SbxError of.
+napi_value sbx_error_value(napi_env env, const std::string& message, const char* kind) {
+  napi_value code = js_string(env, "SBX_ERROR");
+  napi_value error = nullptr;
+  napi_create_error(env, code, js_string(env, message), &error);
+  napi_set_named_property(env, error, "code", code);
+  napi_set_named_property(env, error, "kind", js_string(env, kind));
+  return error;
+}
+
+// Throws a JavaScript exception and returns nullptr (the caller returns it to Node). A bad
+// argument is the caller's input: an SbxError of kind invalid_input, as in the Python binding.
 napi_value throw_type(napi_env env, const std::string& message) {
-  napi_throw_type_error(env, "ERR_INVALID_ARG_TYPE", message.c_str());
+  napi_throw(env, sbx_error_value(env, message, "invalid_input"));
   return nullptr;
 }
 
 napi_value throw_sbx(napi_env env, sbx_error* error) {
   const std::string message = error != nullptr ? sbx_error_message(error) : "libsbx failed";
+  const char* kind = kind_name(error != nullptr ? sbx_error_kind(error) : SBX_ERROR_HOST_FAILURE);
   if (error != nullptr) sbx_error_free(error);
-  napi_throw_error(env, "SBX_ERROR", message.c_str());
+  napi_throw(env, sbx_error_value(env, message, kind));
   return nullptr;
 }
 
 // A JS string may hold U+0000, which napi copies into the UTF-8 bytes; libsbx reads
 // NUL-terminated strings and would use only what comes before it (an argv element "echo x\0;
-// rm ..." checked by the caller would run "echo x"). Such a string is refused, never cut: a
-// TypeError naming the argument and the position. True when `text` holds no NUL.
+// rm ..." checked by the caller would run "echo x"). Such a string is refused, never cut: an
+// SbxError (invalid_input) naming the argument and the position. True when `text` holds no NUL.
 bool no_nul(napi_env env, const std::string& text, const std::string& name) {
   const std::size_t nul = text.find('\0');
   if (nul == std::string::npos) return true;
-  napi_throw_type_error(env, "ERR_INVALID_ARG_VALUE",
-                        (name + " contains a NUL character at byte " + std::to_string(nul) +
-                         "; libsbx would cut it there, so it is refused: remove the NUL")
-                            .c_str());
+  throw_type(env, name + " contains a NUL character at byte " + std::to_string(nul) +
+                      "; libsbx would cut it there, so it is refused: remove the NUL");
   return false;
 }
 
@@ -319,12 +353,11 @@ void exec_complete(napi_env env, napi_status status, void* data) {
     const std::string message =
         w->error != nullptr ? sbx_error_message(w->error)
                             : (status == napi_cancelled ? "exec was cancelled" : "libsbx failed");
+    const char* kind = w->error != nullptr        ? kind_name(sbx_error_kind(w->error))
+                       : status == napi_cancelled ? "cancelled"
+                                                  : "host_failure";
     if (w->error != nullptr) sbx_error_free(w->error);
-    napi_value code = js_string(env, "SBX_ERROR");
-    napi_value error = nullptr;
-    napi_create_error(env, code, js_string(env, message), &error);
-    napi_set_named_property(env, error, "code", code);
-    napi_reject_deferred(env, w->deferred, error);
+    napi_reject_deferred(env, w->deferred, sbx_error_value(env, message, kind));
   }
   if (--w->box->busy == 0 && w->box->close_requested && w->box->manager != nullptr) {
     sbx_manager_free(w->box->manager);

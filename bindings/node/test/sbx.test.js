@@ -54,26 +54,60 @@ test('version and the pure questions', () => {
   assert.strictEqual(sbx.shouldSandbox('{"version":1,"preset":"read-only"}').sandbox, true);
 });
 
-test('errors are SbxError carrying libsbx message; bad arguments are TypeError', () => {
-  assert.throws(() => sbx.shouldSandbox(DENY_SSH, 'forbid'),
-                (e) => e instanceof sbx.SbxError && e.code === 'SBX_ERROR' && /forbid/.test(e.message));
-  assert.throws(() => sbx.shouldSandbox({ version: 1, filesystem: { kind: 'nope' } }),
-                (e) => e instanceof sbx.SbxError && e.message.includes('/filesystem/kind'));
-  const s = new sbx.Sbx();
+// A bad argument, or a policy that does not parse: SbxError of kind invalid_input.
+function invalidInput(e) {
+  return e instanceof sbx.SbxError && e.code === 'SBX_ERROR' && e.kind === 'invalid_input';
+}
+
+test(
+    'errors are SbxError carrying libsbx message and kind; bad arguments are invalid_input', () => {
+      assert.throws(
+          () => sbx.shouldSandbox(DENY_SSH, 'forbid'),
+          (e) => e instanceof sbx.SbxError && e.code === 'SBX_ERROR' &&
+              e.kind === sbx.ErrorKind.REFUSED && /forbid/.test(e.message));
+      assert.throws(
+          () => sbx.shouldSandbox({version: 1, filesystem: {kind: 'nope'}}),
+          (e) => invalidInput(e) && e.message.includes('/filesystem/kind'));
+      const s = new sbx.Sbx();
+      try {
+        assert.throws(
+            () => s.transform(FULL, []), (e) => invalidInput(e) && /argv/.test(e.message));
+        assert.throws(() => s.transform(FULL, ['true', 42]), invalidInput);
+      } finally {
+        s.close();
+      }
+      assert.throws(() => s.explain(WORKSPACE), invalidInput, 'a closed handle');
+    });
+
+test('each kind libsbx reports reaches SbxError.kind', () => {
+  // unavailable: a sandbox is wanted and the only backend allowed does not exist.
+  const none = new sbx.Sbx({backends: 'no-such-backend'});
   try {
-    assert.throws(() => s.transform(FULL, []), TypeError);
-    assert.throws(() => s.transform(FULL, ['true', 42]), TypeError);
+    assert.throws(
+        () => none.transform(WORKSPACE, ['true']),
+        (e) => e.kind === sbx.ErrorKind.UNAVAILABLE && /no backend/.test(e.message));
   } finally {
-    s.close();
+    none.close();
   }
-  assert.throws(() => s.explain(WORKSPACE), TypeError, 'a closed handle');
+  // refused: a policy with deny entries never runs unsandboxed.
+  assert.throws(() => sbx.shouldSandbox(DENY_SSH, 'forbid'), (e) => e.kind === 'refused');
+  // invalid_input: an unknown preference.
+  assert.throws(() => sbx.shouldSandbox(WORKSPACE, 'sometimes'), invalidInput);
+  // The kinds, as every boundary spells them; an unknown one reads as host_failure.
+  assert.deepStrictEqual(Object.values(sbx.ErrorKind).sort(), [
+    'backend_failure', 'cancelled', 'host_failure', 'invalid_input', 'refused', 'timed_out',
+    'unavailable'
+  ]);
+  assert.strictEqual(new sbx.SbxError('x').kind, 'host_failure');
+  assert.strictEqual(new sbx.SbxError('x', 'from-the-future').kind, 'host_failure');
 });
 
 test('exec rejects with SbxError carrying libsbx message', async () => {
   const s = new sbx.Sbx();
   try {
-    await assert.rejects(s.exec({ version: 1, preset: 'no-such-preset' }, ['true']),
-                         (e) => e instanceof sbx.SbxError && e.message.includes('preset'));
+    await assert.rejects(
+        s.exec({version: 1, preset: 'no-such-preset'}, ['true']),
+        (e) => invalidInput(e) && e.message.includes('preset'));
   } finally {
     s.close();
   }
@@ -249,34 +283,40 @@ test('close() during a running exec frees the manager only after it', async () =
   const finished = path.join(ws, 'finished');
   const running = s.exec(FULL, ['sh', '-c', `sleep 1; touch ${finished}`], { cwd: ws });
   s.close();
-  assert.throws(() => s.explain(FULL, { cwd: ws }), TypeError, 'closed at once for new calls');
+  assert.throws(() => s.explain(FULL, {cwd: ws}), invalidInput, 'closed at once for new calls');
   const report = await running;
   assert.strictEqual(report.exit.code, 0);
   assert.ok(fs.existsSync(finished));
   fs.rmSync(ws, { recursive: true, force: true });
 });
 
-test('an embedded NUL is a TypeError, never a truncation', async () => {
+test('an embedded NUL is an SbxError (invalid_input), never a truncation', async () => {
   const s = new sbx.Sbx({ backends: 'no-such-backend' });
   const ws = workspace();
   const marker = path.join(ws, 'ran');
   try {
     await assert.rejects(
-        s.exec(FULL, ['sh', '-c', `touch ${marker}\0; echo checked-by-agent`], { cwd: ws }),
-        (e) => e instanceof TypeError && /argv\[2\] contains a NUL character/.test(e.message));
+        s.exec(FULL, ['sh', '-c', `touch ${marker}\0; echo checked-by-agent`], {cwd: ws}),
+        (e) => invalidInput(e) && /argv\[2\] contains a NUL character/.test(e.message));
     assert.ok(!fs.existsSync(marker), 'the command ran cut at the NUL');
-    assert.throws(() => s.transform(FULL, ['echo', 'checked-by-agent\0; rm -rf ~'], { cwd: ws }),
-                  (e) => e instanceof TypeError && /argv\[1\] contains a NUL/.test(e.message));
-    await assert.rejects(s.exec(FULL, ['true'], { cwd: '/tmp/safe\0/../etc' }),
-                         (e) => e instanceof TypeError && /cwd contains a NUL/.test(e.message));
-    assert.throws(() => s.explain(WORKSPACE, { cwd: ws, preference: 'auto\0forbid' }),
-                  (e) => e instanceof TypeError && /preference contains a NUL/.test(e.message));
-    assert.throws(() => sbx.shouldSandbox('{"version":1,"preset":"read-only"}\0x'),
-                  (e) => e instanceof TypeError && /policy contains a NUL/.test(e.message));
-    assert.throws(() => sbx.context(WORKSPACE, { cwd: '/tmp/safe\0/../etc' }),
-                  (e) => e instanceof TypeError && /cwd contains a NUL/.test(e.message));
-    assert.throws(() => new sbx.Sbx({ backends: 'bwrap\0,landlock' }),
-                  (e) => e instanceof TypeError && /backends contains a NUL/.test(e.message));
+    assert.throws(
+        () => s.transform(FULL, ['echo', 'checked-by-agent\0; rm -rf ~'], {cwd: ws}),
+        (e) => invalidInput(e) && /argv\[1\] contains a NUL/.test(e.message));
+    await assert.rejects(
+        s.exec(FULL, ['true'], {cwd: '/tmp/safe\0/../etc'}),
+        (e) => invalidInput(e) && /cwd contains a NUL/.test(e.message));
+    assert.throws(
+        () => s.explain(WORKSPACE, {cwd: ws, preference: 'auto\0forbid'}),
+        (e) => invalidInput(e) && /preference contains a NUL/.test(e.message));
+    assert.throws(
+        () => sbx.shouldSandbox('{"version":1,"preset":"read-only"}\0x'),
+        (e) => invalidInput(e) && /policy contains a NUL/.test(e.message));
+    assert.throws(
+        () => sbx.context(WORKSPACE, {cwd: '/tmp/safe\0/../etc'}),
+        (e) => invalidInput(e) && /cwd contains a NUL/.test(e.message));
+    assert.throws(
+        () => new sbx.Sbx({backends: 'bwrap\0,landlock'}),
+        (e) => invalidInput(e) && /backends contains a NUL/.test(e.message));
     // An object travels as JSON, the NUL escaped ("\u0000"): libsbx refuses it naming the entry.
     const nulPath = { version: 1, filesystem: { kind: 'restricted', entries: [
       { path: ':root', access: 'read' }, { path: '/tmp/safe\0/../etc', access: 'write' }] } };

@@ -1,6 +1,6 @@
 // Type-checked by `tsc --noEmit --strict` (ctest node.types): index.d.ts describes the API as
 // an agent uses it, and rejects what libsbx would refuse where the types can tell.
-import { Sbx, SbxError, Policy, ExecReport, Denial, shouldSandbox, widen, approve, context, classify } from '..';
+import {approve, classify, context, Denial, ErrorKind, ErrorKindName, ExecReport, Policy, Sbx, SbxError, shouldSandbox, widen} from '..';
 
 async function runToolCall(s: Sbx, argv: string[], cwd: string): Promise<string> {
   const policy: Policy = { version: 1, preset: 'workspace-write', network_access: false };
@@ -24,6 +24,17 @@ const plan = s.transform({ version: 1, filesystem: { kind: 'restricted', entries
                            network: { mode: 'proxy', allowed_domains: ['example.com'] } }, ['true']);
 const backend: string | null = plan.backend;
 void runToolCall(s, ['true'], '/tmp').catch((e: unknown) => { if (e instanceof SbxError) throw e; });
+void runToolCall(s, ['true'], '/tmp').catch((e: unknown) => {
+  if (e instanceof SbxError && e.kind === ErrorKind.UNAVAILABLE) return 'no sandbox here';
+  throw e;
+});
+const refusedKind: ErrorKindName|null = (await_free_report()).error_kind;
+function await_free_report(): ExecReport {
+  throw new SbxError('not called', 'host_failure');
+}
+// @ts-expect-error: not a kind
+const badKind: ErrorKindName = 'oops';
+void[refusedKind, badKind];
 void [text, data, sandboxed, kind, backend];
 
 // @ts-expect-error: an unknown preset is not a Policy

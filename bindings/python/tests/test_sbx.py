@@ -51,6 +51,37 @@ def test_errors_are_sbx_errors_with_libsbx_message(s):
         s.exec({"version": 1, "preset": "no-such-preset"}, ["true"])
 
 
+def test_each_kind_is_its_own_subclass_with_kind(s, lib_path):
+    # invalid_input: a malformed policy, an unknown preference, a bad argv (also ValueError).
+    with pytest.raises(sbx.InvalidInputError, match="/filesystem/kind") as caught:
+        s.should_sandbox({"version": 1, "filesystem": {"kind": "nope"}})
+    assert caught.value.kind == "invalid_input" and isinstance(caught.value, sbx.SbxError)
+    with pytest.raises(sbx.InvalidInputError, match="sometimes"):
+        s.should_sandbox(WORKSPACE, "sometimes")
+    with pytest.raises(ValueError, match="argv"):
+        s.exec(WORKSPACE, [])
+    # refused: a policy with deny entries never runs unsandboxed.
+    with pytest.raises(sbx.RefusedError, match="forbid") as caught:
+        s.should_sandbox(DENY_SSH, "forbid")
+    assert caught.value.kind == "refused"
+    # unavailable: a sandbox is wanted and the only backend allowed does not exist.
+    with sbx.Sbx(lib_path, backends="no-such-backend") as none:
+        with pytest.raises(sbx.UnavailableError, match="no backend") as caught:
+            none.transform(WORKSPACE, ["true"])
+        assert caught.value.kind == "unavailable"
+    # host_failure: a library that cannot be loaded, with what to do (never a raw OSError).
+    with pytest.raises(sbx.HostFailureError, match="cannot load libsbx.*SBX_LIBRARY") as caught:
+        sbx.Sbx("/nonexistent/libsbx.so.0")
+    assert caught.value.kind == "host_failure"
+    # Every kind has its class, in sbx_error_kind's order; an unknown value is host_failure.
+    assert list(sbx.ERROR_KINDS) == ["invalid_input", "refused", "unavailable", "backend_failure",
+                                     "host_failure", "timed_out", "cancelled"]
+    for value, (kind, cls) in enumerate(sbx.ERROR_KINDS.items()):
+        error = sbx._error(value, "m")
+        assert type(error) is cls and error.kind == kind and str(error) == "m"
+    assert type(sbx._error(99, "m")) is sbx.HostFailureError
+
+
 def test_widen_and_approve(s):
     extra = {"version": 1, "filesystem": {"entries": [{"path": "/srv/data", "access": "write"}]}}
     widened = s.widen({"version": 1, "preset": "read-only"}, extra)
@@ -244,7 +275,7 @@ def test_close_waits_for_a_call_running_in_another_thread(lib_path, workspace):
 def test_an_embedded_nul_is_an_error_never_a_truncation(s, workspace, lib_path):
     # ctypes would pass the bytes up to the NUL: "touch ran\0; ..." would run as "touch ran".
     marker = os.path.join(workspace, "ran")
-    with pytest.raises(ValueError, match=r"argv\[2\] contains a NUL character at index"):
+    with pytest.raises(sbx.InvalidInputError, match=r"argv\[2\] contains a NUL character at index"):
         s.exec(FULL, ["sh", "-c", f"touch {marker}\0; echo checked-by-agent"], cwd=workspace)
     assert not os.path.exists(marker)
     with pytest.raises(ValueError, match=r"argv\[1\] contains a NUL"):

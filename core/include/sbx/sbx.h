@@ -43,6 +43,20 @@ typedef struct sbx_error sbx_error;
 
 /* The error's message (valid until sbx_error_free). */
 SBX_API const char* sbx_error_message(const sbx_error* error);
+/* What sort of failure an error is: the same kinds as the CLI's --json "error_kind" and the
+ * bindings' SbxError subclasses. Values are stable; new kinds may be appended, so treat an
+ * unknown value like SBX_ERROR_HOST_FAILURE. */
+typedef enum sbx_error_kind_t {
+  SBX_ERROR_INVALID_INPUT = 0,   /* the caller's input is wrong: a malformed policy, NULL, ... */
+  SBX_ERROR_REFUSED = 1,         /* a lock, setting or policy rule forbids it */
+  SBX_ERROR_UNAVAILABLE = 2,     /* no backend on this host can enforce what was asked */
+  SBX_ERROR_BACKEND_FAILURE = 3, /* a backend plugin failed to plan or run the sandbox */
+  SBX_ERROR_HOST_FAILURE = 4,    /* the host failed: a file, a syscall, out of memory */
+  SBX_ERROR_TIMED_OUT = 5,       /* a deadline passed */
+  SBX_ERROR_CANCELLED = 6        /* the caller cancelled */
+} sbx_error_kind_t;
+/* The error's kind; SBX_ERROR_HOST_FAILURE for NULL. */
+SBX_API sbx_error_kind_t sbx_error_kind(const sbx_error* error);
 SBX_API void sbx_error_free(sbx_error* error);
 /* Releases a string returned by this API. NULL is allowed. */
 SBX_API void sbx_string_free(char* text);

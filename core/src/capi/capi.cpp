@@ -40,7 +40,18 @@
 
 struct sbx_error {
   std::string message;
+  sbx::ErrorKind kind = sbx::kDefaultErrorKind;
 };
+
+// sbx_error_kind's values are ErrorKind's (result.hpp): checked here so neither drifts.
+static_assert(static_cast<int>(sbx::ErrorKind::invalid_input) == SBX_ERROR_INVALID_INPUT);
+static_assert(static_cast<int>(sbx::ErrorKind::refused) == SBX_ERROR_REFUSED);
+static_assert(static_cast<int>(sbx::ErrorKind::unavailable) == SBX_ERROR_UNAVAILABLE);
+static_assert(static_cast<int>(sbx::ErrorKind::backend_failure) == SBX_ERROR_BACKEND_FAILURE);
+static_assert(static_cast<int>(sbx::ErrorKind::host_failure) == SBX_ERROR_HOST_FAILURE);
+static_assert(static_cast<int>(sbx::ErrorKind::timed_out) == SBX_ERROR_TIMED_OUT);
+static_assert(static_cast<int>(sbx::ErrorKind::cancelled) == SBX_ERROR_CANCELLED);
+static_assert(sbx::kErrorKindCount == 7);
 
 struct sbx_manager {
   sbx::PluginRegistry registry;
@@ -127,10 +138,13 @@ class ManagerCall {
   ManagerCall(const ManagerCall&) = delete;
   ManagerCall& operator=(const ManagerCall&) = delete;
   Status status() const {
-    if (manager_ == nullptr) return Error{"manager is NULL; create one with sbx_manager_new"};
+    if (manager_ == nullptr)
+      return Error{"manager is NULL; create one with sbx_manager_new", ErrorKind::invalid_input};
     if (!entered_)
-      return Error{"manager is not a live manager: it was freed (sbx_manager_free) or is being "
-                   "freed; create a new one with sbx_manager_new"};
+      return Error{
+          "manager is not a live manager: it was freed (sbx_manager_free) or is being "
+          "freed; create a new one with sbx_manager_new",
+          ErrorKind::invalid_input};
     return {};
   }
 
@@ -139,9 +153,9 @@ class ManagerCall {
   bool entered_;
 };
 
-void set_error(sbx_error** error, std::string message) {
+void set_error(sbx_error** error, Error failure) {
   if (error == nullptr) return;
-  *error = new (std::nothrow) sbx_error{std::move(message)};
+  *error = new (std::nothrow) sbx_error{std::move(failure.message), failure.kind};
 }
 
 // A malloc'd copy the caller frees with sbx_string_free (plain free, so any allocator-agnostic
@@ -158,37 +172,39 @@ char* guarded(sbx_error** error, Body&& body) noexcept {
   try {
     Result<std::string> result = body();
     if (!result.ok()) {
-      set_error(error, result.error());
+      set_error(error, result.failure());
       return nullptr;
     }
     char* out = to_c(*result);
-    if (out == nullptr) set_error(error, "out of memory");
+    if (out == nullptr) set_error(error, Error{"out of memory"});
     return out;
   } catch (const std::exception& e) {
-    set_error(error, std::string("internal error in libsbx: ") + e.what() +
-                         "; please report this as a bug");
+    set_error(error, Error{std::string("internal error in libsbx: ") + e.what() +
+                           "; please report this as a bug"});
   } catch (...) {
-    set_error(error, "internal error in libsbx (unknown exception); please report this as a bug");
+    set_error(error,
+              Error{"internal error in libsbx (unknown exception); please report this as a bug"});
   }
   return nullptr;
 }
 
 Result<std::string> need(const char* value, const char* name) {
-  if (value == nullptr) return Error{std::string(name) + " is NULL; pass a value"};
+  if (value == nullptr)
+    return Error{std::string(name) + " is NULL; pass a value", ErrorKind::invalid_input};
   return std::string(value);
 }
 
 Result<Policy> policy_from(const char* policy_json) {
   Result<std::string> text = need(policy_json, "policy_json");
-  if (!text.ok()) return Error{text.error()};
+  if (!text.ok()) return text.failure();
   Result<Policy> policy = parse_policy(*text);
-  if (!policy.ok()) return Error{"invalid policy: " + policy.error()};
+  if (!policy.ok()) return policy.failure().prefixed("invalid policy: ");
   return policy;
 }
 
 Result<ResolveContext> context_for(const char* cwd) {
   Result<ResolveContext> context = current_resolve_context();
-  if (!context.ok()) return Error{context.error()};
+  if (!context.ok()) return context.failure();
   if (cwd == nullptr) return context;
   if constexpr (kHostPathStyle == PathStyle::kWindows) {
     // A drive-absolute path, in the generic form the resolver compares ("C:/a/b"); UNC and
@@ -196,13 +212,15 @@ Result<ResolveContext> context_for(const char* cwd) {
     Result<std::string> normalized = policy::winpath::normalize(cwd);
     if (!normalized.ok())
       return Error{"cwd '" + std::string(cwd) + "': " + normalized.error() +
-                   "; pass a drive-absolute path or NULL for the current directory"};
+                       "; pass a drive-absolute path or NULL for the current directory",
+                   ErrorKind::invalid_input};
     context->cwd = *normalized;
   } else {
     if (cwd[0] != '/')
       return Error{"cwd '" + std::string(cwd) +
-                   "' is not absolute; pass an "
-                   "absolute path or NULL for the current directory"};
+                       "' is not absolute; pass an "
+                       "absolute path or NULL for the current directory",
+                   ErrorKind::invalid_input};
     context->cwd = cwd;
   }
   return context;
@@ -212,7 +230,7 @@ Result<ResolveContext> context_for(const char* cwd) {
 Result<PreparedRequest> prepare(const char* policy_json, const char* cwd) {
   PolicyRequest request;
   Result<Policy> policy = policy_from(policy_json);
-  if (!policy.ok()) return Error{policy.error()};
+  if (!policy.ok()) return policy.failure();
   request.overrides.policy = std::move(*policy);
   request.context = [cwd] { return context_for(cwd); };
   return prepare_request(std::move(request));
@@ -240,11 +258,12 @@ Status same_settings_directory(const sbx_manager& manager, const std::string& ca
       (!manager.settings_logical_cwd.empty() && named == manager.settings_logical_cwd))
     return {};
   return Error{"cwd '" + call_cwd +
-               "' is not the directory this manager read its project "
-               "settings for ('" +
-               settings_cwd +
-               "'); create a manager with "
-               "sbx_manager_new_with_settings for that cwd"};
+                   "' is not the directory this manager read its project "
+                   "settings for ('" +
+                   settings_cwd +
+                   "'); create a manager with "
+                   "sbx_manager_new_with_settings for that cwd",
+               ErrorKind::invalid_input};
 }
 
 // One call on a manager with settings: the caller's arguments are the highest scope (like the
@@ -258,21 +277,21 @@ Result<PreparedRequest> prepare_with_settings(const settings::Settings& loaded,
   request.settings = &loaded;
   if (policy_json != nullptr) {
     Result<Policy> policy = policy_from(policy_json);
-    if (!policy.ok()) return Error{policy.error()};
+    if (!policy.ok()) return policy.failure();
     request.overrides.policy = std::move(*policy);
     request.overrides.preset = settings::preset_name(policy_json);
   }
   if (preference != nullptr && preference[0] != '\0') {
     Result<SandboxPreference> pref = parse_sandbox_preference(preference);
-    if (!pref.ok()) return Error{pref.error()};
+    if (!pref.ok()) return pref.failure();
     request.overrides.sandbox = *pref;
   }
   request.overrides.allow_unsandboxed = allow_unsandboxed;
   request.context = [&manager, cwd]() -> Result<ResolveContext> {
     Result<ResolveContext> context = context_for(cwd);
-    if (!context.ok()) return Error{context.error()};
+    if (!context.ok()) return context.failure();
     if (Status same = same_settings_directory(manager, context->cwd); !same.ok())
-      return Error{same.error()};
+      return same.failure();
     return context;
   };
   return prepare_request(std::move(request));
@@ -290,7 +309,7 @@ Result<PreparedRequest> prepare_call(const sbx_manager& manager, const char* pol
   if (!input.ok()) return input;
   // After the resolution, as the caller's choices have always been checked here.
   Result<SandboxPreference> pref = preference_from(preference);
-  if (!pref.ok()) return Error{pref.error()};
+  if (!pref.ok()) return pref.failure();
   input->decided.sandbox = {*pref, settings::Scope::kCommandLine};
   input->decided.allow_unsandboxed = allow_unsandboxed;
   return input;
@@ -323,7 +342,8 @@ class HandleBackends final : public RunBackends {
 };
 
 Result<std::vector<std::string>> argv_from(const char* const* argv) {
-  if (argv == nullptr || argv[0] == nullptr) return Error{"argv is empty; pass the command"};
+  if (argv == nullptr || argv[0] == nullptr)
+    return Error{"argv is empty; pass the command", ErrorKind::invalid_input};
   std::vector<std::string> out;
   for (const char* const* arg = argv; *arg != nullptr; ++arg) out.emplace_back(*arg);
   return out;
@@ -335,9 +355,9 @@ Result<RunRequest> request_from(const sbx_manager& manager, const char* policy_j
                                 bool allow_unsandboxed) {
   Result<PreparedRequest> input =
       prepare_call(manager, policy_json, cwd, preference, allow_unsandboxed);
-  if (!input.ok()) return Error{input.error()};
+  if (!input.ok()) return input.failure();
   Result<std::vector<std::string>> command = argv_from(argv);
-  if (!command.ok()) return Error{command.error()};
+  if (!command.ok()) return command.failure();
   RunRequest request;
   request.policy = std::move(input->policy);
   request.cwd = input->resolved.cwd;
@@ -361,19 +381,21 @@ Status describe_stop(RunOutcome& run, const std::vector<std::string>& command) {
                          ") but no backend is available here: " + run.error +
                          "; make one available (see sbx_backends_json with probe) or choose "
                          "others";
+      run.report.error_kind = run.kind;
       return {};
     case RunStop::kRunFailed:
       run.report.error = run.error;
+      run.report.error_kind = run.kind;
       return {};
     case RunStop::kCommandNotFound:
-      return Error{command.front() + ": " + run.error};
+      return Error{command.front() + ": " + run.error, run.kind};
     case RunStop::kLimitsUnavailable:
-      return Error{"cannot set up the run's resource limits: " + run.error};
+      return Error{"cannot set up the run's resource limits: " + run.error, run.kind};
     case RunStop::kInvalidRequest:
     case RunStop::kBackendsUnavailable:
     case RunStop::kPlanRefused:
     case RunStop::kCaptureUnavailable:
-      return Error{run.error};
+      return Error{run.error, run.kind};
   }
   return Error{"internal error: unknown run outcome"};
 }
@@ -381,11 +403,11 @@ Status describe_stop(RunOutcome& run, const std::vector<std::string>& command) {
 Result<std::string> exec_command(sbx_manager* manager, const char* policy_json, const char* cwd,
                                  const char* const* argv, const char* preference, unsigned flags) {
   const ManagerCall call(manager);
-  if (Status live = call.status(); !live.ok()) return Error{live.error()};
+  if (Status live = call.status(); !live.ok()) return live.failure();
   const std::lock_guard<std::mutex> lock(manager->mutex);
   Result<RunRequest> request = request_from(*manager, policy_json, cwd, argv, preference,
                                             (flags & SBX_EXEC_ALLOW_UNSANDBOXED) != 0);
-  if (!request.ok()) return Error{request.error()};
+  if (!request.ok()) return request.failure();
   const std::vector<std::string> command = request->command;
   request->capture_stderr = (flags & SBX_EXEC_CAPTURE_STDERR) != 0;
   // A timeout ends only this run's cgroup, never a signal to the embedding process, whose other
@@ -393,7 +415,7 @@ Result<std::string> exec_command(sbx_manager* manager, const char* policy_json, 
   request->limit_signals = LimitedRun::Signals::kRunOnly;
   HandleBackends backends(*manager->manager);
   RunOutcome run = run_command(std::move(*request), backends);
-  if (Status stopped = describe_stop(run, command); !stopped.ok()) return Error{stopped.error()};
+  if (Status stopped = describe_stop(run, command); !stopped.ok()) return stopped.failure();
   if (run.stop == RunStop::kNoBackend) {
     // What the caller can do about it: only sbx_exec has the override flag.
     run.report.error += run.never_unsandboxed
@@ -408,35 +430,35 @@ Result<std::string> transform_command(sbx_manager* manager, const char* policy_j
                                       const char* cwd, const char* const* argv,
                                       const char* preference) {
   const ManagerCall call(manager);
-  if (Status live = call.status(); !live.ok()) return Error{live.error()};
+  if (Status live = call.status(); !live.ok()) return live.failure();
   const std::lock_guard<std::mutex> lock(manager->mutex);
   Result<RunRequest> request = request_from(*manager, policy_json, cwd, argv, preference, false);
-  if (!request.ok()) return Error{request.error()};
+  if (!request.ok()) return request.failure();
   const std::vector<std::string> command = request->command;
   HandleBackends backends(*manager->manager);
   RunOutcome planned = plan_command(std::move(*request), backends);
-  if (Status stopped = describe_stop(planned, command); !stopped.ok())
-    return Error{stopped.error()};
-  if (!planned.plan) return Error{planned.report.error};  // no backend available
+  if (Status stopped = describe_stop(planned, command); !stopped.ok()) return stopped.failure();
+  if (!planned.plan)  // no backend available
+    return Error{planned.report.error, ErrorKind::unavailable};
   return plan_to_json(planned.report.final, *planned.plan, JsonStyle::kPretty);
 }
 
 Result<std::string> approve_json(const char* requested_json, const char* granted_json) {
   Result<Policy> requested = policy_from(requested_json);
-  if (!requested.ok()) return Error{"requested: " + requested.error()};
+  if (!requested.ok()) return requested.failure().prefixed("requested: ");
   Result<Policy> granted = policy_from(granted_json);
-  if (!granted.ok()) return Error{"granted: " + granted.error()};
+  if (!granted.ok()) return granted.failure().prefixed("granted: ");
   Result<Approval> approval = approve(*requested, *granted);
-  if (!approval.ok()) return Error{approval.error()};
+  if (!approval.ok()) return approval.failure();
   return approval_to_json(*approval);
 }
 
 Result<std::string> explain_json(sbx_manager* manager, const char* policy_json, const char* cwd,
                                  const char* preference) {
   const ManagerCall call(manager);
-  if (Status live = call.status(); !live.ok()) return Error{live.error()};
+  if (Status live = call.status(); !live.ok()) return live.failure();
   Result<PreparedRequest> input = prepare_call(*manager, policy_json, cwd, preference, false);
-  if (!input.ok()) return Error{input.error()};
+  if (!input.ok()) return input.failure();
   const std::lock_guard<std::mutex> lock(manager->mutex);
   const ExplainReport report =
       explain_run(input->policy, input->resolved, input->decided.sandbox.value, *manager->manager,
@@ -446,7 +468,7 @@ Result<std::string> explain_json(sbx_manager* manager, const char* policy_json, 
 
 Result<std::unique_ptr<sbx_manager>> make_manager(const char* backends) {
   Result<InstallLayout> layout = install_layout();
-  if (!layout.ok()) return Error{"cannot locate the sbx installation: " + layout.error()};
+  if (!layout.ok()) return layout.failure().prefixed("cannot locate the sbx installation: ");
   auto manager = std::make_unique<sbx_manager>();
   manager->registry = PluginRegistry::load(install_loader_options(*layout));
   manager->manager = std::make_unique<Manager>(manager->registry, split_names(backends));
@@ -460,7 +482,7 @@ Result<std::optional<settings::ScopeSettings>> caller_settings(const char* setti
   if (settings_json == nullptr) return std::optional<settings::ScopeSettings>{};
   Result<settings::ScopeSettings> parsed =
       settings::parse_settings(settings_json, settings::Scope::kCommandLine);
-  if (!parsed.ok()) return Error{"invalid settings_json: " + parsed.error()};
+  if (!parsed.ok()) return parsed.failure().prefixed("invalid settings_json: ");
   return std::optional<settings::ScopeSettings>(std::move(*parsed));
 }
 
@@ -468,10 +490,10 @@ Result<std::unique_ptr<sbx_manager>> manager_with_sources(const char* backends,
                                                           const settings::Sources& sources,
                                                           const char* settings_json) {
   Result<std::optional<settings::ScopeSettings>> caller = caller_settings(settings_json);
-  if (!caller.ok()) return Error{caller.error()};
+  if (!caller.ok()) return caller.failure();
   Result<settings::Settings> loaded =
       settings::load_settings(sources, *caller ? &**caller : nullptr);
-  if (!loaded.ok()) return Error{"cannot use the settings: " + loaded.error()};
+  if (!loaded.ok()) return loaded.failure().prefixed("cannot use the settings: ");
   Result<std::unique_ptr<sbx_manager>> manager = make_manager(backends);
   if (!manager.ok()) return manager;
   (*manager)->settings = std::move(*loaded);
@@ -484,7 +506,7 @@ Result<std::unique_ptr<sbx_manager>> make_manager_with_settings(const char* back
                                                                 const char* cwd,
                                                                 const char* settings_json) {
   Result<ResolveContext> context = context_for(cwd);
-  if (!context.ok()) return Error{context.error()};
+  if (!context.ok()) return context.failure();
   // The production places only: the managed file binds the embedding program as it binds `sbx`.
   // The project is searched from the real directory; the cwd as the caller named it is the
   // logical one (symlinks kept), which a trusted project holding it must hold too, as with
@@ -527,6 +549,10 @@ const char* sbx_error_message(const sbx_error* error) {
   return error != nullptr ? error->message.c_str() : "";
 }
 
+sbx_error_kind_t sbx_error_kind(const sbx_error* error) {
+  return error != nullptr ? static_cast<sbx_error_kind_t>(error->kind) : SBX_ERROR_HOST_FAILURE;
+}
+
 void sbx_error_free(sbx_error* error) { delete error; }
 
 void sbx_string_free(char* text) { std::free(text); }
@@ -537,14 +563,14 @@ sbx_manager* sbx_manager_new(const char* backends, sbx_error** error) {
   try {
     Result<std::unique_ptr<sbx_manager>> manager = sbx::make_manager(backends);
     if (!manager.ok()) {
-      sbx::set_error(error, manager.error());
+      sbx::set_error(error, manager.failure());
       return nullptr;
     }
     return sbx::live_managers().adopt(std::move(*manager));
   } catch (const std::exception& e) {
-    sbx::set_error(error, std::string("internal error in libsbx: ") + e.what());
+    sbx::set_error(error, Error{std::string("internal error in libsbx: ") + e.what()});
   } catch (...) {
-    sbx::set_error(error, "internal error in libsbx (unknown exception)");
+    sbx::set_error(error, Error{"internal error in libsbx (unknown exception)"});
   }
   return nullptr;
 }
@@ -555,14 +581,14 @@ sbx_manager* sbx_manager_new_with_settings(const char* backends, const char* cwd
     Result<std::unique_ptr<sbx_manager>> manager =
         sbx::make_manager_with_settings(backends, cwd, settings_json);
     if (!manager.ok()) {
-      sbx::set_error(error, manager.error());
+      sbx::set_error(error, manager.failure());
       return nullptr;
     }
     return sbx::live_managers().adopt(std::move(*manager));
   } catch (const std::exception& e) {
-    sbx::set_error(error, std::string("internal error in libsbx: ") + e.what());
+    sbx::set_error(error, Error{std::string("internal error in libsbx: ") + e.what()});
   } catch (...) {
-    sbx::set_error(error, "internal error in libsbx (unknown exception)");
+    sbx::set_error(error, Error{"internal error in libsbx (unknown exception)"});
   }
   return nullptr;
 }
@@ -579,7 +605,7 @@ void sbx_manager_free(sbx_manager* manager) {
 int sbx_manager_reprobe(sbx_manager* manager, sbx_error** error) {
   char* done = sbx::guarded(error, [&]() -> Result<std::string> {
     const sbx::ManagerCall call(manager);
-    if (sbx::Status live = call.status(); !live.ok()) return Error{live.error()};
+    if (sbx::Status live = call.status(); !live.ok()) return live.failure();
     const std::lock_guard<std::mutex> lock(manager->mutex);
     manager->manager->reprobe();
     return std::string();
@@ -592,7 +618,7 @@ int sbx_manager_reprobe(sbx_manager* manager, sbx_error** error) {
 char* sbx_backends_json(sbx_manager* manager, int probe, sbx_error** error) {
   return sbx::guarded(error, [&]() -> Result<std::string> {
     const sbx::ManagerCall call(manager);
-    if (sbx::Status live = call.status(); !live.ok()) return Error{live.error()};
+    if (sbx::Status live = call.status(); !live.ok()) return live.failure();
     const std::lock_guard<std::mutex> lock(manager->mutex);
     std::vector<sbx::BackendListing> listings;
     for (const sbx::LoadedPlugin& plugin : manager->registry.plugins()) {
@@ -608,11 +634,11 @@ char* sbx_backends_json(sbx_manager* manager, int probe, sbx_error** error) {
 char* sbx_should_sandbox(const char* policy_json, const char* preference, sbx_error** error) {
   return sbx::guarded(error, [&]() -> Result<std::string> {
     Result<sbx::Policy> policy = sbx::policy_from(policy_json);
-    if (!policy.ok()) return Error{policy.error()};
+    if (!policy.ok()) return policy.failure();
     Result<sbx::SandboxPreference> pref = sbx::preference_from(preference);
-    if (!pref.ok()) return Error{pref.error()};
+    if (!pref.ok()) return pref.failure();
     Result<sbx::SandboxDecision> decision = sbx::should_sandbox(*policy, *pref);
-    if (!decision.ok()) return Error{decision.error()};
+    if (!decision.ok()) return decision.failure();
     boost::json::object out;
     out["sandbox"] = decision->sandbox;
     out["reason"] = decision->reason;
@@ -641,11 +667,11 @@ char* sbx_exec(sbx_manager* manager, const char* policy_json, const char* cwd,
 char* sbx_policy_widen(const char* base_json, const char* extra_json, sbx_error** error) {
   return sbx::guarded(error, [&]() -> Result<std::string> {
     Result<sbx::Policy> base = sbx::policy_from(base_json);
-    if (!base.ok()) return Error{"base: " + base.error()};
+    if (!base.ok()) return base.failure().prefixed("base: ");
     Result<sbx::Policy> extra = sbx::policy_from(extra_json);
-    if (!extra.ok()) return Error{"extra: " + extra.error()};
+    if (!extra.ok()) return extra.failure().prefixed("extra: ");
     Result<sbx::Policy> wide = sbx::widen(*base, *extra);
-    if (!wide.ok()) return Error{wide.error()};
+    if (!wide.ok()) return wide.failure();
     return sbx::policy_to_json(*wide);
   });
 }
@@ -657,7 +683,7 @@ char* sbx_policy_approve(const char* requested_json, const char* granted_json, s
 char* sbx_context(const char* policy_json, const char* cwd, int as_json, sbx_error** error) {
   return sbx::guarded(error, [&]() -> Result<std::string> {
     Result<sbx::PreparedRequest> input = sbx::prepare(policy_json, cwd);
-    if (!input.ok()) return Error{input.error()};
+    if (!input.ok()) return input.failure();
     const sbx::SandboxContext context = sbx::describe_sandbox(input->resolved);
     return as_json != 0 ? sbx::context_to_json(context, sbx::JsonStyle::kPretty)
                         : sbx::context_to_text(context);
@@ -668,7 +694,7 @@ char* sbx_classify_failure(int exit_code, int signal, const char* stderr_text, s
                            const char* backend, sbx_error** error) {
   return sbx::guarded(error, [&]() -> Result<std::string> {
     if (stderr_text == nullptr && stderr_len != 0)
-      return Error{"stderr_text is NULL but stderr_len is not 0"};
+      return Error{"stderr_text is NULL but stderr_len is not 0", sbx::ErrorKind::invalid_input};
     const std::string_view tail =
         stderr_text != nullptr ? std::string_view(stderr_text, stderr_len) : std::string_view();
     const sbx::FailedCommand failed{sbx::ExitStatus{exit_code, signal}, tail,

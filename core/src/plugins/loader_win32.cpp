@@ -77,12 +77,12 @@ void load_candidate(const std::string& dir, const std::string& name, const Loade
   const plugins::acl::Trustees trustees{options.trusted_owner_sid};
   Result<void*> module =
       plugins::win32::load_trusted_module(path, trust_root_for(dir, options), trustees);
-  // Every refusal of load_trusted_module is a trust refusal (the chain, the file, or the
-  // mapped module not being the checked file) except LoadLibraryExW's own failure.
+  // load_trusted_module's refusals (the chain, the file, or the mapped module not being the
+  // checked file) are kind refused; LoadLibraryExW's own failure is not.
   if (!module) {
-    const bool load_failed = module.error().find("LoadLibraryExW failed") != std::string::npos;
+    const bool refused = module.kind() == ErrorKind::refused;
     return record(state,
-                  reject(path, load_failed ? LoadStage::kLoad : LoadStage::kTrust, module.error()));
+                  reject(path, refused ? LoadStage::kTrust : LoadStage::kLoad, module.error()));
   }
   sbx_plugin_entry_fn entry = entry_of(*module);
   if (entry == nullptr) {

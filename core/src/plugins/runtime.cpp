@@ -206,7 +206,7 @@ const ExecutableInstall& executable_install() {
     Result<InstallLayout> layout = executable_layout();
     Result<std::vector<std::string>> directories =
         layout ? Result<std::vector<std::string>>(install_directories(*layout))
-               : Result<std::vector<std::string>>(Error{layout.error()});
+               : Result<std::vector<std::string>>(layout.failure());
     return new ExecutableInstall{std::move(layout), std::move(directories)};
   }();
   return *install;
@@ -340,7 +340,7 @@ Result<std::vector<std::string>> running_install_directories(std::string* prefix
   }
 #endif
   Result<InstallLayout> layout = library_layout();
-  if (!layout) return Error{layout.error()};
+  if (!layout) return layout.failure();
   if (prefix != nullptr) *prefix = layout->prefix;
   return install_directories(*layout);
 }

@@ -61,7 +61,7 @@ Result<std::string> executable_path() {
 
 Result<InstallLayout> executable_layout() {
   Result<std::string> exe = executable_path();
-  if (!exe) return Error{"cannot find the running sbx.exe or sbx.dll: " + exe.error()};
+  if (!exe) return exe.failure().prefixed("cannot find the running sbx.exe or sbx.dll: ");
   // The owner is the one trustee besides the built-in ones that may write the plugin
   // directory (a per-user install); without it nothing could be judged, so fail closed.
   Result<std::string> owner = plugins::win32::owner_sid(*exe);
@@ -124,7 +124,7 @@ std::vector<std::string> install_directories(const InstallLayout& layout) {
 // yet: core/cross/README.md).
 Result<std::vector<std::string>> running_install_directories(std::string* /*prefix*/) {
   Result<InstallLayout> layout = install_layout();
-  if (!layout) return Error{layout.error()};
+  if (!layout) return layout.failure();
   return install_directories(*layout);
 }
 

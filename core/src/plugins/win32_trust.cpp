@@ -23,7 +23,7 @@ std::string last_error_text(DWORD code) {
 
 Result<std::wstring> wide_path(const std::string& path) {
   Result<std::string> generic = policy::winpath::normalize(path);
-  if (!generic.ok()) return Error{generic.error()};
+  if (!generic.ok()) return generic.failure();
   std::string native = *generic;
   for (char& c : native) c = c == '/' ? '\\' : c;
   std::optional<std::wstring> wide = platform::to_wide(native);
@@ -88,7 +88,7 @@ Result<UniqueHandle> open_locked(const std::wstring& path, const std::string& wh
 
 Result<acl::SecurityModel> read_security(const std::string& path) {
   Result<std::wstring> wide = wide_path(path);
-  if (!wide.ok()) return Error{wide.error()};
+  if (!wide.ok()) return wide.failure();
   PSID owner = nullptr;
   PACL dacl = nullptr;
   PSECURITY_DESCRIPTOR descriptor = nullptr;
@@ -129,27 +129,27 @@ Result<acl::SecurityModel> read_security(const std::string& path) {
 
 Result<std::string> owner_sid(const std::string& path) {
   Result<acl::SecurityModel> model = read_security(path);
-  if (!model.ok()) return Error{model.error()};
+  if (!model.ok()) return model.failure();
   if (model->owner_sid.empty()) return Error{path + ": its owner cannot be read"};
   return model->owner_sid;
 }
 
 Result<acl::FileIdentity> file_identity(const std::string& path) {
   Result<std::wstring> wide = wide_path(path);
-  if (!wide.ok()) return Error{wide.error()};
+  if (!wide.ok()) return wide.failure();
   Result<UniqueHandle> handle = open_locked(*wide, path);
-  if (!handle.ok()) return Error{handle.error()};
+  if (!handle.ok()) return handle.failure();
   return identity_of(handle->get(), path);
 }
 
 Result<void*> load_trusted_module(const std::string& path, const std::string& trust_root,
                                   const acl::Trustees& trustees) {
   Result<std::string> file = policy::winpath::normalize(path);
-  if (!file.ok()) return Error{file.error()};
+  if (!file.ok()) return file.failure().as(ErrorKind::refused);
   Result<std::string> root = policy::winpath::normalize(trust_root);
-  if (!root.ok()) return Error{"trust root: " + root.error()};
+  if (!root.ok()) return root.failure().prefixed("trust root: ").as(ErrorKind::refused);
   if (!policy::winpath::within(*file, *root) || policy::winpath::equal(*file, *root))
-    return Error{*file + " is not inside the trusted directory " + *root};
+    return Error{*file + " is not inside the trusted directory " + *root, ErrorKind::refused};
   // The chain: "C:/", each directory below it, the file.
   std::vector<acl::ChainEntry> chain;
   std::size_t trust_root_index = 0;
@@ -158,7 +158,7 @@ Result<void*> load_trusted_module(const std::string& path, const std::string& tr
   while (true) {
     if (policy::winpath::equal(prefix, *root)) trust_root_index = chain.size();
     Result<acl::SecurityModel> model = read_security(prefix);
-    if (!model.ok()) return Error{model.error()};
+    if (!model.ok()) return model.failure().as(ErrorKind::refused);
     chain.push_back({prefix, std::move(*model)});
     if (start >= file->size()) break;
     std::size_t end = file->find('/', start);
@@ -167,18 +167,19 @@ Result<void*> load_trusted_module(const std::string& path, const std::string& tr
     start = end + 1;
   }
   if (std::optional<std::string> bad = acl::check_chain(chain, trust_root_index, trustees))
-    return Error{*bad};
+    return Error{*bad, ErrorKind::refused};
   Result<std::wstring> wide = wide_path(*file);
-  if (!wide.ok()) return Error{wide.error()};
+  if (!wide.ok()) return wide.failure().as(ErrorKind::refused);
   // Held until the module is mapped and compared: nobody can write, delete or rename it.
   Result<UniqueHandle> held = open_locked(*wide, *file);
-  if (!held.ok()) return Error{held.error()};
+  if (!held.ok()) return held.failure().as(ErrorKind::refused);
   Result<acl::FileIdentity> checked = identity_of(held->get(), *file);
-  if (!checked.ok()) return Error{checked.error()};
+  if (!checked.ok()) return checked.failure().as(ErrorKind::refused);
   HMODULE module = LoadLibraryExW(wide->c_str(), nullptr,
                                   LOAD_LIBRARY_SEARCH_DLL_LOAD_DIR | LOAD_LIBRARY_SEARCH_SYSTEM32);
   if (module == nullptr)
-    return Error{*file + ": LoadLibraryExW failed (" + last_error_text(GetLastError()) + ")"};
+    return Error{*file + ": LoadLibraryExW failed (" + last_error_text(GetLastError()) + ")",
+                 ErrorKind::host_failure};
   std::wstring loaded_name(32768, L'\0');
   const DWORD size = GetModuleFileNameW(module, loaded_name.data(),
                                         static_cast<DWORD>(loaded_name.size()));
@@ -190,12 +191,13 @@ Result<void*> load_trusted_module(const std::string& path, const std::string& tr
                              OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, nullptr);
   if (again == INVALID_HANDLE_VALUE)
     return Error{*file + ": the loaded module's file cannot be opened again (" +
-                 last_error_text(GetLastError()) + "); it is not used"};
+                     last_error_text(GetLastError()) + "); it is not used",
+                 ErrorKind::refused};
   UniqueHandle again_handle(again);
   Result<acl::FileIdentity> loaded = identity_of(again, *file);
-  if (!loaded.ok()) return Error{loaded.error()};
+  if (!loaded.ok()) return loaded.failure().as(ErrorKind::refused);
   if (std::optional<std::string> problem = acl::loaded_module_problem(*checked, *loaded))
-    return Error{*file + ": " + *problem + "; it is not used"};
+    return Error{*file + ": " + *problem + "; it is not used", ErrorKind::refused};
   return static_cast<void*>(module);
 }
 

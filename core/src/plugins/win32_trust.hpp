@@ -38,6 +38,8 @@ Result<acl::FileIdentity> file_identity(const std::string& path);
 
 // Steps 1 to 4 above. `trust_root` is the directory plugins are loaded from (the directory next
 // to sbx.exe); `path` must be inside it. Returns the module handle as an opaque pointer.
+// Every refusal (the chain, the file, the mapped module not being the checked file) is kind
+// refused; LoadLibraryExW's own failure is host_failure, so the loader tells them apart.
 Result<void*> load_trusted_module(const std::string& path, const std::string& trust_root,
                                   const acl::Trustees& trustees);
 

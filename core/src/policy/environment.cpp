@@ -106,17 +106,17 @@ Result<EnvironmentPolicy> read_environment(const boost::json::value& value) {
     const std::string key_pointer = child(pointer, key);
     if (key == "inherit") {
       Result<EnvInherit> inherit = read_inherit(member.value(), key_pointer);
-      if (!inherit) return Error{inherit.error()};
+      if (!inherit) return inherit.failure();
       environment.inherit = *inherit;
     } else if (key == "keep" || key == "exclude" || key == "include_only") {
       Result<std::vector<std::string>> patterns = read_patterns(member.value(), key_pointer);
-      if (!patterns) return Error{patterns.error()};
+      if (!patterns) return patterns.failure();
       (key == "keep"      ? environment.keep
        : key == "exclude" ? environment.exclude
                           : environment.include_only) = std::move(*patterns);
     } else if (key == "set") {
       Result<std::map<std::string, std::string>> set = read_set(member.value(), key_pointer);
-      if (!set) return Error{set.error()};
+      if (!set) return set.failure();
       environment.set = std::move(*set);
     } else {
       return error_at(key_pointer, "unknown key; expected one of " + std::string(kKeys));

@@ -70,7 +70,7 @@ Result<std::vector<std::string>> read_strings(const json::value& value,
   const json::array& array = value.get_array();
   for (std::size_t i = 0; i < array.size(); ++i) {
     Result<std::string> item = read_string(array[i], child(pointer, i));
-    if (!item) return Error{item.error()};
+    if (!item) return item.failure();
     out.push_back(std::move(*item));
   }
   return out;
@@ -115,9 +115,9 @@ Result<Enum> read_enum(const json::value& value, const std::string& pointer,
 
 Result<PolicyEntry> read_entry(const json::value& value, const std::string& pointer) {
   Result<const json::object*> object = as_object(value, pointer);
-  if (!object) return Error{object.error()};
+  if (!object) return object.failure();
   Status keys = check_keys(**object, pointer, {"path", "glob", "access"});
-  if (!keys) return Error{keys.error()};
+  if (!keys) return keys.failure();
   const json::value* path = find(**object, "path");
   const json::value* glob = find(**object, "glob");
   if ((path == nullptr) == (glob == nullptr)) {
@@ -126,7 +126,7 @@ Result<PolicyEntry> read_entry(const json::value& value, const std::string& poin
   PolicyEntry entry;
   std::string key = path != nullptr ? "path" : "glob";
   Result<std::string> text = read_string(path != nullptr ? *path : *glob, child(pointer, key));
-  if (!text) return Error{text.error()};
+  if (!text) return text.failure();
   if (text->empty()) {
     return error_at(
         child(pointer, key),
@@ -141,7 +141,7 @@ Result<PolicyEntry> read_entry(const json::value& value, const std::string& poin
   }
   Result<Access> parsed =
       read_enum(*access, child(pointer, "access"), {Access::kRead, Access::kWrite, Access::kDeny});
-  if (!parsed) return Error{parsed.error()};
+  if (!parsed) return parsed.failure();
   entry.access = *parsed;
   return entry;
 }
@@ -149,16 +149,16 @@ Result<PolicyEntry> read_entry(const json::value& value, const std::string& poin
 Result<FilesystemSpec> read_filesystem(const json::value& value) {
   const std::string pointer = "/filesystem";
   Result<const json::object*> object = as_object(value, pointer);
-  if (!object) return Error{object.error()};
+  if (!object) return object.failure();
   Status keys = check_keys(**object, pointer, {"kind", "entries", "protected_names"});
-  if (!keys) return Error{keys.error()};
+  if (!keys) return keys.failure();
   FilesystemSpec fs;
   fs.protected_names = default_protected_names();
   if (const json::value* kind = find(**object, "kind")) {
     Result<FilesystemKind> parsed = read_enum(
         *kind, child(pointer, "kind"),
         {FilesystemKind::kRestricted, FilesystemKind::kUnrestricted, FilesystemKind::kExternal});
-    if (!parsed) return Error{parsed.error()};
+    if (!parsed) return parsed.failure();
     fs.kind = *parsed;
   }
   if (const json::value* entries = find(**object, "entries")) {
@@ -167,14 +167,14 @@ Result<FilesystemSpec> read_filesystem(const json::value& value) {
     const json::array& array = entries->get_array();
     for (std::size_t i = 0; i < array.size(); ++i) {
       Result<PolicyEntry> entry = read_entry(array[i], child(entries_pointer, i));
-      if (!entry) return Error{entry.error()};
+      if (!entry) return entry.failure();
       fs.entries.push_back(std::move(*entry));
     }
   }
   if (const json::value* names = find(**object, "protected_names")) {
     Result<std::vector<std::string>> parsed =
         read_strings(*names, child(pointer, "protected_names"));
-    if (!parsed) return Error{parsed.error()};
+    if (!parsed) return parsed.failure();
     fs.protected_names = std::move(*parsed);
   }
   return fs;
@@ -186,7 +186,7 @@ Status read_list_member(const json::object& object, std::string_view key,
   const json::value* value = find(object, key);
   if (value == nullptr) return {};
   Result<std::vector<std::string>> parsed = read_strings(*value, child("/network", key));
-  if (!parsed) return Error{parsed.error()};
+  if (!parsed) return parsed.failure();
   out = std::move(*parsed);
   return {};
 }
@@ -194,31 +194,31 @@ Status read_list_member(const json::object& object, std::string_view key,
 Result<NetworkPolicy> read_network(const json::value& value) {
   const std::string pointer = "/network";
   Result<const json::object*> object = as_object(value, pointer);
-  if (!object) return Error{object.error()};
+  if (!object) return object.failure();
   Status status = check_keys(**object, pointer,
                              {"mode", "proxy_ports", "allowed_domains", "denied_domains",
                               "unix_sockets", "allow_local_binding"});
-  if (!status) return Error{status.error()};
+  if (!status) return status.failure();
   NetworkPolicy network;
   if (const json::value* mode = find(**object, "mode")) {
     Result<NetworkMode> parsed =
         read_enum(*mode, child(pointer, "mode"),
                   {NetworkMode::kRestricted, NetworkMode::kEnabled, NetworkMode::kProxy});
-    if (!parsed) return Error{parsed.error()};
+    if (!parsed) return parsed.failure();
     network.mode = *parsed;
   }
   if (const json::value* ports = find(**object, "proxy_ports")) {
     Result<std::vector<std::uint16_t>> parsed = read_ports(*ports, child(pointer, "proxy_ports"));
-    if (!parsed) return Error{parsed.error()};
+    if (!parsed) return parsed.failure();
     network.proxy_ports = std::move(*parsed);
   }
   status = read_list_member(**object, "allowed_domains", network.allowed_domains);
   if (status) status = read_list_member(**object, "denied_domains", network.denied_domains);
   if (status) status = read_list_member(**object, "unix_sockets", network.unix_sockets);
-  if (!status) return Error{status.error()};
+  if (!status) return status.failure();
   if (const json::value* binding = find(**object, "allow_local_binding")) {
     Result<bool> parsed = read_bool(*binding, child(pointer, "allow_local_binding"));
-    if (!parsed) return Error{parsed.error()};
+    if (!parsed) return parsed.failure();
     network.allow_local_binding = *parsed;
   }
   return network;
@@ -231,7 +231,7 @@ Status read_optional_bool(const json::object& root, std::string_view key,
                           std::optional<bool>& out) {
   if (const json::value* value = find(root, key)) {
     Result<bool> parsed = read_bool(*value, child("", key));
-    if (!parsed) return Error{parsed.error()};
+    if (!parsed) return parsed.failure();
     out = *parsed;
   }
   return {};
@@ -246,18 +246,18 @@ Result<Policy> read_short_form(const json::object& root) {
     }
   }
   Result<std::string> preset = read_string(*find(root, "preset"), "/preset");
-  if (!preset) return Error{preset.error()};
+  if (!preset) return preset.failure();
   PresetOptions options;
   if (const json::value* roots = find(root, "writable_roots")) {
     Result<std::vector<std::string>> parsed = read_strings(*roots, "/writable_roots");
-    if (!parsed) return Error{parsed.error()};
+    if (!parsed) return parsed.failure();
     options.writable_roots = std::move(*parsed);
   }
   Status status = read_optional_bool(root, "network_access", options.network_access);
   if (status)
     status = read_optional_bool(root, "exclude_tmpdir_env_var", options.exclude_tmpdir_env_var);
   if (status) status = read_optional_bool(root, "exclude_slash_tmp", options.exclude_slash_tmp);
-  if (!status) return Error{status.error()};
+  if (!status) return status.failure();
   Result<Policy> policy = preset_policy(*preset, options);
   if (!policy) return policy;
   // Limits and the environment are the same in both forms: next to "preset" they replace the
@@ -265,13 +265,13 @@ Result<Policy> read_short_form(const json::object& root) {
   const json::value* limits = find(root, "limits");
   if (limits != nullptr) {
     Result<Limits> parsed = policy::read_limits(*limits);
-    if (!parsed) return Error{parsed.error()};
+    if (!parsed) return parsed.failure();
     policy->limits = *parsed;
   }
   const json::value* environment = find(root, "environment");
   if (environment != nullptr) {
     Result<EnvironmentPolicy> parsed = policy::read_environment(*environment);
-    if (!parsed) return Error{parsed.error()};
+    if (!parsed) return parsed.failure();
     policy->environment = std::move(*parsed);
   }
   if (limits != nullptr || environment != nullptr) return validate_policy(std::move(*policy));
@@ -290,22 +290,22 @@ Result<Policy> read_full_form(const json::object& root) {
   policy.filesystem.protected_names = default_protected_names();
   if (const json::value* fs = find(root, "filesystem")) {
     Result<FilesystemSpec> parsed = read_filesystem(*fs);
-    if (!parsed) return Error{parsed.error()};
+    if (!parsed) return parsed.failure();
     policy.filesystem = std::move(*parsed);
   }
   if (const json::value* network = find(root, "network")) {
     Result<NetworkPolicy> parsed = read_network(*network);
-    if (!parsed) return Error{parsed.error()};
+    if (!parsed) return parsed.failure();
     policy.network = std::move(*parsed);
   }
   if (const json::value* limits = find(root, "limits")) {
     Result<Limits> parsed = policy::read_limits(*limits);
-    if (!parsed) return Error{parsed.error()};
+    if (!parsed) return parsed.failure();
     policy.limits = *parsed;
   }
   if (const json::value* environment = find(root, "environment")) {
     Result<EnvironmentPolicy> parsed = policy::read_environment(*environment);
-    if (!parsed) return Error{parsed.error()};
+    if (!parsed) return parsed.failure();
     policy.environment = std::move(*parsed);
   }
   return validate_policy(std::move(policy));
@@ -324,13 +324,13 @@ Status read_version(const json::object& root) {
 
 Result<Policy> read_policy(const json::value& document) {
   Result<const json::object*> root = as_object(document, "");
-  if (!root) return Error{root.error()};
+  if (!root) return root.failure();
   Status status =
       check_keys(**root, "",
                  {"version", "preset", "writable_roots", "network_access", "exclude_tmpdir_env_var",
                   "exclude_slash_tmp", "filesystem", "network", "limits", "environment"});
   if (status) status = read_version(**root);
-  if (!status) return Error{status.error()};
+  if (!status) return status.failure();
   if (find(**root, "preset") != nullptr) return read_short_form(**root);
   return read_full_form(**root);
 }
@@ -345,7 +345,7 @@ Result<Policy> parse_policy(std::string_view json_text) {
   }
   try {
     Result<json::value> document = policy::strict::parse_strict(json_text, kMaxPolicyDepth);
-    if (!document) return Error{document.error()};
+    if (!document) return document.failure();
     return read_policy(*document);
   } catch (const std::exception& e) {
     // Only allocation failure can get here; keep it inside the module.

@@ -49,7 +49,8 @@ Error error_at(const std::string& pointer, std::string_view message) {
       shown.push_back(c);
     }
   }
-  return Error{shown + ": " + std::string(message)};
+  // Every policy and settings parse and validation error is made here: the caller's input.
+  return Error{shown + ": " + std::string(message), ErrorKind::invalid_input};
 }
 
 std::string_view kind_name(const json::value& value) {

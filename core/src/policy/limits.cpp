@@ -101,14 +101,14 @@ Result<Limits> read_limits(const json::value& value) {
     const std::string key_pointer = child(pointer, key);
     if (key == kBestEffortKey) {
       Result<std::vector<std::string>> names = read_best_effort(member.value(), key_pointer);
-      if (!names) return Error{names.error()};
+      if (!names) return names.failure();
       limits.best_effort = std::move(*names);
       best_effort_given = true;
       continue;
     }
     if (key == kGraceKey) {
       Result<std::uint64_t> grace = read_count(member.value(), key_pointer, false);
-      if (!grace) return Error{grace.error()};
+      if (!grace) return grace.failure();
       limits.timeout_grace_seconds = *grace;
       continue;
     }
@@ -121,7 +121,7 @@ Result<Limits> read_limits(const json::value& value) {
       continue;
     }
     Result<std::uint64_t> count = read_count(member.value(), key_pointer, true);
-    if (!count) return Error{count.error()};
+    if (!count) return count.failure();
     limits.*(field->member) = *count;
     // A process limit the policy asks for is one it relies on: only sbx's default is
     // best-effort, unless the policy says otherwise in best_effort.

@@ -84,7 +84,7 @@ Result<std::string> normalize_domain(std::string_view raw, const std::string& po
 Status check_domains(std::vector<std::string>& domains, const std::string& pointer) {
   for (std::size_t i = 0; i < domains.size(); ++i) {
     Result<std::string> domain = normalize_domain(domains[i], child(pointer, i));
-    if (!domain) return Error{domain.error()};
+    if (!domain) return domain.failure();
     domains[i] = std::move(*domain);
     auto first = std::find(domains.begin(), domains.end(), domains[i]);
     if (first != domains.begin() + static_cast<std::ptrdiff_t>(i)) {

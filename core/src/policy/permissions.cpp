@@ -186,9 +186,9 @@ std::string drop_reason(const PolicyEntry& entry, std::optional<Access> requeste
 Result<std::pair<Policy, Policy>> valid_inputs(const Policy& a, const Policy& b,
                                                std::string_view what_a, std::string_view what_b) {
   Result<Policy> first = validate_policy(a);
-  if (!first.ok()) return Error{std::string(what_a) + " policy is invalid: " + first.error()};
+  if (!first.ok()) return first.failure().prefixed(std::string(what_a) + " policy is invalid: ");
   Result<Policy> second = validate_policy(b);
-  if (!second.ok()) return Error{std::string(what_b) + " policy is invalid: " + second.error()};
+  if (!second.ok()) return second.failure().prefixed(std::string(what_b) + " policy is invalid: ");
   return std::pair{std::move(*first), std::move(*second)};
 }
 
@@ -224,7 +224,7 @@ bool has_deny_entries(const Policy& policy) {
 
 Result<Policy> widen(const Policy& base_in, const Policy& extra_in) {
   auto inputs = valid_inputs(base_in, extra_in, "the base", "the extra");
-  if (!inputs.ok()) return Error{inputs.error()};
+  if (!inputs.ok()) return inputs.failure();
   const Policy& base = inputs->first;
   const Policy& extra = inputs->second;
   Policy out;
@@ -259,7 +259,7 @@ Result<Policy> widen(const Policy& base_in, const Policy& extra_in) {
 
 Result<Approval> approve(const Policy& requested_in, const Policy& granted_in) {
   auto inputs = valid_inputs(requested_in, granted_in, "the requested", "the granted");
-  if (!inputs.ok()) return Error{inputs.error()};
+  if (!inputs.ok()) return inputs.failure();
   const Policy& requested = inputs->first;
   const Policy& granted = inputs->second;
   Approval approval;
@@ -302,7 +302,7 @@ Result<Approval> approve(const Policy& requested_in, const Policy& granted_in) {
       out.network.allow_local_binding;
   if (!grants_something) return approval;  // nothing recorded
   Result<Policy> valid = finish(std::move(out), "approve");
-  if (!valid.ok()) return Error{valid.error()};
+  if (!valid.ok()) return valid.failure();
   approval.policy = std::move(*valid);
   return approval;
 }

@@ -51,7 +51,7 @@ Status add_writable_roots(const std::vector<std::string>& roots, FilesystemSpec&
   for (std::size_t i = 0; i < roots.size(); ++i) {
     std::string pointer = child("/writable_roots", i);
     Result<std::string> path = policy::normalize_entry_path(roots[i], pointer);
-    if (!path) return Error{path.error()};
+    if (!path) return path.failure();
     if (*path == ":minimal") return error_at(pointer, ":minimal can only be granted read");
     fs.entries.push_back(path_entry(std::move(*path), Access::kWrite));
   }
@@ -71,7 +71,7 @@ Result<Policy> workspace_write(const PresetOptions& options) {
   }
   Status roots =
       add_writable_roots(options.writable_roots.value_or(std::vector<std::string>{}), fs);
-  if (!roots) return Error{roots.error()};
+  if (!roots) return roots.failure();
   policy.network = network_for(options.network_access.value_or(false));
   return policy;
 }
@@ -80,7 +80,7 @@ Result<Policy> build_preset(std::string_view name, const PresetOptions& options)
   Policy policy;
   if (name == "read-only") {
     Status s = reject_options(options, name, true, false, true);
-    if (!s) return Error{s.error()};
+    if (!s) return s.failure();
     policy.filesystem.entries.push_back(path_entry(":root", Access::kRead));
     policy.network = network_for(options.network_access.value_or(false));
   } else if (name == "workspace-write") {
@@ -89,12 +89,12 @@ Result<Policy> build_preset(std::string_view name, const PresetOptions& options)
     policy = std::move(*built);
   } else if (name == "danger-full-access") {
     Status s = reject_options(options, name, true, true, true);
-    if (!s) return Error{s.error()};
+    if (!s) return s.failure();
     policy.filesystem.kind = FilesystemKind::kUnrestricted;
     policy.network = network_for(true);
   } else if (name == "external-sandbox") {
     Status s = reject_options(options, name, true, false, true);
-    if (!s) return Error{s.error()};
+    if (!s) return s.failure();
     policy.filesystem.kind = FilesystemKind::kExternal;
     policy.network = network_for(options.network_access.value_or(false));
   } else {

@@ -91,7 +91,7 @@ Status check_glob_syntax(std::string_view text, const std::string& ptr) {
       ++i;
     } else if (c == '[') {
       Result<std::size_t> end = scan_bracket(text, i, ptr);
-      if (!end) return Error{end.error()};
+      if (!end) return end.failure();
       i = *end;
     } else if (c == ']') {
       return error_at(ptr, "glob " + policy::path::quote(text) + ": ']' at offset " + std::to_string(i) +
@@ -150,12 +150,12 @@ Result<std::string> normalize_glob(std::string_view raw, const std::string& poin
   }
   if (Status special = check_glob_special_paths(policy::path::collapse_slashes(raw), pointer);
       !special)
-    return Error{special.error()};
+    return special.failure();
   if (auto bad = policy::path::check_components(raw)) {
     return error_at(pointer, "glob " + policy::path::quote(raw) + " " + *bad);
   }
   Status syntax = check_glob_syntax(raw, pointer);
-  if (!syntax) return Error{syntax.error()};
+  if (!syntax) return syntax.failure();
   std::string out = policy::path::collapse_slashes(raw);
   if (out == "/" || out == "~") {
     return error_at(pointer,
@@ -173,7 +173,7 @@ Status check_entry(PolicyEntry& entry, const std::string& pointer) {
   std::string access_pointer = child(pointer, "access");
   if (has_glob) {
     Result<std::string> glob = normalize_glob(entry.glob, child(pointer, "glob"));
-    if (!glob) return Error{glob.error()};
+    if (!glob) return glob.failure();
     entry.glob = std::move(*glob);
     if (entry.access != Access::kDeny) {
       return error_at(access_pointer,
@@ -183,7 +183,7 @@ Status check_entry(PolicyEntry& entry, const std::string& pointer) {
   }
   Result<std::string> normalized =
       policy::normalize_entry_path(entry.path, child(pointer, "path"));
-  if (!normalized) return Error{normalized.error()};
+  if (!normalized) return normalized.failure();
   entry.path = std::move(*normalized);
   if (entry.path == ":minimal" && entry.access != Access::kRead) {
     return error_at(access_pointer,
@@ -262,13 +262,13 @@ Result<Policy> validate_policy(Policy policy) {
                                     "; this sbx understands version 1");
   }
   Status fs = check_filesystem(policy.filesystem);
-  if (!fs) return Error{fs.error()};
+  if (!fs) return fs.failure();
   Status net = policy::check_network(policy.network);
-  if (!net) return Error{net.error()};
+  if (!net) return net.failure();
   Status limits = policy::check_limits(policy.limits);
-  if (!limits) return Error{limits.error()};
+  if (!limits) return limits.failure();
   Status environment = policy::check_environment(policy.environment);
-  if (!environment) return Error{environment.error()};
+  if (!environment) return environment.failure();
   return policy;
 }
 

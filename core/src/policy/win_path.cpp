@@ -117,7 +117,7 @@ std::optional<std::string> refusal(std::string_view path) {
 Result<std::string> normalize(std::string_view path) {
   if (std::optional<std::string> bad = refusal(path)) return Error{*bad};
   Result<std::vector<std::string_view>> parts = split_components(path.substr(3), path);
-  if (!parts.ok()) return Error{parts.error()};
+  if (!parts.ok()) return parts.failure();
   std::string out = {upper(path[0]), ':', '/'};
   for (std::size_t i = 0; i < parts->size(); ++i) {
     if (i > 0) out += '/';
@@ -158,7 +158,7 @@ std::optional<std::string> env_lookup(const std::map<std::string, std::string>& 
 
 Result<std::string> expand(std::string_view path, const std::map<std::string, std::string>& env) {
   Result<VariablePath> variable = split_variable(path);
-  if (!variable.ok()) return Error{variable.error()};
+  if (!variable.ok()) return variable.failure();
   if (variable->name.empty()) return normalize(path);
   std::optional<std::string> value = env_lookup(env, variable->name);
   if (!value || value->empty())
@@ -169,7 +169,7 @@ Result<std::string> expand(std::string_view path, const std::map<std::string, st
     return Error{"%" + variable->name + "% (" + single_quoted(*value) +
                  ") cannot be used: " + base.error()};
   Result<std::vector<std::string_view>> parts = split_components(variable->rest, path);
-  if (!parts.ok()) return Error{parts.error()};
+  if (!parts.ok()) return parts.failure();
   std::string out = *base;
   for (std::string_view part : *parts) out = join_generic(out, part);
   return out;

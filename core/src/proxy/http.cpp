@@ -166,7 +166,7 @@ Result<Destination> parse_authority(std::string_view authority, std::uint16_t de
     out.port = default_port;
   } else {
     Result<std::uint16_t> port = parse_port(port_text);
-    if (!port) return Error{port.error()};
+    if (!port) return port.failure();
     out.port = *port;
   }
   out.host = normalize_host(host);
@@ -186,12 +186,12 @@ Result<HttpRequest> parse_http_head(std::string_view head) {
     std::string_view line = head.substr(pos, end - pos);
     if (line.find_first_of("\r\n") != std::string_view::npos) return Error{"bare CR or LF"};
     Status status = first ? parse_request_line(line, out, target) : parse_header_line(line, out);
-    if (!status) return Error{status.error()};
+    if (!status) return status.failure();
     first = false;
     pos = end + 2;
   }
   Status status = parse_target(target, out);
-  if (!status) return Error{status.error()};
+  if (!status) return status.failure();
   return out;
 }
 

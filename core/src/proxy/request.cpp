@@ -178,7 +178,7 @@ Result<std::unique_ptr<RunProxy>> RunProxy::start(TransformRequest& request,
                                                   std::optional<std::string> parent_dir) {
   Result<std::string> parent =
       parent_dir ? Result<std::string>(std::move(*parent_dir)) : private_runtime_parent();
-  if (!parent.ok()) return Error{parent.error()};
+  if (!parent.ok()) return parent.failure();
   Options options;
   options.on_refusal = std::move(on_refusal);
   std::string directory;
@@ -196,7 +196,7 @@ Result<std::unique_ptr<RunProxy>> RunProxy::start(TransformRequest& request,
   // What killed runs left here goes first (a SIGKILLed sbx cannot remove its directory).
   sweep_stale_directories(*parent);
   Result<std::pair<std::string, int>> made = make_private_directory(*parent);
-  if (!made) return Error{made.error()};
+  if (!made) return made.failure();
   directory = made->first;
   lock = made->second;
   // The socket's path must fit sockaddr_un (108 bytes); mkdtemp under a short parent does.
@@ -210,7 +210,7 @@ Result<std::unique_ptr<RunProxy>> RunProxy::start(TransformRequest& request,
     ::rmdir(directory.c_str());
     ::close(lock);
 #endif
-    return Error{proxy.error()};
+    return proxy.failure();
   }
   request.proxy_socket = (*proxy)->unix_socket_path();
   // Never the credential (nor the URLs that carry it) in a log line.

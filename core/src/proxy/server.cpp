@@ -161,12 +161,12 @@ Result<std::unique_ptr<Proxy>> Proxy::start(Options options) {
   Impl& in = *proxy->impl_;
   if (in.options.listen_tcp) {
     Status status = listen_tcp(in);
-    if (!status) return Error{status.error()};
+    if (!status) return status.failure();
   }
   if (!in.options.unix_socket_path.empty()) {
 #if defined(BOOST_ASIO_HAS_LOCAL_SOCKETS)
     Status status = listen_unix(in, in.options.unix_socket_path);
-    if (!status) return Error{status.error()};
+    if (!status) return status.failure();
 #else
     return Error{"proxy: unix sockets are not supported on this platform"};
 #endif

@@ -314,6 +314,9 @@ boost::json::object run_object(const RunReport& report) {
   out["dry_run"] = report.dry_run;
   out["exit"] = exit_json(report.exit);
   out["error"] = report.error.empty() ? json::value(nullptr) : json::value(report.error);
+  out["error_kind"] = report.error.empty()
+                          ? json::value(nullptr)
+                          : json::value(std::string(error_kind_name(report.error_kind)));
   json::array created;
   for (const std::string& path : report.protected_names_created) created.emplace_back(path);
   out["protected_names_created"] = std::move(created);

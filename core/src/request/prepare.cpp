@@ -41,25 +41,25 @@ Result<settings::Decided> decide_request(PolicyRequest& request) {
   if (request.amend) {
     request.overrides.policy_changed = true;
     Result<Policy> amended = request.amend(std::move(policy));
-    if (!amended.ok()) return Error{amended.error()};
+    if (!amended.ok()) return amended.failure();
     policy = std::move(*amended);
   }
   Result<settings::Decided> decided =
       settings::decide(loaded, request.overrides, std::move(policy));
-  if (!decided.ok()) return Error{decided.error() + request.locks_todo};
+  if (!decided.ok()) return Error{decided.error() + request.locks_todo, decided.kind()};
   return decided;
 }
 
 Result<PreparedRequest> prepare_request(PolicyRequest request) {
   Result<settings::Decided> decided = decide_request(request);
-  if (!decided.ok()) return Error{decided.error()};
+  if (!decided.ok()) return decided.failure();
   Result<ResolveContext> context =
       request.context ? request.context() : Result<ResolveContext>(current_resolve_context());
-  if (!context.ok()) return Error{context.error()};
+  if (!context.ok()) return context.failure();
   if (request.settings != nullptr) guard_settings_files(*request.settings, *context);
   Result<ResolvedPolicy> resolved = resolve_policy(decided->policy, *context);
   if (!resolved.ok())
-    return Error{request.resolve_prefix + resolved.error() + request.resolve_todo};
+    return Error{request.resolve_prefix + resolved.error() + request.resolve_todo, resolved.kind()};
   PreparedRequest out{decided->policy,      std::move(*resolved), context->cwd,
                       context->policy_file, std::move(*decided),  {}};
   if (request.settings != nullptr)

@@ -198,7 +198,7 @@ Result<std::optional<std::string>> Resolver::expand(const std::string& path,
   }
   if (path == "~" || path.rfind("~/", 0) == 0) {
     Result<std::string> home = expand_home(path, pointer);
-    if (!home) return Error{home.error()};
+    if (!home) return home.failure();
     return std::optional<std::string>(*home);
   }
   if (!path.empty() && path.front() == '/') return std::optional<std::string>(path);
@@ -271,7 +271,7 @@ Result<std::optional<std::string>> Resolver::expand_windows(const std::string& p
   }
   if (path == "~" || path.rfind("~/", 0) == 0) {
     Result<std::string> home = expand_home(path, pointer);
-    if (!home) return Error{home.error()};
+    if (!home) return home.failure();
     return Found(*home);
   }
   if (policy::winpath::looks_windows(path)) {
@@ -295,7 +295,7 @@ Status Resolver::collect_candidates() {
       continue;
     }
     Result<std::optional<std::string>> lexical = expand(entry.path, child(pointer, "path"));
-    if (!lexical) return Error{lexical.error()};
+    if (!lexical) return lexical.failure();
     if (!lexical->has_value()) continue;
     bool system_path = entry.path == ":tmpdir" || entry.path == ":slash_tmp";
     std::string canonical = windows() ? **lexical : policy::path::canonicalize(**lexical);
@@ -662,7 +662,7 @@ Status Resolver::collect_globs() {
     if (glob.empty()) continue;
     if (glob.rfind("~/", 0) == 0) {
       Result<std::string> home = expand_home(glob, child(child("/filesystem/entries", i), "glob"));
-      if (!home) return Error{home.error()};
+      if (!home) return home.failure();
       glob = *home;
     } else if (windows() && policy::winpath::looks_windows(glob)) {
       Result<std::string> expanded = policy::winpath::expand(glob, context_.env);
@@ -701,7 +701,7 @@ Status Resolver::resolve_network() {
   for (std::size_t i = 0; i < sockets.size(); ++i) {
     if (sockets[i].rfind("~/", 0) == 0) {
       Result<std::string> home = expand_home(sockets[i], child("/network/unix_sockets", i));
-      if (!home) return Error{home.error()};
+      if (!home) return home.failure();
       sockets[i] = *home;
     }
     if (!windows()) sockets[i] = policy::path::canonicalize(sockets[i]);
@@ -743,7 +743,7 @@ Result<Resolution> Resolver::run() {
   if (windows()) {
     Result<std::string> cwd = policy::winpath::normalize(context_.cwd);
     if (!cwd.ok())
-      return Error{"cannot resolve the policy: the working directory: " + cwd.error()};
+      return cwd.failure().prefixed("cannot resolve the policy: the working directory: ");
     cwd_ = speller_.spell(*cwd);
   } else if (context_.cwd.empty() || context_.cwd.front() != '/' || policy::path::check_components(context_.cwd)) {
     return Error{"cannot resolve the policy: the working directory " + policy::path::quote(context_.cwd) +
@@ -756,14 +756,14 @@ Result<Resolution> Resolver::run() {
   Status status;
   if (policy_.filesystem.kind == FilesystemKind::kRestricted) {
     status = collect_candidates();
-    if (!status) return Error{status.error()};
+    if (!status) return status.failure();
     merge_rules();
     // Windows style: symlinks and junctions are not walked here (not built yet:
     // core/cross/README.md).
     for (const Candidate& candidate : candidates_) {
       if (windows()) break;
       status = check_writable_symlinks(candidate);
-      if (!status) return Error{status.error()};
+      if (!status) return status.failure();
     }
     status = refuse_writable_state_dirs();
     if (!status) return Error{status.error()};
@@ -779,10 +779,10 @@ Result<Resolution> Resolver::run() {
     protect_install_carveouts();
     add_policy_file_carveout();
     status = collect_globs();
-    if (!status) return Error{status.error()};
+    if (!status) return status.failure();
   }
   status = resolve_network();
-  if (!status) return Error{status.error()};
+  if (!status) return status.failure();
   return std::move(out_);
 }
 
@@ -793,7 +793,7 @@ Result<Resolution> resolve_policy_with_notes(const Policy& policy, const Resolve
     // Resolution relies on validated, normalised entries; a Policy built in code gets the same
     // checks (and messages) as a parsed one.
     Result<Policy> valid = validate_policy(policy);
-    if (!valid) return Error{valid.error()};
+    if (!valid) return valid.failure();
     return Resolver(*valid, context).run();
   } catch (const std::exception& e) {
     return Error{std::string("cannot resolve the policy: ") + e.what()};
@@ -802,7 +802,7 @@ Result<Resolution> resolve_policy_with_notes(const Policy& policy, const Resolve
 
 Result<ResolvedPolicy> resolve_policy(const Policy& policy, const ResolveContext& context) {
   Result<Resolution> resolution = resolve_policy_with_notes(policy, context);
-  if (!resolution) return Error{resolution.error()};
+  if (!resolution) return resolution.failure();
   return std::move(resolution->policy);
 }
 

@@ -143,9 +143,10 @@ Status check_limits_hold(const std::vector<LimitEnforcement>& planned) {
   }
   if (names.empty()) return {};
   return Error{"the policy's limit" + std::string(names.find(',') == std::string::npos ? "" : "s") +
-               " " + names + " cannot be enforced on this host" + why +
-               ". Remove it, or list it in \"limits\": {\"best_effort\": [...]} to run without "
-               "it where it cannot hold (`sbx explain` shows how each limit holds here)"};
+                   " " + names + " cannot be enforced on this host" + why +
+                   ". Remove it, or list it in \"limits\": {\"best_effort\": [...]} to run without "
+                   "it where it cannot hold (`sbx explain` shows how each limit holds here)",
+               ErrorKind::unavailable};
 }
 
 }  // namespace sbx

@@ -589,9 +589,9 @@ Result<std::unique_ptr<LimitedRun>> LimitedRun::start(const Limits& limits, Sign
   if (Status hold = check_limits_hold(
           plan_limits(limits, support, geteuid() == 0, signals == Signals::kRunOnly));
       !hold.ok())
-    return Error{hold.error()};
+    return hold.failure();
   auto run = std::make_unique<LimitedRunImpl>(limits, std::move(support), signals);
-  if (Status started = run->start(); !started.ok()) return Error{started.error()};
+  if (Status started = run->start(); !started.ok()) return started.failure();
   return std::unique_ptr<LimitedRun>(std::move(run));
 }
 
@@ -663,7 +663,7 @@ Result<std::unique_ptr<LimitedRun>> LimitedRun::start(const Limits& limits, Sign
   if (Status hold = check_limits_hold(plan_limits(limits, cgroups.value_or(probe_cgroups()), false,
                                                   signals == Signals::kRunOnly));
       !hold.ok())
-    return Error{hold.error()};
+    return hold.failure();
   return std::unique_ptr<LimitedRun>(std::make_unique<UnlimitedRun>());
 }
 

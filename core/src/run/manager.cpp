@@ -366,8 +366,9 @@ Result<SandboxPreference> parse_sandbox_preference(std::string_view text) {
   if (text == "auto") return SandboxPreference::kAuto;
   if (text == "require") return SandboxPreference::kRequire;
   if (text == "forbid") return SandboxPreference::kForbid;
-  return Error{"invalid sandbox preference '" + std::string(text) +
-               "': expected one of auto|require|forbid"};
+  return Error{
+      "invalid sandbox preference '" + std::string(text) + "': expected one of auto|require|forbid",
+      ErrorKind::invalid_input};
 }
 
 std::optional<std::string> first_deny(const Policy& policy) {
@@ -396,13 +397,16 @@ Result<SandboxDecision> should_sandbox(const Policy& policy, SandboxPreference p
   if (preference == SandboxPreference::kForbid) {
     const BareVerdict bare = may_run_unsandboxed(policy, BareIntent::kCallerForbids);
     if (bare.proxy)
-      return Error{"--sandbox forbid is not allowed: the policy allows the network only through "
-                   "sbx's proxy, and a policy with network mode proxy never runs unsandboxed "
-                   "(use --sandbox auto|require or another network mode)"};
+      return Error{
+          "--sandbox forbid is not allowed: the policy allows the network only through "
+          "sbx's proxy, and a policy with network mode proxy never runs unsandboxed "
+          "(use --sandbox auto|require or another network mode)",
+          ErrorKind::refused};
     if (bare.deny)
       return Error{"--sandbox forbid is not allowed: the policy denies " + *bare.deny +
-                   ", and a policy with deny entries never runs unsandboxed (remove the deny "
-                   "entries or use --sandbox auto|require)"};
+                       ", and a policy with deny entries never runs unsandboxed (remove the deny "
+                       "entries or use --sandbox auto|require)",
+                   ErrorKind::refused};
     return SandboxDecision{false, "the caller forbids a sandbox (--sandbox forbid)"};
   }
   SandboxDecision decision = auto_decision(policy);
@@ -511,7 +515,7 @@ Result<SandboxedRun> Manager::plan_run(const std::string& backend, TransformRequ
   if (request.policy.network.mode == NetworkMode::kProxy) {
     Result<std::unique_ptr<proxy::RunProxy>> started =
         proxy::RunProxy::start(request, std::move(on_refusal));
-    if (!started.ok()) return Error{started.error()};
+    if (!started.ok()) return started.failure();
     run.proxy = std::move(*started);
     // Belt and braces: the backend must see this run's proxy and nothing else.
     if (!run.proxy->serves(request))
@@ -520,8 +524,8 @@ Result<SandboxedRun> Manager::plan_run(const std::string& backend, TransformRequ
   Result<ExecPlan> plan = transform_unchecked(backend, request, use);
   if (!plan.ok()) {
     // A backend's message may quote the environment, which holds the credential.
-    return Error{run.proxy ? proxy::redact(plan.error(), run.proxy->proxy().token())
-                           : plan.error()};
+    return Error{run.proxy ? proxy::redact(plan.error(), run.proxy->proxy().token()) : plan.error(),
+                 plan.kind()};
   }
   run.plan = std::move(*plan);
   return run;
@@ -533,39 +537,49 @@ Result<ExecPlan> Manager::transform(const std::string& backend,
     return Error{
         "network mode proxy runs only through sbx's own proxy, started for the run "
         "(Manager::plan_run); this request carries none, so no backend is asked to "
-        "confine the command to the port it names"};
+        "confine the command to the port it names",
+        ErrorKind::refused};
   return transform_unchecked(backend, request);
 }
 
 Result<ExecPlan> Manager::transform_unchecked(const std::string& backend,
                                               const TransformRequest& request, PlanUse use) const {
   const LoadedPlugin* plugin = registry_.find(backend);
-  if (plugin == nullptr) return Error{"unknown backend '" + backend + "' (see `sbx backends`)"};
+  if (plugin == nullptr)
+    return Error{"unknown backend '" + backend + "' (see `sbx backends`)",
+                 ErrorKind::invalid_input};
   try {
     Result<ExecPlan> plan = plugin->backend->transform(request);
-    if (!plan.ok()) return Error{"backend '" + backend + "' cannot run this: " + plan.error()};
+    // Whatever kind the plugin gave (an older plugin gives none), its failure is the backend's.
+    if (!plan.ok())
+      return Error{"backend '" + backend + "' cannot run this: " + plan.error(),
+                   ErrorKind::backend_failure};
     // Only a plan that runs must start an absolute path here; one that is shown may be for
     // another OS, and nothing ever executes it.
     if (use == PlanUse::kRun) {
-      if (Status valid = validate_plan(backend, *plan); !valid.ok()) return Error{valid.error()};
+      if (Status valid = validate_plan(backend, *plan); !valid.ok())
+        return valid.failure().as(ErrorKind::backend_failure);
     }
     return plan;
   } catch (...) {
-    return Error{exception_text(backend, "transform")};
+    return Error{exception_text(backend, "transform"), ErrorKind::backend_failure};
   }
 }
 
 Result<ExitStatus> Manager::exec(const std::string& backend, const ExecPlan& plan,
                                  const RunServices& run) const {
   const LoadedPlugin* plugin = registry_.find(backend);
-  if (plugin == nullptr) return Error{"unknown backend '" + backend + "' (see `sbx backends`)"};
+  if (plugin == nullptr)
+    return Error{"unknown backend '" + backend + "' (see `sbx backends`)",
+                 ErrorKind::invalid_input};
   try {
     Result<ExitStatus> status = plugin->backend->exec(plan, RunContext(run.table()));
     if (!status.ok())
-      return Error{"backend '" + backend + "' could not run the plan: " + status.error()};
+      return Error{"backend '" + backend + "' could not run the plan: " + status.error(),
+                   ErrorKind::backend_failure};
     return status;
   } catch (...) {
-    return Error{exception_text(backend, "exec")};
+    return Error{exception_text(backend, "exec"), ErrorKind::backend_failure};
   }
 }
 

@@ -169,7 +169,7 @@ Result<std::vector<PathStep>> walk_path(const std::string& path) {
     if (S_ISLNK(st.st_mode)) {
       if (++links > kMaxSymlinks) return Error{"too many symlinks on the way to " + path};
       Result<std::string> target = read_link(next);
-      if (!target.ok()) return Error{target.error()};
+      if (!target.ok()) return target.failure();
       if (!target->empty() && target->front() == '/') current = "/";
       push_components(*target, rest);
       continue;

@@ -336,9 +336,10 @@ Result<SandboxDecision> decide_sandbox(const Policy& policy, SandboxPreference p
                              patterns + ")"};
 }
 
-bool stop(RunOutcome& out, RunStop why, std::string error) {
+bool stop(RunOutcome& out, RunStop why, Error error) {
   out.stop = why;
-  out.error = std::move(error);
+  out.error = std::move(error.message);
+  out.kind = error.kind;
   return false;
 }
 
@@ -358,7 +359,7 @@ const Manager* choose_backend(const RunRequest& request, RunBackends& backends, 
 #endif
   Result<const Manager*> all = backends.all();
   if (!all.ok()) {
-    stop(out, RunStop::kBackendsUnavailable, all.error());
+    stop(out, RunStop::kBackendsUnavailable, all.failure());
     return nullptr;
   }
   out.choice = (*all)->available_backend(request.resolved);
@@ -377,7 +378,12 @@ bool none_available(const RunRequest& request, std::vector<std::string> argv,
   const BareVerdict bare = may_run_unsandboxed(
       request.policy, request.allow_unsandboxed ? BareIntent::kOverride : BareIntent::kNoBackend);
   out.never_unsandboxed = never_unsandboxed(request.policy);
-  if (!bare.allowed) return stop(out, RunStop::kNoBackend, out.choice.reason);
+  // No backend here can enforce the policy: unavailable; refused when the caller's override
+  // was given but the policy may never run unsandboxed.
+  if (!bare.allowed)
+    return stop(out, RunStop::kNoBackend,
+                Error{out.choice.reason,
+                      request.allow_unsandboxed ? ErrorKind::refused : ErrorKind::unavailable});
   if (request.on_unsandboxed_override)
     request.on_unsandboxed_override(out.report.reason, out.choice);
   out.report.allow_unsandboxed_used = true;
@@ -393,7 +399,7 @@ bool prepare(RunRequest& request, RunBackends& backends, RunOutcome& out, Planne
           check_policy_runnable(request.policy, request.preference, prepared.cgroups,
                                 request.limit_signals == LimitedRun::Signals::kRunOnly);
       !runnable.ok())
-    return stop(out, RunStop::kInvalidRequest, runnable.error());
+    return stop(out, RunStop::kInvalidRequest, runnable.failure());
   // The policy's /environment (secrets dropped by default) on every path, sandboxed or not;
   // sbx's own proxy variables are added by plan_run.
   std::vector<std::string> env =
@@ -404,12 +410,13 @@ bool prepare(RunRequest& request, RunBackends& backends, RunOutcome& out, Planne
   Result<SandboxDecision> decision =
       decide_sandbox(request.policy, request.preference, request.command, request.settings,
                      request.resolved, request.cwd, env, exclusion);
-  if (!decision.ok()) return stop(out, RunStop::kInvalidRequest, decision.error());
+  if (!decision.ok()) return stop(out, RunStop::kInvalidRequest, decision.failure());
   out.report.should_sandbox = decision->sandbox;
   out.report.reason = decision->reason;
   out.report.excluded_by = exclusion.matched;
   out.report.environment_dropped = exclusion.dropped;
-  if (request.command.empty()) return stop(out, RunStop::kInvalidRequest, "no command given");
+  if (request.command.empty())
+    return stop(out, RunStop::kInvalidRequest, Error{"no command given", ErrorKind::invalid_input});
   std::vector<std::string> argv = request.command;
   if (!exclusion.matched.empty()) {
     // Run by the path that was verified, in the reset environment, with the PATH that was
@@ -423,7 +430,8 @@ bool prepare(RunRequest& request, RunBackends& backends, RunOutcome& out, Planne
     return true;
   }
   Result<std::string> path = resolve_command(request.command[0], request.cwd, env);
-  if (!path.ok()) return stop(out, RunStop::kCommandNotFound, path.error());
+  if (!path.ok())
+    return stop(out, RunStop::kCommandNotFound, path.failure().as(ErrorKind::invalid_input));
   argv[0] = *path;
   if (!decision->sandbox) {
     prepared.plan = direct_plan(request, std::move(argv), std::move(env), decision->reason);
@@ -438,7 +446,7 @@ bool prepare(RunRequest& request, RunBackends& backends, RunOutcome& out, Planne
   Result<SandboxedRun> planned = manager->plan_run(
       backend, TransformRequest{std::move(argv), request.cwd, std::move(env), request.resolved},
       request.on_refusal);
-  if (!planned.ok()) return stop(out, RunStop::kPlanRefused, planned.error());
+  if (!planned.ok()) return stop(out, RunStop::kPlanRefused, planned.failure());
   out.report.final = backend;
   prepared.manager = manager;
   prepared.backend = backend;
@@ -476,14 +484,14 @@ void run_prepared(const RunRequest& request, PlannedRun& prepared, RunOutcome& o
   Result<std::unique_ptr<LimitedRun>> limited =
       LimitedRun::start(request.policy.limits, request.limit_signals, prepared.cgroups);
   if (!limited.ok()) {
-    stop(out, RunStop::kLimitsUnavailable, limited.error());
+    stop(out, RunStop::kLimitsUnavailable, limited.failure());
     return;
   }
   std::unique_ptr<StderrCapture> capture;
   if (request.capture_stderr) {
     Result<std::unique_ptr<StderrCapture>> capturing = StderrCapture::start();
     if (!capturing.ok()) {
-      stop(out, RunStop::kCaptureUnavailable, capturing.error());
+      stop(out, RunStop::kCaptureUnavailable, capturing.failure());
       return;
     }
     capture = std::move(*capturing);
@@ -506,7 +514,7 @@ void run_prepared(const RunRequest& request, PlannedRun& prepared, RunOutcome& o
   if (status.ok()) {
     out.report.exit = *status;
   } else {
-    stop(out, RunStop::kRunFailed, status.error());
+    stop(out, RunStop::kRunFailed, status.failure());
   }
   if (scan) record_created_names(*scan, out.report);
   if (prepared.proxy) out.report.network_refusals.proxy = prepared.proxy->proxy().refusal_log();
@@ -543,9 +551,9 @@ std::optional<std::string> never_unsandboxed(const Policy& policy) {
 Status check_policy_runnable(const Policy& policy, SandboxPreference preference,
                              const CgroupSupport& cgroups, bool run_only) {
   if (Result<SandboxDecision> decision = should_sandbox(policy, preference); !decision.ok())
-    return Error{decision.error()};
+    return decision.failure();
   if (policy.network.mode == NetworkMode::kProxy && !policy.network.proxy_ports.empty())
-    return Error{proxy::policy_ports_refusal(policy.network.proxy_ports)};
+    return Error{proxy::policy_ports_refusal(policy.network.proxy_ports), ErrorKind::refused};
 #ifdef _WIN32
   const bool root = false;  // cgroups and rlimits do not exist there (plan_limits says so)
 #else
@@ -586,7 +594,7 @@ RunOutcome plan_for_backend(const Manager& manager, const std::string& backend,
                             RunRequest request) {
   RunOutcome out = new_outcome(true);
   if (request.command.empty()) {
-    stop(out, RunStop::kInvalidRequest, "no command given");
+    stop(out, RunStop::kInvalidRequest, Error{"no command given", ErrorKind::invalid_input});
     return out;
   }
   std::vector<std::string> env =
@@ -603,7 +611,7 @@ RunOutcome plan_for_backend(const Manager& manager, const std::string& backend,
         policy::winpath::looks_windows(argv[0])) {
       Result<std::string> path = policy::winpath::normalize(argv[0]);
       if (!path.ok()) {
-        stop(out, RunStop::kPlanRefused, "argv[0]: " + path.error());
+        stop(out, RunStop::kPlanRefused, path.failure().prefixed("argv[0]: "));
         return out;
       }
       argv[0] = *path;
@@ -615,7 +623,8 @@ RunOutcome plan_for_backend(const Manager& manager, const std::string& backend,
     Result<std::string> path = resolve_command(argv[0], request.cwd, env);
     if (!path.ok()) {
       stop(out, RunStop::kCommandNotFound,
-           "'" + argv[0] + "': " + path.error() + "; give an absolute path");
+           Error{"'" + argv[0] + "': " + path.error() + "; give an absolute path",
+                 ErrorKind::invalid_input});
       return out;
     }
     argv[0] = *path;
@@ -624,7 +633,7 @@ RunOutcome plan_for_backend(const Manager& manager, const std::string& backend,
       backend, TransformRequest{std::move(argv), request.cwd, std::move(env), request.resolved},
       request.on_refusal, PlanUse::kShowOnly);
   if (!planned.ok()) {
-    stop(out, RunStop::kPlanRefused, planned.error());
+    stop(out, RunStop::kPlanRefused, planned.failure());
     return out;
   }
   out.report.final = backend;

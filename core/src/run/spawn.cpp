@@ -251,7 +251,7 @@ std::string join_path(const std::string& directory, const std::string& name) {
 }  // namespace
 
 Result<ExitStatus> spawn_and_wait(const ExecPlan& plan, RunServices* run) {
-  if (Status valid = validate_plan(plan); !valid.ok()) return Error{valid.error()};
+  if (Status valid = validate_plan(plan); !valid.ok()) return valid.failure();
   int pipe_fds[2];
   if (!sdk::posix_child::open_report_pipe(pipe_fds))
     return Error{std::string("cannot create a pipe to start the command: ") + std::strerror(errno)};

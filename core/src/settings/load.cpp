@@ -45,8 +45,9 @@ Result<std::optional<std::string>> read_managed(const Sources& sources) {
   if (sources.managed_file.empty() || !exists(sources.managed_file))
     return std::optional<std::string>{};
   return Error{"refusing the managed settings " + sources.managed_file +
-               ": their ownership and ACLs are not checked on Windows yet, and unchecked "
-               "administrator settings are never used"};
+                   ": their ownership and ACLs are not checked on Windows yet, and unchecked "
+                   "administrator settings are never used",
+               ErrorKind::refused};
 }
 
 // A file of the user or project scope: the user's own, read as any file they could edit. At
@@ -104,7 +105,7 @@ Result<std::optional<std::string>> read_managed(const Sources& sources) {
       plugins::open_trusted_directory(dir, sources.managed_trust_root, owners);
   if (!walk.fd.valid()) {
     if (walk.missing) return std::optional<std::string>{};
-    return Error{"refusing the managed settings " + path + ": " + walk.error};
+    return Error{"refusing the managed settings " + path + ": " + walk.error, ErrorKind::refused};
   }
   struct stat st {};
   if (::fstatat(walk.fd.get(), path.substr(slash + 1).c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 &&
@@ -113,10 +114,12 @@ Result<std::optional<std::string>> read_managed(const Sources& sources) {
   // An empty file would pass every check but the loader's "a shared object is not empty";
   // reported as the JSON error it is, not as that.
   if (S_ISREG(st.st_mode) && st.st_size == 0)
-    return Error{"invalid managed settings " + path + ": the file is empty; expected an object"};
+    return Error{"invalid managed settings " + path + ": the file is empty; expected an object",
+                 ErrorKind::invalid_input};
   Result<plugins::TrustedFile> file =
       plugins::open_trusted_file(walk.fd.get(), dir, path.substr(slash + 1), owners);
-  if (!file) return Error{"refusing the managed settings " + path + ": " + file.error()};
+  if (!file)
+    return Error{"refusing the managed settings " + path + ": " + file.error(), ErrorKind::refused};
   Result<std::string> text = read_fd(file->fd.get());
   if (!text) return Error{"cannot read the managed settings " + path + ": " + text.error()};
   return std::optional<std::string>(std::move(*text));
@@ -126,7 +129,7 @@ Result<std::optional<std::string>> read_managed(const Sources& sources) {
 Result<std::optional<std::string>> read_plain(const std::string& path) {
   if (path.empty()) return std::optional<std::string>{};
   Result<bool> here = present(path);
-  if (!here) return Error{here.error()};
+  if (!here) return here.failure();
   if (!*here) return std::optional<std::string>{};
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return Error{"cannot open " + path + ": " + std::strerror(errno)};
@@ -185,7 +188,7 @@ Result<ProjectSearch> find_project(const std::string& cwd,
     const std::string file = policy::path::join(*dir, std::string(kProjectFile));
     if (is_trusted(*dir, trusted)) {
       Result<bool> here = present(file);
-      if (!here) return Error{here.error()};
+      if (!here) return here.failure();
       if (!*here) continue;
       out.root = *dir;
       out.trusted = true;
@@ -231,7 +234,8 @@ Result<ScopeSettings> parse_file(const std::string& text, Scope scope, const std
   Result<ScopeSettings> parsed = parse_settings(text, scope);
   if (!parsed)
     return Error{"invalid " + std::string(to_string(scope)) + " settings in " + path + ": " +
-                 parsed.error() + "; fix the file (sbx config show reads it)"};
+                     parsed.error() + "; fix the file (sbx config show reads it)",
+                 ErrorKind::invalid_input};
   return parsed;
 }
 
@@ -246,13 +250,13 @@ Result<std::vector<std::string>> absent_files(const Sources& sources,
   // /etc can already change what every later program does.
   if (!sources.user_file.empty() && sources.user_file.front() == '/') {
     Result<bool> here = present(sources.user_file);
-    if (!here) return Error{here.error()};
+    if (!here) return here.failure();
     if (!*here) out.push_back(sources.user_file);
   }
   for (const std::string& dir : trusted) {
     const std::string file = policy::path::join(real_or_same(dir), std::string(kProjectFile));
     Result<bool> here = present(file);
-    if (!here) return Error{here.error()};
+    if (!here) return here.failure();
     if (!*here) out.push_back(file);
   }
   return out;
@@ -310,19 +314,19 @@ Result<Settings> load_settings(const Sources& sources, const ScopeSettings* call
   std::vector<std::pair<Scope, ScopeSettings>> scopes;
   std::vector<Sourced<std::string>> files;
   Result<std::optional<std::string>> managed = read_managed(sources);
-  if (!managed) return Error{managed.error()};
+  if (!managed) return managed.failure();
   if (*managed) {
     Result<ScopeSettings> parsed = parse_file(**managed, Scope::kManaged, sources.managed_file);
-    if (!parsed) return Error{parsed.error()};
+    if (!parsed) return parsed.failure();
     scopes.emplace_back(Scope::kManaged, std::move(*parsed));
     files.push_back({sources.managed_file, Scope::kManaged});
   }
   std::vector<std::string> trusted;
   Result<std::optional<std::string>> user = read_plain(sources.user_file);
-  if (!user) return Error{user.error()};
+  if (!user) return user.failure();
   if (*user) {
     Result<ScopeSettings> parsed = parse_file(**user, Scope::kUser, sources.user_file);
-    if (!parsed) return Error{parsed.error()};
+    if (!parsed) return parsed.failure();
     trusted = parsed->trusted_projects;
     scopes.emplace_back(Scope::kUser, std::move(*parsed));
     files.push_back({real_or_same(sources.user_file), Scope::kUser});
@@ -342,7 +346,7 @@ Result<Settings> load_settings(const Sources& sources, const ScopeSettings* call
                     "to it that leads out of a trusted project cannot be detected; pass --cwd "
                     "or PWD");
   Result<ProjectSearch> searched = find_project(sources.cwd, trusted);
-  if (!searched) return Error{searched.error()};
+  if (!searched) return searched.failure();
   const ProjectSearch& project = *searched;
   for (const std::string& file : project.ignored) {
     const std::string dir = file.substr(0, file.size() - kProjectFile.size() - 1);
@@ -356,10 +360,10 @@ Result<Settings> load_settings(const Sources& sources, const ScopeSettings* call
   if (project.trusted) {
     const std::string path = policy::path::join(*project.root, std::string(kProjectFile));
     Result<std::optional<std::string>> text = read_plain(path);
-    if (!text) return Error{text.error()};
+    if (!text) return text.failure();
     if (*text) {
       Result<ScopeSettings> parsed = parse_file(**text, Scope::kProject, path);
-      if (!parsed) return Error{parsed.error()};
+      if (!parsed) return parsed.failure();
       scopes.emplace_back(Scope::kProject, std::move(*parsed));
       files.push_back({real_or_same(path), Scope::kProject});
     }
@@ -368,7 +372,7 @@ Result<Settings> load_settings(const Sources& sources, const ScopeSettings* call
   Result<Settings> merged = merge_settings(scopes);
   if (!merged) return merged;
   Result<std::vector<std::string>> absent = absent_files(sources, trusted);
-  if (!absent) return Error{absent.error()};
+  if (!absent) return absent.failure();
   merged->absent_files = std::move(*absent);
   merged->guarded_dirs = guarded_dirs(trusted);
   merged->guarded_files = guarded_files(trusted, files);

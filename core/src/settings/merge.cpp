@@ -79,12 +79,13 @@ Status check_writable_ceiling(const std::vector<std::string>& ceiling, const Pol
     return Error{lock_error("writable_roots",
                             from + " asks for a " + std::string(to_string(policy.filesystem.kind)) +
                                 " filesystem (write everywhere); writable roots allowed: " +
-                                joined(ceiling))};
+                                joined(ceiling)),
+                 ErrorKind::refused};
   for (const PolicyEntry& entry : policy.filesystem.entries) {
     if (entry.access != Access::kWrite || inside(entry.path)) continue;
     return Error{lock_error("writable_roots", from + " asks to write \"" + entry.path +
-                                                  "\"; writable roots allowed: " +
-                                                  joined(ceiling))};
+                                                  "\"; writable roots allowed: " + joined(ceiling)),
+                 ErrorKind::refused};
   }
   return {};
 }
@@ -95,14 +96,16 @@ Status check_domain_ceiling(const std::vector<std::string>& ceiling, const Polic
     return Error{lock_error("allowed_domains", from +
                                                    " asks for network mode enabled (every "
                                                    "domain); domains allowed: " +
-                                                   joined(ceiling))};
+                                                   joined(ceiling)),
+                 ErrorKind::refused};
   if (policy.network.mode != NetworkMode::kProxy) return {};
   for (const std::string& domain : policy.network.allowed_domains) {
     if (std::any_of(ceiling.begin(), ceiling.end(),
                     [&](const std::string& c) { return domain_covered(domain, c); }))
       continue;
     return Error{lock_error("allowed_domains", from + " allows the domain \"" + domain +
-                                                   "\"; domains allowed: " + joined(ceiling))};
+                                                   "\"; domains allowed: " + joined(ceiling)),
+                 ErrorKind::refused};
   }
   return {};
 }
@@ -114,18 +117,20 @@ Status check_policy_locks(const Locks& locks, const Policy& policy,
     for (const std::string& preset : presets) {
       if (!contains(*locks.presets, preset))
         return Error{lock_error("presets", from + " asks for the preset " + preset +
-                                               "; presets allowed: " + joined(*locks.presets))};
+                                               "; presets allowed: " + joined(*locks.presets)),
+                     ErrorKind::refused};
     }
   }
   if (locks.filesystem_kinds && !contains(*locks.filesystem_kinds, policy.filesystem.kind))
     return Error{lock_error("filesystem_kinds",
                             from + " asks for a " + std::string(to_string(policy.filesystem.kind)) +
-                                " filesystem; kinds allowed: " + names(*locks.filesystem_kinds))};
+                                " filesystem; kinds allowed: " + names(*locks.filesystem_kinds)),
+                 ErrorKind::refused};
   if (locks.network_modes && !contains(*locks.network_modes, policy.network.mode))
-    return Error{lock_error("network_modes",
-                            from + " asks for network mode " +
-                                std::string(to_string(policy.network.mode)) +
-                                "; modes allowed: " + names(*locks.network_modes))};
+    return Error{lock_error("network_modes", from + " asks for network mode " +
+                                                 std::string(to_string(policy.network.mode)) +
+                                                 "; modes allowed: " + names(*locks.network_modes)),
+                 ErrorKind::refused};
   if (locks.writable_roots) {
     Status status = check_writable_ceiling(*locks.writable_roots, policy, from);
     if (!status) return status;
@@ -141,14 +146,16 @@ Status check_policy_locks(const Locks& locks, const Policy& policy,
 Status check_escape_hatch(const Locks& locks, Scope scope, const ScopeSettings& settings) {
   if (locks.allow_unsandboxed.value_or(true)) return {};
   if (settings.allow_unsandboxed.value_or(false))
-    return Error{lock_error("allow_unsandboxed", who(scope) + " set allow_unsandboxed: true")};
+    return Error{lock_error("allow_unsandboxed", who(scope) + " set allow_unsandboxed: true"),
+                 ErrorKind::refused};
   if (settings.sandbox == SandboxPreference::kForbid)
-    return Error{lock_error("allow_unsandboxed", who(scope) + " set sandbox: forbid")};
+    return Error{lock_error("allow_unsandboxed", who(scope) + " set sandbox: forbid"),
+                 ErrorKind::refused};
   if (!settings.excluded_commands.empty())
-    return Error{lock_error("allow_unsandboxed",
-                            who(scope) + " lists excluded_commands (\"" +
-                                settings.excluded_commands.front() +
-                                "\"), which would run without a sandbox")};
+    return Error{lock_error("allow_unsandboxed", who(scope) + " lists excluded_commands (\"" +
+                                                     settings.excluded_commands.front() +
+                                                     "\"), which would run without a sandbox"),
+                 ErrorKind::refused};
   return {};
 }
 
@@ -179,9 +186,9 @@ Result<Policy> with_mandatory_denies(const Locks& locks, Policy policy) {
                                             : PolicyEntry{item, "", Access::kDeny});
   }
   Result<Policy> valid = validate_policy(denies);
-  if (!valid) return Error{"the administrator's lock /locks/deny is invalid: " + valid.error()};
+  if (!valid) return valid.failure().prefixed("the administrator's lock /locks/deny is invalid: ");
   Result<Policy> out = widen(policy, *valid);
-  if (!out) return Error{"cannot add the administrator's deny entries: " + out.error()};
+  if (!out) return out.failure().prefixed("cannot add the administrator's deny entries: ");
   out->limits = policy.limits;
   out->environment = policy.environment;
   return out;
@@ -210,12 +217,12 @@ Result<Settings> merge_settings(const std::vector<std::pair<Scope, ScopeSettings
   }
   for (const auto& [scope, file] : scopes) {
     Status hatch = check_escape_hatch(out.locks, scope, file);
-    if (!hatch) return Error{hatch.error()};
+    if (!hatch) return hatch.failure();
     if (file.policy) {
       std::vector<std::string> presets;
       if (file.preset) presets.push_back(*file.preset);
       Status locked = check_policy_locks(out.locks, *file.policy, presets, policy_of(scope));
-      if (!locked) return Error{locked.error()};
+      if (!locked) return locked.failure();
       if (!out.policy) {
         out.policy = Sourced<Policy>{*file.policy, scope};
       } else {
@@ -263,28 +270,31 @@ Result<Decided> decide(const Settings& settings, const Overrides& overrides, Pol
     presets.push_back("workspace-write");
   }
   Status locked = check_policy_locks(locks, policy, presets, policy_of(out.policy_scope));
-  if (!locked) return Error{locked.error()};
+  if (!locked) return locked.failure();
   out.sandbox = overrides.sandbox ? Sourced<SandboxPreference>{*overrides.sandbox,
                                                                Scope::kCommandLine}
                                   : settings.sandbox;
   out.escape_hatch_locked = !locks.allow_unsandboxed.value_or(true);
   out.require_backend_available = locks.require_backend_available.value_or(false);
   if (out.escape_hatch_locked && out.sandbox.value == SandboxPreference::kForbid)
-    return Error{lock_error("allow_unsandboxed",
-                            who(out.sandbox.scope) + " asks for --sandbox forbid")};
+    return Error{
+        lock_error("allow_unsandboxed", who(out.sandbox.scope) + " asks for --sandbox forbid"),
+        ErrorKind::refused};
   if (overrides.allow_unsandboxed && out.escape_hatch_locked)
     return Error{lock_error("allow_unsandboxed",
                             "the caller asks to run without a sandbox when none is available "
-                            "(--allow-unsandboxed)")};
+                            "(--allow-unsandboxed)"),
+                 ErrorKind::refused};
   if (overrides.allow_unsandboxed && out.require_backend_available)
     return Error{lock_error("require_backend_available",
                             "the caller asks to run without a sandbox when none is available "
-                            "(--allow-unsandboxed)")};
+                            "(--allow-unsandboxed)"),
+                 ErrorKind::refused};
   out.allow_unsandboxed = overrides.allow_unsandboxed;
   out.unsandboxed_permitted = settings.allow_unsandboxed.value && !out.escape_hatch_locked;
   for (const auto& pattern : settings.excluded_commands) out.excluded_commands.push_back(pattern.value);
   Result<Policy> final_policy = with_mandatory_denies(locks, std::move(policy));
-  if (!final_policy) return Error{final_policy.error()};
+  if (!final_policy) return final_policy.failure();
   out.policy = std::move(*final_policy);
   if (settings.inside_trusted_project) protect_project_settings(out.policy);
   return out;

@@ -54,7 +54,7 @@ template <typename T, std::size_t N>
 Result<std::vector<T>> read_names(const json::value& value, const std::string& pointer,
                                   const T (&values)[N]) {
   Result<std::vector<std::string>> names = read_strings(value, pointer, "names");
-  if (!names) return Error{names.error()};
+  if (!names) return names.failure();
   std::vector<T> out;
   std::string expected;
   for (const T& item : values) expected += (expected.empty() ? "" : "|") + std::string(to_string(item));
@@ -75,9 +75,11 @@ Result<std::vector<T>> read_names(const json::value& value, const std::string& p
 
 // "/filesystem/x: msg" from parse_policy becomes "/policy/filesystem/x: msg".
 Error policy_error(const std::string& message) {
-  if (message.rfind("/: ", 0) == 0) return Error{"/policy" + message.substr(1)};
-  if (!message.empty() && message.front() == '/') return Error{"/policy" + message};
-  return Error{"/policy: " + message};
+  if (message.rfind("/: ", 0) == 0)
+    return Error{"/policy" + message.substr(1), ErrorKind::invalid_input};
+  if (!message.empty() && message.front() == '/')
+    return Error{"/policy" + message, ErrorKind::invalid_input};
+  return Error{"/policy: " + message, ErrorKind::invalid_input};
 }
 
 Status read_policy(const json::value& value, ScopeSettings& out) {
@@ -105,7 +107,7 @@ Status read_sandbox(const json::value& value, ScopeSettings& out) {
 // path): a relative one would mean a different project from every directory.
 Status read_trusted(const json::value& value, ScopeSettings& out) {
   Result<std::vector<std::string>> dirs = read_strings(value, "/trusted_projects", "directories");
-  if (!dirs) return Error{dirs.error()};
+  if (!dirs) return dirs.failure();
   for (std::size_t i = 0; i < dirs->size(); ++i) {
     if ((*dirs)[i].front() != '/')
       return error_at(child("/trusted_projects", i),
@@ -119,7 +121,7 @@ Status read_lock(std::string_view key, const json::value& value, Locks& locks) {
   const std::string pointer = child("/locks", key);
   if (key == "presets") {
     Result<std::vector<std::string>> names = read_strings(value, pointer, "preset names");
-    if (!names) return Error{names.error()};
+    if (!names) return names.failure();
     for (std::size_t i = 0; i < names->size(); ++i) {
       if (!preset_policy((*names)[i]))
         return error_at(child(pointer, i), "unknown preset " + policy::path::quote((*names)[i]));
@@ -129,23 +131,23 @@ Status read_lock(std::string_view key, const json::value& value, Locks& locks) {
     static constexpr FilesystemKind kKinds[] = {
         FilesystemKind::kRestricted, FilesystemKind::kUnrestricted, FilesystemKind::kExternal};
     Result<std::vector<FilesystemKind>> kinds = read_names(value, pointer, kKinds);
-    if (!kinds) return Error{kinds.error()};
+    if (!kinds) return kinds.failure();
     locks.filesystem_kinds = std::move(*kinds);
   } else if (key == "network_modes") {
     static constexpr NetworkMode kModes[] = {NetworkMode::kRestricted, NetworkMode::kProxy,
                                              NetworkMode::kEnabled};
     Result<std::vector<NetworkMode>> modes = read_names(value, pointer, kModes);
-    if (!modes) return Error{modes.error()};
+    if (!modes) return modes.failure();
     locks.network_modes = std::move(*modes);
   } else if (key == "writable_roots" || key == "allowed_domains" || key == "deny") {
     Result<std::vector<std::string>> items = read_strings(value, pointer, "strings");
-    if (!items) return Error{items.error()};
+    if (!items) return items.failure();
     if (key == "writable_roots") locks.writable_roots = std::move(*items);
     if (key == "allowed_domains") locks.allowed_domains = std::move(*items);
     if (key == "deny") locks.deny = std::move(*items);
   } else if (key == "allow_unsandboxed" || key == "require_backend_available") {
     Result<bool> flag = read_bool(value, pointer);
-    if (!flag) return Error{flag.error()};
+    if (!flag) return flag.failure();
     (key == "allow_unsandboxed" ? locks.allow_unsandboxed : locks.require_backend_available) =
         *flag;
   } else {
@@ -186,14 +188,14 @@ Status read_member(std::string_view key, const json::value& value, Scope scope,
   if (key == "sandbox") return read_sandbox(value, out);
   if (key == "allow_unsandboxed") {
     Result<bool> flag = read_bool(value, "/allow_unsandboxed");
-    if (!flag) return Error{flag.error()};
+    if (!flag) return flag.failure();
     out.allow_unsandboxed = *flag;
     return {};
   }
   if (key == "excluded_commands") {
     Result<std::vector<std::string>> patterns =
         read_strings(value, "/excluded_commands", "command patterns");
-    if (!patterns) return Error{patterns.error()};
+    if (!patterns) return patterns.failure();
     out.excluded_commands = std::move(*patterns);
     return {};
   }
@@ -239,13 +241,13 @@ Result<ScopeSettings> parse_settings(std::string_view text, Scope scope) {
   try {
     // One level more than a policy: the policy sits under "/policy".
     Result<json::value> document = policy::strict::parse_strict(text, kMaxPolicyDepth + 1);
-    if (!document) return Error{document.error()};
+    if (!document) return document.failure();
     if (!document->is_object()) return type_error(*document, "", "an object");
     ScopeSettings out;
     for (const auto& member : document->get_object()) {
       Status status = read_member(std::string_view(member.key().data(), member.key().size()),
                                   member.value(), scope, out);
-      if (!status) return Error{status.error()};
+      if (!status) return status.failure();
     }
     return out;
   } catch (const std::exception& e) {

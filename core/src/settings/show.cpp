@@ -80,7 +80,7 @@ Result<json::object> read_user_object(const std::string& user_file) {
     return Error{"the user settings " + user_file + " are invalid: " + checked.error() +
                  "; fix them first"};
   Result<json::value> document = policy::strict::parse_strict(text, kMaxPolicyDepth + 1);
-  if (!document) return Error{document.error()};
+  if (!document) return document.failure();
   return document->get_object();
 }
 
@@ -165,7 +165,7 @@ Status trust_project(const std::string& user_file, const std::string& directory)
   if (directory.empty() || directory.front() != '/')
     return Error{"'" + directory + "' is not an absolute directory"};
   Result<json::object> document = read_user_object(user_file);
-  if (!document) return Error{document.error()};
+  if (!document) return document.failure();
   json::value& list = (*document)["trusted_projects"];
   if (!list.is_array()) list = json::array{};
   for (const json::value& item : list.get_array()) {

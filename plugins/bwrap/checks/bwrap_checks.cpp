@@ -165,16 +165,16 @@ Status signal_ready(int fd) {
 
 Status verify_mounts_from_fd(int fd) {
   Result<std::string> block = read_and_close(fd);
-  if (!block.ok()) return Error{"--mounts-fd: " + block.error()};
+  if (!block.ok()) return block.failure().prefixed("--mounts-fd: ");
   Result<std::vector<PlannedMount>> planned = parse_planned_mounts(*block);
-  if (!planned.ok()) return Error{"--mounts-fd: " + planned.error()};
+  if (!planned.ok()) return planned.failure().prefixed("--mounts-fd: ");
   const int info = ::open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
   if (info < 0)
     return Error{std::string("cannot open /proc/self/mountinfo: ") + std::strerror(errno)};
   Result<std::string> text = read_and_close(info);
-  if (!text.ok()) return Error{"/proc/self/mountinfo: " + text.error()};
+  if (!text.ok()) return text.failure().prefixed("/proc/self/mountinfo: ");
   Result<std::vector<ActualMount>> actual = parse_mountinfo(*text);
-  if (!actual.ok()) return Error{actual.error()};
+  if (!actual.ok()) return actual.failure();
   return check_mounts(*planned, *actual);
 }
 

@@ -149,7 +149,7 @@ Result<BoundArgv> bind_sources_by_fd(const std::vector<std::string>& argv) {
     Result<int> fd = open_bind_source(source, source == "/dev/null");
     if (!fd.ok()) {
       close_all();
-      return Error{"bwrap: " + fd.error()};
+      return fd.failure().prefixed("bwrap: ");
     }
     out.fds.push_back(*fd);
     out.argv.push_back(argv[i] == "--bind" ? "--bind-fd" : "--ro-bind-fd");

@@ -117,7 +117,7 @@ class BwrapBackend final : public Backend {
       // What was taken before the failure is given back now: the locks, and the mount points
       // this run made (removed when no other run holds them), not left for a later sweep.
       registry.release_and_cleanup();
-      return Error{"bwrap: " + held.error()};
+      return held.failure().prefixed("bwrap: ");
     }
     if (const std::string warning = unrecorded_mount_points_warning(plan, unrecorded);
         !warning.empty())
@@ -139,7 +139,7 @@ class BwrapBackend final : public Backend {
     const ResolvedPolicy& policy = request.policy;
     HostFacts facts;
     Result<std::string> bwrap = find_trusted_bwrap(writable_roots(policy));
-    if (!bwrap.ok()) return Error{bwrap.error()};
+    if (!bwrap.ok()) return bwrap.failure();
     facts.bwrap_path = *bwrap;
     facts.stage2_path = std::string(host().stage2_path());
     Result<std::string> state = ensure_state_dir();
@@ -163,7 +163,7 @@ class BwrapBackend final : public Backend {
     facts.can_mount_proc = *can_mount_proc_;
     if (policy.filesystem_kind == FilesystemKind::kRestricted && !policy.deny_globs.empty()) {
       Result<std::vector<std::string>> matches = expand_deny_globs(policy.deny_globs);
-      if (!matches.ok()) return Error{matches.error()};
+      if (!matches.ok()) return matches.failure();
       facts.glob_matches = *matches;
     }
     std::vector<std::string> paths = paths_of_interest(policy, facts.state_dir);
@@ -179,7 +179,7 @@ class BwrapBackend final : public Backend {
     for (const auto& [link, target] : facts.canonical) append_ancestors(target, target_ancestors);
     gather_path_facts(target_ancestors, facts);
     Result<Translation> translation = translate(request, facts);
-    if (!translation.ok()) return Error{translation.error()};
+    if (!translation.ok()) return translation.failure();
     context.state_dir = facts.state_dir;
     if (request.policy.network.mode == NetworkMode::kEnabled)
       context.network_note = abstract_unix_scope_note();

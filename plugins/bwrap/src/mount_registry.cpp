@@ -646,7 +646,7 @@ Status MountRegistry::acquire(const std::string& state_dir,
   for (const auto& [path, planned] : all) {
     const std::string base = state_dir + "/" + hash_name(path);
     Result<int> fd = lock_shared(base + ".lock");
-    if (!fd.ok()) return Error{fd.error()};
+    if (!fd.ok()) return fd.failure();
     // Made here, under the lock and before bwrap, so the record exists even if sbx is killed.
     // A name the plan found existing is made too if it is gone now: another run's mount point,
     // removed by that run (last out) after this run's plan saw it and before this run took its

@@ -188,7 +188,7 @@ Result<std::string> read_cache_text(const std::string& cache) {
 Result<std::vector<ProbeCheck>> load_cache(const std::string& cache, const std::string& key) {
   if (cache.empty()) return Error{"no cache file"};
   Result<std::string> text = read_cache_text(cache);
-  if (!text.ok()) return Error{text.error()};
+  if (!text.ok()) return text.failure();
   std::istringstream in(*text);
   std::string line;
   if (!std::getline(in, line) || line != key)

@@ -602,7 +602,7 @@ std::vector<std::string> paths_of_interest(const ResolvedPolicy& policy,
 
 Result<Translation> translate(const TransformRequest& request, const HostFacts& facts) {
   Status status = check_supported(request, facts);
-  if (!status.ok()) return Error{status.error()};
+  if (!status.ok()) return status.failure();
   Translation out;
   out.argv.push_back(facts.bwrap_path);
   const std::string no_socket;
@@ -610,7 +610,7 @@ Result<Translation> translate(const TransformRequest& request, const HostFacts& 
                        request.policy.network.mode == NetworkMode::kProxy ? request.proxy_socket
                                                                           : no_socket);
   status = planner.plan(out);
-  if (!status.ok()) return Error{status.error()};
+  if (!status.ok()) return status.failure();
   append_namespaces(request.policy, out);
   append_stage2(request, facts, out);
   if (request.policy.network.mode == NetworkMode::kProxy)

@@ -1337,7 +1337,7 @@ Result<std::shared_ptr<State>> make_state(int listener, UnixSocketRules rules) {
   struct stat launcher{};
   if (!state->rules.launcher.empty() && stat(state->rules.launcher.c_str(), &launcher) == 0)
     state->launcher = Identity{launcher.st_dev, launcher.st_ino};
-  if (Status listed = load_listed(*state); !listed.ok()) return Error{listed.error()};
+  if (Status listed = load_listed(*state); !listed.ok()) return listed.failure();
   return state;
 }
 
@@ -1346,7 +1346,7 @@ Result<std::shared_ptr<State>> make_state(int listener, UnixSocketRules rules) {
 Result<std::unique_ptr<UnixSupervisor>> UnixSupervisor::start(int listener,
                                                                UnixSocketRules rules) {
   Result<std::shared_ptr<State>> state = make_state(listener, std::move(rules));
-  if (!state.ok()) return Error{state.error()};
+  if (!state.ok()) return state.failure();
   std::string error;
   if (!start_thread(**state, std::nullopt, error))
     return Error{"unix-socket supervisor: " + error};
@@ -1356,7 +1356,7 @@ Result<std::unique_ptr<UnixSupervisor>> UnixSupervisor::start(int listener,
 Result<std::unique_ptr<UnixSupervisor>> UnixSupervisor::attach(int listener,
                                                                 UnixSocketRules rules) {
   Result<std::shared_ptr<State>> state = make_state(listener, std::move(rules));
-  if (!state.ok()) return Error{state.error()};
+  if (!state.ok()) return state.failure();
   return std::unique_ptr<UnixSupervisor>(new UnixSupervisor(std::move(*state)));
 }
 

@@ -255,7 +255,7 @@ class LandlockBackend final : public Backend {
       Result<Translation> t =
           translate(request, gather_facts(request, std::string(host().stage2_path()),
                                           mount_table_));
-      if (!t.ok()) return Error{t.error()};
+      if (!t.ok()) return t.failure();
       ExecPlan plan;
       plan.argv = std::move(t->argv);
       plan.cwd = request.cwd;
@@ -276,7 +276,8 @@ class LandlockBackend final : public Backend {
   Result<ExitStatus> exec(const ExecPlan& plan, const RunContext& run) override {
     try {
       Result<stage2::LandlockLaunch> launch = stage2::parse_landlock_argv(plan.argv);
-      if (!launch.ok()) return Error{"landlock: the plan is not a Landlock plan: " + launch.error()};
+      if (!launch.ok())
+        return launch.failure().prefixed("landlock: the plan is not a Landlock plan: ");
       if (!launch->env_environ) return Error{"landlock: the plan does not pass its environment"};
       stage2::LaunchOptions options;
       options.env = plan.env;

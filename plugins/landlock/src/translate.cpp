@@ -173,7 +173,7 @@ Result<bool> add_filesystem(const ResolvedPolicy& policy, const HostFacts& facts
   for (const PathRule& rule : policy.rules) {
     if (!is_grant(rule)) continue;
     Status s = splitter.grant(rule_kind(rule), rule.path);
-    if (!s.ok()) return Error{s.error()};
+    if (!s.ok()) return s.failure();
   }
   if (policy.platform_defaults_readable) {
     for (const std::string& path : minimal_paths()) add(t, "read", path);
@@ -298,7 +298,7 @@ Result<Translation> translate(const TransformRequest& request, const HostFacts& 
   Translation t;
   t.argv = {stage2_path, "--landlock", "1"};
   Result<bool> split = add_filesystem(request.policy, facts, t);
-  if (!split.ok()) return Error{split.error()};
+  if (!split.ok()) return split.failure();
   // Restricted and proxy network both need TCP rules (ABI 4); without them nothing would stop
   // a direct connection, so the launcher refuses to run below that ABI.
   const bool confined = network.mode != NetworkMode::kEnabled;

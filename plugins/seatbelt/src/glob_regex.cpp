@@ -430,7 +430,7 @@ Result<std::string> glob_to_regex(std::string_view glob) {
     return Error{"deny glob '" + std::string(glob) + "' is not absolute (core resolves globs "
                  "against the cwd before a backend sees them)"};
   auto alternatives = expand_braces(glob);
-  if (!alternatives) return Error{alternatives.error()};
+  if (!alternatives) return alternatives.failure();
   std::vector<std::string> bodies;
   for (std::string alt : *alternatives) {
     // gitignore's trailing `/` means "directories only"; matching files too is a superset.

@@ -77,7 +77,7 @@ Result<std::string> network_section(Context& ctx, const std::vector<std::string>
              std::string(sections::kNetworkSupport);
     case NetworkMode::kProxy: {
       auto ports = proxy_ports(ctx, env);
-      if (!ports) return Error{ports.error()};
+      if (!ports) return ports.failure();
       if (net.allow_local_binding) out += local_binding_rules();
       for (std::uint16_t port : *ports)
         out += "(allow network-outbound (remote ip \"localhost:" + std::to_string(port) + "\"))\n";

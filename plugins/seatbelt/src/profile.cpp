@@ -144,7 +144,7 @@ Result<std::vector<std::string>> glob_regexes(const std::string& glob) {
   std::vector<std::string> out;
   for (const std::string& spelling : {glob, macos_canonical_path(glob)}) {
     auto regex = glob_to_regex(spelling);
-    if (!regex) return Error{regex.error()};
+    if (!regex) return regex.failure();
     if (std::find(out.begin(), out.end(), *regex) == out.end()) out.push_back(*regex);
   }
   return out;
@@ -155,7 +155,7 @@ Result<std::string> glob_section(Context& ctx) {
   std::string out = "; Deny globs: no read or write of matching paths or anything below them.\n";
   for (const std::string& glob : ctx.policy.deny_globs) {
     auto regexes = glob_regexes(glob);
-    if (!regexes) return Error{regexes.error()};
+    if (!regexes) return regexes.failure();
     for (const std::string& r : *regexes)
       out += "(deny file-read* file-write* (regex #\"" + r + "\"))\n";
     // A directory on the glob's literal prefix inside a writable root could be renamed to
@@ -361,7 +361,7 @@ Status check_canonical_path(std::string_view path, std::string_view what) {
 
 Result<Profile> build_profile(const ResolvedPolicy& given, const std::vector<std::string>& env,
                               const MacHostFacts& host) {
-  if (auto s = check_policy_paths(given); !s) return Error{s.error()};
+  if (auto s = check_policy_paths(given); !s) return s.failure();
   std::vector<std::string> host_notes;
   const ResolvedPolicy policy = with_user_cache_dir(given, env, host, host_notes);
   Context ctx(policy);
@@ -370,7 +370,7 @@ Result<Profile> build_profile(const ResolvedPolicy& given, const std::vector<std
   text += "\n" + read_section(ctx);
   text += "\n" + write_section(ctx);
   auto network = internal::network_section(ctx, env);
-  if (!network) return Error{network.error()};
+  if (!network) return network.failure();
   text += "\n" + *network;
   const bool full_reads = !restricted(policy) || !reads_restricted(policy);
   if (full_reads) text += "\n" + std::string(sections::kPreferences);
@@ -380,7 +380,7 @@ Result<Profile> build_profile(const ResolvedPolicy& given, const std::vector<std
     if (!denies.empty()) text += "\n" + denies;
   }
   auto globs = glob_section(ctx);
-  if (!globs) return Error{globs.error()};
+  if (!globs) return globs.failure();
   if (!globs->empty()) text += "\n" + *globs;
   const std::string guards = guard_section(ctx);
   if (!guards.empty()) text += "\n" + guards;
@@ -403,7 +403,7 @@ Result<ExecPlan> build_exec_plan(const TransformRequest& request, const MacHostF
   if (request.argv.front().empty() || request.argv.front().front() != '/')
     return Error{"seatbelt: the command path '" + request.argv.front() + "' is not absolute"};
   auto profile = build_profile(request.policy, request.env, host);
-  if (!profile) return Error{"seatbelt: " + profile.error()};
+  if (!profile) return profile.failure().prefixed("seatbelt: ");
   ExecPlan plan;
   plan.argv = sandbox_exec_argv(*profile, request.argv);
   plan.env = request.env;

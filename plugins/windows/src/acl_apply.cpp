@@ -14,7 +14,7 @@ std::string parent_dir(const std::string& path) {
 Status ensure_directory(const std::string& path, DaclHost& host,
                         std::vector<std::string>& created, AclApplyStats& stats) {
   Result<bool> present = host.exists(path);
-  if (!present.ok()) return Error{present.error()};
+  if (!present.ok()) return present.failure();
   if (*present) return {};
   // Missing parents first, so the protected name cannot be created by the command either.
   if (const std::string parent = parent_dir(path); !parent.empty()) {
@@ -22,7 +22,7 @@ Status ensure_directory(const std::string& path, DaclHost& host,
       return status;
   }
   Result<bool> made = host.create_directory(path);
-  if (!made.ok()) return Error{made.error()};
+  if (!made.ok()) return made.failure();
   if (*made) {
     created.push_back(path);
     ++stats.created;
@@ -36,7 +36,7 @@ Status apply_one(const Ace& ace, DaclHost& host, AclApplyStats& stats) {
   Status result;
   Result<bool> present = host.has_ace(ace);
   if (!present.ok()) {
-    result = Error{present.error()};
+    result = present.failure();
   } else if (*present) {
     ++stats.skipped;
   } else {
@@ -55,10 +55,10 @@ Result<AclApplyStats> apply_acl_plan(const std::vector<std::string>& create_dirs
   AclApplyStats stats;
   for (const std::string& dir : create_dirs) {
     if (Status status = ensure_directory(dir, host, created, stats); !status.ok())
-      return Error{status.error()};
+      return status.failure();
   }
   for (const Ace& ace : aces) {
-    if (Status status = apply_one(ace, host, stats); !status.ok()) return Error{status.error()};
+    if (Status status = apply_one(ace, host, stats); !status.ok()) return status.failure();
   }
   return stats;
 }

@@ -49,7 +49,7 @@ class WindowsBackend final : public Backend {
   Result<ExecPlan> transform(const TransformRequest& request) const override {
     try {
       Result<WindowsPlan> plan = build_plan(request);
-      if (!plan.ok()) return Error{plan.error()};
+      if (!plan.ok()) return plan.failure();
       return to_exec_plan(*plan);
     } catch (const std::exception& e) {
       return Error{std::string("windows backend: transform failed: ") + e.what()};
@@ -60,7 +60,7 @@ class WindowsBackend final : public Backend {
 #ifdef _WIN32
     try {
       Result<WindowsPlan> plan = from_exec_plan(exec_plan);
-      if (!plan.ok()) return Error{plan.error()};
+      if (!plan.ok()) return plan.failure();
       const HostServices& services = host();
       return win32::run(
           *plan,

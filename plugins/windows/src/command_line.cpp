@@ -77,7 +77,7 @@ std::string quote_argument(std::string_view argument) {
 
 Result<std::string> quote_program(std::string_view program) {
   if (program.empty()) return Error{"argv[0] is empty: name the program by its absolute path"};
-  if (Status status = check_element(program, 0); !status.ok()) return Error{status.error()};
+  if (Status status = check_element(program, 0); !status.ok()) return status.failure();
   if (program.find('"') != std::string_view::npos)
     return Error{"argv[0] contains a double quote: Windows reads the program name without "
                  "escapes, so it cannot be represented (Windows file names cannot contain '\"')"};
@@ -92,12 +92,12 @@ Result<std::string> build_command_line(const std::vector<std::string>& argv) {
   if (!program.ok()) return program;
   std::string line = std::move(*program);
   for (std::size_t i = 1; i < argv.size(); ++i) {
-    if (Status status = check_element(argv[i], i); !status.ok()) return Error{status.error()};
+    if (Status status = check_element(argv[i], i); !status.ok()) return status.failure();
     line += ' ';
     line += quote_argument(argv[i]);
   }
   Result<std::u16string> wide = utf8_to_utf16(line);
-  if (!wide.ok()) return Error{wide.error()};
+  if (!wide.ok()) return wide.failure();
   if (wide->size() > kMaxCommandLineUnits)
     return Error{"the command line is " + std::to_string(wide->size()) +
                  " UTF-16 units long; CreateProcessW accepts at most " +

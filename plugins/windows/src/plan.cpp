@@ -183,7 +183,7 @@ std::vector<std::string> sorted_by_depth(const std::set<std::string>& paths) {
 Status emit_filesystem(FilesystemPlanner& planner, WindowsPlan& plan, bool& drive_relative) {
   const auto convert = [&](const std::string& path) -> Result<std::string> {
     Result<WindowsPath> converted = to_windows_path(path);
-    if (!converted.ok()) return Error{std::string(kWho) + converted.error()};
+    if (!converted.ok()) return converted.failure().prefixed(kWho);
     drive_relative = drive_relative || !converted->fully_qualified;
     return converted->path;
   };
@@ -230,7 +230,7 @@ Status plan_command(const TransformRequest& request, WindowsPlan& plan, bool& dr
   plan.argv = request.argv;
   plan.argv[0] = program->path;
   Result<std::string> line = build_command_line(plan.argv);
-  if (!line.ok()) return Error{std::string(kWho) + line.error()};
+  if (!line.ok()) return line.failure().prefixed(kWho);
   plan.command_line = std::move(*line);
   Result<WindowsPath> cwd = to_windows_path(request.cwd);
   if (!cwd.ok()) return Error{std::string(kWho) + "cwd: " + cwd.error()};
@@ -365,7 +365,7 @@ CapabilitySet windows_capabilities() {
 
 Result<WindowsPlan> build_plan(const TransformRequest& request) {
   const ResolvedPolicy& policy = request.policy;
-  if (Status status = check_enforceable(policy); !status.ok()) return Error{status.error()};
+  if (Status status = check_enforceable(policy); !status.ok()) return status.failure();
   WindowsPlan plan;
   plan.token = token_for(policy.filesystem_kind);
   bool drive_relative = false;
@@ -373,14 +373,14 @@ Result<WindowsPlan> build_plan(const TransformRequest& request) {
     FilesystemPlanner planner(policy);
     planner.plan();
     if (Status status = emit_filesystem(planner, plan, drive_relative); !status.ok())
-      return Error{status.error()};
+      return status.failure();
   }
   if (Status status = plan_command(request, plan, drive_relative); !status.ok())
-    return Error{status.error()};
+    return status.failure();
   std::vector<std::string> env_in = request.env;
   if (policy.filesystem_kind == FilesystemKind::kRestricted) plan_temp(policy, env_in, plan);
   Result<std::vector<std::string>> env = windows_environment(env_in);
-  if (!env.ok()) return Error{std::string(kWho) + env.error()};
+  if (!env.ok()) return env.failure().prefixed(kWho);
   plan.env = std::move(*env);
   add_general_info(policy, drive_relative, plan);
   return plan;

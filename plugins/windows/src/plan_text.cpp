@@ -163,7 +163,7 @@ Result<WindowsPlan> from_exec_plan(const ExecPlan& exec_plan) {
   plan.env = exec_plan.env;
   plan.cwd = exec_plan.cwd;
   Result<std::string> line = build_command_line(plan.argv);
-  if (!line.ok()) return Error{"windows backend: " + line.error()};
+  if (!line.ok()) return line.failure().prefixed("windows backend: ");
   plan.command_line = std::move(*line);
   return plan;
 }

@@ -86,14 +86,12 @@ Result<WindowsPath> to_windows_path(std::string_view generic) {
                    "expected 'X:/...'"};
     std::string out = {upper(generic[0]), ':', '\\'};
     if (generic.size() == 3) return WindowsPath{out, true};
-    if (Status s = append_components(generic.substr(3), generic, out); !s.ok())
-      return Error{s.error()};
+    if (Status s = append_components(generic.substr(3), generic, out); !s.ok()) return s.failure();
     return WindowsPath{out, true};
   }
   if (generic.starts_with("//")) {
     std::string out = "\\\\";
-    if (Status s = append_components(generic.substr(2), generic, out); !s.ok())
-      return Error{s.error()};
+    if (Status s = append_components(generic.substr(2), generic, out); !s.ok()) return s.failure();
     // A UNC path needs at least \\server\share.
     if (out.find('\\', 2) == std::string::npos)
       return Error{"path " + quoted(generic) + " names a server but no share"};
@@ -102,8 +100,7 @@ Result<WindowsPath> to_windows_path(std::string_view generic) {
   if (generic.starts_with("/")) {
     std::string out = "\\";
     if (generic.size() == 1) return WindowsPath{out, false};
-    if (Status s = append_components(generic.substr(1), generic, out); !s.ok())
-      return Error{s.error()};
+    if (Status s = append_components(generic.substr(1), generic, out); !s.ok()) return s.failure();
     return WindowsPath{out, false};
   }
   return Error{"path " + quoted(generic) + " is not absolute"};

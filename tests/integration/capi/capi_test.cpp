@@ -71,6 +71,34 @@ TEST(CApi, BadInputGivesPreciseErrors) {
   EXPECT_EQ(call.error, "stderr_text is NULL but stderr_len is not 0");
 }
 
+// Each kind libsbx reports, through sbx_error_kind; NULL reads as host_failure.
+TEST(CApi, ErrorKinds) {
+  EXPECT_EQ(sbx_error_kind(nullptr), SBX_ERROR_HOST_FAILURE);
+  sbx_error* error = nullptr;
+  Call call = take(sbx_should_sandbox(nullptr, nullptr, &error), &error);
+  EXPECT_EQ(call.kind, SBX_ERROR_INVALID_INPUT) << call.error;
+  call = take(sbx_should_sandbox(R"({"version":1,"filesystem":{"kind":"nope"}})", "auto", &error),
+              &error);
+  EXPECT_EQ(call.kind, SBX_ERROR_INVALID_INPUT) << call.error;
+  call = take(sbx_should_sandbox(kWorkspace, "sometimes", &error), &error);
+  EXPECT_EQ(call.kind, SBX_ERROR_INVALID_INPUT) << call.error;
+  // A policy with deny entries never runs unsandboxed: --sandbox forbid is refused.
+  call = take(sbx_should_sandbox(kDeny, "forbid", &error), &error);
+  EXPECT_EQ(call.kind, SBX_ERROR_REFUSED) << call.error;
+  // A manager whose only backend does not exist: a sandbox is wanted, none can enforce it.
+  sbx_manager* none = sbx_manager_new("no-such-backend", &error);
+  ASSERT_NE(none, nullptr) << sbx_error_message(error);
+  TempDir dir;
+  const char* argv[] = {"true", nullptr};
+  call = take(sbx_transform(none, kWorkspace, dir.path().c_str(), argv, nullptr, &error), &error);
+  EXPECT_EQ(call.kind, SBX_ERROR_UNAVAILABLE) << call.error;
+  // sbx_exec reports the same refusal in its report, with the kind's name.
+  call = take(sbx_exec(none, kWorkspace, dir.path().c_str(), argv, nullptr, 0, &error), &error);
+  ASSERT_TRUE(call.ok) << call.error;
+  EXPECT_EQ(json::parse(call.text).at("error_kind").as_string(), "unavailable") << call.text;
+  sbx_manager_free(none);
+}
+
 TEST(CApi, ShouldSandboxAndForbidWithDeny) {
   sbx_error* error = nullptr;
   Call call = take(sbx_should_sandbox(kWorkspace, nullptr, &error), &error);

@@ -153,6 +153,8 @@ TEST(RunTest, DenyPolicyNeverRunsUnsandboxedEvenWhenAllowed) {
   EXPECT_FALSE(run.report.allow_unsandboxed_used);
   EXPECT_EQ(run.exit_code(), kExitSbxFailure);
   EXPECT_EQ(warned, 0);
+  // The override was given and the policy's rule refused it.
+  EXPECT_EQ(run.kind, ErrorKind::refused) << run.error;
 }
 
 TEST(RunTest, ProxyPolicyNeverRunsUnsandboxedEvenWhenAllowed) {
@@ -175,6 +177,7 @@ TEST(RunTest, OtherPolicyRunsUnsandboxedOnlyWhenAllowedAndSaysSoFirst) {
   const RunOutcome refused =
       run_command(request_for(kWorkspace, {"/bin/sh", "-c", "exit 3"}), backends);
   EXPECT_EQ(refused.stop, RunStop::kNoBackend);
+  EXPECT_EQ(refused.kind, ErrorKind::unavailable) << refused.error;
   EXPECT_FALSE(refused.never_unsandboxed.has_value());
   EXPECT_FALSE(refused.report.exit.has_value());
 
@@ -202,8 +205,60 @@ TEST(RunTest, CommandNotFoundExits127AndRunsNothing) {
   const RunOutcome run =
       run_command(request_for(kWorkspace, {"sbx-no-such-command-anywhere"}), backends);
   EXPECT_EQ(run.stop, RunStop::kCommandNotFound);
+  EXPECT_EQ(run.kind, ErrorKind::invalid_input) << run.error;
   EXPECT_EQ(run.exit_code(), kExitNotFound);
   EXPECT_EQ(backends.all_calls, 0) << "no backend is needed for a command that does not exist";
+}
+
+// A plugin whose transform or exec fails, with a kind of its own choosing.
+class FailingBackend final : public Backend {
+ public:
+  explicit FailingBackend(bool transform_fails)
+      : Backend(HostServices(nullptr)), transform_fails_(transform_fails) {}
+  ProbeReport probe(const ProbeContext&) override {
+    ProbeReport report;
+    report.available = true;
+    report.summary = "failing fake";
+    report.capabilities = every_capability();
+    return report;
+  }
+  Result<ExecPlan> transform(const TransformRequest& request) const override {
+    if (transform_fails_) return Error{"cannot plan this", ErrorKind::invalid_input};
+    return ExecPlan{{"/usr/bin/fake-wrapper"}, request.env, request.cwd, {}};
+  }
+  Result<ExitStatus> exec(const ExecPlan&) override {
+    return Error{"cannot run this", ErrorKind::refused};
+  }
+
+ private:
+  bool transform_fails_;
+};
+
+// What a plugin returns is the backend's failure, whatever kind it said (an older plugin says
+// none): core labels it where it receives it. The other stops carry their own kinds.
+TEST(RunTest, StopsCarryTheirErrorKinds) {
+  for (const bool transform_fails : {true, false}) {
+    std::vector<LoadedPlugin> plugins;
+    plugins.push_back({"failing", "1.0", "fake", "/fake/failing.so",
+                       std::make_shared<FailingBackend>(transform_fails)});
+    const PluginRegistry registry = PluginRegistry::from_plugins(std::move(plugins), {});
+    const Manager manager(registry, {});
+    CountingBackends backends(manager, nullptr);
+    const RunOutcome run = run_command(request_for(kWorkspace, {"/bin/true"}), backends);
+    EXPECT_EQ(run.stop, transform_fails ? RunStop::kPlanRefused : RunStop::kRunFailed);
+    EXPECT_EQ(run.kind, ErrorKind::backend_failure) << run.error;
+    EXPECT_THAT(run.error, HasSubstr(transform_fails ? "cannot plan this" : "cannot run this"));
+  }
+  const PluginRegistry registry = registry_of({{"fake", true}});
+  const Manager manager(registry, {});
+  CountingBackends backends(manager, nullptr);
+  RunRequest forbid = request_for(kDenySsh, {"/bin/true"});
+  forbid.preference = SandboxPreference::kForbid;
+  const RunOutcome refused = run_command(std::move(forbid), backends);
+  EXPECT_EQ(refused.stop, RunStop::kInvalidRequest);
+  EXPECT_EQ(refused.kind, ErrorKind::refused) << refused.error;
+  const RunOutcome empty = run_command(request_for(kWorkspace, {}), backends);
+  EXPECT_EQ(empty.kind, ErrorKind::invalid_input) << empty.error;
 }
 
 TEST(RunTest, DebugAndDryRunMakeTheSamePlan) {

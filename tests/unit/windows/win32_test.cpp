@@ -191,7 +191,7 @@ Result<ExitStatus> run_exit(TransformRequest request, int code) {
                   "exit " + std::to_string(code)};
   request.env = {"SystemRoot=C:\\windows"};
   Result<ExecPlan> plan = loaded.backend->transform(request);
-  if (!plan.ok()) return Error{plan.error()};
+  if (!plan.ok()) return plan.failure();
   Result<ExitStatus> status = loaded.backend->exec(*plan, RunContext(nullptr));
   loaded.descriptor->destroy(loaded.backend);
   return status;
@@ -223,7 +223,7 @@ Result<ExitStatus> run_script(TransformRequest request, const std::string& scrip
   request.env = std::move(env);
   request.env.push_back("SystemRoot=C:\\windows");
   Result<ExecPlan> plan = loaded.backend->transform(request);
-  if (!plan.ok()) return Error{plan.error()};
+  if (!plan.ok()) return plan.failure();
   Result<ExitStatus> status = loaded.backend->exec(*plan, RunContext(nullptr));
   loaded.descriptor->destroy(loaded.backend);
   return status;

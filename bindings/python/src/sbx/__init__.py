@@ -11,7 +11,10 @@ A typed binding of libsbx's C API (sbx/sbx.h) through ctypes; it needs libsbx in
             ...  # ask the user for more access (s.widen / s.approve), don't retry blindly
 
 Every call returns parsed JSON (see sbx.types) or text, and raises SbxError with libsbx's
-message (what was wrong and what to do) on failure. The GIL is released while libsbx works, so
+message (what was wrong and what to do) on failure: a subclass per kind of failure
+(InvalidInputError, RefusedError, UnavailableError, BackendFailureError, HostFailureError,
+TimedOutError, CancelledError), whose .kind is the name the C API, the CLI's --json
+"error_kind" and the Node binding use. The GIL is released while libsbx works, so
 a thread can run exec() while others continue.
 """
 import ctypes
@@ -24,7 +27,9 @@ from typing import Any, List, Optional, Sequence, Union, cast
 from .types import (Approval, BackendsReport, Decision, Denial, ExecReport, Explanation, Plan,
                     Policy, Preference)
 
-__all__ = ["Sbx", "SbxError", "find_library", "EXEC_ALLOW_UNSANDBOXED", "EXEC_CAPTURE_STDERR",
+__all__ = ["Sbx", "SbxError", "InvalidInputError", "RefusedError", "UnavailableError",
+           "BackendFailureError", "HostFailureError", "TimedOutError", "CancelledError",
+           "ERROR_KINDS", "find_library", "EXEC_ALLOW_UNSANDBOXED", "EXEC_CAPTURE_STDERR",
            "Approval", "BackendsReport", "Decision", "Denial", "ExecReport", "Explanation", "Plan",
            "Policy", "Preference"]
 __version__ = "0.1.0"
@@ -36,7 +41,67 @@ EXEC_CAPTURE_STDERR = 1 << 1
 
 
 class SbxError(Exception):
-    """An error reported by libsbx; str(error) is libsbx's message."""
+    """An error reported by libsbx, or a bad argument to it; str(error) is the message (what was
+    wrong and what to do), .kind what sort of failure it is (one of ERROR_KINDS). Raised as the
+    subclass of its kind; catch SbxError for all of them."""
+
+    kind = "host_failure"
+
+
+class InvalidInputError(SbxError, ValueError):
+    """The caller's input is wrong: a malformed policy, a bad argument (also a ValueError)."""
+
+    kind = "invalid_input"
+
+
+class RefusedError(SbxError):
+    """A lock, setting or policy rule forbids it (e.g. a deny policy never runs unsandboxed)."""
+
+    kind = "refused"
+
+
+class UnavailableError(SbxError):
+    """No backend on this host can enforce what was asked."""
+
+    kind = "unavailable"
+
+
+class BackendFailureError(SbxError):
+    """A backend plugin failed to plan or run the sandbox."""
+
+    kind = "backend_failure"
+
+
+class HostFailureError(SbxError):
+    """The host failed: a file, a syscall, libsbx missing or not loadable."""
+
+    kind = "host_failure"
+
+
+class TimedOutError(SbxError, TimeoutError):
+    """A deadline passed."""
+
+    kind = "timed_out"
+
+
+class CancelledError(SbxError):
+    """The caller cancelled."""
+
+    kind = "cancelled"
+
+
+#: sbx_error_kind's values (sbx/sbx.h), in order, to the class raised for each.
+ERROR_KINDS = {cls.kind: cls for cls in (InvalidInputError, RefusedError, UnavailableError,
+                                         BackendFailureError, HostFailureError, TimedOutError,
+                                         CancelledError)}
+_KIND_BY_VALUE = list(ERROR_KINDS.values())
+
+
+def _error(value: int, message: str) -> SbxError:
+    """The exception for sbx_error_kind's `value`; a kind newer than this binding is a
+    HostFailureError."""
+    cls = _KIND_BY_VALUE[value] if 0 <= value < len(_KIND_BY_VALUE) else HostFailureError
+    return cls(message)
 
 
 _LIBDIRS = ("lib", "lib64", "lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu")
@@ -57,7 +122,8 @@ def find_library(prefix: Optional[str] = None) -> str:
     if prefix:
         found = _in_prefix(prefix)
         if not found:
-            raise SbxError(f"no libsbx.so.* under {prefix}/lib*; pass the installation prefix")
+            raise HostFailureError(f"no libsbx.so.* under {prefix}/lib*; pass the installation "
+                                   "prefix")
         return found
     if os.environ.get("SBX_LIBRARY"):
         return os.environ["SBX_LIBRARY"]
@@ -70,17 +136,19 @@ def find_library(prefix: Optional[str] = None) -> str:
         found = _in_prefix(candidate)
         if found:
             return found
-    raise SbxError("libsbx not found: install sbx (the .deb or cmake --install), or set "
-                   "SBX_LIBRARY to the library file or SBX_PREFIX to the installation prefix")
+    raise HostFailureError("libsbx not found: install sbx (the .deb or cmake --install), or set "
+                           "SBX_LIBRARY to the library file or SBX_PREFIX to the installation "
+                           "prefix")
 
 
 def _c_string(value: str, name: str) -> bytes:
     """`value` as the NUL-terminated UTF-8 libsbx reads. A NUL inside would end the string
     there (ctypes passes the bytes as they are): the caller checked "echo x\\0; rm ..." and
-    libsbx would run "echo x". Refused instead, with ValueError like os.fsencode's."""
+    libsbx would run "echo x". Refused instead: InvalidInputError, a ValueError like
+    os.fsencode's."""
     nul = value.find("\0")
     if nul >= 0:
-        raise ValueError(f"{name} contains a NUL character at index {nul}; libsbx would "
+        raise InvalidInputError(f"{name} contains a NUL character at index {nul}; libsbx would "
                          "cut it there, so it is refused: remove the NUL")
     return value.encode("utf-8")
 
@@ -99,7 +167,7 @@ def _policy(policy: Optional[Policy], name: str = "policy") -> Optional[bytes]:
 
 def _argv(argv: Sequence[str]) -> "ctypes.Array[ctypes.c_char_p]":
     if isinstance(argv, (str, bytes)) or not argv:
-        raise SbxError("argv must be a non-empty list of strings")
+        raise InvalidInputError("argv must be a non-empty list of strings")
     array = (ctypes.c_char_p * (len(argv) + 1))()
     array[:-1] = [_c_string(arg, f"argv[{k}]") for k, arg in enumerate(argv)]
     array[-1] = None
@@ -123,7 +191,13 @@ class Sbx:
                  settings: bool = False, settings_json: Optional[Policy] = None,
                  settings_cwd: Optional[str] = None) -> None:
         self.library_path = library or find_library()
-        self._lib = ctypes.CDLL(self.library_path)
+        try:
+            self._lib = ctypes.CDLL(self.library_path)
+        except OSError as error:
+            raise HostFailureError(
+                f"cannot load libsbx from {self.library_path}: {error}; install sbx (the .deb "
+                "or cmake --install), or set SBX_LIBRARY to the library file or SBX_PREFIX to "
+                "the installation prefix") from error
         self._declare()
         self._backends = backends
         self._settings = settings
@@ -150,15 +224,21 @@ class Sbx:
         lib.sbx_string_free.argtypes, lib.sbx_string_free.restype = [p], None
         lib.sbx_error_message.argtypes, lib.sbx_error_message.restype = [p], s
         lib.sbx_error_free.argtypes, lib.sbx_error_free.restype = [p], None
+        # Older libsbx (before error kinds) has no sbx_error_kind: its errors are host_failure.
+        if hasattr(lib, "sbx_error_kind"):
+            lib.sbx_error_kind.argtypes, lib.sbx_error_kind.restype = [p], i
         lib.sbx_version.argtypes, lib.sbx_version.restype = [], s
 
     # -- plumbing ------------------------------------------------------------------------------
     def _raise(self, error: ctypes.c_void_p) -> None:
         message = "libsbx failed without a message"
+        kind = 4  # SBX_ERROR_HOST_FAILURE
         if error:
             message = self._lib.sbx_error_message(error).decode("utf-8", "replace")
+            if hasattr(self._lib, "sbx_error_kind"):
+                kind = self._lib.sbx_error_kind(error)
             self._lib.sbx_error_free(error)
-        raise SbxError(message)
+        raise _error(kind, message)
 
     def _call(self, name: str, *args: Any) -> str:
         error = ctypes.c_void_p()

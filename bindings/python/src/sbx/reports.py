@@ -36,6 +36,8 @@ class _ExecReportRequired(TypedDict):
     exit: Optional["ExitStatus"]
     #: sbx's own failure or refusal, null when none.
     error: Optional[str]
+    #: The kind of sbx's own failure in `error` (README.md, "Exit status and error kinds"); null when there is none.
+    error_kind: Optional[Literal["invalid_input", "refused", "unavailable", "backend_failure", "host_failure", "timed_out", "cancelled"]]
     #: Protected names (.git, ...) created or changed under the writable roots during a sandboxed run.
     protected_names_created: List[str]
     #: The walk hit its bounds: protected_names_created may be short.

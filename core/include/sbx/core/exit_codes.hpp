@@ -6,11 +6,15 @@
 
 namespace sbx {
 
-// `sbx policy check|widen|approve`: the policy does not validate (or, for check, a run would
-// refuse it here). `sbx exec` refuses the same policy with kExitSbxFailure: any status below
-// 125 from exec is the command's own, and a command may well exit 2.
-inline constexpr int kExitInvalidPolicy = 2;
-// sbx itself failed or refused; the command did not run (or may not have completed).
+// Every verb but `exec`: the caller's input is wrong (ErrorKind::invalid_input: bad usage, a
+// malformed policy or settings file, an unknown preset), and `sbx policy check|widen|approve`
+// for a policy that does not validate (or, for check, one a run would refuse here). `sbx exec`
+// gives kExitSbxFailure for the same input: any status below 125 from exec is the command's
+// own, and a command may well exit 2; its --json report names the kind ("error_kind").
+inline constexpr int kExitInvalidInput = 2;
+inline constexpr int kExitInvalidPolicy = kExitInvalidInput;
+// sbx itself failed or refused (every other ErrorKind: refused, unavailable, backend_failure,
+// host_failure, ...); the command did not run (or may not have completed).
 inline constexpr int kExitSbxFailure = 125;
 // The command exists but cannot be executed.
 inline constexpr int kExitNotExecutable = 126;

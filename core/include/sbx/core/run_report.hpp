@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sbx/core/proxy.hpp"
+#include "sbx/sdk/result.hpp"
 #include "sbx/sdk/types.hpp"
 
 namespace sbx {
@@ -52,6 +53,8 @@ struct RunReport {
   bool dry_run = false;
   std::optional<ExitStatus> exit{};  // nullopt when the command did not run
   std::string error;                 // sbx's own failure, empty when none (JSON null)
+  // What sort of failure `error` is (result.hpp): JSON "error_kind", null when no error.
+  ErrorKind error_kind = kDefaultErrorKind;
   // Protected names created or changed under the writable roots during a sandboxed run
   // (created_names.hpp); empty when nothing was, or the command did not run sandboxed.
   std::vector<std::string> protected_names_created{};

@@ -109,7 +109,7 @@ Win32DaclHost::~Win32DaclHost() {
 
 Result<bool> Win32DaclHost::exists(const std::string& path) {
   Result<std::wstring> w = wide(path);
-  if (!w.ok()) return Error{w.error()};
+  if (!w.ok()) return w.failure();
   if (GetFileAttributesW(w->c_str()) != INVALID_FILE_ATTRIBUTES) return true;
   const DWORD code = GetLastError();
   if (code == ERROR_FILE_NOT_FOUND || code == ERROR_PATH_NOT_FOUND) return false;
@@ -118,7 +118,7 @@ Result<bool> Win32DaclHost::exists(const std::string& path) {
 
 Result<bool> Win32DaclHost::create_directory(const std::string& path) {
   Result<std::wstring> w = wide(path);
-  if (!w.ok()) return Error{w.error()};
+  if (!w.ok()) return w.failure();
   if (!CreateDirectoryW(w->c_str(), nullptr)) {
     // A concurrent run created it first: it exists, and it is that run's to remove.
     if (GetLastError() == ERROR_ALREADY_EXISTS) return false;
@@ -131,7 +131,7 @@ Result<bool> Win32DaclHost::create_directory(const std::string& path) {
 Status Win32DaclHost::lock(const std::string& path) {
   const std::string name = acl_lock_name(path);
   Result<std::wstring> w = wide(name);
-  if (!w.ok()) return Error{w.error()};
+  if (!w.ok()) return w.failure();
   UniqueHandle mutex(CreateMutexW(nullptr, FALSE, w->c_str()));
   if (!mutex) return system_error("windows backend: CreateMutexW('" + name + "')");
   const DWORD waited = WaitForSingleObject(mutex.get(), kLockTimeoutMs);
@@ -157,12 +157,12 @@ void Win32DaclHost::unlock(const std::string& path) {
 
 Result<bool> Win32DaclHost::has_ace(const Ace& ace) {
   Result<std::wstring> path = wide(ace.path);
-  if (!path.ok()) return Error{path.error()};
+  if (!path.ok()) return path.failure();
   Result<DWORD> attributes = attributes_of(*path);
-  if (!attributes.ok()) return Error{attributes.error()};
+  if (!attributes.ok()) return attributes.failure();
   LocalPtr descriptor;
   Result<PACL> dacl = read_dacl(*path, descriptor);
-  if (!dacl.ok()) return Error{dacl.error()};
+  if (!dacl.ok()) return dacl.failure();
   if (*dacl == nullptr)
     return Error{"windows backend: '" + ace.path + "' has a NULL DACL (anyone may write it); "
                  "give it a real ACL first"};
@@ -181,12 +181,12 @@ Result<bool> Win32DaclHost::has_ace(const Ace& ace) {
 
 Status Win32DaclHost::add_ace(const Ace& ace) {
   Result<std::wstring> path = wide(ace.path);
-  if (!path.ok()) return Error{path.error()};
+  if (!path.ok()) return path.failure();
   Result<DWORD> attributes = attributes_of(*path);
-  if (!attributes.ok()) return Error{attributes.error()};
+  if (!attributes.ok()) return attributes.failure();
   LocalPtr descriptor;
   Result<PACL> dacl = read_dacl(*path, descriptor);
-  if (!dacl.ok()) return Error{dacl.error()};
+  if (!dacl.ok()) return dacl.failure();
   // A NULL DACL grants everyone everything; merging into it would replace it with our one ACE
   // and lock the owner out. Refuse instead of guessing.
   if (*dacl == nullptr)
@@ -213,7 +213,7 @@ bool Win32DaclHost::remove_if_empty(const std::string& path) {
 Result<bool> writable_by(const std::wstring& path, PSID sid, PSID everyone) {
   LocalPtr descriptor;
   Result<PACL> dacl = read_dacl(path, descriptor);
-  if (!dacl.ok()) return Error{dacl.error()};
+  if (!dacl.ok()) return dacl.failure();
   if (*dacl == nullptr) return true;  // a NULL DACL lets anyone do anything
   constexpr DWORD kWriting = FILE_WRITE_DATA | FILE_APPEND_DATA | FILE_WRITE_EA |
                              FILE_WRITE_ATTRIBUTES | DELETE | WRITE_DAC | WRITE_OWNER |
@@ -235,7 +235,7 @@ Result<bool> writable_by(const std::wstring& path, PSID sid, PSID everyone) {
 
 Status PathHolds::hold(const std::string& path) {
   Result<std::wstring> w = wide(path);
-  if (!w.ok()) return Error{w.error()};
+  if (!w.ok()) return w.failure();
   // No FILE_SHARE_DELETE: while this handle is open nobody (the command, another run's
   // cleanup) can rename or remove the directory. Reparse points are opened as themselves.
   UniqueHandle handle(CreateFileW(w->c_str(), FILE_READ_ATTRIBUTES,

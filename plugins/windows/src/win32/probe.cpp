@@ -9,9 +9,9 @@ ProbeCheck token_check() {
   ProbeCheck check{"restricted_token", CheckStatus::kFail, "", ""};
   Result<UniqueHandle> base = open_own_token();
   Result<std::string> user =
-      base.ok() ? user_sid_string(base->get()) : Result<std::string>(Error{base.error()});
+      base.ok() ? user_sid_string(base->get()) : Result<std::string>(base.failure());
   Result<RunSids> sids = user.ok() ? make_run_sids(base->get(), capability_sid_for(*user, {}))
-                                   : Result<RunSids>(Error{user.error()});
+                                   : Result<RunSids>(user.failure());
   if (!sids.ok()) {
     check.observed = sids.error();
     check.remedy = "run sbx as an ordinary interactive user";

@@ -10,7 +10,7 @@ Result<std::wstring> environment_block(const std::vector<std::string>& env) {
   std::wstring block;
   for (const std::string& entry : env) {
     Result<std::wstring> w = wide(entry);
-    if (!w.ok()) return Error{w.error()};
+    if (!w.ok()) return w.failure();
     block += *w;
     block += L'\0';
   }
@@ -128,18 +128,18 @@ Status limit_job_ui(HANDLE job) {
 
 Result<ExitStatus> run_in_job(HANDLE token, const WindowsPlan& plan) {
   Result<Launch> strings = launch_strings(plan);
-  if (!strings.ok()) return Error{strings.error()};
+  if (!strings.ok()) return strings.failure();
   Result<UniqueHandle> job = make_kill_on_close_job();
-  if (!job.ok()) return Error{job.error()};
+  if (!job.ok()) return job.failure();
   if (plan.job_ui_limits) {
-    if (Status status = limit_job_ui(job->get()); !status.ok()) return Error{status.error()};
+    if (Status status = limit_job_ui(job->get()); !status.ok()) return status.failure();
   }
   HANDLE std_handles[3];
   std::vector<UniqueHandle> owned = inheritable_std_handles(std_handles);
   std::vector<HANDLE> list;
   for (const UniqueHandle& h : owned) list.push_back(h.get());
   HandleListAttribute attribute;
-  if (Status status = attribute.init(list); !status.ok()) return Error{status.error()};
+  if (Status status = attribute.init(list); !status.ok()) return status.failure();
   STARTUPINFOEXW startup{};
   startup.StartupInfo.cb = sizeof startup;
   // Explicit, never inherited by accident: the window station and desktop the plan names.

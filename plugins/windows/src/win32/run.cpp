@@ -47,18 +47,18 @@ std::vector<std::string> everyone_writable_warnings(const WindowsPlan& plan, PSI
 }
 
 Result<ExitStatus> run(const WindowsPlan& plan, const Logger& log, const Logger& warn) {
-  if (Status status = check_runnable(plan); !status.ok()) return Error{status.error()};
+  if (Status status = check_runnable(plan); !status.ok()) return status.failure();
   Result<UniqueHandle> base = open_own_token();
-  if (!base.ok()) return Error{base.error()};
+  if (!base.ok()) return base.failure();
   Result<std::string> user = user_sid_string(base->get());
-  if (!user.ok()) return Error{user.error()};
+  if (!user.ok()) return user.failure();
   // The same plan of the same user gets the same capability SID on every run, so the ACEs of
   // an earlier run are found in place (identity.hpp, acl_apply.hpp).
   const std::string capability = capability_sid_for(*user, plan.aces);
   Result<RunSids> sids = make_run_sids(base->get(), capability);
-  if (!sids.ok()) return Error{sids.error()};
+  if (!sids.ok()) return sids.failure();
   Result<UniqueHandle> token = make_restricted_token(base->get(), plan.token, *sids);
-  if (!token.ok()) return Error{token.error()};
+  if (!token.ok()) return token.failure();
   log("capability SID " + capability);
   if (plan.token.write_restricted) {
     for (const std::string& line : everyone_writable_warnings(plan, sids->get(SidRef::kLogon)))
@@ -83,7 +83,7 @@ Result<ExitStatus> run(const WindowsPlan& plan, const Logger& log, const Logger&
   } cleanup{holds, host, created, log};
 
   Result<AclApplyStats> stats = apply_acl_plan(plan.create_dirs, plan.aces, host, created);
-  if (!stats.ok()) return Error{stats.error()};
+  if (!stats.ok()) return stats.failure();
   log("ACL: " + std::to_string(stats->written) + " ACE(s) written, " +
       std::to_string(stats->skipped) + " already in place, " + std::to_string(stats->created) +
       " directorie(s) created");
@@ -91,13 +91,13 @@ Result<ExitStatus> run(const WindowsPlan& plan, const Logger& log, const Logger&
   std::set<std::string> to_hold(plan.create_dirs.begin(), plan.create_dirs.end());
   for (const Ace& ace : plan.aces) {
     Result<std::wstring> path = wide(ace.path);
-    if (!path.ok()) return Error{path.error()};
+    if (!path.ok()) return path.failure();
     const DWORD attributes = GetFileAttributesW(path->c_str());
     if (attributes != INVALID_FILE_ATTRIBUTES && (attributes & FILE_ATTRIBUTE_DIRECTORY) != 0)
       to_hold.insert(ace.path);
   }
   for (const std::string& dir : to_hold) {
-    if (Status status = holds.hold(dir); !status.ok()) return Error{status.error()};
+    if (Status status = holds.hold(dir); !status.ok()) return status.failure();
   }
   return run_in_job(token->get(), plan);
 }

@@ -17,7 +17,7 @@ SidBytes copy_sid(PSID sid) {
 // A SID from its string form ("S-1-5-21-a-b-c-d").
 Result<SidBytes> sid_from_string(const std::string& text) {
   Result<std::wstring> w = wide(text);
-  if (!w.ok()) return Error{w.error()};
+  if (!w.ok()) return w.failure();
   PSID sid = nullptr;
   if (!ConvertStringSidToSidW(w->c_str(), &sid))
     return system_error("windows backend: ConvertStringSidToSidW('" + text + "')");
@@ -40,7 +40,7 @@ Result<std::vector<unsigned char>> token_information(HANDLE token, TOKEN_INFORMA
 
 Result<SidBytes> logon_sid(HANDLE token) {
   Result<std::vector<unsigned char>> buffer = token_information(token, TokenGroups, "TokenGroups");
-  if (!buffer.ok()) return Error{buffer.error()};
+  if (!buffer.ok()) return buffer.failure();
   const auto* groups = reinterpret_cast<const TOKEN_GROUPS*>(buffer->data());
   for (DWORD i = 0; i < groups->GroupCount; ++i) {
     if ((groups->Groups[i].Attributes & SE_GROUP_LOGON_ID) == SE_GROUP_LOGON_ID)
@@ -91,7 +91,7 @@ PSID RunSids::get(SidRef ref) {
 
 Result<std::string> user_sid_string(HANDLE token) {
   Result<std::vector<unsigned char>> buffer = token_information(token, TokenUser, "TokenUser");
-  if (!buffer.ok()) return Error{buffer.error()};
+  if (!buffer.ok()) return buffer.failure();
   const auto* user = reinterpret_cast<const TOKEN_USER*>(buffer->data());
   wchar_t* text = nullptr;
   if (!ConvertSidToStringSidW(user->User.Sid, &text)) return system_error("ConvertSidToStringSidW");
@@ -105,7 +105,7 @@ Result<std::string> user_sid_string(HANDLE token) {
 Result<std::vector<std::string>> privilege_names(HANDLE token) {
   Result<std::vector<unsigned char>> buffer =
       token_information(token, TokenPrivileges, "TokenPrivileges");
-  if (!buffer.ok()) return Error{buffer.error()};
+  if (!buffer.ok()) return buffer.failure();
   const auto* privileges = reinterpret_cast<const TOKEN_PRIVILEGES*>(buffer->data());
   std::vector<std::string> out;
   for (DWORD i = 0; i < privileges->PrivilegeCount; ++i) {
@@ -122,11 +122,11 @@ Result<std::vector<std::string>> privilege_names(HANDLE token) {
 
 Result<RunSids> make_run_sids(HANDLE base_token, const std::string& capability_sid) {
   Result<SidBytes> capability = sid_from_string(capability_sid);
-  if (!capability.ok()) return Error{capability.error()};
+  if (!capability.ok()) return capability.failure();
   Result<SidBytes> logon = logon_sid(base_token);
-  if (!logon.ok()) return Error{logon.error()};
+  if (!logon.ok()) return logon.failure();
   Result<SidBytes> everyone = everyone_sid();
-  if (!everyone.ok()) return Error{everyone.error()};
+  if (!everyone.ok()) return everyone.failure();
   return RunSids{std::move(*capability), std::move(*logon), std::move(*everyone)};
 }
 
@@ -153,7 +153,7 @@ Result<UniqueHandle> make_restricted_token(HANDLE base, const TokenPlan& plan, R
   std::vector<LUID_AND_ATTRIBUTES> deleted;
   Result<std::vector<unsigned char>> held = token_information(base, TokenPrivileges,
                                                              "TokenPrivileges");
-  if (!held.ok()) return Error{held.error()};
+  if (!held.ok()) return held.failure();
   LUID change_notify{};
   if (!LookupPrivilegeValueW(nullptr, L"SeChangeNotifyPrivilege", &change_notify))
     return system_error("LookupPrivilegeValueW(SeChangeNotifyPrivilege)");
@@ -174,13 +174,13 @@ Result<UniqueHandle> make_restricted_token(HANDLE base, const TokenPlan& plan, R
     return system_error("CreateRestrictedToken");
   UniqueHandle owned(token);
   if (Status status = set_default_dacl(owned.get(), plan.default_dacl, sids); !status.ok())
-    return Error{status.error()};
+    return status.failure();
   // DISABLE_MAX_PRIVILEGE removes every privilege but SeChangeNotifyPrivilege ("bypass traverse
   // checking"), which the command needs to open paths below directories it cannot list. Check
   // that the token really holds nothing more: fail closed if any other privilege survived.
   if (plan.disable_max_privilege) {
     Result<std::vector<std::string>> names = privilege_names(owned.get());
-    if (!names.ok()) return Error{names.error()};
+    if (!names.ok()) return names.failure();
     for (const std::string& name : *names) {
       if (name != "SeChangeNotifyPrivilege")
         return Error{"windows backend: the restricted token still holds " + name +

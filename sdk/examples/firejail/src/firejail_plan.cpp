@@ -341,9 +341,8 @@ sbx::Result<std::vector<std::string>> policy_flags(const ResolvedPolicy& policy,
                                                    const PathFacts& facts,
                                                    std::vector<std::string>& notes) {
   std::vector<std::string> flags;
-  if (Status s = add_filesystem_flags(policy, facts, flags, notes); !s.ok())
-    return Error{s.error()};
-  if (Status s = add_network_flags(policy.network, flags, notes); !s.ok()) return Error{s.error()};
+  if (Status s = add_filesystem_flags(policy, facts, flags, notes); !s.ok()) return s.failure();
+  if (Status s = add_network_flags(policy.network, flags, notes); !s.ok()) return s.failure();
   return flags;
 }
 
@@ -356,9 +355,9 @@ sbx::Result<sbx::ExecPlan> build_plan(const sbx::TransformRequest& request,
   sbx::ExecPlan plan;
   std::vector<std::string> flags = hardening_flags();
   sbx::Result<std::vector<std::string>> policy = policy_flags(request.policy, facts, plan.notes);
-  if (!policy.ok()) return Error{policy.error()};
+  if (!policy.ok()) return policy.failure();
   flags.insert(flags.end(), policy->begin(), policy->end());
-  if (Status s = split_environment(request.env, plan, flags); !s.ok()) return Error{s.error()};
+  if (Status s = split_environment(request.env, plan, flags); !s.ok()) return s.failure();
   plan.argv.emplace_back(kFirejailPath);
   plan.argv.insert(plan.argv.end(), flags.begin(), flags.end());
   plan.argv.emplace_back("--");

@@ -316,15 +316,15 @@ inline Result<std::string> cache_base(const Sources& sources) {
 inline Result<std::string> state_dir(const Sources& sources, const std::string& name) {
   if (const std::optional<std::string> runtime = runtime_base(sources)) {
     const std::string dir = *runtime + "/sbx-" + name;
-    if (Status ok = make_private_dir(dir, sources.uid); !ok.ok()) return Error{ok.error()};
+    if (Status ok = make_private_dir(dir, sources.uid); !ok.ok()) return ok.failure();
     return dir;
   }
   Result<std::string> base = cache_base(sources);
-  if (!base.ok()) return Error{base.error()};
+  if (!base.ok()) return base.failure();
   const std::string sbx_dir = *base + "/sbx";
-  if (Status ok = make_private_dir(sbx_dir, sources.uid); !ok.ok()) return Error{ok.error()};
+  if (Status ok = make_private_dir(sbx_dir, sources.uid); !ok.ok()) return ok.failure();
   const std::string dir = sbx_dir + "/" + name;
-  if (Status ok = make_private_dir(dir, sources.uid); !ok.ok()) return Error{ok.error()};
+  if (Status ok = make_private_dir(dir, sources.uid); !ok.ok()) return ok.failure();
   return dir;
 }
 
