@@ -226,7 +226,7 @@ class FailingBackend final : public Backend {
     if (transform_fails_) return Error{"cannot plan this", ErrorKind::invalid_input};
     return ExecPlan{{"/usr/bin/fake-wrapper"}, request.env, request.cwd, {}};
   }
-  Result<ExitStatus> exec(const ExecPlan&) override {
+  Result<ExitStatus> exec(const ExecPlan&, const RunContext&) override {
     return Error{"cannot run this", ErrorKind::refused};
   }
 
