@@ -201,7 +201,7 @@ std::string answer_key(const LoadedPlugin& plugin, const std::vector<std::string
       << ::prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) << '|' << plugin_file << '|' << stage2 << '|'
       << libsbx;
   for (const std::string& path : depends_on) key << '|' << dependency_identity(path);
-  const std::string text = key.str();
+  std::string text = key.str();
   // One line: a path with a line break would make the file ambiguous.
   if (text.find('\n') != std::string::npos) return {};
   return text;

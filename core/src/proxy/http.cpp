@@ -238,10 +238,11 @@ std::string upstream_head(const HttpRequest& request) {
   const Destination& d = request.destination;
   out += "Host: " + (d.port == 80 ? host_port(d).substr(0, host_port(d).rfind(':')) : host_port(d));
   out += "\r\n";
-  for (const auto& [name, value] : request.headers) {
+  for (const auto& header : request.headers) {
+    const std::string& name = header.first;
     bool drop = std::any_of(kDropped.begin(), kDropped.end(),
                             [&](std::string_view d2) { return iequals(name, d2); });
-    if (!drop) out += name + ": " + value + "\r\n";
+    if (!drop) out += name + ": " + header.second + "\r\n";
   }
   out += "Connection: close\r\n\r\n";
   return out;

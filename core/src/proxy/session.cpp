@@ -48,7 +48,13 @@ struct Session final : PendingClient {
     ++proxy.active;
   }
   ~Session() {
-    if (watchdog_timer != nullptr) watchdog_timer->cancel();
+    // A destructor is noexcept: an exception would end the process (std::terminate). Asio's
+    // cancel() throws boost::system::system_error only when the timer's service fails, and a
+    // session going away has nothing left for its watchdog to do then.
+    try {
+      if (watchdog_timer != nullptr) watchdog_timer->cancel();
+    } catch (const std::exception&) {  // nothing to do: see above
+    }
     leave_pool();
     if (authenticated) --proxy.authenticated;
     --proxy.active;

@@ -582,7 +582,7 @@ RunOutcome run_command(RunRequest request, RunBackends& backends) {
   return out;
 }
 
-RunOutcome plan_command(RunRequest request, RunBackends& backends) {
+RunOutcome plan_command(const RunRequest& request, RunBackends& backends) {
   RunOutcome out = new_outcome(true);
   PlannedRun prepared;
   if (prepare(request, backends, out, prepared))

@@ -113,7 +113,8 @@ PauseVerdict check_command(int proc_dir, const std::string& command) {
   }
   struct stat st {};
   int problem = 0;
-  if (fstat(fd, &st) != 0) {
+  // Two failures keep their own errno: the same statement, different causes.
+  if (fstat(fd, &st) != 0) {  // NOLINT(bugprone-branch-clone)
     problem = errno;
   } else if (!S_ISREG(st.st_mode)) {
     problem = EACCES;

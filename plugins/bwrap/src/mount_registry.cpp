@@ -150,7 +150,9 @@ bool parse_identity(const std::string& text, Identity& id) {
   const std::string first = std::string(line).substr(0, std::string(line).find('\n'));
   int has_btime = 0;
   char rest = 0;
-  const int fields = std::sscanf(first.c_str(), "%llu %llu %lld %lld %u %d %lld %lld %c", &id.dev,
+  // The marker is sbx's own file in its private state directory (read_private_file); a line
+  // that is not this shape fails the field count and the record is dropped.
+  const int fields = std::sscanf(first.c_str(),  // NOLINT(cert-err34-c) "%llu %llu %lld %lld %u %d %lld %lld %c", &id.dev,
                                  &id.ino, &id.ctime_sec, &id.ctime_nsec, &id.type, &has_btime,
                                  &id.btime_sec, &id.btime_nsec, &rest);
   if (fields == 4) {
@@ -641,6 +643,7 @@ Status MountRegistry::acquire(const std::string& state_dir,
                               const std::vector<std::string>& synthetic,
                               const std::vector<std::string>& existing) {
   std::vector<std::pair<std::string, bool>> all;
+  all.reserve(synthetic.size() + existing.size());
   for (const std::string& path : synthetic) all.emplace_back(path, true);
   for (const std::string& path : existing) all.emplace_back(path, false);
   for (const auto& [path, planned] : all) {

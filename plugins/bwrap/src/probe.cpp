@@ -92,7 +92,8 @@ bool is_wsl1(std::string version) {
 bool version_at_least(const std::string& version, int major, int minor) {
   int a = 0;
   int b = 0;
-  if (std::sscanf(version.c_str(), "%d.%d", &a, &b) != 2) return false;
+  // bwrap's own --version line; anything else fails the count and reads as too old.
+  if (std::sscanf(version.c_str(), "%d.%d", &a, &b) != 2) return false;  // NOLINT(cert-err34-c)
   return a > major || (a == major && b >= minor);
 }
 

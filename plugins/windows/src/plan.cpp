@@ -499,6 +499,7 @@ Result<std::vector<std::string>> windows_environment(const std::vector<std::stri
                    "' and '" + name + "' are the same variable on Windows; pass only one"};
   }
   std::vector<std::string> out;
+  out.reserve(by_upper_name.size());
   for (auto& [name, entry] : by_upper_name) out.push_back(std::move(entry));
   return out;
 }
