@@ -25,8 +25,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -154,15 +154,14 @@ static void read_mount_points(void) {
   const char* list = getenv("SBX_BENCH_BARE_MOUNT_POINTS");
   if (list == NULL || *list == '\0') return;
   char* copy = strdup(list);
-  for (char* save = NULL, *point = strtok_r(copy, ":", &save);
+  for (char *save = NULL, *point = strtok_r(copy, ":", &save);
        point != NULL && mount_point_count < kMaxMountPoints; point = strtok_r(NULL, ":", &save))
     mount_points[mount_point_count++] = point;
 }
 
 static void note_missing_mount_points(void) {
   struct stat st;
-  for (int i = 0; i < mount_point_count; ++i)
-    missing_before[i] = lstat(mount_points[i], &st) != 0;
+  for (int i = 0; i < mount_point_count; ++i) missing_before[i] = lstat(mount_points[i], &st) != 0;
 }
 
 /* Only what this bare run made: an empty regular file or an empty directory (rmdir). */
@@ -227,9 +226,10 @@ int main(int argc, char** argv) {
   const double cpu_middle = cpu_ms();
   for (int i = 0; i < runs; ++i) time_spawn(true_argv);
   const double cpu_true = (cpu_ms() - cpu_middle) / runs;
-  printf("CPU per run (user + system, children included): sbx_exec (landlock) %.2f ms, "
-         "/bin/true %.2f ms, added %+.2f ms\n",
-         cpu_landlock, cpu_true, cpu_landlock - cpu_true);
+  printf(
+      "CPU per run (user + system, children included): sbx_exec (landlock) %.2f ms, "
+      "/bin/true %.2f ms, added %+.2f ms\n",
+      cpu_landlock, cpu_true, cpu_landlock - cpu_true);
   if (bwrap != NULL) api.manager_free(bwrap);
   api.manager_free(landlock);
   free(sbx_bwrap);

@@ -80,8 +80,8 @@ class FullStatWalk {
       bool changed = std::max(ctime, btime) >= since_;
       bool empty_dir = false;
       if (S_ISDIR(stx.stx_mode) && makedev(stx.stx_dev_major, stx.stx_dev_minor) == device) {
-        const int sub = ::openat(::dirfd(d), entry->d_name,
-                                 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        const int sub =
+            ::openat(::dirfd(d), entry->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (sub >= 0) {
           const Result inner = dir(sub, child, device);
           changed = changed || inner.changed;
@@ -121,7 +121,8 @@ int main(int argc, char** argv) {
   const int dirs = argc > 2 ? std::max(1, std::atoi(argv[2])) : 2000;
   const int files = argc > 3 ? std::max(0, std::atoi(argv[3])) : 10;
   sbx::CreatedNamesLimits scan_limits;
-  if (argc > 4) scan_limits.scan_descriptors = static_cast<std::size_t>(std::max(0, std::atoi(argv[4])));
+  if (argc > 4)
+    scan_limits.scan_descriptors = static_cast<std::size_t>(std::max(0, std::atoi(argv[4])));
 
   char pattern[] = "/tmp/sbx-bench-created-XXXXXX";
   if (::mkdtemp(pattern) == nullptr) return 1;
@@ -188,16 +189,17 @@ int main(int argc, char** argv) {
 
   const double walk = median(walk_times);
   const double baseline = median(baseline_times);
-  std::printf("tree: %d directories x %d files (+ %d old .git), %d rounds, medians\n", dirs,
-              files, (dirs + 499) / 500, rounds);
+  std::printf("tree: %d directories x %d files (+ %d old .git), %d rounds, medians\n", dirs, files,
+              (dirs + 499) / 500, rounds);
   std::printf("find_created_names        %8.2f ms\n", walk);
   std::printf("full-stat walk (baseline) %8.2f ms\n", baseline);
   std::printf("ratio                     %8.2fx faster\n", baseline / walk);
   const double after_run = median(after_run_times);
   const double root_changed = median(root_changed_times);
   const double total = median(total_times);
-  std::printf("CreatedNamesScan, after the run (finish)     %8.2f ms  %5.2fx of find_created_names\n",
-              after_run, after_run / walk);
+  std::printf(
+      "CreatedNamesScan, after the run (finish)     %8.2f ms  %5.2fx of find_created_names\n",
+      after_run, after_run / walk);
   std::printf("  the same, the root changed during the run  %8.2f ms  %5.2fx\n", root_changed,
               root_changed / walk);
   std::printf("  scan + finish, nothing during the run      %8.2f ms  %5.2fx\n", total,

@@ -191,9 +191,19 @@ double spawn_round_ns(Mode mode, bool with_bwrap) {
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, channel) != 0) return -1;
   char true_path[] = "/bin/true";
   char* true_argv[] = {true_path, nullptr};
-  static const char* const kBwrapArgv[] = {
-      "/usr/bin/bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "--dev",
-      "/dev",          "--proc",        "/proc",             "--",        "/bin/true", nullptr};
+  static const char* const kBwrapArgv[] = {"/usr/bin/bwrap",
+                                           "--unshare-all",
+                                           "--die-with-parent",
+                                           "--ro-bind",
+                                           "/",
+                                           "/",
+                                           "--dev",
+                                           "/dev",
+                                           "--proc",
+                                           "/proc",
+                                           "--",
+                                           "/bin/true",
+                                           nullptr};
   char* const* argv = with_bwrap ? const_cast<char* const*>(kBwrapArgv) : true_argv;
   char* envp[] = {nullptr};
   const bool filtered = mode != Mode::kPlain;
@@ -319,8 +329,7 @@ int main(int argc, char** argv) {
   const std::string only = argc > 2 ? argv[2] : "";
   for (const CaseInfo& c : kCases) {
     if (!only.empty() && std::string(c.name).rfind(only, 0) != 0) continue;
-    const bool per_run =
-        c.what == Case::kSetup || c.what == Case::kSpawn || c.what == Case::kBwrap;
+    const bool per_run = c.what == Case::kSetup || c.what == Case::kSpawn || c.what == Case::kBwrap;
     if (c.what == Case::kBwrap && ::access("/usr/bin/bwrap", X_OK) != 0) {
       std::printf("%-28s skipped: no /usr/bin/bwrap\n", c.name);
       continue;

@@ -83,7 +83,8 @@ void BM_PerRunApplyRevert(benchmark::State& state) {
     DaclModel fs = tree;
     state.ResumeTiming();
     std::vector<std::string> created;
-    const AclApplyStats stats = *sbx::windows::apply_acl_plan(plan.create_dirs, plan.aces, fs, created);
+    const AclApplyStats stats =
+        *sbx::windows::apply_acl_plan(plan.create_dirs, plan.aces, fs, created);
     for (auto it = plan.aces.rbegin(); it != plan.aces.rend(); ++it) fs.remove_aces(it->path);
     sbx::windows::remove_created(created, fs);
     writes = fs.dacl_writes;
@@ -102,7 +103,8 @@ void BM_DerivedFirstRun(benchmark::State& state) {
     DaclModel fs = tree;
     state.ResumeTiming();
     std::vector<std::string> created;
-    const AclApplyStats stats = *sbx::windows::apply_acl_plan(plan.create_dirs, plan.aces, fs, created);
+    const AclApplyStats stats =
+        *sbx::windows::apply_acl_plan(plan.create_dirs, plan.aces, fs, created);
     sbx::windows::remove_created(created, fs);
     writes = fs.dacl_writes;
     aces = stats.written;
@@ -121,7 +123,8 @@ void BM_DerivedNextRun(benchmark::State& state) {
   for (auto _ : state) {
     const std::size_t before = fs.dacl_writes;
     created.clear();
-    const AclApplyStats stats = *sbx::windows::apply_acl_plan(plan.create_dirs, plan.aces, fs, created);
+    const AclApplyStats stats =
+        *sbx::windows::apply_acl_plan(plan.create_dirs, plan.aces, fs, created);
     sbx::windows::remove_created(created, fs);
     writes = fs.dacl_writes - before;
     aces = stats.written;

@@ -28,14 +28,13 @@
 // a plan run by hand (the plan's argv names sbx-stage2). --parent-pid ties it to the process
 // that started it: when that dies, so does this one, and with it the whole run.
 //
-// bwrap mode, in order: sets no_new_privs, verifies it holds no capability, installs the seccomp filter
-// (precompiled at build time, seccomp_programs.hpp: building it with libseccomp cost every run
-// several milliseconds, loading the data costs microseconds),
-// then runs the command by absolute path with exactly the --env environment (plus the entries
-// read from --env-fd, or stage 2's own environment with --env-environ: env_block.hpp says why
-// secrets do not travel as arguments). Any failed step
-// prints "sbx-stage2: <step>: <reason>" and exits 125; the command never runs. Exec failures:
-// 127 (not found), 126 (not executable).
+// bwrap mode, in order: sets no_new_privs, verifies it holds no capability, installs the seccomp
+// filter (precompiled at build time, seccomp_programs.hpp: building it with libseccomp cost every
+// run several milliseconds, loading the data costs microseconds), then runs the command by absolute
+// path with exactly the --env environment (plus the entries read from --env-fd, or stage 2's own
+// environment with --env-environ: env_block.hpp says why secrets do not travel as arguments). Any
+// failed step prints "sbx-stage2: <step>: <reason>" and exits 125; the command never runs. Exec
+// failures: 127 (not found), 126 (not executable).
 //
 // PID 1: bwrap runs it with --as-pid-1, so it is the init of the sandbox's pid namespace. It
 // then forks the command, forwards the usual terminal and job-control signals to it, reaps every
@@ -50,21 +49,19 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdlib>
-
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
-
-#include "sbx/sdk/posix_child.hpp"
 
 #include "bwrap_checks.hpp"
 #include "env_block.hpp"
 #include "landlock_launch.hpp"
 #include "landlock_ruleset.hpp"
 #include "proxy_relay.hpp"
+#include "sbx/sdk/posix_child.hpp"
 #include "seccomp_filter.hpp"
 #include "seccomp_programs.hpp"
 #include "write_layer.hpp"
@@ -74,7 +71,7 @@ namespace {
 namespace child = sbx::sdk::posix_child;
 
 constexpr int kExitFailure = sbx::sdk::kExitSandboxFailure;
-constexpr int kForwarded[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2,
+constexpr int kForwarded[] = {SIGHUP,   SIGINT,  SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2,
                               SIGWINCH, SIGCONT, SIGALRM, SIGTSTP, SIGTTIN, SIGTTOU};
 
 [[noreturn]] void fail(const std::string& step, const std::string& reason) {
@@ -91,9 +88,9 @@ struct Options {
   std::vector<std::string> env;
   std::vector<std::string> command;
   sbx::stage2::RelaySpec relay;  // --net proxy: the proxy's port (and socket under bwrap)
-  int ready_fd = -1;   // bwrap mode: told "bwrap's setup worked" (bwrap_checks.hpp)
-  int mounts_fd = -1;  // bwrap mode: the planned mounts to verify (bwrap_checks.hpp)
-  bool write_layer = false;                 // --write-layer: enter it before the command
+  int ready_fd = -1;             // bwrap mode: told "bwrap's setup worked" (bwrap_checks.hpp)
+  int mounts_fd = -1;            // bwrap mode: the planned mounts to verify (bwrap_checks.hpp)
+  bool write_layer = false;      // --write-layer: enter it before the command
   std::vector<std::string> writable_roots;  // --write-root: what the layer lets be written
   // command and env as execve takes them, pointing into those two; built once parsing is
   // done (prepare_exec), before any fork: a forked child may not allocate.
@@ -352,8 +349,8 @@ void make_undumpable() {
 // take that port: its bind() answers EADDRINUSE.
 sbx::stage2::NetworkFilter bwrap_filter(const Options& o) {
   using sbx::stage2::NetworkFilter;
-  const NetworkFilter network = o.network == NetworkFilter::kProxy ? NetworkFilter::kPrivate
-                                                                   : o.network;
+  const NetworkFilter network =
+      o.network == NetworkFilter::kProxy ? NetworkFilter::kPrivate : o.network;
   // Unix sockets made inside the private namespace are safe only with the supervisor deciding
   // what each connect() reaches; sbx passes --unix-supervised only when it runs one.
   if (network == NetworkFilter::kPrivate && o.unix_supervised)

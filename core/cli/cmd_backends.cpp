@@ -19,7 +19,6 @@ struct BackendsOptions {
   bool json = false;
 };
 
-
 std::vector<BackendListing> list_backends(const PluginRegistry& registry, bool probe) {
   std::vector<BackendListing> out;
   for (const LoadedPlugin& plugin : registry.plugins()) {

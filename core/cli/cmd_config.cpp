@@ -3,8 +3,8 @@
 // `sbx config trust [DIR]`: marks DIR (default: the current directory) as a trusted project in
 // the user settings, so that its .sbx/settings.json is used.
 #include <filesystem>
-#include <map>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <string>
 #include <system_error>
@@ -68,16 +68,18 @@ void print_text(const settings::Settings& loaded) {
                                            : "workspace-write (built-in)"});
   rows.push_back({"sandbox:", std::string(to_string(loaded.sandbox.value)) + " (" +
                                   scope_words(loaded.sandbox.scope) + ")"});
-  rows.push_back({"allow_unsandboxed:", std::string(loaded.allow_unsandboxed.value ? "true" : "false") +
-                                            " (" + scope_words(loaded.allow_unsandboxed.scope) +
-                                            (loaded.locks.allow_unsandboxed == false ? ", locked)" : ")")});
+  rows.push_back(
+      {"allow_unsandboxed:", std::string(loaded.allow_unsandboxed.value ? "true" : "false") + " (" +
+                                 scope_words(loaded.allow_unsandboxed.scope) +
+                                 (loaded.locks.allow_unsandboxed == false ? ", locked)" : ")")});
   std::vector<std::string> patterns;
   for (const auto& pattern : loaded.excluded_commands)
     patterns.push_back("'" + pattern.value + "' (" + scope_words(pattern.scope) + ")");
   rows.push_back({"excluded_commands:", list(patterns)});
   rows.push_back({"trusted_projects:", list(loaded.trusted_projects)});
   std::vector<std::string> files;
-  for (const auto& file : loaded.files) files.push_back(file.value + " (" + scope_words(file.scope) + ")");
+  for (const auto& file : loaded.files)
+    files.push_back(file.value + " (" + scope_words(file.scope) + ")");
   rows.push_back({"files read:", list(files)});
   rows.push_back({"project:", loaded.project_root
                                   ? *loaded.project_root +
@@ -86,7 +88,8 @@ void print_text(const settings::Settings& loaded) {
   std::cout << render_table(rows);
   print_locks(loaded.locks);
   for (const std::string& note : loaded.notes) std::cout << "note: " << printable(note) << '\n';
-  if (loaded.policy) std::cout << "merged policy:\n" << policy_to_json(loaded.policy->value) << '\n';
+  if (loaded.policy)
+    std::cout << "merged policy:\n" << policy_to_json(loaded.policy->value) << '\n';
 }
 
 int run_show(const ShowOptions& options) {

@@ -227,7 +227,8 @@ int exec_steps(const ExecOptions& options, const GlobalOptions& globals, RunOutc
   Result<PreparedRequest> input =
       load_policy(options.policy, RunChoices{*preference, options.allow_unsandboxed});
   if (!input.ok()) return failed(run.report, input.kind(), input.error());
-  for (const std::string& note : input->settings.notes) std::cerr << "sbx: note: " << printable(note) << '\n';
+  for (const std::string& note : input->settings.notes)
+    std::cerr << "sbx: note: " << printable(note) << '\n';
   warn_about_policy_in_workspace(*input);
   CliBackends backends(globals, input->policy_file);
   RunRequest request = run_request(std::move(*input), options.command);

@@ -20,8 +20,8 @@
 
 #include "cli.hpp"
 #include "extras.hpp"
-#include "text_table.hpp"
 #include "sbx/core/bounded_read.hpp"
+#include "text_table.hpp"
 
 namespace sbx::cli {
 namespace {

@@ -14,7 +14,6 @@
 #include "sbx/core/logging.hpp"
 #include "sbx/core/runtime.hpp"
 
-
 namespace sbx::cli {
 
 int fail(std::string_view what, std::string_view todo) {

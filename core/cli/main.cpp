@@ -5,9 +5,9 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cerrno>
-#include <iterator>
 #include <exception>
 #include <iostream>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -170,7 +170,7 @@ int run(int argc, char** argv) {
 // (the version is a string literal; the hardening and the write are plain calls), allocates
 // nothing, and ends the process itself.
 [[gnu::constructor(101)]] void answer_bare_version_before_initialisers(int argc, char** argv,
-                                                                         char** /*envp*/) {
+                                                                       char** /*envp*/) {
   if (!is_bare_version(argc, argv)) return;
   sbx::harden_current_process();
   (void)print_bare_version();

@@ -268,8 +268,8 @@ Result<ResolveContext> cli_context(const PolicyOptions& options, const std::stri
     std::error_code error;
     context->policy_file = std::filesystem::canonical(options.policy_file, error).string();
     if (error) {
-      return Error{"cannot find the real path of the policy file '" + options.policy_file +
-                   "' (" + error.message() + ") to keep it read-only in the sandbox"};
+      return Error{"cannot find the real path of the policy file '" + options.policy_file + "' (" +
+                   error.message() + ") to keep it read-only in the sandbox"};
     }
   }
   return context;

@@ -54,8 +54,8 @@ Status configure_logging(std::string_view level, LogFormat format) {
   Result<spdlog::level::level_enum> parsed = parse_level(level);
   if (!parsed) return parsed.failure();
   // stderr only: stdout belongs to the command and to --json output.
-  auto logger = std::make_shared<spdlog::logger>(
-      "sbx", std::make_shared<spdlog::sinks::stderr_sink_mt>());
+  auto logger =
+      std::make_shared<spdlog::logger>("sbx", std::make_shared<spdlog::sinks::stderr_sink_mt>());
   if (format == LogFormat::kJson) {
     // One JSON object per line.
     auto formatter = std::make_unique<spdlog::pattern_formatter>();

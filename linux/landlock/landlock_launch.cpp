@@ -58,7 +58,7 @@ constexpr int kExitFailure = sdk::kExitSandboxFailure;
 // Blocked in the supervisor and passed on to the command when a process sent them (si_code
 // SI_USER or SI_QUEUE: the caller forwarding its own signals, or kill(1) aimed at the
 // supervisor). Terminal-generated ones already reached the command's process group.
-constexpr int kSupervisorSignals[] = {SIGHUP,  SIGINT,  SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2,
+constexpr int kSupervisorSignals[] = {SIGHUP,   SIGINT,  SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2,
                                       SIGWINCH, SIGCONT, SIGALRM, SIGTSTP, SIGTTIN, SIGTTOU};
 // Blocked in the caller's thread while it waits and forwarded to the supervisor when a process
 // sent them (si_code <= 0), like the host's own spawner (core/src/run/spawn.cpp).
@@ -72,11 +72,11 @@ constexpr std::size_t kChildStack = 128 * 1024;
 // Which step failed; written by the supervisor to the caller as a Report.
 enum class Step : int {
   kNone = 0,
-  kSupervisor,     // the supervisor's own setup (prctl, signals)
-  kClone,          // starting the command's child
+  kSupervisor,  // the supervisor's own setup (prctl, signals)
+  kClone,       // starting the command's child
   kChdir,
-  kLimits,         // the host's prepare_child
-  kParent,         // the supervisor was gone before the child started
+  kLimits,  // the host's prepare_child
+  kParent,  // the supervisor was gone before the child started
   kNoNewPrivs,
   kCapabilities,
   kMetadataGuard,  // installing the guard (child) or receiving its listener (supervisor)
@@ -93,19 +93,32 @@ struct Report {
 
 const char* step_text(Step step) {
   switch (step) {
-    case Step::kNone: return "nothing";
-    case Step::kSupervisor: return "starting the supervisor";
-    case Step::kClone: return "starting the command's process";
-    case Step::kChdir: return "changing directory";
-    case Step::kLimits: return "putting the command under the run's resource limits";
-    case Step::kParent: return "the supervisor's parent died";
-    case Step::kNoNewPrivs: return "no_new_privs";
-    case Step::kCapabilities: return "dropping every capability";
-    case Step::kMetadataGuard: return "metadata guard";
-    case Step::kGuardStart: return "metadata guard: starting its emulator";
-    case Step::kLandlock: return "landlock_restrict_self";
-    case Step::kSeccomp: return "seccomp filter";
-    case Step::kExec: return "exec";
+    case Step::kNone:
+      return "nothing";
+    case Step::kSupervisor:
+      return "starting the supervisor";
+    case Step::kClone:
+      return "starting the command's process";
+    case Step::kChdir:
+      return "changing directory";
+    case Step::kLimits:
+      return "putting the command under the run's resource limits";
+    case Step::kParent:
+      return "the supervisor's parent died";
+    case Step::kNoNewPrivs:
+      return "no_new_privs";
+    case Step::kCapabilities:
+      return "dropping every capability";
+    case Step::kMetadataGuard:
+      return "metadata guard";
+    case Step::kGuardStart:
+      return "metadata guard: starting its emulator";
+    case Step::kLandlock:
+      return "landlock_restrict_self";
+    case Step::kSeccomp:
+      return "seccomp filter";
+    case Step::kExec:
+      return "exec";
   }
   return "unknown step";
 }
@@ -119,8 +132,8 @@ struct ChildArgs {
   const char* cwd;  // nullptr: stay
   int (*prepare_child)(void*);
   void* prepare_child_ctx;
-  int ruleset;       // -1: nothing to restrict on this kernel
-  int guard_socket;  // -1: no metadata guard
+  int ruleset;          // -1: nothing to restrict on this kernel
+  int guard_socket;     // -1: no metadata guard
   bool metadata_guard;  // the guard's program: the metadata guard, or the unix datagram guard
   NetworkFilter network;
   pid_t supervisor;
@@ -276,7 +289,8 @@ void format_int(long value, char* out) {
   char digits[24];
   int n = 0;
   const bool negative = value < 0;
-  unsigned long v = negative ? static_cast<unsigned long>(-value) : static_cast<unsigned long>(value);
+  unsigned long v =
+      negative ? static_cast<unsigned long>(-value) : static_cast<unsigned long>(value);
   do {
     digits[n++] = static_cast<char>('0' + v % 10);
     v /= 10;
@@ -316,7 +330,8 @@ int list_children(pid_t self, pid_t* out, int max) {
   char buffer[8192];
   long used = 0;
   for (;;) {
-    const long n = sys(SYS_read, fd, arg(buffer + used), static_cast<long>(sizeof buffer) - 1 - used);
+    const long n =
+        sys(SYS_read, fd, arg(buffer + used), static_cast<long>(sizeof buffer) - 1 - used);
     if (n == -EINTR) continue;
     if (n <= 0) break;
     used += n;
@@ -437,14 +452,14 @@ void close_all_but(const int* keep, std::size_t count) {
 // writable roots opened when the run started at 4, 5, ..., and after them the write end of the
 // pipe its refusals go to the caller through (unix datagram sockets, for the run's report).
 struct GuardLaunch {
-  const char* program;    // trusted sbx-stage2; nullptr: no guard
-  char* const* argv;      // {program, "--metadata-guard", parent, count, nullptr}
-  char* parent;           // argv's slot for the supervisor's pid (>= 24 bytes)
+  const char* program;  // trusted sbx-stage2; nullptr: no guard
+  char* const* argv;    // {program, "--metadata-guard", parent, count, nullptr}
+  char* parent;         // argv's slot for the supervisor's pid (>= 24 bytes)
   const int* roots;
   int root_count;
-  int refusals;           // the refusal pipe's write end
-  int listener;           // set by the supervisor
-  volatile int error;     // written by the child when execve failed
+  int refusals;        // the refusal pipe's write end
+  int listener;        // set by the supervisor
+  volatile int error;  // written by the child when execve failed
 };
 
 // At most this many writable roots reach the emulator (the launcher refuses more).
@@ -522,12 +537,12 @@ int start_guard(GuardLaunch& g, int listener) {
 
 struct Supervision {
   ChildArgs* args;
-  int report_fd;        // to the caller, read once the supervisor has ended
-  int guard_socket;     // the supervisor's end; -1 without a guard
-  pid_t caller;         // the process that cloned us
-  const int* keep;      // descriptors to keep, sorted
+  int report_fd;     // to the caller, read once the supervisor has ended
+  int guard_socket;  // the supervisor's end; -1 without a guard
+  pid_t caller;      // the process that cloned us
+  const int* keep;   // descriptors to keep, sorted
   std::size_t keep_count;
-  GuardLaunch* guard;   // nullptr without a guard
+  GuardLaunch* guard;  // nullptr without a guard
 };
 
 // Forwards one signal; true when the command has exited or the caller is gone and the tree was
@@ -646,8 +661,8 @@ int supervise(void* arg_pointer) {
   // command's to open. The flag belongs to the memory, which is the caller's: the caller is
   // not dumpable either until the run ends (run_landlock restores it). Inherited by the
   // command's child until its execve makes the command dumpable again.
-  if (long r = sys(SYS_prctl, PR_SET_DUMPABLE, 0); r < 0 ||
-      (r = sys(SYS_prctl, PR_SET_CHILD_SUBREAPER, 1)) < 0) {
+  if (long r = sys(SYS_prctl, PR_SET_DUMPABLE, 0);
+      r < 0 || (r = sys(SYS_prctl, PR_SET_CHILD_SUBREAPER, 1)) < 0) {
     report(s.report_fd, Step::kSupervisor, static_cast<int>(-r));
     sys_exit(kExitFailure);
   }
@@ -1038,16 +1053,14 @@ Result<ExitStatus> run_landlock(const LandlockLaunch& launch, const LaunchOption
   const UndumpableWhileSupervised undumpable;
   // Blocked before the clone: a signal sent meanwhile stays queued for the signalfd.
   BlockedSignals signals;
-  if (signals.fd() < 0)
-    return Error{std::string("landlock: signalfd: ") + std::strerror(errno)};
+  if (signals.fd() < 0) return Error{std::string("landlock: signalfd: ") + std::strerror(errno)};
   // CLONE_VM: no copy of this process's page tables (the fork it replaces copied them, and
   // that was most of a run's cost); the supervisor lives with that (see the file comment).
   // CLONE_PIDFD: the supervisor is waited for through a pidfd, which SIGCHLD's disposition in
   // an embedding process cannot affect.
   int pidfd = -1;
-  const pid_t supervisor =
-      ::clone(supervise, static_cast<char*>(stack) + kSupervisorStack,
-              CLONE_VM | CLONE_PIDFD | SIGCHLD, &supervision, &pidfd);
+  const pid_t supervisor = ::clone(supervise, static_cast<char*>(stack) + kSupervisorStack,
+                                   CLONE_VM | CLONE_PIDFD | SIGCHLD, &supervision, &pidfd);
   if (supervisor < 0) return Error{std::string("landlock: clone: ") + std::strerror(errno)};
   wait_supervisor(pidfd, signals.fd());
   // The supervisor has ended: this thread's storage is its own again.

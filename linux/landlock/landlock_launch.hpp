@@ -62,8 +62,8 @@ struct LandlockLaunch {
   LandlockSpec landlock;  // the rules; block_tcp and connect_tcp_ports follow `network`
   NetworkFilter network = NetworkFilter::kBlocked;  // kBlocked, kOpen or kProxy
   std::uint16_t proxy_port = 0;                     // kProxy: the only TCP port connect() reaches
-  bool env_environ = false;  // --env-environ: the command's environment is the caller's
-  pid_t parent = 0;          // --parent-pid (sbx-stage2 only): whose death ends the run
+  bool env_environ = false;          // --env-environ: the command's environment is the caller's
+  pid_t parent = 0;                  // --parent-pid (sbx-stage2 only): whose death ends the run
   std::vector<std::string> command;  // argv; command[0] absolute
 };
 
@@ -105,8 +105,9 @@ Result<ExitStatus> run_landlock(const LandlockLaunch& launch, const LaunchOption
 // sbx-stage2 --metadata-guard SUPERVISOR-PID ROOT-COUNT: the metadata guard's emulator, started
 // by the supervisor with the guard's listener at descriptor 3, the writable roots (opened
 // when the run started) at 4, 5, ... and the write end of the refusal pipe after them (each
-// refused unix datagram socket one line, read by run_landlock): not dumpable, ends with the supervisor, every capability
-// dropped, answers the listener until no task uses the filter. Returns its exit code.
+// refused unix datagram socket one line, read by run_landlock): not dumpable, ends with the
+// supervisor, every capability dropped, answers the listener until no task uses the filter. Returns
+// its exit code.
 int run_metadata_guard(int argc, char** argv);
 
 }  // namespace sbx::stage2

@@ -73,7 +73,7 @@ struct DevClosed {
 // How a rule's path is opened and checked.
 struct RuleKind {
   std::uint64_t rights;
-  bool writable;               // opened without following a final symlink
+  bool writable;                // opened without following a final symlink
   const DevClosed* dev_closed;  // refuse the root directory and /dev themselves; nullptr: off
 };
 
@@ -149,9 +149,7 @@ std::uint64_t read_rights(int abi) {
 }
 
 // Everything but creating device nodes (which needs CAP_MKNOD, never held in the sandbox).
-std::uint64_t write_rights(int abi) {
-  return handled_fs(abi) & ~(ll::kMakeChar | ll::kMakeBlock);
-}
+std::uint64_t write_rights(int abi) { return handled_fs(abi) & ~(ll::kMakeChar | ll::kMakeBlock); }
 
 std::uint64_t dev_rights(int abi) {
   return (ll::kReadFile | ll::kWriteFile | ll::kTruncate | ll::kIoctlDev) & handled_fs(abi);
@@ -179,8 +177,7 @@ Result<bool> parse_landlock_option(const std::string& arg, const std::string& va
     Result<bool> on = parse_bool(arg, value);
     if (!on.ok()) return on.failure();
     spec.scope_abstract_unix = *on;
-  } else if (arg == "--ll-read" || arg == "--ll-write" || arg == "--ll-dev" ||
-             arg == "--ll-list") {
+  } else if (arg == "--ll-read" || arg == "--ll-write" || arg == "--ll-dev" || arg == "--ll-list") {
     if (value.empty() || value.front() != '/')
       return Error{arg + " expects an absolute path, got '" + value + "'"};
     (arg == "--ll-read"    ? spec.read
@@ -204,19 +201,23 @@ Result<UniqueFd> build_landlock_ruleset(const LandlockSpec& spec) {
                  ", the kernel has " + std::to_string(abi)};
   // A port allow-list is only meaningful where TCP is handled at all; fail closed otherwise.
   if (!spec.connect_tcp_ports.empty() && (abi < 4 || !spec.block_tcp))
-    return Error{"abi: a TCP connect port rule needs Landlock ABI 4 with TCP handled, the kernel "
-                 "has " + std::to_string(abi)};
+    return Error{
+        "abi: a TCP connect port rule needs Landlock ABI 4 with TCP handled, the kernel "
+        "has " +
+        std::to_string(abi)};
   RulesetAttr attr{};
   const std::uint64_t handled = !spec.restrict_filesystem ? 0
                                 : spec.writes_only        ? writes_only_handled(abi)
                                                           : handled_fs(abi);
   attr.handled_access_fs = handled;
   if (abi >= 4 && spec.block_tcp) attr.handled_access_net = ll::kNetBindTcp | ll::kNetConnectTcp;
-  if (abi >= 6) attr.scoped = ll::kScopeSignal | (spec.scope_abstract_unix ? ll::kScopeAbstractUnix : 0);
+  if (abi >= 6)
+    attr.scoped = ll::kScopeSignal | (spec.scope_abstract_unix ? ll::kScopeAbstractUnix : 0);
   if (attr.handled_access_fs == 0 && attr.handled_access_net == 0 && attr.scoped == 0)
     return UniqueFd();  // nothing this kernel could restrict for this policy (checked by min_abi)
-  const std::size_t size = abi >= 6 ? sizeof attr : abi >= 4 ? 2 * sizeof(std::uint64_t)
-                                                             : sizeof(std::uint64_t);
+  const std::size_t size = abi >= 6   ? sizeof attr
+                           : abi >= 4 ? 2 * sizeof(std::uint64_t)
+                                      : sizeof(std::uint64_t);
   UniqueFd ruleset(static_cast<int>(::syscall(SYS_landlock_create_ruleset, &attr, size, 0)));
   if (ruleset.get() < 0) return Error{"create_ruleset: " + errno_text(errno)};
   if (spec.restrict_filesystem) {

@@ -40,11 +40,11 @@ constexpr std::uint64_t kMakeSock = 1ull << 9;
 constexpr std::uint64_t kMakeFifo = 1ull << 10;
 constexpr std::uint64_t kMakeBlock = 1ull << 11;
 constexpr std::uint64_t kMakeSym = 1ull << 12;
-constexpr std::uint64_t kRefer = 1ull << 13;     // ABI 2
-constexpr std::uint64_t kTruncate = 1ull << 14;  // ABI 3
-constexpr std::uint64_t kIoctlDev = 1ull << 15;  // ABI 5
-constexpr std::uint64_t kNetBindTcp = 1ull << 0;     // ABI 4
-constexpr std::uint64_t kNetConnectTcp = 1ull << 1;  // ABI 4
+constexpr std::uint64_t kRefer = 1ull << 13;             // ABI 2
+constexpr std::uint64_t kTruncate = 1ull << 14;          // ABI 3
+constexpr std::uint64_t kIoctlDev = 1ull << 15;          // ABI 5
+constexpr std::uint64_t kNetBindTcp = 1ull << 0;         // ABI 4
+constexpr std::uint64_t kNetConnectTcp = 1ull << 1;      // ABI 4
 constexpr std::uint64_t kScopeAbstractUnix = 1ull << 0;  // ABI 6
 constexpr std::uint64_t kScopeSignal = 1ull << 1;        // ABI 6
 constexpr int kMaxKnownAbi = 7;
@@ -59,22 +59,22 @@ long landlock_errata();
 // What to enforce. Paths are absolute; a missing path is skipped (nothing can be reached through
 // a path that does not exist, so skipping only ever denies more).
 struct LandlockSpec {
-  bool enabled = false;            // stage2 runs in Landlock mode (no namespaces around it)
-  int min_abi = 1;                 // refuse to run below this ABI
+  bool enabled = false;             // stage2 runs in Landlock mode (no namespaces around it)
+  int min_abi = 1;                  // refuse to run below this ABI
   bool restrict_filesystem = true;  // handle every filesystem right of the ABI
   // With restrict_filesystem: handle only the rights that change the filesystem
   // (writes_only_handled()); reading, listing and executing stay unrestricted. The bwrap
   // backend's write layer (write_layer.hpp), where bwrap's mounts already decide what is seen.
   bool writes_only = false;
-  bool block_tcp = false;          // handle TCP bind+connect with no rule: none allowed
+  bool block_tcp = false;  // handle TCP bind+connect with no rule: none allowed
   // With block_tcp (ABI 4+): the TCP ports connect() may still reach, on any address (Landlock
   // port rules are not per address). Network mode proxy: the proxy's port only.
   std::vector<std::uint16_t> connect_tcp_ports;
   bool scope_abstract_unix = false;  // ABI 6+: no abstract unix socket outside the domain
-  std::vector<std::string> read;   // execute, read files, list directories
-  std::vector<std::string> write;  // read + create/remove/rename/truncate/write beneath
-  std::vector<std::string> dev;    // device files read+write+ioctl (e.g. /dev/null, /dev/tty)
-  std::vector<std::string> list;   // list directories only (READ_DIR, inherited beneath)
+  std::vector<std::string> read;     // execute, read files, list directories
+  std::vector<std::string> write;    // read + create/remove/rename/truncate/write beneath
+  std::vector<std::string> dev;      // device files read+write+ioctl (e.g. /dev/null, /dev/tty)
+  std::vector<std::string> list;     // list directories only (READ_DIR, inherited beneath)
   // Refuse a read or write rule whose path opens the root directory or /dev itself: either
   // would grant every device node under /dev (raw disks, other terminals). The translator
   // never asks for one (it splits / into its entries); this catches a path swapped for a

@@ -4,10 +4,10 @@
 // Landlock restricts opening, creating, removing and truncating, but not chmod, chown, utimes
 // or setxattr: a command could make any file it owns (as root: any file) outside its writable
 // roots setuid or world-writable. So the command's child installs, besides the normal filter,
-// a second seccomp filter (metadata_filter.hpp, precompiled) whose listener (SECCOMP_FILTER_FLAG_NEW_LISTENER) goes to the
-// supervisor, which hands it to the emulator (sbx-stage2 --metadata-guard, run_metadata_guard in
-// landlock_launch.hpp; called "the supervisor" below) on the first call; it stays outside the
-// Landlock domain and EMULATES each call:
+// a second seccomp filter (metadata_filter.hpp, precompiled) whose listener
+// (SECCOMP_FILTER_FLAG_NEW_LISTENER) goes to the supervisor, which hands it to the emulator
+// (sbx-stage2 --metadata-guard, run_metadata_guard in landlock_launch.hpp; called "the supervisor"
+// below) on the first call; it stays outside the Landlock domain and EMULATES each call:
 //
 //   - the call's arguments are read from the caller's memory (/proc/TID/mem) and the
 //     notification is checked to be still valid afterwards (the TID was not reused);

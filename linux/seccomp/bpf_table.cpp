@@ -30,10 +30,14 @@ bool is_comparison(std::uint16_t code) {
 
 bool compare(std::uint16_t code, std::uint32_t a, std::uint32_t k) {
   switch (code) {
-    case kJumpEqual: return a == k;
-    case kJumpGreater: return a > k;
-    case kJumpGreaterEqual: return a >= k;
-    default: return (a & k) != 0;  // kJumpBitsSet, the only other comparison
+    case kJumpEqual:
+      return a == k;
+    case kJumpGreater:
+      return a > k;
+    case kJumpGreaterEqual:
+      return a >= k;
+    default:
+      return (a & k) != 0;  // kJumpBitsSet, the only other comparison
   }
 }
 
@@ -78,8 +82,10 @@ Status validate_instruction(std::span<const sock_filter> program, std::size_t pc
     case kJumpBitsSet:
       if (insn.jt >= after || insn.jf >= after) return Error{at(pc, "jump out of the program")};
       return {};
-    case kReturn: return {};
-    default: return Error{at(pc, "not in the strict subset of classic BPF")};
+    case kReturn:
+      return {};
+    default:
+      return Error{at(pc, "not in the strict subset of classic BPF")};
   }
 }
 
@@ -90,10 +96,18 @@ std::uint32_t run_validated(std::span<const sock_filter> program, const SeccompW
   for (;;) {
     const sock_filter& insn = program[pc];
     switch (insn.code) {
-      case kLoadWord: a = data[insn.k / 4]; ++pc; break;
-      case kJumpAlways: pc += 1 + insn.k; break;
-      case kReturn: return insn.k;
-      default: pc += 1u + (compare(insn.code, a, insn.k) ? insn.jt : insn.jf); break;
+      case kLoadWord:
+        a = data[insn.k / 4];
+        ++pc;
+        break;
+      case kJumpAlways:
+        pc += 1 + insn.k;
+        break;
+      case kReturn:
+        return insn.k;
+      default:
+        pc += 1u + (compare(insn.code, a, insn.k) ? insn.jt : insn.jf);
+        break;
     }
   }
 }
@@ -128,7 +142,7 @@ struct ResidualNode {
   std::uint16_t code = 0;    // otherwise: the comparison, of word `word` with k
   std::uint32_t word = 0;
   std::uint32_t k = 0;
-  std::size_t if_true = 0;   // node indices, always greater than this node's
+  std::size_t if_true = 0;  // node indices, always greater than this node's
   std::size_t if_false = 0;
   bool operator==(const ResidualNode&) const = default;
 };
@@ -137,8 +151,7 @@ using Residual = std::vector<ResidualNode>;  // [0] is the entry
 // Follows the program from (pc, a) through every step that the fixed words decide, up to a
 // RET or a comparison of an unknown word.
 std::pair<std::size_t, Accumulator> settle(std::span<const sock_filter> program,
-                                           const KnownWords& fixed, std::size_t pc,
-                                           Accumulator a) {
+                                           const KnownWords& fixed, std::size_t pc, Accumulator a) {
   for (;;) {
     const sock_filter& insn = program[pc];
     if (insn.code == kLoadWord) {
@@ -187,7 +200,8 @@ Residual specialise(std::span<const sock_filter> program, const KnownWords& fixe
       node.word = state.second.word;
       node.k = insn.k;
       node.if_true = index.at(key(settle(program, fixed, state.first + 1 + insn.jt, state.second)));
-      node.if_false = index.at(key(settle(program, fixed, state.first + 1 + insn.jf, state.second)));
+      node.if_false =
+          index.at(key(settle(program, fixed, state.first + 1 + insn.jf, state.second)));
     }
     residual.push_back(node);
   }
@@ -299,8 +313,9 @@ Result<TableShape> shape_of(std::span<const sock_filter> table, std::uint32_t na
     const Residual residual = specialise(table, fixed);
     if (residual.size() != 1 || !residual[0].is_return ||
         (have_foreign && residual[0].action != shape.foreign_action))
-      return Error{"the table's answer for a foreign architecture depends on more than the "
-                   "architecture"};
+      return Error{
+          "the table's answer for a foreign architecture depends on more than the "
+          "architecture"};
     shape.foreign_action = residual[0].action;
     have_foreign = true;
   }

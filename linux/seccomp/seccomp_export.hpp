@@ -20,5 +20,4 @@ Result<std::string> export_program(scmp_filter_ctx ctx,
                                    int (*exporter)(const scmp_filter_ctx, int));
 // NOLINTEND(misc-misplaced-const)
 
-
 }  // namespace sbx::stage2

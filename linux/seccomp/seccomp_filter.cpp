@@ -464,8 +464,7 @@ Status add_private_supervised_socket_rules(scmp_filter_ctx ctx) {
     }
   }
   // Protocol 0 or PF_UNIX (1), the only ones the kernel takes for AF_UNIX.
-  const scmp_arg_cmp unix_protocol[] = {SCMP_A0(SCMP_CMP_EQ, AF_UNIX),
-                                        SCMP_A2(SCMP_CMP_GE, 2)};
+  const scmp_arg_cmp unix_protocol[] = {SCMP_A0(SCMP_CMP_EQ, AF_UNIX), SCMP_A2(SCMP_CMP_GE, 2)};
   if (s.ok()) s = refuse_if(ctx, "socket", unix_protocol);
   // Datagram socketpairs are the supervisor's (its filter hands them to it, which gives the
   // command a pair that cannot be re-addressed): only the family is refused here.

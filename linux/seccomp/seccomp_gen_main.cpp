@@ -124,7 +124,9 @@ bool write_compact_table(std::ostream& out, const std::string& name, const std::
 
 bool write_source(std::ostream& out, const std::string& machine, std::uint32_t native_arch) {
   out << "// Generated at build time by sbx-seccomp-gen (linux/seccomp/seccomp_gen_main.cpp) from\n"
-         "// seccomp_filter.cpp for " << machine << ". Do not edit.\n"
+         "// seccomp_filter.cpp for "
+      << machine
+      << ". Do not edit.\n"
          "#include \"seccomp_programs.hpp\"\n\n"
          "namespace sbx::stage2 {\nnamespace {\n\n";
   for (const Mode& mode : kModes) {
@@ -170,8 +172,12 @@ bool write_source(std::ostream& out, const std::string& machine, std::uint32_t n
   }
   // Unreachable for a valid enum value; the most restrictive mode for anything else.
   out << "  }\n  return {kBlockedTable, kBlockedRules};\n}\n\n"
-         "std::string_view precompiled_architecture() { return \"" << machine << "\"; }\n\n"
-         "std::uint32_t precompiled_audit_arch() { return " << native_arch << "u; }\n\n"
+         "std::string_view precompiled_architecture() { return \""
+      << machine
+      << "\"; }\n\n"
+         "std::uint32_t precompiled_audit_arch() { return "
+      << native_arch
+      << "u; }\n\n"
          "}  // namespace sbx::stage2\n";
   return true;
 }

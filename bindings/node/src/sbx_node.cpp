@@ -5,7 +5,6 @@
 // while the command does.
 #define NAPI_VERSION 8
 #include <node_api.h>
-
 #include <sbx/sbx.h>
 
 #include <cstddef>
@@ -218,10 +217,9 @@ napi_value manager_new(napi_env env, napi_callback_info info) {
   auto settings = args.text(3, "settings", ok);
   if (!ok) return nullptr;
   sbx_error* error = nullptr;
-  sbx_manager* manager =
-      with_settings ? sbx_manager_new_with_settings(c_str(backends), c_str(cwd), c_str(settings),
-                                                    &error)
-                    : sbx_manager_new(c_str(backends), &error);
+  sbx_manager* manager = with_settings ? sbx_manager_new_with_settings(c_str(backends), c_str(cwd),
+                                                                       c_str(settings), &error)
+                                       : sbx_manager_new(c_str(backends), &error);
   if (manager == nullptr) return throw_sbx(env, error);
   napi_value handle = nullptr;
   napi_create_object(env, &handle);
@@ -318,10 +316,10 @@ napi_value transform(napi_env env, napi_callback_info info) {
   if (!ok) return nullptr;
   const std::vector<const char*> pointers = argv_pointers(argv);
   sbx_error* error = nullptr;
-  return take(env,
-              sbx_transform(manager, c_str(policy), c_str(cwd), pointers.data(),
-                            c_str(preference), &error),
-              &error);
+  return take(
+      env,
+      sbx_transform(manager, c_str(policy), c_str(cwd), pointers.data(), c_str(preference), &error),
+      &error);
 }
 
 // exec(handle, policy?, cwd?, argv, preference?, flags) -> Promise<JSON>
@@ -455,8 +453,7 @@ napi_value classify(napi_env env, napi_callback_info info) {
   sbx_error* error = nullptr;
   return take(env,
               sbx_classify_failure(static_cast<int>(*code), static_cast<int>(*signal),
-                                   stderr_text.data(), stderr_text.size(), c_str(backend),
-                                   &error),
+                                   stderr_text.data(), stderr_text.size(), c_str(backend), &error),
               &error);
 }
 
@@ -468,8 +465,7 @@ napi_value init(napi_env env, napi_value exports) {
       {"managerReprobe", nullptr, manager_reprobe, nullptr, nullptr, nullptr, napi_default,
        nullptr},
       {"backends", nullptr, backends, nullptr, nullptr, nullptr, napi_default, nullptr},
-      {"shouldSandbox", nullptr, should_sandbox, nullptr, nullptr, nullptr, napi_default,
-       nullptr},
+      {"shouldSandbox", nullptr, should_sandbox, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"explain", nullptr, explain, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"transform", nullptr, transform, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"exec", nullptr, exec, nullptr, nullptr, nullptr, napi_default, nullptr},

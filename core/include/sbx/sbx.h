@@ -148,12 +148,12 @@ enum {
  * null) and "network_refusals" (as in `sbx exec --json`: what sbx's proxy refused, each with
  * "kind":"proxy", then what the backend's sandbox refused: {"kind":"unix","path"} for a host
  * unix socket not in network.unix_sockets, {"kind":"ip","address"} for an address with no
- * route out of the sandbox; [] when nothing was), with "network_refusals_total" counting all. In network mode proxy sbx starts its own filtering proxy for the run, exactly as
- * `sbx exec` does, and stops it when the command has exited; a policy that names
- * network.proxy_ports itself is refused (a C error; the command does not run). A refusal (a
- * sandbox is wanted but none is available) is a report with "error" set and "exit" null, not a
- * C error; NULL is returned only for bad arguments, a plan the backend refuses, or internal
- * failures. */
+ * route out of the sandbox; [] when nothing was), with "network_refusals_total" counting all. In
+ * network mode proxy sbx starts its own filtering proxy for the run, exactly as `sbx exec` does,
+ * and stops it when the command has exited; a policy that names network.proxy_ports itself is
+ * refused (a C error; the command does not run). A refusal (a sandbox is wanted but none is
+ * available) is a report with "error" set and "exit" null, not a C error; NULL is returned only for
+ * bad arguments, a plan the backend refuses, or internal failures. */
 SBX_API char* sbx_exec(sbx_manager* manager, const char* policy_json, const char* cwd,
                        const char* const* argv, const char* preference, unsigned flags,
                        sbx_error** error);

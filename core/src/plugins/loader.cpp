@@ -2,8 +2,6 @@
 // (core/src/plugins/README.md). Checks run in a fixed order (LoadStage); every failure
 // becomes one RejectedPlugin whose message names the path, the stage, what was expected and
 // what was found, and no failure stops the other candidates.
-#include "sbx/core/plugin_loader.hpp"
-
 #include <dlfcn.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
@@ -29,6 +27,7 @@
 #include "plugins/loader_internal.hpp"
 #include "plugins/plugin_checks.hpp"
 #include "plugins/trusted_fs.hpp"
+#include "sbx/core/plugin_loader.hpp"
 
 namespace sbx {
 
@@ -37,7 +36,6 @@ namespace {
 
 using plugins::TrustedFile;
 using plugins::UniqueFd;
-
 
 // A library that loaded, kept for the life of the process. glibc identifies a loaded object
 // first by the exact name given to dlopen(); once "/proc/self/fd/N" is closed, N is reused for

@@ -7,9 +7,9 @@
 #include <string_view>
 #include <variant>
 
-#include "sbx/core/plugin_loader.hpp"
 #include "plugins/plugin_checks.hpp"
 #include "plugins/trusted_fs.hpp"
+#include "sbx/core/plugin_loader.hpp"
 
 namespace sbx::plugins {
 

@@ -5,9 +5,8 @@
 // FILE_SHARE_READ while LoadLibraryExW maps it, the mapped module compared with the held file)
 // and then through the same descriptor checks as on POSIX (plugin_checks.hpp). Loading is
 // always by path, the only way Windows loads a DLL.
-#include <windows.h>
-
 #include <spdlog/spdlog.h>
+#include <windows.h>
 
 #include <algorithm>
 #include <filesystem>

@@ -8,7 +8,6 @@
 #include <exception>
 #include <utility>
 
-
 namespace sbx::plugins {
 namespace {
 
@@ -105,8 +104,7 @@ std::optional<std::string> fingerprint_problem(const sbx_plugin_v2& d) {
   // A mismatch crashes rather than fails: std::string and std::vector cross the boundary.
   const std::string fingerprint = bounded_string(d.fingerprint);
   if (fingerprint == SBX_TOOLCHAIN_FINGERPRINT) return std::nullopt;
-  return "toolchain fingerprint is '" + fingerprint + "'; expected '" +
-         SBX_TOOLCHAIN_FINGERPRINT +
+  return "toolchain fingerprint is '" + fingerprint + "'; expected '" + SBX_TOOLCHAIN_FINGERPRINT +
          "' (rebuild the plugin with the same C++ "
          "standard library settings as sbx)";
 }

@@ -63,9 +63,8 @@ std::variant<std::shared_ptr<Backend>, std::string> create_backend(const sbx_plu
 
 // Stages kName and kCreate and the ABI adapter for a descriptor that passed kAbi and
 // kFingerprint: the LoadedPlugin for `path`, or the rejection.
-std::variant<LoadedPlugin, RejectedPlugin> accept_descriptor(const std::string& path,
-                                                             const sbx_plugin_v2& descriptor,
-                                                             const sbx_host_v2* host,
-                                                             const std::vector<LoadedPlugin>& loaded);
+std::variant<LoadedPlugin, RejectedPlugin> accept_descriptor(
+    const std::string& path, const sbx_plugin_v2& descriptor, const sbx_host_v2* host,
+    const std::vector<LoadedPlugin>& loaded);
 
 }  // namespace sbx::plugins

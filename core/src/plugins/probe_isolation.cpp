@@ -17,8 +17,8 @@
 // a lock another thread held at that moment waits until the deadline; descendants a probe
 // started itself are not killed with it. On Windows the probe runs in process, guarded against
 // exceptions only.
-#include <boost/json.hpp>
 #include <algorithm>
+#include <boost/json.hpp>
 #include <chrono>
 #include <cstdint>
 #include <exception>
@@ -27,9 +27,9 @@
 #include <string_view>
 #include <utility>
 
+#include "probe_wire.hpp"
 #include "sbx/core/exit_codes.hpp"
 #include "sbx/core/manager.hpp"
-#include "probe_wire.hpp"
 
 #ifndef _WIN32
 #include <fcntl.h>
@@ -84,10 +84,9 @@ Result<ProbeReport> probe_from_wire(std::string_view text) {
       const std::int64_t status = check.at(1).as_int64();
       if (status < 0 || status > static_cast<int>(CheckStatus::kFail))
         return Error{"a check has an unknown status"};
-      report.checks.push_back({std::string(check.at(0).as_string()),
-                               static_cast<CheckStatus>(status),
-                               std::string(check.at(2).as_string()),
-                               std::string(check.at(3).as_string())});
+      report.checks.push_back(
+          {std::string(check.at(0).as_string()), static_cast<CheckStatus>(status),
+           std::string(check.at(2).as_string()), std::string(check.at(3).as_string())});
     }
     const std::uint64_t bits = in.at("capabilities").to_number<std::uint64_t>();
     for (std::uint32_t bit = 0; bit < 32; ++bit) {
@@ -127,17 +126,28 @@ using Clock = std::chrono::steady_clock;
 
 std::string signal_name(int sig) {
   switch (sig) {
-    case SIGSEGV: return "SIGSEGV";
-    case SIGABRT: return "SIGABRT";
-    case SIGBUS: return "SIGBUS";
-    case SIGILL: return "SIGILL";
-    case SIGFPE: return "SIGFPE";
-    case SIGTRAP: return "SIGTRAP";
-    case SIGSYS: return "SIGSYS";
-    case SIGKILL: return "SIGKILL";
-    case SIGTERM: return "SIGTERM";
-    case SIGPIPE: return "SIGPIPE";
-    default: return "signal " + std::to_string(sig);
+    case SIGSEGV:
+      return "SIGSEGV";
+    case SIGABRT:
+      return "SIGABRT";
+    case SIGBUS:
+      return "SIGBUS";
+    case SIGILL:
+      return "SIGILL";
+    case SIGFPE:
+      return "SIGFPE";
+    case SIGTRAP:
+      return "SIGTRAP";
+    case SIGSYS:
+      return "SIGSYS";
+    case SIGKILL:
+      return "SIGKILL";
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGPIPE:
+      return "SIGPIPE";
+    default:
+      return "signal " + std::to_string(sig);
   }
 }
 
@@ -161,7 +171,8 @@ bool write_all(int fd, const std::string& data) {
 [[noreturn]] void run_child(Backend& backend, int out, pid_t parent) {
 #ifdef __linux__
   // A probe that hangs must not outlive an sbx that was killed meanwhile.
-  if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || ::getppid() != parent) ::_exit(kExitSbxFailure);
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || ::getppid() != parent)
+    ::_exit(kExitSbxFailure);
 #else
   (void)parent;
 #endif
@@ -294,8 +305,8 @@ ProbeReport probe_in_child(Backend& backend, std::chrono::milliseconds limit) {
   if (timed_out) ::kill(pid, SIGKILL);
   const std::optional<int> status = reap(pid, deadline, timed_out);
   if (output.too_large)
-    return unavailable("probe answered with more than " +
-                       std::to_string(kMaxReportBytes >> 20) + " MiB");
+    return unavailable("probe answered with more than " + std::to_string(kMaxReportBytes >> 20) +
+                       " MiB");
   if (timed_out) return unavailable("probe did not answer within " + duration_text(limit));
   if (status && WIFSIGNALED(*status))
     return unavailable("probe crashed with " + signal_name(WTERMSIG(*status)));

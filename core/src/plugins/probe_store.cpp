@@ -196,8 +196,8 @@ std::string answer_key(const LoadedPlugin& plugin, const std::vector<std::string
     return {};
   std::ostringstream key;
   key << kFormat << '|' << sbx_version() << '|' << plugin.name << '|' << boot << '|'
-      << kernel.release << '|' << kernel.version << '|' << ::geteuid() << ',' << ::getegid()
-      << '|' << userns << '|' << ::prctl(PR_GET_SECCOMP, 0, 0, 0, 0) << ','
+      << kernel.release << '|' << kernel.version << '|' << ::geteuid() << ',' << ::getegid() << '|'
+      << userns << '|' << ::prctl(PR_GET_SECCOMP, 0, 0, 0, 0) << ','
       << ::prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) << '|' << plugin_file << '|' << stage2 << '|'
       << libsbx;
   for (const std::string& path : depends_on) key << '|' << dependency_identity(path);

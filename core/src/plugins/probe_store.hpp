@@ -4,8 +4,8 @@
 // core/src/plugins/README.md, "Kept probe answers", has the threat model; in short:
 //  - the store is <runtime dir>/sbx-probe (sbx/sdk/private_state.hpp: $XDG_RUNTIME_DIR or
 //    /run/user/<uid> when it is this user's own 0700 directory, root's /run), one file per
-//    backend and install, read and written only through the private-file checks of that header; without
-//    such a runtime directory nothing is kept;
+//    backend and install, read and written only through the private-file checks of that header;
+//    without such a runtime directory nothing is kept;
 //  - an answer is reused only under the key it was written with: everything the answer may
 //    depend on (probe_store.cpp, answer_key);
 //  - anything wrong with the store (missing, another owner, writable by others, a symlink,

@@ -1,6 +1,6 @@
 // PluginRegistry helpers that do not load anything: the names of the stages and modes, building
-// a registry from in-process backends and looking a plugin up by name. Loading from disk is PluginRegistry::load
-// (loader.cpp).
+// a registry from in-process backends and looking a plugin up by name. Loading from disk is
+// PluginRegistry::load (loader.cpp).
 #include <algorithm>
 #include <string_view>
 #include <utility>

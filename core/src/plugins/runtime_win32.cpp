@@ -43,9 +43,9 @@ const char kModuleAnchor = 0;
 
 Result<std::string> executable_path() {
   HMODULE module = nullptr;
-  if (!GetModuleHandleExW(GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS |
-                              GET_MODULE_HANDLE_EX_FLAG_UNCHANGED_REFCOUNT,
-                          reinterpret_cast<LPCWSTR>(&kModuleAnchor), &module))
+  if (!GetModuleHandleExW(
+          GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS | GET_MODULE_HANDLE_EX_FLAG_UNCHANGED_REFCOUNT,
+          reinterpret_cast<LPCWSTR>(&kModuleAnchor), &module))
     return Error{"GetModuleHandleExW did not find the module holding libsbx"};
   std::wstring name(32768, L'\0');
   const DWORD size = GetModuleFileNameW(module, name.data(), static_cast<DWORD>(name.size()));
@@ -89,28 +89,26 @@ bool is_existing_directory(const std::string& generic) {
 
 // Windows has no unsandboxed spawner in libsbx yet (run/spawn_win32.cpp); a plugin asking the
 // host to spawn gets the reason, never a run.
-int host_spawn_refused(void* /*ctx*/, const sbx_run_v2* /*run*/, const void* /*plan*/, void* /*status_out*/, char* error,
-                       size_t error_size) noexcept {
+int host_spawn_refused(void* /*ctx*/, const sbx_run_v2* /*run*/, const void* /*plan*/,
+                       void* /*status_out*/, char* error, size_t error_size) noexcept {
   plugins::write_host_error(error, error_size,
                             "spawn: the host runs no unsandboxed process on Windows");
   return 1;
 }
-
 
 }  // namespace
 
 Result<InstallLayout> install_layout() {
   // Looked up once per process: sbx.exe does not move while it runs, and a run asks several
   // times (resolution, the loader).
-  static const Result<InstallLayout>* const layout =
-      new Result<InstallLayout>(executable_layout());
+  static const Result<InstallLayout>* const layout = new Result<InstallLayout>(executable_layout());
   return *layout;
 }
 
 std::vector<std::string> install_directories(const InstallLayout& layout) {
   std::vector<std::string> out;
-  for (const std::string& dir : {layout.lib_dir, parent_of(layout.libsbx_path), layout.plugin_dir,
-                                 layout.bin_dir}) {
+  for (const std::string& dir :
+       {layout.lib_dir, parent_of(layout.libsbx_path), layout.plugin_dir, layout.bin_dir}) {
     // Only existing directories matter: a missing one holds nothing that could be run.
     if (dir.empty() || !is_existing_directory(dir)) continue;
     if (std::none_of(out.begin(), out.end(),

@@ -36,14 +36,12 @@ std::string rights_text(std::uint32_t mask) {
 
 std::optional<std::string> check_object(const SecurityModel& model, const std::string& what,
                                         const Trustees& trustees, Place place) {
-  if (model.owner_sid.empty())
-    return what + ": its owner cannot be read, so it cannot be trusted";
+  if (model.owner_sid.empty()) return what + ": its owner cannot be read, so it cannot be trusted";
   // The owner may always rewrite the DACL (implicit WRITE_DAC), so it must be trusted itself.
   if (!trustees.trusts(model.owner_sid))
     return what + " is owned by " + model.owner_sid +
            ", not by SYSTEM, Administrators, TrustedInstaller or the owner of sbx";
-  if (!model.dacl_present)
-    return what + " has a NULL DACL: everyone may change it";
+  if (!model.dacl_present) return what + " has a NULL DACL: everyone may change it";
   const std::uint32_t tolerated = place == Place::kAboveTrustRoot ? kCreateEntryRights : 0;
   for (const Ace& ace : model.dacl) {
     if (ace.inherit_only) continue;  // not effective on this object
@@ -65,8 +63,8 @@ std::optional<std::string> check_chain(const std::vector<ChainEntry>& chain,
   if (chain.empty()) return std::string("no directory chain to check");
   for (std::size_t i = 0; i < chain.size(); ++i) {
     const Place place = i < trust_root_index ? Place::kAboveTrustRoot : Place::kTrustRootOrBelow;
-    if (std::optional<std::string> bad = check_object(chain[i].model, chain[i].path, trustees,
-                                                      place))
+    if (std::optional<std::string> bad =
+            check_object(chain[i].model, chain[i].path, trustees, place))
       return bad;
   }
   return std::nullopt;

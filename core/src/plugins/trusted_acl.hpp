@@ -47,9 +47,8 @@ inline constexpr std::uint32_t kGenericWrite = 0x40000000;
 
 // Every right that changes an object or its name (see above).
 inline constexpr std::uint32_t kWriteRights = kFileWriteData | kFileAppendData | kFileWriteEa |
-                                              kFileDeleteChild | kDelete | kWriteDac |
-                                              kWriteOwner | kMaximumAllowed | kGenericAll |
-                                              kGenericWrite;
+                                              kFileDeleteChild | kDelete | kWriteDac | kWriteOwner |
+                                              kMaximumAllowed | kGenericAll | kGenericWrite;
 // What others may hold on a directory above the trust root: creating entries only.
 inline constexpr std::uint32_t kCreateEntryRights = kFileWriteData | kFileAppendData;
 

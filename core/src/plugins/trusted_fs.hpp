@@ -13,12 +13,12 @@
 #pragma once
 
 #include <sys/stat.h>
-#include "sbx/core/platform_types.hpp"
 
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "sbx/core/platform_types.hpp"
 #include "sbx/sdk/result.hpp"
 #include "sbx/sdk/unique_fd.hpp"
 

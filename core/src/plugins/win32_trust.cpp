@@ -17,9 +17,7 @@
 namespace sbx::plugins::win32 {
 namespace {
 
-std::string last_error_text(DWORD code) {
-  return "Win32 error " + std::to_string(code);
-}
+std::string last_error_text(DWORD code) { return "Win32 error " + std::to_string(code); }
 
 Result<std::wstring> wide_path(const std::string& path) {
   Result<std::string> generic = policy::winpath::normalize(path);
@@ -60,8 +58,8 @@ Result<acl::FileIdentity> identity_of(HANDLE handle, const std::string& what) {
       (static_cast<std::uint64_t>(info.nFileIndexHigh) << 32) | info.nFileIndexLow;
   id.file_id = std::to_string(index);
   std::wstring buffer(MAX_PATH, L'\0');
-  DWORD size = GetFinalPathNameByHandleW(handle, buffer.data(),
-                                         static_cast<DWORD>(buffer.size()), FILE_NAME_NORMALIZED);
+  DWORD size = GetFinalPathNameByHandleW(handle, buffer.data(), static_cast<DWORD>(buffer.size()),
+                                         FILE_NAME_NORMALIZED);
   if (size >= buffer.size()) {
     buffer.resize(size + 1);
     size = GetFinalPathNameByHandleW(handle, buffer.data(), static_cast<DWORD>(buffer.size()),
@@ -77,8 +75,8 @@ Result<acl::FileIdentity> identity_of(HANDLE handle, const std::string& what) {
 // Opens `path` for reading attributes; share mode read only, so that while the handle lives
 // nobody can write, delete or rename the file.
 Result<UniqueHandle> open_locked(const std::wstring& path, const std::string& what) {
-  HANDLE handle = CreateFileW(path.c_str(), GENERIC_READ, FILE_SHARE_READ, nullptr,
-                              OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, nullptr);
+  HANDLE handle = CreateFileW(path.c_str(), GENERIC_READ, FILE_SHARE_READ, nullptr, OPEN_EXISTING,
+                              FILE_ATTRIBUTE_NORMAL, nullptr);
   if (handle == INVALID_HANDLE_VALUE)
     return Error{what + ": cannot open it (" + last_error_text(GetLastError()) + ")"};
   return UniqueHandle(handle);
@@ -92,9 +90,9 @@ Result<acl::SecurityModel> read_security(const std::string& path) {
   PSID owner = nullptr;
   PACL dacl = nullptr;
   PSECURITY_DESCRIPTOR descriptor = nullptr;
-  const DWORD status = GetNamedSecurityInfoW(
-      wide->c_str(), SE_FILE_OBJECT, OWNER_SECURITY_INFORMATION | DACL_SECURITY_INFORMATION,
-      &owner, nullptr, &dacl, nullptr, &descriptor);
+  const DWORD status = GetNamedSecurityInfoW(wide->c_str(), SE_FILE_OBJECT,
+                                             OWNER_SECURITY_INFORMATION | DACL_SECURITY_INFORMATION,
+                                             &owner, nullptr, &dacl, nullptr, &descriptor);
   if (status != ERROR_SUCCESS)
     return Error{path + ": cannot read its owner and ACL (" + last_error_text(status) + ")"};
   std::unique_ptr<void, LocalFreer> keep(descriptor);
@@ -104,7 +102,8 @@ Result<acl::SecurityModel> read_security(const std::string& path) {
   if (dacl == nullptr) return model;
   for (DWORD i = 0; i < dacl->AceCount; ++i) {
     void* raw = nullptr;
-    if (!GetAce(dacl, i, &raw)) return Error{path + ": cannot read access entry " + std::to_string(i)};
+    if (!GetAce(dacl, i, &raw))
+      return Error{path + ": cannot read access entry " + std::to_string(i)};
     const auto* header = static_cast<const ACE_HEADER*>(raw);
     acl::Ace ace;
     ace.inherit_only = (header->AceFlags & INHERIT_ONLY_ACE) != 0;
@@ -181,8 +180,8 @@ Result<void*> load_trusted_module(const std::string& path, const std::string& tr
     return Error{*file + ": LoadLibraryExW failed (" + last_error_text(GetLastError()) + ")",
                  ErrorKind::host_failure};
   std::wstring loaded_name(32768, L'\0');
-  const DWORD size = GetModuleFileNameW(module, loaded_name.data(),
-                                        static_cast<DWORD>(loaded_name.size()));
+  const DWORD size =
+      GetModuleFileNameW(module, loaded_name.data(), static_cast<DWORD>(loaded_name.size()));
   if (size == 0 || size >= loaded_name.size())
     return Error{*file + ": the loaded module's file name cannot be read; it is not used"};
   loaded_name.resize(size);

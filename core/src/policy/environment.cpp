@@ -1,5 +1,6 @@
 // /environment of a policy: reading (strict, like every policy field), checks and the JSON form.
-// What the fields mean is in policy.hpp (EnvironmentPolicy); filtering is core/src/run/environment.cpp.
+// What the fields mean is in policy.hpp (EnvironmentPolicy); filtering is
+// core/src/run/environment.cpp.
 #include <boost/json.hpp>
 #include <string>
 #include <vector>
@@ -28,9 +29,9 @@ namespace policy {
 namespace {
 
 namespace json = boost::json;
-using report::string_array;
 using policy::strict::child;
 using policy::strict::error_at;
+using report::string_array;
 
 constexpr std::string_view kPointer = "/environment";
 constexpr std::string_view kKeys = "inherit|keep|exclude|include_only|set";
@@ -135,8 +136,8 @@ Status check_environment(const EnvironmentPolicy& environment) {
     status = check_name(name, child(set_pointer, name), "variable name");
     if (!status) return status;
     if (name.find('*') != std::string::npos)
-      return error_at(child(set_pointer, name),
-                      "variable name " + policy::path::quote(name) + " has '*'; set names one variable");
+      return error_at(child(set_pointer, name), "variable name " + policy::path::quote(name) +
+                                                    " has '*'; set names one variable");
     if (value.find('\0') != std::string::npos)
       return error_at(child(set_pointer, name), "value has a NUL byte, which no variable can hold");
   }

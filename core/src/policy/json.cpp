@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "policy/internal.hpp"
 #include "policy/json_strict.hpp"
 #include "policy/path_util.hpp"
-#include "policy/internal.hpp"
 #include "sbx/core/policy.hpp"
 
 namespace sbx {
@@ -103,8 +103,8 @@ Result<Enum> read_enum(const json::value& value, const std::string& pointer,
   std::string names;
   for (Enum e : values) names += (names.empty() ? "" : "|") + std::string(to_string(e));
   if (!value.is_string()) {
-    return error_at(
-        pointer, "expected one of " + names + ", got " + std::string(policy::strict::kind_name(value)));
+    return error_at(pointer, "expected one of " + names + ", got " +
+                                 std::string(policy::strict::kind_name(value)));
   }
   std::string_view text(value.get_string().data(), value.get_string().size());
   for (Enum e : values) {

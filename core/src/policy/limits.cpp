@@ -93,7 +93,8 @@ Status check_range(std::uint64_t value, std::uint64_t min, std::uint64_t max, st
 Result<Limits> read_limits(const json::value& value) {
   const std::string pointer = "/limits";
   if (!value.is_object())
-    return error_at(pointer, "expected an object, got " + std::string(policy::strict::kind_name(value)));
+    return error_at(pointer,
+                    "expected an object, got " + std::string(policy::strict::kind_name(value)));
   Limits limits;
   bool best_effort_given = false;
   for (const auto& member : value.get_object()) {

@@ -4,9 +4,9 @@
 #include <string>
 #include <vector>
 
+#include "policy/internal.hpp"
 #include "policy/json_strict.hpp"
 #include "policy/path_util.hpp"
-#include "policy/internal.hpp"
 
 namespace sbx::policy {
 namespace {
@@ -64,8 +64,8 @@ Result<std::string> normalize_domain(std::string_view raw, const std::string& po
     return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   });
   auto fail = [&](const std::string& why) {
-    return error_at(pointer,
-                    "domain " + policy::path::quote(raw) + ": " + why + "; " + std::string(kDomainHint));
+    return error_at(pointer, "domain " + policy::path::quote(raw) + ": " + why + "; " +
+                                 std::string(kDomainHint));
   };
   std::size_t colon = domain.find(':');
   std::string_view host = std::string_view(domain).substr(0, colon);

@@ -1,11 +1,11 @@
 // The four presets (core/src/policy/README.md) and the short form, each defined
 // as the full form it converts to.
-#include <string>
 #include <iterator>
+#include <string>
 #include <vector>
 
-#include "policy/json_strict.hpp"
 #include "policy/internal.hpp"
+#include "policy/json_strict.hpp"
 #include "sbx/core/policy.hpp"
 
 namespace sbx {

@@ -4,8 +4,8 @@
 #include <string>
 #include <utility>
 
-#include "report/json_render.hpp"
 #include "policy/internal.hpp"
+#include "report/json_render.hpp"
 #include "sbx/core/policy.hpp"
 
 namespace sbx {

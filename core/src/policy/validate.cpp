@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "policy/internal.hpp"
 #include "policy/json_strict.hpp"
 #include "policy/path_util.hpp"
-#include "sbx/core/win_path.hpp"
-#include "policy/internal.hpp"
 #include "sbx/core/policy.hpp"
+#include "sbx/core/win_path.hpp"
 
 namespace sbx {
 namespace {
@@ -47,8 +47,8 @@ Result<std::string> normalize_special(std::string_view raw, const std::string& p
   std::string name = collapsed.substr(0, slash);
   if (std::find(std::begin(kSpecialNames), std::end(kSpecialNames), name) ==
       std::end(kSpecialNames)) {
-    return error_at(pointer,
-                    "unknown special path " + policy::path::quote(name) + "; " + std::string(kPathHint));
+    return error_at(pointer, "unknown special path " + policy::path::quote(name) + "; " +
+                                 std::string(kPathHint));
   }
   if (slash == std::string::npos) return collapsed;
   if (name != ":cwd") {
@@ -74,8 +74,8 @@ Result<std::size_t> scan_bracket(std::string_view text, std::size_t i, const std
       return j;
     }
   }
-  return error_at(ptr, "glob " + policy::path::quote(text) + ": '[' at offset " + std::to_string(i) +
-                           " is never closed with ']'");
+  return error_at(ptr, "glob " + policy::path::quote(text) + ": '[' at offset " +
+                           std::to_string(i) + " is never closed with ']'");
 }
 
 // Syntax of a gitignore-style glob: escapes, [...] and {a,b} must be complete, so a backend
@@ -94,18 +94,19 @@ Status check_glob_syntax(std::string_view text, const std::string& ptr) {
       if (!end) return end.failure();
       i = *end;
     } else if (c == ']') {
-      return error_at(ptr, "glob " + policy::path::quote(text) + ": ']' at offset " + std::to_string(i) +
-                               " has no matching '['");
+      return error_at(ptr, "glob " + policy::path::quote(text) + ": ']' at offset " +
+                               std::to_string(i) + " has no matching '['");
     } else if (c == '{') {
       ++braces;
     } else if (c == '}') {
       if (--braces < 0) {
-        return error_at(ptr, "glob " + policy::path::quote(text) + ": '}' at offset " + std::to_string(i) +
-                                 " has no matching '{'");
+        return error_at(ptr, "glob " + policy::path::quote(text) + ": '}' at offset " +
+                                 std::to_string(i) + " has no matching '{'");
       }
     }
   }
-  if (braces != 0) return error_at(ptr, "glob " + policy::path::quote(text) + ": '{' is never closed");
+  if (braces != 0)
+    return error_at(ptr, "glob " + policy::path::quote(text) + ": '{' is never closed");
   return {};
 }
 
@@ -158,8 +159,8 @@ Result<std::string> normalize_glob(std::string_view raw, const std::string& poin
   if (!syntax) return syntax.failure();
   std::string out = policy::path::collapse_slashes(raw);
   if (out == "/" || out == "~") {
-    return error_at(pointer,
-                    "glob " + policy::path::quote(raw) + " matches no file name; deny a path instead");
+    return error_at(
+        pointer, "glob " + policy::path::quote(raw) + " matches no file name; deny a path instead");
   }
   return out;
 }
@@ -181,8 +182,7 @@ Status check_entry(PolicyEntry& entry, const std::string& pointer) {
     }
     return {};
   }
-  Result<std::string> normalized =
-      policy::normalize_entry_path(entry.path, child(pointer, "path"));
+  Result<std::string> normalized = policy::normalize_entry_path(entry.path, child(pointer, "path"));
   if (!normalized) return normalized.failure();
   entry.path = std::move(*normalized);
   if (entry.path == ":minimal" && entry.access != Access::kRead) {
@@ -199,8 +199,8 @@ Status check_protected_names(const std::vector<std::string>& names, const std::s
     if (name.empty()) return error_at(item, "empty name; write a plain name such as \".git\"");
     if (name == "." || name == ".." || name.find('/') != std::string::npos ||
         name.find('\0') != std::string::npos) {
-      return error_at(
-          item, policy::path::quote(name) + " is not a plain file name (no '/', not \".\" or \"..\")");
+      return error_at(item, policy::path::quote(name) +
+                                " is not a plain file name (no '/', not \".\" or \"..\")");
     }
     auto first = std::find(names.begin(), names.end(), name);
     if (first != names.begin() + static_cast<std::ptrdiff_t>(i)) {

@@ -100,7 +100,8 @@ bool has_our_name(const std::string& name) {
   if (name.size() != kDirectoryPrefix.size() + 6 || name.rfind(kDirectoryPrefix, 0) != 0)
     return false;
   return std::all_of(name.begin() + static_cast<std::ptrdiff_t>(kDirectoryPrefix.size()),
-                     name.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)); });
+                     name.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)); });
 }
 
 // Removes `directory` if it is a run's private directory whose run has ended without cleaning
@@ -108,8 +109,8 @@ bool has_our_name(const std::string& name) {
 // the socket. Anything else is left alone.
 void remove_if_stale(const std::string& directory) {
   struct stat st {};
-  if (::lstat(directory.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) ||
-      st.st_uid != ::geteuid() || (st.st_mode & 07777) != 0700)
+  if (::lstat(directory.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid() ||
+      (st.st_mode & 07777) != 0700)
     return;
   const int fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return;
@@ -186,8 +187,8 @@ Result<std::unique_ptr<RunProxy>> RunProxy::start(TransformRequest& request,
 #if !defined(_WIN32)
   // unix(7): sun_path holds 108 bytes with the terminating NUL. A deep home (~/.cache/sbx/proxy)
   // can exceed it; refused here with what to do rather than as a bind error.
-  const std::size_t socket_length = parent->size() + std::string("/sbx-proxy-XXXXXX/").size() +
-                                    kSocketName.size();
+  const std::size_t socket_length =
+      parent->size() + std::string("/sbx-proxy-XXXXXX/").size() + kSocketName.size();
   if (socket_length >= sizeof(sockaddr_un{}.sun_path))
     return Error{"the proxy's socket under '" + *parent + "' would be " +
                  std::to_string(socket_length) +

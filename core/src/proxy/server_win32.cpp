@@ -25,9 +25,10 @@ Proxy::Proxy(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Proxy::~Proxy() = default;
 
 Result<std::unique_ptr<Proxy>> Proxy::start(Options /*options*/) {
-  return Error{"network mode proxy is not available on Windows: sbx's filtering proxy is not "
-               "built for Windows and no Windows mechanism here confines a command to its "
-               "port; use network mode restricted (no network) or full"};
+  return Error{
+      "network mode proxy is not available on Windows: sbx's filtering proxy is not "
+      "built for Windows and no Windows mechanism here confines a command to its "
+      "port; use network mode restricted (no network) or full"};
 }
 
 void Proxy::stop() {}

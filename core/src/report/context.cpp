@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "report/json_render.hpp"
+#include "report/text_escape.hpp"
 #include "sbx/core/policy.hpp"
 #include "sbx/core/proxy.hpp"
-#include "report/text_escape.hpp"
 
 namespace sbx {
 namespace {

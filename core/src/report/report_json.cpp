@@ -349,8 +349,8 @@ boost::json::array refusals_array(const std::vector<proxy::Refusal>& refusals) {
 std::string approval_to_json(const Approval& approval) {
   json::object out;
   out["recorded"] = approval.policy.has_value();
-  out["policy"] = approval.policy ? json::value(policy::policy_json(*approval.policy))
-                                  : json::value(nullptr);
+  out["policy"] =
+      approval.policy ? json::value(policy::policy_json(*approval.policy)) : json::value(nullptr);
   json::array dropped;
   // The dropped lines quote policy paths: render_json escapes them like every report.
   for (const std::string& line : approval.dropped) dropped.emplace_back(line);

@@ -82,7 +82,8 @@ void add_gitdir(const std::string& root, std::vector<ProtectedPath>& out,
     return;
   }
   // A linked worktree's gitdir holds "commondir", naming the main .git with hooks and config.
-  if (std::optional<std::string> common = read_first_line(policy::path::join(gitdir, "commondir"))) {
+  if (std::optional<std::string> common =
+          read_first_line(policy::path::join(gitdir, "commondir"))) {
     if (!common->empty()) out.push_back(describe(pointer_target(gitdir, *common), root));
   }
 }

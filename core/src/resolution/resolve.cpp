@@ -18,11 +18,11 @@
 #include <string>
 #include <vector>
 
+#include "platform/windows_host.hpp"
+#include "plugins/probe_store.hpp"
 #include "policy/json_strict.hpp"
 #include "policy/path_util.hpp"
 #include "sbx/core/win_path.hpp"
-#include "platform/windows_host.hpp"
-#include "plugins/probe_store.hpp"
 #ifndef _WIN32
 #include "sbx/sdk/private_state.hpp"
 #endif
@@ -104,8 +104,7 @@ class Resolver {
   void add_policy_file_carveout();
   // Keeps the file at `path` (real path taken) read-only; its real path, or nullopt when no
   // writable rule reached it.
-  std::optional<std::string> add_file_carveout(const std::string& path,
-                                               bool directory_too = false);
+  std::optional<std::string> add_file_carveout(const std::string& path, bool directory_too = false);
   // Makes the settings file `path` uncreatable when a writable rule reaches it: its directory
   // is made on the host if missing and kept read-only.
   void protect_absent_file(const std::string& path);
@@ -134,7 +133,7 @@ class Resolver {
 
   const Policy& policy_;
   const ResolveContext& context_;
-  std::string cwd_;  // context_.cwd with duplicate and trailing slashes removed
+  std::string cwd_;                   // context_.cwd with duplicate and trailing slashes removed
   policy::winpath::Speller speller_;  // Windows style: one spelling per path, case folded
   std::vector<Candidate> candidates_;
   Resolution out_;
@@ -146,10 +145,10 @@ Result<std::string> Resolver::expand_home(const std::string& path, const std::st
     if (!home.ok())
       return error_at(pointer, policy::path::quote(path) +
                                    " needs the home directory, but none is known (set "
-                                   "USERPROFILE to a drive path): " + home.error());
-    return speller_.spell(path.size() > 2 ? *home + (home->back() == '/' ? "" : "/") +
-                                                path.substr(2)
-                                          : *home);
+                                   "USERPROFILE to a drive path): " +
+                                   home.error());
+    return speller_.spell(
+        path.size() > 2 ? *home + (home->back() == '/' ? "" : "/") + path.substr(2) : *home);
   }
   if (context_.home.empty() || context_.home.front() != '/') {
     return error_at(pointer, policy::path::quote(path) +
@@ -203,7 +202,8 @@ Result<std::optional<std::string>> Resolver::expand(const std::string& path,
   }
   if (!path.empty() && path.front() == '/') return std::optional<std::string>(path);
   // validate_policy() rejects everything else; a hand-built Policy may not have been validated.
-  return error_at(pointer, "cannot resolve " + policy::path::quote(path) + "; validate the policy first");
+  return error_at(pointer,
+                  "cannot resolve " + policy::path::quote(path) + "; validate the policy first");
 }
 
 std::optional<std::string> Resolver::absolute(const std::string& path) {
@@ -299,8 +299,8 @@ Status Resolver::collect_candidates() {
     if (!lexical->has_value()) continue;
     bool system_path = entry.path == ":tmpdir" || entry.path == ":slash_tmp";
     std::string canonical = windows() ? **lexical : policy::path::canonicalize(**lexical);
-    candidates_.push_back(Candidate{**lexical, std::move(canonical), entry.access, pointer,
-                                    system_path});
+    candidates_.push_back(
+        Candidate{**lexical, std::move(canonical), entry.access, pointer, system_path});
   }
   return {};
 }
@@ -539,10 +539,10 @@ std::optional<std::string> Resolver::add_file_carveout(const std::string& path,
   // Windows style: the file as named (drive path, lexical), when it exists on this Windows
   // host. Settings files that do not exist yet are not made uncreatable there (not built yet:
   // core/cross/README.md).
-  std::optional<std::string> real =
-      windows() ? absolute(path) : (path.empty() || path.front() != '/')
-                                       ? std::nullopt
-                                       : policy::path::real_path(path);
+  std::optional<std::string> real = windows() ? absolute(path)
+                                    : (path.empty() || path.front() != '/')
+                                        ? std::nullopt
+                                        : policy::path::real_path(path);
   if (windows() && real && (!windows_exists(*real) || windows_is_directory(*real)))
     return std::nullopt;
   if (!real || (!windows() && !directory_too && is_directory(*real)) ||
@@ -651,7 +651,7 @@ std::string canonical_glob(const std::string& pattern) {
   }
   if (literal_end == 0) return pattern;
   return policy::path::join(policy::path::canonicalize(pattern.substr(0, literal_end)),
-                    pattern.substr(literal_end + 1));
+                            pattern.substr(literal_end + 1));
 }
 
 Status Resolver::collect_globs() {
@@ -721,7 +721,8 @@ std::vector<ProtectedPath> Resolver::windows_protected_paths() {
       const bool exists = windows_exists(path);
       const bool directory = exists && windows_is_directory(path);
       if (name == ".git" && exists && !directory)
-        out_.notes.push_back(path + " is a file: its gitdir is not followed on Windows; only "
+        out_.notes.push_back(path +
+                             " is a file: its gitdir is not followed on Windows; only "
                              "the file is protected");
       out.push_back(ProtectedPath{path, rule.path, exists, directory});
     }
@@ -729,11 +730,10 @@ std::vector<ProtectedPath> Resolver::windows_protected_paths() {
   std::sort(out.begin(), out.end(), [](const ProtectedPath& a, const ProtectedPath& b) {
     return a.path != b.path ? a.path < b.path : a.writable_root < b.writable_root;
   });
-  out.erase(std::unique(out.begin(), out.end(),
-                        [](const ProtectedPath& a, const ProtectedPath& b) {
-                          return a.path == b.path;
-                        }),
-            out.end());
+  out.erase(
+      std::unique(out.begin(), out.end(),
+                  [](const ProtectedPath& a, const ProtectedPath& b) { return a.path == b.path; }),
+      out.end());
   return out;
 }
 
@@ -745,8 +745,10 @@ Result<Resolution> Resolver::run() {
     if (!cwd.ok())
       return cwd.failure().prefixed("cannot resolve the policy: the working directory: ");
     cwd_ = speller_.spell(*cwd);
-  } else if (context_.cwd.empty() || context_.cwd.front() != '/' || policy::path::check_components(context_.cwd)) {
-    return Error{"cannot resolve the policy: the working directory " + policy::path::quote(context_.cwd) +
+  } else if (context_.cwd.empty() || context_.cwd.front() != '/' ||
+             policy::path::check_components(context_.cwd)) {
+    return Error{"cannot resolve the policy: the working directory " +
+                 policy::path::quote(context_.cwd) +
                  " is not an absolute path without \".\" or \"..\""};
   }
   if (!windows()) cwd_ = policy::path::collapse_slashes(context_.cwd);
@@ -847,8 +849,9 @@ Result<ResolveContext> current_resolve_context() {
 #ifdef _WIN32
   std::optional<std::string> cwd = platform::current_directory();
   if (!cwd)
-    return Error{"cannot determine the current directory; run sbx from an existing directory "
-                 "or pass --cwd"};
+    return Error{
+        "cannot determine the current directory; run sbx from an existing directory "
+        "or pass --cwd"};
   // In the generic form ("C:/dir") that resolution, the settings walk and the windows
   // backend read; GetCurrentDirectoryW gives "C:\dir".
   Result<std::string> generic_cwd = policy::winpath::normalize(*cwd);

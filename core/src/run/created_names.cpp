@@ -16,11 +16,11 @@
 #if !defined(_WIN32)
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
-#include <fcntl.h>
-#include <string.h>
 #include <signal.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -140,7 +140,7 @@ struct ScannedDir {
   struct Entry {
     std::size_t ordinal = 0;  // its place in the listing: the entries before it count too
     std::string name;
-    bool watched = false;  // else a subdirectory
+    bool watched = false;               // else a subdirectory
     std::unique_ptr<ScannedDir> child;  // null: not scanned (walked afresh after the run)
   };
   int fd = -1;  // held open since the scan; -1: beyond the budget (opened again after the run)
@@ -171,9 +171,9 @@ struct ScannedDir {
   }
   const ScannedDir* child_that_is(const struct stat& now) const {
     const auto key = std::make_pair(now.st_dev, now.st_ino);
-    const auto found = std::lower_bound(
-        by_identity.begin(), by_identity.end(), key,
-        [](const auto& item, const auto& wanted) { return item.first < wanted; });
+    const auto found =
+        std::lower_bound(by_identity.begin(), by_identity.end(), key,
+                         [](const auto& item, const auto& wanted) { return item.first < wanted; });
     return found != by_identity.end() && found->first == key ? found->second : nullptr;
   }
 };
@@ -394,8 +394,7 @@ void Walker::visit(int dir_fd, const std::string& path, const char* name, unsign
 // The untimed subdirectory `name` of dir_fd, at `path` and `depth`: replayed from the scan's
 // record where that record still holds, read (again) otherwise.
 void Walker::enter_untimed(int dir_fd, const char* name, const std::string& path, dev_t device,
-                           std::size_t depth, const ScannedDir* listing,
-                           const ScannedDir* known) {
+                           std::size_t depth, const ScannedDir* listing, const ScannedDir* known) {
   // dir_fd lists what the scan read (replay): `name` is still the directory the scan opened,
   // and the descriptor the scan kept says whether its entries changed, without a new open.
   if (known != nullptr && known->fd >= 0) {
@@ -536,7 +535,8 @@ DescriptorBudget descriptor_budget(const CreatedNamesLimits& limits) {
   const std::size_t top = soft >= kHighDescriptors + 2 * budget.count
                               ? kHighDescriptors + budget.count
                               : std::min(soft - 1, open_now + budget.count);
-  if (soft >= kHighDescriptors + 2 * budget.count) budget.high_floor = static_cast<int>(kHighDescriptors);
+  if (soft >= kHighDescriptors + 2 * budget.count)
+    budget.high_floor = static_cast<int>(kHighDescriptors);
   budget.top = static_cast<int>(top);
   return budget;
 }

@@ -14,9 +14,8 @@ char upper(char c) { return static_cast<char>(std::toupper(static_cast<unsigned 
 
 template <typename Patterns>
 bool matches_any(const Patterns& patterns, std::string_view name) {
-  return std::any_of(std::begin(patterns), std::end(patterns), [&](std::string_view pattern) {
-    return env_pattern_matches(pattern, name);
-  });
+  return std::any_of(std::begin(patterns), std::end(patterns),
+                     [&](std::string_view pattern) { return env_pattern_matches(pattern, name); });
 }
 
 bool inherited(EnvInherit inherit, std::string_view name) {

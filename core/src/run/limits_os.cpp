@@ -467,9 +467,7 @@ class LimitedRunImpl final : public LimitedRun {
     return {};
   }
 
-  ~LimitedRunImpl() override {
-    stop_watchdog();
-  }
+  ~LimitedRunImpl() override { stop_watchdog(); }
 
   int prepare_child() const noexcept override { return prepare_child_with(child_); }
 

@@ -10,9 +10,9 @@
 #include <utility>
 #include <vector>
 
-#include "sbx/core/win_path.hpp"
-#include "sbx/core/runtime.hpp"
 #include "plugins/probe_store.hpp"
+#include "sbx/core/runtime.hpp"
+#include "sbx/core/win_path.hpp"
 
 namespace sbx {
 namespace {
@@ -64,7 +64,6 @@ struct Needs {
     return why[i];
   }
 };
-
 
 // The parent directory of a normalised absolute path other than "/". A Windows drive path
 // ends at its drive root, and the drive root's parent is "/" (every drive): "C:/a" -> "C:/",
@@ -300,7 +299,6 @@ std::string not_loaded_reason(const PluginRegistry& registry, const std::string&
          "' in the trusted plugin directories (loaded: " + (loaded.empty() ? "none" : loaded) +
          "; see `sbx backends`)";
 }
-
 
 std::string missing_reason(CapabilitySet missing, const Needs& needs) {
   std::string text = "cannot enforce what the policy needs here: ";

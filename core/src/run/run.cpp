@@ -205,8 +205,7 @@ std::vector<std::pair<std::string, std::string>> excluded_program_inputs(
 std::optional<std::string> inner_writable_root_refusal(const std::string& cwd,
                                                        const std::vector<std::string>& env,
                                                        const ResolvedPolicy& resolved) {
-  const std::vector<std::pair<std::string, std::string>> inputs =
-      excluded_program_inputs(cwd, env);
+  const std::vector<std::pair<std::string, std::string>> inputs = excluded_program_inputs(cwd, env);
   for (const PathRule& rule : resolved.rules) {
     if (rule.access != Access::kWrite) continue;
     for (const auto& [what, dir] : inputs) {
@@ -234,8 +233,7 @@ std::optional<std::string> entries_below_refusal(const std::string& cwd,
                                                  const std::vector<std::string>& env,
                                                  const ResolvedPolicy& resolved,
                                                  const HostUser& user) {
-  const std::vector<std::pair<std::string, std::string>> inputs =
-      excluded_program_inputs(cwd, env);
+  const std::vector<std::pair<std::string, std::string>> inputs = excluded_program_inputs(cwd, env);
   for (const auto& [what, dir] : inputs) {
     const std::optional<std::string> real = real_directory(dir);
     if (!real) continue;  // missing: its parent was judged by configuration_refusal
@@ -317,8 +315,8 @@ Result<SandboxDecision> decide_sandbox(const Policy& policy, SandboxPreference p
   // for, which the caller did not give.
   const std::string& from = settings.sandbox_scope;
   if (decision.ok() && from != "built-in" && from != "command line")
-    decision->reason += " (sandbox: " + std::string(to_string(preference)) + " in the " + from +
-                        " settings)";
+    decision->reason +=
+        " (sandbox: " + std::string(to_string(preference)) + " in the " + from + " settings)";
   if (!decision.ok() || !decision->sandbox) return decision;
   std::optional<std::vector<std::string>> matched =
       excluded_command(policy, preference, command, settings);
@@ -617,7 +615,7 @@ RunOutcome plan_for_backend(const Manager& manager, const std::string& backend,
       argv[0] = *path;
     }
   } else if (kHostPathStyle == PathStyle::kWindows ? !policy::winpath::is_drive_absolute(argv[0])
-                                                    : argv[0].empty() || argv[0].front() != '/') {
+                                                   : argv[0].empty() || argv[0].front() != '/') {
     // argv[0] must be absolute for a plan. Resolved on this host when possible; otherwise an
     // absolute path is taken as given.
     Result<std::string> path = resolve_command(argv[0], request.cwd, env);

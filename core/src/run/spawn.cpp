@@ -118,8 +118,8 @@ std::atomic<pid_t>* register_child(pid_t pid) {
 
 namespace child = sdk::posix_child;
 
-[[noreturn]] void run_child(char* const argv[], char* const envp[], const char* cwd,
-                            int report_fd, const RunServices* run) {
+[[noreturn]] void run_child(char* const argv[], char* const envp[], const char* cwd, int report_fd,
+                            const RunServices* run) {
   child::reset_signal_dispositions();
   // Only stdin, stdout and stderr reach the command; the report pipe is close-on-exec already.
   child::close_on_exec_all_but(nullptr, 0);

@@ -123,8 +123,8 @@ Result<ExitStatus> spawn_and_wait(const ExecPlan& plan, RunServices* /*run*/) {
   PROCESS_INFORMATION process{};
   // Handles are inherited for the standard handles above; sbx creates no other inheritable one.
   if (!CreateProcessW(application->c_str(), command_line.data(), nullptr, nullptr, TRUE,
-                      CREATE_UNICODE_ENVIRONMENT, environment->data(), directory->c_str(),
-                      &startup, &process)) {
+                      CREATE_UNICODE_ENVIRONMENT, environment->data(), directory->c_str(), &startup,
+                      &process)) {
     const DWORD error = GetLastError();
     if (error == ERROR_DIRECTORY) {  // the cwd: the command did not run
       std::fprintf(stderr, "sbx: cannot use the working directory %s\n", cwd->c_str());

@@ -228,8 +228,8 @@ Result<Settings> merge_settings(const std::vector<std::pair<Scope, ScopeSettings
       } else {
         Result<Policy> wide = widen_scopes(out.policy->value, *file.policy);
         if (!wide)
-          return Error{"cannot merge " + who(scope) + "' policy into the lower scopes': " +
-                       wide.error()};
+          return Error{"cannot merge " + who(scope) +
+                       "' policy into the lower scopes': " + wide.error()};
         out.policy = Sourced<Policy>{std::move(*wide), scope};
       }
       out.policy_scopes.push_back(scope);
@@ -259,8 +259,8 @@ Result<Decided> decide(const Settings& settings, const Overrides& overrides, Pol
   Decided out;
   const Locks& locks = settings.locks;
   out.policy_scope = overrides.policy || overrides.policy_changed ? Scope::kCommandLine
-                     : settings.policy                             ? settings.policy->scope
-                                                                   : Scope::kBuiltin;
+                     : settings.policy                            ? settings.policy->scope
+                                                                  : Scope::kBuiltin;
   std::vector<std::string> presets;
   if (overrides.policy) {
     if (overrides.preset) presets.push_back(*overrides.preset);
@@ -271,9 +271,9 @@ Result<Decided> decide(const Settings& settings, const Overrides& overrides, Pol
   }
   Status locked = check_policy_locks(locks, policy, presets, policy_of(out.policy_scope));
   if (!locked) return locked.failure();
-  out.sandbox = overrides.sandbox ? Sourced<SandboxPreference>{*overrides.sandbox,
-                                                               Scope::kCommandLine}
-                                  : settings.sandbox;
+  out.sandbox = overrides.sandbox
+                    ? Sourced<SandboxPreference>{*overrides.sandbox, Scope::kCommandLine}
+                    : settings.sandbox;
   out.escape_hatch_locked = !locks.allow_unsandboxed.value_or(true);
   out.require_backend_available = locks.require_backend_available.value_or(false);
   if (out.escape_hatch_locked && out.sandbox.value == SandboxPreference::kForbid)
@@ -292,7 +292,8 @@ Result<Decided> decide(const Settings& settings, const Overrides& overrides, Pol
                  ErrorKind::refused};
   out.allow_unsandboxed = overrides.allow_unsandboxed;
   out.unsandboxed_permitted = settings.allow_unsandboxed.value && !out.escape_hatch_locked;
-  for (const auto& pattern : settings.excluded_commands) out.excluded_commands.push_back(pattern.value);
+  for (const auto& pattern : settings.excluded_commands)
+    out.excluded_commands.push_back(pattern.value);
   Result<Policy> final_policy = with_mandatory_denies(locks, std::move(policy));
   if (!final_policy) return final_policy.failure();
   out.policy = std::move(*final_policy);

@@ -23,8 +23,8 @@ constexpr std::string_view kLockKeys =
     "allow_unsandboxed|require_backend_available";
 
 Error type_error(const json::value& value, const std::string& pointer, std::string_view wanted) {
-  return error_at(pointer, "expected " + std::string(wanted) + ", got " +
-                               std::string(kind_name(value)));
+  return error_at(pointer,
+                  "expected " + std::string(wanted) + ", got " + std::string(kind_name(value)));
 }
 
 std::string text_of(const json::string& value) { return {value.data(), value.size()}; }
@@ -34,8 +34,8 @@ Result<bool> read_bool(const json::value& value, const std::string& pointer) {
   return value.get_bool();
 }
 
-Result<std::vector<std::string>> read_strings(const json::value& value,
-                                              const std::string& pointer, std::string_view what) {
+Result<std::vector<std::string>> read_strings(const json::value& value, const std::string& pointer,
+                                              std::string_view what) {
   if (!value.is_array()) return type_error(value, pointer, "an array of " + std::string(what));
   std::vector<std::string> out;
   const json::array& array = value.get_array();
@@ -57,7 +57,8 @@ Result<std::vector<T>> read_names(const json::value& value, const std::string& p
   if (!names) return names.failure();
   std::vector<T> out;
   std::string expected;
-  for (const T& item : values) expected += (expected.empty() ? "" : "|") + std::string(to_string(item));
+  for (const T& item : values)
+    expected += (expected.empty() ? "" : "|") + std::string(to_string(item));
   for (std::size_t i = 0; i < names->size(); ++i) {
     bool found = false;
     for (const T& item : values) {
@@ -67,8 +68,8 @@ Result<std::vector<T>> read_names(const json::value& value, const std::string& p
       }
     }
     if (!found)
-      return error_at(child(pointer, i), "expected one of " + expected + ", got " +
-                                             policy::path::quote((*names)[i]));
+      return error_at(child(pointer, i),
+                      "expected one of " + expected + ", got " + policy::path::quote((*names)[i]));
   }
   return out;
 }
@@ -236,8 +237,8 @@ std::optional<std::string> preset_name(std::string_view policy_json) {
 
 Result<ScopeSettings> parse_settings(std::string_view text, Scope scope) {
   if (text.size() > kMaxSettingsBytes)
-    return error_at("", "settings are " + std::to_string(text.size()) +
-                            " bytes; the limit is " + std::to_string(kMaxSettingsBytes));
+    return error_at("", "settings are " + std::to_string(text.size()) + " bytes; the limit is " +
+                            std::to_string(kMaxSettingsBytes));
   try {
     // One level more than a policy: the policy sits under "/policy".
     Result<json::value> document = policy::strict::parse_strict(text, kMaxPolicyDepth + 1);

@@ -65,8 +65,7 @@ std::string status_field(std::string_view status, std::string_view key) {
   while (at < status.size()) {
     const std::size_t end = std::min(status.find('\n', at), status.size());
     const std::string_view line = status.substr(at, end - at);
-    if (line.size() > key.size() && line.substr(0, key.size()) == key &&
-        line[key.size()] == ':') {
+    if (line.size() > key.size() && line.substr(0, key.size()) == key && line[key.size()] == ':') {
       std::string_view value = line.substr(key.size() + 1);
       while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
         value.remove_prefix(1);
@@ -97,8 +96,7 @@ PauseVerdict refuse(std::string message) { return {125, std::move(message)}; }
 PauseVerdict check_command(int proc_dir, const std::string& command) {
   const int root = openat(proc_dir, "root/newroot", O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (root < 0)
-    return refuse("cannot open the sandbox's new root to check the command: " +
-                  errno_text(errno));
+    return refuse("cannot open the sandbox's new root to check the command: " + errno_text(errno));
   open_how how{};
   how.flags = O_PATH | O_CLOEXEC;
   how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
@@ -139,7 +137,8 @@ PauseVerdict check_private_network(int proc_dir) {
   if (!dev) return refuse("cannot read the sandbox's network interfaces: " + errno_text(errno));
   for (const std::string& name : net_dev_interfaces(*dev)) {
     if (name != "lo")
-      return refuse("interface '" + name + "' in the sandbox's network namespace; not a private "
+      return refuse("interface '" + name +
+                    "' in the sandbox's network namespace; not a private "
                     "namespace");
   }
   return {};
@@ -207,8 +206,8 @@ std::optional<DirectPlan> direct_plan(const std::vector<std::string>& argv) {
 
 Result<std::string> direct_args_block(const DirectPlan& plan) {
   std::string block;
-  for (const char* arg : {"--json-status-fd", "3", "--add-seccomp-fd", "5", "--add-seccomp-fd",
-                          "6", "--clearenv"})
+  for (const char* arg :
+       {"--json-status-fd", "3", "--add-seccomp-fd", "5", "--add-seccomp-fd", "6", "--clearenv"})
     append_arg(block, arg);
   static_assert(kStatusFd == 3 && kSeccompTableFd == 5 && kSeccompRulesFd == 6 && kPauseFd == 7);
   for (const std::string& entry : plan.env) {
@@ -240,8 +239,7 @@ std::vector<std::string> direct_argv(const DirectPlan& plan) {
   return out;
 }
 
-std::vector<stage2::ActualMount> mounts_in_new_root(
-    const std::vector<stage2::ActualMount>& seen) {
+std::vector<stage2::ActualMount> mounts_in_new_root(const std::vector<stage2::ActualMount>& seen) {
   std::vector<stage2::ActualMount> out;
   bool own_bind_seen = false;
   for (const stage2::ActualMount& mount : seen) {

@@ -139,17 +139,20 @@ std::vector<std::string> expand_braces(const std::string& pattern) {
   std::vector<std::size_t> commas;
   std::size_t close = std::string::npos;
   for (std::size_t i = open; i < pattern.size() && close == std::string::npos; ++i) {
-    if (pattern[i] == '{') ++level;
-    else if (pattern[i] == '}' && --level == 0) close = i;
-    else if (pattern[i] == ',' && level == 1) commas.push_back(i);
+    if (pattern[i] == '{')
+      ++level;
+    else if (pattern[i] == '}' && --level == 0)
+      close = i;
+    else if (pattern[i] == ',' && level == 1)
+      commas.push_back(i);
   }
   if (close == std::string::npos) return {pattern};  // unbalanced: literal
   std::vector<std::string> out;
   std::size_t start = open + 1;
   commas.push_back(close);
   for (std::size_t comma : commas) {
-    const std::string alt = pattern.substr(0, open) + pattern.substr(start, comma - start) +
-                            pattern.substr(close + 1);
+    const std::string alt =
+        pattern.substr(0, open) + pattern.substr(start, comma - start) + pattern.substr(close + 1);
     for (std::string& e : expand_braces(alt)) out.push_back(std::move(e));
     start = comma + 1;
   }

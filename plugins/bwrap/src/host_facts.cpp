@@ -15,10 +15,14 @@ void gather_path_facts(const std::vector<std::string>& paths, HostFacts& facts) 
     struct stat st {};
     PathKind kind = PathKind::kMissing;
     if (::lstat(path.c_str(), &st) == 0) {
-      if (S_ISDIR(st.st_mode)) kind = PathKind::kDirectory;
-      else if (S_ISREG(st.st_mode)) kind = PathKind::kFile;
-      else if (S_ISLNK(st.st_mode)) kind = PathKind::kSymlink;
-      else kind = PathKind::kOther;
+      if (S_ISDIR(st.st_mode))
+        kind = PathKind::kDirectory;
+      else if (S_ISREG(st.st_mode))
+        kind = PathKind::kFile;
+      else if (S_ISLNK(st.st_mode))
+        kind = PathKind::kSymlink;
+      else
+        kind = PathKind::kOther;
     }
     facts.paths[path] = kind;
     if (kind == PathKind::kDirectory && (st.st_mode & S_IWOTH) != 0)

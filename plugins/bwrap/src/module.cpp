@@ -27,7 +27,8 @@ namespace {
 // host's abstract unix sockets stay reachable: the plan says so.
 std::optional<std::string> abstract_unix_scope_note() {
   constexpr unsigned long kLandlockCreateRulesetVersion = 1;
-  const long abi = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, kLandlockCreateRulesetVersion);
+  const long abi =
+      ::syscall(SYS_landlock_create_ruleset, nullptr, 0, kLandlockCreateRulesetVersion);
   if (abi >= 6) return std::nullopt;
   return "Landlock ABI " + std::to_string(abi < 0 ? 0 : abi) +
          " (< 6): abstract unix sockets are not scoped; with the network enabled the command can "
@@ -72,8 +73,8 @@ class BwrapBackend final : public Backend {
     if (const std::string missing = unix_supervisor_unavailable(); !missing.empty()) {
       report.available = false;
       report.summary = "bwrap: " + missing + ": host unix sockets could not be kept out";
-      report.checks.push_back(ProbeCheck{"unix_supervisor", CheckStatus::kFail, missing,
-                                         "use Linux 5.6 or later"});
+      report.checks.push_back(
+          ProbeCheck{"unix_supervisor", CheckStatus::kFail, missing, "use Linux 5.6 or later"});
     } else if (report.available) {
       // Listed host sockets only, pathname and abstract, in every network mode (enabled too).
       report.capabilities.add(Capability::kUnixSocketAllowlist);

@@ -152,9 +152,10 @@ bool parse_identity(const std::string& text, Identity& id) {
   char rest = 0;
   // The marker is sbx's own file in its private state directory (read_private_file); a line
   // that is not this shape fails the field count and the record is dropped.
-  const int fields = std::sscanf(first.c_str(),  // NOLINT(cert-err34-c) "%llu %llu %lld %lld %u %d %lld %lld %c", &id.dev,
-                                 &id.ino, &id.ctime_sec, &id.ctime_nsec, &id.type, &has_btime,
-                                 &id.btime_sec, &id.btime_nsec, &rest);
+  const int fields = std::sscanf(
+      first.c_str(),  // NOLINT(cert-err34-c) "%llu %llu %lld %lld %u %d %lld %lld %c", &id.dev,
+      &id.ino, &id.ctime_sec, &id.ctime_nsec, &id.type, &has_btime, &id.btime_sec, &id.btime_nsec,
+      &rest);
   if (fields == 4) {
     id.type = 0;
     return true;
@@ -184,8 +185,7 @@ std::optional<Marker> read_marker(const std::string& marker) {
   out.path = text.substr(newline + 1);
   const std::size_t slash = marker.rfind('/');
   const std::string name = marker.substr(slash + 1);
-  if (out.path.empty() || out.path.front() != '/' ||
-      name != hash_name(out.path) + ".synthetic")
+  if (out.path.empty() || out.path.front() != '/' || name != hash_name(out.path) + ".synthetic")
     return std::nullopt;
   return out;
 }
@@ -316,8 +316,9 @@ Removal remove_if_marked(const std::string& marker, const std::string& path, int
 std::string unusable_mount_point(const std::string& path) {
   std::string name;
   const int parent = open_parent_no_symlinks(path, name);
-  if (parent < 0) return "";  // a symlink on the way: bwrap's mount lands elsewhere, and
-                              // sbx-stage2's check of the planned mounts ends the run
+  if (parent < 0)
+    return "";  // a symlink on the way: bwrap's mount lands elsewhere, and
+                // sbx-stage2's check of the planned mounts ends the run
   struct stat st {};
   std::string what;
   if (::fstatat(parent, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
@@ -366,8 +367,8 @@ bool missing_no_follow(const std::string& path) {
   const int parent = open_parent_no_symlinks(path, name);
   if (parent < 0) return false;
   struct stat st {};
-  const bool missing = ::fstatat(parent, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 &&
-                       errno == ENOENT;
+  const bool missing =
+      ::fstatat(parent, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT;
   ::close(parent);
   return missing;
 }
@@ -716,8 +717,8 @@ bool MountRegistry::replaced_by_own_empty_file(const Entry& e) {
   if (!e.found || !own_empty_file(e.path)) return false;
   const std::optional<Identity> id = identity_no_follow(e.path);
   const Found& f = *e.found;
-  const Identity was{f.dev,       f.ino,       f.type,      f.has_btime, f.btime_sec,
-                     f.btime_nsec, f.ctime_sec, f.ctime_nsec, 0};
+  const Identity was{f.dev,       f.ino,        f.type, f.has_btime, f.btime_sec, f.btime_nsec,
+                     f.ctime_sec, f.ctime_nsec, 0};
   return id && !same_identity(was, *id);
 }
 
@@ -765,8 +766,7 @@ std::vector<std::string> MountRegistry::release_and_cleanup() {
     const bool in_use = every_users != nobody_else.end() && !every_users->second;
     if (::flock(e.lock_fd, LOCK_EX | LOCK_NB) == 0 && still_named(e.lock_fd, e.lock)) {
       int err = 0;
-      const Removal outcome =
-          in_use ? Removal::kInUse : remove_if_marked(e.marker, e.path, err);
+      const Removal outcome = in_use ? Removal::kInUse : remove_if_marked(e.marker, e.path, err);
       if (outcome == Removal::kRemoved) removed.push_back(e.path);
       if (outcome == Removal::kKept) kept_.push_back(why_kept(e.path, err));
       if (outcome == Removal::kRemoved || outcome == Removal::kStale) {

@@ -65,8 +65,9 @@ std::string unrecorded_mount_points_warning(const ExecPlan& plan,
   }
   std::string names;
   for (const std::string& path : made) names += (names.empty() ? "'" : ", '") + path + "'";
-  return why + ": the mount points this run made for missing protected names cannot be recorded "
-               "and stay on the host: " +
+  return why +
+         ": the mount points this run made for missing protected names cannot be recorded "
+         "and stay on the host: " +
          names +
          ". Repair the state directory as its error says (a sandboxed command with the home "
          "directory writable may have changed its mode: chmod 700 ~/.cache ~/.cache/sbx "

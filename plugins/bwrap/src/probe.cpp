@@ -82,8 +82,8 @@ bool is_wsl1(std::string version) {
   const std::size_t wsl = version.find("wsl");
   if (wsl != std::string::npos && wsl + 3 < version.size() &&
       std::isdigit(static_cast<unsigned char>(version[wsl + 3])))
-    return version[wsl + 3] == '1' &&
-           (wsl + 4 >= version.size() || !std::isdigit(static_cast<unsigned char>(version[wsl + 4])));
+    return version[wsl + 3] == '1' && (wsl + 4 >= version.size() ||
+                                       !std::isdigit(static_cast<unsigned char>(version[wsl + 4])));
   return version.find("microsoft") != std::string::npos &&
          version.find("microsoft-standard") == std::string::npos;
 }
@@ -112,12 +112,12 @@ void probe_sandbox_checks_uncached(const std::string& bwrap, std::vector<ProbeCh
   const std::string apparmor =
       read_small_file("/proc/sys/kernel/apparmor_restrict_unprivileged_userns");
   const bool aa_restricts = apparmor == "1";
-  checks.push_back(check(
-      "apparmor_userns", !aa_restricts || userns.exit_code == 0,
-      apparmor.empty() ? "no AppArmor user-namespace restriction"
-                       : "kernel.apparmor_restrict_unprivileged_userns=" + apparmor,
-      "allow bwrap user namespaces (an AppArmor profile with 'userns' for bwrap, or "
-      "sysctl kernel.apparmor_restrict_unprivileged_userns=0)"));
+  checks.push_back(
+      check("apparmor_userns", !aa_restricts || userns.exit_code == 0,
+            apparmor.empty() ? "no AppArmor user-namespace restriction"
+                             : "kernel.apparmor_restrict_unprivileged_userns=" + apparmor,
+            "allow bwrap user namespaces (an AppArmor profile with 'userns' for bwrap, or "
+            "sysctl kernel.apparmor_restrict_unprivileged_userns=0)"));
   const ProbeRun proc = run_trial_sandbox(
       bwrap, {"--unshare-user", "--unshare-pid", "--ro-bind", "/", "/", "--proc", "/proc"},
       {"/bin/true"}, 5000);
@@ -193,8 +193,9 @@ Result<std::vector<ProbeCheck>> load_cache(const std::string& cache, const std::
   std::istringstream in(*text);
   std::string line;
   if (!std::getline(in, line) || line != key)
-    return Error{"stale: written for another kernel, bwrap binary, user, user namespace or "
-                 "namespace settings"};
+    return Error{
+        "stale: written for another kernel, bwrap binary, user, user namespace or "
+        "namespace settings"};
   std::vector<ProbeCheck> loaded;
   while (std::getline(in, line)) {
     const std::size_t tab = line.find('\t');
@@ -255,13 +256,13 @@ Result<std::string> find_trusted_bwrap(const std::vector<std::string>& writable_
     bool in_writable = false;
     for (const std::string& root : writable_roots) in_writable |= path_is_within(path, root);
     struct stat st {};
-    const bool executable = ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
-                            (st.st_mode & S_IXUSR) != 0;
+    const bool executable =
+        ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & S_IXUSR) != 0;
     if (chain.ok() && !in_writable && executable) return path;
     tried += (tried.empty() ? "" : "; ") + candidate + " -> " + path + ": " +
-             (!chain.ok() ? chain.error()
-                          : in_writable ? std::string("inside a writable root")
-                                        : std::string("not an executable file"));
+             (!chain.ok()   ? chain.error()
+              : in_writable ? std::string("inside a writable root")
+                            : std::string("not an executable file"));
   }
   return Error{"no trusted bwrap (" + tried + "); install the 'bubblewrap' package"};
 }
@@ -349,12 +350,12 @@ ProbeReport run_probe(const std::string& stage2_path, const std::string& cache_f
     probe_sandbox_checks(*bwrap, cache_file, checks);
   }
   const std::string actions = read_small_file("/proc/sys/kernel/seccomp/actions_avail");
-  const bool seccomp_ok = ::prctl(PR_GET_SECCOMP, 0, 0, 0, 0) == 0 &&
-                          actions.find("errno") != std::string::npos;
-  checks.push_back(check("seccomp", seccomp_ok,
-                         actions.empty() ? "no /proc/sys/kernel/seccomp/actions_avail"
-                                         : "actions: " + actions,
-                         "a kernel with CONFIG_SECCOMP_FILTER, not already in strict mode"));
+  const bool seccomp_ok =
+      ::prctl(PR_GET_SECCOMP, 0, 0, 0, 0) == 0 && actions.find("errno") != std::string::npos;
+  checks.push_back(
+      check("seccomp", seccomp_ok,
+            actions.empty() ? "no /proc/sys/kernel/seccomp/actions_avail" : "actions: " + actions,
+            "a kernel with CONFIG_SECCOMP_FILTER, not already in strict mode"));
   const bool stage2_ok = !stage2_path.empty() && ::access(stage2_path.c_str(), X_OK) == 0;
   checks.push_back(check("stage2_helper", stage2_ok,
                          stage2_path.empty() ? "the host has no sbx-stage2" : stage2_path,
@@ -372,9 +373,9 @@ ProbeReport run_probe(const std::string& stage2_path, const std::string& cache_f
   for (const ProbeCheck& c : checks) report.available &= c.status != CheckStatus::kFail;
   if (report.available) {
     report.capabilities = {Capability::kWriteRestriction, Capability::kReadRestriction,
-                           Capability::kWriteCarveouts,   Capability::kReadCarveouts,
-                           Capability::kProtectedNames,   Capability::kDenyGlobs,
-                           Capability::kNetworkBlock,     Capability::kSyscallFilter,
+                           Capability::kWriteCarveouts, Capability::kReadCarveouts,
+                           Capability::kProtectedNames, Capability::kDenyGlobs,
+                           Capability::kNetworkBlock, Capability::kSyscallFilter,
                            // The private network namespace's own loopback (stage 2's
                            // private filter lets TCP/UDP bind and listen there).
                            Capability::kLocalBinding};

@@ -18,8 +18,7 @@ namespace {
 
 // A sealed memfd holding `bytes`, positioned at its start; -1 (errno set) on failure.
 int sealed_program_fd(const char* name, std::string_view bytes) {
-  const int fd =
-      static_cast<int>(syscall(SYS_memfd_create, name, MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  const int fd = static_cast<int>(syscall(SYS_memfd_create, name, MFD_CLOEXEC | MFD_ALLOW_SEALING));
   if (fd < 0) return -1;
   std::size_t written = 0;
   while (written < bytes.size()) {
@@ -46,9 +45,7 @@ int sealed_program_fd(const char* name, std::string_view bytes) {
 
 }  // namespace
 
-SeccompFds::SeccompFds(SeccompFds&& other) noexcept {
-  std::swap(fds_, other.fds_);
-}
+SeccompFds::SeccompFds(SeccompFds&& other) noexcept { std::swap(fds_, other.fds_); }
 
 SeccompFds& SeccompFds::operator=(SeccompFds&& other) noexcept {
   if (this != &other) {

@@ -24,17 +24,19 @@ std::size_t depth_of(const std::string& path) {
 // "/a/b/c" -> {"/a", "/a/b"} (strict ancestors, "/" excluded, shallowest first).
 std::vector<std::string> strict_ancestors(const std::string& path) {
   std::vector<std::string> out;
-  for (std::size_t pos = path.find('/', 1); pos != std::string::npos;
-       pos = path.find('/', pos + 1))
+  for (std::size_t pos = path.find('/', 1); pos != std::string::npos; pos = path.find('/', pos + 1))
     out.push_back(path.substr(0, pos));
   return out;
 }
 
 std::string_view access_word(Access access) {
   switch (access) {
-    case Access::kRead: return "read";
-    case Access::kWrite: return "write";
-    case Access::kDeny: return "deny";
+    case Access::kRead:
+      return "read";
+    case Access::kWrite:
+      return "write";
+    case Access::kDeny:
+      return "deny";
   }
   return "deny";
 }
@@ -76,7 +78,7 @@ class MountPlanner {
   const ResolvedPolicy& policy_;
   const HostFacts& facts_;
   const std::string& proxy_socket_;  // network.mode proxy: the proxy's unix socket, else ""
-  std::set<std::string> pins_;  // ancestors of carve-outs, bound so they cannot be renamed
+  std::set<std::string> pins_;       // ancestors of carve-outs, bound so they cannot be renamed
   std::vector<std::string> deferred_remounts_;
   std::set<std::string> done_synthetic_;
 };
@@ -96,16 +98,16 @@ std::string MountPlanner::protected_symlink_advice(const std::string& path) cons
                               [&](const ProtectedPath& q) { return q.path == path; });
   if (p == policy_.protected_paths.end()) return "";
   const auto owner = facts_.symlink_owners.find(path);
-  const std::string who = owner == facts_.symlink_owners.end()
-                              ? "Its owner"
-                              : "Its owner (" + owner->second + ")";
+  const std::string who =
+      owner == facts_.symlink_owners.end() ? "Its owner" : "Its owner (" + owner->second + ")";
   const std::string root = p->writable_root.empty() ? parent_of(path) : p->writable_root;
   return ". It is a protected name, and a symlink there is never followed. " + who +
          " or root must remove it (rm '" + path + "'" +
          (facts_.shared_directories.count(parent_of(path)) != 0
               ? "; in a directory every user may write nobody else can"
               : "") +
-         "), or run with '" + root + "' not writable (e.g. TMPDIR set to a private directory "
+         "), or run with '" + root +
+         "' not writable (e.g. TMPDIR set to a private directory "
          "when it is $TMPDIR or /tmp)";
 }
 
@@ -253,8 +255,9 @@ Status MountPlanner::emit_missing(const std::string& path, Access desired, Trans
   const std::string parent = parent_of(first_missing);
   const std::string afterwards =
       facts_.shared_directories.count(parent) != 0
-          ? std::string("is created on the host and removed once no run of any user relies "
-                        "on it: every user may write '") +
+          ? std::string(
+                "is created on the host and removed once no run of any user relies "
+                "on it: every user may write '") +
                 parent +
                 "', so runs of all users there share a lock on the directory (a run that "
                 "cannot take it leaves its socket there)"
@@ -307,15 +310,21 @@ Status MountPlanner::emit_item(const std::string& path, Translation& out) {
   if (desired == Access::kRead && inherited == Access::kWrite && path_kind == PathKind::kOther) {
     out.argv.insert(out.argv.end(), {"--ro-bind", "/dev/null", path});
     out.masked_existing.push_back(path);
-    out.notes.push_back("'" + path + "' (read) is neither a directory nor a regular file (a "
+    out.notes.push_back("'" + path +
+                        "' (read) is neither a directory nor a regular file (a "
                         "socket, FIFO or device, e.g. another run's mount point): masked by "
                         "/dev/null bound read-only");
     return {};
   }
   switch (desired) {
-    case Access::kWrite: out.argv.insert(out.argv.end(), {"--bind", path, path}); break;
-    case Access::kRead: return emit_read_only_bind(path, out);
-    case Access::kDeny: emit_deny_existing(path, path_kind, out); break;
+    case Access::kWrite:
+      out.argv.insert(out.argv.end(), {"--bind", path, path});
+      break;
+    case Access::kRead:
+      return emit_read_only_bind(path, out);
+    case Access::kDeny:
+      emit_deny_existing(path, path_kind, out);
+      break;
   }
   return {};
 }
@@ -353,8 +362,9 @@ void MountPlanner::emit_proc(Translation& out) {
   // masked /proc). The host's /proc is never shown; the sandbox gets an empty read-only one.
   out.argv.insert(out.argv.end(), {"--perms", "0555", "--tmpfs", "/proc"});
   deferred_remounts_.push_back("/proc");
-  out.notes.push_back("this host cannot mount proc in a new pid namespace: /proc is empty "
-                      "inside the sandbox (programs that read /proc may fail)");
+  out.notes.push_back(
+      "this host cannot mount proc in a new pid namespace: /proc is empty "
+      "inside the sandbox (programs that read /proc may fail)");
 }
 
 // The kernel's own interfaces under /proc and /sys that hold host-wide state, after --proc
@@ -445,14 +455,17 @@ Status MountPlanner::plan(Translation& out) {
 Status check_proxy(const TransformRequest& request) {
   const NetworkPolicy& network = request.policy.network;
   if (network.proxy_ports.size() != 1 || network.proxy_ports.front() == 0)
-    return Error{"network.mode 'proxy': the bwrap backend needs exactly one proxy port in "
-                 "network.proxy_ports (sbx exec starts the proxy and sets it)"};
+    return Error{
+        "network.mode 'proxy': the bwrap backend needs exactly one proxy port in "
+        "network.proxy_ports (sbx exec starts the proxy and sets it)"};
   const std::string& socket = request.proxy_socket;
   if (socket.empty() || socket.front() != '/' || socket.back() == '/' ||
       socket.find("/../") != std::string::npos || socket.rfind('/') == 0)
-    return Error{"network.mode 'proxy': the bwrap backend needs the proxy's unix socket as an "
-                 "absolute path inside a private directory (TransformRequest::proxy_socket, set "
-                 "by sbx exec), got '" + socket + "'"};
+    return Error{
+        "network.mode 'proxy': the bwrap backend needs the proxy's unix socket as an "
+        "absolute path inside a private directory (TransformRequest::proxy_socket, set "
+        "by sbx exec), got '" +
+        socket + "'"};
   return {};
 }
 
@@ -488,8 +501,7 @@ void append_namespaces(const ResolvedPolicy& policy, Translation& out) {
   if (policy.network.mode != NetworkMode::kEnabled) a.push_back("--unshare-net");
   // The command dies with sbx, cannot reach the caller's terminal (TIOCSTI), keeps no
   // capability, and sbx-stage2 is PID 1 of the namespace (it reaps and forwards signals).
-  a.insert(a.end(),
-           {"--die-with-parent", "--new-session", "--cap-drop", "ALL", "--as-pid-1"});
+  a.insert(a.end(), {"--die-with-parent", "--new-session", "--cap-drop", "ALL", "--as-pid-1"});
 }
 
 // True when the sandbox may not write everywhere: a restricted filesystem whose root is not
@@ -506,12 +518,16 @@ void append_stage2(const TransformRequest& request, const HostFacts& facts, Tran
   // namespace): TCP/UDP over IPv4/IPv6 on the namespace's own loopback, no unix socket() but
   // socketpair(AF_UNIX); proxy: the same filter plus the relay to the proxy's socket.
   switch (request.policy.network.mode) {
-    case NetworkMode::kEnabled: a.push_back("open"); break;
-    case NetworkMode::kRestricted: a.push_back("private"); break;
+    case NetworkMode::kEnabled:
+      a.push_back("open");
+      break;
+    case NetworkMode::kRestricted:
+      a.push_back("private");
+      break;
     case NetworkMode::kProxy:
-      a.insert(a.end(), {"proxy", "--proxy-port",
-                         std::to_string(request.policy.network.proxy_ports.front()),
-                         "--proxy-socket", request.proxy_socket});
+      a.insert(a.end(),
+               {"proxy", "--proxy-port", std::to_string(request.policy.network.proxy_ports.front()),
+                "--proxy-socket", request.proxy_socket});
       break;
   }
   // Writes limited to some roots: sbx-stage2 enters its Landlock write layer before the command
@@ -538,17 +554,22 @@ void append_stage2(const TransformRequest& request, const HostFacts& facts, Tran
 
 std::string_view to_string(PathKind kind) {
   switch (kind) {
-    case PathKind::kMissing: return "missing";
-    case PathKind::kDirectory: return "dir";
-    case PathKind::kFile: return "file";
-    case PathKind::kSymlink: return "symlink";
-    case PathKind::kOther: return "other";
+    case PathKind::kMissing:
+      return "missing";
+    case PathKind::kDirectory:
+      return "dir";
+    case PathKind::kFile:
+      return "file";
+    case PathKind::kSymlink:
+      return "symlink";
+    case PathKind::kOther:
+      return "other";
   }
   return "missing";
 }
 
 const std::vector<std::string>& minimal_platform_paths() {
-  static const std::vector<std::string> paths = {"/bin",   "/etc",   "/lib",  "/lib32",
+  static const std::vector<std::string> paths = {"/bin",   "/etc",    "/lib",  "/lib32",
                                                  "/lib64", "/libx32", "/sbin", "/usr"};
   return paths;
 }
@@ -606,9 +627,9 @@ Result<Translation> translate(const TransformRequest& request, const HostFacts& 
   Translation out;
   out.argv.push_back(facts.bwrap_path);
   const std::string no_socket;
-  MountPlanner planner(request.policy, facts,
-                       request.policy.network.mode == NetworkMode::kProxy ? request.proxy_socket
-                                                                          : no_socket);
+  MountPlanner planner(
+      request.policy, facts,
+      request.policy.network.mode == NetworkMode::kProxy ? request.proxy_socket : no_socket);
   status = planner.plan(out);
   if (!status.ok()) return status.failure();
   append_namespaces(request.policy, out);
@@ -616,7 +637,8 @@ Result<Translation> translate(const TransformRequest& request, const HostFacts& 
   if (request.policy.network.mode == NetworkMode::kProxy)
     out.notes.push_back(
         "network only through sbx's filtering proxy: the sandbox has an empty network namespace; "
-        "sbx-stage2 relays 127.0.0.1:" + std::to_string(request.policy.network.proxy_ports.front()) +
+        "sbx-stage2 relays 127.0.0.1:" +
+        std::to_string(request.policy.network.proxy_ports.front()) +
         " inside it to the proxy's unix socket " + request.proxy_socket +
         " (its directory bound read-only), a port the command cannot take; the command may use "
         "TCP/UDP on the namespace's own loopback (IPv4/IPv6), no unix sockets");

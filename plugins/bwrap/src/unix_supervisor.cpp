@@ -1,6 +1,7 @@
 // The unix-socket supervisor (see unix_supervisor.hpp for what it decides and why).
 #include "sbx/bwrap/unix_supervisor.hpp"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <linux/audit.h>
 #include <linux/capability.h>
@@ -10,7 +11,6 @@
 #include <linux/sock_diag.h>
 #include <linux/sockios.h>
 #include <linux/unix_diag.h>
-#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -23,16 +23,16 @@
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/uio.h>
-#include <sys/wait.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
-#include <cerrno>
 #include <cstddef>
 #include <cstring>
 #include <deque>
@@ -171,13 +171,12 @@ int install_unix_notify_filter(bool report_sends) noexcept {
   // WAIT_KILLABLE_RECV: once the supervisor has taken a call, only a fatal signal interrupts
   // the caller. Otherwise a signal would abort the wait while the supervisor performs the call
   // anyway, and the restarted call would find the socket already bound or connected.
-  int fd = static_cast<int>(syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
-                                    SECCOMP_FILTER_FLAG_NEW_LISTENER |
-                                        SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV,
-                                    program));
+  int fd = static_cast<int>(
+      syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+              SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, program));
   if (fd < 0 && errno == EINVAL)  // kernels before 5.19
-    fd = static_cast<int>(syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
-                                  SECCOMP_FILTER_FLAG_NEW_LISTENER, program));
+    fd = static_cast<int>(
+        syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, program));
   return fd;
 }
 
@@ -230,8 +229,7 @@ int receive_descriptor(int channel) noexcept {
 SupervisedArgv take_supervisor_options(const std::vector<std::string>& argv) {
   SupervisedArgv out;
   const auto bwrap_end = std::find(argv.begin(), argv.end(), "--");
-  out.rules.private_network =
-      std::find(argv.begin(), bwrap_end, "--unshare-net") != bwrap_end;
+  out.rules.private_network = std::find(argv.begin(), bwrap_end, "--unshare-net") != bwrap_end;
   if (!argv.empty()) out.rules.launcher = argv.front();
   bool in_stage2_options = false;
   bool after_command = false;
@@ -305,7 +303,7 @@ struct Identity {
 };
 
 std::optional<Identity> identity_of(int fd) {
-  struct stat st{};
+  struct stat st {};
   if (fstat(fd, &st) != 0) return std::nullopt;
   return Identity{st.st_dev, st.st_ino};
 }
@@ -334,11 +332,11 @@ struct PendingBind {
 };
 
 struct Known {
-  std::map<Identity, Fd> listed;          // host sockets of the policy (held open)
-  std::map<Identity, Fd> bound;           // socket files a bind of this sandbox created
-  std::deque<PendingBind> pending;        // binds let through, file not yet recorded
-  std::set<ino_t> abstract_binders;       // sockfs inodes of unix sockets the sandbox bound
-  std::set<std::uint64_t> substitutes;    // SO_COOKIE of each socket substitute_datagram_pair made
+  std::map<Identity, Fd> listed;        // host sockets of the policy (held open)
+  std::map<Identity, Fd> bound;         // socket files a bind of this sandbox created
+  std::deque<PendingBind> pending;      // binds let through, file not yet recorded
+  std::set<ino_t> abstract_binders;     // sockfs inodes of unix sockets the sandbox bound
+  std::set<std::uint64_t> substitutes;  // SO_COOKIE of each socket substitute_datagram_pair made
   std::vector<UnixRefusal> refusals;
 };
 
@@ -446,8 +444,7 @@ std::string inet_text(const sockaddr_storage& address, socklen_t length) {
 // A connect out of the sandbox's private network namespace, which has nothing but its
 // loopback: ENETUNREACH is the sandbox's refusal (no route out), recorded as kind "ip". With
 // the host's namespace (network enabled) the answer is the network's, not the sandbox's.
-void note_unreachable(State& state, const sockaddr_storage& address, socklen_t length,
-                      int error) {
+void note_unreachable(State& state, const sockaddr_storage& address, socklen_t length, int error) {
   if (error != ENETUNREACH || !state.rules.private_network) return;
   std::string text = inet_text(address, length);
   if (!text.empty()) record_refusal(state, std::move(text), "ip");
@@ -581,8 +578,8 @@ bool is_blocking(int socket) {
 // `keep` (an O_PATH descriptor the address names) lives until the connect is done.
 void connect_and_respond(State& state, Call call, sockaddr_storage address, socklen_t length,
                          Fd keep = {}) {
-  const bool worker = is_blocking(call.socket.get()) &&
-                      state.active_workers.load() < kMaxWorkers && !state.stopping.load();
+  const bool worker = is_blocking(call.socket.get()) && state.active_workers.load() < kMaxWorkers &&
+                      !state.stopping.load();
   if (!worker) {
     const int error = do_call(__NR_connect, call.socket.get(),
                               reinterpret_cast<const sockaddr*>(&address), length);
@@ -601,8 +598,8 @@ void connect_and_respond(State& state, Call call, sockaddr_storage address, sock
   try {
     std::thread([shared, id = call.id, socket = std::move(call.socket), address, length,
                  keep = std::move(keep)]() {
-      const int error = do_call(__NR_connect, socket.get(),
-                                reinterpret_cast<const sockaddr*>(&address), length);
+      const int error =
+          do_call(__NR_connect, socket.get(), reinterpret_cast<const sockaddr*>(&address), length);
       note_unreachable(*shared, address, length, error);
       respond_result(*shared, id, error == 0 ? 0 : -1, error);
       std::lock_guard done(shared->mutex);
@@ -658,7 +655,7 @@ void connect_pathname(State& state, Call call, const std::string& path) {
     record_refusal(state, path);
     return respond_result(state, call.id, -1, kRefusalErrno);
   }
-  struct stat st{};
+  struct stat st {};
   if (fstat(file.get(), &st) != 0) return respond_result(state, call.id, -1, errno);
   // What the kernel answers for a path that is not a socket.
   if (!S_ISSOCK(st.st_mode)) return respond_result(state, call.id, -1, ECONNREFUSED);
@@ -677,7 +674,7 @@ void connect_pathname(State& state, Call call, const std::string& path) {
 void prune_bound(Known& known) {
   if (known.bound.size() <= kPruneAbove) return;
   for (auto it = known.bound.begin(); it != known.bound.end();) {
-    struct stat st{};
+    struct stat st {};
     if (fstat(it->second.get(), &st) == 0 && st.st_nlink == 0) {
       it = known.bound.erase(it);
     } else {
@@ -857,8 +854,8 @@ void send_to(State& state, const seccomp_notif& request, Fd socket, int domain) 
   int type = 0;
   socklen_t type_size = sizeof type;
   if (!socket.ok() || (domain != AF_INET && domain != AF_INET6) ||
-      getsockopt(socket.get(), SOL_SOCKET, SO_TYPE, &type, &type_size) != 0 ||
-      type != SOCK_DGRAM || !state.rules.private_network)
+      getsockopt(socket.get(), SOL_SOCKET, SO_TYPE, &type, &type_size) != 0 || type != SOCK_DGRAM ||
+      !state.rules.private_network)
     return continue_call(state, request.id);
   const auto pid = static_cast<pid_t>(request.pid);
   // int and size_t arguments, read as the kernel reads them.
@@ -906,8 +903,7 @@ bool continued_unless_inet(State& state, const seccomp_notif& request) {
       syscall(SYS_pidfd_getfd, pidfd.get(), static_cast<int>(request.data.args[0]), 0)));
   int domain = 0;
   socklen_t domain_size = sizeof domain;
-  if (!socket.ok() ||
-      getsockopt(socket.get(), SOL_SOCKET, SO_DOMAIN, &domain, &domain_size) != 0 ||
+  if (!socket.ok() || getsockopt(socket.get(), SOL_SOCKET, SO_DOMAIN, &domain, &domain_size) != 0 ||
       domain == AF_INET || domain == AF_INET6)
     return false;
   if (domain == AF_UNIX && is_substitute(state, socket.get())) {
@@ -960,7 +956,7 @@ std::string datagram_call(const char* call, int type) {
 // True when `tid` runs the launcher's executable (/proc/TID/exe is that file). Only a report
 // rests on it: a command that runs the launcher itself can at most hide its own refusals.
 bool runs_the_launcher(State& state, pid_t tid) {
-  struct stat st{};
+  struct stat st {};
   return state.launcher && stat(proc_path(tid, "exe").c_str(), &st) == 0 &&
          Identity{st.st_dev, st.st_ino} == *state.launcher;
 }
@@ -1006,8 +1002,7 @@ void refuse_datagram_socket(State& state, const seccomp_notif& request) {
   for (;;) {
     if (syscall(SYS_recvfrom, channel, &byte, 1, 0, nullptr, 0) != 1) syscall(SYS_exit_group, 0);
     int pair[2] = {-1, -1};
-    const bool made =
-        syscall(SYS_socketpair, AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) == 0;
+    const bool made = syscall(SYS_socketpair, AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) == 0;
     iovec iov{&byte, 1};
     alignas(cmsghdr) char control[CMSG_SPACE(sizeof pair)] = {};
     msghdr msg{};
@@ -1110,11 +1105,10 @@ void substitute_datagram_pair(State& state, const seccomp_notif& request) {
     return respond_result(state, request.id, -1, error);
   Fd first;
   Fd second;
-  if (!pair_from_factory(state, first, second))
-    return respond_result(state, request.id, -1, EPERM);
+  if (!pair_from_factory(state, first, second)) return respond_result(state, request.id, -1, EPERM);
   // SOCK_NONBLOCK is a file status flag: set here, it is the caller's too.
-  if ((type & SOCK_NONBLOCK) != 0 &&
-      (fcntl(first.get(), F_SETFL, O_NONBLOCK) != 0 || fcntl(second.get(), F_SETFL, O_NONBLOCK) != 0))
+  if ((type & SOCK_NONBLOCK) != 0 && (fcntl(first.get(), F_SETFL, O_NONBLOCK) != 0 ||
+                                      fcntl(second.get(), F_SETFL, O_NONBLOCK) != 0))
     return respond_result(state, request.id, -1, EPERM);
   {
     std::lock_guard lock(state.mutex);
@@ -1213,7 +1207,8 @@ void handle(State& state, const seccomp_notif& request) {
     return respond_result(state, call.id, -1, EINVAL);
   if (call.nr == __NR_bind) return bind_continues(state, request, std::move(call.socket), domain);
   if (call.nr == __NR_sendto) return send_to(state, request, std::move(call.socket), domain);
-  if (!call.socket.ok()) return respond_result(state, call.id, -1, getfd_error == EBADF ? EBADF : EPERM);
+  if (!call.socket.ok())
+    return respond_result(state, call.id, -1, getfd_error == EBADF ? EBADF : EPERM);
   if (domain < 0) return respond_result(state, call.id, -1, ENOTSOCK);
   if (length < 0 || static_cast<std::size_t>(length) > sizeof(sockaddr_storage))
     return respond_result(state, call.id, -1, EINVAL);
@@ -1257,8 +1252,8 @@ void run(State& state, std::optional<seccomp_notif> first) {
     // Fail closed: every call is refused rather than performed with sbx's privileges.
     if (first) respond_result(state, first->id, -1, EPERM);
     for (;;) {
-      std::array<pollfd, 2> fds{{{state.listener.get(), POLLIN, 0},
-                                 {state.stop_event.get(), POLLIN, 0}}};
+      std::array<pollfd, 2> fds{
+          {{state.listener.get(), POLLIN, 0}, {state.stop_event.get(), POLLIN, 0}}};
       if (poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR) return;
       if (fds[1].revents != 0 || (fds[0].revents & (POLLHUP | POLLERR | POLLNVAL)) != 0) return;
       seccomp_notif request{};
@@ -1268,8 +1263,8 @@ void run(State& state, std::optional<seccomp_notif> first) {
   }
   if (first) handle(state, *first);
   for (;;) {
-    std::array<pollfd, 2> fds{{{state.listener.get(), POLLIN, 0},
-                               {state.stop_event.get(), POLLIN, 0}}};
+    std::array<pollfd, 2> fds{
+        {{state.listener.get(), POLLIN, 0}, {state.stop_event.get(), POLLIN, 0}}};
     if (poll(fds.data(), fds.size(), -1) < 0) {
       if (errno == EINTR) continue;
       return;
@@ -1316,7 +1311,7 @@ Status load_listed(State& state) {
   for (const std::string& path : state.rules.allowed_paths) {
     Fd file(open(path.c_str(), O_PATH | O_CLOEXEC));
     if (!file.ok()) continue;  // absent now: not allowed (the README says so)
-    struct stat st{};
+    struct stat st {};
     if (fstat(file.get(), &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
     state.known.listed.insert_or_assign(Identity{st.st_dev, st.st_ino}, std::move(file));
   }
@@ -1334,7 +1329,7 @@ Result<std::shared_ptr<State>> make_state(int listener, UnixSocketRules rules) {
   state->listener = Fd(listener);
   state->rules = std::move(rules);
   if (!state->listener.ok()) return Error{"unix-socket supervisor: no seccomp listener"};
-  struct stat launcher{};
+  struct stat launcher {};
   if (!state->rules.launcher.empty() && stat(state->rules.launcher.c_str(), &launcher) == 0)
     state->launcher = Identity{launcher.st_dev, launcher.st_ino};
   if (Status listed = load_listed(*state); !listed.ok()) return listed.failure();
@@ -1343,18 +1338,16 @@ Result<std::shared_ptr<State>> make_state(int listener, UnixSocketRules rules) {
 
 }  // namespace
 
-Result<std::unique_ptr<UnixSupervisor>> UnixSupervisor::start(int listener,
-                                                               UnixSocketRules rules) {
+Result<std::unique_ptr<UnixSupervisor>> UnixSupervisor::start(int listener, UnixSocketRules rules) {
   Result<std::shared_ptr<State>> state = make_state(listener, std::move(rules));
   if (!state.ok()) return state.failure();
   std::string error;
-  if (!start_thread(**state, std::nullopt, error))
-    return Error{"unix-socket supervisor: " + error};
+  if (!start_thread(**state, std::nullopt, error)) return Error{"unix-socket supervisor: " + error};
   return std::unique_ptr<UnixSupervisor>(new UnixSupervisor(std::move(*state)));
 }
 
 Result<std::unique_ptr<UnixSupervisor>> UnixSupervisor::attach(int listener,
-                                                                UnixSocketRules rules) {
+                                                               UnixSocketRules rules) {
   Result<std::shared_ptr<State>> state = make_state(listener, std::move(rules));
   if (!state.ok()) return state.failure();
   return std::unique_ptr<UnixSupervisor>(new UnixSupervisor(std::move(*state)));

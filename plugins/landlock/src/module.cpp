@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "sbx/landlock/probe.hpp"
 #include "landlock_launch.hpp"
+#include "sbx/landlock/probe.hpp"
 #include "sbx/landlock/translate.hpp"
 #include "sbx/sdk/plugin.hpp"
 
@@ -252,9 +252,8 @@ class LandlockBackend final : public Backend {
 
   Result<ExecPlan> transform(const TransformRequest& request) const override {
     try {
-      Result<Translation> t =
-          translate(request, gather_facts(request, std::string(host().stage2_path()),
-                                          mount_table_));
+      Result<Translation> t = translate(
+          request, gather_facts(request, std::string(host().stage2_path()), mount_table_));
       if (!t.ok()) return t.failure();
       ExecPlan plan;
       plan.argv = std::move(t->argv);

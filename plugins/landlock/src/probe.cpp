@@ -40,7 +40,8 @@ int query_abi() {
 
 ProbeCheck abi_check(int abi) {
   if (abi == -ENOSYS)
-    return check("landlock_abi", CheckStatus::kFail, "ENOSYS: Landlock is not built into this kernel",
+    return check("landlock_abi", CheckStatus::kFail,
+                 "ENOSYS: Landlock is not built into this kernel",
                  "use a kernel built with CONFIG_SECURITY_LANDLOCK=y (Linux 5.13+)");
   if (abi == -EOPNOTSUPP)
     return check("landlock_abi", CheckStatus::kFail,
@@ -143,7 +144,8 @@ std::vector<ProbeCheck> abi_rule_checks(int abi) {
       rule("refer", 2, "renames and links across directories only within writable roots",
            "ABI < 2: renames and links across directories are always denied", "use Linux 5.19+"),
       rule("truncate", 3, "truncate restricted to writable roots",
-           "ABI < 3: truncate(2) is not restricted: write_restriction not offered", "use Linux 6.2+"),
+           "ABI < 3: truncate(2) is not restricted: write_restriction not offered",
+           "use Linux 6.2+"),
       rule("tcp", 4, "restricted network denies every TCP bind and connect",
            "ABI < 4: no TCP rules: network_block not offered", "use Linux 6.7+"),
       rule("ioctl_dev", 5, "ioctl on devices only for /dev/null, /dev/tty and writable roots",

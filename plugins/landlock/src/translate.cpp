@@ -15,18 +15,24 @@ constexpr int kAbiNetwork = 4;   // TCP bind/connect rules
 
 int strength(Access access) {
   switch (access) {
-    case Access::kDeny: return 0;
-    case Access::kRead: return 1;
-    case Access::kWrite: return 2;
+    case Access::kDeny:
+      return 0;
+    case Access::kRead:
+      return 1;
+    case Access::kWrite:
+      return 2;
   }
   return 0;
 }
 
 std::string_view access_name(Access access) {
   switch (access) {
-    case Access::kDeny: return "deny";
-    case Access::kRead: return "read";
-    case Access::kWrite: return "write";
+    case Access::kDeny:
+      return "deny";
+    case Access::kRead:
+      return "read";
+    case Access::kWrite:
+      return "write";
   }
   return "unknown";
 }
@@ -166,8 +172,9 @@ Result<bool> add_filesystem(const ResolvedPolicy& policy, const HostFacts& facts
   t.min_abi = kAbiTruncate;
   // Without the mount table a device filesystem mounted outside /dev could be granted whole.
   if (!facts.mounts_known)
-    return Error{"landlock: the mount table was not read: device filesystems mounted outside "
-                 "/dev are unknown"};
+    return Error{
+        "landlock: the mount table was not read: device filesystems mounted outside "
+        "/dev are unknown"};
   RuleSplitter splitter(facts, t);
   // Deny rules add nothing: with no carve-out (checked), a deny rule is never inside a grant.
   for (const PathRule& rule : policy.rules) {
@@ -203,8 +210,10 @@ void add_split_notes(const ResolvedPolicy& policy, const HostFacts& facts, Trans
       note += "; narrower than written: the rule on " + rule.path + " only lists it";
     else if (rule.access == Access::kWrite && !narrowed_write) {
       narrowed_write = true;
-      note += "; narrower than written: nothing can be created, renamed or removed directly in "
-              "the directories split ('" + rule.path + "' and those down to the device files)";
+      note +=
+          "; narrower than written: nothing can be created, renamed or removed directly in "
+          "the directories split ('" +
+          rule.path + "' and those down to the device files)";
     }
   }
   t.notes.push_back(note);
@@ -246,7 +255,7 @@ std::vector<std::string> directories_to_list(const ResolvedPolicy& policy,
 }
 
 const std::vector<std::string>& minimal_paths() {
-  static const std::vector<std::string> kPaths = {"/bin",   "/etc",    "/lib", "/lib32",
+  static const std::vector<std::string> kPaths = {"/bin",   "/etc",    "/lib",  "/lib32",
                                                   "/lib64", "/libx32", "/sbin", "/usr"};
   return kPaths;
 }
@@ -293,8 +302,9 @@ Result<Translation> translate(const TransformRequest& request, const HostFacts& 
   const NetworkPolicy& network = request.policy.network;
   const bool proxy = network.mode == NetworkMode::kProxy;
   if (proxy && (network.proxy_ports.size() != 1 || network.proxy_ports.front() == 0))
-    return Error{"landlock cannot enforce proxy_network: it needs exactly one proxy port in "
-                 "network.proxy_ports (sbx exec starts the proxy and sets it)"};
+    return Error{
+        "landlock cannot enforce proxy_network: it needs exactly one proxy port in "
+        "network.proxy_ports (sbx exec starts the proxy and sets it)"};
   Translation t;
   t.argv = {stage2_path, "--landlock", "1"};
   Result<bool> split = add_filesystem(request.policy, facts, t);

@@ -19,7 +19,8 @@ constexpr std::string_view kAnyChars = "[^/]+";
 // control character, or one of the few printable bytes a bracket cannot hold: `"`, `\`, `]`).
 // Never `/`.
 constexpr std::string_view kNonPrintable =
-    "[^ !#$%&'()*+,./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ_`abcdefghijklmnopqrstuvwxyz{|}~^[-]";
+    "[^ "
+    "!#$%&'()*+,./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ_`abcdefghijklmnopqrstuvwxyz{|}~^[-]";
 
 // A run of one or more non-printable bytes: how every non-ASCII byte of a path or glob is
 // written, because no byte >= 0x80 may enter the profile text. A run of N such bytes is one to
@@ -252,7 +253,8 @@ struct ClassSet {
 std::string read_member(std::string_view body, std::size_t& i) {
   if (body[i] == '\\' && i + 1 < body.size()) ++i;
   std::size_t len = 1;
-  if (static_cast<unsigned char>(body[i]) >= 0x80) len = std::max<std::size_t>(1, utf8_sequence_length(body, i));
+  if (static_cast<unsigned char>(body[i]) >= 0x80)
+    len = std::max<std::size_t>(1, utf8_sequence_length(body, i));
   std::string m(body.substr(i, len));
   i += len;
   return m;
@@ -427,7 +429,8 @@ Result<std::string> glob_to_regex(std::string_view glob) {
   if (glob.size() > kMaxGlobLength)
     return Error{"deny glob is longer than " + std::to_string(kMaxGlobLength) + " bytes"};
   if (glob.front() != '/')
-    return Error{"deny glob '" + std::string(glob) + "' is not absolute (core resolves globs "
+    return Error{"deny glob '" + std::string(glob) +
+                 "' is not absolute (core resolves globs "
                  "against the cwd before a backend sees them)"};
   auto alternatives = expand_braces(glob);
   if (!alternatives) return alternatives.failure();
@@ -458,7 +461,7 @@ std::vector<std::string> glob_static_ancestors(std::string_view glob) {
   const std::size_t last_slash = literal.rfind('/');
   if (last_slash == std::string_view::npos || last_slash == 0) return out;
   const std::string_view dir = literal.substr(0, last_slash);
-  for (std::size_t pos = dir.find('/', 1); ; pos = dir.find('/', pos + 1)) {
+  for (std::size_t pos = dir.find('/', 1);; pos = dir.find('/', pos + 1)) {
     out.emplace_back(dir.substr(0, pos));
     if (pos == std::string_view::npos) break;
   }

@@ -16,7 +16,8 @@ MacHostFacts gather_mac_host_facts() {
   // confstr returns the size the value needs, NUL included; 0 when it is not available.
   std::array<char, 1024> buffer{};
   const std::size_t needed = confstr(_CS_DARWIN_USER_CACHE_DIR, buffer.data(), buffer.size());
-  if (needed > 1 && needed <= buffer.size()) facts.darwin_user_cache_dir.assign(buffer.data(), needed - 1);
+  if (needed > 1 && needed <= buffer.size())
+    facts.darwin_user_cache_dir.assign(buffer.data(), needed - 1);
 #endif
   return facts;
 }

@@ -66,8 +66,9 @@ Result<std::string> network_section(Context& ctx, const std::vector<std::string>
   const NetworkPolicy& net = ctx.policy.network;
   if (net.mode != NetworkMode::kProxy &&
       (!net.allowed_domains.empty() || !net.denied_domains.empty()))
-    return Error{"network.allowed_domains/denied_domains need network mode proxy (Seatbelt "
-                 "cannot filter by domain name; a local proxy must)"};
+    return Error{
+        "network.allowed_domains/denied_domains need network mode proxy (Seatbelt "
+        "cannot filter by domain name; a local proxy must)"};
   std::string out = "; Network.\n";
   switch (net.mode) {
     case NetworkMode::kEnabled:

@@ -18,11 +18,10 @@
 namespace sbx::seatbelt {
 
 CapabilitySet seatbelt_capabilities() {
-  return {Capability::kWriteRestriction, Capability::kReadRestriction,
-          Capability::kWriteCarveouts,   Capability::kReadCarveouts,
-          Capability::kProtectedNames,   Capability::kDenyGlobs,
-          Capability::kNetworkBlock,     Capability::kProxyNetwork,
-          Capability::kUnixSocketAllowlist, Capability::kLocalBinding,
+  return {Capability::kWriteRestriction, Capability::kReadRestriction, Capability::kWriteCarveouts,
+          Capability::kReadCarveouts, Capability::kProtectedNames, Capability::kDenyGlobs,
+          Capability::kNetworkBlock, Capability::kProxyNetwork, Capability::kUnixSocketAllowlist,
+          Capability::kLocalBinding,
           // With the network enabled the profile still closes host unix sockets except the
           // listed ones (build_profile's unix-socket rules): what kUnixSocketBlock promises.
           Capability::kUnixSocketBlock};
@@ -121,8 +120,8 @@ ProbeFacts gather_probe_facts() {
   check_launcher(facts);
   if (!facts.launcher_ok) return facts;
   // sandbox-exec fails inside another Seatbelt sandbox: try the most permissive profile.
-  auto rc = run_quietly({std::string(kSandboxExecPath), "-p", "(version 1)(allow default)",
-                         "/usr/bin/true"});
+  auto rc = run_quietly(
+      {std::string(kSandboxExecPath), "-p", "(version 1)(allow default)", "/usr/bin/true"});
   if (!rc) {
     facts.nesting_observed = rc.error();
   } else {

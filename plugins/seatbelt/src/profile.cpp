@@ -38,7 +38,9 @@ std::string exclude_both(const std::string& ref) {
   return " (require-not (literal " + ref + ")) (require-not (subpath " + ref + "))";
 }
 
-bool restricted(const ResolvedPolicy& p) { return p.filesystem_kind == FilesystemKind::kRestricted; }
+bool restricted(const ResolvedPolicy& p) {
+  return p.filesystem_kind == FilesystemKind::kRestricted;
+}
 
 // The nearest rule strictly above `path`, or nullptr.
 const PathRule* nearest_ancestor_rule(const ResolvedPolicy& p, const std::string& path) {
@@ -90,7 +92,8 @@ std::vector<std::string> carve_outs(const ResolvedPolicy& p, const std::string& 
   return out;
 }
 
-std::vector<const ProtectedPath*> protected_under(const ResolvedPolicy& p, const std::string& root) {
+std::vector<const ProtectedPath*> protected_under(const ResolvedPolicy& p,
+                                                  const std::string& root) {
   std::vector<const ProtectedPath*> out;
   for (const ProtectedPath& pp : p.protected_paths) {
     if (path_is_within(pp.path, root)) out.push_back(&pp);
@@ -116,8 +119,8 @@ std::string write_root_expr(Context& ctx, const std::string& root, std::size_t i
     expr += exclude_both(ctx.params.add(key + "_PROTECTED_" + std::to_string(k), path));
     // Blocks creation even where the name does not exist yet. The only policy text derived
     // from a path: escaped so that no `"`, `\` or control byte remains (glob_regex.hpp).
-    regexes += " (require-not (regex #\"" + subtree_regex_for_path(macos_canonical_path(path)) +
-               "\"))";
+    regexes +=
+        " (require-not (regex #\"" + subtree_regex_for_path(macos_canonical_path(path)) + "\"))";
     for (std::string& a : ancestors_below(path, root)) ctx.guards.push_back(std::move(a));
   }
   if (excluded.empty() && protected_paths.empty()) return expr;
@@ -195,7 +198,8 @@ std::string minimal_deny_section(Context& ctx) {
   }
   if (body.empty()) return "";
   return "; Deny rules over the platform defaults (after them: the last matching rule wins).\n"
-         "(deny file-read* file-write* file-map-executable\n" + body + ")\n";
+         "(deny file-read* file-write* file-map-executable\n" +
+         body + ")\n";
 }
 
 // Unlink/rename guards, last: writable roots, then the collected ancestors (deduplicated).
@@ -204,8 +208,8 @@ std::string guard_section(Context& ctx) {
   bool any = false;
   for (std::size_t i = 0; i < ctx.writable.size(); ++i) {
     if (ctx.writable[i] == "/") continue;
-    out += "(deny file-write-unlink (literal (param \"WRITABLE_ROOT_" + std::to_string(i) +
-           "\")))\n";
+    out +=
+        "(deny file-write-unlink (literal (param \"WRITABLE_ROOT_" + std::to_string(i) + "\")))\n";
     any = true;
   }
   std::vector<std::string> seen;
@@ -213,7 +217,8 @@ std::string guard_section(Context& ctx) {
     if (std::find(seen.begin(), seen.end(), dir) != seen.end() ||
         std::find(ctx.writable.begin(), ctx.writable.end(), dir) != ctx.writable.end())
       continue;
-    const std::string ref = ctx.params.add("PROTECTED_ANCESTOR_" + std::to_string(seen.size()), dir);
+    const std::string ref =
+        ctx.params.add("PROTECTED_ANCESTOR_" + std::to_string(seen.size()), dir);
     seen.push_back(dir);
     out += "(deny file-write-unlink (literal " + ref + "))\n";
     any = true;
@@ -240,7 +245,8 @@ std::string without_trailing_slashes(std::string path) {
 std::string spelled_like(const std::string& path, const std::string& like) {
   std::string canonical = macos_canonical_path(path);  // not const: returned by move
   if (like.rfind("/private/", 0) == 0) return canonical;
-  if (canonical.rfind("/private/", 0) == 0 && macos_canonical_path(canonical.substr(8)) == canonical)
+  if (canonical.rfind("/private/", 0) == 0 &&
+      macos_canonical_path(canonical.substr(8)) == canonical)
     return canonical.substr(8);
   return canonical;
 }
@@ -265,7 +271,8 @@ ResolvedPolicy with_user_cache_dir(const ResolvedPolicy& p, const std::vector<st
   if (tmp_rule == nullptr) return p;
   const std::string what = "per-user cache directory (DARWIN_USER_CACHE_DIR)";
   if (host.darwin_user_cache_dir.empty()) {
-    notes.push_back(what + ": not known on this host (read with confstr on macOS when the plan "
+    notes.push_back(what +
+                    ": not known on this host (read with confstr on macOS when the plan "
                     "is made there); not made writable");
     return p;
   }
@@ -273,7 +280,8 @@ ResolvedPolicy with_user_cache_dir(const ResolvedPolicy& p, const std::vector<st
   const std::string canonical = macos_canonical_path(given);
   if (!check_canonical_path(given, what).ok() ||
       !path_is_within(canonical, "/private/var/folders") || canonical == "/private/var/folders") {
-    notes.push_back(what + " '" + given + "' is not a canonical directory under "
+    notes.push_back(what + " '" + given +
+                    "' is not a canonical directory under "
                     "/private/var/folders; not made writable");
     return p;
   }
@@ -314,12 +322,13 @@ ResolvedPolicy with_user_cache_dir(const ResolvedPolicy& p, const std::vector<st
 
 Status check_policy_paths(const ResolvedPolicy& p) {
   for (std::size_t i = 0; i < p.rules.size(); ++i) {
-    const std::string what = std::string(p.rules[i].access == Access::kWrite ? "writable root"
-                                                                              : "path rule");
+    const std::string what =
+        std::string(p.rules[i].access == Access::kWrite ? "writable root" : "path rule");
     if (auto s = check_canonical_path(p.rules[i].path, what); !s) return s;
     for (std::size_t j = 0; j < i; ++j) {
       if (p.rules[j].path == p.rules[i].path)
-        return Error{"path rule '" + p.rules[i].path + "' appears twice; the policy must hold "
+        return Error{"path rule '" + p.rules[i].path +
+                     "' appears twice; the policy must hold "
                      "one resolved rule per path"};
     }
   }
@@ -352,7 +361,8 @@ Status check_canonical_path(std::string_view path, std::string_view what) {
     const std::size_t end = std::min(path.find('/', i), path.size());
     const std::string_view part = path.substr(i, end - i);
     if (part.empty() || part == "." || part == "..")
-      return Error{name + " '" + shown + "' is not canonical (empty, '.' or '..' component, or "
+      return Error{name + " '" + shown +
+                   "' is not canonical (empty, '.' or '..' component, or "
                    "a trailing slash); Seatbelt matches resolved paths, so resolve it first"};
     i = end + 1;
   }
@@ -385,7 +395,8 @@ Result<Profile> build_profile(const ResolvedPolicy& given, const std::vector<std
   const std::string guards = guard_section(ctx);
   if (!guards.empty()) text += "\n" + guards;
   if (policy.filesystem_kind == FilesystemKind::kExternal)
-    ctx.notes.push_back("filesystem: external (an outer sandbox limits files; Seatbelt allows all)");
+    ctx.notes.push_back(
+        "filesystem: external (an outer sandbox limits files; Seatbelt allows all)");
   return Profile{std::move(text), ctx.params.take(), std::move(ctx.notes)};
 }
 

@@ -71,7 +71,8 @@ std::optional<std::uint16_t> loopback_proxy_port(std::string_view url, std::stri
     url.remove_prefix(sep + 3);
   }
   url = url.substr(0, url.find_first_of("/?#"));
-  if (const std::size_t at = url.rfind('@'); at != std::string_view::npos) url.remove_prefix(at + 1);
+  if (const std::size_t at = url.rfind('@'); at != std::string_view::npos)
+    url.remove_prefix(at + 1);
   std::string_view host = url;
   std::string_view port_text;
   bool has_port = false;
@@ -90,8 +91,7 @@ std::optional<std::uint16_t> loopback_proxy_port(std::string_view url, std::stri
     has_port = true;
   }
   if (host.empty()) return fail(why, "no host");
-  if (!is_loopback_host(host))
-    return fail(why, "host '" + std::string(host) + "' is not loopback");
+  if (!is_loopback_host(host)) return fail(why, "host '" + std::string(host) + "' is not loopback");
   if (!has_port) return default_port(scheme);
   const auto port = parse_port(port_text);
   if (!port) return fail(why, "port '" + std::string(port_text) + "' is not a number in 1-65535");

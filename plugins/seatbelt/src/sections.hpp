@@ -78,7 +78,8 @@ inline constexpr std::string_view kBase = R"SBPL((version 1)
 // proxy mode, where the proxy resolves names and a DNS path of its own would let a command send
 // data out in the names it looks up. (syslog's socket comes with ":minimal", not here.)
 // macOS has no abstract unix sockets, so pathname sockets are all there is to close.
-inline constexpr std::string_view kHostUnixSocketsClosed = R"SBPL(; Host unix sockets: closed (network.unix_sockets re-allows listed ones below).
+inline constexpr std::string_view kHostUnixSocketsClosed =
+    R"SBPL(; Host unix sockets: closed (network.unix_sockets re-allows listed ones below).
 (deny network-outbound (remote unix-socket))
 (deny network-bind (local unix-socket))
 ; DNS: getaddrinfo() talks to mDNSResponder over its unix socket.
@@ -87,7 +88,8 @@ inline constexpr std::string_view kHostUnixSocketsClosed = R"SBPL(; Host unix so
 )SBPL";
 
 // Whenever any network is allowed (full or proxy-only): what name resolution and TLS need.
-inline constexpr std::string_view kNetworkSupport = R"SBPL(; Network support: routing socket, DNS configuration and certificate trust services.
+inline constexpr std::string_view kNetworkSupport =
+    R"SBPL(; Network support: routing socket, DNS configuration and certificate trust services.
 (allow system-socket (require-all (socket-domain AF_SYSTEM) (socket-protocol 2)))
 (allow mach-lookup
   (global-name "com.apple.bsd.dirhelper")
@@ -103,7 +105,8 @@ inline constexpr std::string_view kNetworkSupport = R"SBPL(; Network support: ro
 
 // Only when reads are unrestricted: preference reads go through cfprefsd, which reads files on
 // the caller's behalf and would bypass a read restriction.
-inline constexpr std::string_view kPreferences = R"SBPL(; User preferences (only with unrestricted reads: cfprefsd reads on the caller's behalf).
+inline constexpr std::string_view kPreferences =
+    R"SBPL(; User preferences (only with unrestricted reads: cfprefsd reads on the caller's behalf).
 (allow ipc-posix-shm-read* (ipc-posix-name-prefix "apple.cfprefs."))
 (allow mach-lookup
   (global-name "com.apple.cfprefsd.daemon")
@@ -116,7 +119,8 @@ inline constexpr std::string_view kPreferences = R"SBPL(; User preferences (only
 // the system libraries and log, and what the developer-tool shims in /usr/bin (git, clang,
 // make: xcrun underneath) need to find and run the selected Xcode or Command Line Tools: the
 // xcode-select link, /Applications/Xcode*.app and /Library/Developer. Grants no write anywhere.
-inline constexpr std::string_view kPlatformDefaults = R"SBPL(; Platform defaults (":minimal"): system files needed to start programs. Read-only.
+inline constexpr std::string_view kPlatformDefaults =
+    R"SBPL(; Platform defaults (":minimal"): system files needed to start programs. Read-only.
 (allow file-read-metadata
   (literal "/") (literal "/etc") (literal "/tmp") (literal "/var") (literal "/private")
   (literal "/private/etc") (literal "/private/tmp") (literal "/private/var")

@@ -11,15 +11,14 @@ std::string parent_dir(const std::string& path) {
   return path.substr(0, slash);
 }
 
-Status ensure_directory(const std::string& path, DaclHost& host,
-                        std::vector<std::string>& created, AclApplyStats& stats) {
+Status ensure_directory(const std::string& path, DaclHost& host, std::vector<std::string>& created,
+                        AclApplyStats& stats) {
   Result<bool> present = host.exists(path);
   if (!present.ok()) return present.failure();
   if (*present) return {};
   // Missing parents first, so the protected name cannot be created by the command either.
   if (const std::string parent = parent_dir(path); !parent.empty()) {
-    if (Status status = ensure_directory(parent, host, created, stats); !status.ok())
-      return status;
+    if (Status status = ensure_directory(parent, host, created, stats); !status.ok()) return status;
   }
   Result<bool> made = host.create_directory(path);
   if (!made.ok()) return made.failure();

@@ -38,8 +38,8 @@ class WindowsBackend final : public Backend {
     }
 #else
     ProbeReport report = unavailable(std::string("the windows backend needs Windows; this host "
-                                                 "is ") + kHostName +
-                                     " (`sbx debug windows` still prints its plan)");
+                                                 "is ") +
+                                     kHostName + " (`sbx debug windows` still prints its plan)");
     report.checks.push_back({"host_os", CheckStatus::kFail, kHostName,
                              "run sbx on Windows 10 or later to use this backend"});
     return report;

@@ -39,10 +39,12 @@ std::int32_t decode_utf8(std::string_view text, std::size_t& i) {
 
 Status check_element(std::string_view text, std::size_t index) {
   if (text.find('\0') != std::string_view::npos)
-    return Error{"argv[" + std::to_string(index) + "] contains a NUL byte, which Windows "
+    return Error{"argv[" + std::to_string(index) +
+                 "] contains a NUL byte, which Windows "
                  "command lines cannot carry"};
   if (!utf8_to_utf16(text).ok())
-    return Error{"argv[" + std::to_string(index) + "] is not valid UTF-8: Windows needs "
+    return Error{"argv[" + std::to_string(index) +
+                 "] is not valid UTF-8: Windows needs "
                  "every argument as Unicode text"};
   return {};
 }
@@ -79,8 +81,9 @@ Result<std::string> quote_program(std::string_view program) {
   if (program.empty()) return Error{"argv[0] is empty: name the program by its absolute path"};
   if (Status status = check_element(program, 0); !status.ok()) return status.failure();
   if (program.find('"') != std::string_view::npos)
-    return Error{"argv[0] contains a double quote: Windows reads the program name without "
-                 "escapes, so it cannot be represented (Windows file names cannot contain '\"')"};
+    return Error{
+        "argv[0] contains a double quote: Windows reads the program name without "
+        "escapes, so it cannot be represented (Windows file names cannot contain '\"')"};
   // Quotes only when needed: unquoted, the name ends at the first space or tab.
   if (program.find_first_of(" \t") == std::string_view::npos) return std::string(program);
   return "\"" + std::string(program) + "\"";

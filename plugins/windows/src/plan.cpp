@@ -48,7 +48,8 @@ const PathRule* nearest_rule(const ResolvedPolicy& policy, std::string_view path
   const PathRule* best = nullptr;
   for (const PathRule& rule : policy.rules) {
     if (strict && rule.path == path) continue;
-    if (path_is_within(path, rule.path) && (best == nullptr || rule.path.size() > best->path.size()))
+    if (path_is_within(path, rule.path) &&
+        (best == nullptr || rule.path.size() > best->path.size()))
       best = &rule;
   }
   return best;
@@ -78,7 +79,8 @@ Status check_enforceable(const ResolvedPolicy& policy) {
   }
   if (policy.filesystem_kind != FilesystemKind::kRestricted) return {};
   if (reads_restricted(policy))
-    return Error{std::string(kWho) + "cannot enforce restricted reads (no rule grants read on "
+    return Error{std::string(kWho) +
+                 "cannot enforce restricted reads (no rule grants read on "
                  "'/'): a write-restricted token reads with the user's own rights; grant ':root' "
                  "read, or use a backend with read restriction"};
   for (const PathRule& rule : policy.rules) {
@@ -87,7 +89,8 @@ Status check_enforceable(const ResolvedPolicy& policy) {
                    ": a write-restricted token cannot deny reading; remove the rule, or use a "
                    "backend with read carve-outs"};
     if (rule.access == Access::kWrite && is_volume_root(rule.path))
-      return Error{std::string(kWho) + "refusing rule " + rule_text(rule) + ": it would rewrite "
+      return Error{std::string(kWho) + "refusing rule " + rule_text(rule) +
+                   ": it would rewrite "
                    "the ACL of a whole volume; use filesystem kind 'unrestricted' instead"};
   }
   if (!policy.deny_globs.empty())
@@ -220,13 +223,15 @@ Status plan_command(const TransformRequest& request, WindowsPlan& plan, bool& dr
   drive_relative = drive_relative || !program->fully_qualified;
   const std::string name = lower(program->path.substr(program->path.rfind('\\') + 1));
   if (name.ends_with(".bat") || name.ends_with(".cmd"))
-    return Error{std::string(kWho) + "argv[0] '" + program->path + "' is a batch file: "
+    return Error{std::string(kWho) + "argv[0] '" + program->path +
+                 "' is a batch file: "
                  "CreateProcess runs it through cmd.exe, which re-parses every argument with its "
                  "own rules (& | < > ^ %), so arguments cannot be passed safely; run cmd.exe "
                  "explicitly if that is really intended"};
   if (name == "cmd.exe")
-    plan.info.push_back("cmd.exe parses its command line itself, not with CommandLineToArgvW: "
-                        "the quoting above is exact for other programs only");
+    plan.info.push_back(
+        "cmd.exe parses its command line itself, not with CommandLineToArgvW: "
+        "the quoting above is exact for other programs only");
   plan.argv = request.argv;
   plan.argv[0] = program->path;
   Result<std::string> line = build_command_line(plan.argv);
@@ -262,8 +267,9 @@ void add_general_info(const ResolvedPolicy& policy, bool drive_relative, Windows
                       "their SID) and directories this plan created are removed if empty"});
   }
   if (drive_relative)
-    plan.info.push_back("some paths have no drive letter (a POSIX-style policy): this plan can be "
-                        "printed but the Windows executor refuses to run it");
+    plan.info.push_back(
+        "some paths have no drive letter (a POSIX-style policy): this plan can be "
+        "printed but the Windows executor refuses to run it");
 }
 
 // "C:\\x\\y" -> "C:/x/y" (drive letter upper-cased), the form of ResolvedPolicy paths; "" for
@@ -328,7 +334,8 @@ void plan_temp(const ResolvedPolicy& policy, std::vector<std::string>& env, Wind
     const std::string value = other.entry->substr(other.name.size() + 1);
     const std::string line = std::string(self.name) + "=" + value;
     plan.info.push_back(std::string(self.name) + " set to " + std::string(other.name) +
-                        "'s writable " + printable(value) + " so every program finds a writable "
+                        "'s writable " + printable(value) +
+                        " so every program finds a writable "
                         "temp directory");
     if (self.entry != nullptr) {
       *self.entry = line;
@@ -336,10 +343,12 @@ void plan_temp(const ResolvedPolicy& policy, std::vector<std::string>& env, Wind
       env.push_back(line);
     }
   }
-  if (!vars[0].writable && !vars[1].writable && (vars[0].entry != nullptr || vars[1].entry != nullptr))
-    plan.info.push_back("neither TEMP nor TMP is writable: programs that make temporary files "
-                        "will fail; grant write on the temp directory (the workspace-write "
-                        "preset does)");
+  if (!vars[0].writable && !vars[1].writable &&
+      (vars[0].entry != nullptr || vars[1].entry != nullptr))
+    plan.info.push_back(
+        "neither TEMP nor TMP is writable: programs that make temporary files "
+        "will fail; grant write on the temp directory (the workspace-write "
+        "preset does)");
 }
 
 }  // namespace
@@ -390,13 +399,15 @@ Status check_runnable(const WindowsPlan& plan) {
   const auto check = [](const std::string& path, std::string_view what) -> Status {
     const bool drive = path.size() >= 3 && path[1] == ':' && path[2] == '\\';
     if (drive || path.starts_with("\\\\")) return {};
-    return Error{std::string(kWho) + std::string(what) + " '" + path + "' has no drive letter or "
+    return Error{std::string(kWho) + std::string(what) + " '" + path +
+                 "' has no drive letter or "
                  "server: Windows would resolve it against the current drive; refusing to run"};
   };
   if (plan.argv.empty()) return Error{std::string(kWho) + "the plan has no argv"};
   // Privileges and administrator rights are always dropped; a write restriction needs SIDs.
   if (!plan.token.disable_max_privilege || !plan.token.lua_token)
-    return Error{std::string(kWho) + "the plan keeps privileges (DISABLE_MAX_PRIVILEGE and "
+    return Error{std::string(kWho) +
+                 "the plan keeps privileges (DISABLE_MAX_PRIVILEGE and "
                  "LUA_TOKEN are required)"};
   if (plan.token.write_restricted && plan.token.restricting_sids.empty())
     return Error{std::string(kWho) + "WRITE_RESTRICTED without restricting SIDs"};
@@ -413,27 +424,33 @@ Status check_runnable(const WindowsPlan& plan) {
 
 NetworkMechanismReport network_mechanism(bool elevated, bool appcontainer_api) {
   NetworkMechanismReport report;
-  const std::string refused = "; not implemented by this backend yet, so network.mode "
-                              "restricted and proxy are refused (proxy variables alone are not "
-                              "enforcement)";
+  const std::string refused =
+      "; not implemented by this backend yet, so network.mode "
+      "restricted and proxy are refused (proxy variables alone are not "
+      "enforcement)";
   if (elevated) {
     report.mechanism = NetworkMechanism::kFirewallRules;
-    report.observed = "administrator: outbound-block Windows Firewall rules bound to a sandbox "
-                      "identity (a dedicated local account or the capability SID) would apply" +
-                      refused;
+    report.observed =
+        "administrator: outbound-block Windows Firewall rules bound to a sandbox "
+        "identity (a dedicated local account or the capability SID) would apply" +
+        refused;
     report.remedy = "use --network enabled, or a backend that blocks the network";
   } else if (appcontainer_api) {
     report.mechanism = NetworkMechanism::kAppContainer;
-    report.observed = "not an administrator: an AppContainer token without network "
-                      "capabilities (CreateAppContainerProfile, PROC_THREAD_ATTRIBUTE_SECURITY_"
-                      "CAPABILITIES) would apply; it also limits reads to what its SID may read" +
-                      refused;
+    report.observed =
+        "not an administrator: an AppContainer token without network "
+        "capabilities (CreateAppContainerProfile, PROC_THREAD_ATTRIBUTE_SECURITY_"
+        "CAPABILITIES) would apply; it also limits reads to what its SID may read" +
+        refused;
     report.remedy = "use --network enabled, or a backend that blocks the network";
   } else {
-    report.observed = "not an administrator and no AppContainer API (userenv.dll "
-                      "CreateAppContainerProfile): no mechanism here" + refused;
-    report.remedy = "Windows 8 or later offers AppContainers; an administrator can use "
-                    "firewall rules";
+    report.observed =
+        "not an administrator and no AppContainer API (userenv.dll "
+        "CreateAppContainerProfile): no mechanism here" +
+        refused;
+    report.remedy =
+        "Windows 8 or later offers AppContainers; an administrator can use "
+        "firewall rules";
   }
   return report;
 }
@@ -491,7 +508,8 @@ Result<std::vector<std::string>> windows_environment(const std::vector<std::stri
       return Error{"environment entry '" + printable(entry) + "' is not valid UTF-8"};
     std::string name = entry.substr(0, equals);
     std::string upper_name;
-    for (char c : name) upper_name += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    for (char c : name)
+      upper_name += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     // Windows names are case-insensitive: two spellings would leave the winner to chance.
     auto [it, inserted] = by_upper_name.emplace(upper_name, entry);
     if (!inserted)

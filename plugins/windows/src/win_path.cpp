@@ -24,16 +24,18 @@ Status check_component(std::string_view component, std::string_view whole) {
   for (char c : component) {
     const auto byte = static_cast<unsigned char>(c);
     if (byte < 0x20 || std::string_view("<>:\"|?*").find(c) != std::string_view::npos)
-      return Error{"path " + quoted(whole) + " contains a character Windows does not allow in "
+      return Error{"path " + quoted(whole) +
+                   " contains a character Windows does not allow in "
                    "file names (< > : \" | ? * or a control character)"};
   }
   // "name." and "name " open "name": the plan would protect one object and name another.
   if (component.back() == '.' || component.back() == ' ')
-    return Error{"path " + quoted(whole) + " has a component ending in a dot or space, which "
+    return Error{"path " + quoted(whole) +
+                 " has a component ending in a dot or space, which "
                  "Windows strips, so it would alias another name"};
   if (is_reserved_device_name(component))
-    return Error{"path " + quoted(whole) + " names the reserved device '" +
-                 std::string(component) + "', not a file"};
+    return Error{"path " + quoted(whole) + " names the reserved device '" + std::string(component) +
+                 "', not a file"};
   return {};
 }
 
@@ -57,8 +59,8 @@ Status append_components(std::string_view rest, std::string_view whole, std::str
 }  // namespace
 
 bool is_reserved_device_name(std::string_view name) {
-  static constexpr std::array<std::string_view, 6> kPlain = {"CON", "PRN", "AUX", "NUL",
-                                                             "CONIN$", "CONOUT$"};
+  static constexpr std::array<std::string_view, 6> kPlain = {"CON", "PRN",    "AUX",
+                                                             "NUL", "CONIN$", "CONOUT$"};
   const std::string_view base = name.substr(0, name.find('.'));
   std::string upper_base;
   for (char c : base) upper_base += upper(c);
@@ -78,11 +80,13 @@ bool is_reserved_device_name(std::string_view name) {
 
 Result<WindowsPath> to_windows_path(std::string_view generic) {
   if (generic.find('\\') != std::string_view::npos)
-    return Error{"path " + quoted(generic) + " contains a backslash, which is a separator on "
+    return Error{"path " + quoted(generic) +
+                 " contains a backslash, which is a separator on "
                  "Windows and a name character elsewhere: refusing the ambiguity"};
   if (generic.size() >= 2 && is_drive_letter(generic[0]) && generic[1] == ':') {
     if (generic.size() == 2 || generic[2] != '/')
-      return Error{"path " + quoted(generic) + " is relative to the drive's current directory; "
+      return Error{"path " + quoted(generic) +
+                   " is relative to the drive's current directory; "
                    "expected 'X:/...'"};
     std::string out = {upper(generic[0]), ':', '\\'};
     if (generic.size() == 3) return WindowsPath{out, true};

@@ -21,11 +21,14 @@ sbx::ResolvedPolicy fuzz_policy(FuzzedDataProvider& fdp) {
   sbx::ResolvedPolicy p;
   p.filesystem_kind = static_cast<sbx::FilesystemKind>(fdp.ConsumeIntegralInRange<int>(0, 2));
   for (int n = fdp.ConsumeIntegralInRange<int>(0, 8); n > 0; --n)
-    p.rules.push_back({fuzz_path(fdp), static_cast<sbx::Access>(fdp.ConsumeIntegralInRange<int>(0, 2))});
+    p.rules.push_back(
+        {fuzz_path(fdp), static_cast<sbx::Access>(fdp.ConsumeIntegralInRange<int>(0, 2))});
   p.platform_defaults_readable = fdp.ConsumeBool();
   for (int n = fdp.ConsumeIntegralInRange<int>(0, 4); n > 0; --n)
-    p.protected_paths.push_back({fuzz_path(fdp), fuzz_path(fdp), fdp.ConsumeBool(), fdp.ConsumeBool()});
-  for (int n = fdp.ConsumeIntegralInRange<int>(0, 3); n > 0; --n) p.deny_globs.push_back(fuzz_path(fdp));
+    p.protected_paths.push_back(
+        {fuzz_path(fdp), fuzz_path(fdp), fdp.ConsumeBool(), fdp.ConsumeBool()});
+  for (int n = fdp.ConsumeIntegralInRange<int>(0, 3); n > 0; --n)
+    p.deny_globs.push_back(fuzz_path(fdp));
   p.network.mode = static_cast<sbx::NetworkMode>(fdp.ConsumeIntegralInRange<int>(0, 2));
   for (int n = fdp.ConsumeIntegralInRange<int>(0, 2); n > 0; --n)
     p.network.proxy_ports.push_back(fdp.ConsumeIntegral<std::uint16_t>());
@@ -53,7 +56,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::abort();
   // The profile text is printable ASCII and newlines only, whatever the paths hold.
   for (char ch : plan->argv[2])
-    if (ch != '\n' && (static_cast<unsigned char>(ch) < 0x20 || static_cast<unsigned char>(ch) >= 0x7F))
+    if (ch != '\n' &&
+        (static_cast<unsigned char>(ch) < 0x20 || static_cast<unsigned char>(ch) >= 0x7F))
       std::abort();
   std::vector<sbx::seatbelt::testing::Node> forms;
   sbx::seatbelt::testing::SexprReader reader(plan->argv[2]);

@@ -45,10 +45,10 @@ const std::vector<std::string> kNames = {".git", ".codex", ".agents"};
 std::string write_policy(const TempDir& dir, const std::string& also = "") {
   std::string entries = R"({"path":":root","access":"read"},{"path":":cwd","access":"write"})";
   if (!also.empty()) entries += R"(,{"path":")" + also + R"(","access":"write"})";
-  return dir.write("policy.json",
-                   R"({"version":1,"filesystem":{"kind":"restricted","entries":[)" + entries +
-                       R"(],"protected_names":[".git",".codex",".agents"]},)"
-                       R"("network":{"mode":"restricted"}})");
+  return dir.write("policy.json", R"({"version":1,"filesystem":{"kind":"restricted","entries":[)" +
+                                      entries +
+                                      R"(],"protected_names":[".git",".codex",".agents"]},)"
+                                      R"("network":{"mode":"restricted"}})");
 }
 
 bool eventually(const std::function<bool()>& condition, int seconds) {
@@ -76,9 +76,9 @@ int wait_exit(pid_t pid, int seconds) {
 // A background `sbx exec` as `who` in `ws`; `script` runs inside.
 pid_t start_exec(Identity who, const std::string& policy, const std::string& ws,
                  const std::string& script, const std::string& log) {
-  return start_in_background(argv_as(who, exec_argv("bwrap", {"--policy", policy}, ws,
-                                      {"/bin/sh", "-c", script})),
-               with_pwd(env_for(who), ws), log);
+  return start_in_background(
+      argv_as(who, exec_argv("bwrap", {"--policy", policy}, ws, {"/bin/sh", "-c", script})),
+      with_pwd(env_for(who), ws), log);
 }
 
 std::string socket_names_in(const std::string& dir) {
@@ -144,8 +144,7 @@ TEST_P(MountPointLeftovers, AChmod555OfTheWorkspaceFromInsideLeavesNothing) {
   give_to(who, conf.path());
   give_to(who, ws.path());
   const RunResult r = exec_as(who, "bwrap", {"--policy", policy}, ws.path(),
-                              {"/bin/sh", "-c", "chmod 555 . && echo done"},
-                              env_for(who));
+                              {"/bin/sh", "-c", "chmod 555 . && echo done"}, env_for(who));
   ASSERT_EQ(r.code, 0) << describe(r);
   ASSERT_EQ(r.out, "done\n") << describe(r);
   EXPECT_EQ(mode_of(ws.path()), 0555u) << "the user's mode was not kept";
@@ -153,9 +152,9 @@ TEST_P(MountPointLeftovers, AChmod555OfTheWorkspaceFromInsideLeavesNothing) {
   EXPECT_EQ(r.err.find("warning"), std::string::npos) << describe(r);
   // The user makes it writable again and creates their repository on the host.
   ASSERT_EQ(::chmod(ws.path().c_str(), 0755), 0);
-  const RunResult init = run_as(who, {"/usr/bin/git", "init", "-q", ws.path()},
-                                {"PATH=/usr/bin:/bin", "HOME=" + home_of(who),
-                                 "GIT_CONFIG_NOSYSTEM=1"});
+  const RunResult init =
+      run_as(who, {"/usr/bin/git", "init", "-q", ws.path()},
+             {"PATH=/usr/bin:/bin", "HOME=" + home_of(who), "GIT_CONFIG_NOSYSTEM=1"});
   EXPECT_EQ(init.code, 0) << describe(init);
   EXPECT_TRUE(std::filesystem::is_directory(ws / ".git"));
 }
@@ -211,13 +210,11 @@ TEST(MountPointKept, OneThatCannotBeRemovedIsWarnedAboutAndRemovedByALaterRun) {
   give_to(who, ws.path());
   give_to(who, next_ws.path());
   // The go file is outside the workspace (readable inside): the workspace is immutable then.
-  const pid_t sbx =
-      start_exec(who, policy, ws.path(),
-                 "echo up > ready; i=0; while [ ! -e " + conf / "go" +
-                     " ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done",
-                 conf / "sbx.log");
-  ASSERT_TRUE(eventually([&] { return exists(ws / "ready"); }, 30))
-      << read_file(conf / "sbx.log");
+  const pid_t sbx = start_exec(who, policy, ws.path(),
+                               "echo up > ready; i=0; while [ ! -e " + conf / "go" +
+                                   " ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done",
+                               conf / "sbx.log");
+  ASSERT_TRUE(eventually([&] { return exists(ws / "ready"); }, 30)) << read_file(conf / "sbx.log");
   const RunResult immutable = run({"/usr/bin/chattr", "+i", ws.path()}, base_env());
   ASSERT_EQ(immutable.code, 0) << describe(immutable);
   write_file(conf / "go", "go\n");
@@ -225,9 +222,9 @@ TEST(MountPointKept, OneThatCannotBeRemovedIsWarnedAboutAndRemovedByALaterRun) {
   run({"/usr/bin/chattr", "-i", ws.path()}, base_env());
   const std::string log = read_file(conf / "sbx.log");
   EXPECT_EQ(code, 0) << log;
-  EXPECT_NE(log.find("sbx: warning: bwrap: could not remove the mount point '" + ws.path() +
-                     "/.git'"),
-            std::string::npos)
+  EXPECT_NE(
+      log.find("sbx: warning: bwrap: could not remove the mount point '" + ws.path() + "/.git'"),
+      std::string::npos)
       << log;
   EXPECT_EQ(socket_names_in(ws.path()), ".git(socket) .codex(socket) .agents(socket) ");
   const RunResult next =
@@ -294,9 +291,9 @@ TEST(MountPointUnrecorded, AChmodOfTheCacheFromInsideIsWarnedOfAtTheNextRun) {
   for (const std::string& entry : env_for(who))
     if (entry.rfind("HOME=", 0) != 0 && entry.rfind("XDG_", 0) != 0) env.push_back(entry);
   env.push_back("HOME=" + home.path());
-  const RunResult chmod = exec_as(who, "bwrap", {"--policy", policy}, ws.path(),
-                                  {"/bin/sh", "-c", "chmod 777 \"$HOME/.cache\" && echo done"},
-                                  env);
+  const RunResult chmod =
+      exec_as(who, "bwrap", {"--policy", policy}, ws.path(),
+              {"/bin/sh", "-c", "chmod 777 \"$HOME/.cache\" && echo done"}, env);
   ASSERT_EQ(chmod.code, 0) << describe(chmod);
   ASSERT_EQ(chmod.out, "done\n") << describe(chmod);
   ASSERT_EQ(mode_of(home / ".cache"), 0777u) << "the reproducer no longer changes the mode";
@@ -430,9 +427,7 @@ INSTANTIATE_TEST_SUITE_P(Identities, MountPointLeftovers, ::testing::ValuesIn(kI
 
 // A sticky directory every user may write, like /tmp (not /tmp itself: other runs and other
 // sbx versions on this host use it at the same time).
-void make_sticky_shared(const TempDir& dir) {
-  ASSERT_EQ(::chmod(dir.path().c_str(), 01777), 0);
-}
+void make_sticky_shared(const TempDir& dir) { ASSERT_EQ(::chmod(dir.path().c_str(), 01777), 0); }
 
 // Runs of user 65534 and of root side by side with the same directory every user may write:
 // the mount points there go when the last run of either user ends, never while the other's
@@ -509,8 +504,7 @@ TEST(ProtectedSymlink, InASharedDirectoryTheRefusalSaysWhoMustRemoveIt) {
                               {"/bin/sh", "-c", "echo ran"}, env_for(Identity::kRoot));
   EXPECT_EQ(r.code, 125) << describe(r);
   EXPECT_EQ(r.out, "") << describe(r);
-  EXPECT_NE(r.err.find("it is a symlink inside a writable root"), std::string::npos)
-      << describe(r);
+  EXPECT_NE(r.err.find("it is a symlink inside a writable root"), std::string::npos) << describe(r);
   EXPECT_NE(r.err.find("uid 65534) or root must remove it (rm '" + agents +
                        "'; in a directory every user may write nobody else can)"),
             std::string::npos)
@@ -536,9 +530,10 @@ TEST_P(MountPointLeftovers, AMissingConfigDirectoryInASharedDirectoryBlocksNoLat
   env.push_back("XDG_CONFIG_HOME=" + shared.path() + "/cfg");
   for (int attempt = 0; attempt < 2; ++attempt) {
     const RunResult r = exec_as(who, "bwrap", {"--policy", policy}, ws.path(),
-                                {"/bin/sh", "-c", "mkdir -p \"$XDG_CONFIG_HOME/sbx\" && echo "
-                                                  "'{}' > \"$XDG_CONFIG_HOME/sbx/settings.json\""
-                                                  " 2>/dev/null && echo PLANTED; true"},
+                                {"/bin/sh", "-c",
+                                 "mkdir -p \"$XDG_CONFIG_HOME/sbx\" && echo "
+                                 "'{}' > \"$XDG_CONFIG_HOME/sbx/settings.json\""
+                                 " 2>/dev/null && echo PLANTED; true"},
                                 env);
     ASSERT_EQ(r.code, 0) << "run " << attempt << ": " << describe(r);
     EXPECT_EQ(r.out.find("PLANTED"), std::string::npos) << describe(r);

@@ -49,11 +49,17 @@ std::string http_round_trip(const std::string& family, const std::string& host,
                             const std::string& url_host, const std::string& label) {
   return "class S(http.server.ThreadingHTTPServer): address_family = socket." + family +
          "\n"
-         "s = S(('" + host + "', 0), http.server.SimpleHTTPRequestHandler)\n"
+         "s = S(('" +
+         host +
+         "', 0), http.server.SimpleHTTPRequestHandler)\n"
          "threading.Thread(target=s.serve_forever, daemon=True).start()\n"
-         "r = urllib.request.urlopen('http://" + url_host + ":%d/' % s.server_address[1], "
+         "r = urllib.request.urlopen('http://" +
+         url_host +
+         ":%d/' % s.server_address[1], "
          "timeout=10)\n"
-         "print('" + label + "', r.status)\n"
+         "print('" +
+         label +
+         "', r.status)\n"
          "s.shutdown()\n";
 }
 
@@ -62,10 +68,10 @@ constexpr const char* kImports =
     "os.environ.pop('http_proxy', None); os.environ.pop('HTTP_PROXY', None)\n";
 
 TEST_F(BwrapLoopback, HttpServerAndClientWorkOnIpv4Ipv6AndMappedAddresses) {
-  const RunResult r = python(std::string(kImports) +
-                             http_round_trip("AF_INET", "127.0.0.1", "127.0.0.1", "v4") +
-                             http_round_trip("AF_INET6", "::1", "[::1]", "v6") +
-                             http_round_trip("AF_INET6", "::", "[::ffff:127.0.0.1]", "mapped"));
+  const RunResult r =
+      python(std::string(kImports) + http_round_trip("AF_INET", "127.0.0.1", "127.0.0.1", "v4") +
+             http_round_trip("AF_INET6", "::1", "[::1]", "v6") +
+             http_round_trip("AF_INET6", "::", "[::ffff:127.0.0.1]", "mapped"));
   EXPECT_EQ(r.code, 0) << describe(r);
   EXPECT_NE(r.out.find("v4 200\nv6 200\nmapped 200\n"), std::string::npos) << describe(r);
 }
@@ -80,15 +86,20 @@ TEST_F(BwrapLoopback, HostLoopbackServerIsNotTheSandboxsLoopback) {
   const RunResult r = python(
       "import socket, threading\n"
       "try:\n"
-      "    socket.create_connection(('127.0.0.1', " + port + "), timeout=5)\n"
+      "    socket.create_connection(('127.0.0.1', " +
+      port +
+      "), timeout=5)\n"
       "    print('host reached')\n"
       "except ConnectionRefusedError:\n"
       "    print('host refused')\n"
-      "srv = socket.socket(); srv.bind(('127.0.0.1', " + port + ")); srv.listen()\n"
+      "srv = socket.socket(); srv.bind(('127.0.0.1', " +
+      port +
+      ")); srv.listen()\n"
       "def serve():\n"
       "    c, _ = srv.accept(); c.sendall(b'inside'); c.close()\n"
       "threading.Thread(target=serve).start()\n"
-      "print(socket.create_connection(('127.0.0.1', " + port + "), timeout=5).recv(16))\n");
+      "print(socket.create_connection(('127.0.0.1', " +
+      port + "), timeout=5).recv(16))\n");
   EXPECT_EQ(r.code, 0) << describe(r);
   EXPECT_NE(r.out.find("host refused\nb'inside'\n"), std::string::npos) << describe(r);
   EXPECT_EQ(host.hits_before_now(), 0) << "the command reached the host's loopback server";
@@ -208,12 +219,16 @@ TEST_F(BwrapLoopback, NonLoopbackAddressesAreUnreachable) {
   for (const std::string& t : targets) list += "'" + t + "', ";
   const RunResult r = python(
       "import errno, socket\n"
-      "for host in (" + list + "):\n"
+      "for host in (" +
+      list +
+      "):\n"
       "    fam = socket.AF_INET6 if ':' in host else socket.AF_INET\n"
-      "    for kind, send in (('tcp', lambda s: s.connect((host, " + std::to_string(host.port()) +
+      "    for kind, send in (('tcp', lambda s: s.connect((host, " +
+      std::to_string(host.port()) +
       "))),\n"
       "                       ('udp', lambda s: s.sendto(b'x', (host, " +
-      std::to_string(host.port()) + ")))):\n"
+      std::to_string(host.port()) +
+      ")))):\n"
       "        s = socket.socket(fam, socket.SOCK_STREAM if kind == 'tcp' else socket.SOCK_DGRAM)\n"
       "        s.settimeout(5)\n"
       "        try:\n"
@@ -242,9 +257,7 @@ TEST_F(BwrapLoopback, UnixDatagramSocketsAndNetlinkStayRefused) {
       "    except PermissionError:\n"
       "        print('refused', name)\n");
   EXPECT_EQ(r.code, 0) << describe(r);
-  EXPECT_NE(r.out.find("refused AF_UNIX\nrefused AF_NETLINK\n"),
-            std::string::npos)
-      << describe(r);
+  EXPECT_NE(r.out.find("refused AF_UNIX\nrefused AF_NETLINK\n"), std::string::npos) << describe(r);
 }
 
 // A host-side listener on an abstract unix socket name (no file: no mount can hide it), with the
@@ -288,15 +301,21 @@ TEST_F(BwrapLoopback, HostAbstractUnixSocketIsUnreachableWithTheNetworkEnabled) 
       "import socket, threading\n"
       "c = socket.socket(socket.AF_UNIX)\n"
       "try:\n"
-      "    c.connect('\\0" + name + "'); print('host reached')\n"
-      "except PermissionError:\n"
-      "    print('host refused')\n"
-      "srv = socket.socket(socket.AF_UNIX); srv.bind('\\0" + name + "-inside'); srv.listen()\n"
-      "def serve():\n"
-      "    a, _ = srv.accept(); a.sendall(b'inside'); a.close()\n"
-      "threading.Thread(target=serve).start()\n"
-      "c = socket.socket(socket.AF_UNIX); c.connect('\\0" + name + "-inside')\n"
-      "print(c.recv(16))\n",
+      "    c.connect('\\0" +
+          name +
+          "'); print('host reached')\n"
+          "except PermissionError:\n"
+          "    print('host refused')\n"
+          "srv = socket.socket(socket.AF_UNIX); srv.bind('\\0" +
+          name +
+          "-inside'); srv.listen()\n"
+          "def serve():\n"
+          "    a, _ = srv.accept(); a.sendall(b'inside'); a.close()\n"
+          "threading.Thread(target=serve).start()\n"
+          "c = socket.socket(socket.AF_UNIX); c.connect('\\0" +
+          name +
+          "-inside')\n"
+          "print(c.recv(16))\n",
       {"--preset", "workspace-write", "--network", "enabled"});
   EXPECT_EQ(r.code, 0) << describe(r);
   EXPECT_NE(r.out.find("host refused\nb'inside'\n"), std::string::npos) << describe(r);
@@ -322,8 +341,12 @@ TEST_F(BwrapLoopback, HostUnixDatagramSocketIsUnreachableThroughASocketpair) {
       "        a, b = socket.socketpair(socket.AF_UNIX, getattr(socket, kind))\n"
       "    except PermissionError:\n"
       "        print(kind, 'pair refused'); continue\n"
-      "    for send in (lambda: a.sendto(b'x', '" + path + "'),\n"
-      "                 lambda: a.sendmsg([b'y'], [], 0, '" + path + "')):\n"
+      "    for send in (lambda: a.sendto(b'x', '" +
+      path +
+      "'),\n"
+      "                 lambda: a.sendmsg([b'y'], [], 0, '" +
+      path +
+      "')):\n"
       "        try:\n"
       "            send(); print(kind, 'sent')\n"
       "        except OSError as e:\n"

@@ -1,8 +1,8 @@
 // The positive suite: ordinary work succeeds under the bwrap backend
 // through the installed `sbx exec`, and exit statuses, stdin, large output and TTYs pass
 // through unchanged.
-#include <gtest/gtest.h>
 #include <grp.h>
+#include <gtest/gtest.h>
 #include <pwd.h>
 
 #include <cstdio>
@@ -48,8 +48,9 @@ TEST_F(BwrapPositive, WritesInWorkspaceSlashTmpAndTmpdirReachTheHost) {
 // .git decision (README): with the default protected names, `git init` cannot create .git;
 // a policy whose protected_names leaves out ".git" lets git work normally.
 TEST_F(BwrapPositive, GitWorksOnlyWhenGitIsNotProtected) {
-  const std::string git = "git init -q . && git add a.txt && git -c user.name=t -c "
-                          "user.email=t@t commit -qm init && git log --oneline | wc -l";
+  const std::string git =
+      "git init -q . && git add a.txt && git -c user.name=t -c "
+      "user.email=t@t commit -qm init && git log --oneline | wc -l";
   write_file(ws_ / "a.txt", "a\n");
   const RunResult blocked = sh(ws_.path(), git);
   EXPECT_NE(blocked.code, 0) << describe(blocked);
@@ -111,9 +112,9 @@ TEST_F(BwrapPositive, HostGitIgnoresTheMountPointsWhileARunMasksMissingNames) {
   const bool started = exists(signals / "ready");
   const bool masked = fs::is_socket(fs::symlink_status(ws_ / "sub/.codex")) &&
                       fs::is_socket(fs::symlink_status(ws_ / "sub/.git"));
-  const RunResult status = run({"/usr/bin/git", "-C", ws_.path(), "status", "--porcelain",
-                                "--untracked-files=all"},
-                               git_env);
+  const RunResult status =
+      run({"/usr/bin/git", "-C", ws_.path(), "status", "--porcelain", "--untracked-files=all"},
+          git_env);
   const RunResult top =
       run({"/usr/bin/git", "-C", ws_ / "sub", "rev-parse", "--show-toplevel"}, git_env);
   write_file(signals / "go", "");
@@ -134,12 +135,12 @@ TEST_F(BwrapPositive, ACallerElsewhereGivesThePwdOfTheWorkingDirectoryAndTheDire
   std::vector<std::string> env = base_env();
   env.push_back("PWD=/");
   // No shell in between: sh would correct a PWD that does not name its directory itself.
-  const RunResult pwd = sbx_exec({"--preset", "workspace-write"}, ws_.path(),
-                                 {"/usr/bin/printenv", "PWD"}, env);
+  const RunResult pwd =
+      sbx_exec({"--preset", "workspace-write"}, ws_.path(), {"/usr/bin/printenv", "PWD"}, env);
   EXPECT_EQ(pwd.code, 0) << describe(pwd);
   EXPECT_EQ(pwd.out, ws_.path() + "\n") << describe(pwd);
-  const RunResult init = sbx_exec({"--preset", "workspace-write"}, ws_.path(),
-                                  {"/bin/ls", "-A", "/proc/1"}, env);
+  const RunResult init =
+      sbx_exec({"--preset", "workspace-write"}, ws_.path(), {"/bin/ls", "-A", "/proc/1"}, env);
   EXPECT_EQ(init.code, 0) << describe(init);
   EXPECT_EQ(init.out, "") << "stage 2 ran: " << describe(init);
 }
@@ -244,12 +245,12 @@ TEST_F(BwrapPositive, DeathBySignalIs128PlusN) {
 }
 
 TEST_F(BwrapPositive, NotFoundIs127AndNotExecutableIs126) {
-  const RunResult missing = sbx_exec({"--preset", "workspace-write"}, ws_.path(),
-                                     {ws_ / "no-such-command"});
+  const RunResult missing =
+      sbx_exec({"--preset", "workspace-write"}, ws_.path(), {ws_ / "no-such-command"});
   EXPECT_EQ(missing.code, 127) << describe(missing);
   write_file(ws_ / "plain.txt", "not a program\n");
-  const RunResult plain = sbx_exec({"--preset", "workspace-write"}, ws_.path(),
-                                   {ws_ / "plain.txt"});
+  const RunResult plain =
+      sbx_exec({"--preset", "workspace-write"}, ws_.path(), {ws_ / "plain.txt"});
   EXPECT_EQ(plain.code, 126) << describe(plain);
   // Found not executable inside the sandbox before bwrap could exec it (the direct launch's
   // pause point), and said why.
@@ -269,9 +270,9 @@ TEST_F(BwrapPositive, LargeOutputArrivesWhole) {
 
 TEST_F(BwrapPositive, TtyProgramRunsUnderScript) {
   if (!exists("/usr/bin/script")) GTEST_SKIP() << "/usr/bin/script (bsdutils) is not installed";
-  const RunResult r = sbx_exec({"--preset", "workspace-write"}, ws_.path(),
-                               {"/usr/bin/script", "-qec", "tty; test -t 0 && echo is-a-tty",
-                                "/dev/null"});
+  const RunResult r =
+      sbx_exec({"--preset", "workspace-write"}, ws_.path(),
+               {"/usr/bin/script", "-qec", "tty; test -t 0 && echo is-a-tty", "/dev/null"});
   EXPECT_EQ(r.code, 0) << describe(r);
   EXPECT_NE(r.out.find("/dev/pts/"), std::string::npos) << describe(r);
   EXPECT_NE(r.out.find("is-a-tty"), std::string::npos) << describe(r);
@@ -281,14 +282,13 @@ TEST_F(BwrapPositive, TtyProgramRunsUnderScript) {
 TEST_F(BwrapPositive, UnprivilegedUserIsConfinedToo) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to switch to an unprivileged user";
   if (!exists("/usr/bin/setpriv")) GTEST_SKIP() << "setpriv (util-linux) is not installed";
-  const RunResult probe = run({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534",
-                               "--clear-groups", "/usr/bin/bwrap", "--unshare-user",
-                               "--ro-bind", "/", "/", "/bin/true"},
-                              base_env());
+  const RunResult probe =
+      run({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/bwrap",
+           "--unshare-user", "--ro-bind", "/", "/", "/bin/true"},
+          base_env());
   if (probe.code != 0)
     GTEST_SKIP() << "user 65534 cannot create user namespaces here: " << probe.err;
-  if (!std::filesystem::exists(SBX_ESCAPE_PROBE))
-    GTEST_SKIP() << "escape probe missing";
+  if (!std::filesystem::exists(SBX_ESCAPE_PROBE)) GTEST_SKIP() << "escape probe missing";
   // The probe runs as user 65534 from the build tree: a build under a private directory (a
   // mktemp -d parent, mode 0700) cannot be reached by that user at all.
   const RunResult reachable = run({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534",
@@ -307,8 +307,8 @@ TEST_F(BwrapPositive, UnprivilegedUserIsConfinedToo) {
   auto env = base_env();
   env[1] = "HOME=" + home.path();
   const RunResult r = run({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-                           sbx_path(), "--backends", "bwrap", "exec", "--preset",
-                           "workspace-write", "--cwd", ws_.path(), "--", "/bin/sh", "-c",
+                           sbx_path(), "--backends", "bwrap", "exec", "--preset", "workspace-write",
+                           "--cwd", ws_.path(), "--", "/bin/sh", "-c",
                            "echo ok > in.txt; echo x > " + outside / "out.txt" +
                                "; mkdir .codex; " + probe_path() + " tcp4 127.0.0.1 9; true"},
                           env);

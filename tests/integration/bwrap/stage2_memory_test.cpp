@@ -38,13 +38,14 @@ class Stage2Memory : public ::testing::TestWithParam<Identity> {
 // direct launch").
 TEST_P(Stage2Memory, PidOneIsNotReachable) {
   const std::string policy = ws_ / "policy.json";
-  write_file(policy, R"({"version": 1, "filesystem": {"kind": "restricted", "entries": [)"
-                     R"({"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"}]},)"
-                     R"( "network": {"mode": "proxy", "allowed_domains": ["127.0.0.1:9"]}})");
+  write_file(policy,
+             R"({"version": 1, "filesystem": {"kind": "restricted", "entries": [)"
+             R"({"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"}]},)"
+             R"( "network": {"mode": "proxy", "allowed_domains": ["127.0.0.1:9"]}})");
   const RunResult r = sh(stage2_attempts_script(probe_path()), {"--policy", policy});
   expect_stage2_unreachable(r, /*expected_at_least=*/1);
-  EXPECT_NE(r.out.find("stage2 1\n"), std::string::npos) << "PID 1 is not sbx-stage2: "
-                                                         << describe(r);
+  EXPECT_NE(r.out.find("stage2 1\n"), std::string::npos)
+      << "PID 1 is not sbx-stage2: " << describe(r);
 }
 
 // Without stage 2 (network restricted or enabled), PID 1 is bwrap's own init: it has the
@@ -52,20 +53,22 @@ TEST_P(Stage2Memory, PidOneIsNotReachable) {
 // read-only tmpfs (kPidOneMask, plugins/bwrap direct.hpp). The command finds nothing there:
 // no comm, no environ, no mem to open (for writing or at all), no descriptors.
 TEST_P(Stage2Memory, WithoutStageTwoPidOneIsHidden) {
-  const RunResult r = sh("ls -A /proc/1 | wc -l; (exec 3<>/proc/1/mem) 2>/dev/null && echo "
-                         "OPENED; (exec 3</proc/1/mem) 2>/dev/null && echo READABLE; cat "
-                         "/proc/1/environ 2>/dev/null && echo ENVIRON; ls /proc/1/task "
-                         "2>/dev/null && echo TASKS; for p in /proc/[0-9]*; do cat $p/comm; "
-                         "done | grep -c -e bwrap -e sbx-stage2");
+  const RunResult r =
+      sh("ls -A /proc/1 | wc -l; (exec 3<>/proc/1/mem) 2>/dev/null && echo "
+         "OPENED; (exec 3</proc/1/mem) 2>/dev/null && echo READABLE; cat "
+         "/proc/1/environ 2>/dev/null && echo ENVIRON; ls /proc/1/task "
+         "2>/dev/null && echo TASKS; for p in /proc/[0-9]*; do cat $p/comm; "
+         "done | grep -c -e bwrap -e sbx-stage2");
   EXPECT_EQ(r.code, 1) << describe(r);  // grep -c found neither bwrap nor sbx-stage2
   EXPECT_EQ(r.out, "0\n0\n") << describe(r);
 }
 
 TEST_P(Stage2Memory, ProxyRelayIsNotReachable) {
   const std::string policy = ws_ / "policy.json";
-  write_file(policy, R"({"version": 1, "filesystem": {"kind": "restricted", "entries": [)"
-                     R"({"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"}]},)"
-                     R"( "network": {"mode": "proxy", "allowed_domains": ["127.0.0.1:9"]}})");
+  write_file(policy,
+             R"({"version": 1, "filesystem": {"kind": "restricted", "entries": [)"
+             R"({"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"}]},)"
+             R"( "network": {"mode": "proxy", "allowed_domains": ["127.0.0.1:9"]}})");
   const RunResult r = sh(stage2_attempts_script(probe_path()), {"--policy", policy});
   // PID 1 and the relay.
   expect_stage2_unreachable(r, /*expected_at_least=*/2);

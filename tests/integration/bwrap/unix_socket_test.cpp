@@ -49,8 +49,8 @@ class BwrapUnixSockets : public ::testing::TestWithParam<std::string> {
     return sbx_exec(policy(sockets), ws_.path(), {"/usr/bin/python3", "-c", script});
   }
   TempDir ws_;
-  TempDir tmp_{"/tmp"};          // a host directory under /tmp, writable inside
-  TempDir conf_{"/var/tmp"};     // policy files
+  TempDir tmp_{"/tmp"};       // a host directory under /tmp, writable inside
+  TempDir conf_{"/var/tmp"};  // policy files
 };
 
 // Connects to each path and prints "<path> ok" or "<path> <errno name>".
@@ -96,7 +96,9 @@ TEST_P(BwrapUnixSockets, OwnServersWorkPathnameAbstractAndMultiprocessingManager
       "import multiprocessing, os, socket, threading\n"
       "def serve(srv):\n"
       "    c, _ = srv.accept(); c.sendall(c.recv(16).upper()); c.close()\n"
-      "for name in ('" + tmp_ / "srv.sock" + "', 'rel.sock', '\\0sbx-own-" + mode() + "'):\n"
+      "for name in ('" +
+      tmp_ / "srv.sock" + "', 'rel.sock', '\\0sbx-own-" + mode() +
+      "'):\n"
       "    srv = socket.socket(socket.AF_UNIX); srv.bind(name); srv.listen()\n"
       "    threading.Thread(target=serve, args=(srv,)).start()\n"
       "    c = socket.socket(socket.AF_UNIX); c.connect(name); c.sendall(b'ping')\n"
@@ -115,23 +117,26 @@ TEST_P(BwrapUnixSockets, BypassesThroughOtherNamesDoNotReachAHostSocket) {
   ASSERT_TRUE(host.ok());
   const std::string h = ws_ / "host.sock";
   const std::string base = ws_.path().substr(ws_.path().rfind('/') + 1);
-  const RunResult r = python(
-      std::string(kTryConnect) +
-      "os.symlink('" + h + "', 'abs-link.sock'); os.symlink('host.sock', 'rel-link.sock')\n"
-      "os.mkdir('sub')\n"
-      "srv = socket.socket(socket.AF_UNIX); srv.bind('mine.sock'); srv.listen()\n"
-      "os.rename('host.sock', 'mine.sock')\n"  // the host's inode now under the bound name
-      "names = ['abs-link.sock', 'rel-link.sock', 'sub/../mine.sock', 'mine.sock',\n"
-      "         '/proc/self/root" + ws_.path() + "/mine.sock', '/proc/self/cwd/mine.sock',\n"
-      "         '/proc/%d/cwd/mine.sock' % os.getpid(), '/proc/1/root" + ws_.path() +
-      "/mine.sock', '../" + base + "/mine.sock']\n"
-      "for n in names:\n"
-      "    c = socket.socket(socket.AF_UNIX)\n"
-      "    try:\n"
-      "        c.connect(n); print('REACHED', n)\n"
-      "    except OSError:\n"
-      "        pass\n"
-      "print('done')\n");
+  const RunResult r =
+      python(std::string(kTryConnect) + "os.symlink('" + h +
+             "', 'abs-link.sock'); os.symlink('host.sock', 'rel-link.sock')\n"
+             "os.mkdir('sub')\n"
+             "srv = socket.socket(socket.AF_UNIX); srv.bind('mine.sock'); srv.listen()\n"
+             "os.rename('host.sock', 'mine.sock')\n"  // the host's inode now under the bound name
+             "names = ['abs-link.sock', 'rel-link.sock', 'sub/../mine.sock', 'mine.sock',\n"
+             "         '/proc/self/root" +
+             ws_.path() +
+             "/mine.sock', '/proc/self/cwd/mine.sock',\n"
+             "         '/proc/%d/cwd/mine.sock' % os.getpid(), '/proc/1/root" +
+             ws_.path() + "/mine.sock', '../" + base +
+             "/mine.sock']\n"
+             "for n in names:\n"
+             "    c = socket.socket(socket.AF_UNIX)\n"
+             "    try:\n"
+             "        c.connect(n); print('REACHED', n)\n"
+             "    except OSError:\n"
+             "        pass\n"
+             "print('done')\n");
   EXPECT_EQ(r.code, 0) << describe(r);
   EXPECT_EQ(r.out, "done\n") << describe(r);
   EXPECT_EQ(host.hits_before_now(ws_ / "mine.sock"), 0);  // the command renamed it mine.sock
@@ -156,7 +161,9 @@ TEST_P(BwrapUnixSockets, UnixDatagramSocketsAreRefusedAndTheHostsReceivesNothing
       "             lambda: socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)):\n"
       "    try:\n"
       "        p = make(); s = p[0] if isinstance(p, tuple) else p\n"
-      "        s.sendto(b'x', '" + path + "'); print('to the peer')\n"
+      "        s.sendto(b'x', '" +
+      path +
+      "'); print('to the peer')\n"
       "    except PermissionError:\n"
       "        print('refused')\n");
   EXPECT_EQ(r.code, 0) << describe(r);
@@ -174,7 +181,9 @@ TEST_P(BwrapUnixSockets, BindIntoAReadOnlyDirectoryFailsWithErofs) {
       "import errno, socket\n"
       "s = socket.socket(socket.AF_UNIX)\n"
       "try:\n"
-      "    s.bind('" + outside / "x.sock" + "'); print('BOUND')\n"
+      "    s.bind('" +
+      outside / "x.sock" +
+      "'); print('BOUND')\n"
       "except OSError as e:\n"
       "    print(errno.errorcode[e.errno])\n");
   EXPECT_EQ(r.code, 0) << describe(r);
@@ -229,7 +238,8 @@ TEST_P(BwrapUnixSockets, RefusalsAreNamedInTheJsonReportAndOnStderr) {
   const RunResult human = python(script);
   EXPECT_EQ(human.code, 0) << describe(human);
   EXPECT_NE(human.err.find("sbx: network: the sandbox refused a connection to the host's unix "
-                           "socket " + tmp_ / "docker.sock (not in network.unix_sockets)\n"),
+                           "socket " +
+                           tmp_ / "docker.sock (not in network.unix_sockets)\n"),
             std::string::npos)
       << describe(human);
   EXPECT_EQ(human.err.find("192.0.2.7:8443 (no route out of the sandbox") != std::string::npos,
@@ -254,7 +264,8 @@ TEST_P(BwrapUnixSockets, UdpSendtoOutOfTheSandboxIsNamedAndLoopbackUdpIsNot) {
           "s6 = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM); s6.bind(('::1', 0))\n"
           "s6.settimeout(10)\n"
           "c6 = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)\n"
-          "c6.sendto(b'hello6', s6.getsockname()[:2]); print('loopback6', s6.recv(100).decode())\n") +
+          "c6.sendto(b'hello6', s6.getsockname()[:2]); print('loopback6', "
+          "s6.recv(100).decode())\n") +
       (private_network ? "try:\n"
                          "    c.sendto(b'out', ('192.0.2.1', 9)); print('SENT')\n"
                          "except OSError as e:\n"

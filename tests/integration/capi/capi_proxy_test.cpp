@@ -252,8 +252,9 @@ TEST_P(CApiProxy, WarmManagerRunsEachTimeAndAfterReprobe) {
 // "proxy"); the host socket's backlog stays empty.
 TEST_P(CApiProxy, HostUnixSocketRefusalIsNamedInTheReport) {
   if (GetParam() != "bwrap")
-    GTEST_SKIP() << GetParam() << " refuses creating unix sockets in proxy mode (seccomp), so "
-                                  "no connect reaches a supervisor that could name the path";
+    GTEST_SKIP() << GetParam()
+                 << " refuses creating unix sockets in proxy mode (seccomp), so "
+                    "no connect reaches a supervisor that could name the path";
   const std::string path = dir_ + "/host.sock";
   const int host = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   ASSERT_GE(host, 0);
@@ -262,9 +263,13 @@ TEST_P(CApiProxy, HostUnixSocketRefusalIsNamedInTheReport) {
   std::memcpy(address.sun_path, path.c_str(), path.size());
   ASSERT_EQ(::bind(host, reinterpret_cast<const sockaddr*>(&address), sizeof address), 0);
   ASSERT_EQ(::listen(host, 8), 0);
-  const Call call = exec(policy(), "exec >out 2>&1; /usr/bin/python3 -c \"import socket; "
-                                   "socket.socket(socket.AF_UNIX).connect('" + path + "')\"; "
-                                   "curl -sS -m 20 -o /dev/null " + url(*unlisted_, "/u"));
+  const Call call = exec(policy(),
+                         "exec >out 2>&1; /usr/bin/python3 -c \"import socket; "
+                         "socket.socket(socket.AF_UNIX).connect('" +
+                             path +
+                             "')\"; "
+                             "curl -sS -m 20 -o /dev/null " +
+                             url(*unlisted_, "/u"));
   ASSERT_TRUE(call.ok) << call.error;
   EXPECT_NE(out().find("PermissionError"), std::string::npos) << out();
   const json::object report = json::parse(call.text).as_object();

@@ -71,8 +71,8 @@ class CApiSettings : public ::testing::Test {
           ::setresuid(65534, 65534, 65534) != 0)
         out = "SKIP: cannot become uid 65534";
       else if (::access(exe.c_str(), R_OK) != 0)
-        out = "SKIP: user 65534 cannot reach the build tree (" + exe + ": " +
-              std::strerror(errno) + "); build in a directory every user may search";
+        out = "SKIP: user 65534 cannot reach the build tree (" + exe + ": " + std::strerror(errno) +
+              "); build in a directory every user may search";
       else
         out = body();
       const char* data = out.data();
@@ -136,8 +136,8 @@ TEST_F(CApiSettings, PublicEntryReadsTheProductionPlaces) {
   // No managed file on this host: the public entry point works and uses the caller's scope.
   if (fs::exists("/etc/sbx/managed.json")) GTEST_SKIP() << "this host has managed settings";
   sbx_error* error = nullptr;
-  sbx_manager* manager = sbx_manager_new_with_settings(
-      "no-such-backend", work().c_str(), R"({"excluded_commands":["true"]})", &error);
+  sbx_manager* manager = sbx_manager_new_with_settings("no-such-backend", work().c_str(),
+                                                       R"({"excluded_commands":["true"]})", &error);
   ASSERT_NE(manager, nullptr) << sbx_error_message(error);
   const char* argv[] = {"true", nullptr};
   // read-only: an excluded command runs unsandboxed only in a working directory no sandbox of
@@ -217,15 +217,13 @@ TEST_F(CApiSettings, LocksRefuseTheFlagAndForbidNamingTheLock) {
   EXPECT_NE(flagged.error.find("/locks/allow_unsandboxed"), std::string::npos) << flagged.error;
   Call forbidden = exec(manager, nullptr, "true", 0, "forbid");
   EXPECT_FALSE(forbidden.ok);
-  EXPECT_NE(forbidden.error.find("/locks/allow_unsandboxed"), std::string::npos)
-      << forbidden.error;
-  Call network = exec(manager, R"({"version":1,"preset":"read-only","network_access":true})",
-                      "true", 0);
+  EXPECT_NE(forbidden.error.find("/locks/allow_unsandboxed"), std::string::npos) << forbidden.error;
+  Call network =
+      exec(manager, R"({"version":1,"preset":"read-only","network_access":true})", "true", 0);
   EXPECT_FALSE(network.ok);
   EXPECT_NE(network.error.find("/locks/network_modes"), std::string::npos) << network.error;
   sbx_error* error = nullptr;
-  Call explained =
-      take(sbx_explain(manager, nullptr, work().c_str(), nullptr, &error), &error);
+  Call explained = take(sbx_explain(manager, nullptr, work().c_str(), nullptr, &error), &error);
   ASSERT_TRUE(explained.ok) << explained.error;
   const json::value report = json::parse(explained.text);
   EXPECT_EQ(report.at("settings").at("escape_hatch_locked"), true);

@@ -218,8 +218,8 @@ TEST_F(LeanStart, ARunWithTheDefaultOrderLoadsOnlyThePreferredBackendWhenItIsAva
                  << describe(probe);
   std::vector<std::string> traced = env;
   traced.push_back("LD_DEBUG=files");
-  const RunResult r = run({sbx_path(), "exec", "--dry-run", "--preset", "workspace-write",
-                           "--cwd", work.path(), "--", "/bin/true"},
+  const RunResult r = run({sbx_path(), "exec", "--dry-run", "--preset", "workspace-write", "--cwd",
+                           work.path(), "--", "/bin/true"},
                           traced);
   ASSERT_EQ(r.code, 0) << describe(r);
   EXPECT_NE(r.out.find("\"backend\": \"bwrap\""), std::string::npos) << r.out;
@@ -238,10 +238,9 @@ std::size_t times_named(const std::string& calls, const std::string& path) {
 std::string readlinks_of_a_dry_run() {
   TempDir work;
   const std::string trace = work.path() + "/trace";
-  const RunResult r = run({"/usr/bin/strace", "-f", "-qq", "-e", "trace=readlink,readlinkat",
-                           "-o", trace, sbx_path(), "--backends", "landlock", "exec",
-                           "--dry-run", "--preset", "read-only", "--cwd", work.path(), "--",
-                           "/bin/true"},
+  const RunResult r = run({"/usr/bin/strace", "-f", "-qq", "-e", "trace=readlink,readlinkat", "-o",
+                           trace, sbx_path(), "--backends", "landlock", "exec", "--dry-run",
+                           "--preset", "read-only", "--cwd", work.path(), "--", "/bin/true"},
                           base_env());
   EXPECT_EQ(r.code, 0) << describe(r);
   return r.code == 0 ? read_file(trace) : std::string();
@@ -282,10 +281,10 @@ TEST_F(LeanStart, TheCreatedNamesScanStartsOnceBwrapRuns) {
     {"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"}]},
     "network": {"mode": "restricted"}})");
   const std::string trace = work.path() + "/trace";
-  const RunResult r = run({"/usr/bin/strace", "-f", "-qq", "-e", "trace=vfork,clone,clone3",
-                           "-o", trace, sbx_path(), "--backends", "bwrap", "exec", "--policy",
-                           policy, "--cwd", work.path(), "--", "/bin/true"},
-                          env);
+  const RunResult r = run(
+      {"/usr/bin/strace", "-f", "-qq", "-e", "trace=vfork,clone,clone3", "-o", trace, sbx_path(),
+       "--backends", "bwrap", "exec", "--policy", policy, "--cwd", work.path(), "--", "/bin/true"},
+      env);
   ASSERT_EQ(r.code, 0) << describe(r);
   // sbx's own lines: its pid is the first one in the log.
   const std::string calls = read_file(trace);
@@ -379,9 +378,9 @@ class PluginExceptions : public ::testing::TestWithParam<const char*> {
 };
 
 TEST_P(PluginExceptions, AThrowingProbeIsReportedWithItsMessage) {
-  const RunResult r = run(
-      {sbx_path(), "--plugin-dir", dir_, "--backends", name(), "backends", "--probe", "--json"},
-      base_env());
+  const RunResult r =
+      run({sbx_path(), "--plugin-dir", dir_, "--backends", name(), "backends", "--probe", "--json"},
+          base_env());
   ASSERT_EQ(r.code, 0) << describe(r);
   const json::value doc = json::parse(r.out);
   bool found = false;

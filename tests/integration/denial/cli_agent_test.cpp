@@ -35,8 +35,8 @@ TEST_F(AgentCli, ExecJsonReportsASandboxDenialAndStderrStillReachesTheUser) {
   SBX_REQUIRE_BWRAP();
   const JsonExec result =
       sbx_exec_json({"--backends", "bwrap", "exec", "--preset", "workspace-write", "--json", "--",
-                "/bin/sh", "-c", "echo x > /usr/sbx-agent-cli-test"},
-               workdir_);
+                     "/bin/sh", "-c", "echo x > /usr/sbx-agent-cli-test"},
+                    workdir_);
   ASSERT_EQ(result.report.at("final"), "bwrap") << result.run.err;
   EXPECT_NE(result.command_stderr.find("Read-only file system"), std::string::npos)
       << "the command's stderr must still reach the user:\n"
@@ -49,9 +49,10 @@ TEST_F(AgentCli, ExecJsonReportsASandboxDenialAndStderrStillReachesTheUser) {
 }
 
 TEST_F(AgentCli, ExecJsonUnsandboxedFailureIsNotADenial) {
-  const JsonExec result = sbx_exec_json({"exec", "--preset", "danger-full-access", "--json", "--",
-                                      "/bin/sh", "-c", "echo 'x: Permission denied' >&2; exit 1"},
-                                     workdir_);
+  const JsonExec result =
+      sbx_exec_json({"exec", "--preset", "danger-full-access", "--json", "--", "/bin/sh", "-c",
+                     "echo 'x: Permission denied' >&2; exit 1"},
+                    workdir_);
   ASSERT_EQ(result.report.at("final"), "none") << result.run.err;
   EXPECT_EQ(result.command_stderr, "x: Permission denied\n");
   EXPECT_FALSE(result.report.at("denial").at("likely_sandbox_denial").as_bool());
@@ -59,9 +60,10 @@ TEST_F(AgentCli, ExecJsonUnsandboxedFailureIsNotADenial) {
 
 TEST_F(AgentCli, ADenyPolicyNeverRunsUnsandboxedEvenWithTheOverride) {
   const std::string marker = workdir_ + "/ran";
-  const JsonExec result = sbx_exec_json({"--backends", "no-such-backend", "exec", "--deny", "~/.ssh",
-                                      "--allow-unsandboxed", "--json", "--", "/bin/touch", marker},
-                                     workdir_);
+  const JsonExec result =
+      sbx_exec_json({"--backends", "no-such-backend", "exec", "--deny", "~/.ssh",
+                     "--allow-unsandboxed", "--json", "--", "/bin/touch", marker},
+                    workdir_);
   EXPECT_EQ(result.run.exit_code, 125) << result.run.err;
   EXPECT_FALSE(fs::exists(marker)) << "a deny policy ran without a sandbox";
   EXPECT_TRUE(result.report.at("exit").is_null());

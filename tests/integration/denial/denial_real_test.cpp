@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "sbx/core/denial.hpp"
 #include "sbx_test/installed_sbx.hpp"
 #include "sbx_test/temp_dir.hpp"
-#include "sbx/core/denial.hpp"
 
 namespace sbx {
 namespace {
@@ -53,8 +53,8 @@ class RealFailures : public ::testing::Test {
         {"path":":root","access":"read"},{"path":":cwd","access":"write"}],
         "protected_names":[]}})";
     return sbx_exec_json({"--backends", backend, "exec", "--policy", policy, "--sandbox", "require",
-                     "--json", "--", "/bin/sh", "-c", script},
-                    workdir_);
+                          "--json", "--", "/bin/sh", "-c", script},
+                         workdir_);
   }
 
   TempDir work_;
@@ -117,9 +117,8 @@ TEST_F(RealFailures, Stage2FailureIsASetupFailure) {
                        : std::vector<std::string>{stage2, "--net", "blocked", "--", "true"};
   const RunResult result = run(argv);
   ASSERT_EQ(result.exit_code, 125) << result.err;
-  const DenialAssessment verdict =
-      classify_failure(
-          FailedCommand{ExitStatus{result.exit_code, result.signal}, result.err, "bwrap"});
+  const DenialAssessment verdict = classify_failure(
+      FailedCommand{ExitStatus{result.exit_code, result.signal}, result.err, "bwrap"});
   EXPECT_TRUE(verdict.likely_sandbox_denial) << verdict.reason;
   EXPECT_EQ(verdict.kind, DenialKind::kSandboxSetup);
   EXPECT_EQ(verdict.evidence.rfind("sbx-stage2: ", 0), 0u) << verdict.evidence;
@@ -127,8 +126,8 @@ TEST_F(RealFailures, Stage2FailureIsASetupFailure) {
 
 TEST_F(RealFailures, UnsandboxedOrdinaryFailureIsNotADenial) {
   const JsonExec result = sbx_exec_json({"exec", "--preset", "danger-full-access", "--json", "--",
-                                      "/bin/sh", "-c", "cat /no-such-file-sbx; exit 2"},
-                                     workdir_);
+                                         "/bin/sh", "-c", "cat /no-such-file-sbx; exit 2"},
+                                        workdir_);
   ASSERT_EQ(result.report.at("final"), "none") << result.run.err;
   EXPECT_EQ(result.run.exit_code, 2);
   const DenialAssessment verdict = classify(result);
@@ -137,9 +136,10 @@ TEST_F(RealFailures, UnsandboxedOrdinaryFailureIsNotADenial) {
 
 TEST_F(RealFailures, UnsandboxedPermissionErrorIsTheHostsNotTheSandboxs) {
   // The same words as a sandbox denial, from a command that ran without a sandbox.
-  const JsonExec result = sbx_exec_json({"exec", "--preset", "danger-full-access", "--json", "--",
-                                      "/bin/sh", "-c", "echo 'x: Permission denied' >&2; exit 1"},
-                                     workdir_);
+  const JsonExec result =
+      sbx_exec_json({"exec", "--preset", "danger-full-access", "--json", "--", "/bin/sh", "-c",
+                     "echo 'x: Permission denied' >&2; exit 1"},
+                    workdir_);
   ASSERT_EQ(result.report.at("final"), "none") << result.run.err;
   const DenialAssessment verdict = classify(result);
   EXPECT_FALSE(verdict.likely_sandbox_denial) << verdict.reason;

@@ -7,11 +7,11 @@
 // Codex's allow_unix_socketpair_recvfrom body (a datagram socketpair used inside) works under
 // bwrap.
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
-#include <netinet/in.h>
 #include <unistd.h>
 
 #include <boost/json.hpp>
@@ -288,9 +288,9 @@ std::pair<int, std::string> run_with_stdin(const std::string& backend, const std
                                            const std::string& cwd, int fd0) {
   int out[2];
   if (::pipe(out) != 0) return {-1, "pipe failed"};
-  const std::vector<std::string> argv = {sbx_path(), "--backends", backend, "exec", "--policy",
-                                         policy,     "--cwd",      cwd,     "--",   "/bin/echo",
-                                         "RAN"};
+  const std::vector<std::string> argv = {sbx_path(), "--backends", backend, "exec",
+                                         "--policy", policy,       "--cwd", cwd,
+                                         "--",       "/bin/echo",  "RAN"};
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::dup2(fd0, 0);

@@ -76,7 +76,8 @@ std::string workspace_policy(const std::string& dir, const std::string& network 
   write_file(path, R"({"version":1,"filesystem":{"kind":"restricted","entries":[)"
                    R"({"path":":root","access":"read"},{"path":":cwd","access":"write"},)"
                    R"({"path":":slash_tmp","access":"write"}],"protected_names":[]},)"
-                   R"("network":{"mode":")" + network + R"("}})");
+                   R"("network":{"mode":")" +
+                       network + R"("}})");
   return path;
 }
 
@@ -124,8 +125,7 @@ class Escape : public ::testing::TestWithParam<Param> {
   Identity who() const { return std::get<1>(GetParam()); }
   BackendTraits traits() const { return traits_of(backend()); }
   bool enforces(const std::string& capability) const {
-    return std::find(capabilities_.begin(), capabilities_.end(), capability) !=
-           capabilities_.end();
+    return std::find(capabilities_.begin(), capabilities_.end(), capability) != capabilities_.end();
   }
   // Why a case that needs `capability` cannot run on this backend ("" when it can).
   std::string cannot_enforce(const std::vector<std::string>& needed) const {
@@ -207,16 +207,16 @@ class Escape : public ::testing::TestWithParam<Param> {
 };
 
 // Skips the case, printing why, unless the backend enforces every listed capability.
-#define REQUIRE_ENFORCED(...)                                      \
-  do {                                                             \
-    const std::string why = cannot_enforce({__VA_ARGS__});         \
-    if (!why.empty()) GTEST_SKIP() << why;                         \
+#define REQUIRE_ENFORCED(...)                              \
+  do {                                                     \
+    const std::string why = cannot_enforce({__VA_ARGS__}); \
+    if (!why.empty()) GTEST_SKIP() << why;                 \
   } while (0)
 // Skips a refusal case, printing why, when the backend enforces every listed capability.
-#define REQUIRE_REFUSED(...)                                       \
-  do {                                                             \
-    const std::string why = enforces_all({__VA_ARGS__});           \
-    if (!why.empty()) GTEST_SKIP() << why;                         \
+#define REQUIRE_REFUSED(...)                             \
+  do {                                                   \
+    const std::string why = enforces_all({__VA_ARGS__}); \
+    if (!why.empty()) GTEST_SKIP() << why;               \
   } while (0)
 
 // ---------------------------------------------------------------------------------------------
@@ -235,10 +235,10 @@ TEST_P(Escape, WritesOutsideWritableRootsAndIntoHomeFail) {
   // these writes. /etc is root's: for the user it is closed by permission as well.
   const std::string home_target =
       home_of(who()) + "/sbx-escape-" + backend() + std::to_string(::getpid());
-  const RunResult r = shell("echo x > " + outside_ / "new.txt" + "; echo x >> " +
-                            outside_ / "keep.txt" + "; echo x > " + home_target +
-                            "; touch /etc/sbx-escape; truncate -s0 " + outside_ / "keep.txt" +
-                            "; echo ok > inside.txt");
+  const RunResult r =
+      shell("echo x > " + outside_ / "new.txt" + "; echo x >> " + outside_ / "keep.txt" +
+            "; echo x > " + home_target + "; touch /etc/sbx-escape; truncate -s0 " +
+            outside_ / "keep.txt" + "; echo ok > inside.txt");
   EXPECT_EQ(r.code, 0) << describe(r);
   EXPECT_FALSE(exists(outside_ / "new.txt"));
   EXPECT_EQ(read_file(outside_ / "keep.txt"), "original\n");
@@ -291,9 +291,9 @@ TEST_P(Escape, MissingProtectedNamesCannotBeCreatedAndLeaveNothingBehind) {
       "rm .codex; echo rc_rm=$?; rmdir .agents; echo rc_rmdir=$?; mv .git moved; "
       "echo rc_mv=$?; mv -T .codex .agents; echo rc_mv2=$?; true");
   EXPECT_EQ(r.code, 0) << describe(r);
-  for (const char* rc : {"rc_mkdir=0", "rc_mkdir2=0", "rc_below=0", "rc_below2=0", "rc_touch=0",
-                         "rc_write=0", "rc_symlink=0", "rc_rm=0", "rc_rmdir=0", "rc_mv=0",
-                         "rc_mv2=0"})
+  for (const char* rc :
+       {"rc_mkdir=0", "rc_mkdir2=0", "rc_below=0", "rc_below2=0", "rc_touch=0", "rc_write=0",
+        "rc_symlink=0", "rc_rm=0", "rc_rmdir=0", "rc_mv=0", "rc_mv2=0"})
     EXPECT_EQ(r.out.find(rc), std::string::npos) << rc << " " << describe(r);
   EXPECT_EQ(listing(ws_.path()), before) << "the run left mount points or files behind";
   EXPECT_FALSE(exists(ws_ / "moved"));
@@ -368,9 +368,8 @@ TEST_P(Escape, RenamingTheWorkspaceFails) {
   // /var/tmp is sticky: the identity owns the workspace, so it may rename it but for the sandbox.
   TempDir ws("/var/tmp");
   const std::string moved = ws.path() + ".moved";
-  const RunResult r = exec(workspace_write(),
-                           {"/bin/sh", "-c", "mv " + ws.path() + " " + moved + "; true"},
-                           ws.path());
+  const RunResult r = exec(
+      workspace_write(), {"/bin/sh", "-c", "mv " + ws.path() + " " + moved + "; true"}, ws.path());
   EXPECT_EQ(r.code, 0) << describe(r);
   EXPECT_TRUE(exists(ws.path()));
   EXPECT_FALSE(exists(moved));
@@ -427,9 +426,9 @@ TEST_P(Escape, RestrictedReadsHideEverythingOutsideTheReadableRoots) {
   write_file(policy, R"({"version":1,"filesystem":{"kind":"restricted","entries":[)"
                      R"({"path":":minimal","access":"read"},{"path":":cwd","access":"write"}],)"
                      R"("protected_names":[]},"network":{"mode":"restricted"}})");
-  const RunResult r = exec({"--policy", policy},
-                           {"/bin/sh", "-c", "cat " + outside_ / "secret.txt" +
-                                                 "; ls /root /var; echo ok > mine; cat mine"});
+  const RunResult r = exec({"--policy", policy}, {"/bin/sh", "-c",
+                                                  "cat " + outside_ / "secret.txt" +
+                                                      "; ls /root /var; echo ok > mine; cat mine"});
   EXPECT_EQ(r.out.find("TOPSECRET"), std::string::npos) << describe(r);
   EXPECT_NE(r.out.find("ok"), std::string::npos) << describe(r);
   EXPECT_NE(r.err.find(traits().read_refusal), std::string::npos) << describe(r);
@@ -444,14 +443,14 @@ TEST_P(Escape, LoopbackTcpUdpAndDevTcpReachNothingOnTheHost) {
   Listener tcp4(Listener::kTcp4), tcp6(Listener::kTcp6), udp4(Listener::kUdp4);
   ASSERT_TRUE(tcp4.ok() && udp4.ok());
   const std::string p = probe_path();
-  std::string script = "echo tcp4; " + p + " tcp4 127.0.0.1 " + std::to_string(tcp4.port()) +
-                       "; " + p + " udp4 127.0.0.1 " + std::to_string(udp4.port()) + "; ";
+  std::string script = "echo tcp4; " + p + " tcp4 127.0.0.1 " + std::to_string(tcp4.port()) + "; " +
+                       p + " udp4 127.0.0.1 " + std::to_string(udp4.port()) + "; ";
   if (tcp6.ok()) script += "echo tcp6; " + p + " tcp6 ::1 " + std::to_string(tcp6.port()) + "; ";
-  const RunResult r = exec(workspace_write(),
-                           {"/bin/bash", "-c",
-                            script + "echo x > /dev/tcp/127.0.0.1/" +
-                                std::to_string(tcp4.port()) + "; echo x > /dev/udp/127.0.0.1/" +
-                                std::to_string(udp4.port()) + "; true"});
+  const RunResult r =
+      exec(workspace_write(),
+           {"/bin/bash", "-c",
+            script + "echo x > /dev/tcp/127.0.0.1/" + std::to_string(tcp4.port()) +
+                "; echo x > /dev/udp/127.0.0.1/" + std::to_string(udp4.port()) + "; true"});
   EXPECT_EQ(r.code, 0) << describe(r);
   if (!traits().own_network_namespace) {
     // Sharing the host's network stack, every attempt must be blocked outright.
@@ -460,8 +459,7 @@ TEST_P(Escape, LoopbackTcpUdpAndDevTcpReachNothingOnTheHost) {
     // In a network namespace of its own the attempts run, but the host's listeners on the same
     // addresses and ports are another namespace's: TCP is refused (no one listens there
     // inside), a UDP datagram lands in the namespace, and the host sees nothing.
-    EXPECT_NE(r.out.find("tcp4\nBLOCKED: Connection refused\n"), std::string::npos)
-        << describe(r);
+    EXPECT_NE(r.out.find("tcp4\nBLOCKED: Connection refused\n"), std::string::npos) << describe(r);
     if (tcp6.ok()) {
       EXPECT_NE(r.out.find("tcp6\nBLOCKED: Connection refused\n"), std::string::npos)
           << describe(r);
@@ -479,15 +477,16 @@ TEST_P(Escape, LoopbackTcpUdpAndDevTcpReachNothingOnTheHost) {
 // own (bwrap) lets the command bind its own loopback, which no host service shares.
 TEST_P(Escape, InetSocketsFollowTheBackendsNetworkNamespace) {
   if (!exists("/usr/bin/python3")) GTEST_SKIP() << "no /usr/bin/python3 for the attempts";
-  const RunResult r = exec(workspace_write(),
-                           {"/usr/bin/python3", "-c",
-                            "import socket\n"
-                            "for fam, host in ((socket.AF_INET, '127.0.0.1'), (socket.AF_INET6, '::1')):\n"
-                            "    for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):\n"
-                            "        try:\n"
-                            "            s = socket.socket(fam, kind); s.bind((host, 0)); print('created', host)\n"
-                            "        except PermissionError:\n"
-                            "            print('refused', host)\n"});
+  const RunResult r =
+      exec(workspace_write(),
+           {"/usr/bin/python3", "-c",
+            "import socket\n"
+            "for fam, host in ((socket.AF_INET, '127.0.0.1'), (socket.AF_INET6, '::1')):\n"
+            "    for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):\n"
+            "        try:\n"
+            "            s = socket.socket(fam, kind); s.bind((host, 0)); print('created', host)\n"
+            "        except PermissionError:\n"
+            "            print('refused', host)\n"});
   EXPECT_EQ(r.code, 0) << describe(r);
   if (!traits().own_network_namespace) {
     EXPECT_EQ(r.out, "refused 127.0.0.1\nrefused 127.0.0.1\nrefused ::1\nrefused ::1\n")
@@ -670,15 +669,15 @@ TEST_P(Escape, ExitCodesSignalsAndStdinPassThrough) {
 TEST_P(Escape, FakeHelpersEarlierInPathAreIgnored) {
   fs::create_directories(ws_ / "bin");
   for (const char* helper : {"bwrap", "sbx-stage2"}) {
-    write_file(ws_ / "bin/" + helper, "#!/bin/sh\ntouch " + ws_ / "fake-" + helper +
-                                          "-ran\nshift 999\nexec \"$@\"\n");
+    write_file(ws_ / "bin/" + helper,
+               "#!/bin/sh\ntouch " + ws_ / "fake-" + helper + "-ran\nshift 999\nexec \"$@\"\n");
     fs::permissions(ws_ / "bin/" + helper, fs::perms::owner_all);
   }
   std::vector<std::string> env = env_for(who());
   env[0] = "PATH=" + ws_ / "bin" + ":/usr/bin:/bin";
-  const RunResult r = exec(workspace_write(),
-                           {"/bin/sh", "-c", "echo x > " + outside_ / "via-fake.txt" + "; true"},
-                           "", "", env);
+  const RunResult r =
+      exec(workspace_write(), {"/bin/sh", "-c", "echo x > " + outside_ / "via-fake.txt" + "; true"},
+           "", "", env);
   EXPECT_EQ(r.code, 0) << describe(r);
   EXPECT_FALSE(exists(ws_ / "fake-bwrap-ran"));
   EXPECT_FALSE(exists(ws_ / "fake-sbx-stage2-ran"));

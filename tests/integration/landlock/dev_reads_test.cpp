@@ -74,7 +74,7 @@ class LandlockDev : public ::testing::Test {
   }
   RunResult run_sandboxed(const std::vector<std::string>& command, const std::string& input = "") {
     std::vector<std::string> argv = {sbx_path(), "--backends", "landlock", "exec", "--policy",
-                                     policy_, "--cwd", ws_.path(), "--"};
+                                     policy_,    "--cwd",      ws_.path(), "--"};
     argv.insert(argv.end(), command.begin(), command.end());
     return run(argv, base_env(), input);
   }
@@ -185,8 +185,8 @@ TEST_F(LandlockDev, OrdinaryProgramsAndTopLevelSymlinksKeepWorking) {
       "sh -c 'exit 3'; echo sh=$?";
   const RunResult r = run_sandboxed({"/bin/sh", "-c", script});
   EXPECT_EQ(r.code, 0) << describe(r);
-  for (const char* step : {"bin=ok", "lib=ok", "etc=ok", "proc=ok", "sys=ok", "tmp=ok", "built",
-                           "python=ok", "sh=3"})
+  for (const char* step :
+       {"bin=ok", "lib=ok", "etc=ok", "proc=ok", "sys=ok", "tmp=ok", "built", "python=ok", "sh=3"})
     EXPECT_NE(r.out.find(step), std::string::npos) << step << ": " << describe(r);
   EXPECT_EQ(read_file(ws_ / "out.txt"), "built\n");
 }
@@ -202,11 +202,30 @@ TEST_F(LandlockDev, ADeviceFilesystemMountedElsewhereIsClosedToo) {
   ASSERT_FALSE(terminal.name().empty()) << std::strerror(errno);
   const std::string pts = dev + terminal.name().substr(std::strlen("/dev"));
   const std::string device = openable_block_device();
-  std::vector<std::string> argv = {
-      "/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c",
-      "mount --rbind /dev \"$1\" || exit 99; shift; exec \"$@\"", "sh", dev, sbx_path(),
-      "--backends", "landlock", "exec", "--policy", policy_, "--cwd", ws_.path(), "--", kPython,
-      "-c", kOpenEach, pts, dev + "/tty1", dev + "/null"};
+  std::vector<std::string> argv = {"/usr/bin/unshare",
+                                   "--mount",
+                                   "--propagation",
+                                   "private",
+                                   "/bin/sh",
+                                   "-c",
+                                   "mount --rbind /dev \"$1\" || exit 99; shift; exec \"$@\"",
+                                   "sh",
+                                   dev,
+                                   sbx_path(),
+                                   "--backends",
+                                   "landlock",
+                                   "exec",
+                                   "--policy",
+                                   policy_,
+                                   "--cwd",
+                                   ws_.path(),
+                                   "--",
+                                   kPython,
+                                   "-c",
+                                   kOpenEach,
+                                   pts,
+                                   dev + "/tty1",
+                                   dev + "/null"};
   if (!device.empty()) argv.push_back(dev + device.substr(std::strlen("/dev")));
   if (!exists("/usr/bin/unshare")) GTEST_SKIP() << "no /usr/bin/unshare to make a mount namespace";
   const RunResult r = run(argv, base_env());

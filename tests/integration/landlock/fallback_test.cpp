@@ -16,8 +16,8 @@ using namespace sbx::test;
 constexpr const char* kBwrap = "/usr/bin/bwrap";
 
 std::vector<std::string> inside_no_userns(std::vector<std::string> sbx_args) {
-  std::vector<std::string> argv = {kBwrap, "--dev-bind", "/", "/", "--unshare-user",
-                                   "--disable-userns", "--", sbx_path()};
+  std::vector<std::string> argv = {kBwrap,           "--dev-bind",       "/",  "/",
+                                   "--unshare-user", "--disable-userns", "--", sbx_path()};
   argv.insert(argv.end(), sbx_args.begin(), sbx_args.end());
   return argv;
 }
@@ -27,9 +27,9 @@ class LandlockFallback : public ::testing::Test {
   void SetUp() override {
     if (!exists(sbx_path())) GTEST_SKIP() << "no installed sbx at " << sbx_path();
     if (!exists(kBwrap)) GTEST_SKIP() << "no " << kBwrap << " to deny user namespaces with";
-    const RunResult probe = run({kBwrap, "--dev-bind", "/", "/", "--unshare-user",
-                                 "--disable-userns", "--", "/bin/true"},
-                                base_env());
+    const RunResult probe = run(
+        {kBwrap, "--dev-bind", "/", "/", "--unshare-user", "--disable-userns", "--", "/bin/true"},
+        base_env());
     if (probe.code != 0)
       GTEST_SKIP() << "this host cannot run bwrap --disable-userns: " << describe(probe);
     write_file(conf_ / "policy.json",
@@ -42,27 +42,24 @@ class LandlockFallback : public ::testing::Test {
 };
 
 TEST_F(LandlockFallback, ExplainChoosesLandlockAndSaysWhyBwrapWasPassedOver) {
-  const RunResult r = run(inside_no_userns({"explain", "--policy", conf_ / "policy.json",
-                                            "--cwd", ws_.path()}),
-                          base_env());
+  const RunResult r =
+      run(inside_no_userns({"explain", "--policy", conf_ / "policy.json", "--cwd", ws_.path()}),
+          base_env());
   EXPECT_EQ(r.code, 0) << describe(r);
   EXPECT_NE(r.out.find("final:              landlock"), std::string::npos) << describe(r);
-  EXPECT_NE(r.out.find("bwrap  unavailable: user_namespaces: "), std::string::npos)
-      << describe(r);
+  EXPECT_NE(r.out.find("bwrap  unavailable: user_namespaces: "), std::string::npos) << describe(r);
   // Outside, with user namespaces, the same policy still goes to bwrap (the preferred one).
-  const RunResult host = run({sbx_path(), "explain", "--policy", conf_ / "policy.json", "--cwd",
-                              ws_.path()},
-                             base_env());
+  const RunResult host = run(
+      {sbx_path(), "explain", "--policy", conf_ / "policy.json", "--cwd", ws_.path()}, base_env());
   EXPECT_NE(host.out.find("final:              bwrap"), std::string::npos) << describe(host);
 }
 
 TEST_F(LandlockFallback, ExecRunsUnderLandlockAndStaysConfined) {
-  const RunResult r = run(inside_no_userns({"--log-level", "info", "exec", "--policy",
-                                            conf_ / "policy.json", "--cwd", ws_.path(), "--",
-                                            "/bin/sh", "-c",
-                                            "echo in > in.txt; echo out > " + conf_ / "out.txt" +
-                                                "; echo done"}),
-                          base_env());
+  const RunResult r =
+      run(inside_no_userns({"--log-level", "info", "exec", "--policy", conf_ / "policy.json",
+                            "--cwd", ws_.path(), "--", "/bin/sh", "-c",
+                            "echo in > in.txt; echo out > " + conf_ / "out.txt" + "; echo done"}),
+          base_env());
   EXPECT_EQ(r.code, 0) << describe(r);
   EXPECT_NE(r.out.find("done"), std::string::npos) << describe(r);
   EXPECT_EQ(read_file(ws_ / "in.txt"), "in\n");

@@ -1,7 +1,7 @@
 // Kept probe answers (core/src/plugins/README.md), through the installed sbx,
 // for Landlock and bwrap (KeptBwrapProbe: its key also holds the bwrap binary and the namespace
-// sysctls): a second `sbx --backends landlock exec` reuses the answer the first one kept and starts no
-// process before the command (strace counts the forks of a --dry-run, which starts nothing
+// sysctls): a second `sbx --backends landlock exec` reuses the answer the first one kept and starts
+// no process before the command (strace counts the forks of a --dry-run, which starts nothing
 // else); `sbx backends --probe` always probes and refreshes the answer; a changed key, a foreign
 // or writable or symlinked store is ignored and probed afresh; a forged answer cannot make a
 // policy Landlock cannot enforce run; the store is read-only in every sandbox.
@@ -62,16 +62,16 @@ class KeptProbe : public ::testing::Test {
   const std::string& answer() const { return answer_; }
 
   std::vector<std::string> dry_run_args() const {
-    return {sbx_path(), "--backends", backend_,   "exec", "--dry-run", "--preset",
-            "read-only", "--cwd",     ws_.path(), "--",   "/bin/true"};
+    return {sbx_path(),  "--backends", backend_,   "exec", "--dry-run", "--preset",
+            "read-only", "--cwd",      ws_.path(), "--",   "/bin/true"};
   }
   RunResult dry_run() const { return run(dry_run_args(), env()); }
 
   // How many processes `argv` started (clone, clone3, fork, vfork), and its result.
   int forks_of(const std::vector<std::string>& argv, RunResult* result = nullptr) const {
     const std::string log = trace_ / "strace.log";
-    std::vector<std::string> traced = {kStrace, "-f", "-qq", "-e",
-                                       "trace=clone,clone3,fork,vfork", "-o", log};
+    std::vector<std::string> traced = {kStrace, "-f", "-qq", "-e", "trace=clone,clone3,fork,vfork",
+                                       "-o",    log};
     traced.insert(traced.end(), argv.begin(), argv.end());
     const RunResult r = run(traced, env());
     if (result != nullptr) *result = r;
@@ -258,7 +258,8 @@ TEST_F(KeptProbe, ForgedCapabilitiesCannotMakeAnUnenforceablePolicyRun) {
 
 TEST_F(KeptProbe, StoreIsReadOnlyInEverySandbox) {
   // A policy whose writable root holds the runtime directory, and with it the store.
-  const std::vector<std::string> policy = {"--preset", "read-only", "--writable-root", runtime_.path()};
+  const std::vector<std::string> policy = {"--preset", "read-only", "--writable-root",
+                                           runtime_.path()};
   const std::string script = "echo forged > " + answer() + "; echo forged > " + store() + "/x";
   // Landlock cannot carve the store out of the writable root: the policy goes elsewhere or,
   // with landlock alone, is refused.
@@ -333,8 +334,9 @@ TEST_F(KeptProbe, AnAnswerClaimingLandlockOnAKernelWithoutItFailsClosed) {
   write_file(answer(), text);
   ::chmod(answer().c_str(), 0600);
   const std::vector<std::string> argv = {
-      sbx_path(), "--backends", "landlock", "exec", "--preset", "read-only", "--cwd", ws_.path(),
-      "--", "/bin/sh", "-c", "echo ran > " + ws_.path() + "/ran"};
+      sbx_path(), "--backends", "landlock", "exec",
+      "--preset", "read-only",  "--cwd",    ws_.path(),
+      "--",       "/bin/sh",    "-c",       "echo ran > " + ws_.path() + "/ran"};
   std::vector<std::string> e = env();
   const int code = run_without_landlock(argv, e, trace_ / "out");
   const std::string out = read_file(trace_ / "out");
@@ -353,7 +355,6 @@ TEST_F(KeptProbe, AnAnswerClaimingLandlockOnAKernelWithoutItFailsClosed) {
 }
 #endif
 
-
 TEST_F(KeptBwrapProbe, SecondRunStartsNoProcessBeforeTheCommand) {
   struct stat st {};
   ASSERT_EQ(::stat(answer().c_str(), &st), 0);
@@ -365,8 +366,8 @@ TEST_F(KeptBwrapProbe, SecondRunStartsNoProcessBeforeTheCommand) {
   EXPECT_GE(dry_run_forks(), 1);
   EXPECT_TRUE(exists(answer())) << "a fresh probe keeps its answer";
   const RunResult r =
-      run({sbx_path(), "--backends", "bwrap", "exec", "--preset", "read-only", "--cwd",
-           ws_.path(), "--", "/bin/sh", "-c", "echo x > " + ws_.path() + "/out; echo $?"},
+      run({sbx_path(), "--backends", "bwrap", "exec", "--preset", "read-only", "--cwd", ws_.path(),
+           "--", "/bin/sh", "-c", "echo x > " + ws_.path() + "/out; echo $?"},
           env());
   EXPECT_EQ(r.code, 0) << describe(r);
   EXPECT_FALSE(exists(ws_ / "out")) << describe(r);
@@ -407,8 +408,8 @@ TEST_F(KeptBwrapProbe, AnAnswerKeptWhereUserNamespacesWorkedFailsClosedWhereThey
     GTEST_SKIP() << "this test already runs under seccomp";
   rewrite_answer("]|0,0|", "]|2,1|");
   const std::vector<std::string> argv = {
-      sbx_path(), "--backends", "bwrap", "exec", "--preset", "read-only", "--cwd", ws_.path(),
-      "--", "/bin/sh", "-c", "echo kept-bwrap-$((6*7))"};
+      sbx_path(), "--backends", "bwrap", "exec",    "--preset", "read-only",
+      "--cwd",    ws_.path(),   "--",    "/bin/sh", "-c",       "echo kept-bwrap-$((6*7))"};
   const std::vector<std::string> e = env();
   const int code = run_without_user_namespaces(argv, e, trace_ / "out");
   const std::string out = read_file(trace_ / "out");

@@ -28,9 +28,10 @@ TEST_P(LandlockStage2Memory, SupervisorIsNotReachable) {
   TempDir conf{"/var/tmp"};
   ASSERT_FALSE(ws.path().empty());
   const std::string policy = conf / "policy.json";
-  write_file(policy, R"({"version": 1, "filesystem": {"kind": "restricted",)"
-                     R"( "protected_names": [], "entries": [{"path": ":root", "access": "read"},)"
-                     R"( {"path": ":cwd", "access": "write"}]}, "network": {"mode": "restricted"}})");
+  write_file(policy,
+             R"({"version": 1, "filesystem": {"kind": "restricted",)"
+             R"( "protected_names": [], "entries": [{"path": ":root", "access": "read"},)"
+             R"( {"path": ":cwd", "access": "write"}]}, "network": {"mode": "restricted"}})");
   give_to(who, ws.path());
   give_to(who, conf.path());
   const RunResult r =

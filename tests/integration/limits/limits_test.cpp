@@ -16,8 +16,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <optional>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -148,9 +148,9 @@ class Limits : public ::testing::TestWithParam<std::string> {
 
   JsonExec under(const std::string& limits, const std::string& script) {
     const std::string file = policy(limits);
-    return sbx_exec_json({"--backends", GetParam(), "exec", "--policy", file, "--sandbox", "require",
-                     "--json", "--", "/bin/sh", "-c", script},
-                    workdir_);
+    return sbx_exec_json({"--backends", GetParam(), "exec", "--policy", file, "--sandbox",
+                          "require", "--json", "--", "/bin/sh", "-c", script},
+                         workdir_);
   }
 
   // A sleep argument unique to this test and backend (ctest may run the variants at once), so
@@ -209,7 +209,7 @@ TEST_P(Limits, TimeoutEndsTheCommandWithSigtermAndSaysSo) {
 TEST_P(Limits, TimeoutKillsACommandThatIgnoresSigtermAfterTheGracePeriod) {
   const auto start = std::chrono::steady_clock::now();
   const JsonExec result = under(R"("timeout_seconds": 1, "timeout_grace_seconds": 1)",
-                                  "trap '' TERM; sleep " + marker("271828") + "; echo survived");
+                                "trap '' TERM; sleep " + marker("271828") + "; echo survived");
   const auto elapsed = std::chrono::steady_clock::now() - start;
   EXPECT_EQ(text_of(result.report, "limit_hit"), "timeout") << result.run.err;
   EXPECT_EQ(result.run.code, 128 + SIGKILL) << result.run.err;
@@ -299,12 +299,11 @@ TEST_P(Limits, TheNextRunRemovesTheCgroupOfAKilledRunAndWhatStillRunsInIt) {
 
 TEST_P(Limits, ACommandKilledByItsFileSizeOrCpuLimitIsReportedAsSuch) {
   const JsonExec big = under(R"("file_size_bytes": 4096, "timeout_seconds": 30)",
-                               "exec head -c 10000 /dev/zero > big");
+                             "exec head -c 10000 /dev/zero > big");
   EXPECT_EQ(big.run.code, 128 + SIGXFSZ) << big.run.err;
   EXPECT_EQ(text_of(big.report, "limit_hit"), "file_size_bytes") << big.run.err;
   const auto start = std::chrono::steady_clock::now();
-  const JsonExec busy =
-      under(R"("cpu_seconds": 1, "timeout_seconds": 30)", "while :; do :; done");
+  const JsonExec busy = under(R"("cpu_seconds": 1, "timeout_seconds": 30)", "while :; do :; done");
   EXPECT_EQ(busy.run.code, 128 + SIGXCPU) << busy.run.err;
   EXPECT_EQ(text_of(busy.report, "limit_hit"), "cpu_seconds") << busy.run.err;
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
@@ -331,8 +330,8 @@ TEST_P(Limits, EveryProcessOfTheRunIsInTheRunsCgroup) {
     bool in_run = false;
     while (std::getline(in, line)) {
       // "0::/..." on v2, "N:pids:/..." on v1; the run's cgroup is sbx.runs/run-<...>.
-      const bool hierarchy = v2 ? line.rfind("0::", 0) == 0
-                                : line.find(":pids:") != std::string::npos;
+      const bool hierarchy =
+          v2 ? line.rfind("0::", 0) == 0 : line.find(":pids:") != std::string::npos;
       if (hierarchy && line.find("/sbx.runs/run-") != std::string::npos) in_run = true;
     }
     EXPECT_TRUE(in_run) << name << " was written outside the run's cgroup";

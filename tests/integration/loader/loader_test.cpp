@@ -19,8 +19,8 @@
 namespace sbx {
 namespace {
 
-using testing::TestTree;
 using testing::kGood;
+using testing::TestTree;
 namespace fs = std::filesystem;
 
 // What one case set up: extra directories to scan and the path the loader must reject.

@@ -32,10 +32,10 @@ namespace {
 
 using plugins::DirectoryWalk;
 using plugins::Owners;
-using testing::TestTree;
+using testing::expect_contains;
 using testing::kGood;
 using testing::me;
-using testing::expect_contains;
+using testing::TestTree;
 namespace fs = std::filesystem;
 
 // The checks the registry makes in path mode: the chain from "/", then the file.

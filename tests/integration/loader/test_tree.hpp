@@ -4,6 +4,7 @@
 // build's umask cannot change what the loader sees.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,10 +15,8 @@
 #include <system_error>
 #include <vector>
 
-#include <gtest/gtest.h>
-
-#include "sbx/core/plugin_loader.hpp"
 #include "plugins/trusted_fs.hpp"
+#include "sbx/core/plugin_loader.hpp"
 #include "sbx/core/runtime.hpp"
 
 namespace sbx::testing {

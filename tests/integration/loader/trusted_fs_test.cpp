@@ -22,12 +22,12 @@
 namespace sbx {
 namespace {
 
-using testing::TestTree;
-using testing::kGood;
-using testing::me;
-using testing::expect_contains;
 using plugins::DirectoryWalk;
 using plugins::Owners;
+using testing::expect_contains;
+using testing::kGood;
+using testing::me;
+using testing::TestTree;
 namespace fs = std::filesystem;
 
 TEST(TrustedFs, ModeStringLooksLikeChmod) {
@@ -48,8 +48,7 @@ TEST(TrustedFs, WalkOpensTheDirectoryItChecked) {
   EXPECT_EQ(by_fd.st_ino, by_path.st_ino);
   EXPECT_EQ(by_fd.st_dev, by_path.st_dev);
   // Redundant slashes are harmless; the trust root may be the directory itself.
-  EXPECT_TRUE(
-      plugins::open_trusted_directory(dir.string() + "//", tree.base(), me()).fd.valid());
+  EXPECT_TRUE(plugins::open_trusted_directory(dir.string() + "//", tree.base(), me()).fd.valid());
   EXPECT_TRUE(plugins::open_trusted_directory(dir, dir, me()).fd.valid());
 }
 

@@ -118,9 +118,9 @@ TEST_F(ProbeIsolationE2e, ExecGoesOnToAnotherBackend) {
   const std::vector<std::string> real = real_backends();
   if (real.empty()) GTEST_SKIP() << "no backend is available on this host";
   const std::string order = std::string(kCrash) + "," + kHang + ",bwrap,landlock";
-  const RunResult r = sbx({"--backends", order},
-                          {"exec", "--json", "--preset", "read-only", "--cwd", work_.path(), "--",
-                           "/bin/sh", "-c", "echo ran"});
+  const RunResult r =
+      sbx({"--backends", order}, {"exec", "--json", "--preset", "read-only", "--cwd", work_.path(),
+                                  "--", "/bin/sh", "-c", "echo ran"});
   ASSERT_EQ(r.code, 0) << describe(r);
   EXPECT_EQ(r.out, "ran\n") << describe(r);
   // The run report is the last line on stderr.

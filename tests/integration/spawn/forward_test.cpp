@@ -19,9 +19,9 @@ namespace sbx {
 namespace {
 
 using sbx::test::read_file;
-using spawn_test::record_helper_plan;
 using sbx::test::TempDir;
 using sbx::test::wait_for_file;
+using spawn_test::record_helper_plan;
 
 [[noreturn]] void play_sbx(const ExecPlan& plan) {
   Result<ExitStatus> status = spawn_and_wait(plan);

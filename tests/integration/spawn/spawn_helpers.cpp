@@ -1,7 +1,5 @@
 #include "spawn_helpers.hpp"
 
-#include "sbx_test/capture.hpp"
-
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -15,6 +13,8 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+
+#include "sbx_test/capture.hpp"
 
 namespace sbx::spawn_test {
 namespace {

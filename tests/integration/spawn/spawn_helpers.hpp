@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "sbx/core/spawn.hpp"
-#include "sbx_test/files.hpp"
-#include "sbx_test/temp_dir.hpp"
 #include "sbx/sdk/result.hpp"
 #include "sbx/sdk/types.hpp"
+#include "sbx_test/files.hpp"
+#include "sbx_test/temp_dir.hpp"
 
 namespace sbx::spawn_test {
 

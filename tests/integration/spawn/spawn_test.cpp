@@ -19,9 +19,9 @@
 namespace sbx {
 namespace {
 
+using sbx::test::TempDir;
 using spawn_test::Captured;
 using spawn_test::run_capturing;
-using sbx::test::TempDir;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 

@@ -22,9 +22,9 @@
 
 #include "sbx_test/files.hpp"
 #include "sbx_test/installed_sbx.hpp"
+#include "sbx_test/listener.hpp"
 #include "sbx_test/private_home.hpp"
 #include "sbx_test/process.hpp"
-#include "sbx_test/listener.hpp"
 #include "sbx_test/temp_dir.hpp"
 
 namespace {
@@ -133,10 +133,10 @@ std::vector<std::string> exec_argv(const std::string& backend, const TempDir& sc
 void expect_tree_dies_with_sbx(const std::string& backend) {
   TempDir ws;
   TempDir scratch;
-  const pid_t sbx =
-      start_in_background(exec_argv(backend, scratch, ws.path(),
-                      {"/bin/sh", "-c", "sleep 300 & sleep 300 & echo \"$$ $!\" > pids; wait"}),
-            base_env(), scratch / "sbx.log");
+  const pid_t sbx = start_in_background(
+      exec_argv(backend, scratch, ws.path(),
+                {"/bin/sh", "-c", "sleep 300 & sleep 300 & echo \"$$ $!\" > pids; wait"}),
+      base_env(), scratch / "sbx.log");
   ASSERT_TRUE(eventually([&] { return exists(ws / "pids"); }, 30))
       << "the command did not start: " << sbx_log(scratch);
   std::set<pid_t> tree;
@@ -289,8 +289,7 @@ TEST(KilledSbx, BwrapMountPointsAreRemovedByTheNextRunAndAPersonsAreKept) {
   for (const auto& [name, made] : slash_tmp_made) {
     const Identity now = identity("/tmp/" + name);
     if (!now.present) continue;  // swept: no run of any user relied on it any more
-    std::printf("note: /tmp/%s is still there (a run alongside holds /tmp's lock)\n",
-                name.c_str());
+    std::printf("note: /tmp/%s is still there (a run alongside holds /tmp's lock)\n", name.c_str());
     EXPECT_TRUE(made.present && made.dev == now.dev && made.ino == now.ino &&
                 fs::is_socket(fs::symlink_status("/tmp/" + name)))
         << "/tmp/" << name << " made by the killed run was replaced";
@@ -485,8 +484,8 @@ TEST(StateDirectory, ARunWithTmpWritableCannotReachAnotherRunsProxySocket) {
       "network": {"mode": "restricted"}})");
   ::chmod((scratch / "victim.json").c_str(), 0644);
   ::chmod((scratch / "attacker.json").c_str(), 0644);
-  const std::vector<std::string> as_nobody = {"/usr/bin/setpriv", "--reuid=65534",
-                                              "--regid=65534", "--clear-groups"};
+  const std::vector<std::string> as_nobody = {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534",
+                                              "--clear-groups"};
   const std::vector<std::string> env = {"PATH=/usr/bin:/bin", "HOME=" + home.path(),
                                         "LANG=C.UTF-8"};
   std::vector<std::string> victim = as_nobody;
@@ -525,10 +524,10 @@ TEST(StateDirectory, ARunWithTmpWritableCannotReachAnotherRunsProxySocket) {
   ASSERT_EQ(::lstat(socket.c_str(), &before), 0);
   const std::string directory = socket.substr(0, socket.rfind('/'));
   // The attack: remove the socket, or its directory, and put a socket of its own in its place.
-  const std::string attack = "rm -rf '" + directory + "'; mkdir -p '" +
-                             directory + "' && python3 -c 'import socket,sys; "
-                             "socket.socket(socket.AF_UNIX).bind(sys.argv[1])' '" + socket +
-                             "'; true";
+  const std::string attack = "rm -rf '" + directory + "'; mkdir -p '" + directory +
+                             "' && python3 -c 'import socket,sys; "
+                             "socket.socket(socket.AF_UNIX).bind(sys.argv[1])' '" +
+                             socket + "'; true";
   std::vector<std::string> attacker = as_nobody;
   for (const std::string& arg :
        {sbx_path(), std::string("--backends"), std::string("landlock"), std::string("exec"),
@@ -560,12 +559,14 @@ TEST(StateDirectory, ARunWithTmpWritableCannotReachAnotherRunsProxySocket) {
 
   // bwrap carves the state directory out of the writable home (read-only inside).
   const RunResult userns =
-      run({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-           "/usr/bin/bwrap", "--unshare-user", "--ro-bind", "/", "/", "/bin/true"},
+      run({"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/bwrap",
+           "--unshare-user", "--ro-bind", "/", "/", "/bin/true"},
           base_env());
   if (userns.code != 0) {
-    std::printf("note: user 65534 cannot create user namespaces here, the bwrap case was not "
-                "run: %s\n", userns.err.c_str());
+    std::printf(
+        "note: user 65534 cannot create user namespaces here, the bwrap case was not "
+        "run: %s\n",
+        userns.err.c_str());
     return;
   }
   for (std::size_t i = 0; i + 1 < attacker.size(); ++i)

@@ -46,8 +46,8 @@ int main(int argc, char** argv) {
 
   /* Explain: both questions for a Windows cwd; the default policy needs what the windows
    * backend does not claim, which is said, not hidden. */
-  char* explained = sbx_explain(manager, "{\"version\":1,\"preset\":\"workspace-write\"}", work,
-                                NULL, &error);
+  char* explained =
+      sbx_explain(manager, "{\"version\":1,\"preset\":\"workspace-write\"}", work, NULL, &error);
   check(explained != NULL && strstr(explained, "\"should_sandbox\": true") != NULL &&
             strstr(explained, "syscall_filter") != NULL,
         "sbx_explain", explained != NULL ? explained : message_of(error));
@@ -80,7 +80,8 @@ int main(int argc, char** argv) {
         refused != NULL ? refused : message_of(error));
   sbx_string_free(refused);
 
-  /* (The JSON of these calls is pretty-printed: `"key": value`.) The pure parts: the model-facing context and the permission algebra. */
+  /* (The JSON of these calls is pretty-printed: `"key": value`.) The pure parts: the model-facing
+   * context and the permission algebra. */
   char* context = sbx_context("{\"version\":1,\"preset\":\"read-only\"}", work, 1, &error);
   check(context != NULL && strstr(context, "\"network\"") != NULL, "sbx_context",
         context != NULL ? context : message_of(error));

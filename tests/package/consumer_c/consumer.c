@@ -33,7 +33,8 @@ int main(int argc, char** argv) {
   sbx_string_free(report);
   char made[4096];
   snprintf(made, sizeof made, "%s/made-by-c.txt", workspace);
-  if (!ok || access(made, F_OK) != 0) return fail("a write inside the workspace did not pass", NULL);
+  if (!ok || access(made, F_OK) != 0)
+    return fail("a write inside the workspace did not pass", NULL);
 
   char script[4096];
   snprintf(script, sizeof script, "echo x > '%s'", outside);

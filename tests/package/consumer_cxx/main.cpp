@@ -31,8 +31,8 @@ int main(int argc, char** argv) {
 
   // The C++ API: parse, widen, ask what a path gets.
   sbx::Result<sbx::Policy> base = sbx::preset_policy("read-only");
-  sbx::Result<sbx::Policy> extra =
-      sbx::parse_policy(R"({"version":1,"filesystem":{"entries":[{"path":"/srv/data","access":"write"}]}})");
+  sbx::Result<sbx::Policy> extra = sbx::parse_policy(
+      R"({"version":1,"filesystem":{"entries":[{"path":"/srv/data","access":"write"}]}})");
   if (!base || !extra) return fail("policy parsing: " + (base ? extra.error() : base.error()));
   sbx::Result<sbx::Policy> widened = sbx::widen(*base, *extra);
   if (!widened) return fail("widen: " + widened.error());
@@ -51,8 +51,8 @@ int main(int argc, char** argv) {
   const char* inside_argv[] = {"sh", "-c", "echo hello > made-by-cxx.txt", nullptr};
   const char* outside_argv[] = {"sh", "-c", write_outside.c_str(), nullptr};
 
-  std::unique_ptr<char, Freer> inside(
-      sbx_exec(manager.get(), policy.c_str(), workspace.c_str(), inside_argv, "require", 0, &error));
+  std::unique_ptr<char, Freer> inside(sbx_exec(manager.get(), policy.c_str(), workspace.c_str(),
+                                               inside_argv, "require", 0, &error));
   if (!inside) return fail(std::string("sbx_exec: ") + sbx_error_message(error));
   std::cout << "inside: " << inside.get() << "\n";
   if (std::string(inside.get()).find("\"code\":0") == std::string::npos ||

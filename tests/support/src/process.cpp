@@ -104,8 +104,8 @@ std::string describe(const RunResult& result) {
          "\nstderr: " + result.err.substr(0, 2000);
 }
 
-pid_t start_in_background(const std::vector<std::string>& argv,
-                          const std::vector<std::string>& env, const std::string& log) {
+pid_t start_in_background(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                          const std::string& log) {
   const pid_t pid = ::fork();
   if (pid == 0) {
     const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);

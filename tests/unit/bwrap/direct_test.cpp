@@ -4,6 +4,8 @@
 // through spawn_bwrap: nothing of the environment in any bwrap argv or environment, only fds
 // 0-2 reach the command, statuses, no descendant outlives the run, a missing or non-executable
 // command is refused at the pause point.
+#include "sbx/bwrap/direct.hpp"
+
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -20,9 +22,7 @@
 #include <thread>
 #include <vector>
 
-#include "sbx/bwrap/direct.hpp"
 #include "sbx/bwrap/spawn.hpp"
-
 #include "sbx_test/last_close.hpp"
 #include "sbx_test/temp_dir.hpp"
 
@@ -35,17 +35,18 @@ using sbx::bwrap::direct_plan;
 using sbx::stage2::NetworkFilter;
 
 const std::vector<std::string> kStage2Plan = {
-    "/usr/bin/bwrap", "--ro-bind", "/", "/", "--unshare-pid", "--as-pid-1", "--chdir", "/w",
-    "--", "/opt/sbx/libexec/sbx/sbx-stage2", "--net", "private", "--env", "A=1",
-    "--env", "PWD=/w", "--", "/bin/echo", "hi"};
+    "/usr/bin/bwrap", "--ro-bind", "/",         "/",   "--unshare-pid",
+    "--as-pid-1",     "--chdir",   "/w",        "--",  "/opt/sbx/libexec/sbx/sbx-stage2",
+    "--net",          "private",   "--env",     "A=1", "--env",
+    "PWD=/w",         "--",        "/bin/echo", "hi"};
 
 TEST(BwrapDirectPlan, TakesRestrictedAndEnabledPlansApart) {
   std::optional<sbx::bwrap::DirectPlan> plan = direct_plan(kStage2Plan);
   ASSERT_TRUE(plan);
   EXPECT_EQ(plan->bwrap, "/usr/bin/bwrap");
   // --as-pid-1 is dropped: bwrap's own PID 1 reaps, the command is pid 2.
-  EXPECT_EQ(plan->options, (std::vector<std::string>{"--ro-bind", "/", "/", "--unshare-pid",
-                                                     "--chdir", "/w"}));
+  EXPECT_EQ(plan->options,
+            (std::vector<std::string>{"--ro-bind", "/", "/", "--unshare-pid", "--chdir", "/w"}));
   // With a procfs, PID 1's directory is hidden right after it is mounted (kPidOneMask).
   std::vector<std::string> with_proc = kStage2Plan;
   with_proc.insert(with_proc.begin() + 4, {"--proc", "/proc"});
@@ -133,14 +134,30 @@ TEST(BwrapDirectPlan, EnvironmentAndOptionsGoToTheArgsBlockNotTheArgv) {
   const sbx::bwrap::DirectPlan plan = *direct_plan(kStage2Plan);
   sbx::Result<std::string> block = direct_args_block(plan);
   ASSERT_TRUE(block.ok()) << block.error();
-  EXPECT_EQ(split_block(*block),
-            (std::vector<std::string>{"--json-status-fd", "3", "--add-seccomp-fd", "5",
-                                      "--add-seccomp-fd", "6", "--clearenv", "--setenv", "A",
-                                      "1", "--setenv", "PWD", "/w", "--ro-bind", "/", "/",
-                                      "--unshare-pid", "--chdir", "/w", "--ro-bind-data", "7",
-                                      sbx::bwrap::kPauseFile}));
-  EXPECT_EQ(direct_argv(plan), (std::vector<std::string>{"/usr/bin/bwrap", "--args", "4", "--",
-                                                         "/bin/echo", "hi"}));
+  EXPECT_EQ(split_block(*block), (std::vector<std::string>{"--json-status-fd",
+                                                           "3",
+                                                           "--add-seccomp-fd",
+                                                           "5",
+                                                           "--add-seccomp-fd",
+                                                           "6",
+                                                           "--clearenv",
+                                                           "--setenv",
+                                                           "A",
+                                                           "1",
+                                                           "--setenv",
+                                                           "PWD",
+                                                           "/w",
+                                                           "--ro-bind",
+                                                           "/",
+                                                           "/",
+                                                           "--unshare-pid",
+                                                           "--chdir",
+                                                           "/w",
+                                                           "--ro-bind-data",
+                                                           "7",
+                                                           sbx::bwrap::kPauseFile}));
+  EXPECT_EQ(direct_argv(plan),
+            (std::vector<std::string>{"/usr/bin/bwrap", "--args", "4", "--", "/bin/echo", "hi"}));
   sbx::bwrap::DirectPlan equals = plan;
   equals.env = {"SECRET=x=y"};
   ASSERT_TRUE(direct_args_block(equals).ok());
@@ -156,12 +173,12 @@ TEST(BwrapDirectPlan, EnvironmentAndOptionsGoToTheArgsBlockNotTheArgv) {
 
 TEST(BwrapDirectPause, MountsUnderNewRootBecomeTheSandboxsAndBwrapsOwnBindIsDropped) {
   const std::vector<sbx::stage2::ActualMount> seen = {
-      {"/", true},                   // bwrap's setup tmpfs
-      {"/newroot", true},            // bwrap's bind of its newroot directory
-      {"/newroot", false},           // the plan's --ro-bind / /
-      {"/newroot/work", true},       // a writable root
-      {"/newrootx", true},           // not below /newroot
-      {"/oldroot", true},            // the host's root
+      {"/", true},              // bwrap's setup tmpfs
+      {"/newroot", true},       // bwrap's bind of its newroot directory
+      {"/newroot", false},      // the plan's --ro-bind / /
+      {"/newroot/work", true},  // a writable root
+      {"/newrootx", true},      // not below /newroot
+      {"/oldroot", true},       // the host's root
       {"/oldroot/newroot/a", true}};
   const std::vector<sbx::stage2::ActualMount> mapped = sbx::bwrap::mounts_in_new_root(seen);
   ASSERT_EQ(mapped.size(), 2u);
@@ -172,12 +189,12 @@ TEST(BwrapDirectPause, MountsUnderNewRootBecomeTheSandboxsAndBwrapsOwnBindIsDrop
 }
 
 TEST(BwrapDirectPause, JsonStatusAndInterfacesAreParsedAsBwrapAndProcWriteThem) {
-  const sbx::bwrap::JsonStatus started = sbx::bwrap::parse_json_status(
-      "{ \"child-pid\": 2523, \"mnt-namespace\": 4026532174 }\n");
+  const sbx::bwrap::JsonStatus started =
+      sbx::bwrap::parse_json_status("{ \"child-pid\": 2523, \"mnt-namespace\": 4026532174 }\n");
   EXPECT_EQ(started.child_pid, 2523);
   EXPECT_FALSE(started.exit_code);
-  const sbx::bwrap::JsonStatus ended = sbx::bwrap::parse_json_status(
-      "{ \"child-pid\": 2525 }\n{ \"exit-code\": 143 }\n");
+  const sbx::bwrap::JsonStatus ended =
+      sbx::bwrap::parse_json_status("{ \"child-pid\": 2525 }\n{ \"exit-code\": 143 }\n");
   EXPECT_EQ(ended.exit_code, 143);
   EXPECT_FALSE(sbx::bwrap::parse_json_status("{ \"child-pid\": x }").child_pid);
   EXPECT_EQ(sbx::bwrap::net_dev_interfaces(
@@ -197,12 +214,32 @@ class BwrapDirectRun : public ::testing::Test {
   }
   // A stage-2 plan as the translator writes it, network restricted, the scratch dir writable.
   sbx::ExecPlan plan(const std::string& script, std::vector<std::string> env = {}) const {
-    std::vector<std::string> argv = {
-        "/usr/bin/bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-        "--bind", dir_, dir_, "--unshare-user", "--unshare-pid", "--unshare-ipc",
-        "--unshare-net", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-        "--as-pid-1", "--chdir", dir_, "--", "/nonexistent/libexec/sbx/sbx-stage2", "--net",
-        "private"};
+    std::vector<std::string> argv = {"/usr/bin/bwrap",
+                                     "--ro-bind",
+                                     "/",
+                                     "/",
+                                     "--dev",
+                                     "/dev",
+                                     "--proc",
+                                     "/proc",
+                                     "--bind",
+                                     dir_,
+                                     dir_,
+                                     "--unshare-user",
+                                     "--unshare-pid",
+                                     "--unshare-ipc",
+                                     "--unshare-net",
+                                     "--die-with-parent",
+                                     "--new-session",
+                                     "--cap-drop",
+                                     "ALL",
+                                     "--as-pid-1",
+                                     "--chdir",
+                                     dir_,
+                                     "--",
+                                     "/nonexistent/libexec/sbx/sbx-stage2",
+                                     "--net",
+                                     "private"};
     env.push_back("PWD=" + dir_);  // as sbx's environment has it (else stage 2 would run)
     for (const std::string& entry : env) argv.insert(argv.end(), {"--env", entry});
     argv.insert(argv.end(), {"--", "/bin/sh", "-c", script});
@@ -228,8 +265,9 @@ class BwrapDirectRun : public ::testing::Test {
 TEST_F(BwrapDirectRun, TheEnvironmentIsInNoArgvOrEnvironmentOfBwrap) {
   const std::string secret = "sbx-direct-secret-7f3a";
   // The command says it runs, then waits for the test to have looked at /proc.
-  const std::string script = "echo \"$TOKEN\" > out; : > running; "
-                             "while [ ! -e go ]; do sleep 0.02; done";
+  const std::string script =
+      "echo \"$TOKEN\" > out; : > running; "
+      "while [ ! -e go ]; do sleep 0.02; done";
   auto run = std::async(std::launch::async, [&] {
     return sbx::bwrap::spawn_bwrap(plan(script, {"TOKEN=" + secret, "PATH=/usr/bin:/bin"}));
   });
@@ -247,9 +285,9 @@ TEST_F(BwrapDirectRun, TheEnvironmentIsInNoArgvOrEnvironmentOfBwrap) {
         cmdline.find(script) != std::string::npos) {
       ++bwraps;  // bwrap, and its PID 1 inside the sandbox
       std::string expected;
-      for (const std::string& arg : {std::string("/usr/bin/bwrap"), std::string("--args"),
-                                     std::string("4"), std::string("--"), std::string("/bin/sh"),
-                                     std::string("-c"), script})
+      for (const std::string& arg :
+           {std::string("/usr/bin/bwrap"), std::string("--args"), std::string("4"),
+            std::string("--"), std::string("/bin/sh"), std::string("-c"), script})
         expected += arg + std::string(1, '\0');
       EXPECT_EQ(cmdline, expected);
       EXPECT_EQ(proc_file(pid, "environ"), "") << "bwrap has an environment (pid " << pid << ")";

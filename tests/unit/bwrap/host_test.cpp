@@ -1,5 +1,7 @@
 // The host-facing pieces of the bwrap backend: the deny-glob matcher and expansion, the
 // mount-point registry, and the trusted-bwrap lookup.
+#include "sbx/bwrap/host.hpp"
+
 #include <fcntl.h>
 #include <grp.h>
 #include <gtest/gtest.h>
@@ -11,11 +13,8 @@
 
 #include <algorithm>
 #include <cstdio>
-
 #include <filesystem>
 #include <fstream>
-
-#include "sbx/bwrap/host.hpp"
 
 #include "sbx_test/files.hpp"
 #include "sbx_test/private_home.hpp"
@@ -72,7 +71,7 @@ TEST(BwrapMountRegistry, RemovesTheMountPointItPlannedOnceLastOut) {
   MountRegistry first;
   ASSERT_TRUE(first.acquire(state.path(), {codex}, {}).ok());
   ASSERT_TRUE(fs::is_socket(fs::symlink_status(codex))) << "the run makes its mount point";
-  MountRegistry second;         // a concurrent run that found .codex existing
+  MountRegistry second;  // a concurrent run that found .codex existing
   ASSERT_TRUE(second.acquire(state.path(), {}, {codex}).ok());
   EXPECT_TRUE(first.release_and_cleanup().empty()) << "removed while another run holds it";
   EXPECT_TRUE(fs::exists(codex));
@@ -213,7 +212,7 @@ TEST(BwrapMountRegistry, APersonsFileOnAReusedInodeNumberIsNeverRemoved) {
   ASSERT_TRUE(run.acquire(state.path(), {codex}, {}).ok());
   struct stat made {};
   ASSERT_EQ(::lstat(codex.c_str(), &made), 0);
-  ASSERT_EQ(::unlink(codex.c_str()), 0);  // removed during the run by someone else
+  ASSERT_EQ(::unlink(codex.c_str()), 0);             // removed during the run by someone else
   ASSERT_TRUE(sbx::test::make_socket_inode(codex));  // the person's own socket there
   struct stat persons {};
   ASSERT_EQ(::lstat(codex.c_str(), &persons), 0);
@@ -241,7 +240,7 @@ TEST(BwrapMountRegistry, OnlyTheUsersOwnReadOnlyDirectoryIsOpenedForTheUnlink) {
   ASSERT_EQ(::chown(state.c_str(), 65534, 65534), 0);
   ASSERT_EQ(::chown(own.c_str(), 65534, 65534), 0);
   ASSERT_EQ(::chown(theirs.c_str(), 0, 65534), 0);  // root's, the user writes through the group
-  ASSERT_EQ(::chmod(theirs.c_str(), 0770), 0);  // mkdir's mode went through the umask
+  ASSERT_EQ(::chmod(theirs.c_str(), 0770), 0);      // mkdir's mode went through the umask
   int to_child[2];
   int from_child[2];
   ASSERT_EQ(::pipe(to_child), 0);
@@ -438,7 +437,7 @@ TEST(BwrapRegistry, SweepKeepsLiveRunsPersonsDirectoriesAndContent) {
   killed_run(state.path(), {filled});
   fs::remove(filled);
   std::ofstream(filled) << "written after the run";  // content: never removed
-  const std::string mine = work.path() + "/.git";  // a person's empty directory, no record
+  const std::string mine = work.path() + "/.git";    // a person's empty directory, no record
   fs::create_directory(mine);
   EXPECT_TRUE(sweep_stale_entries(state.path()).empty());
   EXPECT_TRUE(fs::is_socket(live));
@@ -539,7 +538,8 @@ TEST(BwrapRegistry, ADirectoryOrSymlinkAtAPlannedMountPointIsRefused) {
   MountRegistry run;
   const sbx::Status refused = run.acquire(state.path(), {dir}, {});
   ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.error().find("'" + dir + "' was missing when the run was planned and is now "
+  EXPECT_NE(refused.error().find("'" + dir +
+                                 "' was missing when the run was planned and is now "
                                  "a directory"),
             std::string::npos)
       << refused.error();
@@ -570,9 +570,9 @@ TEST(BwrapRegistry, AnOlderVersionsRecordedDirectoryIsStillSwept) {
   fs::create_directory(old_mount);
   struct stat st {};
   ASSERT_EQ(::lstat(old_mount.c_str(), &st), 0);
-  std::ofstream(base + ".synthetic")
-      << st.st_dev << ' ' << st.st_ino << ' ' << st.st_ctim.tv_sec << ' ' << st.st_ctim.tv_nsec
-      << '\n' << old_mount;
+  std::ofstream(base + ".synthetic") << st.st_dev << ' ' << st.st_ino << ' ' << st.st_ctim.tv_sec
+                                     << ' ' << st.st_ctim.tv_nsec << '\n'
+                                     << old_mount;
   std::ofstream(base + ".lock");
   EXPECT_EQ(sweep_stale_entries(state.path()), std::vector<std::string>{old_mount});
   EXPECT_FALSE(fs::exists(old_mount));
@@ -585,7 +585,8 @@ TEST(BwrapRegistry, AnOlderVersionsRecordedDirectoryIsStillSwept) {
 TEST(BwrapStateDir, NeverInASharedDirectoryNorInAnotherUsersOne) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to make a directory owned by another uid";
   ScratchDir home(sbx::test::private_parent());
-  ScratchDir foreign(sbx::test::private_parent());  // a 0700 "runtime directory" that belongs to someone else
+  ScratchDir foreign(
+      sbx::test::private_parent());  // a 0700 "runtime directory" that belongs to someone else
   ASSERT_EQ(::chown(foreign.path().c_str(), 65534, 65534), 0);
   StateDirSources sources;
   sources.uid = ::geteuid();

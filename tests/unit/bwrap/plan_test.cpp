@@ -1,6 +1,8 @@
 // The bwrap plan: transform() hands exec() what it must manage on the host (the mount points
 // bwrap will create, the existing protected paths the run relies on, the state directory) in
 // the plan's typed host_paths, never in its notes; and exec() acts on exactly those fields.
+#include "sbx/bwrap/plan.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,7 +11,6 @@
 #include <string>
 #include <vector>
 
-#include "sbx/bwrap/plan.hpp"
 #include "sbx/bwrap/translate.hpp"
 #include "sbx_test/files.hpp"
 #include "sbx_test/temp_dir.hpp"
@@ -24,9 +25,8 @@ using sbx::test::read_file;
 using sbx::test::TempDir;
 
 bool has_machine_prefix(const std::vector<std::string>& notes) {
-  return std::any_of(notes.begin(), notes.end(), [](const std::string& note) {
-    return note.rfind("sbx-bwrap:", 0) == 0;
-  });
+  return std::any_of(notes.begin(), notes.end(),
+                     [](const std::string& note) { return note.rfind("sbx-bwrap:", 0) == 0; });
 }
 
 // A workspace-write request on /w with one missing protected name (/w/.codex, which bwrap has

@@ -15,7 +15,6 @@
 #include <string>
 
 #include "sbx/bwrap/host.hpp"
-
 #include "sbx_test/files.hpp"
 #include "sbx_test/no_new_process.hpp"
 #include "sbx_test/temp_dir.hpp"
@@ -106,8 +105,7 @@ TEST_F(BwrapProbeCacheTrust, AWritableDirectoryOrFileIsRefused) {
     ASSERT_EQ(::chmod(dir_.path().c_str(), mode), 0);
     const std::string expected =
         "cache directory '" + dir_.path() + "' is writable by group or others";
-    EXPECT_NE(refusal().find(expected), std::string::npos)
-        << std::oct << mode << ": " << refusal();
+    EXPECT_NE(refusal().find(expected), std::string::npos) << std::oct << mode << ": " << refusal();
   }
   ASSERT_EQ(::chmod(dir_.path().c_str(), 0700), 0);
   ASSERT_EQ(::chmod(cache_.c_str(), 0622), 0);

@@ -59,8 +59,8 @@ TEST(BwrapProbeTrial, NoInheritedDescriptorReachesTheTrialSandbox) {
   // The probe's own trial path, with a command that lists what the sandbox holds.
   const ProbeRun run = run_trial_sandbox(*bwrap, {"--unshare-user", "--ro-bind", "/", "/"},
                                          {"/bin/ls", "-l", "/proc/self/fd"}, 5000);
-  const ProbeRun plain = run_trial_sandbox(*bwrap, {"--unshare-user", "--ro-bind", "/", "/"},
-                                           {"/bin/true"}, 5000);
+  const ProbeRun plain =
+      run_trial_sandbox(*bwrap, {"--unshare-user", "--ro-bind", "/", "/"}, {"/bin/true"}, 5000);
   if (plain.exit_code != 0)
     GTEST_SKIP() << "bwrap cannot create a sandbox here (the probe would report it): "
                  << plain.output;

@@ -1,6 +1,8 @@
 // The seccomp filter as bwrap takes it (seccomp_fds.hpp): the argv it adds, the sealed memfds
 // holding exactly the precompiled programs, and the real bwrap installing them for the command
 // (no_new_privs on, two filters, capabilities gone, a namespace refused).
+#include "sbx/bwrap/seccomp_fds.hpp"
+
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -10,7 +12,6 @@
 #include <string>
 #include <vector>
 
-#include "sbx/bwrap/seccomp_fds.hpp"
 #include "seccomp_programs.hpp"
 
 namespace {
@@ -58,16 +59,25 @@ int run_bwrap(const sbx::bwrap::SeccompFds* fds, const std::vector<std::string>&
   return WEXITSTATUS(status);
 }
 
-const std::vector<std::string> kSandbox = {
-    "--unshare-user", "--unshare-pid", "--unshare-net", "--die-with-parent", "--new-session",
-    "--cap-drop",     "ALL",           "--ro-bind",     "/",                 "/",
-    "--proc",         "/proc",         "--dev",         "/dev"};
+const std::vector<std::string> kSandbox = {"--unshare-user",
+                                           "--unshare-pid",
+                                           "--unshare-net",
+                                           "--die-with-parent",
+                                           "--new-session",
+                                           "--cap-drop",
+                                           "ALL",
+                                           "--ro-bind",
+                                           "/",
+                                           "/",
+                                           "--proc",
+                                           "/proc",
+                                           "--dev",
+                                           "/dev"};
 
 TEST(BwrapSeccompFds, InsertedRightAfterBwrapPathTableFirst) {
   EXPECT_EQ(with_seccomp_fds({"/usr/bin/bwrap", "--ro-bind", "/", "/", "--", "/bin/true"}, 7, 8),
-            (std::vector<std::string>{"/usr/bin/bwrap", "--add-seccomp-fd", "7",
-                                      "--add-seccomp-fd", "8", "--ro-bind", "/", "/", "--",
-                                      "/bin/true"}));
+            (std::vector<std::string>{"/usr/bin/bwrap", "--add-seccomp-fd", "7", "--add-seccomp-fd",
+                                      "8", "--ro-bind", "/", "/", "--", "/bin/true"}));
   EXPECT_TRUE(with_seccomp_fds({}, 7, 8).empty());
 }
 
@@ -93,11 +103,14 @@ TEST(BwrapSeccompFds, SealedMemfdsHoldExactlyThePrecompiledPrograms) {
 TEST(BwrapSeccompFds, BwrapInstallsThemForTheCommand) {
   if (!std::filesystem::exists(kBwrap)) GTEST_SKIP() << kBwrap << " is not installed";
   std::string output;
-  if (run_bwrap(nullptr, [] {
-        std::vector<std::string> a = kSandbox;
-        a.insert(a.end(), {"--", "/bin/true"});
-        return a;
-      }(), output) != 0)
+  if (run_bwrap(
+          nullptr,
+          [] {
+            std::vector<std::string> a = kSandbox;
+            a.insert(a.end(), {"--", "/bin/true"});
+            return a;
+          }(),
+          output) != 0)
     GTEST_SKIP() << "bwrap cannot create a sandbox here (user namespaces unavailable?)";
   sbx::Result<sbx::bwrap::SeccompFds> fds = seccomp_program_fds(NetworkFilter::kPrivate);
   ASSERT_TRUE(fds.ok()) << fds.error();

@@ -2,13 +2,15 @@
 // (exact argv/env/cwd, only fds 0-2 and the info fd inherited, 126/127 for exec failures),
 // checked with a stand-in "bwrap" script so that every case is fast and deterministic. The
 // real bwrap path is covered end to end by tests/integration/bwrap.
+#include "sbx/bwrap/spawn.hpp"
+
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,8 +24,6 @@
 #include <vector>
 
 #include "sbx/bwrap/bind_fds.hpp"
-#include "sbx/bwrap/spawn.hpp"
-
 #include "sbx_test/capture.hpp"
 #include "sbx_test/temp_dir.hpp"
 
@@ -37,9 +37,10 @@ using sbx::bwrap::with_info_fd;
 using sbx::test::capture_stderr;
 
 TEST(BwrapInfoFd, InsertedRightAfterBwrapPath) {
-  const std::vector<std::string> argv = {"/usr/bin/bwrap", "--ro-bind", "/", "/", "--", "/bin/true"};
-  const std::vector<std::string> expected = {"/usr/bin/bwrap", "--info-fd", "3", "--ro-bind",
-                                             "/",              "/",         "--", "/bin/true"};
+  const std::vector<std::string> argv = {"/usr/bin/bwrap", "--ro-bind", "/", "/", "--",
+                                         "/bin/true"};
+  const std::vector<std::string> expected = {
+      "/usr/bin/bwrap", "--info-fd", "3", "--ro-bind", "/", "/", "--", "/bin/true"};
   EXPECT_EQ(with_info_fd(argv), expected);
   EXPECT_EQ(with_info_fd({"/usr/bin/bwrap"}),
             (std::vector<std::string>{"/usr/bin/bwrap", "--info-fd", "3"}));
@@ -65,14 +66,41 @@ TEST(BwrapInfoFd, RejectsMissingOrMalformedChildPid) {
 }
 
 TEST(BwrapEnvFd, StageTwoEnvironmentMovesToTheDescriptor) {
-  const std::vector<std::string> argv = {
-      "/usr/bin/bwrap", "--info-fd", "3", "--ro-bind", "/", "/", "--",
-      "/s2", "--net", "blocked", "--env", "PATH=/bin", "--env", "TOKEN=s3cr=t",
-      "--", "/bin/echo", "--env", "NOT_MINE=1"};
+  const std::vector<std::string> argv = {"/usr/bin/bwrap",
+                                         "--info-fd",
+                                         "3",
+                                         "--ro-bind",
+                                         "/",
+                                         "/",
+                                         "--",
+                                         "/s2",
+                                         "--net",
+                                         "blocked",
+                                         "--env",
+                                         "PATH=/bin",
+                                         "--env",
+                                         "TOKEN=s3cr=t",
+                                         "--",
+                                         "/bin/echo",
+                                         "--env",
+                                         "NOT_MINE=1"};
   const sbx::bwrap::EnvOnFd moved = sbx::bwrap::move_env_to_fd(argv);
-  const std::vector<std::string> expected = {
-      "/usr/bin/bwrap", "--info-fd", "3", "--ro-bind", "/", "/", "--",
-      "/s2", "--env-fd", "4", "--net", "blocked", "--", "/bin/echo", "--env", "NOT_MINE=1"};
+  const std::vector<std::string> expected = {"/usr/bin/bwrap",
+                                             "--info-fd",
+                                             "3",
+                                             "--ro-bind",
+                                             "/",
+                                             "/",
+                                             "--",
+                                             "/s2",
+                                             "--env-fd",
+                                             "4",
+                                             "--net",
+                                             "blocked",
+                                             "--",
+                                             "/bin/echo",
+                                             "--env",
+                                             "NOT_MINE=1"};
   EXPECT_EQ(moved.argv, expected);
   EXPECT_EQ(moved.block, std::string("PATH=/bin\0TOKEN=s3cr=t\0", 23));
   for (const std::string& arg : moved.argv)
@@ -80,8 +108,8 @@ TEST(BwrapEnvFd, StageTwoEnvironmentMovesToTheDescriptor) {
 }
 
 TEST(BwrapEnvFd, WithoutEnvironmentNothingChanges) {
-  const std::vector<std::string> argv = {"/usr/bin/bwrap", "--", "/s2", "--net", "open", "--",
-                                         "/bin/true"};
+  const std::vector<std::string> argv = {"/usr/bin/bwrap", "--", "/s2",      "--net",
+                                         "open",           "--", "/bin/true"};
   const sbx::bwrap::EnvOnFd moved = sbx::bwrap::move_env_to_fd(argv);
   EXPECT_EQ(moved.argv, argv);
   EXPECT_TRUE(moved.block.empty());
@@ -140,16 +168,16 @@ TEST_F(BwrapSpawn, RunsTheExactPlanAndReturnsItsStatus) {
   EXPECT_EQ(std::vector<std::string>(argv.begin(), argv.begin() + 3),
             (std::vector<std::string>{"--info-fd", "3", "--ro-bind-fd"}));
   EXPECT_GE(std::stoi(argv[3]), sbx::bwrap::kFirstBindFd);
-  EXPECT_EQ(std::vector<std::string>(argv.begin() + 4, argv.end()),
-            (std::vector<std::string>{"/", "--", "/bin/true", "--ready-fd", "5",
-                                      "--unix-supervised"}));
+  EXPECT_EQ(
+      std::vector<std::string>(argv.begin() + 4, argv.end()),
+      (std::vector<std::string>{"/", "--", "/bin/true", "--ready-fd", "5", "--unix-supervised"}));
   EXPECT_EQ(lines("cwd"), std::vector<std::string>{fs::canonical(dir_).string()});
   // Exactly the plan's environment (sh adds PWD, SHLVL and `_` itself).
   for (const std::string& entry : lines("env")) {
     const std::string name = entry.substr(0, entry.find('='));
     EXPECT_TRUE(name == "SBX_TEST_OUT" || name == "SBX_TEST_EXIT" || name == "PATH" ||
-                name == "SBX_TEST_READY" ||
-                name == "PWD" || name == "SHLVL" || name == "_" || name == "OLDPWD")
+                name == "SBX_TEST_READY" || name == "PWD" || name == "SHLVL" || name == "_" ||
+                name == "OLDPWD")
         << "leaked into bwrap's environment: " << entry;
   }
 }
@@ -242,11 +270,11 @@ TEST_F(BwrapSpawn, ExitBeforeStageTwoStartedIs125AndAfterwardsPassesThrough) {
 // The same with the real bwrap refusing its arguments: 125, and bwrap's own message is shown.
 TEST_F(BwrapSpawn, RealBwrapSetupFailureIs125WithBwrapsMessage) {
   if (!fs::exists("/usr/bin/bwrap")) GTEST_SKIP() << "/usr/bin/bwrap is not installed";
-  ExecPlan bad{{"/usr/bin/bwrap", "--ro-bind", "/", "/", "--no-such-bwrap-option", "--",
-                "/bin/true"},
-               {},
-               dir_,
-               {}};
+  ExecPlan bad{
+      {"/usr/bin/bwrap", "--ro-bind", "/", "/", "--no-such-bwrap-option", "--", "/bin/true"},
+      {},
+      dir_,
+      {}};
   sbx::Result<sbx::ExitStatus> status = sbx::Error{"not run"};
   const std::string text = capture_stderr([&] { status = spawn_bwrap(bad); });
   ASSERT_TRUE(status.ok()) << status.error();
@@ -271,8 +299,7 @@ TEST_F(BwrapSpawn, ADirectoryWhereTheFileMaskGoesIs125WithBwrapsMessage) {
   const std::string text = capture_stderr([&] { status = spawn_bwrap(masked); });
   ASSERT_TRUE(status.ok()) << status.error();
   EXPECT_EQ(status->exit_code, 125);
-  EXPECT_NE(text.find("Can't create file at " + ws + "/.codex: Is a directory"),
-            std::string::npos)
+  EXPECT_NE(text.find("Can't create file at " + ws + "/.codex: Is a directory"), std::string::npos)
       << text;
   EXPECT_NE(text.find("sbx: bwrap failed before the command started"), std::string::npos) << text;
   EXPECT_TRUE(fs::is_empty(ws + "/.codex"));

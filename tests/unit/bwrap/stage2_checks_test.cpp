@@ -1,5 +1,5 @@
-// What sbx-stage2 checks of bwrap's work (plugins/bwrap/checks/bwrap_checks.hpp): the mount list it is
-// given against /proc/self/mountinfo, and the ready byte.
+// What sbx-stage2 checks of bwrap's work (plugins/bwrap/checks/bwrap_checks.hpp): the mount list it
+// is given against /proc/self/mountinfo, and the ready byte.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "bwrap_checks.hpp"
-
 #include "sbx_test/temp_dir.hpp"
 
 namespace {
@@ -190,8 +189,9 @@ TEST_F(Stage2MountsUnderBwrap, MatchingListRunsTheCommandAndAMismatchIsRefused) 
 // network namespace with any interface besides lo, and in Landlock mode, which never has one.
 int run_stage2_under_bwrap(const std::string& stage2, bool unshare_net,
                            const std::vector<std::string>& stage2_args) {
-  std::vector<std::string> args = {"/usr/bin/bwrap", "--ro-bind", "/", "/", "--dev", "/dev",
-                                   "--proc", "/proc", "--unshare-user", "--unshare-pid"};
+  std::vector<std::string> args = {"/usr/bin/bwrap", "--ro-bind",    "/",      "/",
+                                   "--dev",          "/dev",         "--proc", "/proc",
+                                   "--unshare-user", "--unshare-pid"};
   if (unshare_net) args.push_back("--unshare-net");
   args.insert(args.end(), {"--die-with-parent", "--cap-drop", "ALL", "--as-pid-1", "--", stage2});
   args.insert(args.end(), stage2_args.begin(), stage2_args.end());
@@ -234,8 +234,8 @@ TEST(Stage2PrivateNetwork, RunsOnlyInAPrivateNetworkNamespace) {
   } else {
     std::printf("host has only lo: the shared-namespace refusal is not exercised here\n");
   }
-  const std::vector<std::string> landlock_private = {"--landlock", "1", "--net", "private", "--",
-                                                     "/usr/bin/true"};
+  const std::vector<std::string> landlock_private = {"--landlock", "1",  "--net",
+                                                     "private",    "--", "/usr/bin/true"};
   EXPECT_EQ(run_stage2_under_bwrap(stage2, true, landlock_private), 125);
 }
 

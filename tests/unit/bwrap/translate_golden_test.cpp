@@ -53,8 +53,8 @@ sbx::ResolvedPolicy parse_policy(const json::object& p) {
                                                     : sbx::FilesystemKind::kExternal;
   if (const json::value* rules = p.if_contains("rules")) {
     for (const json::value& r : rules->as_array())
-      policy.rules.push_back({std::string(r.at("path").as_string()),
-                              access_of(r.at("access").as_string())});
+      policy.rules.push_back(
+          {std::string(r.at("path").as_string()), access_of(r.at("access").as_string())});
   }
   if (const json::value* v = p.if_contains("platform_defaults_readable"))
     policy.platform_defaults_readable = v->as_bool();
@@ -69,9 +69,9 @@ sbx::ResolvedPolicy parse_policy(const json::object& p) {
   policy.deny_globs = strings(p.if_contains("deny_globs"));
   const json::object& net = p.at("network").as_object();
   const std::string mode(net.at("mode").as_string());
-  policy.network.mode = mode == "enabled"   ? sbx::NetworkMode::kEnabled
-                        : mode == "proxy"   ? sbx::NetworkMode::kProxy
-                                            : sbx::NetworkMode::kRestricted;
+  policy.network.mode = mode == "enabled" ? sbx::NetworkMode::kEnabled
+                        : mode == "proxy" ? sbx::NetworkMode::kProxy
+                                          : sbx::NetworkMode::kRestricted;
   policy.network.unix_sockets = strings(net.if_contains("unix_sockets"));
   if (const json::value* ports = net.if_contains("proxy_ports")) {
     for (const json::value& port : ports->as_array())
@@ -86,7 +86,8 @@ HostFacts parse_facts(const json::object& f) {
   facts.bwrap_path = std::string(f.at("bwrap").as_string());
   facts.stage2_path = std::string(f.at("stage2").as_string());
   if (const json::value* v = f.if_contains("can_mount_proc")) facts.can_mount_proc = v->as_bool();
-  if (const json::value* v = f.if_contains("state_dir")) facts.state_dir = std::string(v->as_string());
+  if (const json::value* v = f.if_contains("state_dir"))
+    facts.state_dir = std::string(v->as_string());
   if (const json::value* paths = f.if_contains("paths")) {
     for (const auto& [k, v] : paths->as_object())
       facts.paths[std::string(k)] = kind_of(v.as_string());

@@ -3,18 +3,19 @@
 // the outside (host listeners count what reached them).
 #include "sbx/bwrap/unix_supervisor.hpp"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
+#include <linux/capability.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
-#include <linux/capability.h>
-#include <gtest/gtest.h>
-#include <poll.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <net/if.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -29,7 +30,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-#include <sys/syscall.h>
 
 namespace fs = std::filesystem;
 using sbx::bwrap::UnixSocketRules;
@@ -54,8 +54,8 @@ class HostListener {
     fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     socklen_t length = 0;
     const sockaddr_un sa = address_of(name, length);
-    ok_ = ::bind(fd_, reinterpret_cast<const sockaddr*>(&sa), length) == 0 &&
-          ::listen(fd_, 64) == 0;
+    ok_ =
+        ::bind(fd_, reinterpret_cast<const sockaddr*>(&sa), length) == 0 && ::listen(fd_, 64) == 0;
   }
   ~HostListener() { ::close(fd_); }
   HostListener(const HostListener&) = delete;
@@ -139,8 +139,7 @@ bool serve_until_exit(UnixSupervisor& supervisor, pid_t pid) {
 // runs there before the filter, with the child's privileges (-1: skip the body, exit 123).
 int run_supervised(UnixSocketRules rules, const std::function<int()>& body,
                    std::vector<sbx::bwrap::UnixRefusal>* refusals = nullptr,
-                   bool own_network = false,
-                   SupervisorServing serving = SupervisorServing::kOwner,
+                   bool own_network = false, SupervisorServing serving = SupervisorServing::kOwner,
                    const std::function<int()>& prepare = {}) {
   int channel[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, channel) != 0) return -1;
@@ -167,8 +166,7 @@ int run_supervised(UnixSocketRules rules, const std::function<int()>& body,
   auto supervisor = serving == SupervisorServing::kOwner
                         ? UnixSupervisor::attach(listener, std::move(rules))
                         : UnixSupervisor::start(listener, std::move(rules));
-  if (supervisor.ok() && serving == SupervisorServing::kOwner)
-    serve_until_exit(**supervisor, pid);
+  if (supervisor.ok() && serving == SupervisorServing::kOwner) serve_until_exit(**supervisor, pid);
   int status = 0;
   ::waitpid(pid, &status, 0);
   if (!supervisor.ok()) return -1;
@@ -202,10 +200,10 @@ TEST(UnixSupervisorOptions, TakesAllowedSocketsAndTheProxySocketOutOfTheArgv) {
   EXPECT_EQ(out.rules.allowed_paths,
             (std::vector<std::string>{"/tmp/p/proxy.sock", "/run/a.sock"}));
   // The command's own arguments are never touched.
-  EXPECT_EQ(out.argv, (std::vector<std::string>{"/usr/bin/bwrap", "--unshare-net", "--",
-                                                "/stage2", "--net", "proxy", "--proxy-socket",
-                                                "/tmp/p/proxy.sock", "--", "/bin/cmd",
-                                                "--allow-unix-socket", "x"}));
+  EXPECT_EQ(out.argv,
+            (std::vector<std::string>{"/usr/bin/bwrap", "--unshare-net", "--", "/stage2", "--net",
+                                      "proxy", "--proxy-socket", "/tmp/p/proxy.sock", "--",
+                                      "/bin/cmd", "--allow-unix-socket", "x"}));
   EXPECT_FALSE(sbx::bwrap::take_supervisor_options({"/usr/bin/bwrap", "--", "/s", "--net", "open"})
                    .rules.private_network);
 }
@@ -283,41 +281,45 @@ TEST_F(UnixSupervisorTest, SymlinksRelativePathsAndMagicLinksDoNotReachAHostSock
   fs::create_directory(path("sub"));
   fs::create_symlink(path("host.sock"), path("link.sock"));
   const std::string d = dir_;
-  EXPECT_EQ(run_supervised({}, [&] {
-              if (::chdir((d + "/sub").c_str()) != 0) return 99;
-              const std::vector<std::string> names = {
-                  "../host.sock",
-                  "../link.sock",
-                  d + "/sub/../host.sock",
-                  "/proc/self/cwd/../host.sock",
-                  "/proc/self/root" + d + "/host.sock",
-                  "/proc/" + std::to_string(::getpid()) + "/cwd/../host.sock"};
-              for (const std::string& name : names) {
-                if (connect_to(name) == 0) return 1;
-              }
-              return 0;
-            }),
+  EXPECT_EQ(run_supervised({},
+                           [&] {
+                             if (::chdir((d + "/sub").c_str()) != 0) return 99;
+                             const std::vector<std::string> names = {
+                                 "../host.sock",
+                                 "../link.sock",
+                                 d + "/sub/../host.sock",
+                                 "/proc/self/cwd/../host.sock",
+                                 "/proc/self/root" + d + "/host.sock",
+                                 "/proc/" + std::to_string(::getpid()) + "/cwd/../host.sock"};
+                             for (const std::string& name : names) {
+                               if (connect_to(name) == 0) return 1;
+                             }
+                             return 0;
+                           }),
             0);
   EXPECT_EQ(host.hits(), 0);
 }
 
 TEST_F(UnixSupervisorTest, OwnServersWorkPathnameAndAbstract) {
   const std::string d = dir_;
-  EXPECT_EQ(run_supervised({}, [&] {
-              const int server = listen_on(d + "/own.sock");
-              if (server < 0) return 10;
-              if (connect_to(d + "/own.sock") != 0) return 11;
-              // Relative, from the socket's directory.
-              if (::chdir(d.c_str()) != 0 || connect_to("own.sock") != 0) return 12;
-              // Renamed: still the same (sandbox-bound) inode.
-              if (::rename((d + "/own.sock").c_str(), (d + "/moved.sock").c_str()) != 0 ||
-                  connect_to(d + "/moved.sock") != 0)
-                return 13;
-              const int abstract = listen_on(std::string("\0sbx-own-", 9) + d);
-              if (abstract < 0 || connect_to(std::string("\0sbx-own-", 9) + d) != 0) return 14;
-              return 0;
-            }),
-            0);
+  EXPECT_EQ(
+      run_supervised({},
+                     [&] {
+                       const int server = listen_on(d + "/own.sock");
+                       if (server < 0) return 10;
+                       if (connect_to(d + "/own.sock") != 0) return 11;
+                       // Relative, from the socket's directory.
+                       if (::chdir(d.c_str()) != 0 || connect_to("own.sock") != 0) return 12;
+                       // Renamed: still the same (sandbox-bound) inode.
+                       if (::rename((d + "/own.sock").c_str(), (d + "/moved.sock").c_str()) != 0 ||
+                           connect_to(d + "/moved.sock") != 0)
+                         return 13;
+                       const int abstract = listen_on(std::string("\0sbx-own-", 9) + d);
+                       if (abstract < 0 || connect_to(std::string("\0sbx-own-", 9) + d) != 0)
+                         return 14;
+                       return 0;
+                     }),
+      0);
 }
 
 TEST_F(UnixSupervisorTest, HostAbstractNameIsRefusedInTheHostsNamespace) {
@@ -417,16 +419,16 @@ TEST_F(UnixSupervisorTest, DatagramSocketpairWorksInsideAndCannotBeReAddressed) 
               (::fcntl(sv[0], F_GETFD) & FD_CLOEXEC) != 0)
             return 6;
           if (::recv(raw[1], buf, sizeof buf, 0) >= 0 || errno != EAGAIN) return 7;
-      // Made in the pair factory's empty network namespace, neither sbx's nor the caller's:
-      // interface ioctls on it (SIOCGIFCONF...) show nothing of the host.
-      constexpr int kSoNetnsCookie = 71;  // SO_NETNS_COOKIE (Linux 5.14)
-      const auto netns_of = [](int fd) {
-        std::uint64_t cookie = 0;
-        socklen_t size = sizeof cookie;
-        return ::getsockopt(fd, SOL_SOCKET, kSoNetnsCookie, &cookie, &size) == 0 ? cookie : 0;
-      };
-      const int own = ::socket(AF_UNIX, SOCK_STREAM, 0);
-      if (netns_of(raw[0]) == 0 || netns_of(raw[0]) == netns_of(own)) return 13;
+          // Made in the pair factory's empty network namespace, neither sbx's nor the caller's:
+          // interface ioctls on it (SIOCGIFCONF...) show nothing of the host.
+          constexpr int kSoNetnsCookie = 71;  // SO_NETNS_COOKIE (Linux 5.14)
+          const auto netns_of = [](int fd) {
+            std::uint64_t cookie = 0;
+            socklen_t size = sizeof cookie;
+            return ::getsockopt(fd, SOL_SOCKET, kSoNetnsCookie, &cookie, &size) == 0 ? cookie : 0;
+          };
+          const int own = ::socket(AF_UNIX, SOCK_STREAM, 0);
+          if (netns_of(raw[0]) == 0 || netns_of(raw[0]) == netns_of(own)) return 13;
           socklen_t length = 0;
           const sockaddr_un sa = address_of(host_path, length);
           const long to =
@@ -524,35 +526,37 @@ TEST_F(UnixSupervisorTest, RewritingTheAddressDuringConnectNeverReachesTheHost) 
   const std::string own = path("mine.sock");
   const std::string other = path("host.sock");
   ASSERT_EQ(own.size(), other.size());
-  EXPECT_EQ(run_supervised({}, [&] {
-              const int server = listen_on(own);
-              if (server < 0) return 10;
-              ::fcntl(server, F_SETFL, O_NONBLOCK);
-              socklen_t length = 0;
-              static sockaddr_un shared;
-              shared = address_of(own, length);
-              std::atomic<bool> done{false};
-              std::thread flipper([&] {
-                for (bool flip = false; !done.load(); flip = !flip)
-                  std::memcpy(shared.sun_path, (flip ? other : own).c_str(), own.size());
-              });
-              int accepted = 0;
-              for (int i = 0; i < 2000; ++i) {
-                const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-                ::connect(fd, reinterpret_cast<const sockaddr*>(&shared), length);
-                ::close(fd);
-                while (true) {
-                  const int c = ::accept4(server, nullptr, nullptr, SOCK_CLOEXEC);
-                  if (c < 0) break;
-                  ::close(c);
-                  ++accepted;
-                }
-              }
-              done = true;
-              flipper.join();
-              return accepted > 0 ? 0 : 20;  // the loop did connect (to its own socket)
-            }),
-            0);
+  EXPECT_EQ(
+      run_supervised({},
+                     [&] {
+                       const int server = listen_on(own);
+                       if (server < 0) return 10;
+                       ::fcntl(server, F_SETFL, O_NONBLOCK);
+                       socklen_t length = 0;
+                       static sockaddr_un shared;
+                       shared = address_of(own, length);
+                       std::atomic<bool> done{false};
+                       std::thread flipper([&] {
+                         for (bool flip = false; !done.load(); flip = !flip)
+                           std::memcpy(shared.sun_path, (flip ? other : own).c_str(), own.size());
+                       });
+                       int accepted = 0;
+                       for (int i = 0; i < 2000; ++i) {
+                         const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                         ::connect(fd, reinterpret_cast<const sockaddr*>(&shared), length);
+                         ::close(fd);
+                         while (true) {
+                           const int c = ::accept4(server, nullptr, nullptr, SOCK_CLOEXEC);
+                           if (c < 0) break;
+                           ::close(c);
+                           ++accepted;
+                         }
+                       }
+                       done = true;
+                       flipper.join();
+                       return accepted > 0 ? 0 : 20;  // the loop did connect (to its own socket)
+                     }),
+      0);
   EXPECT_EQ(host.hits(), 0);
 }
 
@@ -808,8 +812,7 @@ TEST_F(UnixSupervisorTest, UdpSendtoOutOfThePrivateNamespaceIsRecordedLoopbackIs
   EXPECT_EQ(run_supervised(
                 rules,
                 [] {
-                  if (supervisor_test_udp_send(AF_INET, "192.0.2.1", 53) != ENETUNREACH)
-                    return 10;
+                  if (supervisor_test_udp_send(AF_INET, "192.0.2.1", 53) != ENETUNREACH) return 10;
                   if (supervisor_test_udp_send(AF_INET6, "2001:db8::1", 5353) != ENETUNREACH)
                     return 11;
                   std::uint16_t port4 = 0;
@@ -833,7 +836,8 @@ TEST_F(UnixSupervisorTest, UdpSendtoOutOfThePrivateNamespaceIsRecordedLoopbackIs
                   to.sin_port = htons(port4);
                   to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
                   if (::connect(client, reinterpret_cast<const sockaddr*>(&to), sizeof to) != 0 ||
-                      ::send(client, "pong", 4, 0) != 4 || supervisor_test_receive(server4) != "pong")
+                      ::send(client, "pong", 4, 0) != 4 ||
+                      supervisor_test_receive(server4) != "pong")
                     return 16;
                   return 0;
                 },
@@ -878,8 +882,8 @@ TEST_F(UnixSupervisorTest, UdpSendPerformedByTheSupervisorDeliversTheSameDatagra
         std::string datagram(40000, 'x');
         for (std::size_t i = 0; i < datagram.size(); ++i) datagram[i] = static_cast<char>(i * 7);
         if (::sendto(client, datagram.data(), datagram.size(), 0,
-                     reinterpret_cast<const sockaddr*>(&to), sizeof to) !=
-            static_cast<ssize_t>(datagram.size()))
+                     reinterpret_cast<const sockaddr*>(&to),
+                     sizeof to) != static_cast<ssize_t>(datagram.size()))
           return 11;
         pollfd p{server, POLLIN, 0};
         if (::poll(&p, 1, 5000) != 1) return 12;

@@ -123,9 +123,12 @@ TEST(ContextEscaping, JsonEscapesRoundTrip) {
   const boost::json::value parsed = boost::json::parse(got.json);
   const auto& roots = parsed.at("filesystem").at("writable_roots").as_array();
   ASSERT_EQ(roots.size(), 2u);
-  EXPECT_EQ(roots[1].as_string(), "/srv/rtl\u202e" "exe.txt");
+  EXPECT_EQ(roots[1].as_string(),
+            "/srv/rtl\u202e"
+            "exe.txt");
   EXPECT_EQ(parsed.at("filesystem").at("denied_paths").as_array()[0].as_string(),
-            "/srv/line\u2028" "break");
+            "/srv/line\u2028"
+            "break");
 }
 
 TEST(ContextGoldenSet, HasAtLeastFifteenCases) { EXPECT_GE(case_names().size(), 15u); }

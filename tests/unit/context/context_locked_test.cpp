@@ -30,9 +30,8 @@ TEST(ContextLocked, TextAndJsonSayTheEscapeHatchIsLocked) {
                       "never retry a command unsandboxed"),
             std::string::npos)
       << text;
-  EXPECT_EQ(
-      boost::json::parse(context_to_json(locked, JsonStyle::kCompact)).at("unsandboxed_runs"),
-      "locked");
+  EXPECT_EQ(boost::json::parse(context_to_json(locked, JsonStyle::kCompact)).at("unsandboxed_runs"),
+            "locked");
 }
 
 }  // namespace

@@ -7,18 +7,17 @@
 #include <stdlib.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
-
 #include <filesystem>
 #include <fstream>
 #include <optional>
 #include <random>
 #include <string>
-#include <sys/stat.h>
 #include <vector>
 
 #include "sbx_test/files.hpp"
@@ -317,7 +316,8 @@ TEST(CreatedNamesWalk, OtherFilesystemsAreNotEnteredBindMountsOfTheSameAre) {
     } else {
       tree.file("tmpfs/.git/config");  // on the tmpfs: another filesystem
       tree.file("src/x/.git/config");  // seen at src/x and, through the bind mount, bind/x
-      for (const std::string& path : find_created_names_both_ways(watch_of({tree.root()}), start).paths)
+      for (const std::string& path :
+           find_created_names_both_ways(watch_of({tree.root()}), start).paths)
         out += path + "\n";
     }
     report_and_exit(fds[1], out);
@@ -462,7 +462,8 @@ void expect_same_answer(const Tree& tree, std::mt19937& random, const CreatedNam
                         int changes, std::int64_t start) {
   const CreatedNamesWatch watch = watch_of({tree.root()});
   CreatedNamesScan scan(watch, start, limits);
-  const int early = changes == 0 ? 0 : static_cast<int>(random() % static_cast<unsigned>(changes + 1));
+  const int early =
+      changes == 0 ? 0 : static_cast<int>(random() % static_cast<unsigned>(changes + 1));
   for (int i = 0; i < early; ++i) random_change(tree, random, i);
   scan.wait_until_scanned();
   for (int i = early; i < changes; ++i) random_change(tree, random, i);
@@ -526,14 +527,14 @@ TEST(CreatedNamesScan, ChangedDirectoriesUnderChangedAndUnchangedParentsAreReadA
     const CreatedNamesWatch watch = watch_of({tree.root()});
     CreatedNamesScan scan(watch, start, limits);
     scan.wait_until_scanned();
-    tree.file("new-at-the-root");       // the root changes: read again
-    tree.file("a/new-in-a");            // a changes: read again
-    tree.file("a/b/.git/config");       // b changes, under a changed a
-    tree.file("a/b/c/.codex/config");   // c changes, under a changed b
-    tree.file("x/y/z/.git/HEAD");       // z changes, under unchanged x and y
+    tree.file("new-at-the-root");            // the root changes: read again
+    tree.file("a/new-in-a");                 // a changes: read again
+    tree.file("a/b/.git/config");            // b changes, under a changed a
+    tree.file("a/b/c/.codex/config");        // c changes, under a changed b
+    tree.file("x/y/z/.git/HEAD");            // z changes, under unchanged x and y
     fs::rename(tree / "p/q", tree / "x/q");  // q moves between parents (both change)
-    tree.file("x/q/.agents");           // not watched here: nothing to report
-    tree.file("x/q/.git");              // q changes at its new place
+    tree.file("x/q/.agents");                // not watched here: nothing to report
+    tree.file("x/q/.git");                   // q changes at its new place
     const CreatedNames found = scan.finish();
     EXPECT_EQ(found.paths, (std::vector<std::string>{tree / "a/b/.git", tree / "a/b/c/.codex",
                                                      tree / "x/q/.git", tree / "x/y/z/.git"}));
@@ -545,7 +546,8 @@ TEST(CreatedNamesScan, ChangedDirectoriesUnderChangedAndUnchangedParentsAreReadA
 // again after the run; the answer is the same.
 TEST(CreatedNamesScan, MoreDirectoriesThanTheDescriptorBudget) {
   Tree tree;
-  for (int i = 0; i < 300; ++i) fs::create_directories(tree / ("a" + std::to_string(i % 7) + "/b" + std::to_string(i)));
+  for (int i = 0; i < 300; ++i)
+    fs::create_directories(tree / ("a" + std::to_string(i % 7) + "/b" + std::to_string(i)));
   tree.file("a3/b3/.git/config");
   const std::int64_t start = start_after_setup();
   CreatedNamesLimits limits;
@@ -624,7 +626,8 @@ TEST(CreatedNamesScan, DirectoryChangedInTheTickItWasReadIsReadAgain) {
 // destructor stops the scan. Here only that it returns and closes what it held.
 TEST(CreatedNamesScan, DestroyedWithoutFinishing) {
   Tree tree;
-  for (int i = 0; i < 200; ++i) fs::create_directories(tree / ("a" + std::to_string(i % 9) + "/b" + std::to_string(i)));
+  for (int i = 0; i < 200; ++i)
+    fs::create_directories(tree / ("a" + std::to_string(i % 9) + "/b" + std::to_string(i)));
   { CreatedNamesScan scan(watch_of({tree.root()}), created_names_clock()); }
   CreatedNamesScan scan(watch_of({tree.root()}), created_names_clock());
   scan.wait_until_scanned();

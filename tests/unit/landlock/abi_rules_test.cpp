@@ -26,7 +26,6 @@
 #include <string>
 
 #include "landlock_ruleset.hpp"
-
 #include "sbx_test/temp_dir.hpp"
 
 namespace {
@@ -67,8 +66,8 @@ LandlockSpec filesystem(std::vector<std::string> read, std::vector<std::string> 
   return spec;
 }
 
-#define REQUIRE_ABI(n, what)                                                                 \
-  if (abi() < (n))                                                                           \
+#define REQUIRE_ABI(n, what) \
+  if (abi() < (n))           \
   GTEST_SKIP() << "kernel Landlock ABI " << abi() << " < " << (n) << ": no " << what << " to test"
 
 TEST(LandlockAbiRules, WritesOnlyBeneathWritableRoots) {
@@ -176,8 +175,8 @@ TEST(LandlockAbiRules, ARuleOpeningRootOrDevIsRefused) {
   ASSERT_EQ(::symlink("/dev", (links / "to-dev").c_str()), 0);
   ASSERT_EQ(::symlink("/", (links / "to-root").c_str()), 0);
   auto nothing = [] { return 0; };
-  for (const std::string& path : {std::string("/"), std::string("/dev"), links / "to-dev",
-                                  links / "to-root"}) {
+  for (const std::string& path :
+       {std::string("/"), std::string("/dev"), links / "to-dev", links / "to-root"}) {
     LandlockSpec spec = filesystem({path}, {});
     spec.keep_dev_closed = true;
     EXPECT_EQ(confined(spec, nothing), kSetupFailed) << path;

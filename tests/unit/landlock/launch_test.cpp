@@ -119,10 +119,12 @@ TEST_F(LandlockLaunchTest, ExitStatusesAreTheCommandsOrTheShells) {
 TEST_F(LandlockLaunchTest, TheCommandIsConfinedAndGetsItsEnvironmentAndDirectory) {
   EXPECT_EQ(run_script(ws_.path(),
                        "[ \"$SBX_LAUNCH_TEST\" = visible ] || exit 3; "
-                       "[ \"$(pwd)\" = '" + ws_.path() + "' ] || exit 4; "
-                       "echo in > inside.txt || exit 5; "
-                       "echo out > /var/tmp/sbx-launch-outside.txt 2>/dev/null && exit 6; "
-                       "exit 0"),
+                       "[ \"$(pwd)\" = '" +
+                           ws_.path() +
+                           "' ] || exit 4; "
+                           "echo in > inside.txt || exit 5; "
+                           "echo out > /var/tmp/sbx-launch-outside.txt 2>/dev/null && exit 6; "
+                           "exit 0"),
             0);
   EXPECT_TRUE(file_exists(ws_ / "inside.txt"));
   EXPECT_FALSE(file_exists("/var/tmp/sbx-launch-outside.txt"));
@@ -306,8 +308,8 @@ TEST_F(LandlockLaunchTest, UnixDatagramSocketsAreRefusedAndNamedAndPairsBecomeSe
   sbx::Result<sbx::ExitStatus> status = sbx::stage2::run_landlock(open_fs, options);
   ASSERT_TRUE(status.ok()) << status.error();
   EXPECT_EQ(status->shell_code(), 0) << "probe_unix_datagrams' step that failed (unrestricted)";
-  EXPECT_EQ(refusals, (std::vector<std::string>{"socket(AF_UNIX, SOCK_DGRAM)",
-                                                "socket(AF_UNIX, SOCK_RAW)"}));
+  EXPECT_EQ(refusals,
+            (std::vector<std::string>{"socket(AF_UNIX, SOCK_DGRAM)", "socket(AF_UNIX, SOCK_RAW)"}));
   char buffer[8];
   EXPECT_LT(::recv(host, buffer, sizeof buffer, 0), 0) << "a datagram reached the host socket";
   ::close(host);
@@ -322,8 +324,9 @@ TEST_F(LandlockLaunchTest, UnixDatagramSocketsAreRefusedAndNamedAndPairsBecomeSe
 TEST_F(LandlockLaunchTest, TheCallerIsUndumpableDuringTheRunAndDumpableAgainAfter) {
   ASSERT_EQ(::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0), 0);
   const std::string caller = std::to_string(::getpid());
-  EXPECT_EQ(run_script(ws_.path(), "cat /proc/" + caller + "/environ > /dev/null 2>&1 && exit 3; "
-                                   "exit 0"),
+  EXPECT_EQ(run_script(ws_.path(), "cat /proc/" + caller +
+                                       "/environ > /dev/null 2>&1 && exit 3; "
+                                       "exit 0"),
             0)
       << "the command read the caller's environ";
   EXPECT_EQ(::prctl(PR_GET_DUMPABLE, 0, 0, 0, 0), 1);
@@ -366,12 +369,16 @@ TEST_F(LandlockLaunchTest, TheGuardsEmulatorStartsOnlyWhenFirstNeeded) {
 TEST_F(LandlockLaunchTest, TheEmulatorGetsEveryWritableRoot) {
   sbx::test::TempDir second;
   ASSERT_FALSE(second.path().empty());
-  LandlockLaunch launch = confined(ws_.path(), {"/bin/sh", "-c",
-                                                ": > a; : > '" + second.path() + "/b'; "
-                                                "chmod 600 a || exit 3; "
-                                                "chmod 600 '" + second.path() + "/b' || exit 4; "
-                                                "chmod 600 /etc/hostname 2>/dev/null && exit 5; "
-                                                "exit 0"});
+  LandlockLaunch launch =
+      confined(ws_.path(), {"/bin/sh", "-c",
+                            ": > a; : > '" + second.path() +
+                                "/b'; "
+                                "chmod 600 a || exit 3; "
+                                "chmod 600 '" +
+                                second.path() +
+                                "/b' || exit 4; "
+                                "chmod 600 /etc/hostname 2>/dev/null && exit 5; "
+                                "exit 0"});
   launch.landlock.write.push_back(second.path());
   sbx::Result<sbx::ExitStatus> status = sbx::stage2::run_landlock(launch, in_dir(ws_.path()));
   ASSERT_TRUE(status.ok()) << status.error();
@@ -417,10 +424,16 @@ TEST_F(LandlockLaunchTest, AFailedLandlockStepNeverRunsTheCommand) {
 }
 
 TEST(LandlockLaunchArgv, ParsesThePluginsPlanAndRefusesWhatLandlockModeCannotDo) {
-  const std::vector<std::string> plan = {
-      "/s2", "--landlock", "4", "--ll-fs", "restricted", "--ll-read", "/usr", "--ll-write",
-      "/w", "--ll-scope-abstract-unix", "on", "--net", "proxy", "--proxy-port", "3128",
-      "--env-environ", "--", "/bin/echo", "--net", "x"};
+  const std::vector<std::string> plan = {"/s2",        "--landlock",
+                                         "4",          "--ll-fs",
+                                         "restricted", "--ll-read",
+                                         "/usr",       "--ll-write",
+                                         "/w",         "--ll-scope-abstract-unix",
+                                         "on",         "--net",
+                                         "proxy",      "--proxy-port",
+                                         "3128",       "--env-environ",
+                                         "--",         "/bin/echo",
+                                         "--net",      "x"};
   ASSERT_TRUE(sbx::stage2::is_landlock_argv(plan));
   sbx::Result<LandlockLaunch> parsed = sbx::stage2::parse_landlock_argv(plan);
   ASSERT_TRUE(parsed.ok()) << parsed.error();
@@ -452,11 +465,31 @@ TEST_F(LandlockLaunchTest, Stage2WrapperRunsThePlan) {
   if (pid == 0) {
     if (::chdir(ws_.path().c_str()) != 0) ::_exit(200);
     const std::string write_rule = ws_.path();
-    const char* argv[] = {stage2.c_str(), "--landlock", "4", "--ll-fs", "restricted",
-                          "--ll-read", "/usr", "--ll-read", "/bin", "--ll-read", "/lib",
-                          "--ll-read", "/lib64", "--ll-read", "/etc", "--ll-write",
-                          write_rule.c_str(), "--ll-dev", "/dev/null", "--net", "blocked",
-                          "--env-environ", "--", "/bin/sh", "-c",
+    const char* argv[] = {stage2.c_str(),
+                          "--landlock",
+                          "4",
+                          "--ll-fs",
+                          "restricted",
+                          "--ll-read",
+                          "/usr",
+                          "--ll-read",
+                          "/bin",
+                          "--ll-read",
+                          "/lib",
+                          "--ll-read",
+                          "/lib64",
+                          "--ll-read",
+                          "/etc",
+                          "--ll-write",
+                          write_rule.c_str(),
+                          "--ll-dev",
+                          "/dev/null",
+                          "--net",
+                          "blocked",
+                          "--env-environ",
+                          "--",
+                          "/bin/sh",
+                          "-c",
                           "echo \"$SBX_WRAPPED\" > wrapped.txt; cat /root/.bashrc "
                           "2>/dev/null && exit 9; exit 5",
                           nullptr};

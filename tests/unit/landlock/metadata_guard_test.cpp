@@ -29,7 +29,6 @@
 #include "landlock_launch.hpp"
 #include "landlock_ruleset.hpp"
 #include "metadata_notify.hpp"
-
 #include "sbx_test/temp_dir.hpp"
 
 namespace {
@@ -231,9 +230,10 @@ TEST_F(MetadataGuard, TheSameFormsWorkInside) {
                     }),
             0);
   EXPECT_EQ(mode_of(out), 0700u);
-  EXPECT_EQ(guarded(ws_.path(),
-                    [] { return errno_of(::fchmodat(AT_FDCWD, "out", 0750, AT_SYMLINK_NOFOLLOW)); }),
-            0);
+  EXPECT_EQ(
+      guarded(ws_.path(),
+              [] { return errno_of(::fchmodat(AT_FDCWD, "out", 0750, AT_SYMLINK_NOFOLLOW)); }),
+      0);
   EXPECT_EQ(mode_of(out), 0750u);
   EXPECT_EQ(guarded(ws_.path(),
                     [] {
@@ -258,7 +258,8 @@ TEST_F(MetadataGuard, TheSameFormsWorkInside) {
   char value[8] = {};
   EXPECT_EQ(::getxattr(out.c_str(), "user.sbx", value, sizeof value), 1);
   EXPECT_EQ(guarded(ws_.path(), [] { return errno_of(::removexattr("out", "user.sbx")); }), 0);
-  EXPECT_EQ(guarded(ws_.path(), [] { return errno_of(::chown("out", ::getuid(), ::getgid())); }), 0);
+  EXPECT_EQ(guarded(ws_.path(), [] { return errno_of(::chown("out", ::getuid(), ::getgid())); }),
+            0);
 }
 
 TEST_F(MetadataGuard, ASymlinkInsidePointingOutsideDoesNotLetTheCallThrough) {
@@ -292,10 +293,11 @@ TEST_F(MetadataGuard, TheSupervisorActsWithoutCapabilities) {
   // must not be able to either, inside the workspace too.
   EXPECT_EQ(guarded(ws_.path(), [] { return errno_of(::chown("out", 65534, 65534)); }), EPERM);
   const unsigned char cap[20] = {0x01, 0, 0, 0x02};
-  EXPECT_EQ(
-      guarded(ws_.path(),
-              [&] { return errno_of(::setxattr("out", "security.capability", cap, sizeof cap, 0)); }),
-      EPERM);
+  EXPECT_EQ(guarded(ws_.path(),
+                    [&] {
+                      return errno_of(::setxattr("out", "security.capability", cap, sizeof cap, 0));
+                    }),
+            EPERM);
   struct stat st {};
   ASSERT_EQ(::stat((ws_ / "out").c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, 0u);
@@ -311,8 +313,9 @@ TEST_F(MetadataGuard, ACallerWithOtherFilesystemCredentialsIsRefused) {
   EXPECT_EQ(guarded(
                 ws_.path(),
                 [] {
-                  return ::setfsuid(static_cast<uid_t>(-1)) == 65534 ? errno_of(::chmod("out", 0600))
-                                                                     : kGuardSetupFailed + 9;
+                  return ::setfsuid(static_cast<uid_t>(-1)) == 65534
+                             ? errno_of(::chmod("out", 0600))
+                             : kGuardSetupFailed + 9;
                 },
                 /*as_fsuid_nobody=*/true),
             EPERM);

@@ -1,10 +1,10 @@
 // The landlock translator: exact argv and rule set for what Landlock can express, refusals
 // naming the rule for what it cannot, and the capabilities each ABI offers.
+#include "sbx/landlock/translate.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
-
-#include "sbx/landlock/translate.hpp"
 
 namespace {
 
@@ -19,10 +19,9 @@ HostFacts host_facts() {
   HostFacts facts;
   facts.stage2_path = "/s2";
   facts.mounts_known = true;
-  facts.listings["/"] = {{"bin", true},   {"dev", false},      {"etc", false},
-                         {"home", false}, {"lib64", true},     {"proc", false},
-                         {"srv", false},  {"swapfile", false}, {"tmp", false},
-                         {"usr", false}};
+  facts.listings["/"] = {{"bin", true},   {"dev", false},  {"etc", false}, {"home", false},
+                         {"lib64", true}, {"proc", false}, {"srv", false}, {"swapfile", false},
+                         {"tmp", false},  {"usr", false}};
   return facts;
 }
 
@@ -57,13 +56,15 @@ TEST(LandlockTranslate, WorkspacePolicyBecomesExactStage2Argv) {
   auto t = translate(request({{"/", Access::kRead}, {"/ws", Access::kWrite}}), host_facts());
   ASSERT_TRUE(t.ok()) << t.error();
   const std::vector<std::string> expected = {
-      "/s2", "--landlock", "4", "--ll-fs", "restricted", "--ll-list", "/", "--ll-list", "/dev",
-      "--ll-read", "/etc", "--ll-read", "/home", "--ll-read", "/proc", "--ll-read", "/srv",
-      "--ll-read", "/swapfile", "--ll-read", "/tmp", "--ll-read", "/usr", "--ll-write", "/ws",
-      "--ll-dev", "/dev/null", "--ll-dev", "/dev/zero", "--ll-dev", "/dev/full", "--ll-dev",
-      "/dev/random", "--ll-dev", "/dev/urandom", "--ll-dev", "/dev/tty",
-      "--ll-dev", "/dev/ptmx",
-      "--ll-scope-abstract-unix", "on", "--net", "blocked", "--env-environ", "--",
+      "/s2",       "--landlock", "4",           "--ll-fs",       "restricted",
+      "--ll-list", "/",          "--ll-list",   "/dev",          "--ll-read",
+      "/etc",      "--ll-read",  "/home",       "--ll-read",     "/proc",
+      "--ll-read", "/srv",       "--ll-read",   "/swapfile",     "--ll-read",
+      "/tmp",      "--ll-read",  "/usr",        "--ll-write",    "/ws",
+      "--ll-dev",  "/dev/null",  "--ll-dev",    "/dev/zero",     "--ll-dev",
+      "/dev/full", "--ll-dev",   "/dev/random", "--ll-dev",      "/dev/urandom",
+      "--ll-dev",  "/dev/tty",   "--ll-dev",    "/dev/ptmx",     "--ll-scope-abstract-unix",
+      "on",        "--net",      "blocked",     "--env-environ", "--",
       "/bin/true"};
   EXPECT_EQ(t->argv, expected);
   // The environment travels as stage 2's own, never as (world-readable) arguments.
@@ -143,8 +144,9 @@ TEST(LandlockTranslate, WritingRootOrNamingDevIsNarrowedAndSaysSo) {
   EXPECT_FALSE(has_rule_within(*t, "write", "/dev"));
   EXPECT_FALSE(has_rule_within(*t, "read", "/dev"));
   EXPECT_TRUE(has_rule(*t, {"list", "/"}));
-  EXPECT_TRUE(has_note(*t, "nothing can be created, renamed or removed directly in the "
-                          "directories split ('/'"));
+  EXPECT_TRUE(has_note(*t,
+                       "nothing can be created, renamed or removed directly in the "
+                       "directories split ('/'"));
   // /dev itself (here without /): listing only; its devices are the allow-list's.
   auto d = translate(request({{"/dev", Access::kRead}, {"/ws", Access::kWrite}}), host_facts());
   ASSERT_TRUE(d.ok()) << d.error();
@@ -203,8 +205,9 @@ TEST(LandlockTranslate, NotesSayHowMetadataAndTerminalsAreHandled) {
 // With the network enabled the host's pathname unix sockets would be reachable (no network
 // namespace, no Landlock rule for connecting to one): refused, naming unix_socket_block.
 TEST(LandlockTranslate, NetworkEnabledIsRefusedForTheHostsUnixSockets) {
-  auto t = translate(request({{"/", Access::kRead}, {"/ws", Access::kWrite}},
-                             NetworkMode::kEnabled), host_facts());
+  auto t =
+      translate(request({{"/", Access::kRead}, {"/ws", Access::kWrite}}, NetworkMode::kEnabled),
+                host_facts());
   ASSERT_FALSE(t.ok());
   EXPECT_NE(t.error().find("landlock cannot enforce unix_socket_block: network mode enabled"),
             std::string::npos)
@@ -226,14 +229,16 @@ TEST(LandlockTranslate, RefusalsNameTheRule) {
     std::string needle;
   };
   std::vector<Case> cases;
-  cases.push_back({request({{"/", Access::kRead}, {"/ws", Access::kWrite}, {"/ws/ro", Access::kRead}}),
-                   "write_carveouts: '/ws/ro' (read) inside '/ws' (write)"});
+  cases.push_back(
+      {request({{"/", Access::kRead}, {"/ws", Access::kWrite}, {"/ws/ro", Access::kRead}}),
+       "write_carveouts: '/ws/ro' (read) inside '/ws' (write)"});
   cases.push_back({request({{"/", Access::kRead}, {"/root/.ssh", Access::kDeny}}),
                    "read_carveouts: '/root/.ssh' (deny) inside '/' (read)"});
   auto prot = request({{"/", Access::kRead}, {"/ws", Access::kWrite}});
   prot.policy.protected_paths = {{"/ws/.codex", "/ws", false, false}};
-  cases.push_back({prot, "protected_names: protected path '/ws/.codex' (missing) under writable "
-                         "root '/ws'"});
+  cases.push_back({prot,
+                   "protected_names: protected path '/ws/.codex' (missing) under writable "
+                   "root '/ws'"});
   auto glob = request({{"/", Access::kRead}});
   glob.policy.deny_globs = {"/ws/**/*.pem"};
   cases.push_back({glob, "deny_globs: deny glob '/ws/**/*.pem'"});
@@ -245,8 +250,9 @@ TEST(LandlockTranslate, RefusalsNameTheRule) {
   cases.push_back({sock, "unix_socket_allowlist: unix socket '/run/agent.sock'"});
   auto binding = request({{"/", Access::kRead}});
   binding.policy.network.allow_local_binding = true;
-  cases.push_back({binding, "local_binding: network.allow_local_binding is set: the seccomp "
-                            "filter refuses bind and listen"});
+  cases.push_back({binding,
+                   "local_binding: network.allow_local_binding is set: the seccomp "
+                   "filter refuses bind and listen"});
   for (const Case& c : cases) {
     auto t = translate(c.req, host_facts());
     ASSERT_FALSE(t.ok()) << c.needle;
@@ -263,10 +269,10 @@ TEST(LandlockTranslate, CapabilitiesFollowTheAbi) {
   EXPECT_TRUE(landlock::capabilities_for_abi(4).has(Capability::kNetworkBlock));
   EXPECT_FALSE(landlock::capabilities_for_abi(3).has(Capability::kProxyNetwork));
   EXPECT_TRUE(landlock::capabilities_for_abi(4).has(Capability::kProxyNetwork));
-  for (Capability never : {Capability::kWriteCarveouts, Capability::kReadCarveouts,
-                           Capability::kProtectedNames, Capability::kDenyGlobs,
-                           Capability::kUnixSocketAllowlist, Capability::kLocalBinding,
-                           Capability::kUnixSocketBlock})
+  for (Capability never :
+       {Capability::kWriteCarveouts, Capability::kReadCarveouts, Capability::kProtectedNames,
+        Capability::kDenyGlobs, Capability::kUnixSocketAllowlist, Capability::kLocalBinding,
+        Capability::kUnixSocketBlock})
     EXPECT_FALSE(landlock::capabilities_for_abi(7).has(never)) << to_string(never);
 }
 

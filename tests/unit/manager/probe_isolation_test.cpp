@@ -29,9 +29,7 @@ class ScriptedBackend final : public Backend {
   explicit ScriptedBackend(std::function<ProbeReport()> probe)
       : Backend(HostServices(nullptr)), probe_(std::move(probe)) {}
   ProbeReport probe(const ProbeContext&) override { return probe_(); }
-  Result<ExecPlan> transform(const TransformRequest&) const override {
-    return Error{"not used"};
-  }
+  Result<ExecPlan> transform(const TransformRequest&) const override { return Error{"not used"}; }
 
  private:
   std::function<ProbeReport()> probe_;
@@ -162,9 +160,7 @@ TEST(ProbeIsolation, GarbageOnTheAnswerPipeIsRefused) {
   EXPECT_THAT(report.summary, HasSubstr("probe sent an unreadable answer: "));
 }
 
-TEST(ProbeIsolation, TheDefaultDeadlineIsTenSeconds) {
-  EXPECT_EQ(kProbeDeadline, 10s);
-}
+TEST(ProbeIsolation, TheDefaultDeadlineIsTenSeconds) { EXPECT_EQ(kProbeDeadline, 10s); }
 
 // The manager goes on with the next backend and says why the others were passed over.
 TEST(ProbeIsolation, SelectionGoesOnPastACrash) {

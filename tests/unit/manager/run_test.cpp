@@ -11,7 +11,6 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <boost/json.hpp>
@@ -487,8 +486,9 @@ TEST(RunTest, PlanDetailTravelsFromTransformToExecUnchanged) {
   EXPECT_EQ(backend->received.get(), backend->made.get());
 
   // The plan JSON shows the detail's members, never over core's own.
-  const boost::json::value json = boost::json::parse(plan_to_json("detail", ExecPlan{
-      {"/usr/bin/fake-wrapper"}, {}, "/", {}, {}, backend->made}, JsonStyle::kCompact));
+  const boost::json::value json = boost::json::parse(
+      plan_to_json("detail", ExecPlan{{"/usr/bin/fake-wrapper"}, {}, "/", {}, {}, backend->made},
+                   JsonStyle::kCompact));
   EXPECT_EQ(json.at("detail_token").as_string(), "t-1");
   EXPECT_EQ(json.at("argv").as_array().size(), 1u);
   EXPECT_EQ(json.at("argv").at(0).as_string(), "/usr/bin/fake-wrapper");
@@ -534,16 +534,16 @@ std::size_t probes_so_far(const std::string& counter) {
 class WarmManagerTest : public ::testing::Test {
  protected:
   void TearDown() override { std::filesystem::remove(counter_); }
-  const std::string counter_ = (std::filesystem::temp_directory_path() /
-                                ("sbx-warm-probes-" + std::to_string(::getpid())))
-                                   .string();
+  const std::string counter_ =
+      (std::filesystem::temp_directory_path() / ("sbx-warm-probes-" + std::to_string(::getpid())))
+          .string();
 };
 
 TEST_F(WarmManagerTest, KeptAnswersAreReusedUntilReprobe) {
-  const PluginRegistry registry = PluginRegistry::from_plugins(
-      {{"counting", "1.0", "fake", "/fake/counting.so",
-        std::make_shared<ProbeCountingBackend>(counter_)}},
-      {});
+  const PluginRegistry registry =
+      PluginRegistry::from_plugins({{"counting", "1.0", "fake", "/fake/counting.so",
+                                     std::make_shared<ProbeCountingBackend>(counter_)}},
+                                   {});
   Manager manager(registry, {});
   manager.keep_probe_answers(true);
   CountingBackends backends(manager, nullptr);
@@ -564,10 +564,10 @@ TEST_F(WarmManagerTest, KeptAnswersAreReusedUntilReprobe) {
 }
 
 TEST_F(WarmManagerTest, WithoutKeepingEveryQuestionProbes) {
-  const PluginRegistry registry = PluginRegistry::from_plugins(
-      {{"counting", "1.0", "fake", "/fake/counting.so",
-        std::make_shared<ProbeCountingBackend>(counter_)}},
-      {});
+  const PluginRegistry registry =
+      PluginRegistry::from_plugins({{"counting", "1.0", "fake", "/fake/counting.so",
+                                     std::make_shared<ProbeCountingBackend>(counter_)}},
+                                   {});
   const Manager manager(registry, {});
   CountingBackends backends(manager, nullptr);
   EXPECT_EQ(run_command(request_for(kWorkspace, {"/bin/true"}), backends).stop, RunStop::kNone);

@@ -28,14 +28,18 @@ TEST(ApprovalJson, EscapesControlAndBidiCharactersInPolicyAndDroppedLines) {
   policy.filesystem.entries.push_back(
       PolicyEntry{"/srv/evil" + kRightToLeftOverride + "txt.sh", {}, Access::kDeny});
   policy.filesystem.entries.push_back(
-      PolicyEntry{"/srv/a\x01" "b\x1f" + kLeftToRightIsolate, {}, Access::kRead});
+      PolicyEntry{"/srv/a\x01"
+                  "b\x1f" +
+                      kLeftToRightIsolate,
+                  {},
+                  Access::kRead});
   Approval approval{checked(policy),
                     {"/opt/x" + kRightToLeftOverride + "\n: not requested, dropped"}};
 
   const std::string json = approval_to_json(approval);
   SCOPED_TRACE(json);
-  for (const std::string& raw : {kRightToLeftOverride, kLeftToRightIsolate, std::string("\x01"),
-                                 std::string("\x1f")}) {
+  for (const std::string& raw :
+       {kRightToLeftOverride, kLeftToRightIsolate, std::string("\x01"), std::string("\x1f")}) {
     EXPECT_EQ(json.find(raw), std::string::npos) << "a raw invisible character in the output";
   }
   EXPECT_NE(json.find(R"("/srv/evil\u202etxt.sh")"), std::string::npos);

@@ -203,14 +203,17 @@ TEST(PolicyForms, FullFormTextIsStableAndOrdered) {
 // control characters, U+2028/U+2029 and the bidi controls appear as \uXXXX, never raw, and the
 // document still parses back to the same policy.
 TEST(PolicyForms, SerializedPathsEscapeControlAndBidiCharacters) {
-  const std::string rlo = "\xE2\x80\xAE";   // U+202E RIGHT-TO-LEFT OVERRIDE
-  const std::string isolate = "\xE2\x81\xA6";  // U+2066 LEFT-TO-RIGHT ISOLATE
+  const std::string rlo = "\xE2\x80\xAE";       // U+202E RIGHT-TO-LEFT OVERRIDE
+  const std::string isolate = "\xE2\x81\xA6";   // U+2066 LEFT-TO-RIGHT ISOLATE
   const std::string line_sep = "\xE2\x80\xA8";  // U+2028 LINE SEPARATOR
   Policy policy = *preset_policy("workspace-write");
+  policy.filesystem.entries.push_back(PolicyEntry{"/srv/evil" + rlo + "txt.sh", {}, Access::kDeny});
   policy.filesystem.entries.push_back(
-      PolicyEntry{"/srv/evil" + rlo + "txt.sh", {}, Access::kDeny});
-  policy.filesystem.entries.push_back(
-      PolicyEntry{"/srv/a\x01" "b\tc\x1f" + isolate + line_sep + "d", {}, Access::kRead});
+      PolicyEntry{"/srv/a\x01"
+                  "b\tc\x1f" +
+                      isolate + line_sep + "d",
+                  {},
+                  Access::kRead});
   policy.filesystem.entries.push_back(PolicyEntry{{}, "/srv/**/*" + rlo + ".pem", Access::kDeny});
   Result<Policy> checked = validate_policy(policy);
   ASSERT_TRUE(checked.ok()) << checked.error();

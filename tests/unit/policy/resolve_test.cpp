@@ -17,7 +17,6 @@
 
 #include "sbx/core/policy.hpp"
 #include "sbx/core/runtime.hpp"
-
 #include "sbx_test/private_home.hpp"
 #include "sbx_test/temp_dir.hpp"
 
@@ -403,9 +402,9 @@ TEST(Resolve, TiesAcrossSpellings) {
   // ":cwd", its absolute spelling and "~/../cwd"-free aliases all land on one rule.
   TempTree tree;
   ResolveContext context = standard_context(tree);
-  Policy policy = parse_resolvable(entries_policy(R"({"path": ":cwd", "access": "write"}, {"path": ")" +
-                                          tree / "cwd" + R"(/", "access": "read"}, {"path": ")" +
-                                          tree.root() + R"(//cwd", "access": "deny"})"));
+  Policy policy = parse_resolvable(entries_policy(
+      R"({"path": ":cwd", "access": "write"}, {"path": ")" + tree / "cwd" +
+      R"(/", "access": "read"}, {"path": ")" + tree.root() + R"(//cwd", "access": "deny"})"));
   Result<ResolvedPolicy> resolved = resolve_policy(policy, context);
   ASSERT_TRUE(resolved.ok()) << resolved.error();
   EXPECT_EQ(resolved->rules, rules({{tree / "cwd", Access::kDeny}}));
@@ -426,8 +425,9 @@ TEST(Resolve, SymlinkedAbsoluteWritableRootNamesTheSymlink) {
   TempTree tree;
   ResolveContext context = standard_context(tree);
   tree.symlink(tree / "elsewhere", "w");
-  Policy policy = parse_resolvable(R"({"version": 1, "preset": "workspace-write", "writable_roots": [")" +
-                           tree / "w" + R"("]})");
+  Policy policy =
+      parse_resolvable(R"({"version": 1, "preset": "workspace-write", "writable_roots": [")" +
+                       tree / "w" + R"("]})");
   Result<ResolvedPolicy> resolved = resolve_policy(policy, context);
   ASSERT_FALSE(resolved.ok());
   // The writable root is the fifth entry of the expanded full form.
@@ -616,10 +616,10 @@ TEST(ResolveInstall, WritableRootInsideTheInstallBecomesReadOnly) {
   ResolveContext context = standard_context(tree);
   tree.dir("elsewhere/lib/sbx/backends");
   context.install_dirs = {tree / "elsewhere/lib"};
-  Policy policy =
-      parse_resolvable(entries_policy(R"({"path": ":root", "access": "read"}, {"path": ")" +
-                                  tree / "elsewhere/lib/sbx/backends" + R"(", "access": "write"})",
-                              R"(, "protected_names": [])"));
+  Policy policy = parse_resolvable(
+      entries_policy(R"({"path": ":root", "access": "read"}, {"path": ")" +
+                         tree / "elsewhere/lib/sbx/backends" + R"(", "access": "write"})",
+                     R"(, "protected_names": [])"));
   Result<Resolution> resolved = resolve_policy_with_notes(policy, context);
   ASSERT_TRUE(resolved.ok()) << resolved.error();
   EXPECT_EQ(resolved->policy.rules, rules({{"/", Access::kRead},
@@ -637,15 +637,14 @@ TEST(ResolveStateDir, AWritableRootInsideAStateDirectoryIsRefused) {
   context.state_dirs = {tree / "home/.cache/sbx/bwrap", tree / "home/.cache/sbx"};
   context.install_dirs = context.state_dirs;
   for (const std::string& root : {tree / "home/.cache/sbx/bwrap", tree / "home/.cache/sbx"}) {
-    Policy policy = parse_resolvable(
-        entries_policy(R"({"path": ":root", "access": "read"}, {"path": ")" + root +
-                           R"(", "access": "write"})",
-                       R"(, "protected_names": [])"));
+    Policy policy = parse_resolvable(entries_policy(
+        R"({"path": ":root", "access": "read"}, {"path": ")" + root + R"(", "access": "write"})",
+        R"(, "protected_names": [])"));
     Result<Resolution> resolved = resolve_policy_with_notes(policy, context);
     ASSERT_FALSE(resolved.ok()) << root;
-    EXPECT_NE(resolved.error().find("writable root '" + root +
-                                    "' lies inside sbx's state directory '"),
-              std::string::npos)
+    EXPECT_NE(
+        resolved.error().find("writable root '" + root + "' lies inside sbx's state directory '"),
+        std::string::npos)
         << resolved.error();
   }
 }
@@ -656,10 +655,10 @@ TEST(ResolveStateDir, AWritableRootHoldingAStateDirectoryCarvesItOut) {
   tree.dir("home/.cache/sbx/bwrap");
   context.state_dirs = {tree / "home/.cache/sbx/bwrap", tree / "home/.cache/sbx"};
   context.install_dirs = context.state_dirs;
-  Policy policy = parse_resolvable(
-      entries_policy(R"({"path": ":root", "access": "read"}, {"path": ")" + tree / "home" +
-                         R"(", "access": "write"})",
-                     R"(, "protected_names": [])"));
+  Policy policy =
+      parse_resolvable(entries_policy(R"({"path": ":root", "access": "read"}, {"path": ")" +
+                                          tree / "home" + R"(", "access": "write"})",
+                                      R"(, "protected_names": [])"));
   Result<Resolution> resolved = resolve_policy_with_notes(policy, context);
   ASSERT_TRUE(resolved.ok()) << resolved.error();
   EXPECT_EQ(rule_access(resolved->policy, tree / "home/.cache/sbx"), Access::kRead);
@@ -722,9 +721,9 @@ TEST(ResolveInstall, ProcessContextNamesTheRunningInstallAndTheKeptProbeStore) {
   expected.push_back(runtime / "sbx-proxy");  // the proxy's sockets, also kept read-only
   expected.push_back(runtime / "sbx-bwrap");  // bwrap's registry and probe cache, likewise
   EXPECT_EQ(context->install_dirs, expected);
-  EXPECT_EQ(context->state_dirs, (std::vector<std::string>{runtime / "sbx-probe",
-                                                           runtime / "sbx-proxy",
-                                                           runtime / "sbx-bwrap"}));
+  EXPECT_EQ(context->state_dirs,
+            (std::vector<std::string>{runtime / "sbx-probe", runtime / "sbx-proxy",
+                                      runtime / "sbx-bwrap"}));
   struct stat st {};
   ASSERT_EQ(::lstat((runtime / "sbx-probe").c_str(), &st), 0);
   EXPECT_TRUE(S_ISDIR(st.st_mode));

@@ -98,9 +98,8 @@ TEST(WinPathVariables, TempTmpAndUserprofileExpandOthersRefused) {
 }
 
 TEST(WinPathResolveCommand, PathextOrderAndNoCurrentDirectory) {
-  const std::set<std::string> files = {"C:/Tools/git.EXE", "C:/Tools/git.cmd",
-                                       "C:/Proj/git.exe", "C:/Windows/System32/cmd.exe",
-                                       "C:/Proj/bin/tool.exe"};
+  const std::set<std::string> files = {"C:/Tools/git.EXE", "C:/Tools/git.cmd", "C:/Proj/git.exe",
+                                       "C:/Windows/System32/cmd.exe", "C:/Proj/bin/tool.exe"};
   auto exists = [&](const std::string& path) {
     for (const std::string& f : files)
       if (wp::equal(f, path)) return true;

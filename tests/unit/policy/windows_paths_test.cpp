@@ -33,10 +33,10 @@ TEST(WinPathPolicy, ValidationNormalisesWindowsEntries) {
   EXPECT_EQ(policy.filesystem.entries[0].path, "C:/Work/Proj");
   EXPECT_EQ(policy.filesystem.entries[1].path, "%TEMP%/cache");
   EXPECT_EQ(policy.filesystem.entries[2].path, "%USERPROFILE%");
-  for (const char* bad : {R"(\\\\server\\share)", R"(\\\\?\\C:\\x)", R"(C:x)",
-                                 R"(%APPDATA%\\x)", R"(C:\\a\\..\\b)"}) {
-    Result<Policy> parsed =
-        parse_policy(windows_policy_json(R"({"path": ")" + std::string(bad) + R"(", "access": "read"})"));
+  for (const char* bad : {R"(\\\\server\\share)", R"(\\\\?\\C:\\x)", R"(C:x)", R"(%APPDATA%\\x)",
+                          R"(C:\\a\\..\\b)"}) {
+    Result<Policy> parsed = parse_policy(
+        windows_policy_json(R"({"path": ")" + std::string(bad) + R"(", "access": "read"})"));
     ASSERT_FALSE(parsed.ok()) << bad;
     EXPECT_NE(parsed.error().find("/filesystem/entries/0/path"), std::string::npos)
         << parsed.error();

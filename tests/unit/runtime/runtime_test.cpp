@@ -1,13 +1,12 @@
 // install_layout() and the host-services table plugins receive (core/src/plugins/runtime.cpp).
 #include "sbx/core/runtime.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <fcntl.h>
 
 #include <climits>
 #include <csignal>
@@ -19,9 +18,9 @@
 #include <sstream>
 #include <string>
 
-#include "sbx/sdk/backend.hpp"
 #include "plugins/loaded_image.hpp"
 #include "plugins/trusted_fs.hpp"
+#include "sbx/sdk/backend.hpp"
 
 namespace sbx {
 namespace {
@@ -116,7 +115,8 @@ TEST(HostServices, SpawnRunsAPlanThroughCore) {
 // started once the child exists, and only once (a backend saying it again starts nothing).
 TEST(RunServices, HostSpawnTellsTheRunItStartedOnce) {
   int started = 0;
-  RunServices run(nullptr, [&started] { ++started; }, nullptr);
+  RunServices run(
+      nullptr, [&started] { ++started; }, nullptr);
   const HostServices host(host_services(layout_or_die()));
   const ExecPlan plan{{"/bin/sh", "-c", "exit 0"}, {"PATH=/usr/bin:/bin"}, "/", {}};
   ASSERT_TRUE(host.spawn(plan, RunContext(run.table())).ok());
@@ -151,8 +151,8 @@ class Stage2Path : public ::testing::Test {
     fs::create_directories(base_ / "libexec" / "sbx");
     for (const fs::path& p : {base_, base_ / "libexec", base_ / "libexec" / "sbx"})
       fs::permissions(p, fs::perms(0755));
-    plugins::DirectoryWalk walk = plugins::open_trusted_directory(
-        base_ / "libexec" / "sbx", "/", plugins::Owners{::geteuid()});
+    plugins::DirectoryWalk walk = plugins::open_trusted_directory(base_ / "libexec" / "sbx", "/",
+                                                                  plugins::Owners{::geteuid()});
     if (!walk.fd.valid()) {
       skip_reason_ = "the build tree is not a trusted chain from / (" + walk.error + ")";
     }

@@ -19,7 +19,8 @@ constexpr std::uint32_t kReadExecute = 0x001200a9;  // FILE_GENERIC_READ | FILE_
 
 // What "C:\Program Files\sbx" looks like after an administrator's install.
 SecurityModel admin_install() {
-  return SecurityModel{std::string(kTrustedInstallerSid), true,
+  return SecurityModel{std::string(kTrustedInstallerSid),
+                       true,
                        {{AceType::kAllow, std::string(kSystemSid), 0x001f01ff, false},
                         {AceType::kAllow, std::string(kAdministratorsSid), 0x001f01ff, false},
                         {AceType::kAllow, kUsersSid, kReadExecute, false},
@@ -124,8 +125,7 @@ SecurityModel drive_root() {
 }
 
 TEST(TrustedAcl, CreatingEntriesIsToleratedAboveTheTrustRootOnly) {
-  EXPECT_EQ(check_object(drive_root(), "C:\\", installer(), Place::kAboveTrustRoot),
-            std::nullopt);
+  EXPECT_EQ(check_object(drive_root(), "C:\\", installer(), Place::kAboveTrustRoot), std::nullopt);
   EXPECT_TRUE(check_object(drive_root(), "C:\\", installer(), Place::kTrustRootOrBelow));
   // Deleting children (renaming the trusted directory away) is never tolerated.
   SecurityModel deletable = drive_root();
@@ -139,18 +139,18 @@ TEST(TrustedAcl, CreatingEntriesIsToleratedAboveTheTrustRootOnly) {
 TEST(TrustedAcl, ChainNamesTheFirstBadComponent) {
   SecurityModel user_writable = admin_install();
   user_writable.dacl.push_back({AceType::kAllow, kOtherUserSid, kFileWriteData, false});
-  const std::vector<ChainEntry> chain = {{"C:\\", drive_root()},
-                                         {"C:\\Program Files", admin_install()},
-                                         {"C:\\Program Files\\sbx", admin_install()},
-                                         {"C:\\Program Files\\sbx\\plugins", user_writable},
-                                         {"C:\\Program Files\\sbx\\plugins\\x.dll",
-                                          admin_install()}};
+  const std::vector<ChainEntry> chain = {
+      {"C:\\", drive_root()},
+      {"C:\\Program Files", admin_install()},
+      {"C:\\Program Files\\sbx", admin_install()},
+      {"C:\\Program Files\\sbx\\plugins", user_writable},
+      {"C:\\Program Files\\sbx\\plugins\\x.dll", admin_install()}};
   std::optional<std::string> why = check_chain(chain, 2, installer());
   ASSERT_TRUE(why);
-  EXPECT_EQ(why->rfind("C:\\Program Files\\sbx\\plugins can be changed by " +
-                           std::string(kOtherUserSid),
-                       0),
-            0u)
+  EXPECT_EQ(
+      why->rfind("C:\\Program Files\\sbx\\plugins can be changed by " + std::string(kOtherUserSid),
+                 0),
+      0u)
       << *why;
   std::vector<ChainEntry> good = chain;
   good[3].model = admin_install();

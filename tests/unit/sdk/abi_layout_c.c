@@ -1,8 +1,9 @@
 /* The plugin ABI seen by a C compiler: static layout checks, and the layout reported at run
  * time so the C++ test can compare both compilers' view of the same structs. */
+#include "abi_layout_c.h"
+
 #include <stddef.h>
 
-#include "abi_layout_c.h"
 #include "sbx/sdk/abi.h"
 
 #define SBX_P sizeof(void*)

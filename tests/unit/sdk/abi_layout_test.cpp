@@ -49,8 +49,8 @@ static_assert(offsetof(sbx_run_v2, run_started) == 4 * kP);
 static_assert(sizeof(sbx_run_v2) == 5 * kP);
 
 // Log levels are part of the ABI (they cross as plain ints).
-static_assert(SBX_LOG_TRACE == 0 && SBX_LOG_DEBUG == 1 && SBX_LOG_INFO == 2 &&
-              SBX_LOG_WARN == 3 && SBX_LOG_ERROR == 4);
+static_assert(SBX_LOG_TRACE == 0 && SBX_LOG_DEBUG == 1 && SBX_LOG_INFO == 2 && SBX_LOG_WARN == 3 &&
+              SBX_LOG_ERROR == 4);
 
 TEST(SdkAbi, VersionIsTwoPointZero) {
   EXPECT_EQ(SBX_ABI_MAJOR, 2);

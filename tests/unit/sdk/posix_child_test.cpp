@@ -59,7 +59,8 @@ unsigned long long status_mask(const std::string& status, const std::string& nam
   std::istringstream in(status);
   std::string line;
   while (std::getline(in, line)) {
-    if (line.rfind(name + ":", 0) == 0) return std::stoull(line.substr(name.size() + 1), nullptr, 16);
+    if (line.rfind(name + ":", 0) == 0)
+      return std::stoull(line.substr(name.size() + 1), nullptr, 16);
   }
   ADD_FAILURE() << "no " << name << " in:\n" << status;
   return ~0ULL;

@@ -1,11 +1,12 @@
 // The SDK's pure helpers over ResolvedPolicy and capabilities: every backend relies on them.
+#include "sbx/sdk/types.hpp"
+
 #include <gtest/gtest.h>
 
 #include <set>
 #include <string_view>
 
 #include "sbx/sdk/result.hpp"
-#include "sbx/sdk/types.hpp"
 
 namespace {
 

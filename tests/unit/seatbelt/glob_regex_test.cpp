@@ -1,14 +1,14 @@
 // Glob -> regex: every table case is checked three ways: the expected match/non-match lists
 // against an independent reference matcher (written here, plain recursive gitignore
 // semantics), and the compiled regex under both std::regex ECMAScript and POSIX extended.
+#include "sbx/seatbelt/glob_regex.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <regex>
 #include <string>
 #include <vector>
-
-#include "sbx/seatbelt/glob_regex.hpp"
 
 namespace {
 
@@ -20,7 +20,10 @@ using sbx::seatbelt::glob_to_regex;
 // Brace expansion by repeated textual substitution (independent of the library's scanner).
 std::vector<std::string> ref_expand(const std::string& p) {
   for (std::size_t i = 0; i < p.size(); ++i) {
-    if (p[i] == '\\') { ++i; continue; }
+    if (p[i] == '\\') {
+      ++i;
+      continue;
+    }
     if (p[i] == '[') {
       std::size_t j = i + 1;
       if (j < p.size() && (p[j] == '!' || p[j] == '^')) ++j;
@@ -34,10 +37,14 @@ std::vector<std::string> ref_expand(const std::string& p) {
     std::vector<std::size_t> cuts{i};
     std::size_t close = std::string::npos;
     for (std::size_t j = i + 1; j < p.size() && close == std::string::npos; ++j) {
-      if (p[j] == '\\') ++j;
-      else if (p[j] == '{') ++depth;
-      else if (p[j] == '}' && depth-- == 0) close = j;
-      else if (p[j] == ',' && depth == 0) cuts.push_back(j);
+      if (p[j] == '\\')
+        ++j;
+      else if (p[j] == '{')
+        ++depth;
+      else if (p[j] == '}' && depth-- == 0)
+        close = j;
+      else if (p[j] == ',' && depth == 0)
+        cuts.push_back(j);
     }
     if (close == std::string::npos || cuts.size() == 1) continue;
     cuts.push_back(close);
@@ -55,7 +62,10 @@ std::vector<std::string> ref_expand(const std::string& p) {
 bool class_match(const std::string& body, char c) {
   std::size_t i = 0;
   bool neg = false;
-  if (i < body.size() && (body[i] == '!' || body[i] == '^')) { neg = true; ++i; }
+  if (i < body.size() && (body[i] == '!' || body[i] == '^')) {
+    neg = true;
+    ++i;
+  }
   bool hit = false;
   while (i < body.size()) {
     char lo = body[i] == '\\' && i + 1 < body.size() ? body[++i] : body[i];
@@ -102,8 +112,8 @@ bool wildmatch(const std::string& p, std::size_t pi, const std::string& s, std::
   if (c == '*') {
     std::size_t end = pi;
     while (end < p.size() && p[end] == '*') ++end;
-    const bool component = end - pi >= 2 && (pi == 0 || p[pi - 1] == '/') &&
-                           (end == p.size() || p[end] == '/');
+    const bool component =
+        end - pi >= 2 && (pi == 0 || p[pi - 1] == '/') && (end == p.size() || p[end] == '/');
     if (component && end == p.size()) return true;
     if (component) {  // "**/": zero or more directories
       if (wildmatch(p, end + 1, s, si)) return true;
@@ -167,8 +177,7 @@ bool reference_match(const std::string& glob, const std::string& path) {
   return false;
 }
 
-bool regex_match(const std::string& regex, const std::string& path,
-                 std::regex::flag_type dialect) {
+bool regex_match(const std::string& regex, const std::string& path, std::regex::flag_type dialect) {
   return std::regex_search(path, std::regex(regex, dialect));
 }
 
@@ -181,7 +190,9 @@ struct Case {
 const std::vector<Case>& cases() {
   static const std::vector<Case> kCases = {
       {"/a/b", {"/a/b", "/a/b/c", "/a/b/c/d"}, {"/a", "/a/bc", "/a/c", "/x/a/b"}},
-      {"/a/*.pem", {"/a/k.pem", "/a/.pem", "/a/k.pem/inner"}, {"/a/b/k.pem", "/a/k.pemx", "/b/k.pem"}},
+      {"/a/*.pem",
+       {"/a/k.pem", "/a/.pem", "/a/k.pem/inner"},
+       {"/a/b/k.pem", "/a/k.pemx", "/b/k.pem"}},
       {"/a/**/x", {"/a/x", "/a/b/x", "/a/b/c/x", "/a/x/y"}, {"/a/bx", "/x", "/b/x", "/a/b/xy"}},
       {"/**/*.pem", {"/k.pem", "/a/k.pem", "/a/b/c/k.pem"}, {"/a/k.pemx", "/a/kpem", "/a/k.pe"}},
       {"/a/**", {"/a/b", "/a/b/c"}, {"/a", "/ab", "/b/a"}},
@@ -227,13 +238,18 @@ const std::vector<Case>& cases() {
       {"/a/[\\^[]x", {"/a/^x", "/a/[x"}, {"/a/bx"}},
       // `?` and negated classes match one character, also a multi-byte one (2, 3, 4 bytes);
       // a deny glob that missed them would fail open.
-      {"/a/secret?.txt", {"/a/secretx.txt", "/a/secretü.txt", "/a/secret€.txt", "/a/secret😀.txt"},
+      {"/a/secret?.txt",
+       {"/a/secretx.txt", "/a/secretü.txt", "/a/secret€.txt", "/a/secret😀.txt"},
        {"/a/secret.txt", "/a/secretab.txt", "/a/secretüx.txt", "/a/secret/.txt"}},
-      {"/a/[!x].md", {"/a/y.md", "/a/ü.md", "/a/€.md", "/a/😀.md"}, {"/a/x.md", "/a/yy.md", "/a/.md"}},
+      {"/a/[!x].md",
+       {"/a/y.md", "/a/ü.md", "/a/€.md", "/a/😀.md"},
+       {"/a/x.md", "/a/yy.md", "/a/.md"}},
       {"/a/??", {"/a/üü", "/a/xü", "/a/ab"}, {"/a/abc", "/a/x"}},
       // Non-ASCII literals and class members: "one or more non-printable bytes" (a superset;
       // no byte >= 0x80 may enter the profile text).
-      {"/a/ü.txt", {"/a/ü.txt", "/a/日本.txt", "/a/\xff.txt"}, {"/a/u.txt", "/a/.txt", "/a/üx.txt"}},
+      {"/a/ü.txt",
+       {"/a/ü.txt", "/a/日本.txt", "/a/\xff.txt"},
+       {"/a/u.txt", "/a/.txt", "/a/üx.txt"}},
       {"/a/[äx]y", {"/a/äy", "/a/xy", "/a/€y"}, {"/a/ay", "/a/y", "/a/xxy"}},
       {"/a/\\ü", {"/a/ü"}, {"/a/u", "/a/x"}},
   };
@@ -300,14 +316,20 @@ TEST(GlobRegex, ExactOutputForTypicalPatterns) {
   EXPECT_EQ(glob_to_regex("/w/{a,b}/.env").value(), "^(/w/a/[.]env|/w/b/[.]env)(/.*)?$");
   // `?` and a negated class: one byte, or 2-4 non-printable bytes (a multi-byte character).
   const std::string nb =
-      "[^ !#$%&'()*+,./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ_`abcdefghijklmnopqrstuvwxyz{|}~^[-]";
-  auto one = [&](const std::string& byte) { return "(" + byte + "|" + nb + nb + "(" + nb + nb + "?)?)"; };
+      "[^ "
+      "!#$%&'()*+,./"
+      "0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ_`abcdefghijklmnopqrstuvwxyz{|}~^[-]";
+  auto one = [&](const std::string& byte) {
+    return "(" + byte + "|" + nb + nb + "(" + nb + nb + "?)?)";
+  };
   EXPECT_EQ(glob_to_regex("/w/[!x]?").value(), "^/w/" + one("[^/x]") + one("[^/]") + "(/.*)?$");
 }
 
 // Characters the common subset cannot spell make the regex match MORE (fail-closed for denies).
 TEST(GlobRegex, UnrepresentableCharactersWidenToASuperset) {
-  struct Wide { std::string glob, must_match; };
+  struct Wide {
+    std::string glob, must_match;
+  };
   const std::vector<Wide> kWide = {
       {"/a/q\"b", "/a/q\"b"}, {"/a/back\\\\slash", "/a/back\\slash"}, {"/a/[\"x]", "/a/\""},
       {"/a/[!]x]", "/a/y"},   {"/a/line\nbreak", "/a/line\nbreak"},
@@ -342,7 +364,8 @@ TEST(GlobRegex, BraceExpansionIsCapped) {
 
 TEST(GlobRegex, StaticAncestorsStopAtTheFirstWildcard) {
   using sbx::seatbelt::glob_static_ancestors;
-  EXPECT_EQ(glob_static_ancestors("/w/a/b/*.pem"), (std::vector<std::string>{"/w", "/w/a", "/w/a/b"}));
+  EXPECT_EQ(glob_static_ancestors("/w/a/b/*.pem"),
+            (std::vector<std::string>{"/w", "/w/a", "/w/a/b"}));
   EXPECT_EQ(glob_static_ancestors("/w/x*/b"), (std::vector<std::string>{"/w"}));
   EXPECT_EQ(glob_static_ancestors("/w/{a,b}/c"), (std::vector<std::string>{"/w"}));
   EXPECT_EQ(glob_static_ancestors("/*.pem"), std::vector<std::string>{});

@@ -3,10 +3,12 @@
 // env and notes; NAME.error replaces both when the transform must fail. An optional
 // "darwin_user_cache_dir" stands for the Mac's confstr value (MacHostFacts). Compared by default;
 // SBX_UPDATE_GOLDEN=1 rewrites them (review the diff before committing).
+#include "sbx_test/golden.hpp"
+
 #include <gtest/gtest.h>
 
-#include <boost/json.hpp>
 #include <algorithm>
+#include <boost/json.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -14,7 +16,6 @@
 
 #include "sbx/seatbelt/profile.hpp"
 #include "sexpr.hpp"
-#include "sbx_test/golden.hpp"
 
 namespace {
 
@@ -50,7 +51,8 @@ NetworkPolicy network_of(const json::object& n) {
              : mode == "proxy" ? NetworkMode::kProxy
                                : NetworkMode::kRestricted;
   if (const auto* ports = n.if_contains("proxy_ports"))
-    for (const auto& p : ports->as_array()) net.proxy_ports.push_back(static_cast<std::uint16_t>(p.as_int64()));
+    for (const auto& p : ports->as_array())
+      net.proxy_ports.push_back(static_cast<std::uint16_t>(p.as_int64()));
   net.unix_sockets = strings(n, "unix_sockets");
   net.allowed_domains = strings(n, "allowed_domains");
   net.denied_domains = strings(n, "denied_domains");
@@ -66,8 +68,8 @@ ResolvedPolicy policy_of(const json::object& p) {
                                                   : FilesystemKind::kRestricted;
   if (const auto* rules = p.if_contains("rules"))
     for (const auto& r : rules->as_array())
-      policy.rules.push_back({std::string(r.as_array()[0].as_string()),
-                              access_of(r.as_array()[1].as_string())});
+      policy.rules.push_back(
+          {std::string(r.as_array()[0].as_string()), access_of(r.as_array()[1].as_string())});
   policy.platform_defaults_readable = flag(p, "platform_defaults");
   if (const auto* prot = p.if_contains("protected"))
     for (const auto& v : prot->as_array()) {
@@ -84,8 +86,8 @@ ResolvedPolicy policy_of(const json::object& p) {
 TransformRequest request_of(const json::object& o) {
   TransformRequest req;
   req.policy = policy_of(o.at("policy").as_object());
-  req.argv = o.contains("argv") ? strings(o, "argv")
-                                : std::vector<std::string>{"/bin/sh", "-c", "true"};
+  req.argv =
+      o.contains("argv") ? strings(o, "argv") : std::vector<std::string>{"/bin/sh", "-c", "true"};
   req.cwd = o.contains("cwd") ? std::string(o.at("cwd").as_string()) : "/Users/me/proj";
   req.env = strings(o, "env");
   req.policy.cwd = req.cwd;
@@ -94,7 +96,8 @@ TransformRequest request_of(const json::object& o) {
 
 std::string shown(const std::string& s) {
   std::string out;
-  for (char c : s) out += c == '\n' ? std::string("\\n") : c == '\\' ? std::string("\\\\") : std::string(1, c);
+  for (char c : s)
+    out += c == '\n' ? std::string("\\n") : c == '\\' ? std::string("\\\\") : std::string(1, c);
   return out;
 }
 
@@ -143,7 +146,8 @@ TEST_P(SeatbeltGolden, MatchesExpectedPlan) {
     sbx::test::expect_golden(error_file, plan.error() + "\n");
     return;
   }
-  ASSERT_FALSE(fs::exists(error_file) && !sbx::test::updating_goldens()) << "expected an error: " << slurp(error_file);
+  ASSERT_FALSE(fs::exists(error_file) && !sbx::test::updating_goldens())
+      << "expected an error: " << slurp(error_file);
   ASSERT_GE(plan->argv.size(), 4u);
   const std::string& text = plan->argv[2];
   std::vector<seatbelt::testing::Node> forms;

@@ -159,8 +159,8 @@ TEST(ProxyEnv, LoopbackHostsAndDefaultPorts) {
 
 TEST(ProxyEnv, ReadsBothCasesOnlyKnownVariables) {
   const auto env = seatbelt::parse_proxy_env(
-      {"HTTP_PROXY=http://127.0.0.1:1", "https_proxy=http://localhost:2", "ALL_PROXY=",
-       "Http_Proxy=http://127.0.0.1:3", "FTP_PROXY=http://127.0.0.1:4",
+      {"HTTP_PROXY=http://127.0.0.1:1", "https_proxy=http://localhost:2",
+       "ALL_PROXY=", "Http_Proxy=http://127.0.0.1:3", "FTP_PROXY=http://127.0.0.1:4",
        "all_proxy=http://far.example:5", "NOEQUALS"});
   EXPECT_TRUE(env.configured);
   EXPECT_EQ(env.ports, (std::vector<std::uint16_t>{1, 2}));

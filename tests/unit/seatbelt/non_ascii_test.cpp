@@ -21,17 +21,17 @@ using namespace sbx;
 // Component spellings: UTF-8 (2, 3 and 4 bytes), not UTF-8 (lone lead, lone continuation,
 // 0xFF, truncated sequence), and the ASCII bytes that could break a literal.
 const std::vector<std::string> kOddNames = {
-    "d\xC3\xA9j\xC3\xA0",           // "déjà"
-    "\xE6\x97\xA5\xE6\x9C\xAC",     // "日本"
-    "\xF0\x9F\x98\x80 x",           // an emoji and a space
-    "bad\xC3",                      // lone lead byte
-    "\x80lead",                     // lone continuation byte
-    "ff\xFF\xFE",                   // never valid in UTF-8
-    "cut\xE2\x82",                  // truncated 3-byte sequence
-    "q\"uote",                      // a quote
-    "back\\slash\\",                // backslashes
-    "new\nline",                    // a newline
-    "mix \xC3\xBC\"\\\n\xFF",       // all of it
+    "d\xC3\xA9j\xC3\xA0",        // "déjà"
+    "\xE6\x97\xA5\xE6\x9C\xAC",  // "日本"
+    "\xF0\x9F\x98\x80 x",        // an emoji and a space
+    "bad\xC3",                   // lone lead byte
+    "\x80lead",                  // lone continuation byte
+    "ff\xFF\xFE",                // never valid in UTF-8
+    "cut\xE2\x82",               // truncated 3-byte sequence
+    "q\"uote",                   // a quote
+    "back\\slash\\",             // backslashes
+    "new\nline",                 // a newline
+    "mix \xC3\xBC\"\\\n\xFF",    // all of it
 };
 
 bool printable_ascii_or_newline(const std::string& text, std::size_t* bad) {
@@ -76,7 +76,8 @@ TEST(SeatbeltNonAscii, NoPathByteReachesTheTextAndParametersCarryThemIntact) {
     SCOPED_TRACE(testing::PrintToString(name));
     const std::string root = "/Users/me/" + name;
     ResolvedPolicy policy;
-    policy.rules = {{"/", Access::kRead}, {root, Access::kWrite}, {root + "/" + name, Access::kDeny}};
+    policy.rules = {
+        {"/", Access::kRead}, {root, Access::kWrite}, {root + "/" + name, Access::kDeny}};
     policy.protected_paths = {{root + "/.git", root, false, false}};
     policy.deny_globs = {"/Users/me/**/" + glob_literal(name) + "*.pem"};
     policy.network.unix_sockets = {"/Users/me/" + name + ".sock"};
@@ -85,8 +86,8 @@ TEST(SeatbeltNonAscii, NoPathByteReachesTheTextAndParametersCarryThemIntact) {
 
     std::size_t bad = 0;
     EXPECT_TRUE(printable_ascii_or_newline(b.profile.text, &bad))
-        << "byte " << static_cast<int>(static_cast<unsigned char>(b.profile.text[bad]))
-        << " at " << bad;
+        << "byte " << static_cast<int>(static_cast<unsigned char>(b.profile.text[bad])) << " at "
+        << bad;
     EXPECT_EQ(b.profile.text.find(name), std::string::npos);
 
     // Every path is a parameter, byte for byte.
@@ -101,7 +102,7 @@ TEST(SeatbeltNonAscii, NoPathByteReachesTheTextAndParametersCarryThemIntact) {
     seatbelt::testing::SbplEvaluator eval(b.forms, b.params);
     EXPECT_TRUE(eval.allows("file-write-create", root + "/src.c"));
     EXPECT_FALSE(eval.allows("file-read-data", root + "/" + name + "/x"));
-    EXPECT_FALSE(eval.allows("file-write-create", root + "/.git"));           // protected
+    EXPECT_FALSE(eval.allows("file-write-create", root + "/.git"));  // protected
     EXPECT_FALSE(eval.allows("file-write-create", root + "/.git/config"));
     EXPECT_FALSE(eval.allows("file-read-data", root + "/k/" + name + "1.pem"));  // glob
     EXPECT_TRUE(eval.allows("file-read-data", root + "/k/other.pem"));

@@ -113,9 +113,9 @@ TEST(SeatbeltParity, EnabledNetworkRefusesHostUnixSocketsUnlessListed) {
   EXPECT_TRUE(open_net.allows("network-outbound", "ip:localhost:8080"));
   EXPECT_TRUE(open_net.allows("network-bind", "ip:*:8080"));
   // ...the host's unix sockets are not: docker, ssh-agent, one in the workspace, in /tmp.
-  for (const std::string& sock : {kDockerSock, kAgentSock,
-                                  std::string("unix-socket:/Users/me/proj/.s.PGSQL.5432"),
-                                  std::string("unix-socket:/private/tmp/tmux-501/default")}) {
+  for (const std::string& sock :
+       {kDockerSock, kAgentSock, std::string("unix-socket:/Users/me/proj/.s.PGSQL.5432"),
+        std::string("unix-socket:/private/tmp/tmux-501/default")}) {
     EXPECT_FALSE(open_net.allows("network-outbound", sock)) << sock;
     EXPECT_FALSE(open_net.allows("network-bind", sock)) << sock;
   }
@@ -135,7 +135,8 @@ TEST(SeatbeltParity, EnabledNetworkRefusesHostUnixSocketsUnlessListed) {
 
 TEST(SeatbeltParity, OnlyTheEnabledNetworkReachesTheDnsSocket) {
   // Proxy mode: the proxy resolves names; a DNS path of the command's own would be a way out.
-  SbplEvaluator proxy = evaluator_for(with_network(NetworkMode::kProxy, {"/Users/me/.ssh/agent.sock"}));
+  SbplEvaluator proxy =
+      evaluator_for(with_network(NetworkMode::kProxy, {"/Users/me/.ssh/agent.sock"}));
   EXPECT_FALSE(proxy.allows("network-outbound", kDnsSock));
   EXPECT_FALSE(proxy.allows("network-outbound", kDockerSock));
   EXPECT_TRUE(proxy.allows("network-outbound", kAgentSock));
@@ -157,9 +158,9 @@ TEST(SeatbeltParity, DenyPathUnderAMinimalDirectoryIsKeptAndWins) {
                   {"/etc/ssh/ssh_config/inner", Access::kDeny}};
   SbplEvaluator eval = evaluator_for(policy);
   // Denied although /private/etc and /usr/lib are platform locations.
-  for (const char* path : {"/private/etc/ssh", "/private/etc/ssh/ssh_host_ed25519_key",
-                           "/usr/lib/private", "/usr/lib/private/x.dylib",
-                           "/private/etc/ssh/ssh_config/inner/x"}) {
+  for (const char* path :
+       {"/private/etc/ssh", "/private/etc/ssh/ssh_host_ed25519_key", "/usr/lib/private",
+        "/usr/lib/private/x.dylib", "/private/etc/ssh/ssh_config/inner/x"}) {
     EXPECT_FALSE(eval.allows("file-read-data", path)) << path;
     EXPECT_FALSE(eval.allows("file-read-metadata", path)) << path;
     EXPECT_FALSE(eval.allows("file-map-executable", path)) << path;
@@ -186,7 +187,8 @@ TEST(SeatbeltParity, WithoutMinimalDenyRulesNeedNoRestatement) {
 
 ResolvedPolicy workspace_write_with_tmpdir(const std::string& tmp_rule) {
   ResolvedPolicy policy;
-  policy.rules = {{"/", Access::kRead}, {"/Users/me/proj", Access::kWrite}, {tmp_rule, Access::kWrite}};
+  policy.rules = {
+      {"/", Access::kRead}, {"/Users/me/proj", Access::kWrite}, {tmp_rule, Access::kWrite}};
   policy.protected_paths = {{tmp_rule + "/.git", tmp_rule, false, false}};
   policy.cwd = "/Users/me/proj";
   return policy;
@@ -207,7 +209,8 @@ SbplEvaluator evaluator_with_cache(const ResolvedPolicy& policy, const std::stri
   return SbplEvaluator(std::move(forms), std::move(params));
 }
 
-const char* const kModuleCacheFile = "/private/var/folders/ab/xyz/C/org.llvm.clang/ModuleCache/x.pcm";
+const char* const kModuleCacheFile =
+    "/private/var/folders/ab/xyz/C/org.llvm.clang/ModuleCache/x.pcm";
 
 TEST(SeatbeltParity, UserCacheDirIsWritableWhereTmpdirIs) {
   // The rule in either spelling (/var/... or /private/var/...), the fact with a trailing slash.
@@ -269,11 +272,12 @@ TEST(SeatbeltParity, MissingProtectedNamesCannotBeCreatedInAnotherCase) {
   policy.cwd = "/Users/me/proj";
   SbplEvaluator eval = evaluator_for(policy);
   // APFS is case-insensitive by default: `.GIT` would be what git opens as `.git`.
-  for (const char* path : {"/Users/me/proj/.git", "/Users/me/proj/.GIT", "/Users/me/proj/.Git/config",
-                           "/Users/me/proj/.CODEX/config.toml"}) {
+  for (const char* path : {"/Users/me/proj/.git", "/Users/me/proj/.GIT",
+                           "/Users/me/proj/.Git/config", "/Users/me/proj/.CODEX/config.toml"}) {
     EXPECT_FALSE(eval.allows("file-write-create", path)) << path;
   }
-  for (const char* path : {"/Users/me/proj/src/a.c", "/Users/me/proj/.gitignore", "/Users/me/proj/git"})
+  for (const char* path :
+       {"/Users/me/proj/src/a.c", "/Users/me/proj/.gitignore", "/Users/me/proj/git"})
     EXPECT_TRUE(eval.allows("file-write-create", path)) << path;
 }
 

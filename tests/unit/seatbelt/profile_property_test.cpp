@@ -40,8 +40,8 @@ class Rng {
   std::uint64_t state_;
 };
 
-const std::vector<std::string> kHostile = {" ", "\"", "(", ")", "#\"", ";", "\n", "'", "\\",
-                                           "$", "*", "[", "]", "{", "}", "|", "^", "\t", "`",
+const std::vector<std::string> kHostile = {" ", "\"", "(", ")", "#\"", ";", "\n", "'", "\\", "$",
+                                           "*", "[", "]", "{", "}", "|", "^", "\t", "`",
                                            // bytes that are not UTF-8: a lone lead, a lone
                                            // continuation, 0xFF, a truncated 3-byte sequence
                                            "\xC3", "\x80", "\xFF", "\xE2\x82"};
@@ -122,8 +122,9 @@ Generated generate(Rng& rng) {
 // Readable: the most specific rule decides; with no rule at all, ":minimal" (when reads are
 // restricted, its only use) grants its locations, of which the generator only uses /etc.
 bool expect_read(const ResolvedPolicy& p, const std::string& path) {
-  const bool any_rule = std::any_of(p.rules.begin(), p.rules.end(),
-                                    [&](const PathRule& r) { return path_is_within(path, r.path); });
+  const bool any_rule = std::any_of(p.rules.begin(), p.rules.end(), [&](const PathRule& r) {
+    return path_is_within(path, r.path);
+  });
   if (any_rule) return rule_access(p, path) != Access::kDeny;
   return p.platform_defaults_readable && reads_restricted(p) && path_is_within(path, "/etc");
 }
@@ -191,13 +192,15 @@ void check_one(const Generated& g, int iteration) {
     ASSERT_EQ(r.find(last), std::string::npos) << "iteration " << iteration << " leaked " << last;
   }
   for (const std::string& sock : p.network.unix_sockets)
-    ASSERT_EQ(text.find(sock), std::string::npos) << "iteration " << iteration << " leaked " << sock;
+    ASSERT_EQ(text.find(sock), std::string::npos)
+        << "iteration " << iteration << " leaked " << sock;
 
   // The text is printable ASCII and newlines only: no non-ASCII byte (UTF-8 or not), no
   // control character.
   for (char ch : text)
     ASSERT_TRUE(ch == '\n' || (ch >= 0x20 && ch < 0x7F))
-        << "iteration " << iteration << ": byte " << static_cast<int>(static_cast<unsigned char>(ch));
+        << "iteration " << iteration << ": byte "
+        << static_cast<int>(static_cast<unsigned char>(ch));
 
   std::vector<Node> forms;
   seatbelt::testing::SexprReader reader(text);
@@ -207,11 +210,13 @@ void check_one(const Generated& g, int iteration) {
   // generated component); inside, only the escaped protected paths, each matching its path.
   std::set<std::string> allowed_regexes;
   for (const auto& pp : p.protected_paths)
-    allowed_regexes.insert(seatbelt::subtree_regex_for_path(seatbelt::macos_canonical_path(pp.path)));
+    allowed_regexes.insert(
+        seatbelt::subtree_regex_for_path(seatbelt::macos_canonical_path(pp.path)));
   std::vector<std::string> literals;
   collect_regexes(forms, literals);
   std::string outside = text;
-  for (std::size_t at = outside.find("#\""); at != std::string::npos; at = outside.find("#\"", at)) {
+  for (std::size_t at = outside.find("#\""); at != std::string::npos;
+       at = outside.find("#\"", at)) {
     const std::size_t end = outside.find('"', at + 2);
     outside.erase(at, end + 1 - at);
   }
@@ -229,9 +234,8 @@ void check_one(const Generated& g, int iteration) {
       EXPECT_TRUE(std::regex_search(mac + "/zq \"x", re)) << r;
       // A non-ASCII run is "one or more" bytes, so with one the regex may also take a longer
       // sibling name (superset, fail-closed); without one it is exact.
-      const bool has_run = std::any_of(mac.begin(), mac.end(), [](char ch) {
-        return static_cast<unsigned char>(ch) >= 0x80;
-      });
+      const bool has_run = std::any_of(
+          mac.begin(), mac.end(), [](char ch) { return static_cast<unsigned char>(ch) >= 0x80; });
       if (!has_run) {
         EXPECT_FALSE(std::regex_search(mac + "x", re)) << r;
       }
@@ -321,7 +325,8 @@ TEST(SeatbeltProperty, ArgvCarriesParametersAndCommandIntact) {
     EXPECT_EQ(std::vector<std::string>(dashdash + 1, argv.end()), g.request.argv);
     auto profile = seatbelt::build_profile(g.request.policy, g.request.env);
     std::vector<std::string> expected_defs;
-    for (const auto& prm : profile->params) expected_defs.push_back("-D" + prm.key + "=" + prm.value);
+    for (const auto& prm : profile->params)
+      expected_defs.push_back("-D" + prm.key + "=" + prm.value);
     EXPECT_EQ(std::vector<std::string>(argv.begin() + 3, dashdash), expected_defs);
   }
 }

@@ -80,7 +80,8 @@ class SbplEvaluator {
   static bool ip_matches(const std::string& pattern, const std::string& address) {
     const auto split = [](const std::string& a) {
       const std::size_t colon = a.rfind(':');
-      return std::make_pair(a.substr(0, colon), colon == std::string::npos ? "" : a.substr(colon + 1));
+      return std::make_pair(a.substr(0, colon),
+                            colon == std::string::npos ? "" : a.substr(colon + 1));
     };
     const auto [ph, pp] = split(pattern);
     const auto [ah, ap] = split(address);

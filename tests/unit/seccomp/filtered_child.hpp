@@ -21,8 +21,7 @@ namespace sbx_seccomp_test {
 // signal that killed the child. `install` installs the filter in the child (after
 // no_new_privs) and returns whether it did.
 inline std::string run_in_filtered_child(const std::function<bool()>& install,
-                                         const std::function<long()>& probe,
-                                         int expected_errno) {
+                                         const std::function<long()>& probe, int expected_errno) {
   const pid_t pid = ::fork();
   if (pid == 0) {
     if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) ::_exit(254);

@@ -31,7 +31,6 @@
 
 #include "filtered_child.hpp"
 #include "sbx_test/golden.hpp"
-
 #include "sbx_test/temp_dir.hpp"
 
 namespace {

@@ -4,6 +4,7 @@
 // (proven, densely cross-checked, and much shorter), and the compact table loaded on its own in
 // a forked child, where the kernel must give the answers the interpreter predicts.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <linux/audit.h>
 #include <linux/seccomp.h>
 #include <signal.h>
@@ -16,12 +17,10 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
-#include <span>
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "bpf_table.hpp"
 #include "filtered_child.hpp"
@@ -71,20 +70,20 @@ std::uint32_t answer(const std::vector<sock_filter>& program, const bpf::Seccomp
 // 2 refused, personality-like 7 allowed only for argument 0 or 8, the rest ENOSYS.
 std::vector<sock_filter> tiny_table() {
   return {
-      ld(4),                          // 0
-      jmp(BPF_JEQ, kArch, 1, 0),      // 1
-      ret(kKill),                     // 2
-      ld(0),                          // 3
-      jmp(BPF_JEQ, 1, 6, 0),          // 4 -> 11 allow
-      jmp(BPF_JEQ, 3, 5, 0),          // 5 -> 11 allow
-      jmp(BPF_JEQ, 2, 6, 0),          // 6 -> 13 eperm
-      jmp(BPF_JEQ, 7, 0, 4),          // 7 -> 12 enosys
-      ld(16),                         // 8
-      jmp(BPF_JEQ, 0, 1, 0),          // 9 -> 11 allow
-      jmp(BPF_JEQ, 8, 0, 1),          // 10 -> 12 enosys
-      ret(kAllow),                    // 11
-      ret(kEnosys),                   // 12
-      ret(kEperm),                    // 13
+      ld(4),                      // 0
+      jmp(BPF_JEQ, kArch, 1, 0),  // 1
+      ret(kKill),                 // 2
+      ld(0),                      // 3
+      jmp(BPF_JEQ, 1, 6, 0),      // 4 -> 11 allow
+      jmp(BPF_JEQ, 3, 5, 0),      // 5 -> 11 allow
+      jmp(BPF_JEQ, 2, 6, 0),      // 6 -> 13 eperm
+      jmp(BPF_JEQ, 7, 0, 4),      // 7 -> 12 enosys
+      ld(16),                     // 8
+      jmp(BPF_JEQ, 0, 1, 0),      // 9 -> 11 allow
+      jmp(BPF_JEQ, 8, 0, 1),      // 10 -> 12 enosys
+      ret(kAllow),                // 11
+      ret(kEnosys),               // 12
+      ret(kEperm),                // 13
   };
 }
 
@@ -147,31 +146,43 @@ TEST(BpfTable, ProofAcceptsEqualProgramsAndNamesWhereOthersDiffer) {
   EXPECT_TRUE(bpf::prove_equivalent(tiny_table(), tiny_table()).ok());
   // The same function by another route: JGE 1 / JGT 3 instead of JEQ 1 and 3 (2 refused
   // between them).
-  const std::vector<sock_filter> same = {
-      ld(4), jmp(BPF_JEQ, kArch, 1, 0), ret(kKill), ld(0),
-      jmp(BPF_JGE, 1, 0, 6),                // 4: below 1 -> 11 enosys
-      jmp(BPF_JGT, 3, 3, 0),                // 5: above 3 -> 9
-      jmp(BPF_JEQ, 2, 6, 0),                // 6: 2 -> 13 eperm
-      ret(kAllow),                          // 7: 1 or 3
-      ret(kKill),                           // 8: unreachable
-      jmp(BPF_JEQ, 7, 0, 1),                // 9
-      ja(3),                                // 10 -> 14
-      ret(kEnosys),                         // 11
-      ret(kKill),                           // 12: unreachable
-      ret(kEperm),                          // 13
-      ld(16), jmp(BPF_JEQ, 0, 2, 0), jmp(BPF_JEQ, 8, 1, 0), ret(kEnosys), ret(kAllow)};
+  const std::vector<sock_filter> same = {ld(4),
+                                         jmp(BPF_JEQ, kArch, 1, 0),
+                                         ret(kKill),
+                                         ld(0),
+                                         jmp(BPF_JGE, 1, 0, 6),  // 4: below 1 -> 11 enosys
+                                         jmp(BPF_JGT, 3, 3, 0),  // 5: above 3 -> 9
+                                         jmp(BPF_JEQ, 2, 6, 0),  // 6: 2 -> 13 eperm
+                                         ret(kAllow),            // 7: 1 or 3
+                                         ret(kKill),             // 8: unreachable
+                                         jmp(BPF_JEQ, 7, 0, 1),  // 9
+                                         ja(3),                  // 10 -> 14
+                                         ret(kEnosys),           // 11
+                                         ret(kKill),             // 12: unreachable
+                                         ret(kEperm),            // 13
+                                         ld(16),
+                                         jmp(BPF_JEQ, 0, 2, 0),
+                                         jmp(BPF_JEQ, 8, 1, 0),
+                                         ret(kEnosys),
+                                         ret(kAllow)};
   sbx::Status s = bpf::prove_equivalent(tiny_table(), same);
   EXPECT_TRUE(s.ok()) << s.error();
   // One number answering otherwise (5: EPERM instead of ENOSYS) is found.
-  std::vector<sock_filter> differing = {
-      ld(4), jmp(BPF_JEQ, kArch, 1, 0), ret(kKill), ld(0),
-      jmp(BPF_JEQ, 1, 7, 0),   // 4 -> 12 allow
-      jmp(BPF_JEQ, 3, 6, 0),   // 5 -> 12 allow
-      jmp(BPF_JEQ, 2, 7, 0),   // 6 -> 14 eperm
-      jmp(BPF_JEQ, 5, 6, 0),   // 7 -> 14 eperm: the difference
-      jmp(BPF_JEQ, 7, 0, 4),   // 8 -> 13 enosys
-      ld(16), jmp(BPF_JEQ, 0, 1, 0), jmp(BPF_JEQ, 8, 0, 1),
-      ret(kAllow), ret(kEnosys), ret(kEperm)};
+  std::vector<sock_filter> differing = {ld(4),
+                                        jmp(BPF_JEQ, kArch, 1, 0),
+                                        ret(kKill),
+                                        ld(0),
+                                        jmp(BPF_JEQ, 1, 7, 0),  // 4 -> 12 allow
+                                        jmp(BPF_JEQ, 3, 6, 0),  // 5 -> 12 allow
+                                        jmp(BPF_JEQ, 2, 7, 0),  // 6 -> 14 eperm
+                                        jmp(BPF_JEQ, 5, 6, 0),  // 7 -> 14 eperm: the difference
+                                        jmp(BPF_JEQ, 7, 0, 4),  // 8 -> 13 enosys
+                                        ld(16),
+                                        jmp(BPF_JEQ, 0, 1, 0),
+                                        jmp(BPF_JEQ, 8, 0, 1),
+                                        ret(kAllow),
+                                        ret(kEnosys),
+                                        ret(kEperm)};
   ASSERT_TRUE(bpf::validate(differing).ok()) << bpf::validate(differing).error();
   s = bpf::prove_equivalent(tiny_table(), differing);
   ASSERT_FALSE(s.ok());
@@ -212,15 +223,16 @@ TEST(BpfTable, CompactionOfATinyTableIsProvenEquivalent) {
 
 TEST(BpfTable, CompactionRefusesTablesItCannotRepresent) {
   // Foreign architectures answered by number.
-  const std::vector<sock_filter> by_number = {ld(4), jmp(BPF_JEQ, kArch, 1, 0), ld(0),
-                                              jmp(BPF_JEQ, 1, 0, 1), ret(kAllow), ret(kEnosys)};
+  const std::vector<sock_filter> by_number = {
+      ld(4), jmp(BPF_JEQ, kArch, 1, 0), ld(0), jmp(BPF_JEQ, 1, 0, 1), ret(kAllow), ret(kEnosys)};
   EXPECT_FALSE(bpf::compact_table(by_number, kArch).ok());
   // Bit tests.
-  const std::vector<sock_filter> set = {ld(4), jmp(BPF_JEQ, kArch, 0, 3), ld(0),
-                                        jmp(BPF_JSET, 1, 0, 1), ret(kAllow), ret(kEnosys)};
+  const std::vector<sock_filter> set = {
+      ld(4), jmp(BPF_JEQ, kArch, 0, 3), ld(0), jmp(BPF_JSET, 1, 0, 1), ret(kAllow), ret(kEnosys)};
   EXPECT_FALSE(bpf::compact_table(set, kArch).ok());
   // Not in the subset.
-  EXPECT_FALSE(bpf::compact_table(std::vector<sock_filter>{{BPF_RET | BPF_A, 0, 0, 0}}, kArch).ok());
+  EXPECT_FALSE(
+      bpf::compact_table(std::vector<sock_filter>{{BPF_RET | BPF_A, 0, 0, 0}}, kArch).ok());
 }
 
 // libseccomp's table for `net`, as sbx-seccomp-gen gets it.
@@ -275,9 +287,9 @@ TEST(BpfTable, PrecompiledTablesAnswerAsLibseccompsOnADenseGrid) {
     const std::vector<sock_filter> libseccomp = libseccomp_table(net);
     const std::vector<sock_filter> loaded = precompiled_table(net);
     std::vector<std::uint32_t> arches = bpf::boundary_points(libseccomp, bpf::kArchOffset);
-    for (std::uint32_t foreign : std::initializer_list<std::uint32_t>{
-             AUDIT_ARCH_I386, AUDIT_ARCH_AARCH64, AUDIT_ARCH_X86_64, native ^ 0x80000000u,
-             native + 1})
+    for (std::uint32_t foreign :
+         std::initializer_list<std::uint32_t>{AUDIT_ARCH_I386, AUDIT_ARCH_AARCH64,
+                                              AUDIT_ARCH_X86_64, native ^ 0x80000000u, native + 1})
       arches.push_back(foreign);
     std::vector<bpf::SeccompWords> grid;
     for (std::uint32_t arch : arches) {
@@ -320,26 +332,39 @@ std::string run_under_table(NetworkFilter net, const std::function<long()>& prob
 TEST(BpfTable, LoadedCompactTableAllowsRefusesAndKills) {
   for (NetworkFilter net : kEveryMode) {
     SCOPED_TRACE(static_cast<int>(net));
-    EXPECT_EQ(run_under_table(net, [] { return raw(SYS_getpid) > 0 ? 0L : -1L; }, 0), "ok");
-    EXPECT_EQ(run_under_table(net, [] { return raw(SYS_ptrace, 0); }, EPERM), "ok");
-    EXPECT_EQ(run_under_table(net, [] { return raw(SYS_mount, 0); }, EPERM), "ok");
-    EXPECT_EQ(run_under_table(net, [] { return raw(SYS_clone3, 0, 0); }, ENOSYS), "ok");
+    EXPECT_EQ(run_under_table(
+                  net, [] { return raw(SYS_getpid) > 0 ? 0L : -1L; }, 0),
+              "ok");
+    EXPECT_EQ(run_under_table(
+                  net, [] { return raw(SYS_ptrace, 0); }, EPERM),
+              "ok");
+    EXPECT_EQ(run_under_table(
+                  net, [] { return raw(SYS_mount, 0); }, EPERM),
+              "ok");
+    EXPECT_EQ(run_under_table(
+                  net, [] { return raw(SYS_clone3, 0, 0); }, ENOSYS),
+              "ok");
     // A number no kernel has (yet).
-    EXPECT_EQ(run_under_table(net, [] { return raw(1000); }, ENOSYS), "ok");
+    EXPECT_EQ(run_under_table(
+                  net, [] { return raw(1000); }, ENOSYS),
+              "ok");
     // personality(): the query and ADDR_NO_RANDOMIZE pass, READ_IMPLIES_EXEC and a value with
     // high bits set answer ENOSYS (the argument tests kept from libseccomp's table).
-    EXPECT_EQ(run_under_table(net, [] { return raw(SYS_personality, 0xffffffff) >= 0 ? 0L : -1L; },
-                              0),
+    EXPECT_EQ(run_under_table(
+                  net, [] { return raw(SYS_personality, 0xffffffff) >= 0 ? 0L : -1L; }, 0),
               "ok");
-    EXPECT_EQ(run_under_table(net, [] { return raw(SYS_personality, READ_IMPLIES_EXEC); }, ENOSYS),
+    EXPECT_EQ(run_under_table(
+                  net, [] { return raw(SYS_personality, READ_IMPLIES_EXEC); }, ENOSYS),
               "ok");
 #if defined(__LP64__)
-    EXPECT_EQ(run_under_table(net, [] { return raw(SYS_personality, 0x100000008L); }, ENOSYS),
+    EXPECT_EQ(run_under_table(
+                  net, [] { return raw(SYS_personality, 0x100000008L); }, ENOSYS),
               "ok");
 #endif
 #if defined(__x86_64__)
     // getpid through the x32 ABI (bit 30 of the number): another ABI's call kills the process.
-    EXPECT_EQ(run_under_table(net, [] { return raw(0x40000000L | SYS_getpid); }, 0),
+    EXPECT_EQ(run_under_table(
+                  net, [] { return raw(0x40000000L | SYS_getpid); }, 0),
               "child died of signal " + std::to_string(SIGSYS));
 #endif
   }

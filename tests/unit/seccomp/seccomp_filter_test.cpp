@@ -1,6 +1,9 @@
 // The sbx-stage2 seccomp filter: its exported text form against a golden file, and every rule
 // exercised for real in a forked child (the filter cannot be removed once installed).
+#include "seccomp_filter.hpp"
+
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <linux/sched.h>
 #include <sched.h>
 #include <sys/ioctl.h>
@@ -17,10 +20,7 @@
 #include <functional>
 #include <sstream>
 
-#include <gtest/gtest.h>
-
 #include "filtered_child.hpp"
-#include "seccomp_filter.hpp"
 #include "sbx_test/golden.hpp"
 
 namespace {
@@ -49,7 +49,11 @@ std::vector<Rule> always_denied() {
       {"bpf", [] { return raw(SYS_bpf, 0); }},
       {"perf_event_open", [] { return raw(SYS_perf_event_open, 0); }},
       {"userfaultfd", [] { return raw(SYS_userfaultfd, 0); }},
-      {"ioctl_TIOCSTI", [] { char c = 'x'; return raw(SYS_ioctl, 0, TIOCSTI, reinterpret_cast<long>(&c)); }},
+      {"ioctl_TIOCSTI",
+       [] {
+         char c = 'x';
+         return raw(SYS_ioctl, 0, TIOCSTI, reinterpret_cast<long>(&c));
+       }},
       {"setns", [] { return raw(SYS_setns, -1, 0); }},
       {"mount", [] { return raw(SYS_mount, 0); }},
       {"umount2", [] { return raw(SYS_umount2, reinterpret_cast<long>("/"), 0); }},
@@ -80,14 +84,22 @@ std::vector<Rule> network_denied() {
       {"socket_netlink", [] { return raw(SYS_socket, AF_NETLINK, SOCK_RAW, 0); }},
       {"socket_packet", [] { return raw(SYS_socket, AF_PACKET, SOCK_RAW, 0); }},
       {"socket_unix", [] { return raw(SYS_socket, AF_UNIX, SOCK_STREAM, 0); }},
-      {"socketpair_inet", [] { int sv[2]; return raw(SYS_socketpair, AF_INET, SOCK_STREAM, 0, reinterpret_cast<long>(sv)); }},
+      {"socketpair_inet",
+       [] {
+         int sv[2];
+         return raw(SYS_socketpair, AF_INET, SOCK_STREAM, 0, reinterpret_cast<long>(sv));
+       }},
       {"connect", [] { return raw(SYS_connect, 0, 0, 0); }},
       {"bind", [] { return raw(SYS_bind, 0, 0, 0); }},
       {"listen", [] { return raw(SYS_listen, 0, 0); }},
       {"accept", [] { return raw(SYS_accept, 0, 0, 0); }},
       {"accept4", [] { return raw(SYS_accept4, 0, 0, 0, 0); }},
       {"sendmmsg", [] { return raw(SYS_sendmmsg, 0, 0, 0, 0); }},
-      {"sendto_with_address", [] { char b = 0; return raw(SYS_sendto, 1, reinterpret_cast<long>(&b), 1, 0, 1); }},
+      {"sendto_with_address",
+       [] {
+         char b = 0;
+         return raw(SYS_sendto, 1, reinterpret_cast<long>(&b), 1, 0, 1);
+       }},
   };
 }
 
@@ -100,7 +112,8 @@ TEST(SeccompFilter, AlwaysDeniedInEveryMode) {
 }
 
 TEST(SeccompFilter, Clone3AnswersEnosysSoLibcFallsBackToClone) {
-  EXPECT_EQ(run_filtered(NetworkFilter::kBlocked, [] { return raw(SYS_clone3, 0, 0); }, ENOSYS),
+  EXPECT_EQ(run_filtered(
+                NetworkFilter::kBlocked, [] { return raw(SYS_clone3, 0, 0); }, ENOSYS),
             "ok");
 }
 
@@ -110,35 +123,44 @@ TEST(SeccompFilter, RestrictedNetworkDeniesEverySocketEndpoint) {
 }
 
 TEST(SeccompFilter, RestrictedNetworkKeepsUnixSocketpairAndConnectedSends) {
-  EXPECT_EQ(run_filtered(NetworkFilter::kBlocked, [] {
-              int sv[2];
-              if (::socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) return -1L;
-              char b = 'x';
-              if (::send(sv[0], &b, 1, 0) != 1) return -1L;  // sendto without an address
-              return static_cast<long>(::recv(sv[1], &b, 1, 0)) == 1 ? 0L : -1L;
-            }, 0),
+  EXPECT_EQ(run_filtered(
+                NetworkFilter::kBlocked,
+                [] {
+                  int sv[2];
+                  if (::socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) return -1L;
+                  char b = 'x';
+                  if (::send(sv[0], &b, 1, 0) != 1) return -1L;  // sendto without an address
+                  return static_cast<long>(::recv(sv[1], &b, 1, 0)) == 1 ? 0L : -1L;
+                },
+                0),
             "ok");
 }
 
 TEST(SeccompFilter, OpenNetworkAllowsSockets) {
   for (int family : {AF_INET, AF_INET6, AF_UNIX}) {
-    EXPECT_EQ(run_filtered(NetworkFilter::kOpen, [family] {
-                const int fd = ::socket(family, SOCK_STREAM, 0);
-                return fd < 0 ? -1L : static_cast<long>(::close(fd));
-              }, 0),
+    EXPECT_EQ(run_filtered(
+                  NetworkFilter::kOpen,
+                  [family] {
+                    const int fd = ::socket(family, SOCK_STREAM, 0);
+                    return fd < 0 ? -1L : static_cast<long>(::close(fd));
+                  },
+                  0),
               "ok")
         << "family " << family;
   }
 }
 
 TEST(SeccompFilter, OrdinaryWorkStillRuns) {
-  EXPECT_EQ(run_filtered(NetworkFilter::kBlocked, [] {
-              if (raw(SYS_unshare, CLONE_FILES) != 0) return -1L;  // no namespace flag
-              const pid_t child = ::fork();                         // clone without flags
-              if (child == 0) ::_exit(0);
-              int st = 0;
-              return ::waitpid(child, &st, 0) == child && WIFEXITED(st) ? 0L : -1L;
-            }, 0),
+  EXPECT_EQ(run_filtered(
+                NetworkFilter::kBlocked,
+                [] {
+                  if (raw(SYS_unshare, CLONE_FILES) != 0) return -1L;  // no namespace flag
+                  const pid_t child = ::fork();                        // clone without flags
+                  if (child == 0) ::_exit(0);
+                  int st = 0;
+                  return ::waitpid(child, &st, 0) == child && WIFEXITED(st) ? 0L : -1L;
+                },
+                0),
             "ok");
 }
 

@@ -53,11 +53,16 @@ constexpr int kAfVsock = 40;
 
 const char* mode_name(NetworkFilter net) {
   switch (net) {
-    case NetworkFilter::kBlocked: return "blocked";
-    case NetworkFilter::kOpen: return "open";
-    case NetworkFilter::kProxy: return "proxy";
-    case NetworkFilter::kPrivate: return "private";
-    case NetworkFilter::kPrivateUnixSupervised: return "private-unix-supervised";
+    case NetworkFilter::kBlocked:
+      return "blocked";
+    case NetworkFilter::kOpen:
+      return "open";
+    case NetworkFilter::kProxy:
+      return "proxy";
+    case NetworkFilter::kPrivate:
+      return "private";
+    case NetworkFilter::kPrivateUnixSupervised:
+      return "private-unix-supervised";
     case NetworkFilter::kBlockedGuarded:
       return "blocked-guarded";
     case NetworkFilter::kProxyGuarded:
@@ -153,15 +158,17 @@ std::string run_under_guard(const std::function<long()>& probe, int expected_err
 }
 
 TEST(SeccompPrecompiled, MetadataGuardReportsRefusesAndAllows) {
-  EXPECT_EQ(run_under_guard([] { return raw(SYS_chmod, reinterpret_cast<long>("/nonexistent"), 0644); },
-                            ENOSYS),
+  EXPECT_EQ(
+      run_under_guard([] { return raw(SYS_chmod, reinterpret_cast<long>("/nonexistent"), 0644); },
+                      ENOSYS),
+      "ok");
+  EXPECT_EQ(run_under_guard(
+                [] { return raw(SYS_fchownat, AT_FDCWD, reinterpret_cast<long>("/x"), 0, 0, 0); },
+                ENOSYS),
             "ok");
-  EXPECT_EQ(run_under_guard([] { return raw(SYS_fchownat, AT_FDCWD, reinterpret_cast<long>("/x"), 0, 0, 0); },
-                            ENOSYS),
-            "ok");
-  EXPECT_EQ(run_under_guard([] { return raw(sbx::stage2::kNrSetxattrat, AT_FDCWD, 0, 0, 0, 0); },
-                            ENOSYS),
-            "ok");
+  EXPECT_EQ(
+      run_under_guard([] { return raw(sbx::stage2::kNrSetxattrat, AT_FDCWD, 0, 0, 0, 0); }, ENOSYS),
+      "ok");
   EXPECT_EQ(run_under_guard([] { return raw(SYS_ioctl, 0, FS_IOC_SETFLAGS, 0); }, EPERM), "ok");
   EXPECT_EQ(run_under_guard([] { return raw(SYS_getpid) > 0 ? 0L : -1L; }, 0), "ok");
   // The pid scope rides along (pid_scope_filter.hpp): another process refused, pid 0 allowed.
@@ -277,9 +284,20 @@ TEST(SeccompPrecompiled, AlwaysDeniedCallsAreRefusedInEveryMode) {
       {"fsopen", [] { return raw(SYS_fsopen, 0); }},
       {"unshare_user", [] { return raw(SYS_unshare, CLONE_NEWUSER); }},
       {"clone_newns", [] { return raw(SYS_clone, CLONE_NEWNS | SIGCHLD, 0); }},
-      {"ioctl_TIOCSTI", [] { char c = 'x'; return raw(SYS_ioctl, 0, TIOCSTI, reinterpret_cast<long>(&c)); }},
-      {"fchmodat_setuid", [] { return raw(SYS_fchmodat, AT_FDCWD, reinterpret_cast<long>("/nonexistent"), S_ISUID | 0755); }},
-      {"mknodat_chardev", [] { return raw(SYS_mknodat, AT_FDCWD, reinterpret_cast<long>("/nonexistent"), S_IFCHR | 0600, 0); }},
+      {"ioctl_TIOCSTI",
+       [] {
+         char c = 'x';
+         return raw(SYS_ioctl, 0, TIOCSTI, reinterpret_cast<long>(&c));
+       }},
+      {"fchmodat_setuid",
+       [] {
+         return raw(SYS_fchmodat, AT_FDCWD, reinterpret_cast<long>("/nonexistent"), S_ISUID | 0755);
+       }},
+      {"mknodat_chardev",
+       [] {
+         return raw(SYS_mknodat, AT_FDCWD, reinterpret_cast<long>("/nonexistent"), S_IFCHR | 0600,
+                    0);
+       }},
   };
   for (NetworkFilter net : kEveryMode) {
     for (const auto& [name, call] : denied)
@@ -289,9 +307,12 @@ TEST(SeccompPrecompiled, AlwaysDeniedCallsAreRefusedInEveryMode) {
 
 TEST(SeccompPrecompiled, UnlistedCallsAnswerEnosys) {
   for (NetworkFilter net : kEveryMode) {
-    EXPECT_EQ(run_precompiled(net, [] { return raw(SYS_clone3, 0, 0); }, ENOSYS), "ok")
+    EXPECT_EQ(run_precompiled(
+                  net, [] { return raw(SYS_clone3, 0, 0); }, ENOSYS),
+              "ok")
         << mode_name(net);
-    EXPECT_EQ(run_precompiled(net, [] { return raw(SYS_openat2, AT_FDCWD, 0, 0, 0); }, ENOSYS),
+    EXPECT_EQ(run_precompiled(
+                  net, [] { return raw(SYS_openat2, AT_FDCWD, 0, 0, 0); }, ENOSYS),
               "ok")
         << mode_name(net);
   }
@@ -300,46 +321,54 @@ TEST(SeccompPrecompiled, UnlistedCallsAnswerEnosys) {
 TEST(SeccompPrecompiled, EachNetworkModeRefusesItsSockets) {
   // Restricted without a namespace of its own: no socket at all.
   for (int family : {AF_UNIX, AF_INET, AF_INET6, AF_NETLINK})
-    EXPECT_EQ(run_precompiled(NetworkFilter::kBlocked,
-                              [family] { return socket_and_close(family, SOCK_STREAM); }, EPERM),
+    EXPECT_EQ(run_precompiled(
+                  NetworkFilter::kBlocked,
+                  [family] { return socket_and_close(family, SOCK_STREAM); }, EPERM),
               "ok")
         << "blocked, family " << family;
-  EXPECT_EQ(run_precompiled(NetworkFilter::kBlocked, [] { return raw(SYS_connect, 0, 0, 0); },
-                            EPERM),
+  EXPECT_EQ(run_precompiled(
+                NetworkFilter::kBlocked, [] { return raw(SYS_connect, 0, 0, 0); }, EPERM),
             "ok");
   // Private namespace: loopback TCP/UDP yes, unix/netlink/raw no.
-  EXPECT_EQ(run_precompiled(NetworkFilter::kPrivate,
-                            [] { return socket_and_close(AF_INET, SOCK_STREAM); }, 0),
+  EXPECT_EQ(run_precompiled(
+                NetworkFilter::kPrivate, [] { return socket_and_close(AF_INET, SOCK_STREAM); }, 0),
             "ok");
-  EXPECT_EQ(run_precompiled(NetworkFilter::kPrivate,
-                            [] { return socket_and_close(AF_INET6, SOCK_DGRAM); }, 0),
+  EXPECT_EQ(run_precompiled(
+                NetworkFilter::kPrivate, [] { return socket_and_close(AF_INET6, SOCK_DGRAM); }, 0),
             "ok");
   for (int family : {AF_UNIX, AF_NETLINK, AF_PACKET})
-    EXPECT_EQ(run_precompiled(NetworkFilter::kPrivate,
-                              [family] { return socket_and_close(family, SOCK_DGRAM); }, EPERM),
+    EXPECT_EQ(run_precompiled(
+                  NetworkFilter::kPrivate,
+                  [family] { return socket_and_close(family, SOCK_DGRAM); }, EPERM),
               "ok")
         << "private, family " << family;
-  EXPECT_EQ(run_precompiled(NetworkFilter::kPrivate, [] {
-              int sv[2];
-              return raw(SYS_socketpair, AF_UNIX, SOCK_DGRAM, 0, reinterpret_cast<long>(sv));
-            }, EPERM),
+  EXPECT_EQ(run_precompiled(
+                NetworkFilter::kPrivate,
+                [] {
+                  int sv[2];
+                  return raw(SYS_socketpair, AF_UNIX, SOCK_DGRAM, 0, reinterpret_cast<long>(sv));
+                },
+                EPERM),
             "ok");
   // Proxy (Landlock mode): TCP only, no listening.
-  EXPECT_EQ(run_precompiled(NetworkFilter::kProxy,
-                            [] { return socket_and_close(AF_INET, SOCK_STREAM); }, 0),
+  EXPECT_EQ(run_precompiled(
+                NetworkFilter::kProxy, [] { return socket_and_close(AF_INET, SOCK_STREAM); }, 0),
             "ok");
-  EXPECT_EQ(run_precompiled(NetworkFilter::kProxy,
-                            [] { return socket_and_close(AF_UNIX, SOCK_STREAM); }, EPERM),
-            "ok");
-  EXPECT_EQ(run_precompiled(NetworkFilter::kProxy, [] { return raw(SYS_listen, 0, 0); }, EPERM),
+  EXPECT_EQ(
+      run_precompiled(
+          NetworkFilter::kProxy, [] { return socket_and_close(AF_UNIX, SOCK_STREAM); }, EPERM),
+      "ok");
+  EXPECT_EQ(run_precompiled(
+                NetworkFilter::kProxy, [] { return raw(SYS_listen, 0, 0); }, EPERM),
             "ok");
   // Enabled: every socket but vsock.
-  EXPECT_EQ(run_precompiled(NetworkFilter::kOpen,
-                            [] { return socket_and_close(AF_UNIX, SOCK_STREAM); }, 0),
+  EXPECT_EQ(run_precompiled(
+                NetworkFilter::kOpen, [] { return socket_and_close(AF_UNIX, SOCK_STREAM); }, 0),
             "ok");
-  EXPECT_EQ(run_precompiled(NetworkFilter::kOpen,
-                            [] { return socket_and_close(kAfVsock, SOCK_STREAM); }, EPERM),
-            "ok");
+  EXPECT_EQ(
+      run_precompiled(
+          NetworkFilter::kOpen, [] { return socket_and_close(kAfVsock, SOCK_STREAM); }, EPERM),
+      "ok");
 }
 
 long socketpair_and_close(int type) {
@@ -476,20 +505,23 @@ TEST(SeccompPrecompiled, UnixGuardReportsOnlyUnixDatagramsAndCarriesThePidScope)
       run_under_unix_guard(
           [] { return raw(SYS_chmod, reinterpret_cast<long>("/nonexistent"), 0644); }, ENOENT),
       "ok");
-  EXPECT_EQ(run_under_unix_guard(
-                [] { return raw(SYS_setpriority, PRIO_PROCESS, ::getppid(), 0); }, EPERM),
+  EXPECT_EQ(run_under_unix_guard([] { return raw(SYS_setpriority, PRIO_PROCESS, ::getppid(), 0); },
+                                 EPERM),
             "ok");
 }
 
 TEST(SeccompPrecompiled, OrdinaryWorkStillRuns) {
   for (NetworkFilter net : kEveryMode) {
-    EXPECT_EQ(run_precompiled(net, [] {
-                if (raw(SYS_unshare, CLONE_FILES) != 0) return -1L;
-                const pid_t child = ::fork();
-                if (child == 0) ::_exit(0);
-                int st = 0;
-                return ::waitpid(child, &st, 0) == child && WIFEXITED(st) ? 0L : -1L;
-              }, 0),
+    EXPECT_EQ(run_precompiled(
+                  net,
+                  [] {
+                    if (raw(SYS_unshare, CLONE_FILES) != 0) return -1L;
+                    const pid_t child = ::fork();
+                    if (child == 0) ::_exit(0);
+                    int st = 0;
+                    return ::waitpid(child, &st, 0) == child && WIFEXITED(st) ? 0L : -1L;
+                  },
+                  0),
               "ok")
         << mode_name(net);
   }
@@ -512,7 +544,8 @@ TEST(SeccompPrecompiled, CallsOfAnotherArchitectureKillTheProcess) {
   ::waitpid(control, &status, 0);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
     GTEST_SKIP() << "this kernel does not run i386 system calls (no IA-32 emulation)";
-  EXPECT_EQ(run_precompiled(NetworkFilter::kOpen, [] { return i386_getpid(); }, 0),
+  EXPECT_EQ(run_precompiled(
+                NetworkFilter::kOpen, [] { return i386_getpid(); }, 0),
             "child died of signal " + std::to_string(SIGSYS));
 }
 #endif
@@ -564,9 +597,9 @@ TEST(SeccompPrecompiled, FileLeasesAreRefusedLocksWork) {
                               0),
               "ok")
         << mode;
-    EXPECT_EQ(run_precompiled(
-                  net, with_read_only([](int fd) { return raw(SYS_flock, fd, LOCK_EX); }), 0),
-              "ok")
+    EXPECT_EQ(
+        run_precompiled(net, with_read_only([](int fd) { return raw(SYS_flock, fd, LOCK_EX); }), 0),
+        "ok")
         << mode;
   }
   // Without the filter the same lease is granted: the refusal above is the filter's.
@@ -607,10 +640,10 @@ TEST(SeccompPrecompiled, HostIpcCallsAreRefusedInLandlocksPrograms) {
     EXPECT_EQ(run_under_guard(call, EPERM), "ok") << name << " (metadata guard)";
   }
   // Without them the kernel answers: the refusal is the programs'.
-  EXPECT_EQ(sbx_seccomp_test::run_in_filtered_child(
-                [] { return true; }, [] { return raw(SYS_msgctl, 0x7ffffff0, IPC_RMID, 0); },
-                EINVAL),
-            "ok");
+  EXPECT_EQ(
+      sbx_seccomp_test::run_in_filtered_child(
+          [] { return true; }, [] { return raw(SYS_msgctl, 0x7ffffff0, IPC_RMID, 0); }, EINVAL),
+      "ok");
 }
 
 }  // namespace

@@ -121,34 +121,45 @@ TEST(SeccompPrivateNet, EveryOtherSocketIsRefused) {
 // A unix datagram pair could send to any bound path (sendmsg's msg_name), host sockets
 // included; refused in every mode without the open network.
 TEST(SeccompPrivateNet, NoUnixDatagramSocketpairInAnyClosedMode) {
-  for (NetworkFilter net : {NetworkFilter::kBlocked, NetworkFilter::kProxy, NetworkFilter::kPrivate}) {
+  for (NetworkFilter net :
+       {NetworkFilter::kBlocked, NetworkFilter::kProxy, NetworkFilter::kPrivate}) {
     for (long type : {long{SOCK_DGRAM}, long{SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK}}) {
-      EXPECT_EQ(run_filtered(net, [type] {
-                  int sv[2];
-                  return raw(SYS_socketpair, AF_UNIX, type, 0, reinterpret_cast<long>(sv));
-                }, EPERM),
+      EXPECT_EQ(run_filtered(
+                    net,
+                    [type] {
+                      int sv[2];
+                      return raw(SYS_socketpair, AF_UNIX, type, 0, reinterpret_cast<long>(sv));
+                    },
+                    EPERM),
                 "ok")
           << static_cast<int>(net) << " type " << type;
     }
-    EXPECT_EQ(run_filtered(net, [] {
-                int sv[2];
-                return static_cast<long>(::socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv));
-              }, 0),
+    EXPECT_EQ(run_filtered(
+                  net,
+                  [] {
+                    int sv[2];
+                    return static_cast<long>(::socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv));
+                  },
+                  0),
               "ok")
         << static_cast<int>(net);
   }
 }
 
 TEST(SeccompPrivateNet, SocketpairOnlyForUnix) {
-  EXPECT_EQ(run_private([] {
-              int sv[2];
-              return static_cast<long>(::socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
-            }, 0),
+  EXPECT_EQ(run_private(
+                [] {
+                  int sv[2];
+                  return static_cast<long>(::socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+                },
+                0),
             "ok");
-  EXPECT_EQ(run_private([] {
-              int sv[2];
-              return raw(SYS_socketpair, AF_INET, SOCK_STREAM, 0, reinterpret_cast<long>(sv));
-            }, EPERM),
+  EXPECT_EQ(run_private(
+                [] {
+                  int sv[2];
+                  return raw(SYS_socketpair, AF_INET, SOCK_STREAM, 0, reinterpret_cast<long>(sv));
+                },
+                EPERM),
             "ok");
 }
 
@@ -181,27 +192,27 @@ TEST(SeccompPrivateNet, UnixStreamAndSeqpacketOnlyWhenSupervised) {
       {"vsock", 40, SOCK_STREAM, 0, EPERM},
   };
   for (const Case& c : cases) {
-    EXPECT_EQ(run_filtered(NetworkFilter::kPrivateUnixSupervised,
-                           [&c] { return raw(SYS_socket, c.family, c.type, c.protocol); },
-                           c.expected),
+    EXPECT_EQ(run_filtered(
+                  NetworkFilter::kPrivateUnixSupervised,
+                  [&c] { return raw(SYS_socket, c.family, c.type, c.protocol); }, c.expected),
               "ok")
         << c.name;
   }
-  EXPECT_EQ(run_filtered(NetworkFilter::kPrivateUnixSupervised,
-                         [] {
-                           int sv[2];
-                           return raw(SYS_socketpair, AF_UNIX, SOCK_DGRAM, 0,
-                                      reinterpret_cast<long>(sv));
-                         },
-                         0),
+  EXPECT_EQ(run_filtered(
+                NetworkFilter::kPrivateUnixSupervised,
+                [] {
+                  int sv[2];
+                  return raw(SYS_socketpair, AF_UNIX, SOCK_DGRAM, 0, reinterpret_cast<long>(sv));
+                },
+                0),
             "ok");
-  EXPECT_EQ(run_filtered(NetworkFilter::kPrivateUnixSupervised,
-                         [] {
-                           int sv[2];
-                           return raw(SYS_socketpair, AF_INET, SOCK_STREAM, 0,
-                                      reinterpret_cast<long>(sv));
-                         },
-                         EPERM),
+  EXPECT_EQ(run_filtered(
+                NetworkFilter::kPrivateUnixSupervised,
+                [] {
+                  int sv[2];
+                  return raw(SYS_socketpair, AF_INET, SOCK_STREAM, 0, reinterpret_cast<long>(sv));
+                },
+                EPERM),
             "ok");
   // Without the supervisor, unix stream sockets stay refused.
   EXPECT_EQ(run_private([] { return raw(SYS_socket, AF_UNIX, SOCK_STREAM, 0); }, EPERM), "ok");

@@ -18,8 +18,8 @@
 #include <functional>
 #include <sstream>
 
-#include "seccomp_filter.hpp"
 #include "sbx_test/golden.hpp"
+#include "seccomp_filter.hpp"
 
 namespace {
 

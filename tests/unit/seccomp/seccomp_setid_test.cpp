@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "filtered_child.hpp"
-
 #include "sbx_test/temp_dir.hpp"
 
 // The probes use the legacy calls (open, creat, chmod, mknod, mkdir) that x86_64 still has;

@@ -1,13 +1,14 @@
 // The shell-syntax splitter and the command patterns of excluded commands
 // (sbx/core/command_patterns.hpp). Table-driven; the hostile rows are the point: whatever could
 // run something the words do not show must come back "in doubt" (nullopt), which sandboxes.
+#include "sbx/core/command_patterns.hpp"
+
 #include <gtest/gtest.h>
 
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "sbx/core/command_patterns.hpp"
 #include "sbx/core/manager.hpp"
 #include "sbx/core/policy.hpp"
 #include "sbx/core/run.hpp"
@@ -39,7 +40,8 @@ TEST(Splitter, Table) {
       // Quotes are removed; what they hold is literal.
       {"echo 'a;b && c'", Parts{{"echo", "a;b && c"}}},
       {"echo \"a | b\" 'x'y", Parts{{"echo", "a | b", "xy"}}},
-      {"docker ps --format '{{.ID}} $HOME `x`'", Parts{{"docker", "ps", "--format", "{{.ID}} $HOME `x`"}}},
+      {"docker ps --format '{{.ID}} $HOME `x`'",
+       Parts{{"docker", "ps", "--format", "{{.ID}} $HOME `x`"}}},
       {"echo ''", Parts{{"echo", ""}}},
       {"a#b", Parts{{"a#b"}}},
       // Expansions and substitutions: in doubt.
@@ -145,10 +147,8 @@ TEST(ExcludedCommand, EveryPartMustMatch) {
             Match({"docker *", "git status"}));
   EXPECT_EQ(match_excluded_command({"/bin/bash", "-c", "docker ps | docker images"}, patterns),
             Match({"docker *", "docker *"}));
-  EXPECT_EQ(match_excluded_command({"sh", "-c", "docker ps && rm -rf ~"}, patterns),
-            std::nullopt);
-  EXPECT_EQ(match_excluded_command({"sh", "-c", "docker ps $(rm -rf ~)"}, patterns),
-            std::nullopt);
+  EXPECT_EQ(match_excluded_command({"sh", "-c", "docker ps && rm -rf ~"}, patterns), std::nullopt);
+  EXPECT_EQ(match_excluded_command({"sh", "-c", "docker ps $(rm -rf ~)"}, patterns), std::nullopt);
   EXPECT_EQ(match_excluded_command({"sh", "-c", "docker ps\nrm -rf ~"}, patterns), std::nullopt);
   // Without a shell there is no splitting: the argv is the one command.
   EXPECT_EQ(match_excluded_command({"docker", "ps;", "rm"}, patterns), Match({"docker *"}));
@@ -173,20 +173,26 @@ TEST(ProgramsOf, TheShellAndEveryProgramItLooksUp) {
   // change what later parts run; the shell runs its builtin, not the PATH file sbx would check.
   for (const char* script :
        {"cd sub && ./x", "./x && cd sub", "cd sub && /bin/ls", "printf -v PATH /tmp/e; git status",
-        "command ./x", "hash -p ./x git; git status", "export PATH=/e; git status",
-        "source ./x", ". ./x", "eval ls", "exec ls", "alias git=./x", "set -a", "read x",
-        "test 1 -eq 1", "builtin ls", "zmodload zsh/files", "type ls", "ulimit -c 0"}) {
+        "command ./x", "hash -p ./x git; git status", "export PATH=/e; git status", "source ./x",
+        ". ./x", "eval ls", "exec ls", "alias git=./x", "set -a", "read x", "test 1 -eq 1",
+        "builtin ls", "zmodload zsh/files", "type ls", "ulimit -c 0"}) {
     std::string why;
     EXPECT_EQ(programs_of({"bash", "-c", script}, &why), std::nullopt) << script;
     EXPECT_NE(why.find("the shell builtin"), std::string::npos) << script << ": " << why;
   }
   // A program that runs another one named in its arguments: in doubt, directly or in a script
   // (red team: `timeout *`, `nice *` ran a planted ./build.sh; `git *` allows -c core.fsmonitor).
-  for (const std::vector<std::string>& argv : std::vector<std::vector<std::string>>{
-           {"timeout", "5", "./build.sh"}, {"/usr/bin/nice", "./build.sh"}, {"env", "./x"},
-           {"xargs", "rm"}, {"sudo", "ls"}, {"git", "-c", "core.fsmonitor=id", "status"},
-           {"git", "-C", "/tmp", "status"}, {"find", ".", "-exec", "id", ";"},
-           {"sh", "-c", "ls && nohup ./x"}, {"bash", "-c", "git --exec-path=/e status"}}) {
+  for (const std::vector<std::string>& argv :
+       std::vector<std::vector<std::string>>{{"timeout", "5", "./build.sh"},
+                                             {"/usr/bin/nice", "./build.sh"},
+                                             {"env", "./x"},
+                                             {"xargs", "rm"},
+                                             {"sudo", "ls"},
+                                             {"git", "-c", "core.fsmonitor=id", "status"},
+                                             {"git", "-C", "/tmp", "status"},
+                                             {"find", ".", "-exec", "id", ";"},
+                                             {"sh", "-c", "ls && nohup ./x"},
+                                             {"bash", "-c", "git --exec-path=/e status"}}) {
     std::string why;
     EXPECT_EQ(programs_of(argv, &why), std::nullopt) << argv.front();
     EXPECT_FALSE(why.empty()) << argv.front();

@@ -83,8 +83,9 @@ TEST(SettingsParse, ErrorsNameThePointer) {
   EXPECT_EQ(error_of(R"({"locks":{"network_modes":["open"]}})", Scope::kManaged)
                 .rfind("/locks/network_modes/0: expected one of restricted|", 0),
             0u);
-  EXPECT_EQ(error_of(R"({"locks":{"colour":1}})", Scope::kManaged).rfind("/locks/colour: unknown", 0),
-            0u);
+  EXPECT_EQ(
+      error_of(R"({"locks":{"colour":1}})", Scope::kManaged).rfind("/locks/colour: unknown", 0),
+      0u);
 }
 
 TEST(SettingsParse, KeysAScopeMayNotHoldAreRefused) {
@@ -93,12 +94,12 @@ TEST(SettingsParse, KeysAScopeMayNotHoldAreRefused) {
   EXPECT_NE(error_of(R"({"locks":{}})", Scope::kProject).find("only the managed settings"),
             std::string::npos);
   // A project cannot declare itself (or another project) trusted.
-  EXPECT_NE(error_of(R"({"trusted_projects":["/x"]})", Scope::kProject)
-                .find("only the user settings"),
-            std::string::npos);
-  EXPECT_NE(error_of(R"({"trusted_projects":["/x"]})", Scope::kManaged)
-                .find("only the user settings"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of(R"({"trusted_projects":["/x"]})", Scope::kProject).find("only the user settings"),
+      std::string::npos);
+  EXPECT_NE(
+      error_of(R"({"trusted_projects":["/x"]})", Scope::kManaged).find("only the user settings"),
+      std::string::npos);
 }
 
 // ---- the merge order ----
@@ -110,8 +111,8 @@ struct MergeCase {
   Scope sandbox_scope;
   bool allow_unsandboxed;
   Scope allow_scope;
-  Scope policy_scope;              // kBuiltin: no scope sets a policy
-  Access cwd_access;               // what the merged policy gives ":cwd"
+  Scope policy_scope;  // kBuiltin: no scope sets a policy
+  Access cwd_access;   // what the merged policy gives ":cwd"
   NetworkMode network;
   std::vector<std::string> excluded;  // patterns in order
 };
@@ -144,45 +145,94 @@ const std::string kNetwork = R"("policy":{"version":1,"preset":"read-only","netw
 INSTANTIATE_TEST_SUITE_P(
     Table, MergeOrder,
     ::testing::Values(
-        MergeCase{"nothing", {}, SandboxPreference::kAuto, Scope::kBuiltin, true, Scope::kBuiltin,
-                  Scope::kBuiltin, Access::kWrite, NetworkMode::kRestricted, {}},
+        MergeCase{"nothing",
+                  {},
+                  SandboxPreference::kAuto,
+                  Scope::kBuiltin,
+                  true,
+                  Scope::kBuiltin,
+                  Scope::kBuiltin,
+                  Access::kWrite,
+                  NetworkMode::kRestricted,
+                  {}},
         MergeCase{"managed_only",
                   {{Scope::kManaged, "{" + kReadOnly + R"(,"sandbox":"require"})"}},
-                  SandboxPreference::kRequire, Scope::kManaged, true, Scope::kBuiltin,
-                  Scope::kManaged, Access::kRead, NetworkMode::kRestricted, {}},
+                  SandboxPreference::kRequire,
+                  Scope::kManaged,
+                  true,
+                  Scope::kBuiltin,
+                  Scope::kManaged,
+                  Access::kRead,
+                  NetworkMode::kRestricted,
+                  {}},
         MergeCase{"user_over_managed",
                   {{Scope::kManaged, R"({"sandbox":"require","allow_unsandboxed":true})"},
                    {Scope::kUser, R"({"sandbox":"auto","allow_unsandboxed":false})"}},
-                  SandboxPreference::kAuto, Scope::kUser, false, Scope::kUser, Scope::kBuiltin,
-                  Access::kWrite, NetworkMode::kRestricted, {}},
+                  SandboxPreference::kAuto,
+                  Scope::kUser,
+                  false,
+                  Scope::kUser,
+                  Scope::kBuiltin,
+                  Access::kWrite,
+                  NetworkMode::kRestricted,
+                  {}},
         MergeCase{"project_over_user",
                   {{Scope::kProject, R"({"sandbox":"require"})"},
                    {Scope::kUser, R"({"sandbox":"forbid"})"}},
-                  SandboxPreference::kRequire, Scope::kProject, true, Scope::kBuiltin,
-                  Scope::kBuiltin, Access::kWrite, NetworkMode::kRestricted, {}},
+                  SandboxPreference::kRequire,
+                  Scope::kProject,
+                  true,
+                  Scope::kBuiltin,
+                  Scope::kBuiltin,
+                  Access::kWrite,
+                  NetworkMode::kRestricted,
+                  {}},
         // Policies are widened: the project adds write to the user's read-only, and the
         // managed scope's network survives.
         MergeCase{"policies_widen",
                   {{Scope::kManaged, "{" + kNetwork + "}"},
                    {Scope::kUser, "{" + kReadOnly + "}"},
                    {Scope::kProject, "{" + kWorkspace + "}"}},
-                  SandboxPreference::kAuto, Scope::kBuiltin, true, Scope::kBuiltin,
-                  Scope::kProject, Access::kWrite, NetworkMode::kEnabled, {}},
+                  SandboxPreference::kAuto,
+                  Scope::kBuiltin,
+                  true,
+                  Scope::kBuiltin,
+                  Scope::kProject,
+                  Access::kWrite,
+                  NetworkMode::kEnabled,
+                  {}},
         MergeCase{"user_policy_alone",
                   {{Scope::kUser, "{" + kReadOnly + "}"}},
-                  SandboxPreference::kAuto, Scope::kBuiltin, true, Scope::kBuiltin, Scope::kUser,
-                  Access::kRead, NetworkMode::kRestricted, {}},
+                  SandboxPreference::kAuto,
+                  Scope::kBuiltin,
+                  true,
+                  Scope::kBuiltin,
+                  Scope::kUser,
+                  Access::kRead,
+                  NetworkMode::kRestricted,
+                  {}},
         MergeCase{"excluded_union_in_scope_order",
                   {{Scope::kProject, R"({"excluded_commands":["make *","git status"]})"},
                    {Scope::kManaged, R"({"excluded_commands":["docker *"]})"},
                    {Scope::kUser, R"({"excluded_commands":["git status"]})"}},
-                  SandboxPreference::kAuto, Scope::kBuiltin, true, Scope::kBuiltin,
-                  Scope::kBuiltin, Access::kWrite, NetworkMode::kRestricted,
+                  SandboxPreference::kAuto,
+                  Scope::kBuiltin,
+                  true,
+                  Scope::kBuiltin,
+                  Scope::kBuiltin,
+                  Access::kWrite,
+                  NetworkMode::kRestricted,
                   {"docker *", "git status", "make *"}},
         MergeCase{"lock_closes_the_hatch",
                   {{Scope::kManaged, R"({"locks":{"allow_unsandboxed":false}})"}},
-                  SandboxPreference::kAuto, Scope::kBuiltin, false, Scope::kManaged,
-                  Scope::kBuiltin, Access::kWrite, NetworkMode::kRestricted, {}}),
+                  SandboxPreference::kAuto,
+                  Scope::kBuiltin,
+                  false,
+                  Scope::kManaged,
+                  Scope::kBuiltin,
+                  Access::kWrite,
+                  NetworkMode::kRestricted,
+                  {}}),
     [](const ::testing::TestParamInfo<MergeCase>& param_info) { return param_info.param.name; });
 
 TEST(MergeOrder, DenyOfALowerScopeSurvivesAWiderHigherOne) {
@@ -200,7 +250,8 @@ TEST(MergeOrder, DenyOfALowerScopeSurvivesAWiderHigherOne) {
 
 TEST(MergeOrder, CommandLineWinsOverEveryScope) {
   std::vector<std::pair<Scope, ScopeSettings>> scopes;
-  scopes.emplace_back(Scope::kUser, parsed("{" + kReadOnly + R"(,"sandbox":"require"})", Scope::kUser));
+  scopes.emplace_back(Scope::kUser,
+                      parsed("{" + kReadOnly + R"(,"sandbox":"require"})", Scope::kUser));
   Result<Settings> merged = merge_settings(scopes);
   ASSERT_TRUE(merged.ok());
   Overrides overrides;
@@ -219,7 +270,8 @@ TEST(MergeOrder, CommandLineWinsOverEveryScope) {
 
 // ---- the locks ----
 
-Settings with_managed(const std::string& managed, const std::vector<std::pair<Scope, std::string>>& more = {}) {
+Settings with_managed(const std::string& managed,
+                      const std::vector<std::pair<Scope, std::string>>& more = {}) {
   std::vector<std::pair<Scope, ScopeSettings>> scopes;
   scopes.emplace_back(Scope::kManaged, parsed(managed, Scope::kManaged));
   for (const auto& [scope, text] : more) scopes.emplace_back(scope, parsed(text, scope));
@@ -250,10 +302,10 @@ std::string decide_error(const Settings& settings, const Overrides& overrides) {
 
 struct LockCase {
   std::string name;
-  std::string managed;      // the managed settings
-  std::string lower;        // a user settings file that asks for more
-  Overrides flags;          // command-line flags that ask for more
-  std::string lock;         // the lock the refusal must name
+  std::string managed;  // the managed settings
+  std::string lower;    // a user settings file that asks for more
+  Overrides flags;      // command-line flags that ask for more
+  std::string lock;     // the lock the refusal must name
 };
 
 class Locked : public ::testing::TestWithParam<LockCase> {};
@@ -315,29 +367,29 @@ INSTANTIATE_TEST_SUITE_P(
     Table, Locked,
     ::testing::Values(
         LockCase{"presets", R"({"locks":{"presets":["read-only"]}})",
-                 R"({"policy":{"version":1,"preset":"danger-full-access"}})", preset("workspace-write"),
-                 "presets"},
+                 R"({"policy":{"version":1,"preset":"danger-full-access"}})",
+                 preset("workspace-write"), "presets"},
         LockCase{"filesystem_kinds", R"({"locks":{"filesystem_kinds":["restricted"]}})",
-                 R"({"policy":{"version":1,"preset":"danger-full-access"}})", preset("external-sandbox"),
-                 "filesystem_kinds"},
+                 R"({"policy":{"version":1,"preset":"danger-full-access"}})",
+                 preset("external-sandbox"), "filesystem_kinds"},
         LockCase{"network_modes", R"({"locks":{"network_modes":["restricted"]}})",
-                 R"({"policy":{"version":1,"preset":"read-only","network_access":true}})", network_enabled(),
-                 "network_modes"},
+                 R"({"policy":{"version":1,"preset":"read-only","network_access":true}})",
+                 network_enabled(), "network_modes"},
         LockCase{"writable_roots", R"({"locks":{"writable_roots":[":cwd"]}})",
                  R"({"policy":{"version":1,"preset":"workspace-write"}})", writable("~/.config"),
                  "writable_roots"},
         LockCase{"writable_roots_kind", R"({"locks":{"writable_roots":[":cwd"]}})",
-                 R"({"policy":{"version":1,"preset":"danger-full-access"}})", preset("danger-full-access"),
-                 "writable_roots"},
+                 R"({"policy":{"version":1,"preset":"danger-full-access"}})",
+                 preset("danger-full-access"), "writable_roots"},
         LockCase{"allowed_domains", R"({"locks":{"allowed_domains":["*.example.com"]}})",
                  R"({"policy":{"version":1,"filesystem":{"kind":"restricted","entries":[]},
                      "network":{"mode":"proxy","allowed_domains":["evil.test"]}}})",
                  proxy_to("example.org"), "allowed_domains"},
         LockCase{"allowed_domains_enabled", R"({"locks":{"allowed_domains":["example.com"]}})",
-                 R"({"policy":{"version":1,"preset":"read-only","network_access":true}})", network_enabled(),
-                 "allowed_domains"},
-        LockCase{"forbid", R"({"locks":{"allow_unsandboxed":false}})",
-                 R"({"sandbox":"forbid"})", forbid(), "allow_unsandboxed"},
+                 R"({"policy":{"version":1,"preset":"read-only","network_access":true}})",
+                 network_enabled(), "allowed_domains"},
+        LockCase{"forbid", R"({"locks":{"allow_unsandboxed":false}})", R"({"sandbox":"forbid"})",
+                 forbid(), "allow_unsandboxed"},
         LockCase{"override_flag", R"({"locks":{"allow_unsandboxed":false}})",
                  R"({"allow_unsandboxed":true})", override_flag(), "allow_unsandboxed"},
         LockCase{"excluded_commands", R"({"locks":{"allow_unsandboxed":false}})",
@@ -370,7 +422,8 @@ TEST(Locks, TheBuiltInDefaultIsCheckedToo) {
 
 TEST(Locks, MandatoryDenyEntriesAreAdded) {
   const Settings settings = with_managed(R"({"locks":{"deny":["~/.ssh","**/*.pem"]}})");
-  for (const std::string& name : {std::string("workspace-write"), std::string("danger-full-access")}) {
+  for (const std::string& name :
+       {std::string("workspace-write"), std::string("danger-full-access")}) {
     Overrides overrides = preset(name);
     Result<Decided> decided = decide(settings, overrides, *overrides.policy);
     ASSERT_TRUE(decided.ok()) << decided.error();
@@ -511,8 +564,8 @@ TEST_F(Files, ATrustedProjectIsMergedAfterTheUser) {
   write(tmp_.path() + "/work/repo/.sbx/settings.json", R"({"sandbox":"require"})");
   ASSERT_TRUE(trust_project(sources_.user_file, tmp_.path() + "/work/repo").ok());
   // Trusting twice keeps one entry, and the rest of the file is kept.
-  write(sources_.user_file, R"({"sandbox":"auto","trusted_projects":[")" + tmp_.path() +
-                                "/work/repo\"]}");
+  write(sources_.user_file,
+        R"({"sandbox":"auto","trusted_projects":[")" + tmp_.path() + "/work/repo\"]}");
   ASSERT_TRUE(trust_project(sources_.user_file, tmp_.path() + "/work/repo").ok());
   ASSERT_TRUE(trust_project(sources_.user_file, "/elsewhere").ok());
   Result<Settings> loaded = load_settings(sources_);

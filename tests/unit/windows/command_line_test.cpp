@@ -1,11 +1,12 @@
 // Command-line quoting for CreateProcessW: hostile argv round-trips through an independent
 // CommandLineToArgvW implementation (and, in the cross-built tests, through the real one).
+#include "sbx/windows/command_line.hpp"
+
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "sbx/windows/command_line.hpp"
 #include "windows_test_support.hpp"
 
 namespace sbx::windows {
@@ -32,21 +33,18 @@ TEST_P(ReferenceParser, SplitsLikeCommandLineToArgvW) {
 
 INSTANTIATE_TEST_SUITE_P(
     Documented, ReferenceParser,
-    ::testing::Values(
-        ParseCase{R"(x "a b c" d e)", {"x", "a b c", "d", "e"}},
-        ParseCase{R"(x "ab\"c" "\\" d)", {"x", "ab\"c", "\\", "d"}},
-        ParseCase{R"(x a\\\b d"e f"g h)", {"x", R"(a\\\b)", "de fg", "h"}},
-        ParseCase{R"(x a\\\"b c d)", {"x", R"(a\"b)", "c", "d"}},
-        ParseCase{R"(x a\\\\"b c" d e)", {"x", R"(a\\b c)", "d", "e"}},
-        ParseCase{R"(x a"b"" c d)", {"x", "ab\"", "c", "d"}},
-        ParseCase{R"(x """" y)", {"x", "\" y"}},
-        ParseCase{R"(x "a""b c")", {"x", "a\"b", "c"}},
-        ParseCase{R"("C:\d\" y)", {"C:\\d\\", "y"}},
-        ParseCase{R"("a b"c d)", {"a b", "c", "d"}},
-        ParseCase{R"(x "")", {"x", ""}},
-        ParseCase{"x  \t ", {"x"}},
-        ParseCase{"x\ta\t\tb", {"x", "a", "b"}},
-        ParseCase{R"(C:\a\b.exe x\)", {R"(C:\a\b.exe)", "x\\"}}));
+    ::testing::Values(ParseCase{R"(x "a b c" d e)", {"x", "a b c", "d", "e"}},
+                      ParseCase{R"(x "ab\"c" "\\" d)", {"x", "ab\"c", "\\", "d"}},
+                      ParseCase{R"(x a\\\b d"e f"g h)", {"x", R"(a\\\b)", "de fg", "h"}},
+                      ParseCase{R"(x a\\\"b c d)", {"x", R"(a\"b)", "c", "d"}},
+                      ParseCase{R"(x a\\\\"b c" d e)", {"x", R"(a\\b c)", "d", "e"}},
+                      ParseCase{R"(x a"b"" c d)", {"x", "ab\"", "c", "d"}},
+                      ParseCase{R"(x """" y)", {"x", "\" y"}},
+                      ParseCase{R"(x "a""b c")", {"x", "a\"b", "c"}},
+                      ParseCase{R"("C:\d\" y)", {"C:\\d\\", "y"}},
+                      ParseCase{R"("a b"c d)", {"a b", "c", "d"}}, ParseCase{R"(x "")", {"x", ""}},
+                      ParseCase{"x  \t ", {"x"}}, ParseCase{"x\ta\t\tb", {"x", "a", "b"}},
+                      ParseCase{R"(C:\a\b.exe x\)", {R"(C:\a\b.exe)", "x\\"}}));
 
 // Each hostile argument, alone and between neighbours, must come back unchanged.
 class HostileArgument : public ::testing::TestWithParam<std::string> {};
@@ -80,9 +78,9 @@ TEST(CommandLine, ManyEmptyArgumentsSurvive) {
 TEST(CommandLine, ExactQuotingOfBackslashesBeforeQuotes) {
   EXPECT_EQ(quote_argument("plain"), "plain");
   EXPECT_EQ(quote_argument(""), "\"\"");
-  EXPECT_EQ(quote_argument("a\\b"), "a\\b");                // no quote: backslashes literal
-  EXPECT_EQ(quote_argument("a b\\"), "\"a b\\\\\"");        // doubled before the closing quote
-  EXPECT_EQ(quote_argument("a\\\"b"), "\"a\\\\\\\"b\"");   // 2n+1 before an embedded quote
+  EXPECT_EQ(quote_argument("a\\b"), "a\\b");              // no quote: backslashes literal
+  EXPECT_EQ(quote_argument("a b\\"), "\"a b\\\\\"");      // doubled before the closing quote
+  EXPECT_EQ(quote_argument("a\\\"b"), "\"a\\\\\\\"b\"");  // 2n+1 before an embedded quote
 }
 
 // argv[0] follows its own rules: no escapes at all.
@@ -95,12 +93,13 @@ TEST_P(ProgramName, RoundTripsWithArgv0Rules) {
   EXPECT_EQ(reference_command_line_to_argv(*line), argv) << "command line: " << *line;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Cases, ProgramName,
-    ::testing::Values("C:\\Windows\\System32\\where.exe", "C:\\Program Files\\App\\app.exe",
-                      "C:\\dir with\ttab\\x.exe", "C:\\trailing\\", "C:\\a b\\trailing\\",
-                      "C:\\back\\\\slashes\\\\x.exe", "\\\\server\\share\\tool.exe",
-                      "C:\\\xE6\x97\xA5\xE6\x9C\xAC\\\xF0\x9F\x98\x80.exe"));
+INSTANTIATE_TEST_SUITE_P(Cases, ProgramName,
+                         ::testing::Values("C:\\Windows\\System32\\where.exe",
+                                           "C:\\Program Files\\App\\app.exe",
+                                           "C:\\dir with\ttab\\x.exe", "C:\\trailing\\",
+                                           "C:\\a b\\trailing\\", "C:\\back\\\\slashes\\\\x.exe",
+                                           "\\\\server\\share\\tool.exe",
+                                           "C:\\\xE6\x97\xA5\xE6\x9C\xAC\\\xF0\x9F\x98\x80.exe"));
 
 TEST(CommandLine, ProgramNameNeverQuotedUnlessNeeded) {
   EXPECT_EQ(*quote_program("C:\\x.exe"), "C:\\x.exe");
@@ -159,9 +158,7 @@ TEST(Utf, ConvertsBothWaysIncludingSurrogatePairs) {
   EXPECT_FALSE(utf16_to_utf8(std::u16string{0xDE00, u'a'}).ok());
 }
 
-TEST(Utf, PrintableEscapesControls) {
-  EXPECT_EQ(printable("a\nb\tc\x7f"), "a\\x0ab\\x09c\\x7f");
-}
+TEST(Utf, PrintableEscapesControls) { EXPECT_EQ(printable("a\nb\tc\x7f"), "a\\x0ab\\x09c\\x7f"); }
 
 }  // namespace
 }  // namespace sbx::windows

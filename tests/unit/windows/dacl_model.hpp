@@ -41,13 +41,15 @@ class DaclModel final : public DaclHost {
     return it->second.aces.contains(ace.kind);
   }
   Status add_ace(const Ace& ace) override {
-    if (!locked_.contains(ace.path)) return Error{"model: DACL of " + ace.path + " written unlocked"};
+    if (!locked_.contains(ace.path))
+      return Error{"model: DACL of " + ace.path + " written unlocked"};
     auto it = nodes_.find(ace.path);
     if (it == nodes_.end()) return Error{"model: " + ace.path + " does not exist"};
     it->second.aces.insert(ace.kind);
     dacl_writes += 1;
     // Inheritable kinds on a directory: Windows rewrites every object below it too.
-    if (it->second.directory && ace.kind != AceKind::kDenyDelete) dacl_writes += descendants(ace.path);
+    if (it->second.directory && ace.kind != AceKind::kDenyDelete)
+      dacl_writes += descendants(ace.path);
     return {};
   }
   bool remove_if_empty(const std::string& path) override {
@@ -68,7 +70,8 @@ class DaclModel final : public DaclHost {
   std::size_t descendants(const std::string& path) const {
     const std::string prefix = path + "\\";
     std::size_t count = 0;
-    for (auto it = nodes_.lower_bound(prefix); it != nodes_.end() && it->first.starts_with(prefix); ++it)
+    for (auto it = nodes_.lower_bound(prefix); it != nodes_.end() && it->first.starts_with(prefix);
+         ++it)
       ++count;
     return count;
   }
@@ -78,7 +81,7 @@ class DaclModel final : public DaclHost {
 
   std::size_t dacl_writes = 0;  // DACLs rewritten, propagation included
   std::size_t locks_taken = 0;
-  std::set<std::string> held;   // paths another run holds open (remove_if_empty leaves them)
+  std::set<std::string> held;  // paths another run holds open (remove_if_empty leaves them)
 
  private:
   struct Node {

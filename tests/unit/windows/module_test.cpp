@@ -32,7 +32,8 @@ std::unique_ptr<Module, void (*)(Module*)> load() {
   });
   module->handle = dlopen(SBX_WINDOWS_MODULE, RTLD_NOW | RTLD_LOCAL);
   if (module->handle == nullptr) return module;
-  auto entry = reinterpret_cast<sbx_plugin_entry_fn>(dlsym(module->handle, SBX_PLUGIN_ENTRY_SYMBOL));
+  auto entry =
+      reinterpret_cast<sbx_plugin_entry_fn>(dlsym(module->handle, SBX_PLUGIN_ENTRY_SYMBOL));
   if (entry == nullptr) return module;
   module->descriptor = entry();
   module->host.struct_size = sizeof(sbx_host_v2);
@@ -103,7 +104,8 @@ TEST(WindowsModule, TransformRefusalNamesTheRule) {
 TEST(WindowsModule, ExecRefusesOffWindows) {
   auto module = load();
   ASSERT_NE(module->backend, nullptr);
-  Result<ExitStatus> status = module->backend->exec(ExecPlan{{"/bin/true"}, {}, "/", {}}, RunContext(nullptr));
+  Result<ExitStatus> status =
+      module->backend->exec(ExecPlan{{"/bin/true"}, {}, "/", {}}, RunContext(nullptr));
   ASSERT_FALSE(status.ok());
   EXPECT_NE(status.error().find("it needs Windows"), std::string::npos) << status.error();
 }

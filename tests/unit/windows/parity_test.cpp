@@ -31,8 +31,7 @@ std::string hex_of(const std::array<std::uint8_t, 32>& digest) {
 }
 
 TEST(WindowsIdentity, Sha256MatchesFipsVectors) {
-  EXPECT_EQ(hex_of(sha256("")),
-            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(hex_of(sha256("")), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
   EXPECT_EQ(hex_of(sha256("abc")),
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
   // Two blocks (56 bytes: the padding does not fit in the first).
@@ -100,10 +99,10 @@ model::DaclModel model_workspace(int files, int git_files) {
 }
 
 WindowsPlan workspace_plan() {
-  TransformRequest request = request_for(
-      {rule("/", Access::kRead), rule("C:/work/proj", Access::kWrite)},
-      {ProtectedPath{"C:/work/proj/.git", "C:/work/proj", true, true},
-       ProtectedPath{"C:/work/proj/.codex", "C:/work/proj", false, false}});
+  TransformRequest request =
+      request_for({rule("/", Access::kRead), rule("C:/work/proj", Access::kWrite)},
+                  {ProtectedPath{"C:/work/proj/.git", "C:/work/proj", true, true},
+                   ProtectedPath{"C:/work/proj/.codex", "C:/work/proj", false, false}});
   Result<WindowsPlan> plan = build_plan(request);
   EXPECT_TRUE(plan.ok()) << plan.error();
   return plan.ok() ? *plan : WindowsPlan{};
@@ -180,8 +179,7 @@ TEST(WindowsAclApply, MissingParentsAreCreatedFirstAndRemovedNewestFirst) {
   model::DaclModel fs;
   fs.add_directory("C:\\w");
   std::vector<std::string> created;
-  Result<AclApplyStats> stats =
-      apply_acl_plan({"C:\\w\\ro\\rw\\.codex"}, {}, fs, created);
+  Result<AclApplyStats> stats = apply_acl_plan({"C:\\w\\ro\\rw\\.codex"}, {}, fs, created);
   ASSERT_TRUE(stats.ok()) << stats.error();
   const std::vector<std::string> expected = {"C:\\w\\ro", "C:\\w\\ro\\rw", "C:\\w\\ro\\rw\\.codex"};
   EXPECT_EQ(created, expected);
@@ -244,9 +242,9 @@ TEST(WindowsAclApply, ANameAConcurrentRunCreatedFirstIsNotThisRunsToRemove) {
 // ---- %TEMP% / %TMP% ----
 
 TransformRequest temp_request(std::vector<std::string> env) {
-  TransformRequest request = request_for(
-      {rule("/", Access::kRead), rule("C:/Users/me/AppData/Local/Temp", Access::kWrite),
-       rule("C:/work/proj", Access::kWrite)});
+  TransformRequest request =
+      request_for({rule("/", Access::kRead), rule("C:/Users/me/AppData/Local/Temp", Access::kWrite),
+                   rule("C:/work/proj", Access::kWrite)});
   request.env = std::move(env);
   return request;
 }
@@ -297,8 +295,7 @@ TEST(WindowsTemp, AMissingTempIsSetFromTheWritableTmp) {
 }
 
 TEST(WindowsTemp, NeitherWritableIsSaidAndNothingIsInvented) {
-  Result<WindowsPlan> plan =
-      build_plan(temp_request({"TEMP=D:\\t", "TMP=D:\\t2"}));
+  Result<WindowsPlan> plan = build_plan(temp_request({"TEMP=D:\\t", "TMP=D:\\t2"}));
   ASSERT_TRUE(plan.ok()) << plan.error();
   EXPECT_EQ(env_value(*plan, "TEMP"), "D:\\t");
   EXPECT_EQ(env_value(*plan, "TMP"), "D:\\t2");
@@ -325,8 +322,8 @@ TEST(WindowsDesktop, EveryPlanNamesTheInteractiveDesktopAndLimitsTheJobUi) {
 // ---- audited locations ----
 
 TEST(WindowsAudit, AncestorsOutsideWritableRootsAndSharedLocationsAreAudited) {
-  TransformRequest request = temp_request({"PUBLIC=C:\\Users\\Public",
-                                           "ProgramData=C:\\ProgramData"});
+  TransformRequest request =
+      temp_request({"PUBLIC=C:\\Users\\Public", "ProgramData=C:\\ProgramData"});
   request.cwd = "C:/work/proj/src";
   request.argv = {"C:/tools/bin/tool.exe"};
   Result<WindowsPlan> plan = build_plan(request);
@@ -337,8 +334,8 @@ TEST(WindowsAudit, AncestorsOutsideWritableRootsAndSharedLocationsAreAudited) {
     EXPECT_NE(std::find(audited.begin(), audited.end(), expected), audited.end()) << expected;
   }
   // Writable on purpose: not audited.
-  for (const char* skipped : {"C:\\work\\proj", "C:\\work\\proj\\src",
-                              "C:\\Users\\me\\AppData\\Local\\Temp"}) {
+  for (const char* skipped :
+       {"C:\\work\\proj", "C:\\work\\proj\\src", "C:\\Users\\me\\AppData\\Local\\Temp"}) {
     EXPECT_EQ(std::find(audited.begin(), audited.end(), skipped), audited.end()) << skipped;
   }
   EXPECT_TRUE(std::is_sorted(audited.begin(), audited.end()));

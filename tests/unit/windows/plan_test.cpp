@@ -1,12 +1,13 @@
 // The Windows plan: SIDs, ACEs, created names, token flags, command line, environment, and
 // every refusal naming the rule a write-restricted token cannot enforce.
+#include "sbx/windows/plan.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <string>
 #include <vector>
 
-#include "sbx/windows/plan.hpp"
 #include "sbx/windows/plan_text.hpp"
 #include "windows_test_support.hpp"
 
@@ -45,8 +46,8 @@ std::string refusal_of(const TransformRequest& request) {
 }
 
 bool has_ace(const WindowsPlan& plan, AceKind kind, const std::string& path) {
-  return std::find(plan.aces.begin(), plan.aces.end(),
-                   Ace{kind, SidRef::kWriteCapability, path}) != plan.aces.end();
+  return std::find(plan.aces.begin(), plan.aces.end(), Ace{kind, SidRef::kWriteCapability, path}) !=
+         plan.aces.end();
 }
 
 std::vector<std::string> ace_paths(const WindowsPlan& plan, AceKind kind) {
@@ -108,28 +109,24 @@ TEST(WindowsPlan, MissingProtectedNamesAreCreatedBeforeAnyAce) {
   EXPECT_TRUE(has_ace(plan, AceKind::kDenyWrite, "C:\\work\\proj\\.codex"));
   // Creation must precede the ACEs in the notes the executor follows.
   const std::vector<std::string> notes = plan_to_notes(plan);
-  const auto first_create = std::find_if(notes.begin(), notes.end(), [](const std::string& n) {
-    return n.starts_with("create: ");
-  });
-  const auto first_ace = std::find_if(notes.begin(), notes.end(), [](const std::string& n) {
-    return n.starts_with("ace: ");
-  });
+  const auto first_create = std::find_if(
+      notes.begin(), notes.end(), [](const std::string& n) { return n.starts_with("create: "); });
+  const auto first_ace = std::find_if(notes.begin(), notes.end(),
+                                      [](const std::string& n) { return n.starts_with("ace: "); });
   EXPECT_LT(first_create, first_ace);
 }
 
 TEST(WindowsPlan, GitFileOfAWorktreeIsProtectedAsAFile) {
-  TransformRequest request = request_for(
-      {rule("/", Access::kRead), rule("C:/wt", Access::kWrite)},
-      {protect("C:/wt/.git", "C:/wt", true, /*dir=*/false)});
+  TransformRequest request = request_for({rule("/", Access::kRead), rule("C:/wt", Access::kWrite)},
+                                         {protect("C:/wt/.git", "C:/wt", true, /*dir=*/false)});
   const WindowsPlan plan = plan_of(request);
   EXPECT_TRUE(has_ace(plan, AceKind::kDenyWrite, "C:\\wt\\.git"));
   EXPECT_TRUE(plan.create_dirs.empty());
 }
 
 TEST(WindowsPlan, AncestorsOfADeepProtectedPathCannotBeRenamed) {
-  TransformRequest request = request_for(
-      {rule("/", Access::kRead), rule("C:/w", Access::kWrite)},
-      {protect("C:/w/a/b/.git", "C:/w", true)});
+  TransformRequest request = request_for({rule("/", Access::kRead), rule("C:/w", Access::kWrite)},
+                                         {protect("C:/w/a/b/.git", "C:/w", true)});
   const WindowsPlan plan = plan_of(request);
   EXPECT_EQ(ace_paths(plan, AceKind::kDenyDelete),
             (std::vector<std::string>{"C:\\w", "C:\\w\\a", "C:\\w\\a\\b"}));
@@ -148,9 +145,9 @@ TEST(WindowsPlan, ReadOnlyCarveoutIsDeniedCreatedIfMissingAndAnchored) {
 
 TEST(WindowsPlan, WritableInsideReadOnlyCarveoutGetsItsOwnExplicitAllow) {
   // Explicit ACEs precede inherited ones, so the inner allow beats the carve-out's deny.
-  TransformRequest request = request_for({rule("/", Access::kRead), rule("C:/w", Access::kWrite),
-                                          rule("C:/w/ro", Access::kRead),
-                                          rule("C:/w/ro/rw", Access::kWrite)});
+  TransformRequest request =
+      request_for({rule("/", Access::kRead), rule("C:/w", Access::kWrite),
+                   rule("C:/w/ro", Access::kRead), rule("C:/w/ro/rw", Access::kWrite)});
   const WindowsPlan plan = plan_of(request);
   EXPECT_EQ(ace_paths(plan, AceKind::kAllowWrite),
             (std::vector<std::string>{"C:\\w", "C:\\w\\ro\\rw"}));
@@ -166,10 +163,9 @@ TEST(WindowsPlan, NestedWritableRootInheritsInsteadOfASecondAllow) {
 }
 
 TEST(WindowsPlan, WritableRootInsideAProtectedPathStaysReadOnly) {
-  TransformRequest request = request_for(
-      {rule("/", Access::kRead), rule("C:/w", Access::kWrite),
-       rule("C:/w/.git/hooks", Access::kWrite)},
-      {protect("C:/w/.git", "C:/w", true)});
+  TransformRequest request = request_for({rule("/", Access::kRead), rule("C:/w", Access::kWrite),
+                                          rule("C:/w/.git/hooks", Access::kWrite)},
+                                         {protect("C:/w/.git", "C:/w", true)});
   const WindowsPlan plan = plan_of(request);
   EXPECT_EQ(ace_paths(plan, AceKind::kAllowWrite), (std::vector<std::string>{"C:\\w"}));
   EXPECT_TRUE(has_info(plan, "writable root C:/w/.git/hooks lies inside protected path"));
@@ -199,9 +195,9 @@ TEST(WindowsPlan, RefusesRestrictedReads) {
 }
 
 TEST(WindowsPlan, RefusesDenyRuleNamingIt) {
-  const std::string error = refusal_of(request_for(
-      {rule("/", Access::kRead), rule("C:/w", Access::kWrite), rule("C:/Users/me/.ssh",
-                                                                    Access::kDeny)}));
+  const std::string error =
+      refusal_of(request_for({rule("/", Access::kRead), rule("C:/w", Access::kWrite),
+                              rule("C:/Users/me/.ssh", Access::kDeny)}));
   EXPECT_NE(error.find("cannot enforce rule {\"path\": \"C:/Users/me/.ssh\", \"access\": "
                        "\"deny\"}"),
             std::string::npos)
@@ -281,8 +277,7 @@ TEST(WindowsPlan, CommandLineAndPathsAreInWindowsForm) {
 TEST(WindowsPlan, RefusesBadProgramAndCwdNamingThem) {
   TransformRequest request = workspace_write();
   request.argv = {"git.exe"};
-  EXPECT_NE(refusal_of(request).find("argv[0]: path 'git.exe' is not absolute"),
-            std::string::npos);
+  EXPECT_NE(refusal_of(request).find("argv[0]: path 'git.exe' is not absolute"), std::string::npos);
   request = workspace_write();
   request.cwd = "C:/work/proj:evil";
   EXPECT_NE(refusal_of(request).find("cwd: path 'C:/work/proj:evil'"), std::string::npos);
@@ -292,9 +287,8 @@ TEST(WindowsPlan, RefusesBadProgramAndCwdNamingThem) {
 }
 
 TEST(WindowsPlan, RefusesPolicyPathsWin32WouldRewrite) {
-  TransformRequest request =
-      request_for({rule("/", Access::kRead), rule("C:/w", Access::kWrite)},
-                  {protect("C:/w/.git.", "C:/w", false)});
+  TransformRequest request = request_for({rule("/", Access::kRead), rule("C:/w", Access::kWrite)},
+                                         {protect("C:/w/.git.", "C:/w", false)});
   EXPECT_NE(refusal_of(request).find("path 'C:/w/.git.' has a component ending in a dot"),
             std::string::npos);
 }
@@ -303,8 +297,8 @@ TEST(WindowsPlan, EnvironmentIsSortedCaseInsensitively) {
   TransformRequest request = workspace_write();
   request.env = {"b=2", "A=1", "=C:=C:\\work", "Path=C:\\x", "_under=3", "a_b=4"};
   const WindowsPlan plan = plan_of(request);
-  EXPECT_EQ(plan.env, (std::vector<std::string>{"=C:=C:\\work", "A=1", "a_b=4", "b=2",
-                                                "Path=C:\\x", "_under=3"}));
+  EXPECT_EQ(plan.env, (std::vector<std::string>{"=C:=C:\\work", "A=1", "a_b=4", "b=2", "Path=C:\\x",
+                                                "_under=3"}));
 }
 
 TEST(WindowsPlan, RefusesEnvironmentNamesThatCollideOnWindows) {
@@ -381,9 +375,8 @@ TEST(WindowsPlan, DeclaresOnlyWhatItEnforces) {
   EXPECT_TRUE(caps.has(Capability::kWriteCarveouts));
   EXPECT_TRUE(caps.has(Capability::kProtectedNames));
   for (Capability c : {Capability::kReadRestriction, Capability::kReadCarveouts,
-                       Capability::kDenyGlobs, Capability::kNetworkBlock,
-                       Capability::kProxyNetwork, Capability::kUnixSocketAllowlist,
-                       Capability::kSyscallFilter})
+                       Capability::kDenyGlobs, Capability::kNetworkBlock, Capability::kProxyNetwork,
+                       Capability::kUnixSocketAllowlist, Capability::kSyscallFilter})
     EXPECT_FALSE(caps.has(c)) << to_string(c);
 }
 

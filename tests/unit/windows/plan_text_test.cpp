@@ -1,6 +1,8 @@
 // The plan travels to exec() in the backend's own plan detail (WindowsPlanDetail): it must come
 // back exactly, the notes only describe it (nothing in them is read back), and a plan without a
 // Windows part or without the tree-killing job must be refused.
+#include "sbx/windows/plan_text.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,7 +11,6 @@
 #include <vector>
 
 #include "sbx/windows/plan.hpp"
-#include "sbx/windows/plan_text.hpp"
 #include "windows_test_support.hpp"
 
 namespace sbx::windows {
@@ -19,10 +20,10 @@ using testing::request_for;
 using testing::rule;
 
 WindowsPlan sample_plan() {
-  TransformRequest request = request_for(
-      {rule("/", Access::kRead), rule("C:/w", Access::kWrite), rule("C:/w/ro", Access::kRead),
-       rule("C:/Program Files/x y", Access::kWrite)},
-      {ProtectedPath{"C:/w/.codex", "C:/w", false, false}});
+  TransformRequest request =
+      request_for({rule("/", Access::kRead), rule("C:/w", Access::kWrite),
+                   rule("C:/w/ro", Access::kRead), rule("C:/Program Files/x y", Access::kWrite)},
+                  {ProtectedPath{"C:/w/.codex", "C:/w", false, false}});
   request.argv = {"C:/Program Files/app.exe", "a b", "", "q\"uote\\"};
   Result<WindowsPlan> plan = build_plan(request);
   EXPECT_TRUE(plan.ok()) << plan.error();

@@ -4,10 +4,10 @@
 #ifndef WIN32_LEAN_AND_MEAN
 #define WIN32_LEAN_AND_MEAN
 #endif
-#include <windows.h>
 #include <aclapi.h>
-#include <shellapi.h>
 #include <gtest/gtest.h>
+#include <shellapi.h>
+#include <windows.h>
 
 #include <string>
 #include <thread>
@@ -99,8 +99,8 @@ LoadedModule load_module() {
 
 TEST(Win32Module, DllExportsTheEntryAndCreatesTheBackend) {
   LoadedModule loaded = load_module();
-  ASSERT_NE(loaded.module, nullptr) << "LoadLibraryW(" << SBX_WINDOWS_MODULE_DLL << ") failed, "
-                                    << GetLastError();
+  ASSERT_NE(loaded.module, nullptr)
+      << "LoadLibraryW(" << SBX_WINDOWS_MODULE_DLL << ") failed, " << GetLastError();
   ASSERT_NE(loaded.descriptor, nullptr) << "no " SBX_PLUGIN_ENTRY_SYMBOL " export";
   EXPECT_STREQ(loaded.descriptor->name, "windows");
   EXPECT_STREQ(loaded.descriptor->fingerprint, SBX_TOOLCHAIN_FINGERPRINT);
@@ -128,7 +128,8 @@ TEST(Win32Module, ProbeRunsTheRealChecks) {
     EXPECT_EQ(report.capabilities, windows_capabilities());
     // Every privilege is gone but SeChangeNotifyPrivilege (traverse checking), which is kept.
     EXPECT_NE(report.checks[0].observed.find("privileges kept: SeChangeNotifyPrivilege"),
-              std::string::npos) << report.checks[0].observed;
+              std::string::npos)
+        << report.checks[0].observed;
     EXPECT_TRUE(report.checks[0].observed.ends_with("SeChangeNotifyPrivilege"))
         << report.checks[0].observed;
   }
@@ -230,9 +231,9 @@ Result<ExitStatus> run_script(TransformRequest request, const std::string& scrip
 }
 
 TransformRequest workspace_request(const std::string& root) {
-  TransformRequest request = testing::request_for(
-      {testing::rule("/", Access::kRead), testing::rule(root, Access::kWrite)},
-      {ProtectedPath{root + "/.codex", root, false, false}});
+  TransformRequest request =
+      testing::request_for({testing::rule("/", Access::kRead), testing::rule(root, Access::kWrite)},
+                           {ProtectedPath{root + "/.codex", root, false, false}});
   request.cwd = root;
   return request;
 }
@@ -278,9 +279,9 @@ TEST(Win32Exec, ThePlanDirectoriesCannotBeRenamedWhileTheCommandRuns) {
     // Does this Windows refuse to rename a directory someone holds without FILE_SHARE_DELETE?
     const std::wstring probe_dir = native(root + "/share-probe");
     CreateDirectoryW(probe_dir.c_str(), nullptr);
-    HANDLE held = CreateFileW(probe_dir.c_str(), FILE_READ_ATTRIBUTES,
-                              FILE_SHARE_READ | FILE_SHARE_WRITE, nullptr, OPEN_EXISTING,
-                              FILE_FLAG_BACKUP_SEMANTICS, nullptr);
+    HANDLE held =
+        CreateFileW(probe_dir.c_str(), FILE_READ_ATTRIBUTES, FILE_SHARE_READ | FILE_SHARE_WRITE,
+                    nullptr, OPEN_EXISTING, FILE_FLAG_BACKUP_SEMANTICS, nullptr);
     ASSERT_NE(held, INVALID_HANDLE_VALUE);
     const std::wstring moved_dir = native(root + "/share-probe-moved");
     const bool renamed = MoveFileW(probe_dir.c_str(), moved_dir.c_str()) != 0;
@@ -300,9 +301,9 @@ TEST(Win32Exec, ThePlanDirectoriesCannotBeRenamedWhileTheCommandRuns) {
   // No quotes: cmd.exe parses its own command line, and these paths hold no spaces. The exit
   // code says whether the move happened (cmd's own errorlevel for move is unreliable on Wine).
   ASSERT_EQ(root_text.find(' '), std::string::npos) << root_text;
-  Result<ExitStatus> status = run_script(
-      request, "move " + root_text + "\\.codex " + root_text + "\\moved & if exist " +
-                   root_text + "\\moved (exit 9) else (exit 0)");
+  Result<ExitStatus> status =
+      run_script(request, "move " + root_text + "\\.codex " + root_text + "\\moved & if exist " +
+                              root_text + "\\moved (exit 9) else (exit 0)");
   ASSERT_TRUE(status.ok()) << status.error();
   EXPECT_EQ(status->exit_code, 0) << "the command moved a held directory away";
   EXPECT_FALSE(exists(root + "/moved"));
@@ -364,8 +365,8 @@ TEST(Win32Exec, EveryoneWritableAncestorIsReportedAsAWarning) {
   // Give Everyone write on the parent, as a careless installer would.
   SID_IDENTIFIER_AUTHORITY world = SECURITY_WORLD_SID_AUTHORITY;
   PSID everyone = nullptr;
-  ASSERT_TRUE(AllocateAndInitializeSid(&world, 1, SECURITY_WORLD_RID, 0, 0, 0, 0, 0, 0, 0,
-                                       &everyone));
+  ASSERT_TRUE(
+      AllocateAndInitializeSid(&world, 1, SECURITY_WORLD_RID, 0, 0, 0, 0, 0, 0, 0, &everyone));
   EXPLICIT_ACCESS_W entry{};
   entry.grfAccessPermissions = FILE_GENERIC_WRITE;
   entry.grfAccessMode = GRANT_ACCESS;
@@ -375,8 +376,8 @@ TEST(Win32Exec, EveryoneWritableAncestorIsReportedAsAWarning) {
   PACL acl = nullptr;
   ASSERT_EQ(SetEntriesInAclW(1, &entry, nullptr, &acl), static_cast<DWORD>(ERROR_SUCCESS));
   std::wstring shared_native = native(shared);
-  ASSERT_EQ(SetNamedSecurityInfoW(shared_native.data(), SE_FILE_OBJECT,
-                                  DACL_SECURITY_INFORMATION, nullptr, nullptr, acl, nullptr),
+  ASSERT_EQ(SetNamedSecurityInfoW(shared_native.data(), SE_FILE_OBJECT, DACL_SECURITY_INFORMATION,
+                                  nullptr, nullptr, acl, nullptr),
             static_cast<DWORD>(ERROR_SUCCESS));
   LocalFree(acl);
   FreeSid(everyone);

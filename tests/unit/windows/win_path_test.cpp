@@ -1,9 +1,9 @@
 // Policy paths to Win32 paths: accepted forms and every refused name, each with its reason.
+#include "sbx/windows/win_path.hpp"
+
 #include <gtest/gtest.h>
 
 #include <string>
-
-#include "sbx/windows/win_path.hpp"
 
 namespace sbx::windows {
 namespace {
@@ -41,24 +41,19 @@ TEST_P(WinPathRefusal, NamesPathAndReason) {
 
 INSTANTIATE_TEST_SUITE_P(
     Cases, WinPathRefusal,
-    ::testing::Values(Refusal{"relative/x", "is not absolute"},
-                      Refusal{"", "is not absolute"},
-                      Refusal{"C:", "relative to the drive's current directory"},
-                      Refusal{"C:x", "relative to the drive's current directory"},
-                      Refusal{"C:/a\\b", "contains a backslash"},
-                      Refusal{"C:/a//b", "empty component"},
-                      Refusal{"C:/a/../b", "contains '..'"},
-                      Refusal{"C:/a/./b", "contains '.'"},
-                      Refusal{"C:/a/file:stream", "does not allow in file names"},
-                      Refusal{"C:/a/b?", "does not allow in file names"},
-                      Refusal{"C:/a/b\nc", "does not allow in file names"},
-                      Refusal{"C:/a/.git.", "ending in a dot or space"},
-                      Refusal{"C:/a/.git ", "ending in a dot or space"},
-                      Refusal{"C:/a/NUL", "reserved device"},
-                      Refusal{"C:/a/con.txt", "reserved device"},
-                      Refusal{"C:/a/Com1", "reserved device"},
-                      Refusal{"C:/a/LPT9.log", "reserved device"},
-                      Refusal{"/tmp/aux", "reserved device"}));
+    ::testing::Values(
+        Refusal{"relative/x", "is not absolute"}, Refusal{"", "is not absolute"},
+        Refusal{"C:", "relative to the drive's current directory"},
+        Refusal{"C:x", "relative to the drive's current directory"},
+        Refusal{"C:/a\\b", "contains a backslash"}, Refusal{"C:/a//b", "empty component"},
+        Refusal{"C:/a/../b", "contains '..'"}, Refusal{"C:/a/./b", "contains '.'"},
+        Refusal{"C:/a/file:stream", "does not allow in file names"},
+        Refusal{"C:/a/b?", "does not allow in file names"},
+        Refusal{"C:/a/b\nc", "does not allow in file names"},
+        Refusal{"C:/a/.git.", "ending in a dot or space"},
+        Refusal{"C:/a/.git ", "ending in a dot or space"}, Refusal{"C:/a/NUL", "reserved device"},
+        Refusal{"C:/a/con.txt", "reserved device"}, Refusal{"C:/a/Com1", "reserved device"},
+        Refusal{"C:/a/LPT9.log", "reserved device"}, Refusal{"/tmp/aux", "reserved device"}));
 
 TEST(WinPath, ReservedNamesAreExact) {
   EXPECT_TRUE(is_reserved_device_name("CONOUT$"));

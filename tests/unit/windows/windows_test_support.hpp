@@ -98,13 +98,46 @@ inline std::vector<std::string> reference_command_line_to_argv(std::string_view 
 // empty strings, whitespace of every kind, shell metacharacters, non-ASCII text.
 inline const std::vector<std::string>& hostile_arguments() {
   static const std::vector<std::string> cases = {
-      "plain", "", " ", "\t", "a b", "a\tb", "a\nb", "a\vb", "\"", "\"\"", "\"\"\"",
-      "a\"b", "a\"\"b", "\\", "\\\\", "a\\", "a b\\", "a b\\\\", "\\\"", "\\\\\"",
-      "a\\\\\\\"b", "\\\"\\\"", "x\\ \"", "  leading", "trailing  ",
-      "C:\\Program Files\\x\\", "\\\\server\\share\\", "a\\b\\c", "-Dx=\"y z\"",
-      "\"a b\"", "%PATH%", "^&|<>()!", "\xC3\xBC unicode \xC3\xA9",
-      "\xE6\x97\xA5\xE6\x9C\xAC \xE8\xAA\x9E", "\xF0\x9F\x98\x80 x", "end with quote\"",
-      "\"start with quote", "tab\tthen quote\"\\", "\\\\\\\\\\", "*?[]{}",
+      "plain",
+      "",
+      " ",
+      "\t",
+      "a b",
+      "a\tb",
+      "a\nb",
+      "a\vb",
+      "\"",
+      "\"\"",
+      "\"\"\"",
+      "a\"b",
+      "a\"\"b",
+      "\\",
+      "\\\\",
+      "a\\",
+      "a b\\",
+      "a b\\\\",
+      "\\\"",
+      "\\\\\"",
+      "a\\\\\\\"b",
+      "\\\"\\\"",
+      "x\\ \"",
+      "  leading",
+      "trailing  ",
+      "C:\\Program Files\\x\\",
+      "\\\\server\\share\\",
+      "a\\b\\c",
+      "-Dx=\"y z\"",
+      "\"a b\"",
+      "%PATH%",
+      "^&|<>()!",
+      "\xC3\xBC unicode \xC3\xA9",
+      "\xE6\x97\xA5\xE6\x9C\xAC \xE8\xAA\x9E",
+      "\xF0\x9F\x98\x80 x",
+      "end with quote\"",
+      "\"start with quote",
+      "tab\tthen quote\"\\",
+      "\\\\\\\\\\",
+      "*?[]{}",
       std::string(5000, '\\') + "\"" + std::string(5000, ' ')};
   return cases;
 }
@@ -112,11 +145,24 @@ inline const std::vector<std::string>& hostile_arguments() {
 // Raw command lines, some of which this backend never produces, to compare the reference
 // parser with the real CommandLineToArgvW where one exists.
 inline const std::vector<std::string>& raw_command_lines() {
-  static const std::vector<std::string> lines = {
-      R"(x "a b c" d e)", R"(x "ab\"c" "\\" d)", R"(x a\\\b d"e f"g h)", R"(x a\\\"b c d)",
-      R"(x a\\\\"b c" d e)", R"(x a"b"" c d)", R"(x """" y)", R"(x "a""b c")",
-      R"("C:\d\" y)", R"("a b"c d)", R"(x "")", "x  \t ", "x\ta\t\tb", R"(x \""" y)",
-      R"(x "\\"" z)", R"(x """""" w)", R"("unterminated)", R"(x "open\)"};
+  static const std::vector<std::string> lines = {R"(x "a b c" d e)",
+                                                 R"(x "ab\"c" "\\" d)",
+                                                 R"(x a\\\b d"e f"g h)",
+                                                 R"(x a\\\"b c d)",
+                                                 R"(x a\\\\"b c" d e)",
+                                                 R"(x a"b"" c d)",
+                                                 R"(x """" y)",
+                                                 R"(x "a""b c")",
+                                                 R"("C:\d\" y)",
+                                                 R"("a b"c d)",
+                                                 R"(x "")",
+                                                 "x  \t ",
+                                                 "x\ta\t\tb",
+                                                 R"(x \""" y)",
+                                                 R"(x "\\"" z)",
+                                                 R"(x """""" w)",
+                                                 R"("unterminated)",
+                                                 R"(x "open\)"};
   return lines;
 }
 

@@ -142,8 +142,7 @@ TEST_F(LibsbxOnWindows, NetworkModeProxyIsRefusedWithTheReason) {
   const PluginRegistry registry = load_registry();
   ASSERT_NE(registry.find("windows"), nullptr);
   const Manager manager(registry, {"windows"});
-  const ResolvedPolicy policy =
-      resolve(R"({"mode": "proxy", "allowed_domains": ["example.com"]})");
+  const ResolvedPolicy policy = resolve(R"({"mode": "proxy", "allowed_domains": ["example.com"]})");
   Result<SandboxedRun> run = manager.plan_run("windows", request(policy));
   ASSERT_FALSE(run.ok());
   EXPECT_NE(run.error().find("network mode proxy is not available on Windows"), std::string::npos)

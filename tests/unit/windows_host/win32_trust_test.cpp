@@ -70,8 +70,8 @@ TEST_F(Win32TrustTree, IdentityNamesTheFileByVolumeIdAndFinalPath) {
 TEST_F(Win32TrustTree, LoadsWhenTheChainPassesAndFindsTheEntry) {
   Result<acl::SecurityModel> model = read_security(dll_.string());
   ASSERT_TRUE(model.ok()) << model.error();
-  Result<void*> module = load_trusted_module(dll_.string(), (root_ / "plugins").string(),
-                                             owner_trustees());
+  Result<void*> module =
+      load_trusted_module(dll_.string(), (root_ / "plugins").string(), owner_trustees());
   if (!module.ok() && module.error().find("can be changed by") != std::string::npos)
     GTEST_SKIP() << "this host's ACLs give others write access to the scratch tree (a real "
                     "Windows temp directory does); the refusal itself: "

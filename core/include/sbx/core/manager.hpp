@@ -75,9 +75,9 @@ CapabilitySet required_capabilities(const ResolvedPolicy& policy);
 inline constexpr std::chrono::milliseconds kProbeDeadline{10'000};
 
 // Calls backend.probe(); plugin code is not trusted to behave. It runs in a forked child
-// (core/src/plugins/probe_isolation.cpp; in process on Windows): an exception, a crash ("probe crashed with
-// SIGSEGV") or no answer by the deadline ("probe did not answer within 10 s") becomes an
-// unavailable report naming it, never a crash or a hang of sbx. A probe that answers gives
+// (core/src/plugins/probe_isolation.cpp; in process on Windows): an exception, a crash ("probe
+// crashed with SIGSEGV") or no answer by the deadline ("probe did not answer within 10 s") becomes
+// an unavailable report naming it, never a crash or a hang of sbx. A probe that answers gives
 // exactly its own report.
 ProbeReport guarded_probe(Backend& backend, std::chrono::milliseconds deadline = kProbeDeadline);
 

@@ -1,13 +1,12 @@
 // Trusted discovery and loading of backend plugins (core/src/plugins/README.md).
 #pragma once
 
-#include "sbx/core/platform_types.hpp"
-
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "sbx/core/platform_types.hpp"
 #include "sbx/sdk/abi.h"
 #include "sbx/sdk/backend.hpp"
 
@@ -83,8 +82,8 @@ struct LoaderOptions {
   // If not empty, only candidates named sbx-backend-<NAME>.so (.dll on Windows) for a NAME
   // listed here are opened; the others are skipped unread (neither loaded nor rejected). A
   // start-up saving for callers that already know which backends they want: loading a plugin
-  // costs about a millisecond. A plugin whose file name does not follow the convention is not found this
-  // way; callers fall back to a full load when a wanted name is missing.
+  // costs about a millisecond. A plugin whose file name does not follow the convention is not found
+  // this way; callers fall back to a full load when a wanted name is missing.
   std::vector<std::string> only_names;
 };
 

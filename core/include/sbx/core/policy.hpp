@@ -66,8 +66,8 @@ enum class EnvInherit : std::uint8_t { kAll, kCore, kNone };
 // that needs a constructor runs one static initialiser per translation unit that includes it
 // (every sbx start paid for them, core/cli/README.md, "The executable").
 inline constexpr std::string_view kCoreEnvironmentPatterns[] = {
-    "HOME", "LANG", "LANGUAGE", "LC_*", "LOGNAME", "PATH", "PWD",
-    "SHELL", "TERM", "TMPDIR", "TZ", "USER"};
+    "HOME", "LANG",  "LANGUAGE", "LC_*",   "LOGNAME", "PATH",
+    "PWD",  "SHELL", "TERM",     "TMPDIR", "TZ",      "USER"};
 
 // Name parts that mark a variable as a secret, dropped by default (case-insensitive, anywhere
 // in the name): the words real secrets are named with (OPENAI_API_KEY, GITHUB_TOKEN,

@@ -52,7 +52,7 @@ std::string probe_report_to_json(const ProbeReport& report, JsonStyle style);
 // sandbox preference, and what they allow. The built-in values are those of a run without any
 // settings file.
 struct SettingsSummary {
-  std::string policy_scope = "built-in";   // settings::to_string(Scope)
+  std::string policy_scope = "built-in";  // settings::to_string(Scope)
   std::string sandbox_scope = "built-in";
   bool unsandboxed_permitted = true;       // may a run go without a sandbox (excluded commands)
   bool escape_hatch_locked = false;        // the administrator's lock allow_unsandboxed: false

@@ -89,9 +89,9 @@ enum class RunStop {
 struct RunOutcome {
   RunReport report;
   RunStop stop = RunStop::kNone;
-  std::string error;     // the core's words for `stop` (a front end adds what to do)
+  std::string error;                   // the core's words for `stop` (a front end adds what to do)
   ErrorKind kind = kDefaultErrorKind;  // what sort of failure `stop` is (result.hpp)
-  BackendChoice choice;  // question 2, when it was asked
+  BackendChoice choice;                // question 2, when it was asked
   // kNoBackend: why this policy may never run unsandboxed, if that is why it did not.
   std::optional<std::string> never_unsandboxed;
   // plan_command: the plan that would run, the proxy's credential shown as "***".

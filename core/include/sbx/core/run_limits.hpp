@@ -61,9 +61,10 @@ Status check_limits_hold(const std::vector<LimitEnforcement>& planned);
 
 // One run under limits. start() creates the run's cgroup (when the host has one and a limit
 // needs it): until the run is destroyed, prepare_child() in a child joins the cgroup and sets
-// the rlimits (core's spawner and backends reach it through the run's RunServices). It also starts the timeout
-// watchdog. finish() is called once the command has exited: it stops the watchdog, kills what
-// is left of the run and removes the cgroup, and says which limit, if any, ended the run.
+// the rlimits (core's spawner and backends reach it through the run's RunServices). It also starts
+// the timeout watchdog. finish() is called once the command has exited: it stops the watchdog,
+// kills what is left of the run and removes the cgroup, and says which limit, if any, ended the
+// run.
 class LimitedRun {
  public:
   // How the timeout may end the command.

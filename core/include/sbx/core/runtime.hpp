@@ -3,14 +3,13 @@
 // install prefix share the layout); no environment variable can change them.
 #pragma once
 
-#include "sbx/core/platform_types.hpp"
-
 #include <functional>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "sbx/core/platform_types.hpp"
 #include "sbx/sdk/abi.h"
 #include "sbx/sdk/result.hpp"
 
@@ -19,17 +18,17 @@ namespace sbx {
 // Where the running libsbx code came from: libsbx.so (the C API, embedders) or the sbx
 // executable, which links that code in (core/src/plugins/README.md, "The install layout").
 struct InstallLayout {
-  std::string libsbx_path;   // canonical path of the file holding the running libsbx code:
-                             // libsbx.so, or the sbx executable
-  uid_t libsbx_owner = 0;    // its owner: the one uid besides root that plugins may belong to
+  std::string libsbx_path;       // canonical path of the file holding the running libsbx code:
+                                 // libsbx.so, or the sbx executable
+  uid_t libsbx_owner = 0;        // its owner: the one uid besides root that plugins may belong to
   std::string libsbx_owner_sid;  // Windows: the SID that owns sbx.exe, the one trustee besides
                                  // SYSTEM, Administrators and TrustedInstaller that may own
                                  // and write the plugin directory; empty elsewhere
-  std::string lib_dir;       // <prefix>/<libdir>, where libsbx.so and the plugins are
-  std::string plugin_dir;    // <libdir>/sbx/backends
-  std::string stage2_path;   // <prefix>/libexec/sbx/sbx-stage2
-  std::string bin_dir;       // <prefix>/bin, where the sbx executable is installed
-  std::string prefix;        // <prefix>: the install's root, kept read-only as a whole
+  std::string lib_dir;           // <prefix>/<libdir>, where libsbx.so and the plugins are
+  std::string plugin_dir;        // <libdir>/sbx/backends
+  std::string stage2_path;       // <prefix>/libexec/sbx/sbx-stage2
+  std::string bin_dir;           // <prefix>/bin, where the sbx executable is installed
+  std::string prefix;            // <prefix>: the install's root, kept read-only as a whole
 };
 
 // The layout of the running code, never from the environment or argv:
@@ -49,10 +48,10 @@ struct InstallLayout {
 Result<InstallLayout> install_layout();
 
 // The existing directories that hold sbx's own code: the directory of libsbx (with the plugin
-// directory below it) and of the running code, the plugin directory, the directory of sbx-stage2 and the bin directory
-// of the sbx executable. Each as the layout names it and, when that differs, canonicalised
-// (realpath). A sandboxed command able to write any of them could plant code that the next
-// `sbx` runs on the host, so resolution keeps them read-only in every sandbox.
+// directory below it) and of the running code, the plugin directory, the directory of sbx-stage2
+// and the bin directory of the sbx executable. Each as the layout names it and, when that differs,
+// canonicalised (realpath). A sandboxed command able to write any of them could plant code that the
+// next `sbx` runs on the host, so resolution keeps them read-only in every sandbox.
 std::vector<std::string> install_directories(const InstallLayout& layout);
 
 // The install prefixes a sandbox must not write (core/src/resolution/README.md):

@@ -25,8 +25,6 @@
 // narrowed; the lock's mandatory deny entries are added to the final policy.
 #pragma once
 
-#include "sbx/core/platform_types.hpp"
-
 #include <map>
 #include <optional>
 #include <string>
@@ -34,6 +32,7 @@
 #include <vector>
 
 #include "sbx/core/manager.hpp"
+#include "sbx/core/platform_types.hpp"
 #include "sbx/core/policy.hpp"
 #include "sbx/core/report_json.hpp"
 #include "sbx/sdk/result.hpp"
@@ -49,7 +48,7 @@ std::string_view to_string(Scope scope);
 
 // The managed scope's "locks". nullopt / empty: no lock of that kind.
 struct Locks {
-  std::optional<std::vector<std::string>> presets;             // preset names a policy may use
+  std::optional<std::vector<std::string>> presets;              // preset names a policy may use
   std::optional<std::vector<FilesystemKind>> filesystem_kinds;  // kinds the final policy may have
   std::optional<std::vector<NetworkMode>> network_modes;        // modes it may have
   // Ceiling: every writable path of the final policy lies inside one of these (lexically, as
@@ -106,10 +105,10 @@ struct Sourced {
 // file binds the user, so only the administrator's file at its fixed path may be read.
 struct Sources {
   std::string managed_file = "/etc/sbx/managed.json";
-  std::string managed_trust_root = "/";   // every directory from here down is checked
-  std::optional<uid_t> managed_owner;     // trusted besides root (tests; nullopt in production)
-  std::string user_file;                  // empty: no user scope
-  std::string cwd;                        // absolute: where the project search starts
+  std::string managed_trust_root = "/";  // every directory from here down is checked
+  std::optional<uid_t> managed_owner;    // trusted besides root (tests; nullopt in production)
+  std::string user_file;                 // empty: no user scope
+  std::string cwd;                       // absolute: where the project search starts
   // The working directory as the caller named it, symlinks kept (PWD, or --cwd as given); empty
   // when unknown. A trusted project holding it must hold `cwd` too (load_settings refuses else).
   std::string logical_cwd;
@@ -121,8 +120,8 @@ Sources current_sources(const std::string& cwd, const std::map<std::string, std:
 
 // Every scope read and merged.
 struct Settings {
-  std::optional<Sourced<Policy>> policy;  // nullopt: no scope sets one (built-in default)
-  std::vector<Scope> policy_scopes;       // the scopes whose policies were widened together
+  std::optional<Sourced<Policy>> policy;      // nullopt: no scope sets one (built-in default)
+  std::vector<Scope> policy_scopes;           // the scopes whose policies were widened together
   std::vector<Sourced<std::string>> presets;  // preset names those policies used
   Sourced<SandboxPreference> sandbox{SandboxPreference::kAuto, Scope::kBuiltin};
   Sourced<bool> allow_unsandboxed{true, Scope::kBuiltin};
@@ -169,22 +168,22 @@ Result<Settings> merge_settings(const std::vector<std::pair<Scope, ScopeSettings
 
 // What the caller (flags, C API arguments) asks for, the highest scope.
 struct Overrides {
-  std::optional<Policy> policy;             // replaces the settings' policy
-  std::optional<std::string> preset;        // the preset it came from, if one
-  bool policy_changed = false;              // --writable-root/--deny/--network were applied
+  std::optional<Policy> policy;       // replaces the settings' policy
+  std::optional<std::string> preset;  // the preset it came from, if one
+  bool policy_changed = false;        // --writable-root/--deny/--network were applied
   std::optional<SandboxPreference> sandbox;
-  bool allow_unsandboxed = false;           // run without a sandbox when none is available
+  bool allow_unsandboxed = false;  // run without a sandbox when none is available
 };
 
 // The request after the locks: what a run uses, and which scope decided each part.
 struct Decided {
-  Policy policy;  // with the managed deny entries added
+  Policy policy;                         // with the managed deny entries added
   Scope policy_scope = Scope::kBuiltin;  // the highest scope that set it (command line: flags)
   Sourced<SandboxPreference> sandbox{SandboxPreference::kAuto, Scope::kBuiltin};
-  bool allow_unsandboxed = false;        // the override flag, accepted
-  bool unsandboxed_permitted = true;     // may any run go without a sandbox (excluded commands)
+  bool allow_unsandboxed = false;     // the override flag, accepted
+  bool unsandboxed_permitted = true;  // may any run go without a sandbox (excluded commands)
   std::vector<std::string> excluded_commands;
-  bool escape_hatch_locked = false;      // locks.allow_unsandboxed is false
+  bool escape_hatch_locked = false;  // locks.allow_unsandboxed is false
   bool require_backend_available = false;
 };
 

@@ -11,8 +11,8 @@ namespace {
 
 // Rights that count as writing a file or directory (FILE_ADD_FILE and FILE_ADD_SUBDIRECTORY
 // share bits with FILE_WRITE_DATA and FILE_APPEND_DATA).
-constexpr DWORD kWriteRights = FILE_WRITE_DATA | FILE_APPEND_DATA | FILE_WRITE_EA |
-                               FILE_WRITE_ATTRIBUTES | DELETE;
+constexpr DWORD kWriteRights =
+    FILE_WRITE_DATA | FILE_APPEND_DATA | FILE_WRITE_EA | FILE_WRITE_ATTRIBUTES | DELETE;
 // Never FILE_DELETE_CHILD: with it a parent would let the command delete (and so rename away)
 // a child whose own ACL denies DELETE.
 constexpr DWORD kAllowWriteMask = kWriteRights | FILE_GENERIC_READ | FILE_GENERIC_EXECUTE;
@@ -31,7 +31,8 @@ Result<DWORD> attributes_of(const std::wstring& path) {
   if (attributes == INVALID_FILE_ATTRIBUTES)
     return system_error("windows backend: GetFileAttributesW('" + narrow(path) + "')");
   if ((attributes & FILE_ATTRIBUTE_REPARSE_POINT) != 0)
-    return Error{"windows backend: '" + narrow(path) + "' is a symbolic link or junction: "
+    return Error{"windows backend: '" + narrow(path) +
+                 "' is a symbolic link or junction: "
                  "an ACE there would land on its target; refusing"};
   return attributes;
 }
@@ -45,9 +46,8 @@ using LocalPtr = std::unique_ptr<void, LocalDeleter>;
 Result<PACL> read_dacl(const std::wstring& path, LocalPtr& descriptor) {
   PACL dacl = nullptr;
   PSECURITY_DESCRIPTOR sd = nullptr;
-  const DWORD rc = GetNamedSecurityInfoW(path.c_str(), SE_FILE_OBJECT,
-                                         DACL_SECURITY_INFORMATION, nullptr, nullptr, &dacl,
-                                         nullptr, &sd);
+  const DWORD rc = GetNamedSecurityInfoW(path.c_str(), SE_FILE_OBJECT, DACL_SECURITY_INFORMATION,
+                                         nullptr, nullptr, &dacl, nullptr, &sd);
   if (rc != ERROR_SUCCESS)
     return system_error("windows backend: GetNamedSecurityInfoW('" + narrow(path) + "')", rc);
   descriptor.reset(sd);
@@ -56,9 +56,9 @@ Result<PACL> read_dacl(const std::wstring& path, LocalPtr& descriptor) {
 
 Status write_dacl(const std::wstring& path, PACL dacl) {
   // SetNamedSecurityInfoW also propagates inheritable ACEs to existing children.
-  const DWORD rc = SetNamedSecurityInfoW(const_cast<LPWSTR>(path.c_str()), SE_FILE_OBJECT,
-                                         DACL_SECURITY_INFORMATION, nullptr, nullptr, dacl,
-                                         nullptr);
+  const DWORD rc =
+      SetNamedSecurityInfoW(const_cast<LPWSTR>(path.c_str()), SE_FILE_OBJECT,
+                            DACL_SECURITY_INFORMATION, nullptr, nullptr, dacl, nullptr);
   if (rc != ERROR_SUCCESS)
     return system_error("windows backend: SetNamedSecurityInfoW('" + narrow(path) + "')", rc);
   return {};
@@ -139,8 +139,10 @@ Status Win32DaclHost::lock(const std::string& path) {
   // reads the DACL again, so taking the lock over is safe.
   if (waited != WAIT_OBJECT_0 && waited != WAIT_ABANDONED) {
     if (waited == WAIT_TIMEOUT)
-      return Error{"windows backend: the ACL lock of '" + path + "' (" + name + ") was held by "
-                   "another process for " + std::to_string(kLockTimeoutMs / 1000) +
+      return Error{"windows backend: the ACL lock of '" + path + "' (" + name +
+                   ") was held by "
+                   "another process for " +
+                   std::to_string(kLockTimeoutMs / 1000) +
                    " s; refusing to change its DACL without it"};
     return system_error("windows backend: WaitForSingleObject('" + name + "')");
   }
@@ -164,7 +166,8 @@ Result<bool> Win32DaclHost::has_ace(const Ace& ace) {
   Result<PACL> dacl = read_dacl(*path, descriptor);
   if (!dacl.ok()) return dacl.failure();
   if (*dacl == nullptr)
-    return Error{"windows backend: '" + ace.path + "' has a NULL DACL (anyone may write it); "
+    return Error{"windows backend: '" + ace.path +
+                 "' has a NULL DACL (anyone may write it); "
                  "give it a real ACL first"};
   const BYTE type = ace.kind == AceKind::kAllowWrite ? BYTE{ACCESS_ALLOWED_ACE_TYPE}
                                                      : BYTE{ACCESS_DENIED_ACE_TYPE};
@@ -190,7 +193,8 @@ Status Win32DaclHost::add_ace(const Ace& ace) {
   // A NULL DACL grants everyone everything; merging into it would replace it with our one ACE
   // and lock the owner out. Refuse instead of guessing.
   if (*dacl == nullptr)
-    return Error{"windows backend: '" + ace.path + "' has a NULL DACL (anyone may write it); "
+    return Error{"windows backend: '" + ace.path +
+                 "' has a NULL DACL (anyone may write it); "
                  "give it a real ACL first"};
   EXPLICIT_ACCESS_W entry =
       access_for(ace, capability_, (*attributes & FILE_ATTRIBUTE_DIRECTORY) != 0);
@@ -238,10 +242,9 @@ Status PathHolds::hold(const std::string& path) {
   if (!w.ok()) return w.failure();
   // No FILE_SHARE_DELETE: while this handle is open nobody (the command, another run's
   // cleanup) can rename or remove the directory. Reparse points are opened as themselves.
-  UniqueHandle handle(CreateFileW(w->c_str(), FILE_READ_ATTRIBUTES,
-                                  FILE_SHARE_READ | FILE_SHARE_WRITE, nullptr, OPEN_EXISTING,
-                                  FILE_FLAG_BACKUP_SEMANTICS | FILE_FLAG_OPEN_REPARSE_POINT,
-                                  nullptr));
+  UniqueHandle handle(CreateFileW(
+      w->c_str(), FILE_READ_ATTRIBUTES, FILE_SHARE_READ | FILE_SHARE_WRITE, nullptr, OPEN_EXISTING,
+      FILE_FLAG_BACKUP_SEMANTICS | FILE_FLAG_OPEN_REPARSE_POINT, nullptr));
   if (!handle) return system_error("windows backend: holding '" + path + "' open failed");
   handles_.push_back(std::move(handle));
   return {};

@@ -29,8 +29,10 @@ ProbeCheck token_check() {
   for (const std::string& name : privileges.ok() ? *privileges : std::vector<std::string>{})
     kept += (kept.empty() ? "" : " ") + name;
   check.status = CheckStatus::kPass;
-  check.observed = "CreateRestrictedToken(DISABLE_MAX_PRIVILEGE|LUA_TOKEN|WRITE_RESTRICTED) ok; "
-                   "privileges kept: " + (kept.empty() ? std::string("none") : kept);
+  check.observed =
+      "CreateRestrictedToken(DISABLE_MAX_PRIVILEGE|LUA_TOKEN|WRITE_RESTRICTED) ok; "
+      "privileges kept: " +
+      (kept.empty() ? std::string("none") : kept);
   return check;
 }
 
@@ -39,8 +41,9 @@ ProbeCheck job_check() {
   Result<UniqueHandle> job = make_kill_on_close_job();
   if (!job.ok()) {
     check.observed = job.error();
-    check.remedy = "allow nested job objects (Windows 8 or later), or run sbx outside a job "
-                   "that forbids them";
+    check.remedy =
+        "allow nested job objects (Windows 8 or later), or run sbx outside a job "
+        "that forbids them";
     return check;
   }
   if (Status status = limit_job_ui(job->get()); !status.ok()) {
@@ -82,8 +85,9 @@ ProbeReport probe() {
   }
   if (report.available) {
     report.capabilities = windows_capabilities();
-    report.summary = "restricted token + ACLs: write restriction and protected names; reads "
-                     "and network are not restricted";
+    report.summary =
+        "restricted token + ACLs: write restriction and protected names; reads "
+        "and network are not restricted";
   } else {
     report.summary = "cannot build the restricted token or job object (see checks)";
   }

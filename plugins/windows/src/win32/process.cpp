@@ -81,7 +81,8 @@ Result<Launch> launch_strings(const WindowsPlan& plan) {
   Result<std::wstring> cwd = wide(plan.cwd);
   Result<std::wstring> environment = environment_block(plan.env);
   Result<std::wstring> desktop = wide(plan.desktop);
-  for (const Result<std::wstring>* r : {&application, &command_line, &cwd, &environment, &desktop}) {
+  for (const Result<std::wstring>* r :
+       {&application, &command_line, &cwd, &environment, &desktop}) {
     if (!r->ok()) return Error{r->error()};
   }
   return Launch{*application, *command_line, *cwd, *environment, *desktop};
@@ -152,12 +153,11 @@ Result<ExitStatus> run_in_job(HANDLE token, const WindowsPlan& plan) {
   PROCESS_INFORMATION pi{};
   // Suspended until it is in the job, so not one instruction runs outside it. The application
   // name is explicit: no search path, no guessing at where the program name ends.
-  if (!CreateProcessAsUserW(token, strings->application.c_str(), strings->command_line.data(),
-                            nullptr, nullptr, list.empty() ? FALSE : TRUE,
-                            CREATE_SUSPENDED | CREATE_UNICODE_ENVIRONMENT |
-                                EXTENDED_STARTUPINFO_PRESENT,
-                            strings->environment.data(), strings->cwd.c_str(),
-                            &startup.StartupInfo, &pi))
+  if (!CreateProcessAsUserW(
+          token, strings->application.c_str(), strings->command_line.data(), nullptr, nullptr,
+          list.empty() ? FALSE : TRUE,
+          CREATE_SUSPENDED | CREATE_UNICODE_ENVIRONMENT | EXTENDED_STARTUPINFO_PRESENT,
+          strings->environment.data(), strings->cwd.c_str(), &startup.StartupInfo, &pi))
     return system_error("windows backend: CreateProcessAsUserW('" + plan.argv[0] + "')");
   UniqueHandle process(pi.hProcess), thread(pi.hThread);
   if (!AssignProcessToJobObject(job->get(), pi.hProcess)) {

@@ -39,7 +39,8 @@ std::vector<std::string> everyone_writable_warnings(const WindowsPlan& plan, PSI
     if (!path.ok()) continue;
     Result<bool> writable = writable_by(*path, logon, sid_ptr(everyone));
     if (writable.ok() && *writable)
-      out.push_back(location + " is writable by Everyone or the logon session: the command can "
+      out.push_back(location +
+                    " is writable by Everyone or the logon session: the command can "
                     "write there too (the restricted token needs both SIDs to run); tighten its "
                     "ACL if that matters");
   }

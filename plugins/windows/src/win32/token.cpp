@@ -1,9 +1,8 @@
 // Restricted token construction. See plan.hpp for why these flags and SIDs.
-#include "win32.hpp"  // windows.h first: sddl.h needs its types
-
 #include <sddl.h>
 
 #include "sbx/windows/command_line.hpp"
+#include "win32.hpp"  // windows.h first: sddl.h needs its types
 
 namespace sbx::windows::win32 {
 namespace {
@@ -46,8 +45,9 @@ Result<SidBytes> logon_sid(HANDLE token) {
     if ((groups->Groups[i].Attributes & SE_GROUP_LOGON_ID) == SE_GROUP_LOGON_ID)
       return copy_sid(groups->Groups[i].Sid);
   }
-  return Error{"windows backend: the caller's token has no logon SID (a service or batch "
-               "logon?): run sbx from an interactive session"};
+  return Error{
+      "windows backend: the caller's token has no logon SID (a service or batch "
+      "logon?): run sbx from an interactive session"};
 }
 
 Result<SidBytes> everyone_sid() {
@@ -82,9 +82,12 @@ Status set_default_dacl(HANDLE token, const std::vector<SidRef>& refs, RunSids& 
 
 PSID RunSids::get(SidRef ref) {
   switch (ref) {
-    case SidRef::kWriteCapability: return sid_ptr(write_capability);
-    case SidRef::kLogon: return sid_ptr(logon);
-    case SidRef::kEveryone: return sid_ptr(everyone);
+    case SidRef::kWriteCapability:
+      return sid_ptr(write_capability);
+    case SidRef::kLogon:
+      return sid_ptr(logon);
+    case SidRef::kEveryone:
+      return sid_ptr(everyone);
   }
   return nullptr;
 }
@@ -134,8 +137,8 @@ Result<UniqueHandle> open_own_token() {
   HANDLE token = nullptr;
   // TOKEN_ADJUST_DEFAULT: CreateRestrictedToken's result inherits this handle's access, and
   // the default DACL is set on it afterwards.
-  const DWORD access = TOKEN_DUPLICATE | TOKEN_QUERY | TOKEN_ASSIGN_PRIMARY |
-                       TOKEN_ADJUST_DEFAULT | TOKEN_ADJUST_SESSIONID;
+  const DWORD access = TOKEN_DUPLICATE | TOKEN_QUERY | TOKEN_ASSIGN_PRIMARY | TOKEN_ADJUST_DEFAULT |
+                       TOKEN_ADJUST_SESSIONID;
   if (!OpenProcessToken(GetCurrentProcess(), access, &token))
     return system_error("OpenProcessToken");
   return UniqueHandle(token);
@@ -151,8 +154,8 @@ Result<UniqueHandle> make_restricted_token(HANDLE base, const TokenPlan& plan, R
   // Every privilege but SeChangeNotifyPrivilege is also named for deletion: the same result as
   // DISABLE_MAX_PRIVILEGE, on any implementation that honours either (Wine ignores the flag).
   std::vector<LUID_AND_ATTRIBUTES> deleted;
-  Result<std::vector<unsigned char>> held = token_information(base, TokenPrivileges,
-                                                             "TokenPrivileges");
+  Result<std::vector<unsigned char>> held =
+      token_information(base, TokenPrivileges, "TokenPrivileges");
   if (!held.ok()) return held.failure();
   LUID change_notify{};
   if (!LookupPrivilegeValueW(nullptr, L"SeChangeNotifyPrivilege", &change_notify))

@@ -26,14 +26,17 @@ constexpr std::string_view kUnsafePathChars = "\\&!?\"'<>%^(){}[];,*$~`|#";
 // firejail gives the sandbox its own /dev and /proc, and private tmpfs copies of /var/log and
 // /run/lock; /sys is its host's, largely masked. Writes granted there would not reach the
 // host, or would reach it behind firejail's back, so a writable root there is refused.
-constexpr std::string_view kPrivateAreas[] = {"/dev", "/proc", "/sys", "/var/log", "/run/lock",
-                                              "/run/firejail"};
+constexpr std::string_view kPrivateAreas[] = {"/dev",     "/proc",     "/sys",
+                                              "/var/log", "/run/lock", "/run/firejail"};
 
 std::string_view access_name(Access access) {
   switch (access) {
-    case Access::kRead: return "read";
-    case Access::kWrite: return "write";
-    case Access::kDeny: return "deny";
+    case Access::kRead:
+      return "read";
+    case Access::kWrite:
+      return "write";
+    case Access::kDeny:
+      return "deny";
   }
   return "unknown";
 }
@@ -85,10 +88,9 @@ class SandboxView {
   bool exists(const std::string& path) const { return facts_.exists(path); }
 
   bool inside_existing_protected(const std::string& path) const {
-    return std::any_of(policy_.protected_paths.begin(), policy_.protected_paths.end(),
-                       [&](const sbx::ProtectedPath& p) {
-                         return p.exists && sbx::path_is_within(path, p.path);
-                       });
+    return std::any_of(
+        policy_.protected_paths.begin(), policy_.protected_paths.end(),
+        [&](const sbx::ProtectedPath& p) { return p.exists && sbx::path_is_within(path, p.path); });
   }
 
   // An existing deny rule strictly above `path`: firejail's blacklist hides everything below,
@@ -122,9 +124,12 @@ struct Mount {
 
 std::string flag_for(Access access) {
   switch (access) {
-    case Access::kWrite: return "--read-write=";
-    case Access::kRead: return "--read-only=";
-    case Access::kDeny: return "--blacklist=";
+    case Access::kWrite:
+      return "--read-write=";
+    case Access::kRead:
+      return "--read-only=";
+    case Access::kDeny:
+      return "--blacklist=";
   }
   return "";
 }
@@ -137,7 +142,8 @@ bool in_private_area(const std::string& path) {
 // Checks one rule and, when firejail has something to do for it, adds its mount.
 Status add_rule_mount(const PathRule& rule, const SandboxView& view, std::vector<Mount>& mounts,
                       std::vector<std::string>& notes) {
-  const std::string what = "rule '" + rule.path + "' (" + std::string(access_name(rule.access)) + ")";
+  const std::string what =
+      "rule '" + rule.path + "' (" + std::string(access_name(rule.access)) + ")";
   if (Status s = check_path_text(rule.path, what); !s.ok()) return s;
   if (const PathRule* denied = view.denied_ancestor(rule.path)) {
     if (rule.access == Access::kDeny) return {};  // already hidden with its denied ancestor
@@ -179,7 +185,8 @@ Status check_protected_ancestors(const sbx::ProtectedPath& protected_path,
        dir != "/" && dir != protected_path.writable_root; dir = parent_of(dir)) {
     if (mount_points.count(dir) == 0 && view.writable_dir(parent_of(dir)))
       return Error{"firejail cannot keep '" + dir + "', an ancestor of the protected path '" +
-                   protected_path.path + "', from being renamed; use a backend with protected "
+                   protected_path.path +
+                   "', from being renamed; use a backend with protected "
                    "names support (bwrap)"};
   }
   return {};
@@ -199,7 +206,8 @@ Status add_protected_mounts(const ResolvedPolicy& policy, const SandboxView& vie
       if (!view.writable_dir(parent_of(p.path))) continue;  // cannot be created anyway
       return Error{"firejail cannot keep the missing protected path '" + p.path +
                    "' from being created (it can only re-mount paths that exist); create it "
-                   "first (mkdir '" + p.path + "') or use a backend that can (bwrap)"};
+                   "first (mkdir '" +
+                   p.path + "') or use a backend that can (bwrap)"};
     }
     if (Status s = check_protected_ancestors(p, mount_points, view); !s.ok()) return s;
     mounts.push_back({p.path, "--read-only=" + p.path, 1});
@@ -222,8 +230,9 @@ Status add_filesystem_flags(const ResolvedPolicy& policy, const PathFacts& facts
                  "' (its globs match only files that exist at start and know no '**'); use a "
                  "backend with deny_globs"};
   if (sbx::reads_restricted(policy))
-    return Error{"firejail cannot restrict reads: the policy does not grant reading '/', and "
-                 "firejail has no read allow-list; use a backend with read_restriction"};
+    return Error{
+        "firejail cannot restrict reads: the policy does not grant reading '/', and "
+        "firejail has no read allow-list; use a backend with read_restriction"};
   const SandboxView view(policy, facts);
   if (const PathRule* cwd_rule = governing_rule(policy, policy.cwd);
       !policy.cwd.empty() && ((cwd_rule != nullptr && cwd_rule->access == Access::kDeny) ||
@@ -251,8 +260,9 @@ Status add_network_flags(const sbx::NetworkPolicy& network, std::vector<std::str
                          std::vector<std::string>& notes) {
   switch (network.mode) {
     case sbx::NetworkMode::kProxy:
-      return Error{"firejail cannot force traffic through a proxy (network mode proxy); use a "
-                   "backend with proxy_network"};
+      return Error{
+          "firejail cannot force traffic through a proxy (network mode proxy); use a "
+          "backend with proxy_network"};
     case sbx::NetworkMode::kEnabled:
       if (!network.denied_domains.empty())
         return Error{"firejail cannot block the domain '" + network.denied_domains.front() +
@@ -260,8 +270,10 @@ Status add_network_flags(const sbx::NetworkPolicy& network, std::vector<std::str
       return {};
     case sbx::NetworkMode::kRestricted:
       if (!network.unix_sockets.empty())
-        return Error{"firejail cannot limit unix sockets to an allow-list (network.unix_sockets "
-                     "'" + network.unix_sockets.front() + "')"};
+        return Error{
+            "firejail cannot limit unix sockets to an allow-list (network.unix_sockets "
+            "'" +
+            network.unix_sockets.front() + "')"};
       // A new network namespace with only loopback, and a seccomp filter that refuses every
       // socket family except AF_UNIX (so not even loopback inet sockets can be opened).
       flags.insert(flags.end(), {"--net=none", "--protocol=unix"});
@@ -276,9 +288,9 @@ Status add_network_flags(const sbx::NetworkPolicy& network, std::vector<std::str
 // steer the privileged helper itself; firejail's own sanitising is no reason to pass them.
 bool unsafe_for_helper(std::string_view name) {
   static constexpr std::string_view kNames[] = {
-      "GCONV_PATH",     "GETCONF_DIR", "GLIBC_TUNABLES", "HOSTALIASES", "LOCALDOMAIN",
-      "LOCPATH",        "MALLOC_TRACE", "NIS_PATH",      "NLSPATH",     "RESOLV_HOST_CONF",
-      "RES_OPTIONS",    "TMPDIR",      "TZDIR"};
+      "GCONV_PATH",  "GETCONF_DIR",  "GLIBC_TUNABLES", "HOSTALIASES", "LOCALDOMAIN",
+      "LOCPATH",     "MALLOC_TRACE", "NIS_PATH",       "NLSPATH",     "RESOLV_HOST_CONF",
+      "RES_OPTIONS", "TMPDIR",       "TZDIR"};
   if (name.substr(0, 3) == "LD_" || name.substr(0, 7) == "MALLOC_") return true;
   return std::find(std::begin(kNames), std::end(kNames), name) != std::end(kNames);
 }
@@ -324,8 +336,7 @@ std::vector<std::string> hardening_flags() {
       "--quiet",
       "--private-dev",   // a private /dev: writes to /dev and /dev/shm never reach the host
       "--keep-var-tmp",  // the host's /var/tmp, read-only unless a rule makes it writable
-      "--caps.drop=all",
-      "--nonewprivs",
+      "--caps.drop=all", "--nonewprivs",
       // firejail's default list (mount, ptrace, kexec, modules, ...) plus what sbx requires.
       "--seccomp=ptrace,process_vm_readv,process_vm_writev,io_uring_setup,io_uring_enter,"
       "io_uring_register,add_key,request_key,keyctl,bpf,perf_event_open,userfaultfd,mount,"

@@ -41,7 +41,6 @@ sbx::Result<std::vector<std::string>> policy_flags(const sbx::ResolvedPolicy& po
 
 // The whole plan: firejail <hardening> <policy> -- setsid <argv...>, with the request's cwd and
 // its environment minus variables that must never reach a setuid helper (LD_*, GCONV_PATH, ...).
-sbx::Result<sbx::ExecPlan> build_plan(const sbx::TransformRequest& request,
-                                      const PathFacts& facts);
+sbx::Result<sbx::ExecPlan> build_plan(const sbx::TransformRequest& request, const PathFacts& facts);
 
 }  // namespace firejail_backend

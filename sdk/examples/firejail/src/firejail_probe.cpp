@@ -84,8 +84,9 @@ ProbeCheck check_binary() {
     return fail("firejail_binary", observed + " (not a regular file)",
                 "reinstall firejail so that /usr/bin/firejail is the real binary, not a link");
   if (st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
-    return fail("firejail_binary", observed, "firejail must be owned by root and writable only "
-                                             "by root: reinstall it (apt-get install --reinstall firejail)");
+    return fail("firejail_binary", observed,
+                "firejail must be owned by root and writable only "
+                "by root: reinstall it (apt-get install --reinstall firejail)");
   if (::geteuid() != 0 && (st.st_mode & S_ISUID) == 0)
     return fail("firejail_binary", observed + " (no setuid bit)",
                 "unprivileged users need firejail setuid root: dpkg-statoverride --remove "
@@ -104,7 +105,8 @@ ProbeCheck check_helpers() {
 
 ProbeCheck check_version() {
   sbx::Result<Captured> run = run_helper({kFirejailPath, "--version"});
-  if (!run.ok()) return fail("firejail_version", run.error(), "check that firejail can be executed");
+  if (!run.ok())
+    return fail("firejail_version", run.error(), "check that firejail can be executed");
   const std::optional<std::array<int, 3>> version = parse_version(run->output);
   if (!version)
     return fail("firejail_version", first_lines(run->output, 2),
@@ -139,8 +141,10 @@ ProbeCheck check_user() {
 ProbeCheck check_container() {
   std::string observed = "none detected";
   struct stat st {};
-  if (::stat("/.dockerenv", &st) == 0) observed = "docker (/.dockerenv)";
-  else if (::stat("/run/.containerenv", &st) == 0) observed = "podman (/run/.containerenv)";
+  if (::stat("/.dockerenv", &st) == 0)
+    observed = "docker (/.dockerenv)";
+  else if (::stat("/run/.containerenv", &st) == 0)
+    observed = "podman (/run/.containerenv)";
   return pass("container", observed + "; the trial run decides");
 }
 
@@ -163,7 +167,8 @@ ProbeCheck check_trial_run() {
   const auto start = std::chrono::steady_clock::now();
   sbx::Result<Captured> run = run_helper(argv);
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                      std::chrono::steady_clock::now() - start).count();
+                      std::chrono::steady_clock::now() - start)
+                      .count();
   if (!run.ok()) return fail("trial_run", run.error(), "check that firejail can be executed");
   if (run->timed_out) return fail("trial_run", "no answer within 10 s", trial_remedy(""));
   if (run->signal == 0 && run->exit_code == 0)

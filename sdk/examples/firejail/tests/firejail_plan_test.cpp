@@ -1,12 +1,12 @@
 // The policy -> firejail mapping, on a described host (no firejail needed).
+#include "firejail_plan.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <set>
 #include <string>
 #include <vector>
-
-#include "firejail_plan.hpp"
 
 namespace firejail_backend {
 namespace {
@@ -90,9 +90,8 @@ TEST(FirejailPlan, HardeningFlagsAlwaysPresent) {
   for (const char* flag : {"--noprofile", "--private-dev", "--caps.drop=all", "--nonewprivs",
                            "--restrict-namespaces", "--seccomp.block-secondary"})
     EXPECT_TRUE(contains(argv, flag)) << flag;
-  const auto seccomp = std::find_if(argv.begin(), argv.end(), [](const std::string& a) {
-    return a.rfind("--seccomp=", 0) == 0;
-  });
+  const auto seccomp = std::find_if(
+      argv.begin(), argv.end(), [](const std::string& a) { return a.rfind("--seccomp=", 0) == 0; });
   ASSERT_NE(seccomp, argv.end());
   for (const char* call : {"ptrace", "process_vm_readv", "io_uring_setup", "keyctl", "bpf",
                            "perf_event_open", "userfaultfd", "mount"})
@@ -120,8 +119,8 @@ TEST(FirejailPlan, MissingProtectedPathThatCannotBeCreatedNeedsNothing) {
 TEST(FirejailPlan, ProtectedAncestorThatCouldBeRenamedIsRefused) {
   sbx::TransformRequest request = workspace_request();
   request.policy.protected_paths = {{"/ws/sub/.git", "/ws", true, true}};
-  const std::string error = plan_error(request, facts_with({"/", "/ws", "/tmp", "/ws/sub",
-                                                            "/ws/sub/.git"}));
+  const std::string error =
+      plan_error(request, facts_with({"/", "/ws", "/tmp", "/ws/sub", "/ws/sub/.git"}));
   EXPECT_NE(error.find("'/ws/sub', an ancestor"), std::string::npos) << error;
 }
 
@@ -206,8 +205,8 @@ TEST(FirejailPlan, ExistingDenyInReadOnlyAreaIsBlacklisted) {
 
 TEST(FirejailPlan, WritableRootInsideDeniedDirectoryIsRefused) {
   sbx::TransformRequest request = workspace_request();
-  request.policy.rules = {{"/", Access::kRead}, {"/home", Access::kDeny},
-                          {"/home/me/proj", Access::kWrite}};
+  request.policy.rules = {
+      {"/", Access::kRead}, {"/home", Access::kDeny}, {"/home/me/proj", Access::kWrite}};
   request.policy.protected_paths.clear();
   request.policy.cwd = "/";
   EXPECT_NE(plan_error(request).find("re-open"), std::string::npos);

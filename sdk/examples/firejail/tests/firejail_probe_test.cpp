@@ -1,7 +1,7 @@
 // The probe's pure parts, and what it promises (and refuses to promise).
-#include <gtest/gtest.h>
-
 #include "firejail_probe.hpp"
+
+#include <gtest/gtest.h>
 
 namespace firejail_backend {
 namespace {

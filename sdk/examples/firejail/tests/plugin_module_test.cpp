@@ -19,8 +19,8 @@
 namespace {
 
 // The host's spawn service, reduced to what a test needs: execve the plan in its cwd, wait.
-int test_spawn(void* /*ctx*/, const sbx_run_v2* /*run*/, const void* plan_ptr, void* status_out, char* error,
-               std::size_t error_size) {
+int test_spawn(void* /*ctx*/, const sbx_run_v2* /*run*/, const void* plan_ptr, void* status_out,
+               char* error, std::size_t error_size) {
   const auto& plan = *static_cast<const sbx::ExecPlan*>(plan_ptr);
   std::vector<char*> argv, envp;
   for (const std::string& a : plan.argv) argv.push_back(const_cast<char*>(a.c_str()));
@@ -46,8 +46,9 @@ int test_spawn(void* /*ctx*/, const sbx_run_v2* /*run*/, const void* plan_ptr, v
 
 void test_log(void*, int, const char*, std::size_t) {}
 
-const sbx_host_v2 kHost = {sizeof(sbx_host_v2), SBX_ABI_MAJOR, SBX_ABI_MINOR, "test",
-                           nullptr,             nullptr,       &test_log,     &test_spawn};
+const sbx_host_v2 kHost = {
+    sizeof(sbx_host_v2), SBX_ABI_MAJOR, SBX_ABI_MINOR, "test", nullptr, nullptr,
+    &test_log,           &test_spawn};
 // A run's table without any service (a 2.0 table may be smaller than a later SDK's).
 const sbx_run_v2 kRun = {sizeof(sbx_run_v2), nullptr, nullptr, nullptr, nullptr};
 
@@ -111,11 +112,13 @@ TEST_F(PluginModule, ConfinesARealCommand) {
   request.policy.cwd = ws;
   request.argv = {"/bin/sh", "-c",
                   "echo inside > inside.txt || exit 10\n"
-                  "if (echo x > " + outside + "/escape.txt) 2>/dev/null; then exit 11; fi\n"
-                  "if (echo x >> .git/HEAD) 2>/dev/null; then exit 12; fi\n"
-                  "[ \"$container\" = firejail ] || exit 13\n"
-                  "[ \"$(grep -c : /proc/net/dev)\" = 1 ] || exit 14\n"
-                  "exit 42"};
+                  "if (echo x > " +
+                      outside +
+                      "/escape.txt) 2>/dev/null; then exit 11; fi\n"
+                      "if (echo x >> .git/HEAD) 2>/dev/null; then exit 12; fi\n"
+                      "[ \"$container\" = firejail ] || exit 13\n"
+                      "[ \"$(grep -c : /proc/net/dev)\" = 1 ] || exit 14\n"
+                      "exit 42"};
   sbx::Result<sbx::ExecPlan> plan = backend->transform(request);
   ASSERT_TRUE(plan.ok()) << plan.error();
   sbx::Result<sbx::ExitStatus> status = backend->exec(*plan, sbx::RunContext(&kRun));

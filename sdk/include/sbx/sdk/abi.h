@@ -38,7 +38,7 @@
 /* SHA-256 of this file with the quoted value below left empty. Any edit to this header fails
  * the ABI guard test (tests/unit/sdk) until someone reviews the ABI, bumps SBX_ABI_MINOR
  * (append-only growth) or SBX_ABI_MAJOR (anything else) as needed, and records the new digest. */
-#define SBX_ABI_HEADER_SHA256 "5adafdb585e3d671a41c558495f08958c9f582d8770dfb74dd31f361c3c50178"
+#define SBX_ABI_HEADER_SHA256 "c81e390ab7fbefe398425aeb6fffc19026f71f03f0dc125fba053035aa52584f"
 #define SBX_PLUGIN_ENTRY_SYMBOL "sbx_plugin_entry_v2"
 /* The entry symbol of ABI 1.x plugins: the host looks for it only to name such a plugin in its
  * refusal; it never calls create() of one. */
@@ -46,7 +46,7 @@
 
 /* True if the size-versioned table `table` (sbx_host_v2 or sbx_run_v2) has the slot `member`:
  * its struct_size covers the member and the slot is not NULL. */
-#define SBX_TABLE_HAS(table, type, member)                                             \
+#define SBX_TABLE_HAS(table, type, member)                                                        \
   ((table) != NULL && (table)->struct_size >= offsetof(type, member) + sizeof((table)->member) && \
    (table)->member != NULL)
 
@@ -86,8 +86,7 @@ typedef struct sbx_run_v2 {
    * one, as the command gave it) or "ip" (address: "ADDRESS:PORT", IPv6 in brackets); the
    * address is length bytes, not NUL-terminated, any bytes. From any thread, before exec()
    * returns. */
-  void (*report_network_refusal)(void* ctx, const char* kind, const char* address,
-                                 size_t length);
+  void (*report_network_refusal)(void* ctx, const char* kind, const char* address, size_t length);
   /* Tells the host that the run's first process exists: call it in the parent once the spawn
    * returned (never in the child, never before the process is started). The host then begins
    * what it does alongside the run (the created-names scan), so that this overlaps the

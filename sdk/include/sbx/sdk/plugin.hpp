@@ -27,12 +27,17 @@ inline void destroy_backend(void* backend) noexcept { delete static_cast<Backend
 
 }  // namespace sbx::sdk_detail
 
-#define SBX_DECLARE_BACKEND(BackendClass, kName, kVersion, kDescription)                     \
-  extern "C" SBX_PLUGIN_EXPORT const sbx_plugin_v2* sbx_plugin_entry_v2(void) {              \
-    static const sbx_plugin_v2 descriptor = {                                                \
-        sizeof(sbx_plugin_v2), SBX_ABI_MAJOR, SBX_ABI_MINOR, kName, kVersion,                \
-        SBX_TOOLCHAIN_FINGERPRINT, kDescription,                                             \
-        &::sbx::sdk_detail::create_backend<BackendClass>, &::sbx::sdk_detail::destroy_backend, \
-        {nullptr, nullptr, nullptr, nullptr}};                                               \
-    return &descriptor;                                                                      \
+#define SBX_DECLARE_BACKEND(BackendClass, kName, kVersion, kDescription)                       \
+  extern "C" SBX_PLUGIN_EXPORT const sbx_plugin_v2* sbx_plugin_entry_v2(void) {                \
+    static const sbx_plugin_v2 descriptor = {sizeof(sbx_plugin_v2),                            \
+                                             SBX_ABI_MAJOR,                                    \
+                                             SBX_ABI_MINOR,                                    \
+                                             kName,                                            \
+                                             kVersion,                                         \
+                                             SBX_TOOLCHAIN_FINGERPRINT,                        \
+                                             kDescription,                                     \
+                                             &::sbx::sdk_detail::create_backend<BackendClass>, \
+                                             &::sbx::sdk_detail::destroy_backend,              \
+                                             {nullptr, nullptr, nullptr, nullptr}};            \
+    return &descriptor;                                                                        \
   }

@@ -125,7 +125,7 @@ inline bool cloexec_fds_from_proc() noexcept {
       std::memcpy(&reclen, buffer + offset + kReclenOffset, sizeof reclen);
       const char* p = buffer + offset + kNameOffset;
       offset += reclen;
-      if (reclen == 0) break;  // malformed: never loop forever
+      if (reclen == 0) break;              // malformed: never loop forever
       if (*p < '0' || *p > '9') continue;  // "." and ".."
       int fd = 0;
       for (; *p >= '0' && *p <= '9'; ++p) fd = fd * 10 + (*p - '0');
@@ -342,9 +342,9 @@ inline Result<Captured> run_capture(const std::vector<std::string>& argv,
     detail::close_all({null_fd, out[0], out[1], report[0], report[1]});
     return Error{std::string("run_capture: cannot prepare descriptors: ") + std::strerror(error)};
   }
-  const detail::CaptureChild child{c_argv.data(), c_env.data(),
-                                   options.cwd.empty() ? nullptr : options.cwd.c_str(),
-                                   null_fd, out[1], report[1]};
+  const detail::CaptureChild child{
+      c_argv.data(), c_env.data(), options.cwd.empty() ? nullptr : options.cwd.c_str(),
+      null_fd,       out[1],       report[1]};
   sigset_t all;
   sigset_t previous;
   sigfillset(&all);

@@ -58,8 +58,8 @@ struct NetworkPolicy {
 // deny reading and writing of every matching path.
 struct ResolvedPolicy {
   FilesystemKind filesystem_kind = FilesystemKind::kRestricted;
-  std::vector<PathRule> rules;  // sorted by (depth, path): parents before children
-  bool platform_defaults_readable = false;  // ":minimal" was granted
+  std::vector<PathRule> rules;                 // sorted by (depth, path): parents before children
+  bool platform_defaults_readable = false;     // ":minimal" was granted
   std::vector<ProtectedPath> protected_paths;  // sorted by path
   std::vector<std::string> deny_globs;
   NetworkPolicy network;
@@ -69,16 +69,16 @@ struct ResolvedPolicy {
 
 // What a backend can enforce on this host. The manager matches a policy's needs against it.
 enum class Capability : std::uint32_t {
-  kWriteRestriction = 1u << 0,   // writes only inside writable roots
-  kReadRestriction = 1u << 1,    // reads only inside readable roots (+ :minimal)
-  kWriteCarveouts = 1u << 2,     // read-only or denied paths inside writable roots
-  kReadCarveouts = 1u << 3,      // denied paths inside readable roots
-  kProtectedNames = 1u << 4,     // protected names read-only, missing ones uncreatable
-  kDenyGlobs = 1u << 5,          // deny-read globs
-  kNetworkBlock = 1u << 6,       // no network at all (restricted mode)
-  kProxyNetwork = 1u << 7,       // network only through a local proxy
+  kWriteRestriction = 1u << 0,     // writes only inside writable roots
+  kReadRestriction = 1u << 1,      // reads only inside readable roots (+ :minimal)
+  kWriteCarveouts = 1u << 2,       // read-only or denied paths inside writable roots
+  kReadCarveouts = 1u << 3,        // denied paths inside readable roots
+  kProtectedNames = 1u << 4,       // protected names read-only, missing ones uncreatable
+  kDenyGlobs = 1u << 5,            // deny-read globs
+  kNetworkBlock = 1u << 6,         // no network at all (restricted mode)
+  kProxyNetwork = 1u << 7,         // network only through a local proxy
   kUnixSocketAllowlist = 1u << 8,  // host unix sockets only from network.unix_sockets
-  kSyscallFilter = 1u << 9,      // the seccomp-style dangerous-syscall filter
+  kSyscallFilter = 1u << 9,        // the seccomp-style dangerous-syscall filter
   // Listening on local ports (bind/listen on loopback) while the network is
   // restricted or proxied (network.allow_local_binding). Plugins built for older ABIs never
   // declare it, so the manager passes them over for such policies.
@@ -125,18 +125,30 @@ inline constexpr Capability kAllCapabilities[] = {
 // Stable snake_case name, used in JSON output and messages.
 constexpr std::string_view to_string(Capability c) {
   switch (c) {
-    case Capability::kWriteRestriction: return "write_restriction";
-    case Capability::kReadRestriction: return "read_restriction";
-    case Capability::kWriteCarveouts: return "write_carveouts";
-    case Capability::kReadCarveouts: return "read_carveouts";
-    case Capability::kProtectedNames: return "protected_names";
-    case Capability::kDenyGlobs: return "deny_globs";
-    case Capability::kNetworkBlock: return "network_block";
-    case Capability::kProxyNetwork: return "proxy_network";
-    case Capability::kUnixSocketAllowlist: return "unix_socket_allowlist";
-    case Capability::kSyscallFilter: return "syscall_filter";
-    case Capability::kLocalBinding: return "local_binding";
-    case Capability::kUnixSocketBlock: return "unix_socket_block";
+    case Capability::kWriteRestriction:
+      return "write_restriction";
+    case Capability::kReadRestriction:
+      return "read_restriction";
+    case Capability::kWriteCarveouts:
+      return "write_carveouts";
+    case Capability::kReadCarveouts:
+      return "read_carveouts";
+    case Capability::kProtectedNames:
+      return "protected_names";
+    case Capability::kDenyGlobs:
+      return "deny_globs";
+    case Capability::kNetworkBlock:
+      return "network_block";
+    case Capability::kProxyNetwork:
+      return "proxy_network";
+    case Capability::kUnixSocketAllowlist:
+      return "unix_socket_allowlist";
+    case Capability::kSyscallFilter:
+      return "syscall_filter";
+    case Capability::kLocalBinding:
+      return "local_binding";
+    case Capability::kUnixSocketBlock:
+      return "unix_socket_block";
   }
   return "unknown";
 }
@@ -153,16 +165,19 @@ enum class CheckStatus : std::uint8_t { kPass, kWarn, kFail };
 
 constexpr std::string_view to_string(CheckStatus s) {
   switch (s) {
-    case CheckStatus::kPass: return "pass";
-    case CheckStatus::kWarn: return "warn";
-    case CheckStatus::kFail: return "fail";
+    case CheckStatus::kPass:
+      return "pass";
+    case CheckStatus::kWarn:
+      return "warn";
+    case CheckStatus::kFail:
+      return "fail";
   }
   return "unknown";
 }
 
 // One diagnostic a probe ran: what it observed and, unless it passed, one line saying what to do.
 struct ProbeCheck {
-  std::string name;      // short id, e.g. "bwrap_found"
+  std::string name;  // short id, e.g. "bwrap_found"
   CheckStatus status = CheckStatus::kFail;
   std::string observed;  // the value seen, e.g. "/usr/bin/bwrap 0.8.0"
   std::string remedy;    // empty when status == kPass
@@ -186,10 +201,11 @@ struct TransformRequest {
   std::string cwd;                // absolute
   std::vector<std::string> env;   // KEY=VALUE, exactly what the command should see
   ResolvedPolicy policy;
-  // With network.mode == proxy, the filtering proxy's unix socket on the host (absolute, alone in a private 0700 directory
-  // created by core), for backends that reach the proxy through a bridge from inside a network
-  // namespace; empty otherwise. The proxy's TCP port is in policy.network.proxy_ports.
-  // (Default member initializer: partial aggregate initialisers stay warning-free.)
+  // With network.mode == proxy, the filtering proxy's unix socket on the host (absolute, alone in a
+  // private 0700 directory created by core), for backends that reach the proxy through a bridge
+  // from inside a network namespace; empty otherwise. The proxy's TCP port is in
+  // policy.network.proxy_ports. (Default member initializer: partial aggregate initialisers stay
+  // warning-free.)
   std::string proxy_socket{};
 };
 
@@ -266,7 +282,8 @@ inline bool path_is_within(std::string_view path, std::string_view ancestor) {
 inline Access rule_access(const ResolvedPolicy& policy, std::string_view path) {
   const PathRule* best = nullptr;
   for (const PathRule& rule : policy.rules) {
-    if (path_is_within(path, rule.path) && (best == nullptr || rule.path.size() > best->path.size()))
+    if (path_is_within(path, rule.path) &&
+        (best == nullptr || rule.path.size() > best->path.size()))
       best = &rule;
   }
   return best != nullptr ? best->access : Access::kDeny;

@@ -1,5 +1,5 @@
-// Captures what a child writes to this process's stdout (or stderr) while `body` runs (for code that spawns
-// a child inheriting fd 1), optionally feeding it `stdin_text` on fd 0.
+// Captures what a child writes to this process's stdout (or stderr) while `body` runs (for code
+// that spawns a child inheriting fd 1), optionally feeding it `stdin_text` on fd 0.
 #pragma once
 
 #include <functional>

@@ -38,8 +38,7 @@ std::vector<std::string> with_pwd(const std::vector<std::string>& env, const std
 // exec_with() on the bwrap backend.
 RunResult sbx_exec(const std::vector<std::string>& policy, const std::string& cwd,
                    const std::vector<std::string>& command,
-                   const std::vector<std::string>& env = base_env(),
-                   const std::string& input = "");
+                   const std::vector<std::string>& env = base_env(), const std::string& input = "");
 
 // `/bin/sh -c script` through sbx_exec() (bwrap, workspace-write unless told).
 RunResult sh(const std::string& cwd, const std::string& script,
@@ -74,9 +73,9 @@ inline std::string probe_path() { return SBX_ESCAPE_PROBE; }
 
 // In a test body: skip the test, with the reason, unless the backend is available (GTEST_SKIP
 // must be expanded in the test body itself to end it).
-#define SBX_REQUIRE_BACKEND(name)                                                \
-  do {                                                                           \
+#define SBX_REQUIRE_BACKEND(name)                                               \
+  do {                                                                          \
     const std::string sbx_backend_why = ::sbx::test::backend_unavailable(name); \
-    if (!sbx_backend_why.empty()) GTEST_SKIP() << sbx_backend_why;               \
+    if (!sbx_backend_why.empty()) GTEST_SKIP() << sbx_backend_why;              \
   } while (0)
 #define SBX_REQUIRE_BWRAP() SBX_REQUIRE_BACKEND("bwrap")

@@ -31,8 +31,8 @@ RunResult run(const std::vector<std::string>& argv, const std::vector<std::strin
 
 // Starts argv (a path, not searched) in the background with exactly `env`, stdin from
 // /dev/null and stdout and stderr to the file `log`; returns its pid (the caller waits).
-pid_t start_in_background(const std::vector<std::string>& argv,
-                          const std::vector<std::string>& env, const std::string& log);
+pid_t start_in_background(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                          const std::string& log);
 
 // "exit N / stdout / stderr" (truncated) for assertion messages.
 std::string describe(const RunResult& result);

@@ -23,7 +23,9 @@ inline std::string stage2_attempts_script(const std::string& escape_probe,
                                           const std::string& name = "sbx-stage2") {
   return "for p in /proc/[0-9]*; do\n"
          "  pid=${p#/proc/}\n"
-         "  [ \"$(cat $p/comm 2>/dev/null)\" = " + name + " ] || continue\n"
+         "  [ \"$(cat $p/comm 2>/dev/null)\" = " +
+         name +
+         " ] || continue\n"
          "  echo \"stage2 $pid\"\n"
          "  cat $p/environ >/dev/null 2>&1 && echo \"READ environ $pid\"\n"
          "  (exec 3<>$p/mem) 2>/dev/null && echo \"OPENED mem $pid\"\n"
@@ -31,7 +33,9 @@ inline std::string stage2_attempts_script(const std::string& escape_probe,
          "    readlink $p/fd/$n >/dev/null 2>&1 && echo \"SAW fd $pid $n\"\n"
          "    (exec 3<$p/fd/$n) 2>/dev/null && echo \"REOPENED fd $pid $n\"\n"
          "  done\n"
-         "  " + escape_probe + " pidfd_getfd $pid >/dev/null && echo \"STOLE fd $pid\"\n"
+         "  " +
+         escape_probe +
+         " pidfd_getfd $pid >/dev/null && echo \"STOLE fd $pid\"\n"
          "done\n"
          "echo done\n";
 }
@@ -44,8 +48,8 @@ inline void expect_stage2_unreachable(const RunResult& r, int expected_at_least)
        at = r.out.find("stage2 ", at + 1))
     ++found;
   // Otherwise the attempts below prove nothing.
-  EXPECT_GE(found, expected_at_least) << "the command saw too few sbx-stage2 processes: "
-                                      << describe(r);
+  EXPECT_GE(found, expected_at_least)
+      << "the command saw too few sbx-stage2 processes: " << describe(r);
   for (const char* escape : {"READ ", "OPENED ", "SAW ", "REOPENED ", "STOLE "})
     EXPECT_EQ(r.out.find(escape), std::string::npos)
         << "the command reached sbx-stage2 (" << escape << "): " << describe(r);

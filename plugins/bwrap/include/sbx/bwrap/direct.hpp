@@ -34,8 +34,8 @@
 #include <vector>
 
 #include "bwrap_checks.hpp"
-#include "seccomp_filter.hpp"
 #include "sbx/sdk/result.hpp"
+#include "seccomp_filter.hpp"
 
 namespace sbx::bwrap {
 
@@ -65,14 +65,14 @@ inline constexpr const char* kPidOneMask[] = {"--perms", "0555",         "--tmpf
 // taken apart for the direct launch, after the spawner took out the supervisor's options and
 // put the bind sources on descriptors.
 struct DirectPlan {
-  std::string bwrap;                 // bwrap's path
+  std::string bwrap;  // bwrap's path
   // bwrap's options, without --as-pid-1, with kPidOneMask after `--proc /proc`
   std::vector<std::string> options;
   stage2::NetworkFilter filter = stage2::NetworkFilter::kOpen;
-  std::vector<std::string> env;      // KEY=VALUE
-  std::vector<std::string> command;  // absolute path first
-  std::string stage2;                // sbx-stage2's path (the write layer's trampoline)
-  bool write_layer = false;          // --write-layer: bwrap runs the command through stage 2
+  std::vector<std::string> env;             // KEY=VALUE
+  std::vector<std::string> command;         // absolute path first
+  std::string stage2;                       // sbx-stage2's path (the write layer's trampoline)
+  bool write_layer = false;                 // --write-layer: bwrap runs the command through stage 2
   std::vector<std::string> writable_roots;  // --write-root
 };
 

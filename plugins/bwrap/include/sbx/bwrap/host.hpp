@@ -53,7 +53,8 @@ struct ProbeRun {
 // descriptor of this process but the output pipe, default signal dispositions and mask
 // (sbx/sdk/posix_child.hpp), killed after `timeout_ms`. The probe's checks run /bin/true; a
 // test runs a command that reports what the sandbox was given.
-ProbeRun run_trial_sandbox(const std::string& bwrap_path, const std::vector<std::string>& bwrap_args,
+ProbeRun run_trial_sandbox(const std::string& bwrap_path,
+                           const std::vector<std::string>& bwrap_args,
                            const std::vector<std::string>& command, int timeout_ms);
 
 // "0.8.0" from `bwrap --version`, or Error.

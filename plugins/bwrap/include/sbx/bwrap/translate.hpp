@@ -24,12 +24,12 @@ enum class PathKind : std::uint8_t { kMissing, kDirectory, kFile, kSymlink, kOth
 std::string_view to_string(PathKind kind);
 
 struct HostFacts {
-  std::string bwrap_path;   // absolute, canonical, outside every writable root
-  std::string stage2_path;  // absolute path of sbx-stage2
+  std::string bwrap_path;      // absolute, canonical, outside every writable root
+  std::string stage2_path;     // absolute path of sbx-stage2
   bool can_mount_proc = true;  // false: /proc becomes an empty read-only tmpfs (reported)
   // Where exec keeps its mount-point registry; masked inside the sandbox when visible there.
   std::string state_dir;
-  std::map<std::string, PathKind> paths;       // lstat of every path the translator asks about
+  std::map<std::string, PathKind> paths;         // lstat of every path the translator asks about
   std::map<std::string, std::string> canonical;  // realpath of each kSymlink entry in `paths`
   // Directories among `paths` that every user may write (S_IWOTH: /tmp, /var/tmp): a mount
   // point made there stays on the host (MountRegistry says why).
@@ -37,7 +37,7 @@ struct HostFacts {
   // Owner of each kSymlink entry in `paths` ("name, uid N"): for the refusal of a symlink at a
   // protected name, which only its owner or root can remove from a sticky directory.
   std::map<std::string, std::string> symlink_owners;
-  std::vector<std::string> glob_matches;        // deny-glob matches found at launch (absolute)
+  std::vector<std::string> glob_matches;  // deny-glob matches found at launch (absolute)
 };
 
 // The plan: bwrap argv, plus what a person should be told and what exec must clean up.

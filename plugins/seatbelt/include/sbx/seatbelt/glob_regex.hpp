@@ -28,8 +28,9 @@ inline constexpr std::size_t kMaxBraceAlternatives = 64;
 inline constexpr std::size_t kMaxGlobLength = 4096;
 
 // Appends the regex for the literal bytes of `text` (no anchors). Safe bytes ([A-Za-z0-9/_-])
-// are copied, other printable ASCII becomes a one-member bracket (`[ ]`, `[.]`, `[[]`; in a path `[` is `([[])`), `^`
-// becomes `\^`, `]` stays as is; `"`, `\` and control bytes become `[^/]`; every run of bytes
+// are copied, other printable ASCII becomes a one-member bracket (`[ ]`, `[.]`, `[[]`; in a path
+// `[` is `([[])`), `^` becomes `\^`, `]` stays as is; `"`, `\` and control bytes become `[^/]`;
+// every run of bytes
 // >= 0x80 (UTF-8 or not) becomes "one or more non-printable bytes" (supersets, see above).
 void append_literal_regex(std::string_view text, std::string& out);
 
@@ -44,7 +45,7 @@ std::string subtree_regex_for_path(std::string_view path);
 // no matching `}` or no top-level comma is literal. Errors when more than `limit`
 // alternatives would result.
 Result<std::vector<std::string>> expand_braces(std::string_view glob,
-                                                std::size_t limit = kMaxBraceAlternatives);
+                                               std::size_t limit = kMaxBraceAlternatives);
 
 // Compiles an absolute gitignore-style glob into one anchored regex with subtree semantics (a
 // match on a directory covers everything below it): `**/` = zero or more directories, a final

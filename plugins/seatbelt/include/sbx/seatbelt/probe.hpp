@@ -12,10 +12,10 @@ namespace sbx::seatbelt {
 
 struct ProbeFacts {
   bool is_macos = false;
-  bool launcher_ok = false;         // /usr/bin/sandbox-exec is a regular executable file
-  std::string launcher_observed;    // e.g. "regular file, mode 0755" or "not found"
-  bool nesting_ok = false;          // a trivial profile could be applied (not already sandboxed)
-  std::string nesting_observed;     // e.g. "exit 0" or "exit 71"
+  bool launcher_ok = false;       // /usr/bin/sandbox-exec is a regular executable file
+  std::string launcher_observed;  // e.g. "regular file, mode 0755" or "not found"
+  bool nesting_ok = false;        // a trivial profile could be applied (not already sandboxed)
+  std::string nesting_observed;   // e.g. "exit 0" or "exit 71"
 };
 
 // What this backend enforces wherever it is available (everything but a syscall filter).

@@ -31,8 +31,8 @@ struct Param {
 };
 
 struct Profile {
-  std::string text;             // the SBPL program for `sandbox-exec -p`
-  std::vector<Param> params;    // in the order they are passed
+  std::string text;                // the SBPL program for `sandbox-exec -p`
+  std::vector<Param> params;       // in the order they are passed
   std::vector<std::string> notes;  // for `sbx explain` / `sbx debug`
 };
 

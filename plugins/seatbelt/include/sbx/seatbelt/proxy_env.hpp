@@ -13,9 +13,9 @@ namespace sbx::seatbelt {
 inline constexpr std::string_view kProxyVariables[] = {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"};
 
 struct ProxyEnv {
-  bool configured = false;             // at least one proxy variable is set and non-empty
-  std::vector<std::uint16_t> ports;    // loopback proxy ports, sorted, unique
-  std::vector<std::string> ignored;    // one line per value that gave no usable port, and why
+  bool configured = false;           // at least one proxy variable is set and non-empty
+  std::vector<std::uint16_t> ports;  // loopback proxy ports, sorted, unique
+  std::vector<std::string> ignored;  // one line per value that gave no usable port, and why
 };
 
 // Parses "[scheme://][user[:pass]@]host[:port][/...]". Returns the port if the host is a

@@ -62,7 +62,7 @@ struct WindowsPlan {
   // The job's UI limits (JOB_OBJECT_UILIMIT_*): no window handles outside the job, no
   // clipboard, global atoms, desktop switching, display or system settings, logoff.
   bool job_ui_limits = true;
-  std::vector<std::string> info;         // explanations for a person; never parsed
+  std::vector<std::string> info;  // explanations for a person; never parsed
   friend bool operator==(const WindowsPlan&, const WindowsPlan&) = default;
 };
 

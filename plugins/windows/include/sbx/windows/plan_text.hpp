@@ -3,17 +3,12 @@
 // unchanged); argv, env and cwd are the ExecPlan's own, and the command line is recomputed from
 // argv. The notes describe the plan
 // for a person (`sbx debug windows` prints them), one line per step; no code reads them back:
-//   token: flags <FLAG>[|<FLAG>...]|none      FLAG = DISABLE_MAX_PRIVILEGE|LUA_TOKEN|WRITE_RESTRICTED
-//   token: restricting_sids <sid> ...|none    sid  = cap:write | logon | everyone
-//   token: default_dacl <sid> ...|none
-//   capability: cap:write = <fixed explanation>
-//   create: <windows path>
-//   ace: <allow-write|deny-write|deny-delete> <sid> <windows path>
-//   job: kill_on_job_close
-//   job: ui_limits <limit> ...
-//   desktop: <window station>\<desktop>
-//   command_line: <printable command line>
-//   info: <free text>
+//   token: flags <FLAG>[|<FLAG>...]|none      FLAG =
+//   DISABLE_MAX_PRIVILEGE|LUA_TOKEN|WRITE_RESTRICTED token: restricting_sids <sid> ...|none    sid
+//   = cap:write | logon | everyone token: default_dacl <sid> ...|none capability: cap:write =
+//   <fixed explanation> create: <windows path> ace: <allow-write|deny-write|deny-delete> <sid>
+//   <windows path> job: kill_on_job_close job: ui_limits <limit> ... desktop: <window
+//   station>\<desktop> command_line: <printable command line> info: <free text>
 #pragma once
 
 #include <memory>

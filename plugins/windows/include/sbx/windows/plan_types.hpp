@@ -11,7 +11,6 @@
 
 namespace sbx::windows {
 
-
 // Symbolic SIDs; the executor maps them to real SIDs at run time.
 enum class WindowsSid : std::uint8_t {
   kWriteCapability,  // "cap:write": an S-1-5-21-a-b-c-d SID derived from the user and the plan
@@ -28,18 +27,24 @@ enum class WindowsAceKind : std::uint8_t {
 // Stable names, used in plans printed for people and in JSON.
 constexpr std::string_view to_string(WindowsSid sid) {
   switch (sid) {
-    case WindowsSid::kWriteCapability: return "cap:write";
-    case WindowsSid::kLogon: return "logon";
-    case WindowsSid::kEveryone: return "everyone";
+    case WindowsSid::kWriteCapability:
+      return "cap:write";
+    case WindowsSid::kLogon:
+      return "logon";
+    case WindowsSid::kEveryone:
+      return "everyone";
   }
   return "unknown";
 }
 
 constexpr std::string_view to_string(WindowsAceKind kind) {
   switch (kind) {
-    case WindowsAceKind::kAllowWrite: return "allow-write";
-    case WindowsAceKind::kDenyWrite: return "deny-write";
-    case WindowsAceKind::kDenyDelete: return "deny-delete";
+    case WindowsAceKind::kAllowWrite:
+      return "allow-write";
+    case WindowsAceKind::kDenyWrite:
+      return "deny-write";
+    case WindowsAceKind::kDenyDelete:
+      return "deny-delete";
   }
   return "unknown";
 }
