@@ -580,7 +580,9 @@ RunOutcome run_command(RunRequest request, RunBackends& backends) {
   return out;
 }
 
-RunOutcome plan_command(const RunRequest& request, RunBackends& backends) {
+// By value: prepare() completes the request for this plan (the caller's stays as given).
+RunOutcome plan_command(RunRequest request,  // NOLINT(performance-unnecessary-value-param)
+                        RunBackends& backends) {
   RunOutcome out = new_outcome(true);
   PlannedRun prepared;
   if (prepare(request, backends, out, prepared))

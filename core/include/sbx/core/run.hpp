@@ -134,7 +134,7 @@ RunOutcome run_command(RunRequest request, RunBackends& backends);
 // Exactly what run_command would run, without running it (`sbx exec --dry-run`,
 // sbx_transform): RunOutcome::plan, report.dry_run set. In network mode proxy the proxy is
 // started for the plan and stopped before this returns.
-RunOutcome plan_command(const RunRequest& request, RunBackends& backends);
+RunOutcome plan_command(RunRequest request, RunBackends& backends);
 
 // The plan `backend` would run, whatever its probe says (`sbx debug`): through
 // Manager::plan_run like every plan (sbx's proxy in network mode proxy), for showing only
