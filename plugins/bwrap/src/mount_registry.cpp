@@ -152,10 +152,10 @@ bool parse_identity(const std::string& text, Identity& id) {
   char rest = 0;
   // The marker is sbx's own file in its private state directory (read_private_file); a line
   // that is not this shape fails the field count and the record is dropped.
-  const int fields = std::sscanf(
-      first.c_str(),  // NOLINT(cert-err34-c) "%llu %llu %lld %lld %u %d %lld %lld %c", &id.dev,
-      &id.ino, &id.ctime_sec, &id.ctime_nsec, &id.type, &has_btime, &id.btime_sec, &id.btime_nsec,
-      &rest);
+  // NOLINTNEXTLINE(cert-err34-c)
+  const int fields = std::sscanf(first.c_str(), "%llu %llu %lld %lld %u %d %lld %lld %c", &id.dev,
+                                 &id.ino, &id.ctime_sec, &id.ctime_nsec, &id.type, &has_btime,
+                                 &id.btime_sec, &id.btime_nsec, &rest);
   if (fields == 4) {
     id.type = 0;
     return true;
