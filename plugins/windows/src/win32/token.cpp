@@ -1,8 +1,11 @@
 // Restricted token construction. See plan.hpp for why these flags and SIDs.
+// windows.h (through win32.hpp) must come first: sddl.h needs its types.
+// clang-format off
+#include "win32.hpp"
 #include <sddl.h>
+// clang-format on
 
 #include "sbx/windows/command_line.hpp"
-#include "win32.hpp"  // windows.h first: sddl.h needs its types
 
 namespace sbx::windows::win32 {
 namespace {
