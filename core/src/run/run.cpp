@@ -591,7 +591,7 @@ RunOutcome plan_command(RunRequest request,  // NOLINT(performance-unnecessary-v
 }
 
 RunOutcome plan_for_backend(const Manager& manager, const std::string& backend,
-                            RunRequest request) {
+                            const RunRequest& request) {
   RunOutcome out = new_outcome(true);
   if (request.command.empty()) {
     stop(out, RunStop::kInvalidRequest, Error{"no command given", ErrorKind::invalid_input});

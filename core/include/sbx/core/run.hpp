@@ -140,7 +140,8 @@ RunOutcome plan_command(RunRequest request, RunBackends& backends);
 // Manager::plan_run like every plan (sbx's proxy in network mode proxy), for showing only
 // (PlanUse::kShowOnly: an absolute argv[0] is taken as given, for a plan meant for another OS).
 // Stops with kCommandNotFound or kPlanRefused. The question-2 fields stay empty.
-RunOutcome plan_for_backend(const Manager& manager, const std::string& backend, RunRequest request);
+RunOutcome plan_for_backend(const Manager& manager, const std::string& backend,
+                            const RunRequest& request);
 
 // Both questions for a policy (`sbx explain`, sbx_explain): question 1, what the policy needs,
 // question 2 (always probed), how each resource limit holds here, and the environment names
