@@ -52,7 +52,8 @@ set(_sbx_windows_policy_sources
     "${_sbx_core}/policy/permissions.cpp" "${_sbx_core}/policy/path_util.cpp"
     "${_sbx_core}/settings/parse.cpp" "${_sbx_core}/settings/load.cpp"
     "${_sbx_core}/settings/merge.cpp" "${_sbx_core}/settings/show.cpp"
-    "${_sbx_core}/settings/command_patterns.cpp" "${_sbx_core}/settings/program_trust.cpp")
+    "${_sbx_core}/settings/command_patterns.cpp" "${_sbx_core}/settings/program_grammar.cpp"
+    "${_sbx_core}/settings/program_trust.cpp")
 set(_sbx_windows_run_sources
     "${_sbx_core}/resolution/resolve.cpp" "${_sbx_core}/request/prepare.cpp"
     "${_sbx_core}/plugins/registry.cpp"

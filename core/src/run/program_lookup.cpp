@@ -95,6 +95,7 @@ TrustedProgram judge_path(TrustedProgram out, const std::string& shown, const st
                                       "sandboxed command: " +
                                       *why);
   out.path = path;
+  out.real_path = steps->back().path;
   return out;
 }
 

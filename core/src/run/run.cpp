@@ -19,6 +19,7 @@
 #include "sbx/core/denial.hpp"
 #include "sbx/core/environment.hpp"
 #include "sbx/core/exit_codes.hpp"
+#include "sbx/core/program_grammar.hpp"
 #include "sbx/core/program_trust.hpp"
 #include "sbx/core/runtime.hpp"
 #include "sbx/core/spawn.hpp"
@@ -264,9 +265,18 @@ Exclusion verify_exclusion(std::vector<std::string> matched,
   // that load code cannot be complete), so what follows judges that one.
   ResetEnvironment reset = reset_environment(env, cwd);
   for (std::size_t i = 0; i < programs->size(); ++i) {
-    TrustedProgram found = find_trusted_program((*programs)[i], cwd, path_env, resolved, user);
+    const std::string& name = (*programs)[i];
+    TrustedProgram found = find_trusted_program(name, cwd, path_env, resolved, user);
     if (!found.path) {
       out.refused = found.refused;
+      return out;
+    }
+    // The arguments were checked for the program the name says; the file must be that program
+    // (`editor`, `pager` and /etc/alternatives links lead to vim or less; a link named ls could).
+    const std::string real_name = found.real_path.substr(found.real_path.rfind('/') + 1);
+    if (!settings::is_file_of(name, real_name)) {
+      out.refused = "'" + name + "' is the file " + found.real_path + ", not the program '" +
+                    name.substr(name.rfind('/') + 1) + "' whose arguments sbx checked";
       return out;
     }
     if (i == 0) {

@@ -98,7 +98,10 @@ ResetEnvironment reset_environment(const std::vector<std::string>& env, const st
 // What find_trusted_program found.
 struct TrustedProgram {
   std::optional<std::string> path;  // absolute; set when the program may run unsandboxed
-  std::string refused;              // else why not (the program could have been planted, ...)
+  // `path` with every symlink followed: the file that runs, whose name says which program it is
+  // (program_grammar.hpp is_file_of: a link named ls may lead to vim.basic).
+  std::string real_path;
+  std::string refused;  // else why not (the program could have been planted, ...)
   // PATH without the entries that were skipped (relative, or with a plantable step): the PATH
   // an unsandboxed excluded command gets, so that what it looks up agrees with this lookup.
   std::string trusted_path_env;
