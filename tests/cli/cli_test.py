@@ -1911,6 +1911,50 @@ class Settings(SbxTestCase):
         self.assertIs(self.last_json_line(result.stderr)["should_sandbox"], False,
                       describe(result))
 
+    # Issue #32 round 3: `git status` in repo/src ran a core.fsmonitor planted in a user-owned
+    # submodule beside src (git reads the whole repository); a root-owned script named like an
+    # accepted program ran its interpreter unsandboxed.
+    def test_git_reads_the_whole_repository_and_only_compiled_programs_run(self):
+        if shutil.which("git") is None:
+            self.skipTest("git is not installed")
+        # Outside HOME (self.config), whose entries below are judged anyway.
+        repo = os.path.join(self.work, "repo")
+        src = os.path.join(repo, "src")
+        lib = os.path.join(repo, "lib")
+        for path in (os.path.join(repo, ".git"), src, lib):
+            os.makedirs(path)
+        self.user(json.dumps({"excluded_commands": ["git status", "grep *"]}))
+
+        def explain(*argv, cwd=src, env=None):
+            result = self.as_nobody("explain", "--json", "--preset", "read-only", "--", *argv,
+                                    cwd=cwd, env=env)
+            self.assert_exit(result, 0)
+            return json.loads(result.stdout)
+
+        # The control: nothing below the repository the user can write: git status applies.
+        doc = explain("git", "status")
+        self.assertEqual(doc["excluded_by"], ["git status"], doc["reason"])
+        # A user-owned submodule's .git two levels away from the cwd's ancestors (one level
+        # beside them is judged by the upward walk).
+        planted = os.path.join(lib, "sub", ".git")
+        os.makedirs(planted)
+        os.chown(planted, self.NOBODY, self.NOBODY)
+        doc = explain("git", "status")
+        self.assertIs(doc["should_sandbox"], True, doc["reason"])
+        self.assertIn("below the repository " + repo + ", which git reads whole", doc["reason"])
+        self.assertIn(planted, doc["reason"])
+        # A root-owned script named grep, first in PATH.
+        tools = os.path.join(self.config, "tools")
+        os.makedirs(tools)
+        with open(os.path.join(tools, "grep"), "w", encoding="utf-8") as f:
+            f.write("#!/bin/sh\nexec /usr/bin/id\n")
+        os.chmod(os.path.join(tools, "grep"), 0o755)
+        env = {"PATH": tools + ":/usr/bin:/bin", "HOME": self.config,
+               "XDG_CONFIG_HOME": self.config}
+        doc = explain("grep", "x", "/etc/hostname", cwd=self.config, env=env)
+        self.assertIs(doc["should_sandbox"], True, doc["reason"])
+        self.assertIn("is not a compiled program", doc["reason"])
+
     # Red team round 2: a policy file is protected only in the runs that use it; one in the
     # workspace can have been rewritten by a default run.
     def test_a_policy_file_in_the_working_directory_is_warned_about(self):

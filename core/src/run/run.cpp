@@ -5,6 +5,7 @@
 #include <unistd.h>
 #endif
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
@@ -246,6 +247,28 @@ std::optional<std::string> entries_below_refusal(const std::string& cwd,
   return std::nullopt;
 }
 
+// git reads the whole repository from any directory inside it (its work tree, .git, the
+// submodules `git status` recurses into), not only what lies below the cwd: a user-owned
+// submodule beside the cwd ran its planted core.fsmonitor. So for a command that runs git,
+// everything below the repository's top is judged like the cwd's entries.
+std::optional<std::string> repository_refusal(const std::vector<std::string>& programs,
+                                              const std::string& cwd,
+                                              const ResolvedPolicy& resolved,
+                                              const HostUser& user) {
+  const bool runs_git = std::any_of(programs.begin(), programs.end(), [](const std::string& p) {
+    return p.substr(p.rfind('/') + 1) == "git";
+  });
+  if (!runs_git) return std::nullopt;
+  const RepositoryTop repository = repository_top(cwd);
+  if (!repository.refused.empty()) return repository.refused;
+  if (!repository.top) return std::nullopt;
+  if (std::optional<std::string> why =
+          first_plantable_below(*repository.top, resolved, user, kMaxEntriesBelow))
+    return "below the repository " + *repository.top + ", which git reads whole, " + *why +
+           ": what git reads there could have been planted";
+  return std::nullopt;
+}
+
 // Every program the matched command runs must be one no sandbox could have planted, and so must
 // its working directory and configuration directories: else the match is refused and the
 // command runs sandboxed (Exclusion::refused says why).
@@ -307,6 +330,13 @@ Exclusion verify_exclusion(std::vector<std::string> matched,
     out.refused = *why;
     return out;
   }
+  if (std::optional<std::string> why = repository_refusal(*programs, cwd, resolved, user)) {
+    out.refused = *why;
+    return out;
+  }
+  // git pages its output through less when stdout is a terminal, and less runs `!CMD` typed
+  // into it (git-config(1) core.pager: GIT_PAGER comes first; "cat" means no pager).
+  reset.env.emplace_back("GIT_PAGER=cat");
   out.matched = std::move(matched);
   out.env = std::move(reset.env);
   out.dropped = std::move(reset.dropped);

@@ -113,6 +113,9 @@ class Splitter {
       if (c == ';' && next == ';') return false;  // case-arm terminator
       if (c == '&' && next == '>') return false;  // redirection
     }
+    // A lone "&" runs its part in the background, where it outlives the run (an excluded part
+    // has no sandbox, cgroup or process group that would end it with sbx).
+    if (c == '&' && length == 1) return false;
     i_ += length;
     if (part_.empty()) {
       // A newline may follow anything (blank lines, a line continued after && || |); another

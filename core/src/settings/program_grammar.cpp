@@ -59,10 +59,12 @@ std::string option_refusal(const Words& words, const std::string& option, std::s
 Refusal any_arguments(const Words&) { return std::nullopt; }
 
 // sort(1): -o/--output writes a file, --compress-program runs one, -T/--temporary-directory
-// writes below a directory the caller names.
+// writes below a directory the caller names, and a small -S/--buffer-size makes it spill
+// thousands of temporary files into /tmp (TMPDIR is dropped by the reset environment).
 Refusal sort_arguments(const Words& words) {
-  if (std::optional<std::string> option =
-          first_option(words, "oT", {"--output", "--compress-program", "--temporary-directory"}))
+  if (std::optional<std::string> option = first_option(
+          words, "oST",
+          {"--output", "--compress-program", "--temporary-directory", "--buffer-size"}))
     return option_refusal(words, *option, "writes a file or runs a program");
   return std::nullopt;
 }
@@ -84,10 +86,30 @@ Refusal uniq_arguments(const Words& words) {
   return std::nullopt;
 }
 
-// date(1): -s/--set sets the system clock.
+// date(1): -s/--set sets the system clock, and so does an operand that is not a +FORMAT (the
+// legacy MMDDhhmm[[CC]YY][.ss], also after "--"). Every word that is not an option counts as an
+// operand, option values included ("-d tomorrow"): refusing is the side this errs on.
 Refusal date_arguments(const Words& words) {
   if (std::optional<std::string> option = first_option(words, "s", {"--set"}))
     return option_refusal(words, *option, "sets the clock");
+  bool after_dashes = false;
+  for (std::size_t i = 1; i < words.size(); ++i) {
+    const std::string& word = words[i];
+    if (!after_dashes && word == "--") {
+      after_dashes = true;
+      continue;
+    }
+    const bool operand = after_dashes || word.empty() || word[0] != '-';
+    if (operand && (word.empty() || word[0] != '+'))
+      return "'date' with the operand '" + word + "' sets the clock (only +FORMAT is read)";
+  }
+  return std::nullopt;
+}
+
+// diff(1): -l/--paginate pipes the output through pr(1), another program.
+Refusal diff_arguments(const Words& words) {
+  if (std::optional<std::string> option = first_option(words, "l", {"--paginate"}))
+    return option_refusal(words, *option, "runs another program");
   return std::nullopt;
 }
 
@@ -140,7 +162,8 @@ Refusal sed_arguments(const Words& words) {
 // global option before them (git(1) OPTIONS: -c core.fsmonitor=CMD and -c alias.x=!CMD run a
 // command, -C/--git-dir/--work-tree point git at other inputs, --exec-path at other programs),
 // and none of the options by which they write a file (--output) or run a program (--ext-diff,
-// --textconv, --open-files-in-pager). The configuration git reads is judged by the run
+// --textconv, --open-files-in-pager, --paginate; --help runs man and a pager; --show-signature
+// and %G formats run gpg). The configuration git reads is judged by the run
 // (program_trust.hpp): diff.external or a textconv driver there is a file sbx verified.
 Refusal git_branch_arguments(const Words& words);
 
@@ -156,9 +179,17 @@ Refusal git_arguments(const Words& words) {
         "git runs without a sandbox only as git status, log, diff, show or "
         "branch (listing)");
   }
-  if (std::optional<std::string> option = first_option(
-          words, "", {"--output", "--ext-diff", "--textconv", "--open-files-in-pager", "--exec"}))
+  if (std::optional<std::string> option =
+          first_option(words, "",
+                       {"--output", "--ext-diff", "--textconv", "--open-files-in-pager", "--exec",
+                        "--help", "--show-signature", "--paginate"}))
     return option_refusal(words, *option, "writes a file or runs a program");
+  // %G placeholders of --format/--pretty verify signatures: git runs gpg (or gpgsm) on them
+  // and writes the signature to a temporary file (pretty-formats(5)).
+  for (std::size_t i = 2; i < words.size() && words[i] != "--"; ++i) {
+    if (words[i].find("%G") != std::string::npos)
+      return option_refusal(words, words[i], "runs gpg to verify signatures");
+  }
   if (words[1] == "branch") return git_branch_arguments(words);
   return std::nullopt;
 }
@@ -187,7 +218,7 @@ const KnownProgram kKnownPrograms[] = {
     {"base64", any_arguments},    {"basename", any_arguments}, {"cat", any_arguments},
     {"cksum", any_arguments},     {"cmp", any_arguments},      {"comm", any_arguments},
     {"cut", any_arguments},       {"date", date_arguments},    {"df", any_arguments},
-    {"diff", any_arguments},      {"dirname", any_arguments},  {"du", any_arguments},
+    {"diff", diff_arguments},     {"dirname", any_arguments},  {"du", any_arguments},
     {"echo", any_arguments},      {"expr", any_arguments},     {"false", any_arguments},
     {"find", find_arguments},     {"fold", any_arguments},     {"git", git_arguments},
     {"grep", any_arguments},      {"head", any_arguments},     {"id", any_arguments},

@@ -32,7 +32,9 @@ TEST(Splitter, Table) {
       {"a&&b||c", Parts{{"a"}, {"b"}, {"c"}}},
       {"a | b |& c", Parts{{"a"}, {"b"}, {"c"}}},
       {"a; b;", Parts{{"a"}, {"b"}}},
-      {"a & b &", Parts{{"a"}, {"b"}}},
+      // A lone & backgrounds a part, which would outlive the run: in doubt.
+      {"a & b &", std::nullopt},
+      {"a &", std::nullopt},
       {"a\nb\n\n", Parts{{"a"}, {"b"}}},
       {"a &&\nb", Parts{{"a"}, {"b"}}},
       {"(a; b) && c", Parts{{"a"}, {"b"}, {"c"}}},
