@@ -1,5 +1,5 @@
 // The confinement order's table (linux/confine/order.hpp) for every shape: the rules the order
-// itself must keep, whoever performs the steps.
+// itself must keep, whoever performs the steps, and docs/ARCHITECTURE.md showing it as it is.
 // What actually runs is compared with it in tests/integration/confine/.
 #include "order.hpp"
 
@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "sbx_test/files.hpp"
 #include "steps.hpp"
 
 namespace {
@@ -127,6 +128,21 @@ std::string render(const confine::Order& order) {
     previous = &row;
   }
   return text;
+}
+
+// docs/ARCHITECTURE.md's table is the order with every conditional step present, those in
+// brackets.
+TEST(ConfinementOrderTable, ArchitectureShowsTheOrder) {
+  std::string doc = sbx::test::read_file(std::string(SBX_SOURCE_DIR) + "/docs/ARCHITECTURE.md");
+  doc.erase(std::remove_if(doc.begin(), doc.end(), [](char c) { return c == '[' || c == ']'; }),
+            doc.end());
+  confine::Shape direct = confine::shape_of(Route::kBwrapDirect, confine::Network::kRestricted);
+  confine::Shape stage2 = confine::shape_of(Route::kBwrapStage2, confine::Network::kProxy);
+  confine::Shape landlock = confine::shape_of(Route::kLandlock, confine::Network::kProxy);
+  for (const confine::Shape& shape : {direct, stage2, landlock}) {
+    const std::string row = render(confine::confinement_order(shape));
+    EXPECT_NE(doc.find("| " + row + " |"), std::string::npos) << "not in the table: " << row;
+  }
 }
 
 }  // namespace
