@@ -48,6 +48,7 @@
 #include "sbx/sdk/inherited_sockets.hpp"
 #include "sbx/sdk/posix_child.hpp"
 #include "seccomp_programs.hpp"
+#include "steps.hpp"
 
 namespace sbx::stage2 {
 namespace {
@@ -84,6 +85,7 @@ enum class Step : int {
   kLandlock,
   kSeccomp,
   kExec,
+  kOrder,  // a step out of the confinement order (checked builds, linux/confine/steps.hpp)
 };
 
 struct Report {
@@ -119,6 +121,8 @@ const char* step_text(Step step) {
       return "seccomp filter";
     case Step::kExec:
       return "exec";
+    case Step::kOrder:
+      return "confinement order";
   }
   return "unknown step";
 }
@@ -139,6 +143,8 @@ struct ChildArgs {
   pid_t supervisor;
   int (*body)(void*);
   void* body_arg;
+  const confine::Order* order;  // the launch's confinement order (linux/confine/order.hpp)
+  int trace_fd;                 // -1, or its trace (steps.hpp)
   // Written by the child on failure, read by the supervisor once the clone has returned
   // (CLONE_VFORK: the child has exec'd or exited by then).
   volatile int failed_step;
@@ -151,8 +157,15 @@ struct ChildArgs {
   ::_exit(code);
 }
 
+// Each step, once performed, against the launch's confinement order (confine::ConfinementSteps:
+// checked builds only); out of order, the command does not run.
+void step_done(ChildArgs& a, confine::ConfinementSteps& steps, confine::Step step) {
+  if (!steps.done(step)) child_failed(a, Step::kOrder, EPROTO);
+}
+
 int command_child(void* arg) {
   ChildArgs& a = *static_cast<ChildArgs*>(arg);
+  confine::ConfinementSteps steps(*a.order, confine::Actor::kLauncher, a.trace_fd);
   // Default dispositions (SIG_IGN would survive execve). The supervisor reset every one before
   // starting this child and has since changed only SIGPIPE (ignored: see supervise()), so
   // that one is all there is to reset here: one system call instead of one per signal, on the
@@ -169,13 +182,16 @@ int command_child(void* arg) {
     if (const int err = a.prepare_child(a.prepare_child_ctx); err != 0)
       child_failed(a, Step::kLimits, err);
   }
+  step_done(a, steps, confine::Step::kLimits);
   // no_new_privs first: required for Landlock and an unprivileged seccomp filter, and setuid
   // binaries the command runs can no longer gain privileges.
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) child_failed(a, Step::kNoNewPrivs, errno);
+  step_done(a, steps, confine::Step::kNoNewPrivs);
   // No user namespace took the capabilities away, so drop them here (uid 0 included).
   const char* cap_step = "";
   if (const int err = drop_all_capabilities_raw(&cap_step); err != 0)
     child_failed(a, Step::kCapabilities, err);
+  step_done(a, steps, confine::Step::kCapabilities);
   // Landlock has no right for chmod/chown/utimes/xattrs: those go to the supervisor, which
   // allows them only inside the writable roots. Installed before the main filter, which need
   // not allow anything for it. Nothing below makes a call it reports: the supervisor, which
@@ -183,9 +199,13 @@ int command_child(void* arg) {
   if (a.guard_socket >= 0) {
     if (const int err = install_metadata_guard(a.guard_socket, a.metadata_guard); err != 0)
       child_failed(a, Step::kMetadataGuard, err);
+    step_done(a, steps, confine::Step::kNotifyFilter);
   }
   if (const int err = restrict_self(a.ruleset); err != 0) child_failed(a, Step::kLandlock, err);
-  if (a.ruleset >= 0) ::close(a.ruleset);
+  if (a.ruleset >= 0) {
+    ::close(a.ruleset);
+    step_done(a, steps, confine::Step::kLandlockRuleset);
+  }
   if (const int err = load_precompiled_filter_raw(a.network); err != 0)
     child_failed(a, Step::kSeccomp, err);
   // No pid namespace here: the calls that change another process with only a uid check
@@ -197,9 +217,12 @@ int command_child(void* arg) {
     if (const int err = load_pid_scope_program_raw(); err != 0)
       child_failed(a, Step::kSeccomp, err);
   }
+  step_done(a, steps, confine::Step::kSeccomp);
   // Only stdin, stdout and stderr reach the command.
   child::close_on_exec_all_but(nullptr, 0);
+  step_done(a, steps, confine::Step::kDescriptors);
   child::unblock_all_signals();
+  step_done(a, steps, confine::Step::kExec);
   if (a.body != nullptr) {
     // What execve would do for the command: it is dumpable again (the supervisor reads its
     // memory to answer the guard), the supervisor is not.
@@ -997,6 +1020,11 @@ Result<ExitStatus> run_landlock(const LandlockLaunch& launch, const LaunchOption
   const std::vector<char*> envp = child::c_string_array(options.env);
   // Unix datagram sockets are the guard's to take (seccomp_filter.hpp): the guarded variant.
   const NetworkFilter network = guarded_variant(launch.network);
+  // The child follows this order (linux/confine/order.hpp); it reads it from this memory.
+  confine::Shape shape;
+  shape.route = confine::Route::kLandlock;
+  shape.landlock_ruleset = ruleset->get() >= 0;
+  const confine::Order order = confine::confinement_order(shape);
   ChildArgs args{argv.data(),
                  envp.data(),
                  options.cwd.empty() ? nullptr : options.cwd.c_str(),
@@ -1009,6 +1037,8 @@ Result<ExitStatus> run_landlock(const LandlockLaunch& launch, const LaunchOption
                  0,
                  options.body,
                  options.body_arg,
+                 &order,
+                 options.trace_fd,
                  static_cast<int>(Step::kNone),
                  0};
   // The emulator's command line and descriptors, prepared here: the supervisor allocates
@@ -1038,6 +1068,7 @@ Result<ExitStatus> run_landlock(const LandlockLaunch& launch, const LaunchOption
                            guard->supervisor_end.get(),
                            guard->refusal_write.get()};
   keep.insert(keep.end(), root_fds.begin(), root_fds.end());
+  if (options.trace_fd >= 0) keep.push_back(options.trace_fd);
   std::sort(keep.begin(), keep.end());
   Supervision supervision{&args,        report_write.get(), guard->supervisor_end.get(),
                           ::getpid(),   keep.data(),        keep.size(),

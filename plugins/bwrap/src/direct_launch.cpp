@@ -10,6 +10,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstdio>
@@ -24,6 +25,7 @@
 #include "sbx/bwrap/direct.hpp"
 #include "sbx/bwrap/seccomp_fds.hpp"
 #include "sbx/bwrap/unix_supervisor.hpp"
+#include "steps.hpp"
 #include "write_layer.hpp"
 
 namespace sbx::bwrap::launch {
@@ -32,39 +34,34 @@ namespace {
 namespace child = sdk::posix_child;
 using sdk::kExitSandboxFailure;
 
-// Everything prepared for one direct run (all close-on-exec in sbx).
-struct DirectLaunch {
+// Everything prepared for one direct run beyond what both launches share (all close-on-exec in
+// sbx).
+struct DirectLaunch : LaunchBase {
   std::vector<std::string> argv;
   int args_fd = -1;
   SeccompFds seccomp;
   int pause_read = -1;
   int pause_write = -1;  // sbx's: bwrap waits at the pause point until it is closed
   int scope_ruleset = -1;
-  int channel_child = -1;
-  int channel_parent = -1;
-  UnixSocketRules unix_rules;
-  std::vector<int> bind_fds;
   std::vector<stage2::PlannedMount> planned;
   bool private_network = false;
   std::string command;
+  bool trampoline = false;  // bwrap runs the write layer's trampoline, which runs the command
 
   DirectLaunch() = default;
   DirectLaunch(const DirectLaunch&) = delete;
   DirectLaunch& operator=(const DirectLaunch&) = delete;
   ~DirectLaunch() {
     close_after_fork();
-    for (int fd : {pause_write, channel_parent}) {
-      if (fd >= 0) close(fd);
-    }
+    if (pause_write >= 0) close(pause_write);
   }
+  // What only the child needed of this launch's own: closed once bwrap has been started.
   void close_after_fork() {
-    for (int* fd : {&args_fd, &pause_read, &scope_ruleset, &channel_child}) {
+    for (int* fd : {&args_fd, &pause_read, &scope_ruleset}) {
       if (*fd >= 0) close(*fd);
       *fd = -1;
     }
     seccomp = SeccompFds();
-    for (int fd : bind_fds) close(fd);
-    bind_fds.clear();
   }
 };
 
@@ -92,6 +89,35 @@ Status open_pause_pipe(DirectLaunch& launch) {
 long landlock_abi_or_zero() {
   const long abi = syscall(SYS_landlock_create_ruleset, nullptr, 0, 1u << 0);
   return abi < 0 ? 0 : abi;
+}
+
+// The launch's confinement order (linux/confine/order.hpp): the direct route, its Landlock
+// scope and write-layer trampoline as prepared.
+confine::Order direct_order(const DirectLaunch& launch) {
+  confine::Shape shape;
+  shape.route = confine::Route::kBwrapDirect;
+  shape.private_network = launch.private_network;
+  shape.landlock_scope = launch.scope_ruleset >= 0;
+  shape.write_layer = launch.trampoline;
+  return confine::confinement_order(shape);
+}
+
+// With a trace (checked builds), the trampoline is told where it is: right after
+// --write-layer-exec, which precedes the command's own arguments.
+void hand_on_trace(std::vector<std::string>& argv) {
+  const auto trampoline = std::find(argv.begin(), argv.end(), "--write-layer-exec");
+  if (trampoline != argv.end())
+    argv.insert(std::next(trampoline), {"--trace-fd", std::to_string(kTraceFd)});
+}
+
+// The pause check's rows of the order (checked builds): the checks just passed. Out of order,
+// the run is refused like a failed check.
+PauseVerdict record_pause_check(const DirectLaunch& launch) {
+  confine::ConfinementSteps steps(launch.order, confine::Actor::kPauseCheck, launch.trace_fd);
+  bool in_order = steps.done(confine::Step::kMountCheck);
+  if (in_order && launch.private_network) in_order = steps.done(confine::Step::kNetworkCheck);
+  if (in_order) return {};
+  return {kExitSandboxFailure, "the pause point's checks are out of the confinement order"};
 }
 
 Status prepare_direct(const std::vector<std::string>& supervised_argv, DirectLaunch& launch) {
@@ -129,12 +155,12 @@ Status prepare_direct(const std::vector<std::string>& supervised_argv, DirectLau
   Result<int> scope = open_scope_ruleset();
   if (!scope.ok()) return Error{scope.error()};
   launch.scope_ruleset = *scope;
-  int channel[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, channel) != 0)
-    return Error{std::string("bwrap: cannot create a socket pair: ") + std::strerror(errno)};
-  launch.channel_parent = channel[0];
-  launch.channel_child = channel[1];
+  if (Status channel = open_supervisor_channel(launch); !channel.ok()) return channel;
   launch.argv = direct_argv(*direct);
+  launch.trampoline = direct->write_layer;
+  launch.trace_fd = confine::trace_fd_from_environment();
+  if (launch.trace_fd >= 0 && launch.trampoline) hand_on_trace(launch.argv);
+  launch.order = direct_order(launch);
   return {};
 }
 
@@ -194,6 +220,7 @@ Result<DirectOutcome> watch_direct_run(pid_t bwrap, int signal_fd, int status_fd
               ? check_paused_sandbox(init, init_pidfd, launch.planned, launch.private_network,
                                      launch.command)
               : PauseVerdict{kExitSandboxFailure, "cannot pin the sandbox's PID 1 (pidfd_open)"};
+      if (verdict.exit_code == 0) verdict = record_pause_check(launch);
       if (verdict.exit_code != 0) {
         // Nothing of the command has run: the sandbox's PID 1 still sits in bwrap's setup.
         if (init_pidfd >= 0) syscall(SYS_pidfd_send_signal, init_pidfd, SIGKILL, nullptr, 0);
@@ -223,6 +250,30 @@ Result<DirectOutcome> watch_direct_run(pid_t bwrap, int signal_fd, int status_fd
   }
   if (!failed.ok()) return Error{failed.error()};
   return out;
+}
+
+// The pause-point check failed: the sandbox was killed before the command ran.
+ExitStatus report_refused(const PauseVerdict& refused) {
+  const std::string message = "sbx: bwrap: " + refused.message + "; the command did not run\n";
+  std::fputs(message.c_str(), stderr);
+  std::fflush(stderr);
+  ExitStatus status;
+  status.exit_code = refused.exit_code;
+  return status;
+}
+
+// The run's status once bwrap (started without a failure of its child) was reaped with `bwrap`.
+ExitStatus direct_status(const DirectOutcome& outcome, const ExitStatus& bwrap) {
+  if (outcome.refused) return report_refused(*outcome.refused);
+  // bwrap writes "exit-code" only once the command has run; without it, bwrap itself failed,
+  // or it was killed while the command ran (past the pause point): the run's timeout kills the
+  // whole cgroup after the grace period, bwrap included, and so may the OOM killer or a
+  // SIGKILL from outside. That end is the run's, reported as stage 2 reports it: 128 + N.
+  if (!parse_json_status(outcome.status_text).exit_code) {
+    if (outcome.released && bwrap.signal != 0) return bwrap;
+    return report_bwrap_failure(bwrap);
+  }
+  return bwrap;
 }
 
 }  // namespace
@@ -255,83 +306,26 @@ Result<ExitStatus> run_direct_launch(const ExecPlan& plan,
   }
   std::vector<char*> argv = child::c_string_array(launch.argv);
   char* no_env[] = {nullptr};  // bwrap gets the command's environment through --args
-  sigset_t all;
-  sigset_t watching;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &watching);
-  int fork_errno = 0;
   static_assert(kStatusFd == kFirstPlacedFd && kArgsFd == kStatusFd + 1 &&
                 kSeccompTableFd == kArgsFd + 1 && kSeccompRulesFd == kSeccompTableFd + 1 &&
-                kPauseFd == kSeccompRulesFd + 1);
-  const pid_t pid = vfork_child({argv.data(),
-                                 no_env,
-                                 plan.cwd.c_str(),
-                                 pipes.report[1],
-                                 {pipes.info[1], launch.args_fd, launch.seccomp.table(),
-                                  launch.seccomp.rules(), launch.pause_read},
-                                 launch.bind_fds.data(),
-                                 launch.bind_fds.size(),
-                                 run.child_hook(),
-                                 launch.channel_child,
-                                 launch.scope_ruleset,
-                                 launch.unix_rules.private_network},
-                                fork_errno);
-  pthread_sigmask(SIG_SETMASK, &watching, nullptr);
-  launch.close_after_fork();
-  close(pipes.report[1]);
-  close(pipes.info[1]);
-  if (pid < 0) {
-    close(pipes.info[0]);
-    return Error{std::string("bwrap: vfork failed: ") + std::strerror(fork_errno)};
-  }
-  child::Failure failure{};
-  const bool failed = child::read_failure(pipes.report[0], failure);
-  std::unique_ptr<UnixSupervisor> supervisor;
-  if (!failed) {
-    Result<std::unique_ptr<UnixSupervisor>> started =
-        attach_supervisor(launch.channel_parent, std::move(launch.unix_rules));
-    if (!started.ok()) {
-      close(pipes.info[0]);
-      return abandon_bwrap(pid, started.error());
-    }
-    supervisor = std::move(*started);
-  }
-  // As in the stage-2 launch: the host's work alongside the run overlaps bwrap's set-up.
-  run.run_started();
+                kPauseFd == kSeccompRulesFd + 1 && kTraceFd == kPauseFd + 1);
+  // The trace goes on through bwrap only to the trampoline: without one, bwrap's command is the
+  // command itself, which must get nothing but 0-2.
+  const int handed_trace = launch.trampoline ? launch.trace_fd : -1;
+  const ChildProgram program{argv.data(),
+                             no_env,
+                             {pipes.info[1], launch.args_fd, launch.seccomp.table(),
+                              launch.seccomp.rules(), launch.pause_read, handed_trace},
+                             launch.scope_ruleset};
+  Result<StartedBwrap> bwrap =
+      start_bwrap(plan, program, launch, pipes, run, [&launch] { launch.close_after_fork(); });
+  if (!bwrap.ok()) return bwrap.failure();
   Result<DirectOutcome> outcome =
-      watch_direct_run(pid, signal_fd, pipes.info[0], launch, supervisor.get());
-  if (supervisor) {
-    supervisor->stop();
-    if (refusals != nullptr) *refusals = supervisor->refusals();
-  }
-  if (!outcome.ok()) {
-    kill(pid, SIGKILL);
-    ExitStatus ignored;
-    child::reap(pid, ignored);
-    return Error{"bwrap: " + outcome.error()};
-  }
-  ExitStatus status;
-  if (!child::reap(pid, status))
-    return Error{std::string("bwrap: waitpid failed: ") + std::strerror(errno)};
-  if (failed) return report_failure(plan, failure);
-  if (outcome->refused) {
-    const std::string message =
-        "sbx: bwrap: " + outcome->refused->message + "; the command did not run\n";
-    std::fputs(message.c_str(), stderr);
-    std::fflush(stderr);
-    ExitStatus refused;
-    refused.exit_code = outcome->refused->exit_code;
-    return refused;
-  }
-  // bwrap writes "exit-code" only once the command has run; without it, bwrap itself failed,
-  // or it was killed while the command ran (past the pause point): the run's timeout kills the
-  // whole cgroup after the grace period, bwrap included, and so may the OOM killer or a
-  // SIGKILL from outside. That end is the run's, reported as stage 2 reports it: 128 + N.
-  if (!parse_json_status(outcome->status_text).exit_code) {
-    if (outcome->released && status.signal != 0) return status;
-    return report_bwrap_failure(status);
-  }
-  return status;
+      watch_direct_run(bwrap->pid, signal_fd, pipes.info[0], launch, bwrap->supervisor.get());
+  Result<ExitStatus> ended = end_bwrap(*bwrap, outcome.status(), refusals);
+  if (!ended.ok()) return ended;
+  if (bwrap->failure) return report_failure(plan, *bwrap->failure);
+  return direct_status(*outcome, *ended);
 }
 
 }  // namespace sbx::bwrap::launch

@@ -4,7 +4,7 @@
 //
 // bwrap is started with --info-fd, and signals go to the pid bwrap reports: sbx-stage2, PID 1 of
 // the sandbox's pid namespace, which blocks the forwarded signals, takes them with sigwaitinfo
-// and passes them on to the command (core/stage2/stage2_main.cpp, run_as_init). PID 1 of a pid
+// and passes them on to the command (stage2/stage2_main.cpp, run_as_init). PID 1 of a pid
 // namespace only receives signals from an ancestor namespace that it blocks or has a handler
 // for; one with default disposition is dropped. Before sbx-stage2 has set up its signals (bwrap
 // still setting up, stage 2 installing seccomp) a forwarded signal would be lost, so signals
@@ -28,24 +28,22 @@
 #include "sbx/bwrap/bind_fds.hpp"
 #include "sbx/bwrap/spawn.hpp"
 #include "sbx/bwrap/unix_supervisor.hpp"
+#include "steps.hpp"
 
 namespace sbx::bwrap::launch {
 namespace {
 
 namespace child = sdk::posix_child;
 
-// Everything prepared for one stage-2 run beyond the plan: the final argv and the descriptors
-// bwrap and stage 2 get (all close-on-exec here; closed when the run is over).
-struct Stage2Launch {
+// Everything prepared for one stage-2 run beyond the plan and what both launches share: the
+// final argv and the descriptors bwrap and stage 2 get (all close-on-exec here; closed when the
+// run is over).
+struct Stage2Launch : LaunchBase {
   std::vector<std::string> argv;
   int env_fd = -1;
   int mounts_fd = -1;
   int ready_read = -1;
   int ready_write = -1;
-  int channel_child = -1;   // the child's end: sends the seccomp listener
-  int channel_parent = -1;  // sbx's end: receives it
-  UnixSocketRules unix_rules;
-  std::vector<int> bind_fds;
 
   Stage2Launch() = default;
   Stage2Launch(const Stage2Launch&) = delete;
@@ -53,16 +51,13 @@ struct Stage2Launch {
   ~Stage2Launch() {
     close_after_fork();
     if (ready_read >= 0) close(ready_read);
-    if (channel_parent >= 0) close(channel_parent);
   }
-  // What only the child needed: closed in sbx as soon as bwrap has been started.
+  // What only the child needed of this launch's own: closed once bwrap has been started.
   void close_after_fork() {
-    for (int* fd : {&env_fd, &mounts_fd, &ready_write, &channel_child}) {
+    for (int* fd : {&env_fd, &mounts_fd, &ready_write}) {
       if (*fd >= 0) close(*fd);
       *fd = -1;
     }
-    for (int fd : bind_fds) close(fd);
-    bind_fds.clear();
   }
 };
 
@@ -71,10 +66,21 @@ bool has_proc_mount(const std::vector<std::string>& argv) {
   return std::find(argv.begin(), end, "--proc") != end;
 }
 
+// The launch's confinement order (linux/confine/order.hpp): the stage-2 route; of its
+// conditional steps only what the launcher knows (its own rows depend on none of them).
+confine::Order stage2_order(const Stage2Launch& launch) {
+  confine::Shape shape;
+  shape.route = confine::Route::kBwrapStage2;
+  shape.private_network = launch.unix_rules.private_network;
+  shape.mount_check = launch.mounts_fd >= 0;
+  return confine::confinement_order(shape);
+}
+
 // The plan as bwrap gets it: bind sources as checked descriptors (bind_fds.hpp), --info-fd,
-// the environment on kEnvFd, and stage 2 told where its ready pipe and mount list are. The
-// mount list needs a procfs inside (stage 2 reads /proc/self/mountinfo); with the empty-/proc
-// fallback there is none, and only the descriptors guard the binds.
+// the environment on kEnvFd, and stage 2 told where its ready pipe and mount list are (and, with
+// a trace, where that is). The mount list needs a procfs inside (stage 2 reads
+// /proc/self/mountinfo); with the empty-/proc fallback there is none, and only the descriptors
+// guard the binds.
 Status prepare_launch(const ExecPlan& plan, Stage2Launch& launch) {
   if (Status inherited = check_inherited_descriptors(); !inherited.ok()) return inherited;
   SupervisedArgv supervised = take_supervisor_options(plan.argv);
@@ -93,6 +99,10 @@ Status prepare_launch(const ExecPlan& plan, Stage2Launch& launch) {
                    std::strerror(errno)};
     stage2_options.insert(stage2_options.end(), {"--mounts-fd", std::to_string(kMountsFd)});
   }
+  launch.trace_fd = confine::trace_fd_from_environment();
+  if (launch.trace_fd >= 0)
+    stage2_options.insert(stage2_options.end(), {"--trace-fd", std::to_string(kTraceFd)});
+  launch.order = stage2_order(launch);
   const EnvOnFd moved = move_env_to_fd(with_info_fd(bound->argv));
   if (!moved.block.empty()) {
     launch.env_fd = sealed_memfd("sbx-env", moved.block);
@@ -106,12 +116,7 @@ Status prepare_launch(const ExecPlan& plan, Stage2Launch& launch) {
     return Error{std::string("bwrap: cannot create a pipe: ") + std::strerror(errno)};
   launch.ready_read = ready[0];
   launch.ready_write = ready[1];
-  int channel[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, channel) != 0)
-    return Error{std::string("bwrap: cannot create a socket pair: ") + std::strerror(errno)};
-  launch.channel_parent = channel[0];
-  launch.channel_child = channel[1];
-  return {};
+  return open_supervisor_channel(launch);
 }
 
 // True if sbx-stage2 wrote its ready byte, i.e. bwrap's setup worked and stage 2 started.
@@ -178,65 +183,22 @@ Result<ExitStatus> run_stage2_launch(const ExecPlan& plan, const Pipes& pipes, i
   }
   std::vector<char*> argv = child::c_string_array(launch.argv);
   std::vector<char*> envp = child::c_string_array(plan.env);
-  // Every signal blocked across vfork: a handler of sbx (or of an embedding process) must never
-  // run in the child, which shares this memory; the child unblocks after resetting them.
-  sigset_t all;
-  sigset_t watching;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &watching);
-  int fork_errno = 0;  // meaningful only when pid < 0
   static_assert(kInfoFd == kFirstPlacedFd && kEnvFd == kInfoFd + 1 && kReadyFd == kEnvFd + 1 &&
-                kMountsFd == kReadyFd + 1);
-  const pid_t pid =
-      vfork_child({argv.data(),
-                   envp.data(),
-                   plan.cwd.c_str(),
-                   pipes.report[1],
-                   {pipes.info[1], launch.env_fd, launch.ready_write, launch.mounts_fd, -1},
-                   launch.bind_fds.data(),
-                   launch.bind_fds.size(),
-                   run.child_hook(),
-                   launch.channel_child,
-                   -1,
-                   launch.unix_rules.private_network},
-                  fork_errno);
-  pthread_sigmask(SIG_SETMASK, &watching, nullptr);
-  // Only bwrap may hold these: in sbx they are closed now (bind sources included).
-  launch.close_after_fork();
-  close(pipes.report[1]);
-  close(pipes.info[1]);
-  if (pid < 0) {
-    close(pipes.info[0]);
-    return Error{std::string("bwrap: vfork failed: ") + std::strerror(fork_errno)};
-  }
-  child::Failure failure{};
-  const bool failed = child::read_failure(pipes.report[0], failure);
-  std::unique_ptr<UnixSupervisor> supervisor;
-  if (!failed) {
-    Result<std::unique_ptr<UnixSupervisor>> started =
-        attach_supervisor(launch.channel_parent, std::move(launch.unix_rules));
-    if (!started.ok()) {
-      close(pipes.info[0]);
-      return abandon_bwrap(pid, started.error());
-    }
-    supervisor = std::move(*started);
-  }
-  // bwrap runs and its notifications are answered: the host's work alongside the run starts
-  // now, while bwrap sets the sandbox up (not before the vfork, whose child would copy the
-  // descriptors that work holds).
-  run.run_started();
-  Status watched = watch_stage2_run(pid, signal_fd, pipes.info[0], supervisor.get());
+                kMountsFd == kReadyFd + 1 && kTraceFd > kMountsFd);
+  const ChildProgram program{
+      argv.data(),
+      envp.data(),
+      {pipes.info[1], launch.env_fd, launch.ready_write, launch.mounts_fd, -1, launch.trace_fd},
+      -1};
+  Result<StartedBwrap> bwrap =
+      start_bwrap(plan, program, launch, pipes, run, [&launch] { launch.close_after_fork(); });
+  if (!bwrap.ok()) return bwrap.failure();
+  Status watched = watch_stage2_run(bwrap->pid, signal_fd, pipes.info[0], bwrap->supervisor.get());
   // bwrap has ended, and the whole sandbox with it (its PID 1 is gone).
-  if (supervisor) {
-    supervisor->stop();
-    if (refusals != nullptr) *refusals = supervisor->refusals();
-  }
-  if (!watched.ok()) return Error{"bwrap: " + watched.error()};
-  ExitStatus status;
-  if (!child::reap(pid, status))
-    return Error{std::string("bwrap: waitpid failed: ") + std::strerror(errno)};
-  if (failed) return report_failure(plan, failure);
-  if (!stage2_started(launch.ready_read)) return report_bwrap_failure(status);
+  Result<ExitStatus> status = end_bwrap(*bwrap, watched, refusals);
+  if (!status.ok()) return status;
+  if (bwrap->failure) return report_failure(plan, *bwrap->failure);
+  if (!stage2_started(launch.ready_read)) return report_bwrap_failure(*status);
   return status;
 }
 

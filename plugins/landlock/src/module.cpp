@@ -26,6 +26,7 @@
 #include "sbx/landlock/probe.hpp"
 #include "sbx/landlock/translate.hpp"
 #include "sbx/sdk/plugin.hpp"
+#include "steps.hpp"
 
 namespace sbx::landlock {
 namespace {
@@ -290,6 +291,7 @@ class LandlockBackend final : public Backend {
       run.run_started();
       std::vector<std::string> unix_refusals;
       options.unix_refusals = &unix_refusals;
+      options.trace_fd = confine::trace_fd_from_environment();  // checked builds: steps.hpp
       Result<ExitStatus> status = stage2::run_landlock(*launch, options);
       // Before exec() returns: the host files them under this run's report.
       for (const std::string& refusal : unix_refusals) run.report_network_refusal("unix", refusal);

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -346,6 +347,54 @@ TEST_F(BwrapSpawn, BwrapsEndIsSeenWhenAnotherThreadTakesSigchld) {
   ASSERT_EQ(::waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+// When the watcher fails while bwrap runs (here poll(2), EINVAL once RLIMIT_NOFILE is below
+// its descriptor count), the run ends with an error and nothing of the sandbox runs on
+// unwatched: bwrap is killed and reaped, in the stage-2 launch as in the direct one (both end
+// through end_bwrap). In a forked child: the limit and the signal are the process's.
+TEST_F(BwrapSpawn, AFailedWatcherLeavesNoBwrapRunning) {
+  const std::string sleeper = dir_ + "/sleeping-bwrap";
+  std::ofstream(sleeper) << "#!/bin/sh\n"
+                            "printf '{\"child-pid\": %d}' $$ >&3\n"
+                            "printf R >&5\n"
+                            "echo $$ > \"$SBX_TEST_OUT/pid.tmp\"\n"
+                            "mv \"$SBX_TEST_OUT/pid.tmp\" \"$SBX_TEST_OUT/pid\"\n"
+                            "exec sleep 60\n";
+  ASSERT_EQ(::chmod(sleeper.c_str(), 0755), 0);
+  const ExecPlan sleeping{
+      {sleeper, "--", "/bin/true"}, {"SBX_TEST_OUT=" + dir_, "PATH=/usr/bin:/bin"}, dir_, {}};
+  const std::string pid_file = dir_ + "/pid";
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    std::thread breaker([&pid_file] {
+      sigset_t winch;
+      sigemptyset(&winch);
+      sigaddset(&winch, SIGWINCH);
+      pthread_sigmask(SIG_BLOCK, &winch, nullptr);  // for the watcher's signalfd, not this thread
+      for (int i = 0; i < 2000 && !fs::exists(pid_file); ++i) ::usleep(5000);
+      rlimit limit{};
+      ::getrlimit(RLIMIT_NOFILE, &limit);
+      limit.rlim_cur = 3;
+      ::setrlimit(RLIMIT_NOFILE, &limit);
+      ::kill(::getpid(), SIGWINCH);  // wakes the watcher, whose next poll fails
+    });
+    sbx::Result<sbx::ExitStatus> status = spawn_bwrap(sleeping);
+    breaker.join();
+    ::_exit(status.ok() ? 1 : 0);  // no descriptor is left to say more
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  std::ifstream in(pid_file);
+  pid_t bwrap = 0;
+  in >> bwrap;
+  ASSERT_GT(bwrap, 0) << "the stand-in bwrap never started";
+  const bool running = ::kill(bwrap, 0) == 0;
+  ::kill(bwrap, SIGKILL);  // whatever the outcome, nothing is left behind
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "spawn_bwrap did not fail when its watcher did";
+  EXPECT_FALSE(running) << "bwrap was left running after the watcher failed";
 }
 
 }  // namespace
