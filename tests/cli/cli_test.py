@@ -2189,8 +2189,10 @@ class Debug(SbxTestCase):
             self.skipTest(f"the {backend} plugin is not installed in this build")
         result = self.run_ok("debug", backend, "--cwd", self.work, *options, "--", "/bin/ls", "-l")
         plan = json.loads(result.stdout)
+        # bwrap's detail adds what its exec() starts (launch_form.hpp); the others' argv runs.
+        extra = {"launch"} if backend == "bwrap" else set()
         self.assertEqual(set(plan), {"backend", "argv", "env", "cwd", "notes", "host_paths",
-                                     "windows"})
+                                     "windows"} | extra)
         self.assertEqual(plan["backend"], backend)
         self.assertTrue(plan["argv"] and all(isinstance(a, str) for a in plan["argv"]))
         self.assertIsInstance(plan["env"], list)
@@ -2205,6 +2207,16 @@ class Debug(SbxTestCase):
         self.assertTrue(all(p.startswith("/") for p in plan["host_paths"]["created"]))
         self.assertTrue(all(p.startswith("/") for p in plan["host_paths"]["kept"]))
         self.assertIsNone(plan["windows"])
+        # What exec() will start, from the same typed plan: bwrap first, the command last, and
+        # the environment by name only (tests/integration/launch compares it with a real run).
+        launch = plan["launch"]
+        self.assertEqual(set(launch), {"form", "argv", "args", "environment"})
+        self.assertIn(launch["form"], {"direct", "stage2"})
+        self.assertEqual(launch["argv"][0], plan["argv"][0])
+        self.assertEqual(launch["argv"][-2:], ["/bin/ls", "-l"])
+        argv = plan["argv"]
+        names = [argv[i + 1].split("=", 1)[0] for i in range(len(argv) - 1) if argv[i] == "--env"]
+        self.assertEqual(launch["environment"], names)
 
     def test_seatbelt(self):
         plan = self.debug_plan("seatbelt")

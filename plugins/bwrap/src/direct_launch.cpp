@@ -23,10 +23,10 @@
 #include "launch.hpp"
 #include "sbx/bwrap/bind_fds.hpp"
 #include "sbx/bwrap/direct.hpp"
+#include "sbx/bwrap/launch_form.hpp"
 #include "sbx/bwrap/seccomp_fds.hpp"
 #include "sbx/bwrap/unix_supervisor.hpp"
 #include "steps.hpp"
-#include "write_layer.hpp"
 
 namespace sbx::bwrap::launch {
 namespace {
@@ -43,6 +43,9 @@ struct DirectLaunch : LaunchBase {
   int pause_read = -1;
   int pause_write = -1;  // sbx's: bwrap waits at the pause point until it is closed
   int scope_ruleset = -1;
+  std::vector<std::pair<int, std::string>> bind_sources;  // for the record (launch_json)
+  std::string args;                                       // the --args block as written
+  std::vector<std::string> env;                           // its --setenv entries
   std::vector<stage2::PlannedMount> planned;
   bool private_network = false;
   std::string command;
@@ -84,13 +87,6 @@ Status open_pause_pipe(DirectLaunch& launch) {
   }
 }
 
-// The kernel's Landlock ABI (landlock_create_ruleset(2), LANDLOCK_CREATE_RULESET_VERSION), 0
-// without Landlock.
-long landlock_abi_or_zero() {
-  const long abi = syscall(SYS_landlock_create_ruleset, nullptr, 0, 1u << 0);
-  return abi < 0 ? 0 : abi;
-}
-
 // The launch's confinement order (linux/confine/order.hpp): the direct route, its Landlock
 // scope and write-layer trampoline as prepared.
 confine::Order direct_order(const DirectLaunch& launch) {
@@ -120,35 +116,34 @@ PauseVerdict record_pause_check(const DirectLaunch& launch) {
   return {kExitSandboxFailure, "the pause point's checks are out of the confinement order"};
 }
 
-Status prepare_direct(const std::vector<std::string>& supervised_argv, DirectLaunch& launch) {
-  Result<BoundArgv> bound = bind_sources_by_fd(supervised_argv);
+// `plan` (the typed plan's direct form, launch_form.hpp) as bwrap gets it: bind sources as
+// checked descriptors (bind_fds.hpp) in the --args block.
+Status prepare_direct(const DirectPlan& plan, DirectLaunch& launch) {
+  std::vector<std::string> unbound = {plan.bwrap};
+  unbound.insert(unbound.end(), plan.options.begin(), plan.options.end());
+  Result<BoundArgv> bound = bind_sources_by_fd(unbound);
   if (!bound.ok()) return Error{bound.error()};
   launch.bind_fds = bound->fds;
-  std::optional<DirectPlan> direct = direct_plan(bound->argv);
-  if (!direct) return Error{"bwrap: internal error: the plan lost its direct form"};
-  // Below the write layer's ABI the trampoline would enter nothing (write_layer.hpp): spare
-  // the run its execve. The plan's notes say what stays writable then.
-  if (direct->write_layer && landlock_abi_or_zero() < stage2::kWriteLayerMinAbi)
-    direct->write_layer = false;
+  launch.bind_sources = bound->sources;
+  DirectPlan direct = plan;
+  direct.options.assign(std::next(bound->argv.begin()), bound->argv.end());
   // The mounts of the direct form (the plan's and the /proc/1 mask, kPidOneMask), checked at the
   // pause point like the plan's.
-  std::vector<std::string> direct_form = {direct->bwrap};
-  direct_form.insert(direct_form.end(), direct->options.begin(), direct->options.end());
-  direct_form.push_back("--");
-  Result<std::string> mounts = planned_mounts_block(direct_form);
+  Result<std::string> mounts = planned_mounts_block(bound->argv);
   if (!mounts.ok()) return Error{mounts.error()};
   Result<std::vector<stage2::PlannedMount>> planned = stage2::parse_planned_mounts(*mounts);
   if (!planned.ok()) return Error{"bwrap: " + planned.error()};
   launch.planned = std::move(*planned);
-  launch.private_network = direct->filter != stage2::NetworkFilter::kOpen;
-  launch.command = direct->command.front();
-  Result<std::string> block = direct_args_block(*direct);
+  launch.private_network = direct.filter != stage2::NetworkFilter::kOpen;
+  launch.command = direct.command.front();
+  Result<std::string> block = direct_args_block(direct);
   if (!block.ok()) return Error{block.error()};
+  launch.args = *block;
   launch.args_fd = sealed_memfd("sbx-bwrap-args", *block);
   if (launch.args_fd < 0)
     return Error{std::string("bwrap: cannot hand bwrap its arguments (memfd): ") +
                  std::strerror(errno)};
-  Result<SeccompFds> seccomp = seccomp_program_fds(direct->filter);
+  Result<SeccompFds> seccomp = seccomp_program_fds(direct.filter);
   if (!seccomp.ok()) return Error{seccomp.error()};
   launch.seccomp = std::move(*seccomp);
   if (Status pause = open_pause_pipe(launch); !pause.ok()) return pause;
@@ -156,8 +151,9 @@ Status prepare_direct(const std::vector<std::string>& supervised_argv, DirectLau
   if (!scope.ok()) return Error{scope.error()};
   launch.scope_ruleset = *scope;
   if (Status channel = open_supervisor_channel(launch); !channel.ok()) return channel;
-  launch.argv = direct_argv(*direct);
-  launch.trampoline = direct->write_layer;
+  launch.env = direct.env;
+  launch.argv = direct_argv(direct);
+  launch.trampoline = direct.write_layer;
   launch.trace_fd = confine::trace_fd_from_environment();
   if (launch.trace_fd >= 0 && launch.trampoline) hand_on_trace(launch.argv);
   launch.order = direct_order(launch);
@@ -294,16 +290,20 @@ bool direct_launch_supported() {
   return supported;
 }
 
-Result<ExitStatus> run_direct_launch(const ExecPlan& plan,
-                                     const std::vector<std::string>& supervised_argv,
+Result<ExitStatus> run_direct_launch(const ExecPlan& plan, const DirectPlan& direct,
                                      UnixSocketRules rules, const Pipes& pipes, int signal_fd,
-                                     const RunContext& run, std::vector<UnixRefusal>* refusals) {
+                                     const RunContext& run, std::vector<UnixRefusal>* refusals,
+                                     std::string* launched) {
   DirectLaunch launch;
   launch.unix_rules = std::move(rules);
-  if (Status prepared = prepare_direct(supervised_argv, launch); !prepared.ok()) {
+  if (Status prepared = prepare_direct(direct, launch); !prepared.ok()) {
     for (int fd : {pipes.report[1], pipes.info[1], pipes.info[0]}) close(fd);
     return Error{prepared.error()};
   }
+  if (launched != nullptr)
+    *launched =
+        launch_json({LaunchForm::kDirect, launch.argv, split_args_block(launch.args), launch.env},
+                    launch.bind_sources);
   std::vector<char*> argv = child::c_string_array(launch.argv);
   char* no_env[] = {nullptr};  // bwrap gets the command's environment through --args
   static_assert(kStatusFd == kFirstPlacedFd && kArgsFd == kStatusFd + 1 &&

@@ -21,6 +21,8 @@
 #include <vector>
 
 #include "order.hpp"
+#include "sbx/bwrap/direct.hpp"
+#include "sbx/bwrap/translate.hpp"
 #include "sbx/bwrap/unix_supervisor.hpp"
 #include "sbx/sdk/backend.hpp"
 #include "sbx/sdk/posix_child.hpp"
@@ -203,17 +205,19 @@ Result<StartedBwrap> start_bwrap(const ExecPlan& plan, const ChildProgram& progr
 Result<ExitStatus> end_bwrap(StartedBwrap& bwrap, const Status& watched,
                              std::vector<UnixRefusal>* refusals);
 
-// The launchers. Each closes pipes.report[1] and both ends of pipes.info before it returns
-// (pipes.report[0] stays the caller's); `signal_fd` is the caller's signalfd of the forwarded
-// signals and SIGCHLD, all blocked; `refusals` as in spawn_bwrap.
-Result<ExitStatus> run_stage2_launch(const ExecPlan& plan, const Pipes& pipes, int signal_fd,
-                                     const RunContext& run, std::vector<UnixRefusal>* refusals);
-// `supervised_argv` is plan.argv without the supervisor's options (take_supervisor_options),
-// whose rules are `rules`; the caller checked that it has a direct form (direct_plan).
-Result<ExitStatus> run_direct_launch(const ExecPlan& plan,
-                                     const std::vector<std::string>& supervised_argv,
+// The launchers, each from the plan's typed form (launch_form.hpp). Each closes
+// pipes.report[1] and both ends of pipes.info before it returns (pipes.report[0] stays the
+// caller's); `signal_fd` is the caller's signalfd of the forwarded signals and SIGCHLD, all
+// blocked; `refusals` and `launched` as in spawn_bwrap. `plan` gives bwrap's working directory
+// and environment (plan.cwd, plan.env) and names bwrap in messages.
+Result<ExitStatus> run_stage2_launch(const ExecPlan& plan, const BwrapPlan& typed,
+                                     const Pipes& pipes, int signal_fd, const RunContext& run,
+                                     std::vector<UnixRefusal>* refusals, std::string* launched);
+// `direct` is the plan's direct form (direct_launch_of), `rules` its unix_socket_rules.
+Result<ExitStatus> run_direct_launch(const ExecPlan& plan, const DirectPlan& direct,
                                      UnixSocketRules rules, const Pipes& pipes, int signal_fd,
-                                     const RunContext& run, std::vector<UnixRefusal>* refusals);
+                                     const RunContext& run, std::vector<UnixRefusal>* refusals,
+                                     std::string* launched);
 
 // True when this kernel has what the direct launch relies on from outside the sandbox: pidfds
 // (the sandbox's PID 1 and the command pinned) and openat2 (the command checked inside the new

@@ -26,6 +26,7 @@
 
 #include "launch.hpp"
 #include "sbx/bwrap/bind_fds.hpp"
+#include "sbx/bwrap/launch_form.hpp"
 #include "sbx/bwrap/spawn.hpp"
 #include "sbx/bwrap/unix_supervisor.hpp"
 #include "steps.hpp"
@@ -44,6 +45,7 @@ struct Stage2Launch : LaunchBase {
   int mounts_fd = -1;
   int ready_read = -1;
   int ready_write = -1;
+  std::vector<std::pair<int, std::string>> bind_sources;  // for the record (launch_json)
 
   Stage2Launch() = default;
   Stage2Launch(const Stage2Launch&) = delete;
@@ -61,11 +63,6 @@ struct Stage2Launch : LaunchBase {
   }
 };
 
-bool has_proc_mount(const std::vector<std::string>& argv) {
-  const auto end = std::find(argv.begin(), argv.end(), "--");
-  return std::find(argv.begin(), end, "--proc") != end;
-}
-
 // The launch's confinement order (linux/confine/order.hpp): the stage-2 route; of its
 // conditional steps only what the launcher knows (its own rows depend on none of them).
 confine::Order stage2_order(const Stage2Launch& launch) {
@@ -76,41 +73,54 @@ confine::Order stage2_order(const Stage2Launch& launch) {
   return confine::confinement_order(shape);
 }
 
-// The plan as bwrap gets it: bind sources as checked descriptors (bind_fds.hpp), --info-fd,
-// the environment on kEnvFd, and stage 2 told where its ready pipe and mount list are (and, with
-// a trace, where that is). The mount list needs a procfs inside (stage 2 reads
-// /proc/self/mountinfo); with the empty-/proc fallback there is none, and only the descriptors
-// guard the binds.
-Status prepare_launch(const ExecPlan& plan, Stage2Launch& launch) {
+// Stage 2 told where the order's trace goes (steps.hpp), right after its fixed options.
+void add_trace_option(std::vector<std::string>& argv) {
+  const auto supervised = std::find(argv.begin(), argv.end(), kUnixSupervisedOption);
+  if (supervised == argv.end()) return;
+  argv.insert(std::next(supervised), {"--trace-fd", std::to_string(kTraceFd)});
+}
+
+// The plan as bwrap gets it (stage2_launch_argv, launch_form.hpp): bind sources as checked
+// descriptors (bind_fds.hpp), --info-fd, the environment on kEnvFd, and stage 2 told where its
+// ready pipe and mount list are (and, with a trace, where that is). The mount list needs a procfs
+// inside (stage 2 reads /proc/self/mountinfo); with the empty-/proc fallback there is none, and
+// only the descriptors guard the binds.
+Status prepare_launch(const BwrapPlan& typed, Stage2Launch& launch) {
   if (Status inherited = check_inherited_descriptors(); !inherited.ok()) return inherited;
-  SupervisedArgv supervised = take_supervisor_options(plan.argv);
-  launch.unix_rules = std::move(supervised.rules);
-  Result<BoundArgv> bound = bind_sources_by_fd(supervised.argv);
+  launch.unix_rules = unix_socket_rules(typed);
+  std::vector<std::string> unbound = {typed.bwrap};
+  const std::vector<std::string> options = stage2_launch_options(typed);
+  unbound.insert(unbound.end(), options.begin(), options.end());
+  Result<BoundArgv> bound = bind_sources_by_fd(unbound);
   if (!bound.ok()) return Error{bound.error()};
   launch.bind_fds = bound->fds;
-  std::vector<std::string> stage2_options = {"--ready-fd", std::to_string(kReadyFd),
-                                             kUnixSupervisedOption};
-  if (has_proc_mount(bound->argv)) {
+  launch.bind_sources = bound->sources;
+  const std::vector<std::string> bound_options(std::next(bound->argv.begin()), bound->argv.end());
+  if (has_proc_mount(bound_options)) {
     Result<std::string> mounts = planned_mounts_block(bound->argv);
     if (!mounts.ok()) return Error{mounts.error()};
     launch.mounts_fd = sealed_memfd("sbx-mounts", *mounts);
     if (launch.mounts_fd < 0)
       return Error{std::string("bwrap: cannot hand the mount list to sbx-stage2 (memfd): ") +
                    std::strerror(errno)};
-    stage2_options.insert(stage2_options.end(), {"--mounts-fd", std::to_string(kMountsFd)});
   }
   launch.trace_fd = confine::trace_fd_from_environment();
-  if (launch.trace_fd >= 0)
-    stage2_options.insert(stage2_options.end(), {"--trace-fd", std::to_string(kTraceFd)});
   launch.order = stage2_order(launch);
-  const EnvOnFd moved = move_env_to_fd(with_info_fd(bound->argv));
-  if (!moved.block.empty()) {
-    launch.env_fd = sealed_memfd("sbx-env", moved.block);
+  // Why a descriptor: arguments are world-readable in /proc for as long as bwrap and stage 2
+  // run; an environment holds secrets (stage2/env_block.hpp).
+  if (!typed.env.empty()) {
+    std::string block;
+    for (const std::string& entry : typed.env) {
+      block += entry;
+      block.push_back('\0');
+    }
+    launch.env_fd = sealed_memfd("sbx-env", block);
     if (launch.env_fd < 0)
       return Error{std::string("bwrap: cannot hand the environment to sbx-stage2 (memfd): ") +
                    std::strerror(errno)};
   }
-  launch.argv = with_stage2_options(moved.argv, stage2_options);
+  launch.argv = stage2_launch_argv(typed, bound_options);
+  if (launch.trace_fd >= 0) add_trace_option(launch.argv);
   int ready[2];
   if (pipe2(ready, O_CLOEXEC) != 0)
     return Error{std::string("bwrap: cannot create a pipe: ") + std::strerror(errno)};
@@ -174,13 +184,16 @@ Status watch_stage2_run(pid_t bwrap, int signal_fd, int info_fd, UnixSupervisor*
 
 }  // namespace
 
-Result<ExitStatus> run_stage2_launch(const ExecPlan& plan, const Pipes& pipes, int signal_fd,
-                                     const RunContext& run, std::vector<UnixRefusal>* refusals) {
+Result<ExitStatus> run_stage2_launch(const ExecPlan& plan, const BwrapPlan& typed,
+                                     const Pipes& pipes, int signal_fd, const RunContext& run,
+                                     std::vector<UnixRefusal>* refusals, std::string* launched) {
   Stage2Launch launch;
-  if (Status prepared = prepare_launch(plan, launch); !prepared.ok()) {
+  if (Status prepared = prepare_launch(typed, launch); !prepared.ok()) {
     for (int fd : {pipes.report[1], pipes.info[1], pipes.info[0]}) close(fd);
     return Error{prepared.error()};
   }
+  if (launched != nullptr)
+    *launched = launch_json({LaunchForm::kStage2, launch.argv, {}, typed.env}, launch.bind_sources);
   std::vector<char*> argv = child::c_string_array(launch.argv);
   std::vector<char*> envp = child::c_string_array(plan.env);
   static_assert(kInfoFd == kFirstPlacedFd && kEnvFd == kInfoFd + 1 && kReadyFd == kEnvFd + 1 &&
