@@ -159,6 +159,36 @@ TEST_P(MountPointLeftovers, AChmod555OfTheWorkspaceFromInsideLeavesNothing) {
   EXPECT_TRUE(std::filesystem::is_directory(ws / ".git"));
 }
 
+// Issue #32 B1: the command makes a writable root ABOVE its working directory unsearchable
+// (`chmod 000`, on the host's inode: the user owns it). sbx, the same user outside, could not
+// walk through it to the mount points of the working directory below: it dropped their records
+// as stale and left the sockets on the host for good (a later `git init` there failed). Now the
+// walk gives the user's own directory the owner's search bit for the cleanup and its 000 back.
+TEST_P(MountPointLeftovers, AChmod000OfAWritableRootAboveTheWorkspaceLeavesNothing) {
+  const Identity who = GetParam();
+  SBX_REQUIRE_IDENTITY(who, "bwrap");
+  TempDir conf, top;
+  const std::string ws = top / "sub";
+  ASSERT_EQ(::mkdir(ws.c_str(), 0755), 0);
+  const std::string policy = write_policy(conf, top.path());
+  give_to(who, conf.path());
+  give_to(who, top.path());
+  const RunResult r =
+      exec_as(who, "bwrap", {"--policy", policy}, ws,
+              {"/bin/sh", "-c", "chmod 000 \"$TOP\" && echo done"}, [&] {
+                std::vector<std::string> env = env_for(who);
+                env.push_back("TOP=" + top.path());
+                return env;
+              }());
+  EXPECT_EQ(mode_of(top.path()), 0u) << "the reproducer no longer changes the mode";
+  ASSERT_EQ(::chmod(top.path().c_str(), 0755), 0);
+  ASSERT_EQ(r.code, 0) << describe(r);
+  ASSERT_EQ(r.out, "done\n") << describe(r);
+  EXPECT_EQ(socket_names_in(ws), "") << "left on the host below the root: " << describe(r);
+  EXPECT_EQ(socket_names_in(top.path()), "") << "left on the host: " << describe(r);
+  EXPECT_EQ(r.err.find("mount point"), std::string::npos) << describe(r);
+}
+
 // The same, but sbx is killed with SIGKILL after the `chmod 555 .`: the next run (in another
 // workspace) sweeps the killed run's mount points from the read-only directory, mode kept.
 TEST_P(MountPointLeftovers, AKilledRunsMountPointsInADirectoryMadeReadOnlyAreSwept) {
