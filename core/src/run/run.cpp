@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "plugins/probe_store.hpp"
+#include "run/state_guard.hpp"
 #include "sbx/core/command_patterns.hpp"
 #include "sbx/core/created_names.hpp"
 #include "sbx/core/denial.hpp"
@@ -500,6 +502,12 @@ void run_prepared(const RunRequest& request, PlannedRun& prepared, RunOutcome& o
     stop(out, RunStop::kLimitsUnavailable, limited.failure());
     return;
   }
+  // A sandboxed command may chmod the directories above sbx's state directories that its
+  // writable roots hold: set back after it (state_guard.hpp).
+  std::optional<StateModeGuard> state_guard;
+  if (prepared.backend)
+    state_guard.emplace(
+        chmodable_state_ancestors(request.resolved, kept_probe::state_directories()));
   std::unique_ptr<StderrCapture> capture;
   if (request.capture_stderr) {
     Result<std::unique_ptr<StderrCapture>> capturing = StderrCapture::start();
@@ -523,6 +531,8 @@ void run_prepared(const RunRequest& request, PlannedRun& prepared, RunOutcome& o
                               : spawn_and_wait(prepared.plan, &services);
   }
   out.report.limit_hit = (*limited)->finish(status.ok() ? status->shell_code() : -1);
+  // Once nothing of the command is left (finish() ended what its cgroup still held).
+  if (state_guard) state_guard->finish();
   if (capture) out.report.stderr_tail = capture->stop();
   if (status.ok()) {
     out.report.exit = *status;
@@ -667,8 +677,8 @@ ExplainReport explain_run(const Policy& policy, const ResolvedPolicy& resolved,
   // The command's environment, for the lookup of an excluded command's programs.
   FilteredEnvironment filtered = filter_environment(policy.environment, environment);
   Exclusion exclusion;
-  Result<SandboxDecision> decision = decide_sandbox(policy, preference, command, settings,
-                                                    resolved, resolved.cwd, filtered.env, exclusion);
+  Result<SandboxDecision> decision = decide_sandbox(policy, preference, command, settings, resolved,
+                                                    resolved.cwd, filtered.env, exclusion);
   report.excluded_by = exclusion.matched;
   report.environment_dropped = environment_dropped(exclusion, filtered.removed);
   if (decision.ok()) {
