@@ -173,13 +173,12 @@ TEST_P(MountPointLeftovers, AChmod000OfAWritableRootAboveTheWorkspaceLeavesNothi
   const std::string policy = write_policy(conf, top.path());
   give_to(who, conf.path());
   give_to(who, top.path());
-  const RunResult r =
-      exec_as(who, "bwrap", {"--policy", policy}, ws,
-              {"/bin/sh", "-c", "chmod 000 \"$TOP\" && echo done"}, [&] {
-                std::vector<std::string> env = env_for(who);
-                env.push_back("TOP=" + top.path());
-                return env;
-              }());
+  const RunResult r = exec_as(who, "bwrap", {"--policy", policy}, ws,
+                              {"/bin/sh", "-c", "chmod 000 \"$TOP\" && echo done"}, [&] {
+                                std::vector<std::string> env = env_for(who);
+                                env.push_back("TOP=" + top.path());
+                                return env;
+                              }());
   EXPECT_EQ(mode_of(top.path()), 0u) << "the reproducer no longer changes the mode";
   ASSERT_EQ(::chmod(top.path().c_str(), 0755), 0);
   ASSERT_EQ(r.code, 0) << describe(r);

@@ -330,8 +330,7 @@ TEST_F(NoBackend, AnEnvironmentEntryWithAnEmptyNameIsDroppedAndNamedButAnEmptySe
   ASSERT_TRUE(explained.ok) << explained.error;
   const json::array& removed =
       json::parse(explained.text).at("environment").at("removed").as_array();
-  EXPECT_NE(std::find(removed.begin(), removed.end(), json::value("(empty name)")),
-            removed.end())
+  EXPECT_NE(std::find(removed.begin(), removed.end(), json::value("(empty name)")), removed.end())
       << explained.text;
 
   const char* empty_set = R"({"version": 1, "preset": "danger-full-access",

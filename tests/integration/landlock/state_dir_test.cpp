@@ -152,9 +152,8 @@ TEST_P(LandlockStateDir, AWritableRootHoldingALaterRunsStateDirectoryIsRefused) 
   env.push_back("P=" + planted);
   // The user's HOME as the workspace; root's /run writable.
   const std::string policy = write_policy(conf, root ? "/run" : "");
-  const RunResult r =
-      exec_as(who, "landlock", {"--policy", policy}, root ? ws.path() : home.path(),
-              {"/bin/sh", "-c", "echo forged > \"$P\" 2>/dev/null; echo ran"}, env);
+  const RunResult r = exec_as(who, "landlock", {"--policy", policy}, root ? ws.path() : home.path(),
+                              {"/bin/sh", "-c", "echo forged > \"$P\" 2>/dev/null; echo ran"}, env);
   const bool planted_file = exists(planted);
   ::unlink(planted.c_str());
   EXPECT_EQ(r.code, 125) << describe(r);

@@ -14,8 +14,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 
 #include "sbx_test/files.hpp"
 #include "sbx_test/private_home.hpp"
@@ -376,8 +376,7 @@ TEST(BwrapMountRegistry, AChmod000OfAWritableRootAboveTheWorkspaceIsWalkedThroug
   // Kept on record: once the directory can be searched again, the next sweep removes it.
   ASSERT_EQ(::chmod(theirs.c_str(), 0755), 0);
   EXPECT_EQ(as_user_65534([&] {
-              return sweep_stale_entries(state) ==
-                             std::vector<std::string>{theirs + "/ws/.codex"}
+              return sweep_stale_entries(state) == std::vector<std::string>{theirs + "/ws/.codex"}
                          ? 0
                          : 1;
             }),

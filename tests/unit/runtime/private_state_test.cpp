@@ -296,8 +296,8 @@ TEST(CandidateStateDirs, EveryPlaceALaterRunOfThisUserCouldUse) {
   ASSERT_EQ(::chmod(cache.path().c_str(), 0700), 0);
   sources.xdg_cache_home = cache.path();
   const std::vector<std::string> with_cache = private_state::candidate_state_dirs(sources, {});
-  EXPECT_EQ(with_cache, (std::vector<std::string>{cache.path() + "/sbx",
-                                                  home.path() + "/.cache/sbx"}));
+  EXPECT_EQ(with_cache,
+            (std::vector<std::string>{cache.path() + "/sbx", home.path() + "/.cache/sbx"}));
 }
 
 // A cache below a shared directory is no place for state (StateDir.AHomeBelowTmpIsRefused), so

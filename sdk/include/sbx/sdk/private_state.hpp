@@ -345,8 +345,8 @@ inline Result<std::string> state_dir(const Sources& sources, const std::string& 
 // directory itself tells, and a command of this user makes it this user's own, mode 0700.
 // Not covered: a location a later run is given by a variable this run does not have (another
 // XDG_RUNTIME_DIR, XDG_CACHE_HOME or HOME).
-inline std::vector<std::string> candidate_state_dirs(const Sources& sources,
-                                                     const std::vector<std::string>& runtime_names) {
+inline std::vector<std::string> candidate_state_dirs(
+    const Sources& sources, const std::vector<std::string>& runtime_names) {
   std::vector<std::string> out;
   const auto add = [&out, &sources](const std::string& dir) {
     if (std::find(out.begin(), out.end(), dir) != out.end()) return;
