@@ -140,6 +140,8 @@ RunRequest run_request(PreparedRequest input, const std::vector<std::string>& co
 void print_plan(const std::optional<std::string>& backend, const ExecPlan& plan);
 
 // ---- the process environment ----
+// The caller's environment for a run: this process's, then the names of the variables removed
+// from it at start as bare names (common.cpp).
 std::vector<std::string> current_environment();
 
 // ---- subcommands ----

@@ -13,6 +13,7 @@
 #include "sbx/core/environment.hpp"
 #include "sbx/core/logging.hpp"
 #include "sbx/core/runtime.hpp"
+#include "sbx/core/spawn.hpp"
 
 namespace sbx::cli {
 
@@ -111,7 +112,15 @@ Result<PluginRegistry> load_registry(const GlobalOptions& options, RegistryScope
   return PluginRegistry::load(loader);
 }
 
-std::vector<std::string> current_environment() { return process_environment(); }
+// The LD_* variables main() took out of sbx's own environment (harden_current_process) were
+// the caller's: they follow as bare names, which every run drops and lists
+// (filter_environment), so that a report of what the command did not get names them too.
+std::vector<std::string> current_environment() {
+  std::vector<std::string> env = process_environment();
+  const std::vector<std::string>& withheld = environment_removed_at_start();
+  env.insert(env.end(), withheld.begin(), withheld.end());
+  return env;
+}
 
 Result<std::optional<SandboxPreference>> sandbox_choice(const std::string& sandbox) {
   if (sandbox.empty()) return std::optional<SandboxPreference>{};

@@ -761,6 +761,46 @@ class ExecSandboxed(SbxTestCase):
         self.assertTrue(plan["argv"][0].startswith("/"))
 
 
+    # Issue #32 A4: an environment entry with an empty name ("=x": exec(3) allows one) made
+    # every bwrap run fail with 125 ("environment entry '' has no name") while Landlock passed
+    # it on. It names no variable: every backend drops it (and the LD_* variables sbx removes
+    # from its own environment at start, as before) and explain lists both by name.
+    def test_an_entry_with_an_empty_name_is_dropped_and_named_by_every_backend(self):
+        available = [n for n, b in loaded_backends().items()
+                     if b["available"] and n in ("bwrap", "landlock")]
+        if not available:
+            skip_no_backend(self, "neither bwrap nor landlock is available here")
+        prefix = ["/usr/bin/env", "=x", "LD_BIND_NOW=1"]
+        script = 'env | grep -c "^=" ; env | grep -c "^LD_BIND_NOW=" ; exit 0'
+        # No protected names: Landlock cannot keep them.
+        policy = self.write_policy(
+            '{"version":1,"filesystem":{"kind":"restricted","entries":['
+            '{"path":":root","access":"read"},{"path":":cwd","access":"write"}],'
+            '"protected_names":[]},"network":{"mode":"restricted"}}')
+        ws = os.path.join(self.work, "ws")  # the policy file outside the writable root
+        os.makedirs(ws)
+        for backend in available:
+            with self.subTest(backend):
+                args = ["--backends", backend, "exec", "--json", "--policy", policy, "--cwd",
+                        ws, "--", "/bin/sh", "-c", script]
+                result = subprocess.run([*prefix, SBX, *args], capture_output=True, text=True,
+                                        errors="replace", timeout=TIMEOUT, check=False)
+                report_schemas.check_run(args, result)
+                self.assert_exit(result, 0)
+                self.assertEqual(result.stdout, "0\n0\n", describe(result))
+                doc = self.last_json_line(result.stderr)
+                self.assertEqual(doc["final"], backend, describe(result))
+                self.assertIsNone(doc["error"], describe(result))
+                args = ["--backends", backend, "explain", "--json", "--policy", policy,
+                        "--cwd", ws]
+                explained = subprocess.run([*prefix, SBX, *args], capture_output=True, text=True,
+                                           errors="replace", timeout=TIMEOUT, check=False)
+                report_schemas.check_run(args, explained)
+                self.assert_exit(explained, 0)
+                removed = json.loads(explained.stdout)["environment"]["removed"]
+                self.assertIn("(empty name)", removed, describe(explained))
+                self.assertIn("LD_BIND_NOW", removed, describe(explained))
+
     def test_default_order_loads_only_bwrap_when_it_can_run_the_command(self):
         backends = loaded_backends()
         if not backends.get("bwrap", {}).get("available"):
@@ -1036,7 +1076,7 @@ class Settings(SbxTestCase):
 
     NOBODY = 65534
 
-    def as_nobody(self, *args, cwd=None, env=None):
+    def as_nobody(self, *args, cwd=None, env=None, prefix=()):
         """sbx as uid 65534 (skipped with the reason unless root with setpriv(1)). An excluded
         command runs unsandboxed only when nothing it runs or reads is writable by the user who
         runs it (red team round 2, G1: an earlier, wider run could have written anything the
@@ -1050,8 +1090,8 @@ class Settings(SbxTestCase):
                    "XDG_CONFIG_HOME": self.config}
         run = lambda *a: subprocess.run(
             ["setpriv", f"--reuid={self.NOBODY}", f"--regid={self.NOBODY}", "--clear-groups",
-             SBX, *a], cwd=cwd or self.config, env=env, capture_output=True, text=True,
-            errors="replace", timeout=TIMEOUT, check=False)
+             *prefix, SBX, *a], cwd=cwd or self.config, env=env, capture_output=True,
+            text=True, errors="replace", timeout=TIMEOUT, check=False)
         probe = run("--version")
         if probe.returncode != 0:
             self.skipTest("uid 65534 cannot run the installed sbx here" + describe(probe))
@@ -1801,6 +1841,35 @@ class Settings(SbxTestCase):
         for argv, pattern, name, value in cases:
             with self.subTest(name):
                 self.check_reset_environment(argv, pattern, name, value, rbin, marker, bashenv)
+
+    # Issue #32 A4: an excluded command's environment_dropped named only what the reset took
+    # away. The LD_* variables sbx removes from its own environment at start, the secrets the
+    # policy's /environment removes, and an entry with an empty name ("=x": exec(3) allows one,
+    # the command never gets it) were dropped unnamed. Every name is listed, never a value.
+    def test_an_excluded_command_names_every_variable_it_does_not_get(self):
+        self.user('{"excluded_commands": ["id -u"]}')
+        secret = "ghp_sbxtestsecretvalue"
+        env = {"PATH": "/usr/bin:/bin", "HOME": self.config, "XDG_CONFIG_HOME": self.config,
+               "LD_LIBRARY_PATH": "/nonexistent-sbx-lib", "LD_BIND_NOW": "1",
+               "GITHUB_TOKEN": secret, "EDITOR": "vi"}
+        dropped = sorted(["(empty name)", "EDITOR", "GITHUB_TOKEN", "LD_BIND_NOW",
+                          "LD_LIBRARY_PATH"])
+        prefix = ("/usr/bin/env", "=x")
+        result = self.as_nobody("exec", "--json", "--preset", "read-only", "--", "id", "-u",
+                                env=env, prefix=prefix)
+        self.assertEqual(result.returncode, 0, describe(result))
+        self.assertEqual(result.stdout, f"{self.NOBODY}\n", describe(result))
+        doc = self.last_json_line(result.stderr)
+        self.assertIs(doc["should_sandbox"], False, describe(result))
+        self.assertEqual(doc["excluded_by"], ["id -u"], describe(result))
+        self.assertEqual(sorted(doc["environment_dropped"]), dropped, describe(result))
+        explain = self.as_nobody("explain", "--json", "--preset", "read-only", "--", "id", "-u",
+                                 env=env, prefix=prefix)
+        self.assertEqual(explain.returncode, 0, describe(explain))
+        self.assertEqual(sorted(json.loads(explain.stdout)["environment_dropped"]), dropped)
+        for text in (result.stderr, explain.stdout):
+            self.assertNotIn(secret, text)
+            self.assertNotIn("/nonexistent-sbx-lib", text)
 
     def check_reset_environment(self, argv, pattern, name, value, rbin, marker, other):
         env = {"PATH": rbin + ":/usr/bin:/bin", "HOME": self.config,

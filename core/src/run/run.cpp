@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "plugins/probe_store.hpp"
+#include "run/state_guard.hpp"
 #include "sbx/core/command_patterns.hpp"
 #include "sbx/core/created_names.hpp"
 #include "sbx/core/denial.hpp"
@@ -374,6 +376,19 @@ Result<SandboxDecision> decide_sandbox(const Policy& policy, SandboxPreference p
                              patterns + ")"};
 }
 
+// Every variable of the caller's environment an excluded command does not get, by name (never
+// its value): what the reset dropped (verify_exclusion), then what the policy's /environment
+// removed before it (`removed`: filter_environment, with the names a front end withheld and
+// an empty name), each once. Empty when no exclusion applies.
+std::vector<std::string> environment_dropped(const Exclusion& exclusion,
+                                             const std::vector<std::string>& removed) {
+  if (exclusion.matched.empty()) return {};
+  std::vector<std::string> out = exclusion.dropped;
+  for (const std::string& name : removed)
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+  return out;
+}
+
 bool stop(RunOutcome& out, RunStop why, Error error) {
   out.stop = why;
   out.error = std::move(error.message);
@@ -440,8 +455,9 @@ bool prepare(RunRequest& request, RunBackends& backends, RunOutcome& out, Planne
     return stop(out, RunStop::kInvalidRequest, runnable.failure());
   // The policy's /environment (secrets dropped by default) on every path, sandboxed or not;
   // sbx's own proxy variables are added by plan_run.
-  std::vector<std::string> env =
-      filter_environment(request.policy.environment, request.environment).env;
+  FilteredEnvironment filtered =
+      filter_environment(request.policy.environment, request.environment);
+  std::vector<std::string> env = std::move(filtered.env);
   if (kHostPathStyle == PathStyle::kPosix)
     point_pwd_at_working_directory(env, request.policy.environment, request.cwd);
   Exclusion exclusion;
@@ -452,7 +468,7 @@ bool prepare(RunRequest& request, RunBackends& backends, RunOutcome& out, Planne
   out.report.should_sandbox = decision->sandbox;
   out.report.reason = decision->reason;
   out.report.excluded_by = exclusion.matched;
-  out.report.environment_dropped = exclusion.dropped;
+  out.report.environment_dropped = environment_dropped(exclusion, filtered.removed);
   if (request.command.empty())
     return stop(out, RunStop::kInvalidRequest, Error{"no command given", ErrorKind::invalid_input});
   std::vector<std::string> argv = request.command;
@@ -525,6 +541,12 @@ void run_prepared(const RunRequest& request, PlannedRun& prepared, RunOutcome& o
     stop(out, RunStop::kLimitsUnavailable, limited.failure());
     return;
   }
+  // A sandboxed command may chmod the directories above sbx's state directories that its
+  // writable roots hold: set back after it (state_guard.hpp).
+  std::optional<StateModeGuard> state_guard;
+  if (prepared.backend)
+    state_guard.emplace(
+        chmodable_state_ancestors(request.resolved, kept_probe::state_directories()));
   std::unique_ptr<StderrCapture> capture;
   if (request.capture_stderr) {
     Result<std::unique_ptr<StderrCapture>> capturing = StderrCapture::start();
@@ -548,6 +570,8 @@ void run_prepared(const RunRequest& request, PlannedRun& prepared, RunOutcome& o
                               : spawn_and_wait(prepared.plan, &services);
   }
   out.report.limit_hit = (*limited)->finish(status.ok() ? status->shell_code() : -1);
+  // Once nothing of the command is left (finish() ended what its cgroup still held).
+  if (state_guard) state_guard->finish();
   if (capture) out.report.stderr_tail = capture->stop();
   if (status.ok()) {
     out.report.exit = *status;
@@ -690,12 +714,12 @@ ExplainReport explain_run(const Policy& policy, const ResolvedPolicy& resolved,
   report.preference = preference;
   report.settings = settings;
   // The command's environment, for the lookup of an excluded command's programs.
-  std::vector<std::string> env = filter_environment(policy.environment, environment).env;
+  FilteredEnvironment filtered = filter_environment(policy.environment, environment);
   Exclusion exclusion;
-  Result<SandboxDecision> decision =
-      decide_sandbox(policy, preference, command, settings, resolved, resolved.cwd, env, exclusion);
+  Result<SandboxDecision> decision = decide_sandbox(policy, preference, command, settings, resolved,
+                                                    resolved.cwd, filtered.env, exclusion);
   report.excluded_by = exclusion.matched;
-  report.environment_dropped = exclusion.dropped;
+  report.environment_dropped = environment_dropped(exclusion, filtered.removed);
   if (decision.ok()) {
     report.decision = *decision;
   } else {
@@ -711,7 +735,7 @@ ExplainReport explain_run(const Policy& policy, const ResolvedPolicy& resolved,
 #endif
   report.limits = plan_limits(policy.limits, report.cgroups, root);
   report.environment = policy.environment;
-  report.environment_removed = filter_environment(policy.environment, environment).removed;
+  report.environment_removed = std::move(filtered.removed);
   // Question 2 is independent of question 1; explain answers both, a run only when it matters.
   report.choice = manager.available_backend(resolved);
   return report;

@@ -37,6 +37,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "sbx/sdk/result.hpp"
 #include "sbx/sdk/unique_fd.hpp"
@@ -326,6 +327,50 @@ inline Result<std::string> state_dir(const Sources& sources, const std::string& 
   const std::string dir = sbx_dir + "/" + name;
   if (Status ok = make_private_dir(dir, sources.uid); !ok.ok()) return ok.failure();
   return dir;
+}
+
+// Every directory a run of this user could keep its state in, whichever one this run uses, made
+// when missing as a run using it would make it (make_private_dir), in this order:
+//  - <runtime>/sbx-<name> for each of `runtime_names` in each runtime directory usable now
+//    (runtime_base's test): $XDG_RUNTIME_DIR, /run/user/<uid>, root's /run. A run with another
+//    XDG_RUNTIME_DIR, or none, uses the next one: su sessions, cron and CI often have no
+//    XDG_RUNTIME_DIR;
+//  - <cache>/sbx (it holds every <name>) for $XDG_CACHE_HOME when absolute and for ~/.cache,
+//    each that cache_base accepts: the fallback of a run without a usable runtime directory
+//    (logind removes /run/user/<uid> at the user's last logout). Not for root with /run
+//    usable: runtime_base never passes /run over, whatever the environment.
+// Why all of them (issue #32 B3): a sandboxed command that could write one that this run does
+// not use (~/.cache/sbx with HOME writable while XDG_RUNTIME_DIR is in use) could plant a state
+// directory there that a later run without XDG_RUNTIME_DIR finds private and trusts: only the
+// directory itself tells, and a command of this user makes it this user's own, mode 0700.
+// Not covered: a location a later run is given by a variable this run does not have (another
+// XDG_RUNTIME_DIR, XDG_CACHE_HOME or HOME).
+inline std::vector<std::string> candidate_state_dirs(
+    const Sources& sources, const std::vector<std::string>& runtime_names) {
+  std::vector<std::string> out;
+  const auto add = [&out, &sources](const std::string& dir) {
+    if (std::find(out.begin(), out.end(), dir) != out.end()) return;
+    if (make_private_dir(dir, sources.uid).ok()) out.push_back(dir);
+  };
+  std::vector<std::string> runtimes;
+  const auto usable = [&](const std::string& dir) {
+    return is_private_dir_of(dir, sources.uid) && !why_shared_path(dir, sources.uid);
+  };
+  if (usable(sources.xdg_runtime_dir)) runtimes.push_back(sources.xdg_runtime_dir);
+  const std::string run_user = sources.run_user_root + "/" + std::to_string(sources.uid);
+  if (run_user != sources.xdg_runtime_dir && usable(run_user)) runtimes.push_back(run_user);
+  if (!sources.root_run.empty()) runtimes.push_back(sources.root_run);
+  for (const std::string& runtime : runtimes)
+    for (const std::string& name : runtime_names) add(runtime + "/sbx-" + name);
+  if (sources.uid == 0 && !sources.root_run.empty()) return out;
+  for (const std::string& cache_home : {sources.xdg_cache_home, std::string()}) {
+    Sources one = sources;
+    one.xdg_cache_home = cache_home;  // "": ~/.cache
+    if (!cache_home.empty() && cache_home.front() != '/') continue;
+    const Result<std::string> base = cache_base(one);
+    if (base.ok()) add(*base + "/sbx");
+  }
+  return out;
 }
 
 // Why `st` (of `what`) may not hold a file this user reuses: another owner could have written
