@@ -43,8 +43,11 @@
 // PID 1: bwrap runs it with --as-pid-1, so it is the init of the sandbox's pid namespace. It
 // then forks the command, forwards the usual terminal and job-control signals to it, reaps every
 // orphan re-parented to it, and exits with the command's status (128+N if it died of signal N;
-// init cannot re-raise a fatal signal on itself). When it exits, the kernel kills whatever else
-// is left in the namespace, so no grandchild outlives the command.
+// init cannot re-raise a fatal signal on itself, and bwrap folds one into 128+N anyway). So that
+// sbx can report a signal as a signal, PID 1 then writes N as one byte after the ready byte on
+// --ready-fd (sbx trusts it only when bwrap's exit code is 128+N). When it exits, the kernel
+// kills whatever else is left in the namespace, so no grandchild outlives the command.
+#include <fcntl.h>
 #include <linux/capability.h>
 #include <net/if.h>
 #include <signal.h>
@@ -316,8 +319,19 @@ void report_exec_failure(const Options& o, int report_read) {
   std::fflush(stderr);
 }
 
-// PID 1: run the command as a child; forward signals; reap everything; return its status.
-[[noreturn]] void run_as_init(const Options& o, confine::ConfinementSteps& steps) {
+// PID 1, the command reaped: the signal that killed it, one byte on the ready pipe after the
+// ready byte (read by sbx once bwrap has ended, plugins/bwrap/src/stage2_launch.cpp). Best
+// effort: without it sbx reports 128+N as an exit code, as before.
+void tell_signal(int status_fd, int status) {
+  if (status_fd < 0 || !WIFSIGNALED(status)) return;
+  const char byte = static_cast<char>(WTERMSIG(status));
+  while (::write(status_fd, &byte, 1) < 0 && errno == EINTR) {
+  }
+}
+
+// PID 1: run the command as a child; forward signals; reap everything; return its status
+// (and tell sbx a signal on `status_fd`, -1 for none).
+[[noreturn]] void run_as_init(const Options& o, confine::ConfinementSteps& steps, int status_fd) {
   sigset_t all;
   sigemptyset(&all);
   for (int sig : kForwarded) sigaddset(&all, sig);
@@ -342,7 +356,10 @@ void report_exec_failure(const Options& o, int report_read) {
     int status = 0;
     pid_t pid = 0;
     while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
-      if (pid == command) ::_exit(status_to_code(status));
+      if (pid == command) {
+        tell_signal(status_fd, status);
+        ::_exit(status_to_code(status));
+      }
     }
   }
 }
@@ -350,9 +367,12 @@ void report_exec_failure(const Options& o, int report_read) {
 }  // namespace
 
 // bwrap mode, before anything else: tell sbx that bwrap's setup worked, then verify the
-// mounts bwrap made against the plan (bwrap_checks.hpp says why both).
-void check_bwrap_setup(const Options& o, confine::ConfinementSteps& steps) {
+// mounts bwrap made against the plan (bwrap_checks.hpp says why both). Returns a close-on-exec
+// copy of the ready pipe for PID 1's last word (tell_signal), -1 without one.
+int check_bwrap_setup(const Options& o, confine::ConfinementSteps& steps) {
+  int status_fd = -1;
   if (o.ready_fd >= 0) {
+    status_fd = ::fcntl(o.ready_fd, F_DUPFD_CLOEXEC, 3);  // -1 on failure: no last word
     sbx::Status ready = sbx::stage2::signal_ready(o.ready_fd);
     if (!ready.ok()) fail("ready", ready.error());
   }
@@ -361,6 +381,7 @@ void check_bwrap_setup(const Options& o, confine::ConfinementSteps& steps) {
     if (!mounts.ok()) fail("mounts", mounts.error());
     step_done(steps, confine::Step::kMountCheck);
   }
+  return status_fd;
 }
 
 // Every role of stage 2 that outlives the start of the command (PID 1 under bwrap, the proxy
@@ -513,10 +534,11 @@ confine::Shape stage2_shape(const Options& o) {
 }
 
 // bwrap mode, stage 2's rows of the confinement order in their order (order.cpp bwrap_stage2
-// says why this order); then the command's child marks the descriptors and execs.
-void confine_command(const Options& o, const confine::Shape& shape,
-                     confine::ConfinementSteps& steps) {
-  check_bwrap_setup(o, steps);
+// says why this order); then the command's child marks the descriptors and execs. Returns
+// check_bwrap_setup's descriptor.
+int confine_command(const Options& o, const confine::Shape& shape,
+                    confine::ConfinementSteps& steps) {
+  const int status_fd = check_bwrap_setup(o, steps);
   // no_new_privs first: required for an unprivileged seccomp filter and Landlock, and setuid
   // binaries the command runs can no longer gain privileges.
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail("no_new_privs", std::strerror(errno));
@@ -546,6 +568,7 @@ void confine_command(const Options& o, const confine::Shape& shape,
   sbx::Status filtered = sbx::stage2::load_precompiled_filter(bwrap_filter(o));
   if (!filtered.ok()) fail("seccomp", filtered.error());
   step_done(steps, confine::Step::kSeccomp);
+  return status_fd;
 }
 
 int main(int argc, char** argv) {
@@ -560,7 +583,7 @@ int main(int argc, char** argv) {
   const confine::Shape shape = stage2_shape(options);
   const confine::Order order = confine::confinement_order(shape);
   confine::ConfinementSteps steps(order, confine::Actor::kStage2, options.trace_fd);
-  confine_command(options, shape, steps);
-  if (::getpid() == 1) run_as_init(options, steps);
+  const int status_fd = confine_command(options, shape, steps);
+  if (::getpid() == 1) run_as_init(options, steps, status_fd);
   exec_command(options, steps);
 }

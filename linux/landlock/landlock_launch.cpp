@@ -566,11 +566,15 @@ struct Supervision {
   const int* keep;   // descriptors to keep, sorted
   std::size_t keep_count;
   GuardLaunch* guard;  // nullptr without a guard
+  // The caller's memory (CLONE_VM): the signal that killed the command, 0 if it exited. The
+  // supervisor's own exit status cannot say it: it exits 128+N, as a shell would.
+  int* command_signal;
 };
 
 // Forwards one signal; true when the command has exited or the caller is gone and the tree was
 // killed (status in *code).
-bool handle_signal(const signalfd_siginfo& info, pid_t command, pid_t caller, int* code) {
+bool handle_signal(const signalfd_siginfo& info, pid_t command, pid_t caller, int* code,
+                   int* command_signal) {
   if (info.ssi_signo == static_cast<std::uint32_t>(kParentGone)) {
     if (sys(SYS_getppid) == caller) return false;  // not a parent death: the caller is still there
     sys(SYS_kill, command, SIGKILL);
@@ -590,6 +594,7 @@ bool handle_signal(const signalfd_siginfo& info, pid_t command, pid_t caller, in
     if (pid != command) continue;
     kill_descendants();
     *code = shell_code(status);
+    if (WIFSIGNALED(status)) *command_signal = WTERMSIG(status);
     return true;
   }
   return false;
@@ -624,7 +629,7 @@ int serve(const Supervision& s, int signals, int listener, pid_t command) {
     signalfd_siginfo info{};
     while (sys(SYS_read, signals, arg(&info), sizeof info) == static_cast<long>(sizeof info)) {
       int code = 0;
-      if (handle_signal(info, command, s.caller, &code)) return code;
+      if (handle_signal(info, command, s.caller, &code, s.command_signal)) return code;
     }
   }
 }
@@ -1070,9 +1075,10 @@ Result<ExitStatus> run_landlock(const LandlockLaunch& launch, const LaunchOption
   keep.insert(keep.end(), root_fds.begin(), root_fds.end());
   if (options.trace_fd >= 0) keep.push_back(options.trace_fd);
   std::sort(keep.begin(), keep.end());
-  Supervision supervision{&args,        report_write.get(), guard->supervisor_end.get(),
-                          ::getpid(),   keep.data(),        keep.size(),
-                          &guard_launch};
+  int command_signal = 0;
+  Supervision supervision{&args,         report_write.get(), guard->supervisor_end.get(),
+                          ::getpid(),    keep.data(),        keep.size(),
+                          &guard_launch, &command_signal};
   constexpr std::size_t kSupervisorStack = 256 * 1024;
   void* stack = ::mmap(nullptr, kSupervisorStack, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
@@ -1114,6 +1120,9 @@ Result<ExitStatus> run_landlock(const LandlockLaunch& launch, const LaunchOption
   ExitStatus result;
   if (WIFSIGNALED(status)) {
     result.signal = WTERMSIG(status);
+  } else if (command_signal != 0 && !failed && WEXITSTATUS(status) == 128 + command_signal) {
+    // The command died of a signal: reported as one, as a direct child's would be.
+    result.signal = command_signal;
   } else {
     result.exit_code = shell_code(status);
   }

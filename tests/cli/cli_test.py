@@ -213,6 +213,22 @@ class PolicyCommands(SbxTestCase):
             self.assertIn(shown["filesystem"]["kind"], ["restricted", "unrestricted", "external"])
             self.assertIn(shown["network"]["mode"], ["restricted", "enabled", "proxy"])
 
+    def test_loopback_allow_entry_without_port_is_refused_with_the_fix(self):
+        # The proxy lets loopback through only for an exact host:port entry, so "127.0.0.1" or
+        # "localhost" alone would never match: check and exec refuse it alike, naming the fix.
+        for entry, fix in [("127.0.0.1", '"127.0.0.1:PORT"'), ("localhost", '"localhost:PORT"')]:
+            path = self.write_policy(json.dumps({
+                "version": 1, "filesystem": {"kind": "restricted", "entries": [
+                    {"path": ":root", "access": "read"}]},
+                "network": {"mode": "proxy", "allowed_domains": ["example.com", entry]}}))
+            checked = sbx("policy", "check", "--cwd", self.work, "--policy", path)
+            self.assert_exit(checked, 2)
+            self.assertIn("/network/allowed_domains/1", checked.stderr, describe(checked))
+            self.assertIn("write " + fix, checked.stderr, describe(checked))
+            ran = sbx("exec", "--cwd", self.work, "--policy", path, "--", "/bin/true")
+            self.assert_exit(ran, 125)
+            self.assertIn("write " + fix, ran.stderr, describe(ran))
+
     def test_default_is_workspace_write(self):
         default = self.run_ok("policy", "show", cwd=self.work).stdout
         explicit = self.run_ok("policy", "show", "--preset", "workspace-write",

@@ -641,6 +641,18 @@ class PolicyImport(ExtrasCase):
         self.assertEqual(report["policy"]["network"]["allowed_domains"], ["example.com"])
         self.assertIn((":cwd/src", "write"), self.entries(report))
 
+    def test_srt_loopback_domain_without_port_is_unmapped_with_the_fix(self):
+        path = self.write("srt.json", json.dumps({
+            "filesystem": {"denyRead": [], "allowWrite": [], "denyWrite": []},
+            "network": {"allowedDomains": ["example.com", "127.0.0.1"], "deniedDomains": []}}))
+        result = self.sbx("policy", "import", "--from", "srt", path, "--json")
+        self.assertEqual(result.returncode, 3, shown(result))
+        report = json.loads(result.stdout)
+        reasons = {item["setting"]: item["reason"] for item in report["unmapped"]}
+        self.assertIn('write "127.0.0.1:PORT"', reasons["network.allowedDomains[1]"],
+                      shown(result))
+        self.assertEqual(report["policy"]["network"]["allowed_domains"], ["example.com"])
+
     def test_deny_write_above_allow_write_makes_it_read_only(self):
         path = self.write("srt.json", json.dumps({
             "filesystem": {"denyRead": [], "allowWrite": ["/work/a", "/work/b"],

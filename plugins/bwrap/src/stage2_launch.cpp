@@ -21,6 +21,7 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -129,16 +130,33 @@ Status prepare_launch(const BwrapPlan& typed, Stage2Launch& launch) {
   return open_supervisor_channel(launch);
 }
 
-// True if sbx-stage2 wrote its ready byte, i.e. bwrap's setup worked and stage 2 started.
-// Read after bwrap ended: the byte waits in the pipe.
-bool stage2_started(int ready_read) {
-  fcntl(ready_read, F_SETFL, O_NONBLOCK);
-  char byte = 0;
+// One byte of the ready pipe, read after bwrap ended (what stage 2 wrote waits in the pipe);
+// nullopt when there is none.
+std::optional<unsigned char> read_ready_byte(int ready_read) {
+  unsigned char byte = 0;
   ssize_t n = 0;
   do {
     n = read(ready_read, &byte, 1);
   } while (n < 0 && errno == EINTR);
-  return n == 1;
+  if (n != 1) return std::nullopt;
+  return byte;
+}
+
+// True if sbx-stage2 wrote its ready byte, i.e. bwrap's setup worked and stage 2 started.
+bool stage2_started(int ready_read) {
+  fcntl(ready_read, F_SETFL, O_NONBLOCK);
+  return read_ready_byte(ready_read).has_value();
+}
+
+// The run's status from bwrap's: bwrap (bubblewrap's propagate_exit_status) and stage 2 as PID 1
+// both turn a death by signal N into exit code 128+N; stage 2 then wrote N after its ready byte
+// (stage2_main.cpp, tell_signal). Taken only when it matches bwrap's code, so nothing in the
+// sandbox can make a plain exit look like a signal other than the one its code already names.
+ExitStatus with_command_signal(const ExitStatus& bwrap, int ready_read) {
+  if (bwrap.signal != 0) return bwrap;
+  const std::optional<unsigned char> signal = read_ready_byte(ready_read);
+  if (!signal || *signal == 0 || bwrap.exit_code != 128 + *signal) return bwrap;
+  return ExitStatus{0, *signal};
 }
 
 // The watcher of a stage-2 run: learns the PID 1 from bwrap's info pipe, forwards signals,
@@ -212,7 +230,7 @@ Result<ExitStatus> run_stage2_launch(const ExecPlan& plan, const BwrapPlan& type
   if (!status.ok()) return status;
   if (bwrap->failure) return report_failure(plan, *bwrap->failure);
   if (!stage2_started(launch.ready_read)) return report_bwrap_failure(*status);
-  return status;
+  return with_command_signal(*status, launch.ready_read);
 }
 
 }  // namespace sbx::bwrap::launch
