@@ -300,6 +300,20 @@ TEST(CandidateStateDirs, EveryPlaceALaterRunOfThisUserCouldUse) {
             (std::vector<std::string>{cache.path() + "/sbx", home.path() + "/.cache/sbx"}));
 }
 
+// Red team round 4: a run with HOME set elsewhere (per task) and the usual home writable moved
+// the usual home's ~/.cache aside; the passwd home's cache is a candidate too.
+TEST(CandidateStateDirs, ThePasswdHomesCacheCountsWhenHomeIsElsewhere) {
+  TempDir usual(test::private_parent());
+  TempDir task(test::private_parent());
+  Sources sources = without_runtime_dir(task.path());
+  sources.passwd_home = usual.path();
+  EXPECT_EQ(private_state::candidate_state_dirs(sources, {}),
+            (std::vector<std::string>{task.path() + "/.cache/sbx", usual.path() + "/.cache/sbx"}));
+  sources.passwd_home = task.path();
+  EXPECT_EQ(private_state::candidate_state_dirs(sources, {}),
+            (std::vector<std::string>{task.path() + "/.cache/sbx"}));
+}
+
 // A cache below a shared directory is no place for state (StateDir.AHomeBelowTmpIsRefused), so
 // no candidate either: nothing is made there.
 TEST(CandidateStateDirs, NothingIsMadeBelowASharedDirectory) {

@@ -52,6 +52,9 @@ struct Sources {
   std::string root_run;        // root: "/run" when it is root's and not writable by others
   std::string xdg_cache_home;  // the last resort of callers that want one (bwrap)
   std::string home;
+  // The home directory passwd(5) gives this uid: a run started with another HOME (an agent
+  // harness that sets one per task) must still keep the usual home's state read-only.
+  std::string passwd_home;
 };
 
 // "<dir>" and "<name>" of a path ("name" alone is in ".").
@@ -232,10 +235,9 @@ inline Sources current_sources() {
   sources.xdg_runtime_dir = env_or_empty("XDG_RUNTIME_DIR");
   sources.xdg_cache_home = env_or_empty("XDG_CACHE_HOME");
   sources.home = env_or_empty("HOME");
-  if (sources.home.empty()) {
-    if (const passwd* pw = ::getpwuid(sources.uid); pw != nullptr && pw->pw_dir != nullptr)
-      sources.home = pw->pw_dir;
-  }
+  if (const passwd* pw = ::getpwuid(sources.uid); pw != nullptr && pw->pw_dir != nullptr)
+    sources.passwd_home = pw->pw_dir;
+  if (sources.home.empty()) sources.home = sources.passwd_home;
   // root: /run (root-owned, not writable by others) holds state no sandbox is given write
   // access to by any shipped preset. Only such a /run is used.
   struct stat st {};
@@ -343,8 +345,9 @@ inline Result<std::string> state_dir(const Sources& sources, const std::string& 
 // not use (~/.cache/sbx with HOME writable while XDG_RUNTIME_DIR is in use) could plant a state
 // directory there that a later run without XDG_RUNTIME_DIR finds private and trusts: only the
 // directory itself tells, and a command of this user makes it this user's own, mode 0700.
+//  - the passwd home's ~/.cache/sbx when HOME names another directory.
 // Not covered: a location a later run is given by a variable this run does not have (another
-// XDG_RUNTIME_DIR, XDG_CACHE_HOME or HOME).
+// XDG_RUNTIME_DIR, XDG_CACHE_HOME, or a HOME that is neither this one nor passwd's).
 inline std::vector<std::string> candidate_state_dirs(
     const Sources& sources, const std::vector<std::string>& runtime_names) {
   std::vector<std::string> out;
@@ -368,6 +371,17 @@ inline std::vector<std::string> candidate_state_dirs(
     one.xdg_cache_home = cache_home;  // "": ~/.cache
     if (!cache_home.empty() && cache_home.front() != '/') continue;
     const Result<std::string> base = cache_base(one);
+    if (base.ok()) add(*base + "/sbx");
+  }
+  // The passwd home's ~/.cache/sbx too, when HOME names another directory (red team round 4:
+  // a run with HOME set elsewhere and the usual home writable moved that state aside, and
+  // every later run with the usual HOME failed).
+  if (!sources.passwd_home.empty() && sources.passwd_home.front() == '/' &&
+      sources.passwd_home != sources.home) {
+    Sources usual = sources;
+    usual.xdg_cache_home.clear();
+    usual.home = sources.passwd_home;
+    const Result<std::string> base = cache_base(usual);
     if (base.ok()) add(*base + "/sbx");
   }
   return out;
