@@ -19,9 +19,9 @@
 
 #include "cli.hpp"
 #include "extras.hpp"
-#include "suggest.hpp"
 #include "sbx/core/runtime.hpp"
 #include "sbx/core/spawn.hpp"
+#include "suggest.hpp"
 
 namespace {
 
@@ -51,8 +51,8 @@ int usage_error(CLI::App& app, const CLI::ParseError& error, int argc, char** ar
   std::string where = "sbx";
   const CLI::App* sub = app.get_subcommands().empty() ? nullptr : app.get_subcommands()[0];
   if (sub != nullptr) where += " " + sub->get_name();
-  const int code = sub != nullptr && sub->get_name() == "exec" ? sbx::kExitSbxFailure
-                                                               : sbx::kExitInvalidInput;
+  const int code =
+      sub != nullptr && sub->get_name() == "exec" ? sbx::kExitSbxFailure : sbx::kExitInvalidInput;
   const std::vector<std::string> args(argv + std::min(argc, 1), argv + argc);
   if (std::optional<sbx::cli::Misspelling> wrong = sbx::cli::find_misspelling(app, args)) {
     sbx::cli::fail(wrong->message);
