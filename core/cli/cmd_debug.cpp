@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "cli.hpp"
-#include "suggest.hpp"
 #include "sbx/core/run.hpp"
+#include "suggest.hpp"
 
 namespace sbx::cli {
 namespace {

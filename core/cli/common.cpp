@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "cli.hpp"
-#include "suggest.hpp"
 #include "sbx/core/environment.hpp"
 #include "sbx/core/logging.hpp"
 #include "sbx/core/runtime.hpp"
+#include "suggest.hpp"
 
 namespace sbx::cli {
 
