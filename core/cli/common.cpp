@@ -14,6 +14,7 @@
 #include "sbx/core/logging.hpp"
 #include "sbx/core/runtime.hpp"
 #include "sbx/core/spawn.hpp"
+#include "suggest.hpp"
 
 namespace sbx::cli {
 
@@ -41,11 +42,16 @@ int fail(const Error& error, std::string_view todo) {
   return exit_code_for(error.kind);
 }
 
+CLI::Validator known_backend_names() {
+  return completion_values({std::begin(kDefaultBackendOrder), std::end(kDefaultBackendOrder)});
+}
+
 void add_global_options(CLI::App& app, GlobalOptions& options) {
   app.add_option("--backends", options.backends,
                  "Backends to consider, in preference order (comma-separated names, e.g. "
                  "bwrap,landlock). Default: every loaded backend")
       ->delimiter(',')
+      ->check(known_backend_names())
       ->type_name("NAME[,NAME...]");
   app.add_option("--plugin-dir", options.plugin_dirs,
                  "Extra directory to load backend plugins from, after the trusted default. The "

@@ -156,6 +156,55 @@ class VersionHelp(SbxTestCase):
         self.assert_exit(result, 125)
         self.assert_house_error(result)
 
+    def test_typos_name_the_closest_match_and_the_usage(self):
+        """An unknown verb, option or fixed value is named with the closest known one and the
+        usage line of its verb (core/cli/README.md, "Typos"); exit 2, 125 under exec."""
+        cases = [
+            (["exce", "--", "/bin/true"], 2,
+             "sbx: unknown command 'exce'; did you mean 'exec'?", "Usage: sbx exec "),
+            (["expalin"], 2, "sbx: unknown command 'expalin'; did you mean 'explain'?",
+             "Usage: sbx explain "),
+            (["policy", "chek"], 2,
+             "sbx: unknown command 'chek' for 'sbx policy'; did you mean 'check'?",
+             "Usage: sbx policy check "),
+            (["exec", "--polcy", "x.json", "--", "/bin/true"], 125,
+             "sbx: unknown option '--polcy' for 'sbx exec'; did you mean '--policy'?",
+             "Usage: sbx exec "),
+            (["explain", "--sandbx", "auto"], 2,
+             "sbx: unknown option '--sandbx' for 'sbx explain'; did you mean '--sandbox'?",
+             "Usage: sbx explain "),
+            (["policy", "show", "--prest", "read-only"], 2,
+             "sbx: unknown option '--prest' for 'sbx policy show'; did you mean '--preset'?",
+             "Usage: sbx policy show "),
+            (["exec", "--preset", "workspace-wrte", "--", "/bin/true"], 125,
+             "sbx: unknown value 'workspace-wrte' for --preset; did you mean 'workspace-write'?",
+             "Usage: sbx exec "),
+            (["debug", "bwrap", "--network", "enbled", "--", "/bin/true"], 2,
+             "sbx: unknown value 'enbled' for --network; did you mean 'enabled'?",
+             "Usage: sbx debug "),
+        ]
+        for args, code, first, usage in cases:
+            with self.subTest(args=args):
+                result = sbx(*args)
+                self.assert_exit(result, code)
+                self.assertEqual(result.stderr.splitlines()[0], first, describe(result))
+                self.assertTrue(result.stderr.splitlines()[1].startswith(usage), describe(result))
+
+    def test_typo_with_nothing_close_is_the_plain_error(self):
+        result = sbx("frobnicate")
+        self.assert_exit(result, 2)
+        self.assertEqual(result.stderr.splitlines()[0],
+                         "sbx: unknown command 'frobnicate'; run 'sbx --help' for the list")
+        result = sbx("exec", "--no-such-option", "--", "/bin/true")
+        self.assertEqual(result.stderr.splitlines()[0], "sbx: unknown option '--no-such-option' "
+                         "for 'sbx exec'; run 'sbx exec --help' for the options")
+
+    def test_words_after_dash_dash_are_the_command(self):
+        # "--polcy" after "--" is the command's argument, not a misspelt option.
+        result = sbx("exec", "--dry-run", "--preset", "read-only", "--", "/bin/echo", "--polcy")
+        self.assert_exit(result, 0)
+        self.assertIn("--polcy", result.stdout)
+
     def test_policy_without_check_or_show_is_usage_error(self):
         self.assert_exit(sbx("policy"), 2)
 

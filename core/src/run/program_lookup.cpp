@@ -139,10 +139,10 @@ TrustedProgram judge_path(TrustedProgram out, const std::string& shown, const st
 TrustedProgram in_path_directory(TrustedProgram found, const std::string& shown,
                                  const std::vector<std::string>& entries) {
   if (!found.path || in_searched_directory(found.real_path, entries)) return found;
-  return refuse(std::move(found), "'" + shown + "' is the file " + found.real_path +
-                                      ", outside the PATH directories searched (" +
-                                      found.trusted_path_env +
-                                      "): only programs installed there run without a sandbox");
+  std::string why = "'" + shown + "' is the file " + found.real_path +
+                    ", outside the PATH directories searched (" + found.trusted_path_env +
+                    "): only programs installed there run without a sandbox";
+  return refuse(std::move(found), std::move(why));
 }
 
 // A symlink below a checked directory: what it leads to must be unplantable on every step (or,
