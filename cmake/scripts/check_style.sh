@@ -16,7 +16,7 @@ cd "$root"
 patterns=('*.c' '*.cc' '*.cpp' '*.h' '*.hpp' ':!:tests/fixtures/**' ':!:tests/golden/**')
 # Product code for clang-tidy: what is shipped or linked into what is shipped; tests and
 # benchmarks are left to the compilers' -Werror (gtest macros make most checks noisy there).
-product_dirs='core|plugins|sdk|bindings'
+product_dirs='core|plugins|sdk|bindings|linux|stage2'
 
 case "${1:-}" in
   patterns)
