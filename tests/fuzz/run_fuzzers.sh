@@ -30,8 +30,10 @@ for target in "${targets[@]}"; do
   seeds=()
   [[ -d "tests/fuzz/$area/corpus" ]] && seeds=("tests/fuzz/$area/corpus")
   echo "run_fuzzers: $name for ${seconds}s"
+  # A crashing input is written next to the log (not into the caller's directory) and printed
+  # below, so a failure in CI can be reproduced from its log alone.
   "$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-    "$logs/$name.work" "${seeds[@]}" >"$logs/$name.log" 2>&1 &
+    -artifact_prefix="$logs/$name." "$logs/$name.work" "${seeds[@]}" >"$logs/$name.log" 2>&1 &
   pids+=($!)
 done
 failed=0
@@ -44,6 +46,13 @@ for i in "${!targets[@]}"; do
   if ((rc != 0)); then
     echo "run_fuzzers: $name failed (exit $rc); full log:" >&2
     cat "$logs/$name.log" >&2
+    for artifact in "$logs/$name."{crash,leak,timeout,oom}-*; do
+      [[ -f "$artifact" ]] || continue
+      echo "run_fuzzers: input $(basename "$artifact"), base64 (reproduce with" \
+        "base64 -d > input && $target input):" >&2
+      base64 -w0 "$artifact" >&2
+      echo >&2
+    done
     failed=1
   fi
 done
