@@ -47,6 +47,7 @@ struct DirectLaunch {
   std::vector<stage2::PlannedMount> planned;
   bool private_network = false;
   std::string command;
+  int cancel_fd = -1;  // the run's (RunContext::cancel_fd): never closed here
 
   DirectLaunch() = default;
   DirectLaunch(const DirectLaunch&) = delete;
@@ -141,7 +142,8 @@ Status prepare_direct(const std::vector<std::string>& supervised_argv, DirectLau
 struct DirectOutcome {
   std::string status_text;              // what --json-status-fd carried
   std::optional<PauseVerdict> refused;  // the pause-point check failed: the sandbox was killed
-  bool released = false;  // the pause point passed: bwrap went on to start the command
+  bool released = false;   // the pause point passed: bwrap went on to start the command
+  bool cancelled = false;  // the run's cancel_fd ended the sandbox
 };
 
 // The watcher of a direct run: learns the sandbox's PID 1, checks the sandbox at the pause
@@ -165,11 +167,12 @@ Result<DirectOutcome> watch_direct_run(pid_t bwrap, int signal_fd, int status_fd
     const bool watch_pause = init > 0 && launch.pause_write >= 0 && !out.refused;
     // Served by this loop until the supervisor hands its listener to a thread (-1 from then on).
     const int unix_fd = supervisor ? supervisor->poll_fd() : -1;
-    std::array<pollfd, 5> fds{{{signal_fd, POLLIN, 0},
+    std::array<pollfd, 6> fds{{{signal_fd, POLLIN, 0},
                                {exit_fd, POLLIN, 0},
                                {status_fd, POLLIN, 0},
                                {watch_pause ? launch.pause_write : -1, POLLOUT, 0},
-                               {unix_fd, POLLIN, 0}}};
+                               {unix_fd, POLLIN, 0},
+                               {out.cancelled ? -1 : launch.cancel_fd, POLLIN, 0}}};
     if (poll(fds.data(), fds.size(), watch_timeout(forwarder, exit_fd)) < 0 && errno != EINTR) {
       failed = Error{std::string("poll failed: ") + std::strerror(errno)};
       break;
@@ -208,6 +211,10 @@ Result<DirectOutcome> watch_direct_run(pid_t bwrap, int signal_fd, int status_fd
       }
     }
     if (fds[4].revents != 0) supervisor->serve();
+    if (fds[5].revents != 0) {
+      end_sandbox(bwrap, init_pidfd);
+      out.cancelled = true;
+    }
     if (fds[0].revents != 0) drain_signals(signal_fd, &forwarder);
     forwarder.deliver_held();
   }
@@ -249,6 +256,7 @@ Result<ExitStatus> run_direct_launch(const ExecPlan& plan,
                                      const RunContext& run, std::vector<UnixRefusal>* refusals) {
   DirectLaunch launch;
   launch.unix_rules = std::move(rules);
+  launch.cancel_fd = run.cancel_fd();
   if (Status prepared = prepare_direct(supervised_argv, launch); !prepared.ok()) {
     for (int fd : {pipes.report[1], pipes.info[1], pipes.info[0]}) close(fd);
     return Error{prepared.error()};
@@ -274,7 +282,8 @@ Result<ExitStatus> run_direct_launch(const ExecPlan& plan,
                                  run.child_hook(),
                                  launch.channel_child,
                                  launch.scope_ruleset,
-                                 launch.unix_rules.private_network},
+                                 launch.unix_rules.private_network,
+                                 run.stdio_fds()},
                                 fork_errno);
   pthread_sigmask(SIG_SETMASK, &watching, nullptr);
   launch.close_after_fork();
@@ -313,12 +322,11 @@ Result<ExitStatus> run_direct_launch(const ExecPlan& plan,
   ExitStatus status;
   if (!child::reap(pid, status))
     return Error{std::string("bwrap: waitpid failed: ") + std::strerror(errno)};
-  if (failed) return report_failure(plan, failure);
+  const int err_fd = run.stdio_fd(2);
+  if (failed) return report_failure(plan, failure, err_fd);
   if (outcome->refused) {
-    const std::string message =
-        "sbx: bwrap: " + outcome->refused->message + "; the command did not run\n";
-    std::fputs(message.c_str(), stderr);
-    std::fflush(stderr);
+    print_message(err_fd,
+                  "sbx: bwrap: " + outcome->refused->message + "; the command did not run\n");
     ExitStatus refused;
     refused.exit_code = outcome->refused->exit_code;
     return refused;
@@ -328,8 +336,9 @@ Result<ExitStatus> run_direct_launch(const ExecPlan& plan,
   // whole cgroup after the grace period, bwrap included, and so may the OOM killer or a
   // SIGKILL from outside. That end is the run's, reported as stage 2 reports it: 128 + N.
   if (!parse_json_status(outcome->status_text).exit_code) {
+    if (outcome->cancelled) return ended_by_cancel();
     if (outcome->released && status.signal != 0) return status;
-    return report_bwrap_failure(status);
+    return report_bwrap_failure(status, err_fd);
   }
   return status;
 }

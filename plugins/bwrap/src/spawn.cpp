@@ -69,7 +69,7 @@ Result<int> open_signal_fd(sigset_t& previous) {
 Result<ExitStatus> launch_and_watch(const ExecPlan& plan, const launch::Pipes& pipes, int signal_fd,
                                     const RunContext& run, std::vector<UnixRefusal>* refusals) {
   if (launch::direct_launch_supported()) {
-    if (Status inherited = launch::check_inherited_descriptors(); !inherited.ok()) {
+    if (Status inherited = launch::check_inherited_descriptors(run.stdio_fds()); !inherited.ok()) {
       for (int fd : {pipes.report[1], pipes.info[1], pipes.info[0]}) close(fd);
       return Error{inherited.error()};
     }

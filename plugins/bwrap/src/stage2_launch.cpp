@@ -75,8 +75,9 @@ bool has_proc_mount(const std::vector<std::string>& argv) {
 // the environment on kEnvFd, and stage 2 told where its ready pipe and mount list are. The
 // mount list needs a procfs inside (stage 2 reads /proc/self/mountinfo); with the empty-/proc
 // fallback there is none, and only the descriptors guard the binds.
-Status prepare_launch(const ExecPlan& plan, Stage2Launch& launch) {
-  if (Status inherited = check_inherited_descriptors(); !inherited.ok()) return inherited;
+Status prepare_launch(const ExecPlan& plan, const RunContext& run, Stage2Launch& launch) {
+  if (Status inherited = check_inherited_descriptors(run.stdio_fds()); !inherited.ok())
+    return inherited;
   SupervisedArgv supervised = take_supervisor_options(plan.argv);
   launch.unix_rules = std::move(supervised.rules);
   Result<BoundArgv> bound = bind_sources_by_fd(supervised.argv);
@@ -131,10 +132,13 @@ bool stage2_started(int ready_read) {
 // bwrap's end is watched through a pidfd as well as SIGCHLD: in a process with other threads
 // (an agent embedding libsbx) a thread that does not block SIGCHLD may take it, and the
 // signalfd alone would then wait forever. Without pidfds (Linux < 5.3) a 100 ms poll bounds it.
-Status watch_stage2_run(pid_t bwrap, int signal_fd, int info_fd, UnixSupervisor* supervisor) {
+// The run's cancel_fd ends the sandbox (end_sandbox); `cancelled` says it did.
+Status watch_stage2_run(pid_t bwrap, int signal_fd, int info_fd, UnixSupervisor* supervisor,
+                        int cancel_fd, bool& cancelled) {
   SignalForwarder forwarder;
   std::string info;
   const int exit_fd = pidfd_open_raw(bwrap);
+  int init_pidfd = -1;  // PID 1 (sbx-stage2), once bwrap has said which it is
   Status failed;
   for (;;) {
     Result<bool> ended = child_ended(bwrap);
@@ -145,8 +149,11 @@ Status watch_stage2_run(pid_t bwrap, int signal_fd, int info_fd, UnixSupervisor*
     if (*ended) break;
     // A negative descriptor is skipped by poll: info once closed, the listener once handed on.
     const int unix_fd = supervisor ? supervisor->poll_fd() : -1;
-    std::array<pollfd, 4> fds{
-        {{signal_fd, POLLIN, 0}, {exit_fd, POLLIN, 0}, {info_fd, POLLIN, 0}, {unix_fd, POLLIN, 0}}};
+    std::array<pollfd, 5> fds{{{signal_fd, POLLIN, 0},
+                               {exit_fd, POLLIN, 0},
+                               {info_fd, POLLIN, 0},
+                               {unix_fd, POLLIN, 0},
+                               {cancelled ? -1 : cancel_fd, POLLIN, 0}}};
     if (poll(fds.data(), fds.size(), watch_timeout(forwarder, exit_fd)) < 0 && errno != EINTR) {
       failed = Error{std::string("poll failed: ") + std::strerror(errno)};
       break;
@@ -155,14 +162,22 @@ Status watch_stage2_run(pid_t bwrap, int signal_fd, int info_fd, UnixSupervisor*
       close(info_fd);
       info_fd = -1;
       // bwrap writes the JSON in one go right after clone and then closes the pipe.
-      if (std::optional<pid_t> pid = parse_child_pid(info)) forwarder.aim_at_init(*pid);
+      if (std::optional<pid_t> pid = parse_child_pid(info)) {
+        forwarder.aim_at_init(*pid);
+        init_pidfd = pidfd_open_raw(*pid);
+      }
     }
     if (fds[3].revents != 0) supervisor->serve();
+    if (fds[4].revents != 0) {
+      end_sandbox(bwrap, init_pidfd);
+      cancelled = true;
+    }
     if (fds[0].revents != 0) drain_signals(signal_fd, &forwarder);
     forwarder.deliver_held();
   }
   forwarder.stop();
   if (exit_fd >= 0) close(exit_fd);
+  if (init_pidfd >= 0) close(init_pidfd);
   if (info_fd >= 0) close(info_fd);
   return failed;
 }
@@ -172,7 +187,7 @@ Status watch_stage2_run(pid_t bwrap, int signal_fd, int info_fd, UnixSupervisor*
 Result<ExitStatus> run_stage2_launch(const ExecPlan& plan, const Pipes& pipes, int signal_fd,
                                      const RunContext& run, std::vector<UnixRefusal>* refusals) {
   Stage2Launch launch;
-  if (Status prepared = prepare_launch(plan, launch); !prepared.ok()) {
+  if (Status prepared = prepare_launch(plan, run, launch); !prepared.ok()) {
     for (int fd : {pipes.report[1], pipes.info[1], pipes.info[0]}) close(fd);
     return Error{prepared.error()};
   }
@@ -198,7 +213,8 @@ Result<ExitStatus> run_stage2_launch(const ExecPlan& plan, const Pipes& pipes, i
                    run.child_hook(),
                    launch.channel_child,
                    -1,
-                   launch.unix_rules.private_network},
+                   launch.unix_rules.private_network,
+                   run.stdio_fds()},
                   fork_errno);
   pthread_sigmask(SIG_SETMASK, &watching, nullptr);
   // Only bwrap may hold these: in sbx they are closed now (bind sources included).
@@ -225,7 +241,9 @@ Result<ExitStatus> run_stage2_launch(const ExecPlan& plan, const Pipes& pipes, i
   // now, while bwrap sets the sandbox up (not before the vfork, whose child would copy the
   // descriptors that work holds).
   run.run_started();
-  Status watched = watch_stage2_run(pid, signal_fd, pipes.info[0], supervisor.get());
+  bool cancelled = false;
+  Status watched =
+      watch_stage2_run(pid, signal_fd, pipes.info[0], supervisor.get(), run.cancel_fd(), cancelled);
   // bwrap has ended, and the whole sandbox with it (its PID 1 is gone).
   if (supervisor) {
     supervisor->stop();
@@ -235,8 +253,9 @@ Result<ExitStatus> run_stage2_launch(const ExecPlan& plan, const Pipes& pipes, i
   ExitStatus status;
   if (!child::reap(pid, status))
     return Error{std::string("bwrap: waitpid failed: ") + std::strerror(errno)};
-  if (failed) return report_failure(plan, failure);
-  if (!stage2_started(launch.ready_read)) return report_bwrap_failure(status);
+  if (failed) return report_failure(plan, failure, run.stdio_fd(2));
+  if (!stage2_started(launch.ready_read))
+    return cancelled ? ended_by_cancel() : report_bwrap_failure(status, run.stdio_fd(2));
   return status;
 }
 
