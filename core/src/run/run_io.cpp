@@ -434,6 +434,9 @@ Result<std::unique_ptr<RunStdio>> RunStdio::open(std::array<StdioSpec, 3> specs)
         state->child_owned.push_back(fds[1]);
         auto& capture = state->captures[static_cast<std::size_t>(which)];
         capture.emplace();
+        // Address space only (pages are touched as bytes come): no copy as the capture grows,
+        // up to 1 MiB.
+        capture->bytes.reserve(std::min<std::size_t>(spec.max_bytes, 1 << 20));
         OutputReader& reader = state->readers[static_cast<std::size_t>(which - 1)];
         reader.fd = fds[0];
         reader.capture = &*capture;
