@@ -861,6 +861,16 @@ Status check_inherited_descriptors(const std::array<int, 3>& stdio) {
   return {};
 }
 
+// A descriptor of sbx's at 0, 1 or 2 is replaced by a close-on-exec copy at 3 or above (the
+// original closed). False (errno set) when it cannot be.
+bool lift_above_stdio(UniqueFd& fd) {
+  if (fd.get() < 0 || fd.get() > 2) return true;
+  const int copy = ::fcntl(fd.get(), F_DUPFD_CLOEXEC, 3);
+  if (copy < 0) return false;
+  fd.reset(copy);
+  return true;
+}
+
 // sbx's own message about the run, on the command's stderr (-1: none).
 void print_message(int err_fd, const std::string& message) {
   if (err_fd < 0) return;
@@ -1047,6 +1057,23 @@ Result<ExitStatus> run_landlock(const LandlockLaunch& launch, const LaunchOption
   // Read once the supervisor has ended, never waited on.
   if (::fcntl(report_read.get(), F_SETFL, O_NONBLOCK) != 0)
     return Error{std::string("landlock: pipe: ") + std::strerror(errno)};
+  // The supervisor makes the command's stdio its own 0-2 (place_stdio), over whatever is there,
+  // so none of the descriptors it keeps may be one of 0-2: they are when this process runs with
+  // one of them closed. Such a one is moved up first.
+  int cancel_fd = options.cancel_fd;
+  UniqueFd cancel_copy;
+  if (cancel_fd >= 0 && cancel_fd <= 2) {
+    cancel_copy.reset(::fcntl(cancel_fd, F_DUPFD_CLOEXEC, 3));
+    cancel_fd = cancel_copy.get();
+  }
+  bool lifted = cancel_fd >= 0 || options.cancel_fd < 0;
+  for (UniqueFd* fd :
+       {&*ruleset, &guard->child_end, &guard->supervisor_end, &guard->refusal_write, &report_write})
+    lifted = lift_above_stdio(*fd) && lifted;
+  for (UniqueFd& root : guard->roots) lifted = lift_above_stdio(root) && lifted;
+  if (!lifted)
+    return Error{std::string("landlock: cannot move a descriptor above 2: ") +
+                 std::strerror(errno)};
   const std::vector<char*> argv = child::c_string_array(launch.command);
   const std::vector<char*> envp = child::c_string_array(options.env);
   // Unix datagram sockets are the guard's to take (seccomp_filter.hpp): the guarded variant.
@@ -1085,16 +1112,8 @@ Result<ExitStatus> run_landlock(const LandlockLaunch& launch, const LaunchOption
                            0};
   std::vector<int> own = {report_write.get(),         ruleset->get(),
                           guard->child_end.get(),     guard->supervisor_end.get(),
-                          guard->refusal_write.get(), options.cancel_fd};
+                          guard->refusal_write.get(), cancel_fd};
   own.insert(own.end(), root_fds.begin(), root_fds.end());
-  // The supervisor makes the command's stdio its 0-2 (place_stdio): none of its own may be
-  // there, which happens only when this process runs with one of 0-2 closed.
-  for (int fd : own) {
-    if (fd >= 0 && fd <= 2)
-      return Error{"landlock: descriptor " + std::to_string(fd) +
-                   " of this process is closed, and sbx's own descriptors would take its place; "
-                   "open it (on /dev/null) before running commands"};
-  }
   std::vector<int> keep = {0, 1, 2};
   for (int fd : own) {
     if (fd >= 0) keep.push_back(fd);
@@ -1102,7 +1121,7 @@ Result<ExitStatus> run_landlock(const LandlockLaunch& launch, const LaunchOption
   std::sort(keep.begin(), keep.end());
   Supervision supervision{&args,         report_write.get(),   guard->supervisor_end.get(),
                           ::getpid(),    keep.data(),          keep.size(),
-                          &guard_launch, options.stdio.data(), options.cancel_fd};
+                          &guard_launch, options.stdio.data(), cancel_fd};
   constexpr std::size_t kSupervisorStack = 256 * 1024;
   void* stack = ::mmap(nullptr, kSupervisorStack, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);

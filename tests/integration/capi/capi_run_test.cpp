@@ -5,7 +5,8 @@
 //    marked as truncated in the report;
 //  - a pipe read while the command runs (and a pipe written to its stdin at the same time);
 //  - stdin from memory, also more than a pipe holds;
-//  - a caller's close-on-exec descriptor handed to the command, /dev/null;
+//  - a caller's close-on-exec descriptor handed to the command, /dev/null; a closed stdin stays
+//    closed;
 //  - names added to and removed from the environment, under the policy's rules (a secret added
 //    per call is still taken away);
 //  - a time-out and a cancel from another thread end the whole process tree (no process of it
@@ -394,6 +395,44 @@ TEST_P(CApiRun, ACallersCloseOnExecDescriptorAndNullAreHandedOver) {
   ASSERT_TRUE(o.ok) << describe(o);
   EXPECT_EQ(exit_code(o), 0) << describe(o);
   EXPECT_EQ(text, "via-fd\n");
+}
+
+// This process's stdin closed: the command has none either, and none of sbx's own descriptors
+// (a capture's pipe, the launcher's) takes its place, whatever number they get here.
+TEST_P(CApiRun, AClosedStdinStaysClosedForTheCommand) {
+  // Made while 0 is open, so that they are not there themselves.
+  int out[2];
+  ASSERT_EQ(::pipe2(out, O_CLOEXEC), 0);
+  const int saved = ::fcntl(0, F_DUPFD_CLOEXEC, 10);
+  ASSERT_GE(saved, 0);
+  ::close(0);
+  Command run({"/bin/sh", "-c", "if [ -e /proc/self/fd/0 ]; then echo open; else echo closed; fi"});
+  run.capture(1);
+  const Outcome o = run_to_end(run);
+  // sbx_exec: no pipe or timer of the run's takes 0 first; the launcher's own descriptors (its
+  // report pipe, the Landlock ruleset, ...) would, and are moved up. Its stdout is this
+  // process's, for a moment a pipe.
+  const int saved_out = ::fcntl(1, F_DUPFD_CLOEXEC, 10);
+  ASSERT_EQ(::dup2(out[1], 1), 1);
+  ::close(out[1]);
+  const char* argv[] = {"/bin/sh", "-c",
+                        "if [ -e /proc/self/fd/0 ]; then echo open; else echo closed; fi", nullptr};
+  const unsigned flags = GetParam() == "none" ? SBX_EXEC_ALLOW_UNSANDBOXED : 0;
+  sbx_error* error = nullptr;
+  char* report = lib_->exec(manager_, kPolicy, dir_.c_str(), argv, nullptr, flags, &error);
+  ASSERT_EQ(::dup2(saved_out, 1), 1);
+  ::close(saved_out);
+  ASSERT_EQ(::dup2(saved, 0), 0);
+  ::close(saved);
+  const std::string exec_out = read_until_eof(out[0]);
+  ::close(out[0]);
+  const std::string exec_report = report != nullptr ? report : lib_->error_message(error);
+  lib_->string_free(report);
+  lib_->error_free(error);
+  EXPECT_EQ(exec_out, "closed\n") << exec_report;
+  ASSERT_TRUE(o.ok) << describe(o);
+  EXPECT_EQ(exit_code(o), 0) << describe(o);
+  EXPECT_EQ(o.out, "closed\n") << describe(o);
 }
 
 TEST_P(CApiRun, EnvironmentNamesAreAddedAndRemovedUnderThePolicysRules) {
