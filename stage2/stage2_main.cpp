@@ -5,6 +5,8 @@
 //   sbx-stage2 --net proxy --proxy-port PORT --proxy-socket PATH [--env KEY=VALUE]... -- ...
 //              (bwrap mode, either form: [--write-layer [--write-root PATH]...])
 //   sbx-stage2 --write-layer-exec [--write-root PATH]... -- /abs/command [ARG]...
+//              (bwrap mode and --write-layer-exec, in builds with tests only: [--trace-fd N],
+//              the confinement order's trace, linux/confine/steps.hpp)
 //   sbx-stage2 --landlock MIN_ABI [--ll-fs restricted|unrestricted] [--ll-read PATH]...
 //              [--ll-write PATH]... [--ll-dev PATH]... [--ll-list PATH]...
 //              [--ll-scope-abstract-unix on|off] [--parent-pid PID]
@@ -28,19 +30,24 @@
 // a plan run by hand (the plan's argv names sbx-stage2). --parent-pid ties it to the process
 // that started it: when that dies, so does this one, and with it the whole run.
 //
-// bwrap mode, in order: sets no_new_privs, verifies it holds no capability, installs the seccomp
-// filter (precompiled at build time, seccomp_programs.hpp: building it with libseccomp cost every
-// run several milliseconds, loading the data costs microseconds), then runs the command by absolute
-// path with exactly the --env environment (plus the entries read from --env-fd, or stage 2's own
-// environment with --env-environ: env_block.hpp says why secrets do not travel as arguments). Any
-// failed step prints "sbx-stage2: <step>: <reason>" and exits 125; the command never runs. Exec
-// failures: 127 (not found), 126 (not executable).
+// bwrap mode, in the order of linux/confine/order.hpp (stage 2's rows; confine_command): checks
+// bwrap's mounts, sets no_new_privs, verifies it holds no capability and, in a private network
+// namespace, that it holds only `lo`, starts the proxy relay, enters the Landlock scope and write
+// layer, installs the seccomp filter (precompiled at build time, seccomp_programs.hpp: building
+// it with libseccomp cost every run several milliseconds, loading the data costs microseconds),
+// then runs the command by absolute path with exactly the --env environment (plus the entries read
+// from --env-fd, or stage 2's own environment with --env-environ: env_block.hpp says why secrets do
+// not travel as arguments). Any failed step prints "sbx-stage2: <step>: <reason>" and exits 125;
+// the command never runs. Exec failures: 127 (not found), 126 (not executable).
 //
 // PID 1: bwrap runs it with --as-pid-1, so it is the init of the sandbox's pid namespace. It
 // then forks the command, forwards the usual terminal and job-control signals to it, reaps every
 // orphan re-parented to it, and exits with the command's status (128+N if it died of signal N;
-// init cannot re-raise a fatal signal on itself). When it exits, the kernel kills whatever else
-// is left in the namespace, so no grandchild outlives the command.
+// init cannot re-raise a fatal signal on itself, and bwrap folds one into 128+N anyway). So that
+// sbx can report a signal as a signal, PID 1 then writes N as one byte after the ready byte on
+// --ready-fd (sbx trusts it only when bwrap's exit code is 128+N). When it exits, the kernel
+// kills whatever else is left in the namespace, so no grandchild outlives the command.
+#include <fcntl.h>
 #include <linux/capability.h>
 #include <net/if.h>
 #include <signal.h>
@@ -64,11 +71,13 @@
 #include "sbx/sdk/posix_child.hpp"
 #include "seccomp_filter.hpp"
 #include "seccomp_programs.hpp"
+#include "steps.hpp"
 #include "write_layer.hpp"
 
 namespace {
 
 namespace child = sbx::sdk::posix_child;
+namespace confine = sbx::confine;
 
 constexpr int kExitFailure = sbx::sdk::kExitSandboxFailure;
 constexpr int kForwarded[] = {SIGHUP,   SIGINT,  SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2,
@@ -92,6 +101,7 @@ struct Options {
   int mounts_fd = -1;            // bwrap mode: the planned mounts to verify (bwrap_checks.hpp)
   bool write_layer = false;      // --write-layer: enter it before the command
   std::vector<std::string> writable_roots;  // --write-root: what the layer lets be written
+  int trace_fd = -1;  // --trace-fd (checked builds): the confinement order's trace (steps.hpp)
   // command and env as execve takes them, pointing into those two; built once parsing is
   // done (prepare_exec), before any fork: a forked child may not allocate.
   std::vector<char*> exec_argv;
@@ -155,6 +165,20 @@ std::vector<std::string> own_environment() {
   return entries;
 }
 
+// --trace-fd, checked builds only (linux/confine/steps.hpp): sbx hands its trace on; made
+// close-on-exec here, so the command never holds it.
+int parse_trace_fd(const std::string& value) {
+  const int fd = confine::adopt_trace_fd(parse_fd("--trace-fd", value));
+  if (fd < 0) fail("arguments", "--trace-fd " + value + " is not an open descriptor");
+  return fd;
+}
+
+// Each step, once performed, against the confinement order (checked builds; steps.hpp):
+// out of order, the command does not run.
+void step_done(confine::ConfinementSteps& steps, confine::Step step) {
+  if (!steps.done(step)) fail("confinement order", "a step out of order (see above)");
+}
+
 std::string parse_write_root(const std::string& value) {
   if (value.empty() || value.front() != '/')
     fail("arguments", "--write-root expects an absolute path, got '" + value + "'");
@@ -208,6 +232,8 @@ Options parse(int argc, char** argv) {
       o.env.insert(o.env.end(), block.begin(), block.end());
     } else if (arg == "--write-root") {
       o.writable_roots.push_back(parse_write_root(value));
+    } else if (confine::kChecked && arg == "--trace-fd") {
+      o.trace_fd = parse_trace_fd(value);
     } else {
       fail("arguments", "unknown option '" + arg + "'");
     }
@@ -238,8 +264,10 @@ void verify_no_capabilities() {
 // Only stdin, stdout and stderr reach the command: whatever bwrap or a step of stage 2 may have
 // left open without close-on-exec (a ruleset, a listener) is closed at execve. Then execve, and
 // if it fails, 127 (not found) or 126 (not executable) with the reason on stderr.
-[[noreturn]] void exec_command(const Options& o) {
+[[noreturn]] void exec_command(const Options& o, confine::ConfinementSteps& steps) {
   child::close_on_exec_all_but(nullptr, 0);
+  step_done(steps, confine::Step::kDescriptors);
+  step_done(steps, confine::Step::kExec);
   ::execve(o.exec_argv[0], o.exec_argv.data(), o.exec_envp.data());
   const int err = errno;
   std::fprintf(stderr, "sbx-stage2: exec: %s: %s\n", o.exec_argv[0], std::strerror(err));
@@ -271,11 +299,15 @@ void catch_forwarded_signals() {
 
 // The command's child of PID 1: async-signal-safe only (the toolkit's child side). Default
 // dispositions again before the mask is emptied, so a signal arriving before execve acts on the
-// command, not on the no-op handler; a failed execve goes to PID 1 over `report_fd`.
-[[noreturn]] void exec_command_from_init(const Options& o, int report_fd) {
+// command, not on the no-op handler; a failed execve goes to PID 1 over `report_fd`. A step
+// out of the confinement order (its message is printed) ends it with 125.
+[[noreturn]] void exec_command_from_init(const Options& o, int report_fd,
+                                         confine::ConfinementSteps& steps) {
   child::reset_signal_dispositions();
   child::close_on_exec_all_but(nullptr, 0);
+  if (!steps.done(confine::Step::kDescriptors)) ::_exit(kExitFailure);
   child::unblock_all_signals();
+  if (!steps.done(confine::Step::kExec)) ::_exit(kExitFailure);
   child::exec_or_fail(report_fd, o.exec_argv.data(), o.exec_envp.data());
 }
 
@@ -287,8 +319,19 @@ void report_exec_failure(const Options& o, int report_read) {
   std::fflush(stderr);
 }
 
-// PID 1: run the command as a child; forward signals; reap everything; return its status.
-[[noreturn]] void run_as_init(const Options& o) {
+// PID 1, the command reaped: the signal that killed it, one byte on the ready pipe after the
+// ready byte (read by sbx once bwrap has ended, plugins/bwrap/src/stage2_launch.cpp). Best
+// effort: without it sbx reports 128+N as an exit code, as before.
+void tell_signal(int status_fd, int status) {
+  if (status_fd < 0 || !WIFSIGNALED(status)) return;
+  const char byte = static_cast<char>(WTERMSIG(status));
+  while (::write(status_fd, &byte, 1) < 0 && errno == EINTR) {
+  }
+}
+
+// PID 1: run the command as a child; forward signals; reap everything; return its status
+// (and tell sbx a signal on `status_fd`, -1 for none).
+[[noreturn]] void run_as_init(const Options& o, confine::ConfinementSteps& steps, int status_fd) {
   sigset_t all;
   sigemptyset(&all);
   for (int sig : kForwarded) sigaddset(&all, sig);
@@ -299,7 +342,7 @@ void report_exec_failure(const Options& o, int report_read) {
   if (!child::open_report_pipe(report)) fail("pipe", std::strerror(errno));
   const pid_t command = ::fork();
   if (command < 0) fail("fork", std::strerror(errno));
-  if (command == 0) exec_command_from_init(o, report[1]);
+  if (command == 0) exec_command_from_init(o, report[1], steps);
   ::close(report[1]);
   report_exec_failure(o, report[0]);
   ::close(report[0]);
@@ -313,7 +356,10 @@ void report_exec_failure(const Options& o, int report_read) {
     int status = 0;
     pid_t pid = 0;
     while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
-      if (pid == command) ::_exit(status_to_code(status));
+      if (pid == command) {
+        tell_signal(status_fd, status);
+        ::_exit(status_to_code(status));
+      }
     }
   }
 }
@@ -321,16 +367,21 @@ void report_exec_failure(const Options& o, int report_read) {
 }  // namespace
 
 // bwrap mode, before anything else: tell sbx that bwrap's setup worked, then verify the
-// mounts bwrap made against the plan (bwrap_checks.hpp says why both).
-void check_bwrap_setup(const Options& o) {
+// mounts bwrap made against the plan (bwrap_checks.hpp says why both). Returns a close-on-exec
+// copy of the ready pipe for PID 1's last word (tell_signal), -1 without one.
+int check_bwrap_setup(const Options& o, confine::ConfinementSteps& steps) {
+  int status_fd = -1;
   if (o.ready_fd >= 0) {
+    status_fd = ::fcntl(o.ready_fd, F_DUPFD_CLOEXEC, 3);  // -1 on failure: no last word
     sbx::Status ready = sbx::stage2::signal_ready(o.ready_fd);
     if (!ready.ok()) fail("ready", ready.error());
   }
   if (o.mounts_fd >= 0) {
     sbx::Status mounts = sbx::stage2::verify_mounts_from_fd(o.mounts_fd);
     if (!mounts.ok()) fail("mounts", mounts.error());
+    step_done(steps, confine::Step::kMountCheck);
   }
+  return status_fd;
 }
 
 // Every role of stage 2 that outlives the start of the command (PID 1 under bwrap, the proxy
@@ -381,9 +432,8 @@ void verify_private_network() {
 // sendto() to an abstract socket bound outside the domain from working, while sockets bound
 // inside it work. It also scopes signals, so nothing in the sandbox can signal a process outside
 // the domain (the proxy relay, forked before, included). Below ABI 6 there is nothing to scope
-// with; sbx's plan says so (plugins/bwrap/README.md).
+// with (stage2_shape leaves the step out); sbx's plan says so (plugins/bwrap/README.md).
 void scope_abstract_unix_sockets() {
-  if (sbx::stage2::landlock_abi() < 6) return;
   sbx::stage2::LandlockSpec scope;
   scope.restrict_filesystem = false;
   scope.scope_abstract_unix = true;
@@ -396,29 +446,54 @@ void enter_write_layer(const std::vector<std::string>& writable_roots) {
   if (!layered.ok()) fail("write layer", layered.error());
 }
 
-// --write-layer-exec: exec'd by bwrap as the command in the direct launch, after bwrap's mounts,
-// seccomp programs and no_new_privs; it enters the write layer and execs the command in its
-// place with the environment bwrap gave it. Nothing else: no fork, no descriptor touched.
-[[noreturn]] void write_layer_exec_main(int argc, char** argv) {
+// --write-layer-exec's arguments: [--write-root PATH]... [--trace-fd N] -- COMMAND...
+struct WriteLayerExec {
   std::vector<std::string> roots;
+  int trace_fd = -1;
+  char** command = nullptr;
+};
+
+WriteLayerExec parse_write_layer_exec(int argc, char** argv) {
+  WriteLayerExec w;
   int i = 2;
   for (; i < argc && std::string(argv[i]) != "--"; i += 2) {
-    if (std::string(argv[i]) != "--write-root" || i + 1 >= argc)
-      fail("arguments",
-           "--write-layer-exec takes only --write-root PATH, got '" + std::string(argv[i]) + "'");
-    roots.push_back(parse_write_root(argv[i + 1]));
+    const std::string option = argv[i];
+    if (i + 1 < argc && option == "--write-root") {
+      w.roots.push_back(parse_write_root(argv[i + 1]));
+    } else if (i + 1 < argc && confine::kChecked && option == "--trace-fd") {
+      w.trace_fd = parse_trace_fd(argv[i + 1]);
+    } else {
+      fail("arguments", "--write-layer-exec takes only --write-root PATH, got '" + option + "'");
+    }
   }
   if (i + 1 >= argc) fail("arguments", "no command after '--'");
-  char** command = argv + i + 1;
-  if (command[0][0] != '/')
+  w.command = argv + i + 1;
+  if (w.command[0][0] != '/')
     fail("arguments",
-         "the command must be an absolute path, got '" + std::string(command[0]) + "'");
+         "the command must be an absolute path, got '" + std::string(w.command[0]) + "'");
+  return w;
+}
+
+// --write-layer-exec: exec'd by bwrap as the command in the direct launch, after bwrap's mounts,
+// seccomp programs and no_new_privs; it enters the write layer and execs the command in its
+// place with the environment bwrap gave it (linux/confine/order.hpp, the write-layer exec's
+// rows). Nothing else: no fork, no descriptor touched but the trace's.
+[[noreturn]] void write_layer_exec_main(int argc, char** argv) {
+  const WriteLayerExec w = parse_write_layer_exec(argc, argv);
+  confine::Shape shape;
+  shape.route = confine::Route::kBwrapDirect;
+  shape.write_layer = true;
+  const confine::Order order = confine::confinement_order(shape);
+  confine::ConfinementSteps steps(order, confine::Actor::kWriteLayerExec, w.trace_fd);
   // Already set by bwrap with its seccomp programs; Landlock requires it (landlock(7)).
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail("no_new_privs", std::strerror(errno));
-  enter_write_layer(roots);
-  ::execve(command[0], command, environ);
+  step_done(steps, confine::Step::kNoNewPrivs);
+  enter_write_layer(w.roots);
+  step_done(steps, confine::Step::kWriteLayer);
+  step_done(steps, confine::Step::kExec);
+  ::execve(w.command[0], w.command, environ);
   const int err = errno;
-  std::fprintf(stderr, "sbx-stage2: exec: %s: %s\n", command[0], std::strerror(err));
+  std::fprintf(stderr, "sbx-stage2: exec: %s: %s\n", w.command[0], std::strerror(err));
   ::_exit(sbx::sdk::exit_code_for_exec_error(err));
 }
 
@@ -442,6 +517,60 @@ void enter_write_layer(const std::vector<std::string>& writable_roots) {
   ::_exit(status->shell_code());
 }
 
+// bwrap mode's conditional steps (linux/confine/order.hpp, Shape), from stage 2's options and
+// the kernel's Landlock ABI.
+confine::Shape stage2_shape(const Options& o) {
+  using sbx::stage2::NetworkFilter;
+  confine::Shape shape;
+  shape.route = confine::Route::kBwrapStage2;
+  const NetworkFilter filter = bwrap_filter(o);
+  shape.private_network =
+      filter == NetworkFilter::kPrivate || filter == NetworkFilter::kPrivateUnixSupervised;
+  shape.proxy_relay = o.network == NetworkFilter::kProxy;
+  shape.landlock_scope = sbx::stage2::landlock_abi() >= 6;
+  shape.write_layer = o.write_layer;
+  shape.mount_check = o.mounts_fd >= 0;
+  return shape;
+}
+
+// bwrap mode, stage 2's rows of the confinement order in their order (order.cpp bwrap_stage2
+// says why this order); then the command's child marks the descriptors and execs. Returns
+// check_bwrap_setup's descriptor.
+int confine_command(const Options& o, const confine::Shape& shape,
+                    confine::ConfinementSteps& steps) {
+  const int status_fd = check_bwrap_setup(o, steps);
+  // no_new_privs first: required for an unprivileged seccomp filter and Landlock, and setuid
+  // binaries the command runs can no longer gain privileges.
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail("no_new_privs", std::strerror(errno));
+  step_done(steps, confine::Step::kNoNewPrivs);
+  verify_no_capabilities();
+  step_done(steps, confine::Step::kCapabilities);
+  if (shape.private_network) {
+    verify_private_network();
+    step_done(steps, confine::Step::kNetworkCheck);
+  }
+  // The relay is forked before the filter: it needs the unix socket the command must not get.
+  // It is a child of this PID 1 and dies with it, i.e. with the command.
+  if (shape.proxy_relay) {
+    sbx::Result<pid_t> relay = sbx::stage2::start_relay(o.relay);
+    if (!relay.ok()) fail("proxy relay", relay.error());
+    step_done(steps, confine::Step::kProxyRelay);
+  }
+  if (shape.landlock_scope) {
+    scope_abstract_unix_sockets();
+    step_done(steps, confine::Step::kLandlockScope);
+  }
+  // Last before the filter: every mount is made, and the relay (forked above) needs no write.
+  if (shape.write_layer) {
+    enter_write_layer(o.writable_roots);
+    step_done(steps, confine::Step::kWriteLayer);
+  }
+  sbx::Status filtered = sbx::stage2::load_precompiled_filter(bwrap_filter(o));
+  if (!filtered.ok()) fail("seccomp", filtered.error());
+  step_done(steps, confine::Step::kSeccomp);
+  return status_fd;
+}
+
 int main(int argc, char** argv) {
   make_undumpable();
   if (argc >= 2 && std::string(argv[1]) == "--metadata-guard")
@@ -451,25 +580,10 @@ int main(int argc, char** argv) {
     landlock_main(argc, argv);
   Options options = parse(argc, argv);
   prepare_exec(options);
-  check_bwrap_setup(options);
-  // no_new_privs first: required for an unprivileged seccomp filter, and setuid binaries the
-  // command runs can no longer gain privileges.
-  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail("no_new_privs", std::strerror(errno));
-  verify_no_capabilities();
-  // The relay is forked before the filter: it needs the unix socket the command must not get.
-  // It is a child of this PID 1 and dies with it, i.e. with the command.
-  if (bwrap_filter(options) == sbx::stage2::NetworkFilter::kPrivate ||
-      bwrap_filter(options) == sbx::stage2::NetworkFilter::kPrivateUnixSupervised)
-    verify_private_network();
-  if (options.network == sbx::stage2::NetworkFilter::kProxy) {
-    sbx::Result<pid_t> relay = sbx::stage2::start_relay(options.relay);
-    if (!relay.ok()) fail("proxy relay", relay.error());
-  }
-  scope_abstract_unix_sockets();
-  // Last before the filter: every mount is made, and the relay (forked above) needs no write.
-  if (options.write_layer) enter_write_layer(options.writable_roots);
-  sbx::Status filtered = sbx::stage2::load_precompiled_filter(bwrap_filter(options));
-  if (!filtered.ok()) fail("seccomp", filtered.error());
-  if (::getpid() == 1) run_as_init(options);
-  exec_command(options);
+  const confine::Shape shape = stage2_shape(options);
+  const confine::Order order = confine::confinement_order(shape);
+  confine::ConfinementSteps steps(order, confine::Actor::kStage2, options.trace_fd);
+  const int status_fd = confine_command(options, shape, steps);
+  if (::getpid() == 1) run_as_init(options, steps, status_fd);
+  exec_command(options, steps);
 }

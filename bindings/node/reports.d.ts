@@ -318,6 +318,8 @@ export interface Plan {
   host_paths: HostPaths;
   /** The Windows part, null for every other backend's plan. */
   windows: PlanWindows | null;
+  /** What the backend's exec() starts when that is not argv itself: the bwrap backend's direct or stage-2 launch, made from the same typed plan (plugins/bwrap/include/sbx/bwrap/launch_form.hpp). Absent for the other backends, whose argv is what runs. */
+  launch?: Launch;
 }
 
 /** Host paths the run creates or keeps (ExecPlan::host_paths). */
@@ -325,6 +327,18 @@ export interface HostPaths {
   created: string[];
   kept: string[];
   state_dir: string;
+}
+
+/** One launch: bwrap's argv and the items of its --args block. Bind sources are shown by path (exec opens each without following symlinks and passes it as --bind-fd/--ro-bind-fd); the command's environment by name only, in order (its values are the plan's). */
+export interface Launch {
+  /** direct: bwrap runs the command, its options in a sealed --args block; stage2: sbx-stage2 runs inside as PID 1 (network mode proxy, an environment without PWD at the working directory, a kernel without pidfds or openat2). */
+  form: 'direct' | 'stage2';
+  /** What bwrap is executed with. */
+  argv: string[];
+  /** direct: the --args block (descriptor 4) without its --setenv NAME VALUE triples, which follow --clearenv, one per environment entry; stage2: empty. */
+  args: string[];
+  /** The names of the command's environment entries as handed over: --setenv in the --args block (direct), the entries on descriptor 4 (stage2). */
+  environment: string[];
 }
 
 /** The windows backend's token and ACLs. */

@@ -71,6 +71,9 @@ int exit_code_for(ErrorKind kind);
 
 // ---- global options and plugins ----
 void add_global_options(CLI::App& app, GlobalOptions& options);
+// The backends sbx ships (kDefaultBackendOrder) as completion values of --backends and of
+// `debug BACKEND`: described, never checked (a plugin may bring another name).
+CLI::Validator known_backend_names();
 // True for a global option (add_global_options) whose value is the next argument: the main
 // program's look at the command line before parsing skips it (main.cpp, named_verb).
 bool global_option_takes_value(std::string_view argument);
@@ -140,6 +143,8 @@ RunRequest run_request(PreparedRequest input, const std::vector<std::string>& co
 void print_plan(const std::optional<std::string>& backend, const ExecPlan& plan);
 
 // ---- the process environment ----
+// The caller's environment for a run: this process's, then the names of the variables removed
+// from it at start as bare names (common.cpp).
 std::vector<std::string> current_environment();
 
 // ---- subcommands ----

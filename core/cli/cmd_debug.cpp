@@ -2,11 +2,13 @@
 // its probe says (transform is pure), so e.g. the seatbelt plan can be inspected on Linux. The
 // same core entry point as `sbx exec --dry-run` (sbx/core/run.hpp, plan_for_backend): for the
 // backend exec would choose, both print the same plan.
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cli.hpp"
 #include "sbx/core/run.hpp"
+#include "suggest.hpp"
 
 namespace sbx::cli {
 namespace {
@@ -30,9 +32,14 @@ int run_debug(const DebugOptions& options, const GlobalOptions& globals) {
   Result<PluginRegistry> registry = load_registry(globals);
   if (!registry.ok()) return fail(registry.failure());
   if (registry->find(options.backend) == nullptr) {
+    // The loaded names decide here: a plugin may bring a name the parser does not know.
+    std::vector<std::string> loaded;
+    for (const LoadedPlugin& plugin : registry->plugins()) loaded.push_back(plugin.name);
+    const std::optional<std::string> match = closest_match(options.backend, loaded);
     return fail(
         Error{"no backend named '" + options.backend + "' is loaded", ErrorKind::invalid_input},
-        "`sbx backends` lists the loaded ones and why others were rejected");
+        match ? "did you mean '" + *match + "'?"
+              : "`sbx backends` lists the loaded ones and why others were rejected");
   }
   const Manager manager(*registry, {}, input->policy_file);
   // The core plans as for a run (network mode proxy: sbx's own proxy, started for the plan and
@@ -62,6 +69,7 @@ Command register_debug(CLI::App& app, const GlobalOptions& globals) {
       "cwd, notes); works on any host because transform is pure");
   sub->add_option("backend", options->backend, "The backend's name (see `sbx backends`)")
       ->required()
+      ->check(known_backend_names())
       ->type_name("BACKEND");
   add_policy_options(*sub, options->policy);
   sub->add_option("command", options->command, "The command and its arguments, after --")

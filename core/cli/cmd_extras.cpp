@@ -13,6 +13,7 @@
 
 #include "cli.hpp"
 #include "extras.hpp"
+#include "suggest.hpp"
 
 namespace sbx::cli {
 namespace {
@@ -72,20 +73,11 @@ std::vector<EmbeddedSchema> embedded_schemas() {
   };
 }
 
-// "MODE:{auto,require,forbid}" -> {"auto","require","forbid"} (CLI11's IsMember description).
+// "MODE:{auto,require,forbid}" -> ["auto","require","forbid"] (CLI11's IsMember description,
+// and completion_values').
 json::array describe_choices(const std::string& type_name) {
   json::array choices;
-  std::size_t open = type_name.find(":{");
-  std::size_t close = type_name.rfind('}');
-  if (open == std::string::npos || close == std::string::npos || close < open) return choices;
-  std::string list = type_name.substr(open + 2, close - open - 2);
-  std::size_t start = 0;
-  while (start <= list.size()) {
-    std::size_t comma = list.find(',', start);
-    if (comma == std::string::npos) comma = list.size();
-    if (comma > start) choices.emplace_back(list.substr(start, comma - start));
-    start = comma + 1;
-  }
+  for (const std::string& choice : described_choices(type_name)) choices.emplace_back(choice);
   return choices;
 }
 

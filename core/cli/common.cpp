@@ -13,6 +13,8 @@
 #include "sbx/core/environment.hpp"
 #include "sbx/core/logging.hpp"
 #include "sbx/core/runtime.hpp"
+#include "sbx/core/spawn.hpp"
+#include "suggest.hpp"
 
 namespace sbx::cli {
 
@@ -40,11 +42,16 @@ int fail(const Error& error, std::string_view todo) {
   return exit_code_for(error.kind);
 }
 
+CLI::Validator known_backend_names() {
+  return completion_values({std::begin(kDefaultBackendOrder), std::end(kDefaultBackendOrder)});
+}
+
 void add_global_options(CLI::App& app, GlobalOptions& options) {
   app.add_option("--backends", options.backends,
                  "Backends to consider, in preference order (comma-separated names, e.g. "
                  "bwrap,landlock). Default: every loaded backend")
       ->delimiter(',')
+      ->check(known_backend_names())
       ->type_name("NAME[,NAME...]");
   app.add_option("--plugin-dir", options.plugin_dirs,
                  "Extra directory to load backend plugins from, after the trusted default. The "
@@ -111,7 +118,15 @@ Result<PluginRegistry> load_registry(const GlobalOptions& options, RegistryScope
   return PluginRegistry::load(loader);
 }
 
-std::vector<std::string> current_environment() { return process_environment(); }
+// The LD_* variables main() took out of sbx's own environment (harden_current_process) were
+// the caller's: they follow as bare names, which every run drops and lists
+// (filter_environment), so that a report of what the command did not get names them too.
+std::vector<std::string> current_environment() {
+  std::vector<std::string> env = process_environment();
+  const std::vector<std::string>& withheld = environment_removed_at_start();
+  env.insert(env.end(), withheld.begin(), withheld.end());
+  return env;
+}
 
 Result<std::optional<SandboxPreference>> sandbox_choice(const std::string& sandbox) {
   if (sandbox.empty()) return std::optional<SandboxPreference>{};

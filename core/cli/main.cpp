@@ -8,6 +8,7 @@
 #include <exception>
 #include <iostream>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "extras.hpp"
 #include "sbx/core/runtime.hpp"
 #include "sbx/core/spawn.hpp"
+#include "suggest.hpp"
 
 namespace {
 
@@ -40,16 +42,26 @@ Run 'sbx SUBCOMMAND --help' for the options of a subcommand.)";
 
 // CLI11 errors become the house format and 2 (invalid input); --help and --version stay
 // successes. Under `exec` they are 125, like every failure of sbx's own there (exit_codes.hpp).
-int usage_error(const CLI::App& app, const CLI::ParseError& error) {
+// An unknown subcommand, option or value of a fixed set is named, with the closest known one and
+// the usage line of its verb (suggest.hpp); anything else keeps the parser's own words.
+int usage_error(CLI::App& app, const CLI::ParseError& error, int argc, char** argv) {
   if (error.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) {
     return app.exit(error);
   }
   std::string where = "sbx";
   const CLI::App* sub = app.get_subcommands().empty() ? nullptr : app.get_subcommands()[0];
   if (sub != nullptr) where += " " + sub->get_name();
-  const int code = sbx::cli::fail(std::string("bad usage: ") + error.what(),
-                                  "run '" + where + " --help' for the options");
-  return sub != nullptr && sub->get_name() == "exec" ? code : sbx::kExitInvalidInput;
+  const int code =
+      sub != nullptr && sub->get_name() == "exec" ? sbx::kExitSbxFailure : sbx::kExitInvalidInput;
+  const std::vector<std::string> args(argv + std::min(argc, 1), argv + argc);
+  if (std::optional<sbx::cli::Misspelling> wrong = sbx::cli::find_misspelling(app, args)) {
+    sbx::cli::fail(wrong->message);
+    std::cerr << sbx::cli::usage_line(*wrong->usage_app, wrong->usage_path) << '\n';
+    return code;
+  }
+  sbx::cli::fail(std::string("bad usage: ") + error.what(),
+                 "run '" + where + " --help' for the options");
+  return code;
 }
 
 std::string version_text() { return std::string("sbx ") + sbx::sbx_version(); }
@@ -148,7 +160,7 @@ int run(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
-    return usage_error(app, error);
+    return usage_error(app, error, argc, argv);
   }
   if (sbx::Status logging = sbx::cli::configure_logging_from(globals); !logging.ok()) {
     return sbx::cli::fail(logging.failure().as(sbx::ErrorKind::invalid_input),

@@ -23,6 +23,12 @@
 namespace sbx::cli {
 namespace {
 
+// The presets the core knows (policy.hpp), for the parser's check, "did you mean" and the
+// completions.
+std::vector<std::string> preset_names() {
+  return {std::begin(kPresetNames), std::end(kPresetNames)};
+}
+
 // Reads at most one byte more than the parser accepts, so an oversized file is reported by
 // parse_policy without being read whole.
 Result<std::string> read_policy_file(const std::string& path) {
@@ -122,6 +128,7 @@ void add_policy_options(CLI::App& app, PolicyOptions& options) {
   CLI::Option* preset = app.add_option("--preset", options.preset,
                                        "Preset policy: read-only, workspace-write (the default), "
                                        "danger-full-access, external-sandbox")
+                            ->check(CLI::IsMember(preset_names()))
                             ->type_name("NAME")
                             ->group(group);
   file->excludes(preset);

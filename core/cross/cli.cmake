@@ -26,7 +26,7 @@ add_executable(sbx_exe
     "${_sbx_cli}/cmd_context.cpp" "${_sbx_cli}/cmd_debug.cpp" "${_sbx_cli}/cmd_exec.cpp"
     "${_sbx_cli}/cmd_explain.cpp" "${_sbx_cli}/cmd_policy.cpp"
     "${_sbx_cli}/cmd_policy_algebra.cpp" "${_sbx_cli}/cmd_extras.cpp"
-    "${_sbx_cli}/cmd_import_win32.cpp" ${_sbx_cli_schema_incs})
+    "${_sbx_cli}/cmd_import_win32.cpp" "${_sbx_cli}/suggest.cpp" ${_sbx_cli_schema_incs})
 set_target_properties(sbx_exe PROPERTIES OUTPUT_NAME sbx RUNTIME_OUTPUT_DIRECTORY
                       "${CMAKE_BINARY_DIR}/bin")
 target_include_directories(sbx_exe PRIVATE "${_sbx_cli}" "${_sbx_cli_gen}")

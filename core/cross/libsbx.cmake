@@ -43,7 +43,8 @@ set(_sbx_core "${SBX_ROOT}/core/src")
 # unique within a group, as in the CLI's unity batches.
 set(_sbx_windows_logging_sources
     "${_sbx_core}/logging.cpp" "${_sbx_core}/plugins/host_table.cpp"
-    "${_sbx_core}/plugins/loader_win32.cpp" "${_sbx_core}/proxy/request.cpp")
+    "${_sbx_core}/plugins/loader_win32.cpp" "${_sbx_core}/proxy/request.cpp"
+    "${_sbx_core}/run/state_guard.cpp")
 set(_sbx_windows_policy_sources
     "${_sbx_core}/policy/json_strict.cpp" "${_sbx_core}/policy/json.cpp"
     "${_sbx_core}/policy/validate.cpp" "${_sbx_core}/policy/network.cpp"
@@ -52,7 +53,8 @@ set(_sbx_windows_policy_sources
     "${_sbx_core}/policy/permissions.cpp" "${_sbx_core}/policy/path_util.cpp"
     "${_sbx_core}/settings/parse.cpp" "${_sbx_core}/settings/load.cpp"
     "${_sbx_core}/settings/merge.cpp" "${_sbx_core}/settings/show.cpp"
-    "${_sbx_core}/settings/command_patterns.cpp" "${_sbx_core}/settings/program_trust.cpp")
+    "${_sbx_core}/settings/command_patterns.cpp" "${_sbx_core}/settings/program_grammar.cpp"
+    "${_sbx_core}/settings/program_trust.cpp")
 set(_sbx_windows_run_sources
     "${_sbx_core}/resolution/resolve.cpp" "${_sbx_core}/request/prepare.cpp"
     "${_sbx_core}/plugins/registry.cpp"

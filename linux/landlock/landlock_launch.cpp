@@ -48,6 +48,7 @@
 #include "sbx/sdk/inherited_sockets.hpp"
 #include "sbx/sdk/posix_child.hpp"
 #include "seccomp_programs.hpp"
+#include "steps.hpp"
 
 namespace sbx::stage2 {
 namespace {
@@ -84,6 +85,7 @@ enum class Step : int {
   kLandlock,
   kSeccomp,
   kExec,
+  kOrder,  // a step out of the confinement order (checked builds, linux/confine/steps.hpp)
 };
 
 struct Report {
@@ -119,6 +121,8 @@ const char* step_text(Step step) {
       return "seccomp filter";
     case Step::kExec:
       return "exec";
+    case Step::kOrder:
+      return "confinement order";
   }
   return "unknown step";
 }
@@ -139,6 +143,8 @@ struct ChildArgs {
   pid_t supervisor;
   int (*body)(void*);
   void* body_arg;
+  const confine::Order* order;  // the launch's confinement order (linux/confine/order.hpp)
+  int trace_fd;                 // -1, or its trace (steps.hpp)
   // Written by the child on failure, read by the supervisor once the clone has returned
   // (CLONE_VFORK: the child has exec'd or exited by then).
   volatile int failed_step;
@@ -151,8 +157,15 @@ struct ChildArgs {
   ::_exit(code);
 }
 
+// Each step, once performed, against the launch's confinement order (confine::ConfinementSteps:
+// checked builds only); out of order, the command does not run.
+void step_done(ChildArgs& a, confine::ConfinementSteps& steps, confine::Step step) {
+  if (!steps.done(step)) child_failed(a, Step::kOrder, EPROTO);
+}
+
 int command_child(void* arg) {
   ChildArgs& a = *static_cast<ChildArgs*>(arg);
+  confine::ConfinementSteps steps(*a.order, confine::Actor::kLauncher, a.trace_fd);
   // Default dispositions (SIG_IGN would survive execve). The supervisor reset every one before
   // starting this child and has since changed only SIGPIPE (ignored: see supervise()), so
   // that one is all there is to reset here: one system call instead of one per signal, on the
@@ -169,13 +182,16 @@ int command_child(void* arg) {
     if (const int err = a.prepare_child(a.prepare_child_ctx); err != 0)
       child_failed(a, Step::kLimits, err);
   }
+  step_done(a, steps, confine::Step::kLimits);
   // no_new_privs first: required for Landlock and an unprivileged seccomp filter, and setuid
   // binaries the command runs can no longer gain privileges.
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) child_failed(a, Step::kNoNewPrivs, errno);
+  step_done(a, steps, confine::Step::kNoNewPrivs);
   // No user namespace took the capabilities away, so drop them here (uid 0 included).
   const char* cap_step = "";
   if (const int err = drop_all_capabilities_raw(&cap_step); err != 0)
     child_failed(a, Step::kCapabilities, err);
+  step_done(a, steps, confine::Step::kCapabilities);
   // Landlock has no right for chmod/chown/utimes/xattrs: those go to the supervisor, which
   // allows them only inside the writable roots. Installed before the main filter, which need
   // not allow anything for it. Nothing below makes a call it reports: the supervisor, which
@@ -183,9 +199,13 @@ int command_child(void* arg) {
   if (a.guard_socket >= 0) {
     if (const int err = install_metadata_guard(a.guard_socket, a.metadata_guard); err != 0)
       child_failed(a, Step::kMetadataGuard, err);
+    step_done(a, steps, confine::Step::kNotifyFilter);
   }
   if (const int err = restrict_self(a.ruleset); err != 0) child_failed(a, Step::kLandlock, err);
-  if (a.ruleset >= 0) ::close(a.ruleset);
+  if (a.ruleset >= 0) {
+    ::close(a.ruleset);
+    step_done(a, steps, confine::Step::kLandlockRuleset);
+  }
   if (const int err = load_precompiled_filter_raw(a.network); err != 0)
     child_failed(a, Step::kSeccomp, err);
   // No pid namespace here: the calls that change another process with only a uid check
@@ -197,9 +217,12 @@ int command_child(void* arg) {
     if (const int err = load_pid_scope_program_raw(); err != 0)
       child_failed(a, Step::kSeccomp, err);
   }
+  step_done(a, steps, confine::Step::kSeccomp);
   // Only stdin, stdout and stderr reach the command.
   child::close_on_exec_all_but(nullptr, 0);
+  step_done(a, steps, confine::Step::kDescriptors);
   child::unblock_all_signals();
+  step_done(a, steps, confine::Step::kExec);
   if (a.body != nullptr) {
     // What execve would do for the command: it is dumpable again (the supervisor reads its
     // memory to answer the guard), the supervisor is not.
@@ -543,13 +566,17 @@ struct Supervision {
   const int* keep;   // descriptors to keep, sorted
   std::size_t keep_count;
   GuardLaunch* guard;  // nullptr without a guard
-  const int* stdio;    // the command's 0-2 (LaunchOptions::stdio; -1: none)
-  int cancel_fd;       // LaunchOptions::cancel_fd, -1 for none
+  // The caller's memory (CLONE_VM): the signal that killed the command, 0 if it exited. The
+  // supervisor's own exit status cannot say it: it exits 128+N, as a shell would.
+  int* command_signal;
+  const int* stdio;  // the command's 0-2 (LaunchOptions::stdio; -1: none)
+  int cancel_fd;     // LaunchOptions::cancel_fd, -1 for none
 };
 
 // Forwards one signal; true when the command has exited or the caller is gone and the tree was
 // killed (status in *code).
-bool handle_signal(const signalfd_siginfo& info, pid_t command, pid_t caller, int* code) {
+bool handle_signal(const signalfd_siginfo& info, pid_t command, pid_t caller, int* code,
+                   int* command_signal) {
   if (info.ssi_signo == static_cast<std::uint32_t>(kParentGone)) {
     if (sys(SYS_getppid) == caller) return false;  // not a parent death: the caller is still there
     sys(SYS_kill, command, SIGKILL);
@@ -569,6 +596,7 @@ bool handle_signal(const signalfd_siginfo& info, pid_t command, pid_t caller, in
     if (pid != command) continue;
     kill_descendants();
     *code = shell_code(status);
+    if (WIFSIGNALED(status)) *command_signal = WTERMSIG(status);
     return true;
   }
   return false;
@@ -610,7 +638,7 @@ int serve(const Supervision& s, int signals, int listener, pid_t command) {
     signalfd_siginfo info{};
     while (sys(SYS_read, signals, arg(&info), sizeof info) == static_cast<long>(sizeof info)) {
       int code = 0;
-      if (handle_signal(info, command, s.caller, &code)) return code;
+      if (handle_signal(info, command, s.caller, &code, s.command_signal)) return code;
     }
   }
 }
@@ -871,6 +899,15 @@ bool lift_above_stdio(UniqueFd& fd) {
   return true;
 }
 
+// A descriptor of the caller's (never closed here): itself, or when it is one of 0-2 a
+// close-on-exec copy at 3 or above held in `copy`. -1 when there is none or it cannot be copied
+// (errno set).
+int above_stdio(int fd, UniqueFd& copy) {
+  if (fd < 0 || fd > 2) return fd;
+  copy.reset(::fcntl(fd, F_DUPFD_CLOEXEC, 3));
+  return copy.get();
+}
+
 // sbx's own message about the run, on the command's stderr (-1: none).
 void print_message(int err_fd, const std::string& message) {
   if (err_fd < 0) return;
@@ -1059,14 +1096,14 @@ Result<ExitStatus> run_landlock(const LandlockLaunch& launch, const LaunchOption
     return Error{std::string("landlock: pipe: ") + std::strerror(errno)};
   // The supervisor makes the command's stdio its own 0-2 (place_stdio), over whatever is there,
   // so none of the descriptors it keeps may be one of 0-2: they are when this process runs with
-  // one of them closed. Such a one is moved up first.
-  int cancel_fd = options.cancel_fd;
+  // one of them closed. Such a one is moved up first; the caller's own (cancel_fd, the trace)
+  // are copied up instead.
   UniqueFd cancel_copy;
-  if (cancel_fd >= 0 && cancel_fd <= 2) {
-    cancel_copy.reset(::fcntl(cancel_fd, F_DUPFD_CLOEXEC, 3));
-    cancel_fd = cancel_copy.get();
-  }
-  bool lifted = cancel_fd >= 0 || options.cancel_fd < 0;
+  UniqueFd trace_copy;
+  const int cancel_fd = above_stdio(options.cancel_fd, cancel_copy);
+  const int trace_fd = above_stdio(options.trace_fd, trace_copy);
+  bool lifted =
+      (cancel_fd >= 0 || options.cancel_fd < 0) && (trace_fd >= 0 || options.trace_fd < 0);
   for (UniqueFd* fd :
        {&*ruleset, &guard->child_end, &guard->supervisor_end, &guard->refusal_write, &report_write})
     lifted = lift_above_stdio(*fd) && lifted;
@@ -1078,6 +1115,11 @@ Result<ExitStatus> run_landlock(const LandlockLaunch& launch, const LaunchOption
   const std::vector<char*> envp = child::c_string_array(options.env);
   // Unix datagram sockets are the guard's to take (seccomp_filter.hpp): the guarded variant.
   const NetworkFilter network = guarded_variant(launch.network);
+  // The child follows this order (linux/confine/order.hpp); it reads it from this memory.
+  confine::Shape shape;
+  shape.route = confine::Route::kLandlock;
+  shape.landlock_ruleset = ruleset->get() >= 0;
+  const confine::Order order = confine::confinement_order(shape);
   ChildArgs args{argv.data(),
                  envp.data(),
                  options.cwd.empty() ? nullptr : options.cwd.c_str(),
@@ -1090,6 +1132,8 @@ Result<ExitStatus> run_landlock(const LandlockLaunch& launch, const LaunchOption
                  0,
                  options.body,
                  options.body_arg,
+                 &order,
+                 trace_fd,
                  static_cast<int>(Step::kNone),
                  0};
   // The emulator's command line and descriptors, prepared here: the supervisor allocates
@@ -1110,18 +1154,24 @@ Result<ExitStatus> run_landlock(const LandlockLaunch& launch, const LaunchOption
                            guard->refusal_write.get(),
                            -1,
                            0};
-  std::vector<int> own = {report_write.get(),         ruleset->get(),
-                          guard->child_end.get(),     guard->supervisor_end.get(),
-                          guard->refusal_write.get(), cancel_fd};
+  std::vector<int> own = {report_write.get(),
+                          ruleset->get(),
+                          guard->child_end.get(),
+                          guard->supervisor_end.get(),
+                          guard->refusal_write.get(),
+                          cancel_fd,
+                          trace_fd};
   own.insert(own.end(), root_fds.begin(), root_fds.end());
   std::vector<int> keep = {0, 1, 2};
   for (int fd : own) {
     if (fd >= 0) keep.push_back(fd);
   }
   std::sort(keep.begin(), keep.end());
-  Supervision supervision{&args,         report_write.get(),   guard->supervisor_end.get(),
-                          ::getpid(),    keep.data(),          keep.size(),
-                          &guard_launch, options.stdio.data(), cancel_fd};
+  int command_signal = 0;
+  Supervision supervision{&args,         report_write.get(), guard->supervisor_end.get(),
+                          ::getpid(),    keep.data(),        keep.size(),
+                          &guard_launch, &command_signal,    options.stdio.data(),
+                          cancel_fd};
   constexpr std::size_t kSupervisorStack = 256 * 1024;
   void* stack = ::mmap(nullptr, kSupervisorStack, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
@@ -1163,6 +1213,9 @@ Result<ExitStatus> run_landlock(const LandlockLaunch& launch, const LaunchOption
   ExitStatus result;
   if (WIFSIGNALED(status)) {
     result.signal = WTERMSIG(status);
+  } else if (command_signal != 0 && !failed && WEXITSTATUS(status) == 128 + command_signal) {
+    // The command died of a signal: reported as one, as a direct child's would be.
+    result.signal = command_signal;
   } else {
     result.exit_code = shell_code(status);
   }

@@ -35,9 +35,10 @@
 //                    landlock_restrict_self, the precompiled seccomp filter, the pid scope
 //                    when there is no guard (whose program carries it: pid_scope_filter.hpp,
 //                    no pid namespace here), every descriptor
-//                    but 0-2 close-on-exec, execve. A failed step is written into memory it
-//                    shares with the supervisor, which reports it to the caller; the command
-//                    never runs after a failed step.
+//                    but 0-2 close-on-exec, execve: the launcher's rows of the confinement order
+//                    (linux/confine/order.hpp), each checked in builds with tests. A failed step
+//                    is written into memory it shares with the supervisor, which reports it to
+//                    the caller; the command never runs after a failed step.
 //
 // Exit statuses: the command's own code, 128+N when signal N ended it, 126/127 when it could not
 // be executed, 125 when a step of sbx's failed (with a message on stderr). The environment goes
@@ -102,6 +103,9 @@ struct LaunchOptions {
   // supervisor must answer while it runs), so a failed step shows only as exit code 125.
   int (*body)(void* arg) = nullptr;
   void* body_arg = nullptr;
+  // The confinement order's trace (linux/confine/steps.hpp, checked builds): -1 for none. Kept
+  // open through the supervisor for the command's child; close-on-exec, as it must be.
+  int trace_fd = -1;
 };
 
 // Runs the command (see the file comment) and returns how it ended: exit_code as the shell

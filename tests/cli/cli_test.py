@@ -156,6 +156,55 @@ class VersionHelp(SbxTestCase):
         self.assert_exit(result, 125)
         self.assert_house_error(result)
 
+    def test_typos_name_the_closest_match_and_the_usage(self):
+        """An unknown verb, option or fixed value is named with the closest known one and the
+        usage line of its verb (core/cli/README.md, "Typos"); exit 2, 125 under exec."""
+        cases = [
+            (["exce", "--", "/bin/true"], 2,
+             "sbx: unknown command 'exce'; did you mean 'exec'?", "Usage: sbx exec "),
+            (["expalin"], 2, "sbx: unknown command 'expalin'; did you mean 'explain'?",
+             "Usage: sbx explain "),
+            (["policy", "chek"], 2,
+             "sbx: unknown command 'chek' for 'sbx policy'; did you mean 'check'?",
+             "Usage: sbx policy check "),
+            (["exec", "--polcy", "x.json", "--", "/bin/true"], 125,
+             "sbx: unknown option '--polcy' for 'sbx exec'; did you mean '--policy'?",
+             "Usage: sbx exec "),
+            (["explain", "--sandbx", "auto"], 2,
+             "sbx: unknown option '--sandbx' for 'sbx explain'; did you mean '--sandbox'?",
+             "Usage: sbx explain "),
+            (["policy", "show", "--prest", "read-only"], 2,
+             "sbx: unknown option '--prest' for 'sbx policy show'; did you mean '--preset'?",
+             "Usage: sbx policy show "),
+            (["exec", "--preset", "workspace-wrte", "--", "/bin/true"], 125,
+             "sbx: unknown value 'workspace-wrte' for --preset; did you mean 'workspace-write'?",
+             "Usage: sbx exec "),
+            (["debug", "bwrap", "--network", "enbled", "--", "/bin/true"], 2,
+             "sbx: unknown value 'enbled' for --network; did you mean 'enabled'?",
+             "Usage: sbx debug "),
+        ]
+        for args, code, first, usage in cases:
+            with self.subTest(args=args):
+                result = sbx(*args)
+                self.assert_exit(result, code)
+                self.assertEqual(result.stderr.splitlines()[0], first, describe(result))
+                self.assertTrue(result.stderr.splitlines()[1].startswith(usage), describe(result))
+
+    def test_typo_with_nothing_close_is_the_plain_error(self):
+        result = sbx("frobnicate")
+        self.assert_exit(result, 2)
+        self.assertEqual(result.stderr.splitlines()[0],
+                         "sbx: unknown command 'frobnicate'; run 'sbx --help' for the list")
+        result = sbx("exec", "--no-such-option", "--", "/bin/true")
+        self.assertEqual(result.stderr.splitlines()[0], "sbx: unknown option '--no-such-option' "
+                         "for 'sbx exec'; run 'sbx exec --help' for the options")
+
+    def test_words_after_dash_dash_are_the_command(self):
+        # "--polcy" after "--" is the command's argument, not a misspelt option.
+        result = sbx("exec", "--dry-run", "--preset", "read-only", "--", "/bin/echo", "--polcy")
+        self.assert_exit(result, 0)
+        self.assertIn("--polcy", result.stdout)
+
     def test_policy_without_check_or_show_is_usage_error(self):
         self.assert_exit(sbx("policy"), 2)
 
@@ -212,6 +261,22 @@ class PolicyCommands(SbxTestCase):
             self.assertEqual(shown["version"], 1)
             self.assertIn(shown["filesystem"]["kind"], ["restricted", "unrestricted", "external"])
             self.assertIn(shown["network"]["mode"], ["restricted", "enabled", "proxy"])
+
+    def test_loopback_allow_entry_without_port_is_refused_with_the_fix(self):
+        # The proxy lets loopback through only for an exact host:port entry, so "127.0.0.1" or
+        # "localhost" alone would never match: check and exec refuse it alike, naming the fix.
+        for entry, fix in [("127.0.0.1", '"127.0.0.1:PORT"'), ("localhost", '"localhost:PORT"')]:
+            path = self.write_policy(json.dumps({
+                "version": 1, "filesystem": {"kind": "restricted", "entries": [
+                    {"path": ":root", "access": "read"}]},
+                "network": {"mode": "proxy", "allowed_domains": ["example.com", entry]}}))
+            checked = sbx("policy", "check", "--cwd", self.work, "--policy", path)
+            self.assert_exit(checked, 2)
+            self.assertIn("/network/allowed_domains/1", checked.stderr, describe(checked))
+            self.assertIn("write " + fix, checked.stderr, describe(checked))
+            ran = sbx("exec", "--cwd", self.work, "--policy", path, "--", "/bin/true")
+            self.assert_exit(ran, 125)
+            self.assertIn("write " + fix, ran.stderr, describe(ran))
 
     def test_default_is_workspace_write(self):
         default = self.run_ok("policy", "show", cwd=self.work).stdout
@@ -761,6 +826,46 @@ class ExecSandboxed(SbxTestCase):
         self.assertTrue(plan["argv"][0].startswith("/"))
 
 
+    # Issue #32 A4: an environment entry with an empty name ("=x": exec(3) allows one) made
+    # every bwrap run fail with 125 ("environment entry '' has no name") while Landlock passed
+    # it on. It names no variable: every backend drops it (and the LD_* variables sbx removes
+    # from its own environment at start, as before) and explain lists both by name.
+    def test_an_entry_with_an_empty_name_is_dropped_and_named_by_every_backend(self):
+        available = [n for n, b in loaded_backends().items()
+                     if b["available"] and n in ("bwrap", "landlock")]
+        if not available:
+            skip_no_backend(self, "neither bwrap nor landlock is available here")
+        prefix = ["/usr/bin/env", "=x", "LD_BIND_NOW=1"]
+        script = 'env | grep -c "^=" ; env | grep -c "^LD_BIND_NOW=" ; exit 0'
+        # No protected names: Landlock cannot keep them.
+        policy = self.write_policy(
+            '{"version":1,"filesystem":{"kind":"restricted","entries":['
+            '{"path":":root","access":"read"},{"path":":cwd","access":"write"}],'
+            '"protected_names":[]},"network":{"mode":"restricted"}}')
+        ws = os.path.join(self.work, "ws")  # the policy file outside the writable root
+        os.makedirs(ws)
+        for backend in available:
+            with self.subTest(backend):
+                args = ["--backends", backend, "exec", "--json", "--policy", policy, "--cwd",
+                        ws, "--", "/bin/sh", "-c", script]
+                result = subprocess.run([*prefix, SBX, *args], capture_output=True, text=True,
+                                        errors="replace", timeout=TIMEOUT, check=False)
+                report_schemas.check_run(args, result)
+                self.assert_exit(result, 0)
+                self.assertEqual(result.stdout, "0\n0\n", describe(result))
+                doc = self.last_json_line(result.stderr)
+                self.assertEqual(doc["final"], backend, describe(result))
+                self.assertIsNone(doc["error"], describe(result))
+                args = ["--backends", backend, "explain", "--json", "--policy", policy,
+                        "--cwd", ws]
+                explained = subprocess.run([*prefix, SBX, *args], capture_output=True, text=True,
+                                           errors="replace", timeout=TIMEOUT, check=False)
+                report_schemas.check_run(args, explained)
+                self.assert_exit(explained, 0)
+                removed = json.loads(explained.stdout)["environment"]["removed"]
+                self.assertIn("(empty name)", removed, describe(explained))
+                self.assertIn("LD_BIND_NOW", removed, describe(explained))
+
     def test_default_order_loads_only_bwrap_when_it_can_run_the_command(self):
         backends = loaded_backends()
         if not backends.get("bwrap", {}).get("available"):
@@ -1036,7 +1141,7 @@ class Settings(SbxTestCase):
 
     NOBODY = 65534
 
-    def as_nobody(self, *args, cwd=None, env=None):
+    def as_nobody(self, *args, cwd=None, env=None, prefix=()):
         """sbx as uid 65534 (skipped with the reason unless root with setpriv(1)). An excluded
         command runs unsandboxed only when nothing it runs or reads is writable by the user who
         runs it (red team round 2, G1: an earlier, wider run could have written anything the
@@ -1050,8 +1155,8 @@ class Settings(SbxTestCase):
                    "XDG_CONFIG_HOME": self.config}
         run = lambda *a: subprocess.run(
             ["setpriv", f"--reuid={self.NOBODY}", f"--regid={self.NOBODY}", "--clear-groups",
-             SBX, *a], cwd=cwd or self.config, env=env, capture_output=True, text=True,
-            errors="replace", timeout=TIMEOUT, check=False)
+             *prefix, SBX, *a], cwd=cwd or self.config, env=env, capture_output=True,
+            text=True, errors="replace", timeout=TIMEOUT, check=False)
         probe = run("--version")
         if probe.returncode != 0:
             self.skipTest("uid 65534 cannot run the installed sbx here" + describe(probe))
@@ -1422,9 +1527,9 @@ class Settings(SbxTestCase):
         self.assert_exit(self.sbx_env("exec", "--policy", policy, "--", "/bin/sh", "-c",
                                       f"printf '#!/bin/sh\\necho planted > {marker}\\n' > "
                                       f"{planted} && chmod +x {planted}", cwd=self.config), 0)
-        for argv, why in ((["timeout", "5", planted], "'timeout' runs a program"),
-                          (["nice", planted], "'nice' runs a program"),
-                          (["env", planted], "'env' runs a program"),
+        for argv, why in ((["timeout", "5", planted], "'timeout' is not a program sbx runs"),
+                          (["nice", planted], "'nice' is not a program sbx runs"),
+                          (["env", planted], "'env' is not a program sbx runs"),
                           (["git", "-c", f"alias.st=!{planted}", "st"], "git's global option")):
             result = self.sbx_env("exec", "--json", "--policy", policy, "--", *argv,
                                   cwd=self.config)
@@ -1517,10 +1622,11 @@ class Settings(SbxTestCase):
         for path in (os.path.join(home, ".config", "sbx"), workspace, outside):
             os.makedirs(path)
         marker = os.path.join(outside, "PWNED")
-        program = os.path.join(workspace, "build.sh")
+        # Named as a program sbx knows, so that its file is what refuses it.
+        program = os.path.join(workspace, "ls")
         with open(os.path.join(home, ".config", "sbx", "settings.json"), "w",
                   encoding="utf-8") as f:
-            f.write(json.dumps({"excluded_commands": [program + " *", "build.sh *"]}))
+            f.write(json.dumps({"excluded_commands": [program + " *"]}))
         with open(program, "w", encoding="utf-8") as f:
             f.write(f"#!/bin/sh\necho planted > {marker}\n")
         for path in (home, os.path.join(home, ".config"), os.path.join(home, ".config", "sbx"),
@@ -1545,7 +1651,7 @@ class Settings(SbxTestCase):
         probe = as_nobody("--version")
         if probe.returncode != 0:
             self.skipTest("uid 65534 cannot run the installed sbx here" + describe(probe))
-        for argv in ([program, "x"], ["build.sh", "x"]):
+        for argv in ([program, "x"],):
             result = as_nobody("explain", "--json", "--policy", policy, "--", *argv)
             self.assert_exit(result, 0)
             explain = json.loads(result.stdout)
@@ -1569,13 +1675,14 @@ class Settings(SbxTestCase):
         src = os.path.join(workspace, "src")
         for path in (os.path.join(src, "objects"), os.path.join(src, "refs"), outside):
             os.makedirs(path)
-        self.user(json.dumps({"excluded_commands": ["git status", "./build.sh *"], "policy": {
+        self.user(json.dumps({"excluded_commands": ["git status", "./ls *"], "policy": {
             "version": 1, "network": {"mode": "restricted"}, "filesystem": {
                 "kind": "restricted", "entries": [{"path": ":root", "access": "read"}]}}}))
-        # What the earlier run (policy workspace-write) left in the workspace.
-        with open(os.path.join(workspace, "build.sh"), "w", encoding="utf-8") as f:
+        # What the earlier run (policy workspace-write) left in the workspace, named as a
+        # program sbx knows.
+        with open(os.path.join(workspace, "ls"), "w", encoding="utf-8") as f:
             f.write(f"#!/bin/sh\n/usr/bin/id > {outside}/PWNED_build\n")
-        os.chmod(os.path.join(workspace, "build.sh"), 0o755)
+        os.chmod(os.path.join(workspace, "ls"), 0o755)
         with open(os.path.join(src, "HEAD"), "w", encoding="utf-8") as f:
             f.write("ref: refs/heads/main\n")
         with open(os.path.join(src, "config"), "w", encoding="utf-8") as f:
@@ -1583,7 +1690,7 @@ class Settings(SbxTestCase):
                     f'\tfsmonitor = "/usr/bin/id > {outside}/PWNED_git; false"\n')
 
         def attempt(run):
-            for argv, cwd in ((["./build.sh", "x"], workspace), (["git", "status"], src)):
+            for argv, cwd in ((["./ls", "x"], workspace), (["git", "status"], src)):
                 result = run("exec", "--json", "--", *argv, cwd=cwd)
                 self.assertEqual(os.listdir(outside), [], "the planted program ran "
                                  "unsandboxed" + describe(result))
@@ -1599,7 +1706,7 @@ class Settings(SbxTestCase):
                 for name in [root] + [os.path.join(root, n) for n in dirs + files]:
                     os.chown(name, self.NOBODY, self.NOBODY)
         attempt(lambda *args, cwd: self.as_nobody(*args, cwd=cwd))
-        reason = json.loads(self.as_nobody("explain", "--json", "--", "./build.sh", "x",
+        reason = json.loads(self.as_nobody("explain", "--json", "--", "./ls", "x",
                                            cwd=workspace).stdout)["reason"]
         self.assertIn("the user owns it", reason)
 
@@ -1786,52 +1893,48 @@ class Settings(SbxTestCase):
         # The programs: root's, in a directory root owns (uid 65534 cannot plant them).
         rbin = os.path.join(self.work, "rbin")
         os.makedirs(rbin)
-        cases = []
-        with open("/usr/bin/ldd" if os.path.exists("/usr/bin/ldd") else os.devnull, "rb") as f:
-            ldd_is_a_script = f.read(2) == b"#!"
-        if ldd_is_a_script:
-            # ldd is a bash script started by its #! line: bash reads $BASH_ENV first.
-            cases.append((["ldd", "/bin/true"], "ldd *", "BASH_ENV", bashenv))
-        if os.path.exists("/usr/bin/python3"):
-            # PYTHONPLATLIBDIR moves the standard library (getpath, Python >= 3.11): its
-            # encodings package is the first module imported.
-            version = subprocess.run(["/usr/bin/python3", "-c",
-                                      "import sys; print('%d.%d' % sys.version_info[:2])"],
-                                     capture_output=True, text=True, check=True).stdout.strip()
-            encodings = os.path.join(evil, "pl", "python" + version, "encodings")
-            os.makedirs(encodings)
-            with open(os.path.join(encodings, "__init__.py"), "w", encoding="utf-8") as f:
-                f.write(f"import posix\nposix.close(posix.open({marker!r}, "
-                        "posix.O_CREAT | posix.O_WRONLY, 0o644))\n")
-            with open(os.path.join(rbin, "pytool"), "w", encoding="utf-8") as f:
-                f.write("#!/usr/bin/python3\nprint('ok')\n")
-            os.chmod(os.path.join(rbin, "pytool"), 0o755)
-            cases.append((["pytool"], "pytool*", "PYTHONPLATLIBDIR",
-                          "../" + os.path.join(evil, "pl").lstrip("/")))
-        if shutil.which("openssl") and shutil.which("cc"):
-            # OPENSSL_CONF names a config that loads a provider module (config(5)).
-            source = os.path.join(evil, "p.c")
-            with open(source, "w", encoding="utf-8") as f:
-                f.write("#include <fcntl.h>\n#include <unistd.h>\n__attribute__((constructor)) "
-                        f"static void pwn(void) {{ close(open({json.dumps(marker)}, "
-                        "O_CREAT | O_WRONLY, 0644)); }\n")
-            subprocess.run(["cc", "-shared", "-fPIC", "-o", os.path.join(evil, "p.so"), source],
-                           check=True)
-            conf = os.path.join(evil, "openssl.cnf")
-            with open(conf, "w", encoding="utf-8") as f:
-                f.write("openssl_conf = init\n[init]\nproviders = providers\n[providers]\n"
-                        f"evil = evil\n[evil]\nmodule = {evil}/p.so\nactivate = 1\n")
-            cases.append((["openssl", "version"], "openssl version*", "OPENSSL_CONF", conf))
-        # TAR_OPTIONS are options: --checkpoint-action=exec runs a command.
-        archive = os.path.join(self.config, "a.tar")
-        subprocess.run(["tar", "cf", archive, "-C", self.config, "sbx"], check=True)
-        cases.append((["tar", "tf", archive], "tar tf *", "TAR_OPTIONS",
-                      f"--checkpoint=1 --checkpoint-action=exec={pwn}"))
+        # Only programs whose arguments sbx knows run unsandboxed (program_grammar.hpp), so the
+        # payloads ride on what those read: bash reads $BASH_ENV before a `bash -c` script, git
+        # runs $GIT_EXTERNAL_DIFF for a diff (git(1) ENVIRONMENT), --no-index ones too. (An
+        # LD_PRELOAD payload would load into setpriv and sbx first: it proves nothing here.)
+        cases = [(["bash", "-c", "ls"], "ls", "BASH_ENV", bashenv)]
+        if shutil.which("git"):
+            cases.append((["git", "diff", "--no-index", "/etc/hostname", "/etc/passwd"],
+                          "git diff *", "GIT_EXTERNAL_DIFF", pwn))
         self.chown_to_nobody(outside)
         self.user(json.dumps({"excluded_commands": [case[1] for case in cases]}))
         for argv, pattern, name, value in cases:
             with self.subTest(name):
                 self.check_reset_environment(argv, pattern, name, value, rbin, marker, bashenv)
+
+    # Issue #32 A4: an excluded command's environment_dropped named only what the reset took
+    # away. The LD_* variables sbx removes from its own environment at start, the secrets the
+    # policy's /environment removes, and an entry with an empty name ("=x": exec(3) allows one,
+    # the command never gets it) were dropped unnamed. Every name is listed, never a value.
+    def test_an_excluded_command_names_every_variable_it_does_not_get(self):
+        self.user('{"excluded_commands": ["id -u"]}')
+        secret = "ghp_sbxtestsecretvalue"
+        env = {"PATH": "/usr/bin:/bin", "HOME": self.config, "XDG_CONFIG_HOME": self.config,
+               "LD_LIBRARY_PATH": "/nonexistent-sbx-lib", "LD_BIND_NOW": "1",
+               "GITHUB_TOKEN": secret, "EDITOR": "vi"}
+        dropped = sorted(["(empty name)", "EDITOR", "GITHUB_TOKEN", "LD_BIND_NOW",
+                          "LD_LIBRARY_PATH"])
+        prefix = ("/usr/bin/env", "=x")
+        result = self.as_nobody("exec", "--json", "--preset", "read-only", "--", "id", "-u",
+                                env=env, prefix=prefix)
+        self.assertEqual(result.returncode, 0, describe(result))
+        self.assertEqual(result.stdout, f"{self.NOBODY}\n", describe(result))
+        doc = self.last_json_line(result.stderr)
+        self.assertIs(doc["should_sandbox"], False, describe(result))
+        self.assertEqual(doc["excluded_by"], ["id -u"], describe(result))
+        self.assertEqual(sorted(doc["environment_dropped"]), dropped, describe(result))
+        explain = self.as_nobody("explain", "--json", "--preset", "read-only", "--", "id", "-u",
+                                 env=env, prefix=prefix)
+        self.assertEqual(explain.returncode, 0, describe(explain))
+        self.assertEqual(sorted(json.loads(explain.stdout)["environment_dropped"]), dropped)
+        for text in (result.stderr, explain.stdout):
+            self.assertNotIn(secret, text)
+            self.assertNotIn("/nonexistent-sbx-lib", text)
 
     def check_reset_environment(self, argv, pattern, name, value, rbin, marker, other):
         env = {"PATH": rbin + ":/usr/bin:/bin", "HOME": self.config,
@@ -1889,7 +1992,7 @@ class Settings(SbxTestCase):
                 doc = self.last_json_line(result.stderr)
                 self.assertIs(doc["should_sandbox"], True, describe(result))
                 self.assertEqual(doc["excluded_by"], [])
-                self.assertIn(f"'{name}' runs", doc["reason"])
+                self.assertRegex(doc["reason"], f"'{name}' (is not a program sbx runs|runs)")
         # The others start a pager, a terminal or a server: what sbx decides is enough.
         for argv, name in ((["man", "-P", pwn, "ls"], "man"), (["tmux", "new", pwn], "tmux"),
                            (["less", "/etc/hostname"], "less"), (["vim", "-c", f":!{pwn}"], "vim")):
@@ -1897,8 +2000,94 @@ class Settings(SbxTestCase):
                                                 "--", *argv).stdout)
             self.assertIs(explain["should_sandbox"], True, name)
             self.assertEqual(explain["excluded_by"], [], name)
-            self.assertIn(f"'{name}' runs commands named in its arguments or its input",
+            self.assertIn(f"'{name}' is not a program sbx runs without a sandbox",
                           explain["reason"])
+
+    # Issue #32 round 2, A1 and A3: a link named as an accepted program (`editor`, `pager` and
+    # /etc/alternatives lead to vim or less) and an option by which an accepted-looking program
+    # runs a command. Only programs of sbx's table run unsandboxed, and only as the file their
+    # name says, with arguments the table accepts (program_grammar.hpp).
+    def test_only_known_programs_with_known_arguments_run_unsandboxed(self):
+        outside = self.user_owned_outside()
+        marker = os.path.join(outside, "PWNED")
+        pwn = os.path.join(outside, "pwn")
+        with open(pwn, "w", encoding="utf-8") as f:
+            f.write(f"#!/bin/sh\n: > {marker}\n")
+        os.chmod(pwn, 0o755)
+        self.chown_to_nobody(outside)
+        # Root's directory of links, as a distribution's /etc/alternatives: uid 65534 cannot
+        # plant there, so the link is refused for what it leads to, not for where it lies.
+        links = os.path.join(self.work, "links")
+        os.makedirs(links)
+        os.chmod(self.work, 0o755)
+        os.symlink("/usr/bin/tac", os.path.join(links, "ls"))
+        env = {"PATH": links + ":/usr/bin:/bin", "HOME": self.config,
+               "XDG_CONFIG_HOME": self.config}
+        self.user(json.dumps({"excluded_commands": ["ls *", "sort *", "git *", "cat *"]}))
+        explain = json.loads(self.as_nobody("explain", "--json", "--preset", "read-only", "--",
+                                            "ls", "/etc", env=env).stdout)
+        self.assertIs(explain["should_sandbox"], True, explain["reason"])
+        self.assertIn("is the file /usr/bin/tac, not the program 'ls'", explain["reason"])
+        for argv, why in ((["sort", f"--compress-program={pwn}", "-S", "1k", "/etc/services"],
+                           "'sort' with the option '--compress-program="),
+                          (["git", "ls-remote", f"--upload-pack={pwn}", "/"],
+                           "git runs without a sandbox only as")):
+            with self.subTest(argv[0]):
+                result = self.as_nobody("exec", "--json", "--preset", "read-only", "--", *argv)
+                self.assertFalse(os.path.exists(marker), "the payload ran unsandboxed" +
+                                 describe(result))
+                doc = self.last_json_line(result.stderr)
+                self.assertIs(doc["should_sandbox"], True, describe(result))
+                self.assertIn(why, doc["reason"])
+        # The control: an accepted program with accepted arguments still runs unsandboxed.
+        result = self.as_nobody("exec", "--json", "--preset", "read-only", "--", "cat",
+                                "/etc/hostname")
+        self.assertIs(self.last_json_line(result.stderr)["should_sandbox"], False,
+                      describe(result))
+
+    # Issue #32 round 3: `git status` in repo/src ran a core.fsmonitor planted in a user-owned
+    # submodule beside src (git reads the whole repository); a root-owned script named like an
+    # accepted program ran its interpreter unsandboxed.
+    def test_git_reads_the_whole_repository_and_only_compiled_programs_run(self):
+        if shutil.which("git") is None:
+            self.skipTest("git is not installed")
+        # Outside HOME (self.config), whose entries below are judged anyway.
+        repo = os.path.join(self.work, "repo")
+        src = os.path.join(repo, "src")
+        lib = os.path.join(repo, "lib")
+        for path in (os.path.join(repo, ".git"), src, lib):
+            os.makedirs(path)
+        self.user(json.dumps({"excluded_commands": ["git status", "grep *"]}))
+
+        def explain(*argv, cwd=src, env=None):
+            result = self.as_nobody("explain", "--json", "--preset", "read-only", "--", *argv,
+                                    cwd=cwd, env=env)
+            self.assert_exit(result, 0)
+            return json.loads(result.stdout)
+
+        # The control: nothing below the repository the user can write: git status applies.
+        doc = explain("git", "status")
+        self.assertEqual(doc["excluded_by"], ["git status"], doc["reason"])
+        # A user-owned submodule's .git two levels away from the cwd's ancestors (one level
+        # beside them is judged by the upward walk).
+        planted = os.path.join(lib, "sub", ".git")
+        os.makedirs(planted)
+        os.chown(planted, self.NOBODY, self.NOBODY)
+        doc = explain("git", "status")
+        self.assertIs(doc["should_sandbox"], True, doc["reason"])
+        self.assertIn("below the repository " + repo + ", which git reads whole", doc["reason"])
+        self.assertIn(planted, doc["reason"])
+        # A root-owned script named grep, first in PATH.
+        tools = os.path.join(self.config, "tools")
+        os.makedirs(tools)
+        with open(os.path.join(tools, "grep"), "w", encoding="utf-8") as f:
+            f.write("#!/bin/sh\nexec /usr/bin/id\n")
+        os.chmod(os.path.join(tools, "grep"), 0o755)
+        env = {"PATH": tools + ":/usr/bin:/bin", "HOME": self.config,
+               "XDG_CONFIG_HOME": self.config}
+        doc = explain("grep", "x", "/etc/hostname", cwd=self.config, env=env)
+        self.assertIs(doc["should_sandbox"], True, doc["reason"])
+        self.assertIn("is not a compiled program", doc["reason"])
 
     # Red team round 2: a policy file is protected only in the runs that use it; one in the
     # workspace can have been rewritten by a default run.
@@ -2134,8 +2323,10 @@ class Debug(SbxTestCase):
             self.skipTest(f"the {backend} plugin is not installed in this build")
         result = self.run_ok("debug", backend, "--cwd", self.work, *options, "--", "/bin/ls", "-l")
         plan = json.loads(result.stdout)
+        # bwrap's detail adds what its exec() starts (launch_form.hpp); the others' argv runs.
+        extra = {"launch"} if backend == "bwrap" else set()
         self.assertEqual(set(plan), {"backend", "argv", "env", "cwd", "notes", "host_paths",
-                                     "windows"})
+                                     "windows"} | extra)
         self.assertEqual(plan["backend"], backend)
         self.assertTrue(plan["argv"] and all(isinstance(a, str) for a in plan["argv"]))
         self.assertIsInstance(plan["env"], list)
@@ -2150,6 +2341,16 @@ class Debug(SbxTestCase):
         self.assertTrue(all(p.startswith("/") for p in plan["host_paths"]["created"]))
         self.assertTrue(all(p.startswith("/") for p in plan["host_paths"]["kept"]))
         self.assertIsNone(plan["windows"])
+        # What exec() will start, from the same typed plan: bwrap first, the command last, and
+        # the environment by name only (tests/integration/launch compares it with a real run).
+        launch = plan["launch"]
+        self.assertEqual(set(launch), {"form", "argv", "args", "environment"})
+        self.assertIn(launch["form"], {"direct", "stage2"})
+        self.assertEqual(launch["argv"][0], plan["argv"][0])
+        self.assertEqual(launch["argv"][-2:], ["/bin/ls", "-l"])
+        argv = plan["argv"]
+        names = [argv[i + 1].split("=", 1)[0] for i in range(len(argv) - 1) if argv[i] == "--env"]
+        self.assertEqual(launch["environment"], names)
 
     def test_seatbelt(self):
         plan = self.debug_plan("seatbelt")

@@ -46,6 +46,14 @@ def shown(result):
             f"\nstderr:\n{result.stderr}")
 
 
+def walk(app, path=()):
+    """(path, app) for `sbx __describe-cli`'s app and every subcommand below it."""
+    path = path + (app["name"],)
+    yield path, app
+    for sub in app["subcommands"]:
+        yield from walk(sub, path)
+
+
 class ExtrasCase(unittest.TestCase):
     def setUp(self):
         self.assertTrue(SBX and os.access(SBX, os.X_OK), f"SBX_BIN must name sbx, got {SBX!r}")
@@ -488,25 +496,81 @@ class CliDocs(ExtrasCase):
             for name in option["names"]:
                 self.assertIn(name, top)
 
+    def test_every_fixed_value_set_is_described(self):
+        """The fixed value sets the completions offer come from the parser's definitions: the
+        presets and network modes in every verb that takes a policy, the backends of --backends
+        and `debug BACKEND`, the --from formats, the schema names."""
+        presets = ["read-only", "workspace-write", "danger-full-access", "external-sandbox"]
+        modes = ["restricted", "enabled", "proxy"]
+        backends = ["bwrap", "landlock", "seatbelt", "windows"]
+        root = self.describe()
+        by_path = {" ".join(path[1:]): app for path, app in walk(root)}
+
+        def choices(app, name):
+            return [o["choices"] for o in app["options"] if name in o["names"] or
+                    (o["positional"] and o["name"] == name)][0]
+
+        policy_verbs = [path for path, app in by_path.items()
+                        if any("--preset" in o["names"] for o in app["options"])]
+        self.assertEqual(sorted(policy_verbs), ["context", "debug", "exec", "explain",
+                                                "policy check", "policy show"])
+        for path in policy_verbs:
+            with self.subTest(verb=path):
+                self.assertEqual(choices(by_path[path], "--preset"), presets)
+                self.assertEqual(choices(by_path[path], "--network"), modes)
+        self.assertEqual(choices(root, "--backends"), backends)
+        self.assertEqual(choices(by_path["debug"], "backend"), backends)
+        self.assertEqual(choices(by_path["policy import"], "--from"), ["codex", "srt"])
+        self.assertIn("exec", choices(by_path["schema"], "name"))
+
+    def test_bash_completes_every_fixed_value_set(self):
+        """Every option with fixed values, in every verb, completes to exactly those values."""
+        cases = []
+        for path, app in walk(self.describe()):
+            for option in app["options"]:
+                if option["choices"]:
+                    words = list(path) + ([] if option["positional"] else [option["names"][0]])
+                    if app["subcommands"] and option["positional"]:
+                        continue
+                    cases.append((words, option["choices"]))
+        self.assertGreater(len(cases), 15)
+        script = ('source "$1"; shift\n'
+                  'while IFS= read -r line; do read -ra COMP_WORDS <<< "$line";'
+                  ' COMP_WORDS+=(""); COMP_CWORD=$((${#COMP_WORDS[@]}-1)); _sbx;'
+                  ' echo "${COMPREPLY[*]}"; done')
+        result = subprocess.run(
+            ["bash", "--norc", "-c", script, "bash", os.path.join(SHARE, COMPLETIONS["bash"])],
+            input="".join(" ".join(words) + "\n" for words, _ in cases), capture_output=True,
+            text=True, timeout=TIMEOUT, env=self.env, check=False)
+        self.assertEqual(result.returncode, 0, shown(result))
+        lines = result.stdout.splitlines()
+        self.assertEqual(len(lines), len(cases), shown(result))
+        for (words, expected), line in zip(cases, lines):
+            self.assertEqual(line.split(), expected, " ".join(words))
+
     def test_bash_loads_the_completion_and_completes(self):
         script = ('source "$1"; complete -p sbx || exit 4\n'
                   't() { COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]}-1)); _sbx;'
                   ' echo "${COMPREPLY[*]}"; }\n'
                   't sbx po; t sbx policy im; t sbx policy import --from ""; t sbx exec --netw;'
-                  ' t sbx --log-level w')
+                  ' t sbx --log-level w; t sbx explain --preset w; t sbx --backends l;'
+                  ' t sbx debug s; t sbx context --network p')
         result = run(["bash", "--norc", "-c", script, "bash",
                       os.path.join(SHARE, COMPLETIONS["bash"])], env=self.env)
         self.assertEqual(result.returncode, 0, shown(result))
         lines = result.stdout.splitlines()
         self.assertIn("-F _sbx sbx", lines[0])
-        self.assertEqual(lines[1:], ["policy", "import", "codex srt", "--network", "warn"])
+        self.assertEqual(lines[1:], ["policy", "import", "codex srt", "--network", "warn",
+                                     "workspace-write", "landlock", "seatbelt", "proxy"])
 
     def test_zsh_loads_the_completion_and_completes(self):
         driver = self.write("driver.zsh", ZSH_DRIVER)
         directory = os.path.join(SHARE, os.path.dirname(COMPLETIONS["zsh"]))
         for typed, completed in [("sbx po", "sbx policy"),
                                  ("sbx policy import --from s", "sbx policy import --from srt"),
-                                 ("sbx exec --netw", "sbx exec --network")]:
+                                 ("sbx exec --netw", "sbx exec --network"),
+                                 ("sbx exec --preset wo", "sbx exec --preset workspace-write"),
+                                 ("sbx debug la", "sbx debug landlock")]:
             with self.subTest(typed=typed):
                 result = run(["zsh", "-f", driver, directory, typed], env=self.env)
                 self.assertEqual(result.returncode, 0, shown(result))
@@ -519,13 +583,24 @@ class CliDocs(ExtrasCase):
                                 ("sbx policy ", {"check", "show", "widen", "approve", "schema",
                                                  "import"}),
                                 ("sbx policy import --from ", {"codex", "srt"}),
-                                ("sbx config ", {"show", "trust"})]:
+                                ("sbx config ", {"show", "trust"}),
+                                ("sbx policy show --preset ", {"read-only", "workspace-write",
+                                                               "danger-full-access",
+                                                               "external-sandbox"}),
+                                ("sbx --backends ", {"bwrap", "landlock", "seatbelt",
+                                                     "windows"}),
+                                ("sbx context --network ", {"restricted", "enabled", "proxy"})]:
             with self.subTest(typed=typed):
                 result = run(["fish", "--no-config", "-c", f"source {path}; complete -C '{typed}'"],
                              env=self.env)
                 self.assertEqual(result.returncode, 0, shown(result))
                 words = {line.split("\t")[0] for line in result.stdout.splitlines()}
                 self.assertEqual(words, expected, shown(result))
+        # `debug BACKEND -- CMD`: fish offers the backends beside the command names.
+        result = run(["fish", "--no-config", "-c", f"source {path}; complete -C 'sbx debug '"],
+                     env=self.env)
+        words = {line.split("\t")[0] for line in result.stdout.splitlines()}
+        self.assertLessEqual({"bwrap", "landlock", "seatbelt", "windows"}, words, shown(result))
 
 
 # ---- policy import ----
@@ -640,6 +715,18 @@ class PolicyImport(ExtrasCase):
         self.assertIn("IPv6", reasons["network.allowedDomains[1]"])
         self.assertEqual(report["policy"]["network"]["allowed_domains"], ["example.com"])
         self.assertIn((":cwd/src", "write"), self.entries(report))
+
+    def test_srt_loopback_domain_without_port_is_unmapped_with_the_fix(self):
+        path = self.write("srt.json", json.dumps({
+            "filesystem": {"denyRead": [], "allowWrite": [], "denyWrite": []},
+            "network": {"allowedDomains": ["example.com", "127.0.0.1"], "deniedDomains": []}}))
+        result = self.sbx("policy", "import", "--from", "srt", path, "--json")
+        self.assertEqual(result.returncode, 3, shown(result))
+        report = json.loads(result.stdout)
+        reasons = {item["setting"]: item["reason"] for item in report["unmapped"]}
+        self.assertIn('write "127.0.0.1:PORT"', reasons["network.allowedDomains[1]"],
+                      shown(result))
+        self.assertEqual(report["policy"]["network"]["allowed_domains"], ["example.com"])
 
     def test_deny_write_above_allow_write_makes_it_read_only(self):
         path = self.write("srt.json", json.dumps({

@@ -73,10 +73,11 @@ def check_run(args, result):
             line = last_line(result.stderr)
             # The report follows whatever the command left on its last stderr line.
             start = line.find('{"should_sandbox"')
-            # CLI11 refusing the command line (exit 125 before any run) writes no report.
+            # CLI11 refusing the command line (exit 125 before any run) writes no report: its
+            # message, or a misspelling's followed by the verb's usage line.
             if start >= 0:
                 check("exec", json.loads(line[start:]), where)
-            elif not line.startswith("sbx: bad usage"):
+            elif not line.startswith(("sbx: bad usage", "Usage: sbx")):
                 raise AssertionError(f"`sbx {where}` wrote no exec report:\n{result.stderr}")
         if "--dry-run" in options and result.returncode == 0:
             check("plan", json.loads(result.stdout), where)

@@ -150,6 +150,10 @@ std::vector<std::string> state_directories() {
     for (const Result<std::string>* dir : {&proxy, &bwrap})
       if (dir->ok()) add(private_state::split_path(**dir).first);
   }
+  // And every other place a later run of this user could keep its state (issue #32 B3).
+  for (const std::string& dir :
+       private_state::candidate_state_dirs(sources, {"probe", "proxy", "bwrap"}))
+    add(dir);
   return dirs;
 }
 

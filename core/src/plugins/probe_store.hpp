@@ -35,7 +35,9 @@ std::optional<std::string> current_store_dir();
 // when missing, each followed by its real path when that differs: the kept probe answers, the
 // proxy's sockets ("proxy"), bwrap's registry and probe cache ("bwrap"), and when these lie in
 // the cache (no runtime directory) <cache>/sbx, which holds them (a command that could chmod
-// or rename entries in it could end or forge every later run's state, issue #32).
+// or rename entries in it could end or forge every later run's state, issue #32); then every
+// other directory a later run of this user could use (private_state::candidate_state_dirs:
+// the other runtime directories' and the cache's, issue #32 B3).
 // Resolution keeps each read-only in every sandbox like sbx's install and refuses a writable
 // root inside one; a backend that cannot carve one out of a writable root is passed over.
 // Empty on Windows.

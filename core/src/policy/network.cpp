@@ -1,6 +1,7 @@
 // Validation of the network part of a policy: proxy ports, domain patterns and unix sockets.
 #include <algorithm>
 #include <cctype>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -81,10 +82,52 @@ Result<std::string> normalize_domain(std::string_view raw, const std::string& po
   return domain;
 }
 
-Status check_domains(std::vector<std::string>& domains, const std::string& pointer) {
+// True for a loopback host: localhost, a name under .localhost (RFC 6761 6.3: both resolve to
+// loopback) or an IPv4 address in 127.0.0.0/8 (the dotted form host_error accepts).
+bool loopback_host(std::string_view host) {
+  constexpr std::string_view kLocalhost = "localhost";
+  if (host == kLocalhost) return true;
+  if (host.size() > kLocalhost.size() &&
+      host.substr(host.size() - kLocalhost.size() - 1) == ".localhost")
+    return true;
+  if (host.substr(0, 4) != "127.") return false;
+  int dots = 0;
+  for (char c : host) {
+    if (c == '.') {
+      ++dots;
+    } else if (c < '0' || c > '9') {
+      return false;
+    }
+  }
+  return dots == 3;
+}
+
+// Why: the proxy lets a loopback (or private) destination through only for an exact
+// host:port entry of allowed_domains (core/src/proxy/session.cpp), so a loopback entry without
+// a port, or behind a wildcard, is accepted by nothing at run time. Refused here, with the fix,
+// rather than silently never matching.
+std::optional<std::string> loopback_allow_error(const std::string& domain) {
+  const std::size_t colon = domain.find(':');
+  std::string_view host = std::string_view(domain).substr(0, colon);
+  const bool wildcard = host.substr(0, 2) == "*.";
+  if (wildcard) host.remove_prefix(2);
+  if (!loopback_host(host) || (!wildcard && colon != std::string::npos)) return std::nullopt;
+  const std::string exact = wildcard ? "NAME." + std::string(host) : std::string(host);
+  return "domain " + policy::path::quote(domain) +
+         ": a loopback destination is reached only through an exact host:port entry; write " +
+         policy::path::quote(exact + ":PORT") + " (for example \"127.0.0.1:PORT\")";
+}
+
+// `allowed`: the entries of allowed_domains, which the loopback rule applies to (a deny entry
+// without a port denies every port, as written).
+Status check_domains(std::vector<std::string>& domains, const std::string& pointer, bool allowed) {
   for (std::size_t i = 0; i < domains.size(); ++i) {
     Result<std::string> domain = normalize_domain(domains[i], child(pointer, i));
     if (!domain) return domain.failure();
+    if (allowed) {
+      if (std::optional<std::string> why = loopback_allow_error(*domain))
+        return error_at(child(pointer, i), *why);
+    }
     domains[i] = std::move(*domain);
     auto first = std::find(domains.begin(), domains.end(), domains[i]);
     if (first != domains.begin() + static_cast<std::ptrdiff_t>(i)) {
@@ -152,8 +195,10 @@ Status check_network(NetworkPolicy& network) {
                     "domain lists need \"mode\": \"proxy\" (the proxy enforces them)");
   }
   Status status = check_ports(network.proxy_ports, child(pointer, "proxy_ports"));
-  if (status) status = check_domains(network.allowed_domains, child(pointer, "allowed_domains"));
-  if (status) status = check_domains(network.denied_domains, child(pointer, "denied_domains"));
+  if (status)
+    status = check_domains(network.allowed_domains, child(pointer, "allowed_domains"), true);
+  if (status)
+    status = check_domains(network.denied_domains, child(pointer, "denied_domains"), false);
   if (status) status = check_sockets(network.unix_sockets, child(pointer, "unix_sockets"));
   return status;
 }

@@ -115,6 +115,11 @@ FilteredEnvironment filter_environment(const EnvironmentPolicy& policy,
   for (const std::string& entry : env) {
     const std::size_t eq = entry.find('=');
     const std::string name = entry.substr(0, eq);
+    if (name.empty()) {
+      // "=x" (or ""): no name to pass on; bwrap refused the whole run over it before.
+      out.removed.emplace_back(kEmptyVariableName);
+      continue;
+    }
     if (eq == std::string::npos || policy.set.count(name) != 0) {
       // Replaced by `set` (added below): not removed, and never twice in the result.
       if (eq == std::string::npos) out.removed.push_back(name);

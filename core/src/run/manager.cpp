@@ -177,9 +177,11 @@ void add_state_dir_needs(const ResolvedPolicy& policy, Needs& needs) {
     needs.add(Capability::kWriteCarveouts,
               "sbx's state directory '" + dir + "', which lies inside the writable root '" + root +
                   "' and is always kept read-only so that the command cannot forge or end the "
-                  "state later runs trust; set XDG_RUNTIME_DIR to a private runtime directory "
-                  "of this user (mode 0700) or XDG_CACHE_HOME to a directory outside the "
-                  "writable roots, or use a backend that can carve out (bwrap)");
+                  "state later runs trust; every place where a run of this user may keep its "
+                  "state must lie outside the writable roots (each runtime directory's sbx-*, "
+                  "and ~/.cache/sbx or $XDG_CACHE_HOME/sbx, which a run without a private "
+                  "runtime directory uses): choose writable roots that do not hold it, or use a "
+                  "backend that can carve out (bwrap)");
     return;
   }
 }

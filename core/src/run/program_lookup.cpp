@@ -9,9 +9,12 @@
 #include <unistd.h>
 #endif
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <fstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -76,6 +79,34 @@ std::optional<std::string> skip_reason(const std::string& entry, const ResolvedP
   return first_plantable(*steps, policy, user);
 }
 
+// A script named like a program of the allowlist (a test fixture named `diff` that starts
+// `#!/usr/bin/env python`) would run its interpreter on code sbx never read: only an ELF file
+// (elf(5): the magic \x7fELF) is the program a name can stand for.
+bool is_elf_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0) return false;
+  char magic[4] = {};
+  const ssize_t n = ::read(fd, magic, sizeof magic);
+  ::close(fd);
+  return n == 4 && std::memcmp(magic,
+                               "\x7f"
+                               "ELF",
+                               4) == 0;
+}
+
+// The directory holding `real_path` is one of the PATH entries the lookup searched (each
+// symlink-free): a name with a '/' may point anywhere the user cannot write, a tool's test
+// fixture or a copy of env named ls, while PATH's directories hold the programs the host
+// meant to be run by name.
+bool in_searched_directory(const std::string& real_path, const std::vector<std::string>& entries) {
+  const std::string dir = real_path.substr(0, std::max<std::size_t>(real_path.rfind('/'), 1));
+  for (const std::string& entry : entries) {
+    Result<std::vector<PathStep>> steps = walk_path(entry);
+    if (steps.ok() && steps->back().path == dir) return true;
+  }
+  return false;
+}
+
 TrustedProgram refuse(TrustedProgram out, std::string why) {
   out.path.reset();
   out.refused = std::move(why);
@@ -94,8 +125,24 @@ TrustedProgram judge_path(TrustedProgram out, const std::string& shown, const st
                                       ") could have been planted by a "
                                       "sandboxed command: " +
                                       *why);
+  if (!is_elf_file(steps->back().path))
+    return refuse(std::move(out), "'" + shown + "' (" + steps->back().path +
+                                      ") is not a compiled program: a script runs the "
+                                      "interpreter its first line names, with code sbx does "
+                                      "not check");
   out.path = path;
+  out.real_path = steps->back().path;
   return out;
+}
+
+// A program judged trustworthy must also lie in one of the searched PATH directories.
+TrustedProgram in_path_directory(TrustedProgram found, const std::string& shown,
+                                 const std::vector<std::string>& entries) {
+  if (!found.path || in_searched_directory(found.real_path, entries)) return found;
+  std::string why = "'" + shown + "' is the file " + found.real_path +
+                    ", outside the PATH directories searched (" + found.trusted_path_env +
+                    "): only programs installed there run without a sandbox";
+  return refuse(std::move(found), std::move(why));
 }
 
 // A symlink below a checked directory: what it leads to must be unplantable on every step (or,
@@ -143,7 +190,23 @@ Result<std::vector<PathStep>> walk_path(const std::string& path) {
 
 #else
 
-HostUser current_host_user() { return HostUser{static_cast<std::uint32_t>(::geteuid())}; }
+// The CapEff line of /proc/self/status (proc(5)): a hex mask, all zeros without capabilities.
+// Unreadable or missing: capable, so that what cannot be checked is not trusted.
+bool holds_effective_capabilities() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("CapEff:", 0) != 0) continue;
+    const std::size_t digits = line.find_first_not_of(" \t", 7);
+    if (digits == std::string::npos) return true;
+    return line.find_first_not_of('0', digits) != std::string::npos;
+  }
+  return true;
+}
+
+HostUser current_host_user() {
+  return HostUser{static_cast<std::uint32_t>(::geteuid()), holds_effective_capabilities()};
+}
 
 Result<std::vector<PathStep>> walk_path(const std::string& path) {
   if (path.empty() || path.front() != '/') return Error{"'" + path + "' is not an absolute path"};
@@ -314,6 +377,74 @@ std::optional<std::string> first_plantable_beside(const std::vector<PathStep>& a
 
 #endif
 
+#ifdef _WIN32
+
+RepositoryTop repository_top(const std::string& cwd) {
+  return RepositoryTop{std::nullopt, "cannot verify " + cwd + ": not on Windows yet"};
+}
+
+#else
+
+namespace {
+
+bool is_directory_at(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// A git directory by git's own test (setup.c is_git_directory): HEAD, objects/ and refs/.
+bool is_git_directory(const std::string& dir) {
+  struct stat st {};
+  return ::lstat(join(dir, "HEAD").c_str(), &st) == 0 && is_directory_at(join(dir, "objects")) &&
+         is_directory_at(join(dir, "refs"));
+}
+
+// The directory a `.git` file names ("gitdir: PATH", relative to the file's directory;
+// gitrepository-layout(5)), symlink-free; nullopt when it cannot be read or resolved.
+std::optional<std::string> gitfile_target(const std::string& dir) {
+  std::ifstream file(join(dir, ".git"));
+  std::string line;
+  if (!std::getline(file, line) || line.rfind("gitdir: ", 0) != 0) return std::nullopt;
+  std::string target = line.substr(8);
+  if (target.empty()) return std::nullopt;
+  if (target.front() != '/') target = join(dir, target);
+  char* real = ::realpath(target.c_str(), nullptr);
+  if (real == nullptr) return std::nullopt;
+  std::string out(real);
+  std::free(real);
+  return out;
+}
+
+}  // namespace
+
+RepositoryTop repository_top(const std::string& cwd) {
+  Result<std::vector<PathStep>> steps = walk_path(cwd);
+  if (!steps.ok()) return RepositoryTop{std::nullopt, steps.error()};
+  RepositoryTop out;
+  std::vector<std::string> gitfiles;  // directories whose .git is a file
+  for (const PathStep& step : *steps) {
+    if (!step.directory) continue;
+    // A `.git` git can use is a directory or a file (symlinks followed, as git's stat does);
+    // anything else there (a socket masking a protected name) is not a repository.
+    struct stat st {};
+    const bool exists = ::stat(join(step.path, ".git").c_str(), &st) == 0;
+    const bool has_git = exists && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode));
+    if (has_git && S_ISREG(st.st_mode)) gitfiles.push_back(step.path);
+    // The outermost wins: the walk goes from "/" down, so the first one found is kept.
+    if (!out.top && (has_git || is_git_directory(step.path))) out.top = step.path;
+  }
+  for (const std::string& dir : gitfiles) {
+    const std::optional<std::string> target = gitfile_target(dir);
+    if (!target || !path_is_within(*target, *out.top))
+      return RepositoryTop{
+          out.top, "the .git file in " + dir + " names a git directory outside the repository " +
+                       *out.top + " (a linked worktree), which sbx does not verify"};
+  }
+  return out;
+}
+
+#endif
+
 TrustedProgram find_trusted_program(const std::string& command, const std::string& cwd,
                                     const std::string& path_env, const ResolvedPolicy& policy,
                                     const HostUser& user) {
@@ -347,13 +478,15 @@ TrustedProgram find_trusted_program(const std::string& command, const std::strin
     std::string_view relative(command);
     while (relative.substr(0, 2) == "./") relative.remove_prefix(2);  // "./x" is "<cwd>/x"
     const std::string path = command.front() == '/' ? command : join(cwd, std::string(relative));
-    return judge_path(std::move(out), command, path, policy, user);
+    return in_path_directory(judge_path(std::move(out), command, path, policy, user), command,
+                             entries);
   }
   for (const std::string& dir : entries) {
     const std::string candidate = join(dir, command);
     struct stat st {};
     if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111) != 0)
-      return judge_path(std::move(out), command, candidate, policy, user);
+      return in_path_directory(judge_path(std::move(out), command, candidate, policy, user),
+                               command, entries);
   }
   std::string why = "'" + command + "' is not found in PATH";
   if (!out.skipped_path_entries.empty()) {

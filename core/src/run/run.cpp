@@ -5,6 +5,7 @@
 #include <unistd.h>
 #endif
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdint>
@@ -16,11 +17,14 @@
 #include <utility>
 #include <vector>
 
+#include "plugins/probe_store.hpp"
+#include "run/state_guard.hpp"
 #include "sbx/core/command_patterns.hpp"
 #include "sbx/core/created_names.hpp"
 #include "sbx/core/denial.hpp"
 #include "sbx/core/environment.hpp"
 #include "sbx/core/exit_codes.hpp"
+#include "sbx/core/program_grammar.hpp"
 #include "sbx/core/program_trust.hpp"
 #include "sbx/core/runtime.hpp"
 #include "sbx/core/spawn.hpp"
@@ -247,6 +251,28 @@ std::optional<std::string> entries_below_refusal(const std::string& cwd,
   return std::nullopt;
 }
 
+// git reads the whole repository from any directory inside it (its work tree, .git, the
+// submodules `git status` recurses into), not only what lies below the cwd: a user-owned
+// submodule beside the cwd ran its planted core.fsmonitor. So for a command that runs git,
+// everything below the repository's top is judged like the cwd's entries.
+std::optional<std::string> repository_refusal(const std::vector<std::string>& programs,
+                                              const std::string& cwd,
+                                              const ResolvedPolicy& resolved,
+                                              const HostUser& user) {
+  const bool runs_git = std::any_of(programs.begin(), programs.end(), [](const std::string& p) {
+    return p.substr(p.rfind('/') + 1) == "git";
+  });
+  if (!runs_git) return std::nullopt;
+  const RepositoryTop repository = repository_top(cwd);
+  if (!repository.refused.empty()) return repository.refused;
+  if (!repository.top) return std::nullopt;
+  if (std::optional<std::string> why =
+          first_plantable_below(*repository.top, resolved, user, kMaxEntriesBelow))
+    return "below the repository " + *repository.top + ", which git reads whole, " + *why +
+           ": what git reads there could have been planted";
+  return std::nullopt;
+}
+
 // Every program the matched command runs must be one no sandbox could have planted, and so must
 // its working directory and configuration directories: else the match is refused and the
 // command runs sandboxed (Exclusion::refused says why).
@@ -266,9 +292,18 @@ Exclusion verify_exclusion(std::vector<std::string> matched,
   // that load code cannot be complete), so what follows judges that one.
   ResetEnvironment reset = reset_environment(env, cwd);
   for (std::size_t i = 0; i < programs->size(); ++i) {
-    TrustedProgram found = find_trusted_program((*programs)[i], cwd, path_env, resolved, user);
+    const std::string& name = (*programs)[i];
+    TrustedProgram found = find_trusted_program(name, cwd, path_env, resolved, user);
     if (!found.path) {
       out.refused = found.refused;
+      return out;
+    }
+    // The arguments were checked for the program the name says; the file must be that program
+    // (`editor`, `pager` and /etc/alternatives links lead to vim or less; a link named ls could).
+    const std::string real_name = found.real_path.substr(found.real_path.rfind('/') + 1);
+    if (!settings::is_file_of(name, real_name)) {
+      out.refused = "'" + name + "' is the file " + found.real_path + ", not the program '" +
+                    name.substr(name.rfind('/') + 1) + "' whose arguments sbx checked";
       return out;
     }
     if (i == 0) {
@@ -299,6 +334,13 @@ Exclusion verify_exclusion(std::vector<std::string> matched,
     out.refused = *why;
     return out;
   }
+  if (std::optional<std::string> why = repository_refusal(*programs, cwd, resolved, user)) {
+    out.refused = *why;
+    return out;
+  }
+  // git pages its output through less when stdout is a terminal, and less runs `!CMD` typed
+  // into it (git-config(1) core.pager: GIT_PAGER comes first; "cat" means no pager).
+  reset.env.emplace_back("GIT_PAGER=cat");
   out.matched = std::move(matched);
   out.env = std::move(reset.env);
   out.dropped = std::move(reset.dropped);
@@ -334,6 +376,19 @@ Result<SandboxDecision> decide_sandbox(const Policy& policy, SandboxPreference p
                          "the command is an excluded command (settings "
                          "excluded_commands: " +
                              patterns + ")"};
+}
+
+// Every variable of the caller's environment an excluded command does not get, by name (never
+// its value): what the reset dropped (verify_exclusion), then what the policy's /environment
+// removed before it (`removed`: filter_environment, with the names a front end withheld and
+// an empty name), each once. Empty when no exclusion applies.
+std::vector<std::string> environment_dropped(const Exclusion& exclusion,
+                                             const std::vector<std::string>& removed) {
+  if (exclusion.matched.empty()) return {};
+  std::vector<std::string> out = exclusion.dropped;
+  for (const std::string& name : removed)
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+  return out;
 }
 
 bool stop(RunOutcome& out, RunStop why, Error error) {
@@ -402,8 +457,9 @@ bool prepare(RunRequest& request, RunBackends& backends, RunOutcome& out, Planne
     return stop(out, RunStop::kInvalidRequest, runnable.failure());
   // The policy's /environment (secrets dropped by default) on every path, sandboxed or not;
   // sbx's own proxy variables are added by plan_run.
-  std::vector<std::string> env =
-      filter_environment(request.policy.environment, request.environment).env;
+  FilteredEnvironment filtered =
+      filter_environment(request.policy.environment, request.environment);
+  std::vector<std::string> env = std::move(filtered.env);
   if (kHostPathStyle == PathStyle::kPosix)
     point_pwd_at_working_directory(env, request.policy.environment, request.cwd);
   Exclusion exclusion;
@@ -414,7 +470,7 @@ bool prepare(RunRequest& request, RunBackends& backends, RunOutcome& out, Planne
   out.report.should_sandbox = decision->sandbox;
   out.report.reason = decision->reason;
   out.report.excluded_by = exclusion.matched;
-  out.report.environment_dropped = exclusion.dropped;
+  out.report.environment_dropped = environment_dropped(exclusion, filtered.removed);
   if (request.command.empty())
     return stop(out, RunStop::kInvalidRequest, Error{"no command given", ErrorKind::invalid_input});
   std::vector<std::string> argv = request.command;
@@ -531,6 +587,12 @@ void run_prepared(const RunRequest& request, PlannedRun& prepared, RunOutcome& o
     ended_early(out, request.control->ended(), *request.control);
     return;
   }
+  // A sandboxed command may chmod the directories above sbx's state directories that its
+  // writable roots hold: set back after it (state_guard.hpp).
+  std::optional<StateModeGuard> state_guard;
+  if (prepared.backend)
+    state_guard.emplace(
+        chmodable_state_ancestors(request.resolved, kept_probe::state_directories()));
   Result<ExitStatus> status = Error{"not run"};
   RunEnd end = RunEnd::kNone;
   {
@@ -551,6 +613,8 @@ void run_prepared(const RunRequest& request, PlannedRun& prepared, RunOutcome& o
     if (request.control) end = request.control->ended();
   }
   out.report.limit_hit = (*limited)->finish(status.ok() ? status->shell_code() : -1);
+  // Once nothing of the command is left (finish() ended what its cgroup still held).
+  if (state_guard) state_guard->finish();
   // Everything of the run is gone now (the sandbox, the run's cgroup): what it wrote is in the
   // pipes.
   if (*stdio) {
@@ -707,12 +771,12 @@ ExplainReport explain_run(const Policy& policy, const ResolvedPolicy& resolved,
   report.preference = preference;
   report.settings = settings;
   // The command's environment, for the lookup of an excluded command's programs.
-  std::vector<std::string> env = filter_environment(policy.environment, environment).env;
+  FilteredEnvironment filtered = filter_environment(policy.environment, environment);
   Exclusion exclusion;
-  Result<SandboxDecision> decision =
-      decide_sandbox(policy, preference, command, settings, resolved, resolved.cwd, env, exclusion);
+  Result<SandboxDecision> decision = decide_sandbox(policy, preference, command, settings, resolved,
+                                                    resolved.cwd, filtered.env, exclusion);
   report.excluded_by = exclusion.matched;
-  report.environment_dropped = exclusion.dropped;
+  report.environment_dropped = environment_dropped(exclusion, filtered.removed);
   if (decision.ok()) {
     report.decision = *decision;
   } else {
@@ -728,7 +792,7 @@ ExplainReport explain_run(const Policy& policy, const ResolvedPolicy& resolved,
 #endif
   report.limits = plan_limits(policy.limits, report.cgroups, root);
   report.environment = policy.environment;
-  report.environment_removed = filter_environment(policy.environment, environment).removed;
+  report.environment_removed = std::move(filtered.removed);
   // Question 2 is independent of question 1; explain answers both, a run only when it matters.
   report.choice = manager.available_backend(resolved);
   return report;

@@ -380,6 +380,15 @@ std::vector<std::string> strip_unsafe_env(const std::vector<std::string>& env) {
   return out;
 }
 
+namespace {
+std::vector<std::string>& removed_at_start() {
+  static std::vector<std::string> names;
+  return names;
+}
+}  // namespace
+
+const std::vector<std::string>& environment_removed_at_start() { return removed_at_start(); }
+
 void harden_current_process() {
 #ifdef __linux__
   // Not dumpable: another process of the same user cannot ptrace sbx or read its memory via
@@ -397,6 +406,7 @@ void harden_current_process() {
     if (text.substr(0, 3) == "LD_") names.emplace_back(text.substr(0, text.find('=')));
   }
   for (const std::string& name : names) unsetenv(name.c_str());
+  if (removed_at_start().empty()) removed_at_start() = std::move(names);
 }
 
 }  // namespace sbx

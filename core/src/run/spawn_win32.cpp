@@ -145,6 +145,12 @@ Result<ExitStatus> spawn_and_wait(const ExecPlan& plan, RunServices* /*run*/) {
 // Nothing of glibc's loader reads the environment of a Windows process; the list is kept.
 std::vector<std::string> strip_unsafe_env(const std::vector<std::string>& env) { return env; }
 
+// Nothing is removed from a Windows process's environment at start.
+const std::vector<std::string>& environment_removed_at_start() {
+  static const std::vector<std::string> none;
+  return none;
+}
+
 void harden_current_process() {
   // DLLs that sbx.exe or a plugin loads by bare name come from System32 only, never from the
   // current directory or PATH, where a sandboxed command could have put one.

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "sbx/core/program_grammar.hpp"
+
 namespace sbx::settings {
 namespace {
 
@@ -111,6 +113,9 @@ class Splitter {
       if (c == ';' && next == ';') return false;  // case-arm terminator
       if (c == '&' && next == '>') return false;  // redirection
     }
+    // A lone "&" runs its part in the background, where it outlives the run (an excluded part
+    // has no sandbox, cgroup or process group that would end it with sbx).
+    if (c == '&' && length == 1) return false;
     i_ += length;
     if (part_.empty()) {
       // A newline may follow anything (blank lines, a line continued after && || |); another
@@ -267,143 +272,6 @@ bool is_other_builtin(const std::string& word) {
          std::end(kOtherBuiltins);
 }
 
-// Programs that run another program named in their arguments (or a program string they build):
-// sbx verifies the file of the first word only, so the program such a runner starts would run
-// unverified and unsandboxed (`timeout 5 ./planted`, `env ./planted`, `xargs ./planted`).
-constexpr std::string_view kProgramRunners[] = {
-    "bwrap",       "busybox",       "capsh",     "chroot",   "chrt",        "dbus-run-session",
-    "doas",        "eatmydata",     "entr",      "env",      "exec",        "fakeroot",
-    "firejail",    "flatpak-spawn", "flock",     "gdb",      "i386",        "ionice",
-    "ip",          "linux32",       "linux64",   "ltrace",   "newgrp",      "nice",
-    "nohup",       "nsenter",       "parallel",  "perf",     "pkexec",      "prlimit",
-    "proxychains", "proxychains4",  "run-parts", "runuser",  "script",      "setarch",
-    "setpriv",     "setsid",        "sg",        "ssh",      "ssh-agent",   "start-stop-daemon",
-    "stdbuf",      "strace",        "su",        "sudo",     "systemd-run", "taskset",
-    "time",        "timeout",       "torsocks",  "unbuffer", "unshare",     "valgrind",
-    "watch",       "x86_64",        "xargs"};
-
-// Programs that run code from their arguments or their input, which sbx does not read: a
-// script or a command in an argument (`sed -n '1e CMD'`, `awk 'BEGIN{system(...)}'`,
-// `perl -e`, `python3 x.py`, `man -P CMD`, `tmux new CMD`), or a shell escape the input may
-// reach (less, more and the editors' `!CMD`, LESSOPEN). Interpreters, pagers, editors,
-// terminal multiplexers and debuggers; versioned names (python3.11, perl5.36, lua5.4) are
-// matched without the version (code_runner_name). Shells are refused apart from the one form
-// sbx reads, `SHELL -c SCRIPT` as the whole command (is_shell_script): a script file, `-s`,
-// options before `-c`, or a shell inside a script run code sbx does not split.
-constexpr std::string_view kCodeRunners[] = {
-    // interpreters whose argument or input is a program
-    "awk", "gawk", "mawk", "nawk", "original-awk", "sed", "gsed", "perl", "python", "pypy", "ruby",
-    "irb", "node", "nodejs", "deno", "bun", "php", "lua", "luajit", "tclsh", "wish", "expect",
-    "Rscript", "R", "guile", "java", "jshell", "osascript", "pwsh", "powershell",
-    // shells is_shell does not name
-    "ash", "csh", "tcsh", "fish", "mksh", "yash", "rc",
-    // pagers and readers: `!CMD`, LESSOPEN, man's -P/-H and its preprocessors
-    "less", "more", "most", "pg", "man", "info", "pinfo",
-    // editors: `:!CMD`, `!CMD`, M-x shell-command, nano's ^T
-    "vi", "vim", "view", "vimdiff", "rvim", "gvim", "nvim", "ex", "emacs", "emacsclient", "nano",
-    "pico", "ed", "red", "joe", "jed", "mc", "mcedit", "micro", "kak", "hx",
-    // terminal multiplexers: run the command in their arguments
-    "tmux", "screen", "byobu", "zellij",
-    // debuggers
-    "lldb"};
-
-// `name` without a trailing version (digits, dots, dashes): python3.11 -> python, lua5.4 -> lua.
-std::string code_runner_name(const std::string& name) {
-  const std::size_t end = name.find_last_not_of("0123456789.-");
-  return end == std::string::npos ? name : name.substr(0, end + 1);
-}
-
-// Options by which a program that is no runner by itself runs a command given in its
-// arguments: `shorts` are letters of a short option (found in any cluster, "-xvI cmd"),
-// `longs` long options, matched also when abbreviated (getopt_long(3) accepts any unambiguous
-// prefix). `old_style`: the first argument is an option cluster even without a dash (tar xf).
-struct RunningOptions {
-  std::string_view program;
-  std::string_view shorts;
-  std::vector<std::string_view> longs;
-  bool old_style = false;
-};
-
-// tar(1): --to-command, --use-compress-program/-I, --checkpoint-action=exec, --info-script and
-// --new-volume-script/-F, --rsh-command, --rmt-command; zip(1): -TT/--unzip-command (the test
-// command); rsync(1): -e/--rsh, --rsync-path.
-const RunningOptions kRunningOptions[] = {
-    {"tar",
-     "IF",
-     {"--to-command", "--use-compress-program", "--checkpoint-action", "--info-script",
-      "--new-volume-script", "--rsh-command", "--rmt-command"},
-     true},
-    {"zip", "", {"--unzip-command"}, false},
-    {"rsync", "e", {"--rsh", "--rsync-path"}, false},
-};
-
-// The word of `words` that is one of `options`, or nullopt.
-std::optional<std::string> running_option(const SimpleCommand& words,
-                                          const RunningOptions& options) {
-  for (std::size_t i = 1; i < words.size(); ++i) {
-    const std::string& word = words[i];
-    if (word == "--") break;
-    if (word.rfind("--", 0) == 0) {
-      const std::string name = word.substr(0, word.find('='));
-      if (name.size() < 3) continue;
-      for (std::string_view option : options.longs) {
-        if (option.rfind(name, 0) == 0) return word;
-      }
-      continue;
-    }
-    const bool cluster =
-        (word.size() > 1 && word.front() == '-') || (options.old_style && i == 1 && !word.empty());
-    if (!cluster) continue;
-    if (options.program == "zip" && word.find("TT") != std::string::npos) return word;
-    if (word.find_first_of(options.shorts) != std::string::npos) return word;
-  }
-  return std::nullopt;
-}
-
-std::string base_name(const std::string& program) {
-  const std::size_t slash = program.rfind('/');
-  return slash == std::string::npos ? program : program.substr(slash + 1);
-}
-
-// Why the arguments of `words` make its program run or read something sbx did not verify, or
-// nullopt: a runner (kProgramRunners); a program that runs code from its arguments or input
-// (kCodeRunners, and a shell not given as the whole `SHELL -c SCRIPT`); git with a global
-// option before its subcommand (`-c core.fsmonitor=CMD`, `-c alias.x=!CMD`, `--config-env`,
-// `--exec-path`, and `-C DIR`, `--git-dir`, `--work-tree`, which point its inputs at another
-// directory; git(1) OPTIONS);
-// find with an action that runs or writes (-exec, -execdir, -ok, -okdir, -delete, -fprint*).
-std::optional<std::string> runs_unverified(const SimpleCommand& words) {
-  const std::string name = base_name(words.front());
-  if (std::find(std::begin(kProgramRunners), std::end(kProgramRunners), name) !=
-      std::end(kProgramRunners))
-    return "'" + name + "' runs a program named in its arguments, which sbx does not verify";
-  if (is_shell(name) || is_shell(code_runner_name(name)))
-    return "'" + name + "' runs a script sbx does not read (sbx reads a shell's script only " +
-           "as the whole command, `" + name + " -c SCRIPT`)";
-  if (std::find(std::begin(kCodeRunners), std::end(kCodeRunners), code_runner_name(name)) !=
-      std::end(kCodeRunners))
-    return "'" + name + "' runs commands named in its arguments or its input (a script, a " +
-           "shell escape), which sbx does not verify";
-  for (const RunningOptions& options : kRunningOptions) {
-    if (name != options.program) continue;
-    if (std::optional<std::string> option = running_option(words, options))
-      return "'" + name + "' runs a command given by its option '" + *option +
-             "', which sbx does not verify";
-  }
-  if (name == "git" && words.size() > 1 && !words[1].empty() && words[1].front() == '-')
-    return "git's global option '" + words[1] +
-           "' can run a command (-c core.fsmonitor=..., -c alias.x=!...) or point git at "
-           "another directory";
-  if (name == "find") {
-    for (const std::string& word : words) {
-      if (word.rfind("-exec", 0) == 0 || word.rfind("-ok", 0) == 0 || word == "-delete" ||
-          word.rfind("-fprint", 0) == 0 || word == "-fls")
-        return "find's action '" + word + "' runs or writes";
-    }
-  }
-  return std::nullopt;
-}
-
 }  // namespace
 
 bool is_shell_script(const std::vector<std::string>& argv) {
@@ -419,7 +287,7 @@ std::optional<std::vector<std::string>> programs_of(const std::vector<std::strin
   if (argv.empty()) return in_doubt("the command is empty");
   std::vector<std::string> programs{argv[0]};
   if (!is_shell_script(argv)) {
-    if (std::optional<std::string> runner = runs_unverified(argv)) return in_doubt(*runner);
+    if (std::optional<std::string> unknown = unknown_grammar(argv)) return in_doubt(*unknown);
     return programs;
   }
   std::optional<std::vector<SimpleCommand>> parts = split_shell_command(argv[2]);
@@ -431,8 +299,9 @@ std::optional<std::vector<std::string>> programs_of(const std::vector<std::strin
       return in_doubt("the script runs the shell builtin '" + word +
                       "', which the shell runs itself and which can change what the rest of "
                       "the script runs or reads");
-    if (std::optional<std::string> runner = runs_unverified(part)) return in_doubt(*runner);
-    if (!is_inert_builtin(word)) programs.push_back(word);
+    if (is_inert_builtin(word)) continue;
+    if (std::optional<std::string> unknown = unknown_grammar(part)) return in_doubt(*unknown);
+    programs.push_back(word);
   }
   return programs;
 }

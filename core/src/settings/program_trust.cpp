@@ -26,7 +26,8 @@ bool policy_writes(const ResolvedPolicy& policy, const std::string& path) {
 
 // The host lets `user` change the step (see plantable in the header).
 bool host_writes(const PathStep& step, const HostUser& user) {
-  if (user.uid == 0) return true;  // CAP_DAC_OVERRIDE: root writes whatever the mode says
+  // CAP_DAC_OVERRIDE: root, or a user holding capabilities, writes whatever the mode says.
+  if (user.uid == 0 || user.capable) return true;
   // chmod(2): the owner may change the mode of what it owns at any time, so a sandboxed run
   // that cleared the write bits (chmod 555) can set them again: the bits say nothing.
   if (step.owner == user.uid) return true;
@@ -40,8 +41,9 @@ bool host_writes(const PathStep& step, const HostUser& user) {
 bool sticky_keeps(const PathStep& step, const PathStep* next, const HostUser& user) {
   // `next` must be the entry itself, not what a symlink there leads to (the symlink's own
   // owner is not known here).
-  return user.uid != 0 && step.directory && (step.mode & kSticky) != 0 && step.owner != user.uid &&
-         next != nullptr && next->owner != user.uid && next->path.size() > step.path.size() &&
+  return user.uid != 0 && !user.capable && step.directory && (step.mode & kSticky) != 0 &&
+         step.owner != user.uid && next != nullptr && next->owner != user.uid &&
+         next->path.size() > step.path.size() &&
          next->path.compare(0, step.path.size(), step.path) == 0 &&
          next->path.find('/', step.path == "/" ? 1 : step.path.size() + 1) == std::string::npos;
 }
@@ -50,6 +52,9 @@ std::string host_reason(const PathStep& step, const HostUser& user) {
   if (user.uid == 0)
     return "sbx runs as root, and root can write it: any earlier sandboxed run whose policy "
            "made it writable could have changed it";
+  if (user.capable)
+    return "sbx runs with effective capabilities, which can write it whatever its mode: any "
+           "earlier sandboxed run whose policy made it writable could have changed it";
   if (step.owner == user.uid)
     return "the user owns it: any earlier sandboxed run whose policy made it writable could "
            "have changed it";
@@ -107,7 +112,8 @@ std::optional<std::string> first_plantable_directory(const std::vector<PathStep>
 
 std::optional<std::string> plantable_beside(const PathStep& entry, const HostUser& user) {
   if (!host_writes(entry, user)) return std::nullopt;
-  if (user.uid != 0 && entry.directory && (entry.mode & kSticky) != 0 && entry.owner != user.uid)
+  if (user.uid != 0 && !user.capable && entry.directory && (entry.mode & kSticky) != 0 &&
+      entry.owner != user.uid)
     return std::nullopt;
   return (entry.directory ? "the directory " : "the file ") + entry.path +
          " is writable on the host (" + host_reason(entry, user) +

@@ -137,6 +137,7 @@ Result<BoundArgv> bind_sources_by_fd(const std::vector<std::string>& argv) {
   auto close_all = [&out] {
     for (int fd : out.fds) ::close(fd);
     out.fds.clear();
+    out.sources.clear();
   };
   std::size_t i = 0;
   for (; i < argv.size() && argv[i] != "--"; ++i) {
@@ -152,6 +153,7 @@ Result<BoundArgv> bind_sources_by_fd(const std::vector<std::string>& argv) {
       return fd.failure().prefixed("bwrap: ");
     }
     out.fds.push_back(*fd);
+    out.sources.emplace_back(*fd, source);
     out.argv.push_back(argv[i] == "--bind" ? "--bind-fd" : "--ro-bind-fd");
     out.argv.push_back(std::to_string(*fd));
     out.argv.push_back(argv[i + 2]);

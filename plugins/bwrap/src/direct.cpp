@@ -21,12 +21,6 @@ constexpr std::string_view kNewRoot = "/newroot";
 
 std::string errno_text(int error) { return std::strerror(error); }
 
-bool is_stage2(const std::string& path) {
-  const std::size_t slash = path.rfind('/');
-  return path.size() > 1 && path.front() == '/' &&
-         path.compare(slash + 1, std::string::npos, "sbx-stage2") == 0;
-}
-
 void append_arg(std::string& block, std::string_view arg) {
   block.append(arg);
   block.push_back('\0');
@@ -146,62 +140,36 @@ PauseVerdict check_private_network(int proc_dir) {
 
 }  // namespace
 
-std::optional<DirectPlan> direct_plan(const std::vector<std::string>& argv) {
-  const auto bwrap_end = std::find(argv.begin(), argv.end(), "--");
-  if (argv.empty() || bwrap_end == argv.end() || std::next(bwrap_end) == argv.end()) return {};
-  if (!is_stage2(*std::next(bwrap_end))) return {};
-  DirectPlan plan;
-  plan.bwrap = argv.front();
-  for (auto it = std::next(argv.begin()); it != bwrap_end; ++it) {
-    if (*it == "--as-pid-1") continue;
-    plan.options.push_back(*it);
-    if (*it == "--proc" && std::next(it) != bwrap_end && *std::next(it) == "/proc") {
-      plan.options.push_back(*++it);
-      plan.options.insert(plan.options.end(), std::begin(kPidOneMask), std::end(kPidOneMask));
-    }
-  }
-  plan.stage2 = *std::next(bwrap_end);
-  bool network_given = false;
-  auto it = std::next(bwrap_end, 2);
-  for (; it != argv.end() && *it != "--"; ++it) {
-    if (*it == "--write-layer") {
-      plan.write_layer = true;
-      continue;
-    }
-    const auto value = std::next(it);
-    if (value == argv.end()) return {};
-    if (*it == "--net") {
-      if (*value == "open") {
-        plan.filter = stage2::NetworkFilter::kOpen;
-      } else if (*value == "private") {
-        // The spawner always runs the unix-socket supervisor (unix_supervisor.hpp).
-        plan.filter = stage2::NetworkFilter::kPrivateUnixSupervised;
-      } else {
-        return {};  // proxy (the relay) or anything else: stage 2
-      }
-      network_given = true;
-    } else if (*it == "--env") {
-      plan.env.push_back(*value);
-    } else if (*it == "--write-root") {
-      plan.writable_roots.push_back(*value);
-    } else {
-      return {};
-    }
-    ++it;
-  }
-  if (!network_given || it == argv.end() || std::next(it) == argv.end()) return {};
-  if (!plan.write_layer && !plan.writable_roots.empty()) return {};  // stage 2 refuses it
-  plan.command.assign(std::next(it), argv.end());
-  if (plan.command.front().empty() || plan.command.front().front() != '/') return {};
+std::optional<DirectPlan> direct_plan(const BwrapPlan& plan, bool write_layer_supported) {
+  if (plan.net == Stage2Net::kProxy) return {};  // the relay runs inside: stage 2
+  if (plan.command.empty() || plan.command.front().empty() || plan.command.front().front() != '/')
+    return {};
+  if (!plan.write_layer && !plan.write_roots.empty()) return {};  // stage 2 refuses it
   // bwrap 0.8 sets PWD to its --chdir directory after applying --clearenv/--setenv, and nothing
   // unsets it: the command's environment is exactly the plan's only when the plan already has
   // that PWD. Otherwise (a policy with `inherit: none`, a caller whose PWD is elsewhere) stage 2
   // runs, which execs with exactly the plan's environment.
-  const auto chdir = std::find(plan.options.begin(), plan.options.end(), "--chdir");
-  if (chdir == plan.options.end() || std::next(chdir) == plan.options.end()) return {};
-  if (std::find(plan.env.begin(), plan.env.end(), "PWD=" + *std::next(chdir)) == plan.env.end())
-    return {};
-  return plan;
+  if (std::find(plan.env.begin(), plan.env.end(), "PWD=" + plan.chdir) == plan.env.end()) return {};
+  DirectPlan out;
+  out.bwrap = plan.bwrap;
+  for (auto it = plan.options.begin(); it != plan.options.end(); ++it) {
+    if (*it == "--as-pid-1") continue;
+    out.options.push_back(*it);
+    if (*it == "--proc" && std::next(it) != plan.options.end() && *std::next(it) == "/proc") {
+      out.options.push_back(*++it);
+      out.options.insert(out.options.end(), std::begin(kPidOneMask), std::end(kPidOneMask));
+    }
+  }
+  out.options.insert(out.options.end(), {"--chdir", plan.chdir});
+  // The spawner always runs the unix-socket supervisor (unix_supervisor.hpp).
+  out.filter = plan.net == Stage2Net::kOpen ? stage2::NetworkFilter::kOpen
+                                            : stage2::NetworkFilter::kPrivateUnixSupervised;
+  out.env = plan.env;
+  out.command = plan.command;
+  out.stage2 = plan.stage2;
+  out.write_layer = plan.write_layer && write_layer_supported;
+  out.writable_roots = plan.write_roots;
+  return out;
 }
 
 Result<std::string> direct_args_block(const DirectPlan& plan) {
@@ -225,6 +193,17 @@ Result<std::string> direct_args_block(const DirectPlan& plan) {
   if (static_cast<std::size_t>(std::count(block.begin(), block.end(), '\0')) != expected)
     return Error{"bwrap: an argument or environment value holds a NUL byte"};
   return block;
+}
+
+std::vector<std::string> split_args_block(const std::string& block) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  for (std::size_t end = block.find('\0'); end != std::string::npos;
+       end = block.find('\0', start)) {
+    out.push_back(block.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
 }
 
 std::vector<std::string> direct_argv(const DirectPlan& plan) {

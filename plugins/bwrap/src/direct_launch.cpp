@@ -10,6 +10,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstdio>
@@ -22,9 +23,10 @@
 #include "launch.hpp"
 #include "sbx/bwrap/bind_fds.hpp"
 #include "sbx/bwrap/direct.hpp"
+#include "sbx/bwrap/launch_form.hpp"
 #include "sbx/bwrap/seccomp_fds.hpp"
 #include "sbx/bwrap/unix_supervisor.hpp"
-#include "write_layer.hpp"
+#include "steps.hpp"
 
 namespace sbx::bwrap::launch {
 namespace {
@@ -32,40 +34,38 @@ namespace {
 namespace child = sdk::posix_child;
 using sdk::kExitSandboxFailure;
 
-// Everything prepared for one direct run (all close-on-exec in sbx).
-struct DirectLaunch {
+// Everything prepared for one direct run beyond what both launches share (all close-on-exec in
+// sbx).
+struct DirectLaunch : LaunchBase {
   std::vector<std::string> argv;
   int args_fd = -1;
   SeccompFds seccomp;
   int pause_read = -1;
   int pause_write = -1;  // sbx's: bwrap waits at the pause point until it is closed
   int scope_ruleset = -1;
-  int channel_child = -1;
-  int channel_parent = -1;
-  UnixSocketRules unix_rules;
-  std::vector<int> bind_fds;
+  std::vector<std::pair<int, std::string>> bind_sources;  // for the record (launch_json)
+  std::string args;                                       // the --args block as written
+  std::vector<std::string> env;                           // its --setenv entries
   std::vector<stage2::PlannedMount> planned;
   bool private_network = false;
   std::string command;
-  int cancel_fd = -1;  // the run's (RunContext::cancel_fd): never closed here
+  bool trampoline = false;  // bwrap runs the write layer's trampoline, which runs the command
+  int cancel_fd = -1;       // the run's (RunContext::cancel_fd): never closed here
 
   DirectLaunch() = default;
   DirectLaunch(const DirectLaunch&) = delete;
   DirectLaunch& operator=(const DirectLaunch&) = delete;
   ~DirectLaunch() {
     close_after_fork();
-    for (int fd : {pause_write, channel_parent}) {
-      if (fd >= 0) close(fd);
-    }
+    if (pause_write >= 0) close(pause_write);
   }
+  // What only the child needed of this launch's own: closed once bwrap has been started.
   void close_after_fork() {
-    for (int* fd : {&args_fd, &pause_read, &scope_ruleset, &channel_child}) {
+    for (int* fd : {&args_fd, &pause_read, &scope_ruleset}) {
       if (*fd >= 0) close(*fd);
       *fd = -1;
     }
     seccomp = SeccompFds();
-    for (int fd : bind_fds) close(fd);
-    bind_fds.clear();
   }
 };
 
@@ -88,54 +88,76 @@ Status open_pause_pipe(DirectLaunch& launch) {
   }
 }
 
-// The kernel's Landlock ABI (landlock_create_ruleset(2), LANDLOCK_CREATE_RULESET_VERSION), 0
-// without Landlock.
-long landlock_abi_or_zero() {
-  const long abi = syscall(SYS_landlock_create_ruleset, nullptr, 0, 1u << 0);
-  return abi < 0 ? 0 : abi;
+// The launch's confinement order (linux/confine/order.hpp): the direct route, its Landlock
+// scope and write-layer trampoline as prepared.
+confine::Order direct_order(const DirectLaunch& launch) {
+  confine::Shape shape;
+  shape.route = confine::Route::kBwrapDirect;
+  shape.private_network = launch.private_network;
+  shape.landlock_scope = launch.scope_ruleset >= 0;
+  shape.write_layer = launch.trampoline;
+  return confine::confinement_order(shape);
 }
 
-Status prepare_direct(const std::vector<std::string>& supervised_argv, DirectLaunch& launch) {
-  Result<BoundArgv> bound = bind_sources_by_fd(supervised_argv);
+// With a trace (checked builds), the trampoline is told where it is: right after
+// --write-layer-exec, which precedes the command's own arguments.
+void hand_on_trace(std::vector<std::string>& argv) {
+  const auto trampoline = std::find(argv.begin(), argv.end(), "--write-layer-exec");
+  if (trampoline != argv.end())
+    argv.insert(std::next(trampoline), {"--trace-fd", std::to_string(kTraceFd)});
+}
+
+// The pause check's rows of the order (checked builds): the checks just passed. Out of order,
+// the run is refused like a failed check.
+PauseVerdict record_pause_check(const DirectLaunch& launch) {
+  confine::ConfinementSteps steps(launch.order, confine::Actor::kPauseCheck, launch.trace_fd);
+  bool in_order = steps.done(confine::Step::kMountCheck);
+  if (in_order && launch.private_network) in_order = steps.done(confine::Step::kNetworkCheck);
+  if (in_order) return {};
+  return {kExitSandboxFailure, "the pause point's checks are out of the confinement order"};
+}
+
+// `plan` (the typed plan's direct form, launch_form.hpp) as bwrap gets it: bind sources as
+// checked descriptors (bind_fds.hpp) in the --args block.
+Status prepare_direct(const DirectPlan& plan, DirectLaunch& launch) {
+  std::vector<std::string> unbound = {plan.bwrap};
+  unbound.insert(unbound.end(), plan.options.begin(), plan.options.end());
+  Result<BoundArgv> bound = bind_sources_by_fd(unbound);
   if (!bound.ok()) return Error{bound.error()};
   launch.bind_fds = bound->fds;
-  std::optional<DirectPlan> direct = direct_plan(bound->argv);
-  if (!direct) return Error{"bwrap: internal error: the plan lost its direct form"};
-  // Below the write layer's ABI the trampoline would enter nothing (write_layer.hpp): spare
-  // the run its execve. The plan's notes say what stays writable then.
-  if (direct->write_layer && landlock_abi_or_zero() < stage2::kWriteLayerMinAbi)
-    direct->write_layer = false;
+  launch.bind_sources = bound->sources;
+  DirectPlan direct = plan;
+  direct.options.assign(std::next(bound->argv.begin()), bound->argv.end());
   // The mounts of the direct form (the plan's and the /proc/1 mask, kPidOneMask), checked at the
   // pause point like the plan's.
-  std::vector<std::string> direct_form = {direct->bwrap};
-  direct_form.insert(direct_form.end(), direct->options.begin(), direct->options.end());
-  direct_form.push_back("--");
-  Result<std::string> mounts = planned_mounts_block(direct_form);
+  Result<std::string> mounts = planned_mounts_block(bound->argv);
   if (!mounts.ok()) return Error{mounts.error()};
   Result<std::vector<stage2::PlannedMount>> planned = stage2::parse_planned_mounts(*mounts);
   if (!planned.ok()) return Error{"bwrap: " + planned.error()};
   launch.planned = std::move(*planned);
-  launch.private_network = direct->filter != stage2::NetworkFilter::kOpen;
-  launch.command = direct->command.front();
-  Result<std::string> block = direct_args_block(*direct);
+  launch.private_network = direct.filter != stage2::NetworkFilter::kOpen;
+  launch.command = direct.command.front();
+  Result<std::string> block = direct_args_block(direct);
   if (!block.ok()) return Error{block.error()};
+  launch.args = *block;
   launch.args_fd = sealed_memfd("sbx-bwrap-args", *block);
   if (launch.args_fd < 0)
     return Error{std::string("bwrap: cannot hand bwrap its arguments (memfd): ") +
                  std::strerror(errno)};
-  Result<SeccompFds> seccomp = seccomp_program_fds(direct->filter);
+  Result<SeccompFds> seccomp = seccomp_program_fds(direct.filter);
   if (!seccomp.ok()) return Error{seccomp.error()};
   launch.seccomp = std::move(*seccomp);
   if (Status pause = open_pause_pipe(launch); !pause.ok()) return pause;
   Result<int> scope = open_scope_ruleset();
   if (!scope.ok()) return Error{scope.error()};
   launch.scope_ruleset = *scope;
-  int channel[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, channel) != 0)
-    return Error{std::string("bwrap: cannot create a socket pair: ") + std::strerror(errno)};
-  launch.channel_parent = channel[0];
-  launch.channel_child = channel[1];
-  launch.argv = direct_argv(*direct);
+  if (Status channel = open_supervisor_channel(launch); !channel.ok()) return channel;
+  launch.env = direct.env;
+  launch.argv = direct_argv(direct);
+  launch.trampoline = direct.write_layer;
+  launch.trace_fd = confine::trace_fd_from_environment();
+  if (launch.trace_fd >= 0 && launch.trampoline) hand_on_trace(launch.argv);
+  launch.order = direct_order(launch);
   return {};
 }
 
@@ -197,6 +219,7 @@ Result<DirectOutcome> watch_direct_run(pid_t bwrap, int signal_fd, int status_fd
               ? check_paused_sandbox(init, init_pidfd, launch.planned, launch.private_network,
                                      launch.command)
               : PauseVerdict{kExitSandboxFailure, "cannot pin the sandbox's PID 1 (pidfd_open)"};
+      if (verdict.exit_code == 0) verdict = record_pause_check(launch);
       if (verdict.exit_code != 0) {
         // Nothing of the command has run: the sandbox's PID 1 still sits in bwrap's setup.
         if (init_pidfd >= 0) syscall(SYS_pidfd_send_signal, init_pidfd, SIGKILL, nullptr, 0);
@@ -232,6 +255,31 @@ Result<DirectOutcome> watch_direct_run(pid_t bwrap, int signal_fd, int status_fd
   return out;
 }
 
+// The pause-point check failed: the sandbox was killed before the command ran. Said on the
+// command's stderr `err_fd`.
+ExitStatus report_refused(const PauseVerdict& refused, int err_fd) {
+  print_message(err_fd, "sbx: bwrap: " + refused.message + "; the command did not run\n");
+  ExitStatus status;
+  status.exit_code = refused.exit_code;
+  return status;
+}
+
+// The run's status once bwrap (started without a failure of its child) was reaped with `bwrap`;
+// sbx's messages on `err_fd`, the command's stderr.
+ExitStatus direct_status(const DirectOutcome& outcome, const ExitStatus& bwrap, int err_fd) {
+  if (outcome.refused) return report_refused(*outcome.refused, err_fd);
+  // bwrap writes "exit-code" only once the command has run; without it, bwrap itself failed,
+  // or it was killed while the command ran (past the pause point): the run's timeout kills the
+  // whole cgroup after the grace period, bwrap included, and so may the OOM killer or a
+  // SIGKILL from outside. That end is the run's, reported as stage 2 reports it: 128 + N.
+  if (!parse_json_status(outcome.status_text).exit_code) {
+    if (outcome.cancelled) return ended_by_cancel();
+    if (outcome.released && bwrap.signal != 0) return bwrap;
+    return report_bwrap_failure(bwrap, err_fd);
+  }
+  return bwrap;
+}
+
 }  // namespace
 
 bool direct_launch_supported() {
@@ -250,97 +298,44 @@ bool direct_launch_supported() {
   return supported;
 }
 
-Result<ExitStatus> run_direct_launch(const ExecPlan& plan,
-                                     const std::vector<std::string>& supervised_argv,
+Result<ExitStatus> run_direct_launch(const ExecPlan& plan, const DirectPlan& direct,
                                      UnixSocketRules rules, const Pipes& pipes, int signal_fd,
-                                     const RunContext& run, std::vector<UnixRefusal>* refusals) {
+                                     const RunContext& run, std::vector<UnixRefusal>* refusals,
+                                     std::string* launched) {
   DirectLaunch launch;
   launch.unix_rules = std::move(rules);
   launch.cancel_fd = run.cancel_fd();
-  if (Status prepared = prepare_direct(supervised_argv, launch); !prepared.ok()) {
+  if (Status prepared = prepare_direct(direct, launch); !prepared.ok()) {
     for (int fd : {pipes.report[1], pipes.info[1], pipes.info[0]}) close(fd);
     return Error{prepared.error()};
   }
+  if (launched != nullptr)
+    *launched =
+        launch_json({LaunchForm::kDirect, launch.argv, split_args_block(launch.args), launch.env},
+                    launch.bind_sources);
   std::vector<char*> argv = child::c_string_array(launch.argv);
   char* no_env[] = {nullptr};  // bwrap gets the command's environment through --args
-  sigset_t all;
-  sigset_t watching;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &watching);
-  int fork_errno = 0;
   static_assert(kStatusFd == kFirstPlacedFd && kArgsFd == kStatusFd + 1 &&
                 kSeccompTableFd == kArgsFd + 1 && kSeccompRulesFd == kSeccompTableFd + 1 &&
-                kPauseFd == kSeccompRulesFd + 1);
-  const pid_t pid = vfork_child({argv.data(),
-                                 no_env,
-                                 plan.cwd.c_str(),
-                                 pipes.report[1],
-                                 {pipes.info[1], launch.args_fd, launch.seccomp.table(),
-                                  launch.seccomp.rules(), launch.pause_read},
-                                 launch.bind_fds.data(),
-                                 launch.bind_fds.size(),
-                                 run.child_hook(),
-                                 launch.channel_child,
-                                 launch.scope_ruleset,
-                                 launch.unix_rules.private_network,
-                                 run.stdio_fds()},
-                                fork_errno);
-  pthread_sigmask(SIG_SETMASK, &watching, nullptr);
-  launch.close_after_fork();
-  close(pipes.report[1]);
-  close(pipes.info[1]);
-  if (pid < 0) {
-    close(pipes.info[0]);
-    return Error{std::string("bwrap: vfork failed: ") + std::strerror(fork_errno)};
-  }
-  child::Failure failure{};
-  const bool failed = child::read_failure(pipes.report[0], failure);
-  std::unique_ptr<UnixSupervisor> supervisor;
-  if (!failed) {
-    Result<std::unique_ptr<UnixSupervisor>> started =
-        attach_supervisor(launch.channel_parent, std::move(launch.unix_rules));
-    if (!started.ok()) {
-      close(pipes.info[0]);
-      return abandon_bwrap(pid, started.error());
-    }
-    supervisor = std::move(*started);
-  }
-  // As in the stage-2 launch: the host's work alongside the run overlaps bwrap's set-up.
-  run.run_started();
+                kPauseFd == kSeccompRulesFd + 1 && kTraceFd == kPauseFd + 1);
+  // The trace goes on through bwrap only to the trampoline: without one, bwrap's command is the
+  // command itself, which must get nothing but 0-2.
+  const int handed_trace = launch.trampoline ? launch.trace_fd : -1;
+  const ChildProgram program{argv.data(),
+                             no_env,
+                             {pipes.info[1], launch.args_fd, launch.seccomp.table(),
+                              launch.seccomp.rules(), launch.pause_read, handed_trace},
+                             launch.scope_ruleset};
+  Result<StartedBwrap> bwrap =
+      start_bwrap(plan, program, launch, pipes, run, [&launch] { launch.close_after_fork(); });
+  if (!bwrap.ok()) return bwrap.failure();
   Result<DirectOutcome> outcome =
-      watch_direct_run(pid, signal_fd, pipes.info[0], launch, supervisor.get());
-  if (supervisor) {
-    supervisor->stop();
-    if (refusals != nullptr) *refusals = supervisor->refusals();
-  }
-  if (!outcome.ok()) {
-    kill(pid, SIGKILL);
-    ExitStatus ignored;
-    child::reap(pid, ignored);
-    return Error{"bwrap: " + outcome.error()};
-  }
-  ExitStatus status;
-  if (!child::reap(pid, status))
-    return Error{std::string("bwrap: waitpid failed: ") + std::strerror(errno)};
+      watch_direct_run(bwrap->pid, signal_fd, pipes.info[0], launch, bwrap->supervisor.get());
+  Result<ExitStatus> ended = end_bwrap(*bwrap, outcome.status(), refusals);
+  if (!ended.ok()) return ended;
   const int err_fd = run.stdio_fd(2);
-  if (failed) return report_failure(plan, failure, err_fd);
-  if (outcome->refused) {
-    print_message(err_fd,
-                  "sbx: bwrap: " + outcome->refused->message + "; the command did not run\n");
-    ExitStatus refused;
-    refused.exit_code = outcome->refused->exit_code;
-    return refused;
-  }
-  // bwrap writes "exit-code" only once the command has run; without it, bwrap itself failed,
-  // or it was killed while the command ran (past the pause point): the run's timeout kills the
-  // whole cgroup after the grace period, bwrap included, and so may the OOM killer or a
-  // SIGKILL from outside. That end is the run's, reported as stage 2 reports it: 128 + N.
-  if (!parse_json_status(outcome->status_text).exit_code) {
-    if (outcome->cancelled) return ended_by_cancel();
-    if (outcome->released && status.signal != 0) return status;
-    return report_bwrap_failure(status, err_fd);
-  }
-  return status;
+  if (bwrap->failure) return report_failure(plan, *bwrap->failure, err_fd);
+  return direct_status(*outcome, *ended, err_fd);
 }
 
 }  // namespace sbx::bwrap::launch

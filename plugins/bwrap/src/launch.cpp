@@ -3,9 +3,12 @@
 #include "launch.hpp"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,6 +22,7 @@
 
 #include "sbx/bwrap/direct.hpp"
 #include "sbx/sdk/inherited_sockets.hpp"
+#include "steps.hpp"
 
 namespace sbx::bwrap::launch {
 namespace {
@@ -35,20 +39,29 @@ constexpr int kAbovePlaced = kFirstPlacedFd + static_cast<int>(kPlacedCount);
   child::fail(report_fd, child::Step::kSetup, kExitSandboxFailure);
 }
 
-[[noreturn]] void run_child(const ChildArgs& a) {
-  // Default dispositions: SIG_IGN survives execve and would reach the sandbox and the command.
-  child::reset_signal_dispositions();
-  // Own process group: ^C from the terminal must reach sbx (which forwards it), not bwrap.
-  if (setpgid(0, 0) != 0) setup_failed(a.report_fd);
-  // Stray descriptors must not reach bwrap: it passes inherited fds on into the sandbox. The
-  // bind sources (>= kFirstBindFd, never moved) are the only ones kept as they are: bwrap uses
-  // each for its mount and closes it before running what follows.
+// Each step, once performed, against the launch's confinement order (checked builds,
+// linux/confine/steps.hpp): out of order, bwrap does not run.
+void step_done(confine::ConfinementSteps& steps, confine::Step step, int report) {
+  if (!steps.done(step)) setup_failed(report);
+}
+
+// The descriptors bwrap inherits: every other one close-on-exec (bwrap passes inherited fds on
+// into the sandbox); the bind sources (>= kFirstBindFd, never moved) kept as they are, bwrap
+// uses each for its mount and closes it before running what follows; the placed ones at their
+// numbers (the stage-2 launch's are passed on to stage 2, which closes kEnvFd, kReadyFd and
+// kMountsFd once used; the direct launch's are bwrap's own; kTraceFd goes on to stage 2 or the
+// trampoline, which make it close-on-exec); the run's stdio at 0-2. Every source is moved above
+// the placed range first: any of them may currently *be* one of the numbers placed. Returns the
+// report pipe's new number.
+int arrange_descriptors(const ChildArgs& a, int& channel, int& ruleset, int& trace) {
   if (!child::close_on_exec_all_but(a.bind_fds, a.bind_fd_count)) setup_failed(a.report_fd);
   const int report = child::move_above(a.report_fd, kAbovePlaced);
   if (report < 0) setup_failed(a.report_fd);
-  const int channel = child::move_above(a.supervisor_channel, kAbovePlaced);
-  const int ruleset = child::move_above(a.scope_ruleset, kAbovePlaced);
-  if (channel < 0 || (a.scope_ruleset >= 0 && ruleset < 0)) setup_failed(report);
+  channel = child::move_above(a.supervisor_channel, kAbovePlaced);
+  ruleset = child::move_above(a.scope_ruleset, kAbovePlaced);
+  trace = child::move_above(a.trace_fd, kAbovePlaced);
+  if (channel < 0 || (a.scope_ruleset >= 0 && ruleset < 0) || (a.trace_fd >= 0 && trace < 0))
+    setup_failed(report);
   std::array<int, kPlacedCount> moved{};
   for (std::size_t i = 0; i < kPlacedCount; ++i) {
     moved[i] = child::move_above(a.placed[i], kAbovePlaced);
@@ -57,39 +70,95 @@ constexpr int kAbovePlaced = kFirstPlacedFd + static_cast<int>(kPlacedCount);
   // The command's stdin, stdout and stderr, bwrap's own 0-2 (it passes them on), inheritable
   // whatever flags they carry; moved before anything is placed at 3 and up, which they may be.
   if (!child::place_standard_fds(a.stdio.data(), kAbovePlaced)) setup_failed(report);
-  // The fds bwrap inherits (the stage-2 launch's are passed on to stage 2, which closes kEnvFd,
-  // kReadyFd and kMountsFd once used; the direct launch's are bwrap's own).
   for (std::size_t i = 0; i < kPlacedCount; ++i) {
     if (moved[i] >= 0 && !child::place_fd(moved[i], kFirstPlacedFd + static_cast<int>(i)))
       setup_failed(report);
   }
+  return report;
+}
+
+// The launcher's rows of the confinement order (linux/confine/order.hpp), in that order.
+[[noreturn]] void run_child(const ChildArgs& a) {
+  // Default dispositions: SIG_IGN survives execve and would reach the sandbox and the command.
+  child::reset_signal_dispositions();
+  // Own process group: ^C from the terminal must reach sbx (which forwards it), not bwrap.
+  if (setpgid(0, 0) != 0) setup_failed(a.report_fd);
+  int channel = -1;
+  int ruleset = -1;
+  int trace = -1;
+  const int report = arrange_descriptors(a, channel, ruleset, trace);
+  confine::ConfinementSteps steps(*a.order, confine::Actor::kLauncher, trace);
+  step_done(steps, confine::Step::kDescriptors, report);
   if (chdir(a.cwd) != 0) child::fail(report, child::Step::kChdir, kExitSandboxFailure);
-  // Last before execve: the run's limits (a low open-files limit, say) must not hinder the
-  // descriptor moves above, and bwrap with everything below it starts inside the run's cgroup.
+  // After the descriptor moves, which the run's limits (a low open-files limit, say) must not
+  // hinder; before no_new_privs and the filter: bwrap with everything below it starts inside
+  // the run's cgroup.
   if (const int error = a.prepare_child(); error != 0) {
     errno = error;
     child::fail(report, child::Step::kLimits, kExitSandboxFailure);
   }
-  // Very last: the unix-socket supervisor's filter (unix_supervisor.hpp; it sets no_new_privs)
-  // covers bwrap and all it starts; its listener goes to sbx, which answers from now on (the
-  // watcher, and a supervisor thread from the first connect on). Then the Landlock scope of the
-  // direct launch, which needs no_new_privs: bwrap and all it starts run inside both.
+  step_done(steps, confine::Step::kLimits, report);
+  // no_new_privs: required for the filter below without CAP_SYS_ADMIN (seccomp(2)) and for the
+  // Landlock scope (landlock_restrict_self(2)); install_unix_notify_filter sets it too.
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) setup_failed(report);
+  step_done(steps, confine::Step::kNoNewPrivs, report);
+  // The unix-socket supervisor's filter (unix_supervisor.hpp) covers bwrap and all it starts;
+  // its listener goes to sbx, which answers from now on (the watcher, and a supervisor thread
+  // from the first connect on). Then the Landlock scope of the direct launch: bwrap and all it
+  // starts run inside both.
   const int listener = install_unix_notify_filter(a.report_sends);
   if (listener < 0 || !send_descriptor(channel, listener)) setup_failed(report);
   close(listener);
-  if (ruleset >= 0 && syscall(SYS_landlock_restrict_self, ruleset, 0) != 0) setup_failed(report);
+  step_done(steps, confine::Step::kNotifyFilter, report);
+  if (ruleset >= 0) {
+    if (syscall(SYS_landlock_restrict_self, ruleset, 0) != 0) setup_failed(report);
+    step_done(steps, confine::Step::kLandlockScope, report);
+  }
   child::unblock_all_signals();
+  step_done(steps, confine::Step::kExec, report);
   child::exec_or_fail(report, a.argv, a.envp);
 }
 
-}  // namespace
-
+// vfork + the child side, kept apart so that no local of the caller lives across vfork (the
+// child shares this stack frame's memory until execve). Every signal must be blocked.
 [[gnu::noinline]] pid_t vfork_child(const ChildArgs& args, int& vfork_errno) {
   const pid_t pid = vfork();
   if (pid == 0) run_child(args);
   vfork_errno = errno;
   return pid;
 }
+
+// Every signal blocked across vfork: a handler of sbx (or of an embedding process) must never
+// run in the child, which shares this memory; the child unblocks after resetting them.
+pid_t vfork_with_signals_blocked(const ChildArgs& args, int& fork_errno) {
+  sigset_t all;
+  sigset_t watching;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &watching);
+  const pid_t pid = vfork_child(args, fork_errno);
+  pthread_sigmask(SIG_SETMASK, &watching, nullptr);
+  return pid;
+}
+
+// bwrap runs under the supervisor's filter: without a supervisor its first bind would wait
+// forever, and nothing may run unsupervised. So it is killed and the run fails.
+Error abandon_bwrap(pid_t pid, const std::string& why) {
+  kill(pid, SIGKILL);
+  ExitStatus ignored;
+  child::reap(pid, ignored);
+  return Error{"bwrap: " + why};
+}
+
+// The unix-socket supervisor for the bwrap just started: its listener was sent over `channel`
+// before execve.
+Result<std::unique_ptr<UnixSupervisor>> attach_supervisor(int channel, UnixSocketRules rules) {
+  const int listener = receive_descriptor(channel);
+  if (listener < 0)
+    return Error{"the child sent no seccomp listener for the unix-socket supervisor"};
+  return UnixSupervisor::attach(listener, std::move(rules));
+}
+
+}  // namespace
 
 int pidfd_open_raw(pid_t pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); }
 
@@ -286,18 +355,90 @@ ExitStatus report_bwrap_failure(const ExitStatus& bwrap, int err_fd) {
   return status;
 }
 
-Error abandon_bwrap(pid_t pid, const std::string& why) {
-  kill(pid, SIGKILL);
-  ExitStatus ignored;
-  child::reap(pid, ignored);
-  return Error{"bwrap: " + why};
+LaunchBase::~LaunchBase() {
+  close_child_ends();
+  if (channel_parent >= 0) close(channel_parent);
 }
 
-Result<std::unique_ptr<UnixSupervisor>> attach_supervisor(int channel, UnixSocketRules rules) {
-  const int listener = receive_descriptor(channel);
-  if (listener < 0)
-    return Error{"the child sent no seccomp listener for the unix-socket supervisor"};
-  return UnixSupervisor::attach(listener, std::move(rules));
+void LaunchBase::close_child_ends() {
+  if (channel_child >= 0) close(channel_child);
+  channel_child = -1;
+  for (int fd : bind_fds) close(fd);
+  bind_fds.clear();
+}
+
+Status open_supervisor_channel(LaunchBase& launch) {
+  int channel[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, channel) != 0)
+    return Error{std::string("bwrap: cannot create a socket pair: ") + std::strerror(errno)};
+  launch.channel_parent = channel[0];
+  launch.channel_child = channel[1];
+  return {};
+}
+
+Result<StartedBwrap> start_bwrap(const ExecPlan& plan, const ChildProgram& program,
+                                 LaunchBase& launch, const Pipes& pipes, const RunContext& run,
+                                 const std::function<void()>& close_after_fork) {
+  const ChildArgs args{program.argv,
+                       program.envp,
+                       plan.cwd.c_str(),
+                       pipes.report[1],
+                       program.placed,
+                       launch.bind_fds.data(),
+                       launch.bind_fds.size(),
+                       run.child_hook(),
+                       launch.channel_child,
+                       program.scope_ruleset,
+                       launch.unix_rules.private_network,
+                       &launch.order,
+                       launch.trace_fd,
+                       run.stdio_fds()};
+  int fork_errno = 0;  // meaningful only when pid < 0
+  StartedBwrap bwrap;
+  bwrap.pid = vfork_with_signals_blocked(args, fork_errno);
+  // Only bwrap may hold these: in sbx they are closed now (bind sources included).
+  launch.close_child_ends();
+  close_after_fork();
+  close(pipes.report[1]);
+  close(pipes.info[1]);
+  if (bwrap.pid < 0) {
+    close(pipes.info[0]);
+    return Error{std::string("bwrap: vfork failed: ") + std::strerror(fork_errno)};
+  }
+  if (child::Failure failure{}; child::read_failure(pipes.report[0], failure)) {
+    bwrap.failure = failure;
+  } else {
+    Result<std::unique_ptr<UnixSupervisor>> attached =
+        attach_supervisor(launch.channel_parent, std::move(launch.unix_rules));
+    if (!attached.ok()) {
+      close(pipes.info[0]);
+      return abandon_bwrap(bwrap.pid, attached.error());
+    }
+    bwrap.supervisor = std::move(*attached);
+  }
+  // bwrap runs and its notifications are answered: the host's work alongside the run starts
+  // now, while bwrap sets the sandbox up (not before the vfork, whose child would copy the
+  // descriptors that work holds).
+  run.run_started();
+  return bwrap;
+}
+
+Result<ExitStatus> end_bwrap(StartedBwrap& bwrap, const Status& watched,
+                             std::vector<UnixRefusal>* refusals) {
+  if (bwrap.supervisor) {
+    bwrap.supervisor->stop();
+    if (refusals != nullptr) *refusals = bwrap.supervisor->refusals();
+  }
+  if (!watched.ok()) {
+    kill(bwrap.pid, SIGKILL);
+    ExitStatus ignored;
+    child::reap(bwrap.pid, ignored);
+    return Error{"bwrap: " + watched.error()};
+  }
+  ExitStatus status;
+  if (!child::reap(bwrap.pid, status))
+    return Error{std::string("bwrap: waitpid failed: ") + std::strerror(errno)};
+  return status;
 }
 
 }  // namespace sbx::bwrap::launch

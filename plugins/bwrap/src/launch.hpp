@@ -1,9 +1,10 @@
 // What the bwrap spawner's two launchers share (spawn.hpp has the contract): the stage-2 launch
 // (stage2_launch.cpp: sbx -> bwrap -> sbx-stage2 -> command) and the direct launch
 // (direct_launch.cpp, direct.hpp: sbx -> bwrap -> command). One child side (ChildArgs,
-// run_child), one signal forwarder (SignalForwarder), and the pieces of the parent's waiting
-// loop, the *watcher*: it learns the sandbox's pid from bwrap, forwards signals and waits for
-// bwrap to end. "Supervisor" names one actor only: the unix-socket supervisor
+// run_child: the launcher's rows of linux/confine/order.hpp), one start and end of bwrap
+// (start_bwrap, end_bwrap), one signal forwarder (SignalForwarder), and the pieces of the
+// parent's waiting loop, the *watcher*: it learns the sandbox's pid from bwrap, forwards signals
+// and waits for bwrap to end. "Supervisor" names one actor only: the unix-socket supervisor
 // (unix_supervisor.hpp), which the watcher serves until the supervisor's own thread takes over.
 // Private to the bwrap plugin.
 #pragma once
@@ -13,10 +14,15 @@
 
 #include <array>
 #include <cstddef>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "order.hpp"
+#include "sbx/bwrap/direct.hpp"
+#include "sbx/bwrap/translate.hpp"
 #include "sbx/bwrap/unix_supervisor.hpp"
 #include "sbx/sdk/backend.hpp"
 #include "sbx/sdk/posix_child.hpp"
@@ -37,9 +43,12 @@ inline constexpr int kNoPidfdPollMs = 100;
 
 // The first descriptor number a launcher places for bwrap (3, right after stdio); each launcher
 // places up to kPlacedCount consecutive ones (the stage-2 launch: kInfoFd..kMountsFd, the direct
-// launch: kStatusFd..kPauseFd).
+// launch: kStatusFd..kPauseFd; both: kTraceFd).
 inline constexpr int kFirstPlacedFd = 3;
-inline constexpr std::size_t kPlacedCount = 5;
+inline constexpr std::size_t kPlacedCount = 6;
+// The confinement order's trace (checked builds, linux/confine/steps.hpp), handed on through
+// bwrap to stage 2 or the write-layer trampoline as --trace-fd; the last placed slot.
+inline constexpr int kTraceFd = kFirstPlacedFd + static_cast<int>(kPlacedCount) - 1;
 
 // The pipes every launch starts with: the child's failure report (CLOEXEC, EOF at a successful
 // execve) and bwrap's info or status pipe (the sandbox PID 1's pid, as JSON).
@@ -67,12 +76,10 @@ struct ChildArgs {
   int supervisor_channel;  // CLOEXEC unix socket: the seccomp listener goes to sbx over it
   int scope_ruleset;       // CLOEXEC Landlock ruleset entered last; -1 for none
   bool report_sends;       // private network namespace: the filter notifies sendto with an address
-  std::array<int, 3> stdio;  // the command's 0-2 (RunContext::stdio_fds; -1: none), via bwrap
+  const confine::Order* order;  // the launch's confinement order: the child follows its rows
+  int trace_fd;                 // CLOEXEC; -1, or the order's trace (handed on: placed[5])
+  std::array<int, 3> stdio;     // the command's 0-2 (RunContext::stdio_fds; -1: none), via bwrap
 };
-
-// vfork + the child side, kept apart so that no local of the caller lives across vfork (the
-// child shares this stack frame's memory until execve). Every signal must be blocked.
-pid_t vfork_child(const ChildArgs& args, int& vfork_errno);
 
 int pidfd_open_raw(pid_t pid);
 
@@ -160,25 +167,75 @@ void end_sandbox(pid_t bwrap, int init_pidfd);
 // reports why.
 ExitStatus ended_by_cancel();
 
-// bwrap runs under the supervisor's filter: without a supervisor its first bind would wait
-// forever, and nothing may run unsupervised. So it is killed and the run fails.
-Error abandon_bwrap(pid_t pid, const std::string& why);
+// What both launchers prepare alike (DirectLaunch and Stage2Launch derive from it): the bind
+// sources, the channel the unix-socket supervisor's listener travels over and its rules, the
+// launch's confinement order and its trace. All close-on-exec in sbx.
+struct LaunchBase {
+  std::vector<int> bind_fds;
+  int channel_child = -1;   // the child's end: sends the seccomp listener
+  int channel_parent = -1;  // sbx's end: receives it
+  UnixSocketRules unix_rules;
+  int trace_fd = -1;  // the order's trace (not owned: sbx's, steps.hpp); -1 for none
+  confine::Order order;
 
-// The unix-socket supervisor for the bwrap just started: its listener was sent over `channel`
-// before execve.
-Result<std::unique_ptr<UnixSupervisor>> attach_supervisor(int channel, UnixSocketRules rules);
+  LaunchBase() = default;
+  LaunchBase(const LaunchBase&) = delete;
+  LaunchBase& operator=(const LaunchBase&) = delete;
+  ~LaunchBase();
+  // What only the child needed of these: closed in sbx as soon as bwrap has been started.
+  void close_child_ends();
+};
 
-// The launchers. Each closes pipes.report[1] and both ends of pipes.info before it returns
-// (pipes.report[0] stays the caller's); `signal_fd` is the caller's signalfd of the forwarded
-// signals and SIGCHLD, all blocked; `refusals` as in spawn_bwrap.
-Result<ExitStatus> run_stage2_launch(const ExecPlan& plan, const Pipes& pipes, int signal_fd,
-                                     const RunContext& run, std::vector<UnixRefusal>* refusals);
-// `supervised_argv` is plan.argv without the supervisor's options (take_supervisor_options),
-// whose rules are `rules`; the caller checked that it has a direct form (direct_plan).
-Result<ExitStatus> run_direct_launch(const ExecPlan& plan,
-                                     const std::vector<std::string>& supervised_argv,
+// The socket pair of `launch`'s channel.
+Status open_supervisor_channel(LaunchBase& launch);
+
+// What differs between the launchers' children: bwrap's argv and environment, the descriptors
+// placed for it (at kFirstPlacedFd + i; -1 for none), the Landlock scope entered last (-1 for
+// none).
+struct ChildProgram {
+  char* const* argv;
+  char* const* envp;
+  std::array<int, kPlacedCount> placed;
+  int scope_ruleset;
+};
+
+// A bwrap started by start_bwrap: its pid, its child's own failure (bwrap then never ran), and
+// the unix-socket supervisor answering it (none after a failure).
+struct StartedBwrap {
+  pid_t pid = -1;
+  std::optional<sdk::posix_child::Failure> failure;
+  std::unique_ptr<UnixSupervisor> supervisor;
+};
+
+// Both launchers' start: bwrap's child (run_child: `program` in `plan.cwd` with `launch`'s
+// descriptors, order and trace) vforked with every signal blocked, then what only the child
+// needed closed (`launch`'s child ends, `close_after_fork` the launcher's own, the pipes' child
+// ends), the child's failure read, the supervisor attached to the listener the child sent (bwrap
+// killed when that fails) and the run told run_started. On Error nothing runs and
+// pipes.info[0] is closed.
+Result<StartedBwrap> start_bwrap(const ExecPlan& plan, const ChildProgram& program,
+                                 LaunchBase& launch, const Pipes& pipes, const RunContext& run,
+                                 const std::function<void()>& close_after_fork);
+
+// Both launchers' end, once their watcher returned `watched`: stops the supervisor (its refusals
+// into `refusals`), kills bwrap if the watcher failed (nothing of the sandbox may run on
+// unwatched), and reaps it. Error when the watcher or waitpid failed.
+Result<ExitStatus> end_bwrap(StartedBwrap& bwrap, const Status& watched,
+                             std::vector<UnixRefusal>* refusals);
+
+// The launchers, each from the plan's typed form (launch_form.hpp). Each closes
+// pipes.report[1] and both ends of pipes.info before it returns (pipes.report[0] stays the
+// caller's); `signal_fd` is the caller's signalfd of the forwarded signals and SIGCHLD, all
+// blocked; `refusals` and `launched` as in spawn_bwrap. `plan` gives bwrap's working directory
+// and environment (plan.cwd, plan.env) and names bwrap in messages.
+Result<ExitStatus> run_stage2_launch(const ExecPlan& plan, const BwrapPlan& typed,
+                                     const Pipes& pipes, int signal_fd, const RunContext& run,
+                                     std::vector<UnixRefusal>* refusals, std::string* launched);
+// `direct` is the plan's direct form (direct_launch_of), `rules` its unix_socket_rules.
+Result<ExitStatus> run_direct_launch(const ExecPlan& plan, const DirectPlan& direct,
                                      UnixSocketRules rules, const Pipes& pipes, int signal_fd,
-                                     const RunContext& run, std::vector<UnixRefusal>* refusals);
+                                     const RunContext& run, std::vector<UnixRefusal>* refusals,
+                                     std::string* launched);
 
 // True when this kernel has what the direct launch relies on from outside the sandbox: pidfds
 // (the sandbox's PID 1 and the command pinned) and openat2 (the command checked inside the new

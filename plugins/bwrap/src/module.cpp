@@ -1,7 +1,8 @@
 // sbx-backend-bwrap: the thin module around the translator. probe() reports what this host
-// allows; transform() gathers the host facts the pure translator needs; exec() runs the plan
-// with its own spawner (signals go to the sandbox's PID 1, not to bwrap)
-// and removes the mount points bwrap had to create on the host.
+// allows; transform() gathers the host facts the pure translator needs and keeps the typed plan
+// in the plan's detail (plan.hpp); exec() runs that typed plan with its own spawner (signals go
+// to the sandbox's PID 1, not to bwrap; launch_form.hpp) and removes the mount points bwrap had
+// to create on the host.
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -38,9 +39,7 @@ std::optional<std::string> abstract_unix_scope_note() {
 // sbx-stage2's write layer (linux/landlock/write_layer.hpp) needs Landlock ABI 2: below it, FIFOs
 // and unix sockets of the host outside the writable roots stay writable, and the plan says so.
 std::optional<std::string> write_layer_note(const Translation& translation) {
-  if (std::find(translation.argv.begin(), translation.argv.end(), "--write-layer") ==
-      translation.argv.end())
-    return std::nullopt;
+  if (!translation.plan.write_layer) return std::nullopt;
   constexpr unsigned long kLandlockCreateRulesetVersion = 1;
   const long abi =
       ::syscall(SYS_landlock_create_ruleset, nullptr, 0, kLandlockCreateRulesetVersion);
@@ -125,7 +124,11 @@ class BwrapBackend final : public Backend {
       host().log(SBX_LOG_WARN, "bwrap: " + warning);
     // Not host().spawn(): core would forward signals to bwrap, which dies of them (spawn.hpp).
     std::vector<UnixRefusal> refusals;
-    Result<ExitStatus> status = spawn_bwrap(plan, run, &refusals);
+    std::string launched;
+    Result<ExitStatus> status = spawn_bwrap(plan, run, &refusals, &launched);
+    // What was started, for `--log-level debug` and for the tests that compare it with the
+    // plan's "launch" (launch_form.hpp): the same JSON, plus the bind sources' descriptors.
+    if (!launched.empty()) host().log(SBX_LOG_DEBUG, "bwrap: launched " + launched);
     // Before exec() returns: the host files them under this run's report.
     for (const UnixRefusal& refusal : refusals)
       run.report_network_refusal(refusal.kind, refusal.address);
@@ -185,6 +188,8 @@ class BwrapBackend final : public Backend {
     if (request.policy.network.mode == NetworkMode::kEnabled)
       context.network_note = abstract_unix_scope_note();
     context.write_layer_note = write_layer_note(*translation);
+    // The launch exec() takes is decided here, with the plan, so that the plan shows it.
+    context.launch_host = running_launch_host();
     return make_plan(request, std::move(*translation), context);
   }
 

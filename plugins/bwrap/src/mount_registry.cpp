@@ -38,6 +38,8 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "sbx/bwrap/host.hpp"
 #include "sbx/sdk/private_state.hpp"
@@ -190,12 +192,84 @@ std::optional<Marker> read_marker(const std::string& marker) {
   return out;
 }
 
+// "/proc/self/fd/N": the object behind an O_PATH descriptor, for calls that take no descriptor
+// of one (chmod(2) follows the magic link; fchmod(2) refuses O_PATH descriptors, EBADF, and
+// fchmodat(AT_EMPTY_PATH) needs Linux 6.6 and glibc 2.39).
+std::string fd_path(int fd) { return "/proc/self/fd/" + std::to_string(fd); }
+
+// Adds the owner's `needed` bits to the directory `dir` (an O_PATH descriptor) when it is this
+// user's own directory and lacks some of them; returns the mode it had, to restore. Why: a
+// sandboxed command of an unprivileged user can `chmod 555 .` the workspace it owns, or `chmod
+// 000` a writable root above it (a writable bind of the host directory: chmod changes the
+// host's inode), and sbx, the same user outside, then cannot reach or unlink its mount point
+// there: unlink needs write and search permission on the parent (unlink(2), EACCES), and every
+// directory on the way needs search permission (path_resolution(7)); root passes by
+// CAP_DAC_OVERRIDE (capabilities(7)). The user owns the directory and could chmod it back
+// themself (chmod(2): the owner may): sbx does only that, for the walk and the unlink, and never
+// on a directory someone else owns.
+std::optional<mode_t> open_up_own_directory(int dir, mode_t needed = S_IWUSR | S_IXUSR) {
+  struct stat st {};
+  if (::fstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid())
+    return std::nullopt;
+  const mode_t mode = st.st_mode & 07777;
+  if ((mode & needed) == needed) return std::nullopt;
+  if (::chmod(fd_path(dir).c_str(), mode | needed) != 0) return std::nullopt;
+  return mode;
+}
+
+// Gives `dir` back the mode open_up_own_directory found, unless someone changed its permission
+// bits meanwhile (their mode wins: a concurrent chmod by the user is not undone). Only the
+// permission bits are compared: chmod(2) by an owner outside the directory's group clears its
+// set-group-ID bit, which must not keep the directory writable.
+void restore_mode(int dir, mode_t before, mode_t added = S_IWUSR | S_IXUSR) {
+  struct stat st {};
+  const mode_t opened = (before | added) & 0777;
+  if (::fstat(dir, &st) == 0 && (st.st_mode & 0777) == opened)
+    (void)::chmod(fd_path(dir).c_str(), before);
+}
+
+// The directories a walk to a mount point gave the owner's search bit (open_up_own_directory:
+// a sandboxed `chmod 000` of a writable root above the workspace, issue #32 B1), each given
+// its mode back when the walk's user is done (restore_mode), deepest first.
+class OpenedUp {
+ public:
+  OpenedUp() = default;
+  OpenedUp(const OpenedUp&) = delete;
+  OpenedUp& operator=(const OpenedUp&) = delete;
+  ~OpenedUp() {
+    for (auto it = dirs_.rbegin(); it != dirs_.rend(); ++it) {
+      restore_mode(it->first, it->second, S_IXUSR);
+      ::close(it->first);
+    }
+  }
+  // Gives `dir` (an O_PATH descriptor the caller keeps) the owner's search bit if it is this
+  // user's own directory without it; true when it did.
+  bool search(int dir) {
+    const std::optional<mode_t> before = open_up_own_directory(dir, S_IXUSR);
+    if (!before) return false;
+    const int held = ::fcntl(dir, F_DUPFD_CLOEXEC, 0);
+    if (held < 0) {
+      restore_mode(dir, *before, S_IXUSR);
+      return false;
+    }
+    dirs_.emplace_back(held, *before);
+    return true;
+  }
+
+ private:
+  std::vector<std::pair<int, mode_t>> dirs_;
+};
+
 // The parent directory of the absolute `path`, opened without following any symlink on the
 // way (O_PATH, one component at a time), and the last component. Why: the parent lies in a
 // writable root, where a sandboxed command (of this run or a concurrent one) can swap a
 // directory for a symlink; sbx runs outside every sandbox and must not mkdir or rmdir through
-// it. -1 when a component is a symlink or missing.
-int open_parent_no_symlinks(const std::string& path, std::string& name) {
+// it. -1 when a component is a symlink or missing (errno says why: ELOOP or ENOTDIR for a
+// symlink, ENOENT, or EACCES for a directory on the way that may not be searched). With
+// `opened`, a directory of this user on the way that lacks the owner's search bit gets it
+// until `opened` ends (OpenedUp).
+int open_parent_no_symlinks(const std::string& path, std::string& name,
+                            OpenedUp* opened = nullptr) {
   const std::size_t slash = path.rfind('/');
   if (path.empty() || path.front() != '/' || slash == std::string::npos || slash + 1 >= path.size())
     return -1;
@@ -212,9 +286,14 @@ int open_parent_no_symlinks(const std::string& path, std::string& name) {
       ::close(fd);
       return -1;
     }
-    const int next = ::openat(fd, component.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    const int flags = O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+    int next = ::openat(fd, component.c_str(), flags);
+    if (next < 0 && errno == EACCES && opened != nullptr && opened->search(fd))
+      next = ::openat(fd, component.c_str(), flags);
+    const int error = errno;
     ::close(fd);
     fd = next;
+    errno = error;
   }
   return fd;
 }
@@ -229,41 +308,6 @@ bool is_file_mount_point(const Identity& id) { return id.type == S_IFSOCK || is_
 // (what sbx versions before the file mask made; rmdir never removes content).
 bool could_be_mount_point(const Identity& id) {
   return is_file_mount_point(id) || id.type == S_IFDIR;
-}
-
-// "/proc/self/fd/N": the object behind an O_PATH descriptor, for calls that take no descriptor
-// of one (chmod(2) follows the magic link; fchmod(2) refuses O_PATH descriptors, EBADF, and
-// fchmodat(AT_EMPTY_PATH) needs Linux 6.6 and glibc 2.39).
-std::string fd_path(int fd) { return "/proc/self/fd/" + std::to_string(fd); }
-
-// Adds the owner's write and search bits to the directory `dir` (an O_PATH descriptor) when it
-// is this user's own directory and lacks them; returns the mode it had, to restore. Why: a
-// sandboxed command of an unprivileged user can `chmod 555 .` the workspace it owns (a writable
-// bind of the host directory: chmod changes the host's inode), and sbx, the same user outside,
-// then cannot unlink its mount point there: unlink needs write and search permission on the
-// parent (unlink(2), EACCES); root passes by CAP_DAC_OVERRIDE (capabilities(7)). The user owns
-// the directory and could chmod it back themself: sbx does only that, for the unlink, and never
-// on a directory someone else owns.
-std::optional<mode_t> open_up_own_directory(int dir) {
-  struct stat st {};
-  if (::fstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid())
-    return std::nullopt;
-  const mode_t mode = st.st_mode & 07777;
-  const mode_t needed = S_IWUSR | S_IXUSR;
-  if ((mode & needed) == needed) return std::nullopt;
-  if (::chmod(fd_path(dir).c_str(), mode | needed) != 0) return std::nullopt;
-  return mode;
-}
-
-// Gives `dir` back the mode open_up_own_directory found, unless someone changed its permission
-// bits meanwhile (their mode wins: a concurrent chmod by the user is not undone). Only the
-// permission bits are compared: chmod(2) by an owner outside the directory's group clears its
-// set-group-ID bit, which must not keep the directory writable.
-void restore_mode(int dir, mode_t before) {
-  struct stat st {};
-  const mode_t opened = (before | S_IWUSR | S_IXUSR) & 0777;
-  if (::fstat(dir, &st) == 0 && (st.st_mode & 0777) == opened)
-    (void)::chmod(fd_path(dir).c_str(), before);
 }
 
 enum class Removal {
@@ -284,13 +328,24 @@ enum class Removal {
 // Between the check and the unlink the name could be swapped for another file, but only by
 // someone who can write the parent directory, who could just as well unlink that file there:
 // nothing is lost that they could not remove themselves.
+//
+// The directories on the way are reached the same way: one of this user's own that lacks the
+// owner's search bit (a sandboxed `chmod 000` of a writable root above the workspace) gets it
+// for the walk and its mode back after (OpenedUp). One that still cannot be searched (another
+// user's) keeps the record: what is behind it cannot be told, so it is kept and warned of,
+// never dropped as stale while the mount point may still be there.
 Removal remove_if_marked(const std::string& marker, const std::string& path, int& err) {
   err = 0;
   const std::optional<Marker> record = read_marker(marker);
   if (!record || record->path != path) return Removal::kStale;
   std::string name;
-  const int parent = open_parent_no_symlinks(path, name);
-  if (parent < 0) return Removal::kStale;
+  OpenedUp opened;
+  const int parent = open_parent_no_symlinks(path, name, &opened);
+  if (parent < 0) {
+    if (errno != EACCES) return Removal::kStale;
+    err = EACCES;
+    return Removal::kKept;
+  }
   std::optional<mode_t> restore;
   std::optional<Identity> now = identity_at(parent, name);
   if (!now && errno == EACCES && (restore = open_up_own_directory(parent)))

@@ -5,13 +5,32 @@
 
 namespace sbx::bwrap {
 
+std::string BwrapPlanDetail::report_json() const {
+  Result<Launch> launch = planned_launch(plan_, host_);
+  // An environment the --args block cannot hold: exec() refuses the plan with that error, and
+  // the plan shows no launch.
+  if (!launch.ok()) return {};
+  return "{\"launch\":" + launch_json(*launch) + "}";
+}
+
+const BwrapPlanDetail* bwrap_detail_of(const ExecPlan& plan) {
+  // Only this backend's own detail class: a plan made elsewhere has none (fail closed).
+  return dynamic_cast<const BwrapPlanDetail*>(plan.detail.get());
+}
+
+ExecPlan exec_plan_of(BwrapPlan plan, const LaunchHost& host, std::string cwd) {
+  ExecPlan out;
+  out.argv = stage2_form(plan);
+  out.cwd = std::move(cwd);
+  // bwrap and sbx-stage2 run with an empty environment; the command's is in the typed plan.
+  out.env = {};
+  out.detail = std::make_shared<const BwrapPlanDetail>(std::move(plan), host);
+  return out;
+}
+
 ExecPlan make_plan(const TransformRequest& request, Translation translation,
                    const PlanContext& context) {
-  ExecPlan plan;
-  plan.argv = std::move(translation.argv);
-  plan.cwd = request.cwd;
-  // bwrap and sbx-stage2 run with an empty environment; the command's goes through stage 2.
-  plan.env = {};
+  ExecPlan plan = exec_plan_of(std::move(translation.plan), context.launch_host, request.cwd);
   plan.notes = std::move(translation.notes);
   plan.host_paths.created = std::move(translation.synthetic_mount_points);
   // An existing protected path may be another run's mount point: holding it keeps that run's

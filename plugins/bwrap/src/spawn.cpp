@@ -33,18 +33,27 @@
 
 #include "launch.hpp"
 #include "sbx/bwrap/direct.hpp"
+#include "sbx/bwrap/launch_form.hpp"
+#include "sbx/bwrap/plan.hpp"
 #include "sbx/bwrap/unix_supervisor.hpp"
 #include "sbx/sdk/posix_child.hpp"
 
 namespace sbx::bwrap {
 namespace {
 
-Status validate_plan(const ExecPlan& plan) {
-  if (plan.argv.empty() || plan.argv[0].empty() || plan.argv[0].front() != '/')
-    return Error{"bwrap: exec plan's argv[0] is not an absolute path"};
+// The typed plan exec() launches from (launch_form.hpp), checked.
+Result<const BwrapPlanDetail*> typed_plan(const ExecPlan& plan) {
+  const BwrapPlanDetail* detail = bwrap_detail_of(plan);
+  if (detail == nullptr)
+    return Error{
+        "bwrap: the plan has no bwrap plan detail (it must come from this backend's "
+        "transform)"};
+  const std::string& bwrap = detail->plan().bwrap;
+  if (bwrap.empty() || bwrap.front() != '/')
+    return Error{"bwrap: the plan's bwrap path '" + bwrap + "' is not absolute"};
   if (plan.cwd.empty() || plan.cwd.front() != '/')
     return Error{"bwrap: exec plan's cwd '" + plan.cwd + "' is not an absolute path"};
-  return {};
+  return detail;
 }
 
 // Blocks the forwarded signals and SIGCHLD in this thread and opens a signalfd for them.
@@ -64,72 +73,24 @@ Result<int> open_signal_fd(sigset_t& previous) {
   return fd;
 }
 
-// The direct launch when the kernel has what it needs and the plan has a direct form (direct.hpp),
-// the stage-2 launch otherwise.
-Result<ExitStatus> launch_and_watch(const ExecPlan& plan, const launch::Pipes& pipes, int signal_fd,
-                                    const RunContext& run, std::vector<UnixRefusal>* refusals) {
-  if (launch::direct_launch_supported()) {
+// The direct launch when the plan has a direct form on the host it was made for
+// (direct_launch_of, launch_form.hpp), the stage-2 launch otherwise.
+Result<ExitStatus> launch_and_watch(const ExecPlan& plan, const BwrapPlanDetail& typed,
+                                    const launch::Pipes& pipes, int signal_fd,
+                                    const RunContext& run, std::vector<UnixRefusal>* refusals,
+                                    std::string* launched) {
+  if (const std::optional<DirectPlan> direct = direct_launch_of(typed.plan(), typed.host())) {
     if (Status inherited = launch::check_inherited_descriptors(run.stdio_fds()); !inherited.ok()) {
       for (int fd : {pipes.report[1], pipes.info[1], pipes.info[0]}) close(fd);
       return Error{inherited.error()};
     }
-    SupervisedArgv supervised = take_supervisor_options(plan.argv);
-    if (direct_plan(supervised.argv))
-      return launch::run_direct_launch(plan, supervised.argv, std::move(supervised.rules), pipes,
-                                       signal_fd, run, refusals);
+    return launch::run_direct_launch(plan, *direct, unix_socket_rules(typed.plan()), pipes,
+                                     signal_fd, run, refusals, launched);
   }
-  return launch::run_stage2_launch(plan, pipes, signal_fd, run, refusals);
+  return launch::run_stage2_launch(plan, typed.plan(), pipes, signal_fd, run, refusals, launched);
 }
 
 }  // namespace
-
-std::vector<std::string> with_info_fd(const std::vector<std::string>& argv) {
-  std::vector<std::string> out;
-  out.reserve(argv.size() + 2);
-  for (std::size_t i = 0; i < argv.size(); ++i) {
-    out.push_back(argv[i]);
-    if (i == 0) {
-      out.emplace_back("--info-fd");
-      out.push_back(std::to_string(kInfoFd));
-    }
-  }
-  return out;
-}
-
-std::vector<std::string> with_stage2_options(const std::vector<std::string>& argv,
-                                             const std::vector<std::string>& options) {
-  const auto bwrap_end = std::find(argv.begin(), argv.end(), "--");
-  if (bwrap_end == argv.end() || std::next(bwrap_end) == argv.end()) return argv;
-  const auto after_stage2 = std::next(bwrap_end, 2);
-  std::vector<std::string> out(argv.begin(), after_stage2);
-  out.insert(out.end(), options.begin(), options.end());
-  out.insert(out.end(), after_stage2, argv.end());
-  return out;
-}
-
-EnvOnFd move_env_to_fd(const std::vector<std::string>& argv) {
-  const auto bwrap_end = std::find(argv.begin(), argv.end(), "--");
-  if (bwrap_end == argv.end() || std::next(bwrap_end) == argv.end()) return {argv, {}};
-  const auto stage2 = std::next(bwrap_end);  // stage 2's path
-  EnvOnFd out;
-  out.argv.assign(argv.begin(), std::next(stage2));
-  std::vector<std::string> stage2_args;
-  auto it = std::next(stage2);
-  for (; it != argv.end() && *it != "--"; ++it) {
-    if (*it == "--env" && std::next(it) != argv.end()) {
-      ++it;
-      out.block += *it;
-      out.block.push_back('\0');
-    } else {
-      stage2_args.push_back(*it);
-    }
-  }
-  if (out.block.empty()) return {argv, {}};
-  out.argv.insert(out.argv.end(), {"--env-fd", std::to_string(kEnvFd)});
-  out.argv.insert(out.argv.end(), stage2_args.begin(), stage2_args.end());
-  out.argv.insert(out.argv.end(), it, argv.end());
-  return out;
-}
 
 std::optional<pid_t> parse_child_pid(std::string_view info) {
   constexpr std::string_view kKey = "\"child-pid\"";
@@ -147,8 +108,9 @@ std::optional<pid_t> parse_child_pid(std::string_view info) {
 }
 
 Result<ExitStatus> spawn_bwrap(const ExecPlan& plan, const RunContext& run,
-                               std::vector<UnixRefusal>* refusals) {
-  if (Status valid = validate_plan(plan); !valid.ok()) return Error{valid.error()};
+                               std::vector<UnixRefusal>* refusals, std::string* launched) {
+  Result<const BwrapPlanDetail*> typed = typed_plan(plan);
+  if (!typed.ok()) return typed.failure();
   launch::Pipes pipes{};
   // CLOEXEC on all ends: none may leak into other children spawned concurrently; the child
   // gives bwrap its copy of info[1] explicitly.
@@ -166,7 +128,8 @@ Result<ExitStatus> spawn_bwrap(const ExecPlan& plan, const RunContext& run,
     for (int fd : {pipes.report[0], pipes.report[1], pipes.info[0], pipes.info[1]}) close(fd);
     return Error{signal_fd.error()};
   }
-  Result<ExitStatus> result = launch_and_watch(plan, pipes, *signal_fd, run, refusals);
+  Result<ExitStatus> result =
+      launch_and_watch(plan, **typed, pipes, *signal_fd, run, refusals, launched);
   // Signals that came in after bwrap ended are consumed here rather than acting on sbx with
   // their default disposition: the command they were meant for has already finished.
   launch::drain_signals(*signal_fd, nullptr);

@@ -4,7 +4,7 @@
 //
 // bwrap is started with --info-fd, and signals go to the pid bwrap reports: sbx-stage2, PID 1 of
 // the sandbox's pid namespace, which blocks the forwarded signals, takes them with sigwaitinfo
-// and passes them on to the command (core/stage2/stage2_main.cpp, run_as_init). PID 1 of a pid
+// and passes them on to the command (stage2/stage2_main.cpp, run_as_init). PID 1 of a pid
 // namespace only receives signals from an ancestor namespace that it blocks or has a handler
 // for; one with default disposition is dropped. Before sbx-stage2 has set up its signals (bwrap
 // still setting up, stage 2 installing seccomp) a forwarded signal would be lost, so signals
@@ -21,31 +21,32 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
 #include "launch.hpp"
 #include "sbx/bwrap/bind_fds.hpp"
+#include "sbx/bwrap/launch_form.hpp"
 #include "sbx/bwrap/spawn.hpp"
 #include "sbx/bwrap/unix_supervisor.hpp"
+#include "steps.hpp"
 
 namespace sbx::bwrap::launch {
 namespace {
 
 namespace child = sdk::posix_child;
 
-// Everything prepared for one stage-2 run beyond the plan: the final argv and the descriptors
-// bwrap and stage 2 get (all close-on-exec here; closed when the run is over).
-struct Stage2Launch {
+// Everything prepared for one stage-2 run beyond the plan and what both launches share: the
+// final argv and the descriptors bwrap and stage 2 get (all close-on-exec here; closed when the
+// run is over).
+struct Stage2Launch : LaunchBase {
   std::vector<std::string> argv;
   int env_fd = -1;
   int mounts_fd = -1;
   int ready_read = -1;
   int ready_write = -1;
-  int channel_child = -1;   // the child's end: sends the seccomp listener
-  int channel_parent = -1;  // sbx's end: receives it
-  UnixSocketRules unix_rules;
-  std::vector<int> bind_fds;
+  std::vector<std::pair<int, std::string>> bind_sources;  // for the record (launch_json)
 
   Stage2Launch() = default;
   Stage2Launch(const Stage2Launch&) = delete;
@@ -53,78 +54,110 @@ struct Stage2Launch {
   ~Stage2Launch() {
     close_after_fork();
     if (ready_read >= 0) close(ready_read);
-    if (channel_parent >= 0) close(channel_parent);
   }
-  // What only the child needed: closed in sbx as soon as bwrap has been started.
+  // What only the child needed of this launch's own: closed once bwrap has been started.
   void close_after_fork() {
-    for (int* fd : {&env_fd, &mounts_fd, &ready_write, &channel_child}) {
+    for (int* fd : {&env_fd, &mounts_fd, &ready_write}) {
       if (*fd >= 0) close(*fd);
       *fd = -1;
     }
-    for (int fd : bind_fds) close(fd);
-    bind_fds.clear();
   }
 };
 
-bool has_proc_mount(const std::vector<std::string>& argv) {
-  const auto end = std::find(argv.begin(), argv.end(), "--");
-  return std::find(argv.begin(), end, "--proc") != end;
+// The launch's confinement order (linux/confine/order.hpp): the stage-2 route; of its
+// conditional steps only what the launcher knows (its own rows depend on none of them).
+confine::Order stage2_order(const Stage2Launch& launch) {
+  confine::Shape shape;
+  shape.route = confine::Route::kBwrapStage2;
+  shape.private_network = launch.unix_rules.private_network;
+  shape.mount_check = launch.mounts_fd >= 0;
+  return confine::confinement_order(shape);
 }
 
-// The plan as bwrap gets it: bind sources as checked descriptors (bind_fds.hpp), --info-fd,
-// the environment on kEnvFd, and stage 2 told where its ready pipe and mount list are. The
-// mount list needs a procfs inside (stage 2 reads /proc/self/mountinfo); with the empty-/proc
-// fallback there is none, and only the descriptors guard the binds.
-Status prepare_launch(const ExecPlan& plan, const RunContext& run, Stage2Launch& launch) {
+// Stage 2 told where the order's trace goes (steps.hpp), right after its fixed options.
+void add_trace_option(std::vector<std::string>& argv) {
+  const auto supervised = std::find(argv.begin(), argv.end(), kUnixSupervisedOption);
+  if (supervised == argv.end()) return;
+  argv.insert(std::next(supervised), {"--trace-fd", std::to_string(kTraceFd)});
+}
+
+// The plan as bwrap gets it (stage2_launch_argv, launch_form.hpp): bind sources as checked
+// descriptors (bind_fds.hpp), --info-fd, the environment on kEnvFd, and stage 2 told where its
+// ready pipe and mount list are (and, with a trace, where that is). The mount list needs a procfs
+// inside (stage 2 reads /proc/self/mountinfo); with the empty-/proc fallback there is none, and
+// only the descriptors guard the binds.
+Status prepare_launch(const BwrapPlan& typed, const RunContext& run, Stage2Launch& launch) {
   if (Status inherited = check_inherited_descriptors(run.stdio_fds()); !inherited.ok())
     return inherited;
-  SupervisedArgv supervised = take_supervisor_options(plan.argv);
-  launch.unix_rules = std::move(supervised.rules);
-  Result<BoundArgv> bound = bind_sources_by_fd(supervised.argv);
+  launch.unix_rules = unix_socket_rules(typed);
+  std::vector<std::string> unbound = {typed.bwrap};
+  const std::vector<std::string> options = stage2_launch_options(typed);
+  unbound.insert(unbound.end(), options.begin(), options.end());
+  Result<BoundArgv> bound = bind_sources_by_fd(unbound);
   if (!bound.ok()) return Error{bound.error()};
   launch.bind_fds = bound->fds;
-  std::vector<std::string> stage2_options = {"--ready-fd", std::to_string(kReadyFd),
-                                             kUnixSupervisedOption};
-  if (has_proc_mount(bound->argv)) {
+  launch.bind_sources = bound->sources;
+  const std::vector<std::string> bound_options(std::next(bound->argv.begin()), bound->argv.end());
+  if (has_proc_mount(bound_options)) {
     Result<std::string> mounts = planned_mounts_block(bound->argv);
     if (!mounts.ok()) return Error{mounts.error()};
     launch.mounts_fd = sealed_memfd("sbx-mounts", *mounts);
     if (launch.mounts_fd < 0)
       return Error{std::string("bwrap: cannot hand the mount list to sbx-stage2 (memfd): ") +
                    std::strerror(errno)};
-    stage2_options.insert(stage2_options.end(), {"--mounts-fd", std::to_string(kMountsFd)});
   }
-  const EnvOnFd moved = move_env_to_fd(with_info_fd(bound->argv));
-  if (!moved.block.empty()) {
-    launch.env_fd = sealed_memfd("sbx-env", moved.block);
+  launch.trace_fd = confine::trace_fd_from_environment();
+  launch.order = stage2_order(launch);
+  // Why a descriptor: arguments are world-readable in /proc for as long as bwrap and stage 2
+  // run; an environment holds secrets (stage2/env_block.hpp).
+  if (!typed.env.empty()) {
+    std::string block;
+    for (const std::string& entry : typed.env) {
+      block += entry;
+      block.push_back('\0');
+    }
+    launch.env_fd = sealed_memfd("sbx-env", block);
     if (launch.env_fd < 0)
       return Error{std::string("bwrap: cannot hand the environment to sbx-stage2 (memfd): ") +
                    std::strerror(errno)};
   }
-  launch.argv = with_stage2_options(moved.argv, stage2_options);
+  launch.argv = stage2_launch_argv(typed, bound_options);
+  if (launch.trace_fd >= 0) add_trace_option(launch.argv);
   int ready[2];
   if (pipe2(ready, O_CLOEXEC) != 0)
     return Error{std::string("bwrap: cannot create a pipe: ") + std::strerror(errno)};
   launch.ready_read = ready[0];
   launch.ready_write = ready[1];
-  int channel[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, channel) != 0)
-    return Error{std::string("bwrap: cannot create a socket pair: ") + std::strerror(errno)};
-  launch.channel_parent = channel[0];
-  launch.channel_child = channel[1];
-  return {};
+  return open_supervisor_channel(launch);
 }
 
-// True if sbx-stage2 wrote its ready byte, i.e. bwrap's setup worked and stage 2 started.
-// Read after bwrap ended: the byte waits in the pipe.
-bool stage2_started(int ready_read) {
-  fcntl(ready_read, F_SETFL, O_NONBLOCK);
-  char byte = 0;
+// One byte of the ready pipe, read after bwrap ended (what stage 2 wrote waits in the pipe);
+// nullopt when there is none.
+std::optional<unsigned char> read_ready_byte(int ready_read) {
+  unsigned char byte = 0;
   ssize_t n = 0;
   do {
     n = read(ready_read, &byte, 1);
   } while (n < 0 && errno == EINTR);
-  return n == 1;
+  if (n != 1) return std::nullopt;
+  return byte;
+}
+
+// True if sbx-stage2 wrote its ready byte, i.e. bwrap's setup worked and stage 2 started.
+bool stage2_started(int ready_read) {
+  fcntl(ready_read, F_SETFL, O_NONBLOCK);
+  return read_ready_byte(ready_read).has_value();
+}
+
+// The run's status from bwrap's: bwrap (bubblewrap's propagate_exit_status) and stage 2 as PID 1
+// both turn a death by signal N into exit code 128+N; stage 2 then wrote N after its ready byte
+// (stage2_main.cpp, tell_signal). Taken only when it matches bwrap's code, so nothing in the
+// sandbox can make a plain exit look like a signal other than the one its code already names.
+ExitStatus with_command_signal(const ExitStatus& bwrap, int ready_read) {
+  if (bwrap.signal != 0) return bwrap;
+  const std::optional<unsigned char> signal = read_ready_byte(ready_read);
+  if (!signal || *signal == 0 || bwrap.exit_code != 128 + *signal) return bwrap;
+  return ExitStatus{0, *signal};
 }
 
 // The watcher of a stage-2 run: learns the PID 1 from bwrap's info pipe, forwards signals,
@@ -184,79 +217,39 @@ Status watch_stage2_run(pid_t bwrap, int signal_fd, int info_fd, UnixSupervisor*
 
 }  // namespace
 
-Result<ExitStatus> run_stage2_launch(const ExecPlan& plan, const Pipes& pipes, int signal_fd,
-                                     const RunContext& run, std::vector<UnixRefusal>* refusals) {
+Result<ExitStatus> run_stage2_launch(const ExecPlan& plan, const BwrapPlan& typed,
+                                     const Pipes& pipes, int signal_fd, const RunContext& run,
+                                     std::vector<UnixRefusal>* refusals, std::string* launched) {
   Stage2Launch launch;
-  if (Status prepared = prepare_launch(plan, run, launch); !prepared.ok()) {
+  if (Status prepared = prepare_launch(typed, run, launch); !prepared.ok()) {
     for (int fd : {pipes.report[1], pipes.info[1], pipes.info[0]}) close(fd);
     return Error{prepared.error()};
   }
+  if (launched != nullptr)
+    *launched = launch_json({LaunchForm::kStage2, launch.argv, {}, typed.env}, launch.bind_sources);
   std::vector<char*> argv = child::c_string_array(launch.argv);
   std::vector<char*> envp = child::c_string_array(plan.env);
-  // Every signal blocked across vfork: a handler of sbx (or of an embedding process) must never
-  // run in the child, which shares this memory; the child unblocks after resetting them.
-  sigset_t all;
-  sigset_t watching;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &watching);
-  int fork_errno = 0;  // meaningful only when pid < 0
   static_assert(kInfoFd == kFirstPlacedFd && kEnvFd == kInfoFd + 1 && kReadyFd == kEnvFd + 1 &&
-                kMountsFd == kReadyFd + 1);
-  const pid_t pid =
-      vfork_child({argv.data(),
-                   envp.data(),
-                   plan.cwd.c_str(),
-                   pipes.report[1],
-                   {pipes.info[1], launch.env_fd, launch.ready_write, launch.mounts_fd, -1},
-                   launch.bind_fds.data(),
-                   launch.bind_fds.size(),
-                   run.child_hook(),
-                   launch.channel_child,
-                   -1,
-                   launch.unix_rules.private_network,
-                   run.stdio_fds()},
-                  fork_errno);
-  pthread_sigmask(SIG_SETMASK, &watching, nullptr);
-  // Only bwrap may hold these: in sbx they are closed now (bind sources included).
-  launch.close_after_fork();
-  close(pipes.report[1]);
-  close(pipes.info[1]);
-  if (pid < 0) {
-    close(pipes.info[0]);
-    return Error{std::string("bwrap: vfork failed: ") + std::strerror(fork_errno)};
-  }
-  child::Failure failure{};
-  const bool failed = child::read_failure(pipes.report[0], failure);
-  std::unique_ptr<UnixSupervisor> supervisor;
-  if (!failed) {
-    Result<std::unique_ptr<UnixSupervisor>> started =
-        attach_supervisor(launch.channel_parent, std::move(launch.unix_rules));
-    if (!started.ok()) {
-      close(pipes.info[0]);
-      return abandon_bwrap(pid, started.error());
-    }
-    supervisor = std::move(*started);
-  }
-  // bwrap runs and its notifications are answered: the host's work alongside the run starts
-  // now, while bwrap sets the sandbox up (not before the vfork, whose child would copy the
-  // descriptors that work holds).
-  run.run_started();
+                kMountsFd == kReadyFd + 1 && kTraceFd > kMountsFd);
+  const ChildProgram program{
+      argv.data(),
+      envp.data(),
+      {pipes.info[1], launch.env_fd, launch.ready_write, launch.mounts_fd, -1, launch.trace_fd},
+      -1};
+  Result<StartedBwrap> bwrap =
+      start_bwrap(plan, program, launch, pipes, run, [&launch] { launch.close_after_fork(); });
+  if (!bwrap.ok()) return bwrap.failure();
   bool cancelled = false;
-  Status watched =
-      watch_stage2_run(pid, signal_fd, pipes.info[0], supervisor.get(), run.cancel_fd(), cancelled);
+  Status watched = watch_stage2_run(bwrap->pid, signal_fd, pipes.info[0], bwrap->supervisor.get(),
+                                    run.cancel_fd(), cancelled);
   // bwrap has ended, and the whole sandbox with it (its PID 1 is gone).
-  if (supervisor) {
-    supervisor->stop();
-    if (refusals != nullptr) *refusals = supervisor->refusals();
-  }
-  if (!watched.ok()) return Error{"bwrap: " + watched.error()};
-  ExitStatus status;
-  if (!child::reap(pid, status))
-    return Error{std::string("bwrap: waitpid failed: ") + std::strerror(errno)};
-  if (failed) return report_failure(plan, failure, run.stdio_fd(2));
+  Result<ExitStatus> status = end_bwrap(*bwrap, watched, refusals);
+  if (!status.ok()) return status;
+  const int err_fd = run.stdio_fd(2);
+  if (bwrap->failure) return report_failure(plan, *bwrap->failure, err_fd);
   if (!stage2_started(launch.ready_read))
-    return cancelled ? ended_by_cancel() : report_bwrap_failure(status, run.stdio_fd(2));
-  return status;
+    return cancelled ? ended_by_cancel() : report_bwrap_failure(*status, err_fd);
+  return with_command_signal(*status, launch.ready_read);
 }
 
 }  // namespace sbx::bwrap::launch

@@ -153,7 +153,7 @@ std::vector<std::string> MountPlanner::items() const {
 }
 
 Status MountPlanner::emit_base(Translation& out) {
-  std::vector<std::string>& a = out.argv;
+  std::vector<std::string>& a = out.plan.options;
   const bool whole_fs = policy_.filesystem_kind != FilesystemKind::kRestricted;
   const Access root = whole_fs ? Access::kWrite : visible_access("/");
   if (root == Access::kWrite) {
@@ -189,12 +189,12 @@ Status MountPlanner::emit_read_only_bind(const std::string& path, Translation& o
       return Error{"cannot bind '" + path + "': it is a symlink whose target is unknown"};
     source = canon->second;
   }
-  out.argv.insert(out.argv.end(), {"--ro-bind", source, path});
+  out.plan.options.insert(out.plan.options.end(), {"--ro-bind", source, path});
   return {};
 }
 
 void MountPlanner::mask_dir(const std::string& path, const char* perms, Translation& out) {
-  out.argv.insert(out.argv.end(), {"--perms", perms, "--tmpfs", path});
+  out.plan.options.insert(out.plan.options.end(), {"--perms", perms, "--tmpfs", path});
   // Remounted read-only only after everything nested was mounted: bwrap creates the nested
   // mount points inside this tmpfs, and --remount-ro is not recursive, so nested writable binds
   // stay writable.
@@ -218,7 +218,7 @@ void MountPlanner::emit_deny_existing(const std::string& path, PathKind path_kin
   }
   // A file (or socket, fifo, device): /dev/null bound over it. bwrap binds with nodev, so
   // opening it fails with EACCES, and the read-only bind keeps it from being replaced.
-  out.argv.insert(out.argv.end(), {"--ro-bind", "/dev/null", path});
+  out.plan.options.insert(out.plan.options.end(), {"--ro-bind", "/dev/null", path});
 }
 
 // A path that must not be writable (read or deny) does not exist. If its parent directory is
@@ -250,7 +250,7 @@ Status MountPlanner::emit_missing(const std::string& path, Access desired, Trans
   }
   if (visible_access(parent_of(first_missing)) != Access::kWrite) return {};
   if (!done_synthetic_.insert(first_missing).second) return {};
-  out.argv.insert(out.argv.end(), {"--ro-bind", "/dev/null", first_missing});
+  out.plan.options.insert(out.plan.options.end(), {"--ro-bind", "/dev/null", first_missing});
   out.synthetic_mount_points.push_back(first_missing);
   const std::string parent = parent_of(first_missing);
   const std::string afterwards =
@@ -308,7 +308,7 @@ Status MountPlanner::emit_item(const std::string& path, Translation& out) {
   // way. Elsewhere (a read-only socket under an unreadable parent) the bind is still tried and
   // refused at exec, as before: hiding the socket would not be what the rule asks.
   if (desired == Access::kRead && inherited == Access::kWrite && path_kind == PathKind::kOther) {
-    out.argv.insert(out.argv.end(), {"--ro-bind", "/dev/null", path});
+    out.plan.options.insert(out.plan.options.end(), {"--ro-bind", "/dev/null", path});
     out.masked_existing.push_back(path);
     out.notes.push_back("'" + path +
                         "' (read) is neither a directory nor a regular file (a "
@@ -318,7 +318,7 @@ Status MountPlanner::emit_item(const std::string& path, Translation& out) {
   }
   switch (desired) {
     case Access::kWrite:
-      out.argv.insert(out.argv.end(), {"--bind", path, path});
+      out.plan.options.insert(out.plan.options.end(), {"--bind", path, path});
       break;
     case Access::kRead:
       return emit_read_only_bind(path, out);
@@ -337,7 +337,7 @@ Status MountPlanner::emit_item(const std::string& path, Translation& out) {
 void MountPlanner::emit_proxy_socket(Translation& out) {
   if (proxy_socket_.empty()) return;
   const std::string directory = parent_of(proxy_socket_);
-  out.argv.insert(out.argv.end(), {"--ro-bind", directory, directory});
+  out.plan.options.insert(out.plan.options.end(), {"--ro-bind", directory, directory});
 }
 
 // sbx-stage2 is what bwrap runs: when the policy leaves it unreadable (restricted reads such as
@@ -347,7 +347,8 @@ void MountPlanner::emit_proxy_socket(Translation& out) {
 void MountPlanner::emit_stage2(Translation& out) {
   if (policy_.filesystem_kind != FilesystemKind::kRestricted) return;  // all of / is visible
   if (visible_access(facts_.stage2_path) != Access::kDeny) return;
-  out.argv.insert(out.argv.end(), {"--ro-bind", facts_.stage2_path, facts_.stage2_path});
+  out.plan.options.insert(out.plan.options.end(),
+                          {"--ro-bind", facts_.stage2_path, facts_.stage2_path});
 }
 
 // /proc is mounted after every other mount but before the deferred read-only remounts: with
@@ -355,12 +356,12 @@ void MountPlanner::emit_stage2(Translation& out) {
 // mount point in it (after `--remount-ro /` it fails with "Can't mkdir /proc").
 void MountPlanner::emit_proc(Translation& out) {
   if (facts_.can_mount_proc) {
-    out.argv.insert(out.argv.end(), {"--proc", "/proc"});
+    out.plan.options.insert(out.plan.options.end(), {"--proc", "/proc"});
     return;
   }
   // Fallback, reported: the host cannot mount a fresh procfs here (e.g. a container with a
   // masked /proc). The host's /proc is never shown; the sandbox gets an empty read-only one.
-  out.argv.insert(out.argv.end(), {"--perms", "0555", "--tmpfs", "/proc"});
+  out.plan.options.insert(out.plan.options.end(), {"--perms", "0555", "--tmpfs", "/proc"});
   deferred_remounts_.push_back("/proc");
   out.notes.push_back(
       "this host cannot mount proc in a new pid namespace: /proc is empty "
@@ -387,11 +388,11 @@ void MountPlanner::emit_kernel_interfaces(Translation& out) {
       continue;  // not in the sandbox's view at all
     const PathKind expected = entry.directory ? PathKind::kDirectory : PathKind::kFile;
     if (entry.read_only && host_kind == expected) {
-      out.argv.insert(out.argv.end(), {"--ro-bind", entry.path, entry.path});
+      out.plan.options.insert(out.plan.options.end(), {"--ro-bind", entry.path, entry.path});
     } else if (entry.directory) {
       mask_dir(entry.path, "0555", out);
     } else {
-      out.argv.insert(out.argv.end(), {"--ro-bind", "/dev/null", entry.path});
+      out.plan.options.insert(out.plan.options.end(), {"--ro-bind", "/dev/null", entry.path});
     }
   }
 }
@@ -445,7 +446,7 @@ Status MountPlanner::plan(Translation& out) {
   emit_proc(out);
   emit_kernel_interfaces(out);
   for (const std::string& path : deferred_remounts_)
-    out.argv.insert(out.argv.end(), {"--remount-ro", path});
+    out.plan.options.insert(out.plan.options.end(), {"--remount-ro", path});
   return {};
 }
 
@@ -491,7 +492,7 @@ Status check_supported(const TransformRequest& request, const HostFacts& facts) 
 }
 
 void append_namespaces(const ResolvedPolicy& policy, Translation& out) {
-  std::vector<std::string>& a = out.argv;
+  std::vector<std::string>& a = out.plan.options;
   // New user, pid, ipc and UTS namespaces always (explicit: bwrap skips the user namespace for
   // uid 0 otherwise); a new network namespace (only loopback) unless the network is enabled.
   // UTS: /proc/sys/kernel/hostname and domainname are the UTS namespace's (proc_do_uts_string);
@@ -512,42 +513,41 @@ bool writes_restricted(const ResolvedPolicy& policy) {
 }
 
 void append_stage2(const TransformRequest& request, const HostFacts& facts, Translation& out) {
-  std::vector<std::string>& a = out.argv;
-  a.insert(a.end(), {"--chdir", request.cwd, "--", facts.stage2_path, "--net"});
+  BwrapPlan& plan = out.plan;
+  plan.chdir = request.cwd;
+  plan.stage2 = facts.stage2_path;
   // open: every socket (network enabled); private (restricted, inside --unshare-net's empty
   // namespace): TCP/UDP over IPv4/IPv6 on the namespace's own loopback, no unix socket() but
   // socketpair(AF_UNIX); proxy: the same filter plus the relay to the proxy's socket.
   switch (request.policy.network.mode) {
     case NetworkMode::kEnabled:
-      a.push_back("open");
+      plan.net = Stage2Net::kOpen;
       break;
     case NetworkMode::kRestricted:
-      a.push_back("private");
+      plan.net = Stage2Net::kPrivate;
       break;
     case NetworkMode::kProxy:
-      a.insert(a.end(),
-               {"proxy", "--proxy-port", std::to_string(request.policy.network.proxy_ports.front()),
-                "--proxy-socket", request.proxy_socket});
+      plan.net = Stage2Net::kProxy;
+      plan.proxy_port = request.policy.network.proxy_ports.front();
+      plan.proxy_socket = request.proxy_socket;
       break;
   }
   // Writes limited to some roots: sbx-stage2 enters its Landlock write layer before the command
   // (linux/landlock/write_layer.hpp: read-only mounts do not stop writes to host FIFOs).
   if (writes_restricted(request.policy)) {
-    a.push_back("--write-layer");
-    for (const std::string& root : writable_roots(request.policy))
-      a.insert(a.end(), {"--write-root", root});
+    plan.write_layer = true;
+    plan.write_roots = writable_roots(request.policy);
   }
   // The host unix sockets the command may connect to, for sbx's unix-socket supervisor
-  // (unix_supervisor.hpp): the spawner takes them out before bwrap runs.
-  for (const std::string& socket : request.policy.network.unix_sockets)
-    a.insert(a.end(), {kAllowUnixSocketOption, socket});
-  // The command's environment goes to stage 2, not to bwrap: bwrap and stage 2 themselves run
-  // with an empty environment, so LD_PRELOAD and friends cannot act before the filter is on.
-  // The plan shows it as --env pairs; the spawner moves them to a descriptor (--env-fd,
-  // spawn.hpp) so that they are not world-readable in /proc while the command runs.
-  for (const std::string& entry : request.env) a.insert(a.end(), {"--env", entry});
-  a.push_back("--");
-  a.insert(a.end(), request.argv.begin(), request.argv.end());
+  // (unix_supervisor.hpp).
+  plan.unix_sockets = request.policy.network.unix_sockets;
+  // The command's environment goes to stage 2 or (direct launch) to bwrap's --setenv, never
+  // into bwrap's own environment: bwrap and stage 2 run with an empty one, so LD_PRELOAD and
+  // friends cannot act before the filter is on. Printed as --env pairs; exec hands it over on a
+  // descriptor (launch_form.hpp) so that it is not world-readable in /proc while the command
+  // runs.
+  plan.env = request.env;
+  plan.command = request.argv;
 }
 
 }  // namespace
@@ -566,6 +566,41 @@ std::string_view to_string(PathKind kind) {
       return "other";
   }
   return "missing";
+}
+
+std::vector<std::string> stage2_arguments(const BwrapPlan& plan) {
+  std::vector<std::string> out = {"--net"};
+  switch (plan.net) {
+    case Stage2Net::kOpen:
+      out.emplace_back("open");
+      break;
+    case Stage2Net::kPrivate:
+      out.emplace_back("private");
+      break;
+    case Stage2Net::kProxy:
+      out.insert(out.end(), {"proxy", "--proxy-port", std::to_string(plan.proxy_port),
+                             "--proxy-socket", plan.proxy_socket});
+      break;
+  }
+  if (plan.write_layer) {
+    out.emplace_back("--write-layer");
+    for (const std::string& root : plan.write_roots) out.insert(out.end(), {"--write-root", root});
+  }
+  return out;
+}
+
+std::vector<std::string> stage2_form(const BwrapPlan& plan) {
+  std::vector<std::string> out = {plan.bwrap};
+  out.insert(out.end(), plan.options.begin(), plan.options.end());
+  out.insert(out.end(), {"--chdir", plan.chdir, "--", plan.stage2});
+  const std::vector<std::string> arguments = stage2_arguments(plan);
+  out.insert(out.end(), arguments.begin(), arguments.end());
+  for (const std::string& socket : plan.unix_sockets)
+    out.insert(out.end(), {kAllowUnixSocketOption, socket});
+  for (const std::string& entry : plan.env) out.insert(out.end(), {"--env", entry});
+  out.emplace_back("--");
+  out.insert(out.end(), plan.command.begin(), plan.command.end());
+  return out;
 }
 
 const std::vector<std::string>& minimal_platform_paths() {
@@ -625,7 +660,7 @@ Result<Translation> translate(const TransformRequest& request, const HostFacts& 
   Status status = check_supported(request, facts);
   if (!status.ok()) return status.failure();
   Translation out;
-  out.argv.push_back(facts.bwrap_path);
+  out.plan.bwrap = facts.bwrap_path;
   const std::string no_socket;
   MountPlanner planner(
       request.policy, facts,
@@ -634,6 +669,7 @@ Result<Translation> translate(const TransformRequest& request, const HostFacts& 
   if (!status.ok()) return status.failure();
   append_namespaces(request.policy, out);
   append_stage2(request, facts, out);
+  out.argv = stage2_form(out.plan);
   if (request.policy.network.mode == NetworkMode::kProxy)
     out.notes.push_back(
         "network only through sbx's filtering proxy: the sandbox has an empty network namespace; "

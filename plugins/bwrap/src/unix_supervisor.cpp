@@ -226,29 +226,6 @@ int receive_descriptor(int channel) noexcept {
   return -1;
 }
 
-SupervisedArgv take_supervisor_options(const std::vector<std::string>& argv) {
-  SupervisedArgv out;
-  const auto bwrap_end = std::find(argv.begin(), argv.end(), "--");
-  out.rules.private_network = std::find(argv.begin(), bwrap_end, "--unshare-net") != bwrap_end;
-  if (!argv.empty()) out.rules.launcher = argv.front();
-  bool in_stage2_options = false;
-  bool after_command = false;
-  for (std::size_t i = 0; i < argv.size(); ++i) {
-    const std::string& arg = argv[i];
-    if (!after_command && in_stage2_options && arg == "--") after_command = true;
-    if (!in_stage2_options && arg == "--") in_stage2_options = true;
-    const bool option_with_value = !after_command && in_stage2_options && i + 1 < argv.size();
-    if (option_with_value && arg == kAllowUnixSocketOption) {
-      out.rules.allowed_paths.push_back(argv[++i]);
-      continue;
-    }
-    if (option_with_value && arg == "--proxy-socket")
-      out.rules.allowed_paths.push_back(argv[i + 1]);
-    out.argv.push_back(arg);
-  }
-  return out;
-}
-
 // ---------------------------------------------------------------------------------------------
 // The supervisor.
 

@@ -3,8 +3,9 @@
 // outside /dev, the directories a rule over them is split along) and runs the translator;
 // exec() runs the plan itself, inside sbx, with the launcher of linux/landlock/landlock_launch.hpp:
 // the plan's argv is `sbx-stage2 --landlock ...` (what a person or an SDK user would run by
-// hand), but no helper is exec'd here: sbx builds the ruleset, forks the supervisor, and the
-// command's child confines itself and execs the command.
+// hand), but no helper is exec'd here and the argv is not read back: the typed plan travels in
+// the plan's detail (plan.hpp); sbx builds the ruleset, forks the supervisor, and the command's
+// child confines itself and execs the command.
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -23,9 +24,11 @@
 #include <vector>
 
 #include "landlock_launch.hpp"
+#include "sbx/landlock/plan.hpp"
 #include "sbx/landlock/probe.hpp"
 #include "sbx/landlock/translate.hpp"
 #include "sbx/sdk/plugin.hpp"
+#include "steps.hpp"
 
 namespace sbx::landlock {
 namespace {
@@ -262,22 +265,32 @@ class LandlockBackend final : public Backend {
       // on (--env-environ); as arguments it would be world-readable in /proc.
       plan.env = std::move(t->env);
       plan.notes = std::move(t->notes);
+      // What exec() runs, typed (plan.hpp): the printed argv is never read back.
+      plan.detail = std::make_shared<const LandlockPlanDetail>(std::move(t->plan));
       return plan;
     } catch (const std::exception& e) {
       return Error{std::string("landlock: transform failed: ") + e.what()};
     }
   }
 
-  // The plan is parsed exactly as sbx-stage2 would parse it, and run by the same launcher; the
-  // run is tied to this process (the supervisor's parent-death signal), the command's
-  // environment goes only into its execve, and the run's prepare_child (its cgroup and
-  // rlimits) runs in the command's child.
+  // The typed plan transform() made (its detail) becomes the launch sbx-stage2 would make of
+  // the printed argv (plan.hpp, launch_of), run by the same launcher; the run is tied to this
+  // process (the supervisor's parent-death signal), the command's environment goes only into
+  // its execve, and the run's prepare_child (its cgroup and rlimits) runs in the command's
+  // child.
   Result<ExitStatus> exec(const ExecPlan& plan, const RunContext& run) override {
     try {
-      Result<stage2::LandlockLaunch> launch = stage2::parse_landlock_argv(plan.argv);
-      if (!launch.ok())
-        return launch.failure().prefixed("landlock: the plan is not a Landlock plan: ");
-      if (!launch->env_environ) return Error{"landlock: the plan does not pass its environment"};
+      const LandlockPlan* typed = landlock_plan_of(plan);
+      if (typed == nullptr)
+        return Error{
+            "landlock: the plan has no Landlock plan detail (it must come from this "
+            "backend's transform)"};
+      Result<stage2::LandlockLaunch> launch = launch_of(*typed);
+      if (!launch.ok()) return launch.failure().prefixed("landlock: the plan cannot run: ");
+      // What is started, for `--log-level debug` and the tests that compare it with the plan.
+      host().log(SBX_LOG_DEBUG,
+                 "landlock: launched " + launch_record_json(std::string(host().stage2_path()),
+                                                            *typed, *launch, plan.env));
       stage2::LaunchOptions options;
       options.env = plan.env;
       options.cwd = plan.cwd;
@@ -294,6 +307,7 @@ class LandlockBackend final : public Backend {
       run.run_started();
       std::vector<std::string> unix_refusals;
       options.unix_refusals = &unix_refusals;
+      options.trace_fd = confine::trace_fd_from_environment();  // checked builds: steps.hpp
       Result<ExitStatus> status = stage2::run_landlock(*launch, options);
       // Before exec() returns: the host files them under this run's report.
       for (const std::string& refusal : unix_refusals) run.report_network_refusal("unix", refusal);

@@ -103,7 +103,7 @@ std::string child_of(const std::string& dir, const std::string& name) {
 // Reading a terminal under /dev/pts consumes what is typed there: only an entry the policy
 // names beneath /dev can grant it now (rules over /dev are split), so say so.
 bool reads_host_terminals(const Translation& t) {
-  for (const RuleLine& rule : t.rules) {
+  for (const RuleLine& rule : t.plan.rules) {
     if (rule.kind != "read" && rule.kind != "write") continue;
     if (path_is_within(rule.path, kTerminals) || path_is_within(kTerminals, rule.path)) return true;
   }
@@ -111,9 +111,7 @@ bool reads_host_terminals(const Translation& t) {
 }
 
 void add(Translation& t, const std::string& kind, const std::string& path) {
-  t.argv.push_back("--ll-" + kind);
-  t.argv.push_back(path);
-  t.rules.push_back({kind, path});
+  t.plan.rules.push_back({kind, path});
 }
 
 // An entry that gets the split rule's right on its own. Symlinks never do: Landlock would
@@ -167,9 +165,9 @@ class RuleSplitter {
 
 Result<bool> add_filesystem(const ResolvedPolicy& policy, const HostFacts& facts, Translation& t) {
   const bool restricted = policy.filesystem_kind == FilesystemKind::kRestricted;
-  t.argv.insert(t.argv.end(), {"--ll-fs", restricted ? "restricted" : "unrestricted"});
+  t.plan.restrict_filesystem = restricted;
   if (!restricted) return false;
-  t.min_abi = kAbiTruncate;
+  t.plan.min_abi = kAbiTruncate;
   // Without the mount table a device filesystem mounted outside /dev could be granted whole.
   if (!facts.mounts_known)
     return Error{
@@ -291,6 +289,30 @@ std::string unenforceable_rule(const ResolvedPolicy& policy) {
   return filesystem_rule(policy);
 }
 
+std::vector<std::string> plan_argv(const std::string& stage2_path, const LandlockPlan& plan) {
+  std::vector<std::string> out = {stage2_path, "--landlock", std::to_string(plan.min_abi),
+                                  "--ll-fs",
+                                  plan.restrict_filesystem ? "restricted" : "unrestricted"};
+  for (const RuleLine& rule : plan.rules) out.insert(out.end(), {"--ll-" + rule.kind, rule.path});
+  out.insert(out.end(),
+             {"--ll-scope-abstract-unix", plan.scope_abstract_unix ? "on" : "off", "--net"});
+  switch (plan.network) {
+    case Network::kBlocked:
+      out.emplace_back("blocked");
+      break;
+    case Network::kOpen:
+      out.emplace_back("open");
+      break;
+    case Network::kProxy:
+      out.insert(out.end(), {"proxy", "--proxy-port", std::to_string(plan.proxy_port)});
+      break;
+  }
+  out.emplace_back("--env-environ");
+  out.emplace_back("--");
+  out.insert(out.end(), plan.command.begin(), plan.command.end());
+  return out;
+}
+
 Result<Translation> translate(const TransformRequest& request, const HostFacts& facts) {
   const std::string& stage2_path = facts.stage2_path;
   if (stage2_path.empty() || stage2_path.front() != '/')
@@ -306,34 +328,31 @@ Result<Translation> translate(const TransformRequest& request, const HostFacts& 
         "landlock cannot enforce proxy_network: it needs exactly one proxy port in "
         "network.proxy_ports (sbx exec starts the proxy and sets it)"};
   Translation t;
-  t.argv = {stage2_path, "--landlock", "1"};
   Result<bool> split = add_filesystem(request.policy, facts, t);
   if (!split.ok()) return split.failure();
   // Restricted and proxy network both need TCP rules (ABI 4); without them nothing would stop
   // a direct connection, so the launcher refuses to run below that ABI.
   const bool confined = network.mode != NetworkMode::kEnabled;
-  if (confined) t.min_abi = kAbiNetwork;
-  t.argv[2] = std::to_string(t.min_abi);
+  if (confined) t.plan.min_abi = kAbiNetwork;
   // Restricted and proxy: seccomp already refuses AF_UNIX sockets; scoping also cuts inherited
   // sockets off from abstract unix sockets outside (ABI 6+). Enabled network keeps them.
-  t.argv.insert(t.argv.end(), {"--ll-scope-abstract-unix", confined ? "on" : "off", "--net"});
+  t.plan.scope_abstract_unix = confined;
   if (proxy) {
     // TCP connect only to the proxy's port; no bind; the proxy-mode seccomp filter (TCP
     // sockets only, so no UDP, which Landlock does not cover).
-    t.argv.insert(t.argv.end(),
-                  {"proxy", "--proxy-port", std::to_string(network.proxy_ports.front())});
+    t.plan.network = Network::kProxy;
+    t.plan.proxy_port = network.proxy_ports.front();
   } else {
-    t.argv.push_back(confined ? "blocked" : "open");
+    t.plan.network = confined ? Network::kBlocked : Network::kOpen;
   }
   // The command's environment is the plan's env, not arguments: arguments are world-readable
   // in /proc while the command runs, an environment holds secrets (stage2/env_block.hpp).
   // The launcher puts it only into the command's execve (sbx-stage2 run by hand: its own).
-  t.argv.push_back("--env-environ");
   t.env = request.env;
-  t.argv.push_back("--");
-  t.argv.insert(t.argv.end(), request.argv.begin(), request.argv.end());
+  t.plan.command = request.argv;
+  t.argv = plan_argv(stage2_path, t.plan);
   t.notes = {
-      "landlock: needs Landlock ABI " + std::to_string(t.min_abi) +
+      "landlock: needs Landlock ABI " + std::to_string(t.plan.min_abi) +
           "+ (checked at run time, before the command starts); newer rights are used where the "
           "kernel has them",
       "landlock: no namespaces: /proc shows host processes; SysV IPC and POSIX message queues "

@@ -159,6 +159,35 @@ TEST_P(MountPointLeftovers, AChmod555OfTheWorkspaceFromInsideLeavesNothing) {
   EXPECT_TRUE(std::filesystem::is_directory(ws / ".git"));
 }
 
+// Issue #32 B1: the command makes a writable root ABOVE its working directory unsearchable
+// (`chmod 000`, on the host's inode: the user owns it). sbx, the same user outside, could not
+// walk through it to the mount points of the working directory below: it dropped their records
+// as stale and left the sockets on the host for good (a later `git init` there failed). Now the
+// walk gives the user's own directory the owner's search bit for the cleanup and its 000 back.
+TEST_P(MountPointLeftovers, AChmod000OfAWritableRootAboveTheWorkspaceLeavesNothing) {
+  const Identity who = GetParam();
+  SBX_REQUIRE_IDENTITY(who, "bwrap");
+  TempDir conf, top;
+  const std::string ws = top / "sub";
+  ASSERT_EQ(::mkdir(ws.c_str(), 0755), 0);
+  const std::string policy = write_policy(conf, top.path());
+  give_to(who, conf.path());
+  give_to(who, top.path());
+  const RunResult r = exec_as(who, "bwrap", {"--policy", policy}, ws,
+                              {"/bin/sh", "-c", "chmod 000 \"$TOP\" && echo done"}, [&] {
+                                std::vector<std::string> env = env_for(who);
+                                env.push_back("TOP=" + top.path());
+                                return env;
+                              }());
+  EXPECT_EQ(mode_of(top.path()), 0u) << "the reproducer no longer changes the mode";
+  ASSERT_EQ(::chmod(top.path().c_str(), 0755), 0);
+  ASSERT_EQ(r.code, 0) << describe(r);
+  ASSERT_EQ(r.out, "done\n") << describe(r);
+  EXPECT_EQ(socket_names_in(ws), "") << "left on the host below the root: " << describe(r);
+  EXPECT_EQ(socket_names_in(top.path()), "") << "left on the host: " << describe(r);
+  EXPECT_EQ(r.err.find("mount point"), std::string::npos) << describe(r);
+}
+
 // The same, but sbx is killed with SIGKILL after the `chmod 555 .`: the next run (in another
 // workspace) sweeps the killed run's mount points from the read-only directory, mode kept.
 TEST_P(MountPointLeftovers, AKilledRunsMountPointsInADirectoryMadeReadOnlyAreSwept) {
@@ -276,9 +305,11 @@ TEST_P(MountPointLeftovers, APersonsFileSavedEmptyDuringTheRunIsKept) {
 // H5: a sandboxed command with the home directory writable makes ~/.cache world-writable, so
 // sbx refuses it as the state directory's parent and every later run of that user has no
 // registry: its mount points stay in each workspace. Before, silently; now the run that makes
-// them warns once with the state directory's error, the paths and what to do. (User 65534:
-// root's state directory is /run/sbx-bwrap, outside its home.)
-TEST(MountPointUnrecorded, AChmodOfTheCacheFromInsideIsWarnedOfAtTheNextRun) {
+// them warns once with the state directory's error, the paths and what to do. A run that ends
+// sets such a mode back itself (StateDirCandidates.AModeWidenedAboveTheStateDirectoryIsSetBack
+// WhenTheRunEnds): this is what is left when sbx is killed (SIGKILL) before it could. (User
+// 65534: root's state directory is /run/sbx-bwrap, outside its home.)
+TEST(MountPointUnrecorded, AChmodOfTheCacheFromInsideAKilledRunIsWarnedOfAtTheNextRun) {
   const Identity who = Identity::kUnprivileged;
   SBX_REQUIRE_IDENTITY(who, "bwrap");
   PrivateHome home(who);  // below /tmp there would be no state directory from the start
@@ -291,11 +322,20 @@ TEST(MountPointUnrecorded, AChmodOfTheCacheFromInsideIsWarnedOfAtTheNextRun) {
   for (const std::string& entry : env_for(who))
     if (entry.rfind("HOME=", 0) != 0 && entry.rfind("XDG_", 0) != 0) env.push_back(entry);
   env.push_back("HOME=" + home.path());
-  const RunResult chmod =
-      exec_as(who, "bwrap", {"--policy", policy}, ws.path(),
-              {"/bin/sh", "-c", "chmod 777 \"$HOME/.cache\" && echo done"}, env);
-  ASSERT_EQ(chmod.code, 0) << describe(chmod);
-  ASSERT_EQ(chmod.out, "done\n") << describe(chmod);
+  // The shell and its sleep share fd 3 on `ready`: its last close is the sandbox gone.
+  const pid_t sbx = start_in_background(
+      argv_as(who, exec_argv("bwrap", {"--policy", policy}, ws.path(),
+                             {"/bin/sh", "-c",
+                              "exec 3>ready; chmod 777 \"$HOME/.cache\" && echo done >&3; "
+                              "sleep 300"})),
+      with_pwd(env, ws.path()), conf / "sbx.log");
+  ASSERT_TRUE(eventually([&] { return read_file(ws / "ready") == "done\n"; }, 30))
+      << "the command did not run: " << read_file(conf / "sbx.log");
+  const LastCloseWatch sandbox(ws / "ready");
+  ASSERT_TRUE(sandbox.ok()) << "cannot watch " << ws / "ready";
+  ::kill(sbx, SIGKILL);
+  ::waitpid(sbx, nullptr, 0);
+  ASSERT_TRUE(sandbox.wait(30'000)) << "the sandbox outlived the killed sbx";
   ASSERT_EQ(mode_of(home / ".cache"), 0777u) << "the reproducer no longer changes the mode";
   const RunResult next =
       exec_as(who, "bwrap", {"--policy", policy}, later.path(), {"/bin/true"}, env);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <cstdlib>
 #include <filesystem>
@@ -12,6 +13,7 @@
 #include <iterator>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "capi_call.hpp"
 #include "sbx/sbx.h"
@@ -298,6 +300,52 @@ TEST_F(NoBackend, EnvironmentPolicyAppliesAndExplainNamesWhatItRemoves) {
   EXPECT_NE(call.text.find("\"SBX_CAPI_API_KEY\""), std::string::npos) << call.text;
   EXPECT_EQ(call.text.find("capi-secret-value"), std::string::npos) << call.text;
   ::unsetenv("SBX_CAPI_API_KEY");
+}
+
+// Issue #32 A4: an entry with an empty name ("=x") in the embedding process's environment
+// (exec(3) allows one; setenv(3) cannot make one, a parent process can) is not the caller's
+// input but what it was started with: it is dropped before the command runs, on every path, and
+// explain lists it as "(empty name)" (a bwrap run failed over it with "environment entry ''
+// has no name"). A name the caller gives itself, /environment/set in the policy, is input: an
+// empty one is refused as invalid before anything runs.
+TEST_F(NoBackend, AnEnvironmentEntryWithAnEmptyNameIsDroppedAndNamedButAnEmptySetNameIsInvalid) {
+  char entry[] = "=x";
+  std::vector<char*> with_entry;
+  for (char** e = environ; *e != nullptr; ++e) with_entry.push_back(*e);
+  with_entry.push_back(entry);
+  with_entry.push_back(nullptr);
+  char** const saved = environ;
+  environ = with_entry.data();
+  const std::string out = dir_.path() + "/env.txt";
+  const std::string script = "env > " + out;
+  const json::value report = exec(kFull, script.c_str(), SBX_EXEC_ALLOW_UNSANDBOXED);
+  sbx_error* error = nullptr;
+  const Call explained =
+      take(sbx_explain(manager_, kFull, dir_.path().c_str(), nullptr, &error), &error);
+  environ = saved;
+  ASSERT_EQ(report.at("exit").at("code").as_int64(), 0) << report;
+  const std::string seen = read_text(out);
+  EXPECT_EQ(seen.find("\n=x\n"), std::string::npos) << seen;
+  EXPECT_NE(seen.rfind("=x\n", 0), 0u) << seen;
+  ASSERT_TRUE(explained.ok) << explained.error;
+  const json::array& removed =
+      json::parse(explained.text).at("environment").at("removed").as_array();
+  EXPECT_NE(std::find(removed.begin(), removed.end(), json::value("(empty name)")), removed.end())
+      << explained.text;
+
+  const char* empty_set = R"({"version": 1, "preset": "danger-full-access",
+                              "environment": {"set": {"": "x"}}})";
+  const std::string marker = dir_.path() + "/ran";
+  const std::string touch = "touch " + marker;
+  const char* argv[] = {"/bin/sh", "-c", touch.c_str(), nullptr};
+  const Call refused = take(sbx_exec(manager_, empty_set, dir_.path().c_str(), argv, nullptr,
+                                     SBX_EXEC_ALLOW_UNSANDBOXED, &error),
+                            &error);
+  EXPECT_FALSE(refused.ok) << refused.text;
+  EXPECT_EQ(refused.kind, SBX_ERROR_INVALID_INPUT) << refused.error;
+  EXPECT_NE(refused.error.find("/environment/set/: empty variable name"), std::string::npos)
+      << refused.error;
+  EXPECT_FALSE(std::filesystem::exists(marker)) << "the command ran";
 }
 
 }  // namespace

@@ -5,8 +5,10 @@
 // one (125, the directory and what to do: XDG_RUNTIME_DIR or XDG_CACHE_HOME outside the
 // workspace), and every backend refuses a writable root inside one. Nothing is written there.
 // As root (state in /run: HOME as the workspace still runs) and as user 65534 without a
-// runtime directory (state in ~/.cache/sbx).
+// runtime directory (state in ~/.cache/sbx); and with a runtime directory in use, the place a
+// later run without it would use (issue #32 B3).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <string>
 #include <vector>
@@ -118,13 +120,48 @@ TEST_P(LandlockStateDir, AWorkspaceHoldingTheStateDirectoryIsRefusedWithTheFix) 
   EXPECT_NE(r.err.find("', which lies inside the writable root '" + home.path() + "'"),
             std::string::npos)
       << describe(r);
-  EXPECT_NE(r.err.find("set XDG_RUNTIME_DIR to a private runtime directory"), std::string::npos)
-      << describe(r);
-  EXPECT_NE(r.err.find("XDG_CACHE_HOME to a directory outside the writable roots"),
+  EXPECT_NE(r.err.find("and ~/.cache/sbx or $XDG_CACHE_HOME/sbx, which a run without a private "
+                       "runtime directory uses): choose writable roots that do not hold it, or "
+                       "use a backend that can carve out (bwrap)"),
             std::string::npos)
       << describe(r);
   EXPECT_FALSE(exists(state + "/planted"));
   EXPECT_EQ(read_file(state + "/probe.cache").find("forged"), std::string::npos);
+}
+
+// Issue #32 B3: with XDG_RUNTIME_DIR in use, the place a later run without it keeps its state
+// (the user's ~/.cache/sbx, root's /run/sbx-*) was not among the state directories, so Landlock
+// ran with a writable root holding it, and the command could plant a state directory there that
+// the later run trusted. Every place a run of the user could use counts: refused (125), naming
+// it, and the command never runs.
+TEST_P(LandlockStateDir, AWritableRootHoldingALaterRunsStateDirectoryIsRefused) {
+  const Identity who = GetParam();
+  SBX_REQUIRE_IDENTITY(who, "landlock");
+  PrivateHome home(who);
+  TempDir runtime(private_parent());  // mkdtemp: 0700
+  give_to(who, runtime.path());
+  TempDir conf, ws;
+  give_to(who, conf.path());
+  give_to(who, ws.path());
+  const bool root = who == Identity::kRoot;
+  std::vector<std::string> env = env_with_home(who, home.path());
+  env.push_back("XDG_RUNTIME_DIR=" + runtime.path());
+  env.push_back("XDG_CONFIG_HOME=" + conf.path() + "/config");  // as above: only the state
+  const std::string fallback = root ? "/run/sbx-bwrap" : home.path() + "/.cache/sbx";
+  const std::string planted = fallback + "/planted-" + std::to_string(::getpid());
+  env.push_back("P=" + planted);
+  // The user's HOME as the workspace; root's /run writable.
+  const std::string policy = write_policy(conf, root ? "/run" : "");
+  const RunResult r = exec_as(who, "landlock", {"--policy", policy}, root ? ws.path() : home.path(),
+                              {"/bin/sh", "-c", "echo forged > \"$P\" 2>/dev/null; echo ran"}, env);
+  const bool planted_file = exists(planted);
+  ::unlink(planted.c_str());
+  EXPECT_EQ(r.code, 125) << describe(r);
+  EXPECT_EQ(r.out.find("ran"), std::string::npos) << describe(r);
+  // Root's first: /run/sbx-probe.
+  const std::string named = root ? "/run/sbx-" : fallback;
+  EXPECT_NE(r.err.find("sbx's state directory '" + named), std::string::npos) << describe(r);
+  EXPECT_FALSE(planted_file) << planted;
 }
 
 INSTANTIATE_TEST_SUITE_P(Identities, LandlockStateDir, ::testing::ValuesIn(kIdentities),

@@ -22,6 +22,8 @@
 #include <thread>
 #include <vector>
 
+#include "sbx/bwrap/launch_form.hpp"
+#include "sbx/bwrap/plan.hpp"
 #include "sbx/bwrap/spawn.hpp"
 #include "sbx_test/last_close.hpp"
 #include "sbx_test/temp_dir.hpp"
@@ -29,29 +31,39 @@
 namespace direct_launch_test {
 
 namespace fs = std::filesystem;
+using sbx::bwrap::BwrapPlan;
 using sbx::bwrap::direct_args_block;
 using sbx::bwrap::direct_argv;
 using sbx::bwrap::direct_plan;
+using sbx::bwrap::Stage2Net;
 using sbx::stage2::NetworkFilter;
 
-const std::vector<std::string> kStage2Plan = {
-    "/usr/bin/bwrap", "--ro-bind", "/",         "/",   "--unshare-pid",
-    "--as-pid-1",     "--chdir",   "/w",        "--",  "/opt/sbx/libexec/sbx/sbx-stage2",
-    "--net",          "private",   "--env",     "A=1", "--env",
-    "PWD=/w",         "--",        "/bin/echo", "hi"};
+// A typed plan as the translator makes one (translate.hpp): restricted network, PWD at the
+// working directory.
+BwrapPlan stage2_plan() {
+  BwrapPlan plan;
+  plan.bwrap = "/usr/bin/bwrap";
+  plan.options = {"--ro-bind", "/", "/", "--unshare-pid", "--as-pid-1"};
+  plan.chdir = "/w";
+  plan.stage2 = "/opt/sbx/libexec/sbx/sbx-stage2";
+  plan.net = Stage2Net::kPrivate;
+  plan.env = {"A=1", "PWD=/w"};
+  plan.command = {"/bin/echo", "hi"};
+  return plan;
+}
 
 TEST(BwrapDirectPlan, TakesRestrictedAndEnabledPlansApart) {
-  std::optional<sbx::bwrap::DirectPlan> plan = direct_plan(kStage2Plan);
+  std::optional<sbx::bwrap::DirectPlan> plan = direct_plan(stage2_plan(), true);
   ASSERT_TRUE(plan);
   EXPECT_EQ(plan->bwrap, "/usr/bin/bwrap");
   // --as-pid-1 is dropped: bwrap's own PID 1 reaps, the command is pid 2.
   EXPECT_EQ(plan->options,
             (std::vector<std::string>{"--ro-bind", "/", "/", "--unshare-pid", "--chdir", "/w"}));
   // With a procfs, PID 1's directory is hidden right after it is mounted (kPidOneMask).
-  std::vector<std::string> with_proc = kStage2Plan;
-  with_proc.insert(with_proc.begin() + 4, {"--proc", "/proc"});
-  ASSERT_TRUE(direct_plan(with_proc));
-  EXPECT_EQ(direct_plan(with_proc)->options,
+  BwrapPlan with_proc = stage2_plan();
+  with_proc.options.insert(with_proc.options.begin() + 3, {"--proc", "/proc"});
+  ASSERT_TRUE(direct_plan(with_proc, true));
+  EXPECT_EQ(direct_plan(with_proc, true)->options,
             (std::vector<std::string>{"--ro-bind", "/", "/", "--proc", "/proc", "--perms", "0555",
                                       "--tmpfs", "/proc/1", "--remount-ro", "/proc/1",
                                       "--unshare-pid", "--chdir", "/w"}));
@@ -59,35 +71,45 @@ TEST(BwrapDirectPlan, TakesRestrictedAndEnabledPlansApart) {
   EXPECT_EQ(plan->env, (std::vector<std::string>{"A=1", "PWD=/w"}));
   EXPECT_EQ(plan->command, (std::vector<std::string>{"/bin/echo", "hi"}));
 
-  std::vector<std::string> open = kStage2Plan;
-  open[11] = "open";
-  ASSERT_TRUE(direct_plan(open));
-  EXPECT_EQ(direct_plan(open)->filter, NetworkFilter::kOpen);
+  BwrapPlan open = stage2_plan();
+  open.net = Stage2Net::kOpen;
+  ASSERT_TRUE(direct_plan(open, true));
+  EXPECT_EQ(direct_plan(open, true)->filter, NetworkFilter::kOpen);
 }
 
-TEST(BwrapDirectPlan, ProxyUnknownOptionsAndOtherProgramsKeepStageTwo) {
-  std::vector<std::string> proxy = kStage2Plan;
-  proxy[11] = "proxy";
-  EXPECT_FALSE(direct_plan(proxy));
-  std::vector<std::string> unknown = kStage2Plan;
-  unknown[12] = "--mystery";
-  EXPECT_FALSE(direct_plan(unknown));
-  std::vector<std::string> other = kStage2Plan;
-  other[9] = "/usr/bin/not-stage2";
-  EXPECT_FALSE(direct_plan(other));
-  EXPECT_FALSE(direct_plan({"/usr/bin/bwrap", "--ro-bind", "/", "/", "--", "/bin/true"}));
-  std::vector<std::string> relative = kStage2Plan;
-  relative[17] = "echo";
-  EXPECT_FALSE(direct_plan(relative));
+TEST(BwrapDirectPlan, ProxyAndRelativeCommandsKeepStageTwo) {
+  BwrapPlan proxy = stage2_plan();
+  proxy.net = Stage2Net::kProxy;
+  proxy.proxy_port = 3128;
+  proxy.proxy_socket = "/tmp/p/proxy.sock";
+  EXPECT_FALSE(direct_plan(proxy, true));
+  BwrapPlan relative = stage2_plan();
+  relative.command = {"echo"};
+  EXPECT_FALSE(direct_plan(relative, true));
+  BwrapPlan none = stage2_plan();
+  none.command.clear();
+  EXPECT_FALSE(direct_plan(none, true));
+}
+
+// The launch follows the host the plan was made for: without pidfds or openat2 the stage-2
+// launch, whatever the plan (launch_form.hpp).
+TEST(BwrapDirectPlan, AKernelWithoutPidfdsOrOpenat2KeepsStageTwo) {
+  EXPECT_TRUE(sbx::bwrap::direct_launch_of(stage2_plan(), {true, true}));
+  EXPECT_FALSE(sbx::bwrap::direct_launch_of(stage2_plan(), {false, true}));
+  sbx::Result<sbx::bwrap::Launch> launch = sbx::bwrap::planned_launch(stage2_plan(), {false, true});
+  ASSERT_TRUE(launch.ok()) << launch.error();
+  EXPECT_EQ(launch->form, sbx::bwrap::LaunchForm::kStage2);
+  EXPECT_EQ(launch->argv, sbx::bwrap::stage2_launch_argv(
+                              stage2_plan(), sbx::bwrap::stage2_launch_options(stage2_plan())));
 }
 
 // The write layer (linux/landlock/write_layer.hpp) cannot be entered before bwrap mounts, so the
 // direct launch has bwrap exec stage 2's trampoline, which enters it and execs the command.
 TEST(BwrapDirectPlan, TheWriteLayerRunsTheCommandThroughStageTwosTrampoline) {
-  std::vector<std::string> layered = kStage2Plan;
-  layered.insert(layered.begin() + 12,
-                 {"--write-layer", "--write-root", "/w", "--write-root", "/tmp"});
-  std::optional<sbx::bwrap::DirectPlan> plan = direct_plan(layered);
+  BwrapPlan layered = stage2_plan();
+  layered.write_layer = true;
+  layered.write_roots = {"/w", "/tmp"};
+  std::optional<sbx::bwrap::DirectPlan> plan = direct_plan(layered, true);
   ASSERT_TRUE(plan);
   EXPECT_TRUE(plan->write_layer);
   EXPECT_EQ(plan->writable_roots, (std::vector<std::string>{"/w", "/tmp"}));
@@ -97,22 +119,27 @@ TEST(BwrapDirectPlan, TheWriteLayerRunsTheCommandThroughStageTwosTrampoline) {
                                       "/opt/sbx/libexec/sbx/sbx-stage2", "--write-layer-exec",
                                       "--write-root", "/w", "--write-root", "/tmp", "--",
                                       "/bin/echo", "hi"}));
+  // Below the write layer's Landlock ABI the trampoline would enter nothing: left out.
+  ASSERT_TRUE(direct_plan(layered, false));
+  EXPECT_FALSE(direct_plan(layered, false)->write_layer);
+  EXPECT_EQ(direct_argv(*direct_plan(layered, false)),
+            (std::vector<std::string>{"/usr/bin/bwrap", "--args", "4", "--", "/bin/echo", "hi"}));
   // Roots without the layer: stage 2 would refuse the plan, so the direct launch does not guess.
-  std::vector<std::string> roots_only = kStage2Plan;
-  roots_only.insert(roots_only.begin() + 12, {"--write-root", "/w"});
-  EXPECT_FALSE(direct_plan(roots_only));
+  BwrapPlan roots_only = stage2_plan();
+  roots_only.write_roots = {"/w"};
+  EXPECT_FALSE(direct_plan(roots_only, true));
 }
 
 // bwrap sets PWD to the --chdir directory whatever its environment says: only a plan whose
 // environment already holds exactly that runs without stage 2 (the command then gets exactly
 // the plan's environment either way).
 TEST(BwrapDirectPlan, AnEnvironmentWithoutPwdAtTheWorkingDirectoryKeepsStageTwo) {
-  std::vector<std::string> elsewhere = kStage2Plan;
-  elsewhere[15] = "PWD=/home";
-  EXPECT_FALSE(direct_plan(elsewhere));
-  std::vector<std::string> none = kStage2Plan;
-  none.erase(none.begin() + 14, none.begin() + 16);
-  EXPECT_FALSE(direct_plan(none));
+  BwrapPlan elsewhere = stage2_plan();
+  elsewhere.env[1] = "PWD=/home";
+  EXPECT_FALSE(direct_plan(elsewhere, true));
+  BwrapPlan none = stage2_plan();
+  none.env.pop_back();
+  EXPECT_FALSE(direct_plan(none, true));
 }
 
 std::vector<std::string> split_block(const std::string& block) {
@@ -131,7 +158,7 @@ std::vector<std::string> split_block(const std::string& block) {
 }
 
 TEST(BwrapDirectPlan, EnvironmentAndOptionsGoToTheArgsBlockNotTheArgv) {
-  const sbx::bwrap::DirectPlan plan = *direct_plan(kStage2Plan);
+  const sbx::bwrap::DirectPlan plan = *direct_plan(stage2_plan(), true);
   sbx::Result<std::string> block = direct_args_block(plan);
   ASSERT_TRUE(block.ok()) << block.error();
   EXPECT_EQ(split_block(*block), (std::vector<std::string>{"--json-status-fd",
@@ -158,6 +185,18 @@ TEST(BwrapDirectPlan, EnvironmentAndOptionsGoToTheArgsBlockNotTheArgv) {
                                                            sbx::bwrap::kPauseFile}));
   EXPECT_EQ(direct_argv(plan),
             (std::vector<std::string>{"/usr/bin/bwrap", "--args", "4", "--", "/bin/echo", "hi"}));
+  // What the plan's JSON shows (and exec logs): the block without the --setenv triples, whose
+  // names "environment" lists; no value of the environment.
+  sbx::Result<sbx::bwrap::Launch> launch = sbx::bwrap::planned_launch(stage2_plan(), {true, true});
+  ASSERT_TRUE(launch.ok()) << launch.error();
+  EXPECT_EQ(launch->form, sbx::bwrap::LaunchForm::kDirect);
+  EXPECT_EQ(launch->args, split_block(*block));
+  EXPECT_EQ(sbx::bwrap::launch_json(*launch),
+            "{\"form\":\"direct\",\"argv\":[\"/usr/bin/bwrap\",\"--args\",\"4\",\"--\",\"/bin/"
+            "echo\",\"hi\"],\"args\":[\"--json-status-fd\",\"3\",\"--add-seccomp-fd\",\"5\",\"--"
+            "add-seccomp-fd\",\"6\",\"--clearenv\",\"--ro-bind\",\"/\",\"/\",\"--unshare-pid\",\"--"
+            "chdir\",\"/w\",\"--ro-bind-data\",\"7\",\"/dev/.sbx-setup\"],\"environment\":[\"A\","
+            "\"PWD\"]}");
   sbx::bwrap::DirectPlan equals = plan;
   equals.env = {"SECRET=x=y"};
   ASSERT_TRUE(direct_args_block(equals).ok());
@@ -212,38 +251,45 @@ class BwrapDirectRun : public ::testing::Test {
     if (!fs::exists("/usr/bin/bwrap")) GTEST_SKIP() << "/usr/bin/bwrap is not installed";
     if (::access("/proc/self/task", R_OK) != 0) GTEST_SKIP() << "no /proc";
   }
-  // A stage-2 plan as the translator writes it, network restricted, the scratch dir writable.
-  sbx::ExecPlan plan(const std::string& script, std::vector<std::string> env = {}) const {
-    std::vector<std::string> argv = {"/usr/bin/bwrap",
-                                     "--ro-bind",
-                                     "/",
-                                     "/",
-                                     "--dev",
-                                     "/dev",
-                                     "--proc",
-                                     "/proc",
-                                     "--bind",
-                                     dir_,
-                                     dir_,
-                                     "--unshare-user",
-                                     "--unshare-pid",
-                                     "--unshare-ipc",
-                                     "--unshare-net",
-                                     "--die-with-parent",
-                                     "--new-session",
-                                     "--cap-drop",
-                                     "ALL",
-                                     "--as-pid-1",
-                                     "--chdir",
-                                     dir_,
-                                     "--",
-                                     "/nonexistent/libexec/sbx/sbx-stage2",
-                                     "--net",
-                                     "private"};
+  // A typed plan as the translator makes it, network restricted, the scratch dir writable, for
+  // `command` (by default /bin/sh -c SCRIPT).
+  BwrapPlan typed(const std::vector<std::string>& command,
+                  std::vector<std::string> env = {}) const {
+    BwrapPlan plan;
+    plan.bwrap = "/usr/bin/bwrap";
+    plan.options = {"--ro-bind",
+                    "/",
+                    "/",
+                    "--dev",
+                    "/dev",
+                    "--proc",
+                    "/proc",
+                    "--bind",
+                    dir_,
+                    dir_,
+                    "--unshare-user",
+                    "--unshare-pid",
+                    "--unshare-ipc",
+                    "--unshare-net",
+                    "--die-with-parent",
+                    "--new-session",
+                    "--cap-drop",
+                    "ALL",
+                    "--as-pid-1"};
+    plan.chdir = dir_;
+    plan.stage2 = "/nonexistent/libexec/sbx/sbx-stage2";
+    plan.net = Stage2Net::kPrivate;
     env.push_back("PWD=" + dir_);  // as sbx's environment has it (else stage 2 would run)
-    for (const std::string& entry : env) argv.insert(argv.end(), {"--env", entry});
-    argv.insert(argv.end(), {"--", "/bin/sh", "-c", script});
-    return sbx::ExecPlan{argv, {}, dir_, {}};
+    plan.env = std::move(env);
+    plan.command = command;
+    return plan;
+  }
+  // The ExecPlan of `typed` for this kernel (the launch exec() takes is the plan's).
+  sbx::ExecPlan plan(const BwrapPlan& typed) const {
+    return sbx::bwrap::exec_plan_of(typed, sbx::bwrap::running_launch_host(), dir_);
+  }
+  sbx::ExecPlan plan(const std::string& script, std::vector<std::string> env = {}) const {
+    return plan(typed({"/bin/sh", "-c", script}, std::move(env)));
   }
   std::string read(const std::string& name) const {
     std::ifstream in(dir_ + "/" + name);
@@ -317,32 +363,27 @@ TEST_F(BwrapDirectRun, OnlyStdioReachesTheCommandAndStatusesPassThrough) {
 }
 
 TEST_F(BwrapDirectRun, MissingOrNonExecutableCommandIsRefusedBeforeItRuns) {
-  sbx::ExecPlan missing = plan("true");
-  missing.argv.resize(missing.argv.size() - 3);
-  missing.argv.push_back(dir_ + "/no-such-program");
-  sbx::Result<sbx::ExitStatus> status = sbx::bwrap::spawn_bwrap(missing);
+  sbx::Result<sbx::ExitStatus> status =
+      sbx::bwrap::spawn_bwrap(plan(typed({dir_ + "/no-such-program"})));
   ASSERT_TRUE(status.ok()) << status.error();
   EXPECT_EQ(status->exit_code, 127);
 
   const std::string plain = dir_ + "/plain";
   std::ofstream(plain) << "#!/bin/sh\ntouch " << dir_ << "/ran\n";
   ASSERT_EQ(::chmod(plain.c_str(), 0644), 0);
-  sbx::ExecPlan not_executable = missing;
-  not_executable.argv.back() = plain;
-  status = sbx::bwrap::spawn_bwrap(not_executable);
+  status = sbx::bwrap::spawn_bwrap(plan(typed({plain})));
   ASSERT_TRUE(status.ok()) << status.error();
   EXPECT_EQ(status->exit_code, 126);
   EXPECT_FALSE(fs::exists(dir_ + "/ran"));
 }
 
 TEST_F(BwrapDirectRun, BwrapFailingAfterThePausePointIs125) {
-  sbx::ExecPlan bad_cwd = plan("touch ran");
-  for (std::size_t i = 0; i + 1 < bad_cwd.argv.size(); ++i) {
-    if (bad_cwd.argv[i] == "--chdir") bad_cwd.argv[i + 1] = dir_ + "/gone";
-    if (bad_cwd.argv[i + 1] == "PWD=" + dir_) bad_cwd.argv[i + 1] = "PWD=" + dir_ + "/gone";
-  }
-  ASSERT_TRUE(sbx::bwrap::direct_plan(bad_cwd.argv)) << "not the direct launch";
-  sbx::Result<sbx::ExitStatus> status = sbx::bwrap::spawn_bwrap(bad_cwd);
+  BwrapPlan bad_cwd = typed({"/bin/sh", "-c", "touch ran"});
+  bad_cwd.chdir = dir_ + "/gone";
+  bad_cwd.env.back() = "PWD=" + dir_ + "/gone";
+  ASSERT_TRUE(sbx::bwrap::direct_launch_of(bad_cwd, sbx::bwrap::running_launch_host()))
+      << "not the direct launch";
+  sbx::Result<sbx::ExitStatus> status = sbx::bwrap::spawn_bwrap(plan(bad_cwd));
   ASSERT_TRUE(status.ok()) << status.error();
   EXPECT_EQ(status->exit_code, 125);  // bwrap's own exit 1 never passes for the command's
   EXPECT_FALSE(fs::exists(dir_ + "/ran"));

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "sbx_test/files.hpp"
 #include "sbx_test/private_home.hpp"
@@ -287,6 +288,136 @@ TEST(BwrapMountRegistry, OnlyTheUsersOwnReadOnlyDirectoryIsOpenedForTheUnlink) {
   ::close(to_child[1]);
   ::close(from_child[0]);
   fs::remove(theirs + "/.codex");
+}
+
+// Runs `body` as user 65534 in a child; its exit code (10: the switch failed).
+int as_user_65534(const std::function<int()>& body) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const gid_t group = 65534;
+    if (::setgroups(1, &group) != 0 || ::setresgid(65534, 65534, 65534) != 0 ||
+        ::setresuid(65534, 65534, 65534) != 0)
+      ::_exit(10);
+    ::_exit(body());
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+mode_t mode_of(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0 ? (st.st_mode & 07777) : 07777;
+}
+
+// Issue #32 B1: a sandboxed `chmod 000` of a writable root the user owns ABOVE the workspace (a
+// writable bind: the host's inode): sbx, the same user outside, could not search it to reach the
+// mount points below, dropped their records as stale and left them on the host for good. Now
+// the walk gives each of the user's own directories on the way the owner's search bit and its
+// mode back after: the run's own cleanup removes them, and so does the sweep after a SIGKILL;
+// the user's 000 stays. A directory on the way that is not the user's (root's, 0700 here) is
+// never chmodded: the record is kept and kept() says why, and a later sweep that can reach it
+// removes it. As user 65534 (root searches any directory, CAP_DAC_READ_SEARCH).
+TEST(BwrapMountRegistry, AChmod000OfAWritableRootAboveTheWorkspaceIsWalkedThrough) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to become user 65534 in a child";
+  Scratch top;
+  ASSERT_EQ(::chmod(top.path().c_str(), 0755), 0);
+  const std::string state = top.path() + "/state";
+  const std::string root = top.path() + "/root";  // the writable root, the user's
+  const std::string ws = root + "/a/ws";          // the workspace below it
+  const std::string theirs = top.path() + "/theirs";
+  fs::create_directories(ws);
+  fs::create_directories(theirs + "/ws");
+  ASSERT_EQ(::mkdir(state.c_str(), 0700), 0);
+  for (const std::string& dir : {state, root, root + "/a", ws, theirs + "/ws"})
+    ASSERT_EQ(::chown(dir.c_str(), 65534, 65534), 0) << dir;
+  ASSERT_EQ(::chmod(theirs.c_str(), 0755), 0);  // root's
+  const std::vector<std::string> planned = {root + "/.codex", ws + "/.codex", ws + "/.git",
+                                            theirs + "/ws/.codex"};
+  // The run ends after its command made both roots unsearchable: its cleanup removes what it can.
+  int from_child[2];
+  int to_child[2];
+  ASSERT_EQ(::pipe(from_child), 0);
+  ASSERT_EQ(::pipe(to_child), 0);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const gid_t group = 65534;
+    if (::setgroups(1, &group) != 0 || ::setresgid(65534, 65534, 65534) != 0 ||
+        ::setresuid(65534, 65534, 65534) != 0)
+      ::_exit(10);
+    MountRegistry run;
+    if (!run.acquire(state, planned, {}).ok()) ::_exit(11);
+    char byte = 'a';
+    if (::write(from_child[1], &byte, 1) != 1 || ::read(to_child[0], &byte, 1) != 1) ::_exit(12);
+    const std::vector<std::string> removed = run.release_and_cleanup();
+    if (removed != std::vector<std::string>{root + "/.codex", ws + "/.codex", ws + "/.git"})
+      ::_exit(13);
+    if (run.kept().size() != 1 || run.kept()[0].find(theirs + "/ws/.codex") == std::string::npos)
+      ::_exit(14);
+    ::_exit(0);
+  }
+  char byte = 0;
+  ASSERT_EQ(::read(from_child[0], &byte, 1), 1);
+  for (const std::string& path : planned) ASSERT_TRUE(fs::is_socket(path)) << path;
+  ASSERT_EQ(::chmod(root.c_str(), 0), 0);    // the sandboxed command's, on the user's own
+  ASSERT_EQ(::chmod(theirs.c_str(), 0), 0);  // root's: never opened up by sbx
+  ASSERT_EQ(::write(to_child[1], &byte, 1), 1);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "child status " << status << " (10 setuid, 11 acquire, 12 pipe, 13 removed, 14 kept)";
+  EXPECT_EQ(mode_of(root), 0u) << "the user's mode was not given back";
+  EXPECT_EQ(mode_of(theirs), 0u) << "root's directory was chmodded";
+  for (const int fd : {from_child[0], from_child[1], to_child[0], to_child[1]}) ::close(fd);
+  ASSERT_EQ(::chmod(root.c_str(), 0755), 0);
+  for (const std::string& path : {root + "/.codex", ws + "/.codex", ws + "/.git"})
+    EXPECT_FALSE(fs::exists(fs::symlink_status(path))) << path << " stayed on the host";
+  EXPECT_TRUE(fs::is_socket(theirs + "/ws/.codex"));
+  // Kept on record: once the directory can be searched again, the next sweep removes it.
+  ASSERT_EQ(::chmod(theirs.c_str(), 0755), 0);
+  EXPECT_EQ(as_user_65534([&] {
+              return sweep_stale_entries(state) == std::vector<std::string>{theirs + "/ws/.codex"}
+                         ? 0
+                         : 1;
+            }),
+            0);
+  EXPECT_FALSE(fs::exists(fs::symlink_status(theirs + "/ws/.codex")));
+}
+
+// The same after a SIGKILL: the killed run's records are swept by the next run of the user
+// through the writable root its command made unsearchable, whose 000 stays.
+TEST(BwrapMountRegistry, AKilledRunsMountPointsBelowAChmod000RootAreSwept) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to become user 65534 in a child";
+  Scratch top;
+  ASSERT_EQ(::chmod(top.path().c_str(), 0755), 0);
+  const std::string state = top.path() + "/state";
+  const std::string root = top.path() + "/root";
+  const std::string ws = root + "/ws";
+  fs::create_directories(ws);
+  ASSERT_EQ(::mkdir(state.c_str(), 0700), 0);
+  for (const std::string& dir : {state, root, ws})
+    ASSERT_EQ(::chown(dir.c_str(), 65534, 65534), 0) << dir;
+  const std::vector<std::string> planned = {root + "/.agents", ws + "/.git"};
+  EXPECT_EQ(as_user_65534([&] {
+              auto* registry = new MountRegistry();  // never destroyed: nothing runs at the end
+              const bool ok = registry->acquire(state, planned, {}).ok();
+              ::kill(::getpid(), SIGKILL);
+              return ok ? 0 : 1;
+            }),
+            128 + SIGKILL);
+  for (const std::string& path : planned) ASSERT_TRUE(fs::is_socket(path)) << path;
+  ASSERT_EQ(::chmod(root.c_str(), 0), 0);
+  EXPECT_EQ(as_user_65534([&] {
+              std::vector<std::string> removed = sweep_stale_entries(state);
+              std::sort(removed.begin(), removed.end());
+              return removed == std::vector<std::string>{root + "/.agents", ws + "/.git"} ? 0 : 1;
+            }),
+            0);
+  EXPECT_EQ(mode_of(root), 0u) << "the user's mode was not given back";
+  ASSERT_EQ(::chmod(root.c_str(), 0755), 0);
+  for (const std::string& path : planned)
+    EXPECT_FALSE(fs::exists(fs::symlink_status(path))) << path << " stayed on the host";
+  EXPECT_TRUE(fs::is_empty(state)) << "the swept records stayed";
 }
 
 // A file with content or a directory a person put in the mount point's place during the run

@@ -51,6 +51,33 @@ HostFacts workspace_facts(const std::string& state_dir) {
   return facts;
 }
 
+// The typed plan travels to exec() in the plan's detail, unchanged, with the host it was made
+// for; the printed argv is its stage2_form, and the plan's JSON member "launch" is what exec()
+// will start (launch_form.hpp): here the stage-2 launch, as this plan's environment has no PWD.
+TEST(BwrapPlan, TheTypedPlanTravelsInTheDetailAndThePlanShowsItsLaunch) {
+  const TransformRequest request = workspace_request();
+  Result<Translation> translation = translate(request, workspace_facts("/run/user/0/sbx"));
+  ASSERT_TRUE(translation.ok()) << translation.error();
+  const BwrapPlan typed = translation->plan;
+  EXPECT_EQ(translation->argv, stage2_form(typed));
+  PlanContext context;
+  context.launch_host = {true, true};
+  const ExecPlan plan = make_plan(request, std::move(*translation), context);
+  const BwrapPlanDetail* detail = bwrap_detail_of(plan);
+  ASSERT_NE(detail, nullptr);
+  EXPECT_EQ(detail->plan(), typed);
+  EXPECT_EQ(detail->host(), (LaunchHost{true, true}));
+  EXPECT_EQ(plan.argv, stage2_form(typed));
+  Result<Launch> launch = planned_launch(typed, {true, true});
+  ASSERT_TRUE(launch.ok()) << launch.error();
+  EXPECT_EQ(launch->form, LaunchForm::kStage2);
+  EXPECT_EQ(detail->report_json(), "{\"launch\":" + launch_json(*launch) + "}");
+  // A plan without the detail is not this backend's.
+  ExecPlan printed = plan;
+  printed.detail = nullptr;
+  EXPECT_EQ(bwrap_detail_of(printed), nullptr);
+}
+
 TEST(BwrapPlan, TransformFillsTheTypedHostPathsAndLeavesNotesToPeople) {
   const TransformRequest request = workspace_request();
   Result<Translation> translation = translate(request, workspace_facts("/run/user/0/sbx"));

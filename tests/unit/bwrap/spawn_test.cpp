@@ -1,5 +1,6 @@
-// The bwrap backend's spawner: the --info-fd plumbing (pure parts) and the spawn contract
-// (exact argv/env/cwd, only fds 0-2 and the info fd inherited, 126/127 for exec failures),
+// The bwrap backend's spawner: the stage-2 launch's argv from the typed plan (pure parts) and
+// the spawn contract (exact argv/env/cwd, only fds 0-2 and the info fd inherited, 126/127 for
+// exec failures, no plan without its typed detail),
 // checked with a stand-in "bwrap" script so that every case is fast and deterministic. The
 // real bwrap path is covered end to end by tests/integration/bwrap.
 #include "sbx/bwrap/spawn.hpp"
@@ -7,6 +8,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -24,6 +26,8 @@
 #include <vector>
 
 #include "sbx/bwrap/bind_fds.hpp"
+#include "sbx/bwrap/launch_form.hpp"
+#include "sbx/bwrap/plan.hpp"
 #include "sbx_test/capture.hpp"
 #include "sbx_test/temp_dir.hpp"
 
@@ -31,20 +35,147 @@ namespace {
 
 namespace fs = std::filesystem;
 using sbx::ExecPlan;
+using sbx::bwrap::BwrapPlan;
 using sbx::bwrap::parse_child_pid;
 using sbx::bwrap::spawn_bwrap;
-using sbx::bwrap::with_info_fd;
+using sbx::bwrap::stage2_form;
+using sbx::bwrap::stage2_launch_argv;
+using sbx::bwrap::Stage2Net;
 using sbx::test::capture_stderr;
 
-TEST(BwrapInfoFd, InsertedRightAfterBwrapPath) {
-  const std::vector<std::string> argv = {"/usr/bin/bwrap", "--ro-bind", "/", "/", "--",
-                                         "/bin/true"};
-  const std::vector<std::string> expected = {
-      "/usr/bin/bwrap", "--info-fd", "3", "--ro-bind", "/", "/", "--", "/bin/true"};
-  EXPECT_EQ(with_info_fd(argv), expected);
-  EXPECT_EQ(with_info_fd({"/usr/bin/bwrap"}),
-            (std::vector<std::string>{"/usr/bin/bwrap", "--info-fd", "3"}));
-  EXPECT_TRUE(with_info_fd({}).empty());
+// A typed plan as the translator makes one (translate.hpp), restricted network, with an
+// environment, a listed unix socket and a procfs.
+BwrapPlan typed_plan() {
+  BwrapPlan plan;
+  plan.bwrap = "/usr/bin/bwrap";
+  plan.options = {"--ro-bind", "/", "/", "--proc", "/proc", "--unshare-net", "--as-pid-1"};
+  plan.chdir = "/w";
+  plan.stage2 = "/s2";
+  plan.net = Stage2Net::kPrivate;
+  plan.write_layer = true;
+  plan.write_roots = {"/w"};
+  plan.unix_sockets = {"/run/a.sock"};
+  plan.env = {"PATH=/bin", "TOKEN=s3cr=t"};
+  plan.command = {"/bin/echo", "--env", "NOT_MINE=1"};
+  return plan;
+}
+
+// The printed plan shows everything, runnable by hand; the stage-2 launch gives bwrap --info-fd
+// right after its path, stage 2 its ready pipe, the supervisor's flag, the mount list (a procfs
+// is mounted) and the environment's descriptor, and leaves the environment and the supervisor's
+// sockets out of every argument. The command's own arguments are never touched.
+TEST(BwrapStageTwoLaunch, ArgvFromTheTypedPlan) {
+  const BwrapPlan plan = typed_plan();
+  EXPECT_EQ(stage2_form(plan), (std::vector<std::string>{"/usr/bin/bwrap",
+                                                         "--ro-bind",
+                                                         "/",
+                                                         "/",
+                                                         "--proc",
+                                                         "/proc",
+                                                         "--unshare-net",
+                                                         "--as-pid-1",
+                                                         "--chdir",
+                                                         "/w",
+                                                         "--",
+                                                         "/s2",
+                                                         "--net",
+                                                         "private",
+                                                         "--write-layer",
+                                                         "--write-root",
+                                                         "/w",
+                                                         "--allow-unix-socket",
+                                                         "/run/a.sock",
+                                                         "--env",
+                                                         "PATH=/bin",
+                                                         "--env",
+                                                         "TOKEN=s3cr=t",
+                                                         "--",
+                                                         "/bin/echo",
+                                                         "--env",
+                                                         "NOT_MINE=1"}));
+  const std::vector<std::string> argv =
+      stage2_launch_argv(plan, sbx::bwrap::stage2_launch_options(plan));
+  EXPECT_EQ(argv, (std::vector<std::string>{"/usr/bin/bwrap",
+                                            "--info-fd",
+                                            "3",
+                                            "--ro-bind",
+                                            "/",
+                                            "/",
+                                            "--proc",
+                                            "/proc",
+                                            "--unshare-net",
+                                            "--as-pid-1",
+                                            "--chdir",
+                                            "/w",
+                                            "--",
+                                            "/s2",
+                                            "--ready-fd",
+                                            "5",
+                                            "--unix-supervised",
+                                            "--mounts-fd",
+                                            "6",
+                                            "--env-fd",
+                                            "4",
+                                            "--net",
+                                            "private",
+                                            "--write-layer",
+                                            "--write-root",
+                                            "/w",
+                                            "--",
+                                            "/bin/echo",
+                                            "--env",
+                                            "NOT_MINE=1"}));
+  for (const std::string& arg : argv)
+    EXPECT_EQ(arg.find("s3cr"), std::string::npos) << "a secret stayed in the arguments";
+}
+
+// Without an environment there is no descriptor for it; without a procfs no mount list (stage 2
+// could not read its mountinfo); proxy mode tells stage 2 its port and the proxy's socket.
+TEST(BwrapStageTwoLaunch, OptionalDescriptorsAndProxy) {
+  BwrapPlan plan = typed_plan();
+  plan.env.clear();
+  plan.options = {"--ro-bind", "/", "/"};
+  plan.write_layer = false;
+  plan.write_roots.clear();
+  plan.net = Stage2Net::kProxy;
+  plan.proxy_port = 3128;
+  plan.proxy_socket = "/tmp/p/proxy.sock";
+  plan.command = {"/bin/true"};
+  EXPECT_EQ(stage2_launch_argv(plan, sbx::bwrap::stage2_launch_options(plan)),
+            (std::vector<std::string>{"/usr/bin/bwrap",
+                                      "--info-fd",
+                                      "3",
+                                      "--ro-bind",
+                                      "/",
+                                      "/",
+                                      "--chdir",
+                                      "/w",
+                                      "--",
+                                      "/s2",
+                                      "--ready-fd",
+                                      "5",
+                                      "--unix-supervised",
+                                      "--net",
+                                      "proxy",
+                                      "--proxy-port",
+                                      "3128",
+                                      "--proxy-socket",
+                                      "/tmp/p/proxy.sock",
+                                      "--",
+                                      "/bin/true"}));
+}
+
+// What the plan's JSON shows (and exec logs): the environment by name only.
+TEST(BwrapStageTwoLaunch, TheLaunchRecordNamesTheEnvironmentWithoutItsValues) {
+  sbx::Result<sbx::bwrap::Launch> launch = sbx::bwrap::planned_launch(typed_plan(), {});
+  ASSERT_TRUE(launch.ok()) << launch.error();
+  EXPECT_EQ(launch->form, sbx::bwrap::LaunchForm::kStage2);
+  const std::string json = sbx::bwrap::launch_json(*launch, {{10, "/"}});
+  EXPECT_EQ(json.find("s3cr"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"environment\":[\"PATH\",\"TOKEN\"]"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"bind_sources\":{\"10\":\"/\"}"), std::string::npos) << json;
+  EXPECT_EQ(json.rfind("{\"form\":\"stage2\",\"argv\":[\"/usr/bin/bwrap\",\"--info-fd\"", 0), 0u)
+      << json;
 }
 
 TEST(BwrapInfoFd, ParsesChildPidAsBwrapWritesIt) {
@@ -63,58 +194,6 @@ TEST(BwrapInfoFd, RejectsMissingOrMalformedChildPid) {
   EXPECT_EQ(parse_child_pid("{\"child-pid\": -5}"), std::nullopt);
   EXPECT_EQ(parse_child_pid("{\"child-pid\": 99999999999999999999}"), std::nullopt);
   EXPECT_EQ(parse_child_pid("{\"child-pid\""), std::nullopt);  // truncated
-}
-
-TEST(BwrapEnvFd, StageTwoEnvironmentMovesToTheDescriptor) {
-  const std::vector<std::string> argv = {"/usr/bin/bwrap",
-                                         "--info-fd",
-                                         "3",
-                                         "--ro-bind",
-                                         "/",
-                                         "/",
-                                         "--",
-                                         "/s2",
-                                         "--net",
-                                         "blocked",
-                                         "--env",
-                                         "PATH=/bin",
-                                         "--env",
-                                         "TOKEN=s3cr=t",
-                                         "--",
-                                         "/bin/echo",
-                                         "--env",
-                                         "NOT_MINE=1"};
-  const sbx::bwrap::EnvOnFd moved = sbx::bwrap::move_env_to_fd(argv);
-  const std::vector<std::string> expected = {"/usr/bin/bwrap",
-                                             "--info-fd",
-                                             "3",
-                                             "--ro-bind",
-                                             "/",
-                                             "/",
-                                             "--",
-                                             "/s2",
-                                             "--env-fd",
-                                             "4",
-                                             "--net",
-                                             "blocked",
-                                             "--",
-                                             "/bin/echo",
-                                             "--env",
-                                             "NOT_MINE=1"};
-  EXPECT_EQ(moved.argv, expected);
-  EXPECT_EQ(moved.block, std::string("PATH=/bin\0TOKEN=s3cr=t\0", 23));
-  for (const std::string& arg : moved.argv)
-    EXPECT_EQ(arg.find("s3cr"), std::string::npos) << "a secret stayed in the arguments";
-}
-
-TEST(BwrapEnvFd, WithoutEnvironmentNothingChanges) {
-  const std::vector<std::string> argv = {"/usr/bin/bwrap", "--", "/s2",      "--net",
-                                         "open",           "--", "/bin/true"};
-  const sbx::bwrap::EnvOnFd moved = sbx::bwrap::move_env_to_fd(argv);
-  EXPECT_EQ(moved.argv, argv);
-  EXPECT_TRUE(moved.block.empty());
-  const std::vector<std::string> no_stage2 = {"/usr/bin/bwrap", "--env", "A=1"};
-  EXPECT_EQ(sbx::bwrap::move_env_to_fd(no_stage2).argv, no_stage2);
 }
 
 // A scratch directory holding a stand-in bwrap: a shell script that records what it was
@@ -137,12 +216,21 @@ class BwrapSpawn : public ::testing::Test {
     ASSERT_EQ(::chmod(script_.c_str(), 0755), 0);
   }
 
-  ExecPlan plan(int exit_code, bool ready = true) const {
-    return ExecPlan{{script_, "--ro-bind", "/", "/", "--", "/bin/true"},
-                    {"SBX_TEST_OUT=" + dir_, "SBX_TEST_EXIT=" + std::to_string(exit_code),
-                     "SBX_TEST_READY=" + std::string(ready ? "1" : "0"), "PATH=/usr/bin:/bin"},
-                    dir_,
-                    {}};
+  // A typed plan for the stand-in (stage 2 is /bin/true), with `options` for bwrap; the
+  // stand-in's own environment is the ExecPlan's (bwrap's), the typed plan's (the command's) is
+  // empty. No direct launch (LaunchHost{}): the stage-2 launch.
+  ExecPlan plan(int exit_code, bool ready = true, const std::string& bwrap = "",
+                std::vector<std::string> options = {"--ro-bind", "/", "/"}) const {
+    BwrapPlan typed;
+    typed.bwrap = bwrap.empty() ? script_ : bwrap;
+    typed.options = std::move(options);
+    typed.chdir = "/";
+    typed.stage2 = "/bin/true";
+    typed.command = {"/bin/echo", "hi"};
+    ExecPlan out = sbx::bwrap::exec_plan_of(typed, {}, dir_);
+    out.env = {"SBX_TEST_OUT=" + dir_, "SBX_TEST_EXIT=" + std::to_string(exit_code),
+               "SBX_TEST_READY=" + std::string(ready ? "1" : "0"), "PATH=/usr/bin:/bin"};
+    return out;
   }
   std::vector<std::string> lines(const std::string& name) const {
     std::ifstream in(dir_ + "/" + name);
@@ -161,16 +249,17 @@ TEST_F(BwrapSpawn, RunsTheExactPlanAndReturnsItsStatus) {
   ASSERT_TRUE(status.ok()) << status.error();
   EXPECT_EQ(status->exit_code, 7);
   EXPECT_EQ(status->signal, 0);
-  // The bind source went as a checked descriptor; stage 2 (here /bin/true) got --ready-fd and
-  // was told the unix-socket supervisor runs.
+  // The bind source went as a checked descriptor; stage 2 (here /bin/true) got --ready-fd, was
+  // told the unix-socket supervisor runs, and got its own arguments and the command.
   const std::vector<std::string> argv = lines("argv");
-  ASSERT_EQ(argv.size(), 10u);
+  ASSERT_EQ(argv.size(), 17u);
   EXPECT_EQ(std::vector<std::string>(argv.begin(), argv.begin() + 3),
             (std::vector<std::string>{"--info-fd", "3", "--ro-bind-fd"}));
   EXPECT_GE(std::stoi(argv[3]), sbx::bwrap::kFirstBindFd);
   EXPECT_EQ(
       std::vector<std::string>(argv.begin() + 4, argv.end()),
-      (std::vector<std::string>{"/", "--", "/bin/true", "--ready-fd", "5", "--unix-supervised"}));
+      (std::vector<std::string>{"/", "--chdir", "/", "--", "/bin/true", "--ready-fd", "5",
+                                "--unix-supervised", "--net", "private", "--", "/bin/echo", "hi"}));
   EXPECT_EQ(lines("cwd"), std::vector<std::string>{fs::canonical(dir_).string()});
   // Exactly the plan's environment (sh adds PWD, SHLVL and `_` itself).
   for (const std::string& entry : lines("env")) {
@@ -180,6 +269,17 @@ TEST_F(BwrapSpawn, RunsTheExactPlanAndReturnsItsStatus) {
                 name == "OLDPWD")
         << "leaked into bwrap's environment: " << entry;
   }
+}
+
+// exec() launches from the typed plan only: a plan that carries nothing but its printed argv
+// (made by another backend, or by hand) is refused before anything runs.
+TEST_F(BwrapSpawn, APlanWithoutItsTypedDetailIsRefused) {
+  ExecPlan printed = plan(0);
+  printed.detail = nullptr;
+  sbx::Result<sbx::ExitStatus> status = spawn_bwrap(printed);
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.error().find("no bwrap plan detail"), std::string::npos) << status.error();
+  EXPECT_FALSE(fs::exists(dir_ + "/argv")) << "bwrap ran";
 }
 
 // An inherited unix datagram socket could name any host socket on each send: refused before
@@ -227,18 +327,14 @@ TEST_F(BwrapSpawn, StrayDescriptorsDoNotReachBwrap) {
 }
 
 TEST_F(BwrapSpawn, MissingBwrapIs127AndNotExecutableIs126) {
-  ExecPlan missing = plan(0);
-  missing.argv[0] = dir_ + "/no-such-bwrap";
-  sbx::Result<sbx::ExitStatus> status = spawn_bwrap(missing);
+  sbx::Result<sbx::ExitStatus> status = spawn_bwrap(plan(0, true, dir_ + "/no-such-bwrap"));
   ASSERT_TRUE(status.ok()) << status.error();
   EXPECT_EQ(status->exit_code, 127);
 
   const std::string plain = dir_ + "/not-executable";
   std::ofstream(plain) << "#!/bin/sh\nexit 0\n";
   ASSERT_EQ(::chmod(plain.c_str(), 0644), 0);
-  ExecPlan not_executable = plan(0);
-  not_executable.argv[0] = plain;
-  status = spawn_bwrap(not_executable);
+  status = spawn_bwrap(plan(0, true, plain));
   ASSERT_TRUE(status.ok()) << status.error();
   EXPECT_EQ(status->exit_code, 126);
 }
@@ -270,11 +366,8 @@ TEST_F(BwrapSpawn, ExitBeforeStageTwoStartedIs125AndAfterwardsPassesThrough) {
 // The same with the real bwrap refusing its arguments: 125, and bwrap's own message is shown.
 TEST_F(BwrapSpawn, RealBwrapSetupFailureIs125WithBwrapsMessage) {
   if (!fs::exists("/usr/bin/bwrap")) GTEST_SKIP() << "/usr/bin/bwrap is not installed";
-  ExecPlan bad{
-      {"/usr/bin/bwrap", "--ro-bind", "/", "/", "--no-such-bwrap-option", "--", "/bin/true"},
-      {},
-      dir_,
-      {}};
+  ExecPlan bad = plan(0, true, "/usr/bin/bwrap", {"--ro-bind", "/", "/", "--no-such-bwrap-option"});
+  bad.env = {};
   sbx::Result<sbx::ExitStatus> status = sbx::Error{"not run"};
   const std::string text = capture_stderr([&] { status = spawn_bwrap(bad); });
   ASSERT_TRUE(status.ok()) << status.error();
@@ -290,11 +383,11 @@ TEST_F(BwrapSpawn, ADirectoryWhereTheFileMaskGoesIs125WithBwrapsMessage) {
   if (!fs::exists("/usr/bin/bwrap")) GTEST_SKIP() << "/usr/bin/bwrap is not installed";
   const std::string ws = dir_ + "/ws";
   fs::create_directories(ws + "/.codex");
-  ExecPlan masked{{"/usr/bin/bwrap", "--ro-bind", "/", "/", "--bind", ws, ws, "--ro-bind",
-                   "/dev/null", ws + "/.codex", "--unshare-user", "--", "/bin/true"},
-                  {},
-                  ws,
-                  {}};
+  ExecPlan masked = plan(0, true, "/usr/bin/bwrap",
+                         {"--ro-bind", "/", "/", "--bind", ws, ws, "--ro-bind", "/dev/null",
+                          ws + "/.codex", "--unshare-user"});
+  masked.env = {};
+  masked.cwd = ws;
   sbx::Result<sbx::ExitStatus> status = sbx::Error{"not run"};
   const std::string text = capture_stderr([&] { status = spawn_bwrap(masked); });
   ASSERT_TRUE(status.ok()) << status.error();
@@ -346,6 +439,54 @@ TEST_F(BwrapSpawn, BwrapsEndIsSeenWhenAnotherThreadTakesSigchld) {
   ASSERT_EQ(::waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+// When the watcher fails while bwrap runs (here poll(2), EINVAL once RLIMIT_NOFILE is below
+// its descriptor count), the run ends with an error and nothing of the sandbox runs on
+// unwatched: bwrap is killed and reaped, in the stage-2 launch as in the direct one (both end
+// through end_bwrap). In a forked child: the limit and the signal are the process's.
+TEST_F(BwrapSpawn, AFailedWatcherLeavesNoBwrapRunning) {
+  const std::string sleeper = dir_ + "/sleeping-bwrap";
+  std::ofstream(sleeper) << "#!/bin/sh\n"
+                            "printf '{\"child-pid\": %d}' $$ >&3\n"
+                            "printf R >&5\n"
+                            "echo $$ > \"$SBX_TEST_OUT/pid.tmp\"\n"
+                            "mv \"$SBX_TEST_OUT/pid.tmp\" \"$SBX_TEST_OUT/pid\"\n"
+                            "exec sleep 60\n";
+  ASSERT_EQ(::chmod(sleeper.c_str(), 0755), 0);
+  ExecPlan sleeping = plan(0, true, sleeper);
+  sleeping.env = {"SBX_TEST_OUT=" + dir_, "PATH=/usr/bin:/bin"};
+  const std::string pid_file = dir_ + "/pid";
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    std::thread breaker([&pid_file] {
+      sigset_t winch;
+      sigemptyset(&winch);
+      sigaddset(&winch, SIGWINCH);
+      pthread_sigmask(SIG_BLOCK, &winch, nullptr);  // for the watcher's signalfd, not this thread
+      for (int i = 0; i < 2000 && !fs::exists(pid_file); ++i) ::usleep(5000);
+      rlimit limit{};
+      ::getrlimit(RLIMIT_NOFILE, &limit);
+      limit.rlim_cur = 3;
+      ::setrlimit(RLIMIT_NOFILE, &limit);
+      ::kill(::getpid(), SIGWINCH);  // wakes the watcher, whose next poll fails
+    });
+    sbx::Result<sbx::ExitStatus> status = spawn_bwrap(sleeping);
+    breaker.join();
+    ::_exit(status.ok() ? 1 : 0);  // no descriptor is left to say more
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  std::ifstream in(pid_file);
+  pid_t bwrap = 0;
+  in >> bwrap;
+  ASSERT_GT(bwrap, 0) << "the stand-in bwrap never started";
+  const bool running = ::kill(bwrap, 0) == 0;
+  ::kill(bwrap, SIGKILL);  // whatever the outcome, nothing is left behind
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "spawn_bwrap did not fail when its watcher did";
+  EXPECT_FALSE(running) << "bwrap was left running after the watcher failed";
 }
 
 }  // namespace

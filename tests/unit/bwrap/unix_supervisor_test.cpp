@@ -31,6 +31,8 @@
 #include <thread>
 #include <vector>
 
+#include "sbx/bwrap/launch_form.hpp"
+
 namespace fs = std::filesystem;
 using sbx::bwrap::UnixSocketRules;
 using sbx::bwrap::UnixSupervisor;
@@ -191,21 +193,28 @@ class UnixSupervisorTest : public ::testing::Test {
   std::string dir_;
 };
 
-TEST(UnixSupervisorOptions, TakesAllowedSocketsAndTheProxySocketOutOfTheArgv) {
-  const sbx::bwrap::SupervisedArgv out = sbx::bwrap::take_supervisor_options(
-      {"/usr/bin/bwrap", "--unshare-net", "--", "/stage2", "--net", "proxy", "--proxy-socket",
-       "/tmp/p/proxy.sock", "--allow-unix-socket", "/run/a.sock", "--", "/bin/cmd",
-       "--allow-unix-socket", "x"});
-  EXPECT_TRUE(out.rules.private_network);
-  EXPECT_EQ(out.rules.allowed_paths,
-            (std::vector<std::string>{"/tmp/p/proxy.sock", "/run/a.sock"}));
-  // The command's own arguments are never touched.
-  EXPECT_EQ(out.argv,
-            (std::vector<std::string>{"/usr/bin/bwrap", "--unshare-net", "--", "/stage2", "--net",
-                                      "proxy", "--proxy-socket", "/tmp/p/proxy.sock", "--",
-                                      "/bin/cmd", "--allow-unix-socket", "x"}));
-  EXPECT_FALSE(sbx::bwrap::take_supervisor_options({"/usr/bin/bwrap", "--", "/s", "--net", "open"})
-                   .rules.private_network);
+// The supervisor's rules come from the typed plan (launch_form.hpp), never from the printed
+// argv: the listed sockets, the proxy's socket first in proxy mode, bwrap as the launcher; the
+// network namespace is private unless the network is open. The command's own arguments, even
+// one spelled like the printed option, are never taken for a rule.
+TEST(UnixSupervisorOptions, RulesComeFromTheTypedPlan) {
+  sbx::bwrap::BwrapPlan plan;
+  plan.bwrap = "/usr/bin/bwrap";
+  plan.net = sbx::bwrap::Stage2Net::kProxy;
+  plan.proxy_port = 3128;
+  plan.proxy_socket = "/tmp/p/proxy.sock";
+  plan.unix_sockets = {"/run/a.sock"};
+  plan.command = {"/bin/cmd", "--allow-unix-socket", "x"};
+  const UnixSocketRules rules = sbx::bwrap::unix_socket_rules(plan);
+  EXPECT_TRUE(rules.private_network);
+  EXPECT_EQ(rules.allowed_paths, (std::vector<std::string>{"/tmp/p/proxy.sock", "/run/a.sock"}));
+  EXPECT_EQ(rules.launcher, "/usr/bin/bwrap");
+  plan.net = sbx::bwrap::Stage2Net::kOpen;
+  EXPECT_FALSE(sbx::bwrap::unix_socket_rules(plan).private_network);
+  EXPECT_EQ(sbx::bwrap::unix_socket_rules(plan).allowed_paths,
+            (std::vector<std::string>{"/run/a.sock"}));
+  plan.net = sbx::bwrap::Stage2Net::kPrivate;
+  EXPECT_TRUE(sbx::bwrap::unix_socket_rules(plan).private_network);
 }
 
 TEST_F(UnixSupervisorTest, HostSocketIsRefusedUnlessListed) {

@@ -116,6 +116,23 @@ TEST_F(LandlockLaunchTest, ExitStatusesAreTheCommandsOrTheShells) {
   EXPECT_EQ(not_executable->shell_code(), 126);
 }
 
+// A death by signal is reported as that signal (code 0), an exit with 128+N as that exit: the
+// supervisor between the caller and the command passes the command's wait status on.
+TEST_F(LandlockLaunchTest, SignalDeathsAreReportedAsSignals) {
+  for (int sig : {SIGTERM, SIGKILL, SIGSEGV}) {
+    sbx::Result<sbx::ExitStatus> killed = sbx::stage2::run_landlock(
+        confined(ws_.path(), {"/bin/sh", "-c", "kill -" + std::to_string(sig) + " $$"}),
+        in_dir(ws_.path()));
+    ASSERT_TRUE(killed.ok()) << killed.error();
+    EXPECT_EQ(*killed, (sbx::ExitStatus{0, sig})) << "signal " << sig;
+    sbx::Result<sbx::ExitStatus> exited = sbx::stage2::run_landlock(
+        confined(ws_.path(), {"/bin/sh", "-c", "exit " + std::to_string(128 + sig)}),
+        in_dir(ws_.path()));
+    ASSERT_TRUE(exited.ok()) << exited.error();
+    EXPECT_EQ(*exited, (sbx::ExitStatus{128 + sig, 0})) << "exit " << 128 + sig;
+  }
+}
+
 TEST_F(LandlockLaunchTest, TheCommandIsConfinedAndGetsItsEnvironmentAndDirectory) {
   EXPECT_EQ(run_script(ws_.path(),
                        "[ \"$SBX_LAUNCH_TEST\" = visible ] || exit 3; "

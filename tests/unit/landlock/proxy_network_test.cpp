@@ -82,7 +82,7 @@ TEST(LandlockProxy, ExactStage2ArgvWithTheProxyPort) {
   // The credential is in the environment stage 2 gets, not in its world-readable arguments.
   EXPECT_EQ(t->env, (std::vector<std::string>{"PATH=/bin",
                                               "HTTPS_PROXY=http://sbx:TOKEN@127.0.0.1:41234"}));
-  EXPECT_EQ(t->min_abi, 4) << "TCP rules need ABI 4; stage 2 refuses to run below it";
+  EXPECT_EQ(t->plan.min_abi, 4) << "TCP rules need ABI 4; stage 2 refuses to run below it";
   const bool gap_noted = std::any_of(t->notes.begin(), t->notes.end(), [](const std::string& n) {
     return n.find("port 41234 only, but on ANY address") != std::string::npos;
   });

@@ -31,12 +31,12 @@ bool has_note(const landlock::Translation& t, const std::string& needle) {
 }
 
 bool has_rule(const landlock::Translation& t, const RuleLine& rule) {
-  return std::find(t.rules.begin(), t.rules.end(), rule) != t.rules.end();
+  return std::find(t.plan.rules.begin(), t.plan.rules.end(), rule) != t.plan.rules.end();
 }
 
 bool has_rule_within(const landlock::Translation& t, const std::string& kind,
                      const std::string& dir) {
-  return std::any_of(t.rules.begin(), t.rules.end(), [&](const RuleLine& r) {
+  return std::any_of(t.plan.rules.begin(), t.plan.rules.end(), [&](const RuleLine& r) {
     return r.kind == kind && sbx::path_is_within(r.path, dir);
   });
 }
@@ -69,12 +69,12 @@ TEST(LandlockTranslate, WorkspacePolicyBecomesExactStage2Argv) {
   EXPECT_EQ(t->argv, expected);
   // The environment travels as stage 2's own, never as (world-readable) arguments.
   EXPECT_EQ(t->env, std::vector<std::string>{"PATH=/bin"});
-  EXPECT_EQ(t->min_abi, 4);
-  ASSERT_GE(t->rules.size(), 10u);
-  EXPECT_EQ(t->rules[0], (RuleLine{"list", "/"}));
-  EXPECT_EQ(t->rules[1], (RuleLine{"list", "/dev"}));
-  EXPECT_EQ(t->rules[2], (RuleLine{"read", "/etc"}));
-  EXPECT_EQ(t->rules[9], (RuleLine{"write", "/ws"}));
+  EXPECT_EQ(t->plan.min_abi, 4);
+  ASSERT_GE(t->plan.rules.size(), 10u);
+  EXPECT_EQ(t->plan.rules[0], (RuleLine{"list", "/"}));
+  EXPECT_EQ(t->plan.rules[1], (RuleLine{"list", "/dev"}));
+  EXPECT_EQ(t->plan.rules[2], (RuleLine{"read", "/etc"}));
+  EXPECT_EQ(t->plan.rules[9], (RuleLine{"write", "/ws"}));
 }
 
 // Landlock rights reach everything beneath a rule: a read rule on / would open raw disks and the
@@ -219,8 +219,9 @@ TEST(LandlockTranslate, MinimalAndWriteUnderReadAreExpressible) {
   r.policy.platform_defaults_readable = true;
   auto t = translate(r, host_facts());
   ASSERT_TRUE(t.ok()) << t.error();
-  EXPECT_NE(std::find(t->rules.begin(), t->rules.end(), landlock::RuleLine{"read", "/usr"}),
-            t->rules.end());
+  EXPECT_NE(
+      std::find(t->plan.rules.begin(), t->plan.rules.end(), landlock::RuleLine{"read", "/usr"}),
+      t->plan.rules.end());
 }
 
 TEST(LandlockTranslate, RefusalsNameTheRule) {

@@ -151,6 +151,25 @@ TEST(EnvironmentFilter, SecretsAreRemovedByDefaultNamesOnly) {
   for (const std::string& name : out.removed) EXPECT_EQ(name.find('='), std::string::npos);
 }
 
+// Issue #32 A4: an entry with an empty name ("=x": exec(3) allows it, `env '=x' sbx exec`)
+// reached the bwrap backend, which failed the whole run over it ("environment entry '' has no
+// name", 125) while other paths passed it on. It names no variable: it is dropped on every path,
+// whatever the policy keeps, and listed as "(empty name)". A bare NAME (a variable a front end
+// withheld, such as the LD_* the CLI takes out of its own environment) is dropped and listed by
+// its name, never passed, even where `keep` or `include_only` would take it.
+TEST(EnvironmentFilter, AnEmptyNameOrABareNameIsDroppedAndListed) {
+  EnvironmentPolicy policy;
+  policy.keep = {"*"};
+  for (const std::vector<std::string>& include_only :
+       {std::vector<std::string>{}, std::vector<std::string>{"*"}}) {
+    policy.include_only = include_only;
+    const FilteredEnvironment out =
+        filter_environment(policy, {"PATH=/bin", "=x", "LD_PRELOAD", "", "==", "HOME=/h"});
+    EXPECT_EQ(out.env, (std::vector<std::string>{"PATH=/bin", "HOME=/h"}));
+    EXPECT_EQ(out.removed, (std::vector<std::string>{"(empty name)", "LD_PRELOAD"}));
+  }
+}
+
 TEST(EnvironmentFilter, KeepExcludeIncludeOnlyAndSetApplyInOrder) {
   EnvironmentPolicy policy;
   policy.keep = {"github_token", "*PASSWORD"};

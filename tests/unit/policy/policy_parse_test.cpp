@@ -265,6 +265,18 @@ std::vector<ParseErrorCase> error_cases() {
        network(R"("mode": "proxy", "allowed_domains": ["Example.COM", "example.com"])"),
        "/network/allowed_domains/1",
        "duplicate domain \"example.com\", already at /network/allowed_domains/0"},
+      // The proxy lets loopback through only for an exact host:port entry: refused, with the fix.
+      {"domain_loopback_ip_without_port",
+       network(R"("mode": "proxy", "allowed_domains": ["127.0.0.1"])"),
+       "/network/allowed_domains/0",
+       "domain \"127.0.0.1\": a loopback destination is reached only through an exact host:port "
+       "entry; write \"127.0.0.1:PORT\""},
+      {"domain_localhost_without_port",
+       network(R"("mode": "proxy", "allowed_domains": ["example.com", "LocalHost"])"),
+       "/network/allowed_domains/1", "write \"localhost:PORT\""},
+      {"domain_loopback_wildcard",
+       network(R"("mode": "proxy", "allowed_domains": ["*.localhost:8080"])"),
+       "/network/allowed_domains/0", "write \"NAME.localhost:PORT\""},
       {"domain_not_string", network(R"("mode": "proxy", "allowed_domains": [1])"),
        "/network/allowed_domains/0", "expected a string, got a number"},
       {"socket_relative", network(R"("unix_sockets": ["run/docker.sock"])"),
@@ -290,6 +302,19 @@ TEST(PolicyParseErrors, EveryErrorStartsWithItsJsonPointer) {
     EXPECT_NE(message.find(c.detail), std::string::npos) << message;
     // Messages come from error_code::message(), never what(): no Boost source locations.
     EXPECT_EQ(message.find("boost"), std::string::npos) << message;
+  }
+}
+
+// Loopback with a port is what the proxy can let through; a deny entry without a port denies
+// every port, as written; a name merely starting with "127." or ending in "localhost" is no
+// loopback host.
+TEST(PolicyParseErrors, LoopbackEntriesWithAPortOrDeniedAreAccepted) {
+  for (const char* members :
+       {R"("mode": "proxy", "allowed_domains": ["127.0.0.1:8080", "localhost:3000"])",
+        R"("mode": "proxy", "allowed_domains": ["a.com"], "denied_domains": ["127.0.0.1"])",
+        R"("mode": "proxy", "allowed_domains": ["127.example.com", "notlocalhost"])"}) {
+    Result<Policy> parsed = parse_policy(network(members));
+    EXPECT_TRUE(parsed.ok()) << members << ": " << parsed.error();
   }
 }
 

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +18,7 @@
 
 #include "sbx/core/policy.hpp"
 #include "sbx/core/runtime.hpp"
+#include "sbx/sdk/private_state.hpp"
 #include "sbx_test/private_home.hpp"
 #include "sbx_test/temp_dir.hpp"
 
@@ -709,6 +711,11 @@ TEST(ResolveInstall, ProcessContextNamesTheRunningInstallAndTheKeptProbeStore) {
   const std::string saved = previous != nullptr ? previous : "";
   ::setenv("XDG_RUNTIME_DIR", runtime.path().c_str(), 1);
   Result<ResolveContext> context = current_resolve_context();
+  // Every other place a later run of this user could use (issue #32 B3): root's /run, or
+  // /run/user/<uid> and the cache.
+  const private_state::Sources sources = private_state::current_sources();
+  std::vector<std::string> others =
+      private_state::candidate_state_dirs(sources, {"probe", "proxy", "bwrap"});
   if (previous != nullptr)
     ::setenv("XDG_RUNTIME_DIR", saved.c_str(), 1);
   else
@@ -716,14 +723,19 @@ TEST(ResolveInstall, ProcessContextNamesTheRunningInstallAndTheKeptProbeStore) {
   ASSERT_TRUE(context.ok()) << context.error();
   Result<InstallLayout> layout = install_layout();
   ASSERT_TRUE(layout.ok()) << layout.error();
+  std::vector<std::string> state = {runtime / "sbx-probe",
+                                    runtime / "sbx-proxy",   // the proxy's sockets, also kept
+                                    runtime / "sbx-bwrap"};  // bwrap's registry, likewise
+  ASSERT_GE(others.size(), 3u);
+  EXPECT_EQ(std::vector<std::string>(others.begin(), others.begin() + 3), state);
+  state.insert(state.end(), others.begin() + 3, others.end());
+  const std::string fallback =
+      sources.root_run.empty() ? sources.home + "/.cache/sbx" : "/run/sbx-bwrap";
+  EXPECT_NE(std::find(state.begin(), state.end(), fallback), state.end()) << fallback;
   std::vector<std::string> expected = install_directories(*layout);
-  expected.push_back(runtime / "sbx-probe");
-  expected.push_back(runtime / "sbx-proxy");  // the proxy's sockets, also kept read-only
-  expected.push_back(runtime / "sbx-bwrap");  // bwrap's registry and probe cache, likewise
+  expected.insert(expected.end(), state.begin(), state.end());
   EXPECT_EQ(context->install_dirs, expected);
-  EXPECT_EQ(context->state_dirs,
-            (std::vector<std::string>{runtime / "sbx-probe", runtime / "sbx-proxy",
-                                      runtime / "sbx-bwrap"}));
+  EXPECT_EQ(context->state_dirs, state);
   struct stat st {};
   ASSERT_EQ(::lstat((runtime / "sbx-probe").c_str(), &st), 0);
   EXPECT_TRUE(S_ISDIR(st.st_mode));

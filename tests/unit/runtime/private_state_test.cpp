@@ -11,6 +11,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "sbx/core/proxy.hpp"
 #include "sbx_test/private_home.hpp"
@@ -263,6 +264,78 @@ TEST(StateDir, ARuntimeDirectoryBelowTmpIsNotUsed) {
   ASSERT_TRUE(dir.ok()) << dir.error();
   EXPECT_EQ(*dir, home.path() + "/.cache/sbx/proxy");
   EXPECT_TRUE(fs::is_empty(runtime.path()));
+}
+
+// Issue #32 B3: with a runtime directory in use, the cache fallback (~/.cache/sbx, what a later
+// run without XDG_RUNTIME_DIR uses) was no state directory of the run, so a sandbox with HOME
+// writable could plant one there that the later run trusted. Every place a run of this user
+// could use is a candidate, made (0700) so that it can be kept read-only: the runtime
+// directory's, /run/user/<uid>'s beside another XDG_RUNTIME_DIR, and the cache's.
+TEST(CandidateStateDirs, EveryPlaceALaterRunOfThisUserCouldUse) {
+  TempDir home(test::private_parent());
+  TempDir runtime(test::private_parent());
+  TempDir run_user_root(test::private_parent());
+  ASSERT_EQ(::chmod(runtime.path().c_str(), 0700), 0);
+  const std::string run_user = run_user_root.path() + "/" + std::to_string(::geteuid());
+  ASSERT_EQ(::mkdir(run_user.c_str(), 0700), 0);
+  Sources sources = without_runtime_dir(home.path());
+  sources.xdg_runtime_dir = runtime.path();
+  sources.run_user_root = run_user_root.path();
+  const std::vector<std::string> dirs =
+      private_state::candidate_state_dirs(sources, {"probe", "bwrap"});
+  EXPECT_EQ(dirs, (std::vector<std::string>{runtime.path() + "/sbx-probe",
+                                            runtime.path() + "/sbx-bwrap", run_user + "/sbx-probe",
+                                            run_user + "/sbx-bwrap", home.path() + "/.cache/sbx"}));
+  for (const std::string& dir : dirs) EXPECT_EQ(mode_of(dir), 0700u) << dir;
+  // The one in use is among them.
+  Result<std::string> in_use = state_dir(sources, "bwrap");
+  ASSERT_TRUE(in_use.ok()) << in_use.error();
+  EXPECT_EQ(*in_use, runtime.path() + "/sbx-bwrap");
+  // XDG_CACHE_HOME and ~/.cache are both places a run could use.
+  TempDir cache(test::private_parent());
+  ASSERT_EQ(::chmod(cache.path().c_str(), 0700), 0);
+  sources.xdg_cache_home = cache.path();
+  const std::vector<std::string> with_cache = private_state::candidate_state_dirs(sources, {});
+  EXPECT_EQ(with_cache,
+            (std::vector<std::string>{cache.path() + "/sbx", home.path() + "/.cache/sbx"}));
+}
+
+// Red team round 4: a run with HOME set elsewhere (per task) and the usual home writable moved
+// the usual home's ~/.cache aside; the passwd home's cache is a candidate too.
+TEST(CandidateStateDirs, ThePasswdHomesCacheCountsWhenHomeIsElsewhere) {
+  TempDir usual(test::private_parent());
+  TempDir task(test::private_parent());
+  Sources sources = without_runtime_dir(task.path());
+  sources.passwd_home = usual.path();
+  EXPECT_EQ(private_state::candidate_state_dirs(sources, {}),
+            (std::vector<std::string>{task.path() + "/.cache/sbx", usual.path() + "/.cache/sbx"}));
+  sources.passwd_home = task.path();
+  EXPECT_EQ(private_state::candidate_state_dirs(sources, {}),
+            (std::vector<std::string>{task.path() + "/.cache/sbx"}));
+}
+
+// A cache below a shared directory is no place for state (StateDir.AHomeBelowTmpIsRefused), so
+// no candidate either: nothing is made there.
+TEST(CandidateStateDirs, NothingIsMadeBelowASharedDirectory) {
+  TempDir home;  // in /tmp: 1777
+  const std::vector<std::string> dirs =
+      private_state::candidate_state_dirs(without_runtime_dir(home.path()), {"bwrap"});
+  EXPECT_TRUE(dirs.empty()) << dirs.front();
+  EXPECT_FALSE(fs::exists(home.path() + "/.cache"));
+}
+
+// Root with a usable /run never gets to the cache (runtime_base picks /run whatever the
+// environment): root's cache is no candidate, and a HOME workspace of root keeps running under
+// Landlock (LandlockStateDir.AWorkspaceHoldingTheStateDirectoryIsRefusedWithTheFix/root).
+TEST(CandidateStateDirs, RootWithItsRunDirectoryHasNoCacheCandidate) {
+  if (::geteuid() != 0) GTEST_SKIP() << "root's candidates: needs uid 0";
+  TempDir home(test::private_parent());
+  TempDir run(test::private_parent());
+  Sources sources = without_runtime_dir(home.path());
+  sources.root_run = run.path();
+  EXPECT_EQ(private_state::candidate_state_dirs(sources, {"bwrap"}),
+            std::vector<std::string>{run.path() + "/sbx-bwrap"});
+  EXPECT_FALSE(fs::exists(home.path() + "/.cache"));
 }
 
 // The proxy's socket directories live there too: never under /tmp, whatever the host offers.

@@ -32,7 +32,9 @@ TEST(Splitter, Table) {
       {"a&&b||c", Parts{{"a"}, {"b"}, {"c"}}},
       {"a | b |& c", Parts{{"a"}, {"b"}, {"c"}}},
       {"a; b;", Parts{{"a"}, {"b"}}},
-      {"a & b &", Parts{{"a"}, {"b"}}},
+      // A lone & backgrounds a part, which would outlive the run: in doubt.
+      {"a & b &", std::nullopt},
+      {"a &", std::nullopt},
       {"a\nb\n\n", Parts{{"a"}, {"b"}}},
       {"a &&\nb", Parts{{"a"}, {"b"}}},
       {"(a; b) && c", Parts{{"a"}, {"b"}, {"c"}}},
@@ -172,7 +174,7 @@ TEST(ProgramsOf, TheShellAndEveryProgramItLooksUp) {
   // names and the working directory's files mean; printf -v, hash -p, command, export, ...
   // change what later parts run; the shell runs its builtin, not the PATH file sbx would check.
   for (const char* script :
-       {"cd sub && ./x", "./x && cd sub", "cd sub && /bin/ls", "printf -v PATH /tmp/e; git status",
+       {"cd sub && ./x", "ls && cd sub", "cd sub && /bin/ls", "printf -v PATH /tmp/e; git status",
         "command ./x", "hash -p ./x git; git status", "export PATH=/e; git status", "source ./x",
         ". ./x", "eval ls", "exec ls", "alias git=./x", "set -a", "read x", "test 1 -eq 1",
         "builtin ls", "zmodload zsh/files", "type ls", "ulimit -c 0"}) {
@@ -198,52 +200,32 @@ TEST(ProgramsOf, TheShellAndEveryProgramItLooksUp) {
     EXPECT_FALSE(why.empty()) << argv.front();
   }
   // Red team round 2, G5: the runners it found missing, and the options by which tar, zip and
-  // rsync run a command (long ones also abbreviated, as getopt_long(3) accepts them).
-  for (const std::vector<std::string>& argv : std::vector<std::vector<std::string>>{
-           {"prlimit", "--cpu=1", "sh"},
-           {"linux32", "sh"},
-           {"linux64", "sh"},
-           {"i386", "sh"},
-           {"x86_64", "sh"},
-           {"fakeroot", "sh"},
-           {"dbus-run-session", "sh"},
-           {"ssh-agent", "sh"},
-           {"perf", "stat", "--", "sh"},
-           {"run-parts", "/etc/x"},
-           {"sg", "grp", "sh"},
-           {"newgrp"},
-           {"ip", "netns", "exec", "n", "sh"},
-           {"start-stop-daemon", "-S", "-x", "/bin/sh"},
-           {"bwrap", "--", "sh"},
-           {"flatpak-spawn", "sh"},
-           {"systemd-run", "sh"},
-           {"ssh", "-o", "ProxyCommand=x", "h"},
-           {"watch", "sh"},
-           {"entr", "sh"},
-           {"parallel", "sh"},
-           {"tar", "-xf", "a.tar", "--to-command=sh"},
-           {"tar", "--to-c=sh", "-xf", "a"},
-           {"tar", "-I", "sh", "-xf", "a"},
-           {"tar", "-xvIsh", "-f", "a"},
-           {"tar", "xIf", "sh", "a"},
-           {"tar", "-cf", "a", "--checkpoint=1", "--checkpoint-action=exec=sh", "."},
-           {"tar", "--use-compress-program", "sh", "-cf", "a", "."},
-           {"tar", "-F", "sh", "-xf", "a"},
-           {"zip", "-T", "-TT", "sh", "a.zip", "x"},
-           {"zip", "--unzip-command=sh", "-T", "a", "x"},
-           {"rsync", "-e", "sh", "a", "h:b"},
-           {"rsync", "-avze", "sh", "a", "h:b"},
-           {"rsync", "--rsh=sh", "a", "h:b"},
-           {"rsync", "--rsync-path=sh", "a", "h:b"},
-           {"sh", "-c", "tar -xf a --to-command=sh"}}) {
+  // rsync run a command. None is a program sbx knows the arguments of (program_grammar.hpp).
+  for (const std::vector<std::string>& argv :
+       std::vector<std::vector<std::string>>{{"prlimit", "--cpu=1", "sh"},
+                                             {"linux32", "sh"},
+                                             {"setarch", "x86_64", "sh"},
+                                             {"fakeroot", "sh"},
+                                             {"dbus-run-session", "sh"},
+                                             {"ssh-agent", "sh"},
+                                             {"perf", "stat", "--", "sh"},
+                                             {"run-parts", "/etc/x"},
+                                             {"ip", "netns", "exec", "n", "sh"},
+                                             {"start-stop-daemon", "-S", "-x", "/bin/sh"},
+                                             {"bwrap", "--", "sh"},
+                                             {"systemd-run", "sh"},
+                                             {"ssh", "-o", "ProxyCommand=x", "h"},
+                                             {"watch", "sh"},
+                                             {"tar", "-xf", "a.tar", "--to-command=sh"},
+                                             {"tar", "-xf", "a.tar"},
+                                             {"zip", "-r", "a.zip", "x"},
+                                             {"rsync", "-av", "a", "b"},
+                                             {"sh", "-c", "tar -xf a --to-command=sh"}}) {
     std::string why;
     EXPECT_EQ(programs_of(argv, &why), std::nullopt) << argv.front() << " " << argv.back();
-    EXPECT_FALSE(why.empty()) << argv.front();
+    EXPECT_NE(why.find("is not a program sbx runs without a sandbox"), std::string::npos)
+        << argv.front() << ": " << why;
   }
-  EXPECT_EQ(programs_of({"tar", "-xf", "a.tar"}), Programs({"tar"}));
-  EXPECT_EQ(programs_of({"tar", "tf", "a.tar"}), Programs({"tar"}));
-  EXPECT_EQ(programs_of({"zip", "-r", "a.zip", "x"}), Programs({"zip"}));
-  EXPECT_EQ(programs_of({"rsync", "-av", "a", "b"}), Programs({"rsync"}));
   EXPECT_EQ(programs_of({"git", "status", "-c"}), Programs({"git"}));
   EXPECT_EQ(programs_of({"find", ".", "-name", "x"}), Programs({"find"}));
   EXPECT_EQ(programs_of({"sh", "-c", "ls $(x)"}), std::nullopt);
@@ -295,26 +277,27 @@ TEST(ProgramsOf, ProgramsThatRunCodeFromTheirArgumentsOrInput) {
                                              {"bash", "--rcfile", "/x", "-c", "ls"},
                                              {"/bin/dash", "-ec", "ls"},
                                              {"fish", "-c", "id"},
-                                             {"sh", "-c", "ls && sed -n 1p f"},
+                                             {"sh", "-c", "ls && sed 1d f"},
                                              {"sh", "-c", "echo a | bash -c id"},
                                              {"sh", "-c", "sh -c id"}}) {
     std::string why;
     EXPECT_EQ(programs_of(argv, &why), std::nullopt) << argv.front() << " " << argv.back();
-    EXPECT_TRUE(why.find("runs commands named in its arguments or its input") !=
-                    std::string::npos ||
+    EXPECT_TRUE(why.find("is not a program sbx runs without a sandbox") != std::string::npos ||
                 why.find("runs a script sbx does not read") != std::string::npos ||
-                why.find("runs a program named in its arguments") != std::string::npos)
+                why.find("'sed' runs without a sandbox only as") != std::string::npos)
         << argv.front() << ": " << why;
   }
   std::string why;
   EXPECT_EQ(programs_of({"sed", "-n", "1e id", "f"}, &why), std::nullopt);
   EXPECT_EQ(why,
-            "'sed' runs commands named in its arguments or its input (a script, a shell escape), "
-            "which sbx does not verify");
+            "'sed' runs without a sandbox only as `sed -n Np` or `sed -n M,Np` with at most one "
+            "file: any other script may run a command or write a file");
   // Programs that only read their arguments as data, and the one shell form sbx reads.
   EXPECT_EQ(programs_of({"cat", "f"}), Programs({"cat"}));
-  EXPECT_EQ(programs_of({"ldd", "/bin/true"}), Programs({"ldd"}));
-  EXPECT_EQ(programs_of({"edit-me"}), Programs({"edit-me"}));
+  EXPECT_EQ(programs_of({"sed", "-n", "1,5p", "f"}), Programs({"sed"}));
+  // ldd runs the dynamic loader on its argument; an unknown name is no program sbx knows.
+  EXPECT_EQ(programs_of({"ldd", "/bin/true"}), std::nullopt);
+  EXPECT_EQ(programs_of({"edit-me"}), std::nullopt);
   EXPECT_EQ(programs_of({"bash", "-c", "ls"}), Programs({"bash", "ls"}));
 }
 

@@ -265,6 +265,14 @@ class Lookup : public ::testing::Test {
     return dir.write("bin/" + name, "#!/bin/sh\necho planted\n", 0755);
   }
 
+  // A compiled program (a copy of the system's ls) at dir/bin/name.
+  std::string install_elf(const sbx::test::TempDir& dir, const std::string& name) {
+    const std::string path = dir.path() + "/bin/" + name;
+    fs::copy_file(system_ls_, path);
+    fs::permissions(path, fs::perms(0755));
+    return path;
+  }
+
   TrustedProgram find(const std::string& command, const std::string& path_env) {
     return find_trusted_program(command, tmp_.path(), path_env, policy_, user_);
   }
@@ -304,14 +312,70 @@ TEST_F(Lookup, ASymlinkInAWritableDirectoryIsPlantedWhateverItNames) {
 }
 
 TEST_F(Lookup, ATrustedProgramIsReturnedByThePathFound) {
-  plant(outside_, "tool");
-  const TrustedProgram found = find(outside_.path() + "/bin/tool", "");
+  const std::string tool = install_elf(outside_, "tool");
+  const std::string bin = outside_.path() + "/bin";
+  const TrustedProgram found = find(tool, bin);
   ASSERT_TRUE(found.path) << found.refused;
-  EXPECT_EQ(*found.path, outside_.path() + "/bin/tool");
+  EXPECT_EQ(*found.path, tool);
   // Found through PATH, by the entry's path (not the symlink-free one).
-  const TrustedProgram searched = find("tool", outside_.path() + "/bin");
+  const TrustedProgram searched = find("tool", bin);
   ASSERT_TRUE(searched.path) << searched.refused;
-  EXPECT_EQ(*searched.path, outside_.path() + "/bin/tool");
+  EXPECT_EQ(*searched.path, tool);
+}
+
+// Red team round 3: a root-owned script named like a program of the allowlist (a test fixture
+// `diff` that starts `#!/usr/bin/env python`) ran env unsandboxed; so did a copy of env named
+// ls outside PATH. Only an ELF file in a searched PATH directory runs.
+TEST_F(Lookup, AScriptOrAProgramOutsideThePathDirectoriesIsRefused) {
+  const std::string script = outside_.write("bin/diff", "#!/bin/sh\necho x\n", 0755);
+  const TrustedProgram by_name = find("diff", outside_.path() + "/bin");
+  EXPECT_FALSE(by_name.path);
+  EXPECT_NE(by_name.refused.find("is not a compiled program"), std::string::npos)
+      << by_name.refused;
+  const std::string elf = install_elf(outside_, "ls");
+  const TrustedProgram elsewhere = find(elf, "/usr/bin:/bin");
+  EXPECT_FALSE(elsewhere.path);
+  EXPECT_NE(elsewhere.refused.find("outside the PATH directories searched"), std::string::npos)
+      << elsewhere.refused;
+  EXPECT_TRUE(find(elf, outside_.path() + "/bin").path);
+}
+
+// Red team round 3: a user holding CAP_DAC_OVERRIDE (ambient capabilities) writes a root-owned
+// .git/config whatever its mode; such a user is judged like root.
+TEST_F(Lookup, AUserWithCapabilitiesIsJudgedLikeRoot) {
+  const std::string tool = install_elf(outside_, "tool");
+  const HostUser capable{65534, true};
+  const TrustedProgram found =
+      find_trusted_program(tool, tmp_.path(), outside_.path() + "/bin", policy_, capable);
+  EXPECT_FALSE(found.path);
+  EXPECT_NE(found.refused.find("effective capabilities"), std::string::npos) << found.refused;
+  // Root's effective set is never empty; an ordinary user's is.
+  EXPECT_EQ(current_host_user().capable, ::geteuid() == 0);
+}
+
+// Red team round 3: `git status` in repo/src ran a core.fsmonitor planted in a user-owned
+// submodule beside src. git reads the whole repository, so its top is found and judged whole.
+TEST_F(Lookup, TheRepositoryTopIsTheOutermostDirectoryHoldingGit) {
+  fs::create_directories(outside_.path() + "/repo/.git");
+  fs::create_directories(outside_.path() + "/repo/src/deep");
+  fs::create_directories(outside_.path() + "/repo/lib");
+  outside_.write("repo/lib/.git", "gitdir: ../.git/modules/lib\n", 0644);
+  fs::create_directories(outside_.path() + "/repo/.git/modules/lib");
+  const RepositoryTop top = repository_top(outside_.path() + "/repo/lib");
+  EXPECT_EQ(top.top, outside_.path() + "/repo") << top.refused;
+  EXPECT_EQ(top.refused, "");
+  EXPECT_EQ(repository_top(outside_.path() + "/repo/src/deep").top, outside_.path() + "/repo");
+  EXPECT_EQ(repository_top(outside_.path() + "/bin").top, std::nullopt);
+  // A bare repository is a git directory itself.
+  fs::create_directories(outside_.path() + "/bare.git/objects");
+  fs::create_directories(outside_.path() + "/bare.git/refs");
+  outside_.write("bare.git/HEAD", "ref: refs/heads/main\n", 0644);
+  EXPECT_EQ(repository_top(outside_.path() + "/bare.git/refs").top, outside_.path() + "/bare.git");
+  // A linked worktree's .git file names a directory outside: not followed, refused.
+  fs::create_directories(outside_.path() + "/wt");
+  outside_.write("wt/.git", "gitdir: " + outside_.path() + "/repo/.git\n", 0644);
+  EXPECT_NE(repository_top(outside_.path() + "/wt").refused.find("a linked worktree"),
+            std::string::npos);
 }
 
 TEST_F(Lookup, PathEntriesTheSandboxCanWriteAreSkipped) {

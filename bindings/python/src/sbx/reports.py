@@ -326,8 +326,7 @@ class PluginLoading(TypedDict):
     reason: str
 
 
-class Plan(TypedDict):
-    """What would run."""
+class _PlanRequired(TypedDict):
     #: null for a plan run without a sandbox.
     backend: Optional[str]
     argv: List[str]
@@ -340,11 +339,29 @@ class Plan(TypedDict):
     windows: Optional["PlanWindows"]
 
 
+class Plan(_PlanRequired, total=False):
+    """What would run."""
+    #: What the backend's exec() starts when that is not argv itself: the bwrap backend's direct or stage-2 launch, made from the same typed plan (plugins/bwrap/include/sbx/bwrap/launch_form.hpp). Absent for the other backends, whose argv is what runs.
+    launch: "Launch"
+
+
 class HostPaths(TypedDict):
     """Host paths the run creates or keeps (ExecPlan::host_paths)."""
     created: List[str]
     kept: List[str]
     state_dir: str
+
+
+class Launch(TypedDict):
+    """One launch: bwrap's argv and the items of its --args block. Bind sources are shown by path (exec opens each without following symlinks and passes it as --bind-fd/--ro-bind-fd); the command's environment by name only, in order (its values are the plan's)."""
+    #: direct: bwrap runs the command, its options in a sealed --args block; stage2: sbx-stage2 runs inside as PID 1 (network mode proxy, an environment without PWD at the working directory, a kernel without pidfds or openat2).
+    form: Literal["direct", "stage2"]
+    #: What bwrap is executed with.
+    argv: List[str]
+    #: direct: the --args block (descriptor 4) without its --setenv NAME VALUE triples, which follow --clearenv, one per environment entry; stage2: empty.
+    args: List[str]
+    #: The names of the command's environment entries as handed over: --setenv in the --args block (direct), the entries on descriptor 4 (stage2).
+    environment: List[str]
 
 
 class PlanWindows(TypedDict):
@@ -407,4 +424,4 @@ class ContextNetwork(TypedDict):
     limits: List[str]
 
 
-__all__ = ["ExecReport", "ExitStatus", "Capture", "Denial", "LikelyDenial", "NoDenial", "DenialKind", "NetworkRefusal", "ProxyRefusal", "UnixRefusal", "IpRefusal", "Decision", "Explanation", "PassedOver", "ResolvedPolicy", "PathRule", "ProtectedPath", "ResolvedNetwork", "CgroupSupport", "LimitEnforcement", "EnvironmentSummary", "SettingsSummary", "Scope", "Capability", "BackendsReport", "BackendInfo", "ProbeCheck", "RejectedPlugin", "PluginLoading", "Plan", "HostPaths", "PlanWindows", "WindowsToken", "WindowsAce", "WindowsSid", "ContextReport", "ContextFilesystem", "ContextNetwork", "SCHEMAS"]
+__all__ = ["ExecReport", "ExitStatus", "Capture", "Denial", "LikelyDenial", "NoDenial", "DenialKind", "NetworkRefusal", "ProxyRefusal", "UnixRefusal", "IpRefusal", "Decision", "Explanation", "PassedOver", "ResolvedPolicy", "PathRule", "ProtectedPath", "ResolvedNetwork", "CgroupSupport", "LimitEnforcement", "EnvironmentSummary", "SettingsSummary", "Scope", "Capability", "BackendsReport", "BackendInfo", "ProbeCheck", "RejectedPlugin", "PluginLoading", "Plan", "HostPaths", "Launch", "PlanWindows", "WindowsToken", "WindowsAce", "WindowsSid", "ContextReport", "ContextFilesystem", "ContextNetwork", "SCHEMAS"]

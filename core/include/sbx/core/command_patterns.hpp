@@ -22,8 +22,9 @@ namespace sbx::settings {
 // One simple command: its words, quotes removed.
 using SimpleCommand = std::vector<std::string>;
 
-// Splits a shell script into simple commands at ;, &, &&, ||, |, |&, newlines and the
-// parentheses of a subshell. nullopt ("in doubt") for anything that could run or name code the
+// Splits a shell script into simple commands at ;, &&, ||, |, |&, newlines and the
+// parentheses of a subshell. nullopt ("in doubt") for a lone & (a background part outlives the
+// run) and for anything that could run or name code the
 // words do not show: $ (expansions, $(...)), backticks, backslashes, redirections (< >,
 // here-docs), braces, glob characters (* ? [ ]), a leading ~ or #, an assignment before the
 // command (NAME=value cmd), a reserved word (if, for, while, function, !, ...), control

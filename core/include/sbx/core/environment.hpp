@@ -15,9 +15,18 @@ struct FilteredEnvironment {
   std::vector<std::string> removed;  // names taken away, sorted, each once (never values)
 };
 
-// Applies `policy` to `env` ("NAME=value" entries; an entry without '=' is dropped and counts
-// as removed). Order: inherit, the default secret filter by name and by value (unless `keep`),
-// exclude, include_only, then set. A name `set` gives is not listed as removed.
+// How an entry with an empty name ("=x") is listed among names: exec(3) accepts one in an
+// environment (a C program, another runtime, `env '=x'` can pass it), but it names no
+// variable, no program can look it up, and bwrap cannot set it (--setenv needs a name).
+inline constexpr std::string_view kEmptyVariableName = "(empty name)";
+
+// Applies `policy` to `env` ("NAME=value" entries). Dropped on every path, whatever the policy,
+// and counted as removed: an entry without '=' (a bare NAME: a variable the caller withheld,
+// such as the LD_* variables the CLI takes out of its own environment at start,
+// spawn.hpp harden_current_process; its name is listed) and an entry with an empty name
+// (listed as kEmptyVariableName; the caller's environment is not the user's input, so it is
+// dropped rather than refused). Order: inherit, the default secret filter by name and by value
+// (unless `keep`), exclude, include_only, then set. A name `set` gives is not listed as removed.
 FilteredEnvironment filter_environment(const EnvironmentPolicy& policy,
                                        const std::vector<std::string>& env);
 

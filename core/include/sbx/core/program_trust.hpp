@@ -37,9 +37,13 @@ struct PathStep {
   std::uint32_t mode = 0;  // st_mode
 };
 
-// Who would run the program: the effective uid.
+// Who would run the program: the effective uid, and whether it holds any effective capability.
+// A user with CAP_DAC_OVERRIDE, CAP_FOWNER or CAP_CHOWN (ambient capabilities, a file
+// capability on sbx, setpriv --ambient-caps) writes whatever the mode says, like root
+// (capabilities(7)); any effective capability counts, so that none of them is missed.
 struct HostUser {
   std::uint32_t uid = 0;
+  bool capable = false;
 };
 
 // Why a sandboxed command could have changed `step` (a directory's entries, the file's
@@ -98,14 +102,18 @@ ResetEnvironment reset_environment(const std::vector<std::string>& env, const st
 // What find_trusted_program found.
 struct TrustedProgram {
   std::optional<std::string> path;  // absolute; set when the program may run unsandboxed
-  std::string refused;              // else why not (the program could have been planted, ...)
+  // `path` with every symlink followed: the file that runs, whose name says which program it is
+  // (program_grammar.hpp is_file_of: a link named ls may lead to vim.basic).
+  std::string real_path;
+  std::string refused;  // else why not (the program could have been planted, ...)
   // PATH without the entries that were skipped (relative, or with a plantable step): the PATH
   // an unsandboxed excluded command gets, so that what it looks up agrees with this lookup.
   std::string trusted_path_env;
   std::vector<std::string> skipped_path_entries;
 };
 
-// This process's user (geteuid).
+// This process's user (geteuid) and whether its effective capability set (/proc/self/status
+// CapEff, proc(5)) is non-empty; when that cannot be read, it counts as capable.
 HostUser current_host_user();
 
 // Resolves `command` (a name containing '/' is a path, relative to `cwd`; else searched in
@@ -137,6 +145,19 @@ std::optional<std::string> first_plantable_beside(const std::vector<PathStep>& a
                                                   const ResolvedPolicy& policy,
                                                   const HostUser& user,
                                                   std::size_t max_per_directory);
+
+// The repository git would read from `cwd` (symlink-free), whole: git reads every file of the
+// work tree and of .git from any directory inside it, and `git status` recurses into submodules,
+// whose `.git` files name directories under the superproject's .git/modules. So the top is the
+// outermost directory at or above `cwd` that holds a `.git` entry or is itself a git directory
+// (HEAD, objects/, refs/; gitrepository-layout(5)). `refused` is set when a `.git` file on the
+// way names a directory outside that top (a linked worktree's: git reads it too, and sbx does
+// not follow it); `top` is empty when `cwd` is in no repository.
+struct RepositoryTop {
+  std::optional<std::string> top;
+  std::string refused;
+};
+RepositoryTop repository_top(const std::string& cwd);
 
 // The walk find_trusted_program makes, exposed for tests: every step from "/" to the file or
 // directory `path` (absolute) names, symlinks followed (at most 40, as the kernel's

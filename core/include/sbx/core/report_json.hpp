@@ -83,8 +83,10 @@ struct ExplainReport {
   // The excluded-command pattern each part of the command matched (command_patterns.hpp), when
   // a command was given and it runs without a sandbox for that reason; else empty.
   std::vector<std::string> excluded_by{};
-  // The environment variables such a command would not get (program_trust.hpp
-  // reset_environment: names only); empty when it is not excluded.
+  // The environment variables such a command would not get, by name (never a value): what its
+  // reset drops (program_trust.hpp reset_environment) and what the policy's /environment
+  // removed before (environment_removed: secrets, withheld LD_* names, "(empty name)");
+  // empty when it is not excluded.
   std::vector<std::string> environment_dropped{};
 };
 

@@ -67,8 +67,10 @@ struct RunReport {
   // The excluded-command pattern each part of the command matched when it ran without a
   // sandbox for that reason (command_patterns.hpp); empty otherwise.
   std::vector<std::string> excluded_by{};
-  // The environment variables that run did not get (program_trust.hpp reset_environment:
-  // names only); empty when it was not excluded.
+  // The environment variables of the caller that run did not get, by name (never a value):
+  // what its reset dropped (program_trust.hpp reset_environment) and what the policy's
+  // /environment removed before (environment.hpp filter_environment: secrets, the LD_* names
+  // the CLI withheld, "(empty name)"); empty when it was not excluded.
   std::vector<std::string> environment_dropped{};
   // The last 64 KiB of the command's stderr when it was captured (for the denial
   // classification); nullopt when it was not. A JSON key of sbx_exec's report only.

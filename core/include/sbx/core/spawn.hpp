@@ -57,4 +57,11 @@ std::vector<std::string> strip_unsafe_env(const std::vector<std::string>& env);
 // its own environment.
 void harden_current_process();
 
+// The names of the variables harden_current_process removed from this process's environment
+// (its first call's), in environ order; empty when it was not called. A front end that hands
+// its environment to a run adds them as bare names (no '='), which every run drops and lists
+// (filter_environment): the command never gets them, and a report naming what a command did
+// not get names them too.
+const std::vector<std::string>& environment_removed_at_start();
+
 }  // namespace sbx

@@ -37,6 +37,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "sbx/sdk/result.hpp"
 #include "sbx/sdk/unique_fd.hpp"
@@ -51,6 +52,9 @@ struct Sources {
   std::string root_run;        // root: "/run" when it is root's and not writable by others
   std::string xdg_cache_home;  // the last resort of callers that want one (bwrap)
   std::string home;
+  // The home directory passwd(5) gives this uid: a run started with another HOME (an agent
+  // harness that sets one per task) must still keep the usual home's state read-only.
+  std::string passwd_home;
 };
 
 // "<dir>" and "<name>" of a path ("name" alone is in ".").
@@ -231,10 +235,9 @@ inline Sources current_sources() {
   sources.xdg_runtime_dir = env_or_empty("XDG_RUNTIME_DIR");
   sources.xdg_cache_home = env_or_empty("XDG_CACHE_HOME");
   sources.home = env_or_empty("HOME");
-  if (sources.home.empty()) {
-    if (const passwd* pw = ::getpwuid(sources.uid); pw != nullptr && pw->pw_dir != nullptr)
-      sources.home = pw->pw_dir;
-  }
+  if (const passwd* pw = ::getpwuid(sources.uid); pw != nullptr && pw->pw_dir != nullptr)
+    sources.passwd_home = pw->pw_dir;
+  if (sources.home.empty()) sources.home = sources.passwd_home;
   // root: /run (root-owned, not writable by others) holds state no sandbox is given write
   // access to by any shipped preset. Only such a /run is used.
   struct stat st {};
@@ -326,6 +329,62 @@ inline Result<std::string> state_dir(const Sources& sources, const std::string& 
   const std::string dir = sbx_dir + "/" + name;
   if (Status ok = make_private_dir(dir, sources.uid); !ok.ok()) return ok.failure();
   return dir;
+}
+
+// Every directory a run of this user could keep its state in, whichever one this run uses, made
+// when missing as a run using it would make it (make_private_dir), in this order:
+//  - <runtime>/sbx-<name> for each of `runtime_names` in each runtime directory usable now
+//    (runtime_base's test): $XDG_RUNTIME_DIR, /run/user/<uid>, root's /run. A run with another
+//    XDG_RUNTIME_DIR, or none, uses the next one: su sessions, cron and CI often have no
+//    XDG_RUNTIME_DIR;
+//  - <cache>/sbx (it holds every <name>) for $XDG_CACHE_HOME when absolute and for ~/.cache,
+//    each that cache_base accepts: the fallback of a run without a usable runtime directory
+//    (logind removes /run/user/<uid> at the user's last logout). Not for root with /run
+//    usable: runtime_base never passes /run over, whatever the environment.
+// Why all of them (issue #32 B3): a sandboxed command that could write one that this run does
+// not use (~/.cache/sbx with HOME writable while XDG_RUNTIME_DIR is in use) could plant a state
+// directory there that a later run without XDG_RUNTIME_DIR finds private and trusts: only the
+// directory itself tells, and a command of this user makes it this user's own, mode 0700.
+//  - the passwd home's ~/.cache/sbx when HOME names another directory.
+// Not covered: a location a later run is given by a variable this run does not have (another
+// XDG_RUNTIME_DIR, XDG_CACHE_HOME, or a HOME that is neither this one nor passwd's).
+inline std::vector<std::string> candidate_state_dirs(
+    const Sources& sources, const std::vector<std::string>& runtime_names) {
+  std::vector<std::string> out;
+  const auto add = [&out, &sources](const std::string& dir) {
+    if (std::find(out.begin(), out.end(), dir) != out.end()) return;
+    if (make_private_dir(dir, sources.uid).ok()) out.push_back(dir);
+  };
+  std::vector<std::string> runtimes;
+  const auto usable = [&](const std::string& dir) {
+    return is_private_dir_of(dir, sources.uid) && !why_shared_path(dir, sources.uid);
+  };
+  if (usable(sources.xdg_runtime_dir)) runtimes.push_back(sources.xdg_runtime_dir);
+  const std::string run_user = sources.run_user_root + "/" + std::to_string(sources.uid);
+  if (run_user != sources.xdg_runtime_dir && usable(run_user)) runtimes.push_back(run_user);
+  if (!sources.root_run.empty()) runtimes.push_back(sources.root_run);
+  for (const std::string& runtime : runtimes)
+    for (const std::string& name : runtime_names) add(runtime + "/sbx-" + name);
+  if (sources.uid == 0 && !sources.root_run.empty()) return out;
+  for (const std::string& cache_home : {sources.xdg_cache_home, std::string()}) {
+    Sources one = sources;
+    one.xdg_cache_home = cache_home;  // "": ~/.cache
+    if (!cache_home.empty() && cache_home.front() != '/') continue;
+    const Result<std::string> base = cache_base(one);
+    if (base.ok()) add(*base + "/sbx");
+  }
+  // The passwd home's ~/.cache/sbx too, when HOME names another directory (red team round 4:
+  // a run with HOME set elsewhere and the usual home writable moved that state aside, and
+  // every later run with the usual HOME failed).
+  if (!sources.passwd_home.empty() && sources.passwd_home.front() == '/' &&
+      sources.passwd_home != sources.home) {
+    Sources usual = sources;
+    usual.xdg_cache_home.clear();
+    usual.home = sources.passwd_home;
+    const Result<std::string> base = cache_base(usual);
+    if (base.ok()) add(*base + "/sbx");
+  }
+  return out;
 }
 
 // Why `st` (of `what`) may not hold a file this user reuses: another owner could have written

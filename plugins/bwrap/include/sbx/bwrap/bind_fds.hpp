@@ -13,6 +13,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sbx/sdk/result.hpp"
@@ -32,10 +33,12 @@ Result<int> open_bind_source(const std::string& path, bool allow_char_device);
 
 // bwrap's argv with every "--bind SRC DEST" / "--ro-bind SRC DEST" replaced by the fd forms,
 // plus the descriptors (close-on-exec; the spawner makes exactly these inheritable by bwrap and
-// closes them after the run). On error, nothing stays open.
+// closes them after the run) and the path each was opened from (the launch's record,
+// launch_json). On error, nothing stays open.
 struct BoundArgv {
   std::vector<std::string> argv;
   std::vector<int> fds;
+  std::vector<std::pair<int, std::string>> sources;  // {fd, SRC} for each of fds
 };
 Result<BoundArgv> bind_sources_by_fd(const std::vector<std::string>& argv);
 

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "bwrap_checks.hpp"
+#include "sbx/bwrap/translate.hpp"
 #include "sbx/sdk/result.hpp"
 #include "seccomp_filter.hpp"
 
@@ -61,32 +62,37 @@ inline constexpr const char* kPauseFile = "/dev/.sbx-setup";
 inline constexpr const char* kPidOneMask[] = {"--perms", "0555",         "--tmpfs",
                                               "/proc/1", "--remount-ro", "/proc/1"};
 
-// A stage-2 plan (bwrap OPTIONS -- .../sbx-stage2 --net MODE [--env K=V]... -- COMMAND...)
-// taken apart for the direct launch, after the spawner took out the supervisor's options and
-// put the bind sources on descriptors.
+// The direct form of a typed plan (translate.hpp, BwrapPlan): what bwrap is given instead of
+// running sbx-stage2. exec() puts the bind sources among `options` on descriptors (bind_fds.hpp)
+// before it writes the --args block.
 struct DirectPlan {
   std::string bwrap;  // bwrap's path
-  // bwrap's options, without --as-pid-1, with kPidOneMask after `--proc /proc`
+  // bwrap's options: the plan's without --as-pid-1, with kPidOneMask after `--proc /proc`, then
+  // "--chdir DIR"
   std::vector<std::string> options;
   stage2::NetworkFilter filter = stage2::NetworkFilter::kOpen;
   std::vector<std::string> env;             // KEY=VALUE
   std::vector<std::string> command;         // absolute path first
   std::string stage2;                       // sbx-stage2's path (the write layer's trampoline)
-  bool write_layer = false;                 // --write-layer: bwrap runs the command through stage 2
+  bool write_layer = false;                 // bwrap runs the command through stage 2's trampoline
   std::vector<std::string> writable_roots;  // --write-root
 };
 
-// The direct form of `argv`, or nullopt when it keeps stage 2: network mode proxy (the relay
-// runs inside the sandbox), a plan that does not run sbx-stage2, a stage-2 option this
-// launcher does not know (never guessed: stage 2 then does what it says), or an environment
-// without PWD set to the --chdir directory (bwrap 0.8 sets PWD to it unconditionally; only
-// stage 2 gives the command exactly an environment without it).
-std::optional<DirectPlan> direct_plan(const std::vector<std::string>& argv);
+// The direct form of `plan`, or nullopt when it keeps stage 2: network mode proxy (the relay
+// runs inside the sandbox), a relative command, write roots without the write layer (stage 2
+// refuses them), or an environment without PWD set to the --chdir directory (bwrap 0.8 sets PWD
+// to it unconditionally; only stage 2 gives the command exactly an environment without it).
+// The write layer is kept only with `write_layer_supported` (Landlock ABI >= 2): below it the
+// trampoline would enter nothing (write_layer.hpp), and the plan's notes say what stays writable.
+std::optional<DirectPlan> direct_plan(const BwrapPlan& plan, bool write_layer_supported);
 
 // The --args block: "--json-status-fd 3 --add-seccomp-fd 5 --add-seccomp-fd 6 --clearenv",
 // "--setenv NAME VALUE" per variable, the plan's options, "--ro-bind-data 7 kPauseFile", each
 // ended by a NUL byte. Error if a variable has no '=' or an empty name, or anything holds a NUL.
 Result<std::string> direct_args_block(const DirectPlan& plan);
+
+// The items of an --args block, in order (each ended by a NUL byte).
+std::vector<std::string> split_args_block(const std::string& block);
 
 // bwrap's argv: {bwrap, "--args", "4", "--", command...} (bwrap 0.8 takes the command only from
 // its argv). The command's own arguments are in its own /proc cmdline anyway. With the write

@@ -4,11 +4,14 @@
 // hold_host_paths() is the one step that touches the host: it is exec()'s use of the plan.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sbx/bwrap/host.hpp"
+#include "sbx/bwrap/launch_form.hpp"
 #include "sbx/bwrap/translate.hpp"
 #include "sbx/sdk/types.hpp"
 
@@ -23,11 +26,36 @@ struct PlanContext {
   std::optional<std::string> network_note;
   // A note on what stays writable without sbx-stage2's write layer (Landlock ABI < 2), if so.
   std::optional<std::string> write_layer_note;
+  // What the kernel offers the launches (running_launch_host): decides the launch exec() takes.
+  LaunchHost launch_host;
 };
 
-// The plan for a translation: bwrap's argv, an empty environment (the command's goes through
-// sbx-stage2), the notes for people, and in host_paths the mount points bwrap will create
-// (created), the existing protected paths the run relies on (kept) and the state directory.
+// The backend's plan detail (sbx/sdk/types.hpp, PlanDetail): the typed plan and the host it was
+// made for, handed back unchanged to exec(), which launches from them (launch_form.hpp). Its
+// report_json() gives the plan's JSON the member "launch": what exec() will start
+// (planned_launch, launch_json).
+class BwrapPlanDetail final : public PlanDetail {
+ public:
+  BwrapPlanDetail(BwrapPlan plan, LaunchHost host) : plan_(std::move(plan)), host_(host) {}
+  const BwrapPlan& plan() const { return plan_; }
+  const LaunchHost& host() const { return host_; }
+  std::string report_json() const override;
+
+ private:
+  BwrapPlan plan_;
+  LaunchHost host_;
+};
+
+// The bwrap detail of `plan`, or nullptr when it has none (a plan this backend did not make).
+const BwrapPlanDetail* bwrap_detail_of(const ExecPlan& plan);
+
+// The ExecPlan of a typed plan: the printed argv (stage2_form), an empty environment (bwrap's
+// own: the command's travels in the typed plan), `cwd` (where bwrap starts), the detail.
+ExecPlan exec_plan_of(BwrapPlan plan, const LaunchHost& host, std::string cwd);
+
+// The plan for a translation: exec_plan_of() for its typed plan on context.launch_host, the notes
+// for people, and in host_paths the mount points bwrap will create (created), the existing
+// protected paths the run relies on (kept) and the state directory.
 ExecPlan make_plan(const TransformRequest& request, Translation translation,
                    const PlanContext& context);
 

@@ -7,12 +7,13 @@
 //
 // Same contract as core's host spawn (absolute execve, exactly plan.env, every fd but 0-2
 // closed, plan.cwd, 125/126/127 for sbx/exec failures), plus what core cannot do for bwrap:
-// bwrap is started with "--info-fd 3" and the command's environment on fd 4 (move_env_to_fd),
-// bind sources as checked descriptors (bind_fds.hpp), stage 2's ready pipe on fd 5 and its mount
-// list on fd 6; the pid of the sandbox's PID 1 (sbx-stage2 --as-pid-1)
-// is read from bwrap's JSON, and signals sent to sbx are forwarded to that process instead of
-// to bwrap (which would die of them and take the sandbox down with --die-with-parent). When
-// bwrap ends before stage 2 wrote its ready byte, the result is 125 (bwrap's own failure).
+// bwrap is started with "--info-fd 3" and the command's environment on fd 4
+// (stage2_launch_argv, launch_form.hpp), bind sources as checked descriptors (bind_fds.hpp),
+// stage 2's ready pipe on fd 5 and its mount list on fd 6; the pid of the sandbox's PID 1
+// (sbx-stage2 --as-pid-1) is read from bwrap's JSON, and signals sent to sbx are forwarded to that
+// process instead of to bwrap (which would die of them and take the sandbox down with
+// --die-with-parent). When bwrap ends before stage 2 wrote its ready byte, the result is 125
+// (bwrap's own failure).
 #pragma once
 
 #include <sys/types.h>
@@ -40,37 +41,20 @@ inline constexpr int kReadyFd = 5;
 // The planned mounts for sbx-stage2 to verify (--mounts-fd; plugins/bwrap/checks/bwrap_checks.hpp).
 inline constexpr int kMountsFd = 6;
 
-// plan.argv with stage 2's "--env KEY=VALUE" pairs taken out and "--env-fd 4" put right after
-// stage 2's path, plus the block of NUL-terminated entries for that descriptor. Why: arguments
-// are world-readable in /proc for as long as bwrap and stage 2 run; an environment holds
-// secrets (stage2/env_block.hpp). Stage 2's arguments are those between the first "--"
-// (the end of bwrap's options) and stage 2's own "--"; nothing else is touched. Without --env
-// pairs the argv is returned unchanged and the block is empty.
-struct EnvOnFd {
-  std::vector<std::string> argv;
-  std::string block;
-};
-EnvOnFd move_env_to_fd(const std::vector<std::string>& argv);
-
-// plan.argv with "--info-fd 3" inserted right after argv[0] (bwrap's own path). The translator
-// stays pure: the option names an fd that only exists once this spawner provides it.
-std::vector<std::string> with_info_fd(const std::vector<std::string>& argv);
-
-// argv with `options` inserted right after stage 2's path (the first argument after bwrap's
-// "--"); unchanged if there is no such argument.
-std::vector<std::string> with_stage2_options(const std::vector<std::string>& argv,
-                                             const std::vector<std::string>& options);
-
 // The "child-pid" member of bwrap's --info-fd JSON, or nullopt if absent or malformed.
 std::optional<pid_t> parse_child_pid(std::string_view info);
 
-// Runs bwrap per the plan and waits for it; see the file comment. The run's child hook (its
-// resource limits) runs in bwrap's process right before execve; if it fails, bwrap does not
-// run and the result is 125 with a message. `refusals`, when given, receives what the
-// unix-socket supervisor refused during the run, once the sandbox has ended. The run is told
-// run_started() once bwrap runs and the unix-socket supervisor is attached, before sbx waits
-// for the sandbox (its work alongside the run then overlaps bwrap's set-up).
+// Runs bwrap per the plan and waits for it; see the file comment. The launch comes from the
+// plan's typed detail (plan.hpp, BwrapPlanDetail; launch_form.hpp), never from its printed argv:
+// a plan without it is refused. The run's child hook (its resource limits) runs in bwrap's
+// process right before execve; if it fails, bwrap does not run and the result is 125 with a
+// message. `refusals`, when given, receives what the unix-socket supervisor refused during the
+// run, once the sandbox has ended. `launched`, when given, receives what was started
+// (launch_json with the bind sources), before bwrap runs. The run is told run_started() once
+// bwrap runs and the unix-socket supervisor is attached, before sbx waits for the sandbox (its
+// work alongside the run then overlaps bwrap's set-up).
 Result<ExitStatus> spawn_bwrap(const ExecPlan& plan, const RunContext& run = RunContext(nullptr),
-                               std::vector<UnixRefusal>* refusals = nullptr);
+                               std::vector<UnixRefusal>* refusals = nullptr,
+                               std::string* launched = nullptr);
 
 }  // namespace sbx::bwrap

@@ -8,6 +8,7 @@
 // expand_deny_globs() and passed in.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <set>
 #include <string>
@@ -40,9 +41,50 @@ struct HostFacts {
   std::vector<std::string> glob_matches;  // deny-glob matches found at launch (absolute)
 };
 
-// The plan: bwrap argv, plus what a person should be told and what exec must clean up.
+// How sbx-stage2 filters the network (its --net): `private` in a network namespace of the
+// sandbox's own (network restricted), `open` (enabled), `proxy` (the relay to sbx's proxy).
+enum class Stage2Net : std::uint8_t { kPrivate, kOpen, kProxy };
+
+// The plan, typed: what exec() runs. The translator fills it and prints it as stage2_form();
+// it reaches exec() unchanged in the plan's detail (plan.hpp, BwrapPlanDetail), which takes the
+// launch from these fields and never from the printed argv (launch_form.hpp).
+struct BwrapPlan {
+  std::string bwrap;  // bwrap's path (facts.bwrap_path)
+  // bwrap's options as the translator planned them (mounts, then namespaces, --cap-drop ALL and
+  // --as-pid-1), without --chdir; bind sources by path.
+  std::vector<std::string> options;
+  std::string chdir;   // the working directory inside (bwrap's --chdir, its last option)
+  std::string stage2;  // sbx-stage2's path (facts.stage2_path)
+  Stage2Net net = Stage2Net::kPrivate;
+  std::uint16_t proxy_port = 0;  // kProxy: the port stage 2's relay listens on inside
+  std::string proxy_socket;      // kProxy: the proxy's unix socket the relay forwards to
+  // Writes limited to some roots: stage 2's Landlock write layer over write_roots
+  // (linux/landlock/write_layer.hpp).
+  bool write_layer = false;
+  std::vector<std::string> write_roots;
+  // Host unix sockets the command may connect to (policy network.unix_sockets), for sbx's
+  // unix-socket supervisor (unix_supervisor.hpp); printed as --allow-unix-socket.
+  std::vector<std::string> unix_sockets;
+  std::vector<std::string> env;      // the command's environment, KEY=VALUE
+  std::vector<std::string> command;  // absolute path first
+  friend bool operator==(const BwrapPlan&, const BwrapPlan&) = default;
+};
+
+// Stage 2's own arguments for `plan` (what it is told in every launch): "--net MODE",
+// "--proxy-port P --proxy-socket S" in proxy mode, "--write-layer" and one "--write-root R" per
+// root with the write layer.
+std::vector<std::string> stage2_arguments(const BwrapPlan& plan);
+
+// The plan as printed (`sbx exec --dry-run`, `sbx debug`; the goldens pin it), runnable by hand:
+// bwrap OPTIONS --chdir DIR -- sbx-stage2 stage2_arguments() [--allow-unix-socket S]...
+// [--env KEY=VALUE]... -- COMMAND...
+std::vector<std::string> stage2_form(const BwrapPlan& plan);
+
+// The translation: the typed plan and its printed form, plus what a person should be told and
+// what exec must clean up.
 struct Translation {
-  std::vector<std::string> argv;  // argv[0] == facts.bwrap_path
+  BwrapPlan plan;
+  std::vector<std::string> argv;  // stage2_form(plan); argv[0] == facts.bwrap_path
   std::vector<std::string> notes;
   // Mount points that must be created on the host (missing protected names and other missing
   // read-only/denied paths under writable roots), each a socket inode (or an empty regular file)

@@ -108,21 +108,14 @@ bool send_descriptor(int channel, int fd) noexcept;
 // Receives one descriptor sent by send_descriptor, without blocking; -1 if none is there.
 int receive_descriptor(int channel) noexcept;
 
-// The options the bwrap plan carries for the supervisor in sbx-stage2's argument section:
-// `--allow-unix-socket PATH` (one per listed socket). They are removed from the argv before
-// bwrap runs (stage 2 never sees them).
+// How the printed plan names the host unix sockets the command may connect to, in sbx-stage2's
+// argument section: `--allow-unix-socket PATH` (one per listed socket; stage2_form,
+// translate.hpp). exec() takes them from the typed plan (unix_socket_rules, launch_form.hpp):
+// stage 2 never sees them.
 inline constexpr const char* kAllowUnixSocketOption = "--allow-unix-socket";
 // The option the spawner adds for sbx-stage2 once the supervisor runs: stage 2 may then let the
 // command create unix stream and seqpacket sockets in a private network namespace.
 inline constexpr const char* kUnixSupervisedOption = "--unix-supervised";
-
-struct SupervisedArgv {
-  std::vector<std::string> argv;  // without the supervisor's options
-  UnixSocketRules rules;
-};
-// Splits the supervisor's options out of a bwrap plan's argv; the network namespace is private
-// when bwrap gets --unshare-net; in proxy mode the proxy's socket (--proxy-socket) is allowed.
-SupervisedArgv take_supervisor_options(const std::vector<std::string>& argv);
 
 class UnixSupervisor {
  public:

@@ -1,7 +1,9 @@
-// The landlock backend's pure parts: policy -> sbx-stage2 argv (Landlock mode) and the
-// capabilities a given Landlock ABI can enforce. Nothing here touches the host.
+// The landlock backend's pure parts: policy -> the typed plan and its printed form, the
+// sbx-stage2 argv (Landlock mode), and the capabilities a given Landlock ABI can enforce.
+// Nothing here touches the host.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -18,10 +20,34 @@ struct RuleLine {
   friend bool operator==(const RuleLine&, const RuleLine&) = default;
 };
 
+// How the command may use the network (stage 2's --net in Landlock mode): no TCP at all and
+// the restricted seccomp filter (blocked), every socket (open), TCP connect to the proxy's port
+// only and the proxy-mode filter (proxy).
+enum class Network : std::uint8_t { kBlocked, kOpen, kProxy };
+
+// The plan, typed: what exec() runs. The translator fills it and prints it as plan_argv(); it
+// reaches exec() unchanged in the plan's detail (plan.hpp), which turns it into the launcher's
+// launch (launch_of) without reading the printed argv back.
+struct LandlockPlan {
+  int min_abi = 1;                  // the launcher refuses to run on a lower ABI
+  bool restrict_filesystem = true;  // --ll-fs restricted (else unrestricted: no rule at all)
+  std::vector<RuleLine> rules;      // the path rules, in order
+  bool scope_abstract_unix = false;
+  Network network = Network::kBlocked;
+  std::uint16_t proxy_port = 0;  // kProxy: the only TCP port connect() reaches
+  std::vector<std::string> command;
+  friend bool operator==(const LandlockPlan&, const LandlockPlan&) = default;
+};
+
+// The printed plan (`sbx exec --dry-run`, `sbx debug`), which `sbx-stage2` runs by hand with the
+// same launcher: STAGE2 --landlock MIN_ABI --ll-fs restricted|unrestricted [--ll-KIND PATH]...
+// --ll-scope-abstract-unix on|off --net blocked|open|proxy [--proxy-port P] --env-environ --
+// COMMAND...
+std::vector<std::string> plan_argv(const std::string& stage2_path, const LandlockPlan& plan);
+
 struct Translation {
-  std::vector<std::string> argv;  // sbx-stage2 --landlock ... -- command...
-  std::vector<RuleLine> rules;    // exactly the path rules in argv, in order
-  int min_abi = 1;                // stage 2 refuses to run on a lower ABI
+  LandlockPlan plan;
+  std::vector<std::string> argv;  // plan_argv(facts.stage2_path, plan)
   std::vector<std::string> env;   // stage 2's environment = the command's (--env-environ)
   std::vector<std::string> notes;
 };
