@@ -2,7 +2,9 @@
 # The house style, checked (ctest: style.format, style.tidy; label style).
 #   check_style.sh format            clang-format --dry-run -Werror on every C/C++ file in git
 #   check_style.sh tidy <build-dir>  clang-tidy (.clang-tidy) on every product translation unit
-#                                    of <build-dir>/compile_commands.json, 2 in parallel
+#                                    of <build-dir>/compile_commands.json, one per CPU, at low
+#                                    priority; clean results are cached by content in
+#                                    <build-dir>/tidy-cache (cmake/scripts/tidy_run.py)
 # Exits non-zero on any finding. Fix a format finding with
 #   bash cmake/scripts/check_style.sh patterns | tr '\n' '\0' | xargs -0 git ls-files -z -- |
 #     xargs -0 clang-format -i
@@ -16,7 +18,7 @@ cd "$root"
 patterns=('*.c' '*.cc' '*.cpp' '*.h' '*.hpp' ':!:tests/fixtures/**' ':!:tests/golden/**')
 # Product code for clang-tidy: what is shipped or linked into what is shipped; tests and
 # benchmarks are left to the compilers' -Werror (gtest macros make most checks noisy there).
-product_dirs='core|plugins|sdk|bindings'
+product_dirs='core|plugins|sdk|bindings|linux|stage2'
 
 case "${1:-}" in
   patterns)
@@ -32,21 +34,21 @@ case "${1:-}" in
     echo "check_style: format clean"
     ;;
   tidy)
-    build=${2:?usage: check_style.sh tidy <build-dir>}
-    run_tidy=$(command -v run-clang-tidy-14 || command -v run-clang-tidy) ||
-      { echo "check_style: run-clang-tidy not found (apt-get install clang-tidy)" >&2; exit 1; }
+    build=$(cd "${2:?usage: check_style.sh tidy <build-dir>}" && pwd)
+    SBX_CLANG_TIDY=$(command -v clang-tidy-14 || command -v clang-tidy) ||
+      { echo "check_style: clang-tidy not found (apt-get install clang-tidy)" >&2; exit 1; }
+    export SBX_CLANG_TIDY
     db_dir=$(mktemp -d)
     trap 'rm -rf "$db_dir"' EXIT
     python3 "$root/cmake/scripts/tidy_compile_db.py" "$root" "$build/compile_commands.json" \
       "$product_dirs" >"$db_dir/compile_commands.json"
-    count=$(grep -c '"file"' "$db_dir/compile_commands.json")
-    echo "check_style: clang-tidy on $count translation units"
-    # run-clang-tidy prints each file's findings together and exits 1 if any file has one
-    # (.clang-tidy sets WarningsAsErrors: '*'). Headers are checked where they are included:
-    # the filter keeps findings in sbx's own headers and drops those in Boost, CLI11, ...
+    # Each file's findings are printed together; any finding fails (.clang-tidy sets
+    # WarningsAsErrors: '*'). Headers are checked where they are included: the filter keeps
+    # findings in sbx's own headers and drops those in Boost, CLI11, ...
     # -w: the compiler's own warnings are GCC's job (-Werror in the ci build); clang's differ
     # (libseccomp's SCMP_A* macros are C99 compound literals to clang -Wpedantic).
-    "$run_tidy" -p "$db_dir" -j 2 -quiet -header-filter="^$root/($product_dirs)/" -extra-arg=-w
+    python3 "$root/cmake/scripts/tidy_run.py" "$db_dir" "$build" "$(nproc)" \
+      -quiet -header-filter="^$root/($product_dirs)/" -extra-arg=-w
     echo "check_style: tidy clean"
     ;;
   *)

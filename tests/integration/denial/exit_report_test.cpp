@@ -56,7 +56,8 @@ class ExitReports : public ::testing::TestWithParam<ExitCase> {
 TEST_P(ExitReports, ASignalDeathIsReportedAsTheSignal) {
   for (int sig : {SIGTERM, SIGKILL, SIGSEGV}) {
     const JsonExec result = run_script("kill -" + std::to_string(sig) + " $$");
-    ASSERT_EQ(std::string(result.report.at("final").as_string()), GetParam().backend) << result.run.err;
+    ASSERT_EQ(std::string(result.report.at("final").as_string()), GetParam().backend)
+        << result.run.err;
     EXPECT_EQ(result.run.exit_code, 128 + sig) << result.run.err;
     const boost::json::object& exit = result.report.at("exit").as_object();
     EXPECT_EQ(exit.at("shell_code"), 128 + sig) << result.run.err;
@@ -74,7 +75,8 @@ TEST_P(ExitReports, ASignalDeathIsReportedAsTheSignal) {
 TEST_P(ExitReports, AnExitWith128PlusNStaysAnExit) {
   for (int sig : {SIGTERM, SIGKILL, SIGSEGV}) {
     const JsonExec result = run_script("exit " + std::to_string(128 + sig));
-    ASSERT_EQ(std::string(result.report.at("final").as_string()), GetParam().backend) << result.run.err;
+    ASSERT_EQ(std::string(result.report.at("final").as_string()), GetParam().backend)
+        << result.run.err;
     EXPECT_EQ(result.run.exit_code, 128 + sig) << result.run.err;
     const boost::json::object& exit = result.report.at("exit").as_object();
     EXPECT_EQ(exit.at("code"), 128 + sig) << result.run.err;
