@@ -445,6 +445,23 @@ TEST_F(BwrapSpawn, BwrapsEndIsSeenWhenAnotherThreadTakesSigchld) {
 // its descriptor count), the run ends with an error and nothing of the sandbox runs on
 // unwatched: bwrap is killed and reaped, in the stage-2 launch as in the direct one (both end
 // through end_bwrap). In a forked child: the limit and the signal are the process's.
+// The failed-watcher test's breaker: once the stand-in bwrap wrote its pid, lowers the
+// descriptor limit and wakes the watcher, whose next poll then fails.
+void* break_the_watcher(void* arg) {
+  const std::string& pid_file = *static_cast<const std::string*>(arg);
+  sigset_t winch;
+  sigemptyset(&winch);
+  sigaddset(&winch, SIGWINCH);
+  pthread_sigmask(SIG_BLOCK, &winch, nullptr);  // for the watcher's signalfd, not this thread
+  for (int i = 0; i < 2000 && !fs::exists(pid_file); ++i) ::usleep(5000);
+  rlimit limit{};
+  ::getrlimit(RLIMIT_NOFILE, &limit);
+  limit.rlim_cur = 3;
+  ::setrlimit(RLIMIT_NOFILE, &limit);
+  ::kill(::getpid(), SIGWINCH);
+  return nullptr;
+}
+
 TEST_F(BwrapSpawn, AFailedWatcherLeavesNoBwrapRunning) {
   const std::string sleeper = dir_ + "/sleeping-bwrap";
   std::ofstream(sleeper) << "#!/bin/sh\n"
@@ -460,20 +477,14 @@ TEST_F(BwrapSpawn, AFailedWatcherLeavesNoBwrapRunning) {
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    std::thread breaker([&pid_file] {
-      sigset_t winch;
-      sigemptyset(&winch);
-      sigaddset(&winch, SIGWINCH);
-      pthread_sigmask(SIG_BLOCK, &winch, nullptr);  // for the watcher's signalfd, not this thread
-      for (int i = 0; i < 2000 && !fs::exists(pid_file); ++i) ::usleep(5000);
-      rlimit limit{};
-      ::getrlimit(RLIMIT_NOFILE, &limit);
-      limit.rlim_cur = 3;
-      ::setrlimit(RLIMIT_NOFILE, &limit);
-      ::kill(::getpid(), SIGWINCH);  // wakes the watcher, whose next poll fails
-    });
+    // A plain pthread, not std::thread: UBSan's vptr check misreads std::thread's _State in a
+    // child forked from a process with threads (the sanitizer preset runs this test too).
+    pthread_t breaker{};
+    if (::pthread_create(&breaker, nullptr, break_the_watcher,
+                         const_cast<std::string*>(&pid_file)) != 0)
+      ::_exit(2);
     sbx::Result<sbx::ExitStatus> status = spawn_bwrap(sleeping);
-    breaker.join();
+    ::pthread_join(breaker, nullptr);
     ::_exit(status.ok() ? 1 : 0);  // no descriptor is left to say more
   }
   int status = 0;
