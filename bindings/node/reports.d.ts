@@ -24,11 +24,11 @@ export interface ExecReport {
   /** The command ran without a sandbox because of --allow-unsandboxed. */
   allow_unsandboxed_used: boolean;
   dry_run: boolean;
-  /** null when the command did not run (error then says why). */
+  /** null when the command did not run (error then says why). Set beside error when a cancel or time-out ended the running command. */
   exit: ExitStatus | null;
   /** sbx's own failure or refusal, null when none. */
   error: string | null;
-  /** The kind of sbx's own failure in `error` (README.md, "Exit status and error kinds"); null when there is none. */
+  /** The kind of sbx's own failure in `error` (README.md, "Exit status and error kinds"); null when there is none. timed_out and cancelled: the run was ended early (sbx_run_start's time-out, sbx_run_cancel); exit then says how the command ended, null when it had not started. */
   error_kind: 'invalid_input' | 'refused' | 'unavailable' | 'backend_failure' | 'host_failure' | 'timed_out' | 'cancelled' | null;
   /** Protected names (.git, ...) created or changed under the writable roots during a sandboxed run. */
   protected_names_created: string[];
@@ -46,6 +46,10 @@ export interface ExecReport {
   denial: Denial | null;
   /** Only in sbx_exec's and the bindings' reports (absent from `sbx exec --json`): the last 64 KiB of the command's stderr with SBX_EXEC_CAPTURE_STDERR (captureStderr), else null. */
   stderr_tail?: string | null;
+  /** Only in the C API's and the bindings' reports (absent from `sbx exec --json`): what the capture of stdout kept and dropped (sbx_run_start with SBX_STDIO_CAPTURE; the bytes come from sbx_run_output); null when stdout was not captured. */
+  stdout_capture?: Capture | null;
+  /** As stdout_capture, for stderr. */
+  stderr_capture?: Capture | null;
   /** The connections refused during the run that were kept (the proxy's first, then the backend's first 100). */
   network_refusals: NetworkRefusal[];
   /** Every refusal, kept or not. */
@@ -60,6 +64,16 @@ export interface ExitStatus {
   signal: number | null;
   /** As a shell reports it: code, or 128 + signal. */
   shell_code: number;
+}
+
+/** What a capture of one stream kept: at most its cap, from the start of the stream; what came after it was read and dropped. */
+export interface Capture {
+  /** The bytes kept. */
+  bytes: number;
+  /** The bytes read after the cap and thrown away. */
+  dropped_bytes: number;
+  /** The truncation marker: true when dropped_bytes is not 0. */
+  truncated: boolean;
 }
 
 /** Was a failure most likely the sandbox's doing? A heuristic for agents, never a security decision (sbx/core/denial.hpp). Either a likely denial, with the evidence it was judged from, or none. */

@@ -137,6 +137,8 @@ int stopped(const ExecOptions& options, RunOutcome& run) {
       return failed(run.report, run.kind, run.error + "; run without --json", kRunFailedWhatToDo);
     case RunStop::kRunFailed:
       return failed(run.report, run.kind, run.error, kRunFailedWhatToDo);
+    case RunStop::kEndedEarly:  // the CLI gives no RunControl: only a front end with one stops here
+      return failed(run.report, run.kind, run.error);
   }
   return failed(run.report, ErrorKind::host_failure, "internal error: unknown run outcome");
 }

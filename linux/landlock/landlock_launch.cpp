@@ -569,6 +569,8 @@ struct Supervision {
   // The caller's memory (CLONE_VM): the signal that killed the command, 0 if it exited. The
   // supervisor's own exit status cannot say it: it exits 128+N, as a shell would.
   int* command_signal;
+  const int* stdio;  // the command's 0-2 (LaunchOptions::stdio; -1: none)
+  int cancel_fd;     // LaunchOptions::cancel_fd, -1 for none
 };
 
 // Forwards one signal; true when the command has exited or the caller is gone and the tree was
@@ -610,11 +612,18 @@ bool handle_signal(const signalfd_siginfo& info, pid_t command, pid_t caller, in
 }
 
 // Serves signals, and hands the guard's listener to the emulator on its first report, until
-// the command exits.
+// the command exits or the run's cancel_fd says to end it (then the whole tree is killed, as
+// when the caller dies).
 int serve(const Supervision& s, int signals, int listener, pid_t command) {
   for (;;) {
-    pollfd fds[2] = {{signals, POLLIN, 0}, {listener, POLLIN, 0}};
-    if (sys(SYS_ppoll, arg(fds), listener >= 0 ? 2 : 1, 0, 0, kSigsetBytes) < 0) continue;
+    // A negative descriptor is skipped by poll: the listener once handed on, no cancel_fd.
+    pollfd fds[3] = {{signals, POLLIN, 0}, {listener, POLLIN, 0}, {s.cancel_fd, POLLIN, 0}};
+    if (sys(SYS_ppoll, arg(fds), 3, 0, 0, kSigsetBytes) < 0) continue;
+    if ((fds[2].revents & POLLIN) != 0) {
+      sys(SYS_kill, command, SIGKILL);
+      kill_descendants();
+      return 128 + SIGKILL;
+    }
     if (listener >= 0 && (fds[1].revents & POLLIN) != 0) {
       if (const int err = start_guard(*s.guard, listener); err != 0)
         abort_run(s, command, Step::kGuardStart, err);
@@ -676,6 +685,28 @@ pid_t start_command(ChildArgs& args) {
   return pid;
 }
 
+// Makes stdio[i] this process's descriptor i (-1 closes i); every source is moved above 2 first,
+// since any may be one of 0-2. 0, or an errno value. The caller made sure that none of the
+// supervisor's own descriptors is one of 0-2 (run_landlock).
+int place_stdio(const int* stdio) {
+  long moved[3] = {-1, -1, -1};
+  for (int i = 0; i < 3; ++i) {
+    if (stdio[i] < 0) continue;
+    moved[i] = sys(SYS_fcntl, stdio[i], F_DUPFD_CLOEXEC, 3);
+    if (moved[i] < 0) return static_cast<int>(-moved[i]);
+  }
+  for (int i = 0; i < 3; ++i) {
+    if (moved[i] < 0) {
+      sys(SYS_close, i);
+      continue;
+    }
+    if (const long placed = sys(SYS_dup3, moved[i], i, 0); placed < 0)
+      return static_cast<int>(-placed);
+    sys(SYS_close, moved[i]);
+  }
+  return 0;
+}
+
 int supervise(void* arg_pointer) {
   const Supervision& s = *static_cast<const Supervision*>(arg_pointer);
   ChildArgs& args = *s.args;
@@ -695,6 +726,13 @@ int supervise(void* arg_pointer) {
     sys_exit(kExitFailure);
   }
   sys(SYS_prctl, PR_SET_NAME, arg("sbx-supervisor"));  // for ps and the tests; cosmetic
+  // The command's stdin, stdout and stderr become the supervisor's own 0-2, which the command's
+  // child and the guard's emulator inherit: inheritable whatever flags they carry in the caller
+  // (dup3 without O_CLOEXEC clears it on the copy; Node marks its own 0-2 close-on-exec).
+  if (const int err = place_stdio(s.stdio); err != 0) {
+    report(s.report_fd, Step::kSupervisor, err);
+    sys_exit(kExitFailure);
+  }
   close_all_but(s.keep, s.keep_count);
   // The caller's handlers must never run here (its dispositions were copied, not shared);
   // SIGPIPE ignored so a gone caller cannot kill the supervisor (and so orphan the tree)
@@ -840,15 +878,49 @@ void wait_supervisor(int pidfd, int signals) {
   }
 }
 
-// The command inherits descriptors 0-2 and nothing else (every other one is close-on-exec). A
-// socket among them that is not a connected stream socket could reach host sockets or
-// addresses (by the path in each sendmsg, which neither seccomp nor Landlock up to ABI 7 sees,
-// or by connecting it): the run is refused instead, as under bwrap.
-Status check_inherited_descriptors() {
+// The command inherits descriptors 0-2 (LaunchOptions::stdio) and nothing else (every other one
+// is close-on-exec). A socket among them that is not a connected stream socket could reach host
+// sockets or addresses (by the path in each sendmsg, which neither seccomp nor Landlock up to
+// ABI 7 sees, or by connecting it): the run is refused instead, as under bwrap.
+Status check_inherited_descriptors(const std::array<int, 3>& stdio) {
   // sbx/sdk/inherited_sockets.hpp says which sockets may go into the sandbox, and why.
-  if (std::optional<std::string> why = inherited::check_standard_descriptors("landlock"))
+  if (std::optional<std::string> why = inherited::check_descriptors("landlock", stdio.data()))
     return Error{*why};
   return {};
+}
+
+// A descriptor of sbx's at 0, 1 or 2 is replaced by a close-on-exec copy at 3 or above (the
+// original closed). False (errno set) when it cannot be.
+bool lift_above_stdio(UniqueFd& fd) {
+  if (fd.get() < 0 || fd.get() > 2) return true;
+  const int copy = ::fcntl(fd.get(), F_DUPFD_CLOEXEC, 3);
+  if (copy < 0) return false;
+  fd.reset(copy);
+  return true;
+}
+
+// A descriptor of the caller's (never closed here): itself, or when it is one of 0-2 a
+// close-on-exec copy at 3 or above held in `copy`. -1 when there is none or it cannot be copied
+// (errno set).
+int above_stdio(int fd, UniqueFd& copy) {
+  if (fd < 0 || fd > 2) return fd;
+  copy.reset(::fcntl(fd, F_DUPFD_CLOEXEC, 3));
+  return copy.get();
+}
+
+// sbx's own message about the run, on the command's stderr (-1: none).
+void print_message(int err_fd, const std::string& message) {
+  if (err_fd < 0) return;
+  if (err_fd == 2) std::fflush(stderr);
+  const char* data = message.data();
+  std::size_t left = message.size();
+  while (left > 0) {
+    const ssize_t n = ::write(err_fd, data, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    data += n;
+    left -= static_cast<std::size_t>(n);
+  }
 }
 
 Result<std::uint16_t> parse_port(const std::string& value) {
@@ -1004,7 +1076,8 @@ Result<ExitStatus> run_landlock(const LandlockLaunch& launch, const LaunchOption
   if (!options.cwd.empty() && options.cwd.front() != '/')
     return Error{"landlock: the working directory must be an absolute path"};
   // Everything that may allocate or fail with a good message happens here, before any child.
-  if (Status inherited = check_inherited_descriptors(); !inherited.ok()) return inherited.failure();
+  if (Status inherited = check_inherited_descriptors(options.stdio); !inherited.ok())
+    return inherited.failure();
   Result<UniqueFd> ruleset = build_landlock_ruleset(launch.landlock);
   if (!ruleset.ok()) return ruleset.failure().prefixed("landlock: ");
   // A restricted filesystem has writable roots to keep metadata changes in; an unrestricted
@@ -1021,6 +1094,23 @@ Result<ExitStatus> run_landlock(const LandlockLaunch& launch, const LaunchOption
   // Read once the supervisor has ended, never waited on.
   if (::fcntl(report_read.get(), F_SETFL, O_NONBLOCK) != 0)
     return Error{std::string("landlock: pipe: ") + std::strerror(errno)};
+  // The supervisor makes the command's stdio its own 0-2 (place_stdio), over whatever is there,
+  // so none of the descriptors it keeps may be one of 0-2: they are when this process runs with
+  // one of them closed. Such a one is moved up first; the caller's own (cancel_fd, the trace)
+  // are copied up instead.
+  UniqueFd cancel_copy;
+  UniqueFd trace_copy;
+  const int cancel_fd = above_stdio(options.cancel_fd, cancel_copy);
+  const int trace_fd = above_stdio(options.trace_fd, trace_copy);
+  bool lifted =
+      (cancel_fd >= 0 || options.cancel_fd < 0) && (trace_fd >= 0 || options.trace_fd < 0);
+  for (UniqueFd* fd :
+       {&*ruleset, &guard->child_end, &guard->supervisor_end, &guard->refusal_write, &report_write})
+    lifted = lift_above_stdio(*fd) && lifted;
+  for (UniqueFd& root : guard->roots) lifted = lift_above_stdio(root) && lifted;
+  if (!lifted)
+    return Error{std::string("landlock: cannot move a descriptor above 2: ") +
+                 std::strerror(errno)};
   const std::vector<char*> argv = child::c_string_array(launch.command);
   const std::vector<char*> envp = child::c_string_array(options.env);
   // Unix datagram sockets are the guard's to take (seccomp_filter.hpp): the guarded variant.
@@ -1043,7 +1133,7 @@ Result<ExitStatus> run_landlock(const LandlockLaunch& launch, const LaunchOption
                  options.body,
                  options.body_arg,
                  &order,
-                 options.trace_fd,
+                 trace_fd,
                  static_cast<int>(Step::kNone),
                  0};
   // The emulator's command line and descriptors, prepared here: the supervisor allocates
@@ -1064,21 +1154,24 @@ Result<ExitStatus> run_landlock(const LandlockLaunch& launch, const LaunchOption
                            guard->refusal_write.get(),
                            -1,
                            0};
-  std::vector<int> keep = {0,
-                           1,
-                           2,
-                           report_write.get(),
-                           ruleset->get(),
-                           guard->child_end.get(),
-                           guard->supervisor_end.get(),
-                           guard->refusal_write.get()};
-  keep.insert(keep.end(), root_fds.begin(), root_fds.end());
-  if (options.trace_fd >= 0) keep.push_back(options.trace_fd);
+  std::vector<int> own = {report_write.get(),
+                          ruleset->get(),
+                          guard->child_end.get(),
+                          guard->supervisor_end.get(),
+                          guard->refusal_write.get(),
+                          cancel_fd,
+                          trace_fd};
+  own.insert(own.end(), root_fds.begin(), root_fds.end());
+  std::vector<int> keep = {0, 1, 2};
+  for (int fd : own) {
+    if (fd >= 0) keep.push_back(fd);
+  }
   std::sort(keep.begin(), keep.end());
   int command_signal = 0;
   Supervision supervision{&args,         report_write.get(), guard->supervisor_end.get(),
                           ::getpid(),    keep.data(),        keep.size(),
-                          &guard_launch, &command_signal};
+                          &guard_launch, &command_signal,    options.stdio.data(),
+                          cancel_fd};
   constexpr std::size_t kSupervisorStack = 256 * 1024;
   void* stack = ::mmap(nullptr, kSupervisorStack, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
@@ -1127,9 +1220,7 @@ Result<ExitStatus> run_landlock(const LandlockLaunch& launch, const LaunchOption
     result.exit_code = shell_code(status);
   }
   if (failed) {
-    const std::string message = failure_message(launch, *failed) + "\n";
-    std::fputs(message.c_str(), stderr);
-    std::fflush(stderr);
+    print_message(options.stdio[2], failure_message(launch, *failed) + "\n");
     // The supervisor exits 125 (126/127 for exec) after a report; never pass anything else
     // off as the command's status.
     if (result.signal == 0 && result.exit_code != sdk::kExitNotFound &&

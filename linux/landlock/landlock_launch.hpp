@@ -47,6 +47,7 @@
 
 #include <sys/types.h>
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -89,6 +90,14 @@ struct LaunchOptions {
   // Filled, when set, with the unix datagram sockets the metadata guard refused, each named as
   // the call that asked ("socket(AF_UNIX, SOCK_DGRAM)"), for the run's network_refusals.
   std::vector<std::string>* unix_refusals = nullptr;
+  // The command's stdin, stdout and stderr: descriptors of this process (close-on-exec or not;
+  // -1: none), given to the command as 0, 1 and 2, inheritable. Where sbx's messages about the
+  // run go, too (stdio[2]).
+  std::array<int, 3> stdio{0, 1, 2};
+  // Readable once the run is to end early (sbx_run_v2.cancel_fd; never read or closed here):
+  // the supervisor then kills the command and every descendant, as when the caller dies, and
+  // the run ends with 128 + SIGKILL. -1: none.
+  int cancel_fd = -1;
   // For tests: run `body` in the confined child instead of execve, its result being the exit
   // code. The child is then forked rather than cloned with CLONE_VM (a body may make calls the
   // supervisor must answer while it runs), so a failed step shows only as exit code 125.

@@ -15,11 +15,11 @@
  *    such a string rather than pass it (C would end it at the NUL: a checked argv element
  *    "echo x\0; rm ..." would run as "echo x"); the Python and Node bindings do. In JSON
  *    (policies, settings) a "\u0000" in any string or key is an error naming its JSON pointer.
- *  - Functions may be called from any thread. Calls on one manager are serialized (backends
- *    are driven from one thread at a time), so a running sbx_exec() blocks other calls on the
- *    same manager: create one manager per thread to run commands in parallel. Only one
- *    sbx_exec() with SBX_EXEC_CAPTURE_STDERR may run at a time in a process (it temporarily
- *    redirects fd 2; a second one fails with an error rather than waiting).
+ *  - Functions may be called from any thread. On one manager, the backends' probes and plans
+ *    are made one call at a time (sbx_explain, sbx_transform, and the planning step of each run
+ *    wait for one another), while commands run side by side: any number of sbx_exec() and
+ *    sbx_run_start() runs may go on at once on one manager, from any threads. Nothing of a run
+ *    touches this process's own descriptors 0-2 (SBX_EXEC_CAPTURE_STDERR included).
  */
 #ifndef SBX_SBX_H_
 #define SBX_SBX_H_
@@ -137,12 +137,15 @@ enum {
   /* Run without a sandbox when one is wanted but none is available (never for a policy with
    * deny entries). */
   SBX_EXEC_ALLOW_UNSANDBOXED = 1u << 0,
-  /* Copy the command's stderr through (it still reaches this process's stderr) and keep the
-   * last 64 KiB for the denial classification; the command's stderr is then a pipe. */
+  /* Copy the command's stderr through (it still reaches this process's stderr, or the
+   * descriptor given with SBX_STDIO_FD) and keep the last 64 KiB for the denial classification
+   * ("stderr_tail"); the command's stderr is then a pipe. With stderr SBX_STDIO_CAPTURE the tail
+   * is the end of what was captured; with SBX_STDIO_NULL or SBX_STDIO_PIPE there is none. */
   SBX_EXEC_CAPTURE_STDERR = 1u << 1,
 };
 
-/* Runs `argv` under the policy, with this process's environment, stdin and stdout, and waits.
+/* Runs `argv` under the policy, with this process's environment, stdin and stdout, and waits
+ * (sbx_run_start and sbx_run_wait with this process's stdio, on the calling thread).
  * Returns the report of `sbx exec --json` plus "denial" (sbx_classify_failure's object, null
  * when the command did not run), "stderr_tail" (string with SBX_EXEC_CAPTURE_STDERR, else
  * null) and "network_refusals" (as in `sbx exec --json`: what sbx's proxy refused, each with
@@ -157,6 +160,113 @@ enum {
 SBX_API char* sbx_exec(sbx_manager* manager, const char* policy_json, const char* cwd,
                        const char* const* argv, const char* preference, unsigned flags,
                        sbx_error** error);
+
+/* ---- Runs: stdio, environment, time-out, cancel ----
+ *
+ * sbx_run_start plans and starts one command under a policy on a thread of libsbx and returns
+ * a handle at once; the caller then streams the command's pipes, cancels the run (from any
+ * thread), and waits for its report:
+ *
+ *   sbx_run_options o = {sizeof o};
+ *   o.policy_json = policy; o.argv = argv;
+ *   o.stdio[1].mode = SBX_STDIO_CAPTURE; o.stdio[1].max_bytes = 1 << 20;
+ *   o.timeout_ms = 30000;
+ *   sbx_run* run = sbx_run_start(manager, &o, &error);
+ *   char* report = sbx_run_wait(run, &error);             (JSON, as sbx_exec's)
+ *   size_t n; const char* out = sbx_run_output(run, 1, &n);
+ *   sbx_string_free(report); sbx_run_free(run);
+ *
+ * Each stream (stdio[0] stdin, [1] stdout, [2] stderr) is one of the modes below. Whatever mode,
+ * the command gets the descriptor inheritable, whatever flags it has in this process (Node marks
+ * its own 0-2 close-on-exec), and nothing of this process's 0-2 is changed. A descriptor that is
+ * a socket must be a connected stream socket (a datagram, listening or unconnected socket could
+ * reach the host's network from inside the sandbox: the run is refused). sbx's own messages about
+ * the run ("command not found", a sandbox that failed to start) go to the command's stderr. */
+typedef enum sbx_stdio_mode_t {
+  SBX_STDIO_INHERIT = 0, /* this process's own 0, 1 or 2 (none when it is closed here) */
+  SBX_STDIO_NULL = 1,    /* /dev/null */
+  SBX_STDIO_FD = 2,      /* `fd`, a descriptor of the caller's: never closed by libsbx; keep it
+                            open until sbx_run_wait has returned */
+  SBX_STDIO_PIPE = 3,    /* a pipe whose other end the caller takes with sbx_run_take_fd and
+                            writes (stdin: close it for end of file) or reads (stdout, stderr:
+                            end of file once the run has ended) while the command runs */
+  SBX_STDIO_CAPTURE = 4, /* stdout, stderr: read into memory, at most `max_bytes` of the start of
+                            the stream; the rest is read and dropped, never kept (the report's
+                            "stdout_capture"/"stderr_capture" say how much); sbx_run_output */
+  SBX_STDIO_DATA = 5     /* stdin: the `length` bytes at `data` (copied by sbx_run_start), then
+                            end of file; bytes the command does not read are dropped */
+} sbx_stdio_mode_t;
+
+/* SBX_STDIO_CAPTURE's cap when max_bytes is 0. */
+#define SBX_CAPTURE_DEFAULT_MAX_BYTES (1024u * 1024u)
+
+typedef struct sbx_stdio {
+  int mode;         /* sbx_stdio_mode_t; 0 (a zeroed struct) is SBX_STDIO_INHERIT */
+  int fd;           /* SBX_STDIO_FD */
+  size_t max_bytes; /* SBX_STDIO_CAPTURE; 0: SBX_CAPTURE_DEFAULT_MAX_BYTES */
+  const void* data; /* SBX_STDIO_DATA (NULL with length 0: empty) */
+  size_t length;
+} sbx_stdio;
+
+/* One run's options. Versioned by size: set struct_size to sizeof(sbx_run_options) and zero
+ * what you do not set; members added later are appended, and libsbx reads a member only when
+ * struct_size covers it (so a caller built against this header keeps working). */
+typedef struct sbx_run_options {
+  size_t struct_size;
+  const char* policy_json; /* as sbx_exec (NULL: the settings' policy, on a manager with them) */
+  const char* cwd;         /* NULL: the current directory */
+  const char* const* argv; /* NULL-terminated; argv[0] is looked up in PATH like a shell */
+  const char* preference;  /* "auto" (NULL), "require", "forbid" */
+  unsigned flags;          /* SBX_EXEC_ALLOW_UNSANDBOXED, SBX_EXEC_CAPTURE_STDERR */
+  sbx_stdio stdio[3];      /* stdin, stdout, stderr */
+  /* The command's environment is this process's, minus the names in env_unset, with the
+   * "NAME=VALUE" entries of env_set added (replacing one of the same name); both
+   * NULL-terminated, NULL for none. The policy's environment rules (README.md, "Environment")
+   * then apply to the result exactly as to an inherited variable, and they win: a name the
+   * policy takes away (a secret, an excluded name, inherit none) is taken away however the
+   * caller set it, and the policy's "set" replaces a caller's value. The policy (and the
+   * administrator's locks behind it) decides what reaches the sandbox; a per-call argument may
+   * narrow that, never widen it. An excluded command gets the reset environment, as in
+   * sbx_exec. */
+  const char* const* env_set;
+  const char* const* env_unset;
+  /* Ends the run this many milliseconds after sbx_run_start (0: never): the sandbox's whole
+   * process tree, sbx's supervisor and proxy for the run; the report then has "error" set and
+   * "error_kind":"timed_out", and "exit" as the command ended (null when it had not started). */
+  unsigned long long timeout_ms;
+} sbx_run_options;
+
+/* The smallest struct_size accepted: this first version of sbx_run_options. */
+#define SBX_RUN_OPTIONS_MIN_SIZE \
+  (offsetof(sbx_run_options, timeout_ms) + sizeof(unsigned long long))
+
+typedef struct sbx_run sbx_run;
+
+/* Checks the options, reads the policy (through the manager's settings, as sbx_exec), makes the
+ * pipes and starts the run; returns at once. NULL with `error` for bad options or policy (the
+ * same errors as sbx_exec's); what goes wrong later (no backend, command not found) comes from
+ * sbx_run_wait. The manager must stay alive while the run goes on (sbx_manager_free waits for
+ * it). Release the handle with sbx_run_free. */
+SBX_API sbx_run* sbx_run_start(sbx_manager* manager, const sbx_run_options* options,
+                               sbx_error** error);
+/* The caller's end of stream `which` (0, 1, 2) in mode SBX_STDIO_PIPE, handed over once: the
+ * caller closes it (it is close-on-exec, and blocking). -1 for another mode, or when already
+ * taken. An end not taken is closed by sbx_run_free. */
+SBX_API int sbx_run_take_fd(sbx_run* run, int which);
+/* Ends the run, whole (as the time-out does; "error_kind":"cancelled"): from any thread, at any
+ * time, any number of times. A run whose command has not started never starts it; once the run
+ * has ended (or timed out), nothing changes. 0, or -1 for NULL. */
+SBX_API int sbx_run_cancel(sbx_run* run);
+/* Waits until the run has ended and returns its report, the JSON of sbx_exec (plus
+ * "stdout_capture" and "stderr_capture"); NULL with `error` where sbx_exec returns NULL.
+ * Called again, it returns the same report (or error) again. */
+SBX_API char* sbx_run_wait(sbx_run* run, sbx_error** error);
+/* After sbx_run_wait: the bytes captured from stream `which` (1 stdout, 2 stderr) in mode
+ * SBX_STDIO_CAPTURE, and their number in *length; valid until sbx_run_free. NULL (length 0)
+ * before the run has ended or for a stream not captured. May hold NUL bytes. */
+SBX_API const char* sbx_run_output(sbx_run* run, int which, size_t* length);
+/* Frees the handle. A run still going on is cancelled and waited for first. NULL is allowed. */
+SBX_API void sbx_run_free(sbx_run* run);
 
 /* The permission algebra (sbx/core/permissions.hpp). widen: the widened policy (full
  * form). approve: {"recorded":bool,"policy":object|null,"dropped":[string]}; recorded false

@@ -1,11 +1,17 @@
 // The C API (sbx/sbx.h): thin wrappers over the C++ core. Every entry point catches every
 // exception (nothing may unwind into C), turns a Result error into an sbx_error, and returns
 // JSON built by the same renderers as the CLI, so both front ends report the same shapes.
-// sbx_explain, sbx_transform and sbx_exec are adapters over the core's run (sbx/core/run.hpp),
-// the pipeline `sbx explain`, `sbx exec --dry-run` and `sbx exec` use.
+// sbx_explain, sbx_transform, sbx_exec and sbx_run_start are adapters over the core's run
+// (sbx/core/run.hpp), the pipeline `sbx explain`, `sbx exec --dry-run` and `sbx exec` use; a run
+// handle adds the run's stdio and control (sbx/core/run_io.hpp) and a thread the run goes on in.
+#include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <boost/json.hpp>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +21,7 @@
 #include <new>
 #include <optional>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -32,6 +39,7 @@
 #include "sbx/core/request.hpp"
 #include "sbx/core/resolve.hpp"
 #include "sbx/core/run.hpp"
+#include "sbx/core/run_io.hpp"
 #include "sbx/core/run_limits.hpp"
 #include "sbx/core/runtime.hpp"
 #include "sbx/core/settings.hpp"
@@ -67,6 +75,19 @@ struct sbx_manager {
   // Backends are called from one thread at a time (sbx/sdk/backend.hpp): every call that
   // reaches a backend holds this.
   std::mutex mutex;
+};
+
+// One sbx_run_start: the run's stdio and control, made before the run (the caller takes its pipe
+// ends and may cancel at once), and the thread the run goes on in.
+struct sbx_run {
+  sbx_manager* manager = nullptr;  // entered (LiveManagers::enter) until the thread has ended
+  std::shared_ptr<sbx::RunStdio> stdio;
+  std::shared_ptr<sbx::RunControl> control;
+  std::thread thread;
+  std::mutex mutex;  // sbx_run_wait from several threads: one joins
+  bool joined = false;
+  // Written by the thread before it ends; read once it has been joined.
+  sbx::Result<std::string> report = sbx::Error{"the run did not end"};
 };
 
 namespace sbx {
@@ -331,14 +352,19 @@ std::vector<std::string> split_names(const char* backends) {
   return names;
 }
 
-// The backends of a C API handle: one manager, loaded by sbx_manager_new.
+// The backends of a C API handle: one manager, loaded by sbx_manager_new. Its runs plan one at
+// a time (the handle's mutex: probes, kept answers and transforms are not for several threads)
+// and run side by side.
 class HandleBackends final : public RunBackends {
  public:
-  explicit HandleBackends(const Manager& manager) : manager_(manager) {}
-  Result<const Manager*> all() override { return &manager_; }
+  explicit HandleBackends(sbx_manager& handle) : handle_(handle) {}
+  Result<const Manager*> all() override { return handle_.manager.get(); }
+  std::unique_lock<std::mutex> planning_lock() override {
+    return std::unique_lock<std::mutex>(handle_.mutex);
+  }
 
  private:
-  const Manager& manager_;
+  sbx_manager& handle_;
 };
 
 Result<std::vector<std::string>> argv_from(const char* const* argv) {
@@ -384,6 +410,7 @@ Status describe_stop(RunOutcome& run, const std::vector<std::string>& command) {
       run.report.error_kind = run.kind;
       return {};
     case RunStop::kRunFailed:
+    case RunStop::kEndedEarly:  // cancelled or timed out: "exit" says how the command ended
       run.report.error = run.error;
       run.report.error_kind = run.kind;
       return {};
@@ -400,21 +427,9 @@ Status describe_stop(RunOutcome& run, const std::vector<std::string>& command) {
   return Error{"internal error: unknown run outcome"};
 }
 
-Result<std::string> exec_command(sbx_manager* manager, const char* policy_json, const char* cwd,
-                                 const char* const* argv, const char* preference, unsigned flags) {
-  const ManagerCall call(manager);
-  if (Status live = call.status(); !live.ok()) return live.failure();
-  const std::lock_guard<std::mutex> lock(manager->mutex);
-  Result<RunRequest> request = request_from(*manager, policy_json, cwd, argv, preference,
-                                            (flags & SBX_EXEC_ALLOW_UNSANDBOXED) != 0);
-  if (!request.ok()) return request.failure();
-  const std::vector<std::string> command = request->command;
-  request->capture_stderr = (flags & SBX_EXEC_CAPTURE_STDERR) != 0;
-  // A timeout ends only this run's cgroup, never a signal to the embedding process, whose other
-  // commands would get it too.
-  request->limit_signals = LimitedRun::Signals::kRunOnly;
-  HandleBackends backends(*manager->manager);
-  RunOutcome run = run_command(std::move(*request), backends);
+// The report of a run as the C API gives it: a report with "error" for a refusal, a failed or
+// ended run; a C error for every other stop.
+Result<std::string> run_report(RunOutcome& run, const std::vector<std::string>& command) {
   if (Status stopped = describe_stop(run, command); !stopped.ok()) return stopped.failure();
   if (run.stop == RunStop::kNoBackend) {
     // What the caller can do about it: only sbx_exec has the override flag.
@@ -426,16 +441,219 @@ Result<std::string> exec_command(sbx_manager* manager, const char* policy_json, 
   return exec_report_to_json(run.report, ExecReportKeys::kWithStderrTail);
 }
 
+Result<std::string> exec_command(sbx_manager* manager, const char* policy_json, const char* cwd,
+                                 const char* const* argv, const char* preference, unsigned flags) {
+  const ManagerCall call(manager);
+  if (Status live = call.status(); !live.ok()) return live.failure();
+  Result<RunRequest> request = request_from(*manager, policy_json, cwd, argv, preference,
+                                            (flags & SBX_EXEC_ALLOW_UNSANDBOXED) != 0);
+  if (!request.ok()) return request.failure();
+  const std::vector<std::string> command = request->command;
+  request->capture_stderr = (flags & SBX_EXEC_CAPTURE_STDERR) != 0;
+  // A timeout ends only this run's cgroup, never a signal to the embedding process, whose other
+  // commands would get it too.
+  request->limit_signals = LimitedRun::Signals::kRunOnly;
+  HandleBackends backends(*manager);
+  RunOutcome run = run_command(std::move(*request), backends);
+  return run_report(run, command);
+}
+
+// The "NAME=VALUE" entries and names of a NULL-terminated list (NULL: none), checked.
+Result<std::vector<std::string>> env_list(const char* const* list, bool with_values,
+                                          const char* what) {
+  std::vector<std::string> out;
+  if (list == nullptr) return out;
+  for (const char* const* entry = list; *entry != nullptr; ++entry) {
+    const std::string text(*entry);
+    const std::size_t eq = text.find('=');
+    if (with_values ? eq == std::string::npos || eq == 0 : text.empty() || eq != std::string::npos)
+      return Error{std::string(what) + " entry '" + text + "' is not " +
+                       (with_values ? "NAME=VALUE" : "a variable name"),
+                   ErrorKind::invalid_input};
+    out.push_back(text);
+  }
+  return out;
+}
+
+std::string env_name(const std::string& entry) { return entry.substr(0, entry.find('=')); }
+
+// The caller's environment with its per-call changes: names removed, then entries set. The
+// policy's environment rules apply to the result afterwards (run.cpp, filter_environment), as
+// to anything inherited, and they win: the policy (with the administrator's locks behind it)
+// says what reaches the sandbox, and an argument of one call, which an agent may take from a
+// model, can narrow that but never bring back a secret the policy takes away.
+Result<std::vector<std::string>> call_environment(std::vector<std::string> environment,
+                                                  const sbx_run_options& options) {
+  Result<std::vector<std::string>> unset = env_list(options.env_unset, false, "env_unset");
+  if (!unset.ok()) return unset.failure();
+  Result<std::vector<std::string>> set = env_list(options.env_set, true, "env_set");
+  if (!set.ok()) return set.failure();
+  std::vector<std::string> dropped = *unset;
+  for (const std::string& entry : *set) dropped.push_back(env_name(entry));
+  std::erase_if(environment, [&](const std::string& entry) {
+    return std::find(dropped.begin(), dropped.end(), env_name(entry)) != dropped.end();
+  });
+  environment.insert(environment.end(), set->begin(), set->end());
+  return environment;
+}
+
+Result<StdioSpec> stdio_spec(const sbx_stdio& stdio, int which) {
+  StdioSpec spec;
+  switch (stdio.mode) {
+    case SBX_STDIO_INHERIT:
+      spec.mode = StdioSpec::Mode::kInherit;
+      break;
+    case SBX_STDIO_NULL:
+      spec.mode = StdioSpec::Mode::kNull;
+      break;
+    case SBX_STDIO_FD:
+      spec.mode = StdioSpec::Mode::kFd;
+      spec.fd = stdio.fd;
+      break;
+    case SBX_STDIO_PIPE:
+      spec.mode = StdioSpec::Mode::kPipe;
+      break;
+    case SBX_STDIO_CAPTURE:
+      spec.mode = StdioSpec::Mode::kCapture;
+      spec.max_bytes = stdio.max_bytes != 0 ? stdio.max_bytes : SBX_CAPTURE_DEFAULT_MAX_BYTES;
+      break;
+    case SBX_STDIO_DATA:
+      if (stdio.data == nullptr && stdio.length != 0)
+        return Error{"stdio[0].data is NULL but its length is not 0", ErrorKind::invalid_input};
+      spec.mode = StdioSpec::Mode::kData;
+      if (stdio.length != 0) spec.data.assign(static_cast<const char*>(stdio.data), stdio.length);
+      break;
+    default:
+      return Error{"stdio[" + std::to_string(which) + "].mode " + std::to_string(stdio.mode) +
+                       " is not a sbx_stdio_mode_t",
+                   ErrorKind::invalid_input};
+  }
+  return spec;
+}
+
+// The options as this libsbx knows them: what the caller's struct_size covers, zero after it.
+Result<sbx_run_options> run_options(const sbx_run_options* given) {
+  if (given == nullptr)
+    return Error{"options is NULL; pass a sbx_run_options", ErrorKind::invalid_input};
+  if (given->struct_size < SBX_RUN_OPTIONS_MIN_SIZE)
+    return Error{"options->struct_size is " + std::to_string(given->struct_size) +
+                     "; set it to sizeof(sbx_run_options)",
+                 ErrorKind::invalid_input};
+  sbx_run_options options{};
+  std::memcpy(&options, given, std::min(given->struct_size, sizeof options));
+  return options;
+}
+
+// Everything sbx_run_start checks before the run: the request, its environment, its stdio and
+// its control.
+Status start_run(sbx_run& run, RunRequest& request, const sbx_run_options& options) {
+  Result<std::vector<std::string>> environment = call_environment(request.environment, options);
+  if (!environment.ok()) return environment.failure();
+  request.environment = std::move(*environment);
+  std::array<StdioSpec, 3> specs{};
+  for (int which = 0; which < 3; ++which) {
+    Result<StdioSpec> spec = stdio_spec(options.stdio[which], which);
+    if (!spec.ok()) return spec.failure();
+    specs[static_cast<std::size_t>(which)] = std::move(*spec);
+  }
+  specs[2].tail = (options.flags & SBX_EXEC_CAPTURE_STDERR) != 0;
+  Result<std::unique_ptr<RunStdio>> stdio = RunStdio::open(std::move(specs));
+  if (!stdio.ok()) return stdio.failure();
+  run.stdio = std::move(*stdio);
+  std::optional<std::chrono::milliseconds> timeout;
+  if (options.timeout_ms != 0) {
+    constexpr unsigned long long kMax = 1000ULL * 60 * 60 * 24 * 365;  // a year: no overflow
+    timeout = std::chrono::milliseconds(std::min(options.timeout_ms, kMax));
+  }
+  Result<std::shared_ptr<RunControl>> control = RunControl::create(timeout);
+  if (!control.ok()) return control.failure();
+  run.control = std::move(*control);
+  request.stdio = run.stdio;
+  request.control = run.control;
+  request.limit_signals = LimitedRun::Signals::kRunOnly;
+  return {};
+}
+
+// The run's thread: the run, then its report. Every signal blocked: the embedding program's
+// signals are for its own threads (and the spawners wait on signalfds).
+void run_thread(sbx_run* run, const std::shared_ptr<RunRequest>& request) {
+  const std::vector<std::string> command = request->command;
+  try {
+    HandleBackends backends(*run->manager);
+    RunOutcome outcome = run_command(std::move(*request), backends);
+    run->report = run_report(outcome, command);
+  } catch (const std::exception& e) {
+    run->report = Error{std::string("internal error in libsbx: ") + e.what() +
+                        "; please report this as a bug"};
+  } catch (...) {
+    run->report =
+        Error{"internal error in libsbx (unknown exception); please report this as a bug"};
+  }
+  if (run->stdio) run->stdio->finish();
+  live_managers().leave(run->manager);
+}
+
+Result<std::unique_ptr<sbx_run>> run_start(sbx_manager* manager, const sbx_run_options* given) {
+  Result<sbx_run_options> options = run_options(given);
+  if (!options.ok()) return options.failure();
+  if (manager == nullptr)
+    return Error{"manager is NULL; create one with sbx_manager_new", ErrorKind::invalid_input};
+  // Entered here and left by the run's thread: sbx_manager_free waits for the run.
+  if (!live_managers().enter(manager)) return ManagerCall(manager).status().failure();
+  auto run = std::make_unique<sbx_run>();
+  run->manager = manager;
+  Result<RunRequest> request =
+      request_from(*manager, options->policy_json, options->cwd, options->argv, options->preference,
+                   (options->flags & SBX_EXEC_ALLOW_UNSANDBOXED) != 0);
+  Status started = request.ok() ? start_run(*run, *request, *options) : Status(request.failure());
+  if (!started.ok()) {
+    live_managers().leave(manager);
+    return started.failure();
+  }
+  auto shared = std::make_shared<RunRequest>(std::move(*request));
+#ifndef _WIN32
+  // The thread inherits this mask: every signal blocked (run_thread).
+  sigset_t all;
+  sigset_t previous;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &previous);
+#endif
+  std::string failed;
+  try {
+    run->thread = std::thread(run_thread, run.get(), std::move(shared));
+  } catch (const std::exception& e) {
+    failed = e.what();
+  }
+#ifndef _WIN32
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+#endif
+  if (!failed.empty()) {
+    live_managers().leave(manager);
+    return Error{"cannot start the run's thread: " + failed};
+  }
+  return run;
+}
+
+// Joins the run's thread once; the report stays for later calls.
+const Result<std::string>& run_wait(sbx_run& run) {
+  const std::lock_guard<std::mutex> lock(run.mutex);
+  if (!run.joined) {
+    if (run.thread.joinable()) run.thread.join();
+    run.joined = true;
+  }
+  return run.report;
+}
+
 Result<std::string> transform_command(sbx_manager* manager, const char* policy_json,
                                       const char* cwd, const char* const* argv,
                                       const char* preference) {
   const ManagerCall call(manager);
   if (Status live = call.status(); !live.ok()) return live.failure();
-  const std::lock_guard<std::mutex> lock(manager->mutex);
   Result<RunRequest> request = request_from(*manager, policy_json, cwd, argv, preference, false);
   if (!request.ok()) return request.failure();
   const std::vector<std::string> command = request->command;
-  HandleBackends backends(*manager->manager);
+  // plan_command holds the handle's mutex while it plans (HandleBackends::planning_lock).
+  HandleBackends backends(*manager);
   RunOutcome planned = plan_command(std::move(*request), backends);
   if (Status stopped = describe_stop(planned, command); !stopped.ok()) return stopped.failure();
   if (!planned.plan)  // no backend available
@@ -662,6 +880,64 @@ char* sbx_exec(sbx_manager* manager, const char* policy_json, const char* cwd,
                const char* const* argv, const char* preference, unsigned flags, sbx_error** error) {
   return sbx::guarded(
       error, [&] { return sbx::exec_command(manager, policy_json, cwd, argv, preference, flags); });
+}
+
+sbx_run* sbx_run_start(sbx_manager* manager, const sbx_run_options* options, sbx_error** error) {
+  try {
+    Result<std::unique_ptr<sbx_run>> run = sbx::run_start(manager, options);
+    if (!run.ok()) {
+      sbx::set_error(error, run.failure());
+      return nullptr;
+    }
+    return run->release();
+  } catch (const std::exception& e) {
+    sbx::set_error(error, Error{std::string("internal error in libsbx: ") + e.what()});
+  } catch (...) {
+    sbx::set_error(error, Error{"internal error in libsbx (unknown exception)"});
+  }
+  return nullptr;
+}
+
+int sbx_run_take_fd(sbx_run* run, int which) {
+  if (run == nullptr || !run->stdio) return -1;
+  return run->stdio->take_caller_fd(which);
+}
+
+int sbx_run_cancel(sbx_run* run) {
+  if (run == nullptr) return -1;
+  if (run->control) run->control->cancel();
+  return 0;
+}
+
+char* sbx_run_wait(sbx_run* run, sbx_error** error) {
+  return sbx::guarded(error, [&]() -> Result<std::string> {
+    if (run == nullptr)
+      return Error{"run is NULL; start one with sbx_run_start", sbx::ErrorKind::invalid_input};
+    return sbx::run_wait(*run);
+  });
+}
+
+const char* sbx_run_output(sbx_run* run, int which, size_t* length) {
+  if (length != nullptr) *length = 0;
+  if (run == nullptr || !run->stdio) return nullptr;
+  {
+    const std::lock_guard<std::mutex> lock(run->mutex);
+    if (!run->joined) return nullptr;
+  }
+  const sbx::CapturedOutput* captured = run->stdio->captured(which);
+  if (captured == nullptr) return nullptr;
+  if (length != nullptr) *length = captured->bytes.size();
+  return captured->bytes.data();
+}
+
+void sbx_run_free(sbx_run* run) {
+  if (run == nullptr) return;
+  try {
+    if (run->control) run->control->cancel();  // nothing changes for a run that has ended
+    (void)sbx::run_wait(*run);
+    delete run;
+  } catch (...) {  // std::system_error from the mutex or join: nothing may unwind into C
+  }
 }
 
 char* sbx_policy_widen(const char* base_json, const char* extra_json, sbx_error** error) {

@@ -3,8 +3,12 @@
 #include "plugins/host_table.hpp"
 
 #include <spdlog/spdlog.h>
+#ifndef _WIN32
+#include <fcntl.h>
+#endif
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -67,6 +71,15 @@ namespace {
 
 RunServices& run_of(void* ctx) { return *static_cast<RunServices*>(ctx); }
 
+bool descriptor_is_open(int fd) noexcept {
+#ifdef _WIN32
+  (void)fd;
+  return true;  // the C runtime's 0-2 are the console's; Windows has no descriptor to check
+#else
+  return ::fcntl(fd, F_GETFD) != -1;
+#endif
+}
+
 int run_prepare_child(void* ctx) noexcept { return run_of(ctx).prepare_child(); }
 
 void run_report_network_refusal(void* ctx, const char* kind, const char* address,
@@ -78,6 +91,18 @@ void run_report_network_refusal(void* ctx, const char* kind, const char* address
 
 void run_run_started(void* ctx) noexcept { run_of(ctx).started(); }
 
+int run_stdio_fd(void* ctx, int which) noexcept { return run_of(ctx).stdio_fd(which); }
+
+int run_cancel_fd(void* ctx) noexcept { return run_of(ctx).cancel_fd(); }
+
+// This process's own 0, 1 and 2, each that is open (-1 for a closed one: the command then has
+// none there either, as when it inherited them).
+std::array<int, 3> own_standard_fds() noexcept {
+  std::array<int, 3> fds{};
+  for (int i = 0; i < 3; ++i) fds[static_cast<std::size_t>(i)] = descriptor_is_open(i) ? i : -1;
+  return fds;
+}
+
 }  // namespace
 
 }  // namespace sbx::plugins
@@ -86,12 +111,21 @@ namespace sbx {
 
 RunServices::RunServices(BackendRefusalLog* refusals, std::function<void()> on_started,
                          const LimitedRun* limits)
-    : refusals_(refusals), on_started_(std::move(on_started)), limits_(limits) {
+    : stdio_(plugins::own_standard_fds()),
+      refusals_(refusals),
+      on_started_(std::move(on_started)),
+      limits_(limits) {
   table_.struct_size = sizeof(sbx_run_v2);
   table_.ctx = this;
   table_.prepare_child = &plugins::run_prepare_child;
   table_.report_network_refusal = &plugins::run_report_network_refusal;
   table_.run_started = &plugins::run_run_started;
+  table_.stdio_fd = &plugins::run_stdio_fd;
+  table_.cancel_fd = &plugins::run_cancel_fd;
+}
+
+int RunServices::stdio_fd(int which) const noexcept {
+  return which >= 0 && which <= 2 ? stdio_[static_cast<std::size_t>(which)] : -1;
 }
 
 void RunServices::started() noexcept {

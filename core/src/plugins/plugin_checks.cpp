@@ -95,9 +95,10 @@ std::string legacy_abi_refusal(const sbx_plugin_v2* d) {
   }
   return plugin + " was built for sbx plugin ABI " + abi + " (it exports " +
          SBX_PLUGIN_ENTRY_SYMBOL_V1 + "); this sbx loads ABI " + std::to_string(SBX_ABI_MAJOR) +
-         "." + std::to_string(SBX_ABI_MINOR) +
-         " plugins only: rebuild it against the sbx SDK 2.0 (its exec() now takes a RunContext; "
-         "see sdk/examples/firejail)";
+         ".0 to " + std::to_string(SBX_ABI_MAJOR) + "." + std::to_string(SBX_ABI_MINOR) +
+         " plugins only: rebuild it against the sbx SDK " + std::to_string(SBX_ABI_MAJOR) + "." +
+         std::to_string(SBX_ABI_MINOR) +
+         " (its exec() now takes a RunContext; see sdk/examples/firejail)";
 }
 
 std::optional<std::string> fingerprint_problem(const sbx_plugin_v2& d) {
@@ -157,9 +158,12 @@ std::variant<LoadedPlugin, RejectedPlugin> accept_descriptor(
   auto backend = create_backend(d, host);
   if (auto* error = std::get_if<std::string>(&backend))
     return reject(path, LoadStage::kCreate, *error);
-  return LoadedPlugin{d.name, d.version == nullptr ? "" : d.version,
-                      d.description == nullptr ? "" : d.description, path,
-                      std::move(std::get<std::shared_ptr<Backend>>(backend))};
+  return LoadedPlugin{d.name,
+                      d.version == nullptr ? "" : d.version,
+                      d.description == nullptr ? "" : d.description,
+                      path,
+                      std::move(std::get<std::shared_ptr<Backend>>(backend)),
+                      d.abi_minor};
 }
 
 }  // namespace sbx::plugins

@@ -1,32 +1,17 @@
-// Denial classification (a heuristic for agents, never a security decision) and the stderr
-// capture that feeds it.
+// Denial classification (a heuristic for agents, never a security decision). The stderr tail it
+// reads is kept by the run (run_io.hpp, RunStdio).
 #include "sbx/core/denial.hpp"
 
 #include <array>
-#include <atomic>
 #include <boost/json.hpp>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <exception>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
 #include "report/json_render.hpp"
 #include "report/objects.hpp"
 #include "sbx/core/exit_codes.hpp"
-
-#ifndef _WIN32
-#include <fcntl.h>
-#include <poll.h>
-#include <pthread.h>
-#include <signal.h>
-#include <unistd.h>
-#endif
 
 namespace sbx {
 namespace {
@@ -284,152 +269,5 @@ boost::json::object denial_object(const DenialAssessment& assessment) {
 }
 
 }  // namespace report
-
-// ---- StderrCapture ----
-
-#ifndef _WIN32
-
-namespace {
-std::atomic<bool> g_capture_active{false};
-
-bool write_all(int fd, const char* data, std::size_t size) {
-  while (size > 0) {
-    const ssize_t written = ::write(fd, data, size);
-    if (written < 0 && errno == EINTR) continue;
-    if (written <= 0) return false;
-    data += written;
-    size -= static_cast<std::size_t>(written);
-  }
-  return true;
-}
-}  // namespace
-
-struct StderrCapture::State {
-  std::size_t max_bytes = 0;
-  int saved_stderr = -1;  // the original fd 2, where every byte is copied
-  int read_end = -1;
-  std::atomic<bool> stopping{false};
-  std::mutex mutex;
-  std::string tail;
-  bool truncated = false;
-  std::thread reader;
-  bool stopped = false;
-
-  void keep(const char* data, std::size_t size) {
-    std::lock_guard<std::mutex> lock(mutex);
-    tail.append(data, size);
-    if (tail.size() > max_bytes) {
-      tail.erase(0, tail.size() - max_bytes);
-      truncated = true;
-    }
-  }
-
-  // Copies until EOF; once stop() has restored fd 2, gives a process that still holds the
-  // pipe (a backgrounded grandchild) 200 ms of silence before giving up on it.
-  void run() {
-    std::array<char, 4096> buffer{};
-    for (;;) {
-      pollfd fd{read_end, POLLIN, 0};
-      const int ready = ::poll(&fd, 1, stopping.load() ? 200 : 1000);
-      if (ready < 0 && errno == EINTR) continue;
-      if (ready == 0) {
-        if (stopping.load()) return;
-        continue;
-      }
-      const ssize_t got = ::read(read_end, buffer.data(), buffer.size());
-      if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-      if (got <= 0) return;  // EOF: every writer is gone
-      const auto size = static_cast<std::size_t>(got);
-      // The person still sees everything, as it comes.
-      (void)write_all(saved_stderr, buffer.data(), size);
-      keep(buffer.data(), size);
-    }
-  }
-};
-
-StderrCapture::StderrCapture(std::unique_ptr<State> state) : state_(std::move(state)) {}
-
-Result<std::unique_ptr<StderrCapture>> StderrCapture::start(std::size_t max_bytes) {
-  if (g_capture_active.exchange(true)) return Error{"a stderr capture is already active"};
-  auto state = std::make_unique<State>();
-  state->max_bytes = max_bytes == 0 ? 1 : max_bytes;
-  std::fflush(stderr);
-  int fds[2] = {-1, -1};
-  state->saved_stderr = ::fcntl(2, F_DUPFD_CLOEXEC, 3);
-  if (state->saved_stderr < 0 || ::pipe2(fds, O_CLOEXEC) != 0) {
-    const int error = errno;
-    if (state->saved_stderr >= 0) ::close(state->saved_stderr);
-    g_capture_active = false;
-    return Error{std::string("cannot capture stderr: ") + std::strerror(error)};
-  }
-  state->read_end = fds[0];
-  // dup2 clears close-on-exec on the new fd 2, so children inherit the pipe as their stderr.
-  if (::dup2(fds[1], 2) < 0) {
-    const int error = errno;
-    ::close(fds[0]);
-    ::close(fds[1]);
-    ::close(state->saved_stderr);
-    g_capture_active = false;
-    return Error{std::string("cannot capture stderr: dup2: ") + std::strerror(error)};
-  }
-  ::close(fds[1]);
-  State* raw = state.get();
-  // The copy thread blocks every signal (it inherits the mask in force when it is created).
-  // Otherwise the kernel may deliver process-directed signals to it: SIGCHLD would never reach
-  // a spawner that waits for it through a signalfd (the bwrap backend does), and a SIGTERM
-  // meant to be forwarded to the command would kill sbx instead.
-  sigset_t all_signals;
-  sigset_t previous;
-  sigfillset(&all_signals);
-  pthread_sigmask(SIG_BLOCK, &all_signals, &previous);
-  try {
-    state->reader = std::thread([raw] { raw->run(); });
-    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-  } catch (const std::exception& e) {
-    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-    ::dup2(state->saved_stderr, 2);
-    ::close(state->saved_stderr);
-    ::close(state->read_end);
-    g_capture_active = false;
-    return Error{std::string("cannot capture stderr: no copy thread: ") + e.what()};
-  }
-  return std::unique_ptr<StderrCapture>(new StderrCapture(std::move(state)));
-}
-
-std::string StderrCapture::stop() {
-  State& state = *state_;
-  if (!state.stopped) {
-    state.stopped = true;
-    std::fflush(stderr);
-    // Restoring fd 2 drops our own write end; EOF follows once the children's copies are gone.
-    ::dup2(state.saved_stderr, 2);
-    state.stopping = true;
-    if (state.reader.joinable()) state.reader.join();
-    ::close(state.read_end);
-    ::close(state.saved_stderr);
-    g_capture_active = false;
-  }
-  std::lock_guard<std::mutex> lock(state.mutex);
-  if (!state.truncated) return state.tail;
-  // Start at a line boundary so the first line is not a fragment.
-  const std::size_t newline = state.tail.find('\n');
-  return newline == std::string::npos ? state.tail : state.tail.substr(newline + 1);
-}
-
-StderrCapture::~StderrCapture() {
-  if (state_) (void)stop();
-}
-
-#else  // _WIN32
-
-struct StderrCapture::State {};
-StderrCapture::StderrCapture(std::unique_ptr<State> state) : state_(std::move(state)) {}
-Result<std::unique_ptr<StderrCapture>> StderrCapture::start(std::size_t) {
-  return Error{"capturing stderr is not implemented on Windows yet; run without --json"};
-}
-std::string StderrCapture::stop() { return {}; }
-StderrCapture::~StderrCapture() = default;
-
-#endif
 
 }  // namespace sbx

@@ -279,8 +279,20 @@ std::string exec_report_to_json(const RunReport& report, ExecReportKeys keys) {
   } else {
     out["denial"] = nullptr;
   }
-  if (keys == ExecReportKeys::kWithStderrTail)
+  if (keys == ExecReportKeys::kWithStderrTail) {
     out["stderr_tail"] = optional_string(report.stderr_tail);
+    // What a capture kept and dropped (the bytes themselves are the C API's: sbx_run_output).
+    const auto capture = [](const std::optional<RunReport::Capture>& captured) -> json::value {
+      if (!captured) return nullptr;
+      json::object item;
+      item["bytes"] = captured->bytes;
+      item["dropped_bytes"] = captured->dropped_bytes;
+      item["truncated"] = captured->dropped_bytes > 0;
+      return item;
+    };
+    out["stdout_capture"] = capture(report.stdout_capture);
+    out["stderr_capture"] = capture(report.stderr_capture);
+  }
   json::array refusals = report::refusals_array(report.network_refusals.proxy.entries);
   for (const BackendRefusal& refusal : report.network_refusals.backend.entries) {
     json::object item;

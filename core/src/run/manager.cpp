@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <exception>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -572,6 +573,21 @@ Result<ExitStatus> Manager::exec(const std::string& backend, const ExecPlan& pla
   if (plugin == nullptr)
     return Error{"unknown backend '" + backend + "' (see `sbx backends`)",
                  ErrorKind::invalid_input};
+  // A plugin built for ABI 2.0 reads neither the run's stdio nor its end (abi.h, 2.1): it would
+  // give the command sbx's own stdio and never stop it early, so such a run is refused, not run
+  // with less than was asked. Its exec() was promised one call at a time: so it stays.
+  std::unique_lock<std::mutex> one_at_a_time;
+  if (plugin->abi_minor < 1) {
+    if (!run.own_stdio() || run.cancel_fd() >= 0)
+      return Error{"backend '" + backend +
+                       "' was built for sbx plugin ABI 2.0: it cannot give the command other "
+                       "stdio than sbx's own, nor end a run early (time-out, cancel); rebuild it "
+                       "against the ABI " +
+                       std::to_string(SBX_ABI_MAJOR) + "." + std::to_string(SBX_ABI_MINOR) + " SDK",
+                   ErrorKind::unavailable};
+    static std::mutex abi_2_0_exec;
+    one_at_a_time = std::unique_lock<std::mutex>(abi_2_0_exec);
+  }
   try {
     Result<ExitStatus> status = plugin->backend->exec(plan, RunContext(run.table()));
     if (!status.ok())

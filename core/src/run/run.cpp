@@ -6,6 +6,8 @@
 #endif
 
 #include <algorithm>
+#include <array>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
@@ -518,8 +520,42 @@ void record_created_names(CreatedNamesScan& scan, RunReport& report) {
   report.protected_names_unreadable = std::move(created.unreadable);
 }
 
+// The run's stdio: the front end's, or for capture_stderr this process's own with stderr copied
+// through a pipe for its tail; null for this process's own. Error: nothing ran.
+Result<std::shared_ptr<RunStdio>> stdio_for(const RunRequest& request) {
+  if (request.stdio || !request.capture_stderr) return request.stdio;
+  std::array<StdioSpec, 3> specs{};
+  specs[2].tail = true;
+  Result<std::unique_ptr<RunStdio>> opened = RunStdio::open(std::move(specs));
+  if (!opened.ok()) return opened.failure();
+  return std::shared_ptr<RunStdio>(std::move(*opened));
+}
+
+// Stops the run for its control: the caller cancelled it or its time-out passed.
+bool ended_early(RunOutcome& out, RunEnd end, const RunControl& control) {
+  if (end == RunEnd::kCancelled)
+    return stop(out, RunStop::kEndedEarly,
+                Error{"the run was cancelled by the caller and ended", ErrorKind::cancelled});
+  const auto ms = control.timeout().value_or(std::chrono::milliseconds(0)).count();
+  return stop(out, RunStop::kEndedEarly,
+              Error{"the run timed out after " + std::to_string(ms) + " ms and was ended",
+                    ErrorKind::timed_out});
+}
+
+// What the run's stdio kept, in the report.
+void record_stdio(const RunStdio& stdio, RunReport& report) {
+  report.stderr_tail = stdio.stderr_tail();
+  const auto summary = [](const CapturedOutput* captured) -> std::optional<RunReport::Capture> {
+    if (captured == nullptr) return std::nullopt;
+    return RunReport::Capture{captured->bytes.size(), captured->dropped};
+  };
+  report.stdout_capture = summary(stdio.captured(1));
+  report.stderr_capture = summary(stdio.captured(2));
+}
+
 // The run: its resource limits hold from the first process the backend starts until finish()
-// has killed whatever is left of it; with capture_stderr its stderr goes through a pipe.
+// has killed whatever is left of it; the command's stdio is the request's (RunStdio), and its
+// control may end it early.
 void run_prepared(const RunRequest& request, PlannedRun& prepared, RunOutcome& out) {
   // Only a sandboxed run is watched for protected names created deep in its writable roots.
   const CreatedNamesWatch watch = prepared.backend
@@ -541,41 +577,54 @@ void run_prepared(const RunRequest& request, PlannedRun& prepared, RunOutcome& o
     stop(out, RunStop::kLimitsUnavailable, limited.failure());
     return;
   }
+  Result<std::shared_ptr<RunStdio>> stdio = stdio_for(request);
+  if (!stdio.ok()) {
+    stop(out, RunStop::kCaptureUnavailable, stdio.failure());
+    return;
+  }
+  // Cancelled or timed out while it planned: the command never starts.
+  if (request.control && request.control->ended() != RunEnd::kNone) {
+    ended_early(out, request.control->ended(), *request.control);
+    return;
+  }
   // A sandboxed command may chmod the directories above sbx's state directories that its
   // writable roots hold: set back after it (state_guard.hpp).
   std::optional<StateModeGuard> state_guard;
   if (prepared.backend)
     state_guard.emplace(
         chmodable_state_ancestors(request.resolved, kept_probe::state_directories()));
-  std::unique_ptr<StderrCapture> capture;
-  if (request.capture_stderr) {
-    Result<std::unique_ptr<StderrCapture>> capturing = StderrCapture::start();
-    if (!capturing.ok()) {
-      stop(out, RunStop::kCaptureUnavailable, capturing.failure());
-      return;
-    }
-    capture = std::move(*capturing);
-  }
   Result<ExitStatus> status = Error{"not run"};
+  RunEnd end = RunEnd::kNone;
   {
     // The run's context: what the backend's sandbox refuses goes to this run's report, its
-    // start starts the scan, and what it spawns goes under this run's limits.
+    // start starts the scan, and what it spawns goes under this run's limits, with the run's
+    // stdio and its end.
     RunServices services(
         &out.report.network_refusals.backend,
         [&scan] {
           if (scan) scan->start();
         },
         limited->get());
+    if (*stdio) services.set_stdio((*stdio)->child_fds(), (*stdio)->own_stdio());
+    if (request.control) services.set_cancel_fd(request.control->fd());
     status = prepared.backend ? prepared.manager->exec(*prepared.backend, prepared.plan, services)
                               : spawn_and_wait(prepared.plan, &services);
+    // Seen as the run ended: a cancel that comes later changes nothing of this report.
+    if (request.control) end = request.control->ended();
   }
   out.report.limit_hit = (*limited)->finish(status.ok() ? status->shell_code() : -1);
   // Once nothing of the command is left (finish() ended what its cgroup still held).
   if (state_guard) state_guard->finish();
-  if (capture) out.report.stderr_tail = capture->stop();
-  if (status.ok()) {
-    out.report.exit = *status;
-  } else {
+  // Everything of the run is gone now (the sandbox, the run's cgroup): what it wrote is in the
+  // pipes.
+  if (*stdio) {
+    (*stdio)->finish();
+    record_stdio(**stdio, out.report);
+  }
+  if (status.ok()) out.report.exit = *status;
+  if (end != RunEnd::kNone) {
+    ended_early(out, end, *request.control);
+  } else if (!status.ok()) {
     stop(out, RunStop::kRunFailed, status.failure());
   }
   if (scan) record_created_names(*scan, out.report);
@@ -640,7 +689,14 @@ std::optional<std::vector<std::string>> excluded_command(const Policy& policy,
 RunOutcome run_command(RunRequest request, RunBackends& backends) {
   RunOutcome out = new_outcome(false);
   PlannedRun prepared;
-  if (prepare(request, backends, out, prepared)) run_prepared(request, prepared, out);
+  bool ready = false;
+  {
+    const std::unique_lock<std::mutex> planning = backends.planning_lock();
+    ready = prepare(request, backends, out, prepared);
+  }
+  if (ready) run_prepared(request, prepared, out);
+  // Also when nothing ran: the caller's pipe ends see end of file.
+  if (request.stdio) request.stdio->finish();
   return out;
 }
 
@@ -649,6 +705,7 @@ RunOutcome plan_command(RunRequest request,  // NOLINT(performance-unnecessary-v
                         RunBackends& backends) {
   RunOutcome out = new_outcome(true);
   PlannedRun prepared;
+  const std::unique_lock<std::mutex> planning = backends.planning_lock();
   if (prepare(request, backends, out, prepared))
     out.plan = proxy::redact_plan(std::move(prepared.plan), prepared.proxy.get());
   return out;

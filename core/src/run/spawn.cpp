@@ -19,6 +19,7 @@
 
 // POSIX only: Windows compiles run/spawn_win32.cpp instead (core/cross/libsbx.cmake).
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -27,6 +28,7 @@
 #include <unistd.h>
 #ifdef __linux__
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #endif
 
 #include <array>
@@ -119,19 +121,25 @@ std::atomic<pid_t>* register_child(pid_t pid) {
 namespace child = sdk::posix_child;
 
 [[noreturn]] void run_child(char* const argv[], char* const envp[], const char* cwd, int report_fd,
-                            const RunServices* run) {
+                            const int* stdio, const RunServices* run) {
   child::reset_signal_dispositions();
+  const int report = child::move_above(report_fd, 3);
+  if (report < 0) child::fail(report_fd, child::Step::kSetup, kExitSbxFailure);
+  // The command's stdin, stdout and stderr: the run's (RunServices::stdio_fd), inheritable
+  // whatever flags the caller left on them (Node marks its own 0-2 close-on-exec).
+  if (!child::place_standard_fds(stdio, 3))
+    child::fail(report, child::Step::kSetup, kExitSbxFailure);
   // Only stdin, stdout and stderr reach the command; the report pipe is close-on-exec already.
   child::close_on_exec_all_but(nullptr, 0);
-  if (chdir(cwd) != 0) child::fail(report_fd, child::Step::kChdir, kExitSbxFailure);
+  if (chdir(cwd) != 0) child::fail(report, child::Step::kChdir, kExitSbxFailure);
   // The run's cgroup and rlimits (run_limits.hpp), when the spawn is part of a run: last
   // before execve, so they bind what runs and nothing of sbx's own setup.
   if (const int error = run != nullptr ? run->prepare_child() : 0; error != 0) {
     errno = error;
-    child::fail(report_fd, child::Step::kLimits, kExitSbxFailure);
+    child::fail(report, child::Step::kLimits, kExitSbxFailure);
   }
   child::unblock_all_signals();
-  child::exec_or_fail(report_fd, argv, envp);
+  child::exec_or_fail(report, argv, envp);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -145,9 +153,39 @@ std::string wait_error(const char* call) {
   return text;
 }
 
+// Until `pid` has ended (left unreaped), killing it once `cancel_fd` becomes readable (the run's
+// control: RunServices::cancel_fd). Only the child itself is killed: an unsandboxed command's
+// own children end with the run's cgroup, where it has one (LimitedRun::finish). Returns early
+// on a waitid error, which wait_for then reports.
+void await_end_or_cancel(pid_t pid, int cancel_fd) {
+#ifdef __linux__
+  // A pidfd (Linux 5.3) says when it has ended; without one, a short poll looks again.
+  const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+#else
+  const int pidfd = -1;
+#endif
+  bool killed = false;
+  for (;;) {
+    siginfo_t ended{};
+    if (waitid(P_PID, static_cast<id_t>(pid), &ended, WEXITED | WNOHANG | WNOWAIT) == 0) {
+      if (ended.si_pid == pid) break;
+    } else if (errno != EINTR) {
+      break;
+    }
+    std::array<pollfd, 2> fds{{{killed ? -1 : cancel_fd, POLLIN, 0}, {pidfd, POLLIN, 0}}};
+    if (poll(fds.data(), fds.size(), pidfd >= 0 ? -1 : 50) < 0 && errno != EINTR) break;
+    if (!killed && fds[0].revents != 0) {
+      kill(pid, SIGKILL);  // not reaped yet: the pid is still the child's
+      killed = true;
+    }
+  }
+  if (pidfd >= 0) close(pidfd);
+}
+
 // Waits for the child to end, then stops forwarding to it, and only then reaps it: once reaped,
 // its pid may be reused by an unrelated process, which a late forwarded signal must not hit.
-Result<ExitStatus> wait_for(pid_t pid, std::atomic<pid_t>* slot) {
+Result<ExitStatus> wait_for(pid_t pid, std::atomic<pid_t>* slot, int cancel_fd) {
+  if (cancel_fd >= 0) await_end_or_cancel(pid, cancel_fd);
   siginfo_t ended{};
   while (waitid(P_PID, static_cast<id_t>(pid), &ended, WEXITED | WNOWAIT) < 0) {
     if (errno != EINTR) return Error{wait_error("waitid")};
@@ -158,12 +196,32 @@ Result<ExitStatus> wait_for(pid_t pid, std::atomic<pid_t>* slot) {
   return result;
 }
 
-// Turns a failure the child reported into the shell's exit code and a message on stderr.
-ExitStatus report_failure(const ExecPlan& plan, const child::Failure& failure) {
+// sbx's own message about the run, on the command's stderr (where a shell would say "command
+// not found"); nowhere when the command has none.
+void write_message(int fd, const std::string& message) {
+  if (fd < 0) return;
+  if (fd == 2) std::fflush(stderr);
+  const char* data = message.data();
+  std::size_t left = message.size();
+  while (left > 0) {
+    const ssize_t n = write(fd, data, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    data += n;
+    left -= static_cast<std::size_t>(n);
+  }
+}
+
+// Turns a failure the child reported into the shell's exit code and a message on the command's
+// stderr (`err_fd`).
+ExitStatus report_failure(const ExecPlan& plan, const child::Failure& failure, int err_fd) {
   const std::string reason = std::strerror(failure.error);
   std::string message;
   ExitStatus status;
-  if (failure.step == child::Step::kChdir) {
+  if (failure.step == child::Step::kSetup) {
+    status.exit_code = kExitSbxFailure;
+    message = "sbx: cannot give the command its stdin, stdout and stderr: " + reason;
+  } else if (failure.step == child::Step::kChdir) {
     status.exit_code = kExitSbxFailure;
     message = "sbx: cannot change directory to '" + plan.cwd + "': " + reason + " (check --cwd)";
   } else if (failure.step == child::Step::kLimits) {
@@ -177,8 +235,7 @@ ExitStatus report_failure(const ExecPlan& plan, const child::Failure& failure) {
     message = "sbx: " + plan.argv[0] + ": not executable: " + reason;
   }
   message += '\n';
-  std::fputs(message.c_str(), stderr);
-  std::fflush(stderr);
+  write_message(err_fd, message);
   return status;
 }
 
@@ -200,6 +257,9 @@ Result<ExitStatus> fork_exec_wait(const ExecPlan& plan, int report_read, int rep
                                   RunServices* run) {
   std::vector<char*> argv = child::c_string_array(plan.argv);
   std::vector<char*> envp = child::c_string_array(plan.env);
+  // Read in the child, so prepared here (the child may not call into the run).
+  std::array<int, 3> stdio{0, 1, 2};
+  if (run != nullptr) stdio = {run->stdio_fd(0), run->stdio_fd(1), run->stdio_fd(2)};
   sigset_t all;
   sigset_t previous;
   sigfillset(&all);
@@ -209,7 +269,8 @@ Result<ExitStatus> fork_exec_wait(const ExecPlan& plan, int report_read, int rep
   pthread_sigmask(SIG_SETMASK, &all, &previous);
   install_forwarding();
   const pid_t pid = vfork();
-  if (pid == 0) run_child(argv.data(), envp.data(), plan.cwd.c_str(), report_write, run);
+  if (pid == 0)
+    run_child(argv.data(), envp.data(), plan.cwd.c_str(), report_write, stdio.data(), run);
   const int fork_errno = errno;  // meaningful only when pid < 0
   std::atomic<pid_t>* slot = pid > 0 ? register_child(pid) : nullptr;
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
@@ -220,8 +281,8 @@ Result<ExitStatus> fork_exec_wait(const ExecPlan& plan, int report_read, int rep
     if (run != nullptr) run->started();
     child::Failure failure{};
     const bool failed = child::read_failure(report_read, failure);
-    result = wait_for(pid, slot);
-    if (failed && result.ok()) result = report_failure(plan, failure);
+    result = wait_for(pid, slot, run != nullptr ? run->cancel_fd() : -1);
+    if (failed && result.ok()) result = report_failure(plan, failure, stdio[2]);
   }
   if (slot != nullptr) slot->store(0);  // already cleared unless waiting failed
   remove_forwarding();

@@ -50,6 +50,7 @@ struct DirectLaunch : LaunchBase {
   bool private_network = false;
   std::string command;
   bool trampoline = false;  // bwrap runs the write layer's trampoline, which runs the command
+  int cancel_fd = -1;       // the run's (RunContext::cancel_fd): never closed here
 
   DirectLaunch() = default;
   DirectLaunch(const DirectLaunch&) = delete;
@@ -163,7 +164,8 @@ Status prepare_direct(const DirectPlan& plan, DirectLaunch& launch) {
 struct DirectOutcome {
   std::string status_text;              // what --json-status-fd carried
   std::optional<PauseVerdict> refused;  // the pause-point check failed: the sandbox was killed
-  bool released = false;  // the pause point passed: bwrap went on to start the command
+  bool released = false;   // the pause point passed: bwrap went on to start the command
+  bool cancelled = false;  // the run's cancel_fd ended the sandbox
 };
 
 // The watcher of a direct run: learns the sandbox's PID 1, checks the sandbox at the pause
@@ -187,11 +189,12 @@ Result<DirectOutcome> watch_direct_run(pid_t bwrap, int signal_fd, int status_fd
     const bool watch_pause = init > 0 && launch.pause_write >= 0 && !out.refused;
     // Served by this loop until the supervisor hands its listener to a thread (-1 from then on).
     const int unix_fd = supervisor ? supervisor->poll_fd() : -1;
-    std::array<pollfd, 5> fds{{{signal_fd, POLLIN, 0},
+    std::array<pollfd, 6> fds{{{signal_fd, POLLIN, 0},
                                {exit_fd, POLLIN, 0},
                                {status_fd, POLLIN, 0},
                                {watch_pause ? launch.pause_write : -1, POLLOUT, 0},
-                               {unix_fd, POLLIN, 0}}};
+                               {unix_fd, POLLIN, 0},
+                               {out.cancelled ? -1 : launch.cancel_fd, POLLIN, 0}}};
     if (poll(fds.data(), fds.size(), watch_timeout(forwarder, exit_fd)) < 0 && errno != EINTR) {
       failed = Error{std::string("poll failed: ") + std::strerror(errno)};
       break;
@@ -231,6 +234,10 @@ Result<DirectOutcome> watch_direct_run(pid_t bwrap, int signal_fd, int status_fd
       }
     }
     if (fds[4].revents != 0) supervisor->serve();
+    if (fds[5].revents != 0) {
+      end_sandbox(bwrap, init_pidfd);
+      out.cancelled = true;
+    }
     if (fds[0].revents != 0) drain_signals(signal_fd, &forwarder);
     forwarder.deliver_held();
   }
@@ -248,26 +255,27 @@ Result<DirectOutcome> watch_direct_run(pid_t bwrap, int signal_fd, int status_fd
   return out;
 }
 
-// The pause-point check failed: the sandbox was killed before the command ran.
-ExitStatus report_refused(const PauseVerdict& refused) {
-  const std::string message = "sbx: bwrap: " + refused.message + "; the command did not run\n";
-  std::fputs(message.c_str(), stderr);
-  std::fflush(stderr);
+// The pause-point check failed: the sandbox was killed before the command ran. Said on the
+// command's stderr `err_fd`.
+ExitStatus report_refused(const PauseVerdict& refused, int err_fd) {
+  print_message(err_fd, "sbx: bwrap: " + refused.message + "; the command did not run\n");
   ExitStatus status;
   status.exit_code = refused.exit_code;
   return status;
 }
 
-// The run's status once bwrap (started without a failure of its child) was reaped with `bwrap`.
-ExitStatus direct_status(const DirectOutcome& outcome, const ExitStatus& bwrap) {
-  if (outcome.refused) return report_refused(*outcome.refused);
+// The run's status once bwrap (started without a failure of its child) was reaped with `bwrap`;
+// sbx's messages on `err_fd`, the command's stderr.
+ExitStatus direct_status(const DirectOutcome& outcome, const ExitStatus& bwrap, int err_fd) {
+  if (outcome.refused) return report_refused(*outcome.refused, err_fd);
   // bwrap writes "exit-code" only once the command has run; without it, bwrap itself failed,
   // or it was killed while the command ran (past the pause point): the run's timeout kills the
   // whole cgroup after the grace period, bwrap included, and so may the OOM killer or a
   // SIGKILL from outside. That end is the run's, reported as stage 2 reports it: 128 + N.
   if (!parse_json_status(outcome.status_text).exit_code) {
+    if (outcome.cancelled) return ended_by_cancel();
     if (outcome.released && bwrap.signal != 0) return bwrap;
-    return report_bwrap_failure(bwrap);
+    return report_bwrap_failure(bwrap, err_fd);
   }
   return bwrap;
 }
@@ -296,6 +304,7 @@ Result<ExitStatus> run_direct_launch(const ExecPlan& plan, const DirectPlan& dir
                                      std::string* launched) {
   DirectLaunch launch;
   launch.unix_rules = std::move(rules);
+  launch.cancel_fd = run.cancel_fd();
   if (Status prepared = prepare_direct(direct, launch); !prepared.ok()) {
     for (int fd : {pipes.report[1], pipes.info[1], pipes.info[0]}) close(fd);
     return Error{prepared.error()};
@@ -324,8 +333,9 @@ Result<ExitStatus> run_direct_launch(const ExecPlan& plan, const DirectPlan& dir
       watch_direct_run(bwrap->pid, signal_fd, pipes.info[0], launch, bwrap->supervisor.get());
   Result<ExitStatus> ended = end_bwrap(*bwrap, outcome.status(), refusals);
   if (!ended.ok()) return ended;
-  if (bwrap->failure) return report_failure(plan, *bwrap->failure);
-  return direct_status(*outcome, *ended);
+  const int err_fd = run.stdio_fd(2);
+  if (bwrap->failure) return report_failure(plan, *bwrap->failure, err_fd);
+  return direct_status(*outcome, *ended, err_fd);
 }
 
 }  // namespace sbx::bwrap::launch

@@ -50,8 +50,9 @@ void step_done(confine::ConfinementSteps& steps, confine::Step step, int report)
 // uses each for its mount and closes it before running what follows; the placed ones at their
 // numbers (the stage-2 launch's are passed on to stage 2, which closes kEnvFd, kReadyFd and
 // kMountsFd once used; the direct launch's are bwrap's own; kTraceFd goes on to stage 2 or the
-// trampoline, which make it close-on-exec). Every source is moved above the placed range first:
-// any of them may currently *be* one of the numbers placed. Returns the report pipe's new number.
+// trampoline, which make it close-on-exec); the run's stdio at 0-2. Every source is moved above
+// the placed range first: any of them may currently *be* one of the numbers placed. Returns the
+// report pipe's new number.
 int arrange_descriptors(const ChildArgs& a, int& channel, int& ruleset, int& trace) {
   if (!child::close_on_exec_all_but(a.bind_fds, a.bind_fd_count)) setup_failed(a.report_fd);
   const int report = child::move_above(a.report_fd, kAbovePlaced);
@@ -66,6 +67,9 @@ int arrange_descriptors(const ChildArgs& a, int& channel, int& ruleset, int& tra
     moved[i] = child::move_above(a.placed[i], kAbovePlaced);
     if (a.placed[i] >= 0 && moved[i] < 0) setup_failed(report);
   }
+  // The command's stdin, stdout and stderr, bwrap's own 0-2 (it passes them on), inheritable
+  // whatever flags they carry; moved before anything is placed at 3 and up, which they may be.
+  if (!child::place_standard_fds(a.stdio.data(), kAbovePlaced)) setup_failed(report);
   for (std::size_t i = 0; i < kPlacedCount; ++i) {
     if (moved[i] >= 0 && !child::place_fd(moved[i], kFirstPlacedFd + static_cast<int>(i)))
       setup_failed(report);
@@ -285,14 +289,40 @@ int sealed_memfd(const char* name, const std::string& block) {
   return fd;
 }
 
-Status check_inherited_descriptors() {
+Status check_inherited_descriptors(const std::array<int, 3>& stdio) {
   // sbx/sdk/inherited_sockets.hpp says which sockets may go into the sandbox, and why.
-  if (std::optional<std::string> why = inherited::check_standard_descriptors("bwrap"))
+  if (std::optional<std::string> why = inherited::check_descriptors("bwrap", stdio.data()))
     return Error{*why};
   return {};
 }
 
-ExitStatus report_failure(const ExecPlan& plan, const child::Failure& failure) {
+void print_message(int err_fd, const std::string& message) {
+  if (err_fd < 0) return;
+  if (err_fd == 2) std::fflush(stderr);
+  const char* data = message.data();
+  std::size_t left = message.size();
+  while (left > 0) {
+    const ssize_t n = write(err_fd, data, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    data += n;
+    left -= static_cast<std::size_t>(n);
+  }
+}
+
+void end_sandbox(pid_t bwrap, int init_pidfd) {
+  if (init_pidfd >= 0 && syscall(SYS_pidfd_send_signal, init_pidfd, SIGKILL, nullptr, 0) == 0)
+    return;
+  kill(bwrap, SIGKILL);  // not reaped yet: the pid is still bwrap's
+}
+
+ExitStatus ended_by_cancel() {
+  ExitStatus status;
+  status.signal = SIGKILL;
+  return status;
+}
+
+ExitStatus report_failure(const ExecPlan& plan, const child::Failure& failure, int err_fd) {
   const std::string reason = std::strerror(failure.error);
   ExitStatus status;
   std::string message;
@@ -310,18 +340,16 @@ ExitStatus report_failure(const ExecPlan& plan, const child::Failure& failure) {
     message = "sbx: bwrap: cannot run " + plan.argv[0] + ": " + reason;
   }
   message += '\n';
-  std::fputs(message.c_str(), stderr);
-  std::fflush(stderr);
+  print_message(err_fd, message);
   return status;
 }
 
-ExitStatus report_bwrap_failure(const ExitStatus& bwrap) {
+ExitStatus report_bwrap_failure(const ExitStatus& bwrap, int err_fd) {
   const std::string how = bwrap.signal != 0 ? "killed by signal " + std::to_string(bwrap.signal)
                                             : "exit " + std::to_string(bwrap.exit_code);
   const std::string message =
       "sbx: bwrap failed before the command started (" + how + "; its message is above)\n";
-  std::fputs(message.c_str(), stderr);
-  std::fflush(stderr);
+  print_message(err_fd, message);
   ExitStatus status;
   status.exit_code = kExitSandboxFailure;
   return status;
@@ -363,7 +391,8 @@ Result<StartedBwrap> start_bwrap(const ExecPlan& plan, const ChildProgram& progr
                        program.scope_ruleset,
                        launch.unix_rules.private_network,
                        &launch.order,
-                       launch.trace_fd};
+                       launch.trace_fd,
+                       run.stdio_fds()};
   int fork_errno = 0;  // meaningful only when pid < 0
   StartedBwrap bwrap;
   bwrap.pid = vfork_with_signals_blocked(args, fork_errno);

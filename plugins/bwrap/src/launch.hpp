@@ -78,6 +78,7 @@ struct ChildArgs {
   bool report_sends;       // private network namespace: the filter notifies sendto with an address
   const confine::Order* order;  // the launch's confinement order: the child follows its rows
   int trace_fd;                 // CLOEXEC; -1, or the order's trace (handed on: placed[5])
+  std::array<int, 3> stdio;     // the command's 0-2 (RunContext::stdio_fds; -1: none), via bwrap
 };
 
 int pidfd_open_raw(pid_t pid);
@@ -135,19 +136,36 @@ int watch_timeout(const SignalForwarder& forwarder, int exit_fd);
 // A sealed memfd holding `block`, positioned at its start; -1 (errno set) on failure.
 int sealed_memfd(const char* name, const std::string& block);
 
-// The command inherits stdin, stdout and stderr and nothing else. A socket among them was made
-// in the caller's network namespace: unless it is a connected stream socket it could reach the
-// host (a datagram socket names a destination on every send, which the supervisor never sees;
-// an unconnected one connects in the host's namespace): the run is refused instead.
-Status check_inherited_descriptors();
+// The command inherits stdin, stdout and stderr (`stdio`, RunContext::stdio_fds) and nothing
+// else. A socket among them was made in the caller's network namespace: unless it is a connected
+// stream socket it could reach the host (a datagram socket names a destination on every send,
+// which the supervisor never sees; an unconnected one connects in the host's namespace): the run
+// is refused instead.
+Status check_inherited_descriptors(const std::array<int, 3>& stdio);
 
-// The child's own failure, printed, as the exit status (125 setup/limits/chdir, 126/127 exec).
-ExitStatus report_failure(const ExecPlan& plan, const sdk::posix_child::Failure& failure);
+// sbx's own message about the run, on the command's stderr `err_fd` (-1: none).
+void print_message(int err_fd, const std::string& message);
+
+// The child's own failure, printed on `err_fd`, as the exit status (125 setup/limits/chdir,
+// 126/127 exec).
+ExitStatus report_failure(const ExecPlan& plan, const sdk::posix_child::Failure& failure,
+                          int err_fd);
 
 // bwrap ended without starting the command: its own failure (it printed why), never the
 // command's status. 125 like every other failure of sbx's own, so no exit status of bwrap (1 for
 // most of its errors) can pass for the command's.
-ExitStatus report_bwrap_failure(const ExitStatus& bwrap);
+ExitStatus report_bwrap_failure(const ExitStatus& bwrap, int err_fd);
+
+// The run's cancel_fd (RunContext) became readable: ends the sandbox, whole. With its PID 1
+// known (init_pidfd), SIGKILL to it: the kernel then kills every process of its pid namespace
+// before PID 1 can be reaped (pid_namespaces(7)), and bwrap, which waits for PID 1, ends after
+// that. Before then, bwrap itself: its child dies with it (--die-with-parent), and nothing of
+// the command has started.
+void end_sandbox(pid_t bwrap, int init_pidfd);
+
+// A run ended by its cancel_fd: killed (128 + SIGKILL as a shell says it), quietly: the host
+// reports why.
+ExitStatus ended_by_cancel();
 
 // What both launchers prepare alike (DirectLaunch and Stage2Launch derive from it): the bind
 // sources, the channel the unix-socket supervisor's listener travels over and its rules, the

@@ -80,7 +80,7 @@ Result<ExitStatus> launch_and_watch(const ExecPlan& plan, const BwrapPlanDetail&
                                     const RunContext& run, std::vector<UnixRefusal>* refusals,
                                     std::string* launched) {
   if (const std::optional<DirectPlan> direct = direct_launch_of(typed.plan(), typed.host())) {
-    if (Status inherited = launch::check_inherited_descriptors(); !inherited.ok()) {
+    if (Status inherited = launch::check_inherited_descriptors(run.stdio_fds()); !inherited.ok()) {
       for (int fd : {pipes.report[1], pipes.info[1], pipes.info[0]}) close(fd);
       return Error{inherited.error()};
     }

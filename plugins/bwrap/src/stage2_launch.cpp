@@ -86,8 +86,9 @@ void add_trace_option(std::vector<std::string>& argv) {
 // ready pipe and mount list are (and, with a trace, where that is). The mount list needs a procfs
 // inside (stage 2 reads /proc/self/mountinfo); with the empty-/proc fallback there is none, and
 // only the descriptors guard the binds.
-Status prepare_launch(const BwrapPlan& typed, Stage2Launch& launch) {
-  if (Status inherited = check_inherited_descriptors(); !inherited.ok()) return inherited;
+Status prepare_launch(const BwrapPlan& typed, const RunContext& run, Stage2Launch& launch) {
+  if (Status inherited = check_inherited_descriptors(run.stdio_fds()); !inherited.ok())
+    return inherited;
   launch.unix_rules = unix_socket_rules(typed);
   std::vector<std::string> unbound = {typed.bwrap};
   const std::vector<std::string> options = stage2_launch_options(typed);
@@ -164,10 +165,13 @@ ExitStatus with_command_signal(const ExitStatus& bwrap, int ready_read) {
 // bwrap's end is watched through a pidfd as well as SIGCHLD: in a process with other threads
 // (an agent embedding libsbx) a thread that does not block SIGCHLD may take it, and the
 // signalfd alone would then wait forever. Without pidfds (Linux < 5.3) a 100 ms poll bounds it.
-Status watch_stage2_run(pid_t bwrap, int signal_fd, int info_fd, UnixSupervisor* supervisor) {
+// The run's cancel_fd ends the sandbox (end_sandbox); `cancelled` says it did.
+Status watch_stage2_run(pid_t bwrap, int signal_fd, int info_fd, UnixSupervisor* supervisor,
+                        int cancel_fd, bool& cancelled) {
   SignalForwarder forwarder;
   std::string info;
   const int exit_fd = pidfd_open_raw(bwrap);
+  int init_pidfd = -1;  // PID 1 (sbx-stage2), once bwrap has said which it is
   Status failed;
   for (;;) {
     Result<bool> ended = child_ended(bwrap);
@@ -178,8 +182,11 @@ Status watch_stage2_run(pid_t bwrap, int signal_fd, int info_fd, UnixSupervisor*
     if (*ended) break;
     // A negative descriptor is skipped by poll: info once closed, the listener once handed on.
     const int unix_fd = supervisor ? supervisor->poll_fd() : -1;
-    std::array<pollfd, 4> fds{
-        {{signal_fd, POLLIN, 0}, {exit_fd, POLLIN, 0}, {info_fd, POLLIN, 0}, {unix_fd, POLLIN, 0}}};
+    std::array<pollfd, 5> fds{{{signal_fd, POLLIN, 0},
+                               {exit_fd, POLLIN, 0},
+                               {info_fd, POLLIN, 0},
+                               {unix_fd, POLLIN, 0},
+                               {cancelled ? -1 : cancel_fd, POLLIN, 0}}};
     if (poll(fds.data(), fds.size(), watch_timeout(forwarder, exit_fd)) < 0 && errno != EINTR) {
       failed = Error{std::string("poll failed: ") + std::strerror(errno)};
       break;
@@ -188,14 +195,22 @@ Status watch_stage2_run(pid_t bwrap, int signal_fd, int info_fd, UnixSupervisor*
       close(info_fd);
       info_fd = -1;
       // bwrap writes the JSON in one go right after clone and then closes the pipe.
-      if (std::optional<pid_t> pid = parse_child_pid(info)) forwarder.aim_at_init(*pid);
+      if (std::optional<pid_t> pid = parse_child_pid(info)) {
+        forwarder.aim_at_init(*pid);
+        init_pidfd = pidfd_open_raw(*pid);
+      }
     }
     if (fds[3].revents != 0) supervisor->serve();
+    if (fds[4].revents != 0) {
+      end_sandbox(bwrap, init_pidfd);
+      cancelled = true;
+    }
     if (fds[0].revents != 0) drain_signals(signal_fd, &forwarder);
     forwarder.deliver_held();
   }
   forwarder.stop();
   if (exit_fd >= 0) close(exit_fd);
+  if (init_pidfd >= 0) close(init_pidfd);
   if (info_fd >= 0) close(info_fd);
   return failed;
 }
@@ -206,7 +221,7 @@ Result<ExitStatus> run_stage2_launch(const ExecPlan& plan, const BwrapPlan& type
                                      const Pipes& pipes, int signal_fd, const RunContext& run,
                                      std::vector<UnixRefusal>* refusals, std::string* launched) {
   Stage2Launch launch;
-  if (Status prepared = prepare_launch(typed, launch); !prepared.ok()) {
+  if (Status prepared = prepare_launch(typed, run, launch); !prepared.ok()) {
     for (int fd : {pipes.report[1], pipes.info[1], pipes.info[0]}) close(fd);
     return Error{prepared.error()};
   }
@@ -224,12 +239,16 @@ Result<ExitStatus> run_stage2_launch(const ExecPlan& plan, const BwrapPlan& type
   Result<StartedBwrap> bwrap =
       start_bwrap(plan, program, launch, pipes, run, [&launch] { launch.close_after_fork(); });
   if (!bwrap.ok()) return bwrap.failure();
-  Status watched = watch_stage2_run(bwrap->pid, signal_fd, pipes.info[0], bwrap->supervisor.get());
+  bool cancelled = false;
+  Status watched = watch_stage2_run(bwrap->pid, signal_fd, pipes.info[0], bwrap->supervisor.get(),
+                                    run.cancel_fd(), cancelled);
   // bwrap has ended, and the whole sandbox with it (its PID 1 is gone).
   Result<ExitStatus> status = end_bwrap(*bwrap, watched, refusals);
   if (!status.ok()) return status;
-  if (bwrap->failure) return report_failure(plan, *bwrap->failure);
-  if (!stage2_started(launch.ready_read)) return report_bwrap_failure(*status);
+  const int err_fd = run.stdio_fd(2);
+  if (bwrap->failure) return report_failure(plan, *bwrap->failure, err_fd);
+  if (!stage2_started(launch.ready_read))
+    return cancelled ? ended_by_cancel() : report_bwrap_failure(*status, err_fd);
   return with_command_signal(*status, launch.ready_read);
 }
 

@@ -295,6 +295,10 @@ class LandlockBackend final : public Backend {
       options.env = plan.env;
       options.cwd = plan.cwd;
       options.guard_program = std::string(host().stage2_path());
+      // The run's stdio and its end (ABI 2.1): the launcher gives the command those descriptors
+      // and ends the whole run when cancel_fd becomes readable.
+      options.stdio = run.stdio_fds();
+      options.cancel_fd = run.cancel_fd();
       RunContext::ChildHook hook = run.child_hook();
       options.prepare_child = &LandlockBackend::prepare_child;
       options.prepare_child_ctx = &hook;

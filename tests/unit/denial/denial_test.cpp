@@ -1,15 +1,12 @@
-// Denial classification over the per-platform keyword tables and the decision order, and the
-// stderr capture that feeds `sbx exec --json` (real child processes). Classification of real
-// sandbox failures is in tests/integration/denial.
+// Denial classification over the per-platform keyword tables and the decision order (the stderr
+// tail that feeds it: tests/unit/manager/run_io_test.cpp). Classification of real sandbox
+// failures is in tests/integration/denial.
 #include "sbx/core/denial.hpp"
 
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
-#include <chrono>
 #include <string>
-
-#include "sbx/core/spawn.hpp"
 
 namespace sbx {
 namespace {
@@ -126,47 +123,6 @@ TEST(Classify, EvidenceIsClippedAndJsonStaysValidUtf8) {
   EXPECT_EQ(parsed.at("kind").as_string(), "filesystem");
   EXPECT_EQ(parsed.at("likely_sandbox_denial").as_bool(), true);
   EXPECT_TRUE(boost::json::parse(denial_to_json(classify(2, 0, ""))).at("evidence").is_null());
-}
-
-ExecPlan shell(const std::string& script) {
-  return ExecPlan{{"/bin/sh", "-c", script}, {"PATH=/usr/bin:/bin"}, "/", {}};
-}
-
-TEST(StderrCapture, TeesChildStderrAndKeepsTheTail) {
-  Result<std::unique_ptr<StderrCapture>> capture = StderrCapture::start();
-  ASSERT_TRUE(capture.ok()) << capture.error();
-  EXPECT_FALSE(StderrCapture::start().ok()) << "only one capture at a time";
-  Result<ExitStatus> status = spawn_and_wait(shell("echo to-stderr >&2; echo to-stdout"));
-  const std::string tail = (*capture)->stop();
-  ASSERT_TRUE(status.ok());
-  EXPECT_EQ(tail, "to-stderr\n");
-  EXPECT_EQ((*capture)->stop(), "to-stderr\n") << "stop is idempotent";
-  // fd 2 is the real stderr again: a new capture can start.
-  EXPECT_TRUE(StderrCapture::start().ok());
-}
-
-TEST(StderrCapture, TruncatesToTheLastBytesAtALineBoundary) {
-  Result<std::unique_ptr<StderrCapture>> capture = StderrCapture::start(1000);
-  ASSERT_TRUE(capture.ok()) << capture.error();
-  Result<ExitStatus> status =
-      spawn_and_wait(shell("i=0; while [ $i -lt 400 ]; do echo line-$i >&2; i=$((i+1)); done"));
-  const std::string tail = (*capture)->stop();
-  ASSERT_TRUE(status.ok());
-  EXPECT_LE(tail.size(), 1000u);
-  EXPECT_EQ(tail.rfind("line-", 0), 0u) << "starts with a whole line: " << tail.substr(0, 20);
-  EXPECT_NE(tail.find("line-399\n"), std::string::npos);
-}
-
-TEST(StderrCapture, ABackgroundedStragglerDoesNotHangStop) {
-  Result<std::unique_ptr<StderrCapture>> capture = StderrCapture::start();
-  ASSERT_TRUE(capture.ok()) << capture.error();
-  Result<ExitStatus> status = spawn_and_wait(shell("(sleep 3 >&2 &); echo done >&2"));
-  const auto before = std::chrono::steady_clock::now();
-  const std::string tail = (*capture)->stop();
-  const auto waited = std::chrono::steady_clock::now() - before;
-  ASSERT_TRUE(status.ok());
-  EXPECT_EQ(tail, "done\n");
-  EXPECT_LT(waited, std::chrono::milliseconds(1500));
 }
 
 }  // namespace

@@ -20,8 +20,10 @@ _Static_assert(offsetof(sbx_host_v2, spawn) == 8 + 4 * SBX_P, "spawn is the last
 _Static_assert(sizeof(sbx_host_v2) == 8 + 5 * SBX_P, "host table size");
 /* sbx_run_v2: struct_size, then pointers only. */
 _Static_assert(offsetof(sbx_run_v2, ctx) == SBX_P, "ctx after struct_size (aligned)");
-_Static_assert(offsetof(sbx_run_v2, run_started) == 4 * SBX_P, "run_started is the last");
-_Static_assert(sizeof(sbx_run_v2) == 5 * SBX_P, "run table size");
+_Static_assert(offsetof(sbx_run_v2, run_started) == 4 * SBX_P, "run_started, the last of 2.0");
+_Static_assert(offsetof(sbx_run_v2, stdio_fd) == 5 * SBX_P, "2.1 appends stdio_fd");
+_Static_assert(offsetof(sbx_run_v2, cancel_fd) == 6 * SBX_P, "then cancel_fd, the last");
+_Static_assert(sizeof(sbx_run_v2) == 7 * SBX_P, "run table size");
 
 struct sbx_c_layout sbx_c_layout_of_abi(void) {
   struct sbx_c_layout layout;
@@ -41,6 +43,8 @@ struct sbx_c_layout sbx_c_layout_of_abi(void) {
   layout.run_prepare_child = offsetof(sbx_run_v2, prepare_child);
   layout.run_report_network_refusal = offsetof(sbx_run_v2, report_network_refusal);
   layout.run_run_started = offsetof(sbx_run_v2, run_started);
+  layout.run_stdio_fd = offsetof(sbx_run_v2, stdio_fd);
+  layout.run_cancel_fd = offsetof(sbx_run_v2, cancel_fd);
   layout.log_error = SBX_LOG_ERROR;
   return layout;
 }

@@ -2,6 +2,7 @@
 // letting an exception out, and the host table used through its C++ view.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cerrno>
 #include <cstddef>
 #include <cstdio>
@@ -73,6 +74,10 @@ void record_refusal(void* ctx, const char* kind, const char* address, std::size_
 
 void record_started(void* ctx) { ++static_cast<Recorder*>(ctx)->started; }
 
+// The run's stdio: 10 + which; its end: 42.
+int fake_stdio_fd(void* /*ctx*/, int which) { return 10 + which; }
+int fake_cancel_fd(void* /*ctx*/) { return 42; }
+
 TEST(SdkPluginMacro, DescriptorCarriesTheAbiAndIdentity) {
   const sbx_plugin_v2* d = sbx_plugin_entry_v2();
   ASSERT_NE(d, nullptr);
@@ -109,7 +114,8 @@ sbx_host_v2 host_table(Recorder& recorder) {
 }
 
 sbx_run_v2 run_table(Recorder& recorder) {
-  return {sizeof(sbx_run_v2), &recorder, &fake_prepare_child, &record_refusal, &record_started};
+  return {sizeof(sbx_run_v2), &recorder,      &fake_prepare_child, &record_refusal,
+          &record_started,    &fake_stdio_fd, &fake_cancel_fd};
 }
 
 TEST(SdkHostServices, LogAndSpawnGoThroughTheTable) {
@@ -177,6 +183,23 @@ TEST(SdkRunContext, RunStartedGoesThroughTheTableWhenItHasTheSlot) {
   sbx::RunContext(&run).run_started();
   EXPECT_EQ(recorder.started, 1);
   sbx::RunContext(nullptr).run_started();
+}
+
+// ABI 2.1's slots; a 2.0 table (shorter) means the host's own stdio and no end.
+TEST(SdkRunContext, StdioAndCancelGoThroughTheTableWhenItHasTheSlots) {
+  Recorder recorder;
+  sbx_run_v2 run = run_table(recorder);
+  EXPECT_EQ(sbx::RunContext(&run).stdio_fds(), (std::array<int, 3>{10, 11, 12}));
+  EXPECT_EQ(sbx::RunContext(&run).cancel_fd(), 42);
+  run.struct_size = static_cast<uint32_t>(offsetof(sbx_run_v2, stdio_fd));
+  EXPECT_EQ(sbx::RunContext(&run).stdio_fds(), (std::array<int, 3>{0, 1, 2}));
+  EXPECT_EQ(sbx::RunContext(&run).cancel_fd(), -1);
+  run = run_table(recorder);
+  run.cancel_fd = nullptr;
+  EXPECT_EQ(sbx::RunContext(&run).cancel_fd(), -1);
+  EXPECT_EQ(sbx::RunContext(&run).stdio_fd(2), 12);
+  EXPECT_EQ(sbx::RunContext(nullptr).stdio_fd(1), 1);
+  EXPECT_EQ(sbx::RunContext(nullptr).cancel_fd(), -1);
 }
 
 TEST(SdkHostServices, MissingTableOrSlotIsAnErrorNotACrash) {

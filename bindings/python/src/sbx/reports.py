@@ -32,11 +32,11 @@ class _ExecReportRequired(TypedDict):
     #: The command ran without a sandbox because of --allow-unsandboxed.
     allow_unsandboxed_used: bool
     dry_run: bool
-    #: null when the command did not run (error then says why).
+    #: null when the command did not run (error then says why). Set beside error when a cancel or time-out ended the running command.
     exit: Optional["ExitStatus"]
     #: sbx's own failure or refusal, null when none.
     error: Optional[str]
-    #: The kind of sbx's own failure in `error` (README.md, "Exit status and error kinds"); null when there is none.
+    #: The kind of sbx's own failure in `error` (README.md, "Exit status and error kinds"); null when there is none. timed_out and cancelled: the run was ended early (sbx_run_start's time-out, sbx_run_cancel); exit then says how the command ended, null when it had not started.
     error_kind: Optional[Literal["invalid_input", "refused", "unavailable", "backend_failure", "host_failure", "timed_out", "cancelled"]]
     #: Protected names (.git, ...) created or changed under the writable roots during a sandboxed run.
     protected_names_created: List[str]
@@ -62,6 +62,10 @@ class ExecReport(_ExecReportRequired, total=False):
     """How one `sbx exec` went."""
     #: Only in sbx_exec's and the bindings' reports (absent from `sbx exec --json`): the last 64 KiB of the command's stderr with SBX_EXEC_CAPTURE_STDERR (captureStderr), else null.
     stderr_tail: Optional[str]
+    #: Only in the C API's and the bindings' reports (absent from `sbx exec --json`): what the capture of stdout kept and dropped (sbx_run_start with SBX_STDIO_CAPTURE; the bytes come from sbx_run_output); null when stdout was not captured.
+    stdout_capture: Optional["Capture"]
+    #: As stdout_capture, for stderr.
+    stderr_capture: Optional["Capture"]
 
 
 class ExitStatus(TypedDict):
@@ -72,6 +76,16 @@ class ExitStatus(TypedDict):
     signal: Optional[int]
     #: As a shell reports it: code, or 128 + signal.
     shell_code: int
+
+
+class Capture(TypedDict):
+    """What a capture of one stream kept: at most its cap, from the start of the stream; what came after it was read and dropped."""
+    #: The bytes kept.
+    bytes: int
+    #: The bytes read after the cap and thrown away.
+    dropped_bytes: int
+    #: The truncation marker: true when dropped_bytes is not 0.
+    truncated: bool
 
 
 #: Was a failure most likely the sandbox's doing? A heuristic for agents, never a security decision (sbx/core/denial.hpp). Either a likely denial, with the evidence it was judged from, or none.
@@ -410,4 +424,4 @@ class ContextNetwork(TypedDict):
     limits: List[str]
 
 
-__all__ = ["ExecReport", "ExitStatus", "Denial", "LikelyDenial", "NoDenial", "DenialKind", "NetworkRefusal", "ProxyRefusal", "UnixRefusal", "IpRefusal", "Decision", "Explanation", "PassedOver", "ResolvedPolicy", "PathRule", "ProtectedPath", "ResolvedNetwork", "CgroupSupport", "LimitEnforcement", "EnvironmentSummary", "SettingsSummary", "Scope", "Capability", "BackendsReport", "BackendInfo", "ProbeCheck", "RejectedPlugin", "PluginLoading", "Plan", "HostPaths", "Launch", "PlanWindows", "WindowsToken", "WindowsAce", "WindowsSid", "ContextReport", "ContextFilesystem", "ContextNetwork", "SCHEMAS"]
+__all__ = ["ExecReport", "ExitStatus", "Capture", "Denial", "LikelyDenial", "NoDenial", "DenialKind", "NetworkRefusal", "ProxyRefusal", "UnixRefusal", "IpRefusal", "Decision", "Explanation", "PassedOver", "ResolvedPolicy", "PathRule", "ProtectedPath", "ResolvedNetwork", "CgroupSupport", "LimitEnforcement", "EnvironmentSummary", "SettingsSummary", "Scope", "Capability", "BackendsReport", "BackendInfo", "ProbeCheck", "RejectedPlugin", "PluginLoading", "Plan", "HostPaths", "Launch", "PlanWindows", "WindowsToken", "WindowsAce", "WindowsSid", "ContextReport", "ContextFilesystem", "ContextNetwork", "SCHEMAS"]

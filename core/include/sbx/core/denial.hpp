@@ -53,32 +53,4 @@ DenialAssessment classify_failure(const FailedCommand& command);
 // {"likely_sandbox_denial","kind","reason","evidence"} (evidence null when empty).
 std::string denial_to_json(const DenialAssessment& assessment);
 
-// Copies everything written to this process's fd 2 (by sbx and by the children it starts) to
-// the original stderr, and keeps the last `max_bytes` of it. While active, fd 2 is a pipe, so
-// children see a non-terminal stderr: use it only when the caller asked for a report (e.g.
-// `sbx exec --json`). One capture per process at a time; not for use from several threads.
-class StderrCapture {
- public:
-  static constexpr std::size_t kDefaultMaxBytes = 64 * 1024;
-
-  // Starts capturing. Error (and nothing changed) if the pipe or the copy thread cannot be
-  // created, or another capture is active.
-  static Result<std::unique_ptr<StderrCapture>> start(std::size_t max_bytes = kDefaultMaxBytes);
-
-  // Restores fd 2, copies what is still buffered (waiting at most ~200 ms for a straggler that
-  // keeps the pipe open) and returns the tail, starting at a line boundary when truncated.
-  // Idempotent; the destructor calls it.
-  std::string stop();
-
-  ~StderrCapture();
-  StderrCapture(const StderrCapture&) = delete;
-  StderrCapture& operator=(const StderrCapture&) = delete;
-
-  struct State;  // implementation detail
-
- private:
-  explicit StderrCapture(std::unique_ptr<State> state);
-  std::unique_ptr<State> state_;
-};
-
 }  // namespace sbx

@@ -1,6 +1,7 @@
 // Trusted discovery and loading of backend plugins (core/src/plugins/README.md).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -60,6 +61,9 @@ struct LoadedPlugin {
   std::string description;
   std::string path;  // canonical path of the file that was checked and loaded
   std::shared_ptr<Backend> backend;
+  // The ABI minor version it was built for (abi.h): below 1 it knows neither the run's stdio
+  // nor its end, and its exec() is called for one run at a time (Manager::exec).
+  std::uint16_t abi_minor = SBX_ABI_MINOR;
 };
 
 struct LoaderOptions {

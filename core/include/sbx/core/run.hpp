@@ -13,6 +13,8 @@
 #pragma once
 
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,6 +23,7 @@
 #include "sbx/core/policy.hpp"
 #include "sbx/core/proxy.hpp"
 #include "sbx/core/report_json.hpp"
+#include "sbx/core/run_io.hpp"
 #include "sbx/core/run_limits.hpp"
 #include "sbx/core/run_report.hpp"
 #include "sbx/sdk/result.hpp"
@@ -43,6 +46,11 @@ class RunBackends {
     (void)backend;
     return nullptr;
   }
+  // Held while the run plans (questions 1 and 2, the transform): the backends' probe() and
+  // transform() are called from one thread at a time (sbx/sdk/backend.hpp), exec() is not (ABI
+  // 2.1). A front end whose backends serve several runs at once (a C API handle) returns its
+  // lock; the default holds nothing.
+  virtual std::unique_lock<std::mutex> planning_lock() { return {}; }
 };
 
 // What a front end asks to run.
@@ -57,8 +65,16 @@ struct RunRequest {
   // never_unsandboxed names.
   bool allow_unsandboxed = false;
   // Copy the command's stderr through a pipe (it still reaches this process's stderr) and keep
-  // the last 64 KiB in RunReport::stderr_tail for the denial classification.
+  // the last 64 KiB in RunReport::stderr_tail for the denial classification. Only without
+  // `stdio` (which says it per stream: StdioSpec::tail).
   bool capture_stderr = false;
+  // The command's stdin, stdout and stderr (run_io.hpp), made by the front end before the run;
+  // null: this process's own. The run finishes it (RunStdio::finish) before it returns, whether
+  // the command ran or not, so the caller's pipe ends see end of file.
+  std::shared_ptr<RunStdio> stdio{};
+  // Ends the run early, whole (the caller's cancel, a time-out): RunEnd in the report as
+  // error_kind cancelled or timed_out. Null: only the command's own end and the policy's limits.
+  std::shared_ptr<RunControl> control{};
   // How the timeout ends the command (kRunOnly in a library: see LimitedRun::Signals).
   LimitedRun::Signals limit_signals = LimitedRun::Signals::kProcessWide;
   // What the settings scopes decided (settings.hpp). Its excluded_commands run without a
@@ -84,6 +100,7 @@ enum class RunStop {
   kLimitsUnavailable,    // the resource limits could not be set up; nothing ran
   kCaptureUnavailable,   // the stderr capture could not be set up; nothing ran
   kRunFailed,            // the backend or the spawner failed; the command may not have completed
+  kEndedEarly,  // RunRequest::control ended the run (report.exit: how the command ended, if it ran)
 };
 
 struct RunOutcome {

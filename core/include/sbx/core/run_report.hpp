@@ -75,6 +75,14 @@ struct RunReport {
   // The last 64 KiB of the command's stderr when it was captured (for the denial
   // classification); nullopt when it was not. A JSON key of sbx_exec's report only.
   std::optional<std::string> stderr_tail{};
+  // What a capture of stdout and stderr kept and dropped (run_io.hpp; the bytes stay with the
+  // run's RunStdio); nullopt for a stream that was not captured.
+  struct Capture {
+    std::uint64_t bytes = 0;          // kept
+    std::uint64_t dropped_bytes = 0;  // read after the cap and thrown away
+  };
+  std::optional<Capture> stdout_capture{};
+  std::optional<Capture> stderr_capture{};
   NetworkRefusals network_refusals{};
 };
 

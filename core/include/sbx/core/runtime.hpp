@@ -3,6 +3,7 @@
 // install prefix share the layout); no environment variable can change them.
 #pragma once
 
+#include <array>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -113,8 +114,25 @@ class RunServices {
   // execve. Async-signal-safe; 0, or an errno value.
   int prepare_child() const noexcept;
 
+  // sbx_run_v2::stdio_fd: what the command gets as 0, 1, 2 (-1: none). By default this
+  // process's own 0-2, each that is open (run_io.hpp RunStdio gives others). `own`: the command
+  // writes where this process's own stdio goes (RunStdio::own_stdio), so a plugin built for ABI
+  // 2.0, which passes sbx's own 0-2 on, may run it.
+  void set_stdio(const std::array<int, 3>& fds, bool own) {
+    stdio_ = fds;
+    own_stdio_ = own;
+  }
+  int stdio_fd(int which) const noexcept;
+  bool own_stdio() const { return own_stdio_; }
+  // sbx_run_v2::cancel_fd: readable once the run is to end (run_io.hpp RunControl); -1 default.
+  void set_cancel_fd(int fd) { cancel_fd_ = fd; }
+  int cancel_fd() const noexcept { return cancel_fd_; }
+
  private:
   sbx_run_v2 table_{};
+  std::array<int, 3> stdio_;
+  bool own_stdio_ = true;
+  int cancel_fd_ = -1;
   BackendRefusalLog* refusals_;
   std::function<void()> on_started_;
   const LimitedRun* limits_;

@@ -1,5 +1,6 @@
 // Running a process: absolute-path execve, an explicit environment, stray fds closed,
-// stdin/stdout/stderr/TTY inherited, signals forwarded, exit status mapped.
+// the run's stdin/stdout/stderr placed (this process's own by default), TTY inherited, signals
+// forwarded, the run's cancel honoured, exit status mapped.
 #pragma once
 
 #include <string>
@@ -25,7 +26,7 @@ static_assert(kExitNotFound == sdk::kExitNotFound);
 // executed yields exit_code 127 (not found) or 126 (not executable) with a message on stderr.
 // Error only when sbx could not even fork.
 // Details: the child gets default signal dispositions and an empty signal mask; every fd >= 3
-// is closed at exec; stdin/stdout/stderr and the controlling terminal are inherited and the
+// is closed at exec; stdin/stdout/stderr (the run's) and the controlling terminal are given and the
 // child stays in sbx's process group (no setsid), so job control and TTY programs work.
 // Forwarded are signals sent to sbx with kill()/sigqueue() (also SIGCONT); signals the
 // terminal generates already reach the whole foreground group and are not sent twice.
@@ -36,7 +37,11 @@ static_assert(kExitNotFound == sdk::kExitNotFound);
 // with plan.env and plan.cwd and the console's standard handles; the 32-bit exit code is
 // passed through; no signals are forwarded.
 // With `run`, the child is put under the run's limits (RunServices::prepare_child) right before
-// execve, and the run is told it started (RunServices::started) once the child exists.
+// execve, gets the run's stdio as 0-2 (RunServices::stdio_fd; made inheritable whatever flags
+// they carry here), and the run is told it started (RunServices::started) once the child exists;
+// once the run's cancel descriptor (RunServices::cancel_fd) is readable the child is killed
+// (SIGKILL; what it started ends with the run's cgroup, where it has one). Messages of sbx's own
+// ("command not found") go to the run's stderr.
 Result<ExitStatus> spawn_and_wait(const ExecPlan& plan, RunServices* run = nullptr);
 
 // Finds `command` the way a shell would (absolute, relative to cwd, or through PATH from `env`)

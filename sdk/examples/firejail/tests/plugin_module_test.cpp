@@ -49,8 +49,13 @@ void test_log(void*, int, const char*, std::size_t) {}
 const sbx_host_v2 kHost = {
     sizeof(sbx_host_v2), SBX_ABI_MAJOR, SBX_ABI_MINOR, "test", nullptr, nullptr,
     &test_log,           &test_spawn};
-// A run's table without any service (a 2.0 table may be smaller than a later SDK's).
-const sbx_run_v2 kRun = {sizeof(sbx_run_v2), nullptr, nullptr, nullptr, nullptr};
+// A run's table without any service (a 2.0 table may be smaller than a later SDK's): zeroed and
+// sized, so it stays valid whatever slots later SDKs append.
+const sbx_run_v2 kRun = [] {
+  sbx_run_v2 run{};
+  run.struct_size = sizeof run;
+  return run;
+}();
 
 class PluginModule : public ::testing::Test {
  protected:

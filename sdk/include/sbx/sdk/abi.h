@@ -25,7 +25,9 @@
  * History: 1.0-1.6 (2026-12): one process-wide table whose per-run services reached the run
  * through thread-local state, and per-backend fields in the shared ExecPlan, each converted
  * for older plugins by host adapters. 2.0: the per-run table, PlanDetail, size-checked slots;
- * 1.x plugins are refused.
+ * 1.x plugins are refused. 2.1: the run's standard descriptors (stdio_fd) and its end
+ * (cancel_fd), and exec() on several runs at once; the host gives a plugin built for 2.0 neither
+ * (only the caller's own stdio, no cancel or time-out, one exec() at a time).
  */
 #ifndef SBX_SDK_ABI_H_
 #define SBX_SDK_ABI_H_
@@ -34,11 +36,11 @@
 #include <stdint.h>
 
 #define SBX_ABI_MAJOR 2
-#define SBX_ABI_MINOR 0
+#define SBX_ABI_MINOR 1
 /* SHA-256 of this file with the quoted value below left empty. Any edit to this header fails
  * the ABI guard test (tests/unit/sdk) until someone reviews the ABI, bumps SBX_ABI_MINOR
  * (append-only growth) or SBX_ABI_MAJOR (anything else) as needed, and records the new digest. */
-#define SBX_ABI_HEADER_SHA256 "c81e390ab7fbefe398425aeb6fffc19026f71f03f0dc125fba053035aa52584f"
+#define SBX_ABI_HEADER_SHA256 "6118a595b37fb035f96fe326f2ce6880e2076d9f6284718b3fb02919f3a6eaf8"
 #define SBX_PLUGIN_ENTRY_SYMBOL "sbx_plugin_entry_v2"
 /* The entry symbol of ABI 1.x plugins: the host looks for it only to name such a plugin in its
  * refusal; it never calls create() of one. */
@@ -71,7 +73,9 @@ enum sbx_log_level {
 
 /* The services of one run, made by the host for one call of a backend's exec() and valid until
  * that call returns. Size-versioned: grows by appending; read a slot only when struct_size
- * covers it (SBX_TABLE_HAS). Every slot of 2.0 is non-NULL in a table the host makes. */
+ * covers it (SBX_TABLE_HAS). Every slot of 2.0 and 2.1 is non-NULL in a table the host makes.
+ * From 2.1 the host may call exec() for several runs at once (each with its own table), from
+ * several threads, also while another thread calls transform(). */
 typedef struct sbx_run_v2 {
   uint32_t struct_size;
   void* ctx; /* the run; passed back to every slot */
@@ -93,6 +97,23 @@ typedef struct sbx_run_v2 {
    * sandbox's set-up. A second call does nothing; a backend that never calls it only loses that
    * overlap (the host does the work after the run). */
   void (*run_started)(void* ctx);
+  /* 2.1. The descriptor of the host process that the command is to have as its standard
+   * descriptor `which` (0 stdin, 1 stdout, 2 stderr), or -1: the command has none there (closed).
+   * The host's own 0, 1 or 2 when the caller passes its stdio on. It may be close-on-exec and
+   * have any number (0-2 included): the child that becomes the sandbox places it at `which`
+   * (posix_child.hpp place_standard_fds), inheritable, before anything else is placed. Valid
+   * until exec() returns; never closed by the backend. What passes for the command's stdio is
+   * also what the backend checks for sockets (inherited_sockets.hpp) and where it writes its
+   * own messages about the run (a failed step, "command not found"). A 2.1 backend must honour
+   * it: the host refuses stdio other than its own for a plugin built for 2.0. */
+  int (*stdio_fd)(void* ctx, int which);
+  /* 2.1. A descriptor that becomes readable (POLLIN) when the run is to end before the command
+   * does (the caller's cancel or time-out), or -1 when nothing can end it. A 2.1 backend polls
+   * it while it waits and, once readable, kills everything the run started (the sandbox's whole
+   * process tree, not only its first process) and returns from exec() as soon as that has
+   * ended; the host reports why. The backend never reads, writes or closes it (other watchers of
+   * the same run see the same readiness). */
+  int (*cancel_fd)(void* ctx);
 } sbx_run_v2;
 
 /* Services the host offers a plugin. Filled by core, valid for the life of the process.

@@ -3,6 +3,7 @@
 // destroyed by its destroy(); the host never deletes it directly.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -46,6 +47,22 @@ class RunContext {
   // host's work alongside the run then overlaps the sandbox's set-up.
   void run_started() const {
     if (SBX_TABLE_HAS(run_, sbx_run_v2, run_started)) run_->run_started(run_->ctx);
+  }
+
+  // ABI 2.1: the descriptor the command gets as its standard descriptor `which` (0, 1, 2), or -1
+  // for none (closed). Without the slot (a 2.0 host): `which` itself, the host's own.
+  int stdio_fd(int which) const {
+    if (!SBX_TABLE_HAS(run_, sbx_run_v2, stdio_fd)) return which;
+    return run_->stdio_fd(run_->ctx, which);
+  }
+  // All three, in order (for the child: prepared before fork, read-only there).
+  std::array<int, 3> stdio_fds() const { return {stdio_fd(0), stdio_fd(1), stdio_fd(2)}; }
+
+  // ABI 2.1: readable once the run is to end (cancel, time-out), -1 when nothing ends it. Poll it
+  // while waiting; never read or close it.
+  int cancel_fd() const {
+    if (!SBX_TABLE_HAS(run_, sbx_run_v2, cancel_fd)) return -1;
+    return run_->cancel_fd(run_->ctx);
   }
 
   // The table itself, for HostServices::spawn.
@@ -106,8 +123,11 @@ inline std::string keepable_dependencies(const std::vector<std::string>& paths) 
   return text;
 }
 
-// One sandboxing mechanism. Every method is called from one thread. Implementations must not
-// let exceptions escape (the host still guards every call).
+// One sandboxing mechanism. probe() and transform() are called from one thread at a time; from
+// ABI 2.1 exec() may run for several runs at once, on several threads, also while transform()
+// runs (abi.h): what exec() uses of the object must be safe for that (the in-tree backends keep
+// no per-run state in it). A plugin built for 2.0 gets one exec() at a time. Implementations must
+// not let exceptions escape (the host still guards every call).
 class Backend {
  public:
   explicit Backend(HostServices host) : host_(host) {}
@@ -140,7 +160,9 @@ class Backend {
   virtual Result<ExecPlan> transform(const TransformRequest& request) const = 0;
 
   // Runs a plan produced by this backend's transform() (core hands back the same ExecPlan,
-  // detail included), under the run's context. The default asks the host to spawn it.
+  // detail included), under the run's context: the command gets run.stdio_fds() as its stdin,
+  // stdout and stderr, and the run ends, whole, when run.cancel_fd() becomes readable. The
+  // default asks the host to spawn it (which does both).
   virtual Result<ExitStatus> exec(const ExecPlan& plan, const RunContext& run) {
     return host_.spawn(plan, run);
   }

@@ -1,4 +1,4 @@
-// The check every Linux launcher makes of the descriptors the command inherits (0, 1, 2): a
+// The check every Linux launcher makes of the descriptors the command gets as 0, 1 and 2: a
 // socket there was made by the caller, in the caller's network namespace, so it is the one
 // object inside the sandbox that the network rules never saw being made. It is harmless only
 // when it cannot be pointed anywhere new: a connected stream or seqpacket socket (connect(2) on
@@ -52,16 +52,24 @@ inline std::optional<std::string> why_unsafe_socket(int fd) {
   return std::nullopt;
 }
 
-// The first of descriptors 0-2 that may not go into the sandbox, as a message for `who`
-// ("bwrap", "landlock"); nullopt when all may.
-inline std::optional<std::string> check_standard_descriptors(const std::string& who) {
-  for (int fd = 0; fd <= 2; ++fd) {
-    if (std::optional<std::string> why = why_unsafe_socket(fd))
-      return who + ": descriptor " + std::to_string(fd) + " is " + *why +
+// The first of the command's standard descriptors that may not go into the sandbox, as a
+// message for `who` ("bwrap", "landlock"); nullopt when all may. fds[i] is the descriptor of
+// this process that the command gets as i (-1: none; RunContext::stdio_fds).
+inline std::optional<std::string> check_descriptors(const std::string& who, const int* fds) {
+  for (int i = 0; i <= 2; ++i) {
+    if (fds[i] < 0) continue;
+    if (std::optional<std::string> why = why_unsafe_socket(fds[i]))
+      return who + ": descriptor " + std::to_string(i) + " is " + *why +
              " from inside the sandbox; give the command a pipe, a file or a connected stream "
              "socket instead";
   }
   return std::nullopt;
+}
+
+// check_descriptors for this process's own 0-2.
+inline std::optional<std::string> check_standard_descriptors(const std::string& who) {
+  const int own[3] = {0, 1, 2};
+  return check_descriptors(who, own);
 }
 
 }  // namespace sbx::inherited

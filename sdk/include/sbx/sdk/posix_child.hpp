@@ -183,6 +183,30 @@ inline bool place_fd(int from, int to) noexcept {
   return ::dup2(from, to) == to;
 }
 
+// Child side. Gives the process sources[i] as its descriptor i (0 stdin, 1 stdout, 2 stderr),
+// inheritable whatever flags the source carries: FD_CLOEXEC belongs to the descriptor, not to
+// the open file (fcntl(2)), and dup2(2) clears it on the copy, so a caller that marked its own
+// 0-2 close-on-exec (Node does, at start-up) still hands them on. -1 closes i: the command has
+// nothing there. Every source is first moved to `lowest` or above (any source may *be* one of
+// 0-2, a pipe made while the caller's own 0 was closed, or a number placed later), so call it
+// before anything is placed at fixed numbers. False (errno set) on failure.
+inline bool place_standard_fds(const int* sources, int lowest) noexcept {
+  int moved[3] = {-1, -1, -1};
+  for (int i = 0; i < 3; ++i) {
+    moved[i] = move_above(sources[i], lowest);
+    if (sources[i] >= 0 && moved[i] < 0) return false;
+  }
+  for (int i = 0; i < 3; ++i) {
+    if (moved[i] < 0) {
+      ::close(i);
+      continue;
+    }
+    if (::dup2(moved[i], i) != i) return false;
+    ::close(moved[i]);
+  }
+  return true;
+}
+
 // Child side. execve(argv[0], argv, envp), and if it returns, reports Step::kExec with 127 or
 // 126 (exit_code_for_exec_error). argv[0] is an absolute path: nothing searches PATH.
 [[noreturn]] inline void exec_or_fail(int report_fd, char* const argv[],

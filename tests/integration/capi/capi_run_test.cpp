@@ -1,0 +1,626 @@
+// The C API's runs (sbx_run_start and friends, sbx/sbx.h) through the installed libsbx
+// (dlopen'ed from SBX_TEST_PREFIX, so its plugins and sbx-stage2 are the trusted installed ones)
+// and the real bwrap and landlock backends, and core's own spawner (an unsandboxed run):
+//  - stdout and stderr captured with a cap: the start of the stream kept, the rest counted and
+//    marked as truncated in the report;
+//  - a pipe read while the command runs (and a pipe written to its stdin at the same time);
+//  - stdin from memory, also more than a pipe holds;
+//  - a caller's close-on-exec descriptor handed to the command, /dev/null; a closed stdin stays
+//    closed;
+//  - names added to and removed from the environment, under the policy's rules (a secret added
+//    per call is still taken away);
+//  - a time-out and a cancel from another thread end the whole process tree (no process of it
+//    is left once sbx_run_wait has returned), reported as timed_out / cancelled;
+//  - 8 runs at once on one manager from 8 threads, and two sbx_exec with
+//    SBX_EXEC_CAPTURE_STDERR at once.
+#include <dirent.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <boost/json.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "sbx/sbx.h"
+#include "sbx_test/temp_dir.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+using Clock = std::chrono::steady_clock;
+
+// The C API of the installed libsbx, looked up by name.
+struct Library {
+  void* handle = nullptr;
+  decltype(&sbx_manager_new) manager_new = nullptr;
+  decltype(&sbx_manager_free) manager_free = nullptr;
+  decltype(&sbx_explain) explain = nullptr;
+  decltype(&sbx_exec) exec = nullptr;
+  decltype(&sbx_run_start) run_start = nullptr;
+  decltype(&sbx_run_take_fd) run_take_fd = nullptr;
+  decltype(&sbx_run_cancel) run_cancel = nullptr;
+  decltype(&sbx_run_wait) run_wait = nullptr;
+  decltype(&sbx_run_output) run_output = nullptr;
+  decltype(&sbx_run_free) run_free = nullptr;
+  decltype(&sbx_string_free) string_free = nullptr;
+  decltype(&sbx_error_message) error_message = nullptr;
+  decltype(&sbx_error_kind) error_kind = nullptr;
+  decltype(&sbx_error_free) error_free = nullptr;
+};
+
+// The shortest libsbx.so* under the prefix's lib directories: the versioned file's SONAME link.
+std::string installed_libsbx() {
+  std::string best;
+  for (const char* libdir : {"lib", "lib64", "lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu"}) {
+    const fs::path dir = fs::path(SBX_TEST_PREFIX) / libdir;
+    std::error_code ec;
+    for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (name.rfind("libsbx.so", 0) != 0) continue;
+      if (best.empty() || entry.path().string().size() < best.size()) best = entry.path().string();
+    }
+  }
+  return best;
+}
+
+template <typename F>
+void bind(void* handle, const char* name, F& out) {
+  out = reinterpret_cast<F>(::dlsym(handle, name));
+}
+
+// Loaded once for the whole binary: the library stays loaded (its threads are joined, but
+// unloading a C++ library with static state mid-process gains nothing for a test).
+const Library& library(std::string& why) {
+  static Library lib;
+  static std::string failure;
+  static bool tried = false;
+  if (!tried) {
+    tried = true;
+    const std::string path = installed_libsbx();
+    if (path.empty()) {
+      failure = "no libsbx.so* under " + std::string(SBX_TEST_PREFIX);
+    } else if ((lib.handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL)) == nullptr) {
+      failure = std::string("dlopen failed: ") + ::dlerror();
+    } else {
+      bind(lib.handle, "sbx_manager_new", lib.manager_new);
+      bind(lib.handle, "sbx_manager_free", lib.manager_free);
+      bind(lib.handle, "sbx_explain", lib.explain);
+      bind(lib.handle, "sbx_exec", lib.exec);
+      bind(lib.handle, "sbx_run_start", lib.run_start);
+      bind(lib.handle, "sbx_run_take_fd", lib.run_take_fd);
+      bind(lib.handle, "sbx_run_cancel", lib.run_cancel);
+      bind(lib.handle, "sbx_run_wait", lib.run_wait);
+      bind(lib.handle, "sbx_run_output", lib.run_output);
+      bind(lib.handle, "sbx_run_free", lib.run_free);
+      bind(lib.handle, "sbx_string_free", lib.string_free);
+      bind(lib.handle, "sbx_error_message", lib.error_message);
+      bind(lib.handle, "sbx_error_kind", lib.error_kind);
+      bind(lib.handle, "sbx_error_free", lib.error_free);
+      if (lib.run_start == nullptr) failure = "the installed libsbx has no sbx_run_start";
+    }
+  }
+  why = failure;
+  return lib;
+}
+
+// Restricted filesystem (read everywhere, write the cwd), no network; protected_names [] so
+// that the landlock backend can express it.
+const char* const kPolicy =
+    R"({"version": 1, "filesystem": {"kind": "restricted", "protected_names": [],)"
+    R"( "entries": [{"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"}]},)"
+    R"( "network": {"mode": "restricted"}})";
+
+// A number no other process on the host has in its command line: the processes of one test.
+std::string marker() {
+  static std::atomic<int> next{0};
+  return "86399." + std::to_string(::getpid() % 10000) + std::to_string(100 + next++);
+}
+
+// The pids whose command line holds `needle` (e.g. "sleep\0<marker>").
+std::vector<std::string> processes_with(const std::string& needle) {
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (const fs::directory_entry& entry : fs::directory_iterator("/proc", ec)) {
+    const std::string pid = entry.path().filename().string();
+    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(entry.path() / "cmdline", std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    if (text.str().find(needle) != std::string::npos) found.push_back(pid);
+  }
+  return found;
+}
+
+// Kills what an unsandboxed run left (core's spawner ends the command it started, not what that
+// started: that is left to a cgroup), so that the test leaves nothing behind.
+void kill_marked(const std::string& mark) {
+  for (const std::string& pid : processes_with("sleep" + std::string(1, '\0') + mark))
+    ::kill(std::stoi(pid), SIGKILL);
+}
+
+std::string read_until_eof(int fd) {
+  std::string out;
+  char buffer[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return out;
+    out.append(buffer, static_cast<std::size_t>(n));
+  }
+}
+
+// Reads `fd` until `text` has come (or end of file, or 60 s); what was read.
+std::string read_until(int fd, const std::string& text) {
+  std::string out;
+  const auto deadline = Clock::now() + std::chrono::seconds(60);
+  while (out.find(text) == std::string::npos && Clock::now() < deadline) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 1000) <= 0) continue;
+    char buffer[256];
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n <= 0) break;
+    out.append(buffer, static_cast<std::size_t>(n));
+  }
+  return out;
+}
+
+struct Outcome {
+  bool ok = false;
+  std::string report_text;
+  json::object report;
+  std::string error;
+  int kind = -1;
+  std::string out;  // captured stdout
+  std::string err;  // captured stderr
+  double seconds = 0;
+};
+
+// One test's run: the options, each kept string alive as long as the options.
+class Command {
+ public:
+  explicit Command(std::vector<std::string> argv) : argv_(std::move(argv)) {
+    for (const std::string& arg : argv_) c_argv_.push_back(arg.c_str());
+    c_argv_.push_back(nullptr);
+    options_.struct_size = sizeof options_;
+    options_.policy_json = kPolicy;
+    options_.argv = c_argv_.data();
+  }
+  sbx_run_options& options() { return options_; }
+  void set_env(std::vector<std::string> set, std::vector<std::string> unset) {
+    set_ = std::move(set);
+    unset_ = std::move(unset);
+    for (const std::string& entry : set_) c_set_.push_back(entry.c_str());
+    c_set_.push_back(nullptr);
+    for (const std::string& name : unset_) c_unset_.push_back(name.c_str());
+    c_unset_.push_back(nullptr);
+    options_.env_set = c_set_.data();
+    options_.env_unset = c_unset_.data();
+  }
+  void capture(int which, std::size_t max_bytes = 0) {
+    options_.stdio[which].mode = SBX_STDIO_CAPTURE;
+    options_.stdio[which].max_bytes = max_bytes;
+  }
+  void stdin_data(std::string data) {
+    data_ = std::move(data);
+    options_.stdio[0].mode = SBX_STDIO_DATA;
+    options_.stdio[0].data = data_.data();
+    options_.stdio[0].length = data_.size();
+  }
+
+ private:
+  std::vector<std::string> argv_;
+  std::vector<const char*> c_argv_;
+  std::vector<std::string> set_, unset_;
+  std::vector<const char*> c_set_, c_unset_;
+  std::string data_;
+  sbx_run_options options_{};
+};
+
+// The backends, and "none": an unsandboxed run through core's spawner (a manager without
+// backends, SBX_EXEC_ALLOW_UNSANDBOXED).
+class CApiRun : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    std::string why;
+    lib_ = &library(why);
+    ASSERT_TRUE(why.empty()) << why;
+    const bool bare = GetParam() == "none";
+    sbx_error* error = nullptr;
+    manager_ = lib_->manager_new(bare ? "no-such-backend" : GetParam().c_str(), &error);
+    ASSERT_NE(manager_, nullptr) << lib_->error_message(error);
+    if (bare) return;
+    char* explained = lib_->explain(manager_, kPolicy, dir_.c_str(), nullptr, &error);
+    ASSERT_NE(explained, nullptr) << lib_->error_message(error);
+    const std::string text = explained;
+    lib_->string_free(explained);
+    const json::value* available = json::parse(text).as_object().if_contains("available_backend");
+    if (available == nullptr || !available->is_string() || available->as_string() != GetParam())
+      GTEST_SKIP() << GetParam() << " cannot run the test policy here: " << text;
+  }
+  void TearDown() override {
+    if (manager_ != nullptr) lib_->manager_free(manager_);
+  }
+
+  // Starts the run (in dir_, with SBX_EXEC_ALLOW_UNSANDBOXED for "none"); nullptr on failure.
+  sbx_run* start(Command& run, std::string* error_text = nullptr, int* kind = nullptr) {
+    run.options().cwd = dir_.c_str();
+    if (GetParam() == "none") run.options().flags |= SBX_EXEC_ALLOW_UNSANDBOXED;
+    sbx_error* error = nullptr;
+    sbx_run* handle = lib_->run_start(manager_, &run.options(), &error);
+    if (handle == nullptr) {
+      if (error_text != nullptr) *error_text = lib_->error_message(error);
+      if (kind != nullptr) *kind = lib_->error_kind(error);
+      ADD_FAILURE_AT(__FILE__, __LINE__) << "sbx_run_start: " << lib_->error_message(error);
+    }
+    lib_->error_free(error);
+    return handle;
+  }
+
+  // Waits, takes the report and the captures, frees the handle.
+  Outcome finish(sbx_run* handle, Clock::time_point started = Clock::now()) {
+    Outcome outcome;
+    sbx_error* error = nullptr;
+    char* report = lib_->run_wait(handle, &error);
+    outcome.seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    outcome.ok = report != nullptr;
+    if (report != nullptr) {
+      outcome.report_text = report;
+      outcome.report = json::parse(outcome.report_text).as_object();
+    } else {
+      outcome.error = lib_->error_message(error);
+      outcome.kind = lib_->error_kind(error);
+    }
+    lib_->string_free(report);
+    lib_->error_free(error);
+    std::size_t length = 0;
+    if (const char* out = lib_->run_output(handle, 1, &length)) outcome.out.assign(out, length);
+    if (const char* err = lib_->run_output(handle, 2, &length)) outcome.err.assign(err, length);
+    lib_->run_free(handle);
+    return outcome;
+  }
+
+  Outcome run_to_end(Command& run) {
+    const auto started = Clock::now();
+    sbx_run* handle = start(run);
+    if (handle == nullptr) return {};
+    return finish(handle, started);
+  }
+
+  static std::string describe(const Outcome& o) {
+    return "report: " + o.report_text + "\nerror: " + o.error + "\nstdout: " + o.out +
+           "\nstderr: " + o.err;
+  }
+  static std::int64_t exit_code(const Outcome& o) {
+    const json::value& exit = o.report.at("exit");
+    return exit.is_null() ? -1 : exit.as_object().at("shell_code").as_int64();
+  }
+
+  const Library* lib_ = nullptr;
+  sbx_manager* manager_ = nullptr;
+  sbx::test::TempDir work_;
+  const std::string dir_ = work_.path();
+};
+
+TEST_P(CApiRun, CaptureKeepsTheStartUpToTheCapAndMarksTheRestDropped) {
+  Command run({"/bin/sh", "-c", "head -c 300000 /dev/zero | tr '\\0' x; echo oops >&2"});
+  run.capture(1, 1000);
+  run.capture(2);
+  run.options().flags |= SBX_EXEC_CAPTURE_STDERR;
+  const Outcome o = run_to_end(run);
+  ASSERT_TRUE(o.ok) << describe(o);
+  EXPECT_EQ(exit_code(o), 0) << describe(o);
+  EXPECT_EQ(o.out, std::string(1000, 'x'));
+  const json::object& out = o.report.at("stdout_capture").as_object();
+  EXPECT_EQ(out.at("bytes").as_int64(), 1000);
+  EXPECT_EQ(out.at("dropped_bytes").as_int64(), 299000);
+  EXPECT_TRUE(out.at("truncated").as_bool());
+  EXPECT_EQ(o.err, "oops\n");
+  const json::object& err = o.report.at("stderr_capture").as_object();
+  EXPECT_EQ(err.at("bytes").as_int64(), 5);
+  EXPECT_FALSE(err.at("truncated").as_bool());
+  EXPECT_EQ(o.report.at("stderr_tail").as_string(), "oops\n");
+  EXPECT_TRUE(o.report.at("error").is_null()) << describe(o);
+}
+
+TEST_P(CApiRun, APipeIsReadWhileTheCommandRunsAndItsStdinIsAPipeToo) {
+  Command run({"/bin/sh", "-c", "echo first; read line; echo \"got $line\""});
+  run.options().stdio[0].mode = SBX_STDIO_PIPE;
+  run.options().stdio[1].mode = SBX_STDIO_PIPE;
+  sbx_run* handle = start(run);
+  ASSERT_NE(handle, nullptr);
+  const int in = lib_->run_take_fd(handle, 0);
+  const int out = lib_->run_take_fd(handle, 1);
+  ASSERT_GE(in, 0);
+  ASSERT_GE(out, 0);
+  EXPECT_EQ(lib_->run_take_fd(handle, 1), -1) << "handed over once";
+  EXPECT_EQ(lib_->run_take_fd(handle, 2), -1) << "stderr is not a pipe";
+  // The command waits for its stdin: "first" can only have come while it runs.
+  EXPECT_EQ(read_until(out, "first\n"), "first\n");
+  ASSERT_EQ(::write(in, "hello\n", 6), 6);
+  ::close(in);
+  const std::string rest = read_until_eof(out);  // end of file once the run has ended
+  ::close(out);
+  EXPECT_EQ(rest, "got hello\n");
+  const Outcome o = finish(handle);
+  ASSERT_TRUE(o.ok) << describe(o);
+  EXPECT_EQ(exit_code(o), 0) << describe(o);
+  EXPECT_TRUE(o.report.at("stdout_capture").is_null());
+}
+
+TEST_P(CApiRun, StdinDataIsWrittenWholeEvenBeyondAPipesBuffer) {
+  Command small({"/bin/cat"});
+  small.stdin_data("alpha\nbeta\n");
+  small.capture(1);
+  const Outcome a = run_to_end(small);
+  ASSERT_TRUE(a.ok) << describe(a);
+  EXPECT_EQ(a.out, "alpha\nbeta\n");
+  Command large({"/usr/bin/wc", "-c"});
+  large.stdin_data(std::string(1 << 20, 'y'));  // 16 times a default pipe buffer
+  large.capture(1);
+  const Outcome b = run_to_end(large);
+  ASSERT_TRUE(b.ok) << describe(b);
+  EXPECT_EQ(b.out, "1048576\n");
+  // A command that never reads its stdin: the rest is dropped, the run ends normally.
+  Command ignoring({"/bin/true"});
+  ignoring.stdin_data(std::string(1 << 20, 'z'));
+  const Outcome c = run_to_end(ignoring);
+  ASSERT_TRUE(c.ok) << describe(c);
+  EXPECT_EQ(exit_code(c), 0);
+}
+
+TEST_P(CApiRun, ACallersCloseOnExecDescriptorAndNullAreHandedOver) {
+  int fds[2];
+  ASSERT_EQ(::pipe2(fds, O_CLOEXEC), 0);
+  Command run({"/bin/sh", "-c", "cat; echo via-fd"});
+  run.options().stdio[0].mode = SBX_STDIO_NULL;
+  run.options().stdio[1].mode = SBX_STDIO_FD;
+  run.options().stdio[1].fd = fds[1];
+  const Outcome o = run_to_end(run);
+  ::close(fds[1]);
+  const std::string text = read_until_eof(fds[0]);
+  ::close(fds[0]);
+  ASSERT_TRUE(o.ok) << describe(o);
+  EXPECT_EQ(exit_code(o), 0) << describe(o);
+  EXPECT_EQ(text, "via-fd\n");
+}
+
+// This process's stdin closed: the command has none either, and none of sbx's own descriptors
+// (a capture's pipe, the launcher's) takes its place, whatever number they get here.
+TEST_P(CApiRun, AClosedStdinStaysClosedForTheCommand) {
+  // Made while 0 is open, so that they are not there themselves.
+  int out[2];
+  ASSERT_EQ(::pipe2(out, O_CLOEXEC), 0);
+  const int saved = ::fcntl(0, F_DUPFD_CLOEXEC, 10);
+  ASSERT_GE(saved, 0);
+  ::close(0);
+  Command run({"/bin/sh", "-c", "if [ -e /proc/self/fd/0 ]; then echo open; else echo closed; fi"});
+  run.capture(1);
+  const Outcome o = run_to_end(run);
+  // sbx_exec: no pipe or timer of the run's takes 0 first; the launcher's own descriptors (its
+  // report pipe, the Landlock ruleset, ...) would, and are moved up. Its stdout is this
+  // process's, for a moment a pipe.
+  const int saved_out = ::fcntl(1, F_DUPFD_CLOEXEC, 10);
+  ASSERT_EQ(::dup2(out[1], 1), 1);
+  ::close(out[1]);
+  const char* argv[] = {"/bin/sh", "-c",
+                        "if [ -e /proc/self/fd/0 ]; then echo open; else echo closed; fi", nullptr};
+  const unsigned flags = GetParam() == "none" ? SBX_EXEC_ALLOW_UNSANDBOXED : 0;
+  sbx_error* error = nullptr;
+  char* report = lib_->exec(manager_, kPolicy, dir_.c_str(), argv, nullptr, flags, &error);
+  ASSERT_EQ(::dup2(saved_out, 1), 1);
+  ::close(saved_out);
+  ASSERT_EQ(::dup2(saved, 0), 0);
+  ::close(saved);
+  const std::string exec_out = read_until_eof(out[0]);
+  ::close(out[0]);
+  const std::string exec_report = report != nullptr ? report : lib_->error_message(error);
+  lib_->string_free(report);
+  lib_->error_free(error);
+  EXPECT_EQ(exec_out, "closed\n") << exec_report;
+  ASSERT_TRUE(o.ok) << describe(o);
+  EXPECT_EQ(exit_code(o), 0) << describe(o);
+  EXPECT_EQ(o.out, "closed\n") << describe(o);
+}
+
+TEST_P(CApiRun, EnvironmentNamesAreAddedAndRemovedUnderThePolicysRules) {
+  ::setenv("SBX_RUN_TEST_REMOVED", "1", 1);
+  ::setenv("SBX_RUN_TEST_REPLACED", "old", 1);
+  Command run({"/bin/sh", "-c",
+               "echo \"a=${SBX_RUN_TEST_ADDED-none} r=${SBX_RUN_TEST_REMOVED-none} "
+               "p=${SBX_RUN_TEST_REPLACED-none} t=${SBX_RUN_TEST_TOKEN-none}\""});
+  // The token is a secret by name: the policy's default filter takes it away, per call or not.
+  run.set_env({"SBX_RUN_TEST_ADDED=yes", "SBX_RUN_TEST_REPLACED=new", "SBX_RUN_TEST_TOKEN=hunter2"},
+              {"SBX_RUN_TEST_REMOVED"});
+  run.capture(1);
+  const Outcome o = run_to_end(run);
+  ::unsetenv("SBX_RUN_TEST_REMOVED");
+  ::unsetenv("SBX_RUN_TEST_REPLACED");
+  ASSERT_TRUE(o.ok) << describe(o);
+  EXPECT_EQ(o.out, "a=yes r=none p=new t=none\n") << describe(o);
+  // A malformed entry is the caller's error, before anything runs.
+  Command bad({"/bin/true"});
+  bad.set_env({"NOEQUALS"}, {});
+  bad.options().cwd = dir_.c_str();
+  sbx_error* error = nullptr;
+  EXPECT_EQ(lib_->run_start(manager_, &bad.options(), &error), nullptr);
+  ASSERT_NE(error, nullptr);
+  EXPECT_EQ(lib_->error_kind(error), SBX_ERROR_INVALID_INPUT);
+  EXPECT_NE(std::string(lib_->error_message(error)).find("NAME=VALUE"), std::string::npos);
+  lib_->error_free(error);
+}
+
+TEST_P(CApiRun, ATimeOutEndsTheWholeProcessTree) {
+  const std::string mark = marker();
+  Command run(
+      {"/bin/sh", "-c", "sleep " + mark + " & (sleep " + mark + " &); sleep " + mark + "; wait"});
+  run.options().timeout_ms = 1500;
+  run.capture(1);
+  const Outcome o = run_to_end(run);
+  ASSERT_TRUE(o.ok) << describe(o);
+  EXPECT_EQ(o.report.at("error_kind").as_string(), "timed_out") << describe(o);
+  EXPECT_NE(o.report.at("error").as_string().find("timed out after 1500 ms"), std::string::npos);
+  EXPECT_FALSE(o.report.at("exit").is_null()) << "the command ran: " << describe(o);
+  EXPECT_LT(o.seconds, 30.0);
+  if (GetParam() == "none") {
+    // Core's spawner ends the command itself; what it started is left to a cgroup.
+    kill_marked(mark);
+    return;
+  }
+  EXPECT_EQ(processes_with("sleep" + std::string(1, '\0') + mark), std::vector<std::string>{})
+      << "a process of the run survived it";
+}
+
+TEST_P(CApiRun, ACancelFromAnotherThreadEndsTheRun) {
+  const std::string mark = marker();
+  Command run({"/bin/sh", "-c", "sleep " + mark + " & echo ready; sleep " + mark + "; wait"});
+  run.options().stdio[1].mode = SBX_STDIO_PIPE;
+  const auto started = Clock::now();
+  sbx_run* handle = start(run);
+  ASSERT_NE(handle, nullptr);
+  const int out = lib_->run_take_fd(handle, 1);
+  ASSERT_GE(out, 0);
+  std::string seen;
+  std::thread canceller([&] {
+    seen = read_until(out, "ready\n");
+    lib_->run_cancel(handle);
+    lib_->run_cancel(handle);  // any number of times
+  });
+  const Outcome o = finish(handle, started);
+  canceller.join();
+  EXPECT_EQ(read_until_eof(out), "") << "end of file once the run has ended";
+  ::close(out);
+  EXPECT_EQ(seen, "ready\n");
+  ASSERT_TRUE(o.ok) << describe(o);
+  EXPECT_EQ(o.report.at("error_kind").as_string(), "cancelled") << describe(o);
+  EXPECT_LT(o.seconds, 30.0);
+  if (GetParam() != "none") {
+    EXPECT_EQ(processes_with("sleep" + std::string(1, '\0') + mark), std::vector<std::string>{})
+        << "a process of the run survived it";
+  }
+  kill_marked(mark);
+}
+
+TEST_P(CApiRun, ACancelBeforeTheCommandStartsRunsNothing) {
+  const std::string file = dir_ + "/ran";
+  Command run({"/bin/sh", "-c", "touch " + file});
+  sbx_run* handle = start(run);
+  ASSERT_NE(handle, nullptr);
+  lib_->run_cancel(handle);
+  const Outcome o = finish(handle);
+  ASSERT_TRUE(o.ok) << describe(o);
+  EXPECT_EQ(o.report.at("error_kind").as_string(), "cancelled") << describe(o);
+  // Planning may have been done already; the command itself starts only if the cancel came
+  // after it was running, which the report then says (exit set).
+  if (o.report.at("exit").is_null()) {
+    EXPECT_FALSE(fs::exists(file));
+  }
+}
+
+TEST_P(CApiRun, EightRunsAtOnceOnOneManager) {
+  constexpr int kRuns = 8;
+  std::vector<Outcome> outcomes(kRuns);
+  std::vector<std::thread> threads;
+  const auto started = Clock::now();
+  for (int i = 0; i < kRuns; ++i) {
+    threads.emplace_back([this, i, &outcomes] {
+      Command run({"/bin/sh", "-c", "echo run-" + std::to_string(i) + "; sleep 2; echo done >&2"});
+      run.capture(1);
+      run.capture(2);
+      outcomes[static_cast<std::size_t>(i)] = run_to_end(run);
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
+  for (int i = 0; i < kRuns; ++i) {
+    const Outcome& o = outcomes[static_cast<std::size_t>(i)];
+    ASSERT_TRUE(o.ok) << i << ": " << describe(o);
+    EXPECT_EQ(exit_code(o), 0) << describe(o);
+    EXPECT_EQ(o.out, "run-" + std::to_string(i) + "\n");
+    EXPECT_EQ(o.err, "done\n");
+  }
+  // One after the other they would take 16 s and more.
+  EXPECT_LT(seconds, 12.0) << "the runs did not go on side by side";
+}
+
+TEST_P(CApiRun, TwoExecsWithCaptureStderrAtOnce) {
+  std::vector<std::string> tails(2);
+  std::vector<std::string> errors(2);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 2; ++i) {
+    threads.emplace_back([this, i, &tails, &errors] {
+      const std::string script = "echo tail-" + std::to_string(i) + " >&2; sleep 1";
+      const char* argv[] = {"/bin/sh", "-c", script.c_str(), nullptr};
+      unsigned flags = SBX_EXEC_CAPTURE_STDERR;
+      if (GetParam() == "none") flags |= SBX_EXEC_ALLOW_UNSANDBOXED;
+      sbx_error* error = nullptr;
+      char* report = lib_->exec(manager_, kPolicy, dir_.c_str(), argv, nullptr, flags, &error);
+      if (report == nullptr) {
+        errors[static_cast<std::size_t>(i)] = lib_->error_message(error);
+      } else {
+        const json::value& tail = json::parse(report).as_object().at("stderr_tail");
+        if (tail.is_string()) tails[static_cast<std::size_t>(i)] = tail.as_string().c_str();
+      }
+      lib_->string_free(report);
+      lib_->error_free(error);
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(errors[static_cast<std::size_t>(i)], "");
+    EXPECT_EQ(tails[static_cast<std::size_t>(i)], "tail-" + std::to_string(i) + "\n");
+  }
+}
+
+TEST_P(CApiRun, BadOptionsAreTheCallersErrors) {
+  struct Case {
+    const char* what;
+    void (*edit)(sbx_run_options&);
+  };
+  const Case cases[] = {
+      {"struct_size", [](sbx_run_options& o) { o.struct_size = 8; }},
+      {"stdin cannot be captured", [](sbx_run_options& o) { o.stdio[0].mode = SBX_STDIO_CAPTURE; }},
+      {"cannot be given data", [](sbx_run_options& o) { o.stdio[1].mode = SBX_STDIO_DATA; }},
+      {"is not open",
+       [](sbx_run_options& o) {
+         o.stdio[2].mode = SBX_STDIO_FD;
+         o.stdio[2].fd = 9999;
+       }},
+      {"not a sbx_stdio_mode_t", [](sbx_run_options& o) { o.stdio[1].mode = 42; }},
+  };
+  for (const Case& c : cases) {
+    Command run({"/bin/true"});
+    run.options().cwd = dir_.c_str();
+    c.edit(run.options());
+    sbx_error* error = nullptr;
+    EXPECT_EQ(lib_->run_start(manager_, &run.options(), &error), nullptr) << c.what;
+    ASSERT_NE(error, nullptr) << c.what;
+    EXPECT_EQ(lib_->error_kind(error), SBX_ERROR_INVALID_INPUT) << c.what;
+    EXPECT_NE(std::string(lib_->error_message(error)).find(c.what), std::string::npos)
+        << lib_->error_message(error);
+    lib_->error_free(error);
+  }
+  sbx_error* error = nullptr;
+  EXPECT_EQ(lib_->run_start(manager_, nullptr, &error), nullptr);
+  lib_->error_free(error);
+  EXPECT_EQ(lib_->run_cancel(nullptr), -1);
+  EXPECT_EQ(lib_->run_take_fd(nullptr, 1), -1);
+  lib_->run_free(nullptr);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, CApiRun, ::testing::Values("bwrap", "landlock", "none"),
+                         [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
+
+}  // namespace
