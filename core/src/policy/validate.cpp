@@ -88,6 +88,13 @@ Status check_glob_syntax(std::string_view text, const std::string& ptr) {
       if (i + 1 == text.size()) {
         return error_at(ptr, "glob " + policy::path::quote(text) + " ends with a lone backslash");
       }
+      // '/' separates components wherever it stands (gitignore(5)), so an escaped one means
+      // nothing, and dropping a trailing slash would leave "a\/" as "a\" (a lone backslash).
+      if (text[i + 1] == '/') {
+        return error_at(ptr, "glob " + policy::path::quote(text) + ": '\\/' at offset " +
+                                 std::to_string(i) +
+                                 " escapes a '/', which always separates components; write '/'");
+      }
       ++i;
     } else if (c == '[') {
       Result<std::size_t> end = scan_bracket(text, i, ptr);

@@ -185,6 +185,12 @@ std::vector<ParseErrorCase> error_cases() {
        "/filesystem/entries/0/glob", "'}' at offset 1 has no matching '{'"},
       {"glob_trailing_backslash", entries(R"({"glob": "x\\", "access": "deny"})"),
        "/filesystem/entries/0/glob", "ends with a lone backslash"},
+      // Found by sbx_fuzz_policy: a trailing escaped '/' was kept by the syntax check, then
+      // the slash was dropped, so the stored glob ended with a lone backslash and did not parse.
+      {"glob_escaped_slash", entries(R"({"glob": "/x\\/", "access": "deny"})"),
+       "/filesystem/entries/0/glob", "'\\/' at offset 2 escapes a '/'"},
+      {"glob_escaped_slash_inside", entries(R"({"glob": "a\\/b", "access": "deny"})"),
+       "/filesystem/entries/0/glob", "'\\/' at offset 1 escapes a '/'"},
       {"glob_dotdot", entries(R"({"glob": "../*.pem", "access": "deny"})"),
        "/filesystem/entries/0/glob", "contains a \"..\" component"},
       {"glob_tilde_user", entries(R"({"glob": "~x/*", "access": "deny"})"),
