@@ -33,7 +33,11 @@ void add_detail_members(const ExecPlan& plan, json::object& out) {
   }
   if (text.empty()) return;
   boost::system::error_code error;
-  json::value parsed = json::parse(text, error);
+  // Paths are arbitrary bytes and a plugin writes them as they are (sdk/plan_json.hpp): invalid
+  // UTF-8 is let through here and repaired by the report writer like every other path.
+  json::parse_options options;
+  options.allow_invalid_utf8 = true;
+  json::value parsed = json::parse(text, error, {}, options);
   if (error || !parsed.is_object()) {
     out["detail_error"] = "the backend's plan detail is not a JSON object";
     return;

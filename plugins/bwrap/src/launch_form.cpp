@@ -9,36 +9,11 @@
 
 #include "launch.hpp"
 #include "sbx/bwrap/spawn.hpp"
+#include "sbx/sdk/plan_json.hpp"
 #include "write_layer.hpp"
 
 namespace sbx::bwrap {
 namespace {
-
-// A JSON string literal: quotes, backslashes and control characters escaped (RFC 8259, 7).
-std::string json_string(std::string_view text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (byte < 0x20) {
-      constexpr char kHex[] = "0123456789abcdef";
-      out += "\\u00";
-      out += kHex[byte >> 4];
-      out += kHex[byte & 0xf];
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
-std::string json_strings(const std::vector<std::string>& items) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < items.size(); ++i) out += (i != 0 ? "," : "") + json_string(items[i]);
-  return out + "]";
-}
 
 std::string name_of(const std::string& entry) { return entry.substr(0, entry.find('=')); }
 
@@ -128,15 +103,15 @@ std::string launch_json(const Launch& launch,
   names.reserve(launch.env.size());
   for (const std::string& entry : launch.env) names.push_back(name_of(entry));
   std::string out = "{\"form\":";
-  out += json_string(launch.form == LaunchForm::kDirect ? "direct" : "stage2");
-  out += ",\"argv\":" + json_strings(launch.argv);
-  out += ",\"args\":" + json_strings(without_environment(launch.args));
-  out += ",\"environment\":" + json_strings(names);
+  out += plan_json::string(launch.form == LaunchForm::kDirect ? "direct" : "stage2");
+  out += ",\"argv\":" + plan_json::strings(launch.argv);
+  out += ",\"args\":" + plan_json::strings(without_environment(launch.args));
+  out += ",\"environment\":" + plan_json::strings(names);
   if (!bind_sources.empty()) {
     out += ",\"bind_sources\":{";
     for (std::size_t i = 0; i < bind_sources.size(); ++i)
-      out += (i != 0 ? "," : "") + json_string(std::to_string(bind_sources[i].first)) + ":" +
-             json_string(bind_sources[i].second);
+      out += (i != 0 ? "," : "") + plan_json::string(std::to_string(bind_sources[i].first)) + ":" +
+             plan_json::string(bind_sources[i].second);
     out += "}";
   }
   return out + "}";

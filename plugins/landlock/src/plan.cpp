@@ -3,36 +3,10 @@
 
 #include <string_view>
 
+#include "sbx/sdk/plan_json.hpp"
+
 namespace sbx::landlock {
 namespace {
-
-// A JSON string literal: quotes, backslashes and control characters escaped (RFC 8259, 7).
-std::string json_string(std::string_view text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (byte < 0x20) {
-      constexpr char kHex[] = "0123456789abcdef";
-      out += "\\u00";
-      out += kHex[byte >> 4];
-      out += kHex[byte & 0xf];
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
-std::string json_strings(const std::vector<std::string>& items) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < items.size(); ++i) out += (i != 0 ? "," : "") + json_string(items[i]);
-  return out + "]";
-}
-
-std::string json_bool(bool value) { return value ? "true" : "false"; }
 
 std::string_view network_name(stage2::NetworkFilter network) {
   switch (network) {
@@ -116,18 +90,20 @@ std::string launch_record_json(const std::string& stage2_path, const LandlockPla
   std::vector<std::string> names;
   names.reserve(env.size());
   for (const std::string& entry : env) names.push_back(entry.substr(0, entry.find('=')));
-  return "{\"argv\":" + json_strings(plan_argv(stage2_path, plan)) +
+  return "{\"argv\":" + plan_json::strings(plan_argv(stage2_path, plan)) +
          ",\"launch\":{\"min_abi\":" + std::to_string(spec.min_abi) +
-         ",\"restrict_filesystem\":" + json_bool(spec.restrict_filesystem) +
-         ",\"read\":" + json_strings(spec.read) + ",\"write\":" + json_strings(spec.write) +
-         ",\"dev\":" + json_strings(spec.dev) + ",\"list\":" + json_strings(spec.list) +
-         ",\"scope_abstract_unix\":" + json_bool(spec.scope_abstract_unix) +
-         ",\"block_tcp\":" + json_bool(spec.block_tcp) + ",\"connect_tcp_ports\":" + ports_json +
-         ",\"network\":" + json_string(network_name(launch.network)) +
+         ",\"restrict_filesystem\":" + plan_json::boolean(spec.restrict_filesystem) +
+         ",\"read\":" + plan_json::strings(spec.read) +
+         ",\"write\":" + plan_json::strings(spec.write) +
+         ",\"dev\":" + plan_json::strings(spec.dev) + ",\"list\":" + plan_json::strings(spec.list) +
+         ",\"scope_abstract_unix\":" + plan_json::boolean(spec.scope_abstract_unix) +
+         ",\"block_tcp\":" + plan_json::boolean(spec.block_tcp) +
+         ",\"connect_tcp_ports\":" + ports_json +
+         ",\"network\":" + plan_json::string(network_name(launch.network)) +
          ",\"proxy_port\":" + std::to_string(launch.proxy_port) +
-         ",\"env_environ\":" + json_bool(launch.env_environ) +
-         ",\"command\":" + json_strings(launch.command) +
-         "},\"environment\":" + json_strings(names) + "}";
+         ",\"env_environ\":" + plan_json::boolean(launch.env_environ) +
+         ",\"command\":" + plan_json::strings(launch.command) +
+         "},\"environment\":" + plan_json::strings(names) + "}";
 }
 
 }  // namespace sbx::landlock

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "sbx/sdk/plan_json.hpp"
 #include "sbx/windows/command_line.hpp"
 
 namespace sbx::windows {
@@ -35,38 +36,10 @@ std::string sids_text(const std::vector<SidRef>& sids) {
   return out;
 }
 
-// A JSON string literal: quotes, backslashes and control characters escaped (RFC 8259, 7).
-std::string json_string(std::string_view text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (byte < 0x20) {
-      constexpr char kHex[] = "0123456789abcdef";
-      out += "\\u00";
-      out += kHex[byte >> 4];
-      out += kHex[byte & 0xf];
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
-std::string json_bool(bool value) { return value ? "true" : "false"; }
-
 std::string json_sids(const std::vector<SidRef>& sids) {
   std::string out = "[";
   for (std::size_t i = 0; i < sids.size(); ++i)
-    out += (i != 0 ? "," : "") + json_string(to_string(sids[i]));
-  return out + "]";
-}
-
-std::string json_strings(const std::vector<std::string>& items) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < items.size(); ++i) out += (i != 0 ? "," : "") + json_string(items[i]);
+    out += (i != 0 ? "," : "") + plan_json::string(to_string(sids[i]));
   return out + "]";
 }
 
@@ -106,18 +79,19 @@ std::string WindowsPlanDetail::report_json() const {
   std::string aces = "[";
   for (std::size_t i = 0; i < windows_.aces.size(); ++i) {
     const Ace& ace = windows_.aces[i];
-    aces += std::string(i != 0 ? "," : "") + "{\"kind\":" + json_string(to_string(ace.kind)) +
-            ",\"sid\":" + json_string(to_string(ace.sid)) + ",\"path\":" + json_string(ace.path) +
-            "}";
+    aces += std::string(i != 0 ? "," : "") + "{\"kind\":" + plan_json::string(to_string(ace.kind)) +
+            ",\"sid\":" + plan_json::string(to_string(ace.sid)) +
+            ",\"path\":" + plan_json::string(ace.path) + "}";
   }
   aces += "]";
   return "{\"windows\":{\"token\":{\"disable_max_privilege\":" +
-         json_bool(token.disable_max_privilege) + ",\"lua_token\":" + json_bool(token.lua_token) +
-         ",\"write_restricted\":" + json_bool(token.write_restricted) +
+         plan_json::boolean(token.disable_max_privilege) +
+         ",\"lua_token\":" + plan_json::boolean(token.lua_token) +
+         ",\"write_restricted\":" + plan_json::boolean(token.write_restricted) +
          ",\"restricting_sids\":" + json_sids(token.restricting_sids) +
          ",\"default_dacl\":" + json_sids(token.default_dacl) +
-         "},\"create_dirs\":" + json_strings(windows_.create_dirs) + ",\"aces\":" + aces +
-         ",\"kill_on_job_close\":" + json_bool(windows_.kill_on_job_close) + "}}";
+         "},\"create_dirs\":" + plan_json::strings(windows_.create_dirs) + ",\"aces\":" + aces +
+         ",\"kill_on_job_close\":" + plan_json::boolean(windows_.kill_on_job_close) + "}}";
 }
 
 const PlanWindows* windows_part(const ExecPlan& exec_plan) {

@@ -495,6 +495,17 @@ TEST(RunTest, PlanDetailTravelsFromTransformToExecUnchanged) {
   EXPECT_TRUE(json.at("windows").is_null());
 }
 
+// A path is arbitrary bytes: a detail written with sdk/plan_json.hpp that carries invalid UTF-8
+// joins the plan's JSON repaired (U+FFFD), not replaced by detail_error.
+TEST(RunTest, APlanDetailWithInvalidUtf8JoinsThePlanRepaired) {
+  const auto detail = std::make_shared<const DetailPart>("bad\xff-byte");
+  const std::string text = plan_to_json(
+      "detail", ExecPlan{{"/usr/bin/fake-wrapper"}, {}, "/", {}, {}, detail}, JsonStyle::kCompact);
+  const boost::json::value json = boost::json::parse(text);
+  EXPECT_FALSE(json.as_object().contains("detail_error")) << text;
+  EXPECT_EQ(json.at("detail_token").as_string(), "bad\xEF\xBF\xBD-byte");
+}
+
 }  // namespace
 }  // namespace sbx
 
