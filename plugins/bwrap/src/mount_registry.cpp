@@ -14,7 +14,11 @@
 // flock per mount point for its whole duration; whoever finds itself last (an exclusive flock
 // succeeds) removes the mount point, and only if it is still the empty inode the run made
 // (recorded in a marker file by inode, type and birth time: Identity), never a file or
-// directory a person created meanwhile.
+// directory a person created meanwhile. Those locks live in the run's state directory, which
+// another run need not share (one with XDG_RUNTIME_DIR beside one without, another HOME, root
+// beside a user): so each run also holds a shared flock on the directory that holds its mount
+// points, and a mount point is removed only under an exclusive one (writable_by_every_user says
+// more).
 //
 // Why the run makes the mount point itself, before bwrap: the marker must exist while the run
 // does, so that a run killed with SIGKILL (no cleanup) still leaves a record the next run can
@@ -428,17 +432,19 @@ bool missing_no_follow(const std::string& path) {
   return missing;
 }
 
-// A directory every user may write (S_IWOTH: /tmp, /var/tmp, /dev/shm). Runs of other users
-// rely on mount points there too (a run that finds the name existing masks it), and each user's
-// registry (its locks) is their own, so a cleanup could not tell from it whether another user's
-// run still has its mask mounted there; removing the mount point would detach that mask (the run
-// then fails its pause-point check, or its command may create the name), and their bwrap would
-// make an empty file in its place. So runs in such a directory also hold a lock every user can
-// take: a shared flock(2) on the directory itself (lock_every_users_directory), and a mount
-// point there is removed only under an exclusive one (no run of any user relies on one). Left
-// there for good instead (before), a socket `.git` in /tmp made another user's `git init /tmp`
-// fail and kept them from ever making `/tmp/.codex`: in a sticky directory only its owner can
-// remove it.
+// The lock every run can take, whatever its state directory: a shared flock(2) on the directory
+// that holds a mount point, held for the whole run; a mount point is removed only under an
+// exclusive one (no run of any registry relies on it). Runs that keep their state in different
+// directories rely on each other's mount points (a run that finds the name existing masks it),
+// but each registry's locks are its own, so a cleanup could not tell from them whether another
+// run still has its mask mounted there; removing the mount point would detach that mask, and the
+// other run's command could then create the protected name on the host (red team round 5: a run
+// with XDG_RUNTIME_DIR beside one without wrote `.git/config` in the workspace).
+// A directory every user may write (S_IWOTH: /tmp, /var/tmp, /dev/shm) is stricter: when its
+// lock cannot be had nothing is recorded there, so nothing is removed. Left there for good
+// instead (before), a socket `.git` in /tmp made another user's `git init /tmp` fail and kept
+// them from ever making `/tmp/.codex`: in a sticky directory only its owner can remove it.
+// Another directory whose lock cannot be had (not readable) falls back to the registry's lock.
 bool writable_by_every_user(int dir_fd) {
   struct stat st {};
   return ::fstat(dir_fd, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & S_IWOTH) != 0;
@@ -450,17 +456,18 @@ std::string parent_of(const std::string& path) {
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
-// A readable descriptor of the parent of `path` (reached without symlinks) if it is a directory
-// every user may write; -1 otherwise. flock(2) needs an open file, which an O_PATH descriptor is
-// not (EBADF); opening the directory read-only needs only its read bit, which /tmp and /var/tmp
+// A readable descriptor of the parent of `path` (reached without symlinks), or -1; with
+// `every_users` set when that directory is one every user may write (known even when it cannot
+// be opened for reading). flock(2) needs an open file, which an O_PATH descriptor is not
+// (EBADF); opening the directory read-only needs only its read bit, which /tmp and /var/tmp
 // give every user (mode 1777).
-int open_every_users_directory(const std::string& path) {
+int open_directory_to_lock(const std::string& path, bool& every_users) {
   std::string name;
+  every_users = false;
   const int parent = open_parent_no_symlinks(path, name);
   if (parent < 0) return -1;
-  int dir = -1;
-  if (writable_by_every_user(parent))
-    dir = ::openat(parent, ".", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  every_users = writable_by_every_user(parent);
+  const int dir = ::openat(parent, ".", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   ::close(parent);
   return dir;
 }
@@ -613,16 +620,21 @@ std::string sweep_one(const std::string& lock, std::vector<std::string>* kept) {
     const std::string marker = lock.substr(0, lock.size() - 5) + ".synthetic";
     const std::optional<Marker> record = read_marker(marker);
     int err = 0;
-    // In a directory every user may write, only when no run of any user holds its lock.
-    // (One that cannot be opened to lock counts as relied on.)
-    const bool every_users_dir = record && in_directory_every_user_writes(record->path);
-    const int every_users = every_users_dir ? open_every_users_directory(record->path) : -1;
-    const bool other_users_runs =
-        every_users_dir && (every_users < 0 || !try_lock(every_users, LOCK_EX));
-    const Removal outcome = !record            ? Removal::kStale
-                            : other_users_runs ? Removal::kInUse
-                                               : remove_if_marked(marker, record->path, err);
-    if (every_users >= 0) ::close(every_users);
+    // Only when no run of any registry holds the directory's lock (writable_by_every_user). One
+    // that cannot be opened to lock counts as relied on in a directory every user may write.
+    bool every_users = false;
+    const int dir = record ? open_directory_to_lock(record->path, every_users) : -1;
+    const bool other_runs = dir >= 0 ? !try_lock(dir, LOCK_EX) : every_users;
+    // A record that no longer describes what is there (something else, or nothing) is stale
+    // whoever holds the directory; one that cannot be told (not searchable) is not.
+    const std::optional<Identity> now = record ? identity_no_follow(record->path) : std::nullopt;
+    const bool still_there = now ? could_be_mount_point(*now) && same_identity(record->id, *now)
+                                 : record && !missing_no_follow(record->path);
+    const Removal outcome = !record                     ? Removal::kStale
+                            : other_runs && still_there ? Removal::kInUse
+                            : other_runs                ? Removal::kStale
+                                         : remove_if_marked(marker, record->path, err);
+    if (dir >= 0) ::close(dir);
     if (outcome == Removal::kRemoved) removed = record->path;
     if (outcome == Removal::kKept && kept) kept->push_back(why_kept(record->path, err));
     if (outcome == Removal::kRemoved || outcome == Removal::kStale) {
@@ -672,8 +684,8 @@ MountRegistry::~MountRegistry() {
   for (Entry& e : entries_) {
     if (e.lock_fd >= 0) ::close(e.lock_fd);
   }
-  for (auto& [dir, fd] : every_users_locks_) {
-    if (fd >= 0) ::close(fd);
+  for (auto& [dir, lock] : directory_locks_) {
+    if (lock.fd >= 0) ::close(lock.fd);
   }
 }
 
@@ -714,9 +726,12 @@ Status MountRegistry::acquire(const std::string& state_dir,
     // Once the lock is held nobody removes it (that takes the lock exclusively). The plan masks
     // such a name (a socket) with /dev/null, which the socket made here takes; a plan that
     // bound a regular file or a directory there fails at exec, its source being gone.
-    // In a directory every user may write, the lock of every user's runs is taken first
-    // (writable_by_every_user); without it nothing is recorded there, so nothing is removed.
-    const bool shared = in_directory_every_user_writes(path) && !hold_every_users_lock(path);
+    // The directory's lock, which runs of every registry take, comes first
+    // (writable_by_every_user): a run that relies on a mount point holds it before it looks at the
+    // name. In a directory every user may write nothing is recorded without it, so nothing is
+    // removed there.
+    const DirectoryLock& directory = hold_directory_lock(path);
+    const bool shared = directory.every_users && directory.fd < 0;
     const bool make = planned || missing_no_follow(path);
     const Made made = make ? make_and_mark(base + ".synthetic", path, shared) : Made::kExisted;
     std::optional<Found> found;
@@ -735,6 +750,18 @@ Status MountRegistry::acquire(const std::string& state_dir,
     // mask, and bwrap would follow a symlink. Fail closed here with a precise message rather
     // than leave it to bwrap (which refuses a directory too, with exit 125 from sbx). The
     // caller releases what was taken (release_and_cleanup).
+    // What this run relies on may be another registry's mount point, which only the
+    // directory's lock keeps that registry's run from removing (the removal would detach this
+    // run's mask). Without that lock (a process holds the directory locked: another run's
+    // sandboxed command can) the run does not start.
+    const std::optional<Identity> existing_id =
+        made == Made::kExisted && directory.fd < 0 ? identity_no_follow(path) : std::nullopt;
+    if (existing_id && could_be_mount_point(*existing_id))
+      return Error{"sbx cannot lock '" + parent_of(path) +
+                   "' (flock(2)), which keeps other runs from removing the mount point at '" +
+                   path +
+                   "' that this run's mask relies on: a process holds that directory locked, "
+                   "or it cannot be read; run again once that has ended"};
     if (planned && made == Made::kExisted) {
       const std::string what = unusable_mount_point(path);
       if (!what.empty())
@@ -777,32 +804,34 @@ bool MountRegistry::replaced_by_own_empty_file(const Entry& e) {
   return id && !same_identity(was, *id);
 }
 
-// A shared lock on the directory every user may write that holds `path`, taken once per
-// directory and held until release_and_cleanup. false when it cannot be had.
-bool MountRegistry::hold_every_users_lock(const std::string& path) {
+// A shared lock on the directory that holds `path` (writable_by_every_user), taken once per
+// directory and held until release_and_cleanup; its fd is -1 when it cannot be had.
+const MountRegistry::DirectoryLock& MountRegistry::hold_directory_lock(const std::string& path) {
   const std::string dir = parent_of(path);
-  if (every_users_locks_.count(dir) != 0) return every_users_locks_[dir] >= 0;
-  int fd = open_every_users_directory(path);
-  if (fd >= 0 && !try_lock(fd, LOCK_SH)) {
-    ::close(fd);
-    fd = -1;
+  const auto held = directory_locks_.find(dir);
+  if (held != directory_locks_.end()) return held->second;
+  DirectoryLock lock;
+  lock.fd = open_directory_to_lock(path, lock.every_users);
+  if (lock.fd >= 0 && !try_lock(lock.fd, LOCK_SH)) {
+    ::close(lock.fd);
+    lock.fd = -1;
   }
-  every_users_locks_[dir] = fd;
-  return fd >= 0;
+  return directory_locks_[dir] = lock;
 }
 
 std::vector<std::string> MountRegistry::release_and_cleanup() {
   std::vector<std::string> removed;
-  // Every directory every user may write that this run held: exclusively now if no run of any
-  // user holds it any more; else the mount points there stay recorded for a later sweep.
-  // A directory whose shared lock this run could not take counts as relied on: an earlier run's
-  // record there must not be acted on without the lock.
+  // Every directory holding a mount point this run made or relied on: exclusively now if no run
+  // of any registry holds it any more; else the mount points there stay recorded for a later
+  // sweep. A directory every user may write whose shared lock this run could not take counts as
+  // relied on (an earlier run's record there must not be acted on without the lock); another
+  // one is left to the registry's own locks.
   std::map<std::string, bool> nobody_else;
-  for (auto& [dir, fd] : every_users_locks_) {
-    nobody_else[dir] = false;
-    if (fd < 0) continue;
-    ::flock(fd, LOCK_UN);
-    nobody_else[dir] = try_lock(fd, LOCK_EX);
+  for (auto& [dir, lock] : directory_locks_) {
+    nobody_else[dir] = lock.fd < 0 && !lock.every_users;
+    if (lock.fd < 0) continue;
+    ::flock(lock.fd, LOCK_UN);
+    nobody_else[dir] = try_lock(lock.fd, LOCK_EX);
   }
   for (Entry& e : entries_) {
     if (e.lock_fd < 0) continue;
@@ -817,8 +846,8 @@ std::vector<std::string> MountRegistry::release_and_cleanup() {
     // empty one, then the entry itself. A run waiting for this lock re-checks the name.
     // One that is still the recorded mount point but cannot be removed keeps its entry: the
     // next run's sweep tries again.
-    const auto every_users = nobody_else.find(parent_of(e.path));
-    const bool in_use = every_users != nobody_else.end() && !every_users->second;
+    const auto directory = nobody_else.find(parent_of(e.path));
+    const bool in_use = directory != nobody_else.end() && !directory->second;
     if (::flock(e.lock_fd, LOCK_EX | LOCK_NB) == 0 && still_named(e.lock_fd, e.lock)) {
       int err = 0;
       const Removal outcome = in_use ? Removal::kInUse : remove_if_marked(e.marker, e.path, err);
@@ -832,9 +861,9 @@ std::vector<std::string> MountRegistry::release_and_cleanup() {
     ::close(e.lock_fd);
     e.lock_fd = -1;
   }
-  for (auto& [dir, fd] : every_users_locks_) {
-    if (fd >= 0) ::close(fd);
-    fd = -1;
+  for (auto& [dir, lock] : directory_locks_) {
+    if (lock.fd >= 0) ::close(lock.fd);
+    lock.fd = -1;
   }
   return removed;
 }

@@ -17,11 +17,13 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <thread>
@@ -525,6 +527,108 @@ TEST(SharedDirectoryMountPoints, GoWhenTheLastRunOfAnyUserEndsAndNeverBefore) {
   const RunResult init = run({"/usr/bin/git", "init", "-q", shared.path()},
                              {"PATH=/usr/bin:/bin", "HOME=/root", "GIT_CONFIG_NOSYSTEM=1"});
   EXPECT_EQ(init.code, 0) << describe(init);
+}
+
+// Red team round 5: two runs side by side in one workspace that keep their state in different
+// places (one with XDG_RUNTIME_DIR, one without, whose state is ~/.cache/sbx: a terminal beside
+// cron), so neither registry's locks hold the other off. The first run made the mount points
+// and ended first: it removed them while the second still relied on them, which detached the
+// second's masks, and its command wrote `.git/config` on the host. Now every run holds a
+// shared lock on the workspace itself and a mount point is removed only under an exclusive one:
+// the masks stay while the second runs, and the first's own next run removes them afterwards.
+TEST(MountPointsAcrossStateDirectories, AreNeverRemovedWhileAnotherRunReliesOnThem) {
+  if (!exists(sbx_path())) GTEST_SKIP() << "no installed sbx at " << sbx_path();
+  const Identity who = Identity::kUnprivileged;
+  SBX_REQUIRE_IDENTITY(who, "bwrap");
+  PrivateHome home(who);
+  TempDir conf, ws, runtime_parent(private_parent());
+  const std::string runtime = runtime_parent / "rt";
+  ASSERT_EQ(::mkdir(runtime.c_str(), 0700), 0);
+  give_to(who, runtime_parent.path());
+  give_to(who, runtime);
+  give_to(who, conf.path());
+  give_to(who, ws.path());
+  const std::string policy = write_policy(conf);
+  std::vector<std::string> with_runtime, without_runtime;
+  for (const std::string& entry : env_for(who)) {
+    if (entry.rfind("HOME=", 0) == 0) continue;
+    with_runtime.push_back(entry);
+    without_runtime.push_back(entry);
+  }
+  for (auto* env : {&with_runtime, &without_runtime}) {
+    env->push_back("HOME=" + home.path());
+    env->push_back("PWD=" + ws.path());
+  }
+  with_runtime.push_back("XDG_RUNTIME_DIR=" + runtime);
+  const auto start = [&](const std::vector<std::string>& env, const std::string& script,
+                         const std::string& log) {
+    return start_in_background(argv_as(who, exec_argv("bwrap", {"--policy", policy}, ws.path(),
+                                                      {"/bin/sh", "-c", script})),
+                               env, log);
+  };
+  const pid_t first =
+      start(with_runtime,
+            "echo up > first.ready; i=0; while [ ! -e first.go ] && [ $i -lt 600 ]; "
+            "do sleep 0.05; i=$((i+1)); done",
+            conf / "first.log");
+  ASSERT_TRUE(eventually([&] { return exists(ws / "first.ready"); }, 30))
+      << read_file(conf / "first.log");
+  EXPECT_EQ(socket_names_in(ws.path()), ".git(socket) .codex(socket) .agents(socket) ");
+  ASSERT_TRUE(exists(runtime + "/sbx-bwrap")) << "the first run keeps no state in its runtime dir";
+  const pid_t second = start(
+      without_runtime,
+      "echo up > second.ready; i=0; while [ ! -e second.go ] && [ $i -lt 600 ]; do sleep 0.05; "
+      "i=$((i+1)); done; mkdir .git 2>/dev/null && echo CREATED; "
+      "printf '[core]\\n' > .git/config 2>/dev/null && echo WROTE; true",
+      conf / "second.log");
+  ASSERT_TRUE(eventually([&] { return exists(ws / "second.ready"); }, 30))
+      << read_file(conf / "second.log");
+  ASSERT_TRUE(exists(home / ".cache/sbx/bwrap")) << "the second run keeps no state in ~/.cache";
+  write_file(ws / "first.go", "go\n");
+  EXPECT_EQ(wait_exit(first, 60), 0) << read_file(conf / "first.log");
+  EXPECT_EQ(socket_names_in(ws.path()), ".git(socket) .codex(socket) .agents(socket) ")
+      << "removed while the other run relied on them";
+  write_file(ws / "second.go", "go\n");
+  EXPECT_EQ(wait_exit(second, 60), 0) << read_file(conf / "second.log");
+  const std::string second_log = read_file(conf / "second.log");
+  EXPECT_EQ(second_log.find("CREATED"), std::string::npos)
+      << "the mask was detached: " << second_log;
+  EXPECT_EQ(second_log.find("WROTE"), std::string::npos) << "the mask was detached: " << second_log;
+  EXPECT_FALSE(std::filesystem::is_directory(ws / ".git"));
+  // The first run's record stayed (the second held the directory): its next run removes them.
+  const RunResult next =
+      exec_as(who, "bwrap", {"--policy", policy}, ws.path(), {"/bin/true"}, with_runtime);
+  EXPECT_EQ(next.code, 0) << describe(next);
+  EXPECT_EQ(socket_names_in(ws.path()), "") << "left on the host";
+}
+
+// The directory's lock is what keeps another registry's run from removing a mount point this
+// run relies on: a run that cannot take it (a process holds the workspace locked, as another
+// run's sandboxed command can with flock(1)) and would rely on an existing mount point does not
+// start (125, naming the directory), rather than run with a mask that may be detached.
+TEST(MountPointsAcrossStateDirectories, ARunThatCannotLockTheDirectoryDoesNotRelyOnAMountPoint) {
+  if (!exists(sbx_path())) GTEST_SKIP() << "no installed sbx at " << sbx_path();
+  SBX_REQUIRE_IDENTITY(Identity::kRoot, "bwrap");
+  TempDir conf, ws;
+  const std::string policy = write_policy(conf);
+  ASSERT_TRUE(make_socket_inode(ws / ".git"));  // another run's mount point, as far as it knows
+  const int held = ::open(ws.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(held, 0);
+  ASSERT_EQ(::flock(held, LOCK_EX), 0);
+  const RunResult r = exec_as(Identity::kRoot, "bwrap", {"--policy", policy}, ws.path(),
+                              {"/bin/sh", "-c", "echo ran"}, env_for(Identity::kRoot));
+  ::close(held);
+  EXPECT_EQ(r.code, 125) << describe(r);
+  EXPECT_EQ(r.out, "") << describe(r);
+  EXPECT_NE(r.err.find("sbx cannot lock '" + ws.path() +
+                       "' (flock(2)), which keeps other runs from removing the mount point at '" +
+                       ws.path() + "/.git'"),
+            std::string::npos)
+      << describe(r);
+  const RunResult unlocked = exec_as(Identity::kRoot, "bwrap", {"--policy", policy}, ws.path(),
+                                     {"/bin/sh", "-c", "echo ran"}, env_for(Identity::kRoot));
+  EXPECT_EQ(unlocked.code, 0) << describe(unlocked);
+  EXPECT_EQ(unlocked.out, "ran\n") << describe(unlocked);
 }
 
 // H3: a local user's symlink at a protected name in a sticky directory every user may write

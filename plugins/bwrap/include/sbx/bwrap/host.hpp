@@ -148,7 +148,12 @@ class MountRegistry {
   // `unrecorded`: the parent is a directory every user may write whose lock this run could not
   // take; the mount point is made but not recorded there, so it stays.
   static Made make_and_mark(const std::string& marker, const std::string& path, bool unrecorded);
-  bool hold_every_users_lock(const std::string& path);
+  // A shared flock on a directory holding mount points (mount_registry.cpp writable_by_every_user).
+  struct DirectoryLock {
+    int fd = -1;               // -1: it could not be had
+    bool every_users = false;  // a directory every user may write (/tmp)
+  };
+  const DirectoryLock& hold_directory_lock(const std::string& path);
 
   // What was at a path when the run took its lock: inode, type, birth and change time (the
   // identity mount_registry.cpp records).
@@ -176,9 +181,8 @@ class MountRegistry {
   static bool replaced_by_own_empty_file(const Entry& e);
   std::vector<Entry> entries_;
   std::vector<std::string> kept_;
-  // Directories every user may write (/tmp) holding this run's mount points or ones it relies
-  // on -> a read-only descriptor holding a shared flock on it, or -1 when it could not be had.
-  std::map<std::string, int> every_users_locks_;
+  // Directories holding this run's mount points or ones it relies on, and their locks.
+  std::map<std::string, DirectoryLock> directory_locks_;
 };
 
 }  // namespace sbx::bwrap
