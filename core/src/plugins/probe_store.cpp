@@ -58,6 +58,7 @@ std::optional<std::vector<std::string>> dependencies(const ProbeReport& report) 
 
 // Nothing is kept on Windows (no probe runs in a child there, so there is little to save).
 std::optional<std::string> current_store_dir() { return std::nullopt; }
+std::vector<std::string> state_directory_names() { return {}; }
 std::vector<std::string> state_directories() { return {}; }
 std::string answer_path(const std::string& dir, const LoadedPlugin& plugin) {
   return dir + "/" + plugin.name + ".answer";
@@ -127,18 +128,11 @@ std::optional<std::string> current_store_dir() {
   return store_dir(private_state::current_sources());
 }
 
-std::vector<std::string> state_directories() {
+std::vector<std::string> state_directory_names() {
   const private_state::Sources sources = private_state::current_sources();
   std::vector<std::string> dirs;
   const auto add = [&dirs](const std::string& dir) {
-    for (std::string name : {dir, std::string()}) {
-      if (name.empty()) {
-        char real[PATH_MAX];
-        if (::realpath(dir.c_str(), real) == nullptr) continue;
-        name = real;
-      }
-      if (std::find(dirs.begin(), dirs.end(), name) == dirs.end()) dirs.push_back(name);
-    }
+    if (std::find(dirs.begin(), dirs.end(), dir) == dirs.end()) dirs.push_back(dir);
   };
   if (const std::optional<std::string> store = store_dir(sources)) add(*store);
   const Result<std::string> proxy = private_state::state_dir(sources, "proxy");
@@ -154,6 +148,19 @@ std::vector<std::string> state_directories() {
   for (const std::string& dir :
        private_state::candidate_state_dirs(sources, {"probe", "proxy", "bwrap"}))
     add(dir);
+  return dirs;
+}
+
+std::vector<std::string> state_directories() {
+  std::vector<std::string> dirs;
+  for (const std::string& name : state_directory_names()) {
+    // The real path only: a sandbox binds its read-only copy by a path without symlinks
+    // (bwrap opens every bind source with O_NOFOLLOW), and a symlinked ~/.cache is common.
+    // What a command could do to the symlink itself is the run's StateModeGuard's to undo.
+    char real[PATH_MAX];
+    const std::string dir = ::realpath(name.c_str(), real) != nullptr ? real : name;
+    if (std::find(dirs.begin(), dirs.end(), dir) == dirs.end()) dirs.push_back(dir);
+  }
   return dirs;
 }
 

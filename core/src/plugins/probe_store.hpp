@@ -32,15 +32,20 @@ std::optional<std::string> store_dir(const private_state::Sources& sources);
 std::optional<std::string> current_store_dir();
 
 // Every per-user state directory of sbx for this process (sbx/sdk/private_state.hpp), made
-// when missing, each followed by its real path when that differs: the kept probe answers, the
+// when missing, each by its name as sbx finds it (symlinks such as a symlinked ~/.cache
+// included): the kept probe answers, the
 // proxy's sockets ("proxy"), bwrap's registry and probe cache ("bwrap"), and when these lie in
 // the cache (no runtime directory) <cache>/sbx, which holds them (a command that could chmod
 // or rename entries in it could end or forge every later run's state, issue #32); then every
 // other directory a later run of this user could use (private_state::candidate_state_dirs:
-// the other runtime directories' and the cache's, issue #32 B3).
-// Resolution keeps each read-only in every sandbox like sbx's install and refuses a writable
-// root inside one; a backend that cannot carve one out of a writable root is passed over.
-// Empty on Windows.
+// the other runtime directories' and the cache's, issue #32 B3). Empty on Windows.
+std::vector<std::string> state_directory_names();
+
+// state_directory_names(), each by its real path (without symlinks). Resolution keeps each
+// read-only in every sandbox like sbx's install and refuses a writable root inside one; a
+// backend that cannot carve one out of a writable root is passed over. A symlink on the way
+// that a writable root holds is the run's StateModeGuard's (run/state_guard.hpp). Empty on
+// Windows.
 std::vector<std::string> state_directories();
 
 // The file that keeps `plugin`'s answer in `dir` (one per backend and install of sbx).

@@ -588,11 +588,12 @@ void run_prepared(const RunRequest& request, PlannedRun& prepared, RunOutcome& o
     return;
   }
   // A sandboxed command may chmod the directories above sbx's state directories that its
-  // writable roots hold: set back after it (state_guard.hpp).
+  // writable roots hold, or repoint a symlink on the way: set back after it (state_guard.hpp).
   std::optional<StateModeGuard> state_guard;
   if (prepared.backend)
     state_guard.emplace(
-        chmodable_state_ancestors(request.resolved, kept_probe::state_directories()));
+        chmodable_state_ancestors(request.resolved, kept_probe::state_directories()),
+        chmodable_state_ancestors(request.resolved, kept_probe::state_directory_names()));
   Result<ExitStatus> status = Error{"not run"};
   RunEnd end = RunEnd::kNone;
   {

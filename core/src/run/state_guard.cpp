@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <optional>
 
@@ -64,7 +65,8 @@ std::vector<std::string> chmodable_state_ancestors(const ResolvedPolicy& policy,
 
 #ifdef _WIN32
 
-StateModeGuard::StateModeGuard(const std::vector<std::string>& /*dirs*/) {}
+StateModeGuard::StateModeGuard(const std::vector<std::string>& /*dirs*/,
+                               const std::vector<std::string>& /*links*/) {}
 StateModeGuard::~StateModeGuard() = default;
 std::vector<std::string> StateModeGuard::finish() { return {}; }
 
@@ -78,6 +80,15 @@ std::string mode_text(unsigned mode) {
   return text;
 }
 
+// The target of the symlink `name` in the directory `dir_fd` (or AT_FDCWD), or nullopt.
+std::optional<std::string> read_link(int dir_fd, const std::string& name) {
+  std::string target(PATH_MAX, '\0');
+  const ssize_t n = ::readlinkat(dir_fd, name.c_str(), target.data(), target.size());
+  if (n < 0 || static_cast<std::size_t>(n) >= target.size()) return std::nullopt;
+  target.resize(static_cast<std::size_t>(n));
+  return target;
+}
+
 // chmod(2) through the O_PATH descriptor's /proc/self/fd name: the noted inode, whatever is at
 // its path now (fchmod(2) refuses O_PATH descriptors).
 bool set_mode(int fd, mode_t mode) {
@@ -87,8 +98,18 @@ bool set_mode(int fd, mode_t mode) {
 
 }  // namespace
 
-StateModeGuard::StateModeGuard(const std::vector<std::string>& dirs) {
+StateModeGuard::StateModeGuard(const std::vector<std::string>& dirs,
+                               const std::vector<std::string>& links) {
   const uid_t uid = ::geteuid();
+  for (const std::string& path : links) {
+    struct stat st {};
+    // Only this user's own links: what a command of this user could have made or replaced.
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISLNK(st.st_mode) || st.st_uid != uid) continue;
+    std::optional<std::string> target = read_link(AT_FDCWD, path);
+    if (!target) continue;
+    links_.push_back(NotedLink{path, std::move(*target), static_cast<unsigned long long>(st.st_dev),
+                               static_cast<unsigned long long>(st.st_ino)});
+  }
   for (const std::string& path : dirs) {
     const int fd = ::open(path.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     struct stat st {};
@@ -164,7 +185,47 @@ std::vector<std::string> StateModeGuard::finish() {
     }
     ::close(parent_fd);
   }
+  for (std::string& warning : restore_links()) warnings.push_back(std::move(warning));
   for (const std::string& warning : warnings) spdlog::warn("{}", warning);
+  return warnings;
+}
+
+std::vector<std::string> StateModeGuard::restore_links() const {
+  std::vector<std::string> warnings;
+  for (const NotedLink& link : links_) {
+    const auto [parent, name] = private_state::split_path(link.path);
+    const int parent_fd = ::open(parent.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (parent_fd < 0) continue;
+    struct stat at {};
+    const bool present = ::fstatat(parent_fd, name.c_str(), &at, AT_SYMLINK_NOFOLLOW) == 0;
+    const std::optional<std::string> target =
+        present && S_ISLNK(at.st_mode) ? read_link(parent_fd, name) : std::optional<std::string>();
+    if (present && static_cast<unsigned long long>(at.st_dev) == link.dev &&
+        static_cast<unsigned long long>(at.st_ino) == link.ino && target == link.target) {
+      ::close(parent_fd);
+      continue;
+    }
+    // Whatever stands at the name now is kept, aside, never used; the noted link goes back.
+    std::string aside;
+    bool moved = !present;
+    if (present) {
+      aside = name + ".replaced-" + std::to_string(at.st_ino);
+      moved = ::renameat2(parent_fd, name.c_str(), parent_fd, aside.c_str(), RENAME_NOREPLACE) == 0;
+    }
+    const bool restored = moved && ::symlinkat(link.target.c_str(), parent_fd, name.c_str()) == 0;
+    const int error = errno;
+    ::close(parent_fd);
+    warnings.push_back(
+        "the symlink '" + link.path + "' (to '" + link.target +
+        "'), on the way to sbx's state directories, was " + (present ? "replaced" : "removed") +
+        " during the run (a later run would have used " + "whatever it points to now); " +
+        (restored ? "sbx put it back" +
+                        (present ? " and moved what was there to '" + parent + "/" + aside + "'"
+                                 : std::string())
+                  : "sbx could not put it back (" + std::string(std::strerror(error)) +
+                        "): check it and recreate it with ln -s '" + link.target + "' '" +
+                        link.path + "'"));
+  }
   return warnings;
 }
 

@@ -21,8 +21,15 @@
 // could have renamed a state directory away and put one of this user's own directories in its
 // place: a state directory found at its name afterwards that is not the one noted is renamed
 // aside (`<name>.replaced-<inode>`) and never used, and the next run makes a fresh one.
-// Not covered: a run killed before its end (SIGKILL) leaves the widened mode; the next run
-// refuses the state directory with the reason and what to do (chmod), it never trusts it.
+// A symlink on the way (a symlinked ~/.cache, common) is the same case one step earlier: sbx
+// keeps the directory it points to read-only, but a command with the directory holding the
+// link writable can point the link elsewhere, at a state directory it made, which a later run
+// would find private (its own, 0700) and trust. So the guard notes each such symlink of this
+// user (its inode and target) too, and after the command puts back a link that was replaced,
+// changed or removed, moving what stands at its name aside (`<name>.replaced-<inode>`).
+// Not covered: a run killed before its end (SIGKILL) leaves the widened mode or the swapped
+// link; for a mode the next run refuses the state directory with the reason and what to do
+// (chmod), it never trusts it; a swapped link to a private directory it cannot tell apart.
 #pragma once
 
 #include <string>
@@ -42,16 +49,20 @@ std::vector<std::string> chmodable_state_ancestors(const ResolvedPolicy& policy,
 class StateModeGuard {
  public:
   // Notes each of `dirs` (chmodable_state_ancestors) that is a directory of this process's
-  // effective user, on an O_PATH descriptor (close-on-exec) with its mode.
-  explicit StateModeGuard(const std::vector<std::string>& dirs);
+  // effective user, on an O_PATH descriptor (close-on-exec) with its mode, and each of `links`
+  // (chmodable_state_ancestors of the state directories' names) that is a symlink of this user,
+  // with its inode and target.
+  explicit StateModeGuard(const std::vector<std::string>& dirs,
+                          const std::vector<std::string>& links = {});
   ~StateModeGuard();
   StateModeGuard(const StateModeGuard&) = delete;
   StateModeGuard& operator=(const StateModeGuard&) = delete;
 
   // After the command: sets back every noted directory whose mode it widened (group or other
   // write where the noted mode had none that private_state::why_shared_dir refuses), and moves
-  // aside a directory found at a noted name below one that is not the noted one. Logs a warning
-  // for each and returns them.
+  // aside a directory found at a noted name below one that is not the noted one, and puts
+  // back every noted symlink that is not at its name any more. Logs a warning for each and
+  // returns them.
   std::vector<std::string> finish();
 
  private:
@@ -62,7 +73,15 @@ class StateModeGuard {
     unsigned long long dev = 0;
     unsigned long long ino = 0;
   };
+  struct NotedLink {
+    std::string path;
+    std::string target;
+    unsigned long long dev = 0;
+    unsigned long long ino = 0;
+  };
+  std::vector<std::string> restore_links() const;
   std::vector<Noted> noted_;
+  std::vector<NotedLink> links_;
 };
 
 }  // namespace sbx

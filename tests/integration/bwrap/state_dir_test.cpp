@@ -5,7 +5,8 @@
 //     without it (the user's ~/.cache/sbx, root's /run/sbx-*) cannot be planted;
 //   * B2: a sandboxed chmod that widens a directory on the way to the state directory (`chmod
 //     1777 ~/.cache` with HOME writable) is set back when the run ends, so later runs keep
-//     their state and trust nothing planted (core/src/run/state_guard.cpp).
+//     their state and trust nothing planted (core/src/run/state_guard.cpp);
+//   * a symlinked ~/.cache works, and one the command repoints is put back (round 5).
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -159,6 +160,63 @@ TEST_P(StateDirCandidates, AModeWidenedAboveTheStateDirectoryIsSetBackWhenTheRun
   EXPECT_TRUE(listing(later.path()).empty()) << "mount points left on the host";
   ::chmod(home.path().c_str(), 0700);
   ::chmod((home / ".cache").c_str(), 0700);
+}
+
+// A symlinked ~/.cache (the cache on another disk, common): before, every run failed with 125,
+// its read-only copy of ~/.cache/sbx refused as a bind source through a symlink; now the state
+// directory is bound by its real path. With HOME as the workspace the command can repoint the
+// link at a directory it filled, which a later run would trust as its state: the run puts the
+// link back when the command has ended, with a warning, and moves the new one aside. Root keeps
+// its state in /run: its ~/.cache is not on the way and stays as the command left it.
+TEST_P(StateDirCandidates, ASymlinkedCacheWorksAndARepointedOneIsPutBack) {
+  const Identity who = GetParam();
+  SBX_REQUIRE_IDENTITY(who, "bwrap");
+  const std::string run_user = "/run/user/" + std::to_string(uid_of(who));
+  if (who != Identity::kRoot && exists(run_user))
+    GTEST_SKIP() << run_user << " exists here: the state would go there";
+  PrivateHome home(who);
+  TempDir conf, later;
+  give_to(who, conf.path());
+  give_to(who, later.path());
+  const std::string policy = state_policy(conf);
+  const std::vector<std::string> env = state_env(who, home.path());
+  const std::string disk = home / "disk-cache";
+  ASSERT_EQ(::mkdir(disk.c_str(), 0700), 0);
+  ASSERT_EQ(::symlink(disk.c_str(), (home / ".cache").c_str()), 0);
+  give_to(who, disk);
+  give_to(who, home / ".cache");
+  const RunResult first =
+      exec_as(who, "bwrap", {"--policy", policy}, later.path(), {"/bin/true"}, env);
+  EXPECT_EQ(first.code, 0) << describe(first);
+  EXPECT_EQ(first.err, "") << describe(first);
+  const RunResult repoint = exec_as(
+      who, "bwrap", {"--policy", policy}, home.path(),
+      {"/bin/sh", "-c",
+       "mkdir -p \"$HOME/forged/sbx/bwrap\" && ln -sfn \"$HOME/forged\" \"$HOME/.cache\" && "
+       "echo done"},
+      env);
+  ASSERT_EQ(repoint.code, 0) << describe(repoint);
+  ASSERT_EQ(repoint.out, "done\n") << describe(repoint);
+  char target[4096] = {};
+  ASSERT_GT(::readlink((home / ".cache").c_str(), target, sizeof target - 1), 0);
+  if (who == Identity::kRoot) {
+    EXPECT_EQ(std::string(target), home / "forged") << "root's state is not below ~/.cache";
+  } else {
+    EXPECT_EQ(std::string(target), disk) << "not put back: " << describe(repoint);
+    EXPECT_NE(repoint.err.find("sbx: warning: the symlink '" + home.path() + "/.cache' (to '" +
+                               disk + "'), on the way to sbx's state directories, was replaced"),
+              std::string::npos)
+        << describe(repoint);
+    EXPECT_NE(repoint.err.find("sbx put it back and moved what was there to '" + home.path() +
+                               "/.cache.replaced-"),
+              std::string::npos)
+        << describe(repoint);
+  }
+  const RunResult next =
+      exec_as(who, "bwrap", {"--policy", policy}, later.path(), {"/bin/true"}, env);
+  EXPECT_EQ(next.code, 0) << describe(next);
+  EXPECT_EQ(next.err, "") << "the later run lost its state: " << describe(next);
+  EXPECT_TRUE(listing(later.path()).empty()) << "mount points left on the host";
 }
 
 INSTANTIATE_TEST_SUITE_P(Identities, StateDirCandidates, ::testing::ValuesIn(kIdentities),

@@ -134,5 +134,51 @@ TEST(StateModeGuard, AStateDirectoryReplacedWhileAboveWasWideIsMovedAside) {
       << warnings[1];
 }
 
+// A symlinked ~/.cache (common: the cache on another disk) in a writable home: a command that
+// points it at a directory it filled would have a later run trust that directory as sbx's state
+// (its own, 0700). The noted link is put back and the replacement moved aside; an unchanged link
+// is left alone.
+TEST(StateModeGuard, ASymlinkOnTheWayRepointedDuringTheRunIsPutBack) {
+  TempDir top(test::private_parent());
+  const std::string real_cache = top.path() + "/disk-cache";
+  const std::string forged = top.path() + "/forged";
+  const std::string link = top.path() + "/.cache";
+  fs::create_directories(real_cache + "/sbx");
+  fs::create_directories(forged + "/sbx/bwrap");
+  fs::create_symlink(real_cache, link);
+  StateModeGuard guard({}, {top.path(), link, link + "/sbx"});
+  fs::remove(link);
+  fs::create_symlink(forged, link);
+  struct stat swapped {};
+  ASSERT_EQ(::lstat(link.c_str(), &swapped), 0);
+  const std::vector<std::string> warnings = guard.finish();
+  EXPECT_EQ(fs::read_symlink(link), real_cache);
+  const std::string aside = link + ".replaced-" + std::to_string(swapped.st_ino);
+  EXPECT_EQ(fs::read_symlink(aside), forged) << "the replacement is kept aside, not deleted";
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("the symlink '" + link + "' (to '" + real_cache + "')"),
+            std::string::npos)
+      << warnings[0];
+  EXPECT_NE(warnings[0].find("sbx put it back and moved what was there to '" + aside + "'"),
+            std::string::npos)
+      << warnings[0];
+
+  // Replaced by a directory, or removed: put back all the same.
+  StateModeGuard again({}, {link});
+  fs::remove(link);
+  fs::create_directories(link + "/sbx/bwrap");
+  EXPECT_EQ(again.finish().size(), 1u);
+  EXPECT_EQ(fs::read_symlink(link), real_cache);
+  StateModeGuard removed({}, {link});
+  fs::remove(link);
+  EXPECT_EQ(removed.finish().size(), 1u);
+  EXPECT_EQ(fs::read_symlink(link), real_cache);
+
+  // Left as it was: nothing to say.
+  StateModeGuard unchanged({}, {link});
+  EXPECT_TRUE(unchanged.finish().empty());
+  EXPECT_EQ(fs::read_symlink(link), real_cache);
+}
+
 }  // namespace
 }  // namespace sbx

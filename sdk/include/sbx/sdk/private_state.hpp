@@ -316,11 +316,20 @@ inline Result<std::string> cache_base(const Sources& sources) {
 //    rename entries in: HOME=/tmp or XDG_CACHE_HOME=/var/tmp/... is refused (why_shared_path).
 // Each directory made or met on the way must be this user's own, mode 0700, not a symlink
 // (make_private_dir); anything else is an error naming the directory and what is wrong.
+// Returned by its real path: a symlinked ~/.cache (checked by cache_base) is common, and a
+// sandbox binds or masks a directory by a path without symlinks (bwrap opens bind sources with
+// O_NOFOLLOW, and makes its mount points below the new root, where an absolute link leads out).
 inline Result<std::string> state_dir(const Sources& sources, const std::string& name) {
+  const auto real = [](const std::string& dir) -> Result<std::string> {
+    char resolved[PATH_MAX];
+    if (::realpath(dir.c_str(), resolved) == nullptr)
+      return Error{"cannot resolve '" + dir + "': " + std::strerror(errno)};
+    return std::string(resolved);
+  };
   if (const std::optional<std::string> runtime = runtime_base(sources)) {
     const std::string dir = *runtime + "/sbx-" + name;
     if (Status ok = make_private_dir(dir, sources.uid); !ok.ok()) return ok.failure();
-    return dir;
+    return real(dir);
   }
   Result<std::string> base = cache_base(sources);
   if (!base.ok()) return base.failure();
@@ -328,7 +337,7 @@ inline Result<std::string> state_dir(const Sources& sources, const std::string& 
   if (Status ok = make_private_dir(sbx_dir, sources.uid); !ok.ok()) return ok.failure();
   const std::string dir = sbx_dir + "/" + name;
   if (Status ok = make_private_dir(dir, sources.uid); !ok.ok()) return ok.failure();
-  return dir;
+  return real(dir);
 }
 
 // Every directory a run of this user could keep its state in, whichever one this run uses, made
