@@ -2089,6 +2089,65 @@ class Settings(SbxTestCase):
         self.assertIs(doc["should_sandbox"], True, doc["reason"])
         self.assertIn("is not a compiled program", doc["reason"])
 
+    # Red team round 5, F2: a value in a configuration nobody but root can write may name a file
+    # the user can: core.fsmonitor in an administrator's repository config ran a planted program
+    # unsandboxed on `git status`, include.path read a planted config. What git's configuration
+    # names is judged like the program itself (core/src/run/git_config.hpp).
+    def test_what_gits_configuration_names_is_judged_like_a_program(self):
+        git = shutil.which("git")
+        if git is None:
+            self.skipTest("git is not installed")
+        repo = os.path.join(self.work, "cfgrepo")
+        os.makedirs(repo)
+        subprocess.run([git, "init", "-q", repo], check=True)
+        # uid 65534's own directory (an earlier, wider run could have written it), off the
+        # walk up from the repository and not beside it.
+        mine = os.path.join(self.work, "elsewhere", "mine")
+        os.makedirs(mine)
+        os.chown(mine, self.NOBODY, self.NOBODY)
+        with open(os.path.join(self.config, ".gitconfig"), "w", encoding="utf-8") as f:
+            f.write("[safe]\n\tdirectory = *\n")
+        self.user(json.dumps({"excluded_commands": ["git status"]}))
+
+        def explain():
+            result = self.as_nobody("explain", "--json", "--preset", "read-only", "--", "git",
+                                    "status", cwd=repo)
+            self.assert_exit(result, 0)
+            return json.loads(result.stdout)
+
+        def config(*args):
+            subprocess.run([git, "-C", repo, "config", *args], check=True)
+
+        doc = explain()
+        self.assertEqual(doc["excluded_by"], ["git status"], doc["reason"])
+        # A compiled program in a PATH directory nobody can write: still excluded.
+        config("core.fsmonitor", "/usr/bin/true")
+        doc = explain()
+        self.assertEqual(doc["excluded_by"], ["git status"], doc["reason"])
+        cases = [
+            (("core.fsmonitor", os.path.join(mine, "fsmon")),
+             "git's core.fsmonitor (" + os.path.join(mine, "fsmon") + ") names a program"),
+            (("core.fsmonitor", "/usr/bin/true; id"), "is a shell command"),
+            (("diff.x.textconv", "exif | cat"), "is a shell command"),
+            (("include.path", os.path.join(mine, "extra.config")),
+             "git's configuration file " + os.path.join(mine, "extra.config")),
+            (("core.attributesFile", os.path.join(mine, "attributes")),
+             "the file git's core.attributesfile names, " + os.path.join(mine, "attributes")),
+            (("extensions.partialClone", "origin"), "makes this a partial clone"),
+        ]
+        for (key, value), expected in cases:
+            with self.subTest(key=key, value=value):
+                if key == "include.path":
+                    with open(value, "w", encoding="utf-8") as f:
+                        f.write("[core]\n\tquotepath = false\n")
+                config(key, value)
+                doc = explain()
+                self.assertIs(doc["should_sandbox"], True, doc["reason"])
+                self.assertIn(expected, doc["reason"])
+                config("--unset", key)
+        doc = explain()
+        self.assertEqual(doc["excluded_by"], ["git status"], doc["reason"])
+
     # Red team round 2: a policy file is protected only in the runs that use it; one in the
     # workspace can have been rewritten by a default run.
     def test_a_policy_file_in_the_working_directory_is_warned_about(self):

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "plugins/probe_store.hpp"
+#include "run/git_config.hpp"
 #include "run/state_guard.hpp"
 #include "sbx/core/command_patterns.hpp"
 #include "sbx/core/created_names.hpp"
@@ -291,6 +292,7 @@ Exclusion verify_exclusion(std::vector<std::string> matched,
   // The program runs with a reset environment (reset_environment: a denylist of variables
   // that load code cannot be complete), so what follows judges that one.
   ResetEnvironment reset = reset_environment(env, cwd);
+  std::string git, git_path_env;  // the git it runs, if any, and the PATH it gets
   for (std::size_t i = 0; i < programs->size(); ++i) {
     const std::string& name = (*programs)[i];
     TrustedProgram found = find_trusted_program(name, cwd, path_env, resolved, user);
@@ -309,6 +311,10 @@ Exclusion verify_exclusion(std::vector<std::string> matched,
     if (i == 0) {
       out.program = *found.path;
       out.path_env = found.trusted_path_env;
+    }
+    if (real_name == "git" && git.empty()) {
+      git = *found.path;
+      git_path_env = found.trusted_path_env;
     }
   }
   if (settings::is_shell_script(command)) {
@@ -337,6 +343,17 @@ Exclusion verify_exclusion(std::vector<std::string> matched,
   if (std::optional<std::string> why = repository_refusal(*programs, cwd, resolved, user)) {
     out.refused = *why;
     return out;
+  }
+  // What git's configuration names, wherever it lies (git_config.hpp).
+  if (!git.empty()) {
+    std::vector<std::string> git_env = reset.env;
+    std::erase_if(git_env, [](const std::string& entry) { return entry.rfind("PATH=", 0) == 0; });
+    git_env.push_back("PATH=" + git_path_env);
+    if (std::optional<std::string> why =
+            git_configuration_refusal(git, cwd, git_env, git_path_env, resolved, user)) {
+      out.refused = *why;
+      return out;
+    }
   }
   // git pages its output through less when stdout is a terminal, and less runs `!CMD` typed
   // into it (git-config(1) core.pager: GIT_PAGER comes first; "cat" means no pager).
