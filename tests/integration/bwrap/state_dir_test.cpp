@@ -53,6 +53,29 @@ std::vector<std::string> state_env(Identity who, const std::string& home,
   return env;
 }
 
+// Why runs of `who` without a runtime directory would not keep their state in ~/.cache/sbx
+// (root: /run, which the tests expect), or "".
+std::string why_state_not_in_cache(Identity who) {
+  const std::string run_user = "/run/user/" + std::to_string(uid_of(who));
+  if (who != Identity::kRoot && exists(run_user))
+    return run_user + " exists here: the state would go there";
+  return "";
+}
+
+// Runs of one identity with a private HOME and no XDG_* variable: the policy (state_policy),
+// its environment and a workspace `later` for the runs after the attack.
+struct CacheStateRuns {
+  explicit CacheStateRuns(Identity who)
+      : home(who), policy(state_policy(conf)), env(state_env(who, home.path())) {
+    give_to(who, conf.path());
+    give_to(who, later.path());
+  }
+  PrivateHome home;
+  TempDir conf, later;
+  std::string policy;
+  std::vector<std::string> env;
+};
+
 mode_t state_mode_of(const std::string& path) {
   struct stat st {};
   return ::lstat(path.c_str(), &st) == 0 ? (st.st_mode & 07777) : 07777;
@@ -115,15 +138,12 @@ TEST_P(StateDirCandidates, WithARuntimeDirectoryInUseTheFallbackCannotBePlanted)
 TEST_P(StateDirCandidates, AModeWidenedAboveTheStateDirectoryIsSetBackWhenTheRunEnds) {
   const Identity who = GetParam();
   SBX_REQUIRE_IDENTITY(who, "bwrap");
-  const std::string run_user = "/run/user/" + std::to_string(uid_of(who));
-  if (who != Identity::kRoot && exists(run_user))
-    GTEST_SKIP() << run_user << " exists here: the state would go there";
-  PrivateHome home(who);
-  TempDir conf, later;
-  give_to(who, conf.path());
-  give_to(who, later.path());
-  const std::string policy = state_policy(conf);
-  const std::vector<std::string> env = state_env(who, home.path());
+  if (const std::string why = why_state_not_in_cache(who); !why.empty()) GTEST_SKIP() << why;
+  const CacheStateRuns runs(who);
+  const PrivateHome& home = runs.home;
+  const TempDir& later = runs.later;
+  const std::string& policy = runs.policy;
+  const std::vector<std::string>& env = runs.env;
   ASSERT_EQ(::mkdir((home / ".cache").c_str(), 0700), 0);  // root's too: nothing makes it
   give_to(who, home / ".cache");
   const RunResult first =
@@ -171,15 +191,12 @@ TEST_P(StateDirCandidates, AModeWidenedAboveTheStateDirectoryIsSetBackWhenTheRun
 TEST_P(StateDirCandidates, ASymlinkedCacheWorksAndARepointedOneIsPutBack) {
   const Identity who = GetParam();
   SBX_REQUIRE_IDENTITY(who, "bwrap");
-  const std::string run_user = "/run/user/" + std::to_string(uid_of(who));
-  if (who != Identity::kRoot && exists(run_user))
-    GTEST_SKIP() << run_user << " exists here: the state would go there";
-  PrivateHome home(who);
-  TempDir conf, later;
-  give_to(who, conf.path());
-  give_to(who, later.path());
-  const std::string policy = state_policy(conf);
-  const std::vector<std::string> env = state_env(who, home.path());
+  if (const std::string why = why_state_not_in_cache(who); !why.empty()) GTEST_SKIP() << why;
+  const CacheStateRuns runs(who);
+  const PrivateHome& home = runs.home;
+  const TempDir& later = runs.later;
+  const std::string& policy = runs.policy;
+  const std::vector<std::string>& env = runs.env;
   const std::string disk = home / "disk-cache";
   ASSERT_EQ(::mkdir(disk.c_str(), 0700), 0);
   ASSERT_EQ(::symlink(disk.c_str(), (home / ".cache").c_str()), 0);
