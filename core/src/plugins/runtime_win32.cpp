@@ -55,7 +55,7 @@ Result<std::string> executable_path() {
   std::optional<std::string> utf8 = platform::to_utf8(name);
   if (!utf8) return Error{"the running executable's path is not valid UTF-16"};
   Result<std::string> generic = policy::winpath::normalize(*utf8);
-  if (!generic) return Error{"the running executable's path " + *utf8 + ": " + generic.error()};
+  if (!generic) return generic.failure().prefixed("the running executable's path " + *utf8 + ": ");
   return *generic;
 }
 
@@ -65,7 +65,7 @@ Result<InstallLayout> executable_layout() {
   // The owner is the one trustee besides the built-in ones that may write the plugin
   // directory (a per-user install); without it nothing could be judged, so fail closed.
   Result<std::string> owner = plugins::win32::owner_sid(*exe);
-  if (!owner) return Error{"cannot read the owner of " + *exe + ": " + owner.error()};
+  if (!owner) return owner.failure().prefixed("cannot read the owner of " + *exe + ": ");
   InstallLayout layout;
   layout.libsbx_path = *exe;
   layout.libsbx_owner_sid = *owner;

@@ -256,7 +256,7 @@ Result<TrustedFile> open_trusted_path(const std::string& path, const std::string
   DirectoryWalk walk = open_trusted_directory(dir, trust_root, owners);
   if (!walk.fd.valid()) return Error{path + ": " + walk.error};
   Result<TrustedFile> file = open_trusted_file(walk.fd.get(), dir, name, owners);
-  if (!file) return Error{path + ": " + file.error()};
+  if (!file) return file.failure().prefixed(path + ": ");
   return file;
 }
 

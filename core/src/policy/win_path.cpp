@@ -166,8 +166,8 @@ Result<std::string> expand(std::string_view path, const std::map<std::string, st
                  "%, which is not set"};
   Result<std::string> base = normalize(*value);
   if (!base.ok())
-    return Error{"%" + variable->name + "% (" + single_quoted(*value) +
-                 ") cannot be used: " + base.error()};
+    return base.failure().prefixed("%" + variable->name + "% (" + single_quoted(*value) +
+                                   ") cannot be used: ");
   Result<std::vector<std::string_view>> parts = split_components(variable->rest, path);
   if (!parts.ok()) return parts.failure();
   std::string out = *base;
@@ -228,13 +228,13 @@ Result<std::string> resolve_command(std::string_view command, std::string_view c
   if (command.empty()) return Error{"command not found: the command is empty"};
   Result<std::string> base = normalize(cwd);
   if (!base.ok())
-    return Error{"cannot resolve '" + std::string(command) + "': cwd: " + base.error()};
+    return base.failure().prefixed("cannot resolve '" + std::string(command) + "': cwd: ");
   const bool has_separator = command.find_first_of("\\/") != std::string_view::npos;
   if (has_separator || is_drive_absolute(command) ||
       (command.size() >= 2 && is_letter(command[0]) && command[1] == ':')) {
     Result<std::string> path =
         looks_windows(command) ? normalize(command) : normalize(join_generic(*base, command));
-    if (!path.ok()) return Error{"cannot run '" + std::string(command) + "': " + path.error()};
+    if (!path.ok()) return path.failure().prefixed("cannot run '" + std::string(command) + "': ");
     if (exists(*path)) return path;
     return Error{"command not found: " + std::string(command) + " (no such file: " + *path + ")"};
   }

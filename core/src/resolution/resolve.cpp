@@ -768,7 +768,7 @@ Result<Resolution> Resolver::run() {
       if (!status) return status.failure();
     }
     status = refuse_writable_state_dirs();
-    if (!status) return Error{status.error()};
+    if (!status) return status.failure();
     add_install_carveouts();
 #ifdef _WIN32
     out_.policy.protected_paths = windows_protected_paths();  // run() refused POSIX style

@@ -96,9 +96,9 @@ Result<ExitStatus> spawn_and_wait(const ExecPlan& plan, RunServices* /*run*/) {
   if (plan.argv.empty()) return Error{"spawn: the plan has no command"};
   // Only a drive path: no search of the current directory or PATH can pick another file.
   Result<std::string> program = policy::winpath::normalize(plan.argv.front());
-  if (!program) return Error{"spawn: argv[0] " + plan.argv.front() + ": " + program.error()};
+  if (!program) return program.failure().prefixed("spawn: argv[0] " + plan.argv.front() + ": ");
   Result<std::string> cwd = policy::winpath::normalize(plan.cwd);
-  if (!cwd) return Error{"spawn: cwd " + plan.cwd + ": " + cwd.error()};
+  if (!cwd) return cwd.failure().prefixed("spawn: cwd " + plan.cwd + ": ");
   // argv[0] in native form: cmd.exe reads switches ("/c") anywhere in its command line, so
   // "C:/windows/system32/cmd.exe" would give it "/w" and "/s".
   std::vector<std::string> argv = plan.argv;

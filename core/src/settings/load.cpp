@@ -121,7 +121,7 @@ Result<std::optional<std::string>> read_managed(const Sources& sources) {
   if (!file)
     return Error{"refusing the managed settings " + path + ": " + file.error(), ErrorKind::refused};
   Result<std::string> text = read_fd(file->fd.get());
-  if (!text) return Error{"cannot read the managed settings " + path + ": " + text.error()};
+  if (!text) return text.failure().prefixed("cannot read the managed settings " + path + ": ");
   return std::optional<std::string>(std::move(*text));
 }
 
@@ -140,7 +140,7 @@ Result<std::optional<std::string>> read_plain(const std::string& path) {
   }
   Result<std::string> text = read_fd(fd);
   ::close(fd);
-  if (!text) return Error{"cannot read the settings " + path + ": " + text.error()};
+  if (!text) return text.failure().prefixed("cannot read the settings " + path + ": ");
   return std::optional<std::string>(std::move(*text));
 }
 

@@ -228,8 +228,8 @@ Result<Settings> merge_settings(const std::vector<std::pair<Scope, ScopeSettings
       } else {
         Result<Policy> wide = widen_scopes(out.policy->value, *file.policy);
         if (!wide)
-          return Error{"cannot merge " + who(scope) +
-                       "' policy into the lower scopes': " + wide.error()};
+          return wide.failure().prefixed("cannot merge " + who(scope) +
+                                         "' policy into the lower scopes': ");
         out.policy = Sourced<Policy>{std::move(*wide), scope};
       }
       out.policy_scopes.push_back(scope);

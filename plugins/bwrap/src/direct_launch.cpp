@@ -123,7 +123,7 @@ Status prepare_direct(const DirectPlan& plan, DirectLaunch& launch) {
   std::vector<std::string> unbound = {plan.bwrap};
   unbound.insert(unbound.end(), plan.options.begin(), plan.options.end());
   Result<BoundArgv> bound = bind_sources_by_fd(unbound);
-  if (!bound.ok()) return Error{bound.error()};
+  if (!bound.ok()) return bound.failure();
   launch.bind_fds = bound->fds;
   launch.bind_sources = bound->sources;
   DirectPlan direct = plan;
@@ -131,25 +131,25 @@ Status prepare_direct(const DirectPlan& plan, DirectLaunch& launch) {
   // The mounts of the direct form (the plan's and the /proc/1 mask, kPidOneMask), checked at the
   // pause point like the plan's.
   Result<std::string> mounts = planned_mounts_block(bound->argv);
-  if (!mounts.ok()) return Error{mounts.error()};
+  if (!mounts.ok()) return mounts.failure();
   Result<std::vector<stage2::PlannedMount>> planned = stage2::parse_planned_mounts(*mounts);
-  if (!planned.ok()) return Error{"bwrap: " + planned.error()};
+  if (!planned.ok()) return planned.failure().prefixed("bwrap: ");
   launch.planned = std::move(*planned);
   launch.private_network = direct.filter != stage2::NetworkFilter::kOpen;
   launch.command = direct.command.front();
   Result<std::string> block = direct_args_block(direct);
-  if (!block.ok()) return Error{block.error()};
+  if (!block.ok()) return block.failure();
   launch.args = *block;
   launch.args_fd = sealed_memfd("sbx-bwrap-args", *block);
   if (launch.args_fd < 0)
     return Error{std::string("bwrap: cannot hand bwrap its arguments (memfd): ") +
                  std::strerror(errno)};
   Result<SeccompFds> seccomp = seccomp_program_fds(direct.filter);
-  if (!seccomp.ok()) return Error{seccomp.error()};
+  if (!seccomp.ok()) return seccomp.failure();
   launch.seccomp = std::move(*seccomp);
   if (Status pause = open_pause_pipe(launch); !pause.ok()) return pause;
   Result<int> scope = open_scope_ruleset();
-  if (!scope.ok()) return Error{scope.error()};
+  if (!scope.ok()) return scope.failure();
   launch.scope_ruleset = *scope;
   if (Status channel = open_supervisor_channel(launch); !channel.ok()) return channel;
   launch.env = direct.env;
@@ -251,7 +251,7 @@ Result<DirectOutcome> watch_direct_run(pid_t bwrap, int signal_fd, int status_fd
     }
     close(status_fd);
   }
-  if (!failed.ok()) return Error{failed.error()};
+  if (!failed.ok()) return failed.failure();
   return out;
 }
 
@@ -307,7 +307,7 @@ Result<ExitStatus> run_direct_launch(const ExecPlan& plan, const DirectPlan& dir
   launch.cancel_fd = run.cancel_fd();
   if (Status prepared = prepare_direct(direct, launch); !prepared.ok()) {
     for (int fd : {pipes.report[1], pipes.info[1], pipes.info[0]}) close(fd);
-    return Error{prepared.error()};
+    return prepared.failure();
   }
   if (launched != nullptr)
     *launched =

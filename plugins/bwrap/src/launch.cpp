@@ -433,7 +433,7 @@ Result<ExitStatus> end_bwrap(StartedBwrap& bwrap, const Status& watched,
     kill(bwrap.pid, SIGKILL);
     ExitStatus ignored;
     child::reap(bwrap.pid, ignored);
-    return Error{"bwrap: " + watched.error()};
+    return watched.failure().prefixed("bwrap: ");
   }
   ExitStatus status;
   if (!child::reap(bwrap.pid, status))

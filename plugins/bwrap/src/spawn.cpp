@@ -82,7 +82,7 @@ Result<ExitStatus> launch_and_watch(const ExecPlan& plan, const BwrapPlanDetail&
   if (const std::optional<DirectPlan> direct = direct_launch_of(typed.plan(), typed.host())) {
     if (Status inherited = launch::check_inherited_descriptors(run.stdio_fds()); !inherited.ok()) {
       for (int fd : {pipes.report[1], pipes.info[1], pipes.info[0]}) close(fd);
-      return Error{inherited.error()};
+      return inherited.failure();
     }
     return launch::run_direct_launch(plan, *direct, unix_socket_rules(typed.plan()), pipes,
                                      signal_fd, run, refusals, launched);
@@ -126,7 +126,7 @@ Result<ExitStatus> spawn_bwrap(const ExecPlan& plan, const RunContext& run,
   Result<int> signal_fd = open_signal_fd(previous);
   if (!signal_fd.ok()) {
     for (int fd : {pipes.report[0], pipes.report[1], pipes.info[0], pipes.info[1]}) close(fd);
-    return Error{signal_fd.error()};
+    return signal_fd.failure();
   }
   Result<ExitStatus> result =
       launch_and_watch(plan, **typed, pipes, *signal_fd, run, refusals, launched);

@@ -94,13 +94,13 @@ Status prepare_launch(const BwrapPlan& typed, const RunContext& run, Stage2Launc
   const std::vector<std::string> options = stage2_launch_options(typed);
   unbound.insert(unbound.end(), options.begin(), options.end());
   Result<BoundArgv> bound = bind_sources_by_fd(unbound);
-  if (!bound.ok()) return Error{bound.error()};
+  if (!bound.ok()) return bound.failure();
   launch.bind_fds = bound->fds;
   launch.bind_sources = bound->sources;
   const std::vector<std::string> bound_options(std::next(bound->argv.begin()), bound->argv.end());
   if (has_proc_mount(bound_options)) {
     Result<std::string> mounts = planned_mounts_block(bound->argv);
-    if (!mounts.ok()) return Error{mounts.error()};
+    if (!mounts.ok()) return mounts.failure();
     launch.mounts_fd = sealed_memfd("sbx-mounts", *mounts);
     if (launch.mounts_fd < 0)
       return Error{std::string("bwrap: cannot hand the mount list to sbx-stage2 (memfd): ") +
@@ -223,7 +223,7 @@ Result<ExitStatus> run_stage2_launch(const ExecPlan& plan, const BwrapPlan& type
   Stage2Launch launch;
   if (Status prepared = prepare_launch(typed, run, launch); !prepared.ok()) {
     for (int fd : {pipes.report[1], pipes.info[1], pipes.info[0]}) close(fd);
-    return Error{prepared.error()};
+    return prepared.failure();
   }
   if (launched != nullptr)
     *launched = launch_json({LaunchForm::kStage2, launch.argv, {}, typed.env}, launch.bind_sources);

@@ -219,7 +219,7 @@ std::string lower(std::string_view text) {
 Status plan_command(const TransformRequest& request, WindowsPlan& plan, bool& drive_relative) {
   if (request.argv.empty()) return Error{std::string(kWho) + "argv is empty: nothing to run"};
   Result<WindowsPath> program = to_windows_path(request.argv[0]);
-  if (!program.ok()) return Error{std::string(kWho) + "argv[0]: " + program.error()};
+  if (!program.ok()) return program.failure().prefixed(std::string(kWho) + "argv[0]: ");
   drive_relative = drive_relative || !program->fully_qualified;
   const std::string name = lower(program->path.substr(program->path.rfind('\\') + 1));
   if (name.ends_with(".bat") || name.ends_with(".cmd"))
@@ -238,7 +238,7 @@ Status plan_command(const TransformRequest& request, WindowsPlan& plan, bool& dr
   if (!line.ok()) return line.failure().prefixed(kWho);
   plan.command_line = std::move(*line);
   Result<WindowsPath> cwd = to_windows_path(request.cwd);
-  if (!cwd.ok()) return Error{std::string(kWho) + "cwd: " + cwd.error()};
+  if (!cwd.ok()) return cwd.failure().prefixed(std::string(kWho) + "cwd: ");
   drive_relative = drive_relative || !cwd->fully_qualified;
   plan.cwd = cwd->path;
   return {};

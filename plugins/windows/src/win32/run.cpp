@@ -25,7 +25,7 @@ Error system_error(std::string_view what, DWORD code) {
 
 Result<std::wstring> wide(std::string_view text) {
   Result<std::u16string> units = utf8_to_utf16(text);
-  if (!units.ok()) return Error{"windows backend: '" + printable(text) + "': " + units.error()};
+  if (!units.ok()) return units.failure().prefixed("windows backend: '" + printable(text) + "': ");
   return std::wstring(units->begin(), units->end());
 }
 
