@@ -34,6 +34,7 @@ struct GlobalOptions {
 // POLICY options, shared by explain, exec, policy check|show, context and debug.
 struct PolicyOptions {
   std::string policy_file;
+  int policy_fd = -1;  // --policy-fd N; -1: not given
   std::string preset;
   std::string cwd;
   std::vector<std::string> writable_roots;

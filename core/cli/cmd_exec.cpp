@@ -1,4 +1,5 @@
-// `sbx exec [POLICY] [--sandbox ...] [--allow-unsandboxed] [--dry-run] [--json] -- CMD [ARG...]`
+// `sbx exec [POLICY] [--sandbox ...] [--allow-unsandboxed] [--dry-run] [--json]
+//  [--report-fd N | --report-file PATH] -- CMD [ARG...]`
 // A thin adapter over the core's run (sbx/core/run.hpp: the two questions, the plan, the run,
 // the report): this file turns options into a RunRequest and a RunOutcome into the house's
 // messages and exit status. "Wanted but none available" never silently becomes "unsandboxed":
@@ -19,10 +20,12 @@
 #if defined(_WIN32)
 #include <cstdio>
 #else
+#include <fcntl.h>
 #include <unistd.h>
 #endif
 
 #include <cerrno>
+#include <cstring>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -45,8 +48,20 @@ struct ExecOptions {
   bool allow_unsandboxed = false;
   bool dry_run = false;
   bool json = false;
+  int report_fd = -1;       // --report-fd N
+  std::string report_file;  // --report-file PATH
   std::vector<std::string> command;
 };
+
+// Whether the run's JSON report is written somewhere (stderr, a descriptor or a file).
+bool wants_report(const ExecOptions& options) {
+  return options.json || options.report_fd >= 0 || !options.report_file.empty();
+}
+
+// --json without --report-fd/--report-file: the report is the last line of stderr.
+bool report_on_stderr(const ExecOptions& options) {
+  return options.json && options.report_fd < 0 && options.report_file.empty();
+}
 
 // sbx's own failure: in the report (--json "error", "error_kind") and on stderr; always 125,
 // whatever the kind, so that it never looks like the command's own status (exit_codes.hpp).
@@ -191,10 +206,20 @@ void print_backend_refusals(const ExecOptions& options, const RunReport& report)
 // got as far as running: the limit that ended it, the stop, the protected names it created,
 // what the backend's sandbox refused and the proxy's refusals not printed as they happened, in
 // this order.
+// The command's last stderr line may lack its newline: with the report on stderr, sbx's own
+// lines and the report start on a line of their own, never glued to it (known then: the
+// command's stderr was copied through sbx, whose tail ends with the last byte it wrote).
+// Without it the command's stderr is left exactly as it wrote it.
+void end_the_commands_line(const RunReport& report) {
+  if (report.stderr_tail && !report.stderr_tail->empty() && report.stderr_tail->back() != '\n')
+    std::cerr << '\n';
+}
+
 int finish(const ExecOptions& options, RunOutcome& run) {
   const bool reached_run = run.stop == RunStop::kNone || run.stop == RunStop::kRunFailed ||
                            run.stop == RunStop::kLimitsUnavailable ||
                            run.stop == RunStop::kCaptureUnavailable;
+  if (reached_run && report_on_stderr(options)) end_the_commands_line(run.report);
   if (!reached_run) return stopped(options, run);
   print_limit_hit(options, run.report);
   const int code = stopped(options, run);
@@ -236,7 +261,7 @@ int exec_steps(const ExecOptions& options, const GlobalOptions& globals, RunOutc
   RunRequest request = run_request(std::move(*input), options.command);
   // With --json the command's stderr is copied through a pipe (it still reaches the user) and
   // its tail kept for the denial classification.
-  request.capture_stderr = options.json && !options.dry_run;
+  request.capture_stderr = wants_report(options) && !options.dry_run;
   request.on_refusal = print_refusal;
   request.on_unsandboxed_override = [](const std::string& wanted, const BackendChoice& choice) {
     std::cerr << "sbx: warning: running the command WITHOUT a sandbox (--allow-unsandboxed): "
@@ -252,13 +277,84 @@ int exec_steps(const ExecOptions& options, const GlobalOptions& globals, RunOutc
   return finish(options, run);
 }
 
+// Where --report-fd or --report-file sends the report: a descriptor opened (or checked) before
+// the run, close-on-exec so that the command never gets it. -1: stderr (--json) or nowhere.
+Result<int> report_destination(const ExecOptions& options) {
+#ifdef _WIN32
+  if (options.report_fd >= 0 || !options.report_file.empty())
+    return Error{"--report-fd and --report-file are not supported on Windows yet; use --json",
+                 ErrorKind::invalid_input};
+  return -1;
+#else
+  if (!options.report_file.empty()) {
+    // The caller's file, made if missing (0600), emptied now: whatever stood in it (a planted
+    // report) is gone before the command starts.
+    const int fd = ::open(options.report_file.c_str(),
+                          O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0600);
+    if (fd < 0)
+      return Error{"--report-file " + options.report_file + ": " + std::strerror(errno),
+                   ErrorKind::invalid_input};
+    return fd;
+  }
+  if (options.report_fd < 0) return -1;
+  const int flags = ::fcntl(options.report_fd, F_GETFL);
+  if (options.report_fd <= 2 || flags < 0 || (flags & O_ACCMODE) == O_RDONLY)
+    return Error{"--report-fd " + std::to_string(options.report_fd) +
+                     ": not an open descriptor above 2 that can be written; pass one (a pipe, a "
+                     "file), or use --json for stderr",
+                 ErrorKind::invalid_input};
+  ::fcntl(options.report_fd, F_SETFD, FD_CLOEXEC);
+  return options.report_fd;
+#endif
+}
+
+// The whole report and a newline on `fd`; false when it could not be written.
+bool write_report(int fd, const std::string& text) {
+#ifdef _WIN32
+  (void)fd, (void)text;
+  return false;
+#else
+  const std::string line = text + "\n";
+  std::size_t done = 0;
+  while (done < line.size()) {
+    const ssize_t n = ::write(fd, line.data() + done, line.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<std::size_t>(n);
+  }
+  return true;
+#endif
+}
+
 int run_exec(const ExecOptions& options, const GlobalOptions& globals) {
   RunOutcome run;
   run.report.dry_run = options.dry_run;
-  const int code = exec_steps(options, globals, run);
-  // Last line on stderr, after everything the command and sbx printed; stdout stays the
-  // command's own.
-  if (options.json) std::cerr << exec_report_to_json(run.report, ExecReportKeys::kCli) << std::endl;
+  const Result<int> destination = report_destination(options);
+  if (!destination.ok()) {
+    const int code =
+        failed(run.report, destination.kind(), destination.error(), "the command was not run");
+    if (options.json) std::cerr << exec_report_to_json(run.report, ExecReportKeys::kCli) << '\n';
+    return code;
+  }
+  int code = exec_steps(options, globals, run);
+  if (!wants_report(options)) return code;
+  const std::string report = exec_report_to_json(run.report, ExecReportKeys::kCli);
+  if (*destination < 0) {
+    // Last line on stderr, after everything the command and sbx printed; stdout stays the
+    // command's own.
+    std::cerr << report << std::endl;
+    return code;
+  }
+  if (!write_report(*destination, report)) {
+    std::cerr << "sbx: cannot write the report to "
+              << (options.report_file.empty() ? "--report-fd " + std::to_string(options.report_fd)
+                                              : options.report_file)
+              << ": " << std::strerror(errno) << '\n';
+    if (code == 0) code = kExitSbxFailure;
+  }
+#ifndef _WIN32
+  ::close(*destination);
+#endif
   return code;
 }
 
@@ -283,6 +379,19 @@ Command register_exec(CLI::App& app, const GlobalOptions& globals) {
                 "failure likely the sandbox's doing, and \"network_refusals\": the first "
                 "connections the proxy refused) as the last line of stderr; the command's stderr "
                 "is then copied through a pipe");
+  CLI::Option* report_fd =
+      sub->add_option("--report-fd", options->report_fd,
+                      "Write the same JSON report to descriptor N (above 2: a pipe or a file the "
+                      "caller opened) instead of stderr; the command never inherits it")
+          ->type_name("N")
+          ->check(CLI::NonNegativeNumber);
+  CLI::Option* report_file =
+      sub->add_option(
+             "--report-file", options->report_file,
+             "Write the same JSON report to PATH (made 0600 if missing, emptied before the run) "
+             "instead of stderr; keep it outside the writable roots")
+          ->type_name("PATH");
+  report_fd->excludes(report_file);
   sub->add_option("command", options->command, "The command and its arguments, after --")
       ->type_name("CMD [ARG...]");
   sub->footer(

@@ -1,7 +1,13 @@
-// POLICY options: where the policy comes from (--policy FILE | --preset NAME), the cwd it is
+// POLICY options: where the policy comes from (--policy FILE | --policy-fd N | --preset NAME),
+// the cwd it is
 // resolved against, and the command-line additions (--writable-root, --deny, --network).
 #include <sys/stat.h>
+#ifndef _WIN32
+#include <fcntl.h>
+#include <unistd.h>
+#endif
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -41,17 +47,52 @@ Result<std::string> read_policy_file(const std::string& path) {
   return read_at_most(in, kMaxPolicyBytes + 1);
 }
 
-// The command line's own policy (--policy FILE or --preset NAME); nullopt when neither is
-// given, so that the settings decide. `preset` gets the preset it names, if any.
+// --policy-fd N: the policy's text read from descriptor N to its end (a pipe or a memfd the
+// caller filled), then closed. Why: a policy that no file holds cannot be rewritten by a
+// sandboxed command for a later run (a wrapped command line, sbx.wrap in the bindings).
+Result<std::string> read_policy_descriptor(int fd) {
+  const std::string what = "--policy-fd " + std::to_string(fd);
+#ifdef _WIN32
+  return Error{what + ": descriptors are not supported on Windows; use --policy FILE",
+               ErrorKind::invalid_input};
+#else
+  if (fd < 0 || ::fcntl(fd, F_GETFD) < 0)
+    return Error{what + ": not an open descriptor; pass one the policy can be read from",
+                 ErrorKind::invalid_input};
+  std::string text;
+  char buffer[65536];
+  while (text.size() <= kMaxPolicyBytes) {
+    const std::size_t want = std::min(sizeof buffer, kMaxPolicyBytes + 1 - text.size());
+    const ssize_t n = ::read(fd, buffer, want);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int error = errno;
+      ::close(fd);
+      return Error{what + ": cannot read it: " + std::strerror(error), ErrorKind::invalid_input};
+    }
+    if (n == 0) break;
+    text.append(buffer, static_cast<std::size_t>(n));
+  }
+  ::close(fd);  // never inherited by the command
+  return text;
+#endif
+}
+
+// The command line's own policy (--policy FILE, --policy-fd N or --preset NAME); nullopt when
+// none is given, so that the settings decide. `preset` gets the preset it names, if any.
 Result<std::optional<Policy>> command_line_policy(const PolicyOptions& options,
                                                   std::optional<std::string>& preset) {
-  if (!options.policy_file.empty()) {
-    Result<std::string> text = read_policy_file(options.policy_file);
+  if (!options.policy_file.empty() || options.policy_fd >= 0) {
+    const bool from_file = !options.policy_file.empty();
+    Result<std::string> text = from_file ? read_policy_file(options.policy_file)
+                                         : read_policy_descriptor(options.policy_fd);
     if (!text.ok()) return text.failure();
     Result<Policy> policy = parse_policy(*text);
     if (!policy.ok()) {
-      return Error{"invalid policy in '" + options.policy_file + "': " + policy.error() +
-                       "; fix the file (sbx policy check --policy FILE validates it)",
+      const std::string source = from_file ? "'" + options.policy_file + "'"
+                                           : "--policy-fd " + std::to_string(options.policy_fd);
+      return Error{"invalid policy in " + source + ": " + policy.error() +
+                       "; fix it (sbx policy check validates a policy file)",
                    policy.kind()};
     }
     preset = settings::preset_name(*text);
@@ -131,7 +172,16 @@ void add_policy_options(CLI::App& app, PolicyOptions& options) {
                             ->check(CLI::IsMember(preset_names()))
                             ->type_name("NAME")
                             ->group(group);
+  CLI::Option* descriptor =
+      app.add_option("--policy-fd", options.policy_fd,
+                     "Read the policy (JSON v1) from descriptor N to its end, e.g. a pipe: a "
+                     "policy no file holds, which no sandboxed command can rewrite")
+          ->type_name("N")
+          ->check(CLI::NonNegativeNumber)
+          ->group(group);
   file->excludes(preset);
+  descriptor->excludes(file);
+  descriptor->excludes(preset);
   app.add_option("--cwd", options.cwd,
                  "Working directory: what ':cwd' means and where the command runs "
                  "(default: the current directory)")

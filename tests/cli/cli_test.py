@@ -826,6 +826,93 @@ class ExecSandboxed(SbxTestCase):
         self.assertTrue(plan["argv"][0].startswith("/"))
 
 
+    # Issue #33 point 3: the --json report was glued to a last stderr line without a newline
+    # ("partial{...}"), so "the last line of stderr" was not JSON.
+    def test_the_json_report_starts_on_a_line_of_its_own(self):
+        result = sbx("exec", "--json", "--cwd", self.work, "--", "/bin/sh", "-c",
+                     "printf partial >&2")
+        self.assert_exit(result, 0)
+        lines = result.stderr.splitlines()
+        self.assertEqual(lines[0], "partial", describe(result))
+        self.assertIs(self.last_json_line(result.stderr)["should_sandbox"], True)
+
+    # Issue #33 point 3: a caller that spawns `sbx exec` itself (sbx.wrap) gets the report on a
+    # descriptor or in a file of its choosing, the command's stderr untouched, and the command
+    # never inherits that descriptor.
+    def test_the_report_goes_to_a_descriptor_or_a_file(self):
+        read_end, write_end = os.pipe()
+        script = "echo out; printf err >&2; if [ -e /proc/self/fd/%d ]; then echo LEAKED; fi"
+        proc = subprocess.run(
+            [SBX, "exec", "--report-fd", str(write_end), "--cwd", self.work, "--", "/bin/sh", "-c",
+             script % write_end], pass_fds=(write_end,), capture_output=True, text=True,
+            timeout=TIMEOUT, check=False)
+        os.close(write_end)
+        with os.fdopen(read_end, encoding="utf-8") as f:
+            report = json.loads(f.read())
+        self.assertEqual(proc.returncode, 0, describe(proc))
+        self.assertEqual(proc.stdout, "out\n", describe(proc))
+        self.assertEqual(proc.stderr, "err", describe(proc))
+        self.assertEqual(report["exit"]["code"], 0)
+        self.assertIs(report["should_sandbox"], True)
+        self.assertIs(report["denial"]["likely_sandbox_denial"], False)
+        # A file: what stood in it before the run replaced; a new one made 0600.
+        path = os.path.join(self.work, "report.json")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write('{"planted": true}' + " " * 4096)
+        result = sbx("exec", "--report-file", path, "--cwd", self.work, "--", "/bin/sh", "-c",
+                     "exit 3")
+        self.assert_exit(result, 3)
+        self.assertNotIn("should_sandbox", result.stderr)
+        with open(path, encoding="utf-8") as f:
+            doc = json.loads(f.read())
+        self.assertEqual(doc["exit"]["code"], 3)
+        fresh = os.path.join(self.work, "fresh.json")
+        self.assert_exit(sbx("exec", "--report-file", fresh, "--cwd", self.work, "--", "/bin/true"),
+                         0)
+        self.assertEqual(os.stat(fresh).st_mode & 0o777, 0o600)
+        # A destination that cannot take it: 125, and the command is not run.
+        for option in (["--report-fd", "1"], ["--report-fd", "97"],
+                       ["--report-file", os.path.join(self.work, "missing", "r.json")]):
+            with self.subTest(option=option):
+                result = sbx("exec", *option, "--cwd", self.work, "--", "/bin/sh", "-c",
+                             "touch MARKER")
+                self.assert_exit(result, 125)
+                self.assert_house_error(result)
+                self.assertFalse(os.path.exists(self.marker()))
+
+    # Issue #33 point 3: the policy from a descriptor (a pipe): no file holds it, so no
+    # sandboxed command can rewrite it for a later run.
+    def test_the_policy_can_come_from_a_descriptor(self):
+        def run_with(policy_text, *extra):
+            read_end, write_end = os.pipe()
+            os.write(write_end, policy_text.encode())
+            os.close(write_end)
+            try:
+                return subprocess.run(
+                    [SBX, "exec", "--policy-fd", str(read_end), *extra, "--cwd", self.work, "--",
+                     "/bin/sh", "-c", "touch MARKER"], pass_fds=(read_end,), capture_output=True,
+                    text=True, timeout=TIMEOUT, check=False)
+            finally:
+                os.close(read_end)
+
+        result = run_with('{"version": 1, "preset": "read-only"}')
+        self.assertNotEqual(result.returncode, 0, describe(result))
+        self.assertFalse(os.path.exists(self.marker()), "read-only was not applied")
+        result = run_with('{"version": 1, "preset": "workspace-write"}')
+        self.assert_exit(result, 0)
+        self.assertTrue(os.path.exists(self.marker()))
+        os.remove(self.marker())
+        result = run_with('{"version": 2}')
+        self.assert_exit(result, 125)
+        self.assertIn("invalid policy in --policy-fd", result.stderr)
+        self.assertFalse(os.path.exists(self.marker()))
+        result = run_with('{"version": 1}', "--preset", "read-only")
+        self.assertNotEqual(result.returncode, 0, describe(result))
+        self.assertIn("excludes", result.stderr)
+        result = sbx("exec", "--policy-fd", "97", "--cwd", self.work, "--", "/bin/true")
+        self.assert_exit(result, 125)
+        self.assertIn("--policy-fd 97: not an open descriptor", result.stderr)
+
     # Issue #32 A4: an environment entry with an empty name ("=x": exec(3) allows one) made
     # every bwrap run fail with 125 ("environment entry '' has no name") while Landlock passed
     # it on. It names no variable: every backend drops it (and the LD_* variables sbx removes
