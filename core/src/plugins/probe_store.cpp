@@ -59,6 +59,7 @@ std::optional<std::vector<std::string>> dependencies(const ProbeReport& report) 
 // Nothing is kept on Windows (no probe runs in a child there, so there is little to save).
 std::optional<std::string> current_store_dir() { return std::nullopt; }
 std::vector<std::string> state_directory_names() { return {}; }
+std::vector<std::string> state_directory_links() { return {}; }
 std::vector<std::string> state_directories() { return {}; }
 std::string answer_path(const std::string& dir, const LoadedPlugin& plugin) {
   return dir + "/" + plugin.name + ".answer";
@@ -149,6 +150,30 @@ std::vector<std::string> state_directory_names() {
        private_state::candidate_state_dirs(sources, {"probe", "proxy", "bwrap"}))
     add(dir);
   return dirs;
+}
+
+std::vector<std::string> state_directory_links() {
+  std::vector<std::string> links;
+  for (const std::string& name : state_directory_names()) {
+    // Each prefix of the name as written: the names a lookup meets before it follows anything
+    // (where a link leads is judged by private_state::why_shared_path).
+    for (std::size_t at = 1;;) {
+      const std::size_t slash = name.find('/', at);
+      const std::string prefix = name.substr(0, slash);
+      struct stat st {};
+      if (::lstat(prefix.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+        // Where the link itself lies, its directory by its real path (as policy rules are).
+        const auto [dir, base] = private_state::split_path(prefix);
+        char real[PATH_MAX];
+        const std::string link =
+            ::realpath(dir.c_str(), real) != nullptr ? std::string(real) + "/" + base : prefix;
+        if (std::find(links.begin(), links.end(), link) == links.end()) links.push_back(link);
+      }
+      if (slash == std::string::npos) break;
+      at = slash + 1;
+    }
+  }
+  return links;
 }
 
 std::vector<std::string> state_directories() {

@@ -41,6 +41,11 @@ std::optional<std::string> current_store_dir();
 // the other runtime directories' and the cache's, issue #32 B3). Empty on Windows.
 std::vector<std::string> state_directory_names();
 
+// The symlinks met on the way to state_directory_names() (a symlinked ~/.cache), each once:
+// resolution refuses a writable root that holds one (a sandboxed command could repoint it at a
+// state directory it made, which runs started meanwhile would trust). Empty on Windows.
+std::vector<std::string> state_directory_links();
+
 // state_directory_names(), each by its real path (without symlinks). Resolution keeps each
 // read-only in every sandbox like sbx's install and refuses a writable root inside one; a
 // backend that cannot carve one out of a writable root is passed over. A symlink on the way

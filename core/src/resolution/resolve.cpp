@@ -345,7 +345,8 @@ bool Resolver::holds_workspace_or_home(const std::string& prefix) const {
 // A writable root at or inside one of sbx's state directories (context_.state_dirs) is refused
 // for every backend rather than turned read-only like one inside sbx's install: no command has
 // a reason to write there, and a policy that asks to is an attempt on the next run's state
-// (issue #32 B2). A writable root that holds one is carved out like the install instead.
+// (issue #32 B2). A writable root that holds one is carved out like the install instead; one
+// that holds a symlink on the way to one (context_.state_links) is refused.
 Status Resolver::refuse_writable_state_dirs() const {
   for (const PathRule& rule : out_.policy.rules) {
     if (rule.access != Access::kWrite) continue;
@@ -354,6 +355,18 @@ Status Resolver::refuse_writable_state_dirs() const {
       return Error{"writable root '" + rule.path + "' lies inside sbx's state directory '" + dir +
                    "', which no sandboxed command may write (it decides how later runs start); "
                    "remove that entry from the policy"};
+    }
+    // A symlink on the way to one (a symlinked ~/.cache) cannot be kept read-only (a mount
+    // follows it): a command could repoint it at a state directory it made, which every run
+    // started meanwhile would trust as its own (red team round 6).
+    for (const std::string& link : context_.state_links) {
+      if (!path_is_within(link, rule.path)) continue;
+      return Error{"writable root '" + rule.path + "' holds '" + link +
+                       "', a symlink on the way to sbx's state, which a sandboxed command could "
+                       "repoint at a state directory it made: make '" +
+                       link + "' a directory (move what it points to there), or leave '" +
+                       rule.path + "' out of the writable roots",
+                   ErrorKind::refused};
     }
   }
   return {};
@@ -819,6 +832,7 @@ namespace {
 // policy is resolved, so that a first run cannot leave it to the command to create them.
 void add_state_dirs(ResolveContext& context) {
   context.state_dirs = kept_probe::state_directories();
+  context.state_links = kept_probe::state_directory_links();
   context.install_dirs.insert(context.install_dirs.end(), context.state_dirs.begin(),
                               context.state_dirs.end());
 }

@@ -255,9 +255,12 @@ Result<DirectOutcome> watch_direct_run(pid_t bwrap, int signal_fd, int status_fd
   return out;
 }
 
-// The pause-point check failed: the sandbox was killed before the command ran. Said on the
-// command's stderr `err_fd`.
-ExitStatus report_refused(const PauseVerdict& refused, int err_fd) {
+// The pause-point check failed: the sandbox was killed before the command ran. The command
+// not found or not executable inside is its own status (127, 126: what a shell gives), said on
+// the command's stderr `err_fd`; any other refusal is the run's error: no exit status.
+Result<ExitStatus> report_refused(const PauseVerdict& refused, int err_fd) {
+  if (refused.exit_code == kExitSandboxFailure)
+    return Error{"bwrap: " + refused.message + "; the command did not run", ErrorKind::refused};
   print_message(err_fd, "sbx: bwrap: " + refused.message + "; the command did not run\n");
   ExitStatus status;
   status.exit_code = refused.exit_code;
@@ -266,7 +269,8 @@ ExitStatus report_refused(const PauseVerdict& refused, int err_fd) {
 
 // The run's status once bwrap (started without a failure of its child) was reaped with `bwrap`;
 // sbx's messages on `err_fd`, the command's stderr.
-ExitStatus direct_status(const DirectOutcome& outcome, const ExitStatus& bwrap, int err_fd) {
+Result<ExitStatus> direct_status(const DirectOutcome& outcome, const ExitStatus& bwrap,
+                                 int err_fd) {
   if (outcome.refused) return report_refused(*outcome.refused, err_fd);
   // bwrap writes "exit-code" only once the command has run; without it, bwrap itself failed,
   // or it was killed while the command ran (past the pause point): the run's timeout kills the
@@ -275,7 +279,7 @@ ExitStatus direct_status(const DirectOutcome& outcome, const ExitStatus& bwrap, 
   if (!parse_json_status(outcome.status_text).exit_code) {
     if (outcome.cancelled) return ended_by_cancel();
     if (outcome.released && bwrap.signal != 0) return bwrap;
-    return report_bwrap_failure(bwrap, err_fd);
+    return report_bwrap_failure(bwrap);
   }
   return bwrap;
 }
@@ -334,7 +338,7 @@ Result<ExitStatus> run_direct_launch(const ExecPlan& plan, const DirectPlan& dir
   Result<ExitStatus> ended = end_bwrap(*bwrap, outcome.status(), refusals);
   if (!ended.ok()) return ended;
   const int err_fd = run.stdio_fd(2);
-  if (bwrap->failure) return report_failure(plan, *bwrap->failure, err_fd);
+  if (bwrap->failure) return report_failure(plan, *bwrap->failure);
   return direct_status(*outcome, *ended, err_fd);
 }
 

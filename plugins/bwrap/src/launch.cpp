@@ -322,37 +322,28 @@ ExitStatus ended_by_cancel() {
   return status;
 }
 
-ExitStatus report_failure(const ExecPlan& plan, const child::Failure& failure, int err_fd) {
+Error report_failure(const ExecPlan& plan, const child::Failure& failure) {
   const std::string reason = std::strerror(failure.error);
-  ExitStatus status;
-  std::string message;
-  if (failure.step == child::Step::kSetup) {
-    status.exit_code = kExitSandboxFailure;
-    message = "sbx: bwrap: cannot prepare the process for bwrap: " + reason;
-  } else if (failure.step == child::Step::kLimits) {
-    status.exit_code = kExitSandboxFailure;
-    message = "sbx: cannot put the sandbox under the run's resource limits: " + reason;
-  } else if (failure.step == child::Step::kChdir) {
-    status.exit_code = kExitSandboxFailure;
-    message = "sbx: cannot change directory to '" + plan.cwd + "': " + reason + " (check --cwd)";
-  } else {
-    status.exit_code = sdk::exit_code_for_exec_error(failure.error);
-    message = "sbx: bwrap: cannot run " + plan.argv[0] + ": " + reason;
+  switch (failure.step) {
+    case child::Step::kSetup:
+      return Error{"bwrap: cannot prepare the process for bwrap: " + reason,
+                   ErrorKind::host_failure};
+    case child::Step::kLimits:
+      return Error{"cannot put the sandbox under the run's resource limits: " + reason,
+                   ErrorKind::host_failure};
+    case child::Step::kChdir:
+      return Error{"cannot change directory to '" + plan.cwd + "': " + reason + " (check --cwd)",
+                   ErrorKind::invalid_input};
+    default:
+      return Error{"bwrap: cannot run " + plan.argv[0] + ": " + reason, ErrorKind::backend_failure};
   }
-  message += '\n';
-  print_message(err_fd, message);
-  return status;
 }
 
-ExitStatus report_bwrap_failure(const ExitStatus& bwrap, int err_fd) {
+Error report_bwrap_failure(const ExitStatus& bwrap) {
   const std::string how = bwrap.signal != 0 ? "killed by signal " + std::to_string(bwrap.signal)
                                             : "exit " + std::to_string(bwrap.exit_code);
-  const std::string message =
-      "sbx: bwrap failed before the command started (" + how + "; its message is above)\n";
-  print_message(err_fd, message);
-  ExitStatus status;
-  status.exit_code = kExitSandboxFailure;
-  return status;
+  return Error{"bwrap failed before the command started (" + how + "; its message is above)",
+               ErrorKind::backend_failure};
 }
 
 LaunchBase::~LaunchBase() {

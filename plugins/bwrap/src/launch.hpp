@@ -146,15 +146,15 @@ Status check_inherited_descriptors(const std::array<int, 3>& stdio);
 // sbx's own message about the run, on the command's stderr `err_fd` (-1: none).
 void print_message(int err_fd, const std::string& message);
 
-// The child's own failure, printed on `err_fd`, as the exit status (125 setup/limits/chdir,
-// 126/127 exec).
-ExitStatus report_failure(const ExecPlan& plan, const sdk::posix_child::Failure& failure,
-                          int err_fd);
+// The failure of the child that was to exec bwrap: the command never started, so the run has
+// no exit status but this error (issue #33 point 6: "exit" null and "error" set in the report;
+// the CLI's 125).
+Error report_failure(const ExecPlan& plan, const sdk::posix_child::Failure& failure);
 
-// bwrap ended without starting the command: its own failure (it printed why), never the
-// command's status. 125 like every other failure of sbx's own, so no exit status of bwrap (1 for
-// most of its errors) can pass for the command's.
-ExitStatus report_bwrap_failure(const ExitStatus& bwrap, int err_fd);
+// bwrap ended without starting the command: its own failure (it printed why on the command's
+// stderr), never the command's status, so no exit status of bwrap (1 for most of its errors)
+// can pass for the command's: an error, like the child's.
+Error report_bwrap_failure(const ExitStatus& bwrap);
 
 // The run's cancel_fd (RunContext) became readable: ends the sandbox, whole. With its PID 1
 // known (init_pidfd), SIGKILL to it: the kernel then kills every process of its pid namespace

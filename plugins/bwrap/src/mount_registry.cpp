@@ -461,13 +461,25 @@ std::string parent_of(const std::string& path) {
 // be opened for reading). flock(2) needs an open file, which an O_PATH descriptor is not
 // (EBADF); opening the directory read-only needs only its read bit, which /tmp and /var/tmp
 // give every user (mode 1777).
-int open_directory_to_lock(const std::string& path, bool& every_users) {
+// With `opened`, a directory of this user on the way without the owner's search bit gets it
+// until `opened` ends (OpenedUp), as for a removal.
+int open_directory_to_lock(const std::string& path, bool& every_users, OpenedUp* opened = nullptr) {
   std::string name;
   every_users = false;
-  const int parent = open_parent_no_symlinks(path, name);
+  const int parent = open_parent_no_symlinks(path, name, opened);
   if (parent < 0) return -1;
   every_users = writable_by_every_user(parent);
-  const int dir = ::openat(parent, ".", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  const int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+  int dir = ::openat(parent, ".", flags);
+  // The lock needs a readable descriptor; the user's own directory without its read bit (a
+  // sandboxed chmod 000) gets it just for the open (the lock holds on the descriptor).
+  if (dir < 0 && errno == EACCES && opened != nullptr) {
+    // Read, and search to look "." up in it.
+    if (const std::optional<mode_t> before = open_up_own_directory(parent, S_IRUSR | S_IXUSR)) {
+      dir = ::openat(parent, ".", flags);
+      restore_mode(parent, *before, S_IRUSR | S_IXUSR);
+    }
+  }
   ::close(parent);
   return dir;
 }
@@ -483,6 +495,18 @@ bool try_lock(int dir, int how) {
     ::usleep(20 * 1000);
   }
   return false;
+}
+
+// True when the directory that would hold `path` is gone (missing, or a symlink or a file in
+// its place on the way), not merely unsearchable: a record there is stale.
+bool directory_gone(const std::string& path) {
+  std::string name;
+  const int parent = open_parent_no_symlinks(path, name);
+  if (parent >= 0) {
+    ::close(parent);
+    return false;
+  }
+  return errno == ENOENT || errno == ENOTDIR || errno == ELOOP;
 }
 
 // True when the parent of `path` (reached without symlinks) is such a directory.
@@ -620,16 +644,20 @@ std::string sweep_one(const std::string& lock, std::vector<std::string>* kept) {
     const std::string marker = lock.substr(0, lock.size() - 5) + ".synthetic";
     const std::optional<Marker> record = read_marker(marker);
     int err = 0;
-    // Only when no run of any registry holds the directory's lock (writable_by_every_user). One
-    // that cannot be opened to lock counts as relied on in a directory every user may write.
+    // Only when no run of any registry holds the directory's lock (writable_by_every_user); one
+    // that cannot be opened to lock counts as relied on.
     bool every_users = false;
-    const int dir = record ? open_directory_to_lock(record->path, every_users) : -1;
-    const bool other_runs = dir >= 0 ? !try_lock(dir, LOCK_EX) : every_users;
-    // A record that no longer describes what is there (something else, or nothing) is stale
-    // whoever holds the directory; one that cannot be told (not searchable) is not.
+    OpenedUp opened;
+    const int dir = record ? open_directory_to_lock(record->path, every_users, &opened) : -1;
+    const bool other_runs =
+        dir < 0 ? record && !directory_gone(record->path) : !try_lock(dir, LOCK_EX);
+    // A record that no longer describes what is there (something else, nothing, or no
+    // directory to hold it) is stale whoever holds the directory; one that cannot be told (a
+    // directory on the way that may not be searched) is not.
     const std::optional<Identity> now = record ? identity_no_follow(record->path) : std::nullopt;
-    const bool still_there = now ? could_be_mount_point(*now) && same_identity(record->id, *now)
-                                 : record && !missing_no_follow(record->path);
+    const bool still_there =
+        now ? could_be_mount_point(*now) && same_identity(record->id, *now)
+            : record && !missing_no_follow(record->path) && !directory_gone(record->path);
     const Removal outcome = !record                     ? Removal::kStale
                             : other_runs && still_there ? Removal::kInUse
                             : other_runs                ? Removal::kStale
@@ -811,6 +839,7 @@ const MountRegistry::DirectoryLock& MountRegistry::hold_directory_lock(const std
   const auto held = directory_locks_.find(dir);
   if (held != directory_locks_.end()) return held->second;
   DirectoryLock lock;
+  lock.path = path;
   lock.fd = open_directory_to_lock(path, lock.every_users);
   if (lock.fd >= 0 && !try_lock(lock.fd, LOCK_SH)) {
     ::close(lock.fd);
@@ -823,14 +852,25 @@ std::vector<std::string> MountRegistry::release_and_cleanup() {
   std::vector<std::string> removed;
   // Every directory holding a mount point this run made or relied on: exclusively now if no run
   // of any registry holds it any more; else the mount points there stay recorded for a later
-  // sweep. A directory every user may write whose shared lock this run could not take counts as
-  // relied on (an earlier run's record there must not be acted on without the lock); another
-  // one is left to the registry's own locks.
+  // sweep. A directory whose shared lock this run could not take counts as relied on: a run
+  // of another registry may rely on what is there without this run knowing (red team round 6:
+  // a sandboxed command held the workspace locked while a run started, then that run's cleanup
+  // detached the masks of a run that came later).
+  // One that could not be had at the start is taken now, exclusively, if the directory is
+  // there (and nothing of this run is, if it is not).
   std::map<std::string, bool> nobody_else;
   for (auto& [dir, lock] : directory_locks_) {
-    nobody_else[dir] = lock.fd < 0 && !lock.every_users;
-    if (lock.fd < 0) continue;
-    ::flock(lock.fd, LOCK_UN);
+    if (lock.fd >= 0) {
+      ::flock(lock.fd, LOCK_UN);
+    } else {
+      bool every_users = false;
+      OpenedUp opened;
+      lock.fd = open_directory_to_lock(lock.path, every_users, &opened);
+      if (lock.fd < 0) {
+        nobody_else[dir] = directory_gone(lock.path);
+        continue;
+      }
+    }
     nobody_else[dir] = try_lock(lock.fd, LOCK_EX);
   }
   for (Entry& e : entries_) {

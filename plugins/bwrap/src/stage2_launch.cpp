@@ -245,10 +245,11 @@ Result<ExitStatus> run_stage2_launch(const ExecPlan& plan, const BwrapPlan& type
   // bwrap has ended, and the whole sandbox with it (its PID 1 is gone).
   Result<ExitStatus> status = end_bwrap(*bwrap, watched, refusals);
   if (!status.ok()) return status;
-  const int err_fd = run.stdio_fd(2);
-  if (bwrap->failure) return report_failure(plan, *bwrap->failure, err_fd);
-  if (!stage2_started(launch.ready_read))
-    return cancelled ? ended_by_cancel() : report_bwrap_failure(*status, err_fd);
+  if (bwrap->failure) return report_failure(plan, *bwrap->failure);
+  if (!stage2_started(launch.ready_read)) {
+    if (cancelled) return ended_by_cancel();
+    return report_bwrap_failure(*status);
+  }
   return with_command_signal(*status, launch.ready_read);
 }
 

@@ -536,10 +536,13 @@ TEST(SharedDirectoryMountPoints, GoWhenTheLastRunOfAnyUserEndsAndNeverBefore) {
 // second's masks, and its command wrote `.git/config` on the host. Now every run holds a
 // shared lock on the workspace itself and a mount point is removed only under an exclusive one:
 // the masks stay while the second runs, and the first's own next run removes them afterwards.
-TEST(MountPointsAcrossStateDirectories, AreNeverRemovedWhileAnotherRunReliesOnThem) {
-  if (!exists(sbx_path())) GTEST_SKIP() << "no installed sbx at " << sbx_path();
+// The case above; with `first_starts_locked`, another process holds the workspace locked
+// (flock -x) while the first run starts, as a third run's sandboxed command can: the first run
+// cannot take the directory's lock then, and must not remove its mount points on its registry's
+// lock alone at its end (red team round 6: it did, and the second run's command wrote
+// .git/config on the host).
+void check_runs_across_state_directories(bool first_starts_locked) {
   const Identity who = Identity::kUnprivileged;
-  SBX_REQUIRE_IDENTITY(who, "bwrap");
   PrivateHome home(who);
   TempDir conf, ws, runtime_parent(private_parent());
   const std::string runtime = runtime_parent / "rt";
@@ -566,13 +569,19 @@ TEST(MountPointsAcrossStateDirectories, AreNeverRemovedWhileAnotherRunReliesOnTh
                                                       {"/bin/sh", "-c", script})),
                                env, log);
   };
+  const int held = ::open(ws.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(held, 0);
+  if (first_starts_locked) {
+    ASSERT_EQ(::flock(held, LOCK_EX), 0);
+  }
   const pid_t first =
       start(with_runtime,
             "echo up > first.ready; i=0; while [ ! -e first.go ] && [ $i -lt 600 ]; "
             "do sleep 0.05; i=$((i+1)); done",
             conf / "first.log");
-  ASSERT_TRUE(eventually([&] { return exists(ws / "first.ready"); }, 30))
-      << read_file(conf / "first.log");
+  const bool first_ready = eventually([&] { return exists(ws / "first.ready"); }, 30);
+  ::close(held);
+  ASSERT_TRUE(first_ready) << read_file(conf / "first.log");
   EXPECT_EQ(socket_names_in(ws.path()), ".git(socket) .codex(socket) .agents(socket) ");
   ASSERT_TRUE(exists(runtime + "/sbx-bwrap")) << "the first run keeps no state in its runtime dir";
   const pid_t second = start(
@@ -600,6 +609,18 @@ TEST(MountPointsAcrossStateDirectories, AreNeverRemovedWhileAnotherRunReliesOnTh
       exec_as(who, "bwrap", {"--policy", policy}, ws.path(), {"/bin/true"}, with_runtime);
   EXPECT_EQ(next.code, 0) << describe(next);
   EXPECT_EQ(socket_names_in(ws.path()), "") << "left on the host";
+}
+
+TEST(MountPointsAcrossStateDirectories, AreNeverRemovedWhileAnotherRunReliesOnThem) {
+  if (!exists(sbx_path())) GTEST_SKIP() << "no installed sbx at " << sbx_path();
+  SBX_REQUIRE_IDENTITY(Identity::kUnprivileged, "bwrap");
+  check_runs_across_state_directories(false);
+}
+
+TEST(MountPointsAcrossStateDirectories, ARunThatStartedWithoutTheLockNeverRemovesThem) {
+  if (!exists(sbx_path())) GTEST_SKIP() << "no installed sbx at " << sbx_path();
+  SBX_REQUIRE_IDENTITY(Identity::kUnprivileged, "bwrap");
+  check_runs_across_state_directories(true);
 }
 
 // The directory's lock is what keeps another registry's run from removing a mount point this

@@ -6,7 +6,7 @@
 //   * B2: a sandboxed chmod that widens a directory on the way to the state directory (`chmod
 //     1777 ~/.cache` with HOME writable) is set back when the run ends, so later runs keep
 //     their state and trust nothing planted (core/src/run/state_guard.cpp);
-//   * a symlinked ~/.cache works, and one the command repoints is put back (round 5).
+//   * a symlinked ~/.cache works, and a writable root holding it is refused (rounds 5, 6).
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -184,56 +184,51 @@ TEST_P(StateDirCandidates, AModeWidenedAboveTheStateDirectoryIsSetBackWhenTheRun
 
 // A symlinked ~/.cache (the cache on another disk, common): before, every run failed with 125,
 // its read-only copy of ~/.cache/sbx refused as a bind source through a symlink; now the state
-// directory is bound by its real path. With HOME as the workspace the command can repoint the
-// link at a directory it filled, which a later run would trust as its state: the run puts the
-// link back when the command has ended, with a warning, and moves the new one aside. Root keeps
-// its state in /run: its ~/.cache is not on the way and stays as the command left it.
-TEST_P(StateDirCandidates, ASymlinkedCacheWorksAndARepointedOneIsPutBack) {
+// directory is bound by its real path. A symlink cannot be kept read-only (a mount follows it),
+// so with HOME as a writable root a command could repoint it at a directory it filled, which a
+// run started meanwhile would trust as its state (red team round 6): such a run is refused
+// (125, naming the link), and nothing is repointed. Root keeps its state in /run: its ~/.cache
+// is not on the way, and the run goes ahead.
+TEST_P(StateDirCandidates, ASymlinkedCacheWorksAndAWritableRootHoldingItIsRefused) {
   const Identity who = GetParam();
   SBX_REQUIRE_IDENTITY(who, "bwrap");
   if (const std::string why = why_state_not_in_cache(who); !why.empty()) GTEST_SKIP() << why;
   const CacheStateRuns runs(who);
   const PrivateHome& home = runs.home;
-  const TempDir& later = runs.later;
-  const std::string& policy = runs.policy;
-  const std::vector<std::string>& env = runs.env;
   const std::string disk = home / "disk-cache";
   ASSERT_EQ(::mkdir(disk.c_str(), 0700), 0);
   ASSERT_EQ(::symlink(disk.c_str(), (home / ".cache").c_str()), 0);
   give_to(who, disk);
   give_to(who, home / ".cache");
   const RunResult first =
-      exec_as(who, "bwrap", {"--policy", policy}, later.path(), {"/bin/true"}, env);
+      exec_as(who, "bwrap", {"--policy", runs.policy}, runs.later.path(), {"/bin/true"}, runs.env);
   EXPECT_EQ(first.code, 0) << describe(first);
   EXPECT_EQ(first.err, "") << describe(first);
   const RunResult repoint = exec_as(
-      who, "bwrap", {"--policy", policy}, home.path(),
+      who, "bwrap", {"--policy", runs.policy}, home.path(),
       {"/bin/sh", "-c",
        "mkdir -p \"$HOME/forged/sbx/bwrap\" && ln -sfn \"$HOME/forged\" \"$HOME/.cache\" && "
        "echo done"},
-      env);
-  ASSERT_EQ(repoint.code, 0) << describe(repoint);
-  ASSERT_EQ(repoint.out, "done\n") << describe(repoint);
+      runs.env);
   char target[4096] = {};
   ASSERT_GT(::readlink((home / ".cache").c_str(), target, sizeof target - 1), 0);
   if (who == Identity::kRoot) {
+    EXPECT_EQ(repoint.code, 0) << describe(repoint);
     EXPECT_EQ(std::string(target), home / "forged") << "root's state is not below ~/.cache";
   } else {
-    EXPECT_EQ(std::string(target), disk) << "not put back: " << describe(repoint);
-    EXPECT_NE(repoint.err.find("sbx: warning: the symlink '" + home.path() + "/.cache' (to '" +
-                               disk + "'), on the way to sbx's state directories, was replaced"),
+    EXPECT_EQ(repoint.code, 125) << describe(repoint);
+    EXPECT_EQ(repoint.out, "") << describe(repoint);
+    EXPECT_NE(repoint.err.find("writable root '" + home.path() + "' holds '" + home.path() +
+                               "/.cache', a symlink on the way to sbx's state"),
               std::string::npos)
         << describe(repoint);
-    EXPECT_NE(repoint.err.find("sbx put it back and moved what was there to '" + home.path() +
-                               "/.cache.replaced-"),
-              std::string::npos)
-        << describe(repoint);
+    EXPECT_EQ(std::string(target), disk) << "repointed: " << describe(repoint);
   }
   const RunResult next =
-      exec_as(who, "bwrap", {"--policy", policy}, later.path(), {"/bin/true"}, env);
+      exec_as(who, "bwrap", {"--policy", runs.policy}, runs.later.path(), {"/bin/true"}, runs.env);
   EXPECT_EQ(next.code, 0) << describe(next);
   EXPECT_EQ(next.err, "") << "the later run lost its state: " << describe(next);
-  EXPECT_TRUE(listing(later.path()).empty()) << "mount points left on the host";
+  EXPECT_TRUE(listing(runs.later.path()).empty()) << "mount points left on the host";
 }
 
 INSTANTIATE_TEST_SUITE_P(Identities, StateDirCandidates, ::testing::ValuesIn(kIdentities),

@@ -326,60 +326,72 @@ TEST_F(BwrapSpawn, StrayDescriptorsDoNotReachBwrap) {
   EXPECT_FALSE(has(std::to_string(kStray))) << "an inherited descriptor reached bwrap";
 }
 
-TEST_F(BwrapSpawn, MissingBwrapIs127AndNotExecutableIs126) {
+// bwrap that cannot be run is the backend's failure, not the command's 127 or 126: the command
+// never started, so the run has an error and no exit status (issue #33 point 6).
+TEST_F(BwrapSpawn, MissingOrNotExecutableBwrapIsAnErrorNotAnExitStatus) {
   sbx::Result<sbx::ExitStatus> status = spawn_bwrap(plan(0, true, dir_ + "/no-such-bwrap"));
-  ASSERT_TRUE(status.ok()) << status.error();
-  EXPECT_EQ(status->exit_code, 127);
+  ASSERT_FALSE(status.ok()) << "exit " << status->exit_code;
+  EXPECT_EQ(status.kind(), sbx::ErrorKind::backend_failure);
+  EXPECT_NE(status.error().find("bwrap: cannot run " + dir_ + "/no-such-bwrap: No such file"),
+            std::string::npos)
+      << status.error();
 
   const std::string plain = dir_ + "/not-executable";
   std::ofstream(plain) << "#!/bin/sh\nexit 0\n";
   ASSERT_EQ(::chmod(plain.c_str(), 0644), 0);
   status = spawn_bwrap(plan(0, true, plain));
-  ASSERT_TRUE(status.ok()) << status.error();
-  EXPECT_EQ(status->exit_code, 126);
+  ASSERT_FALSE(status.ok()) << "exit " << status->exit_code;
+  EXPECT_NE(status.error().find("Permission denied"), std::string::npos) << status.error();
 }
 
 TEST_F(BwrapSpawn, MissingWorkingDirectoryFailsBeforeBwrapRuns) {
   ExecPlan bad_cwd = plan(0);
   bad_cwd.cwd = dir_ + "/gone";
   sbx::Result<sbx::ExitStatus> status = spawn_bwrap(bad_cwd);
-  // Either an error or sbx's own failure code; bwrap must not have run.
-  if (status.ok()) {
-    EXPECT_EQ(status->exit_code, 125);
-  }
+  ASSERT_FALSE(status.ok()) << "exit " << status->exit_code;
+  EXPECT_NE(status.error().find("cannot change directory to '" + dir_ + "/gone'"),
+            std::string::npos)
+      << status.error();
   EXPECT_FALSE(fs::exists(dir_ + "/argv")) << "bwrap ran despite the missing cwd";
 }
 
-// bwrap ending before stage 2 said it started is bwrap's own failure: 125, whatever bwrap's
-// exit status was; once stage 2 has started, every status is the command's.
-TEST_F(BwrapSpawn, ExitBeforeStageTwoStartedIs125AndAfterwardsPassesThrough) {
+// bwrap ending before stage 2 said it started is bwrap's own failure, whatever bwrap's exit
+// status was: an error, never an exit status; once stage 2 has started, every status is the
+// command's.
+TEST_F(BwrapSpawn, ExitBeforeStageTwoStartedIsAnErrorAndAfterwardsPassesThrough) {
   for (int code : {0, 1, 2, 125, 126, 127}) {
     sbx::Result<sbx::ExitStatus> failed = spawn_bwrap(plan(code, /*ready=*/false));
-    ASSERT_TRUE(failed.ok()) << failed.error();
-    EXPECT_EQ(failed->exit_code, 125) << "bwrap exit " << code;
+    ASSERT_FALSE(failed.ok()) << "bwrap exit " << code << " passed as the command's";
+    EXPECT_EQ(failed.kind(), sbx::ErrorKind::backend_failure);
+    EXPECT_NE(failed.error().find("bwrap failed before the command started (exit " +
+                                  std::to_string(code)),
+              std::string::npos)
+        << failed.error();
     sbx::Result<sbx::ExitStatus> ran = spawn_bwrap(plan(code, /*ready=*/true));
     ASSERT_TRUE(ran.ok()) << ran.error();
     EXPECT_EQ(ran->exit_code, code);
   }
 }
 
-// The same with the real bwrap refusing its arguments: 125, and bwrap's own message is shown.
-TEST_F(BwrapSpawn, RealBwrapSetupFailureIs125WithBwrapsMessage) {
+// The same with the real bwrap refusing its arguments: an error, and bwrap's own message is
+// shown on the command's stderr.
+TEST_F(BwrapSpawn, RealBwrapSetupFailureIsAnErrorWithBwrapsMessage) {
   if (!fs::exists("/usr/bin/bwrap")) GTEST_SKIP() << "/usr/bin/bwrap is not installed";
   ExecPlan bad = plan(0, true, "/usr/bin/bwrap", {"--ro-bind", "/", "/", "--no-such-bwrap-option"});
   bad.env = {};
   sbx::Result<sbx::ExitStatus> status = sbx::Error{"not run"};
   const std::string text = capture_stderr([&] { status = spawn_bwrap(bad); });
-  ASSERT_TRUE(status.ok()) << status.error();
-  EXPECT_EQ(status->exit_code, 125);
+  ASSERT_FALSE(status.ok()) << "exit " << status->exit_code;
   EXPECT_NE(text.find("bwrap: Unknown option --no-such-bwrap-option"), std::string::npos) << text;
-  EXPECT_NE(text.find("sbx: bwrap failed before the command started"), std::string::npos) << text;
+  EXPECT_NE(status.error().find("bwrap failed before the command started"), std::string::npos)
+      << status.error();
 }
 
 // The mask of a missing name is /dev/null bound onto an empty file; if a directory appeared at
 // the name after sbx's own check (a person's, or an older sbx's mount point), the real bwrap
-// refuses to bind a file onto it, and the run ends with 125 and bwrap's message: fail closed.
-TEST_F(BwrapSpawn, ADirectoryWhereTheFileMaskGoesIs125WithBwrapsMessage) {
+// refuses to bind a file onto it, and the run ends with an error and bwrap's message: fail
+// closed.
+TEST_F(BwrapSpawn, ADirectoryWhereTheFileMaskGoesIsAnErrorWithBwrapsMessage) {
   if (!fs::exists("/usr/bin/bwrap")) GTEST_SKIP() << "/usr/bin/bwrap is not installed";
   const std::string ws = dir_ + "/ws";
   fs::create_directories(ws + "/.codex");
@@ -390,11 +402,11 @@ TEST_F(BwrapSpawn, ADirectoryWhereTheFileMaskGoesIs125WithBwrapsMessage) {
   masked.cwd = ws;
   sbx::Result<sbx::ExitStatus> status = sbx::Error{"not run"};
   const std::string text = capture_stderr([&] { status = spawn_bwrap(masked); });
-  ASSERT_TRUE(status.ok()) << status.error();
-  EXPECT_EQ(status->exit_code, 125);
+  ASSERT_FALSE(status.ok()) << "exit " << status->exit_code;
   EXPECT_NE(text.find("Can't create file at " + ws + "/.codex: Is a directory"), std::string::npos)
       << text;
-  EXPECT_NE(text.find("sbx: bwrap failed before the command started"), std::string::npos) << text;
+  EXPECT_NE(status.error().find("bwrap failed before the command started"), std::string::npos)
+      << status.error();
   EXPECT_TRUE(fs::is_empty(ws + "/.codex"));
 }
 

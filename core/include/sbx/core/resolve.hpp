@@ -37,6 +37,8 @@ struct ResolveContext {
   // sbx's per-user state directories (also in install_dirs, so kept read-only the same way): a
   // writable root at or inside one is refused.
   std::vector<std::string> state_dirs{};
+  // Symlinks on the way to them (a symlinked ~/.cache): a writable root holding one is refused.
+  std::vector<std::string> state_links{};
   // The file the policy was read from (`--policy`), absolute; empty when there is none. Its
   // real path is kept read-only in every restricted sandbox whatever the policy grants, so a
   // command cannot rewrite the policy of the next run.

@@ -150,6 +150,7 @@ class MountRegistry {
   static Made make_and_mark(const std::string& marker, const std::string& path, bool unrecorded);
   // A shared flock on a directory holding mount points (mount_registry.cpp writable_by_every_user).
   struct DirectoryLock {
+    std::string path;          // a mount point in the directory (what it was opened for)
     int fd = -1;               // -1: it could not be had
     bool every_users = false;  // a directory every user may write (/tmp)
   };
