@@ -2217,14 +2217,21 @@ class Settings(SbxTestCase):
             (("core.fsmonitor", "/usr/bin/true; id"), "is a shell command"),
             (("diff.x.textconv", "exif | cat"), "is a shell command"),
             (("include.path", os.path.join(mine, "extra.config")),
-             "git's configuration file " + os.path.join(mine, "extra.config")),
+             "the file git's include.path names, " + os.path.join(mine, "extra.config")),
+            # Round 6: a missing include could appear between the judgement and git's read.
+            (("include.path", os.path.join(mine, "missing.config")),
+             "the file git's include.path names, " + os.path.join(mine, "missing.config")),
+            (("includeIf.gitdir:/.path", os.path.join(mine, "missing.config")),
+             "the file git's includeif.gitdir:/.path names, "),
+            (("mailmap.file", os.path.join(mine, "mailmap")), "git's mailmap.file names, "),
+            (("core.worktree", mine), "names another work tree"),
             (("core.attributesFile", os.path.join(mine, "attributes")),
              "the file git's core.attributesfile names, " + os.path.join(mine, "attributes")),
             (("extensions.partialClone", "origin"), "makes this a partial clone"),
         ]
         for (key, value), expected in cases:
             with self.subTest(key=key, value=value):
-                if key == "include.path":
+                if value.endswith("extra.config"):
                     with open(value, "w", encoding="utf-8") as f:
                         f.write("[core]\n\tquotepath = false\n")
                 config(key, value)
@@ -2234,6 +2241,16 @@ class Settings(SbxTestCase):
                 config("--unset", key)
         doc = explain()
         self.assertEqual(doc["excluded_by"], ["git status"], doc["reason"])
+        # Round 6: a submodule's .git file naming a git directory outside the repository (whose
+        # config may name any program) refuses like a linked worktree's.
+        sub = os.path.join(repo, "sm")
+        os.makedirs(sub)
+        with open(os.path.join(sub, ".git"), "w", encoding="utf-8") as f:
+            f.write("gitdir: " + mine + "\n")
+        doc = explain()
+        self.assertIs(doc["should_sandbox"], True, doc["reason"])
+        self.assertIn("the .git file in " + sub + " names a git directory outside the "
+                      "repository " + repo, doc["reason"])
 
     # Red team round 2: a policy file is protected only in the runs that use it; one in the
     # workspace can have been rewritten by a default run.

@@ -90,8 +90,18 @@ GitKeyKind git_key_kind(std::string_view key, std::string_view value) {
   if (section == "filter" && (variable == "clean" || variable == "process" || variable == "smudge"))
     return GitKeyKind::kProgram;
   if (section == "gpg" && variable == "program") return GitKeyKind::kProgram;
-  // Files git reads (attributes name the diff and filter drivers above) or writes (trace2).
-  if (key == "core.attributesfile" || key == "core.excludesfile") return GitKeyKind::kPath;
+  // Another work tree, which git scans (its .gitattributes, its submodules' git directories)
+  // and sbx does not judge (red team round 6).
+  if (key == "core.worktree") return GitKeyKind::kRefused;
+  // Files git reads: included configuration (judged where it would be, also while missing: one
+  // could appear between the judgement and git's read; red team round 6), attributes (they name
+  // the diff and filter drivers above), excludes, the mailmap and order file (what the output
+  // says), hooks; and trace2's target, which it writes.
+  if (key == "include.path" || (section == "includeif" && variable == "path"))
+    return GitKeyKind::kPath;
+  if (key == "core.attributesfile" || key == "core.excludesfile" || key == "core.hookspath" ||
+      key == "mailmap.file" || key == "diff.orderfile")
+    return GitKeyKind::kPath;
   // A trace2 target is a boolean or a file descriptor number (stderr or that descriptor), a
   // path, or "af_unix:[TYPE:]PATH" (api-trace2.txt): only a path, which git opens, is judged.
   if (section == "trace2" && ends_with(variable, "target") && !is_git_boolean(value) &&
@@ -208,6 +218,9 @@ std::optional<std::string> git_configuration_refusal(const std::string& git, con
         if (starts_with(entry.key, "trace2."))
           return "git's " + entry.key + " sends trace output to a unix socket (" + entry.value +
                  "), which sbx does not verify";
+        if (entry.key == "core.worktree")
+          return "git's core.worktree (" + entry.value +
+                 ") names another work tree, which sbx does not verify";
         return "git's " + entry.key +
                " makes this a partial clone: git fetches missing objects "
                "over the network, which an unsandboxed command may not";
@@ -224,6 +237,14 @@ std::optional<std::string> git_configuration_refusal(const std::string& git, con
           if (home == env.end())
             return "git's " + entry.key + " (" + path + ") names a file below an unknown HOME";
           path = home->substr(5) + path.substr(1);
+        }
+        // An include's relative path is relative to the file that includes it (git-config(1)
+        // "Includes"); other relative paths are refused.
+        const bool include = entry.key == "include.path" || starts_with(entry.key, "includeif.");
+        if (path.front() != '/' && include) {
+          const std::optional<std::string> file = origin_file(entry.origin, cwd);
+          if (!file) return "git's " + entry.key + " (" + path + ") cannot be located";
+          path = file->substr(0, file->rfind('/')) + "/" + path;
         }
         if (path.front() != '/')
           return "git's " + entry.key + " (" + path +

@@ -415,6 +415,53 @@ std::optional<std::string> gitfile_target(const std::string& dir) {
   return out;
 }
 
+// How many entries below a repository's top the search for .git files looks at before it gives
+// up (the command then runs sandboxed): as many as run.cpp judges below it (kMaxEntriesBelow).
+constexpr std::size_t kMaxRepositoryEntries = 20000;
+
+// The first `.git` file below `top` (a submodule's, a nested worktree's) that names a git
+// directory outside `top`, as a refusal; every directory below is looked into, symlinks are not
+// followed (git does not take a symlink as a submodule's directory). git status recurses into
+// submodules and reads their git directories whole (their config's core.fsmonitor included:
+// red team round 6), and only what lies below `top` is judged. More than `max_entries` entries:
+// refused, as not verified.
+std::optional<std::string> gitfile_outside_below(const std::string& top, std::size_t max_entries) {
+  std::vector<std::string> pending{top};
+  std::size_t seen = 0;
+  while (!pending.empty()) {
+    const std::string dir = pending.back();
+    pending.pop_back();
+    DIR* listing = ::opendir(dir.c_str());
+    if (listing == nullptr)
+      return "the directory " + dir + " in the repository cannot be read: " + std::strerror(errno);
+    while (const dirent* entry = ::readdir(listing)) {
+      const std::string name = entry->d_name;
+      if (name == "." || name == "..") continue;
+      if (++seen > max_entries) {
+        ::closedir(listing);
+        return "the repository " + top + " has more than " + std::to_string(max_entries) +
+               " entries, too many to verify its .git files";
+      }
+      const std::string path = join(dir, name);
+      struct stat st {};
+      if (::lstat(path.c_str(), &st) != 0) continue;
+      if (S_ISDIR(st.st_mode)) {
+        pending.push_back(path);
+      } else if (name == ".git" && S_ISREG(st.st_mode)) {
+        const std::optional<std::string> target = gitfile_target(dir);
+        if (!target || !path_is_within(*target, top)) {
+          ::closedir(listing);
+          return "the .git file in " + dir + " names a git directory outside the repository " +
+                 top + " (" + (target ? *target : std::string("unreadable")) +
+                 "), whose files and configuration sbx does not verify";
+        }
+      }
+    }
+    ::closedir(listing);
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 RepositoryTop repository_top(const std::string& cwd) {
@@ -439,6 +486,10 @@ RepositoryTop repository_top(const std::string& cwd) {
       return RepositoryTop{
           out.top, "the .git file in " + dir + " names a git directory outside the repository " +
                        *out.top + " (a linked worktree), which sbx does not verify"};
+  }
+  if (out.top) {
+    if (std::optional<std::string> why = gitfile_outside_below(*out.top, kMaxRepositoryEntries))
+      return RepositoryTop{out.top, *why};
   }
   return out;
 }

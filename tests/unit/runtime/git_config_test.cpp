@@ -55,6 +55,12 @@ TEST(GitKeyKind, ProgramsFilesAndPartialClones) {
   EXPECT_EQ(git_key_kind("trace2.normaltarget", "1"), GitKeyKind::kOther) << "stderr";
   EXPECT_EQ(git_key_kind("trace2.normaltarget", "9"), GitKeyKind::kOther) << "a descriptor";
   EXPECT_EQ(git_key_kind("trace2.perftarget", "af_unix:/s"), GitKeyKind::kRefused);
+  EXPECT_EQ(git_key_kind("include.path", "extra.config"), GitKeyKind::kPath);
+  EXPECT_EQ(git_key_kind("includeif.gitdir:/w/.path", "/x"), GitKeyKind::kPath);
+  EXPECT_EQ(git_key_kind("mailmap.file", "/x"), GitKeyKind::kPath);
+  EXPECT_EQ(git_key_kind("diff.orderfile", "/x"), GitKeyKind::kPath);
+  EXPECT_EQ(git_key_kind("core.hookspath", "/x"), GitKeyKind::kPath);
+  EXPECT_EQ(git_key_kind("core.worktree", "/elsewhere"), GitKeyKind::kRefused);
   EXPECT_EQ(git_key_kind("extensions.partialclone", "origin"), GitKeyKind::kRefused);
   EXPECT_EQ(git_key_kind("remote.origin.promisor", "true"), GitKeyKind::kRefused);
   EXPECT_EQ(git_key_kind("remote.origin.promisor", "false"), GitKeyKind::kOther);

@@ -152,7 +152,9 @@ std::optional<std::string> first_plantable_beside(const std::vector<PathStep>& a
 // outermost directory at or above `cwd` that holds a `.git` entry or is itself a git directory
 // (HEAD, objects/, refs/; gitrepository-layout(5)). `refused` is set when a `.git` file on the
 // way names a directory outside that top (a linked worktree's: git reads it too, and sbx does
-// not follow it); `top` is empty when `cwd` is in no repository.
+// not follow it), or when a `.git` file anywhere below the top (a submodule's) names one outside
+// it (git status reads a submodule's git directory, its configuration included); `top` is empty
+// when `cwd` is in no repository.
 struct RepositoryTop {
   std::optional<std::string> top;
   std::string refused;
