@@ -2274,8 +2274,12 @@ class Settings(SbxTestCase):
         os.makedirs(workspace)
         os.chown(workspace, self.NOBODY, self.NOBODY)
         hidden = os.path.join(workspace, "h")
+        # The workspace as the only writable root: the scan of a writable /tmp would report
+        # whatever else there is unreadable (other processes' files) before `hidden`.
+        policy = self.write_policy('{"version": 1, "preset": "workspace-write", '
+                                   '"exclude_slash_tmp": true, "exclude_tmpdir_env_var": true}')
         try:
-            result = self.as_nobody("exec", "--json", "--", "/bin/sh", "-c",
+            result = self.as_nobody("exec", "--json", "--policy", policy, "--", "/bin/sh", "-c",
                                     "mkdir -p h/sub && cd h/sub && git init -q && "
                                     f"git config core.fsmonitor id; chmod 000 {hidden}",
                                     cwd=workspace)
@@ -2285,8 +2289,8 @@ class Settings(SbxTestCase):
             self.assertIs(doc["should_sandbox"], True)
             self.assertIs(doc["protected_names_truncated"], True, describe(result))
             self.assertEqual(doc["protected_names_unreadable"], [hidden], describe(result))
-            text = self.as_nobody("exec", "--", "/bin/sh", "-c", f"chmod 000 {hidden}",
-                                  cwd=workspace)
+            text = self.as_nobody("exec", "--policy", policy, "--", "/bin/sh", "-c",
+                                  f"chmod 000 {hidden}", cwd=workspace)
             self.assertIn("cannot read " + hidden, text.stderr)
         finally:
             os.chmod(hidden, 0o755) if os.path.exists(hidden) else None

@@ -111,15 +111,28 @@ bool sandboxed(const SandboxContext& context) {
   return context.mode != "full-access" && context.mode != "external-sandbox";
 }
 
-// With the network enabled and no sandbox (full-access, an external sandbox) nothing of
-// network_limits holds: the host's unix sockets are as reachable as everything else.
+// The sentence for a policy whose command sbx does not sandbox (an external sandbox owns it):
+// the policy's network mode is the outer sandbox's to make true, not sbx's (issue #33 point 6:
+// the model was told "Network: blocked" for a command that ran with the network open).
+constexpr std::string_view kOuterSandboxNetwork =
+    "Not enforced by sbx: the command runs without sbx's sandbox (an outer sandbox owns it), so "
+    "whether the network is reachable is the outer sandbox's decision.";
+
+// With no sandbox (full-access, an external sandbox) nothing of network_limits holds: with the
+// network enabled the host's unix sockets are as reachable as everything else; otherwise only
+// the outer sandbox can block anything.
 std::vector<std::string> context_network_limits(const SandboxContext& context) {
-  if (context.network.mode == NetworkMode::kEnabled && !sandboxed(context)) return {};
-  return network_limits(context.network);
+  if (sandboxed(context)) return network_limits(context.network);
+  if (context.network.mode == NetworkMode::kEnabled) return {};
+  return {std::string(kOuterSandboxNetwork)};
 }
 
 void append_network(const SandboxContext& context, std::string& out) {
   const NetworkPolicy& network = context.network;
+  if (!sandboxed(context) && network.mode != NetworkMode::kEnabled) {
+    out += "Network: not restricted by sbx; an outer sandbox, not described here, decides.\n";
+    return;
+  }
   switch (network.mode) {
     case NetworkMode::kEnabled:
       // Enabled means the internet, not the host's local services (the limit says so).
