@@ -37,6 +37,9 @@
 #include "sbx/core/proxy.hpp"
 #include "sbx/core/report_json.hpp"
 #include "sbx/core/run.hpp"
+#ifndef _WIN32
+#include "sbx/sdk/posix_child.hpp"
+#endif
 #include "text_table.hpp"
 
 namespace sbx::cli {
@@ -85,13 +88,8 @@ void print_proxy_line(const std::string& text) {
 #if defined(_WIN32)
   std::fwrite(line.data(), 1, line.size(), stderr);
 #else
-  std::size_t done = 0;
-  while (done < line.size()) {
-    const ssize_t n = ::write(STDERR_FILENO, line.data() + done, line.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // stderr is gone; the --json report still lists it
-    done += static_cast<std::size_t>(n);
-  }
+  // stderr may be gone; the --json report still lists it.
+  (void)sdk::posix_child::write_all(STDERR_FILENO, line);
 #endif
 }
 
@@ -314,15 +312,7 @@ bool write_report(int fd, const std::string& text) {
   (void)fd, (void)text;
   return false;
 #else
-  const std::string line = text + "\n";
-  std::size_t done = 0;
-  while (done < line.size()) {
-    const ssize_t n = ::write(fd, line.data() + done, line.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<std::size_t>(n);
-  }
-  return true;
+  return sdk::posix_child::write_all(fd, text + "\n");
 #endif
 }
 

@@ -201,15 +201,7 @@ Result<ExitStatus> wait_for(pid_t pid, std::atomic<pid_t>* slot, int cancel_fd) 
 void write_message(int fd, const std::string& message) {
   if (fd < 0) return;
   if (fd == 2) std::fflush(stderr);
-  const char* data = message.data();
-  std::size_t left = message.size();
-  while (left > 0) {
-    const ssize_t n = write(fd, data, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    data += n;
-    left -= static_cast<std::size_t>(n);
-  }
+  (void)child::write_all(fd, message);
 }
 
 // Turns a failure the child reported into the shell's exit code and a message on the command's

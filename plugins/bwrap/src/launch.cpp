@@ -299,15 +299,7 @@ Status check_inherited_descriptors(const std::array<int, 3>& stdio) {
 void print_message(int err_fd, const std::string& message) {
   if (err_fd < 0) return;
   if (err_fd == 2) std::fflush(stderr);
-  const char* data = message.data();
-  std::size_t left = message.size();
-  while (left > 0) {
-    const ssize_t n = write(err_fd, data, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    data += n;
-    left -= static_cast<std::size_t>(n);
-  }
+  (void)child::write_all(err_fd, message);
 }
 
 void end_sandbox(pid_t bwrap, int init_pidfd) {

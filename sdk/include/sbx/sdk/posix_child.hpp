@@ -53,6 +53,7 @@ constexpr int exit_code_for_exec_error(int error) noexcept {
 #include <cstring>
 #include <initializer_list>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sbx/sdk/result.hpp"
@@ -227,6 +228,19 @@ inline std::vector<char*> c_string_array(const std::vector<std::string>& strings
   for (const std::string& s : strings) out.push_back(const_cast<char*>(s.c_str()));
   out.push_back(nullptr);
   return out;
+}
+
+// Writes all of `data` to `fd` (retrying on EINTR and short writes); false when a write fails
+// (errno set) or writes nothing. For sbx's own messages on the command's stderr and reports on
+// a caller's descriptor: a short write would cut a line another program parses.
+inline bool write_all(int fd, std::string_view data) noexcept {
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return true;
 }
 
 // The report pipe: both ends close-on-exec, so the write end vanishes at a successful execve
