@@ -2215,6 +2215,13 @@ class Settings(SbxTestCase):
             (("core.fsmonitor", os.path.join(mine, "fsmon")),
              "git's core.fsmonitor (" + os.path.join(mine, "fsmon") + ") names a program"),
             (("core.fsmonitor", "/usr/bin/true; id"), "is a shell command"),
+            # Round 7: an argument is what an interpreter or env runs; a relative path is
+            # resolved from the work tree's top, not from sbx's cwd.
+            (("core.fsmonitor", "/usr/bin/env " + os.path.join(mine, "evil")),
+             "the file git's core.fsmonitor passes to its program, " + os.path.join(mine, "evil")),
+            (("diff.x.textconv", "python3 " + os.path.join(mine, "t.py")),
+             "the file git's diff.x.textconv passes to its program, "),
+            (("core.fsmonitor", "L/../bin/true"), "names 'L/../bin/true' by a relative path"),
             (("diff.x.textconv", "exif | cat"), "is a shell command"),
             (("include.path", os.path.join(mine, "extra.config")),
              "the file git's include.path names, " + os.path.join(mine, "extra.config")),
@@ -2241,6 +2248,27 @@ class Settings(SbxTestCase):
                 config("--unset", key)
         doc = explain()
         self.assertEqual(doc["excluded_by"], ["git status"], doc["reason"])
+        # Round 7: a submodule's own configuration is judged like the repository's: its
+        # commondir naming uid 65534's git directory brought in that one's config.
+        source = os.path.join(self.work, "subsource")
+        subprocess.run([git, "init", "-q", source], check=True)
+        subprocess.run([git, "-C", source, "-c", "user.name=t", "-c", "user.email=t@t", "commit",
+                        "-q", "--allow-empty", "-m", "s"], check=True)
+        subprocess.run([git, "-C", repo, "-c", "protocol.file.allow=always", "submodule", "add",
+                        "-q", source, "sm"], check=True, capture_output=True)
+        doc = explain()
+        self.assertEqual(doc["excluded_by"], ["git status"], doc["reason"])
+        planted = os.path.join(mine, "c")
+        subprocess.run([git, "init", "-q", "--bare", planted], check=True)
+        subprocess.run(["chown", "-R", f"{self.NOBODY}:{self.NOBODY}", planted], check=True)
+        commondir = os.path.join(repo, ".git", "modules", "sm", "commondir")
+        with open(commondir, "w", encoding="utf-8") as f:
+            f.write(planted + "\n")
+        doc = explain()
+        self.assertIs(doc["should_sandbox"], True, doc["reason"])
+        self.assertIn("git's configuration file " + os.path.join(planted, "config"), doc["reason"])
+        os.remove(commondir)
+        shutil.rmtree(os.path.join(repo, "sm"))
         # Round 6: a submodule's .git file naming a git directory outside the repository (whose
         # config may name any program) refuses like a linked worktree's.
         sub = os.path.join(repo, "sm")

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -100,7 +101,8 @@ GitKeyKind git_key_kind(std::string_view key, std::string_view value) {
   if (key == "include.path" || (section == "includeif" && variable == "path"))
     return GitKeyKind::kPath;
   if (key == "core.attributesfile" || key == "core.excludesfile" || key == "core.hookspath" ||
-      key == "mailmap.file" || key == "diff.orderfile")
+      key == "mailmap.file" || key == "diff.orderfile" || key == "gpg.ssh.allowedsignersfile" ||
+      key == "gpg.ssh.revocationfile")
     return GitKeyKind::kPath;
   // A trace2 target is a boolean or a file descriptor number (stderr or that descriptor), a
   // path, or "af_unix:[TYPE:]PATH" (api-trace2.txt): only a path, which git opens, is judged.
@@ -112,10 +114,9 @@ GitKeyKind git_key_kind(std::string_view key, std::string_view value) {
 
 #ifdef _WIN32
 
-std::optional<std::string> git_configuration_refusal(const std::string&, const std::string&,
-                                                     const std::vector<std::string>&,
-                                                     const std::string&, const ResolvedPolicy&,
-                                                     const HostUser&) {
+std::optional<std::string> git_configuration_refusal(
+    const std::string&, const std::vector<std::string>&, const std::string&,
+    const std::vector<std::string>&, const std::string&, const ResolvedPolicy&, const HostUser&) {
   return "git's configuration is not verified on Windows yet";
 }
 
@@ -129,11 +130,17 @@ bool has_shell_syntax(std::string_view value) {
   return value.find_first_of("|&;<>()$`\\\"'\n*?[#~=%") != std::string_view::npos;
 }
 
-std::string first_word(std::string_view value) {
-  const std::size_t begin = value.find_first_not_of(" \t");
-  if (begin == std::string_view::npos) return {};
-  const std::size_t end = value.find_first_of(" \t", begin);
-  return std::string(value.substr(begin, end == std::string_view::npos ? end : end - begin));
+// The words of a value without shell syntax (git splits it on blanks: sh -c with no
+// metacharacter, or execvp of the first word).
+std::vector<std::string> words_of(std::string_view value) {
+  std::vector<std::string> words;
+  std::size_t at = 0;
+  while ((at = value.find_first_not_of(" \t", at)) != std::string_view::npos) {
+    const std::size_t end = std::min(value.find_first_of(" \t", at), value.size());
+    words.emplace_back(value.substr(at, end - at));
+    at = end;
+  }
+  return words;
 }
 
 // The file an origin "file:<path>" names, absolute. git prints a repository's own config
@@ -167,26 +174,62 @@ std::optional<std::string> file_refusal(const std::string& what, const std::stri
   return std::nullopt;
 }
 
+// The program a value names must be a trusted one, and so must every file its arguments name:
+// `env /x/evil`, `sh /x/evil`, `python3 /x/t.py` run the argument (red team round 7). git runs
+// the value in the top of the work tree, not in sbx's cwd, so a relative path with a '/' is
+// refused (round 7: `L/../bin/true` resolved elsewhere from the top through a symlink); a
+// word without one is found in PATH (the program) or lies in the repository, which is judged
+// whole.
+// Whether core.worktree (relative to the git directory holding the config that sets it,
+// git-config(1)) is a directory inside `top`.
+bool worktree_within(const GitConfigEntry& entry, const std::string& cwd, const std::string& top) {
+  if (top.empty() || entry.value.empty()) return false;
+  std::string path = entry.value;
+  if (path.front() != '/') {
+    const std::optional<std::string> file = origin_file(entry.origin, cwd);
+    if (!file) return false;
+    path = file->substr(0, file->rfind('/')) + "/" + path;
+  }
+  char* real = ::realpath(path.c_str(), nullptr);
+  if (real == nullptr) return false;
+  const std::string resolved(real);
+  std::free(real);
+  return path_is_within(resolved, top);
+}
+
 std::optional<std::string> program_refusal(const GitConfigEntry& entry, const std::string& cwd,
                                            const std::string& path_env,
                                            const ResolvedPolicy& policy, const HostUser& user) {
   const std::string shown = "git's " + entry.key + " (" + entry.value + ")";
   if (has_shell_syntax(entry.value))
     return shown + " is a shell command, which git runs through sh -c with code sbx does not check";
-  const std::string program = first_word(entry.value);
-  if (program.empty()) return std::nullopt;
-  TrustedProgram found = find_trusted_program(program, cwd, path_env, policy, user);
-  if (!found.path) return shown + " names a program git would run: " + found.refused;
+  const std::vector<std::string> words = words_of(entry.value);
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    const std::string& word = words[i];
+    if (word.find('/') == std::string::npos && i > 0) continue;
+    if (word.find('/') != std::string::npos && word.front() != '/')
+      return shown + " names '" + word +
+             "' by a relative path, which git resolves from the work tree's top and sbx does "
+             "not verify";
+    if (i == 0) {
+      TrustedProgram found = find_trusted_program(word, cwd, path_env, policy, user);
+      if (!found.path) return shown + " names a program git would run: " + found.refused;
+    } else if (std::optional<std::string> why = file_refusal(
+                   "the file git's " + entry.key + " passes to its program,", word, policy, user)) {
+      return why;
+    }
+  }
   return std::nullopt;
 }
 
-}  // namespace
-
-std::optional<std::string> git_configuration_refusal(const std::string& git, const std::string& cwd,
-                                                     const std::vector<std::string>& env,
-                                                     const std::string& path_env,
-                                                     const ResolvedPolicy& policy,
-                                                     const HostUser& user) {
+// What git's configuration read in `cwd` names (git_configuration_refusal, for one directory).
+// `top`: the repository's top, judged whole; a core.worktree inside it is one of its own
+// (a submodule's config says where its work tree is, relative to its git directory).
+std::optional<std::string> listing_refusal(const std::string& git, const std::string& cwd,
+                                           const std::string& top,
+                                           const std::vector<std::string>& env,
+                                           const std::string& path_env,
+                                           const ResolvedPolicy& policy, const HostUser& user) {
   sdk::posix_child::CaptureOptions options;
   options.env = env;
   options.cwd = cwd;
@@ -218,6 +261,7 @@ std::optional<std::string> git_configuration_refusal(const std::string& git, con
         if (starts_with(entry.key, "trace2."))
           return "git's " + entry.key + " sends trace output to a unix socket (" + entry.value +
                  "), which sbx does not verify";
+        if (entry.key == "core.worktree" && worktree_within(entry, cwd, top)) break;
         if (entry.key == "core.worktree")
           return "git's core.worktree (" + entry.value +
                  ") names another work tree, which sbx does not verify";
@@ -255,6 +299,23 @@ std::optional<std::string> git_configuration_refusal(const std::string& git, con
         break;
       }
     }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> git_configuration_refusal(
+    const std::string& git, const std::vector<std::string>& dirs, const std::string& top,
+    const std::vector<std::string>& env, const std::string& path_env, const ResolvedPolicy& policy,
+    const HostUser& user) {
+  for (const std::string& dir : dirs) {
+    std::vector<std::string> here = env;
+    std::erase_if(here, [](const std::string& e) { return starts_with(e, "PWD="); });
+    here.push_back("PWD=" + dir);
+    if (std::optional<std::string> why =
+            listing_refusal(git, dir, top, here, path_env, policy, user))
+      return why;
   }
   return std::nullopt;
 }

@@ -45,13 +45,16 @@ enum class GitKeyKind {
 };
 GitKeyKind git_key_kind(std::string_view key, std::string_view value);
 
-// Why the configuration `git` (the trusted program's absolute path) reads in `cwd` with `env`
-// (the excluded command's reset environment) could make it run or read what a sandbox could
-// have planted; nullopt when every file and value was judged. Runs git once (config --list).
-std::optional<std::string> git_configuration_refusal(const std::string& git, const std::string& cwd,
-                                                     const std::vector<std::string>& env,
-                                                     const std::string& path_env,
-                                                     const ResolvedPolicy& policy,
-                                                     const HostUser& user);
+// Why the configuration `git` (the trusted program's absolute path) reads in each of `dirs`
+// (the cwd, then the work tree of each submodule git status recurses into: their own
+// configuration, commondir and includes; red team round 7) with `env` (the excluded command's
+// reset environment) could make it run or read what a sandbox could have planted; nullopt when
+// every file and value was judged. Runs git once per directory (config --list).
+// `top`: the repository's top (repository_top), judged whole: a core.worktree inside it is the
+// repository's own (a submodule's), any other is refused.
+std::optional<std::string> git_configuration_refusal(
+    const std::string& git, const std::vector<std::string>& dirs, const std::string& top,
+    const std::vector<std::string>& env, const std::string& path_env, const ResolvedPolicy& policy,
+    const HostUser& user);
 
 }  // namespace sbx

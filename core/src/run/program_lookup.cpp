@@ -380,7 +380,7 @@ std::optional<std::string> first_plantable_beside(const std::vector<PathStep>& a
 #ifdef _WIN32
 
 RepositoryTop repository_top(const std::string& cwd) {
-  return RepositoryTop{std::nullopt, "cannot verify " + cwd + ": not on Windows yet"};
+  return RepositoryTop{std::nullopt, "cannot verify " + cwd + ": not on Windows yet", {}};
 }
 
 #else
@@ -425,7 +425,8 @@ constexpr std::size_t kMaxRepositoryEntries = 20000;
 // submodules and reads their git directories whole (their config's core.fsmonitor included:
 // red team round 6), and only what lies below `top` is judged. More than `max_entries` entries:
 // refused, as not verified.
-std::optional<std::string> gitfile_outside_below(const std::string& top, std::size_t max_entries) {
+std::optional<std::string> gitfile_outside_below(const std::string& top, std::size_t max_entries,
+                                                 std::vector<std::string>& gitfile_dirs) {
   std::vector<std::string> pending{top};
   std::size_t seen = 0;
   while (!pending.empty()) {
@@ -448,6 +449,7 @@ std::optional<std::string> gitfile_outside_below(const std::string& top, std::si
       if (S_ISDIR(st.st_mode)) {
         pending.push_back(path);
       } else if (name == ".git" && S_ISREG(st.st_mode)) {
+        gitfile_dirs.push_back(dir);
         const std::optional<std::string> target = gitfile_target(dir);
         if (!target || !path_is_within(*target, top)) {
           ::closedir(listing);
@@ -466,7 +468,7 @@ std::optional<std::string> gitfile_outside_below(const std::string& top, std::si
 
 RepositoryTop repository_top(const std::string& cwd) {
   Result<std::vector<PathStep>> steps = walk_path(cwd);
-  if (!steps.ok()) return RepositoryTop{std::nullopt, steps.error()};
+  if (!steps.ok()) return RepositoryTop{std::nullopt, steps.error(), {}};
   RepositoryTop out;
   std::vector<std::string> gitfiles;  // directories whose .git is a file
   for (const PathStep& step : *steps) {
@@ -483,13 +485,16 @@ RepositoryTop repository_top(const std::string& cwd) {
   for (const std::string& dir : gitfiles) {
     const std::optional<std::string> target = gitfile_target(dir);
     if (!target || !path_is_within(*target, *out.top))
-      return RepositoryTop{
-          out.top, "the .git file in " + dir + " names a git directory outside the repository " +
-                       *out.top + " (a linked worktree), which sbx does not verify"};
+      return RepositoryTop{out.top,
+                           "the .git file in " + dir +
+                               " names a git directory outside the repository " + *out.top +
+                               " (a linked worktree), which sbx does not verify",
+                           {}};
   }
   if (out.top) {
-    if (std::optional<std::string> why = gitfile_outside_below(*out.top, kMaxRepositoryEntries))
-      return RepositoryTop{out.top, *why};
+    if (std::optional<std::string> why =
+            gitfile_outside_below(*out.top, kMaxRepositoryEntries, out.gitfile_dirs))
+      return RepositoryTop{out.top, *why, {}};
   }
   return out;
 }

@@ -349,8 +349,11 @@ Exclusion verify_exclusion(std::vector<std::string> matched,
     std::vector<std::string> git_env = reset.env;
     std::erase_if(git_env, [](const std::string& entry) { return entry.rfind("PATH=", 0) == 0; });
     git_env.push_back("PATH=" + git_path_env);
-    if (std::optional<std::string> why =
-            git_configuration_refusal(git, cwd, git_env, git_path_env, resolved, user)) {
+    std::vector<std::string> dirs{cwd};
+    const RepositoryTop repository = repository_top(cwd);
+    dirs.insert(dirs.end(), repository.gitfile_dirs.begin(), repository.gitfile_dirs.end());
+    if (std::optional<std::string> why = git_configuration_refusal(
+            git, dirs, repository.top.value_or(""), git_env, git_path_env, resolved, user)) {
       out.refused = *why;
       return out;
     }

@@ -60,6 +60,7 @@ TEST(GitKeyKind, ProgramsFilesAndPartialClones) {
   EXPECT_EQ(git_key_kind("mailmap.file", "/x"), GitKeyKind::kPath);
   EXPECT_EQ(git_key_kind("diff.orderfile", "/x"), GitKeyKind::kPath);
   EXPECT_EQ(git_key_kind("core.hookspath", "/x"), GitKeyKind::kPath);
+  EXPECT_EQ(git_key_kind("gpg.ssh.allowedsignersfile", "/x"), GitKeyKind::kPath);
   EXPECT_EQ(git_key_kind("core.worktree", "/elsewhere"), GitKeyKind::kRefused);
   EXPECT_EQ(git_key_kind("extensions.partialclone", "origin"), GitKeyKind::kRefused);
   EXPECT_EQ(git_key_kind("remote.origin.promisor", "true"), GitKeyKind::kRefused);

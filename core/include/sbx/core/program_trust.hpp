@@ -158,6 +158,9 @@ std::optional<std::string> first_plantable_beside(const std::vector<PathStep>& a
 struct RepositoryTop {
   std::optional<std::string> top;
   std::string refused;
+  // The directories below `top` holding a `.git` file (submodules' work trees): git status
+  // recurses into them with their own configuration.
+  std::vector<std::string> gitfile_dirs;
 };
 RepositoryTop repository_top(const std::string& cwd);
 
