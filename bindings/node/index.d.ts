@@ -132,7 +132,8 @@ export interface RunOptions { cwd?: string; preference?: Preference; }
 export interface ExecOptions extends RunOptions {
   /** Run without a sandbox when none is available (never for a policy with deny entries). */
   allowUnsandboxed?: boolean;
-  /** Tee stderr and keep its tail for the classification (one capturing exec at a time). */
+  /** Copy stderr through and keep its tail for the classification (report.denial,
+   * stderr_tail); run() does so whenever it captures stderr. */
   captureStderr?: boolean;
 }
 export interface Failure {
@@ -141,6 +142,112 @@ export interface Failure {
   stderr?: string | Uint8Array;
   /** The backend it ran under (null/undefined or "none": no sandbox). */
   backend?: string | null;
+}
+
+// ---- run and spawn -------------------------------------------------------------------------
+// Written without @types/node (the package has no dependencies): where Node's own types are
+// there, Bytes is their Buffer; the streams and the signal are described by what they offer.
+
+/** The bytes of a captured stream: a Buffer (Node's own type when @types/node is loaded). */
+export type Bytes = typeof globalThis extends { Buffer: { alloc(size: number): infer B } } ? B : Uint8Array;
+
+/** What run() and spawn() need of an AbortSignal (a real one fits). */
+export interface AbortSignalLike {
+  readonly aborted: boolean;
+  addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void;
+  removeEventListener(type: 'abort', listener: () => void): void;
+}
+
+/** A command's stdout or stderr under spawn(): a net.Socket over the pipe's read end. */
+export interface SbxReadable extends AsyncIterable<Bytes | string> {
+  setEncoding(encoding: string): this;
+  on(event: 'data', listener: (chunk: Bytes | string) => void): this;
+  on(event: 'end' | 'close', listener: () => void): this;
+  on(event: 'error', listener: (error: Error) => void): this;
+  once(event: 'data', listener: (chunk: Bytes | string) => void): this;
+  once(event: 'end' | 'close', listener: () => void): this;
+  once(event: 'error', listener: (error: Error) => void): this;
+  pipe<T>(destination: T, options?: { end?: boolean }): T;
+  pause(): this;
+  resume(): this;
+  destroy(error?: Error): this;
+}
+
+/** A command's stdin under spawn(): a net.Socket over the pipe's write end; end() is its EOF. */
+export interface SbxWritable {
+  write(chunk: string | Uint8Array, callback?: (error?: Error | null) => void): boolean;
+  end(callback?: () => void): this;
+  end(chunk: string | Uint8Array, callback?: () => void): this;
+  on(event: 'drain' | 'finish' | 'close', listener: () => void): this;
+  on(event: 'error', listener: (error: Error) => void): this;
+  once(event: 'drain' | 'finish' | 'close', listener: () => void): this;
+  once(event: 'error', listener: (error: Error) => void): this;
+  destroy(error?: Error): this;
+}
+
+/** A stream of the command: 'pipe' (run: captured; spawn: a stream), this process's own
+ * ('inherit'), or /dev/null ('ignore'). */
+export type StreamMode = 'pipe' | 'inherit' | 'ignore';
+
+export interface CommandOptions extends ExecOptions {
+  /** Per-call environment on top of this process's: a string sets NAME, null (or undefined)
+   * removes it. The policy's environment rules apply afterwards and win (a name it scrubs stays
+   * scrubbed, its "set" replaces a value given here). */
+  env?: Record<string, string | null | undefined>;
+  /** 'inherit' (this process's stdin), 'ignore' (/dev/null), 'pipe' (spawn only: child.stdin),
+   * or the bytes themselves: a string other than those names (as UTF-8) or a Buffer. */
+  stdin?: StreamMode | string | Uint8Array;
+  /** The command's stdin bytes, whatever they spell (instead of stdin). */
+  input?: string | Uint8Array;
+  stdout?: StreamMode;
+  stderr?: StreamMode;
+  /** Ends the whole run this many milliseconds after it started (0 or absent: never). */
+  timeoutMs?: number;
+  /** Aborting it ends the whole run (sbx_run_cancel); an already aborted one runs nothing. */
+  signal?: AbortSignalLike;
+}
+
+export interface SbxRunOptions extends CommandOptions {
+  /** The cap of each captured stream (default 1 MiB): the start is kept, the rest dropped and
+   * counted (report.stdout_capture / stderr_capture, `truncated`). */
+  maxOutputBytes?: number;
+  /** Decode stdout and stderr into strings; absent or 'buffer': Bytes. */
+  encoding?: TextEncoding | 'buffer';
+}
+/** Node's Buffer encodings that make text. */
+export type TextEncoding =
+    'utf8' | 'utf-8' | 'utf16le' | 'utf-16le' | 'ucs2' | 'ucs-2' | 'latin1' | 'binary' | 'ascii' |
+    'base64' | 'base64url' | 'hex';
+export interface SbxSpawnOptions extends CommandOptions {}
+
+/** How run() ended. `exitCode`/`signal` are report.exit's (both null when the command did not
+ * run: report.error says why, e.g. no sandbox here, a time-out before it started). */
+export interface RunResult<Out = Bytes> {
+  exitCode: number | null;
+  signal: number | null;
+  /** Captured (stdout 'pipe'), else null. */
+  stdout: Out | null;
+  stderr: Out | null;
+  /** A captured stream was longer than maxOutputBytes. */
+  truncated: boolean;
+  /** error_kind 'timed_out' / 'cancelled' when timeoutMs / the signal ended the run. */
+  report: ExecReport;
+}
+
+export interface ExitInfo { exitCode: number | null; signal: number | null; }
+
+/** The command spawn() started (pid-less: the sandbox's processes are not this process's
+ * children). Both promises reject with the same SbxError when libsbx fails the run. */
+export class SbxChild {
+  private constructor();
+  /** null unless 'pipe'. */
+  readonly stdin: SbxWritable | null;
+  readonly stdout: SbxReadable | null;
+  readonly stderr: SbxReadable | null;
+  /** Ends the whole run (report.error_kind 'cancelled'); false once it had ended. */
+  kill(): boolean;
+  readonly exited: Promise<ExitInfo>;
+  readonly report: Promise<ExecReport>;
 }
 
 export function version(): string;
@@ -163,6 +270,13 @@ export class Sbx {
   transform(policy: Policy | null | undefined, argv: string[], options?: RunOptions): Plan;
   /** Runs off the event loop; resolves with the report, rejects with SbxError. */
   exec(policy: Policy | null | undefined, argv: string[], options?: ExecOptions): Promise<ExecReport>;
+  /** Runs with captured output, off the event loop; rejects with SbxError. */
+  run(policy: Policy | null | undefined, argv: string[],
+      options: SbxRunOptions & { encoding: TextEncoding }): Promise<RunResult<string>>;
+  run(policy: Policy | null | undefined, argv: string[],
+      options?: SbxRunOptions & { encoding?: 'buffer' }): Promise<RunResult>;
+  /** Starts a command with streams; throws SbxError for a bad argument or policy. */
+  spawn(policy: Policy | null | undefined, argv: string[], options?: SbxSpawnOptions): SbxChild;
   widen(base: Policy, extra: Policy): FullPolicy;
   approve(requested: Policy, granted: Policy): Approval;
   context(policy: Policy, options?: { cwd?: string; json?: false }): string;

@@ -1,49 +1,19 @@
 'use strict';
 // The Node binding against a real libsbx (ctest runs it against the installed tree: the addon
 // finds libsbx through LD_LIBRARY_PATH). Real sandboxed runs: a write inside passes, one
-// outside is denied and classified, the proxy refuses an unlisted host.
+// outside is denied and classified, the proxy refuses an unlisted host. run() and spawn():
+// run.test.js.
 const test = require('node:test');
 const assert = require('node:assert');
 const fs = require('node:fs');
 const http = require('node:http');
 const path = require('node:path');
-const sbx = require('..');
+const { sbx, WORKSPACE, FULL, workspace, skipNoBackend, backendOrSkip, invalidInput } =
+    require('./common');
 
-const WORKSPACE = { version: 1, preset: 'workspace-write' };
-const FULL = { version: 1, preset: 'danger-full-access' };
 const DENY_SSH = { version: 1, filesystem: { kind: 'restricted', entries: [
   { path: ':root', access: 'read' }, { path: ':cwd', access: 'write' },
   { path: '~/.ssh', access: 'deny' }] } };
-
-function workspace() {
-  return fs.realpathSync(fs.mkdtempSync(path.join('/tmp', 'sbx-node-test-')));
-}
-
-// A test skipped for want of a sandbox backend makes the run exit 77 when nothing failed, which
-// ctest reports as Skipped (SKIP_RETURN_CODE, tests/bindings/CMakeLists.txt): a host without a
-// backend does not show this suite as passed. Decided at exit, once node:test has set the code
-// of any failure (1), which stays.
-let skippedForNoBackend = 0;
-process.on('exit', (code) => {
-  if (code === 0 && skippedForNoBackend > 0) {
-    console.log(`ctest: SKIPPED (exit 77), ${skippedForNoBackend} test(s) need a sandbox backend`);
-    process.exitCode = 77;
-  }
-});
-function skipNoBackend(t, why) {
-  skippedForNoBackend += 1;
-  t.skip(`no sandbox backend: ${why}`);
-}
-
-// The backend a workspace-write run uses here; the test is skipped (with the reason) without one.
-function backendOrSkip(t, s, ws) {
-  const explained = s.explain(WORKSPACE, { cwd: ws });
-  if (explained.final === 'none') {
-    skipNoBackend(t, `none is available here: ${explained.available_reason}`);
-    return null;
-  }
-  return explained.final;
-}
 
 test('version and the pure questions', () => {
   assert.match(sbx.version(), /^\d+\.\d+\.\d+$/);
@@ -53,11 +23,6 @@ test('version and the pure questions', () => {
   assert.strictEqual(sbx.shouldSandbox(FULL).sandbox, false);
   assert.strictEqual(sbx.shouldSandbox('{"version":1,"preset":"read-only"}').sandbox, true);
 });
-
-// A bad argument, or a policy that does not parse: SbxError of kind invalid_input.
-function invalidInput(e) {
-  return e instanceof sbx.SbxError && e.code === 'SBX_ERROR' && e.kind === 'invalid_input';
-}
 
 test(
     'errors are SbxError carrying libsbx message and kind; bad arguments are invalid_input', () => {

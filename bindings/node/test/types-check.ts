@@ -1,6 +1,9 @@
 // Type-checked by `tsc --noEmit --strict` (ctest node.types): index.d.ts describes the API as
 // an agent uses it, and rejects what libsbx would refuse where the types can tell.
-import {approve, classify, context, Denial, ErrorKind, ErrorKindName, ExecReport, Policy, Sbx, SbxError, shouldSandbox, widen} from '..';
+import {approve, AbortSignalLike, Bytes, classify, context, Denial, ErrorKind, ErrorKindName, ExecReport, Policy, RunResult, Sbx, SbxChild, SbxError, shouldSandbox, widen} from '..';
+
+// The README's examples print with console; this check's lib (es2020, no @types/node) has none.
+declare const console: { log(...values: unknown[]): void };
 
 async function runToolCall(s: Sbx, argv: string[], cwd: string): Promise<string> {
   const policy: Policy = { version: 1, preset: 'workspace-write', network_access: false };
@@ -82,19 +85,67 @@ async function readReports(s: Sbx): Promise<void> {
 }
 void readReports;
 
-// README.md's "run a tool call" loop, verbatim (so the example stays true to the types).
+// run() and spawn(): captured output is Bytes, or string with a text encoding; the options are
+// checked (a misspelt or mistyped one is a compile error, as it is an SbxError at run time).
+async function runAndSpawn(s: Sbx, signal: AbortSignalLike): Promise<void> {
+  const raw: RunResult = await s.run(null, ['ls'], { stdin: 'ignore', stdout: 'pipe', stderr: 'inherit' });
+  const bytes: Bytes | null = raw.stdout;
+  const text: RunResult<string> = await s.run({ version: 1, preset: 'read-only' }, ['ls'],
+                                               { encoding: 'utf8', env: { A: '1', B: null }, signal });
+  const out: string | null = text.stdout;
+  const kind: ErrorKindName | null = text.report.error_kind;
+  const fed = await s.run(null, ['cat'], { input: new Uint8Array([1, 2]), timeoutMs: 5, maxOutputBytes: 10 });
+  const child: SbxChild = s.spawn(null, ['cat'], { stdin: 'pipe', timeoutMs: 1000, signal });
+  if (child.stdin !== null) child.stdin.write('x', () => child.stdin?.end());
+  child.stdout?.on('data', (chunk: Bytes | string) => void chunk);
+  const killed: boolean = child.kill();
+  const exit: number | null = (await child.exited).exitCode;
+  const report: ExecReport = await child.report;
+  void [bytes, out, kind, fed, killed, exit, report];
+  // @ts-expect-error: without an encoding the output is bytes, not text
+  const notText: string | null = raw.stdout;
+  // @ts-expect-error: not a stream mode
+  await s.run(null, ['ls'], { stdout: 'bogus' });
+  // @ts-expect-error: the option is timeoutMs
+  await s.run(null, ['ls'], { timeout: 5 });
+  // @ts-expect-error: an env value is a string, or null to remove it
+  await s.run(null, ['ls'], { env: { A: 1 } });
+  // @ts-expect-error: not an encoding
+  await s.run(null, ['ls'], { encoding: 'klingon' });
+  // @ts-expect-error: spawn streams, it does not capture
+  s.spawn(null, ['ls'], { maxOutputBytes: 10 });
+  void notText;
+}
+void runAndSpawn;
+
+// README.md's examples, verbatim (so that they stay true to the types).
+namespace readmeRun {
+const s = new Sbx();
+const policy: Policy = { version: 1, preset: 'workspace-write' };
+async function build(): Promise<void> {
+  const r = await s.run(policy, ['make', 'test'], { cwd: '/work', timeoutMs: 600000, encoding: 'utf8' });
+  console.log(r.exitCode, r.stdout, r.stderr, r.truncated, r.report.error_kind);  // 'timed_out' if ended
+  const child = s.spawn(policy, ['python3', '-u', 'serve.py'], { cwd: '/work' });
+  child.stdin!.end('input\n');                                     // the command's end of file
+  for await (const chunk of child.stdout!) console.log(String(chunk));   // as it comes
+  const { exitCode } = await child.exited;                         // child.kill() ends the sandbox
+  console.log(exitCode);
+}
+void build;
+}
+
 namespace readme {
 const s = new Sbx();
 let policy: Policy = { version: 1, preset: 'workspace-write' };
 async function runToolCall(argv: string[], cwd: string,
-                           askUser: (why: string) => Promise<Policy | null>): Promise<ExecReport> {
-  const report = await s.exec(policy, argv, { cwd, captureStderr: true });
-  if (report.exit === null) throw new SbxError(report.error ?? 'refused');        // no sandbox here
-  if (report.exit.code !== 0 && report.denial?.likely_sandbox_denial) {
-    const grant = await askUser(report.denial.evidence);                            // a person decides
+                           askUser: (why: string) => Promise<Policy | null>): Promise<string> {
+  const r = await s.run(policy, argv, { cwd, timeoutMs: 120000, maxOutputBytes: 65536, encoding: 'utf8' });
+  if (r.exitCode !== 0 && r.report.denial?.likely_sandbox_denial) {
+    const grant = await askUser(r.report.denial.evidence);                          // a person decides
     if (grant) { policy = s.widen(policy, grant); return runToolCall(argv, cwd, askUser); }
   }
-  return report;
+  const cut = r.truncated ? '\n[output truncated]' : '';
+  return `${r.stdout ?? ''}${r.stderr ?? ''}${cut}\n[exit ${r.exitCode}${r.report.error ? `; ${r.report.error}` : ''}]`;
 }
 void runToolCall;
 }
