@@ -2207,6 +2207,19 @@ class Settings(SbxTestCase):
 
         doc = explain()
         self.assertEqual(doc["excluded_by"], ["git status"], doc["reason"])
+        # Whatever the configuration says, the unsandboxed git gets no fsmonitor, no hooks, no
+        # transport and no gpg, as settings that come after every file.
+        plan = self.as_nobody("exec", "--dry-run", "--preset", "read-only", "--", "git",
+                              "status", cwd=repo)
+        self.assert_exit(plan, 0)
+        env = json.loads(plan.stdout)["env"]
+        for i, (key, value) in enumerate([("core.fsmonitor", "false"),
+                                          ("core.hooksPath", "/dev/null"),
+                                          ("protocol.allow", "never"),
+                                          ("log.showSignature", "false")]):
+            self.assertIn(f"GIT_CONFIG_KEY_{i}={key}", env)
+            self.assertIn(f"GIT_CONFIG_VALUE_{i}={value}", env)
+        self.assertIn("GIT_CONFIG_COUNT=4", env)
         # A compiled program in a PATH directory nobody can write: still excluded.
         config("core.fsmonitor", "/usr/bin/true")
         doc = explain()

@@ -274,6 +274,20 @@ std::optional<std::string> repository_refusal(const std::vector<std::string>& pr
   return std::nullopt;
 }
 
+// The configuration every unsandboxed git gets last (verify_exclusion).
+std::vector<std::string> git_overrides() {
+  const std::pair<const char*, const char*> settings[] = {{"core.fsmonitor", "false"},
+                                                          {"core.hooksPath", "/dev/null"},
+                                                          {"protocol.allow", "never"},
+                                                          {"log.showSignature", "false"}};
+  std::vector<std::string> env{"GIT_CONFIG_COUNT=" + std::to_string(std::size(settings))};
+  for (std::size_t i = 0; i < std::size(settings); ++i) {
+    env.push_back("GIT_CONFIG_KEY_" + std::to_string(i) + "=" + settings[i].first);
+    env.push_back("GIT_CONFIG_VALUE_" + std::to_string(i) + "=" + settings[i].second);
+  }
+  return env;
+}
+
 // Every program the matched command runs must be one no sandbox could have planted, and so must
 // its working directory and configuration directories: else the match is refused and the
 // command runs sandboxed (Exclusion::refused says why).
@@ -361,6 +375,10 @@ Exclusion verify_exclusion(std::vector<std::string> matched,
   // git pages its output through less when stdout is a terminal, and less runs `!CMD` typed
   // into it (git-config(1) core.pager: GIT_PAGER comes first; "cat" means no pager).
   reset.env.emplace_back("GIT_PAGER=cat");
+  // And, whatever the judged configuration says (a second wall behind git_config.cpp): no
+  // fsmonitor hook, no hooks, no transport (a lazy fetch), no gpg for signatures. Settings given
+  // this way come after every file (git-config(1) ENVIRONMENT: GIT_CONFIG_COUNT, git >= 2.31).
+  for (const std::string& entry : git_overrides()) reset.env.push_back(entry);
   out.matched = std::move(matched);
   out.env = std::move(reset.env);
   out.dropped = std::move(reset.dropped);
