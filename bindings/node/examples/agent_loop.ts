@@ -1,0 +1,53 @@
+// An agent's tool-call loop: four tool calls in parallel with capped output, one timed out, one
+// denied (what the model reads back says why), then a person grants more and it runs again.
+// ctest node.example runs it against the installed libsbx: `node agent_loop.js WORKSPACE OUTSIDE`.
+import { Sbx, Policy, RunResult } from 'sbx';
+declare const console: { log(...values: unknown[]): void };  // es2020 lib, no @types/node
+declare const process: { argv: string[]; exitCode?: number };
+
+const [workspace, outside] = process.argv.slice(2);
+const sbx = new Sbx();
+let policy: Policy = { version: 1, preset: 'workspace-write' };
+
+// What goes back to the model: the output (capped), how the call ended and why sbx refused.
+function forModel(r: RunResult<string>): string {
+  const lines = [(r.stdout ?? '') + (r.stderr ?? '')];
+  if (r.truncated) lines.push('[output truncated]');
+  if (r.report.error_kind === 'timed_out') lines.push('[timed out]');
+  const denial = r.report.denial;
+  if (denial?.likely_sandbox_denial) lines.push(`[the sandbox refused: ${denial.evidence}]`);
+  for (const refusal of r.report.network_refusals) lines.push(`[network refused: ${JSON.stringify(refusal)}]`);
+  lines.push(`[exit ${r.exitCode ?? 'none'}]`);
+  return lines.join('\n');
+}
+
+function tool(argv: string[], timeoutMs = 20000): Promise<RunResult<string>> {
+  return sbx.run(policy, argv, { cwd: workspace, timeoutMs, maxOutputBytes: 256, encoding: 'utf8' });
+}
+
+// A person's answer to "may it write there?": only the one directory asked for.
+function askUser(directory: string): Policy {
+  return { version: 1, filesystem: { entries: [{ path: directory, access: 'write' }] } };
+}
+
+async function main(): Promise<void> {
+  const note = `${outside}/note.txt`;
+  const [build, chatty, slow, write] = await Promise.all([
+    tool(['sh', '-c', 'echo built > out.txt && cat out.txt']),
+    tool(['sh', '-c', 'yes | head -c 100000']),
+    tool(['sleep', '30'], 300),
+    tool(['sh', '-c', `echo hello > ${note}`]),
+  ]);
+  for (const [name, r] of [['build', build], ['chatty', chatty], ['slow', slow], ['write', write]] as const)
+    console.log(`--- ${name}\n${forModel(r)}`);
+  if (write.exitCode !== 0 && write.report.denial?.likely_sandbox_denial) {
+    // The agent asks for the directory; the person's grant is recorded and widens the policy.
+    const requested: Policy = askUser(outside);
+    const approval = sbx.approve(requested, askUser(outside));
+    if (approval.recorded && approval.policy) policy = sbx.widen(policy, approval.policy);
+    console.log(`--- write, granted ${outside}\n${forModel(await tool(['sh', '-c', `echo hello > ${note}`]))}`);
+  }
+  sbx.close();
+}
+
+main().catch((e: unknown) => { console.log(`failed: ${String(e)}`); process.exitCode = 1; });

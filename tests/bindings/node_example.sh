@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# ctest node.example: compiles bindings/node/examples/agent_loop.ts with tsc --strict against
+# index.d.ts and runs it with node against the installed libsbx (the addon from the build,
+# SBX_NODE_ADDON), then checks what each tool call told the model and what reached the disk.
+# $1 node, $2 tsc, $3 bindings/node, $4 a parent for the "outside" directory (not /tmp, which
+# workspace-write leaves writable).
+set -euo pipefail
+node=$1 tsc=$2 binding=$3 outside_parent=$4
+work=$(mktemp -d)
+mkdir -p "$outside_parent"
+outside=$(mktemp -d "$outside_parent/example-XXXXXX")
+trap 'rm -rf "$work" "$outside"' EXIT
+mkdir -p "$work/node_modules" "$work/ws" "$work/out"
+ln -s "$binding" "$work/node_modules/sbx"
+cat >"$work/tsconfig.json" <<JSON
+{"compilerOptions": {"strict": true, "target": "es2020", "module": "commonjs",
+  "moduleResolution": "node", "types": [], "lib": ["es2020"], "outDir": "$work/out",
+  "baseUrl": "$work", "paths": {"sbx": ["$binding/index.d.ts"]}},
+ "files": ["$binding/examples/agent_loop.ts"]}
+JSON
+"$tsc" -p "$work/tsconfig.json"
+NODE_PATH="$work/node_modules" "$node" "$work/out/agent_loop.js" "$work/ws" "$outside" >"$work/said" 2>&1 || {
+  cat "$work/said"; echo "node_example: the example failed" >&2; exit 1; }
+cat "$work/said"
+fail() { echo "node_example: $1" >&2; exit 1; }
+grep -qx -- "--- build" "$work/said" && grep -qx "built" "$work/said" || fail "the build call's output is missing"
+grep -qx "\[output truncated\]" "$work/said" || fail "the chatty call was not capped"
+grep -qx "\[timed out\]" "$work/said" || fail "the slow call did not time out"
+grep -q "^\[the sandbox refused: " "$work/said" || fail "the denied write was not explained"
+sed -n "/^--- write, granted/,\$p" "$work/said" | grep -qx "\[exit 0\]" || fail "the granted re-run did not succeed"
+[[ "$(cat "$outside/note.txt")" == hello ]] || fail "the granted write did not reach $outside"
+[[ "$(cat "$work/ws/out.txt")" == built ]] || fail "the build's file is not in the workspace"
+echo "node_example: every tool call told the model what happened"
