@@ -26,6 +26,7 @@ fail() { echo "node_example: $1" >&2; exit 1; }
 grep -qx -- "--- build" "$work/said" && grep -qx "built" "$work/said" || fail "the build call's output is missing"
 grep -qx "\[output truncated\]" "$work/said" || fail "the chatty call was not capped"
 grep -qx "\[timed out\]" "$work/said" || fail "the slow call did not time out"
+sed -n "/^--- streamed/,+1p" "$work/said" | grep -qx "tick" || fail "nothing was streamed"
 grep -q "^\[the sandbox refused: " "$work/said" || fail "the denied write was not explained"
 sed -n "/^--- write, granted/,\$p" "$work/said" | grep -qx "\[exit 0\]" || fail "the granted re-run did not succeed"
 [[ "$(cat "$outside/note.txt")" == hello ]] || fail "the granted write did not reach $outside"
