@@ -252,6 +252,11 @@ export class SbxChild {
 
 export function version(): string;
 export function shouldSandbox(policy: Policy, preference?: Preference): Decision;
+/** A command line through this install's `sbx exec` (sbx_wrap): spawn `command` with `args`,
+ * stdio[policyFd] carrying `policy` (ended after it) and the run's JSON report read from
+ * stdio[reportFd]; the command's stdio is the spawned process's own. */
+export interface Wrapped { command: string; args: string[]; policy: string; policyFd: 3; reportFd: 4; }
+export function wrap(policy: Policy, argv: string[], options?: { cwd?: string }): Wrapped;
 export function widen(base: Policy, extra: Policy): FullPolicy;
 export function approve(requested: Policy, granted: Policy): Approval;
 export function context(policy: Policy, options?: { cwd?: string; json?: false }): string;
@@ -278,6 +283,7 @@ export class Sbx {
   /** Starts a command with streams; throws SbxError for a bad argument or policy. */
   spawn(policy: Policy | null | undefined, argv: string[], options?: SbxSpawnOptions): SbxChild;
   widen(base: Policy, extra: Policy): FullPolicy;
+  wrap(policy: Policy, argv: string[], options?: { cwd?: string }): Wrapped;
   approve(requested: Policy, granted: Policy): Approval;
   context(policy: Policy, options?: { cwd?: string; json?: false }): string;
   context(policy: Policy, options: { cwd?: string; json: true }): ContextReport;

@@ -83,6 +83,17 @@ function version() { return native.version(); }
 function shouldSandbox(policy, preference = 'auto') {
   return json(call(native.shouldSandbox, policyText(policy), preference));
 }
+/**
+ * A command line that runs argv through this install's `sbx exec`, for a caller that spawns
+ * processes itself: {command, args, policy, policyFd: 3, reportFd: 4}. Spawn command/args with
+ * stdio[3] carrying `policy` (end it after writing) and read the run's JSON report from
+ * stdio[4]; the command's stdio is the spawned process's own (sbx_wrap).
+ */
+function wrapCommand(policy, argv, options = {}) {
+  const w = json(call(native.wrap, policyText(policy), options.cwd, argv));
+  return { command: w.argv[0], args: w.argv.slice(1), policy: w.policy, policyFd: w.policy_fd,
+           reportFd: w.report_fd };
+}
 /** A policy with every access of both (never lifts a deny). */
 function widen(base, extra) {
   return json(call(native.widen, policyText(base), policyText(extra)));
@@ -369,6 +380,7 @@ class Sbx {
     return new SbxChild(run, modes);
   }
   widen(base, extra) { return widen(base, extra); }
+  wrap(policy, argv, options = {}) { return wrapCommand(policy, argv, options); }
   approve(requested, granted) { return approve(requested, granted); }
   context(policy, options) { return context(policy, options); }
   classify(failure) { return classify(failure); }
@@ -382,6 +394,7 @@ module.exports = {
   version,
   shouldSandbox,
   widen,
+  wrap: wrapCommand,
   approve,
   context,
   classify,

@@ -705,6 +705,19 @@ napi_value run_cancel(napi_env env, napi_callback_info info) {
   return out;
 }
 
+// wrap(policy, cwd?, argv) -> JSON {argv, policy, policy_fd, report_fd} (sbx_wrap)
+napi_value wrap(napi_env env, napi_callback_info info) {
+  Args args(env, info, 3);
+  bool ok = true;
+  auto policy = args.text(0, "policy", ok);
+  auto cwd = ok ? args.text(1, "cwd", ok) : std::nullopt;
+  auto argv = ok ? args.strings(2, "argv", ok) : std::vector<std::string>{};
+  if (!ok) return nullptr;
+  const std::vector<const char*> pointers = argv_pointers(argv);
+  sbx_error* error = nullptr;
+  return take(env, sbx_wrap(c_str(policy), c_str(cwd), pointers.data(), &error), &error);
+}
+
 // widen(base, extra) / approve(requested, granted) -> JSON
 napi_value widen(napi_env env, napi_callback_info info) {
   Args args(env, info, 2);
@@ -781,6 +794,7 @@ napi_value init(napi_env env, napi_value exports) {
       {"transform", nullptr, transform, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"exec", nullptr, exec, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"widen", nullptr, widen, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"wrap", nullptr, wrap, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"approve", nullptr, approve, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"context", nullptr, context, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"classify", nullptr, classify, nullptr, nullptr, nullptr, napi_default, nullptr},

@@ -373,6 +373,37 @@ test('bad arguments are SbxError (invalid_input): run() rejects, spawn() throws'
   }
 });
 
+// wrap (issue #33 point 3): a caller that spawns processes itself runs the command through the
+// installed `sbx exec`: the policy on stdio[3] (a socket it ends), the report on stdio[4], the
+// command's own stdout the child's. The policy holds: a read-only one keeps the write out.
+test('wrap: the spawned sbx exec takes the policy on fd 3 and reports on fd 4', async (t) => {
+  await withSandbox(t, async (s, ws) => {
+    const readOnly = { version: 1, preset: 'read-only' };
+    const w = s.wrap(readOnly, ['sh', '-c', 'echo out; touch made || echo refused >&2'], { cwd: ws });
+    assert.strictEqual(w.policyFd, 3);
+    assert.strictEqual(w.reportFd, 4);
+    assert.ok(w.command.endsWith('/bin/sbx'), w.command);
+    const child = childProcess.spawn(w.command, w.args, { stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'] });
+    child.stdio[3].end(w.policy);
+    const collect = (stream) => new Promise((resolve) => {
+      const chunks = [];
+      stream.on('data', (c) => chunks.push(c));
+      stream.on('end', () => resolve(Buffer.concat(chunks).toString()));
+    });
+    const [out, err, reportText, code] = await Promise.all([
+      collect(child.stdout), collect(child.stderr), collect(child.stdio[4]),
+      new Promise((resolve) => child.on('exit', resolve))]);
+    assert.strictEqual(code, 0, err);
+    assert.strictEqual(out, 'out\n');
+    assert.match(err, /refused/);
+    assert.ok(!fs.existsSync(path.join(ws, 'made')), 'the read-only policy did not hold');
+    const report = JSON.parse(reportText);
+    assert.strictEqual(report.should_sandbox, true);
+    assert.strictEqual(report.exit.code, 0);
+  });
+  assert.throws(() => sbx.wrap(WORKSPACE, []), (e) => invalidInput(e));
+});
+
 test('close() during a run frees the manager only after it', async () => {
   const s = new sbx.Sbx({ backends: 'no-such-backend' });
   const ws = workspace();

@@ -275,6 +275,17 @@ SBX_API char* sbx_policy_widen(const char* base_json, const char* extra_json, sb
 SBX_API char* sbx_policy_approve(const char* requested_json, const char* granted_json,
                                  sbx_error** error);
 
+/* A command line that runs `argv` (NULL-terminated) through `sbx exec` of this install, for a
+ * caller that spawns processes itself (sandbox-runtime's wrapWithSandbox model): JSON
+ * {"argv":[...],"policy":"<the policy's JSON text>","policy_fd":3,"report_fd":4}. Spawn argv
+ * with descriptor 3 readable, holding the policy text and closed after it (a pipe: no file a
+ * sandboxed command could rewrite), and descriptor 4 writable: the run's JSON report (as
+ * `sbx exec --json` writes it) arrives there when the run ends; the command's stdio is the
+ * spawned process's own. `cwd` NULL: the spawned process's. sbx's run, its clean-up included,
+ * happens in that process. Not on Windows (an error). */
+SBX_API char* sbx_wrap(const char* policy_json, const char* cwd, const char* const* argv,
+                       sbx_error** error);
+
 /* The model-facing description of the policy, resolved against `cwd` (NULL = current): plain
  * text when `as_json` is 0, else the JSON form of `sbx context --json`. */
 SBX_API char* sbx_context(const char* policy_json, const char* cwd, int as_json, sbx_error** error);

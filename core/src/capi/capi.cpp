@@ -956,6 +956,40 @@ char* sbx_policy_approve(const char* requested_json, const char* granted_json, s
   return sbx::guarded(error, [&] { return sbx::approve_json(requested_json, granted_json); });
 }
 
+char* sbx_wrap(const char* policy_json, const char* cwd, const char* const* argv,
+               sbx_error** error) {
+  return sbx::guarded(error, [&]() -> Result<std::string> {
+#ifdef _WIN32
+    (void)policy_json, (void)cwd, (void)argv;
+    return Error{"sbx_wrap: not on Windows yet (sbx exec has no --policy-fd there)",
+                 ErrorKind::invalid_input};
+#else
+    Result<sbx::Policy> policy = sbx::policy_from(policy_json);
+    if (!policy.ok()) return policy.failure();
+    Result<std::vector<std::string>> command = sbx::argv_from(argv);
+    if (!command.ok()) return command.failure();
+    Result<sbx::InstallLayout> layout = sbx::install_layout();
+    if (!layout.ok()) return layout.failure().prefixed("cannot locate this install's sbx: ");
+    // The descriptors sbx exec reads the policy from and writes the report to: the first two
+    // above stdio, what a spawning API hands out first (Node's stdio[3], [4]; pass_fds).
+    boost::json::array wrapped{layout->bin_dir + "/sbx", "exec", "--policy-fd", "3",
+                               "--report-fd", "4"};
+    if (cwd != nullptr) {
+      wrapped.emplace_back("--cwd");
+      wrapped.emplace_back(cwd);
+    }
+    wrapped.emplace_back("--");
+    for (const std::string& word : *command) wrapped.emplace_back(word);
+    boost::json::object out;
+    out["argv"] = std::move(wrapped);
+    out["policy"] = sbx::policy_to_json(*policy);
+    out["policy_fd"] = 3;
+    out["report_fd"] = 4;
+    return sbx::report::render_json(std::move(out), sbx::JsonStyle::kCompact);
+#endif
+  });
+}
+
 char* sbx_context(const char* policy_json, const char* cwd, int as_json, sbx_error** error) {
   return sbx::guarded(error, [&]() -> Result<std::string> {
     Result<sbx::PreparedRequest> input = sbx::prepare(policy_json, cwd);

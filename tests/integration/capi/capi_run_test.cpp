@@ -19,6 +19,7 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -59,6 +60,7 @@ struct Library {
   decltype(&sbx_error_message) error_message = nullptr;
   decltype(&sbx_error_kind) error_kind = nullptr;
   decltype(&sbx_error_free) error_free = nullptr;
+  decltype(&sbx_wrap) wrap = nullptr;
 };
 
 // The shortest libsbx.so* under the prefix's lib directories: the versioned file's SONAME link.
@@ -109,6 +111,7 @@ const Library& library(std::string& why) {
       bind(lib.handle, "sbx_error_message", lib.error_message);
       bind(lib.handle, "sbx_error_kind", lib.error_kind);
       bind(lib.handle, "sbx_error_free", lib.error_free);
+      bind(lib.handle, "sbx_wrap", lib.wrap);
       if (lib.run_start == nullptr) failure = "the installed libsbx has no sbx_run_start";
     }
   }
@@ -618,6 +621,97 @@ TEST_P(CApiRun, BadOptionsAreTheCallersErrors) {
   EXPECT_EQ(lib_->run_cancel(nullptr), -1);
   EXPECT_EQ(lib_->run_take_fd(nullptr, 1), -1);
   lib_->run_free(nullptr);
+}
+
+// Reads `fd` to its end.
+std::string read_all(int fd) {
+  std::string out;
+  char buffer[4096];
+  for (ssize_t n; (n = ::read(fd, buffer, sizeof buffer)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    out.append(buffer, static_cast<std::size_t>(n));
+  }
+  return out;
+}
+
+// Issue #33 point 3: sbx_wrap gives a caller that spawns processes itself a command line
+// through the installed `sbx exec`: the policy read from descriptor 3 (a pipe), the report
+// written to descriptor 4, the command's stdio the spawned process's own. Spawned here by hand
+// as such a caller would: the policy holds (a write outside the cwd fails), the report arrives.
+TEST(CApiWrap, TheWrappedCommandRunsUnderThePolicyAndReportsOnItsDescriptor) {
+  std::string why;
+  const Library& lib = library(why);
+  if (!why.empty()) GTEST_SKIP() << why;
+  ASSERT_NE(lib.wrap, nullptr) << "the installed libsbx has no sbx_wrap";
+  const sbx::test::TempDir dir;
+  const std::string outside = std::string(SBX_TEST_PREFIX) + "/wrap-outside-" + marker();
+  const std::string script = "echo out; touch inside; touch " + outside + " || echo refused >&2";
+  const char* argv[] = {"/bin/sh", "-c", script.c_str(), nullptr};
+  sbx_error* error = nullptr;
+  char* text = lib.wrap(kPolicy, dir.path().c_str(), argv, &error);
+  ASSERT_NE(text, nullptr) << (error ? lib.error_message(error) : "");
+  const json::object wrapped = json::parse(text).as_object();
+  lib.string_free(text);
+  EXPECT_EQ(wrapped.at("policy_fd").as_int64(), 3);
+  EXPECT_EQ(wrapped.at("report_fd").as_int64(), 4);
+  std::vector<std::string> words;
+  for (const json::value& word : wrapped.at("argv").as_array())
+    words.emplace_back(word.as_string().c_str());
+  ASSERT_GE(words.size(), 2u);
+  EXPECT_EQ(words[0], std::string(SBX_TEST_PREFIX) + "/bin/sbx");
+  EXPECT_EQ(words[1], "exec");
+  const std::string policy(wrapped.at("policy").as_string().c_str());
+
+  int policy_pipe[2], report_pipe[2], out_pipe[2];
+  ASSERT_EQ(::pipe2(policy_pipe, O_CLOEXEC), 0);
+  ASSERT_EQ(::pipe2(report_pipe, O_CLOEXEC), 0);
+  ASSERT_EQ(::pipe2(out_pipe, O_CLOEXEC), 0);
+  std::vector<char*> c_argv;
+  for (std::string& word : words) c_argv.push_back(word.data());
+  c_argv.push_back(nullptr);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    // dup2 clears close-on-exec on the copies: exactly 0-4 reach sbx.
+    if (::dup2(out_pipe[1], 1) < 0 || ::dup2(policy_pipe[0], 3) < 0 ||
+        ::dup2(report_pipe[1], 4) < 0)
+      ::_exit(90);
+    ::execv(c_argv[0], c_argv.data());
+    ::_exit(91);
+  }
+  ::close(policy_pipe[0]);
+  ::close(report_pipe[1]);
+  ::close(out_pipe[1]);
+  ASSERT_EQ(::write(policy_pipe[1], policy.data(), policy.size()),
+            static_cast<ssize_t>(policy.size()));
+  ::close(policy_pipe[1]);
+  const std::string out = read_all(out_pipe[0]);
+  const std::string report_text = read_all(report_pipe[0]);
+  ::close(out_pipe[0]);
+  ::close(report_pipe[0]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+  EXPECT_EQ(out, "out\n");
+  EXPECT_TRUE(fs::exists(dir.path() + "/inside"));
+  EXPECT_FALSE(fs::exists(outside)) << "the policy did not hold";
+  const json::object report = json::parse(report_text).as_object();
+  EXPECT_TRUE(report.at("should_sandbox").as_bool()) << report_text;
+  EXPECT_EQ(report.at("exit").at("code").as_int64(), 0) << report_text;
+
+  // Bad input: an error, no command line.
+  const char* empty[] = {nullptr};
+  error = nullptr;
+  EXPECT_EQ(lib.wrap(kPolicy, nullptr, empty, &error), nullptr);
+  ASSERT_NE(error, nullptr);
+  EXPECT_EQ(lib.error_kind(error), SBX_ERROR_INVALID_INPUT);
+  lib.error_free(error);
+  error = nullptr;
+  EXPECT_EQ(lib.wrap("{\"version\": 2}", nullptr, argv, &error), nullptr);
+  ASSERT_NE(error, nullptr);
+  EXPECT_EQ(lib.error_kind(error), SBX_ERROR_INVALID_INPUT);
+  lib.error_free(error);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, CApiRun, ::testing::Values("bwrap", "landlock", "none"),
