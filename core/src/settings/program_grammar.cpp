@@ -185,9 +185,11 @@ Refusal git_arguments(const Words& words) {
                         "--help", "--show-signature", "--paginate"}))
     return option_refusal(words, *option, "writes a file or runs a program");
   // %G placeholders of --format/--pretty verify signatures: git runs gpg (or gpgsm) on them
-  // and writes the signature to a temporary file (pretty-formats(5)).
+  // and writes the signature to a temporary file (pretty-formats(5)); so does the
+  // %(signature...) atom of for-each-ref formats (`git branch --format`, git >= 2.42).
   for (std::size_t i = 2; i < words.size() && words[i] != "--"; ++i) {
-    if (words[i].find("%G") != std::string::npos)
+    if (words[i].find("%G") != std::string::npos ||
+        words[i].find("%(signature") != std::string::npos)
       return option_refusal(words, words[i], "runs gpg to verify signatures");
   }
   if (words[1] == "branch") return git_branch_arguments(words);

@@ -82,6 +82,9 @@ TEST(ProgramGrammar, RefusesWhatTheSecondReviewRanUnsandboxed) {
            {"git", "log", "--show-signature"},
            {"git", "show", "--format=%G?"},
            {"git", "log", "--pretty=format:%GG"},
+           // Round 8: for-each-ref's signature atom runs gpg too (git >= 2.42).
+           {"git", "branch", "--format=%(signature)"},
+           {"git", "branch", "--format", "%(signature:key)"},
            {"git", "log", "--paginate"},
            {"diff", "-l", "a", "b"},
            {"diff", "-ul", "a", "b"},
