@@ -35,11 +35,13 @@
 #include <vector>
 
 #include "sbx/sbx.h"
+#include "sbx_test/installed_sbx.hpp"
 #include "sbx_test/temp_dir.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
+using sbx::test::installed_libsbx;
 namespace json = boost::json;
 using Clock = std::chrono::steady_clock;
 
@@ -62,21 +64,6 @@ struct Library {
   decltype(&sbx_error_free) error_free = nullptr;
   decltype(&sbx_wrap) wrap = nullptr;
 };
-
-// The shortest libsbx.so* under the prefix's lib directories: the versioned file's SONAME link.
-std::string installed_libsbx() {
-  std::string best;
-  for (const char* libdir : {"lib", "lib64", "lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu"}) {
-    const fs::path dir = fs::path(SBX_TEST_PREFIX) / libdir;
-    std::error_code ec;
-    for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec)) {
-      const std::string name = entry.path().filename().string();
-      if (name.rfind("libsbx.so", 0) != 0) continue;
-      if (best.empty() || entry.path().string().size() < best.size()) best = entry.path().string();
-    }
-  }
-  return best;
-}
 
 template <typename F>
 void bind(void* handle, const char* name, F& out) {

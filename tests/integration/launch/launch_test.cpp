@@ -328,21 +328,6 @@ struct Library {
   decltype(&sbx_error_free) error_free = nullptr;
 };
 
-// The shortest libsbx.so* under the prefix's lib directories: the versioned file's SONAME link.
-std::string installed_libsbx() {
-  std::string best;
-  for (const char* libdir : {"lib", "lib64", "lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu"}) {
-    std::error_code ec;
-    for (const fs::directory_entry& entry :
-         fs::directory_iterator(fs::path(installed_prefix()) / libdir, ec)) {
-      const std::string name = entry.path().filename().string();
-      if (name.rfind("libsbx.so", 0) != 0) continue;
-      if (best.empty() || entry.path().string().size() < best.size()) best = entry.path().string();
-    }
-  }
-  return best;
-}
-
 template <typename F>
 void bind(void* handle, const char* name, F& out) {
   out = reinterpret_cast<F>(::dlsym(handle, name));

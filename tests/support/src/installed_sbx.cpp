@@ -1,11 +1,27 @@
 #include "sbx_test/installed_sbx.hpp"
 
 #include <algorithm>
+#include <filesystem>
 
 namespace sbx::test {
 
 std::string installed_prefix() { return SBX_TEST_PREFIX; }
 std::string sbx_path() { return installed_prefix() + "/bin/sbx"; }
+
+std::string installed_libsbx() {
+  namespace fs = std::filesystem;
+  std::string best;
+  for (const char* libdir : {"lib", "lib64", "lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu"}) {
+    std::error_code ec;
+    for (const fs::directory_entry& entry :
+         fs::directory_iterator(fs::path(installed_prefix()) / libdir, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (name.rfind("libsbx.so", 0) != 0) continue;
+      if (best.empty() || entry.path().string().size() < best.size()) best = entry.path().string();
+    }
+  }
+  return best;
+}
 
 std::vector<std::string> base_env() {
   return {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/root", "LANG=C.UTF-8"};

@@ -19,6 +19,10 @@ namespace sbx::test {
 std::string installed_prefix();
 std::string sbx_path();
 
+// The shortest libsbx.so* under the installed tree's lib directories (the versioned file's
+// SONAME link), for a test that dlopens it; "" when there is none.
+std::string installed_libsbx();
+
 // A small fixed environment, so runs do not depend on the test runner's.
 std::vector<std::string> base_env();
 
