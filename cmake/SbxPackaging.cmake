@@ -2,20 +2,29 @@
 # (find_package(sbx) -> sbx::sbx) and CPack's .deb and .tar.gz (`cpack` in a build tree).
 # Included from the top-level CMakeLists.txt after every install() rule is declared.
 
-# --- pkg-config: <libdir>/pkgconfig/sbx.pc, prefix relative to the file (relocatable) --------
+# --- pkg-config: <libdir>/pkgconfig/sbx.pc, written at install time -----------------------------
+# Its form depends on the prefix installed to, known only then (`cmake --install --prefix`,
+# CPack): packaging/install_pc.cmake chooses absolute or relocatable paths and the rpath.
 string(REGEX MATCHALL "[^/]+" _sbx_pc_parts "${CMAKE_INSTALL_LIBDIR}/pkgconfig")
 list(TRANSFORM _sbx_pc_parts REPLACE ".+" "..")
-list(JOIN _sbx_pc_parts "/" SBX_PC_UP)
-configure_file("${CMAKE_CURRENT_LIST_DIR}/packaging/sbx.pc.in"
-               "${PROJECT_BINARY_DIR}/packaging/sbx.pc" @ONLY)
-install(FILES "${PROJECT_BINARY_DIR}/packaging/sbx.pc"
-        DESTINATION "${CMAKE_INSTALL_LIBDIR}/pkgconfig" COMPONENT devel)
+list(JOIN _sbx_pc_parts "/" _sbx_pc_up)
+install(CODE "
+  set(SBX_PC_TEMPLATE [[${CMAKE_CURRENT_LIST_DIR}/packaging/sbx.pc.in]])
+  set(SBX_PC_WORK [[${PROJECT_BINARY_DIR}/packaging/pc]])
+  set(SBX_PC_UP [[${_sbx_pc_up}]])
+  set(SBX_PC_LIBDIR [[${CMAKE_INSTALL_LIBDIR}]])
+  set(SBX_PC_INCLUDEDIR [[${CMAKE_INSTALL_INCLUDEDIR}]])
+  set(SBX_PC_DESCRIPTION [[${PROJECT_DESCRIPTION}]])
+  set(SBX_PC_VERSION [[${PROJECT_VERSION}]])
+  include([[${CMAKE_CURRENT_LIST_DIR}/packaging/install_pc.cmake]])"
+  COMPONENT devel)
 
 # --- CMake package: <libdir>/cmake/sbx, next to sbx-sdk (whose sbx::sdk it depends on) -------
 set(_sbx_cmake_dir "${CMAKE_INSTALL_LIBDIR}/cmake/sbx")
 install(EXPORT sbx-targets NAMESPACE sbx:: DESTINATION "${_sbx_cmake_dir}" COMPONENT devel)
 configure_package_config_file("${CMAKE_CURRENT_LIST_DIR}/packaging/sbx-config.cmake.in"
-    "${PROJECT_BINARY_DIR}/packaging/sbx-config.cmake" INSTALL_DESTINATION "${_sbx_cmake_dir}")
+    "${PROJECT_BINARY_DIR}/packaging/sbx-config.cmake" INSTALL_DESTINATION "${_sbx_cmake_dir}"
+    PATH_VARS CMAKE_INSTALL_LIBDIR)
 # 0.x: a minor bump may change the ABI (libsbx's SONAME is MAJOR.MINOR).
 write_basic_package_version_file("${PROJECT_BINARY_DIR}/packaging/sbx-config-version.cmake"
     VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)

@@ -132,9 +132,10 @@ tgz)
   version=$("$top/bin/sbx" --version)
   echo "$version"
   [[ "$version" == *"$(dpkg-deb -f "$(deb_file)" Version)"* ]] || fail "sbx --version: $version"
-  # sbx.pc finds its prefix from its own place.
+  # sbx.pc finds its prefix from its own place, and links programs with an rpath to it.
   libs=$(PKG_CONFIG_PATH="$top/lib/pkgconfig" pkg-config --libs sbx | sed 's/ *$//')
-  [[ "$libs" == "-L$top/lib/pkgconfig/../../lib -lsbx" ]] || fail "pkg-config --libs sbx: $libs"
+  lib="$top/lib/pkgconfig/../../lib"
+  [[ "$libs" == "-L$lib -Wl,-rpath,$lib -lsbx" ]] || fail "pkg-config --libs sbx: $libs"
   ;;
 extract)
   rm -rf "$root"
@@ -177,7 +178,8 @@ install)
   ;;
 c)
   rm -rf "$work/c" && mkdir -p "$work/c/ws"
-  export PKG_CONFIG_PATH="$usr/lib/pkgconfig"
+  # The .deb's sbx.pc names /usr, where dpkg -i puts it; the extracted root is its sysroot.
+  export PKG_CONFIG_PATH="$usr/lib/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$root"
   flags=$(pkg-config --cflags --libs sbx)
   echo "pkg-config --cflags --libs sbx: $flags"
   libdir=$(pkg-config --variable=libdir sbx)
