@@ -9,6 +9,8 @@
 #            prints no system -I/-L for /usr and no `..`; an rpath for /usr/local only
 #   cmake    the same snippet as a CMake project (find_package(sbx) -> sbx::sbx) against the
 #            installed test tree: the built and the installed program run without LD_LIBRARY_PATH
+#   system   with PREFIX /usr, from the installed .debs (package_test.sh install runs it): both
+#            ways, with nothing set, no rpath at all, libsbx from /usr
 # usage: prefix_test.sh STEP BUILD_DIR WORK_DIR PREFIX SOURCE_DIR LIBDIR
 set -euo pipefail
 step=$1 build=$2 work=$3 prefix=$4 source=$5 libdir=$6
@@ -48,11 +50,19 @@ int main(int argc, char** argv) {
 C
 }
 # Runs program $1 in a fresh workspace $2 with no LD_LIBRARY_PATH; it must load libsbx from the
-# prefix under test, found through its own RUNPATH.
+# prefix under test, found through its own RUNPATH (none for /usr: the linker searches it).
 run_agent() {
   local program=$1 ws=$2
-  readelf -d "$program" | grep -E 'RUNPATH|RPATH' || fail "$program has no RUNPATH"
-  ldd "$program" | grep -F "libsbx.so" | grep -F "$prefix/" ||
+  if [[ $prefix == /usr ]]; then
+    ! readelf -d "$program" | grep -E 'RUNPATH|RPATH' || fail "$program has an rpath"
+  else
+    readelf -d "$program" | grep -E 'RUNPATH|RPATH' || fail "$program has no RUNPATH"
+  fi
+  # (Compared resolved: with a merged /usr the linker may name /lib for /usr/lib.)
+  local loaded
+  loaded=$(ldd "$program" | awk '$1 ~ /^libsbx\.so/ {print $3}')
+  echo "libsbx: $loaded"
+  [[ -n "$loaded" && "$(realpath "$loaded")" == "$(realpath "$prefix")/"* ]] ||
     fail "$program does not load libsbx from $prefix"
   rm -rf "$ws" && mkdir -p "$ws"
   env -u LD_LIBRARY_PATH "$program" "$ws" || fail "$program failed"
@@ -96,6 +106,23 @@ usr)
         fail "$p: unexpected flags"
     fi
   done
+  ;;
+system)
+  [[ $prefix == /usr ]] || fail "step system takes the prefix /usr"
+  flags=$(pkg-config --cflags --libs sbx | sed 's/ *$//')
+  echo "pkg-config --cflags --libs sbx: $flags"
+  [[ "$flags" == "-lsbx" ]] || fail "unexpected flags from /usr"
+  rm -rf "$work" && mkdir -p "$work"
+  cd "$work"
+  write_agent agent.c
+  # shellcheck disable=SC2046
+  cc agent.c $(pkg-config --cflags --libs sbx)
+  run_agent "$work/a.out" "$work/ws"
+  cmake -S "$source/tests/package/consumer_cmake" -B "$work/build" -G Ninja \
+        -DAGENT_SOURCE="$work/agent.c" -DCMAKE_INSTALL_PREFIX="$work/installed" >/dev/null
+  cmake --build "$work/build"
+  cmake --install "$work/build" >/dev/null
+  run_agent "$work/installed/bin/agent" "$work/ws-cmake"
   ;;
 cmake)
   rm -rf "$work/cmake" && mkdir -p "$work/cmake"
