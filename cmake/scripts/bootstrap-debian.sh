@@ -28,6 +28,7 @@ test_packages=(
   python3-jsonschema man-db zsh fish  # tests/cli/extras_test.py: schema, man pages, completions
   mingw-w64 wine64  # the Windows cross build and its tests under wine
   dpkg-dev  # cpack's .deb: dpkg-shlibdeps declares the shared libraries (tests/package)
+  lintian  # package.lintian: the .debs draw no lintian error or warning (tests/package)
   python3-pip python3-venv python3-pytest  # bindings/python: pip install into a venv, pytest
   nodejs node-typescript       # bindings/node: node --test, tsc checks index.d.ts
 )

@@ -1,20 +1,24 @@
 #!/usr/bin/env bash
 # The packages, end to end (tests/package/CMakeLists.txt runs one STEP per ctest test):
-#   build     cpack the build tree: a .deb and a .tar.gz
-#   deb       the .deb's control fields and file list (Depends, FHS places, root-owned dirs)
+#   build     cpack the build tree: four .debs (sbx, libsbx<soversion>, libsbx-dev, sbx-sdk) and
+#             a .tar.gz
+#   deb       the .debs' control fields and file lists (Depends, shlibs and the ldconfig
+#             trigger, FHS places, which file in which package, root-owned dirs)
+#   lintian   lintian reports no error and no warning (skipped, with the reason, without lintian)
 #   tgz       the tarball holds the same tree, relocatable (sbx --version runs from it)
 #   extract   dpkg -x the .deb into a private root (the steps below but `install` use it)
 #   probe     `sbx backends --probe --json` from the extracted package
 #   exec      a sandboxed write inside the workspace passes, one outside is denied
-#   install   dpkg -i of the .deb (root only; skipped where an sbx is installed already), then
-#             the same probe and exec checks from /usr, `man sbx`, and dpkg --purge
+#   install   dpkg -i of the .debs (root only; skipped where an sbx is installed already), then
+#             the same probe and exec checks from /usr, `man sbx`, the README's snippet through
+#             pkg-config and CMake (prefix_test.sh system), dpkg --purge, and nothing left
 #   c         a C consumer built with `pkg-config --cflags --libs sbx` against the package
 #   cxx       a C++ consumer built with find_package(sbx) against the package
 #   node      bindings/node built standalone (what `npm install` runs) against the package, then
 #             a sandboxed write inside the workspace through it
-# usage: package_test.sh STEP BUILD_DIR WORK_DIR DEB_ROOT SOURCE_DIR
+# usage: package_test.sh STEP BUILD_DIR WORK_DIR DEB_ROOT SOURCE_DIR LIBDIR
 set -euo pipefail
-step=$1 build=$2 work=$3 root=$4 source=$5
+step=$1 build=$2 work=$3 root=$4 source=$5 libdir=$6
 out="$work/out"
 usr="$root/usr"
 # Where the "outside" writes go: a directory this script can write, outside the workspace and
@@ -24,12 +28,22 @@ usr="$root/usr"
 denied="$root-outside"
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# The .deb of binary package $1 (default sbx).
 deb_file() {
   local f
-  f=$(ls "$out"/sbx_*.deb 2>/dev/null | head -n1) || true
-  [[ -n "$f" ]] || fail "no .deb in $out (did package.build pass?)"
+  f=$(ls "$out/${1:-sbx}"_*.deb 2>/dev/null | head -n1) || true
+  [[ -n "$f" ]] || fail "no ${1:-sbx} .deb in $out (did package.build pass?)"
   echo "$f"
 }
+# Every binary package, in dependency order.
+packages() { echo "$(library_package) sbx-sdk libsbx-dev sbx"; }
+library_package() {
+  local f
+  f=$(ls "$out"/libsbx[0-9]*_*.deb 2>/dev/null | head -n1) || true
+  [[ -n "$f" ]] || fail "no libsbx<soversion> .deb in $out"
+  dpkg-deb -f "$f" Package
+}
+all_debs() { local p; for p in $(packages); do deb_file "$p"; done; }
 
 # The probe of the sbx under $1 (a /usr tree) loads bwrap and landlock from that tree, rejects
 # nothing, and at least one of them is available.
@@ -82,67 +96,109 @@ build)
   ls -l "$out"/sbx_*.deb "$out"/sbx-*.tar.gz
   ;;
 deb)
-  deb=$(deb_file)
-  depends=$(dpkg-deb -f "$deb" Depends)
-  echo "Depends: $depends"
-  for needed in bubblewrap libc6 libstdc++6 libboost-json; do
-    [[ ", $depends" == *", $needed"* ]] || fail "Depends does not name $needed"
-  done
-  # Every declared dependency (versions and virtual packages included) is satisfied on this
-  # machine, as dpkg -i would check: dpkg-checkbuilddeps evaluates a Depends-style list.
+  lib=$(library_package)
+  # Debian policy 8.1: the library's package is named after its SONAME.
+  rm -rf "$work/lib" && mkdir -p "$work/lib" && dpkg -x "$(deb_file "$lib")" "$work/lib"
+  soname=$(readelf -d "$work/lib/usr/$libdir"/libsbx.so.*.*.* |
+           sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
+  [[ "$lib" == "$(echo "$soname" | sed -E 's/^lib(.*)\.so\.(.*)$/lib\1\2/')" ]] ||
+    fail "package $lib does not match the SONAME $soname"
   printf 'Source: sbx-depends-check\n\nPackage: sbx-depends-check\nArchitecture: any\n' \
     >"$work/control"
-  dpkg-checkbuilddeps -d "$depends" "$work/control" || fail "Depends is not satisfied here"
-  # libsbx enters the dynamic linker's cache on install (ctypes.util.find_library finds it).
-  # (CPack writes it as a postinst running ldconfig, or as an ldconfig trigger.)
-  { dpkg-deb -I "$deb" postinst 2>/dev/null; dpkg-deb -I "$deb" triggers 2>/dev/null || true; } |
-    grep -q 'ldconfig' || fail "the .deb does not run ldconfig on install"
-  dpkg-deb -I "$deb" shlibs | grep -q '^libsbx ' || fail "no shlibs entry for libsbx"
-  listing=$(dpkg-deb -c "$deb")
-  echo "$listing"
-  # Owned by root, nothing (but symbolic links) group- or world-writable.
-  if echo "$listing" | awk '$2 != "root/root" {exit 1}'; then :; else
-    fail "a file in the .deb is not owned by root/root"
-  fi
-  if echo "$listing" | awk '$1 !~ /^l/ && (substr($1,6,1) == "w" || substr($1,9,1) == "w") {exit 1}'; then :; else
-    fail "a file in the .deb is group- or world-writable"
-  fi
-  for path in ./usr/bin/sbx ./usr/lib/sbx/backends/ ./usr/lib/sbx/backends/sbx-backend-bwrap.so \
-              ./usr/lib/sbx/backends/sbx-backend-landlock.so ./usr/libexec/sbx/sbx-stage2 \
-              ./usr/include/sbx/sbx.h ./usr/include/sbx/core/policy.hpp \
-              ./usr/include/sbx/sdk/abi.h ./usr/lib/pkgconfig/sbx.pc \
-              ./usr/lib/cmake/sbx/sbx-config.cmake ./usr/lib/cmake/sbx-sdk/sbx-sdk-config.cmake \
-              ./usr/share/doc/sbx/LICENSE; do
-    echo "$listing" | awk '{print $6}' | grep -qx -- "$path" || fail "the .deb lacks $path"
+  check_depends() {  # package, then the names its Depends must list
+    local depends needed
+    depends=$(dpkg-deb -f "$(deb_file "$1")" Depends)
+    echo "$1 Depends: $depends"
+    for needed in "${@:2}"; do
+      [[ ", $depends" == *", $needed"* ]] || fail "$1: Depends does not name $needed"
+    done
+    # Every declared dependency not built here is satisfied on this machine, as dpkg -i checks.
+    depends=$(echo "$depends" | tr ',' '\n' | { grep -v -E '^ *(sbx|sbx-sdk|libsbx[^ ]*) ' || true; } |
+              paste -sd,)
+    [[ -z "$depends" ]] || dpkg-checkbuilddeps -d "$depends" "$work/control" ||
+      fail "$1: Depends is not satisfied here"
+  }
+  check_depends sbx bubblewrap libc6
+  check_depends "$lib" libc6 libstdc++6 libboost-json
+  check_depends libsbx-dev "$lib (= " "sbx-sdk (= "
+  # libsbx enters the dynamic linker's cache through the ldconfig trigger (policy 8.1.1), not
+  # through maintainer scripts; its shlibs entry names the package.
+  dpkg-deb -I "$(deb_file "$lib")" triggers | grep -qx 'activate-noawait ldconfig' ||
+    fail "$lib has no ldconfig trigger"
+  ! dpkg-deb -I "$(deb_file "$lib")" postinst >/dev/null 2>&1 || fail "$lib has a postinst"
+  dpkg-deb -I "$(deb_file "$lib")" shlibs | grep -q "^libsbx .* $lib " ||
+    fail "no shlibs entry for libsbx naming $lib"
+  # Which file in which package.
+  for p in $(packages); do
+    listing=$(dpkg-deb -c "$(deb_file "$p")")
+    echo "== $p"
+    echo "$listing"
+    # Owned by root, nothing (but symbolic links) group- or world-writable.
+    if echo "$listing" | awk '$2 != "root/root" {exit 1}'; then :; else
+      fail "a file in $p is not owned by root/root"
+    fi
+    if echo "$listing" | awk '$1 !~ /^l/ && (substr($1,6,1) == "w" || substr($1,9,1) == "w") {exit 1}'; then :; else
+      fail "a file in $p is group- or world-writable"
+    fi
+    case $p in
+    sbx) want="./usr/bin/sbx ./usr/$libdir/sbx/backends/ ./usr/$libdir/sbx/backends/sbx-backend-bwrap.so
+               ./usr/$libdir/sbx/backends/sbx-backend-landlock.so ./usr/libexec/sbx/sbx-stage2
+               ./usr/share/man/man1/sbx.1.gz ./usr/share/man/man1/sbx-exec.1.gz
+               ./usr/share/bash-completion/completions/sbx" ;;
+    libsbx-dev) want="./usr/include/sbx/sbx.h ./usr/include/sbx/core/policy.hpp
+               ./usr/$libdir/libsbx.so ./usr/$libdir/pkgconfig/sbx.pc
+               ./usr/$libdir/cmake/sbx/sbx-config.cmake" ;;
+    sbx-sdk) want="./usr/include/sbx/sdk/abi.h ./usr/$libdir/cmake/sbx-sdk/sbx-sdk-config.cmake" ;;
+    *) want="./usr/$libdir/$soname" ;;
+    esac
+    for path in $want ./usr/share/doc/$p/copyright ./usr/share/doc/$p/changelog.gz; do
+      echo "$listing" | awk '{print $6}' | grep -qx -- "$path" || fail "$p lacks $path"
+    done
+    ! echo "$listing" | grep -E '/man/man[0-9]/[^ ]*\.[0-9]$' || fail "$p has uncompressed man pages"
   done
-  echo "$listing" | grep -E ' \./usr/lib/sbx/backends/$' | grep -q '^drwxr-xr-x root/root' ||
-    fail "the plugin directory is not drwxr-xr-x root/root"
-  echo "$listing" | grep -E ' \./usr/lib/libsbx\.so\.[0-9.]+$' >/dev/null ||
-    fail "the .deb lacks the versioned libsbx"
+  echo "$(dpkg-deb -c "$(deb_file sbx)")" | grep -E " \./usr/$libdir/sbx/backends/\$" |
+    grep -q '^drwxr-xr-x root/root' || fail "the plugin directory is not drwxr-xr-x root/root"
+  ;;
+lintian)
+  command -v lintian >/dev/null ||
+    { echo "SKIPPED: lintian is not installed (apt-get install lintian)"; exit 0; }
+  # shellcheck disable=SC2046
+  report=$(lintian --fail-on none $(all_debs) 2>&1 | { grep -v '^running with root privileges' || true; })
+  echo "$report"
+  tags=$(echo "$report" | grep -E '^[EW]: ' || true)
+  # The one tag a libdir without the multiarch triplet draws (the ci preset's, "lib"): the
+  # packaging build (-DCMAKE_INSTALL_PREFIX=/usr) gets lib/<triplet> from GNUInstallDirs.
+  if [[ "$libdir" != */*-* ]]; then
+    echo "libdir '$libdir' has no multiarch triplet: pkg-config-unavailable-for-cross-compilation expected"
+    tags=$(echo "$tags" | grep -v 'pkg-config-unavailable-for-cross-compilation' || true)
+  fi
+  [[ -z "$tags" ]] || fail "lintian reports errors or warnings:
+$tags"
   ;;
 tgz)
   tgz=$(ls "$out"/sbx-*.tar.gz | head -n1)
   rm -rf "$work/tgz" && mkdir -p "$work/tgz"
   tar -C "$work/tgz" -xzf "$tgz"
   top=$(ls -d "$work/tgz"/sbx-*)
-  for path in bin/sbx lib/sbx/backends/sbx-backend-bwrap.so libexec/sbx/sbx-stage2 \
-              include/sbx/sbx.h lib/pkgconfig/sbx.pc lib/cmake/sbx/sbx-config.cmake; do
+  for path in bin/sbx "$libdir/sbx/backends/sbx-backend-bwrap.so" libexec/sbx/sbx-stage2 \
+              include/sbx/sbx.h "$libdir/pkgconfig/sbx.pc" "$libdir/cmake/sbx/sbx-config.cmake"; do
     [[ -e "$top/$path" ]] || fail "the tarball lacks $path"
   done
   version=$("$top/bin/sbx" --version)
   echo "$version"
-  [[ "$version" == *"$(dpkg-deb -f "$(deb_file)" Version)"* ]] || fail "sbx --version: $version"
-  # sbx.pc finds its prefix from its own place.
-  libs=$(PKG_CONFIG_PATH="$top/lib/pkgconfig" pkg-config --libs sbx | sed 's/ *$//')
-  [[ "$libs" == "-L$top/lib/pkgconfig/../../lib -lsbx" ]] || fail "pkg-config --libs sbx: $libs"
+  [[ "$version" == *"$(dpkg-deb -f "$(deb_file sbx)" Version)"* ]] || fail "sbx --version: $version"
+  # sbx.pc finds its prefix from its own place, and links programs with an rpath to it.
+  libs=$(PKG_CONFIG_PATH="$top/$libdir/pkgconfig" pkg-config --libs sbx | sed 's/ *$//')
+  lib="$top/$libdir/pkgconfig/$(echo "$libdir/pkgconfig" | sed -E 's#[^/]+#..#g')/$libdir"
+  [[ "$libs" == "-L$lib -Wl,-rpath,$lib -lsbx" ]] || fail "pkg-config --libs sbx: $libs"
   ;;
 extract)
   rm -rf "$root"
   # The plugin loader trusts only directory chains nobody but root can write: 0755 all the way.
   mkdir -p "$root" && chmod 0755 "$root"
-  dpkg -x "$(deb_file)" "$root"
+  for deb in $(all_debs); do dpkg -x "$deb" "$root"; done
   chmod 0755 "$root"  # dpkg -x applies the archive's "./" entry to the root itself
-  stat -c '%A %U %n' "$usr/lib/sbx/backends" "$usr/lib/sbx/backends"/*
+  stat -c '%A %U %n' "$usr/$libdir/sbx/backends" "$usr/$libdir/sbx/backends"/*
   ;;
 probe)
   probe_check "$usr"
@@ -151,33 +207,59 @@ exec)
   exec_check "$usr" exec
   ;;
 install)
-  # A real installation: dpkg itself refuses the package if a declared dependency is missing.
+  # A real installation: dpkg itself refuses a package if a declared dependency is missing.
   # Only as root, only where no sbx is installed already (never replace the machine's own), and
   # purged again whatever happens.
   [[ $(id -u) -eq 0 ]] || { echo "SKIPPED: dpkg -i needs root"; exit 0; }
-  deb=$(deb_file)
-  package=$(dpkg-deb -f "$deb" Package)
-  if [[ "$(dpkg-query -W -f='${db:Status-Status}' "$package" 2>/dev/null)" == installed ]]; then
-    echo "SKIPPED: package $package is already installed here; not replacing it"
-    exit 0
-  fi
-  [[ ! -e /usr/bin/sbx ]] || { echo "SKIPPED: /usr/bin/sbx exists and is not packaged; not overwriting it"; exit 0; }
-  trap 'dpkg --purge "$package" >/dev/null 2>&1 || true' EXIT
-  dpkg -i "$deb"
-  [[ "$(dpkg-query -W -f='${db:Status-Status}' "$package")" == installed ]] ||
-    fail "dpkg did not leave $package installed"
-  [[ "$(stat -c '%U:%G %a' /usr/lib/sbx/backends)" == "root:root 755" ]] ||
+  read -r -a pkgs <<<"$(packages)"
+  for package in "${pkgs[@]}"; do
+    if [[ "$(dpkg-query -W -f='${db:Status-Status}' "$package" 2>/dev/null)" == installed ]]; then
+      echo "SKIPPED: package $package is already installed here; not replacing it"
+      exit 0
+    fi
+  done
+  for path in /usr/bin/sbx /usr/include/sbx "/usr/$libdir/sbx"; do
+    [[ ! -e $path ]] || { echo "SKIPPED: $path exists and is not packaged; not overwriting it"; exit 0; }
+  done
+  # Every file the packages hold (not the directories they share with the system).
+  files=$(for deb in $(all_debs); do dpkg-deb -c "$deb"; done | awk '$1 !~ /^d/ {print substr($6, 2)}')
+  trap 'dpkg --purge "${pkgs[@]}" >/dev/null 2>&1 || true' EXIT
+  # shellcheck disable=SC2046
+  dpkg -i $(all_debs)
+  for package in "${pkgs[@]}"; do
+    [[ "$(dpkg-query -W -f='${db:Status-Status}' "$package")" == installed ]] ||
+      fail "dpkg did not leave $package installed"
+  done
+  [[ "$(stat -c '%U:%G %a' "/usr/$libdir/sbx/backends")" == "root:root 755" ]] ||
     fail "the installed plugin directory is not root-owned 0755"
+  # The ldconfig trigger ran: libsbx is in the dynamic linker's cache (which holds the multiarch
+  # directories; plain /usr/lib is searched without it, ld.so --help).
+  if [[ "$libdir" == */*-* ]]; then
+    # (With a merged /usr the cache may name /lib/<triplet>.)
+    ldconfig -p | grep -E "=> (/usr)?/$libdir/libsbx\.so\." || fail "libsbx is not in ld.so.cache"
+  else
+    echo "libdir '$libdir' is not in ld.so.cache on Debian: the cache check is for lib/<triplet>"
+  fi
   probe_check /usr
   exec_check /usr installed
   man -w sbx >/dev/null || fail "man sbx finds no page after the install"
-  dpkg --purge "$package"
+  # The README's snippet built against /usr with pkg-config and with CMake: no rpath needed.
+  bash "$source/tests/package/prefix_test.sh" system "$build" "$work/system" /usr "$source" "$libdir"
+  dpkg --purge "${pkgs[@]}"
   trap - EXIT
-  [[ ! -e /usr/bin/sbx && ! -e /usr/lib/sbx ]] || fail "purging $package left files behind"
+  for path in $files /usr/include/sbx "/usr/$libdir/sbx" /usr/libexec/sbx /usr/share/sbx \
+              "/usr/$libdir/cmake/sbx" "/usr/$libdir/cmake/sbx-sdk"; do
+    [[ ! -e $path && ! -L $path ]] || fail "purging the packages left $path behind"
+  done
+  for package in "${pkgs[@]}"; do
+    [[ ! -e /usr/share/doc/$package ]] || fail "purging left /usr/share/doc/$package behind"
+  done
+  ! ldconfig -p | grep -F 'libsbx.so' || fail "libsbx is still in ld.so.cache after the purge"
   ;;
 c)
   rm -rf "$work/c" && mkdir -p "$work/c/ws"
-  export PKG_CONFIG_PATH="$usr/lib/pkgconfig"
+  # The .deb's sbx.pc names /usr, where dpkg -i puts it; the extracted root is its sysroot.
+  export PKG_CONFIG_PATH="$usr/$libdir/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$root"
   flags=$(pkg-config --cflags --libs sbx)
   echo "pkg-config --cflags --libs sbx: $flags"
   libdir=$(pkg-config --variable=libdir sbx)
@@ -190,10 +272,10 @@ c)
 cxx)
   rm -rf "$work/cxx" && mkdir -p "$work/cxx/ws"
   cmake -S "$source/tests/package/consumer_cxx" -B "$work/cxx/build" -G Ninja \
-        -DCMAKE_PREFIX_PATH="$usr" -DCMAKE_BUILD_RPATH="$usr/lib" -DCMAKE_CXX_STANDARD=20
+        -DCMAKE_PREFIX_PATH="$usr" -DCMAKE_BUILD_RPATH="$usr/$libdir" -DCMAKE_CXX_STANDARD=20
   cmake --build "$work/cxx/build"
   # The library that ran is the package's.
-  ldd "$work/cxx/build/consumer_cxx" | grep -F "$usr/lib/libsbx.so" ||
+  ldd "$work/cxx/build/consumer_cxx" | grep -F "$usr/$libdir/libsbx.so" ||
     fail "consumer_cxx is not linked to the package's libsbx"
   mkdir -p "$denied" && rm -f "$denied/cxx.txt"
   "$work/cxx/build/consumer_cxx" "$work/cxx/ws" "$denied/cxx.txt"
@@ -216,7 +298,7 @@ node)
         if (r.exit.code !== 0 || fs.readFileSync(ws + "/from-node.txt", "utf8") !== "hi\n")
           process.exit(1);
       }, (e) => { console.error(e); process.exit(1); });' "$source/bindings/node" "$work/node/ws"
-  ldd "$work/node/build/sbx.node" | grep -F "$usr/lib/libsbx.so" ||
+  ldd "$work/node/build/sbx.node" | grep -F "$usr/$libdir/libsbx.so" ||
     fail "the standalone addon is not linked to the package's libsbx"
   ;;
 *)
