@@ -274,6 +274,17 @@ class Reports(unittest.TestCase):
             self.assertEqual(report["stderr_tail"], "oops\n")
             report_schemas.check("exec", s.exec({"version": 1, "preset": "read-only"},
                                                 ["/bin/true"], cwd=self.work), "sbx_exec")
+            # sbx_run_wait's: with "stdout_capture"/"stderr_capture", and a time-out's.
+            ran = s.run({"version": 1, "preset": "workspace-write"},
+                        ["/bin/sh", "-c", "echo out; echo e >&2"], cwd=self.work,
+                        max_output_bytes=2)
+            report_schemas.check("exec", ran.report, "sbx_run_wait")
+            self.assertEqual((ran.stdout, ran.report["stdout_capture"]["truncated"]),
+                             (b"ou", True))
+            ended = s.run({"version": 1, "preset": "workspace-write"}, ["sleep", "30"],
+                          cwd=self.work, timeout=0.5)
+            report_schemas.check("exec", ended.report, "sbx_run_wait")
+            self.assertEqual(ended.report["error_kind"], "timed_out")
             for name, document in [
                     ("denial", s.classify(1, 0, b"x: Read-only file system\n", "bwrap")),
                     ("denial", s.classify(0)),

@@ -16,20 +16,35 @@ message (what was wrong and what to do) on failure: a subclass per kind of failu
 TimedOutError, CancelledError), whose .kind is the name the C API, the CLI's --json
 "error_kind" and the Node binding use. The GIL is released while libsbx works, so
 a thread can run exec() while others continue.
+
+For a tool call that needs the command's output, run() captures it (stdin from `input`, a cap,
+a time-out, per-call environment changes), popen() streams it, and `await run_async(...)` runs
+it without blocking the event loop; any number of runs go on at once on one Sbx::
+
+    result = s.run(policy, ["sh", "-c", "make test"], cwd=workspace, timeout=600)
+    result.returncode, result.stdout, result.stderr, result.timed_out, result.report
 """
 import ctypes
 import ctypes.util
 import glob
 import json
 import os
-from typing import Any, List, Optional, Sequence, Union, cast
+import threading
+from typing import Any, Optional, Sequence, Set, Union, cast
 
-from .types import (Approval, BackendsReport, Decision, Denial, ExecReport, Explanation, Plan,
-                    Policy, Preference)
+from . import runs as _runs
+from ._args import _argv, _policy, _text
+from .errors import (ERROR_KINDS, BackendFailureError, CancelledError, HostFailureError,
+                     InvalidInputError, RefusedError, SbxError, TimedOutError, UnavailableError,
+                     _error, _take_error)  # noqa: F401 -- sbx._error: kept for the tests
+from .runs import DEVNULL, PIPE, CompletedRun, Popen
+from .types import (Approval, BackendsReport, Decision, Denial, EnvChanges, ExecReport,
+                    Explanation, Plan, Policy, Preference, Stream)
 
 __all__ = ["Sbx", "SbxError", "InvalidInputError", "RefusedError", "UnavailableError",
            "BackendFailureError", "HostFailureError", "TimedOutError", "CancelledError",
            "ERROR_KINDS", "find_library", "EXEC_ALLOW_UNSANDBOXED", "EXEC_CAPTURE_STDERR",
+           "PIPE", "DEVNULL", "CompletedRun", "Popen", "Stream", "EnvChanges",
            "Approval", "BackendsReport", "Decision", "Denial", "ExecReport", "Explanation", "Plan",
            "Policy", "Preference"]
 __version__ = "0.1.0"
@@ -38,70 +53,6 @@ __version__ = "0.1.0"
 EXEC_ALLOW_UNSANDBOXED = 1 << 0
 #: Tee the command's stderr and keep its last 64 KiB for the denial classification.
 EXEC_CAPTURE_STDERR = 1 << 1
-
-
-class SbxError(Exception):
-    """An error reported by libsbx, or a bad argument to it; str(error) is the message (what was
-    wrong and what to do), .kind what sort of failure it is (one of ERROR_KINDS). Raised as the
-    subclass of its kind; catch SbxError for all of them."""
-
-    kind = "host_failure"
-
-
-class InvalidInputError(SbxError, ValueError):
-    """The caller's input is wrong: a malformed policy, a bad argument (also a ValueError)."""
-
-    kind = "invalid_input"
-
-
-class RefusedError(SbxError):
-    """A lock, setting or policy rule forbids it (e.g. a deny policy never runs unsandboxed)."""
-
-    kind = "refused"
-
-
-class UnavailableError(SbxError):
-    """No backend on this host can enforce what was asked."""
-
-    kind = "unavailable"
-
-
-class BackendFailureError(SbxError):
-    """A backend plugin failed to plan or run the sandbox."""
-
-    kind = "backend_failure"
-
-
-class HostFailureError(SbxError):
-    """The host failed: a file, a syscall, libsbx missing or not loadable."""
-
-    kind = "host_failure"
-
-
-class TimedOutError(SbxError, TimeoutError):
-    """A deadline passed."""
-
-    kind = "timed_out"
-
-
-class CancelledError(SbxError):
-    """The caller cancelled."""
-
-    kind = "cancelled"
-
-
-#: sbx_error_kind's values (sbx/sbx.h), in order, to the class raised for each.
-ERROR_KINDS = {cls.kind: cls for cls in (InvalidInputError, RefusedError, UnavailableError,
-                                         BackendFailureError, HostFailureError, TimedOutError,
-                                         CancelledError)}
-_KIND_BY_VALUE = list(ERROR_KINDS.values())
-
-
-def _error(value: int, message: str) -> SbxError:
-    """The exception for sbx_error_kind's `value`; a kind newer than this binding is a
-    HostFailureError."""
-    cls = _KIND_BY_VALUE[value] if 0 <= value < len(_KIND_BY_VALUE) else HostFailureError
-    return cls(message)
 
 
 _LIBDIRS = ("lib", "lib64", "lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu")
@@ -141,39 +92,6 @@ def find_library(prefix: Optional[str] = None) -> str:
                            "prefix")
 
 
-def _c_string(value: str, name: str) -> bytes:
-    """`value` as the NUL-terminated UTF-8 libsbx reads. A NUL inside would end the string
-    there (ctypes passes the bytes as they are): the caller checked "echo x\\0; rm ..." and
-    libsbx would run "echo x". Refused instead: InvalidInputError, a ValueError like
-    os.fsencode's."""
-    nul = value.find("\0")
-    if nul >= 0:
-        raise InvalidInputError(f"{name} contains a NUL character at index {nul}; libsbx would "
-                         "cut it there, so it is refused: remove the NUL")
-    return value.encode("utf-8")
-
-
-def _text(value: Optional[str], name: str) -> Optional[bytes]:
-    return _c_string(value, name) if value is not None else None
-
-
-def _policy(policy: Optional[Policy], name: str = "policy") -> Optional[bytes]:
-    """A dict is sent as JSON, where a NUL travels escaped ("\\u0000") and libsbx refuses it
-    naming the key (SbxError); a string must hold none itself."""
-    if policy is None:
-        return None
-    return _c_string(policy if isinstance(policy, str) else json.dumps(policy), name)
-
-
-def _argv(argv: Sequence[str]) -> "ctypes.Array[ctypes.c_char_p]":
-    if isinstance(argv, (str, bytes)) or not argv:
-        raise InvalidInputError("argv must be a non-empty list of strings")
-    array = (ctypes.c_char_p * (len(argv) + 1))()
-    array[:-1] = [_c_string(arg, f"argv[{k}]") for k, arg in enumerate(argv)]
-    array[-1] = None
-    return array
-
-
 class Sbx:
     """libsbx loaded once; a manager (the plugins, warm probe answers) opened on demand.
 
@@ -183,8 +101,9 @@ class Sbx:
     `settings_json`: the caller's own scope, merged last; `settings_cwd`: where the project's
     .sbx/settings.json is looked up from (as you name it, symlinks kept; sbx checks it as the
     logical path). With settings, every call's `cwd` must be that directory (None: the current
-    one), else it raises: one Sbx per working directory. Calls on one Sbx are serialized by libsbx: use one
-    per thread to run commands in parallel.
+    one), else it raises: one Sbx per working directory. Any number of commands run at once on
+    one Sbx, from any threads (exec, run, popen, run_async); libsbx makes their plans one at a
+    time.
     """
 
     def __init__(self, library: Optional[str] = None, backends: Optional[str] = None,
@@ -204,6 +123,10 @@ class Sbx:
         self._settings_json = settings_json
         self._settings_cwd = settings_cwd
         self._manager: Optional[ctypes.c_void_p] = None
+        # The manager's life: open() and close() swap it, and a run starts on the manager it
+        # was registered with only while that one is still open (sbx.runs).
+        self._state_lock = threading.Lock()
+        self._runs: Set["_runs._Run"] = set()
 
     def _declare(self) -> None:
         lib, err = self._lib, ctypes.POINTER(ctypes.c_void_p)
@@ -228,17 +151,11 @@ class Sbx:
         if hasattr(lib, "sbx_error_kind"):
             lib.sbx_error_kind.argtypes, lib.sbx_error_kind.restype = [p], i
         lib.sbx_version.argtypes, lib.sbx_version.restype = [], s
+        _runs.declare(lib)
 
     # -- plumbing ------------------------------------------------------------------------------
     def _raise(self, error: ctypes.c_void_p) -> None:
-        message = "libsbx failed without a message"
-        kind = 4  # SBX_ERROR_HOST_FAILURE
-        if error:
-            message = self._lib.sbx_error_message(error).decode("utf-8", "replace")
-            if hasattr(self._lib, "sbx_error_kind"):
-                kind = self._lib.sbx_error_kind(error)
-            self._lib.sbx_error_free(error)
-        raise _error(kind, message)
+        raise _take_error(self._lib, error)
 
     def _call(self, name: str, *args: Any) -> str:
         error = ctypes.c_void_p()
@@ -254,16 +171,20 @@ class Sbx:
         return json.loads(self._call(name, *args))
 
     def _m(self) -> ctypes.c_void_p:
-        if self._manager is None:
-            self.open()
-        assert self._manager is not None
-        return self._manager
+        with self._state_lock:
+            return self._open_locked()
 
     # -- the manager ---------------------------------------------------------------------------
     def open(self) -> "Sbx":
         """Loads the plugins (done on first use otherwise). Raises SbxError."""
+        with self._state_lock:
+            self._open_locked()
+        return self
+
+    def _open_locked(self) -> ctypes.c_void_p:
+        """The manager, made now if there is none (the caller holds _state_lock)."""
         if self._manager is not None:
-            return self
+            return self._manager
         error = ctypes.c_void_p()
         if self._settings or self._settings_json is not None:
             manager = self._lib.sbx_manager_new_with_settings(
@@ -276,16 +197,22 @@ class Sbx:
         if not manager:
             self._raise(error)
         self._manager = ctypes.c_void_p(manager)
-        return self
+        return self._manager
 
     def close(self) -> None:
-        """Frees the manager. A call running on another thread finishes first: libsbx's
-        sbx_manager_free waits for it (with the GIL released), so close() returns only then.
-        A call that starts on another thread after close() is an SbxError or opens a new
-        manager, never freed memory."""
-        if self._manager is not None:
-            self._lib.sbx_manager_free(self._manager)
-            self._manager = None
+        """Frees the manager. The runs still going on it (run, popen, run_async) are cancelled
+        first (their reports say "cancelled"; one not started yet raises CancelledError); an
+        exec running on another thread finishes: libsbx's sbx_manager_free waits for every call
+        and run inside it (with the GIL released), so close() returns only then. A call that
+        starts on another thread after close() is an SbxError or opens a new manager, never
+        freed memory."""
+        with self._state_lock:
+            manager, self._manager = self._manager, None
+            runs = list(self._runs)
+        for run in runs:
+            run.cancel()
+        if manager is not None:
+            self._lib.sbx_manager_free(manager)
 
     def __enter__(self) -> "Sbx":
         return self.open()
@@ -337,6 +264,66 @@ class Sbx:
         return cast(ExecReport, self._json("sbx_exec", self._m(), _policy(policy),
                                            _text(cwd, "cwd"), _argv(argv),
                                            _text(preference, "preference"), flags))
+
+    def run(self, policy: Optional[Policy], argv: Sequence[str], cwd: Optional[str] = None,
+            env: Optional[EnvChanges] = None, input: Union[bytes, str, None] = None,
+            capture_output: bool = True, timeout: Optional[float] = None,
+            max_output_bytes: Optional[int] = None, preference: Optional[Preference] = "auto",
+            *, text: bool = False, encoding: Optional[str] = None, errors: Optional[str] = None,
+            flags: int = 0) -> CompletedRun:
+        """Runs `argv` under the policy and waits: a tool call (sbx_run_start, sbx_run_wait).
+
+        stdin is `input` (bytes, or str encoded with `encoding`, default UTF-8) then end of
+        file, or /dev/null without it: unlike subprocess.run, never this process's stdin.
+        stdout and stderr are captured separately, at most `max_output_bytes` (default 1 MiB)
+        of the start of each; the rest is read and dropped (`truncated`). capture_output=False
+        leaves both this process's. `env`: per-call changes on top of this process's
+        environment, a str value sets the name, None removes it; the policy's environment rules
+        then apply and win (a name it scrubs stays scrubbed, its "set" replaces yours).
+        `timeout` (seconds) ends the whole sandbox; the report then says "timed_out" (no
+        exception: `timed_out`, `check()`). `text` (or `encoding`/`errors`) decodes stdout and
+        stderr (errors="replace" by default: a cut capture may end inside a character). `flags`:
+        EXEC_ALLOW_UNSANDBOXED, EXEC_CAPTURE_STDERR (the report's "stderr_tail").
+
+        A refusal (no sandbox available) or a run ended early is a CompletedRun with `error`
+        and `error_kind` set and `returncode` None when the command never ran; a bad argument
+        raises InvalidInputError, a command not found or a failed plan SbxError. A
+        KeyboardInterrupt while waiting cancels the run, waits for its end, and propagates
+        (libsbx forwards the SIGINT sent while a run goes on to the command: README.md)."""
+        request = _runs._run_request(policy, argv, cwd, env, input, capture_output, timeout,
+                                     max_output_bytes, preference, flags, encoding, errors)
+        return _runs.run(self, request, text, encoding, errors)
+
+    async def run_async(self, policy: Optional[Policy], argv: Sequence[str],
+                        cwd: Optional[str] = None, env: Optional[EnvChanges] = None,
+                        input: Union[bytes, str, None] = None, capture_output: bool = True,
+                        timeout: Optional[float] = None, max_output_bytes: Optional[int] = None,
+                        preference: Optional[Preference] = "auto", *, text: bool = False,
+                        encoding: Optional[str] = None, errors: Optional[str] = None,
+                        flags: int = 0) -> CompletedRun:
+        """run() for asyncio: the run starts and is waited for on its own thread, so the event
+        loop is never blocked, and several run_async calls on one Sbx go on at once.
+        Cancelling the awaiting task cancels the run (the whole sandbox) and waits for its end
+        before the task's CancelledError propagates."""
+        request = _runs._run_request(policy, argv, cwd, env, input, capture_output, timeout,
+                                     max_output_bytes, preference, flags, encoding, errors)
+        return await _runs.run_async(self, request, text, encoding, errors)
+
+    def popen(self, policy: Optional[Policy], argv: Sequence[str], stdin: Stream = None,
+              stdout: Stream = None, stderr: Stream = None, cwd: Optional[str] = None,
+              env: Optional[EnvChanges] = None, timeout: Optional[float] = None,
+              preference: Optional[Preference] = "auto", *, text: bool = False,
+              encoding: Optional[str] = None, errors: Optional[str] = None,
+              flags: int = 0) -> Popen:
+        """Starts `argv` under the policy with its streams, like subprocess.Popen, and returns
+        at once. Each of stdin, stdout, stderr is None (this process's own, as subprocess),
+        PIPE (a file object on the Popen, from sbx_run_take_fd; text=True wraps it as text),
+        DEVNULL, or a descriptor or file of yours (keep it open until the run has ended).
+        `env` as in run(); `timeout` (seconds) ends the whole run ("timed_out" in the report).
+        Raises InvalidInputError for a bad argument, SbxError when libsbx refuses to start."""
+        request, callers = _runs.popen_request(policy, argv, stdin, stdout, stderr, cwd, env,
+                                               timeout, preference, flags)
+        return Popen(self, request, callers, text, encoding, errors)
 
     def widen(self, base: Policy, extra: Policy) -> dict:
         """A policy with every access of both (never lifts a deny)."""

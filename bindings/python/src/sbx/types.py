@@ -3,7 +3,7 @@
 Keys are those the C API documents (core/include/sbx/sbx.h); the reports are generated from their
 JSON Schemas (sbx.reports), so every key they have is listed.
 """
-from typing import Any, Dict, List, Mapping, Optional, Union
+from typing import IO, Any, Dict, List, Mapping, Optional, Union
 
 try:
     from typing import Literal, TypedDict
@@ -14,6 +14,12 @@ except ImportError:  # pragma: no cover
 Policy = Union[Mapping[str, Any], str]
 #: "auto" (sandbox when the policy restricts something), "require" or "forbid".
 Preference = Literal["auto", "require", "forbid"]
+#: A run's per-call environment changes (Sbx.run, popen, run_async): a str value adds or
+#: replaces the name, None removes it; the policy's environment rules apply afterwards and win.
+EnvChanges = Mapping[str, Optional[str]]
+#: Where a popen stream goes: None (this process's own), sbx.PIPE, sbx.DEVNULL, a descriptor
+#: or an object with fileno() (kept open by the caller until the run has ended).
+Stream = Union[None, int, IO[Any]]
 
 
 # The reports, generated from their JSON Schemas (core/schema/, `sbx schema NAME`) by
