@@ -22,13 +22,5 @@ JSON
 NODE_PATH="$work/node_modules" "$node" "$work/out/agent_loop.js" "$work/ws" "$outside" >"$work/said" 2>&1 || {
   cat "$work/said"; echo "node_example: the example failed" >&2; exit 1; }
 cat "$work/said"
-fail() { echo "node_example: $1" >&2; exit 1; }
-grep -qx -- "--- build" "$work/said" && grep -qx "built" "$work/said" || fail "the build call's output is missing"
-grep -qx "\[output truncated\]" "$work/said" || fail "the chatty call was not capped"
-grep -qx "\[timed out\]" "$work/said" || fail "the slow call did not time out"
-sed -n "/^--- streamed/,+1p" "$work/said" | grep -qx "tick" || fail "nothing was streamed"
-grep -q "^\[the sandbox refused: " "$work/said" || fail "the denied write was not explained"
-sed -n "/^--- write, granted/,\$p" "$work/said" | grep -qx "\[exit 0\]" || fail "the granted re-run did not succeed"
-[[ "$(cat "$outside/note.txt")" == hello ]] || fail "the granted write did not reach $outside"
-[[ "$(cat "$work/ws/out.txt")" == built ]] || fail "the build's file is not in the workspace"
-echo "node_example: every tool call told the model what happened"
+said="$work/said" ws="$work/ws"
+source "$(dirname "$0")/example_checks.sh"

@@ -1,5 +1,4 @@
-// An agent's tool-call loop: calls in parallel, output capped or streamed, one timed out, one
-// denied (the model is told why), then a person grants more and it runs again (ctest node.example).
+// A tool-call loop: parallel calls, capped or streamed output, a time-out, a denial, a grant.
 import { Sbx, Policy, RunResult } from 'sbx';
 declare const console: { log(...values: unknown[]): void };  // es2020 lib, no @types/node
 declare const process: { argv: string[]; exitCode?: number };
@@ -36,12 +35,11 @@ async function streamed(argv: string[], cap: number): Promise<string> {
 const askUser = (dir: string): Policy => ({ version: 1, filesystem: { entries: [{ path: dir, access: 'write' }] } });
 
 async function main(): Promise<void> {
-  const note = `${outside}/note.txt`;
   const [build, chatty, slow, write, log] = await Promise.all([
     tool(['sh', '-c', 'echo built > out.txt && cat out.txt']),
     tool(['sh', '-c', 'yes | head -c 100000']),
     tool(['sleep', '30'], 300),
-    tool(['sh', '-c', `echo hello > ${note}`]),
+    tool(['sh', '-c', `echo hello > ${outside}/note.txt`]),
     streamed(['sh', '-c', 'while :; do echo tick; sleep 0.05; done'], 20),
   ]);
   for (const [name, r] of [['build', build], ['chatty', chatty], ['slow', slow], ['write', write]] as const)
@@ -52,7 +50,7 @@ async function main(): Promise<void> {
     const requested: Policy = askUser(outside);
     const approval = sbx.approve(requested, askUser(outside));
     if (approval.recorded && approval.policy) policy = sbx.widen(policy, approval.policy);
-    console.log(`--- write, granted ${outside}\n${forModel(await tool(['sh', '-c', `echo hello > ${note}`]))}`);
+    console.log(`--- write, granted ${outside}\n${forModel(await tool(['sh', '-c', `echo hello > ${outside}/note.txt`]))}`);
   }
   sbx.close();
 }

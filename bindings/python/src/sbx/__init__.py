@@ -139,7 +139,8 @@ class Sbx:
                 "sbx_exec": [p, s, s, argv, s, u, err], "sbx_policy_widen": [s, s, err],
                 "sbx_policy_approve": [s, s, err], "sbx_context": [s, s, i, err],
                 "sbx_classify_failure": [i, i, s, ctypes.c_size_t, s, err],
-                "sbx_manager_new": [s, err], "sbx_manager_new_with_settings": [s, s, s, err]}.items():
+                "sbx_manager_new": [s, err], "sbx_manager_new_with_settings": [s, s, s, err],
+                "sbx_wrap": [s, s, argv, err]}.items():
             function = getattr(lib, name)
             function.argtypes, function.restype = args, p
         lib.sbx_manager_reprobe.argtypes, lib.sbx_manager_reprobe.restype = [p, err], i
@@ -324,6 +325,14 @@ class Sbx:
         request, callers = _runs.popen_request(policy, argv, stdin, stdout, stderr, cwd, env,
                                                timeout, preference, flags)
         return Popen(self, request, callers, text, encoding, errors)
+
+    def wrap(self, policy: Policy, argv: Sequence[str], cwd: Optional[str] = None) -> dict:
+        """A command line through this install's `sbx exec` for a caller that spawns processes
+        itself (sbx_wrap): {"argv", "policy", "policy_fd": 3, "report_fd": 4}. Spawn argv with
+        descriptor 3 reading `policy` from a pipe (closed after it) and descriptor 4 writing the
+        run's JSON report; the command's stdio is the spawned process's own."""
+        return cast(dict, self._json("sbx_wrap", _policy(policy, "policy"), _text(cwd, "cwd"),
+                                     _argv(argv)))
 
     def widen(self, base: Policy, extra: Policy) -> dict:
         """A policy with every access of both (never lifts a deny)."""

@@ -480,7 +480,10 @@ def _run_request(policy: Optional[Policy], argv: Sequence[str], cwd: Any,
                  timeout: Optional[float], max_output_bytes: Optional[int],
                  preference: Optional[Preference], flags: int, encoding: Optional[str],
                  errors: Optional[str]) -> _Request:
-    """Sbx.run's options: stdin the input (else /dev/null), stdout and stderr captured."""
+    """Sbx.run's options: stdin the input (else /dev/null), stdout and stderr captured (and
+    stderr's tail then kept for the report's denial, as Node's run does)."""
+    if capture_output and isinstance(flags, int) and not isinstance(flags, bool) and flags >= 0:
+        flags |= 1 << 1  # SBX_EXEC_CAPTURE_STDERR
     request = _Request(policy, argv, cwd, env, preference, flags, timeout)
     if input is None:
         request.stdio(0, _NULL)
