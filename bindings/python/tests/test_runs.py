@@ -7,6 +7,7 @@ bounded poll), so such a test fails instead of hanging; no assertion is on a dur
 "well under the command's own length"."""
 import asyncio
 import itertools
+import json
 import os
 import subprocess
 import threading
@@ -321,3 +322,36 @@ def test_exec_still_runs_beside_the_new_runs(s, workspace, backend):
         assert report["exit"]["code"] == 4 and not p.done
         p.stdin.write(b"\n")
     assert p.returncode == 0
+
+
+# wrap (issue #33 point 3): a caller that spawns processes itself runs the command through the
+# installed `sbx exec`: the policy on fd 3 (a pipe), the report on fd 4. The policy holds: a
+# read-only one keeps the write out of the workspace.
+def test_wrap_spawns_sbx_exec_with_the_policy_on_3_and_the_report_on_4(s, workspace, backend):
+    wrapped = s.wrap({"version": 1, "preset": "read-only"},
+                     ["sh", "-c", "echo out; touch made || echo refused >&2"], cwd=workspace)
+    assert (wrapped["policy_fd"], wrapped["report_fd"]) == (3, 4)
+    assert wrapped["argv"][0].endswith("/bin/sbx") and wrapped["argv"][1] == "exec"
+    policy_r, policy_w = os.pipe()
+    report_r, report_w = os.pipe()
+
+    def place():  # in the child: the pipe ends at 3 and 4, kept open by pass_fds
+        os.dup2(policy_r, 3)
+        os.dup2(report_w, 4)
+
+    child = subprocess.Popen(wrapped["argv"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             preexec_fn=place, pass_fds=(3, 4))
+    os.close(policy_r)
+    os.close(report_w)
+    os.write(policy_w, wrapped["policy"].encode())
+    os.close(policy_w)
+    out, err = child.communicate(timeout=60)
+    with os.fdopen(report_r) as f:
+        report = json.loads(f.read())
+    assert child.returncode == 0, err
+    assert out == b"out\n"
+    assert b"refused" in err
+    assert not os.path.exists(os.path.join(workspace, "made")), "the read-only policy did not hold"
+    assert report["should_sandbox"] is True and report["exit"]["code"] == 0
+    with pytest.raises(sbx.InvalidInputError):
+        s.wrap(WORKSPACE, [])
