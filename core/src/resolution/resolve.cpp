@@ -116,6 +116,16 @@ class Resolver {
   // A read rule at `dir` (write rules inside it become read) and a protected path pinning it;
   // `is_dir`: it is a directory.
   void keep_path_read_only(const std::string& dir, bool is_dir);
+  // The policy's ":caches" entry (caches.hpp): the host's caches kept read-only (or uncreatable)
+  // where a writable root reaches them, their credentials denied, the project's cache made and
+  // its data directory writable. Last of the filesystem rules: nothing after it may turn that
+  // write rule into a read one.
+  Status add_caches();
+  // Makes `path`, missing on the host, uncreatable where a writable rule would let the command
+  // make it: its first missing component becomes a protected path that does not exist.
+  void keep_absent_path_uncreatable(const std::string& path);
+  // A deny rule at `path` (an existing one at the same path becomes deny).
+  void deny_path(const std::string& path);
   Status check_writable_symlinks(const Candidate& candidate) const;
   Status collect_globs();
   Status resolve_network();
@@ -136,6 +146,7 @@ class Resolver {
   std::string cwd_;                   // context_.cwd with duplicate and trailing slashes removed
   policy::winpath::Speller speller_;  // Windows style: one spelling per path, case folded
   std::vector<Candidate> candidates_;
+  std::string caches_pointer_;  // the pointer of the ":caches" entry, "" when there is none
   Resolution out_;
 };
 
@@ -292,6 +303,11 @@ Status Resolver::collect_candidates() {
     std::string pointer = child("/filesystem/entries", i);
     if (entry.path == ":minimal") {
       out_.policy.platform_defaults_readable = true;
+      continue;
+    }
+    if (entry.path == ":caches") {
+      // Not a path of its own: add_caches() makes its rules once the others are settled.
+      if (caches_pointer_.empty()) caches_pointer_ = pointer;
       continue;
     }
     Result<std::optional<std::string>> lexical = expand(entry.path, child(pointer, "path"));
@@ -545,7 +561,100 @@ void Resolver::keep_path_read_only(const std::string& dir, bool is_dir) {
   if (root.empty()) return;
   add_protected_path(ProtectedPath{dir, root, true, is_dir});
 }
+
+void Resolver::keep_absent_path_uncreatable(const std::string& path) {
+  std::string first = path;  // the first missing component
+  struct stat st {};
+  for (std::string up = policy::path::parent(path); up != "/" && ::lstat(up.c_str(), &st) != 0;
+       up = policy::path::parent(up))
+    first = up;
+  if (rule_access(out_.policy, first) != Access::kWrite) return;
+  const std::string root = writable_root_of(first);
+  if (root.empty() || root == first) return;
+  add_protected_path(ProtectedPath{first, root, false, false});
+}
+
+void Resolver::deny_path(const std::string& path) {
+  std::vector<PathRule>& rules = out_.policy.rules;
+  auto same = std::find_if(rules.begin(), rules.end(),
+                           [&](const PathRule& rule) { return rule.path == path; });
+  if (same == rules.end()) {
+    rules.push_back(PathRule{path, Access::kDeny});
+    sort_rules(rules);
+  } else {
+    same->access = Access::kDeny;
+  }
+}
 #endif
+
+// The toolchain caches (core/src/caches/README.md). The command's tools are pointed at the
+// project's own cache in sbx's state through their variables (the run sets them), so:
+//  - the host's caches are never written: one a writable root reaches is kept read-only and
+//    pinned like an install carve-out (renaming a parent must not carry it away), one missing
+//    there is made uncreatable. Otherwise a command could plant a package, a crate or a build
+//    result that the user's next unsandboxed build takes from the cache and runs;
+//  - the credentials kept in the toolchains' homes are denied: a cache entry must not hand the
+//    command the tokens stored beside the caches;
+//  - the project's cache is <cache>/sbx/caches/<key>/data, inside sbx's state directory, which
+//    every sandbox keeps read-only (add_state_dirs): only this project's data directory is
+//    writable, no other project's, and the data rule is added after every carve-out so that
+//    none turns it read-only. A cache that holds the working or home directory is left alone
+//    (a note says so): keeping it read-only would take the workspace with it.
+Status Resolver::add_caches() {
+  if (caches_pointer_.empty()) return {};
+  if (windows()) {
+    out_.notes.push_back(caches_pointer_ +
+                         ": :caches dropped: toolchain caches are not kept for Windows yet");
+    return {};
+  }
+#ifdef _WIN32
+  return {};  // POSIX style on a Windows host is refused in run()
+#else
+  caches::Found found = caches::find_tool_caches(context_.env, context_.home);
+  std::vector<caches::ToolCache> kept;
+  std::vector<std::string> notes;
+  for (caches::ToolCache& cache : found.caches) {
+    cache.host_path = policy::path::canonicalize(cache.host_path);
+    cache.exists = is_directory(cache.host_path);
+    if (holds_workspace_or_home(cache.host_path)) {
+      notes.push_back("the " + cache.tool + " cache " + cache.host_path +
+                      " holds the working or home directory: neither kept read-only nor moved");
+      continue;
+    }
+    if (cache.exists && writable_at_or_below(out_.policy, cache.host_path))
+      keep_path_read_only(cache.host_path, true);
+    else if (!cache.exists)
+      keep_absent_path_uncreatable(cache.host_path);
+    kept.push_back(std::move(cache));
+  }
+  std::vector<std::string> denied;
+  for (const caches::CredentialFile& file : found.credentials) {
+    const std::optional<std::string> real = policy::path::real_path(file.path);
+    struct stat st {};
+    if (!real || ::stat(real->c_str(), &st) != 0 || S_ISDIR(st.st_mode)) continue;
+    if (file.only_with_auth && !caches::file_holds_auth_setting(*real)) continue;
+    if (std::find(denied.begin(), denied.end(), *real) != denied.end()) continue;
+    deny_path(*real);
+    denied.push_back(*real);
+  }
+  Result<std::string> base = context_.caches_base.empty()
+                                 ? caches::caches_base()
+                                 : Result<std::string>(context_.caches_base);
+  if (!base.ok())
+    return error_at(caches_pointer_, "cannot keep the toolchain caches: " + base.error());
+  Result<caches::CachePlan> plan = caches::prepare_project(*base, out_.policy.cwd, std::move(kept));
+  if (!plan.ok())
+    return error_at(caches_pointer_, "cannot keep the toolchain caches: " + plan.error());
+  plan->credentials_denied = std::move(denied);
+  plan->notes = std::move(notes);
+  std::vector<PathRule>& rules = out_.policy.rules;
+  std::erase_if(rules, [&](const PathRule& rule) { return rule.path == plan->data; });
+  rules.push_back(PathRule{plan->data, Access::kWrite});
+  sort_rules(rules);
+  out_.caches = std::move(*plan);
+  return {};
+#endif
+}
 
 std::optional<std::string> Resolver::add_file_carveout(const std::string& path,
                                                        bool directory_too) {
@@ -793,6 +902,8 @@ Result<Resolution> Resolver::run() {
 #endif
     protect_install_carveouts();
     add_policy_file_carveout();
+    status = add_caches();
+    if (!status) return status.failure();
     status = collect_globs();
     if (!status) return status.failure();
   }
