@@ -14,6 +14,7 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -83,6 +84,62 @@ bool is_directory(const std::string& path) {
 #endif
 }
 
+#ifndef _WIN32
+// What policy::path::canonicalize makes of many paths that share their directories, each
+// directory looked up once: the toolchains' caches and credential files lie in a few
+// directories of the home, and a realpath(3) per path walks every component again (and
+// canonicalize() of a missing path one realpath per missing component).
+class PathLookup {
+ public:
+  struct Fact {
+    std::string canonical;  // as canonicalize(): the real path of the longest existing
+                            // ancestor, the rest as written
+    bool exists = false;
+    mode_t mode = 0;  // of what the path leads to (symlinks followed), when it exists
+  };
+  // `path` absolute. One with "." or ".." components or doubled slashes is left to
+  // canonicalize() itself.
+  Fact of(const std::string& path) {
+    if (path.empty() || path.front() != '/' || policy::path::check_components(path) ||
+        policy::path::collapse_slashes(path) != path || (path.size() > 1 && path.back() == '/')) {
+      Fact fact{policy::path::canonicalize(path), false, 0};
+      struct stat st {};
+      if (::stat(fact.canonical.c_str(), &st) == 0) {
+        fact.exists = true;
+        fact.mode = st.st_mode;
+      }
+      return fact;
+    }
+    return lookup(path);
+  }
+
+ private:
+  const Fact& lookup(const std::string& path) {
+    if (const auto found = memo_.find(path); found != memo_.end()) return found->second;
+    Fact fact;
+    if (path == "/") {
+      fact = Fact{"/", true, S_IFDIR};
+    } else {
+      const Fact parent = lookup(policy::path::parent(path));
+      fact.canonical = policy::path::join(parent.canonical, path.substr(path.rfind('/') + 1));
+      struct stat st {};
+      if (parent.exists && S_ISDIR(parent.mode) && ::lstat(fact.canonical.c_str(), &st) == 0) {
+        if (!S_ISLNK(st.st_mode)) {
+          fact.exists = true;
+          fact.mode = st.st_mode;
+        } else if (std::optional<std::string> real = policy::path::real_path(fact.canonical);
+                   real && ::stat(real->c_str(), &st) == 0) {
+          fact = Fact{std::move(*real), true, st.st_mode};
+        }
+        // A dangling symlink: canonicalize() keeps its name, and nothing below it exists.
+      }
+    }
+    return memo_.emplace(path, std::move(fact)).first->second;
+  }
+  std::map<std::string, Fact> memo_;
+};
+#endif
+
 class Resolver {
  public:
   Resolver(const Policy& policy, const ResolveContext& context)
@@ -147,6 +204,9 @@ class Resolver {
   policy::winpath::Speller speller_;  // Windows style: one spelling per path, case folded
   std::vector<Candidate> candidates_;
   std::string caches_pointer_;  // the pointer of the ":caches" entry, "" when there is none
+  // cwd_, the policy's cwd and the home directory, each as given and by its real path:
+  // holds_workspace_or_home's, looked up once (it is asked for every install prefix and cache).
+  mutable std::optional<std::vector<std::string>> workspace_and_home_;
   Resolution out_;
 };
 
@@ -346,16 +406,19 @@ bool writable_at_or_below(const ResolvedPolicy& policy, const std::string& dir) 
 
 bool Resolver::holds_workspace_or_home(const std::string& prefix) const {
   if (prefix == "/") return true;
-  // Both spellings: the prefix may be a real path and cwd or home a symlinked one, or not.
-  for (const std::string& inner : {cwd_, out_.policy.cwd, context_.home}) {
-    if (inner.empty()) continue;
-    if (path_is_within(inner, prefix)) return true;
-    if (!windows()) {
-      const std::optional<std::string> real = policy::path::real_path(inner);
-      if (real && path_is_within(*real, prefix)) return true;
+  if (!workspace_and_home_) {
+    // Both spellings: the prefix may be a real path and cwd or home a symlinked one, or not.
+    workspace_and_home_.emplace();
+    for (const std::string& inner : {cwd_, out_.policy.cwd, context_.home}) {
+      if (inner.empty()) continue;
+      workspace_and_home_->push_back(inner);
+      if (windows()) continue;
+      if (std::optional<std::string> real = policy::path::real_path(inner))
+        workspace_and_home_->push_back(std::move(*real));
     }
   }
-  return false;
+  return std::any_of(workspace_and_home_->begin(), workspace_and_home_->end(),
+                     [&](const std::string& inner) { return path_is_within(inner, prefix); });
 }
 
 // A writable root at or inside one of sbx's state directories (context_.state_dirs) is refused
@@ -611,31 +674,39 @@ Status Resolver::add_caches() {
   return {};  // POSIX style on a Windows host is refused in run()
 #else
   caches::Found found = caches::find_tool_caches(context_.env, context_.home);
+  PathLookup paths;
   std::vector<caches::ToolCache> kept;
   std::vector<std::string> notes;
   for (caches::ToolCache& cache : found.caches) {
-    cache.host_path = policy::path::canonicalize(cache.host_path);
-    cache.exists = is_directory(cache.host_path);
+    const PathLookup::Fact fact = paths.of(cache.host_path);
+    cache.host_path = fact.canonical;
+    cache.exists = fact.exists && S_ISDIR(fact.mode);
     if (holds_workspace_or_home(cache.host_path)) {
       notes.push_back("the " + cache.tool + " cache " + cache.host_path +
                       " holds the working or home directory: neither kept read-only nor moved");
       continue;
     }
-    if (cache.exists && writable_at_or_below(out_.policy, cache.host_path))
+    // Only where some write rule could reach it (at, above or below it) is there anything to
+    // keep: in workspace-write the home is read-only already.
+    const bool reachable =
+        std::any_of(out_.policy.rules.begin(), out_.policy.rules.end(), [&](const PathRule& r) {
+          return r.access == Access::kWrite && (path_is_within(cache.host_path, r.path) ||
+                                                path_is_within(r.path, cache.host_path));
+        });
+    if (reachable && cache.exists && writable_at_or_below(out_.policy, cache.host_path))
       keep_path_read_only(cache.host_path, true);
-    else if (!cache.exists)
+    else if (reachable && !cache.exists)
       keep_absent_path_uncreatable(cache.host_path);
     kept.push_back(std::move(cache));
   }
   std::vector<std::string> denied;
   for (const caches::CredentialFile& file : found.credentials) {
-    const std::optional<std::string> real = policy::path::real_path(file.path);
-    struct stat st {};
-    if (!real || ::stat(real->c_str(), &st) != 0 || S_ISDIR(st.st_mode)) continue;
-    if (file.only_with_auth && !caches::file_holds_auth_setting(*real)) continue;
-    if (std::find(denied.begin(), denied.end(), *real) != denied.end()) continue;
-    deny_path(*real);
-    denied.push_back(*real);
+    const PathLookup::Fact fact = paths.of(file.path);
+    if (!fact.exists || S_ISDIR(fact.mode)) continue;
+    if (file.only_with_auth && !caches::file_holds_auth_setting(fact.canonical)) continue;
+    if (std::find(denied.begin(), denied.end(), fact.canonical) != denied.end()) continue;
+    deny_path(fact.canonical);
+    denied.push_back(fact.canonical);
   }
   Result<std::string> base = context_.caches_base.empty()
                                  ? caches::caches_base()
