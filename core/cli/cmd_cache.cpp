@@ -84,8 +84,6 @@ int run_list(const CacheOptions& options) {
 }
 
 int run_clear(const CacheOptions& options) {
-  if (options.all && !options.project.empty())
-    return fail("--all and --project name different caches", "give one of them");
   Result<std::string> base = caches::caches_base();
   if (!base.ok()) return fail(base.failure(), "set XDG_CACHE_HOME or HOME to a private directory");
   std::vector<std::string> keys;
@@ -140,11 +138,12 @@ std::vector<Command> register_cache(CLI::App& app) {
       "clear",
       "Remove the cache of the project at DIR (default: the current directory), or of every "
       "project with --all; the host's own caches are never touched");
-  clear
-      ->add_option("--project", clear_options->project,
-                   "The project whose cache goes (a run's working directory)")
-      ->type_name("DIR");
-  clear->add_flag("--all", clear_options->all, "Remove every project's cache");
+  CLI::Option* project =
+      clear
+          ->add_option("--project", clear_options->project,
+                       "The project whose cache goes (a run's working directory)")
+          ->type_name("DIR");
+  clear->add_flag("--all", clear_options->all, "Remove every project's cache")->excludes(project);
   return {{list, [list_options] { return run_list(*list_options); }},
           {clear, [clear_options] { return run_clear(*clear_options); }}};
 }
