@@ -713,6 +713,10 @@ Status Resolver::add_caches() {
                                  : Result<std::string>(context_.caches_base);
   if (!base.ok())
     return error_at(caches_pointer_, "cannot keep the toolchain caches: " + base.error());
+  // Every project's cache read-only where a writable root reaches it (the state directory
+  // around it is already, but for root, whose state is in /run), before this project's data
+  // directory becomes the one writable part.
+  if (writable_at_or_below(out_.policy, *base)) keep_path_read_only(*base, true);
   Result<caches::CachePlan> plan = caches::prepare_project(*base, out_.policy.cwd, std::move(kept));
   if (!plan.ok())
     return error_at(caches_pointer_, "cannot keep the toolchain caches: " + plan.error());
@@ -722,6 +726,15 @@ Status Resolver::add_caches() {
   std::erase_if(rules, [&](const PathRule& rule) { return rule.path == plan->data; });
   rules.push_back(PathRule{plan->data, Access::kWrite});
   sort_rules(rules);
+  // A protected path is read-only whole, whatever is written below it (types.hpp), so the
+  // carve-outs that hold the data directory where a writable root reaches them (sbx's state
+  // directory, the caches, an XDG cache of the home) stay plain read rules: bwrap binds each
+  // read-only (a mount point cannot be renamed, EBUSY) and pins the directories between it and
+  // its writable root (plugins/bwrap/README.md, "Mount order", step 3), which is what the
+  // protected path held them with; Landlock is passed over for the carve-outs themselves.
+  std::erase_if(out_.policy.protected_paths, [&](const ProtectedPath& p) {
+    return p.exists && p.is_directory && path_is_within(plan->data, p.path);
+  });
   out_.caches = std::move(*plan);
   return {};
 #endif

@@ -291,6 +291,54 @@ TEST_P(ToolchainCaches, WhatACommandPlantsStaysInItsProjectsCache) {
   EXPECT_EQ(digest(home()), before) << "sbx cache clear touched the host's caches";
 }
 
+// A policy with the home writable: the host's caches stay read-only (and a missing one
+// uncreatable), and so do the other projects' caches, while the rest of the home and the
+// project's cache take writes. Landlock cannot carve those out and refuses, naming one.
+TEST_P(ToolchainCaches, AWritableHomeKeepsTheHostsAndOtherProjectsCachesReadOnly) {
+  fill_host_caches();
+  const RunResult other = run_in(other_.path(), "true");
+  ASSERT_EQ(other.code, 0) << describe(other);
+  const std::string other_data = data_of(other_.path());
+  ASSERT_FALSE(other_data.empty());
+  policy_ = conf_.write(
+      "home-policy.json",
+      R"({"version":1,"filesystem":{"kind":"restricted","protected_names":[],"entries":[)"
+      R"({"path":":root","access":"read"},{"path":":cwd","access":"write"},)"
+      R"({"path":"~","access":"write"},{"path":":caches","access":"write"}]},)"
+      R"("network":{"mode":"restricted"}})");
+  give_to(who(), policy_);
+  const std::string before = digest(home() + "/.npm") + digest(home() + "/.cargo") +
+                             digest(home() + "/.cache/pip") + digest(other_data);
+  extra_env_ = {"OTHER=" + other_data};
+  const RunResult r = run(
+      "for f in ~/.npm/evil ~/.npm/_cacache/index-v5/host-entry ~/.cache/pip/evil "
+      "  ~/.cargo/registry/evil \"$OTHER/evil\" \"$OTHER/npm/evil\"; do "
+      "  if (echo evil >> \"$f\") 2>/dev/null; then echo \"WROTE:$f\"; else echo \"refused:$f\"; "
+      "  fi; done; "
+      "for d in ~/.gradle ~/go \"$OTHER/../new\"; do "
+      "  if mkdir \"$d\" 2>/dev/null; then echo \"WROTE:$d\"; else echo \"refused:$d\"; fi; done; "
+      "for f in ~/.npm ~/.cache/pip; do mv \"$f\" \"$f.moved\" 2>/dev/null && echo \"MOVED:$f\"; "
+      "done; "
+      "echo notes > ~/notes.txt && echo home-ok; "
+      "mkdir -p \"$npm_config_cache\" && echo ok > \"$npm_config_cache/ok\" && echo cache-ok");
+  if (backend() == "landlock") {
+    EXPECT_EQ(r.code, 125) << describe(r);
+    EXPECT_NE(r.err.find("carve"), std::string::npos) << describe(r);
+    return;
+  }
+  ASSERT_EQ(r.code, 0) << describe(r);
+  EXPECT_EQ(r.out.find("WROTE:"), std::string::npos) << describe(r);
+  EXPECT_EQ(r.out.find("MOVED:"), std::string::npos) << describe(r);
+  EXPECT_NE(r.out.find("home-ok"), std::string::npos) << describe(r);
+  EXPECT_NE(r.out.find("cache-ok"), std::string::npos) << describe(r);
+  EXPECT_EQ(digest(home() + "/.npm") + digest(home() + "/.cargo") + digest(home() + "/.cache/pip") +
+                digest(other_data),
+            before);
+  // The missing caches were kept uncreatable without leaving anything in their place.
+  EXPECT_FALSE(exists(home() + "/.gradle"));
+  EXPECT_FALSE(exists(home() + "/go"));
+}
+
 TEST_P(ToolchainCaches, CredentialsBesideTheCachesStayUnreadable) {
   put(home() + "/.cargo/credentials.toml", "[registry]\ntoken = \"cargo-secret\"\n");
   put(home() + "/.npmrc", "//127.0.0.1/:_authToken=npm-secret\n");

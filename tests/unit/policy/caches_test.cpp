@@ -288,6 +288,22 @@ TEST_F(ResolveCaches, AWritableHomeKeepsTheHostsCachesReadOnlyAndMissingOnesUncr
   EXPECT_TRUE(protects(res, home() + "/.cache", false));
   EXPECT_EQ(rule_access(res.policy, home() + "/notes.txt"), Access::kWrite);
   EXPECT_EQ(rule_access(res.policy, res.caches->data + "/npm"), Access::kWrite);
+  for (const ProtectedPath& p : res.policy.protected_paths)
+    EXPECT_FALSE(path_is_within(res.caches->data, p.path)) << p.path;
+}
+
+TEST_F(ResolveCaches, AWritableRootAroundTheCachesKeepsOtherProjectsReadOnly) {
+  fs::create_directories(base() + "/other-0123456789abcdef/data");
+  const Resolution res = resolve(R"(,{"path":")" + dir_.path() + R"(","access":"write"})");
+  ASSERT_TRUE(res.caches.has_value());
+  EXPECT_EQ(rule_access(res.policy, base() + "/other-0123456789abcdef/data/x"), Access::kRead);
+  EXPECT_EQ(rule_access(res.policy, res.caches->directory + "/project"), Access::kRead);
+  EXPECT_EQ(rule_access(res.policy, res.caches->data + "/npm"), Access::kWrite);
+  // Read rules, not protected paths, around the data directory: a protected path would make
+  // everything below it read-only (bwrap binds the read rules, pinned, all the same).
+  EXPECT_FALSE(protects(res, base(), true));
+  for (const ProtectedPath& p : res.policy.protected_paths)
+    EXPECT_FALSE(path_is_within(res.caches->data, p.path)) << p.path;
 }
 
 TEST_F(ResolveCaches, ACacheHoldingTheWorkspaceIsLeftAloneWithANote) {
