@@ -216,7 +216,7 @@ std::string_view how_text() {
 }
 
 std::string value_of(const CachePlan& plan, const ToolCache& cache) {
-  const std::string dir = join(plan.data, cache.subdir);
+  std::string dir = join(plan.data, cache.subdir);
   if (cache.variable == "MAVEN_OPTS") return "-Dmaven.repo.local=" + dir;
   return dir;
 }
@@ -442,7 +442,7 @@ Result<CachePlan> prepare_project(const std::string& base, const std::string& pr
 Result<std::vector<ProjectCache>> list_projects(const std::string& base) {
   const UniqueFd base_fd(::open(base.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!base_fd.valid()) return Error{"cannot open '" + base + "': " + std::strerror(errno)};
-  DIR* listing = ::fdopendir(::dup(base_fd.get()));
+  DIR* listing = ::fdopendir(::fcntl(base_fd.get(), F_DUPFD_CLOEXEC, 0));
   if (listing == nullptr) return Error{"cannot list '" + base + "': " + std::strerror(errno)};
   std::vector<ProjectCache> out;
   while (const dirent* entry = ::readdir(listing)) {

@@ -673,6 +673,14 @@ Status Resolver::add_caches() {
 #ifdef _WIN32
   return {};  // POSIX style on a Windows host is refused in run()
 #else
+  // The base first: caches_base() makes <cache> (~/.cache) when missing, which the host's
+  // caches below are then looked at in (an XDG cache found missing would be masked, and the
+  // project's data directory below it with it).
+  Result<std::string> base = context_.caches_base.empty()
+                                 ? caches::caches_base()
+                                 : Result<std::string>(context_.caches_base);
+  if (!base.ok())
+    return error_at(caches_pointer_, "cannot keep the toolchain caches: " + base.error());
   caches::Found found = caches::find_tool_caches(context_.env, context_.home);
   PathLookup paths;
   std::vector<caches::ToolCache> kept;
@@ -708,11 +716,6 @@ Status Resolver::add_caches() {
     deny_path(fact.canonical);
     denied.push_back(fact.canonical);
   }
-  Result<std::string> base = context_.caches_base.empty()
-                                 ? caches::caches_base()
-                                 : Result<std::string>(context_.caches_base);
-  if (!base.ok())
-    return error_at(caches_pointer_, "cannot keep the toolchain caches: " + base.error());
   // Every project's cache read-only where a writable root reaches it (the state directory
   // around it is already, but for root, whose state is in /run), before this project's data
   // directory becomes the one writable part.
@@ -732,9 +735,8 @@ Status Resolver::add_caches() {
   // read-only (a mount point cannot be renamed, EBUSY) and pins the directories between it and
   // its writable root (plugins/bwrap/README.md, "Mount order", step 3), which is what the
   // protected path held them with; Landlock is passed over for the carve-outs themselves.
-  std::erase_if(out_.policy.protected_paths, [&](const ProtectedPath& p) {
-    return p.exists && p.is_directory && path_is_within(plan->data, p.path);
-  });
+  std::erase_if(out_.policy.protected_paths,
+                [&](const ProtectedPath& p) { return path_is_within(plan->data, p.path); });
   out_.caches = std::move(*plan);
   return {};
 #endif

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -18,6 +19,7 @@
 
 #include "sbx/core/policy.hpp"
 #include "sbx/core/resolve.hpp"
+#include "sbx_test/private_home.hpp"
 #include "sbx_test/temp_dir.hpp"
 
 namespace sbx {
@@ -304,6 +306,38 @@ TEST_F(ResolveCaches, AWritableRootAroundTheCachesKeepsOtherProjectsReadOnly) {
   EXPECT_FALSE(protects(res, base(), true));
   for (const ProtectedPath& p : res.policy.protected_paths)
     EXPECT_FALSE(path_is_within(res.caches->data, p.path)) << p.path;
+}
+
+// The real base (caches::caches_base(), from this process's HOME), with the home writable and no
+// ~/.cache yet: the base is made first, so the XDG cache is found existing and carved out as a
+// read rule, not masked as a missing cache with the project's data directory below it.
+TEST(ResolveCachesInTheHome, AWritableHomeWithoutACacheDirectoryYet) {
+  const sbx::test::TempDir home(sbx::test::private_parent());
+  const sbx::test::TempDir ws;
+  const char* saved_home = std::getenv("HOME");
+  const char* saved_xdg = std::getenv("XDG_CACHE_HOME");
+  const std::string old_home = saved_home != nullptr ? saved_home : "";
+  const std::string old_xdg = saved_xdg != nullptr ? saved_xdg : "";
+  ::setenv("HOME", home.path().c_str(), 1);
+  ::unsetenv("XDG_CACHE_HOME");
+  const Result<Policy> policy =
+      parse_policy(R"({"version":1,"filesystem":{"entries":[{"path":":root","access":"read"},)"
+                   R"({"path":":cwd","access":"write"},{"path":"~","access":"write"},)"
+                   R"({"path":":caches","access":"write"}]}})");
+  ASSERT_TRUE(policy.ok()) << policy.error();
+  const Result<Resolution> res =
+      resolve_policy_with_notes(*policy, ResolveContext{ws.path(), home.path(), {}});
+  if (saved_home != nullptr) ::setenv("HOME", old_home.c_str(), 1);
+  if (saved_xdg != nullptr) ::setenv("XDG_CACHE_HOME", old_xdg.c_str(), 1);
+  ASSERT_TRUE(res.ok()) << res.error();
+  ASSERT_TRUE(res->caches.has_value());
+  const CachePlan& plan = *res->caches;
+  EXPECT_EQ(plan.data.rfind(home.path() + "/.cache/sbx/caches/", 0), 0u) << plan.data;
+  EXPECT_EQ(rule_access(res->policy, plan.data + "/npm"), Access::kWrite);
+  EXPECT_EQ(rule_access(res->policy, home.path() + "/.cache/other"), Access::kRead);
+  EXPECT_TRUE(cache_of(plan.caches, "XDG cache")->exists);
+  for (const ProtectedPath& p : res->policy.protected_paths)
+    EXPECT_FALSE(path_is_within(plan.data, p.path)) << p.path;
 }
 
 TEST_F(ResolveCaches, ACacheHoldingTheWorkspaceIsLeftAloneWithANote) {
