@@ -1,11 +1,14 @@
-// Parse and resolve a 200-entry policy against a real directory tree.
-// The tree lives in a fresh mkdtemp directory and is removed at exit.
+// Parse and resolve a 200-entry policy against a real directory tree; resolve workspace-write
+// without and with the toolchain caches (":caches") against this process's own context.
+// The tree lives in a fresh mkdtemp directory and is removed at exit (with the project cache
+// the ":caches" case made for it).
 #include <benchmark/benchmark.h>
 #include <stdlib.h>
 
 #include <filesystem>
 #include <string>
 
+#include "sbx/core/caches.hpp"
 #include "sbx/core/policy.hpp"
 #include "sbx/core/resolve.hpp"
 
@@ -110,6 +113,32 @@ void BM_PolicyToJson200(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(sbx::policy_to_json(*policy));
 }
 BENCHMARK(BM_PolicyToJson200);
+
+// workspace-write in the tree's cwd, resolved against this process's context (its HOME, its
+// caches, sbx's state and install directories), without and with ":caches": what the entry adds
+// to a run's resolution (finding the tools' caches, the project's cache, the credentials).
+void BM_ResolveWorkspaceWrite(benchmark::State& state, bool caches) {
+  sbx::Result<sbx::Policy> policy = sbx::parse_policy(
+      caches ? R"({"version": 1, "preset": "workspace-write", "writable_roots": [":caches"]})"
+             : R"({"version": 1, "preset": "workspace-write"})");
+  sbx::Result<sbx::ResolveContext> context = sbx::current_resolve_context();
+  if (!policy.ok() || !context.ok()) {
+    state.SkipWithError("cannot make the policy or the context");
+    return;
+  }
+  context->cwd = tree().root + "/cwd";
+  for (auto _ : state) {
+    sbx::Result<sbx::Resolution> resolved = sbx::resolve_policy_with_notes(*policy, *context);
+    if (!resolved.ok()) state.SkipWithError(resolved.error().c_str());
+    benchmark::DoNotOptimize(resolved);
+  }
+  if (caches) {
+    sbx::Result<std::string> base = sbx::caches::caches_base();
+    if (base.ok()) (void)sbx::caches::clear_project(*base, sbx::caches::project_key(context->cwd));
+  }
+}
+BENCHMARK_CAPTURE(BM_ResolveWorkspaceWrite, plain, false);
+BENCHMARK_CAPTURE(BM_ResolveWorkspaceWrite, caches, true);
 
 }  // namespace
 

@@ -7,7 +7,7 @@ export type PresetName = 'read-only' | 'workspace-write' | 'danger-full-access' 
 export type Preference = 'auto' | 'require' | 'forbid';
 export type NetworkMode = 'restricted' | 'enabled' | 'proxy';
 
-/** A path entry (absolute, "~/...", or ":root", ":cwd", ":cwd/sub", ":tmpdir", ":slash_tmp", ":minimal"). */
+/** A path entry (absolute, "~/...", or ":root", ":cwd", ":cwd/sub", ":tmpdir", ":slash_tmp", ":minimal", ":caches" (write only: the toolchain caches)). */
 export interface PathEntry { path: string; access: Access; }
 /** A deny-only glob entry, e.g. {"glob": "**\/*.pem", "access": "deny"}. */
 export interface GlobEntry { glob: string; access: 'deny'; }

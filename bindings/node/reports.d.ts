@@ -167,6 +167,8 @@ export interface Explanation {
   excluded_by: string[];
   /** The names of the environment variables an excluded command did not get (its environment is reset to an allowlist); empty when the command was not excluded. */
   environment_dropped: string[];
+  /** The policy's ":caches" entry: the toolchain caches of the host, where each was found, and the project's cache in sbx's state the command's tools are pointed at instead; null when the policy has no such entry. */
+  caches: null | Caches;
 }
 
 /** A backend that was not chosen. */
@@ -261,6 +263,36 @@ export type Scope = 'built-in' | 'managed' | 'user' | 'project' | 'command line'
 
 /** A capability a backend can enforce (sbx/sdk/types.hpp, Capability). */
 export type Capability = 'write_restriction' | 'read_restriction' | 'write_carveouts' | 'read_carveouts' | 'protected_names' | 'deny_globs' | 'network_block' | 'proxy_network' | 'unix_socket_allowlist' | 'syscall_filter' | 'local_binding' | 'unix_socket_block';
+
+/** How a run with ":caches" gets its toolchain caches (core/src/caches/README.md). */
+export interface Caches {
+  /** The project the cache belongs to: the run's working directory. */
+  project: string;
+  /** The project's cache in sbx's private state. */
+  directory: string;
+  /** The only part of it the command may write (a write rule of the resolved policy). */
+  writable: string;
+  /** How the caches hold, in words (the same for every backend). */
+  how: string;
+  tools: ToolCache[];
+  /** Credential files of the toolchains' homes denied by this entry (real paths). */
+  credentials_denied: string[];
+  notes: string[];
+}
+
+/** One toolchain cache of the host. */
+export interface ToolCache {
+  tool: string;
+  /** The host's cache directory: never written by the command. */
+  host_path: string;
+  exists: boolean;
+  /** Where host_path came from, e.g. "$npm_config_cache" or "~/.npm ($npm_config_cache unset)". */
+  source: string;
+  /** The variable the command gets, or null when none moves this cache (it then only stays read-only). */
+  variable: string | null;
+  /** What the variable is set to, or null. */
+  value: string | null;
+}
 
 /** Every backend plugin found. */
 export interface BackendsReport {

@@ -40,6 +40,7 @@ struct PolicyOptions {
   std::vector<std::string> writable_roots;
   std::vector<std::string> denies;
   std::string network;
+  bool caches = false;  // --caches: the policy's ":caches" entry (toolchain caches)
   // The path style of the OS the plan is for (`sbx debug windows` on a POSIX host: kWindows).
   // A --cwd written the Windows way ("C:\\proj") is then taken lexically, never looked up here.
   PathStyle style = kHostPathStyle;
@@ -159,5 +160,7 @@ Command register_context(CLI::App& app);
 // `config show [--json]` and `config trust [DIR]`.
 std::vector<Command> register_config(CLI::App& app);
 Command register_debug(CLI::App& app, const GlobalOptions& globals);
+// `cache list [--project DIR] [--json]` and `cache clear [--project DIR | --all]`.
+std::vector<Command> register_cache(CLI::App& app);
 
 }  // namespace sbx::cli

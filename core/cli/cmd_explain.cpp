@@ -62,8 +62,10 @@ std::string network_words(const NetworkPolicy& network) {
   return "unknown";
 }
 
-// `policy_file`: the real path of --policy, which resolution keeps read-only (or empty).
-void print_filesystem(const ResolvedPolicy& policy, const std::string& policy_file) {
+// `policy_file`: the real path of --policy, which resolution keeps read-only (or empty);
+// `cache_data`: the project's cache of ":caches" (or empty).
+void print_filesystem(const ResolvedPolicy& policy, const std::string& policy_file,
+                      const std::string& cache_data) {
   if (policy.filesystem_kind == FilesystemKind::kUnrestricted) {
     std::cout << "  filesystem: unrestricted\n";
     return;
@@ -84,6 +86,8 @@ void print_filesystem(const ResolvedPolicy& policy, const std::string& policy_fi
     std::string words = access_words(rule.access);
     if (carved && is_install(rule.path)) words = "sbx's install: read only (always)";
     if (carved && rule.path == policy_file) words = "policy file: read only (always)";
+    if (!cache_data.empty() && rule.path == cache_data)
+      words = "read and write (the project's toolchain caches)";
     rows.push_back({rule.path, words});
   }
   // No rule for "/" means everything not listed is denied; say so rather than leave it implied.
@@ -132,6 +136,32 @@ void print_environment(const ExplainReport& report) {
   rows.push_back({"set:", list(set_names)});
   rows.push_back({"removed here:", list(report.environment_removed)});
   std::cout << render_table(rows, "  ");
+}
+
+// The policy's ":caches": each toolchain cache of the host, where it was found and what the
+// command's tool is pointed at instead (<cache> standing for the project's writable cache).
+void print_caches(const ExplainReport& report) {
+  if (!report.caches) return;
+  const caches::CachePlan& plan = *report.caches;
+  std::cout << "caches (project " << printable(plan.project)
+            << ", <cache> = " << printable(plan.data) << "):\n";
+  std::vector<std::vector<std::string>> rows;
+  for (const caches::ToolCache& cache : plan.caches) {
+    std::string to = "(no variable moves it: read only)";
+    if (!cache.variable.empty()) {
+      std::string value = caches::value_of(plan, cache);
+      if (const std::size_t at = value.find(plan.data); at != std::string::npos)
+        value.replace(at, plan.data.size(), "<cache>");
+      to = cache.variable + "=" + value;
+    }
+    rows.push_back(
+        {cache.tool, cache.host_path + (cache.exists ? "" : " (none yet)"), cache.source, to});
+  }
+  std::cout << render_table(rows, "  ");
+  for (const std::string& path : plan.credentials_denied)
+    std::cout << "  credentials denied: " << printable(path) << '\n';
+  for (const std::string& note : plan.notes) std::cout << "  note: " << printable(note) << '\n';
+  std::cout << "  how: " << caches::how_text() << '\n';
 }
 
 // Which scope decided what (settings.hpp), the excluded commands and the locks that apply.
@@ -186,10 +216,11 @@ void print_text(const ExplainReport& report, const std::string& policy_file) {
     std::cout << render_table(passed, "  ");
   }
   std::cout << "policy (cwd " << printable(report.policy.cwd) << "):\n";
-  print_filesystem(report.policy, policy_file);
+  print_filesystem(report.policy, policy_file, report.caches ? report.caches->data : "");
   std::cout << "  network: " << network_words(report.policy.network) << '\n';
   for (const std::string& limit : network_limits(report.policy.network))
     std::cout << "  network limit: " << limit << '\n';
+  print_caches(report);
   print_limits(report);
   print_environment(report);
   print_settings(report);
@@ -203,9 +234,10 @@ int run_explain(const ExplainOptions& options, const GlobalOptions& globals) {
   Result<PluginRegistry> registry = load_registry(globals);
   if (!registry.ok()) return fail(registry.failure());
   const Manager manager(*registry, globals.backends, input->policy_file);
-  const ExplainReport report =
+  ExplainReport report =
       explain_run(input->policy, input->resolved, input->decided.sandbox.value, manager,
                   current_environment(), options.command, input->settings);
+  report.caches = std::move(input->caches);
   if (options.json) {
     std::cout << explain_to_json(report, JsonStyle::kPretty) << '\n';
   } else {

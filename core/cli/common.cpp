@@ -171,6 +171,7 @@ RunRequest run_request(PreparedRequest input, const std::vector<std::string>& co
   request.policy = std::move(input.policy);
   request.resolved = std::move(input.resolved);
   request.cwd = std::move(input.cwd);
+  request.caches = std::move(input.caches);
   request.command = command;
   request.environment = current_environment();
   return request;

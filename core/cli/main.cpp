@@ -125,8 +125,8 @@ std::string_view named_verb(int argc, char** argv) {
 std::vector<sbx::cli::Command> register_subcommands(CLI::App& app,
                                                     const sbx::cli::GlobalOptions& globals,
                                                     std::string_view verb) {
-  constexpr std::string_view kKnown[] = {"backends", "explain", "exec",   "context",
-                                         "debug",    "policy",  "config", "schema"};
+  constexpr std::string_view kKnown[] = {"backends", "explain", "exec",  "context", "debug",
+                                         "policy",   "config",  "cache", "schema"};
   const bool all = std::find(std::begin(kKnown), std::end(kKnown), verb) == std::end(kKnown);
   const auto wanted = [&](std::string_view name) { return all || verb == name; };
   std::vector<sbx::cli::Command> commands;
@@ -140,6 +140,7 @@ std::vector<sbx::cli::Command> register_subcommands(CLI::App& app,
   if (wanted("debug")) commands.push_back(sbx::cli::register_debug(app, globals));
   if (wanted("policy")) add(sbx::cli::register_policy(app));
   if (wanted("config")) add(sbx::cli::register_config(app));
+  if (wanted("cache")) add(sbx::cli::register_cache(app));
   if (wanted("schema")) commands.push_back(sbx::cli::register_schema_command(app));
   // Last: `__describe-cli` describes every subcommand registered before it (it is not a known
   // verb, so it always sees them all); the extras also hang `schema` and `import` on `policy`.

@@ -150,6 +150,7 @@ Status apply_additions(const PolicyOptions& options, const std::string& cwd, Pol
       policy.filesystem.entries.push_back({policy_path(deny, cwd), "", Access::kDeny});
     }
   }
+  if (options.caches) policy.filesystem.entries.push_back({":caches", "", Access::kWrite});
   if (!options.network.empty()) {
     Result<NetworkMode> mode = parse_network(options.network);
     if (!mode.ok()) return mode.failure();
@@ -197,6 +198,11 @@ void add_policy_options(CLI::App& app, PolicyOptions& options) {
                  "* ? [ or { (repeatable)")
       ->type_name("PATH|GLOB")
       ->allow_extra_args(false)
+      ->group(group);
+  app.add_flag("--caches", options.caches,
+               "Give the command the toolchain caches (npm, pip, cargo, go, gradle, maven, the "
+               "XDG cache) through a cache of the project's own in sbx's state: the policy entry "
+               "\":caches\"; the host's caches stay read-only and their credentials unreadable")
       ->group(group);
   app.add_option("--network", options.network, "Override the policy's network mode")
       ->check(CLI::IsMember({"restricted", "enabled", "proxy"}))
@@ -284,7 +290,8 @@ Result<PolicyRequest> cli_request(const PolicyOptions& options, const std::strin
   request.overrides.policy = std::move(*given);
   request.overrides.sandbox = choices.sandbox;
   request.overrides.allow_unsandboxed = choices.allow_unsandboxed;
-  if (!options.writable_roots.empty() || !options.denies.empty() || !options.network.empty()) {
+  if (!options.writable_roots.empty() || !options.denies.empty() || !options.network.empty() ||
+      options.caches) {
     request.amend = [&options, cwd](Policy policy) -> Result<Policy> {
       if (Status applied = apply_additions(options, cwd, policy); !applied.ok()) {
         return applied.failure();
@@ -293,9 +300,11 @@ Result<PolicyRequest> cli_request(const PolicyOptions& options, const std::strin
       // the same strict checks apply whatever the source of an entry.
       Result<Policy> checked = parse_policy(policy_to_json(policy));
       if (!checked.ok()) {
-        return Error{"the policy with the --writable-root/--deny/--network additions is invalid: " +
-                         checked.error() + "; fix the values given on the command line",
-                     checked.kind()};
+        return Error{
+            "the policy with the --writable-root/--deny/--network/--caches additions is "
+            "invalid: " +
+                checked.error() + "; fix the values given on the command line",
+            checked.kind()};
       }
       return checked;
     };

@@ -22,7 +22,8 @@ foreach(_name IN ITEMS policy exec explain backends plan context denial decision
 endforeach()
 add_executable(sbx_exe
     "${_sbx_cli}/main.cpp" "${_sbx_cli}/common.cpp" "${_sbx_cli}/policy_options.cpp"
-    "${_sbx_cli}/text_table.cpp" "${_sbx_cli}/cmd_backends.cpp" "${_sbx_cli}/cmd_config.cpp"
+    "${_sbx_cli}/text_table.cpp" "${_sbx_cli}/cmd_backends.cpp" "${_sbx_cli}/cmd_cache.cpp"
+    "${_sbx_cli}/cmd_config.cpp"
     "${_sbx_cli}/cmd_context.cpp" "${_sbx_cli}/cmd_debug.cpp" "${_sbx_cli}/cmd_exec.cpp"
     "${_sbx_cli}/cmd_explain.cpp" "${_sbx_cli}/cmd_policy.cpp"
     "${_sbx_cli}/cmd_policy_algebra.cpp" "${_sbx_cli}/cmd_extras.cpp"

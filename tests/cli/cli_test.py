@@ -31,15 +31,17 @@ CAPABILITIES = {
     "unix_socket_allowlist", "syscall_filter", "local_binding", "unix_socket_block",
 }
 PRESETS = ["read-only", "workspace-write", "danger-full-access", "external-sandbox"]
-SUBCOMMANDS = ["backends", "explain", "exec", "policy", "context", "debug", "config", "schema"]
-POLICY_OPTIONS = ["--policy", "--preset", "--cwd", "--writable-root", "--deny", "--network"]
+SUBCOMMANDS = ["backends", "explain", "exec", "policy", "context", "debug", "config", "cache",
+               "schema"]
+POLICY_OPTIONS = ["--policy", "--preset", "--cwd", "--writable-root", "--deny", "--network",
+                  "--caches"]
 
 
-def sbx(*args, stdin=None, cwd=None):
+def sbx(*args, stdin=None, cwd=None, env=None):
     """Runs sbx with args; returns CompletedProcess with text stdout/stderr. Every JSON report
     the run wrote is validated against its schema (core/schema/, tests/cli/report_schemas.py)."""
     result = subprocess.run([SBX, *args], input=stdin, cwd=cwd, capture_output=True, text=True,
-                            errors="replace", timeout=TIMEOUT, check=False)
+                            errors="replace", timeout=TIMEOUT, check=False, env=env)
     report_schemas.check_run(args, result)
     return result
 
@@ -2524,6 +2526,101 @@ class Settings(SbxTestCase):
                               "/bin/sh", "-c", "mkdir .sbx", cwd=sub)
         self.assert_exit(result, 125)
         self.assertFalse(os.path.exists(os.path.join(sub, ".sbx")))
+
+class Caches(SbxTestCase):
+    """--caches (":caches"): explain lists every toolchain cache with where it came from, a
+    sandboxed command gets the tools' variables pointed at the project's cache (an unsandboxed
+    one does not), `sbx cache list|clear` show and remove it, and a HOME in a shared directory
+    refuses the entry with the reason (core/src/caches/README.md)."""
+
+    def setUp(self):
+        super().setUp()
+        # A HOME outside /tmp: sbx keeps no state, and no caches, below a directory others may
+        # write.
+        if os.geteuid() == 0 and os.path.isdir("/srv"):
+            base = "/srv/sbx-cli-tests"
+            os.makedirs(base, mode=0o755, exist_ok=True)
+        else:
+            base = os.path.join(os.path.expanduser("~"), ".sbx-test-homes")
+            os.makedirs(base, mode=0o700, exist_ok=True)
+        self.home = tempfile.mkdtemp(prefix="sbx-cli-home-", dir=base)
+        self.addCleanup(shutil.rmtree, self.home, ignore_errors=True)
+        self.env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": self.home, "LANG": "C.UTF-8",
+                    "npm_config_cache": os.path.join(self.home, "npm-cache"), "PWD": self.work}
+
+    def sbx_home(self, *args):
+        return sbx(*args, env=self.env, cwd=self.work)
+
+    def test_explain_lists_every_cache_with_where_it_came_from(self):
+        result = self.sbx_home("explain", "--caches", "--cwd", self.work, "--json")
+        self.assertEqual(result.returncode, 0, describe(result))
+        caches = json.loads(result.stdout)["caches"]
+        self.assertEqual(caches["project"], self.work)
+        tools = {tool["tool"]: tool for tool in caches["tools"]}
+        self.assertEqual(tools["npm"]["host_path"], os.path.join(self.home, "npm-cache"))
+        self.assertEqual(tools["npm"]["source"], "$npm_config_cache")
+        self.assertEqual(tools["npm"]["variable"], "npm_config_cache")
+        self.assertEqual(tools["npm"]["value"], caches["writable"] + "/npm")
+        self.assertEqual(tools["pip"]["source"],
+                         "~/.cache/pip ($PIP_CACHE_DIR and $XDG_CACHE_HOME unset)")
+        self.assertIn({"path": caches["writable"], "access": "write"},
+                      json.loads(result.stdout)["policy"]["rules"])
+        text = self.sbx_home("explain", "--caches", "--cwd", self.work)
+        self.assertEqual(text.returncode, 0, describe(text))
+        self.assertIn("caches (project " + self.work, text.stdout)
+        self.assertIn("npm_config_cache=<cache>/npm", text.stdout)
+        self.assertIn("(the project's toolchain caches)", text.stdout)
+        without = self.sbx_home("explain", "--cwd", self.work, "--json")
+        self.assertIsNone(json.loads(without.stdout)["caches"])
+
+    def test_only_a_sandboxed_command_gets_the_variables(self):
+        doc = json.loads(self.sbx_home("explain", "--caches", "--cwd", self.work,
+                                       "--json").stdout)
+        result = self.sbx_home("exec", "--caches", "--cwd", self.work, "--", "env")
+        self.assertEqual(result.returncode, 0, describe(result))
+        if doc["final"] == "none":
+            self.skipTest("no backend can run workspace-write here: " + doc["available_reason"])
+        self.assertIn("npm_config_cache=" + doc["caches"]["writable"] + "/npm\n", result.stdout)
+        self.assertIn("CARGO_HOME=" + doc["caches"]["writable"] + "/cargo\n", result.stdout)
+        bare = self.sbx_home("exec", "--caches", "--sandbox", "forbid", "--cwd", self.work, "--",
+                             "env")
+        self.assertEqual(bare.returncode, 0, describe(bare))
+        self.assertIn("npm_config_cache=" + os.path.join(self.home, "npm-cache") + "\n",
+                      bare.stdout)
+        self.assertNotIn("CARGO_HOME=", bare.stdout)
+
+    def test_cache_list_and_clear(self):
+        doc = json.loads(self.sbx_home("explain", "--caches", "--cwd", self.work,
+                                       "--json").stdout)
+        planted = os.path.join(doc["caches"]["writable"], "npm", "planted")
+        os.makedirs(os.path.dirname(planted))
+        with open(planted, "w", encoding="utf-8") as f:
+            f.write("12345")
+        listed = json.loads(self.sbx_home("cache", "list", "--json").stdout)
+        self.assertEqual(listed["base"], os.path.join(os.path.realpath(self.home),
+                                                      ".cache/sbx/caches"))
+        # Its files: the planted one and the project file naming the project.
+        self.assertEqual([(p["project"], p["project_exists"], p["files"], p["bytes"])
+                          for p in listed["projects"]], [(self.work, True, 2, 5 + len(self.work + "\n"))])
+        text = self.sbx_home("cache", "list")
+        self.assertIn(self.work, text.stdout)
+        self.assert_exit(self.sbx_home("cache", "clear", "--all", "--project", self.work), 2)
+        cleared = self.sbx_home("cache", "clear", "--project", self.work)
+        self.assertEqual(cleared.returncode, 0, describe(cleared))
+        self.assertIn("removed " + doc["caches"]["directory"], cleared.stdout)
+        self.assertFalse(os.path.exists(doc["caches"]["directory"]))
+        again = self.sbx_home("cache", "clear", "--project", self.work)
+        self.assertIn("no cache for " + self.work, again.stdout)
+        self.assertIn("no project caches", self.sbx_home("cache", "list").stdout)
+
+    def test_a_home_in_a_shared_directory_refuses_the_entry(self):
+        env = dict(self.env, HOME=self.tmp)
+        result = sbx("explain", "--caches", "--cwd", self.work, env=env, cwd=self.work)
+        self.assertNotEqual(result.returncode, 0, describe(result))
+        self.assert_house_error(result)
+        self.assertIn("cannot keep the toolchain caches", result.stderr)
+        self.assertIn("is writable by others", result.stderr)
+
 
 class Debug(SbxTestCase):
     def debug_plan(self, backend, *options):

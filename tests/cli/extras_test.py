@@ -54,11 +54,24 @@ def walk(app, path=()):
         yield from walk(sub, path)
 
 
+def private_parent():
+    """Where a scratch HOME goes: outside shared directories such as /tmp, where sbx keeps no
+    state and no toolchain caches (a policy with ":caches" cannot be resolved with its HOME
+    there). Root: /srv/sbx-cli-tests (as cli_test.py); another user: ~/.sbx-test-homes."""
+    if os.geteuid() == 0 and os.path.isdir("/srv"):
+        base = "/srv/sbx-cli-tests"
+        os.makedirs(base, mode=0o755, exist_ok=True)
+    else:
+        base = os.path.join(os.path.expanduser("~"), ".sbx-test-homes")
+        os.makedirs(base, mode=0o700, exist_ok=True)
+    return base
+
+
 class ExtrasCase(unittest.TestCase):
     def setUp(self):
         self.assertTrue(SBX and os.access(SBX, os.X_OK), f"SBX_BIN must name sbx, got {SBX!r}")
         self.assertTrue(SHARE and SOURCE and VERSION, "SBX_SHARE, SBX_SOURCE_DIR, SBX_VERSION")
-        self.tmp = tempfile.mkdtemp(prefix="sbx-extras-test-")
+        self.tmp = tempfile.mkdtemp(prefix="sbx-extras-test-", dir=private_parent())
         self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
         # No user or project settings may change what `policy check` accepts.
         self.env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": self.tmp,
@@ -188,6 +201,10 @@ INVALID = [
     ("subpath of :root", FS % '{"path": ":root/etc", "access": "read"}'),
     (":cwd subpath with dot-dot", FS % '{"path": ":cwd/../x", "access": "write"}'),
     (":minimal writable", FS % '{"path": ":minimal", "access": "write"}'),
+    (":caches read", FS % '{"path": ":caches", "access": "read"}'),
+    (":caches denied", FS % '{"path": ":caches", "access": "deny"}'),
+    ("subpath of :caches", FS % '{"path": ":caches/npm", "access": "write"}'),
+    ("glob with a :caches component", FS % '{"glob": "~/:caches/x", "access": "deny"}'),
     ("glob granting read", FS % '{"glob": "**/*.pem", "access": "read"}'),
     ("empty glob", FS % '{"glob": "", "access": "deny"}'),
     ("glob of /", FS % '{"glob": "//", "access": "deny"}'),
@@ -266,6 +283,8 @@ VALID = [
                             ' "write"}, {"path": ":tmpdir", "access": "write"}, {"path":'
                             ' ":slash_tmp", "access": "write"}, {"path": ":minimal",'
                             ' "access": "read"}, {"path": "~", "access": "read"}')),
+    (":caches", FS % '{"path": ":root", "access": "read"}, {"path": ":caches", "access": "write"}'),
+    (":caches as a writable root", P % '"preset": "workspace-write", "writable_roots": [":caches"]'),
     ("odd but valid paths", FS % ('{"path": "//a//b/", "access": "read"}, {"path": "/a/...",'
                                   ' "access": "deny"}, {"path": "/.hidden", "access": "read"}')),
     ("globs", FS % ('{"glob": "**/*.pem", "access": "deny"}, {"glob": "~/.ssh/id_*", "access":'

@@ -393,6 +393,7 @@ Result<RunRequest> request_from(const sbx_manager& manager, const char* policy_j
   request.preference = input->decided.sandbox.value;
   request.allow_unsandboxed = input->decided.allow_unsandboxed;
   request.settings = std::move(input->settings);
+  request.caches = std::move(input->caches);
   return request;
 }
 
@@ -678,9 +679,9 @@ Result<std::string> explain_json(sbx_manager* manager, const char* policy_json, 
   Result<PreparedRequest> input = prepare_call(*manager, policy_json, cwd, preference, false);
   if (!input.ok()) return input.failure();
   const std::lock_guard<std::mutex> lock(manager->mutex);
-  const ExplainReport report =
-      explain_run(input->policy, input->resolved, input->decided.sandbox.value, *manager->manager,
-                  process_environment(), {}, input->settings);
+  ExplainReport report = explain_run(input->policy, input->resolved, input->decided.sandbox.value,
+                                     *manager->manager, process_environment(), {}, input->settings);
+  report.caches = std::move(input->caches);
   return explain_to_json(report, JsonStyle::kPretty);
 }
 

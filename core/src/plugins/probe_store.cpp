@@ -149,6 +149,22 @@ std::vector<std::string> state_directory_names() {
   for (const std::string& dir :
        private_state::candidate_state_dirs(sources, {"probe", "proxy", "bwrap"}))
     add(dir);
+  // The projects' toolchain caches (sbx/core/caches.hpp) are <cache>/sbx/caches, which the
+  // candidates above hold for every user but root with /run, whose state is all there: root's
+  // caches directory is kept like state once it exists, so that no run whose writable roots
+  // reach it (`--writable-root ~/.cache`) writes another project's cache. Not made when missing:
+  // a root run with HOME as its workspace stays possible on Landlock (core/src/caches/README.md
+  // says what that leaves).
+  if (sources.uid == 0 && !sources.root_run.empty()) {
+    for (const std::string& cache_home :
+         {sources.xdg_cache_home, sources.home.empty() ? std::string() : sources.home + "/.cache",
+          sources.passwd_home.empty() ? std::string() : sources.passwd_home + "/.cache"}) {
+      if (cache_home.empty() || cache_home.front() != '/') continue;
+      struct stat st {};
+      const std::string caches = cache_home + "/sbx/caches";
+      if (::lstat(caches.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) add(caches);
+    }
+  }
   return dirs;
 }
 

@@ -21,7 +21,7 @@ using policy::strict::error_at;
 
 constexpr std::string_view kPathHint =
     "write an absolute path, \"~/...\", or one of :root, :cwd, :cwd/SUB, :tmpdir, :slash_tmp, "
-    ":minimal (on Windows also X:\\..., %TEMP%, %TMP% or %USERPROFILE%)";
+    ":minimal, :caches (on Windows also X:\\..., %TEMP%, %TMP% or %USERPROFILE%)";
 
 // A Windows path ("C:\\a", "c:/a", "%TEMP%\\sub") in its generic form ("C:/a", "%TEMP%/sub");
 // whether it applies is the resolver's question (it refuses one for a POSIX target).
@@ -39,7 +39,8 @@ Result<std::string> normalize_windows(std::string_view raw, const std::string& p
   return "%" + variable->name + "%" + (rest->size() > 3 ? rest->substr(2) : std::string());
 }
 
-constexpr std::string_view kSpecialNames[] = {":root", ":cwd", ":tmpdir", ":slash_tmp", ":minimal"};
+constexpr std::string_view kSpecialNames[] = {":root",      ":cwd",     ":tmpdir",
+                                              ":slash_tmp", ":minimal", ":caches"};
 
 Result<std::string> normalize_special(std::string_view raw, const std::string& pointer) {
   std::string collapsed = policy::path::collapse_slashes(raw);
@@ -195,6 +196,13 @@ Status check_entry(PolicyEntry& entry, const std::string& pointer) {
   if (entry.path == ":minimal" && entry.access != Access::kRead) {
     return error_at(access_pointer,
                     ":minimal (the platform files programs need) can only be granted read");
+  }
+  if (entry.path == ":caches" && entry.access != Access::kWrite) {
+    // Read is what the caches' directories already get from the rules that hold them, and a
+    // deny of them is an entry naming their paths: ":caches" asks for the project's own cache.
+    return error_at(access_pointer,
+                    ":caches (the toolchain caches, written to the project's own cache) can "
+                    "only be granted write");
   }
   return {};
 }

@@ -192,6 +192,55 @@ std::string final_backend(const ExplainReport& report) {
   return "none";
 }
 
+namespace {
+
+// The policy's ":caches" for `explain`: null without one.
+json::value caches_json(const std::optional<caches::CachePlan>& plan) {
+  if (!plan) return nullptr;
+  json::object out;
+  out["project"] = plan->project;
+  out["directory"] = plan->directory;
+  out["writable"] = plan->data;
+  out["how"] = std::string(caches::how_text());
+  json::array tools;
+  for (const caches::ToolCache& cache : plan->caches) {
+    json::object entry;
+    entry["tool"] = cache.tool;
+    entry["host_path"] = cache.host_path;
+    entry["exists"] = cache.exists;
+    entry["source"] = cache.source;
+    entry["variable"] = cache.variable.empty() ? json::value(nullptr) : json::value(cache.variable);
+    entry["value"] =
+        cache.variable.empty() ? json::value(nullptr) : json::value(caches::value_of(*plan, cache));
+    tools.emplace_back(std::move(entry));
+  }
+  out["tools"] = std::move(tools);
+  out["credentials_denied"] = string_array(plan->credentials_denied);
+  out["notes"] = string_array(plan->notes);
+  return out;
+}
+
+}  // namespace
+
+std::string cache_list_to_json(const std::string& base,
+                               const std::vector<caches::ProjectCache>& projects) {
+  json::array list;
+  for (const caches::ProjectCache& one : projects) {
+    json::object entry;
+    entry["project"] = one.project.empty() ? json::value(nullptr) : json::value(one.project);
+    entry["project_exists"] = one.project_exists;
+    entry["key"] = one.key;
+    entry["directory"] = one.directory;
+    entry["bytes"] = one.bytes;
+    entry["files"] = one.files;
+    list.emplace_back(std::move(entry));
+  }
+  json::object out;
+  out["base"] = base;
+  out["projects"] = std::move(list);
+  return report::render_json(out, JsonStyle::kPretty);
+}
+
 std::string explain_to_json(const ExplainReport& report, JsonStyle style) {
   json::object out;
   out["preference"] = std::string(to_string(report.preference));
@@ -246,6 +295,7 @@ std::string explain_to_json(const ExplainReport& report, JsonStyle style) {
   out["settings"] = std::move(settings);
   out["excluded_by"] = string_array(report.excluded_by);
   out["environment_dropped"] = string_array(report.environment_dropped);
+  out["caches"] = caches_json(report.caches);
   return report::render_json(out, style);
 }
 

@@ -57,11 +57,12 @@ Result<PreparedRequest> prepare_request(PolicyRequest request) {
       request.context ? request.context() : Result<ResolveContext>(current_resolve_context());
   if (!context.ok()) return context.failure();
   if (request.settings != nullptr) guard_settings_files(*request.settings, *context);
-  Result<ResolvedPolicy> resolved = resolve_policy(decided->policy, *context);
+  Result<Resolution> resolved = resolve_policy_with_notes(decided->policy, *context);
   if (!resolved.ok())
     return Error{request.resolve_prefix + resolved.error() + request.resolve_todo, resolved.kind()};
-  PreparedRequest out{decided->policy,      std::move(*resolved), context->cwd,
-                      context->policy_file, std::move(*decided),  {}};
+  PreparedRequest out{decided->policy,      std::move(resolved->policy), context->cwd,
+                      context->policy_file, std::move(*decided),         {}};
+  out.caches = std::move(resolved->caches);
   if (request.settings != nullptr)
     out.settings = settings::summarize(*request.settings, out.decided);
   return out;

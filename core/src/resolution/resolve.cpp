@@ -14,6 +14,7 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -83,6 +84,62 @@ bool is_directory(const std::string& path) {
 #endif
 }
 
+#ifndef _WIN32
+// What policy::path::canonicalize makes of many paths that share their directories, each
+// directory looked up once: the toolchains' caches and credential files lie in a few
+// directories of the home, and a realpath(3) per path walks every component again (and
+// canonicalize() of a missing path one realpath per missing component).
+class PathLookup {
+ public:
+  struct Fact {
+    std::string canonical;  // as canonicalize(): the real path of the longest existing
+                            // ancestor, the rest as written
+    bool exists = false;
+    mode_t mode = 0;  // of what the path leads to (symlinks followed), when it exists
+  };
+  // `path` absolute. One with "." or ".." components or doubled slashes is left to
+  // canonicalize() itself.
+  Fact of(const std::string& path) {
+    if (path.empty() || path.front() != '/' || policy::path::check_components(path) ||
+        policy::path::collapse_slashes(path) != path || (path.size() > 1 && path.back() == '/')) {
+      Fact fact{policy::path::canonicalize(path), false, 0};
+      struct stat st {};
+      if (::stat(fact.canonical.c_str(), &st) == 0) {
+        fact.exists = true;
+        fact.mode = st.st_mode;
+      }
+      return fact;
+    }
+    return lookup(path);
+  }
+
+ private:
+  const Fact& lookup(const std::string& path) {
+    if (const auto found = memo_.find(path); found != memo_.end()) return found->second;
+    Fact fact;
+    if (path == "/") {
+      fact = Fact{"/", true, S_IFDIR};
+    } else {
+      const Fact parent = lookup(policy::path::parent(path));
+      fact.canonical = policy::path::join(parent.canonical, path.substr(path.rfind('/') + 1));
+      struct stat st {};
+      if (parent.exists && S_ISDIR(parent.mode) && ::lstat(fact.canonical.c_str(), &st) == 0) {
+        if (!S_ISLNK(st.st_mode)) {
+          fact.exists = true;
+          fact.mode = st.st_mode;
+        } else if (std::optional<std::string> real = policy::path::real_path(fact.canonical);
+                   real && ::stat(real->c_str(), &st) == 0) {
+          fact = Fact{std::move(*real), true, st.st_mode};
+        }
+        // A dangling symlink: canonicalize() keeps its name, and nothing below it exists.
+      }
+    }
+    return memo_.emplace(path, std::move(fact)).first->second;
+  }
+  std::map<std::string, Fact> memo_;
+};
+#endif
+
 class Resolver {
  public:
   Resolver(const Policy& policy, const ResolveContext& context)
@@ -116,6 +173,16 @@ class Resolver {
   // A read rule at `dir` (write rules inside it become read) and a protected path pinning it;
   // `is_dir`: it is a directory.
   void keep_path_read_only(const std::string& dir, bool is_dir);
+  // The policy's ":caches" entry (caches.hpp): the host's caches kept read-only (or uncreatable)
+  // where a writable root reaches them, their credentials denied, the project's cache made and
+  // its data directory writable. Last of the filesystem rules: nothing after it may turn that
+  // write rule into a read one.
+  Status add_caches();
+  // Makes `path`, missing on the host, uncreatable where a writable rule would let the command
+  // make it: its first missing component becomes a protected path that does not exist.
+  void keep_absent_path_uncreatable(const std::string& path);
+  // A deny rule at `path` (an existing one at the same path becomes deny).
+  void deny_path(const std::string& path);
   Status check_writable_symlinks(const Candidate& candidate) const;
   Status collect_globs();
   Status resolve_network();
@@ -136,6 +203,10 @@ class Resolver {
   std::string cwd_;                   // context_.cwd with duplicate and trailing slashes removed
   policy::winpath::Speller speller_;  // Windows style: one spelling per path, case folded
   std::vector<Candidate> candidates_;
+  std::string caches_pointer_;  // the pointer of the ":caches" entry, "" when there is none
+  // cwd_, the policy's cwd and the home directory, each as given and by its real path:
+  // holds_workspace_or_home's, looked up once (it is asked for every install prefix and cache).
+  mutable std::optional<std::vector<std::string>> workspace_and_home_;
   Resolution out_;
 };
 
@@ -294,6 +365,11 @@ Status Resolver::collect_candidates() {
       out_.policy.platform_defaults_readable = true;
       continue;
     }
+    if (entry.path == ":caches") {
+      // Not a path of its own: add_caches() makes its rules once the others are settled.
+      if (caches_pointer_.empty()) caches_pointer_ = pointer;
+      continue;
+    }
     Result<std::optional<std::string>> lexical = expand(entry.path, child(pointer, "path"));
     if (!lexical) return lexical.failure();
     if (!lexical->has_value()) continue;
@@ -330,16 +406,19 @@ bool writable_at_or_below(const ResolvedPolicy& policy, const std::string& dir) 
 
 bool Resolver::holds_workspace_or_home(const std::string& prefix) const {
   if (prefix == "/") return true;
-  // Both spellings: the prefix may be a real path and cwd or home a symlinked one, or not.
-  for (const std::string& inner : {cwd_, out_.policy.cwd, context_.home}) {
-    if (inner.empty()) continue;
-    if (path_is_within(inner, prefix)) return true;
-    if (!windows()) {
-      const std::optional<std::string> real = policy::path::real_path(inner);
-      if (real && path_is_within(*real, prefix)) return true;
+  if (!workspace_and_home_) {
+    // Both spellings: the prefix may be a real path and cwd or home a symlinked one, or not.
+    workspace_and_home_.emplace();
+    for (const std::string& inner : {cwd_, out_.policy.cwd, context_.home}) {
+      if (inner.empty()) continue;
+      workspace_and_home_->push_back(inner);
+      if (windows()) continue;
+      if (std::optional<std::string> real = policy::path::real_path(inner))
+        workspace_and_home_->push_back(std::move(*real));
     }
   }
-  return false;
+  return std::any_of(workspace_and_home_->begin(), workspace_and_home_->end(),
+                     [&](const std::string& inner) { return path_is_within(inner, prefix); });
 }
 
 // A writable root at or inside one of sbx's state directories (context_.state_dirs) is refused
@@ -545,7 +624,123 @@ void Resolver::keep_path_read_only(const std::string& dir, bool is_dir) {
   if (root.empty()) return;
   add_protected_path(ProtectedPath{dir, root, true, is_dir});
 }
+
+void Resolver::keep_absent_path_uncreatable(const std::string& path) {
+  std::string first = path;  // the first missing component
+  struct stat st {};
+  for (std::string up = policy::path::parent(path); up != "/" && ::lstat(up.c_str(), &st) != 0;
+       up = policy::path::parent(up))
+    first = up;
+  if (rule_access(out_.policy, first) != Access::kWrite) return;
+  const std::string root = writable_root_of(first);
+  if (root.empty() || root == first) return;
+  add_protected_path(ProtectedPath{first, root, false, false});
+}
+
+void Resolver::deny_path(const std::string& path) {
+  std::vector<PathRule>& rules = out_.policy.rules;
+  auto same = std::find_if(rules.begin(), rules.end(),
+                           [&](const PathRule& rule) { return rule.path == path; });
+  if (same == rules.end()) {
+    rules.push_back(PathRule{path, Access::kDeny});
+    sort_rules(rules);
+  } else {
+    same->access = Access::kDeny;
+  }
+}
 #endif
+
+// The toolchain caches (core/src/caches/README.md). The command's tools are pointed at the
+// project's own cache in sbx's state through their variables (the run sets them), so:
+//  - the host's caches are never written: one a writable root reaches is kept read-only and
+//    pinned like an install carve-out (renaming a parent must not carry it away), one missing
+//    there is made uncreatable. Otherwise a command could plant a package, a crate or a build
+//    result that the user's next unsandboxed build takes from the cache and runs;
+//  - the credentials kept in the toolchains' homes are denied: a cache entry must not hand the
+//    command the tokens stored beside the caches;
+//  - the project's cache is <cache>/sbx/caches/<key>/data, inside sbx's state directory, which
+//    every sandbox keeps read-only (add_state_dirs): only this project's data directory is
+//    writable, no other project's, and the data rule is added after every carve-out so that
+//    none turns it read-only. A cache that holds the working or home directory is left alone
+//    (a note says so): keeping it read-only would take the workspace with it.
+Status Resolver::add_caches() {
+  if (caches_pointer_.empty()) return {};
+  if (windows()) {
+    out_.notes.push_back(caches_pointer_ +
+                         ": :caches dropped: toolchain caches are not kept for Windows yet");
+    return {};
+  }
+#ifdef _WIN32
+  return {};  // POSIX style on a Windows host is refused in run()
+#else
+  // The base first: caches_base() makes <cache> (~/.cache) when missing, which the host's
+  // caches below are then looked at in (an XDG cache found missing would be masked, and the
+  // project's data directory below it with it).
+  Result<std::string> base = context_.caches_base.empty()
+                                 ? caches::caches_base()
+                                 : Result<std::string>(context_.caches_base);
+  if (!base.ok())
+    return error_at(caches_pointer_, "cannot keep the toolchain caches: " + base.error());
+  caches::Found found = caches::find_tool_caches(context_.env, context_.home);
+  PathLookup paths;
+  std::vector<caches::ToolCache> kept;
+  std::vector<std::string> notes;
+  for (caches::ToolCache& cache : found.caches) {
+    const PathLookup::Fact fact = paths.of(cache.host_path);
+    cache.host_path = fact.canonical;
+    cache.exists = fact.exists && S_ISDIR(fact.mode);
+    if (holds_workspace_or_home(cache.host_path)) {
+      notes.push_back("the " + cache.tool + " cache " + cache.host_path +
+                      " holds the working or home directory: neither kept read-only nor moved");
+      continue;
+    }
+    // Only where some write rule could reach it (at, above or below it) is there anything to
+    // keep: in workspace-write the home is read-only already.
+    const bool reachable =
+        std::any_of(out_.policy.rules.begin(), out_.policy.rules.end(), [&](const PathRule& r) {
+          return r.access == Access::kWrite && (path_is_within(cache.host_path, r.path) ||
+                                                path_is_within(r.path, cache.host_path));
+        });
+    if (reachable && cache.exists && writable_at_or_below(out_.policy, cache.host_path))
+      keep_path_read_only(cache.host_path, true);
+    else if (reachable && !cache.exists)
+      keep_absent_path_uncreatable(cache.host_path);
+    kept.push_back(std::move(cache));
+  }
+  std::vector<std::string> denied;
+  for (const caches::CredentialFile& file : found.credentials) {
+    const PathLookup::Fact fact = paths.of(file.path);
+    if (!fact.exists || S_ISDIR(fact.mode)) continue;
+    if (file.only_with_auth && !caches::file_holds_auth_setting(fact.canonical)) continue;
+    if (std::find(denied.begin(), denied.end(), fact.canonical) != denied.end()) continue;
+    deny_path(fact.canonical);
+    denied.push_back(fact.canonical);
+  }
+  // Every project's cache read-only where a writable root reaches it (the state directory
+  // around it is already, but for root, whose state is in /run), before this project's data
+  // directory becomes the one writable part.
+  if (writable_at_or_below(out_.policy, *base)) keep_path_read_only(*base, true);
+  Result<caches::CachePlan> plan = caches::prepare_project(*base, out_.policy.cwd, std::move(kept));
+  if (!plan.ok())
+    return error_at(caches_pointer_, "cannot keep the toolchain caches: " + plan.error());
+  plan->credentials_denied = std::move(denied);
+  plan->notes = std::move(notes);
+  std::vector<PathRule>& rules = out_.policy.rules;
+  std::erase_if(rules, [&](const PathRule& rule) { return rule.path == plan->data; });
+  rules.push_back(PathRule{plan->data, Access::kWrite});
+  sort_rules(rules);
+  // A protected path is read-only whole, whatever is written below it (types.hpp), so the
+  // carve-outs that hold the data directory where a writable root reaches them (sbx's state
+  // directory, the caches, an XDG cache of the home) stay plain read rules: bwrap binds each
+  // read-only (a mount point cannot be renamed, EBUSY) and pins the directories between it and
+  // its writable root (plugins/bwrap/README.md, "Mount order", step 3), which is what the
+  // protected path held them with; Landlock is passed over for the carve-outs themselves.
+  std::erase_if(out_.policy.protected_paths,
+                [&](const ProtectedPath& p) { return path_is_within(plan->data, p.path); });
+  out_.caches = std::move(*plan);
+  return {};
+#endif
+}
 
 std::optional<std::string> Resolver::add_file_carveout(const std::string& path,
                                                        bool directory_too) {
@@ -793,6 +988,8 @@ Result<Resolution> Resolver::run() {
 #endif
     protect_install_carveouts();
     add_policy_file_carveout();
+    status = add_caches();
+    if (!status) return status.failure();
     status = collect_globs();
     if (!status) return status.failure();
   }

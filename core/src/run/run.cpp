@@ -537,6 +537,8 @@ bool prepare(RunRequest& request, RunBackends& backends, RunOutcome& out, Planne
   if (!out.choice.backend)
     return none_available(request, std::move(argv), std::move(env), out, prepared);
   const std::string& backend = *out.choice.backend;
+  // Sandboxed only: without a sandbox the host's caches are the command's to write anyway.
+  if (request.caches) caches::apply_environment(*request.caches, env);
   Result<SandboxedRun> planned = manager->plan_run(
       backend, TransformRequest{std::move(argv), request.cwd, std::move(env), request.resolved},
       request.on_refusal);
@@ -596,9 +598,11 @@ void record_stdio(const RunStdio& stdio, RunReport& report) {
 // control may end it early.
 void run_prepared(const RunRequest& request, PlannedRun& prepared, RunOutcome& out) {
   // Only a sandboxed run is watched for protected names created deep in its writable roots.
-  const CreatedNamesWatch watch = prepared.backend
-                                      ? created_names_watch(request.policy, request.resolved)
-                                      : CreatedNamesWatch{};
+  CreatedNamesWatch watch = prepared.backend ? created_names_watch(request.policy, request.resolved)
+                                             : CreatedNamesWatch{};
+  // The project's cache is sbx's own state, which no git or agent on the host works in, and it
+  // may hold hundreds of thousands of files: not walked.
+  if (request.caches) std::erase(watch.roots, request.caches->data);
   // The writable roots are read while the command runs and checked after it (most of the
   // walk off the run's critical path): the clock now, so that everything the scan reads is
   // judged against a start no later than the command's. The scan itself (its thread, its
@@ -789,6 +793,7 @@ RunOutcome plan_for_backend(const Manager& manager, const std::string& backend,
     }
     argv[0] = *path;
   }
+  if (request.caches) caches::apply_environment(*request.caches, env);
   Result<SandboxedRun> planned = manager.plan_run(
       backend, TransformRequest{std::move(argv), request.cwd, std::move(env), request.resolved},
       request.on_refusal, PlanUse::kShowOnly);

@@ -732,6 +732,20 @@ TEST(ResolveInstall, ProcessContextNamesTheRunningInstallAndTheKeptProbeStore) {
   const std::string fallback =
       sources.root_run.empty() ? sources.home + "/.cache/sbx" : "/run/sbx-bwrap";
   EXPECT_NE(std::find(state.begin(), state.end(), fallback), state.end()) << fallback;
+  // Root with /run: its toolchain caches directory, once a run with ":caches" made it (its
+  // other state is all in /run; probe_store.cpp).
+  if (sources.uid == 0 && !sources.root_run.empty()) {
+    for (const std::string& cache_home :
+         {sources.xdg_cache_home, sources.home.empty() ? std::string() : sources.home + "/.cache",
+          sources.passwd_home.empty() ? std::string() : sources.passwd_home + "/.cache"}) {
+      if (cache_home.empty() || cache_home.front() != '/') continue;
+      const std::string caches = cache_home + "/sbx/caches";
+      struct stat st {};
+      if (::lstat(caches.c_str(), &st) == 0 && S_ISDIR(st.st_mode) &&
+          std::find(state.begin(), state.end(), caches) == state.end())
+        state.push_back(caches);
+    }
+  }
   std::vector<std::string> expected = install_directories(*layout);
   expected.insert(expected.end(), state.begin(), state.end());
   EXPECT_EQ(context->install_dirs, expected);

@@ -182,6 +182,8 @@ class Explanation(TypedDict):
     excluded_by: List[str]
     #: The names of the environment variables an excluded command did not get (its environment is reset to an allowlist); empty when the command was not excluded.
     environment_dropped: List[str]
+    #: The policy's ":caches" entry: the toolchain caches of the host, where each was found, and the project's cache in sbx's state the command's tools are pointed at instead; null when the policy has no such entry.
+    caches: Optional["Caches"]
 
 
 class PassedOver(TypedDict):
@@ -277,6 +279,36 @@ Scope = Literal["built-in", "managed", "user", "project", "command line"]
 
 #: A capability a backend can enforce (sbx/sdk/types.hpp, Capability).
 Capability = Literal["write_restriction", "read_restriction", "write_carveouts", "read_carveouts", "protected_names", "deny_globs", "network_block", "proxy_network", "unix_socket_allowlist", "syscall_filter", "local_binding", "unix_socket_block"]
+
+
+class Caches(TypedDict):
+    """How a run with ":caches" gets its toolchain caches (core/src/caches/README.md)."""
+    #: The project the cache belongs to: the run's working directory.
+    project: str
+    #: The project's cache in sbx's private state.
+    directory: str
+    #: The only part of it the command may write (a write rule of the resolved policy).
+    writable: str
+    #: How the caches hold, in words (the same for every backend).
+    how: str
+    tools: List["ToolCache"]
+    #: Credential files of the toolchains' homes denied by this entry (real paths).
+    credentials_denied: List[str]
+    notes: List[str]
+
+
+class ToolCache(TypedDict):
+    """One toolchain cache of the host."""
+    tool: str
+    #: The host's cache directory: never written by the command.
+    host_path: str
+    exists: bool
+    #: Where host_path came from, e.g. "$npm_config_cache" or "~/.npm ($npm_config_cache unset)".
+    source: str
+    #: The variable the command gets, or null when none moves this cache (it then only stays read-only).
+    variable: Optional[str]
+    #: What the variable is set to, or null.
+    value: Optional[str]
 
 
 class _BackendsReportRequired(TypedDict):
@@ -424,4 +456,4 @@ class ContextNetwork(TypedDict):
     limits: List[str]
 
 
-__all__ = ["ExecReport", "ExitStatus", "Capture", "Denial", "LikelyDenial", "NoDenial", "DenialKind", "NetworkRefusal", "ProxyRefusal", "UnixRefusal", "IpRefusal", "Decision", "Explanation", "PassedOver", "ResolvedPolicy", "PathRule", "ProtectedPath", "ResolvedNetwork", "CgroupSupport", "LimitEnforcement", "EnvironmentSummary", "SettingsSummary", "Scope", "Capability", "BackendsReport", "BackendInfo", "ProbeCheck", "RejectedPlugin", "PluginLoading", "Plan", "HostPaths", "Launch", "PlanWindows", "WindowsToken", "WindowsAce", "WindowsSid", "ContextReport", "ContextFilesystem", "ContextNetwork", "SCHEMAS"]
+__all__ = ["ExecReport", "ExitStatus", "Capture", "Denial", "LikelyDenial", "NoDenial", "DenialKind", "NetworkRefusal", "ProxyRefusal", "UnixRefusal", "IpRefusal", "Decision", "Explanation", "PassedOver", "ResolvedPolicy", "PathRule", "ProtectedPath", "ResolvedNetwork", "CgroupSupport", "LimitEnforcement", "EnvironmentSummary", "SettingsSummary", "Scope", "Capability", "Caches", "ToolCache", "BackendsReport", "BackendInfo", "ProbeCheck", "RejectedPlugin", "PluginLoading", "Plan", "HostPaths", "Launch", "PlanWindows", "WindowsToken", "WindowsAce", "WindowsSid", "ContextReport", "ContextFilesystem", "ContextNetwork", "SCHEMAS"]

@@ -16,7 +16,8 @@
 namespace sbx {
 
 // One filesystem entry. Exactly one of path/glob is set. Paths are special (":root", ":cwd",
-// ":cwd/sub", ":tmpdir", ":slash_tmp", ":minimal"), absolute, or "~/..."; globs are deny-only.
+// ":cwd/sub", ":tmpdir", ":slash_tmp", ":minimal", ":caches" (write only: the toolchain caches,
+// caches.hpp)), absolute, or "~/..."; globs are deny-only.
 struct PolicyEntry {
   std::string path;
   std::string glob;

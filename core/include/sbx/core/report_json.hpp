@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "sbx/core/caches.hpp"
 #include "sbx/core/manager.hpp"
 #include "sbx/core/permissions.hpp"
 #include "sbx/core/plugin_loader.hpp"
@@ -88,7 +89,15 @@ struct ExplainReport {
   // removed before (environment_removed: secrets, withheld LD_* names, "(empty name)");
   // empty when it is not excluded.
   std::vector<std::string> environment_dropped{};
+  // The policy's ":caches" (resolve.hpp Resolution::caches), set by the front end from its
+  // PreparedRequest; nullopt when the policy has none.
+  std::optional<caches::CachePlan> caches{};
 };
+
+// `sbx cache list --json`: {"base": path, "projects": [{"project" (null when unknown),
+// "project_exists", "key", "directory", "bytes", "files"}]}.
+std::string cache_list_to_json(const std::string& base,
+                               const std::vector<caches::ProjectCache>& projects);
 
 // The backend that would run the command: the chosen backend when the command should be
 // sandboxed and one is available, otherwise "none".
@@ -102,7 +111,9 @@ std::string final_backend(const ExplainReport& report);
 //  "settings":{"policy_scope","sandbox_scope","unsandboxed_permitted","escape_hatch_locked",
 //   "require_backend_available","excluded_commands":[patterns],"notes":[string],
 //   "ignored_project_files":[path]},
-//  "excluded_by":[pattern per part of the command],"environment_dropped":[names]}
+//  "excluded_by":[pattern per part of the command],"environment_dropped":[names],
+//  "caches":null|{"project","directory","writable","how","tools":[{"tool","host_path","exists",
+//   "source","variable","value"}],"credentials_denied":[path],"notes":[string]}}
 // (set lists only the names: a value may be a secret the policy sets on purpose)
 // should_sandbox is null when the decision was an error (reason then holds the error).
 std::string explain_to_json(const ExplainReport& report, JsonStyle style);

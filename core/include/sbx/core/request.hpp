@@ -7,6 +7,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "sbx/core/manager.hpp"
@@ -50,6 +51,8 @@ struct PreparedRequest {
   // sandbox preference and override flag as given).
   settings::Decided decided;
   SettingsSummary settings{};  // what a run reports of the settings (settings::summarize)
+  // The policy's ":caches" (resolve.hpp Resolution::caches): what a run points the tools at.
+  std::optional<caches::CachePlan> caches{};
 };
 
 // Builds the policy of `request` (the settings' policy unless the caller gives one, the

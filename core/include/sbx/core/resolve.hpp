@@ -4,9 +4,11 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "sbx/core/caches.hpp"
 #include "sbx/core/policy.hpp"
 #include "sbx/sdk/result.hpp"
 #include "sbx/sdk/types.hpp"
@@ -55,6 +57,9 @@ struct ResolveContext {
   // only if it cannot be made is the first missing component masked (a protected path that
   // does not exist).
   std::vector<std::string> absent_settings_files{};
+  // Where the projects' toolchain caches go (caches::caches_base), for a policy with
+  // ":caches"; empty: asked then, from this process's environment. Tests set their own.
+  std::string caches_base{};
   // The style of cwd, home, the policy's paths and the result. kWindows on a POSIX host is for
   // a plan that is only shown (`sbx debug windows --cwd C:\dir`): nothing is looked up on the
   // local filesystem then, every path is taken lexically.
@@ -79,7 +84,9 @@ Result<ResolveContext> current_resolve_context();
 // Details: ":root" is "/", ":cwd" and ":cwd/sub" hang off context.cwd, ":tmpdir" is $TMPDIR from
 // context.env when it is set, absolute and an existing directory, ":slash_tmp" is /tmp when it
 // is a directory (otherwise those entries are dropped, with a note), ":minimal" sets
-// platform_defaults_readable. Paths are canonicalised (realpath of the longest existing
+// platform_defaults_readable, ":caches" makes the project's cache (Resolution::caches; its data
+// directory a write rule, the host's caches read-only where a writable root reaches them, their
+// credentials denied). Paths are canonicalised (realpath of the longest existing
 // ancestor). Deny globs become absolute: "/..." is kept, "~/..." expanded, anything else is
 // anchored at the cwd, and a glob without '/' matches at any depth ("<cwd>/**/<glob>").
 // Errors for a policy entry start with its pointer, e.g. "/filesystem/entries/2: writable root
@@ -93,6 +100,10 @@ struct Resolution {
   std::vector<std::string> notes;
   std::vector<std::string> install_carveouts;  // install_dirs made read-only, in context order
   std::string policy_file_carveout;  // the policy file's real path when it was made read-only
+  // The policy's ":caches" entry (caches.hpp): the toolchain caches, the project's cache the
+  // command is pointed at (its data directory is a write rule), the credentials denied; nullopt
+  // when the policy has no such entry (or it was dropped: Windows, a note says so).
+  std::optional<caches::CachePlan> caches{};
 };
 Result<Resolution> resolve_policy_with_notes(const Policy& policy, const ResolveContext& context);
 

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "sbx/core/caches.hpp"
 #include "sbx/core/manager.hpp"
 #include "sbx/core/policy.hpp"
 #include "sbx/core/proxy.hpp"
@@ -80,6 +81,10 @@ struct RunRequest {
   // What the settings scopes decided (settings.hpp). Its excluded_commands run without a
   // sandbox when excluded_command() says so; the rest is reported.
   SettingsSummary settings{};
+  // The policy's ":caches" (PreparedRequest::caches): a sandboxed command gets each cache's
+  // variable pointing at the project's cache (caches::apply_environment), set after the
+  // policy's /environment; the project's cache is not walked for created names.
+  std::optional<caches::CachePlan> caches{};
   // Network mode proxy: called on the proxy's thread for each refusal it keeps.
   std::function<void(const proxy::Refusal&)> on_refusal{};
   // Called once, before anything runs, when the command is about to run (or be planned)

@@ -1,0 +1,132 @@
+// Toolchain caches, the policy entry ":caches" (core/src/caches/README.md): the regenerable
+// caches of the toolchains (npm, pip, cargo, go, gradle, maven, the XDG cache), found from the
+// environment the tools themselves read, and the project's own cache in sbx's private state that
+// the command's tools are pointed at instead, through their own variables. The host's caches are
+// never written; their credentials are kept unreadable.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sbx/sdk/result.hpp"
+
+namespace sbx::caches {
+
+// One toolchain cache of the host, and the variable that points the tool elsewhere.
+struct ToolCache {
+  std::string tool;       // "npm", "pip", "cargo registry", ... (for people)
+  std::string host_path;  // the host's cache directory, absolute (canonical after resolution)
+  // How host_path was found, e.g. "$npm_config_cache" or "~/.npm ($npm_config_cache unset)".
+  std::string source;
+  // The variable the command gets ("npm_config_cache", "MAVEN_OPTS"); empty when no variable
+  // moves this cache (macOS's ~/Library/Caches): it then stays read-only, nothing more.
+  std::string variable;
+  std::string subdir;   // the directory below the project's cache it points at ("npm")
+  bool exists = false;  // resolution: host_path is an existing directory
+  friend bool operator==(const ToolCache&, const ToolCache&) = default;
+};
+
+// A file of a toolchain's home that holds credentials: denied whenever caches are requested.
+struct CredentialFile {
+  std::string path;  // absolute
+  std::string tool;
+  // Only when the file holds an authentication setting (npm's user config is also where a
+  // registry is configured): resolution reads it and denies it only then.
+  bool only_with_auth = false;
+  friend bool operator==(const CredentialFile&, const CredentialFile&) = default;
+};
+
+enum class Platform : std::uint8_t { kLinux, kMacos };
+
+#ifdef __APPLE__
+inline constexpr Platform kHostPlatform = Platform::kMacos;
+#else
+inline constexpr Platform kHostPlatform = Platform::kLinux;
+#endif
+
+struct Found {
+  std::vector<ToolCache> caches;
+  std::vector<CredentialFile> credentials;
+};
+
+// Every toolchain cache and credential file, as the tools would find them from `env` and the
+// home directory `home` (absolute). Pure: nothing is looked up (host_path as the tool spells it,
+// `exists` false).
+Found find_tool_caches(const std::map<std::string, std::string>& env, const std::string& home,
+                       Platform platform = kHostPlatform);
+
+// True when npm configuration text sets a credential: a key ending in "_auth", "_authToken" or
+// "_password", for any registry scope, in any case (npm help npmrc, "Auth related
+// configuration"). Pure.
+bool holds_auth_setting(std::string_view text);
+
+#ifndef _WIN32
+// holds_auth_setting of the file at `path`; true (fail closed: deny it) when it cannot be read
+// whole (larger than 1 MiB included).
+bool file_holds_auth_setting(const std::string& path);
+#endif
+
+// The caches of one run, after resolution.
+struct CachePlan {
+  // The project the cache belongs to: the run's working directory (canonical). Never a
+  // directory above it found by a marker such as `.git`: a sandboxed command can make one in
+  // any directory it can write (/tmp in workspace-write), and would then share, and poison, the
+  // cache of every project below it.
+  std::string project;
+  std::string directory;  // the project's cache in sbx's state: <cache>/sbx/caches/<key>
+  std::string data;       // directory + "/data": the only part a sandboxed command may write
+  std::vector<ToolCache> caches;
+  std::vector<std::string> credentials_denied;  // real paths
+  std::vector<std::string> notes;
+  friend bool operator==(const CachePlan&, const CachePlan&) = default;
+};
+
+// How the caches hold, in one paragraph for `sbx explain` (the same for every backend).
+std::string_view how_text();
+
+// What `variable` is set to for `cache`: "<data>/<subdir>", for MAVEN_OPTS the system property
+// naming it ("-Dmaven.repo.local=<data>/maven").
+std::string value_of(const CachePlan& plan, const ToolCache& cache);
+
+// Sets each cache's variable in `env` (KEY=VALUE entries), replacing a value already there;
+// MAVEN_OPTS is appended to. Variables only: the directories exist (prepare_project).
+void apply_environment(const CachePlan& plan, std::vector<std::string>& env);
+
+// The name of a project's cache: its directory's last name (letters, digits, '.', '_', '-';
+// at most 32) and 16 hex digits of a hash of the whole path, e.g. "app-1f0c...".
+std::string project_key(const std::string& root);
+
+// One project's cache as `sbx cache list` shows it.
+struct ProjectCache {
+  std::string key;
+  std::string directory;
+  std::string project;  // from its `project` file; "" when unreadable
+  bool project_exists = false;
+  std::uint64_t bytes = 0;  // of regular files below it, each counted once
+  std::uint64_t files = 0;
+};
+
+#ifndef _WIN32
+// <cache>/sbx/caches (private_state::cache_base: $XDG_CACHE_HOME or ~/.cache), each directory
+// made 0700 and checked private: the base every project's cache lives in, by its real path.
+// Never a runtime directory: a tmpfs emptied at logout is no place for downloads.
+Result<std::string> caches_base();
+
+// Makes the project's cache (<base>/<key> and its data directory, private), records the project
+// root in <base>/<key>/project, and links the host's cargo configuration into the redirected
+// CARGO_HOME when there is one. `caches` become the plan's.
+Result<CachePlan> prepare_project(const std::string& base, const std::string& project,
+                                  std::vector<ToolCache> caches);
+
+// Every project cache under `base`, sorted by key.
+Result<std::vector<ProjectCache>> list_projects(const std::string& base);
+
+// Removes <base>/<key> with everything below it, never following a symlink and never leaving
+// `base`; a directory the tools made read-only (Go's module cache) is opened up first.
+Status clear_project(const std::string& base, const std::string& key);
+#endif
+
+}  // namespace sbx::caches

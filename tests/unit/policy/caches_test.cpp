@@ -1,0 +1,396 @@
+// Toolchain caches (sbx/core/caches.hpp, the policy entry ":caches"): where the tools cache, as
+// found from their variables; the variables a sandboxed command gets; npm's credential check;
+// the project's key; and what resolution makes of the entry: the project's data directory the
+// only new write rule, the host's caches kept read-only or uncreatable where a writable root
+// reaches them, credentials denied; `sbx cache clear`'s removal never following a symlink.
+#include "sbx/core/caches.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sbx/core/policy.hpp"
+#include "sbx/core/resolve.hpp"
+#include "sbx_test/private_home.hpp"
+#include "sbx_test/temp_dir.hpp"
+
+namespace sbx {
+namespace {
+
+namespace fs = std::filesystem;
+using caches::CachePlan;
+using caches::Found;
+using caches::Platform;
+using caches::ToolCache;
+
+const ToolCache* cache_of(const std::vector<ToolCache>& caches, const std::string& tool) {
+  const auto it = std::find_if(caches.begin(), caches.end(),
+                               [&](const ToolCache& cache) { return cache.tool == tool; });
+  return it == caches.end() ? nullptr : &*it;
+}
+
+bool lists_credential(const Found& found, const std::string& path) {
+  return std::any_of(found.credentials.begin(), found.credentials.end(),
+                     [&](const caches::CredentialFile& file) { return file.path == path; });
+}
+
+TEST(FindToolCaches, WithoutVariablesEachToolsOwnDefaultBelowTheHome) {
+  const Found found = caches::find_tool_caches({}, "/h", Platform::kLinux);
+  const std::map<std::string, std::pair<std::string, std::string>> expected = {
+      {"XDG cache", {"/h/.cache", "XDG_CACHE_HOME"}},
+      {"npm", {"/h/.npm", "npm_config_cache"}},
+      {"pip", {"/h/.cache/pip", "PIP_CACHE_DIR"}},
+      {"cargo registry", {"/h/.cargo/registry", "CARGO_HOME"}},
+      {"cargo git", {"/h/.cargo/git", "CARGO_HOME"}},
+      {"go build", {"/h/.cache/go-build", "GOCACHE"}},
+      {"go modules", {"/h/go/pkg/mod", "GOMODCACHE"}},
+      {"gradle caches", {"/h/.gradle/caches", "GRADLE_USER_HOME"}},
+      {"gradle wrapper", {"/h/.gradle/wrapper", "GRADLE_USER_HOME"}},
+      {"maven", {"/h/.m2/repository", "MAVEN_OPTS"}}};
+  EXPECT_EQ(found.caches.size(), expected.size());
+  for (const auto& [tool, where] : expected) {
+    const ToolCache* cache = cache_of(found.caches, tool);
+    ASSERT_NE(cache, nullptr) << tool;
+    EXPECT_EQ(cache->host_path, where.first) << tool;
+    EXPECT_EQ(cache->variable, where.second) << tool;
+    EXPECT_FALSE(cache->exists) << tool;
+  }
+  EXPECT_EQ(cache_of(found.caches, "npm")->source, "~/.npm ($npm_config_cache unset)");
+  EXPECT_EQ(cache_of(found.caches, "pip")->source,
+            "~/.cache/pip ($PIP_CACHE_DIR and $XDG_CACHE_HOME unset)");
+  for (const char* file :
+       {"/h/.cargo/credentials.toml", "/h/.cargo/credentials", "/h/.npmrc", "/h/.m2/settings.xml",
+        "/h/.m2/settings-security.xml", "/h/.gradle/gradle.properties"})
+    EXPECT_TRUE(lists_credential(found, file)) << file;
+}
+
+TEST(FindToolCaches, TheToolsVariablesDecideAndRelativeValuesAreIgnored) {
+  const Found found = caches::find_tool_caches({{"XDG_CACHE_HOME", "/x"},
+                                                {"NPM_CONFIG_CACHE", "/npm-upper"},
+                                                {"CARGO_HOME", "/c"},
+                                                {"GOPATH", "/g1:/g2"},
+                                                {"GRADLE_USER_HOME", "/gr"},
+                                                {"PIP_CACHE_DIR", "relative/pip"},
+                                                {"npm_config_userconfig", "/u/npmrc"}},
+                                               "/h", Platform::kLinux);
+  EXPECT_EQ(cache_of(found.caches, "XDG cache")->host_path, "/x");
+  EXPECT_EQ(cache_of(found.caches, "XDG cache")->source, "$XDG_CACHE_HOME");
+  EXPECT_EQ(cache_of(found.caches, "npm")->host_path, "/npm-upper");
+  EXPECT_EQ(cache_of(found.caches, "npm")->source, "$NPM_CONFIG_CACHE");
+  // A relative PIP_CACHE_DIR names no directory this run can know: pip's default applies.
+  EXPECT_EQ(cache_of(found.caches, "pip")->host_path, "/x/pip");
+  EXPECT_EQ(cache_of(found.caches, "pip")->source, "$XDG_CACHE_HOME/pip ($PIP_CACHE_DIR unset)");
+  EXPECT_EQ(cache_of(found.caches, "cargo registry")->host_path, "/c/registry");
+  EXPECT_EQ(cache_of(found.caches, "go build")->host_path, "/x/go-build");
+  EXPECT_EQ(cache_of(found.caches, "go modules")->host_path, "/g1/pkg/mod");
+  EXPECT_EQ(cache_of(found.caches, "gradle caches")->host_path, "/gr/caches");
+  EXPECT_TRUE(lists_credential(found, "/c/credentials.toml"));
+  EXPECT_TRUE(lists_credential(found, "/u/npmrc"));
+  EXPECT_TRUE(lists_credential(found, "/gr/gradle.properties"));
+
+  const Found lower = caches::find_tool_caches({{"npm_config_cache", "/lower"},
+                                                {"NPM_CONFIG_CACHE", "/upper"},
+                                                {"GOMODCACHE", "/mod"},
+                                                {"GOPATH", "/g1"},
+                                                {"GOCACHE", "/gc"},
+                                                {"PIP_CACHE_DIR", "/p"}},
+                                               "/h", Platform::kLinux);
+  EXPECT_EQ(cache_of(lower.caches, "npm")->host_path, "/lower");
+  EXPECT_EQ(cache_of(lower.caches, "go modules")->host_path, "/mod");
+  EXPECT_EQ(cache_of(lower.caches, "go build")->host_path, "/gc");
+  EXPECT_EQ(cache_of(lower.caches, "pip")->host_path, "/p");
+}
+
+TEST(FindToolCaches, MacosKeepsLibraryCachesReadOnlyWithoutAVariable) {
+  const Found found =
+      caches::find_tool_caches({{"XDG_CACHE_HOME", "/x"}}, "/Users/u", Platform::kMacos);
+  EXPECT_EQ(cache_of(found.caches, "XDG cache"), nullptr);
+  const ToolCache* library = cache_of(found.caches, "Library/Caches");
+  ASSERT_NE(library, nullptr);
+  EXPECT_EQ(library->host_path, "/Users/u/Library/Caches");
+  EXPECT_EQ(library->variable, "");
+  EXPECT_EQ(cache_of(found.caches, "pip")->host_path, "/Users/u/Library/Caches/pip");
+  EXPECT_EQ(cache_of(found.caches, "go build")->host_path, "/Users/u/Library/Caches/go-build");
+}
+
+TEST(FindToolCaches, NoHomeNoCaches) {
+  EXPECT_TRUE(
+      caches::find_tool_caches({{"XDG_CACHE_HOME", "/x"}}, "", Platform::kLinux).caches.empty());
+}
+
+TEST(CacheEnvironment, EveryVariableOnceAtTheProjectsCacheMavenOptsAppended) {
+  CachePlan plan;
+  plan.data = "/s/p/data";
+  plan.caches = caches::find_tool_caches({}, "/h", Platform::kLinux).caches;
+  plan.caches.push_back(ToolCache{"Library/Caches", "/h/Library/Caches", "", "", "", false});
+  std::vector<std::string> env = {"PATH=/bin",
+                                  "NPM_CONFIG_CACHE=/old-upper",
+                                  "npm_config_cache=/old",
+                                  "Npm_Config_Cache=/odd",
+                                  "MAVEN_OPTS=-Xmx1g",
+                                  "XDG_CACHE_HOME=/x",
+                                  "CARGO_HOME=/c"};
+  caches::apply_environment(plan, env);
+  std::sort(env.begin(), env.end());
+  EXPECT_EQ(env, (std::vector<std::string>{
+                     "CARGO_HOME=/s/p/data/cargo",
+                     "GOCACHE=/s/p/data/go-build",
+                     "GOMODCACHE=/s/p/data/go-mod",
+                     "GRADLE_USER_HOME=/s/p/data/gradle",
+                     "MAVEN_OPTS=-Xmx1g -Dmaven.repo.local=/s/p/data/maven",
+                     "PATH=/bin",
+                     "PIP_CACHE_DIR=/s/p/data/pip",
+                     "XDG_CACHE_HOME=/s/p/data/xdg",
+                     "npm_config_cache=/s/p/data/npm",
+                 }));
+  std::vector<std::string> bare = {"PATH=/bin"};
+  caches::apply_environment(plan, bare);
+  EXPECT_NE(std::find(bare.begin(), bare.end(), "MAVEN_OPTS=-Dmaven.repo.local=/s/p/data/maven"),
+            bare.end());
+}
+
+TEST(NpmCredentials, AnAuthSettingOfAnyScopeIsFound) {
+  EXPECT_TRUE(caches::holds_auth_setting("//registry.npmjs.org/:_authToken=abc\n"));
+  EXPECT_TRUE(caches::holds_auth_setting("registry=https://r/\n  _auth = dXNlcjpwdw==\r\n"));
+  EXPECT_TRUE(caches::holds_auth_setting("//r/:_password=cHc=\n"));
+  EXPECT_TRUE(caches::holds_auth_setting("//R/:_AUTHTOKEN=x"));
+  EXPECT_FALSE(caches::holds_auth_setting("registry=https://r/\nsave-exact=true\n"));
+  EXPECT_FALSE(caches::holds_auth_setting("# _authToken=commented out\n; _auth=also\n"));
+  EXPECT_FALSE(caches::holds_auth_setting("always-auth=true\n"));
+}
+
+TEST(ProjectKey, ReadableNameAndAHashOfTheWholePath) {
+  const std::string key = caches::project_key("/work/my app");
+  EXPECT_EQ(key.rfind("my_app-", 0), 0u) << key;
+  EXPECT_EQ(key.size(), std::string("my_app-").size() + 16);
+  EXPECT_EQ(key, caches::project_key("/work/my app"));
+  EXPECT_NE(key, caches::project_key("/other/my app"));
+  EXPECT_EQ(caches::project_key("/").rfind("p-", 0), 0u);
+  EXPECT_EQ(caches::project_key("/w/.hidden").rfind("p.hidden-", 0), 0u);
+  EXPECT_EQ(caches::project_key("/w/" + std::string(60, 'a')).size(), 32u + 1 + 16);
+}
+
+TEST(CacheValidation, CachesCanOnlyBeGrantedWrite) {
+  const Result<Policy> read = parse_policy(
+      R"({"version":1,"filesystem":{"entries":[{"path":":caches","access":"read"}]}})");
+  ASSERT_FALSE(read.ok());
+  EXPECT_EQ(read.error().rfind("/filesystem/entries/0/access: ", 0), 0u) << read.error();
+  EXPECT_TRUE(
+      parse_policy(R"({"version":1,"preset":"workspace-write","writable_roots":[":caches"]})")
+          .ok());
+}
+
+// A home, a workspace and the base the projects' caches go to, in a scratch directory.
+class ResolveCaches : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fs::create_directories(home());
+    fs::create_directories(cwd());
+    fs::create_directory(base());
+    ::chmod(base().c_str(), 0700);
+  }
+  std::string home() const { return dir_ / "home"; }
+  std::string cwd() const { return dir_ / "ws"; }
+  std::string base() const { return dir_ / "caches"; }
+  void file(const std::string& path, const std::string& text) const {
+    fs::create_directories(fs::path(path).parent_path());
+    std::ofstream(path) << text;
+  }
+  Resolution resolve(const std::string& extra_entries = "",
+                     std::map<std::string, std::string> env = {}) const {
+    const Result<Policy> policy =
+        parse_policy(R"({"version":1,"filesystem":{"entries":[{"path":":root","access":"read"},)"
+                     R"({"path":":cwd","access":"write"},{"path":":caches","access":"write"})" +
+                     extra_entries + "]}}");
+    EXPECT_TRUE(policy.ok()) << policy.error();
+    ResolveContext context{cwd(), home(), std::move(env)};
+    context.caches_base = base();
+    Result<Resolution> resolved = resolve_policy_with_notes(*policy, context);
+    EXPECT_TRUE(resolved.ok()) << resolved.error();
+    return resolved.ok() ? std::move(*resolved) : Resolution{};
+  }
+  static bool protects(const Resolution& res, const std::string& path, bool exists) {
+    return std::any_of(
+        res.policy.protected_paths.begin(), res.policy.protected_paths.end(),
+        [&](const ProtectedPath& p) { return p.path == path && p.exists == exists; });
+  }
+  sbx::test::TempDir dir_;
+};
+
+TEST_F(ResolveCaches, OnlyTheProjectsDataDirectoryBecomesWritable) {
+  fs::create_directories(home() + "/.npm/_cacache");
+  const Resolution res = resolve();
+  ASSERT_TRUE(res.caches.has_value());
+  const CachePlan& plan = *res.caches;
+  EXPECT_EQ(plan.project, cwd());
+  EXPECT_EQ(plan.directory, base() + "/" + caches::project_key(cwd()));
+  EXPECT_EQ(plan.data, plan.directory + "/data");
+  EXPECT_TRUE(fs::is_directory(plan.data));
+  struct stat st {};
+  ASSERT_EQ(::stat(plan.data.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  std::ifstream recorded(plan.directory + "/project");
+  std::string line;
+  std::getline(recorded, line);
+  EXPECT_EQ(line, cwd());
+  EXPECT_EQ(writable_roots(res.policy), (std::vector<std::string>{cwd(), plan.data}));
+  EXPECT_EQ(rule_access(res.policy, home() + "/.npm/_cacache/x"), Access::kRead);
+  EXPECT_EQ(rule_access(res.policy, base() + "/another-project/data"), Access::kRead);
+  EXPECT_EQ(rule_access(res.policy, plan.directory + "/project"), Access::kRead);
+  const ToolCache* npm = cache_of(plan.caches, "npm");
+  ASSERT_NE(npm, nullptr);
+  EXPECT_TRUE(npm->exists);
+  EXPECT_FALSE(cache_of(plan.caches, "pip")->exists);
+  // Home read-only already: nothing is carved out and nothing needs pinning.
+  EXPECT_TRUE(res.policy.protected_paths.empty() ||
+              std::none_of(res.policy.protected_paths.begin(), res.policy.protected_paths.end(),
+                           [&](const ProtectedPath& p) { return p.path.rfind(home(), 0) == 0; }));
+  EXPECT_TRUE(plan.credentials_denied.empty());
+}
+
+TEST_F(ResolveCaches, CredentialsBesideTheCachesAreDenied) {
+  file(home() + "/.cargo/credentials.toml", "[registry]\ntoken = \"secret\"\n");
+  file(home() + "/.m2/settings.xml", "<settings/>\n");
+  file(home() + "/.npmrc", "//registry.npmjs.org/:_authToken=secret\n");
+  const Resolution res = resolve();
+  ASSERT_TRUE(res.caches.has_value());
+  for (const std::string& path :
+       {home() + "/.cargo/credentials.toml", home() + "/.m2/settings.xml", home() + "/.npmrc"}) {
+    EXPECT_EQ(rule_access(res.policy, path), Access::kDeny) << path;
+    EXPECT_NE(std::find(res.caches->credentials_denied.begin(),
+                        res.caches->credentials_denied.end(), path),
+              res.caches->credentials_denied.end())
+        << path;
+  }
+}
+
+TEST_F(ResolveCaches, AnNpmrcWithoutCredentialsStaysReadable) {
+  file(home() + "/.npmrc", "registry=https://registry.example/\n");
+  const Resolution res = resolve();
+  EXPECT_EQ(rule_access(res.policy, home() + "/.npmrc"), Access::kRead);
+  EXPECT_TRUE(res.caches->credentials_denied.empty());
+}
+
+TEST_F(ResolveCaches, AWritableHomeKeepsTheHostsCachesReadOnlyAndMissingOnesUncreatable) {
+  fs::create_directories(home() + "/.npm/_cacache");
+  const Resolution res = resolve(R"(,{"path":"~","access":"write"})");
+  ASSERT_TRUE(res.caches.has_value());
+  EXPECT_EQ(rule_access(res.policy, home() + "/.npm/_cacache/index"), Access::kRead);
+  EXPECT_TRUE(protects(res, home() + "/.npm", true));
+  // ~/.cargo does not exist: the command may not make it (and plant a registry there).
+  EXPECT_TRUE(protects(res, home() + "/.cargo", false));
+  EXPECT_TRUE(protects(res, home() + "/.cache", false));
+  EXPECT_EQ(rule_access(res.policy, home() + "/notes.txt"), Access::kWrite);
+  EXPECT_EQ(rule_access(res.policy, res.caches->data + "/npm"), Access::kWrite);
+  for (const ProtectedPath& p : res.policy.protected_paths)
+    EXPECT_FALSE(path_is_within(res.caches->data, p.path)) << p.path;
+}
+
+TEST_F(ResolveCaches, AWritableRootAroundTheCachesKeepsOtherProjectsReadOnly) {
+  fs::create_directories(base() + "/other-0123456789abcdef/data");
+  const Resolution res = resolve(R"(,{"path":")" + dir_.path() + R"(","access":"write"})");
+  ASSERT_TRUE(res.caches.has_value());
+  EXPECT_EQ(rule_access(res.policy, base() + "/other-0123456789abcdef/data/x"), Access::kRead);
+  EXPECT_EQ(rule_access(res.policy, res.caches->directory + "/project"), Access::kRead);
+  EXPECT_EQ(rule_access(res.policy, res.caches->data + "/npm"), Access::kWrite);
+  // Read rules, not protected paths, around the data directory: a protected path would make
+  // everything below it read-only (bwrap binds the read rules, pinned, all the same).
+  EXPECT_FALSE(protects(res, base(), true));
+  for (const ProtectedPath& p : res.policy.protected_paths)
+    EXPECT_FALSE(path_is_within(res.caches->data, p.path)) << p.path;
+}
+
+// The real base (caches::caches_base(), from this process's HOME), with the home writable and no
+// ~/.cache yet: the base is made first, so the XDG cache is found existing and carved out as a
+// read rule, not masked as a missing cache with the project's data directory below it.
+TEST(ResolveCachesInTheHome, AWritableHomeWithoutACacheDirectoryYet) {
+  const sbx::test::TempDir home(sbx::test::private_parent());
+  const sbx::test::TempDir ws;
+  const char* saved_home = std::getenv("HOME");
+  const char* saved_xdg = std::getenv("XDG_CACHE_HOME");
+  const std::string old_home = saved_home != nullptr ? saved_home : "";
+  const std::string old_xdg = saved_xdg != nullptr ? saved_xdg : "";
+  ::setenv("HOME", home.path().c_str(), 1);
+  ::unsetenv("XDG_CACHE_HOME");
+  const Result<Policy> policy =
+      parse_policy(R"({"version":1,"filesystem":{"entries":[{"path":":root","access":"read"},)"
+                   R"({"path":":cwd","access":"write"},{"path":"~","access":"write"},)"
+                   R"({"path":":caches","access":"write"}]}})");
+  ASSERT_TRUE(policy.ok()) << policy.error();
+  const Result<Resolution> res =
+      resolve_policy_with_notes(*policy, ResolveContext{ws.path(), home.path(), {}});
+  if (saved_home != nullptr) ::setenv("HOME", old_home.c_str(), 1);
+  if (saved_xdg != nullptr) ::setenv("XDG_CACHE_HOME", old_xdg.c_str(), 1);
+  ASSERT_TRUE(res.ok()) << res.error();
+  ASSERT_TRUE(res->caches.has_value());
+  const CachePlan& plan = *res->caches;
+  EXPECT_EQ(plan.data.rfind(home.path() + "/.cache/sbx/caches/", 0), 0u) << plan.data;
+  EXPECT_EQ(rule_access(res->policy, plan.data + "/npm"), Access::kWrite);
+  EXPECT_EQ(rule_access(res->policy, home.path() + "/.cache/other"), Access::kRead);
+  EXPECT_TRUE(cache_of(plan.caches, "XDG cache")->exists);
+  for (const ProtectedPath& p : res->policy.protected_paths)
+    EXPECT_FALSE(path_is_within(plan.data, p.path)) << p.path;
+}
+
+TEST_F(ResolveCaches, ACacheHoldingTheWorkspaceIsLeftAloneWithANote) {
+  const Resolution res = resolve("", {{"XDG_CACHE_HOME", dir_.path()}});
+  ASSERT_TRUE(res.caches.has_value());
+  EXPECT_EQ(cache_of(res.caches->caches, "XDG cache"), nullptr);
+  ASSERT_FALSE(res.caches->notes.empty());
+  EXPECT_NE(res.caches->notes.front().find("holds the working or home directory"),
+            std::string::npos);
+  EXPECT_EQ(rule_access(res.policy, cwd() + "/x"), Access::kWrite);
+}
+
+TEST_F(ResolveCaches, AWindowsPlanDropsTheEntryWithANote) {
+  const Result<Policy> policy =
+      parse_policy(R"({"version":1,"filesystem":{"entries":[{"path":":cwd","access":"write"},)"
+                   R"({"path":":caches","access":"write"}]}})");
+  ASSERT_TRUE(policy.ok());
+  ResolveContext context{"C:/ws", "C:/Users/u", {}};
+  context.style = PathStyle::kWindows;
+  context.caches_base = base();
+  const Result<Resolution> res = resolve_policy_with_notes(*policy, context);
+  ASSERT_TRUE(res.ok()) << res.error();
+  EXPECT_FALSE(res->caches.has_value());
+  ASSERT_EQ(res->notes.size(), 1u);
+  EXPECT_NE(res->notes.front().find(":caches dropped"), std::string::npos);
+}
+
+TEST(CacheClear, RemovesReadOnlyTreesAndNeverFollowsASymlink) {
+  sbx::test::TempDir dir;
+  const std::string base = dir / "caches";
+  const std::string outside = dir / "outside";
+  fs::create_directories(base + "/p-1/data/go-mod/example.com/m@v1");
+  fs::create_directories(outside);
+  std::ofstream(outside + "/keep") << "keep";
+  std::ofstream(base + "/p-1/data/go-mod/example.com/m@v1/go.mod") << "module m\n";
+  fs::create_directory_symlink(outside, base + "/p-1/data/link");
+  // Go makes its module cache read-only.
+  ::chmod((base + "/p-1/data/go-mod/example.com/m@v1").c_str(), 0555);
+  ::chmod((base + "/p-1/data/go-mod/example.com").c_str(), 0555);
+  const Result<std::vector<caches::ProjectCache>> listed = caches::list_projects(base);
+  ASSERT_TRUE(listed.ok()) << listed.error();
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ(listed->front().key, "p-1");
+  EXPECT_EQ(listed->front().files, 1u);
+  EXPECT_EQ(listed->front().bytes, 9u);
+  const Status cleared = caches::clear_project(base, "p-1");
+  EXPECT_TRUE(cleared.ok()) << cleared.error();
+  EXPECT_FALSE(fs::exists(base + "/p-1"));
+  EXPECT_TRUE(fs::exists(outside + "/keep"));
+  EXPECT_FALSE(caches::clear_project(base, "..").ok());
+  EXPECT_FALSE(caches::clear_project(base, "a/b").ok());
+  EXPECT_TRUE(caches::clear_project(base, "gone").ok());
+}
+
+}  // namespace
+}  // namespace sbx
