@@ -11,6 +11,7 @@ let policy: Policy = { version: 1, preset: 'workspace-write' };
 function forModel(r: RunResult<string>): string {
   const lines = [(r.stdout ?? '') + (r.stderr ?? '')].concat(r.truncated ? ['[output truncated]'] : []);
   if (r.report.error_kind === 'timed_out') lines.push('[timed out]');
+  else if (r.report.error) lines.push(`[sbx: ${r.report.error}]`);
   const denial = r.report.denial;
   if (denial?.likely_sandbox_denial) lines.push(`[the sandbox refused: ${denial.evidence}]`);
   for (const refusal of r.report.network_refusals) lines.push(`[network refused: ${JSON.stringify(refusal)}]`);

@@ -12,7 +12,8 @@ policy = {"version": 1, "preset": "workspace-write"}
 def for_model(r: sbx.CompletedRun) -> str:
     """What goes back to the model: the output (capped), how it ended, why sbx refused."""
     lines = [(r.stdout or "") + (r.stderr or "")] + (["[output truncated]"] if r.truncated else [])
-    lines += ["[timed out]"] if r.report.get("error_kind") == "timed_out" else []
+    kind, err = r.report.get("error_kind"), r.report.get("error")
+    lines += ["[timed out]" if kind == "timed_out" else f"[sbx: {err}]"] * bool(kind or err)
     denial = r.report.get("denial") or {"likely_sandbox_denial": False}
     lines += [f"[the sandbox refused: {denial['evidence']}]"] * denial["likely_sandbox_denial"]
     lines += [f"[network refused: {n}]" for n in r.report.get("network_refusals", [])]
@@ -24,8 +25,7 @@ def tool(argv, timeout=20.0):
                          text=True)
 
 
-def streamed(argv, cap: int) -> str:
-    """Output as it comes, up to `cap` characters; then the whole sandbox is ended."""
+def streamed(argv, cap: int) -> str:  # output as it comes, up to `cap`; then the sandbox ends
     text = ""
     with box.popen(policy, argv, stdout=sbx.PIPE, cwd=WORKSPACE, text=True) as child:
         while len(text) < cap and (line := child.stdout.readline()):

@@ -962,8 +962,8 @@ char* sbx_wrap(const char* policy_json, const char* cwd, const char* const* argv
   return sbx::guarded(error, [&]() -> Result<std::string> {
 #ifdef _WIN32
     (void)policy_json, (void)cwd, (void)argv;
-    return Error{"sbx_wrap: not on Windows yet (sbx exec has no --policy-fd there)",
-                 ErrorKind::invalid_input};
+    return sbx::Error{"sbx_wrap: not on Windows yet (sbx exec has no --policy-fd there)",
+                      sbx::ErrorKind::invalid_input};
 #else
     Result<sbx::Policy> policy = sbx::policy_from(policy_json);
     if (!policy.ok()) return policy.failure();
