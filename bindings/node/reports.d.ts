@@ -399,7 +399,7 @@ export interface WindowsAce {
 
 export type WindowsSid = 'cap:write' | 'logon' | 'everyone';
 
-/** What the policy intends (not what this host can enforce). */
+/** What holds for a run of the policy: whether sbx sandboxes it, by which backend on this host (null: described for any host, each backend's differences labelled), and the policy's limits. */
 export interface ContextReport {
   mode: 'read-only' | 'workspace-write' | 'full-access' | 'external-sandbox';
   cwd: string;
@@ -407,6 +407,16 @@ export interface ContextReport {
   network: ContextNetwork;
   /** locked: the administrator locks runs without a sandbox. */
   unsandboxed_runs: 'locked' | 'allowed';
+  /** Question 1: false when sbx runs the command without a sandbox (nothing of the policy is enforced by sbx). */
+  sandboxed: boolean;
+  /** Why sbx does not sandbox the command; null when it does. */
+  unsandboxed_reason: string | null;
+  /** The backend that will run the command on this host (sbx context, sbx_manager_context); null when described for any host (sbx context --any-backend, sbx_context) or when nothing runs sandboxed. */
+  backend: string | null;
+  /** A sandbox is needed and no backend on this host can enforce the policy, so every run is refused: why. Null otherwise. */
+  no_backend_reason: string | null;
+  /** The tools a ":caches" policy points at the project's own cache (empty without ":caches"). */
+  caches: string[];
 }
 
 /** The filesystem part. */

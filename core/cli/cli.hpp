@@ -156,7 +156,7 @@ Command register_exec(CLI::App& app, const GlobalOptions& globals);
 std::vector<Command> register_policy(CLI::App& app);
 // `policy widen A B` and `policy approve REQUESTED GRANTED`, under the `policy` subcommand.
 std::vector<Command> register_policy_algebra(CLI::App& policy);
-Command register_context(CLI::App& app);
+Command register_context(CLI::App& app, const GlobalOptions& globals);
 // `config show [--json]` and `config trust [DIR]`.
 std::vector<Command> register_config(CLI::App& app);
 Command register_debug(CLI::App& app, const GlobalOptions& globals);

@@ -136,7 +136,7 @@ std::vector<sbx::cli::Command> register_subcommands(CLI::App& app,
   if (wanted("backends")) commands.push_back(sbx::cli::register_backends(app, globals));
   if (wanted("explain")) commands.push_back(sbx::cli::register_explain(app, globals));
   if (wanted("exec")) commands.push_back(sbx::cli::register_exec(app, globals));
-  if (wanted("context")) commands.push_back(sbx::cli::register_context(app));
+  if (wanted("context")) commands.push_back(sbx::cli::register_context(app, globals));
   if (wanted("debug")) commands.push_back(sbx::cli::register_debug(app, globals));
   if (wanted("policy")) add(sbx::cli::register_policy(app));
   if (wanted("config")) add(sbx::cli::register_config(app));

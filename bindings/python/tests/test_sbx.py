@@ -100,6 +100,12 @@ def test_context(s, workspace):
     assert isinstance(text, str) and workspace in text
     data = s.context(WORKSPACE, cwd=workspace, as_json=True)
     assert isinstance(data, dict)
+    # The backend that will run it here (the one explain chooses), or labelled for any host.
+    assert data["backend"] == s.explain(WORKSPACE, cwd=workspace)["available_backend"]
+    anywhere = s.context(WORKSPACE, cwd=workspace, as_json=True, any_backend=True)
+    assert anywhere["backend"] is None and "under Landlock" in anywhere["network"]["limits"][0]
+    unsandboxed = s.context(WORKSPACE, cwd=workspace, as_json=True, preference="forbid")
+    assert unsandboxed["sandboxed"] is False and unsandboxed["backend"] is None
 
 
 def test_classify(s):

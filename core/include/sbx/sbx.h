@@ -287,8 +287,16 @@ SBX_API char* sbx_wrap(const char* policy_json, const char* cwd, const char* con
                        sbx_error** error);
 
 /* The model-facing description of the policy, resolved against `cwd` (NULL = current): plain
- * text when `as_json` is 0, else the JSON form of `sbx context --json`. */
+ * text when `as_json` is 0, else the JSON form of `sbx context --any-backend --json`: nothing is
+ * probed, so each backend's differences are labelled ("backend": null). */
 SBX_API char* sbx_context(const char* policy_json, const char* cwd, int as_json, sbx_error** error);
+
+/* The same for a run on `manager`, as `sbx context`: its settings and sandbox `preference`
+ * (NULL = the settings' or auto) say whether the command is sandboxed at all, and its backends'
+ * probes which one will run it here ("backend"), so only that backend's limits are described,
+ * or why every run is refused ("no_backend_reason"). */
+SBX_API char* sbx_manager_context(sbx_manager* manager, const char* policy_json, const char* cwd,
+                                  const char* preference, int as_json, sbx_error** error);
 
 /* Was a failed command likely denied by the sandbox? `backend`: the backend it ran under (NULL
  * or "none" = no sandbox); `stderr_text` may hold NUL bytes (length `stderr_len`).

@@ -685,6 +685,18 @@ Result<std::string> explain_json(sbx_manager* manager, const char* policy_json, 
   return explain_to_json(report, JsonStyle::kPretty);
 }
 
+// sbx_manager_context: the description for a run on this manager (its settings, its backends).
+Result<std::string> manager_context(sbx_manager* manager, const char* policy_json, const char* cwd,
+                                    const char* preference, int as_json) {
+  const ManagerCall call(manager);
+  if (Status live = call.status(); !live.ok()) return live.failure();
+  Result<PreparedRequest> input = prepare_call(*manager, policy_json, cwd, preference, false);
+  if (!input.ok()) return input.failure();
+  const std::lock_guard<std::mutex> lock(manager->mutex);
+  const SandboxContext context = context_for_run(*input, manager->manager.get());
+  return as_json != 0 ? context_to_json(context, JsonStyle::kPretty) : context_to_text(context);
+}
+
 Result<std::unique_ptr<sbx_manager>> make_manager(const char* backends) {
   Result<InstallLayout> layout = install_layout();
   if (!layout.ok()) return layout.failure().prefixed("cannot locate the sbx installation: ");
@@ -995,10 +1007,16 @@ char* sbx_context(const char* policy_json, const char* cwd, int as_json, sbx_err
   return sbx::guarded(error, [&]() -> Result<std::string> {
     Result<sbx::PreparedRequest> input = sbx::prepare(policy_json, cwd);
     if (!input.ok()) return input.failure();
-    const sbx::SandboxContext context = sbx::describe_sandbox(input->resolved);
+    const sbx::SandboxContext context = sbx::context_for_run(*input, nullptr);
     return as_json != 0 ? sbx::context_to_json(context, sbx::JsonStyle::kPretty)
                         : sbx::context_to_text(context);
   });
+}
+
+char* sbx_manager_context(sbx_manager* manager, const char* policy_json, const char* cwd,
+                          const char* preference, int as_json, sbx_error** error) {
+  return sbx::guarded(
+      error, [&] { return sbx::manager_context(manager, policy_json, cwd, preference, as_json); });
 }
 
 char* sbx_classify_failure(int exit_code, int signal, const char* stderr_text, size_t stderr_len,

@@ -107,8 +107,25 @@ void append_filesystem(const SandboxContext& context, std::string& out) {
   }
 }
 
-bool sandboxed(const SandboxContext& context) {
-  return context.mode != "full-access" && context.mode != "external-sandbox";
+bool sandboxed(const SandboxContext& context) { return context.sandboxed; }
+
+// sbx's own sentences (a decision's reason, a backend's name) may carry a path or a plugin's
+// words: escaped like a quoted value, without the quotes, so they cannot add lines either.
+std::string_view without_final_stop(std::string_view text) {
+  return text.ends_with('.') ? text.substr(0, text.size() - 1) : text;
+}
+
+std::string inline_text(std::string_view text) {
+  const std::string quoted = report::quote_for_text(text);
+  return quoted.substr(1, quoted.size() - 2);
+}
+
+// The sentence for a policy whose command runs without sbx's sandbox although the network is
+// not enabled: an outer sandbox's decision, or nobody's (the caller forbade a sandbox).
+std::string unsandboxed_network_sentence(const SandboxContext& context) {
+  if (context.mode == "external-sandbox")
+    return "Network: not restricted by sbx; an outer sandbox, not described here, decides.\n";
+  return "Network: not restricted (sbx runs these commands without a sandbox).\n";
 }
 
 // The sentence for a policy whose command sbx does not sandbox (an external sandbox owns it):
@@ -122,15 +139,16 @@ constexpr std::string_view kOuterSandboxNetwork =
 // network enabled the host's unix sockets are as reachable as everything else; otherwise only
 // the outer sandbox can block anything.
 std::vector<std::string> context_network_limits(const SandboxContext& context) {
-  if (sandboxed(context)) return network_limits(context.network);
+  if (sandboxed(context)) return network_limits(context.network, context.backend);
   if (context.network.mode == NetworkMode::kEnabled) return {};
+  if (context.mode != "external-sandbox") return {};
   return {std::string(kOuterSandboxNetwork)};
 }
 
 void append_network(const SandboxContext& context, std::string& out) {
   const NetworkPolicy& network = context.network;
   if (!sandboxed(context) && network.mode != NetworkMode::kEnabled) {
-    out += "Network: not restricted by sbx; an outer sandbox, not described here, decides.\n";
+    out += unsandboxed_network_sentence(context);
     return;
   }
   switch (network.mode) {
@@ -149,21 +167,62 @@ void append_network(const SandboxContext& context, std::string& out) {
           "Network: blocked; commands cannot reach the internet, other machines or services "
           "running outside the sandbox";
       out += network.unix_sockets.empty() ? ".\n" : " (except the local sockets listed below).\n";
-      for (const std::string& limit : network_limits(network)) out += "- " + limit + "\n";
+      for (const std::string& limit : context_network_limits(context)) out += "- " + limit + "\n";
       break;
     case NetworkMode::kProxy:
       out += "Network: only through the sandbox's proxy.\n";
       append_list("- Allowed domains:", network.allowed_domains, "", out);
       append_list("- Denied domains:", network.denied_domains, "", out);
       // Fixed sentences with numbers only: nothing from the policy to escape.
-      for (const std::string& limit : network_limits(network)) out += "- " + limit + "\n";
+      for (const std::string& limit : context_network_limits(context)) out += "- " + limit + "\n";
       break;
   }
   append_list("- Local sockets that may be used:", network.unix_sockets, "", out);
   // Only backends that offer it are chosen (capability local_binding; Landlock's filter refuses
   // bind() in every closed network mode, so it is passed over).
   if (network.allow_local_binding)
-    out += "- Listening on local ports is allowed where the backend supports it.\n";
+    out += context.backend.empty()
+               ? "- Listening on local ports is allowed where the backend supports it.\n"
+               : "- Listening on local ports is allowed.\n";
+}
+
+// Who enforces the policy, first, so that the model reads the rest in its light: nothing (sbx
+// runs the commands without a sandbox), nobody here (every run is refused), or the backend
+// question 2 chose on this host.
+void append_enforcement(const SandboxContext& context, std::string& out) {
+  if (!sandboxed(context)) {
+    if (context.mode == "workspace-write" || context.mode == "read-only")
+      out += "Not enforced: sbx runs these commands without a sandbox (" +
+             inline_text(without_final_stop(context.unsandboxed_reason)) +
+             "); the limits below are the policy's intent only.\n";
+    return;
+  }
+  if (!context.no_backend_reason.empty()) {
+    out +=
+        "No sandbox backend on this host can enforce this policy, so every command is "
+        "refused and does not run (" +
+        inline_text(without_final_stop(context.no_backend_reason)) + ").\n";
+    return;
+  }
+  if (!context.backend.empty())
+    out += "Enforced on this host by the " + inline_text(context.backend) + " sandbox.\n";
+}
+
+// ":caches": what the command's package managers download stays for the project's later
+// commands; the user's own caches are not written.
+void append_caches(const SandboxContext& context, std::string& out) {
+  if (context.cache_tools.empty()) return;
+  std::string tools;
+  for (const std::string& tool : context.cache_tools)
+    tools += (tools.empty() ? "" : ", ") + inline_text(tool);
+  out += "Toolchain caches (" + tools +
+         "): downloads go to a cache of this project's own, kept for later commands in the same "
+         "working directory; the user's own caches are read-only.\n";
+}
+
+json::value nullable(const std::string& text) {
+  if (text.empty()) return nullptr;
+  return json::value(report::valid_utf8(text));
 }
 
 std::string_view reads_word(const SandboxContext& context) {
@@ -174,20 +233,30 @@ std::string_view reads_word(const SandboxContext& context) {
 
 }  // namespace
 
-std::vector<std::string> network_limits(const NetworkPolicy& network) {
+std::vector<std::string> network_limits(const NetworkPolicy& network, std::string_view backend) {
   std::vector<std::string> out;
   // Restricted does not mean the same loopback everywhere: bwrap's private network namespace
   // has a loopback of its own (no route beyond it, not the host's), Landlock shares the host's
   // namespace, whose loopback is the host's, so it refuses every inet socket. Seatbelt and
   // Windows are not described here: the sentence names the backends it is true for.
   if (network.mode == NetworkMode::kRestricted) {
-    out.push_back(
-        "Loopback depends on the sandbox backend: under bwrap each command gets a network "
-        "namespace of its own, whose loopback (127.0.0.1, ::1) it may use for TCP and UDP "
-        "servers and clients it starts itself, reachable by that command and its child "
-        "processes only (not by later commands, and the host's own loopback services are not "
-        "reachable there); under Landlock no network socket can be created, loopback "
-        "included.");
+    if (backend == "bwrap") {
+      out.push_back(
+          "Each command gets a network namespace of its own, whose loopback (127.0.0.1, ::1) it "
+          "may use for TCP and UDP servers and clients it starts itself, reachable by that "
+          "command and its child processes only (not by later commands, and the host's own "
+          "loopback services are not reachable there).");
+    } else if (backend == "landlock") {
+      out.push_back("No network socket can be created, loopback included.");
+    } else {
+      out.push_back(
+          "Loopback depends on the sandbox backend: under bwrap each command gets a network "
+          "namespace of its own, whose loopback (127.0.0.1, ::1) it may use for TCP and UDP "
+          "servers and clients it starts itself, reachable by that command and its child "
+          "processes only (not by later commands, and the host's own loopback services are not "
+          "reachable there); under Landlock no network socket can be created, loopback "
+          "included.");
+    }
     return out;
   }
   // Enabled means the internet, not the host's local services: the manager only runs such a
@@ -202,12 +271,14 @@ std::vector<std::string> network_limits(const NetworkPolicy& network) {
   }
   if (network.mode != NetworkMode::kProxy) return out;
   // Landlock's TCP rules name a port, never an address (the kernel has no per-address rule).
-  out.push_back(
-      "Under Landlock, a TCP port rule allows that port on EVERY address (Landlock port rules "
-      "are address-blind): commands may connect to the port of sbx's proxy on any address or "
-      "host, not just to the proxy, so a service listening on that port elsewhere is reachable "
-      "directly. The port is the proxy's own, chosen afresh for each run; bwrap (an empty "
-      "network namespace) has no such gap.");
+  // Said only where Landlock may be the one that runs it.
+  if (backend.empty() || backend == "landlock")
+    out.push_back(
+        "Under Landlock, a TCP port rule allows that port on EVERY address (Landlock port rules "
+        "are address-blind): commands may connect to the port of sbx's proxy on any address or "
+        "host, not just to the proxy, so a service listening on that port elsewhere is reachable "
+        "directly. The port is the proxy's own, chosen afresh for each run; bwrap (an empty "
+        "network namespace) has no such gap.");
   if (!network.proxy_ports.empty())
     out.push_back("Runs of this policy are refused: " +
                   proxy::policy_ports_refusal(network.proxy_ports) + ".");
@@ -229,17 +300,24 @@ SandboxContext describe_sandbox(const ResolvedPolicy& policy) {
       describe_restricted(policy, out);
       break;
   }
+  // A first answer from the filesystem kind; the front end replaces it with question 1's.
+  out.sandboxed = policy.filesystem_kind == FilesystemKind::kRestricted;
   return out;
 }
 
 std::string context_to_text(const SandboxContext& context) {
   std::string out = "Sandbox policy for the commands you run (mode: " + context.mode + ").\n";
   out += "Working directory: " + report::quote_for_text(context.cwd) + "\n";
+  append_enforcement(context, out);
   append_filesystem(context, out);
+  append_caches(context, out);
   append_network(context, out);
   const bool unrestricted =
       context.mode == "full-access" && context.network.mode == NetworkMode::kEnabled;
-  if (!unrestricted) {
+  // Without sbx's sandbox nothing fails because of these limits (an outer sandbox may still
+  // stop an action, so external-sandbox keeps the sentence).
+  const bool nothing_enforced = !context.sandboxed && context.mode != "external-sandbox";
+  if (!unrestricted && !nothing_enforced) {
     out +=
         "Actions outside these limits fail with errors such as \"Permission denied\", "
         "\"Read-only file system\" or \"Operation not permitted\". Do not try to work around "
@@ -278,6 +356,11 @@ std::string context_to_json(const SandboxContext& context, JsonStyle style) {
   out["filesystem"] = std::move(filesystem);
   out["network"] = std::move(network);
   out["unsandboxed_runs"] = context.unsandboxed_locked ? "locked" : "allowed";
+  out["sandboxed"] = context.sandboxed;
+  out["unsandboxed_reason"] = nullable(context.sandboxed ? "" : context.unsandboxed_reason);
+  out["backend"] = nullable(context.backend);
+  out["no_backend_reason"] = nullable(context.no_backend_reason);
+  out["caches"] = string_array(context.cache_tools);
   return report::render_json(std::move(out), style);
 }
 

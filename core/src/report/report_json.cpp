@@ -192,6 +192,10 @@ std::string final_backend(const ExplainReport& report) {
   return "none";
 }
 
+std::string explained_backend(const ExplainReport& report) {
+  return report.choice.backend ? *report.choice.backend : std::string();
+}
+
 namespace {
 
 // The policy's ":caches" for `explain`: null without one.
@@ -260,7 +264,8 @@ std::string explain_to_json(const ExplainReport& report, JsonStyle style) {
   }
   out["passed_over"] = std::move(passed);
   out["policy"] = resolved_json(report.policy);
-  out["network_limits"] = string_array(network_limits(report.policy.network));
+  out["network_limits"] =
+      string_array(network_limits(report.policy.network, explained_backend(report)));
   out["cgroups"] = cgroups_json(report.cgroups);
   json::array limits;
   for (const LimitEnforcement& limit : report.limits) {

@@ -842,4 +842,31 @@ ExplainReport explain_run(const Policy& policy, const ResolvedPolicy& resolved,
   return report;
 }
 
+SandboxContext context_for_run(const PreparedRequest& input, const Manager* manager) {
+  SandboxContext context = describe_sandbox(input.resolved);
+  context.unsandboxed_locked = input.decided.escape_hatch_locked;
+  // A refused preference (forbid with deny entries) runs nothing: the sandboxed description
+  // is the one that holds for the runs that do happen.
+  Result<SandboxDecision> decision = should_sandbox(input.policy, input.decided.sandbox.value);
+  context.sandboxed = !decision.ok() || decision->sandbox;
+  if (decision.ok() && !decision->sandbox) context.unsandboxed_reason = decision->reason;
+  if (context.sandboxed && manager != nullptr) {
+    const BackendChoice choice = manager->available_backend(input.resolved);
+    if (choice.backend) {
+      context.backend = *choice.backend;
+    } else {
+      context.no_backend_reason = choice.reason;
+    }
+  }
+  if (input.caches) {
+    for (const caches::ToolCache& cache : input.caches->caches) {
+      if (!cache.variable.empty() &&
+          std::find(context.cache_tools.begin(), context.cache_tools.end(), cache.tool) ==
+              context.cache_tools.end())
+        context.cache_tools.push_back(cache.tool);
+    }
+  }
+  return context;
+}
+
 }  // namespace sbx

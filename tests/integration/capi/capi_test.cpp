@@ -205,6 +205,34 @@ TEST_F(NoBackend, ExplainSaysWantedButNone) {
   EXPECT_EQ(report.at("final").as_string(), "none");
 }
 
+// The model is told that every run is refused here, and why, not a backend's limits.
+TEST_F(NoBackend, ManagerContextSaysRunsAreRefused) {
+  sbx_error* error = nullptr;
+  Call call = take(
+      sbx_manager_context(manager_, kWorkspace, dir_.path().c_str(), nullptr, 1, &error), &error);
+  ASSERT_TRUE(call.ok) << call.error;
+  const json::value context = json::parse(call.text);
+  EXPECT_TRUE(context.at("sandboxed").as_bool());
+  EXPECT_TRUE(context.at("backend").is_null());
+  EXPECT_NE(std::string(context.at("no_backend_reason").as_string()).find("no-such-backend"),
+            std::string::npos)
+      << call.text;
+  call = take(sbx_manager_context(manager_, kWorkspace, dir_.path().c_str(), nullptr, 0, &error),
+              &error);
+  ASSERT_TRUE(call.ok) << call.error;
+  EXPECT_NE(call.text.find("so every command is refused and does not run"), std::string::npos)
+      << call.text;
+  // Without the manager nothing is probed: every backend labelled, no refusal claimed.
+  call = take(sbx_context(kWorkspace, dir_.path().c_str(), 1, &error), &error);
+  ASSERT_TRUE(call.ok) << call.error;
+  EXPECT_TRUE(json::parse(call.text).at("no_backend_reason").is_null());
+  // A refused preference is the caller's error, as with sbx_explain.
+  call =
+      take(sbx_manager_context(manager_, kWorkspace, dir_.path().c_str(), "sometimes", 0, &error),
+           &error);
+  EXPECT_FALSE(call.ok);
+}
+
 TEST_F(NoBackend, TransformRefuses) {
   const char* argv[] = {"true", nullptr};
   sbx_error* error = nullptr;

@@ -1,7 +1,11 @@
 // Golden tests for the model-facing context (`sbx context`). Each case
 // tests/golden/context/NAME.input.json holds a policy (either form) and an optional "setup" of
 // directories and files to create in a fresh working directory; the expected outputs are
-// NAME.txt (context_to_text) and NAME.json (context_to_json, pretty). The working directory is a
+// NAME.txt (context_to_text) and NAME.json (context_to_json, pretty). Optional "sandbox"
+// ("auto" by default; "forbid"...) is the preference question 1 is asked with, "backend" the
+// backend question 2 chose on a host ("" = any host, each backend labelled), "no_backend" the
+// reason none could, "cache_tools" the tools a ":caches" policy points at its cache. The
+// working directory is a
 // new temporary directory, written "<cwd>" in the goldens, and the home directory is the fixed
 // "/home/agent", so the outputs do not depend on the host. SBX_UPDATE_GOLDEN=1 rewrites them.
 #include <gtest/gtest.h>
@@ -15,6 +19,7 @@
 #include <vector>
 
 #include "sbx/core/context.hpp"
+#include "sbx/core/manager.hpp"
 #include "sbx/core/policy.hpp"
 #include "sbx/core/resolve.hpp"
 #include "sbx_test/golden.hpp"
@@ -90,7 +95,23 @@ Rendered render_case(const std::string& name) {
   Result<ResolvedPolicy> resolved = resolve_policy(*policy, context);
   EXPECT_TRUE(resolved.ok()) << name << ": " << resolved.error();
   if (!resolved.ok()) return {};
-  const SandboxContext described = describe_sandbox(*resolved);
+  SandboxContext described = describe_sandbox(*resolved);
+  // As context_for_run does on a host (tested through the CLI in cli.Context).
+  const std::string preference =
+      input.contains("sandbox") ? std::string(input.at("sandbox").as_string()) : "auto";
+  Result<SandboxPreference> parsed = parse_sandbox_preference(preference);
+  EXPECT_TRUE(parsed.ok()) << name;
+  Result<SandboxDecision> decision =
+      should_sandbox(*policy, parsed.ok() ? *parsed : SandboxPreference::kAuto);
+  described.sandboxed = !decision.ok() || decision->sandbox;
+  if (decision.ok() && !decision->sandbox) described.unsandboxed_reason = decision->reason;
+  if (const auto* backend = input.if_contains("backend"))
+    described.backend = std::string(backend->as_string());
+  if (const auto* reason = input.if_contains("no_backend"))
+    described.no_backend_reason = std::string(reason->as_string());
+  if (const auto* tools = input.if_contains("cache_tools")) {
+    for (const auto& tool : tools->as_array()) described.cache_tools.emplace_back(tool.as_string());
+  }
   return {
       replace_all(context_to_text(described), cwd.string(), "<cwd>"),
       replace_all(context_to_json(described, JsonStyle::kPretty), cwd.string(), "<cwd>") + "\n"};

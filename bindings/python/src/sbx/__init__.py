@@ -138,6 +138,7 @@ class Sbx:
                 "sbx_explain": [p, s, s, s, err], "sbx_transform": [p, s, s, argv, s, err],
                 "sbx_exec": [p, s, s, argv, s, u, err], "sbx_policy_widen": [s, s, err],
                 "sbx_policy_approve": [s, s, err], "sbx_context": [s, s, i, err],
+                "sbx_manager_context": [p, s, s, s, i, err],
                 "sbx_classify_failure": [i, i, s, ctypes.c_size_t, s, err],
                 "sbx_manager_new": [s, err], "sbx_manager_new_with_settings": [s, s, s, err],
                 "sbx_wrap": [s, s, argv, err]}.items():
@@ -344,10 +345,18 @@ class Sbx:
         return cast(Approval, self._json("sbx_policy_approve", _policy(requested, "requested"),
                                          _policy(granted, "granted")))
 
-    def context(self, policy: Policy, cwd: Optional[str] = None,
-                as_json: bool = False) -> Union[str, dict]:
-        """The model-facing description of the sandbox (text, or `sbx context --json`)."""
-        text = self._call("sbx_context", _policy(policy), _text(cwd, "cwd"), 1 if as_json else 0)
+    def context(self, policy: Policy, cwd: Optional[str] = None, as_json: bool = False,
+                preference: Optional[Preference] = "auto",
+                any_backend: bool = False) -> Union[str, dict]:
+        """The model-facing description of the sandbox (text, or `sbx context --json`) for a run
+        on this handle: whether it is sandboxed, by which backend here and that backend's
+        limits. any_backend=True probes nothing and labels every backend's differences."""
+        as_int = 1 if as_json else 0
+        if any_backend:
+            text = self._call("sbx_context", _policy(policy), _text(cwd, "cwd"), as_int)
+        else:
+            text = self._call("sbx_manager_context", self._m(), _policy(policy),
+                              _text(cwd, "cwd"), _text(preference, "preference"), as_int)
         return cast(dict, json.loads(text)) if as_json else text
 
     def classify(self, exit_code: int, signal: int = 0, stderr: Union[str, bytes] = b"",

@@ -1,10 +1,13 @@
 // The model-facing description of a sandbox policy (`sbx context`): what an agent's model should
-// know about the limits its commands run under. It describes the policy's *intent*, never what
-// this host can enforce, so the same policy yields the same text everywhere. It is advice to the
-// model, never a security boundary.
+// know about the limits its commands run under. It describes what will hold for a run: whether
+// sbx sandboxes the command at all (question 1) and, when the front end asked this host
+// (question 2), the one backend that will run it, with that backend's limits only; without a
+// backend, each backend's differences are labelled, so the text is the same on every host.
+// It is advice to the model, never a security boundary.
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sbx/core/report_json.hpp"
@@ -33,6 +36,18 @@ struct SandboxContext {
   // the model is told never to retry a command unsandboxed. Not derived from the policy; the
   // front end sets it from the settings.
   bool unsandboxed_locked = false;
+  // Question 1 (should_sandbox): false when sbx runs the command without a sandbox (nothing of
+  // the policy is enforced by sbx), with the decision's reason. describe_sandbox starts from
+  // the filesystem kind; the front end sets both from the real decision.
+  bool sandboxed = true;
+  std::string unsandboxed_reason;
+  // Question 2, when the front end asked this host: the backend that will run the command, so
+  // only its limits are described; "" = any host (every backend's differences labelled).
+  std::string backend;
+  // A sandbox is needed and no backend here can enforce the policy: every run is refused.
+  std::string no_backend_reason;
+  // The policy's ":caches": the tools pointed at the project's own cache (caches.hpp).
+  std::vector<std::string> cache_tools;
 };
 
 SandboxContext describe_sandbox(const ResolvedPolicy& policy);
@@ -43,8 +58,11 @@ SandboxContext describe_sandbox(const ResolvedPolicy& policy);
 // host's namespace); in network mode proxy, that under Landlock the proxy's TCP port is allowed
 // on every address (port rules are address-blind), and, when the policy names proxy_ports
 // itself, that its runs are refused and why; with the network enabled, that the host's unix
-// sockets stay closed unless listed (only backends with unix_socket_block run it). Pure.
-std::vector<std::string> network_limits(const NetworkPolicy& network);
+// sockets stay closed unless listed (only backends with unix_socket_block run it). With
+// `backend` (the one that will run it), only what holds for that backend; "" = every backend,
+// each labelled. Pure.
+std::vector<std::string> network_limits(const NetworkPolicy& network,
+                                        std::string_view backend = "");
 
 // Stable plain text for a system prompt. Every value (path, glob, domain) is quoted with
 // control, bidi and invalid bytes escaped, so a crafted path cannot add lines to the text.
@@ -56,7 +74,9 @@ std::string context_to_text(const SandboxContext& context);
 //   "not_creatable","denied_paths","denied_globs"},
 //  "network":{"mode","allowed_domains","denied_domains","unix_sockets","allow_local_binding",
 //   "limits":[network_limits(); none with the network enabled in an unsandboxed mode]},
-//  "unsandboxed_runs":"allowed"|"locked"}
+//  "unsandboxed_runs":"allowed"|"locked","sandboxed":bool,"unsandboxed_reason":string|null,
+//  "backend":string|null (null = described for any host),"no_backend_reason":string|null,
+//  "caches":[tool names]}
 // Strings are valid UTF-8 (invalid bytes become U+FFFD); JSON escaping does the rest.
 std::string context_to_json(const SandboxContext& context, JsonStyle style);
 

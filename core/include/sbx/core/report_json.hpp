@@ -103,6 +103,10 @@ std::string cache_list_to_json(const std::string& base,
 // sandboxed and one is available, otherwise "none".
 std::string final_backend(const ExplainReport& report);
 
+// The backend whose limits explain describes (network_limits): the available one, whether or
+// not question 1 sandboxes; "" when none is available (every backend's, labelled).
+std::string explained_backend(const ExplainReport& report);
+
 // {"preference","should_sandbox","reason","required_capabilities","available_backend",
 //  "available_reason","final","passed_over":[{"backend","reason"}],"policy":{...},
 //  "network_limits":[string] (network_limits in context.hpp),

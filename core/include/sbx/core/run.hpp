@@ -20,10 +20,12 @@
 #include <vector>
 
 #include "sbx/core/caches.hpp"
+#include "sbx/core/context.hpp"
 #include "sbx/core/manager.hpp"
 #include "sbx/core/policy.hpp"
 #include "sbx/core/proxy.hpp"
 #include "sbx/core/report_json.hpp"
+#include "sbx/core/request.hpp"
 #include "sbx/core/run_io.hpp"
 #include "sbx/core/run_limits.hpp"
 #include "sbx/core/run_report.hpp"
@@ -176,5 +178,12 @@ ExplainReport explain_run(const Policy& policy, const ResolvedPolicy& resolved,
                           const std::vector<std::string>& environment,
                           const std::vector<std::string>& command = {},
                           const SettingsSummary& settings = {});
+
+// The model-facing description of a run of `input` (`sbx context`, sbx_context,
+// sbx_manager_context): question 1 with the request's sandbox preference says whether sbx
+// enforces anything at all; with `manager`, question 2 names the backend that will run it on
+// this host (its limits only, or why every run is refused); without, each backend's
+// differences are labelled. The policy's ":caches" tools are listed.
+SandboxContext context_for_run(const PreparedRequest& input, const Manager* manager);
 
 }  // namespace sbx
