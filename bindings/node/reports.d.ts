@@ -10,6 +10,7 @@
 //   BackendsReport: backends.schema.json (sbx backends report, version 1)
 //   Plan: plan.schema.json (sbx execution plan, version 1)
 //   ContextReport: context.schema.json (sbx context, version 1)
+//   CacheList: cache.schema.json (sbx cache list, version 1)
 
 /** How one `sbx exec` went. */
 export interface ExecReport {
@@ -440,4 +441,25 @@ export interface ContextNetwork {
   allow_local_binding: boolean;
   /** What the network mode does not cover, in sentences. */
   limits: string[];
+}
+
+/** Every project cache under the base, or the one --project names. */
+export interface CacheList {
+  /** The directory holding one cache per project (in sbx's state directory). */
+  base: string;
+  projects: ProjectCache[];
+}
+
+/** One project's cache. */
+export interface ProjectCache {
+  /** The project (the working directory of its runs) the cache was made for; null when the cache does not record it. */
+  project: string | null;
+  /** Whether the project's directory still exists (a cache whose project is gone can be cleared). */
+  project_exists: boolean;
+  /** The cache's directory name: the project's base name and a hash of its real path. */
+  key: string;
+  directory: string;
+  /** The size of the files in it (symbolic links are not followed). */
+  bytes: number;
+  files: number;
 }

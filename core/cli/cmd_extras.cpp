@@ -45,6 +45,9 @@ constexpr unsigned char kDenialSchema[] = {
 constexpr unsigned char kDecisionSchema[] = {
 #include "decision_schema.inc"
 };
+constexpr unsigned char kCacheSchema[] = {
+#include "cache_schema.inc"
+};
 
 template <std::size_t N>
 std::string_view text_of(const unsigned char (&bytes)[N]) {
@@ -67,9 +70,11 @@ std::vector<EmbeddedSchema> embedded_schemas() {
       {"backends", "`sbx backends [--probe] --json` and sbx_backends_json",
        text_of(kBackendsSchema)},
       {"plan", "`sbx exec --dry-run`, `sbx debug` and sbx_transform", text_of(kPlanSchema)},
-      {"context", "`sbx context --json` and sbx_context", text_of(kContextSchema)},
+      {"context", "`sbx context --json`, sbx_context and sbx_manager_context",
+       text_of(kContextSchema)},
       {"denial", "sbx_classify_failure (an exec report's \"denial\")", text_of(kDenialSchema)},
       {"decision", "sbx_should_sandbox", text_of(kDecisionSchema)},
+      {"cache", "`sbx cache list --json`", text_of(kCacheSchema)},
   };
 }
 

@@ -4,6 +4,7 @@ check(name, document) validates a report against core/schema/NAME.schema.json of
 tree and raises AssertionError naming every violation. check_run(args, result) is the hook
 cli_test.py's sbx() calls after each run: it finds the JSON reports that command line writes
 (`exec --json`'s last stderr line, the --dry-run plan, `explain|backends|context --json`,
+`cache list --json`,
 `debug`'s plan) and checks each, so every report the CLI tests produce is validated.
 """
 import functools
@@ -13,7 +14,7 @@ import os
 import jsonschema  # python3-jsonschema (cmake/scripts/bootstrap-debian.sh)
 
 SCHEMA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "core", "schema")
-REPORTS = ["exec", "explain", "backends", "plan", "context", "denial", "decision"]
+REPORTS = ["exec", "explain", "backends", "plan", "context", "denial", "decision", "cache"]
 GLOBAL_OPTIONS_WITH_VALUE = {"--backends", "--plugin-dir", "--log-level", "--log-format"}
 
 
@@ -86,3 +87,6 @@ def check_run(args, result):
     elif verb in ("explain", "backends", "context") and "--json" in options \
             and result.returncode == 0:
         check(verb, json.loads(result.stdout), where)
+    elif verb == "cache" and options[:1] == ["list"] and "--json" in options \
+            and result.returncode == 0:
+        check("cache", json.loads(result.stdout), where)

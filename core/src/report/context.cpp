@@ -222,7 +222,7 @@ void append_caches(const SandboxContext& context, std::string& out) {
 
 json::value nullable(const std::string& text) {
   if (text.empty()) return nullptr;
-  return json::value(report::valid_utf8(text));
+  return json::value(text);  // render_json repairs invalid UTF-8
 }
 
 std::string_view reads_word(const SandboxContext& context) {

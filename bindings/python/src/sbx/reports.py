@@ -17,6 +17,7 @@ SCHEMAS = {
     "BackendsReport": "backends",
     "Plan": "plan",
     "ContextReport": "context",
+    "CacheList": "cache",
 }
 
 
@@ -466,4 +467,25 @@ class ContextNetwork(TypedDict):
     limits: List[str]
 
 
-__all__ = ["ExecReport", "ExitStatus", "Capture", "Denial", "LikelyDenial", "NoDenial", "DenialKind", "NetworkRefusal", "ProxyRefusal", "UnixRefusal", "IpRefusal", "Decision", "Explanation", "PassedOver", "ResolvedPolicy", "PathRule", "ProtectedPath", "ResolvedNetwork", "CgroupSupport", "LimitEnforcement", "EnvironmentSummary", "SettingsSummary", "Scope", "Capability", "Caches", "ToolCache", "BackendsReport", "BackendInfo", "ProbeCheck", "RejectedPlugin", "PluginLoading", "Plan", "HostPaths", "Launch", "PlanWindows", "WindowsToken", "WindowsAce", "WindowsSid", "ContextReport", "ContextFilesystem", "ContextNetwork", "SCHEMAS"]
+class CacheList(TypedDict):
+    """Every project cache under the base, or the one --project names."""
+    #: The directory holding one cache per project (in sbx's state directory).
+    base: str
+    projects: List["ProjectCache"]
+
+
+class ProjectCache(TypedDict):
+    """One project's cache."""
+    #: The project (the working directory of its runs) the cache was made for; null when the cache does not record it.
+    project: Optional[str]
+    #: Whether the project's directory still exists (a cache whose project is gone can be cleared).
+    project_exists: bool
+    #: The cache's directory name: the project's base name and a hash of its real path.
+    key: str
+    directory: str
+    #: The size of the files in it (symbolic links are not followed).
+    bytes: int
+    files: int
+
+
+__all__ = ["ExecReport", "ExitStatus", "Capture", "Denial", "LikelyDenial", "NoDenial", "DenialKind", "NetworkRefusal", "ProxyRefusal", "UnixRefusal", "IpRefusal", "Decision", "Explanation", "PassedOver", "ResolvedPolicy", "PathRule", "ProtectedPath", "ResolvedNetwork", "CgroupSupport", "LimitEnforcement", "EnvironmentSummary", "SettingsSummary", "Scope", "Capability", "Caches", "ToolCache", "BackendsReport", "BackendInfo", "ProbeCheck", "RejectedPlugin", "PluginLoading", "Plan", "HostPaths", "Launch", "PlanWindows", "WindowsToken", "WindowsAce", "WindowsSid", "ContextReport", "ContextFilesystem", "ContextNetwork", "CacheList", "ProjectCache", "SCHEMAS"]
