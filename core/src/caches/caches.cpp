@@ -10,6 +10,7 @@
 #endif
 
 #include <algorithm>
+#include <boost/uuid/detail/sha1.hpp>
 #include <cctype>
 #include <cerrno>
 #include <climits>
@@ -249,6 +250,19 @@ void apply_environment(const CachePlan& plan, std::vector<std::string>& env) {
   }
 }
 
+namespace {
+
+// A recorded project path for an error message: one line, control bytes shown as '?'.
+std::string printable_line(std::string text) {
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  for (char& c : text) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  }
+  return "'" + text + "'";
+}
+
+}  // namespace
+
 std::string project_key(const std::string& root) {
   std::string base = root.substr(root.rfind('/') + 1);
   std::string name;
@@ -259,14 +273,19 @@ std::string project_key(const std::string& root) {
     name += plain ? c : '_';
   }
   if (name.empty() || name.front() == '.') name.insert(name.begin(), 'p');
-  // FNV-1a, 64 bits: a name, not a secret; two projects never share a path.
-  std::uint64_t hash = 14695981039346656037ull;
-  for (const char c : root) {
-    hash ^= static_cast<unsigned char>(c);
-    hash *= 1099511628211ull;
-  }
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
+  // A cryptographic hash, not FNV: the key decides whose cache a run writes, and a sandboxed
+  // command chooses the names of the directories it creates, so one that finds a second path
+  // with the same key (FNV-1a is linear: a lattice search finds one in a second, outside review
+  // of issue #40) would share another project's cache. A second preimage of SHA-1 is not
+  // known to be feasible; 96 of its bits leave no generic search either. prepare_project also
+  // refuses a cache whose recorded project is another.
+  boost::uuids::detail::sha1 sha1;
+  sha1.process_bytes(root.data(), root.size());
+  boost::uuids::detail::sha1::digest_type digest{};
+  sha1.get_digest(digest);
+  char hex[25];
+  std::snprintf(hex, sizeof hex, "%08x%08x%08x", static_cast<unsigned>(digest[0]),
+                static_cast<unsigned>(digest[1]), static_cast<unsigned>(digest[2]));
   return name + "-" + hex;
 }
 
@@ -425,11 +444,18 @@ Result<CachePlan> prepare_project(const std::string& base, const std::string& pr
     if (Status made = private_state::make_private_dir(dir, uid); !made.ok()) return made.failure();
   }
   // The project file says whose cache this is (`sbx cache list`); written only when it does not
-  // say so already, so that a run costs one small read.
+  // say anything yet, so that a run costs one small read. A cache recorded for another project
+  // is never taken over: its key came from a different path (a collision, or a file planted by
+  // hand), and what that project's runs left must not reach this one's tools.
   const std::string file = plan.directory + "/project";
   const Result<std::string> recorded = private_state::read_private_file(file, "cache");
-  if (!recorded.ok() || *recorded != project + "\n")
-    (void)private_state::write_private_file(file, project + "\n");
+  if (recorded.ok() && *recorded != project + "\n")
+    return Error{"the toolchain cache '" + plan.directory + "' is recorded for another project (" +
+                     printable_line(*recorded) + "), not for '" + project +
+                     "': refusing to share it; remove it with `sbx cache clear --project` of "
+                     "that project, or `sbx cache clear --all`",
+                 ErrorKind::refused};
+  if (!recorded.ok()) (void)private_state::write_private_file(file, project + "\n");
   for (const ToolCache& cache : caches) {
     if (cache.variable != "CARGO_HOME") continue;
     link_cargo_config(plan.data, cache.host_path.substr(0, cache.host_path.rfind('/')));

@@ -170,12 +170,24 @@ TEST(NpmCredentials, AnAuthSettingOfAnyScopeIsFound) {
 TEST(ProjectKey, ReadableNameAndAHashOfTheWholePath) {
   const std::string key = caches::project_key("/work/my app");
   EXPECT_EQ(key.rfind("my_app-", 0), 0u) << key;
-  EXPECT_EQ(key.size(), std::string("my_app-").size() + 16);
+  EXPECT_EQ(key.size(), std::string("my_app-").size() + 24);
   EXPECT_EQ(key, caches::project_key("/work/my app"));
   EXPECT_NE(key, caches::project_key("/other/my app"));
   EXPECT_EQ(caches::project_key("/").rfind("p-", 0), 0u);
   EXPECT_EQ(caches::project_key("/w/.hidden").rfind("p.hidden-", 0), 0u);
-  EXPECT_EQ(caches::project_key("/w/" + std::string(60, 'a')).size(), 32u + 1 + 16);
+  EXPECT_EQ(caches::project_key("/w/" + std::string(60, 'a')).size(), 32u + 1 + 24);
+  // SHA-1 of "abc" begins a9993e36 4706816a ba3e2571 (FIPS 180-1's test vector).
+  EXPECT_EQ(caches::project_key("abc"), "abc-a9993e364706816aba3e2571");
+}
+
+// The pair an outside review found with FNV-1a (the key of issue #40's first version): a path
+// a sandboxed command could create under /tmp, with projA's name and hash. They must differ.
+TEST(ProjectKey, AFoundFnvCollisionNoLongerCollides) {
+  const std::string victim = "/work/rt1/p/projA";
+  const std::string planted =
+      "/tmp/x2\x05\x06\x1a\x05\x04\x0c\x07\x05\x06\x1f\x0b\x03\x07\x06"
+      "9=/projA";
+  EXPECT_NE(caches::project_key(victim), caches::project_key(planted));
 }
 
 TEST(CacheValidation, CachesCanOnlyBeGrantedWrite) {
@@ -254,6 +266,30 @@ TEST_F(ResolveCaches, OnlyTheProjectsDataDirectoryBecomesWritable) {
               std::none_of(res.policy.protected_paths.begin(), res.policy.protected_paths.end(),
                            [&](const ProtectedPath& p) { return p.path.rfind(home(), 0) == 0; }));
   EXPECT_TRUE(plan.credentials_denied.empty());
+}
+
+// A cache recorded for another project is never taken over (a key collision, or a project
+// file put there by hand): the run is refused, naming both and the way out.
+TEST_F(ResolveCaches, ACacheRecordedForAnotherProjectIsRefused) {
+  const std::string directory = resolve().caches->directory;  // made as a run makes it
+  file(directory + "/project", "/somewhere/else\n");
+  const Result<Policy> policy =
+      parse_policy(R"({"version":1,"filesystem":{"entries":[{"path":":cwd","access":"write"},)"
+                   R"({"path":":caches","access":"write"}]}})");
+  ASSERT_TRUE(policy.ok()) << policy.error();
+  ResolveContext context{cwd(), home(), {}};
+  context.caches_base = base();
+  Result<Resolution> resolved = resolve_policy_with_notes(*policy, context);
+  ASSERT_FALSE(resolved.ok());
+  EXPECT_NE(resolved.error().find("is recorded for another project ('/somewhere/else')"),
+            std::string::npos)
+      << resolved.error();
+  EXPECT_NE(resolved.error().find("sbx cache clear"), std::string::npos) << resolved.error();
+  // Nothing was rewritten.
+  std::ifstream recorded(directory + "/project");
+  std::string line;
+  std::getline(recorded, line);
+  EXPECT_EQ(line, "/somewhere/else");
 }
 
 TEST_F(ResolveCaches, CredentialsBesideTheCachesAreDenied) {

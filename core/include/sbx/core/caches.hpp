@@ -96,7 +96,7 @@ std::string value_of(const CachePlan& plan, const ToolCache& cache);
 void apply_environment(const CachePlan& plan, std::vector<std::string>& env);
 
 // The name of a project's cache: its directory's last name (letters, digits, '.', '_', '-';
-// at most 32) and 16 hex digits of a hash of the whole path, e.g. "app-1f0c...".
+// at most 32) and 24 hex digits of SHA-1 of the whole path, e.g. "app-1f0c...".
 std::string project_key(const std::string& root);
 
 // One project's cache as `sbx cache list` shows it.
