@@ -16,8 +16,9 @@
 // starts the relay of proxy_relay.hpp on 127.0.0.1:PORT to the proxy's unix socket PATH; in
 // Landlock mode the ruleset allows TCP connect to PORT only. Under bwrap the command then gets
 // the private-namespace seccomp filter (loopback TCP/UDP of its own), in Landlock mode the
-// proxy-mode filter (seccomp_filter.hpp). Under bwrap, in every network mode, stage 2 also
-// enters a Landlock domain scoping abstract unix sockets and signals when the kernel has ABI 6.
+// proxy-mode filter (seccomp_filter.hpp). Under bwrap, in every network mode, abstract unix
+// sockets and signals are scoped to a Landlock domain when the kernel has ABI 6: the write
+// layer's, or without one a domain of the scope alone.
 //
 // Write layer (--write-layer, bwrap mode with restricted filesystem writes): right before the
 // command, a Landlock domain that lets it write only beneath the --write-root paths and the
@@ -32,13 +33,14 @@
 //
 // bwrap mode, in the order of linux/confine/order.hpp (stage 2's rows; confine_command): checks
 // bwrap's mounts, sets no_new_privs, verifies it holds no capability and, in a private network
-// namespace, that it holds only `lo`, starts the proxy relay, enters the Landlock scope and write
-// layer, installs the seccomp filter (precompiled at build time, seccomp_programs.hpp: building
-// it with libseccomp cost every run several milliseconds, loading the data costs microseconds),
-// then runs the command by absolute path with exactly the --env environment (plus the entries read
-// from --env-fd, or stage 2's own environment with --env-environ: env_block.hpp says why secrets do
-// not travel as arguments). Any failed step prints "sbx-stage2: <step>: <reason>" and exits 125;
-// the command never runs. Exec failures: 127 (not found), 126 (not executable).
+// namespace, that it holds only `lo`, starts the proxy relay, enters the write layer (or without
+// one the Landlock scope alone), installs the seccomp filter (precompiled at build time,
+// seccomp_programs.hpp: building it with libseccomp cost every run several milliseconds, loading
+// the data costs microseconds), then runs the command by absolute path with exactly the --env
+// environment (plus the entries read from --env-fd, or stage 2's own environment with
+// --env-environ: env_block.hpp says why secrets do not travel as arguments). Any failed step prints
+// "sbx-stage2: <step>: <reason>" and exits 125; the command never runs. Exec failures: 127 (not
+// found), 126 (not executable).
 //
 // PID 1: bwrap runs it with --as-pid-1, so it is the init of the sandbox's pid namespace. It
 // then forks the command, forwards the usual terminal and job-control signals to it, reaps every
@@ -432,7 +434,9 @@ void verify_private_network() {
 // sendto() to an abstract socket bound outside the domain from working, while sockets bound
 // inside it work. It also scopes signals, so nothing in the sandbox can signal a process outside
 // the domain (the proxy relay, forked before, included). Below ABI 6 there is nothing to scope
-// with (stage2_shape leaves the step out); sbx's plan says so (plugins/bwrap/README.md).
+// with (stage2_shape leaves the step out); sbx's plan says so (plugins/bwrap/README.md). With a
+// write layer this domain is not entered: the layer scopes the same (write_layer.hpp says why
+// the command must be in one Landlock domain only).
 void scope_abstract_unix_sockets() {
   sbx::stage2::LandlockSpec scope;
   scope.restrict_filesystem = false;
@@ -475,9 +479,10 @@ WriteLayerExec parse_write_layer_exec(int argc, char** argv) {
 }
 
 // --write-layer-exec: exec'd by bwrap as the command in the direct launch, after bwrap's mounts,
-// seccomp programs and no_new_privs; it enters the write layer and execs the command in its
-// place with the environment bwrap gave it (linux/confine/order.hpp, the write-layer exec's
-// rows). Nothing else: no fork, no descriptor touched but the trace's.
+// seccomp programs and no_new_privs; it enters the write layer (which is also the run's Landlock
+// scope: sbx entered none before bwrap) and execs the command in its place with the environment
+// bwrap gave it (linux/confine/order.hpp, the write-layer exec's rows). Nothing else: no fork, no
+// descriptor touched but the trace's.
 [[noreturn]] void write_layer_exec_main(int argc, char** argv) {
   const WriteLayerExec w = parse_write_layer_exec(argc, argv);
   confine::Shape shape;
@@ -556,7 +561,9 @@ int confine_command(const Options& o, const confine::Shape& shape,
     if (!relay.ok()) fail("proxy relay", relay.error());
     step_done(steps, confine::Step::kProxyRelay);
   }
-  if (shape.landlock_scope) {
+  // One Landlock domain: the scope alone, or the write layer, which scopes too (a scope-only
+  // domain beneath it would make every cross-directory rename and link EXDEV, write_layer.hpp).
+  if (shape.landlock_scope && !shape.write_layer) {
     scope_abstract_unix_sockets();
     step_done(steps, confine::Step::kLandlockScope);
   }

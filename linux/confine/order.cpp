@@ -23,17 +23,24 @@ class Rows {
   Actor actor_ = Actor::kLauncher;
 };
 
+// A bwrap run's command is in one Landlock domain: the write layer, which also scopes, or
+// without one the scope alone. Landlock denies reparenting in every layer that does not grant
+// LANDLOCK_ACCESS_FS_REFER, which a scope-only layer cannot, so a scope beneath the write layer
+// made every cross-directory rename and link EXDEV (linux/landlock/write_layer.hpp).
+bool separate_scope(const Shape& s) { return s.landlock_scope && !s.write_layer; }
+
 // sbx's child that execs bwrap, both routes (launch.cpp run_child). Its limits come before
 // no_new_privs for the cgroup files; the notify filter before bwrap so that nothing bwrap
-// starts connects unsupervised; the scope (direct launch only: stage 2 enters it itself) last,
-// so bwrap and everything it starts are inside.
+// starts connects unsupervised; the scope (direct launch without the write layer only: stage 2
+// enters it itself, the trampoline's layer scopes) last, so bwrap and everything it starts are
+// inside.
 void bwrap_launcher(const Shape& s, Rows& rows) {
   rows.by(Actor::kLauncher)
       .add(Step::kDescriptors)
       .add(Step::kLimits)
       .add(Step::kNoNewPrivs)
       .add(Step::kNotifyFilter)
-      .add(Step::kLandlockScope, s.route == Route::kBwrapDirect && s.landlock_scope)
+      .add(Step::kLandlockScope, s.route == Route::kBwrapDirect && separate_scope(s))
       .add(Step::kExec);
 }
 
@@ -69,7 +76,7 @@ void bwrap_stage2(const Shape& s, Rows& rows) {
       .add(Step::kCapabilities)
       .add(Step::kNetworkCheck, s.private_network)
       .add(Step::kProxyRelay, s.proxy_relay)
-      .add(Step::kLandlockScope, s.landlock_scope)
+      .add(Step::kLandlockScope, separate_scope(s))
       .add(Step::kWriteLayer, s.write_layer)
       .add(Step::kSeccomp)
       .add(Step::kDescriptors)

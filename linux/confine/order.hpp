@@ -18,6 +18,9 @@
 //    stop what a capability allows (init_module, reboot, mount in a user namespace);
 //  * a filesystem-handling Landlock domain (the ruleset, the write layer) only after every mount:
 //    Landlock refuses mount(2) to such a domain (security/landlock/fs.c hook_sb_mount());
+//  * one Landlock domain per command: the write layer carries the scope, never a scope-only
+//    domain beneath it, which would deny every cross-directory rename and link (EXDEV: Landlock
+//    denies reparenting in each layer that does not grant LANDLOCK_ACCESS_FS_REFER);
 //  * the seccomp filter last but for what the filter itself allows (the Landlock calls, execve):
 //    the code after it is sbx's own, and it needs fewer exceptions the later it comes;
 //  * every descriptor but 0-2 close-on-exec before the command's execve; exec last.
@@ -53,10 +56,11 @@ enum class Step : std::uint8_t {
   kNetworkCheck,     // the sandbox's network namespace is its own and holds only `lo`
   kProxyRelay,       // stage 2 forks the relay to the proxy (it needs the unix socket the
                      // command must not get, so it is forked before the filter)
-  kLandlockScope,    // a Landlock domain scoping abstract unix sockets and signals (ABI 6+)
+  kLandlockScope,    // a Landlock domain scoping abstract unix sockets and signals (ABI 6+);
+                     // bwrap without a write layer only (the layer scopes the same)
   kLandlockRuleset,  // Landlock mode's ruleset (linux/landlock/landlock_ruleset.hpp)
-  kWriteLayer,       // bwrap's Landlock write layer (linux/landlock/write_layer.hpp; below ABI 2
-                     // it enters nothing)
+  kWriteLayer,       // bwrap's Landlock write layer, also the scope at ABI 6+
+                     // (linux/landlock/write_layer.hpp; below ABI 2 it enters nothing)
   kSeccomp,          // the precompiled seccomp filter (linux/seccomp/seccomp_programs.hpp)
   kExec,             // execve of the next program (bwrap, sbx-stage2 or the command)
 };
@@ -75,7 +79,8 @@ struct Shape {
   bool private_network = false;  // bwrap: a network namespace of the sandbox's own (restricted,
                                  // proxy), checked to hold only `lo`
   bool proxy_relay = false;      // bwrap stage 2: network mode proxy's relay
-  bool landlock_scope = false;   // bwrap: Landlock ABI 6+ (the scope needs it)
+  bool landlock_scope = false;   // bwrap: Landlock ABI 6+ (the scope needs it; a step of its
+                                 // own only without the write layer, which scopes then)
   bool write_layer = false;      // bwrap: the plan has one (direct launch: and ABI 2+)
   bool mount_check = true;       // bwrap stage 2: a mount list to check (a procfs inside)
   bool landlock_ruleset = true;  // Landlock mode: the kernel restricts something for the plan

@@ -49,6 +49,9 @@ Status apply_write_layer(const std::vector<std::string>& writable_roots) {
   LandlockSpec spec;
   spec.min_abi = kWriteLayerMinAbi;
   spec.writes_only = true;
+  // The scope rides in this domain (write_layer.hpp: one domain, or every reparenting is EXDEV);
+  // build_landlock_ruleset scopes signals in every ruleset of ABI 6+.
+  spec.scope_abstract_unix = true;
   spec.write = writable_roots;
   spec.write.insert(spec.write.end(), write_layer_sandbox_dirs().begin(),
                     write_layer_sandbox_dirs().end());

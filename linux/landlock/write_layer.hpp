@@ -17,6 +17,23 @@
 // Landlock refuses mount(2) to a process whose domain handles a filesystem right
 // (security/landlock/fs.c hook_sb_mount()), so the layer can only be entered after bwrap made
 // every mount: never by sbx before it execs bwrap.
+//
+// The layer is also the run's Landlock scope (ABI 6+: abstract unix sockets and signals), and
+// the run's only Landlock domain: no scope-only domain may lie beneath it. Landlock denies
+// reparenting (a rename(2) or link(2) into another directory) in every layer that does not
+// grant LANDLOCK_ACCESS_FS_REFER, whether the layer handles that right or not
+// (Documentation/userspace-api/landlock.rst: REFER "is the only access right which is always
+// considered handled by any ruleset"; security/landlock/access.h
+// _LANDLOCK_ACCESS_FS_INITIALLY_DENIED, since "landlock: Fix file reparenting without explicit
+// LANDLOCK_ACCESS_FS_REFER", Linux 6.0), and it refuses with EXDEV. A scope-only layer handles
+// no filesystem right, so no rule of it can grant REFER: stacked under this layer it turned
+// every cross-directory rename and link inside the writable roots into EXDEV, which rename(2)
+// documents as "oldpath and newpath are not on the same mounted filesystem" (tools that fall
+// back to copying hid it; rustc's rename of its rmeta cannot, so `cargo build` failed). Alone,
+// such a layer costs nothing: a domain that handles no filesystem right is never consulted for
+// paths. (A real EXDEV stays: rename(2) does not work across mount points "even if the same
+// filesystem is mounted on both", and each bind mount of the plan is one: /tmp and the
+// workspace, the masks of protected names.)
 #pragma once
 
 #include <string>
@@ -39,9 +56,11 @@ inline constexpr int kWriteLayerMinAbi = 2;
 const std::vector<std::string>& write_layer_device_files();
 const std::vector<std::string>& write_layer_sandbox_dirs();
 
-// Enters the layer: writes only beneath `writable_roots` and the entries above. Nothing when the
-// kernel's Landlock ABI is below kWriteLayerMinAbi (or Landlock is off). Requires no_new_privs.
-// Error names the step and path; the caller must not run the command then.
+// Enters the layer: writes only beneath `writable_roots` and the entries above, and (ABI 6+)
+// abstract unix sockets and signals scoped to the domain, so the caller enters no scope of its
+// own (above). Nothing when the kernel's Landlock ABI is below kWriteLayerMinAbi (or Landlock is
+// off). Requires no_new_privs. Error names the step and path; the caller must not run the
+// command then.
 Status apply_write_layer(const std::vector<std::string>& writable_roots);
 
 }  // namespace sbx::stage2

@@ -89,7 +89,8 @@ Status open_pause_pipe(DirectLaunch& launch) {
 }
 
 // The launch's confinement order (linux/confine/order.hpp): the direct route, its Landlock
-// scope and write-layer trampoline as prepared.
+// scope (none with the trampoline, whose write layer scopes) and write-layer trampoline as
+// prepared.
 confine::Order direct_order(const DirectLaunch& launch) {
   confine::Shape shape;
   shape.route = confine::Route::kBwrapDirect;
@@ -148,9 +149,14 @@ Status prepare_direct(const DirectPlan& plan, DirectLaunch& launch) {
   if (!seccomp.ok()) return seccomp.failure();
   launch.seccomp = std::move(*seccomp);
   if (Status pause = open_pause_pipe(launch); !pause.ok()) return pause;
-  Result<int> scope = open_scope_ruleset();
-  if (!scope.ok()) return scope.failure();
-  launch.scope_ruleset = *scope;
+  // With the trampoline the command is scoped by the write layer's domain, and a scope entered
+  // here as well would lie beneath it: every cross-directory rename and link would then be
+  // EXDEV (linux/landlock/write_layer.hpp). So the scope is the child's only without one.
+  if (!direct.write_layer) {
+    Result<int> scope = open_scope_ruleset();
+    if (!scope.ok()) return scope.failure();
+    launch.scope_ruleset = *scope;
+  }
   if (Status channel = open_supervisor_channel(launch); !channel.ok()) return channel;
   launch.env = direct.env;
   launch.argv = direct_argv(direct);

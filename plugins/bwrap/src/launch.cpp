@@ -104,8 +104,10 @@ int arrange_descriptors(const ChildArgs& a, int& channel, int& ruleset, int& tra
   step_done(steps, confine::Step::kNoNewPrivs, report);
   // The unix-socket supervisor's filter (unix_supervisor.hpp) covers bwrap and all it starts;
   // its listener goes to sbx, which answers from now on (the watcher, and a supervisor thread
-  // from the first connect on). Then the Landlock scope of the direct launch: bwrap and all it
-  // starts run inside both.
+  // from the first connect on). Then the Landlock scope of a direct launch without the write
+  // layer's trampoline: bwrap and all it starts run inside both. (With the trampoline the write
+  // layer's domain scopes instead: a scope entered here would lie beneath it and turn every
+  // cross-directory rename and link into EXDEV, linux/landlock/write_layer.hpp.)
   const int listener = install_unix_notify_filter(a.report_sends);
   if (listener < 0 || !send_descriptor(channel, listener)) setup_failed(report);
   close(listener);

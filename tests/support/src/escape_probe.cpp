@@ -1,7 +1,11 @@
 // sbx_escape_probe OP [ARG...]: makes one forbidden attempt and reports it.
 // Exit 0 and "SUCCEEDED" if the operation worked (an escape), exit 1 and "BLOCKED: <errno>" if
 // the kernel refused it. Run inside the sandbox by the escape suites of every Linux backend.
+// The moves (rename, link, rename_noreplace, rename_exchange OLD NEW: rename(2), link(2),
+// renameat2(2) with RENAME_NOREPLACE or RENAME_EXCHANGE) are also made where they must work
+// (integration/bwrap/reparent_test.cpp): "BLOCKED: Invalid cross-device link" is EXDEV.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <linux/bpf.h>
 #include <linux/io_uring.h>
 #include <netinet/in.h>
@@ -104,5 +108,12 @@ int main(int argc, char** argv) {
   if (op == "kill") return report(::kill(std::atoi(arg), SIGKILL));
   if (op == "unshare") return report(::unshare(CLONE_NEWUSER));
   if (op == "pidfd_getfd") return report(steal_descriptor(std::atoi(arg)));
+  const char* to = argc > 3 ? argv[3] : "";
+  if (op == "rename") return report(::rename(arg, to));
+  if (op == "link") return report(::link(arg, to));
+  if (op == "rename_noreplace")
+    return report(::renameat2(AT_FDCWD, arg, AT_FDCWD, to, RENAME_NOREPLACE));
+  if (op == "rename_exchange")
+    return report(::renameat2(AT_FDCWD, arg, AT_FDCWD, to, RENAME_EXCHANGE));
   return 2;
 }

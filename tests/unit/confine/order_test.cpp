@@ -79,6 +79,15 @@ TEST(ConfinementOrderTable, EveryShapeKeepsTheRules) {
     if (shape.route != Route::kLandlock && shape.write_layer) {
       EXPECT_LT(first(order, Step::kMounts), first(order, Step::kWriteLayer)) << text;
     }
+    // One Landlock domain per bwrap command: the write layer scopes, and a scope-only domain
+    // beneath it would make every cross-directory rename and link EXDEV (write_layer.hpp).
+    // Without the layer the scope is a step of its own wherever the kernel has it.
+    if (shape.route != Route::kLandlock && shape.write_layer) {
+      EXPECT_EQ(first(order, Step::kLandlockScope), order.size) << text;
+    }
+    if (shape.route != Route::kLandlock && !shape.write_layer && shape.landlock_scope) {
+      EXPECT_LT(first(order, Step::kLandlockScope), order.size) << text;
+    }
     // The relay is forked before stage 2 restricts itself: it needs the proxy's socket.
     if (shape.route == Route::kBwrapStage2 && shape.proxy_relay) {
       for (Step step : {Step::kLandlockScope, Step::kWriteLayer, Step::kSeccomp})
@@ -131,7 +140,7 @@ std::string render(const confine::Order& order) {
 }
 
 // docs/ARCHITECTURE.md's table is the order with every conditional step present, those in
-// brackets.
+// brackets; bwrap's routes also without the write layer, where the scope is a step of its own.
 TEST(ConfinementOrderTable, ArchitectureShowsTheOrder) {
   std::string doc = sbx::test::read_file(std::string(SBX_SOURCE_DIR) + "/docs/ARCHITECTURE.md");
   doc.erase(std::remove_if(doc.begin(), doc.end(), [](char c) { return c == '[' || c == ']'; }),
@@ -139,7 +148,12 @@ TEST(ConfinementOrderTable, ArchitectureShowsTheOrder) {
   confine::Shape direct = confine::shape_of(Route::kBwrapDirect, confine::Network::kRestricted);
   confine::Shape stage2 = confine::shape_of(Route::kBwrapStage2, confine::Network::kProxy);
   confine::Shape landlock = confine::shape_of(Route::kLandlock, confine::Network::kProxy);
-  for (const confine::Shape& shape : {direct, stage2, landlock}) {
+  confine::Shape direct_unlayered = direct;
+  direct_unlayered.write_layer = false;
+  confine::Shape stage2_unlayered = stage2;
+  stage2_unlayered.write_layer = false;
+  for (const confine::Shape& shape :
+       {direct, direct_unlayered, stage2, stage2_unlayered, landlock}) {
     const std::string row = render(confine::confinement_order(shape));
     EXPECT_NE(doc.find("| " + row + " |"), std::string::npos) << "not in the table: " << row;
   }

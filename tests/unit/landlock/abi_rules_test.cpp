@@ -27,6 +27,7 @@
 
 #include "landlock_ruleset.hpp"
 #include "sbx_test/temp_dir.hpp"
+#include "write_layer.hpp"
 
 namespace {
 
@@ -122,6 +123,68 @@ TEST(LandlockAbiRules, ReferAllowsMovesBetweenWritableRootsButNotLinksFromReadOn
   EXPECT_EQ(confined(spec, [&] { return result(::link((ro / "f").c_str(), (a / "h").c_str())); }),
             EXDEV);
   EXPECT_FALSE(fs::exists(a / "h"));
+}
+
+// Runs `attempt` in a child that enters each of `layers` in turn (one Landlock domain each, as
+// the bwrap launch's performers would); returns 0 = allowed, else errno.
+int layered(const std::vector<std::function<bool()>>& layers, const std::function<int()>& attempt) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) ::_exit(kSetupFailed);
+    for (const auto& enter : layers)
+      if (!enter()) ::_exit(kSetupFailed);
+    ::_exit(attempt());
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 255;
+}
+
+// Why bwrap's write layer carries the scope itself (write_layer.hpp): Landlock denies
+// reparenting in every layer that does not grant REFER, handled or not, so a scope-only domain
+// beneath the layer turned every rename and link into another directory into EXDEV (`cargo
+// build` could not move rustc's rmeta up from its temporary directory). The layer alone lets
+// them through beneath its roots, and scopes abstract unix sockets as the scope-only domain did.
+TEST(LandlockAbiRules, TheWriteLayerIsTheOnlyDomainSoMovesAcrossDirectoriesWork) {
+  REQUIRE_ABI(6, "scope to carry in the write layer");
+  Dir rw;
+  const auto write_layer = [&] { return sbx::stage2::apply_write_layer({rw.path()}).ok(); };
+  const auto scope_only = [] {
+    LandlockSpec scope;
+    scope.restrict_filesystem = false;
+    scope.scope_abstract_unix = true;
+    return sbx::stage2::apply_landlock(scope).ok();
+  };
+  fs::create_directories(rw / "a/d");
+  const auto moves = [&] {
+    std::ofstream(rw / "a/d/full.rmeta") << "meta";
+    if (::rename((rw / "a/d/full.rmeta").c_str(), (rw / "a/lib.rmeta").c_str()) != 0) return errno;
+    if (::link((rw / "a/lib.rmeta").c_str(), (rw / "a/d/uplifted").c_str()) != 0) return errno;
+    ::unlink((rw / "a/lib.rmeta").c_str());
+    ::unlink((rw / "a/d/uplifted").c_str());
+    return 0;
+  };
+  EXPECT_EQ(layered({write_layer}, moves), 0);
+  EXPECT_EQ(layered({scope_only, write_layer}, moves), EXDEV)
+      << "a scope-only domain beneath the write layer no longer refuses reparenting: the kernel "
+         "changed, write_layer.hpp's reason for one domain is gone";
+  // A host abstract socket stays out of reach from the write layer alone.
+  const int server = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(server, 0);
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  const std::string name = "sbx-ll-layer-" + std::to_string(::getpid());
+  std::memcpy(sa.sun_path + 1, name.data(), name.size());
+  const socklen_t len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+  ASSERT_EQ(::bind(server, reinterpret_cast<sockaddr*>(&sa), len), 0);
+  ASSERT_EQ(::listen(server, 4), 0);
+  EXPECT_EQ(layered({write_layer},
+                    [&] {
+                      const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+                      return result(::connect(fd, reinterpret_cast<sockaddr*>(&sa), len));
+                    }),
+            EPERM);
+  ::close(server);
 }
 
 TEST(LandlockAbiRules, TruncateOnlyBeneathWritableRoots) {

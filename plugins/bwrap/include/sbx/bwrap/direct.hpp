@@ -137,8 +137,10 @@ PauseVerdict check_paused_sandbox(pid_t pid, int pidfd,
 std::optional<pid_t> find_sandbox_command(pid_t init, int& pidfd);
 
 // A Landlock ruleset that handles nothing but scopes abstract unix sockets and signals, for the
-// child to enter before it execs bwrap; -1 when the kernel's ABI is below 6 (nothing to scope
-// with; the plan says so). Error only when an ABI-6 kernel refuses to create it.
+// child to enter before it execs bwrap when the plan has no write layer (the layer scopes the
+// same, and must be the only domain: linux/landlock/write_layer.hpp); -1 when the kernel's ABI
+// is below 6 (nothing to scope with; the plan says so). Error only when an ABI-6 kernel refuses
+// to create it.
 Result<int> open_scope_ruleset();
 
 }  // namespace sbx::bwrap
