@@ -223,7 +223,7 @@ function exec(handle, policy, cwd, argv, preference, flags) {
   ++handle.busy;
   return new Promise((resolve, reject) => {
     const settle = (failure, report) => {
-      args.length = 0;
+      args.length = 0;  // the call has returned: its Buffers may go now
       try {
         if (failure) throw new SbxError(`sbx_exec could not be called: ${failure.message}`);
         resolve(take(report, error));
