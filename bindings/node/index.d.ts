@@ -1,6 +1,6 @@
-// Types of the `sbx` package (index.js). Policies are those of README.md "Policies" (the model
-// is documented in core/include/sbx/core/policy.hpp); reports are those of `sbx ... --json`,
-// generated from their JSON Schemas (reports.d.ts).
+// Types of the `sbx-sandbox` package (index.js). Policies are those of README.md "Policies"
+// (the model is documented in core/include/sbx/core/policy.hpp); reports are those of
+// `sbx ... --json`, generated from their JSON Schemas (reports.d.ts).
 
 export type Access = 'read' | 'write' | 'deny';
 export type PresetName = 'read-only' | 'workspace-write' | 'danger-full-access' | 'external-sandbox';
@@ -93,7 +93,7 @@ export type ErrorKindName =
     |'refused'          // a lock, setting or policy rule forbids it
     |'unavailable'      // no backend on this host can enforce what was asked
     |'backend_failure'  // a backend plugin failed to plan or run the sandbox
-    |'host_failure'     // the host failed: a file, a syscall, the addon or libsbx missing
+    |'host_failure'     // the host failed: a file, a syscall, libsbx or koffi missing
     |'timed_out'        // a deadline passed
     |'cancelled';       // the caller cancelled
 export const ErrorKind: Readonly<{

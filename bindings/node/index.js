@@ -1,63 +1,17 @@
 'use strict';
-// sbx for Node: the `Sbx` class and the pure functions over libsbx's C API (sbx/sbx.h), through
-// the Node-API addon sbx.node (src/sbx_node.cpp). Types: index.d.ts. README.md has an example.
+// sbx for Node: the `Sbx` class and the pure functions over libsbx's C API (sbx/sbx.h), called
+// through koffi (lib/native.js, lib/ffi.js): nothing is compiled at install. Types: index.d.ts.
+// README.md has an example.
+const fs = require('fs');
 const net = require('net');
-const path = require('path');
+const { ErrorKind, SbxError } = require('./lib/errors');
+// libsbx's C API through koffi (lib/ffi.js); throws SbxError (host_failure) when libsbx or koffi
+// cannot be loaded.
+const native = require('./lib/native');
 
-function loadAddon() {
-  const candidates = [
-    process.env.SBX_NODE_ADDON,                        // an explicit build (sbx's own tests)
-    path.join(__dirname, 'build', 'sbx.node'),         // `npm install` (CMake, package.json)
-    path.join(__dirname, 'build', 'Release', 'sbx.node'),
-  ].filter(Boolean);
-  const failures = [];
-  for (const file of candidates) {
-    try {
-      return require(file);
-    } catch (error) {
-      failures.push(`${file}: ${error.message}`);
-    }
-  }
-  const error = new Error(
-      `sbx: cannot load the native addon sbx.node (build it with cmake, ` +
-      `see README.md; libsbx must be installed):\n  ` + failures.join('\n  '));
-  error.code = 'SBX_ERROR';
-  error.kind = 'host_failure';
-  throw error;
-}
-
-const native = loadAddon();
-
-/**
- * What sort of failure an SbxError is: the same kinds as the C API (sbx_error_kind), the CLI's
- * --json "error_kind" and the Python binding.
- */
-const ErrorKind = Object.freeze({
-  INVALID_INPUT: 'invalid_input',      // the caller's input is wrong (a malformed policy, bad argv)
-  REFUSED: 'refused',                  // a lock, setting or policy rule forbids it
-  UNAVAILABLE: 'unavailable',          // no backend on this host can enforce what was asked
-  BACKEND_FAILURE: 'backend_failure',  // a backend plugin failed to plan or run the sandbox
-  HOST_FAILURE: 'host_failure',        // the host failed: a file, a syscall, a missing library
-  TIMED_OUT: 'timed_out',              // a deadline passed
-  CANCELLED: 'cancelled',              // the caller cancelled
-});
-const KINDS = new Set(Object.values(ErrorKind));
-
-/**
- * An error reported by libsbx (or a bad argument to it): the message says what was wrong and
- * what to do; `kind` says what sort of failure it is (ErrorKind).
- */
-class SbxError extends Error {
-  constructor(message, kind = ErrorKind.HOST_FAILURE) {
-    super(message);
-    this.name = 'SbxError';
-    this.code = 'SBX_ERROR';
-    this.kind = KINDS.has(kind) ? kind : ErrorKind.HOST_FAILURE;
-  }
-}
-
-// A native error becomes an SbxError with its kind; anything else is passed on.
+// An error with code SBX_ERROR becomes an SbxError with its kind; anything else is passed on.
 function wrap(error) {
+  if (error instanceof SbxError) return error;
   return error && error.code === 'SBX_ERROR' ? new SbxError(error.message, error.kind) : error;
 }
 
@@ -256,7 +210,12 @@ const exitOf = (report) => ({
 function pipeStream(run, which) {
   const fd = native.runTakeFd(run, which);
   if (fd < 0) throw new SbxError(`libsbx handed over no pipe for stream ${which}`);
-  return new net.Socket({ fd, readable: which !== 0, writable: which === 0 });
+  try {
+    return new net.Socket({ fd, readable: which !== 0, writable: which === 0 });
+  } catch (error) {
+    fs.closeSync(fd);  // taken, so libsbx no longer closes it; the socket that would has failed
+    throw error;
+  }
 }
 
 /**

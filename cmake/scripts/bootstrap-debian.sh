@@ -32,12 +32,11 @@ test_packages=(
   python3-pip python3-venv python3-pytest  # bindings/python: pip install into a venv, pytest
   nodejs node-typescript       # bindings/node: node --test, tsc checks index.d.ts
 )
-# The Node-API headers: Debian's nodejs has none (libnode-dev does); a nodejs that ships its own
-# (e.g. NodeSource's, /usr/include/node) conflicts with libnode-dev, so it is only added if
-# missing. The ci build compiles the Node addon against them, so they come with the test group,
-# which test.sh waits for before that build.
-if [[ ! -e /usr/include/node/node_api.h ]]; then
-  test_packages+=(libnode-dev)
+# npm packs and installs bindings/node in the tests (koffi comes from the npm registry). Debian's
+# nodejs has no npm (the npm package does); a nodejs that ships its own (e.g. NodeSource's, which
+# conflicts with Debian's npm package) needs nothing more.
+if ! command -v npm >/dev/null; then
+  test_packages+=(npm)
 fi
 
 case "$group" in

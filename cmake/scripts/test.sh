@@ -46,7 +46,7 @@ finish_job() {  # finish_job NAME: waits for the job, prints its output, returns
 }
 
 bash cmake/scripts/bootstrap-debian.sh build
-# The ci configure needs the test packages (the Node addon's headers come with them).
+# The ci configure needs the test packages (find_program: node, npm, tsc, dpkg-deb, ...).
 start_job ci_build bash -c 'bash cmake/scripts/bootstrap-debian.sh tests &&
   cmake --preset ci >/dev/null && nice -n 19 cmake --build --preset ci'
 

@@ -14,8 +14,8 @@
 #             pkg-config and CMake (prefix_test.sh system), dpkg --purge, and nothing left
 #   c         a C consumer built with `pkg-config --cflags --libs sbx` against the package
 #   cxx       a C++ consumer built with find_package(sbx) against the package
-#   node      bindings/node built standalone (what `npm install` runs) against the package, then
-#             a sandboxed write inside the workspace through it
+#   node      the Node package (npm-installed by ctest node.install) loading the package's libsbx
+#             (SBX_LIBRARY), then a sandboxed write inside the workspace through it
 # usage: package_test.sh STEP BUILD_DIR WORK_DIR DEB_ROOT SOURCE_DIR LIBDIR
 set -euo pipefail
 step=$1 build=$2 work=$3 root=$4 source=$5 libdir=$6
@@ -281,25 +281,31 @@ cxx)
   "$work/cxx/build/consumer_cxx" "$work/cxx/ws" "$denied/cxx.txt"
   ;;
 node)
+  # The Node package as ctest node.install put it in place ($SBX_NODE_PACKAGE: npm install, no
+  # compiler), told by SBX_LIBRARY to load the package's libsbx (the extracted root is not on
+  # the dynamic linker's path), then a sandboxed write inside the workspace through it.
   command -v node >/dev/null || { echo "SKIPPED: node is not installed"; exit 0; }
+  package=${SBX_NODE_PACKAGE:-}
+  [[ -n "$package" && -f "$package/index.js" ]] ||
+    { echo "SKIPPED: no installed Node package at '$package' (ctest node.install makes it)"; exit 0; }
   rm -rf "$work/node" && mkdir -p "$work/node/ws"
-  cmake -S "$source/bindings/node" -B "$work/node/build" -G Ninja -DCMAKE_PREFIX_PATH="$usr" \
-        -DCMAKE_BUILD_TYPE=Release
-  cmake --build "$work/node/build"
-  [[ -f "$work/node/build/sbx.node" ]] || { echo "SKIPPED: no Node-API headers here"; exit 0; }
-  SBX_NODE_ADDON="$work/node/build/sbx.node" node -e '
+  soname=$(readelf -d "$usr/$libdir"/libsbx.so.*.*.* | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
+  loaded=$(SBX_LIBRARY="$usr/$libdir/$soname" node -e '
     const sbx = require(process.argv[1]);
     const fs = require("fs");
     const ws = process.argv[2];
     new sbx.Sbx().exec({version: 1, preset: "workspace-write"},
                        ["sh", "-c", "echo hi > from-node.txt"], {cwd: ws, preference: "require"})
       .then((r) => {
-        console.log(JSON.stringify(r));
+        console.error(JSON.stringify(r));
         if (r.exit.code !== 0 || fs.readFileSync(ws + "/from-node.txt", "utf8") !== "hi\n")
           process.exit(1);
-      }, (e) => { console.error(e); process.exit(1); });' "$source/bindings/node" "$work/node/ws"
-  ldd "$work/node/build/sbx.node" | grep -F "$usr/$libdir/libsbx.so" ||
-    fail "the standalone addon is not linked to the package's libsbx"
+        const maps = fs.readFileSync("/proc/self/maps", "utf8").split("\n");
+        const line = maps.find((l) => /\/libsbx\.so[.\d]*$/.test(l));
+        console.log(line.slice(line.indexOf("/")));
+      }, (e) => { console.error(e); process.exit(1); });' "$package" "$work/node/ws")
+  echo "the Node package loaded $loaded"
+  [[ "$loaded" == "$usr/$libdir/libsbx.so"* ]] || fail "the Node package did not load the package's libsbx"
   ;;
 *)
   fail "unknown step $step"

@@ -1,5 +1,5 @@
 // A tool-call loop: parallel calls, capped or streamed output, a time-out, a denial, a grant.
-import { Sbx, Policy, RunResult } from 'sbx';
+import { Sbx, Policy, RunResult } from 'sbx-sandbox';
 declare const console: { log(...values: unknown[]): void };  // es2020 lib, no @types/node
 declare const process: { argv: string[]; exitCode?: number };
 

@@ -1,9 +1,13 @@
 'use strict';
-// What the Node binding's test files share: the policies, a workspace, and the skip for want of
-// a sandbox backend (exit 77, ctest's Skipped).
+// What the Node binding's test files share: the package, the policies, a workspace, and the skip
+// for want of a sandbox backend (exit 77, ctest's Skipped).
 const fs = require('node:fs');
 const path = require('node:path');
-const sbx = require('..');
+
+// The package under test: the one `npm install` put in place (ctest node.install, which sets
+// SBX_NODE_PACKAGE), else this source tree (with the node_modules of a developer's npm install).
+const PACKAGE = process.env.SBX_NODE_PACKAGE || path.join(__dirname, '..');
+const sbx = require(PACKAGE);
 
 const WORKSPACE = { version: 1, preset: 'workspace-write' };
 const FULL = { version: 1, preset: 'danger-full-access' };
@@ -43,4 +47,4 @@ function invalidInput(e) {
   return e instanceof sbx.SbxError && e.code === 'SBX_ERROR' && e.kind === 'invalid_input';
 }
 
-module.exports = { sbx, WORKSPACE, FULL, workspace, skipNoBackend, backendOrSkip, invalidInput };
+module.exports = { sbx, PACKAGE, WORKSPACE, FULL, workspace, skipNoBackend, backendOrSkip, invalidInput };

@@ -10,14 +10,16 @@
 //  - timeoutMs, an AbortSignal and kill() end the whole run (no process of it is left) and the
 //    report says so;
 //  - spawn's stdout is read while the command still runs (it waits for our stdin);
-//  - 4 runs on one Sbx go on at once (each sees all 4 started before it ends);
+//  - 4 runs on one Sbx go on at once (each sees all 4 started before it ends); more runs than
+//    libuv's pool has threads go on at once and leave the pool free (fs and dns answer meanwhile);
+//  - a run still going on when the process exits is ended with it;
 //  - bad arguments reject (run) or throw (spawn) SbxError of kind invalid_input.
 const test = require('node:test');
 const assert = require('node:assert');
 const childProcess = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
-const { sbx, WORKSPACE, FULL, workspace, backendOrSkip, invalidInput } = require('./common');
+const { sbx, PACKAGE, WORKSPACE, FULL, workspace, backendOrSkip, invalidInput } = require('./common');
 
 // Runs `body(s, ws, backend)` with a manager and a workspace; skipped without a backend.
 async function withSandbox(t, body) {
@@ -150,7 +152,7 @@ test("the command's stdout is this process's own although Node marks it close-on
   await withSandbox(t, async (s, ws) => {
     const script = `
       const fs = require('fs');
-      const sbx = require(${JSON.stringify(path.join(__dirname, '..'))});
+      const sbx = require(${JSON.stringify(PACKAGE)});
       const flags = (fd) => parseInt(/flags:\\s*(\\d+)/.exec(
           fs.readFileSync('/proc/self/fdinfo/' + fd, 'utf8'))[1], 8);
       console.error('cloexec ' + [0, 1, 2].map((fd) => (flags(fd) & 0o2000000) !== 0).join(' '));
@@ -311,6 +313,54 @@ test('4 runs on one Sbx go on at once', async (t) => {
       assert.strictEqual(r.stdout, 'together\n', JSON.stringify(r.report));
       assert.strictEqual(r.exitCode, 0);
     }
+  });
+});
+
+// The runs wait on threads of their own, never libuv's pool (4 threads unless UV_THREADPOOL_SIZE
+// says otherwise): with more runs waiting than the pool has threads, fs and dns, which need it,
+// still answer. Each run waits for the file `go` that this test writes with fs.promises only
+// after a dns lookup: were the pool held by the waits, neither would come and every run would
+// give up ("stuck").
+test("more runs at once than libuv's pool has threads, and the pool stays free", async (t) => {
+  await withSandbox(t, async (s, ws) => {
+    const count = Math.max(6, Number(process.env.UV_THREADPOOL_SIZE || 4) + 2);
+    const script = (i) => `touch started-${i}; n=0; while [ ! -e go ]; do ` +
+        'n=$((n+1)); if [ $n -ge 600 ]; then echo stuck; exit 3; fi; sleep 0.05; done; echo went';
+    const runs = Promise.all([...Array(count).keys()].map(
+        (i) => s.run(WORKSPACE, ['sh', '-c', script(i)], { cwd: ws, encoding: 'utf8' })));
+    const allStarted = (async () => {
+      for (let i = 0; i < count; ++i) await fileAppears(path.join(ws, `started-${i}`));
+    })();
+    await Promise.race([allStarted, runs]);
+    const address = await endsEarly(require('node:dns').promises.lookup('localhost'), 'dns.lookup');
+    assert.ok(address.address, JSON.stringify(address));
+    await endsEarly(fs.promises.writeFile(path.join(ws, 'go'), 'go'), 'fs.promises.writeFile');
+    for (const r of await runs) {
+      assert.strictEqual(r.stdout, 'went\n', JSON.stringify(r.report));
+      assert.strictEqual(r.exitCode, 0);
+    }
+  });
+});
+
+// A child node starts a run that would sleep 100 s and exits (process.exit) once it runs: the
+// exit is prompt and no process of the run is left behind.
+test('a run still going on when the process exits ends with it', async (t) => {
+  await withSandbox(t, async (s, ws) => {
+    const mark = sleepMark();
+    const script = `
+      const fs = require('fs');
+      const sbx = require(${JSON.stringify(PACKAGE)});
+      const cwd = ${JSON.stringify(ws)};
+      new sbx.Sbx().run(${JSON.stringify(WORKSPACE)},
+                        ['sh', '-c', 'touch started; sleep ${mark} & sleep ${mark}; wait'], { cwd });
+      setInterval(() => { if (fs.existsSync(cwd + '/started')) process.exit(0); }, 20);`;
+    const child = childProcess.spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const [err, code] = await endsEarly(Promise.all([
+      readAll(child.stderr.setEncoding('utf8')), new Promise((resolve) => child.on('close', resolve))]),
+                                        'the exiting process');
+    assert.strictEqual(code, 0, err);
+    assert.ok(fs.existsSync(path.join(ws, 'started')), err);
+    assert.deepStrictEqual(sleepers(mark), [], 'a process of the run survived the exit');
   });
 });
 

@@ -1,6 +1,6 @@
 'use strict';
-// The Node binding against a real libsbx (ctest runs it against the installed tree: the addon
-// finds libsbx through LD_LIBRARY_PATH). Real sandboxed runs: a write inside passes, one
+// The Node binding against a real libsbx (ctest runs the package `npm install` put in place
+// against the installed tree: libsbx is found through LD_LIBRARY_PATH). Real sandboxed runs: a write inside passes, one
 // outside is denied and classified, the proxy refuses an unlisted host. run() and spawn():
 // run.test.js.
 const test = require('node:test');
@@ -8,12 +8,80 @@ const assert = require('node:assert');
 const fs = require('node:fs');
 const http = require('node:http');
 const path = require('node:path');
-const { sbx, WORKSPACE, FULL, workspace, skipNoBackend, backendOrSkip, invalidInput } =
+const childProcess = require('node:child_process');
+const { sbx, PACKAGE, WORKSPACE, FULL, workspace, skipNoBackend, backendOrSkip, invalidInput } =
     require('./common');
 
 const DENY_SSH = { version: 1, filesystem: { kind: 'restricted', entries: [
   { path: ':root', access: 'read' }, { path: ':cwd', access: 'write' },
   { path: '~/.ssh', access: 'deny' }] } };
+
+// The libsbx this process loaded (its mapping in /proc/self/maps), or null.
+function loadedLibsbx(maps) {
+  const line = maps.split('\n').find((l) => /\/libsbx\.so[.\d]*$/.test(l));
+  return line ? line.slice(line.indexOf('/')) : null;
+}
+
+// Loads the package in a child node with `env`: what require() threw ({name, code, kind,
+// message}), or {loaded: the libsbx file mapped}.
+function loadInChild(env) {
+  const script = `
+    try {
+      require(${JSON.stringify(PACKAGE)}).version();
+      const maps = require('fs').readFileSync('/proc/self/maps', 'utf8');
+      const line = maps.split('\\n').find((l) => /\\/libsbx\\.so[.\\d]*$/.test(l));
+      console.log(JSON.stringify({ loaded: line.slice(line.indexOf('/')) }));
+    } catch (e) {
+      console.log(JSON.stringify({ name: e.name, code: e.code, kind: e.kind, message: e.message }));
+    }`;
+  const out = childProcess.execFileSync(process.execPath, ['-e', script], { env, encoding: 'utf8' });
+  return JSON.parse(out);
+}
+
+test('the package under test is the one npm installed, with nothing compiled', (t) => {
+  if (!process.env.SBX_NODE_PACKAGE) {
+    t.skip('SBX_NODE_PACKAGE is unset: testing the source tree (ctest sets it, node.install)');
+    return;
+  }
+  const installed = fs.realpathSync(process.env.SBX_NODE_PACKAGE);
+  assert.ok(installed.split(path.sep).includes('node_modules'), installed);
+  assert.strictEqual(path.dirname(require.resolve(PACKAGE)), installed);
+  // koffi, from the registry, beside it; no addon of this package's own anywhere in it.
+  const koffi = require.resolve('koffi', { paths: [installed] });
+  assert.ok(koffi.startsWith(path.dirname(installed)), koffi);
+  const files = (dir) => fs.readdirSync(dir, { withFileTypes: true }).flatMap(
+      (e) => (e.isDirectory() ? files(path.join(dir, e.name)) : [path.join(dir, e.name)]));
+  const compiled = files(installed).filter((f) => /\.(node|cpp|cc|o|so)$|CMakeLists\.txt$/.test(f));
+  assert.deepStrictEqual(compiled, []);
+  // The libsbx loaded is the installed test tree's, found through LD_LIBRARY_PATH.
+  const loaded = loadedLibsbx(fs.readFileSync('/proc/self/maps', 'utf8'));
+  const libDir = (process.env.LD_LIBRARY_PATH || '').split(':')[0];
+  assert.ok(loaded && libDir && loaded.startsWith(`${libDir}/`), `${loaded} (LD_LIBRARY_PATH ${libDir})`);
+});
+
+test('libsbx is found as the dynamic linker finds it, or named by SBX_LIBRARY', () => {
+  const here = loadedLibsbx(fs.readFileSync('/proc/self/maps', 'utf8'));
+  assert.ok(here, 'this process has libsbx loaded');
+  const { LD_LIBRARY_PATH, SBX_LIBRARY, ...bare } = process.env;
+  // SBX_LIBRARY names the file; nothing else has to find it.
+  assert.deepStrictEqual(loadInChild({ ...bare, SBX_LIBRARY: here }), { loaded: here });
+  // A missing library is an SbxError of kind host_failure at require(), saying what to do.
+  const missing = loadInChild({ ...bare, SBX_LIBRARY: '/nonexistent/libsbx.so.0.1' });
+  assert.strictEqual(missing.name, 'SbxError', JSON.stringify(missing));
+  assert.strictEqual(missing.code, 'SBX_ERROR');
+  assert.strictEqual(missing.kind, 'host_failure');
+  assert.match(missing.message, /cannot load libsbx \(\/nonexistent\/libsbx\.so\.0\.1\).*SBX_LIBRARY/s);
+  // Without either, the dynamic linker's own search (ld.so.cache, the default directories):
+  // the test tree's libsbx is not there, unless sbx is also installed on this host.
+  const system = childProcess.execFileSync('/sbin/ldconfig', ['-p'], { encoding: 'utf8' });
+  const found = loadInChild(bare);
+  if (/\blibsbx\.so\.0\.1\b/.test(system)) {
+    assert.ok(found.loaded, JSON.stringify(found));
+  } else {
+    assert.strictEqual(found.kind, 'host_failure', JSON.stringify(found));
+    assert.match(found.message, /cannot load libsbx \(libsbx\.so\.0\.1\).*ld\.so\.cache or LD_LIBRARY_PATH/s);
+  }
+});
 
 test('version and the pure questions', () => {
   assert.match(sbx.version(), /^\d+\.\d+\.\d+$/);
