@@ -285,7 +285,11 @@ export class Sbx {
   widen(base: Policy, extra: Policy): FullPolicy;
   wrap(policy: Policy, argv: string[], options?: { cwd?: string }): Wrapped;
   approve(requested: Policy, granted: Policy): Approval;
-  context(policy: Policy, options?: { cwd?: string; json?: false }): string;
-  context(policy: Policy, options: { cwd?: string; json: true }): ContextReport;
+  /** For a run on this manager: sandboxed or not, the backend that runs it here, its limits;
+   * anyBackend: every backend labelled, nothing probed (as the function context()). */
+  context(policy: Policy, options?: ContextOptions & { json?: false }): string;
+  context(policy: Policy, options: ContextOptions & { json: true }): ContextReport;
   classify(failure: Failure): Denial;
 }
+
+export interface ContextOptions { cwd?: string; preference?: Preference; anyBackend?: boolean; }

@@ -56,7 +56,10 @@ function widen(base, extra) {
 function approve(requested, granted) {
   return json(call(native.approve, policyText(requested), policyText(granted)));
 }
-/** The model-facing description of the sandbox: text, or the JSON form with {json: true}. */
+/**
+ * The model-facing description of the sandbox for any host (every backend's differences
+ * labelled; Sbx#context gives this host's): text, or the JSON form with {json: true}.
+ */
 function context(policy, options = {}) {
   const text = call(native.context, policyText(policy), options.cwd, !!options.json);
   return options.json ? json(text) : text;
@@ -77,6 +80,7 @@ const COMMON_OPTIONS = ['cwd', 'env', 'stdin', 'input', 'stdout', 'stderr', 'tim
 // An unknown option is refused: a misspelt `timeout` must not run without a time-out.
 const RUN_OPTIONS = new Set([...COMMON_OPTIONS, 'maxOutputBytes', 'encoding']);
 const SPAWN_OPTIONS = new Set(COMMON_OPTIONS);
+const CONTEXT_OPTIONS = new Set(['cwd', 'json', 'preference', 'anyBackend']);
 const STREAM_MODES = "'pipe', 'inherit' or 'ignore'";
 
 function checkOptions(options, known, call) {
@@ -341,7 +345,19 @@ class Sbx {
   widen(base, extra) { return widen(base, extra); }
   wrap(policy, argv, options = {}) { return wrapCommand(policy, argv, options); }
   approve(requested, granted) { return approve(requested, granted); }
-  context(policy, options) { return context(policy, options); }
+  /**
+   * The model-facing description for a run on this manager: whether it is sandboxed, by which
+   * backend here and only that backend's limits ({anyBackend: true}: every backend labelled,
+   * nothing probed, as the module-level context()).
+   */
+  context(policy, options = {}) {
+    checkOptions(options, CONTEXT_OPTIONS, 'context()');
+    if (options.anyBackend) return context(policy, options);
+    const text = call(native.managerContext, this._handle, policyText(policy), options.cwd,
+                      options.preference === undefined ? 'auto' : options.preference,
+                      !!options.json);
+    return options.json ? json(text) : text;
+  }
   classify(failure) { return classify(failure); }
 }
 

@@ -105,6 +105,8 @@ const PROTOTYPES = [
   'void *sbx_wrap(const char *policy_json, const char *cwd, const char **argv, ' +
       '_Out_ void **error)',
   'void *sbx_context(const char *policy_json, const char *cwd, int as_json, _Out_ void **error)',
+  'void *sbx_manager_context(void *manager, const char *policy_json, const char *cwd, ' +
+      'const char *preference, int as_json, _Out_ void **error)',
   'void *sbx_classify_failure(int exit_code, int signal, const void *stderr_text, ' +
       'size_t stderr_len, const char *backend, _Out_ void **error)',
 ];

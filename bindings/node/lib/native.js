@@ -189,6 +189,13 @@ function context(policy, cwd, asJson) {
   return take(c.sbx_context(...args, asJson ? 1 : 0, error), error);
 }
 
+function managerContext(handle, policy, cwd, preference, asJson) {
+  const args = [managerOf(handle), text(policy, 'policy'), text(cwd, 'cwd'),
+                text(preference, 'preference')];
+  const error = [null];
+  return take(c.sbx_manager_context(...args, asJson ? 1 : 0, error), error);
+}
+
 // classify(exitCode, signal, stderr (string or bytes, passed with its length: NUL bytes are
 // data), backend?).
 function classify(exitCode, signal, stderr, backend) {
@@ -471,6 +478,7 @@ module.exports = {
   wrap,
   approve,
   context,
+  managerContext,
   classify,
   runStart,
   runTakeFd,

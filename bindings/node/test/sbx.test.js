@@ -167,6 +167,29 @@ test('context as text and JSON', () => {
   assert.ok(text.includes('Writing is allowed only in:') && text.includes(ws), text);
   const data = sbx.context(DENY_SSH, { cwd: ws, json: true });
   assert.deepStrictEqual(data.filesystem.writable_roots, [ws]);
+  // The function: any host, every backend labelled, nothing probed.
+  assert.strictEqual(data.backend, null);
+  assert.ok(sbx.context(WORKSPACE, { cwd: ws, json: true }).network.limits[0].includes('under Landlock'));
+});
+
+test('Sbx#context describes the backend that will run it here', () => {
+  const ws = workspace();
+  const s = new sbx.Sbx();
+  try {
+    const data = s.context(DENY_SSH, { cwd: ws, json: true });
+    assert.strictEqual(data.backend, s.explain(DENY_SSH, { cwd: ws }).available_backend);
+    assert.strictEqual(data.sandboxed, true);
+    const anywhere = s.context(WORKSPACE, { cwd: ws, json: true, anyBackend: true });
+    assert.strictEqual(anywhere.backend, null);
+    const forbidden = s.context(WORKSPACE, { cwd: ws, json: true, preference: 'forbid' });
+    assert.strictEqual(forbidden.sandboxed, false);
+    assert.strictEqual(forbidden.backend, null);
+    assert.ok(s.context(WORKSPACE, { cwd: ws }).startsWith('Sandbox policy for the commands'));
+    assert.throws(() => s.context(WORKSPACE, { cwd: ws, anyBackends: true }),
+                  (e) => e.kind === 'invalid_input' && e.message.includes("unknown option 'anyBackends'"));
+  } finally {
+    s.close();
+  }
 });
 
 test('classify', () => {
