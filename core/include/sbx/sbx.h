@@ -168,7 +168,10 @@ enum {
  * and stops it when the command has exited; a policy that names network.proxy_ports itself is
  * refused (a C error; the command does not run). A refusal (a sandbox is wanted but none is
  * available) is a report with "error" set and "exit" null, not a C error; NULL is returned only for
- * bad arguments, a plan the backend refuses, or internal failures. */
+ * bad arguments, a plan the backend refuses, or internal failures. This process's signals stay
+ * its own (SBX_EXEC_FORWARD_SIGNALS); under Landlock every signal is blocked on the calling
+ * thread while the command runs (the launcher shares its memory), so a handler then runs on
+ * another thread of this process, or once sbx_exec has returned. */
 SBX_API char* sbx_exec(sbx_manager* manager, const char* policy_json, const char* cwd,
                        const char* const* argv, const char* preference, unsigned flags,
                        sbx_error** error);
