@@ -232,8 +232,9 @@ typedef struct sbx_run_options {
   const char* cwd;         /* NULL: the current directory */
   const char* const* argv; /* NULL-terminated; argv[0] is looked up in PATH like a shell */
   const char* preference;  /* "auto" (NULL), "require", "forbid" */
-  unsigned flags; /* SBX_EXEC_ALLOW_UNSANDBOXED, SBX_EXEC_CAPTURE_STDERR, SBX_EXEC_FORWARD_SIGNALS */
-  sbx_stdio stdio[3];      /* stdin, stdout, stderr */
+  /* SBX_EXEC_ALLOW_UNSANDBOXED, SBX_EXEC_CAPTURE_STDERR, SBX_EXEC_FORWARD_SIGNALS */
+  unsigned flags;
+  sbx_stdio stdio[3]; /* stdin, stdout, stderr */
   /* The command's environment is this process's, minus the names in env_unset, with the
    * "NAME=VALUE" entries of env_set added (replacing one of the same name); both
    * NULL-terminated, NULL for none. The policy's environment rules (README.md, "Environment")
