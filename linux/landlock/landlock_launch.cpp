@@ -815,13 +815,18 @@ bool read_report(int fd, Report& r) {
 
 // The calling thread's signal mask for the supervisor's lifetime: every signal blocked (the
 // supervisor and the command's child share this thread's storage, errno included, so no
-// handler may run on it meanwhile), the forwarded ones taken from a signalfd.
+// handler may run on it meanwhile), the forwarded ones taken from a signalfd when `forward`.
+// Without it no signalfd: one would take a process-directed signal from the shared queue ahead
+// of the embedding program's thread that the kernel chose for it (signalfd(2) reads the
+// process's pending signals too), so its own handler would never run.
 class BlockedSignals {
  public:
-  BlockedSignals() {
+  explicit BlockedSignals(bool forward) {
     sigset_t all;
     sigfillset(&all);
     ok_ = ::pthread_sigmask(SIG_BLOCK, &all, &previous_) == 0;
+    forward_ = forward;
+    if (!forward) return;
     sigset_t set;
     sigemptyset(&set);
     for (int sig : kCallerSignals) sigaddset(&set, sig);
@@ -834,10 +839,13 @@ class BlockedSignals {
   BlockedSignals(const BlockedSignals&) = delete;
   BlockedSignals& operator=(const BlockedSignals&) = delete;
   int fd() const { return fd_; }
+  // Set up as asked: blocked, and the signalfd open when forwarding.
+  bool ok() const { return ok_ && (!forward_ || fd_ >= 0); }
 
  private:
   sigset_t previous_;
   bool ok_ = false;
+  bool forward_ = true;
   int fd_ = -1;
 };
 
@@ -862,14 +870,16 @@ class UndumpableWhileSupervised {
   static inline int before_ = 0;
 };
 
-// Waits for the supervisor, forwarding what a process sent us, with raw system calls only
-// (the supervisor shares this thread's errno); returns once the pidfd says it has ended.
+// Waits for the supervisor, forwarding what a process sent us (`signals`: -1 when the run does
+// not forward), with raw system calls only (the supervisor shares this thread's errno); returns
+// once the pidfd says it has ended.
 void wait_supervisor(int pidfd, int signals) {
   for (;;) {
     pollfd fds[2] = {{signals, POLLIN, 0}, {pidfd, POLLIN, 0}};
     sys(SYS_ppoll, arg(fds), 2, 0, 0, kSigsetBytes);
     signalfd_siginfo si{};
-    while (sys(SYS_read, signals, arg(&si), sizeof si) == static_cast<long>(sizeof si)) {
+    while (signals >= 0 &&
+           sys(SYS_read, signals, arg(&si), sizeof si) == static_cast<long>(sizeof si)) {
       // Terminal-generated signals (si_code > 0) reached the command's process group already.
       if (si.ssi_code > 0) continue;
       sys(SYS_pidfd_send_signal, pidfd, si.ssi_signo, 0, 0);
@@ -1174,8 +1184,8 @@ Result<ExitStatus> run_landlock(const LandlockLaunch& launch, const LaunchOption
   } unmap{stack};
   const UndumpableWhileSupervised undumpable;
   // Blocked before the clone: a signal sent meanwhile stays queued for the signalfd.
-  BlockedSignals signals;
-  if (signals.fd() < 0) return Error{std::string("landlock: signalfd: ") + std::strerror(errno)};
+  BlockedSignals signals(options.forward_signals);
+  if (!signals.ok()) return Error{std::string("landlock: signalfd: ") + std::strerror(errno)};
   // CLONE_VM: no copy of this process's page tables (the fork it replaces copied them, and
   // that was most of a run's cost); the supervisor lives with that (see the file comment).
   // CLONE_PIDFD: the supervisor is waited for through a pidfd, which SIGCHLD's disposition in

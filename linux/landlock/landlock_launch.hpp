@@ -98,6 +98,11 @@ struct LaunchOptions {
   // the supervisor then kills the command and every descendant, as when the caller dies, and
   // the run ends with 128 + SIGKILL. -1: none.
   int cancel_fd = -1;
+  // Pass the signals other processes send this one (SIGINT, SIGTERM, ...) on to the command
+  // (sbx_run_v2.forward_signals: `sbx exec`). False (a library run): no signalfd takes them, and
+  // they stay the embedding process's own (its handler, on one of its threads that does not
+  // block them, or after the run: this thread blocks every signal until the supervisor ends).
+  bool forward_signals = true;
   // For tests: run `body` in the confined child instead of execve, its result being the exit
   // code. The child is then forked rather than cloned with CLONE_VM (a body may make calls the
   // supervisor must answer while it runs), so a failed step shows only as exit code 125.

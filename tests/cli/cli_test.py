@@ -46,12 +46,14 @@ def sbx(*args, stdin=None, cwd=None, env=None):
     return result
 
 
-def signal_reaches_command(test, *options):
-    """Sends SIGTERM to sbx while the command waits; the command's trap must see it."""
+def signal_reaches_command(test, *options, before=()):
+    """Sends SIGTERM to sbx while the command waits; the command's trap must see it. `before`:
+    sbx's own options (before `exec`)."""
     ready = os.path.join(test.work, "READY")
     script = f'trap "exit 42" TERM; touch {ready}; while :; do sleep 0.1; done'
-    proc = subprocess.Popen([SBX, "exec", "--cwd", test.work, *options, "--", "/bin/sh", "-c",
-                             script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([SBX, *before, "exec", "--cwd", test.work, *options, "--", "/bin/sh",
+                             "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
     try:
         deadline = time.monotonic() + 20
         while not os.path.exists(ready):
@@ -1201,6 +1203,28 @@ class ExecSandboxedSignals(SbxTestCase):
 
     def test_signal_to_sbx_reaches_command(self):
         signal_reaches_command(self)
+
+    def test_signal_to_sbx_reaches_command_under_each_backend(self):
+        """`sbx exec` is a transparent wrapper: it keeps forwarding under every backend (the C
+        API leaves signals to the embedding process instead, issue #33)."""
+        backends = [n for n, b in loaded_backends().items()
+                    if b["available"] and n in ("bwrap", "landlock")]
+        if not backends:
+            skip_no_backend(self, "neither bwrap nor landlock is available here")
+        # Outside the workspace: a --policy file inside a writable root is kept read-only, which
+        # Landlock cannot do.
+        policies = tempfile.mkdtemp(prefix="sbx-cli-policy-")
+        self.addCleanup(shutil.rmtree, policies, ignore_errors=True)
+        policy = os.path.join(policies, "policy.json")
+        with open(policy, "w", encoding="utf-8") as f:
+            f.write('{"version":1,"filesystem":{"kind":"restricted","protected_names":[],'
+                    '"entries":[{"path":":root","access":"read"},'
+                    '{"path":":cwd","access":"write"}]}}')
+        for name in backends:
+            with self.subTest(backend=name):
+                signal_reaches_command(self, "--sandbox", "require", "--policy", policy,
+                                       before=("--backends", name))
+                os.remove(os.path.join(self.work, "READY"))
 
 
 class Settings(SbxTestCase):

@@ -9,7 +9,9 @@ import asyncio
 import itertools
 import json
 import os
+import signal
 import subprocess
+import sys
 import threading
 import time
 
@@ -193,6 +195,47 @@ def test_a_block_that_raises_cancels_its_popen_run(s, workspace, backend):
             assert p.stdout.readline() == b"ready\n"
             raise RuntimeError("agent gave up")
     assert p.cancelled and _sleeping(marker) == []
+
+
+# A Python program of its own, so that the SIGINT is a real one sent to the process (pytest's own
+# handlers stay out of it): sbx.run of a long `sleep` on the main thread, as an agent's tool call.
+_INTERRUPTED_RUN = """
+import json, sys, time
+import sbx
+lib, workspace, marker = sys.argv[1:4]
+with sbx.Sbx(lib) as s:
+    print("running", flush=True)
+    try:
+        s.run({"version": 1, "preset": "workspace-write"}, ["sleep", marker], cwd=workspace,
+              timeout=300)
+        print("not interrupted", flush=True)
+    except KeyboardInterrupt:
+        print("interrupted", time.monotonic(), flush=True)
+"""
+
+
+def test_ctrl_c_reaches_python_during_run_and_cancels_the_run(lib_path, workspace, backend):
+    """Issue #33: libsbx leaves the process's SIGINT to Python while a run goes on, so the
+    KeyboardInterrupt comes at once; run() then cancels the run, whose whole process tree is
+    gone before the exception reaches the caller (never a command left running)."""
+    marker = _marker()
+    proc = subprocess.Popen([sys.executable, "-c", _INTERRUPTED_RUN, lib_path, workspace, marker],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline() == "running\n"
+        _poll(lambda: _sleeping(marker), "the command started")
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=GUARD)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    words = out.split()
+    assert words[:1] == ["interrupted"], f"stdout: {out!r}, stderr: {err!r}"
+    assert float(words[1]) - sent < 1.0, "the KeyboardInterrupt came late"
+    assert _sleeping(marker) == [], "the interrupted run's command is still running"
 
 
 def test_popen_wait_with_a_timeout_raises_and_the_run_goes_on(s, workspace, backend):

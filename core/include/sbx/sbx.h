@@ -142,6 +142,18 @@ enum {
    * ("stderr_tail"); the command's stderr is then a pipe. With stderr SBX_STDIO_CAPTURE the tail
    * is the end of what was captured; with SBX_STDIO_NULL or SBX_STDIO_PIPE there is none. */
   SBX_EXEC_CAPTURE_STDERR = 1u << 1,
+  /* Pass the signals this process receives from other processes (SIGINT, SIGTERM, SIGHUP,
+   * SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH; SIGCONT too where no sandbox runs) on to the command
+   * while it runs, as `sbx exec` does for the program that started it: for a process that is
+   * only a wrapper around the command. Without it (the default) libsbx leaves this process's
+   * signals alone during a run: it installs no handler, changes no disposition and takes no
+   * signal from a signalfd, so a Ctrl-C or SIGTERM reaches this process's own handler (or its
+   * default action) exactly as without a run; end a run with sbx_run_cancel or a time-out. What
+   * a terminal sends to its foreground process group reaches the command as it reaches any child
+   * this process starts itself: directly, where the command stays in this process's group (no
+   * sandbox, Landlock), never under bwrap (the sandbox is a session of its own). A libsbx older
+   * than this flag ignores it and forwards nothing. */
+  SBX_EXEC_FORWARD_SIGNALS = 1u << 2,
 };
 
 /* Runs `argv` under the policy, with this process's environment, stdin and stdout, and waits
@@ -156,7 +168,10 @@ enum {
  * and stops it when the command has exited; a policy that names network.proxy_ports itself is
  * refused (a C error; the command does not run). A refusal (a sandbox is wanted but none is
  * available) is a report with "error" set and "exit" null, not a C error; NULL is returned only for
- * bad arguments, a plan the backend refuses, or internal failures. */
+ * bad arguments, a plan the backend refuses, or internal failures. This process's signals stay
+ * its own (SBX_EXEC_FORWARD_SIGNALS); under Landlock every signal is blocked on the calling
+ * thread while the command runs (the launcher shares its memory), so a handler then runs on
+ * another thread of this process, or once sbx_exec has returned. */
 SBX_API char* sbx_exec(sbx_manager* manager, const char* policy_json, const char* cwd,
                        const char* const* argv, const char* preference, unsigned flags,
                        sbx_error** error);
@@ -217,8 +232,9 @@ typedef struct sbx_run_options {
   const char* cwd;         /* NULL: the current directory */
   const char* const* argv; /* NULL-terminated; argv[0] is looked up in PATH like a shell */
   const char* preference;  /* "auto" (NULL), "require", "forbid" */
-  unsigned flags;          /* SBX_EXEC_ALLOW_UNSANDBOXED, SBX_EXEC_CAPTURE_STDERR */
-  sbx_stdio stdio[3];      /* stdin, stdout, stderr */
+  /* SBX_EXEC_ALLOW_UNSANDBOXED, SBX_EXEC_CAPTURE_STDERR, SBX_EXEC_FORWARD_SIGNALS */
+  unsigned flags;
+  sbx_stdio stdio[3]; /* stdin, stdout, stderr */
   /* The command's environment is this process's, minus the names in env_unset, with the
    * "NAME=VALUE" entries of env_set added (replacing one of the same name); both
    * NULL-terminated, NULL for none. The policy's environment rules (README.md, "Environment")

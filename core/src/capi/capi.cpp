@@ -454,6 +454,8 @@ Result<std::string> exec_command(sbx_manager* manager, const char* policy_json, 
   // A timeout ends only this run's cgroup, never a signal to the embedding process, whose other
   // commands would get it too.
   request->limit_signals = LimitedRun::Signals::kRunOnly;
+  // The embedding process's signals are its own unless it asks (sbx.h, SBX_EXEC_FORWARD_SIGNALS).
+  request->forward_signals = (flags & SBX_EXEC_FORWARD_SIGNALS) != 0;
   HandleBackends backends(*manager);
   RunOutcome run = run_command(std::move(*request), backends);
   return run_report(run, command);
@@ -572,6 +574,7 @@ Status start_run(sbx_run& run, RunRequest& request, const sbx_run_options& optio
   request.stdio = run.stdio;
   request.control = run.control;
   request.limit_signals = LimitedRun::Signals::kRunOnly;
+  request.forward_signals = (options.flags & SBX_EXEC_FORWARD_SIGNALS) != 0;
   return {};
 }
 

@@ -95,6 +95,8 @@ int run_stdio_fd(void* ctx, int which) noexcept { return run_of(ctx).stdio_fd(wh
 
 int run_cancel_fd(void* ctx) noexcept { return run_of(ctx).cancel_fd(); }
 
+int run_forward_signals(void* ctx) noexcept { return run_of(ctx).forward_signals() ? 1 : 0; }
+
 // This process's own 0, 1 and 2, each that is open (-1 for a closed one: the command then has
 // none there either, as when it inherited them).
 std::array<int, 3> own_standard_fds() noexcept {
@@ -122,6 +124,7 @@ RunServices::RunServices(BackendRefusalLog* refusals, std::function<void()> on_s
   table_.run_started = &plugins::run_run_started;
   table_.stdio_fd = &plugins::run_stdio_fd;
   table_.cancel_fd = &plugins::run_cancel_fd;
+  table_.forward_signals = &plugins::run_forward_signals;
 }
 
 int RunServices::stdio_fd(int which) const noexcept {

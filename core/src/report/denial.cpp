@@ -145,9 +145,13 @@ std::optional<DenialAssessment> setup_failure(const FailedCommand& command,
 std::optional<DenialAssessment> signal_denial(const FailedCommand& command) {
   const int sigsys = sigsys_number(command.platform);
   if (sigsys == 0) return std::nullopt;
-  // A launcher that is the sandbox's init (bwrap) reports a child's death as 128+N.
-  const bool killed = command.status.signal == sigsys ||
-                      (command.status.signal == 0 && command.status.exit_code == 128 + sigsys);
+  // bwrap's direct launch reports the command's death by signal N as exit 128+N (bwrap's init
+  // folds it: bubblewrap.c, propagate_exit_status), so there 159 may be SIGSYS. Every other
+  // path reports a signal as a signal (stage 2 and the Landlock supervisor pass it on), and a
+  // plain `exit 159` of a command is its own code.
+  const bool folded = command.backend == "bwrap";
+  const bool killed = command.status.signal == sigsys || (folded && command.status.signal == 0 &&
+                                                          command.status.exit_code == 128 + sigsys);
   if (!killed) return std::nullopt;
   return DenialAssessment{true, DenialKind::kSyscallFilter,
                           "the command was killed by SIGSYS (" + std::to_string(sigsys) +

@@ -650,6 +650,7 @@ void run_prepared(const RunRequest& request, PlannedRun& prepared, RunOutcome& o
         limited->get());
     if (*stdio) services.set_stdio((*stdio)->child_fds(), (*stdio)->own_stdio());
     if (request.control) services.set_cancel_fd(request.control->fd());
+    services.set_forward_signals(request.forward_signals);
     status = prepared.backend ? prepared.manager->exec(*prepared.backend, prepared.plan, services)
                               : spawn_and_wait(prepared.plan, &services);
     // Seen as the run ended: a cancel that comes later changes nothing of this report.

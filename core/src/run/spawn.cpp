@@ -64,6 +64,11 @@ namespace {
 // Limitation, accepted: a kill() aimed at the whole process group (kill -TERM -PGID, or the
 // shell's SIGCONT on `fg`) also looks like SI_USER and reaches the command twice. For SIGCONT
 // that is harmless; for the others it is the caller's explicit choice to signal the group.
+//
+// Only for a run that asks (RunServices::forward_signals: `sbx exec`). In a library the
+// signals sent to the process are the embedding program's: a handler installed here would
+// replace its own for the whole run (an agent's Ctrl-C would stop the command, never the
+// agent), so a library run installs none and is ended through its cancel descriptor.
 constexpr std::array<int, 8> kForwardedSignals = {SIGINT,  SIGTERM, SIGHUP,   SIGQUIT,
                                                   SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT};
 
@@ -241,10 +246,17 @@ Status validate_plan(const ExecPlan& plan) {
   return {};
 }
 
+// Whether the run passes the signals sent to this process on to its command (the CLI's, and a
+// spawn without a run, do).
+bool forwards(const RunServices* run) { return run == nullptr || run->forward_signals(); }
+
 // Forks and execs; the child's pid is registered for forwarding before any signal this thread
 // receives can be handled, because every signal stays blocked in this thread until then.
 // (A signal the kernel hands to another thread of an embedding process in that window of a
-// few microseconds finds no child and is not forwarded.)
+// few microseconds finds no child and is not forwarded.) Without `forward` no handler is
+// installed at all: the process's dispositions are the embedding program's throughout, and a
+// signal sent to it while the command runs is its own (the block around vfork only delays one
+// aimed at this thread by those microseconds).
 Result<ExitStatus> fork_exec_wait(const ExecPlan& plan, int report_read, int report_write,
                                   RunServices* run) {
   std::vector<char*> argv = child::c_string_array(plan.argv);
@@ -259,13 +271,22 @@ Result<ExitStatus> fork_exec_wait(const ExecPlan& plan, int report_read, int rep
   // in this thread and is forwarded once the mask is restored, instead of being swallowed by a
   // handler with no child to forward to.
   pthread_sigmask(SIG_SETMASK, &all, &previous);
-  install_forwarding();
+  // (No local lives across vfork for this: the child shares this frame until execve.)
+  if (forwards(run)) install_forwarding();
   const pid_t pid = vfork();
   if (pid == 0)
     run_child(argv.data(), envp.data(), plan.cwd.c_str(), report_write, stdio.data(), run);
   const int fork_errno = errno;  // meaningful only when pid < 0
-  std::atomic<pid_t>* slot = pid > 0 ? register_child(pid) : nullptr;
-  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  const bool forward = forwards(run);
+  std::atomic<pid_t>* slot = forward && pid > 0 ? register_child(pid) : nullptr;
+  // Forwarding, this thread takes the forwarded signals while it waits, whatever its mask was:
+  // a library's run thread blocks every signal, and a caller that asked for forwarding blocks
+  // them on its own threads so that they come here (sbx.h, SBX_EXEC_FORWARD_SIGNALS).
+  sigset_t waiting = previous;
+  if (forward) {
+    for (int sig : kForwardedSignals) sigdelset(&waiting, sig);
+  }
+  pthread_sigmask(SIG_SETMASK, &waiting, nullptr);
   close(report_write);
   Result<ExitStatus> result = Error{std::string("vfork failed: ") + std::strerror(fork_errno)};
   if (pid > 0) {
@@ -277,7 +298,12 @@ Result<ExitStatus> fork_exec_wait(const ExecPlan& plan, int report_read, int rep
     if (failed && result.ok()) result = report_failure(plan, failure, stdio[2]);
   }
   if (slot != nullptr) slot->store(0);  // already cleared unless waiting failed
-  remove_forwarding();
+  if (forward) {
+    // Blocked again before the handlers go: one still pending then acts on its own disposition
+    // once the caller unblocks it, as it would have without the run.
+    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+    remove_forwarding();
+  }
   return result;
 }
 

@@ -226,8 +226,9 @@ Result<ExitStatus> end_bwrap(StartedBwrap& bwrap, const Status& watched,
 // The launchers, each from the plan's typed form (launch_form.hpp). Each closes
 // pipes.report[1] and both ends of pipes.info before it returns (pipes.report[0] stays the
 // caller's); `signal_fd` is the caller's signalfd of the forwarded signals and SIGCHLD, all
-// blocked; `refusals` and `launched` as in spawn_bwrap. `plan` gives bwrap's working directory
-// and environment (plan.cwd, plan.env) and names bwrap in messages.
+// blocked, or -1 for a run that forwards nothing (RunContext::forward_signals); `refusals` and
+// `launched` as in spawn_bwrap. `plan` gives bwrap's working directory and environment (plan.cwd,
+// plan.env) and names bwrap in messages.
 Result<ExitStatus> run_stage2_launch(const ExecPlan& plan, const BwrapPlan& typed,
                                      const Pipes& pipes, int signal_fd, const RunContext& run,
                                      std::vector<UnixRefusal>* refusals, std::string* launched);

@@ -17,6 +17,15 @@
 // signal then reaches the command exactly once, whatever its source. (bwrap does no terminal
 // I/O, and the sandbox has no controlling terminal after setsid, so the background group costs
 // nothing; with `stty tostop`, a bwrap error message on the terminal would stop bwrap.)
+//
+// A run that does not forward (RunContext::forward_signals: a library run, whose process's
+// signals are the embedding program's) opens no signalfd and blocks nothing: a signalfd takes a
+// process-directed signal from the shared queue ahead of the thread the kernel chose for it, so
+// the agent's own SIGINT handler would not run (nor SIGCHLD reach its own children's waits).
+// The watchers need none of it: bwrap's end comes through its pidfd (or a short poll without
+// one), the run's end through cancel_fd. bwrap stays in its process group and the sandbox in its
+// session, so a terminal's ^C reaches only the embedding program, which ends the run if it
+// wants to.
 #include "sbx/bwrap/spawn.hpp"
 
 #include <fcntl.h>
@@ -58,7 +67,10 @@ Result<const BwrapPlanDetail*> typed_plan(const ExecPlan& plan) {
 
 // Blocks the forwarded signals and SIGCHLD in this thread and opens a signalfd for them.
 // Blocked first: a signal arriving before the sandbox's target is known stays queued, not lost.
-Result<int> open_signal_fd(sigset_t& previous) {
+// Without `forward`, nothing: -1 (the watchers skip a negative descriptor in their poll).
+Result<int> open_signal_fd(bool forward, sigset_t& previous) {
+  pthread_sigmask(SIG_BLOCK, nullptr, &previous);
+  if (!forward) return -1;
   sigset_t set;
   sigemptyset(&set);
   for (int sig : launch::kForwardedSignals) sigaddset(&set, sig);
@@ -123,7 +135,7 @@ Result<ExitStatus> spawn_bwrap(const ExecPlan& plan, const RunContext& run,
     return Error{std::string("bwrap: cannot create a pipe: ") + std::strerror(error)};
   }
   sigset_t previous;
-  Result<int> signal_fd = open_signal_fd(previous);
+  Result<int> signal_fd = open_signal_fd(run.forward_signals(), previous);
   if (!signal_fd.ok()) {
     for (int fd : {pipes.report[0], pipes.report[1], pipes.info[0], pipes.info[1]}) close(fd);
     return signal_fd.failure();
@@ -132,8 +144,10 @@ Result<ExitStatus> spawn_bwrap(const ExecPlan& plan, const RunContext& run,
       launch_and_watch(plan, **typed, pipes, *signal_fd, run, refusals, launched);
   // Signals that came in after bwrap ended are consumed here rather than acting on sbx with
   // their default disposition: the command they were meant for has already finished.
-  launch::drain_signals(*signal_fd, nullptr);
-  close(*signal_fd);
+  if (*signal_fd >= 0) {
+    launch::drain_signals(*signal_fd, nullptr);
+    close(*signal_fd);
+  }
   close(pipes.report[0]);
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   return result;

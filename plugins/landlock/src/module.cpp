@@ -299,6 +299,7 @@ class LandlockBackend final : public Backend {
       // and ends the whole run when cancel_fd becomes readable.
       options.stdio = run.stdio_fds();
       options.cancel_fd = run.cancel_fd();
+      options.forward_signals = run.forward_signals();  // ABI 2.2: the caller's choice
       RunContext::ChildHook hook = run.child_hook();
       options.prepare_child = &LandlockBackend::prepare_child;
       options.prepare_child_ctx = &hook;

@@ -13,6 +13,8 @@
 //    is left once sbx_run_wait has returned), reported as timed_out / cancelled;
 //  - 8 runs at once on one manager from 8 threads, and two sbx_exec with
 //    SBX_EXEC_CAPTURE_STDERR at once.
+//  - the embedding program's signals stay its own during a run (its handler runs, its default
+//    action happens, sbx_exec included), and go on to the command with SBX_EXEC_FORWARD_SIGNALS.
 #include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -29,6 +31,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -608,6 +611,262 @@ TEST_P(CApiRun, BadOptionsAreTheCallersErrors) {
   EXPECT_EQ(lib_->run_cancel(nullptr), -1);
   EXPECT_EQ(lib_->run_take_fd(nullptr, 1), -1);
   lib_->run_free(nullptr);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The embedding process's signals (issue #33 A). Each test forks the embedding program: the
+// library is loaded and the manager made here, the run and the signal happen in the child, which
+// says what went wrong on a pipe (nothing: it held) and is killed if it takes longer than
+// kChildSeconds. A signal is raised with kill(getpid()): process-directed, as a Ctrl-C or a
+// supervisor's SIGTERM is.
+
+constexpr int kChildSeconds = 90;
+volatile sig_atomic_t g_caught = 0;
+void note_signal(int /*sig*/) { g_caught = g_caught + 1; }
+
+struct ChildEnd {
+  int status = 0;       // the child's wait status
+  std::string failure;  // what it wrote: empty when every check held
+};
+
+ChildEnd in_child(const std::function<std::string()>& body) {
+  ChildEnd end;
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    end.failure = "pipe2 failed";
+    return end;
+  }
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(fds[0]);
+    const std::string failure = body();
+    (void)!::write(fds[1], failure.data(), failure.size());
+    ::_exit(failure.empty() ? 0 : 1);
+  }
+  ::close(fds[1]);
+  const auto deadline = Clock::now() + std::chrono::seconds(kChildSeconds);
+  for (;;) {
+    pollfd p{fds[0], POLLIN, 0};
+    if (Clock::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      end.failure +=
+          " (the embedding program was killed after " + std::to_string(kChildSeconds) + " s)";
+      break;
+    }
+    if (::poll(&p, 1, 200) <= 0) continue;
+    char buffer[512];
+    const ssize_t n = ::read(fds[0], buffer, sizeof buffer);
+    if (n <= 0) break;
+    end.failure.append(buffer, static_cast<std::size_t>(n));
+  }
+  ::close(fds[0]);
+  while (::waitpid(pid, &end.status, 0) < 0 && errno == EINTR) {
+  }
+  return end;
+}
+
+// Waits up to `ms` until processes with `needle` in their command line exist (`present`) or
+// are all gone.
+bool await_processes(const std::string& needle, bool present, int ms) {
+  for (int waited = 0; waited <= ms; waited += 20) {
+    if (processes_with(needle).empty() != present) return true;
+    ::usleep(20000);
+  }
+  return false;
+}
+
+// Waits up to `ms` until `sleep MARK` itself runs: a process named sleep (bwrap's own command
+// line names the command too, and so does the sandbox's first process before its execve).
+bool await_sleeping(const std::string& mark, int ms) {
+  for (int waited = 0; waited <= ms; waited += 20) {
+    for (const std::string& pid : processes_with("sleep" + std::string(1, '\0') + mark)) {
+      std::ifstream comm("/proc/" + pid + "/comm");
+      std::string name;
+      if (std::getline(comm, name) && name == "sleep") return true;
+    }
+    ::usleep(20000);
+  }
+  return false;
+}
+
+// Waits up to `ms` for g_caught, sleeping in steps (a handler ends a step early).
+bool await_caught(int ms) {
+  for (int waited = 0; waited <= ms && g_caught == 0; waited += 10) ::usleep(10000);
+  return g_caught != 0;
+}
+
+std::string sleep_needle(const std::string& mark) { return "sleep" + std::string(1, '\0') + mark; }
+
+// The child's run_start (no gtest assertions in the child: its failure is what it returns).
+sbx_run* start_in_child(const Library& lib, sbx_manager* manager, Command& run,
+                        std::string& failure) {
+  sbx_error* error = nullptr;
+  sbx_run* handle = lib.run_start(manager, &run.options(), &error);
+  if (handle == nullptr) failure = std::string("sbx_run_start: ") + lib.error_message(error);
+  lib.error_free(error);
+  return handle;
+}
+
+std::string report_of(const Library& lib, sbx_run* handle, json::object& report) {
+  sbx_error* error = nullptr;
+  char* text = lib.run_wait(handle, &error);
+  std::string failure;
+  if (text == nullptr) {
+    failure = std::string("sbx_run_wait: ") + lib.error_message(error);
+  } else {
+    report = json::parse(text).as_object();
+  }
+  lib.string_free(text);
+  lib.error_free(error);
+  lib.run_free(handle);
+  return failure;
+}
+
+// A Ctrl-C on the agent reaches the agent: its own SIGINT handler runs, promptly, while the
+// command goes on; the agent then ends the run itself (cancel). Before issue #33, core's spawner
+// replaced the handler with its forwarding for the whole run (the agent never saw the signal and
+// the command got it), and the sandboxes' signalfds could take it from the agent's threads.
+TEST_P(CApiRun, TheEmbeddingProgramsOwnSigintHandlerRunsAndTheRunGoesOn) {
+  const std::string mark = marker();
+  Command run({"sleep", mark});
+  run.options().cwd = dir_.c_str();
+  if (GetParam() == "none") run.options().flags |= SBX_EXEC_ALLOW_UNSANDBOXED;
+  const ChildEnd end = in_child([&]() -> std::string {
+    struct sigaction action {};
+    action.sa_handler = note_signal;
+    sigemptyset(&action.sa_mask);
+    if (::sigaction(SIGINT, &action, nullptr) != 0) return "sigaction failed";
+    std::string failure;
+    sbx_run* handle = start_in_child(*lib_, manager_, run, failure);
+    if (handle == nullptr) return failure;
+    if (!await_sleeping(mark, 30000)) failure = "the command never started";
+    if (failure.empty()) {
+      ::kill(::getpid(), SIGINT);
+      if (!await_caught(2000)) {
+        failure = "the program's own SIGINT handler did not run within 2 s of its SIGINT";
+      } else if (::usleep(300000), processes_with(sleep_needle(mark)).empty()) {
+        failure = "the command ended after the program's SIGINT: the run passed it on";
+      }
+    }
+    lib_->run_cancel(handle);
+    json::object report;
+    const std::string waited = report_of(*lib_, handle, report);
+    if (!failure.empty()) return failure;
+    if (!waited.empty()) return waited;
+    if (report.at("error_kind") != "cancelled")
+      return "the run did not end by the cancel: " + json::serialize(report);
+    return {};
+  });
+  kill_marked(mark);
+  EXPECT_TRUE(WIFEXITED(end.status) && WEXITSTATUS(end.status) == 0)
+      << "status " << end.status << ": " << end.failure;
+}
+
+// The embedding program's default action still happens: a SIGTERM it has no handler for ends
+// it during a run, as without one. The sandbox's tree ends with it (bwrap's --die-with-parent,
+// the Landlock supervisor's parent-death signal): nothing of the command is left running.
+TEST_P(CApiRun, TheEmbeddingProgramsDefaultActionStillEndsIt) {
+  const std::string mark = marker();
+  Command run({"sleep", mark});
+  run.options().cwd = dir_.c_str();
+  if (GetParam() == "none") run.options().flags |= SBX_EXEC_ALLOW_UNSANDBOXED;
+  const ChildEnd end = in_child([&]() -> std::string {
+    std::string failure;
+    sbx_run* handle = start_in_child(*lib_, manager_, run, failure);
+    if (handle == nullptr) return failure;
+    if (!await_sleeping(mark, 30000)) return "the command never started";
+    ::kill(::getpid(), SIGTERM);
+    ::usleep(5000000);
+    return "the program survived its SIGTERM (SIG_DFL) for 5 s: the run took the signal";
+  });
+  EXPECT_TRUE(WIFSIGNALED(end.status) && WTERMSIG(end.status) == SIGTERM)
+      << "status " << end.status << ": " << end.failure;
+  if (GetParam() != "none") {
+    EXPECT_TRUE(await_processes(sleep_needle(mark), false, 20000))
+        << "the sandboxed command outlived the program that ran it";
+  }
+  kill_marked(mark);
+}
+
+// sbx_exec (the run on the calling thread) leaves the signals alone too: the program's handler
+// runs while a command started on another of its threads goes on and ends by itself.
+TEST_P(CApiRun, SbxExecLeavesTheEmbeddingProgramsSignalsAlone) {
+  const std::string mark = "3." + marker().substr(6);
+  const std::vector<std::string> argv = {"sleep", mark};
+  const ChildEnd end = in_child([&]() -> std::string {
+    struct sigaction action {};
+    action.sa_handler = note_signal;
+    sigemptyset(&action.sa_mask);
+    if (::sigaction(SIGINT, &action, nullptr) != 0) return "sigaction failed";
+    std::atomic<bool> done{false};
+    std::string report_text;
+    std::thread runner([&] {
+      const char* c_argv[] = {argv[0].c_str(), argv[1].c_str(), nullptr};
+      sbx_error* error = nullptr;
+      char* report =
+          lib_->exec(manager_, kPolicy, dir_.c_str(), c_argv, nullptr,
+                     GetParam() == "none" ? unsigned{SBX_EXEC_ALLOW_UNSANDBOXED} : 0u, &error);
+      report_text = report != nullptr ? report : lib_->error_message(error);
+      lib_->string_free(report);
+      lib_->error_free(error);
+      done = true;
+    });
+    std::string failure;
+    if (!await_sleeping(mark, 30000)) failure = "the command never started";
+    if (failure.empty()) {
+      ::kill(::getpid(), SIGINT);
+      if (!await_caught(1500))
+        failure = "the program's own SIGINT handler did not run within 1.5 s of its SIGINT";
+      else if (done)
+        failure = "sbx_exec had returned when the handler ran: " + report_text;
+    }
+    runner.join();
+    if (!failure.empty()) return failure;
+    const json::value report = json::parse(report_text);
+    if (!report.is_object() || report.at("exit") != json::parse(R"({"code":0,"signal":null,
+        "shell_code":0})"))
+      return "the command did not end by itself: " + report_text;
+    return {};
+  });
+  kill_marked(mark);
+  EXPECT_TRUE(WIFEXITED(end.status) && WEXITSTATUS(end.status) == 0)
+      << "status " << end.status << ": " << end.failure;
+}
+
+// SBX_EXEC_FORWARD_SIGNALS: a program that is only a wrapper around the command asks for its
+// signals to go on to it (blocking them on its own threads, sbx.h), as `sbx exec` does.
+TEST_P(CApiRun, WithForwardSignalsTheCommandGetsTheProgramsSignals) {
+  const std::string mark = marker();
+  Command run({"sleep", mark});
+  run.options().cwd = dir_.c_str();
+  run.options().flags |= SBX_EXEC_FORWARD_SIGNALS;
+  if (GetParam() == "none") run.options().flags |= SBX_EXEC_ALLOW_UNSANDBOXED;
+  const ChildEnd end = in_child([&]() -> std::string {
+    sigset_t term;
+    sigemptyset(&term);
+    sigaddset(&term, SIGTERM);
+    if (::pthread_sigmask(SIG_BLOCK, &term, nullptr) != 0) return "pthread_sigmask failed";
+    std::string failure;
+    sbx_run* handle = start_in_child(*lib_, manager_, run, failure);
+    if (handle == nullptr) return failure;
+    if (!await_sleeping(mark, 30000)) {
+      lib_->run_cancel(handle);
+      failure = "the command never started";
+    } else {
+      ::kill(::getpid(), SIGTERM);
+    }
+    json::object report;
+    const std::string waited = report_of(*lib_, handle, report);
+    if (!failure.empty()) return failure;
+    if (!waited.empty()) return waited;
+    if (!report.at("error").is_null() || report.at("exit").is_null() ||
+        report.at("exit").at("shell_code") != 128 + SIGTERM)
+      return "the command did not end by the forwarded SIGTERM: " + json::serialize(report);
+    return {};
+  });
+  kill_marked(mark);
+  EXPECT_TRUE(WIFEXITED(end.status) && WEXITSTATUS(end.status) == 0)
+      << "status " << end.status << ": " << end.failure;
 }
 
 // Reads `fd` to its end.

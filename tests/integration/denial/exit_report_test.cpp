@@ -73,7 +73,7 @@ TEST_P(ExitReports, ASignalDeathIsReportedAsTheSignal) {
 }
 
 TEST_P(ExitReports, AnExitWith128PlusNStaysAnExit) {
-  for (int sig : {SIGTERM, SIGKILL, SIGSEGV}) {
+  for (int sig : {SIGTERM, SIGKILL, SIGSEGV, SIGSYS}) {
     const JsonExec result = run_script("exit " + std::to_string(128 + sig));
     ASSERT_EQ(std::string(result.report.at("final").as_string()), GetParam().backend)
         << result.run.err;
@@ -81,6 +81,13 @@ TEST_P(ExitReports, AnExitWith128PlusNStaysAnExit) {
     const boost::json::object& exit = result.report.at("exit").as_object();
     EXPECT_EQ(exit.at("code"), 128 + sig) << result.run.err;
     EXPECT_TRUE(exit.at("signal").is_null()) << result.run.err;
+    // A plain `exit 159` is no SIGSYS where the backend reports signals as signals; under bwrap
+    // the classification cannot tell yet (its direct launch folds signals into 128+N).
+    if (sig == SIGSYS && GetParam().backend != "bwrap") {
+      const boost::json::value& denial = result.report.at("denial");
+      EXPECT_TRUE(denial.is_null() || !denial.at("likely_sandbox_denial").as_bool())
+          << boost::json::serialize(result.report);
+    }
   }
 }
 

@@ -22,8 +22,9 @@ _Static_assert(sizeof(sbx_host_v2) == 8 + 5 * SBX_P, "host table size");
 _Static_assert(offsetof(sbx_run_v2, ctx) == SBX_P, "ctx after struct_size (aligned)");
 _Static_assert(offsetof(sbx_run_v2, run_started) == 4 * SBX_P, "run_started, the last of 2.0");
 _Static_assert(offsetof(sbx_run_v2, stdio_fd) == 5 * SBX_P, "2.1 appends stdio_fd");
-_Static_assert(offsetof(sbx_run_v2, cancel_fd) == 6 * SBX_P, "then cancel_fd, the last");
-_Static_assert(sizeof(sbx_run_v2) == 7 * SBX_P, "run table size");
+_Static_assert(offsetof(sbx_run_v2, cancel_fd) == 6 * SBX_P, "then cancel_fd");
+_Static_assert(offsetof(sbx_run_v2, forward_signals) == 7 * SBX_P, "2.2 appends forward_signals");
+_Static_assert(sizeof(sbx_run_v2) == 8 * SBX_P, "run table size");
 
 struct sbx_c_layout sbx_c_layout_of_abi(void) {
   struct sbx_c_layout layout;
@@ -45,6 +46,7 @@ struct sbx_c_layout sbx_c_layout_of_abi(void) {
   layout.run_run_started = offsetof(sbx_run_v2, run_started);
   layout.run_stdio_fd = offsetof(sbx_run_v2, stdio_fd);
   layout.run_cancel_fd = offsetof(sbx_run_v2, cancel_fd);
+  layout.run_forward_signals = offsetof(sbx_run_v2, forward_signals);
   layout.log_error = SBX_LOG_ERROR;
   return layout;
 }

@@ -13,7 +13,7 @@ struct sbx_c_layout {
   size_t plugin_reserved, plugin_min_size;
   size_t host_size, host_ctx, host_log, host_spawn;
   size_t run_size, run_ctx, run_prepare_child, run_report_network_refusal, run_run_started;
-  size_t run_stdio_fd, run_cancel_fd;
+  size_t run_stdio_fd, run_cancel_fd, run_forward_signals;
   int log_error;
 };
 

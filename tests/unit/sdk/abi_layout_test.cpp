@@ -45,18 +45,19 @@ static_assert(offsetof(sbx_run_v2, struct_size) == 0);
 static_assert(offsetof(sbx_run_v2, ctx) == kP);
 static_assert(offsetof(sbx_run_v2, prepare_child) == 2 * kP);
 static_assert(offsetof(sbx_run_v2, report_network_refusal) == 3 * kP);
-static_assert(offsetof(sbx_run_v2, run_started) == 4 * kP);  // the last slot of 2.0
-static_assert(offsetof(sbx_run_v2, stdio_fd) == 5 * kP);     // 2.1
-static_assert(offsetof(sbx_run_v2, cancel_fd) == 6 * kP);    // 2.1
-static_assert(sizeof(sbx_run_v2) == 7 * kP);
+static_assert(offsetof(sbx_run_v2, run_started) == 4 * kP);      // the last slot of 2.0
+static_assert(offsetof(sbx_run_v2, stdio_fd) == 5 * kP);         // 2.1
+static_assert(offsetof(sbx_run_v2, cancel_fd) == 6 * kP);        // 2.1
+static_assert(offsetof(sbx_run_v2, forward_signals) == 7 * kP);  // 2.2
+static_assert(sizeof(sbx_run_v2) == 8 * kP);
 
 // Log levels are part of the ABI (they cross as plain ints).
 static_assert(SBX_LOG_TRACE == 0 && SBX_LOG_DEBUG == 1 && SBX_LOG_INFO == 2 && SBX_LOG_WARN == 3 &&
               SBX_LOG_ERROR == 4);
 
-TEST(SdkAbi, VersionIsTwoPointOne) {
+TEST(SdkAbi, VersionIsTwoPointTwo) {
   EXPECT_EQ(SBX_ABI_MAJOR, 2);
-  EXPECT_EQ(SBX_ABI_MINOR, 1);
+  EXPECT_EQ(SBX_ABI_MINOR, 2);
   EXPECT_STREQ(SBX_PLUGIN_ENTRY_SYMBOL, "sbx_plugin_entry_v2");
   EXPECT_STREQ(SBX_PLUGIN_ENTRY_SYMBOL_V1, "sbx_plugin_entry_v1");  // named in refusals only
 }
@@ -94,6 +95,7 @@ TEST(SdkAbi, CAndCxxCompilersAgreeOnTheLayout) {
   EXPECT_EQ(c.run_run_started, offsetof(sbx_run_v2, run_started));
   EXPECT_EQ(c.run_stdio_fd, offsetof(sbx_run_v2, stdio_fd));
   EXPECT_EQ(c.run_cancel_fd, offsetof(sbx_run_v2, cancel_fd));
+  EXPECT_EQ(c.run_forward_signals, offsetof(sbx_run_v2, forward_signals));
   EXPECT_EQ(c.log_error, SBX_LOG_ERROR);
 }
 

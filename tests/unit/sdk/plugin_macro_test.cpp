@@ -43,6 +43,7 @@ struct Recorder {
   bool spawned = false;
   std::string refused;  // "kind address" of the last report_network_refusal
   int started = 0;      // calls of run_started
+  bool forward = true;  // forward_signals' answer
 };
 
 void record_log(void* ctx, int level, const char* message, std::size_t length) {
@@ -77,6 +78,8 @@ void record_started(void* ctx) { ++static_cast<Recorder*>(ctx)->started; }
 // The run's stdio: 10 + which; its end: 42.
 int fake_stdio_fd(void* /*ctx*/, int which) { return 10 + which; }
 int fake_cancel_fd(void* /*ctx*/) { return 42; }
+
+int fake_forward_signals(void* ctx) { return static_cast<Recorder*>(ctx)->forward ? 1 : 0; }
 
 TEST(SdkPluginMacro, DescriptorCarriesTheAbiAndIdentity) {
   const sbx_plugin_v2* d = sbx_plugin_entry_v2();
@@ -115,7 +118,7 @@ sbx_host_v2 host_table(Recorder& recorder) {
 
 sbx_run_v2 run_table(Recorder& recorder) {
   return {sizeof(sbx_run_v2), &recorder,      &fake_prepare_child, &record_refusal,
-          &record_started,    &fake_stdio_fd, &fake_cancel_fd};
+          &record_started,    &fake_stdio_fd, &fake_cancel_fd,     &fake_forward_signals};
 }
 
 TEST(SdkHostServices, LogAndSpawnGoThroughTheTable) {
@@ -200,6 +203,21 @@ TEST(SdkRunContext, StdioAndCancelGoThroughTheTableWhenItHasTheSlots) {
   EXPECT_EQ(sbx::RunContext(&run).stdio_fd(2), 12);
   EXPECT_EQ(sbx::RunContext(nullptr).stdio_fd(1), 1);
   EXPECT_EQ(sbx::RunContext(nullptr).cancel_fd(), -1);
+}
+
+// ABI 2.2's slot; a 2.1 table (shorter) or none means forwarding, as every run did before 2.2.
+TEST(SdkRunContext, ForwardSignalsGoesThroughTheTableWhenItHasTheSlot) {
+  Recorder recorder;
+  sbx_run_v2 run = run_table(recorder);
+  EXPECT_TRUE(sbx::RunContext(&run).forward_signals());
+  recorder.forward = false;
+  EXPECT_FALSE(sbx::RunContext(&run).forward_signals());
+  run.struct_size = static_cast<uint32_t>(offsetof(sbx_run_v2, forward_signals));
+  EXPECT_TRUE(sbx::RunContext(&run).forward_signals());
+  run = run_table(recorder);
+  run.forward_signals = nullptr;
+  EXPECT_TRUE(sbx::RunContext(&run).forward_signals());
+  EXPECT_TRUE(sbx::RunContext(nullptr).forward_signals());
 }
 
 TEST(SdkHostServices, MissingTableOrSlotIsAnErrorNotACrash) {

@@ -44,6 +44,7 @@ from .types import (Approval, BackendsReport, Decision, Denial, EnvChanges, Exec
 __all__ = ["Sbx", "SbxError", "InvalidInputError", "RefusedError", "UnavailableError",
            "BackendFailureError", "HostFailureError", "TimedOutError", "CancelledError",
            "ERROR_KINDS", "find_library", "EXEC_ALLOW_UNSANDBOXED", "EXEC_CAPTURE_STDERR",
+           "EXEC_FORWARD_SIGNALS",
            "PIPE", "DEVNULL", "CompletedRun", "Popen", "Stream", "EnvChanges",
            "Approval", "BackendsReport", "Decision", "Denial", "ExecReport", "Explanation", "Plan",
            "Policy", "Preference"]
@@ -53,6 +54,9 @@ __version__ = "0.1.0"
 EXEC_ALLOW_UNSANDBOXED = 1 << 0
 #: Tee the command's stderr and keep its last 64 KiB for the denial classification.
 EXEC_CAPTURE_STDERR = 1 << 1
+#: Pass the signals sent to this process on to the command while it runs, as `sbx exec` does
+#: (by default libsbx leaves them to Python: sbx.h, SBX_EXEC_FORWARD_SIGNALS).
+EXEC_FORWARD_SIGNALS = 1 << 2
 
 
 _LIBDIRS = ("lib", "lib64", "lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu")
@@ -285,13 +289,15 @@ class Sbx:
         `timeout` (seconds) ends the whole sandbox; the report then says "timed_out" (no
         exception: `timed_out`, `check()`). `text` (or `encoding`/`errors`) decodes stdout and
         stderr (errors="replace" by default: a cut capture may end inside a character). `flags`:
-        EXEC_ALLOW_UNSANDBOXED, EXEC_CAPTURE_STDERR (the report's "stderr_tail").
+        EXEC_ALLOW_UNSANDBOXED, EXEC_CAPTURE_STDERR (the report's "stderr_tail"),
+        EXEC_FORWARD_SIGNALS.
 
         A refusal (no sandbox available) or a run ended early is a CompletedRun with `error`
         and `error_kind` set and `returncode` None when the command never ran; a bad argument
         raises InvalidInputError, a command not found or a failed plan SbxError. A
         KeyboardInterrupt while waiting cancels the run, waits for its end, and propagates
-        (libsbx forwards the SIGINT sent while a run goes on to the command: README.md)."""
+        (libsbx leaves this process's signals to Python while a run goes on, unless `flags`
+        has EXEC_FORWARD_SIGNALS: README.md)."""
         request = _runs._run_request(policy, argv, cwd, env, input, capture_output, timeout,
                                      max_output_bytes, preference, flags, encoding, errors)
         return _runs.run(self, request, text, encoding, errors)

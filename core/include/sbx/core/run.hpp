@@ -80,6 +80,11 @@ struct RunRequest {
   std::shared_ptr<RunControl> control{};
   // How the timeout ends the command (kRunOnly in a library: see LimitedRun::Signals).
   LimitedRun::Signals limit_signals = LimitedRun::Signals::kProcessWide;
+  // Whether the signals sent to this process (SIGINT, SIGTERM, SIGHUP, ...) are the command's:
+  // `sbx exec`, a transparent wrapper, passes them on to it (true). A library run (the C API)
+  // leaves them to the embedding process (false, unless its caller asks): no handler, mask or
+  // signalfd of the run takes them, and the caller ends the run through `control`.
+  bool forward_signals = true;
   // What the settings scopes decided (settings.hpp). Its excluded_commands run without a
   // sandbox when excluded_command() says so; the rest is reported.
   SettingsSummary settings{};

@@ -127,12 +127,17 @@ class RunServices {
   // sbx_run_v2::cancel_fd: readable once the run is to end (run_io.hpp RunControl); -1 default.
   void set_cancel_fd(int fd) { cancel_fd_ = fd; }
   int cancel_fd() const noexcept { return cancel_fd_; }
+  // sbx_run_v2::forward_signals: the signals sent to this process are the command's (true, the
+  // default: `sbx exec`) or the embedding process's own (RunRequest::forward_signals).
+  void set_forward_signals(bool forward) { forward_signals_ = forward; }
+  bool forward_signals() const noexcept { return forward_signals_; }
 
  private:
   sbx_run_v2 table_{};
   std::array<int, 3> stdio_;
   bool own_stdio_ = true;
   int cancel_fd_ = -1;
+  bool forward_signals_ = true;
   BackendRefusalLog* refusals_;
   std::function<void()> on_started_;
   const LimitedRun* limits_;

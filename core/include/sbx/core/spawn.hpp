@@ -1,6 +1,6 @@
 // Running a process: absolute-path execve, an explicit environment, stray fds closed,
 // the run's stdin/stdout/stderr placed (this process's own by default), TTY inherited, signals
-// forwarded, the run's cancel honoured, exit status mapped.
+// forwarded (when the run says so), the run's cancel honoured, exit status mapped.
 #pragma once
 
 #include <string>
@@ -41,7 +41,10 @@ static_assert(kExitNotFound == sdk::kExitNotFound);
 // they carry here), and the run is told it started (RunServices::started) once the child exists;
 // once the run's cancel descriptor (RunServices::cancel_fd) is readable the child is killed
 // (SIGKILL; what it started ends with the run's cgroup, where it has one). Messages of sbx's own
-// ("command not found") go to the run's stderr.
+// ("command not found") go to the run's stderr. A run whose RunServices::forward_signals is
+// false (a library run) forwards nothing: no handler is installed, so the embedding process's
+// own dispositions stay in force for the whole run (its SIGINT handler runs, its default action
+// happens), and every thread's mask is as it was outside the few instructions of the vfork.
 Result<ExitStatus> spawn_and_wait(const ExecPlan& plan, RunServices* run = nullptr);
 
 // Finds `command` the way a shell would (absolute, relative to cwd, or through PATH from `env`)

@@ -27,7 +27,9 @@
  * for older plugins by host adapters. 2.0: the per-run table, PlanDetail, size-checked slots;
  * 1.x plugins are refused. 2.1: the run's standard descriptors (stdio_fd) and its end
  * (cancel_fd), and exec() on several runs at once; the host gives a plugin built for 2.0 neither
- * (only the caller's own stdio, no cancel or time-out, one exec() at a time).
+ * (only the caller's own stdio, no cancel or time-out, one exec() at a time). 2.2: whether the
+ * run takes the caller's signals for the command (forward_signals); a plugin built for 2.1
+ * forwards them whatever the caller asked, as every run did before.
  */
 #ifndef SBX_SDK_ABI_H_
 #define SBX_SDK_ABI_H_
@@ -36,11 +38,11 @@
 #include <stdint.h>
 
 #define SBX_ABI_MAJOR 2
-#define SBX_ABI_MINOR 1
+#define SBX_ABI_MINOR 2
 /* SHA-256 of this file with the quoted value below left empty. Any edit to this header fails
  * the ABI guard test (tests/unit/sdk) until someone reviews the ABI, bumps SBX_ABI_MINOR
  * (append-only growth) or SBX_ABI_MAJOR (anything else) as needed, and records the new digest. */
-#define SBX_ABI_HEADER_SHA256 "6118a595b37fb035f96fe326f2ce6880e2076d9f6284718b3fb02919f3a6eaf8"
+#define SBX_ABI_HEADER_SHA256 "28a307757cbbdd1cdafc0f849d4ecc590c31ff5510b38e7f04a539b4453d6c7d"
 #define SBX_PLUGIN_ENTRY_SYMBOL "sbx_plugin_entry_v2"
 /* The entry symbol of ABI 1.x plugins: the host looks for it only to name such a plugin in its
  * refusal; it never calls create() of one. */
@@ -73,7 +75,7 @@ enum sbx_log_level {
 
 /* The services of one run, made by the host for one call of a backend's exec() and valid until
  * that call returns. Size-versioned: grows by appending; read a slot only when struct_size
- * covers it (SBX_TABLE_HAS). Every slot of 2.0 and 2.1 is non-NULL in a table the host makes.
+ * covers it (SBX_TABLE_HAS). Every slot of 2.0 to 2.2 is non-NULL in a table the host makes.
  * From 2.1 the host may call exec() for several runs at once (each with its own table), from
  * several threads, also while another thread calls transform(). */
 typedef struct sbx_run_v2 {
@@ -114,6 +116,13 @@ typedef struct sbx_run_v2 {
    * ended; the host reports why. The backend never reads, writes or closes it (other watchers of
    * the same run see the same readiness). */
   int (*cancel_fd)(void* ctx);
+  /* 2.2. Non-zero: the signals other processes send the host (SIGINT, SIGTERM, SIGHUP, SIGQUIT,
+   * SIGUSR1, SIGUSR2, SIGWINCH) are the command's, and the backend passes them on to it while
+   * the run goes on (`sbx exec`, a transparent wrapper). 0: they are the host process's own (an
+   * agent embedding libsbx, whose Ctrl-C must reach its own handler): the backend installs no
+   * handler, opens no signalfd for them (one would take them from the host's threads too) and
+   * leaves every disposition as it was; the run ends through cancel_fd. */
+  int (*forward_signals)(void* ctx);
 } sbx_run_v2;
 
 /* Services the host offers a plugin. Filled by core, valid for the life of the process.

@@ -65,6 +65,15 @@ class RunContext {
     return run_->cancel_fd(run_->ctx);
   }
 
+  // ABI 2.2: whether the signals sent to the host process are the command's (pass them on while
+  // the run goes on: `sbx exec`) or the host's own (an embedding agent's: leave every handler,
+  // mask and signalfd as it is, and end the run only through cancel_fd). Without the slot (a 2.1
+  // host): forward, as every run did before.
+  bool forward_signals() const {
+    if (!SBX_TABLE_HAS(run_, sbx_run_v2, forward_signals)) return true;
+    return run_->forward_signals(run_->ctx) != 0;
+  }
+
   // The table itself, for HostServices::spawn.
   const sbx_run_v2* table() const { return run_; }
 
@@ -88,8 +97,8 @@ class HostServices {
     if (SBX_TABLE_HAS(host_, sbx_host_v2, log))
       host_->log(host_->ctx, level, message.data(), message.size());
   }
-  // Runs the plan with the host's spawner (absolute execve, clean fds, signals forwarded), under
-  // `run` (its limits, its run_started).
+  // Runs the plan with the host's spawner (absolute execve, clean fds, signals forwarded when
+  // `run` says so), under `run` (its limits, its run_started, its end).
   Result<ExitStatus> spawn(const ExecPlan& plan, const RunContext& run) const {
     if (!SBX_TABLE_HAS(host_, sbx_host_v2, spawn)) return Error{"host offers no spawn service"};
     ExitStatus status;
