@@ -10,7 +10,6 @@
 #include "sbx/sdk/backend.hpp"
 
 #ifndef _WIN32
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -73,7 +72,7 @@ void keep(const std::string&, const LoadedPlugin&, const ProbeReport&) {}
 namespace {
 
 // Bumped when the file format or the meaning of the key changes.
-constexpr std::string_view kFormat = "sbx-kept-probe-v1";
+constexpr std::string_view kFormat = "sbx-kept-probe-v2";
 
 std::string first_line_of(const std::string& path) {
   std::ifstream in(path);
@@ -107,12 +106,6 @@ std::string dependency_identity(const std::string& path) {
   }
   const std::string identity = file_identity(path);
   return identity.empty() ? path + ",missing" : identity;
-}
-
-std::string user_namespace() {
-  char link[64] = {0};
-  const ssize_t n = ::readlink("/proc/self/ns/user", link, sizeof link - 1);
-  return n > 0 ? std::string(link, static_cast<std::size_t>(n)) : std::string();
 }
 
 }  // namespace
@@ -243,15 +236,16 @@ std::string answer_key(const LoadedPlugin& plugin, const std::vector<std::string
   const std::string plugin_file = file_identity(plugin.path);
   const std::string stage2 = file_identity(layout->stage2_path);
   const std::string libsbx = file_identity(layout->libsbx_path);
-  const std::string userns = user_namespace();
-  if (boot.empty() || plugin_file.empty() || stage2.empty() || libsbx.empty() || userns.empty())
+  // Seccomp mode and filters, no_new_privs, capabilities and every namespace: an answer kept
+  // outside a container's confinement must not be reused inside it (issue #38).
+  const std::string confinement = private_state::caller_confinement();
+  if (boot.empty() || plugin_file.empty() || stage2.empty() || libsbx.empty() ||
+      confinement.empty())
     return {};
   std::ostringstream key;
   key << kFormat << '|' << sbx_version() << '|' << plugin.name << '|' << boot << '|'
       << kernel.release << '|' << kernel.version << '|' << ::geteuid() << ',' << ::getegid() << '|'
-      << userns << '|' << ::prctl(PR_GET_SECCOMP, 0, 0, 0, 0) << ','
-      << ::prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) << '|' << plugin_file << '|' << stage2 << '|'
-      << libsbx;
+      << confinement << '|' << plugin_file << '|' << stage2 << '|' << libsbx;
   for (const std::string& path : depends_on) key << '|' << dependency_identity(path);
   std::string text = key.str();
   // One line: a path with a line break would make the file ambiguous.

@@ -149,31 +149,30 @@ constexpr std::array<const char*, 3> kNamespaceSysctls = {
 //  - the kernel: boot id and release (a reboot or another kernel);
 //  - the bwrap binary's identity: path, device, inode, size, mtime and ctime to the nanosecond
 //    (an upgrade, a replaced file, a chmod that adds or drops setuid);
-//  - the process: effective uid and user namespace (the same boot and binary inside a sandbox
-//    that denies user namespaces, bwrap --disable-userns or a container, must not reuse the
-//    host's pass);
+//  - the process: effective uid and its confinement (private_state::caller_confinement:
+//    seccomp mode and filters, capabilities, every namespace), so the same boot and binary
+//    inside a sandbox that denies user namespaces (bwrap --disable-userns, a container's
+//    seccomp profile) never reuses the host's pass (issue #38);
 //  - the host settings that decide whether the trials pass: user.max_user_namespaces,
 //    kernel.unprivileged_userns_clone and kernel.apparmor_restrict_unprivileged_userns.
 // sbx's own settings do not reach the probe (bwrap's probe reads nothing from ProbeContext).
 std::string probe_cache_key_of(const std::string& bwrap) {
   struct stat st {};
   ::stat(bwrap.c_str(), &st);
-  char userns[64] = {0};
-  const ssize_t n = ::readlink("/proc/self/ns/user", userns, sizeof userns - 1);
-  const std::string ns = n > 0 ? std::string(userns, static_cast<std::size_t>(n)) : "?";
+  const std::string confinement = private_state::caller_confinement();
   struct utsname kernel {};
   ::uname(&kernel);
   auto at_ns = [](const struct timespec& t) {
     return std::to_string(t.tv_sec) + "." + std::to_string(t.tv_nsec);
   };
-  std::string key = "v2|" + read_small_file("/proc/sys/kernel/random/boot_id") + "|" +
+  std::string key = "v3|" + read_small_file("/proc/sys/kernel/random/boot_id") + "|" +
                     kernel.release + "|" + bwrap;
   for (const unsigned long long value :
        {static_cast<unsigned long long>(st.st_dev), static_cast<unsigned long long>(st.st_ino),
         static_cast<unsigned long long>(st.st_size)})
     key += "|" + std::to_string(value);
   key += "|" + at_ns(st.st_mtim) + "|" + at_ns(st.st_ctim) + "|" + std::to_string(::geteuid()) +
-         "|" + ns;
+         "|" + (confinement.empty() ? std::string("?") : confinement);
   for (const char* sysctl : kNamespaceSysctls) key += "|" + read_small_file(sysctl);
   return key;
 }

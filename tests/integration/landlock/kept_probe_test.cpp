@@ -320,16 +320,21 @@ int run_without_user_namespaces(const std::vector<std::string>& argv,
       });
 }
 
+// The confinement fields of a kept answer's key (private_state::caller_confinement) for a
+// process under no seccomp filter, and as they read under one filter with no_new_privs.
+constexpr std::string_view kUnconfined = "NoNewPrivs:0;Seccomp:0;Seccomp_filters:0;";
+constexpr std::string_view kUnderOneFilter = "NoNewPrivs:1;Seccomp:2;Seccomp_filters:1;";
+
 #if defined(__x86_64__)
 TEST_F(KeptProbe, AnAnswerClaimingLandlockOnAKernelWithoutItFailsClosed) {
   // The answer kept on this host, under the key of a process whose filter hides Landlock (the
-  // key's seccomp field "mode,no_new_privs" becomes "2,1"): a store forged or left behind for
-  // exactly that process. It claims Landlock ABI and capabilities the "kernel" does not have.
+  // key's confinement fields become "NoNewPrivs:1;Seccomp:2;Seccomp_filters:1;"): a store
+  // forged or left behind for exactly that process. It claims Landlock ABI and capabilities the
+  // "kernel" does not have.
   std::string text = read_file(answer());
-  // The field after the user namespace ("...user:[N]|0,0|...").
-  const std::size_t field = text.find("]|0,0|");
+  const std::size_t field = text.find(kUnconfined);
   if (field == std::string::npos) GTEST_SKIP() << "this test already runs under seccomp";
-  text.replace(field, 6, "]|2,1|");
+  text.replace(field, kUnconfined.size(), kUnderOneFilter);
   ::unlink(answer().c_str());
   write_file(answer(), text);
   ::chmod(answer().c_str(), 0600);
@@ -402,11 +407,11 @@ TEST_F(KeptBwrapProbe, DependenciesThatCannotBeKeyedOnAreNotKept) {
 #if defined(__x86_64__)
 TEST_F(KeptBwrapProbe, AnAnswerKeptWhereUserNamespacesWorkedFailsClosedWhereTheyDoNot) {
   // The answer kept here, under the key of a process whose filter forbids user namespaces (the
-  // key's seccomp field becomes "2,1"): it claims a bwrap that cannot start there.
+  // key's confinement fields as under one filter): it claims a bwrap that cannot start there.
   const std::string text = read_file(answer());
-  if (text.find("]|0,0|") == std::string::npos)
+  if (text.find(kUnconfined) == std::string::npos)
     GTEST_SKIP() << "this test already runs under seccomp";
-  rewrite_answer("]|0,0|", "]|2,1|");
+  rewrite_answer(std::string(kUnconfined), std::string(kUnderOneFilter));
   const std::vector<std::string> argv = {
       sbx_path(), "--backends", "bwrap", "exec",    "--preset", "read-only",
       "--cwd",    ws_.path(),   "--",    "/bin/sh", "-c",       "echo kept-bwrap-$((6*7))"};
@@ -425,6 +430,33 @@ TEST_F(KeptBwrapProbe, AnAnswerKeptWhereUserNamespacesWorkedFailsClosedWhereThey
   EXPECT_EQ(fresh, 125) << out2;
   EXPECT_NE(out2.find("passed over bwrap"), std::string::npos) << out2;
   EXPECT_EQ(out2.find("kept-bwrap-42"), std::string::npos) << "the command ran: " << out2;
+}
+#endif
+
+#if defined(__x86_64__)
+// Issue #38: an answer kept outside a container-like confinement (here: a filter that forbids
+// new user namespaces, as Docker's default profile does) is not reused inside it, neither
+// core's kept answer nor bwrap's own probe cache: the probe runs there and names the real
+// cause.
+TEST_F(KeptBwrapProbe, AnAnswerKeptOutsideIsNotReusedUnderAContainerLikeFilter) {
+  ASSERT_TRUE(exists(answer()));
+  if (read_file(answer()).find(kUnconfined) == std::string::npos)
+    GTEST_SKIP() << "this test already runs under seccomp";
+  const std::vector<std::string> e = env();
+  const int code = run_without_user_namespaces(
+      {sbx_path(), "--backends", "bwrap", "exec", "--preset", "read-only", "--cwd", ws_.path(),
+       "--", "/bin/sh", "-c", "echo kept-bwrap-$((6*7))"},
+      e, trace_ / "out");
+  const std::string out = read_file(trace_ / "out");
+  EXPECT_EQ(code, 125) << out;
+  EXPECT_NE(out.find("passed over bwrap"), std::string::npos) << out;
+  EXPECT_EQ(out.find("kept-bwrap-42"), std::string::npos) << "the command ran: " << out;
+  run_without_user_namespaces({sbx_path(), "--backends", "bwrap", "backends", "--probe"}, e,
+                              trace_ / "probe");
+  const std::string probe = read_file(trace_ / "probe");
+  EXPECT_EQ(probe.find("tried earlier this boot; cached"), std::string::npos) << probe;
+  EXPECT_EQ(probe.find("kept: the answer of an earlier probe"), std::string::npos) << probe;
+  EXPECT_NE(probe.find("user_namespaces"), std::string::npos) << probe;
 }
 #endif
 

@@ -6,7 +6,13 @@
 #include "sbx/sdk/private_state.hpp"
 
 #include <gtest/gtest.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -350,6 +356,45 @@ TEST(StateDir, TheProxyUsesIt) {
   ASSERT_TRUE(expected.ok()) << expected.error();
   EXPECT_EQ(*parent, *expected);
   EXPECT_NE(parent->rfind("/tmp/", 0), 0u) << *parent;
+}
+
+// caller_confinement() in a forked child after `change` (which returns false when it cannot be
+// made here): 0 = the key changed, 1 = it did not, 2 = the change could not be made.
+int key_changes_after(bool (*change)()) {
+  const pid_t child = ::fork();
+  if (child == 0) {
+    const std::string before = private_state::caller_confinement();
+    if (before.empty()) ::_exit(1);
+    if (!change()) ::_exit(2);
+    ::_exit(private_state::caller_confinement() != before ? 0 : 1);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 3;
+}
+
+// An allow-everything filter: the same behaviour, one more filter (a container's profile).
+bool add_seccomp_filter() {
+  struct sock_filter allow = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+  struct sock_fprog program = {1, &allow};
+  return ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+         ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) == 0;
+}
+
+bool drop_a_bounding_capability() { return ::prctl(PR_CAPBSET_DROP, CAP_SYS_ADMIN, 0, 0, 0) == 0; }
+
+bool enter_a_new_uts_namespace() { return ::unshare(CLONE_NEWUTS) == 0; }
+
+// A probe answer kept outside a container-like confinement is never reused inside it
+// (issue #38): the key of kept answers changes with seccomp filters, capabilities and
+// namespaces.
+TEST(CallerConfinement, ChangesWithSeccompCapabilitiesAndNamespaces) {
+  EXPECT_NE(private_state::caller_confinement().find("Seccomp:"), std::string::npos);
+  EXPECT_EQ(private_state::caller_confinement(), private_state::caller_confinement());
+  EXPECT_EQ(key_changes_after(add_seccomp_filter), 0);
+  if (::geteuid() != 0) GTEST_SKIP() << "dropping a capability and unshare need root";
+  EXPECT_EQ(key_changes_after(drop_a_bounding_capability), 0);
+  EXPECT_EQ(key_changes_after(enter_a_new_uts_namespace), 0);
 }
 
 }  // namespace

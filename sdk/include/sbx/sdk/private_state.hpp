@@ -452,6 +452,50 @@ inline bool write_private_file(const std::string& path, const std::string& text)
   return false;
 }
 
+// What confines this process, for the key of an answer kept between runs (a probe's): an
+// answer found under one confinement says nothing of another (issue #38: a pass kept outside a
+// container-like seccomp profile was reused inside it, and the probe blamed the wrong check).
+// proc(5) /proc/self/status: Seccomp (mode), Seccomp_filters (how many, Linux 5.9), NoNewPrivs
+// and the five capability sets; and the identity of each namespace (/proc/self/ns/*,
+// namespaces(7)). Two different filters of the same count are not told apart (reading a
+// filter back needs CAP_SYS_ADMIN, seccomp(2) SECCOMP_GET_FILTER): the key is a guard against
+// reuse across environments, not a proof. "" when /proc/self/status cannot be read (then
+// nothing may be kept).
+inline std::string caller_confinement() {
+  const UniqueFd fd(::open("/proc/self/status", O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return {};
+  std::string status;
+  char buffer[4096];
+  for (ssize_t n; (n = ::read(fd.get(), buffer, sizeof buffer)) > 0;)
+    status.append(buffer, static_cast<std::size_t>(n));
+  std::string out;
+  std::size_t start = 0;
+  while (start < status.size()) {
+    std::size_t end = status.find('\n', start);
+    if (end == std::string::npos) end = status.size();
+    const std::string line = status.substr(start, end - start);
+    for (const char* field : {"Seccomp:", "Seccomp_filters:", "NoNewPrivs:", "CapInh:", "CapPrm:",
+                              "CapEff:", "CapBnd:", "CapAmb:"}) {
+      if (line.rfind(field, 0) == 0) {
+        std::string value = line.substr(std::strlen(field));
+        value.erase(0, value.find_first_not_of(" \t"));
+        out += std::string(field) + value + ";";
+      }
+    }
+    start = end + 1;
+  }
+  if (out.find("Seccomp:") == std::string::npos || out.find("CapEff:") == std::string::npos)
+    return {};
+  for (const char* ns : {"user", "mnt", "pid", "net", "ipc", "uts", "cgroup"}) {
+    char link[64] = {0};
+    const std::string path = std::string("/proc/self/ns/") + ns;
+    const ssize_t n = ::readlink(path.c_str(), link, sizeof link - 1);
+    out += n > 0 ? std::string(link, static_cast<std::size_t>(n)) : std::string(ns) + ":?";
+    out += ";";
+  }
+  return out;
+}
+
 }  // namespace sbx::private_state
 
 #endif  // _WIN32
