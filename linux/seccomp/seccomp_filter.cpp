@@ -71,10 +71,16 @@ constexpr scmp_datum_t kCloneNewTime = 0x00000080;  // CLONE_NEWTIME (unshare on
 // redirects the system console to this terminal; TIOCSETD swaps the line discipline (which
 // decides where input goes, and is old kernel attack surface); the KDSKB*/KDSETKEYCODE
 // requests rewrite a virtual console's keymap and function-key strings, so the user's next
-// keystrokes type the command's text. None is needed to drive a terminal normally.
-constexpr scmp_datum_t kTerminalInjection[] = {TIOCSTI,    TIOCLINUX,    TIOCCONS,
-                                               TIOCSETD,   KDSKBENT,     KDSKBSENT,
-                                               KDSKBDIACR, KDSKBDIACRUC, KDSETKEYCODE};
+// keystrokes type the command's text. TIOCSPGRP (tcsetpgrp) makes another process group the
+// terminal's foreground: where the command shares the caller's session (Landlock), it took the
+// terminal from the agent and left it to its own dead group after the run, so the agent's next
+// read stopped it with SIGTTIN (outside review, session 18); TIOCSCTTY makes a terminal the
+// controlling terminal of a new session the command made. None is needed to drive a terminal
+// normally (an interactive shell inside runs without job control, as under bwrap, whose
+// sandbox has no controlling terminal at all).
+constexpr scmp_datum_t kTerminalInjection[] = {TIOCSTI,      TIOCLINUX, TIOCCONS,   TIOCSETD,
+                                               KDSKBENT,     KDSKBSENT, KDSKBDIACR, KDSKBDIACRUC,
+                                               KDSETKEYCODE, TIOCSPGRP, TIOCSCTTY};
 
 // The mode bits that make an executable run with its owner's or group's identity.
 constexpr scmp_datum_t kSetIdBits[] = {S_ISUID, S_ISGID};

@@ -21,8 +21,8 @@
 // 2. The argument rules (default ALLOW; every rule EPERM, only on calls the table allows):
 //    - unshare and clone with any namespace flag;
 //    - ioctl TIOCSTI, TIOCLINUX, TIOCCONS, TIOCSETD, KDSKBENT, KDSKBSENT, KDSKBDIACR,
-//      KDSKBDIACRUC, KDSETKEYCODE: requests that inject input into, or re-route, a terminal the
-//      command inherited;
+//      KDSKBDIACRUC, KDSETKEYCODE, TIOCSPGRP, TIOCSCTTY: requests that inject input into, or
+//      re-route, a terminal the command inherited (TIOCSPGRP: its foreground process group);
 //    - set-user-ID/set-group-ID bits: chmod, fchmod, fchmodat, fchmodat2 with S_ISUID or
 //      S_ISGID in the mode; open/openat with O_CREAT or O_TMPFILE and such a mode; creat,
 //      mknod, mknodat with such a mode; mknod/mknodat of character or block devices. mkdir is

@@ -31,6 +31,12 @@ constexpr std::array kLinuxKeywords = {
             "EROFS: a write outside the writable roots (or to a protected path)"},
     Keyword{"Permission denied", DenialKind::kFilesystem,
             "EACCES: access to a path the policy does not grant"},
+    // rename(2)/link(2) EXDEV: across mounts (a protected path is a mount of its own) or out of
+    // a Landlock domain's reach (LANDLOCK_ACCESS_FS_REFER); inside one writable root a move is
+    // allowed, so under a sandbox this is most often the sandbox's refusal.
+    Keyword{"Invalid cross-device link", DenialKind::kFilesystem,
+            "EXDEV: a rename or link across the sandbox's boundary (into or out of a protected "
+            "path, or out of the writable roots)"},
     Keyword{"Operation not permitted", DenialKind::kSyscallFilter,
             "EPERM: a system call the sandbox's seccomp filter refuses (ptrace, mount, new "
             "namespaces, sockets with the network off, ...)"},

@@ -53,6 +53,9 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         Case{"linux_erofs", L, 1, 0, "touch: cannot touch '/usr/x': Read-only file system\n", true,
              kFs, "touch: cannot touch '/usr/x': Read-only file system"},
+        Case{"linux_exdev", L, 1, 0,
+             "OSError: [Errno 18] Invalid cross-device link: 'a/f9' -> '.git/f9'\n", true, kFs,
+             "OSError: [Errno 18] Invalid cross-device link: 'a/f9' -> '.git/f9'"},
         Case{"linux_eacces", L, 1, 0, "cat: /root/.ssh/id_rsa: Permission denied\n", true, kFs,
              "cat: /root/.ssh/id_rsa: Permission denied"},
         Case{"linux_eperm", L, 1, 0, "unshare: unshare failed: Operation not permitted", true, kSys,

@@ -187,9 +187,10 @@ long on_pty(const std::function<long(int)>& request) {
 
 TEST(SeccompTable, TerminalInjectionIoctlsAreRefusedOnAPty) {
   const std::vector<std::pair<const char*, unsigned long>> refused = {
-      {"TIOCSETD", TIOCSETD}, {"TIOCSTI", TIOCSTI},     {"TIOCLINUX", TIOCLINUX},
-      {"TIOCCONS", TIOCCONS}, {"KDSKBENT", 0x4B47},     {"KDSKBSENT", 0x4B49},
-      {"KDSKBDIACR", 0x4B4B}, {"KDSKBDIACRUC", 0x4BFB}, {"KDSETKEYCODE", 0x4B4D}};
+      {"TIOCSETD", TIOCSETD},   {"TIOCSTI", TIOCSTI},     {"TIOCLINUX", TIOCLINUX},
+      {"TIOCCONS", TIOCCONS},   {"KDSKBENT", 0x4B47},     {"KDSKBSENT", 0x4B49},
+      {"KDSKBDIACR", 0x4B4B},   {"KDSKBDIACRUC", 0x4BFB}, {"KDSETKEYCODE", 0x4B4D},
+      {"TIOCSPGRP", TIOCSPGRP}, {"TIOCSCTTY", TIOCSCTTY}};
   for (NetworkFilter net : kAllModes) {
     for (const auto& [name, request] : refused) {
       const unsigned long req = request;

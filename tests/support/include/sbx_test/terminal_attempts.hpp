@@ -1,6 +1,6 @@
 // Terminal injection through a terminal the sandboxed command inherits: the test gives `sbx`
 // a pseudo-terminal as its standard input, and the command tries the ioctls that would put
-// input into it or re-route it (TIOCSETD with N_TTY, which needs no privilege; TIOCSTI;
+// input into it or re-route it (TIOCSETD with N_TTY, which needs no privilege; TIOCSTI; TIOCSPGRP;
 // TIOCCONS). Every one must fail with EPERM, while ordinary terminal requests still work.
 // Run by an unprivileged user, TIOCSTI and TIOCCONS fail without any sandbox too
 // (drivers/tty/tty_io.c: tiocsti() needs the caller's controlling terminal or CAP_SYS_ADMIN,
@@ -27,7 +27,7 @@ namespace sbx::test {
 // Prints "<request>=<errno or 0>" for each attempt on standard input.
 inline std::string terminal_script() {
   return "/usr/bin/python3 -c '\n"
-         "import fcntl, struct, termios\n"
+         "import fcntl, os, struct, termios\n"
          "def attempt(name, request, arg):\n"
          "    try:\n"
          "        fcntl.ioctl(0, request, arg)\n"
@@ -37,6 +37,7 @@ inline std::string terminal_script() {
          "attempt(\"TIOCSETD\", 0x5423, struct.pack(\"i\", 0))\n"
          "attempt(\"TIOCSTI\", 0x5412, b\"x\")\n"
          "attempt(\"TIOCCONS\", 0x541D, 0)\n"
+         "attempt(\"TIOCSPGRP\", 0x5410, struct.pack(\"i\", os.getpgrp()))\n"
          "attempt(\"TIOCGWINSZ\", termios.TIOCGWINSZ, b\"\\0\" * 8)\n"
          "termios.tcsetattr(0, termios.TCSANOW, termios.tcgetattr(0))\n"
          "print(\"tcsetattr=0\")\n"
@@ -85,7 +86,7 @@ inline RunResult run_with_terminal_stdin(const std::vector<std::string>& argv,
 // The verdict: each injection request refused with EPERM (1), ordinary requests working.
 inline void expect_terminal_injection_refused(const RunResult& r) {
   EXPECT_EQ(r.code, 0) << describe(r);
-  for (const char* refused : {"TIOCSETD=1\n", "TIOCSTI=1\n", "TIOCCONS=1\n"})
+  for (const char* refused : {"TIOCSETD=1\n", "TIOCSTI=1\n", "TIOCCONS=1\n", "TIOCSPGRP=1\n"})
     EXPECT_NE(r.out.find(refused), std::string::npos) << refused << describe(r);
   EXPECT_NE(r.out.find("TIOCGWINSZ=0\n"), std::string::npos) << describe(r);
   EXPECT_NE(r.out.find("tcsetattr=0\n"), std::string::npos) << describe(r);
