@@ -3,8 +3,9 @@
 #   sbx_core_windows   static: the sources of core/CMakeLists.txt that are portable, plus the
 #                      Windows counterparts of the POSIX-only ones (*_win32.cpp)
 # Left out, each for a reason (core/cross/README.md):
-#   plugins/loader.cpp, trusted_fs.cpp, loaded_image.cpp  the POSIX loader (descriptors, uids,
-#       modes, ELF images): plugins/loader_win32.cpp loads through win32_trust instead
+#   plugins/loader.cpp, trusted_fs.cpp, loaded_image.cpp, elf_dynamic.cpp  the POSIX loader
+#       (descriptors, uids, modes, ELF images and their RUNPATH): plugins/loader_win32.cpp
+#       loads through win32_trust instead
 #   (probe_isolation.cpp is compiled: on Windows a probe runs in process, guarded against
 #   exceptions only)
 #   plugins/runtime.cpp      dladdr, /proc/self/exe, uids: plugins/runtime_win32.cpp

@@ -592,6 +592,46 @@ class Backends(SbxTestCase):
         self.assertIn("Rejected plugins:", text)
         self.assertIn(evil, text)
 
+    def test_plugins_searching_untrusted_library_directories_are_rejected(self):
+        # Issue #39: a plugin whose DT_RUNPATH or DT_RPATH names a directory others can write
+        # (CMake leaves build-tree RUNPATHs in what it builds) is refused at stage inspect,
+        # before dlopen; one whose RUNPATH is $ORIGIN in a trusted directory loads.
+        fixtures = os.environ.get("SBX_LOADER_FIXTURE_DIR", "")
+        world = os.environ.get("SBX_FIXTURE_WORLD_WRITABLE_LIBDIR", "")
+        scratch = os.environ.get("SBX_CLI_SCRATCH", "")
+        self.assertTrue(fixtures and world and scratch, "ctest sets the fixture directories")
+        os.makedirs(world, exist_ok=True)
+        os.chmod(world, 0o777)
+        # Below the build tree, whose chain from / is trusted (/tmp is not).
+        os.makedirs(scratch, exist_ok=True)
+        plugins = tempfile.mkdtemp(prefix="runpath-", dir=scratch)
+        self.addCleanup(shutil.rmtree, plugins, ignore_errors=True)
+        os.chmod(plugins, 0o755)
+        names = ["runpath-world", "rpath-world", "runpath-relative", "runpath-origin"]
+        for name in names:
+            target = os.path.join(plugins, f"sbx-backend-fixture-{name}.so")
+            shutil.copy(os.path.join(fixtures, f"sbx-backend-fixture-{name}.so"), target)
+            os.chmod(target, 0o644)
+        doc = json.loads(self.run_ok("--plugin-dir", plugins, "backends", "--json").stdout)
+        rejected = {os.path.basename(r["path"]): r for r in doc["rejected"]
+                    if r["path"].startswith(plugins + "/")}
+        fix = "install it with `cmake --install`, which strips the build tree's RUNPATH"
+        expected = {
+            "runpath-world": [f"RUNPATH entry '{world}'", "is writable by group and others "
+                              "(mode 0777)", "whoever can write there runs code inside sbx", fix],
+            "rpath-world": [f"RPATH entry '{world}'", "(mode 0777)", fix],
+            "runpath-relative": ["RUNPATH entry 'fixture-libs' is relative", fix],
+        }
+        self.assertEqual(set(rejected), {f"sbx-backend-fixture-{n}.so" for n in expected},
+                         json.dumps(doc["rejected"], indent=1))
+        for name, parts in expected.items():
+            item = rejected[f"sbx-backend-fixture-{name}.so"]
+            self.assertEqual(item["stage"], "inspect", item["message"])
+            for part in parts:
+                self.assertIn(part, item["message"])
+        origin = [b for b in doc["backends"] if b["path"].startswith(plugins + "/")]
+        self.assertEqual([b["name"] for b in origin], ["fixture-good"])
+
     def test_text_output(self):
         backends = loaded_backends()
         text = self.run_ok("backends").stdout

@@ -23,6 +23,7 @@
 #include <variant>
 #include <vector>
 
+#include "plugins/elf_dynamic.hpp"
 #include "plugins/loaded_image.hpp"
 #include "plugins/loader_internal.hpp"
 #include "plugins/plugin_checks.hpp"
@@ -94,6 +95,28 @@ std::optional<std::string> inspect(const std::string& load_name) {
          join_symbols(symbols) +
          "); expected a plugin declared with "
          "SBX_DECLARE_BACKEND";
+}
+
+// Stage kInspect, second part: where ld.so will look for the plugin's own dependencies. The
+// trust rule would mean little if a RUNPATH (CMake leaves the build tree's in every file it
+// builds) let anyone who can write some other directory supply a library the plugin loads.
+// Read from the checked descriptor, before dlopen: no code of the plugin or of a dependency
+// runs. ELF only; macOS's LC_RPATH is not checked yet (README.md).
+std::optional<std::string> dependency_problem(const TrustedFile& file) {
+#if defined(__APPLE__)
+  static_cast<void>(file);
+  return std::nullopt;
+#else
+  Result<DynamicSearchInfo> info = read_dynamic_search_info_fd(file.fd.get());
+  if (!info) {
+    return "cannot read the dynamic section (" + info.error() +
+           "); expected a well-formed ELF shared object";
+  }
+  const std::size_t slash = file.path.rfind('/');
+  const std::string dir =
+      slash == 0 || slash == std::string::npos ? "/" : file.path.substr(0, slash);
+  return dependency_search_problem(*info, dir, file.owners);
+#endif
 }
 
 // Boost.DLL's text is "boost::dll::shared_library::load() failed (dlerror system message:
@@ -191,6 +214,8 @@ std::variant<const sbx_plugin_v2*, RejectedPlugin> load_descriptor(TrustedFile f
   Result<std::string> load_name = load_name_for(file, mode);
   if (!load_name) return reject(path, LoadStage::kInspect, load_name.error());
   if (std::optional<std::string> problem = inspect(*load_name))
+    return reject(path, LoadStage::kInspect, *problem);
+  if (std::optional<std::string> problem = dependency_problem(file))
     return reject(path, LoadStage::kInspect, *problem);
   std::variant<RetainedLibrary*, std::string> library = load_library(file, *load_name, mode);
   if (auto* error = std::get_if<std::string>(&library))

@@ -227,6 +227,7 @@ Result<TrustedFile> open_trusted_file(int dir_fd, const std::string& dir_path,
                                       const std::string& name, const Owners& owners) {
   TrustedFile file;
   file.path = join(dir_path, name);
+  file.owners = owners;
   file.fd = UniqueFd(openat(dir_fd, name.c_str(), kFileFlags));
   if (!file.fd.valid()) {
     const int error = errno;

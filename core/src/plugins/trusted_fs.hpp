@@ -72,6 +72,7 @@ struct TrustedFile {
   UniqueFd fd;        // O_RDONLY|O_CLOEXEC descriptor of the checked inode
   struct stat st {};  // fstat of fd
   std::string path;   // <directory>/<name>, for messages and logs
+  Owners owners;      // who the checks trusted: the same rule applies to its dependencies
 };
 
 // Opens `name` in the trusted directory `dir_fd` (whose path is `dir_path`) with

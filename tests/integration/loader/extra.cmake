@@ -3,6 +3,7 @@
 # never /tmp, whose sticky world-writable mode the trust walk rejects.
 target_compile_definitions(${target} PRIVATE
     SBX_LOADER_FIXTURE_DIR="${SBX_LOADER_FIXTURE_DIR}"
+    SBX_FIXTURE_WORLD_WRITABLE_LIBDIR="${SBX_FIXTURE_WORLD_WRITABLE_LIBDIR}"
     SBX_LOADER_TEST_TMP="${CMAKE_BINARY_DIR}/loader-test-tmp")
 # White-box tests of the fd-based trust walk and of the check-then-load window use the private
 # headers of libsbx (sbx_core_private).

@@ -1,6 +1,7 @@
 // PluginRegistry::load against real plugin files: every fixture is
 // rejected at its own stage with its own message, while the good plugin next to it still loads
 // and its create() works -- all bad ones together in one scan, and each one on its own.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "plugins/elf_dynamic.hpp"
 #include "sbx/core/plugin_loader.hpp"
 #include "sbx/core/runtime.hpp"
 #include "test_tree.hpp"
@@ -96,6 +98,41 @@ std::vector<FixtureCase> descriptor_cases() {
   };
 }
 
+// A fixture whose RUNPATH/RPATH names SBX_FIXTURE_WORLD_WRITABLE_LIBDIR, made world-writable.
+std::function<Arranged(const TestTree&, const fs::path&)> with_world_writable_libdir(
+    const std::string& fixture) {
+  return [fixture](const TestTree&, const fs::path& plugins) {
+    fs::create_directories(SBX_FIXTURE_WORLD_WRITABLE_LIBDIR);
+    testing::chmod_or_throw(SBX_FIXTURE_WORLD_WRITABLE_LIBDIR, 0777);
+    return Arranged{{}, TestTree::copy_fixture(fixture, plugins)};
+  };
+}
+
+// Good plugins that would make ld.so look for their libraries somewhere untrusted (issue #39):
+// refused before dlopen, naming the entry, why, and the fix.
+std::vector<FixtureCase> search_path_cases() {
+  const std::string world = SBX_FIXTURE_WORLD_WRITABLE_LIBDIR;
+  const std::string fix =
+      "install it with `cmake --install`, which strips the build tree's RUNPATH";
+  return {
+      {"runpath_world_writable", LoadStage::kInspect, false,
+       with_world_writable_libdir("sbx-backend-fixture-runpath-world.so"),
+       parts({"RUNPATH entry '" + world + "' (" + world + "): " + world +
+                  " is writable by group and others (mode 0777)",
+              "whoever can write there runs code inside sbx", fix})},
+      {"rpath_world_writable", LoadStage::kInspect, false,
+       with_world_writable_libdir("sbx-backend-fixture-rpath-world.so"),
+       parts({"RPATH entry '" + world + "' (" + world + "): " + world +
+                  " is writable by group and others (mode 0777)",
+              fix})},
+      {"runpath_relative", LoadStage::kInspect, false,
+       copy_of("sbx-backend-fixture-runpath-relative.so"),
+       parts({"RUNPATH entry 'fixture-libs' is relative, so ld.so resolves it against the "
+              "current directory",
+              fix})},
+  };
+}
+
 std::vector<FixtureCase> trust_cases() {
   return {
       {"world_writable_file", LoadStage::kTrust, false,
@@ -168,6 +205,7 @@ std::vector<FixtureCase> trust_cases() {
 std::vector<FixtureCase> all_cases() {
   std::vector<FixtureCase> cases = descriptor_cases();
   for (FixtureCase& c : trust_cases()) cases.push_back(std::move(c));
+  for (FixtureCase& c : search_path_cases()) cases.push_back(std::move(c));
   return cases;
 }
 
@@ -253,6 +291,50 @@ INSTANTIATE_TEST_SUITE_P(PluginLoader, EachFixture, ::testing::ValuesIn(all_case
                          [](const ::testing::TestParamInfo<FixtureCase>& param_info) {
                            return param_info.param.label;
                          });
+
+std::string messages(const PluginRegistry& registry) {
+  std::string out;
+  for (const RejectedPlugin& r : registry.rejected()) out += r.message + "\n";
+  return out;
+}
+
+// RUNPATH $ORIGIN names the plugin's own directory, which passed the trust walk: loaded.
+TEST(PluginLoader, OriginRunpathInATrustedDirectoryLoads) {
+  TestTree tree("origin");
+  const fs::path plugins = tree.dir("plugins");
+  TestTree::copy_fixture("sbx-backend-fixture-runpath-origin.so", plugins);
+  const PluginRegistry registry = PluginRegistry::load(tree.options({plugins}));
+  EXPECT_TRUE(registry.rejected().empty()) << messages(registry);
+  ASSERT_EQ(registry.plugins().size(), 1u);
+  EXPECT_EQ(registry.plugins().front().name, "fixture-good");
+}
+
+// The fixtures carry what their names say (the linker's dtags choice), so the cases above test
+// DT_RUNPATH and DT_RPATH each, and the good plugin carries neither.
+TEST(PluginLoader, SearchPathFixturesCarryTheirEntries) {
+  auto read = [](const std::string& fixture) {
+    const std::string path = std::string(SBX_LOADER_FIXTURE_DIR) + "/" + fixture;
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    EXPECT_GE(fd, 0) << path;
+    Result<plugins::DynamicSearchInfo> info = plugins::read_dynamic_search_info_fd(fd);
+    ::close(fd);
+    EXPECT_TRUE(info) << info.error();
+    return info ? *info : plugins::DynamicSearchInfo{};
+  };
+  const std::vector<std::string> world = {SBX_FIXTURE_WORLD_WRITABLE_LIBDIR};
+  const plugins::DynamicSearchInfo runpath = read("sbx-backend-fixture-runpath-world.so");
+  EXPECT_EQ(runpath.runpath, world);
+  EXPECT_TRUE(runpath.rpath.empty());
+  const plugins::DynamicSearchInfo rpath = read("sbx-backend-fixture-rpath-world.so");
+  EXPECT_EQ(rpath.rpath, world);
+  EXPECT_TRUE(rpath.runpath.empty());
+  EXPECT_EQ(read("sbx-backend-fixture-runpath-origin.so").runpath,
+            std::vector<std::string>{"$ORIGIN"});
+  EXPECT_EQ(read("sbx-backend-fixture-runpath-relative.so").runpath,
+            std::vector<std::string>{"fixture-libs"});
+  const plugins::DynamicSearchInfo good = read(kGood);
+  EXPECT_TRUE(good.runpath.empty() && good.rpath.empty());
+}
 
 TEST(PluginLoader, IgnoresFilesNotNamedLikePlugins) {
   TestTree tree("names");
