@@ -38,11 +38,14 @@ spdlog::level::level_enum to_spdlog(int level) {
   }
 }
 
+thread_local PluginErrorCapture* t_capture = nullptr;
+
 // sbx_host_v2::log. Plugin text is passed as an argument, never as a format string.
 void host_log(void* /*ctx*/, int level, const char* message, size_t length) noexcept {
   try {
     const std::string_view text =
         message == nullptr ? std::string_view() : std::string_view(message, length);
+    if (t_capture != nullptr && level >= SBX_LOG_ERROR) t_capture->add(text);
     spdlog::default_logger_raw()->log(to_spdlog(level), "{}", text);
   } catch (...) {
     // Logging must never take the plugin (or the host) down.
@@ -50,6 +53,18 @@ void host_log(void* /*ctx*/, int level, const char* message, size_t length) noex
 }
 
 }  // namespace
+
+PluginErrorCapture::PluginErrorCapture() { t_capture = this; }
+
+PluginErrorCapture::~PluginErrorCapture() { t_capture = nullptr; }
+
+void PluginErrorCapture::add(std::string_view line) {
+  // A bounded copy: a plugin that logs in a loop must not grow the loader's memory.
+  constexpr std::size_t kMaxText = 2048;
+  if (text_.size() >= kMaxText) return;
+  if (!text_.empty()) text_ += "; ";
+  text_.append(line.substr(0, kMaxText - text_.size()));
+}
 
 void write_host_error(char* error, size_t size, std::string_view text) noexcept {
   if (error == nullptr || size == 0) return;

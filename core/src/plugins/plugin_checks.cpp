@@ -8,6 +8,8 @@
 #include <exception>
 #include <utility>
 
+#include "plugins/host_table.hpp"
+
 namespace sbx::plugins {
 namespace {
 
@@ -131,6 +133,7 @@ std::optional<std::string> name_problem(const char* raw, const std::vector<Loade
 std::variant<std::shared_ptr<Backend>, std::string> create_backend(const sbx_plugin_v2& d,
                                                                    const sbx_host_v2* host) {
   void* raw = nullptr;
+  const PluginErrorCapture logged;  // why a create() that returns NULL failed (SDK: the log)
   try {
     raw = d.create(host);
   } catch (const std::exception& e) {
@@ -139,7 +142,8 @@ std::variant<std::shared_ptr<Backend>, std::string> create_backend(const sbx_plu
     return std::string("create() threw a non-standard exception; expected a Backend");
   }
   if (raw == nullptr)
-    return std::string("create() returned NULL; expected a Backend (the plugin failed to start)");
+    return std::string("create() returned NULL; expected a Backend (the plugin failed to start") +
+           (logged.text().empty() ? ")" : ": " + logged.text() + ")");
   auto* destroy = d.destroy;
   return std::shared_ptr<Backend>(static_cast<Backend*>(raw), [destroy](Backend* backend) {
     try {

@@ -95,6 +95,12 @@ std::vector<FixtureCase> descriptor_cases() {
        parts({"create() returned NULL"})},
       {"create_throws", LoadStage::kCreate, false, copy_of("sbx-backend-fixture-create-throws.so"),
        parts({"create() threw an exception: fixture create() failure"})},
+      // Through the SDK: the exception is caught in the plugin (no C++ exception crosses the C
+      // ABI) and its text reaches the rejection through the host's log.
+      {"sdk_constructor_throws", LoadStage::kCreate, false,
+       copy_of("sbx-backend-fixture-ctor-throws.so"),
+       parts(
+           {"create() returned NULL", "create() failed: the fixture's configuration is missing"})},
   };
 }
 

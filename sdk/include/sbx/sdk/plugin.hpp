@@ -15,12 +15,24 @@ namespace sbx::sdk_detail {
 
 template <typename BackendClass>
 void* create_backend(const sbx_host_v2* host) noexcept {
+  // No C++ exception may cross the C ABI: the reason goes to the host's log at error level,
+  // which the loader puts into the plugin's rejection ("create() returned NULL ...: <why>").
   try {
     Backend* backend = new BackendClass(HostServices(host));
     return static_cast<void*>(backend);
+  } catch (const std::exception& e) {
+    try {
+      HostServices(host).log(SBX_LOG_ERROR, std::string("create() failed: ") + e.what());
+    } catch (...) {
+      // Out of memory for the message: the rejection still says create() returned NULL.
+    }
   } catch (...) {
-    return nullptr;
+    try {
+      HostServices(host).log(SBX_LOG_ERROR, "create() failed: a non-standard exception");
+    } catch (...) {
+    }
   }
+  return nullptr;
 }
 
 inline void destroy_backend(void* backend) noexcept { delete static_cast<Backend*>(backend); }
