@@ -250,19 +250,6 @@ void apply_environment(const CachePlan& plan, std::vector<std::string>& env) {
   }
 }
 
-namespace {
-
-// A recorded project path for an error message: one line, control bytes shown as '?'.
-std::string printable_line(std::string text) {
-  while (!text.empty() && text.back() == '\n') text.pop_back();
-  for (char& c : text) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
-  }
-  return "'" + text + "'";
-}
-
-}  // namespace
-
 std::string project_key(const std::string& root) {
   std::string base = root.substr(root.rfind('/') + 1);
   std::string name;
@@ -432,6 +419,19 @@ Result<std::string> caches_base() {
   }
   return real_dir(*base + "/sbx/caches");
 }
+
+namespace {
+
+// A recorded project path for an error message: one line, control bytes shown as '?'.
+std::string printable_line(std::string text) {
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  for (char& c : text) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  }
+  return "'" + text + "'";
+}
+
+}  // namespace
 
 Result<CachePlan> prepare_project(const std::string& base, const std::string& project,
                                   std::vector<ToolCache> caches) {
