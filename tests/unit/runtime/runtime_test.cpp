@@ -37,12 +37,15 @@ TEST(InstallLayout, FollowsTheRealLocationOfLibsbx) {
   const InstallLayout layout = layout_or_die();
   const fs::path tree = fs::canonical(SBX_BUILD_TREE);
   // The test links the build tree's libsbx through its SONAME symlink; the layout names the
-  // real file, and everything else hangs off its directory.
-  EXPECT_EQ(fs::path(layout.libsbx_path).parent_path(), tree / "lib");
+  // real file, and everything else hangs off its directory. The libdir is "lib" or Debian's
+  // "lib/<triplet>" (SBX_MULTIARCH_LIBDIR): CI builds both (asan and ci presets), so the
+  // prefix is found above a libdir of one component and of two.
+  const fs::path libdir = tree / SBX_INSTALL_LIBDIR;
+  EXPECT_EQ(fs::path(layout.libsbx_path).parent_path(), libdir);
   EXPECT_EQ(fs::path(layout.libsbx_path).filename().string().rfind("libsbx.so.", 0), 0u);
   EXPECT_FALSE(fs::is_symlink(layout.libsbx_path));
-  EXPECT_EQ(layout.lib_dir, (tree / "lib").string());
-  EXPECT_EQ(layout.plugin_dir, (tree / "lib" / "sbx" / "backends").string());
+  EXPECT_EQ(layout.lib_dir, libdir.string());
+  EXPECT_EQ(layout.plugin_dir, (libdir / "sbx" / "backends").string());
   EXPECT_EQ(layout.bin_dir, (tree / "bin").string());
   EXPECT_EQ(layout.stage2_path, (tree / "libexec" / "sbx" / "sbx-stage2").string());
   struct stat st {};
