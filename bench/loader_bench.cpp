@@ -135,10 +135,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   // Default: the fixture directory of the build tree that holds this libsbx
-  // (<build>/tree/lib/libsbx.so -> <build>/fixture-plugins).
-  g_fixture_dir =
-      (fs::path(layout().libsbx_path).parent_path().parent_path().parent_path() / "fixture-plugins")
-          .string();
+  // (<build>/tree/<libdir>/libsbx.so, the prefix <build>/tree -> <build>/fixture-plugins).
+  g_fixture_dir = (fs::path(layout().prefix).parent_path() / "fixture-plugins").string();
   std::vector<char*> rest;
   constexpr std::string_view kFlag = "--fixture-dir=";
   for (int i = 0; i < argc; ++i) {

@@ -3,7 +3,8 @@
 #   build     cpack the build tree: four .debs (sbx, libsbx<soversion>, libsbx-dev, sbx-sdk) and
 #             a .tar.gz
 #   deb       the .debs' control fields and file lists (Depends, shlibs and the ldconfig
-#             trigger, FHS places, which file in which package, root-owned dirs)
+#             trigger, FHS places with the multiarch libdir, which file in which package,
+#             root-owned dirs)
 #   lintian   lintian reports no error and no warning (skipped, with the reason, without lintian)
 #   tgz       the tarball holds the same tree, relocatable (sbx --version runs from it)
 #   extract   dpkg -x the .deb into a private root (the steps below but `install` use it)
@@ -11,9 +12,12 @@
 #   exec      a sandboxed write inside the workspace passes, one outside is denied
 #   install   dpkg -i of the .debs (root only; skipped where an sbx is installed already), then
 #             the same probe and exec checks from /usr, `man sbx`, the README's snippet through
-#             pkg-config and CMake (prefix_test.sh system), dpkg --purge, and nothing left
+#             pkg-config and CMake (prefix_test.sh system), the Python and Node bindings finding
+#             libsbx with nothing set, dpkg --purge, and nothing left
 #   c         a C consumer built with `pkg-config --cflags --libs sbx` against the package
 #   cxx       a C++ consumer built with find_package(sbx) against the package
+#   python    the Python binding (bindings/python/src) finding the package's libsbx in its
+#             prefix (sbx.find_library(prefix)), then a sandboxed write inside the workspace
 #   node      the Node package (npm-installed by ctest node.install) loading the package's libsbx
 #             (SBX_LIBRARY), then a sandboxed write inside the workspace through it
 # usage: package_test.sh STEP BUILD_DIR WORK_DIR DEB_ROOT SOURCE_DIR LIBDIR
@@ -87,6 +91,56 @@ exec_check() {
   grep -q "Read-only file system\|Permission denied" "$work/$2-stderr" ||
     fail "the refusal is not the sandbox's"
 }
+# The Python binding (from the source tree: pure Python) loads libsbx and runs a sandboxed write
+# inside a fresh workspace; prints the libsbx file the process mapped. $1: the prefix to find
+# libsbx in (sbx.find_library(prefix)), or "" for find_library()'s own search; $2 names the work
+# subdirectory.
+python_run() {
+  local ws="$work/$2-python-ws"
+  rm -rf "$ws" && mkdir -p "$ws"
+  env -u SBX_LIBRARY -u SBX_PREFIX PYTHONPATH="$source/bindings/python/src" \
+    python3 - "$1" "$ws" <<'PY'
+import sys
+import sbx
+prefix, ws = sys.argv[1], sys.argv[2]
+with sbx.Sbx(sbx.find_library(prefix or None)) as s:
+    report = s.exec({"version": 1, "preset": "workspace-write"},
+                    ["sh", "-c", "echo hi > from-python.txt"], cwd=ws, preference="require")
+print(report, file=sys.stderr)
+if report["exit"]["code"] != 0 or open(ws + "/from-python.txt").read() != "hi\n":
+    sys.exit("FAIL: the sandboxed write through the Python binding did not pass")
+maps = open("/proc/self/maps").read().splitlines()
+print(next(l[l.index("/"):] for l in maps if l.split("/")[-1].startswith("libsbx.so")))
+PY
+}
+# The Node package ($SBX_NODE_PACKAGE, as ctest node.install put it) loads libsbx (by its
+# SONAME through the dynamic linker, or the file $SBX_LIBRARY names) and runs a sandboxed write
+# inside a fresh workspace; prints the libsbx file the process mapped. $1 names the work
+# subdirectory.
+node_run() {
+  local ws="$work/$1-node-ws"
+  rm -rf "$ws" && mkdir -p "$ws"
+  node -e '
+    const sbx = require(process.argv[1]);
+    const fs = require("fs");
+    const ws = process.argv[2];
+    new sbx.Sbx().exec({version: 1, preset: "workspace-write"},
+                       ["sh", "-c", "echo hi > from-node.txt"], {cwd: ws, preference: "require"})
+      .then((r) => {
+        console.error(JSON.stringify(r));
+        if (r.exit.code !== 0 || fs.readFileSync(ws + "/from-node.txt", "utf8") !== "hi\n")
+          process.exit(1);
+        const maps = fs.readFileSync("/proc/self/maps", "utf8").split("\n");
+        const line = maps.find((l) => /\/libsbx\.so[.\d]*$/.test(l));
+        console.log(line.slice(line.indexOf("/")));
+      }, (e) => { console.error(e); process.exit(1); });' "$SBX_NODE_PACKAGE" "$ws"
+}
+# Whether the Node package ctest node.install makes is there to test; says why not.
+node_package_ready() {
+  command -v node >/dev/null || { echo "node is not installed"; return 1; }
+  [[ -n "${SBX_NODE_PACKAGE:-}" && -f "$SBX_NODE_PACKAGE/index.js" ]] ||
+    { echo "no installed Node package at '${SBX_NODE_PACKAGE:-}' (ctest node.install makes it)"; return 1; }
+}
 
 case "$step" in
 build)
@@ -96,6 +150,13 @@ build)
   ls -l "$out"/sbx_*.deb "$out"/sbx-*.tar.gz
   ;;
 deb)
+  # Libraries, plugins, sbx.pc and the CMake packages in Debian's multiarch directory, as a
+  # distribution's packaging build puts them (and lintian wants sbx.pc:
+  # pkg-config-unavailable-for-cross-compilation).
+  triplet=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
+  [[ "$libdir" == "lib/$triplet" ]] ||
+    fail "the .debs install to /usr/$libdir, not /usr/lib/$triplet: configure with" \
+         "-DSBX_MULTIARCH_LIBDIR=ON (the ci and dev presets do) or -DCMAKE_INSTALL_PREFIX=/usr"
   lib=$(library_package)
   # Debian policy 8.1: the library's package is named after its SONAME.
   rm -rf "$work/lib" && mkdir -p "$work/lib" && dpkg -x "$(deb_file "$lib")" "$work/lib"
@@ -166,12 +227,6 @@ lintian)
   report=$(lintian --fail-on none $(all_debs) 2>&1 | { grep -v '^running with root privileges' || true; })
   echo "$report"
   tags=$(echo "$report" | grep -E '^[EW]: ' || true)
-  # The one tag a libdir without the multiarch triplet draws (the ci preset's, "lib"): the
-  # packaging build (-DCMAKE_INSTALL_PREFIX=/usr) gets lib/<triplet> from GNUInstallDirs.
-  if [[ "$libdir" != */*-* ]]; then
-    echo "libdir '$libdir' has no multiarch triplet: pkg-config-unavailable-for-cross-compilation expected"
-    tags=$(echo "$tags" | grep -v 'pkg-config-unavailable-for-cross-compilation' || true)
-  fi
   [[ -z "$tags" ]] || fail "lintian reports errors or warnings:
 $tags"
   ;;
@@ -232,19 +287,28 @@ install)
   done
   [[ "$(stat -c '%U:%G %a' "/usr/$libdir/sbx/backends")" == "root:root 755" ]] ||
     fail "the installed plugin directory is not root-owned 0755"
-  # The ldconfig trigger ran: libsbx is in the dynamic linker's cache (which holds the multiarch
-  # directories; plain /usr/lib is searched without it, ld.so --help).
-  if [[ "$libdir" == */*-* ]]; then
-    # (With a merged /usr the cache may name /lib/<triplet>.)
-    ldconfig -p | grep -E "=> (/usr)?/$libdir/libsbx\.so\." || fail "libsbx is not in ld.so.cache"
-  else
-    echo "libdir '$libdir' is not in ld.so.cache on Debian: the cache check is for lib/<triplet>"
-  fi
+  # The ldconfig trigger ran: libsbx is in the dynamic linker's cache, which holds the multiarch
+  # directories (ld.so.conf.d). (With a merged /usr the cache may name /lib/<triplet>.)
+  ldconfig -p | grep -E "=> (/usr)?/$libdir/libsbx\.so\." || fail "libsbx is not in ld.so.cache"
   probe_check /usr
   exec_check /usr installed
   man -w sbx >/dev/null || fail "man sbx finds no page after the install"
   # The README's snippet built against /usr with pkg-config and with CMake: no rpath needed.
   bash "$source/tests/package/prefix_test.sh" system "$build" "$work/system" /usr "$source" "$libdir"
+  # The bindings with nothing set find the installed libsbx: Python through ldconfig's cache
+  # (ctypes.util.find_library), Node by its SONAME through the dynamic linker.
+  loaded=$(python_run "" installed)
+  echo "the Python binding loaded $loaded"
+  [[ "$(realpath "$loaded")" == "$(realpath "/usr/$libdir")/libsbx.so"* ]] ||
+    fail "the Python binding did not load the installed libsbx"
+  if why=$(node_package_ready); then
+    loaded=$(unset SBX_LIBRARY LD_LIBRARY_PATH; node_run installed)
+    echo "the Node package loaded $loaded"
+    [[ "$(realpath "$loaded")" == "$(realpath "/usr/$libdir")/libsbx.so"* ]] ||
+      fail "the Node package did not load the installed libsbx"
+  else
+    echo "not checked: the Node package with nothing set ($why)"
+  fi
   dpkg --purge "${pkgs[@]}"
   trap - EXIT
   for path in $files /usr/include/sbx "/usr/$libdir/sbx" /usr/libexec/sbx /usr/share/sbx \
@@ -280,30 +344,20 @@ cxx)
   mkdir -p "$denied" && rm -f "$denied/cxx.txt"
   "$work/cxx/build/consumer_cxx" "$work/cxx/ws" "$denied/cxx.txt"
   ;;
+python)
+  # The Python binding finds libsbx in the extracted package's /usr (lib/<triplet>), as in any
+  # prefix it is given, and runs a sandboxed write through it.
+  loaded=$(python_run "$usr" python)
+  echo "the Python binding loaded $loaded"
+  [[ "$loaded" == "$usr/$libdir/libsbx.so"* ]] || fail "the Python binding did not load the package's libsbx"
+  ;;
 node)
   # The Node package as ctest node.install put it in place ($SBX_NODE_PACKAGE: npm install, no
   # compiler), told by SBX_LIBRARY to load the package's libsbx (the extracted root is not on
   # the dynamic linker's path), then a sandboxed write inside the workspace through it.
-  command -v node >/dev/null || { echo "SKIPPED: node is not installed"; exit 0; }
-  package=${SBX_NODE_PACKAGE:-}
-  [[ -n "$package" && -f "$package/index.js" ]] ||
-    { echo "SKIPPED: no installed Node package at '$package' (ctest node.install makes it)"; exit 0; }
-  rm -rf "$work/node" && mkdir -p "$work/node/ws"
+  why=$(node_package_ready) || { echo "SKIPPED: $why"; exit 0; }
   soname=$(readelf -d "$usr/$libdir"/libsbx.so.*.*.* | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
-  loaded=$(SBX_LIBRARY="$usr/$libdir/$soname" node -e '
-    const sbx = require(process.argv[1]);
-    const fs = require("fs");
-    const ws = process.argv[2];
-    new sbx.Sbx().exec({version: 1, preset: "workspace-write"},
-                       ["sh", "-c", "echo hi > from-node.txt"], {cwd: ws, preference: "require"})
-      .then((r) => {
-        console.error(JSON.stringify(r));
-        if (r.exit.code !== 0 || fs.readFileSync(ws + "/from-node.txt", "utf8") !== "hi\n")
-          process.exit(1);
-        const maps = fs.readFileSync("/proc/self/maps", "utf8").split("\n");
-        const line = maps.find((l) => /\/libsbx\.so[.\d]*$/.test(l));
-        console.log(line.slice(line.indexOf("/")));
-      }, (e) => { console.error(e); process.exit(1); });' "$package" "$work/node/ws")
+  loaded=$(SBX_LIBRARY="$usr/$libdir/$soname" node_run node)
   echo "the Node package loaded $loaded"
   [[ "$loaded" == "$usr/$libdir/libsbx.so"* ]] || fail "the Node package did not load the package's libsbx"
   ;;

@@ -1,7 +1,7 @@
 # sdk.example_build: the vendor's configure + build of sdk/examples/firejail, out of tree,
 # finding the SDK only through CMAKE_PREFIX_PATH=PREFIX (find_package(sbx-sdk 0.1)).
 cmake_minimum_required(VERSION 3.25)
-foreach(var SOURCE BUILD PREFIX GENERATOR CXX)
+foreach(var SOURCE BUILD PREFIX LIBDIR GENERATOR CXX)
   if(NOT ${var})
     message(FATAL_ERROR "build_example.cmake: -D${var}=... is required")
   endif()
@@ -20,7 +20,7 @@ if(NOT rc EQUAL 0)
 endif()
 file(READ "${BUILD}/CMakeCache.txt" cache)
 string(REGEX MATCH "sbx-sdk_DIR:PATH=([^\n]*)" _ "${cache}")
-if(NOT CMAKE_MATCH_1 STREQUAL "${PREFIX}/lib/cmake/sbx-sdk")
+if(NOT CMAKE_MATCH_1 STREQUAL "${PREFIX}/${LIBDIR}/cmake/sbx-sdk")
   message(FATAL_ERROR "sbx-sdk was found at '${CMAKE_MATCH_1}', not in ${PREFIX}")
 endif()
 execute_process(COMMAND "${CMAKE_COMMAND}" --build "${BUILD}" -j 2

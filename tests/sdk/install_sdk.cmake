@@ -1,9 +1,11 @@
 # sdk.install: cmake --install BUILD --component sdk into a fresh PREFIX; the prefix must then
 # hold the headers and the CMake package, and nothing else (no sbx, no libsbx).
 cmake_minimum_required(VERSION 3.25)
-foreach(var BUILD PREFIX)
+# LIBDIR: the build's CMAKE_INSTALL_LIBDIR ("lib" or "lib/<multiarch triplet>").
+foreach(var BUILD PREFIX LIBDIR)
   if(NOT ${var})
-    message(FATAL_ERROR "usage: cmake -DBUILD=<sbx build> -DPREFIX=<dir> -P install_sdk.cmake")
+    message(FATAL_ERROR "usage: cmake -DBUILD=<sbx build> -DPREFIX=<dir> -DLIBDIR=<libdir> "
+                        "-P install_sdk.cmake")
   endif()
 endforeach()
 file(REMOVE_RECURSE "${PREFIX}")
@@ -15,9 +17,10 @@ endif()
 set(expected
     include/sbx/sdk/abi.h include/sbx/sdk/backend.hpp include/sbx/sdk/plugin.hpp
     include/sbx/sdk/result.hpp include/sbx/sdk/types.hpp
-    lib/cmake/sbx-sdk/sbx-sdk-config.cmake lib/cmake/sbx-sdk/sbx-sdk-config-version.cmake
-    lib/cmake/sbx-sdk/sbx-sdk-targets.cmake lib/cmake/sbx-sdk/SbxPlugin.cmake
-    lib/cmake/sbx-sdk/sbx-plugin.map)
+    ${LIBDIR}/cmake/sbx-sdk/sbx-sdk-config.cmake
+    ${LIBDIR}/cmake/sbx-sdk/sbx-sdk-config-version.cmake
+    ${LIBDIR}/cmake/sbx-sdk/sbx-sdk-targets.cmake ${LIBDIR}/cmake/sbx-sdk/SbxPlugin.cmake
+    ${LIBDIR}/cmake/sbx-sdk/sbx-plugin.map)
 foreach(file IN LISTS expected)
   if(NOT EXISTS "${PREFIX}/${file}")
     message(FATAL_ERROR "the sdk component did not install ${file}; installed:\n${out}")
@@ -25,7 +28,8 @@ foreach(file IN LISTS expected)
 endforeach()
 file(GLOB_RECURSE installed RELATIVE "${PREFIX}" "${PREFIX}/*")
 foreach(file IN LISTS installed)
-  if(NOT file MATCHES "^include/sbx/sdk/|^lib/cmake/sbx-sdk/")
+  string(FIND "${file}" "${LIBDIR}/cmake/sbx-sdk/" in_package)
+  if(NOT file MATCHES "^include/sbx/sdk/" AND NOT in_package EQUAL 0)
     message(FATAL_ERROR "the sdk component installed '${file}', which is not part of the SDK")
   endif()
 endforeach()

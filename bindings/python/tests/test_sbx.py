@@ -4,6 +4,7 @@ import os
 import shutil
 import signal
 import sys
+import sysconfig
 import tempfile
 import threading
 import time
@@ -26,6 +27,23 @@ def test_the_installed_package_is_tested():
         pytest.skip("SBX_EXPECT_INSTALLED not set: testing whichever sbx is importable")
     assert os.path.realpath(sbx.__file__).startswith(os.path.realpath(expected))
     assert os.path.exists(os.path.join(os.path.dirname(sbx.__file__), "py.typed"))
+
+
+@pytest.mark.parametrize("libdir", ["lib", "lib/multiarch"])
+def test_find_library_in_a_prefix_of_either_layout(libdir, tmp_path):
+    # A prefix installed with libdir "lib" (cmake --install's default) or Debian's
+    # lib/<triplet> (the .debs, a /usr build): the versioned file, not the development link.
+    multiarch = sysconfig.get_config_var("MULTIARCH")
+    if libdir == "lib/multiarch":
+        if not multiarch:
+            pytest.skip("this interpreter names no multiarch triplet (sysconfig MULTIARCH)")
+        libdir = f"lib/{multiarch}"
+    (tmp_path / libdir).mkdir(parents=True)
+    for name in ("libsbx.so", "libsbx.so.0.1", "libsbx.so.0.1.0"):
+        (tmp_path / libdir / name).write_text("")
+    assert sbx.find_library(str(tmp_path)) == str(tmp_path / libdir / "libsbx.so.0.1")
+    with pytest.raises(sbx.HostFailureError, match="pass the installation prefix"):
+        sbx.find_library(str(tmp_path / "elsewhere"))
 
 
 def test_version_matches_the_package(s):

@@ -28,6 +28,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "plugins/host_table.hpp"
 #include "plugins/loaded_image.hpp"
@@ -352,6 +353,18 @@ bool is_directory_at(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+// The library directories another sbx install on this host may have, whatever this build's
+// own: this build's, "lib" (GNUInstallDirs' default for any prefix but /usr, and the parent of
+// every multiarch one) and the host's multiarch one, lib/<triplet> (a build for /usr: the .debs).
+// An install's libsbx finds its plugins below its own libdir, so any of them may hold code.
+std::vector<const char*> install_libdirs() {
+  std::vector<const char*> out = {SBX_LIBDIR_RELPATH};
+  for (const char* libdir : {"lib", SBX_MULTIARCH_LIBDIR_RELPATH}) {
+    if (libdir[0] != '\0' && std::string_view(libdir) != SBX_LIBDIR_RELPATH) out.push_back(libdir);
+  }
+  return out;
+}
+
 // An sbx install's marks: its executable, and the helper's or the plugins' directory (a `bin/sbx`
 // alone could be any program of that name).
 bool holds_an_install(const std::string& prefix) {
@@ -359,8 +372,11 @@ bool holds_an_install(const std::string& prefix) {
   if (::stat(under_prefix(prefix, SBX_BINDIR_RELPATH "/sbx").c_str(), &st) != 0 ||
       !S_ISREG(st.st_mode))
     return false;
-  return is_directory_at(under_prefix(prefix, SBX_LIBEXECDIR_RELPATH "/sbx")) ||
-         is_directory_at(under_prefix(prefix, SBX_LIBDIR_RELPATH "/sbx"));
+  if (is_directory_at(under_prefix(prefix, SBX_LIBEXECDIR_RELPATH "/sbx"))) return true;
+  const std::vector<const char*> libdirs = install_libdirs();
+  return std::any_of(libdirs.begin(), libdirs.end(), [&prefix](const char* libdir) {
+    return is_directory_at(under_prefix(prefix, libdir) + "/sbx");
+  });
 }
 
 std::optional<std::string> real_path_of(const std::string& path) {
@@ -423,8 +439,11 @@ std::vector<std::string> install_prefixes(const std::string& running, const std:
 std::vector<std::string> prefix_directories(const std::string& prefix) {
   std::vector<std::string> out;
   SharedPrefixResolver resolver;
-  for (const char* relative : {SBX_BINDIR_RELPATH, SBX_LIBDIR_RELPATH, SBX_LIBEXECDIR_RELPATH,
-                               SBX_INCLUDEDIR_RELPATH, SBX_DATADIR_RELPATH}) {
+  std::vector<const char*> relatives = {SBX_BINDIR_RELPATH};
+  for (const char* libdir : install_libdirs()) relatives.push_back(libdir);
+  relatives.insert(relatives.end(),
+                   {SBX_LIBEXECDIR_RELPATH, SBX_INCLUDEDIR_RELPATH, SBX_DATADIR_RELPATH});
+  for (const char* relative : relatives) {
     const std::string dir = under_prefix(prefix, relative);
     if (!is_directory_at(dir)) continue;
     for (const std::string& name : {dir, resolver.resolve(dir).value_or(dir)}) {

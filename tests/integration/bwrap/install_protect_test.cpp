@@ -9,6 +9,8 @@
 
 #include <map>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "sbx_test/files.hpp"
 #include "sbx_test/installed_sbx.hpp"
@@ -18,6 +20,11 @@
 namespace {
 
 using namespace sbx::test;
+
+// <prefix>/<libdir>/sbx/backends of an install under `prefix` laid out like the installed tree.
+std::string plugin_dir_of(const std::string& prefix) {
+  return prefix + "/" + install_libdir() + "/sbx/backends";
+}
 
 // The workspace-write shape without protected names, so only the install carve-out could stop
 // Landlock from running it.
@@ -47,9 +54,9 @@ class InstallProtect : public ::testing::Test {
     ASSERT_EQ(copied.code, 0) << describe(copied);
     policy_ = write_install_policy(conf_.path());
     targets_ = {prefix_ + "/bin/sbx", prefix_ + "/libexec/sbx/sbx-stage2",
-                prefix_ + "/lib/sbx/backends/sbx-backend-bwrap.so",
-                prefix_ + "/lib/sbx/backends/sbx-backend-landlock.so"};
-    for (const auto& entry : fs::directory_iterator(prefix_ + "/lib")) {
+                plugin_dir_of(prefix_) + "/sbx-backend-bwrap.so",
+                plugin_dir_of(prefix_) + "/sbx-backend-landlock.so"};
+    for (const auto& entry : fs::directory_iterator(prefix_ + "/" + install_libdir())) {
       if (entry.path().filename().string().rfind("libsbx.so", 0) == 0)
         targets_.push_back(entry.path());
     }
@@ -79,12 +86,15 @@ TEST_F(InstallProtect, BwrapCannotReplaceRemoveOrRenameSbxFiles) {
     script += "mv '" + t + "' '" + t + ".old' 2>/dev/null && echo 'WROTE mv-away " + t + "'; ";
     script += "rm -f '" + t + "' 2>/dev/null; [ -e '" + t + "' ] || echo 'WROTE rm " + t + "'; ";
   }
-  for (const std::string& dir : {prefix_, prefix_ + "/bin", prefix_ + "/lib",
-                                 prefix_ + "/libexec/sbx", prefix_ + "/lib/sbx/backends"}) {
+  // lib, and lib/<triplet> when that is the libdir: moving either would move the plugins.
+  std::vector<std::string> dirs = {prefix_, prefix_ + "/bin", prefix_ + "/lib",
+                                   prefix_ + "/libexec/sbx", plugin_dir_of(prefix_)};
+  if (install_libdir() != "lib") dirs.push_back(prefix_ + "/" + install_libdir());
+  for (const std::string& dir : dirs) {
     script += "mv '" + dir + "' '" + dir + ".old' 2>/dev/null && echo 'WROTE mv-dir " + dir + "'; ";
   }
-  script += "cp /tmp/sbx-evil-$$ '" + prefix_ +
-            "/lib/sbx/backends/sbx-backend-evil.so' 2>/dev/null && echo 'WROTE new plugin'; ";
+  script += "cp /tmp/sbx-evil-$$ '" + plugin_dir_of(prefix_) +
+            "/sbx-backend-evil.so' 2>/dev/null && echo 'WROTE new plugin'; ";
   script += "echo planted > '" + ws_ + "/workspace-ok' && echo 'workspace writable'; ";
   script += "rm -f /tmp/sbx-evil-$$";
   const RunResult r = copied_sbx("bwrap", script);
@@ -97,7 +107,7 @@ TEST_F(InstallProtect, BwrapCannotReplaceRemoveOrRenameSbxFiles) {
     EXPECT_EQ(after.inode, before_[t].inode) << t << " was replaced";
     EXPECT_TRUE(after.content == before_[t].content) << t << " was changed";
   }
-  EXPECT_FALSE(exists(prefix_ + "/lib/sbx/backends/sbx-backend-evil.so"));
+  EXPECT_FALSE(exists(plugin_dir_of(prefix_) + "/sbx-backend-evil.so"));
 }
 
 // The whole prefix, not only the directories holding code: the host's shells source the
@@ -159,8 +169,8 @@ TEST_F(InstallProtect, BwrapKeepsAnotherInstallFoundOnPathReadOnly) {
     script += "rm -f '" + target + "' 2>/dev/null; [ -e '" + target + "' ] || echo 'WROTE rm " +
               target + "'; ";
   }
-  script += "echo x > '" + other +
-            "/lib/sbx/backends/sbx-backend-evil.so' 2>/dev/null && "
+  script += "echo x > '" + plugin_dir_of(other) +
+            "/sbx-backend-evil.so' 2>/dev/null && "
             "echo 'WROTE plugin'; ";
   script += "mv '" + other + "' '" + other + ".old' 2>/dev/null && echo 'WROTE mv prefix'; ";
   script += "echo planted > '" + ws_ + "/workspace-ok' && echo 'workspace writable'";
@@ -172,7 +182,7 @@ TEST_F(InstallProtect, BwrapKeepsAnotherInstallFoundOnPathReadOnly) {
   EXPECT_EQ(r.out.find("WROTE"), std::string::npos) << describe(r);
   EXPECT_NE(r.out.find("workspace writable"), std::string::npos) << describe(r);
   EXPECT_TRUE(state_of(stage2).content == before.content);
-  EXPECT_FALSE(exists(other + "/lib/sbx/backends/sbx-backend-evil.so"));
+  EXPECT_FALSE(exists(plugin_dir_of(other) + "/sbx-backend-evil.so"));
   // Under Landlock, which cannot carve it out, the same policy is refused with the reason.
   const std::string marker = ws_ + "/ran";
   const RunResult refused = run({sbx_path(), "--backends", "landlock", "exec", "--policy", policy_,
@@ -227,7 +237,7 @@ TEST_F(InstallProtect, UnprivilegedUsersOwnPrefixStaysReadOnly) {
   std::string script;
   for (const std::string& dir :
        {prefix_ + "/share/bash-completion/completions", prefix_ + "/include/sbx",
-        prefix_ + "/lib/sbx/backends", prefix_ + "/bin", prefix_}) {
+        plugin_dir_of(prefix_), prefix_ + "/bin", prefix_}) {
     script += "echo x > '" + dir + "/planted' 2>/dev/null && echo 'WROTE " + dir + "'; ";
   }
   script += "echo planted > '" + ws_ + "/workspace-ok' && echo 'workspace writable'";

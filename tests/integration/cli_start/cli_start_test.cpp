@@ -330,7 +330,7 @@ std::vector<std::string> plugin_paths(const RunResult& r) {
 }
 
 TEST_F(LeanStart, TheLayoutComesFromTheRunningFileNotFromArgv0OrALink) {
-  const std::string real_dir = installed_prefix() + "/lib/sbx/backends/";
+  const std::string real_dir = installed_plugin_dir() + "/";
   const RunResult plain = run({sbx_path(), "backends", "--json"}, base_env());
   ASSERT_EQ(plain.code, 0) << describe(plain);
   const std::vector<std::string> expected = plugin_paths(plain);
@@ -340,7 +340,7 @@ TEST_F(LeanStart, TheLayoutComesFromTheRunningFileNotFromArgv0OrALink) {
   // argv[0] names another install (with no plugins): it is not where sbx looks.
   TempDir elsewhere;
   fs::create_directories(elsewhere.path() + "/bin");
-  fs::create_directories(elsewhere.path() + "/lib/sbx/backends");
+  fs::create_directories(elsewhere.path() + "/" + install_libdir() + "/sbx/backends");
   const RunResult spoofed = run({"/bin/bash", "-c", "exec -a \"$1\" \"$0\" backends --json",
                                  sbx_path(), elsewhere.path() + "/bin/sbx"},
                                 base_env());

@@ -7,18 +7,20 @@ namespace sbx::test {
 
 std::string installed_prefix() { return SBX_TEST_PREFIX; }
 std::string sbx_path() { return installed_prefix() + "/bin/sbx"; }
+std::string install_libdir() { return SBX_INSTALL_LIBDIR; }
+std::string installed_plugin_dir() {
+  return installed_prefix() + "/" + install_libdir() + "/sbx/backends";
+}
 
 std::string installed_libsbx() {
   namespace fs = std::filesystem;
   std::string best;
-  for (const char* libdir : {"lib", "lib64", "lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu"}) {
-    std::error_code ec;
-    for (const fs::directory_entry& entry :
-         fs::directory_iterator(fs::path(installed_prefix()) / libdir, ec)) {
-      const std::string name = entry.path().filename().string();
-      if (name.rfind("libsbx.so", 0) != 0) continue;
-      if (best.empty() || entry.path().string().size() < best.size()) best = entry.path().string();
-    }
+  std::error_code ec;
+  for (const fs::directory_entry& entry :
+       fs::directory_iterator(fs::path(installed_prefix()) / install_libdir(), ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("libsbx.so", 0) != 0) continue;
+    if (best.empty() || entry.path().string().size() < best.size()) best = entry.path().string();
   }
   return best;
 }

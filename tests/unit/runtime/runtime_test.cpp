@@ -8,19 +8,25 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <memory>
 #include <regex>
 #include <sstream>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "plugins/loaded_image.hpp"
 #include "plugins/trusted_fs.hpp"
 #include "sbx/sdk/backend.hpp"
+#include "sbx_config.hpp"
+#include "sbx_test/temp_dir.hpp"
 
 namespace sbx {
 namespace {
@@ -37,12 +43,15 @@ TEST(InstallLayout, FollowsTheRealLocationOfLibsbx) {
   const InstallLayout layout = layout_or_die();
   const fs::path tree = fs::canonical(SBX_BUILD_TREE);
   // The test links the build tree's libsbx through its SONAME symlink; the layout names the
-  // real file, and everything else hangs off its directory.
-  EXPECT_EQ(fs::path(layout.libsbx_path).parent_path(), tree / "lib");
+  // real file, and everything else hangs off its directory. The libdir is "lib" or Debian's
+  // "lib/<triplet>" (SBX_MULTIARCH_LIBDIR): CI builds both (asan and ci presets), so the
+  // prefix is found above a libdir of one component and of two.
+  const fs::path libdir = tree / SBX_INSTALL_LIBDIR;
+  EXPECT_EQ(fs::path(layout.libsbx_path).parent_path(), libdir);
   EXPECT_EQ(fs::path(layout.libsbx_path).filename().string().rfind("libsbx.so.", 0), 0u);
   EXPECT_FALSE(fs::is_symlink(layout.libsbx_path));
-  EXPECT_EQ(layout.lib_dir, (tree / "lib").string());
-  EXPECT_EQ(layout.plugin_dir, (tree / "lib" / "sbx" / "backends").string());
+  EXPECT_EQ(layout.lib_dir, libdir.string());
+  EXPECT_EQ(layout.plugin_dir, (libdir / "sbx" / "backends").string());
   EXPECT_EQ(layout.bin_dir, (tree / "bin").string());
   EXPECT_EQ(layout.stage2_path, (tree / "libexec" / "sbx" / "sbx-stage2").string());
   struct stat st {};
@@ -193,6 +202,36 @@ TEST_F(Stage2Path, UntrustedOrMissingHelperIsNotOffered) {
   const fs::path target = helper("real", fs::perms(0755));
   fs::create_symlink(target, base_ / "libexec" / "sbx" / "link");
   EXPECT_EQ(host_services(layout_for(base_ / "libexec" / "sbx" / "link"))->stage2_path, nullptr);
+}
+
+// Another sbx install on the host is found and kept read-only whichever libdir it was built
+// with, whatever this build's own: "lib" (cmake --install's default), or the host's multiarch
+// lib/<triplet> (a build for /usr: the .debs). Here neither has libexec/sbx, so only its
+// plugin directory marks it as an install.
+TEST(InstallPrefixes, AnotherInstallOfEitherLayoutIsFoundAndKept) {
+  std::vector<std::string> libdirs = {"lib"};
+  if (std::string_view(SBX_MULTIARCH_LIBDIR_RELPATH).empty())
+    std::cout << "this toolchain names no multiarch triplet: only the \"lib\" layout\n";
+  else
+    libdirs.emplace_back(SBX_MULTIARCH_LIBDIR_RELPATH);
+  for (const std::string& libdir : libdirs) {
+    SCOPED_TRACE(libdir);
+    const sbx::test::TempDir tree;
+    const std::string prefix = tree.path() + "/other";
+    fs::create_directories(prefix + "/bin");
+    fs::create_directories(prefix + "/" + libdir + "/sbx/backends");
+    tree.write("other/bin/sbx", "", 0755);
+    const std::vector<std::string> found = install_prefixes("", prefix + "/bin", "");
+    EXPECT_NE(std::find(found.begin(), found.end(), prefix), found.end());
+    // "lib" holds the plugins of either layout: kept read-only where the prefix is not.
+    const std::vector<std::string> dirs = prefix_directories(prefix);
+    EXPECT_NE(std::find(dirs.begin(), dirs.end(), prefix + "/lib"), dirs.end());
+    EXPECT_NE(std::find(dirs.begin(), dirs.end(), prefix + "/bin"), dirs.end());
+    // A bin/sbx alone is not an install.
+    fs::remove_all(prefix + "/lib");
+    const std::vector<std::string> without = install_prefixes("", prefix + "/bin", "");
+    EXPECT_EQ(std::find(without.begin(), without.end(), prefix), without.end());
+  }
 }
 
 // What the sbx executable relies on without procfs (install_layout): the file it names is

@@ -29,6 +29,7 @@ import ctypes.util
 import glob
 import json
 import os
+import sysconfig
 import threading
 from typing import Any, Optional, Sequence, Set, Union, cast
 
@@ -59,11 +60,17 @@ EXEC_CAPTURE_STDERR = 1 << 1
 EXEC_FORWARD_SIGNALS = 1 << 2
 
 
-_LIBDIRS = ("lib", "lib64", "lib/x86_64-linux-gnu", "lib/aarch64-linux-gnu")
+def _libdirs() -> Sequence[str]:
+    """A prefix's library directories, as CMake's GNUInstallDirs names them: lib, lib64, and on
+    Debian and its derivatives lib/<multiarch triplet> (the /usr install and the .debs). The
+    triplet is this interpreter's own (sysconfig MULTIARCH, e.g. x86_64-linux-gnu): a libsbx
+    of another architecture could not be loaded into it anyway."""
+    multiarch = sysconfig.get_config_var("MULTIARCH")
+    return ("lib", "lib64") + ((f"lib/{multiarch}",) if multiarch else ())
 
 
 def _in_prefix(prefix: str) -> Optional[str]:
-    for libdir in _LIBDIRS:
+    for libdir in _libdirs():
         # The versioned file (libsbx.so.MAJOR.MINOR) first; libsbx.so is a development link.
         found = sorted(glob.glob(os.path.join(prefix, libdir, "libsbx.so.*")), key=len)
         if found:
@@ -77,8 +84,8 @@ def find_library(prefix: Optional[str] = None) -> str:
     if prefix:
         found = _in_prefix(prefix)
         if not found:
-            raise HostFailureError(f"no libsbx.so.* under {prefix}/lib*; pass the installation "
-                                   "prefix")
+            raise HostFailureError(f"no libsbx.so.* in {prefix}/{{{','.join(_libdirs())}}}; "
+                                   "pass the installation prefix")
         return found
     if os.environ.get("SBX_LIBRARY"):
         return os.environ["SBX_LIBRARY"]

@@ -60,14 +60,17 @@ std::vector<std::string> install_directories(const InstallLayout& layout);
 // that a later run or the user's shell could start: the real install behind each `sbx` on
 // `path_env` (a PATH value) and the usual prefixes /opt/sbx, <home>/.local/opt/sbx,
 // <home>/.local, /usr/local and /usr. A prefix is an install when <prefix>/bin/sbx is a regular
-// file and <prefix>/libexec/sbx or <prefix>/lib/sbx is a directory. Each as found and, when
-// that differs, canonicalised (realpath). `running` may be empty (no layout).
+// file and <prefix>/libexec/sbx or <prefix>/<libdir>/sbx is a directory, for this build's
+// libdir, "lib" or the host's multiarch lib/<triplet> (either layout, whatever this build's).
+// Each as found and, when that differs, canonicalised (realpath). `running` may be empty (no
+// layout).
 std::vector<std::string> install_prefixes(const std::string& running, const std::string& path_env,
                                           const std::string& home);
 
-// The existing directories below `prefix` that an install fills (bin, lib, libexec, include,
-// share), each as named and canonicalised: kept read-only on their own where the whole prefix
-// cannot be (it holds the working directory or the home directory).
+// The existing directories below `prefix` that an install fills (bin, its libdir and "lib",
+// which holds any lib/<triplet>, libexec, include, share), each as named and canonicalised:
+// kept read-only on their own where the whole prefix cannot be (it holds the working directory
+// or the home directory).
 std::vector<std::string> prefix_directories(const std::string& prefix);
 
 // install_directories() of the libsbx that runs, or why its layout cannot be found. Found once

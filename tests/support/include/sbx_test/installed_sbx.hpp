@@ -18,9 +18,14 @@ namespace sbx::test {
 // <prefix>/bin/sbx of the installed tree.
 std::string installed_prefix();
 std::string sbx_path();
+// The build's CMAKE_INSTALL_LIBDIR, relative to a prefix: "lib", or "lib/<multiarch triplet>"
+// (SBX_MULTIARCH_LIBDIR, the ci preset's); and <prefix>/<libdir>/sbx/backends of the
+// installed tree.
+std::string install_libdir();
+std::string installed_plugin_dir();
 
-// The shortest libsbx.so* under the installed tree's lib directories (the versioned file's
-// SONAME link), for a test that dlopens it; "" when there is none.
+// The shortest libsbx.so* in the installed tree's libdir (the versioned file's SONAME link),
+// for a test that dlopens it; "" when there is none.
 std::string installed_libsbx();
 
 // A small fixed environment, so runs do not depend on the test runner's.
