@@ -681,10 +681,14 @@ Status Resolver::add_caches() {
                                  : Result<std::string>(context_.caches_base);
   if (!base.ok())
     return error_at(caches_pointer_, "cannot keep the toolchain caches: " + base.error());
-  caches::Found found = caches::find_tool_caches(context_.env, context_.home);
+  // The tools' configuration files are read here, outside any sandbox (regular files only,
+  // at most 1 MiB: caches::read_config_file): a cache named there is the host's as much as
+  // one a variable names (issue #40 F2).
+  caches::Found found = caches::find_tool_caches(context_.env, context_.home,
+                                                 caches::kHostPlatform, caches::read_config_file);
   PathLookup paths;
   std::vector<caches::ToolCache> kept;
-  std::vector<std::string> notes;
+  std::vector<std::string> notes = std::move(found.notes);
   for (caches::ToolCache& cache : found.caches) {
     const PathLookup::Fact fact = paths.of(cache.host_path);
     cache.host_path = fact.canonical;
