@@ -386,6 +386,37 @@ TEST_P(ToolchainCaches, CachesNamedInConfigFilesOrOtherVariablesStayReadOnly) {
     EXPECT_FALSE(exists(shared / name)) << name;
 }
 
+// Issue #40 F5: a run without ":caches" whose writable root holds the cache directory (not
+// the home) cannot make <cache>/sbx/caches and plant a project's cache there before the first
+// run with ":caches" made it: root's (whose other state is in /run) is made and kept read-only
+// like the state directory every other user's <cache>/sbx is. Landlock cannot carve it out.
+TEST_P(ToolchainCaches, AWritableCacheDirectoryCannotPlantAProjectsCacheBeforeTheFirst) {
+  // As before the first run with ":caches" (SetUp's explain made it).
+  fs::remove_all(home() + "/.cache/sbx/caches");
+  fs::create_directories(home() + "/.cache");
+  give_to(who(), home());
+  policy_ = conf_.write(
+      "cache-dir-policy.json",
+      R"({"version":1,"filesystem":{"kind":"restricted","protected_names":[],"entries":[)"
+      R"({"path":":root","access":"read"},{"path":":cwd","access":"write"},)"
+      R"({"path":")" +
+          home() + R"(/.cache","access":"write"}]},"network":{"mode":"restricted"}})");
+  give_to(who(), policy_);
+  const RunResult r =
+      run("d=\"$HOME/.cache/sbx/caches/p-0123/data\"; "
+          "(mkdir -p \"$d/npm\" && echo PLANT > \"$d/npm/x\") 2>/dev/null && echo WROTE; "
+          "echo other > \"$HOME/.cache/other\" && echo other-ok");
+  if (backend() == "landlock") {
+    EXPECT_EQ(r.code, 125) << describe(r);
+    EXPECT_NE(r.err.find("state directory"), std::string::npos) << describe(r);
+  } else {
+    ASSERT_EQ(r.code, 0) << describe(r);
+    EXPECT_EQ(r.out.find("WROTE"), std::string::npos) << describe(r);
+    EXPECT_NE(r.out.find("other-ok"), std::string::npos) << describe(r);
+  }
+  EXPECT_FALSE(exists(home() + "/.cache/sbx/caches/p-0123"));
+}
+
 TEST_P(ToolchainCaches, CredentialsBesideTheCachesStayUnreadable) {
   put(home() + "/.cargo/credentials.toml", "[registry]\ntoken = \"cargo-secret\"\n");
   put(home() + "/.npmrc", "//127.0.0.1/:_authToken=npm-secret\n");

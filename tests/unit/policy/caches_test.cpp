@@ -620,6 +620,54 @@ TEST(ResolveCachesInTheHome, AWritableHomeWithoutACacheDirectoryYet) {
     EXPECT_FALSE(path_is_within(plan.data, p.path)) << p.path;
 }
 
+// Issue #40 F5: root's <cache>/sbx/caches, missing, inside a writable root (`--writable-root
+// ~/.cache`, whatever HOME the run has): made and kept read-only like the state directories,
+// so that no command makes it and plants a project's cache for later runs. Left alone where
+// the writable root holds the home directory (a root run in its home).
+TEST(ResolveStateDirs, AnAbsentStateDirectoryAWritableRootReachesIsMadeAndKept) {
+  const sbx::test::TempDir dir;
+  const std::string home = dir / "home";
+  const std::string ws = dir / "ws";
+  const std::string absent = home + "/.cache/sbx/caches";
+  fs::create_directories(home + "/.cache");
+  fs::create_directories(ws);
+  const auto resolve = [&](const std::string& writable) {
+    const Result<Policy> policy =
+        parse_policy(R"({"version":1,"filesystem":{"entries":[{"path":":root","access":"read"},)"
+                     R"({"path":":cwd","access":"write"},{"path":")" +
+                     writable + R"(","access":"write"}]}})");
+    EXPECT_TRUE(policy.ok()) << policy.error();
+    ResolveContext context{ws, dir / "other-home", {}};
+    context.absent_state_dirs = {absent};
+    Result<Resolution> resolved = resolve_policy_with_notes(*policy, context);
+    EXPECT_TRUE(resolved.ok()) << resolved.error();
+    return resolved.ok() ? std::move(*resolved) : Resolution{};
+  };
+  const Resolution res = resolve(home + "/.cache");
+  ASSERT_TRUE(fs::is_directory(absent));
+  struct stat st {};
+  ASSERT_EQ(::stat((home + "/.cache/sbx").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  EXPECT_EQ(rule_access(res.policy, absent + "/p-0123/data/npm"), Access::kRead);
+  EXPECT_EQ(rule_access(res.policy, home + "/.cache/other"), Access::kWrite);
+  EXPECT_TRUE(std::any_of(res.policy.protected_paths.begin(), res.policy.protected_paths.end(),
+                          [&](const ProtectedPath& p) { return p.path == absent && p.exists; }));
+
+  fs::remove_all(home + "/.cache/sbx");
+  // The writable root holds the home directory: left as it is.
+  const Result<Policy> in_home =
+      parse_policy(R"({"version":1,"filesystem":{"entries":[{"path":":root","access":"read"},)"
+                   R"({"path":"~","access":"write"}]}})");
+  ASSERT_TRUE(in_home.ok());
+  ResolveContext context{ws, home, {}};
+  context.absent_state_dirs = {absent};
+  ASSERT_TRUE(resolve_policy_with_notes(*in_home, context).ok());
+  EXPECT_FALSE(fs::exists(home + "/.cache/sbx"));
+  // No writable root reaches it: nothing is made.
+  resolve(ws + "/sub");
+  EXPECT_FALSE(fs::exists(home + "/.cache/sbx"));
+}
+
 TEST_F(ResolveCaches, ACacheHoldingTheWorkspaceIsLeftAloneWithANote) {
   const Resolution res = resolve("", {{"XDG_CACHE_HOME", dir_.path()}});
   ASSERT_TRUE(res.caches.has_value());
