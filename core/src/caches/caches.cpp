@@ -404,19 +404,6 @@ void apply_environment(const CachePlan& plan, std::vector<std::string>& env) {
   }
 }
 
-namespace {
-
-// A recorded project path for an error message: one line, control bytes shown as '?'.
-std::string printable_line(std::string text) {
-  while (!text.empty() && text.back() == '\n') text.pop_back();
-  for (char& c : text) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
-  }
-  return "'" + text + "'";
-}
-
-}  // namespace
-
 std::string project_key(const std::string& root) {
   std::string base = root.substr(root.rfind('/') + 1);
   std::string name;
@@ -445,6 +432,15 @@ std::string project_key(const std::string& root) {
 
 #ifndef _WIN32
 namespace {
+
+// A recorded project path for an error message: one line, control bytes shown as '?'.
+std::string printable_line(std::string text) {
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  for (char& c : text) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  }
+  return "'" + text + "'";
+}
 
 // `dir`'s real path (private_state::state_dir returns its directories by their real path too:
 // a sandbox binds by a path without symlinks).
