@@ -8,7 +8,7 @@ set(_sbx_cli "${SBX_ROOT}/core/cli")
 set(_sbx_cli_gen "${CMAKE_BINARY_DIR}/cli-generated")
 set(_sbx_cli_schema_incs "")
 # The schemas of core/cli/extras.cmake (SBX_SCHEMA_NAMES), for `sbx schema NAME`.
-foreach(_name IN ITEMS policy exec explain backends plan context denial decision)
+foreach(_name IN ITEMS policy exec explain backends plan context denial decision cache)
   add_custom_command(
       OUTPUT "${_sbx_cli_gen}/${_name}_schema.inc"
       COMMAND ${CMAKE_COMMAND} -DINPUT=${SBX_ROOT}/core/schema/${_name}.schema.json

@@ -59,6 +59,7 @@ set(_sbx_windows_policy_sources
 set(_sbx_windows_run_sources
     "${_sbx_core}/resolution/resolve.cpp" "${_sbx_core}/request/prepare.cpp"
     "${_sbx_core}/caches/caches.cpp"
+    "${_sbx_core}/caches/config_files.cpp"
     "${_sbx_core}/plugins/registry.cpp"
     "${_sbx_core}/plugins/plugin_checks.cpp" "${_sbx_core}/plugins/probe_isolation.cpp"
     "${_sbx_core}/plugins/probe_store.cpp"

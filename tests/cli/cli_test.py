@@ -2704,6 +2704,64 @@ class Caches(SbxTestCase):
         self.assertIn("no cache for " + self.work, again.stdout)
         self.assertIn("no project caches", self.sbx_home("cache", "list").stdout)
 
+    def test_caches_named_in_config_files_and_other_variables_stay_read_only(self):
+        # Issue #40 F2: caches that npm's user configuration, a pip configuration file or
+        # another tool's variable puts in a writable root (/tmp in workspace-write) are the
+        # host's: listed, kept read-only (or uncreatable), and the tools moved to the project's.
+        shared = os.path.realpath(tempfile.mkdtemp(prefix="sbx-cli-hostcache-"))
+        self.addCleanup(shutil.rmtree, shared, ignore_errors=True)
+        for name in ("x-npmc", "x-yarn"):
+            os.makedirs(os.path.join(shared, name))
+        with open(os.path.join(self.home, ".npmrc"), "w", encoding="utf-8") as f:
+            f.write(f"registry=https://registry.example/\ncache={shared}/x-npmc\n")
+        os.makedirs(os.path.join(self.home, ".config", "pip"))
+        with open(os.path.join(self.home, ".config", "pip", "pip.conf"), "w",
+                  encoding="utf-8") as f:
+            f.write(f"[global]\ncache-dir = {shared}/x-pipc\n")
+        env = {k: v for k, v in self.env.items() if k != "npm_config_cache"}
+        env.update(YARN_CACHE_FOLDER=f"{shared}/x-yarn", UV_CACHE_DIR=f"{shared}/x-uv",
+                   PRE_COMMIT_HOME=f"{shared}/x-pc", PLAYWRIGHT_BROWSERS_PATH=f"{shared}/x-pw")
+        # The host's own tools agree on where their caches are, where they are installed.
+        if shutil.which("npm"):
+            got = subprocess.run(["npm", "config", "get", "cache"], env=env, cwd=self.work,
+                                 capture_output=True, text=True, check=False, timeout=TIMEOUT)
+            self.assertEqual(got.stdout.strip(), f"{shared}/x-npmc", got.stderr)
+        explain = sbx("explain", "--caches", "--cwd", self.work, "--json", env=env,
+                      cwd=self.work)
+        self.assertEqual(explain.returncode, 0, describe(explain))
+        doc = json.loads(explain.stdout)
+        found = {(t["tool"], t["host_path"], t["source"], t["variable"])
+                 for t in doc["caches"]["tools"]}
+        for expected in (("npm", f"{shared}/x-npmc", "cache in ~/.npmrc", "npm_config_cache"),
+                         ("pip", f"{shared}/x-pipc", "cache-dir in ~/.config/pip/pip.conf",
+                          "PIP_CACHE_DIR"),
+                         ("yarn", f"{shared}/x-yarn", "$YARN_CACHE_FOLDER", "YARN_CACHE_FOLDER"),
+                         ("uv", f"{shared}/x-uv", "$UV_CACHE_DIR", "UV_CACHE_DIR"),
+                         ("pre-commit", f"{shared}/x-pc", "$PRE_COMMIT_HOME", "PRE_COMMIT_HOME"),
+                         ("Playwright", f"{shared}/x-pw", "$PLAYWRIGHT_BROWSERS_PATH",
+                          "PLAYWRIGHT_BROWSERS_PATH")):
+            self.assertIn(expected, found)
+        self.assertNotIn(os.path.join(self.home, ".npm"), {f[1] for f in found})
+        if doc["final"] == "none":
+            self.skipTest("no backend can run workspace-write here: " + doc["available_reason"])
+        script = (f"cd {shared}; for f in x-npmc/o x-yarn/o; do "
+                  "(echo PLANT > $f) 2>/dev/null && echo WROTE:$f; done; "
+                  "for d in x-pipc x-uv x-pc x-pw; do mkdir $d 2>/dev/null && echo WROTE:$d; "
+                  "done; echo planted > free && echo free-ok; env")
+        run = sbx("exec", "--caches", "--cwd", self.work, "--", "/bin/sh", "-c", script,
+                  env=env, cwd=self.work)
+        self.assertEqual(run.returncode, 0, describe(run))
+        self.assertNotIn("WROTE:", run.stdout)
+        self.assertIn("free-ok", run.stdout)  # the rest of /tmp stays writable
+        data = doc["caches"]["writable"]
+        for variable, sub in (("npm_config_cache", "npm"), ("PIP_CACHE_DIR", "pip"),
+                              ("YARN_CACHE_FOLDER", "yarn"), ("UV_CACHE_DIR", "uv"),
+                              ("PRE_COMMIT_HOME", "pre-commit"),
+                              ("PLAYWRIGHT_BROWSERS_PATH", "ms-playwright")):
+            self.assertIn(f"{variable}={data}/{sub}\n", run.stdout)
+        self.assertEqual(sorted(os.listdir(shared)), ["free", "x-npmc", "x-yarn"])
+        self.assertFalse(os.path.exists(os.path.join(shared, "x-npmc", "o")))
+
     def test_a_home_in_a_shared_directory_refuses_the_entry(self):
         env = dict(self.env, HOME=self.tmp)
         result = sbx("explain", "--caches", "--cwd", self.work, env=env, cwd=self.work)

@@ -22,6 +22,8 @@
 #include <utility>
 #include <vector>
 
+#include "config_files.hpp"
+
 #ifndef _WIN32
 #include "sbx/sdk/private_state.hpp"
 #include "sbx/sdk/unique_fd.hpp"
@@ -29,6 +31,11 @@
 
 namespace sbx::caches {
 namespace {
+
+using config::join;
+using config::lower;
+using config::tool_path;
+using config::upper;
 
 bool absolute(const std::string& path) { return !path.empty() && path.front() == '/'; }
 
@@ -39,8 +46,25 @@ std::string absolute_value(const std::map<std::string, std::string>& env, const 
   return it != env.end() && absolute(it->second) ? it->second : std::string();
 }
 
-std::string join(const std::string& dir, std::string_view name) {
-  return dir == "/" ? "/" + std::string(name) : dir + "/" + std::string(name);
+// `path` as people read it: "~/..." below the home directory.
+std::string spelled(const std::string& path, const std::string& home) {
+  if (path.size() > home.size() && path.rfind(home + "/", 0) == 0)
+    return "~" + path.substr(home.size());
+  return path;
+}
+
+// Each spelling of `variable` in `env` (variable_key) with a value that names an absolute
+// path, "~/" taken as the home directory when `tilde`: {name as spelled, path}.
+std::vector<std::pair<std::string, std::string>> values_of(
+    const std::map<std::string, std::string>& env, const std::string& variable,
+    const std::string& home, bool tilde) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& [name, value] : env) {
+    if (variable_key(name) != variable) continue;
+    std::string path = tilde ? tool_path(value, home) : (absolute(value) ? value : "");
+    if (!path.empty()) out.emplace_back(name, std::move(path));
+  }
+  return out;
 }
 
 // Where the tools that follow the platform's convention keep their caches: Go's
@@ -51,25 +75,40 @@ struct UserCache {
   std::string spelled;  // "$XDG_CACHE_HOME", "~/.cache", "~/Library/Caches"
   std::string unset;    // the variable that was unset for this choice, or ""
 };
-UserCache user_cache_dir(const std::map<std::string, std::string>& env, const std::string& home,
-                         Platform platform) {
-  if (platform == Platform::kMacos) return {join(home, "Library/Caches"), "~/Library/Caches", ""};
+UserCache xdg_cache_dir(const std::map<std::string, std::string>& env, const std::string& home) {
   const std::string xdg = absolute_value(env, "XDG_CACHE_HOME");
   if (!xdg.empty()) return {xdg, "$XDG_CACHE_HOME", ""};
   return {join(home, ".cache"), "~/.cache", "$XDG_CACHE_HOME"};
 }
-
-// A tool's directory `name` in the user cache directory, unless `variable` names another one.
-std::pair<std::string, std::string> in_user_cache(const std::map<std::string, std::string>& env,
-                                                  const UserCache& cache,
-                                                  const std::string& variable,
-                                                  const std::string& name) {
-  const std::string value = absolute_value(env, variable);
-  if (!value.empty()) return {value, "$" + variable};
-  return {join(cache.path, name), cache.spelled + "/" + name + " ($" + variable +
-                                      (cache.unset.empty() ? "" : " and " + cache.unset) +
-                                      " unset)"};
+UserCache user_cache_dir(const std::map<std::string, std::string>& env, const std::string& home,
+                         Platform platform) {
+  if (platform == Platform::kMacos) return {join(home, "Library/Caches"), "~/Library/Caches", ""};
+  return xdg_cache_dir(env, home);
 }
+
+// The tools whose cache is a directory of the user cache directory unless their own variable
+// moves it. `listed_unmoved`: listed at that default too; the others are listed only where
+// their variable moves them, or where the default lies outside the platform's cache directory
+// the run keeps anyway (uv and pre-commit keep the XDG layout on macOS, not ~/Library/Caches).
+struct InUserCache {
+  const char* tool;
+  const char* variable;
+  const char* linux_name;  // below $XDG_CACHE_HOME or ~/.cache
+  const char* macos_name;  // below ~/Library/Caches; nullptr: below the XDG cache on macOS too
+  const char* subdir;
+  bool listed_unmoved;
+};
+constexpr InUserCache kInUserCache[] = {
+    {"pip", "PIP_CACHE_DIR", "pip", "pip", "pip", true},
+    {"go build", "GOCACHE", "go-build", "go-build", "go-build", true},
+    // yarn classic (yarn 1: YARN_CACHE_FOLDER, read in any case), uv, pre-commit, Playwright's
+    // browsers (PLAYWRIGHT_BROWSERS_PATH; "0", node_modules, is relative: no cache).
+    {"yarn", "YARN_CACHE_FOLDER", "yarn", "Yarn", "yarn", false},
+    {"uv", "UV_CACHE_DIR", "uv", nullptr, "uv", false},
+    {"pre-commit", "PRE_COMMIT_HOME", "pre-commit", nullptr, "pre-commit", false},
+    {"Playwright", "PLAYWRIGHT_BROWSERS_PATH", "ms-playwright", "ms-playwright", "ms-playwright",
+     false},
+};
 
 // `value` when the variable is set, else `fallback`; the source says which.
 std::pair<std::string, std::string> from_variable(const std::map<std::string, std::string>& env,
@@ -81,131 +120,251 @@ std::pair<std::string, std::string> from_variable(const std::map<std::string, st
   return {fallback, fallback_words + " ($" + variable + " unset)"};
 }
 
-}  // namespace
+// find_tool_caches' state: the inputs, and what is found so far.
+class Finder {
+ public:
+  Finder(const std::map<std::string, std::string>& env, const std::string& home, Platform platform,
+         const ConfigReader& read)
+      : env_(env),
+        home_(home),
+        platform_(platform),
+        read_(read),
+        user_cache_(user_cache_dir(env, home, platform)) {}
 
-Found find_tool_caches(const std::map<std::string, std::string>& env, const std::string& home,
-                       Platform platform) {
-  Found out;
-  if (!absolute(home)) return out;
-  const UserCache user_cache = user_cache_dir(env, home, platform);
-  const auto add = [&out](std::string tool, std::string host, std::string source,
-                          std::string variable, std::string subdir) {
-    out.caches.push_back(ToolCache{std::move(tool), std::move(host), std::move(source),
-                                   std::move(variable), std::move(subdir), false});
-  };
-  // The platform's cache directory as a whole: on Linux every tool that follows the XDG Base
-  // Directory Specification (yarn, Cypress, Playwright, Prisma, pre-commit, ...) moves with
-  // XDG_CACHE_HOME; macOS's ~/Library/Caches has no variable, so it only stays read-only.
-  const std::string user_cache_source =
-      user_cache.spelled + (user_cache.unset.empty() ? "" : " (" + user_cache.unset + " unset)");
-  if (platform == Platform::kMacos)
-    add("Library/Caches", user_cache.path, user_cache_source, "", "");
+  Found take() { return std::move(out_); }
+
+  void add(std::string tool, std::string host, std::string source, std::string variable,
+           std::string subdir) {
+    for (const ToolCache& cache : out_.caches)
+      if (cache.host_path == host && cache.variable == variable) return;  // named twice
+    out_.caches.push_back(ToolCache{std::move(tool), std::move(host), std::move(source),
+                                    std::move(variable), std::move(subdir), false});
+  }
+  void credential(std::string path, std::string tool, bool only_with_auth) {
+    for (const CredentialFile& file : out_.credentials)
+      if (file.path == path) return;
+    out_.credentials.push_back(CredentialFile{std::move(path), std::move(tool), only_with_auth});
+  }
+
+  // The text of the configuration file `path`, or nullopt (none, no reader, or unreadable:
+  // then a note says the cache it may name is not kept).
+  std::optional<std::string> config(const std::string& path, const std::string& tool) {
+    if (!read_) return std::nullopt;
+    Result<std::optional<std::string>> text = read_(path);
+    if (text.ok()) return std::move(*text);
+    out_.notes.push_back("the " + tool + " configuration " + path + " could not be read (" +
+                         text.error() + "): a cache it names is not kept read-only");
+    return std::nullopt;
+  }
+
+  void user_cache();
+  void npm();
+  bool moved(const InUserCache& entry);
+  bool pip_config_caches();
+  void unmoved(const InUserCache& entry);
+  void cargo_go_gradle_maven();
+
+ private:
+  const std::map<std::string, std::string>& env_;
+  const std::string& home_;
+  Platform platform_;
+  const ConfigReader& read_;
+  UserCache user_cache_;
+  Found out_;
+};
+
+// The platform's cache directory as a whole: on Linux every tool that follows the XDG Base
+// Directory Specification (yarn, Cypress, Playwright, Prisma, pre-commit, ...) moves with
+// XDG_CACHE_HOME; macOS's ~/Library/Caches has no variable, so it only stays read-only.
+void Finder::user_cache() {
+  const std::string source =
+      user_cache_.spelled + (user_cache_.unset.empty() ? "" : " (" + user_cache_.unset + " unset)");
+  if (platform_ == Platform::kMacos)
+    add("Library/Caches", user_cache_.path, source, "", "");
   else
-    add("XDG cache", user_cache.path, user_cache_source, "XDG_CACHE_HOME", "xdg");
-  // npm reads npm_config_* in any case (its config is case-insensitive).
-  {
-    std::string npm = absolute_value(env, "npm_config_cache");
-    std::string source = "$npm_config_cache";
-    if (npm.empty()) {
-      npm = absolute_value(env, "NPM_CONFIG_CACHE");
-      source = "$NPM_CONFIG_CACHE";
-    }
-    if (npm.empty()) {
-      npm = join(home, ".npm");
-      source = "~/.npm ($npm_config_cache unset)";
-    }
-    add("npm", npm, source, "npm_config_cache", "npm");
+    add("XDG cache", user_cache_.path, source, "XDG_CACHE_HOME", "xdg");
+}
+
+// npm's cache: $npm_config_cache (any case), the `cache` of its user configuration
+// ($npm_config_userconfig, any case, and ~/.npmrc: each is read, whichever npm takes, since a
+// shell without the variable takes ~/.npmrc), else ~/.npm. Each user configuration is also a
+// credential file when it holds a token.
+void Finder::npm() {
+  bool named = false;
+  for (auto& [name, path] : values_of(env_, "npm_config_cache", home_, true)) {
+    add("npm", std::move(path), "$" + name, "npm_config_cache", "npm");
+    named = true;
   }
-  {
-    const auto [pip, source] = in_user_cache(env, user_cache, "PIP_CACHE_DIR", "pip");
-    add("pip", pip, source, "PIP_CACHE_DIR", "pip");
+  std::vector<std::string> userconfigs;
+  for (auto& [name, path] : values_of(env_, "npm_config_userconfig", home_, true))
+    userconfigs.push_back(std::move(path));
+  userconfigs.push_back(join(home_, ".npmrc"));
+  for (const std::string& file : userconfigs) {
+    credential(file, "npm", true);
+    const std::optional<std::string> text = config(file, "npm");
+    if (!text) continue;
+    std::string cache = config::npmrc_cache(*text, env_, home_);
+    if (cache.empty()) continue;
+    add("npm", std::move(cache), "cache in " + spelled(file, home_), "npm_config_cache", "npm");
+    named = true;
   }
+  if (!named)
+    add("npm", join(home_, ".npm"), "~/.npm ($npm_config_cache unset)", "npm_config_cache", "npm");
+}
+
+// The `cache-dir` of every configuration file pip reads (pip's configuration.py
+// get_configuration_files; pip help "Configuration"): $PIP_CONFIG_FILE, the global ones (each
+// $XDG_CONFIG_DIRS entry's pip/pip.conf, /etc/pip.conf), the user ones (~/.pip/pip.conf,
+// $XDG_CONFIG_HOME/pip/pip.conf) and the virtual environment's ($VIRTUAL_ENV/pip.conf); on
+// macOS the Application Support ones. All of them, whichever this environment's pip would
+// take: another shell's pip may take another.
+bool Finder::pip_config_caches() {
+  std::vector<std::string> files;
+  const auto file = [&files](const std::string& path) {
+    if (absolute(path) && std::find(files.begin(), files.end(), path) == files.end())
+      files.push_back(path);
+  };
+  file(absolute_value(env_, "PIP_CONFIG_FILE"));
+  if (platform_ == Platform::kMacos) {
+    file("/Library/Application Support/pip/pip.conf");
+    file(join(home_, "Library/Application Support/pip/pip.conf"));
+  } else {
+    const auto dirs = env_.find("XDG_CONFIG_DIRS");
+    std::string list = dirs != env_.end() && !dirs->second.empty() ? dirs->second : "/etc/xdg";
+    for (std::size_t at = 0; at <= list.size();) {
+      const std::size_t colon = std::min(list.find(':', at), list.size());
+      const std::string dir = list.substr(at, colon - at);
+      if (absolute(dir)) file(join(dir, "pip/pip.conf"));
+      at = colon + 1;
+    }
+    file("/etc/pip.conf");
+  }
+  file(join(home_, ".pip/pip.conf"));
+  const std::string xdg_config = absolute_value(env_, "XDG_CONFIG_HOME");
+  file(join(
+      platform_ == Platform::kLinux && !xdg_config.empty() ? xdg_config : join(home_, ".config"),
+      "pip/pip.conf"));
+  const std::string venv = absolute_value(env_, "VIRTUAL_ENV");
+  if (!venv.empty()) file(join(venv, "pip.conf"));
+  bool named = false;
+  for (const std::string& path : files) {
+    const std::optional<std::string> text = config(path, "pip");
+    if (!text) continue;
+    for (std::string& dir : config::pip_cache_dirs(*text, home_)) {
+      add("pip", std::move(dir), "cache-dir in " + spelled(path, home_), "PIP_CACHE_DIR", "pip");
+      named = true;
+    }
+  }
+  return named;
+}
+
+// A tool of kInUserCache: each spelling of its variable that names a directory; true when one
+// does.
+bool Finder::moved(const InUserCache& entry) {
+  const std::string variable = entry.variable;
+  bool named = false;
+  for (auto& [name, path] : values_of(env_, variable, home_, variable == "PIP_CACHE_DIR")) {
+    add(entry.tool, std::move(path), "$" + name, variable, entry.subdir);
+    named = true;
+  }
+  return named;
+}
+
+// A tool of kInUserCache that nothing moves: its default, where it is listed.
+void Finder::unmoved(const InUserCache& entry) {
+  const bool macos = platform_ == Platform::kMacos;
+  const bool xdg_on_macos = macos && entry.macos_name == nullptr;
+  if (!entry.listed_unmoved && !xdg_on_macos) return;
+  const UserCache cache = xdg_on_macos ? xdg_cache_dir(env_, home_) : user_cache_;
+  const std::string name = macos && !xdg_on_macos ? entry.macos_name : entry.linux_name;
+  add(entry.tool, join(cache.path, name),
+      cache.spelled + "/" + name + " ($" + entry.variable +
+          (cache.unset.empty() ? "" : " and " + cache.unset) + " unset)",
+      entry.variable, entry.subdir);
+}
+
+void Finder::cargo_go_gradle_maven() {
   // Cargo keeps downloads in $CARGO_HOME/registry and /git, beside its configuration, installed
   // binaries and credentials; only CARGO_HOME moves them, so the command gets a CARGO_HOME of
   // its own (the host's configuration linked in: prepare_project).
   const auto [cargo_home, cargo_source] =
-      from_variable(env, "CARGO_HOME", join(home, ".cargo"), "~/.cargo");
+      from_variable(env_, "CARGO_HOME", join(home_, ".cargo"), "~/.cargo");
   add("cargo registry", join(cargo_home, "registry"), "registry in " + cargo_source, "CARGO_HOME",
       "cargo");
   add("cargo git", join(cargo_home, "git"), "git in " + cargo_source, "CARGO_HOME", "cargo");
   {
-    const auto [gocache, source] = in_user_cache(env, user_cache, "GOCACHE", "go-build");
-    add("go build", gocache, source, "GOCACHE", "go-build");
-  }
-  {
     // The first entry of GOPATH (go help gopath: "the first directory" holds pkg/mod).
-    std::string gopath = absolute_value(env, "GOPATH");
+    std::string gopath = absolute_value(env_, "GOPATH");
     gopath = gopath.substr(0, gopath.find(':'));
-    const std::string fallback = join(gopath.empty() ? join(home, "go") : gopath, "pkg/mod");
-    const auto [mod, source] = from_variable(env, "GOMODCACHE", fallback,
+    const std::string fallback = join(gopath.empty() ? join(home_, "go") : gopath, "pkg/mod");
+    const auto [mod, source] = from_variable(env_, "GOMODCACHE", fallback,
                                              gopath.empty() ? "~/go/pkg/mod" : "$GOPATH/pkg/mod");
     add("go modules", mod, source, "GOMODCACHE", "go-mod");
   }
   const auto [gradle_home, gradle_source] =
-      from_variable(env, "GRADLE_USER_HOME", join(home, ".gradle"), "~/.gradle");
+      from_variable(env_, "GRADLE_USER_HOME", join(home_, ".gradle"), "~/.gradle");
   add("gradle caches", join(gradle_home, "caches"), "caches in " + gradle_source,
       "GRADLE_USER_HOME", "gradle");
   add("gradle wrapper", join(gradle_home, "wrapper"), "wrapper in " + gradle_source,
       "GRADLE_USER_HOME", "gradle");
   // Maven has no variable for its local repository, only the system property that MAVEN_OPTS
   // carries to the JVM (a <localRepository> in settings.xml is not read here).
-  add("maven", join(home, ".m2/repository"), "~/.m2/repository", "MAVEN_OPTS", "maven");
+  add("maven", join(home_, ".m2/repository"), "~/.m2/repository", "MAVEN_OPTS", "maven");
 
-  const auto credential = [&out](std::string path, std::string tool, bool only_with_auth) {
-    out.credentials.push_back(CredentialFile{std::move(path), std::move(tool), only_with_auth});
-  };
   credential(join(cargo_home, "credentials.toml"), "cargo", false);
   credential(join(cargo_home, "credentials"), "cargo", false);
-  {
-    std::string userconfig = absolute_value(env, "npm_config_userconfig");
-    if (userconfig.empty()) userconfig = absolute_value(env, "NPM_CONFIG_USERCONFIG");
-    credential(userconfig.empty() ? join(home, ".npmrc") : userconfig, "npm", true);
-  }
-  credential(join(home, ".m2/settings.xml"), "maven", false);
-  credential(join(home, ".m2/settings-security.xml"), "maven", false);
+  credential(join(home_, ".m2/settings.xml"), "maven", false);
+  credential(join(home_, ".m2/settings-security.xml"), "maven", false);
   credential(join(gradle_home, "gradle.properties"), "gradle", false);
-  return out;
 }
 
-bool holds_auth_setting(std::string_view text) {
-  std::string lower(text);
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  std::size_t start = 0;
-  while (start < lower.size()) {
-    const std::size_t end = std::min(lower.find('\n', start), lower.size());
-    std::string_view line = std::string_view(lower).substr(start, end - start);
-    start = end + 1;
-    const std::size_t first = line.find_first_not_of(" \t");
-    if (first == std::string_view::npos || line[first] == '#' || line[first] == ';') continue;
-    std::string_view key = line.substr(first, line.find('=', first) - first);
-    while (!key.empty() && (key.back() == ' ' || key.back() == '\t' || key.back() == '\r'))
-      key.remove_suffix(1);
-    for (const std::string_view suffix : {"_auth", "_authtoken", "_password"}) {
-      if (key.size() >= suffix.size() && key.substr(key.size() - suffix.size()) == suffix)
-        return true;
-    }
+}  // namespace
+
+std::string variable_key(std::string_view name) {
+  const std::string low = lower(name);
+  // npm (@npmcli/config loadEnv): /^npm_config_/i, the key lowercased, '_' after its first
+  // character read as '-' (a "//registry/:" key as it is).
+  if (low.rfind("npm_config_", 0) == 0) {
+    std::string key = low.substr(11);
+    if (key.rfind("//", 0) != 0)
+      std::replace(key.begin() + (key.empty() ? 0 : 1), key.end(), '_', '-');
+    return "npm_config_" + key;
   }
-  return false;
+  // yarn 1 (BaseRegistry.mergeEnv("yarn_")): the name lowercased, '_' read as '-'.
+  if (low.rfind("yarn_", 0) == 0) {
+    std::string key = upper(low.substr(5));
+    std::replace(key.begin(), key.end(), '-', '_');
+    return "YARN_" + key;
+  }
+  // pip (_get_environ_vars: the "PIP_" prefix as it is; _normalize_name: the rest lowercased,
+  // '_' read as '-', a leading "--" dropped).
+  if (name.rfind("PIP_", 0) == 0) {
+    std::string key = low.substr(4);
+    std::replace(key.begin(), key.end(), '_', '-');
+    if (key.rfind("--", 0) == 0) key.erase(0, 2);
+    key = upper(key);
+    std::replace(key.begin(), key.end(), '-', '_');
+    return "PIP_" + key;
+  }
+  return std::string(name);
 }
 
-#ifndef _WIN32
-bool file_holds_auth_setting(const std::string& path) {
-  const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
-  struct stat st {};
-  constexpr off_t kMax = 1 << 20;
-  if (!fd.valid() || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > kMax)
-    return true;
-  std::string text(static_cast<std::size_t>(st.st_size), '\0');
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::read(fd.get(), text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return true;
-    done += static_cast<std::size_t>(n);
+Found find_tool_caches(const std::map<std::string, std::string>& env, const std::string& home,
+                       Platform platform, const ConfigReader& read) {
+  if (!absolute(home)) return {};
+  Finder finder(env, home, platform, read);
+  finder.user_cache();
+  finder.npm();
+  for (const InUserCache& entry : kInUserCache) {
+    bool named = finder.moved(entry);
+    // pip's configuration files name its cache too (after the variable, which overrides them).
+    if (std::string_view(entry.variable) == "PIP_CACHE_DIR")
+      named = finder.pip_config_caches() || named;
+    if (!named) finder.unmoved(entry);
   }
-  return holds_auth_setting(text);
+  finder.cargo_go_gradle_maven();
+  return finder.take();
 }
-#endif
 
 std::string_view how_text() {
   return "each tool's own variable points it at the project's cache in sbx's state, the only "
@@ -228,20 +387,15 @@ void apply_environment(const CachePlan& plan, std::vector<std::string>& env) {
     if (cache.variable.empty() || !done.insert(cache.variable).second) continue;
     const std::string value = value_of(plan, cache);
     const auto same_name = [&cache](const std::string& entry) {
-      const std::size_t eq = entry.find('=');
-      const std::string_view name = std::string_view(entry).substr(0, eq);
-      return name.size() == cache.variable.size() &&
-             std::equal(name.begin(), name.end(), cache.variable.begin(), [](char a, char b) {
-               return std::tolower(static_cast<unsigned char>(a)) ==
-                      std::tolower(static_cast<unsigned char>(b));
-             });
+      return variable_key(std::string_view(entry).substr(0, entry.find('='))) == cache.variable;
     };
     std::string previous;
     for (const std::string& entry : env)
       if (entry.rfind(cache.variable + "=", 0) == 0)
         previous = entry.substr(cache.variable.size() + 1);
-    // Every spelling goes, not just this one: npm reads npm_config_* case-insensitively, and an
-    // NPM_CONFIG_CACHE left beside npm_config_cache could win.
+    // Every spelling the tool reads goes, not just this one (variable_key): npm reads
+    // npm_config_* case-insensitively, and an NPM_CONFIG_CACHE left beside npm_config_cache
+    // could win; so could PIP_cache_dir beside PIP_CACHE_DIR.
     std::erase_if(env, same_name);
     if (cache.variable == "MAVEN_OPTS" && !previous.empty())
       env.push_back(cache.variable + "=" + previous + " " + value);
@@ -278,6 +432,15 @@ std::string project_key(const std::string& root) {
 
 #ifndef _WIN32
 namespace {
+
+// A recorded project path for an error message: one line, control bytes shown as '?'.
+std::string printable_line(std::string text) {
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  for (char& c : text) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  }
+  return "'" + text + "'";
+}
 
 // `dir`'s real path (private_state::state_dir returns its directories by their real path too:
 // a sandbox binds by a path without symlinks).

@@ -14,6 +14,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <climits>
 #include <cstdint>
 #include <cstdio>
@@ -58,6 +59,7 @@ std::optional<std::vector<std::string>> dependencies(const ProbeReport& report) 
 // Nothing is kept on Windows (no probe runs in a child there, so there is little to save).
 std::optional<std::string> current_store_dir() { return std::nullopt; }
 std::vector<std::string> state_directory_names() { return {}; }
+std::vector<std::string> absent_state_directory_names() { return {}; }
 std::vector<std::string> state_directory_links() { return {}; }
 std::vector<std::string> state_directories() { return {}; }
 std::string answer_path(const std::string& dir, const LoadedPlugin& plugin) {
@@ -122,6 +124,25 @@ std::optional<std::string> current_store_dir() {
   return store_dir(private_state::current_sources());
 }
 
+namespace {
+
+// Root's <cache>/sbx/caches for each cache directory a run of root may use ($XDG_CACHE_HOME,
+// $HOME/.cache, the passwd home's .cache), when root keeps its other state in /run; none for
+// any other user (candidate_state_dirs holds their <cache>/sbx).
+std::vector<std::string> root_caches_dirs(const private_state::Sources& sources) {
+  std::vector<std::string> out;
+  if (sources.uid != 0 || sources.root_run.empty()) return out;
+  for (const std::string& cache_home :
+       {sources.xdg_cache_home, sources.home.empty() ? std::string() : sources.home + "/.cache",
+        sources.passwd_home.empty() ? std::string() : sources.passwd_home + "/.cache"}) {
+    if (cache_home.empty() || cache_home.front() != '/') continue;
+    out.push_back(cache_home + "/sbx/caches");
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<std::string> state_directory_names() {
   const private_state::Sources sources = private_state::current_sources();
   std::vector<std::string> dirs;
@@ -145,18 +166,22 @@ std::vector<std::string> state_directory_names() {
   // The projects' toolchain caches (sbx/core/caches.hpp) are <cache>/sbx/caches, which the
   // candidates above hold for every user but root with /run, whose state is all there: root's
   // caches directory is kept like state once it exists, so that no run whose writable roots
-  // reach it (`--writable-root ~/.cache`) writes another project's cache. Not made when missing:
-  // a root run with HOME as its workspace stays possible on Landlock (core/src/caches/README.md
-  // says what that leaves).
-  if (sources.uid == 0 && !sources.root_run.empty()) {
-    for (const std::string& cache_home :
-         {sources.xdg_cache_home, sources.home.empty() ? std::string() : sources.home + "/.cache",
-          sources.passwd_home.empty() ? std::string() : sources.passwd_home + "/.cache"}) {
-      if (cache_home.empty() || cache_home.front() != '/') continue;
-      struct stat st {};
-      const std::string caches = cache_home + "/sbx/caches";
-      if (::lstat(caches.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) add(caches);
-    }
+  // reach it (`--writable-root ~/.cache`) writes another project's cache. Not made here when
+  // missing (absent_state_directory_names: resolution makes one a writable root reaches).
+  for (const std::string& caches : root_caches_dirs(sources)) {
+    struct stat st {};
+    if (::lstat(caches.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) add(caches);
+  }
+  return dirs;
+}
+
+std::vector<std::string> absent_state_directory_names() {
+  std::vector<std::string> dirs;
+  for (const std::string& caches : root_caches_dirs(private_state::current_sources())) {
+    struct stat st {};
+    if (::lstat(caches.c_str(), &st) != 0 && errno == ENOENT &&
+        std::find(dirs.begin(), dirs.end(), caches) == dirs.end())
+      dirs.push_back(caches);
   }
   return dirs;
 }

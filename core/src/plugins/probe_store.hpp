@@ -41,6 +41,13 @@ std::optional<std::string> current_store_dir();
 // the other runtime directories' and the cache's, issue #32 B3). Empty on Windows.
 std::vector<std::string> state_directory_names();
 
+// State directories that state_directory_names() leaves out because they do not exist yet,
+// and that a later run would trust once made: root's <cache>/sbx/caches (the projects'
+// toolchain caches) for each cache directory a run of root may use, when root keeps its other
+// state in /run. Resolution makes one where a writable root reaches it and keeps it like the
+// others (resolve.hpp ResolveContext::absent_state_dirs). Empty for other users and on Windows.
+std::vector<std::string> absent_state_directory_names();
+
 // The symlinks met on the way to state_directory_names() (a symlinked ~/.cache), each once:
 // resolution refuses a writable root that holds one (a sandboxed command could repoint it at a
 // state directory it made, which runs started meanwhile would trust). Empty on Windows.

@@ -155,6 +155,9 @@ class Resolver {
   void merge_rules();
   void add_install_carveouts();
   Status refuse_writable_state_dirs() const;
+  // Makes each of context_.absent_state_dirs that a writable root reaches (one that holds
+  // neither the working nor the home directory), for add_install_carveouts to keep.
+  Status make_reached_state_dirs();
   // True for "/" and a prefix at or above the working directory or the home directory.
   bool holds_workspace_or_home(const std::string& prefix) const;
   void protect_install_carveouts();
@@ -207,6 +210,7 @@ class Resolver {
   // cwd_, the policy's cwd and the home directory, each as given and by its real path:
   // holds_workspace_or_home's, looked up once (it is asked for every install prefix and cache).
   mutable std::optional<std::vector<std::string>> workspace_and_home_;
+  std::vector<std::string> made_state_dirs_;  // make_reached_state_dirs', by their real paths
   Resolution out_;
 };
 
@@ -451,6 +455,37 @@ Status Resolver::refuse_writable_state_dirs() const {
   return {};
 }
 
+// Root keeps its state in /run, and its <cache>/sbx/caches only once a run with ":caches" made
+// it: until then a run whose writable roots reach it (`--writable-root ~/.cache`, with any HOME:
+// the passwd home's is a candidate too) could make it and plant a project's cache that later
+// runs of that project would take as theirs (issue #40 F5). So it is made here, as caches_base
+// would make it, and kept read-only like the other state directories (bwrap carves it out,
+// Landlock is passed over). Not where the writable root holds the working or home directory:
+// a root run in its home must stay possible on Landlock (core/src/caches/README.md).
+Status Resolver::make_reached_state_dirs() {
+#ifndef _WIN32
+  if (windows()) return {};
+  for (const std::string& name : context_.absent_state_dirs) {
+    const std::string dir = policy::path::canonicalize(name);
+    const std::string root = writable_root_of(dir);
+    if (root.empty() || root == dir || holds_workspace_or_home(root)) continue;
+    std::vector<std::string> missing;  // from `dir` up to the first that exists
+    struct stat st {};
+    for (std::string at = dir; at != root && ::lstat(at.c_str(), &st) != 0;
+         at = policy::path::parent(at))
+      missing.push_back(at);
+    for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+      if (Status made = private_state::make_private_dir(*it, ::geteuid()); !made.ok())
+        return Error{"cannot keep sbx's state directory '" + dir +
+                     "' read-only inside the writable root '" + root + "': " + made.error()};
+    }
+    if (std::optional<std::string> real = policy::path::real_path(dir))
+      made_state_dirs_.push_back(std::move(*real));
+  }
+#endif
+  return {};
+}
+
 // sbx's own code must stay read-only in every sandbox: a command that could write libsbx, a
 // plugin, sbx-stage2 or the sbx executable would plant code that the next `sbx` runs on the
 // host, outside any sandbox. Each install directory the rules would let the command write
@@ -469,6 +504,7 @@ void Resolver::add_install_carveouts() {
     dirs.push_back(*absolute_prefix);
   }
   dirs.insert(dirs.end(), context_.install_dirs.begin(), context_.install_dirs.end());
+  dirs.insert(dirs.end(), made_state_dirs_.begin(), made_state_dirs_.end());
   std::vector<PathRule>& rules = out_.policy.rules;
   for (const std::string& given : dirs) {
     const std::optional<std::string> absolute_dir = absolute(given);
@@ -681,10 +717,14 @@ Status Resolver::add_caches() {
                                  : Result<std::string>(context_.caches_base);
   if (!base.ok())
     return error_at(caches_pointer_, "cannot keep the toolchain caches: " + base.error());
-  caches::Found found = caches::find_tool_caches(context_.env, context_.home);
+  // The tools' configuration files are read here, outside any sandbox (regular files only,
+  // at most 1 MiB: caches::read_config_file): a cache named there is the host's as much as
+  // one a variable names (issue #40 F2).
+  caches::Found found = caches::find_tool_caches(context_.env, context_.home, caches::kHostPlatform,
+                                                 caches::read_config_file);
   PathLookup paths;
   std::vector<caches::ToolCache> kept;
-  std::vector<std::string> notes;
+  std::vector<std::string> notes = std::move(found.notes);
   for (caches::ToolCache& cache : found.caches) {
     const PathLookup::Fact fact = paths.of(cache.host_path);
     cache.host_path = fact.canonical;
@@ -977,6 +1017,8 @@ Result<Resolution> Resolver::run() {
     }
     status = refuse_writable_state_dirs();
     if (!status) return status.failure();
+    status = make_reached_state_dirs();
+    if (!status) return status.failure();
     add_install_carveouts();
 #ifdef _WIN32
     out_.policy.protected_paths = windows_protected_paths();  // run() refused POSIX style
@@ -1030,6 +1072,7 @@ namespace {
 void add_state_dirs(ResolveContext& context) {
   context.state_dirs = kept_probe::state_directories();
   context.state_links = kept_probe::state_directory_links();
+  context.absent_state_dirs = kept_probe::absent_state_directory_names();
   context.install_dirs.insert(context.install_dirs.end(), context.state_dirs.begin(),
                               context.state_dirs.end());
 }

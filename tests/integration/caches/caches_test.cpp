@@ -339,6 +339,84 @@ TEST_P(ToolchainCaches, AWritableHomeKeepsTheHostsAndOtherProjectsCachesReadOnly
   EXPECT_FALSE(exists(home() + "/go"));
 }
 
+// Issue #40 F2: caches named in npm's user configuration, a pip configuration file or another
+// tool's variable, in a directory a writable root holds, are the host's like the others: kept
+// read-only (a missing one uncreatable) while the rest of that root takes writes. Landlock
+// cannot carve them out and refuses, naming one.
+TEST_P(ToolchainCaches, CachesNamedInConfigFilesOrOtherVariablesStayReadOnly) {
+  const TempDir shared;
+  fs::create_directories(shared / "x-npmc");
+  fs::create_directories(shared / "x-yarn");
+  give_to(who(), shared.path());
+  put(home() + "/.npmrc", "cache=" + shared / "x-npmc" + "\n");
+  put(home() + "/.config/pip/pip.conf", "[global]\ncache-dir = " + shared / "x-pipc" + "\n");
+  give_to(who(), home());
+  policy_ = conf_.write(
+      "shared-policy.json",
+      R"({"version":1,"filesystem":{"kind":"restricted","protected_names":[],"entries":[)"
+      R"({"path":":root","access":"read"},{"path":":cwd","access":"write"},)"
+      R"({"path":")" +
+          shared.path() +
+          R"(","access":"write"},{"path":":caches","access":"write"}]},)"
+          R"("network":{"mode":"restricted"}})");
+  give_to(who(), policy_);
+  extra_env_ = {"YARN_CACHE_FOLDER=" + shared / "x-yarn", "UV_CACHE_DIR=" + shared / "x-uv"};
+  const RunResult r =
+      run("cd " + shared.path() +
+          " && for f in x-npmc/o x-yarn/o; do "
+          "(echo PLANT > $f) 2>/dev/null && echo WROTE:$f; done; "
+          "for d in x-pipc x-uv; do mkdir $d 2>/dev/null && echo WROTE:$d; done; "
+          "echo free > free && echo free-ok; "
+          "echo \"npm=$npm_config_cache pip=$PIP_CACHE_DIR yarn=$YARN_CACHE_FOLDER\"");
+  if (backend() == "landlock") {
+    EXPECT_EQ(r.code, 125) << describe(r);
+    EXPECT_NE(r.err.find("carve"), std::string::npos) << describe(r);
+    EXPECT_FALSE(exists(shared / "x-npmc/o"));
+    return;
+  }
+  ASSERT_EQ(r.code, 0) << describe(r);
+  EXPECT_EQ(r.out.find("WROTE:"), std::string::npos) << describe(r);
+  EXPECT_NE(r.out.find("free-ok"), std::string::npos) << describe(r);
+  const std::string data = data_of(ws_.path());
+  ASSERT_FALSE(data.empty());
+  EXPECT_NE(r.out.find("npm=" + data + "/npm pip=" + data + "/pip yarn=" + data + "/yarn"),
+            std::string::npos)
+      << describe(r);
+  for (const char* name : {"x-npmc/o", "x-yarn/o", "x-pipc", "x-uv"})
+    EXPECT_FALSE(exists(shared / name)) << name;
+}
+
+// Issue #40 F5: a run without ":caches" whose writable root holds the cache directory (not
+// the home) cannot make <cache>/sbx/caches and plant a project's cache there before the first
+// run with ":caches" made it: root's (whose other state is in /run) is made and kept read-only
+// like the state directory every other user's <cache>/sbx is. Landlock cannot carve it out.
+TEST_P(ToolchainCaches, AWritableCacheDirectoryCannotPlantAProjectsCacheBeforeTheFirst) {
+  // As before the first run with ":caches" (SetUp's explain made it).
+  fs::remove_all(home() + "/.cache/sbx/caches");
+  fs::create_directories(home() + "/.cache");
+  give_to(who(), home());
+  policy_ = conf_.write(
+      "cache-dir-policy.json",
+      R"({"version":1,"filesystem":{"kind":"restricted","protected_names":[],"entries":[)"
+      R"({"path":":root","access":"read"},{"path":":cwd","access":"write"},)"
+      R"({"path":")" +
+          home() + R"(/.cache","access":"write"}]},"network":{"mode":"restricted"}})");
+  give_to(who(), policy_);
+  const RunResult r =
+      run("d=\"$HOME/.cache/sbx/caches/p-0123/data\"; "
+          "(mkdir -p \"$d/npm\" && echo PLANT > \"$d/npm/x\") 2>/dev/null && echo WROTE; "
+          "echo other > \"$HOME/.cache/other\" && echo other-ok");
+  if (backend() == "landlock") {
+    EXPECT_EQ(r.code, 125) << describe(r);
+    EXPECT_NE(r.err.find("state directory"), std::string::npos) << describe(r);
+  } else {
+    ASSERT_EQ(r.code, 0) << describe(r);
+    EXPECT_EQ(r.out.find("WROTE"), std::string::npos) << describe(r);
+    EXPECT_NE(r.out.find("other-ok"), std::string::npos) << describe(r);
+  }
+  EXPECT_FALSE(exists(home() + "/.cache/sbx/caches/p-0123"));
+}
+
 TEST_P(ToolchainCaches, CredentialsBesideTheCachesStayUnreadable) {
   put(home() + "/.cargo/credentials.toml", "[registry]\ntoken = \"cargo-secret\"\n");
   put(home() + "/.npmrc", "//127.0.0.1/:_authToken=npm-secret\n");

@@ -37,6 +37,24 @@ const ToolCache* cache_of(const std::vector<ToolCache>& caches, const std::strin
   return it == caches.end() ? nullptr : &*it;
 }
 
+// Every host path listed for `tool`, in order.
+std::vector<std::string> paths_of(const std::vector<ToolCache>& caches, const std::string& tool) {
+  std::vector<std::string> out;
+  for (const ToolCache& cache : caches)
+    if (cache.tool == tool) out.push_back(cache.host_path);
+  return out;
+}
+
+// A ConfigReader over fixed texts: a path not in `files` does not exist; "!" reads as an error.
+caches::ConfigReader reader(std::map<std::string, std::string> files) {
+  return [files = std::move(files)](const std::string& path) -> Result<std::optional<std::string>> {
+    const auto it = files.find(path);
+    if (it == files.end()) return std::optional<std::string>();
+    if (it->second == "!") return Error{"unreadable"};
+    return std::optional<std::string>(it->second);
+  };
+}
+
 bool lists_credential(const Found& found, const std::string& path) {
   return std::any_of(found.credentials.begin(), found.credentials.end(),
                      [&](const caches::CredentialFile& file) { return file.path == path; });
@@ -103,10 +121,148 @@ TEST(FindToolCaches, TheToolsVariablesDecideAndRelativeValuesAreIgnored) {
                                                 {"GOCACHE", "/gc"},
                                                 {"PIP_CACHE_DIR", "/p"}},
                                                "/h", Platform::kLinux);
-  EXPECT_EQ(cache_of(lower.caches, "npm")->host_path, "/lower");
+  // npm reads both spellings, and which one wins depends on the environment's order: each
+  // is kept.
+  EXPECT_EQ(paths_of(lower.caches, "npm"), (std::vector<std::string>{"/upper", "/lower"}));
   EXPECT_EQ(cache_of(lower.caches, "go modules")->host_path, "/mod");
   EXPECT_EQ(cache_of(lower.caches, "go build")->host_path, "/gc");
   EXPECT_EQ(cache_of(lower.caches, "pip")->host_path, "/p");
+}
+
+// Issue #40 F2: a cache named in npm's user configuration or a pip configuration file is the
+// host's cache as much as one a variable names (npm config get cache, pip cache dir).
+TEST(FindToolCaches, ConfigurationFilesNameCachesToo) {
+  const Found found = caches::find_tool_caches(
+      {}, "/h", Platform::kLinux,
+      reader({{"/h/.npmrc", "registry=https://r/\ncache=/tmp/x-npmc\n"},
+              {"/h/.config/pip/pip.conf", "[global]\ncache-dir = /tmp/x-pipc\n"}}));
+  EXPECT_EQ(paths_of(found.caches, "npm"), (std::vector<std::string>{"/tmp/x-npmc"}));
+  EXPECT_EQ(cache_of(found.caches, "npm")->source, "cache in ~/.npmrc");
+  EXPECT_EQ(cache_of(found.caches, "npm")->variable, "npm_config_cache");
+  EXPECT_EQ(paths_of(found.caches, "pip"), (std::vector<std::string>{"/tmp/x-pipc"}));
+  EXPECT_EQ(cache_of(found.caches, "pip")->source, "cache-dir in ~/.config/pip/pip.conf");
+  EXPECT_EQ(cache_of(found.caches, "pip")->variable, "PIP_CACHE_DIR");
+  EXPECT_TRUE(found.notes.empty());
+  // Without a reader nothing is read: the defaults.
+  const Found pure = caches::find_tool_caches({}, "/h", Platform::kLinux);
+  EXPECT_EQ(paths_of(pure.caches, "npm"), (std::vector<std::string>{"/h/.npm"}));
+}
+
+TEST(FindToolCaches, NpmsUserConfigurationAsNpmReadsIt) {
+  const std::map<std::string, std::string> env = {
+      {"Npm_Config_UserConfig", "/u/rc"}, {"npm_config_cache", "/env-cache"}, {"DIR", "/from-env"}};
+  const auto npm_caches = [&](const std::string& text) {
+    return paths_of(
+        caches::find_tool_caches(env, "/h", Platform::kLinux, reader({{"/u/rc", text}})).caches,
+        "npm");
+  };
+  const auto with = [](std::vector<std::string> more) {
+    more.insert(more.begin(), "/env-cache");
+    return more;
+  };
+  // The variable (any case) names the user configuration; the variable's cache is kept too.
+  EXPECT_EQ(npm_caches("cache=/a\n"), with({"/a"}));
+  EXPECT_EQ(npm_caches("cache = \"/q d\"  \n"), with({"/q d"}));
+  EXPECT_EQ(npm_caches("cache='/q'\n"), with({"/q"}));
+  EXPECT_EQ(npm_caches("cache=~/c\n"), with({"/h/c"}));
+  EXPECT_EQ(npm_caches("cache=${DIR}/c\n"), with({"/from-env/c"}));
+  EXPECT_EQ(npm_caches("cache=/a ; a comment\n"), with({"/a"}));
+  EXPECT_EQ(npm_caches("cache=/first\rcache=/last\r"), with({"/last"}));  // the last one wins
+  // Not a cache npm takes: in a section, another key, relative, an unset variable.
+  EXPECT_EQ(npm_caches("[section]\ncache=/nested\n"), with({}));
+  EXPECT_EQ(npm_caches("CACHE=/upper\n#cache=/commented\n"), with({}));
+  EXPECT_EQ(npm_caches("cache=relative/dir\n"), with({}));
+  EXPECT_EQ(npm_caches("cache=${UNSET}/x\n"), with({}));
+  // ~/.npmrc is read too (and is a credential file) whatever the variable says: a shell
+  // without it uses that one.
+  const Found found =
+      caches::find_tool_caches({{"NPM_CONFIG_USERCONFIG", "/u/rc"}}, "/h", Platform::kLinux,
+                               reader({{"/u/rc", "cache=/a\n"}, {"/h/.npmrc", "cache=/b\n"}}));
+  EXPECT_EQ(paths_of(found.caches, "npm"), (std::vector<std::string>{"/a", "/b"}));
+  EXPECT_TRUE(lists_credential(found, "/u/rc"));
+  EXPECT_TRUE(lists_credential(found, "/h/.npmrc"));
+  EXPECT_TRUE(lists_credential(
+      caches::find_tool_caches({{"Npm_Config_UserConfig", "/mixed"}}, "/h", Platform::kLinux),
+      "/mixed"));
+}
+
+TEST(FindToolCaches, EveryConfigurationFilePipReads) {
+  const std::map<std::string, std::string> env = {{"PIP_CONFIG_FILE", "/env/pip.conf"},
+                                                  {"XDG_CONFIG_DIRS", "/xd1:relative:/xd2"},
+                                                  {"XDG_CONFIG_HOME", "/xch"},
+                                                  {"VIRTUAL_ENV", "/venv"}};
+  const Found found = caches::find_tool_caches(
+      env, "/h", Platform::kLinux,
+      reader({{"/env/pip.conf", "[global]\ncache-dir=/c-env\n"},
+              {"/xd1/pip/pip.conf", "[install]\ncache_dir: /c-xd1\n"},
+              {"/xd2/pip/pip.conf", "[global]\n--Cache-Dir = ~/c-xd2\n"},
+              {"/etc/pip.conf", "[global]\ncache-dir = /c-etc\r"},
+              {"/h/.pip/pip.conf", "[global]\ncache-dir = /c-legacy\n"},
+              {"/xch/pip/pip.conf", "[global]\n# cache-dir = /commented\ncache-dir = /c-user\n"},
+              {"/venv/pip.conf", "[global]\ncache-dir = relative\nno-cache-dir = /x\n"},
+              {"/etc/xdg/pip/pip.conf", "[global]\ncache-dir = /not-read\n"}}));
+  EXPECT_EQ(
+      paths_of(found.caches, "pip"),
+      (std::vector<std::string>{"/c-env", "/c-xd1", "/h/c-xd2", "/c-etc", "/c-legacy", "/c-user"}));
+  // Without XDG_CONFIG_DIRS: /etc/xdg; the variable's cache first.
+  const Found plain =
+      caches::find_tool_caches({{"PIP_CACHE_DIR", "/p"}}, "/h", Platform::kLinux,
+                               reader({{"/etc/xdg/pip/pip.conf", "[global]\ncache-dir = /c-xdg\n"},
+                                       {"/h/.config/pip/pip.conf", "!"}}));
+  EXPECT_EQ(paths_of(plain.caches, "pip"), (std::vector<std::string>{"/p", "/c-xdg"}));
+  ASSERT_EQ(plain.notes.size(), 1u);
+  EXPECT_NE(plain.notes.front().find("/h/.config/pip/pip.conf could not be read (unreadable)"),
+            std::string::npos)
+      << plain.notes.front();
+}
+
+// yarn classic, uv, pre-commit and Playwright keep their caches in the XDG cache (kept as a
+// whole) unless their variable moves them: then that directory is listed and moved.
+TEST(FindToolCaches, ToolsMovedOutOfTheXdgCacheByTheirVariable) {
+  const Found unmoved = caches::find_tool_caches({}, "/h", Platform::kLinux);
+  for (const char* tool : {"yarn", "uv", "pre-commit", "Playwright"})
+    EXPECT_EQ(cache_of(unmoved.caches, tool), nullptr) << tool;
+  const Found moved = caches::find_tool_caches({{"yarn_cache_folder", "/tmp/y"},
+                                                {"UV_CACHE_DIR", "/tmp/uv"},
+                                                {"PRE_COMMIT_HOME", "/tmp/pc"},
+                                                {"PLAYWRIGHT_BROWSERS_PATH", "/tmp/pw"}},
+                                               "/h", Platform::kLinux);
+  const std::map<std::string, std::pair<std::string, std::string>> expected = {
+      {"yarn", {"/tmp/y", "YARN_CACHE_FOLDER"}},
+      {"uv", {"/tmp/uv", "UV_CACHE_DIR"}},
+      {"pre-commit", {"/tmp/pc", "PRE_COMMIT_HOME"}},
+      {"Playwright", {"/tmp/pw", "PLAYWRIGHT_BROWSERS_PATH"}}};
+  for (const auto& [tool, where] : expected) {
+    const ToolCache* cache = cache_of(moved.caches, tool);
+    ASSERT_NE(cache, nullptr) << tool;
+    EXPECT_EQ(cache->host_path, where.first) << tool;
+    EXPECT_EQ(cache->variable, where.second) << tool;
+  }
+  EXPECT_EQ(cache_of(moved.caches, "yarn")->source, "$yarn_cache_folder");
+  // "0" (browsers in node_modules) is no directory.
+  EXPECT_EQ(
+      cache_of(caches::find_tool_caches({{"PLAYWRIGHT_BROWSERS_PATH", "0"}}, "/h", Platform::kLinux)
+                   .caches,
+               "Playwright"),
+      nullptr);
+  // macOS: uv and pre-commit keep ~/.cache, outside ~/Library/Caches.
+  const Found macos = caches::find_tool_caches({}, "/Users/u", Platform::kMacos);
+  EXPECT_EQ(paths_of(macos.caches, "uv"), (std::vector<std::string>{"/Users/u/.cache/uv"}));
+  EXPECT_EQ(paths_of(macos.caches, "pre-commit"),
+            (std::vector<std::string>{"/Users/u/.cache/pre-commit"}));
+  EXPECT_EQ(cache_of(macos.caches, "yarn"), nullptr);
+}
+
+TEST(FindToolCaches, VariableKeysAsTheToolsFoldThem) {
+  EXPECT_EQ(caches::variable_key("Npm_Config_Cache"), "npm_config_cache");
+  EXPECT_EQ(caches::variable_key("NPM_CONFIG_USERCONFIG"), "npm_config_userconfig");
+  EXPECT_EQ(caches::variable_key("npm_config_//r/:_authToken"), "npm_config_//r/:_authtoken");
+  EXPECT_EQ(caches::variable_key("yarn_cache-folder"), "YARN_CACHE_FOLDER");
+  EXPECT_EQ(caches::variable_key("PIP_cache-dir"), "PIP_CACHE_DIR");
+  EXPECT_EQ(caches::variable_key("PIP_--CACHE_DIR"), "PIP_CACHE_DIR");
+  EXPECT_EQ(caches::variable_key("pip_cache_dir"), "pip_cache_dir");  // pip wants "PIP_"
+  EXPECT_EQ(caches::variable_key("GOCACHE"), "GOCACHE");
+  EXPECT_EQ(caches::variable_key("gocache"), "gocache");
 }
 
 TEST(FindToolCaches, MacosKeepsLibraryCachesReadOnlyWithoutAVariable) {
@@ -151,6 +307,23 @@ TEST(CacheEnvironment, EveryVariableOnceAtTheProjectsCacheMavenOptsAppended) {
                      "XDG_CACHE_HOME=/s/p/data/xdg",
                      "npm_config_cache=/s/p/data/npm",
                  }));
+  // Every spelling pip and yarn read is replaced too.
+  CachePlan moved = plan;
+  moved.caches =
+      caches::find_tool_caches({{"YARN_CACHE_FOLDER", "/y"}}, "/h", Platform::kLinux).caches;
+  std::vector<std::string> spellings = {"PIP_cache-dir=/old", "yarn_cache_folder=/old",
+                                        "YARN_CACHE_FOLDER=/y", "pip_cache_dir=/kept"};
+  caches::apply_environment(moved, spellings);
+  std::sort(spellings.begin(), spellings.end());
+  EXPECT_EQ(std::count_if(spellings.begin(), spellings.end(),
+                          [](const std::string& e) { return e.find("/old") != std::string::npos; }),
+            0)
+      << ::testing::PrintToString(spellings);
+  EXPECT_NE(std::find(spellings.begin(), spellings.end(), "PIP_CACHE_DIR=/s/p/data/pip"),
+            spellings.end());
+  EXPECT_NE(std::find(spellings.begin(), spellings.end(), "YARN_CACHE_FOLDER=/s/p/data/yarn"),
+            spellings.end());
+  EXPECT_NE(std::find(spellings.begin(), spellings.end(), "pip_cache_dir=/kept"), spellings.end());
   std::vector<std::string> bare = {"PATH=/bin"};
   caches::apply_environment(plan, bare);
   EXPECT_NE(std::find(bare.begin(), bare.end(), "MAVEN_OPTS=-Dmaven.repo.local=/s/p/data/maven"),
@@ -165,6 +338,26 @@ TEST(NpmCredentials, AnAuthSettingOfAnyScopeIsFound) {
   EXPECT_FALSE(caches::holds_auth_setting("registry=https://r/\nsave-exact=true\n"));
   EXPECT_FALSE(caches::holds_auth_setting("# _authToken=commented out\n; _auth=also\n"));
   EXPECT_FALSE(caches::holds_auth_setting("always-auth=true\n"));
+}
+
+// Issue #40 F3: every form npm's ini parser reads a credential in.
+TEST(NpmCredentials, EveryFormNpmAccepts) {
+  for (const char* text : {
+           "\"//host/:_authToken\"=T\n",                   // a quoted key
+           "'//host/:_authToken'=T\n",                     // single quotes
+           "//host/:_authToken[]=T\n",                     // the array form
+           "registry=https://r/\r//host/:_authToken=T\r",  // CR-only line endings
+           "\"_auth\"=dXNlcjpwdw==\n",                     // a quoted _auth
+           "//host/:username=u\n\"//host/:_password\"=cHc=\n",
+           "  //host/:_authToken = T ; a comment\n",
+           "[section]\n//host/:_authToken=T\n",  // conservative: any section
+           "//host/:certfile=/c.pem\n//host/:keyfile=/k.pem\n",
+           "key=-----BEGIN PRIVATE KEY-----\\nMII\n",  // npm's inline client key
+       }) {
+    EXPECT_TRUE(caches::holds_auth_setting(text)) << text;
+  }
+  EXPECT_FALSE(caches::holds_auth_setting("\"registry\"=https://r/\r; \"_auth\"=x\r"));
+  EXPECT_FALSE(caches::holds_auth_setting("//host/:username=u\nemail=a@b\n"));
 }
 
 TEST(ProjectKey, ReadableNameAndAHashOfTheWholePath) {
@@ -330,6 +523,57 @@ TEST_F(ResolveCaches, AWritableHomeKeepsTheHostsCachesReadOnlyAndMissingOnesUncr
     EXPECT_FALSE(path_is_within(res.caches->data, p.path)) << p.path;
 }
 
+// Issue #40 F2: caches named in configuration files and by the other tools' variables, in a
+// writable root (/tmp in workspace-write), are kept like the others: read-only, or uncreatable.
+TEST_F(ResolveCaches, CachesNamedInConfigurationFilesOrOtherVariablesAreKeptToo) {
+  const std::string shared = dir_ / "shared";
+  fs::create_directories(shared + "/x-npmc");
+  fs::create_directories(shared + "/x-yarn");
+  file(home() + "/.npmrc", "cache=" + shared + "/x-npmc\n");
+  file(home() + "/.config/pip/pip.conf", "[global]\ncache-dir = " + shared + "/x-pipc\n");
+  const Resolution res =
+      resolve(R"(,{"path":")" + shared + R"(","access":"write"})",
+              {{"YARN_CACHE_FOLDER", shared + "/x-yarn"}, {"UV_CACHE_DIR", shared + "/x-uv"}});
+  ASSERT_TRUE(res.caches.has_value());
+  EXPECT_EQ(rule_access(res.policy, shared + "/x-npmc/o"), Access::kRead);
+  EXPECT_EQ(rule_access(res.policy, shared + "/x-yarn/o"), Access::kRead);
+  EXPECT_TRUE(protects(res, shared + "/x-npmc", true));
+  EXPECT_TRUE(protects(res, shared + "/x-yarn", true));
+  EXPECT_TRUE(protects(res, shared + "/x-pipc", false));
+  EXPECT_TRUE(protects(res, shared + "/x-uv", false));
+  EXPECT_EQ(rule_access(res.policy, shared + "/other"), Access::kWrite);
+  EXPECT_EQ(cache_of(res.caches->caches, "npm")->source, "cache in ~/.npmrc");
+  std::vector<std::string> env;
+  caches::apply_environment(*res.caches, env);
+  std::sort(env.begin(), env.end());
+  for (const std::string& expected :
+       {"PIP_CACHE_DIR=" + res.caches->data + "/pip", "UV_CACHE_DIR=" + res.caches->data + "/uv",
+        "YARN_CACHE_FOLDER=" + res.caches->data + "/yarn",
+        "npm_config_cache=" + res.caches->data + "/npm"})
+    EXPECT_NE(std::find(env.begin(), env.end(), expected), env.end()) << expected;
+}
+
+TEST(CacheConfigFiles, OnlyRegularFilesAreRead) {
+  sbx::test::TempDir dir;
+  const std::string regular = dir / "pip.conf";
+  std::ofstream(regular) << "[global]\n";
+  fs::create_symlink(regular, dir / "link");
+  ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0600), 0);
+  std::ofstream(dir / "big") << std::string((1 << 20) + 1, 'x');
+  const Result<std::optional<std::string>> text = caches::read_config_file(regular);
+  ASSERT_TRUE(text.ok() && text->has_value());
+  EXPECT_EQ(**text, "[global]\n");
+  // The user's own dotfiles may be symlinks: followed.
+  EXPECT_EQ(caches::read_config_file(dir / "link")->value_or(""), "[global]\n");
+  const Result<std::optional<std::string>> missing = caches::read_config_file(dir / "none");
+  ASSERT_TRUE(missing.ok());
+  EXPECT_FALSE(missing->has_value());
+  // A FIFO (never waited on), a device, a directory, too much text: errors, not text.
+  for (const std::string& path : {dir / "fifo", std::string("/dev/null"), dir.path(), dir / "big"})
+    EXPECT_FALSE(caches::read_config_file(path).ok()) << path;
+  EXPECT_TRUE(caches::file_holds_auth_setting(dir / "fifo"));  // denied: fail closed
+}
+
 TEST_F(ResolveCaches, AWritableRootAroundTheCachesKeepsOtherProjectsReadOnly) {
   fs::create_directories(base() + "/other-0123456789abcdef/data");
   const Resolution res = resolve(R"(,{"path":")" + dir_.path() + R"(","access":"write"})");
@@ -374,6 +618,54 @@ TEST(ResolveCachesInTheHome, AWritableHomeWithoutACacheDirectoryYet) {
   EXPECT_TRUE(cache_of(plan.caches, "XDG cache")->exists);
   for (const ProtectedPath& p : res->policy.protected_paths)
     EXPECT_FALSE(path_is_within(plan.data, p.path)) << p.path;
+}
+
+// Issue #40 F5: root's <cache>/sbx/caches, missing, inside a writable root (`--writable-root
+// ~/.cache`, whatever HOME the run has): made and kept read-only like the state directories,
+// so that no command makes it and plants a project's cache for later runs. Left alone where
+// the writable root holds the home directory (a root run in its home).
+TEST(ResolveStateDirs, AnAbsentStateDirectoryAWritableRootReachesIsMadeAndKept) {
+  const sbx::test::TempDir dir;
+  const std::string home = dir / "home";
+  const std::string ws = dir / "ws";
+  const std::string absent = home + "/.cache/sbx/caches";
+  fs::create_directories(home + "/.cache");
+  fs::create_directories(ws);
+  const auto resolve = [&](const std::string& writable) {
+    const Result<Policy> policy =
+        parse_policy(R"({"version":1,"filesystem":{"entries":[{"path":":root","access":"read"},)"
+                     R"({"path":":cwd","access":"write"},{"path":")" +
+                     writable + R"(","access":"write"}]}})");
+    EXPECT_TRUE(policy.ok()) << policy.error();
+    ResolveContext context{ws, dir / "other-home", {}};
+    context.absent_state_dirs = {absent};
+    Result<Resolution> resolved = resolve_policy_with_notes(*policy, context);
+    EXPECT_TRUE(resolved.ok()) << resolved.error();
+    return resolved.ok() ? std::move(*resolved) : Resolution{};
+  };
+  const Resolution res = resolve(home + "/.cache");
+  ASSERT_TRUE(fs::is_directory(absent));
+  struct stat st {};
+  ASSERT_EQ(::stat((home + "/.cache/sbx").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  EXPECT_EQ(rule_access(res.policy, absent + "/p-0123/data/npm"), Access::kRead);
+  EXPECT_EQ(rule_access(res.policy, home + "/.cache/other"), Access::kWrite);
+  EXPECT_TRUE(std::any_of(res.policy.protected_paths.begin(), res.policy.protected_paths.end(),
+                          [&](const ProtectedPath& p) { return p.path == absent && p.exists; }));
+
+  fs::remove_all(home + "/.cache/sbx");
+  // The writable root holds the home directory: left as it is.
+  const Result<Policy> in_home =
+      parse_policy(R"({"version":1,"filesystem":{"entries":[{"path":":root","access":"read"},)"
+                   R"({"path":"~","access":"write"}]}})");
+  ASSERT_TRUE(in_home.ok());
+  ResolveContext context{ws, home, {}};
+  context.absent_state_dirs = {absent};
+  ASSERT_TRUE(resolve_policy_with_notes(*in_home, context).ok());
+  EXPECT_FALSE(fs::exists(home + "/.cache/sbx"));
+  // No writable root reaches it: nothing is made.
+  resolve(ws + "/sub");
+  EXPECT_FALSE(fs::exists(home + "/.cache/sbx"));
 }
 
 TEST_F(ResolveCaches, ACacheHoldingTheWorkspaceIsLeftAloneWithANote) {

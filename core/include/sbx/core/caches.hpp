@@ -6,7 +6,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,22 +52,45 @@ inline constexpr Platform kHostPlatform = Platform::kLinux;
 struct Found {
   std::vector<ToolCache> caches;
   std::vector<CredentialFile> credentials;
+  // A configuration file that exists but could not be read: the cache it may name is not kept.
+  std::vector<std::string> notes;
 };
 
-// Every toolchain cache and credential file, as the tools would find them from `env` and the
-// home directory `home` (absolute). Pure: nothing is looked up (host_path as the tool spells it,
-// `exists` false).
-Found find_tool_caches(const std::map<std::string, std::string>& env, const std::string& home,
-                       Platform platform = kHostPlatform);
+// Reads a tool's configuration file for find_tool_caches: its text, nullopt when there is none,
+// an error when it exists but cannot be read (read_config_file is the host's).
+using ConfigReader = std::function<Result<std::optional<std::string>>(const std::string& path)>;
 
-// True when npm configuration text sets a credential: a key ending in "_auth", "_authToken" or
-// "_password", for any registry scope, in any case (npm help npmrc, "Auth related
-// configuration"). Pure.
+// Every toolchain cache and credential file, as the tools would find them from `env`, the home
+// directory `home` (absolute) and their configuration files read with `read` (npm's user
+// configuration `cache`, pip's configuration files' `cache-dir`). A tool's cache named in more
+// than one place (its variable, a configuration file) is listed once for each; its default only
+// when nothing names one. Pure when `read` is (the default reads nothing): nothing is looked up
+// (host_path as the tool spells it, `exists` false).
+Found find_tool_caches(const std::map<std::string, std::string>& env, const std::string& home,
+                       Platform platform = kHostPlatform, const ConfigReader& read = {});
+
+// The name a tool reads an environment variable `name` by, for the tools that fold the names
+// they read: npm takes npm_config_<key> in any case (@npmcli/config), yarn YARN_<key> in any
+// case, pip PIP_<option> with the option in any case and '-' or '_' (its _normalize_name), so
+// "Npm_Config_Cache" is "npm_config_cache" and "PIP_cache-dir" is "PIP_CACHE_DIR". Any other
+// name is itself. Pure.
+std::string variable_key(std::string_view name);
+
+// True when npm configuration text may set a credential: a line (lines end at '\n' or '\r')
+// whose key, unquoted, trimmed and without a trailing "[]", ends in "_auth", "_authToken",
+// "_password", "certfile" or "keyfile", or is a client "key", for any registry scope, in any
+// case (npm help npmrc, "Auth related configuration"; npm's ini parser). Conservative: every
+// section counts. Pure.
 bool holds_auth_setting(std::string_view text);
 
 #ifndef _WIN32
+// The text of the configuration file `path`: nullopt when it does not exist, an error when it
+// is not a regular file (a device or FIFO is never opened for reading: Linux opens it O_PATH
+// first), cannot be read, or is larger than 1 MiB.
+Result<std::optional<std::string>> read_config_file(const std::string& path);
+
 // holds_auth_setting of the file at `path`; true (fail closed: deny it) when it cannot be read
-// whole (larger than 1 MiB included).
+// whole (read_config_file).
 bool file_holds_auth_setting(const std::string& path);
 #endif
 

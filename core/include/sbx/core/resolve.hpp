@@ -41,6 +41,12 @@ struct ResolveContext {
   std::vector<std::string> state_dirs{};
   // Symlinks on the way to them (a symlinked ~/.cache): a writable root holding one is refused.
   std::vector<std::string> state_links{};
+  // State directories that do not exist yet but that later runs would trust once made (root's
+  // <cache>/sbx/caches, plugins/probe_store.hpp absent_state_directory_names): where a writable
+  // root reaches one, resolution makes it (0700, with its missing parents, as a run using it
+  // would) and keeps it read-only like state_dirs, unless that root holds the working or home
+  // directory (core/src/caches/README.md says what that leaves).
+  std::vector<std::string> absent_state_dirs{};
   // The file the policy was read from (`--policy`), absolute; empty when there is none. Its
   // real path is kept read-only in every restricted sandbox whatever the policy grants, so a
   // command cannot rewrite the policy of the next run.
