@@ -583,19 +583,6 @@ Result<std::string> caches_base() {
   return real_dir(*base + "/sbx/caches");
 }
 
-namespace {
-
-// A recorded project path for an error message: one line, control bytes shown as '?'.
-std::string printable_line(std::string text) {
-  while (!text.empty() && text.back() == '\n') text.pop_back();
-  for (char& c : text) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
-  }
-  return "'" + text + "'";
-}
-
-}  // namespace
-
 Result<CachePlan> prepare_project(const std::string& base, const std::string& project,
                                   std::vector<ToolCache> caches) {
   CachePlan plan;
