@@ -4,9 +4,10 @@
 //              [--ready-fd N] [--mounts-fd N] -- /abs/command [ARG]...
 //   sbx-stage2 --net proxy --proxy-port PORT --proxy-socket PATH [--env KEY=VALUE]... -- ...
 //              (bwrap mode, either form: [--write-layer [--write-root PATH]...])
-//   sbx-stage2 --write-layer-exec [--write-root PATH]... -- /abs/command [ARG]...
-//              (bwrap mode and --write-layer-exec, in builds with tests only: [--trace-fd N],
-//              the confinement order's trace, linux/confine/steps.hpp)
+//   sbx-stage2 --waiter [--write-layer [--write-root PATH]...] [--status-fd N]
+//              -- /abs/command [ARG]...
+//              (bwrap mode and --waiter, in builds with tests only: [--trace-fd N], the
+//              confinement order's trace, linux/confine/steps.hpp)
 //   sbx-stage2 --landlock MIN_ABI [--ll-fs restricted|unrestricted] [--ll-read PATH]...
 //              [--ll-write PATH]... [--ll-dev PATH]... [--ll-list PATH]...
 //              [--ll-scope-abstract-unix on|off] [--parent-pid PID]
@@ -23,8 +24,18 @@
 // Write layer (--write-layer, bwrap mode with restricted filesystem writes): right before the
 // command, a Landlock domain that lets it write only beneath the --write-root paths and the
 // sandbox's own /dev and /proc entries (write_layer.hpp says why read-only mounts do not stop
-// writes to host FIFOs). --write-layer-exec is the same layer alone, then execve: the direct
-// bwrap launch, where bwrap itself starts the command, runs the command through it.
+// writes to host FIFOs).
+//
+// Waiter (--waiter, the direct bwrap launch: bwrap itself starts it in place of the command, as
+// pid 2 of the sandbox under bwrap's own init): enters the write layer when given one, then
+// runs the command as its child and waits for it, passing the forwarded signals on, and exits
+// with its status like PID 1 below. Why: bwrap 0.8 folds a death by signal N into exit code
+// 128+N, in its own exit status and in --json-status-fd alike (bubblewrap.c
+// propagate_exit_status), and its init reaps the command at once, so nothing outside can learn
+// the signal; the waiter writes N as one byte on --status-fd (a pipe only sbx reads) before it
+// exits with 128+N. It is in the command's confinement: bwrap's seccomp programs,
+// no_new_privs, no capability, the same namespaces and Landlock domain (the layer is entered
+// before the fork), and undumpable (make_undumpable).
 //
 // Landlock mode (--landlock, the landlock backend's plan): a thin wrapper over the launcher of
 // landlock_launch.hpp, which the landlock plugin runs inside sbx itself; this entry point is for
@@ -48,7 +59,8 @@
 // init cannot re-raise a fatal signal on itself, and bwrap folds one into 128+N anyway). So that
 // sbx can report a signal as a signal, PID 1 then writes N as one byte after the ready byte on
 // --ready-fd (sbx trusts it only when bwrap's exit code is 128+N). When it exits, the kernel
-// kills whatever else is left in the namespace, so no grandchild outlives the command.
+// kills whatever else is left in the namespace, so no grandchild outlives the command. The
+// waiter (above) runs the same loop (run_and_wait).
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <net/if.h>
@@ -299,31 +311,61 @@ void catch_forwarded_signals() {
   }
 }
 
-// The command's child of PID 1: async-signal-safe only (the toolkit's child side). Default
-// dispositions again before the mask is emptied, so a signal arriving before execve acts on the
-// command, not on the no-op handler; a failed execve goes to PID 1 over `report_fd`. A step
-// out of the confinement order (its message is printed) ends it with 125.
-[[noreturn]] void exec_command_from_init(const Options& o, int report_fd,
-                                         confine::ConfinementSteps& steps) {
+// How run_and_wait starts the command: argv and environment ready before the fork (a forked
+// child may not allocate), and whether the child leads a session of its own.
+struct CommandChild {
+  char* const* argv;
+  char* const* envp;
+  // The waiter's child: setsid() makes the command lead a session and process group of its own
+  // (pid = process group = session, as bwrap's --new-session makes bwrap's own command), which
+  // keeps the waiter out of the command's process group, where `kill 0` or `kill -9 0` would
+  // reach it. Stage 2 as PID 1 needs none of it: an init receives no signal from its namespace
+  // that it has no handler for, SIGKILL included (pid_namespaces(7)).
+  bool own_session;
+};
+
+// The command's child of PID 1 or of the waiter: async-signal-safe only (the toolkit's child
+// side). Default dispositions again before the mask is emptied, so a signal arriving before
+// execve acts on the command, not on the no-op handler; a failed execve goes to the parent over
+// `report_fd`. A step out of the confinement order (its message is printed) ends it with 125.
+[[noreturn]] void exec_command_child(const CommandChild& c, int report_fd,
+                                     confine::ConfinementSteps& steps) {
   child::reset_signal_dispositions();
+  // Cannot fail in a child just forked (not a process group leader); fail closed if it does.
+  if (c.own_session && ::setsid() < 0) child::fail(report_fd, child::Step::kSetup, kExitFailure);
   child::close_on_exec_all_but(nullptr, 0);
   if (!steps.done(confine::Step::kDescriptors)) ::_exit(kExitFailure);
   child::unblock_all_signals();
   if (!steps.done(confine::Step::kExec)) ::_exit(kExitFailure);
-  child::exec_or_fail(report_fd, o.exec_argv.data(), o.exec_envp.data());
+  child::exec_or_fail(report_fd, c.argv, c.envp);
 }
 
-// PID 1's side of a failed execve in its child: the message the child could not print safely.
-void report_exec_failure(const Options& o, int report_read) {
+// vfork + the command's child, kept apart so that no local of the caller lives across vfork.
+// Why vfork: the parent (PID 1 or the waiter) has nothing to do until the command's execve, and
+// sharing its memory until then spares copying its page tables and the copy-on-write faults
+// that would follow. Safe because the child side writes nothing of the parent's but the steps'
+// position, which the parent no longer reads, and every signal with a handler of the parent's
+// is blocked until the child resets the dispositions.
+[[gnu::noinline]] pid_t vfork_command(const CommandChild& c, int report_fd,
+                                      confine::ConfinementSteps& steps) {
+  const pid_t pid = ::vfork();
+  if (pid == 0) exec_command_child(c, report_fd, steps);
+  return pid;
+}
+
+// The parent's side of a failed step in its child: the message the child could not print safely.
+void report_exec_failure(const CommandChild& c, int report_read) {
   child::Failure failure{};
   if (!child::read_failure(report_read, failure)) return;  // EOF: the command runs
-  std::fprintf(stderr, "sbx-stage2: exec: %s: %s\n", o.exec_argv[0], std::strerror(failure.error));
+  const char* step = failure.step == child::Step::kExec ? "exec" : "session";
+  std::fprintf(stderr, "sbx-stage2: %s: %s: %s\n", step, c.argv[0], std::strerror(failure.error));
   std::fflush(stderr);
 }
 
-// PID 1, the command reaped: the signal that killed it, one byte on the ready pipe after the
-// ready byte (read by sbx once bwrap has ended, plugins/bwrap/src/stage2_launch.cpp). Best
-// effort: without it sbx reports 128+N as an exit code, as before.
+// The command reaped: the signal that killed it, one byte on `status_fd` (PID 1: the ready pipe
+// after the ready byte; the waiter: --status-fd), read by sbx once bwrap has ended
+// (plugins/bwrap/src/launch.cpp, with_command_signal). Best effort: without it sbx reports
+// 128+N as an exit code.
 void tell_signal(int status_fd, int status) {
   if (status_fd < 0 || !WIFSIGNALED(status)) return;
   const char byte = static_cast<char>(WTERMSIG(status));
@@ -331,9 +373,11 @@ void tell_signal(int status_fd, int status) {
   }
 }
 
-// PID 1: run the command as a child; forward signals; reap everything; return its status
-// (and tell sbx a signal on `status_fd`, -1 for none).
-[[noreturn]] void run_as_init(const Options& o, confine::ConfinementSteps& steps, int status_fd) {
+// PID 1 and the waiter: run the command as a child; forward signals; reap everything (PID 1's
+// orphans; the waiter has no other child); exit with its status (and tell sbx a signal on
+// `status_fd`, -1 for none).
+[[noreturn]] void run_and_wait(const CommandChild& c, confine::ConfinementSteps& steps,
+                               int status_fd) {
   sigset_t all;
   sigemptyset(&all);
   for (int sig : kForwarded) sigaddset(&all, sig);
@@ -342,11 +386,10 @@ void tell_signal(int status_fd, int status) {
   catch_forwarded_signals();
   int report[2];
   if (!child::open_report_pipe(report)) fail("pipe", std::strerror(errno));
-  const pid_t command = ::fork();
+  const pid_t command = vfork_command(c, report[1], steps);
   if (command < 0) fail("fork", std::strerror(errno));
-  if (command == 0) exec_command_from_init(o, report[1], steps);
   ::close(report[1]);
-  report_exec_failure(o, report[0]);
+  report_exec_failure(c, report[0]);
   ::close(report[0]);
   for (;;) {
     siginfo_t info{};
@@ -450,26 +493,45 @@ void enter_write_layer(const std::vector<std::string>& writable_roots) {
   if (!layered.ok()) fail("write layer", layered.error());
 }
 
-// --write-layer-exec's arguments: [--write-root PATH]... [--trace-fd N] -- COMMAND...
-struct WriteLayerExec {
+// --waiter's arguments: [--write-layer [--write-root PATH]...] [--status-fd N] [--trace-fd N]
+// -- COMMAND...
+struct Waiter {
+  bool write_layer = false;
   std::vector<std::string> roots;
+  int status_fd = -1;
   int trace_fd = -1;
   char** command = nullptr;
 };
 
-WriteLayerExec parse_write_layer_exec(int argc, char** argv) {
-  WriteLayerExec w;
+// --status-fd: the pipe sbx reads the signal from, made close-on-exec so that the command never
+// holds it.
+int adopt_status_fd(const std::string& value) {
+  const int fd = parse_fd("--status-fd", value);
+  if (::fcntl(fd, F_SETFD, FD_CLOEXEC) != 0)
+    fail("arguments", "--status-fd " + value + " is not an open descriptor");
+  return fd;
+}
+
+Waiter parse_waiter(int argc, char** argv) {
+  Waiter w;
   int i = 2;
-  for (; i < argc && std::string(argv[i]) != "--"; i += 2) {
+  for (; i < argc && std::string(argv[i]) != "--"; ++i) {
     const std::string option = argv[i];
-    if (i + 1 < argc && option == "--write-root") {
-      w.roots.push_back(parse_write_root(argv[i + 1]));
+    if (option == "--write-layer") {
+      w.write_layer = true;
+    } else if (i + 1 < argc && option == "--write-root") {
+      w.roots.push_back(parse_write_root(argv[++i]));
+    } else if (i + 1 < argc && option == "--status-fd") {
+      w.status_fd = adopt_status_fd(argv[++i]);
     } else if (i + 1 < argc && confine::kChecked && option == "--trace-fd") {
-      w.trace_fd = parse_trace_fd(argv[i + 1]);
+      w.trace_fd = parse_trace_fd(argv[++i]);
     } else {
-      fail("arguments", "--write-layer-exec takes only --write-root PATH, got '" + option + "'");
+      fail("arguments",
+           "--waiter takes only --write-layer, --write-root PATH and --status-fd N, got '" +
+               option + "'");
     }
   }
+  if (!w.write_layer && !w.roots.empty()) fail("arguments", "--write-root needs --write-layer");
   if (i + 1 >= argc) fail("arguments", "no command after '--'");
   w.command = argv + i + 1;
   if (w.command[0][0] != '/')
@@ -478,28 +540,27 @@ WriteLayerExec parse_write_layer_exec(int argc, char** argv) {
   return w;
 }
 
-// --write-layer-exec: exec'd by bwrap as the command in the direct launch, after bwrap's mounts,
-// seccomp programs and no_new_privs; it enters the write layer (which is also the run's Landlock
-// scope: sbx entered none before bwrap) and execs the command in its place with the environment
-// bwrap gave it (linux/confine/order.hpp, the write-layer exec's rows). Nothing else: no fork, no
-// descriptor touched but the trace's.
-[[noreturn]] void write_layer_exec_main(int argc, char** argv) {
-  const WriteLayerExec w = parse_write_layer_exec(argc, argv);
+// --waiter: exec'd by bwrap as the command in the direct launch, after bwrap's mounts, seccomp
+// programs, capability drop and no_new_privs; it enters the write layer when the plan has one
+// (which is also the run's Landlock scope: sbx entered none before bwrap), then runs the command
+// with the environment bwrap gave it and waits for it (linux/confine/order.hpp, the waiter's
+// rows). The layer is entered before the fork, so the waiter keeps no write access the command
+// lacks and shares its Landlock domain (signals between the two stay within it).
+[[noreturn]] void waiter_main(int argc, char** argv) {
+  const Waiter w = parse_waiter(argc, argv);
   confine::Shape shape;
   shape.route = confine::Route::kBwrapDirect;
-  shape.write_layer = true;
+  shape.write_layer = w.write_layer;
   const confine::Order order = confine::confinement_order(shape);
-  confine::ConfinementSteps steps(order, confine::Actor::kWriteLayerExec, w.trace_fd);
+  confine::ConfinementSteps steps(order, confine::Actor::kWaiter, w.trace_fd);
   // Already set by bwrap with its seccomp programs; Landlock requires it (landlock(7)).
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail("no_new_privs", std::strerror(errno));
   step_done(steps, confine::Step::kNoNewPrivs);
-  enter_write_layer(w.roots);
-  step_done(steps, confine::Step::kWriteLayer);
-  step_done(steps, confine::Step::kExec);
-  ::execve(w.command[0], w.command, environ);
-  const int err = errno;
-  std::fprintf(stderr, "sbx-stage2: exec: %s: %s\n", w.command[0], std::strerror(err));
-  ::_exit(sbx::sdk::exit_code_for_exec_error(err));
+  if (w.write_layer) {
+    enter_write_layer(w.roots);
+    step_done(steps, confine::Step::kWriteLayer);
+  }
+  run_and_wait({w.command, environ, /*own_session=*/true}, steps, w.status_fd);
 }
 
 // Landlock mode: see the file comment. The environment is this process's own
@@ -582,7 +643,7 @@ int main(int argc, char** argv) {
   make_undumpable();
   if (argc >= 2 && std::string(argv[1]) == "--metadata-guard")
     ::_exit(sbx::stage2::run_metadata_guard(argc, argv));
-  if (argc >= 2 && std::string(argv[1]) == "--write-layer-exec") write_layer_exec_main(argc, argv);
+  if (argc >= 2 && std::string(argv[1]) == "--waiter") waiter_main(argc, argv);
   if (sbx::stage2::is_landlock_argv(std::vector<std::string>(argv, argv + argc)))
     landlock_main(argc, argv);
   Options options = parse(argc, argv);
@@ -591,6 +652,8 @@ int main(int argc, char** argv) {
   const confine::Order order = confine::confinement_order(shape);
   confine::ConfinementSteps steps(order, confine::Actor::kStage2, options.trace_fd);
   const int status_fd = confine_command(options, shape, steps);
-  if (::getpid() == 1) run_as_init(options, steps, status_fd);
+  if (::getpid() == 1)
+    run_and_wait({options.exec_argv.data(), options.exec_envp.data(), /*own_session=*/false}, steps,
+                 status_fd);
   exec_command(options, steps);
 }

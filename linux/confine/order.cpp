@@ -32,7 +32,7 @@ bool separate_scope(const Shape& s) { return s.landlock_scope && !s.write_layer;
 // sbx's child that execs bwrap, both routes (launch.cpp run_child). Its limits come before
 // no_new_privs for the cgroup files; the notify filter before bwrap so that nothing bwrap
 // starts connects unsupervised; the scope (direct launch without the write layer only: stage 2
-// enters it itself, the trampoline's layer scopes) last, so bwrap and everything it starts are
+// enters it itself, the waiter's layer scopes) last, so bwrap and everything it starts are
 // inside.
 void bwrap_launcher(const Shape& s, Rows& rows) {
   rows.by(Actor::kLauncher)
@@ -47,16 +47,21 @@ void bwrap_launcher(const Shape& s, Rows& rows) {
 // bwrap 0.8 (bubblewrap.c main()) sets no_new_privs first, makes the namespaces and mounts
 // (closing each descriptor sbx gave it once used); the direct launch's last mount is the pause
 // point, where sbx checks the sandbox; then drop_privs() (--cap-drop ALL) and, last before
-// execvp, the --add-seccomp-fd programs. The write layer can only come after every mount, so
-// in the direct launch it is the trampoline's, after bwrap's filter (which allows the Landlock
-// calls and execve).
+// execvp, the --add-seccomp-fd programs. bwrap execs the waiter, which reports the command's
+// real wait status (bwrap folds a signal into 128+N). The write layer can only come after every
+// mount, so in the direct launch it is the waiter's, after bwrap's filter (which allows the
+// Landlock calls, fork and execve), and before it forks: the waiter keeps nothing the command
+// lacks. The command's child marks the waiter's descriptors close-on-exec.
 void bwrap_direct(const Shape& s, Rows& rows) {
   bwrap_launcher(s, rows);
   rows.by(Actor::kBwrap).add(Step::kNoNewPrivs).add(Step::kMounts);
   rows.by(Actor::kPauseCheck).add(Step::kMountCheck).add(Step::kNetworkCheck, s.private_network);
   rows.by(Actor::kBwrap).add(Step::kCapabilities).add(Step::kSeccomp).add(Step::kExec);
-  if (!s.write_layer) return;
-  rows.by(Actor::kWriteLayerExec).add(Step::kNoNewPrivs).add(Step::kWriteLayer).add(Step::kExec);
+  rows.by(Actor::kWaiter)
+      .add(Step::kNoNewPrivs)
+      .add(Step::kWriteLayer, s.write_layer)
+      .add(Step::kDescriptors)
+      .add(Step::kExec);
 }
 
 // Stage 2 as PID 1 (stage2_main.cpp main()): bwrap gives it no filter (--as-pid-1, no
@@ -146,8 +151,8 @@ const char* actor_name(Actor actor) noexcept {
       return "pause check";
     case Actor::kStage2:
       return "stage 2";
-    case Actor::kWriteLayerExec:
-      return "write-layer exec";
+    case Actor::kWaiter:
+      return "waiter";
   }
   return "unknown actor";
 }

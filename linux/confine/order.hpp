@@ -4,8 +4,8 @@
 //
 // Like nsjail's containProc() (one function holding every step of a jail in order), except that
 // here the steps are spread over up to four processes: sbx's launcher child, bubblewrap,
-// sbx-stage2 and its write-layer trampoline. So the order is data, and each of them follows its
-// own rows of it through ConfinementSteps (steps.hpp), which checks them at run time in checked
+// sbx-stage2 and its waiter (the direct launch's). So the order is data, and each of them follows
+// its own rows of it through ConfinementSteps (steps.hpp), which checks them at run time in checked
 // builds; bubblewrap's rows document what bubblewrap 0.8 does (bubblewrap.c main()), and the
 // trace test (tests/integration/confine/) checks their effects from sbx's next step.
 //
@@ -34,12 +34,13 @@ namespace sbx::confine {
 
 // Who performs a step.
 enum class Actor : std::uint8_t {
-  kLauncher = 1,    // sbx's child: execs bwrap (plugins/bwrap/src/launch.cpp) or, in Landlock
-                    // mode, the command (linux/landlock/landlock_launch.cpp, the command's child)
-  kBwrap,           // bubblewrap itself (not sbx's code; bubblewrap.c main(), release 0.8)
-  kPauseCheck,      // sbx at bwrap's pause point, the direct launch (plugins/bwrap/src/direct.cpp)
-  kStage2,          // sbx-stage2 as PID 1 of the sandbox (stage2/stage2_main.cpp)
-  kWriteLayerExec,  // sbx-stage2 --write-layer-exec, bwrap's command in the direct launch
+  kLauncher = 1,  // sbx's child: execs bwrap (plugins/bwrap/src/launch.cpp) or, in Landlock
+                  // mode, the command (linux/landlock/landlock_launch.cpp, the command's child)
+  kBwrap,         // bubblewrap itself (not sbx's code; bubblewrap.c main(), release 0.8)
+  kPauseCheck,    // sbx at bwrap's pause point, the direct launch (plugins/bwrap/src/direct.cpp)
+  kStage2,        // sbx-stage2 as PID 1 of the sandbox (stage2/stage2_main.cpp)
+  kWaiter,        // sbx-stage2 --waiter, bwrap's command in the direct launch: enters the
+                  // write layer, runs the command as its child and reports its wait status
 };
 
 // One confinement step.
@@ -67,7 +68,7 @@ enum class Step : std::uint8_t {
 
 // The launch paths.
 enum class Route : std::uint8_t {
-  kBwrapDirect,  // sbx -> bwrap -> [write-layer trampoline ->] command (plugins/bwrap/README.md)
+  kBwrapDirect,  // sbx -> bwrap -> the waiter -> command (plugins/bwrap/README.md)
   kBwrapStage2,  // sbx -> bwrap -> sbx-stage2 (PID 1) -> command: network mode proxy, fallbacks
   kLandlock,     // sbx (launcher child) -> command (linux/landlock/README.md, "The launcher")
 };
@@ -81,7 +82,8 @@ struct Shape {
   bool proxy_relay = false;      // bwrap stage 2: network mode proxy's relay
   bool landlock_scope = false;   // bwrap: Landlock ABI 6+ (the scope needs it; a step of its
                                  // own only without the write layer, which scopes then)
-  bool write_layer = false;      // bwrap: the plan has one (direct launch: and ABI 2+)
+  bool write_layer = false;      // bwrap: the plan has one (direct launch: and ABI 2+, else the
+                                 // waiter enters none)
   bool mount_check = true;       // bwrap stage 2: a mount list to check (a procfs inside)
   bool landlock_ruleset = true;  // Landlock mode: the kernel restricts something for the plan
 };

@@ -10,7 +10,7 @@
 //
 // The trace (checked builds only; tests/integration/confine/ reads it): when sbx's environment
 // names a descriptor in SBX_CONFINE_TRACE_FD, every performer writes one TraceRecord per step
-// to it, sbx hands it on to stage 2 and the write-layer trampoline (--trace-fd), and each makes
+// to it, sbx hands it on to stage 2 and the direct launch's waiter (--trace-fd), and each makes
 // its copy close-on-exec, so the command never holds it. Why it is safe to have in a test
 // build: it only writes records nothing in the run reads, never decides a step; the variable is
 // read from sbx's own environment, so a sandboxed command can enable it only for an sbx of its

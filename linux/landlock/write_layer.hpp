@@ -1,5 +1,5 @@
 // The bwrap backend's write layer: a Landlock domain, entered right before the command's execve
-// (by stage 2 as PID 1, or by stage 2's --write-layer-exec trampoline in the direct launch), that
+// (by stage 2 as PID 1, or by stage 2's waiter in the direct launch, before it forks), that
 // lets the command write only beneath the policy's writable roots and the sandbox's own device
 // and proc entries (plugins/bwrap/README.md, "Host FIFOs and sockets").
 //

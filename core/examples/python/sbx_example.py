@@ -103,9 +103,11 @@ def walk_through_pure_parts(sbx, workdir):
     check(nothing["recorded"] is False and nothing["policy"] is None,
           "an approval outside the request records nothing (and is not a refusal)")
 
-    verdict = sbx.classify(159, 0, "", "bwrap")
+    verdict = sbx.classify(0, 31, "", "bwrap")
     check(verdict["likely_sandbox_denial"] and verdict["kind"] == "syscall_filter",
-          "classify: exit 159 under a sandbox is SIGSYS")
+          "classify: death by SIGSYS under a sandbox is the syscall filter's")
+    verdict = sbx.classify(159, 0, "", "bwrap")
+    check(not verdict["likely_sandbox_denial"], "classify: a plain exit 159 is the command's own")
     verdict = sbx.classify(1, 0, "cat: x: Permission denied\n", None)
     check(not verdict["likely_sandbox_denial"], "classify: never a denial without a sandbox")
 

@@ -151,14 +151,13 @@ std::optional<DenialAssessment> setup_failure(const FailedCommand& command,
 std::optional<DenialAssessment> signal_denial(const FailedCommand& command) {
   const int sigsys = sigsys_number(command.platform);
   if (sigsys == 0) return std::nullopt;
-  // bwrap's direct launch reports the command's death by signal N as exit 128+N (bwrap's init
-  // folds it: bubblewrap.c, propagate_exit_status), so there 159 may be SIGSYS. Every other
-  // path reports a signal as a signal (stage 2 and the Landlock supervisor pass it on), and a
-  // plain `exit 159` of a command is its own code.
-  const bool folded = command.backend == "bwrap";
-  const bool killed = command.status.signal == sigsys || (folded && command.status.signal == 0 &&
-                                                          command.status.exit_code == 128 + sigsys);
-  if (!killed) return std::nullopt;
+  // Only a death by SIGSYS, reported as a signal: every backend of sbx's reports a signal as a
+  // signal (bwrap through sbx-stage2, its PID 1 or its direct launch's waiter; Landlock through
+  // its supervisor), and a plain `exit 159` of a command is its own code. A backend that folds a
+  // signal into exit code 128+N breaks the SDK's contract (ExitStatus::signal, sdk/README.md);
+  // its SIGSYS then goes unnamed here, which costs an agent a hint, where reading every 159 as
+  // SIGSYS would call a command's own exit code a sandbox denial.
+  if (command.status.signal != sigsys) return std::nullopt;
   return DenialAssessment{true, DenialKind::kSyscallFilter,
                           "the command was killed by SIGSYS (" + std::to_string(sigsys) +
                               "): the sandbox's system-call filter trapped a call it forbids",

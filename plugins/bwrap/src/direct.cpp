@@ -70,7 +70,7 @@ std::string status_field(std::string_view status, std::string_view key) {
   return {};
 }
 
-bool is_sandbox_command(pid_t pid, pid_t init) {
+bool is_sandbox_waiter(pid_t pid, pid_t init) {
   const std::string path = "/proc/" + std::to_string(pid) + "/status";
   const int dir = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (dir < 0) return false;
@@ -144,7 +144,8 @@ std::optional<DirectPlan> direct_plan(const BwrapPlan& plan, bool write_layer_su
   if (plan.net == Stage2Net::kProxy) return {};  // the relay runs inside: stage 2
   if (plan.command.empty() || plan.command.front().empty() || plan.command.front().front() != '/')
     return {};
-  if (!plan.write_layer && !plan.write_roots.empty()) return {};  // stage 2 refuses it
+  if (plan.stage2.empty() || plan.stage2.front() != '/') return {};  // no waiter to run
+  if (!plan.write_layer && !plan.write_roots.empty()) return {};     // stage 2 refuses it
   // bwrap 0.8 sets PWD to its --chdir directory after applying --clearenv/--setenv, and nothing
   // unsets it: the command's environment is exactly the plan's only when the plan already has
   // that PWD. Otherwise (a policy with `inherit: none`, a caller whose PWD is elsewhere) stage 2
@@ -207,13 +208,14 @@ std::vector<std::string> split_args_block(const std::string& block) {
 }
 
 std::vector<std::string> direct_argv(const DirectPlan& plan) {
-  std::vector<std::string> out = {plan.bwrap, "--args", std::to_string(kArgsFd), "--"};
+  std::vector<std::string> out = {plan.bwrap, "--args",    std::to_string(kArgsFd),
+                                  "--",       plan.stage2, "--waiter"};
   if (plan.write_layer) {
-    out.insert(out.end(), {plan.stage2, "--write-layer-exec"});
+    out.emplace_back("--write-layer");
     for (const std::string& root : plan.writable_roots)
       out.insert(out.end(), {"--write-root", root});
-    out.push_back("--");
   }
+  out.insert(out.end(), {"--status-fd", std::to_string(kWaiterStatusFd), "--"});
   out.insert(out.end(), plan.command.begin(), plan.command.end());
   return out;
 }
@@ -314,7 +316,7 @@ PauseVerdict check_paused_sandbox(pid_t pid, int pidfd,
 namespace {
 
 // The pids in /proc, space-separated like a children file: the fallback for kernels built
-// without CONFIG_PROC_CHILDREN (is_sandbox_command then picks PID 1's child by its status).
+// without CONFIG_PROC_CHILDREN (is_sandbox_waiter then picks PID 1's child by its status).
 std::optional<std::string> every_pid() {
   DIR* proc = opendir("/proc");
   if (proc == nullptr) return std::nullopt;
@@ -331,7 +333,7 @@ std::optional<std::string> every_pid() {
 
 }  // namespace
 
-std::optional<pid_t> find_sandbox_command(pid_t init, int& pidfd) {
+std::optional<pid_t> find_sandbox_waiter(pid_t init, int& pidfd) {
   const std::string path =
       "/proc/" + std::to_string(init) + "/task/" + std::to_string(init) + "/children";
   const int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -347,11 +349,11 @@ std::optional<pid_t> find_sandbox_command(pid_t init, int& pidfd) {
     pid_t child = 0;
     const auto parsed = std::from_chars(children->data() + at, children->data() + end, child);
     at = end + 1;
-    if (parsed.ec != std::errc() || child <= 0 || !is_sandbox_command(child, init)) continue;
+    if (parsed.ec != std::errc() || child <= 0 || !is_sandbox_waiter(child, init)) continue;
     const int fd = static_cast<int>(syscall(SYS_pidfd_open, child, 0));
     if (fd < 0) continue;
     // Checked again with the pidfd held: the pid was not reused in between.
-    if (!is_sandbox_command(child, init)) {
+    if (!is_sandbox_waiter(child, init)) {
       close(fd);
       continue;
     }

@@ -1,7 +1,8 @@
-// The direct launch (launch.hpp, direct.hpp): sbx -> bwrap -> command, no sbx-stage2 in between.
-// bwrap gets its options on a sealed memfd (--args), the seccomp programs on descriptors and a
-// pause point; the watcher checks the paused sandbox, lets it go on (or kills it), and sends
-// signals to the command itself (SignalForwarder::aim_at_command_of).
+// The direct launch (launch.hpp, direct.hpp): sbx -> bwrap -> the waiter -> command, no
+// sbx-stage2 as PID 1. bwrap gets its options on a sealed memfd (--args), the seccomp programs on
+// descriptors and a pause point; the watcher checks the paused sandbox, lets it go on (or kills
+// it), and sends signals to the waiter (SignalForwarder::aim_at_waiter_of), which passes them on
+// to the command and tells sbx the signal that killed it (kWaiterStatusFd).
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <poll.h>
@@ -43,14 +44,16 @@ struct DirectLaunch : LaunchBase {
   int pause_read = -1;
   int pause_write = -1;  // sbx's: bwrap waits at the pause point until it is closed
   int scope_ruleset = -1;
+  int waiter_status_read = -1;   // sbx's: the command's signal, read once bwrap has ended
+  int waiter_status_write = -1;  // the waiter's (kWaiterStatusFd)
   std::vector<std::pair<int, std::string>> bind_sources;  // for the record (launch_json)
   std::string args;                                       // the --args block as written
   std::vector<std::string> env;                           // its --setenv entries
   std::vector<stage2::PlannedMount> planned;
   bool private_network = false;
   std::string command;
-  bool trampoline = false;  // bwrap runs the write layer's trampoline, which runs the command
-  int cancel_fd = -1;       // the run's (RunContext::cancel_fd): never closed here
+  bool write_layer = false;  // the waiter enters the write layer
+  int cancel_fd = -1;        // the run's (RunContext::cancel_fd): never closed here
 
   DirectLaunch() = default;
   DirectLaunch(const DirectLaunch&) = delete;
@@ -58,10 +61,11 @@ struct DirectLaunch : LaunchBase {
   ~DirectLaunch() {
     close_after_fork();
     if (pause_write >= 0) close(pause_write);
+    if (waiter_status_read >= 0) close(waiter_status_read);
   }
   // What only the child needed of this launch's own: closed once bwrap has been started.
   void close_after_fork() {
-    for (int* fd : {&args_fd, &pause_read, &scope_ruleset}) {
+    for (int* fd : {&args_fd, &pause_read, &scope_ruleset, &waiter_status_write}) {
       if (*fd >= 0) close(*fd);
       *fd = -1;
     }
@@ -88,24 +92,38 @@ Status open_pause_pipe(DirectLaunch& launch) {
   }
 }
 
+// The waiter's status pipe: the write end goes through bwrap to the waiter at kWaiterStatusFd
+// (bwrap's PID 1 closes it, bubblewrap.c: "Close fds in pid 1"; the waiter makes it
+// close-on-exec), the read end stays in sbx, non-blocking: read once bwrap has ended, when the
+// waiter has written its byte or never will.
+Status open_waiter_status_pipe(DirectLaunch& launch) {
+  int status[2];
+  if (pipe2(status, O_CLOEXEC) != 0)
+    return Error{std::string("bwrap: cannot create a pipe: ") + std::strerror(errno)};
+  launch.waiter_status_read = status[0];
+  launch.waiter_status_write = status[1];
+  if (fcntl(status[0], F_SETFL, O_NONBLOCK) != 0)
+    return Error{std::string("bwrap: cannot set up a pipe: ") + std::strerror(errno)};
+  return {};
+}
+
 // The launch's confinement order (linux/confine/order.hpp): the direct route, its Landlock
-// scope (none with the trampoline, whose write layer scopes) and write-layer trampoline as
-// prepared.
+// scope (none with the write layer, which scopes) and the waiter's write layer as prepared.
 confine::Order direct_order(const DirectLaunch& launch) {
   confine::Shape shape;
   shape.route = confine::Route::kBwrapDirect;
   shape.private_network = launch.private_network;
   shape.landlock_scope = launch.scope_ruleset >= 0;
-  shape.write_layer = launch.trampoline;
+  shape.write_layer = launch.write_layer;
   return confine::confinement_order(shape);
 }
 
-// With a trace (checked builds), the trampoline is told where it is: right after
-// --write-layer-exec, which precedes the command's own arguments.
+// With a trace (checked builds), the waiter is told where it is: right after --waiter, which
+// precedes the command's own arguments.
 void hand_on_trace(std::vector<std::string>& argv) {
-  const auto trampoline = std::find(argv.begin(), argv.end(), "--write-layer-exec");
-  if (trampoline != argv.end())
-    argv.insert(std::next(trampoline), {"--trace-fd", std::to_string(kTraceFd)});
+  const auto waiter = std::find(argv.begin(), argv.end(), "--waiter");
+  if (waiter != argv.end())
+    argv.insert(std::next(waiter), {"--trace-fd", std::to_string(kTraceFd)});
 }
 
 // The pause check's rows of the order (checked builds): the checks just passed. Out of order,
@@ -149,7 +167,8 @@ Status prepare_direct(const DirectPlan& plan, DirectLaunch& launch) {
   if (!seccomp.ok()) return seccomp.failure();
   launch.seccomp = std::move(*seccomp);
   if (Status pause = open_pause_pipe(launch); !pause.ok()) return pause;
-  // With the trampoline the command is scoped by the write layer's domain, and a scope entered
+  if (Status status = open_waiter_status_pipe(launch); !status.ok()) return status;
+  // With the write layer the command is scoped by the layer's domain, and a scope entered
   // here as well would lie beneath it: every cross-directory rename and link would then be
   // EXDEV (linux/landlock/write_layer.hpp). So the scope is the child's only without one.
   if (!direct.write_layer) {
@@ -160,9 +179,9 @@ Status prepare_direct(const DirectPlan& plan, DirectLaunch& launch) {
   if (Status channel = open_supervisor_channel(launch); !channel.ok()) return channel;
   launch.env = direct.env;
   launch.argv = direct_argv(direct);
-  launch.trampoline = direct.write_layer;
+  launch.write_layer = direct.write_layer;
   launch.trace_fd = confine::trace_fd_from_environment();
-  if (launch.trace_fd >= 0 && launch.trampoline) hand_on_trace(launch.argv);
+  if (launch.trace_fd >= 0) hand_on_trace(launch.argv);
   launch.order = direct_order(launch);
   return {};
 }
@@ -235,8 +254,8 @@ Result<DirectOutcome> watch_direct_run(pid_t bwrap, int signal_fd, int status_fd
         close(launch.pause_write);
         launch.pause_write = -1;
         out.released = true;
-        // Signals held until now go to the command, once it exists.
-        forwarder.aim_at_command_of(init);
+        // Signals held until now go to the waiter, once it catches them.
+        forwarder.aim_at_waiter_of(init);
       }
     }
     if (fds[4].revents != 0) supervisor->serve();
@@ -274,9 +293,10 @@ Result<ExitStatus> report_refused(const PauseVerdict& refused, int err_fd) {
 }
 
 // The run's status once bwrap (started without a failure of its child) was reaped with `bwrap`;
-// sbx's messages on `err_fd`, the command's stderr.
+// the waiter's status pipe `signal_read` gives the command's signal; sbx's messages on `err_fd`,
+// the command's stderr.
 Result<ExitStatus> direct_status(const DirectOutcome& outcome, const ExitStatus& bwrap,
-                                 int err_fd) {
+                                 int signal_read, int err_fd) {
   if (outcome.refused) return report_refused(*outcome.refused, err_fd);
   // bwrap writes "exit-code" only once the command has run; without it, bwrap itself failed,
   // or it was killed while the command ran (past the pause point): the run's timeout kills the
@@ -287,7 +307,7 @@ Result<ExitStatus> direct_status(const DirectOutcome& outcome, const ExitStatus&
     if (outcome.released && bwrap.signal != 0) return bwrap;
     return report_bwrap_failure(bwrap);
   }
-  return bwrap;
+  return with_command_signal(bwrap, signal_read);
 }
 
 }  // namespace
@@ -327,15 +347,16 @@ Result<ExitStatus> run_direct_launch(const ExecPlan& plan, const DirectPlan& dir
   char* no_env[] = {nullptr};  // bwrap gets the command's environment through --args
   static_assert(kStatusFd == kFirstPlacedFd && kArgsFd == kStatusFd + 1 &&
                 kSeccompTableFd == kArgsFd + 1 && kSeccompRulesFd == kSeccompTableFd + 1 &&
-                kPauseFd == kSeccompRulesFd + 1 && kTraceFd == kPauseFd + 1);
-  // The trace goes on through bwrap only to the trampoline: without one, bwrap's command is the
-  // command itself, which must get nothing but 0-2.
-  const int handed_trace = launch.trampoline ? launch.trace_fd : -1;
-  const ChildProgram program{argv.data(),
-                             no_env,
-                             {pipes.info[1], launch.args_fd, launch.seccomp.table(),
-                              launch.seccomp.rules(), launch.pause_read, handed_trace},
-                             launch.scope_ruleset};
+                kPauseFd == kSeccompRulesFd + 1 && kTraceFd == kPauseFd + 1 &&
+                kWaiterStatusFd == kTraceFd + 1);
+  // The trace and the status pipe go on through bwrap to the waiter, which makes both
+  // close-on-exec: the command gets nothing but 0-2.
+  const ChildProgram program{
+      argv.data(),
+      no_env,
+      {pipes.info[1], launch.args_fd, launch.seccomp.table(), launch.seccomp.rules(),
+       launch.pause_read, launch.trace_fd, launch.waiter_status_write},
+      launch.scope_ruleset};
   Result<StartedBwrap> bwrap =
       start_bwrap(plan, program, launch, pipes, run, [&launch] { launch.close_after_fork(); });
   if (!bwrap.ok()) return bwrap.failure();
@@ -345,7 +366,7 @@ Result<ExitStatus> run_direct_launch(const ExecPlan& plan, const DirectPlan& dir
   if (!ended.ok()) return ended;
   const int err_fd = run.stdio_fd(2);
   if (bwrap->failure) return report_failure(plan, *bwrap->failure);
-  return direct_status(*outcome, *ended, err_fd);
+  return direct_status(*outcome, *ended, launch.waiter_status_read, err_fd);
 }
 
 }  // namespace sbx::bwrap::launch

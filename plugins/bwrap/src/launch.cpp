@@ -49,10 +49,10 @@ void step_done(confine::ConfinementSteps& steps, confine::Step step, int report)
 // into the sandbox); the bind sources (>= kFirstBindFd, never moved) kept as they are, bwrap
 // uses each for its mount and closes it before running what follows; the placed ones at their
 // numbers (the stage-2 launch's are passed on to stage 2, which closes kEnvFd, kReadyFd and
-// kMountsFd once used; the direct launch's are bwrap's own; kTraceFd goes on to stage 2 or the
-// trampoline, which make it close-on-exec); the run's stdio at 0-2. Every source is moved above
-// the placed range first: any of them may currently *be* one of the numbers placed. Returns the
-// report pipe's new number.
+// kMountsFd once used; the direct launch's are bwrap's own but kWaiterStatusFd, which goes on to
+// the waiter; kTraceFd goes on to stage 2 or the waiter; both make what they get close-on-exec);
+// the run's stdio at 0-2. Every source is moved above the placed range first: any of them may
+// currently *be* one of the numbers placed. Returns the report pipe's new number.
 int arrange_descriptors(const ChildArgs& a, int& channel, int& ruleset, int& trace) {
   if (!child::close_on_exec_all_but(a.bind_fds, a.bind_fd_count)) setup_failed(a.report_fd);
   const int report = child::move_above(a.report_fd, kAbovePlaced);
@@ -105,9 +105,9 @@ int arrange_descriptors(const ChildArgs& a, int& channel, int& ruleset, int& tra
   // The unix-socket supervisor's filter (unix_supervisor.hpp) covers bwrap and all it starts;
   // its listener goes to sbx, which answers from now on (the watcher, and a supervisor thread
   // from the first connect on). Then the Landlock scope of a direct launch without the write
-  // layer's trampoline: bwrap and all it starts run inside both. (With the trampoline the write
-  // layer's domain scopes instead: a scope entered here would lie beneath it and turn every
-  // cross-directory rename and link into EXDEV, linux/landlock/write_layer.hpp.)
+  // layer: bwrap and all it starts run inside both. (With it the waiter's write layer scopes
+  // instead: a scope entered here would lie beneath it and turn every cross-directory rename and
+  // link into EXDEV, linux/landlock/write_layer.hpp.)
   const int listener = install_unix_notify_filter(a.report_sends);
   if (listener < 0 || !send_descriptor(channel, listener)) setup_failed(report);
   close(listener);
@@ -174,8 +174,8 @@ void SignalForwarder::aim_at_init(pid_t init) {
   pidfd_ = pidfd_open_raw(init);  // kill() fallback below: Linux < 5.3
 }
 
-void SignalForwarder::aim_at_command_of(pid_t init) {
-  aim_ = Aim::kCommandOf;
+void SignalForwarder::aim_at_waiter_of(pid_t init) {
+  aim_ = Aim::kWaiterOf;
   pid_ = init;
 }
 
@@ -197,23 +197,21 @@ void SignalForwarder::deliver_held() {
     if (pidfd_ >= 0) {
       syscall(SYS_pidfd_send_signal, pidfd_, sig, nullptr, 0);
     } else {
-      kill(pid_, sig);  // kInit only: a kCommandOf target is ready only with its pidfd
+      kill(pid_, sig);  // kInit only: a kWaiterOf target is ready only with its pidfd
     }
   }
   sigemptyset(&held_);
 }
 
-bool SignalForwarder::target_ready() {
-  if (aim_ == Aim::kInit) return init_catches_forwarded();
-  return pidfd_ >= 0 || find_sandbox_command(pid_, pidfd_).has_value();
-}
+namespace {
 
-// True once sbx-stage2 (as PID 1) catches every forwarded signal: from then on a signal is
-// queued for its sigwaitinfo (they are blocked too) instead of being dropped by the kernel.
-// (SigCgt: stage 2 installs handlers it never runs, precisely to make this visible; SigBlk
-// does not work, as sigwaitinfo shows the awaited signals unblocked while it sleeps.)
-bool SignalForwarder::init_catches_forwarded() const {
-  std::ifstream status("/proc/" + std::to_string(pid_) + "/status");
+// True once process `pid` catches every forwarded signal: from then on a signal is queued for
+// sbx-stage2's sigwaitinfo (they are blocked too) instead of being dropped (a PID 1) or killing
+// it (the waiter, or whatever ran before it as that pid). (SigCgt: stage 2 installs handlers it
+// never runs, precisely to make this visible; SigBlk does not work, as sigwaitinfo shows the
+// awaited signals unblocked while it sleeps.)
+bool catches_forwarded(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
   std::string line;
   while (std::getline(status, line)) {
     if (line.rfind("SigCgt:", 0) != 0) continue;
@@ -227,6 +225,20 @@ bool SignalForwarder::init_catches_forwarded() const {
     return true;
   }
   return false;  // gone, or /proc unreadable: keep holding until bwrap ends
+}
+
+}  // namespace
+
+bool SignalForwarder::target_ready() {
+  if (aim_ == Aim::kInit) return catches_forwarded(pid_);
+  if (pidfd_ < 0) {
+    const std::optional<pid_t> waiter = find_sandbox_waiter(pid_, pidfd_);
+    if (!waiter) return false;
+    waiter_ = *waiter;
+  }
+  // Read by pid, then the pinned process seen unreaped: the pid was its own all along (a pidfd
+  // keeps no pid from reuse once the process is reaped). A process that exited shows no SigCgt.
+  return catches_forwarded(waiter_) && syscall(SYS_pidfd_send_signal, pidfd_, 0, nullptr, 0) == 0;
 }
 
 void drain_signals(int signal_fd, SignalForwarder* forwarder) {
@@ -314,6 +326,23 @@ ExitStatus ended_by_cancel() {
   ExitStatus status;
   status.signal = SIGKILL;
   return status;
+}
+
+std::optional<unsigned char> read_one_byte(int fd) {
+  unsigned char byte = 0;
+  ssize_t n = 0;
+  do {
+    n = read(fd, &byte, 1);
+  } while (n < 0 && errno == EINTR);
+  if (n != 1) return std::nullopt;
+  return byte;
+}
+
+ExitStatus with_command_signal(const ExitStatus& bwrap, int signal_read) {
+  if (bwrap.signal != 0 || signal_read < 0) return bwrap;
+  const std::optional<unsigned char> signal = read_one_byte(signal_read);
+  if (!signal || *signal == 0 || bwrap.exit_code != 128 + *signal) return bwrap;
+  return ExitStatus{0, *signal};
 }
 
 Error report_failure(const ExecPlan& plan, const child::Failure& failure) {

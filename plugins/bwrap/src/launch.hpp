@@ -43,12 +43,15 @@ inline constexpr int kNoPidfdPollMs = 100;
 
 // The first descriptor number a launcher places for bwrap (3, right after stdio); each launcher
 // places up to kPlacedCount consecutive ones (the stage-2 launch: kInfoFd..kMountsFd, the direct
-// launch: kStatusFd..kPauseFd; both: kTraceFd).
+// launch: kStatusFd..kPauseFd and kWaiterStatusFd; both: kTraceFd).
 inline constexpr int kFirstPlacedFd = 3;
-inline constexpr std::size_t kPlacedCount = 6;
+inline constexpr std::size_t kPlacedCount = 7;
 // The confinement order's trace (checked builds, linux/confine/steps.hpp), handed on through
-// bwrap to stage 2 or the write-layer trampoline as --trace-fd; the last placed slot.
-inline constexpr int kTraceFd = kFirstPlacedFd + static_cast<int>(kPlacedCount) - 1;
+// bwrap to stage 2 or the direct launch's waiter as --trace-fd; the sixth placed slot (the
+// seventh is the waiter's status pipe, kWaiterStatusFd).
+inline constexpr int kTraceFd = kFirstPlacedFd + 5;
+static_assert(kWaiterStatusFd == kTraceFd + 1 &&
+              kWaiterStatusFd == kFirstPlacedFd + static_cast<int>(kPlacedCount) - 1);
 
 // The pipes every launch starts with: the child's failure report (CLOEXEC, EOF at a successful
 // execve) and bwrap's info or status pipe (the sandbox PID 1's pid, as JSON).
@@ -84,11 +87,15 @@ struct ChildArgs {
 int pidfd_open_raw(pid_t pid);
 
 // Delivers the forwarded signals to the sandbox, holding them until their target can receive
-// them. Two targets, one per launch:
-//  * aim_at_init (stage-2 launch): sbx-stage2, the sandbox's PID 1, once /proc shows it catches
-//    every forwarded signal (a PID 1 drops a signal it neither blocks nor handles);
-//  * aim_at_command_of (direct launch): the command, the child of bwrap's PID 1 whose innermost
-//    pid is 2, once it exists (find_sandbox_command, direct.hpp); bwrap's PID 1 never gets them.
+// them: until /proc shows that it catches every forwarded signal (sbx-stage2 installs handlers
+// it never runs for that, stage2_main.cpp catch_forwarded_signals). Two targets, one per launch:
+//  * aim_at_init (stage-2 launch): sbx-stage2, the sandbox's PID 1 (a PID 1 drops a signal it
+//    neither blocks nor handles);
+//  * aim_at_waiter_of (direct launch): the waiter, the child of bwrap's PID 1 whose innermost
+//    pid is 2 (find_sandbox_waiter, direct.hpp), which passes them on to the command. Until it
+//    catches them that process is bwrap's own, or sbx-stage2 setting up: a signal then would
+//    kill it before the command ran, and the run would be reported as bwrap's failure. bwrap's
+//    PID 1 never gets them.
 // A pidfd pins the target: once it has exited and been reaped its pid may be reused, and a late
 // signal must not hit an unrelated process (kill() only for PID 1 on Linux < 5.3).
 class SignalForwarder {
@@ -99,7 +106,7 @@ class SignalForwarder {
   SignalForwarder& operator=(const SignalForwarder&) = delete;
 
   void aim_at_init(pid_t init);
-  void aim_at_command_of(pid_t init);
+  void aim_at_waiter_of(pid_t init);
   // Called once bwrap has ended: nothing may be sent any more.
   void stop() { stopped_ = true; }
   void receive(int sig);
@@ -107,13 +114,13 @@ class SignalForwarder {
   void deliver_held();
 
  private:
-  enum class Aim { kNone, kInit, kCommandOf };
+  enum class Aim { kNone, kInit, kWaiterOf };
   bool target_ready();
-  bool init_catches_forwarded() const;
 
   Aim aim_ = Aim::kNone;
-  pid_t pid_ = 0;   // PID 1 of the sandbox (both aims)
-  int pidfd_ = -1;  // the target's pidfd: PID 1's (kInit), the command's (kCommandOf)
+  pid_t pid_ = 0;     // PID 1 of the sandbox (both aims)
+  pid_t waiter_ = 0;  // kWaiterOf: the waiter, once found
+  int pidfd_ = -1;    // the target's pidfd: PID 1's (kInit), the waiter's (kWaiterOf)
   bool ready_ = false;
   bool stopped_ = false;
   sigset_t held_;
@@ -166,6 +173,17 @@ void end_sandbox(pid_t bwrap, int init_pidfd);
 // A run ended by its cancel_fd: killed (128 + SIGKILL as a shell says it), quietly: the host
 // reports why.
 ExitStatus ended_by_cancel();
+
+// The run's status from bwrap's, once bwrap has ended: bwrap (bubblewrap.c
+// propagate_exit_status) and sbx-stage2 (PID 1 or the waiter) all turn a death by signal N into
+// exit code 128+N; stage 2 then wrote N as one byte on `signal_read` (stage2_main.cpp,
+// tell_signal; -1: no such pipe). Taken only when it matches bwrap's code, so nothing in the
+// sandbox can make a plain exit look like a signal other than the one its code already names.
+ExitStatus with_command_signal(const ExitStatus& bwrap, int signal_read);
+
+// One byte of `fd` (a pipe's read end, read after bwrap ended: what stage 2 wrote waits there);
+// nullopt when there is none.
+std::optional<unsigned char> read_one_byte(int fd);
 
 // What both launchers prepare alike (DirectLaunch and Stage2Launch derive from it): the bind
 // sources, the channel the unix-socket supervisor's listener travels over and its rules, the

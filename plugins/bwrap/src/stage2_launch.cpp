@@ -131,33 +131,10 @@ Status prepare_launch(const BwrapPlan& typed, const RunContext& run, Stage2Launc
   return open_supervisor_channel(launch);
 }
 
-// One byte of the ready pipe, read after bwrap ended (what stage 2 wrote waits in the pipe);
-// nullopt when there is none.
-std::optional<unsigned char> read_ready_byte(int ready_read) {
-  unsigned char byte = 0;
-  ssize_t n = 0;
-  do {
-    n = read(ready_read, &byte, 1);
-  } while (n < 0 && errno == EINTR);
-  if (n != 1) return std::nullopt;
-  return byte;
-}
-
 // True if sbx-stage2 wrote its ready byte, i.e. bwrap's setup worked and stage 2 started.
 bool stage2_started(int ready_read) {
   fcntl(ready_read, F_SETFL, O_NONBLOCK);
-  return read_ready_byte(ready_read).has_value();
-}
-
-// The run's status from bwrap's: bwrap (bubblewrap's propagate_exit_status) and stage 2 as PID 1
-// both turn a death by signal N into exit code 128+N; stage 2 then wrote N after its ready byte
-// (stage2_main.cpp, tell_signal). Taken only when it matches bwrap's code, so nothing in the
-// sandbox can make a plain exit look like a signal other than the one its code already names.
-ExitStatus with_command_signal(const ExitStatus& bwrap, int ready_read) {
-  if (bwrap.signal != 0) return bwrap;
-  const std::optional<unsigned char> signal = read_ready_byte(ready_read);
-  if (!signal || *signal == 0 || bwrap.exit_code != 128 + *signal) return bwrap;
-  return ExitStatus{0, *signal};
+  return read_one_byte(ready_read).has_value();
 }
 
 // The watcher of a stage-2 run: learns the PID 1 from bwrap's info pipe, forwards signals,
@@ -234,7 +211,7 @@ Result<ExitStatus> run_stage2_launch(const ExecPlan& plan, const BwrapPlan& type
   const ChildProgram program{
       argv.data(),
       envp.data(),
-      {pipes.info[1], launch.env_fd, launch.ready_write, launch.mounts_fd, -1, launch.trace_fd},
+      {pipes.info[1], launch.env_fd, launch.ready_write, launch.mounts_fd, -1, launch.trace_fd, -1},
       -1};
   Result<StartedBwrap> bwrap =
       start_bwrap(plan, program, launch, pipes, run, [&launch] { launch.close_after_fork(); });
@@ -242,7 +219,8 @@ Result<ExitStatus> run_stage2_launch(const ExecPlan& plan, const BwrapPlan& type
   bool cancelled = false;
   Status watched = watch_stage2_run(bwrap->pid, signal_fd, pipes.info[0], bwrap->supervisor.get(),
                                     run.cancel_fd(), cancelled);
-  // bwrap has ended, and the whole sandbox with it (its PID 1 is gone).
+  // bwrap has ended, and the whole sandbox with it (its PID 1 is gone). After the ready byte,
+  // the command's signal (with_command_signal).
   Result<ExitStatus> status = end_bwrap(*bwrap, watched, refusals);
   if (!status.ok()) return status;
   if (bwrap->failure) return report_failure(plan, *bwrap->failure);

@@ -2,7 +2,7 @@
 // point 1): a read-only bind does not stop opening a FIFO for writing (fs/open.c
 // do_dentry_open() takes write access to the mount only for !special_file()), so sbx-stage2's
 // Landlock write layer (linux/landlock/write_layer.hpp) does. Through the installed `sbx exec`, in
-// every launch path (the direct launch, where bwrap execs `sbx-stage2 --write-layer-exec`;
+// every launch path (the direct launch, where bwrap execs `sbx-stage2 --waiter --write-layer`;
 // stage 2 as PID 1; network mode proxy), as root and as user 65534: a FIFO in /var/tmp owned by
 // the identity (0600, so only the sandbox stands in the way) with a reader held open on the host
 // cannot be opened for writing, and the reader receives nothing; a FIFO made in the workspace,

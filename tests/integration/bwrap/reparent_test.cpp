@@ -1,6 +1,6 @@
 // Renames and hard links across directories inside the writable roots work under bwrap, and
 // still fail into or out of a protected path. Through the installed `sbx exec`, in every launch
-// path (direct with the write layer's trampoline, stage 2 as PID 1, network mode proxy), as root
+// path (direct with the waiter's write layer, stage 2 as PID 1, network mode proxy), as root
 // and as user 65534.
 //
 // The regression: every cross-directory rename(2) and link(2) inside the workspace failed with

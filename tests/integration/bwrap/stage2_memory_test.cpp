@@ -51,16 +51,25 @@ TEST_P(Stage2Memory, PidOneIsNotReachable) {
 // Without stage 2 (network restricted or enabled), PID 1 is bwrap's own init: it has the
 // command's uid and stays dumpable, so the direct launch hides its /proc/1 under an empty
 // read-only tmpfs (kPidOneMask, plugins/bwrap direct.hpp). The command finds nothing there:
-// no comm, no environ, no mem to open (for writing or at all), no descriptors.
+// no comm, no environ, no mem to open (for writing or at all), no descriptors, and no bwrap.
 TEST_P(Stage2Memory, WithoutStageTwoPidOneIsHidden) {
   const RunResult r =
       sh("ls -A /proc/1 | wc -l; (exec 3<>/proc/1/mem) 2>/dev/null && echo "
          "OPENED; (exec 3</proc/1/mem) 2>/dev/null && echo READABLE; cat "
          "/proc/1/environ 2>/dev/null && echo ENVIRON; ls /proc/1/task "
          "2>/dev/null && echo TASKS; for p in /proc/[0-9]*; do cat $p/comm; "
-         "done | grep -c -e bwrap -e sbx-stage2");
-  EXPECT_EQ(r.code, 1) << describe(r);  // grep -c found neither bwrap nor sbx-stage2
+         "done | grep -c -e bwrap");
+  EXPECT_EQ(r.code, 1) << describe(r);  // grep -c found no bwrap
   EXPECT_EQ(r.out, "0\n0\n") << describe(r);
+}
+
+// The direct launch's waiter (`sbx-stage2 --waiter`, pid 2, the command's parent) is visible
+// where PID 1 is hidden, and as far out of reach as stage 2 as PID 1: undumpable, so its
+// environment, memory and descriptors need CAP_SYS_PTRACE, which the command never has.
+TEST_P(Stage2Memory, TheDirectLaunchsWaiterIsNotReachable) {
+  const RunResult r = sh("cat /proc/$PPID/comm; " + stage2_attempts_script(probe_path()));
+  expect_stage2_unreachable(r, /*expected_at_least=*/1);
+  EXPECT_EQ(r.out.rfind("sbx-stage2\n", 0), 0u) << "the command's parent: " << describe(r);
 }
 
 TEST_P(Stage2Memory, ProxyRelayIsNotReachable) {

@@ -4,8 +4,8 @@
 // linux/confine/steps.hpp) on a file the caller opened.
 //
 // For each run it checks that
-//  * sbx's own performers (the launcher child, the pause check, stage 2, the write-layer
-//    trampoline) recorded exactly the order's rows of theirs, in the order's order;
+//  * sbx's own performers (the launcher child, the pause check, stage 2, the direct launch's
+//    waiter) recorded exactly the order's rows of theirs, in the order's order;
 //  * what each of them saw of its own process at each step (no_new_privs, capabilities, the
 //    number of seccomp filters) is what every row before it leaves, bwrap's rows included: so
 //    bwrap did set no_new_privs, drop the capabilities and load its filter where the order says,
@@ -67,8 +67,8 @@ confine::Shape expected_shape(const OrderCase& c) {
   confine::Shape shape = confine::shape_of(c.route, c.network);
   if (c.route == confine::Route::kLandlock) return shape;
   shape.landlock_scope = landlock_abi() >= 6;
-  // The direct launch leaves the trampoline out below ABI 2 (write_layer.hpp); stage 2 runs the
-  // layer's code anyway, which enters nothing there.
+  // The direct launch's waiter enters no write layer below ABI 2 (write_layer.hpp); stage 2 runs
+  // the layer's code anyway, which enters nothing there.
   shape.write_layer =
       c.restricted_fs && (c.route == confine::Route::kBwrapStage2 || landlock_abi() >= 2);
   return shape;

@@ -689,9 +689,9 @@ TEST_P(Escape, FakeHelpersEarlierInPathAreIgnored) {
 TEST_P(Escape, EnvironmentArrivesWithoutAppearingInAnyArguments) {
   std::vector<std::string> env = env_for(who());
   env.push_back("SBX_IT_CARRIED=sbx-it-secret-value-4711");
-  // Under bwrap's direct launch the parent is PID 1, whose /proc entry is hidden
-  // (plugins/bwrap/README.md, "Root in the sandbox"): every process the command can see is
-  // read there instead. Landlock shares the host's pid namespace: only the parent is read.
+  // Under bwrap every process the command can see is read: its parent, the direct launch's
+  // waiter, and the rest of the sandbox (bwrap's PID 1 is hidden: plugins/bwrap/README.md, "The
+  // direct launch"). Landlock shares the host's pid namespace: only the parent is read.
   const std::string whose = backend() == "bwrap" ? "/proc/[0-9]*" : "/proc/$PPID";
   const RunResult r = exec(workspace_write(),
                            {"/bin/sh", "-c",

@@ -4,6 +4,10 @@
 // The moves (rename, link, rename_noreplace, rename_exchange OLD NEW: rename(2), link(2),
 // renameat2(2) with RENAME_NOREPLACE or RENAME_EXCHANGE) are also made where they must work
 // (integration/bwrap/reparent_test.cpp): "BLOCKED: Invalid cross-device link" is EXDEV.
+// `i386_getpid` (x86_64 only) makes getpid through the i386 entry point: without a filter it
+// prints "SUCCEEDED" on a kernel with IA-32 emulation; sbx's seccomp filter kills the process
+// with SIGSYS for any call of another architecture (integration/denial/exit_report_test.cpp).
+// Elsewhere it exits 2, like an unknown operation.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <linux/bpf.h>
@@ -13,6 +17,7 @@
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/ptrace.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -87,6 +92,18 @@ long steal_descriptor(int pid) {
   return last;
 }
 
+#if defined(__x86_64__)
+// getpid through the i386 entry point (number 20 there). No core file when the filter kills the
+// process for it.
+long i386_getpid() {
+  const rlimit no_core{0, 0};
+  ::setrlimit(RLIMIT_CORE, &no_core);
+  long rc = 20;
+  asm volatile("int $0x80" : "+a"(rc) : : "memory");
+  return rc == ::getpid() ? 0 : -1;
+}
+#endif
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -108,6 +125,9 @@ int main(int argc, char** argv) {
   if (op == "kill") return report(::kill(std::atoi(arg), SIGKILL));
   if (op == "unshare") return report(::unshare(CLONE_NEWUSER));
   if (op == "pidfd_getfd") return report(steal_descriptor(std::atoi(arg)));
+#if defined(__x86_64__)
+  if (op == "i386_getpid") return report(i386_getpid());
+#endif
   const char* to = argc > 3 ? argv[3] : "";
   if (op == "rename") return report(::rename(arg, to));
   if (op == "link") return report(::link(arg, to));

@@ -1,9 +1,10 @@
 // The direct bwrap launch (plugins/bwrap/include/sbx/bwrap/direct.hpp): which plans take it,
 // what bwrap is given (argv, the --args block), how the pause point's mount table, bwrap's
-// JSON status and a network namespace's interfaces are read; then, with the real bwrap, runs
-// through spawn_bwrap: nothing of the environment in any bwrap argv or environment, only fds
-// 0-2 reach the command, statuses, no descendant outlives the run, a missing or non-executable
-// command is refused at the pause point.
+// JSON status and a network namespace's interfaces are read; then, with the real bwrap and the
+// built sbx-stage2 as the waiter, runs through spawn_bwrap: nothing of the environment in any
+// bwrap argv or environment, only fds 0-2 reach the command, statuses (a signal as a signal), no
+// descendant outlives the run, a missing or non-executable command is refused at the pause
+// point, signals reach the command however early they come.
 #include "sbx/bwrap/direct.hpp"
 
 #include <fcntl.h>
@@ -56,7 +57,7 @@ TEST(BwrapDirectPlan, TakesRestrictedAndEnabledPlansApart) {
   std::optional<sbx::bwrap::DirectPlan> plan = direct_plan(stage2_plan(), true);
   ASSERT_TRUE(plan);
   EXPECT_EQ(plan->bwrap, "/usr/bin/bwrap");
-  // --as-pid-1 is dropped: bwrap's own PID 1 reaps, the command is pid 2.
+  // --as-pid-1 is dropped: bwrap's own PID 1 reaps, the waiter is pid 2.
   EXPECT_EQ(plan->options,
             (std::vector<std::string>{"--ro-bind", "/", "/", "--unshare-pid", "--chdir", "/w"}));
   // With a procfs, PID 1's directory is hidden right after it is mounted (kPidOneMask).
@@ -89,6 +90,10 @@ TEST(BwrapDirectPlan, ProxyAndRelativeCommandsKeepStageTwo) {
   BwrapPlan none = stage2_plan();
   none.command.clear();
   EXPECT_FALSE(direct_plan(none, true));
+  // No sbx-stage2 to run as the waiter: the stage-2 launch, which then fails as it must.
+  BwrapPlan no_waiter = stage2_plan();
+  no_waiter.stage2 = "sbx-stage2";
+  EXPECT_FALSE(direct_plan(no_waiter, true));
 }
 
 // The launch follows the host the plan was made for: without pidfds or openat2 the stage-2
@@ -103,9 +108,9 @@ TEST(BwrapDirectPlan, AKernelWithoutPidfdsOrOpenat2KeepsStageTwo) {
                               stage2_plan(), sbx::bwrap::stage2_launch_options(stage2_plan())));
 }
 
-// The write layer (linux/landlock/write_layer.hpp) cannot be entered before bwrap mounts, so the
-// direct launch has bwrap exec stage 2's trampoline, which enters it and execs the command.
-TEST(BwrapDirectPlan, TheWriteLayerRunsTheCommandThroughStageTwosTrampoline) {
+// bwrap runs stage 2's waiter, which runs the command (and reports its signal). The write layer
+// (linux/landlock/write_layer.hpp) cannot be entered before bwrap mounts: the waiter enters it.
+TEST(BwrapDirectPlan, TheWaiterRunsTheCommandAndEntersTheWriteLayer) {
   BwrapPlan layered = stage2_plan();
   layered.write_layer = true;
   layered.write_roots = {"/w", "/tmp"};
@@ -116,14 +121,16 @@ TEST(BwrapDirectPlan, TheWriteLayerRunsTheCommandThroughStageTwosTrampoline) {
   EXPECT_EQ(plan->command, (std::vector<std::string>{"/bin/echo", "hi"}));
   EXPECT_EQ(direct_argv(*plan),
             (std::vector<std::string>{"/usr/bin/bwrap", "--args", "4", "--",
-                                      "/opt/sbx/libexec/sbx/sbx-stage2", "--write-layer-exec",
-                                      "--write-root", "/w", "--write-root", "/tmp", "--",
-                                      "/bin/echo", "hi"}));
-  // Below the write layer's Landlock ABI the trampoline would enter nothing: left out.
+                                      "/opt/sbx/libexec/sbx/sbx-stage2", "--waiter",
+                                      "--write-layer", "--write-root", "/w", "--write-root", "/tmp",
+                                      "--status-fd", "9", "--", "/bin/echo", "hi"}));
+  // Below the write layer's Landlock ABI the layer would enter nothing: the waiter enters none.
   ASSERT_TRUE(direct_plan(layered, false));
   EXPECT_FALSE(direct_plan(layered, false)->write_layer);
   EXPECT_EQ(direct_argv(*direct_plan(layered, false)),
-            (std::vector<std::string>{"/usr/bin/bwrap", "--args", "4", "--", "/bin/echo", "hi"}));
+            (std::vector<std::string>{"/usr/bin/bwrap", "--args", "4", "--",
+                                      "/opt/sbx/libexec/sbx/sbx-stage2", "--waiter", "--status-fd",
+                                      "9", "--", "/bin/echo", "hi"}));
   // Roots without the layer: stage 2 would refuse the plan, so the direct launch does not guess.
   BwrapPlan roots_only = stage2_plan();
   roots_only.write_roots = {"/w"};
@@ -184,7 +191,9 @@ TEST(BwrapDirectPlan, EnvironmentAndOptionsGoToTheArgsBlockNotTheArgv) {
                                                            "7",
                                                            sbx::bwrap::kPauseFile}));
   EXPECT_EQ(direct_argv(plan),
-            (std::vector<std::string>{"/usr/bin/bwrap", "--args", "4", "--", "/bin/echo", "hi"}));
+            (std::vector<std::string>{"/usr/bin/bwrap", "--args", "4", "--",
+                                      "/opt/sbx/libexec/sbx/sbx-stage2", "--waiter", "--status-fd",
+                                      "9", "--", "/bin/echo", "hi"}));
   // What the plan's JSON shows (and exec logs): the block without the --setenv triples, whose
   // names "environment" lists; no value of the environment.
   sbx::Result<sbx::bwrap::Launch> launch = sbx::bwrap::planned_launch(stage2_plan(), {true, true});
@@ -192,7 +201,8 @@ TEST(BwrapDirectPlan, EnvironmentAndOptionsGoToTheArgsBlockNotTheArgv) {
   EXPECT_EQ(launch->form, sbx::bwrap::LaunchForm::kDirect);
   EXPECT_EQ(launch->args, split_block(*block));
   EXPECT_EQ(sbx::bwrap::launch_json(*launch),
-            "{\"form\":\"direct\",\"argv\":[\"/usr/bin/bwrap\",\"--args\",\"4\",\"--\",\"/bin/"
+            "{\"form\":\"direct\",\"argv\":[\"/usr/bin/bwrap\",\"--args\",\"4\",\"--\",\"/opt/"
+            "sbx/libexec/sbx/sbx-stage2\",\"--waiter\",\"--status-fd\",\"9\",\"--\",\"/bin/"
             "echo\",\"hi\"],\"args\":[\"--json-status-fd\",\"3\",\"--add-seccomp-fd\",\"5\",\"--"
             "add-seccomp-fd\",\"6\",\"--clearenv\",\"--ro-bind\",\"/\",\"/\",\"--unshare-pid\",\"--"
             "chdir\",\"/w\",\"--ro-bind-data\",\"7\",\"/dev/.sbx-setup\"],\"environment\":[\"A\","
@@ -277,7 +287,7 @@ class BwrapDirectRun : public ::testing::Test {
                     "ALL",
                     "--as-pid-1"};
     plan.chdir = dir_;
-    plan.stage2 = "/nonexistent/libexec/sbx/sbx-stage2";
+    plan.stage2 = stage2_;  // the waiter
     plan.net = Stage2Net::kPrivate;
     env.push_back("PWD=" + dir_);  // as sbx's environment has it (else stage 2 would run)
     plan.env = std::move(env);
@@ -306,7 +316,15 @@ class BwrapDirectRun : public ::testing::Test {
 
   sbx::test::TempDir scratch_;
   const std::string dir_ = scratch_.path();
+  const std::string stage2_ = std::string(SBX_BUILD_TREE) + "/libexec/sbx/sbx-stage2";
 };
+
+// A run's status as one exit code of a forked child: the command's code (below 100), 100 + the
+// signal that killed it, 99 for an error of the run.
+int child_code(const sbx::Result<sbx::ExitStatus>& status) {
+  if (!status.ok()) return 99;
+  return status->signal != 0 ? 100 + status->signal : status->exit_code;
+}
 
 TEST_F(BwrapDirectRun, TheEnvironmentIsInNoArgvOrEnvironmentOfBwrap) {
   const std::string secret = "sbx-direct-secret-7f3a";
@@ -333,7 +351,8 @@ TEST_F(BwrapDirectRun, TheEnvironmentIsInNoArgvOrEnvironmentOfBwrap) {
       std::string expected;
       for (const std::string& arg :
            {std::string("/usr/bin/bwrap"), std::string("--args"), std::string("4"),
-            std::string("--"), std::string("/bin/sh"), std::string("-c"), script})
+            std::string("--"), stage2_, std::string("--waiter"), std::string("--status-fd"),
+            std::string("9"), std::string("--"), std::string("/bin/sh"), std::string("-c"), script})
         expected += arg + std::string(1, '\0');
       EXPECT_EQ(cmdline, expected);
       EXPECT_EQ(proc_file(pid, "environ"), "") << "bwrap has an environment (pid " << pid << ")";
@@ -347,6 +366,8 @@ TEST_F(BwrapDirectRun, TheEnvironmentIsInNoArgvOrEnvironmentOfBwrap) {
   EXPECT_EQ(read("out"), secret + "\n");  // and yet the command has it
 }
 
+// bwrap folds a death by signal N into 128+N; the waiter tells the signal apart from a plain
+// `exit 128+N`.
 TEST_F(BwrapDirectRun, OnlyStdioReachesTheCommandAndStatusesPassThrough) {
   sbx::Result<sbx::ExitStatus> status =
       sbx::bwrap::spawn_bwrap(plan("ls /proc/self/fd > fds; exit 7"));
@@ -354,9 +375,14 @@ TEST_F(BwrapDirectRun, OnlyStdioReachesTheCommandAndStatusesPassThrough) {
   EXPECT_EQ(status->exit_code, 7);
   // ls's own directory descriptor is 3.
   EXPECT_EQ(read("fds"), "0\n1\n2\n3\n");
-  status = sbx::bwrap::spawn_bwrap(plan("kill -TERM $$"));
-  ASSERT_TRUE(status.ok()) << status.error();
-  EXPECT_EQ(status->exit_code, 143);
+  for (int sig : {SIGTERM, SIGKILL, SIGSEGV}) {
+    status = sbx::bwrap::spawn_bwrap(plan("kill -" + std::to_string(sig) + " $$"));
+    ASSERT_TRUE(status.ok()) << status.error();
+    EXPECT_EQ(*status, (sbx::ExitStatus{0, sig}));
+    status = sbx::bwrap::spawn_bwrap(plan("exit " + std::to_string(128 + sig)));
+    ASSERT_TRUE(status.ok()) << status.error();
+    EXPECT_EQ(*status, (sbx::ExitStatus{128 + sig, 0}));
+  }
   status = sbx::bwrap::spawn_bwrap(plan("exit 1"));
   ASSERT_TRUE(status.ok()) << status.error();
   EXPECT_EQ(status->exit_code, 1);  // the command's 1, not bwrap's
@@ -411,18 +437,15 @@ TEST_F(BwrapDirectRun, NoDescendantOutlivesTheRun) {
 }
 
 // Signals sent to the process running spawn_bwrap reach the command (bwrap's PID 1 would drop
-// them): a trap runs and its status comes back; without a trap SIGTERM gives 143. spawn_bwrap
-// runs in a forked child (its only thread blocks the signals and takes them from a signalfd),
-// which the test signals once the command has started.
+// them): a trap runs and its status comes back; without a trap the command dies of the signal.
+// spawn_bwrap runs in a forked child (its only thread blocks the signals and takes them from a
+// signalfd), which the test signals once the command has started.
 TEST_F(BwrapDirectRun, SignalsSentToTheCallerReachTheCommand) {
   auto run_and_signal = [this](const std::string& script, int sig) {
     std::filesystem::remove(dir_ + "/running");
     const sbx::ExecPlan p = plan(script);
     const pid_t child = ::fork();
-    if (child == 0) {
-      sbx::Result<sbx::ExitStatus> status = sbx::bwrap::spawn_bwrap(p);
-      ::_exit(status.ok() ? status->exit_code : 99);
-    }
+    if (child == 0) ::_exit(child_code(sbx::bwrap::spawn_bwrap(p)));
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     while (!fs::exists(dir_ + "/running") && std::chrono::steady_clock::now() < deadline)
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -437,8 +460,43 @@ TEST_F(BwrapDirectRun, SignalsSentToTheCallerReachTheCommand) {
                            SIGTERM),
             5);
   EXPECT_EQ(read("sig"), "got\n");
-  EXPECT_EQ(run_and_signal(": > running; exec sleep 30", SIGTERM), 143);
-  EXPECT_EQ(run_and_signal(": > running; exec sleep 30", SIGINT), 130);
+  EXPECT_EQ(run_and_signal(": > running; exec sleep 30", SIGTERM), 100 + SIGTERM);
+  EXPECT_EQ(run_and_signal(": > running; exec sleep 30", SIGINT), 100 + SIGINT);
+}
+
+// A signal that comes while bwrap sets up or starts the waiter is held until the waiter catches
+// it, then reaches the command: it never kills bwrap's child before the command started (which
+// was reported as "bwrap failed before the command started"). Sent after 0 to 40 ms, so that
+// some land in each phase of the launch.
+TEST_F(BwrapDirectRun, AnEarlySignalReachesTheCommandWheneverItComes) {
+  const sbx::ExecPlan p = plan("exec sleep 30");
+  for (int delay_ms = 0; delay_ms <= 40; delay_ms += 2) {
+    int started[2];
+    ASSERT_EQ(::pipe(started), 0);
+    const pid_t child = ::fork();
+    if (child == 0) {
+      // Blocked before the parent may send it, so that it is the run's: spawn_bwrap's signalfd
+      // takes it (before spawn_bwrap blocks it, it would end this process, not the run).
+      sigset_t term;
+      sigemptyset(&term);
+      sigaddset(&term, SIGTERM);
+      ::sigprocmask(SIG_BLOCK, &term, nullptr);
+      ::close(started[0]);
+      ::close(started[1]);
+      ::_exit(child_code(sbx::bwrap::spawn_bwrap(p)));
+    }
+    ::close(started[1]);
+    char byte = 0;
+    ASSERT_EQ(::read(started[0], &byte, 1), 0);  // EOF: the child blocks SIGTERM
+    ::close(started[0]);
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+    ::kill(child, SIGTERM);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    ASSERT_TRUE(WIFEXITED(status))
+        << "spawn_bwrap's process itself died, after " << delay_ms << " ms";
+    EXPECT_EQ(WEXITSTATUS(status), 100 + SIGTERM) << "signal sent after " << delay_ms << " ms";
+  }
 }
 
 // bwrap killed while the command runs (the run's timeout kills its whole cgroup after the grace

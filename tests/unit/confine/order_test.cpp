@@ -88,13 +88,23 @@ TEST(ConfinementOrderTable, EveryShapeKeepsTheRules) {
     if (shape.route != Route::kLandlock && !shape.write_layer && shape.landlock_scope) {
       EXPECT_LT(first(order, Step::kLandlockScope), order.size) << text;
     }
+    // The direct launch's command is always the waiter's child: bwrap folds a signal into 128+N,
+    // only the waiter can tell it (order.cpp bwrap_direct). The waiter's write layer comes before
+    // its fork, so the waiter holds no write access the command lacks.
+    if (shape.route == Route::kBwrapDirect) {
+      ASSERT_GE(order.size, 2u) << text;
+      EXPECT_EQ(order.steps[order.size - 1], (confine::StepAt{Actor::kWaiter, Step::kExec}))
+          << text;
+      EXPECT_EQ(order.steps[order.size - 2], (confine::StepAt{Actor::kWaiter, Step::kDescriptors}))
+          << text;
+    }
     // The relay is forked before stage 2 restricts itself: it needs the proxy's socket.
     if (shape.route == Route::kBwrapStage2 && shape.proxy_relay) {
       for (Step step : {Step::kLandlockScope, Step::kWriteLayer, Step::kSeccomp})
         EXPECT_LT(first(order, Step::kProxyRelay), first(order, step)) << text;
     }
     // Every performer that starts a program ends with its exec; the pause check starts none.
-    for (Actor actor : {Actor::kLauncher, Actor::kBwrap, Actor::kStage2, Actor::kWriteLayerExec}) {
+    for (Actor actor : {Actor::kLauncher, Actor::kBwrap, Actor::kStage2, Actor::kWaiter}) {
       const confine::StepAt* last = nullptr;
       for (const confine::StepAt& row : order)
         if (row.actor == actor) last = &row;

@@ -45,7 +45,7 @@ struct DenialAssessment {
 // Decides in this order: success (never a denial); no sandbox (never a denial: an EACCES from
 // an unsandboxed command is the host's own permission); an `sbx-stage2: <step>: <reason>` line
 // with exit 125; a launcher's own error line (bwrap:, sandbox-exec:); death by the platform's
-// SIGSYS (31 on Linux, 12 on macOS), also as exit code 128+SIGSYS from a launcher; the last
+// SIGSYS (31 on Linux, 12 on macOS; a signal, never an exit code 128+SIGSYS); the last
 // stderr line matching the platform's keyword table (filesystem, then network). Lines known to
 // be unrelated ("Permission denied (publickey)") are skipped.
 DenialAssessment classify_failure(const FailedCommand& command);

@@ -1,5 +1,6 @@
-// The direct bwrap launch: sbx -> bwrap -> command, no sbx-stage2 in between (network modes
-// restricted and enabled; proxy mode keeps stage 2, which runs the relay inside the sandbox).
+// The direct bwrap launch: sbx -> bwrap -> the waiter -> command, no sbx-stage2 as PID 1
+// (network modes restricted and enabled; proxy mode keeps stage 2, which runs the relay inside
+// the sandbox).
 //
 // What stage 2 did inside the sandbox is done like this instead (plugins/bwrap/README.md, "The
 // direct launch"):
@@ -15,15 +16,19 @@
 //    a private one with only `lo`) and the command inside the new root; any failure kills the
 //    sandbox before the command ran;
 //  * statuses: --json-status-fd reports "exit-code" only when the command really ran (bwrap
-//    0.8, measured): without it, bwrap failed (125);
-//  * signals: sent to the command, the child of bwrap's PID 1 whose NSpid is 2, pinned by a
-//    pidfd; bwrap's own PID 1 reaps orphans and takes the namespace down with the command;
+//    0.8, measured): without it, bwrap failed (125). bwrap folds a death by signal N into
+//    128+N there and in its own exit status, so bwrap runs `sbx-stage2 --waiter ... --
+//    COMMAND` (stage2_main.cpp), which runs the command as its child and writes N on a pipe
+//    (kWaiterStatusFd) before it exits with 128+N;
+//  * signals: sent to the waiter, the child of bwrap's PID 1 whose NSpid is 2, pinned by a
+//    pidfd, once it catches them; it passes them on to the command. bwrap's own PID 1 reaps
+//    orphans and takes the namespace down with the waiter;
 //  * the Landlock scope of abstract unix sockets and signals (ABI >= 6): entered by the child
 //    sbx forks, before it execs bwrap, so bwrap and everything it starts are inside it;
 //  * the write layer (linux/landlock/write_layer.hpp), when the plan has one: a Landlock domain
 //    that handles filesystem rights forbids mounting, so it cannot be entered before bwrap
-//    mounts; bwrap runs `sbx-stage2 --write-layer-exec [--write-root PATH]... -- COMMAND`,
-//    which enters it and execs the command in its place (same pid, same environment).
+//    mounts; the waiter (`--waiter --write-layer [--write-root PATH]...`) enters it before it
+//    forks the command (same environment).
 #pragma once
 
 #include <sys/types.h>
@@ -46,6 +51,8 @@ inline constexpr int kArgsFd = 4;          // --args: every bwrap option, NUL-se
 inline constexpr int kSeccompTableFd = 5;  // --add-seccomp-fd, installed first
 inline constexpr int kSeccompRulesFd = 6;  // --add-seccomp-fd
 inline constexpr int kPauseFd = 7;         // --ro-bind-data: the pause point
+// (8: the confinement order's trace in checked builds, launch.hpp kTraceFd)
+inline constexpr int kWaiterStatusFd = 9;  // passed on to the waiter: the command's signal
 // Where the pause point's (meaningless) data ends up inside the sandbox: bwrap's own /dev.
 inline constexpr const char* kPauseFile = "/dev/.sbx-setup";
 
@@ -73,17 +80,18 @@ struct DirectPlan {
   stage2::NetworkFilter filter = stage2::NetworkFilter::kOpen;
   std::vector<std::string> env;             // KEY=VALUE
   std::vector<std::string> command;         // absolute path first
-  std::string stage2;                       // sbx-stage2's path (the write layer's trampoline)
-  bool write_layer = false;                 // bwrap runs the command through stage 2's trampoline
+  std::string stage2;                       // sbx-stage2's path (the waiter)
+  bool write_layer = false;                 // the waiter enters the write layer
   std::vector<std::string> writable_roots;  // --write-root
 };
 
 // The direct form of `plan`, or nullopt when it keeps stage 2: network mode proxy (the relay
-// runs inside the sandbox), a relative command, write roots without the write layer (stage 2
-// refuses them), or an environment without PWD set to the --chdir directory (bwrap 0.8 sets PWD
-// to it unconditionally; only stage 2 gives the command exactly an environment without it).
-// The write layer is kept only with `write_layer_supported` (Landlock ABI >= 2): below it the
-// trampoline would enter nothing (write_layer.hpp), and the plan's notes say what stays writable.
+// runs inside the sandbox), a relative command or sbx-stage2 path, write roots without the write
+// layer (stage 2 refuses them), or an environment without PWD set to the --chdir directory
+// (bwrap 0.8 sets PWD to it unconditionally; only stage 2 gives the command exactly an
+// environment without it). The write layer is kept only with `write_layer_supported` (Landlock
+// ABI >= 2): below it the waiter would enter nothing (write_layer.hpp), and the plan's notes say
+// what stays writable.
 std::optional<DirectPlan> direct_plan(const BwrapPlan& plan, bool write_layer_supported);
 
 // The --args block: "--json-status-fd 3 --add-seccomp-fd 5 --add-seccomp-fd 6 --clearenv",
@@ -94,10 +102,9 @@ Result<std::string> direct_args_block(const DirectPlan& plan);
 // The items of an --args block, in order (each ended by a NUL byte).
 std::vector<std::string> split_args_block(const std::string& block);
 
-// bwrap's argv: {bwrap, "--args", "4", "--", command...} (bwrap 0.8 takes the command only from
-// its argv). The command's own arguments are in its own /proc cmdline anyway. With the write
-// layer, command... is preceded by {stage2, "--write-layer-exec", ["--write-root", PATH]...,
-// "--"}.
+// bwrap's argv: {bwrap, "--args", "4", "--", stage2, "--waiter", ["--write-layer",
+// ["--write-root", PATH]...], "--status-fd", "9", "--", command...} (bwrap 0.8 takes the command
+// only from its argv). The command's own arguments are in its own /proc cmdline anyway.
 std::vector<std::string> direct_argv(const DirectPlan& plan);
 
 // The sandbox's mounts as they will be, from mountinfo read at the pause point: bwrap is then
@@ -131,10 +138,11 @@ PauseVerdict check_paused_sandbox(pid_t pid, int pidfd,
                                   const std::vector<stage2::PlannedMount>& planned,
                                   bool private_network, const std::string& command);
 
-// The command's pid (in sbx's pid namespace) given the sandbox PID 1's: the child of that
-// process whose innermost pid is 2. Pinned: on success `pidfd` holds a pidfd of it (verified
-// after opening). nullopt while there is no such child yet.
-std::optional<pid_t> find_sandbox_command(pid_t init, int& pidfd);
+// The waiter's pid (in sbx's pid namespace) given the sandbox PID 1's: the child of that
+// process whose innermost pid is 2 (bwrap's command, which execs the waiter). Pinned: on success
+// `pidfd` holds a pidfd of it (verified after opening). nullopt while there is no such child
+// yet.
+std::optional<pid_t> find_sandbox_waiter(pid_t init, int& pidfd);
 
 // A Landlock ruleset that handles nothing but scopes abstract unix sockets and signals, for the
 // child to enter before it execs bwrap when the plan has no write layer (the layer scopes the
