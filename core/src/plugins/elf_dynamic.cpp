@@ -180,10 +180,10 @@ Result<DynamicSearchInfo> read_dynamic_search_info(std::string_view bytes) {
       return Error{
           "a DT_NEEDED, DT_RPATH or DT_RUNPATH string lies outside DT_STRTAB or is not "
           "terminated"};
-    std::string text(table.substr(offset, end - offset));
-    if (tag == DT_NEEDED) info.needed.push_back(std::move(text));
-    if (tag == DT_RPATH) info.rpath.push_back(std::move(text));
-    if (tag == DT_RUNPATH) info.runpath.push_back(std::move(text));
+    std::vector<std::string>& list = tag == DT_NEEDED  ? info.needed
+                                     : tag == DT_RPATH ? info.rpath
+                                                       : info.runpath;
+    list.emplace_back(table.substr(offset, end - offset));
   }
   return info;
 }
