@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <csignal>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
@@ -667,6 +668,13 @@ void run_prepared(const RunRequest& request, PlannedRun& prepared, RunOutcome& o
   }
   if (status.ok()) out.report.exit = *status;
   if (end != RunEnd::kNone) {
+    // sbx ended the run with SIGKILL to its whole tree (the caller's cancel or the time-out).
+    // A launcher that is killed with the command (bwrap's waiter, the Landlock launcher's
+    // supervisor) leaves only its parent's folded 128 + SIGKILL: the death is sbx's SIGKILL,
+    // reported as the signal it was (issue #33: signal deaths are signals).
+    if (out.report.exit && out.report.exit->signal == 0 &&
+        out.report.exit->exit_code == 128 + SIGKILL)
+      out.report.exit = ExitStatus{0, SIGKILL};
     ended_early(out, end, *request.control);
   } else if (!status.ok()) {
     stop(out, RunStop::kRunFailed, status.failure());
