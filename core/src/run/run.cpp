@@ -672,9 +672,11 @@ void run_prepared(const RunRequest& request, PlannedRun& prepared, RunOutcome& o
     // A launcher that is killed with the command (bwrap's waiter, the Landlock launcher's
     // supervisor) leaves only its parent's folded 128 + SIGKILL: the death is sbx's SIGKILL,
     // reported as the signal it was (issue #33: signal deaths are signals).
+#ifndef _WIN32
     if (out.report.exit && out.report.exit->signal == 0 &&
         out.report.exit->exit_code == 128 + SIGKILL)
       out.report.exit = ExitStatus{0, SIGKILL};
+#endif
     ended_early(out, end, *request.control);
   } else if (!status.ok()) {
     stop(out, RunStop::kRunFailed, status.failure());
