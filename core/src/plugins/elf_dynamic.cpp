@@ -6,9 +6,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <utility>
 
 namespace sbx::plugins {
@@ -26,34 +28,86 @@ constexpr Layout kElf64{8, 32, 54, 56, sizeof(Elf64_Ehdr), 8, 16, 32, sizeof(Elf
 
 constexpr std::uint64_t kMaxImageSize = 1ULL << 30;
 
-// Bounds-checked reads of unsigned integers from the image in its byte order.
+// Bounds-checked reads from the image: either bytes in memory, or a file read a page at a time
+// with pread, only where the reader looks (the ELF header, the program headers, the dynamic
+// array and the string table: a few KiB of a plugin of a megabyte, read on every load).
 class Image {
  public:
-  Image(std::string_view bytes, bool big_endian) : bytes_(bytes), big_(big_endian) {}
+  explicit Image(std::string_view bytes) : bytes_(bytes), size_(bytes.size()) {}
+  Image(int fd, std::uint64_t size) : fd_(fd), size_(size) {}
 
-  std::uint64_t size() const { return bytes_.size(); }
+  void set_big_endian(bool big) { big_ = big; }
+  std::uint64_t size() const { return size_; }
+  // Why the file could not be read (pread failed), or empty: reads then fail as out of bounds.
+  const std::string& io_error() const { return io_error_; }
 
   // Whether [offset, offset + length) lies inside the image (no overflow).
   bool contains(std::uint64_t offset, std::uint64_t length) const {
-    return offset <= bytes_.size() && length <= bytes_.size() - offset;
+    return offset <= size_ && length <= size_ - offset;
+  }
+
+  // The bytes [offset, offset + length), or false (outside the image, or the file unreadable).
+  bool bytes(std::uint64_t offset, std::uint64_t length, std::string& out) const {
+    if (!contains(offset, length)) return false;
+    out.clear();
+    if (fd_ < 0) {
+      out.assign(bytes_.substr(offset, length));
+      return true;
+    }
+    out.reserve(length);
+    while (out.size() < length) {
+      const std::uint64_t at = offset + out.size();
+      const std::string* page = page_at(at / kPage);
+      if (page == nullptr) return false;
+      const std::uint64_t in_page = at % kPage;
+      if (in_page >= page->size()) return false;  // the file shrank since fstat
+      out.append(*page, in_page,
+                 std::min<std::uint64_t>(page->size() - in_page, length - out.size()));
+    }
+    return true;
   }
 
   bool read(std::uint64_t offset, std::uint64_t width, std::uint64_t& out) const {
-    if (!contains(offset, width)) return false;
+    std::string raw;
+    if (width > 8 || !bytes(offset, width, raw)) return false;
     std::uint64_t value = 0;
     for (std::uint64_t i = 0; i < width; ++i) {
-      const std::uint64_t at = offset + (big_ ? i : width - 1 - i);
-      value = (value << 8U) | static_cast<unsigned char>(bytes_[at]);
+      const std::uint64_t at = big_ ? i : width - 1 - i;
+      value = (value << 8U) | static_cast<unsigned char>(raw[at]);
     }
     out = value;
     return true;
   }
 
-  std::string_view bytes() const { return bytes_; }
-
  private:
+  static constexpr std::uint64_t kPage = 4096;
+
+  // The file's page `index` (shorter at the end of the file), read once.
+  const std::string* page_at(std::uint64_t index) const {
+    if (auto it = pages_.find(index); it != pages_.end()) return &it->second;
+    std::string page(kPage, '\0');
+    std::size_t done = 0;
+    while (done < page.size()) {
+      const ssize_t got = pread(fd_, page.data() + done, page.size() - done,
+                                static_cast<off_t>(index * kPage + done));
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) {
+        io_error_ = std::string("cannot read the file: ") + strerror(errno);
+        return nullptr;
+      }
+      if (got == 0) break;
+      done += static_cast<std::size_t>(got);
+    }
+    page.resize(done);
+    return &pages_.emplace(index, std::move(page)).first->second;
+  }
+
   std::string_view bytes_;
-  bool big_;
+  int fd_ = -1;
+  std::uint64_t size_ = 0;
+  bool big_ = false;
+  mutable std::map<std::uint64_t, std::string> pages_;
+  mutable std::string io_error_;
 };
 
 struct Segment {
@@ -150,17 +204,20 @@ Result<DynamicEntries> read_dynamic_entries(const Image& image, const Layout& l,
 
 }  // namespace
 
-Result<DynamicSearchInfo> read_dynamic_search_info(std::string_view bytes) {
-  if (bytes.size() < EI_NIDENT || std::memcmp(bytes.data(), ELFMAG, SELFMAG) != 0)
+namespace {
+
+Result<DynamicSearchInfo> read_search_info(Image& image) {
+  std::string ident;
+  if (!image.bytes(0, EI_NIDENT, ident) || std::memcmp(ident.data(), ELFMAG, SELFMAG) != 0)
     return Error{"the file is not an ELF object"};
-  const auto elf_class = static_cast<unsigned char>(bytes[EI_CLASS]);
-  const auto data = static_cast<unsigned char>(bytes[EI_DATA]);
+  const auto elf_class = static_cast<unsigned char>(ident[EI_CLASS]);
+  const auto data = static_cast<unsigned char>(ident[EI_DATA]);
   if (elf_class != ELFCLASS32 && elf_class != ELFCLASS64)
     return Error{"unknown ELF class " + std::to_string(elf_class)};
   if (data != ELFDATA2LSB && data != ELFDATA2MSB)
     return Error{"unknown ELF byte order " + std::to_string(data)};
   const Layout& l = elf_class == ELFCLASS64 ? kElf64 : kElf32;
-  const Image image(bytes, data == ELFDATA2MSB);
+  image.set_big_endian(data == ELFDATA2MSB);
   if (image.size() < l.ehdr_size) return Error{"the ELF header is truncated"};
   Result<ProgramHeaders> headers = read_program_headers(image, l);
   if (!headers) return headers.failure();
@@ -173,10 +230,12 @@ Result<DynamicSearchInfo> read_dynamic_search_info(std::string_view bytes) {
   Result<std::uint64_t> strtab =
       file_offset_of(image, headers->loads, *entries->strtab, *entries->strsz, "DT_STRTAB");
   if (!strtab) return strtab.failure();
-  const std::string_view table = bytes.substr(*strtab, *entries->strsz);
+  std::string table;
+  if (!image.bytes(*strtab, *entries->strsz, table))
+    return Error{"DT_STRTAB lies outside the file"};
   for (const auto& [tag, offset] : entries->strings) {
     const std::size_t end = offset < table.size() ? table.find('\0', offset) : std::string::npos;
-    if (end == std::string_view::npos)
+    if (end == std::string::npos)
       return Error{
           "a DT_NEEDED, DT_RPATH or DT_RUNPATH string lies outside DT_STRTAB or is not "
           "terminated"};
@@ -188,23 +247,23 @@ Result<DynamicSearchInfo> read_dynamic_search_info(std::string_view bytes) {
   return info;
 }
 
+}  // namespace
+
+Result<DynamicSearchInfo> read_dynamic_search_info(std::string_view bytes) {
+  Image image(bytes);
+  return read_search_info(image);
+}
+
 Result<DynamicSearchInfo> read_dynamic_search_info_fd(int fd) {
   struct stat st {};
   if (fstat(fd, &st) != 0) return Error{std::string("cannot stat the file: ") + strerror(errno)};
   if (st.st_size < 0 || static_cast<std::uint64_t>(st.st_size) > kMaxImageSize)
     return Error{"the file is larger than 1 GiB"};
-  std::string bytes(static_cast<std::size_t>(st.st_size), '\0');
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t got =
-        pread(fd, bytes.data() + done, bytes.size() - done, static_cast<off_t>(done));
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) return Error{std::string("cannot read the file: ") + strerror(errno)};
-    if (got == 0) break;  // shrank since fstat: parse what is there, bounds-checked
-    done += static_cast<std::size_t>(got);
-  }
-  bytes.resize(done);
-  return read_dynamic_search_info(bytes);
+  Image image(fd, static_cast<std::uint64_t>(st.st_size));
+  Result<DynamicSearchInfo> info = read_search_info(image);
+  // A read error is the answer, not the "truncated" its failed read looks like to the parser.
+  if (!info && !image.io_error().empty()) return Error{image.io_error()};
+  return info;
 }
 
 std::vector<std::string> split_search_path(std::string_view list) {

@@ -26,14 +26,14 @@ struct DynamicSearchInfo {
   std::vector<std::string> needed;   // each DT_NEEDED name
 };
 
-// Reads ELF32/ELF64, little or big endian, from the whole file `image`. Every offset, size and
+// Reads ELF32/ELF64, little or big endian, from the file `image`. Every offset, size and
 // count is bounds-checked; anything malformed (truncated headers, a PT_DYNAMIC or string table
 // outside the file, an unterminated string, no PT_DYNAMIC, two DT_STRTABs) is an Error saying
 // what, never a crash.
 Result<DynamicSearchInfo> read_dynamic_search_info(std::string_view image);
 
-// The same for the file behind `fd` (read with pread, so the descriptor's offset is unchanged;
-// files over 1 GiB are refused).
+// The same for the file behind `fd`, reading only the pages the answer needs (with pread, so
+// the descriptor's offset is unchanged; files over 1 GiB are refused).
 Result<DynamicSearchInfo> read_dynamic_search_info_fd(int fd);
 
 // A DT_RPATH/DT_RUNPATH string split at ':' as ld.so splits it, empty entries kept (ld.so

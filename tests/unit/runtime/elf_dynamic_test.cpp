@@ -7,6 +7,7 @@
 #include <elf.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -260,6 +261,65 @@ TEST(ElfDynamic, ReadsARealObjectThroughItsDescriptor) {
   ::close(fd);
   ASSERT_TRUE(info) << info.error();
   EXPECT_FALSE(info->needed.empty());
+}
+
+// The descriptor reader reads only the pages it needs; it must answer exactly as the reader of
+// the whole file, for every truncation and a changed byte anywhere.
+std::string answer(const Result<DynamicSearchInfo>& info) {
+  if (!info) return "error: " + info.error();
+  std::string out;
+  for (const auto* list : {&info->needed, &info->rpath, &info->runpath}) {
+    for (const std::string& s : *list) out += s + "|";
+    out += ";";
+  }
+  return out;
+}
+
+std::string answer_through_descriptor(const std::string& image) {
+  const int fd = ::memfd_create("elf", MFD_CLOEXEC);
+  EXPECT_GE(fd, 0);
+  EXPECT_EQ(::write(fd, image.data(), image.size()), static_cast<ssize_t>(image.size()));
+  std::string out = answer(read_dynamic_search_info_fd(fd));
+  ::close(fd);
+  return out;
+}
+
+TEST_P(EveryClassAndByteOrder, TheDescriptorReaderAnswersAsTheWholeFileReader) {
+  const std::string image = build(spec());
+  for (std::size_t length = 0; length <= image.size(); ++length)
+    EXPECT_EQ(answer_through_descriptor(image.substr(0, length)),
+              answer(read_dynamic_search_info(image.substr(0, length))))
+        << "cut to " << length;
+  for (std::size_t i = 0; i < image.size(); ++i) {
+    std::string changed = image;
+    changed[i] = static_cast<char>(0xff);
+    EXPECT_EQ(answer_through_descriptor(changed), answer(read_dynamic_search_info(changed)))
+        << "byte " << i << " changed";
+  }
+}
+
+TEST(ElfDynamic, ARealObjectReadByPagesGivesTheWholeFilesAnswer) {
+  // A real linked object spans many pages; its tables need not sit on one.
+  const int fd = ::open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  std::string whole;
+  char buffer[65536];
+  for (ssize_t got = 0; (got = ::read(fd, buffer, sizeof buffer)) > 0;)
+    whole.append(buffer, static_cast<std::size_t>(got));
+  const std::string by_pages = answer(read_dynamic_search_info_fd(fd));
+  ::close(fd);
+  ASSERT_GT(whole.size(), 8192U);
+  EXPECT_EQ(by_pages, answer(read_dynamic_search_info(whole)));
+  EXPECT_EQ(by_pages.rfind("error", 0), std::string::npos) << by_pages;
+}
+
+TEST(ElfDynamic, ADescriptorThatCannotBeReadSaysSo) {
+  const int fd = ::open("/proc/self/exe", O_PATH | O_CLOEXEC);  // fstat works, pread does not
+  ASSERT_GE(fd, 0);
+  Result<DynamicSearchInfo> info = read_dynamic_search_info_fd(fd);
+  ::close(fd);
+  ASSERT_FALSE(info);
+  EXPECT_NE(info.error().find("cannot read the file"), std::string::npos) << info.error();
 }
 
 TEST(ElfDynamic, SplitsSearchPathsKeepingEmptyEntries) {
