@@ -218,7 +218,7 @@ void print_text(const ExplainReport& report, const std::string& policy_file) {
   std::cout << "policy (cwd " << printable(report.policy.cwd) << "):\n";
   print_filesystem(report.policy, policy_file, report.caches ? report.caches->data : "");
   std::cout << "  network: " << network_words(report.policy.network) << '\n';
-  for (const std::string& limit : network_limits(report.policy.network, explained_backend(report)))
+  for (const std::string& limit : explained_network_limits(report))
     std::cout << "  network limit: " << limit << '\n';
   print_caches(report);
   print_limits(report);

@@ -484,16 +484,23 @@ class Explain(SbxTestCase):
     def test_restricted_mode_says_which_backend_gives_a_loopback_of_its_own(self):
         """The default (restricted) network: text and --json name bwrap's own loopback and
         Landlock's refusal of every inet socket, never "no connections at all"."""
-        # No backend here: each backend labelled.
+        # No backend here: the backends considered, each labelled; none of them for a backend
+        # that is not loaded (it could not have run anything).
         none = ("--backends", "no-such-backend")
         doc = json.loads(self.run_ok(*none, "explain", "--json", "--cwd", self.work).stdout)
-        self.assertEqual(len(doc["network_limits"]), 1, doc["network_limits"])
-        self.assertIn("under bwrap each command gets a network namespace of its own",
-                      doc["network_limits"][0])
-        self.assertIn("under Landlock no network socket can be created, loopback included",
-                      doc["network_limits"][0])
-        text = self.run_ok(*none, "explain", "--cwd", self.work).stdout
-        self.assertIn("network limit: Loopback depends on the sandbox backend", text)
+        self.assertEqual(doc["network_limits"], [])
+        # Landlock cannot enforce workspace-write's protected names; Seatbelt is not here: only
+        # Landlock's sentence, not bwrap's (it was not considered).
+        considered = ("--backends", "landlock,seatbelt")
+        doc = json.loads(self.run_ok(*considered, "explain", "--json", "--preset", "workspace-write",
+                                     "--cwd", self.work).stdout)
+        self.assertIsNone(doc["available_backend"])
+        self.assertEqual(doc["network_limits"],
+                         ["Under Landlock no network socket can be created, loopback included."])
+        text = self.run_ok(*considered, "explain", "--preset", "workspace-write",
+                           "--cwd", self.work).stdout
+        self.assertIn("network limit: Under Landlock no network socket", text)
+        self.assertNotIn("bwrap", text.split("network limit:", 1)[1].split("\n", 1)[0])
         context = self.run_ok("context", "--any-backend", "--cwd", self.work).stdout
         self.assertNotIn("cannot open network connections", context)
         self.assertIn("- Loopback depends on the sandbox backend", context)

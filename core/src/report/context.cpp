@@ -233,7 +233,14 @@ std::string_view reads_word(const SandboxContext& context) {
 
 }  // namespace
 
-std::vector<std::string> network_limits(const NetworkPolicy& network, std::string_view backend) {
+std::vector<std::string> network_limits(const NetworkPolicy& network, std::string_view backend,
+                                        const std::vector<std::string>& considered) {
+  // Without a backend, the sentences name only the backends that could have run it.
+  const auto may_run = [&](std::string_view name) {
+    return backend == name || (backend.empty() && (considered.empty() ||
+                                                   std::find(considered.begin(), considered.end(),
+                                                             name) != considered.end()));
+  };
   std::vector<std::string> out;
   // Restricted does not mean the same loopback everywhere: bwrap's private network namespace
   // has a loopback of its own (no route beyond it, not the host's), Landlock shares the host's
@@ -248,7 +255,7 @@ std::vector<std::string> network_limits(const NetworkPolicy& network, std::strin
           "loopback services are not reachable there).");
     } else if (backend == "landlock") {
       out.push_back("No network socket can be created, loopback included.");
-    } else {
+    } else if (may_run("bwrap") && may_run("landlock")) {
       out.push_back(
           "Loopback depends on the sandbox backend: under bwrap each command gets a network "
           "namespace of its own, whose loopback (127.0.0.1, ::1) it may use for TCP and UDP "
@@ -256,6 +263,14 @@ std::vector<std::string> network_limits(const NetworkPolicy& network, std::strin
           "processes only (not by later commands, and the host's own loopback services are not "
           "reachable there); under Landlock no network socket can be created, loopback "
           "included.");
+    } else if (may_run("bwrap")) {
+      out.push_back(
+          "Under bwrap each command gets a network namespace of its own, whose loopback "
+          "(127.0.0.1, ::1) it may use for TCP and UDP servers and clients it starts itself, "
+          "reachable by that command and its child processes only (not by later commands, and "
+          "the host's own loopback services are not reachable there).");
+    } else if (may_run("landlock")) {
+      out.push_back("Under Landlock no network socket can be created, loopback included.");
     }
     return out;
   }
@@ -272,7 +287,7 @@ std::vector<std::string> network_limits(const NetworkPolicy& network, std::strin
   if (network.mode != NetworkMode::kProxy) return out;
   // Landlock's TCP rules name a port, never an address (the kernel has no per-address rule).
   // Said only where Landlock may be the one that runs it.
-  if (backend.empty() || backend == "landlock")
+  if (may_run("landlock"))
     out.push_back(
         "Under Landlock, a TCP port rule allows that port on EVERY address (Landlock port rules "
         "are address-blind): commands may connect to the port of sbx's proxy on any address or "

@@ -196,6 +196,13 @@ std::string explained_backend(const ExplainReport& report) {
   return report.choice.backend ? *report.choice.backend : std::string();
 }
 
+std::vector<std::string> explained_network_limits(const ExplainReport& report) {
+  std::vector<std::string> considered;
+  if (!report.choice.backend)
+    for (const PassedOver& item : report.choice.passed_over) considered.push_back(item.backend);
+  return network_limits(report.policy.network, explained_backend(report), considered);
+}
+
 namespace {
 
 // The policy's ":caches" for `explain`: null without one.
@@ -264,8 +271,7 @@ std::string explain_to_json(const ExplainReport& report, JsonStyle style) {
   }
   out["passed_over"] = std::move(passed);
   out["policy"] = resolved_json(report.policy);
-  out["network_limits"] =
-      string_array(network_limits(report.policy.network, explained_backend(report)));
+  out["network_limits"] = string_array(explained_network_limits(report));
   out["cgroups"] = cgroups_json(report.cgroups);
   json::array limits;
   for (const LimitEnforcement& limit : report.limits) {

@@ -59,10 +59,10 @@ SandboxContext describe_sandbox(const ResolvedPolicy& policy);
 // on every address (port rules are address-blind), and, when the policy names proxy_ports
 // itself, that its runs are refused and why; with the network enabled, that the host's unix
 // sockets stay closed unless listed (only backends with unix_socket_block run it). With
-// `backend` (the one that will run it), only what holds for that backend; "" = every backend,
-// each labelled. Pure.
-std::vector<std::string> network_limits(const NetworkPolicy& network,
-                                        std::string_view backend = "");
+// `backend` (the one that will run it), only what holds for that backend; "" = every backend in
+// `considered` (all when empty), each labelled. Pure.
+std::vector<std::string> network_limits(const NetworkPolicy& network, std::string_view backend = "",
+                                        const std::vector<std::string>& considered = {});
 
 // Stable plain text for a system prompt. Every value (path, glob, domain) is quoted with
 // control, bidi and invalid bytes escaped, so a crafted path cannot add lines to the text.

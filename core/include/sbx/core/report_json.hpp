@@ -107,6 +107,10 @@ std::string final_backend(const ExplainReport& report);
 // not question 1 sandboxes; "" when none is available (every backend's, labelled).
 std::string explained_backend(const ExplainReport& report);
 
+// network_limits for explain: the available backend's, else those of the backends passed over
+// (`--backends landlock` says nothing of bwrap).
+std::vector<std::string> explained_network_limits(const ExplainReport& report);
+
 // {"preference","should_sandbox","reason","required_capabilities","available_backend",
 //  "available_reason","final","passed_over":[{"backend","reason"}],"policy":{...},
 //  "network_limits":[string] (network_limits in context.hpp),
