@@ -503,6 +503,10 @@ TEST_P(CApiRun, ACancelFromAnotherThreadEndsTheRun) {
   EXPECT_EQ(seen, "ready\n");
   ASSERT_TRUE(o.ok) << describe(o);
   EXPECT_EQ(o.report.at("error_kind").as_string(), "cancelled") << describe(o);
+  // Ended by sbx's SIGKILL: reported as that signal, never as a folded exit code 137.
+  ASSERT_FALSE(o.report.at("exit").is_null()) << "the command ran: " << describe(o);
+  EXPECT_TRUE(o.report.at("exit").at("code").is_null()) << describe(o);
+  EXPECT_EQ(o.report.at("exit").at("signal"), 9) << describe(o);
   EXPECT_LT(o.seconds, 30.0);
   if (GetParam() != "none") {
     EXPECT_EQ(processes_with("sleep" + std::string(1, '\0') + mark), std::vector<std::string>{})
