@@ -301,6 +301,7 @@ export interface BackendsReport {
   rejected: RejectedPlugin[];
   cgroups?: CgroupSupport;
   plugin_loading?: PluginLoading;
+  container?: CallerConfinement;
 }
 
 /** A loaded plugin and, when probed, its probe report (available, summary, checks and capabilities are null when not probed). */
@@ -337,6 +338,38 @@ export interface PluginLoading {
   /** descriptor: through the checked descriptor; path: by path (/proc/self/fd unusable). */
   mode: 'descriptor' | 'path';
   reason: string;
+}
+
+/** What confines the process running sbx, for every backend alike (caller.hpp, CallerConfinement). */
+export interface CallerConfinement {
+  /** inside: a container runtime's marker was found; like: none, but a seccomp filter and no CAP_SYS_ADMIN in the bounding set; none: neither; unknown: not examined on this platform. */
+  verdict: 'inside' | 'like' | 'none' | 'unknown';
+  /** The runtime markers found, as found: "/.dockerenv", "/run/.containerenv", "container=NAME (pid 1)", "cgroup PATH", ... */
+  markers: string[];
+  /** proc(5) Seccomp: none, strict or filter. */
+  seccomp: 'none' | 'strict' | 'filter' | 'unknown';
+  /** proc(5) Seccomp_filters; null where the kernel does not show it (before Linux 5.9). */
+  seccomp_filters: number | null;
+  no_new_privs: boolean;
+  user_namespaces: CallerUserNamespaces;
+  capabilities: CallerCapabilities;
+}
+
+/** Whether this process could create a user namespace (tried in a child), and when not, why and what to do. */
+export interface CallerUserNamespaces {
+  allowed: boolean;
+  /** What the trial saw; when refused, the cause first. */
+  observed: string;
+  /** "" when allowed. */
+  fix: string;
+}
+
+/** The capability sets of the process running sbx, by name in number order (proc(5) CapEff, CapBnd). */
+export interface CallerCapabilities {
+  effective: string[];
+  bounding: string[];
+  /** How many capabilities this kernel has (cap_last_cap + 1). */
+  known: number;
 }
 
 /** What would run. */

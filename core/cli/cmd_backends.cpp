@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "sbx/core/caller.hpp"
 #include "sbx/core/report_json.hpp"
 #include "sbx/core/run_limits.hpp"
 #include "text_table.hpp"
@@ -110,9 +111,13 @@ int run_backends(const BackendsOptions& options, const GlobalOptions& globals) {
   // is unusable): part of what the probe reports about this host.
   const std::optional<PluginLoading> loading =
       options.probe ? std::optional<PluginLoading>(registry->loading()) : std::nullopt;
+  // What confines sbx itself (a container runtime's seccomp profile and capabilities), for
+  // every backend alike: where bwrap is refused, this says by what (issue #38).
+  const std::optional<CallerConfinement> caller =
+      options.probe ? std::optional<CallerConfinement>(probe_caller()) : std::nullopt;
   if (options.json) {
     std::cout << backends_to_json(listings, registry->rejected(), JsonStyle::kPretty, cgroups,
-                                  loading)
+                                  loading, caller)
               << '\n';
   } else {
     print_text(listings, registry->rejected(), options.probe);
@@ -123,6 +128,8 @@ int run_backends(const BackendsOptions& options, const GlobalOptions& globals) {
     if (loading)
       std::cout << "plugin loading: " << to_string(loading->mode) << " - "
                 << printable(loading->reason) << '\n';
+    if (caller)
+      std::cout << "container (every backend): " << printable(caller_text(*caller)) << '\n';
   }
   return 0;
 }

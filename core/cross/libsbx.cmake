@@ -62,7 +62,7 @@ set(_sbx_windows_run_sources
     "${_sbx_core}/caches/config_files.cpp"
     "${_sbx_core}/plugins/registry.cpp"
     "${_sbx_core}/plugins/plugin_checks.cpp" "${_sbx_core}/plugins/probe_isolation.cpp"
-    "${_sbx_core}/plugins/probe_store.cpp"
+    "${_sbx_core}/plugins/probe_store.cpp" "${_sbx_core}/plugins/probe_caller.cpp"
     "${_sbx_core}/plugins/runtime_win32.cpp"
     "${_sbx_core}/run/manager.cpp" "${_sbx_core}/run/limits.cpp"
     "${_sbx_core}/run/environment.cpp" "${_sbx_core}/run/created_names.cpp"

@@ -144,6 +144,27 @@ json::value exit_json(const std::optional<ExitStatus>& status) {
   return out;
 }
 
+json::object caller_json(const CallerConfinement& caller) {
+  json::object userns;
+  userns["allowed"] = caller.user_namespaces;
+  userns["observed"] = caller.user_namespaces_observed;
+  userns["fix"] = caller.user_namespaces_fix;
+  json::object caps;
+  caps["effective"] = string_array(caller.effective);
+  caps["bounding"] = string_array(caller.bounding);
+  caps["known"] = caller.capabilities_known;
+  json::object out;
+  out["verdict"] = caller.container;
+  out["markers"] = string_array(caller.markers);
+  out["seccomp"] = caller.seccomp;
+  out["seccomp_filters"] =
+      caller.seccomp_filters < 0 ? json::value(nullptr) : json::value(caller.seccomp_filters);
+  out["no_new_privs"] = caller.no_new_privs;
+  out["user_namespaces"] = std::move(userns);
+  out["capabilities"] = std::move(caps);
+  return out;
+}
+
 json::object cgroups_json(const CgroupSupport& cgroups) {
   json::object out;
   out["available"] = cgroups.available;
@@ -158,7 +179,8 @@ json::object cgroups_json(const CgroupSupport& cgroups) {
 std::string backends_to_json(const std::vector<BackendListing>& backends,
                              const std::vector<RejectedPlugin>& rejected, JsonStyle style,
                              const std::optional<CgroupSupport>& cgroups,
-                             const std::optional<PluginLoading>& loading) {
+                             const std::optional<PluginLoading>& loading,
+                             const std::optional<CallerConfinement>& caller) {
   json::array loaded;
   for (const BackendListing& listing : backends) loaded.emplace_back(listing_json(listing));
   json::array failed;
@@ -179,6 +201,7 @@ std::string backends_to_json(const std::vector<BackendListing>& backends,
     mode["reason"] = loading->reason;
     out["plugin_loading"] = std::move(mode);
   }
+  if (caller) out["container"] = caller_json(*caller);
   return report::render_json(out, style);
 }
 

@@ -17,6 +17,7 @@
 #include <sstream>
 #include <utility>
 
+#include "caller.hpp"
 #include "sbx/bwrap/host.hpp"
 #include "sbx/sdk/backend.hpp"
 #include "sbx/sdk/posix_child.hpp"
@@ -97,6 +98,33 @@ bool version_at_least(const std::string& version, int major, int minor) {
   return a > major || (a == major && b >= minor);
 }
 
+// bwrap's own message says only that it could not make a namespace ("Creating new namespace
+// failed: Operation not permitted"). The same clone by this process (linux/caller) names who
+// refused it: this process's seccomp filter (a container runtime's default profile, issue #38),
+// a sysctl or a security module, each with its own fix. Where this process may create one and
+// bwrap still fails, bwrap's message is all there is.
+ProbeCheck user_namespaces_check(const ProbeRun& userns) {
+  if (userns.exit_code == 0)
+    return check("user_namespaces", true, "a new user namespace was created", "");
+  // bwrap's messages begin with "bwrap: " themselves.
+  std::string bwrap_said = first_line(userns.output);
+  if (bwrap_said.rfind("bwrap: ", 0) != 0) bwrap_said = "bwrap: " + bwrap_said;
+  const caller::UserNamespaceTrial trial = caller::try_user_namespace(caller::read_status());
+  if (trial.allowed)
+    return check("user_namespaces", false, "bwrap: " + first_line(userns.output),
+                 "allow unprivileged user namespaces (sysctl user.max_user_namespaces > 0; "
+                 "kernel.unprivileged_userns_clone=1; outside containers that block it)");
+  return check("user_namespaces", false, trial.observed + " (" + bwrap_said + ")", trial.fix);
+}
+
+// A trial that needs the user namespace bwrap could not create: not run, its status as it
+// would fail, the cause named where it is (the user_namespaces check).
+ProbeCheck needs_user_namespace(std::string name, CheckStatus failure) {
+  return ProbeCheck{std::move(name), failure,
+                    "not tried: bwrap cannot create the user namespace it needs (user_namespaces)",
+                    "the fix of user_namespaces"};
+}
+
 void probe_sandbox_checks_uncached(const std::string& bwrap, std::vector<ProbeCheck>& checks) {
   Result<std::string> version = bwrap_version(bwrap);
   const bool recent = version.ok() && version_at_least(*version, 0, 5);
@@ -104,11 +132,7 @@ void probe_sandbox_checks_uncached(const std::string& bwrap, std::vector<ProbeCh
                          "bubblewrap 0.5 or newer is needed (--perms, --as-pid-1)"));
   const ProbeRun userns =
       run_trial_sandbox(bwrap, {"--unshare-user", "--ro-bind", "/", "/"}, {"/bin/true"}, 5000);
-  checks.push_back(check("user_namespaces", userns.exit_code == 0,
-                         userns.exit_code == 0 ? "a new user namespace was created"
-                                               : "bwrap: " + first_line(userns.output),
-                         "allow unprivileged user namespaces (sysctl user.max_user_namespaces > 0; "
-                         "kernel.unprivileged_userns_clone=1; outside containers that block it)"));
+  checks.push_back(user_namespaces_check(userns));
   const std::string apparmor =
       read_small_file("/proc/sys/kernel/apparmor_restrict_unprivileged_userns");
   const bool aa_restricts = apparmor == "1";
@@ -118,6 +142,11 @@ void probe_sandbox_checks_uncached(const std::string& bwrap, std::vector<ProbeCh
                              : "kernel.apparmor_restrict_unprivileged_userns=" + apparmor,
             "allow bwrap user namespaces (an AppArmor profile with 'userns' for bwrap, or "
             "sysctl kernel.apparmor_restrict_unprivileged_userns=0)"));
+  if (userns.exit_code != 0) {
+    checks.push_back(needs_user_namespace("proc_mount", CheckStatus::kWarn));
+    checks.push_back(needs_user_namespace("network_namespace", CheckStatus::kFail));
+    return;
+  }
   const ProbeRun proc = run_trial_sandbox(
       bwrap, {"--unshare-user", "--unshare-pid", "--ro-bind", "/", "/", "--proc", "/proc"},
       {"/bin/true"}, 5000);
@@ -134,6 +163,27 @@ void probe_sandbox_checks_uncached(const std::string& bwrap, std::vector<ProbeCh
                                             : "bwrap: " + first_line(net.output),
                          "bwrap needs to create a network namespace and bring up loopback "
                          "(see the user-namespace and AppArmor checks)"));
+}
+
+// sbx-stage2 loads its filter under whatever filter this process already runs under: filters
+// stack, and every one of them is run (seccomp(2)), so a caller's filter is no reason to pass
+// bwrap over; only strict mode is (nothing but read, write, _exit and sigreturn), or a kernel
+// without filters. PR_GET_SECCOMP answers 0 (none) or 2 (filter) where the caller's filter
+// allows prctl; a filter that refuses it fails it with its own errno, never 1 (strict mode
+// kills the caller instead).
+ProbeCheck seccomp_check() {
+  const std::string actions = read_small_file("/proc/sys/kernel/seccomp/actions_avail");
+  const int mode = ::prctl(PR_GET_SECCOMP, 0, 0, 0, 0);
+  const int error = errno;
+  const bool ok = (mode == 0 || mode == 2) && actions.find("errno") != std::string::npos;
+  std::string observed =
+      actions.empty() ? "no /proc/sys/kernel/seccomp/actions_avail" : "actions: " + actions;
+  if (mode == 2)
+    observed += " (this process already runs under a filter; sbx-stage2's stacks on it)";
+  if (mode < 0) observed += std::string(" (PR_GET_SECCOMP: ") + std::strerror(error) + ")";
+  return check("seccomp", ok, observed,
+               "a kernel with CONFIG_SECCOMP_FILTER, and a caller whose own filter (if any) "
+               "allows prctl and seccomp");
 }
 
 // The host settings that decide whether bwrap's user namespace trials pass.
@@ -348,13 +398,7 @@ ProbeReport run_probe(const std::string& stage2_path, const std::string& cache_f
                            CheckStatus::kWarn));
     probe_sandbox_checks(*bwrap, cache_file, checks);
   }
-  const std::string actions = read_small_file("/proc/sys/kernel/seccomp/actions_avail");
-  const bool seccomp_ok =
-      ::prctl(PR_GET_SECCOMP, 0, 0, 0, 0) == 0 && actions.find("errno") != std::string::npos;
-  checks.push_back(
-      check("seccomp", seccomp_ok,
-            actions.empty() ? "no /proc/sys/kernel/seccomp/actions_avail" : "actions: " + actions,
-            "a kernel with CONFIG_SECCOMP_FILTER, not already in strict mode"));
+  checks.push_back(seccomp_check());
   const bool stage2_ok = !stage2_path.empty() && ::access(stage2_path.c_str(), X_OK) == 0;
   checks.push_back(check("stage2_helper", stage2_ok,
                          stage2_path.empty() ? "the host has no sbx-stage2" : stage2_path,

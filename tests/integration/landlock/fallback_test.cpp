@@ -48,6 +48,10 @@ TEST_F(LandlockFallback, ExplainChoosesLandlockAndSaysWhyBwrapWasPassedOver) {
   EXPECT_EQ(r.code, 0) << describe(r);
   EXPECT_NE(r.out.find("final:              landlock"), std::string::npos) << describe(r);
   EXPECT_NE(r.out.find("bwrap  unavailable: user_namespaces: "), std::string::npos) << describe(r);
+  // The real cause: the kernel's refusal (max_user_namespaces 0 in that sandbox), no filter's.
+  EXPECT_NE(r.out.find("user_namespaces: ENOSPC: user.max_user_namespaces is 0 here"),
+            std::string::npos)
+      << describe(r);
   // Outside, with user namespaces, the same policy still goes to bwrap (the preferred one).
   const RunResult host = run(
       {sbx_path(), "explain", "--policy", conf_ / "policy.json", "--cwd", ws_.path()}, base_env());

@@ -321,6 +321,7 @@ class BackendsReport(_BackendsReportRequired, total=False):
     """Every backend plugin found."""
     cgroups: "CgroupSupport"
     plugin_loading: "PluginLoading"
+    container: "CallerConfinement"
 
 
 class BackendInfo(TypedDict):
@@ -357,6 +358,38 @@ class PluginLoading(TypedDict):
     #: descriptor: through the checked descriptor; path: by path (/proc/self/fd unusable).
     mode: Literal["descriptor", "path"]
     reason: str
+
+
+class CallerConfinement(TypedDict):
+    """What confines the process running sbx, for every backend alike (caller.hpp, CallerConfinement)."""
+    #: inside: a container runtime's marker was found; like: none, but a seccomp filter and no CAP_SYS_ADMIN in the bounding set; none: neither; unknown: not examined on this platform.
+    verdict: Literal["inside", "like", "none", "unknown"]
+    #: The runtime markers found, as found: "/.dockerenv", "/run/.containerenv", "container=NAME (pid 1)", "cgroup PATH", ...
+    markers: List[str]
+    #: proc(5) Seccomp: none, strict or filter.
+    seccomp: Literal["none", "strict", "filter", "unknown"]
+    #: proc(5) Seccomp_filters; null where the kernel does not show it (before Linux 5.9).
+    seccomp_filters: Optional[int]
+    no_new_privs: bool
+    user_namespaces: "CallerUserNamespaces"
+    capabilities: "CallerCapabilities"
+
+
+class CallerUserNamespaces(TypedDict):
+    """Whether this process could create a user namespace (tried in a child), and when not, why and what to do."""
+    allowed: bool
+    #: What the trial saw; when refused, the cause first.
+    observed: str
+    #: "" when allowed.
+    fix: str
+
+
+class CallerCapabilities(TypedDict):
+    """The capability sets of the process running sbx, by name in number order (proc(5) CapEff, CapBnd)."""
+    effective: List[str]
+    bounding: List[str]
+    #: How many capabilities this kernel has (cap_last_cap + 1).
+    known: int
 
 
 class _PlanRequired(TypedDict):
@@ -488,4 +521,4 @@ class ProjectCache(TypedDict):
     files: int
 
 
-__all__ = ["ExecReport", "ExitStatus", "Capture", "Denial", "LikelyDenial", "NoDenial", "DenialKind", "NetworkRefusal", "ProxyRefusal", "UnixRefusal", "IpRefusal", "Decision", "Explanation", "PassedOver", "ResolvedPolicy", "PathRule", "ProtectedPath", "ResolvedNetwork", "CgroupSupport", "LimitEnforcement", "EnvironmentSummary", "SettingsSummary", "Scope", "Capability", "Caches", "ToolCache", "BackendsReport", "BackendInfo", "ProbeCheck", "RejectedPlugin", "PluginLoading", "Plan", "HostPaths", "Launch", "PlanWindows", "WindowsToken", "WindowsAce", "WindowsSid", "ContextReport", "ContextFilesystem", "ContextNetwork", "CacheList", "ProjectCache", "SCHEMAS"]
+__all__ = ["ExecReport", "ExitStatus", "Capture", "Denial", "LikelyDenial", "NoDenial", "DenialKind", "NetworkRefusal", "ProxyRefusal", "UnixRefusal", "IpRefusal", "Decision", "Explanation", "PassedOver", "ResolvedPolicy", "PathRule", "ProtectedPath", "ResolvedNetwork", "CgroupSupport", "LimitEnforcement", "EnvironmentSummary", "SettingsSummary", "Scope", "Capability", "Caches", "ToolCache", "BackendsReport", "BackendInfo", "ProbeCheck", "RejectedPlugin", "PluginLoading", "CallerConfinement", "CallerUserNamespaces", "CallerCapabilities", "Plan", "HostPaths", "Launch", "PlanWindows", "WindowsToken", "WindowsAce", "WindowsSid", "ContextReport", "ContextFilesystem", "ContextNetwork", "CacheList", "ProjectCache", "SCHEMAS"]

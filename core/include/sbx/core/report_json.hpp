@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "sbx/core/caches.hpp"
+#include "sbx/core/caller.hpp"
 #include "sbx/core/manager.hpp"
 #include "sbx/core/permissions.hpp"
 #include "sbx/core/plugin_loader.hpp"
@@ -40,11 +41,15 @@ struct BackendListing {
 //  "rejected":[{"path","stage","message"}]}, plus "cgroups":{"available","kind","parent",
 //  "reason"} when `cgroups` is given (what holds the resource limits of every backend's runs)
 //  and "plugin_loading":{"mode","reason"} when `loading` is given (how the plugins were loaded:
-//  mode "descriptor" or "path", see LoadingMode).
+//  mode "descriptor" or "path", see LoadingMode), and "container":{"verdict","markers",
+//  "seccomp","seccomp_filters","no_new_privs","user_namespaces":{"allowed","observed","fix"},
+//  "capabilities":{"effective","bounding","known"}} when `caller` is given (what confines the
+//  process running sbx, see CallerConfinement).
 std::string backends_to_json(const std::vector<BackendListing>& backends,
                              const std::vector<RejectedPlugin>& rejected, JsonStyle style,
                              const std::optional<CgroupSupport>& cgroups = std::nullopt,
-                             const std::optional<PluginLoading>& loading = std::nullopt);
+                             const std::optional<PluginLoading>& loading = std::nullopt,
+                             const std::optional<CallerConfinement>& caller = std::nullopt);
 
 // {"available","summary","checks":[...],"capabilities":[...]}
 std::string probe_report_to_json(const ProbeReport& report, JsonStyle style);
