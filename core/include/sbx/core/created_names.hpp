@@ -41,6 +41,13 @@ struct CreatedNamesLimits {
   // CreatedNamesScan only: how many directory descriptors its scan may hold open at once
   // (nullopt: a quarter of the descriptors the process may still open, at most 4096).
   std::optional<std::size_t> scan_descriptors;
+  // CreatedNamesScan only: learn what changed from fanotify where this process may (below);
+  // false: the scan alone (tests compare the two).
+  bool events = true;
+  // CreatedNamesScan with events only: how many changed places at or inside watched names
+  // (directories, and files with several links) it keeps for the check after the run; past
+  // that it walks those roots instead.
+  std::size_t max_changed = 8192;
 };
 
 // The time file timestamps are compared with, in nanoseconds since the epoch: the coarse
@@ -150,8 +157,14 @@ class CreatedNamesScan {
   CreatedNamesScan(const CreatedNamesScan&) = delete;
   CreatedNamesScan& operator=(const CreatedNamesScan&) = delete;
 
-  // Waits until the scan has read everything it will (tests and benchmarks: a run never waits).
+  // Waits until the scan has read everything it will, and the events' thread has read the
+  // mount table (tests and benchmarks: a run never waits).
   void wait_until_scanned();
+  // How many of the roots fanotify watches (tests, benchmarks).
+  std::size_t event_roots() const;
+  // After finish(): why the events could not answer and their roots were walked instead
+  // (empty: they answered, or none was watched).
+  const std::string& events_fell_back() const;
   // Stops the scan and returns what find_created_names(watch, since_ns, limits) would return
   // now. Once only.
   CreatedNames finish();
