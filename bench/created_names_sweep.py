@@ -12,9 +12,10 @@ Each run goes in a mount namespace of its own whose /tmp is that case's tree (a 
 /tmp, on the same filesystem as the workspaces: one fanotify mark covers both), started in that
 case's workspace with PWD there (the direct launch); only sbx itself is timed, not the set-up.
 
-    python3 bench/created_names_sweep.py PREFIX/bin/sbx [ROUNDS] [SIZES]
+    python3 bench/created_names_sweep.py PREFIX/bin/sbx [ROUNDS] [SIZES] [OLD/bin/sbx]
 
-ROUNDS defaults to 11, SIZES to 0,10000,100000. Needs root (mount namespaces, setuid to 65534;
+ROUNDS defaults to 11, SIZES to 0,10000,100000; OLD, a second build run as root in the same
+loop (the build before the events, say: its runs as root scan). Needs root (mount namespaces, setuid to 65534;
 the plugin loader trusts only a root-owned install). The trees are made under /var/tmp and
 removed at the end, as is /run/user/65534 if this script made it (uid 65534's private state
 directory: without one, sbx keeps no state and leaves its mask mount points behind).
@@ -150,21 +151,24 @@ def main():
                   flush=True)
             trees[size] = (tmp_tree, workspace)
         commands = {"true": ["/bin/true"], "sleep 1": ["/bin/sleep", "1"]}
-        users = {"root (fanotify)": 0, "uid 65534 (scan)": NOBODY}
+        users = {"root (fanotify)": (sbx, 0), "uid 65534 (scan)": (sbx, NOBODY)}
+        if len(sys.argv) > 4:
+            users["root, OLD build"] = (os.path.abspath(sys.argv[4]), 0)
         cases = [(user, name, size) for user in users for name in commands for size in sizes]
         for user, name, size in cases:  # warm the caches (and sbx's state directories)
-            timed(sbx, commands[name], *trees[size], users[user], runtime_dir)
+            timed(users[user][0], commands[name], *trees[size], users[user][1], runtime_dir)
         results = {case: ([], []) for case in cases}
         print(f"load before: {os.getloadavg()[0]:.2f}", flush=True)
         for round_number in range(rounds):
             shift = round_number % len(cases)
             for case in cases[shift:] + cases[:shift]:
                 user, name, size = case
-                wall, cpu = timed(sbx, commands[name], *trees[size], users[user], runtime_dir)
+                wall, cpu = timed(users[user][0], commands[name], *trees[size], users[user][1],
+                                  runtime_dir)
                 results[case][0].append(wall)
                 results[case][1].append(cpu)
         print(f"load after: {os.getloadavg()[0]:.2f}; {rounds} rounds, {len(cases)} cases each,"
-              f" rotated\n")
+              f" rotated; " + ", ".join(f"{user} = {users[user][0]}" for user in users) + "\n")
         print("| user (check) | command | directories in /tmp + workspace | wall, median "
               "| CPU, median | vs empty trees: wall | CPU |")
         print("|---|---|---|---|---|---|---|")

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -218,6 +219,7 @@ struct ChangeWatch::State {
   std::vector<Filesystem> filesystems;
   Fd group;
   Fd stop;
+  std::atomic<bool> stopping{false};
   std::thread thread;
   bool started = false;
   std::mutex mutex;
@@ -525,10 +527,12 @@ struct ChangeWatch::State {
     note_file(child, dir);
   }
 
-  // Reads what the queue holds now. false: it failed (or is done for).
-  bool read_queue(std::size_t max_bytes) {
+  // Reads what the queue holds now (the thread: until finish() asks it to stop, which a queue
+  // that other processes keep filling could otherwise delay for ever). false: it failed.
+  bool read_queue(std::size_t max_bytes, bool until_stopped = false) {
     std::size_t read_bytes = 0;
     while (failed.empty()) {
+      if (until_stopped && stopping.load(std::memory_order_relaxed)) return true;
       const ssize_t length = ::read(group.get(), buffer, sizeof buffer);
       if (length < 0) {
         if (errno == EINTR) continue;
@@ -572,8 +576,9 @@ struct ChangeWatch::State {
           mounts_changed = true;
           count = 2;
         }
-        if ((fds[0].revents & POLLIN) != 0 && !read_queue(static_cast<std::size_t>(-1))) break;
-        if ((fds[1].revents & POLLIN) != 0) return;
+        if ((fds[0].revents & POLLIN) != 0 && !read_queue(static_cast<std::size_t>(-1), true))
+          break;
+        if ((fds[1].revents & POLLIN) != 0 || stopping.load(std::memory_order_relaxed)) return;
       }
     } catch (...) {
       fail("out of memory");  // an exception must not leave the thread
@@ -588,6 +593,7 @@ ChangeWatch::ChangeWatch(std::unique_ptr<State> state) : state_(std::move(state)
 
 ChangeWatch::~ChangeWatch() {
   if (state_->thread.joinable()) {
+    state_->stopping.store(true, std::memory_order_relaxed);
     const std::uint64_t one = 1;
     [[maybe_unused]] const ssize_t written = ::write(state_->stop.get(), &one, sizeof one);
     state_->thread.join();
@@ -696,6 +702,7 @@ bool ChangeWatch::finish(std::vector<Candidate>& candidates, std::string& why) {
   State& s = *state_;
   s.started = true;
   if (s.thread.joinable()) {
+    s.stopping.store(true, std::memory_order_relaxed);
     const std::uint64_t one = 1;
     [[maybe_unused]] const ssize_t written = ::write(s.stop.get(), &one, sizeof one);
     s.thread.join();
