@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/fanotify.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
@@ -25,6 +26,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #endif
@@ -46,9 +48,6 @@ constexpr unsigned long long kDirent = FAN_CREATE | FAN_DELETE | FAN_MOVED_FROM 
 // Handles already looked at, remembered so that a directory written a thousand times is
 // resolved once; forgotten past this many (resolving one again is only slower).
 constexpr std::size_t kSeenBound = std::size_t{1} << 16;
-// Reading the queue after the run: at most this much (the run's own events are all queued by
-// then; more means host processes outpacing the read, and the walk answers instead).
-constexpr std::size_t kDrainBytes = std::size_t{64} << 20;
 
 class Fd {
  public:
@@ -171,6 +170,10 @@ bool read_all(int fd, std::string& text) {
   }
 }
 
+std::string joined(const std::string& dir, const std::string& name) {
+  return dir == "/" ? "/" + name : dir + "/" + name;
+}
+
 bool is_under(const std::string& path, const std::string& root) {
   if (root == "/") return !path.empty() && path[0] == '/';
   return path.compare(0, root.size(), root) == 0 &&
@@ -233,6 +236,7 @@ struct ChangeWatch::State {
   std::vector<int> mounts_below;  // ids of the bind mounts below the roots, as first read
   std::string failed;             // non-empty: the events cannot answer, and why
   std::unordered_set<std::string> seen;
+  std::unordered_map<std::string, std::vector<std::string>> directory_cache;
   std::unordered_set<std::string> kept_keys;
   std::vector<DirSpot> kept_dirs;
   std::vector<FileSpot> kept_files;
@@ -392,14 +396,23 @@ struct ChangeWatch::State {
     if (st.st_nlink == 0) return Found::kGone;
     if (st.st_nlink > 1) return Found::kSeveralLinks;
     if (!spot.dir.empty()) {
+      // Most changed files are other processes' (a build's objects): their directory is looked
+      // up once, then each file by name under it, its identity checked.
+      const std::vector<std::string>* known = cached_directory_paths(spot.fs, spot.dir);
+      struct stat there {};
+      if (known != nullptr && !known->empty() &&
+          ::lstat(joined(known->front(), spot.name).c_str(), &there) == 0 &&
+          same_inode(there, st)) {
+        for (const std::string& d : *known) paths.push_back(joined(d, spot.name));
+        return Found::kOk;
+      }
       std::vector<std::string> dirs;
       Fd dir;
       struct stat named {};
       if (directory_paths(spot.fs, spot.dir, dirs, &dir) == Found::kOk && dir.get() >= 0 &&
           ::fstatat(dir.get(), spot.name.c_str(), &named, AT_SYMLINK_NOFOLLOW) == 0 &&
           same_inode(named, st)) {
-        for (const std::string& d : dirs)
-          paths.push_back(d == "/" ? "/" + spot.name : d + "/" + spot.name);
+        for (const std::string& d : dirs) paths.push_back(joined(d, spot.name));
         return Found::kOk;
       }
     }
@@ -413,6 +426,20 @@ struct ChangeWatch::State {
         paths.push_back(*path);
     }
     return paths.empty() ? Found::kFailed : Found::kOk;
+  }
+
+  // The paths of a directory as last looked up, while no directory has been renamed since:
+  // only a rename moves a directory (a removed one's handle is never another's), and a rename
+  // made after the lookup is an event read before any event made after it.
+  const std::vector<std::string>* cached_directory_paths(std::size_t fs,
+                                                         const std::string& handle) {
+    const std::string key = std::to_string(fs) + ":" + handle;
+    if (const auto found = directory_cache.find(key); found != directory_cache.end())
+      return &found->second;
+    std::vector<std::string> paths;
+    if (directory_paths(fs, handle, paths) != Found::kOk) return nullptr;
+    if (directory_cache.size() >= kSeenBound) directory_cache.clear();
+    return &directory_cache.emplace(key, std::move(paths)).first->second;
   }
 
   bool keep(const std::string& key) {
@@ -505,6 +532,8 @@ struct ChangeWatch::State {
     Info child;
     if (!parse(event, dir, child)) return fail("an fanotify event that could not be read");
     const unsigned long long mask = event->mask;
+    if ((mask & (FAN_MOVED_FROM | FAN_MOVED_TO)) != 0 && (mask & FAN_ONDIR) != 0)
+      directory_cache.clear();
     if ((mask & kDirent) != 0) {
       // An entry created, removed or renamed in `dir`: the directory's own ctime changed.
       if (!dir.present || dir.name.empty()) return fail("a directory event without its entry");
@@ -527,12 +556,16 @@ struct ChangeWatch::State {
     note_file(child, dir);
   }
 
-  // Reads what the queue holds now (the thread: until finish() asks it to stop, which a queue
-  // that other processes keep filling could otherwise delay for ever). false: it failed.
-  bool read_queue(std::size_t max_bytes, bool until_stopped = false) {
-    std::size_t read_bytes = 0;
+  // Reads the queue until it is empty, and: the thread, until finish() asks it to stop (a queue
+  // that other processes keep filling would hold it for ever); finish(), until it has read
+  // `max_events`, the events queued when it began (events queued later, by processes outside
+  // the run, may keep coming: one that writes a file per event it sees, strace of sbx writing
+  // its log on a watched filesystem, would keep the queue full for ever). false: it failed.
+  bool read_queue(std::optional<std::size_t> max_events) {
+    std::size_t events = 0;
     while (failed.empty()) {
-      if (until_stopped && stopping.load(std::memory_order_relaxed)) return true;
+      if (!max_events && stopping.load(std::memory_order_relaxed)) return true;
+      if (max_events && events >= *max_events) return true;
       const ssize_t length = ::read(group.get(), buffer, sizeof buffer);
       if (length < 0) {
         if (errno == EINTR) continue;
@@ -542,10 +575,10 @@ struct ChangeWatch::State {
       }
       const auto* event = reinterpret_cast<const struct fanotify_event_metadata*>(buffer);
       for (ssize_t left = length; FAN_EVENT_OK(event, left) && failed.empty();
-           event = FAN_EVENT_NEXT(event, left))
+           event = FAN_EVENT_NEXT(event, left)) {
         on_event(event);
-      read_bytes += static_cast<std::size_t>(length);
-      if (read_bytes > max_bytes) fail("host processes kept the fanotify queue full");
+        ++events;
+      }
     }
     return false;
   }
@@ -576,8 +609,7 @@ struct ChangeWatch::State {
           mounts_changed = true;
           count = 2;
         }
-        if ((fds[0].revents & POLLIN) != 0 && !read_queue(static_cast<std::size_t>(-1), true))
-          break;
+        if ((fds[0].revents & POLLIN) != 0 && !read_queue(std::nullopt)) break;
         if ((fds[1].revents & POLLIN) != 0 || stopping.load(std::memory_order_relaxed)) return;
       }
     } catch (...) {
@@ -710,7 +742,12 @@ bool ChangeWatch::finish(std::vector<Candidate>& candidates, std::string& why) {
   try {
     // Every process of the run is dead: each change it made queued its event in the system
     // call that made it (fsnotify runs in the caller's context), so the queue holds them all.
-    if (s.failed.empty()) s.read_queue(kDrainBytes);
+    // FIONREAD counts the queued events (FAN_EVENT_METADATA_LEN bytes each, their records not
+    // counted): those are all to read, and no more.
+    int queued = 0;
+    if (s.failed.empty() && ::ioctl(s.group.get(), FIONREAD, &queued) != 0)
+      s.fail(std::string("FIONREAD on the fanotify group failed: ") + ::strerror(errno));
+    if (s.failed.empty()) s.read_queue(static_cast<std::size_t>(queued) / FAN_EVENT_METADATA_LEN);
     if (s.failed.empty()) s.check_mounts();
     std::vector<std::string> paths;
     for (const State::DirSpot& spot : s.kept_dirs) {
