@@ -66,6 +66,7 @@ set(_sbx_windows_run_sources
     "${_sbx_core}/plugins/runtime_win32.cpp"
     "${_sbx_core}/run/manager.cpp" "${_sbx_core}/run/limits.cpp"
     "${_sbx_core}/run/environment.cpp" "${_sbx_core}/run/created_names.cpp"
+    "${_sbx_core}/run/created_names_events.cpp"
     "${_sbx_core}/run/run.cpp" "${_sbx_core}/run/limits_os.cpp"
     "${_sbx_core}/run/program_lookup.cpp" "${_sbx_core}/run/run_io.cpp"
     "${_sbx_core}/run/git_config.cpp"

@@ -1,4 +1,5 @@
-// The walk behind find_created_names (see created_names.hpp).
+// The walk behind find_created_names and CreatedNamesScan (see created_names.hpp); the events
+// CreatedNamesScan uses where it may are created_names_events.cpp's.
 #include "sbx/core/created_names.hpp"
 
 #include <algorithm>
@@ -10,8 +11,11 @@
 #include <string>
 #include <system_error>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
+
+#include "created_names_events.hpp"
 
 #if !defined(_WIN32)
 #include <dirent.h>
@@ -178,6 +182,13 @@ struct ScannedDir {
   }
 };
 
+// `path` is `root` or lies below it (both absolute, without a trailing slash but "/").
+bool is_under(const std::string& path, const std::string& root) {
+  if (root == "/") return !path.empty() && path[0] == '/';
+  return path.compare(0, root.size(), root) == 0 &&
+         (path.size() == root.size() || path[root.size()] == '/');
+}
+
 // How many directories the walk could not read a report names (the rest only set truncated).
 constexpr std::size_t kMaxUnreadableNamed = 8;
 
@@ -192,6 +203,9 @@ class Walker {
   // `record`: what CreatedNamesScan read of the root (null: none, the walk of
   // find_created_names).
   void walk_root(const std::string& root, const ScannedDir* record = nullptr);
+  // Examines only the entry `entry` (a watched name below `root`, both absolute), reached from
+  // the root as walk_root would reach it: what walk_root would report of that entry.
+  void examine(const std::string& root, const std::string& entry);
   CreatedNames result() && {
     return CreatedNames{std::vector<std::string>(found_.begin(), found_.end()), truncated_,
                         std::move(unreadable_)};
@@ -484,6 +498,53 @@ void Walker::walk_root(const std::string& root, const ScannedDir* record) {
     return;
   }
   walk_dir(fd, root, st.st_dev, 0, false, record);
+}
+
+// Down from the root one component at a time, each opened as walk_dir's visit opens it (a
+// symlink, another filesystem or a directory the walk may not read stops the way there as it
+// stops the walk), then the entry itself judged by visit() as the walk judges it. The entries
+// on the way count against the bounds, and the depth bound holds, as in the walk.
+void Walker::examine(const std::string& root, const std::string& entry) {
+  if (truncated_ || !is_under(entry, root) || entry == root) return;
+  int fd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno != ENOTDIR) cannot_walk(root);
+    return;
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    cannot_walk(root);
+    ::close(fd);
+    return;
+  }
+  std::string path = root;
+  for (std::size_t at = root == "/" ? 1 : root.size() + 1, depth = 0;; ++depth) {
+    const std::size_t slash = entry.find('/', at);
+    const std::string name = entry.substr(at, slash == std::string::npos ? slash : slash - at);
+    if (out_of_budget()) break;
+    if (slash == std::string::npos) {
+      DirResult unused;
+      visit(fd, path, name.c_str(), DT_UNKNOWN, st.st_dev, depth, false, nullptr, nullptr, unused);
+      break;
+    }
+    const std::string child = path == "/" ? "/" + name : path + "/" + name;
+    if (depth >= limits_.max_depth) {
+      truncated_ = true;
+      break;
+    }
+    const int next = open_subdirectory(fd, name.c_str(), st.st_dev);
+    if (next < 0) {
+      // Not a directory the walk enters (a symlink, a file, another filesystem) or gone: the
+      // walk would not find the entry there either. Anything else it could not read.
+      if (errno != ELOOP && errno != ENOTDIR && errno != EXDEV) cannot_walk(child);
+      break;
+    }
+    ::close(fd);
+    fd = next;
+    path = child;
+    at = slash + 1;
+  }
+  ::close(fd);
 }
 
 #if defined(__linux__)
@@ -797,6 +858,11 @@ struct CreatedNamesScan::State {
   CreatedNamesWatch watch;
   std::int64_t since = 0;
   CreatedNamesLimits limits;
+  // The roots' filesystems watched for events (null: none is): those roots are neither scanned
+  // nor walked unless the events cannot answer.
+  std::unique_ptr<created_names_events::ChangeWatch> events;
+  std::string events_fell_back;
+  bool watched(std::size_t root) const { return events && events->watches(root); }
 #if defined(SBX_CREATED_NAMES_SCAN)
   std::atomic<bool> stop{false};
   DescriptorBudget budget;
@@ -818,7 +884,8 @@ struct CreatedNamesScan::State {
     pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
     try {
       Scanner scanner(watch, limits, stop, budget);
-      for (const std::string& root : watch.roots) roots.push_back(scanner.scan_root(root));
+      for (std::size_t i = 0; i < watch.roots.size(); ++i)
+        roots.push_back(watched(i) ? nullptr : scanner.scan_root(watch.roots[i]));
     } catch (...) {
       // Out of memory: what was recorded stays usable (a record is complete or says it is
       // not), the rest is walked after the run; an exception must not leave the thread.
@@ -846,13 +913,28 @@ CreatedNamesScan::CreatedNamesScan(CreatedNamesWatch watch, std::int64_t since_n
   state_->watch = std::move(watch);
   state_->since = since_ns;
   state_->limits = limits;
+  // The marks go on now, before the command starts: every change it makes is then queued.
+  if (limits.events && !state_->watch.roots.empty())
+    state_->events = created_names_events::ChangeWatch::open(
+        state_->watch.roots, state_->watch.names, limits.max_changed);
 }
 
+std::size_t CreatedNamesScan::event_roots() const {
+  std::size_t count = 0;
+  for (std::size_t i = 0; i < state_->watch.roots.size(); ++i) {
+    if (state_->watched(i)) ++count;
+  }
+  return count;
+}
+
+const std::string& CreatedNamesScan::events_fell_back() const { return state_->events_fell_back; }
+
 void CreatedNamesScan::start() {
+  if (state_->events) state_->events->start();
 #if defined(SBX_CREATED_NAMES_SCAN)
   if (state_->start_asked) return;
   state_->start_asked = true;
-  if (state_->watch.roots.empty()) return;
+  if (event_roots() == state_->watch.roots.size()) return;  // nothing left to scan
   state_->budget = descriptor_budget(state_->limits);
   if (state_->budget.count == 0) return;  // finish() walks everything, as find_created_names
   reserve_descriptor_table(state_->budget.top);
@@ -882,6 +964,7 @@ CreatedNamesScan::~CreatedNamesScan() {
 }
 
 void CreatedNamesScan::wait_until_scanned() {
+  if (state_->events) state_->events->wait_until_ready();
 #if defined(SBX_CREATED_NAMES_SCAN)
   std::unique_lock<std::mutex> lock(state_->mutex);
   state_->scanned_changed.wait(lock, [this] { return state_->scanned; });
@@ -892,11 +975,39 @@ CreatedNames CreatedNamesScan::finish() {
 #if defined(SBX_CREATED_NAMES_SCAN)
   state_->start_asked = true;  // a start() after this finds nothing to start
   state_->stop_and_join();
+  // What the events say changed below the watched roots (run.cpp calls this once every process
+  // of the run is dead); when they cannot say, those roots are walked whole.
+  std::vector<created_names_events::Candidate> candidates;
+  const bool events_answer =
+      state_->events && state_->events->finish(candidates, state_->events_fell_back);
+  std::sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.root, a.path) < std::tie(b.root, b.path);
+  });
   Walker walker(state_->watch, state_->since, state_->limits);
-  for (std::size_t i = 0; i < state_->watch.roots.size(); ++i)
-    walker.walk_root(state_->watch.roots[i],
-                     i < state_->roots.size() ? state_->roots[i].get() : nullptr);
-  state_->roots.clear();  // closes the descriptors the scan held
+  for (std::size_t i = 0; i < state_->watch.roots.size(); ++i) {
+    if (!state_->watched(i) || !events_answer) {
+      walker.walk_root(state_->watch.roots[i],
+                       i < state_->roots.size() ? state_->roots[i].get() : nullptr);
+      continue;
+    }
+    // Each entry once; one inside another is examined with it (an entry's examination lists
+    // every watched entry inside it that changed). Sorted, an entry comes after its ancestors.
+    std::set<std::string> examined;
+    const auto inside_examined = [&examined](const std::string& path) {
+      for (std::size_t slash = path.find('/', 1); slash != std::string::npos;
+           slash = path.find('/', slash + 1)) {
+        if (examined.count(path.substr(0, slash)) != 0) return true;
+      }
+      return examined.count(path) != 0;
+    };
+    for (const created_names_events::Candidate& candidate : candidates) {
+      if (candidate.root != i || inside_examined(candidate.path)) continue;
+      examined.insert(candidate.path);
+      walker.examine(state_->watch.roots[i], candidate.path);
+    }
+  }
+  state_->roots.clear();   // closes the descriptors the scan held
+  state_->events.reset();  // the group and its marks
   return std::move(walker).result();
 #else
   return find_created_names(state_->watch, state_->since, state_->limits);

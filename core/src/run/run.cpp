@@ -604,13 +604,15 @@ void run_prepared(const RunRequest& request, PlannedRun& prepared, RunOutcome& o
   // The project's cache is sbx's own state, which no git or agent on the host works in, and it
   // may hold hundreds of thousands of files: not walked.
   if (request.caches) std::erase(watch.roots, request.caches->data);
-  // The writable roots are read while the command runs and checked after it (most of the
-  // walk off the run's critical path): the clock now, so that everything the scan reads is
-  // judged against a start no later than the command's. The scan itself (its thread, its
-  // descriptors) starts once the backend says the sandbox's first process exists
-  // (RunServices below): its set-up then overlaps the sandbox's, and the spawned child
-  // copies none of the descriptors it holds. A backend that never says so leaves it to
-  // finish(), which then walks everything after the run.
+  // Where sbx may (root), the writable roots' filesystems are watched with fanotify from now
+  // on, before the command starts, and only what changed is examined after the run; elsewhere
+  // the roots are read while the command runs and checked after it (most of the walk off the
+  // run's critical path). The clock now, so that everything is judged against a start no later
+  // than the command's. The scan and the events' reading thread start once the backend says
+  // the sandbox's first process exists (RunServices below): their set-up then overlaps the
+  // sandbox's, and the spawned child copies none of the scan's descriptors. A backend that
+  // never says so leaves it to finish(), which then walks the scanned roots and reads the
+  // events' queue after the run (created_names.hpp).
   std::optional<CreatedNamesScan> scan;
   if (prepared.backend)
     scan.emplace(watch, created_names_clock(), CreatedNamesLimits{}, CreatedNamesScan::Deferred{});

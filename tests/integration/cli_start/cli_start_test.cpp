@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <boost/json.hpp>
+#include <chrono>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -305,6 +306,89 @@ TEST_F(LeanStart, TheCreatedNamesScanStartsOnceBwrapRuns) {
   ASSERT_NE(vfork_line, 0u) << calls;
   ASSERT_NE(thread_line, 0u) << "no scan thread: " << calls;
   EXPECT_LT(vfork_line, thread_line) << calls;
+}
+
+TEST_F(LeanStart, AsRootTheCreatedNamesEventsAreMarkedBeforeBwrapStarts) {
+  // As root, the created-names check learns what changed from fanotify (created_names.hpp):
+  // its filesystem marks must be in place before the sandbox's first process exists, so that
+  // every change the command makes is queued; its reading thread starts after the vfork.
+  if (!exists("/usr/bin/strace")) GTEST_SKIP() << "strace is not installed (bootstrap-debian.sh)";
+  if (::geteuid() != 0) GTEST_SKIP() << "only root may mark a filesystem (CAP_SYS_ADMIN)";
+  TempDir work;
+  const std::vector<std::string> env = {"PATH=/usr/bin:/bin", "HOME=/root", "PWD=" + work.path()};
+  const RunResult probe =
+      run({sbx_path(), "--backends", "bwrap", "backends", "--probe", "--json"}, env);
+  if (probe.out.find("\"available\": true") == std::string::npos)
+    GTEST_SKIP() << "bwrap is not available here: " << describe(probe);
+  const std::string policy = work.path() + "/cwd-only.json";
+  write_file(policy, R"({"version": 1, "filesystem": {"kind": "restricted", "entries": [
+    {"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"}]},
+    "network": {"mode": "restricted"}})");
+  const std::string trace = work.path() + "/trace";
+  const RunResult r = run(
+      {"/usr/bin/strace", "-f", "-qq", "-e", "trace=vfork,clone,clone3,fanotify_init,fanotify_mark",
+       "-o", trace, sbx_path(), "--backends", "bwrap", "exec", "--policy", policy, "--cwd",
+       work.path(), "--", "/bin/true"},
+      env);
+  ASSERT_EQ(r.code, 0) << describe(r);
+  const std::string calls = read_file(trace);
+  const std::string pid = calls.substr(0, calls.find(' '));
+  std::size_t init_line = 0;
+  std::size_t mark_line = 0;
+  std::size_t vfork_line = 0;
+  std::size_t thread_line = 0;
+  std::size_t line_number = 0;
+  std::string init_call;
+  std::string mark_call;
+  for (std::size_t at = 0; at < calls.size();) {
+    const std::size_t end = std::min(calls.find('\n', at), calls.size());
+    const std::string line = calls.substr(at, end - at);
+    at = end + 1;
+    ++line_number;
+    if (line.rfind(pid + " ", 0) != 0) continue;
+    if (init_line == 0 && line.find("fanotify_init(") != std::string::npos) {
+      init_line = line_number;
+      init_call = line;
+    }
+    if (mark_line == 0 && line.find("FAN_MARK_FILESYSTEM") != std::string::npos) {
+      mark_line = line_number;
+      mark_call = line;
+    }
+    if (vfork_line == 0 && line.find("vfork(") != std::string::npos) vfork_line = line_number;
+    if (thread_line == 0 && line.find("CLONE_THREAD") != std::string::npos)
+      thread_line = line_number;
+  }
+  ASSERT_NE(init_line, 0u) << "no fanotify group: " << calls;
+  if (init_call.find(" = -1 ") != std::string::npos)
+    GTEST_SKIP() << "fanotify is not available here: " << init_call;
+  ASSERT_NE(mark_line, 0u) << "no filesystem mark: " << calls;
+  if (mark_call.find(" = -1 ") != std::string::npos)
+    GTEST_SKIP() << "this filesystem cannot be marked here: " << mark_call;
+  ASSERT_NE(vfork_line, 0u) << calls;
+  EXPECT_LT(mark_line, vfork_line) << calls;
+  EXPECT_LT(vfork_line, thread_line) << calls;
+}
+
+TEST_F(LeanStart, AsRootAProcessWritingAFileForEveryEventDoesNotHoldTheCheckBack) {
+  // strace writing sbx's trace on a filesystem the run watches writes a line for every read
+  // of the event queue, which queues another event: the check after the run reads the events
+  // queued when it begins, not the ones such a process keeps adding (it read on until 64 MiB
+  // of them, ~25 s here).
+  if (!exists("/usr/bin/strace")) GTEST_SKIP() << "strace is not installed (bootstrap-debian.sh)";
+  if (::geteuid() != 0) GTEST_SKIP() << "only root may mark a filesystem (CAP_SYS_ADMIN)";
+  TempDir work;
+  const std::vector<std::string> env = {"PATH=/usr/bin:/bin", "HOME=/root", "PWD=" + work.path()};
+  const auto started = std::chrono::steady_clock::now();
+  const RunResult r = run(
+      {"/usr/bin/strace", "-f", "-qq", "-e", "trace=read", "-o", work.path() + "/trace", sbx_path(),
+       "exec", "--preset", "workspace-write", "--cwd", work.path(), "--", "/bin/true"},
+      env);
+  const auto seconds =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started)
+          .count();
+  if (r.code == 125) GTEST_SKIP() << "no backend runs here: " << describe(r);
+  ASSERT_EQ(r.code, 0) << describe(r);
+  EXPECT_LT(seconds, 10) << "the run waited for the writer to stop";
 }
 
 TEST_F(LeanStart, TheEarlyVersionAnswerIsTheParsersOwn) {

@@ -4,9 +4,16 @@
 // of each writable root: a command can still create vendor/lib/.git with hooks or
 // core.fsmonitor, which a later git command there runs on the host, outside any sandbox. No
 // backend can forbid a name at every depth by path (bwrap binds paths known at launch, Landlock
-// grants whole trees), so sbx reports it instead: after the run it walks the writable roots and
-// lists every protected name whose entry (or anything inside it) was created or changed since
-// the run started.
+// grants whole trees), so sbx reports it instead: after the run it lists every protected name
+// below the writable roots whose entry (or anything inside it) was created or changed since the
+// run started. find_created_names says which entries those are by walking the trees;
+// CreatedNamesScan gives the same list at a lower cost, per case:
+// - where this process may watch a root's filesystem with fanotify (root: CAP_SYS_ADMIN in the
+//   initial user namespace, CAP_DAC_READ_SEARCH), from the kernel's events: the cost follows
+//   what changed during the run, not what the trees hold ("With events" below);
+// - elsewhere (an unprivileged user, a filesystem that cannot be marked), and whenever the
+//   events cannot answer, by reading the trees: most of the walk while the command runs ("The
+//   scan" below), the rest after it, a cost that follows the size of the trees.
 #pragma once
 
 #include <chrono>
@@ -41,6 +48,13 @@ struct CreatedNamesLimits {
   // CreatedNamesScan only: how many directory descriptors its scan may hold open at once
   // (nullopt: a quarter of the descriptors the process may still open, at most 4096).
   std::optional<std::size_t> scan_descriptors;
+  // CreatedNamesScan only: learn what changed from fanotify where this process may (below);
+  // false: the scan alone (tests compare the two).
+  bool events = true;
+  // CreatedNamesScan with events only: how many changed places at or inside watched names
+  // (directories, and files with several links) it keeps for the check after the run; past
+  // that it walks those roots instead.
+  std::size_t max_changed = 8192;
 };
 
 // The time file timestamps are compared with, in nanoseconds since the epoch: the coarse
@@ -82,9 +96,51 @@ CreatedNamesWatch created_names_watch(const Policy& policy, const ResolvedPolicy
 CreatedNames find_created_names(const CreatedNamesWatch& watch, std::int64_t since_ns,
                                 const CreatedNamesLimits& limits = {});
 
-// The same answer as find_created_names, most of the walk done while the command runs.
+// The same answer as find_created_names, from fanotify's events where this process may use
+// them, else with most of the walk done while the command runs.
 //
-// The constructor starts reading the tree in a thread as find_created_names would, recording it
+// With events (limits.events, where permitted). The constructor, before the command starts,
+// marks the filesystem of each root (fanotify(7), FAN_MARK_FILESYSTEM, one mark per distinct
+// filesystem; a mount mark reports no directory-entry events) for entries created, removed or
+// renamed, files written or closed after writing, and attributes changed, of directories too,
+// each event naming its directory by a file handle and the entry by name (FAN_REPORT_DFID_NAME,
+// and FAN_REPORT_FID for a file's own handle: Linux 5.9). Those roots are neither scanned nor
+// walked. start() starts a thread (every signal blocked) that reads the events while the
+// command runs, so that the kernel's queue (16384 events by default, from every process on the
+// filesystem) rarely fills, and looks each distinct directory up at once (open_by_handle_at
+// through a descriptor of each root's mount, then its /proc/self/fd path): one that lies at or
+// inside an entry with a watched name, or where a watched name was created or moved to, is kept;
+// any other is dropped, since it can come to lie inside one only by a later rename, or by a
+// later watched name made above it, each an event of its own. A written file with several links
+// is kept (another of its names may be inside a watched entry). finish(), once every process of
+// the run is dead (each change queued its event in the system call that made it, run.cpp calls
+// finish() after the run has ended), reads what is left of the queue, finds every kept place
+// again by its handle (where it is now: ESTALE or no links left means gone, with everything
+// inside, its removal an event in its parent), and examines the outermost entry with a watched
+// name below the deepest root on each of its paths exactly as find_created_names examines it:
+// reached from the root as the walk reaches it (no symlink, no other filesystem, the depth
+// bound), judged by the same rules (times against since_ns, empty directories and sockets left
+// out, the bounds inside it). Handles are also resolved through the bind mounts of the same
+// filesystem below a root, which the walk enters: the same paths are listed.
+// - The walk answers instead (events_fell_back() says why) when the queue overflowed
+//   (FAN_Q_OVERFLOW), more than limits.max_changed places were kept, a kept place cannot be
+//   found again yet is not gone, a written file still has several links, the mounts below a
+//   root changed during the run, or /proc cannot be read. Never a silent empty answer.
+// - What the walk would report and the events do not: a link count changed alone (a hard link
+//   to a file inside a watched entry made or removed elsewhere: its content, mode and names
+//   there unchanged) and inode flags (chattr: no event). A change made only through a shared
+//   writable mapping is reported at the file's last close (FAN_CLOSE_WRITE): for a file whose
+//   last reference outlives the run (passed to a process outside it) that is after the check.
+//   A change another process makes between since_ns and the marks is not seen (run.cpp reads
+//   since_ns just before; the command has not started).
+// - A process left running during finish() (not one of the run's: those are dead) can hide a
+//   name only as during the walk, by renaming it while it is looked up.
+// - Cost: an event per change anywhere on the marked filesystems while the run lasts (other
+//   processes' too), a lookup per distinct directory or file they touch, nothing per directory
+//   that exists. Each CreatedNamesScan has its own group: parallel runs share nothing.
+//
+// The scan (the other roots, and every root without events). The constructor (or start())
+// starts reading the tree in a thread as find_created_names would, recording it
 // instead of judging it: for each directory outside entries with a watched name, its change
 // time (read with fstat before its entries, and the coarse clock read before that fstat), its
 // subdirectories, its entries with a watched name, and (within a descriptor budget) an open
@@ -129,7 +185,8 @@ CreatedNames find_created_names(const CreatedNamesWatch& watch, std::int64_t sin
 //   machine it records less). The descriptor table is grown for its budget before the thread
 //   starts (a table shared by threads grows only after an RCU grace period, which every
 //   thread opening a file meanwhile waits for).
-// Without threads (or off Linux) nothing is scanned: finish() is find_created_names.
+// Without threads (or off Linux) nothing is scanned and no event is read: finish() is
+// find_created_names.
 // - Its start may come after `since_ns` was read and after the command started (a run starts
 //   it once the sandbox's first process exists, run.cpp): the scan reads while the command
 //   runs anyway, and everything it records is judged after the run against `since_ns`, as the
@@ -137,10 +194,12 @@ CreatedNames find_created_names(const CreatedNamesWatch& watch, std::int64_t sin
 //   record and examined after the run like any other.
 class CreatedNamesScan {
  public:
-  // Starts the scan of `watch` (nothing for a watch without roots).
+  // Places the events' marks and starts the scan of `watch` and the events' thread (nothing for
+  // a watch without roots).
   CreatedNamesScan(CreatedNamesWatch watch, std::int64_t since_ns, CreatedNamesLimits limits = {});
-  // Ready, not started: start() starts it; without start(), finish() walks everything, as
-  // find_created_names.
+  // The events' marks placed, nothing started: start() starts the scan and the events' thread;
+  // without start(), finish() walks the other roots whole, as find_created_names, and reads the
+  // events' queue whole (overflowed: walks those roots too).
   struct Deferred {};
   CreatedNamesScan(CreatedNamesWatch watch, std::int64_t since_ns, CreatedNamesLimits limits,
                    Deferred);
@@ -150,8 +209,14 @@ class CreatedNamesScan {
   CreatedNamesScan(const CreatedNamesScan&) = delete;
   CreatedNamesScan& operator=(const CreatedNamesScan&) = delete;
 
-  // Waits until the scan has read everything it will (tests and benchmarks: a run never waits).
+  // Waits until the scan has read everything it will, and the events' thread has read the
+  // mount table (tests and benchmarks: a run never waits).
   void wait_until_scanned();
+  // How many of the roots fanotify watches (tests, benchmarks).
+  std::size_t event_roots() const;
+  // After finish(): why the events could not answer and their roots were walked instead
+  // (empty: they answered, or none was watched).
+  const std::string& events_fell_back() const;
   // Stops the scan and returns what find_created_names(watch, since_ns, limits) would return
   // now. Once only.
   CreatedNames finish();
