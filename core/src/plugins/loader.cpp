@@ -273,6 +273,7 @@ void load_candidate(int dir_fd, const std::string& dir, const std::string& name,
   if (auto* rejection = std::get_if<RejectedPlugin>(&accepted))
     return record(state, std::move(*rejection));
   LoadedPlugin plugin = std::move(std::get<LoadedPlugin>(accepted));
+  plugin.isolated = !plugins::is_own_backend(dir, plugin.name, options);
   spdlog::debug("plugin loaded: {} (dev {}, inode {}): name {}, version {}, fingerprint {}", path,
                 st.st_dev, st.st_ino, plugin.name, plugin.version, d.fingerprint);
   state.plugins.push_back(std::move(plugin));

@@ -395,8 +395,9 @@ TEST_P(PluginExceptions, AThrowingProbeIsReportedWithItsMessage) {
 }
 
 TEST_P(PluginExceptions, AThrowingTransformFailsTheRunWithItsMessage) {
-  // transform() runs in sbx's own process: the exception crosses from the plugin's libstdc++
-  // into sbx's and is caught, rethrown and caught again there (manager.cpp, exception_text).
+  // transform() of a third-party plugin runs in a child forked from sbx (call_isolation.cpp),
+  // which is sbx's own code: the exception crosses from the plugin's libstdc++ into sbx's and is
+  // caught, rethrown and caught again there (exception_text), and its text comes back.
   const RunResult r = run({sbx_path(), "--plugin-dir", dir_, "debug", name(), "--preset",
                            "read-only", "--", "/bin/true"},
                           base_env());

@@ -166,12 +166,20 @@ class Backend {
   // policy asks for something this backend cannot enforce; never drops a rule silently. What
   // exec() needs beyond the displayable fields goes into plan.detail (types.hpp), never into
   // text that exec() parses back: the plan printed is the plan run.
+  // sbx runs a third-party plugin's transform() in a child process of its own, with a deadline
+  // (10 s), and calls it again with the same request in the process that runs exec(), to make
+  // the plan's detail there: the second plan must equal the first, field for field, or nothing
+  // runs (so no time stamps, process ids or random names in a plan).
   virtual Result<ExecPlan> transform(const TransformRequest& request) const = 0;
 
   // Runs a plan produced by this backend's transform() (core hands back the same ExecPlan,
   // detail included), under the run's context: the command gets run.stdio_fds() as its stdin,
   // stdout and stderr, and the run ends, whole, when run.cancel_fd() becomes readable. The
   // default asks the host to spawn it (which does both).
+  // sbx runs a third-party plugin's exec() in a child process of its own, which is the
+  // command's parent: start the command from the calling thread, through the run's child hook
+  // (the command is killed if this process dies), and return within 3 s once cancel_fd() is
+  // readable, or the process is killed. Signals reach it as they would reach sbx.
   virtual Result<ExitStatus> exec(const ExecPlan& plan, const RunContext& run) {
     return host_.spawn(plan, run);
   }
