@@ -644,6 +644,37 @@ class Backends(SbxTestCase):
         origin = [b for b in doc["backends"] if b["path"].startswith(plugins + "/")]
         self.assertEqual([b["name"] for b in origin], ["fixture-good"])
 
+    def test_each_rejection_is_warned_once(self):
+        # Issue #39: a plugin named in --backends is looked for first alone, then with every
+        # plugin when it did not load; its rejection was logged by both scans.
+        fixtures = os.environ.get("SBX_LOADER_FIXTURE_DIR", "")
+        world = os.environ.get("SBX_FIXTURE_WORLD_WRITABLE_LIBDIR", "")
+        self.assertTrue(fixtures and world, "ctest sets the fixture directories")
+        base = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(SBX))))
+        if os.stat(base).st_uid != 0 or os.stat(base).st_mode & 0o022:
+            self.skipTest(f"{base} is not a trusted directory here (root-owned, not group- or "
+                          "world-writable), so no --plugin-dir below it can pass the loader")
+        os.makedirs(world, exist_ok=True)
+        os.chmod(world, 0o777)
+        plugins = tempfile.mkdtemp(prefix="warn-once-", dir=base)
+        self.addCleanup(shutil.rmtree, plugins, ignore_errors=True)
+        os.chmod(plugins, 0o755)
+        target = os.path.join(plugins, "sbx-backend-fixture-runpath-world.so")
+        shutil.copy(os.path.join(fixtures, "sbx-backend-fixture-runpath-world.so"), target)
+        os.chmod(target, 0o644)
+        runs = {
+            "exec naming it": ["--backends", "fixture-runpath-world", "exec", "--preset",
+                               "read-only", "--", "/bin/true"],
+            "explain naming it": ["--backends", "fixture-runpath-world", "explain", "--preset",
+                                  "read-only"],
+            "backends": ["backends"],
+        }
+        for what, args in runs.items():
+            result = sbx("--plugin-dir", plugins, *args, cwd=self.work)
+            warnings = [line for line in result.stderr.splitlines()
+                        if "plugin rejected:" in line and target in line]
+            self.assertEqual(len(warnings), 1, f"{what}: {describe(result)}")
+
     def test_text_output(self):
         backends = loaded_backends()
         text = self.run_ok("backends").stdout

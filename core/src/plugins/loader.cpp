@@ -244,10 +244,11 @@ struct ScanState {
   std::vector<LoadedPlugin> plugins;
   std::vector<RejectedPlugin> rejected;
   PluginLoading loading;
+  bool warn = true;  // LoaderOptions::warn_rejections
 };
 
 void record(ScanState& state, RejectedPlugin rejection) {
-  spdlog::warn("plugin rejected: {}", rejection.message);
+  if (state.warn) warn_rejected(rejection);
   state.rejected.push_back(std::move(rejection));
 }
 
@@ -344,6 +345,7 @@ PluginLoading choose_loading() {
 
 PluginRegistry PluginRegistry::load(const LoaderOptions& options) {
   ScanState state;
+  state.warn = options.warn_rejections;
   state.loading = choose_loading();
   spdlog::debug("plugin loading mode: {} ({})", to_string(state.loading.mode),
                 state.loading.reason);
@@ -353,6 +355,10 @@ PluginRegistry PluginRegistry::load(const LoaderOptions& options) {
   registry.rejected_ = std::move(state.rejected);
   registry.loading_ = std::move(state.loading);
   return registry;
+}
+
+void warn_rejected(const RejectedPlugin& rejection) {
+  spdlog::warn("plugin rejected: {}", rejection.message);
 }
 
 }  // namespace sbx

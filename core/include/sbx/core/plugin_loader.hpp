@@ -105,7 +105,14 @@ struct LoaderOptions {
   // costs about a millisecond. A plugin whose file name does not follow the convention is not found
   // this way; callers fall back to a full load when a wanted name is missing.
   std::vector<std::string> only_names;
+  // Each rejection is logged as a warning ("plugin rejected: ..."; warn_rejected) as it is
+  // found. A caller that scans more than once (the CLI: the wanted plugins first, then all)
+  // turns this off and warns itself, once per rejection.
+  bool warn_rejections = true;
 };
+
+// The warning a scan logs for a rejected plugin (LoaderOptions::warn_rejections).
+void warn_rejected(const RejectedPlugin& rejection);
 
 struct InstallLayout;
 
