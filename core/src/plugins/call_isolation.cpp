@@ -337,6 +337,22 @@ void reset_signal_handlers() {
   }
 }
 
+// The first field in which `again` (the plugin's plan, made again) differs from `plan` (the one
+// sbx holds, with core's detail: `plan_had_detail` says whether the plugin's had one), as "env
+// differs"; "" when none does.
+std::string first_difference(const ExecPlan& again, const ExecPlan& plan, bool plan_had_detail) {
+  if ((again.detail != nullptr) != plan_had_detail) return "detail differs";
+  const json::value a = parse_exact(plan_to_wire(again));
+  json::value b = parse_exact(plan_to_wire(plan));
+  // `plan` carries core's detail whatever the plugin's plan had: none is null on the wire.
+  if (!plan_had_detail) b.as_object()["detail"] = nullptr;
+  for (const auto& field : a.as_object()) {
+    const json::value* other = b.as_object().if_contains(field.key());
+    if (other == nullptr || *other != field.value()) return std::string(field.key()) + " differs";
+  }
+  return {};
+}
+
 // The plan exec() is given in the child: the plugin's own, made again, when sbx's plan came
 // from transform_isolated; Error (nothing runs) when it is not the same plan.
 Result<ExecPlan> plan_for_exec(const LoadedPlugin& plugin, const ExecPlan& plan) {
@@ -350,12 +366,14 @@ Result<ExecPlan> plan_for_exec(const LoadedPlugin& plugin, const ExecPlan& plan)
   if (!again.ok())
     return Error{again.error() + " (when its transform() was called again to run the plan)",
                  ErrorKind::backend_failure};
-  if (plan_to_wire(*again) != plan_to_wire(plan) ||
-      (again->detail != nullptr) != kept->plugin_detail())
+  const std::string differs = first_difference(*again, plan, kept->plugin_detail());
+  if (!differs.empty())
     return Error{named(plugin) +
                      ": its transform() returned another plan when called again with the same "
-                     "request to run it (a transform must be pure: the plan shown is the plan "
-                     "run); nothing was run",
+                     "request to run it (" +
+                     differs +
+                     "; a transform must be pure: the plan shown is the plan run); nothing was "
+                     "run",
                  ErrorKind::backend_failure};
   return again;
 }

@@ -168,6 +168,20 @@ TEST_F(CallIsolation, ExecGetsThePluginsOwnDetailAgain) {
   EXPECT_EQ(status->exit_code, 3);
 }
 
+TEST_F(CallIsolation, APlanWithoutADetailRunsToo) {
+  const Manager& m = manager([](const TransformRequest& r) -> Result<ExecPlan> {
+    ExecPlan plan = full_plan(r);
+    plan.detail = nullptr;
+    return plan;
+  });
+  Result<ExecPlan> plan = m.transform("scripted", request({"/bin/sh", "-c", "exit 5"}));
+  ASSERT_TRUE(plan.ok()) << plan.error();
+  RunServices run(nullptr, {}, nullptr);
+  Result<ExitStatus> status = m.exec("scripted", *plan, run);
+  ASSERT_TRUE(status.ok()) << status.error();
+  EXPECT_EQ(status->exit_code, 5);
+}
+
 TEST_F(CallIsolation, ACrashInTransformIsAnErrorAndThisProcessLivesOn) {
   const Manager& m =
       manager([](const TransformRequest&) -> Result<ExecPlan> { crash_with(SIGSEGV); });
