@@ -124,7 +124,8 @@ class SbxTestCase(unittest.TestCase):
 class VersionHelp(SbxTestCase):
     def test_version(self):
         result = self.run_ok("--version")
-        self.assertRegex(result.stdout.strip(), r"^sbx \d+\.\d+\.\d+$")
+        # The version and the plugin ABI this sbx loads (issue #39 pt 3).
+        self.assertRegex(result.stdout.strip(), r"^sbx \d+\.\d+\.\d+ \(plugin ABI \d+\.\d+\)$")
 
     def test_help_lists_subcommands_and_globals(self):
         result = self.run_ok("--help")
@@ -516,10 +517,17 @@ class Explain(SbxTestCase):
 class Backends(SbxTestCase):
     def test_json_shape_without_probe(self):
         doc = json.loads(self.run_ok("backends", "--json").stdout)
-        self.assertEqual(set(doc), {"backends", "rejected"})
+        self.assertEqual(set(doc), {"abi", "backends", "rejected"})
+        # The host's plugin ABI, and each plugin's: the same major, a minor at most the host's.
+        version = self.run_ok("--version").stdout
+        self.assertIn(f"(plugin ABI {doc['abi']})", version)
+        host_major, host_minor = (int(n) for n in doc["abi"].split("."))
         for backend in doc["backends"]:
-            for key in ["name", "version", "description", "path"]:
+            for key in ["name", "version", "abi", "description", "path"]:
                 self.assertIsInstance(backend[key], str)
+            major, minor = (int(n) for n in backend["abi"].split("."))
+            self.assertEqual(major, host_major, backend)
+            self.assertLessEqual(minor, host_minor, backend)
             for key in ["available", "summary", "checks", "capabilities"]:
                 self.assertIn(key, backend)
                 self.assertIsNone(backend[key])
@@ -682,7 +690,11 @@ class Backends(SbxTestCase):
         if not backends:
             self.assertIn("No backends loaded.", text)
             return
-        self.assertRegex(text.splitlines()[0], r"^BACKEND\s+VERSION\s+PATH\s+DESCRIPTION$")
+        self.assertRegex(text.splitlines()[0],
+                         r"^BACKEND\s+VERSION\s+ABI\s+PATH\s+DESCRIPTION$")
+        abi = json.loads(self.run_ok("backends", "--json").stdout)["abi"]
+        self.assertRegex(probed, rf"(?m)^plugin ABI: {re.escape(abi)} \(this sbx loads plugins "
+                                 rf"built for \d+\.0 to {re.escape(abi)}\)$")
         for name, report in backends.items():
             self.assertRegex(text, rf"(?m)^{re.escape(name)}\s")
             status = "available" if report["available"] else "NOT AVAILABLE"

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "sbx/sdk/abi.h"
 #include "sbx_test/files.hpp"
 #include "sbx_test/filtered_run.hpp"
 #include "sbx_test/installed_sbx.hpp"
@@ -315,7 +316,9 @@ TEST_F(LeanStart, TheEarlyVersionAnswerIsTheParsersOwn) {
   ASSERT_EQ(early.code, 0) << describe(early);
   ASSERT_EQ(parsed.code, 0) << describe(parsed);
   EXPECT_EQ(early.out, parsed.out);
-  EXPECT_EQ(early.out, std::string("sbx ") + SBX_TEST_VERSION + "\n");
+  EXPECT_EQ(early.out, std::string("sbx ") + SBX_TEST_VERSION + " (plugin ABI " +
+                           std::to_string(SBX_ABI_MAJOR) + "." + std::to_string(SBX_ABI_MINOR) +
+                           ")\n");
 }
 
 // `sbx backends --json`'s plugin paths.

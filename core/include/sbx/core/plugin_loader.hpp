@@ -77,6 +77,16 @@ struct LoadedPlugin {
 // directory holds sbx's own plugins (LoaderOptions::own_plugin_directory).
 inline constexpr std::string_view kOwnBackends[] = {"bwrap", "landlock", "seatbelt", "windows"};
 
+// "MAJOR.MINOR": the plugin ABI this libsbx implements (sdk/include/sbx/sdk/abi.h). It loads
+// plugins built for MAJOR.0 to MAJOR.MINOR (sdk/README.md, "Versions").
+inline std::string host_plugin_abi() {
+  return std::to_string(SBX_ABI_MAJOR) + "." + std::to_string(SBX_ABI_MINOR);
+}
+// The ABI a loaded plugin was built for: the host's major (no other loads), its own minor.
+inline std::string plugin_abi(const LoadedPlugin& plugin) {
+  return std::to_string(SBX_ABI_MAJOR) + "." + std::to_string(plugin.abi_minor);
+}
+
 struct LoaderOptions {
   // Directories to scan, in order. Each must be absolute.
   std::vector<std::string> directories;
