@@ -8,6 +8,10 @@
 #
 #   bench/exec_ab.sh SBX_A SBX_B [RUNS]
 #
+# BACKEND (default bwrap) runs another backend; SBX_GLOBALS adds global options, e.g. a
+# third-party plugin: BACKEND=fixture-call-good SBX_GLOBALS="--plugin-dir DIR" (a trusted copy
+# of <build>/fixture-plugins: what call isolation costs, core/src/plugins/README.md).
+#
 # Both run in the same fresh workspace (no .git, .codex, .agents: the masks of missing names
 # are made and removed by every run, as in a real workspace).
 set -euo pipefail
@@ -16,6 +20,8 @@ full_policy="$(cd "$(dirname "$0")" && pwd)/policies/full-access.json"
 a="$1"
 b="$2"
 runs="${3:-31}"
+backend="${BACKEND:-bwrap}"
+read -r -a globals <<< "${SBX_GLOBALS:-}"
 work="$(mktemp -d /tmp/sbx-ab-XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 cd "$work"
@@ -28,7 +34,7 @@ timed() {  # SBX POLICY_OPTION...: "user system" seconds of the whole run on std
   # counts the whole tree (sbx, bwrap and the sandbox: each reaps its children); sbx's own
   # stderr goes on to the script's (descriptor 3).
   cd "$work/ws"
-  time "$sbx" --backends bwrap exec "$@" -- /bin/true 2>&3
+  time "$sbx" "${globals[@]}" --backends "$backend" exec "$@" -- /bin/true 2>&3
 }
 one() {  # SBX OUT_FILE POLICY_OPTION...
   local sbx="$1" out="$2" t0 t1
@@ -39,7 +45,8 @@ one() {  # SBX OUT_FILE POLICY_OPTION...
   echo $((t1 - t0)) >> "$out"
 }
 for sbx in "$a" "$b"; do  # warm caches
-  (cd "$work/ws" && exec "$sbx" --backends bwrap exec --preset workspace-write -- /bin/true)
+  (cd "$work/ws" && exec "$sbx" "${globals[@]}" --backends "$backend" exec --preset workspace-write \
+    -- /bin/true)
 done
 for ((i = 0; i < runs; i++)); do
   if ((i % 2)); then first="$b" second="$a" fo=b so=a; else first="$a" second="$b" fo=a so=b; fi
@@ -55,7 +62,7 @@ mean() { awk '{s+=$1} END {print s/NR}'; }
 p90() { sort -n | awk '{a[NR]=$1} END {i=int(NR*0.9+0.5); if (i<1) i=1; print a[i]}'; }
 ms() { awk -v t="$1" 'BEGIN { printf "%.1f", t / 1000 }'; }
 [[ -z "$(ls -A ws)" ]] || { echo "the runs left something in the workspace: $(ls -A ws)" >&2; exit 1; }
-echo "runs: $runs alternating; A = $a, B = $b"
+echo "runs: $runs alternating; backend $backend; A = $a, B = $b"
 for row in ww cwd full; do
   case $row in
     ww) label="workspace-write" ;;

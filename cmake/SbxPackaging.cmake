@@ -99,6 +99,30 @@ set(CPACK_DEBIAN_SDK_PACKAGE_SECTION "libdevel")
 set(CPACK_DEBIAN_SDK_DESCRIPTION "${PROJECT_DESCRIPTION} - plugin SDK
 The headers and the CMake package sbx-sdk (find_package(sbx-sdk)) for
 writing an sbx backend plugin.")
+# The plugin ABI (sdk/include/sbx/sdk/abi.h) as virtual packages, so that a vendor's plugin
+# package can depend on an sbx that loads it (sdk/README.md, "Versions"): an sbx of ABI
+# MAJOR.MINOR loads plugins built for MAJOR.0 to MAJOR.MINOR, so it provides
+# sbx-plugin-abi-MAJOR at version MAJOR.MINOR (Depends: sbx-plugin-abi-2 (>= 2.1)) and, for
+# tools without versioned Provides, sbx-plugin-abi-MAJOR.N for every N up to MINOR. Both
+# packages that load plugins provide them: sbx (the command and the plugin directory) and libsbx
+# (an embedding program).
+file(STRINGS "${PROJECT_SOURCE_DIR}/sdk/include/sbx/sdk/abi.h" _sbx_abi_lines
+     REGEX "^#define SBX_ABI_(MAJOR|MINOR) [0-9]+$")
+foreach(line IN LISTS _sbx_abi_lines)
+  string(REGEX REPLACE "^#define SBX_ABI_(MAJOR|MINOR) ([0-9]+)$" "\\1;\\2" pair "${line}")
+  list(GET pair 0 part)
+  list(GET pair 1 "_sbx_abi_${part}")
+endforeach()
+if(NOT DEFINED _sbx_abi_MAJOR OR NOT DEFINED _sbx_abi_MINOR)
+  message(FATAL_ERROR "SBX_ABI_MAJOR and SBX_ABI_MINOR not found in sdk/include/sbx/sdk/abi.h")
+endif()
+set(SBX_DEB_PLUGIN_ABI_PROVIDES
+    "sbx-plugin-abi-${_sbx_abi_MAJOR} (= ${_sbx_abi_MAJOR}.${_sbx_abi_MINOR})")
+foreach(minor RANGE ${_sbx_abi_MINOR})
+  string(APPEND SBX_DEB_PLUGIN_ABI_PROVIDES ", sbx-plugin-abi-${_sbx_abi_MAJOR}.${minor}")
+endforeach()
+set(CPACK_DEBIAN_LIBRARY_PACKAGE_PROVIDES "${SBX_DEB_PLUGIN_ABI_PROVIDES}")
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_PROVIDES "${SBX_DEB_PLUGIN_ABI_PROVIDES}")
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME "sbx")
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_SECTION "admin")
 # bubblewrap is run, not linked, so it is named here.

@@ -297,6 +297,8 @@ export interface ToolCache {
 
 /** Every backend plugin found. */
 export interface BackendsReport {
+  /** The plugin ABI this sbx implements, "MAJOR.MINOR" (sdk/include/sbx/sdk/abi.h): it loads plugins built for MAJOR.0 to MAJOR.MINOR. */
+  abi: string;
   backends: BackendInfo[];
   rejected: RejectedPlugin[];
   cgroups?: CgroupSupport;
@@ -308,6 +310,8 @@ export interface BackendsReport {
 export interface BackendInfo {
   name: string;
   version: string;
+  /** The plugin ABI it was built for, "MAJOR.MINOR" (the host's major; a minor at most the host's). */
+  abi: string;
   description: string;
   path: string;
   available: boolean | null;

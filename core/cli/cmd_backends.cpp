@@ -24,6 +24,7 @@ std::vector<BackendListing> list_backends(const PluginRegistry& registry, bool p
   std::vector<BackendListing> out;
   for (const LoadedPlugin& plugin : registry.plugins()) {
     BackendListing listing{plugin.name, plugin.version, plugin.description, plugin.path, {}};
+    listing.abi = plugin_abi(plugin);
     // Always a real probe (diagnostics never show a kept answer), which refreshes the kept one.
     if (probe) listing.probe = probe_and_keep(plugin);
     out.push_back(std::move(listing));
@@ -69,8 +70,8 @@ void print_probed(const BackendListing& listing) {
   std::cout << printable(listing.name) << ' ' << printable(listing.version) << "  "
             << (report.available ? "available" : "NOT AVAILABLE") << " - "
             << printable(report.summary) << '\n';
-  std::vector<std::vector<std::string>> rows = {{"path:", listing.path},
-                                                {"about:", listing.description}};
+  std::vector<std::vector<std::string>> rows = {
+      {"path:", listing.path}, {"abi:", listing.abi}, {"about:", listing.description}};
   std::cout << render_table(rows, "  ");
   std::vector<std::vector<std::string>> checks;
   for (const ProbeCheck& check : report.checks) {
@@ -87,9 +88,11 @@ void print_text(const std::vector<BackendListing>& listings,
   if (probe) {
     for (const BackendListing& listing : listings) print_probed(listing);
   } else if (!listings.empty()) {
-    std::vector<std::vector<std::string>> rows = {{"BACKEND", "VERSION", "PATH", "DESCRIPTION"}};
+    std::vector<std::vector<std::string>> rows = {
+        {"BACKEND", "VERSION", "ABI", "PATH", "DESCRIPTION"}};
     for (const BackendListing& listing : listings)
-      rows.push_back({listing.name, listing.version, listing.path, listing.description});
+      rows.push_back(
+          {listing.name, listing.version, listing.abi, listing.path, listing.description});
     std::cout << render_table(rows);
   }
   if (rejected.empty()) return;
@@ -128,6 +131,9 @@ int run_backends(const BackendsOptions& options, const GlobalOptions& globals) {
     if (loading)
       std::cout << "plugin loading: " << to_string(loading->mode) << " - "
                 << printable(loading->reason) << '\n';
+    if (options.probe)
+      std::cout << "plugin ABI: " << host_plugin_abi() << " (this sbx loads plugins built for "
+                << SBX_ABI_MAJOR << ".0 to " << host_plugin_abi() << ")\n";
     if (caller)
       std::cout << "container (every backend): " << printable(caller_text(*caller)) << '\n';
   }

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -87,6 +88,15 @@ bool has_every(const PluginRegistry& registry, const std::vector<std::string>& n
                      [&](const std::string& name) { return registry.find(name) != nullptr; });
 }
 
+// Warns of each rejection once per process: a run may scan the same file more than once (the
+// wanted plugins, then all of them when one was missing; the preferred backend alone, then all).
+void warn_once(const PluginRegistry& registry) {
+  static std::set<std::string> warned;
+  for (const RejectedPlugin& rejection : registry.rejected()) {
+    if (warned.insert(rejection.message).second) warn_rejected(rejection);
+  }
+}
+
 }  // namespace
 
 Result<PluginRegistry> load_registry(const GlobalOptions& options, RegistryScope scope) {
@@ -106,16 +116,22 @@ Result<PluginRegistry> load_registry(const GlobalOptions& options, RegistryScope
     }
     loader.directories.push_back(absolute.lexically_normal().string());
   }
+  loader.warn_rejections = false;  // warn_once
   if (scope == RegistryScope::kWanted && !options.backends.empty()) {
     // Only the plugins the preference names are opened (each costs about a millisecond of
     // start-up). If one of them is not found that way (a file named unlike its backend, or a
     // rejected plugin) the full scan runs, so that the reasons given are the complete ones.
     loader.only_names = options.backends;
     PluginRegistry wanted = PluginRegistry::load(loader);
-    if (has_every(wanted, options.backends)) return wanted;
+    if (has_every(wanted, options.backends)) {
+      warn_once(wanted);
+      return wanted;
+    }
     loader.only_names.clear();
   }
-  return PluginRegistry::load(loader);
+  PluginRegistry all = PluginRegistry::load(loader);
+  warn_once(all);
+  return all;
 }
 
 // The LD_* variables main() took out of sbx's own environment (harden_current_process) were

@@ -64,7 +64,11 @@ int usage_error(CLI::App& app, const CLI::ParseError& error, int argc, char** ar
   return code;
 }
 
-std::string version_text() { return std::string("sbx ") + sbx::sbx_version(); }
+// " (plugin ABI 2.2)": the ABI of the plugins this sbx loads (MAJOR.0 to MAJOR.MINOR, abi.h).
+constexpr const char kAbiText[] =
+    " (plugin ABI " SBX_FP_STR(SBX_ABI_MAJOR) "." SBX_FP_STR(SBX_ABI_MINOR) ")";
+
+std::string version_text() { return std::string("sbx ") + sbx::sbx_version() + kAbiText; }
 
 // `sbx --version` and nothing else: the same line CLI11's version flag prints, written before
 // the parser and its ~20 subcommands are built (most of a start's work otherwise). Any other
@@ -79,13 +83,13 @@ int print_bare_version() {
   return std::cout ? 0 : sbx::kExitSbxFailure;
 }
 #else
-// Writes "sbx <version>" and a line break to stdout and ends the process. It may run before the
-// program's static initialisers (below), so it allocates nothing and uses no stream: write(2)
-// from a buffer on the stack, and on failure a fixed message on stderr.
+// Writes "sbx <version> (plugin ABI <major>.<minor>)" and a line break to stdout and ends the
+// process. It may run before the program's static initialisers (below), so it allocates nothing and
+// uses no stream: write(2) from a buffer on the stack, and on failure a fixed message on stderr.
 [[noreturn]] int print_bare_version() {
   char line[128];
   std::size_t length = 0;
-  for (const char* part : {"sbx ", sbx::sbx_version(), "\n"}) {
+  for (const char* part : {"sbx ", sbx::sbx_version(), kAbiText, "\n"}) {
     for (; *part != '\0' && length < sizeof line; ++part) line[length++] = *part;
   }
   std::size_t done = 0;

@@ -6,8 +6,9 @@
 #   plugins/loader.cpp, trusted_fs.cpp, loaded_image.cpp, elf_dynamic.cpp  the POSIX loader
 #       (descriptors, uids, modes, ELF images and their RUNPATH): plugins/loader_win32.cpp
 #       loads through win32_trust instead
-#   (probe_isolation.cpp is compiled: on Windows a probe runs in process, guarded against
-#   exceptions only)
+#   (probe_isolation.cpp and call_isolation.cpp are compiled: on Windows a probe, a transform
+#   and an exec run in process, guarded against exceptions only; isolated_child.cpp, their
+#   POSIX child, is not)
 #   plugins/runtime.cpp      dladdr, /proc/self/exe, uids: plugins/runtime_win32.cpp
 #   run/spawn.cpp            fork/execve: run/spawn_win32.cpp (PATHEXT lookup; no unsandboxed
 #                            runner yet, so it refuses)
@@ -63,6 +64,7 @@ set(_sbx_windows_run_sources
     "${_sbx_core}/plugins/registry.cpp"
     "${_sbx_core}/plugins/plugin_checks.cpp" "${_sbx_core}/plugins/probe_isolation.cpp"
     "${_sbx_core}/plugins/probe_store.cpp" "${_sbx_core}/plugins/probe_caller.cpp"
+    "${_sbx_core}/plugins/call_isolation.cpp"
     "${_sbx_core}/plugins/runtime_win32.cpp"
     "${_sbx_core}/run/manager.cpp" "${_sbx_core}/run/limits.cpp"
     "${_sbx_core}/run/environment.cpp" "${_sbx_core}/run/created_names.cpp"

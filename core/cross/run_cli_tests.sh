@@ -38,7 +38,8 @@ run() { "$wine" "$sbx" "$@"; }
 
 # --version
 version=$(run --version | tr -d '\r')
-[[ "$version" =~ ^sbx\ [0-9]+\.[0-9]+\.[0-9]+$ ]] && ok "--version: $version" ||
+[[ "$version" =~ ^sbx\ [0-9]+\.[0-9]+\.[0-9]+\ \(plugin\ ABI\ [0-9]+\.[0-9]+\)$ ]] &&
+  ok "--version: $version" ||
   fail "--version printed '$version'"
 
 # backends --probe --json: the windows backend is loaded from the trusted directory and
@@ -51,6 +52,7 @@ windows = [b for b in report["backends"] if b["name"] == "windows"]
 assert windows, "the windows backend is not listed: %s" % report
 backend = windows[0]
 assert backend["path"].lower() == "c:/sbx-stage/lib/sbx/backends/sbx-backend-windows.dll", backend["path"]
+assert backend["abi"] == report["abi"], (backend["abi"], report["abi"])
 assert "available" in backend and backend["summary"], backend
 assert any(c["name"] == "restricted_token" for c in backend["checks"]), backend["checks"]
 # Honest: what a restricted token cannot enforce is not claimed.

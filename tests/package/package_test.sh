@@ -49,6 +49,31 @@ library_package() {
 }
 all_debs() { local p; for p in $(packages); do deb_file "$p"; done; }
 
+# A vendor's plugin package depending on the plugin ABI (sdk/README.md, "Versions"), installed
+# after the packages: accepted when it asks for this ABI or an older minor, refused (dpkg's own
+# dependency check) when it asks for a newer minor. Removed again.
+vendor_check() {
+  local major minor dir
+  major=$(sed -n 's/^#define SBX_ABI_MAJOR \([0-9]*\)$/\1/p' "$source/sdk/include/sbx/sdk/abi.h")
+  minor=$(sed -n 's/^#define SBX_ABI_MINOR \([0-9]*\)$/\1/p' "$source/sdk/include/sbx/sdk/abi.h")
+  for depends in "sbx-plugin-abi-$major (>= $major.$minor)" "sbx-plugin-abi-$major.0" \
+                 "sbx-plugin-abi-$major (>= $major.$((minor + 1)))"; do
+    dir="$work/vendor" && rm -rf "$dir" && mkdir -p "$dir/DEBIAN"
+    printf '%s\n' "Package: sbx-test-vendor-plugin" "Version: 1.0" "Architecture: all" \
+      "Maintainer: sbx tests <tests@invalid>" "Depends: $depends" \
+      "Description: a vendor plugin's package (test)" >"$dir/DEBIAN/control"
+    dpkg-deb --root-owner-group --build "$dir" "$work/vendor.deb" >/dev/null
+    if dpkg -i "$work/vendor.deb"; then
+      [[ "$depends" != *"$((minor + 1)))" ]] || fail "dpkg installed a plugin needing $depends"
+      echo "a vendor package with Depends: $depends installs"
+    else
+      [[ "$depends" == *"$((minor + 1)))" ]] || fail "dpkg refused a plugin needing $depends"
+      echo "a vendor package with Depends: $depends is refused"
+    fi
+    dpkg --purge sbx-test-vendor-plugin >/dev/null
+  done
+}
+
 # The probe of the sbx under $1 (a /usr tree) loads bwrap and landlock from that tree, rejects
 # nothing, and at least one of them is available.
 probe_check() {
@@ -182,6 +207,22 @@ deb)
   check_depends sbx bubblewrap libc6
   check_depends "$lib" libc6 libstdc++6 libboost-json
   check_depends libsbx-dev "$lib (= " "sbx-sdk (= "
+  # The plugin ABI as virtual packages (issue #39 pt 3): a vendor's plugin package depends on
+  # sbx-plugin-abi-MAJOR (>= MAJOR.MINOR) or sbx-plugin-abi-MAJOR.MINOR; both packages that load
+  # plugins provide it, at the version of abi.h, and every minor they load.
+  abi_major=$(sed -n 's/^#define SBX_ABI_MAJOR \([0-9]*\)$/\1/p' "$source/sdk/include/sbx/sdk/abi.h")
+  abi_minor=$(sed -n 's/^#define SBX_ABI_MINOR \([0-9]*\)$/\1/p' "$source/sdk/include/sbx/sdk/abi.h")
+  [[ -n "$abi_major" && -n "$abi_minor" ]] || fail "no SBX_ABI_MAJOR/MINOR in abi.h"
+  for p in sbx "$lib"; do
+    provides=$(dpkg-deb -f "$(deb_file "$p")" Provides)
+    echo "$p Provides: $provides"
+    [[ ", $provides," == *", sbx-plugin-abi-$abi_major (= $abi_major.$abi_minor),"* ]] ||
+      fail "$p: Provides lacks sbx-plugin-abi-$abi_major (= $abi_major.$abi_minor)"
+    for ((m = 0; m <= abi_minor; m++)); do
+      [[ ", $provides," == *", sbx-plugin-abi-$abi_major.$m,"* ]] ||
+        fail "$p: Provides lacks sbx-plugin-abi-$abi_major.$m"
+    done
+  done
   # libsbx enters the dynamic linker's cache through the ldconfig trigger (policy 8.1.1), not
   # through maintainer scripts; its shlibs entry names the package.
   dpkg-deb -I "$(deb_file "$lib")" triggers | grep -qx 'activate-noawait ldconfig' ||
@@ -278,7 +319,7 @@ install)
   done
   # Every file the packages hold (not the directories they share with the system).
   files=$(for deb in $(all_debs); do dpkg-deb -c "$deb"; done | awk '$1 !~ /^d/ {print substr($6, 2)}')
-  trap 'dpkg --purge "${pkgs[@]}" >/dev/null 2>&1 || true' EXIT
+  trap 'dpkg --purge sbx-test-vendor-plugin "${pkgs[@]}" >/dev/null 2>&1 || true' EXIT
   # shellcheck disable=SC2046
   dpkg -i $(all_debs)
   for package in "${pkgs[@]}"; do
@@ -292,6 +333,7 @@ install)
   ldconfig -p | grep -E "=> (/usr)?/$libdir/libsbx\.so\." || fail "libsbx is not in ld.so.cache"
   probe_check /usr
   exec_check /usr installed
+  vendor_check
   man -w sbx >/dev/null || fail "man sbx finds no page after the install"
   # The README's snippet built against /usr with pkg-config and with CMake: no rpath needed.
   bash "$source/tests/package/prefix_test.sh" system "$build" "$work/system" /usr "$source" "$libdir"

@@ -858,6 +858,7 @@ char* sbx_backends_json(sbx_manager* manager, int probe, sbx_error** error) {
     for (const sbx::LoadedPlugin& plugin : manager->registry.plugins()) {
       sbx::BackendListing listing{plugin.name, plugin.version, plugin.description, plugin.path,
                                   std::nullopt};
+      listing.abi = sbx::plugin_abi(plugin);
       if (probe != 0) listing.probe = sbx::guarded_probe(*plugin.backend);
       listings.push_back(std::move(listing));
     }

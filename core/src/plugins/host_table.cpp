@@ -5,6 +5,13 @@
 #include <spdlog/spdlog.h>
 #ifndef _WIN32
 #include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#endif
+#ifdef __linux__
+#include <sys/prctl.h>
 #endif
 
 #include <algorithm>
@@ -166,6 +173,11 @@ void RunServices::refused(std::string_view kind, std::string_view address) noexc
       spdlog::warn("a backend reported a network refusal of unknown kind '{}'", kind);
       return;
     }
+    if (refusal_sink_) {
+      const std::lock_guard<std::mutex> lock(refusals_mutex_);
+      refusal_sink_(kind, address);
+      return;
+    }
     if (refusals_ == nullptr) {
       spdlog::debug("network refusal outside a report: {} {}", kind, address);
       return;
@@ -181,7 +193,17 @@ void RunServices::refused(std::string_view kind, std::string_view address) noexc
 }
 
 int RunServices::prepare_child() const noexcept {
-  return limits_ != nullptr ? limits_->prepare_child() : 0;
+  if (const int error = limits_ != nullptr ? limits_->prepare_child() : 0; error != 0) return error;
+#ifdef __linux__
+  if (tie_children_to_ > 0) {
+    // prctl(2): the signal comes when the thread that created this child ends, whatever the
+    // way (a crash included). Asked first, then checked: a parent gone before the prctl has
+    // already handed the child to another process, and the child must not start the command.
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) return errno;
+    if (::getppid() != tie_children_to_) return ESRCH;
+  }
+#endif
+  return 0;
 }
 
 const char* sbx_version() { return SBX_VERSION_STRING; }

@@ -244,10 +244,11 @@ struct ScanState {
   std::vector<LoadedPlugin> plugins;
   std::vector<RejectedPlugin> rejected;
   PluginLoading loading;
+  bool warn = true;  // LoaderOptions::warn_rejections
 };
 
 void record(ScanState& state, RejectedPlugin rejection) {
-  spdlog::warn("plugin rejected: {}", rejection.message);
+  if (state.warn) warn_rejected(rejection);
   state.rejected.push_back(std::move(rejection));
 }
 
@@ -273,6 +274,7 @@ void load_candidate(int dir_fd, const std::string& dir, const std::string& name,
   if (auto* rejection = std::get_if<RejectedPlugin>(&accepted))
     return record(state, std::move(*rejection));
   LoadedPlugin plugin = std::move(std::get<LoadedPlugin>(accepted));
+  plugin.isolated = !plugins::is_own_backend(dir, plugin.name, options);
   spdlog::debug("plugin loaded: {} (dev {}, inode {}): name {}, version {}, fingerprint {}", path,
                 st.st_dev, st.st_ino, plugin.name, plugin.version, d.fingerprint);
   state.plugins.push_back(std::move(plugin));
@@ -343,6 +345,7 @@ PluginLoading choose_loading() {
 
 PluginRegistry PluginRegistry::load(const LoaderOptions& options) {
   ScanState state;
+  state.warn = options.warn_rejections;
   state.loading = choose_loading();
   spdlog::debug("plugin loading mode: {} ({})", to_string(state.loading.mode),
                 state.loading.reason);
@@ -352,6 +355,10 @@ PluginRegistry PluginRegistry::load(const LoaderOptions& options) {
   registry.rejected_ = std::move(state.rejected);
   registry.loading_ = std::move(state.loading);
   return registry;
+}
+
+void warn_rejected(const RejectedPlugin& rejection) {
+  spdlog::warn("plugin rejected: {}", rejection.message);
 }
 
 }  // namespace sbx

@@ -31,10 +31,11 @@ using plugins::reject;
 struct ScanState {
   std::vector<LoadedPlugin> plugins;
   std::vector<RejectedPlugin> rejected;
+  bool warn = true;  // LoaderOptions::warn_rejections
 };
 
 void record(ScanState& state, RejectedPlugin rejection) {
-  spdlog::warn("plugin rejected: {}", rejection.message);
+  if (state.warn) warn_rejected(rejection);
   state.rejected.push_back(std::move(rejection));
 }
 
@@ -131,6 +132,7 @@ void scan_directory(const std::string& given, const LoaderOptions& options, Scan
 
 PluginRegistry PluginRegistry::load(const LoaderOptions& options) {
   ScanState state;
+  state.warn = options.warn_rejections;
   for (const std::string& dir : options.directories) scan_directory(dir, options, state);
   PluginRegistry registry;
   registry.plugins_ = std::move(state.plugins);
@@ -141,6 +143,10 @@ PluginRegistry PluginRegistry::load(const LoaderOptions& options) {
                        "and sbx.exe's owner, the DLL is held open against writes while it is "
                        "mapped, and the mapped module must be the file that was checked"};
   return registry;
+}
+
+void warn_rejected(const RejectedPlugin& rejection) {
+  spdlog::warn("plugin rejected: {}", rejection.message);
 }
 
 }  // namespace sbx

@@ -42,6 +42,14 @@ bool is_selected(std::string_view name, const std::vector<std::string>& only_nam
   return std::find(only_names.begin(), only_names.end(), stem) != only_names.end();
 }
 
+bool is_own_backend(std::string_view directory, std::string_view name,
+                    const LoaderOptions& options) {
+  if (options.own_plugin_directory.empty() || directory != options.own_plugin_directory)
+    return false;
+  return std::find(std::begin(kOwnBackends), std::end(kOwnBackends), name) !=
+         std::end(kOwnBackends);
+}
+
 RejectedPlugin reject(const std::string& path, LoadStage stage, const std::string& detail) {
   return RejectedPlugin{path, stage, path + ": " + std::string(to_string(stage)) + ": " + detail};
 }

@@ -34,6 +34,12 @@ bool is_candidate_name(std::string_view name);
 // `only_names` is empty, else the files whose <NAME> is listed.
 bool is_selected(std::string_view name, const std::vector<std::string>& only_names);
 
+// True when the plugin `name` found in `directory` is one of sbx's own backends: the install's
+// own plugin directory (options.own_plugin_directory, as scanned) and a name of kOwnBackends.
+// Every other plugin runs isolated (LoadedPlugin::isolated).
+bool is_own_backend(std::string_view directory, std::string_view name,
+                    const LoaderOptions& options);
+
 // A rejection with the message "<path>: <stage>: <detail>".
 RejectedPlugin reject(const std::string& path, LoadStage stage, const std::string& detail);
 

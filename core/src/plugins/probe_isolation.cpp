@@ -5,7 +5,8 @@
 // and one that hangs would hang sbx forever; either way no other backend would get its turn.
 // In a child, a signal or a missed deadline only marks that backend unavailable, with the reason.
 //
-// The child does the least it can: probe, serialise the report, write it to a pipe, _exit (no
+// The child (isolated_child.hpp, shared with the isolated transform and exec of third-party
+// plugins) does the least it can: probe, serialise the report, write it to a pipe, _exit (no
 // atexit handlers, no flushing of buffers inherited from sbx). The parent reads until end of
 // file, bounded in time and size, reaps the child and rebuilds the report. The wire format
 // carries every byte of every string and every capability bit, so a probe that answers gives
@@ -32,18 +33,9 @@
 #include "sbx/core/manager.hpp"
 
 #ifndef _WIN32
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
-#ifdef __linux__
-#include <sys/prctl.h>
-#include <sys/syscall.h>
-#endif
+#include "plugins/isolated_child.hpp"
 #endif
 
 namespace sbx {
@@ -122,199 +114,25 @@ ProbeReport probe_in_process(Backend& backend) {
 // A report that large is not a report (the real ones are a few kilobytes).
 constexpr std::size_t kMaxReportBytes = 4u << 20;
 
-using Clock = std::chrono::steady_clock;
-
-std::string signal_name(int sig) {
-  switch (sig) {
-    case SIGSEGV:
-      return "SIGSEGV";
-    case SIGABRT:
-      return "SIGABRT";
-    case SIGBUS:
-      return "SIGBUS";
-    case SIGILL:
-      return "SIGILL";
-    case SIGFPE:
-      return "SIGFPE";
-    case SIGTRAP:
-      return "SIGTRAP";
-    case SIGSYS:
-      return "SIGSYS";
-    case SIGKILL:
-      return "SIGKILL";
-    case SIGTERM:
-      return "SIGTERM";
-    case SIGPIPE:
-      return "SIGPIPE";
-    default:
-      return "signal " + std::to_string(sig);
-  }
-}
-
-std::string duration_text(std::chrono::milliseconds deadline) {
-  if (deadline.count() % 1000 == 0) return std::to_string(deadline.count() / 1000) + " s";
-  return std::to_string(deadline.count()) + " ms";
-}
-
-bool write_all(int fd, const std::string& data) {
-  std::size_t done = 0;
-  while (done < data.size()) {
-    const ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<std::size_t>(n);
-  }
-  return true;
-}
-
-// The child: probe, serialise, write, _exit. Never returns.
-[[noreturn]] void run_child(Backend& backend, int out, pid_t parent) {
-#ifdef __linux__
-  // A probe that hangs must not outlive an sbx that was killed meanwhile.
-  if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || ::getppid() != parent)
-    ::_exit(kExitSbxFailure);
-#else
-  (void)parent;
-#endif
-  try {
-    const std::string wire = probe_to_wire(probe_in_process(backend));
-    const bool written = write_all(out, wire);
-    // End of file now, so the parent reads the answer while this process is torn down.
-    ::close(out);
-    ::_exit(written ? 0 : 124);
-  } catch (...) {
-    ::_exit(123);
-  }
-}
-
-// What the child wrote, until end of file, the deadline or the size limit.
-struct ChildOutput {
-  std::string data;
-  bool timed_out = false;
-  bool too_large = false;
-};
-
-int remaining_ms(Clock::time_point deadline) {
-  const auto left =
-      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-  return left <= 0 ? 0 : static_cast<int>(left) + 1;  // +1: never wake up just before it
-}
-
-ChildOutput read_until_eof(int in, Clock::time_point deadline) {
-  ChildOutput out;
-  // Small: a report is a few kilobytes, and every 4 KiB page of a stack buffer is touched (stack
-  // clash probes) and costs a page fault the first time, on every sbx run.
-  char buffer[8192];
-  for (;;) {
-    const int wait = remaining_ms(deadline);
-    if (wait == 0) {
-      out.timed_out = true;
-      return out;
-    }
-    pollfd fd{in, POLLIN, 0};
-    const int ready = ::poll(&fd, 1, wait);
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready == 0) continue;  // the deadline is checked above
-    const ssize_t n = ::read(in, buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return out;  // end of file (or an error: no more to read either way)
-    out.data.append(buffer, static_cast<std::size_t>(n));
-    if (out.data.size() > kMaxReportBytes) {
-      out.too_large = true;
-      return out;
-    }
-  }
-}
-
-// A descriptor that becomes readable when `pid` has exited (Linux 5.3+), or -1.
-int open_pidfd(pid_t pid) {
-#if defined(__linux__) && defined(SYS_pidfd_open)
-  return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
-#else
-  (void)pid;
-  return -1;
-#endif
-}
-
-// Reaps the child. It normally exits right after closing the pipe; until it has, wait on a
-// pidfd (or, without one, look again after growing pauses). A child that closed the pipe but
-// keeps running is killed at the deadline. nullopt: the status is unknown (an embedder's
-// SIGCHLD handler reaped it first).
-std::optional<int> reap(pid_t pid, Clock::time_point deadline, bool& timed_out) {
-  int pidfd = -2;  // not opened yet: the first look usually finds the child gone already
-  auto pause = std::chrono::microseconds(20);
-  std::optional<int> result;
-  for (;;) {
-    int status = 0;
-    const pid_t done = ::waitpid(pid, &status, timed_out ? 0 : WNOHANG);
-    if (done == pid) {
-      result = status;
-      break;
-    }
-    if (done < 0 && errno == EINTR) continue;
-    if (done < 0) break;
-    if (Clock::now() >= deadline) {
-      timed_out = true;
-      ::kill(pid, SIGKILL);
-      continue;
-    }
-    if (pidfd == -2) pidfd = open_pidfd(pid);
-    if (pidfd >= 0) {
-      pollfd exited{pidfd, POLLIN, 0};
-      ::poll(&exited, 1, remaining_ms(deadline));
-    } else {
-      ::usleep(static_cast<useconds_t>(pause.count()));
-      pause = std::min(pause * 2, std::chrono::microseconds(10000));
-    }
-  }
-  if (pidfd >= 0) ::close(pidfd);
-  return result;
-}
-
 ProbeReport probe_in_child(Backend& backend, std::chrono::milliseconds limit) {
-  // Close-on-exec: whatever the probe executes does not keep the pipe open (nor does anything
-  // another thread of an embedder starts meanwhile).
-  int fds[2];
-#ifdef __linux__
-  const int piped = ::pipe2(fds, O_CLOEXEC);
-#else
-  const int piped = ::pipe(fds);
-  if (piped == 0) {
-    for (int fd : fds) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
-  }
-#endif
-  if (piped != 0)
-    return unavailable(std::string("probe could not be isolated: pipe: ") + std::strerror(errno));
-  const Clock::time_point deadline = Clock::now() + limit;
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    const std::string error = std::strerror(errno);
-    ::close(fds[0]);
-    ::close(fds[1]);
-    return unavailable("probe could not be isolated: fork: " + error);
-  }
-  if (pid == 0) {
-    ::close(fds[0]);
-    run_child(backend, fds[1], parent);
-  }
-  ::close(fds[1]);
-  ChildOutput output = read_until_eof(fds[0], deadline);
-  ::close(fds[0]);
-  bool timed_out = output.timed_out || output.too_large;
-  if (timed_out) ::kill(pid, SIGKILL);
-  const std::optional<int> status = reap(pid, deadline, timed_out);
-  if (output.too_large)
+  namespace isolated = plugins::isolated;
+  const isolated::Answer answer = isolated::answer_from_child(
+      [&backend] { return probe_to_wire(probe_in_process(backend)); }, limit, kMaxReportBytes);
+  if (!answer.setup_error.empty())
+    return unavailable("probe could not be isolated: " + answer.setup_error);
+  const std::optional<int>& status = answer.status;
+  if (answer.too_large)
     return unavailable("probe answered with more than " + std::to_string(kMaxReportBytes >> 20) +
                        " MiB");
-  if (timed_out) return unavailable("probe did not answer within " + duration_text(limit));
+  if (answer.timed_out)
+    return unavailable("probe did not answer within " + isolated::duration_text(limit));
   if (status && WIFSIGNALED(*status))
-    return unavailable("probe crashed with " + signal_name(WTERMSIG(*status)));
+    return unavailable("probe crashed with " + isolated::signal_name(WTERMSIG(*status)));
   if (status && WIFEXITED(*status) && WEXITSTATUS(*status) != 0)
     return unavailable("probe exited with status " + std::to_string(WEXITSTATUS(*status)) +
                        " before it answered");
-  if (output.data.empty()) return unavailable("probe ended without an answer");
-  Result<ProbeReport> report = probe_from_wire(output.data);
+  if (answer.data.empty()) return unavailable("probe ended without an answer");
+  Result<ProbeReport> report = probe_from_wire(answer.data);
   if (!report.ok()) return unavailable("probe sent an unreadable answer: " + report.error());
   return std::move(*report);
 }

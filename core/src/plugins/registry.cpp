@@ -83,6 +83,7 @@ const LoadedPlugin* PluginRegistry::find(std::string_view name) const {
 LoaderOptions install_loader_options(const InstallLayout& layout) {
   LoaderOptions loader;
   loader.directories.push_back(layout.plugin_dir);
+  loader.own_plugin_directory = layout.plugin_dir;
   loader.trusted_owner = layout.libsbx_owner;
   // Windows: the SID that owns sbx.exe or sbx.dll (empty elsewhere, where the uid is used).
   if (!layout.libsbx_owner_sid.empty()) loader.trusted_owner_sid = layout.libsbx_owner_sid;

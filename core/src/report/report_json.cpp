@@ -78,6 +78,7 @@ json::object listing_json(const BackendListing& listing) {
   json::object out;
   out["name"] = listing.name;
   out["version"] = listing.version;
+  out["abi"] = listing.abi;
   out["description"] = listing.description;
   out["path"] = listing.path;
   if (listing.probe) {
@@ -192,6 +193,8 @@ std::string backends_to_json(const std::vector<BackendListing>& backends,
     failed.emplace_back(std::move(item));
   }
   json::object out;
+  // The plugin ABI of this libsbx: a plugin built for the same major and at most this minor loads.
+  out["abi"] = host_plugin_abi();
   out["backends"] = std::move(loaded);
   out["rejected"] = std::move(failed);
   if (cgroups) out["cgroups"] = cgroups_json(*cgroups);

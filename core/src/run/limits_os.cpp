@@ -420,8 +420,8 @@ class RunCgroup {
   bool created_ = false;
 };
 
-// Direct children of sbx (the sandbox's first process). Used only without a cgroup, to end a
-// run whose command ignored SIGTERM.
+// Direct children of sbx (the sandbox's first process, or the isolated exec of a third-party
+// plugin). Used by the CLI's watchdog to end a run whose command ignored SIGTERM.
 void kill_own_children() {
   const std::string self = std::to_string(getpid());
   std::error_code error;
@@ -540,11 +540,12 @@ class LimitedRunImpl final : public LimitedRun {
     const auto kill_at =
         std::chrono::steady_clock::now() + std::chrono::seconds(limits_.timeout_grace_seconds);
     if (wake_.wait_until(lock, kill_at, [this] { return stop_; })) return;
-    if (cgroup_) {
-      cgroup_->kill_all();
-    } else {
-      kill_own_children();
-    }
+    if (cgroup_) cgroup_->kill_all();
+    // Without a cgroup the sandbox's first process, which takes the sandbox with it; with one,
+    // a process of the run outside it: a third-party plugin's isolated exec (its own process,
+    // not in the cgroup so as not to count against the run's limits), whose command dies with
+    // it (plugins/call_isolation.cpp). sbx's CLI has no other children while a command runs.
+    kill_own_children();
   }
 
   void stop_watchdog() {

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "plugins/call_isolation.hpp"
 #include "plugins/probe_store.hpp"
 #include "sbx/core/runtime.hpp"
 #include "sbx/core/win_path.hpp"
@@ -323,17 +324,6 @@ std::string none_reason(const std::vector<PassedOver>& passed_over) {
   return text;
 }
 
-std::string exception_text(const std::string& backend, std::string_view call) {
-  try {
-    throw;
-  } catch (const std::exception& e) {
-    return "backend '" + backend + "' failed in " + std::string(call) + ": " + e.what();
-  } catch (...) {
-    return "backend '" + backend + "' failed in " + std::string(call) +
-           " with an unknown exception";
-  }
-}
-
 // An absolute path on this host: "/..." on POSIX, "X:\..." (or "X:/...") on Windows, where
 // UNC and device paths are never run.
 bool host_absolute(const std::string& path) {
@@ -549,22 +539,19 @@ Result<ExecPlan> Manager::transform_unchecked(const std::string& backend,
   if (plugin == nullptr)
     return Error{"unknown backend '" + backend + "' (see `sbx backends`)",
                  ErrorKind::invalid_input};
-  try {
-    Result<ExecPlan> plan = plugin->backend->transform(request);
-    // Whatever kind the plugin gave (an older plugin gives none), its failure is the backend's.
-    if (!plan.ok())
-      return Error{"backend '" + backend + "' cannot run this: " + plan.error(),
-                   ErrorKind::backend_failure};
-    // Only a plan that runs must start an absolute path here; one that is shown may be for
-    // another OS, and nothing ever executes it.
-    if (use == PlanUse::kRun) {
-      if (Status valid = validate_plan(backend, *plan); !valid.ok())
-        return valid.failure().as(ErrorKind::backend_failure);
-    }
-    return plan;
-  } catch (...) {
-    return Error{exception_text(backend, "transform"), ErrorKind::backend_failure};
+  // Third-party plugins in a child of their own (plugins/call_isolation.hpp); errors come back
+  // worded, naming the backend.
+  Result<ExecPlan> plan = plugin->isolated
+                              ? plugins::transform_isolated(*plugin, request, call_limits_)
+                              : plugins::transform_in_process(*plugin, request);
+  if (!plan.ok()) return plan;
+  // Only a plan that runs must start an absolute path here; one that is shown may be for
+  // another OS, and nothing ever executes it.
+  if (use == PlanUse::kRun) {
+    if (Status valid = validate_plan(backend, *plan); !valid.ok())
+      return valid.failure().as(ErrorKind::backend_failure);
   }
+  return plan;
 }
 
 Result<ExitStatus> Manager::exec(const std::string& backend, const ExecPlan& plan,
@@ -588,15 +575,8 @@ Result<ExitStatus> Manager::exec(const std::string& backend, const ExecPlan& pla
     static std::mutex abi_2_0_exec;
     one_at_a_time = std::unique_lock<std::mutex>(abi_2_0_exec);
   }
-  try {
-    Result<ExitStatus> status = plugin->backend->exec(plan, RunContext(run.table()));
-    if (!status.ok())
-      return Error{"backend '" + backend + "' could not run the plan: " + status.error(),
-                   ErrorKind::backend_failure};
-    return status;
-  } catch (...) {
-    return Error{exception_text(backend, "exec"), ErrorKind::backend_failure};
-  }
+  if (plugin->isolated) return plugins::exec_isolated(*plugin, plan, run, call_limits_);
+  return plugins::exec_in_process(*plugin, plan, run.table());
 }
 
 }  // namespace sbx

@@ -573,13 +573,18 @@ Result<std::shared_ptr<RunStdio>> stdio_for(const RunRequest& request) {
 }
 
 // Stops the run for its control: the caller cancelled it or its time-out passed.
-bool ended_early(RunOutcome& out, RunEnd end, const RunControl& control) {
+// `failure`: how the backend's exec() failed meanwhile, if it did (a third-party plugin that did
+// not end its exec in time, plugins/call_isolation.cpp): said too.
+bool ended_early(RunOutcome& out, RunEnd end, const RunControl& control,
+                 const std::string& failure = {}) {
+  const std::string also = failure.empty() ? std::string() : "; " + failure;
   if (end == RunEnd::kCancelled)
-    return stop(out, RunStop::kEndedEarly,
-                Error{"the run was cancelled by the caller and ended", ErrorKind::cancelled});
+    return stop(
+        out, RunStop::kEndedEarly,
+        Error{"the run was cancelled by the caller and ended" + also, ErrorKind::cancelled});
   const auto ms = control.timeout().value_or(std::chrono::milliseconds(0)).count();
   return stop(out, RunStop::kEndedEarly,
-              Error{"the run timed out after " + std::to_string(ms) + " ms and was ended",
+              Error{"the run timed out after " + std::to_string(ms) + " ms and was ended" + also,
                     ErrorKind::timed_out});
 }
 
@@ -679,7 +684,7 @@ void run_prepared(const RunRequest& request, PlannedRun& prepared, RunOutcome& o
         out.report.exit->exit_code == 128 + SIGKILL)
       out.report.exit = ExitStatus{0, SIGKILL};
 #endif
-    ended_early(out, end, *request.control);
+    ended_early(out, end, *request.control, status.ok() ? std::string() : status.error());
   } else if (!status.ok()) {
     stop(out, RunStop::kRunFailed, status.failure());
   }

@@ -13,6 +13,7 @@
 // dispositions are back to SIG_DFL, so no handler of the parent ever runs on the shared memory.
 #include "sbx/core/spawn.hpp"
 
+#include "run/signal_forwarding.hpp"
 #include "sbx/core/run_limits.hpp"
 #include "sbx/core/runtime.hpp"
 #include "sbx/sdk/posix_child.hpp"
@@ -39,6 +40,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <new>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -69,8 +71,10 @@ namespace {
 // signals sent to the process are the embedding program's: a handler installed here would
 // replace its own for the whole run (an agent's Ctrl-C would stop the command, never the
 // agent), so a library run installs none and is ended through its cancel descriptor.
-constexpr std::array<int, 8> kForwardedSignals = {SIGINT,  SIGTERM, SIGHUP,   SIGQUIT,
-                                                  SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT};
+//
+// The handler's state is shared with the isolated exec of third-party plugins
+// (signal_forwarding.hpp).
+using signal_forwarding::kSignals;
 
 // Children currently being waited for, by any thread. A fixed array of lock-free atomics so
 // the signal handler can read it without locks or allocation. A child that finds no free slot
@@ -78,9 +82,11 @@ constexpr std::array<int, 8> kForwardedSignals = {SIGINT,  SIGTERM, SIGHUP,   SI
 constexpr std::size_t kMaxChildren = 256;
 std::array<std::atomic<pid_t>, kMaxChildren> g_children{};
 
+// A forked child constructs it afresh (reset_in_child): its copy may be locked by a thread that
+// does not exist in the child, and would never be unlocked.
 std::mutex g_handlers_mutex;
 int g_handler_users = 0;  // guarded by g_handlers_mutex
-std::array<struct sigaction, kForwardedSignals.size()> g_previous_actions{};
+std::array<struct sigaction, kSignals.size()> g_previous_actions{};
 
 void forward_signal(int signal_number, siginfo_t* info, void* /*context*/) {
   if (info != nullptr && info->si_code > 0) return;  // terminal/kernel generated: see above
@@ -92,7 +98,11 @@ void forward_signal(int signal_number, siginfo_t* info, void* /*context*/) {
   errno = saved_errno;
 }
 
-void install_forwarding() {
+}  // namespace
+
+namespace signal_forwarding {
+
+void install() {
   std::lock_guard<std::mutex> lock(g_handlers_mutex);
   if (g_handler_users++ > 0) return;
   struct sigaction action {};
@@ -100,24 +110,35 @@ void install_forwarding() {
   // SA_RESTART: the parent's read()/waitpid() continue after a forwarded signal.
   action.sa_flags = SA_SIGINFO | SA_RESTART;
   sigemptyset(&action.sa_mask);
-  for (std::size_t i = 0; i < kForwardedSignals.size(); ++i)
-    sigaction(kForwardedSignals[i], &action, &g_previous_actions[i]);
+  for (std::size_t i = 0; i < kSignals.size(); ++i)
+    sigaction(kSignals[i], &action, &g_previous_actions[i]);
 }
 
-void remove_forwarding() {
+void remove() {
   std::lock_guard<std::mutex> lock(g_handlers_mutex);
   if (--g_handler_users > 0) return;
-  for (std::size_t i = 0; i < kForwardedSignals.size(); ++i)
-    sigaction(kForwardedSignals[i], &g_previous_actions[i], nullptr);
+  for (std::size_t i = 0; i < kSignals.size(); ++i)
+    sigaction(kSignals[i], &g_previous_actions[i], nullptr);
 }
 
-std::atomic<pid_t>* register_child(pid_t pid) {
+std::atomic<pid_t>* add(pid_t pid) {
   for (std::atomic<pid_t>& slot : g_children) {
     pid_t expected = 0;
     if (slot.compare_exchange_strong(expected, pid)) return &slot;
   }
   return nullptr;
 }
+
+void reset_in_child() noexcept {
+  for (std::atomic<pid_t>& slot : g_children) slot.store(0);
+  // std::mutex has a trivial destructor here (a pthread mutex): nothing is lost by not running it.
+  new (&g_handlers_mutex) std::mutex();
+  g_handler_users = 0;
+}
+
+}  // namespace signal_forwarding
+
+namespace {
 
 // ---------------------------------------------------------------------------------------------
 // The child side: only the async-signal-safe pieces of the POSIX child toolkit
@@ -272,19 +293,19 @@ Result<ExitStatus> fork_exec_wait(const ExecPlan& plan, int report_read, int rep
   // handler with no child to forward to.
   pthread_sigmask(SIG_SETMASK, &all, &previous);
   // (No local lives across vfork for this: the child shares this frame until execve.)
-  if (forwards(run)) install_forwarding();
+  if (forwards(run)) signal_forwarding::install();
   const pid_t pid = vfork();
   if (pid == 0)
     run_child(argv.data(), envp.data(), plan.cwd.c_str(), report_write, stdio.data(), run);
   const int fork_errno = errno;  // meaningful only when pid < 0
   const bool forward = forwards(run);
-  std::atomic<pid_t>* slot = forward && pid > 0 ? register_child(pid) : nullptr;
+  std::atomic<pid_t>* slot = forward && pid > 0 ? signal_forwarding::add(pid) : nullptr;
   // Forwarding, this thread takes the forwarded signals while it waits, whatever its mask was:
   // a library's run thread blocks every signal, and a caller that asked for forwarding blocks
   // them on its own threads so that they come here (sbx.h, SBX_EXEC_FORWARD_SIGNALS).
   sigset_t waiting = previous;
   if (forward) {
-    for (int sig : kForwardedSignals) sigdelset(&waiting, sig);
+    for (int sig : kSignals) sigdelset(&waiting, sig);
   }
   pthread_sigmask(SIG_SETMASK, &waiting, nullptr);
   close(report_write);
@@ -302,7 +323,7 @@ Result<ExitStatus> fork_exec_wait(const ExecPlan& plan, int report_read, int rep
     // Blocked again before the handlers go: one still pending then acts on its own disposition
     // once the caller unblocks it, as it would have without the run.
     pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-    remove_forwarding();
+    signal_forwarding::remove();
   }
   return result;
 }

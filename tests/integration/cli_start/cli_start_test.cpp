@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "sbx/sdk/abi.h"
 #include "sbx_test/files.hpp"
 #include "sbx_test/filtered_run.hpp"
 #include "sbx_test/installed_sbx.hpp"
@@ -399,7 +400,9 @@ TEST_F(LeanStart, TheEarlyVersionAnswerIsTheParsersOwn) {
   ASSERT_EQ(early.code, 0) << describe(early);
   ASSERT_EQ(parsed.code, 0) << describe(parsed);
   EXPECT_EQ(early.out, parsed.out);
-  EXPECT_EQ(early.out, std::string("sbx ") + SBX_TEST_VERSION + "\n");
+  EXPECT_EQ(early.out, std::string("sbx ") + SBX_TEST_VERSION + " (plugin ABI " +
+                           std::to_string(SBX_ABI_MAJOR) + "." + std::to_string(SBX_ABI_MINOR) +
+                           ")\n");
 }
 
 // `sbx backends --json`'s plugin paths.
@@ -479,8 +482,9 @@ TEST_P(PluginExceptions, AThrowingProbeIsReportedWithItsMessage) {
 }
 
 TEST_P(PluginExceptions, AThrowingTransformFailsTheRunWithItsMessage) {
-  // transform() runs in sbx's own process: the exception crosses from the plugin's libstdc++
-  // into sbx's and is caught, rethrown and caught again there (manager.cpp, exception_text).
+  // transform() of a third-party plugin runs in a child forked from sbx (call_isolation.cpp),
+  // which is sbx's own code: the exception crosses from the plugin's libstdc++ into sbx's and is
+  // caught, rethrown and caught again there (exception_text), and its text comes back.
   const RunResult r = run({sbx_path(), "--plugin-dir", dir_, "debug", name(), "--preset",
                            "read-only", "--", "/bin/true"},
                           base_env());

@@ -447,5 +447,47 @@ TEST(PluginLoader, BackendOutlivesItsRegistry) {
   EXPECT_NE(plan.error().find("enforces nothing"), std::string::npos);
 }
 
+// A plugin built for an older minor (sbx_add_backend_plugin's ABI_MINOR) loads, as that minor.
+TEST(PluginLoader, APluginBuiltForAnOlderMinorLoadsAsThatMinor) {
+  TestTree tree("older-minor");
+  const fs::path plugins = tree.dir("plugins");
+  TestTree::copy_fixture("sbx-backend-fixture-abi-target-0.so", plugins);
+  TestTree::copy_fixture("sbx-backend-fixture-abi-target-1.so", plugins);
+  const PluginRegistry registry = PluginRegistry::load(tree.options({plugins}));
+  EXPECT_TRUE(registry.rejected().empty()) << messages(registry);
+  ASSERT_EQ(registry.plugins().size(), 2u);
+  for (const std::uint16_t minor : {std::uint16_t{0}, std::uint16_t{1}}) {
+    const LoadedPlugin* plugin = registry.find("fixture-abi-target-" + std::to_string(minor));
+    ASSERT_NE(plugin, nullptr) << minor;
+    EXPECT_EQ(plugin->abi_minor, minor);
+    EXPECT_EQ(plugin_abi(*plugin), std::to_string(SBX_ABI_MAJOR) + "." + std::to_string(minor));
+  }
+  EXPECT_EQ(host_plugin_abi(), std::to_string(SBX_ABI_MAJOR) + "." + std::to_string(SBX_ABI_MINOR));
+}
+
+// Only a plugin under one of sbx's own names in the install's own plugin directory runs in
+// process; the same file elsewhere, or another name there, runs isolated.
+TEST(PluginLoader, OnlySbxsOwnBackendsInTheOwnDirectoryRunInProcess) {
+  TestTree tree("own-backends");
+  const fs::path own = tree.dir("own");
+  const fs::path other = tree.dir("other");
+  TestTree::copy_fixture("sbx-backend-fixture-named-bwrap.so", own, "sbx-backend-bwrap.so");
+  TestTree::copy_fixture(kGood, own);
+  LoaderOptions options = tree.options({own});
+  options.own_plugin_directory = own.string();
+  PluginRegistry registry = PluginRegistry::load(options);
+  ASSERT_NE(registry.find("bwrap"), nullptr) << messages(registry);
+  ASSERT_NE(registry.find("fixture-good"), nullptr) << messages(registry);
+  EXPECT_FALSE(registry.find("bwrap")->isolated);
+  EXPECT_TRUE(registry.find("fixture-good")->isolated);
+
+  TestTree::copy_fixture("sbx-backend-fixture-named-bwrap.so", other, "sbx-backend-bwrap.so");
+  options = tree.options({other});
+  options.own_plugin_directory = own.string();
+  registry = PluginRegistry::load(options);
+  ASSERT_NE(registry.find("bwrap"), nullptr) << messages(registry);
+  EXPECT_TRUE(registry.find("bwrap")->isolated);
+}
+
 }  // namespace
 }  // namespace sbx

@@ -313,6 +313,8 @@ class ToolCache(TypedDict):
 
 
 class _BackendsReportRequired(TypedDict):
+    #: The plugin ABI this sbx implements, "MAJOR.MINOR" (sdk/include/sbx/sdk/abi.h): it loads plugins built for MAJOR.0 to MAJOR.MINOR.
+    abi: str
     backends: List["BackendInfo"]
     rejected: List["RejectedPlugin"]
 
@@ -328,6 +330,8 @@ class BackendInfo(TypedDict):
     """A loaded plugin and, when probed, its probe report (available, summary, checks and capabilities are null when not probed)."""
     name: str
     version: str
+    #: The plugin ABI it was built for, "MAJOR.MINOR" (the host's major; a minor at most the host's).
+    abi: str
     description: str
     path: str
     available: Optional[bool]

@@ -86,6 +86,15 @@ ProbeReport guarded_probe(Backend& backend, std::chrono::milliseconds deadline =
 // and they refresh it).
 ProbeReport probe_and_keep(const LoadedPlugin& plugin);
 
+// How long the isolated calls of a third-party plugin may take (plugins/README.md, "Third-party
+// plugins run isolated"): its transform() (also when its exec's process makes the plan again),
+// and its exec() once the run is to end (cancel, time-out): after that the process is killed
+// and the run fails (exit 125) naming the backend.
+struct PluginCallLimits {
+  std::chrono::milliseconds transform{10'000};
+  std::chrono::milliseconds exec_end{3'000};
+};
+
 struct PassedOver {
   std::string backend;
   std::string reason;
@@ -174,6 +183,9 @@ class Manager {
   // malformed or for another key is as if there were none.
   void keep_probe_answers_between_runs(bool keep) { keep_between_runs_ = keep; }
 
+  // The limits of third-party plugins' isolated calls (tests shorten them).
+  void set_plugin_call_limits(PluginCallLimits limits) { call_limits_ = limits; }
+
  private:
   Result<ExecPlan> transform_unchecked(const std::string& backend, const TransformRequest& request,
                                        PlanUse use = PlanUse::kRun) const;
@@ -189,6 +201,7 @@ class Manager {
   std::string policy_file_;
   bool keep_probe_answers_ = false;
   bool keep_between_runs_ = false;
+  PluginCallLimits call_limits_;
   // Kept probe answers by backend name (keep_probe_answers); filled by const available_backend.
   mutable std::unordered_map<std::string, ProbeReport> kept_probes_;
 };

@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sbx/core/platform_types.hpp"
@@ -64,7 +65,27 @@ struct LoadedPlugin {
   // The ABI minor version it was built for (abi.h): below 1 it knows neither the run's stdio
   // nor its end, and its exec() is called for one run at a time (Manager::exec).
   std::uint16_t abi_minor = SBX_ABI_MINOR;
+  // Whether its transform() and exec() run in a child process of their own, so that a crash or
+  // a hang there fails the run instead of sbx (core/src/plugins/README.md, "Third-party plugins
+  // run isolated"): true for every plugin file except sbx's own backends in the install's plugin
+  // directory (LoaderOptions::own_plugin_directory); false for backends built into the program
+  // (PluginRegistry::from_plugins), which are the program's own code.
+  bool isolated = false;
 };
+
+// The backends built with sbx (plugins/): the names under which the install's own plugin
+// directory holds sbx's own plugins (LoaderOptions::own_plugin_directory).
+inline constexpr std::string_view kOwnBackends[] = {"bwrap", "landlock", "seatbelt", "windows"};
+
+// "MAJOR.MINOR": the plugin ABI this libsbx implements (sdk/include/sbx/sdk/abi.h). It loads
+// plugins built for MAJOR.0 to MAJOR.MINOR (sdk/README.md, "Versions").
+inline std::string host_plugin_abi() {
+  return std::to_string(SBX_ABI_MAJOR) + "." + std::to_string(SBX_ABI_MINOR);
+}
+// The ABI a loaded plugin was built for: the host's major (no other loads), its own minor.
+inline std::string plugin_abi(const LoadedPlugin& plugin) {
+  return std::to_string(SBX_ABI_MAJOR) + "." + std::to_string(plugin.abi_minor);
+}
 
 struct LoaderOptions {
   // Directories to scan, in order. Each must be absolute.
@@ -81,6 +102,11 @@ struct LoaderOptions {
   // drive path names a higher directory from which everything must be trusted
   // (plugins/trusted_acl.hpp).
   std::string trust_root = "/";
+  // The install's own plugin directory (install_loader_options: <libdir>/sbx/backends). A plugin
+  // found there under the name of one of sbx's own backends (kOwnBackends) is the one sbx's
+  // package installed, built with this libsbx, and runs in process; every other plugin file
+  // (a vendor's, there or in another directory) runs isolated (LoadedPlugin::isolated).
+  std::string own_plugin_directory;
   // The host table passed to create(); must outlive the registry.
   const sbx_host_v2* host = nullptr;
   // If not empty, only candidates named sbx-backend-<NAME>.so (.dll on Windows) for a NAME
@@ -89,7 +115,14 @@ struct LoaderOptions {
   // costs about a millisecond. A plugin whose file name does not follow the convention is not found
   // this way; callers fall back to a full load when a wanted name is missing.
   std::vector<std::string> only_names;
+  // Each rejection is logged as a warning ("plugin rejected: ..."; warn_rejected) as it is
+  // found. A caller that scans more than once (the CLI: the wanted plugins first, then all)
+  // turns this off and warns itself, once per rejection.
+  bool warn_rejections = true;
 };
+
+// The warning a scan logs for a rejected plugin (LoaderOptions::warn_rejections).
+void warn_rejected(const RejectedPlugin& rejection);
 
 struct InstallLayout;
 

@@ -34,9 +34,10 @@ struct BackendListing {
   std::string description;
   std::string path;
   std::optional<ProbeReport> probe;  // nullopt: not probed (available/checks/... are null)
+  std::string abi{};                 // the plugin ABI it was built for, "2.1" (plugin_abi)
 };
 
-// {"backends":[{"name","version","description","path","available","summary",
+// {"abi":"2.2","backends":[{"name","version","abi","description","path","available","summary",
 //   "checks":[{"name","status","observed","remedy"}],"capabilities":[...]}],
 //  "rejected":[{"path","stage","message"}]}, plus "cgroups":{"available","kind","parent",
 //  "reason"} when `cgroups` is given (what holds the resource limits of every backend's runs)

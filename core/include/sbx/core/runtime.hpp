@@ -135,6 +135,20 @@ class RunServices {
   void set_forward_signals(bool forward) { forward_signals_ = forward; }
   bool forward_signals() const noexcept { return forward_signals_; }
 
+  // For the process a third-party plugin's exec() runs in (plugins/call_isolation.cpp), whose
+  // run table relays to the real run in sbx:
+  // the run's limits, as given to the constructor;
+  const LimitedRun* limits() const { return limits_; }
+  // where refused connections go instead of the log given to the constructor (called under
+  // the run's lock, once per refusal);
+  void set_refusal_sink(std::function<void(std::string_view kind, std::string_view address)> sink) {
+    refusal_sink_ = std::move(sink);
+  }
+  // and, with `parent` > 0, prepare_child also ties each child to `parent`: the child is
+  // killed (SIGKILL) when the thread of `parent` that started it ends, and prepare_child fails
+  // (ESRCH) when `parent` is already gone (Linux; elsewhere nothing more is done).
+  void tie_children_to(int parent) { tie_children_to_ = parent; }
+
  private:
   sbx_run_v2 table_{};
   std::array<int, 3> stdio_;
@@ -144,6 +158,8 @@ class RunServices {
   BackendRefusalLog* refusals_;
   std::function<void()> on_started_;
   const LimitedRun* limits_;
+  std::function<void(std::string_view, std::string_view)> refusal_sink_;
+  int tie_children_to_ = 0;  // a pid_t (POSIX)
   std::mutex refusals_mutex_;
 };
 

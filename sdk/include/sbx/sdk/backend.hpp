@@ -13,6 +13,20 @@
 #include "sbx/sdk/result.hpp"
 #include "sbx/sdk/types.hpp"
 
+// The ABI minor this plugin is built for (sdk/README.md, "Versions"): SBX_ABI_MINOR unless the
+// build says otherwise. A plugin that must also load on an older sbx defines it lower (e.g.
+// -DSBX_PLUGIN_ABI_MINOR_TARGET=1, or sbx_add_backend_plugin(... ABI_MINOR 1)) for every source
+// that includes an SDK header. Its descriptor then says 2.<target> (SBX_DECLARE_BACKEND), a host
+// of that minor or newer loads it and treats it as built for that minor, and what later minors
+// added to RunContext is not declared (stdio_fd, stdio_fds and cancel_fd from 2.1,
+// forward_signals from 2.2): using it fails to compile rather than meeting a host without it.
+#ifndef SBX_PLUGIN_ABI_MINOR_TARGET
+#define SBX_PLUGIN_ABI_MINOR_TARGET SBX_ABI_MINOR
+#endif
+#if SBX_PLUGIN_ABI_MINOR_TARGET < 0 || SBX_PLUGIN_ABI_MINOR_TARGET > SBX_ABI_MINOR
+#error "SBX_PLUGIN_ABI_MINOR_TARGET must be a minor of this SDK's ABI major: 0 to SBX_ABI_MINOR"
+#endif
+
 namespace sbx {
 
 // The services of one run (sbx_run_v2): what exec() is given beside the plan. Valid until
@@ -49,6 +63,7 @@ class RunContext {
     if (SBX_TABLE_HAS(run_, sbx_run_v2, run_started)) run_->run_started(run_->ctx);
   }
 
+#if SBX_PLUGIN_ABI_MINOR_TARGET >= 1
   // ABI 2.1: the descriptor the command gets as its standard descriptor `which` (0, 1, 2), or -1
   // for none (closed). Without the slot (a 2.0 host): `which` itself, the host's own.
   int stdio_fd(int which) const {
@@ -64,7 +79,9 @@ class RunContext {
     if (!SBX_TABLE_HAS(run_, sbx_run_v2, cancel_fd)) return -1;
     return run_->cancel_fd(run_->ctx);
   }
+#endif  // 2.1
 
+#if SBX_PLUGIN_ABI_MINOR_TARGET >= 2
   // ABI 2.2: whether the signals sent to the host process are the command's (pass them on while
   // the run goes on: `sbx exec`) or the host's own (an embedding agent's: leave every handler,
   // mask and signalfd as it is, and end the run only through cancel_fd). Without the slot (a 2.1
@@ -73,6 +90,7 @@ class RunContext {
     if (!SBX_TABLE_HAS(run_, sbx_run_v2, forward_signals)) return true;
     return run_->forward_signals(run_->ctx) != 0;
   }
+#endif  // 2.2
 
   // The table itself, for HostServices::spawn.
   const sbx_run_v2* table() const { return run_; }
@@ -166,12 +184,20 @@ class Backend {
   // policy asks for something this backend cannot enforce; never drops a rule silently. What
   // exec() needs beyond the displayable fields goes into plan.detail (types.hpp), never into
   // text that exec() parses back: the plan printed is the plan run.
+  // sbx runs a third-party plugin's transform() in a child process of its own, with a deadline
+  // (10 s), and calls it again with the same request in the process that runs exec(), to make
+  // the plan's detail there: the second plan must equal the first, field for field, or nothing
+  // runs (so no time stamps, process ids or random names in a plan).
   virtual Result<ExecPlan> transform(const TransformRequest& request) const = 0;
 
   // Runs a plan produced by this backend's transform() (core hands back the same ExecPlan,
   // detail included), under the run's context: the command gets run.stdio_fds() as its stdin,
   // stdout and stderr, and the run ends, whole, when run.cancel_fd() becomes readable. The
   // default asks the host to spawn it (which does both).
+  // sbx runs a third-party plugin's exec() in a child process of its own, which is the
+  // command's parent: start the command from the calling thread, through the run's child hook
+  // (the command is killed if this process dies), and return within 3 s once cancel_fd() is
+  // readable, or the process is killed. Signals reach it as they would reach sbx.
   virtual Result<ExitStatus> exec(const ExecPlan& plan, const RunContext& run) {
     return host_.spawn(plan, run);
   }
