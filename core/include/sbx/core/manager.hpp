@@ -86,6 +86,10 @@ ProbeReport guarded_probe(Backend& backend, std::chrono::milliseconds deadline =
 // and they refresh it).
 ProbeReport probe_and_keep(const LoadedPlugin& plugin);
 
+// True when `report` passes kCacheOverlayCheck (sbx/sdk/backend.hpp): its backend mounts the
+// toolchain caches it is given copy-on-write (TransformRequest::cache_overlays).
+bool passes_cache_overlay(const ProbeReport& report);
+
 struct PassedOver {
   std::string backend;
   std::string reason;
@@ -152,6 +156,10 @@ class Manager {
   // Runs a plan this backend's transform() made (its detail included) under `run`.
   Result<ExitStatus> exec(const std::string& backend, const ExecPlan& plan,
                           const RunServices& run) const;
+
+  // Whether `backend` mounts the toolchain caches copy-on-write (its probe answer passes
+  // kCacheOverlayCheck, sbx/sdk/backend.hpp): `sbx debug`'s plan of a named backend.
+  bool copies_caches_on_write(const std::string& backend) const;
 
   // The backends considered, in order (unknown names are reported by available_backend).
   const std::vector<std::string>& order() const { return order_; }
