@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # What the toolchain-cache entry (":caches", --caches) costs a run that touches no cache:
-# `sbx exec -- /bin/true` with only the cwd writable, without and with --caches, on bwrap (the
-# direct launch) and on Landlock, the two alternating run by run (the order swapped every
-# round). Prints per backend the medians, the difference and the ratio (target: +0.5 ms at
-# most, issue #40).
+# `sbx exec -- /bin/true` with only the cwd writable, without and with --caches, on bwrap and on
+# Landlock, the two alternating run by run (the order swapped every round). Prints per backend
+# the medians, the difference and the ratio (issue #40's target: +0.5 ms at most). bwrap takes
+# the direct launch without --caches; with it, where its probe passes cache_overlay, the
+# stage-2 launch with one overlay per cache directory the caller's home has (~/.cache always),
+# each unmounted (the upper filesystem synced) when the run ends.
 #
 #   bench/caches_overhead.sh SBX [RUNS]
 #
-# The runs use the caller's HOME: the project's cache of the scratch workspace is made there
+# The runs use the caller's HOME (run it with HOME=an empty private directory for the case of a
+# home with no cache but ~/.cache): the project's cache of the scratch workspace is made there
 # (by the first run with --caches) and removed at the end (`sbx cache clear --project`).
 set -euo pipefail
 sbx="$1"

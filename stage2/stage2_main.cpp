@@ -3,7 +3,8 @@
 //   sbx-stage2 --net blocked|open|private [--env KEY=VALUE]... [--env-fd N | --env-environ]
 //              [--ready-fd N] [--mounts-fd N] -- /abs/command [ARG]...
 //   sbx-stage2 --net proxy --proxy-port PORT --proxy-socket PATH [--env KEY=VALUE]... -- ...
-//              (bwrap mode, either form: [--write-layer [--write-root PATH]...])
+//              (bwrap mode, either form: [--cache-overlay PATH]...
+//              [--write-layer [--write-root PATH]...])
 //   sbx-stage2 --waiter [--write-layer [--write-root PATH]...] [--status-fd N]
 //              -- /abs/command [ARG]...
 //              (bwrap mode and --waiter, in builds with tests only: [--trace-fd N], the
@@ -42,8 +43,15 @@
 // a plan run by hand (the plan's argv names sbx-stage2). --parent-pid ties it to the process
 // that started it: when that dies, so does this one, and with it the whole run.
 //
+// Copy-on-write caches (--cache-overlay PATH, cache_overlays.hpp): bwrap leaves stage 2
+// CAP_SYS_ADMIN, CAP_DAC_OVERRIDE and CAP_SETPCAP of the sandbox's user namespace; right after
+// the mount check it mounts one overlay per cache at PATH (the host's directory the read-only
+// lower layer, the project's layer the upper one), then drops every capability before the
+// check below.
+//
 // bwrap mode, in the order of linux/confine/order.hpp (stage 2's rows; confine_command): checks
-// bwrap's mounts, sets no_new_privs, verifies it holds no capability and, in a private network
+// bwrap's mounts, [mounts the cache overlays,] sets no_new_privs, drops the capabilities it was
+// left or verifies it holds none and, in a private network
 // namespace, that it holds only `lo`, starts the proxy relay, enters the write layer (or without
 // one the Landlock scope alone), installs the seccomp filter (precompiled at build time,
 // seccomp_programs.hpp: building it with libseccomp cost every run several milliseconds, loading
@@ -62,7 +70,6 @@
 // kills whatever else is left in the namespace, so no grandchild outlives the command. The
 // waiter (above) runs the same loop (run_and_wait).
 #include <fcntl.h>
-#include <linux/capability.h>
 #include <net/if.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -78,6 +85,7 @@
 #include <vector>
 
 #include "bwrap_checks.hpp"
+#include "cache_overlays.hpp"
 #include "env_block.hpp"
 #include "landlock_launch.hpp"
 #include "landlock_ruleset.hpp"
@@ -94,6 +102,9 @@ namespace child = sbx::sdk::posix_child;
 namespace confine = sbx::confine;
 
 constexpr int kExitFailure = sbx::sdk::kExitSandboxFailure;
+// Where bwrap binds the copy-on-write caches' layers (plugins/bwrap translate.hpp, the same
+// value: stage 2 does not link the plugin).
+constexpr const char* kCacheLayersDir = "/dev/.sbx-caches";
 constexpr int kForwarded[] = {SIGHUP,   SIGINT,  SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2,
                               SIGWINCH, SIGCONT, SIGALRM, SIGTSTP, SIGTTIN, SIGTTOU};
 
@@ -115,6 +126,8 @@ struct Options {
   int mounts_fd = -1;            // bwrap mode: the planned mounts to verify (bwrap_checks.hpp)
   bool write_layer = false;      // --write-layer: enter it before the command
   std::vector<std::string> writable_roots;  // --write-root: what the layer lets be written
+  // --cache-overlay: the toolchain caches to mount copy-on-write (cache_overlays.hpp)
+  std::vector<std::string> cache_overlays;
   int trace_fd = -1;  // --trace-fd (checked builds): the confinement order's trace (steps.hpp)
   // command and env as execve takes them, pointing into those two; built once parsing is
   // done (prepare_exec), before any fork: a forked child may not allocate.
@@ -246,6 +259,10 @@ Options parse(int argc, char** argv) {
       o.env.insert(o.env.end(), block.begin(), block.end());
     } else if (arg == "--write-root") {
       o.writable_roots.push_back(parse_write_root(value));
+    } else if (arg == "--cache-overlay") {
+      if (value.size() < 2 || value.front() != '/')
+        fail("arguments", "--cache-overlay expects an absolute path, got '" + value + "'");
+      o.cache_overlays.push_back(value);
     } else if (confine::kChecked && arg == "--trace-fd") {
       o.trace_fd = parse_trace_fd(value);
     } else {
@@ -264,15 +281,13 @@ Options parse(int argc, char** argv) {
 }
 
 // Why: a sandbox that still holds a capability (bwrap misconfigured, setuid bwrap without
-// --cap-drop) could undo the filesystem view; refuse rather than run the command in it.
-void verify_no_capabilities() {
-  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
-  __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
-  if (::syscall(SYS_capget, &header, data) != 0) fail("capabilities", std::strerror(errno));
-  for (const auto& d : data) {
-    if (d.effective != 0 || d.permitted != 0 || d.inheritable != 0)
-      fail("capabilities", "the sandbox still holds capabilities; refusing to run");
-  }
+// --cap-drop) could undo the filesystem view; refuse rather than run the command in it. With
+// copy-on-write caches bwrap left stage 2 three on purpose (cache_overlays.hpp): dropped here,
+// every set, before the same check. Effective, permitted, inheritable, bounding and ambient.
+void drop_and_verify_capabilities(bool cache_overlays) {
+  const sbx::Status none = cache_overlays ? sbx::stage2::drop_held_capabilities()
+                                          : sbx::stage2::verify_no_capabilities();
+  if (!none.ok()) fail("capabilities", none.error() + "; refusing to run");
 }
 
 // Only stdin, stdout and stderr reach the command: whatever bwrap or a step of stage 2 may have
@@ -596,6 +611,7 @@ confine::Shape stage2_shape(const Options& o) {
   shape.landlock_scope = sbx::stage2::landlock_abi() >= 6;
   shape.write_layer = o.write_layer;
   shape.mount_check = o.mounts_fd >= 0;
+  shape.cache_overlays = !o.cache_overlays.empty();
   return shape;
 }
 
@@ -605,11 +621,18 @@ confine::Shape stage2_shape(const Options& o) {
 int confine_command(const Options& o, const confine::Shape& shape,
                     confine::ConfinementSteps& steps) {
   const int status_fd = check_bwrap_setup(o, steps);
+  // The copy-on-write caches, right after the check of bwrap's mounts (which they then cover):
+  // the only step that needs the capabilities bwrap left, before anything else runs.
+  if (shape.cache_overlays) {
+    sbx::Status mounted = sbx::stage2::mount_cache_overlays(o.cache_overlays, kCacheLayersDir);
+    if (!mounted.ok()) fail("cache overlay", mounted.error());
+    step_done(steps, confine::Step::kCacheOverlays);
+  }
   // no_new_privs first: required for an unprivileged seccomp filter and Landlock, and setuid
   // binaries the command runs can no longer gain privileges.
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail("no_new_privs", std::strerror(errno));
   step_done(steps, confine::Step::kNoNewPrivs);
-  verify_no_capabilities();
+  drop_and_verify_capabilities(shape.cache_overlays);
   step_done(steps, confine::Step::kCapabilities);
   if (shape.private_network) {
     verify_private_network();

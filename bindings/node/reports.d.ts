@@ -168,7 +168,7 @@ export interface Explanation {
   excluded_by: string[];
   /** The names of the environment variables an excluded command did not get (its environment is reset to an allowlist); empty when the command was not excluded. */
   environment_dropped: string[];
-  /** The policy's ":caches" entry: the toolchain caches of the host, where each was found, and the project's cache in sbx's state the command's tools are pointed at instead; null when the policy has no such entry. */
+  /** The policy's ":caches" entry: the toolchain caches of the host, where each was found, which of them the explained backend mounts copy-on-write, and the project's cache in sbx's state the other tools are pointed at; null when the policy has no such entry. */
   caches: null | Caches;
 }
 
@@ -273,25 +273,35 @@ export interface Caches {
   directory: string;
   /** The only part of it the command may write (a write rule of the resolved policy). */
   writable: string;
-  /** How the caches hold, in words (the same for every backend). */
+  /** How the caches hold, in words: copy-on-write when the explained backend mounts them so, else through the tools' variables. */
   how: string;
+  /** The host's cache directories the explained backend mounts copy-on-write at their own paths (empty when it points every tool at the project's cache). */
+  copy_on_write: CacheOverlay[];
   tools: ToolCache[];
   /** Credential files of the toolchains' homes denied by this entry (real paths). */
   credentials_denied: string[];
   notes: string[];
 }
 
+/** One host cache directory mounted copy-on-write. */
+export interface CacheOverlay {
+  /** The host's directory: the overlay's read-only lower layer and its mount point. */
+  path: string;
+  /** The project's directory in sbx's state holding the overlay's upper layer (upper) and work directory (work). */
+  layers: string;
+}
+
 /** One toolchain cache of the host. */
 export interface ToolCache {
   tool: string;
-  /** The host's cache directory: never written by the command. */
+  /** The host's cache directory: never written by the command (copy-on-write, or read-only). */
   host_path: string;
   exists: boolean;
   /** Where host_path came from, e.g. "$npm_config_cache" or "~/.npm ($npm_config_cache unset)". */
   source: string;
   /** The variable the command gets, or null when none moves this cache (it then only stays read-only). */
   variable: string | null;
-  /** What the variable is set to, or null. */
+  /** What the variable is set to (the project's cache, or with copy-on-write the host's directory), or null. */
   value: string | null;
 }
 
@@ -455,6 +465,8 @@ export interface ContextReport {
   no_backend_reason: string | null;
   /** The tools a ":caches" policy points at the project's own cache (empty without ":caches"). */
   caches: string[];
+  /** The backend that runs the command mounts the user's toolchain caches copy-on-write (the bwrap backend where overlayfs works in user namespaces): what they hold is visible, what commands write there is kept for the project only. False without ":caches", without such a backend, or when described for any host. */
+  caches_copy_on_write: boolean;
 }
 
 /** The filesystem part. */

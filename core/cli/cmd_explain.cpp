@@ -139,17 +139,19 @@ void print_environment(const ExplainReport& report) {
 }
 
 // The policy's ":caches": each toolchain cache of the host, where it was found and what the
-// command's tool is pointed at instead (<cache> standing for the project's writable cache).
+// command's tool is pointed at (<cache> standing for the project's writable cache), and the
+// caches the backend mounts copy-on-write.
 void print_caches(const ExplainReport& report) {
   if (!report.caches) return;
   const caches::CachePlan& plan = *report.caches;
+  const caches::CopyOnWrite* cow = report.copy_on_write ? &*report.copy_on_write : nullptr;
   std::cout << "caches (project " << printable(plan.project)
             << ", <cache> = " << printable(plan.data) << "):\n";
   std::vector<std::vector<std::string>> rows;
   for (const caches::ToolCache& cache : plan.caches) {
     std::string to = "(no variable moves it: read only)";
     if (!cache.variable.empty()) {
-      std::string value = caches::value_of(plan, cache);
+      std::string value = caches::value_of(plan, cache, cow);
       if (const std::size_t at = value.find(plan.data); at != std::string::npos)
         value.replace(at, plan.data.size(), "<cache>");
       to = cache.variable + "=" + value;
@@ -158,10 +160,15 @@ void print_caches(const ExplainReport& report) {
         {cache.tool, cache.host_path + (cache.exists ? "" : " (none yet)"), cache.source, to});
   }
   std::cout << render_table(rows, "  ");
+  if (cow != nullptr) {
+    for (const CacheOverlay& overlay : cow->overlays)
+      std::cout << "  copy-on-write: " << printable(overlay.path) << " (the project's layer "
+                << printable(overlay.layers) << ")\n";
+  }
   for (const std::string& path : plan.credentials_denied)
     std::cout << "  credentials denied: " << printable(path) << '\n';
   for (const std::string& note : plan.notes) std::cout << "  note: " << printable(note) << '\n';
-  std::cout << "  how: " << caches::how_text() << '\n';
+  std::cout << "  how: " << caches::how_text(cow != nullptr) << '\n';
 }
 
 // Which scope decided what (settings.hpp), the excluded commands and the locks that apply.
@@ -237,7 +244,7 @@ int run_explain(const ExplainOptions& options, const GlobalOptions& globals) {
   ExplainReport report =
       explain_run(input->policy, input->resolved, input->decided.sandbox.value, manager,
                   current_environment(), options.command, input->settings);
-  report.caches = std::move(input->caches);
+  explain_caches(report, std::move(input->caches));
   if (options.json) {
     std::cout << explain_to_json(report, JsonStyle::kPretty) << '\n';
   } else {

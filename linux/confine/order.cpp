@@ -65,9 +65,10 @@ void bwrap_direct(const Shape& s, Rows& rows) {
 }
 
 // Stage 2 as PID 1 (stage2_main.cpp main()): bwrap gives it no filter (--as-pid-1, no
-// --add-seccomp-fd). It checks bwrap's mounts before anything else, forks the relay before the
-// Landlock domains and the filter (the relay needs the proxy's unix socket), and marks the
-// descriptors close-on-exec in the command's child, after the filter.
+// --add-seccomp-fd). It checks bwrap's mounts before anything else, mounts the copy-on-write
+// caches with the capabilities bwrap left it for them (which it drops in its capability step),
+// forks the relay before the Landlock domains and the filter (the relay needs the proxy's unix
+// socket), and marks the descriptors close-on-exec in the command's child, after the filter.
 void bwrap_stage2(const Shape& s, Rows& rows) {
   bwrap_launcher(s, rows);
   rows.by(Actor::kBwrap)
@@ -77,6 +78,7 @@ void bwrap_stage2(const Shape& s, Rows& rows) {
       .add(Step::kExec);
   rows.by(Actor::kStage2)
       .add(Step::kMountCheck, s.mount_check)
+      .add(Step::kCacheOverlays, s.cache_overlays)
       .add(Step::kNoNewPrivs)
       .add(Step::kCapabilities)
       .add(Step::kNetworkCheck, s.private_network)
@@ -132,6 +134,7 @@ Shape shape_of(Route route, Network network) noexcept {
   s.proxy_relay = route != Route::kLandlock && network == Network::kProxy;
   s.landlock_scope = route != Route::kLandlock;
   s.write_layer = route != Route::kLandlock;
+  s.cache_overlays = route == Route::kBwrapStage2;
   return s;
 }
 
@@ -173,6 +176,8 @@ const char* step_name(Step step) noexcept {
       return "mounts";
     case Step::kMountCheck:
       return "mount check";
+    case Step::kCacheOverlays:
+      return "cache overlays";
     case Step::kNetworkCheck:
       return "network check";
     case Step::kProxyRelay:

@@ -15,7 +15,8 @@
 //  * no_new_privs before every Landlock or seccomp step: landlock_restrict_self(2) and an
 //    unprivileged seccomp(2) filter require it, and set-user-ID programs gain nothing after it;
 //  * capabilities dropped (or checked none held) before the command: Landlock and seccomp do not
-//    stop what a capability allows (init_module, reboot, mount in a user namespace);
+//    stop what a capability allows (init_module, reboot, mount in a user namespace); the only
+//    step that uses one (stage 2's cache overlays, mount(2)) comes right before they go;
 //  * a filesystem-handling Landlock domain (the ruleset, the write layer) only after every mount:
 //    Landlock refuses mount(2) to such a domain (security/landlock/fs.c hook_sb_mount());
 //  * one Landlock domain per command: the write layer carries the scope, never a scope-only
@@ -54,6 +55,8 @@ enum class Step : std::uint8_t {
                      // unix-socket supervisor, Landlock mode's metadata guard
   kMounts,           // bwrap: the namespaces and every mount of the plan
   kMountCheck,       // the mounts bwrap made against the plan (plugins/bwrap/checks/)
+  kCacheOverlays,    // stage 2 mounts the toolchain caches copy-on-write, holding the
+                     // capabilities bwrap left it for that (stage2/cache_overlays.hpp)
   kNetworkCheck,     // the sandbox's network namespace is its own and holds only `lo`
   kProxyRelay,       // stage 2 forks the relay to the proxy (it needs the unix socket the
                      // command must not get, so it is forked before the filter)
@@ -85,6 +88,7 @@ struct Shape {
   bool write_layer = false;      // bwrap: the plan has one (direct launch: and ABI 2+, else the
                                  // waiter enters none)
   bool mount_check = true;       // bwrap stage 2: a mount list to check (a procfs inside)
+  bool cache_overlays = false;   // bwrap stage 2: toolchain caches to mount copy-on-write
   bool landlock_ruleset = true;  // Landlock mode: the kernel restricts something for the plan
 };
 

@@ -5,6 +5,7 @@
 #ifndef _WIN32
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #endif
@@ -366,7 +367,17 @@ Found find_tool_caches(const std::map<std::string, std::string>& env, const std:
   return finder.take();
 }
 
-std::string_view how_text() {
+std::string_view how_text(bool copy_on_write) {
+  if (copy_on_write)
+    return "the host's caches that exist are mounted copy-on-write at their own paths (an "
+           "overlay: the host's directory is the read-only lower layer, the project's layer in "
+           "sbx's state the upper one), so the tools find what the host's tools cached and keep "
+           "what they download, and each tool's variable names the host's directory; what a "
+           "command writes there goes to the project's layer only, never to the host's files, "
+           "which the host's unsandboxed tools read. A tool whose cache the host does not have "
+           "is pointed at the project's cache in sbx's state through its variable instead. "
+           "Credentials stay unreadable. Runs of the same project share what they stored "
+           "(`sbx cache list`, `sbx cache clear`)";
   return "each tool's own variable points it at the project's cache in sbx's state, the only "
          "cache the command can write; it starts empty, so a first run downloads what it needs "
          "(the host's caches are not copied into it, and the tools do not read them); the "
@@ -375,17 +386,122 @@ std::string_view how_text() {
          "share its cache (`sbx cache list`, `sbx cache clear`)";
 }
 
-std::string value_of(const CachePlan& plan, const ToolCache& cache) {
+std::string value_of(const CachePlan& plan, const ToolCache& cache, const CopyOnWrite* cow) {
   std::string dir = join(plan.data, cache.subdir);
+  if (cow != nullptr) {
+    for (const auto& [variable, directory] : cow->variables)
+      if (variable == cache.variable) dir = directory;
+  }
   if (cache.variable == "MAVEN_OPTS") return "-Dmaven.repo.local=" + dir;
   return dir;
 }
 
-void apply_environment(const CachePlan& plan, std::vector<std::string>& env) {
+std::string host_directory(const ToolCache& cache) {
+  if (cache.variable != "CARGO_HOME" && cache.variable != "GRADLE_USER_HOME")
+    return cache.host_path;
+  const std::size_t slash = cache.host_path.rfind('/');
+  return slash == 0 || slash == std::string::npos ? std::string("/")
+                                                  : cache.host_path.substr(0, slash);
+}
+
+namespace {
+
+bool within(const std::string& path, const std::string& ancestor) {
+  return path_is_within(path, ancestor);
+}
+
+// overlayfs reads its mount options split at ',' (and a layer list at ':'), '\' escaping
+// (fs/overlayfs/params.c ovl_parse_monolithic, ovl_next_opt): a path holding one is not given
+// to it, nor one holding a line break (the plan prints one item per line).
+bool overlay_path(const std::string& path) {
+  return path.size() > 1 && path.front() == '/' &&
+         path.find_first_of(std::string(",:\\\n\0", 5)) == std::string::npos;
+}
+
+}  // namespace
+
+CopyOnWrite plan_copy_on_write(const CachePlan& plan, const ResolvedPolicy& policy,
+                               const DirectoryLookup& lookup) {
+  const std::string& home = plan.home;
+  // The first cache listed per variable (find_tool_caches lists the one the tool takes first),
+  // its host directory as the tool names it, and that directory's real path when it exists.
+  struct Group {
+    std::string variable;
+    std::string directory;
+    std::optional<std::string> real;
+  };
+  std::vector<Group> groups;
+  for (const ToolCache& cache : plan.caches) {
+    if (cache.variable.empty()) continue;
+    if (std::any_of(groups.begin(), groups.end(),
+                    [&](const Group& g) { return g.variable == cache.variable; }))
+      continue;
+    const std::string directory = host_directory(cache);
+    groups.push_back({cache.variable, directory, lookup ? lookup(directory) : std::nullopt});
+  }
+  // A directory that can be mounted over: read-only in the policy (a writable one's writes are
+  // meant for the host; a denied one is not the command's to read), holding neither the working
+  // nor the home directory (nor "/"), its path one overlayfs takes.
+  const auto mountable = [&](const std::string& dir) {
+    return overlay_path(dir) && rule_access(policy, dir) == Access::kRead &&
+           !within(policy.cwd, dir) && (home.empty() || !within(home, dir));
+  };
+  std::vector<std::string> mounts;
+  for (const Group& g : groups) {
+    if (g.real && mountable(*g.real) &&
+        std::find(mounts.begin(), mounts.end(), *g.real) == mounts.end())
+      mounts.push_back(*g.real);
+  }
+  // None below another: the outer one shows the inner one's files already.
+  const std::vector<std::string> candidates = mounts;
+  std::erase_if(mounts, [&](const std::string& m) {
+    return std::any_of(candidates.begin(), candidates.end(),
+                       [&](const std::string& other) { return other != m && within(m, other); });
+  });
+  std::sort(mounts.begin(), mounts.end(), [](const std::string& a, const std::string& b) {
+    const auto depth = [](const std::string& p) { return std::count(p.begin(), p.end(), '/'); };
+    return depth(a) != depth(b) ? depth(a) < depth(b) : a < b;
+  });
+  CopyOnWrite out;
+  for (const std::string& m : mounts)
+    out.overlays.push_back({m, plan.directory + "/overlay/" + project_key(m)});
+  // A variable is left at the host's directory when that lies in a mount (by its real path,
+  // or, missing, as named: a tool makes it there, inside the overlay).
+  for (const Group& g : groups) {
+    const std::string& at = g.real ? *g.real : g.directory;
+    if (std::any_of(mounts.begin(), mounts.end(),
+                    [&](const std::string& m) { return within(at, m); }))
+      out.variables.emplace_back(g.variable, g.directory);
+  }
+  // sbx's own state in this cache directory (<cache>/sbx: plan.directory is
+  // <cache>/sbx/caches/<key>) stays read-only below an overlay that holds it.
+  const std::size_t key = plan.directory.rfind('/');
+  const std::size_t caches = key == std::string::npos ? key : plan.directory.rfind('/', key - 1);
+  if (caches != std::string::npos && caches > 0) {
+    const std::string state = plan.directory.substr(0, caches);
+    if (std::any_of(mounts.begin(), mounts.end(),
+                    [&](const std::string& m) { return m != state && within(state, m); }))
+      out.read_only.push_back(state);
+  }
+  return out;
+}
+
+void drop_overlay(CopyOnWrite& cow, const std::string& path) {
+  std::erase_if(cow.overlays, [&](const CacheOverlay& o) { return o.path == path; });
+  const auto served = [&cow](const std::string& dir) {
+    return std::any_of(cow.overlays.begin(), cow.overlays.end(),
+                       [&](const CacheOverlay& o) { return within(dir, o.path); });
+  };
+  std::erase_if(cow.variables, [&](const auto& v) { return !served(v.second); });
+  std::erase_if(cow.read_only, [&](const std::string& dir) { return !served(dir); });
+}
+
+void apply_environment(const CachePlan& plan, std::vector<std::string>& env,
+                       const CopyOnWrite* cow) {
   std::set<std::string> done;
   for (const ToolCache& cache : plan.caches) {
     if (cache.variable.empty() || !done.insert(cache.variable).second) continue;
-    const std::string value = value_of(plan, cache);
+    const std::string value = value_of(plan, cache, cow);
     const auto same_name = [&cache](const std::string& entry) {
       return variable_key(std::string_view(entry).substr(0, entry.find('='))) == cache.variable;
     };
@@ -613,6 +729,63 @@ Result<CachePlan> prepare_project(const std::string& base, const std::string& pr
   }
   plan.caches = std::move(caches);
   return plan;
+}
+
+std::optional<std::string> existing_directory(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return std::nullopt;
+  Result<std::string> real = real_dir(path);
+  if (!real.ok()) return std::nullopt;
+  return std::move(*real);
+}
+
+namespace {
+
+// The directory `name` in the directory `parent` (a descriptor), made 0700 when missing: an
+// existing one must be a directory of `uid` (not a symlink). Its mode is the command's: the
+// root of the upper layer is what the sandbox shows at the cache's path (a `chmod` there
+// changes it), and both lie in the private <layers> directory that no one else can reach.
+Status make_layer_dir(int parent, const std::string& layers, const char* name, uid_t uid) {
+  if (::mkdirat(parent, name, 0700) != 0 && errno != EEXIST)
+    return Error{"cannot create '" + layers + "/" + name + "': " + std::strerror(errno)};
+  struct stat st {};
+  if (::fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode) ||
+      st.st_uid != uid)
+    return Error{"'" + layers + "/" + name +
+                 "' is not a directory of this user: remove it (`sbx cache clear --project`)"};
+  return {};
+}
+
+}  // namespace
+
+Result<std::vector<UniqueFd>> make_overlay_layers(CopyOnWrite& cow) {
+  const uid_t uid = ::geteuid();
+  std::vector<UniqueFd> locks;
+  std::vector<std::string> busy;
+  for (const CacheOverlay& overlay : cow.overlays) {
+    const std::string parent = overlay.layers.substr(0, overlay.layers.rfind('/'));
+    for (const std::string& dir : {parent, overlay.layers}) {
+      if (Status made = private_state::make_private_dir(dir, uid); !made.ok())
+        return made.failure();
+    }
+    UniqueFd layers(
+        ::open(overlay.layers.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!layers.valid())
+      return Error{"cannot open '" + overlay.layers + "': " + std::strerror(errno)};
+    if (::flock(layers.get(), LOCK_EX | LOCK_NB) != 0) {
+      if (errno != EWOULDBLOCK)
+        return Error{"cannot lock '" + overlay.layers + "': " + std::strerror(errno)};
+      busy.push_back(overlay.path);
+      continue;
+    }
+    for (const char* name : {"upper", "work"}) {
+      if (Status made = make_layer_dir(layers.get(), overlay.layers, name, uid); !made.ok())
+        return made.failure();
+    }
+    locks.push_back(std::move(layers));
+  }
+  for (const std::string& path : busy) drop_overlay(cow, path);
+  return locks;
 }
 
 Result<std::vector<ProjectCache>> list_projects(const std::string& base) {

@@ -684,7 +684,7 @@ Result<std::string> explain_json(sbx_manager* manager, const char* policy_json, 
   const std::lock_guard<std::mutex> lock(manager->mutex);
   ExplainReport report = explain_run(input->policy, input->resolved, input->decided.sandbox.value,
                                      *manager->manager, process_environment(), {}, input->settings);
-  report.caches = std::move(input->caches);
+  explain_caches(report, std::move(input->caches));
   return explain_to_json(report, JsonStyle::kPretty);
 }
 

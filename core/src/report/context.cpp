@@ -215,6 +215,13 @@ void append_caches(const SandboxContext& context, std::string& out) {
   std::string tools;
   for (const std::string& tool : context.cache_tools)
     tools += (tools.empty() ? "" : ", ") + inline_text(tool);
+  if (context.caches_copy_on_write) {
+    out += "Toolchain caches (" + tools +
+           "): the user's caches are copy-on-write: what they hold is there, and what commands "
+           "download or change there is kept for later commands in the same working directory "
+           "only; the user's own cache files never change.\n";
+    return;
+  }
   out += "Toolchain caches (" + tools +
          "): downloads go to a cache of this project's own, kept for later commands in the same "
          "working directory; the user's own caches are read-only.\n";
@@ -376,6 +383,7 @@ std::string context_to_json(const SandboxContext& context, JsonStyle style) {
   out["backend"] = nullable(context.backend);
   out["no_backend_reason"] = nullable(context.no_backend_reason);
   out["caches"] = string_array(context.cache_tools);
+  out["caches_copy_on_write"] = context.caches_copy_on_write;
   return report::render_json(std::move(out), style);
 }
 

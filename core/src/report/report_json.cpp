@@ -232,13 +232,20 @@ std::vector<std::string> explained_network_limits(const ExplainReport& report) {
 namespace {
 
 // The policy's ":caches" for `explain`: null without one.
-json::value caches_json(const std::optional<caches::CachePlan>& plan) {
+json::value caches_json(const std::optional<caches::CachePlan>& plan,
+                        const std::optional<caches::CopyOnWrite>& cow) {
   if (!plan) return nullptr;
   json::object out;
   out["project"] = plan->project;
   out["directory"] = plan->directory;
   out["writable"] = plan->data;
-  out["how"] = std::string(caches::how_text());
+  out["how"] = std::string(caches::how_text(cow.has_value()));
+  json::array overlays;
+  if (cow) {
+    for (const CacheOverlay& overlay : cow->overlays)
+      overlays.emplace_back(json::object{{"path", overlay.path}, {"layers", overlay.layers}});
+  }
+  out["copy_on_write"] = std::move(overlays);
   json::array tools;
   for (const caches::ToolCache& cache : plan->caches) {
     json::object entry;
@@ -247,8 +254,9 @@ json::value caches_json(const std::optional<caches::CachePlan>& plan) {
     entry["exists"] = cache.exists;
     entry["source"] = cache.source;
     entry["variable"] = cache.variable.empty() ? json::value(nullptr) : json::value(cache.variable);
-    entry["value"] =
-        cache.variable.empty() ? json::value(nullptr) : json::value(caches::value_of(*plan, cache));
+    entry["value"] = cache.variable.empty()
+                         ? json::value(nullptr)
+                         : json::value(caches::value_of(*plan, cache, cow ? &*cow : nullptr));
     tools.emplace_back(std::move(entry));
   }
   out["tools"] = std::move(tools);
@@ -332,7 +340,7 @@ std::string explain_to_json(const ExplainReport& report, JsonStyle style) {
   out["settings"] = std::move(settings);
   out["excluded_by"] = string_array(report.excluded_by);
   out["environment_dropped"] = string_array(report.environment_dropped);
-  out["caches"] = caches_json(report.caches);
+  out["caches"] = caches_json(report.caches, report.copy_on_write);
   return report::render_json(out, style);
 }
 

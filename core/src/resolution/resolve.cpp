@@ -765,6 +765,7 @@ Status Resolver::add_caches() {
     return error_at(caches_pointer_, "cannot keep the toolchain caches: " + plan.error());
   plan->credentials_denied = std::move(denied);
   plan->notes = std::move(notes);
+  plan->home = context_.home;
   std::vector<PathRule>& rules = out_.policy.rules;
   std::erase_if(rules, [&](const PathRule& rule) { return rule.path == plan->data; });
   rules.push_back(PathRule{plan->data, Access::kWrite});

@@ -477,6 +477,18 @@ ProbeReport Manager::probe_or_reuse(const LoadedPlugin& plugin) const {
   return report;
 }
 
+bool passes_cache_overlay(const ProbeReport& report) {
+  return report.available &&
+         std::any_of(report.checks.begin(), report.checks.end(), [](const ProbeCheck& c) {
+           return c.name == kCacheOverlayCheck && c.status == CheckStatus::kPass;
+         });
+}
+
+bool Manager::copies_caches_on_write(const std::string& backend) const {
+  const LoadedPlugin* plugin = registry_.find(backend);
+  return plugin != nullptr && plugin->abi_minor >= 3 && passes_cache_overlay(probe_answer(*plugin));
+}
+
 ProbeReport Manager::probe_answer(const LoadedPlugin& plugin) const {
   if (!keep_probe_answers_) return probe_or_reuse(plugin);
   const auto kept = kept_probes_.find(plugin.name);
@@ -539,6 +551,13 @@ Result<ExecPlan> Manager::transform_unchecked(const std::string& backend,
   if (plugin == nullptr)
     return Error{"unknown backend '" + backend + "' (see `sbx backends`)",
                  ErrorKind::invalid_input};
+  // A plugin built before ABI 2.3 never reads the caches to mount: it would point the tools at
+  // host directories the sandbox keeps read-only (the run left their variables there).
+  if (!request.cache_overlays.empty() && plugin->abi_minor < 3)
+    return Error{"backend '" + backend + "' was built for sbx plugin ABI 2." +
+                     std::to_string(plugin->abi_minor) +
+                     ": it cannot mount the toolchain caches copy-on-write",
+                 ErrorKind::backend_failure};
   // Third-party plugins in a child of their own (plugins/call_isolation.hpp); errors come back
   // worded, naming the backend.
   Result<ExecPlan> plan = plugin->isolated

@@ -43,7 +43,46 @@ struct PlannedRun {
   // Network mode proxy: sbx's proxy for this run; it serves the command only while it lives.
   std::unique_ptr<proxy::RunProxy> proxy;
   CgroupSupport cgroups;  // probed once per run: checked in prepare(), used by the run
+#ifndef _WIN32
+  // The copy-on-write caches' layers this run holds (caches::make_overlay_layers): until the
+  // run has ended, no other run of the project mounts them.
+  std::vector<UniqueFd> cache_locks;
+#endif
 };
+
+// The toolchain caches copy-on-write for a run on a backend that mounts them (`copies`: its
+// probe passes kCacheOverlayCheck): nullopt without ":caches" or such a backend, whose tools
+// are then pointed at the project's cache (caches::apply_environment).
+std::optional<caches::CopyOnWrite> copy_on_write(const std::optional<caches::CachePlan>& plan,
+                                                 const ResolvedPolicy& resolved, bool copies) {
+#ifdef _WIN32
+  (void)plan;
+  (void)resolved;
+  (void)copies;
+  return std::nullopt;
+#else
+  if (!plan || !copies) return std::nullopt;
+  return caches::plan_copy_on_write(*plan, resolved, caches::existing_directory);
+#endif
+}
+
+// The caches to mount, and sbx's state below one of them kept read-only: a read rule, which the
+// backend mounts over the overlay (the policy, sorted by depth then path, gains it).
+void add_copy_on_write(const caches::CopyOnWrite& cow, TransformRequest& request) {
+  request.cache_overlays = cow.overlays;
+  std::vector<PathRule>& rules = request.policy.rules;
+  for (const std::string& path : cow.read_only) {
+    if (std::none_of(rules.begin(), rules.end(),
+                     [&](const PathRule& rule) { return rule.path == path; }))
+      rules.push_back(PathRule{path, Access::kRead});
+  }
+  const auto depth = [](const std::string& path) {
+    return path == "/" ? 0 : std::count(path.begin(), path.end(), '/');
+  };
+  std::stable_sort(rules.begin(), rules.end(), [&](const PathRule& a, const PathRule& b) {
+    return depth(a.path) != depth(b.path) ? depth(a.path) < depth(b.path) : a.path < b.path;
+  });
+}
 
 std::string quoted_list(const std::vector<std::string>& items) {
   std::string out;
@@ -539,10 +578,25 @@ bool prepare(RunRequest& request, RunBackends& backends, RunOutcome& out, Planne
     return none_available(request, std::move(argv), std::move(env), out, prepared);
   const std::string& backend = *out.choice.backend;
   // Sandboxed only: without a sandbox the host's caches are the command's to write anyway.
-  if (request.caches) caches::apply_environment(*request.caches, env);
-  Result<SandboxedRun> planned = manager->plan_run(
-      backend, TransformRequest{std::move(argv), request.cwd, std::move(env), request.resolved},
-      request.on_refusal);
+  const auto probe = std::find_if(out.choice.probes.begin(), out.choice.probes.end(),
+                                  [&](const auto& entry) { return entry.first == backend; });
+  std::optional<caches::CopyOnWrite> cow =
+      copy_on_write(request.caches, request.resolved,
+                    probe != out.choice.probes.end() && passes_cache_overlay(probe->second));
+#ifndef _WIN32
+  if (cow) {
+    Result<std::vector<UniqueFd>> locks = caches::make_overlay_layers(*cow);
+    if (!locks.ok())
+      return stop(out, RunStop::kPlanRefused,
+                  locks.failure().prefixed("cannot keep the toolchain caches: "));
+    prepared.cache_locks = std::move(*locks);
+  }
+#endif
+  if (request.caches) caches::apply_environment(*request.caches, env, cow ? &*cow : nullptr);
+  TransformRequest transform{std::move(argv), request.cwd, std::move(env), request.resolved};
+  if (cow) add_copy_on_write(*cow, transform);
+  Result<SandboxedRun> planned =
+      manager->plan_run(backend, std::move(transform), request.on_refusal);
   if (!planned.ok()) return stop(out, RunStop::kPlanRefused, planned.failure());
   out.report.final = backend;
   prepared.manager = manager;
@@ -811,10 +865,14 @@ RunOutcome plan_for_backend(const Manager& manager, const std::string& backend,
     }
     argv[0] = *path;
   }
-  if (request.caches) caches::apply_environment(*request.caches, env);
-  Result<SandboxedRun> planned = manager.plan_run(
-      backend, TransformRequest{std::move(argv), request.cwd, std::move(env), request.resolved},
-      request.on_refusal, PlanUse::kShowOnly);
+  // Shown only: the layers a run makes are not made here.
+  const std::optional<caches::CopyOnWrite> cow = copy_on_write(
+      request.caches, request.resolved, request.caches && manager.copies_caches_on_write(backend));
+  if (request.caches) caches::apply_environment(*request.caches, env, cow ? &*cow : nullptr);
+  TransformRequest transform{std::move(argv), request.cwd, std::move(env), request.resolved};
+  if (cow) add_copy_on_write(*cow, transform);
+  Result<SandboxedRun> planned =
+      manager.plan_run(backend, std::move(transform), request.on_refusal, PlanUse::kShowOnly);
   if (!planned.ok()) {
     stop(out, RunStop::kPlanRefused, planned.failure());
     return out;
@@ -860,6 +918,16 @@ ExplainReport explain_run(const Policy& policy, const ResolvedPolicy& resolved,
   return report;
 }
 
+void explain_caches(ExplainReport& report, std::optional<caches::CachePlan> plan) {
+  const std::string backend = explained_backend(report);
+  const auto probe = std::find_if(report.choice.probes.begin(), report.choice.probes.end(),
+                                  [&](const auto& entry) { return entry.first == backend; });
+  report.copy_on_write =
+      copy_on_write(plan, report.policy,
+                    probe != report.choice.probes.end() && passes_cache_overlay(probe->second));
+  report.caches = std::move(plan);
+}
+
 SandboxContext context_for_run(const PreparedRequest& input, const Manager* manager) {
   SandboxContext context = describe_sandbox(input.resolved);
   context.unsandboxed_locked = input.decided.escape_hatch_locked;
@@ -872,6 +940,11 @@ SandboxContext context_for_run(const PreparedRequest& input, const Manager* mana
     const BackendChoice choice = manager->available_backend(input.resolved);
     if (choice.backend) {
       context.backend = *choice.backend;
+      const auto probe =
+          std::find_if(choice.probes.begin(), choice.probes.end(),
+                       [&](const auto& entry) { return entry.first == *choice.backend; });
+      context.caches_copy_on_write =
+          input.caches && probe != choice.probes.end() && passes_cache_overlay(probe->second);
     } else {
       context.no_backend_reason = choice.reason;
     }

@@ -87,17 +87,17 @@ struct BwrapOption {
 
 std::optional<BwrapOption> bwrap_option(std::string_view option) {
   static const std::map<std::string_view, BwrapOption> kOptions = {
-      {"--bind", {2, MountEffect::kWritable}},        {"--bind-fd", {2, MountEffect::kWritable}},
-      {"--ro-bind", {2, MountEffect::kReadOnly}},     {"--ro-bind-fd", {2, MountEffect::kReadOnly}},
-      {"--tmpfs", {1, MountEffect::kWritable}},       {"--dev", {1, MountEffect::kWritable}},
-      {"--proc", {1, MountEffect::kWritable}},        {"--remount-ro", {1, MountEffect::kReadOnly}},
-      {"--perms", {1, MountEffect::kNone}},           {"--cap-drop", {1, MountEffect::kNone}},
-      {"--chdir", {1, MountEffect::kNone}},           {"--info-fd", {1, MountEffect::kNone}},
-      {"--unshare-user", {0, MountEffect::kNone}},    {"--unshare-pid", {0, MountEffect::kNone}},
-      {"--unshare-ipc", {0, MountEffect::kNone}},     {"--unshare-net", {0, MountEffect::kNone}},
-      {"--unshare-uts", {0, MountEffect::kNone}},     {"--unshare-cgroup", {0, MountEffect::kNone}},
-      {"--die-with-parent", {0, MountEffect::kNone}}, {"--new-session", {0, MountEffect::kNone}},
-      {"--as-pid-1", {0, MountEffect::kNone}}};
+      {"--bind", {2, MountEffect::kWritable}},       {"--bind-fd", {2, MountEffect::kWritable}},
+      {"--ro-bind", {2, MountEffect::kReadOnly}},    {"--ro-bind-fd", {2, MountEffect::kReadOnly}},
+      {"--tmpfs", {1, MountEffect::kWritable}},      {"--dev", {1, MountEffect::kWritable}},
+      {"--proc", {1, MountEffect::kWritable}},       {"--remount-ro", {1, MountEffect::kReadOnly}},
+      {"--perms", {1, MountEffect::kNone}},          {"--cap-drop", {1, MountEffect::kNone}},
+      {"--cap-add", {1, MountEffect::kNone}},        {"--chdir", {1, MountEffect::kNone}},
+      {"--info-fd", {1, MountEffect::kNone}},        {"--unshare-user", {0, MountEffect::kNone}},
+      {"--unshare-pid", {0, MountEffect::kNone}},    {"--unshare-ipc", {0, MountEffect::kNone}},
+      {"--unshare-net", {0, MountEffect::kNone}},    {"--unshare-uts", {0, MountEffect::kNone}},
+      {"--unshare-cgroup", {0, MountEffect::kNone}}, {"--die-with-parent", {0, MountEffect::kNone}},
+      {"--new-session", {0, MountEffect::kNone}},    {"--as-pid-1", {0, MountEffect::kNone}}};
   auto it = kOptions.find(option);
   if (it == kOptions.end()) return std::nullopt;
   return it->second;

@@ -142,6 +142,9 @@ PauseVerdict check_private_network(int proc_dir) {
 
 std::optional<DirectPlan> direct_plan(const BwrapPlan& plan, bool write_layer_supported) {
   if (plan.net == Stage2Net::kProxy) return {};  // the relay runs inside: stage 2
+  // Copy-on-write caches: only stage 2 can mount them, holding capabilities before the command;
+  // the waiter runs after bwrap's seccomp programs, which refuse mount(2).
+  if (!plan.cache_overlays.empty()) return {};
   if (plan.command.empty() || plan.command.front().empty() || plan.command.front().front() != '/')
     return {};
   if (plan.stage2.empty() || plan.stage2.front() != '/') return {};  // no waiter to run

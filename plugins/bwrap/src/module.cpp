@@ -170,7 +170,8 @@ class BwrapBackend final : public Backend {
       if (!matches.ok()) return matches.failure();
       facts.glob_matches = *matches;
     }
-    std::vector<std::string> paths = paths_of_interest(policy, facts.state_dir);
+    std::vector<std::string> paths =
+        paths_of_interest(policy, facts.state_dir, request.cache_overlays);
     // Matches and their ancestors: the ancestors below a writable root get pinned.
     for (const std::string& match : facts.glob_matches) {
       append_ancestors(match, paths);

@@ -186,6 +186,45 @@ ProbeCheck seccomp_check() {
                "allows prctl and seccomp");
 }
 
+// Whether sbx-stage2 can mount the toolchain caches copy-on-write (kCacheOverlayCheck,
+// stage2/cache_overlays.hpp): overlayfs mountable in a user namespace (FS_USERNS_MOUNT, Linux
+// 5.11, with its "userxattr" option), open_tree(2)/move_mount(2) (5.2), the overlay
+// filesystem registered or its module there to load, and a bwrap that is not setuid (bubblewrap
+// refuses --cap-add to a user other than root in setuid mode). Not a trial: the upper layer's
+// filesystem is the project's cache's, known only per run; a run whose overlay cannot be
+// mounted there fails with the reason (never runs without it). A warning: without it the tools
+// are pointed at the project's cache through their variables, as on every other backend.
+ProbeCheck cache_overlay_check(bool bwrap_setuid) {
+  struct utsname uts {};
+  int major = 0;
+  int minor = 0;
+  const bool release =
+      ::uname(&uts) == 0 && std::sscanf(uts.release, "%d.%d", &major, &minor) == 2;  // NOLINT
+  const bool kernel = release && (major > 5 || (major == 5 && minor >= 11));
+  const std::string filesystems = read_small_file("/proc/filesystems");
+  struct stat st {};
+  // "nodev\toverlay" is one line of /proc/filesystems (read_small_file drops the last '\n').
+  const bool registered = (filesystems + "\n").find("\toverlay\n") != std::string::npos;
+  const bool module =
+      release &&
+      ::stat(("/lib/modules/" + std::string(uts.release) + "/kernel/fs/overlayfs").c_str(), &st) ==
+          0;
+  const bool overlay = registered || module;
+  const bool ok = kernel && overlay && !bwrap_setuid;
+  // Only what decides it, so that the answer reads the same on every kernel that passes.
+  std::string observed =
+      "toolchain caches copy-on-write: overlayfs in a user namespace, bwrap not setuid";
+  if (!ok) {
+    observed = std::string("Linux ") + (release ? uts.release : "?") +
+               (kernel ? "" : " (5.11+ needed)") + (overlay ? "" : ", no overlayfs") +
+               (bwrap_setuid ? ", bwrap setuid" : "");
+  }
+  return check(std::string(kCacheOverlayCheck), ok, observed,
+               "Linux 5.11+ with overlayfs and a bwrap that is not setuid mount the toolchain "
+               "caches copy-on-write; here the tools are pointed at the project's cache instead",
+               CheckStatus::kWarn);
+}
+
 // The host settings that decide whether bwrap's user namespace trials pass.
 constexpr std::array<const char*, 3> kNamespaceSysctls = {
     "/proc/sys/user/max_user_namespaces", "/proc/sys/kernel/unprivileged_userns_clone",
@@ -389,9 +428,10 @@ ProbeReport run_probe(const std::string& stage2_path, const std::string& cache_f
   Result<std::string> bwrap = find_trusted_bwrap({});
   checks.push_back(check("bwrap_found", bwrap.ok(), bwrap.ok() ? *bwrap : bwrap.error(),
                          "apt-get install bubblewrap"));
+  bool setuid = false;
   if (bwrap.ok()) {
     struct stat st {};
-    const bool setuid = ::stat(bwrap->c_str(), &st) == 0 && (st.st_mode & S_ISUID) != 0;
+    setuid = ::stat(bwrap->c_str(), &st) == 0 && (st.st_mode & S_ISUID) != 0;
     checks.push_back(check("bwrap_setuid", !setuid, setuid ? "setuid root" : "not setuid",
                            "a setuid bwrap works but offers fewer features; prefer the "
                            "unprivileged user-namespace build",
@@ -412,6 +452,7 @@ ProbeReport run_probe(const std::string& stage2_path, const std::string& cache_f
                          "FIFOs outside the writable roots stay writable (a read-only mount does "
                          "not stop writes to a FIFO)",
                          CheckStatus::kWarn));
+  checks.push_back(cache_overlay_check(setuid));
   report.available = true;
   for (const ProbeCheck& c : checks) report.available &= c.status != CheckStatus::kFail;
   if (report.available) {

@@ -45,8 +45,8 @@ std::string_view access_word(Access access) {
 class MountPlanner {
  public:
   MountPlanner(const ResolvedPolicy& policy, const HostFacts& facts,
-               const std::string& proxy_socket)
-      : policy_(policy), facts_(facts), proxy_socket_(proxy_socket) {}
+               const std::string& proxy_socket, const std::vector<CacheOverlay>& overlays)
+      : policy_(policy), facts_(facts), proxy_socket_(proxy_socket), overlays_(overlays) {}
 
   Status plan(Translation& out);
 
@@ -67,6 +67,9 @@ class MountPlanner {
   void emit_deny_existing(const std::string& path, PathKind path_kind, Translation& out);
   bool has_visible_descendant(const std::string& path) const;
   bool strictly_below_writable_root(const std::string& path) const;
+  bool below_cache_overlay(const std::string& path) const;
+  Status check_cache_overlays() const;
+  void emit_cache_layers(Translation& out);
   void pin_carve_out_ancestors();
   void mask_dir(const std::string& path, const char* perms, Translation& out);
 
@@ -78,7 +81,8 @@ class MountPlanner {
   const ResolvedPolicy& policy_;
   const HostFacts& facts_;
   const std::string& proxy_socket_;  // network.mode proxy: the proxy's unix socket, else ""
-  std::set<std::string> pins_;       // ancestors of carve-outs, bound so they cannot be renamed
+  const std::vector<CacheOverlay>& overlays_;  // the caches stage 2 mounts copy-on-write
+  std::set<std::string> pins_;  // ancestors of carve-outs, bound so they cannot be renamed
   std::vector<std::string> deferred_remounts_;
   std::set<std::string> done_synthetic_;
 };
@@ -280,7 +284,15 @@ Status MountPlanner::emit_item(const std::string& path, Translation& out) {
                                          [&](const PathRule& r) { return r.path == path; });
   // Writable roots (and the pinned ancestors of carve-outs) are always bind-mounted, even inside
   // another writable root: a mount point cannot be renamed or removed from inside the sandbox.
-  const bool force_bind = desired == Access::kWrite && (is_write_rule || pins_.count(path) > 0);
+  // So is a read rule below a copy-on-write cache: the overlay makes its parent writable (into
+  // the project's layer), and stage 2 moves every mount below the cache onto the overlay, so
+  // the path stays read-only as the rule says (sbx's own state in ~/.cache, caches.hpp
+  // CopyOnWrite::read_only).
+  const bool read_rule_in_overlay = desired == Access::kRead && below_cache_overlay(path) &&
+                                    std::any_of(policy_.rules.begin(), policy_.rules.end(),
+                                                [&](const PathRule& r) { return r.path == path; });
+  const bool force_bind = (desired == Access::kWrite && (is_write_rule || pins_.count(path) > 0)) ||
+                          read_rule_in_overlay;
   if (desired == inherited && !force_bind) return {};
   if (path_kind == PathKind::kSymlink) {
     if (desired == Access::kDeny) {
@@ -431,9 +443,58 @@ void MountPlanner::pin_carve_out_ancestors() {
   }
 }
 
+bool MountPlanner::below_cache_overlay(const std::string& path) const {
+  return std::any_of(overlays_.begin(), overlays_.end(), [&](const CacheOverlay& o) {
+    return o.path != path && path_is_within(path, o.path);
+  });
+}
+
+// A copy-on-write cache (TransformRequest::cache_overlays) must be an existing directory the
+// sandbox shows read-only: its own view is the overlay's lower layer. Writable, the command's
+// writes there are meant for the host; denied (a rule, a deny-glob match, sbx's state), it is
+// not the command's to read; below another one, the outer overlay shows it already; holding the
+// working directory, it would hide the workspace the policy lets be written. Its path
+// must be one overlayfs takes in its mount options (no ',', ':', '\\': fs/overlayfs/params.c).
+Status MountPlanner::check_cache_overlays() const {
+  for (const CacheOverlay& o : overlays_) {
+    const auto refuse = [&o](const std::string& why) {
+      return Error{"cannot mount the toolchain cache '" + o.path + "' copy-on-write: " + why};
+    };
+    if (o.path.size() < 2 || o.path.front() != '/' ||
+        o.path.find_first_of(std::string(",:\\\n\0", 5)) != std::string::npos)
+      return refuse("not an absolute path overlayfs can take");
+    if (o.layers.empty() || o.layers.front() != '/') return refuse("its layers are not absolute");
+    if (kind(o.path) != PathKind::kDirectory) return refuse("it is not a directory");
+    if (visible_access(o.path) != Access::kRead)
+      return refuse(std::string("the sandbox does not show it read-only (") +
+                    std::string(access_word(visible_access(o.path))) + ")");
+    if (below_cache_overlay(o.path)) return refuse("it lies below another copy-on-write cache");
+    // The working directory stays the host's: stage 2's own would be left below the overlay.
+    if (path_is_within(policy_.cwd, o.path)) return refuse("it holds the working directory");
+  }
+  return {};
+}
+
+// Each copy-on-write cache's lower layer (the host's directory, read-only) and its layers (the
+// project's upper and work directories) bound where stage 2 finds them (cache_lower,
+// cache_layers) and nothing of the sandbox lies: bwrap's own /dev. A separate bind, not the
+// cache's own view: that one has the policy's mounts below it, which in a mount namespace a
+// user namespace owns are locked to it, and overlayfs refuses a layer with locked mounts below
+// (clone_private_mount(), fs/namespace.c). Stage 2 covers the directory once it has mounted
+// the overlays.
+void MountPlanner::emit_cache_layers(Translation& out) {
+  for (std::size_t i = 0; i < overlays_.size(); ++i) {
+    out.plan.options.insert(out.plan.options.end(),
+                            {"--ro-bind", overlays_[i].path, cache_lower(i), "--bind",
+                             overlays_[i].layers, cache_layers(i)});
+  }
+}
+
 Status MountPlanner::plan(Translation& out) {
   pin_carve_out_ancestors();
-  Status status = emit_base(out);
+  Status status = check_cache_overlays();
+  if (!status.ok()) return status;
+  status = emit_base(out);
   if (!status.ok()) return status;
   if (policy_.filesystem_kind == FilesystemKind::kRestricted) {
     for (const std::string& path : items()) {
@@ -445,6 +506,7 @@ Status MountPlanner::plan(Translation& out) {
   emit_stage2(out);
   emit_proc(out);
   emit_kernel_interfaces(out);
+  emit_cache_layers(out);
   for (const std::string& path : deferred_remounts_)
     out.plan.options.insert(out.plan.options.end(), {"--remount-ro", path});
   return {};
@@ -491,7 +553,8 @@ Status check_supported(const TransformRequest& request, const HostFacts& facts) 
   return {};
 }
 
-void append_namespaces(const ResolvedPolicy& policy, Translation& out) {
+void append_namespaces(const TransformRequest& request, Translation& out) {
+  const ResolvedPolicy& policy = request.policy;
   std::vector<std::string>& a = out.plan.options;
   // New user, pid, ipc and UTS namespaces always (explicit: bwrap skips the user namespace for
   // uid 0 otherwise); a new network namespace (only loopback) unless the network is enabled.
@@ -502,7 +565,14 @@ void append_namespaces(const ResolvedPolicy& policy, Translation& out) {
   if (policy.network.mode != NetworkMode::kEnabled) a.push_back("--unshare-net");
   // The command dies with sbx, cannot reach the caller's terminal (TIOCSTI), keeps no
   // capability, and sbx-stage2 is PID 1 of the namespace (it reaps and forwards signals).
-  a.insert(a.end(), {"--die-with-parent", "--new-session", "--cap-drop", "ALL", "--as-pid-1"});
+  a.insert(a.end(), {"--die-with-parent", "--new-session", "--cap-drop", "ALL"});
+  // Copy-on-write caches: stage 2 mounts them, with these capabilities of the sandbox's user
+  // namespace only, and drops every capability before anything of the command runs
+  // (kCacheCaps says why each; stage2/cache_overlays.hpp).
+  if (!request.cache_overlays.empty()) {
+    for (const char* cap : kCacheCaps) a.insert(a.end(), {"--cap-add", cap});
+  }
+  a.emplace_back("--as-pid-1");
 }
 
 // True when the sandbox may not write everywhere: a restricted filesystem whose root is not
@@ -534,9 +604,15 @@ void append_stage2(const TransformRequest& request, const HostFacts& facts, Tran
   }
   // Writes limited to some roots: sbx-stage2 enters its Landlock write layer before the command
   // (linux/landlock/write_layer.hpp: read-only mounts do not stop writes to host FIFOs).
+  // The copy-on-write caches take writes too (into the project's layer): the layer grants them
+  // beneath the overlay, which stage 2 mounts before it enters the layer.
+  for (const CacheOverlay& overlay : request.cache_overlays)
+    plan.cache_overlays.push_back(overlay.path);
   if (writes_restricted(request.policy)) {
     plan.write_layer = true;
     plan.write_roots = writable_roots(request.policy);
+    plan.write_roots.insert(plan.write_roots.end(), plan.cache_overlays.begin(),
+                            plan.cache_overlays.end());
   }
   // The host unix sockets the command may connect to, for sbx's unix-socket supervisor
   // (unix_supervisor.hpp).
@@ -582,6 +658,8 @@ std::vector<std::string> stage2_arguments(const BwrapPlan& plan) {
                              "--proxy-socket", plan.proxy_socket});
       break;
   }
+  for (const std::string& path : plan.cache_overlays)
+    out.insert(out.end(), {"--cache-overlay", path});
   if (plan.write_layer) {
     out.emplace_back("--write-layer");
     for (const std::string& root : plan.write_roots) out.insert(out.end(), {"--write-root", root});
@@ -601,6 +679,14 @@ std::vector<std::string> stage2_form(const BwrapPlan& plan) {
   out.emplace_back("--");
   out.insert(out.end(), plan.command.begin(), plan.command.end());
   return out;
+}
+
+std::string cache_lower(std::size_t index) {
+  return std::string(kCacheLayersDir) + "/" + std::to_string(index) + "/lower";
+}
+
+std::string cache_layers(std::size_t index) {
+  return std::string(kCacheLayersDir) + "/" + std::to_string(index) + "/layers";
 }
 
 const std::vector<std::string>& minimal_platform_paths() {
@@ -641,7 +727,8 @@ const std::vector<KernelInterface>& kernel_interface_paths() {
 }
 
 std::vector<std::string> paths_of_interest(const ResolvedPolicy& policy,
-                                           const std::string& state_dir) {
+                                           const std::string& state_dir,
+                                           const std::vector<CacheOverlay>& overlays) {
   std::set<std::string> out;
   auto add_with_ancestors = [&out](const std::string& path) {
     for (const std::string& a : strict_ancestors(path)) out.insert(a);
@@ -652,6 +739,7 @@ std::vector<std::string> paths_of_interest(const ResolvedPolicy& policy,
   for (const std::string& dir : minimal_platform_paths()) out.insert(dir);
   for (const KernelInterface& entry : kernel_interface_paths()) out.insert(entry.path);
   if (!state_dir.empty()) out.insert(state_dir);
+  for (const CacheOverlay& overlay : overlays) add_with_ancestors(overlay.path);
   out.erase("/");
   return {out.begin(), out.end()};
 }
@@ -664,10 +752,11 @@ Result<Translation> translate(const TransformRequest& request, const HostFacts& 
   const std::string no_socket;
   MountPlanner planner(
       request.policy, facts,
-      request.policy.network.mode == NetworkMode::kProxy ? request.proxy_socket : no_socket);
+      request.policy.network.mode == NetworkMode::kProxy ? request.proxy_socket : no_socket,
+      request.cache_overlays);
   status = planner.plan(out);
   if (!status.ok()) return status.failure();
-  append_namespaces(request.policy, out);
+  append_namespaces(request, out);
   append_stage2(request, facts, out);
   out.argv = stage2_form(out.plan);
   if (request.policy.network.mode == NetworkMode::kProxy)
@@ -678,6 +767,17 @@ Result<Translation> translate(const TransformRequest& request, const HostFacts& 
         " inside it to the proxy's unix socket " + request.proxy_socket +
         " (its directory bound read-only), a port the command cannot take; the command may use "
         "TCP/UDP on the namespace's own loopback (IPv4/IPv6), no unix sockets");
+  if (!request.cache_overlays.empty()) {
+    std::string paths;
+    for (const std::string& path : out.plan.cache_overlays)
+      paths += (paths.empty() ? "'" : ", '") + path + "'";
+    out.notes.push_back(
+        "toolchain caches copy-on-write: " + paths +
+        " (the host's directory the overlay's read-only lower layer, the project's layer in "
+        "sbx's state its upper one; every mount below it kept on top). sbx-stage2 mounts them "
+        "with CAP_SYS_ADMIN, CAP_DAC_OVERRIDE and CAP_SETPCAP of the sandbox's user namespace "
+        "and drops every capability before the command runs (the stage-2 launch)");
+  }
   if (!request.policy.deny_globs.empty())
     out.notes.push_back("deny globs were expanded at launch (" +
                         std::to_string(facts.glob_matches.size()) +

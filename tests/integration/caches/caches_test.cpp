@@ -5,15 +5,24 @@
 // byte as they were; a file planted in a cache from inside reaches only the project's cache;
 // another project's cache and the host's caches cannot be written; credentials beside the
 // caches are unreadable (bwrap) or the run is refused naming them (Landlock cannot deny inside
-// a readable home). Both Linux backends, as root and as user 65534.
+// a readable home). Both Linux backends, as root and as user 65534. Where bwrap mounts the
+// host's caches copy-on-write (its probe passes "cache_overlay"), a write to a host cache from
+// inside takes, into the project's upper layer: the host's files stay as they were, what the
+// command wrote is in the layer (upper_of) and in the next run of that project only, and the
+// command holds no capability.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/fs.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <boost/json.hpp>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -145,6 +154,15 @@ class ToolchainCaches : public ::testing::TestWithParam<Param> {
       GTEST_SKIP() << backend()
                    << " cannot run this policy (network mode proxy) here: " << explain.out
                    << explain.err;
+    // The XDG cache (~/.cache) always exists (sbx makes it for the project's cache), so a
+    // backend that mounts the caches copy-on-write lists it.
+    cow_ = json_field(explain.out, [](json::value& doc) {
+             const json::value* caches = doc.as_object().if_contains("caches");
+             if (caches == nullptr || !caches->is_object()) return std::string();
+             const json::value* cow = caches->as_object().if_contains("copy_on_write");
+             return std::string(
+                 cow != nullptr && cow->is_array() && !cow->as_array().empty() ? "yes" : "");
+           }) == "yes";
   }
 
   const std::string& backend() const { return std::get<0>(GetParam()); }
@@ -181,6 +199,21 @@ class ToolchainCaches : public ::testing::TestWithParam<Param> {
     });
   }
 
+  // Copy-on-write: the upper layer of the project of `cwd` for the host's directory `host_dir`
+  // (explain's caches.copy_on_write), "" when it is not mounted so.
+  std::string upper_of(const std::string& host_dir, const std::string& cwd = "") const {
+    const RunResult explain = sbx_as({"--backends", backend(), "explain", "--policy", policy_,
+                                      "--cwd", cwd.empty() ? ws_.path() : cwd, "--json"});
+    const std::string real = fs::weakly_canonical(host_dir).string();
+    return json_field(explain.out, [&real](json::value& doc) {
+      for (const json::value& o : doc.at("caches").at("copy_on_write").as_array()) {
+        if (o.at("path").as_string() == real)
+          return std::string(o.at("layers").as_string()) + "/upper";
+      }
+      return std::string();
+    });
+  }
+
   // Caches the host had before any run: a file in each, given to the identity.
   void fill_host_caches() const {
     put(home() + "/.npm/_cacache/index-v5/host-entry", "host npm\n");
@@ -207,7 +240,33 @@ class ToolchainCaches : public ::testing::TestWithParam<Param> {
   TempDir ws_, other_, conf_;
   std::string policy_;
   std::vector<std::string> extra_env_;
+  bool cow_ = false;  // the backend mounts the host's caches copy-on-write here
 };
+
+// The lines "CapXxx:\tHEX" of /proc/self/status that `out` holds, each of the five sets.
+std::map<std::string, std::string> capability_sets(const std::string& out) {
+  std::map<std::string, std::string> sets;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    for (const char* set : {"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"}) {
+      if (line.rfind(std::string(set) + ":", 0) == 0)
+        sets[set] = line.substr(line.find_first_not_of(" \t", std::strlen(set) + 1));
+    }
+  }
+  return sets;
+}
+
+// chattr +i / -i (FS_IOC_SETFLAGS): the test process is root.
+bool set_immutable(const std::string& path, bool on) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return false;
+  int flags = 0;
+  bool ok = ::ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0;
+  flags = on ? (flags | FS_IMMUTABLE_FL) : (flags & ~FS_IMMUTABLE_FL);
+  ok = ok && ::ioctl(fd, FS_IOC_SETFLAGS, &flags) == 0;
+  ::close(fd);
+  return ok;
+}
 
 TEST_P(ToolchainCaches, AnInstallDownloadsOnceAndTheNextRunReusesTheProjectsCache) {
   fill_host_caches();
@@ -228,8 +287,18 @@ TEST_P(ToolchainCaches, AnInstallDownloadsOnceAndTheNextRunReusesTheProjectsCach
 
   const std::string data = data_of(ws_.path());
   ASSERT_FALSE(data.empty()) << "sbx cache list found no cache for " << ws_.path();
-  EXPECT_TRUE(exists(data + "/npm/_cacache")) << data;
-  EXPECT_TRUE(exists(data + "/pip/http-v2") || exists(data + "/pip/http")) << data;
+  if (cow_) {
+    // npm's cache is the host's ~/.npm, pip's the XDG cache's pip: what they downloaded is in
+    // the project's upper layers (and not on the host: the digest below).
+    const std::string npm_upper = upper_of(home() + "/.npm");
+    const std::string xdg = upper_of(home() + "/.cache");
+    ASSERT_FALSE(npm_upper.empty() || xdg.empty()) << "not copy-on-write: ~/.npm or ~/.cache";
+    EXPECT_TRUE(exists(npm_upper + "/_cacache")) << npm_upper;
+    EXPECT_TRUE(exists(xdg + "/pip/http-v2") || exists(xdg + "/pip/http")) << xdg;
+  } else {
+    EXPECT_TRUE(exists(data + "/npm/_cacache")) << data;
+    EXPECT_TRUE(exists(data + "/pip/http-v2") || exists(data + "/pip/http")) << data;
+  }
 
   // The next run of the same project: npm takes the package from the cache without asking the
   // registry at all; pip asks for the index page (it never caches those) but not the wheel.
@@ -254,41 +323,160 @@ TEST_P(ToolchainCaches, WhatACommandPlantsStaysInItsProjectsCache) {
   ASSERT_EQ(other.code, 0) << describe(other);
   const std::string other_data = data_of(other_.path());
   ASSERT_FALSE(other_data.empty());
+  // The other project's whole cache: its data and, copy-on-write, its layers.
+  const std::string other_dir = fs::path(other_data).parent_path().string();
   const std::string before = digest(home());
-  const std::string other_before = digest(other_data);
+  const std::string other_before = digest(other_dir);
 
   extra_env_ = {"OTHER=" + other_data};
   const RunResult r = run(
       // The project's own cache takes anything.
       "for d in \"$npm_config_cache\" \"$PIP_CACHE_DIR\" \"$XDG_CACHE_HOME\" \"$CARGO_HOME\"; do "
       "  mkdir -p \"$d\" && echo planted > \"$d/planted\" && echo \"planted:$d\"; done; "
-      // The host's caches, and another project's, take nothing.
+      // The host's caches take nothing (copy-on-write: nothing of the host's files)...
       "for f in ~/.npm/evil ~/.npm/_cacache/index-v5/host-entry ~/.cache/pip/evil "
-      "  ~/.cache/evil ~/.cargo/registry/evil ~/.cargo/config.toml \"$OTHER/evil\" "
-      "  \"$OTHER/npm/evil\" \"$OTHER/../project\"; do "
+      "  ~/.cache/evil ~/.cargo/registry/evil ~/.cargo/config.toml; do "
+      "  if (echo evil >> \"$f\") 2>/dev/null; then echo \"IN-LAYER:$f\"; fi; done; "
+      "for d in ~/.npm/newdir ~/.cache/newdir; do "
+      "  if mkdir \"$d\" 2>/dev/null; then echo \"IN-LAYER:$d\"; fi; done; "
+      // ...and another project's cache nothing at all.
+      "for f in \"$OTHER/evil\" \"$OTHER/npm/evil\" \"$OTHER/../project\"; do "
       "  if (echo evil >> \"$f\") 2>/dev/null; then echo \"WROTE:$f\"; else echo \"refused:$f\"; "
       "  fi; done; "
-      "for d in ~/.npm/newdir ~/.cache/newdir \"$OTHER/newdir\" \"$OTHER/../data2\"; do "
+      "for d in \"$OTHER/newdir\" \"$OTHER/../data2\"; do "
       "  if mkdir \"$d\" 2>/dev/null; then echo \"WROTE:$d\"; else echo \"refused:$d\"; fi; done");
   ASSERT_EQ(r.code, 0) << describe(r);
   EXPECT_EQ(r.out.find("WROTE:"), std::string::npos) << describe(r);
   const std::string data = data_of(ws_.path());
   ASSERT_FALSE(data.empty());
-  for (const char* sub : {"npm", "pip", "xdg", "cargo"}) {
-    EXPECT_NE(r.out.find("planted:" + data + "/" + sub), std::string::npos) << describe(r);
-    EXPECT_TRUE(exists(data + "/" + sub + "/planted")) << sub;
+  if (cow_) {
+    // The tools' variables name the host's directories, and what was planted and written there
+    // is in the project's upper layers.
+    const std::string npm = upper_of(home() + "/.npm");
+    const std::string xdg = upper_of(home() + "/.cache");
+    const std::string cargo = upper_of(home() + "/.cargo");
+    ASSERT_FALSE(npm.empty() || xdg.empty() || cargo.empty()) << describe(r);
+    for (const char* dir : {"/.npm", "/.cache/pip", "/.cache", "/.cargo"})
+      EXPECT_NE(r.out.find("planted:" + home() + dir + "\n"), std::string::npos) << describe(r);
+    for (const std::string& file :
+         {npm + "/planted", xdg + "/pip/planted", xdg + "/planted", cargo + "/planted",
+          npm + "/evil", xdg + "/pip/evil", cargo + "/config.toml", npm + "/newdir"})
+      EXPECT_TRUE(exists(file)) << file;
+    EXPECT_EQ(read_file(npm + "/_cacache/index-v5/host-entry"), "host npm\nevil\n");
+  } else {
+    EXPECT_EQ(r.out.find("IN-LAYER:"), std::string::npos) << describe(r);
+    for (const char* sub : {"npm", "pip", "xdg", "cargo"}) {
+      EXPECT_NE(r.out.find("planted:" + data + "/" + sub), std::string::npos) << describe(r);
+      EXPECT_TRUE(exists(data + "/" + sub + "/planted")) << sub;
+    }
   }
   // Nothing of it reached the host's caches, nor the other project's.
   EXPECT_EQ(digest(home()), before) << "the host's caches changed";
   EXPECT_FALSE(exists(home() + "/.npm/planted"));
   EXPECT_FALSE(exists(home() + "/.cache/planted"));
-  EXPECT_EQ(digest(other_data), other_before);
-  // sbx cache clear removes the project's cache, and only it.
+  EXPECT_EQ(digest(other_dir), other_before);
+  // sbx cache clear removes the project's cache, and only it (copy-on-write: its layers too,
+  // whose work directories overlayfs made mode 000).
   const RunResult cleared = sbx_as({"cache", "clear", "--project", ws_.path()});
   EXPECT_EQ(cleared.code, 0) << describe(cleared);
   EXPECT_FALSE(exists(data));
+  EXPECT_FALSE(exists(fs::path(data).parent_path()));
   EXPECT_TRUE(exists(other_data));
   EXPECT_EQ(digest(home()), before) << "sbx cache clear touched the host's caches";
+}
+
+// Copy-on-write (bwrap where its probe passes "cache_overlay"): the command sees what the host
+// cached, changes and removes there what it likes, and none of it reaches the host's files,
+// which stay byte for byte as they were; the project's next run finds it, another project's
+// does not; the command holds no capability in any set; `sbx cache list` counts the layers
+// and `sbx cache clear` removes them.
+TEST_P(ToolchainCaches, CopyOnWriteShowsTheHostsCachesAndKeepsWhatTheProjectWrote) {
+  if (!cow_)
+    GTEST_SKIP() << backend()
+                 << " points the tools at the project's cache here (no copy-on-write: "
+                    "its probe does not pass cache_overlay)";
+  fill_host_caches();
+  const std::string before = digest(home());
+  const RunResult r =
+      run("cat ~/.npm/_cacache/index-v5/host-entry ~/.cache/pip/http-v2/host-entry "
+          "~/.cargo/registry/cache/host.crate && "
+          "echo planted > ~/.npm/_cacache/planted && echo planted > ~/.cache/pip/planted && "
+          "echo changed >> ~/.npm/_cacache/index-v5/host-entry && "
+          "rm ~/.cache/other-tool/host-entry && rm -r ~/.cargo/registry && echo done; "
+          "grep -E '^Cap(Inh|Prm|Eff|Bnd|Amb):' /proc/self/status");
+  ASSERT_EQ(r.code, 0) << describe(r);
+  EXPECT_NE(r.out.find("host npm\nhost pip\nhost crate\ndone\n"), std::string::npos) << describe(r);
+  const std::map<std::string, std::string> caps = capability_sets(r.out);
+  EXPECT_EQ(caps.size(), 5u) << r.out;
+  for (const auto& [set, value] : caps)
+    EXPECT_EQ(value, "0000000000000000") << set << " inside: " << r.out;
+  // The host's caches: byte for byte, modes and times as they were.
+  EXPECT_EQ(digest(home()), before) << "the host's caches changed";
+  EXPECT_FALSE(exists(home() + "/.npm/_cacache/planted"));
+  EXPECT_EQ(read_file(home() + "/.npm/_cacache/index-v5/host-entry"), "host npm\n");
+  EXPECT_TRUE(exists(home() + "/.cargo/registry/cache/host.crate"));
+  // What the command wrote is in the project's upper layers.
+  const std::string npm = upper_of(home() + "/.npm");
+  ASSERT_FALSE(npm.empty());
+  EXPECT_EQ(read_file(npm + "/_cacache/planted"), "planted\n");
+  EXPECT_EQ(read_file(npm + "/_cacache/index-v5/host-entry"), "host npm\nchanged\n");
+  // The project's next run finds it, removals included.
+  const RunResult again =
+      run("cat ~/.npm/_cacache/planted ~/.npm/_cacache/index-v5/host-entry ~/.cache/pip/planted; "
+          "test -e ~/.cache/other-tool/host-entry || echo removed; "
+          "test -e ~/.cargo/registry || echo gone");
+  ASSERT_EQ(again.code, 0) << describe(again);
+  EXPECT_EQ(again.out, "planted\nhost npm\nchanged\nplanted\nremoved\ngone\n") << describe(again);
+  // Another project's run sees the host's caches as they are, nothing of this project's.
+  const RunResult other = run_in(
+      other_.path(),
+      "test -e ~/.npm/_cacache/planted && echo SEEN; cat ~/.npm/_cacache/index-v5/host-entry "
+      "~/.cache/other-tool/host-entry ~/.cargo/registry/cache/host.crate");
+  ASSERT_EQ(other.code, 0) << describe(other);
+  EXPECT_EQ(other.out, "host npm\nhost xdg\nhost crate\n") << describe(other);
+  // `sbx cache list` counts the layers; `sbx cache clear` removes them, mode-000 work
+  // directories included, and the host's caches stay.
+  const RunResult listed = sbx_as({"cache", "list", "--project", ws_.path(), "--json"});
+  const std::string files = json_field(listed.out, [](json::value& doc) {
+    const json::array& projects = doc.as_object().at("projects").as_array();
+    return projects.size() == 1
+               ? std::to_string(projects.front().at("files").to_number<std::int64_t>())
+               : "";
+  });
+  EXPECT_NE(files, "") << describe(listed);
+  EXPECT_NE(files, "0") << describe(listed);
+  const std::string dir = fs::path(data_of(ws_.path())).parent_path().string();
+  const RunResult cleared = sbx_as({"cache", "clear", "--project", ws_.path()});
+  EXPECT_EQ(cleared.code, 0) << describe(cleared);
+  EXPECT_FALSE(exists(dir)) << dir;
+  EXPECT_EQ(digest(home()), before) << "sbx cache clear touched the host's caches";
+  const RunResult fresh = run("cat ~/.npm/_cacache/index-v5/host-entry");
+  EXPECT_EQ(fresh.out, "host npm\n") << describe(fresh);
+}
+
+// Copy-on-write fails closed: when stage 2 cannot mount an overlay (here its work directory made
+// immutable, so overlayfs cannot make its own directory there), the run fails with the reason
+// and the command never runs; the host's caches are untouched.
+TEST_P(ToolchainCaches, ACacheOverlayThatCannotBeMountedFailsTheRun) {
+  if (!cow_) GTEST_SKIP() << backend() << " mounts no cache copy-on-write here (no cache_overlay)";
+  fill_host_caches();
+  const RunResult first = run("true");
+  ASSERT_EQ(first.code, 0) << describe(first);
+  const std::string npm = upper_of(home() + "/.npm");
+  ASSERT_FALSE(npm.empty());
+  const std::string work = fs::path(npm).parent_path().string() + "/work";
+  fs::remove_all(work + "/work");
+  if (!set_immutable(work, true))
+    GTEST_SKIP() << "cannot make " << work << " immutable here (chattr +i: " << std::strerror(errno)
+                 << ")";
+  const std::string before = digest(home());
+  const RunResult r = run("echo ran > ran");
+  set_immutable(work, false);
+  EXPECT_EQ(r.code, 125) << describe(r);
+  EXPECT_NE(r.err.find("cache overlay"), std::string::npos) << describe(r);
+  EXPECT_NE(r.err.find(home() + "/.npm"), std::string::npos) << describe(r);
+  EXPECT_FALSE(exists(ws_ / "ran")) << "the command ran without its overlay";
+  EXPECT_EQ(digest(home()), before);
 }
 
 // A policy with the home writable: the host's caches stay read-only (and a missing one
@@ -311,14 +499,19 @@ TEST_P(ToolchainCaches, AWritableHomeKeepsTheHostsAndOtherProjectsCachesReadOnly
                              digest(home() + "/.cache/pip") + digest(other_data);
   extra_env_ = {"OTHER=" + other_data};
   const RunResult r = run(
-      "for f in ~/.npm/evil ~/.npm/_cacache/index-v5/host-entry ~/.cache/pip/evil "
-      "  ~/.cargo/registry/evil \"$OTHER/evil\" \"$OTHER/npm/evil\"; do "
+      // Copy-on-write, ~/.npm and ~/.cache (kept read-only, then mounted) take writes into the
+      // project's layer; ~/.cargo, inside the writable home, is no overlay: CARGO_HOME moves.
+      "for f in ~/.npm/evil ~/.npm/_cacache/index-v5/host-entry ~/.cache/pip/evil; do "
+      "  if (echo evil >> \"$f\") 2>/dev/null; then echo \"IN-LAYER:$f\"; fi; done; "
+      "for f in ~/.cargo/registry/evil \"$OTHER/evil\" \"$OTHER/npm/evil\"; do "
       "  if (echo evil >> \"$f\") 2>/dev/null; then echo \"WROTE:$f\"; else echo \"refused:$f\"; "
       "  fi; done; "
       "for d in ~/.gradle ~/go \"$OTHER/../new\"; do "
       "  if mkdir \"$d\" 2>/dev/null; then echo \"WROTE:$d\"; else echo \"refused:$d\"; fi; done; "
-      "for f in ~/.npm ~/.cache/pip; do mv \"$f\" \"$f.moved\" 2>/dev/null && echo \"MOVED:$f\"; "
-      "done; "
+      // A mount point cannot be moved (EBUSY); a directory inside an overlay is moved by
+      // copying (rename(2) answers EXDEV there), into the layer.
+      "mv ~/.npm ~/.npm.moved 2>/dev/null && echo MOVED:npm; "
+      "mv ~/.cache/pip ~/.cache/pip.moved 2>/dev/null && echo MOVED-IN-CACHE:pip; "
       "echo notes > ~/notes.txt && echo home-ok; "
       "mkdir -p \"$npm_config_cache\" && echo ok > \"$npm_config_cache/ok\" && echo cache-ok");
   if (backend() == "landlock") {
@@ -329,6 +522,10 @@ TEST_P(ToolchainCaches, AWritableHomeKeepsTheHostsAndOtherProjectsCachesReadOnly
   ASSERT_EQ(r.code, 0) << describe(r);
   EXPECT_EQ(r.out.find("WROTE:"), std::string::npos) << describe(r);
   EXPECT_EQ(r.out.find("MOVED:"), std::string::npos) << describe(r);
+  if (!cow_) {
+    EXPECT_EQ(r.out.find("IN-LAYER:"), std::string::npos) << describe(r);
+    EXPECT_EQ(r.out.find("MOVED-IN-CACHE:"), std::string::npos) << describe(r);
+  }
   EXPECT_NE(r.out.find("home-ok"), std::string::npos) << describe(r);
   EXPECT_NE(r.out.find("cache-ok"), std::string::npos) << describe(r);
   EXPECT_EQ(digest(home() + "/.npm") + digest(home() + "/.cargo") + digest(home() + "/.cache/pip") +
@@ -375,13 +572,26 @@ TEST_P(ToolchainCaches, CachesNamedInConfigFilesOrOtherVariablesStayReadOnly) {
     return;
   }
   ASSERT_EQ(r.code, 0) << describe(r);
-  EXPECT_EQ(r.out.find("WROTE:"), std::string::npos) << describe(r);
   EXPECT_NE(r.out.find("free-ok"), std::string::npos) << describe(r);
   const std::string data = data_of(ws_.path());
   ASSERT_FALSE(data.empty());
-  EXPECT_NE(r.out.find("npm=" + data + "/npm pip=" + data + "/pip yarn=" + data + "/yarn"),
-            std::string::npos)
-      << describe(r);
+  if (cow_) {
+    // The existing ones (npm's from ~/.npmrc, yarn's) are mounted copy-on-write where they are:
+    // the writes take, into the project's layers (the host keeps nothing: below); the missing
+    // ones stay uncreatable and their tools move to the project's cache.
+    EXPECT_EQ(r.out.find("WROTE:x-pipc"), std::string::npos) << describe(r);
+    EXPECT_EQ(r.out.find("WROTE:x-uv"), std::string::npos) << describe(r);
+    EXPECT_NE(
+        r.out.find("npm=" + shared / "x-npmc" + " pip=" + data + "/pip yarn=" + shared / "x-yarn"),
+        std::string::npos)
+        << describe(r);
+    EXPECT_TRUE(exists(upper_of(shared / "x-npmc") + "/o"));
+  } else {
+    EXPECT_EQ(r.out.find("WROTE:"), std::string::npos) << describe(r);
+    EXPECT_NE(r.out.find("npm=" + data + "/npm pip=" + data + "/pip yarn=" + data + "/yarn"),
+              std::string::npos)
+        << describe(r);
+  }
   for (const char* name : {"x-npmc/o", "x-yarn/o", "x-pipc", "x-uv"})
     EXPECT_FALSE(exists(shared / name)) << name;
 }
@@ -473,8 +683,21 @@ TEST_P(ToolchainCaches, CargoFetchesOnceIntoTheProjectsCargoHome) {
       << registry_.requests();
   const std::string data = data_of(ws_.path());
   ASSERT_FALSE(data.empty());
-  // The host's configuration is linked in; its credentials are not.
-  EXPECT_EQ(fs::read_symlink(data + "/cargo/config.toml").string(), home() + "/.cargo/config.toml");
+  if (cow_) {
+    // CARGO_HOME is the host's ~/.cargo, copy-on-write: the crate is in the project's layer.
+    const std::string upper = upper_of(home() + "/.cargo");
+    ASSERT_FALSE(upper.empty());
+    bool crate = false;
+    std::error_code error;
+    for (auto it = fs::recursive_directory_iterator(upper, error);
+         !error && it != fs::recursive_directory_iterator(); it.increment(error))
+      crate = crate || it->path().filename() == "sbxdemo-0.1.0.crate";
+    EXPECT_TRUE(crate) << "no sbxdemo-0.1.0.crate below " << upper;
+  } else {
+    // The host's configuration is linked in; its credentials are not.
+    EXPECT_EQ(fs::read_symlink(data + "/cargo/config.toml").string(),
+              home() + "/.cargo/config.toml");
+  }
   registry_.clear_requests();
   const RunResult offline = run("cargo fetch --offline");
   ASSERT_EQ(offline.code, 0) << describe(offline);

@@ -71,6 +71,7 @@ confine::Shape expected_shape(const OrderCase& c) {
   // the layer's code anyway, which enters nothing there.
   shape.write_layer =
       c.restricted_fs && (c.route == confine::Route::kBwrapStage2 || landlock_abi() >= 2);
+  shape.cache_overlays = false;  // no case has ":caches"
   return shape;
 }
 

@@ -112,6 +112,11 @@ std::string render(const fs::path& policy_file) {
   request.env = strings(req.if_contains("env"));
   if (const json::value* socket = req.if_contains("proxy_socket"))
     request.proxy_socket = std::string(socket->as_string());
+  if (const json::value* overlays = req.if_contains("cache_overlays")) {
+    for (const json::value& o : overlays->as_array())
+      request.cache_overlays.push_back(
+          {std::string(o.at("path").as_string()), std::string(o.at("layers").as_string())});
+  }
   request.policy = parse_policy(root.at("policy").as_object());
   const HostFacts facts = parse_facts(root.at("facts").as_object());
   sbx::Result<sbx::bwrap::Translation> t = sbx::bwrap::translate(request, facts);

@@ -23,7 +23,7 @@ using confine::Step;
 std::vector<confine::Shape> every_shape() {
   std::vector<confine::Shape> shapes;
   for (Route route : {Route::kBwrapDirect, Route::kBwrapStage2, Route::kLandlock}) {
-    for (unsigned bits = 0; bits < 64; ++bits) {
+    for (unsigned bits = 0; bits < 128; ++bits) {
       confine::Shape s;
       s.route = route;
       s.private_network = (bits & 1u) != 0;
@@ -32,6 +32,7 @@ std::vector<confine::Shape> every_shape() {
       s.write_layer = (bits & 8u) != 0;
       s.mount_check = (bits & 16u) != 0;
       s.landlock_ruleset = (bits & 32u) != 0;
+      s.cache_overlays = (bits & 64u) != 0;
       shapes.push_back(s);
     }
   }
@@ -102,6 +103,31 @@ TEST(ConfinementOrderTable, EveryShapeKeepsTheRules) {
     if (shape.route == Route::kBwrapStage2 && shape.proxy_relay) {
       for (Step step : {Step::kLandlockScope, Step::kWriteLayer, Step::kSeccomp})
         EXPECT_LT(first(order, Step::kProxyRelay), first(order, step)) << text;
+    }
+    // The copy-on-write caches: stage 2 mounts them after checking bwrap's mounts and before
+    // anything else, and drops the capabilities they needed in its capability step, before the
+    // relay is forked and anything restricts the command.
+    if (shape.route == Route::kBwrapStage2 && shape.cache_overlays) {
+      const std::size_t overlays = first(order, Step::kCacheOverlays);
+      ASSERT_LT(overlays, order.size) << text;
+      EXPECT_EQ(order.steps[overlays].actor, Actor::kStage2) << text;
+      if (shape.mount_check) {
+        EXPECT_LT(first(order, Step::kMountCheck), overlays) << text;
+      }
+      std::size_t stage2_caps = order.size;
+      for (std::size_t i = 0; i < order.size; ++i)
+        if (order.steps[i] == confine::StepAt{Actor::kStage2, Step::kCapabilities}) stage2_caps = i;
+      EXPECT_LT(overlays, stage2_caps) << text;
+      for (Step step : {Step::kProxyRelay, Step::kLandlockScope, Step::kWriteLayer, Step::kSeccomp,
+                        Step::kExec}) {
+        const std::size_t at = first(order, step);
+        if (at < order.size && order.steps[at].actor == Actor::kStage2) {
+          EXPECT_LT(stage2_caps, at) << confine::step_name(step) << "\n" << text;
+        }
+      }
+    }
+    if (!shape.cache_overlays || shape.route != Route::kBwrapStage2) {
+      EXPECT_EQ(first(order, Step::kCacheOverlays), order.size) << text;
     }
     // Every performer that starts a program ends with its exec; the pause check starts none.
     for (Actor actor : {Actor::kLauncher, Actor::kBwrap, Actor::kStage2, Actor::kWaiter}) {

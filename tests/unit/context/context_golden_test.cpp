@@ -4,7 +4,8 @@
 // NAME.txt (context_to_text) and NAME.json (context_to_json, pretty). Optional "sandbox"
 // ("auto" by default; "forbid"...) is the preference question 1 is asked with, "backend" the
 // backend question 2 chose on a host ("" = any host, each backend labelled), "no_backend" the
-// reason none could, "cache_tools" the tools a ":caches" policy points at its cache. The
+// reason none could, "cache_tools" the tools a ":caches" policy points at its cache,
+// "caches_copy_on_write" whether the backend mounts them copy-on-write. The
 // working directory is a
 // new temporary directory, written "<cwd>" in the goldens, and the home directory is the fixed
 // "/home/agent", so the outputs do not depend on the host. SBX_UPDATE_GOLDEN=1 rewrites them.
@@ -112,6 +113,8 @@ Rendered render_case(const std::string& name) {
   if (const auto* tools = input.if_contains("cache_tools")) {
     for (const auto& tool : tools->as_array()) described.cache_tools.emplace_back(tool.as_string());
   }
+  if (const auto* cow = input.if_contains("caches_copy_on_write"))
+    described.caches_copy_on_write = cow->as_bool();
   return {
       replace_all(context_to_text(described), cwd.string(), "<cwd>"),
       replace_all(context_to_json(described, JsonStyle::kPretty), cwd.string(), "<cwd>") + "\n"};

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -328,6 +330,96 @@ TEST(CacheEnvironment, EveryVariableOnceAtTheProjectsCacheMavenOptsAppended) {
   caches::apply_environment(plan, bare);
   EXPECT_NE(std::find(bare.begin(), bare.end(), "MAVEN_OPTS=-Dmaven.repo.local=/s/p/data/maven"),
             bare.end());
+}
+
+// A plan for copy-on-write: the linux defaults below /h, the project's cache in /h/.cache/sbx.
+CachePlan plan_below_h() {
+  CachePlan plan;
+  plan.project = "/w";
+  plan.directory = "/h/.cache/sbx/caches/w-1";
+  plan.data = plan.directory + "/data";
+  plan.home = "/h";
+  plan.caches = caches::find_tool_caches({}, "/h", Platform::kLinux).caches;
+  return plan;
+}
+
+ResolvedPolicy workspace_policy() {
+  ResolvedPolicy policy;
+  policy.rules = {{"/", Access::kRead}, {"/w", Access::kWrite}};
+  policy.cwd = "/w";
+  return policy;
+}
+
+caches::DirectoryLookup existing(std::vector<std::string> dirs) {
+  return [dirs = std::move(dirs)](const std::string& path) -> std::optional<std::string> {
+    if (std::find(dirs.begin(), dirs.end(), path) == dirs.end()) return std::nullopt;
+    return path;
+  };
+}
+
+// Each variable's directory that exists is mounted once at its own path (an outer one holds
+// what lies below it: pip's and Go's build cache in the XDG cache); its variable then names it.
+// A tool whose directory the host lacks keeps the project's cache. sbx's state below the XDG
+// cache stays read-only.
+TEST(CopyOnWrite, TheHostsExistingCachesAreMountedOnceAtTheirOwnPaths) {
+  const CachePlan plan = plan_below_h();
+  const caches::CopyOnWrite cow = caches::plan_copy_on_write(
+      plan, workspace_policy(),
+      existing({"/h/.cache", "/h/.npm", "/h/.cargo", "/h/.cache/pip", "/h/.m2/repository"}));
+  const std::string layers = plan.directory + "/overlay/";
+  EXPECT_EQ(cow.overlays,
+            (std::vector<CacheOverlay>{
+                {"/h/.cache", layers + caches::project_key("/h/.cache")},
+                {"/h/.cargo", layers + caches::project_key("/h/.cargo")},
+                {"/h/.npm", layers + caches::project_key("/h/.npm")},
+                {"/h/.m2/repository", layers + caches::project_key("/h/.m2/repository")}}));
+  EXPECT_EQ(cow.read_only, (std::vector<std::string>{"/h/.cache/sbx"}));
+  std::vector<std::string> env = {"PATH=/bin", "CARGO_HOME=/elsewhere"};
+  caches::apply_environment(plan, env, &cow);
+  std::sort(env.begin(), env.end());
+  EXPECT_EQ(env, (std::vector<std::string>{
+                     "CARGO_HOME=/h/.cargo",
+                     "GOCACHE=/h/.cache/go-build",
+                     "GOMODCACHE=/h/.cache/sbx/caches/w-1/data/go-mod",
+                     "GRADLE_USER_HOME=/h/.cache/sbx/caches/w-1/data/gradle",
+                     "MAVEN_OPTS=-Dmaven.repo.local=/h/.m2/repository",
+                     "PATH=/bin",
+                     "PIP_CACHE_DIR=/h/.cache/pip",
+                     "XDG_CACHE_HOME=/h/.cache",
+                     "npm_config_cache=/h/.npm",
+                 }));
+  // Without a backend that mounts them, nothing changes: every tool at the project's cache.
+  std::vector<std::string> plain = {"PATH=/bin"};
+  caches::apply_environment(plan, plain);
+  EXPECT_NE(std::find(plain.begin(), plain.end(), "npm_config_cache=" + plan.data + "/npm"),
+            plain.end());
+}
+
+// Never mounted over: a directory the policy denies (not the command's to read) or lets it
+// write (its writes are meant for the host), one holding the working or home directory, one
+// whose path overlayfs cannot take. Those tools keep the project's cache.
+TEST(CopyOnWrite, NeverOverADeniedWritableHoldingOrUnmountableDirectory) {
+  CachePlan plan = plan_below_h();
+  plan.caches = caches::find_tool_caches({{"XDG_CACHE_HOME", "/h"},
+                                          {"npm_config_cache", "/h/.npm"},
+                                          {"CARGO_HOME", "/h/.cargo"},
+                                          {"GOMODCACHE", "/w/mod"},
+                                          {"PIP_CACHE_DIR", "/h/pip,x"},
+                                          {"GOCACHE", "/h/gobuild"}},
+                                         "/h", Platform::kLinux)
+                    .caches;
+  ResolvedPolicy policy = workspace_policy();
+  policy.rules.push_back({"/h/.npm", Access::kDeny});
+  policy.rules.push_back({"/h/.cargo", Access::kWrite});
+  const caches::CopyOnWrite cow = caches::plan_copy_on_write(
+      plan, policy,
+      existing({"/h", "/h/.npm", "/h/.cargo", "/w", "/w/mod", "/h/pip,x", "/h/gobuild"}));
+  EXPECT_EQ(cow.overlays,
+            (std::vector<CacheOverlay>{
+                {"/h/gobuild", plan.directory + "/overlay/" + caches::project_key("/h/gobuild")}}));
+  EXPECT_EQ(cow.variables,
+            (std::vector<std::pair<std::string, std::string>>{{"GOCACHE", "/h/gobuild"}}));
+  EXPECT_TRUE(cow.read_only.empty());
 }
 
 TEST(NpmCredentials, AnAuthSettingOfAnyScopeIsFound) {
@@ -691,6 +783,68 @@ TEST_F(ResolveCaches, AWindowsPlanDropsTheEntryWithANote) {
   EXPECT_FALSE(res->caches.has_value());
   ASSERT_EQ(res->notes.size(), 1u);
   EXPECT_NE(res->notes.front().find(":caches dropped"), std::string::npos);
+}
+
+// An overlay's layers (make_overlay_layers): what overlayfs leaves there, its work directory
+// mode 000 with a whiteout in it, and read-only directories copied up, is listed and cleared.
+TEST(CacheClear, RemovesAnOverlaysLayersWithItsMode000WorkDirectory) {
+  sbx::test::TempDir dir;
+  const std::string base = dir / "caches";
+  const std::string project = base + "/p-2";
+  fs::create_directories(project + "/data");
+  ::chmod(base.c_str(), 0700);
+  ::chmod(project.c_str(), 0700);
+  caches::CopyOnWrite cow;
+  cow.overlays.push_back({"/h/.npm", project + "/overlay/p.npm-1"});
+  cow.variables.emplace_back("npm_config_cache", "/h/.npm");
+  {
+    caches::CopyOnWrite first = cow;
+    Result<std::vector<UniqueFd>> held = caches::make_overlay_layers(first);
+    ASSERT_TRUE(held.ok()) << held.error();
+    EXPECT_EQ(held->size(), 1u);
+    EXPECT_EQ(first, cow);
+    // A concurrent run of the project does not share the layers it holds: that cache is not
+    // copy-on-write for it, and its tool points at the project's cache.
+    caches::CopyOnWrite second = cow;
+    Result<std::vector<UniqueFd>> concurrent = caches::make_overlay_layers(second);
+    ASSERT_TRUE(concurrent.ok()) << concurrent.error();
+    EXPECT_TRUE(concurrent->empty());
+    EXPECT_TRUE(second.overlays.empty());
+    EXPECT_TRUE(second.variables.empty());
+  }
+  const std::string layers = project + "/overlay/p.npm-1";
+  EXPECT_TRUE(fs::is_directory(layers + "/upper"));
+  EXPECT_TRUE(fs::is_directory(layers + "/work"));
+  caches::CopyOnWrite again = cow;
+  EXPECT_TRUE(caches::make_overlay_layers(again).ok()) << "a later run takes them as they are";
+  EXPECT_EQ(again, cow);
+  fs::create_directories(layers + "/upper/_cacache/content");
+  std::ofstream(layers + "/upper/_cacache/content/x") << "downloaded";
+  ::chmod((layers + "/upper/_cacache/content").c_str(), 0555);
+  fs::create_directories(layers + "/work/work");
+  if (::geteuid() == 0) {
+    // A whiteout: the character device 0/0 (overlayfs, Documentation/filesystems/overlayfs.rst).
+    ASSERT_EQ(::mknod((layers + "/work/work/#1").c_str(), S_IFCHR, ::makedev(0, 0)), 0);
+  } else {
+    std::ofstream(layers + "/work/work/#1") << "";
+  }
+  ::chmod((layers + "/work/work").c_str(), 0);
+  const Result<std::vector<caches::ProjectCache>> listed = caches::list_projects(base);
+  ASSERT_TRUE(listed.ok()) << listed.error();
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ(listed->front().bytes, 10u);
+  const Status cleared = caches::clear_project(base, "p-2");
+  EXPECT_TRUE(cleared.ok()) << cleared.error();
+  EXPECT_FALSE(fs::exists(project));
+  // A symlink where a layer goes is refused, never followed.
+  fs::create_directories(project + "/overlay/p.npm-1");
+  ::chmod(project.c_str(), 0700);
+  ::chmod((project + "/overlay").c_str(), 0700);
+  ::chmod((project + "/overlay/p.npm-1").c_str(), 0700);
+  fs::create_directory_symlink(dir / "elsewhere", project + "/overlay/p.npm-1/upper");
+  caches::CopyOnWrite planted = cow;
+  EXPECT_FALSE(caches::make_overlay_layers(planted).ok());
+  EXPECT_FALSE(fs::exists(dir / "elsewhere"));
 }
 
 TEST(CacheClear, RemovesReadOnlyTreesAndNeverFollowsASymlink) {

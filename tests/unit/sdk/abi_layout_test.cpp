@@ -55,9 +55,9 @@ static_assert(sizeof(sbx_run_v2) == 8 * kP);
 static_assert(SBX_LOG_TRACE == 0 && SBX_LOG_DEBUG == 1 && SBX_LOG_INFO == 2 && SBX_LOG_WARN == 3 &&
               SBX_LOG_ERROR == 4);
 
-TEST(SdkAbi, VersionIsTwoPointTwo) {
+TEST(SdkAbi, VersionIsTwoPointThree) {
   EXPECT_EQ(SBX_ABI_MAJOR, 2);
-  EXPECT_EQ(SBX_ABI_MINOR, 2);
+  EXPECT_EQ(SBX_ABI_MINOR, 3);
   EXPECT_STREQ(SBX_PLUGIN_ENTRY_SYMBOL, "sbx_plugin_entry_v2");
   EXPECT_STREQ(SBX_PLUGIN_ENTRY_SYMBOL_V1, "sbx_plugin_entry_v1");  // named in refusals only
 }

@@ -183,7 +183,7 @@ class Explanation(TypedDict):
     excluded_by: List[str]
     #: The names of the environment variables an excluded command did not get (its environment is reset to an allowlist); empty when the command was not excluded.
     environment_dropped: List[str]
-    #: The policy's ":caches" entry: the toolchain caches of the host, where each was found, and the project's cache in sbx's state the command's tools are pointed at instead; null when the policy has no such entry.
+    #: The policy's ":caches" entry: the toolchain caches of the host, where each was found, which of them the explained backend mounts copy-on-write, and the project's cache in sbx's state the other tools are pointed at; null when the policy has no such entry.
     caches: Optional["Caches"]
 
 
@@ -290,25 +290,35 @@ class Caches(TypedDict):
     directory: str
     #: The only part of it the command may write (a write rule of the resolved policy).
     writable: str
-    #: How the caches hold, in words (the same for every backend).
+    #: How the caches hold, in words: copy-on-write when the explained backend mounts them so, else through the tools' variables.
     how: str
+    #: The host's cache directories the explained backend mounts copy-on-write at their own paths (empty when it points every tool at the project's cache).
+    copy_on_write: List["CacheOverlay"]
     tools: List["ToolCache"]
     #: Credential files of the toolchains' homes denied by this entry (real paths).
     credentials_denied: List[str]
     notes: List[str]
 
 
+class CacheOverlay(TypedDict):
+    """One host cache directory mounted copy-on-write."""
+    #: The host's directory: the overlay's read-only lower layer and its mount point.
+    path: str
+    #: The project's directory in sbx's state holding the overlay's upper layer (upper) and work directory (work).
+    layers: str
+
+
 class ToolCache(TypedDict):
     """One toolchain cache of the host."""
     tool: str
-    #: The host's cache directory: never written by the command.
+    #: The host's cache directory: never written by the command (copy-on-write, or read-only).
     host_path: str
     exists: bool
     #: Where host_path came from, e.g. "$npm_config_cache" or "~/.npm ($npm_config_cache unset)".
     source: str
     #: The variable the command gets, or null when none moves this cache (it then only stays read-only).
     variable: Optional[str]
-    #: What the variable is set to, or null.
+    #: What the variable is set to (the project's cache, or with copy-on-write the host's directory), or null.
     value: Optional[str]
 
 
@@ -479,6 +489,8 @@ class ContextReport(TypedDict):
     no_backend_reason: Optional[str]
     #: The tools a ":caches" policy points at the project's own cache (empty without ":caches").
     caches: List[str]
+    #: The backend that runs the command mounts the user's toolchain caches copy-on-write (the bwrap backend where overlayfs works in user namespaces): what they hold is visible, what commands write there is kept for the project only. False without ":caches", without such a backend, or when described for any host.
+    caches_copy_on_write: bool
 
 
 class ContextFilesystem(TypedDict):
@@ -525,4 +537,4 @@ class ProjectCache(TypedDict):
     files: int
 
 
-__all__ = ["ExecReport", "ExitStatus", "Capture", "Denial", "LikelyDenial", "NoDenial", "DenialKind", "NetworkRefusal", "ProxyRefusal", "UnixRefusal", "IpRefusal", "Decision", "Explanation", "PassedOver", "ResolvedPolicy", "PathRule", "ProtectedPath", "ResolvedNetwork", "CgroupSupport", "LimitEnforcement", "EnvironmentSummary", "SettingsSummary", "Scope", "Capability", "Caches", "ToolCache", "BackendsReport", "BackendInfo", "ProbeCheck", "RejectedPlugin", "PluginLoading", "CallerConfinement", "CallerUserNamespaces", "CallerCapabilities", "Plan", "HostPaths", "Launch", "PlanWindows", "WindowsToken", "WindowsAce", "WindowsSid", "ContextReport", "ContextFilesystem", "ContextNetwork", "CacheList", "ProjectCache", "SCHEMAS"]
+__all__ = ["ExecReport", "ExitStatus", "Capture", "Denial", "LikelyDenial", "NoDenial", "DenialKind", "NetworkRefusal", "ProxyRefusal", "UnixRefusal", "IpRefusal", "Decision", "Explanation", "PassedOver", "ResolvedPolicy", "PathRule", "ProtectedPath", "ResolvedNetwork", "CgroupSupport", "LimitEnforcement", "EnvironmentSummary", "SettingsSummary", "Scope", "Capability", "Caches", "CacheOverlay", "ToolCache", "BackendsReport", "BackendInfo", "ProbeCheck", "RejectedPlugin", "PluginLoading", "CallerConfinement", "CallerUserNamespaces", "CallerCapabilities", "Plan", "HostPaths", "Launch", "PlanWindows", "WindowsToken", "WindowsAce", "WindowsSid", "ContextReport", "ContextFilesystem", "ContextNetwork", "CacheList", "ProjectCache", "SCHEMAS"]

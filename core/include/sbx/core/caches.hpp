@@ -14,6 +14,10 @@
 #include <vector>
 
 #include "sbx/sdk/result.hpp"
+#include "sbx/sdk/types.hpp"
+#ifndef _WIN32
+#include "sbx/sdk/unique_fd.hpp"
+#endif
 
 namespace sbx::caches {
 
@@ -106,19 +110,67 @@ struct CachePlan {
   std::vector<ToolCache> caches;
   std::vector<std::string> credentials_denied;  // real paths
   std::vector<std::string> notes;
+  std::string home;  // the home directory the caches were found from (never mounted over)
   friend bool operator==(const CachePlan&, const CachePlan&) = default;
 };
 
-// How the caches hold, in one paragraph for `sbx explain` (the same for every backend).
-std::string_view how_text();
+// How the caches hold, in one paragraph for `sbx explain`: on a backend that mounts them
+// copy-on-write (CopyOnWrite) or, on every other, through the tools' variables.
+std::string_view how_text(bool copy_on_write = false);
+
+struct CopyOnWrite;
 
 // What `variable` is set to for `cache`: "<data>/<subdir>", for MAVEN_OPTS the system property
-// naming it ("-Dmaven.repo.local=<data>/maven").
-std::string value_of(const CachePlan& plan, const ToolCache& cache);
+// naming it ("-Dmaven.repo.local=<data>/maven"); with `cow`, the host's directory for each of
+// its variables.
+std::string value_of(const CachePlan& plan, const ToolCache& cache,
+                     const CopyOnWrite* cow = nullptr);
+
+// The directory a cache's variable names on the host, what a copy-on-write run mounts: the
+// parent of the listed cache for CARGO_HOME and GRADLE_USER_HOME (cargo takes its lock files
+// at $CARGO_HOME's top, gradle keeps its daemon and native files in $GRADLE_USER_HOME: the
+// caches alone, written, would not do), the cache itself for every other tool. Pure.
+std::string host_directory(const ToolCache& cache);
+
+// The caches of a run whose backend mounts them copy-on-write (its probe passes
+// kCacheOverlayCheck, sbx/sdk/backend.hpp: bwrap). Per variable, the first cache listed for it
+// (the one its tool takes: its variable, else its configuration file, else its default) is
+// served when its host_directory exists and is read-only in the policy (its rule is read: not
+// denied, and not writable, where the command's writes are meant for the host) or lies below
+// one that is: those are mounted, each at its own path, the host's directory the lower layer
+// and the project's layers the upper one. The variable is then set to that host directory (the
+// value the host's tool takes anyway; set so that an environment policy that drops it cannot
+// send the tool elsewhere); every other variable points at the project's cache as before.
+struct CopyOnWrite {
+  // Mounted: no one below another, shallowest first; layers are
+  // <plan.directory>/overlay/<project_key(path)>, with `upper` and `work` in each.
+  std::vector<CacheOverlay> overlays;
+  std::vector<std::pair<std::string, std::string>> variables;  // {variable, host directory}
+  // sbx's own state (<cache>/sbx) when an overlay holds it (the XDG cache): kept read-only in
+  // the sandbox (a read rule the run adds), as it is without the overlay.
+  std::vector<std::string> read_only;
+  friend bool operator==(const CopyOnWrite&, const CopyOnWrite&) = default;
+};
+
+// Takes the overlay at `path` out of `cow`, with each variable no other overlay serves and the
+// read-only state no other overlay holds. Pure.
+void drop_overlay(CopyOnWrite& cow, const std::string& path);
+
+// The real path of an existing directory, or nullopt (missing, not a directory, unresolvable).
+using DirectoryLookup = std::function<std::optional<std::string>(const std::string& path)>;
+
+// The copy-on-write caches of `plan` under `policy` (CopyOnWrite); the plan's home and the
+// policy's working directory are never mounted over, nor anything above them, nor a directory whose
+// path overlayfs cannot take in its mount options (',', ':', '\', a line break). Pure when `lookup`
+// is.
+CopyOnWrite plan_copy_on_write(const CachePlan& plan, const ResolvedPolicy& policy,
+                               const DirectoryLookup& lookup);
 
 // Sets each cache's variable in `env` (KEY=VALUE entries), replacing a value already there;
-// MAVEN_OPTS is appended to. Variables only: the directories exist (prepare_project).
-void apply_environment(const CachePlan& plan, std::vector<std::string>& env);
+// MAVEN_OPTS is appended to. Variables only: the directories exist (prepare_project). With
+// `cow`, each of its variables is set to its host directory instead of the project's cache.
+void apply_environment(const CachePlan& plan, std::vector<std::string>& env,
+                       const CopyOnWrite* cow = nullptr);
 
 // The name of a project's cache: its directory's last name (letters, digits, '.', '_', '-';
 // at most 32) and 24 hex digits of SHA-1 of the whole path, e.g. "app-1f0c...".
@@ -145,6 +197,20 @@ Result<std::string> caches_base();
 // CARGO_HOME when there is one. `caches` become the plan's.
 Result<CachePlan> prepare_project(const std::string& base, const std::string& project,
                                   std::vector<ToolCache> caches);
+
+// The real path of `path` when it is an existing directory (a DirectoryLookup).
+std::optional<std::string> existing_directory(const std::string& path);
+
+// Makes each overlay's layers (private, 0700: <layers>, <layers>/upper, <layers>/work), below
+// the project's cache that prepare_project made, and locks each for the run (an exclusive
+// flock(2) on <layers>, returned: held until the run has ended). The upper layer holds what the
+// commands wrote; overlayfs makes <layers>/work/work mode 000 (clear_project opens it up to
+// remove it). A layer another run of the project holds is not shared: overlayfs empties its
+// work directory at every mount (fs/overlayfs/super.c ovl_workdir_create), under the running
+// overlay, and two overlays on one upper layer behave in no defined way
+// (Documentation/filesystems/overlayfs.rst, "Sharing and copying layers"); that cache is taken
+// out of `cow` (drop_overlay) and its tool points at the project's cache for this run.
+Result<std::vector<UniqueFd>> make_overlay_layers(CopyOnWrite& cow);
 
 // Every project cache under `base`, sorted by key.
 Result<std::vector<ProjectCache>> list_projects(const std::string& base);

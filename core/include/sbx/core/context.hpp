@@ -48,6 +48,9 @@ struct SandboxContext {
   std::string no_backend_reason;
   // The policy's ":caches": the tools pointed at the project's own cache (caches.hpp).
   std::vector<std::string> cache_tools;
+  // The backend that runs the command mounts the user's caches copy-on-write (caches.hpp
+  // CopyOnWrite) rather than pointing every tool at the project's own cache.
+  bool caches_copy_on_write = false;
 };
 
 SandboxContext describe_sandbox(const ResolvedPolicy& policy);
@@ -76,7 +79,7 @@ std::string context_to_text(const SandboxContext& context);
 //   "limits":[network_limits(); none with the network enabled in an unsandboxed mode]},
 //  "unsandboxed_runs":"allowed"|"locked","sandboxed":bool,"unsandboxed_reason":string|null,
 //  "backend":string|null (null = described for any host),"no_backend_reason":string|null,
-//  "caches":[tool names]}
+//  "caches":[tool names],"caches_copy_on_write":bool}
 // Strings are valid UTF-8 (invalid bytes become U+FFFD); JSON escaping does the rest.
 std::string context_to_json(const SandboxContext& context, JsonStyle style);
 

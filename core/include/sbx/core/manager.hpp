@@ -95,6 +95,10 @@ struct PluginCallLimits {
   std::chrono::milliseconds exec_end{3'000};
 };
 
+// True when `report` passes kCacheOverlayCheck (sbx/sdk/backend.hpp): its backend mounts the
+// toolchain caches it is given copy-on-write (TransformRequest::cache_overlays).
+bool passes_cache_overlay(const ProbeReport& report);
+
 struct PassedOver {
   std::string backend;
   std::string reason;
@@ -161,6 +165,10 @@ class Manager {
   // Runs a plan this backend's transform() made (its detail included) under `run`.
   Result<ExitStatus> exec(const std::string& backend, const ExecPlan& plan,
                           const RunServices& run) const;
+
+  // Whether `backend` mounts the toolchain caches copy-on-write (its probe answer passes
+  // kCacheOverlayCheck, sbx/sdk/backend.hpp): `sbx debug`'s plan of a named backend.
+  bool copies_caches_on_write(const std::string& backend) const;
 
   // The backends considered, in order (unknown names are reported by available_backend).
   const std::vector<std::string>& order() const { return order_; }

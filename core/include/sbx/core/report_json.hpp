@@ -98,6 +98,9 @@ struct ExplainReport {
   // The policy's ":caches" (resolve.hpp Resolution::caches), set by the front end from its
   // PreparedRequest; nullopt when the policy has none.
   std::optional<caches::CachePlan> caches{};
+  // Which of them the explained backend mounts copy-on-write (explain_caches, run.hpp);
+  // nullopt when it points every tool at the project's cache instead.
+  std::optional<caches::CopyOnWrite> copy_on_write{};
 };
 
 // `sbx cache list --json`: {"base": path, "projects": [{"project" (null when unknown),
@@ -126,8 +129,9 @@ std::vector<std::string> explained_network_limits(const ExplainReport& report);
 //   "require_backend_available","excluded_commands":[patterns],"notes":[string],
 //   "ignored_project_files":[path]},
 //  "excluded_by":[pattern per part of the command],"environment_dropped":[names],
-//  "caches":null|{"project","directory","writable","how","tools":[{"tool","host_path","exists",
-//   "source","variable","value"}],"credentials_denied":[path],"notes":[string]}}
+//  "caches":null|{"project","directory","writable","how","copy_on_write":[{"path","layers"}],
+//   "tools":[{"tool","host_path","exists","source","variable","value"}],
+//   "credentials_denied":[path],"notes":[string]}}
 // (set lists only the names: a value may be a secret the policy sets on purpose)
 // should_sandbox is null when the decision was an error (reason then holds the error).
 std::string explain_to_json(const ExplainReport& report, JsonStyle style);

@@ -90,7 +90,9 @@ struct RunRequest {
   SettingsSummary settings{};
   // The policy's ":caches" (PreparedRequest::caches): a sandboxed command gets each cache's
   // variable pointing at the project's cache (caches::apply_environment), set after the
-  // policy's /environment; the project's cache is not walked for created names.
+  // policy's /environment, or, on a backend that mounts them copy-on-write
+  // (caches::CopyOnWrite), at the host's own directories; the project's cache is not walked for
+  // created names.
   std::optional<caches::CachePlan> caches{};
   // Network mode proxy: called on the proxy's thread for each refusal it keeps.
   std::function<void(const proxy::Refusal&)> on_refusal{};
@@ -190,5 +192,10 @@ ExplainReport explain_run(const Policy& policy, const ResolvedPolicy& resolved,
 // this host (its limits only, or why every run is refused); without, each backend's
 // differences are labelled. The policy's ":caches" tools are listed.
 SandboxContext context_for_run(const PreparedRequest& input, const Manager* manager);
+
+// Sets the report's ":caches" (`plan`, the front end's PreparedRequest::caches) and, when the
+// explained backend mounts them copy-on-write (its probe passes kCacheOverlayCheck), which of
+// them it mounts (report.copy_on_write; nothing is made).
+void explain_caches(ExplainReport& report, std::optional<caches::CachePlan> plan);
 
 }  // namespace sbx

@@ -29,7 +29,10 @@
  * (cancel_fd), and exec() on several runs at once; the host gives a plugin built for 2.0 neither
  * (only the caller's own stdio, no cancel or time-out, one exec() at a time). 2.2: whether the
  * run takes the caller's signals for the command (forward_signals); a plugin built for 2.1
- * forwards them whatever the caller asked, as every run did before.
+ * forwards them whatever the caller asked, as every run did before. 2.3: the toolchain caches a
+ * backend mounts copy-on-write (types.hpp TransformRequest::cache_overlays, appended), given only
+ * to a backend whose probe passes kCacheOverlayCheck (backend.hpp), which a plugin built for 2.2
+ * never does.
  */
 #ifndef SBX_SDK_ABI_H_
 #define SBX_SDK_ABI_H_
@@ -38,11 +41,11 @@
 #include <stdint.h>
 
 #define SBX_ABI_MAJOR 2
-#define SBX_ABI_MINOR 2
+#define SBX_ABI_MINOR 3
 /* SHA-256 of this file with the quoted value below left empty. Any edit to this header fails
  * the ABI guard test (tests/unit/sdk) until someone reviews the ABI, bumps SBX_ABI_MINOR
  * (append-only growth) or SBX_ABI_MAJOR (anything else) as needed, and records the new digest. */
-#define SBX_ABI_HEADER_SHA256 "28a307757cbbdd1cdafc0f849d4ecc590c31ff5510b38e7f04a539b4453d6c7d"
+#define SBX_ABI_HEADER_SHA256 "a03851d45bb6d416cfd619208e200db7553092f868d545cae65c1dfd568bb3d6"
 #define SBX_PLUGIN_ENTRY_SYMBOL "sbx_plugin_entry_v2"
 /* The entry symbol of ABI 1.x plugins: the host looks for it only to name such a plugin in its
  * refusal; it never calls create() of one. */

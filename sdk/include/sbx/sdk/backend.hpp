@@ -137,6 +137,13 @@ inline constexpr std::string_view kKeepableProbeCheck = "answer_keepable";
 // /proc/sys/ its content, joins the key; keepable_dependencies() builds the text).
 inline constexpr std::string_view kKeepableDependsOnCheck = "answer_depends_on";
 
+// ABI 2.3. The name of the check by which a probe says its backend mounts the toolchain caches
+// it is given (TransformRequest::cache_overlays) copy-on-write, each at its own path: when the
+// chosen backend's probe passes it, core hands it the caches that exist on the host and leaves
+// the tools' variables at the host's directories; otherwise core passes none and points the
+// tools at the project's cache through their variables (core/src/caches/README.md).
+inline constexpr std::string_view kCacheOverlayCheck = "cache_overlay";
+
 // The `observed` text of a kKeepableDependsOnCheck naming `paths`; "" when one of them cannot
 // be named so (not absolute, or holding ", " or a line break): then the answer is not kept.
 inline std::string keepable_dependencies(const std::vector<std::string>& paths) {

@@ -195,6 +195,19 @@ struct ProbeReport {
   CapabilitySet capabilities;  // what it can enforce here; meaningful when available
 };
 
+// ABI 2.3. One toolchain cache of the host that the run shows copy-on-write (the policy's
+// ":caches", core/src/caches/README.md): `path`, the host's cache directory (absolute,
+// canonical), is the lower layer of an overlay mounted at `path` itself inside the sandbox;
+// what the command writes there goes to `layers`/upper (its overlayfs work directory:
+// `layers`/work), a directory of sbx's private per-user, per-project state that core made
+// (owned by the user, mode 0700). The host's directory is never written. Only a backend whose
+// probe passes kCacheOverlayCheck (backend.hpp) is given any.
+struct CacheOverlay {
+  std::string path;
+  std::string layers;
+  friend bool operator==(const CacheOverlay&, const CacheOverlay&) = default;
+};
+
 // What the manager asks a backend to wrap.
 struct TransformRequest {
   std::vector<std::string> argv;  // argv[0] is an absolute path
@@ -207,6 +220,10 @@ struct TransformRequest {
   // policy.network.proxy_ports. (Default member initializer: partial aggregate initialisers stay
   // warning-free.)
   std::string proxy_socket{};
+  // ABI 2.3: the toolchain caches to mount copy-on-write (CacheOverlay), none of them below
+  // another; empty for a backend without kCacheOverlayCheck (and for a plugin built for 2.2,
+  // which never reads it).
+  std::vector<CacheOverlay> cache_overlays{};
 };
 
 // Host state a plan changes outside the sandbox, which the backend's exec() must manage around

@@ -65,14 +65,35 @@ struct BwrapPlan {
   // Host unix sockets the command may connect to (policy network.unix_sockets), for sbx's
   // unix-socket supervisor (unix_supervisor.hpp); printed as --allow-unix-socket.
   std::vector<std::string> unix_sockets;
+  // The toolchain caches stage 2 mounts copy-on-write (TransformRequest::cache_overlays), by
+  // their paths, in the request's order: the i-th one's lower layer is bound at
+  // cache_lower(i), its layers at cache_layers(i) (kCacheLayersDir); printed as
+  // --cache-overlay PATH. Such a plan takes the stage-2 launch, whose bwrap adds kCacheCaps.
+  std::vector<std::string> cache_overlays;
   std::vector<std::string> env;      // the command's environment, KEY=VALUE
   std::vector<std::string> command;  // absolute path first
   friend bool operator==(const BwrapPlan&, const BwrapPlan&) = default;
 };
 
+// Where bwrap binds each copy-on-write cache's two host directories for stage 2, which mounts
+// the overlay at the cache's own path and then covers this directory with an empty read-only
+// tmpfs (stage2/cache_overlays.hpp): inside bwrap's own /dev, below no rule of any policy.
+inline constexpr const char* kCacheLayersDir = "/dev/.sbx-caches";
+std::string cache_lower(std::size_t index);   // kCacheLayersDir/<index>/lower (read-only)
+std::string cache_layers(std::size_t index);  // kCacheLayersDir/<index>/layers (upper, work)
+
+// The capabilities bwrap leaves stage 2 (in the sandbox's user namespace) for a plan with
+// copy-on-write caches, each needed to mount them and dropped by stage 2 before anything of the
+// command runs: CAP_SYS_ADMIN (mount(2), open_tree(2), move_mount(2), unshare(CLONE_NEWNS));
+// CAP_DAC_OVERRIDE (overlayfs makes its work directory mode 000, ovl_workdir_create(), and
+// its mount-time checks then create files in it with the mounter's credentials: without it an
+// unprivileged user's mount fails with EACCES); CAP_SETPCAP (PR_CAPBSET_DROP, capabilities(7):
+// bwrap keeps added capabilities in the bounding set, which only it lets stage 2 empty).
+inline constexpr const char* kCacheCaps[] = {"CAP_SYS_ADMIN", "CAP_DAC_OVERRIDE", "CAP_SETPCAP"};
+
 // Stage 2's own arguments for `plan` (what it is told in every launch): "--net MODE",
-// "--proxy-port P --proxy-socket S" in proxy mode, "--write-layer" and one "--write-root R" per
-// root with the write layer.
+// "--proxy-port P --proxy-socket S" in proxy mode, one "--cache-overlay PATH" per copy-on-write
+// cache, "--write-layer" and one "--write-root R" per root with the write layer.
 std::vector<std::string> stage2_arguments(const BwrapPlan& plan);
 
 // The plan as printed (`sbx exec --dry-run`, `sbx debug`; the goldens pin it), runnable by hand:
@@ -97,10 +118,11 @@ struct Translation {
 };
 
 // Paths the translator will look up in HostFacts::paths for this policy: every rule path and
-// its ancestors, every protected path, the :minimal platform directories, the kernel interfaces
-// and the state dir.
+// its ancestors, every protected path, the :minimal platform directories, the kernel interfaces,
+// the state dir and the copy-on-write caches with their ancestors.
 std::vector<std::string> paths_of_interest(const ResolvedPolicy& policy,
-                                           const std::string& state_dir);
+                                           const std::string& state_dir,
+                                           const std::vector<CacheOverlay>& overlays = {});
 
 // The kernel's interfaces under /proc and /sys that the sandbox gets read-only or masked, with
 // Docker's default ReadonlyPaths and MaskedPaths as the anchor: host-wide state that a uid-0
