@@ -84,6 +84,12 @@ def loaded_backends():
     return {b["name"]: b for b in json.loads(result.stdout)["backends"]}
 
 
+def bwrap_has_check(name):
+    """True when the bwrap backend's probe passes the check `name` here."""
+    bwrap = loaded_backends().get("bwrap", {})
+    return any(c["name"] == name and c["status"] == "pass" for c in bwrap.get("checks", []))
+
+
 class SbxTestCase(unittest.TestCase):
     def setUp(self):
         self.assertTrue(SBX and os.path.isfile(SBX) and os.access(SBX, os.X_OK),
@@ -2693,9 +2699,17 @@ class Caches(SbxTestCase):
         self.assertIn("npm", doc["caches"])
         self.assertIn("pip", doc["caches"])
         text = self.sbx_home("context", "--caches", "--cwd", self.work).stdout
-        self.assertIn("downloads go to a cache of this project's own", text)
+        # bwrap where its probe passes cache_overlay mounts the user's caches copy-on-write;
+        # every other backend points the tools at the project's cache.
+        copy_on_write = doc["backend"] == "bwrap" and bwrap_has_check("cache_overlay")
+        self.assertEqual(doc["caches_copy_on_write"], copy_on_write)
+        if copy_on_write:
+            self.assertIn("the user's caches are copy-on-write", text)
+        else:
+            self.assertIn("downloads go to a cache of this project's own", text)
         plain = json.loads(self.sbx_home("context", "--json", "--cwd", self.work).stdout)
         self.assertEqual(plain["caches"], [])
+        self.assertFalse(plain["caches_copy_on_write"])
 
     def test_explain_lists_every_cache_with_where_it_came_from(self):
         result = self.sbx_home("explain", "--caches", "--cwd", self.work, "--json")
@@ -2806,14 +2820,28 @@ class Caches(SbxTestCase):
         run = sbx("exec", "--caches", "--cwd", self.work, "--", "/bin/sh", "-c", script,
                   env=env, cwd=self.work)
         self.assertEqual(run.returncode, 0, describe(run))
-        self.assertNotIn("WROTE:", run.stdout)
         self.assertIn("free-ok", run.stdout)  # the rest of /tmp stays writable
         data = doc["caches"]["writable"]
+        # Copy-on-write (bwrap with cache_overlay): the existing ones (npm's, yarn's) are mounted
+        # where they are, their writes taken into the project's layers (the host keeps nothing:
+        # below), their variables the host's; the missing ones stay uncreatable.
+        mounted = {o["path"] for o in doc["caches"]["copy_on_write"]
+                   if o["path"].startswith(shared + "/")}
+        copied = {"npm_config_cache": f"{shared}/x-npmc", "YARN_CACHE_FOLDER": f"{shared}/x-yarn"}
+        self.assertIn(mounted, (set(), set(copied.values())))
         for variable, sub in (("npm_config_cache", "npm"), ("PIP_CACHE_DIR", "pip"),
                               ("YARN_CACHE_FOLDER", "yarn"), ("UV_CACHE_DIR", "uv"),
                               ("PRE_COMMIT_HOME", "pre-commit"),
                               ("PLAYWRIGHT_BROWSERS_PATH", "ms-playwright")):
-            self.assertIn(f"{variable}={data}/{sub}\n", run.stdout)
+            if mounted and variable in copied:
+                self.assertIn(f"{variable}={copied[variable]}\n", run.stdout)
+                self.assertIn(f"WROTE:{copied[variable][len(shared) + 1:]}/o", run.stdout)
+            else:
+                self.assertIn(f"{variable}={data}/{sub}\n", run.stdout)
+        for missing in ("x-pipc", "x-uv", "x-pc", "x-pw"):
+            self.assertNotIn(f"WROTE:{missing}", run.stdout)
+        if not mounted:
+            self.assertNotIn("WROTE:", run.stdout)
         self.assertEqual(sorted(os.listdir(shared)), ["free", "x-npmc", "x-yarn"])
         self.assertFalse(os.path.exists(os.path.join(shared, "x-npmc", "o")))
 
@@ -3045,7 +3073,8 @@ class Context(SbxTestCase):
                                      "--deny", "**/*.pem").stdout)
         self.assertEqual(set(doc), {"mode", "cwd", "filesystem", "network", "unsandboxed_runs",
                                     "sandboxed", "unsandboxed_reason", "backend",
-                                    "no_backend_reason", "caches"})
+                                    "no_backend_reason", "caches", "caches_copy_on_write"})
+        self.assertFalse(doc["caches_copy_on_write"])  # no ":caches"
         self.assertEqual(doc["mode"], "workspace-write")
         self.assertEqual(doc["cwd"], self.work)
         self.assertIn(self.work, doc["filesystem"]["writable_roots"])
