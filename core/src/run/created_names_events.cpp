@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -13,6 +14,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -74,6 +76,15 @@ class Fd {
   int fd_ = -1;
 };
 
+// The descriptors made before the command starts, on the thread that starts it, are kept above
+// 2: with the caller's 0, 1 or 2 closed, one would take that number, and the command would be
+// given it as its stdin, stdout or stderr (the fanotify group: every change on the host).
+Fd above_stdio(int fd) {
+  if (fd < 0 || fd > 2) return Fd(fd);
+  Fd low(fd);
+  return Fd(::fcntl(fd, F_DUPFD_CLOEXEC, 3));
+}
+
 bool same_fsid(const fsid_t& a, const void* b) { return std::memcmp(&a, b, sizeof a) == 0; }
 
 // A file handle as fanotify and name_to_handle_at give it: struct file_handle and its bytes.
@@ -92,16 +103,17 @@ int open_handle(int mount_fd, const std::string& handle) {
     errno = EINVAL;
     return -1;
   }
-  std::memcpy(buffer, handle.data(), handle.size());
+  std::copy(handle.begin(), handle.end(), buffer);
   return ::open_by_handle_at(mount_fd, reinterpret_cast<struct file_handle*>(buffer),
                              O_PATH | O_CLOEXEC);
 }
 
-// The path of an open descriptor, as the kernel names it (/proc/self/fd); nullopt when it has
-// none that fits.
+// The path of an open descriptor, as the kernel names it (/proc/thread-self/fd); nullopt when it
+// has none that fits.
 std::optional<std::string> path_of(int fd) {
   char link[32];
-  std::snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+  // thread-self: the reading thread has a descriptor table of its own (Linux 3.17).
+  std::snprintf(link, sizeof link, "/proc/thread-self/fd/%d", fd);
   std::string path(4096, '\0');
   const ssize_t length = ::readlink(link, path.data(), path.size());
   if (length <= 0 || static_cast<std::size_t>(length) >= path.size() || path[0] != '/')
@@ -148,7 +160,11 @@ std::vector<MountLine> parse_mountinfo(const std::string& text) {
     at = end + 1;
     if (fields.size() < 5) continue;
     MountLine line;
-    line.id = std::atoi(fields[0].c_str());
+    char* parsed_end = nullptr;
+    const long id = std::strtol(fields[0].c_str(), &parsed_end, 10);
+    if (parsed_end == fields[0].c_str() || *parsed_end != '\0' || id < 0 || id > INT32_MAX)
+      continue;
+    line.id = static_cast<int>(id);
     line.device = fields[2];
     line.point = unescape(fields[4]);
     mounts.push_back(std::move(line));
@@ -229,12 +245,11 @@ struct ChangeWatch::State {
   std::condition_variable ready_changed;
   bool ready = true;  // false while a started thread has not read the mounts yet
 
+  std::atomic<bool> abandon{false};  // the destructor: stop without answering
   // The thread's until it is joined, then finish()'s.
-  bool mounts_read = false;
-  bool mounts_changed = false;
-  Fd mountinfo;
   std::vector<int> mounts_below;  // ids of the bind mounts below the roots, as first read
   std::string failed;             // non-empty: the events cannot answer, and why
+  std::vector<Candidate> answer;
   std::unordered_set<std::string> seen;
   std::unordered_map<std::string, std::vector<std::string>> directory_cache;
   std::unordered_set<std::string> kept_keys;
@@ -279,46 +294,46 @@ struct ChangeWatch::State {
   }
 
   // The bind mounts of the watched filesystems below a watched root, from /proc/self/mountinfo:
-  // the walk enters them, so handles are also resolved through them. Read once (by the thread,
-  // or by finish() when it never ran); a change of the mount table is noticed (mountinfo
-  // polls POLLPRI on one) and checked again after the run.
-  bool read_mounts(std::vector<MountLine>& lines) {
-    if (mountinfo.get() < 0) mountinfo = Fd(::open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC));
+  // the walk enters them, so handles are also resolved through them. Read when the thread
+  // starts, and again after the run: the same ones must be there (one made and removed during
+  // the run is not walked either; one made or removed that stays would show another path).
+  bool bind_mounts(std::vector<MountLine>& lines,
+                   std::vector<std::vector<const MountLine*>>& below) {
+    const Fd fd(::open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC));
     std::string text;
-    if (mountinfo.get() < 0 || ::lseek(mountinfo.get(), 0, SEEK_SET) != 0 ||
-        !read_all(mountinfo.get(), text)) {
+    if (fd.get() < 0 || !read_all(fd.get(), text)) {
       fail("/proc/self/mountinfo cannot be read");
       return false;
     }
     lines = parse_mountinfo(text);
-    return true;
-  }
-  std::vector<const MountLine*> bind_mounts_below(const std::vector<MountLine>& lines,
-                                                  const Filesystem& fs) const {
-    std::vector<const MountLine*> below;
-    std::vector<std::string> devices;
-    for (const MountLine& line : lines) {
-      if (std::find(fs.mount_ids.begin(), fs.mount_ids.begin() + static_cast<long>(fs.root_mounts),
-                    line.id) != fs.mount_ids.begin() + static_cast<long>(fs.root_mounts))
-        devices.push_back(line.device);
-    }
-    for (const MountLine& line : lines) {
-      if (std::find(devices.begin(), devices.end(), line.device) == devices.end()) continue;
-      for (std::size_t i = 0; i < roots.size(); ++i) {
-        if (watched[i] && line.point != roots[i] && is_under(line.point, roots[i])) {
-          below.push_back(&line);
-          break;
+    below.assign(filesystems.size(), {});
+    for (std::size_t f = 0; f < filesystems.size(); ++f) {
+      const Filesystem& fs = filesystems[f];
+      const auto roots_end = fs.mount_ids.begin() + static_cast<long>(fs.root_mounts);
+      std::vector<std::string> devices;
+      for (const MountLine& line : lines) {
+        if (std::find(fs.mount_ids.begin(), roots_end, line.id) != roots_end)
+          devices.push_back(line.device);
+      }
+      for (const MountLine& line : lines) {
+        if (std::find(devices.begin(), devices.end(), line.device) == devices.end()) continue;
+        for (std::size_t i = 0; i < roots.size(); ++i) {
+          if (watched[i] && line.point != roots[i] && is_under(line.point, roots[i])) {
+            below[f].push_back(&line);
+            break;
+          }
         }
       }
     }
-    return below;
+    return true;
   }
   void prepare_mounts() {
-    mounts_read = true;
     std::vector<MountLine> lines;
-    if (!read_mounts(lines)) return;
-    for (Filesystem& fs : filesystems) {
-      for (const MountLine* line : bind_mounts_below(lines, fs)) {
+    std::vector<std::vector<const MountLine*>> below;
+    if (!bind_mounts(lines, below)) return;
+    for (std::size_t f = 0; f < filesystems.size(); ++f) {
+      Filesystem& fs = filesystems[f];
+      for (const MountLine* line : below[f]) {
         mounts_below.push_back(line->id);
         if (std::find(fs.mount_ids.begin(), fs.mount_ids.end(), line->id) != fs.mount_ids.end())
           continue;
@@ -338,24 +353,13 @@ struct ChangeWatch::State {
     }
     std::sort(mounts_below.begin(), mounts_below.end());
   }
-  // After the run: the bind mounts below the roots are those the handles were resolved
-  // through (one made during the run was not used; one removed is not walked either).
   void check_mounts() {
-    if (!mounts_read) {
-      prepare_mounts();
-      return;
-    }
-    if (!mounts_changed) {
-      pollfd poll_fd{mountinfo.get(), POLLPRI, 0};
-      if (::poll(&poll_fd, 1, 0) > 0 && (poll_fd.revents & (POLLPRI | POLLERR)) != 0)
-        mounts_changed = true;
-    }
-    if (!mounts_changed) return;
     std::vector<MountLine> lines;
-    if (!read_mounts(lines)) return;
+    std::vector<std::vector<const MountLine*>> below;
+    if (!bind_mounts(lines, below)) return;
     std::vector<int> now;
-    for (const Filesystem& fs : filesystems) {
-      for (const MountLine* line : bind_mounts_below(lines, fs)) now.push_back(line->id);
+    for (const auto& mounts : below) {
+      for (const MountLine* line : mounts) now.push_back(line->id);
     }
     std::sort(now.begin(), now.end());
     if (now != mounts_below) fail("the mounts below a writable root changed during the run");
@@ -589,35 +593,97 @@ struct ChangeWatch::State {
     ready_changed.notify_all();
   }
 
+  // The descriptors this thread opens (a directory or file per handle looked up, the mounts)
+  // must never be where another thread of the process spawns a command from: with the
+  // caller's 0, 1 or 2 closed, one of them would take that number and the command would get it
+  // as its stdin (a directory of the host, outside the sandbox's view). So the thread takes a
+  // descriptor table of its own (unshare(CLONE_FILES)) holding only what it needs; a copy of
+  // another thread's descriptor (a pipe whose reader waits for its end) is closed at once.
+  // Where that is refused (a seccomp filter), the shared table is safe only with 0-2 open.
+  bool own_descriptor_table() {
+    if (::unshare(CLONE_FILES) != 0) {
+      for (int fd = 0; fd < 3; ++fd) {
+        if (::fcntl(fd, F_GETFD) == -1) {
+          fail("descriptor " + std::to_string(fd) +
+               " is closed and the thread cannot have descriptors of its own");
+          return false;
+        }
+      }
+      return true;
+    }
+    std::vector<unsigned> kept = {static_cast<unsigned>(group.get()),
+                                  static_cast<unsigned>(stop.get())};
+    for (const Filesystem& fs : filesystems) {
+      for (const Fd& mount : fs.mounts) kept.push_back(static_cast<unsigned>(mount.get()));
+    }
+    std::sort(kept.begin(), kept.end());
+    unsigned from = 0;
+    for (const unsigned fd : kept) {
+      if (fd > from) ::syscall(SYS_close_range, from, fd - 1, 0U);
+      from = fd + 1;
+    }
+    ::syscall(SYS_close_range, from, ~0U, 0U);
+    return true;
+  }
+
   // The thread: the events as they come, so that the queue (16384 events) rarely overflows
   // while the whole filesystem's processes add to it, and most are resolved (and dropped)
-  // before the run ends.
+  // before the run ends; then, asked by finish(), the answer.
   void run() {
     try {
-      prepare_mounts();
+      if (own_descriptor_table()) prepare_mounts();
       set_ready();
-      pollfd fds[3] = {
-          {group.get(), POLLIN, 0}, {stop.get(), POLLIN, 0}, {mountinfo.get(), POLLPRI, 0}};
-      nfds_t count = mountinfo.get() >= 0 ? 3 : 2;
+      pollfd fds[2] = {{group.get(), POLLIN, 0}, {stop.get(), POLLIN, 0}};
       while (failed.empty()) {
-        if (::poll(fds, count, -1) < 0) {
+        if (::poll(fds, 2, -1) < 0) {
           if (errno == EINTR) continue;
           fail("poll failed");
           break;
         }
-        if (count == 3 && (fds[2].revents & (POLLPRI | POLLERR)) != 0) {
-          mounts_changed = true;
-          count = 2;
-        }
         if ((fds[0].revents & POLLIN) != 0 && !read_queue(std::nullopt)) break;
-        if ((fds[1].revents & POLLIN) != 0 || stopping.load(std::memory_order_relaxed)) return;
+        if ((fds[1].revents & POLLIN) != 0 || stopping.load(std::memory_order_relaxed)) break;
       }
+      if (failed.empty() && !abandon.load(std::memory_order_relaxed)) conclude();
     } catch (...) {
       fail("out of memory");  // an exception must not leave the thread
     }
+    // Given up: the marks go at once, and the filesystems' processes stop queuing events.
+    if (!failed.empty())
+      ::fanotify_mark(group.get(), FAN_MARK_FLUSH | FAN_MARK_FILESYSTEM, 0, AT_FDCWD, nullptr);
     set_ready();
-    // Nothing more is needed: the marks go, and the host's processes no longer queue events.
-    ::fanotify_mark(group.get(), FAN_MARK_FLUSH | FAN_MARK_FILESYSTEM, 0, AT_FDCWD, nullptr);
+  }
+
+  // After the run (finish() asked). Every process of the run is dead: each change it made
+  // queued its event in the system call that made it (fsnotify runs in the caller's context),
+  // so the queue holds them all. FIONREAD counts the queued events (FAN_EVENT_METADATA_LEN
+  // bytes each, their records not counted): those are all to read, and no more.
+  void conclude() {
+    int queued = 0;
+    if (::ioctl(group.get(), FIONREAD, &queued) != 0)
+      return fail(std::string("FIONREAD on the fanotify group failed: ") + ::strerror(errno));
+    read_queue(static_cast<std::size_t>(queued) / FAN_EVENT_METADATA_LEN);
+    if (failed.empty()) check_mounts();
+    std::vector<std::string> paths;
+    for (const DirSpot& spot : kept_dirs) {
+      if (!failed.empty()) return;
+      std::vector<std::string> found;
+      if (directory_paths(spot.fs, spot.handle, found) == Found::kFailed)
+        fail("a changed directory could not be found again");
+      for (const std::string& path : found)
+        paths.push_back(spot.name.empty() ? path : joined(path, spot.name));
+    }
+    for (const FileSpot& spot : kept_files) {
+      if (!failed.empty()) return;
+      const Found result = file_paths(spot, paths);
+      if (result == Found::kSeveralLinks)
+        fail("a file with several links changed: another of its names may be in a watched entry");
+      if (result == Found::kFailed) fail("a changed file could not be found again");
+    }
+    if (!failed.empty()) return;
+    for (const std::string& path : paths) {
+      if (std::optional<Candidate> candidate = candidate_for(path))
+        answer.push_back(std::move(*candidate));
+    }
   }
 };
 
@@ -625,6 +691,7 @@ ChangeWatch::ChangeWatch(std::unique_ptr<State> state) : state_(std::move(state)
 
 ChangeWatch::~ChangeWatch() {
   if (state_->thread.joinable()) {
+    state_->abandon.store(true, std::memory_order_relaxed);
     state_->stopping.store(true, std::memory_order_relaxed);
     const std::uint64_t one = 1;
     [[maybe_unused]] const ssize_t written = ::write(state_->stop.get(), &one, sizeof one);
@@ -643,12 +710,12 @@ std::unique_ptr<ChangeWatch> ChangeWatch::open(const std::vector<std::string>& r
   // FAN_REPORT_DFID_NAME: each event names the directory (a handle) and the entry; with
   // FAN_REPORT_FID a file's own handle too (Linux 5.9). No descriptors are opened for events.
   // The queue keeps its default bound (16384 events; FAN_Q_OVERFLOW past it).
-  state->group = Fd(::fanotify_init(
+  state->group = above_stdio(::fanotify_init(
       FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK | FAN_REPORT_DFID_NAME | FAN_REPORT_FID,
-      O_RDONLY | O_CLOEXEC | O_LARGEFILE));
+      O_RDONLY | O_CLOEXEC));
   if (state->group.get() < 0) return nullptr;
   for (std::size_t i = 0; i < roots.size(); ++i) {
-    Fd fd(::open(roots[i].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    Fd fd = above_stdio(::open(roots[i].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     struct stat st {};
     struct statfs fs {};
     alignas(struct file_handle) unsigned char h[sizeof(struct file_handle) + MAX_HANDLE_SZ];
@@ -697,7 +764,7 @@ std::unique_ptr<ChangeWatch> ChangeWatch::open(const std::vector<std::string>& r
     state->watched[i] = true;
   }
   if (state->filesystems.empty()) return nullptr;
-  state->stop = Fd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  state->stop = above_stdio(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (state->stop.get() < 0) return nullptr;
   return std::unique_ptr<ChangeWatch>(new ChangeWatch(std::move(state)));
 }
@@ -719,8 +786,7 @@ void ChangeWatch::start() {
   try {
     state_->thread = std::thread([state = state_.get()] { state->run(); });
   } catch (...) {
-    // No thread: finish() reads the whole queue (it may have overflowed: then the walk).
-    state_->ready = true;
+    state_->ready = true;  // no thread: finish() lets the walk answer
   }
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
 }
@@ -732,51 +798,22 @@ void ChangeWatch::wait_until_ready() {
 
 bool ChangeWatch::finish(std::vector<Candidate>& candidates, std::string& why) {
   State& s = *state_;
-  s.started = true;
-  if (s.thread.joinable()) {
-    s.stopping.store(true, std::memory_order_relaxed);
-    const std::uint64_t one = 1;
-    [[maybe_unused]] const ssize_t written = ::write(s.stop.get(), &one, sizeof one);
-    s.thread.join();
-  }
-  try {
-    // Every process of the run is dead: each change it made queued its event in the system
-    // call that made it (fsnotify runs in the caller's context), so the queue holds them all.
-    // FIONREAD counts the queued events (FAN_EVENT_METADATA_LEN bytes each, their records not
-    // counted): those are all to read, and no more.
-    int queued = 0;
-    if (s.failed.empty() && ::ioctl(s.group.get(), FIONREAD, &queued) != 0)
-      s.fail(std::string("FIONREAD on the fanotify group failed: ") + ::strerror(errno));
-    if (s.failed.empty()) s.read_queue(static_cast<std::size_t>(queued) / FAN_EVENT_METADATA_LEN);
-    if (s.failed.empty()) s.check_mounts();
-    std::vector<std::string> paths;
-    for (const State::DirSpot& spot : s.kept_dirs) {
-      if (!s.failed.empty()) break;
-      std::vector<std::string> found;
-      const State::Found result = s.directory_paths(spot.fs, spot.handle, found);
-      if (result == State::Found::kFailed) s.fail("a changed directory could not be found again");
-      for (const std::string& path : found)
-        paths.push_back(spot.name.empty() ? path : path + "/" + spot.name);
-    }
-    for (const State::FileSpot& spot : s.kept_files) {
-      if (!s.failed.empty()) break;
-      const State::Found result = s.file_paths(spot, paths);
-      if (result == State::Found::kSeveralLinks)
-        s.fail("a file with several links changed: another of its names may be in a watched entry");
-      if (result == State::Found::kFailed) s.fail("a changed file could not be found again");
-    }
-    if (!s.failed.empty()) {
-      why = s.failed;
-      return false;
-    }
-    for (const std::string& path : paths) {
-      if (std::optional<Candidate> candidate = s.candidate_for(path))
-        candidates.push_back(std::move(*candidate));
-    }
-  } catch (...) {
-    why = "out of memory";
+  start();  // a run that never started it: the thread reads the whole queue now
+  if (!s.thread.joinable()) {
+    why = "no thread to read the events";
     return false;
   }
+  s.stopping.store(true, std::memory_order_relaxed);
+  const std::uint64_t one = 1;
+  [[maybe_unused]] const ssize_t written = ::write(s.stop.get(), &one, sizeof one);
+  s.thread.join();
+  // The marks go with the group (the caller drops this object): the filesystems' processes
+  // stop queuing events for it.
+  if (!s.failed.empty()) {
+    why = s.failed;
+    return false;
+  }
+  candidates = std::move(s.answer);
   return true;
 }
 

@@ -997,6 +997,40 @@ TEST(CreatedNamesEvents, QueueOverflowFallsBackToTheWalk) {
   EXPECT_EQ(found.paths, find_created_names(watch, start).paths);
 }
 
+// With the caller's stdin closed, no descriptor of the events takes its number, at any time: a
+// command spawned meanwhile by another thread would get it as its stdin (a directory of the
+// host, or the fanotify group itself).
+TEST(CreatedNamesEvents, NoDescriptorTakesAClosedStandardOne) {
+  Tree tree;
+  tree.file("old/.git/config");
+  const std::int64_t start = start_after_setup();
+  const int saved = ::fcntl(0, F_DUPFD_CLOEXEC, 10);
+  ASSERT_GE(saved, 0);
+  ::close(0);
+  bool taken = false;
+  std::size_t roots = 0;
+  CreatedNames found;
+  {
+    CreatedNamesScan scan(watch_of({tree.root()}), start, with_events());
+    roots = scan.event_roots();
+    taken = taken || ::fcntl(0, F_GETFD) != -1;
+    for (int i = 0; i < 200 && !taken; ++i) {
+      tree.file("d" + std::to_string(i) + "/f");  // directories for the thread to look up
+      std::ofstream(tree / "old/.git/config", std::ios::app) << i << "\n";
+      taken = ::fcntl(0, F_GETFD) != -1;
+    }
+    found = scan.finish();
+    taken = taken || ::fcntl(0, F_GETFD) != -1;
+  }
+  ASSERT_EQ(::dup2(saved, 0), 0);
+  ::close(saved);
+  if (roots == 0)
+    GTEST_SKIP() << "fanotify is not available to this process (" << why_no_events(tree.root())
+                 << ")";
+  EXPECT_FALSE(taken) << "a descriptor of the events took number 0";
+  EXPECT_EQ(found.paths, std::vector<std::string>{tree / "old/.git"});
+}
+
 // More changed places at or inside watched names than it keeps: the walk answers.
 TEST(CreatedNamesEvents, TooManyChangedPlacesFallBackToTheWalk) {
   Tree tree;

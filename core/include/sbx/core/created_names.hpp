@@ -108,13 +108,17 @@ CreatedNames find_created_names(const CreatedNamesWatch& watch, std::int64_t sin
 // walked. start() starts a thread (every signal blocked) that reads the events while the
 // command runs, so that the kernel's queue (16384 events by default, from every process on the
 // filesystem) rarely fills, and looks each distinct directory up at once (open_by_handle_at
-// through a descriptor of each root's mount, then its /proc/self/fd path): one that lies at or
+// through a descriptor of each root's mount, then its /proc/thread-self/fd path; the thread has
+// a descriptor table of its own, so that none of these descriptors can take the number of a
+// standard descriptor the caller closed while another thread spawns a command: the ones made
+// before the command starts are kept above 2): one that lies at or
 // inside an entry with a watched name, or where a watched name was created or moved to, is kept;
 // any other is dropped, since it can come to lie inside one only by a later rename, or by a
 // later watched name made above it, each an event of its own. A written file with several links
 // is kept (another of its names may be inside a watched entry). finish(), once every process of
 // the run is dead (each change queued its event in the system call that made it, run.cpp calls
-// finish() after the run has ended), reads what is left of the queue, finds every kept place
+// finish() after the run has ended), has the thread read what is left of the queue (the events
+// queued by then, FIONREAD: not those other processes keep adding), find every kept place
 // again by its handle (where it is now: ESTALE or no links left means gone, with everything
 // inside, its removal an event in its parent), and examines the outermost entry with a watched
 // name below the deepest root on each of its paths exactly as find_created_names examines it:
