@@ -1006,8 +1006,10 @@ CreatedNames CreatedNamesScan::finish() {
       walker.examine(state_->watch.roots[i], candidate.path);
     }
   }
-  state_->roots.clear();   // closes the descriptors the scan held
-  state_->events.reset();  // the group and its marks
+  state_->roots.clear();  // closes the descriptors the scan held
+  // The events' group is closed with this object, as late as may be: the kernel frees its
+  // marks (removed once the events were read) an SRCU grace period later, which a close
+  // before that waits for.
   return std::move(walker).result();
 #else
   return find_created_names(state_->watch, state_->since, state_->limits);

@@ -587,6 +587,10 @@ struct ChangeWatch::State {
     return false;
   }
 
+  void flush_marks() {
+    ::fanotify_mark(group.get(), FAN_MARK_FLUSH | FAN_MARK_FILESYSTEM, 0, AT_FDCWD, nullptr);
+  }
+
   void set_ready() {
     const std::lock_guard<std::mutex> lock(mutex);
     ready = true;
@@ -648,8 +652,7 @@ struct ChangeWatch::State {
       fail("out of memory");  // an exception must not leave the thread
     }
     // Given up: the marks go at once, and the filesystems' processes stop queuing events.
-    if (!failed.empty())
-      ::fanotify_mark(group.get(), FAN_MARK_FLUSH | FAN_MARK_FILESYSTEM, 0, AT_FDCWD, nullptr);
+    if (!failed.empty()) flush_marks();
     set_ready();
   }
 
@@ -662,6 +665,10 @@ struct ChangeWatch::State {
     if (::ioctl(group.get(), FIONREAD, &queued) != 0)
       return fail(std::string("FIONREAD on the fanotify group failed: ") + ::strerror(errno));
     read_queue(static_cast<std::size_t>(queued) / FAN_EVENT_METADATA_LEN);
+    // No event is needed any more: the marks go now. Closing a group whose marks are still
+    // there, or were removed only just before, waits for the kernel to free them (an SRCU
+    // grace period: 8-18 ms here), which the close that ends the run need not.
+    flush_marks();
     if (failed.empty()) check_mounts();
     std::vector<std::string> paths;
     for (const DirSpot& spot : kept_dirs) {
@@ -807,8 +814,6 @@ bool ChangeWatch::finish(std::vector<Candidate>& candidates, std::string& why) {
   const std::uint64_t one = 1;
   [[maybe_unused]] const ssize_t written = ::write(s.stop.get(), &one, sizeof one);
   s.thread.join();
-  // The marks go with the group (the caller drops this object): the filesystems' processes
-  // stop queuing events for it.
   if (!s.failed.empty()) {
     why = s.failed;
     return false;
