@@ -615,11 +615,59 @@ int open_for_removal(int parent, const char* name) {
   return fd;
 }
 
+// Removal walks at most this deep below the project's directory; anything deeper is moved up
+// into it first (a command can nest directories as deep as it likes: issue #40, outside review
+// round 3), so no depth stops `sbx cache clear` and the walk holds at most this many descriptors.
+constexpr int kHoistDepth = 128;
+
+Status remove_tree_at(int parent, const std::string& name, dev_t device, int depth, int top,
+                      unsigned& hoisted);
+
+// Moves the directory `name` of `parent` into `top` under a fresh name (renameat2
+// RENAME_NOREPLACE: an entry the command made there is never replaced). Same filesystem: the
+// caller checked the device.
+Status hoist(int parent, const std::string& name, int top, unsigned& hoisted) {
+  for (int attempt = 0; attempt < 1000; ++attempt) {
+    const std::string fresh = ".sbx-clear-" + std::to_string(hoisted++);
+    if (::renameat2(parent, name.c_str(), top, fresh.c_str(), RENAME_NOREPLACE) == 0) return {};
+    if (errno != EEXIST) return Error{"cannot move '" + name + "' up: " + std::strerror(errno)};
+  }
+  return Error{"cannot move '" + name + "' up: every fresh name is taken"};
+}
+
+// Removes every entry of the directory `fd` (at `depth` below `top`), listing it again until it
+// is empty: entries moved up into `top` while it is emptied are listed by its next round.
+Status empty_directory(int fd, dev_t device, int depth, int top, unsigned& hoisted) {
+  const int listed = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  DIR* listing = listed >= 0 ? ::fdopendir(listed) : nullptr;
+  if (listing == nullptr) {
+    if (listed >= 0) ::close(listed);
+    return Error{std::string("cannot list: ") + std::strerror(errno)};
+  }
+  Status status;
+  for (int round = 0; round < 1'000'000 && status.ok(); ++round) {
+    ::rewinddir(listing);
+    std::vector<std::string> entries;
+    while (const dirent* entry = ::readdir(listing)) {
+      const std::string_view entry_name = entry->d_name;
+      if (entry_name != "." && entry_name != "..") entries.emplace_back(entry_name);
+    }
+    if (entries.empty()) break;
+    for (const std::string& entry : entries) {
+      status = remove_tree_at(fd, entry, device, depth + 1, top, hoisted);
+      if (!status.ok()) break;
+    }
+  }
+  ::closedir(listing);
+  return status;
+}
+
 // Removes `name` in the directory `parent` and everything below it, never following a symlink
 // (each entry is looked at with AT_SYMLINK_NOFOLLOW and opened with O_NOFOLLOW) and never
-// crossing into another filesystem.
-Status remove_tree_at(int parent, const std::string& name, dev_t device, int depth) {
-  if (depth > 512) return Error{"'" + name + "': nested too deeply"};
+// crossing into another filesystem. A directory kHoistDepth below `top` is moved up into `top`
+// (removed by `top`'s next listing round) instead of being entered.
+Status remove_tree_at(int parent, const std::string& name, dev_t device, int depth, int top,
+                      unsigned& hoisted) {
   struct stat st {};
   if (::fstatat(parent, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
     if (errno == ENOENT) return {};
@@ -631,25 +679,11 @@ Status remove_tree_at(int parent, const std::string& name, dev_t device, int dep
     return {};
   }
   if (st.st_dev != device) return Error{"'" + name + "' is another filesystem: left in place"};
-  const int fd = open_for_removal(parent, name.c_str());
-  if (fd < 0) return Error{"cannot open '" + name + "': " + std::strerror(errno)};
-  DIR* listing = ::fdopendir(fd);
-  if (listing == nullptr) {
-    ::close(fd);
-    return Error{"cannot list '" + name + "': " + std::strerror(errno)};
-  }
-  std::vector<std::string> entries;
-  while (const dirent* entry = ::readdir(listing)) {
-    const std::string_view entry_name = entry->d_name;
-    if (entry_name != "." && entry_name != "..") entries.emplace_back(entry_name);
-  }
-  Status status;
-  for (const std::string& entry : entries) {
-    status = remove_tree_at(::dirfd(listing), entry, device, depth + 1);
-    if (!status.ok()) break;
-  }
-  ::closedir(listing);
-  if (!status.ok()) return Error{name + "/" + status.error()};
+  if (depth >= kHoistDepth) return hoist(parent, name, top, hoisted);
+  const UniqueFd fd(open_for_removal(parent, name.c_str()));
+  if (!fd.valid()) return Error{"cannot open '" + name + "': " + std::strerror(errno)};
+  if (Status emptied = empty_directory(fd.get(), device, depth, top, hoisted); !emptied.ok())
+    return Error{name + "/" + emptied.error()};
   if (::unlinkat(parent, name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT)
     return Error{"cannot remove '" + name + "': " + std::strerror(errno)};
   return {};
@@ -829,8 +863,21 @@ Status clear_project(const std::string& base, const std::string& key) {
   struct stat st {};
   if (!base_fd.valid() || ::fstat(base_fd.get(), &st) != 0)
     return Error{"cannot open '" + base + "': " + std::strerror(errno)};
-  if (Status removed = remove_tree_at(base_fd.get(), key, st.st_dev, 0); !removed.ok())
-    return removed.failure().prefixed("cannot clear " + base + "/");
+  // The project's directory is emptied as `top`: what lies too deep is moved up into it.
+  struct stat key_st {};
+  if (::fstatat(base_fd.get(), key.c_str(), &key_st, AT_SYMLINK_NOFOLLOW) != 0)
+    return errno == ENOENT
+               ? Status{}
+               : Error{"cannot clear " + base + "/" + key + ": " + std::strerror(errno)};
+  if (!S_ISDIR(key_st.st_mode) || key_st.st_dev != st.st_dev)
+    return Error{"cannot clear " + base + "/" + key + ": not a directory on the same filesystem"};
+  const UniqueFd top(open_for_removal(base_fd.get(), key.c_str()));
+  if (!top.valid()) return Error{"cannot clear " + base + "/" + key + ": " + std::strerror(errno)};
+  unsigned hoisted = 0;
+  if (Status emptied = empty_directory(top.get(), st.st_dev, 0, top.get(), hoisted); !emptied.ok())
+    return emptied.failure().prefixed("cannot clear " + base + "/" + key + "/");
+  if (::unlinkat(base_fd.get(), key.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT)
+    return Error{"cannot clear " + base + "/" + key + ": " + std::strerror(errno)};
   return {};
 }
 #endif

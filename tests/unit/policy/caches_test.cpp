@@ -5,6 +5,7 @@
 // reaches them, credentials denied; `sbx cache clear`'s removal never following a symlink.
 #include "sbx/core/caches.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -872,6 +873,33 @@ TEST(CacheClear, RemovesReadOnlyTreesAndNeverFollowsASymlink) {
   EXPECT_FALSE(caches::clear_project(base, "..").ok());
   EXPECT_FALSE(caches::clear_project(base, "a/b").ok());
   EXPECT_TRUE(caches::clear_project(base, "gone").ok());
+}
+
+// A command may nest directories as deep as it likes in its project's cache (outside review
+// round 3: 1,100 levels made `sbx cache clear` fail with "nested too deeply" and keep what the
+// command planted). Clear moves what lies too deep up and removes everything, with a name of
+// the command's own beside it where the moved directories go.
+TEST(CacheClear, RemovesTreesOfAnyDepth) {
+  sbx::test::TempDir dir;
+  const std::string base = dir / "caches";
+  fs::create_directories(base + "/p-3/data/cargo");
+  std::ofstream(base + "/p-3/data/cargo/config.toml") << "[build]\nrustc-wrapper = \"/x\"\n";
+  fs::create_directory(base + "/p-3/.sbx-clear-0");  // a name the mover must not replace
+  int fd = ::open((base + "/p-3/data").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  for (int level = 0; level < 1100; ++level) {
+    ASSERT_EQ(::mkdirat(fd, "d", 0700), 0) << "level " << level;
+    const int next = ::openat(fd, "d", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    ::close(fd);
+    ASSERT_GE(next, 0);
+    fd = next;
+  }
+  ASSERT_EQ(::mkdirat(fd, "bottom", 0), 0);  // mode 000 at the bottom too
+  ::close(fd);
+  const Status cleared = caches::clear_project(base, "p-3");
+  EXPECT_TRUE(cleared.ok()) << cleared.error();
+  EXPECT_FALSE(fs::exists(base + "/p-3"));
+  EXPECT_TRUE(fs::exists(base));
 }
 
 }  // namespace
