@@ -141,7 +141,10 @@ CreatedNames find_created_names(const CreatedNamesWatch& watch, std::int64_t sin
 //   name only as during the walk, by renaming it while it is looked up.
 // - Cost: an event per change anywhere on the marked filesystems while the run lasts (other
 //   processes' too), a lookup per distinct directory or file they touch, nothing per directory
-//   that exists. Each CreatedNamesScan has its own group: parallel runs share nothing.
+//   that exists. Each CreatedNamesScan has its own group: parallel runs share nothing. Closing
+//   a group waits until the kernel has freed its marks (an SRCU grace period, milliseconds):
+//   they are removed as soon as the run's events are read, and the group is closed with this
+//   object, so that the wait overlaps the rest of the run's end.
 //
 // The scan (the other roots, and every root without events). The constructor (or start())
 // starts reading the tree in a thread as find_created_names would, recording it
