@@ -31,6 +31,7 @@
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
+#include <vector>
 #endif
 
 namespace sbx::created_names_events {
@@ -256,6 +257,7 @@ struct ChangeWatch::State {
   std::vector<DirSpot> kept_dirs;
   std::vector<FileSpot> kept_files;
   alignas(struct fanotify_event_metadata) char buffer[65536];
+  std::vector<std::uint64_t> aligned;  // one record at a time, 8-byte aligned
 
   enum class Found { kOk, kGone, kFailed, kSeveralLinks };
 
@@ -577,11 +579,21 @@ struct ChangeWatch::State {
         fail(std::string("reading the fanotify queue failed: ") + ::strerror(errno));
         break;
       }
-      const auto* event = reinterpret_cast<const struct fanotify_event_metadata*>(buffer);
-      for (ssize_t left = length; FAN_EVENT_OK(event, left) && failed.empty();
-           event = FAN_EVENT_NEXT(event, left)) {
-        on_event(event);
+      // The kernel aligns each record to 4 bytes only (a name's padding), and the metadata
+      // holds a 64-bit mask: each record is copied to 8-byte-aligned memory before it is read
+      // (UBSan: misaligned load).
+      for (std::size_t at = 0;
+           at + FAN_EVENT_METADATA_LEN <= static_cast<std::size_t>(length) && failed.empty();) {
+        struct fanotify_event_metadata head {};
+        std::memcpy(&head, buffer + at, sizeof head);
+        if (head.event_len < FAN_EVENT_METADATA_LEN ||
+            head.event_len > static_cast<std::size_t>(length) - at)
+          break;
+        aligned.assign((head.event_len + 7) / 8, 0);
+        std::memcpy(aligned.data(), buffer + at, head.event_len);
+        on_event(reinterpret_cast<const struct fanotify_event_metadata*>(aligned.data()));
         ++events;
+        at += head.event_len;
       }
     }
     return false;
