@@ -71,7 +71,7 @@ set(_sbx_windows_run_sources
     "${_sbx_core}/run/created_names_events.cpp"
     "${_sbx_core}/run/run.cpp" "${_sbx_core}/run/limits_os.cpp"
     "${_sbx_core}/run/program_lookup.cpp" "${_sbx_core}/run/run_io.cpp"
-    "${_sbx_core}/run/git_config.cpp"
+    "${_sbx_core}/run/git_config.cpp" "${_sbx_core}/run/standard_fds.cpp"
     "${_sbx_core}/run/spawn_win32.cpp" "${_sbx_core}/proxy/server_win32.cpp")
 set(_sbx_windows_report_sources
     "${_sbx_core}/report/json_render.cpp" "${_sbx_core}/report/text_escape.cpp"

@@ -22,6 +22,7 @@
 #include <string_view>
 #include <utility>
 
+#include "run/standard_fds.hpp"
 #include "sbx/core/report_json.hpp"
 #include "sbx/core/run_limits.hpp"
 #include "sbx/core/runtime.hpp"
@@ -93,15 +94,6 @@ namespace {
 
 RunServices& run_of(void* ctx) { return *static_cast<RunServices*>(ctx); }
 
-bool descriptor_is_open(int fd) noexcept {
-#ifdef _WIN32
-  (void)fd;
-  return true;  // the C runtime's 0-2 are the console's; Windows has no descriptor to check
-#else
-  return ::fcntl(fd, F_GETFD) != -1;
-#endif
-}
-
 int run_prepare_child(void* ctx) noexcept { return run_of(ctx).prepare_child(); }
 
 void run_report_network_refusal(void* ctx, const char* kind, const char* address,
@@ -123,7 +115,7 @@ int run_forward_signals(void* ctx) noexcept { return run_of(ctx).forward_signals
 // none there either, as when it inherited them).
 std::array<int, 3> own_standard_fds() noexcept {
   std::array<int, 3> fds{};
-  for (int i = 0; i < 3; ++i) fds[static_cast<std::size_t>(i)] = descriptor_is_open(i) ? i : -1;
+  for (int i = 0; i < 3; ++i) fds[static_cast<std::size_t>(i)] = standard_fd_is_callers(i) ? i : -1;
   return fds;
 }
 

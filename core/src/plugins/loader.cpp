@@ -28,6 +28,7 @@
 #include "plugins/loader_internal.hpp"
 #include "plugins/plugin_checks.hpp"
 #include "plugins/trusted_fs.hpp"
+#include "run/standard_fds.hpp"
 #include "sbx/core/plugin_loader.hpp"
 
 namespace sbx {
@@ -344,6 +345,9 @@ PluginLoading choose_loading() {
 }  // namespace
 
 PluginRegistry PluginRegistry::load(const LoaderOptions& options) {
+  // The descriptors a plugin keeps open for its life (its file, for dlopen by /proc/self/fd)
+  // never take a closed 0, 1 or 2: a later run would hand it to its command (standard_fds.hpp).
+  const StandardDescriptorHold standard_fds;
   ScanState state;
   state.warn = options.warn_rejections;
   state.loading = choose_loading();

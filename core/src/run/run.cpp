@@ -20,6 +20,7 @@
 
 #include "plugins/probe_store.hpp"
 #include "run/git_config.hpp"
+#include "run/standard_fds.hpp"
 #include "run/state_guard.hpp"
 #include "sbx/core/command_patterns.hpp"
 #include "sbx/core/created_names.hpp"
@@ -802,6 +803,9 @@ std::optional<std::vector<std::string>> excluded_command(const Policy& policy,
 }
 
 RunOutcome run_command(RunRequest request, RunBackends& backends) {
+  // From here to the end of the run nothing of sbx's takes a closed 0, 1 or 2 of this process
+  // (a command that inherits them would get it: standard_fds.hpp).
+  const StandardDescriptorHold standard_fds;
   RunOutcome out = new_outcome(false);
   PlannedRun prepared;
   bool ready = false;

@@ -1,6 +1,8 @@
 // One run's stdio and its early end (see sbx/core/run_io.hpp).
 #include "sbx/core/run_io.hpp"
 
+#include "run/standard_fds.hpp"
+
 #ifndef _WIN32
 #include <fcntl.h>
 #include <poll.h>
@@ -380,7 +382,10 @@ Result<std::unique_ptr<RunStdio>> RunStdio::open(std::array<StdioSpec, 3> specs)
       case StdioSpec::Mode::kInherit:
       case StdioSpec::Mode::kFd: {
         const int source = spec.mode == StdioSpec::Mode::kInherit ? which : spec.fd;
-        const bool open = source >= 0 && ::fcntl(source, F_GETFD) != -1;
+        // This process's own: open and not a placeholder for a closed one (standard_fds.hpp).
+        const bool open = spec.mode == StdioSpec::Mode::kInherit
+                              ? standard_fd_is_callers(source)
+                              : source >= 0 && ::fcntl(source, F_GETFD) != -1;
         if (spec.mode == StdioSpec::Mode::kFd && !open)
           return Error{"the descriptor given for the command's " + name + " (" +
                            std::to_string(spec.fd) + ") is not open",

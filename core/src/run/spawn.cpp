@@ -14,6 +14,7 @@
 #include "sbx/core/spawn.hpp"
 
 #include "run/signal_forwarding.hpp"
+#include "run/standard_fds.hpp"
 #include "sbx/core/run_limits.hpp"
 #include "sbx/core/runtime.hpp"
 #include "sbx/sdk/posix_child.hpp"
@@ -429,6 +430,9 @@ std::vector<std::string>& removed_at_start() {
 const std::vector<std::string>& environment_removed_at_start() { return removed_at_start(); }
 
 void harden_current_process() {
+  // sbx's own descriptors never take a closed 0, 1 or 2, for as long as sbx runs: a command
+  // that inherits them would get it as its stdin, stdout or stderr (standard_fds.hpp).
+  hold_standard_descriptors_for_life();
 #ifdef __linux__
   // Not dumpable: another process of the same user cannot ptrace sbx or read its memory via
   // /proc while it holds policy state and plugin code.

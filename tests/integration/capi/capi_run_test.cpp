@@ -428,6 +428,52 @@ TEST_P(CApiRun, AClosedStdinStaysClosedForTheCommand) {
   EXPECT_EQ(o.out, "closed\n") << describe(o);
 }
 
+// This process's stdin closed before the manager loads its plugins: the descriptor a plugin
+// keeps for its life must not take number 0, or every later run would hand the plugin's file
+// to its command as stdin (found by the lead's review, session 20: the CLI's command got
+// sbx-backend-bwrap.so). The command has no stdin, and 0 is closed again once libsbx returns.
+TEST_P(CApiRun, AStdinClosedWhilePluginsLoadStaysClosedForTheCommand) {
+  const bool bare = GetParam() == "none";
+  int out[2];
+  ASSERT_EQ(::pipe2(out, O_CLOEXEC), 0);
+  const int saved = ::fcntl(0, F_DUPFD_CLOEXEC, 10);
+  ASSERT_GE(saved, 0);
+  ::close(0);
+  sbx_error* error = nullptr;
+  sbx_manager* manager = lib_->manager_new(bare ? "no-such-backend" : GetParam().c_str(), &error);
+  const bool closed_after_load = ::fcntl(0, F_GETFD) == -1;
+  std::string exec_out;
+  std::string exec_report;
+  if (manager != nullptr) {
+    const int saved_out = ::fcntl(1, F_DUPFD_CLOEXEC, 10);
+    ::dup2(out[1], 1);
+    const char* argv[] = {"/bin/sh", "-c",
+                          "if [ -e /proc/self/fd/0 ]; then readlink /proc/self/fd/0; else echo "
+                          "closed; fi",
+                          nullptr};
+    const unsigned flags = bare ? SBX_EXEC_ALLOW_UNSANDBOXED : 0;
+    char* report = lib_->exec(manager, kPolicy, dir_.c_str(), argv, nullptr, flags, &error);
+    ::dup2(saved_out, 1);
+    ::close(saved_out);
+    exec_report = report != nullptr ? report : lib_->error_message(error);
+    lib_->string_free(report);
+    lib_->manager_free(manager);
+  } else {
+    exec_report = lib_->error_message(error);
+  }
+  const bool closed_after_run = ::fcntl(0, F_GETFD) == -1;
+  ASSERT_EQ(::dup2(saved, 0), 0);
+  ::close(saved);
+  ::close(out[1]);
+  exec_out = read_until_eof(out[0]);
+  ::close(out[0]);
+  lib_->error_free(error);
+  ASSERT_NE(manager, nullptr) << exec_report;
+  EXPECT_EQ(exec_out, "closed\n") << exec_report;
+  EXPECT_TRUE(closed_after_load) << "libsbx left a descriptor at 0 after loading its plugins";
+  EXPECT_TRUE(closed_after_run) << "libsbx left a descriptor at 0 after the run";
+}
+
 TEST_P(CApiRun, EnvironmentNamesAreAddedAndRemovedUnderThePolicysRules) {
   ::setenv("SBX_RUN_TEST_REMOVED", "1", 1);
   ::setenv("SBX_RUN_TEST_REPLACED", "old", 1);

@@ -57,7 +57,9 @@ Result<std::string> resolve_command(const std::string& command, const std::strin
 std::vector<std::string> strip_unsafe_env(const std::vector<std::string>& env);
 
 // Hardens the sbx process itself at start: not dumpable, no core files, LD_* removed from
-// its own environment.
+// its own environment, and a closed 0, 1 or 2 held by a close-on-exec /dev/null for the
+// process's life, which no descriptor of sbx's can then take (the command still gets none
+// there: core/src/run/standard_fds.hpp).
 void harden_current_process();
 
 // The names of the variables harden_current_process removed from this process's environment
