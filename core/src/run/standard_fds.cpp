@@ -17,6 +17,7 @@ namespace sbx {
 
 namespace {
 
+#ifndef _WIN32
 struct Placeholders {
   std::mutex mutex;
   int holds = 0;
@@ -28,7 +29,6 @@ Placeholders& placeholders() {
   return *kPlaceholders;
 }
 
-#ifndef _WIN32
 bool is_closed(int fd) { return ::fcntl(fd, F_GETFD) == -1 && errno == EBADF; }
 
 // Still the placeholder we put there: close-on-exec (a dup2(2) or dup3(2) without O_CLOEXEC by
@@ -36,8 +36,8 @@ bool is_closed(int fd) { return ::fcntl(fd, F_GETFD) == -1 && errno == EBADF; }
 bool still_placeholder(int fd) {
   const int flags = ::fcntl(fd, F_GETFD);
   struct stat st {};
-  return flags != -1 && (flags & FD_CLOEXEC) != 0 && ::fstat(fd, &st) == 0 &&
-         S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3);
+  return flags != -1 && (flags & FD_CLOEXEC) != 0 && ::fstat(fd, &st) == 0 && S_ISCHR(st.st_mode) &&
+         st.st_rdev == makedev(1, 3);
 }
 
 void occupy(Placeholders& p) {

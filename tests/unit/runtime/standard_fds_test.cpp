@@ -17,9 +17,7 @@ bool is_open(int fd) { return ::fcntl(fd, F_GETFD) != -1; }
 // Closes fd for the test's life and puts the original back afterwards.
 class ClosedFor {
  public:
-  explicit ClosedFor(int fd) : fd_(fd), saved_(::fcntl(fd, F_DUPFD_CLOEXEC, 10)) {
-    ::close(fd_);
-  }
+  explicit ClosedFor(int fd) : fd_(fd), saved_(::fcntl(fd, F_DUPFD_CLOEXEC, 10)) { ::close(fd_); }
   ~ClosedFor() {
     if (saved_ >= 0) {
       ::dup2(saved_, fd_);
