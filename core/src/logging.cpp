@@ -70,4 +70,6 @@ Status configure_logging(std::string_view level, LogFormat format) {
   return {};
 }
 
+void log_debug(std::string_view text) { spdlog::debug("{}", text); }
+
 }  // namespace sbx

@@ -947,6 +947,17 @@ class ExecSandboxed(SbxTestCase):
         self.assertTrue(plan["argv"][0].startswith("/"))
 
 
+    def test_debug_log_says_how_created_names_were_found(self):
+        """`--log-level debug` names the mechanism that answered the created-names check (the
+        fanotify events or the walk), so a case can be checked from outside."""
+        result = sbx("--log-level", "debug", "exec", "--cwd", self.work, "--", "/bin/true")
+        if result.returncode == 125:
+            self.skipTest("no backend runs the default policy here" + describe(result))
+        self.assert_exit(result, 0)
+        self.assertRegex(result.stderr, r"created names: \d+ writable root\(s\), \d+ watched by "
+                         r"fanotify events(, which answered for them|, which could not answer|;)",
+                         describe(result))
+
     def test_a_closed_standard_descriptor_stays_closed_for_the_command(self):
         """sbx started with stdin or stderr closed: the command has none there either. Nothing
         of sbx's may take that number meanwhile (a plugin file, a directory of a writable root,

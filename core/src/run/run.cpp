@@ -27,6 +27,7 @@
 #include "sbx/core/denial.hpp"
 #include "sbx/core/environment.hpp"
 #include "sbx/core/exit_codes.hpp"
+#include "sbx/core/logging.hpp"
 #include "sbx/core/program_grammar.hpp"
 #include "sbx/core/program_trust.hpp"
 #include "sbx/core/runtime.hpp"
@@ -607,10 +608,25 @@ bool prepare(RunRequest& request, RunBackends& backends, RunOutcome& out, Planne
   return true;
 }
 
+// How the created names were found, as a debug line: whoever checks a case from outside can
+// tell the fanotify events from the walk (outside review round 3).
+std::string created_names_method(std::size_t roots, std::size_t watched,
+                                 const std::string& fell_back) {
+  std::string line = "created names: " + std::to_string(roots) + " writable root(s), " +
+                     std::to_string(watched) + " watched by fanotify events";
+  if (watched > 0)
+    line += fell_back.empty() ? ", which answered for them"
+                              : ", which could not answer (" + fell_back + "): walked";
+  if (watched < roots) line += "; the others read while the command ran and walked after it";
+  return line;
+}
+
 // Protected names the command created below the top of its writable roots, where no backend
 // keeps them (created_names.hpp), from the scan started with the run.
-void record_created_names(CreatedNamesScan& scan, RunReport& report) {
+void record_created_names(CreatedNamesScan& scan, std::size_t roots, RunReport& report) {
   CreatedNames created = scan.finish();
+  if (roots > 0)
+    log_debug(created_names_method(roots, scan.event_roots(), scan.events_fell_back()));
   report.protected_names_created = std::move(created.paths);
   report.protected_names_truncated = created.truncated;
   report.protected_names_unreadable = std::move(created.unreadable);
@@ -743,7 +759,7 @@ void run_prepared(const RunRequest& request, PlannedRun& prepared, RunOutcome& o
   } else if (!status.ok()) {
     stop(out, RunStop::kRunFailed, status.failure());
   }
-  if (scan) record_created_names(*scan, out.report);
+  if (scan) record_created_names(*scan, watch.roots.size(), out.report);
   if (prepared.proxy) out.report.network_refusals.proxy = prepared.proxy->proxy().refusal_log();
 }
 
