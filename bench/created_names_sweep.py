@@ -18,8 +18,9 @@ ROUNDS defaults to 11, SIZES to 0,10000,100000; OLD, a second build run as root 
 loop (the build before the events, say: its runs as root scan). ROOT_ONLY=1 leaves out the runs
 as uid 65534 (a longer loop of the root runs alone: the scan's take seconds each at 100k). Needs root (mount namespaces, setuid to 65534;
 the plugin loader trusts only a root-owned install). The trees are made under /var/tmp and
-removed at the end, as is /run/user/65534 if this script made it (uid 65534's private state
-directory: without one, sbx keeps no state and leaves its mask mount points behind).
+removed at the end, as is uid 65534's runtime directory, made for the sweep under /run (a private
+state directory is needed: without one, sbx keeps no state and leaves its mask mount points
+behind; not /run/user/65534, whose presence changes what the project's tests of uid 65534 see).
 """
 import ctypes
 import resource  # noqa: F401 (os.wait4 imports it; after setuid the import may fail)
@@ -125,8 +126,9 @@ def main():
     sbx = os.path.abspath(sys.argv[1])
     rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 11
     sizes = [int(s) for s in (sys.argv[3] if len(sys.argv) > 3 else "0,10000,100000").split(",")]
-    runtime_dir = f"/run/user/{NOBODY}"
-    made_runtime = not os.path.isdir(runtime_dir)
+    # Below /run (root's, 0755): no directory on the way that another user could write.
+    runtime_dir = tempfile.mkdtemp(prefix="sbx-sweep-runtime-", dir="/run")
+    os.chown(runtime_dir, NOBODY, NOBODY)
     base = tempfile.mkdtemp(prefix="sbx-sweep-", dir="/var/tmp")
     try:
         os.chmod(base, 0o755)
@@ -134,9 +136,6 @@ def main():
             with open(os.path.join(base, f"stderr-{uid}"), "w", encoding="utf-8"):
                 pass
             os.chown(os.path.join(base, f"stderr-{uid}"), uid, uid)
-        if made_runtime:
-            os.makedirs(runtime_dir, 0o700)
-            os.chown(runtime_dir, NOBODY, NOBODY)
         trees = {}
         for size in sizes:
             tmp_tree = os.path.join(base, f"tmp-{size}")
@@ -192,8 +191,7 @@ def main():
     finally:
         started = time.perf_counter()
         shutil.rmtree(base, ignore_errors=True)
-        if made_runtime:
-            shutil.rmtree(runtime_dir, ignore_errors=True)
+        shutil.rmtree(runtime_dir, ignore_errors=True)
         print(f"\nremoved the trees in {time.perf_counter() - started:.1f} s", file=sys.stderr)
 
 
