@@ -13,6 +13,9 @@
 //              [--ll-write PATH]... [--ll-dev PATH]... [--ll-list PATH]...
 //              [--ll-scope-abstract-unix on|off] [--parent-pid PID]
 //              --net blocked|open|proxy [--proxy-port PORT] [--env KEY=VALUE]... -- ...
+//   sbx-stage2 --proxy-connect HOST PORT
+//              (inside the sandbox, network mode proxy: ssh's ProxyCommand through sbx's
+//              proxy, the GIT_SSH_COMMAND core sets; proxy_connect.hpp)
 //
 // Network proxy (network.mode proxy): under bwrap (an empty network namespace) stage 2 first
 // starts the relay of proxy_relay.hpp on 127.0.0.1:PORT to the proxy's unix socket PATH; in
@@ -89,6 +92,7 @@
 #include "env_block.hpp"
 #include "landlock_launch.hpp"
 #include "landlock_ruleset.hpp"
+#include "proxy_connect.hpp"
 #include "proxy_relay.hpp"
 #include "sbx/sdk/posix_child.hpp"
 #include "seccomp_filter.hpp"
@@ -667,6 +671,8 @@ int main(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "--metadata-guard")
     ::_exit(sbx::stage2::run_metadata_guard(argc, argv));
   if (argc >= 2 && std::string(argv[1]) == "--waiter") waiter_main(argc, argv);
+  if (argc >= 2 && std::string(argv[1]) == "--proxy-connect")
+    ::_exit(sbx::stage2::run_proxy_connect(argc, argv));
   if (sbx::stage2::is_landlock_argv(std::vector<std::string>(argv, argv + argc)))
     landlock_main(argc, argv);
   Options options = parse(argc, argv);

@@ -25,6 +25,7 @@ test_packages=(
   clang-format clang-tidy  # the style.format and style.tidy tests (cmake/scripts/check_style.sh)
   strace  # tests/integration/cli_start: what a run looks up, counted from its system calls
   curl  # the proxy end-to-end tests (tests/integration/proxy) run it inside the sandbox
+  openssh-client  # ... and ssh, through git's GIT_SSH_COMMAND (git over ssh in proxy mode)
   jq  # docs.samples: documentation samples show parts of sbx's JSON through it
   python3-jsonschema man-db zsh fish  # tests/cli/extras_test.py: schema, man pages, completions
   mingw-w64 wine64  # the Windows cross build and its tests under wine

@@ -21,6 +21,7 @@
 #include <spdlog/spdlog.h>
 
 #include "sbx/core/proxy.hpp"
+#include "sbx/core/runtime.hpp"
 #if !defined(_WIN32)
 #include "sbx/sdk/private_state.hpp"
 #endif
@@ -39,6 +40,31 @@ bool is_proxy_variable(std::string_view entry) {
   return std::find(kNames.begin(), kNames.end(), name) != kNames.end();
 }
 
+// GIT_SSH_COMMAND for network mode proxy (issue #35 point 5): ssh has no proxy of its own, and
+// in this mode sbx's proxy is the only way out, so ssh is given sbx-stage2 as its ProxyCommand,
+// which asks the proxy for a CONNECT tunnel with the run's credential (stage2/proxy_connect.hpp).
+// The caller's own GIT_SSH_COMMAND keeps its options, the ProxyCommand appended (ssh takes the
+// first value of an option: one the caller gave wins over ours, and ours over ~/.ssh/config).
+// None where there is no sbx-stage2 (Windows) or its path would need quoting beyond single
+// quotes.
+std::optional<std::string> git_ssh_command(const std::vector<std::string>& env) {
+  const Result<InstallLayout> layout = install_layout();
+  if (!layout.ok() || layout->stage2_path.empty()) return std::nullopt;
+  const std::string& helper = layout->stage2_path;
+  const bool plain = std::all_of(helper.begin(), helper.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '/' || c == '.' || c == '_' ||
+           c == '-' || c == '+';
+  });
+  if (!plain) return std::nullopt;
+  std::string ssh = "ssh";
+  constexpr std::string_view kName = "GIT_SSH_COMMAND=";
+  for (const std::string& entry : env) {
+    if (entry.compare(0, kName.size(), kName) == 0 && entry.size() > kName.size())
+      ssh = entry.substr(kName.size());
+  }
+  return std::string(kName) + ssh + " -o ProxyCommand=\"'" + helper + "' --proxy-connect %h %p\"";
+}
+
 // Starts the proxy with `options` (domains filled in here) and points the request at it.
 Result<std::unique_ptr<Proxy>> start_with(TransformRequest& request, Options options) {
   const NetworkPolicy& network = request.policy.network;
@@ -55,6 +81,12 @@ Result<std::unique_ptr<Proxy>> start_with(TransformRequest& request, Options opt
   std::uint16_t port = (*proxy)->port();
   std::erase_if(request.env, is_proxy_variable);
   std::vector<std::string> env = proxy_environment(**proxy, port);
+  if (std::optional<std::string> git_ssh = git_ssh_command(request.env)) {
+    std::erase_if(request.env, [](const std::string& entry) {
+      return entry.compare(0, 16, "GIT_SSH_COMMAND=") == 0;
+    });
+    env.push_back(std::move(*git_ssh));
+  }
   request.env.insert(request.env.end(), env.begin(), env.end());
   // The proxy's port is the only destination the backend lets the command reach.
   request.policy.network.proxy_ports = {port};

@@ -41,6 +41,7 @@ namespace {
 namespace fs = std::filesystem;
 namespace json = boost::json;
 using sbx::proxy::testing::CountingServer;
+using sbx::proxy::testing::SshBannerServer;
 
 using sbx::test::describe;
 using sbx::test::RunResult;
@@ -354,6 +355,58 @@ TEST_P(ProxyExec, TheCommandsRequestsSucceedWhileAnotherLocalUserFloodsTheProxy)
   const json::object report = report_of(r);
   EXPECT_LE(report.at("network_refusals").as_array().size(), 110u);
   EXPECT_GT(report.at("network_refusals_total").to_number<int>(), 110) << describe(r);
+}
+
+// Issue #35 point 5: git over ssh in network mode proxy. GIT_SSH_COMMAND gives ssh
+// `sbx-stage2 --proxy-connect %h %p` as its ProxyCommand, which tunnels through sbx's proxy
+// with the run's credential: an allowed host:port is reached by the real ssh client (its
+// identification line arrives; the test server does no key exchange, so git then fails), an
+// unlisted one is refused by the proxy and its server sees nothing.
+TEST_P(ProxyExec, GitOverSshReachesAnAllowedHostThroughTheProxyOnly) {
+  if (::access("/usr/bin/ssh", X_OK) != 0 || ::access("/usr/bin/git", X_OK) != 0)
+    GTEST_SKIP() << "needs /usr/bin/ssh and /usr/bin/git (Debian: openssh-client, git)";
+  SshBannerServer allowed;
+  SshBannerServer unlisted;
+  std::ofstream(policy_, std::ios::trunc) << R"({"version": 1,
+      "filesystem": {"kind": "restricted", "protected_names": [],
+        "entries": [{"path": ":root", "access": "read"}, {"path": ":cwd", "access": "write"}]},
+      "network": {"mode": "proxy", "allowed_domains": ["127.0.0.1:)"
+                                          << allowed.port() << R"("]}})";
+  const std::string ssh_options =
+      "-o BatchMode=yes -o StrictHostKeyChecking=no "
+      "-o UserKnownHostsFile=/dev/null";
+  const RunResult r = exec_sh(
+      "export GIT_SSH_COMMAND=\"$GIT_SSH_COMMAND " + ssh_options +
+      "\"; echo \"$GIT_SSH_COMMAND\"; " +
+      "git ls-remote ssh://git@127.0.0.1:" + std::to_string(allowed.port()) + "/r.git; " +
+      "git ls-remote ssh://git@127.0.0.1:" + std::to_string(unlisted.port()) + "/r.git; exit 0");
+  ASSERT_EQ(r.code, 0) << describe(r);
+  EXPECT_NE(r.out.find("--proxy-connect %h %p"), std::string::npos) << describe(r);
+  EXPECT_EQ(allowed.accepts(), 1) << describe(r);
+  EXPECT_EQ(allowed.client_line().rfind("SSH-2.0-OpenSSH", 0), 0u)
+      << "the ssh client's identification did not arrive: " << allowed.client_line() << describe(r);
+  EXPECT_EQ(unlisted.accepts(), 0) << describe(r);
+  const std::string refused = "127.0.0.1:" + std::to_string(unlisted.port());
+  EXPECT_NE(
+      r.err.find("sbx-stage2 --proxy-connect: sbx's proxy refused " + refused + ": HTTP/1.1 403"),
+      std::string::npos)
+      << describe(r);
+  const json::object report = report_of(r);
+  const json::array& refusals = report.at("network_refusals").as_array();
+  ASSERT_EQ(refusals.size(), 1u) << describe(r);
+  EXPECT_EQ(refusals[0].at("rule").as_string(), "not in allowed_domains");
+}
+
+// The caller's own GIT_SSH_COMMAND keeps its options; the ProxyCommand is appended.
+TEST_P(ProxyExec, TheCallersGitSshCommandKeepsItsOptions) {
+  std::vector<std::string> argv = {
+      sbx(),   "--backends", GetParam(), "exec",    "--policy", policy_,
+      "--cwd", dir_,         "--",       "/bin/sh", "-c",       "echo \"$GIT_SSH_COMMAND\""};
+  const RunResult r = sbx::test::run(
+      argv, {"PATH=/usr/bin:/bin", "HOME=/root", "GIT_SSH_COMMAND=ssh -i /root/.ssh/deploy"});
+  ASSERT_EQ(r.code, 0) << describe(r);
+  EXPECT_EQ(r.out.rfind("ssh -i /root/.ssh/deploy -o ProxyCommand=\"'", 0), 0u) << describe(r);
+  EXPECT_NE(r.out.find("/sbx-stage2' --proxy-connect %h %p\"\n"), std::string::npos) << describe(r);
 }
 
 TEST_P(ProxyExec, UnixSocketsCannotBeOpened) {

@@ -163,4 +163,65 @@ class CountingServer {
   std::thread thread_;
 };
 
+// An ssh-like server on 127.0.0.1 (ephemeral port): sends an SSH identification line (RFC 4253
+// 4.2), keeps the client's first line (its own identification: "SSH-2.0-OpenSSH_...") and
+// closes. Enough to show that an ssh client reached it; no key exchange.
+class SshBannerServer {
+ public:
+  SshBannerServer() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    ::listen(fd_, 16);
+    socklen_t len = sizeof addr;
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] { loop(); });
+  }
+  ~SshBannerServer() {
+    stop_ = true;
+    ::shutdown(fd_, SHUT_RDWR);
+    thread_.join();
+    ::close(fd_);
+  }
+  SshBannerServer(const SshBannerServer&) = delete;
+  SshBannerServer& operator=(const SshBannerServer&) = delete;
+
+  std::uint16_t port() const { return port_; }
+  int accepts() const { return accepts_.load(); }
+  std::string client_line() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return line_;
+  }
+
+ private:
+  void loop() {
+    while (!stop_) {
+      int client = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (client < 0) continue;
+      ++accepts_;
+      set_timeout(client, 5);
+      send_all(client, "SSH-2.0-sbx_test_server\r\n");
+      std::string line;
+      char c;
+      while (line.size() < 255 && ::recv(client, &c, 1, 0) == 1 && c != '\n') line.push_back(c);
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        line_ = line;
+      }
+      ::close(client);
+    }
+  }
+
+  int fd_ = -1;
+  std::uint16_t port_ = 0;
+  std::atomic<int> accepts_{0};
+  std::atomic<bool> stop_{false};
+  mutable std::mutex mutex_;
+  std::string line_;
+  std::thread thread_;
+};
+
 }  // namespace sbx::proxy::testing

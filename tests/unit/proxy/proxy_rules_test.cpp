@@ -8,6 +8,7 @@
 #include "proxy/http.hpp"
 #include "proxy/session.hpp"
 #include "sbx/core/proxy.hpp"
+#include "sbx/core/runtime.hpp"
 
 namespace sbx::proxy {
 namespace {
@@ -232,6 +233,11 @@ TEST(ProxyRequest, RewritesEnvironmentAndPortsForProxyMode) {
   EXPECT_EQ(request.policy.network.proxy_ports, std::vector<std::uint16_t>{port});
   std::vector<std::string> expected = {"PATH=/bin", "HOME=/root"};
   for (const std::string& e : proxy_environment(**proxy, port)) expected.push_back(e);
+  // git over ssh: sbx-stage2 as ssh's ProxyCommand (stage2/proxy_connect.hpp).
+  const Result<InstallLayout> layout = install_layout();
+  ASSERT_TRUE(layout.ok()) << layout.error();
+  expected.push_back("GIT_SSH_COMMAND=ssh -o ProxyCommand=\"'" + layout->stage2_path +
+                     "' --proxy-connect %h %p\"");
   EXPECT_EQ(request.env, expected);
 }
 

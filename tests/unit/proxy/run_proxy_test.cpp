@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "sbx/core/proxy.hpp"
+#include "sbx/core/runtime.hpp"
 
 namespace sbx::proxy {
 namespace {
@@ -63,6 +64,11 @@ TEST(RunProxy, SocketAloneInAPrivateDirectoryAndRequestPointsAtIt) {
   EXPECT_EQ(request.policy.network.proxy_ports, std::vector<std::uint16_t>{port});
   std::vector<std::string> expected = {"PATH=/bin"};
   for (const std::string& e : proxy_environment((*run)->proxy(), port)) expected.push_back(e);
+  // git over ssh: sbx-stage2 as ssh's ProxyCommand (stage2/proxy_connect.hpp).
+  const Result<InstallLayout> layout = install_layout();
+  ASSERT_TRUE(layout.ok()) << layout.error();
+  expected.push_back("GIT_SSH_COMMAND=ssh -o ProxyCommand=\"'" + layout->stage2_path +
+                     "' --proxy-connect %h %p\"");
   EXPECT_EQ(request.env, expected);
 }
 
