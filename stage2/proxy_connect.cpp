@@ -174,7 +174,7 @@ int connect_status(std::string_view head) {
   if (line.substr(0, kVersion.size()) != kVersion || line.size() < 12 || line[8] != ' ' ||
       !all_of(line.substr(9, 3), is_digit) || (line.size() > 12 && line[12] != ' '))
     return 0;
-  return std::atoi(std::string(line.substr(9, 3)).c_str());
+  return (line[9] - '0') * 100 + (line[10] - '0') * 10 + (line[11] - '0');
 }
 
 int run_proxy_connect(int argc, char** argv) {

@@ -3,6 +3,7 @@
 
 #include <array>
 #include <mutex>
+#include <optional>
 
 #ifndef _WIN32
 #include <fcntl.h>
@@ -84,8 +85,10 @@ StandardDescriptorHold::~StandardDescriptorHold() {
 }
 
 void hold_standard_descriptors_for_life() noexcept {
-  static StandardDescriptorHold* const kForLife = new StandardDescriptorHold;
-  (void)kForLife;
+  // Held until the process exits (released by the static's destructor, when nothing is run
+  // any more).
+  static std::optional<StandardDescriptorHold> for_life;
+  if (!for_life) for_life.emplace();
 }
 
 bool standard_fd_is_callers(int fd) noexcept {
