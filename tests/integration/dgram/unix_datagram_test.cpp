@@ -6,6 +6,7 @@
 // and as user 65534; the refusals bwrap's supervisor sees are named in `network_refusals`. And
 // Codex's allow_unix_socketpair_recvfrom body (a datagram socketpair used inside) works under
 // bwrap.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -17,6 +18,7 @@
 #include <boost/json.hpp>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -365,6 +367,41 @@ TEST_P(InheritedDescriptors, AnUnconnectedOrListeningSocketRefusesTheRunAConnect
   const auto [code, text] = run_with_stdin(backend(), policy_file(), ws_.path(), pair[1]);
   ::close(pair[0]);
   ::close(pair[1]);
+  EXPECT_EQ(code, 0) << text;
+  EXPECT_NE(text.find("RAN"), std::string::npos) << text;
+}
+
+// A directory, or any O_PATH descriptor, on descriptor 0 names a place on the host's mounts:
+// openat() relative to it or a path through /proc/self/fd/0 resolves past the sandbox's masks
+// (outside review, session 20: with the workspace on stdin a bwrap-sandboxed command wrote
+// .git/hooks/pre-commit on the host and read a --deny path). Refused (125) before anything runs;
+// a regular file opened for reading still runs the command.
+TEST_P(InheritedDescriptors, ADirectoryOrAPathDescriptorRefusesTheRun) {
+  const std::string hooks = ws_.path() + "/.git/hooks";
+  std::filesystem::create_directories(hooks);
+  std::ofstream(ws_.path() + "/data.txt") << "data\n";
+  struct Attempt {
+    std::string path;
+    int flags;
+    const char* said;
+  };
+  for (const Attempt& a :
+       {Attempt{ws_.path(), O_RDONLY | O_DIRECTORY, "descriptor 0 is a directory"},
+        Attempt{ws_.path(), O_PATH | O_DIRECTORY, "descriptor 0 is an O_PATH descriptor"},
+        Attempt{ws_.path() + "/data.txt", O_PATH, "descriptor 0 is an O_PATH descriptor"}}) {
+    const int fd = ::open(a.path.c_str(), a.flags | O_CLOEXEC);
+    ASSERT_GE(fd, 0) << a.path << ": " << std::strerror(errno);
+    const auto [code, text] = run_with_stdin(backend(), policy_file(), ws_.path(), fd);
+    ::close(fd);
+    EXPECT_EQ(code, 125) << a.said << ": " << text;
+    EXPECT_NE(text.find(a.said), std::string::npos) << text;
+    EXPECT_EQ(text.find("RAN"), std::string::npos) << a.said << ": " << text;
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(hooks));
+  const int file = ::open((ws_.path() + "/data.txt").c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(file, 0);
+  const auto [code, text] = run_with_stdin(backend(), policy_file(), ws_.path(), file);
+  ::close(file);
   EXPECT_EQ(code, 0) << text;
   EXPECT_NE(text.find("RAN"), std::string::npos) << text;
 }

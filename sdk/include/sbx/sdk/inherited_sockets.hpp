@@ -11,9 +11,17 @@
 //    network restricted; a unix one reached host abstract and pathname sockets);
 //  - a listening socket takes connections from the host's network.
 // So the run is refused (exit 125) for those, naming the descriptor and what to pass instead.
+//
+// The same holds for a directory, and for any O_PATH descriptor: it names a place on the host's
+// own mounts, so openat(2) relative to it, or a path through /proc/self/fd/N, resolves past the
+// sandbox's mounts (a protected name's read-only mask, a denied path's empty mount), with only
+// the permission checks left (outside review, session 20: a directory on stdin let a
+// bwrap-sandboxed command write .git/hooks and read a --deny path). Refused too.
 #pragma once
 
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <optional>
 #include <string>
@@ -52,13 +60,31 @@ inline std::optional<std::string> why_unsafe_socket(int fd) {
   return std::nullopt;
 }
 
+// Why the descriptor `fd` names a place on the host that the command could resolve paths from,
+// or nullopt: a directory or an O_PATH descriptor (of anything).
+inline std::optional<std::string> why_unsafe_place(int fd) {
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags != -1 && (flags & O_PATH) == O_PATH)
+    return std::string(
+        "an O_PATH descriptor, through which (/proc/self/fd) the command could open "
+        "files on the host's mounts past the sandbox's masks");
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode))
+    return std::string(
+        "a directory, through which (openat, /proc/self/fd) the command could open "
+        "files on the host's mounts past the sandbox's masks");
+  return std::nullopt;
+}
+
 // The first of the command's standard descriptors that may not go into the sandbox, as a
 // message for `who` ("bwrap", "landlock"); nullopt when all may. fds[i] is the descriptor of
 // this process that the command gets as i (-1: none; RunContext::stdio_fds).
 inline std::optional<std::string> check_descriptors(const std::string& who, const int* fds) {
   for (int i = 0; i <= 2; ++i) {
     if (fds[i] < 0) continue;
-    if (std::optional<std::string> why = why_unsafe_socket(fds[i]))
+    std::optional<std::string> why = why_unsafe_place(fds[i]);
+    if (!why) why = why_unsafe_socket(fds[i]);
+    if (why)
       return who + ": descriptor " + std::to_string(i) + " is " + *why +
              " from inside the sandbox; give the command a pipe, a file or a connected stream "
              "socket instead";
