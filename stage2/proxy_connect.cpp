@@ -149,10 +149,11 @@ std::optional<ProxyEndpoint> parse_proxy_url(std::string_view url) {
   if (colon == std::string_view::npos || credential.find(':') == std::string_view::npos ||
       !all_of(credential, is_credential_char))
     return std::nullopt;
+  // sbx's proxy listens on 127.0.0.1 only (the relay inside bwrap's namespace, the proxy itself
+  // under Landlock): the credential is never sent anywhere else (outside review, session 20).
   const std::string address(authority.substr(0, colon));
-  in_addr parsed{};
   const std::optional<std::uint16_t> port = parse_port(authority.substr(colon + 1));
-  if (!port || ::inet_pton(AF_INET, address.c_str(), &parsed) != 1) return std::nullopt;
+  if (!port || address != "127.0.0.1") return std::nullopt;
   return ProxyEndpoint{address, *port, std::string(credential)};
 }
 

@@ -22,13 +22,13 @@
 namespace sbx::stage2 {
 
 struct ProxyEndpoint {
-  std::string address;     // an IPv4 literal (sbx's proxy always listens on 127.0.0.1)
+  std::string address;     // 127.0.0.1: sbx's proxy listens there only
   std::uint16_t port = 0;  // the proxy's port
   std::string credential;  // "USER:TOKEN", as the URL gives it
 };
 
-// http://USER:TOKEN@ADDRESS:PORT, the form of sbx's HTTPS_PROXY; nullopt for anything else (a
-// URL without a credential, another scheme, a host name). Pure.
+// http://USER:TOKEN@127.0.0.1:PORT, the form of sbx's HTTPS_PROXY; nullopt for anything else (a
+// URL without a credential, another scheme or address, a host name). Pure.
 std::optional<ProxyEndpoint> parse_proxy_url(std::string_view url);
 
 // A destination as ssh gives it (%h %p): a host name, an IPv4 literal or a bracketless IPv6

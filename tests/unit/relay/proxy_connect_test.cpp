@@ -19,6 +19,7 @@ TEST(ProxyConnect, TakesOnlySbxsProxyUrl) {
        {"", "http://127.0.0.1:8080", "https://sbx:t@127.0.0.1:8080", "http://sbx:t@proxy:8080",
         "http://sbx:t@127.0.0.1", "http://sbx:t@127.0.0.1:0", "http://sbx:t@127.0.0.1:70000",
         "http://sbx@127.0.0.1:8080", "http://sbx:t\r\nX: y@127.0.0.1:8080",
+        "http://sbx:t@10.0.0.1:8080", "http://sbx:t@127.0.0.2:8080", "http://sbx:t@0.0.0.0:8080",
         "socks5h://sbx:t@127.0.0.1:8080"})
     EXPECT_FALSE(parse_proxy_url(bad).has_value()) << bad;
 }
