@@ -38,7 +38,10 @@ constexpr int kSetup = 2;
 constexpr int kUsage = 3;
 
 int report(int code, const char* what, int error = 0) {
-  const char* word = code == kDone ? "done" : code == kRefused ? "refused" : "setup";
+  const char* word = code == kDone      ? "done"
+                     : code == kRefused ? "refused"
+                     : code == kSetup   ? "setup"
+                                        : "usage";
   if (error != 0) {
     std::printf("%s: %s: %s (%s)\n", word, what, strerrorname_np(error), std::strerror(error));
   } else {
@@ -73,9 +76,12 @@ bool inet_address(const char* host, unsigned port, sockaddr_storage& out, sockle
 
 // A TCP connect (type SOCK_STREAM) or a UDP datagram (SOCK_DGRAM) to host:port.
 int inet_attack(const char* host, const char* port_text, int type) {
+  char* end = nullptr;
+  const unsigned long port = std::strtoul(port_text, &end, 10);
+  if (end == port_text || *end != '\0' || port > 65535) return report(kUsage, "not a port");
   sockaddr_storage address{};
   socklen_t length = 0;
-  if (!inet_address(host, static_cast<unsigned>(std::atoi(port_text)), address, length))
+  if (!inet_address(host, static_cast<unsigned>(port), address, length))
     return report(kUsage, "not an IP address");
   const int fd = ::socket(address.ss_family, type | SOCK_CLOEXEC, 0);
   if (fd < 0) return report(kRefused, "socket", errno);
