@@ -879,6 +879,23 @@ class Verify(SbxTestCase):
                           for c in doc["capabilities"]},
                          {c: ("not_declared", [], None) for c in CAPABILITIES})
 
+    def test_an_unavailable_backend_is_not_verified(self):
+        unavailable = [n for n, b in loaded_backends().items() if not b["available"]]
+        if not unavailable:
+            self.skipTest("every loaded backend is available here")
+        name = unavailable[0]
+        result, doc = self.verify(name)
+        self.assert_exit(result, 1)
+        self.assertFalse(doc["available"])
+        self.assertFalse(doc["verified"])
+        self.assertEqual(doc["declared"], [])
+        self.assertEqual({c["status"] for c in doc["capabilities"]}, {"not_declared"})
+        text = sbx("backends", "--verify", name, cwd=self.work)
+        self.assert_exit(text, 1)
+        # The first line is what the SDK's sbx_add_verify_test(SKIP_UNAVAILABLE) looks for.
+        self.assertRegex(text.stdout, rf"^{re.escape(name)} \S+  NOT AVAILABLE - ")
+        self.assertIn("the backend is not available here", text.stdout)
+
     def test_an_unknown_backend_is_bad_input(self):
         result = sbx("backends", "--verify", "no-such-backend", cwd=self.work)
         self.assert_exit(result, 2)
