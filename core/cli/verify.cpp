@@ -914,17 +914,23 @@ std::string verify_report_text(const VerifyReport& report) {
   std::vector<std::vector<std::string>> rows;
   for (const VerifyCapability& one : report.capabilities) {
     std::size_t passed = 0;
-    for (const VerifyAttack& attack : one.attacks)
+    std::size_t inconclusive = 0;
+    for (const VerifyAttack& attack : one.attacks) {
       if (attack.result == AttackResult::kPass) ++passed;
+      if (attack.result == AttackResult::kInconclusive) ++inconclusive;
+    }
     const std::string status = one.status == VerifyStatus::kVerified       ? "verified"
                                : one.status == VerifyStatus::kFailed       ? "FAILED"
                                : one.status == VerifyStatus::kInconclusive ? "INCONCLUSIVE"
                                                                            : "not declared";
-    rows.push_back({status, std::string(to_string(one.capability)),
-                    one.attacks.empty()
-                        ? ""
-                        : std::to_string(passed) + " of " + std::to_string(one.attacks.size()) +
-                              " attacks held"});
+    rows.push_back(
+        {status, std::string(to_string(one.capability)),
+         one.attacks.empty()
+             ? ""
+             : std::to_string(passed) + " of " + std::to_string(one.attacks.size()) +
+                   " attacks held" +
+                   (inconclusive == 0 ? ""
+                                      : ", " + std::to_string(inconclusive) + " inconclusive")});
   }
   out << render_table(rows, "  ");
   for (const VerifyCapability& one : report.capabilities) {
