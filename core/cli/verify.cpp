@@ -50,8 +50,21 @@ namespace fs = std::filesystem;
 using sbx::UniqueFd;
 
 // Printed first by every attack script: without it the command never ran (sbx refused the run,
-// or the backend failed), and nothing the run did not do counts as stopped.
+// or the backend failed), and nothing the run did not do counts as stopped. The script prints
+// it with printf from two parts, so a message of sbx's quoting the command line never holds it,
+// and only a whole line counts.
 constexpr std::string_view kRanMarker = "sbx-verify-ran";
+constexpr std::string_view kRanCommand = "printf 'sbx-verify-%s\\n' ran; ";
+
+// True when `text` has `line` as a whole line.
+bool has_line(const std::string& text, std::string_view line) {
+  for (std::size_t at = text.find(line); at != std::string::npos; at = text.find(line, at + 1)) {
+    const std::size_t end = at + line.size();
+    if ((at == 0 || text[at - 1] == '\n') && (end == text.size() || text[end] == '\n')) return true;
+  }
+  return false;
+}
+
 // Per run; a sandboxed command is expected to take milliseconds.
 constexpr int kRunTimeoutMs = 30000;
 
@@ -226,8 +239,12 @@ std::string describe_run(const Ran& run) {
                     : run.signal != 0 ? "killed by signal " + std::to_string(run.signal)
                                       : "exit " + std::to_string(run.exit_code);
   std::string text = run.output;
-  if (const std::size_t at = text.find(kRanMarker); at != std::string::npos)
-    text.erase(at, kRanMarker.size() + 1);
+  const std::string marker = std::string(kRanMarker) + "\n";
+  if (text.rfind(marker, 0) == 0) {
+    text.erase(0, marker.size());
+  } else if (const std::size_t at = text.find("\n" + marker); at != std::string::npos) {
+    text.erase(at + 1, marker.size());
+  }
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
   constexpr std::size_t kKept = 600;
   if (text.size() > kKept) text = "..." + text.substr(text.size() - kKept);
@@ -318,7 +335,7 @@ std::vector<std::string> Kit::command(const std::string& policy_file, const std:
                                          "--",
                                          "/bin/sh",
                                          "-c",
-                                         "echo " + std::string(kRanMarker) + "; " + script};
+                                         std::string(kRanCommand) + script};
   argv.insert(argv.end(), rest.begin(), rest.end());
   return argv;
 }
@@ -338,7 +355,7 @@ Ran Kit::execute(const std::vector<std::string>& argv, const std::string& cwd) c
   out.signal = captured->signal;
   out.timed_out = captured->timed_out;
   out.output = std::move(captured->output);
-  out.ran = out.output.find(kRanMarker) != std::string::npos;
+  out.ran = has_line(out.output, kRanMarker);
   return out;
 }
 
