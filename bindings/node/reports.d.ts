@@ -11,6 +11,7 @@
 //   Plan: plan.schema.json (sbx execution plan, version 1)
 //   ContextReport: context.schema.json (sbx context, version 1)
 //   CacheList: cache.schema.json (sbx cache list, version 1)
+//   VerifyReport: verify.schema.json (sbx backends --verify, version 1)
 
 /** How one `sbx exec` went. */
 export interface ExecReport {
@@ -511,4 +512,44 @@ export interface ProjectCache {
   /** The size of the files in it (symbolic links are not followed). */
   bytes: number;
   files: number;
+}
+
+/** One backend under attack. */
+export interface VerifyReport {
+  backend: string;
+  version: string;
+  /** The probe's answer on this host; a backend that is not available declares nothing here. */
+  available: boolean;
+  /** The probe's one line. */
+  summary: string;
+  /** The capabilities its probe declares here. */
+  declared: Capability[];
+  /** True when the backend is available and every declared capability is verified (the exit status is then 0, else 1). */
+  verified: boolean;
+  /** Every capability, in the order of sbx/sdk/types.hpp. */
+  capabilities: VerifyCapability[];
+}
+
+/** One capability: its attacks and what they showed. */
+export interface VerifyCapability {
+  capability: Capability;
+  /** verified: no attack failed and one passed; failed: an attack failed; inconclusive: no attack could prove anything here; not_declared: not attacked. */
+  status: 'verified' | 'failed' | 'inconclusive' | 'not_declared';
+  /** The policy every attack on it ran under (compact JSON, version 1); null when not declared. */
+  policy: string | null;
+  attacks: VerifyAttack[];
+}
+
+/** One attack: a real `sbx exec` forced onto the backend. */
+export interface VerifyAttack {
+  /** Its name in sdk/CAPABILITIES.md. */
+  attack: string;
+  /** The command line that ran it, shell-quoted (its paths are in the kit's scratch directory, removed afterwards). */
+  command: string;
+  /** What a backend enforcing the capability makes happen. */
+  expected: string;
+  /** What happened: how the run ended, its output, and what the kit saw on the host. */
+  observed: string;
+  /** pass: as expected; fail: not (observed is the evidence); inconclusive: the call fails outside any sandbox too, or the kit could not set the attack up. */
+  result: 'pass' | 'fail' | 'inconclusive';
 }

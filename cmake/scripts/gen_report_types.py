@@ -27,7 +27,8 @@ import os
 import sys
 
 # The report schemas, in the order their types are written. policy.schema.json is not a report.
-SCHEMAS = ["exec", "denial", "decision", "explain", "backends", "plan", "context", "cache"]
+SCHEMAS = ["exec", "denial", "decision", "explain", "backends", "plan", "context", "cache",
+           "verify"]
 TS_OUT = os.path.join("bindings", "node", "reports.d.ts")
 PY_OUT = os.path.join("bindings", "python", "src", "sbx", "reports.py")
 

@@ -11,6 +11,7 @@
 #include "sbx/core/report_json.hpp"
 #include "sbx/core/run_limits.hpp"
 #include "text_table.hpp"
+#include "verify.hpp"
 
 namespace sbx::cli {
 namespace {
@@ -18,6 +19,7 @@ namespace {
 struct BackendsOptions {
   bool probe = false;
   bool json = false;
+  std::string verify;  // --verify NAME: the conformance kit (verify.hpp)
 };
 
 std::vector<BackendListing> list_backends(const PluginRegistry& registry, bool probe) {
@@ -103,7 +105,32 @@ void print_text(const std::vector<BackendListing>& listings,
   std::cout << render_table(rows, "  ");
 }
 
+// `--verify NAME`: 0 when every capability the backend declares held under attack, 1 when one
+// did not (or the backend is not available here), 2 when no backend of that name is loaded.
+int run_verify(const BackendsOptions& options, const GlobalOptions& globals) {
+  GlobalOptions only = globals;
+  only.backends = {options.verify};
+  Result<PluginRegistry> registry = load_registry(only, RegistryScope::kWanted);
+  if (!registry.ok()) return fail(registry.failure());
+  const LoadedPlugin* plugin = registry->find(options.verify);
+  if (plugin == nullptr) {
+    fail("no backend named '" + printable(options.verify) + "' is loaded",
+         "`sbx backends` lists the loaded ones and the rejected plugins with why");
+    return kExitInvalidInput;
+  }
+  const ProbeReport probe = probe_and_keep(*plugin);
+  Result<VerifyReport> report = verify_backend(*plugin, probe, globals);
+  if (!report.ok()) return fail(report.failure());
+  if (options.json) {
+    std::cout << verify_report_to_json(*report) << '\n';
+  } else {
+    std::cout << verify_report_text(*report);
+  }
+  return report->verified ? 0 : 1;
+}
+
 int run_backends(const BackendsOptions& options, const GlobalOptions& globals) {
+  if (!options.verify.empty()) return run_verify(options, globals);
   Result<PluginRegistry> registry = load_registry(globals, RegistryScope::kAll);
   if (!registry.ok()) return fail(registry.failure());
   const std::vector<BackendListing> listings = list_backends(*registry, options.probe);
@@ -148,11 +175,21 @@ Command register_backends(CLI::App& app, const GlobalOptions& globals) {
       "backends",
       "List the loaded backend plugins and the rejected ones; --probe checks what "
       "each can enforce on this host");
-  sub->add_flag("--probe", options->probe,
-                "Probe each backend: availability, checks with remedies, capabilities");
+  CLI::Option* probe =
+      sub->add_flag("--probe", options->probe,
+                    "Probe each backend: availability, checks with remedies, capabilities");
   sub->add_flag("--json", options->json,
                 "Print JSON: {\"backends\":[...],\"rejected\":[...]} (see core/cli/README.md)");
-  sub->footer("Examples:\n  sbx backends\n  sbx backends --probe\n  sbx backends --probe --json");
+  sub->add_option("--verify", options->verify,
+                  "Attack every capability backend NAME declares through real sbx exec runs and "
+                  "report each: verified, failed (with the evidence) or not declared; exit 1 "
+                  "when one fails (sdk/CAPABILITIES.md)")
+      ->type_name("NAME")
+      ->excludes(probe);
+  sub->footer(
+      "Examples:\n  sbx backends\n  sbx backends --probe\n  sbx backends --probe --json\n"
+      "  sbx backends --verify bwrap\n  sbx --plugin-dir /opt/acme/backends backends --verify "
+      "acme");
   return {sub, [options, &globals] { return run_backends(*options, globals); }};
 }
 

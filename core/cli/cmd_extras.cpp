@@ -48,6 +48,9 @@ constexpr unsigned char kDecisionSchema[] = {
 constexpr unsigned char kCacheSchema[] = {
 #include "cache_schema.inc"
 };
+constexpr unsigned char kVerifySchema[] = {
+#include "verify_schema.inc"
+};
 
 template <std::size_t N>
 std::string_view text_of(const unsigned char (&bytes)[N]) {
@@ -75,6 +78,7 @@ std::vector<EmbeddedSchema> embedded_schemas() {
       {"denial", "sbx_classify_failure (an exec report's \"denial\")", text_of(kDenialSchema)},
       {"decision", "sbx_should_sandbox", text_of(kDecisionSchema)},
       {"cache", "`sbx cache list --json`", text_of(kCacheSchema)},
+      {"verify", "`sbx backends --verify NAME --json`", text_of(kVerifySchema)},
   };
 }
 

@@ -9,7 +9,7 @@ find_package(toml11 CONFIG REQUIRED)  # libtoml11-dev (header-only)
 
 # The JSON Schemas of a policy and of the reports (core/schema/README.md): each embedded for
 # `sbx schema NAME` (and `sbx policy schema`), and installed to share/sbx/NAME.schema.json.
-set(SBX_SCHEMA_NAMES policy exec explain backends plan context denial decision cache)
+set(SBX_SCHEMA_NAMES policy exec explain backends plan context denial decision cache verify)
 set(_sbx_extras_gen "${CMAKE_CURRENT_BINARY_DIR}/extras-generated")
 set(_sbx_schema_files "")
 set(_sbx_schema_incs "")

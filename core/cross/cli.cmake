@@ -8,7 +8,7 @@ set(_sbx_cli "${SBX_ROOT}/core/cli")
 set(_sbx_cli_gen "${CMAKE_BINARY_DIR}/cli-generated")
 set(_sbx_cli_schema_incs "")
 # The schemas of core/cli/extras.cmake (SBX_SCHEMA_NAMES), for `sbx schema NAME`.
-foreach(_name IN ITEMS policy exec explain backends plan context denial decision cache)
+foreach(_name IN ITEMS policy exec explain backends plan context denial decision cache verify)
   add_custom_command(
       OUTPUT "${_sbx_cli_gen}/${_name}_schema.inc"
       COMMAND ${CMAKE_COMMAND} -DINPUT=${SBX_ROOT}/core/schema/${_name}.schema.json
@@ -27,7 +27,8 @@ add_executable(sbx_exe
     "${_sbx_cli}/cmd_context.cpp" "${_sbx_cli}/cmd_debug.cpp" "${_sbx_cli}/cmd_exec.cpp"
     "${_sbx_cli}/cmd_explain.cpp" "${_sbx_cli}/cmd_policy.cpp"
     "${_sbx_cli}/cmd_policy_algebra.cpp" "${_sbx_cli}/cmd_extras.cpp"
-    "${_sbx_cli}/cmd_import_win32.cpp" "${_sbx_cli}/suggest.cpp" ${_sbx_cli_schema_incs})
+    "${_sbx_cli}/cmd_import_win32.cpp" "${_sbx_cli}/suggest.cpp" "${_sbx_cli}/verify_win32.cpp"
+    ${_sbx_cli_schema_incs})
 set_target_properties(sbx_exe PROPERTIES OUTPUT_NAME sbx RUNTIME_OUTPUT_DIRECTORY
                       "${CMAKE_BINARY_DIR}/bin")
 target_include_directories(sbx_exe PRIVATE "${_sbx_cli}" "${_sbx_cli_gen}")

@@ -4,7 +4,7 @@ check(name, document) validates a report against core/schema/NAME.schema.json of
 tree and raises AssertionError naming every violation. check_run(args, result) is the hook
 cli_test.py's sbx() calls after each run: it finds the JSON reports that command line writes
 (`exec --json`'s last stderr line, the --dry-run plan, `explain|backends|context --json`,
-`cache list --json`,
+`cache list --json`, `backends --verify NAME --json`,
 `debug`'s plan) and checks each, so every report the CLI tests produce is validated.
 """
 import functools
@@ -14,7 +14,8 @@ import os
 import jsonschema  # python3-jsonschema (cmake/scripts/bootstrap-debian.sh)
 
 SCHEMA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "core", "schema")
-REPORTS = ["exec", "explain", "backends", "plan", "context", "denial", "decision", "cache"]
+REPORTS = ["exec", "explain", "backends", "plan", "context", "denial", "decision", "cache",
+           "verify"]
 GLOBAL_OPTIONS_WITH_VALUE = {"--backends", "--plugin-dir", "--log-level", "--log-format"}
 
 
@@ -84,6 +85,10 @@ def check_run(args, result):
             check("plan", json.loads(result.stdout), where)
     elif verb == "debug" and result.returncode == 0:
         check("plan", json.loads(result.stdout), where)
+    elif verb == "backends" and "--verify" in options and "--json" in options:
+        # The kit's report: written whether the backend passed (0) or not (1).
+        if result.returncode in (0, 1):
+            check("verify", json.loads(result.stdout), where)
     elif verb in ("explain", "backends", "context") and "--json" in options \
             and result.returncode == 0:
         check(verb, json.loads(result.stdout), where)

@@ -245,6 +245,7 @@ deb)
     case $p in
     sbx) want="./usr/bin/sbx ./usr/$libdir/sbx/backends/ ./usr/$libdir/sbx/backends/sbx-backend-bwrap.so
                ./usr/$libdir/sbx/backends/sbx-backend-landlock.so ./usr/libexec/sbx/sbx-stage2
+               ./usr/libexec/sbx/sbx-verify-attack
                ./usr/share/man/man1/sbx.1.gz ./usr/share/man/man1/sbx-exec.1.gz
                ./usr/share/bash-completion/completions/sbx" ;;
     libsbx-dev) want="./usr/include/sbx/sbx.h ./usr/include/sbx/core/policy.hpp

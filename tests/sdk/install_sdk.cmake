@@ -20,6 +20,7 @@ set(expected
     ${LIBDIR}/cmake/sbx-sdk/sbx-sdk-config.cmake
     ${LIBDIR}/cmake/sbx-sdk/sbx-sdk-config-version.cmake
     ${LIBDIR}/cmake/sbx-sdk/sbx-sdk-targets.cmake ${LIBDIR}/cmake/sbx-sdk/SbxPlugin.cmake
+    ${LIBDIR}/cmake/sbx-sdk/SbxVerify.cmake
     ${LIBDIR}/cmake/sbx-sdk/sbx-plugin.map)
 foreach(file IN LISTS expected)
   if(NOT EXISTS "${PREFIX}/${file}")

@@ -286,6 +286,63 @@ std::string cache_list_to_json(const std::string& base,
   return report::render_json(out, JsonStyle::kPretty);
 }
 
+std::string_view to_string(AttackResult result) {
+  switch (result) {
+    case AttackResult::kPass:
+      return "pass";
+    case AttackResult::kFail:
+      return "fail";
+    case AttackResult::kInconclusive:
+      return "inconclusive";
+  }
+  return "fail";
+}
+
+std::string_view to_string(VerifyStatus status) {
+  switch (status) {
+    case VerifyStatus::kVerified:
+      return "verified";
+    case VerifyStatus::kFailed:
+      return "failed";
+    case VerifyStatus::kInconclusive:
+      return "inconclusive";
+    case VerifyStatus::kNotDeclared:
+      return "not_declared";
+  }
+  return "failed";
+}
+
+std::string verify_report_to_json(const VerifyReport& report) {
+  json::array capabilities;
+  for (const VerifyCapability& one : report.capabilities) {
+    json::array attacks;
+    for (const VerifyAttack& attack : one.attacks) {
+      json::object item;
+      item["attack"] = attack.name;
+      item["command"] = attack.command;
+      item["expected"] = attack.expected;
+      item["observed"] = attack.observed;
+      item["result"] = std::string(to_string(attack.result));
+      attacks.emplace_back(std::move(item));
+    }
+    json::object entry;
+    entry["capability"] = std::string(to_string(one.capability));
+    entry["status"] = std::string(to_string(one.status));
+    entry["policy"] = one.policy.empty() ? json::value(nullptr) : json::value(one.policy);
+    entry["attacks"] = std::move(attacks);
+    capabilities.emplace_back(std::move(entry));
+  }
+  json::object out;
+  out["backend"] = report.backend;
+  out["version"] = report.version;
+  out["available"] = report.available;
+  out["summary"] = report.summary;
+  out["declared"] = string_array(capability_names(report.declared));
+  out["verified"] = report.verified;
+  out["capabilities"] = std::move(capabilities);
+  return report::render_json(out, JsonStyle::kPretty);
+}
+
 std::string explain_to_json(const ExplainReport& report, JsonStyle style) {
   json::object out;
   out["preference"] = std::string(to_string(report.preference));

@@ -18,6 +18,7 @@ SCHEMAS = {
     "Plan": "plan",
     "ContextReport": "context",
     "CacheList": "cache",
+    "VerifyReport": "verify",
 }
 
 
@@ -537,4 +538,44 @@ class ProjectCache(TypedDict):
     files: int
 
 
-__all__ = ["ExecReport", "ExitStatus", "Capture", "Denial", "LikelyDenial", "NoDenial", "DenialKind", "NetworkRefusal", "ProxyRefusal", "UnixRefusal", "IpRefusal", "Decision", "Explanation", "PassedOver", "ResolvedPolicy", "PathRule", "ProtectedPath", "ResolvedNetwork", "CgroupSupport", "LimitEnforcement", "EnvironmentSummary", "SettingsSummary", "Scope", "Capability", "Caches", "CacheOverlay", "ToolCache", "BackendsReport", "BackendInfo", "ProbeCheck", "RejectedPlugin", "PluginLoading", "CallerConfinement", "CallerUserNamespaces", "CallerCapabilities", "Plan", "HostPaths", "Launch", "PlanWindows", "WindowsToken", "WindowsAce", "WindowsSid", "ContextReport", "ContextFilesystem", "ContextNetwork", "CacheList", "ProjectCache", "SCHEMAS"]
+class VerifyReport(TypedDict):
+    """One backend under attack."""
+    backend: str
+    version: str
+    #: The probe's answer on this host; a backend that is not available declares nothing here.
+    available: bool
+    #: The probe's one line.
+    summary: str
+    #: The capabilities its probe declares here.
+    declared: List["Capability"]
+    #: True when the backend is available and every declared capability is verified (the exit status is then 0, else 1).
+    verified: bool
+    #: Every capability, in the order of sbx/sdk/types.hpp.
+    capabilities: List["VerifyCapability"]
+
+
+class VerifyCapability(TypedDict):
+    """One capability: its attacks and what they showed."""
+    capability: "Capability"
+    #: verified: no attack failed and one passed; failed: an attack failed; inconclusive: no attack could prove anything here; not_declared: not attacked.
+    status: Literal["verified", "failed", "inconclusive", "not_declared"]
+    #: The policy every attack on it ran under (compact JSON, version 1); null when not declared.
+    policy: Optional[str]
+    attacks: List["VerifyAttack"]
+
+
+class VerifyAttack(TypedDict):
+    """One attack: a real `sbx exec` forced onto the backend."""
+    #: Its name in sdk/CAPABILITIES.md.
+    attack: str
+    #: The command line that ran it, shell-quoted (its paths are in the kit's scratch directory, removed afterwards).
+    command: str
+    #: What a backend enforcing the capability makes happen.
+    expected: str
+    #: What happened: how the run ended, its output, and what the kit saw on the host.
+    observed: str
+    #: pass: as expected; fail: not (observed is the evidence); inconclusive: the call fails outside any sandbox too, or the kit could not set the attack up.
+    result: Literal["pass", "fail", "inconclusive"]
+
+
+__all__ = ["ExecReport", "ExitStatus", "Capture", "Denial", "LikelyDenial", "NoDenial", "DenialKind", "NetworkRefusal", "ProxyRefusal", "UnixRefusal", "IpRefusal", "Decision", "Explanation", "PassedOver", "ResolvedPolicy", "PathRule", "ProtectedPath", "ResolvedNetwork", "CgroupSupport", "LimitEnforcement", "EnvironmentSummary", "SettingsSummary", "Scope", "Capability", "Caches", "CacheOverlay", "ToolCache", "BackendsReport", "BackendInfo", "ProbeCheck", "RejectedPlugin", "PluginLoading", "CallerConfinement", "CallerUserNamespaces", "CallerCapabilities", "Plan", "HostPaths", "Launch", "PlanWindows", "WindowsToken", "WindowsAce", "WindowsSid", "ContextReport", "ContextFilesystem", "ContextNetwork", "CacheList", "ProjectCache", "VerifyReport", "VerifyCapability", "VerifyAttack", "SCHEMAS"]

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sbx/core/caches.hpp"
@@ -107,6 +108,53 @@ struct ExplainReport {
 // "project_exists", "key", "directory", "bytes", "files"}]}.
 std::string cache_list_to_json(const std::string& base,
                                const std::vector<caches::ProjectCache>& projects);
+
+// `sbx backends --verify NAME` (core/cli/verify.cpp; what each capability means and how it is
+// attacked: sdk/CAPABILITIES.md). One attack: a real `sbx exec` forced onto the backend.
+enum class AttackResult {
+  kPass,          // the sandbox did what the capability promises
+  kFail,          // it did not: `observed` is the evidence
+  kInconclusive,  // the attack proves nothing here (the call fails outside a sandbox too)
+};
+std::string_view to_string(AttackResult result);
+
+struct VerifyAttack {
+  std::string name;      // short id, e.g. "write_outside_root"
+  std::string command;   // the sbx command line that ran it, shell-quoted
+  std::string expected;  // what a sandbox enforcing the capability does
+  std::string observed;  // what happened: the command's report and what the kit saw on the host
+  AttackResult result = AttackResult::kFail;
+};
+
+enum class VerifyStatus {
+  kVerified,      // declared, every attack passed (none failed, at least one passed)
+  kFailed,        // declared, an attack failed
+  kInconclusive,  // declared, no attack could prove anything here
+  kNotDeclared,   // not declared: not attacked
+};
+std::string_view to_string(VerifyStatus status);
+
+struct VerifyCapability {
+  Capability capability = Capability::kWriteRestriction;
+  VerifyStatus status = VerifyStatus::kNotDeclared;
+  std::string policy;  // the policy of its attacks (compact JSON); empty when not declared
+  std::vector<VerifyAttack> attacks;
+};
+
+struct VerifyReport {
+  std::string backend;
+  std::string version;
+  bool available = false;
+  std::string summary;  // the probe's
+  CapabilitySet declared;
+  std::vector<VerifyCapability> capabilities;  // every capability, in kAllCapabilities order
+  bool verified = false;                       // every declared capability is verified
+};
+
+// {"backend","version","available","summary","declared":[...],"verified",
+//  "capabilities":[{"capability","status","policy","attacks":[{"attack","command","expected",
+//  "observed","result"}]}]}
+std::string verify_report_to_json(const VerifyReport& report);
 
 // The backend that would run the command: the chosen backend when the command should be
 // sandboxed and one is available, otherwise "none".
