@@ -3,22 +3,33 @@
 // refuses the domain (nesting limit, an LSM stacking problem) is seen before a command runs.
 #include "sbx/landlock/probe.hpp"
 
+#include <fcntl.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
 
+#include "metadata_notify.hpp"
 #include "sbx/landlock/translate.hpp"
 #include "sbx/sdk/backend.hpp"
+#include "sbx/sdk/unique_fd.hpp"
+#include "seccomp_programs.hpp"
+#include "unix_connect_notify.hpp"
 
 namespace sbx::landlock {
 namespace {
@@ -153,13 +164,170 @@ std::vector<ProbeCheck> abi_rule_checks(int abi) {
       rule("scoping", 6, "signals and abstract unix sockets cannot reach outside the sandbox",
            "ABI < 6: the command can signal host processes of the same user",
            "use Linux 6.12+ (or the bwrap backend, whose pid namespace isolates processes)"),
-      // No ABI so far restricts connecting to a pathname unix socket, and there is no network
-      // namespace: with the network enabled the host's sockets would be reachable.
-      check("unix_socket_block", CheckStatus::kWarn,
-            "host pathname unix sockets (docker, ssh-agent, D-Bus) cannot be kept out with the "
-            "network enabled: unix_socket_block and unix_socket_allowlist not offered",
-            "policies with the network enabled or unix_sockets listed run under bwrap"),
   };
+}
+
+// ---- the unix connect guard, tried ----
+
+constexpr int kAbiScope = 6;  // the scope translate() asks of a run with the network enabled
+
+// A listening pathname socket at `path` (non-blocking); its descriptor, or -1.
+int listen_at(const std::string& path) {
+  UniqueFd socket(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  if (!socket.valid() || path.size() >= sizeof address.sun_path) return -1;
+  std::memcpy(address.sun_path, path.c_str(), path.size());
+  if (::bind(socket.get(), reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+      ::listen(socket.get(), 4) != 0)
+    return -1;
+  return socket.release();
+}
+
+// The forked child of the trial: the guard's connect variant (its listener sent to the probe),
+// then a connect to the host socket `host` and one to a socket it binds itself at `own`; their
+// errnos (0: connected) go to `results`. Exits 0, or kNotifyStep with the errno of a failed
+// set-up step. Async-signal-safe.
+[[noreturn]] void trial_child(int channel, int results, const sockaddr_un& host,
+                              const sockaddr_un& own) {
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) ::_exit(kNotifyStep | (errno & 0x7f));
+  if (const int err = stage2::install_metadata_guard(channel, false, true); err != 0)
+    ::_exit(kNotifyStep | (err & 0x7f));
+  int errors[2] = {0, 0};
+  const int to_host = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  const int listener = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  const int to_own = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  if (to_host < 0 || listener < 0 || to_own < 0) ::_exit(kNotifyStep | (errno & 0x7f));
+  if (::connect(to_host, reinterpret_cast<const sockaddr*>(&host), sizeof host) != 0)
+    errors[0] = errno;
+  if (::bind(listener, reinterpret_cast<const sockaddr*>(&own), sizeof own) != 0 ||
+      ::listen(listener, 1) != 0 ||
+      ::connect(to_own, reinterpret_cast<const sockaddr*>(&own), sizeof own) != 0)
+    errors[1] = errno;
+  if (::write(results, errors, sizeof errors) != static_cast<ssize_t>(sizeof errors))
+    ::_exit(kNotifyStep | EIO);
+  ::_exit(0);
+}
+
+// Answers the trial child's notifications until it has ended or 5 s passed; its wait status,
+// or -1 when it had to be killed.
+int serve_trial(int listener, pid_t child) {
+  stage2::UnixConnectGuard guard;
+  int status = 0;
+  for (int rounds = 0; rounds < 50; ++rounds) {
+    if (::waitpid(child, &status, WNOHANG) == child) return status;
+    pollfd ready{listener, POLLIN, 0};
+    if (::poll(&ready, 1, 100) <= 0 || (ready.revents & POLLIN) == 0) continue;
+    seccomp_notif request{};
+    if (::ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &request) == 0)
+      guard.answer(listener, request, -1);
+  }
+  ::kill(child, SIGKILL);
+  ::waitpid(child, &status, 0);
+  return -1;
+}
+
+sockaddr_un unix_address(const std::string& path) {
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::memcpy(address.sun_path, path.c_str(), std::min(path.size(), sizeof address.sun_path - 1));
+  return address;
+}
+
+// What the trial's results say: empty when the guard held.
+std::string judge_trial(int status, const int errors[2], bool host_reached) {
+  const int code = status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (code < 0) return "the trial child did not end on its own";
+  if ((code & kNotifyStep) != 0)
+    return std::string("setting up the guard: ") + std::strerror(code & 0x7f);
+  if (errors[0] != EACCES || host_reached)
+    return std::string("a host socket's connect was not refused with EACCES (") +
+           (errors[0] == 0 ? "connected" : std::strerror(errors[0])) + ")";
+  if (errors[1] == EPERM)
+    return "a socket the child bound itself was not reachable (EPERM: the supervisor needs "
+           "pidfd_getfd, which Docker's default seccomp profile allows only with "
+           "CAP_SYS_PTRACE: docker run --cap-add SYS_PTRACE)";
+  if (errors[1] != 0)
+    return std::string("a socket the child bound itself was not reachable (") +
+           std::strerror(errors[1]) + ")";
+  return {};
+}
+
+// The unix connect guard (linux/landlock/unix_connect_notify.hpp) really holding here: a child
+// under the guard's connect variant connects to a host socket listening in a temporary
+// directory, which the guard, served by the probe, must refuse (EACCES) with the listener
+// seeing nothing, and to a socket it binds itself, which must connect. Empty when it held,
+// else why not.
+std::string unix_connect_trial() {
+  char dir[] = "/tmp/sbx-landlock-probe-XXXXXX";
+  if (::mkdtemp(dir) == nullptr) return std::string("mkdtemp: ") + std::strerror(errno);
+  const std::string host_path = std::string(dir) + "/host";
+  const std::string own_path = std::string(dir) + "/own";
+  std::string why;
+  UniqueFd host(listen_at(host_path));
+  int channel[2] = {-1, -1};
+  int results[2] = {-1, -1};
+  if (!host.valid()) {
+    why = std::string("listening socket: ") + std::strerror(errno);
+  } else if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, channel) != 0) {
+    why = std::string("socketpair: ") + std::strerror(errno);
+  } else if (::pipe2(results, O_CLOEXEC | O_NONBLOCK) != 0) {
+    ::close(channel[0]);
+    ::close(channel[1]);
+    why = std::string("pipe: ") + std::strerror(errno);
+  } else {
+    UniqueFd ours(channel[0]);
+    UniqueFd theirs(channel[1]);
+    UniqueFd read_end(results[0]);
+    UniqueFd write_end(results[1]);
+    const sockaddr_un host_address = unix_address(host_path);
+    const sockaddr_un own_address = unix_address(own_path);
+    const pid_t child = ::fork();
+    if (child == 0) trial_child(theirs.get(), write_end.get(), host_address, own_address);
+    theirs.reset();
+    write_end.reset();
+    if (child < 0) {
+      why = std::string("fork: ") + std::strerror(errno);
+    } else {
+      int status = -1;
+      Result<int> listener = stage2::receive_metadata_listener(ours.get());
+      if (listener.ok()) {
+        UniqueFd owned(*listener);
+        status = serve_trial(owned.get(), child);
+      } else {
+        ::waitpid(child, &status, 0);
+      }
+      int errors[2] = {-1, -1};
+      if (::read(read_end.get(), errors, sizeof errors) != static_cast<ssize_t>(sizeof errors))
+        errors[0] = errors[1] = -1;
+      const UniqueFd reached(::accept4(host.get(), nullptr, nullptr, SOCK_CLOEXEC));
+      why = judge_trial(status, errors, reached.valid());
+    }
+  }
+  host.reset();
+  ::unlink(host_path.c_str());
+  ::unlink(own_path.c_str());
+  ::rmdir(dir);
+  return why;
+}
+
+// unix_socket_block: declared only once the trial held (ABI 6 scoping too, which translate()
+// asks of a run with the network enabled).
+ProbeCheck unix_socket_check(int abi, const std::string& trial) {
+  if (abi < kAbiScope)
+    return check("unix_socket_block", CheckStatus::kWarn,
+                 "ABI < 6: no abstract unix socket and signal scoping: the network enabled is "
+                 "not offered (unix_socket_block)",
+                 "use Linux 6.12+, or run policies with the network enabled under bwrap");
+  if (!trial.empty())
+    return check("unix_socket_block", CheckStatus::kWarn,
+                 "the unix connect guard did not hold in a trial: " + trial +
+                     ": unix_socket_block not offered",
+                 "policies with the network enabled run under bwrap");
+  return check("unix_socket_block", CheckStatus::kPass,
+               "with the network enabled every connect() goes through the run's supervisor: "
+               "host pathname and abstract unix sockets refused (tried: a host socket's connect "
+               "refused); no allow-list (unix_socket_allowlist not offered)");
 }
 
 ProbeCheck seccomp_check() {
@@ -206,6 +374,8 @@ ProbeReport run_probe(const std::string& stage2_path) {
       report.checks.push_back(notify_check(restricted));
     report.checks.push_back(domain_check());
     for (ProbeCheck& c : abi_rule_checks(abi)) report.checks.push_back(std::move(c));
+    report.checks.push_back(
+        unix_socket_check(abi, abi >= kAbiScope ? unix_connect_trial() : std::string()));
   }
   report.checks.push_back(seccomp_check());
   report.checks.push_back(stage2_check(stage2_path));
@@ -217,6 +387,10 @@ ProbeReport run_probe(const std::string& stage2_path) {
   report.checks.push_back(keepable_check());
   report.available = true;
   report.capabilities = capabilities_for_abi(abi);
+  for (const ProbeCheck& c : report.checks) {
+    if (c.name == "unix_socket_block" && c.status == CheckStatus::kPass)
+      report.capabilities.add(Capability::kUnixSocketBlock);
+  }
   report.summary = "Landlock ABI " + std::to_string(abi) +
                    " with seccomp; cannot enforce carve-outs, protected names or deny globs";
   return report;
