@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -200,6 +201,31 @@ void UnixConnectGuard::answer(int listener, const seccomp_notif& request, int re
   if (domain != AF_UNIX || size <= offsetof(sockaddr_un, sun_path) || un->sun_family != AF_UNIX)
     return connect_and_respond(state_, listener, request.id, std::move(socket), address, size);
   connect_unix(state_, listener, request, std::move(socket), address, size, refusal_fd);
+}
+
+int run_unix_connect_trial(int argc, char** argv) {
+  if (argc != 4) return 125;
+  ::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+  const auto address_of = [](const char* path) {
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::strncpy(address.sun_path, path, sizeof address.sun_path - 1);
+    return address;
+  };
+  const sockaddr_un host = address_of(argv[2]);
+  const sockaddr_un own = address_of(argv[3]);
+  int errors[2] = {0, 0};
+  const UniqueFd to_host(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  const UniqueFd listener(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  const UniqueFd to_own(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!to_host.valid() || !listener.valid() || !to_own.valid()) return 125;
+  if (::connect(to_host.get(), reinterpret_cast<const sockaddr*>(&host), sizeof host) != 0)
+    errors[0] = errno;
+  if (::bind(listener.get(), reinterpret_cast<const sockaddr*>(&own), sizeof own) != 0 ||
+      ::listen(listener.get(), 1) != 0 ||
+      ::connect(to_own.get(), reinterpret_cast<const sockaddr*>(&own), sizeof own) != 0)
+    errors[1] = errno;
+  return ::write(1, errors, sizeof errors) == static_cast<ssize_t>(sizeof errors) ? 0 : 125;
 }
 
 }  // namespace sbx::stage2

@@ -54,4 +54,12 @@ class UnixConnectGuard {
   std::shared_ptr<State> state_;
 };
 
+// sbx-stage2 --unix-connect-trial HOST OWN: the command side of the landlock probe's trial of
+// the guard (plugins/landlock/src/probe.cpp), exec'd under the guard's connect variant. Connects
+// to the host's listening socket HOST, then binds and listens at OWN and connects to it; writes
+// the two errnos (int[2], 0 for connected) to its stdout. Dumpable, as any command after its
+// execve (the probe, as the guard's supervisor, takes its sockets with pidfd_getfd); it holds
+// nothing of sbx's. Returns its exit code (0, or 125 on a usage error).
+int run_unix_connect_trial(int argc, char** argv);
+
 }  // namespace sbx::stage2

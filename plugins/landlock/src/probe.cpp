@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -185,72 +186,68 @@ int listen_at(const std::string& path) {
 }
 
 // The forked child of the trial: the guard's connect variant (its listener sent to the probe),
-// then a connect to the host socket `host` and one to a socket it binds itself at `own`; their
-// errnos (0: connected) go to `results`. Exits 0, or kNotifyStep with the errno of a failed
-// set-up step. Async-signal-safe.
-[[noreturn]] void trial_child(int channel, int results, const sockaddr_un& host,
-                              const sockaddr_un& own) {
-  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) ::_exit(kNotifyStep | (errno & 0x7f));
-  if (const int err = stage2::install_metadata_guard(channel, false, true); err != 0)
-    ::_exit(kNotifyStep | (err & 0x7f));
-  int errors[2] = {0, 0};
-  const int to_host = ::socket(AF_UNIX, SOCK_STREAM, 0);
-  const int listener = ::socket(AF_UNIX, SOCK_STREAM, 0);
-  const int to_own = ::socket(AF_UNIX, SOCK_STREAM, 0);
-  if (to_host < 0 || listener < 0 || to_own < 0) ::_exit(kNotifyStep | (errno & 0x7f));
-  if (::connect(to_host, reinterpret_cast<const sockaddr*>(&host), sizeof host) != 0)
-    errors[0] = errno;
-  if (::bind(listener, reinterpret_cast<const sockaddr*>(&own), sizeof own) != 0 ||
-      ::listen(listener, 1) != 0 ||
-      ::connect(to_own, reinterpret_cast<const sockaddr*>(&own), sizeof own) != 0)
-    errors[1] = errno;
-  if (::write(results, errors, sizeof errors) != static_cast<ssize_t>(sizeof errors))
-    ::_exit(kNotifyStep | EIO);
-  ::_exit(0);
+// then sbx-stage2 --unix-connect-trial (run_unix_connect_trial: a clean, dumpable image, as a
+// command is after its execve; sbx and its children are not dumpable), its stdout the results
+// pipe. A step that fails writes {-errno, 0} there instead. Async-signal-safe.
+[[noreturn]] void trial_child(int channel, int results, char* const* argv) {
+  const auto failed = [results](int err) {
+    const int errors[2] = {-err, 0};
+    (void)!::write(results, errors, sizeof errors);
+    ::_exit(kNotifyStep);
+  };
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) failed(errno);
+  if (const int err = stage2::install_metadata_guard(channel, false, true); err != 0) failed(err);
+  if (::dup2(results, 1) != 1) failed(errno);
+  char* const no_environment[] = {nullptr};
+  ::execve(argv[0], argv, no_environment);
+  failed(errno);
+  ::_exit(kNotifyStep);
 }
 
-// Answers the trial child's notifications until it has ended or 5 s passed; its wait status,
-// or -1 when it had to be killed.
-int serve_trial(int listener, pid_t child) {
+// Answers the trial command's notifications until its results are in (or its end: the pipe
+// then reads EOF) or 5 s passed. Its exit status is not waited for: this process may reap its
+// children elsewhere (SIGCHLD ignored, a reaper thread of an embedding program). True when the
+// results came in time.
+bool serve_trial(int listener, int results) {
   stage2::UnixConnectGuard guard;
-  int status = 0;
   for (int rounds = 0; rounds < 50; ++rounds) {
-    if (::waitpid(child, &status, WNOHANG) == child) return status;
-    pollfd ready{listener, POLLIN, 0};
-    if (::poll(&ready, 1, 100) <= 0 || (ready.revents & POLLIN) == 0) continue;
-    seccomp_notif request{};
-    if (::ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &request) == 0)
-      guard.answer(listener, request, -1);
+    std::array<pollfd, 2> fds{{{listener, POLLIN, 0}, {results, POLLIN, 0}}};
+    if (::poll(fds.data(), fds.size(), 100) < 0 && errno != EINTR) return false;
+    if ((fds[0].revents & POLLIN) != 0) {
+      seccomp_notif request{};
+      if (::ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &request) == 0)
+        guard.answer(listener, request, -1);
+      continue;
+    }
+    if ((fds[1].revents & (POLLIN | POLLHUP)) != 0) return true;
   }
-  ::kill(child, SIGKILL);
-  ::waitpid(child, &status, 0);
-  return -1;
-}
-
-sockaddr_un unix_address(const std::string& path) {
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  std::memcpy(address.sun_path, path.c_str(), std::min(path.size(), sizeof address.sun_path - 1));
-  return address;
+  return false;
 }
 
 // What the trial's results say: empty when the guard held.
-std::string judge_trial(int status, const int errors[2], bool host_reached) {
-  const int code = status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  if (code < 0) return "the trial child did not end on its own";
-  if ((code & kNotifyStep) != 0)
-    return std::string("setting up the guard: ") + std::strerror(code & 0x7f);
-  if (errors[0] != EACCES || host_reached)
+std::string judge_trial(bool in_time, bool read_all, const int errors[2], bool host_reached) {
+  if (!in_time) return "the trial command did not end in 5 s";
+  if (!read_all) return "sbx-stage2 --unix-connect-trial gave no result";
+  if (errors[0] < 0) return std::string("setting up the trial: ") + std::strerror(-errors[0]);
+  if (host_reached) return "a host socket's connect reached its listener";
+  // Both refused alike: the supervisor could not take the caller's socket.
+  if (errors[0] == EPERM && errors[1] == EPERM)
+    return "every connect failed with EPERM: the supervisor needs pidfd_getfd, which Docker's "
+           "default seccomp profile allows only with CAP_SYS_PTRACE: docker run --cap-add "
+           "SYS_PTRACE";
+  if (errors[0] != EACCES)
     return std::string("a host socket's connect was not refused with EACCES (") +
            (errors[0] == 0 ? "connected" : std::strerror(errors[0])) + ")";
-  if (errors[1] == EPERM)
-    return "a socket the child bound itself was not reachable (EPERM: the supervisor needs "
-           "pidfd_getfd, which Docker's default seccomp profile allows only with "
-           "CAP_SYS_PTRACE: docker run --cap-add SYS_PTRACE)";
   if (errors[1] != 0)
-    return std::string("a socket the child bound itself was not reachable (") +
+    return std::string("a socket the trial command bound itself was not reachable (") +
            std::strerror(errors[1]) + ")";
   return {};
+}
+
+// Ends the trial child if it still runs and reaps it unless someone else already did.
+void end_trial_child(int pidfd, pid_t child) {
+  if (pidfd >= 0) ::syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0);
+  ::waitpid(child, nullptr, 0);
 }
 
 // The unix connect guard (linux/landlock/unix_connect_notify.hpp) really holding here: a child
@@ -258,7 +255,7 @@ std::string judge_trial(int status, const int errors[2], bool host_reached) {
 // directory, which the guard, served by the probe, must refuse (EACCES) with the listener
 // seeing nothing, and to a socket it binds itself, which must connect. Empty when it held,
 // else why not.
-std::string unix_connect_trial() {
+std::string unix_connect_trial(const std::string& stage2_path) {
   char dir[] = "/tmp/sbx-landlock-probe-XXXXXX";
   if (::mkdtemp(dir) == nullptr) return std::string("mkdtemp: ") + std::strerror(errno);
   const std::string host_path = std::string(dir) + "/host";
@@ -280,28 +277,31 @@ std::string unix_connect_trial() {
     UniqueFd theirs(channel[1]);
     UniqueFd read_end(results[0]);
     UniqueFd write_end(results[1]);
-    const sockaddr_un host_address = unix_address(host_path);
-    const sockaddr_un own_address = unix_address(own_path);
+    std::string program = stage2_path;
+    std::string mode = "--unix-connect-trial";
+    std::string host_arg = host_path;
+    std::string own_arg = own_path;
+    char* const argv[] = {program.data(), mode.data(), host_arg.data(), own_arg.data(), nullptr};
     const pid_t child = ::fork();
-    if (child == 0) trial_child(theirs.get(), write_end.get(), host_address, own_address);
+    if (child == 0) trial_child(theirs.get(), write_end.get(), argv);
     theirs.reset();
     write_end.reset();
     if (child < 0) {
       why = std::string("fork: ") + std::strerror(errno);
     } else {
-      int status = -1;
+      const UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, child, 0)));
       Result<int> listener = stage2::receive_metadata_listener(ours.get());
+      bool in_time = true;
       if (listener.ok()) {
-        UniqueFd owned(*listener);
-        status = serve_trial(owned.get(), child);
-      } else {
-        ::waitpid(child, &status, 0);
+        const UniqueFd owned(*listener);
+        in_time = serve_trial(owned.get(), read_end.get());
       }
       int errors[2] = {-1, -1};
-      if (::read(read_end.get(), errors, sizeof errors) != static_cast<ssize_t>(sizeof errors))
-        errors[0] = errors[1] = -1;
+      const bool read_all =
+          ::read(read_end.get(), errors, sizeof errors) == static_cast<ssize_t>(sizeof errors);
+      end_trial_child(pidfd.get(), child);
       const UniqueFd reached(::accept4(host.get(), nullptr, nullptr, SOCK_CLOEXEC));
-      why = judge_trial(status, errors, reached.valid());
+      why = judge_trial(in_time, read_all, errors, reached.valid());
     }
   }
   host.reset();
@@ -375,7 +375,7 @@ ProbeReport run_probe(const std::string& stage2_path) {
     report.checks.push_back(domain_check());
     for (ProbeCheck& c : abi_rule_checks(abi)) report.checks.push_back(std::move(c));
     report.checks.push_back(
-        unix_socket_check(abi, abi >= kAbiScope ? unix_connect_trial() : std::string()));
+        unix_socket_check(abi, abi >= kAbiScope ? unix_connect_trial(stage2_path) : std::string()));
   }
   report.checks.push_back(seccomp_check());
   report.checks.push_back(stage2_check(stage2_path));
