@@ -58,16 +58,6 @@ bool id_valid(int listener, std::uint64_t id) {
   return ::ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &copy) == 0;
 }
 
-// A pidfd for the calling thread (PIDFD_THREAD, Linux 6.9), else for its thread group, whose
-// descriptor table the thread shares unless it unshared it (CLONE_FILES): then the wrong table
-// is read, and the notification's validity, checked after, still names the caller.
-int pidfd_of(pid_t tid) {
-  constexpr unsigned kPidfdThread = O_EXCL;  // PIDFD_THREAD
-  const int fd = static_cast<int>(::syscall(SYS_pidfd_open, tid, kPidfdThread));
-  if (fd >= 0 || errno != EINVAL) return fd;
-  return static_cast<int>(::syscall(SYS_pidfd_open, tid, 0));
-}
-
 // One refusal line for the run's report, written whole (at most PIPE_BUF bytes: atomic,
 // pipe(7)); a newline in the name would forge a second line, so it is shown as '?'.
 void report_refusal(int fd, std::string name) {
@@ -161,7 +151,7 @@ void UnixConnectGuard::answer(int listener, const seccomp_notif& request, int re
   const int fd = static_cast<int>(request.data.args[0]);
   const int length = static_cast<int>(request.data.args[2]);
   const auto pid = static_cast<pid_t>(request.pid);
-  UniqueFd pidfd(pidfd_of(pid));
+  UniqueFd pidfd(unix_sockets::pidfd_of_caller(pid));
   // The pid may have been reused if the caller died: valid still means it is our caller.
   if (!id_valid(listener, request.id)) return;
   if (!pidfd.valid()) {

@@ -18,6 +18,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 
@@ -195,6 +196,24 @@ std::vector<DiagEntry> diag_unix(ino_t socket_ino) {
       if (socket_ino != 0) return out;
     }
   }
+}
+
+int pidfd_of_caller(pid_t tid) {
+  constexpr unsigned kPidfdThread = O_EXCL;  // PIDFD_THREAD (Linux 6.9)
+  int fd = static_cast<int>(syscall(SYS_pidfd_open, tid, kPidfdThread));
+  if (fd >= 0 || errno != EINVAL) return fd;
+  fd = static_cast<int>(syscall(SYS_pidfd_open, tid, 0));
+  if (fd >= 0 || errno != EINVAL) return fd;
+  // Before 6.9 only a thread group leader has a pidfd: the group's, from /proc/TID/status.
+  UniqueFd status(open(proc_path(tid, "status").c_str(), O_RDONLY | O_CLOEXEC));
+  char text[4096];
+  const ssize_t n = status.valid() ? read(status.get(), text, sizeof text - 1) : -1;
+  if (n <= 0) return -1;
+  text[n] = '\0';
+  const char* line = std::strstr(text, "\nTgid:");
+  if (line == nullptr) return -1;
+  const long group = std::strtol(line + 6, nullptr, 10);
+  return group > 0 ? static_cast<int>(syscall(SYS_pidfd_open, static_cast<pid_t>(group), 0)) : -1;
 }
 
 sockaddr_storage address_of_descriptor(int file, socklen_t& length) {

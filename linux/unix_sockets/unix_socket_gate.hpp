@@ -64,6 +64,11 @@ struct DiagEntry {
 // Every unix socket of the namespace, or only the one with sockfs inode `socket_ino`.
 std::vector<DiagEntry> diag_unix(ino_t socket_ino = 0);
 
+// A pidfd for the thread `tid` that made a notified call (PIDFD_THREAD, Linux 6.9), else for its
+// thread group, whose descriptor table the thread shares; -1 with errno. The notification's
+// validity, checked by the caller afterwards, says the tid was not reused meanwhile.
+int pidfd_of_caller(pid_t tid);
+
 // The address that names `file` (an O_PATH descriptor of this process) to connect(): the
 // magic link /proc/self/fd/N, which the kernel follows to that very inode.
 sockaddr_storage address_of_descriptor(int file, socklen_t& length);

@@ -29,7 +29,6 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstring>
-#include <fstream>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -332,37 +331,6 @@ bool still_valid(State& state, std::uint64_t id) {
   return ioctl(state.listener.get(), SECCOMP_IOCTL_NOTIF_ID_VALID, &copy) == 0;
 }
 
-// The thread group of `tid` (/proc/TID/status), or 0.
-pid_t thread_group_of(pid_t tid) {
-  std::ifstream status("/proc/" + std::to_string(tid) + "/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("Tgid:", 0) != 0) continue;
-    try {
-      return static_cast<pid_t>(std::stol(line.substr(5)));
-    } catch (...) {
-      return 0;
-    }
-  }
-  return 0;
-}
-
-// A pidfd for the calling thread (PIDFD_THREAD, Linux 6.9), else for its thread group, whose
-// descriptor table the thread shares (the caller's validity is checked on the notification).
-int pidfd_open_thread(pid_t tid) {
-#ifndef PIDFD_THREAD
-  constexpr unsigned kPidfdThread = O_EXCL;
-#else
-  constexpr unsigned kPidfdThread = PIDFD_THREAD;
-#endif
-  int fd = static_cast<int>(syscall(SYS_pidfd_open, tid, kPidfdThread));
-  if (fd >= 0 || errno != EINVAL) return fd;
-  fd = static_cast<int>(syscall(SYS_pidfd_open, tid, 0));
-  if (fd >= 0 || errno != EINVAL) return fd;
-  const pid_t group = thread_group_of(tid);
-  return group > 0 ? static_cast<int>(syscall(SYS_pidfd_open, group, 0)) : -1;
-}
-
 void record_refusal(State& state, std::string address, const char* kind = "unix") {
   std::lock_guard lock(state.mutex);
   if (state.known.refusals.size() < kMaxRefusals)
@@ -607,7 +575,7 @@ void send_to(State& state, const seccomp_notif& request, Fd socket, int domain) 
 // (nothing answered) for an inet socket, or when the socket cannot be looked at: the thread
 // takes the call then, as before.
 bool continued_unless_inet(State& state, const seccomp_notif& request) {
-  Fd pidfd(pidfd_open_thread(static_cast<pid_t>(request.pid)));
+  Fd pidfd(unix_sockets::pidfd_of_caller(static_cast<pid_t>(request.pid)));
   if (!pidfd.ok()) return false;
   // The pid may have been reused if the caller died: valid still means it is our caller.
   if (!still_valid(state, request.id)) return true;
@@ -895,7 +863,7 @@ void handle(State& state, const seccomp_notif& request) {
   // int arguments: the kernel reads the low 32 bits.
   const int fd = static_cast<int>(request.data.args[0]);
   const int length = static_cast<int>(request.data.args[2]);
-  Fd pidfd(pidfd_open_thread(call.pid));
+  Fd pidfd(unix_sockets::pidfd_of_caller(call.pid));
   // The pid may have been reused if the caller died: valid still means it is our caller.
   if (!still_valid(state, call.id)) return;
   if (!pidfd.ok()) {
