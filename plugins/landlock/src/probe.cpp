@@ -23,6 +23,7 @@
 #include <array>
 #include <cerrno>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 
 #include "metadata_notify.hpp"
@@ -244,10 +245,24 @@ std::string judge_trial(bool in_time, bool read_all, const int errors[2], bool h
   return {};
 }
 
-// Ends the trial child if it still runs and reaps it unless someone else already did.
+// Ends the trial child if it still runs and reaps it unless someone else already did: through
+// its pidfd (waitid P_PIDFD, Linux 5.4), so a number reused by another child is never reaped.
 void end_trial_child(int pidfd, pid_t child) {
-  if (pidfd >= 0) ::syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0);
-  ::waitpid(child, nullptr, 0);
+  if (pidfd < 0) {
+    ::waitpid(child, nullptr, 0);
+    return;
+  }
+  ::syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0);
+  siginfo_t info{};
+  ::waitid(P_PIDFD, static_cast<id_t>(pidfd), &info, WEXITED);
+}
+
+// /proc/sys/kernel/yama/ptrace_scope, or 0 without Yama.
+int yama_ptrace_scope() {
+  const UniqueFd file(::open("/proc/sys/kernel/yama/ptrace_scope", O_RDONLY | O_CLOEXEC));
+  char text[8] = {};
+  if (!file.valid() || ::read(file.get(), text, sizeof text - 1) <= 0) return 0;
+  return std::atoi(text);
 }
 
 // The unix connect guard (linux/landlock/unix_connect_notify.hpp) really holding here: a child
@@ -256,6 +271,15 @@ void end_trial_child(int pidfd, pid_t child) {
 // seeing nothing, and to a socket it binds itself, which must connect. Empty when it held,
 // else why not.
 std::string unix_connect_trial(const std::string& stage2_path) {
+  // Yama's relational ptrace scope (1 and above) lets a process without CAP_SYS_PTRACE take
+  // another's descriptors (pidfd_getfd: a ptrace attach check) only from its descendants. The
+  // guard's emulator is the command's sibling, not its ancestor, and holds no capability,
+  // while this trial's server is the trial command's parent: the trial would hold where a run
+  // cannot. Read first, so the answer is the run's.
+  if (const int scope = yama_ptrace_scope(); scope >= 1)
+    return "Yama ptrace_scope is " + std::to_string(scope) +
+           " (/proc/sys/kernel/yama/ptrace_scope): the guard's emulator, not an ancestor of the "
+           "command, may not take its sockets (pidfd_getfd)";
   char dir[] = "/tmp/sbx-landlock-probe-XXXXXX";
   if (::mkdtemp(dir) == nullptr) return std::string("mkdtemp: ") + std::strerror(errno);
   const std::string host_path = std::string(dir) + "/host";
