@@ -677,7 +677,7 @@ MetadataEmulator MetadataEmulator::adopt(std::vector<int> root_fds) {
 
 MetadataEmulator::MetadataEmulator(MetadataEmulator&& other) noexcept
     : root_fds_(std::move(other.root_fds_)),
-      connects_(other.connects_),
+      connects_(std::move(other.connects_)),
       fsuid_(other.fsuid_),
       fsgid_(other.fsgid_),
       refusal_fd_(other.refusal_fd_) {

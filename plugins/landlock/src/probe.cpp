@@ -262,7 +262,7 @@ int yama_ptrace_scope() {
   const UniqueFd file(::open("/proc/sys/kernel/yama/ptrace_scope", O_RDONLY | O_CLOEXEC));
   char text[8] = {};
   if (!file.valid() || ::read(file.get(), text, sizeof text - 1) <= 0) return 0;
-  return std::atoi(text);
+  return static_cast<int>(std::strtol(text, nullptr, 10));
 }
 
 // The unix connect guard (linux/landlock/unix_connect_notify.hpp) really holding here: a child
