@@ -23,15 +23,23 @@
 //   unix connect   socket + connect to a unix socket the child bound itself + accept + close
 //                  (a supervised connect: notification, checks, connect performed by sbx);
 //   tcp connect    the same over 127.0.0.1 (an inet connect, performed by the supervisor too).
+// A fifth column, "landlock", runs the per-operation cases under Landlock mode's unix connect
+// guard instead (linux/landlock/unix_connect_notify.hpp: the guard's connect variant, every
+// connect and bind notified, served here by UnixConnectGuard as sbx-stage2's emulator serves
+// it in a run with the network enabled), so "+landlock" is the cost per supervised connect()
+// under Landlock.
 // Usage: sbx_bench_unix_supervisor [rounds] [case] (default 15 rounds; a case's first word,
 // e.g. "spawn", runs only that case). Plain output, no Google Benchmark:
 // each figure comes from a child process, which its per-iteration model does not fit.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <linux/seccomp.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -48,7 +56,9 @@
 #include <string>
 #include <vector>
 
+#include "metadata_notify.hpp"
 #include "sbx/bwrap/unix_supervisor.hpp"
+#include "unix_connect_notify.hpp"
 
 namespace {
 
@@ -58,7 +68,8 @@ enum class Case { kSetup, kSpawn, kBwrap, kGetppid, kInetSocket, kUnixConnect, k
 // and, for the per-run cases only, the filter and listener hand-over with no supervisor at all
 // (the listener closed at once: a notified call would fail), which splits the per-run cost
 // into the kernel's part and the supervisor's.
-enum class Mode { kPlain, kFilterOnly, kThread, kOwner };
+enum class Mode { kPlain, kFilterOnly, kThread, kOwner, kLandlock };
+constexpr int kModes = 5;
 
 struct CaseInfo {
   Case what;
@@ -254,12 +265,28 @@ double spawn_round_ns(Mode mode, bool with_bwrap) {
   return whole;
 }
 
+// Serves Landlock's unix connect guard on `listener` until `ready` is readable.
+void wait_serving_landlock(int ready, int listener) {
+  sbx::stage2::UnixConnectGuard guard;
+  for (;;) {
+    pollfd fds[2] = {{ready, POLLIN, 0}, {listener, POLLIN, 0}};
+    if (::poll(fds, 2, -1) < 0 && errno != EINTR) return;
+    if ((fds[1].revents & POLLIN) != 0) {
+      seccomp_notif request{};
+      if (::ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &request) == 0)
+        guard.answer(listener, request, -1);
+    }
+    if (fds[0].revents != 0) return;
+  }
+}
+
 // One round in a forked child; for kSetup the parent's whole fork-to-reap time, else the
 // child's loop time. ns, or a negative value on failure.
 double round_ns(Case what, int ops, Mode mode, const std::string& dir) {
   if (what == Case::kSpawn || what == Case::kBwrap)
     return spawn_round_ns(mode, what == Case::kBwrap);
   const bool supervised = mode != Mode::kPlain;
+  const bool landlock = mode == Mode::kLandlock;
   int channel[2];
   int result[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, channel) != 0) return -1;
@@ -269,7 +296,11 @@ double round_ns(Case what, int ops, Mode mode, const std::string& dir) {
   if (pid < 0) return -1;
   if (pid == 0) {
     ::close(result[0]);
-    if (supervised) {
+    if (landlock) {
+      if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+          sbx::stage2::install_metadata_guard(channel[1], false, true) != 0)
+        ::_exit(1);
+    } else if (supervised) {
       const int listener = sbx::bwrap::install_unix_notify_filter(false);
       if (listener < 0 || !sbx::bwrap::send_descriptor(channel[1], listener)) ::_exit(1);
       ::close(listener);
@@ -287,14 +318,24 @@ double round_ns(Case what, int ops, Mode mode, const std::string& dir) {
   ::close(channel[1]);
   ::close(result[1]);
   std::unique_ptr<sbx::bwrap::UnixSupervisor> supervisor;
-  if (supervised) {
+  int landlock_listener = -1;
+  if (landlock) {
+    sbx::Result<int> listener = sbx::stage2::receive_metadata_listener(channel[0]);
+    if (!listener.ok()) return -1;
+    landlock_listener = *listener;
+  } else if (supervised) {
     pollfd p{channel[0], POLLIN, 0};
     ::poll(&p, 1, 10000);
     supervisor = supervise(mode, sbx::bwrap::receive_descriptor(channel[0]));
     if (!supervisor && mode != Mode::kFilterOnly) return -1;
   }
   ::close(channel[0]);
-  wait_serving(result[0], supervisor.get());
+  if (landlock) {
+    wait_serving_landlock(result[0], landlock_listener);
+    ::close(landlock_listener);
+  } else {
+    wait_serving(result[0], supervisor.get());
+  }
   double took = -1;
   if (::read(result[0], &took, sizeof took) != static_cast<ssize_t>(sizeof took)) took = -1;
   ::close(result[0]);
@@ -323,8 +364,9 @@ int main(int argc, char** argv) {
   char dir_template[] = "/tmp/sbx-bench-unix-XXXXXX";
   if (::mkdtemp(dir_template) == nullptr) return 1;
   const std::string dir = dir_template;
-  std::printf("%-28s %12s %12s %12s %12s | %11s %11s %11s\n", "case (median of rounds)",
-              "unsupervised", "filter only", "thread", "owner", "+filter", "+thread", "+owner");
+  std::printf("%-28s %12s %12s %12s %12s %12s | %11s %11s %11s %11s\n", "case (median of rounds)",
+              "unsupervised", "filter only", "thread", "owner", "landlock", "+filter", "+thread",
+              "+owner", "+landlock");
   int failures = 0;
   const std::string only = argc > 2 ? argv[2] : "";
   for (const CaseInfo& c : kCases) {
@@ -334,14 +376,16 @@ int main(int argc, char** argv) {
       std::printf("%-28s skipped: no /usr/bin/bwrap\n", c.name);
       continue;
     }
-    std::vector<double> results[4];
+    std::vector<double> results[kModes];
     for (int r = 0; r < rounds; ++r) {
       // Interleaved, the order rotated every round: a change in load, or whatever a round
       // leaves behind for the next, hits every mode alike.
-      constexpr Mode kOrder[] = {Mode::kPlain, Mode::kFilterOnly, Mode::kThread, Mode::kOwner};
-      for (int k = 0; k < 4; ++k) {
-        const Mode mode = kOrder[(r + k) % 4];
+      constexpr Mode kOrder[] = {Mode::kPlain, Mode::kFilterOnly, Mode::kThread, Mode::kOwner,
+                                 Mode::kLandlock};
+      for (int k = 0; k < kModes; ++k) {
+        const Mode mode = kOrder[(r + k) % kModes];
         if (mode == Mode::kFilterOnly && (!per_run || c.what == Case::kBwrap)) continue;
+        if (mode == Mode::kLandlock && per_run) continue;  // a run's set-up is launch_test's
         const double ns = round_ns(c.what, c.ops, mode, dir);
         if (ns < 0) {
           ++failures;
@@ -359,9 +403,9 @@ int main(int argc, char** argv) {
     const bool micro = a >= 10000;  // print µs for large figures, ns otherwise
     const double scale = micro ? 1000.0 : 1.0;
     const char* unit = micro ? "us" : "ns";
-    char columns[4][32];
-    char differences[4][32];
-    for (int m = 0; m < 4; ++m) {
+    char columns[kModes][32];
+    char differences[kModes][32];
+    for (int m = 0; m < kModes; ++m) {
       if (results[m].empty()) {
         std::snprintf(columns[m], sizeof columns[m], "-");
         std::snprintf(differences[m], sizeof differences[m], "-");
@@ -371,8 +415,9 @@ int main(int argc, char** argv) {
       std::snprintf(columns[m], sizeof columns[m], "%.1f %s", v / scale, unit);
       std::snprintf(differences[m], sizeof differences[m], "%+.1f %s", (v - a) / scale, unit);
     }
-    std::printf("%-28s %12s %12s %12s %12s | %11s %11s %11s", c.name, columns[0], columns[1],
-                columns[2], columns[3], differences[1], differences[2], differences[3]);
+    std::printf("%-28s %12s %12s %12s %12s %12s | %11s %11s %11s %11s", c.name, columns[0],
+                columns[1], columns[2], columns[3], columns[4], differences[1], differences[2],
+                differences[3], differences[4]);
     // Per run: the owner's (the spawner's) added cost as a share of the unsupervised run.
     if (per_run) std::printf("  (%+.1f %%)", (median(results[3]) - a) / a * 100);
     std::printf("\n");

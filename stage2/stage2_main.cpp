@@ -98,6 +98,7 @@
 #include "seccomp_filter.hpp"
 #include "seccomp_programs.hpp"
 #include "steps.hpp"
+#include "unix_connect_notify.hpp"
 #include "write_layer.hpp"
 
 namespace {
@@ -670,6 +671,8 @@ int main(int argc, char** argv) {
   make_undumpable();
   if (argc >= 2 && std::string(argv[1]) == "--metadata-guard")
     ::_exit(sbx::stage2::run_metadata_guard(argc, argv));
+  if (argc >= 2 && std::string(argv[1]) == "--unix-connect-trial")
+    ::_exit(sbx::stage2::run_unix_connect_trial(argc, argv));
   if (argc >= 2 && std::string(argv[1]) == "--waiter") waiter_main(argc, argv);
   if (argc >= 2 && std::string(argv[1]) == "--proxy-connect")
     ::_exit(sbx::stage2::run_proxy_connect(argc, argv));

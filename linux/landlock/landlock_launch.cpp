@@ -139,6 +139,7 @@ struct ChildArgs {
   int ruleset;          // -1: nothing to restrict on this kernel
   int guard_socket;     // -1: no metadata guard
   bool metadata_guard;  // the guard's program: the metadata guard, or the unix datagram guard
+  bool connect_guard;   // its connect variant (the network enabled: unix_connect_notify.hpp)
   NetworkFilter network;
   pid_t supervisor;
   int (*body)(void*);
@@ -197,7 +198,8 @@ int command_child(void* arg) {
   // not allow anything for it. Nothing below makes a call it reports: the supervisor, which
   // would answer, waits for this clone to exec.
   if (a.guard_socket >= 0) {
-    if (const int err = install_metadata_guard(a.guard_socket, a.metadata_guard); err != 0)
+    if (const int err = install_metadata_guard(a.guard_socket, a.metadata_guard, a.connect_guard);
+        err != 0)
       child_failed(a, Step::kMetadataGuard, err);
     step_done(a, steps, confine::Step::kNotifyFilter);
   }
@@ -1086,6 +1088,11 @@ Result<ExitStatus> run_landlock(const LandlockLaunch& launch, const LaunchOption
   // one lets the command write (and so chmod) anywhere already, so its guard is the unix
   // datagram guard (metadata_filter.hpp): every run has a guard, for unix datagram sockets.
   const bool metadata_guard = launch.landlock.restrict_filesystem;
+  // With the network enabled the command shares the host's network namespace: every connect()
+  // and bind() goes to the guard too, which keeps host pathname unix sockets closed
+  // (unix_connect_notify.hpp). Tied to the network mode, not to a flag of its own, so no plan
+  // can open the network without it.
+  const bool connect_guard = launch.network == NetworkFilter::kOpen;
   Result<GuardSetup> guard = prepare_guard(launch, options, metadata_guard);
   if (!guard.ok()) return guard.failure();
   int report_pipe[2] = {-1, -1};
@@ -1130,6 +1137,7 @@ Result<ExitStatus> run_landlock(const LandlockLaunch& launch, const LaunchOption
                  ruleset->get(),
                  guard->child_end.get(),
                  metadata_guard,
+                 connect_guard,
                  network,
                  0,
                  options.body,

@@ -24,7 +24,9 @@
 //                    first makes a call the metadata guard reports (metadata_notify.hpp), with
 //                    the guard's listener and the writable roots as opened at the start: not
 //                    dumpable, no capability, none of the caller's memory. A run that never
-//                    changes metadata never starts it.
+//                    changes metadata never starts it. With the network enabled (--net open)
+//                    the guard's program is its connect variant and the emulator also decides
+//                    and performs every connect (unix_connect_notify.hpp).
 //   command's child  clone(CLONE_VM | CLONE_VFORK) of the supervisor, like posix_spawn: only
 //                    async-signal-safe steps on data prepared before: SIGPIPE's default
 //                    disposition back (the supervisor reset every other one), parent-death

@@ -622,8 +622,8 @@ bool within_writable_roots(std::string_view object, const std::vector<std::strin
   return false;
 }
 
-int install_metadata_guard(int socket, bool metadata) noexcept {
-  const int listener = load_metadata_guard_program(metadata);
+int install_metadata_guard(int socket, bool metadata, bool connects) noexcept {
+  const int listener = load_metadata_guard_program(metadata, connects);
   if (listener < 0) return -listener;
   const int sent = send_fd(socket, listener);
   ::close(listener);
@@ -677,6 +677,7 @@ MetadataEmulator MetadataEmulator::adopt(std::vector<int> root_fds) {
 
 MetadataEmulator::MetadataEmulator(MetadataEmulator&& other) noexcept
     : root_fds_(std::move(other.root_fds_)),
+      connects_(std::move(other.connects_)),
       fsuid_(other.fsuid_),
       fsgid_(other.fsgid_),
       refusal_fd_(other.refusal_fd_) {
@@ -703,6 +704,9 @@ void MetadataEmulator::serve_one(int listener) const {
   if (req.data.nr == SCMP_SYS(socket))
     return refuse_unix_datagram_socket(listener, req, refusal_fd_);
   if (req.data.nr == SCMP_SYS(socketpair)) return substitute_unix_datagram_pair(listener, req);
+  // Notified only by the connect variant (the network enabled).
+  if (req.data.nr == SCMP_SYS(connect) || req.data.nr == SCMP_SYS(bind))
+    return connects_->answer(listener, req, refusal_fd_);
   if (req.data.nr == SCMP_SYS(ioctl)) {
     if ((req.data.args[1] & 0xffffffffu) == kTiocgptpeer) return serve_pty_peer(listener, req);
     return respond(listener, req.id, EPERM);

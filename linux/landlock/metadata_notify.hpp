@@ -57,11 +57,13 @@
 
 #include <sys/types.h>
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "sbx/sdk/result.hpp"
+#include "unix_connect_notify.hpp"
 
 namespace sbx::stage2 {
 
@@ -75,8 +77,9 @@ bool within_writable_roots(std::string_view object, const std::vector<std::strin
 // metadata_filter.hpp) and sends its listener over `socket` (SCM_RIGHTS), then closes both; the
 // command never holds the listener. 0, or the errno of the step that failed. Async-signal-safe:
 // it runs between the clone of the command's child and its execve.
-// `metadata` false: the unix datagram guard instead (unrestricted filesystem).
-int install_metadata_guard(int socket, bool metadata = true) noexcept;
+// `metadata` false: the unix datagram guard instead (unrestricted filesystem). `connects`: the
+// program's connect variant (the network enabled: unix_connect_notify.hpp).
+int install_metadata_guard(int socket, bool metadata = true, bool connects = false) noexcept;
 
 // Receives the listener sent by install_metadata_guard(); Error on EOF (the child died or
 // failed before sending) or anything else.
@@ -100,7 +103,8 @@ class MetadataEmulator {
   void serve_one(int listener) const;
 
   // Where a refused unix datagram socket() is named, one line each ("socket(AF_UNIX,
-  // SOCK_DGRAM)\n"), before the call is answered: a non-blocking pipe to the run's caller.
+  // SOCK_DGRAM)\n"), and a refused connect (its path, or "@name"), before the call is
+  // answered: a non-blocking pipe to the run's caller.
   void report_refusals_to(int fd) { refusal_fd_ = fd; }
 
   // The writable roots as they are named now (a root whose descriptor no longer resolves to
@@ -110,6 +114,8 @@ class MetadataEmulator {
  private:
   MetadataEmulator() = default;
   std::vector<int> root_fds_;
+  // connect() and bind(), reported with the network enabled (unix_connect_notify.hpp).
+  std::shared_ptr<UnixConnectGuard> connects_ = std::make_shared<UnixConnectGuard>();
   uid_t fsuid_ = 0;
   gid_t fsgid_ = 0;
   int refusal_fd_ = -1;

@@ -53,6 +53,18 @@ Status add_unix_datagram_rules(scmp_filter_ctx ctx) {
   return {};
 }
 
+// Landlock mode with the network enabled (the host's network namespace): every connect() and
+// bind() is notified, so the emulator decides each connect on the socket the caller names and
+// the address copied out of its memory, and performs it (unix_connect_notify.hpp); a bind is
+// noted and continued. Seccomp sees registers only, so no argument test could tell a unix
+// socket's connect from an inet one's: all of them are notified.
+Status add_connect_rules(scmp_filter_ctx ctx) {
+  for (const int nr : {static_cast<int>(SCMP_SYS(connect)), static_cast<int>(SCMP_SYS(bind))}) {
+    if (rule(ctx, SCMP_ACT_NOTIFY, nr) != 0) return Error{"rule for connect/bind"};
+  }
+  return {};
+}
+
 // The metadata changes the emulator emulates or refuses (with a restricted filesystem).
 Status add_metadata_rules(scmp_filter_ctx ctx) {
   if (!kUnifiedSyscallNumbers)
@@ -92,10 +104,13 @@ Status add_metadata_rules(scmp_filter_ctx ctx) {
 }
 
 // `metadata`: the full guard (restricted filesystem); else the unix datagram guard, which has
-// every rule but the metadata ones.
-Status build_rules(scmp_filter_ctx ctx, bool metadata) {
+// every rule but the metadata ones. `connects`: with every connect() and bind() notified too.
+Status build_rules(scmp_filter_ctx ctx, bool metadata, bool connects) {
   if (metadata) {
     if (Status rules = add_metadata_rules(ctx); !rules.ok()) return rules;
+  }
+  if (connects) {
+    if (Status rules = add_connect_rules(ctx); !rules.ok()) return rules;
   }
   if (Status unix = add_unix_datagram_rules(ctx); !unix.ok()) return unix;
   // The pid scope's and the host IPC refusals ride along (pid_scope_filter.hpp says why here).
@@ -103,13 +118,13 @@ Status build_rules(scmp_filter_ctx ctx, bool metadata) {
   return add_host_ipc_rules(ctx);
 }
 
-Result<FilterPtr> build_guard(bool metadata) {
+Result<FilterPtr> build_guard(bool metadata, bool connects = false) {
   FilterPtr ctx(seccomp_init(SCMP_ACT_ALLOW), seccomp_release);
   if (!ctx) return Error{"seccomp_init failed"};
   // Another architecture's calls would bypass the rules: the main filter kills them too.
   if (seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS) != 0)
     return Error{"badarch"};
-  Status built = build_rules(ctx.get(), metadata);
+  Status built = build_rules(ctx.get(), metadata, connects);
   if (!built.ok()) return built.failure();
   return ctx;
 }
@@ -130,6 +145,12 @@ Result<std::string> export_metadata_guard_text() {
 
 Result<std::string> export_unix_guard_bpf() {
   Result<FilterPtr> ctx = build_guard(false);
+  if (!ctx.ok()) return ctx.failure();
+  return export_program(ctx->get(), seccomp_export_bpf);
+}
+
+Result<std::string> export_connect_guard_bpf(bool metadata) {
+  Result<FilterPtr> ctx = build_guard(metadata, true);
   if (!ctx.ok()) return ctx.failure();
   return export_program(ctx->get(), seccomp_export_bpf);
 }

@@ -18,6 +18,9 @@
 // With an unrestricted filesystem (no writable roots to keep metadata changes in) the guard is
 // the unix datagram guard: the same program without the metadata rules (the first four items),
 // so that unix datagram sockets are handled, and the pid scope carried, alike.
+// With the network enabled (the host's network namespace) either one has a connect variant:
+// USER_NOTIF for every connect() and bind() as well, for the unix connect guard
+// (linux/landlock/unix_connect_notify.hpp: host pathname unix sockets stay closed).
 // It must be installed with SECCOMP_FILTER_FLAG_NEW_LISTENER: its listener goes to the
 // supervisor, which hands it to the emulator (landlock_launch.hpp).
 #pragma once
@@ -49,5 +52,9 @@ Result<std::string> export_metadata_guard_text();
 
 // The unix datagram guard's BPF program (the guard without its metadata rules).
 Result<std::string> export_unix_guard_bpf();
+
+// The connect variant of the metadata guard (`metadata`) or of the unix datagram guard: every
+// connect() and bind() notified too.
+Result<std::string> export_connect_guard_bpf(bool metadata);
 
 }  // namespace sbx::stage2

@@ -154,6 +154,16 @@ bool write_source(std::ostream& out, const std::string& machine, std::uint32_t n
     return false;
   }
   if (!write_program(out, "kUnixGuard", *unix_guard)) return false;
+  for (const bool metadata : {true, false}) {
+    sbx::Result<std::string> connect_guard = sbx::stage2::export_connect_guard_bpf(metadata);
+    if (!connect_guard.ok()) {
+      std::fprintf(stderr, "sbx-seccomp-gen: connect guard: %s\n", connect_guard.error().c_str());
+      return false;
+    }
+    if (!write_program(out, metadata ? "kMetadataConnectGuard" : "kUnixConnectGuard",
+                       *connect_guard))
+      return false;
+  }
   sbx::Result<std::string> pid_scope = sbx::stage2::export_pid_scope_bpf();
   if (!pid_scope.ok()) {
     std::fprintf(stderr, "sbx-seccomp-gen: pid scope: %s\n", pid_scope.error().c_str());
@@ -163,6 +173,9 @@ bool write_source(std::ostream& out, const std::string& machine, std::uint32_t n
   out << "\n}  // namespace\n\n"
          "std::span<const sock_filter> metadata_guard_program() { return kMetadataGuard; }\n\n"
          "std::span<const sock_filter> unix_guard_program() { return kUnixGuard; }\n\n"
+         "std::span<const sock_filter> connect_guard_program(bool metadata) {\n"
+         "  return metadata ? std::span<const sock_filter>(kMetadataConnectGuard)\n"
+         "                  : std::span<const sock_filter>(kUnixConnectGuard);\n}\n\n"
          "std::span<const sock_filter> pid_scope_program() { return kPidScope; }\n\n"
          "PrecompiledFilter precompiled_filter(NetworkFilter network) {\n"
          "  switch (network) {\n";

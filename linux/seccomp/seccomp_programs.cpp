@@ -46,9 +46,11 @@ int load_precompiled_filter_raw(NetworkFilter network) noexcept {
 
 // The listener comes back close-on-exec (the kernel's anon inode flags): only the supervisor,
 // which receives it, may keep it.
-int load_metadata_guard_program(bool metadata) noexcept {
-  const int listener = load_program(metadata ? metadata_guard_program() : unix_guard_program(),
-                                    SECCOMP_FILTER_FLAG_NEW_LISTENER);
+int load_metadata_guard_program(bool metadata, bool connects) noexcept {
+  const std::span<const sock_filter> program =
+      connects ? connect_guard_program(metadata)
+               : (metadata ? metadata_guard_program() : unix_guard_program());
+  const int listener = load_program(program, SECCOMP_FILTER_FLAG_NEW_LISTENER);
   return listener < 0 ? -errno : listener;
 }
 

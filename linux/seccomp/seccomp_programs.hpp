@@ -67,10 +67,14 @@ std::span<const sock_filter> metadata_guard_program();
 // rules, for Landlock runs with an unrestricted filesystem.
 std::span<const sock_filter> unix_guard_program();
 
-// Installs the metadata guard (or, `metadata` false, the unix datagram guard) on the calling
-// thread with a user-notification listener and returns the listener (close-on-exec), or
-// -errno. Requires no_new_privs. Async-signal-safe.
-int load_metadata_guard_program(bool metadata = true) noexcept;
+// The connect variant of either (metadata_filter.hpp): every connect() and bind() notified too,
+// for Landlock runs with the network enabled.
+std::span<const sock_filter> connect_guard_program(bool metadata);
+
+// Installs the metadata guard (or, `metadata` false, the unix datagram guard; `connects`: its
+// connect variant) on the calling thread with a user-notification listener and returns the
+// listener (close-on-exec), or -errno. Requires no_new_privs. Async-signal-safe.
+int load_metadata_guard_program(bool metadata = true, bool connects = false) noexcept;
 
 // Landlock mode's pid scope (pid_scope_filter.hpp), precompiled like the filter above; loaded
 // only where the metadata guard, whose program carries the same refusals, is not.

@@ -5,12 +5,7 @@
 #include <fcntl.h>
 #include <linux/audit.h>
 #include <linux/capability.h>
-#include <linux/netlink.h>
-#include <linux/openat2.h>
 #include <linux/seccomp.h>
-#include <linux/sock_diag.h>
-#include <linux/sockios.h>
-#include <linux/unix_diag.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -21,7 +16,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -35,9 +29,6 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstring>
-#include <deque>
-#include <fstream>
-#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -45,9 +36,8 @@
 #include <thread>
 #include <utility>
 
-#ifndef SIOCUNIXFILE  // <linux/un.h> clashes with <sys/un.h>
-#define SIOCUNIXFILE (SIOCPROTOPRIVATE + 0)
-#endif
+#include "sbx/sdk/unique_fd.hpp"
+#include "unix_socket_gate.hpp"
 
 namespace sbx::bwrap {
 
@@ -238,10 +228,6 @@ constexpr int kRefusalErrno = EACCES;
 constexpr int kMaxWorkers = 128;
 // Refusals kept for the run's report (the rest are not recorded; core keeps fewer anyway).
 constexpr std::size_t kMaxRefusals = 1000;
-// Recorded bound sockets beyond this many are pruned of those whose file is gone.
-constexpr std::size_t kPruneAbove = 256;
-// Sockets whose bind is not seen done yet, kept at most (a failed bind never completes).
-constexpr std::size_t kMaxPending = 256;
 // Substituted datagram socketpairs remembered (for the reports and bind refusal below); beyond
 // this many a new pair still works but is not remembered.
 constexpr std::size_t kMaxSubstitutes = 65536;
@@ -273,23 +259,10 @@ class Fd {
   int fd_ = -1;
 };
 
-struct Identity {
-  dev_t dev = 0;
-  ino_t ino = 0;
-  friend auto operator<=>(const Identity&, const Identity&) = default;
-};
+using unix_sockets::Identity;
 
-std::optional<Identity> identity_of(int fd) {
-  struct stat st {};
-  if (fstat(fd, &st) != 0) return std::nullopt;
-  return Identity{st.st_dev, st.st_ino};
-}
-
-int openat2_raw(int dirfd, const char* path, std::uint64_t flags, std::uint64_t resolve) {
-  open_how how{};
-  how.flags = flags;
-  how.resolve = resolve;
-  return static_cast<int>(syscall(SYS_openat2, dirfd, path, &how, sizeof how));
+std::string proc_path(pid_t pid, const char* what) {
+  return "/proc/" + std::to_string(pid) + "/" + what;
 }
 
 // The caller's address and socket, copied out of the sandbox.
@@ -302,17 +275,9 @@ struct Call {
   pid_t pid = 0;
 };
 
-// What the supervisor knows of unix sockets (guarded by State::mutex).
-struct PendingBind {
-  Fd socket;     // our duplicate of the socket the sandbox is binding
-  pid_t binder;  // who asked (its view resolves the name, diagnostics fallback)
-};
-
+// What the supervisor knows of unix sockets (guarded by State::mutex; the listed and bound
+// sockets are the gate's, which guards them itself).
 struct Known {
-  std::map<Identity, Fd> listed;        // host sockets of the policy (held open)
-  std::map<Identity, Fd> bound;         // socket files a bind of this sandbox created
-  std::deque<PendingBind> pending;      // binds let through, file not yet recorded
-  std::set<ino_t> abstract_binders;     // sockfs inodes of unix sockets the sandbox bound
   std::set<std::uint64_t> substitutes;  // SO_COOKIE of each socket substitute_datagram_pair made
   std::vector<UnixRefusal> refusals;
 };
@@ -324,6 +289,7 @@ struct UnixSupervisor::State : std::enable_shared_from_this<UnixSupervisor::Stat
   std::optional<Identity> launcher;  // rules.launcher's file, identified when the run starts
   Fd listener;
   Fd stop_event;
+  unix_sockets::UnixSocketGate gate;  // pathname connects and the sandbox's binds
   mutable std::mutex mutex;
   Known known;
   std::thread thread;
@@ -365,37 +331,6 @@ bool still_valid(State& state, std::uint64_t id) {
   return ioctl(state.listener.get(), SECCOMP_IOCTL_NOTIF_ID_VALID, &copy) == 0;
 }
 
-// The thread group of `tid` (/proc/TID/status), or 0.
-pid_t thread_group_of(pid_t tid) {
-  std::ifstream status("/proc/" + std::to_string(tid) + "/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("Tgid:", 0) != 0) continue;
-    try {
-      return static_cast<pid_t>(std::stol(line.substr(5)));
-    } catch (...) {
-      return 0;
-    }
-  }
-  return 0;
-}
-
-// A pidfd for the calling thread (PIDFD_THREAD, Linux 6.9), else for its thread group, whose
-// descriptor table the thread shares (the caller's validity is checked on the notification).
-int pidfd_open_thread(pid_t tid) {
-#ifndef PIDFD_THREAD
-  constexpr unsigned kPidfdThread = O_EXCL;
-#else
-  constexpr unsigned kPidfdThread = PIDFD_THREAD;
-#endif
-  int fd = static_cast<int>(syscall(SYS_pidfd_open, tid, kPidfdThread));
-  if (fd >= 0 || errno != EINVAL) return fd;
-  fd = static_cast<int>(syscall(SYS_pidfd_open, tid, 0));
-  if (fd >= 0 || errno != EINVAL) return fd;
-  const pid_t group = thread_group_of(tid);
-  return group > 0 ? static_cast<int>(syscall(SYS_pidfd_open, group, 0)) : -1;
-}
-
 void record_refusal(State& state, std::string address, const char* kind = "unix") {
   std::lock_guard lock(state.mutex);
   if (state.known.refusals.size() < kMaxRefusals)
@@ -425,118 +360,6 @@ void note_unreachable(State& state, const sockaddr_storage& address, socklen_t l
   if (error != ENETUNREACH || !state.rules.private_network) return;
   std::string text = inet_text(address, length);
   if (!text.empty()) record_refusal(state, std::move(text), "ip");
-}
-
-// ---- resolution as the caller sees it ----
-
-std::string proc_path(pid_t pid, const char* what) {
-  return "/proc/" + std::to_string(pid) + "/" + what;
-}
-
-// The caller's working directory as a path inside its own root (procfs prints it relative to
-// the root of the caller's mount namespace, which bwrap made the sandbox's /).
-std::optional<std::string> working_directory(pid_t pid) {
-  char buffer[PATH_MAX + 1];
-  const ssize_t n = readlink(proc_path(pid, "cwd").c_str(), buffer, PATH_MAX);
-  if (n <= 0 || buffer[0] != '/') return std::nullopt;
-  std::string cwd(buffer, static_cast<std::size_t>(n));
-  if (cwd.ends_with(" (deleted)")) return std::nullopt;
-  return cwd;
-}
-
-// `path` made absolute against the caller's working directory; nullopt (errno) if impossible.
-std::optional<std::string> absolute_in_caller(pid_t pid, const std::string& path) {
-  if (!path.empty() && path.front() == '/') return path;
-  std::optional<std::string> cwd = working_directory(pid);
-  if (!cwd) {
-    errno = ENOENT;
-    return std::nullopt;
-  }
-  return *cwd + "/" + path;
-}
-
-// Opens `path` (absolute, as the caller sees it) inside the caller's root: `..` cannot climb
-// above that root, absolute symlinks resolve against it, and magic links (/proc/PID/root,
-// /proc/PID/cwd, /proc/self/fd/N) are refused, so whatever is opened is something the caller
-// can name by a plain path in its own view. -1 with errno on failure.
-int open_in_caller_root(pid_t pid, const std::string& path, std::uint64_t flags) {
-  Fd root(open(proc_path(pid, "root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (!root.ok()) return -1;
-  return openat2_raw(root.get(), path.c_str(), flags | O_CLOEXEC,
-                     RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
-}
-
-// ---- socket diagnostics (the network namespace of this process) ----
-
-struct DiagEntry {
-  ino_t socket_ino = 0;
-  std::string name;  // UNIX_DIAG_NAME: "\0abstract" or a path
-  std::optional<Identity> file;
-};
-
-constexpr std::size_t align4(std::size_t n) { return (n + 3) & ~std::size_t{3}; }
-
-// Every unix socket of this process's network namespace (or the one with `socket_ino`), with
-// its name and bound file. Unprivileged (what `ss -x` reads).
-std::vector<DiagEntry> diag_unix(ino_t socket_ino = 0) {
-  std::vector<DiagEntry> out;
-  Fd nl(socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_SOCK_DIAG));
-  if (!nl.ok()) return out;
-  struct {
-    nlmsghdr header;
-    unix_diag_req request;
-  } message{};
-  message.header.nlmsg_len = sizeof message;
-  message.header.nlmsg_type = SOCK_DIAG_BY_FAMILY;
-  message.header.nlmsg_flags = NLM_F_REQUEST | (socket_ino == 0 ? NLM_F_DUMP : 0);
-  message.request.sdiag_family = AF_UNIX;
-  message.request.udiag_states = ~0U;
-  message.request.udiag_ino = static_cast<__u32>(socket_ino);
-  message.request.udiag_show = UDIAG_SHOW_NAME | UDIAG_SHOW_VFS;
-  message.request.udiag_cookie[0] = ~0U;  // INET_DIAG_NOCOOKIE
-  message.request.udiag_cookie[1] = ~0U;
-  if (send(nl.get(), &message, sizeof message, 0) != static_cast<ssize_t>(sizeof message))
-    return out;
-  alignas(nlmsghdr) char buffer[32768];
-  for (;;) {
-    const ssize_t n = recv(nl.get(), buffer, sizeof buffer, 0);
-    if (n <= 0) return out;
-    std::size_t offset = 0;
-    const auto total = static_cast<std::size_t>(n);
-    while (offset + sizeof(nlmsghdr) <= total) {
-      nlmsghdr header{};
-      std::memcpy(&header, buffer + offset, sizeof header);
-      if (header.nlmsg_len < sizeof header || offset + header.nlmsg_len > total) return out;
-      if (header.nlmsg_type == NLMSG_DONE || header.nlmsg_type == NLMSG_ERROR) return out;
-      const std::size_t payload = offset + align4(sizeof(nlmsghdr));
-      const std::size_t end_of_message = offset + header.nlmsg_len;
-      offset += align4(header.nlmsg_len);
-      if (payload + sizeof(unix_diag_msg) > end_of_message) continue;
-      unix_diag_msg msg{};
-      std::memcpy(&msg, buffer + payload, sizeof msg);
-      DiagEntry entry;
-      entry.socket_ino = msg.udiag_ino;
-      std::size_t at = payload + align4(sizeof msg);
-      while (at + sizeof(nlattr) <= end_of_message) {
-        nlattr attribute{};
-        std::memcpy(&attribute, buffer + at, sizeof attribute);
-        if (attribute.nla_len < sizeof attribute || at + attribute.nla_len > end_of_message) break;
-        const char* data = buffer + at + align4(sizeof(nlattr));
-        const std::size_t size = attribute.nla_len - align4(sizeof(nlattr));
-        if (attribute.nla_type == UNIX_DIAG_NAME) entry.name.assign(data, size);
-        if (attribute.nla_type == UNIX_DIAG_VFS && size >= sizeof(unix_diag_vfs)) {
-          unix_diag_vfs vfs{};
-          std::memcpy(&vfs, data, sizeof vfs);
-          // The kernel's own device encoding (major << 20 | minor), not stat's.
-          entry.file = Identity{makedev(vfs.udiag_vfs_dev >> 20, vfs.udiag_vfs_dev & 0xfffff),
-                                vfs.udiag_vfs_ino};
-        }
-        at += align4(attribute.nla_len);
-      }
-      out.push_back(std::move(entry));
-      if (socket_ino != 0) return out;
-    }
-  }
 }
 
 // ---- performing calls ----
@@ -604,119 +427,21 @@ void perform_as_given(State& state, Call call) {
   respond_result(state, call.id, error == 0 ? 0 : -1, error);
 }
 
-sockaddr_storage unix_address(const std::string& path, socklen_t& length) {
-  sockaddr_storage storage{};
-  auto* un = reinterpret_cast<sockaddr_un*>(&storage);
-  un->sun_family = AF_UNIX;
-  std::memcpy(un->sun_path, path.data(), std::min(path.size(), sizeof un->sun_path - 1));
-  length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size() + 1);
-  return storage;
-}
-
 // ---- unix pathname sockets ----
 
-bool allowed_file(State& state, const Identity& id) {
-  std::lock_guard lock(state.mutex);
-  return state.known.listed.contains(id) || state.known.bound.contains(id);
-}
-
 void connect_pathname(State& state, Call call, const std::string& path) {
-  std::optional<std::string> absolute = absolute_in_caller(call.pid, path);
-  if (!absolute) return respond_result(state, call.id, -1, errno);
-  Fd file(open_in_caller_root(call.pid, *absolute, O_PATH));
-  if (!file.ok()) {
-    const int error = errno;
-    // A magic link (/proc/PID/root/..., /proc/PID/cwd/...) would leave the caller's view; the
-    // kernel would have followed it, the supervisor does not (openat2 says ELOOP): a refusal.
-    if (error != ELOOP) return respond_result(state, call.id, -1, error);
-    record_refusal(state, path);
-    return respond_result(state, call.id, -1, kRefusalErrno);
-  }
-  struct stat st {};
-  if (fstat(file.get(), &st) != 0) return respond_result(state, call.id, -1, errno);
-  // What the kernel answers for a path that is not a socket.
-  if (!S_ISSOCK(st.st_mode)) return respond_result(state, call.id, -1, ECONNREFUSED);
-  if (!allowed_file(state, Identity{st.st_dev, st.st_ino})) {
+  unix_sockets::UnixSocketGate::Verdict verdict = state.gate.decide_pathname(call.pid, path);
+  using Outcome = unix_sockets::UnixSocketGate::Outcome;
+  if (verdict.outcome == Outcome::kFail) return respond_result(state, call.id, -1, verdict.error);
+  if (verdict.outcome == Outcome::kRefuse) {
     record_refusal(state, path);
     return respond_result(state, call.id, -1, kRefusalErrno);
   }
   // Through the very descriptor that was checked: a rename or symlink swap after the check
   // changes nothing.
   socklen_t length = 0;
-  const sockaddr_storage address =
-      unix_address("/proc/self/fd/" + std::to_string(file.get()), length);
-  connect_and_respond(state, std::move(call), address, length, std::move(file));
-}
-
-void prune_bound(Known& known) {
-  if (known.bound.size() <= kPruneAbove) return;
-  for (auto it = known.bound.begin(); it != known.bound.end();) {
-    struct stat st {};
-    if (fstat(it->second.get(), &st) == 0 && st.st_nlink == 0) {
-      it = known.bound.erase(it);
-    } else {
-      ++it;
-    }
-  }
-}
-
-// The socket file `socket` is bound to, identified from the socket itself: SIOCUNIXFILE opens
-// it (needs CAP_NET_ADMIN over the socket's network namespace, which sbx's user has over the
-// private one bwrap made, as owner of the sandbox's user namespace); otherwise (the network
-// enabled: the sandbox's namespace is this process's) the socket diagnostics give its device
-// and inode, and the name the socket reports is opened in the binder's view and compared.
-// Never by the name alone: the command could swap another socket file in under that name.
-// Empty when the socket is not bound to a file (yet) or the file cannot be identified.
-Fd bound_socket_file(int socket, pid_t binder) {
-  Fd file(ioctl(socket, SIOCUNIXFILE));
-  if (file.ok() || errno != EPERM) return file;
-  std::optional<Identity> sock = identity_of(socket);
-  if (!sock) return {};
-  const std::vector<DiagEntry> entries = diag_unix(sock->ino);
-  if (entries.empty() || !entries.front().file) return {};
-  sockaddr_un name{};
-  socklen_t length = sizeof name;
-  if (getsockname(socket, reinterpret_cast<sockaddr*>(&name), &length) != 0 ||
-      length <= offsetof(sockaddr_un, sun_path) || name.sun_path[0] == '\0')
-    return {};
-  const std::string path(name.sun_path,
-                         strnlen(name.sun_path, length - offsetof(sockaddr_un, sun_path)));
-  std::optional<std::string> absolute = absolute_in_caller(binder, path);
-  if (!absolute) return {};
-  Fd opened(open_in_caller_root(binder, *absolute, O_PATH | O_NOFOLLOW));
-  if (!opened.ok()) return {};
-  std::optional<Identity> found = identity_of(opened.get());
-  if (!found || *found != *entries.front().file) return {};
-  return opened;
-}
-
-bool is_bound(int socket) {
-  sockaddr_un name{};
-  socklen_t length = sizeof name;
-  return getsockname(socket, reinterpret_cast<sockaddr*>(&name), &length) == 0 &&
-         length > offsetof(sockaddr_un, sun_path);
-}
-
-// Sockets of the sandbox that asked to bind since the last look: each one bound to a file has
-// that file recorded (and held open, so its inode number is never reused for a host socket)
-// and is let go; one bound to an abstract name is let go; one not bound yet stays (its bind
-// may still be on its way) until the list is long, oldest first.
-void settle_pending_binds(State& state) {
-  std::lock_guard lock(state.mutex);
-  Known& known = state.known;
-  for (auto it = known.pending.begin(); it != known.pending.end();) {
-    if (!is_bound(it->socket.get())) {
-      ++it;
-      continue;
-    }
-    Fd file = bound_socket_file(it->socket.get(), it->binder);
-    if (std::optional<Identity> id = file.ok() ? identity_of(file.get()) : std::nullopt) {
-      prune_bound(known);
-      known.bound.insert_or_assign(*id, std::move(file));
-    }
-    it = known.pending.erase(it);
-  }
-  while (known.pending.size() > kMaxPending) known.pending.pop_front();
+  const sockaddr_storage address = unix_sockets::address_of_descriptor(verdict.file.get(), length);
+  connect_and_respond(state, std::move(call), address, length, Fd(verdict.file.release()));
 }
 
 // bind() is never refused (a bind only names the caller's own socket, in a place the kernel
@@ -725,15 +450,8 @@ void settle_pending_binds(State& state) {
 // (getsockname, which multiprocessing hands to its clients, would answer it). The socket is
 // kept until the bind is seen done, to record which file it created.
 void bind_continues(State& state, const seccomp_notif& request, Fd socket, int domain) {
-  if (socket.ok() && domain == AF_UNIX) {
-    // First let go of the sockets whose binds are done: a held socket would keep an abstract
-    // name taken after the sandbox closed it (a rebind of the name would fail).
-    settle_pending_binds(state);
-    std::lock_guard lock(state.mutex);
-    if (std::optional<Identity> id = identity_of(socket.get()))
-      state.known.abstract_binders.insert(id->ino);
-    state.known.pending.push_back({std::move(socket), static_cast<pid_t>(request.pid)});
-  }
+  if (socket.ok() && domain == AF_UNIX)
+    state.gate.note_bind(UniqueFd(socket.release()), static_cast<pid_t>(request.pid));
   seccomp_notif_resp resp{};
   resp.id = request.id;
   resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
@@ -748,19 +466,6 @@ std::string printable_abstract(const std::string& name) {
   return out;
 }
 
-// With the host's network namespace: is the socket bound to `name` right now one this sandbox
-// bound? (sockfs inode numbers come from a counter, so a closed socket's number is not
-// handed to a host socket in any realistic time.)
-bool abstract_name_is_ours(State& state, const std::string& name) {
-  const std::string wanted = std::string(1, '\0') + name;
-  for (const DiagEntry& entry : diag_unix()) {
-    if (entry.name != wanted) continue;
-    std::lock_guard lock(state.mutex);
-    if (state.known.abstract_binders.contains(entry.socket_ino)) return true;
-  }
-  return false;
-}
-
 // connect() on a unix socket.
 void unix_connect(State& state, Call call) {
   const socklen_t path_offset = offsetof(sockaddr_un, sun_path);
@@ -769,12 +474,10 @@ void unix_connect(State& state, Call call) {
   // AF_UNSPEC, disconnects, without looking anything up; performed as given.
   if (call.length <= path_offset || un->sun_family != AF_UNIX)
     return perform_as_given(state, std::move(call));
-  // Binds are let through: their files are recorded here, before anything is decided.
-  settle_pending_binds(state);
   const std::size_t size = call.length - path_offset;
   if (un->sun_path[0] == '\0') {
     const std::string name(un->sun_path + 1, size - 1);
-    if (state.rules.private_network || abstract_name_is_ours(state, name))
+    if (state.rules.private_network || state.gate.abstract_name_is_ours(name))
       return perform_as_given(state, std::move(call));
     record_refusal(state, printable_abstract(name));
     return respond_result(state, call.id, -1, kRefusalErrno);
@@ -872,7 +575,7 @@ void send_to(State& state, const seccomp_notif& request, Fd socket, int domain) 
 // (nothing answered) for an inet socket, or when the socket cannot be looked at: the thread
 // takes the call then, as before.
 bool continued_unless_inet(State& state, const seccomp_notif& request) {
-  Fd pidfd(pidfd_open_thread(static_cast<pid_t>(request.pid)));
+  Fd pidfd(unix_sockets::pidfd_of_caller(static_cast<pid_t>(request.pid)));
   if (!pidfd.ok()) return false;
   // The pid may have been reused if the caller died: valid still means it is our caller.
   if (!still_valid(state, request.id)) return true;
@@ -1160,7 +863,7 @@ void handle(State& state, const seccomp_notif& request) {
   // int arguments: the kernel reads the low 32 bits.
   const int fd = static_cast<int>(request.data.args[0]);
   const int length = static_cast<int>(request.data.args[2]);
-  Fd pidfd(pidfd_open_thread(call.pid));
+  Fd pidfd(unix_sockets::pidfd_of_caller(call.pid));
   // The pid may have been reused if the caller died: valid still means it is our caller.
   if (!still_valid(state, call.id)) return;
   if (!pidfd.ok()) {
@@ -1285,13 +988,8 @@ bool start_thread(State& state, std::optional<seccomp_notif> first, std::string&
 }
 
 Status load_listed(State& state) {
-  for (const std::string& path : state.rules.allowed_paths) {
-    Fd file(open(path.c_str(), O_PATH | O_CLOEXEC));
-    if (!file.ok()) continue;  // absent now: not allowed (the README says so)
-    struct stat st {};
-    if (fstat(file.get(), &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
-    state.known.listed.insert_or_assign(Identity{st.st_dev, st.st_ino}, std::move(file));
-  }
+  // Absent now (or not a socket): not allowed (the README says so).
+  for (const std::string& path : state.rules.allowed_paths) state.gate.list_path(path);
   return {};
 }
 

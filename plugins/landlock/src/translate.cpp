@@ -12,6 +12,7 @@ namespace {
 
 constexpr int kAbiTruncate = 3;  // write restriction is incomplete without TRUNCATE
 constexpr int kAbiNetwork = 4;   // TCP bind/connect rules
+constexpr int kAbiScope = 6;     // abstract unix socket and signal scoping
 
 int strength(Access access) {
   switch (access) {
@@ -269,16 +270,14 @@ const std::vector<std::string>& device_paths() {
 }
 
 std::string unenforceable_rule(const ResolvedPolicy& policy) {
-  // With the network enabled the command shares the host's network namespace, and Landlock
-  // (up to ABI 7) has no rule for connecting to a pathname unix socket: the host's docker,
-  // ssh-agent or D-Bus socket would be reachable. Scoping (ABI 6) covers abstract names only.
-  if (policy.network.mode == NetworkMode::kEnabled)
-    return "unix_socket_block: network mode enabled: Landlock cannot keep the command from "
-           "connecting to the host's pathname unix sockets (it scopes abstract ones only, ABI 6+), "
-           "and there is no network namespace of its own";
+  // With the network enabled host unix sockets stay closed by the run's unix connect guard
+  // (linux/landlock/unix_connect_notify.hpp), which has no allow-list: a listed socket would
+  // be refused like any other host socket.
   if (!policy.network.unix_sockets.empty())
     return "unix_socket_allowlist: unix socket '" + policy.network.unix_sockets.front() +
-           "' allowed: the seccomp filter blocks every socket when the network is restricted";
+           "' allowed: Landlock mode offers no allow-list of host unix sockets (the seccomp "
+           "filter blocks every unix socket when the network is restricted, the connect guard "
+           "refuses every host one when it is enabled)";
   // Without a network namespace a listening socket would listen on the host's own loopback,
   // reachable by everything there; stage 2's filter refuses bind and listen (and every inet
   // socket when the network is restricted), so the grant would silently not hold.
@@ -334,9 +333,14 @@ Result<Translation> translate(const TransformRequest& request, const HostFacts& 
   // a direct connection, so the launcher refuses to run below that ABI.
   const bool confined = network.mode != NetworkMode::kEnabled;
   if (confined) t.plan.min_abi = kAbiNetwork;
+  // Enabled: the host's network namespace. The launcher's unix connect guard decides every
+  // connect() (host pathname and abstract unix sockets refused unless the command bound them);
+  // ABI 6 scoping keeps abstract names and signals in as well, for whatever the guard does not
+  // perform (linux/landlock/unix_connect_notify.hpp). Below ABI 6 the launcher refuses to run.
+  if (!confined) t.plan.min_abi = std::max(t.plan.min_abi, kAbiScope);
   // Restricted and proxy: seccomp already refuses AF_UNIX sockets; scoping also cuts inherited
-  // sockets off from abstract unix sockets outside (ABI 6+). Enabled network keeps them.
-  t.plan.scope_abstract_unix = confined;
+  // sockets off from abstract unix sockets outside (ABI 6+).
+  t.plan.scope_abstract_unix = true;
   if (proxy) {
     // TCP connect only to the proxy's port; no bind; the proxy-mode seccomp filter (TCP
     // sockets only, so no UDP, which Landlock does not cover).
@@ -369,6 +373,12 @@ Result<Translation> translate(const TransformRequest& request, const HostFacts& 
         "A file hard-linked into a writable root before the run can still be changed through "
         "that link");
   if (*split) add_split_notes(request.policy, facts, t);
+  if (!confined)
+    t.notes.push_back(
+        "landlock: network enabled: every connect() and bind() goes through the run's "
+        "supervisor, which refuses (EACCES) the host's unix sockets, pathname and abstract, "
+        "and allows those the command bound itself; a connection it makes shows the "
+        "supervisor's pid to its peer (SO_PEERCRED), with the command's user and group");
   if (reads_host_terminals(t))
     t.notes.push_back(
         "landlock: the policy names /dev/pts itself, so the command can read (with a write "

@@ -9,6 +9,7 @@
 //  - `sbx exec --preset read-only` runs under Landlock;
 //  - a kept probe answer is never reused across the boundary, in either direction.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <boost/json.hpp>
@@ -19,6 +20,7 @@
 #include "sbx_test/files.hpp"
 #include "sbx_test/identity.hpp"
 #include "sbx_test/installed_sbx.hpp"
+#include "sbx_test/listener.hpp"
 #include "sbx_test/private_home.hpp"
 #include "sbx_test/temp_dir.hpp"
 
@@ -93,9 +95,12 @@ class ContainerDefault : public ::testing::TestWithParam<Identity> {
     return e;
   }
 
-  RunResult inside(const std::vector<std::string>& argv) const {
+  // `ptrace`: the container also has CAP_SYS_PTRACE (docker run --cap-add SYS_PTRACE), so its
+  // profile allows pidfd_getfd and the like.
+  RunResult inside(const std::vector<std::string>& argv, bool ptrace = false) const {
     std::vector<std::string> launched = {SBX_DOCKER_DEFAULT_EXEC};
     if (!root()) launched.insert(launched.end(), {"--user", "65534:65534"});
+    if (ptrace) launched.insert(launched.end(), {"--cap-add", "SYS_PTRACE"});
     launched.emplace_back("--");
     launched.insert(launched.end(), argv.begin(), argv.end());
     return run(launched, env());
@@ -276,6 +281,9 @@ TEST_P(ContainerDefault, WhatLandlockCannotEnforceIsRefusedWithTheReason) {
                                      "here: protected_names"),
             std::string::npos)
       << describe(protected_names);
+  // The network enabled needs Landlock's unix connect guard, whose supervisor takes the
+  // caller's socket with pidfd_getfd: Docker's default profile allows that only with
+  // CAP_SYS_PTRACE, so the probe's trial fails and says so (with it, the next case runs).
   const RunResult network =
       inside({sbx_path(), "exec", "--preset", "read-only", "--network", "enabled", "--cwd",
               ws_.path(), "--", "/usr/bin/touch", marker});
@@ -285,6 +293,50 @@ TEST_P(ContainerDefault, WhatLandlockCannotEnforceIsRefusedWithTheReason) {
             std::string::npos)
       << describe(network);
   EXPECT_FALSE(exists(marker));
+  const RunResult probe =
+      inside({sbx_path(), "--backends", "landlock", "backends", "--probe", "--json"});
+  ASSERT_EQ(probe.code, 0) << describe(probe);
+  const json::value doc = json::parse(probe.out);
+  const json::object* landlock = backend_named(doc, "landlock");
+  ASSERT_NE(landlock, nullptr) << probe.out;
+  const json::object* unix_block = check_named(*landlock, "unix_socket_block");
+  ASSERT_NE(unix_block, nullptr) << probe.out;
+  EXPECT_EQ(unix_block->at("status").as_string(), "warn");
+  EXPECT_NE(std::string(unix_block->at("observed").as_string())
+                .find("CAP_SYS_PTRACE: docker run --cap-add SYS_PTRACE"),
+            std::string::npos)
+      << probe.out;
+}
+
+// With CAP_SYS_PTRACE (docker run --cap-add SYS_PTRACE) the unix connect guard holds inside:
+// the network enabled runs under Landlock, with a host unix socket refused and loopback TCP
+// reachable (issue #35 point 6: `npm install` in a container without user namespaces).
+TEST_P(ContainerDefault, NetworkEnabledRunsUnderLandlockWithSysPtrace) {
+  if (!exists("/usr/bin/python3")) GTEST_SKIP() << "/usr/bin/python3 is not installed";
+  TempDir host_dir{"/var/tmp"};
+  ::chmod(host_dir.path().c_str(), 0777);
+  const std::string host = host_dir / "host.sock";
+  Listener unix_listener(Listener::kUnix, host);
+  Listener tcp(Listener::kTcp4);
+  ASSERT_TRUE(unix_listener.ok() && tcp.ok());
+  ::chmod(host.c_str(), 0777);
+  const std::string script =
+      "import errno, socket, sys\n"
+      "s = socket.socket(socket.AF_UNIX)\n"
+      "try:\n"
+      "    s.connect(sys.argv[1]); print('unix connected')\n"
+      "except OSError as e:\n"
+      "    print('unix', errno.errorcode[e.errno])\n"
+      "socket.create_connection(('127.0.0.1', int(sys.argv[2])), timeout=10).close()\n"
+      "print('tcp connected')\n";
+  const RunResult r =
+      inside({sbx_path(), "exec", "--preset", "read-only", "--network", "enabled", "--cwd",
+              ws_.path(), "--", "/usr/bin/python3", "-c", script, host, std::to_string(tcp.port())},
+             true);
+  ASSERT_EQ(r.code, 0) << describe(r);
+  EXPECT_EQ(r.out, "unix EACCES\ntcp connected\n") << describe(r);
+  EXPECT_EQ(unix_listener.hits_before_now(), 0);
+  EXPECT_EQ(tcp.hits_before_now(), 1);
 }
 
 TEST_P(ContainerDefault, AnAnswerKeptOutsideIsNotReusedInside) {

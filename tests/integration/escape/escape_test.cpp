@@ -540,6 +540,30 @@ TEST_P(Escape, NetworkEnabledStillConfinesTheFilesystem) {
   EXPECT_FALSE(exists(outside_ / "net.txt"));
 }
 
+// With the network enabled the host's unix sockets stay closed under every backend that takes
+// the policy (unix_socket_block): a host socket outside the writable roots, one a host process
+// bound inside the workspace and a symlink to one are all refused by the sandbox (EACCES), and
+// neither listener sees anything.
+TEST_P(Escape, NetworkEnabledKeepsHostUnixSocketsClosed) {
+  REQUIRE_ENFORCED("unix_socket_block");
+  Listener outside_sock(Listener::kUnix, outside_ / "host.sock");
+  Listener inside_sock(Listener::kUnix, ws_ / "host.sock");
+  ASSERT_TRUE(outside_sock.ok() && inside_sock.ok());
+  const std::string p = probe_path();
+  const std::string host = outside_ / "host.sock";
+  const RunResult r =
+      exec({"--policy", workspace_policy(conf_.path(), "enabled")},
+           {"/bin/sh", "-c",
+            p + " unix " + host + "; " + p + " unix " + ws_ / "host.sock" + "; ln -s " + host +
+                " " + ws_ / "link.sock" + " && " + p + " unix " + ws_ / "link.sock" + "; true"});
+  EXPECT_EQ(r.code, 0) << describe(r);
+  EXPECT_EQ(r.out,
+            "BLOCKED: Permission denied\nBLOCKED: Permission denied\nBLOCKED: Permission denied\n")
+      << describe(r);
+  EXPECT_EQ(outside_sock.hits_before_now(), 0);
+  EXPECT_EQ(inside_sock.hits_before_now(), 0);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Processes, privileges and the run itself
 

@@ -1,4 +1,4 @@
-// sbx_docker_default_exec [--user UID:GID] [--] PROGRAM [ARG...]
+// sbx_docker_default_exec [--user UID:GID] [--cap-add NAME]... [--] PROGRAM [ARG...]
 //
 // Runs PROGRAM (an absolute path, with this environment) confined as a `docker run` container is
 // by default, without a daemon, an image or namespaces: the tests' container environment
@@ -16,6 +16,8 @@
 //     the default list; for any other uid none (moby leaves them empty "to match what execve
 //     does"); inheritable empty either way (moby since 20.10.14, CVE-2022-24769).
 //  5. execv(PROGRAM).
+// --cap-add NAME (as `docker run --cap-add`; only SYS_PTRACE is known) adds a capability to the
+// default list, so to the bounding set, the root sets and the profile rules that name it.
 // Not emulated: the namespaces, mounts, masked /proc paths, cgroup and AppArmor profile of a
 // container; runc's stub that makes system calls newer than every call the profile names answer
 // ENOSYS instead of the default EPERM (libseccomp cannot add a rule for a number it has no name
@@ -46,6 +48,8 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "docker_default_profile.hpp"
 #include "sbx_test/docker_default.hpp"
@@ -67,10 +71,24 @@ constexpr std::uint32_t kSubArches[] = {SCMP_ARCH_ARM};
   std::exit(3);
 }
 
+// Capabilities added to the default set (`--cap-add`, as `docker run --cap-add`): only those a
+// test needs are known by name.
+constexpr std::pair<int, const char*> kAddable[] = {{19, "CAP_SYS_PTRACE"}};
+std::vector<std::pair<int, const char*>> g_added;
+
 bool has_default_cap(std::string_view name) {
   for (const auto& [number, cap] : sbx::test::docker_default_capabilities())
     if (name == cap) return true;
+  for (const auto& [number, cap] : g_added)
+    if (name == cap) return true;
   return false;
+}
+
+// The container's capability mask: the default one and the added capabilities.
+unsigned long long capability_mask() {
+  unsigned long long mask = sbx::test::docker_default_capability_mask();
+  for (const auto& [number, cap] : g_added) mask |= 1ull << number;
+  return mask;
 }
 
 bool in(std::initializer_list<const char*> list, std::string_view value) {
@@ -150,7 +168,7 @@ int last_capability() {
 }
 
 void drop_bounding_set() {
-  const unsigned long long keep = sbx::test::docker_default_capability_mask();
+  const unsigned long long keep = capability_mask();
   for (int cap = 0; cap <= last_capability(); ++cap) {
     if ((keep >> cap) & 1ull) continue;
     if (::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0) fail("PR_CAPBSET_DROP", errno);
@@ -168,7 +186,7 @@ void switch_user(uid_t uid, gid_t gid) {
 }
 
 void set_capabilities(bool root) {
-  const unsigned long long mask = root ? sbx::test::docker_default_capability_mask() : 0;
+  const unsigned long long mask = root ? capability_mask() : 0;
   __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
   __user_cap_data_struct data[2] = {};
   data[0].effective = data[0].permitted = static_cast<std::uint32_t>(mask);
@@ -192,10 +210,25 @@ int main(int argc, char** argv) {
     switch_to = true;
     at += 2;
   }
+  while (at + 1 < argc && std::strcmp(argv[at], "--cap-add") == 0) {
+    const std::string name = std::string("CAP_") + argv[at + 1];
+    bool known = false;
+    for (const auto& [number, cap] : kAddable) {
+      if (name != cap) continue;
+      g_added.emplace_back(number, cap);
+      known = true;
+    }
+    if (!known) {
+      std::fprintf(stderr, "sbx_docker_default_exec: --cap-add %s: not known here\n", argv[at + 1]);
+      return 2;
+    }
+    at += 2;
+  }
   if (at < argc && std::strcmp(argv[at], "--") == 0) ++at;
   if (at >= argc || argv[at][0] != '/') {
     std::fprintf(stderr,
-                 "usage: sbx_docker_default_exec [--user UID:GID] [--] /PROGRAM [ARG...]\n");
+                 "usage: sbx_docker_default_exec [--user UID:GID] [--cap-add NAME]... [--] "
+                 "/PROGRAM [ARG...]\n");
     return 2;
   }
 #if !defined(__x86_64__) && !defined(__aarch64__)

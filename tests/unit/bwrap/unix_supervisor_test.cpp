@@ -331,6 +331,23 @@ TEST_F(UnixSupervisorTest, OwnServersWorkPathnameAndAbstract) {
       0);
 }
 
+// Renamed before the supervisor saw its bind done (no connect in between), in the host's
+// namespace (the network enabled): the file is no longer under the name the socket reports, so
+// it is found through the socket diagnostics (linux/unix_sockets/unix_socket_gate.hpp).
+TEST_F(UnixSupervisorTest, OwnSocketRenamedBeforeItsFirstConnectIsReachable) {
+  const std::string d = dir_;
+  EXPECT_EQ(run_supervised({},
+                           [&] {
+                             const int server = listen_on(d + "/first.sock");
+                             if (server < 0) return 10;
+                             if (::rename((d + "/first.sock").c_str(),
+                                          (d + "/renamed.sock").c_str()) != 0)
+                               return 11;
+                             return connect_to(d + "/renamed.sock");
+                           }),
+            0);
+}
+
 TEST_F(UnixSupervisorTest, HostAbstractNameIsRefusedInTheHostsNamespace) {
   const std::string name = std::string("\0sbx-host-", 10) + dir_;
   HostListener host(name);

@@ -202,16 +202,26 @@ TEST(LandlockTranslate, NotesSayHowMetadataAndTerminalsAreHandled) {
   EXPECT_TRUE(has_note(*m, "emulated"));
 }
 
-// With the network enabled the host's pathname unix sockets would be reachable (no network
-// namespace, no Landlock rule for connecting to one): refused, naming unix_socket_block.
-TEST(LandlockTranslate, NetworkEnabledIsRefusedForTheHostsUnixSockets) {
+// With the network enabled the host's unix sockets stay closed by the launcher's unix connect
+// guard (tied to --net open): the plan asks for ABI 6 and its abstract unix scope, and says
+// what the guard does. A listed socket is still refused: the guard has no allow-list.
+TEST(LandlockTranslate, NetworkEnabledRunsUnderTheUnixConnectGuardOnAbi6) {
   auto t =
       translate(request({{"/", Access::kRead}, {"/ws", Access::kWrite}}, NetworkMode::kEnabled),
                 host_facts());
-  ASSERT_FALSE(t.ok());
-  EXPECT_NE(t.error().find("landlock cannot enforce unix_socket_block: network mode enabled"),
+  ASSERT_TRUE(t.ok()) << t.error();
+  EXPECT_EQ(t->plan.network, landlock::Network::kOpen);
+  EXPECT_EQ(t->plan.min_abi, 6);
+  EXPECT_TRUE(t->plan.scope_abstract_unix);
+  EXPECT_TRUE(has_note(*t, "every connect() and bind() goes through the run's supervisor"));
+  auto listed = request({{"/", Access::kRead}, {"/ws", Access::kWrite}}, NetworkMode::kEnabled);
+  listed.policy.network.unix_sockets = {"/run/agent.sock"};
+  auto l = translate(listed, host_facts());
+  ASSERT_FALSE(l.ok());
+  EXPECT_NE(l.error().find("landlock cannot enforce unix_socket_allowlist: unix socket "
+                           "'/run/agent.sock' allowed: Landlock mode offers no allow-list"),
             std::string::npos)
-      << t.error();
+      << l.error();
 }
 
 TEST(LandlockTranslate, MinimalAndWriteUnderReadAreExpressible) {

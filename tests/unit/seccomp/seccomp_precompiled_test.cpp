@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <linux/fs.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/file.h>
@@ -508,6 +509,64 @@ TEST(SeccompPrecompiled, UnixGuardReportsOnlyUnixDatagramsAndCarriesThePidScope)
   EXPECT_EQ(run_under_unix_guard([] { return raw(SYS_setpriority, PRIO_PROCESS, ::getppid(), 0); },
                                  EPERM),
             "ok");
+}
+
+// The connect variants (Landlock with the network enabled): each guard with every connect() and
+// bind() notified too, precompiled the same way.
+TEST(SeccompPrecompiled, ConnectGuardsAreWhatLibseccompBuildsAtRunTime) {
+  for (const bool metadata : {true, false}) {
+    sbx::Result<std::string> built = sbx::stage2::export_connect_guard_bpf(metadata);
+    ASSERT_TRUE(built.ok()) << built.error();
+    EXPECT_EQ(sbx::stage2::program_bytes(sbx::stage2::connect_guard_program(metadata)), *built)
+        << (metadata ? "metadata" : "unix");
+  }
+}
+
+TEST(SeccompPrecompiled, ConnectGuardBytesMatchTheGoldenFile) {
+#if !defined(__x86_64__)
+  GTEST_SKIP() << "the golden program is for x86_64 (syscall numbers and audit arch)";
+#endif
+  const std::filesystem::path dir = std::filesystem::path(SBX_GOLDEN_DIR) / "seccomp";
+  sbx::test::expect_golden(dir / "bpf-unix-connect-guard.txt",
+                           dump(sbx::stage2::connect_guard_program(false)));
+}
+
+// Loaded on its own with its listener closed: connect() and bind() of any family are reported
+// (ENOSYS from the absent supervisor), and the unix datagram rules and pid scope ride along.
+TEST(SeccompPrecompiled, ConnectGuardReportsEveryConnectAndBind) {
+  for (const bool metadata : {true, false}) {
+    const auto run_under = [metadata](const std::function<long()>& probe, int expected_errno) {
+      return sbx_seccomp_test::run_in_filtered_child(
+          [metadata] {
+            const int listener = sbx::stage2::load_metadata_guard_program(metadata, true);
+            if (listener < 0) return false;
+            ::close(listener);
+            return true;
+          },
+          probe, expected_errno);
+    };
+    const auto call_on_socket = [](int family, long nr) {
+      const int fd = ::socket(family, SOCK_STREAM, 0);
+      if (fd < 0) return -2L;
+      sockaddr_storage address{};
+      address.ss_family = static_cast<sa_family_t>(family);
+      const long length =
+          static_cast<long>(family == AF_UNIX ? sizeof(sa_family_t) + 2 : sizeof(sockaddr_in));
+      const long rc = raw(nr, fd, reinterpret_cast<long>(&address), length);
+      const int saved = errno;
+      ::close(fd);
+      errno = saved;
+      return rc;
+    };
+    for (const int family : {AF_UNIX, AF_INET}) {
+      EXPECT_EQ(run_under([&] { return call_on_socket(family, SYS_connect); }, ENOSYS), "ok");
+      EXPECT_EQ(run_under([&] { return call_on_socket(family, SYS_bind); }, ENOSYS), "ok");
+    }
+    EXPECT_EQ(run_under([] { return socket_and_close(AF_UNIX, SOCK_DGRAM); }, ENOSYS), "ok");
+    EXPECT_EQ(run_under([] { return socketpair_and_close(SOCK_STREAM); }, 0), "ok");
+    EXPECT_EQ(run_under([] { return raw(SYS_setpriority, PRIO_PROCESS, ::getppid(), 0); }, EPERM),
+              "ok");
+  }
 }
 
 TEST(SeccompPrecompiled, OrdinaryWorkStillRuns) {

@@ -29,7 +29,8 @@
 // sandbox's network namespace).
 //
 // Decisions (plugins/bwrap/README.md, "Unix sockets: the supervisor", has the threat model):
-// * pathname connect: the path is resolved as the caller sees it (its root and working
+// * pathname connect (linux/unix_sockets/unix_socket_gate.hpp, shared with Landlock mode's
+//   unix connect guard): the path is resolved as the caller sees it (its root and working
 //   directory, openat2 RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS) to an O_PATH descriptor of a
 //   socket; allowed iff that inode is a listed host socket or one a bind of this sandbox
 //   created, and then connected through that very descriptor (/proc/self/fd/N), so the checked
