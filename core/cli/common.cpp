@@ -99,13 +99,9 @@ void warn_once(const PluginRegistry& registry) {
 
 }  // namespace
 
-Result<PluginRegistry> load_registry(const GlobalOptions& options, RegistryScope scope) {
-  Result<InstallLayout> layout = install_layout();
-  if (!layout.ok()) {
-    return Error{"cannot locate the sbx installation (" + layout.error() +
-                 "); reinstall sbx or run the sbx that belongs to this libsbx"};
-  }
-  LoaderOptions loader = install_loader_options(*layout);
+Result<settings::BackendRequest> backend_request(const GlobalOptions& options) {
+  settings::BackendRequest request;
+  request.order = options.backends;
   for (const std::string& dir : options.plugin_dirs) {
     // The loader wants absolute paths; a relative --plugin-dir means "from here".
     std::error_code error;
@@ -114,8 +110,30 @@ Result<PluginRegistry> load_registry(const GlobalOptions& options, RegistryScope
       return Error{"--plugin-dir '" + dir + "' is not a usable directory path; give an " +
                    "existing directory"};
     }
-    loader.directories.push_back(absolute.lexically_normal().string());
+    request.plugin_dirs.push_back(absolute.lexically_normal().string());
   }
+  return request;
+}
+
+GlobalOptions with_backends(const GlobalOptions& options,
+                            const settings::BackendSelection& selection) {
+  GlobalOptions out = options;
+  out.backends = selection.order.value;
+  out.plugin_dirs.clear();
+  for (const auto& dir : selection.plugin_dirs) out.plugin_dirs.push_back(dir.value);
+  return out;
+}
+
+Result<PluginRegistry> load_registry(const GlobalOptions& options, RegistryScope scope) {
+  Result<InstallLayout> layout = install_layout();
+  if (!layout.ok()) {
+    return Error{"cannot locate the sbx installation (" + layout.error() +
+                 "); reinstall sbx or run the sbx that belongs to this libsbx"};
+  }
+  LoaderOptions loader = install_loader_options(*layout);
+  Result<settings::BackendRequest> request = backend_request(options);
+  if (!request.ok()) return request.failure();
+  for (const std::string& dir : request->plugin_dirs) loader.directories.push_back(dir);
   loader.warn_rejections = false;  // warn_once
   if (scope == RegistryScope::kWanted && !options.backends.empty()) {
     // Only the plugins the preference names are opened (each costs about a millisecond of
