@@ -73,6 +73,9 @@ struct sbx_manager {
   // another one is refused (see same_settings_directory).
   std::string settings_cwd;
   std::string settings_logical_cwd;
+  // The backend order and plugin directories the manager was made with (its arguments over the
+  // settings'), checked against the locks then: what every call reports.
+  sbx::settings::BackendSelection backends;
   // Backends are called from one thread at a time (sbx/sdk/backend.hpp): every call that
   // reaches a backend holds this.
   std::mutex mutex;
@@ -321,14 +324,28 @@ Result<PreparedRequest> prepare_with_settings(const settings::Settings& loaded,
 
 // Every call that takes a manager: through its settings when it has them, else the policy and
 // preference exactly as given.
+// The manager's backends, chosen when it was made, in what a call reports (sbx_explain's
+// "settings").
+void report_manager_backends(const sbx_manager& manager, PreparedRequest& input) {
+  input.decided.backends = manager.backends;
+  input.settings.backend_order = manager.backends.order.value;
+  input.settings.backend_order_scope =
+      std::string(settings::to_string(manager.backends.order.scope));
+  input.settings.plugin_dirs.clear();
+  for (const auto& dir : manager.backends.plugin_dirs)
+    input.settings.plugin_dirs.push_back(dir.value);
+}
+
 Result<PreparedRequest> prepare_call(const sbx_manager& manager, const char* policy_json,
                                      const char* cwd, const char* preference,
                                      bool allow_unsandboxed) {
-  if (manager.settings)
-    return prepare_with_settings(*manager.settings, manager, policy_json, cwd, preference,
-                                 allow_unsandboxed);
-  Result<PreparedRequest> input = prepare(policy_json, cwd);
+  Result<PreparedRequest> input =
+      manager.settings ? prepare_with_settings(*manager.settings, manager, policy_json, cwd,
+                                               preference, allow_unsandboxed)
+                       : prepare(policy_json, cwd);
   if (!input.ok()) return input;
+  report_manager_backends(manager, *input);
+  if (manager.settings) return input;
   // After the resolution, as the caller's choices have always been checked here.
   Result<SandboxPreference> pref = preference_from(preference);
   if (!pref.ok()) return pref.failure();
@@ -730,6 +747,7 @@ Result<std::unique_ptr<sbx_manager>> make_manager(const settings::BackendSelecti
   for (const auto& dir : selection.plugin_dirs) loader.directories.push_back(dir.value);
   manager->registry = PluginRegistry::load(loader);
   manager->manager = std::make_unique<Manager>(manager->registry, selection.order.value);
+  manager->backends = selection;
   // Warm: each backend is probed once per handle (sbx_manager_reprobe asks again).
   manager->manager->keep_probe_answers(true);
   return manager;
