@@ -139,6 +139,32 @@ class VersionHelp(SbxTestCase):
                                    "--version", "Examples:", "Exit status"]:
             self.assertIn(word, result.stdout, f"--help lacks {word}")
 
+    def test_stage2_has_help_and_version(self):
+        # Issue #39 point 4: sbx-stage2 is a supported tool for vendors' backends; `--help` was
+        # "'--help' needs a value".
+        prefix = os.path.dirname(os.path.dirname(os.path.abspath(SBX)))
+        stage2 = os.path.join(prefix, "libexec", "sbx", "sbx-stage2")
+        if not os.path.exists(stage2):
+            self.skipTest(f"{stage2} is not installed (Linux only)")
+        for flag in ["--help", "-h"]:
+            result = subprocess.run([stage2, flag], capture_output=True, text=True, check=False,
+                                    timeout=TIMEOUT)
+            self.assertEqual(result.returncode, 0, describe(result))
+            for word in ["Usage:", "--landlock MIN_ABI", "--net blocked|open|private|proxy",
+                         "--env-fd N", "--write-root PATH", "exits 125", "sdk/REFERENCE.md",
+                         "not a stable interface"]:
+                self.assertIn(word, result.stdout, f"{flag} lacks {word}")
+            self.assertEqual(result.stderr, "")
+        result = subprocess.run([stage2, "--version"], capture_output=True, text=True,
+                                check=False, timeout=TIMEOUT)
+        self.assertEqual(result.returncode, 0, describe(result))
+        version = self.run_ok("--version").stdout.strip()
+        self.assertEqual(result.stdout.strip(), version.replace("sbx ", "sbx-stage2 ", 1))
+        # Anywhere else it is a word of a command line, checked as ever.
+        result = subprocess.run([stage2, "--net", "blocked", "--help"], capture_output=True,
+                                text=True, check=False, timeout=TIMEOUT)
+        self.assertEqual(result.returncode, 125, describe(result))
+
     def test_every_subcommand_has_help_with_examples(self):
         for sub in ["backends", "explain", "exec", "context", "debug", "schema"]:
             result = self.run_ok(sub, "--help")
