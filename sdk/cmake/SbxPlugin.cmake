@@ -72,7 +72,9 @@ function(sbx_install_backend_plugin name)
         set(_sbx_here TRUE)
       endif()
     endforeach()
-    if(_sbx_here)
+    if(NOT \"\$ENV{DESTDIR}\" STREQUAL \"\" OR CMAKE_INSTALL_PREFIX MATCHES \"/_CPack_Packages/\")
+      # Staged for a package (DESTDIR, cpack): the package's own prefix decides.
+    elseif(_sbx_here)
       message(STATUS \"sbx-backend-${name}: installed in the plugin directory of the sbx in \"
                      \"\${CMAKE_INSTALL_PREFIX}; it loads it from there\")
     else()
