@@ -50,13 +50,15 @@ CLI::Validator known_backend_names() {
 void add_global_options(CLI::App& app, GlobalOptions& options) {
   app.add_option("--backends", options.backends,
                  "Backends to consider, in preference order (comma-separated names, e.g. "
-                 "bwrap,landlock). Default: every loaded backend")
+                 "bwrap,landlock). Default: the settings' backends.order, else every loaded "
+                 "backend")
       ->delimiter(',')
       ->check(known_backend_names())
       ->type_name("NAME[,NAME...]");
   app.add_option("--plugin-dir", options.plugin_dirs,
-                 "Extra directory to load backend plugins from, after the trusted default. The "
-                 "same ownership and permission checks apply (repeatable)")
+                 "Extra directory to load backend plugins from, after the trusted default and the "
+                 "settings' backends.plugin_dirs. The same ownership and permission checks apply "
+                 "(repeatable)")
       ->type_name("DIR")
       ->allow_extra_args(false);
   app.add_option("--log-level", options.log_level, "Log level on stderr")
