@@ -94,6 +94,7 @@
 #include "landlock_ruleset.hpp"
 #include "proxy_connect.hpp"
 #include "proxy_relay.hpp"
+#include "sbx/sdk/abi.h"
 #include "sbx/sdk/posix_child.hpp"
 #include "seccomp_filter.hpp"
 #include "seccomp_programs.hpp"
@@ -667,8 +668,69 @@ int confine_command(const Options& o, const confine::Shape& shape,
   return status_fd;
 }
 
+// `sbx-stage2 --help`: the command lines a backend outside sbx may build (sdk/REFERENCE.md,
+// "sbx-stage2"); the forms only sbx's own backends use are named as such, not described.
+constexpr std::string_view kHelp = R"(Usage:
+  sbx-stage2 --landlock MIN_ABI [--ll-fs restricted|unrestricted] [--ll-read PATH]...
+             [--ll-write PATH]... [--ll-dev PATH]... [--ll-list PATH]...
+             [--ll-scope-abstract-unix on|off] [--parent-pid PID]
+             --net blocked|open|proxy [--proxy-port PORT]
+             [--env KEY=VALUE]... [--env-environ] -- /abs/command [ARG]...
+  sbx-stage2 --net blocked|open|private|proxy [--proxy-port PORT --proxy-socket PATH]
+             [--env KEY=VALUE]... [--env-fd N | --env-environ] [--ready-fd N]
+             [--mounts-fd N] [--write-layer [--write-root PATH]...] -- /abs/command [ARG]...
+  sbx-stage2 --help | --version
+
+The last trusted step before a sandboxed command (supported for backends built with the sbx SDK;
+sdk/REFERENCE.md). It never widens what its caller set up: each step that fails prints
+"sbx-stage2: <step>: <reason>" and exits 125 without running the command; otherwise the command
+runs by its absolute path with exactly the environment given (--env, --env-fd N: NUL-separated
+KEY=VALUE read to its end, --env-environ: stage 2's own), and its exit status is the command's
+(127 not found, 126 not executable).
+
+Landlock mode (--landlock): on the host, no namespace needed. Sets no_new_privs, enters a
+Landlock domain (refused below kernel ABI MIN_ABI) that executes and reads beneath each
+--ll-read, also writes beneath each --ll-write, reads, writes and ioctls the devices --ll-dev,
+only lists --ll-list (--ll-fs unrestricted: no filesystem rule) and, with
+--ll-scope-abstract-unix on (ABI 6+), reaches no abstract unix socket outside it; installs the
+seccomp filter of --net (blocked: no network; open: any; proxy: TCP connect to --proxy-port
+only) and execs the command. --parent-pid PID: the command dies with that process.
+
+Init mode (--net without --landlock): inside a sandbox another tool made (bubblewrap), as PID 1
+of its pid namespace. Compares the mount table with --mounts-fd N (NUL-ended "w PATH" and
+"r PATH" entries: what must be mounted, and whether it may be writable), writes one byte on
+--ready-fd N once that is checked (after it, the number of the signal that killed the command),
+verifies it holds no capability in any set, sets no_new_privs, starts the relay from
+127.0.0.1:--proxy-port to the unix socket --proxy-socket (--net proxy), enters a Landlock write
+layer with --write-layer (writes only beneath each --write-root), installs the seccomp filter of
+--net (private: the namespace's own loopback only) and runs the command, forwarding signals to
+it, reaping orphans and exiting with its status.
+
+Forms used only by sbx's own backends, not a stable interface: --waiter, --metadata-guard,
+--unix-supervised, --cache-overlay, --status-fd and --trace-fd.
+)";
+
+// --help and --version only as the first argument: anything else is a command line to run,
+// whose own words are never options of stage 2.
+void answer_help_or_version(int argc, char** argv) {
+  if (argc != 2) return;
+  const std::string_view arg = argv[1];
+  if (arg == "--help" || arg == "-h") {
+    std::fwrite(kHelp.data(), 1, kHelp.size(), stdout);
+    std::fflush(stdout);
+    ::_exit(0);
+  }
+  if (arg == "--version") {
+    std::printf("sbx-stage2 %s (plugin ABI %d.%d)\n", SBX_STAGE2_VERSION, SBX_ABI_MAJOR,
+                SBX_ABI_MINOR);
+    std::fflush(stdout);
+    ::_exit(0);
+  }
+}
+
 int main(int argc, char** argv) {
   make_undumpable();
+  answer_help_or_version(argc, argv);
   if (argc >= 2 && std::string(argv[1]) == "--metadata-guard")
     ::_exit(sbx::stage2::run_metadata_guard(argc, argv));
   if (argc >= 2 && std::string(argv[1]) == "--unix-connect-trial")

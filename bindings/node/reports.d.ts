@@ -258,6 +258,11 @@ export interface SettingsSummary {
   excluded_commands: string[];
   notes: string[];
   ignored_project_files: string[];
+  /** Backends in preference order; empty: every loaded plugin, default order. */
+  backend_order: string[];
+  backend_order_scope: Scope;
+  /** Plugin directories searched after the install's own. */
+  plugin_dirs: string[];
 }
 
 /** A settings scope (settings::to_string(Scope)). */

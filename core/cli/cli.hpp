@@ -51,6 +51,7 @@ struct PolicyOptions {
 struct RunChoices {
   std::optional<SandboxPreference> sandbox;
   bool allow_unsandboxed = false;
+  settings::BackendRequest backends{};  // --backends, --plugin-dir (backend_request)
 };
 
 // A registered subcommand and what to run when it was the one given.
@@ -85,6 +86,13 @@ enum class RegistryScope {
   kWanted,  // with --backends: only the named ones (all if a named one is not found that way)
   kAll,     // every candidate (for listings)
 };
+// The global --backends and --plugin-dir (made absolute: "from here") as the settings' caller
+// scope; settings::decide_backends puts them on top of the settings' "backends".
+Result<settings::BackendRequest> backend_request(const GlobalOptions& options);
+// `options` with the order and plugin directories the settings and the command line decided
+// (PreparedRequest::decided.backends): what load_registry and the run's Manager then use.
+GlobalOptions with_backends(const GlobalOptions& options,
+                            const settings::BackendSelection& selection);
 // Loads the plugins from the trusted default directory, then each --plugin-dir.
 Result<PluginRegistry> load_registry(const GlobalOptions& options,
                                      RegistryScope scope = RegistryScope::kWanted);

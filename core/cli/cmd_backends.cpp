@@ -129,9 +129,28 @@ int run_verify(const BackendsOptions& options, const GlobalOptions& globals) {
   return report->verified ? 0 : 1;
 }
 
+// The plugin directories the settings add (and their locks on --plugin-dir), read for the
+// current directory as a run there would: the listing shows what a run loads.
+Result<GlobalOptions> listed_backends(const GlobalOptions& globals) {
+  Result<std::string> cwd = effective_cwd(PolicyOptions{});
+  if (!cwd.ok()) return cwd.failure();
+  Result<settings::Settings> loaded = load_cli_settings(*cwd);
+  if (!loaded.ok()) return loaded.failure();
+  Result<settings::BackendRequest> request = backend_request(globals);
+  if (!request.ok()) return request.failure();
+  Result<settings::BackendSelection> selection = settings::decide_backends(*loaded, *request);
+  if (!selection.ok())
+    return Error{selection.error() +
+                     "; ask for less, or ask the administrator (`sbx config show` shows the locks)",
+                 selection.kind()};
+  return with_backends(globals, *selection);
+}
+
 int run_backends(const BackendsOptions& options, const GlobalOptions& globals) {
   if (!options.verify.empty()) return run_verify(options, globals);
-  Result<PluginRegistry> registry = load_registry(globals, RegistryScope::kAll);
+  Result<GlobalOptions> chosen = listed_backends(globals);
+  if (!chosen.ok()) return fail(chosen.failure());
+  Result<PluginRegistry> registry = load_registry(*chosen, RegistryScope::kAll);
   if (!registry.ok()) return fail(registry.failure());
   const std::vector<BackendListing> listings = list_backends(*registry, options.probe);
   // The run cgroup is core's, the same for every backend: reported next to their probes.

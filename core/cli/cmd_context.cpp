@@ -21,15 +21,19 @@ struct ContextOptions {
 int run_context(const ContextOptions& options, const GlobalOptions& globals) {
   Result<std::optional<SandboxPreference>> preference = sandbox_choice(options.sandbox);
   if (!preference.ok()) return fail(preference.failure(), "use --sandbox auto, require or forbid");
-  Result<PreparedRequest> input = load_policy(options.policy, RunChoices{*preference, false});
+  Result<settings::BackendRequest> backends = backend_request(globals);
+  if (!backends.ok()) return fail(backends.failure());
+  Result<PreparedRequest> input =
+      load_policy(options.policy, RunChoices{*preference, false, std::move(*backends)});
   if (!input.ok()) return fail(input.failure());
+  const GlobalOptions chosen = with_backends(globals, input->decided.backends);
   std::optional<PluginRegistry> registry;
   std::optional<Manager> manager;
   if (!options.any_backend) {
-    Result<PluginRegistry> loaded = load_registry(globals);
+    Result<PluginRegistry> loaded = load_registry(chosen);
     if (!loaded.ok()) return fail(loaded.failure());
     registry.emplace(std::move(*loaded));
-    manager.emplace(*registry, globals.backends, input->policy_file);
+    manager.emplace(*registry, chosen.backends, input->policy_file);
   }
   const SandboxContext context = context_for_run(*input, manager ? &*manager : nullptr);
   if (options.json) {

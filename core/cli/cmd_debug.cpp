@@ -27,9 +27,12 @@ int run_debug(const DebugOptions& options, const GlobalOptions& globals) {
   // normalised, never looked up here, and the command is never searched on this host's PATH.
   PolicyOptions policy_options = options.policy;
   policy_options.style = plan_path_style(options.backend);
-  Result<PreparedRequest> input = load_policy(policy_options);
+  Result<settings::BackendRequest> backends = backend_request(globals);
+  if (!backends.ok()) return fail(backends.failure());
+  Result<PreparedRequest> input =
+      load_policy(policy_options, RunChoices{std::nullopt, false, std::move(*backends)});
   if (!input.ok()) return fail(input.failure());
-  Result<PluginRegistry> registry = load_registry(globals);
+  Result<PluginRegistry> registry = load_registry(with_backends(globals, input->decided.backends));
   if (!registry.ok()) return fail(registry.failure());
   if (registry->find(options.backend) == nullptr) {
     // The loaded names decide here: a plugin may bring a name the parser does not know.

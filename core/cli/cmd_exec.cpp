@@ -249,13 +249,18 @@ int exec_steps(const ExecOptions& options, const GlobalOptions& globals, RunOutc
   if (!preference.ok())
     return failed(run.report, preference.kind(), preference.error(),
                   "use --sandbox auto, require or forbid");
-  Result<PreparedRequest> input =
-      load_policy(options.policy, RunChoices{*preference, options.allow_unsandboxed});
+  Result<settings::BackendRequest> asked = backend_request(globals);
+  if (!asked.ok()) return failed(run.report, asked.kind(), asked.error());
+  Result<PreparedRequest> input = load_policy(
+      options.policy, RunChoices{*preference, options.allow_unsandboxed, std::move(*asked)});
   if (!input.ok()) return failed(run.report, input.kind(), input.error());
+  // The order and plugin directories the settings and --backends/--plugin-dir decided; it
+  // outlives `backends`, which keeps a reference to it.
+  const GlobalOptions chosen = with_backends(globals, input->decided.backends);
   for (const std::string& note : input->settings.notes)
     std::cerr << "sbx: note: " << printable(note) << '\n';
   warn_about_policy_in_workspace(*input);
-  CliBackends backends(globals, input->policy_file);
+  CliBackends backends(chosen, input->policy_file);
   RunRequest request = run_request(std::move(*input), options.command);
   // With --json the command's stderr is copied through a pipe (it still reaches the user) and
   // its tail kept for the denial classification.

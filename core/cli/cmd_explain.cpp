@@ -236,11 +236,15 @@ void print_text(const ExplainReport& report, const std::string& policy_file) {
 int run_explain(const ExplainOptions& options, const GlobalOptions& globals) {
   Result<std::optional<SandboxPreference>> preference = sandbox_choice(options.sandbox);
   if (!preference.ok()) return fail(preference.failure(), "use --sandbox auto, require or forbid");
-  Result<PreparedRequest> input = load_policy(options.policy, RunChoices{*preference, false});
+  Result<settings::BackendRequest> backends = backend_request(globals);
+  if (!backends.ok()) return fail(backends.failure());
+  Result<PreparedRequest> input =
+      load_policy(options.policy, RunChoices{*preference, false, std::move(*backends)});
   if (!input.ok()) return fail(input.failure());
-  Result<PluginRegistry> registry = load_registry(globals);
+  const GlobalOptions chosen = with_backends(globals, input->decided.backends);
+  Result<PluginRegistry> registry = load_registry(chosen);
   if (!registry.ok()) return fail(registry.failure());
-  const Manager manager(*registry, globals.backends, input->policy_file);
+  const Manager manager(*registry, chosen.backends, input->policy_file);
   ExplainReport report =
       explain_run(input->policy, input->resolved, input->decided.sandbox.value, manager,
                   current_environment(), options.command, input->settings);

@@ -50,13 +50,15 @@ CLI::Validator known_backend_names() {
 void add_global_options(CLI::App& app, GlobalOptions& options) {
   app.add_option("--backends", options.backends,
                  "Backends to consider, in preference order (comma-separated names, e.g. "
-                 "bwrap,landlock). Default: every loaded backend")
+                 "bwrap,landlock). Default: the settings' backends.order, else every loaded "
+                 "backend")
       ->delimiter(',')
       ->check(known_backend_names())
       ->type_name("NAME[,NAME...]");
   app.add_option("--plugin-dir", options.plugin_dirs,
-                 "Extra directory to load backend plugins from, after the trusted default. The "
-                 "same ownership and permission checks apply (repeatable)")
+                 "Extra directory to load backend plugins from, after the trusted default and the "
+                 "settings' backends.plugin_dirs. The same ownership and permission checks apply "
+                 "(repeatable)")
       ->type_name("DIR")
       ->allow_extra_args(false);
   app.add_option("--log-level", options.log_level, "Log level on stderr")
@@ -99,13 +101,9 @@ void warn_once(const PluginRegistry& registry) {
 
 }  // namespace
 
-Result<PluginRegistry> load_registry(const GlobalOptions& options, RegistryScope scope) {
-  Result<InstallLayout> layout = install_layout();
-  if (!layout.ok()) {
-    return Error{"cannot locate the sbx installation (" + layout.error() +
-                 "); reinstall sbx or run the sbx that belongs to this libsbx"};
-  }
-  LoaderOptions loader = install_loader_options(*layout);
+Result<settings::BackendRequest> backend_request(const GlobalOptions& options) {
+  settings::BackendRequest request;
+  request.order = options.backends;
   for (const std::string& dir : options.plugin_dirs) {
     // The loader wants absolute paths; a relative --plugin-dir means "from here".
     std::error_code error;
@@ -114,8 +112,30 @@ Result<PluginRegistry> load_registry(const GlobalOptions& options, RegistryScope
       return Error{"--plugin-dir '" + dir + "' is not a usable directory path; give an " +
                    "existing directory"};
     }
-    loader.directories.push_back(absolute.lexically_normal().string());
+    request.plugin_dirs.push_back(absolute.lexically_normal().string());
   }
+  return request;
+}
+
+GlobalOptions with_backends(const GlobalOptions& options,
+                            const settings::BackendSelection& selection) {
+  GlobalOptions out = options;
+  out.backends = selection.order.value;
+  out.plugin_dirs.clear();
+  for (const auto& dir : selection.plugin_dirs) out.plugin_dirs.push_back(dir.value);
+  return out;
+}
+
+Result<PluginRegistry> load_registry(const GlobalOptions& options, RegistryScope scope) {
+  Result<InstallLayout> layout = install_layout();
+  if (!layout.ok()) {
+    return Error{"cannot locate the sbx installation (" + layout.error() +
+                 "); reinstall sbx or run the sbx that belongs to this libsbx"};
+  }
+  LoaderOptions loader = install_loader_options(*layout);
+  Result<settings::BackendRequest> request = backend_request(options);
+  if (!request.ok()) return request.failure();
+  for (const std::string& dir : request->plugin_dirs) loader.directories.push_back(dir);
   loader.warn_rejections = false;  // warn_once
   if (scope == RegistryScope::kWanted && !options.backends.empty()) {
     // Only the plugins the preference names are opened (each costs about a millisecond of

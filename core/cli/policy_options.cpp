@@ -290,6 +290,7 @@ Result<PolicyRequest> cli_request(const PolicyOptions& options, const std::strin
   request.overrides.policy = std::move(*given);
   request.overrides.sandbox = choices.sandbox;
   request.overrides.allow_unsandboxed = choices.allow_unsandboxed;
+  request.overrides.backends = choices.backends;
   if (!options.writable_roots.empty() || !options.denies.empty() || !options.network.empty() ||
       options.caches) {
     request.amend = [&options, cwd](Policy policy) -> Result<Policy> {

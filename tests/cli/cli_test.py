@@ -139,6 +139,32 @@ class VersionHelp(SbxTestCase):
                                    "--version", "Examples:", "Exit status"]:
             self.assertIn(word, result.stdout, f"--help lacks {word}")
 
+    def test_stage2_has_help_and_version(self):
+        # Issue #39 point 4: sbx-stage2 is a supported tool for vendors' backends; `--help` was
+        # "'--help' needs a value".
+        prefix = os.path.dirname(os.path.dirname(os.path.abspath(SBX)))
+        stage2 = os.path.join(prefix, "libexec", "sbx", "sbx-stage2")
+        if not os.path.exists(stage2):
+            self.skipTest(f"{stage2} is not installed (Linux only)")
+        for flag in ["--help", "-h"]:
+            result = subprocess.run([stage2, flag], capture_output=True, text=True, check=False,
+                                    timeout=TIMEOUT)
+            self.assertEqual(result.returncode, 0, describe(result))
+            for word in ["Usage:", "--landlock MIN_ABI", "--net blocked|open|private|proxy",
+                         "--env-fd N", "--write-root PATH", "exits 125", "sdk/REFERENCE.md",
+                         "not a stable interface"]:
+                self.assertIn(word, result.stdout, f"{flag} lacks {word}")
+            self.assertEqual(result.stderr, "")
+        result = subprocess.run([stage2, "--version"], capture_output=True, text=True,
+                                check=False, timeout=TIMEOUT)
+        self.assertEqual(result.returncode, 0, describe(result))
+        version = self.run_ok("--version").stdout.strip()
+        self.assertEqual(result.stdout.strip(), version.replace("sbx ", "sbx-stage2 ", 1))
+        # Anywhere else it is a word of a command line, checked as ever.
+        result = subprocess.run([stage2, "--net", "blocked", "--help"], capture_output=True,
+                                text=True, check=False, timeout=TIMEOUT)
+        self.assertEqual(result.returncode, 125, describe(result))
+
     def test_every_subcommand_has_help_with_examples(self):
         for sub in ["backends", "explain", "exec", "context", "debug", "schema"]:
             result = self.run_ok(sub, "--help")
@@ -1642,6 +1668,60 @@ class Settings(SbxTestCase):
         if probe.returncode != 0:
             self.skipTest("uid 65534 cannot run the installed sbx here" + describe(probe))
         return run(*args)
+
+    def test_the_user_settings_choose_the_backend_order(self):
+        # Issue #39 point 5: "backends.order" of the user settings is the run's preference order
+        # (explain and exec --json show it and the scope), and --backends is above it.
+        backends = loaded_backends()
+        available = [n for n in ["bwrap", "landlock"] if backends.get(n, {}).get("available")]
+        if not available:
+            skip_no_backend(self, "neither bwrap nor landlock is available here")
+        order = list(reversed(available))  # the default order turned round
+        self.user(json.dumps({"backends": {"order": order}}))
+        explain = json.loads(self.sbx_env("explain", "--json", "--preset", "read-only").stdout)
+        self.assertEqual(explain["settings"]["backend_order"], order)
+        self.assertEqual(explain["settings"]["backend_order_scope"], "user")
+        self.assertEqual(explain["available_backend"], order[0])
+        result = self.sbx_env("exec", "--json", "--preset", "read-only", "--", "/bin/true")
+        self.assert_exit(result, 0)
+        self.assertEqual(self.last_json_line(result.stderr)["backend"], order[0])
+        explain = json.loads(self.sbx_env("--backends", order[-1], "explain", "--json",
+                                          "--preset", "read-only").stdout)
+        self.assertEqual(explain["settings"]["backend_order"], [order[-1]])
+        self.assertEqual(explain["settings"]["backend_order_scope"], "command line")
+        self.assertEqual(explain["available_backend"], order[-1])
+        shown = json.loads(self.sbx_env("config", "show", "--json").stdout)["backends"]
+        self.assertEqual(shown, {"order": order, "order_scope": "user", "order_locked": False,
+                                 "plugin_dirs": [], "plugin_dirs_locked": False})
+        # A repository never chooses which code sbx loads.
+        self.assert_exit(self.sbx_env("config", "trust"), 0)
+        self.project_file(json.dumps({"backends": {"order": ["landlock"]}}))
+        result = self.sbx_env("explain", "--json")
+        self.assert_exit(result, 2)
+        self.assertIn("/backends: only the managed or the user settings may choose backends",
+                      result.stderr)
+
+    def test_a_plugin_dir_of_the_settings_goes_through_the_trusted_loader(self):
+        # Issue #39 point 5: a plugin directory named in the settings is loaded like the
+        # install's, and refused with the reason when others can write it.
+        evil = os.path.join(self.work, "plugins")
+        os.mkdir(evil)
+        os.chmod(evil, 0o777)
+        shutil.copy("/bin/true", os.path.join(evil, "sbx-backend-evil.so"))
+        self.user(json.dumps({"backends": {"plugin_dirs": [evil]}}))
+        doc = json.loads(self.sbx_env("backends", "--json").stdout)
+        mine = [r for r in doc["rejected"] if r["path"].startswith(evil)]
+        self.assertEqual(len(mine), 1, json.dumps(doc["rejected"], indent=1))
+        self.assertEqual(mine[0]["stage"], "directory")
+        # The directory itself (mode 0777), or /tmp (1777) when the test's directory is there.
+        self.assertRegex(mine[0]["message"], r"is writable by group and others \(mode [01]777\)")
+        self.assertNotIn("evil", [b["name"] for b in doc["backends"]])
+        explain = json.loads(self.sbx_env("explain", "--json").stdout)
+        self.assertEqual(explain["settings"]["plugin_dirs"], [evil])
+        self.user(json.dumps({"backends": {"plugin_dirs": ["plugins"]}}))
+        result = self.sbx_env("backends")
+        self.assert_exit(result, 2)
+        self.assertIn('/backends/plugin_dirs/0: "plugins" is not an absolute path', result.stderr)
 
     def test_untrusted_project_is_ignored_with_a_note_until_trusted(self):
         self.project_file('{"sandbox": "forbid", "excluded_commands": ["*"]}')

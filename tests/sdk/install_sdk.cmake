@@ -1,5 +1,6 @@
 # sdk.install: cmake --install BUILD --component sdk into a fresh PREFIX; the prefix must then
-# hold the headers and the CMake package, and nothing else (no sbx, no libsbx).
+# hold the headers, the CMake package, the reference and the template (share/sbx/sdk), and
+# nothing else (no sbx, no libsbx).
 cmake_minimum_required(VERSION 3.25)
 # LIBDIR: the build's CMAKE_INSTALL_LIBDIR ("lib" or "lib/<multiarch triplet>").
 foreach(var BUILD PREFIX LIBDIR)
@@ -21,7 +22,8 @@ set(expected
     ${LIBDIR}/cmake/sbx-sdk/sbx-sdk-config-version.cmake
     ${LIBDIR}/cmake/sbx-sdk/sbx-sdk-targets.cmake ${LIBDIR}/cmake/sbx-sdk/SbxPlugin.cmake
     ${LIBDIR}/cmake/sbx-sdk/SbxVerify.cmake
-    ${LIBDIR}/cmake/sbx-sdk/sbx-plugin.map)
+    ${LIBDIR}/cmake/sbx-sdk/sbx-plugin.map
+    share/sbx/sdk/REFERENCE.md share/sbx/sdk/README.md share/sbx/sdk/template/CMakeLists.txt)
 foreach(file IN LISTS expected)
   if(NOT EXISTS "${PREFIX}/${file}")
     message(FATAL_ERROR "the sdk component did not install ${file}; installed:\n${out}")
@@ -30,9 +32,9 @@ endforeach()
 file(GLOB_RECURSE installed RELATIVE "${PREFIX}" "${PREFIX}/*")
 foreach(file IN LISTS installed)
   string(FIND "${file}" "${LIBDIR}/cmake/sbx-sdk/" in_package)
-  if(NOT file MATCHES "^include/sbx/sdk/" AND NOT in_package EQUAL 0)
+  if(NOT file MATCHES "^(include/sbx/sdk|share/sbx/sdk)/" AND NOT in_package EQUAL 0)
     message(FATAL_ERROR "the sdk component installed '${file}', which is not part of the SDK")
   endif()
 endforeach()
 list(LENGTH installed count)
-message(STATUS "SDK installed into ${PREFIX} (${count} files, headers and CMake package only)")
+message(STATUS "SDK installed into ${PREFIX} (${count} files: headers, CMake package, reference, template)")

@@ -65,7 +65,8 @@ SBX_API const char* sbx_version(void);
 
 /* A manager over the plugins in the trusted directory next to libsbx, in the preference order
  * `backends` (comma-separated names, e.g. "bwrap,landlock"; NULL or "" = every loaded plugin,
- * default order). Plugins that fail the trust checks are listed by sbx_backends_json. */
+ * default order). Plugins that fail the trust checks are listed by sbx_backends_json. More
+ * plugin directories: sbx_manager_new_with_options. */
 SBX_API sbx_manager* sbx_manager_new(const char* backends, sbx_error** error);
 /* A manager that also uses the settings scopes, exactly as the `sbx` command does (README.md,
  * "Settings"): the administrator's /etc/sbx/managed.json (checked like the plugin directories;
@@ -79,8 +80,9 @@ SBX_API sbx_manager* sbx_manager_new(const char* backends, sbx_error** error);
  * sbx_explain, sbx_transform and sbx_exec on such a manager refuse (a C error, nothing runs) a
  * `cwd` that is neither the one given here (lexically normalised) nor its real path (NULL means
  * the current directory then); make one manager per working directory. `settings_json` (NULL =
- * none) is the caller's own scope, merged last: the keys of a settings file except "locks" and
- * "trusted_projects".
+ * none) is the caller's own scope, merged last: the keys of a settings file except "locks",
+ * "trusted_projects" and "backends". The settings' "backends" apply: their order when `backends`
+ * is NULL or "", and their plugin directories (sbx_manager_options).
  * On such a manager, sbx_explain, sbx_transform and sbx_exec take the settings' policy when
  * `policy_json` is NULL and the settings' sandbox preference when `preference` is NULL; a policy,
  * preference or SBX_EXEC_ALLOW_UNSANDBOXED that a lock forbids is a C error naming the lock;
@@ -89,6 +91,39 @@ SBX_API sbx_manager* sbx_manager_new(const char* backends, sbx_error** error);
  * sbx_explain's "settings" object says which scope decided. Release with sbx_manager_free. */
 SBX_API sbx_manager* sbx_manager_new_with_settings(const char* backends, const char* cwd,
                                                    const char* settings_json, sbx_error** error);
+/* A manager's options, for sbx_manager_new_with_options. Versioned by size like
+ * sbx_run_options: set struct_size to sizeof(sbx_manager_options) and zero what you do not set. */
+typedef struct sbx_manager_options {
+  size_t struct_size;
+  /* As sbx_manager_new's `backends`: preference order, comma-separated; NULL or "" = the
+   * settings' order (with use_settings), else every loaded plugin in the default order. */
+  const char* backends;
+  /* Extra directories to load backend plugins from, after the install's own (NULL-terminated;
+   * NULL for none), as `sbx --plugin-dir`: each must be absolute, and goes through the same
+   * trusted loader (the directory and every directory above it owned by root or by the owner of
+   * libsbx and not writable by group or others; each plugin file likewise). A directory or
+   * plugin that fails a check is not an error: sbx_backends_json lists it under "rejected" with
+   * the reason, and the other plugins load. */
+  const char* const* plugin_dirs;
+  /* Non-zero: read the settings scopes as sbx_manager_new_with_settings does, with `cwd` and
+   * `settings_json` as there; the settings' "backends" (order, plugin directories) then apply,
+   * and a `backends` or `plugin_dirs` that the administrator's locks forbid
+   * (/locks/backend_order, /locks/plugin_dirs) is an error naming the lock. */
+  int use_settings;
+  const char* cwd;
+  const char* settings_json;
+} sbx_manager_options;
+
+/* The smallest struct_size accepted: this first version of sbx_manager_options. */
+#define SBX_MANAGER_OPTIONS_MIN_SIZE \
+  (offsetof(sbx_manager_options, settings_json) + sizeof(const char*))
+
+/* A manager made from `options` (see sbx_manager_options). sbx_manager_new(b) is
+ * {sizeof o, b}; sbx_manager_new_with_settings(b, cwd, json) is {sizeof o, b, NULL, 1, cwd, json}.
+ * Release with sbx_manager_free. */
+SBX_API sbx_manager* sbx_manager_new_with_options(const sbx_manager_options* options,
+                                                  sbx_error** error);
+
 /* Frees a manager. Calls already running on it (in other threads) finish first: this waits
  * until the last has returned, however long its command runs. Once it has begun, a new call
  * on the manager fails with an error ("not a live manager") instead of using it, and a second

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -72,6 +73,9 @@ struct sbx_manager {
   // another one is refused (see same_settings_directory).
   std::string settings_cwd;
   std::string settings_logical_cwd;
+  // The backend order and plugin directories the manager was made with (its arguments over the
+  // settings'), checked against the locks then: what every call reports.
+  sbx::settings::BackendSelection backends;
   // Backends are called from one thread at a time (sbx/sdk/backend.hpp): every call that
   // reaches a backend holds this.
   std::mutex mutex;
@@ -320,14 +324,28 @@ Result<PreparedRequest> prepare_with_settings(const settings::Settings& loaded,
 
 // Every call that takes a manager: through its settings when it has them, else the policy and
 // preference exactly as given.
+// The manager's backends, chosen when it was made, in what a call reports (sbx_explain's
+// "settings").
+void report_manager_backends(const sbx_manager& manager, PreparedRequest& input) {
+  input.decided.backends = manager.backends;
+  input.settings.backend_order = manager.backends.order.value;
+  input.settings.backend_order_scope =
+      std::string(settings::to_string(manager.backends.order.scope));
+  input.settings.plugin_dirs.clear();
+  for (const auto& dir : manager.backends.plugin_dirs)
+    input.settings.plugin_dirs.push_back(dir.value);
+}
+
 Result<PreparedRequest> prepare_call(const sbx_manager& manager, const char* policy_json,
                                      const char* cwd, const char* preference,
                                      bool allow_unsandboxed) {
-  if (manager.settings)
-    return prepare_with_settings(*manager.settings, manager, policy_json, cwd, preference,
-                                 allow_unsandboxed);
-  Result<PreparedRequest> input = prepare(policy_json, cwd);
+  Result<PreparedRequest> input =
+      manager.settings ? prepare_with_settings(*manager.settings, manager, policy_json, cwd,
+                                               preference, allow_unsandboxed)
+                       : prepare(policy_json, cwd);
   if (!input.ok()) return input;
+  report_manager_backends(manager, *input);
+  if (manager.settings) return input;
   // After the resolution, as the caller's choices have always been checked here.
   Result<SandboxPreference> pref = preference_from(preference);
   if (!pref.ok()) return pref.failure();
@@ -700,15 +718,51 @@ Result<std::string> manager_context(sbx_manager* manager, const char* policy_jso
   return as_json != 0 ? context_to_json(context, JsonStyle::kPretty) : context_to_text(context);
 }
 
-Result<std::unique_ptr<sbx_manager>> make_manager(const char* backends) {
+// A manager's `backends` and `plugin_dirs` arguments, named as such in a refusal by a lock.
+Result<settings::BackendRequest> caller_backends(const char* backends,
+                                                 const char* const* plugin_dirs) {
+  settings::BackendRequest request;
+  request.order = split_names(backends);
+  request.order_from = "the manager's backends argument";
+  request.plugin_dirs_from = "the manager's plugin_dirs";
+  for (const char* const* dir = plugin_dirs; dir != nullptr && *dir != nullptr; ++dir) {
+    // Absolute: the loader walks each directory from "/" (a relative one would depend on the
+    // embedding process's cwd at this call).
+    if ((*dir)[0] == '\0' || !std::filesystem::u8path(*dir).is_absolute())
+      return Error{"plugin_dirs: '" + std::string(*dir) +
+                       "' is not an absolute directory path; pass absolute paths",
+                   ErrorKind::invalid_input};
+    request.plugin_dirs.emplace_back(*dir);
+  }
+  return request;
+}
+
+// Loads the plugins of the install, then those of each chosen directory, through the trusted
+// loader (install_loader_options: the same checks for every directory).
+Result<std::unique_ptr<sbx_manager>> make_manager(const settings::BackendSelection& selection) {
   Result<InstallLayout> layout = install_layout();
   if (!layout.ok()) return layout.failure().prefixed("cannot locate the sbx installation: ");
   auto manager = std::make_unique<sbx_manager>();
-  manager->registry = PluginRegistry::load(install_loader_options(*layout));
-  manager->manager = std::make_unique<Manager>(manager->registry, split_names(backends));
+  LoaderOptions loader = install_loader_options(*layout);
+  for (const auto& dir : selection.plugin_dirs) loader.directories.push_back(dir.value);
+  manager->registry = PluginRegistry::load(loader);
+  manager->manager = std::make_unique<Manager>(manager->registry, selection.order.value);
+  manager->backends = selection;
   // Warm: each backend is probed once per handle (sbx_manager_reprobe asks again).
   manager->manager->keep_probe_answers(true);
   return manager;
+}
+
+// A manager without settings: the caller's arguments as they are.
+Result<std::unique_ptr<sbx_manager>> make_manager(const char* backends,
+                                                  const char* const* plugin_dirs) {
+  Result<settings::BackendRequest> request = caller_backends(backends, plugin_dirs);
+  if (!request.ok()) return request.failure();
+  settings::BackendSelection selection;
+  selection.order = {request->order, settings::Scope::kCommandLine};
+  for (const std::string& dir : request->plugin_dirs)
+    selection.plugin_dirs.push_back({dir, settings::Scope::kCommandLine});
+  return make_manager(selection);
 }
 
 // The caller's settings document, a scope above the project (like the command line).
@@ -721,14 +775,21 @@ Result<std::optional<settings::ScopeSettings>> caller_settings(const char* setti
 }
 
 Result<std::unique_ptr<sbx_manager>> manager_with_sources(const char* backends,
+                                                          const char* const* plugin_dirs,
                                                           const settings::Sources& sources,
                                                           const char* settings_json) {
   Result<std::optional<settings::ScopeSettings>> caller = caller_settings(settings_json);
   if (!caller.ok()) return caller.failure();
+  Result<settings::BackendRequest> request = caller_backends(backends, plugin_dirs);
+  if (!request.ok()) return request.failure();
   Result<settings::Settings> loaded =
       settings::load_settings(sources, *caller ? &**caller : nullptr);
   if (!loaded.ok()) return loaded.failure().prefixed("cannot use the settings: ");
-  Result<std::unique_ptr<sbx_manager>> manager = make_manager(backends);
+  // The settings' order and plugin directories, under the caller's, checked against the locks
+  // once, here: a manager's backends are loaded when it is made.
+  Result<settings::BackendSelection> selection = settings::decide_backends(*loaded, *request);
+  if (!selection.ok()) return selection.failure();
+  Result<std::unique_ptr<sbx_manager>> manager = make_manager(*selection);
   if (!manager.ok()) return manager;
   (*manager)->settings = std::move(*loaded);
   (*manager)->settings_cwd = policy::path::real_path(sources.cwd).value_or(sources.cwd);
@@ -737,6 +798,7 @@ Result<std::unique_ptr<sbx_manager>> manager_with_sources(const char* backends,
 }
 
 Result<std::unique_ptr<sbx_manager>> make_manager_with_settings(const char* backends,
+                                                                const char* const* plugin_dirs,
                                                                 const char* cwd,
                                                                 const char* settings_json) {
   Result<ResolveContext> context = context_for(cwd);
@@ -753,7 +815,26 @@ Result<std::unique_ptr<sbx_manager>> make_manager_with_settings(const char* back
     while (logical.size() > 1 && logical.back() == '/') logical.pop_back();
     sources.logical_cwd = std::move(logical);
   }
-  return manager_with_sources(backends, sources, settings_json);
+  return manager_with_sources(backends, plugin_dirs, sources, settings_json);
+}
+
+// sbx_manager_new_with_options: the members its struct_size covers (sbx_run_options' rule).
+Result<std::unique_ptr<sbx_manager>> make_manager_with_options(const sbx_manager_options* options) {
+  if (options == nullptr)
+    return Error{"options is NULL; pass a sbx_manager_options", ErrorKind::invalid_input};
+  if (options->struct_size < SBX_MANAGER_OPTIONS_MIN_SIZE)
+    return Error{"options->struct_size is " + std::to_string(options->struct_size) +
+                     "; set it to sizeof(sbx_manager_options)",
+                 ErrorKind::invalid_input};
+  if (options->use_settings != 0)
+    return make_manager_with_settings(options->backends, options->plugin_dirs, options->cwd,
+                                      options->settings_json);
+  if (options->cwd != nullptr || options->settings_json != nullptr)
+    return Error{
+        "options->cwd and options->settings_json are read only with use_settings; set "
+        "use_settings to 1, or leave them NULL",
+        ErrorKind::invalid_input};
+  return make_manager(options->backends, options->plugin_dirs);
 }
 
 }  // namespace
@@ -761,9 +842,10 @@ Result<std::unique_ptr<sbx_manager>> make_manager_with_settings(const char* back
 namespace capi {
 
 sbx_manager* make_manager_with_sources(const char* backends, const settings::Sources& sources,
-                                       const char* settings_json, std::string& error) {
+                                       const char* settings_json, std::string& error,
+                                       const char* const* plugin_dirs) {
   Result<std::unique_ptr<sbx_manager>> manager =
-      manager_with_sources(backends, sources, settings_json);
+      manager_with_sources(backends, plugin_dirs, sources, settings_json);
   if (!manager.ok()) {
     error = manager.error();
     return nullptr;
@@ -795,7 +877,7 @@ const char* sbx_version(void) { return sbx::sbx_version(); }
 
 sbx_manager* sbx_manager_new(const char* backends, sbx_error** error) {
   try {
-    Result<std::unique_ptr<sbx_manager>> manager = sbx::make_manager(backends);
+    Result<std::unique_ptr<sbx_manager>> manager = sbx::make_manager(backends, nullptr);
     if (!manager.ok()) {
       sbx::set_error(error, manager.failure());
       return nullptr;
@@ -813,7 +895,23 @@ sbx_manager* sbx_manager_new_with_settings(const char* backends, const char* cwd
                                            const char* settings_json, sbx_error** error) {
   try {
     Result<std::unique_ptr<sbx_manager>> manager =
-        sbx::make_manager_with_settings(backends, cwd, settings_json);
+        sbx::make_manager_with_settings(backends, nullptr, cwd, settings_json);
+    if (!manager.ok()) {
+      sbx::set_error(error, manager.failure());
+      return nullptr;
+    }
+    return sbx::live_managers().adopt(std::move(*manager));
+  } catch (const std::exception& e) {
+    sbx::set_error(error, Error{std::string("internal error in libsbx: ") + e.what()});
+  } catch (...) {
+    sbx::set_error(error, Error{"internal error in libsbx (unknown exception)"});
+  }
+  return nullptr;
+}
+
+sbx_manager* sbx_manager_new_with_options(const sbx_manager_options* options, sbx_error** error) {
+  try {
+    Result<std::unique_ptr<sbx_manager>> manager = sbx::make_manager_with_options(options);
     if (!manager.ok()) {
       sbx::set_error(error, manager.failure());
       return nullptr;

@@ -169,8 +169,18 @@ std::optional<std::string> check_owner_and_mode(const struct stat& st, const std
   const bool others = (st.st_mode & S_IWOTH) != 0;
   if (group || others) {
     const char* who = group && others ? "group and others" : group ? "group" : "others";
-    return what + " is writable by " + who + " (mode " + mode_string(st.st_mode) +
-           "); expected no write permission for group or others (chmod go-w)";
+    const std::string found = what + " is writable by " + who + " (mode " +
+                              mode_string(st.st_mode) + ")";
+    // A sticky directory that others may write is a shared one (/tmp, /var/tmp: sticky(7)):
+    // removing its write bits would break every other user of it, so "chmod go-w" is the wrong
+    // fix; the plugins belong somewhere else.
+    if (S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX) != 0 && others)
+      return found +
+             ": a shared directory (sticky, like /tmp) where anyone can add entries never holds, "
+             "nor lies above, trusted plugins; install them below a directory only root or the "
+             "owner of libsbx can write (the install's <libdir>/sbx/backends, or a directory "
+             "in your home for an sbx you installed yourself)";
+    return found + "; expected no write permission for group or others (chmod go-w)";
   }
   return std::nullopt;
 }

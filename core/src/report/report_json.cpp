@@ -394,6 +394,9 @@ std::string explain_to_json(const ExplainReport& report, JsonStyle style) {
   settings["excluded_commands"] = string_array(report.settings.excluded_commands);
   settings["notes"] = string_array(report.settings.notes);
   settings["ignored_project_files"] = string_array(report.settings.ignored_project_files);
+  settings["backend_order"] = string_array(report.settings.backend_order);
+  settings["backend_order_scope"] = report.settings.backend_order_scope;
+  settings["plugin_dirs"] = string_array(report.settings.plugin_dirs);
   out["settings"] = std::move(settings);
   out["excluded_by"] = string_array(report.excluded_by);
   out["environment_dropped"] = string_array(report.environment_dropped);

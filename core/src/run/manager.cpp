@@ -253,8 +253,10 @@ Needs compute_needs(const ResolvedPolicy& policy, const std::string& policy_file
   add_network_needs(policy.network, needs);
   // The dangerous-syscall filter applies in every sandboxed mode: a sandbox without it would
   // leave kernel attack surface (e.g. namespace or keyring calls) that no path rule covers.
+  // Read as "syscall_filter (needed for every sandboxed run: ...)".
   needs.add(Capability::kSyscallFilter,
-            "every sandboxed command gets the dangerous-syscall filter");
+            "every sandboxed run: sbx never runs a command in a sandbox without the "
+            "dangerous-syscall filter, whatever the policy");
   return needs;
 }
 

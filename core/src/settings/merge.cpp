@@ -159,6 +159,34 @@ Status check_escape_hatch(const Locks& locks, Scope scope, const ScopeSettings& 
   return {};
 }
 
+// What a scope other than managed asks of the backends, against locks.backend_order and
+// locks.plugin_dirs: refused, never ignored (the user would believe their order holds).
+Status check_backend_locks(const Locks& locks, Scope scope, const ScopeSettings& settings) {
+  if (scope == Scope::kManaged) return {};
+  if (locks.backend_order.value_or(false) && settings.backend_order)
+    return Error{lock_error("backend_order", who(scope) + " set backends.order (" +
+                                                 joined(*settings.backend_order) +
+                                                 "); only the managed settings choose the order"),
+                 ErrorKind::refused};
+  if (locks.plugin_dirs.value_or(false) && !settings.plugin_dirs.empty())
+    return Error{
+        lock_error("plugin_dirs", who(scope) + " set backends.plugin_dirs (" +
+                                      joined(settings.plugin_dirs) +
+                                      "); only the managed settings add plugin directories"),
+        ErrorKind::refused};
+  return {};
+}
+
+void merge_backends(Scope scope, const ScopeSettings& file, Settings& out) {
+  if (file.backend_order)
+    out.backend_order = Sourced<std::vector<std::string>>{*file.backend_order, scope};
+  for (const std::string& dir : file.plugin_dirs) {
+    const bool seen = std::any_of(out.plugin_dirs.begin(), out.plugin_dirs.end(),
+                                  [&](const auto& d) { return d.value == dir; });
+    if (!seen) out.plugin_dirs.push_back({dir, scope});
+  }
+}
+
 // widen() merges filesystems and networks; limits and the environment are not permissions, so
 // the later scope's are taken as they are.
 Result<Policy> widen_scopes(const Policy& lower, const Policy& higher) {
@@ -218,6 +246,9 @@ Result<Settings> merge_settings(const std::vector<std::pair<Scope, ScopeSettings
   for (const auto& [scope, file] : scopes) {
     Status hatch = check_escape_hatch(out.locks, scope, file);
     if (!hatch) return hatch.failure();
+    Status backends = check_backend_locks(out.locks, scope, file);
+    if (!backends) return backends.failure();
+    merge_backends(scope, file, out);
     if (file.policy) {
       std::vector<std::string> presets;
       if (file.preset) presets.push_back(*file.preset);
@@ -255,8 +286,46 @@ Sourced<Policy> base_policy(const Settings& settings, const Overrides& overrides
   return {preset_policy("workspace-write").value(), Scope::kBuiltin};
 }
 
+Result<BackendSelection> decide_backends(const Settings& settings, const BackendRequest& request) {
+  const Locks& locks = settings.locks;
+  BackendSelection out;
+  if (settings.backend_order) out.order = *settings.backend_order;
+  out.plugin_dirs = settings.plugin_dirs;
+  if (!request.order.empty()) {
+    // The same order as the locked one asks for nothing more: a script that passes
+    // --backends explicitly keeps working under a lock that agrees with it.
+    if (locks.backend_order.value_or(false) && request.order != out.order.value)
+      return Error{
+          lock_error("backend_order",
+                     request.order_from + " asks for the order " + joined(request.order) +
+                         "; the order is " +
+                         (out.order.value.empty() ? "the default one" : joined(out.order.value)) +
+                         " (" + who(out.order.scope) + ")"),
+          ErrorKind::refused};
+    out.order = {request.order, Scope::kCommandLine};
+  }
+  for (const std::string& dir : request.plugin_dirs) {
+    const bool seen = std::any_of(out.plugin_dirs.begin(), out.plugin_dirs.end(),
+                                  [&](const auto& d) { return d.value == dir; });
+    if (seen) continue;
+    if (locks.plugin_dirs.value_or(false)) {
+      std::vector<std::string> allowed{"the install's own"};
+      for (const auto& kept : out.plugin_dirs) allowed.push_back(kept.value);
+      return Error{
+          lock_error("plugin_dirs", request.plugin_dirs_from + " adds the plugin directory " + dir +
+                                        "; plugin directories allowed: " + joined(allowed)),
+          ErrorKind::refused};
+    }
+    out.plugin_dirs.push_back({dir, Scope::kCommandLine});
+  }
+  return out;
+}
+
 Result<Decided> decide(const Settings& settings, const Overrides& overrides, Policy policy) {
   Decided out;
+  Result<BackendSelection> backends = decide_backends(settings, overrides.backends);
+  if (!backends) return backends.failure();
+  out.backends = std::move(*backends);
   const Locks& locks = settings.locks;
   out.policy_scope = overrides.policy || overrides.policy_changed ? Scope::kCommandLine
                      : settings.policy                            ? settings.policy->scope
@@ -311,6 +380,9 @@ SettingsSummary summarize(const Settings& settings, const Decided& decided) {
   out.excluded_commands = decided.excluded_commands;
   out.notes = settings.notes;
   out.ignored_project_files = settings.ignored_project_files;
+  out.backend_order = decided.backends.order.value;
+  out.backend_order_scope = std::string(to_string(decided.backends.order.scope));
+  for (const auto& dir : decided.backends.plugin_dirs) out.plugin_dirs.push_back(dir.value);
   return out;
 }
 

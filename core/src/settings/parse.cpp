@@ -17,10 +17,11 @@ using policy::strict::error_at;
 using policy::strict::kind_name;
 
 constexpr std::string_view kKeys =
-    "policy|sandbox|allow_unsandboxed|excluded_commands|trusted_projects|locks";
+    "policy|sandbox|allow_unsandboxed|excluded_commands|trusted_projects|backends|locks";
+constexpr std::string_view kBackendKeys = "order|plugin_dirs";
 constexpr std::string_view kLockKeys =
     "presets|filesystem_kinds|network_modes|writable_roots|allowed_domains|deny|"
-    "allow_unsandboxed|require_backend_available";
+    "allow_unsandboxed|require_backend_available|backend_order|plugin_dirs";
 
 Error type_error(const json::value& value, const std::string& pointer, std::string_view wanted) {
   return error_at(pointer,
@@ -118,6 +119,36 @@ Status read_trusted(const json::value& value, ScopeSettings& out) {
   return {};
 }
 
+// "backends": {"order": [names], "plugin_dirs": [absolute directories]}. A name is a backend's
+// (sbx backends lists them; a plugin may bring a name sbx does not know, so any name is taken).
+// A plugin directory is absolute: a relative one would name another directory from every cwd.
+// Whatever it names still goes through the trusted loader: the directory and every directory
+// above it owned by root (or the owner of libsbx) and not writable by others.
+Status read_backends(const json::value& value, ScopeSettings& out) {
+  if (!value.is_object()) return type_error(value, "/backends", "an object");
+  for (const auto& member : value.get_object()) {
+    const std::string_view key(member.key().data(), member.key().size());
+    const std::string pointer = child("/backends", key);
+    if (key == "order") {
+      Result<std::vector<std::string>> names = read_strings(member.value(), pointer, "names");
+      if (!names) return names.failure();
+      out.backend_order = std::move(*names);
+    } else if (key == "plugin_dirs") {
+      Result<std::vector<std::string>> dirs = read_strings(member.value(), pointer, "directories");
+      if (!dirs) return dirs.failure();
+      for (std::size_t i = 0; i < dirs->size(); ++i) {
+        if ((*dirs)[i].front() != '/')
+          return error_at(child(pointer, i),
+                          policy::path::quote((*dirs)[i]) + " is not an absolute path");
+      }
+      out.plugin_dirs = std::move(*dirs);
+    } else {
+      return error_at(pointer, "unknown key; expected one of " + std::string(kBackendKeys));
+    }
+  }
+  return {};
+}
+
 Status read_lock(std::string_view key, const json::value& value, Locks& locks) {
   const std::string pointer = child("/locks", key);
   if (key == "presets") {
@@ -146,11 +177,14 @@ Status read_lock(std::string_view key, const json::value& value, Locks& locks) {
     if (key == "writable_roots") locks.writable_roots = std::move(*items);
     if (key == "allowed_domains") locks.allowed_domains = std::move(*items);
     if (key == "deny") locks.deny = std::move(*items);
-  } else if (key == "allow_unsandboxed" || key == "require_backend_available") {
+  } else if (key == "allow_unsandboxed" || key == "require_backend_available" ||
+             key == "backend_order" || key == "plugin_dirs") {
     Result<bool> flag = read_bool(value, pointer);
     if (!flag) return flag.failure();
-    (key == "allow_unsandboxed" ? locks.allow_unsandboxed : locks.require_backend_available) =
-        *flag;
+    if (key == "allow_unsandboxed") locks.allow_unsandboxed = *flag;
+    if (key == "require_backend_available") locks.require_backend_available = *flag;
+    if (key == "backend_order") locks.backend_order = *flag;
+    if (key == "plugin_dirs") locks.plugin_dirs = *flag;
   } else {
     return error_at(pointer, "unknown key; expected one of " + std::string(kLockKeys));
   }
@@ -178,6 +212,13 @@ Status check_scope_may_hold(std::string_view key, Scope scope) {
     return error_at(pointer, "only the managed settings (/etc/sbx/managed.json) may hold locks");
   if (key == "trusted_projects" && scope != Scope::kUser)
     return error_at(pointer, "only the user settings may list trusted projects");
+  // Which plugin code runs is the host's and the user's choice, never a repository's (the
+  // project scope) nor a C API document's (a manager takes its own arguments for that).
+  if (key == "backends" && scope != Scope::kManaged && scope != Scope::kUser)
+    return error_at(pointer,
+                    "only the managed or the user settings may choose backends; a run chooses "
+                    "its own with --backends and --plugin-dir (a C API manager with its "
+                    "backends and plugin_dirs arguments)");
   return {};
 }
 
@@ -201,6 +242,7 @@ Status read_member(std::string_view key, const json::value& value, Scope scope,
     return {};
   }
   if (key == "trusted_projects") return read_trusted(value, out);
+  if (key == "backends") return read_backends(value, out);
   if (key == "locks") return read_locks(value, out);
   return error_at(child("", key), "unknown key; expected one of " + std::string(kKeys));
 }

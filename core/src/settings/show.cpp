@@ -53,6 +53,8 @@ json::object locks_json(const Locks& locks) {
   out["deny"] = report::string_array(locks.deny);
   out["allow_unsandboxed"] = optional_bool(locks.allow_unsandboxed);
   out["require_backend_available"] = optional_bool(locks.require_backend_available);
+  out["backend_order"] = optional_bool(locks.backend_order);
+  out["plugin_dirs"] = optional_bool(locks.plugin_dirs);
   return out;
 }
 
@@ -146,6 +148,17 @@ std::string settings_to_json(const Settings& settings) {
         json::object{{"pattern", pattern.value}, {"scope", scope_value(pattern.scope)}});
   out["excluded_commands"] = std::move(excluded);
   out["trusted_projects"] = report::string_array(settings.trusted_projects);
+  json::array plugin_dirs;
+  for (const auto& dir : settings.plugin_dirs)
+    plugin_dirs.push_back(json::object{{"path", dir.value}, {"scope", scope_value(dir.scope)}});
+  out["backends"] = json::object{
+      {"order", settings.backend_order ? report::string_array(settings.backend_order->value)
+                                       : json::value(json::array{})},
+      {"order_scope",
+       scope_value(settings.backend_order ? settings.backend_order->scope : Scope::kBuiltin)},
+      {"order_locked", settings.locks.backend_order.value_or(false)},
+      {"plugin_dirs", std::move(plugin_dirs)},
+      {"plugin_dirs_locked", settings.locks.plugin_dirs.value_or(false)}};
   out["locks"] = locks_json(settings.locks);
   json::array files;
   for (const auto& file : settings.files)

@@ -111,6 +111,10 @@ class CApiSettings : public ::testing::Test {
     return made;
   }
 
+  sbx_manager* make_manager_with_dirs(const char* const* dirs, std::string& error) {
+    return sbx::capi::make_manager_with_sources(nullptr, sources_, nullptr, error, dirs);
+  }
+
   Call exec(sbx_manager* manager, const char* policy, const char* script, unsigned flags,
             const char* preference = nullptr) {
     const char* argv[] = {"/bin/sh", "-c", script, nullptr};
@@ -233,6 +237,42 @@ TEST_F(CApiSettings, LocksRefuseTheFlagAndForbidNamingTheLock) {
   std::string why;
   EXPECT_EQ(make(R"({"excluded_commands":["true"]})", &why), nullptr);
   EXPECT_NE(why.find("/locks/allow_unsandboxed"), std::string::npos) << why;
+}
+
+TEST_F(CApiSettings, TheSettingsBackendsApplyAndTheirLocksRefuseTheManagersArguments) {
+  // Issue #39 point 5: the managed order is the manager's; a locked order or locked plugin
+  // directories refuse the manager's own arguments by name.
+  managed(R"({"backends":{"order":["no-such-backend","other"]},
+              "locks":{"backend_order":true,"plugin_dirs":true}})");
+  std::string error;
+  sbx_manager* manager = sbx::capi::make_manager_with_sources(nullptr, sources_, nullptr, error);
+  ASSERT_NE(manager, nullptr) << error;
+  sbx_error* c_error = nullptr;
+  Call explained = take(sbx_explain(manager, nullptr, work().c_str(), nullptr, &c_error), &c_error);
+  ASSERT_TRUE(explained.ok) << explained.error;
+  const json::value report = json::parse(explained.text);
+  EXPECT_EQ(report.at("settings").at("backend_order"),
+            json::parse(R"(["no-such-backend","other"])"));
+  EXPECT_EQ(report.at("settings").at("backend_order_scope"), "managed");
+  sbx_manager_free(manager);
+  EXPECT_EQ(sbx::capi::make_manager_with_sources("bwrap", sources_, nullptr, error), nullptr);
+  EXPECT_EQ(error,
+            "refused by the administrator's lock /locks/backend_order (managed settings): the "
+            "manager's backends argument asks for the order bwrap; the order is "
+            "no-such-backend, other (the managed settings)");
+  const char* dirs[] = {"/opt/mine", nullptr};
+  EXPECT_EQ(make_manager_with_dirs(dirs, error), nullptr);
+  EXPECT_EQ(error,
+            "refused by the administrator's lock /locks/plugin_dirs (managed settings): the "
+            "manager's plugin_dirs adds the plugin directory /opt/mine; plugin directories "
+            "allowed: the install's own");
+  // The user scope cannot set what the lock keeps either.
+  sbx::test::write_file(sources_.user_file, R"({"backends":{"order":["bwrap"]}})");
+  EXPECT_EQ(sbx::capi::make_manager_with_sources(nullptr, sources_, nullptr, error), nullptr);
+  EXPECT_NE(error.find("/locks/backend_order (managed settings): the user settings set "
+                       "backends.order (bwrap)"),
+            std::string::npos)
+      << error;
 }
 
 TEST_F(CApiSettings, AHostileManagedFileIsRefused) {

@@ -73,6 +73,24 @@ TEST(TrustedFs, WalkNamesTheFirstBadComponentOnly) {
                             "permission for group or others (chmod go-w)");
 }
 
+TEST(TrustedFs, ASharedStickyDirectoryIsRefusedWithoutTheChmodAdvice) {
+  // Issue #39: "chmod go-w /tmp" would break every other user of /tmp; the fix is to put the
+  // plugins elsewhere.
+  TestTree tree("walk-sticky");
+  tree.dir("shared", 01777);
+  const fs::path dir = tree.dir("shared/plugins", 0755);
+  DirectoryWalk walk = plugins::open_trusted_directory(dir, tree.base(), me());
+  EXPECT_FALSE(walk.fd.valid());
+  EXPECT_EQ(walk.error, (tree.base() / "shared").string() +
+                            " is writable by group and others (mode 1777): a shared directory "
+                            "(sticky, like /tmp) where anyone can add entries never holds, nor "
+                            "lies above, trusted plugins; install them below a directory only "
+                            "root or the owner of libsbx can write (the install's "
+                            "<libdir>/sbx/backends, or a directory in your home for an sbx you "
+                            "installed yourself)");
+  EXPECT_EQ(walk.error.find("chmod"), std::string::npos);
+}
+
 TEST(TrustedFs, SymlinkedComponentIsNamedNotFollowed) {
   TestTree tree("walk-link");
   tree.dir("real/plugins");

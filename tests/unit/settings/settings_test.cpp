@@ -451,6 +451,131 @@ TEST(Locks, EscapeHatchStateIsReported) {
   EXPECT_EQ(summary.sandbox_scope, "built-in");
 }
 
+// ---- backends: order and plugin directories (issue #39 point 5) ----
+
+TEST(Backends, ManagedAndUserChooseTheOrderAndPluginDirectories) {
+  const ScopeSettings user =
+      parsed(R"({"backends":{"order":["landlock","bwrap"],"plugin_dirs":["/opt/acme/sbx"]}})",
+             Scope::kUser);
+  EXPECT_EQ(user.backend_order, (std::vector<std::string>{"landlock", "bwrap"}));
+  EXPECT_EQ(user.plugin_dirs, std::vector<std::string>{"/opt/acme/sbx"});
+  // A repository never chooses the code sbx loads; a C API caller has its own arguments.
+  for (Scope scope : {Scope::kProject, Scope::kCommandLine}) {
+    EXPECT_NE(error_of(R"({"backends":{"order":["bwrap"]}})", scope)
+                  .find("/backends: only the managed or the user settings may choose backends"),
+              std::string::npos);
+  }
+  EXPECT_NE(error_of(R"({"backends":{"plugin_dirs":["rel/dir"]}})", Scope::kUser)
+                .find("/backends/plugin_dirs/0: \"rel/dir\" is not an absolute path"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"backends":{"colour":1}})", Scope::kUser)
+                .find("/backends/colour: unknown key; expected one of order|plugin_dirs"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"locks":{"backend_order":"yes"}})", Scope::kManaged)
+                .find("/locks/backend_order: expected true or false"),
+            std::string::npos);
+}
+
+TEST(Backends, TheLastScopeOrderWinsAndDirectoriesAddUp) {
+  const Settings settings =
+      with_managed(R"({"backends":{"order":["bwrap"],"plugin_dirs":["/opt/a"]}})",
+                   {{Scope::kUser, R"({"backends":{"order":["landlock"],
+                                      "plugin_dirs":["/opt/b","/opt/a"]}})"}});
+  Result<BackendSelection> chosen = decide_backends(settings, BackendRequest{});
+  ASSERT_TRUE(chosen.ok()) << chosen.error();
+  EXPECT_EQ(chosen->order.value, std::vector<std::string>{"landlock"});
+  EXPECT_EQ(chosen->order.scope, Scope::kUser);
+  ASSERT_EQ(chosen->plugin_dirs.size(), 2u);
+  EXPECT_EQ(chosen->plugin_dirs[0].value, "/opt/a");
+  EXPECT_EQ(chosen->plugin_dirs[0].scope, Scope::kManaged);
+  EXPECT_EQ(chosen->plugin_dirs[1].value, "/opt/b");
+  BackendRequest flags;
+  flags.order = {"bwrap", "landlock"};
+  flags.plugin_dirs = {"/opt/c"};
+  chosen = decide_backends(settings, flags);
+  ASSERT_TRUE(chosen.ok()) << chosen.error();
+  EXPECT_EQ(chosen->order.value, flags.order);
+  EXPECT_EQ(chosen->order.scope, Scope::kCommandLine);
+  EXPECT_EQ(chosen->plugin_dirs.back().value, "/opt/c");
+  // What explain reports.
+  Result<Decided> decided = decide(settings, Overrides{}, preset_policy("read-only").value());
+  ASSERT_TRUE(decided.ok());
+  const SettingsSummary summary = summarize(settings, *decided);
+  EXPECT_EQ(summary.backend_order, std::vector<std::string>{"landlock"});
+  EXPECT_EQ(summary.backend_order_scope, "user");
+  EXPECT_EQ(summary.plugin_dirs, (std::vector<std::string>{"/opt/a", "/opt/b"}));
+}
+
+TEST(Backends, ALockedOrderRefusesTheUserScopeAndTheCommandLine) {
+  const std::string managed =
+      R"({"backends":{"order":["bwrap","landlock"]},"locks":{"backend_order":true}})";
+  Result<Settings> merged = merge_settings(
+      {{Scope::kManaged, parsed(managed, Scope::kManaged)},
+       {Scope::kUser, parsed(R"({"backends":{"order":["landlock"]}})", Scope::kUser)}});
+  ASSERT_FALSE(merged.ok());
+  EXPECT_EQ(merged.error(),
+            "refused by the administrator's lock /locks/backend_order (managed settings): the "
+            "user settings set backends.order (landlock); only the managed settings choose the "
+            "order");
+  EXPECT_EQ(merged.kind(), ErrorKind::refused);
+  const Settings settings = with_managed(managed);
+  BackendRequest flags;
+  flags.order = {"landlock"};
+  Result<BackendSelection> chosen = decide_backends(settings, flags);
+  ASSERT_FALSE(chosen.ok());
+  EXPECT_EQ(chosen.error(),
+            "refused by the administrator's lock /locks/backend_order (managed settings): "
+            "--backends asks for the order landlock; the order is bwrap, landlock (the managed "
+            "settings)");
+  // Through decide(), as every run goes.
+  Overrides overrides;
+  overrides.backends = flags;
+  Result<Decided> decided = decide(settings, overrides, preset_policy("read-only").value());
+  ASSERT_FALSE(decided.ok());
+  EXPECT_NE(decided.error().find("/locks/backend_order"), std::string::npos);
+  // Asking for the order that holds asks for nothing more.
+  flags.order = {"bwrap", "landlock"};
+  EXPECT_TRUE(decide_backends(settings, flags).ok());
+  // Locked with no managed order: the default order is final.
+  flags.order = {"landlock"};
+  chosen = decide_backends(with_managed(R"({"locks":{"backend_order":true}})"), flags);
+  ASSERT_FALSE(chosen.ok());
+  EXPECT_NE(chosen.error().find("the order is the default one (the built-in default)"),
+            std::string::npos)
+      << chosen.error();
+}
+
+TEST(Backends, LockedPluginDirectoriesRefuseTheUserScopeAndTheCommandLine) {
+  const std::string managed =
+      R"({"backends":{"plugin_dirs":["/opt/site"]},"locks":{"plugin_dirs":true}})";
+  Result<Settings> merged = merge_settings(
+      {{Scope::kManaged, parsed(managed, Scope::kManaged)},
+       {Scope::kUser, parsed(R"({"backends":{"plugin_dirs":["/opt/mine"]}})", Scope::kUser)}});
+  ASSERT_FALSE(merged.ok());
+  EXPECT_EQ(merged.error(),
+            "refused by the administrator's lock /locks/plugin_dirs (managed settings): the user "
+            "settings set backends.plugin_dirs (/opt/mine); only the managed settings add plugin "
+            "directories");
+  const Settings settings = with_managed(managed);
+  BackendRequest flags;
+  flags.plugin_dirs = {"/opt/mine"};
+  flags.plugin_dirs_from = "the manager's plugin_dirs";
+  Result<BackendSelection> chosen = decide_backends(settings, flags);
+  ASSERT_FALSE(chosen.ok());
+  EXPECT_EQ(chosen.error(),
+            "refused by the administrator's lock /locks/plugin_dirs (managed settings): the "
+            "manager's plugin_dirs adds the plugin directory /opt/mine; plugin directories "
+            "allowed: the install's own, /opt/site");
+  flags.plugin_dirs = {"/opt/site"};  // already there
+  EXPECT_TRUE(decide_backends(settings, flags).ok());
+  // A lock on the order leaves the user's plugin directories alone, and the other way round.
+  EXPECT_TRUE(
+      merge_settings(
+          {{Scope::kManaged, parsed(R"({"locks":{"backend_order":true}})", Scope::kManaged)},
+           {Scope::kUser, parsed(R"({"backends":{"plugin_dirs":["/opt/m"]}})", Scope::kUser)}})
+          .ok());
+}
+
 // ---- files: managed trust checks, user, project trust ----
 
 namespace fs = std::filesystem;

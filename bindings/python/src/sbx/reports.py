@@ -273,6 +273,11 @@ class SettingsSummary(TypedDict):
     excluded_commands: List[str]
     notes: List[str]
     ignored_project_files: List[str]
+    #: Backends in preference order; empty: every loaded plugin, default order.
+    backend_order: List[str]
+    backend_order_scope: "Scope"
+    #: Plugin directories searched after the install's own.
+    plugin_dirs: List[str]
 
 
 #: A settings scope (settings::to_string(Scope)).

@@ -69,6 +69,11 @@ struct SettingsSummary {
   std::vector<std::string> notes{};              // e.g. an untrusted project file was skipped
   // Untrusted .sbx/settings.json files that were not read (settings.hpp), nearest first.
   std::vector<std::string> ignored_project_files{};
+  // The backend order a run considers (empty: the default order) and the scope that chose it,
+  // and the plugin directories searched after the install's own (settings.hpp, "backends").
+  std::vector<std::string> backend_order{};
+  std::string backend_order_scope = "built-in";
+  std::vector<std::string> plugin_dirs{};
 };
 
 // Everything `sbx explain` decides. `decision` is nullopt when should_sandbox refused the

@@ -7,6 +7,8 @@
 //                unsafe file is an error, never skipped. The only scope that may hold "locks".
 //   user         $XDG_CONFIG_HOME/sbx/settings.json (default ~/.config/sbx/settings.json). The
 //                only scope that may hold "trusted_projects".
+//                The managed and user scopes may choose the backends: "backends": {"order":
+//                [names], "plugin_dirs": [absolute directories]}.
 //   project      .sbx/settings.json of the nearest trusted project: the working directory or
 //                the nearest directory above it that holds one and is one of the user's
 //                trusted_projects (an untrusted repository must not widen its own sandbox).
@@ -20,7 +22,10 @@
 // Merge: "policy" is the widen() (permissions.hpp) of every scope's policy, in the order above,
 // so a later scope adds grants and never lifts a deny; a policy given on the command line
 // (--policy/--preset) replaces it. "sandbox" and "allow_unsandboxed": the last scope that sets
-// one wins. "excluded_commands": the union, in scope order. Then the locks: a value of any scope
+// one wins. "excluded_commands": the union, in scope order. "backends.order": the last scope
+// that sets one (the command line's --backends above all); "backends.plugin_dirs": the union, in
+// scope order, after the install's own plugin directory (every one through the same trusted
+// loader, core/src/plugins/README.md). Then the locks: a value of any scope
 // (or flag) that asks for more than a lock allows is refused with the lock named, never
 // narrowed; the lock's mandatory deny entries are added to the final policy.
 #pragma once
@@ -64,13 +69,20 @@ struct Locks {
   // true: a run whose sandbox is wanted but unavailable never falls back to running without
   // one (--allow-unsandboxed and SBX_EXEC_ALLOW_UNSANDBOXED are refused).
   std::optional<bool> require_backend_available;
+  // true: the backend order is the managed settings' "backends.order" (the default order when
+  // they set none); another scope's order, --backends and a C API caller's order are refused.
+  std::optional<bool> backend_order;
+  // true: the only plugin directories are the install's and the managed settings'
+  // "backends.plugin_dirs"; the user's, --plugin-dir and a C API caller's are refused.
+  std::optional<bool> plugin_dirs;
   friend bool operator==(const Locks&, const Locks&) = default;
 };
 
 // One scope's file, as read. Keys: "policy" (either form), "sandbox" (auto|require|forbid),
 // "allow_unsandboxed" (bool: may a caller ask for a run without a sandbox; default true),
 // "excluded_commands" (command patterns, see command_patterns.hpp), "trusted_projects" (user
-// scope: absolute directories), "locks" (managed scope).
+// scope: absolute directories), "backends" (managed and user scopes: "order", backend names in
+// preference order; "plugin_dirs", absolute directories), "locks" (managed scope).
 struct ScopeSettings {
   std::optional<Policy> policy;
   std::optional<std::string> preset;  // the preset "policy" names (short form), if any
@@ -78,6 +90,8 @@ struct ScopeSettings {
   std::optional<bool> allow_unsandboxed;
   std::vector<std::string> excluded_commands;
   std::vector<std::string> trusted_projects;
+  std::optional<std::vector<std::string>> backend_order;  // "backends": {"order": [...]}
+  std::vector<std::string> plugin_dirs;                   // "backends": {"plugin_dirs": [...]}
   std::optional<Locks> locks;
 };
 
@@ -85,8 +99,8 @@ inline constexpr std::size_t kMaxSettingsBytes = kMaxPolicyBytes;
 
 // Strict like a policy: UTF-8, no duplicate or unknown keys, at most kMaxSettingsBytes; every
 // error starts with the JSON pointer of the offending value ("/locks/network_modes/1: ...").
-// A key the scope may not hold ("locks" outside managed, "trusted_projects" outside user) is an
-// error naming the scope that may.
+// A key the scope may not hold ("locks" outside managed, "trusted_projects" outside user,
+// "backends" outside managed and user) is an error naming the scope that may.
 Result<ScopeSettings> parse_settings(std::string_view text, Scope scope);
 
 // The preset a policy document names ("preset" of the short form); nullopt for the full form
@@ -127,7 +141,11 @@ struct Settings {
   Sourced<bool> allow_unsandboxed{true, Scope::kBuiltin};
   std::vector<Sourced<std::string>> excluded_commands;
   std::vector<std::string> trusted_projects;  // user scope
-  Locks locks;                                // managed scope
+  // "backends.order" of the last scope that sets one; nullopt: the default order.
+  std::optional<Sourced<std::vector<std::string>>> backend_order;
+  // "backends.plugin_dirs" of every scope, in scope order, without repeats.
+  std::vector<Sourced<std::string>> plugin_dirs;
+  Locks locks;  // managed scope
   // Files read, scope by scope (real paths; resolution keeps them read-only in the sandbox).
   std::vector<Sourced<std::string>> files;
   // Files that would be read if they existed: the user file when missing, and
@@ -166,6 +184,27 @@ Result<Settings> load_settings(const Sources& sources, const ScopeSettings* call
 // Merges scopes already read (load_settings after reading; tests). `scopes` in any order.
 Result<Settings> merge_settings(const std::vector<std::pair<Scope, ScopeSettings>>& scopes);
 
+// The backends a caller asks for (--backends/--plugin-dir, a C API manager's arguments), and the
+// words that name them in a refusal.
+struct BackendRequest {
+  std::vector<std::string> order;  // empty: the settings' order (else the default)
+  std::vector<std::string> plugin_dirs;
+  std::string order_from = "--backends";
+  std::string plugin_dirs_from = "--plugin-dir";
+};
+
+// Which backends a run considers: the order (empty: every loaded plugin, kDefaultBackendOrder
+// first) and the plugin directories searched after the install's own, each with its scope.
+struct BackendSelection {
+  Sourced<std::vector<std::string>> order{{}, Scope::kBuiltin};
+  std::vector<Sourced<std::string>> plugin_dirs;
+};
+
+// The caller's backends on top of the settings'; a locked order or locked plugin directories
+// that the caller asks to change are an Error naming the lock ("refused by the administrator's
+// lock /locks/backend_order (managed settings): --backends asks for ...").
+Result<BackendSelection> decide_backends(const Settings& settings, const BackendRequest& request);
+
 // What the caller (flags, C API arguments) asks for, the highest scope.
 struct Overrides {
   std::optional<Policy> policy;       // replaces the settings' policy
@@ -173,6 +212,7 @@ struct Overrides {
   bool policy_changed = false;        // --writable-root/--deny/--network were applied
   std::optional<SandboxPreference> sandbox;
   bool allow_unsandboxed = false;  // run without a sandbox when none is available
+  BackendRequest backends;         // --backends, --plugin-dir (decide_backends)
 };
 
 // The request after the locks: what a run uses, and which scope decided each part.
@@ -185,6 +225,7 @@ struct Decided {
   std::vector<std::string> excluded_commands;
   bool escape_hatch_locked = false;  // locks.allow_unsandboxed is false
   bool require_backend_available = false;
+  BackendSelection backends;  // decide_backends of the settings and the caller's request
 };
 
 // The base policy before command-line additions: the caller's, else the settings', else the

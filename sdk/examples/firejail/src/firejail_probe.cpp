@@ -23,6 +23,7 @@ using sbx::sdk::posix_child::Captured;
 constexpr int kHelperTimeoutMs = 10000;
 // The helpers see a fixed, minimal environment: nothing from the caller can steer them.
 const std::vector<std::string> kHelperEnv = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C"};
+const std::string kHelperCwd = "/";
 
 // Runs a helper of the probe (argv[0] absolute, never searched in PATH) through the SDK's POSIX
 // child toolkit: exactly kHelperEnv, in "/", stdin from /dev/null, no descriptor of the host
@@ -31,7 +32,10 @@ const std::vector<std::string> kHelperEnv = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin
 sbx::Result<Captured> run_helper(const std::vector<std::string>& argv) {
   sbx::sdk::posix_child::CaptureOptions options;
   options.env = kHelperEnv;
-  options.cwd = "/";
+  // Copied from a std::string, not assigned from "/": GCC 12 at -O2/-O3 reports a false
+  // -Werror=restrict in basic_string::_M_replace for the literal (GCC bug 105329), which broke
+  // the README's Release build with -DFIREJAIL_WERROR=ON.
+  options.cwd = kHelperCwd;
   options.timeout_ms = kHelperTimeoutMs;
   return sbx::sdk::posix_child::run_capture(argv, options);
 }
