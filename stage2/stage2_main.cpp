@@ -679,6 +679,7 @@ constexpr std::string_view kHelp = R"(Usage:
   sbx-stage2 --net blocked|open|private|proxy [--proxy-port PORT --proxy-socket PATH]
              [--env KEY=VALUE]... [--env-fd N | --env-environ] [--ready-fd N]
              [--mounts-fd N] [--write-layer [--write-root PATH]...] -- /abs/command [ARG]...
+  sbx-stage2 --proxy-connect HOST PORT
   sbx-stage2 --help | --version
 
 The last trusted step before a sandboxed command (supported for backends built with the sbx SDK;
@@ -706,8 +707,13 @@ layer with --write-layer (writes only beneath each --write-root), installs the s
 --net (private: the namespace's own loopback only) and runs the command, forwarding signals to
 it, reaping orphans and exiting with its status.
 
+Proxy connect (--proxy-connect): ssh's ProxyCommand inside a sandbox in network mode proxy
+(sbx sets GIT_SSH_COMMAND to use it): asks the proxy in HTTPS_PROXY
+(http://USER:TOKEN@127.0.0.1:PORT) for a CONNECT tunnel to HOST:PORT, then copies stdin to it
+and it to stdout; exit 1 with the proxy's status line when refused.
+
 Forms used only by sbx's own backends, not a stable interface: --waiter, --metadata-guard,
---unix-supervised, --cache-overlay, --status-fd and --trace-fd.
+--unix-connect-trial, --unix-supervised, --cache-overlay, --status-fd and --trace-fd.
 )";
 
 // --help and --version only as the first argument: anything else is a command line to run,
