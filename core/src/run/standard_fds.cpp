@@ -25,9 +25,12 @@ struct Placeholders {
   std::array<bool, 3> ours{};  // i holds our /dev/null
 };
 
+// A static, not a heap object: the CLI's main() takes its hold before `sbx --version` is
+// answered, which must not grow the heap (LeanStart.TheBareVersionIsAnsweredBefore...). Its
+// members need no destruction (std::mutex's is trivial), so it is usable at exit too.
 Placeholders& placeholders() {
-  static Placeholders* const kPlaceholders = new Placeholders;  // never destroyed: used at exit
-  return *kPlaceholders;
+  static Placeholders placeholders;
+  return placeholders;
 }
 
 bool is_closed(int fd) { return ::fcntl(fd, F_GETFD) == -1 && errno == EBADF; }
