@@ -169,8 +169,8 @@ std::optional<std::string> check_owner_and_mode(const struct stat& st, const std
   const bool others = (st.st_mode & S_IWOTH) != 0;
   if (group || others) {
     const char* who = group && others ? "group and others" : group ? "group" : "others";
-    const std::string found = what + " is writable by " + who + " (mode " +
-                              mode_string(st.st_mode) + ")";
+    const std::string found =
+        what + " is writable by " + who + " (mode " + mode_string(st.st_mode) + ")";
     // A sticky directory that others may write is a shared one (/tmp, /var/tmp: sticky(7)):
     // removing its write bits would break every other user of it, so "chmod go-w" is the wrong
     // fix; the plugins belong somewhere else.

@@ -20,8 +20,8 @@ namespace {
 
 // The kernel's Landlock ABI, or 0 when Landlock is missing or disabled (landlock(7)).
 int landlock_abi() {
-  const long abi = ::syscall(__NR_landlock_create_ruleset, nullptr, 0,
-                             LANDLOCK_CREATE_RULESET_VERSION);
+  const long abi =
+      ::syscall(__NR_landlock_create_ruleset, nullptr, 0, LANDLOCK_CREATE_RULESET_VERSION);
   return abi > 0 ? static_cast<int>(abi) : 0;
 }
 
@@ -44,18 +44,19 @@ class AcmeBackend final : public sbx::Backend {
     sbx::ProbeReport report;
     const std::string stage2(host().stage2_path());
     const bool stage2_ok = !stage2.empty() && ::access(stage2.c_str(), X_OK) == 0;
-    report.checks.push_back(
-        {"stage2", stage2_ok ? sbx::CheckStatus::kPass : sbx::CheckStatus::kFail,
-         stage2.empty() ? "none offered by the host" : stage2,
-         stage2_ok ? "" : "install sbx with its sbx-stage2 (libexec/sbx)"});
+    report.checks.push_back({"stage2",
+                             stage2_ok ? sbx::CheckStatus::kPass : sbx::CheckStatus::kFail,
+                             stage2.empty() ? "none offered by the host" : stage2,
+                             stage2_ok ? "" : "install sbx with its sbx-stage2 (libexec/sbx)"});
     const int abi = landlock_abi();
     report.checks.push_back(
         {"landlock", abi > 0 ? sbx::CheckStatus::kPass : sbx::CheckStatus::kFail,
          abi > 0 ? "ABI " + std::to_string(abi) : "not available",
          abi > 0 ? "" : "boot a kernel with Landlock enabled (5.13 or later, lsm=...,landlock)"});
     report.available = stage2_ok && abi > 0;
-    report.summary = report.available ? "Landlock ABI " + std::to_string(abi) + " through sbx-stage2"
-                                      : "needs Landlock and sbx-stage2";
+    report.summary = report.available
+                         ? "Landlock ABI " + std::to_string(abi) + " through sbx-stage2"
+                         : "needs Landlock and sbx-stage2";
     if (report.available) report.capabilities = kCapabilities;
     return report;
   }

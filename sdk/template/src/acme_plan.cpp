@@ -13,8 +13,9 @@ using sbx::Result;
 
 sbx::Status check_filesystem(const sbx::ResolvedPolicy& policy) {
   if (policy.filesystem_kind != sbx::FilesystemKind::kRestricted)
-    return Error{"acme enforces a restricted filesystem only; this policy's filesystem is "
-                 "unrestricted or external"};
+    return Error{
+        "acme enforces a restricted filesystem only; this policy's filesystem is "
+        "unrestricted or external"};
   if (sbx::rule_access(policy, "/") == Access::kDeny)
     return Error{"acme cannot restrict reads (read_restriction): no rule grants reading '/'"};
   const std::vector<std::string> roots = sbx::writable_roots(policy);

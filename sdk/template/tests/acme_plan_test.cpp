@@ -1,10 +1,10 @@
 // The template's mapping without sbx: the plan it makes, and each rule it refuses by name.
 // Prints "N passed, N failed"; exits 1 on a failure.
+#include "acme_plan.hpp"
+
 #include <cstdio>
 #include <string>
 #include <vector>
-
-#include "acme_plan.hpp"
 
 namespace {
 
@@ -85,7 +85,8 @@ int main() {
   check(mentions(refusal(r), "deny_globs"), "deny globs are refused");
   r = request();
   r.policy.filesystem_kind = sbx::FilesystemKind::kUnrestricted;
-  check(mentions(refusal(r), "restricted filesystem only"), "an unrestricted filesystem is refused");
+  check(mentions(refusal(r), "restricted filesystem only"),
+        "an unrestricted filesystem is refused");
   check(mentions(acme::make_plan(request(), "", root).error(), "sbx-stage2"),
         "no sbx-stage2, no plan");
 
